@@ -1,0 +1,138 @@
+//! The clock: the only place in baton that reads the time or sleeps.
+//!
+//! A lease is judged with two clocks, and each comparison names the one it
+//! uses (see `DESIGN.md`, "Clocks"):
+//!
+//! - the **wall clock** ([`Clock::wall`]) stamps records for humans and judges
+//!   holders that cannot be checked from here (another host, another pid
+//!   namespace), because it is the only clock two machines share;
+//! - the **boot clock** ([`Clock::boot`], `CLOCK_BOOTTIME`) measures renewal
+//!   freshness between processes of one boot and every deadline and backoff.
+//!   It never steps, and it keeps counting through a suspend.
+//!
+//! Everything else asks a [`Clock`]; clippy's `disallowed-methods` forbids
+//! `SystemTime::now`, `Instant::now`, `Timestamp::now` and `thread::sleep`
+//! outside this module. Tests inject a [`ManualClock`] to drive every timing
+//! rule deterministically.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+/// A source of time. Implementations must be cheap: the lease reads the clock
+/// inside its critical section.
+pub trait Clock: Send + Sync {
+    /// The wall clock (UTC). It may step in either direction.
+    fn wall(&self) -> Timestamp;
+    /// Time since this machine booted, counting suspend (`CLOCK_BOOTTIME`).
+    /// Monotonic; comparable only within one boot.
+    fn boot(&self) -> Duration;
+    /// Waits for `d`. A test clock advances itself instead.
+    fn sleep(&self, d: Duration);
+}
+
+/// The machine's clocks.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    #[allow(clippy::disallowed_methods)] // This is the clock's chokepoint.
+    fn wall(&self) -> Timestamp {
+        Timestamp::now()
+    }
+
+    #[allow(clippy::disallowed_methods)] // This is the clock's chokepoint.
+    fn boot(&self) -> Duration {
+        let ts = rustix::time::clock_gettime(rustix::time::ClockId::Boottime);
+        // OK because CLOCK_BOOTTIME is never negative.
+        Duration::new(u64::try_from(ts.tv_sec).unwrap_or(0), ts.tv_nsec as u32)
+    }
+
+    #[allow(clippy::disallowed_methods)] // This is the clock's chokepoint.
+    fn sleep(&self, d: Duration) {
+        std::thread::sleep(d);
+    }
+}
+
+/// A clock that moves only when told to, for deterministic tests.
+///
+/// `sleep` advances both clocks by the requested amount and yields the thread,
+/// so a loop that waits on a `ManualClock` terminates without real waiting.
+#[derive(Debug)]
+pub struct ManualClock {
+    now: Mutex<(Timestamp, Duration)>,
+}
+
+impl ManualClock {
+    /// A clock showing `wall`, with the boot clock at `boot`.
+    pub fn new(wall: Timestamp, boot: Duration) -> Self {
+        Self {
+            now: Mutex::new((wall, boot)),
+        }
+    }
+
+    /// Moves both clocks forward by `d`.
+    pub fn advance(&self, d: Duration) {
+        let mut now = self.lock();
+        now.0 += d;
+        now.1 += d;
+    }
+
+    /// Steps the wall clock alone by `secs` (negative steps backwards), as an
+    /// NTP correction or an operator's `date -s` would. The boot clock is
+    /// untouched.
+    pub fn step_wall(&self, secs: i64) {
+        let mut now = self.lock();
+        now.0 += jiff::SignedDuration::from_secs(secs);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (Timestamp, Duration)> {
+        // A poisoned clock only means another test thread panicked; the
+        // pair inside is still a valid reading.
+        self.now
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Clock for ManualClock {
+    fn wall(&self) -> Timestamp {
+        self.lock().0
+    }
+
+    fn boot(&self) -> Duration {
+        self.lock().1
+    }
+
+    fn sleep(&self, d: Duration) {
+        self.advance(d);
+        std::thread::yield_now();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manual_clock_moves_only_when_told() {
+        let c = ManualClock::new(Timestamp::UNIX_EPOCH, Duration::from_secs(5));
+        assert_eq!(c.boot(), Duration::from_secs(5));
+        c.sleep(Duration::from_secs(2));
+        assert_eq!(c.boot(), Duration::from_secs(7));
+        assert_eq!(c.wall(), Timestamp::from_second(2).unwrap());
+        c.step_wall(-3600);
+        assert_eq!(c.boot(), Duration::from_secs(7));
+        assert_eq!(c.wall(), Timestamp::from_second(2 - 3600).unwrap());
+    }
+
+    #[test]
+    fn system_boot_clock_does_not_go_backwards() {
+        let c = SystemClock;
+        let a = c.boot();
+        let b = c.boot();
+        assert!(b >= a);
+        assert!(a > Duration::ZERO);
+    }
+}

@@ -1,0 +1,338 @@
+//! Every rule of the judgement, with a scripted liveness and fixed clocks.
+
+use super::*;
+use crate::record::Free;
+use std::sync::Mutex;
+
+struct Script {
+    process: ProcessState,
+    group: GroupState,
+    asked: Mutex<Vec<String>>,
+}
+
+impl Script {
+    fn new(process: ProcessState, group: GroupState) -> Self {
+        Self {
+            process,
+            group,
+            asked: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl Liveness for Script {
+    fn process(&self, pid: u32, start: u64) -> ProcessState {
+        self.asked
+            .lock()
+            .unwrap()
+            .push(format!("process {pid} {start}"));
+        self.process
+    }
+    fn group(&self, pgid: u32) -> GroupState {
+        self.asked.lock().unwrap().push(format!("group {pgid}"));
+        self.group
+    }
+}
+
+fn here() -> Observer {
+    Observer {
+        host: "h1".into(),
+        machine: Some("m1".into()),
+        boot: Some("b1".into()),
+        pidns: Some(7),
+    }
+}
+
+const T0: i64 = 1_800_000_000;
+
+fn now(secs_after: i64) -> Now {
+    Now {
+        wall: Timestamp::from_second(T0 + secs_after).unwrap(),
+        boot: Duration::from_secs((1000 + secs_after) as u64),
+    }
+}
+
+/// A lease taken and last renewed at T0 (boot clock 1000 s) by pid 42 on h1.
+fn held() -> Held {
+    Held {
+        fence: Fence::new(10),
+        token: "0123456789abcdef".parse().unwrap(),
+        pid: 42,
+        host: "h1".into(),
+        acquired: Timestamp::from_second(T0).unwrap(),
+        renewed: Timestamp::from_second(T0).unwrap(),
+        ttl: Duration::from_secs(30),
+        run: None,
+        machine: Some("m1".into()),
+        boot: Some("b1".into()),
+        pidns: Some(7),
+        pstart: Some(555),
+        renewed_boot: Some(Duration::from_secs(1000)),
+        pgid: None,
+        occ: None,
+    }
+}
+
+fn judge(body: &Body, at: i64, live: &dyn Liveness) -> Verdict {
+    decide(Some(body), None, &here(), now(at), &Policy::default(), live)
+}
+
+#[test]
+fn no_file_and_free_markers_are_free() {
+    let live = Script::new(ProcessState::Alive, GroupState::Empty);
+    assert_eq!(
+        decide(None, None, &here(), now(0), &Policy::default(), &live),
+        Verdict::Absent
+    );
+    let free = Free {
+        version: 3,
+        fence: Some(Fence::new(3)),
+        released: None,
+        occ: None,
+    };
+    assert!(judge(&Body::Free(free), 0, &live).claimable());
+}
+
+#[test]
+fn a_live_renewing_holder_is_respected_at_any_age() {
+    let live = Script::new(ProcessState::Alive, GroupState::Empty);
+    let mut h = held();
+    // Renewed one second ago, after running for a week: live.
+    h.renewed_boot = Some(Duration::from_secs(1000 + 7 * 86_400 - 1));
+    let v = judge(&Body::Held(h), 7 * 86_400, &live);
+    assert!(matches!(v, Verdict::Live { skew: None, .. }), "{v:?}");
+    assert_eq!(
+        *live.asked.lock().unwrap(),
+        vec!["process 42 555".to_string()]
+    );
+}
+
+#[test]
+fn a_live_holder_that_stopped_renewing_is_hung_never_broken() {
+    let live = Script::new(ProcessState::Alive, GroupState::Empty);
+    for secs in [31, 3600, 86_400 * 365] {
+        let v = judge(&Body::Held(held()), secs, &live);
+        assert!(matches!(v, Verdict::Hung { .. }), "{secs}: {v:?}");
+        assert!(!v.claimable());
+    }
+    // At exactly the TTL it is still live.
+    assert!(matches!(
+        judge(&Body::Held(held()), 30, &live),
+        Verdict::Live { .. }
+    ));
+}
+
+#[test]
+fn an_unreadable_process_counts_as_alive() {
+    let live = Script::new(ProcessState::Unknown, GroupState::Empty);
+    assert!(matches!(
+        judge(&Body::Held(held()), 10, &live),
+        Verdict::Live { .. }
+    ));
+    assert!(matches!(
+        judge(&Body::Held(held()), 100, &live),
+        Verdict::Hung { .. }
+    ));
+}
+
+#[test]
+fn a_dead_holder_is_broken_at_once_even_when_its_renewal_is_fresh() {
+    for (state, death) in [
+        (ProcessState::Gone, Death::ProcessGone),
+        (ProcessState::Zombie, Death::Zombie),
+        (ProcessState::Reused, Death::PidReused),
+    ] {
+        let live = Script::new(state, GroupState::Empty);
+        let v = judge(&Body::Held(held()), 1, &live);
+        assert_eq!(
+            v,
+            Verdict::Dead {
+                holder: Holder::V3(held()),
+                evidence: death
+            }
+        );
+        assert!(v.claimable());
+    }
+}
+
+#[test]
+fn a_dead_holder_whose_job_group_lives_is_orphaned() {
+    let mut h = held();
+    h.pgid = Some(43);
+    for group in [GroupState::Members, GroupState::Unknown] {
+        let live = Script::new(ProcessState::Gone, group);
+        let v = judge(&Body::Held(h.clone()), 5000, &live);
+        assert_eq!(
+            v,
+            Verdict::Orphaned {
+                holder: Holder::V3(h.clone()),
+                pgid: 43
+            }
+        );
+        assert!(!v.claimable());
+    }
+    let live = Script::new(ProcessState::Gone, GroupState::Empty);
+    assert!(matches!(
+        judge(&Body::Held(h), 1, &live),
+        Verdict::Dead { .. }
+    ));
+}
+
+#[test]
+fn a_lease_from_an_earlier_boot_of_this_machine_is_dead() {
+    let live = Script::new(ProcessState::Alive, GroupState::Members);
+    let mut h = held();
+    h.boot = Some("b0".into());
+    let v = judge(&Body::Held(h), 0, &live);
+    assert!(
+        matches!(
+            v,
+            Verdict::Dead {
+                evidence: Death::Rebooted,
+                ..
+            }
+        ),
+        "{v:?}"
+    );
+    assert!(
+        live.asked.lock().unwrap().is_empty(),
+        "a pid from another boot means nothing"
+    );
+}
+
+#[test]
+fn a_holder_that_cannot_be_checked_waits_out_ttl_plus_grace_by_the_wall_clock() {
+    let live = Script::new(ProcessState::Gone, GroupState::Empty);
+    let mut other_host = held();
+    other_host.host = "h2".into();
+    other_host.machine = Some("m2".into());
+    other_host.boot = Some("b2".into());
+    let mut other_ns = held();
+    other_ns.pidns = Some(8);
+    let mut no_machine = held();
+    no_machine.boot = Some("b0".into());
+    no_machine.machine = None;
+    let mut no_pstart = held();
+    no_pstart.pstart = None;
+    for h in [other_host, other_ns, no_machine, no_pstart] {
+        // TTL 30 s + grace 30 s.
+        assert!(
+            matches!(
+                judge(&Body::Held(h.clone()), 60, &live),
+                Verdict::Live { .. }
+            ),
+            "{h:?}"
+        );
+        let v = judge(&Body::Held(h.clone()), 61, &live);
+        assert!(matches!(v, Verdict::Expired { .. }), "{v:?}");
+        assert!(v.claimable());
+    }
+    assert!(live.asked.lock().unwrap().is_empty());
+}
+
+#[test]
+fn a_stamp_from_the_future_is_respected_and_reported() {
+    let live = Script::new(ProcessState::Gone, GroupState::Empty);
+    let mut h = held();
+    h.host = "h2".into();
+    h.boot = Some("b2".into());
+    let v = judge(&Body::Held(h), -3600, &live);
+    match v {
+        Verdict::Live { skew: Some(s), .. } => assert_eq!(s, SignedDuration::from_secs(3600)),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_wall_clock_step_does_not_move_a_same_host_judgement() {
+    let live = Script::new(ProcessState::Alive, GroupState::Empty);
+    // The wall clock jumps an hour ahead; the boot clock says 5 s passed.
+    let n = Now {
+        wall: Timestamp::from_second(T0 + 3600).unwrap(),
+        boot: Duration::from_secs(1005),
+    };
+    let v = decide(
+        Some(&Body::Held(held())),
+        None,
+        &here(),
+        n,
+        &Policy::default(),
+        &live,
+    );
+    assert!(matches!(v, Verdict::Live { .. }), "{v:?}");
+}
+
+#[test]
+fn v2_leases_are_judged_by_v2s_rule() {
+    let live = Script::new(ProcessState::Gone, GroupState::Empty);
+    let v2 = |at: Option<i64>| {
+        Body::V2(V2Lease {
+            pid: Some(1),
+            at: at.map(|s| Timestamp::from_second(T0 + s).unwrap()),
+            token: None,
+        })
+    };
+    assert!(matches!(
+        judge(&v2(Some(0)), 7200, &live),
+        Verdict::Live { .. }
+    ));
+    assert!(matches!(
+        judge(&v2(Some(0)), 7201, &live),
+        Verdict::Expired { .. }
+    ));
+    assert!(matches!(
+        judge(&v2(Some(60)), 0, &live),
+        Verdict::Live { skew: Some(_), .. }
+    ));
+    // No readable stamp: the file's mtime.
+    let mtime = Some(Timestamp::from_second(T0).unwrap());
+    let p = Policy::default();
+    assert!(matches!(
+        decide(Some(&v2(None)), mtime, &here(), now(100), &p, &live),
+        Verdict::Live { .. }
+    ));
+    assert!(matches!(
+        decide(Some(&v2(None)), mtime, &here(), now(7201), &p, &live),
+        Verdict::Expired { .. }
+    ));
+    assert!(live.asked.lock().unwrap().is_empty());
+}
+
+#[test]
+fn an_empty_file_is_respected_while_young_then_abandoned() {
+    let live = Script::new(ProcessState::Gone, GroupState::Empty);
+    let mtime = Some(Timestamp::from_second(T0).unwrap());
+    let p = Policy::default();
+    assert!(matches!(
+        decide(Some(&Body::Empty), mtime, &here(), now(5), &p, &live),
+        Verdict::Writing { .. }
+    ));
+    assert!(matches!(
+        decide(Some(&Body::Empty), mtime, &here(), now(-10), &p, &live),
+        Verdict::Writing { .. }
+    ));
+    let v = decide(Some(&Body::Empty), mtime, &here(), now(6), &p, &live);
+    assert!(matches!(v, Verdict::Abandoned { .. }) && v.claimable());
+}
+
+#[test]
+fn foreign_and_unreadable_records_are_refused_at_any_age() {
+    let live = Script::new(ProcessState::Gone, GroupState::Empty);
+    let mtime = Some(Timestamp::from_second(0).unwrap());
+    for body in [
+        Body::Foreign(ForeignVersion::InferredV1),
+        Body::Foreign(ForeignVersion::Declared(4)),
+        Body::Foreign(ForeignVersion::Unreadable("next".into())),
+        Body::Unreadable("garbage".into()),
+    ] {
+        let v = decide(
+            Some(&body),
+            mtime,
+            &here(),
+            now(86_400 * 3650),
+            &Policy::default(),
+            &live,
+        );
+        assert!(matches!(v, Verdict::Refused(_)) && !v.claimable(), "{v:?}");
+    }
+}

@@ -1,0 +1,90 @@
+//! The failures of the lock: I/O, permissions, a path that is no lock file,
+//! no file mutex. A lock that is merely not free is never an error; that is
+//! an [`crate::Outcome`]. Every message says what was being done to which
+//! path, and what to do about it.
+
+use std::io;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Why an operation on a lock failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A system call failed.
+    #[error("failed to {action} {}: {source}", path.display())]
+    Io {
+        /// What was being done, as a verb phrase.
+        action: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// The directory that should hold the lock file does not exist.
+    #[error("the lock directory {} does not exist: create it, or choose another lock path", dir.display())]
+    MissingDirectory {
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// Something other than a regular file is at the lock path.
+    #[error("{} is {what}, not a lock file: remove it or choose another lock path", path.display())]
+    NotALockFile {
+        /// The path.
+        path: PathBuf,
+        /// What is there ("a symbolic link", "a directory", …).
+        what: &'static str,
+    },
+    /// The filesystem offers no `flock`; no lease is judged or broken.
+    #[error(
+        "no file mutex for {}: flock failed ({source}); baton judges and breaks leases only under \
+         flock, so nothing was changed: move the lock to a local filesystem",
+        path.display()
+    )]
+    NoMutex {
+        /// The lock file.
+        path: PathBuf,
+        /// What `flock` said.
+        #[source]
+        source: io::Error,
+    },
+    /// Another process kept the file's mutex longer than allowed.
+    #[error(
+        "the mutex of {} was held by another process for more than {waited:?} (is something running \
+         `flock` on this file?): nothing was read or changed",
+        path.display()
+    )]
+    MutexTimeout {
+        /// The lock file.
+        path: PathBuf,
+        /// How long this process waited.
+        waited: Duration,
+    },
+    /// A value given for a record field cannot be written into one.
+    #[error("invalid {field} {value:?}: use 1 to 128 printable ASCII characters, no spaces")]
+    InvalidField {
+        /// Which field.
+        field: &'static str,
+        /// The value given.
+        value: String,
+    },
+    /// A duration option is out of range.
+    #[error("invalid {what}: {why}")]
+    InvalidOption {
+        /// Which option.
+        what: &'static str,
+        /// Why.
+        why: String,
+    },
+}
+
+impl Error {
+    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Self::Io {
+            action,
+            path: path.into(),
+            source,
+        }
+    }
+}

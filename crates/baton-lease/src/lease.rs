@@ -1,0 +1,167 @@
+//! The held lease: the guard a successful acquire returns.
+//!
+//! A [`Lease`] knows its token and fence. Every change it makes to the record
+//! (renew, naming the job's process group, release) happens inside the file's
+//! mutex and only when the token on disk is still its own; otherwise it
+//! changes nothing and reports the lease [`Lost`](crate::Lost). Dropping a
+//! lease releases it, best effort: a failure is logged, never a panic.
+//!
+//! What it does not guarantee: a paused holder (stopped, swapped out, on a
+//! partitioned host) can still act after its lease moved; only the fence,
+//! checked by whatever the job writes, stops a stale writer then. A holder
+//! that can no longer renew must stop its job itself; `baton exec` does.
+
+use crate::decide::Verdict;
+use crate::error::Error;
+use crate::lock::{Lock, Opened, micros, millis};
+use crate::outcome::{Lost, Release, Renewal};
+use crate::record::{self, Body, Free, Held};
+use crate::sys::file::Mode;
+use crate::token::{Fence, Token};
+
+/// A lease this process holds. Dropping it releases it.
+#[derive(Debug)]
+pub struct Lease {
+    lock: Lock,
+    record: Held,
+    replaced: Verdict,
+    done: bool,
+}
+
+impl Lease {
+    pub(crate) fn new(lock: Lock, record: Held, replaced: Verdict) -> Self {
+        Self {
+            lock,
+            record,
+            replaced,
+            done: false,
+        }
+    }
+
+    /// This acquisition's token.
+    pub fn token(&self) -> Token {
+        self.record.token
+    }
+
+    /// This acquisition's fence.
+    pub fn fence(&self) -> Fence {
+        self.record.fence
+    }
+
+    /// The record as last written.
+    pub fn record(&self) -> &Held {
+        &self.record
+    }
+
+    /// What the acquisition found and replaced: [`Verdict::Absent`] or
+    /// [`Verdict::Free`] normally, [`Verdict::Dead`] or [`Verdict::Expired`]
+    /// when it broke a holder's lease.
+    pub fn replaced(&self) -> &Verdict {
+        &self.replaced
+    }
+
+    /// The lock this lease is on.
+    pub fn lock(&self) -> &Lock {
+        &self.lock
+    }
+
+    /// Stamps the record as renewed now.
+    ///
+    /// # Errors
+    ///
+    /// I/O failures. A lease that passed to someone else is
+    /// [`Renewal::Lost`], not an error.
+    pub fn renew(&mut self) -> Result<Renewal, Error> {
+        self.rewrite(|_| {})
+    }
+
+    /// Names the process group of the job this holder runs, so that a judge
+    /// finding the holder dead also asks whether the job still runs. Also
+    /// renews.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lease::renew`].
+    pub fn set_job_group(&mut self, pgid: u32) -> Result<Renewal, Error> {
+        self.rewrite(|h| h.pgid = Some(pgid).filter(|&p| p > 0))
+    }
+
+    /// Frees the lock, keeping the fence and occurrence in a free marker.
+    ///
+    /// # Errors
+    ///
+    /// I/O failures. A lease that had already passed to someone else is
+    /// [`Release::Lost`]: nothing was changed.
+    pub fn release(mut self) -> Result<Release, Error> {
+        self.done = true;
+        self.release_inner()
+    }
+
+    fn rewrite(&mut self, change: impl FnOnce(&mut Held)) -> Result<Renewal, Error> {
+        let section = match self.lock.open_locked(Mode::Exclusive, true)? {
+            Opened::Missing => return Ok(Renewal::Lost(self.lost(None))),
+            Opened::Busy(b) => return Ok(Renewal::Unconfirmed(b)),
+            Opened::Section(s) => s,
+        };
+        if !self.owns(section.body()) {
+            return Ok(Renewal::Lost(self.lost(Some(section.body().clone()))));
+        }
+        let now = self.lock.now();
+        let mut next = self.record.clone();
+        change(&mut next);
+        next.renewed = micros(now.wall);
+        next.renewed_boot = Some(millis(now.boot));
+        self.lock.write(&section, &next.render())?;
+        self.record = next;
+        Ok(Renewal::Renewed)
+    }
+
+    fn release_inner(&mut self) -> Result<Release, Error> {
+        let section = match self.lock.open_locked(Mode::Exclusive, true)? {
+            Opened::Missing => return Ok(Release::Lost(self.lost(None))),
+            Opened::Busy(b) => return Ok(Release::Unconfirmed(b)),
+            Opened::Section(s) => s,
+        };
+        if !self.owns(section.body()) {
+            return Ok(Release::Lost(self.lost(Some(section.body().clone()))));
+        }
+        let free = Free {
+            version: record::VERSION,
+            fence: Some(self.record.fence),
+            released: Some(micros(self.lock.clock().wall())),
+            occ: self.record.occ.clone(),
+        };
+        self.lock.write(&section, &free.render())?;
+        Ok(Release::Released)
+    }
+
+    fn owns(&self, body: &Body) -> bool {
+        matches!(body, Body::Held(h) if h.token == self.record.token)
+    }
+
+    fn lost(&self, found: Option<Body>) -> Lost {
+        Lost {
+            path: self.lock.path().to_owned(),
+            found,
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        match self.release_inner() {
+            Ok(Release::Released) => {}
+            Ok(Release::Lost(lost)) => {
+                tracing::warn!("dropping a lease that was already lost: {lost}")
+            }
+            Ok(Release::Unconfirmed(busy)) => {
+                tracing::warn!(path = %self.lock.path().display(), "could not release a dropped lease: {busy}");
+            }
+            Err(e) => tracing::warn!("could not release a dropped lease: {e}"),
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! baton-lease: the run lock.
+//!
+//! A lease record in a file, every read-decide-write under `flock(LOCK_EX)` on
+//! that file, a fencing token and fence number per acquisition, renewal by the
+//! holder, and "dead" decided by positive evidence (the holder's process is
+//! gone and its job's process group empty, or its machine rebooted), never by
+//! a timer alone when evidence can be had. It is the v3 of Scheduler Lock:
+//! everything v2 guarantees, plus renewal and evidence of death. The protocol
+//! and its reasoning are in `DESIGN.md` at the repository's root.
+//!
+//! ```
+//! # let dir = tempfile::tempdir().unwrap();
+//! use baton_lease::{Lock, Outcome};
+//!
+//! let lock = Lock::new(dir.path().join("nightly.lock"));
+//! match lock.try_acquire()? {
+//!     Outcome::Acquired(mut lease) => {
+//!         println!("running as fence {}", lease.fence());
+//!         let _ = lease.renew()?; // every third of the TTL, while the job runs
+//!         lease.release()?;
+//!     }
+//!     other => eprintln!("skipped: {}", other.describe()),
+//! }
+//! # Ok::<(), baton_lease::Error>(())
+//! ```
+//!
+//! Map of the crate: [`record`] is the on-disk format; [`decide`] the pure
+//! judgement; [`liveness`] the evidence; [`Lock`] the critical section;
+//! [`Lease`] the guard; [`clock`] the only reader of time; `sys` the only
+//! caller of the operating system.
+
+pub mod clock;
+pub mod decide;
+mod error;
+mod facts;
+mod lease;
+pub mod liveness;
+mod lock;
+mod outcome;
+pub mod record;
+mod sys;
+mod token;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use decide::{Death, Foreign, Holder, Now, Observer, Policy, Verdict};
+pub use error::Error;
+pub use lease::Lease;
+pub use liveness::{GroupState, Liveness, OsLiveness, ProcessState};
+pub use lock::{BreakMode, Claim, Lock, Options, REOPEN_ATTEMPTS};
+pub use outcome::{Broken, Busy, Conflict, Inspection, Lost, Outcome, Release, Renewal};
+pub use token::{BadToken, Fence, Token};

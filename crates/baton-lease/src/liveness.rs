@@ -1,0 +1,70 @@
+//! Evidence about a holder: is its process still the one that took the
+//! lease, and does its job's process group still have members?
+//!
+//! The [`Liveness`] trait is the judge's only window onto other processes, so
+//! [`crate::decide`] stays a pure function and a database-backed store can
+//! reuse it. [`OsLiveness`] answers from `/proc` and `kill(-PGID, 0)`. When the
+//! kernel's answer is unclear (a permission error, an unreadable `/proc`), the
+//! answer is `Unknown`, and `Unknown` is always treated as alive: evidence of
+//! death must be positive.
+
+use crate::sys::process;
+
+/// What is known of the holder's process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessState {
+    /// The pid exists, is not a zombie, and started when the record says.
+    Alive,
+    /// No process has that pid.
+    Gone,
+    /// The process has exited and awaits its parent (`Z` or `X`).
+    Zombie,
+    /// The pid now belongs to a process that started at another time.
+    Reused,
+    /// The kernel's answer could not be read; treated as alive.
+    Unknown,
+}
+
+/// What is known of the job's process group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupState {
+    /// At least one process is in the group (possibly someone else's).
+    Members,
+    /// The group is empty.
+    Empty,
+    /// The kernel's answer could not be read; treated as having members.
+    Unknown,
+}
+
+/// Where the judge learns whether processes on this machine are alive.
+pub trait Liveness: Send + Sync {
+    /// The state of process `pid`, which the record says started at `start`
+    /// ticks after boot.
+    fn process(&self, pid: u32, start: u64) -> ProcessState;
+    /// The state of process group `pgid`.
+    fn group(&self, pgid: u32) -> GroupState;
+}
+
+/// Answers from this machine's kernel.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OsLiveness;
+
+impl Liveness for OsLiveness {
+    fn process(&self, pid: u32, start: u64) -> ProcessState {
+        match process::stat(pid) {
+            Ok(None) => ProcessState::Gone,
+            Ok(Some(s)) if matches!(s.state, b'Z' | b'X' | b'x') => ProcessState::Zombie,
+            Ok(Some(s)) if s.start != start => ProcessState::Reused,
+            Ok(Some(_)) => ProcessState::Alive,
+            Err(_) => ProcessState::Unknown,
+        }
+    }
+
+    fn group(&self, pgid: u32) -> GroupState {
+        match process::group_has_members(pgid) {
+            Ok(true) => GroupState::Members,
+            Ok(false) => GroupState::Empty,
+            Err(_) => GroupState::Unknown,
+        }
+    }
+}

@@ -1,0 +1,607 @@
+//! The lock: a path, and every read-decide-write on the file there, each one
+//! inside `flock(LOCK_EX)` on that same file.
+//!
+//! [`Lock`] owns the critical section. It opens the file (`O_NOFOLLOW`),
+//! takes the mutex (waiting at most [`Options::mutex_wait`]), checks that the
+//! path still names the inode it locked (reopening, at most
+//! [`REOPEN_ATTEMPTS`] times, when it does not), reads the record, asks
+//! [`crate::decide`] for a verdict, and writes the new record in place, all
+//! before dropping the mutex. The mutex is held for microseconds and never
+//! across a job: the *lease* is the record, not the descriptor. A lock file
+//! that does not exist yet is created whole: the record is written to a
+//! temporary file, locked, and `link`ed into place, which fails if the name
+//! appeared meanwhile. Nothing here runs caller code inside the mutex.
+//!
+//! Failure modes: no `flock` on the filesystem is [`Error::NoMutex`] (fail
+//! closed: nothing judged, nothing broken); a record this build does not judge
+//! is [`Outcome::VersionConflict`] and is left byte for byte untouched.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use crate::clock::{Clock, SystemClock};
+use crate::decide::{self, Now, Observer, Policy, Verdict};
+use crate::error::Error;
+use crate::lease::Lease;
+use crate::liveness::{Liveness, OsLiveness};
+use crate::outcome::{self, Broken, Busy, Inspection, Outcome};
+use crate::record::{self, Body, Free, Held, MAX_RECORD_BYTES};
+use crate::sys::file::{self, Mode};
+use crate::token::{Fence, Token};
+
+/// How many times the path may be replaced under a contender before it gives
+/// up ("not acquired").
+pub const REOPEN_ATTEMPTS: u32 = 64;
+
+/// How a lock behaves. The defaults suit a job on local disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// How long one renewal keeps the lease fresh. The holder renews well
+    /// within it (`baton exec` renews every third of it).
+    pub ttl: Duration,
+    /// How leases are judged.
+    pub policy: Policy,
+    /// How long to wait for another process to drop the file's mutex.
+    pub mutex_wait: Duration,
+    /// Whether every record written is also `fsync`ed (see `DESIGN.md`,
+    /// "Durability": off by default, because a same-host lease means nothing
+    /// after a crash of the machine).
+    pub fsync: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            ttl: Duration::from_secs(30),
+            policy: Policy::default(),
+            mutex_wait: Duration::from_secs(5),
+            fsync: false,
+        }
+    }
+}
+
+/// What the acquirer writes about its run, besides its identity.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Claim {
+    /// A run id, shown to operators and exported to the job.
+    pub run: Option<String>,
+    /// An occurrence, kept in the free marker after release.
+    pub occ: Option<String>,
+}
+
+/// The modes of an operator's break.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BreakMode {
+    /// Break only a lease judged dead, expired or abandoned.
+    IfDead,
+    /// Break whatever is there, a foreign version included.
+    Force,
+}
+
+/// A lock file and how to judge it. Cheap to clone.
+#[derive(Clone)]
+pub struct Lock {
+    path: PathBuf,
+    opts: Options,
+    clock: Arc<dyn Clock>,
+    live: Arc<dyn Liveness>,
+}
+
+impl std::fmt::Debug for Lock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lock")
+            .field("path", &self.path)
+            .field("opts", &self.opts)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct Section {
+    file: std::fs::File,
+    bytes: Vec<u8>,
+    len: u64,
+    mtime: Option<Timestamp>,
+    body: Body,
+}
+
+pub(crate) enum Opened {
+    Section(Section),
+    Missing,
+    Busy(Busy),
+}
+
+impl Lock {
+    /// A lock at `path`, with default options, the system clock and this
+    /// machine's process table. Nothing is touched until it is used.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            opts: Options::default(),
+            clock: Arc::new(SystemClock),
+            live: Arc::new(OsLiveness),
+        }
+    }
+
+    /// The same lock with other options.
+    pub fn with_options(mut self, opts: Options) -> Self {
+        self.opts = opts;
+        self
+    }
+
+    /// The same lock judged with another clock.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The same lock judged with another source of liveness evidence.
+    pub fn with_liveness(mut self, live: Arc<dyn Liveness>) -> Self {
+        self.live = live;
+        self
+    }
+
+    /// The lock file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The options.
+    pub fn options(&self) -> &Options {
+        &self.opts
+    }
+
+    pub(crate) fn clock(&self) -> &dyn Clock {
+        &*self.clock
+    }
+
+    /// Tries once to take the lease, without waiting for a holder.
+    ///
+    /// # Errors
+    ///
+    /// I/O failures, a missing directory, something other than a regular file
+    /// at the path, or a filesystem without `flock`. A lock held by someone
+    /// else is an [`Outcome`], not an error.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use baton_lease::{Lock, Outcome, Release};
+    /// let lock = Lock::new(dir.path().join("job.lock"));
+    /// let Outcome::Acquired(lease) = lock.try_acquire()? else { panic!("fresh lock") };
+    /// assert!(matches!(lock.try_acquire()?, Outcome::Busy(_)));
+    /// assert_eq!(lease.release()?, Release::Released);
+    /// # Ok::<(), baton_lease::Error>(())
+    /// ```
+    pub fn try_acquire(&self) -> Result<Outcome, Error> {
+        self.try_acquire_as(&Claim::default())
+    }
+
+    /// [`Lock::try_acquire`], writing `claim` into the record.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::try_acquire`], and [`Error::InvalidField`] for a claim value
+    /// that cannot be written into a record.
+    pub fn try_acquire_as(&self, claim: &Claim) -> Result<Outcome, Error> {
+        self.validate(claim)?;
+        for _ in 0..REOPEN_ATTEMPTS {
+            let section = match self.open_locked(Mode::Exclusive, true)? {
+                Opened::Busy(b) => return Ok(Outcome::Busy(b)),
+                Opened::Section(s) => s,
+                Opened::Missing => match self.create(claim)? {
+                    Some(lease) => return Ok(Outcome::Acquired(lease)),
+                    None => continue, // The name appeared meanwhile: judge what is there.
+                },
+            };
+            let now = self.now();
+            let verdict = match self.refuse(self.judge(&section, now), &section.bytes) {
+                Ok(claimable) => claimable,
+                Err(refused) => return Ok(refused),
+            };
+            let held = self.record(decide::prior_fence(Some(&section.body)), now, claim)?;
+            self.write(&section, &held.render())?;
+            return Ok(Outcome::Acquired(Lease::new(self.clone(), held, verdict)));
+        }
+        Ok(Outcome::Busy(Busy::Unstable {
+            attempts: REOPEN_ATTEMPTS,
+        }))
+    }
+
+    /// Tries to take the lease until `wait` has passed, polling with a
+    /// jittered backoff (10 ms doubling to 500 ms). Returns the last outcome.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::try_acquire_as`]; an error ends the wait at once.
+    pub fn acquire_wait(&self, claim: &Claim, wait: Duration) -> Result<Outcome, Error> {
+        let deadline = self.clock.boot().saturating_add(wait);
+        let mut pause = Duration::from_millis(10);
+        loop {
+            let outcome = self.try_acquire_as(claim)?;
+            let now = self.clock.boot();
+            if matches!(outcome, Outcome::Acquired(_)) || now >= deadline {
+                return Ok(outcome);
+            }
+            drop(outcome);
+            self.clock.sleep(jitter(pause).min(deadline - now));
+            pause = (pause * 2).min(Duration::from_millis(500));
+        }
+    }
+
+    /// Reads the record and judges it, changing nothing.
+    ///
+    /// # Errors
+    ///
+    /// I/O failures, a path that is no lock file, no `flock`, or
+    /// [`Error::MutexTimeout`] when a writer held the mutex too long.
+    pub fn inspect(&self) -> Result<Inspection, Error> {
+        match self.open_locked(Mode::Shared, false)? {
+            Opened::Missing => Ok(Inspection {
+                path: self.path.clone(),
+                body: None,
+                raw: None,
+                mtime: None,
+                verdict: Verdict::Absent,
+            }),
+            Opened::Busy(Busy::MutexHeld { waited }) => Err(Error::MutexTimeout {
+                path: self.path.clone(),
+                waited,
+            }),
+            Opened::Busy(_) => Err(Error::MutexTimeout {
+                path: self.path.clone(),
+                waited: self.opts.mutex_wait,
+            }),
+            Opened::Section(s) => {
+                let verdict = self.judge(&s, self.now());
+                Ok(Inspection {
+                    path: self.path.clone(),
+                    raw: Some(outcome::first_line(&s.bytes)),
+                    mtime: s.mtime,
+                    body: Some(s.body.clone()),
+                    verdict,
+                })
+            }
+        }
+    }
+
+    /// An operator's break: replaces the lease with a free marker (keeping
+    /// its fence and occurrence) when `mode` allows it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::inspect`].
+    pub fn break_lease(&self, mode: BreakMode) -> Result<Broken, Error> {
+        let section = match self.open_locked(Mode::Exclusive, true)? {
+            Opened::Missing => {
+                return Ok(Broken::NothingHeld {
+                    verdict: Verdict::Absent,
+                });
+            }
+            Opened::Busy(Busy::MutexHeld { waited }) => {
+                return Err(Error::MutexTimeout {
+                    path: self.path.clone(),
+                    waited,
+                });
+            }
+            Opened::Busy(_) => {
+                return Err(Error::MutexTimeout {
+                    path: self.path.clone(),
+                    waited: self.opts.mutex_wait,
+                });
+            }
+            Opened::Section(s) => s,
+        };
+        let verdict = self.judge(&section, self.now());
+        if matches!(verdict, Verdict::Free(_)) {
+            return Ok(Broken::NothingHeld { verdict });
+        }
+        if mode == BreakMode::IfDead && !verdict.claimable() {
+            return Ok(Broken::Refused { verdict });
+        }
+        let occ = match &section.body {
+            Body::Held(h) => h.occ.clone(),
+            _ => None,
+        };
+        let free = Free {
+            version: record::VERSION,
+            fence: decide::prior_fence(Some(&section.body)),
+            released: Some(micros(self.clock.wall())),
+            occ,
+        };
+        self.write(&section, &free.render())?;
+        Ok(Broken::Freed {
+            verdict,
+            raw: outcome::first_line(&section.bytes),
+        })
+    }
+
+    fn validate(&self, claim: &Claim) -> Result<(), Error> {
+        for (field, v) in [("run id", &claim.run), ("occurrence", &claim.occ)] {
+            if let Some(v) = v
+                && (v.len() > 128 || !record::is_valid_value(v))
+            {
+                return Err(Error::InvalidField {
+                    field,
+                    value: v.clone(),
+                });
+            }
+        }
+        if self.opts.ttl < Duration::from_millis(1) {
+            return Err(Error::InvalidOption {
+                what: "ttl",
+                why: "it must be at least 1 ms".into(),
+            });
+        }
+        Ok(())
+    }
+
+    pub(crate) fn now(&self) -> Now {
+        Now {
+            wall: self.clock.wall(),
+            boot: self.clock.boot(),
+        }
+    }
+
+    fn judge(&self, s: &Section, now: Now) -> Verdict {
+        let here = Observer::here();
+        decide::decide(
+            Some(&s.body),
+            s.mtime,
+            &here,
+            now,
+            &self.opts.policy,
+            &*self.live,
+        )
+    }
+
+    /// Passes a claimable verdict through; turns any other into the outcome
+    /// the caller gets.
+    #[allow(clippy::result_large_err)] // Err is the outcome handed straight back.
+    fn refuse(&self, verdict: Verdict, bytes: &[u8]) -> Result<Verdict, Outcome> {
+        Err(match verdict {
+            Verdict::Live { holder, skew } => Outcome::Busy(Busy::Held { holder, skew }),
+            Verdict::Writing { age } => Outcome::Busy(Busy::Writing { age }),
+            Verdict::Hung { holder, lapsed } => Outcome::Hung { holder, lapsed },
+            Verdict::Orphaned { holder, pgid } => Outcome::Orphaned { holder, pgid },
+            Verdict::Refused(found) => {
+                Outcome::VersionConflict(outcome::conflict(&self.path, found, bytes))
+            }
+            claimable => return Ok(claimable),
+        })
+    }
+
+    /// A fresh record for this process.
+    pub(crate) fn record(
+        &self,
+        prior: Option<Fence>,
+        now: Now,
+        claim: &Claim,
+    ) -> Result<Held, Error> {
+        let facts = crate::facts::local();
+        let token = Token::fresh()
+            .map_err(|e| Error::io("read random bytes for a token for", &self.path, e))?;
+        let wall = micros(now.wall);
+        Ok(Held {
+            fence: Fence::next(prior, wall),
+            token,
+            pid: facts.pid,
+            host: facts.host.clone(),
+            acquired: wall,
+            renewed: wall,
+            ttl: self.opts.ttl,
+            run: claim.run.clone(),
+            machine: facts.machine.clone(),
+            boot: facts.boot.clone(),
+            pidns: facts.pidns,
+            pstart: facts.start,
+            renewed_boot: Some(millis(now.boot)),
+            pgid: None,
+            occ: claim.occ.clone(),
+        })
+    }
+
+    /// Creates the lock file whole. `None` when the name appeared meanwhile.
+    fn create(&self, claim: &Claim) -> Result<Option<Lease>, Error> {
+        let dir = self.dir();
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tag = Token::fresh().map_err(|e| Error::io("read random bytes for", &self.path, e))?;
+        let tmp = dir.join(format!(".{name}.{}.{tag}.tmp", std::process::id()));
+        let f =
+            file::create_new(&tmp).map_err(|e| self.dir_error(&dir, "create a lock file in", e))?;
+        let cleanup = TempName(&tmp);
+        if !file::try_lock(&f, Mode::Exclusive).map_err(|e| self.lock_error(e))? {
+            // Nobody else knows this name; a contender here is a bug elsewhere.
+            return Ok(None);
+        }
+        let now = self.now();
+        let held = self.record(None, now, claim)?;
+        let line = held.render();
+        file::write_in_place(&f, &line, 0, MAX_RECORD_BYTES)
+            .map_err(|e| Error::io("write", &tmp, e))?;
+        if self.opts.fsync {
+            file::sync(&f).map_err(|e| Error::io("sync", &tmp, e))?;
+        }
+        match file::link(&tmp, &self.path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(None),
+            Err(e) => return Err(self.dir_error(&dir, "link a new lock file into", e)),
+        }
+        drop(cleanup);
+        drop(f);
+        Ok(Some(Lease::new(self.clone(), held, Verdict::Absent)))
+    }
+
+    /// Opens the file and takes its mutex; the section holds it until dropped.
+    pub(crate) fn open_locked(&self, mode: Mode, write: bool) -> Result<Opened, Error> {
+        for _ in 0..REOPEN_ATTEMPTS {
+            let f = match file::open(&self.path, write) {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    let dir = self.dir();
+                    return match std::fs::symlink_metadata(&dir) {
+                        Ok(m) if m.is_dir() => Ok(Opened::Missing),
+                        Ok(_) => Err(Error::NotALockFile {
+                            path: dir,
+                            what: "not a directory",
+                        }),
+                        Err(_) => Err(Error::MissingDirectory { dir }),
+                    };
+                }
+                Err(e) => return Err(self.open_error(e)),
+            };
+            let meta = file::meta(&f).map_err(|e| Error::io("inspect", &self.path, e))?;
+            if !meta.regular {
+                return Err(Error::NotALockFile {
+                    path: self.path.clone(),
+                    what: "not a regular file",
+                });
+            }
+            if let Some(waited) = self.take_mutex(&f, mode)? {
+                return Ok(Opened::Busy(Busy::MutexHeld { waited }));
+            }
+            let at_path =
+                file::identity_at(&self.path).map_err(|e| Error::io("inspect", &self.path, e))?;
+            if at_path != Some(meta.id) {
+                continue; // Replaced or removed between open and lock: reopen.
+            }
+            let bytes = file::read_head(&f, MAX_RECORD_BYTES)
+                .map_err(|e| Error::io("read", &self.path, e))?;
+            let body = Body::parse(&bytes);
+            return Ok(Opened::Section(Section {
+                file: f,
+                bytes,
+                len: meta.len,
+                mtime: meta.mtime,
+                body,
+            }));
+        }
+        Ok(Opened::Busy(Busy::Unstable {
+            attempts: REOPEN_ATTEMPTS,
+        }))
+    }
+
+    /// Takes the mutex, polling for at most `mutex_wait`. `Some(waited)` when
+    /// another process kept it that long.
+    fn take_mutex(&self, f: &std::fs::File, mode: Mode) -> Result<Option<Duration>, Error> {
+        if file::try_lock(f, mode).map_err(|e| self.lock_error(e))? {
+            return Ok(None);
+        }
+        let start = self.clock.boot();
+        let mut pause = Duration::from_micros(50);
+        loop {
+            let waited = self.clock.boot().saturating_sub(start);
+            if waited >= self.opts.mutex_wait {
+                return Ok(Some(waited));
+            }
+            self.clock.sleep(pause);
+            if file::try_lock(f, mode).map_err(|e| self.lock_error(e))? {
+                return Ok(None);
+            }
+            pause = (pause * 2).min(Duration::from_millis(5));
+        }
+    }
+
+    pub(crate) fn write(&self, s: &Section, line: &str) -> Result<(), Error> {
+        file::write_in_place(&s.file, line, s.len, MAX_RECORD_BYTES)
+            .map_err(|e| Error::io("write", &self.path, e))?;
+        if self.opts.fsync {
+            file::sync(&s.file).map_err(|e| Error::io("sync", &self.path, e))?;
+        }
+        Ok(())
+    }
+
+    fn dir(&self) -> PathBuf {
+        match self.path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+            _ => PathBuf::from("."),
+        }
+    }
+
+    fn open_error(&self, e: std::io::Error) -> Error {
+        match e.raw_os_error().map(rustix::io::Errno::from_raw_os_error) {
+            Some(rustix::io::Errno::LOOP) => Error::NotALockFile {
+                path: self.path.clone(),
+                what: "a symbolic link",
+            },
+            Some(rustix::io::Errno::ISDIR) => Error::NotALockFile {
+                path: self.path.clone(),
+                what: "a directory",
+            },
+            Some(rustix::io::Errno::NOTDIR) => Error::NotALockFile {
+                path: self.dir(),
+                what: "not a directory",
+            },
+            _ => Error::io("open", &self.path, e),
+        }
+    }
+
+    fn dir_error(&self, dir: &Path, action: &'static str, e: std::io::Error) -> Error {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            Error::MissingDirectory {
+                dir: dir.to_owned(),
+            }
+        } else {
+            Error::io(action, dir, e)
+        }
+    }
+
+    fn lock_error(&self, e: std::io::Error) -> Error {
+        if file::means_no_mutex(&e) {
+            Error::NoMutex {
+                path: self.path.clone(),
+                source: e,
+            }
+        } else {
+            Error::io("lock", &self.path, e)
+        }
+    }
+}
+
+impl Section {
+    pub(crate) fn body(&self) -> &Body {
+        &self.body
+    }
+}
+
+impl Drop for Section {
+    fn drop(&mut self) {
+        // OK to ignore: closing the descriptor, which follows at once, drops
+        // the mutex too.
+        let _ = file::unlock(&self.file);
+    }
+}
+
+struct TempName<'a>(&'a Path);
+
+impl Drop for TempName<'_> {
+    fn drop(&mut self) {
+        // OK to ignore: a leftover temporary name is harmless, and the lock
+        // file (if linked) already has its own name.
+        let _ = file::remove(self.0);
+    }
+}
+
+/// A timestamp cut to the microsecond, the precision records keep.
+pub(crate) fn micros(t: Timestamp) -> Timestamp {
+    Timestamp::from_microsecond(t.as_microsecond()).unwrap_or(t)
+}
+
+/// A duration cut to the millisecond, the precision records keep.
+pub(crate) fn millis(d: Duration) -> Duration {
+    Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn jitter(d: Duration) -> Duration {
+    let mut b = [0u8; 1];
+    // OK to ignore: without randomness the pause is simply not jittered.
+    let _ = crate::sys::random::fill(&mut b);
+    d.mul_f64(0.75 + f64::from(b[0]) / 512.0)
+}

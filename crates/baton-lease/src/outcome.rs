@@ -1,0 +1,280 @@
+//! What an operation on a lock can come to when nothing failed: acquired or
+//! not (and why not), renewed or lost, released or lost, broken or refused.
+//! Contention is one of these values, never an [`crate::Error`].
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use jiff::{SignedDuration, Timestamp};
+
+use crate::decide::{Foreign, Holder, Verdict};
+use crate::lease::Lease;
+use crate::record::Body;
+
+/// The result of an attempt to acquire.
+#[derive(Debug)]
+#[must_use = "an acquired lease is released when dropped"]
+#[allow(clippy::large_enum_variant)] // Returned once per attempt; boxing buys nothing.
+pub enum Outcome {
+    /// The lease is ours.
+    Acquired(Lease),
+    /// Someone holds it (or is writing it, or holds the file's mutex).
+    Busy(Busy),
+    /// The holder process is alive but has stopped renewing. Refused; a human
+    /// decides (`baton lock break --kill`).
+    Hung {
+        /// The holder.
+        holder: Holder,
+        /// Time since its last renewal.
+        lapsed: Duration,
+    },
+    /// The holder is gone but its job's process group still has members.
+    Orphaned {
+        /// The holder.
+        holder: Holder,
+        /// The group with members.
+        pgid: u32,
+    },
+    /// The file holds a lease of a version this build does not judge, or
+    /// bytes that are no record. Left untouched.
+    VersionConflict(Conflict),
+}
+
+impl Outcome {
+    /// The lease, when acquired.
+    pub fn acquired(self) -> Option<Lease> {
+        match self {
+            Self::Acquired(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// One line for a human: why the lease was not acquired. Empty for
+    /// [`Outcome::Acquired`].
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Acquired(_) => String::new(),
+            Self::Busy(b) => b.to_string(),
+            Self::Hung { holder, lapsed } => format!(
+                "hung: the holder is alive but has not renewed for {}: {holder}",
+                SignedDuration::try_from(*lapsed).unwrap_or(SignedDuration::MAX)
+            ),
+            Self::Orphaned { holder, pgid } => format!(
+                "orphaned: the holder is gone but its job's process group {pgid} still has members: \
+                 {holder}"
+            ),
+            Self::VersionConflict(c) => c.to_string(),
+        }
+    }
+
+    /// A short word for the verdict: `busy`, `hung`, `orphaned`,
+    /// `version-conflict`, or `acquired`.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Self::Acquired(_) => "acquired",
+            Self::Busy(_) => "busy",
+            Self::Hung { .. } => "hung",
+            Self::Orphaned { .. } => "orphaned",
+            Self::VersionConflict(_) => "version-conflict",
+        }
+    }
+}
+
+/// Why a lock is busy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(clippy::large_enum_variant)] // Returned once per attempt; boxing buys nothing.
+pub enum Busy {
+    /// A live holder.
+    Held {
+        /// The holder.
+        holder: Holder,
+        /// Set when the holder's stamp lies in this process's future.
+        skew: Option<SignedDuration>,
+    },
+    /// An empty file, younger than the empty grace: its record is being written.
+    Writing {
+        /// Its age by mtime.
+        age: SignedDuration,
+    },
+    /// Another process held the file's mutex for longer than the mutex wait.
+    MutexHeld {
+        /// How long this process waited.
+        waited: Duration,
+    },
+    /// The file was replaced under every one of the bounded attempts to lock it.
+    Unstable {
+        /// How many attempts were made.
+        attempts: u32,
+    },
+}
+
+impl std::fmt::Display for Busy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Held { holder, skew: None } => write!(f, "busy: held by {holder}"),
+            Self::Held {
+                holder,
+                skew: Some(s),
+            } => {
+                write!(
+                    f,
+                    "busy: held by {holder} (its stamp is {s} in this host's future: clock skew)"
+                )
+            }
+            Self::Writing { age } => {
+                write!(
+                    f,
+                    "busy: the lock file is empty and {age} old: a record is being written"
+                )
+            }
+            Self::MutexHeld { waited } => write!(
+                f,
+                "busy: another process held the lock file's mutex for more than {}",
+                SignedDuration::try_from(*waited).unwrap_or(SignedDuration::MAX)
+            ),
+            Self::Unstable { attempts } => {
+                write!(
+                    f,
+                    "busy: the lock file was replaced during each of {attempts} attempts to lock it"
+                )
+            }
+        }
+    }
+}
+
+/// A lease this build refuses to judge, with the one-line diagnostic the
+/// operator needs (seed 003 §11.3–11.4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conflict {
+    /// The lock file.
+    pub path: PathBuf,
+    /// What was found.
+    pub found: Foreign,
+    /// The file's first line, as read (lossy UTF-8, at most 200 characters).
+    pub raw: String,
+}
+
+impl std::fmt::Display for Conflict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let what = match &self.found {
+            Foreign::Version(v) => format!("a lease of {v}"),
+            Foreign::Unreadable(why) => format!("an unreadable record ({why})"),
+        };
+        write!(
+            f,
+            "version conflict: {} holds {what}; this build writes v3 and judges v3 and v2 leases only; \
+             the file was left untouched; remedy: stop every instance that uses another lock \
+             implementation, then delete the file once nothing runs (or `baton lock break --force`)",
+            self.path.display()
+        )
+    }
+}
+
+/// The result of a renewal (or of another rewrite of one's own record).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use = "a lost lease means the job must stop"]
+pub enum Renewal {
+    /// The record is ours and now says so afresh.
+    Renewed,
+    /// The record is no longer ours: stop the job.
+    Lost(Lost),
+    /// The record could not be reached this time (its mutex was held too
+    /// long); whether it is still ours is unknown.
+    Unconfirmed(Busy),
+}
+
+/// The result of a release.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Release {
+    /// The lease was ours and is now free.
+    Released,
+    /// The lease had already passed to someone else (or the file was
+    /// removed); nothing was changed.
+    Lost(Lost),
+    /// The record could not be reached; it stays until its holder (this
+    /// process) is judged dead or stale.
+    Unconfirmed(Busy),
+}
+
+/// What stood where our lease should have been.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lost {
+    /// The lock file.
+    pub path: PathBuf,
+    /// What is there now; `None` when the file is gone.
+    pub found: Option<Body>,
+}
+
+impl std::fmt::Display for Lost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let now = match &self.found {
+            None => "the file is gone".to_owned(),
+            Some(Body::Held(h)) => format!(
+                "it is now held by pid {} on {} (fence {})",
+                h.pid, h.host, h.fence
+            ),
+            Some(Body::Free(_)) => "it was freed by someone else".to_owned(),
+            Some(Body::V2(_)) => "it now holds a Scheduler Lock v2 lease".to_owned(),
+            Some(Body::Empty) => "it is empty".to_owned(),
+            Some(Body::Foreign(v)) => format!("it now holds a lease of {v}"),
+            Some(Body::Unreadable(why)) => format!("it is unreadable ({why})"),
+        };
+        write!(f, "lease lost on {}: {now}", self.path.display())
+    }
+}
+
+/// What a lock file says, and the verdict on it now. Nothing was changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inspection {
+    /// The lock file.
+    pub path: PathBuf,
+    /// The parsed record; `None` when there is no file.
+    pub body: Option<Body>,
+    /// The first line as read (lossy UTF-8, at most 200 characters).
+    pub raw: Option<String>,
+    /// The file's modification time.
+    pub mtime: Option<Timestamp>,
+    /// The judgement now.
+    pub verdict: Verdict,
+}
+
+/// The result of an operator's break.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Broken {
+    /// The lease was replaced by a free marker.
+    Freed {
+        /// The verdict on what was replaced.
+        verdict: Verdict,
+        /// The replaced first line, for the log.
+        raw: String,
+    },
+    /// The lease is not provably dead; nothing was changed.
+    Refused {
+        /// The verdict.
+        verdict: Verdict,
+    },
+    /// Nothing to break: no file, or a free marker.
+    NothingHeld {
+        /// The verdict.
+        verdict: Verdict,
+    },
+}
+
+pub(crate) fn first_line(bytes: &[u8]) -> String {
+    let end = bytes
+        .iter()
+        .position(|&b| b == b'\n')
+        .unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end])
+        .chars()
+        .take(200)
+        .collect()
+}
+
+pub(crate) fn conflict(path: &Path, found: Foreign, bytes: &[u8]) -> Conflict {
+    Conflict {
+        path: path.to_owned(),
+        found,
+        raw: first_line(bytes),
+    }
+}

@@ -1,0 +1,539 @@
+//! The lease record: one line of `key=value` fields, `version=3` first.
+//!
+//! This module owns the on-disk format and nothing else: it turns bytes into a
+//! [`Body`] (never panicking, whatever the bytes) and records into one line of
+//! text that parses back to the same record. Fields are found by key, never by
+//! position; unknown keys are ignored (a reader that ignores a new field still
+//! judges correctly); a duplicate key, a malformed value, a NUL byte or a line
+//! longer than [`MAX_RECORD_BYTES`] makes the body [`Body::Unreadable`], which
+//! is refused, never broken. Only the first line counts: writers end a record
+//! with `\n`, so a rewrite that was cut short before its trim still reads as
+//! the new record. What a body *means* for a contender is
+//! [`crate::decide`]'s business.
+//!
+//! ```text
+//! version=3 state=held fence=1764433649123456 token=9f3c1ab27de40518 pid=48213 host=ci-1 …
+//! version=3 state=free fence=1764433649123456 at=2026-11-29T16:27:29.123456Z
+//! version=2 pid=48213 at=2026-08-05T19:00:00+05:30 token=9f3c1ab27de40518   (Scheduler Lock v2)
+//! pid=48213 at=2026-08-05T19:00:00+05:30                                     (v1: refused)
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use crate::token::{Fence, Token};
+
+/// The record format this build writes and judges.
+pub const VERSION: u32 = 3;
+/// Scheduler Lock v2's format, which this build judges by v2's own rule.
+pub const V2: u32 = 2;
+/// The most bytes ever read from a lock file. A longer first line is
+/// unreadable.
+pub const MAX_RECORD_BYTES: usize = 4096;
+/// The longest value a field may have.
+pub const MAX_VALUE_BYTES: usize = 256;
+
+/// A lease held by a baton (v3) holder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    /// This acquisition's fence.
+    pub fence: Fence,
+    /// This acquisition's token.
+    pub token: Token,
+    /// The holder's pid, in its own pid namespace.
+    pub pid: u32,
+    /// The holder's host name.
+    pub host: String,
+    /// When the lease was taken (holder's wall clock).
+    pub acquired: Timestamp,
+    /// When the lease was last renewed (holder's wall clock).
+    pub renewed: Timestamp,
+    /// How long a renewal keeps the lease fresh.
+    pub ttl: Duration,
+    /// The run this lease belongs to, if the holder named one.
+    pub run: Option<String>,
+    /// The holder's `/etc/machine-id`.
+    pub machine: Option<String>,
+    /// The holder's boot id.
+    pub boot: Option<String>,
+    /// The inode of the holder's pid namespace.
+    pub pidns: Option<u64>,
+    /// The holder's start time in clock ticks after boot (`/proc/PID/stat`
+    /// field 22), so a reused pid is not taken for the holder.
+    pub pstart: Option<u64>,
+    /// The holder's boot clock at the last renewal, to the millisecond.
+    pub renewed_boot: Option<Duration>,
+    /// The process group of the job the holder runs, once it has one.
+    pub pgid: Option<u32>,
+    /// A caller-supplied occurrence (for example the schedule slot started).
+    pub occ: Option<String>,
+}
+
+/// A released lock: the file stays so its fence and occurrence survive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Free {
+    /// The version the marker declared (2 or 3).
+    pub version: u32,
+    /// The fence of the last acquisition (absent in a v2 marker).
+    pub fence: Option<Fence>,
+    /// When the lock was released.
+    pub released: Option<Timestamp>,
+    /// The last occurrence started under this lock.
+    pub occ: Option<String>,
+}
+
+/// A Scheduler Lock v2 lease (seed 003 §5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct V2Lease {
+    /// `pid=`, when readable.
+    pub pid: Option<u32>,
+    /// `at=`, when readable; v2 falls back to the file's mtime otherwise.
+    pub at: Option<Timestamp>,
+    /// `token=`, as written.
+    pub token: Option<String>,
+}
+
+/// What a lease of a version this build does not judge declared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ForeignVersion {
+    /// No `version=` field: Scheduler Lock v1, inferred.
+    InferredV1,
+    /// A declared number other than 2 or 3.
+    Declared(u32),
+    /// A `version=` value that is not a number.
+    Unreadable(String),
+}
+
+impl std::fmt::Display for ForeignVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::InferredV1 => f.write_str("v1 (inferred: the record has no version= field)"),
+            Self::Declared(n) => write!(f, "v{n} (declared)"),
+            Self::Unreadable(s) => write!(f, "an unreadable version ({s:?})"),
+        }
+    }
+}
+
+/// What a lock file says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Body {
+    /// Nothing, or only white space: a file being written right now, or left
+    /// unwritten by a crash.
+    Empty,
+    /// A free marker.
+    Free(Free),
+    /// A baton lease.
+    Held(Held),
+    /// A Scheduler Lock v2 lease.
+    V2(V2Lease),
+    /// A lease of a version this build refuses to judge.
+    Foreign(ForeignVersion),
+    /// Bytes that are no record; the reason says why.
+    Unreadable(String),
+}
+
+impl Body {
+    /// Reads a body from a lock file's first bytes. Never panics.
+    pub fn parse(bytes: &[u8]) -> Body {
+        let line = match bytes.iter().position(|&b| b == b'\n') {
+            Some(end) => &bytes[..end],
+            None if bytes.len() >= MAX_RECORD_BYTES => {
+                return Body::Unreadable(format!(
+                    "the first line is longer than {MAX_RECORD_BYTES} bytes"
+                ));
+            }
+            None => bytes,
+        };
+        if line.contains(&0) {
+            return Body::Unreadable("the record contains a NUL byte".into());
+        }
+        let Ok(line) = std::str::from_utf8(line) else {
+            return Body::Unreadable("the record is not UTF-8".into());
+        };
+        if line.trim().is_empty() {
+            return Body::Empty;
+        }
+        let fields = match Fields::split(line) {
+            Ok(f) => f,
+            Err(why) => return Body::Unreadable(why),
+        };
+        fields.classify()
+    }
+}
+
+struct Fields<'a>(BTreeMap<&'a str, &'a str>);
+
+impl<'a> Fields<'a> {
+    fn split(line: &'a str) -> Result<Self, String> {
+        let mut map = BTreeMap::new();
+        for word in line.split_ascii_whitespace() {
+            let Some((k, v)) = word.split_once('=') else {
+                return Err(format!("{:?} is not a key=value field", clip(word)));
+            };
+            if k.is_empty() || !k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                return Err(format!("{:?} is not a field name", clip(k)));
+            }
+            if v.len() > MAX_VALUE_BYTES {
+                return Err(format!(
+                    "the value of {k}= is longer than {MAX_VALUE_BYTES} bytes"
+                ));
+            }
+            if map.insert(k, v).is_some() {
+                return Err(format!("the field {k}= appears twice"));
+            }
+        }
+        Ok(Self(map))
+    }
+
+    fn get(&self, k: &str) -> Option<&'a str> {
+        self.0.get(k).copied()
+    }
+
+    fn classify(&self) -> Body {
+        let version = match self.get("version") {
+            None => return Body::Foreign(ForeignVersion::InferredV1),
+            Some(v) => match parse_version(v) {
+                Some(n) => n,
+                None => return Body::Foreign(ForeignVersion::Unreadable(clip(v).to_owned())),
+            },
+        };
+        // A free marker is read before anything else, as v2 does (seed 003
+        // §8.4): it is the absence of a lease.
+        if self.get("state") == Some("free") && (version == V2 || version == VERSION) {
+            return match self.free(version) {
+                Ok(f) => Body::Free(f),
+                Err(why) => Body::Unreadable(why),
+            };
+        }
+        match version {
+            V2 => Body::V2(V2Lease {
+                pid: self.get("pid").and_then(|p| p.parse().ok()),
+                at: self.get("at").and_then(|a| a.parse().ok()),
+                token: self.get("token").map(str::to_owned),
+            }),
+            VERSION => match self.held() {
+                Ok(h) => Body::Held(h),
+                Err(why) => Body::Unreadable(why),
+            },
+            n => Body::Foreign(ForeignVersion::Declared(n)),
+        }
+    }
+
+    fn free(&self, version: u32) -> Result<Free, String> {
+        Ok(Free {
+            version,
+            fence: self.opt("fence", |v| {
+                v.parse().ok().filter(|&n| n > 0).map(Fence::new)
+            })?,
+            released: self.opt("at", |v| v.parse().ok())?,
+            occ: self.get("occ").map(str::to_owned),
+        })
+    }
+
+    fn held(&self) -> Result<Held, String> {
+        match self.get("state") {
+            Some("held") => {}
+            Some(other) => return Err(format!("state={} is not a known state", clip(other))),
+            None => return Err("a version 3 record without state=".into()),
+        }
+        Ok(Held {
+            fence: self.req("fence", |v| {
+                v.parse().ok().filter(|&n| n > 0).map(Fence::new)
+            })?,
+            token: self.req("token", |v| v.parse().ok())?,
+            pid: self.req("pid", |v| v.parse().ok().filter(|&n| n > 0))?,
+            host: self.req("host", |v| Some(v.to_owned()))?,
+            acquired: self.req("at", |v| v.parse().ok())?,
+            renewed: self.req("renewed", |v| v.parse().ok())?,
+            ttl: self.req("ttl_ms", |v| {
+                v.parse().ok().filter(|&n| n > 0).map(Duration::from_millis)
+            })?,
+            run: self.get("run").map(str::to_owned),
+            machine: self.get("machine").map(str::to_owned),
+            boot: self.get("boot").map(str::to_owned),
+            pidns: self.opt("pidns", |v| v.parse().ok())?,
+            pstart: self.opt("pstart", |v| v.parse().ok())?,
+            renewed_boot: self.opt("bt_ms", |v| v.parse().ok().map(Duration::from_millis))?,
+            pgid: self.opt("pgid", |v| v.parse().ok().filter(|&n| n > 0))?,
+            occ: self.get("occ").map(str::to_owned),
+        })
+    }
+
+    fn req<T>(&self, k: &str, f: impl Fn(&str) -> Option<T>) -> Result<T, String> {
+        self.opt(k, f)?
+            .ok_or_else(|| format!("a version 3 lease without {k}="))
+    }
+
+    fn opt<T>(&self, k: &str, f: impl Fn(&str) -> Option<T>) -> Result<Option<T>, String> {
+        match self.get(k) {
+            None => Ok(None),
+            Some(v) => f(v)
+                .map(Some)
+                .ok_or_else(|| format!("{k}={} is out of range", clip(v))),
+        }
+    }
+}
+
+fn parse_version(v: &str) -> Option<u32> {
+    let ok = !v.is_empty()
+        && v.len() <= 9
+        && v.bytes().all(|b| b.is_ascii_digit())
+        && !v.starts_with('0');
+    if ok { v.parse().ok() } else { None }
+}
+
+fn clip(s: &str) -> &str {
+    match s.char_indices().nth(40) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+/// Whether `s` may be written as a field value: 1 to [`MAX_VALUE_BYTES`]
+/// printable ASCII characters, no space.
+pub fn is_valid_value(s: &str) -> bool {
+    !s.is_empty() && s.len() <= MAX_VALUE_BYTES && s.bytes().all(|b| b.is_ascii_graphic())
+}
+
+fn stamp(out: &mut String, key: &str, t: Timestamp) {
+    static PRINTER: jiff::fmt::temporal::DateTimePrinter =
+        jiff::fmt::temporal::DateTimePrinter::new().precision(Some(6));
+    let _ = write!(out, " {key}=");
+    // OK to ignore: writing to a String cannot fail.
+    let _ = PRINTER.print_timestamp(&t, &mut *out);
+}
+
+impl Held {
+    /// The record as one line, ending in `\n`. Optional values that are not
+    /// [valid](is_valid_value) are left out rather than corrupting the line.
+    pub fn render(&self) -> String {
+        let mut s = String::with_capacity(400);
+        let _ = write!(
+            s,
+            "version={VERSION} state=held fence={} token={} pid={}",
+            self.fence, self.token, self.pid
+        );
+        let host = if is_valid_value(&self.host) {
+            self.host.as_str()
+        } else {
+            "_"
+        };
+        let _ = write!(s, " host={host}");
+        stamp(&mut s, "at", self.acquired);
+        stamp(&mut s, "renewed", self.renewed);
+        let _ = write!(s, " ttl_ms={}", self.ttl.as_millis().max(1));
+        opt_field(&mut s, "run", self.run.as_deref());
+        opt_field(&mut s, "machine", self.machine.as_deref());
+        opt_field(&mut s, "boot", self.boot.as_deref());
+        if let Some(v) = self.pidns {
+            let _ = write!(s, " pidns={v}");
+        }
+        if let Some(v) = self.pstart {
+            let _ = write!(s, " pstart={v}");
+        }
+        if let Some(v) = self.renewed_boot {
+            let _ = write!(s, " bt_ms={}", v.as_millis());
+        }
+        if let Some(v) = self.pgid {
+            let _ = write!(s, " pgid={v}");
+        }
+        opt_field(&mut s, "occ", self.occ.as_deref());
+        s.push('\n');
+        s
+    }
+}
+
+impl Free {
+    /// The marker as one line, ending in `\n`. Always written as version 3.
+    pub fn render(&self) -> String {
+        let mut s = format!("version={VERSION} state=free");
+        if let Some(f) = self.fence {
+            let _ = write!(s, " fence={f}");
+        }
+        if let Some(t) = self.released {
+            stamp(&mut s, "at", t);
+        }
+        opt_field(&mut s, "occ", self.occ.as_deref());
+        s.push('\n');
+        s
+    }
+}
+
+fn opt_field(out: &mut String, key: &str, v: Option<&str>) {
+    if let Some(v) = v.filter(|v| is_valid_value(v)) {
+        let _ = write!(out, " {key}={v}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Held {
+        Held {
+            fence: Fence::new(1_764_433_649_123_456),
+            token: "9f3c1ab27de40518".parse().unwrap(),
+            pid: 48213,
+            host: "ci-1".into(),
+            acquired: "2026-11-29T16:27:29.123456Z".parse().unwrap(),
+            renewed: "2026-11-29T16:27:39Z".parse().unwrap(),
+            ttl: Duration::from_secs(30),
+            run: Some("r-1".into()),
+            machine: Some("0123456789abcdef0123456789abcdef".into()),
+            boot: Some("6e1a0c52-7d34-4d6b-9d1e-1d2b3c4d5e6f".into()),
+            pidns: Some(4_026_531_836),
+            pstart: Some(123_456),
+            renewed_boot: Some(Duration::from_millis(9_876_543)),
+            pgid: Some(48214),
+            occ: Some("2026-11-29T16:00:00Z".into()),
+        }
+    }
+
+    #[test]
+    fn a_record_declares_its_format_first_and_round_trips() {
+        let h = sample();
+        let line = h.render();
+        assert!(line.starts_with("version=3"), "{line}");
+        assert_eq!(&line[..9], "version=3");
+        assert!(line.ends_with('\n'));
+        assert_eq!(line.matches('\n').count(), 1);
+        assert_eq!(Body::parse(line.as_bytes()), Body::Held(h));
+    }
+
+    #[test]
+    fn fields_are_found_by_key_not_position() {
+        let line = sample().render();
+        let mut words: Vec<&str> = line.split_whitespace().collect();
+        words.reverse();
+        assert_eq!(
+            Body::parse(words.join(" ").as_bytes()),
+            Body::Held(sample())
+        );
+    }
+
+    #[test]
+    fn a_free_marker_keeps_fence_and_occurrence() {
+        let f = Free {
+            version: 3,
+            fence: Some(Fence::new(77)),
+            released: Some("2026-11-29T16:27:39Z".parse().unwrap()),
+            occ: Some("slot-9".into()),
+        };
+        let line = f.render();
+        assert!(line.starts_with("version=3 state=free"));
+        assert_eq!(Body::parse(line.as_bytes()), Body::Free(f));
+        // v2's own marker is free as well.
+        assert!(matches!(
+            Body::parse(b"version=2 state=free\n"),
+            Body::Free(Free {
+                version: 2,
+                fence: None,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn the_version_table() {
+        assert_eq!(
+            Body::parse(b"pid=48213 at=2026-08-05T19:00:00+05:30\n"),
+            Body::Foreign(ForeignVersion::InferredV1)
+        );
+        assert_eq!(
+            Body::parse(b"pid=48213\n"),
+            Body::Foreign(ForeignVersion::InferredV1)
+        );
+        assert_eq!(
+            Body::parse(b"version=1 pid=1\n"),
+            Body::Foreign(ForeignVersion::Declared(1))
+        );
+        assert_eq!(
+            Body::parse(b"version=4 pid=1\n"),
+            Body::Foreign(ForeignVersion::Declared(4))
+        );
+        assert_eq!(
+            Body::parse(b"version=999\n"),
+            Body::Foreign(ForeignVersion::Declared(999))
+        );
+        assert_eq!(
+            Body::parse(b"version=next\n"),
+            Body::Foreign(ForeignVersion::Unreadable("next".into()))
+        );
+        assert_eq!(
+            Body::parse(b"version=03\n"),
+            Body::Foreign(ForeignVersion::Unreadable("03".into()))
+        );
+        assert_eq!(
+            Body::parse(b"version=9 state=free\n"),
+            Body::Foreign(ForeignVersion::Declared(9))
+        );
+        assert_eq!(Body::parse(b""), Body::Empty);
+        assert_eq!(Body::parse(b"  \n"), Body::Empty);
+        let v2 = Body::parse(
+            b"version=2 pid=48213 at=2026-08-05T19:00:00+05:30 token=9f3c1ab27de40518\n",
+        );
+        assert_eq!(
+            v2,
+            Body::V2(V2Lease {
+                pid: Some(48213),
+                at: Some("2026-08-05T13:30:00Z".parse().unwrap()),
+                token: Some("9f3c1ab27de40518".into())
+            })
+        );
+    }
+
+    #[test]
+    fn bad_bytes_are_unreadable_never_a_panic() {
+        let cases: &[&[u8]] = &[
+            b"hello world",
+            b"version=3 state=held",
+            b"version=3 state=held fence=0 token=9f3c1ab27de40518",
+            b"version=3 version=3",
+            b"version=3\0 state=free",
+            b"\xff\xfe",
+            b"=x",
+            b"version=3 state=maybe",
+            b"version=3 state=free fence=-1",
+            b"version=3 state=free fence=99999999999999999999999",
+        ];
+        for c in cases {
+            assert!(
+                matches!(Body::parse(c), Body::Unreadable(_)),
+                "{:?}",
+                String::from_utf8_lossy(c)
+            );
+        }
+        let long = vec![b'a'; MAX_RECORD_BYTES];
+        assert!(matches!(Body::parse(&long), Body::Unreadable(_)));
+    }
+
+    #[test]
+    fn only_the_first_line_counts() {
+        let mut bytes = Free {
+            version: 3,
+            fence: Some(Fence::new(5)),
+            released: None,
+            occ: None,
+        }
+        .render()
+        .into_bytes();
+        bytes.extend_from_slice(b"tail of an older, longer record that was never trimmed");
+        assert!(matches!(Body::parse(&bytes), Body::Free(_)));
+    }
+
+    #[test]
+    fn invalid_optional_values_are_left_out_not_written() {
+        let mut h = sample();
+        h.run = Some("has space".into());
+        h.occ = Some(String::new());
+        h.host = "bad host".into();
+        let line = h.render();
+        assert!(!line.contains("run="));
+        assert!(!line.contains("occ="));
+        assert!(line.contains(" host=_ "));
+        assert!(matches!(Body::parse(line.as_bytes()), Body::Held(_)));
+    }
+}

@@ -1,0 +1,208 @@
+//! Facts about processes, read from the kernel: who this process is (host,
+//! machine id, boot id, pid namespace, pid, start time, process group), and
+//! what `/proc/PID/stat` and `kill(-PGID, 0)` say about another one.
+//!
+//! It reports and never judges: "is that holder dead?" is
+//! [`crate::liveness`]'s question, answered from these facts. It never sends a
+//! signal other than the null signal, except through [`signal_group`], which
+//! only a caller that has verified the group's owner may use.
+
+use std::io;
+
+/// What `/proc/PID/stat` says about a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stat {
+    /// Field 3: `R`, `S`, `D`, `T`, `Z` (zombie), `X` (dead), …
+    pub(crate) state: u8,
+    /// Field 5: the process group.
+    pub(crate) pgrp: u32,
+    /// Field 22: start time in clock ticks after boot.
+    pub(crate) start: u64,
+}
+
+/// Parses the content of `/proc/PID/stat`. The command name (field 2) may hold
+/// spaces and parentheses, so fields are counted after the *last* `)`.
+pub(crate) fn parse_stat(text: &str) -> Option<Stat> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let mut fields = rest.split_ascii_whitespace();
+    let state = fields.next()?.bytes().next()?;
+    let pgrp = fields.nth(1)?.parse().ok()?;
+    // Fields 6..=21 lie between the process group (5) and the start time (22).
+    let start = fields.nth(16)?.parse().ok()?;
+    Some(Stat { state, pgrp, start })
+}
+
+/// Reads `/proc/PID/stat`; `Ok(None)` when no such process exists.
+pub(crate) fn stat(pid: u32) -> io::Result<Option<Stat>> {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(text) => parse_stat(&text).map(Some).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("unreadable /proc/{pid}/stat"),
+            )
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::SRCH.raw_os_error()) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether any live (not zombie) process is in group `pgid`. `kill(-pgid, 0)`
+/// answers first (`ESRCH`: empty; `EPERM`: a member exists but belongs to
+/// someone else); when it finds members, `/proc` is scanned so that a group
+/// of zombies nobody reaps (a container whose init does not reap) counts as
+/// empty.
+pub(crate) fn group_has_members(pgid: u32) -> io::Result<bool> {
+    let Some(pid) = i32::try_from(pgid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return Ok(false);
+    };
+    match rustix::process::test_kill_process_group(pid) {
+        Ok(()) | Err(rustix::io::Errno::PERM) => {}
+        Err(rustix::io::Errno::SRCH) => return Ok(false),
+        Err(e) => return Err(e.into()),
+    }
+    for entry in std::fs::read_dir("/proc")? {
+        let name = entry?.file_name();
+        let Some(member) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        match stat(member) {
+            Ok(Some(s)) if s.pgrp == pgid && !matches!(s.state, b'Z' | b'X' | b'x') => {
+                return Ok(true);
+            }
+            Ok(_) => {}
+            // A process we cannot read may be a member: count it as one.
+            Err(_) => return Ok(true),
+        }
+    }
+    Ok(false)
+}
+
+#[allow(dead_code)] // The operator's `lock break --kill` arrives with the binary.
+/// Sends `signal` to every process in group `pgid`. `Ok(false)` when the group
+/// is already empty.
+pub(crate) fn signal_group(pgid: u32, signal: rustix::process::Signal) -> io::Result<bool> {
+    let Some(pid) = i32::try_from(pgid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return Ok(false);
+    };
+    match rustix::process::kill_process_group(pid, signal) {
+        Ok(()) => Ok(true),
+        Err(rustix::io::Errno::SRCH) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Who this process is, as another process on this machine would see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SelfFacts {
+    pub(crate) pid: u32,
+    pub(crate) host: String,
+    pub(crate) machine: Option<String>,
+    pub(crate) boot: Option<String>,
+    pub(crate) pidns: Option<u64>,
+    pub(crate) start: Option<u64>,
+}
+
+/// Reads this process's facts. Missing facts are `None`; the judge then treats
+/// a record that lacks them as one it cannot check.
+pub(crate) fn self_facts() -> SelfFacts {
+    let pid = std::process::id();
+    let host = sanitize(&rustix::system::uname().nodename().to_string_lossy());
+    let machine = read_trimmed("/etc/machine-id")
+        .or_else(|| read_trimmed("/var/lib/dbus/machine-id"))
+        .map(|s| sanitize(&s));
+    let boot = read_trimmed("/proc/sys/kernel/random/boot_id").map(|s| sanitize(&s));
+    let pidns = {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata("/proc/self/ns/pid").ok().map(|m| m.ino())
+    };
+    let start = stat(pid).ok().flatten().map(|s| s.start);
+    SelfFacts {
+        pid,
+        host,
+        machine,
+        boot,
+        pidns,
+        start,
+    }
+}
+
+#[allow(dead_code)] // The operator's `lock break --kill` arrives with the binary.
+/// This process's process group.
+pub(crate) fn current_group() -> u32 {
+    rustix::process::getpgrp()
+        .as_raw_nonzero()
+        .get()
+        .unsigned_abs()
+}
+
+fn read_trimmed(path: &str) -> Option<String> {
+    let s = std::fs::read_to_string(path).ok()?;
+    let s = s.trim();
+    (!s.is_empty()).then(|| s.to_owned())
+}
+
+/// Makes a value safe for a record field: printable ASCII without spaces or
+/// `=`, at most 128 bytes; anything else becomes `_`.
+pub(crate) fn sanitize(s: &str) -> String {
+    let out: String = s
+        .chars()
+        .take(128)
+        .map(|c| {
+            if c.is_ascii_graphic() && c != '=' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if out.is_empty() { "_".to_owned() } else { out }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_is_parsed_after_the_last_parenthesis() {
+        let line = "4242 (evil) name) (x) S 1 4242 4242 0 -1 4194304 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 50";
+        assert_eq!(
+            parse_stat(line),
+            Some(Stat {
+                state: b'S',
+                pgrp: 4242,
+                start: 987_654
+            })
+        );
+        assert_eq!(parse_stat("garbage"), None);
+        assert_eq!(parse_stat("1 (x) Z 1 2"), None);
+    }
+
+    #[test]
+    fn this_process_is_alive_and_its_start_time_is_stable() {
+        let me = self_facts();
+        let s = stat(me.pid).unwrap().unwrap();
+        assert_eq!(Some(s.start), me.start);
+        assert_ne!(s.state, b'Z');
+        assert!(group_has_members(current_group()).unwrap());
+    }
+
+    #[test]
+    fn a_pid_that_cannot_exist_has_no_stat() {
+        // Linux's pid_max is at most 2^22.
+        assert_eq!(stat(4_194_304 + 17).unwrap(), None);
+        assert!(!group_has_members(4_194_304 + 17).unwrap());
+    }
+
+    #[test]
+    fn sanitize_keeps_records_one_line() {
+        assert_eq!(sanitize("a b=c\n"), "a_b_c_");
+        assert_eq!(sanitize(""), "_");
+    }
+}

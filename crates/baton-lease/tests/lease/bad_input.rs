@@ -1,0 +1,142 @@
+//! Bad input: every malformed path or file is a typed error or a refusal
+//! with a message naming it, never a panic and never a silent break.
+
+use baton_lease::{Claim, Error, Lock, Outcome};
+
+use crate::support::Dir;
+
+#[test]
+fn a_symlink_at_the_lock_path_is_refused() {
+    let dir = Dir::new();
+    std::fs::write(dir.path("target"), "version=3 state=free\n").unwrap();
+    std::os::unix::fs::symlink(dir.path("target"), dir.lock()).unwrap();
+    let e = Lock::new(dir.lock()).try_acquire().unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::NotALockFile {
+                what: "a symbolic link",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains(dir.lock().to_str().unwrap()));
+    assert!(Lock::new(dir.lock()).inspect().is_err());
+}
+
+#[test]
+fn a_directory_at_the_lock_path_is_refused() {
+    let dir = Dir::new();
+    std::fs::create_dir(dir.lock()).unwrap();
+    let e = Lock::new(dir.lock()).try_acquire().unwrap_err();
+    assert!(matches!(e, Error::NotALockFile { .. }), "{e}");
+}
+
+#[test]
+fn a_missing_directory_is_named() {
+    let dir = Dir::new();
+    let path = dir.path("nowhere").join("job.lock");
+    let e = Lock::new(&path).try_acquire().unwrap_err();
+    match &e {
+        Error::MissingDirectory { dir: d } => assert_eq!(d, &dir.path("nowhere")),
+        other => panic!("{other}"),
+    }
+    assert!(e.to_string().contains("does not exist"));
+}
+
+#[test]
+fn a_file_for_a_directory_is_named() {
+    let dir = Dir::new();
+    std::fs::write(dir.path("file"), "").unwrap();
+    let e = Lock::new(dir.path("file").join("job.lock"))
+        .try_acquire()
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::NotALockFile {
+                what: "not a directory",
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_read_only_directory_refuses_creation_but_an_existing_file_still_works() {
+    use std::os::unix::fs::PermissionsExt;
+    if rustix::process::geteuid().is_root() {
+        // root ignores directory permissions; the case cannot be built here.
+        let dir = Dir::new();
+        assert!(matches!(
+            Lock::new(dir.lock()).try_acquire().unwrap(),
+            Outcome::Acquired(_)
+        ));
+        return;
+    }
+    let dir = Dir::new();
+    drop(Lock::new(dir.path("existing.lock")).try_acquire().unwrap());
+    std::fs::set_permissions(dir.tmp.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
+    let e = Lock::new(dir.lock()).try_acquire().unwrap_err();
+    assert!(
+        e.to_string().contains("failed to create a lock file in"),
+        "{e}"
+    );
+    assert!(matches!(
+        Lock::new(dir.path("existing.lock")).try_acquire().unwrap(),
+        Outcome::Acquired(_)
+    ));
+    std::fs::set_permissions(dir.tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn garbage_nul_bytes_and_huge_files_are_refused_untouched() {
+    let dir = Dir::new();
+    let mut huge = b"version=3 ".to_vec();
+    huge.extend(std::iter::repeat_n(b'x', 1 << 20));
+    let cases: Vec<Vec<u8>> = vec![
+        b"\0\0\0\0".to_vec(),
+        b"version=3 state=held fence=1 fence=2\n".to_vec(),
+        b"version=3 state=held fence=18446744073709551616 token=0011223344556677\n".to_vec(),
+        b"\xff\xfe\xfd".to_vec(),
+        huge,
+    ];
+    for bytes in cases {
+        std::fs::write(dir.lock(), &bytes).unwrap();
+        let outcome = Lock::new(dir.lock()).try_acquire().unwrap();
+        assert!(
+            matches!(outcome, Outcome::VersionConflict(_)),
+            "{}",
+            outcome.describe()
+        );
+        assert_eq!(std::fs::read(dir.lock()).unwrap(), bytes);
+    }
+}
+
+#[test]
+fn claim_values_that_cannot_be_written_are_errors() {
+    let dir = Dir::new();
+    for bad in ["", "has space", "new\nline", &"x".repeat(129)] {
+        let claim = Claim {
+            run: Some(bad.to_owned()),
+            occ: None,
+        };
+        let e = Lock::new(dir.lock()).try_acquire_as(&claim).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::InvalidField {
+                    field: "run id",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+    assert!(
+        !dir.lock().exists(),
+        "a refused claim must not create the file"
+    );
+}
