@@ -1,0 +1,3 @@
+//! baton-stress: contention harness (under construction).
+
+fn main() {}
