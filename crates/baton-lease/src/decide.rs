@@ -75,13 +75,7 @@ pub struct Observer {
 impl Observer {
     /// The process this code runs in.
     pub fn here() -> Self {
-        let f = crate::facts::local();
-        Self {
-            host: f.host.clone(),
-            machine: f.machine.clone(),
-            boot: f.boot.clone(),
-            pidns: f.pidns,
-        }
+        crate::facts::local().observer.clone()
     }
 }
 

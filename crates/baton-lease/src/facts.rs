@@ -3,24 +3,39 @@
 //! lets any process on the same machine judge the holder on evidence.
 //!
 //! The cache is keyed by pid, so a forked child never stamps its parent's
-//! identity.
+//! identity: each use costs one `getpid`, and nothing more.
 
 use std::sync::{Arc, Mutex};
 
+use crate::decide::Observer;
 use crate::sys::process::{self, SelfFacts};
 
-static CACHE: Mutex<Option<Arc<SelfFacts>>> = Mutex::new(None);
+/// This process's facts, and the same facts as a judge's standpoint.
+#[derive(Debug)]
+pub(crate) struct Local {
+    pub(crate) me: SelfFacts,
+    pub(crate) observer: Observer,
+}
+
+static CACHE: Mutex<Option<Arc<Local>>> = Mutex::new(None);
 
 /// This process's facts.
-pub(crate) fn local() -> Arc<SelfFacts> {
+pub(crate) fn local() -> Arc<Local> {
     let pid = std::process::id();
     let mut cache = CACHE
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     match &*cache {
-        Some(f) if f.pid == pid => Arc::clone(f),
+        Some(f) if f.me.pid == pid => Arc::clone(f),
         _ => {
-            let f = Arc::new(process::self_facts());
+            let me = process::self_facts();
+            let observer = Observer {
+                host: me.host.clone(),
+                machine: me.machine.clone(),
+                boot: me.boot.clone(),
+                pidns: me.pidns,
+            };
+            let f = Arc::new(Local { me, observer });
             *cache = Some(Arc::clone(&f));
             f
         }

@@ -198,11 +198,18 @@ impl Lock {
                 },
             };
             let now = self.now();
-            let verdict = match self.refuse(self.judge(&section, now), &section.bytes) {
-                Ok(claimable) => claimable,
-                Err(refused) => return Ok(refused),
-            };
-            let held = self.record(decide::prior_fence(Some(&section.body)), now, claim)?;
+            let local = crate::facts::local();
+            let verdict =
+                match self.refuse(self.judge(&section, &local.observer, now), &section.bytes) {
+                    Ok(claimable) => claimable,
+                    Err(refused) => return Ok(refused),
+                };
+            let held = self.record(
+                &local.me,
+                decide::prior_fence(Some(&section.body)),
+                now,
+                claim,
+            )?;
             self.write(&section, &held.render())?;
             return Ok(Outcome::Acquired(Lease::new(self.clone(), held, verdict)));
         }
@@ -256,7 +263,7 @@ impl Lock {
                 waited: self.opts.mutex_wait,
             }),
             Opened::Section(s) => {
-                let verdict = self.judge(&s, self.now());
+                let verdict = self.judge(&s, &Observer::here(), self.now());
                 Ok(Inspection {
                     path: self.path.clone(),
                     raw: Some(outcome::first_line(&s.bytes)),
@@ -295,7 +302,7 @@ impl Lock {
             }
             Opened::Section(s) => s,
         };
-        let verdict = self.judge(&section, self.now());
+        let verdict = self.judge(&section, &Observer::here(), self.now());
         if matches!(verdict, Verdict::Free(_)) {
             return Ok(Broken::NothingHeld { verdict });
         }
@@ -346,12 +353,11 @@ impl Lock {
         }
     }
 
-    fn judge(&self, s: &Section, now: Now) -> Verdict {
-        let here = Observer::here();
+    fn judge(&self, s: &Section, here: &Observer, now: Now) -> Verdict {
         decide::decide(
             Some(&s.body),
             s.mtime,
-            &here,
+            here,
             now,
             &self.opts.policy,
             &*self.live,
@@ -377,11 +383,11 @@ impl Lock {
     /// A fresh record for this process.
     pub(crate) fn record(
         &self,
+        facts: &crate::sys::process::SelfFacts,
         prior: Option<Fence>,
         now: Now,
         claim: &Claim,
     ) -> Result<Held, Error> {
-        let facts = crate::facts::local();
         let token = Token::fresh()
             .map_err(|e| Error::io("read random bytes for a token for", &self.path, e))?;
         let wall = micros(now.wall);
@@ -422,7 +428,7 @@ impl Lock {
             return Ok(None);
         }
         let now = self.now();
-        let held = self.record(None, now, claim)?;
+        let held = self.record(&crate::facts::local().me, None, now, claim)?;
         let line = held.render();
         file::write_in_place(&f, &line, 0, MAX_RECORD_BYTES)
             .map_err(|e| Error::io("write", &tmp, e))?;
@@ -472,7 +478,7 @@ impl Lock {
             if at_path != Some(meta.id) {
                 continue; // Replaced or removed between open and lock: reopen.
             }
-            let bytes = file::read_head(&f, MAX_RECORD_BYTES)
+            let bytes = file::read_head(&f, meta.len, MAX_RECORD_BYTES)
                 .map_err(|e| Error::io("read", &self.path, e))?;
             let body = Body::parse(&bytes);
             return Ok(Opened::Section(Section {

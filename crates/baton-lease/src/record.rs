@@ -18,7 +18,6 @@
 //! pid=48213 at=2026-08-05T19:00:00+05:30                                     (v1: refused)
 //! ```
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -153,7 +152,7 @@ impl Body {
         let Ok(line) = std::str::from_utf8(line) else {
             return Body::Unreadable("the record is not UTF-8".into());
         };
-        if line.trim().is_empty() {
+        if line.bytes().all(|b| b.is_ascii_whitespace()) {
             return Body::Empty;
         }
         let fields = match Fields::split(line) {
@@ -164,12 +163,49 @@ impl Body {
     }
 }
 
-struct Fields<'a>(BTreeMap<&'a str, &'a str>);
+/// How many keys this build reads.
+const KNOWN_KEYS: usize = 17;
+
+/// The slot of a key this build reads; `None` for any other key.
+fn slot(key: &str) -> Option<usize> {
+    Some(match key {
+        "version" => 0,
+        "state" => 1,
+        "fence" => 2,
+        "token" => 3,
+        "pid" => 4,
+        "host" => 5,
+        "at" => 6,
+        "renewed" => 7,
+        "ttl_ms" => 8,
+        "run" => 9,
+        "machine" => 10,
+        "boot" => 11,
+        "pidns" => 12,
+        "pstart" => 13,
+        "bt_ms" => 14,
+        "pgid" => 15,
+        "occ" => 16,
+        _ => return None,
+    })
+}
+
+/// The fields of one line: a slot per known key, and the names of unknown
+/// keys (kept only to catch a duplicate).
+struct Fields<'a> {
+    known: [Option<&'a str>; KNOWN_KEYS],
+    unknown: Vec<&'a str>,
+}
 
 impl<'a> Fields<'a> {
     fn split(line: &'a str) -> Result<Self, String> {
-        let mut map = BTreeMap::new();
-        for word in line.split_ascii_whitespace() {
+        let mut f = Fields {
+            known: [None; KNOWN_KEYS],
+            unknown: Vec::new(),
+        };
+        // Trim first: a padded record ends in a run of spaces, which the
+        // splitter would otherwise walk as a run of empty words.
+        for word in line.trim_ascii().split_ascii_whitespace() {
             let Some((k, v)) = word.split_once('=') else {
                 return Err(format!("{:?} is not a key=value field", clip(word)));
             };
@@ -181,15 +217,23 @@ impl<'a> Fields<'a> {
                     "the value of {k}= is longer than {MAX_VALUE_BYTES} bytes"
                 ));
             }
-            if map.insert(k, v).is_some() {
+            let seen = match slot(k) {
+                Some(i) => f.known[i].replace(v).is_some(),
+                None if f.unknown.contains(&k) => true,
+                None => {
+                    f.unknown.push(k);
+                    false
+                }
+            };
+            if seen {
                 return Err(format!("the field {k}= appears twice"));
             }
         }
-        Ok(Self(map))
+        Ok(f)
     }
 
     fn get(&self, k: &str) -> Option<&'a str> {
-        self.0.get(k).copied()
+        slot(k).and_then(|i| self.known[i])
     }
 
     fn classify(&self) -> Body {

@@ -142,11 +142,14 @@ pub(crate) fn means_no_mutex(e: &io::Error) -> bool {
     )
 }
 
-/// Reads up to `cap` bytes from the start of the file.
-pub(crate) fn read_head(file: &File, cap: usize) -> io::Result<Vec<u8>> {
-    let mut buf = vec![0u8; cap];
+/// Reads the first `min(len, cap)` bytes of the file, where `len` is its
+/// length by `fstat` (stable: every writer holds the mutex). One `pread` in
+/// the common case; a short read is continued, end of file stops it.
+pub(crate) fn read_head(file: &File, len: u64, cap: usize) -> io::Result<Vec<u8>> {
+    let want = usize::try_from(len).unwrap_or(usize::MAX).min(cap);
+    let mut buf = vec![0u8; want];
     let mut filled = 0;
-    while filled < cap {
+    while filled < want {
         match file.read_at(&mut buf[filled..], filled as u64) {
             Ok(0) => break,
             Ok(n) => filled += n,
@@ -225,13 +228,14 @@ mod tests {
         let f = create_new(&dir.path().join("l")).unwrap();
         write_in_place(&f, "0123456789\n", 0, 64).unwrap();
         write_in_place(&f, "abc\n", 11, 64).unwrap();
-        assert_eq!(read_head(&f, 100).unwrap(), b"abc       \n");
+        assert_eq!(read_head(&f, 11, 100).unwrap(), b"abc       \n");
         write_in_place(&f, "abcdefghijklmn\n", 11, 64).unwrap();
-        assert_eq!(read_head(&f, 100).unwrap(), b"abcdefghijklmn\n");
-        assert_eq!(read_head(&f, 3).unwrap(), b"abc");
+        assert_eq!(read_head(&f, 15, 100).unwrap(), b"abcdefghijklmn\n");
+        assert_eq!(read_head(&f, 15, 3).unwrap(), b"abc");
+        assert_eq!(read_head(&f, 1000, 100).unwrap().len(), 15);
         f.write_all_at(&[b'x'; 200], 0).unwrap();
         write_in_place(&f, "abc\n", 200, 64).unwrap();
-        assert_eq!(read_head(&f, 1000).unwrap().len(), 64);
+        assert_eq!(read_head(&f, 64, 1000).unwrap().len(), 64);
         assert_eq!(meta(&f).unwrap().len, 64);
     }
 

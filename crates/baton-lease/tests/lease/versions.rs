@@ -51,7 +51,7 @@ fn refused(body: &str, expect: &str) {
             before,
             "{body:?} was changed"
         );
-        assert_eq!(lock.inspect().unwrap().verdict.claimable(), false);
+        assert!(!lock.inspect().unwrap().verdict.claimable());
     }
 }
 
