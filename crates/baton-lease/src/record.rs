@@ -217,6 +217,9 @@ impl<'a> Fields<'a> {
                     "the value of {k}= is longer than {MAX_VALUE_BYTES} bytes"
                 ));
             }
+            if !is_valid_value(v) {
+                return Err(format!("the value of {k}= is empty or not printable ASCII"));
+            }
             let seen = match slot(k) {
                 Some(i) => f.known[i].replace(v).is_some(),
                 None if f.unknown.contains(&k) => true,
@@ -272,7 +275,7 @@ impl<'a> Fields<'a> {
             fence: self.opt("fence", |v| {
                 v.parse().ok().filter(|&n| n > 0).map(Fence::new)
             })?,
-            released: self.opt("at", |v| v.parse().ok())?,
+            released: self.opt("at", parse_stamp)?,
             occ: self.get("occ").map(str::to_owned),
         })
     }
@@ -290,8 +293,8 @@ impl<'a> Fields<'a> {
             token: self.req("token", |v| v.parse().ok())?,
             pid: self.req("pid", |v| v.parse().ok().filter(|&n| n > 0))?,
             host: self.req("host", |v| Some(v.to_owned()))?,
-            acquired: self.req("at", |v| v.parse().ok())?,
-            renewed: self.req("renewed", |v| v.parse().ok())?,
+            acquired: self.req("at", parse_stamp)?,
+            renewed: self.req("renewed", parse_stamp)?,
             ttl: self.req("ttl_ms", |v| {
                 v.parse().ok().filter(|&n| n > 0).map(Duration::from_millis)
             })?,
@@ -319,6 +322,12 @@ impl<'a> Fields<'a> {
                 .ok_or_else(|| format!("{k}={} is out of range", clip(v))),
         }
     }
+}
+
+/// A timestamp, cut to the microsecond records keep.
+fn parse_stamp(v: &str) -> Option<Timestamp> {
+    let t: Timestamp = v.parse().ok()?;
+    Timestamp::from_microsecond(t.as_microsecond()).ok()
 }
 
 fn parse_version(v: &str) -> Option<u32> {

@@ -8,5 +8,6 @@ mod bad_input;
 mod contention;
 mod crash;
 mod fencing;
+mod record;
 mod renewal;
 mod versions;
