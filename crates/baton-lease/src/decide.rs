@@ -90,6 +90,7 @@ pub struct Now {
 
 /// Who holds (or held) a lease.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(clippy::large_enum_variant)] // v3 is the common case; boxing it buys nothing.
 pub enum Holder {
     /// A baton holder.
     V3(Held),
@@ -391,7 +392,7 @@ fn judge_held(
         ProcessState::Reused => Death::PidReused,
     };
     if let Some(pgid) = h.pgid
-        && live.group(pgid) != GroupState::Empty
+        && live.group(pgid, h.jstart) != GroupState::Empty
     {
         return Verdict::Orphaned {
             holder: holder(),

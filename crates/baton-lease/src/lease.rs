@@ -83,7 +83,14 @@ impl Lease {
     ///
     /// As [`Lease::renew`].
     pub fn set_job_group(&mut self, pgid: u32) -> Result<Renewal, Error> {
-        self.rewrite(|h| h.pgid = Some(pgid).filter(|&p| p > 0))
+        let leader_start = crate::sys::process::stat(pgid)
+            .ok()
+            .flatten()
+            .map(|s| s.start);
+        self.rewrite(|h| {
+            h.pgid = Some(pgid).filter(|&p| p > 0);
+            h.jstart = leader_start;
+        })
     }
 
     /// Frees the lock, keeping the fence and occurrence in a free marker.

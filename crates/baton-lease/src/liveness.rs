@@ -41,8 +41,11 @@ pub trait Liveness: Send + Sync {
     /// The state of process `pid`, which the record says started at `start`
     /// ticks after boot.
     fn process(&self, pid: u32, start: u64) -> ProcessState;
-    /// The state of process group `pgid`.
-    fn group(&self, pgid: u32) -> GroupState;
+    /// The state of process group `pgid`, whose leader started at
+    /// `leader_start` ticks after boot when the record knows it. A leader
+    /// alive with another start time means the id now names an unrelated
+    /// group: `Empty`.
+    fn group(&self, pgid: u32, leader_start: Option<u64>) -> GroupState;
 }
 
 /// Answers from this machine's kernel.
@@ -60,7 +63,12 @@ impl Liveness for OsLiveness {
         }
     }
 
-    fn group(&self, pgid: u32) -> GroupState {
+    fn group(&self, pgid: u32, leader_start: Option<u64>) -> GroupState {
+        if let (Some(start), Ok(Some(leader))) = (leader_start, process::stat(pgid))
+            && leader.start != start
+        {
+            return GroupState::Empty;
+        }
         match process::group_has_members(pgid) {
             Ok(true) => GroupState::Members,
             Ok(false) => GroupState::Empty,

@@ -239,14 +239,20 @@ impl Lock {
         }
     }
 
-    /// Reads the record and judges it, changing nothing.
+    /// Reads the record and judges it, changing nothing. A missing file or
+    /// directory is [`Verdict::Absent`].
     ///
     /// # Errors
     ///
     /// I/O failures, a path that is no lock file, no `flock`, or
     /// [`Error::MutexTimeout`] when a writer held the mutex too long.
     pub fn inspect(&self) -> Result<Inspection, Error> {
-        match self.open_locked(Mode::Shared, false)? {
+        let opened = match self.open_locked(Mode::Shared, false) {
+            // No directory, no lock file: nothing has run under this lock.
+            Err(Error::MissingDirectory { .. }) => Opened::Missing,
+            other => other?,
+        };
+        match opened {
             Opened::Missing => Ok(Inspection {
                 path: self.path.clone(),
                 body: None,
@@ -406,6 +412,7 @@ impl Lock {
             pstart: facts.start,
             renewed_boot: Some(millis(now.boot)),
             pgid: None,
+            jstart: None,
             occ: claim.occ.clone(),
         })
     }

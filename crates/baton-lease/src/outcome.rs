@@ -265,7 +265,7 @@ pub(crate) fn first_line(bytes: &[u8]) -> String {
         .iter()
         .position(|&b| b == b'\n')
         .unwrap_or(bytes.len());
-    String::from_utf8_lossy(&bytes[..end])
+    String::from_utf8_lossy(bytes[..end].trim_ascii_end())
         .chars()
         .take(200)
         .collect()

@@ -67,6 +67,9 @@ pub struct Held {
     pub renewed_boot: Option<Duration>,
     /// The process group of the job the holder runs, once it has one.
     pub pgid: Option<u32>,
+    /// The start time of the job group's leader, so a group id reused by an
+    /// unrelated group is not taken for the job.
+    pub jstart: Option<u64>,
     /// A caller-supplied occurrence (for example the schedule slot started).
     pub occ: Option<String>,
 }
@@ -164,7 +167,7 @@ impl Body {
 }
 
 /// How many keys this build reads.
-const KNOWN_KEYS: usize = 17;
+const KNOWN_KEYS: usize = 18;
 
 /// The slot of a key this build reads; `None` for any other key.
 fn slot(key: &str) -> Option<usize> {
@@ -186,6 +189,7 @@ fn slot(key: &str) -> Option<usize> {
         "bt_ms" => 14,
         "pgid" => 15,
         "occ" => 16,
+        "jstart" => 17,
         _ => return None,
     })
 }
@@ -305,6 +309,7 @@ impl<'a> Fields<'a> {
             pstart: self.opt("pstart", |v| v.parse().ok())?,
             renewed_boot: self.opt("bt_ms", |v| v.parse().ok().map(Duration::from_millis))?,
             pgid: self.opt("pgid", |v| v.parse().ok().filter(|&n| n > 0))?,
+            jstart: self.opt("jstart", |v| v.parse().ok())?,
             occ: self.get("occ").map(str::to_owned),
         })
     }
@@ -393,6 +398,9 @@ impl Held {
         if let Some(v) = self.pgid {
             let _ = write!(s, " pgid={v}");
         }
+        if let Some(v) = self.jstart {
+            let _ = write!(s, " jstart={v}");
+        }
         opt_field(&mut s, "occ", self.occ.as_deref());
         s.push('\n');
         s
@@ -441,6 +449,7 @@ mod tests {
             pstart: Some(123_456),
             renewed_boot: Some(Duration::from_millis(9_876_543)),
             pgid: Some(48214),
+            jstart: Some(123_999),
             occ: Some("2026-11-29T16:00:00Z".into()),
         }
     }

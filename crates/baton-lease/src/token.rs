@@ -24,7 +24,7 @@ impl Token {
     /// # Errors
     ///
     /// When the random source cannot be read.
-    pub(crate) fn fresh() -> std::io::Result<Self> {
+    pub fn fresh() -> std::io::Result<Self> {
         let mut bytes = [0u8; 8];
         crate::sys::random::fill(&mut bytes)?;
         Ok(Self(bytes))

@@ -28,7 +28,7 @@ impl Liveness for Script {
             .push(format!("process {pid} {start}"));
         self.process
     }
-    fn group(&self, pgid: u32) -> GroupState {
+    fn group(&self, pgid: u32, _leader_start: Option<u64>) -> GroupState {
         self.asked.lock().unwrap().push(format!("group {pgid}"));
         self.group
     }
@@ -69,6 +69,7 @@ fn held() -> Held {
         pstart: Some(555),
         renewed_boot: Some(Duration::from_secs(1000)),
         pgid: None,
+        jstart: None,
         occ: None,
     }
 }

@@ -81,7 +81,6 @@ pub(crate) fn group_has_members(pgid: u32) -> io::Result<bool> {
     Ok(false)
 }
 
-#[allow(dead_code)] // The operator's `lock break --kill` arrives with the binary.
 /// Sends `signal` to every process in group `pgid`. `Ok(false)` when the group
 /// is already empty.
 pub(crate) fn signal_group(pgid: u32, signal: rustix::process::Signal) -> io::Result<bool> {
@@ -92,6 +91,21 @@ pub(crate) fn signal_group(pgid: u32, signal: rustix::process::Signal) -> io::Re
         return Ok(false);
     };
     match rustix::process::kill_process_group(pid, signal) {
+        Ok(()) => Ok(true),
+        Err(rustix::io::Errno::SRCH) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Sends `signal` to process `pid`. `Ok(false)` when it no longer exists.
+pub(crate) fn signal_process(pid: u32, signal: rustix::process::Signal) -> io::Result<bool> {
+    let Some(p) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return Ok(false);
+    };
+    match rustix::process::kill_process(p, signal) {
         Ok(()) => Ok(true),
         Err(rustix::io::Errno::SRCH) => Ok(false),
         Err(e) => Err(e.into()),
@@ -133,7 +147,6 @@ pub(crate) fn self_facts() -> SelfFacts {
     }
 }
 
-#[allow(dead_code)] // The operator's `lock break --kill` arrives with the binary.
 /// This process's process group.
 pub(crate) fn current_group() -> u32 {
     rustix::process::getpgrp()

@@ -36,12 +36,13 @@ fn held() -> impl Strategy<Value = Held> {
             proptest::option::of(0u64..u64::MAX / 1_000_000),
             proptest::option::of(1u32..),
             proptest::option::of(value()),
+            proptest::option::of(any::<u64>()),
         ),
     )
         .prop_map(
             |(
                 (fence, token, pid, host, acquired, renewed, ttl),
-                (run, machine, boot, pidns, pstart, bt, pgid, occ),
+                (run, machine, boot, pidns, pstart, bt, pgid, occ, jstart),
             )| Held {
                 fence: Fence::new(fence),
                 token: Token::from_bytes(token),
@@ -58,6 +59,7 @@ fn held() -> impl Strategy<Value = Held> {
                 renewed_boot: bt.map(Duration::from_millis),
                 pgid,
                 occ,
+                jstart,
             },
         )
 }

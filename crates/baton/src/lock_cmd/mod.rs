@@ -1,0 +1,70 @@
+//! `baton lock`: the operator's view of locks ([`show`]) and the operator's
+//! break ([`breaking`]). Reading never changes a lock; breaking changes one
+//! only under the file's mutex, on a fresh verdict, and logs what it replaced.
+
+pub mod breaking;
+pub mod show;
+
+use std::path::{Path, PathBuf};
+
+use crate::state_dir;
+
+/// A lock the operator named: its label and its file.
+pub struct Target {
+    /// The name, or the path as given.
+    pub label: String,
+    /// The lock file.
+    pub path: PathBuf,
+}
+
+/// Resolves names against the state directory (never creating it) and
+/// passes paths through.
+pub fn targets(
+    state: Option<&Path>,
+    names: &[String],
+    paths: &[PathBuf],
+) -> Result<Vec<Target>, String> {
+    let mut out = Vec::new();
+    if !names.is_empty() {
+        let dir = state_dir::resolve(state).map_err(|e| e.to_string())?;
+        for n in names {
+            let path = state_dir::lock_path(&dir.join("locks"), n).map_err(|e| e.to_string())?;
+            out.push(Target {
+                label: n.clone(),
+                path,
+            });
+        }
+    }
+    out.extend(paths.iter().map(|p| Target {
+        label: p.display().to_string(),
+        path: p.clone(),
+    }));
+    Ok(out)
+}
+
+/// Every lock in the state directory, by name.
+pub fn all(state: Option<&Path>) -> Result<Vec<Target>, String> {
+    let dir = state_dir::resolve(state)
+        .map_err(|e| e.to_string())?
+        .join("locks");
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(format!("failed to list {}: {e}", dir.display())),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("failed to list {}: {e}", dir.display()))?;
+        let file = entry.file_name().to_string_lossy().into_owned();
+        if let Some(name) = file.strip_suffix(".lock")
+            && state_dir::check_name(name).is_ok()
+        {
+            out.push(Target {
+                label: name.to_owned(),
+                path: entry.path(),
+            });
+        }
+    }
+    out.sort_by(|a, b| a.label.cmp(&b.label));
+    Ok(out)
+}

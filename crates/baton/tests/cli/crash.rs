@@ -1,0 +1,168 @@
+//! Crashes and stops: kill -9 of baton with and without its job, SIGSTOP of
+//! baton, a forced break under a running exec, orphans left by the job.
+
+use rustix::process::Signal;
+
+use crate::support::{Env, alive, code, eventually, pause, signal, stderr, verdict, wait_for_file};
+
+#[test]
+fn killing_baton_and_its_job_frees_the_lock_at_once() {
+    let env = Env::new();
+    let pidfile = env.path("pid");
+    let mut b = env.spawn_sh(
+        "job",
+        &["--ttl", "1h", "--takeover-grace", "1h"],
+        &format!("echo $$ > {}; exec sleep 60", pidfile.display()),
+    );
+    let job: i32 = wait_for_file(&pidfile).parse().unwrap();
+    signal(b.id() as i32, Signal::KILL);
+    b.wait().unwrap();
+    signal(job, Signal::KILL);
+    eventually("the job to be gone", || !alive(job));
+    // No TTL to wait out (it is an hour): evidence frees it.
+    let o = env.exec_sh("job", &[], "true");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stderr(&o).contains("dead holder"), "{}", stderr(&o));
+}
+
+#[test]
+fn killing_baton_while_its_job_runs_leaves_an_orphan_that_break_kill_recovers() {
+    let env = Env::new();
+    let pidfile = env.path("pid");
+    let mut b = env.spawn_sh(
+        "job",
+        &[],
+        &format!("echo $$ > {}; exec sleep 60", pidfile.display()),
+    );
+    let job: i32 = wait_for_file(&pidfile).parse().unwrap();
+    signal(b.id() as i32, Signal::KILL);
+    b.wait().unwrap();
+    assert!(alive(job));
+    let o = env.exec_sh("job", &[], "true");
+    assert_eq!(code(&o), 75);
+    assert!(stderr(&o).contains("orphaned"), "{}", stderr(&o));
+    assert_eq!(verdict(&env, "job"), "orphaned");
+    // A plain break refuses: the job may still be writing.
+    let o = env.run(&["lock", "break", "job"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let o = env.run(&["lock", "break", "job", "--kill", "--grace", "2s"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    eventually("the orphaned job to be stopped", || !alive(job));
+    let o = env.exec_sh("job", &[], "true");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
+
+#[test]
+fn a_stopped_baton_is_hung_and_resumes_to_finish_and_release() {
+    let env = Env::new();
+    let started = env.path("started");
+    let mut b = env.spawn_sh(
+        "job",
+        &["--ttl", "300ms"],
+        &format!("echo up > {}; sleep 3", started.display()),
+    );
+    wait_for_file(&started);
+    signal(b.id() as i32, Signal::STOP);
+    pause(1500); // five TTLs without a renewal
+    let o = env.exec_sh("job", &[], "true");
+    assert_eq!(code(&o), 75, "{}", stderr(&o));
+    assert!(stderr(&o).contains("hung"), "{}", stderr(&o));
+    signal(b.id() as i32, Signal::CONT);
+    let status = b.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert_eq!(verdict(&env, "job"), "free");
+}
+
+#[test]
+fn a_forced_break_under_a_running_exec_stops_its_job_and_exits_76() {
+    let env = Env::new();
+    let pidfile = env.path("pid");
+    // Renewals every 100 ms; kill grace 1 s: the job is gone within about
+    // 1.1 s of the break (the documented bound is ttl/3 + kill grace).
+    let b = env.spawn_sh(
+        "job",
+        &["--ttl", "300ms", "--kill-grace", "1s"],
+        &format!("echo $$ > {}; exec sleep 60", pidfile.display()),
+    );
+    let job: i32 = wait_for_file(&pidfile).parse().unwrap();
+    let o = env.run(&["lock", "break", "job", "--force"]);
+    assert_eq!(code(&o), 0, "{}", crate::support::stderr(&o));
+    assert!(crate::support::stdout(&o).contains("replaced"));
+    let out = b.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(76),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!alive(job), "the job outlived its lost lease");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("lease lost"));
+    let log = std::fs::read_to_string(env.state().join("breaks.log")).unwrap();
+    assert!(
+        log.contains("forced") && log.contains("state=held"),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_backgrounded_grandchild_is_stopped_before_the_lease_is_released() {
+    let env = Env::new();
+    let pidfile = env.path("grandchild");
+    let o = env.exec_sh(
+        "job",
+        &["--kill-grace", "2s"],
+        &format!("sleep 60 & echo $! > {}", pidfile.display()),
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let grandchild: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    eventually("the grandchild to be stopped", || !alive(grandchild));
+    assert!(
+        stderr(&o).contains("left processes running"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(verdict(&env, "job"), "free");
+}
+
+#[test]
+fn the_job_starts_only_once_its_group_is_on_the_record() {
+    let env = Env::new();
+    let o = env.exec_sh("job", &[], "grep -q \"pgid=$$ \" \"$BATON_LOCK\"");
+    assert_eq!(
+        code(&o),
+        0,
+        "the record did not name the job's group when it started: {}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn signals_to_baton_reach_the_job_and_the_lease_is_released() {
+    let env = Env::new();
+    let started = env.path("started");
+    let got = env.path("got");
+    let b = env.spawn_sh(
+        "job",
+        &[],
+        &format!(
+            "trap 'echo TERM > {g}; exit 7' TERM; echo up > {s}; while :; do sleep 0.05; done",
+            g = got.display(),
+            s = started.display()
+        ),
+    );
+    wait_for_file(&started);
+    signal(b.id() as i32, Signal::TERM);
+    let out = b.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(wait_for_file(&got), "TERM");
+    assert_eq!(verdict(&env, "job"), "free");
+}

@@ -1,0 +1,171 @@
+//! The documented exit codes, each produced for real.
+
+use crate::support::{Env, code, stderr};
+
+#[test]
+fn the_commands_status_passes_through() {
+    let env = Env::new();
+    assert_eq!(code(&env.exec_sh("job", &[], "exit 0")), 0);
+    assert_eq!(code(&env.exec_sh("job", &[], "exit 3")), 3);
+    assert_eq!(code(&env.exec_sh("job", &[], "exit 200")), 200);
+}
+
+#[test]
+fn death_by_signal_is_128_plus_n() {
+    let env = Env::new();
+    assert_eq!(code(&env.exec_sh("job", &[], "kill -9 $$")), 137);
+    assert_eq!(code(&env.exec_sh("job", &[], "kill -15 $$")), 143);
+}
+
+#[test]
+fn timeout_is_124_and_the_group_is_stopped() {
+    let env = Env::new();
+    let o = env.exec_sh(
+        "job",
+        &["--timeout", "500ms", "--kill-grace", "1s"],
+        "trap '' TERM; sleep 30",
+    );
+    assert_eq!(code(&o), 124, "{}", stderr(&o));
+    assert!(stderr(&o).contains("timed out"));
+}
+
+#[test]
+fn not_found_is_127_and_not_executable_is_126() {
+    let env = Env::new();
+    let o = env.run(&["exec", "--name", "job", "--", "/no/such/command"]);
+    assert_eq!(code(&o), 127, "{}", stderr(&o));
+    let script = env.path("not-executable");
+    std::fs::write(&script, "#!/bin/sh\ntrue\n").unwrap();
+    let o = env.run(&["exec", "--name", "job", "--", script.to_str().unwrap()]);
+    assert_eq!(code(&o), 126, "{}", stderr(&o));
+    // Neither left the lock held.
+    assert_eq!(crate::support::verdict(&env, "job"), "free");
+}
+
+#[test]
+fn bad_options_are_125_and_name_the_problem() {
+    let env = Env::new();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["exec", "--name", "a/b", "--", "true"],
+            "invalid lock name",
+        ),
+        (&["exec", "--name", "..", "--", "true"], "invalid lock name"),
+        (
+            &["exec", "--name", "x", "--ttl", "soon", "--", "true"],
+            "--ttl",
+        ),
+        (
+            &["exec", "--name", "x", "--ttl", "10ms", "--", "true"],
+            "--ttl",
+        ),
+        (
+            &["exec", "--name", "x", "--kill-grace", "1m", "--", "true"],
+            "--takeover-grace",
+        ),
+        (
+            &["exec", "--name", "x", "--busy-exit", "0", "--", "true"],
+            "--busy-exit",
+        ),
+        (
+            &["exec", "--name", "x", "--timeout", "0s", "--", "true"],
+            "--timeout",
+        ),
+        (
+            &["exec", "--name", "x", "--run-id", "has space", "--", "true"],
+            "--run-id",
+        ),
+        (&["exec", "--name", "x"], "COMMAND"),
+        (&["exec", "--", "true"], "--name"),
+        (
+            &["exec", "--name", "x", "--lock", "/tmp/y", "--", "true"],
+            "--lock",
+        ),
+    ];
+    for (args, needle) in cases {
+        let o = env.run(args);
+        assert_eq!(code(&o), 125, "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(needle),
+            "{args:?}: {:?} lacks {needle:?}",
+            stderr(&o)
+        );
+    }
+}
+
+#[test]
+fn an_unusable_state_directory_is_125() {
+    let env = Env::new();
+    let file = env.path("a-file");
+    std::fs::write(&file, "").unwrap();
+    let o = env.run(&[
+        "--state-dir",
+        file.to_str().unwrap(),
+        "exec",
+        "--name",
+        "x",
+        "--",
+        "true",
+    ]);
+    assert_eq!(code(&o), 125, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(file.to_str().unwrap()),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_missing_lock_directory_is_125_and_named() {
+    let env = Env::new();
+    let lock = env.path("nowhere/x.lock");
+    let o = env.run(&["exec", "--lock", lock.to_str().unwrap(), "--", "true"]);
+    assert_eq!(code(&o), 125, "{}", stderr(&o));
+    assert!(stderr(&o).contains("does not exist"), "{}", stderr(&o));
+}
+
+#[test]
+fn the_job_sees_its_lease_in_its_environment() {
+    let env = Env::new();
+    let out = env.path("env");
+    let o = env.exec_sh(
+        "job",
+        &["--run-id", "nightly-42"],
+        &format!(
+            "echo \"$BATON_LOCK $BATON_TOKEN $BATON_FENCE $BATON_RUN_ID\" > {}",
+            out.display()
+        ),
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let line = std::fs::read_to_string(&out).unwrap();
+    let f: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(f[0], env.lock("job").to_str().unwrap());
+    assert_eq!(f[1].len(), 16);
+    assert!(f[2].parse::<u64>().unwrap() > 0);
+    assert_eq!(f[3], "nightly-42");
+}
+
+#[test]
+fn the_fence_strictly_increases_over_runs_and_a_deleted_file() {
+    let env = Env::new();
+    let out = env.path("fence");
+    let mut last = 0u64;
+    for i in 0..20 {
+        if i == 10 {
+            std::fs::remove_file(env.lock("job")).unwrap();
+        }
+        let o = env.exec_sh(
+            "job",
+            &[],
+            &format!("echo $BATON_FENCE > {}", out.display()),
+        );
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let f: u64 = std::fs::read_to_string(&out)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(f > last, "run {i}: fence {f} after {last}");
+        last = f;
+    }
+}

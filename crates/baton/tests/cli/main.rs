@@ -1,0 +1,11 @@
+//! baton's command-line tests: the real binary, real processes, real signals.
+#![allow(clippy::unwrap_used)] // Tests state their expectations with unwrap.
+
+mod support;
+
+mod alerts;
+mod crash;
+mod exit_codes;
+mod lock_tools;
+mod overlap;
+mod versions;

@@ -1,0 +1,129 @@
+//! A state directory per test, and helpers to run the real `baton`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use baton_lease::{Clock, SystemClock};
+
+pub const BATON: &str = env!("CARGO_BIN_EXE_baton");
+
+/// How long a test waits for something before failing. It bounds a broken
+/// test; it measures nothing.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+pub struct Env {
+    pub tmp: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new() -> Self {
+        Self {
+            tmp: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn state(&self) -> PathBuf {
+        self.tmp.path().join("state")
+    }
+
+    pub fn lock(&self, name: &str) -> PathBuf {
+        self.state().join("locks").join(format!("{name}.lock"))
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.tmp.path().join(name)
+    }
+
+    /// `baton ARGS` with this state directory.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BATON);
+        c.env("BATON_STATE_DIR", self.state()).args(args);
+        c
+    }
+
+    /// Runs to completion.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).stdin(Stdio::null()).output().unwrap()
+    }
+
+    /// Starts in the background, output captured.
+    pub fn spawn(&self, args: &[&str]) -> Child {
+        self.cmd(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// `baton exec --name NAME EXTRA... -- sh -c SCRIPT`.
+    pub fn exec_sh(&self, name: &str, extra: &[&str], script: &str) -> Output {
+        let mut args = vec!["exec", "--name", name];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "sh", "-c", script]);
+        self.run(&args)
+    }
+
+    pub fn spawn_sh(&self, name: &str, extra: &[&str], script: &str) -> Child {
+        let mut args = vec!["exec", "--name", name];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "sh", "-c", script]);
+        self.spawn(&args)
+    }
+}
+
+pub fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn pause(ms: u64) {
+    SystemClock.sleep(Duration::from_millis(ms));
+}
+
+/// Polls until `f` holds, failing after [`PATIENCE`].
+pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = SystemClock.boot() + PATIENCE;
+    while !f() {
+        assert!(
+            SystemClock.boot() < deadline,
+            "timed out waiting for {what}"
+        );
+        pause(10);
+    }
+}
+
+/// Waits for a file to exist and returns its trimmed content.
+pub fn wait_for_file(p: &Path) -> String {
+    eventually(&format!("{} to be written", p.display()), || {
+        std::fs::read_to_string(p).is_ok_and(|s| s.ends_with('\n'))
+    });
+    std::fs::read_to_string(p).unwrap().trim().to_owned()
+}
+
+pub fn signal(pid: i32, sig: rustix::process::Signal) {
+    let _ = rustix::process::kill_process(rustix::process::Pid::from_raw(pid).unwrap(), sig);
+}
+
+pub fn alive(pid: i32) -> bool {
+    matches!(
+        std::fs::read_to_string(format!("/proc/{pid}/stat")),
+        Ok(s) if !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z')
+    )
+}
+
+/// The verdict word `baton lock show --json` gives for NAME.
+pub fn verdict(env: &Env, name: &str) -> String {
+    let o = env.run(&["lock", "show", name, "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v[0]["verdict"].as_str().unwrap().to_owned()
+}
