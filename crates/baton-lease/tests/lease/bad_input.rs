@@ -64,31 +64,60 @@ fn a_file_for_a_directory_is_named() {
     );
 }
 
+/// Makes a directory unwritable, even for root: mode 0555, and the immutable
+/// attribute where the filesystem has it (root ignores modes). Undone on drop.
+struct ReadOnly<'a>(&'a std::path::Path);
+
+impl<'a> ReadOnly<'a> {
+    fn new(dir: &'a std::path::Path) -> Self {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+        if rustix::process::geteuid().is_root() {
+            let ok = std::process::Command::new("chattr")
+                .arg("+i")
+                .arg(dir)
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(
+                ok,
+                "running as root, this test needs chattr +i (e2fsprogs) on an ext4-like filesystem"
+            );
+        }
+        Self(dir)
+    }
+}
+
+impl Drop for ReadOnly<'_> {
+    fn drop(&mut self) {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(self.0)
+            .status();
+        let _ = std::fs::set_permissions(self.0, std::fs::Permissions::from_mode(0o755));
+    }
+}
+
 #[test]
 fn a_read_only_directory_refuses_creation_but_an_existing_file_still_works() {
-    use std::os::unix::fs::PermissionsExt;
-    if rustix::process::geteuid().is_root() {
-        // root ignores directory permissions; the case cannot be built here.
-        let dir = Dir::new();
-        assert!(matches!(
-            Lock::new(dir.lock()).try_acquire().unwrap(),
-            Outcome::Acquired(_)
-        ));
-        return;
-    }
     let dir = Dir::new();
     drop(Lock::new(dir.path("existing.lock")).try_acquire().unwrap());
-    std::fs::set_permissions(dir.tmp.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
+    let _ro = ReadOnly::new(dir.tmp.path());
     let e = Lock::new(dir.lock()).try_acquire().unwrap_err();
     assert!(
         e.to_string().contains("failed to create a lock file in"),
         "{e}"
     );
-    assert!(matches!(
-        Lock::new(dir.path("existing.lock")).try_acquire().unwrap(),
-        Outcome::Acquired(_)
-    ));
-    std::fs::set_permissions(dir.tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert!(
+        e.to_string().contains(dir.tmp.path().to_str().unwrap()),
+        "{e}"
+    );
+    // Writes are in place, so a lock file that exists keeps working.
+    let Outcome::Acquired(lease) = Lock::new(dir.path("existing.lock")).try_acquire().unwrap()
+    else {
+        panic!("the existing lock file could not be used")
+    };
+    assert_eq!(lease.release().unwrap(), baton_lease::Release::Released);
 }
 
 #[test]

@@ -166,3 +166,47 @@ fn signals_to_baton_reach_the_job_and_the_lease_is_released() {
     assert_eq!(wait_for_file(&got), "TERM");
     assert_eq!(verdict(&env, "job"), "free");
 }
+
+#[test]
+fn a_holder_that_cannot_renew_for_a_ttl_stops_its_job_and_exits_76() {
+    let env = Env::new();
+    let pidfile = env.path("pid");
+    let b = env.spawn_sh(
+        "job",
+        &["--ttl", "500ms", "--kill-grace", "1s"],
+        &format!("echo $$ > {}; exec sleep 60", pidfile.display()),
+    );
+    let job: i32 = wait_for_file(&pidfile).parse().unwrap();
+    // Another process keeps the lock file's mutex: every renewal times out.
+    let mut blocker = std::process::Command::new("flock")
+        .arg(env.lock("job"))
+        .args(["sleep", "30"])
+        .spawn()
+        .unwrap();
+    let out = b.wait_with_output().unwrap();
+    let _ = blocker.kill();
+    let _ = blocker.wait();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(76), "{err}");
+    assert!(err.contains("could not renew"), "{err}");
+    assert!(
+        !alive(job),
+        "the job outlived a lease its holder could not renew"
+    );
+}
+
+#[test]
+fn the_job_inherits_no_descriptor_of_the_lock() {
+    let env = Env::new();
+    let o = env.exec_sh(
+        "job",
+        &[],
+        "for f in /proc/$$/fd/*; do readlink \"$f\"; done | grep -c '\\.lock' && exit 1 || exit 0",
+    );
+    assert_eq!(
+        code(&o),
+        0,
+        "the job holds a descriptor of a lock file: {}",
+        crate::support::stdout(&o)
+    );
+}
