@@ -77,7 +77,7 @@ fn overrunning_alerts_once_and_keeps_the_lease() {
             "--max-runtime",
             "200ms",
             "--ttl",
-            "300ms",
+            "1s",
             "--alert-command",
             &cmd,
         ],

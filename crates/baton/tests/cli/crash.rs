@@ -58,12 +58,12 @@ fn a_stopped_baton_is_hung_and_resumes_to_finish_and_release() {
     let started = env.path("started");
     let mut b = env.spawn_sh(
         "job",
-        &["--ttl", "300ms"],
-        &format!("echo up > {}; sleep 3", started.display()),
+        &["--ttl", "1s"],
+        &format!("echo up > {}; sleep 6", started.display()),
     );
     wait_for_file(&started);
     signal(b.id() as i32, Signal::STOP);
-    pause(1500); // five TTLs without a renewal
+    pause(3000); // three TTLs without a renewal
     let o = env.exec_sh("job", &[], "true");
     assert_eq!(code(&o), 75, "{}", stderr(&o));
     assert!(stderr(&o).contains("hung"), "{}", stderr(&o));

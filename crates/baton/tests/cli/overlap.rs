@@ -73,17 +73,18 @@ fn with_wait_the_second_starts_once_the_first_ends() {
 fn a_job_running_for_many_ttls_keeps_its_lease() {
     let env = Env::new();
     let started = env.path("started");
-    // TTL 300 ms: the job runs for ten of them.
+    // TTL 1 s (shorter could make a starved holder fence itself on a loaded
+    // machine): the job runs for six of them.
     let mut long = env.spawn_sh(
         "job",
-        &["--ttl", "300ms"],
-        &format!("echo up > {}; sleep 3", started.display()),
+        &["--ttl", "1s"],
+        &format!("echo up > {}; sleep 6", started.display()),
     );
     wait_for_file(&started);
     for _ in 0..12 {
         let o = env.exec_sh("job", &[], "true");
         assert_eq!(code(&o), 75, "a live job's lease was taken: {}", stderr(&o));
-        pause(200);
+        pause(400);
     }
     assert!(long.wait().unwrap().success());
     assert_eq!(crate::support::verdict(&env, "job"), "free");
