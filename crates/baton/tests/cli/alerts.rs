@@ -1,7 +1,7 @@
 //! Alerts: the alert command gets valid JSON; a failing one does not fail the
 //! run; --max-runtime alerts once and keeps the lease.
 
-use crate::support::{Env, code, stderr, verdict, wait_for_file};
+use crate::support::{Env, code, stderr, verdict};
 
 fn alerts_in(path: &std::path::Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(path)
@@ -36,13 +36,7 @@ fn a_nonzero_exit_raises_a_failed_alert_with_json() {
 #[test]
 fn a_skipped_run_raises_a_busy_alert_naming_the_holder() {
     let env = Env::new();
-    let started = env.path("started");
-    let mut first = env.spawn_sh(
-        "job",
-        &[],
-        &format!("echo up > {}; sleep 1", started.display()),
-    );
-    wait_for_file(&started);
+    let mut first = env.hold("job", &[], 1);
     let (cmd, file) = collector(&env);
     let o = env.exec_sh("job", &["--alert-command", &cmd], "true");
     assert_eq!(code(&o), 75);
@@ -70,8 +64,7 @@ fn a_failing_alert_command_does_not_fail_the_run() {
 fn overrunning_alerts_once_and_keeps_the_lease() {
     let env = Env::new();
     let (cmd, file) = collector(&env);
-    let started = env.path("started");
-    let b = env.spawn_sh(
+    let b = env.hold(
         "job",
         &[
             "--max-runtime",
@@ -81,9 +74,8 @@ fn overrunning_alerts_once_and_keeps_the_lease() {
             "--alert-command",
             &cmd,
         ],
-        &format!("echo up > {}; sleep 2", started.display()),
+        2,
     );
-    wait_for_file(&started);
     crate::support::pause(800);
     // Past its budget, still running, still holding.
     assert_eq!(verdict(&env, "job"), "live");

@@ -55,13 +55,7 @@ fn killing_baton_while_its_job_runs_leaves_an_orphan_that_break_kill_recovers() 
 #[test]
 fn a_stopped_baton_is_hung_and_resumes_to_finish_and_release() {
     let env = Env::new();
-    let started = env.path("started");
-    let mut b = env.spawn_sh(
-        "job",
-        &["--ttl", "1s"],
-        &format!("echo up > {}; sleep 6", started.display()),
-    );
-    wait_for_file(&started);
+    let mut b = env.hold("job", &["--ttl", "1s"], 6);
     signal(b.id() as i32, Signal::STOP);
     pause(3000); // three TTLs without a renewal
     let o = env.exec_sh("job", &[], "true");

@@ -1,6 +1,6 @@
 //! `baton lock show` and `baton lock break` on their own.
 
-use crate::support::{Env, code, stderr, stdout, wait_for_file};
+use crate::support::{Env, code, stderr, stdout};
 
 #[test]
 fn show_describes_each_state() {
@@ -9,13 +9,7 @@ fn show_describes_each_state() {
     assert_eq!(code(&o), 0);
     assert!(stdout(&o).contains("never  absent"), "{}", stdout(&o));
     assert_eq!(code(&env.exec_sh("job", &[], "true")), 0);
-    let started = env.path("started");
-    let mut b = env.spawn_sh(
-        "busy",
-        &[],
-        &format!("echo up > {}; sleep 1", started.display()),
-    );
-    wait_for_file(&started);
+    let mut b = env.hold("busy", &[], 1);
     let o = env.run(&["lock", "show", "--all", "--json"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -39,13 +33,7 @@ fn show_describes_each_state() {
 #[test]
 fn break_refuses_a_live_lease_and_a_name_that_is_a_path() {
     let env = Env::new();
-    let started = env.path("started");
-    let mut b = env.spawn_sh(
-        "job",
-        &[],
-        &format!("echo up > {}; sleep 1", started.display()),
-    );
-    wait_for_file(&started);
+    let mut b = env.hold("job", &[], 1);
     let o = env.run(&["lock", "break", "job"]);
     assert_eq!(code(&o), 1);
     assert!(stderr(&o).contains("not provably dead"), "{}", stderr(&o));

@@ -6,13 +6,7 @@ use crate::support::{Env, code, eventually, pause, stderr, wait_for_file};
 #[test]
 fn a_second_exec_is_skipped_with_75_and_its_command_never_starts() {
     let env = Env::new();
-    let started = env.path("started");
-    let mut first = env.spawn_sh(
-        "job",
-        &[],
-        &format!("echo up > {}; sleep 2", started.display()),
-    );
-    wait_for_file(&started);
+    let mut first = env.hold("job", &[], 2);
     let marker = env.path("second-ran");
     let o = env.exec_sh("job", &[], &format!("touch {}", marker.display()));
     assert_eq!(code(&o), 75, "{}", stderr(&o));
@@ -28,13 +22,7 @@ fn a_second_exec_is_skipped_with_75_and_its_command_never_starts() {
 #[test]
 fn busy_exit_is_configurable() {
     let env = Env::new();
-    let started = env.path("started");
-    let mut first = env.spawn_sh(
-        "job",
-        &[],
-        &format!("echo up > {}; sleep 1", started.display()),
-    );
-    wait_for_file(&started);
+    let mut first = env.hold("job", &[], 1);
     let o = env.exec_sh("job", &["--busy-exit", "3"], "true");
     assert_eq!(code(&o), 3);
     first.wait().unwrap();

@@ -65,6 +65,20 @@ impl Env {
         self.run(&args)
     }
 
+    /// Starts `baton exec` of a job that sleeps `secs` seconds, and returns
+    /// once the job is running (so the lease is held).
+    pub fn hold(&self, name: &str, extra: &[&str], secs: u32) -> Child {
+        let started = self.path(&format!("{name}.started"));
+        let _ = std::fs::remove_file(&started);
+        let child = self.spawn_sh(
+            name,
+            extra,
+            &format!("echo up > {}; sleep {secs}", started.display()),
+        );
+        wait_for_file(&started);
+        child
+    }
+
     pub fn spawn_sh(&self, name: &str, extra: &[&str], script: &str) -> Child {
         let mut args = vec!["exec", "--name", name];
         args.extend_from_slice(extra);
