@@ -17,14 +17,17 @@
 //!    while its job's process group has members, else *dead*: broken at once.
 //! 3. A v3 lease from this host (same host name and machine id) but an older
 //!    boot: *dead* (the machine rebooted).
-//! 4. Any other v3 lease cannot be checked from here: *live* until its wall
-//!    clock renewal stamp is older than its TTL plus the takeover grace, then
-//!    *expired*. A stamp from the future is live (skew is reported, never a
-//!    licence to break).
+//! 4. Any other v3 lease cannot be checked from here: *live* until its
+//!    renewal is older than its TTL plus the takeover grace (the judge's or the
+//!    one the holder declared, whichever is longer), then *expired*. The age is
+//!    read on the boot clock when the holder shares this kernel (another pid
+//!    namespace), else on the wall clock; a wall stamp from the future is live
+//!    (skew is reported, never a licence to break).
 //! 5. A v2 lease: v2's own rule, the age of `at=` (or the file's mtime)
 //!    against the v2 stale threshold.
-//! 6. An empty file: a record being written, respected while younger than the
-//!    empty grace by the file's mtime, abandoned after.
+//! 6. An empty file: a record being written (v2 writes after creating), respected
+//!    for v2's stale threshold by the file's mtime; abandoned after, or at once
+//!    when it is older than this boot.
 //! 7. Anything else (v1, another version, unreadable bytes): refused, at any
 //!    age.
 
@@ -45,8 +48,6 @@ pub struct Policy {
     pub takeover_grace: Duration,
     /// When a Scheduler Lock v2 lease is stale (v2's `2 × STEP_TIMEOUT`).
     pub v2_stale_after: Duration,
-    /// How long an empty lock file is taken for a record being written.
-    pub empty_grace: Duration,
 }
 
 impl Default for Policy {
@@ -54,7 +55,6 @@ impl Default for Policy {
         Self {
             takeover_grace: Duration::from_secs(30),
             v2_stale_after: Duration::from_secs(7200),
-            empty_grace: Duration::from_secs(5),
         }
     }
 }
@@ -328,14 +328,7 @@ pub fn decide(
         Body::Free(f) => Verdict::Free(f.clone()),
         Body::Held(h) => judge_held(h, here, now, policy, live),
         Body::V2(v) => judge_v2(v, mtime, now, policy),
-        Body::Empty => {
-            let age = mtime.map_or(SignedDuration::MAX, |m| now.wall.duration_since(m));
-            if age <= signed(policy.empty_grace) {
-                Verdict::Writing { age }
-            } else {
-                Verdict::Abandoned { age }
-            }
-        }
+        Body::Empty => judge_empty(mtime, now, policy),
         Body::Foreign(v) => Verdict::Refused(Foreign::Version(v.clone())),
         Body::Unreadable(why) => Verdict::Refused(Foreign::Unreadable(why.clone())),
     }
@@ -363,7 +356,9 @@ fn judge_held(
     }
     let checkable = matches!((h.pidns, here.pidns), (Some(a), Some(b)) if a == b);
     let (true, Some(pstart)) = (checkable, h.pstart) else {
-        return by_wall(h, now, policy);
+        // Same kernel, another pid namespace: the process cannot be seen, but
+        // the boot clock is shared, so freshness needs no wall clock.
+        return by_boot_clock(h, now, policy);
     };
     let evidence = match live.process(h.pid, pstart) {
         ProcessState::Alive | ProcessState::Unknown => {
@@ -405,6 +400,50 @@ fn judge_held(
     }
 }
 
+/// TTL plus the takeover grace: the longer of the judge's and the one the
+/// holder declared its self-fencing needs.
+fn patience(h: &Held, policy: &Policy) -> Duration {
+    let grace = h
+        .grace
+        .map_or(policy.takeover_grace, |g| g.max(policy.takeover_grace));
+    h.ttl.saturating_add(grace)
+}
+
+fn by_boot_clock(h: &Held, now: Now, policy: &Policy) -> Verdict {
+    let Some(bt) = h.renewed_boot else {
+        return by_wall(h, now, policy);
+    };
+    let holder = Holder::V3(h.clone());
+    let lapsed = now.boot.saturating_sub(bt);
+    if lapsed <= patience(h, policy) {
+        Verdict::Live { holder, skew: None }
+    } else {
+        Verdict::Expired {
+            holder,
+            age: signed(lapsed),
+        }
+    }
+}
+
+/// An empty file: v2 creates its lock file with `O_EXCL` and writes the record
+/// after taking the mutex, and respects an empty file for its whole stale
+/// threshold; so does this build. An empty file older than this boot was left
+/// by a crash of the machine and is abandoned at once.
+fn judge_empty(mtime: Option<Timestamp>, now: Now, policy: &Policy) -> Verdict {
+    let Some(m) = mtime else {
+        return Verdict::Abandoned {
+            age: SignedDuration::MAX,
+        };
+    };
+    let age = now.wall.duration_since(m);
+    let booted = now.wall - signed(now.boot);
+    if m < booted || age > signed(policy.v2_stale_after) {
+        Verdict::Abandoned { age }
+    } else {
+        Verdict::Writing { age }
+    }
+}
+
 fn by_wall(h: &Held, now: Now, policy: &Policy) -> Verdict {
     let age = now.wall.duration_since(h.renewed);
     if age.is_negative() {
@@ -413,7 +452,7 @@ fn by_wall(h: &Held, now: Now, policy: &Policy) -> Verdict {
             skew: Some(-age),
         };
     }
-    if age <= signed(h.ttl.saturating_add(policy.takeover_grace)) {
+    if age <= signed(patience(h, policy)) {
         Verdict::Live {
             holder: Holder::V3(h.clone()),
             skew: None,

@@ -22,22 +22,28 @@ static CACHE: Mutex<Option<Arc<Local>>> = Mutex::new(None);
 /// This process's facts.
 pub(crate) fn local() -> Arc<Local> {
     let pid = std::process::id();
-    let mut cache = CACHE
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    match &*cache {
-        Some(f) if f.me.pid == pid => Arc::clone(f),
-        _ => {
-            let me = process::self_facts();
-            let observer = Observer {
-                host: me.host.clone(),
-                machine: me.machine.clone(),
-                boot: me.boot.clone(),
-                pidns: me.pidns,
-            };
-            let f = Arc::new(Local { me, observer });
-            *cache = Some(Arc::clone(&f));
-            f
-        }
+    if let Some(f) = cached().filter(|f| f.me.pid == pid) {
+        return f;
     }
+    // Read outside the lock, so a fork while it is held cannot strand a
+    // child that uses the library.
+    let me = process::self_facts();
+    let observer = Observer {
+        host: me.host.clone(),
+        machine: me.machine.clone(),
+        boot: me.boot.clone(),
+        pidns: me.pidns,
+    };
+    let f = Arc::new(Local { me, observer });
+    *CACHE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(&f));
+    f
+}
+
+fn cached() -> Option<Arc<Local>> {
+    CACHE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone()
 }

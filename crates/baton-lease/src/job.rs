@@ -48,3 +48,103 @@ pub fn process_start(pid: u32) -> Option<u64> {
 pub fn own_group() -> u32 {
     process::current_group()
 }
+
+/// Makes this process the reaper of its orphaned descendants
+/// (`PR_SET_CHILD_SUBREAPER`): a process the job detaches (`setsid`, a
+/// double fork) stays this process's descendant, where [`descendants`] finds
+/// it, instead of becoming init's.
+///
+/// # Errors
+///
+/// When the kernel refuses (it does not on Linux 3.4 and later).
+pub fn become_subreaper() -> io::Result<()> {
+    Ok(rustix::process::set_child_subreaper(Some(
+        rustix::process::getpid(),
+    ))?)
+}
+
+/// Every live (not zombie) descendant of `root`, from `/proc`, excluding
+/// `root` itself and the subtrees of `except`.
+///
+/// # Errors
+///
+/// When `/proc` cannot be listed.
+pub fn descendants(root: u32, except: &[u32]) -> io::Result<Vec<u32>> {
+    let mut parent_of = Vec::new();
+    for entry in std::fs::read_dir("/proc")? {
+        let name = entry?.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Ok(Some(s)) = process::stat(pid) {
+            parent_of.push((pid, s.ppid, matches!(s.state, b'Z' | b'X' | b'x')));
+        }
+    }
+    let mut found = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for &(pid, ppid, zombie) in &parent_of {
+            if ppid == p && !except.contains(&pid) && pid != root {
+                frontier.push(pid);
+                if !zombie {
+                    found.push(pid);
+                }
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Sends signal `number` to process `pid`. `Ok(false)` when it is gone.
+///
+/// # Errors
+///
+/// An unknown signal number, or a refusal by the kernel (`EPERM`).
+pub fn signal_process(pid: u32, number: i32) -> io::Result<bool> {
+    process::signal_process(pid, signal(number)?)
+}
+
+/// Reaps `pid` if it is this process's child and has exited, without
+/// waiting. `Ok(true)` when it was reaped.
+///
+/// # Errors
+///
+/// As `waitpid(2)`; `ECHILD` (not our child) is `Ok(false)`.
+pub fn reap(pid: u32) -> io::Result<bool> {
+    let Some(p) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return Ok(false);
+    };
+    match rustix::process::waitpid(Some(p), rustix::process::WaitOptions::NOHANG) {
+        Ok(r) => Ok(r.is_some()),
+        Err(rustix::io::Errno::CHILD) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The zombies among `pid`'s children.
+pub fn zombie_children(parent: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| {
+            matches!(process::stat(pid), Ok(Some(s)) if s.ppid == parent && matches!(s.state, b'Z' | b'X' | b'x'))
+        })
+        .collect()
+}
+
+/// Whether this process has any child at all, running or exited, without
+/// reaping one (`waitid(P_ALL, WNOHANG | WNOWAIT | WEXITED)`). When it has
+/// none, it has no descendants, and no `/proc` scan is needed to know it.
+pub fn has_children() -> bool {
+    use rustix::process::{WaitId, WaitIdOptions};
+    let opts = WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT | WaitIdOptions::EXITED;
+    !matches!(
+        rustix::process::waitid(WaitId::All, opts),
+        Err(rustix::io::Errno::CHILD)
+    )
+}

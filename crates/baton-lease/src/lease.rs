@@ -26,6 +26,9 @@ pub struct Lease {
     record: Held,
     replaced: Verdict,
     done: bool,
+    /// The process that acquired it: a forked child that never `exec`s must
+    /// not release its parent's lease when it drops its copy.
+    owner: u32,
 }
 
 impl Lease {
@@ -35,6 +38,7 @@ impl Lease {
             record,
             replaced,
             done: false,
+            owner: std::process::id(),
         }
     }
 
@@ -155,8 +159,11 @@ impl Lease {
 }
 
 impl Drop for Lease {
+    /// Releases, best effort, unless the lease is already released, this is
+    /// a forked copy, or the thread is panicking (a panicking holder cannot
+    /// know its job has stopped, so the lease is left for a judge to weigh).
     fn drop(&mut self) {
-        if self.done {
+        if self.done || self.owner != std::process::id() || std::thread::panicking() {
             return;
         }
         self.done = true;

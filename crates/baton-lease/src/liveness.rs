@@ -55,9 +55,18 @@ pub struct OsLiveness;
 impl Liveness for OsLiveness {
     fn process(&self, pid: u32, start: u64) -> ProcessState {
         match process::stat(pid) {
-            Ok(None) => ProcessState::Gone,
-            Ok(Some(s)) if matches!(s.state, b'Z' | b'X' | b'x') => ProcessState::Zombie,
+            // /proc may hide other users' processes (hidepid): ask the kernel.
+            Ok(None) => match process::exists(pid) {
+                Ok(false) => ProcessState::Gone,
+                Ok(true) | Err(_) => ProcessState::Unknown,
+            },
             Ok(Some(s)) if s.start != start => ProcessState::Reused,
+            // A zombie leader whose other threads still run is alive.
+            Ok(Some(s)) if matches!(s.state, b'Z' | b'X' | b'x') => match process::threads(pid) {
+                Ok(Some(n)) if n > 1 => ProcessState::Alive,
+                Ok(_) => ProcessState::Zombie,
+                Err(_) => ProcessState::Unknown,
+            },
             Ok(Some(_)) => ProcessState::Alive,
             Err(_) => ProcessState::Unknown,
         }

@@ -413,6 +413,7 @@ impl Lock {
             renewed_boot: Some(millis(now.boot)),
             pgid: None,
             jstart: None,
+            grace: Some(self.opts.policy.takeover_grace),
             occ: claim.occ.clone(),
         })
     }
@@ -448,6 +449,8 @@ impl Lock {
             Err(e) => return Err(self.dir_error(&dir, "link a new lock file into", e)),
         }
         drop(cleanup);
+        // Explicitly: a forked child that never execs would keep it otherwise.
+        let _ = file::unlock(&f);
         drop(f);
         Ok(Some(Lease::new(self.clone(), held, Verdict::Absent)))
     }
@@ -470,15 +473,17 @@ impl Lock {
                 }
                 Err(e) => return Err(self.open_error(e)),
             };
+            // The mutex first: the length and the content read below must be
+            // the ones no writer can change until this section ends.
+            if let Some(waited) = self.take_mutex(&f, mode)? {
+                return Ok(Opened::Busy(Busy::MutexHeld { waited }));
+            }
             let meta = file::meta(&f).map_err(|e| Error::io("inspect", &self.path, e))?;
             if !meta.regular {
                 return Err(Error::NotALockFile {
                     path: self.path.clone(),
                     what: "not a regular file",
                 });
-            }
-            if let Some(waited) = self.take_mutex(&f, mode)? {
-                return Ok(Opened::Busy(Busy::MutexHeld { waited }));
             }
             let at_path =
                 file::identity_at(&self.path).map_err(|e| Error::io("inspect", &self.path, e))?;

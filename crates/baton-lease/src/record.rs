@@ -70,6 +70,9 @@ pub struct Held {
     /// The start time of the job group's leader, so a group id reused by an
     /// unrelated group is not taken for the job.
     pub jstart: Option<u64>,
+    /// The takeover grace the holder's self-fencing needs: a judge that
+    /// cannot check the holder waits at least this long past the TTL.
+    pub grace: Option<Duration>,
     /// A caller-supplied occurrence (for example the schedule slot started).
     pub occ: Option<String>,
 }
@@ -121,6 +124,7 @@ impl std::fmt::Display for ForeignVersion {
 
 /// What a lock file says.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(clippy::large_enum_variant)] // A held lease is the common case; boxing it buys nothing.
 pub enum Body {
     /// Nothing, or only white space: a file being written right now, or left
     /// unwritten by a crash.
@@ -162,12 +166,24 @@ impl Body {
             Ok(f) => f,
             Err(why) => return Body::Unreadable(why),
         };
-        fields.classify()
+        let body = fields.classify();
+        // This build ends every record with a newline; one without it was
+        // cut short (a torn write), and its last field may be a prefix.
+        let terminated = line.len() < bytes.len();
+        match body {
+            Body::Held(_)
+            | Body::Free(Free {
+                version: VERSION, ..
+            }) if !terminated => {
+                Body::Unreadable("the record has no end of line: it was cut short".into())
+            }
+            other => other,
+        }
     }
 }
 
 /// How many keys this build reads.
-const KNOWN_KEYS: usize = 18;
+const KNOWN_KEYS: usize = 19;
 
 /// The slot of a key this build reads; `None` for any other key.
 fn slot(key: &str) -> Option<usize> {
@@ -190,6 +206,7 @@ fn slot(key: &str) -> Option<usize> {
         "pgid" => 15,
         "occ" => 16,
         "jstart" => 17,
+        "grace_ms" => 18,
         _ => return None,
     })
 }
@@ -276,9 +293,7 @@ impl<'a> Fields<'a> {
     fn free(&self, version: u32) -> Result<Free, String> {
         Ok(Free {
             version,
-            fence: self.opt("fence", |v| {
-                v.parse().ok().filter(|&n| n > 0).map(Fence::new)
-            })?,
+            fence: self.opt("fence", parse_fence)?,
             released: self.opt("at", parse_stamp)?,
             occ: self.get("occ").map(str::to_owned),
         })
@@ -291,9 +306,7 @@ impl<'a> Fields<'a> {
             None => return Err("a version 3 record without state=".into()),
         }
         Ok(Held {
-            fence: self.req("fence", |v| {
-                v.parse().ok().filter(|&n| n > 0).map(Fence::new)
-            })?,
+            fence: self.req("fence", parse_fence)?,
             token: self.req("token", |v| v.parse().ok())?,
             pid: self.req("pid", |v| v.parse().ok().filter(|&n| n > 0))?,
             host: self.req("host", |v| Some(v.to_owned()))?,
@@ -310,6 +323,7 @@ impl<'a> Fields<'a> {
             renewed_boot: self.opt("bt_ms", |v| v.parse().ok().map(Duration::from_millis))?,
             pgid: self.opt("pgid", |v| v.parse().ok().filter(|&n| n > 0))?,
             jstart: self.opt("jstart", |v| v.parse().ok())?,
+            grace: self.opt("grace_ms", |v| v.parse().ok().map(Duration::from_millis))?,
             occ: self.get("occ").map(str::to_owned),
         })
     }
@@ -327,6 +341,14 @@ impl<'a> Fields<'a> {
                 .ok_or_else(|| format!("{k}={} is out of range", clip(v))),
         }
     }
+}
+
+/// A fence: 1 to [`Fence::MAX`], so there is always room for a next one.
+fn parse_fence(v: &str) -> Option<Fence> {
+    v.parse()
+        .ok()
+        .filter(|&n| n > 0 && n <= Fence::MAX.get())
+        .map(Fence::new)
 }
 
 /// A timestamp, cut to the microsecond records keep.
@@ -401,6 +423,9 @@ impl Held {
         if let Some(v) = self.jstart {
             let _ = write!(s, " jstart={v}");
         }
+        if let Some(v) = self.grace {
+            let _ = write!(s, " grace_ms={}", v.as_millis());
+        }
         opt_field(&mut s, "occ", self.occ.as_deref());
         s.push('\n');
         s
@@ -450,6 +475,7 @@ mod tests {
             renewed_boot: Some(Duration::from_millis(9_876_543)),
             pgid: Some(48214),
             jstart: Some(123_999),
+            grace: Some(Duration::from_secs(30)),
             occ: Some("2026-11-29T16:00:00Z".into()),
         }
     }
@@ -471,7 +497,7 @@ mod tests {
         let mut words: Vec<&str> = line.split_whitespace().collect();
         words.reverse();
         assert_eq!(
-            Body::parse(words.join(" ").as_bytes()),
+            Body::parse(format!("{}\n", words.join(" ")).as_bytes()),
             Body::Held(sample())
         );
     }
@@ -570,6 +596,23 @@ mod tests {
         }
         let long = vec![b'a'; MAX_RECORD_BYTES];
         assert!(matches!(Body::parse(&long), Body::Unreadable(_)));
+        let max = format!("version=3 state=free fence={}\n", u64::MAX);
+        assert!(matches!(Body::parse(max.as_bytes()), Body::Unreadable(_)));
+    }
+
+    #[test]
+    fn a_record_cut_short_is_unreadable() {
+        let line = sample().render();
+        let cut = &line.as_bytes()[..line.len() - 3];
+        assert!(
+            matches!(Body::parse(cut), Body::Unreadable(_)),
+            "{:?}",
+            Body::parse(cut)
+        );
+        let free = b"version=3 state=free fence=12";
+        assert!(matches!(Body::parse(free), Body::Unreadable(_)));
+        // v2 records are taken as v2 wrote them.
+        assert!(matches!(Body::parse(b"version=2 pid=1"), Body::V2(_)));
     }
 
     #[test]

@@ -94,6 +94,10 @@ impl Fence {
         Fence(after.max(micros))
     }
 
+    /// The largest fence a record may carry: half the range, so fences can
+    /// never run out.
+    pub const MAX: Fence = Fence(u64::MAX / 2);
+
     /// The number itself.
     pub const fn get(self) -> u64 {
         self.0

@@ -99,6 +99,7 @@ pub struct Alert {
 pub struct Alerts {
     command: Option<String>,
     running: Vec<JoinHandle<()>>,
+    pids: std::sync::Arc<std::sync::Mutex<Vec<u32>>>,
 }
 
 impl Alerts {
@@ -107,17 +108,24 @@ impl Alerts {
         Self {
             command,
             running: Vec::new(),
+            pids: Default::default(),
         }
     }
 
     /// Raises an alert: the stderr line now, the command on a thread.
     pub fn raise(&mut self, alert: Alert) {
-        eprintln!("baton: {}", alert.message);
+        say!("baton: {}", alert.message);
         let Some(cmd) = self.command.clone() else {
             return;
         };
+        let pids = std::sync::Arc::clone(&self.pids);
         self.running
-            .push(std::thread::spawn(move || run_command(&cmd, &alert)));
+            .push(std::thread::spawn(move || run_command(&cmd, &alert, &pids)));
+    }
+
+    /// The pids of alert commands started so far: they are not the job.
+    pub fn pids(&self) -> Vec<u32> {
+        self.pids.lock().map(|p| p.clone()).unwrap_or_default()
     }
 
     /// Waits for every alert command started (each is bounded in time).
@@ -128,10 +136,10 @@ impl Alerts {
     }
 }
 
-fn run_command(cmd: &str, alert: &Alert) {
+fn run_command(cmd: &str, alert: &Alert, pids: &std::sync::Mutex<Vec<u32>>) {
     let json = match serde_json::to_vec(alert) {
         Ok(j) => j,
-        Err(e) => return eprintln!("baton: failed to encode an alert: {e}"),
+        Err(e) => return say!("baton: failed to encode an alert: {e}"),
     };
     let mut child = match Command::new("/bin/sh")
         .arg("-c")
@@ -141,8 +149,11 @@ fn run_command(cmd: &str, alert: &Alert) {
         .spawn()
     {
         Ok(c) => c,
-        Err(e) => return eprintln!("baton: failed to start the alert command {cmd:?}: {e}"),
+        Err(e) => return say!("baton: failed to start the alert command {cmd:?}: {e}"),
     };
+    if let Ok(mut p) = pids.lock() {
+        p.push(child.id());
+    }
     if let Some(mut stdin) = child.stdin.take() {
         // OK to ignore: an alert command that does not read its input may
         // close it early; that is its business.
@@ -154,18 +165,18 @@ fn run_command(cmd: &str, alert: &Alert) {
         match child.try_wait() {
             Ok(Some(status)) if status.success() => return,
             Ok(Some(status)) => {
-                return eprintln!("baton: the alert command {cmd:?} failed: {status}");
+                return say!("baton: the alert command {cmd:?} failed: {status}");
             }
             Ok(None) if clock.boot() >= deadline => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return eprintln!(
+                return say!(
                     "baton: the alert command {cmd:?} ran longer than {}s and was killed",
                     ALERT_TIMEOUT.as_secs()
                 );
             }
             Ok(None) => clock.sleep(Duration::from_millis(20)),
-            Err(e) => return eprintln!("baton: failed to wait for the alert command {cmd:?}: {e}"),
+            Err(e) => return say!("baton: failed to wait for the alert command {cmd:?}: {e}"),
         }
     }
 }

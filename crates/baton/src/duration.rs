@@ -3,19 +3,28 @@
 
 use std::time::Duration;
 
-/// Parses a duration argument. Negative durations are refused.
+/// The longest duration accepted: ten years. Longer ones are typos, and
+/// refusing them keeps every sum of durations far from overflow.
+pub const MAX: Duration = Duration::from_secs(10 * 365 * 86_400);
+
+/// Parses a duration argument. Negative durations, and durations over
+/// [`MAX`], are refused.
 pub fn parse(s: &str) -> Result<Duration, String> {
     let s = s.trim();
-    if let Ok(secs) = s.parse::<f64>() {
-        if secs.is_finite() && secs >= 0.0 {
-            return Ok(Duration::from_secs_f64(secs));
-        }
-        return Err(format!("{s:?} is not a duration of zero or more"));
+    let d = if let Ok(secs) = s.parse::<f64>() {
+        Duration::try_from_secs_f64(secs)
+            .map_err(|_| format!("{s:?} is not a duration of zero or more"))?
+    } else {
+        let d: jiff::SignedDuration = s
+            .parse()
+            .map_err(|e| format!("{s:?} is not a duration such as 30s, 5m or 1h30m ({e})"))?;
+        Duration::try_from(d)
+            .map_err(|_| format!("{s:?} is negative; a duration must be zero or more"))?
+    };
+    if d > MAX {
+        return Err(format!("{s:?} is longer than ten years"));
     }
-    let d: jiff::SignedDuration = s
-        .parse()
-        .map_err(|e| format!("{s:?} is not a duration such as 30s, 5m or 1h30m ({e})"))?;
-    Duration::try_from(d).map_err(|_| format!("{s:?} is negative; a duration must be zero or more"))
+    Ok(d)
 }
 
 /// A duration for people: `2h5m`, `3.2s`, `250ms`.
@@ -47,6 +56,9 @@ mod tests {
         assert!(parse("-5s").is_err());
         assert!(parse("-5").is_err());
         assert!(parse("soon").unwrap_err().contains("not a duration"));
+        assert!(parse("1e30").is_err());
+        assert!(parse("NaN").is_err());
+        assert!(parse("100000h").unwrap_err().contains("ten years"));
     }
 
     #[test]

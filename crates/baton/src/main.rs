@@ -3,6 +3,8 @@
 //! `main` is thin: parse, validate, dispatch, exit with the code the command
 //! chose. Every exit number lives in [`exit`].
 
+#[macro_use]
+mod say;
 mod alert;
 mod cli;
 mod duration;
@@ -45,7 +47,7 @@ fn run(cli: Cli) -> Exit {
         Cmd::Exec(args) => match exec::config::ExecConfig::new(args, state) {
             Ok(cfg) => exec::run(&cfg),
             Err(e) => {
-                eprintln!("baton exec: {e}");
+                say!("baton exec: {e}");
                 Exit::Failure
             }
         },
@@ -60,7 +62,7 @@ fn run(cli: Cli) -> Exit {
             let targets = match targets {
                 Ok(t) => t,
                 Err(e) => {
-                    eprintln!("baton lock show: {e}");
+                    say!("baton lock show: {e}");
                     return Exit::LockUsage;
                 }
             };
@@ -71,21 +73,21 @@ fn run(cli: Cli) -> Exit {
                 match baton_lease::Lock::new(&t.path).inspect() {
                     Ok(i) => shown.push(lock_cmd::show::shown(&t.label, &i, now)),
                     Err(e) => {
-                        eprintln!("baton lock show: {}: {e}", t.label);
+                        say!("baton lock show: {}: {e}", t.label);
                         failed = true;
                     }
                 }
             }
             if a.json {
                 match serde_json::to_string_pretty(&shown) {
-                    Ok(j) => println!("{j}"),
+                    Ok(j) => outln!("{j}"),
                     Err(e) => {
-                        eprintln!("baton lock show: failed to encode JSON: {e}");
+                        say!("baton lock show: failed to encode JSON: {e}");
                         return Exit::LockUsage;
                     }
                 }
             } else {
-                print!("{}", lock_cmd::show::render(&shown));
+                out!("{}", lock_cmd::show::render(&shown));
             }
             if failed { Exit::Refused } else { Exit::Ok }
         }
@@ -93,7 +95,7 @@ fn run(cli: Cli) -> Exit {
             let grace = match duration::parse(&a.grace) {
                 Ok(g) => g,
                 Err(e) => {
-                    eprintln!("baton lock break: --grace: {e}");
+                    say!("baton lock break: --grace: {e}");
                     return Exit::LockUsage;
                 }
             };
@@ -102,11 +104,11 @@ fn run(cli: Cli) -> Exit {
             let target = match lock_cmd::targets(state, &names, &paths) {
                 Ok(mut t) if t.len() == 1 => t.remove(0),
                 Ok(_) => {
-                    eprintln!("baton lock break: name exactly one lock");
+                    say!("baton lock break: name exactly one lock");
                     return Exit::LockUsage;
                 }
                 Err(e) => {
-                    eprintln!("baton lock break: {e}");
+                    say!("baton lock break: {e}");
                     return Exit::LockUsage;
                 }
             };

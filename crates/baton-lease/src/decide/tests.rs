@@ -70,6 +70,7 @@ fn held() -> Held {
         renewed_boot: Some(Duration::from_secs(1000)),
         pgid: None,
         jstart: None,
+        grace: None,
         occ: None,
     }
 }
@@ -300,20 +301,70 @@ fn v2_leases_are_judged_by_v2s_rule() {
 }
 
 #[test]
-fn an_empty_file_is_respected_while_young_then_abandoned() {
+fn an_empty_file_is_respected_for_v2s_threshold_then_abandoned() {
     let live = Script::new(ProcessState::Gone, GroupState::Empty);
     let mtime = Some(Timestamp::from_second(T0).unwrap());
     let p = Policy::default();
-    assert!(matches!(
-        decide(Some(&Body::Empty), mtime, &here(), now(5), &p, &live),
-        Verdict::Writing { .. }
-    ));
-    assert!(matches!(
-        decide(Some(&Body::Empty), mtime, &here(), now(-10), &p, &live),
-        Verdict::Writing { .. }
-    ));
-    let v = decide(Some(&Body::Empty), mtime, &here(), now(6), &p, &live);
+    let judge = |at: i64, m| decide(Some(&Body::Empty), m, &here(), now(at), &p, &live);
+    assert!(matches!(judge(5, mtime), Verdict::Writing { .. }));
+    assert!(matches!(judge(-10, mtime), Verdict::Writing { .. }));
+    assert!(matches!(judge(7200, mtime), Verdict::Writing { .. }));
+    let v = judge(7201, mtime);
     assert!(matches!(v, Verdict::Abandoned { .. }) && v.claimable());
+    // Written before this boot (the boot clock reads 1000 s at T0): a crash
+    // of the machine left it; abandoned at once.
+    let before_boot = Some(Timestamp::from_second(T0 - 1001).unwrap());
+    assert!(matches!(judge(0, before_boot), Verdict::Abandoned { .. }));
+    assert!(matches!(judge(0, None), Verdict::Abandoned { .. }));
+}
+
+#[test]
+fn a_holder_in_another_pid_namespace_of_this_kernel_is_judged_by_the_boot_clock() {
+    let live = Script::new(ProcessState::Gone, GroupState::Empty);
+    let mut h = held();
+    h.pidns = Some(8);
+    // The wall clock jumps a day ahead; by the boot clock 50 s passed.
+    let n = Now {
+        wall: Timestamp::from_second(T0 + 86_400).unwrap(),
+        boot: Duration::from_secs(1050),
+    };
+    let v = decide(
+        Some(&Body::Held(h.clone())),
+        None,
+        &here(),
+        n,
+        &Policy::default(),
+        &live,
+    );
+    assert!(matches!(v, Verdict::Live { .. }), "{v:?}");
+    assert!(matches!(
+        judge(&Body::Held(h), 61, &live),
+        Verdict::Expired { .. }
+    ));
+    assert!(live.asked.lock().unwrap().is_empty());
+}
+
+#[test]
+fn the_holders_declared_grace_is_respected_when_longer() {
+    let live = Script::new(ProcessState::Gone, GroupState::Empty);
+    let mut h = held();
+    h.host = "h2".into();
+    h.boot = Some("b2".into());
+    h.grace = Some(Duration::from_secs(300));
+    assert!(matches!(
+        judge(&Body::Held(h.clone()), 300, &live),
+        Verdict::Live { .. }
+    ));
+    assert!(matches!(
+        judge(&Body::Held(h.clone()), 331, &live),
+        Verdict::Expired { .. }
+    ));
+    // A shorter declared grace never shortens the judge's own.
+    h.grace = Some(Duration::from_secs(1));
+    assert!(matches!(
+        judge(&Body::Held(h), 60, &live),
+        Verdict::Live { .. }
+    ));
 }
 
 #[test]

@@ -41,22 +41,24 @@ fn nofollow() -> i32 {
 }
 
 /// Opens an existing lock file for reading and, when `write`, writing.
+/// `O_NONBLOCK` keeps a FIFO planted at the path from blocking the open; it
+/// changes nothing for a regular file.
 pub(crate) fn open(path: &Path, write: bool) -> io::Result<File> {
     OpenOptions::new()
         .read(true)
         .write(write)
-        .custom_flags(nofollow())
+        .custom_flags(nofollow() | rustix::fs::OFlags::NONBLOCK.bits() as i32)
         .open(path)
 }
 
-/// Creates a new file that must not exist yet (`O_CREAT | O_EXCL`), mode 0644
-/// before the umask.
+/// Creates a new file that must not exist yet (`O_CREAT | O_EXCL`), mode 0600:
+/// whoever can open a lock file can hold its mutex and stall its holder.
 pub(crate) fn create_new(path: &Path) -> io::Result<File> {
     OpenOptions::new()
         .read(true)
         .write(true)
         .create_new(true)
-        .mode(0o644)
+        .mode(0o600)
         .custom_flags(nofollow())
         .open(path)
 }

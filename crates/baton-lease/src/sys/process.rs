@@ -14,6 +14,8 @@ use std::io;
 pub(crate) struct Stat {
     /// Field 3: `R`, `S`, `D`, `T`, `Z` (zombie), `X` (dead), …
     pub(crate) state: u8,
+    /// Field 4: the parent.
+    pub(crate) ppid: u32,
     /// Field 5: the process group.
     pub(crate) pgrp: u32,
     /// Field 22: start time in clock ticks after boot.
@@ -26,10 +28,16 @@ pub(crate) fn parse_stat(text: &str) -> Option<Stat> {
     let rest = &text[text.rfind(')')? + 1..];
     let mut fields = rest.split_ascii_whitespace();
     let state = fields.next()?.bytes().next()?;
-    let pgrp = fields.nth(1)?.parse().ok()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
     // Fields 6..=21 lie between the process group (5) and the start time (22).
     let start = fields.nth(16)?.parse().ok()?;
-    Some(Stat { state, pgrp, start })
+    Some(Stat {
+        state,
+        ppid,
+        pgrp,
+        start,
+    })
 }
 
 /// Reads `/proc/PID/stat`; `Ok(None)` when no such process exists.
@@ -45,6 +53,42 @@ pub(crate) fn stat(pid: u32) -> io::Result<Option<Stat>> {
         Err(e) if e.raw_os_error() == Some(rustix::io::Errno::SRCH.raw_os_error()) => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// Whether process `pid` exists (`kill(pid, 0)`); `EPERM` means it does,
+/// someone else's.
+pub(crate) fn exists(pid: u32) -> io::Result<bool> {
+    let Some(p) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return Ok(false);
+    };
+    match rustix::process::test_kill_process(p) {
+        Ok(()) | Err(rustix::io::Errno::PERM) => Ok(true),
+        Err(rustix::io::Errno::SRCH) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The `Threads:` count of `/proc/PID/status`; `Ok(None)` when the process is
+/// gone.
+pub(crate) fn threads(pid: u32) -> io::Result<Option<u32>> {
+    let text = match std::fs::read_to_string(format!("/proc/{pid}/status")) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    text.lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
+        .map(Some)
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("no Threads: in /proc/{pid}/status"),
+            )
+        })
 }
 
 /// Whether any live (not zombie) process is in group `pgid`. `kill(-pgid, 0)`
@@ -64,21 +108,28 @@ pub(crate) fn group_has_members(pgid: u32) -> io::Result<bool> {
         Err(rustix::io::Errno::SRCH) => return Ok(false),
         Err(e) => return Err(e.into()),
     }
+    // The kernel says the group has members. If /proc shows some and all of
+    // them are zombies, it is empty in effect; if /proc shows none at all, it
+    // hides them (hidepid), and the kernel's word stands.
+    let mut seen = false;
     for entry in std::fs::read_dir("/proc")? {
         let name = entry?.file_name();
         let Some(member) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
         match stat(member) {
-            Ok(Some(s)) if s.pgrp == pgid && !matches!(s.state, b'Z' | b'X' | b'x') => {
-                return Ok(true);
+            Ok(Some(s)) if s.pgrp == pgid => {
+                if !matches!(s.state, b'Z' | b'X' | b'x') {
+                    return Ok(true);
+                }
+                seen = true;
             }
             Ok(_) => {}
             // A process we cannot read may be a member: count it as one.
             Err(_) => return Ok(true),
         }
     }
-    Ok(false)
+    Ok(!seen)
 }
 
 /// Sends `signal` to every process in group `pgid`. `Ok(false)` when the group
@@ -132,11 +183,22 @@ pub(crate) fn self_facts() -> SelfFacts {
         .or_else(|| read_trimmed("/var/lib/dbus/machine-id"))
         .map(|s| sanitize(&s));
     let boot = read_trimmed("/proc/sys/kernel/random/boot_id").map(|s| sanitize(&s));
-    let pidns = {
-        use std::os::unix::fs::MetadataExt;
-        std::fs::metadata("/proc/self/ns/pid").ok().map(|m| m.ino())
+    // /proc must be this pid namespace's own: mounted from another one, it
+    // would name other processes by our pids. Then no pid here can be judged.
+    let own_proc = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|t| {
+            let seen: u32 = t.split_ascii_whitespace().next()?.parse().ok()?;
+            (seen == pid).then(|| parse_stat(&t)).flatten()
+        });
+    let (pidns, start) = match own_proc {
+        Some(me) => {
+            use std::os::unix::fs::MetadataExt;
+            let ns = std::fs::metadata("/proc/self/ns/pid").ok().map(|m| m.ino());
+            (ns, Some(me.start))
+        }
+        None => (None, None),
     };
-    let start = stat(pid).ok().flatten().map(|s| s.start);
     SelfFacts {
         pid,
         host,
@@ -189,6 +251,7 @@ mod tests {
             parse_stat(line),
             Some(Stat {
                 state: b'S',
+                ppid: 1,
                 pgrp: 4242,
                 start: 987_654
             })

@@ -169,3 +169,28 @@ fn claim_values_that_cannot_be_written_are_errors() {
         "a refused claim must not create the file"
     );
 }
+
+#[test]
+fn a_fifo_at_the_lock_path_is_refused_without_blocking() {
+    let dir = Dir::new();
+    let made = std::process::Command::new("mkfifo")
+        .arg(dir.lock())
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // Opening a FIFO for reading would block until a writer came; the lock
+    // opens without blocking and refuses what is not a regular file.
+    let e = Lock::new(dir.lock()).inspect().unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::NotALockFile {
+                what: "not a regular file",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let e = Lock::new(dir.lock()).try_acquire().unwrap_err();
+    assert!(matches!(e, Error::NotALockFile { .. }), "{e}");
+}

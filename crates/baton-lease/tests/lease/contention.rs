@@ -189,3 +189,45 @@ fn the_seed_000_interleaving_cannot_happen() {
         "the second reader got in while the first was deciding"
     );
 }
+
+/// A contender that waited for the mutex must read the record the holder
+/// wrote meanwhile, whole, even when it is longer than the file was when the
+/// contender opened it.
+#[test]
+fn a_record_that_grew_while_a_contender_waited_is_read_whole() {
+    let dir = Dir::new();
+    let barrier = Barrier::new(2);
+    for round in 0..500 {
+        std::fs::write(dir.lock(), "version=3 state=free fence=5\n").unwrap();
+        let results: Vec<Outcome> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..2)
+                .map(|_| {
+                    let lock = Lock::new(dir.lock());
+                    let barrier = &barrier;
+                    s.spawn(move || {
+                        barrier.wait();
+                        lock.try_acquire().unwrap()
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let winners = results
+            .iter()
+            .filter(|o| matches!(o, Outcome::Acquired(_)))
+            .count();
+        assert_eq!(
+            winners,
+            1,
+            "round {round}: {:?}",
+            results.iter().map(Outcome::describe).collect::<Vec<_>>()
+        );
+        for o in &results {
+            assert!(
+                matches!(o, Outcome::Acquired(_) | Outcome::Busy(_)),
+                "round {round}: {}",
+                o.describe()
+            );
+        }
+    }
+}

@@ -19,7 +19,7 @@ fn stamp() -> impl Strategy<Value = jiff::Timestamp> {
 fn held() -> impl Strategy<Value = Held> {
     (
         (
-            1u64..,
+            1u64..=Fence::MAX.get(),
             any::<[u8; 8]>(),
             1u32..,
             value(),
@@ -37,12 +37,13 @@ fn held() -> impl Strategy<Value = Held> {
             proptest::option::of(1u32..),
             proptest::option::of(value()),
             proptest::option::of(any::<u64>()),
+            proptest::option::of(0u64..u32::MAX as u64),
         ),
     )
         .prop_map(
             |(
                 (fence, token, pid, host, acquired, renewed, ttl),
-                (run, machine, boot, pidns, pstart, bt, pgid, occ, jstart),
+                (run, machine, boot, pidns, pstart, bt, pgid, occ, jstart, grace),
             )| Held {
                 fence: Fence::new(fence),
                 token: Token::from_bytes(token),
@@ -60,6 +61,7 @@ fn held() -> impl Strategy<Value = Held> {
                 pgid,
                 occ,
                 jstart,
+                grace: grace.map(Duration::from_millis),
             },
         )
 }
@@ -84,7 +86,7 @@ proptest! {
     }
 
     #[test]
-    fn a_free_marker_reads_back_identically(fence in proptest::option::of(1u64..), released in proptest::option::of(stamp()), occ in proptest::option::of(value())) {
+    fn a_free_marker_reads_back_identically(fence in proptest::option::of(1u64..=Fence::MAX.get()), released in proptest::option::of(stamp()), occ in proptest::option::of(value())) {
         let f = Free { version: 3, fence: fence.map(Fence::new), released, occ };
         prop_assert_eq!(Body::parse(f.render().as_bytes()), Body::Free(f));
     }

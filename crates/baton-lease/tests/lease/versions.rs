@@ -151,24 +151,54 @@ fn free_markers_of_v2_and_v3_are_claimable_at_once() {
 }
 
 #[test]
-fn an_empty_file_is_respected_while_young_and_broken_once_aged() {
+fn an_empty_file_is_respected_for_v2s_threshold_and_broken_once_aged() {
     let dir = Dir::new();
     std::fs::write(dir.lock(), "").unwrap();
-    assert!(matches!(
-        Lock::new(dir.lock()).try_acquire().unwrap(),
-        Outcome::Busy(Busy::Writing { .. })
+    // v2 creates its file empty and writes it after taking the mutex: an
+    // empty file is respected for as long as v2 would respect it.
+    let an_hour_later = Arc::new(ManualClock::new(
+        SystemClock.wall() + jiff::SignedDuration::from_hours(1),
+        SystemClock.boot() + Duration::from_secs(3600),
     ));
+    for lock in [
+        Lock::new(dir.lock()),
+        Lock::new(dir.lock()).with_clock(an_hour_later),
+    ] {
+        assert!(matches!(
+            lock.try_acquire().unwrap(),
+            Outcome::Busy(Busy::Writing { .. })
+        ));
+    }
     assert_eq!(std::fs::read(dir.lock()).unwrap(), b"");
-    let later = Arc::new(ManualClock::new(
-        SystemClock.wall() + jiff::SignedDuration::from_secs(6),
-        SystemClock.boot(),
+    let past_threshold = Arc::new(ManualClock::new(
+        SystemClock.wall() + jiff::SignedDuration::from_secs(7201),
+        SystemClock.boot() + Duration::from_secs(7201),
     ));
     let Outcome::Acquired(lease) = Lock::new(dir.lock())
-        .with_clock(later)
+        .with_clock(past_threshold)
         .try_acquire()
         .unwrap()
     else {
-        panic!()
+        panic!("an empty file past v2's threshold was not taken")
+    };
+    assert!(matches!(lease.replaced(), Verdict::Abandoned { .. }));
+}
+
+#[test]
+fn an_empty_file_from_before_this_boot_is_abandoned_at_once() {
+    let dir = Dir::new();
+    std::fs::write(dir.lock(), "").unwrap();
+    // Seen from a boot that began after the file was written.
+    let rebooted = Arc::new(ManualClock::new(
+        SystemClock.wall() + jiff::SignedDuration::from_secs(60),
+        Duration::from_secs(30),
+    ));
+    let Outcome::Acquired(lease) = Lock::new(dir.lock())
+        .with_clock(rebooted)
+        .try_acquire()
+        .unwrap()
+    else {
+        panic!("an empty file older than this boot was not taken")
     };
     assert!(matches!(lease.replaced(), Verdict::Abandoned { .. }));
 }

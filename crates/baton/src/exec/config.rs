@@ -152,7 +152,6 @@ impl ExecConfig {
             policy: baton_lease::Policy {
                 takeover_grace: self.takeover_grace,
                 v2_stale_after: self.v2_stale_after,
-                ..baton_lease::Policy::default()
             },
             fsync: false,
         };

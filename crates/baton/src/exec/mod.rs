@@ -45,14 +45,14 @@ fn run_with(cfg: &ExecConfig, alerts: &mut Alerts) -> Exit {
             return Exit::Busy(cfg.busy_exit);
         }
         Err(e) => {
-            eprintln!("baton: {e}");
+            say!("baton: {e}");
             return Exit::Failure;
         }
     };
     if let baton_lease::Verdict::Dead { holder, evidence } = lease.replaced() {
-        eprintln!("baton: took over the lease of a dead holder ({holder}): {evidence}");
+        say!("baton: took over the lease of a dead holder ({holder}): {evidence}");
     } else if let baton_lease::Verdict::Expired { holder, .. } = lease.replaced() {
-        eprintln!("baton: took over an expired lease ({holder})");
+        say!("baton: took over an expired lease ({holder})");
     }
     start(cfg, lease, alerts)
 }
@@ -64,52 +64,68 @@ fn start(cfg: &ExecConfig, mut lease: Lease, alerts: &mut Alerts) -> Exit {
         .env("BATON_TOKEN", lease.token().to_string())
         .env("BATON_FENCE", lease.fence().to_string())
         .env("BATON_RUN_ID", &cfg.run_id);
+    // The job's detached processes (setsid, a double fork) stay baton's
+    // descendants, so they are stopped and waited for with the job.
+    if let Err(e) = baton_lease::job::become_subreaper() {
+        say!("baton: cannot adopt the job's detached processes ({e}); only its group is tracked");
+    }
     // Signals are caught before the child exists, so none is lost between.
     let signals = match supervise::Signals::install() {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("baton: failed to install signal handlers: {e}");
+            say!("baton: failed to install signal handlers: {e}");
             return release(cfg, lease, Exit::Failure, alerts);
         }
     };
     let gated = match child::spawn_gated(cmd) {
         Ok(g) => g,
         Err(e) => {
-            eprintln!("baton: failed to start {:?}: {e}", cfg.command[0]);
+            say!("baton: failed to start {:?}: {e}", cfg.command[0]);
             return release(cfg, lease, spawn_exit(&e), alerts);
         }
     };
+    let renewed = SystemClock.boot();
     match lease.set_job_group(gated.pid()) {
         Ok(Renewal::Renewed) => {}
-        Ok(other) => {
+        Ok(Renewal::Lost(lost)) => {
             gated.close();
-            let why = match other {
-                Renewal::Lost(l) => l.to_string(),
-                Renewal::Unconfirmed(b) => format!("the record could not be updated ({b})"),
-                Renewal::Renewed => String::new(),
-            };
             alerts.raise(run_alert(
                 cfg,
                 &lease,
                 Kind::LeaseLost,
-                format!("lease lost before the command started: {why}; it did not run"),
+                format!("{lost}; the command did not run"),
             ));
             return Exit::LeaseLost;
         }
-        Err(e) => {
+        Ok(Renewal::Unconfirmed(busy)) => {
             gated.close();
-            eprintln!("baton: {e}; the command did not run");
+            say!(
+                "baton: could not record the command's process group in {} ({busy}); the command did not run",
+                cfg.lock.display()
+            );
             return release(cfg, lease, Exit::Failure, alerts);
         }
+        Err(e) => {
+            gated.close();
+            say!("baton: {e}; the command did not run");
+            return release(cfg, lease, Exit::Failure, alerts);
+        }
+    }
+    // A signal that arrived before the command started stops it from starting.
+    if let Some(sig) = signals.pending() {
+        gated.close();
+        say!("baton: received signal {sig} before the command started; it did not run");
+        let code = u8::try_from(128 + sig).unwrap_or(255);
+        return release(cfg, lease, Exit::Child(code), alerts);
     }
     let child = match gated.open() {
         child::Started::Running(c) => c,
         child::Started::Failed(e) => {
-            eprintln!("baton: failed to run {:?}: {e}", cfg.command[0]);
+            say!("baton: failed to run {:?}: {e}", cfg.command[0]);
             return release(cfg, lease, spawn_exit(&e), alerts);
         }
     };
-    supervise::Supervisor::new(cfg, lease, child, signals, alerts).run()
+    supervise::Supervisor::new(cfg, lease, renewed, child, signals, alerts).run()
 }
 
 /// The exit code for a command that could not be started.
@@ -147,14 +163,14 @@ fn release(cfg: &ExecConfig, lease: Lease, exit: Exit, alerts: &mut Alerts) -> E
             Exit::LeaseLost
         }
         Ok(baton_lease::Release::Unconfirmed(b)) => {
-            eprintln!(
+            say!(
                 "baton: could not release {} ({b}); it frees itself once this process has exited",
                 cfg.lock.display()
             );
             exit
         }
         Err(e) => {
-            eprintln!("baton: {e}; the lease frees itself once this process has exited");
+            say!("baton: {e}; the lease frees itself once this process has exited");
             exit
         }
     }

@@ -34,6 +34,7 @@ const SIGTERM: i32 = signal_hook::consts::SIGTERM;
 const SIGHUP: i32 = signal_hook::consts::SIGHUP;
 const SIGKILL: i32 = signal_hook::consts::SIGKILL;
 const SIGCONT: i32 = signal_hook::consts::SIGCONT;
+const SIGCHLD: i32 = signal_hook::consts::SIGCHLD;
 
 enum Event {
     Exited(std::io::Result<ExitStatus>),
@@ -51,17 +52,32 @@ impl Signals {
     /// Catches SIGINT, SIGTERM and SIGHUP from now on.
     pub fn install() -> std::io::Result<Self> {
         let (tx, rx) = mpsc::channel();
-        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+        // SIGCHLD is caught (and ignored) only so that an inherited SIG_IGN
+        // cannot make the command's exit status unwaitable.
+        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP, SIGCHLD])?;
         let handle = signals.handle();
         let to_loop = tx.clone();
         std::thread::spawn(move || {
             for s in signals.forever() {
+                if s == SIGCHLD {
+                    continue;
+                }
                 if to_loop.send(Event::Signal(s)).is_err() {
                     break;
                 }
             }
         });
         Ok(Self { tx, rx, handle })
+    }
+}
+
+impl Signals {
+    /// A signal that arrived and has not been handled yet, if any.
+    pub fn pending(&self) -> Option<i32> {
+        match self.rx.try_recv() {
+            Ok(Event::Signal(s)) => Some(s),
+            _ => None,
+        }
     }
 }
 
@@ -97,9 +113,12 @@ pub struct Supervisor<'a> {
 
 impl<'a> Supervisor<'a> {
     /// Takes over a started command.
+    /// `renewed` is the boot-clock time at which the last successful
+    /// renewal (the one that recorded the job's group) began.
     pub fn new(
         cfg: &'a ExecConfig,
         lease: Lease,
+        renewed: Duration,
         mut child: Child,
         signals: Signals,
         alerts: &'a mut Alerts,
@@ -119,8 +138,8 @@ impl<'a> Supervisor<'a> {
             alerts,
             clock,
             started: now,
-            last_renewed: now,
-            next_renewal: now + cfg.renew_every,
+            last_renewed: renewed,
+            next_renewal: renewed + cfg.renew_every,
             stop: None,
             term_sent: None,
             kill_sent: false,
@@ -209,7 +228,7 @@ impl<'a> Supervisor<'a> {
             && now >= t + self.cfg.kill_grace
         {
             self.kill_sent = true;
-            let _ = job::signal_group(self.pgid, SIGKILL);
+            self.signal_job(SIGKILL);
         }
     }
 
@@ -217,8 +236,8 @@ impl<'a> Supervisor<'a> {
         match self.lease.renew() {
             Ok(Renewal::Renewed) => self.last_renewed = attempt,
             Ok(Renewal::Lost(lost)) => self.lose(lost.to_string()),
-            Ok(Renewal::Unconfirmed(busy)) => eprintln!("baton: renewal not confirmed: {busy}"),
-            Err(e) => eprintln!("baton: renewal failed: {e}"),
+            Ok(Renewal::Unconfirmed(busy)) => say!("baton: renewal not confirmed: {busy}"),
+            Err(e) => say!("baton: renewal failed: {e}"),
         }
     }
 
@@ -237,9 +256,39 @@ impl<'a> Supervisor<'a> {
         }
         if self.term_sent.is_none() {
             self.term_sent = Some(self.clock.boot());
-            let _ = job::signal_group(self.pgid, SIGTERM);
-            let _ = job::signal_group(self.pgid, SIGCONT);
+            self.signal_job(SIGTERM);
+            self.signal_job(SIGCONT);
         }
+    }
+
+    /// The job's processes outside its group: every descendant of baton (its
+    /// subreaper) but the alert commands.
+    fn strays(&self) -> Vec<u32> {
+        job::descendants(std::process::id(), &self.alerts.pids()).unwrap_or_default()
+    }
+
+    /// Signals the job's group and every stray descendant.
+    fn signal_job(&self, signal: i32) {
+        let _ = job::signal_group(self.pgid, signal);
+        for pid in self.strays() {
+            let _ = job::signal_process(pid, signal);
+        }
+    }
+
+    /// Whether any process of the job still runs; reaps the orphans that
+    /// were handed to baton meanwhile.
+    fn job_alive(&self) -> bool {
+        if !job::has_children() {
+            // No child, so no descendant: only the group can remain.
+            return job::group_alive(self.pgid);
+        }
+        let alerts = self.alerts.pids();
+        for z in job::zombie_children(std::process::id()) {
+            if !alerts.contains(&z) {
+                let _ = job::reap(z);
+            }
+        }
+        job::group_alive(self.pgid) || !self.strays().is_empty()
     }
 
     fn forward(&mut self, signal: i32) {
@@ -249,20 +298,20 @@ impl<'a> Supervisor<'a> {
     /// Stops what is left of the group after the command exited; keeps
     /// renewing meanwhile. Whether the group is empty at the end.
     fn empty_group(&mut self) -> bool {
-        if !job::group_alive(self.pgid) {
+        if !self.job_alive() {
             return true;
         }
-        eprintln!(
-            "baton: the command left processes running in its group {}; stopping them",
+        say!(
+            "baton: the command left processes running (group {} or detached); stopping them",
             self.pgid
         );
         if self.term_sent.is_none() {
             self.term_sent = Some(self.clock.boot());
-            let _ = job::signal_group(self.pgid, SIGTERM);
-            let _ = job::signal_group(self.pgid, SIGCONT);
+            self.signal_job(SIGTERM);
+            self.signal_job(SIGCONT);
         }
         let give_up = self.clock.boot() + self.cfg.kill_grace * 2 + Duration::from_secs(1);
-        while job::group_alive(self.pgid) {
+        while self.job_alive() {
             let now = self.clock.boot();
             if now >= give_up {
                 return false;
@@ -282,7 +331,7 @@ impl<'a> Supervisor<'a> {
             (_, Some(Stop::Timeout)) => Exit::Timeout,
             (Ok(s), None) => child_exit(*s),
             (Err(e), None) => {
-                eprintln!("baton: failed to wait for the command: {e}");
+                say!("baton: failed to wait for the command: {e}");
                 Exit::Failure
             }
         };
@@ -297,7 +346,7 @@ impl<'a> Supervisor<'a> {
             self.alerts.raise(a);
         }
         if !group_empty {
-            eprintln!(
+            say!(
                 "baton: processes in group {} would not stop; the lease on {} stays held (orphaned) \
                  until the group is empty",
                 self.pgid,

@@ -34,7 +34,7 @@ pub fn run(r: &Request<'_>) -> Exit {
     if r.kill {
         match lock.stop_holder(r.grace) {
             Ok(Stopped::NotHere { host }) => {
-                eprintln!(
+                say!(
                     "baton: {}: the holder runs on {host} (or in another pid namespace); nothing was signalled or broken",
                     r.label
                 );
@@ -46,7 +46,7 @@ pub fn run(r: &Request<'_>) -> Exit {
                 killed,
                 remaining,
             }) => {
-                eprintln!(
+                say!(
                     "baton: {}: sent SIGTERM{} to holder {:?} and job group {:?}",
                     r.label,
                     if killed { " then SIGKILL" } else { "" },
@@ -54,7 +54,7 @@ pub fn run(r: &Request<'_>) -> Exit {
                     group
                 );
                 if remaining {
-                    eprintln!(
+                    say!(
                         "baton: {}: something still runs; the lease is left alone",
                         r.label
                     );
@@ -63,7 +63,7 @@ pub fn run(r: &Request<'_>) -> Exit {
             }
             Ok(Stopped::NothingHeld | Stopped::AlreadyGone) => {}
             Err(e) => {
-                eprintln!("baton: {e}");
+                say!("baton: {e}");
                 return Exit::LockUsage;
             }
         }
@@ -82,16 +82,16 @@ pub fn run(r: &Request<'_>) -> Exit {
                 if r.force { "forced" } else { "provably dead" },
                 verdict.word()
             );
-            println!("{line}");
+            outln!("{line}");
             log(r.log_dir, &line);
             Exit::Ok
         }
         Ok(Broken::NothingHeld { verdict }) => {
-            println!("{}: nothing to break ({})", r.label, verdict.word());
+            outln!("{}: nothing to break ({})", r.label, verdict.word());
             Exit::Ok
         }
         Ok(Broken::Refused { verdict }) => {
-            eprintln!(
+            say!(
                 "baton: {}: not broken: the lease is {} and not provably dead; use --kill to stop a \
                  same-host holder first, or --force",
                 r.label,
@@ -100,7 +100,7 @@ pub fn run(r: &Request<'_>) -> Exit {
             Exit::Refused
         }
         Err(e) => {
-            eprintln!("baton: {e}");
+            say!("baton: {e}");
             Exit::LockUsage
         }
     }
@@ -117,6 +117,6 @@ fn log(dir: Option<&Path>, line: &str) {
         .open(&path)
         .and_then(|mut f| writeln!(f, "{line}"));
     if let Err(e) = r {
-        eprintln!("baton: failed to append to {}: {e}", path.display());
+        say!("baton: failed to append to {}: {e}", path.display());
     }
 }

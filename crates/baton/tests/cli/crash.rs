@@ -204,3 +204,83 @@ fn the_job_inherits_no_descriptor_of_the_lock() {
         crate::support::stdout(&o)
     );
 }
+
+#[test]
+fn a_detached_descendant_is_stopped_before_the_lease_is_released() {
+    let env = Env::new();
+    let pidfile = env.path("detached");
+    // setsid leaves the job's process group; baton, its subreaper, still
+    // finds it.
+    let o = env.exec_sh(
+        "job",
+        &["--kill-grace", "2s"],
+        &format!("setsid sleep 60 & echo $! > {}", pidfile.display()),
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let detached: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        !alive(detached),
+        "a detached process outlived the release of its lease"
+    );
+    assert_eq!(verdict(&env, "job"), "free");
+}
+
+#[test]
+fn a_timeout_stops_descendants_that_left_the_group() {
+    let env = Env::new();
+    let pidfile = env.path("inner");
+    // GNU timeout moves itself into a process group of its own.
+    let o = env.exec_sh(
+        "job",
+        &["--timeout", "1s", "--kill-grace", "1s"],
+        &format!(
+            "timeout 60 sh -c 'echo $$ > {}; exec sleep 60'",
+            pidfile.display()
+        ),
+    );
+    assert_eq!(code(&o), 124, "{}", stderr(&o));
+    let inner: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        !alive(inner),
+        "a process outside the job's group survived the timeout"
+    );
+    assert_eq!(verdict(&env, "job"), "free");
+}
+
+#[test]
+fn a_closed_stderr_never_frees_the_lease_while_the_job_runs() {
+    let env = Env::new();
+    let started = env.path("started");
+    let mut b = env
+        .cmd(&[
+            "exec",
+            "--name",
+            "job",
+            "--max-runtime",
+            "100ms",
+            "--",
+            "sh",
+            "-c",
+        ])
+        .arg(format!("echo up > {}; sleep 2", started.display()))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(b.stderr.take()); // the reader goes away: every write to stderr fails
+    wait_for_file(&started);
+    pause(500); // the overrunning alert has been written (and failed) by now
+    assert_eq!(verdict(&env, "job"), "live");
+    assert_eq!(code(&env.exec_sh("job", &[], "true")), 75);
+    assert!(b.wait().unwrap().success());
+    assert_eq!(verdict(&env, "job"), "free");
+}
