@@ -1,0 +1,144 @@
+//! One face for every implementation: try once, renew, release. The
+//! contenders, the threads scenario and the latency table drive locks only
+//! through [`Algorithm`] and [`Holding`], so every implementation goes
+//! through the identical experiment.
+//!
+//! The adapters translate, they never judge: an exhibit's answer is passed
+//! on as it is. Failures are split in two, because the report must never
+//! mix them: a [`Failure::Defect`] is an exhibit failing the way its seed
+//! says it fails (the finding); a [`Failure::Instrument`] is the harness
+//! unable to do what it meant to (the instrument broken, not the lock).
+
+mod baton;
+mod exhibit;
+
+use std::path::{Path, PathBuf};
+
+use jiff::Timestamp;
+
+use crate::config::{Impl, Timing};
+use crate::event::DefectKind;
+use crate::exhibits::seed000::AfterLoad;
+
+/// A lock implementation at one path, as one process or thread sees it.
+pub(crate) trait Algorithm: Send + Sync {
+    /// Tries once, without waiting for a holder. `Ok(None)`: not acquired.
+    /// `hook` is the seed 000 reproduction's barrier after `load`; every
+    /// other implementation ignores it.
+    ///
+    /// # Errors
+    ///
+    /// See [`Failure`].
+    fn try_acquire(&self, hook: &dyn AfterLoad) -> Result<Option<Box<dyn Holding>>, Failure>;
+}
+
+/// A lock this caller believes it holds.
+pub(crate) trait Holding: Send {
+    /// Keeps the lock fresh, where the implementation can.
+    ///
+    /// # Errors
+    ///
+    /// See [`Failure`].
+    fn renew(&mut self) -> Result<Kept, Failure>;
+
+    /// Lets go.
+    ///
+    /// # Errors
+    ///
+    /// See [`Failure`].
+    fn release(self: Box<Self>) -> Result<Let, Failure>;
+}
+
+/// The answer to a renewal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kept {
+    /// Renewed.
+    Renewed,
+    /// The implementation has no renewal (every exhibit).
+    NoRenewal,
+    /// The lease had passed to someone else.
+    Lost,
+    /// The record could not be reached this time.
+    Unconfirmed,
+}
+
+/// The answer to a release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Let {
+    /// Released.
+    Released,
+    /// The lease had passed to someone else while it was held.
+    Displaced,
+}
+
+/// Why an operation failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// The exhibit failed the way its seed describes. `terminal`: nothing
+    /// can succeed on this lock any more (a corrupt record).
+    Defect {
+        /// Which defect.
+        kind: DefectKind,
+        /// What was seen.
+        detail: String,
+        /// Whether the lock is wedged for good.
+        terminal: bool,
+    },
+    /// The instrument failed.
+    Instrument(String),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Defect { kind, detail, .. } => write!(f, "{}: {detail}", kind.describe()),
+            Self::Instrument(s) => f.write_str(s),
+        }
+    }
+}
+
+/// The lock file (or record) of `imp` in a trial directory.
+pub(crate) fn lock_path(imp: Impl, dir: &Path) -> PathBuf {
+    match imp {
+        Impl::Seed000 | Impl::Seed001 => dir.join("job.json"),
+        _ => dir.join("job.lock"),
+    }
+}
+
+/// `imp` at its path in `dir`.
+pub(crate) fn build(imp: Impl, dir: &Path, timing: &Timing) -> Box<dyn Algorithm> {
+    let path = lock_path(imp, dir);
+    match imp {
+        Impl::Baton => Box::new(baton::Baton::new(&path, timing)),
+        other => exhibit::build(other, &path, timing),
+    }
+}
+
+/// Makes the lock free before a trial: nothing for the file locks, a
+/// schedule record with no lock for the seed stores (the seeds'
+/// `create(...)`).
+///
+/// # Errors
+///
+/// I/O failures, as text for the report.
+pub(crate) fn prepare_free(imp: Impl, dir: &Path, timing: &Timing) -> Result<(), String> {
+    exhibit::prepare_free(imp, &lock_path(imp, dir), timing)
+}
+
+/// Writes the lease a holder that crashed 24 hours ago left behind (seed
+/// 003 §9.6), for an exhibit. baton's dead holder is a real process killed
+/// with `kill -9` instead (see the `crash` contender role), because baton
+/// judges death on evidence and the evidence must be real.
+///
+/// # Errors
+///
+/// I/O failures, as text; and for baton, which is never forged.
+pub(crate) fn forge_stale(
+    imp: Impl,
+    dir: &Path,
+    timing: &Timing,
+    dead_pid: u32,
+    now: Timestamp,
+) -> Result<(), String> {
+    exhibit::forge_stale(imp, &lock_path(imp, dir), timing, dead_pid, now)
+}

@@ -1,0 +1,12 @@
+//! The `--json` record: the configuration, every trial, the rows, the
+//! throughput and latency tables and the summary, as one pretty-printed JSON
+//! document.
+
+use crate::results::Campaign;
+
+/// The JSON document for `c`.
+pub(crate) fn campaign(c: &Campaign) -> String {
+    // OK because the campaign is plain data (maps keyed by unit enums, which
+    // serialise as strings), which serde_json always renders.
+    serde_json::to_string_pretty(c).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}")) + "\n"
+}
