@@ -104,6 +104,9 @@ pub struct ShowArgs {
     /// One JSON array on stdout.
     #[arg(long)]
     pub json: bool,
+    /// When a Scheduler Lock v2 lease is stale (as `exec --v2-stale-after`).
+    #[arg(long, value_name = "DUR", default_value = "2h")]
+    pub v2_stale_after: String,
 }
 
 /// `baton lock break`.
@@ -126,6 +129,9 @@ pub struct BreakArgs {
     /// Between SIGTERM and SIGKILL, with --kill.
     #[arg(long, value_name = "DUR", default_value = "10s")]
     pub grace: String,
+    /// When a Scheduler Lock v2 lease is stale (as `exec --v2-stale-after`).
+    #[arg(long, value_name = "DUR", default_value = "2h")]
+    pub v2_stale_after: String,
 }
 
 const EXEC_HELP: &str = "\

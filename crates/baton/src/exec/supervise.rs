@@ -54,7 +54,14 @@ impl Signals {
         let (tx, rx) = mpsc::channel();
         // SIGCHLD is caught (and ignored) only so that an inherited SIG_IGN
         // cannot make the command's exit status unwaitable.
-        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP, SIGCHLD])?;
+        // A signal baton inherited as ignored (nohup's SIGHUP, a background
+        // job's SIGINT) stays ignored, for baton and for the job.
+        let caught: Vec<i32> = [SIGINT, SIGTERM, SIGHUP]
+            .into_iter()
+            .filter(|&s| !job::inherited_ignored(s))
+            .chain([SIGCHLD])
+            .collect();
+        let mut signals = signal_hook::iterator::Signals::new(caught)?;
         let handle = signals.handle();
         let to_loop = tx.clone();
         std::thread::spawn(move || {

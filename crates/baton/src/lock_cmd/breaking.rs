@@ -8,7 +8,9 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
-use baton_lease::{BreakMode, Broken, Lock, Stopped};
+use baton_lease::{BreakMode, Broken, Stopped};
+
+use crate::cli::BreakArgs;
 
 use crate::exit::Exit;
 
@@ -26,11 +28,53 @@ pub struct Request<'a> {
     pub grace: Duration,
     /// Where `breaks.log` goes, when known.
     pub log_dir: Option<&'a Path>,
+    /// v2's stale threshold, as given.
+    pub v2_stale_after: &'a str,
+}
+
+/// `baton lock break`: validates the arguments, then [`run`]s.
+pub fn run_args(state: Option<&Path>, a: BreakArgs) -> Exit {
+    let grace = match crate::duration::parse(&a.grace) {
+        Ok(g) => g,
+        Err(e) => {
+            say!("baton lock break: --grace: {e}");
+            return Exit::LockUsage;
+        }
+    };
+    let names: Vec<String> = a.name.into_iter().collect();
+    let paths: Vec<std::path::PathBuf> = a.lock.into_iter().collect();
+    let target = match super::targets(state, &names, &paths) {
+        Ok(mut t) if t.len() == 1 => t.remove(0),
+        Ok(_) => {
+            say!("baton lock break: name exactly one lock");
+            return Exit::LockUsage;
+        }
+        Err(e) => {
+            say!("baton lock break: {e}");
+            return Exit::LockUsage;
+        }
+    };
+    let log_dir = crate::state_dir::resolve(state).ok();
+    run(&Request {
+        label: &target.label,
+        path: &target.path,
+        kill: a.kill,
+        force: a.force,
+        grace,
+        log_dir: log_dir.as_deref(),
+        v2_stale_after: &a.v2_stale_after,
+    })
 }
 
 /// Runs a break; prints what happened; returns the exit code.
 pub fn run(r: &Request<'_>) -> Exit {
-    let lock = Lock::new(r.path);
+    let lock = match super::lock_at(r.path, r.v2_stale_after) {
+        Ok(l) => l,
+        Err(e) => {
+            say!("baton lock break: {e}");
+            return Exit::LockUsage;
+        }
+    };
     if r.kill {
         match lock.stop_holder(r.grace) {
             Ok(Stopped::NotHere { host }) => {

@@ -42,6 +42,16 @@ pub fn targets(
     Ok(out)
 }
 
+/// A lock at `path`, judging v2 leases with `v2_stale_after` (the text of the
+/// option named `--v2-stale-after`).
+pub fn lock_at(path: &Path, v2_stale_after: &str) -> Result<baton_lease::Lock, String> {
+    let v2 =
+        crate::duration::parse(v2_stale_after).map_err(|e| format!("--v2-stale-after: {e}"))?;
+    let mut opts = baton_lease::Options::default();
+    opts.policy.v2_stale_after = v2;
+    Ok(baton_lease::Lock::new(path).with_options(opts))
+}
+
 /// Every lock in the state directory, by name.
 pub fn all(state: Option<&Path>) -> Result<Vec<Target>, String> {
     let dir = state_dir::resolve(state)

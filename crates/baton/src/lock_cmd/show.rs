@@ -8,7 +8,9 @@ use baton_lease::{Inspection, Verdict};
 use jiff::Timestamp;
 use serde::Serialize;
 
+use crate::cli::ShowArgs;
 use crate::duration::show;
+use crate::exit::Exit;
 
 /// One lock, as `--json` prints it.
 #[derive(Debug, Serialize)]
@@ -152,4 +154,49 @@ pub fn render(all: &[Shown]) -> String {
         out.push_str(&format!("  {}\n", s.detail));
     }
     out
+}
+
+/// `baton lock show`: inspects each lock named, prints, returns the exit code.
+pub fn run(state: Option<&std::path::Path>, a: &ShowArgs) -> Exit {
+    let targets = if a.all {
+        super::all(state)
+    } else if a.names.is_empty() && a.lock.is_empty() {
+        Err("name a lock, give --lock PATH, or use --all".into())
+    } else {
+        super::targets(state, &a.names, &a.lock)
+    };
+    let targets = match targets {
+        Ok(t) => t,
+        Err(e) => {
+            say!("baton lock show: {e}");
+            return Exit::LockUsage;
+        }
+    };
+    use baton_lease::Clock;
+    let now = baton_lease::SystemClock.wall();
+    let mut all = Vec::new();
+    let mut failed = false;
+    for t in &targets {
+        let inspected = super::lock_at(&t.path, &a.v2_stale_after)
+            .and_then(|l| l.inspect().map_err(|e| e.to_string()));
+        match inspected {
+            Ok(i) => all.push(shown(&t.label, &i, now)),
+            Err(e) => {
+                say!("baton lock show: {}: {e}", t.label);
+                failed = true;
+            }
+        }
+    }
+    if a.json {
+        match serde_json::to_string_pretty(&all) {
+            Ok(j) => outln!("{j}"),
+            Err(e) => {
+                say!("baton lock show: failed to encode JSON: {e}");
+                return Exit::LockUsage;
+            }
+        }
+    } else {
+        out!("{}", render(&all));
+    }
+    if failed { Exit::Refused } else { Exit::Ok }
 }

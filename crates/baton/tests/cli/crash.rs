@@ -284,3 +284,39 @@ fn a_closed_stderr_never_frees_the_lease_while_the_job_runs() {
     assert!(b.wait().unwrap().success());
     assert_eq!(verdict(&env, "job"), "free");
 }
+
+#[test]
+fn a_signal_ignored_by_whoever_started_baton_stays_ignored_for_the_job() {
+    let env = Env::new();
+    let out = env.path("sigign");
+    // nohup leaves SIGHUP ignored; the job must inherit that.
+    let o = env.run(&[
+        "exec",
+        "--name",
+        "job",
+        "--",
+        "sh",
+        "-c",
+        &format!("grep SigIgn /proc/$$/status > {}", out.display()),
+    ]);
+    assert_eq!(code(&o), 0);
+    let plain = std::fs::read_to_string(&out).unwrap();
+    let o = std::process::Command::new("nohup")
+        .env("BATON_STATE_DIR", env.state())
+        .arg(crate::support::BATON)
+        .args(["exec", "--name", "job", "--", "sh", "-c"])
+        .arg(format!("grep SigIgn /proc/$$/status > {}", out.display()))
+        .current_dir(env.tmp.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mask =
+        |s: &str| u64::from_str_radix(s.trim().trim_start_matches("SigIgn:").trim(), 16).unwrap();
+    let hup = 1u64 << 0; // SIGHUP is signal 1
+    assert_eq!(mask(&plain) & hup, 0);
+    assert_ne!(
+        mask(&std::fs::read_to_string(&out).unwrap()) & hup,
+        0,
+        "the job lost nohup's SIG_IGN"
+    );
+}
