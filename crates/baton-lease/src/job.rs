@@ -149,18 +149,16 @@ pub fn has_children() -> bool {
     )
 }
 
-/// Whether this process inherited signal `number` as ignored (`SigIgn:` in
+/// The signals this process inherited as ignored (`SigIgn:` in
 /// `/proc/self/status`), as `nohup` leaves SIGHUP and a shell leaves SIGINT
-/// for a background job. A process that forwards signals should leave those
-/// alone, so its child inherits them ignored too.
-pub fn inherited_ignored(number: i32) -> bool {
-    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
-        return false;
-    };
-    let mask = status
-        .lines()
-        .find_map(|l| l.strip_prefix("SigIgn:"))
-        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
-        .unwrap_or(0);
-    (1..=64).contains(&number) && mask & (1u64 << (number - 1)) != 0
+/// for a background job: bit `n - 1` is signal `n`. A process that forwards
+/// signals should leave those alone, so its child inherits them ignored too.
+pub fn inherited_ignored() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let mask = status.lines().find_map(|l| l.strip_prefix("SigIgn:"))?;
+            u64::from_str_radix(mask.trim(), 16).ok()
+        })
+        .unwrap_or(0)
 }

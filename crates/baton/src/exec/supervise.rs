@@ -37,13 +37,16 @@ const SIGCONT: i32 = signal_hook::consts::SIGCONT;
 const SIGCHLD: i32 = signal_hook::consts::SIGCHLD;
 
 enum Event {
-    Exited(std::io::Result<ExitStatus>),
+    /// SIGCHLD: a child changed state; the command may have exited.
+    ChildChanged,
     Signal(i32),
 }
 
 /// Signals caught for the run; their thread feeds the supervisor's channel.
 pub struct Signals {
-    tx: Sender<Event>,
+    /// Keeps the channel open whatever the signal thread does, so a wait on
+    /// it always lasts its timeout.
+    _keepalive: Sender<Event>,
     rx: Receiver<Event>,
     handle: signal_hook::iterator::Handle,
 }
@@ -52,13 +55,14 @@ impl Signals {
     /// Catches SIGINT, SIGTERM and SIGHUP from now on.
     pub fn install() -> std::io::Result<Self> {
         let (tx, rx) = mpsc::channel();
-        // SIGCHLD is caught (and ignored) only so that an inherited SIG_IGN
-        // cannot make the command's exit status unwaitable.
+        // SIGCHLD wakes the loop when the command exits (and, being caught,
+        // an inherited SIG_IGN cannot make its exit status unwaitable).
         // A signal baton inherited as ignored (nohup's SIGHUP, a background
         // job's SIGINT) stays ignored, for baton and for the job.
+        let ignored = job::inherited_ignored();
         let caught: Vec<i32> = [SIGINT, SIGTERM, SIGHUP]
             .into_iter()
-            .filter(|&s| !job::inherited_ignored(s))
+            .filter(|&s| ignored & (1u64 << (s - 1)) == 0)
             .chain([SIGCHLD])
             .collect();
         let mut signals = signal_hook::iterator::Signals::new(caught)?;
@@ -66,24 +70,33 @@ impl Signals {
         let to_loop = tx.clone();
         std::thread::spawn(move || {
             for s in signals.forever() {
-                if s == SIGCHLD {
-                    continue;
-                }
-                if to_loop.send(Event::Signal(s)).is_err() {
+                let event = if s == SIGCHLD {
+                    Event::ChildChanged
+                } else {
+                    Event::Signal(s)
+                };
+                if to_loop.send(event).is_err() {
                     break;
                 }
             }
         });
-        Ok(Self { tx, rx, handle })
+        Ok(Self {
+            _keepalive: tx,
+            rx,
+            handle,
+        })
     }
 }
 
 impl Signals {
     /// A signal that arrived and has not been handled yet, if any.
     pub fn pending(&self) -> Option<i32> {
-        match self.rx.try_recv() {
-            Ok(Event::Signal(s)) => Some(s),
-            _ => None,
+        loop {
+            match self.rx.try_recv() {
+                Ok(Event::Signal(s)) => return Some(s),
+                Ok(Event::ChildChanged) => {}
+                Err(_) => return None,
+            }
         }
     }
 }
@@ -105,6 +118,7 @@ pub struct Supervisor<'a> {
     cfg: &'a ExecConfig,
     lease: Lease,
     pgid: u32,
+    child: Child,
     signals: Signals,
     alerts: &'a mut Alerts,
     clock: SystemClock,
@@ -126,21 +140,18 @@ impl<'a> Supervisor<'a> {
         cfg: &'a ExecConfig,
         lease: Lease,
         renewed: Duration,
-        mut child: Child,
+        child: Child,
         signals: Signals,
         alerts: &'a mut Alerts,
     ) -> Self {
         let pgid = child.id();
-        let to_loop = signals.tx.clone();
-        std::thread::spawn(move || {
-            let _ = to_loop.send(Event::Exited(child.wait()));
-        });
         let clock = SystemClock;
         let now = clock.boot();
         Self {
             cfg,
             lease,
             pgid,
+            child,
             signals,
             alerts,
             clock,
@@ -164,12 +175,17 @@ impl<'a> Supervisor<'a> {
                 .saturating_sub(self.clock.boot())
                 .min(TICK);
             match self.signals.rx.recv_timeout(wait) {
-                Ok(Event::Exited(status)) => break status,
                 Ok(Event::Signal(s)) => self.forward(s),
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => {
-                    break Err(std::io::Error::other("lost the command"));
-                }
+                // A SIGCHLD, or a tick: either way, ask (a tick also covers
+                // a SIGCHLD coalesced with another).
+                Ok(Event::ChildChanged) | Err(RecvTimeoutError::Timeout) => {}
+                // Cannot happen while `_keepalive` lives; wait a tick anyway.
+                Err(RecvTimeoutError::Disconnected) => self.clock.sleep(TICK),
+            }
+            match self.child.try_wait() {
+                Ok(Some(status)) => break Ok(status),
+                Ok(None) => {}
+                Err(e) => break Err(e),
             }
             self.on_time();
         };
@@ -323,7 +339,7 @@ impl<'a> Supervisor<'a> {
             if now >= give_up {
                 return false;
             }
-            if let Ok(Event::Signal(s)) = self.signals.rx.try_recv() {
+            if let Some(s) = self.signals.pending() {
                 self.forward(s);
             }
             self.on_time();
