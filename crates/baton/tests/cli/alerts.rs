@@ -36,14 +36,14 @@ fn a_nonzero_exit_raises_a_failed_alert_with_json() {
 #[test]
 fn a_skipped_run_raises_a_busy_alert_naming_the_holder() {
     let env = Env::new();
-    let mut first = env.hold("job", &[], 1);
+    let first = env.hold("job", &[], 60);
     let (cmd, file) = collector(&env);
     let o = env.exec_sh("job", &["--alert-command", &cmd], "true");
     assert_eq!(code(&o), 75);
     let a = alerts_in(&file);
     assert_eq!(a[0]["kind"], "busy");
     assert_eq!(a[0]["holder"]["pid"].as_u64(), Some(u64::from(first.id())));
-    first.wait().unwrap();
+    assert_eq!(env.end(first), 143);
 }
 
 #[test]

@@ -9,7 +9,7 @@ fn show_describes_each_state() {
     assert_eq!(code(&o), 0);
     assert!(stdout(&o).contains("never  absent"), "{}", stdout(&o));
     assert_eq!(code(&env.exec_sh("job", &[], "true")), 0);
-    let mut b = env.hold("busy", &[], 1);
+    let b = env.hold("busy", &[], 60);
     let o = env.run(&["lock", "show", "--all", "--json"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -27,17 +27,17 @@ fn show_describes_each_state() {
     assert_eq!(busy["verdict"], "live");
     assert_eq!(busy["pid"].as_u64(), Some(u64::from(b.id())));
     assert!(busy["pgid"].as_u64().is_some());
-    b.wait().unwrap();
+    assert_eq!(env.end(b), 143);
 }
 
 #[test]
 fn break_refuses_a_live_lease_and_a_name_that_is_a_path() {
     let env = Env::new();
-    let mut b = env.hold("job", &[], 1);
+    let b = env.hold("job", &[], 60);
     let o = env.run(&["lock", "break", "job"]);
     assert_eq!(code(&o), 1);
     assert!(stderr(&o).contains("not provably dead"), "{}", stderr(&o));
-    assert!(b.wait().unwrap().success());
+    assert_eq!(env.end(b), 143);
     let o = env.run(&["lock", "break", "../etc"]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     let o = env.run(&["lock", "show"]);

@@ -6,7 +6,7 @@ use crate::support::{Env, code, eventually, pause, stderr, wait_for_file};
 #[test]
 fn a_second_exec_is_skipped_with_75_and_its_command_never_starts() {
     let env = Env::new();
-    let mut first = env.hold("job", &[], 2);
+    let first = env.hold("job", &[], 60);
     let marker = env.path("second-ran");
     let o = env.exec_sh("job", &[], &format!("touch {}", marker.display()));
     assert_eq!(code(&o), 75, "{}", stderr(&o));
@@ -16,16 +16,16 @@ fn a_second_exec_is_skipped_with_75_and_its_command_never_starts() {
     for needle in ["job", "busy", "pid", "held for", "last renewed"] {
         assert!(err.contains(needle), "{err:?} lacks {needle:?}");
     }
-    assert!(first.wait().unwrap().success());
+    assert_eq!(env.end(first), 143);
 }
 
 #[test]
 fn busy_exit_is_configurable() {
     let env = Env::new();
-    let mut first = env.hold("job", &[], 1);
+    let first = env.hold("job", &[], 60);
     let o = env.exec_sh("job", &["--busy-exit", "3"], "true");
     assert_eq!(code(&o), 3);
-    first.wait().unwrap();
+    assert_eq!(env.end(first), 143);
 }
 
 #[test]

@@ -79,6 +79,13 @@ impl Env {
         child
     }
 
+    /// Ends a [`Env::hold`]: SIGTERM to baton, which forwards it to the job
+    /// and releases. Returns baton's exit code (143: the job died of it).
+    pub fn end(&self, mut holder: Child) -> i32 {
+        signal(holder.id() as i32, rustix::process::Signal::TERM);
+        holder.wait().unwrap().code().unwrap_or(-1)
+    }
+
     pub fn spawn_sh(&self, name: &str, extra: &[&str], script: &str) -> Child {
         let mut args = vec!["exec", "--name", name];
         args.extend_from_slice(extra);
