@@ -259,8 +259,15 @@ impl<'a> Supervisor<'a> {
         match self.lease.renew() {
             Ok(Renewal::Renewed) => self.last_renewed = attempt,
             Ok(Renewal::Lost(lost)) => self.lose(lost.to_string()),
-            Ok(Renewal::Unconfirmed(busy)) => say!("baton: renewal not confirmed: {busy}"),
-            Err(e) => say!("baton: renewal failed: {e}"),
+            Ok(Renewal::Unconfirmed(busy)) => say!(
+                "baton: could not renew the lease on {} ({busy}); the job is stopped if this lasts {}",
+                self.cfg.lock.display(),
+                show(self.cfg.ttl)
+            ),
+            Err(e) => say!(
+                "baton: could not renew the lease: {e}; the job is stopped if this lasts {}",
+                show(self.cfg.ttl)
+            ),
         }
     }
 
