@@ -141,3 +141,46 @@ fn a_lease_from_another_boot_is_dead() {
         Body::Free(_)
     ));
 }
+
+/// A process whose main thread has exited while another thread runs shows
+/// as a zombie in `/proc/PID/stat`, yet it is alive.
+#[test]
+fn a_zombie_leader_with_live_threads_is_alive() {
+    use baton_lease::{Liveness, OsLiveness, ProcessState};
+    let mut py = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import ctypes, threading, time\n\
+             t = threading.Thread(target=time.sleep, args=(30,))\n\
+             t.start()\n\
+             print('up', flush=True)\n\
+             ctypes.CDLL(None).pthread_exit(None)\n",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs the zombie-leader fixture");
+    let pid = py.id();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(py.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "up");
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .collect();
+    let start: u64 = fields[19].parse().unwrap();
+    eventually("the main thread to exit", || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| s.rsplit_once(')').unwrap().1.trim_start().starts_with('Z'))
+    });
+    assert_eq!(OsLiveness.process(pid, start), ProcessState::Alive);
+    py.kill().unwrap();
+    py.wait().unwrap();
+    assert_eq!(OsLiveness.process(pid, start), ProcessState::Gone);
+}
