@@ -436,7 +436,7 @@ fn judge_empty(mtime: Option<Timestamp>, now: Now, policy: &Policy) -> Verdict {
         };
     };
     let age = now.wall.duration_since(m);
-    let booted = now.wall - signed(now.boot);
+    let booted = now.wall.checked_sub(signed(now.boot)).unwrap_or(Timestamp::MIN);
     if m < booted || age > signed(policy.v2_stale_after) {
         Verdict::Abandoned { age }
     } else {
