@@ -256,12 +256,14 @@ pub enum Verdict {
         /// How long ago it renewed (or, for v2, took the lease).
         age: SignedDuration,
     },
-    /// An empty file younger than the empty grace: a record being written.
+    /// An empty file written during this boot and younger than v2's stale
+    /// threshold: a record being written.
     Writing {
         /// Age by the file's mtime.
         age: SignedDuration,
     },
-    /// An empty file older than the empty grace: its writer died.
+    /// An empty file older than v2's stale threshold, or than this boot: its
+    /// writer died.
     Abandoned {
         /// Age by the file's mtime.
         age: SignedDuration,
@@ -436,7 +438,10 @@ fn judge_empty(mtime: Option<Timestamp>, now: Now, policy: &Policy) -> Verdict {
         };
     };
     let age = now.wall.duration_since(m);
-    let booted = now.wall.checked_sub(signed(now.boot)).unwrap_or(Timestamp::MIN);
+    let booted = now
+        .wall
+        .checked_sub(signed(now.boot))
+        .unwrap_or(Timestamp::MIN);
     if m < booted || age > signed(policy.v2_stale_after) {
         Verdict::Abandoned { age }
     } else {

@@ -91,7 +91,8 @@ pub enum Busy {
         /// Set when the holder's stamp lies in this process's future.
         skew: Option<SignedDuration>,
     },
-    /// An empty file, younger than the empty grace: its record is being written.
+    /// An empty file, written recently during this boot: its record is being
+    /// written (v2 writes after creating).
     Writing {
         /// Its age by mtime.
         age: SignedDuration,

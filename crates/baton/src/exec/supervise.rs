@@ -1,9 +1,10 @@
 //! The running job: one loop that renews the lease, forwards signals, keeps
 //! time limits and stops the job's process group when it must.
 //!
-//! Events arrive on one channel: the command's exit (from a waiter thread)
-//! and signals sent to baton (from a signal thread); timers are the loop's
-//! own, on the boot clock. The rules it keeps:
+//! Events arrive on one channel from the signal thread: SIGCHLD (the command
+//! may have exited; the loop asks with `try_wait`, and also on every tick)
+//! and the signals sent to baton; timers are the loop's own, on the boot
+//! clock. The rules it keeps:
 //!
 //! - renew every `ttl / 3`; a renewal that finds the lease gone or replaced,
 //!   or no successful renewal for a whole TTL, stops the group and ends the
