@@ -165,25 +165,8 @@ fn the_seed_000_interleaving_cannot_happen() {
         cv: Condvar::new(),
         timed_out: Mutex::new(false),
     });
-    let barrier = Barrier::new(2);
-    let results: Vec<Outcome> = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..2)
-            .map(|_| {
-                let lock = Lock::new(dir.lock()).with_clock(clock.clone());
-                let barrier = &barrier;
-                s.spawn(move || {
-                    barrier.wait();
-                    lock.try_acquire().unwrap()
-                })
-            })
-            .collect();
-        hs.into_iter().map(|h| h.join().unwrap()).collect()
-    });
-    let winners = results
-        .iter()
-        .filter(|o| matches!(o, Outcome::Acquired(_)))
-        .count();
-    assert_eq!(winners, 1);
+    let results = race_threads(|| Lock::new(dir.lock()).with_clock(clock.clone()));
+    assert_eq!(winners(&results), 1);
     assert!(
         *clock.timed_out.lock().unwrap(),
         "the second reader got in while the first was deciding"
@@ -196,28 +179,11 @@ fn the_seed_000_interleaving_cannot_happen() {
 #[test]
 fn a_record_that_grew_while_a_contender_waited_is_read_whole() {
     let dir = Dir::new();
-    let barrier = Barrier::new(2);
     for round in 0..500 {
         std::fs::write(dir.lock(), "version=3 state=free fence=5\n").unwrap();
-        let results: Vec<Outcome> = std::thread::scope(|s| {
-            let hs: Vec<_> = (0..2)
-                .map(|_| {
-                    let lock = Lock::new(dir.lock());
-                    let barrier = &barrier;
-                    s.spawn(move || {
-                        barrier.wait();
-                        lock.try_acquire().unwrap()
-                    })
-                })
-                .collect();
-            hs.into_iter().map(|h| h.join().unwrap()).collect()
-        });
-        let winners = results
-            .iter()
-            .filter(|o| matches!(o, Outcome::Acquired(_)))
-            .count();
+        let results = race_threads(|| Lock::new(dir.lock()));
         assert_eq!(
-            winners,
+            winners(&results),
             1,
             "round {round}: {:?}",
             results.iter().map(Outcome::describe).collect::<Vec<_>>()
@@ -230,4 +196,29 @@ fn a_record_that_grew_while_a_contender_waited_is_read_whole() {
             );
         }
     }
+}
+
+/// Two threads, each with a lock of its own on one path, released together.
+fn race_threads(make: impl Fn() -> Lock) -> Vec<Outcome> {
+    let barrier = Barrier::new(2);
+    std::thread::scope(|s| {
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let lock = make();
+                let barrier = &barrier;
+                s.spawn(move || {
+                    barrier.wait();
+                    lock.try_acquire().unwrap()
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+fn winners(results: &[Outcome]) -> usize {
+    results
+        .iter()
+        .filter(|o| matches!(o, Outcome::Acquired(_)))
+        .count()
 }
