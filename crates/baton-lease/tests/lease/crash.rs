@@ -117,7 +117,13 @@ fn a_lease_from_another_boot_is_dead() {
     let dir = Dir::new();
     let old = from_another_boot(&dir);
     if old.machine.is_none() {
-        eprintln!("no machine id here: a reboot cannot be told from another host; skipping");
+        // Without a machine id a reboot cannot be told from another host:
+        // the lease is judged like a remote one, by its fresh wall stamp,
+        // and respected. Fail closed, never "dead".
+        assert!(matches!(
+            Lock::new(dir.lock()).try_acquire().unwrap(),
+            Outcome::Busy(_)
+        ));
         return;
     }
     let Outcome::Acquired(lease) = Lock::new(dir.lock()).try_acquire().unwrap() else {
