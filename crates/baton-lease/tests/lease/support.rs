@@ -7,13 +7,11 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+pub use baton_testkit::{PATIENCE, eventually, pause};
+
 use baton_lease::{Clock, SystemClock};
 
 pub const HOLDER: &str = env!("CARGO_BIN_EXE_baton-lease-holder");
-
-/// How long a test waits for a helper's next line before failing. Generous:
-/// it bounds a broken test, it does not measure anything.
-pub const PATIENCE: Duration = Duration::from_secs(60);
 
 pub struct Dir {
     pub tmp: tempfile::TempDir,
@@ -138,23 +136,6 @@ pub fn start_in(ms: u64) -> String {
     (SystemClock.boot() + Duration::from_millis(ms))
         .as_millis()
         .to_string()
-}
-
-/// Sleeps for real (tests may; the library may not).
-pub fn pause(ms: u64) {
-    SystemClock.sleep(Duration::from_millis(ms));
-}
-
-/// Polls `f` until it is true, failing after [`PATIENCE`].
-pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = SystemClock.boot() + PATIENCE;
-    while !f() {
-        assert!(
-            SystemClock.boot() < deadline,
-            "timed out waiting for {what}"
-        );
-        pause(10);
-    }
 }
 
 /// Whether `flock -n FILE true` succeeds: flock(1) interop.

@@ -2,15 +2,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
 
-use baton_lease::{Clock, SystemClock};
+pub use baton_testkit::{eventually, pause};
 
 pub const BATON: &str = env!("CARGO_BIN_EXE_baton");
-
-/// How long a test waits for something before failing. It bounds a broken
-/// test; it measures nothing.
-pub const PATIENCE: Duration = Duration::from_secs(60);
 
 pub struct Env {
     pub tmp: tempfile::TempDir,
@@ -104,22 +99,6 @@ pub fn stderr(o: &Output) -> String {
 
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-pub fn pause(ms: u64) {
-    SystemClock.sleep(Duration::from_millis(ms));
-}
-
-/// Polls until `f` holds, failing after [`PATIENCE`].
-pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = SystemClock.boot() + PATIENCE;
-    while !f() {
-        assert!(
-            SystemClock.boot() < deadline,
-            "timed out waiting for {what}"
-        );
-        pause(10);
-    }
 }
 
 /// Waits for a file to exist and returns its trimmed content.

@@ -1,0 +1,30 @@
+//! Fixtures shared by baton's test suites: how long a test waits for another
+//! process before it fails, and the waits themselves.
+//!
+//! Tests drive real processes, so they wait for real. A wait here bounds a
+//! broken test; it never measures anything, and no test may assert on how
+//! long something took. The library's clock chokepoint does not apply to
+//! test fixtures, which is why this crate reads the clock and sleeps itself.
+
+#![allow(clippy::disallowed_methods)] // Test fixtures wait for real (see above).
+
+use std::time::{Duration, Instant};
+
+/// How long a test waits for another process before failing. Generous: it
+/// bounds a broken test on a loaded machine, it measures nothing.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Sleeps for `ms` milliseconds.
+pub fn pause(ms: u64) {
+    std::thread::sleep(Duration::from_millis(ms));
+}
+
+/// Polls `f` every 10 ms until it holds; panics naming `what` after
+/// [`PATIENCE`].
+pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        pause(10);
+    }
+}
