@@ -25,11 +25,12 @@
 //!    (skew is reported, never a licence to break).
 //! 5. A v2 lease: v2's own rule, the age of `at=` (or the file's mtime)
 //!    against the v2 stale threshold.
-//! 6. An empty file: a record being written (v2 writes after creating), respected
-//!    for v2's stale threshold by the file's mtime; abandoned after, or at once
-//!    when it is older than this boot.
-//! 7. Anything else (v1, another version, unreadable bytes): refused, at any
-//!    age.
+//! 6. An empty file: a record being written (v2 writes after creating) while
+//!    its mtime is within [`Policy::empty_grace`] of now; abandoned after.
+//!    The judge holds the file's mutex, and a writer needs microseconds
+//!    between creating a file and writing it (see `DESIGN.md`).
+//! 7. Anything else (v1, another version, unreadable bytes, bytes that are
+//!    no lock record): refused, at any age.
 
 use std::time::Duration;
 
@@ -48,6 +49,10 @@ pub struct Policy {
     pub takeover_grace: Duration,
     /// When a Scheduler Lock v2 lease is stale (v2's `2 × STEP_TIMEOUT`).
     pub v2_stale_after: Duration,
+    /// How long an empty lock file whose mutex is free counts as a record
+    /// being written. Writers take microseconds; a file left empty longer
+    /// (by `flock(1)`, or a writer that died) is abandoned.
+    pub empty_grace: Duration,
 }
 
 impl Default for Policy {
@@ -55,6 +60,7 @@ impl Default for Policy {
         Self {
             takeover_grace: Duration::from_secs(30),
             v2_stale_after: Duration::from_secs(7200),
+            empty_grace: Duration::from_secs(5),
         }
     }
 }
@@ -205,8 +211,10 @@ impl std::fmt::Display for Death {
 pub enum Foreign {
     /// A version this build does not judge.
     Version(ForeignVersion),
-    /// Bytes that are no record.
+    /// A lock record that cannot be read.
     Unreadable(String),
+    /// Bytes that are no lock record at all.
+    NotALock(String),
 }
 
 /// The judgement on one lock file at one moment.
@@ -256,14 +264,13 @@ pub enum Verdict {
         /// How long ago it renewed (or, for v2, took the lease).
         age: SignedDuration,
     },
-    /// An empty file written during this boot and younger than v2's stale
-    /// threshold: a record being written.
+    /// An empty file younger than the empty grace: a record being written.
     Writing {
         /// Age by the file's mtime.
         age: SignedDuration,
     },
-    /// An empty file older than v2's stale threshold, or than this boot: its
-    /// writer died.
+    /// An empty file older than the empty grace: its writer is gone (or it
+    /// was `flock(1)`'s).
     Abandoned {
         /// Age by the file's mtime.
         age: SignedDuration,
@@ -299,6 +306,7 @@ impl Verdict {
             Self::Abandoned { .. } => "abandoned",
             Self::Refused(Foreign::Version(_)) => "foreign-version",
             Self::Refused(Foreign::Unreadable(_)) => "unreadable",
+            Self::Refused(Foreign::NotALock(_)) => "not-a-lock",
         }
     }
 }
@@ -333,6 +341,7 @@ pub fn decide(
         Body::Empty => judge_empty(mtime, now, policy),
         Body::Foreign(v) => Verdict::Refused(Foreign::Version(v.clone())),
         Body::Unreadable(why) => Verdict::Refused(Foreign::Unreadable(why.clone())),
+        Body::NotALock(why) => Verdict::Refused(Foreign::NotALock(why.clone())),
     }
 }
 
@@ -427,10 +436,13 @@ fn by_boot_clock(h: &Held, now: Now, policy: &Policy) -> Verdict {
     }
 }
 
-/// An empty file: v2 creates its lock file with `O_EXCL` and writes the record
-/// after taking the mutex, and respects an empty file for its whole stale
-/// threshold; so does this build. An empty file older than this boot was left
-/// by a crash of the machine and is abandoned at once.
+/// An empty file, judged by a judge that holds its mutex. v2 creates its lock
+/// file with `O_EXCL` and writes the record after taking the mutex, so an
+/// empty file is a record being written for the microseconds between the two;
+/// `flock(1)` leaves an empty file behind for good. So an empty file is
+/// respected while its mtime is within the empty grace of now (in either
+/// direction: a stepped clock must not make it look young forever), and
+/// abandoned after.
 fn judge_empty(mtime: Option<Timestamp>, now: Now, policy: &Policy) -> Verdict {
     let Some(m) = mtime else {
         return Verdict::Abandoned {
@@ -438,14 +450,10 @@ fn judge_empty(mtime: Option<Timestamp>, now: Now, policy: &Policy) -> Verdict {
         };
     };
     let age = now.wall.duration_since(m);
-    let booted = now
-        .wall
-        .checked_sub(signed(now.boot))
-        .unwrap_or(Timestamp::MIN);
-    if m < booted || age > signed(policy.v2_stale_after) {
-        Verdict::Abandoned { age }
-    } else {
+    if age.unsigned_abs() <= policy.empty_grace {
         Verdict::Writing { age }
+    } else {
+        Verdict::Abandoned { age }
     }
 }
 

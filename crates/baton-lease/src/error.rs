@@ -28,13 +28,32 @@ pub enum Error {
         /// The directory.
         dir: PathBuf,
     },
-    /// Something other than a regular file is at the lock path.
-    #[error("{} is {what}, not a lock file: remove it or choose another lock path", path.display())]
+    /// Something other than a lock file is at the lock path: a directory, a
+    /// symbolic link, a device, or a file whose content is no lock record.
+    /// Nothing was read into a verdict or written.
+    #[error("{} is {what}, not a lock file; nothing was changed: {remedy}", path.display())]
     NotALockFile {
         /// The path.
         path: PathBuf,
         /// What is there ("a symbolic link", "a directory", …).
-        what: &'static str,
+        what: String,
+        /// What to do.
+        remedy: &'static str,
+    },
+    /// The lock file, or its directory, could be changed by another user.
+    #[error("refusing an untrusted lock: {0}")]
+    Untrusted(#[from] crate::trust::Untrusted),
+    /// The record's fence leaves no room for a next one.
+    #[error(
+        "the fence of {} is {fence}, the largest a record may carry: no later acquisition can be \
+         fenced; remove the file once nothing runs under it",
+        path.display()
+    )]
+    FenceExhausted {
+        /// The lock file.
+        path: PathBuf,
+        /// The fence found.
+        fence: u64,
     },
     /// The filesystem offers no `flock`; no lease is judged or broken.
     #[error(

@@ -32,8 +32,8 @@ pub fn signal_group(pgid: u32, number: i32) -> io::Result<bool> {
     process::signal_group(pgid, signal(number)?)
 }
 
-/// Whether group `pgid` has a member that is not a zombie. An unreadable
-/// answer counts as yes.
+/// Whether group `pgid` has a member that still runs code (a zombie leader
+/// with a live thread counts). An unreadable answer counts as yes.
 pub fn group_alive(pgid: u32) -> bool {
     process::group_has_members(pgid).unwrap_or(true)
 }
@@ -63,36 +63,68 @@ pub fn become_subreaper() -> io::Result<()> {
     ))?)
 }
 
-/// Every live (not zombie) descendant of `root`, from `/proc`, excluding
-/// `root` itself and the subtrees of `except`.
+/// One process of a job's tree, as a scan of `/proc` saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Member {
+    /// Its pid.
+    pub pid: u32,
+    /// Its process group.
+    pub pgid: u32,
+    /// Its start time in clock ticks after boot.
+    pub start: u64,
+    /// Whether it was stopped (`T`) when seen.
+    pub stopped: bool,
+}
+
+/// Every descendant of `root` that still runs code (a zombie leader with a
+/// live thread included, see [`process_runs`]), from `/proc`, excluding
+/// `root` itself and the subtrees of processes in the groups `except_groups`
+/// (short-lived helpers such as alert commands, which run in groups of their
+/// own).
 ///
 /// # Errors
 ///
 /// When `/proc` cannot be listed.
-pub fn descendants(root: u32, except: &[u32]) -> io::Result<Vec<u32>> {
-    let mut parent_of = Vec::new();
+pub fn descendants(root: u32, except_groups: &[u32]) -> io::Result<Vec<Member>> {
+    let mut table = Vec::new();
     for entry in std::fs::read_dir("/proc")? {
         let name = entry?.file_name();
         let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
         if let Ok(Some(s)) = process::stat(pid) {
-            parent_of.push((pid, s.ppid, matches!(s.state, b'Z' | b'X' | b'x')));
+            table.push((pid, s));
         }
     }
     let mut found = Vec::new();
     let mut frontier = vec![root];
     while let Some(p) = frontier.pop() {
-        for &(pid, ppid, zombie) in &parent_of {
-            if ppid == p && !except.contains(&pid) && pid != root {
+        for &(pid, s) in &table {
+            if s.ppid == p && pid != root && !except_groups.contains(&s.pgrp) {
                 frontier.push(pid);
-                if !zombie {
-                    found.push(pid);
+                if process::runs(pid, s.state).unwrap_or(true) {
+                    found.push(Member {
+                        pid,
+                        pgid: s.pgrp,
+                        start: s.start,
+                        stopped: matches!(s.state, b'T' | b't'),
+                    });
                 }
             }
         }
     }
     Ok(found)
+}
+
+/// Whether process `pid` still runs code: it exists, and it is not a zombie,
+/// or it is a zombie thread-group leader whose other threads still run.
+/// An unreadable answer counts as yes.
+pub fn process_runs(pid: u32) -> bool {
+    match process::stat(pid) {
+        Ok(Some(s)) => process::runs(pid, s.state).unwrap_or(true),
+        Ok(None) => false,
+        Err(_) => true,
+    }
 }
 
 /// Sends signal `number` to process `pid`. `Ok(false)` when it is gone.
@@ -124,7 +156,8 @@ pub fn reap(pid: u32) -> io::Result<bool> {
     }
 }
 
-/// The zombies among `pid`'s children.
+/// The children of `parent` that have exited and await reaping: zombies
+/// with no live thread left.
 pub fn zombie_children(parent: u32) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -132,9 +165,40 @@ pub fn zombie_children(parent: u32) -> Vec<u32> {
     entries
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .filter(|&pid| {
-            matches!(process::stat(pid), Ok(Some(s)) if s.ppid == parent && matches!(s.state, b'Z' | b'X' | b'x'))
+            matches!(process::stat(pid), Ok(Some(s)) if s.ppid == parent
+                && process::is_dead_state(s.state)
+                && !process::runs(pid, s.state).unwrap_or(true))
         })
         .collect()
+}
+
+/// This process's children, from the kernel's own lists
+/// (`/proc/self/task/*/children`): exact at the moment each list is read,
+/// where a scan of `/proc` by parent pid can miss a process whose parent
+/// exits mid-scan. Zombies not yet reaped are included. For a subreaper this
+/// is what decides whether anything below it still lives: every live
+/// descendant has an ancestor (or is one) among these.
+///
+/// # Errors
+///
+/// When `/proc/self/task` cannot be read.
+pub fn children() -> io::Result<Vec<u32>> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task")? {
+        let path = task?.path().join("children");
+        match std::fs::read_to_string(&path) {
+            Ok(text) => out.extend(
+                text.split_ascii_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            ),
+            // A thread that ended meanwhile has no children to list.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
 }
 
 /// Whether this process has any child at all, running or exited, without

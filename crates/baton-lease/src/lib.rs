@@ -42,6 +42,7 @@ pub mod record;
 mod stop;
 mod sys;
 mod token;
+pub mod trust;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decide::{Death, Foreign, Holder, Now, Observer, Policy, Verdict};
@@ -49,6 +50,8 @@ pub use error::Error;
 pub use lease::Lease;
 pub use liveness::{GroupState, Liveness, OsLiveness, ProcessState};
 pub use lock::{BreakMode, Claim, Lock, Options, REOPEN_ATTEMPTS};
-pub use outcome::{Broken, Busy, Conflict, Inspection, Lost, Outcome, Release, Renewal};
+pub use outcome::{
+    Broken, Busy, Conflict, Inspection, Lost, Outcome, Release, Renewal, human, human_signed,
+};
 pub use stop::Stopped;
 pub use token::{BadToken, Fence, Token};

@@ -62,9 +62,9 @@ impl Liveness for OsLiveness {
             },
             Ok(Some(s)) if s.start != start => ProcessState::Reused,
             // A zombie leader whose other threads still run is alive.
-            Ok(Some(s)) if matches!(s.state, b'Z' | b'X' | b'x') => match process::threads(pid) {
-                Ok(Some(n)) if n > 1 => ProcessState::Alive,
-                Ok(_) => ProcessState::Zombie,
+            Ok(Some(s)) if process::is_dead_state(s.state) => match process::runs(pid, s.state) {
+                Ok(true) => ProcessState::Alive,
+                Ok(false) => ProcessState::Zombie,
                 Err(_) => ProcessState::Unknown,
             },
             Ok(Some(_)) => ProcessState::Alive,

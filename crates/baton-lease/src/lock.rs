@@ -31,6 +31,7 @@ use crate::outcome::{self, Broken, Busy, Inspection, Outcome};
 use crate::record::{self, Body, Free, Held, MAX_RECORD_BYTES};
 use crate::sys::file::{self, Mode};
 use crate::token::{Fence, Token};
+use crate::trust::{self, Sticky};
 
 /// How many times the path may be replaced under a contender before it gives
 /// up ("not acquired").
@@ -70,6 +71,9 @@ pub struct Claim {
     pub run: Option<String>,
     /// An occurrence, kept in the free marker after release.
     pub occ: Option<String>,
+    /// The run's soft budget: past it, contenders report the holder as
+    /// overrunning rather than busy.
+    pub budget: Option<Duration>,
 }
 
 /// The modes of an operator's break.
@@ -319,9 +323,13 @@ impl Lock {
             Body::Held(h) => h.occ.clone(),
             _ => None,
         };
+        // A forced break never lowers the fence: what a damaged record still
+        // says about it is kept, and the next fence follows the larger.
+        let fence = decide::prior_fence(Some(&section.body))
+            .or_else(|| record::salvage_fence(&section.bytes));
         let free = Free {
             version: record::VERSION,
-            fence: decide::prior_fence(Some(&section.body)),
+            fence,
             released: Some(micros(self.clock.wall())),
             occ,
         };
@@ -397,8 +405,12 @@ impl Lock {
         let token = Token::fresh()
             .map_err(|e| Error::io("read random bytes for a token for", &self.path, e))?;
         let wall = micros(now.wall);
+        let fence = Fence::next(prior, wall).ok_or_else(|| Error::FenceExhausted {
+            path: self.path.clone(),
+            fence: prior.map_or(0, Fence::get),
+        })?;
         Ok(Held {
-            fence: Fence::next(prior, wall),
+            fence,
             token,
             pid: facts.pid,
             host: facts.host.clone(),
@@ -415,6 +427,8 @@ impl Lock {
             jstart: None,
             grace: Some(self.opts.policy.takeover_grace),
             occ: claim.occ.clone(),
+            exe: facts.exe.clone(),
+            budget: claim.budget,
         })
     }
 
@@ -463,11 +477,13 @@ impl Lock {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     let dir = self.dir();
                     return match std::fs::symlink_metadata(&dir) {
-                        Ok(m) if m.is_dir() => Ok(Opened::Missing),
-                        Ok(_) => Err(Error::NotALockFile {
-                            path: dir,
-                            what: "not a directory",
-                        }),
+                        Ok(m) if m.is_dir() => {
+                            // An absent file is trusted to mean "free" only
+                            // where nobody else could have removed it.
+                            trust::check_dir_meta(&dir, &m, Sticky::Allowed)?;
+                            Ok(Opened::Missing)
+                        }
+                        Ok(_) => Err(not_a_dir(dir)),
                         Err(_) => Err(Error::MissingDirectory { dir }),
                     };
                 }
@@ -480,10 +496,18 @@ impl Lock {
             }
             let meta = file::meta(&f).map_err(|e| Error::io("inspect", &self.path, e))?;
             if !meta.regular {
-                return Err(Error::NotALockFile {
-                    path: self.path.clone(),
-                    what: "not a regular file",
-                });
+                return Err(self.not_a_lock(meta.kind.into()));
+            }
+            trust::check_file(&self.path, meta.uid, meta.mode)?;
+            let dir = self.dir();
+            let dir_meta =
+                std::fs::symlink_metadata(&dir).map_err(|e| Error::io("inspect", &dir, e))?;
+            trust::check_dir_meta(&dir, &dir_meta, Sticky::Allowed)?;
+            if meta.len > MAX_RECORD_BYTES as u64 {
+                return Err(self.not_a_lock(format!(
+                    "a file of {} bytes (no lock record is longer than {MAX_RECORD_BYTES})",
+                    meta.len
+                )));
             }
             let at_path =
                 file::identity_at(&self.path).map_err(|e| Error::io("inspect", &self.path, e))?;
@@ -493,6 +517,11 @@ impl Lock {
             let bytes = file::read_head(&f, meta.len, MAX_RECORD_BYTES)
                 .map_err(|e| Error::io("read", &self.path, e))?;
             let body = Body::parse(&bytes);
+            if let Body::NotALock(why) = body {
+                return Err(
+                    self.not_a_lock(format!("a file whose content is no lock record ({why})"))
+                );
+            }
             return Ok(Opened::Section(Section {
                 file: f,
                 bytes,
@@ -545,19 +574,18 @@ impl Lock {
 
     fn open_error(&self, e: std::io::Error) -> Error {
         match e.raw_os_error().map(rustix::io::Errno::from_raw_os_error) {
-            Some(rustix::io::Errno::LOOP) => Error::NotALockFile {
-                path: self.path.clone(),
-                what: "a symbolic link",
-            },
-            Some(rustix::io::Errno::ISDIR) => Error::NotALockFile {
-                path: self.path.clone(),
-                what: "a directory",
-            },
-            Some(rustix::io::Errno::NOTDIR) => Error::NotALockFile {
-                path: self.dir(),
-                what: "not a directory",
-            },
+            Some(rustix::io::Errno::LOOP) => self.not_a_lock("a symbolic link".into()),
+            Some(rustix::io::Errno::ISDIR) => self.not_a_lock("a directory".into()),
+            Some(rustix::io::Errno::NOTDIR) => not_a_dir(self.dir()),
             _ => Error::io("open", &self.path, e),
+        }
+    }
+
+    fn not_a_lock(&self, what: String) -> Error {
+        Error::NotALockFile {
+            path: self.path.clone(),
+            what,
+            remedy: "look at it, remove it by hand if it is not needed, or choose another lock path",
         }
     }
 
@@ -594,6 +622,15 @@ impl Drop for Section {
         // OK to ignore: closing the descriptor, which follows at once, drops
         // the mutex too.
         let _ = file::unlock(&self.file);
+    }
+}
+
+/// The error for a path on the way to the lock file that is not a directory.
+fn not_a_dir(path: PathBuf) -> Error {
+    Error::NotALockFile {
+        path,
+        what: "not a directory".into(),
+        remedy: "the lock file's directory must be a directory; choose another lock path",
     }
 }
 

@@ -57,7 +57,7 @@ impl Outcome {
             Self::Busy(b) => b.to_string(),
             Self::Hung { holder, lapsed } => format!(
                 "hung: the holder is alive but has not renewed for {}: {holder}",
-                SignedDuration::try_from(*lapsed).unwrap_or(SignedDuration::MAX)
+                human(*lapsed)
             ),
             Self::Orphaned { holder, pgid } => format!(
                 "orphaned: the holder is gone but its job's process group {pgid} still has members: \
@@ -119,19 +119,22 @@ impl std::fmt::Display for Busy {
             } => {
                 write!(
                     f,
-                    "busy: held by {holder} (its stamp is {s} in this host's future: clock skew)"
+                    "busy: held by {holder} (its stamp is {} in this host's future: clock skew)",
+                    human_signed(*s)
                 )
             }
             Self::Writing { age } => {
                 write!(
                     f,
-                    "busy: the lock file is empty and {age} old: a record is being written"
+                    "busy: the lock file is empty and {} old: a record is being written",
+                    human_signed(*age)
                 )
             }
             Self::MutexHeld { waited } => write!(
                 f,
-                "busy: another process held the lock file's mutex for more than {}",
-                SignedDuration::try_from(*waited).unwrap_or(SignedDuration::MAX)
+                "busy: another process (flock(1), or a writer that is stuck) held the lock file's \
+                 mutex for more than {}",
+                human(*waited)
             ),
             Self::Unstable { attempts } => {
                 write!(
@@ -151,23 +154,35 @@ pub struct Conflict {
     pub path: PathBuf,
     /// What was found.
     pub found: Foreign,
-    /// The file's first line, as read (lossy UTF-8, at most 200 characters).
+    /// The file's first line, as read (lossy UTF-8, whole: a record is at
+    /// most 4096 bytes).
     pub raw: String,
 }
 
 impl std::fmt::Display for Conflict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let what = match &self.found {
-            Foreign::Version(v) => format!("a lease of {v}"),
-            Foreign::Unreadable(why) => format!("an unreadable record ({why})"),
-        };
-        write!(
-            f,
-            "version conflict: {} holds {what}; this build writes v3 and judges v3 and v2 leases only; \
-             the file was left untouched; remedy: stop every instance that uses another lock \
-             implementation, then delete the file once nothing runs (or `baton lock break --force`)",
-            self.path.display()
-        )
+        let path = self.path.display();
+        match &self.found {
+            Foreign::Version(v) => write!(
+                f,
+                "version conflict: {path} holds a lease of {v}; this build writes v3 and judges \
+                 v3 and v2 leases only, so the file was left untouched; remedy: stop every \
+                 instance that uses another lock implementation, then remove the lease once \
+                 nothing runs under it (`baton lock break --force --lock {path}`)"
+            ),
+            Foreign::Unreadable(why) => write!(
+                f,
+                "an unreadable record in {path} ({why}): this build writes v3 records and could \
+                 not read this one, so it was left untouched; remedy: make sure nothing runs \
+                 under this lock (`ps`, the job's own logs), then replace the record with a free \
+                 one (`baton lock break --force --lock {path}`, which keeps its fence)"
+            ),
+            Foreign::NotALock(why) => write!(
+                f,
+                "{path} is no lock file ({why}); it was left untouched; remedy: look at it, remove \
+                 it by hand if it is not needed, or choose another lock path"
+            ),
+        }
     }
 }
 
@@ -219,6 +234,7 @@ impl std::fmt::Display for Lost {
             Some(Body::Empty) => "it is empty".to_owned(),
             Some(Body::Foreign(v)) => format!("it now holds a lease of {v}"),
             Some(Body::Unreadable(why)) => format!("it is unreadable ({why})"),
+            Some(Body::NotALock(why)) => format!("it is no lock record ({why})"),
         };
         write!(f, "lease lost on {}: {now}", self.path.display())
     }
@@ -231,7 +247,7 @@ pub struct Inspection {
     pub path: PathBuf,
     /// The parsed record; `None` when there is no file.
     pub body: Option<Body>,
-    /// The first line as read (lossy UTF-8, at most 200 characters).
+    /// The first line as read (lossy UTF-8, whole).
     pub raw: Option<String>,
     /// The file's modification time.
     pub mtime: Option<Timestamp>,
@@ -261,15 +277,36 @@ pub enum Broken {
     },
 }
 
+/// A duration for people: `2h5m`, `3.2s`, `250ms`.
+pub fn human(d: Duration) -> String {
+    let secs = d.as_secs();
+    if secs >= 3600 {
+        format!("{}h{}m", secs / 3600, (secs % 3600) / 60)
+    } else if secs >= 60 {
+        format!("{}m{}s", secs / 60, secs % 60)
+    } else if secs >= 1 {
+        format!("{:.1}s", d.as_secs_f64())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}
+
+/// A signed duration for people: `3.2s`, or `-3.2s` for one in the past.
+pub fn human_signed(d: SignedDuration) -> String {
+    let abs = human(d.unsigned_abs());
+    if d.is_negative() {
+        format!("-{abs}")
+    } else {
+        abs
+    }
+}
+
 pub(crate) fn first_line(bytes: &[u8]) -> String {
     let end = bytes
         .iter()
         .position(|&b| b == b'\n')
         .unwrap_or(bytes.len());
-    String::from_utf8_lossy(bytes[..end].trim_ascii_end())
-        .chars()
-        .take(200)
-        .collect()
+    String::from_utf8_lossy(bytes[..end].trim_ascii_end()).into_owned()
 }
 
 pub(crate) fn conflict(path: &Path, found: Foreign, bytes: &[u8]) -> Conflict {

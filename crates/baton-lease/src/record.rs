@@ -75,6 +75,12 @@ pub struct Held {
     pub grace: Option<Duration>,
     /// A caller-supplied occurrence (for example the schedule slot started).
     pub occ: Option<String>,
+    /// The holder's executable (`/proc/PID/exe`), so an operator's stop can
+    /// tell the holder from an unrelated process that reuses its pid.
+    pub exe: Option<String>,
+    /// The holder's soft runtime budget: a contender that finds the lease
+    /// held past it reports an overrunning holder rather than a healthy one.
+    pub budget: Option<Duration>,
 }
 
 /// A released lock: the file stays so its fence and occurrence survive.
@@ -137,8 +143,13 @@ pub enum Body {
     V2(V2Lease),
     /// A lease of a version this build refuses to judge.
     Foreign(ForeignVersion),
-    /// Bytes that are no record; the reason says why.
+    /// A lock record that cannot be read (a field out of range, a duplicate
+    /// key, a record cut short); the reason says why. Refused, never judged;
+    /// an operator may break it by force.
     Unreadable(String),
+    /// Bytes that are no lock record at all (a text file, binary data):
+    /// never judged and never overwritten, not even by force.
+    NotALock(String),
 }
 
 impl Body {
@@ -147,20 +158,23 @@ impl Body {
         let line = match bytes.iter().position(|&b| b == b'\n') {
             Some(end) => &bytes[..end],
             None if bytes.len() >= MAX_RECORD_BYTES => {
-                return Body::Unreadable(format!(
-                    "the first line is longer than {MAX_RECORD_BYTES} bytes"
+                return Body::NotALock(format!(
+                    "its first line is longer than {MAX_RECORD_BYTES} bytes"
                 ));
             }
             None => bytes,
         };
         if line.contains(&0) {
-            return Body::Unreadable("the record contains a NUL byte".into());
+            return Body::NotALock("it contains a NUL byte".into());
         }
         let Ok(line) = std::str::from_utf8(line) else {
-            return Body::Unreadable("the record is not UTF-8".into());
+            return Body::NotALock("it is not text".into());
         };
         if line.bytes().all(|b| b.is_ascii_whitespace()) {
             return Body::Empty;
+        }
+        if let Some(why) = not_a_lock(line) {
+            return Body::NotALock(why);
         }
         let fields = match Fields::split(line) {
             Ok(f) => f,
@@ -182,8 +196,31 @@ impl Body {
     }
 }
 
+/// Why a first line is no lock record of any version, if it is not: a lock
+/// record (v1, v2, v3) is a line of `key=value` words, and names at least
+/// one of the keys every version writes.
+fn not_a_lock(line: &str) -> Option<String> {
+    let mut known = false;
+    for word in line.split_ascii_whitespace() {
+        let Some((k, _)) = word.split_once('=') else {
+            return Some(format!(
+                "its first line has {:?}, which is no key=value field",
+                clip(word)
+            ));
+        };
+        if k.is_empty() || !k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Some(format!(
+                "its first line has {:?}, which is no field name",
+                clip(k)
+            ));
+        }
+        known |= matches!(k, "version" | "state" | "pid" | "at" | "token" | "fence");
+    }
+    (!known).then(|| "its first line names none of version=, state=, pid=, at=, token=".into())
+}
+
 /// How many keys this build reads.
-const KNOWN_KEYS: usize = 19;
+const KNOWN_KEYS: usize = 21;
 
 /// The slot of a key this build reads; `None` for any other key.
 fn slot(key: &str) -> Option<usize> {
@@ -207,6 +244,8 @@ fn slot(key: &str) -> Option<usize> {
         "occ" => 16,
         "jstart" => 17,
         "grace_ms" => 18,
+        "exe" => 19,
+        "budget_ms" => 20,
         _ => return None,
     })
 }
@@ -325,6 +364,10 @@ impl<'a> Fields<'a> {
             jstart: self.opt("jstart", |v| v.parse().ok())?,
             grace: self.opt("grace_ms", |v| v.parse().ok().map(Duration::from_millis))?,
             occ: self.get("occ").map(str::to_owned),
+            exe: self.get("exe").map(str::to_owned),
+            budget: self.opt("budget_ms", |v| {
+                v.parse().ok().filter(|&n| n > 0).map(Duration::from_millis)
+            })?,
         })
     }
 
@@ -343,7 +386,10 @@ impl<'a> Fields<'a> {
     }
 }
 
-/// A fence: 1 to [`Fence::MAX`], so there is always room for a next one.
+/// A fence: 1 to [`Fence::MAX`] (the end of year 9999 in microseconds since
+/// 1970: fences are microseconds of the wall clock, or one more than the
+/// previous fence). A larger number is out of range, so the record is
+/// unreadable rather than a fence this build could not follow.
 fn parse_fence(v: &str) -> Option<Fence> {
     v.parse()
         .ok()
@@ -355,6 +401,21 @@ fn parse_fence(v: &str) -> Option<Fence> {
 fn parse_stamp(v: &str) -> Option<Timestamp> {
     let t: Timestamp = v.parse().ok()?;
     Timestamp::from_microsecond(t.as_microsecond()).ok()
+}
+
+/// The fence a record that cannot be read still states, if any: the largest
+/// `fence=` number in range on its first line. An operator's forced break
+/// keeps it, so a damaged record never lowers the fence.
+pub fn salvage_fence(bytes: &[u8]) -> Option<Fence> {
+    let end = bytes
+        .iter()
+        .position(|&b| b == b'\n')
+        .unwrap_or(bytes.len());
+    let line = String::from_utf8_lossy(&bytes[..end]);
+    line.split_ascii_whitespace()
+        .filter_map(|w| w.strip_prefix("fence="))
+        .filter_map(parse_fence)
+        .max()
 }
 
 fn parse_version(v: &str) -> Option<u32> {
@@ -427,6 +488,10 @@ impl Held {
             let _ = write!(s, " grace_ms={}", v.as_millis());
         }
         opt_field(&mut s, "occ", self.occ.as_deref());
+        opt_field(&mut s, "exe", self.exe.as_deref());
+        if let Some(v) = self.budget {
+            let _ = write!(s, " budget_ms={}", v.as_millis().max(1));
+        }
         s.push('\n');
         s
     }
@@ -477,6 +542,8 @@ mod tests {
             jstart: Some(123_999),
             grace: Some(Duration::from_secs(30)),
             occ: Some("2026-11-29T16:00:00Z".into()),
+            exe: Some("/usr/local/bin/baton".into()),
+            budget: Some(Duration::from_secs(600)),
         }
     }
 
@@ -576,13 +643,9 @@ mod tests {
     #[test]
     fn bad_bytes_are_unreadable_never_a_panic() {
         let cases: &[&[u8]] = &[
-            b"hello world",
             b"version=3 state=held",
             b"version=3 state=held fence=0 token=9f3c1ab27de40518",
             b"version=3 version=3",
-            b"version=3\0 state=free",
-            b"\xff\xfe",
-            b"=x",
             b"version=3 state=maybe",
             b"version=3 state=free fence=-1",
             b"version=3 state=free fence=99999999999999999999999",
@@ -594,10 +657,48 @@ mod tests {
                 String::from_utf8_lossy(c)
             );
         }
-        let long = vec![b'a'; MAX_RECORD_BYTES];
-        assert!(matches!(Body::parse(&long), Body::Unreadable(_)));
         let max = format!("version=3 state=free fence={}\n", u64::MAX);
         assert!(matches!(Body::parse(max.as_bytes()), Body::Unreadable(_)));
+        // A fence past the end of year 9999 in microseconds is out of range,
+        // i64::MAX included: this build could never write the next one.
+        for f in [i64::MAX as u64, Fence::MAX.get() + 1] {
+            let line = format!("version=3 state=free fence={f}\n");
+            assert!(
+                matches!(Body::parse(line.as_bytes()), Body::Unreadable(_)),
+                "{f}"
+            );
+        }
+        let line = format!("version=3 state=free fence={}\n", Fence::MAX.get());
+        assert!(matches!(Body::parse(line.as_bytes()), Body::Free(_)));
+    }
+
+    #[test]
+    fn what_is_no_lock_record_is_told_apart_from_a_damaged_one() {
+        let cases: &[&[u8]] = &[
+            b"important data\n",
+            b"hello world",
+            b"version=3\0 state=free",
+            b"\xff\xfe",
+            b"=x",
+            b"foo=bar baz=1\n",
+            b"{\"json\": true}\n",
+        ];
+        for c in cases {
+            assert!(
+                matches!(Body::parse(c), Body::NotALock(_)),
+                "{:?}: {:?}",
+                String::from_utf8_lossy(c),
+                Body::parse(c)
+            );
+        }
+        let long = vec![b'a'; MAX_RECORD_BYTES];
+        assert!(matches!(Body::parse(&long), Body::NotALock(_)));
+        // A damaged record is still a lock record.
+        assert!(matches!(
+            Body::parse(b"version=3 fence=x\n"),
+            Body::Unreadable(_)
+        ));
+        assert!(matches!(Body::parse(b"pid=12\n"), Body::Foreign(_)));
     }
 
     #[test]

@@ -1,13 +1,22 @@
 //! The operator's stop: end a same-host holder's job (and the holder) before
 //! its lease is broken, for `baton lock break --kill`.
 //!
-//! It signals nothing it has not verified: the holder's pid only while its
-//! start time matches the record, the job's group only while it has live
-//! members and its leader (if still there) started when the record says. It
-//! never signals a holder on another host or in another pid namespace. It
-//! does not break the lease; the caller does that afterwards, under the mutex,
-//! on a fresh verdict.
+//! A record is only evidence, and a forged or damaged one must not turn this
+//! into a way to kill arbitrary processes. So it signals nothing it has not
+//! verified, right before each signal:
+//!
+//! - never pid 0 or 1, group 0 or 1, this process or its own group (the
+//!   system module refuses them whatever the caller asks);
+//! - the holder only when its pid, its start time, its owner (the lock file's
+//!   owner) and its executable (the record's `exe=`) all match;
+//! - the job's group only when the record names the group's leader start time
+//!   (`jstart=`) and the leader is alive with exactly that start time.
+//!
+//! It never signals a holder on another host or in another pid namespace,
+//! and it does not break the lease; the caller does that afterwards, under
+//! the mutex, on a fresh verdict.
 
+use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
 use crate::decide::Observer;
@@ -30,6 +39,12 @@ pub enum Stopped {
     },
     /// Neither the holder nor its job was running.
     AlreadyGone,
+    /// Something the record names may still run, but it could not be
+    /// verified as the record's; nothing was signalled.
+    Unverified {
+        /// What could not be verified, in words.
+        why: String,
+    },
     /// Signals were sent; `killed` says whether `SIGKILL` was needed, and
     /// `remaining` whether anything still ran when the wait ended.
     Signalled {
@@ -42,6 +57,13 @@ pub enum Stopped {
         /// Whether a process still ran when the wait ended.
         remaining: bool,
     },
+}
+
+/// What may be signalled, as verified just now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Targets {
+    holder: Option<u32>,
+    group: Option<u32>,
 }
 
 impl Lock {
@@ -66,55 +88,47 @@ impl Lock {
         if !same_space {
             return Ok(Stopped::NotHere { host: h.host });
         }
-        let (holder, group) = self.targets(&h);
-        if holder.is_none() && group.is_none() {
+        let owner = std::fs::symlink_metadata(self.path())
+            .map_err(|e| Error::io("inspect", self.path(), e))?
+            .uid();
+        let (targets, unverified) = verify(&h, owner);
+        if let Some(why) = unverified {
+            return Ok(Stopped::Unverified { why });
+        }
+        if targets == Targets::default() {
             return Ok(Stopped::AlreadyGone);
         }
-        let term = rustix::process::Signal::TERM;
-        self.send(&h, holder, group, term)?;
+        self.send(&h, owner, targets, rustix::process::Signal::TERM)?;
         let mut killed = false;
-        if !self.wait_gone(&h, grace) {
-            let (holder, group) = self.targets(&h);
-            self.send(&h, holder, group, rustix::process::Signal::KILL)?;
+        if !self.wait_gone(&h, owner, grace) {
+            let (now, _) = verify(&h, owner);
+            self.send(&h, owner, now, rustix::process::Signal::KILL)?;
             killed = true;
         }
-        let remaining = !self.wait_gone(&h, grace);
+        let remaining = !self.wait_gone(&h, owner, grace);
         Ok(Stopped::Signalled {
-            holder,
-            group,
+            holder: targets.holder,
+            group: targets.group,
             killed,
             remaining,
         })
     }
 
-    /// The holder pid and job group that are verifiably still the record's.
-    fn targets(&self, h: &Held) -> (Option<u32>, Option<u32>) {
-        let live = crate::liveness::OsLiveness;
-        let holder = h
-            .pstart
-            .filter(|&start| crate::Liveness::process(&live, h.pid, start) == ProcessState::Alive)
-            .map(|_| h.pid);
-        let group = h
-            .pgid
-            .filter(|&g| crate::Liveness::group(&live, g, h.jstart) == GroupState::Members);
-        (holder, group)
-    }
-
     fn send(
         &self,
         h: &Held,
-        holder: Option<u32>,
-        group: Option<u32>,
+        owner: u32,
+        planned: Targets,
         signal: rustix::process::Signal,
     ) -> Result<(), Error> {
         let fail = |e| Error::io("signal the holder of", self.path(), e);
-        if let Some(g) = group {
+        // Verified again right before each signal: a pid or group id freed
+        // meanwhile may already name someone else.
+        let (now, _) = verify(h, owner);
+        if let Some(g) = planned.group.filter(|&g| now.group == Some(g)) {
             process::signal_group(g, signal).map_err(fail)?;
         }
-        // Re-verify the pid right before signalling it.
-        if let Some(pid) = holder
-            && self.targets(h).0 == Some(pid)
-        {
+        if let Some(pid) = planned.holder.filter(|&p| now.holder == Some(p)) {
             process::signal_process(pid, signal).map_err(fail)?;
             if signal == rustix::process::Signal::TERM {
                 // A stopped holder must run to act on SIGTERM.
@@ -124,11 +138,11 @@ impl Lock {
         Ok(())
     }
 
-    fn wait_gone(&self, h: &Held, limit: Duration) -> bool {
+    fn wait_gone(&self, h: &Held, owner: u32, limit: Duration) -> bool {
         let clock = self.clock();
         let end = clock.boot().saturating_add(limit);
         loop {
-            if self.targets(h) == (None, None) {
+            if verify(h, owner).0 == Targets::default() {
                 return true;
             }
             if clock.boot() >= end {
@@ -137,4 +151,76 @@ impl Lock {
             clock.sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// The holder and job group that are verifiably the record's now, and, when
+/// something the record names may run but cannot be verified, why.
+fn verify(h: &Held, owner: u32) -> (Targets, Option<String>) {
+    let live = crate::liveness::OsLiveness;
+    let mut t = Targets::default();
+    let mut unverified = Vec::new();
+    let own_group = process::current_group();
+    let holder_alive = h
+        .pstart
+        .is_some_and(|s| crate::Liveness::process(&live, h.pid, s) == ProcessState::Alive);
+    if holder_alive {
+        let exe = process::exe(h.pid).ok().flatten();
+        let uid = process::uid(h.pid).ok().flatten();
+        let exe_matches = match (&h.exe, &exe) {
+            (Some(want), Some(have)) => same_exe(want, have),
+            _ => false,
+        };
+        if h.pid <= 1 || h.pid == std::process::id() {
+            unverified.push(format!(
+                "the record names pid {}, which is never signalled",
+                h.pid
+            ));
+        } else if uid != Some(owner) {
+            unverified.push(format!(
+                "holder pid {} does not belong to the lock file's owner (uid {owner})",
+                h.pid
+            ));
+        } else if !exe_matches {
+            unverified.push(format!(
+                "holder pid {} runs {}, not the executable the record names ({})",
+                h.pid,
+                exe.as_deref().unwrap_or("an unreadable executable"),
+                h.exe.as_deref().unwrap_or("none")
+            ));
+        } else {
+            t.holder = Some(h.pid);
+        }
+    }
+    if let Some(g) = h.pgid {
+        let members = crate::Liveness::group(&live, g, h.jstart) == GroupState::Members;
+        if members {
+            let leader = process::stat(g).ok().flatten();
+            let leader_verified = match (h.jstart, leader) {
+                (Some(js), Some(l)) => l.start == js && process::runs(g, l.state).unwrap_or(false),
+                _ => false,
+            };
+            if g <= 1 || g == own_group {
+                unverified.push(format!(
+                    "the record names process group {g}, which is never signalled"
+                ));
+            } else if !leader_verified {
+                unverified.push(format!(
+                    "job group {g} still has members, but its leader is gone or is not the one the \
+                     record names (jstart=), so the group cannot be verified as this lock's job; \
+                     stop its processes by hand (`ps -o pid,args -g {g}`)"
+                ));
+            } else {
+                t.group = Some(g);
+            }
+        }
+    }
+    let why = (!unverified.is_empty()).then(|| unverified.join("; "));
+    (t, why)
+}
+
+/// Whether the executable `/proc/PID/exe` shows is the one a record names;
+/// a binary replaced on disk since it started shows as `PATH (deleted)`.
+fn same_exe(recorded: &str, current: &str) -> bool {
+    let current = current.strip_suffix("_(deleted)").unwrap_or(current);
+    recorded == current
 }

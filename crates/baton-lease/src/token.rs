@@ -87,16 +87,21 @@ fn hex(c: u8) -> Result<u8, BadToken> {
 pub struct Fence(u64);
 
 impl Fence {
-    /// The fence after `previous`, at wall time `now`.
-    pub(crate) fn next(previous: Option<Fence>, now: Timestamp) -> Fence {
+    /// The fence after `previous`, at wall time `now`; `None` when the next
+    /// fence would pass [`Fence::MAX`] (which only a record written by hand
+    /// can bring about: the clock's microseconds reach it in year 10000).
+    pub(crate) fn next(previous: Option<Fence>, now: Timestamp) -> Option<Fence> {
         let after = previous.map_or(1, |p| p.0.saturating_add(1));
         let micros = u64::try_from(now.as_microsecond()).unwrap_or(0);
-        Fence(after.max(micros))
+        let next = after.max(micros.min(Self::MAX.0));
+        (next <= Self::MAX.0).then_some(Fence(next))
     }
 
-    /// The largest fence a record may carry: half the range, so fences can
-    /// never run out.
-    pub const MAX: Fence = Fence(u64::MAX / 2);
+    /// The largest fence a record may carry: the last microsecond of year
+    /// 9999, since 1970. Fences are wall-clock microseconds (or one more than
+    /// the previous fence), so this leaves room for every fence the clock can
+    /// issue, and a record that claims more is unreadable.
+    pub const MAX: Fence = Fence(253_402_300_799_999_999);
 
     /// The number itself.
     pub const fn get(self) -> u64 {
@@ -149,11 +154,15 @@ mod tests {
     #[test]
     fn fence_follows_the_previous_or_the_clock_whichever_is_later() {
         let t = Timestamp::from_microsecond(5_000).unwrap();
-        assert_eq!(Fence::next(None, t), Fence(5_000));
-        assert_eq!(Fence::next(Some(Fence(4_000)), t), Fence(5_000));
-        assert_eq!(Fence::next(Some(Fence(9_000)), t), Fence(9_001));
+        assert_eq!(Fence::next(None, t), Some(Fence(5_000)));
+        assert_eq!(Fence::next(Some(Fence(4_000)), t), Some(Fence(5_000)));
+        assert_eq!(Fence::next(Some(Fence(9_000)), t), Some(Fence(9_001)));
         let before_epoch = Timestamp::from_second(-10).unwrap();
-        assert_eq!(Fence::next(None, before_epoch), Fence(1));
-        assert_eq!(Fence::next(Some(Fence(u64::MAX)), t), Fence(u64::MAX));
+        assert_eq!(Fence::next(None, before_epoch), Some(Fence(1)));
+        assert_eq!(Fence::next(Some(Fence::MAX), t), None);
+        assert_eq!(Fence::next(Some(Fence(u64::MAX)), t), None);
+        let last = Fence(Fence::MAX.0 - 1);
+        assert_eq!(Fence::next(Some(last), t), Some(Fence::MAX));
+        assert!(u64::try_from(Timestamp::MAX.as_microsecond()).unwrap() <= Fence::MAX.0);
     }
 }

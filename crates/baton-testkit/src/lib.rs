@@ -19,6 +19,23 @@ pub fn pause(ms: u64) {
     std::thread::sleep(Duration::from_millis(ms));
 }
 
+/// Waits for `child` to exit; kills it and panics naming `what` after
+/// [`PATIENCE`] (a hang is a failure, never a test that runs forever).
+pub fn wait_for_exit(child: &mut std::process::Child, what: &str) -> std::process::ExitStatus {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("timed out waiting for {what}");
+        }
+        pause(20);
+    }
+}
+
 /// Polls `f` every 10 ms until it holds; panics naming `what` after
 /// [`PATIENCE`].
 pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {

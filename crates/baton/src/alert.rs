@@ -1,28 +1,30 @@
-//! Alerts: one line on stderr, always, and the same event as a JSON object on
-//! the stdin of `--alert-command`, when one is set.
+//! `baton exec`'s alerts: one line on stderr, and the same event as one line
+//! of JSON on the stdin of `--alert-command`, for the kinds selected with
+//! `--alert-on` (by default every kind but `busy`: a skip because a healthy
+//! holder runs is what `flock -n` does silently, and cron would mail it).
 //!
-//! The alert command runs through `sh -c`, with its stdout sent to baton's
-//! stderr, and is bounded in time ([`ALERT_TIMEOUT`], then killed). Its
-//! failure is reported on stderr and never changes baton's exit code or the
-//! run: an alert must not be able to break the thing it reports on. Alerts
-//! run on threads of their own so a slow one never delays a renewal.
+//! The alert command runs through `sh -c` in a process group of its own,
+//! with its stdout sent to baton's stderr, bounded by [`ALERT_TIMEOUT`]
+//! (then its whole group is stopped). Its failure is reported on stderr and
+//! never changes baton's exit code or the run: an alert must not be able to
+//! break the thing it reports on. Alert commands run on threads of their own
+//! so a slow one never delays a renewal.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use baton_lease::{Clock, SystemClock};
+use baton_runner::HookCommand;
 use serde::Serialize;
 
-/// How long an alert command may run before it is killed.
+/// How long an alert command may run before its group is stopped.
 pub const ALERT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Kind {
-    /// The lock was busy; the command did not run.
+    /// The lock was busy with a healthy holder; the command did not run.
     Busy,
     /// The holder is alive but has stopped renewing.
     Hung,
@@ -32,12 +34,69 @@ pub enum Kind {
     VersionConflict,
     /// The lease was lost while the command ran; the command was stopped.
     LeaseLost,
-    /// The command ran past its `--max-runtime` budget (a warning only).
+    /// A run passed its `--max-runtime` budget (this one, or the holder that
+    /// made this one skip).
     Overrunning,
     /// The command ran past `--timeout` and was stopped.
     Timeout,
     /// The command exited with a nonzero status or died of a signal.
     Failed,
+}
+
+impl Kind {
+    /// Every kind, in the order `--help` lists them.
+    pub const ALL: [Kind; 8] = [
+        Kind::Busy,
+        Kind::Hung,
+        Kind::Orphaned,
+        Kind::VersionConflict,
+        Kind::LeaseLost,
+        Kind::Overrunning,
+        Kind::Timeout,
+        Kind::Failed,
+    ];
+
+    /// The name used in JSON and by `--alert-on`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Busy => "busy",
+            Kind::Hung => "hung",
+            Kind::Orphaned => "orphaned",
+            Kind::VersionConflict => "version-conflict",
+            Kind::LeaseLost => "lease-lost",
+            Kind::Overrunning => "overrunning",
+            Kind::Timeout => "timeout",
+            Kind::Failed => "failed",
+        }
+    }
+
+    /// Parses a `--alert-on` list (`all` and `none` included).
+    pub fn parse_list(s: &str) -> Result<Vec<Kind>, String> {
+        let mut out = Vec::new();
+        for word in s.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            match word {
+                "all" => out.extend(Kind::ALL),
+                "none" => {}
+                w => match Kind::ALL.iter().find(|k| k.name() == w) {
+                    Some(k) => out.push(*k),
+                    None => {
+                        let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+                        return Err(format!(
+                            "{w:?} is not an alert kind; use a comma-separated list of {}, or \
+                             all or none",
+                            names.join(", ")
+                        ));
+                    }
+                },
+            }
+        }
+        Ok(out)
+    }
+
+    /// The kinds alerted when `--alert-on` is not given.
+    pub fn defaults() -> Vec<Kind> {
+        Kind::ALL.into_iter().filter(|k| *k != Kind::Busy).collect()
+    }
 }
 
 /// The holder named in an alert.
@@ -71,7 +130,8 @@ impl HolderInfo {
     }
 }
 
-/// One alert.
+/// One alert: the JSON object `--alert-command` reads (one line, ending in
+/// a newline).
 #[derive(Debug, Clone, Serialize)]
 pub struct Alert {
     /// What happened.
@@ -95,37 +155,49 @@ pub struct Alert {
 }
 
 /// Where alerts go.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Alerts {
     command: Option<String>,
+    on: Vec<Kind>,
+    quiet: bool,
+    verbose: bool,
     running: Vec<JoinHandle<()>>,
-    pids: std::sync::Arc<std::sync::Mutex<Vec<u32>>>,
 }
 
 impl Alerts {
-    /// Alerts to stderr, and to `command` when given.
-    pub fn new(command: Option<String>) -> Self {
+    /// Alerts of the kinds in `on` to stderr (unless `quiet`) and to
+    /// `command`; other kinds only on stderr with `verbose`.
+    pub fn new(command: Option<String>, on: Vec<Kind>, quiet: bool, verbose: bool) -> Self {
         Self {
             command,
+            on,
+            quiet,
+            verbose,
             running: Vec::new(),
-            pids: Default::default(),
+        }
+    }
+
+    /// A line of information on stderr, unless `--quiet`.
+    pub fn note(&self, line: std::fmt::Arguments<'_>) {
+        if !self.quiet {
+            say!("baton: {line}");
         }
     }
 
     /// Raises an alert: the stderr line now, the command on a thread.
     pub fn raise(&mut self, alert: Alert) {
-        say!("baton: {}", alert.message);
+        let selected = self.on.contains(&alert.kind);
+        if (selected && !self.quiet) || (!selected && self.verbose) {
+            say!("baton: {}", alert.message);
+        }
+        if !selected {
+            return;
+        }
         let Some(cmd) = self.command.clone() else {
             return;
         };
-        let pids = std::sync::Arc::clone(&self.pids);
         self.running
-            .push(std::thread::spawn(move || run_command(&cmd, &alert, &pids)));
-    }
-
-    /// The pids of alert commands started so far: they are not the job.
-    pub fn pids(&self) -> Vec<u32> {
-        self.pids.lock().map(|p| p.clone()).unwrap_or_default()
+            .push(std::thread::spawn(move || run_command(&cmd, &alert)));
     }
 
     /// Waits for every alert command started (each is bounded in time).
@@ -136,59 +208,27 @@ impl Alerts {
     }
 }
 
-fn run_command(cmd: &str, alert: &Alert, pids: &std::sync::Mutex<Vec<u32>>) {
-    let json = match serde_json::to_vec(alert) {
+fn run_command(cmd: &str, alert: &Alert) {
+    let mut json = match serde_json::to_vec(alert) {
         Ok(j) => j,
         Err(e) => return say!("baton: failed to encode an alert: {e}"),
     };
-    let mut child = match Command::new("/bin/sh")
-        .arg("-c")
-        .arg(cmd)
-        .stdin(Stdio::piped())
-        .stdout(stderr_copy())
-        .spawn()
-    {
-        Ok(c) => c,
-        Err(e) => return say!("baton: failed to start the alert command {cmd:?}: {e}"),
-    };
-    if let Ok(mut p) = pids.lock() {
-        p.push(child.id());
-    }
-    if let Some(mut stdin) = child.stdin.take() {
-        // OK to ignore: an alert command that does not read its input may
-        // close it early; that is its business.
-        let _ = stdin.write_all(&json);
-    }
-    let clock = SystemClock;
-    let deadline = clock.boot() + ALERT_TIMEOUT;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => return,
-            Ok(Some(status)) => {
-                return say!("baton: the alert command {cmd:?} failed: {status}");
-            }
-            Ok(None) if clock.boot() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return say!(
-                    "baton: the alert command {cmd:?} ran longer than {}s and was killed",
-                    ALERT_TIMEOUT.as_secs()
-                );
-            }
-            Ok(None) => clock.sleep(Duration::from_millis(20)),
-            Err(e) => return say!("baton: failed to wait for the alert command {cmd:?}: {e}"),
-        }
+    json.push(b'\n');
+    let hook = HookCommand::Shell(cmd.to_owned());
+    match baton_runner::hook::run(&hook, &json, &[], stderr_copy(), ALERT_TIMEOUT) {
+        baton_runner::HookOutcome::Done => {}
+        other => say!("baton: the alert command {hook} {other}"),
     }
 }
 
 /// A copy of stderr for a child's stdout, so an alert command never writes
 /// into the job's output; nowhere, when stderr cannot be copied.
-fn stderr_copy() -> Stdio {
+fn stderr_copy() -> std::process::Stdio {
     use std::os::fd::AsFd;
     std::io::stderr()
         .as_fd()
         .try_clone_to_owned()
-        .map_or_else(|_| Stdio::null(), Stdio::from)
+        .map_or_else(|_| std::process::Stdio::null(), std::process::Stdio::from)
 }
 
 /// Now, as RFC 3339.

@@ -10,8 +10,9 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "baton", version, about, propagate_version = true)]
 pub struct Cli {
-    /// The state directory (default: $BATON_STATE_DIR, /var/lib/baton for
-    /// root, else $XDG_STATE_HOME/baton or ~/.local/state/baton).
+    /// The state directory, an absolute path (default: $BATON_STATE_DIR,
+    /// /var/lib/baton for root, else $XDG_STATE_HOME/baton or
+    /// ~/.local/state/baton).
     #[arg(long, global = true, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
 
@@ -28,8 +29,20 @@ pub enum Cmd {
     #[command(after_long_help = EXEC_HELP)]
     Exec(ExecArgs),
     /// Inspect and break locks.
-    #[command(subcommand)]
+    #[command(subcommand, after_long_help = LOCK_HELP)]
     Lock(LockCmd),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), for `man -l -`.
+    Man,
+}
+
+/// `baton completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 /// `baton exec`.
@@ -39,24 +52,39 @@ pub struct ExecArgs {
     /// The lock's name: STATE_DIR/locks/NAME.lock.
     #[arg(long, short = 'n', value_name = "NAME")]
     pub name: Option<String>,
-    /// The lock file's path, instead of a name.
+    /// The lock file's path, instead of a name (made absolute once).
     #[arg(long, value_name = "PATH")]
     pub lock: Option<PathBuf>,
+    /// Run CMD through `sh -c`, as `flock -c` does, instead of a COMMAND
+    /// after `--`.
+    #[arg(
+        short = 'c',
+        long = "command",
+        value_name = "CMD",
+        conflicts_with = "command"
+    )]
+    pub shell: Option<String>,
     /// Wait up to DUR for the lock before giving up (polling with backoff).
     #[arg(long, value_name = "DUR")]
     pub wait: Option<String>,
     /// How long one renewal keeps the lease; baton renews every third of it.
     #[arg(long, value_name = "DUR", default_value = "30s")]
     pub ttl: String,
-    /// Kill the command's process group at DUR and exit 124.
+    /// Stop the command's whole process tree at DUR and exit 124; 0 means no
+    /// limit, as in timeout(1).
     #[arg(long, value_name = "DUR")]
     pub timeout: Option<String>,
-    /// A soft budget: past it, alert once ("overrunning") and change nothing.
+    /// A soft budget: past it, alert once ("overrunning") and change
+    /// nothing; 0 means none.
     #[arg(long, value_name = "DUR")]
     pub max_runtime: Option<String>,
-    /// Between SIGTERM and SIGKILL when baton stops the command's group.
+    /// Between the first signal and SIGKILL when baton stops the command.
     #[arg(long, value_name = "DUR", default_value = "10s")]
     pub kill_grace: String,
+    /// The first signal of a stop (timeout, lost lease, leftovers), by name
+    /// or number, as `timeout -s`.
+    #[arg(long, short = 's', value_name = "SIG", default_value = "TERM")]
+    pub signal: String,
     /// How long past its TTL a holder that cannot be checked from here (another
     /// host or pid namespace) is still respected.
     #[arg(long, value_name = "DUR", default_value = "30s")]
@@ -67,16 +95,32 @@ pub struct ExecArgs {
     /// The exit code when the lock is not free.
     #[arg(long, value_name = "N", default_value_t = crate::exit::BUSY_DEFAULT)]
     pub busy_exit: u8,
-    /// Run CMD (through sh -c) with a JSON alert on its stdin for every
-    /// skipped, hung, orphaned, conflicting, lost, overrunning, timed-out or
-    /// failed run.
+    /// Run CMD (through sh -c) with a JSON alert on its stdin for each event
+    /// of the kinds chosen by --alert-on.
     #[arg(long, value_name = "CMD")]
     pub alert_command: Option<String>,
+    /// The kinds that alert (stderr line and --alert-command), comma
+    /// separated: busy, hung, orphaned, version-conflict, lease-lost,
+    /// overrunning, timeout, failed; or all, or none. Default: all but busy.
+    #[arg(long, value_name = "KIND,...")]
+    pub alert_on: Option<String>,
+    /// No stderr lines for alerts or notes (errors are still printed).
+    #[arg(long, short = 'q', conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Also print the events that do not alert (a skip because a healthy
+    /// holder runs).
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+    /// A cgroup v2 directory delegated to baton: the command runs in a cgroup
+    /// of its own below it, and is stopped with cgroup.freeze and
+    /// cgroup.kill.
+    #[arg(long, value_name = "DIR")]
+    pub cgroup: Option<PathBuf>,
     /// A run id to record and export (default: random).
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
-    /// The command and its arguments.
-    #[arg(required = true, last = true, value_name = "COMMAND")]
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<std::ffi::OsString>,
 }
 
@@ -120,10 +164,12 @@ pub struct BreakArgs {
     #[arg(long, value_name = "PATH")]
     pub lock: Option<PathBuf>,
     /// First stop a same-host holder and its job (SIGTERM, then SIGKILL after
-    /// --grace), then break.
+    /// --grace), then break. Only processes verified to be the record's are
+    /// signalled.
     #[arg(long, conflicts_with = "force")]
     pub kill: bool,
-    /// Break whatever is there, a foreign version included.
+    /// Break whatever lease is there, a foreign version or a damaged record
+    /// included (never a file that is no lock record).
     #[arg(long)]
     pub force: bool,
     /// Between SIGTERM and SIGKILL, with --kill.
@@ -135,36 +181,72 @@ pub struct BreakArgs {
 }
 
 const EXEC_HELP: &str = "\
+Durations (DUR): a number of seconds (30, 0.5), or numbers with units ms, s,
+m, h, d, combined: 250ms, 30s, 15m, 2h, 1d, 1h30m.
+
 Exit codes:
   N       the command's own exit status
   128+N   the command died of signal N
   75      the lock was not free (busy, hung, orphaned, or a version conflict);
           the command did not run (--busy-exit changes it)
-  76      the lease was lost while the command ran; the command's group was
+  76      the lease was lost while the command ran; the command's tree was
           stopped before the lease could be taken by anyone else
-  124     the command ran past --timeout and was stopped
-  125     baton failed (bad option, unusable state directory, I/O error)
-  126     the command cannot be executed
+  124     the command ran past --timeout and its tree was stopped
+  125     baton failed: bad option, unusable or untrusted state directory,
+          a lock path that is no lock file, an I/O error
+  126     the command cannot be executed (or its #! interpreter is missing)
   127     the command was not found
 
 The command runs in a process group of its own, with BATON_LOCK, BATON_TOKEN,
-BATON_FENCE and BATON_RUN_ID in its environment. It starts only once that
-group is written into the lease, so a crash of baton can never leave it
-running unrecorded.
+BATON_FENCE and BATON_RUN_ID in its environment. BATON_FENCE only grows: each
+run's fence is larger than every earlier one's for this lock (it is not a
+count). The command starts only once its group is written into the lease, so
+a crash of baton can never leave it running unrecorded. When standard input
+is a terminal, the command gets the terminal's foreground while it runs.
 
-Orphans: when the command exits, whatever it left running in its process
-group (a backgrounded child) is stopped too (SIGTERM, then SIGKILL after
---kill-grace) before the lease is released. If something in the group cannot
-be stopped, the lease is not released: it stays \"orphaned\" and refuses every
-later run until the group is empty. The lease is never free while the job may
-still run.
+Orphans: when the command exits, whatever it left running, in its process
+group or detached from it (setsid, a double fork), is stopped too: the first
+signal (--signal), then after --kill-grace every process is frozen with
+SIGSTOP (rescanning until nothing new appears, so nothing can fork away) and
+killed with SIGKILL, until none is left. baton never releases the lease, and
+never exits, while any of them still runs.
 
 Self-fencing: baton renews every ttl/3. If a renewal finds the lease gone or
-replaced, or baton could not renew for a whole TTL, it stops the group
-(SIGTERM, then SIGKILL after --kill-grace) and exits 76. baton refuses options
-that break kill-grace + min(ttl/10, 1s) + 1.1s <= takeover-grace, which is
-what makes a holder on another host stop its job before anyone may take its
-lease over.
+replaced, or baton could not renew for a whole TTL, it stops the command's
+tree and exits 76. baton refuses options that break kill-grace + min(ttl/10,
+1s) + 1.1s <= takeover-grace, which is what makes a holder on another host
+stop its job before anyone may take its lease over.
 
 Signals: SIGINT, SIGTERM and SIGHUP sent to baton go to the command's group;
-baton waits for the group, then releases.";
+baton waits for the tree, then releases.
+
+Quiet skips: a skip because a healthy holder runs prints nothing and raises
+no alert, as flock -n; --verbose prints it, --alert-on busy alerts it. A skip
+because the holder is hung, orphaned, of another version, or past its own
+--max-runtime alerts.
+
+Alerts: each is one line on stderr (unless --quiet) and, with
+--alert-command, one JSON object on the command's stdin, ending in a newline:
+  kind     busy, hung, orphaned, version-conflict, lease-lost, overrunning,
+           timeout, failed
+  lock     the lock file; name: the lock's name, or null
+  holder   for skips: {pid, host, run, fence, acquired, renewed}, or null
+  run_id   this run's id (null for a skip); fence: this run's fence, or null
+  time     RFC 3339; message: the stderr line; status: the exit status, for
+           failed
+The alert command runs through sh -c in a process group of its own, with its
+stdout on baton's stderr. After 10 s its whole group is stopped (SIGTERM,
+then SIGKILL a second later). Its failure never changes baton's exit code.";
+
+const LOCK_HELP: &str = "\
+Exit codes of `baton lock show` and `baton lock break`:
+  0    done: every lock shown; broken, or nothing to break (a free lock)
+  1    break refused: the lease is not provably dead (live, hung, orphaned,
+       being written), or --kill could not verify what it would signal
+  2    bad arguments
+  3    no such lock: no lock file at that name or path
+  4    the record cannot be judged: a damaged record or another version's
+       lease (show describes it; break needs --force)
+  125  not a lock file (a directory, a symlink, a file whose content is no
+       lock record), an untrusted state directory, or an I/O error; the same
+       code `baton exec` gives for it";

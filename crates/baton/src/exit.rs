@@ -1,5 +1,6 @@
 //! baton's exit codes: one enum, the documented numbers, nothing else decides
-//! what a process exit means.
+//! what a process exit means. The tables are in `baton exec --help` and
+//! `baton lock --help` (and the README).
 //!
 //! `baton exec` passes the command's own status through; every other number
 //! below is baton's.
@@ -9,17 +10,22 @@
 pub enum Exit {
     /// Success.
     Ok,
-    /// `lock` commands: something was refused or not found.
+    /// `lock break`: refused (the lease is not provably dead).
     Refused,
-    /// `lock` commands: bad arguments or a failure.
-    LockUsage,
+    /// `lock` commands: bad arguments.
+    Usage,
+    /// `lock` commands: no lock file at that name or path.
+    NoSuchLock,
+    /// `lock` commands: a damaged record or a foreign version's lease.
+    Unjudgeable,
     /// `exec`: the lock was not free (default 75, `EX_TEMPFAIL`; `--busy-exit`).
     Busy(u8),
     /// `exec`: the lease was lost while the command ran; the command was stopped.
     LeaseLost,
     /// `exec`: the command ran past `--timeout` and was stopped (as `timeout(1)`).
     Timeout,
-    /// `exec`: baton's own failure (bad option, unusable state directory, I/O).
+    /// baton's own failure: bad option, unusable or untrusted state
+    /// directory, a path that is no lock file, I/O.
     Failure,
     /// `exec`: the command exists but cannot be run.
     NotExecutable,
@@ -31,8 +37,6 @@ pub enum Exit {
 
 /// The default busy code: `EX_TEMPFAIL`, "try again later".
 pub const BUSY_DEFAULT: u8 = 75;
-/// The lease-lost code.
-pub const LEASE_LOST: u8 = 76;
 
 impl Exit {
     /// The number the process exits with.
@@ -40,13 +44,53 @@ impl Exit {
         match self {
             Self::Ok => 0,
             Self::Refused => 1,
-            Self::LockUsage => 2,
+            Self::Usage => 2,
+            Self::NoSuchLock => 3,
+            Self::Unjudgeable => 4,
             Self::Busy(n) | Self::Child(n) => n,
-            Self::LeaseLost => LEASE_LOST,
-            Self::Timeout => 124,
+            Self::LeaseLost => baton_runner::LEASE_LOST,
+            Self::Timeout => baton_runner::TIMED_OUT,
             Self::Failure => 125,
             Self::NotExecutable => 126,
             Self::NotFound => 127,
+        }
+    }
+
+    /// The exit for a step's ending.
+    pub fn of(ending: &baton_runner::Ending) -> Self {
+        use baton_runner::{Ending, SpawnKind};
+        match ending {
+            Ending::TimedOut => Self::Timeout,
+            Ending::LeaseLost => Self::LeaseLost,
+            Ending::NotStarted(f) => match f.kind {
+                SpawnKind::NotFound => Self::NotFound,
+                SpawnKind::NotExecutable => Self::NotExecutable,
+                SpawnKind::Other => Self::Failure,
+            },
+            other => Self::Child(other.exit_code()),
+        }
+    }
+
+    /// The exit for a library error on a lock: a path that is no lock file,
+    /// an untrusted one, or a failure.
+    pub fn of_error(_e: &baton_lease::Error) -> Self {
+        Self::Failure
+    }
+
+    /// The worse of two lock-command exits (the one a script must see).
+    pub fn worst(self, other: Self) -> Self {
+        let rank = |e: Self| match e {
+            Self::Ok => 0,
+            Self::NoSuchLock => 1,
+            Self::Unjudgeable => 2,
+            Self::Refused => 3,
+            Self::Usage => 4,
+            _ => 5,
+        };
+        if rank(other) > rank(self) {
+            other
+        } else {
+            self
         }
     }
 }

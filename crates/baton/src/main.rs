@@ -15,7 +15,7 @@ mod state_dir;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
 use cli::{Cli, Cmd, LockCmd};
 use exit::Exit;
@@ -26,14 +26,21 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse_from(&args) {
         Ok(c) => c,
         Err(e) => {
+            use clap::error::ErrorKind;
             let code = match e.kind() {
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
-                    Exit::Ok
-                }
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => Exit::Ok,
                 _ if is_exec => Exit::Failure,
-                _ => Exit::LockUsage,
+                _ => Exit::Usage,
             };
             let _ = e.print();
+            if is_exec && e.kind() == ErrorKind::UnknownArgument && !args.iter().any(|a| a == "--")
+            {
+                say!(
+                    "hint: put `--` between baton's options and the command: \
+                     baton exec --name NAME [OPTIONS] -- COMMAND [ARGS...] \
+                     (or give a shell command with -c 'CMD')"
+                );
+            }
             return code.into();
         }
     };
@@ -67,6 +74,25 @@ fn run(cli: Cli) -> Exit {
         },
         Cmd::Lock(LockCmd::Show(a)) => lock_cmd::show::run(state, &a),
         Cmd::Lock(LockCmd::Break(a)) => lock_cmd::breaking::run_args(state, a),
+        Cmd::Completions(a) => {
+            let mut out = Vec::new();
+            clap_complete::generate(a.shell, &mut Cli::command(), "baton", &mut out);
+            out!("{}", String::from_utf8_lossy(&out));
+            Exit::Ok
+        }
+        Cmd::Man => {
+            let mut out = Vec::new();
+            match clap_mangen::Man::new(Cli::command()).render(&mut out) {
+                Ok(()) => {
+                    out!("{}", String::from_utf8_lossy(&out));
+                    Exit::Ok
+                }
+                Err(e) => {
+                    say!("baton man: {e}");
+                    Exit::Failure
+                }
+            }
+        }
     }
 }
 

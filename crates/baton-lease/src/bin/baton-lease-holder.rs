@@ -118,6 +118,7 @@ fn hold(lock: &Lock, a: &Args) -> Result<u8, String> {
     let claim = Claim {
         run: a.run.clone(),
         occ: None,
+        budget: None,
     };
     let mut lease = match lock.try_acquire_as(&claim).map_err(|e| e.to_string())? {
         Outcome::Acquired(l) => l,

@@ -72,6 +72,8 @@ fn held() -> Held {
         jstart: None,
         grace: None,
         occ: None,
+        exe: None,
+        budget: None,
     }
 }
 
@@ -301,21 +303,23 @@ fn v2_leases_are_judged_by_v2s_rule() {
 }
 
 #[test]
-fn an_empty_file_is_respected_for_v2s_threshold_then_abandoned() {
+fn an_empty_file_is_a_record_being_written_for_seconds_then_abandoned() {
     let live = Script::new(ProcessState::Gone, GroupState::Empty);
     let mtime = Some(Timestamp::from_second(T0).unwrap());
     let p = Policy::default();
+    assert_eq!(p.empty_grace, Duration::from_secs(5));
     let judge = |at: i64, m| decide(Some(&Body::Empty), m, &here(), now(at), &p, &live);
+    assert!(matches!(judge(0, mtime), Verdict::Writing { .. }));
     assert!(matches!(judge(5, mtime), Verdict::Writing { .. }));
-    assert!(matches!(judge(-10, mtime), Verdict::Writing { .. }));
-    assert!(matches!(judge(7200, mtime), Verdict::Writing { .. }));
-    let v = judge(7201, mtime);
+    assert!(matches!(judge(-5, mtime), Verdict::Writing { .. }));
+    // What flock(1) leaves behind: empty, its mutex free, minutes old.
+    let v = judge(6, mtime);
     assert!(matches!(v, Verdict::Abandoned { .. }) && v.claimable());
-    // Written before this boot (the boot clock reads 1000 s at T0): a crash
-    // of the machine left it; abandoned at once.
-    let before_boot = Some(Timestamp::from_second(T0 - 1001).unwrap());
-    assert!(matches!(judge(0, before_boot), Verdict::Abandoned { .. }));
+    assert!(matches!(judge(7200, mtime), Verdict::Abandoned { .. }));
+    // A stamp far in the future is no writer at work either.
+    assert!(matches!(judge(-3600, mtime), Verdict::Abandoned { .. }));
     assert!(matches!(judge(0, None), Verdict::Abandoned { .. }));
+    assert!(live.asked.lock().unwrap().is_empty());
 }
 
 #[test]

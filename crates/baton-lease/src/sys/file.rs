@@ -79,8 +79,11 @@ pub(crate) fn remove(path: &Path) -> io::Result<()> {
 pub(crate) struct Meta {
     pub(crate) id: Identity,
     pub(crate) regular: bool,
+    pub(crate) kind: &'static str,
     pub(crate) len: u64,
     pub(crate) mtime: Option<Timestamp>,
+    pub(crate) uid: u32,
+    pub(crate) mode: u32,
 }
 
 /// The inode an open descriptor names, its kind, length and mtime.
@@ -92,9 +95,30 @@ pub(crate) fn meta(file: &File) -> io::Result<Meta> {
             ino: m.ino(),
         },
         regular: m.file_type().is_file(),
+        kind: kind_of(m.file_type()),
         len: m.len(),
         mtime: Timestamp::new(m.mtime(), m.mtime_nsec() as i32).ok(),
+        uid: m.uid(),
+        mode: m.mode(),
     })
+}
+
+/// What kind of file a type is, in words.
+fn kind_of(t: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_file() {
+        "a regular file"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a named pipe"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
 }
 
 /// The inode a path names now, without following a symlink; `None` when

@@ -71,31 +71,87 @@ pub(crate) fn exists(pid: u32) -> io::Result<bool> {
     }
 }
 
-/// The `Threads:` count of `/proc/PID/status`; `Ok(None)` when the process is
-/// gone.
-pub(crate) fn threads(pid: u32) -> io::Result<Option<u32>> {
+/// Whether process `pid`, whose `/proc/PID/stat` shows `state`, still runs
+/// code. Any state but `Z`/`X` does; a zombie does only when it is a thread
+/// group's leader whose main thread exited (`pthread_exit`, the raw `exit`
+/// system call) while another of its threads still works: `/proc/PID/stat`
+/// then shows `Z`, and only `/proc/PID/task` tells the truth.
+pub(crate) fn runs(pid: u32, state: u8) -> io::Result<bool> {
+    if !is_dead_state(state) {
+        return Ok(true);
+    }
+    let tasks = match std::fs::read_dir(format!("/proc/{pid}/task")) {
+        Ok(t) => t,
+        Err(e) if gone(&e) => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    for task in tasks {
+        let task = task?;
+        match std::fs::read_to_string(task.path().join("stat")) {
+            Ok(text) => match parse_stat(&text) {
+                Some(t) if !is_dead_state(t.state) => return Ok(true),
+                Some(_) => {}
+                None => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("unreadable {}/stat", task.path().display()),
+                    ));
+                }
+            },
+            Err(e) if gone(&e) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(false)
+}
+
+/// `Z` (zombie) or `X` (dead): the state of a task that runs no more code.
+pub(crate) fn is_dead_state(state: u8) -> bool {
+    matches!(state, b'Z' | b'X' | b'x')
+}
+
+/// Whether an error reading `/proc` means the process (or thread) is gone.
+fn gone(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::NotFound
+        || e.raw_os_error() == Some(rustix::io::Errno::SRCH.raw_os_error())
+}
+
+/// The real user id of process `pid` (`Uid:` in `/proc/PID/status`);
+/// `Ok(None)` when it is gone.
+pub(crate) fn uid(pid: u32) -> io::Result<Option<u32>> {
     let text = match std::fs::read_to_string(format!("/proc/{pid}/status")) {
         Ok(t) => t,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if gone(&e) => return Ok(None),
         Err(e) => return Err(e),
     };
     text.lines()
-        .find_map(|l| l.strip_prefix("Threads:"))
-        .and_then(|n| n.trim().parse().ok())
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|v| v.split_ascii_whitespace().next()?.parse().ok())
         .map(Some)
         .ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("no Threads: in /proc/{pid}/status"),
+                format!("no Uid: in /proc/{pid}/status"),
             )
         })
 }
 
-/// Whether any live (not zombie) process is in group `pgid`. `kill(-pgid, 0)`
+/// The executable of process `pid` (`/proc/PID/exe`), as a record would
+/// carry it; `Ok(None)` when it is gone.
+pub(crate) fn exe(pid: u32) -> io::Result<Option<String>> {
+    match std::fs::read_link(format!("/proc/{pid}/exe")) {
+        Ok(p) => Ok(Some(sanitize(&p.to_string_lossy()))),
+        Err(e) if gone(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether any process in group `pgid` still runs code. `kill(-pgid, 0)`
 /// answers first (`ESRCH`: empty; `EPERM`: a member exists but belongs to
 /// someone else); when it finds members, `/proc` is scanned so that a group
 /// of zombies nobody reaps (a container whose init does not reap) counts as
-/// empty.
+/// empty, while a zombie leader whose other threads still run counts as a
+/// member ([`runs`]).
 pub(crate) fn group_has_members(pgid: u32) -> io::Result<bool> {
     let Some(pid) = i32::try_from(pgid)
         .ok()
@@ -119,7 +175,8 @@ pub(crate) fn group_has_members(pgid: u32) -> io::Result<bool> {
         };
         match stat(member) {
             Ok(Some(s)) if s.pgrp == pgid => {
-                if !matches!(s.state, b'Z' | b'X' | b'x') {
+                // A process with any live thread is a live member.
+                if runs(member, s.state).unwrap_or(true) {
                     return Ok(true);
                 }
                 seen = true;
@@ -133,8 +190,16 @@ pub(crate) fn group_has_members(pgid: u32) -> io::Result<bool> {
 }
 
 /// Sends `signal` to every process in group `pgid`. `Ok(false)` when the group
-/// is already empty.
+/// is already empty. Groups 0 and 1 and this process's own group are refused
+/// (`EINVAL`): `kill(-1, …)` would reach every process the caller may signal,
+/// and no record may make baton signal itself.
 pub(crate) fn signal_group(pgid: u32, signal: rustix::process::Signal) -> io::Result<bool> {
+    if pgid <= 1 || pgid == current_group() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("refusing to signal process group {pgid}"),
+        ));
+    }
     let Some(pid) = i32::try_from(pgid)
         .ok()
         .and_then(rustix::process::Pid::from_raw)
@@ -149,7 +214,14 @@ pub(crate) fn signal_group(pgid: u32, signal: rustix::process::Signal) -> io::Re
 }
 
 /// Sends `signal` to process `pid`. `Ok(false)` when it no longer exists.
+/// Pids 0 and 1 and this process are refused (`EINVAL`).
 pub(crate) fn signal_process(pid: u32, signal: rustix::process::Signal) -> io::Result<bool> {
+    if pid <= 1 || pid == std::process::id() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("refusing to signal process {pid}"),
+        ));
+    }
     let Some(p) = i32::try_from(pid)
         .ok()
         .and_then(rustix::process::Pid::from_raw)
@@ -172,6 +244,7 @@ pub(crate) struct SelfFacts {
     pub(crate) boot: Option<String>,
     pub(crate) pidns: Option<u64>,
     pub(crate) start: Option<u64>,
+    pub(crate) exe: Option<String>,
 }
 
 /// Reads this process's facts. Missing facts are `None`; the judge then treats
@@ -199,6 +272,9 @@ pub(crate) fn self_facts() -> SelfFacts {
         }
         None => (None, None),
     };
+    let exe = std::fs::read_link("/proc/self/exe")
+        .ok()
+        .map(|p| sanitize(&p.to_string_lossy()));
     SelfFacts {
         pid,
         host,
@@ -206,6 +282,7 @@ pub(crate) fn self_facts() -> SelfFacts {
         boot,
         pidns,
         start,
+        exe,
     }
 }
 

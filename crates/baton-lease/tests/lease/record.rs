@@ -38,12 +38,14 @@ fn held() -> impl Strategy<Value = Held> {
             proptest::option::of(value()),
             proptest::option::of(any::<u64>()),
             proptest::option::of(0u64..u32::MAX as u64),
+            proptest::option::of(value()),
+            proptest::option::of(1u64..u32::MAX as u64),
         ),
     )
         .prop_map(
             |(
                 (fence, token, pid, host, acquired, renewed, ttl),
-                (run, machine, boot, pidns, pstart, bt, pgid, occ, jstart, grace),
+                (run, machine, boot, pidns, pstart, bt, pgid, occ, jstart, grace, exe, budget),
             )| Held {
                 fence: Fence::new(fence),
                 token: Token::from_bytes(token),
@@ -62,6 +64,8 @@ fn held() -> impl Strategy<Value = Held> {
                 occ,
                 jstart,
                 grace: grace.map(Duration::from_millis),
+                exe,
+                budget: budget.map(Duration::from_millis),
             },
         )
 }

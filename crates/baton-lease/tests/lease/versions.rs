@@ -76,8 +76,29 @@ fn other_versions_and_unreadable_versions_are_refused() {
     );
     refused("version=999 pid=1\n", "v999 (declared)");
     refused("version=next pid=1\n", "unreadable version");
-    refused("this is not a lock file\n", "unreadable record");
     refused("version=3 state=held fence=1\n", "unreadable record");
+    refused(
+        "version=3 state=free fence=9223372036854775807\n",
+        "unreadable record",
+    );
+}
+
+#[test]
+fn a_file_that_is_no_lock_record_is_an_error_and_left_untouched() {
+    let dir = Dir::new();
+    let body = "important data\nmore of it\n";
+    std::fs::write(dir.lock(), body).unwrap();
+    let e = Lock::new(dir.lock()).try_acquire().unwrap_err();
+    assert!(matches!(e, baton_lease::Error::NotALockFile { .. }), "{e}");
+    assert!(e.to_string().contains("no lock record"), "{e}");
+    assert!(Lock::new(dir.lock()).inspect().is_err());
+    for mode in [
+        baton_lease::BreakMode::IfDead,
+        baton_lease::BreakMode::Force,
+    ] {
+        assert!(Lock::new(dir.lock()).break_lease(mode).is_err());
+    }
+    assert_eq!(std::fs::read_to_string(dir.lock()).unwrap(), body);
 }
 
 #[test]
@@ -151,37 +172,62 @@ fn free_markers_of_v2_and_v3_are_claimable_at_once() {
 }
 
 #[test]
-fn an_empty_file_is_respected_for_v2s_threshold_and_broken_once_aged() {
+fn an_empty_file_is_respected_for_seconds_then_taken_as_flock1_leaves_it() {
     let dir = Dir::new();
     std::fs::write(dir.lock(), "").unwrap();
-    // v2 creates its file empty and writes it after taking the mutex: an
-    // empty file is respected for as long as v2 would respect it.
-    let an_hour_later = Arc::new(ManualClock::new(
-        SystemClock.wall() + jiff::SignedDuration::from_hours(1),
-        SystemClock.boot() + Duration::from_secs(3600),
+    // v2 creates its file empty and writes it microseconds later, under the
+    // mutex: a fresh empty file is a record being written.
+    assert!(matches!(
+        Lock::new(dir.lock()).try_acquire().unwrap(),
+        Outcome::Busy(Busy::Writing { .. })
     ));
-    for lock in [
-        Lock::new(dir.lock()),
-        Lock::new(dir.lock()).with_clock(an_hour_later),
-    ] {
-        assert!(matches!(
-            lock.try_acquire().unwrap(),
-            Outcome::Busy(Busy::Writing { .. })
-        ));
-    }
     assert_eq!(std::fs::read(dir.lock()).unwrap(), b"");
-    let past_threshold = Arc::new(ManualClock::new(
-        SystemClock.wall() + jiff::SignedDuration::from_secs(7201),
-        SystemClock.boot() + Duration::from_secs(7201),
+    // flock(1) leaves its file empty for good; seconds later, with its
+    // mutex free, it is abandoned.
+    let later = Arc::new(ManualClock::new(
+        SystemClock.wall() + jiff::SignedDuration::from_secs(6),
+        SystemClock.boot() + Duration::from_secs(6),
     ));
     let Outcome::Acquired(lease) = Lock::new(dir.lock())
-        .with_clock(past_threshold)
+        .with_clock(later)
         .try_acquire()
         .unwrap()
     else {
-        panic!("an empty file past v2's threshold was not taken")
+        panic!("an empty file seconds old was not taken")
     };
     assert!(matches!(lease.replaced(), Verdict::Abandoned { .. }));
+}
+
+#[test]
+fn an_empty_file_whose_mutex_flock1_holds_is_never_taken() {
+    let dir = Dir::new();
+    // flock(1) holds the file's mutex for as long as its command runs.
+    let mut flock = std::process::Command::new("flock")
+        .arg(dir.lock())
+        .args(["sleep", "60"])
+        .spawn()
+        .unwrap();
+    crate::support::eventually("flock(1) to create its file", || dir.lock().exists());
+    let later = Arc::new(ManualClock::new(
+        SystemClock.wall() + jiff::SignedDuration::from_hours(3),
+        SystemClock.boot() + Duration::from_secs(3 * 3600),
+    ));
+    let opts = Options {
+        mutex_wait: Duration::from_millis(50),
+        ..Options::default()
+    };
+    let outcome = Lock::new(dir.lock())
+        .with_options(opts)
+        .with_clock(later)
+        .try_acquire()
+        .unwrap();
+    assert!(
+        matches!(outcome, Outcome::Busy(Busy::MutexHeld { .. })),
+        "{}",
+        outcome.describe()
+    );
+    flock.kill().unwrap();
+    flock.wait().unwrap();
 }
 
 #[test]

@@ -7,41 +7,32 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::alert::Kind;
 use crate::cli::ExecArgs;
 use crate::duration;
 use crate::state_dir;
-
-/// The longest a renewal may wait for the file's mutex, as a fraction of the
-/// TTL and in absolute terms.
-const MUTEX_WAIT_CAP: Duration = Duration::from_secs(1);
-/// The supervisor's longest sleep between checks.
-pub const TICK: Duration = Duration::from_millis(100);
-/// The clock skew allowed between hosts judging each other.
-pub const SKEW_ALLOWANCE: Duration = Duration::from_secs(1);
-/// The shortest TTL accepted.
-pub const MIN_TTL: Duration = Duration::from_millis(100);
 
 /// A validated `baton exec`.
 #[derive(Debug, Clone)]
 pub struct ExecConfig {
     /// The lock's name, when given by name.
     pub name: Option<String>,
-    /// The lock file.
+    /// The lock file, absolute.
     pub lock: PathBuf,
     /// How long to wait for the lock.
     pub wait: Option<Duration>,
     /// The lease's TTL.
     pub ttl: Duration,
-    /// How often to renew (ttl / 3).
-    pub renew_every: Duration,
     /// The longest a renewal waits for the file's mutex.
     pub mutex_wait: Duration,
     /// The hard limit.
     pub timeout: Option<Duration>,
     /// The soft budget.
     pub max_runtime: Option<Duration>,
-    /// Between SIGTERM and SIGKILL.
+    /// Between the first signal and SIGKILL.
     pub kill_grace: Duration,
+    /// The first signal of a stop.
+    pub signal: i32,
     /// The judge's grace for holders it cannot check.
     pub takeover_grace: Duration,
     /// v2's stale threshold.
@@ -50,6 +41,14 @@ pub struct ExecConfig {
     pub busy_exit: u8,
     /// The alert command.
     pub alert_command: Option<String>,
+    /// The kinds that alert.
+    pub alert_on: Vec<Kind>,
+    /// No stderr lines for alerts.
+    pub quiet: bool,
+    /// Stderr lines for events that do not alert.
+    pub verbose: bool,
+    /// A delegated cgroup directory.
+    pub cgroup: Option<PathBuf>,
     /// The run id.
     pub run_id: String,
     /// The command.
@@ -60,39 +59,33 @@ fn dur(what: &str, s: &str) -> Result<Duration, String> {
     duration::parse(s).map_err(|e| format!("--{what}: {e}"))
 }
 
+/// A duration where 0 means "none", as `timeout 0` does.
+fn limit(what: &str, v: Option<String>) -> Result<Option<Duration>, String> {
+    Ok(v.map(|s| dur(what, &s))
+        .transpose()?
+        .filter(|d| !d.is_zero()))
+}
+
 impl ExecConfig {
     /// Validates `args`, resolving a name against the state directory.
     pub fn new(args: ExecArgs, state_dir: Option<&std::path::Path>) -> Result<Self, String> {
         let ttl = dur("ttl", &args.ttl)?;
-        if ttl < MIN_TTL {
-            return Err(format!(
-                "--ttl: {} is shorter than the minimum, {}",
-                duration::show(ttl),
-                duration::show(MIN_TTL)
-            ));
-        }
         let kill_grace = dur("kill-grace", &args.kill_grace)?;
         let takeover_grace = dur("takeover-grace", &args.takeover_grace)?;
-        let mutex_wait = (ttl / 10).min(MUTEX_WAIT_CAP);
-        let needed = kill_grace + mutex_wait + TICK + SKEW_ALLOWANCE;
-        if needed > takeover_grace {
-            return Err(format!(
-                "--kill-grace {} is too long for --takeover-grace {}: a holder that stops renewing \
-                 must have killed its job (kill-grace + min(ttl/10, 1s) + 1.1s = {}) before another \
-                 host may take its lease; shorten --kill-grace or lengthen --takeover-grace",
-                duration::show(kill_grace),
-                duration::show(takeover_grace),
-                duration::show(needed)
-            ));
-        }
-        let positive = |what: &str, v: Option<String>| -> Result<Option<Duration>, String> {
-            match v.map(|s| dur(what, &s)).transpose()? {
-                Some(d) if d.is_zero() => Err(format!("--{what}: must be longer than zero")),
-                other => Ok(other),
-            }
-        };
-        let timeout = positive("timeout", args.timeout)?;
-        let max_runtime = positive("max-runtime", args.max_runtime)?;
+        baton_runner::check_self_fencing(
+            ttl,
+            kill_grace,
+            takeover_grace,
+            ("--ttl", "--kill-grace", "--takeover-grace"),
+        )?;
+        let signal = baton_runner::signal_number(&args.signal).ok_or_else(|| {
+            format!(
+                "--signal {:?}: not a signal; use a name such as TERM, INT, HUP, KILL, or a number",
+                args.signal
+            )
+        })?;
+        let timeout = limit("timeout", args.timeout)?;
+        let max_runtime = limit("max-runtime", args.max_runtime)?;
         let wait = args.wait.map(|s| dur("wait", &s)).transpose()?;
         let v2_stale_after = dur("v2-stale-after", &args.v2_stale_after)?;
         if args.busy_exit == 0 {
@@ -100,16 +93,20 @@ impl ExecConfig {
                 "--busy-exit: 0 would report a skipped run as a success; choose 1 to 255".into(),
             );
         }
-        let (name, lock) = match (args.name, args.lock) {
-            (Some(name), None) => {
-                state_dir::check_name(&name).map_err(|e| e.to_string())?;
-                let dir = state_dir::resolve(state_dir).map_err(|e| e.to_string())?;
-                let locks = state_dir::locks_dir(&dir).map_err(|e| e.to_string())?;
-                let path = state_dir::lock_path(&locks, &name).map_err(|e| e.to_string())?;
-                (Some(name), path)
+        let alert_on = match &args.alert_on {
+            Some(list) => Kind::parse_list(list).map_err(|e| format!("--alert-on: {e}"))?,
+            None => Kind::defaults(),
+        };
+        let command = match (args.shell, args.command) {
+            (Some(cmd), _) => vec!["/bin/sh".into(), "-c".into(), cmd.into()],
+            (None, c) if !c.is_empty() => c,
+            (None, _) => {
+                return Err(
+                    "no command given: baton exec --name NAME -- COMMAND [ARGS...], or \
+                            baton exec --name NAME -c 'SHELL COMMAND'"
+                        .into(),
+                );
             }
-            (None, Some(path)) => (None, path),
-            _ => return Err("give exactly one of --name and --lock".into()),
         };
         let run_id = match args.run_id {
             Some(r) if r.len() <= 128 && baton_lease::record::is_valid_value(&r) => r,
@@ -122,25 +119,37 @@ impl ExecConfig {
                 .map_err(|e| format!("failed to read random bytes for a run id: {e}"))?
                 .to_string(),
         };
-        if args.command.is_empty() {
-            return Err("no command given: baton exec --name NAME -- COMMAND [ARGS...]".into());
-        }
+        let (name, lock) = match (args.name, args.lock) {
+            (Some(name), None) => {
+                state_dir::check_name(&name).map_err(|e| e.to_string())?;
+                let dir = state_dir::resolve(state_dir).map_err(|e| e.to_string())?;
+                let locks = state_dir::locks_dir(&dir).map_err(|e| e.to_string())?;
+                let path = state_dir::lock_path(&locks, &name).map_err(|e| e.to_string())?;
+                (Some(name), path)
+            }
+            (None, Some(path)) => (None, state_dir::lock_file(&path)?),
+            _ => return Err("give exactly one of --name and --lock".into()),
+        };
         Ok(Self {
             name,
             lock,
             wait,
             ttl,
-            renew_every: ttl / 3,
-            mutex_wait,
+            mutex_wait: baton_runner::mutex_wait_for(ttl),
             timeout,
             max_runtime,
             kill_grace,
+            signal,
             takeover_grace,
             v2_stale_after,
             busy_exit: args.busy_exit,
             alert_command: args.alert_command,
+            alert_on,
+            quiet: args.quiet,
+            verbose: args.verbose,
+            cgroup: args.cgroup,
             run_id,
-            command: args.command,
+            command,
         })
     }
 
@@ -152,9 +161,17 @@ impl ExecConfig {
             policy: baton_lease::Policy {
                 takeover_grace: self.takeover_grace,
                 v2_stale_after: self.v2_stale_after,
+                ..baton_lease::Policy::default()
             },
             fsync: false,
         };
         baton_lease::Lock::new(&self.lock).with_options(opts)
+    }
+
+    /// How the lock is named in messages.
+    pub fn label(&self) -> String {
+        self.name
+            .clone()
+            .unwrap_or_else(|| self.lock.display().to_string())
     }
 }

@@ -1,19 +1,19 @@
-//! `baton exec`: take the lease, run the command in its own process group,
-//! renew while it runs, stop it if the lease is lost, release on every path.
+//! `baton exec`: take the lease, run the command as one step of a
+//! [`baton_runner::Session`], release; or skip it when the lock is not free.
 //!
-//! This module owns one run from acquisition to release. It never runs the
-//! command without a lease, never lets the command start before its group is
-//! on the record ([`child`]), and never releases while a member of the group
-//! may still run ([`supervise`]). A refusal (busy, hung, orphaned, foreign
-//! record) runs nothing and exits with the busy code.
+//! This module owns the command-line view of one run: which refusals alert
+//! and which are quiet, what each runner event means for the operator, and
+//! the exit code. The supervision itself (renewal, self-fencing, the
+//! whole-tree stop, signals) is the runner's, shared with the scheduler. A
+//! refusal (busy, hung, orphaned, foreign record) runs nothing and exits with
+//! the busy code.
 
-pub mod child;
 pub mod config;
-mod supervise;
 
 use std::time::Duration;
 
-use baton_lease::{Clock, Lease, Outcome, Renewal, SystemClock};
+use baton_lease::{Clock, Lease, Outcome, SystemClock};
+use baton_runner::{Event, Finish, Session, SessionConfig, Stdin, StepSpec};
 
 use crate::alert::{Alert, Alerts, HolderInfo, Kind};
 use crate::duration::show;
@@ -22,7 +22,12 @@ use config::ExecConfig;
 
 /// Runs `cfg` to its end and says how to exit.
 pub fn run(cfg: &ExecConfig) -> Exit {
-    let mut alerts = Alerts::new(cfg.alert_command.clone());
+    let mut alerts = Alerts::new(
+        cfg.alert_command.clone(),
+        cfg.alert_on.clone(),
+        cfg.quiet,
+        cfg.verbose,
+    );
     let exit = run_with(cfg, &mut alerts);
     alerts.finish();
     exit
@@ -33,6 +38,7 @@ fn run_with(cfg: &ExecConfig, alerts: &mut Alerts) -> Exit {
     let claim = baton_lease::Claim {
         run: Some(cfg.run_id.clone()),
         occ: None,
+        budget: cfg.max_runtime,
     };
     let outcome = match cfg.wait {
         Some(w) => lock.acquire_wait(&claim, w),
@@ -46,157 +52,172 @@ fn run_with(cfg: &ExecConfig, alerts: &mut Alerts) -> Exit {
         }
         Err(e) => {
             say!("baton: {e}");
-            return Exit::Failure;
+            return Exit::of_error(&e);
         }
     };
-    if let baton_lease::Verdict::Dead { holder, evidence } = lease.replaced() {
-        say!("baton: took over the lease of a dead holder ({holder}): {evidence}");
-    } else if let baton_lease::Verdict::Expired { holder, .. } = lease.replaced() {
-        say!("baton: took over an expired lease ({holder})");
+    match lease.replaced() {
+        baton_lease::Verdict::Dead { holder, evidence } => alerts.note(format_args!(
+            "took over the lease of a dead holder ({holder}): {evidence}"
+        )),
+        baton_lease::Verdict::Expired { holder, .. } => {
+            alerts.note(format_args!("took over an expired lease ({holder})"))
+        }
+        baton_lease::Verdict::Abandoned { age } => alerts.note(format_args!(
+            "took over an empty lock file left {} ago (by flock(1), or a writer that died)",
+            show(Duration::try_from(*age).unwrap_or_default())
+        )),
+        _ => {}
     }
     start(cfg, lease, alerts)
 }
 
-fn start(cfg: &ExecConfig, mut lease: Lease, alerts: &mut Alerts) -> Exit {
-    let mut cmd = std::process::Command::new(&cfg.command[0]);
-    cmd.args(&cfg.command[1..])
-        .env("BATON_LOCK", &cfg.lock)
-        .env("BATON_TOKEN", lease.token().to_string())
-        .env("BATON_FENCE", lease.fence().to_string())
-        .env("BATON_RUN_ID", &cfg.run_id);
-    // The job's detached processes (setsid, a double fork) stay baton's
-    // descendants, so they are stopped and waited for with the job.
-    if let Err(e) = baton_lease::job::become_subreaper() {
-        say!("baton: cannot adopt the job's detached processes ({e}); only its group is tracked");
-    }
-    // Signals are caught before the child exists, so none is lost between.
-    let signals = match supervise::Signals::install() {
-        Ok(s) => s,
-        Err(e) => {
-            say!("baton: failed to install signal handlers: {e}");
-            return release(cfg, lease, Exit::Failure, alerts);
-        }
-    };
-    let gated = match child::spawn_gated(cmd) {
-        Ok(g) => g,
-        Err(e) => {
-            say!("baton: failed to start {:?}: {e}", cfg.command[0]);
-            return release(cfg, lease, spawn_exit(&e), alerts);
-        }
-    };
-    let renewed = SystemClock.boot();
-    match lease.set_job_group(gated.pid()) {
-        Ok(Renewal::Renewed) => {}
-        Ok(Renewal::Lost(lost)) => {
-            gated.close();
-            alerts.raise(run_alert(
-                cfg,
-                &lease,
+/// The runner's events, as `baton exec` reports them.
+struct Events<'a> {
+    cfg: &'a ExecConfig,
+    alerts: &'a mut Alerts,
+    fence: u64,
+}
+
+impl baton_runner::Report for Events<'_> {
+    fn event(&mut self, e: Event) {
+        let label = self.cfg.label();
+        let (kind, message) = match e {
+            Event::Overrunning { budget } => (
+                Kind::Overrunning,
+                format!(
+                    "{label}: still running after its budget of {}; it keeps its lease",
+                    show(budget)
+                ),
+            ),
+            Event::TimedOut { after } => (
+                Kind::Timeout,
+                format!(
+                    "{label}: timed out after {}; stopping the command",
+                    show(after)
+                ),
+            ),
+            Event::LeaseLost { why } => (
                 Kind::LeaseLost,
-                format!("{lost}; the command did not run"),
-            ));
-            return Exit::LeaseLost;
-        }
-        Ok(Renewal::Unconfirmed(busy)) => {
-            gated.close();
-            say!(
-                "baton: could not record the command's process group in {} ({busy}); the command did not run",
-                cfg.lock.display()
-            );
-            return release(cfg, lease, Exit::Failure, alerts);
-        }
-        Err(e) => {
-            gated.close();
-            say!("baton: {e}; the command did not run");
-            return release(cfg, lease, Exit::Failure, alerts);
-        }
+                format!("{label}: {why}; stopping the command"),
+            ),
+            Event::RenewTrouble { why } => return self.alerts.note(format_args!("{why}")),
+            Event::Leftovers { count } => {
+                return self.alerts.note(format_args!(
+                    "the command exited and left {count} process{} running (in its group or \
+                     detached); stopping them before the lease is released",
+                    if count == 1 { "" } else { "es" }
+                ));
+            }
+            Event::Stuck { pids, after } => {
+                // Not an alert kind of its own: the lease stays held, and a
+                // later run reports it as orphaned or busy.
+                say!(
+                    "baton: {label}: processes {pids:?} still run {} after they were sent \
+                     SIGKILL; baton keeps the lease and keeps trying",
+                    show(after)
+                );
+                return;
+            }
+            Event::Forwarded { .. } => return,
+            Event::NoCgroup { why } => return self.alerts.note(format_args!("{why}")),
+        };
+        let a = run_alert(self.cfg, self.fence, kind, message);
+        self.alerts.raise(a);
     }
-    // A signal that arrived before the command started stops it from starting.
-    if let Some(sig) = signals.pending() {
-        gated.close();
-        say!("baton: received signal {sig} before the command started; it did not run");
-        let code = u8::try_from(128 + sig).unwrap_or(255);
-        return release(cfg, lease, Exit::Child(code), alerts);
-    }
-    let child = match gated.open() {
-        child::Started::Running(c) => c,
-        child::Started::Failed(e) => {
-            say!("baton: failed to run {:?}: {e}", cfg.command[0]);
-            return release(cfg, lease, spawn_exit(&e), alerts);
+}
+
+fn start(cfg: &ExecConfig, lease: Lease, alerts: &mut Alerts) -> Exit {
+    let fence = lease.fence().get();
+    let mut spec = StepSpec::new(cfg.command[0].clone(), cfg.command[1..].to_vec());
+    spec.env = vec![
+        ("BATON_LOCK".into(), cfg.lock.clone().into_os_string()),
+        ("BATON_TOKEN".into(), lease.token().to_string().into()),
+        ("BATON_FENCE".into(), fence.to_string().into()),
+        ("BATON_RUN_ID".into(), cfg.run_id.clone().into()),
+    ];
+    spec.timeout = cfg.timeout;
+    spec.kill_grace = cfg.kill_grace;
+    spec.first_signal = cfg.signal;
+    spec.stdin = Stdin::Inherit;
+    spec.foreground = true;
+    let session_cfg = SessionConfig {
+        max_runtime: cfg.max_runtime,
+        cgroup: cfg.cgroup.clone(),
+        label: cfg.run_id.clone(),
+    };
+    let mut events = Events { cfg, alerts, fence };
+    let mut session = match Session::start(lease, session_cfg, &mut events) {
+        Ok(s) => s,
+        Err(failed) => {
+            let (lease, e) = *failed;
+            say!("baton: failed to install signal handlers: {e}");
+            let _ = lease.release();
+            return Exit::Failure;
         }
     };
-    supervise::Supervisor::new(cfg, lease, renewed, child, signals, alerts).run()
-}
-
-/// The exit code for a command that could not be started.
-fn spawn_exit(e: &std::io::Error) -> Exit {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => Exit::NotFound,
-        std::io::ErrorKind::PermissionDenied => Exit::NotExecutable,
-        _ if e.raw_os_error() == Some(rustix::io::Errno::NOEXEC.raw_os_error()) => {
-            Exit::NotExecutable
-        }
-        _ if e.raw_os_error() == Some(rustix::io::Errno::ISDIR.raw_os_error()) => {
-            Exit::NotExecutable
-        }
-        _ => Exit::Failure,
-    }
-}
-
-/// Releases (token-checked) and settles the exit code.
-fn release(cfg: &ExecConfig, lease: Lease, exit: Exit, alerts: &mut Alerts) -> Exit {
-    let fence = lease.fence();
-    match lease.release() {
-        Ok(baton_lease::Release::Released) => exit,
-        Ok(baton_lease::Release::Lost(lost)) => {
-            alerts.raise(Alert {
-                kind: Kind::LeaseLost,
-                lock: cfg.lock.display().to_string(),
-                name: cfg.name.clone(),
-                holder: None,
-                run_id: Some(cfg.run_id.clone()),
-                fence: Some(fence.get()),
-                time: crate::alert::now_text(),
-                message: format!("{lost}; this run's release changed nothing"),
-                status: None,
-            });
-            Exit::LeaseLost
-        }
-        Ok(baton_lease::Release::Unconfirmed(b)) => {
-            say!(
-                "baton: could not release {} ({b}); it frees itself once this process has exited",
-                cfg.lock.display()
+    let result = session.run(spec);
+    let finish = session.finish();
+    let mut exit = Exit::of(&result.ending);
+    match &result.ending {
+        baton_runner::Ending::NotStarted(f) => say!("baton: {}", f.message),
+        baton_runner::Ending::Exited(_) | baton_runner::Ending::Signaled(_)
+            if !result.ending.success() && result.interrupted.is_none() =>
+        {
+            let mut a = run_alert(
+                cfg,
+                fence,
+                Kind::Failed,
+                format!("{}: the command {}", cfg.label(), result.ending.describe()),
             );
-            exit
+            a.status = Some(i32::from(exit.code()));
+            alerts.raise(a);
         }
-        Err(e) => {
-            say!("baton: {e}; the lease frees itself once this process has exited");
-            exit
-        }
+        _ => {}
     }
+    match finish {
+        Finish::Released => {}
+        Finish::Lost(why) => {
+            if exit != Exit::LeaseLost {
+                alerts.raise(run_alert(
+                    cfg,
+                    fence,
+                    Kind::LeaseLost,
+                    format!("{}: {why}", cfg.label()),
+                ));
+            }
+            exit = Exit::LeaseLost;
+        }
+        Finish::Unconfirmed(why) => say!("baton: {why}"),
+    }
+    exit
 }
 
 fn refusal_alert(cfg: &ExecConfig, refused: &Outcome) -> Alert {
+    let now = SystemClock.wall();
     let (kind, holder) = match refused {
-        Outcome::Busy(baton_lease::Busy::Held { holder, .. }) => (Kind::Busy, Some(holder)),
+        Outcome::Busy(baton_lease::Busy::Held { holder, .. }) => {
+            let over = holder_over_budget(holder, now);
+            (
+                if over { Kind::Overrunning } else { Kind::Busy },
+                Some(holder),
+            )
+        }
         Outcome::Busy(_) | Outcome::Acquired(_) => (Kind::Busy, None),
         Outcome::Hung { holder, .. } => (Kind::Hung, Some(holder)),
         Outcome::Orphaned { holder, .. } => (Kind::Orphaned, Some(holder)),
         Outcome::VersionConflict(_) => (Kind::VersionConflict, None),
     };
-    let label = cfg
-        .name
-        .clone()
-        .unwrap_or_else(|| cfg.lock.display().to_string());
-    let mut message = format!("{label}: not run, {}", refused.describe());
+    let mut message = format!("{}: not run, {}", cfg.label(), refused.describe());
     if let Some(h) = holder {
-        let now = SystemClock.wall();
         let age = |t: Option<jiff::Timestamp>| {
             t.and_then(|t| Duration::try_from(now.duration_since(t)).ok())
                 .map(show)
         };
         if let (Some(held), Some(renewed)) = (age(h.acquired()), age(h.renewed())) {
             message.push_str(&format!(" (held for {held}, last renewed {renewed} ago)"));
+        }
+        if kind == Kind::Overrunning {
+            message.push_str("; the holder is past its --max-runtime budget");
         }
     }
     Alert {
@@ -212,14 +233,25 @@ fn refusal_alert(cfg: &ExecConfig, refused: &Outcome) -> Alert {
     }
 }
 
-fn run_alert(cfg: &ExecConfig, lease: &Lease, kind: Kind, message: String) -> Alert {
+/// Whether a live holder has held its lease past the budget it declared.
+fn holder_over_budget(holder: &baton_lease::Holder, now: jiff::Timestamp) -> bool {
+    let baton_lease::Holder::V3(h) = holder else {
+        return false;
+    };
+    let Some(budget) = h.budget else {
+        return false;
+    };
+    Duration::try_from(now.duration_since(h.acquired)).is_ok_and(|held| held > budget)
+}
+
+fn run_alert(cfg: &ExecConfig, fence: u64, kind: Kind, message: String) -> Alert {
     Alert {
         kind,
         lock: cfg.lock.display().to_string(),
         name: cfg.name.clone(),
         holder: None,
         run_id: Some(cfg.run_id.clone()),
-        fence: Some(lease.fence().get()),
+        fence: Some(fence),
         time: crate::alert::now_text(),
         message,
         status: None,

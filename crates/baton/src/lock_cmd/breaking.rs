@@ -1,17 +1,19 @@
 //! `baton lock break`: replace a lease with a free marker. Without options,
 //! only a lease judged dead (or expired, or abandoned) is broken; `--kill`
-//! first stops a same-host holder and its job; `--force` breaks whatever is
-//! there. Every break is logged, with the record it replaced, to stderr and to
-//! `STATE_DIR/breaks.log`.
+//! first stops a same-host holder and its job, signalling only what it
+//! verified to be the record's; `--force` breaks whatever lease is there,
+//! but never a file that is no lock record. Every break is logged, with the
+//! whole record it replaced, to stderr and to `STATE_DIR/breaks.log`
+//! (opened without following a symbolic link).
 
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::Duration;
 
-use baton_lease::{BreakMode, Broken, Stopped};
+use baton_lease::{BreakMode, Broken, Stopped, Verdict};
 
 use crate::cli::BreakArgs;
-
 use crate::exit::Exit;
 
 /// What to break, and how.
@@ -38,7 +40,7 @@ pub fn run_args(state: Option<&Path>, a: BreakArgs) -> Exit {
         Ok(g) => g,
         Err(e) => {
             say!("baton lock break: --grace: {e}");
-            return Exit::LockUsage;
+            return Exit::Usage;
         }
     };
     let names: Vec<String> = a.name.into_iter().collect();
@@ -47,14 +49,17 @@ pub fn run_args(state: Option<&Path>, a: BreakArgs) -> Exit {
         Ok(mut t) if t.len() == 1 => t.remove(0),
         Ok(_) => {
             say!("baton lock break: name exactly one lock");
-            return Exit::LockUsage;
+            return Exit::Usage;
         }
-        Err(e) => {
+        Err((code, e)) => {
             say!("baton lock break: {e}");
-            return Exit::LockUsage;
+            return code;
         }
     };
-    let log_dir = crate::state_dir::resolve(state).ok();
+    // Logged only into a state directory that exists and is trusted.
+    let log_dir = crate::state_dir::resolve(state)
+        .ok()
+        .filter(|d| matches!(crate::state_dir::check_existing(d), Ok(true)));
     run(&Request {
         label: &target.label,
         path: &target.path,
@@ -66,22 +71,31 @@ pub fn run_args(state: Option<&Path>, a: BreakArgs) -> Exit {
     })
 }
 
+fn pid_text(p: Option<u32>) -> String {
+    p.map_or_else(|| "none".into(), |p| p.to_string())
+}
+
 /// Runs a break; prints what happened; returns the exit code.
 pub fn run(r: &Request<'_>) -> Exit {
     let lock = match super::lock_at(r.path, r.v2_stale_after) {
         Ok(l) => l,
         Err(e) => {
             say!("baton lock break: {e}");
-            return Exit::LockUsage;
+            return Exit::Usage;
         }
     };
     if r.kill {
         match lock.stop_holder(r.grace) {
             Ok(Stopped::NotHere { host }) => {
                 say!(
-                    "baton: {}: the holder runs on {host} (or in another pid namespace); nothing was signalled or broken",
+                    "baton: {}: the holder runs on {host} (or in another pid namespace); nothing \
+                     was signalled or broken",
                     r.label
                 );
+                return Exit::Refused;
+            }
+            Ok(Stopped::Unverified { why }) => {
+                say!("baton: {}: nothing was signalled or broken: {why}", r.label);
                 return Exit::Refused;
             }
             Ok(Stopped::Signalled {
@@ -91,11 +105,11 @@ pub fn run(r: &Request<'_>) -> Exit {
                 remaining,
             }) => {
                 say!(
-                    "baton: {}: sent SIGTERM{} to holder {:?} and job group {:?}",
+                    "baton: {}: sent SIGTERM{} to holder pid {} and job group {}",
                     r.label,
                     if killed { " then SIGKILL" } else { "" },
-                    holder,
-                    group
+                    pid_text(holder),
+                    pid_text(group)
                 );
                 if remaining {
                     say!(
@@ -108,7 +122,7 @@ pub fn run(r: &Request<'_>) -> Exit {
             Ok(Stopped::NothingHeld | Stopped::AlreadyGone) => {}
             Err(e) => {
                 say!("baton: {e}");
-                return Exit::LockUsage;
+                return Exit::of_error(&e);
             }
         }
     }
@@ -130,14 +144,40 @@ pub fn run(r: &Request<'_>) -> Exit {
             log(r.log_dir, &line);
             Exit::Ok
         }
+        Ok(Broken::NothingHeld {
+            verdict: Verdict::Absent,
+        }) => {
+            say!(
+                "baton lock break: {}: no lock file at {} (is the name right?)",
+                r.label,
+                r.path.display()
+            );
+            Exit::NoSuchLock
+        }
         Ok(Broken::NothingHeld { verdict }) => {
             outln!("{}: nothing to break ({})", r.label, verdict.word());
             Exit::Ok
         }
+        Ok(Broken::Refused {
+            verdict: verdict @ Verdict::Refused(_),
+        }) => {
+            say!(
+                "baton: {}: not broken: it holds {}; make sure nothing runs under this lock, then \
+                 add --force",
+                r.label,
+                match &verdict {
+                    Verdict::Refused(baton_lease::Foreign::Version(v)) => format!("a lease of {v}"),
+                    Verdict::Refused(baton_lease::Foreign::Unreadable(why)) =>
+                        format!("a damaged record ({why})"),
+                    _ => verdict.word().to_owned(),
+                }
+            );
+            Exit::Unjudgeable
+        }
         Ok(Broken::Refused { verdict }) => {
             say!(
-                "baton: {}: not broken: the lease is {} and not provably dead; use --kill to stop a \
-                 same-host holder first, or --force",
+                "baton: {}: not broken: the lease is {} and not provably dead; --kill stops a \
+                 same-host holder and its job first, --force breaks it anyway",
                 r.label,
                 verdict.word()
             );
@@ -145,11 +185,13 @@ pub fn run(r: &Request<'_>) -> Exit {
         }
         Err(e) => {
             say!("baton: {e}");
-            Exit::LockUsage
+            Exit::of_error(&e)
         }
     }
 }
 
+/// Appends `line` to `DIR/breaks.log`: owner-only, never through a symbolic
+/// link, one write per line.
 fn log(dir: Option<&Path>, line: &str) {
     let Some(dir) = dir.filter(|d| d.is_dir()) else {
         return;
@@ -158,8 +200,10 @@ fn log(dir: Option<&Path>, line: &str) {
     let r = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
+        .mode(0o600)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
         .open(&path)
-        .and_then(|mut f| writeln!(f, "{line}"));
+        .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()));
     if let Err(e) = r {
         say!("baton: failed to append to {}: {e}", path.display());
     }

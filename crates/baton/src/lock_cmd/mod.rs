@@ -1,12 +1,14 @@
 //! `baton lock`: the operator's view of locks ([`show`]) and the operator's
 //! break ([`breaking`]). Reading never changes a lock; breaking changes one
 //! only under the file's mutex, on a fresh verdict, and logs what it replaced.
+//! Both exit with the table in `baton lock --help`.
 
 pub mod breaking;
 pub mod show;
 
 use std::path::{Path, PathBuf};
 
+use crate::exit::Exit;
 use crate::state_dir;
 
 /// A lock the operator named: its label and its file.
@@ -17,28 +19,33 @@ pub struct Target {
     pub path: PathBuf,
 }
 
-/// Resolves names against the state directory (never creating it) and
-/// passes paths through.
+/// Resolves names against the state directory (never creating it, and
+/// refusing one another user could have prepared) and makes paths absolute.
 pub fn targets(
     state: Option<&Path>,
     names: &[String],
     paths: &[PathBuf],
-) -> Result<Vec<Target>, String> {
+) -> Result<Vec<Target>, (Exit, String)> {
     let mut out = Vec::new();
     if !names.is_empty() {
-        let dir = state_dir::resolve(state).map_err(|e| e.to_string())?;
+        let dir = state_dir::resolve(state).map_err(|e| (Exit::Failure, e.to_string()))?;
+        state_dir::check_existing(&dir).map_err(|e| (Exit::Failure, e.to_string()))?;
         for n in names {
-            let path = state_dir::lock_path(&dir.join("locks"), n).map_err(|e| e.to_string())?;
+            let path = state_dir::lock_path(&dir.join("locks"), n)
+                .map_err(|e| (Exit::Usage, e.to_string()))?;
             out.push(Target {
                 label: n.clone(),
                 path,
             });
         }
     }
-    out.extend(paths.iter().map(|p| Target {
-        label: p.display().to_string(),
-        path: p.clone(),
-    }));
+    for p in paths {
+        let path = state_dir::lock_file(p).map_err(|e| (Exit::Failure, e))?;
+        out.push(Target {
+            label: path.display().to_string(),
+            path,
+        });
+    }
     Ok(out)
 }
 
@@ -53,18 +60,28 @@ pub fn lock_at(path: &Path, v2_stale_after: &str) -> Result<baton_lease::Lock, S
 }
 
 /// Every lock in the state directory, by name.
-pub fn all(state: Option<&Path>) -> Result<Vec<Target>, String> {
-    let dir = state_dir::resolve(state)
-        .map_err(|e| e.to_string())?
-        .join("locks");
+pub fn all(state: Option<&Path>) -> Result<Vec<Target>, (Exit, String)> {
+    let dir = state_dir::resolve(state).map_err(|e| (Exit::Failure, e.to_string()))?;
+    state_dir::check_existing(&dir).map_err(|e| (Exit::Failure, e.to_string()))?;
+    let dir = dir.join("locks");
     let entries = match std::fs::read_dir(&dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(format!("failed to list {}: {e}", dir.display())),
+        Err(e) => {
+            return Err((
+                Exit::Failure,
+                format!("failed to list {}: {e}", dir.display()),
+            ));
+        }
     };
     let mut out = Vec::new();
     for entry in entries {
-        let entry = entry.map_err(|e| format!("failed to list {}: {e}", dir.display()))?;
+        let entry = entry.map_err(|e| {
+            (
+                Exit::Failure,
+                format!("failed to list {}: {e}", dir.display()),
+            )
+        })?;
         let file = entry.file_name().to_string_lossy().into_owned();
         if let Some(name) = file.strip_suffix(".lock")
             && state_dir::check_name(name).is_ok()

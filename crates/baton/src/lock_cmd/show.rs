@@ -56,6 +56,15 @@ fn ago(now: Timestamp, t: Timestamp) -> String {
     }
 }
 
+/// How to name the lock in a suggested command: `NAME` or `--lock PATH`.
+fn arg(label: &str, path: &std::path::Path) -> String {
+    if crate::state_dir::check_name(label).is_ok() {
+        label.to_owned()
+    } else {
+        format!("--lock {}", path.display())
+    }
+}
+
 /// Describes one inspection.
 pub fn shown(label: &str, i: &Inspection, now: Timestamp) -> Shown {
     let mut s = Shown {
@@ -100,9 +109,13 @@ pub fn shown(label: &str, i: &Inspection, now: Timestamp) -> Shown {
         Some(Body::Empty) => s.state = "empty",
         Some(Body::Foreign(_)) => s.state = "foreign",
         Some(Body::Unreadable(_)) => s.state = "unreadable",
+        Some(Body::NotALock(_)) => s.state = "not-a-lock",
     }
+    let a = arg(label, &i.path);
     s.detail = match &i.verdict {
-        Verdict::Absent => "no lock file: nothing has run under this lock".into(),
+        Verdict::Absent => {
+            "no lock file: nothing has run under this lock (is the name right?)".into()
+        }
         Verdict::Free(_) => "free".into(),
         Verdict::Live { holder, skew: None } => match holder.renewed() {
             Some(r) => format!("held by {holder}; renewed {}", ago(now, r)),
@@ -111,32 +124,56 @@ pub fn shown(label: &str, i: &Inspection, now: Timestamp) -> Shown {
         Verdict::Live {
             holder,
             skew: Some(k),
-        } => format!("held by {holder}; its stamp is {k} in this host's future (clock skew)"),
+        } => format!(
+            "held by {holder}; its stamp is {} in this host's future (clock skew)",
+            baton_lease::human_signed(*k)
+        ),
         Verdict::Hung { holder, lapsed } => format!(
-            "the holder is alive but has not renewed for {}: {holder}",
+            "the holder is alive but has not renewed for {}: {holder}; `baton lock break --kill {a}` \
+             stops it and its job, then breaks the lease",
             show(*lapsed)
         ),
-        Verdict::Orphaned { holder, pgid } => {
-            format!("the holder is gone but its job's group {pgid} still runs: {holder}")
-        }
+        Verdict::Orphaned { holder, pgid } => format!(
+            "the holder is gone but its job's group {pgid} still runs: {holder}; the lease frees \
+             itself once the group is empty, or `baton lock break --kill {a}` stops the group"
+        ),
         Verdict::Dead { holder, evidence } => {
             format!("the holder is dead ({evidence}): {holder}; the next run takes it")
         }
-        Verdict::Expired { holder, age } => {
-            format!("expired {age} after its holder's last renewal: {holder}")
-        }
-        Verdict::Writing { age } => format!("empty for {age}: a record is being written"),
-        Verdict::Abandoned { age } => {
-            format!("empty for {age}: its writer died; the next run takes it")
-        }
-        Verdict::Refused(baton_lease::Foreign::Version(v)) => format!(
-            "a lease of {v}: refused, never judged; stop the other implementation, then `baton lock break --force`"
+        Verdict::Expired { holder, age } => format!(
+            "expired {} after its holder's last renewal: {holder}; the next run takes it",
+            baton_lease::human_signed(*age)
         ),
-        Verdict::Refused(baton_lease::Foreign::Unreadable(why)) => {
-            format!("unreadable ({why}): refused; `baton lock break --force` once nothing runs")
-        }
+        Verdict::Writing { age } => format!(
+            "empty for {}: a record is being written",
+            baton_lease::human_signed(*age)
+        ),
+        Verdict::Abandoned { age } => format!(
+            "empty for {} (flock(1) leaves such files; or a writer died): the next run takes it",
+            baton_lease::human_signed(*age)
+        ),
+        Verdict::Refused(baton_lease::Foreign::Version(v)) => format!(
+            "a lease of {v}: refused at any age, never judged; stop every instance of the other \
+             lock implementation, then `baton lock break --force {a}`"
+        ),
+        Verdict::Refused(baton_lease::Foreign::Unreadable(why)) => format!(
+            "a damaged record ({why}): refused; make sure nothing runs under this lock, then \
+             `baton lock break --force {a}` replaces it with a free one (keeping its fence)"
+        ),
+        Verdict::Refused(baton_lease::Foreign::NotALock(why)) => format!(
+            "no lock record ({why}): look at the file and remove it by hand if it is not needed"
+        ),
     };
     s
+}
+
+/// The exit code for one inspection.
+pub fn exit_for(i: &Inspection) -> Exit {
+    match &i.verdict {
+        Verdict::Absent => Exit::NoSuchLock,
+        Verdict::Refused(_) => Exit::Unjudgeable,
+        _ => Exit::Ok,
+    }
 }
 
 /// The human form: one block per lock.
@@ -156,34 +193,46 @@ pub fn render(all: &[Shown]) -> String {
     out
 }
 
-/// `baton lock show`: inspects each lock named, prints, returns the exit code.
+/// `baton lock show`: inspects each lock named, prints, returns the exit code
+/// (the worst of the locks shown).
 pub fn run(state: Option<&std::path::Path>, a: &ShowArgs) -> Exit {
     let targets = if a.all {
         super::all(state)
     } else if a.names.is_empty() && a.lock.is_empty() {
-        Err("name a lock, give --lock PATH, or use --all".into())
+        Err((
+            Exit::Usage,
+            "name a lock, give --lock PATH, or use --all".into(),
+        ))
     } else {
         super::targets(state, &a.names, &a.lock)
     };
     let targets = match targets {
         Ok(t) => t,
-        Err(e) => {
+        Err((code, e)) => {
             say!("baton lock show: {e}");
-            return Exit::LockUsage;
+            return code;
         }
     };
     use baton_lease::Clock;
     let now = baton_lease::SystemClock.wall();
     let mut all = Vec::new();
-    let mut failed = false;
+    let mut exit = Exit::Ok;
     for t in &targets {
-        let inspected = super::lock_at(&t.path, &a.v2_stale_after)
-            .and_then(|l| l.inspect().map_err(|e| e.to_string()));
-        match inspected {
-            Ok(i) => all.push(shown(&t.label, &i, now)),
+        let lock = match super::lock_at(&t.path, &a.v2_stale_after) {
+            Ok(l) => l,
+            Err(e) => {
+                say!("baton lock show: {e}");
+                return Exit::Usage;
+            }
+        };
+        match lock.inspect() {
+            Ok(i) => {
+                exit = exit.worst(exit_for(&i));
+                all.push(shown(&t.label, &i, now));
+            }
             Err(e) => {
                 say!("baton lock show: {}: {e}", t.label);
-                failed = true;
+                exit = exit.worst(Exit::of_error(&e));
             }
         }
     }
@@ -192,11 +241,11 @@ pub fn run(state: Option<&std::path::Path>, a: &ShowArgs) -> Exit {
             Ok(j) => outln!("{j}"),
             Err(e) => {
                 say!("baton lock show: failed to encode JSON: {e}");
-                return Exit::LockUsage;
+                return Exit::Failure;
             }
         }
     } else {
         out!("{}", render(&all));
     }
-    if failed { Exit::Refused } else { Exit::Ok }
+    exit
 }

@@ -13,8 +13,8 @@ fn alerts_in(path: &std::path::Path) -> Vec<serde_json::Value> {
 
 fn collector(env: &Env) -> (String, std::path::PathBuf) {
     let file = env.path("alerts.jsonl");
-    // One JSON object per line.
-    (format!("(cat; echo) >> {}", file.display()), file)
+    // One JSON object per line: baton ends each with a newline.
+    (format!("cat >> {}", file.display()), file)
 }
 
 #[test]
@@ -38,7 +38,17 @@ fn a_skipped_run_raises_a_busy_alert_naming_the_holder() {
     let env = Env::new();
     let first = env.hold("job", &[], 60);
     let (cmd, file) = collector(&env);
+    // A skip because a healthy holder runs is quiet by default...
     let o = env.exec_sh("job", &["--alert-command", &cmd], "true");
+    assert_eq!(code(&o), 75);
+    assert_eq!(stderr(&o), "");
+    assert!(alerts_in(&file).is_empty());
+    // ...and alerts when asked to.
+    let o = env.exec_sh(
+        "job",
+        &["--alert-command", &cmd, "--alert-on", "busy"],
+        "true",
+    );
     assert_eq!(code(&o), 75);
     let a = alerts_in(&file);
     assert_eq!(a[0]["kind"], "busy");

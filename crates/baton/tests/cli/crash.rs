@@ -115,7 +115,7 @@ fn a_backgrounded_grandchild_is_stopped_before_the_lease_is_released() {
         .unwrap();
     eventually("the grandchild to be stopped", || !alive(grandchild));
     assert!(
-        stderr(&o).contains("left processes running"),
+        stderr(&o).contains("left 1 process running"),
         "{}",
         stderr(&o)
     );

@@ -68,8 +68,34 @@ fn bad_options_are_125_and_name_the_problem() {
             "--busy-exit",
         ),
         (
-            &["exec", "--name", "x", "--timeout", "0s", "--", "true"],
-            "--timeout",
+            &["exec", "--name", "x", "--signal", "NOPE", "--", "true"],
+            "--signal",
+        ),
+        (
+            &[
+                "exec",
+                "--name",
+                "x",
+                "--alert-on",
+                "busy,nope",
+                "--",
+                "true",
+            ],
+            "--alert-on",
+        ),
+        (
+            &[
+                "exec",
+                "--name",
+                "x",
+                "--kill-grace",
+                "0ms",
+                "--takeover-grace",
+                "1s",
+                "--",
+                "true",
+            ],
+            "lengthen --takeover-grace",
         ),
         (
             &["exec", "--name", "x", "--run-id", "has space", "--", "true"],

@@ -5,8 +5,9 @@ use crate::support::{Env, code, stderr, stdout};
 #[test]
 fn show_describes_each_state() {
     let env = Env::new();
+    // An absent lock is shown, and exits 3: a typo must be visible to a script.
     let o = env.run(&["lock", "show", "never"]);
-    assert_eq!(code(&o), 0);
+    assert_eq!(code(&o), 3);
     assert!(stdout(&o).contains("never  absent"), "{}", stdout(&o));
     assert_eq!(code(&env.exec_sh("job", &[], "true")), 0);
     let b = env.hold("busy", &[], 60);

@@ -6,6 +6,7 @@ mod support;
 mod alerts;
 mod crash;
 mod exit_codes;
+mod hardening;
 mod lock_tools;
 mod overlap;
 mod versions;

@@ -11,6 +11,15 @@ fn a_second_exec_is_skipped_with_75_and_its_command_never_starts() {
     let o = env.exec_sh("job", &[], &format!("touch {}", marker.display()));
     assert_eq!(code(&o), 75, "{}", stderr(&o));
     assert!(!marker.exists(), "the second command ran");
+    // Quiet, as flock -n is, while the holder is healthy.
+    assert_eq!(stderr(&o), "");
+    let o = env.exec_sh(
+        "job",
+        &["--verbose"],
+        &format!("touch {}", marker.display()),
+    );
+    assert_eq!(code(&o), 75, "{}", stderr(&o));
+    assert!(!marker.exists(), "the second command ran");
     let err = stderr(&o);
     assert_eq!(err.lines().count(), 1, "{err}");
     for needle in ["job", "busy", "pid", "held for", "last renewed"] {

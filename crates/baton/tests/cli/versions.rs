@@ -57,7 +57,8 @@ fn lock_break_force_clears_a_foreign_file() {
     let env = Env::new();
     plant(&env, "version=9 who=knows\n");
     let o = env.run(&["lock", "break", "job"]);
-    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(code(&o), 4, "{}", stderr(&o));
+    assert!(stderr(&o).contains("--force"), "{}", stderr(&o));
     let o = env.run(&["lock", "break", "job", "--force"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(crate::support::stdout(&o).contains("version=9 who=knows"));

@@ -12,6 +12,10 @@
 //! `std`'s `spawn` returns only once the child has `exec`ed, so the spawn runs
 //! on a thread of its own while the calling thread reads the pid, records it
 //! and opens the gate.
+//!
+//! Between the report and the gate the caller may also move the child into a
+//! cgroup of its own and hand it the terminal's foreground: everything the
+//! job will ever fork inherits both.
 
 #![allow(unsafe_code)] // The gate runs between fork and exec.
 

@@ -1,0 +1,224 @@
+//! Who may have prepared the files a lock relies on.
+//!
+//! A lock is only as safe as the directory it lives in: a user who can write
+//! the directory can delete a holder's lock file while its job runs (the next
+//! run overlaps it), plant a live-looking record that skips every run, or put
+//! a symbolic link where a log should be. So, as ssh's `StrictModes` does,
+//! baton refuses a lock file, or a directory on the way to it, that a user
+//! other than the invoking one or root owns or can write. A directory that
+//! others may write is accepted only with the sticky bit (`/tmp`,
+//! `/run/lock`), and only where the caller allows it: there, nobody but its
+//! owner can remove or rename an entry.
+//!
+//! This module decides from metadata and never opens, creates or changes
+//! anything. [`crate::Lock`] checks the lock file and its directory on every
+//! open; callers that choose a directory (a state directory) check the whole
+//! path to it once with [`check_dir_path`].
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// Why a file or directory is not trusted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{} is {why}: {remedy}", path.display())]
+pub struct Untrusted {
+    /// The file or directory.
+    pub path: PathBuf,
+    /// What is wrong with it.
+    pub why: String,
+    /// What to do.
+    pub remedy: String,
+}
+
+/// Whether a directory that others may write is accepted when it has the
+/// sticky bit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sticky {
+    /// Accepted (a shared directory such as `/tmp` or `/run/lock`).
+    Allowed,
+    /// Refused: the directory must be writable by its owner alone.
+    Refused,
+}
+
+/// The user this process acts as.
+pub fn me() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+fn owner_ok(uid: u32) -> bool {
+    uid == 0 || uid == me()
+}
+
+fn owner_name(uid: u32) -> String {
+    if uid == 0 {
+        "root".into()
+    } else {
+        format!("uid {uid}")
+    }
+}
+
+/// Checks a lock file's owner and mode (from its `fstat`).
+///
+/// # Errors
+///
+/// When another user owns it, or its group or others may write it.
+pub fn check_file(path: &Path, uid: u32, mode: u32) -> Result<(), Untrusted> {
+    if !owner_ok(uid) {
+        return Err(Untrusted {
+            path: path.to_owned(),
+            why: format!(
+                "owned by {}, not by {} or root",
+                owner_name(uid),
+                owner_name(me())
+            ),
+            remedy: "a lock file another user controls could be rewritten under a running job; \
+                     remove it once nothing runs under it, or choose another lock path"
+                .into(),
+        });
+    }
+    if mode & 0o022 != 0 {
+        return Err(Untrusted {
+            path: path.to_owned(),
+            why: format!(
+                "writable by its group or by others (mode {:04o})",
+                mode & 0o7777
+            ),
+            remedy: format!(
+                "`chmod go-w {}`, or choose another lock path",
+                path.display()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Checks one directory's owner and mode.
+///
+/// # Errors
+///
+/// When another user owns it, or its group or others may write it (unless
+/// `sticky` allows a sticky directory).
+pub fn check_dir_meta(
+    path: &Path,
+    meta: &std::fs::Metadata,
+    sticky: Sticky,
+) -> Result<(), Untrusted> {
+    let mode = meta.mode();
+    if !owner_ok(meta.uid()) {
+        return Err(Untrusted {
+            path: path.to_owned(),
+            why: format!(
+                "a directory owned by {}, not by {} or root",
+                owner_name(meta.uid()),
+                owner_name(me())
+            ),
+            remedy: "another user could delete or replace the locks in it; use a directory you \
+                     own (set --state-dir or BATON_STATE_DIR), or `chown` it"
+                .into(),
+        });
+    }
+    let shared = mode & 0o022 != 0;
+    let sticky_ok = sticky == Sticky::Allowed && mode & 0o1000 != 0;
+    if shared && !sticky_ok {
+        return Err(Untrusted {
+            path: path.to_owned(),
+            why: format!(
+                "a directory writable by its group or by others (mode {:04o})",
+                mode & 0o7777
+            ),
+            remedy: format!(
+                "another user could delete or replace the locks in it; `chmod go-w {}`, or use \
+                 another directory",
+                path.display()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Checks `dir` and every directory above it, after resolving symbolic
+/// links: each must be owned by this user or root and writable by nobody
+/// else. `dir` itself follows `leaf`; the directories above it may be
+/// sticky and shared (as `/tmp` is), since nobody can then move `dir` away.
+///
+/// # Errors
+///
+/// The first directory on the path that fails, or an I/O error (reported as
+/// untrusted: what cannot be checked is not trusted).
+pub fn check_dir_path(dir: &Path, leaf: Sticky) -> Result<(), Untrusted> {
+    let real = std::fs::canonicalize(dir).map_err(|e| Untrusted {
+        path: dir.to_owned(),
+        why: format!("not a directory that can be checked ({e})"),
+        remedy: "create it, or choose another directory".into(),
+    })?;
+    let mut first = true;
+    for p in real.ancestors() {
+        let meta = std::fs::metadata(p).map_err(|e| Untrusted {
+            path: p.to_owned(),
+            why: format!("not readable ({e})"),
+            remedy: "fix its permissions, or choose another directory".into(),
+        })?;
+        if !meta.is_dir() {
+            return Err(Untrusted {
+                path: p.to_owned(),
+                why: "not a directory".into(),
+                remedy: "choose another directory".into(),
+            });
+        }
+        let sticky = if first { leaf } else { Sticky::Allowed };
+        check_dir_meta(p, &meta, sticky)?;
+        first = false;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn group_or_world_writable_files_are_refused() {
+        let p = Path::new("/x.lock");
+        assert!(check_file(p, me(), 0o100600).is_ok());
+        assert!(check_file(p, me(), 0o100644).is_ok());
+        assert!(check_file(p, 0, 0o100644).is_ok());
+        let e = check_file(p, me(), 0o100666).unwrap_err();
+        assert!(
+            e.to_string().contains("writable by its group or by others"),
+            "{e}"
+        );
+        assert!(check_file(p, me(), 0o100620).is_err());
+    }
+
+    #[test]
+    fn a_file_owned_by_another_user_is_refused() {
+        let other = if me() == 65534 { 65533 } else { 65534 };
+        let e = check_file(Path::new("/x.lock"), other, 0o100600).unwrap_err();
+        assert!(e.to_string().contains("owned by uid"), "{e}");
+    }
+
+    #[test]
+    fn a_shared_directory_needs_the_sticky_bit_and_permission() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path().join("d");
+        std::fs::create_dir(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(check_dir_path(&d, Sticky::Allowed).is_err());
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        assert!(check_dir_path(&d, Sticky::Allowed).is_ok());
+        assert!(check_dir_path(&d, Sticky::Refused).is_err());
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(check_dir_path(&d, Sticky::Refused).is_ok());
+        // Below a shared sticky directory (as below /tmp), a private one is fine.
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let inner = d.join("inner");
+        std::fs::create_dir(&inner).unwrap();
+        std::fs::set_permissions(&inner, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(check_dir_path(&inner, Sticky::Refused).is_ok());
+        // Below a shared directory without the sticky bit, nothing is safe.
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = check_dir_path(&inner, Sticky::Refused).unwrap_err();
+        assert_eq!(e.path, std::fs::canonicalize(&d).unwrap());
+    }
+}

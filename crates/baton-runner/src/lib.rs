@@ -1,0 +1,52 @@
+//! baton-runner: one run of a job, from a held lease to its release.
+//!
+//! `baton exec`, `baton run`, `baton tick` and the daemon all run jobs
+//! through this crate and never spawn or stop a job's processes themselves.
+//! A [`Session`] owns the lease for the whole run and keeps the holder's side
+//! of the lock's contract (see `DESIGN.md`, "The holder's contract"):
+//!
+//! - a step's command starts only once its process group is on the lease
+//!   record ([`gate`]), so a crash of the runner never leaves a job running
+//!   unrecorded;
+//! - the lease is renewed every third of its TTL, through steps and the
+//!   pauses between them; when a renewal finds it lost, or none has
+//!   succeeded for a whole TTL, the running step is stopped before anyone
+//!   else may take the lease (self-fencing);
+//! - a step is over only when its whole process tree is gone: its group, and
+//!   every process that left it (the runner is their subreaper), stopped so
+//!   that nothing can escape ([`tree`]); the lease is never released while
+//!   anything a step started still runs;
+//! - signals sent to the runner reach the running step's group.
+//!
+//! One process supervises one run at a time: the subreaper attribute and the
+//! signal handlers are the process's own. Schedulers that run several jobs at
+//! once give each run a process of its own.
+//!
+//! The crate reports what happens through [`Report`] and returns what each
+//! step came to ([`StepResult`]); deciding what is an alert, and where it
+//! goes, is the caller's business. Short helper commands (alert commands)
+//! run through [`hook`], bounded in time and in a process group of their own.
+
+pub mod capture;
+mod cgroup;
+pub mod gate;
+pub mod hook;
+mod limits;
+mod report;
+mod session;
+mod signals;
+mod status;
+mod step;
+mod terminal;
+mod tree;
+
+pub use capture::{Output, Sink};
+pub use hook::{HookCommand, HookOutcome};
+pub use limits::{MIN_TTL, SKEW_ALLOWANCE, TICK, check_self_fencing, mutex_wait_for};
+pub use report::{Event, Report};
+pub use session::{Finish, Paused, Session, SessionConfig};
+pub use status::{
+    Ending, LEASE_LOST, SpawnFailure, SpawnKind, TIMED_OUT, exit_code_of, signal_name,
+    signal_number,
+};
+pub use step::{Stdin, StepResult, StepSpec};

@@ -1,0 +1,104 @@
+//! The timing rules a holder must keep so that its job is dead before its
+//! lease can move to a judge that cannot check it (`DESIGN.md`,
+//! "Self-fencing"): `kill_grace + min(ttl/10, 1 s) + TICK + SKEW_ALLOWANCE ≤
+//! takeover_grace`. Callers validate their options here before anything runs.
+
+use std::time::Duration;
+
+/// The longest a renewal may wait for the file's mutex, in absolute terms.
+const MUTEX_WAIT_CAP: Duration = Duration::from_secs(1);
+/// The supervisor's longest sleep between checks of its deadlines.
+pub const TICK: Duration = Duration::from_millis(100);
+/// The clock skew allowed between hosts judging each other.
+pub const SKEW_ALLOWANCE: Duration = Duration::from_secs(1);
+/// The shortest TTL accepted.
+pub const MIN_TTL: Duration = Duration::from_millis(100);
+
+/// The longest a renewal waits for the lock file's mutex: a tenth of the
+/// TTL, at most a second.
+pub fn mutex_wait_for(ttl: Duration) -> Duration {
+    (ttl / 10).min(MUTEX_WAIT_CAP)
+}
+
+/// Checks the self-fencing inequality. `Err` carries a sentence naming the
+/// values, what they add up to, and what to change; `names` are the option
+/// names as the caller's user knows them (`("--kill-grace",
+/// "--takeover-grace")`, or configuration keys).
+///
+/// # Errors
+///
+/// When `ttl` is shorter than [`MIN_TTL`], or the inequality does not hold.
+pub fn check_self_fencing(
+    ttl: Duration,
+    kill_grace: Duration,
+    takeover_grace: Duration,
+    names: (&str, &str, &str),
+) -> Result<(), String> {
+    let (ttl_name, grace_name, takeover_name) = names;
+    if ttl < MIN_TTL {
+        return Err(format!(
+            "{ttl_name} {} is shorter than the minimum, {}",
+            show(ttl),
+            show(MIN_TTL)
+        ));
+    }
+    let needed = kill_grace + mutex_wait_for(ttl) + TICK + SKEW_ALLOWANCE;
+    if needed > takeover_grace {
+        return Err(format!(
+            "{grace_name} {} with {takeover_name} {}: a holder that can no longer renew must have \
+             killed its job before a judge on another host may take its lease, and \
+             {grace_name} + min({ttl_name}/10, 1s) + 1.1s comes to {}, more than {takeover_name}; \
+             shorten {grace_name} or lengthen {takeover_name} to at least {}",
+            show(kill_grace),
+            show(takeover_grace),
+            show(needed),
+            show(needed)
+        ));
+    }
+    Ok(())
+}
+
+/// A duration for people: `2h5m`, `3.2s`, `250ms`.
+pub(crate) fn show(d: Duration) -> String {
+    let secs = d.as_secs();
+    if secs >= 3600 {
+        format!("{}h{}m", secs / 3600, (secs % 3600) / 60)
+    } else if secs >= 60 {
+        format!("{}m{}s", secs / 60, secs % 60)
+    } else if secs >= 1 {
+        format!("{:.1}s", d.as_secs_f64())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_leave_room_and_a_long_grace_does_not() {
+        let s = Duration::from_secs;
+        let names = ("--ttl", "--kill-grace", "--takeover-grace");
+        assert!(check_self_fencing(s(30), s(10), s(30), names).is_ok());
+        let e = check_self_fencing(s(30), s(29), s(30), names).unwrap_err();
+        assert!(e.contains("--kill-grace 29.0s"), "{e}");
+        assert!(e.contains("at least 31.1s"), "{e}");
+        let e = check_self_fencing(Duration::from_millis(50), s(1), s(30), names).unwrap_err();
+        assert!(e.contains("shorter than the minimum"), "{e}");
+    }
+
+    #[test]
+    fn a_zero_grace_is_never_called_too_long() {
+        let names = ("--ttl", "--kill-grace", "--takeover-grace");
+        let e = check_self_fencing(
+            Duration::from_secs(30),
+            Duration::ZERO,
+            Duration::from_secs(1),
+            names,
+        )
+        .unwrap_err();
+        assert!(e.contains("lengthen --takeover-grace"), "{e}");
+        assert!(!e.contains("too long"), "{e}");
+    }
+}

@@ -1,0 +1,70 @@
+//! What a session tells its caller while it runs. The runner decides what
+//! happened; the caller decides what each event means for people (an alert,
+//! a log line, nothing). Events are delivered on the supervising thread, in
+//! order, and must not block for long: a renewal may be waiting.
+
+use std::time::Duration;
+
+/// Something that happened during a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// The run passed its soft budget; nothing was stopped. Raised once.
+    Overrunning {
+        /// The budget.
+        budget: Duration,
+    },
+    /// A step ran past its timeout; its tree is being stopped.
+    TimedOut {
+        /// The timeout.
+        after: Duration,
+    },
+    /// The lease was lost (or could not be renewed for a whole TTL); the
+    /// running step, if any, is being stopped. Raised once.
+    LeaseLost {
+        /// Why, in words.
+        why: String,
+    },
+    /// A renewal did not get through; the step is stopped if this lasts.
+    RenewTrouble {
+        /// Why, in words.
+        why: String,
+    },
+    /// A step's command exited and left processes running (in its group or
+    /// detached); they are being stopped before the step ends.
+    Leftovers {
+        /// How many processes were found.
+        count: usize,
+    },
+    /// Processes of a step still run although they were sent `SIGKILL`
+    /// (uninterruptible sleep, or another user's process); the runner keeps
+    /// trying and keeps the lease. Raised once per step.
+    Stuck {
+        /// Their pids.
+        pids: Vec<u32>,
+        /// How long the stop has lasted.
+        after: Duration,
+    },
+    /// A signal sent to the runner was passed on to the step's group.
+    Forwarded {
+        /// The signal's number.
+        signal: i32,
+    },
+    /// The step's cgroup could not be used; the step is tracked through
+    /// `/proc` instead.
+    NoCgroup {
+        /// Why, in words.
+        why: String,
+    },
+}
+
+/// Where a session's events go.
+pub trait Report {
+    /// Receives one event.
+    fn event(&mut self, event: Event);
+}
+
+impl<F: FnMut(Event)> Report for F {
+    fn event(&mut self, event: Event) {
+        self(event);
+    }
+}

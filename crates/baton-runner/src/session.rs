@@ -1,0 +1,590 @@
+//! A run under a held lease: steps, pauses between them, and the release.
+//!
+//! The session owns the lease from the moment its caller acquired it. It
+//! renews it every third of its TTL, during steps and pauses alike, and is
+//! the only code that decides the lease is lost: when a renewal finds the
+//! token gone, or no renewal has succeeded for a whole TTL (measured on the
+//! boot clock from the start of the last successful attempt), the running
+//! step is stopped and no later step may start. [`Session::finish`] releases
+//! the lease, token-checked, and only ever after every step's tree is gone.
+//!
+//! Every wait is bounded by the nearest deadline (renewal, TTL, timeout,
+//! kill grace, budget) and by [`crate::TICK`], and a deadline whose action
+//! was taken is no longer waited for: the supervisor sleeps between events
+//! and never spins.
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::Duration;
+
+use baton_lease::{Clock, Lease, Renewal, SystemClock};
+
+use crate::capture::{self, Output};
+use crate::cgroup::Cgroup;
+use crate::gate::{self, Started};
+use crate::limits::{TICK, show};
+use crate::report::{Event, Report};
+use crate::signals::{Signals, Wake};
+use crate::status::{Ending, SpawnFailure, SpawnKind};
+use crate::step::{Stdin, StepResult, StepSpec};
+use crate::tree::{KILL_ROUND_PAUSE, Tree};
+
+/// How long the stop of a tree may last past the kill grace before the
+/// session reports the survivors as stuck.
+const STUCK_AFTER: Duration = Duration::from_secs(5);
+
+/// How a session is run.
+#[derive(Debug, Clone, Default)]
+pub struct SessionConfig {
+    /// The run's soft budget: past it, one [`Event::Overrunning`], and
+    /// nothing is stopped.
+    pub max_runtime: Option<Duration>,
+    /// A cgroup v2 directory delegated to the runner: each step gets a
+    /// cgroup of its own below it.
+    pub cgroup: Option<PathBuf>,
+    /// A short name for the run, used in cgroup names (the run id).
+    pub label: String,
+}
+
+/// What a pause between steps came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Paused {
+    /// The whole pause passed.
+    Elapsed,
+    /// A signal asked the run to stop.
+    Interrupted(i32),
+    /// The lease was lost.
+    LeaseLost,
+}
+
+/// What the release came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Finish {
+    /// The lease was ours and is now free.
+    Released,
+    /// The lease was no longer ours; nothing was changed. The reason says
+    /// what happened.
+    Lost(String),
+    /// The lock file could not be reached; the lease frees itself once this
+    /// process has exited (its holder is then provably gone).
+    Unconfirmed(String),
+}
+
+/// Why a step's tree is being stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Leftovers,
+    Timeout,
+    LeaseLost,
+}
+
+/// A run in progress. One per process at a time.
+pub struct Session<'r> {
+    lease: Lease,
+    cfg: SessionConfig,
+    report: &'r mut dyn Report,
+    signals: Signals,
+    clock: SystemClock,
+    ttl: Duration,
+    renew_every: Duration,
+    started: Duration,
+    last_renewed: Duration,
+    next_renewal: Duration,
+    overran: bool,
+    lost: Option<String>,
+    interrupted: Option<i32>,
+    steps: u32,
+}
+
+impl<'r> Session<'r> {
+    /// Takes over an acquired lease: catches signals and makes this process
+    /// the subreaper of whatever the steps start.
+    ///
+    /// # Errors
+    ///
+    /// When the signal handlers cannot be installed; the lease is handed
+    /// back so the caller can release it.
+    #[allow(clippy::type_complexity)] // The lease handed back, and why.
+    pub fn start(
+        lease: Lease,
+        cfg: SessionConfig,
+        report: &'r mut dyn Report,
+    ) -> Result<Self, Box<(Lease, std::io::Error)>> {
+        let signals = match Signals::install() {
+            Ok(s) => s,
+            Err(e) => return Err(Box::new((lease, e))),
+        };
+        // OK to ignore: on a kernel without it (before 3.4) only the group
+        // is tracked, which `DESIGN.md` states as a limit.
+        let _ = baton_lease::job::become_subreaper();
+        let clock = SystemClock;
+        let now = clock.boot();
+        let ttl = lease.lock().options().ttl;
+        let renew_every = ttl / 3;
+        Ok(Self {
+            lease,
+            cfg,
+            report,
+            signals,
+            clock,
+            ttl,
+            renew_every,
+            started: now,
+            last_renewed: now,
+            next_renewal: now + renew_every,
+            overran: false,
+            lost: None,
+            interrupted: None,
+            steps: 0,
+        })
+    }
+
+    /// The lease.
+    pub fn lease(&self) -> &Lease {
+        &self.lease
+    }
+
+    /// Why the lease was lost, once it was.
+    pub fn lost(&self) -> Option<&str> {
+        self.lost.as_deref()
+    }
+
+    /// The signal that asked the run to stop, once one did.
+    pub fn interrupted(&self) -> Option<i32> {
+        self.interrupted
+    }
+
+    /// Runs one step to its end: until the command has exited and its whole
+    /// tree is gone. Never returns while a process of the step runs.
+    pub fn run(&mut self, spec: StepSpec) -> StepResult {
+        let started_wall = self.clock.wall();
+        let t0 = self.clock.boot();
+        let not_run = |this: &Self, ending: Ending| StepResult {
+            ending,
+            code: None,
+            signal: None,
+            started: started_wall,
+            duration: this.clock.boot().saturating_sub(t0),
+            interrupted: this.interrupted,
+        };
+        if self.lost.is_some() {
+            return not_run(self, Ending::LeaseLost);
+        }
+        if let Some(sig) = self.interrupted.or_else(|| self.signals.pending()) {
+            self.interrupted = Some(sig);
+            return not_run(self, Ending::Signaled(sig));
+        }
+        self.steps += 1;
+        let program = spec.program.clone();
+        let limits = spec_limits(&spec);
+        let mut cmd = Command::new(&spec.program);
+        cmd.args(&spec.args)
+            .envs(spec.env.iter().map(|(k, v)| (k, v)));
+        if let Some(dir) = &spec.cwd {
+            cmd.current_dir(dir);
+        }
+        if spec.stdin == Stdin::Null {
+            cmd.stdin(Stdio::null());
+        }
+        let reader = match spec.output {
+            Output::Inherit => None,
+            Output::Capture(sink) => match capture::start(sink) {
+                Ok((w, reader)) => {
+                    match w.try_clone() {
+                        Ok(w2) => {
+                            cmd.stdout(Stdio::from(w)).stderr(Stdio::from(w2));
+                        }
+                        Err(e) => {
+                            return not_run(
+                                self,
+                                Ending::NotStarted(other(format!(
+                                    "failed to set up the step's output: {e}"
+                                ))),
+                            );
+                        }
+                    }
+                    Some(reader)
+                }
+                Err(e) => {
+                    return not_run(
+                        self,
+                        Ending::NotStarted(other(format!(
+                            "failed to set up the step's output: {e}"
+                        ))),
+                    );
+                }
+            },
+        };
+        let finish_reader = |r: Option<capture::Reader>| {
+            if let Some(r) = r {
+                r.finish(Duration::from_secs(2));
+            }
+        };
+        let gated = match gate::spawn_gated(cmd) {
+            Ok(g) => g,
+            Err(e) => {
+                finish_reader(reader);
+                return not_run(
+                    self,
+                    Ending::NotStarted(SpawnFailure::classify(&program, &e)),
+                );
+            }
+        };
+        let pid = gated.pid();
+        let cgroup = self.cfg.cgroup.clone().and_then(|parent| {
+            let name = format!(
+                "baton-{}-{}-{}",
+                self.cfg.label,
+                std::process::id(),
+                self.steps
+            );
+            match Cgroup::create(&parent, &name) {
+                Ok(cg) => match cg.attach(pid) {
+                    Ok(()) => Some(cg),
+                    Err(e) => {
+                        self.report.event(Event::NoCgroup {
+                            why: format!(
+                                "failed to move the step into {}: {e}",
+                                cg.dir().display()
+                            ),
+                        });
+                        cg.remove();
+                        None
+                    }
+                },
+                Err(e) => {
+                    self.report.event(Event::NoCgroup {
+                        why: format!("failed to create a cgroup in {}: {e}", parent.display()),
+                    });
+                    None
+                }
+            }
+        });
+        // The group goes on the record before the command may run.
+        let attempt = self.clock.boot();
+        let recorded = self.lease.set_job_group(pid);
+        let refused = match recorded {
+            Ok(Renewal::Renewed) => {
+                self.last_renewed = attempt;
+                self.next_renewal = attempt + self.renew_every;
+                None
+            }
+            Ok(Renewal::Lost(lost)) => {
+                self.lose(format!("{lost}; the step did not run"));
+                Some(Ending::LeaseLost)
+            }
+            Ok(Renewal::Unconfirmed(busy)) => Some(Ending::NotStarted(other(format!(
+                "could not record the step's process group in {} ({busy}); it did not run",
+                self.lease.lock().path().display()
+            )))),
+            Err(e) => Some(Ending::NotStarted(other(format!(
+                "{e}; the step did not run"
+            )))),
+        };
+        let refused = refused.or_else(|| {
+            // A signal that arrived before the command started keeps it
+            // from starting.
+            self.signals.pending().map(|sig| {
+                self.interrupted = Some(sig);
+                Ending::Signaled(sig)
+            })
+        });
+        if let Some(ending) = refused {
+            gated.close();
+            if let Some(cg) = &cgroup {
+                cg.remove();
+            }
+            finish_reader(reader);
+            return not_run(self, ending);
+        }
+        let foreground = if spec.foreground {
+            crate::terminal::hand_to(pid)
+        } else {
+            None
+        };
+        let mut child = match gated.open() {
+            Started::Running(c) => c,
+            Started::Failed(e) => {
+                if let Some(fg) = foreground {
+                    fg.restore();
+                }
+                if let Some(cg) = &cgroup {
+                    cg.remove();
+                }
+                finish_reader(reader);
+                return not_run(
+                    self,
+                    Ending::NotStarted(SpawnFailure::classify(&program, &e)),
+                );
+            }
+        };
+        let tree = Tree::new(pid, cgroup);
+        let (status, stop) = self.supervise(&mut child, &tree, &limits, t0);
+        if let Some(fg) = foreground {
+            fg.restore();
+        }
+        tree.dispose();
+        finish_reader(reader);
+        let (code, signal) = match status {
+            Some(s) => (s.code(), s.signal()),
+            None => (None, None),
+        };
+        let ending = match (stop, code, signal) {
+            (Some(Stop::LeaseLost), _, _) => Ending::LeaseLost,
+            (Some(Stop::Timeout), _, _) => Ending::TimedOut,
+            (_, Some(c), _) => Ending::Exited(c),
+            (_, None, Some(s)) => Ending::Signaled(s),
+            (_, None, None) => Ending::NotStarted(other("the step's end could not be read".into())),
+        };
+        StepResult {
+            ending,
+            code,
+            signal,
+            started: started_wall,
+            duration: self.clock.boot().saturating_sub(t0),
+            interrupted: self.interrupted,
+        }
+    }
+
+    /// Supervises a started step until its command has exited and its tree
+    /// is gone. Returns the command's status and why the tree was stopped,
+    /// if it was.
+    fn supervise(
+        &mut self,
+        child: &mut std::process::Child,
+        tree: &Tree,
+        limits: &Limits,
+        t0: Duration,
+    ) -> (Option<ExitStatus>, Option<Stop>) {
+        let pid = child.id();
+        let timeout_at = limits.timeout.map(|t| t0 + t);
+        let mut status: Option<ExitStatus> = None;
+        let mut waited = false;
+        let mut stop: Option<Stop> = None;
+        let mut term_at: Option<Duration> = None;
+        let mut killing = false;
+        let mut stuck_reported = false;
+        loop {
+            if !waited {
+                match child.try_wait() {
+                    Ok(Some(s)) => {
+                        status = Some(s);
+                        waited = true;
+                    }
+                    Ok(None) => {}
+                    // Cannot happen while we own the child; its end is then
+                    // unknowable, and only the tree is left to watch.
+                    Err(_) => waited = true,
+                }
+            }
+            self.keep_lease();
+            let now = self.clock.boot();
+            let begin = |why: Stop, stop: &mut Option<Stop>, term_at: &mut Option<Duration>| {
+                if *stop != Some(Stop::LeaseLost) {
+                    *stop = Some(why);
+                }
+                if term_at.is_none() {
+                    *term_at = Some(now);
+                    tree.signal(limits.first_signal);
+                }
+            };
+            if self.lost.is_some() && stop != Some(Stop::LeaseLost) {
+                begin(Stop::LeaseLost, &mut stop, &mut term_at);
+            }
+            if let Some(at) = timeout_at
+                && stop.is_none()
+                && !waited
+                && now >= at
+            {
+                self.report.event(Event::TimedOut {
+                    after: at.saturating_sub(t0),
+                });
+                begin(Stop::Timeout, &mut stop, &mut term_at);
+            }
+            if waited {
+                if !tree.alive(None) {
+                    return (status, stop);
+                }
+                if term_at.is_none() {
+                    let count = tree.members().len().max(1);
+                    self.report.event(Event::Leftovers { count });
+                    begin(Stop::Leftovers, &mut stop, &mut term_at);
+                }
+            }
+            if let Some(t) = term_at
+                && !killing
+                && now >= t + limits.kill_grace
+            {
+                killing = true;
+            }
+            if killing {
+                let left = tree.kill_round(if waited { None } else { Some(pid) });
+                if let Some(t) = term_at
+                    && !stuck_reported
+                    && !left.is_empty()
+                    && now >= t + limits.kill_grace + STUCK_AFTER
+                {
+                    stuck_reported = true;
+                    self.report.event(Event::Stuck {
+                        pids: left.iter().map(|m| m.pid).collect(),
+                        after: now.saturating_sub(t),
+                    });
+                }
+            }
+            let wait = if killing {
+                KILL_ROUND_PAUSE
+            } else {
+                let mut next = self.session_deadline();
+                if let (Some(at), None, false) = (timeout_at, stop, waited) {
+                    next = next.min(at);
+                }
+                if let Some(t) = term_at {
+                    next = next.min(t + limits.kill_grace);
+                }
+                next.saturating_sub(self.clock.boot()).min(TICK)
+            };
+            match self.signals.wait(wait) {
+                Wake::Signal(s) => {
+                    self.interrupted = Some(s);
+                    let _ = baton_lease::job::signal_group(pid, s);
+                    self.report.event(Event::Forwarded { signal: s });
+                }
+                Wake::Child | Wake::Timeout => {}
+            }
+        }
+    }
+
+    /// Waits `d` between steps, renewing the lease meanwhile. Returns early
+    /// when a signal asks the run to stop or the lease is lost.
+    pub fn pause(&mut self, d: Duration) -> Paused {
+        let end = self.clock.boot().saturating_add(d);
+        loop {
+            self.keep_lease();
+            if self.lost.is_some() {
+                return Paused::LeaseLost;
+            }
+            if let Some(s) = self.interrupted {
+                return Paused::Interrupted(s);
+            }
+            let now = self.clock.boot();
+            if now >= end {
+                return Paused::Elapsed;
+            }
+            let wait = end.min(self.session_deadline()).saturating_sub(now);
+            if let Wake::Signal(s) = self.signals.wait(wait) {
+                self.interrupted = Some(s);
+            }
+        }
+    }
+
+    /// Releases the lease (only if it is still ours). Every step's tree is
+    /// gone by now: [`Session::run`] never returns before.
+    pub fn finish(self) -> Finish {
+        if let Some(why) = self.lost {
+            // The lease is someone else's now (or nobody's): a release would
+            // change nothing, and the token check guarantees it.
+            let _ = self.lease.release();
+            return Finish::Lost(why);
+        }
+        let path = self.lease.lock().path().display().to_string();
+        match self.lease.release() {
+            Ok(baton_lease::Release::Released) => Finish::Released,
+            Ok(baton_lease::Release::Lost(lost)) => {
+                Finish::Lost(format!("{lost}; this run's release changed nothing"))
+            }
+            Ok(baton_lease::Release::Unconfirmed(b)) => Finish::Unconfirmed(format!(
+                "could not release {path} ({b}); it frees itself once this process has exited"
+            )),
+            Err(e) => Finish::Unconfirmed(format!(
+                "{e}; the lease frees itself once this process has exited"
+            )),
+        }
+    }
+
+    /// Renews when due, self-fences when no renewal got through for a TTL,
+    /// and raises the budget's one warning.
+    fn keep_lease(&mut self) {
+        let now = self.clock.boot();
+        if self.lost.is_none() && now >= self.next_renewal {
+            match self.lease.renew() {
+                Ok(Renewal::Renewed) => self.last_renewed = now,
+                Ok(Renewal::Lost(lost)) => self.lose(lost.to_string()),
+                Ok(Renewal::Unconfirmed(busy)) => self.report.event(Event::RenewTrouble {
+                    why: format!(
+                        "could not renew the lease on {} ({busy}); the job is stopped if this \
+                         lasts {}",
+                        self.lease.lock().path().display(),
+                        show(self.ttl)
+                    ),
+                }),
+                Err(e) => self.report.event(Event::RenewTrouble {
+                    why: format!(
+                        "could not renew the lease: {e}; the job is stopped if this lasts {}",
+                        show(self.ttl)
+                    ),
+                }),
+            }
+            self.next_renewal = self.clock.boot() + self.renew_every;
+        }
+        let now = self.clock.boot();
+        if self.lost.is_none() && now.saturating_sub(self.last_renewed) >= self.ttl {
+            let since = show(now.saturating_sub(self.last_renewed));
+            self.lose(format!(
+                "could not renew the lease on {} for {since} (its TTL is {})",
+                self.lease.lock().path().display(),
+                show(self.ttl)
+            ));
+        }
+        if let (Some(m), false) = (self.cfg.max_runtime, self.overran)
+            && now >= self.started + m
+        {
+            self.overran = true;
+            self.report.event(Event::Overrunning { budget: m });
+        }
+    }
+
+    fn lose(&mut self, why: String) {
+        if self.lost.is_none() {
+            self.report.event(Event::LeaseLost { why: why.clone() });
+            self.lost = Some(why);
+        }
+    }
+
+    /// The nearest deadline of the lease and the budget not yet acted on.
+    fn session_deadline(&self) -> Duration {
+        let mut next = Duration::MAX;
+        if self.lost.is_none() {
+            next = next
+                .min(self.next_renewal)
+                .min(self.last_renewed + self.ttl);
+        }
+        if let (Some(m), false) = (self.cfg.max_runtime, self.overran) {
+            next = next.min(self.started + m);
+        }
+        next
+    }
+}
+
+/// The limits of one step, kept apart from its spec (whose output the step
+/// consumes).
+struct Limits {
+    timeout: Option<Duration>,
+    kill_grace: Duration,
+    first_signal: i32,
+}
+
+fn spec_limits(spec: &StepSpec) -> Limits {
+    Limits {
+        timeout: spec.timeout,
+        kill_grace: spec.kill_grace,
+        first_signal: spec.first_signal,
+    }
+}
+
+fn other(message: String) -> SpawnFailure {
+    SpawnFailure {
+        kind: SpawnKind::Other,
+        message,
+    }
+}
