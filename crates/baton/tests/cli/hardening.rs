@@ -650,3 +650,95 @@ fn completions_and_the_manual_are_generated() {
     assert_eq!(code(&o), 0);
     assert!(stdout(&o).contains(".TH"), "{}", stdout(&o));
 }
+
+/// A cgroup v2 directory this test may create cgroups in, if there is one
+/// (root, on a host whose cgroup2 mount is writable).
+fn cgroup_parent() -> Option<std::path::PathBuf> {
+    if !root() {
+        return None;
+    }
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mount = mounts.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        right
+            .starts_with("cgroup2 ")
+            .then(|| left.split_whitespace().nth(4).map(std::path::PathBuf::from))?
+    })?;
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let rel = own.lines().find_map(|l| l.strip_prefix("0::"))?;
+    let parent = mount
+        .join(rel.trim_start_matches('/'))
+        .join(format!("baton-test-{}", std::process::id()));
+    std::fs::create_dir(&parent).ok()?;
+    Some(parent)
+}
+
+#[test]
+fn with_a_delegated_cgroup_the_tree_is_frozen_and_killed_through_it() {
+    let env = Env::new();
+    let job = script(
+        &env,
+        "swarm.sh",
+        "#!/bin/sh\n\
+         trap '' TERM\n\
+         for i in 1 2 3 4; do\n\
+           setsid sh -c 'trap \"\" TERM; while :; do setsid sleep 30 & sleep 0.01; done' &\n\
+         done\n\
+         sleep 30\n",
+    );
+    let run = format!("cgroup-{}", std::process::id());
+    let Some(parent) = cgroup_parent() else {
+        // No delegated cgroup here: --cgroup falls back to /proc, says so,
+        // and still stops everything.
+        let o = env.run(&[
+            "exec",
+            "--name",
+            "job",
+            "--run-id",
+            &run,
+            "--cgroup",
+            "/nonexistent",
+            "--timeout",
+            "1s",
+            "--kill-grace",
+            "300ms",
+            "--",
+            job.to_str().unwrap(),
+        ]);
+        assert_eq!(code(&o), 124, "{}", stderr(&o));
+        assert!(stderr(&o).contains("cgroup"), "{}", stderr(&o));
+        assert!(processes_of_run(&run).is_empty());
+        return;
+    };
+    let o = env.run(&[
+        "exec",
+        "--name",
+        "job",
+        "--run-id",
+        &run,
+        "--cgroup",
+        parent.to_str().unwrap(),
+        "--timeout",
+        "1s",
+        "--kill-grace",
+        "300ms",
+        "--",
+        job.to_str().unwrap(),
+    ]);
+    let left = processes_of_run(&run);
+    let subdirs: Vec<_> = std::fs::read_dir(&parent)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.path())
+        .collect();
+    let _ = std::fs::remove_dir(&parent);
+    assert_eq!(code(&o), 124, "{}", stderr(&o));
+    assert!(!stderr(&o).contains("cgroup"), "{}", stderr(&o));
+    assert!(left.is_empty(), "{} processes outlived baton", left.len());
+    assert!(
+        subdirs.is_empty(),
+        "the step's cgroup was left behind: {subdirs:?}"
+    );
+    assert_eq!(verdict(&env, "job"), "free");
+}
