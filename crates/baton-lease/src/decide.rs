@@ -145,6 +145,14 @@ impl Holder {
         }
     }
 
+    /// The occurrence `key` last claimed under this lease (v3 only).
+    pub fn claim(&self, key: &str) -> Option<i64> {
+        match self {
+            Self::V3(h) => h.claims.get(key),
+            Self::V2(_) => None,
+        }
+    }
+
     /// The run id the holder gave, if any.
     pub fn run(&self) -> Option<&str> {
         match self {
@@ -308,6 +316,15 @@ impl Verdict {
             Self::Refused(Foreign::Unreadable(_)) => "unreadable",
             Self::Refused(Foreign::NotALock(_)) => "not-a-lock",
         }
+    }
+}
+
+/// The claims a record carries, kept by every acquisition and release.
+pub(crate) fn prior_claims(body: Option<&Body>) -> crate::Claims {
+    match body {
+        Some(Body::Held(h)) => h.claims.clone(),
+        Some(Body::Free(f)) => f.claims.clone(),
+        _ => crate::Claims::default(),
     }
 }
 

@@ -141,6 +141,7 @@ impl Lease {
             fence: Some(self.record.fence),
             released: Some(micros(self.lock.clock().wall())),
             occ: self.record.occ.clone(),
+            claims: self.record.claims.clone(),
         };
         self.lock.write(&section, &free.render())?;
         Ok(Release::Released)

@@ -29,6 +29,7 @@
 //! [`Lease`] the guard; [`clock`] the only reader of time; `sys` the only
 //! caller of the operating system.
 
+mod claims;
 pub mod clock;
 pub mod decide;
 mod error;
@@ -44,6 +45,7 @@ mod sys;
 mod token;
 pub mod trust;
 
+pub use claims::{Claims, Once};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decide::{Death, Foreign, Holder, Now, Observer, Policy, Verdict};
 pub use error::Error;

@@ -74,6 +74,10 @@ pub struct Claim {
     /// The run's soft budget: past it, contenders report the holder as
     /// overrunning rather than busy.
     pub budget: Option<Duration>,
+    /// An occurrence to claim with the lease: the acquisition is refused
+    /// ([`Outcome::Claimed`]) when the claim's key already holds this
+    /// occurrence or a later one, decided inside the same critical section.
+    pub once: Option<crate::Once>,
 }
 
 /// The modes of an operator's break.
@@ -208,12 +212,25 @@ impl Lock {
                     Ok(claimable) => claimable,
                     Err(refused) => return Ok(refused),
                 };
-            let held = self.record(
+            let prior = decide::prior_claims(Some(&section.body));
+            if let Some(once) = &claim.once
+                && let Some(at) = prior.get(&once.key).filter(|&at| at >= once.at)
+            {
+                return Ok(Outcome::Claimed {
+                    key: once.key.clone(),
+                    at,
+                });
+            }
+            let mut held = self.record(
                 &local.me,
                 decide::prior_fence(Some(&section.body)),
                 now,
                 claim,
             )?;
+            held.claims = match &claim.once {
+                Some(once) => prior.with(once),
+                None => prior,
+            };
             self.write(&section, &held.render())?;
             return Ok(Outcome::Acquired(Lease::new(self.clone(), held, verdict)));
         }
@@ -332,6 +349,7 @@ impl Lock {
             fence,
             released: Some(micros(self.clock.wall())),
             occ,
+            claims: decide::prior_claims(Some(&section.body)),
         };
         self.write(&section, &free.render())?;
         Ok(Broken::Freed {
@@ -341,6 +359,14 @@ impl Lock {
     }
 
     fn validate(&self, claim: &Claim) -> Result<(), Error> {
+        if let Some(once) = &claim.once
+            && !crate::Claims::valid_key(&once.key)
+        {
+            return Err(Error::InvalidField {
+                field: "claim key",
+                value: once.key.clone(),
+            });
+        }
         for (field, v) in [("run id", &claim.run), ("occurrence", &claim.occ)] {
             if let Some(v) = v
                 && (v.len() > 128 || !record::is_valid_value(v))
@@ -429,6 +455,7 @@ impl Lock {
             occ: claim.occ.clone(),
             exe: facts.exe.clone(),
             budget: claim.budget,
+            claims: crate::Claims::default(),
         })
     }
 
@@ -450,7 +477,10 @@ impl Lock {
             return Ok(None);
         }
         let now = self.now();
-        let held = self.record(&crate::facts::local().me, None, now, claim)?;
+        let mut held = self.record(&crate::facts::local().me, None, now, claim)?;
+        if let Some(once) = &claim.once {
+            held.claims = crate::Claims::default().with(once);
+        }
         let line = held.render();
         file::write_in_place(&f, &line, 0, MAX_RECORD_BYTES)
             .map_err(|e| Error::io("write", &tmp, e))?;

@@ -38,6 +38,14 @@ pub enum Outcome {
     /// The file holds a lease of a version this build does not judge, or
     /// bytes that are no record. Left untouched.
     VersionConflict(Conflict),
+    /// The lock is free, but the claim's key already started this
+    /// occurrence (or a later one) under it: nothing was written.
+    Claimed {
+        /// The claim's key.
+        key: String,
+        /// The occurrence it last claimed.
+        at: i64,
+    },
 }
 
 impl Outcome {
@@ -64,6 +72,9 @@ impl Outcome {
                  {holder}"
             ),
             Self::VersionConflict(c) => c.to_string(),
+            Self::Claimed { key, at } => {
+                format!("{key} already started the occurrence at {at} (or a later one)")
+            }
         }
     }
 
@@ -76,6 +87,7 @@ impl Outcome {
             Self::Hung { .. } => "hung",
             Self::Orphaned { .. } => "orphaned",
             Self::VersionConflict(_) => "version-conflict",
+            Self::Claimed { .. } => "claimed",
         }
     }
 }

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
+use crate::claims::Claims;
 use crate::token::{Fence, Token};
 
 /// The record format this build writes and judges.
@@ -81,6 +82,8 @@ pub struct Held {
     /// The holder's soft runtime budget: a contender that finds the lease
     /// held past it reports an overrunning holder rather than a healthy one.
     pub budget: Option<Duration>,
+    /// The occurrences each job last started under this lock.
+    pub claims: Claims,
 }
 
 /// A released lock: the file stays so its fence and occurrence survive.
@@ -94,6 +97,8 @@ pub struct Free {
     pub released: Option<Timestamp>,
     /// The last occurrence started under this lock.
     pub occ: Option<String>,
+    /// The occurrences each job last started under this lock.
+    pub claims: Claims,
 }
 
 /// A Scheduler Lock v2 lease (seed 003 §5).
@@ -220,7 +225,7 @@ fn not_a_lock(line: &str) -> Option<String> {
 }
 
 /// How many keys this build reads.
-const KNOWN_KEYS: usize = 21;
+const KNOWN_KEYS: usize = 22;
 
 /// The slot of a key this build reads; `None` for any other key.
 fn slot(key: &str) -> Option<usize> {
@@ -246,6 +251,7 @@ fn slot(key: &str) -> Option<usize> {
         "grace_ms" => 18,
         "exe" => 19,
         "budget_ms" => 20,
+        "claims" => 21,
         _ => return None,
     })
 }
@@ -335,6 +341,7 @@ impl<'a> Fields<'a> {
             fence: self.opt("fence", parse_fence)?,
             released: self.opt("at", parse_stamp)?,
             occ: self.get("occ").map(str::to_owned),
+            claims: self.opt("claims", Claims::parse)?.unwrap_or_default(),
         })
     }
 
@@ -368,6 +375,7 @@ impl<'a> Fields<'a> {
             budget: self.opt("budget_ms", |v| {
                 v.parse().ok().filter(|&n| n > 0).map(Duration::from_millis)
             })?,
+            claims: self.opt("claims", Claims::parse)?.unwrap_or_default(),
         })
     }
 
@@ -492,6 +500,7 @@ impl Held {
         if let Some(v) = self.budget {
             let _ = write!(s, " budget_ms={}", v.as_millis().max(1));
         }
+        opt_field(&mut s, "claims", self.claims.render().as_deref());
         s.push('\n');
         s
     }
@@ -508,6 +517,7 @@ impl Free {
             stamp(&mut s, "at", t);
         }
         opt_field(&mut s, "occ", self.occ.as_deref());
+        opt_field(&mut s, "claims", self.claims.render().as_deref());
         s.push('\n');
         s
     }
@@ -544,6 +554,7 @@ mod tests {
             occ: Some("2026-11-29T16:00:00Z".into()),
             exe: Some("/usr/local/bin/baton".into()),
             budget: Some(Duration::from_secs(600)),
+            claims: Claims::parse("nightly@1764385200,other@1764380000").unwrap(),
         }
     }
 
@@ -576,6 +587,7 @@ mod tests {
             fence: Some(Fence::new(77)),
             released: Some("2026-11-29T16:27:39Z".parse().unwrap()),
             occ: Some("slot-9".into()),
+            claims: Claims::parse("a@5").unwrap(),
         };
         let line = f.render();
         assert!(line.starts_with("version=3 state=free"));
@@ -723,6 +735,7 @@ mod tests {
             fence: Some(Fence::new(5)),
             released: None,
             occ: None,
+            claims: Claims::default(),
         }
         .render()
         .into_bytes();

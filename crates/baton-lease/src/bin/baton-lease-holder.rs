@@ -3,7 +3,7 @@
 //! tests. It prints one line per event on stdout, so a driver can follow it.
 //!
 //! ```text
-//! baton-lease-holder hold  PATH [--ttl-ms N] [--renew-ms N] [--run ID] [--child] [--start-at-ms T]
+//! baton-lease-holder hold  PATH [--ttl-ms N] [--renew-ms N] [--run ID] [--claim KEY@AT] [--child] [--start-at-ms T]
 //!     Tries once. Acquired: prints `acquired fence=F token=T`, renews every
 //!     renew-ms, and releases when stdin closes (`released` or `lost`).
 //!     Not acquired: prints `not-acquired DESCRIPTION` and exits 1.
@@ -45,6 +45,7 @@ struct Args {
     ttl: Duration,
     renew: Duration,
     run: Option<String>,
+    claim: Option<baton_lease::Once>,
     child: bool,
     rounds: u32,
     witness: Option<String>,
@@ -59,6 +60,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         ttl: Duration::from_secs(30),
         renew: Duration::from_secs(10),
         run: None,
+        claim: None,
         child: false,
         rounds: 1,
         witness: None,
@@ -76,6 +78,14 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "--renew-ms" => a.renew = ms(value()?)?,
             "--start-at-ms" => a.start_at = Some(ms(value()?)?),
             "--run" => a.run = Some(value()?),
+            "--claim" => {
+                let v = value()?;
+                let (key, at) = v.rsplit_once('@').ok_or("--claim: KEY@AT")?;
+                a.claim = Some(baton_lease::Once {
+                    key: key.to_owned(),
+                    at: at.parse().map_err(|e| format!("--claim: {e}"))?,
+                });
+            }
             "--rounds" => a.rounds = value()?.parse().map_err(|e| format!("--rounds: {e}"))?,
             "--witness" => a.witness = Some(value()?),
             "--child" => a.child = true,
@@ -117,8 +127,8 @@ fn run(args: &[String]) -> Result<u8, String> {
 fn hold(lock: &Lock, a: &Args) -> Result<u8, String> {
     let claim = Claim {
         run: a.run.clone(),
-        occ: None,
-        budget: None,
+        once: a.claim.clone(),
+        ..Claim::default()
     };
     let mut lease = match lock.try_acquire_as(&claim).map_err(|e| e.to_string())? {
         Outcome::Acquired(l) => l,

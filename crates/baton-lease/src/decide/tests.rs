@@ -74,6 +74,7 @@ fn held() -> Held {
         occ: None,
         exe: None,
         budget: None,
+        claims: crate::Claims::default(),
     }
 }
 
@@ -93,6 +94,7 @@ fn no_file_and_free_markers_are_free() {
         fence: Some(Fence::new(3)),
         released: None,
         occ: None,
+        claims: crate::Claims::default(),
     };
     assert!(judge(&Body::Free(free), 0, &live).claimable());
 }

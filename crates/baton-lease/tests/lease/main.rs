@@ -5,6 +5,7 @@
 mod support;
 
 mod bad_input;
+mod claims;
 mod contention;
 mod crash;
 mod fencing;

@@ -66,8 +66,23 @@ fn held() -> impl Strategy<Value = Held> {
                 grace: grace.map(Duration::from_millis),
                 exe,
                 budget: budget.map(Duration::from_millis),
+                claims: claims_of(jstart),
             },
         )
+}
+
+/// Some claims, derived from a number so each case has its own.
+fn claims_of(n: Option<u64>) -> baton_lease::Claims {
+    let mut c = baton_lease::Claims::default();
+    if let Some(n) = n {
+        for i in 0..(n % 4) {
+            c = c.with(&baton_lease::Once {
+                key: format!("job-{i}"),
+                at: i64::try_from(n % 1_000_000_000).unwrap() + i as i64,
+            });
+        }
+    }
+    c
 }
 
 proptest! {
@@ -91,7 +106,7 @@ proptest! {
 
     #[test]
     fn a_free_marker_reads_back_identically(fence in proptest::option::of(1u64..=Fence::MAX.get()), released in proptest::option::of(stamp()), occ in proptest::option::of(value())) {
-        let f = Free { version: 3, fence: fence.map(Fence::new), released, occ };
+        let f = Free { version: 3, fence: fence.map(Fence::new), released, occ, claims: claims_of(fence) };
         prop_assert_eq!(Body::parse(f.render().as_bytes()), Body::Free(f));
     }
 

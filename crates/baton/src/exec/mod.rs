@@ -37,8 +37,8 @@ fn run_with(cfg: &ExecConfig, alerts: &mut Alerts) -> Exit {
     let lock = cfg.lock();
     let claim = baton_lease::Claim {
         run: Some(cfg.run_id.clone()),
-        occ: None,
         budget: cfg.max_runtime,
+        ..baton_lease::Claim::default()
     };
     let outcome = match cfg.wait {
         Some(w) => lock.acquire_wait(&claim, w),
@@ -202,7 +202,7 @@ fn refusal_alert(cfg: &ExecConfig, refused: &Outcome) -> Alert {
                 Some(holder),
             )
         }
-        Outcome::Busy(_) | Outcome::Acquired(_) => (Kind::Busy, None),
+        Outcome::Busy(_) | Outcome::Acquired(_) | Outcome::Claimed { .. } => (Kind::Busy, None),
         Outcome::Hung { holder, .. } => (Kind::Hung, Some(holder)),
         Outcome::Orphaned { holder, .. } => (Kind::Orphaned, Some(holder)),
         Outcome::VersionConflict(_) => (Kind::VersionConflict, None),

@@ -1,0 +1,118 @@
+//! Occurrence claims: an occurrence claimed under a lock is started once,
+//! however many contenders try it, one after another or at once, and the
+//! claim outlives the release and a crash.
+
+use baton_lease::{Claim, Lock, Once, Outcome, Release};
+
+use crate::support::Dir;
+
+fn claim(key: &str, at: i64) -> Claim {
+    Claim {
+        once: Some(Once {
+            key: key.into(),
+            at,
+        }),
+        ..Claim::default()
+    }
+}
+
+#[test]
+fn an_occurrence_is_claimed_once_and_a_later_one_after_it() {
+    let dir = Dir::new();
+    let lock = Lock::new(dir.lock());
+    let Outcome::Acquired(lease) = lock.try_acquire_as(&claim("job", 100)).unwrap() else {
+        panic!("a fresh lock was not taken")
+    };
+    assert_eq!(lease.release().unwrap(), Release::Released);
+    // The same occurrence again, and an earlier one: refused, file untouched.
+    let before = std::fs::read(dir.lock()).unwrap();
+    for at in [100, 99] {
+        match lock.try_acquire_as(&claim("job", at)).unwrap() {
+            Outcome::Claimed { key, at: prior } => {
+                assert_eq!(key, "job");
+                assert_eq!(prior, 100);
+            }
+            other => panic!("{at}: {}", other.describe()),
+        }
+    }
+    assert_eq!(std::fs::read(dir.lock()).unwrap(), before);
+    // Another job sharing the lock has claims of its own.
+    let Outcome::Acquired(lease) = lock.try_acquire_as(&claim("other", 100)).unwrap() else {
+        panic!("another key was refused")
+    };
+    assert_eq!(lease.record().claims.get("job"), Some(100));
+    lease.release().unwrap();
+    // A manual run (no claim) keeps the claims.
+    let Outcome::Acquired(lease) = lock.try_acquire().unwrap() else {
+        panic!("a manual acquisition was refused")
+    };
+    lease.release().unwrap();
+    assert!(matches!(
+        lock.try_acquire_as(&claim("job", 100)).unwrap(),
+        Outcome::Claimed { .. }
+    ));
+    let Outcome::Acquired(lease) = lock.try_acquire_as(&claim("job", 101)).unwrap() else {
+        panic!("the next occurrence was refused")
+    };
+    assert_eq!(lease.record().claims.get("job"), Some(101));
+    assert_eq!(lease.record().claims.get("other"), Some(100));
+}
+
+#[test]
+fn a_busy_holder_tells_which_occurrence_it_runs() {
+    let dir = Dir::new();
+    let lock = Lock::new(dir.lock());
+    let Outcome::Acquired(_lease) = lock.try_acquire_as(&claim("job", 7)).unwrap() else {
+        panic!("a fresh lock was not taken")
+    };
+    match lock.try_acquire_as(&claim("job", 7)).unwrap() {
+        Outcome::Busy(baton_lease::Busy::Held { holder, .. }) => {
+            assert_eq!(holder.claim("job"), Some(7));
+        }
+        other => panic!("{}", other.describe()),
+    }
+}
+
+#[test]
+fn a_crashed_holders_claim_stands_after_its_lease_is_broken() {
+    let dir = Dir::new();
+    let holder = crate::support::Holder::spawn("hold", &dir.lock(), &["--claim", "job@42"]);
+    assert!(holder.next().starts_with("acquired"));
+    holder.kill9();
+    let lock = Lock::new(dir.lock());
+    // The holder is dead: its lease is broken, but its occurrence stays claimed.
+    assert!(matches!(
+        lock.try_acquire_as(&claim("job", 42)).unwrap(),
+        Outcome::Claimed { at: 42, .. }
+    ));
+    assert!(matches!(
+        lock.try_acquire_as(&claim("job", 43)).unwrap(),
+        Outcome::Acquired(_)
+    ));
+}
+
+#[test]
+fn threads_claiming_one_occurrence_start_it_once() {
+    for _ in 0..20 {
+        let dir = Dir::new();
+        let path = dir.lock();
+        let barrier = std::sync::Barrier::new(8);
+        let won = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    barrier.wait();
+                    // Each contender releases at once, so later ones find the
+                    // lock free and must be stopped by the claim alone.
+                    if let Outcome::Acquired(lease) =
+                        Lock::new(&path).try_acquire_as(&claim("job", 5)).unwrap()
+                    {
+                        won.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        lease.release().unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(won.into_inner(), 1);
+    }
+}
