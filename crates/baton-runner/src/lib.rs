@@ -39,6 +39,7 @@ mod status;
 mod step;
 mod terminal;
 mod tree;
+pub mod workers;
 
 pub use capture::{Output, Sink};
 pub use hook::{HookCommand, HookOutcome};
@@ -50,3 +51,4 @@ pub use status::{
     signal_number,
 };
 pub use step::{Stdin, StepResult, StepSpec};
+pub use workers::{Pool, WorkerEnd};
