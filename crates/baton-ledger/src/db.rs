@@ -1,0 +1,174 @@
+//! One connection to the database file, set up the one way the ledger uses
+//! SQLite: the settings below, a probed schema, the current version.
+//!
+//! [`connect`] is the only place that opens the database; it runs under the
+//! repair lease (see [`crate::recover`]), never on its own. What it checks,
+//! in order: the path holds a regular file reached through no symbolic link
+//! (created `0600` when missing), SQLite opens it with `SQLITE_OPEN_NOFOLLOW`,
+//! the connection gets its settings, the probe reads the schema and the first
+//! row of every b-tree (writing nothing, so a corrupt file is moved aside
+//! byte for byte as it was found), WAL mode is set, and the schema is
+//! migrated. A connection also remembers which file it opened, so the ledger
+//! can tell when the path has moved on to another file.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::config::DbConfig;
+use rusqlite::{Connection, OpenFlags};
+
+use crate::error::Error;
+use crate::file::{self, FileId};
+use crate::recover;
+use crate::schema::{self, Unsound};
+
+/// How long a statement waits for another process's lock before it fails
+/// with [`Error::Busy`].
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A set-up connection and the file it opened.
+pub(crate) struct Db {
+    conn: Connection,
+    id: FileId,
+    path: PathBuf,
+    /// Whether dropping it may checkpoint the WAL into the file.
+    tidy: bool,
+}
+
+/// Why [`connect`] did not give a connection.
+pub(crate) enum Failure {
+    /// The file is corrupt, not a database, or its schema is damaged: the
+    /// reason, for [`crate::Recovered::reason`].
+    Corrupt(String),
+    /// Anything else (busy, I/O, a symbolic link, an unknown version).
+    Error(Error),
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Self::Error(e)
+    }
+}
+
+/// Opens, probes and migrates the database at `path`, creating it when
+/// missing. The caller holds the repair lease.
+pub(crate) fn connect(path: &Path) -> Result<Db, Failure> {
+    let id = file::ensure(path)?;
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+    let conn = Connection::open_with_flags(path, flags)
+        .map_err(|source| sqlite_failure(path, "open the ledger", source))?;
+    // From here on, dropping `db` closes the connection without a checkpoint
+    // until the probe has passed: nothing is written into a file that may be
+    // moved aside.
+    let mut db = Db {
+        conn,
+        id,
+        path: path.to_owned(),
+        tidy: false,
+    };
+    db.configure()?;
+    let version = schema::probe(&db.conn).map_err(|u| unsound(path, u))?;
+    let mode: String = db
+        .conn
+        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+        .map_err(|source| sqlite_failure(path, "set WAL mode on the ledger", source))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(Failure::Error(Error::Invalid {
+            action: "set WAL mode on the ledger".to_owned(),
+            path: path.to_owned(),
+            problem: format!("SQLite kept the journal mode {mode:?}"),
+        }));
+    }
+    if version < schema::VERSION {
+        schema::migrate(&mut db.conn).map_err(|u| unsound(path, u))?;
+    }
+    db.tidy = true;
+    Ok(db)
+}
+
+impl Db {
+    /// The settings, each justified in the crate's documentation.
+    fn configure(&self) -> Result<(), Failure> {
+        let set = |what: &'static str, r: rusqlite::Result<()>| {
+            r.map_err(|source| sqlite_failure(&self.path, what, source))
+        };
+        set(
+            "set the busy timeout of the ledger",
+            self.conn.busy_timeout(BUSY_TIMEOUT),
+        )?;
+        // On close SQLite would delete `-wal` and `-shm` *by name*; after a
+        // move-aside those names belong to the new ledger (see the crate's
+        // documentation, "Connection settings").
+        set(
+            "configure the ledger",
+            self.conn
+                .set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
+                .map(drop),
+        )?;
+        set(
+            "configure the ledger",
+            self.conn
+                .execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;"),
+        )?;
+        Ok(())
+    }
+
+    /// The connection.
+    pub(crate) fn conn(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+
+    /// The file this connection opened.
+    pub(crate) fn id(&self) -> FileId {
+        self.id
+    }
+
+    /// Closes the connection without touching the file: for a file found
+    /// corrupt or no longer at the path.
+    pub(crate) fn abandon(mut self) {
+        self.tidy = false;
+    }
+}
+
+impl Drop for Db {
+    /// Checkpoints the WAL into the database and truncates it, as SQLite
+    /// would on close, but only while the path still names this file, and
+    /// without waiting for anyone (a busy checkpoint is simply skipped; the
+    /// next writer's automatic checkpoint does it). The WAL and shared-memory
+    /// files themselves are left in place (see [`Db::configure`]).
+    fn drop(&mut self) {
+        if !self.tidy || !matches!(file::identify(&self.path), Ok(Some(id)) if id == self.id) {
+            return;
+        }
+        if self.conn.busy_timeout(Duration::ZERO).is_ok() {
+            // Best effort: a checkpoint that cannot run now loses nothing.
+            let _ = self
+                .conn
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+        }
+    }
+}
+
+/// An SQLite failure while opening, sorted into corruption and the rest.
+fn sqlite_failure(path: &Path, what: &'static str, source: rusqlite::Error) -> Failure {
+    if recover::is_corrupt(&source) {
+        return Failure::Corrupt(format!("{what}: {source}"));
+    }
+    Failure::Error(recover::sqlite_error(path, what.to_owned(), source))
+}
+
+fn unsound(path: &Path, u: Unsound) -> Failure {
+    match u {
+        Unsound::Sqlite { what, source } => sqlite_failure(path, what, source),
+        Unsound::Missing { version, table } => Failure::Corrupt(format!(
+            "the schema of version {version} has no table {table}"
+        )),
+        Unsound::Unknown(found) => Failure::Error(Error::UnknownSchema {
+            path: path.to_owned(),
+            found,
+            supported: schema::VERSION,
+        }),
+    }
+}

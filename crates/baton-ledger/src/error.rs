@@ -1,0 +1,151 @@
+//! The failures of the ledger. Every message says what was being done to
+//! which file. A database that is merely busy is never called corrupt: it is
+//! [`Error::Busy`], and only `SQLITE_CORRUPT`, `SQLITE_NOTADB` or a damaged
+//! schema ever lead to recovery (see the crate's documentation).
+
+use std::io;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Why an operation on the ledger failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A system call on a file of the ledger failed.
+    #[error("failed to {action} {}: {source}", path.display())]
+    Io {
+        /// What was being done, as a verb phrase.
+        action: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// The database path is a symbolic link. Nothing was followed, opened or
+    /// created.
+    #[error(
+        "refusing to open the ledger {}: it is a symbolic link, and the ledger follows none; \
+         nothing was opened: replace it with the database file itself",
+        path.display()
+    )]
+    Symlink {
+        /// The database path.
+        path: PathBuf,
+    },
+    /// Something other than a regular file is at the database path.
+    #[error("refusing to open the ledger {}: it is {what}, not a regular file", path.display())]
+    NotAFile {
+        /// The database path.
+        path: PathBuf,
+        /// What is there ("a directory", "a FIFO", …).
+        what: &'static str,
+    },
+    /// SQLite failed (a constraint, an I/O error, a full disk, …).
+    #[error("failed to {action} in {}: {source}", path.display())]
+    Sqlite {
+        /// What was being done.
+        action: String,
+        /// The database.
+        path: PathBuf,
+        /// What SQLite said.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// Another writer held the database's lock for longer than the busy
+    /// timeout (10 s). The database is not damaged; nothing was written.
+    #[error(
+        "failed to {action} in {}: another process held the database lock for more than 10 s; \
+         nothing was written",
+        path.display()
+    )]
+    Busy {
+        /// What was being done.
+        action: String,
+        /// The database.
+        path: PathBuf,
+        /// What SQLite said.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The database was found corrupt again right after a recovery: the
+    /// operation was tried on the fresh ledger and failed the same way.
+    #[error("failed to {action} in {}: the database is corrupt even after recovery: {reason}", path.display())]
+    Corrupt {
+        /// What was being done.
+        action: String,
+        /// The database.
+        path: PathBuf,
+        /// What SQLite said.
+        reason: String,
+    },
+    /// The database has a schema version this build does not know: a newer
+    /// baton wrote it. It is left untouched: it is not corrupt, and moving it
+    /// aside would lose the newer ledger.
+    #[error(
+        "refusing to open the ledger {}: its schema version is {found}, and this baton knows 0 to \
+         {supported}; nothing was changed: run the baton that wrote it",
+        path.display()
+    )]
+    UnknownSchema {
+        /// The database.
+        path: PathBuf,
+        /// The schema version found (`PRAGMA user_version`).
+        found: i64,
+        /// The newest version this build knows.
+        supported: i64,
+    },
+    /// The repair lease could not be taken or released (I/O, or a state
+    /// directory another user could write, which the lease refuses).
+    #[error("failed to {action} the repair lease {}: {source}", path.display())]
+    Lease {
+        /// `take` or `release`.
+        action: &'static str,
+        /// The lease file.
+        path: PathBuf,
+        /// What the lease said.
+        #[source]
+        source: Box<baton_lease::Error>,
+    },
+    /// Another process kept the repair lease for longer than this one waits.
+    #[error(
+        "failed to take the repair lease {} within {waited:?}: {holder}; the ledger was not opened",
+        path.display()
+    )]
+    LeaseBusy {
+        /// The lease file.
+        path: PathBuf,
+        /// How long this process waited.
+        waited: Duration,
+        /// Who holds it, for a human.
+        holder: String,
+    },
+    /// An argument cannot be stored, or contradicts the ledger (a run
+    /// named with another job than its own). Nothing was written.
+    #[error("failed to {action} in {}: {problem}; nothing was written", path.display())]
+    Invalid {
+        /// What was being done.
+        action: String,
+        /// The database.
+        path: PathBuf,
+        /// What is wrong with the argument.
+        problem: String,
+    },
+}
+
+/// How an operation inside a transaction fails, before the ledger adds the
+/// action and the path: SQLite's error (which may be corruption, and lead to
+/// recovery), or a refusal of the caller's arguments.
+#[derive(Debug)]
+pub(crate) enum Fail {
+    /// SQLite failed.
+    Sql(rusqlite::Error),
+    /// An argument cannot be stored, or contradicts the ledger.
+    Invalid(String),
+}
+
+impl From<rusqlite::Error> for Fail {
+    fn from(e: rusqlite::Error) -> Self {
+        Self::Sql(e)
+    }
+}

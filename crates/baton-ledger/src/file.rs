@@ -1,0 +1,149 @@
+//! The database file as a file: its name, its side files, its identity, and
+//! its creation. This module never opens the database for SQLite; it makes
+//! sure that what SQLite is about to open is a regular file that was not
+//! reached through a symbolic link, and it tells whether the file at the path
+//! is still the one a connection opened.
+//!
+//! The ledger creates `baton.db` itself, mode `0600` and `O_NOFOLLOW`, before
+//! SQLite opens it, so the file never exists with looser permissions and a
+//! symbolic link planted at the path is never followed. SQLite creates the
+//! `-wal` and `-shm` files with the database's own mode, so they are `0600`
+//! too and no umask is touched. The descriptor used for creating is closed
+//! before SQLite opens the file: closing any descriptor of a file drops every
+//! POSIX lock the process holds on it, SQLite's included, so no descriptor of
+//! the database may ever be closed behind SQLite's back.
+
+use std::fs::{self, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::error::Error;
+
+/// The database's name in the state directory.
+pub(crate) const DB_NAME: &str = "baton.db";
+
+/// The repair lease's name in the state directory.
+pub(crate) const REPAIR_NAME: &str = ".baton.db.repair";
+
+/// The files SQLite keeps beside a database, by suffix. A database moved
+/// aside takes all of them along.
+pub(crate) const SIDE_SUFFIXES: [&str; 3] = ["-wal", "-shm", "-journal"];
+
+/// Which file a path names: device and inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileId {
+    dev: u64,
+    ino: u64,
+}
+
+/// `path` with `suffix` appended to its file name (`baton.db` → `baton.db-wal`).
+pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// The file at `path` now, without following a symbolic link: `None` when
+/// nothing is there.
+///
+/// # Errors
+///
+/// A symbolic link or anything but a regular file at the path, or a failed
+/// `lstat`.
+pub(crate) fn identify(path: &Path) -> Result<Option<FileId>, Error> {
+    match fs::symlink_metadata(path) {
+        Ok(meta) => {
+            let ft = meta.file_type();
+            if ft.is_symlink() {
+                return Err(Error::Symlink {
+                    path: path.to_owned(),
+                });
+            }
+            if !ft.is_file() {
+                let what = if ft.is_dir() {
+                    "a directory"
+                } else if ft.is_fifo() {
+                    "a FIFO"
+                } else if ft.is_socket() {
+                    "a socket"
+                } else {
+                    "a device"
+                };
+                return Err(Error::NotAFile {
+                    path: path.to_owned(),
+                    what,
+                });
+            }
+            Ok(Some(FileId {
+                dev: meta.dev(),
+                ino: meta.ino(),
+            }))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(Error::Io {
+            action: "inspect",
+            path: path.to_owned(),
+            source,
+        }),
+    }
+}
+
+/// The regular file at `path`, created empty with mode `0600` when nothing
+/// is there. A file that appears meanwhile is taken as found.
+///
+/// # Errors
+///
+/// As [`identify`]; a symbolic link planted between the look and the create
+/// is refused too (`O_NOFOLLOW` with `O_EXCL`).
+pub(crate) fn ensure(path: &Path) -> Result<FileId, Error> {
+    loop {
+        if let Some(id) = identify(path)? {
+            return Ok(id);
+        }
+        let created = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(nofollow())
+            .open(path);
+        match created {
+            // The descriptor is dropped here, before SQLite opens the file
+            // (see the module's documentation); the next look identifies it.
+            Ok(_) => continue,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(source) => {
+                return Err(Error::Io {
+                    action: "create the ledger",
+                    path: path.to_owned(),
+                    source,
+                });
+            }
+        }
+    }
+}
+
+/// `O_NOFOLLOW` (std adds `O_CLOEXEC` itself). `O_EXCL` from `create_new`
+/// already refuses a symbolic link at the path; `O_NOFOLLOW` says so twice.
+fn nofollow() -> i32 {
+    // OK because the flag's bits fit an i32 (it is a single low bit).
+    rustix::fs::OFlags::NOFOLLOW.bits() as i32
+}
+
+/// Whether the directory exists, for a clearer error than SQLite's.
+pub(crate) fn check_dir(dir: &Path) -> Result<(), Error> {
+    match fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(Error::Io {
+            action: "use the state directory",
+            path: dir.to_owned(),
+            source: io::Error::new(io::ErrorKind::NotADirectory, "not a directory"),
+        }),
+        Err(source) => Err(Error::Io {
+            action: "use the state directory",
+            path: dir.to_owned(),
+            source,
+        }),
+    }
+}

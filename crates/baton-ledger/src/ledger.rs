@@ -1,0 +1,601 @@
+//! [`Ledger`]: one connection to `STATE_DIR/baton.db`, and the transaction
+//! boundaries of every operation.
+//!
+//! Each public call is one transaction: writes begin with `BEGIN IMMEDIATE`
+//! (the write lock is taken first, so a transaction never has to upgrade a
+//! read lock and fail with `SQLITE_BUSY` midway), reads with a deferred
+//! `BEGIN` (one consistent snapshot for a run and its attempts). Which rows a
+//! call touches together is decided here; the SQL for each table lives in
+//! the module named after it.
+//!
+//! Before each call the ledger checks, with one `lstat`, that `baton.db` is
+//! still the file its connection opened, and reconnects when another process
+//! has moved it aside. A call that fails with corruption recovers
+//! ([`crate::recover`]) and is tried once more, on the fresh ledger.
+
+use std::path::{Path, PathBuf};
+
+use jiff::Timestamp;
+use rusqlite::{Transaction, TransactionBehavior};
+
+use crate::db::Db;
+use crate::error::{Error, Fail};
+use crate::file;
+use crate::recover::{self, Recovered, Suspect};
+use crate::rows::{
+    AlertRow, Attempt, Begun, Decision, DecisionRow, Finished, JobState, NewAlert, NewRun, RunRow,
+    StepState,
+};
+use crate::{alerts, decisions, jobs, runs, steps};
+
+/// The scheduler's ledger: one connection to `STATE_DIR/baton.db`.
+///
+/// Open one per process (or per thread: it is `Send`, not `Sync`). Every
+/// method is one short transaction; nothing is held between calls but the
+/// connection. Dropping it closes the connection and checkpoints the WAL
+/// when no one else is busy with it.
+///
+/// It does not serialise runs: that is the lease's work. It records what
+/// runs did, and decides each occurrence once.
+///
+/// # Example
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// use baton_ledger::{Begun, Finished, Ledger, NewRun};
+/// use jiff::Timestamp;
+///
+/// let now: Timestamp = "2026-11-29T03:15:00Z".parse()?;
+/// let mut ledger = Ledger::open(dir.path(), now)?;
+/// let run = NewRun {
+///     run_id: "9f3c1ab27de40518".into(),
+///     job: "nightly".into(),
+///     occurrence: Some(now.as_second()),
+///     fence: Some(42),
+///     host: "ci-1".into(),
+///     pid: 4242,
+///     started: now,
+/// };
+/// assert_eq!(ledger.begin_run(&run)?, Begun::Started);
+/// let finished = Finished {
+///     run_id: run.run_id.clone(),
+///     job: run.job.clone(),
+///     finished: now + jiff::SignedDuration::from_secs(3),
+///     verdict: "ok".into(),
+///     exit_code: 0,
+///     success: true,
+/// };
+/// ledger.finish_run(&finished, 100)?;
+/// assert_eq!(ledger.last_run("nightly")?.unwrap().verdict.as_deref(), Some("ok"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Ledger {
+    state_dir: PathBuf,
+    path: PathBuf,
+    /// `None` only after a reconnection failed; the next call tries again.
+    db: Option<Db>,
+    recovered: Vec<Recovered>,
+    /// The newest time a caller has given: stamps a file moved aside during
+    /// a call that carries no time of its own (a read).
+    latest: Timestamp,
+}
+
+impl std::fmt::Debug for Ledger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ledger")
+            .field("path", &self.path)
+            .field("recovered", &self.recovered)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether a call writes.
+#[derive(Clone, Copy)]
+enum Mode {
+    Read,
+    Write,
+}
+
+impl Ledger {
+    /// Opens (creating when missing) `STATE_DIR/baton.db` and migrates it.
+    ///
+    /// When SQLite reports the file corrupt or not a database
+    /// (`SQLITE_CORRUPT`, `SQLITE_NOTADB`, or a schema that lacks a table its
+    /// version promises), it is moved aside to
+    /// `baton.db.corrupt-<UTC stamp like 20261129T031500Z>` (with its `-wal`
+    /// and `-shm`, kept, never deleted) and a fresh ledger is created; the
+    /// caller learns of it through [`Ledger::take_recovered`] and raises an
+    /// alert. `now` stamps that name; a file moved aside during a later call
+    /// is stamped with the newest time the caller has given this ledger.
+    ///
+    /// The state directory must exist.
+    ///
+    /// # Errors
+    ///
+    /// A missing state directory; a symbolic link or anything but a regular
+    /// file at `baton.db` ([`Error::Symlink`], [`Error::NotAFile`]: nothing
+    /// followed, nothing created); a schema version this build does not know
+    /// ([`Error::UnknownSchema`]: left untouched); the repair lease held by
+    /// another process for longer than 10 s; a database locked for longer
+    /// than 10 s ([`Error::Busy`]); I/O failures.
+    pub fn open(state_dir: &Path, now: Timestamp) -> Result<Ledger, Error> {
+        file::check_dir(state_dir)?;
+        let path = state_dir.join(file::DB_NAME);
+        // Refuse a symbolic link before anything, the repair lease included,
+        // is touched.
+        file::identify(&path)?;
+        let mut ledger = Ledger {
+            state_dir: state_dir.to_owned(),
+            path,
+            db: None,
+            recovered: Vec::new(),
+            latest: now,
+        };
+        ledger.reconnect(None)?;
+        Ok(ledger)
+    }
+
+    /// The corrupt databases this ledger has moved aside since it was
+    /// opened (or since the last call), oldest first. Each one deserves an
+    /// alert; another process that found the same file corrupt reports
+    /// nothing, so there is one alert per file.
+    pub fn take_recovered(&mut self) -> Vec<Recovered> {
+        std::mem::take(&mut self.recovered)
+    }
+
+    /// The database's path, `STATE_DIR/baton.db`.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Records that these jobs exist, in one transaction: each one not yet
+    /// known is first seen at `now`; known ones are left as they are.
+    ///
+    /// # Errors
+    ///
+    /// As every call: [`Error::Busy`] when another process holds the write
+    /// lock for more than 10 s, [`Error::Sqlite`] for other SQLite failures,
+    /// [`Error::Corrupt`] when a recovered ledger fails again at once, and
+    /// the errors of [`Ledger::open`] when the ledger has to reconnect.
+    pub fn see_jobs(&mut self, jobs: &[&str], now: Timestamp) -> Result<(), Error> {
+        self.saw(now);
+        self.transact(
+            Mode::Write,
+            || format!("record the jobs {jobs:?}"),
+            |tx| Ok(jobs::see(tx, jobs, now)?),
+        )
+    }
+
+    /// Every job's row, by name.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::see_jobs`].
+    pub fn jobs(&mut self) -> Result<Vec<JobState>, Error> {
+        self.transact(
+            Mode::Read,
+            || "read the jobs".into(),
+            |tx| Ok(jobs::all(tx)?),
+        )
+    }
+
+    /// One job's row; `None` when the ledger has never heard of it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::see_jobs`].
+    pub fn job(&mut self, job: &str) -> Result<Option<JobState>, Error> {
+        self.transact(
+            Mode::Read,
+            || format!("read job {job}"),
+            |tx| Ok(jobs::one(tx, job)?),
+        )
+    }
+
+    /// Starts a run, in one transaction: for a scheduled run, records the
+    /// occurrence's decision as `started` by this run; inserts the run's
+    /// row; updates the job's last attempt, last started and last decided
+    /// occurrence, and last run id.
+    ///
+    /// When the occurrence is already decided (by another process, or an
+    /// earlier call), nothing is written and the existing decision is
+    /// returned: the run must not start. Of any number of processes starting
+    /// the same occurrence at once, exactly one gets [`Begun::Started`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::see_jobs`]; a run id the ledger already holds is an
+    /// [`Error::Sqlite`] (a constraint), and a fence beyond `i64::MAX` is
+    /// [`Error::Invalid`]. Nothing is written then.
+    pub fn begin_run(&mut self, run: &NewRun) -> Result<Begun, Error> {
+        self.saw(run.started);
+        let fence = match run.fence.map(i64::try_from).transpose() {
+            Ok(fence) => fence,
+            Err(_) => {
+                return Err(Error::Invalid {
+                    action: format!("record the start of run {}", run.run_id),
+                    path: self.path.clone(),
+                    problem: format!("the fence {:?} does not fit the ledger", run.fence),
+                });
+            }
+        };
+        self.transact(
+            Mode::Write,
+            || format!("record the start of run {} of job {}", run.run_id, run.job),
+            |tx| {
+                if let Some(occurrence) = run.occurrence
+                    && !decisions::start(tx, run, occurrence)?
+                {
+                    let existing = decisions::one(tx, &run.job, occurrence)?;
+                    // OK because the insert was refused by this very row,
+                    // inside this transaction, and rows are only deleted
+                    // under the write lock this transaction holds.
+                    let existing = existing.ok_or_else(|| {
+                        Fail::Invalid(format!(
+                            "occurrence {occurrence} of job {} was decided and is gone",
+                            run.job
+                        ))
+                    })?;
+                    return Ok(Begun::AlreadyDecided(existing));
+                }
+                runs::insert(tx, run, fence)?;
+                jobs::begun(tx, run)?;
+                Ok(Begun::Started)
+            },
+        )
+    }
+
+    /// Records one finished attempt and counts it against its step: the
+    /// step's last attempt; its last success or last failure; its failure
+    /// count reset to 0 by a success or raised by 1 by a failure. What each
+    /// outcome word counts as is told on [`Attempt`].
+    ///
+    /// Recording the same `(run_id, seq)` again changes nothing. When the
+    /// ledger no longer has the run (it was recovered from corruption since
+    /// the run began), the step is still counted and no attempt row is
+    /// written: an attempt cannot exist without its run.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::see_jobs`]; [`Error::Invalid`] when the run belongs to
+    /// another job than `a.job` (nothing is written).
+    pub fn record_attempt(&mut self, a: &Attempt) -> Result<(), Error> {
+        self.saw(a.finished);
+        self.transact(
+            Mode::Write,
+            || format!("record attempt {} of run {}", a.seq, a.run_id),
+            |tx| {
+                let recorded = runs::job_of(tx, &a.run_id)?;
+                if let Some(job) = &recorded
+                    && *job != a.job
+                {
+                    return Err(Fail::Invalid(format!(
+                        "run {} belongs to job {job}, not {}",
+                        a.run_id, a.job
+                    )));
+                }
+                if recorded.is_some() && !runs::insert_attempt(tx, a)? {
+                    return Ok(()); // Recorded already: counted already.
+                }
+                steps::attempted(tx, a)?;
+                Ok(())
+            },
+        )
+    }
+
+    /// Finishes a run, in one transaction: its finish time, verdict and exit
+    /// code; the job's last success or last failure and its failure count;
+    /// then prunes the job's history to its newest `history_keep` runs (their
+    /// attempts go with them) and deletes its occurrence decisions made
+    /// before the oldest run kept, except the job's newest decision, which
+    /// always stays. A `history_keep` of 0 keeps 1: a job's last run is what
+    /// status shows.
+    ///
+    /// Finishing a run that is finished already changes nothing. When the
+    /// ledger no longer has the run (it was recovered since the run began),
+    /// the job is still counted.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::see_jobs`]; [`Error::Invalid`] when the run belongs to
+    /// another job than `f.job` (nothing is written).
+    pub fn finish_run(&mut self, f: &Finished, history_keep: u32) -> Result<(), Error> {
+        self.saw(f.finished);
+        let keep = history_keep.max(1);
+        self.transact(
+            Mode::Write,
+            || format!("record the end of run {} of job {}", f.run_id, f.job),
+            |tx| {
+                let recorded = runs::job_of(tx, &f.run_id)?;
+                if let Some(job) = &recorded
+                    && *job != f.job
+                {
+                    return Err(Fail::Invalid(format!(
+                        "run {} belongs to job {job}, not {}",
+                        f.run_id, f.job
+                    )));
+                }
+                if recorded.is_some() && !runs::finish(tx, f)? {
+                    return Ok(()); // Finished already: counted already.
+                }
+                jobs::finished(tx, f)?;
+                runs::prune(tx, &f.job, keep)?;
+                decisions::prune(tx, &f.job)?;
+                Ok(())
+            },
+        )
+    }
+
+    /// Records a decision for an occurrence that does not run (`skipped` or
+    /// `missed`, with a `reason` such as `busy` or `hung`, and an optional
+    /// `detail` for a human; an empty one is stored as none) unless the
+    /// occurrence has one, and raises the job's last decided occurrence.
+    ///
+    /// Returns true when this call recorded it: the caller then alerts. A
+    /// second process deciding the same occurrence gets false and stays
+    /// quiet, as does one that finds it started.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::see_jobs`]; [`Error::Invalid`] for [`Decision::Started`],
+    /// which only [`Ledger::begin_run`] records.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use baton_ledger::{Decision, Ledger};
+    /// let now: jiff::Timestamp = "2026-11-29T03:15:00Z".parse()?;
+    /// let mut ledger = Ledger::open(dir.path(), now)?;
+    /// let occ = now.as_second();
+    /// assert!(ledger.decide("nightly", occ, Decision::Skipped, "busy", "", now)?);
+    /// assert!(!ledger.decide("nightly", occ, Decision::Skipped, "busy", "", now)?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn decide(
+        &mut self,
+        job: &str,
+        occurrence: i64,
+        decision: Decision,
+        reason: &str,
+        detail: &str,
+        now: Timestamp,
+    ) -> Result<bool, Error> {
+        self.saw(now);
+        let action = || format!("record occurrence {occurrence} of job {job} as {decision}");
+        if decision == Decision::Started {
+            return Err(Error::Invalid {
+                action: action(),
+                path: self.path.clone(),
+                problem: "a started occurrence is recorded by begin_run, with its run".into(),
+            });
+        }
+        let entry = decisions::Entry {
+            job,
+            occurrence,
+            decision,
+            reason: Some(reason),
+            run_id: None,
+            detail: Some(detail).filter(|d| !d.is_empty()),
+            decided: now,
+        };
+        self.transact(Mode::Write, action, |tx| {
+            let recorded = decisions::insert(tx, &entry)?;
+            if recorded {
+                jobs::decided(tx, job, occurrence, now)?;
+            }
+            Ok(recorded)
+        })
+    }
+
+    /// The decision recorded for one occurrence of a job, if any.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::see_jobs`].
+    pub fn decision(&mut self, job: &str, occurrence: i64) -> Result<Option<DecisionRow>, Error> {
+        self.transact(
+            Mode::Read,
+            || format!("read the decision for occurrence {occurrence} of job {job}"),
+            |tx| Ok(decisions::one(tx, job, occurrence)?),
+        )
+    }
+
+    /// The newest `limit` occurrences of a job that did not run (`skipped`
+    /// or `missed`), newest first.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::see_jobs`].
+    pub fn skipped(&mut self, job: &str, limit: u32) -> Result<Vec<DecisionRow>, Error> {
+        self.transact(
+            Mode::Read,
+            || format!("read the skipped occurrences of job {job}"),
+            |tx| Ok(decisions::skipped(tx, job, limit)?),
+        )
+    }
+
+    /// How many occurrences of a job did not run, as `(decision, reason,
+    /// count)`, ordered by decision and reason; a missing reason reads as
+    /// empty. Counts what pruning has kept.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::see_jobs`].
+    pub fn skip_counts(&mut self, job: &str) -> Result<Vec<(String, String, u64)>, Error> {
+        self.transact(
+            Mode::Read,
+            || format!("count the skipped occurrences of job {job}"),
+            |tx| Ok(decisions::skip_counts(tx, job)?),
+        )
+    }
+
+    /// Records an alert.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::see_jobs`].
+    pub fn record_alert(&mut self, a: &NewAlert) -> Result<(), Error> {
+        self.saw(a.time);
+        self.transact(
+            Mode::Write,
+            || format!("record a {} alert", a.kind),
+            |tx| Ok(alerts::insert(tx, a)?),
+        )
+    }
+
+    /// The newest `limit` alerts, of one job or of all, newest first.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::see_jobs`].
+    pub fn recent_alerts(&mut self, job: Option<&str>, limit: u32) -> Result<Vec<AlertRow>, Error> {
+        self.transact(
+            Mode::Read,
+            || "read the recent alerts".into(),
+            |tx| Ok(alerts::recent(tx, job, limit)?),
+        )
+    }
+
+    /// The newest `limit` runs of a job, newest first (by start time), each
+    /// with its attempts in order.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::see_jobs`].
+    pub fn history(&mut self, job: &str, limit: u32) -> Result<Vec<RunRow>, Error> {
+        self.transact(
+            Mode::Read,
+            || format!("read the history of job {job}"),
+            |tx| Ok(runs::history(tx, job, limit)?),
+        )
+    }
+
+    /// The newest run of a job, finished or not.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::see_jobs`].
+    pub fn last_run(&mut self, job: &str) -> Result<Option<RunRow>, Error> {
+        Ok(self.history(job, 1)?.pop())
+    }
+
+    /// The newest run of a job that has started and not finished. A run
+    /// whose process died before finishing stays here until a later run
+    /// prunes it; the lease, not the ledger, says whether it still runs.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::see_jobs`].
+    pub fn running(&mut self, job: &str) -> Result<Option<RunRow>, Error> {
+        self.transact(
+            Mode::Read,
+            || format!("read the running run of job {job}"),
+            |tx| Ok(runs::running(tx, job)?),
+        )
+    }
+
+    /// Every step (and check) of a job, by name.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::see_jobs`].
+    pub fn steps(&mut self, job: &str) -> Result<Vec<StepState>, Error> {
+        self.transact(
+            Mode::Read,
+            || format!("read the steps of job {job}"),
+            |tx| Ok(steps::of_job(tx, job)?),
+        )
+    }
+
+    fn saw(&mut self, t: Timestamp) {
+        self.latest = self.latest.max(t);
+    }
+
+    /// Runs `op` in one transaction on the file now at the path; on
+    /// corruption, recovers and runs it once more.
+    fn transact<T>(
+        &mut self,
+        mode: Mode,
+        action: impl Fn() -> String,
+        op: impl Fn(&Transaction<'_>) -> Result<T, Fail>,
+    ) -> Result<T, Error> {
+        self.follow_path()?;
+        match self.attempt(mode, &op) {
+            Ok(v) => return Ok(v),
+            Err(Fail::Sql(e)) if recover::is_corrupt(&e) => {
+                let suspect = self.db.take().map(|db| {
+                    let id = db.id();
+                    db.abandon();
+                    Suspect {
+                        id,
+                        reason: format!("{}: {e}", action()),
+                    }
+                });
+                self.reconnect(suspect)?;
+            }
+            Err(fail) => return Err(self.error(action(), fail)),
+        }
+        self.attempt(mode, &op).map_err(|fail| match fail {
+            Fail::Sql(e) if recover::is_corrupt(&e) => Error::Corrupt {
+                action: action(),
+                path: self.path.clone(),
+                reason: e.to_string(),
+            },
+            fail => self.error(action(), fail),
+        })
+    }
+
+    fn attempt<T>(
+        &mut self,
+        mode: Mode,
+        op: &impl Fn(&Transaction<'_>) -> Result<T, Fail>,
+    ) -> Result<T, Fail> {
+        let Some(db) = self.db.as_mut() else {
+            // OK because `follow_path` and `reconnect` leave a connection or
+            // return an error; this only names the impossible case.
+            return Err(Fail::Invalid("the ledger has no connection".into()));
+        };
+        let behavior = match mode {
+            Mode::Read => TransactionBehavior::Deferred,
+            Mode::Write => TransactionBehavior::Immediate,
+        };
+        let tx = db.conn().transaction_with_behavior(behavior)?;
+        let value = op(&tx)?;
+        tx.commit()?;
+        Ok(value)
+    }
+
+    /// Reconnects when `baton.db` is no longer the file this connection
+    /// opened (another process moved it aside), or when there is no
+    /// connection.
+    fn follow_path(&mut self) -> Result<(), Error> {
+        let at_path = file::identify(&self.path)?;
+        match &self.db {
+            Some(db) if Some(db.id()) == at_path => Ok(()),
+            _ => self.reconnect(None),
+        }
+    }
+
+    fn reconnect(&mut self, suspect: Option<Suspect>) -> Result<(), Error> {
+        if let Some(db) = self.db.take() {
+            db.abandon();
+        }
+        let (db, recovered) = recover::connect(&self.state_dir, &self.path, suspect, self.latest)?;
+        self.db = Some(db);
+        self.recovered.extend(recovered);
+        Ok(())
+    }
+
+    fn error(&self, action: String, fail: Fail) -> Error {
+        let path = self.path.clone();
+        match fail {
+            Fail::Sql(e) => recover::sqlite_error(&self.path, action, e),
+            Fail::Invalid(problem) => Error::Invalid {
+                action,
+                path,
+                problem,
+            },
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! baton-ledger: the scheduler's ledger in SQLite.
+//!
+//! The ledger is one database, `STATE_DIR/baton.db`, written by many
+//! processes at once: every `baton tick` runs each due job in a process of
+//! its own, and each of those records its run. This crate owns that file
+//! outright: its schema and migrations, every SQL statement, its connection
+//! settings, and its recovery from corruption. Nothing else in baton opens
+//! the database. It guarantees that no update is lost between writers, that
+//! no writer fails because another holds the write lock for a moment, that an
+//! occurrence of a job is decided once across all processes, and that a
+//! corrupt database never stops the scheduler. It is synchronous.
+//!
+//! ```
+//! # let dir = tempfile::tempdir().unwrap();
+//! use baton_ledger::{Decision, Ledger};
+//! let now: jiff::Timestamp = "2026-11-29T03:15:00Z".parse()?;
+//! let mut ledger = Ledger::open(dir.path(), now)?;
+//! for moved in ledger.take_recovered() {
+//!     eprintln!("ledger was corrupt, moved to {}: {}", moved.moved_to.display(), moved.reason);
+//! }
+//! ledger.see_jobs(&["nightly"], now)?;
+//! if ledger.decide("nightly", now.as_second(), Decision::Skipped, "busy", "", now)? {
+//!     // This process decided it: alert once.
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Conventions
+//!
+//! Times are [`jiff::Timestamp`] in the API and INTEGER microseconds since
+//! the Unix epoch in SQL. An *occurrence* is a scheduled instant of a job, in
+//! whole Unix seconds. A run is named by its `run_id`, 16 hex characters
+//! chosen by the caller. The ledger never reads the clock: every time,
+//! including the stamp of a file moved aside, comes from the caller.
+//!
+//! # Schema (version 1, in `PRAGMA user_version`)
+//!
+//! - `jobs (job PRIMARY KEY, …)`: one row per job with the high-water marks
+//!   the scheduler reads before it decides (`last_decided`, `last_started`:
+//!   occurrence seconds) and what status shows (`last_attempt`,
+//!   `last_success`, `last_failure`: run times; `consecutive_failures`;
+//!   `last_run_id`). Keyed by name so every process updates the same row.
+//! - `occurrences (job, occurrence) PRIMARY KEY`: at most one decision per
+//!   occurrence: `started` (with its run), `skipped` or `missed` (with a
+//!   reason). The key *is* the guarantee that an occurrence is decided once:
+//!   a decision is an insert that does nothing on conflict, and the one
+//!   insert that changed a row decided. Pruning removes the decisions made
+//!   before a job's oldest kept run, never the job's newest, and
+//!   `jobs.last_decided` keeps the high-water mark of what was decided.
+//! - `runs (run_id PRIMARY KEY)` with an index on `(job, started DESC)` for
+//!   every per-job read and for pruning; `occurrence` is NULL for a manual
+//!   run.
+//! - `attempts (run_id, seq) PRIMARY KEY`, `REFERENCES runs ON DELETE
+//!   CASCADE`: an attempt of a step or check belongs to its run and goes
+//!   with it; the key makes recording an attempt twice a no-op.
+//! - `steps (job, step) PRIMARY KEY`: per-step counters, which outlive the
+//!   runs that pruning removes.
+//! - `alerts (id AUTOINCREMENT)` with an index on `(job, id DESC)`: alerts
+//!   as delivered, numbered in order, never renumbered.
+//!
+//! Counters change only through SQL expressions evaluated inside the write
+//! transaction (`consecutive_failures + 1`, `MAX(…)`), never by reading a
+//! value into Rust and writing it back, so concurrent writers never undo
+//! each other. Migrations are code (`schema.rs`), applied in one
+//! `BEGIN IMMEDIATE` transaction that reads the version again under the
+//! write lock, so two processes opening a fresh database at once migrate it
+//! once. A version newer than this build's is refused, untouched.
+//!
+//! # Transactions
+//!
+//! Every call is exactly one transaction, and a short one: no call waits on
+//! anything but SQLite inside it. Writes begin with `BEGIN IMMEDIATE`: the
+//! write lock is taken before the first read, so a transaction never holds a
+//! read snapshot that it must upgrade (which fails at once with
+//! `SQLITE_BUSY`, whatever the busy timeout). Reads use a deferred `BEGIN`,
+//! so a run and its attempts come from one snapshot.
+//!
+//! # Connection settings
+//!
+//! - **`journal_mode = WAL`**: readers never block the writer nor the
+//!   writer its readers, and a commit is one append to the log. Many
+//!   processes on one local disk is what WAL is for (it needs shared memory,
+//!   so the state directory must not be on a network filesystem, as for the
+//!   lock).
+//! - **`synchronous = NORMAL`**: in WAL mode, a commit is not `fsync`ed;
+//!   the log is synced at checkpoints. A crashed *process* loses nothing
+//!   (its commits are in the operating system's cache); a *power loss or
+//!   kernel crash* may lose the last transactions before the crash, never
+//!   corrupt the database. The ledger is a record of runs, not the lock: a
+//!   lost row costs a line of history, while `FULL` would cost an `fsync`
+//!   per write, several per run.
+//! - **`foreign_keys = ON`**: SQLite's default is off, per connection; the
+//!   attempts' cascade relies on it.
+//! - **A busy timeout of 10 s**: a writer that finds the write lock taken
+//!   waits (SQLite's busy handler retries with short sleeps) instead of
+//!   failing. Transactions last milliseconds, so 10 s is only reached when
+//!   something is wrong, and then it is [`Error::Busy`], never "corrupt".
+//! - **No checkpoint on close** (`SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE`): when
+//!   its last connection to a file closes, SQLite checkpoints and deletes
+//!   `-wal` and `-shm` *by name*. It first checks that the database was not
+//!   moved, but a move by another process can fall between that check and
+//!   the deletion, and after a move those names belong to the new ledger,
+//!   whose log would be deleted under its writers. So SQLite deletes nothing;
+//!   the ledger checkpoints and truncates the log itself when it is dropped,
+//!   through its descriptors, only while the path still names its file, and
+//!   without waiting for anyone. The `-wal` and `-shm` files stay in place.
+//!
+//! Files are created mode `0600`: the ledger creates `baton.db` itself with
+//! `O_CREAT | O_EXCL | O_NOFOLLOW` before SQLite opens it, and SQLite gives
+//! `-wal` and `-shm` the database's mode, so the umask is never touched.
+//! A symbolic link at `baton.db` is refused ([`Error::Symlink`]) and never
+//! followed; SQLite is opened with `SQLITE_OPEN_NOFOLLOW` as well, and opens
+//! `-wal` and `-shm` with `O_NOFOLLOW`.
+//!
+//! # Recovery
+//!
+//! What is corrupt: SQLite's `SQLITE_CORRUPT` or `SQLITE_NOTADB`, from any
+//! statement, or a schema whose version promises a table that is missing.
+//! Nothing else: busy, locked, I/O errors and a full disk are errors.
+//!
+//! 1. **On open**, the file is probed before anything is written: the
+//!    schema version, the whole schema, and the first row of every table and
+//!    index. A file of garbage fails its header; a file cut short (the first
+//!    4 KiB of a database) has fewer pages than its header counts; pages
+//!    overwritten behind a sound header fail the first-row reads. So damage
+//!    is found on open, not in the middle of a run.
+//! 2. **A corrupt file is moved aside**, never deleted: `baton.db` becomes
+//!    `baton.db.corrupt-<UTC stamp>` (`.1`, `.2`, … when the name is taken),
+//!    its `-wal`, `-shm` (and `-journal`) taken along under the same name,
+//!    side files first so that a crash midway never leaves a stale log beside
+//!    a fresh database. A fresh ledger is created in its place, and
+//!    [`Ledger::take_recovered`] tells the caller, who raises an alert.
+//! 3. **A call that hits corruption** (damage deeper than the probe reads)
+//!    recovers the same way and is tried once more, on the fresh ledger. A
+//!    run begun before the recovery can still record its attempts and its
+//!    end: the job's and step's counters are kept, the rows that needed the
+//!    lost run are not written.
+//! 4. **Once, between all processes.** Every move-aside, and every
+//!    connection's set-up, happens under the *repair lease*, a baton lease on
+//!    `STATE_DIR/.baton.db.repair`. Under it, a process that found corruption
+//!    looks at the path again: if it still names the file it found corrupt,
+//!    that file is moved; if another process has replaced it, the new file
+//!    is probed and used. One corrupt file, one `.corrupt-*`, one alert.
+//!    Connections are set up under the lease too because SQLite opens `-wal`
+//!    and `-shm` by name after the database: a process opening while the
+//!    three files are being renamed could pair the new database with the old
+//!    log or the old shared memory.
+//! 5. **A connection opened before a move** still has the old files open and
+//!    would keep writing into them. Before every call, one `lstat` compares
+//!    the file at `baton.db` with the one the connection opened, and the
+//!    ledger reconnects when they differ. A transaction that commits in the
+//!    microseconds between that check and another process's rename lands in
+//!    the moved file, as it would have a moment before the move.
+//! 6. **A database removed alone** (an operator deleting `baton.db` while
+//!    writers run) leaves a `-wal` and `-shm` still in use by the old file's
+//!    connections. A fresh database is never created beside them: they are
+//!    set aside first, as `baton.db.orphaned-<UTC stamp>-wal` and so on.
+//!
+//! # What it never does
+//!
+//! It never deletes a database, a log or a moved-aside file; never follows a
+//! symbolic link at `baton.db`; never takes a busy database for a corrupt
+//! one; never migrates a schema down or touches one newer than its own;
+//! never holds a transaction across anything but its own statements; never
+//! reads the clock; and never decides whether a run may start: that is the
+//! lease's work. The ledger records decisions so that each is made once.
+
+mod alerts;
+mod db;
+mod decisions;
+mod error;
+mod file;
+mod jobs;
+mod ledger;
+mod recover;
+mod rows;
+mod runs;
+mod schema;
+mod steps;
+
+pub use error::Error;
+pub use ledger::Ledger;
+pub use recover::Recovered;
+pub use rows::{
+    AlertRow, Attempt, AttemptRow, Begun, Decision, DecisionRow, Finished, JobState, NewAlert,
+    NewRun, RunRow, StepKind, StepState, UnknownWord,
+};

@@ -1,0 +1,246 @@
+//! The schema: its versions, the migrations between them, and the probe that
+//! tells a sound ledger from a damaged one.
+//!
+//! `PRAGMA user_version` holds the version. Migrations are SQL in this file,
+//! applied in order inside one `BEGIN IMMEDIATE` transaction that reads the
+//! version again once it holds the write lock: two processes opening a fresh
+//! database at once both see version 0, one migrates, and the other finds
+//! the work done when its turn comes. A version newer than this build's is
+//! refused, never migrated down and never taken for corruption.
+//!
+//! The probe is what makes a truncated or overwritten file fail on open
+//! rather than in the middle of a run: it reads the version, the whole
+//! schema, and the first row of every table and every index. A file cut short
+//! loses the pages those reads need; a file of garbage fails its header. A
+//! full `PRAGMA integrity_check` would find more, but it reads the whole
+//! database on every open of every process.
+
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+
+/// The newest schema version this build writes and reads.
+pub(crate) const VERSION: i64 = 1;
+
+/// The migrations: `MIGRATIONS[n]` takes a database from version `n` to
+/// `n + 1`.
+const MIGRATIONS: [&str; VERSION as usize] = [V1];
+
+/// Version 1. Why each table and key exists is told in the crate's
+/// documentation.
+const V1: &str = "
+CREATE TABLE jobs (
+    job                  TEXT PRIMARY KEY,
+    first_seen           INTEGER NOT NULL,
+    last_decided         INTEGER,
+    last_started         INTEGER,
+    last_attempt         INTEGER,
+    last_success         INTEGER,
+    last_failure         INTEGER,
+    consecutive_failures INTEGER NOT NULL DEFAULT 0,
+    last_run_id          TEXT
+);
+CREATE TABLE occurrences (
+    job        TEXT NOT NULL,
+    occurrence INTEGER NOT NULL,
+    decision   TEXT NOT NULL,
+    reason     TEXT,
+    run_id     TEXT,
+    decided    INTEGER NOT NULL,
+    detail     TEXT,
+    PRIMARY KEY (job, occurrence)
+);
+CREATE TABLE runs (
+    run_id     TEXT PRIMARY KEY,
+    job        TEXT NOT NULL,
+    occurrence INTEGER,
+    manual     INTEGER NOT NULL,
+    fence      INTEGER,
+    host       TEXT,
+    pid        INTEGER,
+    started    INTEGER NOT NULL,
+    finished   INTEGER,
+    verdict    TEXT,
+    exit_code  INTEGER
+);
+CREATE INDEX runs_by_job ON runs (job, started DESC);
+CREATE TABLE attempts (
+    run_id    TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+    seq       INTEGER NOT NULL,
+    step      TEXT NOT NULL,
+    kind      TEXT NOT NULL,
+    attempt   INTEGER NOT NULL,
+    started   INTEGER NOT NULL,
+    finished  INTEGER NOT NULL,
+    exit_code INTEGER,
+    signal    INTEGER,
+    outcome   TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE steps (
+    job                  TEXT NOT NULL,
+    step                 TEXT NOT NULL,
+    kind                 TEXT NOT NULL,
+    last_attempt         INTEGER,
+    last_success         INTEGER,
+    last_failure         INTEGER,
+    consecutive_failures INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (job, step)
+);
+CREATE TABLE alerts (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    time       INTEGER NOT NULL,
+    job        TEXT,
+    kind       TEXT NOT NULL,
+    run_id     TEXT,
+    occurrence INTEGER,
+    message    TEXT NOT NULL,
+    json       TEXT NOT NULL
+);
+CREATE INDEX alerts_by_job ON alerts (job, id DESC);
+";
+
+/// The tables of the current version, and for each a query that reads its
+/// first row through every b-tree it has (the table and each index).
+const PROBES: [(&str, &[&str]); 6] = [
+    (
+        "jobs",
+        &[
+            "SELECT * FROM jobs LIMIT 1",
+            "SELECT job FROM jobs ORDER BY job LIMIT 1",
+        ],
+    ),
+    (
+        "occurrences",
+        &[
+            "SELECT * FROM occurrences LIMIT 1",
+            "SELECT job, occurrence FROM occurrences ORDER BY job, occurrence LIMIT 1",
+        ],
+    ),
+    (
+        "runs",
+        &[
+            "SELECT * FROM runs LIMIT 1",
+            "SELECT run_id FROM runs ORDER BY run_id LIMIT 1",
+            "SELECT job, started FROM runs ORDER BY job, started DESC LIMIT 1",
+        ],
+    ),
+    (
+        "attempts",
+        &[
+            "SELECT * FROM attempts LIMIT 1",
+            "SELECT run_id, seq FROM attempts ORDER BY run_id, seq LIMIT 1",
+        ],
+    ),
+    (
+        "steps",
+        &[
+            "SELECT * FROM steps LIMIT 1",
+            "SELECT job, step FROM steps ORDER BY job, step LIMIT 1",
+        ],
+    ),
+    (
+        "alerts",
+        &[
+            "SELECT * FROM alerts LIMIT 1",
+            "SELECT job, id FROM alerts ORDER BY job, id DESC LIMIT 1",
+        ],
+    ),
+];
+
+/// What the probe found wrong.
+#[derive(Debug)]
+pub(crate) enum Unsound {
+    /// SQLite failed; the caller tells corruption from other failures.
+    Sqlite {
+        /// What the probe was reading.
+        what: &'static str,
+        /// What SQLite said.
+        source: rusqlite::Error,
+    },
+    /// The version says a table exists, and it does not: the schema is
+    /// damaged.
+    Missing {
+        /// The version found.
+        version: i64,
+        /// The missing table.
+        table: &'static str,
+    },
+    /// A version this build does not know (a newer baton wrote it).
+    Unknown(i64),
+}
+
+impl Unsound {
+    fn sqlite(what: &'static str) -> impl FnOnce(rusqlite::Error) -> Self {
+        move |source| Self::Sqlite { what, source }
+    }
+}
+
+/// Reads the version, the schema and the first row of every b-tree, in one
+/// read transaction. Writes nothing. Returns the version.
+pub(crate) fn probe(conn: &Connection) -> Result<i64, Unsound> {
+    conn.execute_batch("BEGIN DEFERRED")
+        .map_err(Unsound::sqlite("begin the probe"))?;
+    let found = probe_in(conn);
+    // A read transaction has nothing to keep; ending it cannot lose a write.
+    let _ = conn.execute_batch("COMMIT");
+    found
+}
+
+fn probe_in(conn: &Connection) -> Result<i64, Unsound> {
+    let version = user_version(conn).map_err(Unsound::sqlite("read the schema version"))?;
+    if !(0..=VERSION).contains(&version) {
+        return Err(Unsound::Unknown(version));
+    }
+    let tables = {
+        let mut stmt = conn
+            .prepare("SELECT name FROM sqlite_schema WHERE type = 'table'")
+            .map_err(Unsound::sqlite("read the schema"))?;
+        stmt.query_map([], |row| row.get::<_, String>(0))
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(Unsound::sqlite("read the schema"))?
+    };
+    if version == 0 {
+        return Ok(version);
+    }
+    for (table, reads) in PROBES {
+        if !tables.iter().any(|t| t == table) {
+            return Err(Unsound::Missing { version, table });
+        }
+        for sql in reads {
+            let mut stmt = conn
+                .prepare(sql)
+                .map_err(Unsound::sqlite("read the schema"))?;
+            let mut rows = stmt.query([]).map_err(Unsound::sqlite("read a table"))?;
+            rows.next().map_err(Unsound::sqlite("read a table"))?;
+        }
+    }
+    Ok(version)
+}
+
+/// Brings the database to [`VERSION`] in one IMMEDIATE transaction,
+/// reading the version again under the write lock. Returns the version
+/// found before.
+pub(crate) fn migrate(conn: &mut Connection) -> Result<i64, Unsound> {
+    let tx = Transaction::new(conn, TransactionBehavior::Immediate)
+        .map_err(Unsound::sqlite("begin the migration"))?;
+    let found = user_version(&tx).map_err(Unsound::sqlite("read the schema version"))?;
+    let from = match usize::try_from(found) {
+        Ok(from) if found <= VERSION => from,
+        _ => return Err(Unsound::Unknown(found)),
+    };
+    if found == VERSION {
+        return Ok(found);
+    }
+    for sql in &MIGRATIONS[from..] {
+        tx.execute_batch(sql)
+            .map_err(Unsound::sqlite("migrate the schema"))?;
+    }
+    tx.execute_batch(&format!("PRAGMA user_version = {VERSION}"))
+        .map_err(Unsound::sqlite("migrate the schema"))?;
+    tx.commit()
+        .map_err(Unsound::sqlite("commit the migration"))?;
+    Ok(found)
+}
+
+fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("PRAGMA user_version", [], |row| row.get(0))
+}

@@ -1,0 +1,255 @@
+//! A corrupt database is moved aside, whole and once, and never stops the
+//! ledger.
+
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use baton_ledger::{Error, Ledger};
+
+use crate::support::{self, Scene, at, attempt, finished, scheduled};
+
+/// Bytes that are no SQLite database.
+fn garbage(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 7 + 13) as u8).collect()
+}
+
+/// A ledger with enough history to fill many pages, closed.
+fn populate(scene: &Scene) {
+    let mut ledger = scene.open();
+    for i in 0..120 {
+        let run = scheduled("big", &format!("{i:016x}"), 60 * i);
+        ledger.begin_run(&run).unwrap();
+        ledger
+            .record_attempt(&attempt(
+                &run,
+                1,
+                "a-step-with-a-long-name",
+                "ok",
+                run.started,
+            ))
+            .unwrap();
+        ledger.finish_run(&finished(&run, 5, true), 1_000).unwrap();
+    }
+}
+
+/// The ledger works after recovery: it writes and reads back.
+fn assert_works(ledger: &mut Ledger) {
+    let run = scheduled("after", "00000000000000d1", 0);
+    ledger.begin_run(&run).unwrap();
+    ledger.finish_run(&finished(&run, 1, true), 10).unwrap();
+    assert_eq!(ledger.history("after", 10).unwrap().len(), 1);
+}
+
+#[test]
+fn garbage_is_moved_aside_on_open() {
+    let scene = Scene::new();
+    let bytes = garbage(100);
+    std::fs::write(scene.db(), &bytes).unwrap();
+    let mut ledger = Ledger::open(scene.dir(), "2026-11-29T03:15:00Z".parse().unwrap()).unwrap();
+    let recovered = ledger.take_recovered();
+    assert_eq!(recovered.len(), 1, "{recovered:?}");
+    assert_eq!(
+        recovered[0].moved_to,
+        scene.dir().join("baton.db.corrupt-20261129T031500Z")
+    );
+    assert!(
+        recovered[0].reason.contains("not a database"),
+        "{}",
+        recovered[0].reason
+    );
+    assert_eq!(std::fs::read(&recovered[0].moved_to).unwrap(), bytes);
+    assert_eq!(scene.corrupt_files(), [recovered[0].moved_to.clone()]);
+    assert!(ledger.take_recovered().is_empty());
+    assert_works(&mut ledger);
+}
+
+#[test]
+fn a_database_cut_short_is_found_on_open() {
+    let scene = Scene::new();
+    populate(&scene);
+    let len = std::fs::metadata(scene.db()).unwrap().len();
+    assert!(
+        len > 8 * 4096,
+        "the ledger should span many pages, not {len} bytes"
+    );
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(scene.db())
+        .unwrap();
+    file.set_len(4096).unwrap();
+    drop(file);
+    let bytes = std::fs::read(scene.db()).unwrap();
+
+    let mut ledger = scene.open();
+    let recovered = ledger.take_recovered();
+    assert_eq!(recovered.len(), 1, "{recovered:?}");
+    assert!(
+        recovered[0].reason.contains("malformed"),
+        "{}",
+        recovered[0].reason
+    );
+    assert_eq!(std::fs::read(&recovered[0].moved_to).unwrap(), bytes);
+    assert!(ledger.history("big", 10).unwrap().is_empty());
+    assert_works(&mut ledger);
+}
+
+/// Overwrites every page but the first (the header and the schema) in place:
+/// the file keeps its size, so only reading the tables shows the damage.
+fn overwrite_all_but_the_header(scene: &Scene) -> Vec<u8> {
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(scene.db())
+        .unwrap();
+    let len = file.metadata().unwrap().len();
+    file.write_all_at(&vec![0xA5; (len - 4096) as usize], 4096)
+        .unwrap();
+    drop(file);
+    std::fs::read(scene.db()).unwrap()
+}
+
+#[test]
+fn damage_behind_a_sound_header_is_found_on_open() {
+    let scene = Scene::new();
+    populate(&scene);
+    let damaged = overwrite_all_but_the_header(&scene);
+    let mut ledger = scene.open();
+    // Found by the probe, before any call reads a table.
+    let recovered = ledger.take_recovered();
+    assert_eq!(recovered.len(), 1, "{recovered:?}");
+    assert!(
+        recovered[0].reason.contains("read a table"),
+        "{}",
+        recovered[0].reason
+    );
+    assert_eq!(std::fs::read(&recovered[0].moved_to).unwrap(), damaged);
+    assert_works(&mut ledger);
+}
+
+#[test]
+fn a_schema_missing_a_table_is_moved_aside() {
+    let scene = Scene::new();
+    populate(&scene);
+    let raw = rusqlite::Connection::open(scene.db()).unwrap();
+    raw.execute_batch("DROP TABLE steps").unwrap();
+    drop(raw);
+    let mut ledger = scene.open();
+    let recovered = ledger.take_recovered();
+    assert_eq!(recovered.len(), 1);
+    assert!(
+        recovered[0].reason.contains("no table steps"),
+        "{}",
+        recovered[0].reason
+    );
+    assert_works(&mut ledger);
+}
+
+#[test]
+fn a_newer_schema_is_refused_and_left_alone() {
+    let scene = Scene::new();
+    scene.open();
+    let raw = rusqlite::Connection::open(scene.db()).unwrap();
+    raw.execute_batch("PRAGMA user_version = 99").unwrap();
+    drop(raw);
+    let before = std::fs::read(scene.db()).unwrap();
+    let err = Ledger::open(scene.dir(), at(0)).unwrap_err();
+    assert!(
+        matches!(err, Error::UnknownSchema { found: 99, .. }),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains(&scene.db().display().to_string()),
+        "{err}"
+    );
+    assert!(!err.to_string().contains("corrupt"), "{err}");
+    assert_eq!(std::fs::read(scene.db()).unwrap(), before);
+    assert!(scene.corrupt_files().is_empty());
+}
+
+/// Damage deeper than the probe reads is found by the call that reads it:
+/// that call recovers and is answered by the fresh ledger.
+#[test]
+fn corruption_found_by_a_call_recovers_and_retries_once() {
+    let scene = Scene::new();
+    populate(&scene);
+    let mut ledger = Ledger::open(scene.dir(), at(0)).unwrap();
+    assert!(ledger.take_recovered().is_empty());
+    // Another connection commits, so this one drops its cached pages at its
+    // next read, then every page but the header page is overwritten.
+    let raw = rusqlite::Connection::open(scene.db()).unwrap();
+    // As the ledger's own connections do: this one must not delete the new
+    // ledger's `-wal` by name when it closes after the move.
+    raw.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+        true,
+    )
+    .unwrap();
+    raw.execute_batch("INSERT INTO alerts (time, kind, message, json) VALUES (0, 'x', 'x', '{}')")
+        .unwrap();
+    let damaged = overwrite_all_but_the_header(&scene);
+
+    let history = ledger.history("big", 1_000).unwrap();
+    assert!(history.is_empty(), "answered from the fresh ledger");
+    let recovered = ledger.take_recovered();
+    assert_eq!(recovered.len(), 1, "{recovered:?}");
+    assert!(
+        recovered[0].reason.contains("read the history of job big"),
+        "{}",
+        recovered[0].reason
+    );
+    assert_eq!(std::fs::read(&recovered[0].moved_to).unwrap(), damaged);
+    assert_works(&mut ledger);
+    drop(raw);
+}
+
+/// One opener: opens the ledger when the parent says go, writes, and
+/// reports how many files it moved aside.
+pub fn opener_child() {
+    let dir = support::env("STATE_DIR");
+    let out = support::env("OUT");
+    support::wait_for_go();
+    let mut ledger = Ledger::open(Path::new(&dir), at(0)).unwrap();
+    ledger.see_jobs(&["opened"], at(0)).unwrap();
+    std::fs::write(out, ledger.take_recovered().len().to_string()).unwrap();
+}
+
+#[test]
+fn processes_opening_a_corrupt_database_at_once_move_it_once() {
+    const OPENERS: usize = 4;
+    let scene = Scene::new();
+    let bytes = garbage(8192);
+    std::fs::write(scene.db(), &bytes).unwrap();
+    let outs = tempfile::tempdir().unwrap();
+    let mut children: Vec<_> = (0..OPENERS)
+        .map(|i| {
+            support::spawn_child(
+                "opener",
+                &[
+                    ("STATE_DIR", scene.dir().display().to_string()),
+                    (
+                        "OUT",
+                        outs.path().join(format!("out-{i}")).display().to_string(),
+                    ),
+                ],
+            )
+        })
+        .collect();
+    support::go(&mut children);
+    for (i, child) in children.into_iter().enumerate() {
+        support::expect_success(child, &format!("opener {i}"));
+    }
+    let reported: usize = (0..OPENERS)
+        .map(|i| {
+            std::fs::read_to_string(outs.path().join(format!("out-{i}")))
+                .unwrap()
+                .parse::<usize>()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(reported, 1, "one process reports the recovery");
+    let moved = scene.corrupt_files();
+    assert_eq!(moved.len(), 1, "{moved:?}");
+    assert_eq!(std::fs::read(&moved[0]).unwrap(), bytes);
+    let mut ledger = scene.open();
+    assert!(ledger.take_recovered().is_empty());
+    assert!(ledger.job("opened").unwrap().is_some());
+}

@@ -1,0 +1,167 @@
+//! The file at `baton.db` changes under an open connection, or is not a file.
+
+use std::path::Path;
+
+use baton_ledger::{Error, Ledger};
+
+use crate::support::{Scene, at};
+
+/// Renames `baton.db` and its side files, as a recovering process does.
+fn move_aside(scene: &Scene, to: &Path) {
+    for suffix in ["-wal", "-shm"] {
+        let from = format!("{}{suffix}", scene.db().display());
+        let _ = std::fs::rename(from, format!("{}{suffix}", to.display()));
+    }
+    std::fs::rename(scene.db(), to).unwrap();
+}
+
+fn job_names(db: &Path) -> Vec<String> {
+    let raw = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .unwrap();
+    let mut stmt = raw.prepare("SELECT job FROM jobs ORDER BY job").unwrap();
+    stmt.query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+#[test]
+fn a_connection_follows_the_path_after_a_move() {
+    let scene = Scene::new();
+    let mut old = scene.open();
+    old.see_jobs(&["before"], at(0)).unwrap();
+
+    let moved = scene.dir().join("elsewhere.db");
+    move_aside(&scene, &moved);
+    // Another process creates the new ledger and writes to it.
+    let mut other = scene.open();
+    other.see_jobs(&["other"], at(1)).unwrap();
+
+    // The old connection's next write goes to the new file, not the moved one.
+    old.see_jobs(&["after"], at(2)).unwrap();
+    assert_eq!(
+        old.jobs()
+            .unwrap()
+            .iter()
+            .map(|j| j.job.as_str())
+            .collect::<Vec<_>>(),
+        ["after", "other"]
+    );
+    drop(old);
+    // Closing the connection to the moved file deleted none of the new
+    // ledger's files: everything written is still there for a newcomer.
+    let mut newcomer = scene.open();
+    let names: Vec<_> = newcomer
+        .jobs()
+        .unwrap()
+        .into_iter()
+        .map(|j| j.job)
+        .collect();
+    assert_eq!(names, ["after", "other"]);
+    drop((newcomer, other));
+    assert_eq!(job_names(&moved), ["before"]);
+}
+
+#[test]
+fn a_connection_recreates_a_removed_ledger() {
+    let scene = Scene::new();
+    let mut ledger = scene.open();
+    ledger.see_jobs(&["before"], at(0)).unwrap();
+    move_aside(&scene, &scene.dir().join("gone.db"));
+    ledger.see_jobs(&["after"], at(1)).unwrap();
+    assert!(scene.db().exists());
+    assert_eq!(ledger.jobs().unwrap().len(), 1);
+    assert!(
+        ledger.take_recovered().is_empty(),
+        "a moved file is not a corrupt one"
+    );
+}
+
+/// An operator removes `baton.db` alone while a connection has it open:
+/// the fresh ledger must not inherit the old `-wal` and `-shm`, which that
+/// connection still uses.
+#[test]
+fn a_database_removed_alone_leaves_its_side_files_aside() {
+    let scene = Scene::new();
+    let mut old = scene.open();
+    old.see_jobs(&["before"], at(0)).unwrap();
+    std::fs::remove_file(scene.db()).unwrap();
+
+    let mut fresh = scene.open();
+    assert!(fresh.take_recovered().is_empty());
+    fresh.see_jobs(&["fresh"], at(1)).unwrap();
+    old.see_jobs(&["old"], at(2)).unwrap();
+    drop((old, fresh));
+
+    let mut newcomer = scene.open();
+    let names: Vec<_> = newcomer
+        .jobs()
+        .unwrap()
+        .into_iter()
+        .map(|j| j.job)
+        .collect();
+    assert_eq!(names, ["fresh", "old"]);
+    let aside: Vec<_> = std::fs::read_dir(scene.dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("baton.db.orphaned-"))
+        .collect();
+    assert_eq!(aside.len(), 2, "{aside:?}");
+    assert!(newcomer.take_recovered().is_empty());
+}
+
+#[test]
+fn a_symlink_at_the_path_is_refused_and_not_followed() {
+    let scene = Scene::new();
+    let target_dir = tempfile::tempdir().unwrap();
+    let target = target_dir.path().join("real.db");
+    std::fs::write(&target, b"precious").unwrap();
+    std::os::unix::fs::symlink(&target, scene.db()).unwrap();
+
+    let err = Ledger::open(scene.dir(), at(0)).unwrap_err();
+    assert!(matches!(err, Error::Symlink { .. }), "{err:?}");
+    assert!(
+        err.to_string().contains(&scene.db().display().to_string()),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&target).unwrap(), b"precious");
+    let beside: Vec<_> = std::fs::read_dir(target_dir.path()).unwrap().collect();
+    assert_eq!(beside.len(), 1, "nothing was created beside the target");
+
+    // A dangling one is not followed either: nothing is created at its target.
+    std::fs::remove_file(&target).unwrap();
+    let err = Ledger::open(scene.dir(), at(0)).unwrap_err();
+    assert!(matches!(err, Error::Symlink { .. }), "{err:?}");
+    assert!(!target.exists());
+    assert!(
+        std::fs::symlink_metadata(scene.db())
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}
+
+#[test]
+fn a_symlink_planted_under_an_open_ledger_is_refused() {
+    let scene = Scene::new();
+    let mut ledger = scene.open();
+    let target_dir = tempfile::tempdir().unwrap();
+    let target = target_dir.path().join("real.db");
+    std::fs::write(&target, b"precious").unwrap();
+    move_aside(&scene, &scene.dir().join("aside.db"));
+    std::os::unix::fs::symlink(&target, scene.db()).unwrap();
+    let err = ledger.see_jobs(&["x"], at(0)).unwrap_err();
+    assert!(matches!(err, Error::Symlink { .. }), "{err:?}");
+    assert_eq!(std::fs::read(&target).unwrap(), b"precious");
+}
+
+#[test]
+fn a_missing_state_directory_is_named() {
+    let scene = Scene::new();
+    let missing = scene.dir().join("nope");
+    let err = Ledger::open(&missing, at(0)).unwrap_err();
+    assert!(
+        err.to_string().contains(&missing.display().to_string()),
+        "{err}"
+    );
+}
