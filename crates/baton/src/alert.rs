@@ -99,36 +99,7 @@ impl Kind {
     }
 }
 
-/// The holder named in an alert.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct HolderInfo {
-    /// Pid.
-    pub pid: Option<u32>,
-    /// Host.
-    pub host: Option<String>,
-    /// Run id.
-    pub run: Option<String>,
-    /// Fence.
-    pub fence: Option<u64>,
-    /// When the lease was taken.
-    pub acquired: Option<String>,
-    /// When the lease was last renewed.
-    pub renewed: Option<String>,
-}
-
-impl HolderInfo {
-    /// The holder of a record.
-    pub fn of(h: &baton_lease::Holder) -> Self {
-        Self {
-            pid: h.pid(),
-            host: h.host().map(str::to_owned),
-            run: h.run().map(str::to_owned),
-            fence: h.fence().map(|f| f.get()),
-            acquired: h.acquired().map(|t| t.to_string()),
-            renewed: h.renewed().map(|t| t.to_string()),
-        }
-    }
-}
+pub use baton_sched::alerts::HolderInfo;
 
 /// One alert: the JSON object `--alert-command` reads (one line, ending in
 /// a newline).

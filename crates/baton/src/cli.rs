@@ -31,10 +31,95 @@ pub enum Cmd {
     /// Inspect and break locks.
     #[command(subcommand, after_long_help = LOCK_HELP)]
     Lock(LockCmd),
+    /// Run every job of baton.toml that is due now (what a crontab runs every
+    /// minute); silent unless something fails.
+    #[command(after_long_help = SCHED_HELP)]
+    Tick(TickArgs),
+    /// Run a job now, by hand, under its lock (a busy lock is an alert, exit 1).
+    #[command(after_long_help = SCHED_HELP)]
+    Run(RunArgs),
+    /// Show each job: last runs, next run, holder, OVERDUE and FAILING; exit 1
+    /// unless every enabled job is on schedule.
+    #[command(after_long_help = SCHED_HELP)]
+    Status(StatusArgs),
+    /// Show every effective setting and where it came from; exit 2 when the
+    /// configuration is invalid.
+    #[command(after_long_help = SCHED_HELP)]
+    Config(ConfigArgs),
+    /// Show a job's runs, newest first, with each step's attempts.
+    #[command(after_long_help = SCHED_HELP)]
+    History(HistoryArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
     /// Print the manual page (roff), for `man -l -`.
     Man,
+}
+
+/// `--config`, shared by the scheduler's commands.
+#[derive(Debug, Args)]
+pub struct ConfigFile {
+    /// The configuration file (default: $BATON_CONFIG, else ./baton.toml).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// `baton tick`.
+#[derive(Debug, Args)]
+pub struct TickArgs {
+    #[command(flatten)]
+    pub file: ConfigFile,
+    /// Only these jobs (default: every job).
+    #[arg(value_name = "JOB")]
+    pub jobs: Vec<String>,
+}
+
+/// `baton run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub file: ConfigFile,
+    /// The job.
+    #[arg(value_name = "JOB")]
+    pub job: String,
+}
+
+/// `baton status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub file: ConfigFile,
+    /// Only this job.
+    #[arg(value_name = "JOB")]
+    pub job: Option<String>,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `baton config`.
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    #[command(flatten)]
+    pub file: ConfigFile,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `baton history`.
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    #[command(flatten)]
+    pub file: ConfigFile,
+    /// The job.
+    #[arg(value_name = "JOB")]
+    pub job: String,
+    /// How many runs.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub limit: u32,
+    /// One JSON array on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `baton completions`.
@@ -250,3 +335,16 @@ Exit codes of `baton lock show` and `baton lock break`:
   125  not a lock file (a directory, a symlink, a file whose content is no
        lock record), an untrusted state directory, or an I/O error; the same
        code `baton exec` gives for it";
+
+const SCHED_HELP: &str = "\
+Exit codes of tick, run, status, config and history:
+  0  every step and check succeeded, nothing was due, or the kill switch is
+     off (status: every enabled job is on schedule)
+  1  a step or check failed, the lock was not free, or its holder was hung,
+     orphaned or of another version (an alert was raised); status: a job is
+     never run, OVERDUE or FAILING
+  2  the configuration could not be honoured (nothing ran)
+
+Configuration: --config FILE, else $BATON_CONFIG, else ./baton.toml.
+BATON_<KEY> overrides each [scheduler] key; BATON_ENABLED=false is the kill
+switch, checked before anything is touched.";

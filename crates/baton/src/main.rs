@@ -7,11 +7,11 @@
 mod say;
 mod alert;
 mod cli;
-mod duration;
+
 mod exec;
 mod exit;
 mod lock_cmd;
-mod state_dir;
+mod sched_cmd;
 
 use std::process::ExitCode;
 
@@ -74,6 +74,11 @@ fn run(cli: Cli) -> Exit {
         },
         Cmd::Lock(LockCmd::Show(a)) => lock_cmd::show::run(state, &a),
         Cmd::Lock(LockCmd::Break(a)) => lock_cmd::breaking::run_args(state, a),
+        Cmd::Tick(a) => sched_cmd::tick(state, &a),
+        Cmd::Run(a) => sched_cmd::run(state, &a),
+        Cmd::Status(a) => sched_cmd::status(state, &a),
+        Cmd::Config(a) => sched_cmd::config(state, &a),
+        Cmd::History(a) => sched_cmd::history(state, &a),
         Cmd::Completions(a) => {
             let mut out = Vec::new();
             clap_complete::generate(a.shell, &mut Cli::command(), "baton", &mut out);

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use crate::alert::Kind;
 use crate::cli::ExecArgs;
-use crate::duration;
-use crate::state_dir;
+
+use baton_sched::state_dir;
 
 /// A validated `baton exec`.
 #[derive(Debug, Clone)]
@@ -56,7 +56,7 @@ pub struct ExecConfig {
 }
 
 fn dur(what: &str, s: &str) -> Result<Duration, String> {
-    duration::parse(s).map_err(|e| format!("--{what}: {e}"))
+    baton_sched::units::parse_duration(s).map_err(|e| format!("--{what}: {e}"))
 }
 
 /// A duration where 0 means "none", as `timeout 0` does.

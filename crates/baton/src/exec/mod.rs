@@ -16,8 +16,8 @@ use baton_lease::{Clock, Lease, Outcome, SystemClock};
 use baton_runner::{Event, Finish, Session, SessionConfig, Stdin, StepSpec};
 
 use crate::alert::{Alert, Alerts, HolderInfo, Kind};
-use crate::duration::show;
 use crate::exit::Exit;
+use baton_sched::units::show_duration as show;
 use config::ExecConfig;
 
 /// Runs `cfg` to its end and says how to exit.

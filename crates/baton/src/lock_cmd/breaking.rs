@@ -36,7 +36,7 @@ pub struct Request<'a> {
 
 /// `baton lock break`: validates the arguments, then [`run`]s.
 pub fn run_args(state: Option<&Path>, a: BreakArgs) -> Exit {
-    let grace = match crate::duration::parse(&a.grace) {
+    let grace = match baton_sched::units::parse_duration(&a.grace) {
         Ok(g) => g,
         Err(e) => {
             say!("baton lock break: --grace: {e}");
@@ -57,9 +57,9 @@ pub fn run_args(state: Option<&Path>, a: BreakArgs) -> Exit {
         }
     };
     // Logged only into a state directory that exists and is trusted.
-    let log_dir = crate::state_dir::resolve(state)
+    let log_dir = baton_sched::state_dir::resolve(state)
         .ok()
-        .filter(|d| matches!(crate::state_dir::check_existing(d), Ok(true)));
+        .filter(|d| matches!(baton_sched::state_dir::check_existing(d), Ok(true)));
     run(&Request {
         label: &target.label,
         path: &target.path,

@@ -9,7 +9,7 @@ pub mod show;
 use std::path::{Path, PathBuf};
 
 use crate::exit::Exit;
-use crate::state_dir;
+use baton_sched::state_dir;
 
 /// A lock the operator named: its label and its file.
 pub struct Target {
@@ -52,8 +52,8 @@ pub fn targets(
 /// A lock at `path`, judging v2 leases with `v2_stale_after` (the text of the
 /// option named `--v2-stale-after`).
 pub fn lock_at(path: &Path, v2_stale_after: &str) -> Result<baton_lease::Lock, String> {
-    let v2 =
-        crate::duration::parse(v2_stale_after).map_err(|e| format!("--v2-stale-after: {e}"))?;
+    let v2 = baton_sched::units::parse_duration(v2_stale_after)
+        .map_err(|e| format!("--v2-stale-after: {e}"))?;
     let mut opts = baton_lease::Options::default();
     opts.policy.v2_stale_after = v2;
     Ok(baton_lease::Lock::new(path).with_options(opts))

@@ -9,8 +9,8 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use crate::cli::ShowArgs;
-use crate::duration::show;
 use crate::exit::Exit;
+use baton_sched::units::show_duration as show;
 
 /// One lock, as `--json` prints it.
 #[derive(Debug, Serialize)]
@@ -58,7 +58,7 @@ fn ago(now: Timestamp, t: Timestamp) -> String {
 
 /// How to name the lock in a suggested command: `NAME` or `--lock PATH`.
 fn arg(label: &str, path: &std::path::Path) -> String {
-    if crate::state_dir::check_name(label).is_ok() {
+    if baton_sched::state_dir::check_name(label).is_ok() {
         label.to_owned()
     } else {
         format!("--lock {}", path.display())

@@ -9,4 +9,5 @@ mod exit_codes;
 mod hardening;
 mod lock_tools;
 mod overlap;
+mod sched;
 mod versions;

@@ -81,16 +81,26 @@ pub fn resolve(flag: Option<&Path>) -> Result<PathBuf, StateError> {
     if let Some(p) = var("BATON_STATE_DIR") {
         return absolute("BATON_STATE_DIR", p);
     }
+    default_dir().ok_or(StateError::Unknown)
+}
+
+/// The default when nothing names a state directory: `/var/lib/baton` for
+/// root, else `$XDG_STATE_HOME/baton` (an absolute one), else
+/// `~/.local/state/baton`.
+pub fn default_dir() -> Option<PathBuf> {
     if rustix::process::geteuid().is_root() {
-        return Ok(PathBuf::from("/var/lib/baton"));
+        return Some(PathBuf::from("/var/lib/baton"));
     }
-    if let Some(p) = var("XDG_STATE_HOME").filter(|p| p.is_absolute()) {
-        return Ok(p.join("baton"));
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    if let Some(p) = var("XDG_STATE_HOME") {
+        return Some(p.join("baton"));
     }
-    var("HOME")
-        .filter(|h| h.is_absolute())
-        .map(|h| h.join(".local/state/baton"))
-        .ok_or(StateError::Unknown)
+    var("HOME").map(|h| h.join(".local/state/baton"))
 }
 
 /// Creates `dir` (owner-only) when missing, and checks that nobody but this

@@ -1,0 +1,160 @@
+//! The scheduler's alerts, and the five surfaces each one reaches: standard
+//! error, the envelope log, `alerts.log`, the ledger, and `alert_command`
+//! (one JSON object on its standard input, ending in a newline; bounded in
+//! time, in a process group of its own; its failure is logged, never fatal).
+//!
+//! The JSON object has `baton exec`'s fields (`kind`, `lock`, `name`,
+//! `holder`, `run_id`, `fence`, `time`, `message`, `status`) plus `job`,
+//! `occurrence` (RFC 3339 UTC, or `manual`) and `step`.
+
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::config::Command;
+
+/// How long an alert command may run before its group is stopped.
+pub const ALERT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// A step failed, after its retries.
+    StepFailed,
+    /// A check failed.
+    CheckFailed,
+    /// A step attempt ran past its timeout and was stopped.
+    Timeout,
+    /// The lock was held by a healthy holder running another occurrence.
+    Busy,
+    /// The holder is alive but has stopped renewing.
+    Hung,
+    /// The holder is gone but its job still runs.
+    Orphaned,
+    /// The lock file holds a foreign or unreadable record.
+    VersionConflict,
+    /// The lease was lost while the run went on; the run was stopped.
+    LeaseLost,
+    /// The run passed its `max_runtime`; nothing was stopped.
+    Overrunning,
+    /// The ledger was corrupt; it was moved aside and a fresh one started.
+    LedgerCorrupt,
+}
+
+impl Kind {
+    /// The word used in JSON, logs and `status`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::StepFailed => "step-failed",
+            Kind::CheckFailed => "check-failed",
+            Kind::Timeout => "timeout",
+            Kind::Busy => "busy",
+            Kind::Hung => "hung",
+            Kind::Orphaned => "orphaned",
+            Kind::VersionConflict => "version-conflict",
+            Kind::LeaseLost => "lease-lost",
+            Kind::Overrunning => "overrunning",
+            Kind::LedgerCorrupt => "ledger-corrupt",
+        }
+    }
+}
+
+/// The holder named in an alert.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct HolderInfo {
+    /// Pid.
+    pub pid: Option<u32>,
+    /// Host.
+    pub host: Option<String>,
+    /// Run id.
+    pub run: Option<String>,
+    /// Fence.
+    pub fence: Option<u64>,
+    /// When the lease was taken.
+    pub acquired: Option<String>,
+    /// When the lease was last renewed.
+    pub renewed: Option<String>,
+}
+
+impl HolderInfo {
+    /// The holder of a record.
+    pub fn of(h: &baton_lease::Holder) -> Self {
+        Self {
+            pid: h.pid(),
+            host: h.host().map(str::to_owned),
+            run: h.run().map(str::to_owned),
+            fence: h.fence().map(|f| f.get()),
+            acquired: h.acquired().map(|t| t.to_string()),
+            renewed: h.renewed().map(|t| t.to_string()),
+        }
+    }
+}
+
+/// One alert.
+#[derive(Debug, Clone, Serialize)]
+pub struct Alert {
+    /// What happened.
+    pub kind: Kind,
+    /// The job.
+    pub job: String,
+    /// The occurrence: RFC 3339 UTC, or `manual`.
+    pub occurrence: Option<String>,
+    /// The run, when one started.
+    pub run_id: Option<String>,
+    /// The lock file.
+    pub lock: String,
+    /// The lock's name.
+    pub name: String,
+    /// The holder, for a skip.
+    pub holder: Option<HolderInfo>,
+    /// The run's fence, when it held the lease.
+    pub fence: Option<u64>,
+    /// When it was raised (RFC 3339).
+    pub time: String,
+    /// The step or check, when one is concerned.
+    pub step: Option<String>,
+    /// What happened, in one line.
+    pub message: String,
+    /// The exit status, for a failed step or check.
+    pub status: Option<i32>,
+}
+
+/// Alert commands started and not yet waited for.
+#[derive(Debug, Default)]
+pub struct Pending(Vec<JoinHandle<Option<String>>>);
+
+impl Pending {
+    /// Starts `command` with `json` on its stdin, on a thread of its own.
+    pub fn start(&mut self, command: &Command, json: Vec<u8>) {
+        let hook = match command {
+            Command::Shell(s) => baton_runner::HookCommand::Shell(s.clone()),
+            Command::Argv(a) => baton_runner::HookCommand::Argv(a.clone()),
+        };
+        self.0.push(std::thread::spawn(move || {
+            let out = baton_runner::hook::run(&hook, &json, &[], stderr_copy(), ALERT_TIMEOUT);
+            match out {
+                baton_runner::HookOutcome::Done => None,
+                other => Some(format!("the alert command {hook} {other}")),
+            }
+        }));
+    }
+
+    /// Waits for every alert command; what went wrong with them.
+    pub fn finish(&mut self) -> Vec<String> {
+        self.0
+            .drain(..)
+            .filter_map(|h| h.join().ok().flatten())
+            .collect()
+    }
+}
+
+/// A copy of stderr for an alert command's stdout.
+fn stderr_copy() -> std::process::Stdio {
+    use std::os::fd::AsFd;
+    std::io::stderr()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_or_else(|_| std::process::Stdio::null(), std::process::Stdio::from)
+}

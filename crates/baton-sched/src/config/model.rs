@@ -1,0 +1,282 @@
+//! The validated configuration: what every command runs on. Every value
+//! carries its [`Source`], so `baton config` can say where it came from.
+//! Nothing here can be invalid: [`super::load`] refuses a file before a
+//! value of this module exists.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use jiff::tz::TimeZone;
+
+/// Where an effective value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// baton's default.
+    Default,
+    /// A line of a configuration file.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The line (1-based).
+        line: u32,
+    },
+    /// An environment variable (`BATON_RETRIES`).
+    Env(String),
+    /// A command-line option (`--state-dir`).
+    Flag(String),
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Default => f.write_str("default"),
+            Source::File { path, line } => write!(f, "{}:{line}", path.display()),
+            Source::Env(name) | Source::Flag(name) => f.write_str(name),
+        }
+    }
+}
+
+/// A value and where it came from. `inherited` is set on a job's value that
+/// it took from `[scheduler]` (whose source `source` then names).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sourced<T> {
+    /// The value.
+    pub value: T,
+    /// Where it came from.
+    pub source: Source,
+    /// Whether a job took it from `[scheduler]`.
+    pub inherited: bool,
+}
+
+impl<T> Sourced<T> {
+    /// A default value.
+    pub fn default_value(value: T) -> Self {
+        Self {
+            value,
+            source: Source::Default,
+            inherited: false,
+        }
+    }
+
+    /// The same value, as a job inherits it.
+    pub fn inherit(&self) -> Self
+    where
+        T: Clone,
+    {
+        Self {
+            value: self.value.clone(),
+            source: self.source.clone(),
+            inherited: true,
+        }
+    }
+
+    /// Where it came from, in words: `default`, `FILE:LINE`, `BATON_X`, or
+    /// `[scheduler] FILE:LINE` for an inherited value.
+    pub fn provenance(&self) -> String {
+        if self.inherited {
+            format!("[scheduler] {}", self.source)
+        } else {
+            self.source.to_string()
+        }
+    }
+}
+
+/// A command: a string for `/bin/sh -c`, or a program and its arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// Run by `/bin/sh -c`.
+    Shell(String),
+    /// Run directly.
+    Argv(Vec<String>),
+}
+
+impl Command {
+    /// The program and its arguments.
+    pub fn argv(&self) -> Vec<String> {
+        match self {
+            Command::Shell(s) => vec!["/bin/sh".into(), "-c".into(), s.clone()],
+            Command::Argv(a) => a.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for Command {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Command::Shell(s) => write!(f, "{s:?}"),
+            Command::Argv(a) => write!(f, "{a:?}"),
+        }
+    }
+}
+
+/// A time zone and the name it was given by.
+#[derive(Debug, Clone)]
+pub struct Zone {
+    /// The IANA name (`Europe/Berlin`).
+    pub name: String,
+    /// The zone.
+    pub tz: TimeZone,
+}
+
+impl PartialEq for Zone {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+/// When a job runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct When {
+    /// As written: `0 3 * * *`, or `every 15m`.
+    pub text: String,
+    /// The key it was written under: `schedule` or `every`.
+    pub key: &'static str,
+    /// The schedule.
+    pub schedule: baton_cron::Schedule,
+}
+
+/// The values a job takes from `[scheduler]` unless it sets its own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunPolicy {
+    /// Extra attempts of a failed step.
+    pub retries: Sourced<u32>,
+    /// The first delay before a retry; it doubles per attempt.
+    pub backoff: Sourced<Duration>,
+    /// The longest delay before a retry.
+    pub backoff_max: Sourced<Duration>,
+    /// Exit codes that are never retried.
+    pub no_retry_exit_codes: Sourced<Vec<i32>>,
+    /// Each step attempt's limit (`None`: none).
+    pub timeout: Sourced<Option<Duration>>,
+    /// The lease's TTL.
+    pub ttl: Sourced<Duration>,
+    /// Between the first signal and SIGKILL when a step is stopped.
+    pub kill_grace: Sourced<Duration>,
+    /// How long past its TTL a lease that cannot be checked is respected.
+    pub takeover_grace: Sourced<Duration>,
+    /// The soft budget of a run (`None`: none).
+    pub max_runtime: Sourced<Option<Duration>>,
+    /// Output kept per step attempt, in bytes.
+    pub output_limit: Sourced<u64>,
+    /// How late a due occurrence may still start.
+    pub catch_up_window: Sourced<Duration>,
+}
+
+/// `[scheduler]`: settings of the scheduler, and the defaults of every job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// Where locks, the ledger and the logs live.
+    pub state_dir: Sourced<PathBuf>,
+    /// The scheduler's zone: dates of the logs, and the default of jobs.
+    pub timezone: Sourced<Zone>,
+    /// The kill switch.
+    pub enabled: Sourced<bool>,
+    /// The alert command.
+    pub alert_command: Sourced<Option<Command>>,
+    /// Runs kept per job in the ledger.
+    pub history_keep: Sourced<u32>,
+    /// How long dated logs are kept.
+    pub log_keep: Sourced<Duration>,
+    /// Runs at once in one `tick`.
+    pub max_parallel: Sourced<u32>,
+    /// Defaults of every job.
+    pub policy: RunPolicy,
+}
+
+/// Whether a step is a step or a check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepKind {
+    /// Runs in order; a step that still fails stops the steps after it.
+    Step,
+    /// Runs after the steps whatever they did; never retried.
+    Check,
+}
+
+impl StepKind {
+    /// `step` or `check`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepKind::Step => "step",
+            StepKind::Check => "check",
+        }
+    }
+}
+
+/// One step or check of a job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// Its name, unique within the job.
+    pub name: String,
+    /// Step or check.
+    pub kind: StepKind,
+    /// What it runs.
+    pub run: Sourced<Command>,
+    /// Extra attempts (always 0 for a check).
+    pub retries: Sourced<u32>,
+    /// First retry delay.
+    pub backoff: Sourced<Duration>,
+    /// Longest retry delay.
+    pub backoff_max: Sourced<Duration>,
+    /// Exit codes never retried.
+    pub no_retry_exit_codes: Sourced<Vec<i32>>,
+    /// Each attempt's limit.
+    pub timeout: Sourced<Option<Duration>>,
+    /// Between the first signal and SIGKILL.
+    pub kill_grace: Sourced<Duration>,
+    /// Output kept per attempt.
+    pub output_limit: Sourced<u64>,
+    /// Variables added to the environment (the job's, then the step's).
+    pub env: Vec<(String, String)>,
+    /// Working directory.
+    pub cwd: Option<PathBuf>,
+    /// The line the step's table starts on.
+    pub line: u32,
+}
+
+/// A job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    /// Its name: `[A-Za-z0-9_.-]{1,64}`.
+    pub name: String,
+    /// Where `[jobs.NAME]` is written.
+    pub source: Source,
+    /// When it runs.
+    pub when: Sourced<When>,
+    /// Its zone.
+    pub timezone: Sourced<Zone>,
+    /// Whether it runs at all.
+    pub enabled: Sourced<bool>,
+    /// Its lock's name (the job's name unless set).
+    pub lock: Sourced<String>,
+    /// Its run policy.
+    pub policy: RunPolicy,
+    /// Its steps, in order.
+    pub steps: Vec<Step>,
+    /// Its checks, in order.
+    pub checks: Vec<Step>,
+}
+
+impl Job {
+    /// Steps then checks.
+    pub fn all_steps(&self) -> impl Iterator<Item = &Step> {
+        self.steps.iter().chain(&self.checks)
+    }
+}
+
+/// A whole, valid configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The file it was read from.
+    pub path: PathBuf,
+    /// `[scheduler]`.
+    pub settings: Settings,
+    /// The jobs, by name.
+    pub jobs: std::collections::BTreeMap<String, Job>,
+}
+
+impl Config {
+    /// Whether jobs may run: the kill switch.
+    pub fn enabled(&self) -> bool {
+        self.settings.enabled.value
+    }
+}

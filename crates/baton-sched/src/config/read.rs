@@ -1,0 +1,1237 @@
+//! Reading `baton.toml` into a [`Config`]: every key checked against the
+//! keys allowed where it is written, every value against its type and
+//! range, and every combination (both or neither of `schedule`/`every`, of
+//! `run`/`steps`; `retries` on a check; a kill grace too long for the
+//! takeover grace) before anything is returned. The first problem, in file
+//! order, is the error; a typo is never read as "use the default".
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::doc::{Entry, Kind, Node};
+use super::error::ConfigError;
+use super::model::{
+    Command, Config, Job, RunPolicy, Settings, Source, Sourced, Step, StepKind, When, Zone,
+};
+use crate::units;
+
+/// The keys of `[scheduler]` that only the scheduler has.
+const SCHEDULER_ONLY: &[&str] = &[
+    "state_dir",
+    "timezone",
+    "enabled",
+    "alert_command",
+    "history_keep",
+    "log_keep",
+    "max_parallel",
+];
+/// The keys a job may set for itself, with `[scheduler]` as their default.
+const POLICY: &[&str] = &[
+    "retries",
+    "backoff",
+    "backoff_max",
+    "no_retry_exit_codes",
+    "timeout",
+    "ttl",
+    "kill_grace",
+    "takeover_grace",
+    "max_runtime",
+    "output_limit",
+    "catch_up_window",
+];
+/// The keys of a job besides its policy.
+const JOB_OWN: &[&str] = &[
+    "schedule", "every", "timezone", "enabled", "run", "steps", "checks", "lock", "env", "cwd",
+];
+/// The keys of a step.
+const STEP_KEYS: &[&str] = &[
+    "name",
+    "run",
+    "retries",
+    "backoff",
+    "backoff_max",
+    "no_retry_exit_codes",
+    "timeout",
+    "kill_grace",
+    "output_limit",
+    "env",
+    "cwd",
+];
+/// The keys of a check.
+const CHECK_KEYS: &[&str] = &[
+    "name",
+    "run",
+    "timeout",
+    "kill_grace",
+    "output_limit",
+    "env",
+    "cwd",
+];
+
+/// What the environment and the command line add: `BATON_<KEY>` values and
+/// `--state-dir`.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `BATON_<KEY>` variables that were set (and not empty), by key.
+    pub env: BTreeMap<String, String>,
+    /// `--state-dir`.
+    pub state_dir: Option<PathBuf>,
+}
+
+impl Overrides {
+    /// The `BATON_<KEY>` variables of this process for every `[scheduler]`
+    /// key, and `--state-dir`.
+    pub fn from_env(state_dir: Option<PathBuf>) -> Self {
+        let mut env = BTreeMap::new();
+        for key in SCHEDULER_ONLY.iter().chain(POLICY) {
+            let var = env_name(key);
+            if let Some(v) = std::env::var_os(&var).filter(|v| !v.is_empty()) {
+                env.insert((*key).to_owned(), v.to_string_lossy().into_owned());
+            }
+        }
+        Self { env, state_dir }
+    }
+}
+
+/// `BATON_RETRIES` for `retries`.
+pub fn env_name(key: &str) -> String {
+    format!("BATON_{}", key.to_ascii_uppercase())
+}
+
+/// Every key `[scheduler]` takes.
+pub fn scheduler_keys() -> impl Iterator<Item = &'static str> {
+    SCHEDULER_ONLY.iter().chain(POLICY).copied()
+}
+
+/// Where a value was written: a file line, or an environment variable.
+#[derive(Clone)]
+struct At<'a> {
+    file: &'a Path,
+    line: Option<u32>,
+    env: Option<String>,
+}
+
+impl At<'_> {
+    fn source(&self) -> Source {
+        match (&self.env, self.line) {
+            (Some(v), _) => Source::Env(v.clone()),
+            (None, Some(line)) => Source::File {
+                path: self.file.to_owned(),
+                line,
+            },
+            (None, None) => Source::Default,
+        }
+    }
+
+    fn text(&self) -> String {
+        match (&self.env, self.line) {
+            (Some(v), _) => v.clone(),
+            (None, Some(line)) => format!("{}:{line}", self.file.display()),
+            (None, None) => self.file.display().to_string(),
+        }
+    }
+}
+
+/// A value to read: a TOML node, or an environment variable's text.
+enum Raw<'a> {
+    Node(&'a Node),
+    Text(&'a str),
+}
+
+impl Raw<'_> {
+    fn shown(&self) -> String {
+        match self {
+            Raw::Node(n) => n.kind.shown(),
+            Raw::Text(t) => format!("{t:?}"),
+        }
+    }
+}
+
+struct Reader<'a> {
+    file: &'a Path,
+    dir: &'a Path,
+}
+
+fn invalid(at: &At<'_>, key: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        at: at.text(),
+        key: key.to_owned(),
+        message: message.into(),
+    }
+}
+
+impl<'a> Reader<'a> {
+    fn at(&self, line: u32) -> At<'a> {
+        At {
+            file: self.file,
+            line: Some(line),
+            env: None,
+        }
+    }
+
+    fn env_at(&self, key: &str) -> At<'a> {
+        At {
+            file: self.file,
+            line: None,
+            env: Some(env_name(key)),
+        }
+    }
+
+    /// The entries of a table node, or an error naming what it is instead.
+    fn table<'n>(&self, node: &'n Node, key: &str, line: u32) -> Result<&'n [Entry], ConfigError> {
+        match &node.kind {
+            Kind::Table(t) => Ok(t),
+            other => Err(invalid(
+                &self.at(line),
+                key,
+                format!("is {}, expected a table ([{key}])", other.type_name()),
+            )),
+        }
+    }
+
+    /// Refuses the first key of `entries` not in `allowed`.
+    fn only(&self, entries: &[Entry], path: &str, allowed: &[&str]) -> Result<(), ConfigError> {
+        for e in entries {
+            if !allowed.contains(&e.key.as_str()) {
+                let hint = closest(&e.key, allowed)
+                    .map(|k| format!(" (did you mean {k}?)"))
+                    .unwrap_or_default();
+                return Err(invalid(
+                    &self.at(e.line),
+                    &join(path, &e.key),
+                    format!("unknown key{hint}; allowed here: {}", allowed.join(", ")),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+fn get<'n>(entries: &'n [Entry], key: &str) -> Option<&'n Entry> {
+    entries.iter().find(|e| e.key == key)
+}
+
+/// The allowed key closest to a typo, if one is close.
+fn closest<'k>(typo: &str, allowed: &[&'k str]) -> Option<&'k str> {
+    allowed
+        .iter()
+        .map(|k| (distance(typo, k), *k))
+        .filter(|(d, k)| *d <= 2.max(k.len() / 4))
+        .min()
+        .map(|(_, k)| k)
+}
+
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+// ---- values ---------------------------------------------------------------
+
+fn string(raw: &Raw<'_>, at: &At<'_>, key: &str, what: &str) -> Result<String, ConfigError> {
+    match raw {
+        Raw::Node(Node {
+            kind: Kind::Str(s), ..
+        }) => Ok(s.clone()),
+        Raw::Text(t) => Ok((*t).to_owned()),
+        Raw::Node(n) => Err(invalid(
+            at,
+            key,
+            format!(
+                "is {} ({}), expected {what}",
+                n.kind.type_name(),
+                n.kind.shown()
+            ),
+        )),
+    }
+}
+
+fn duration(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<Duration, ConfigError> {
+    let what = "a duration such as \"30s\", \"15m\", \"2h\", \"1d\", \"1h30m\", or whole seconds";
+    match raw {
+        Raw::Node(Node {
+            kind: Kind::Int(n), ..
+        }) => u64::try_from(*n)
+            .ok()
+            .map(Duration::from_secs)
+            .filter(|d| *d <= units::MAX_DURATION)
+            .ok_or_else(|| invalid(at, key, format!("= {n}: expected {what}, zero or more"))),
+        _ => {
+            let s = string(raw, at, key, what)?;
+            units::parse_duration(&s)
+                .map_err(|e| invalid(at, key, format!("= {}: {e}", raw.shown())))
+        }
+    }
+}
+
+/// A duration where 0 means none.
+fn limit(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<Option<Duration>, ConfigError> {
+    Ok(Some(duration(raw, at, key)?).filter(|d| !d.is_zero()))
+}
+
+fn positive(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<Duration, ConfigError> {
+    let d = duration(raw, at, key)?;
+    if d.is_zero() {
+        return Err(invalid(
+            at,
+            key,
+            format!("= {}: must be longer than zero", raw.shown()),
+        ));
+    }
+    Ok(d)
+}
+
+fn integer(
+    raw: &Raw<'_>,
+    at: &At<'_>,
+    key: &str,
+    range: (i128, i128),
+) -> Result<i128, ConfigError> {
+    let (lo, hi) = range;
+    let n = match raw {
+        Raw::Node(Node {
+            kind: Kind::Int(n), ..
+        }) => Some(*n),
+        Raw::Text(t) => t.trim().parse::<i128>().ok(),
+        Raw::Node(_) => None,
+    };
+    match n {
+        Some(n) if (lo..=hi).contains(&n) => Ok(n),
+        _ => Err(invalid(
+            at,
+            key,
+            format!(
+                "= {}: expected a whole number from {lo} to {hi}",
+                raw.shown()
+            ),
+        )),
+    }
+}
+
+fn u32_in(raw: &Raw<'_>, at: &At<'_>, key: &str, lo: u32, hi: u32) -> Result<u32, ConfigError> {
+    let n = integer(raw, at, key, (i128::from(lo), i128::from(hi)))?;
+    Ok(u32::try_from(n).unwrap_or(hi))
+}
+
+fn boolean(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<bool, ConfigError> {
+    match raw {
+        Raw::Node(Node {
+            kind: Kind::Bool(b),
+            ..
+        }) => Ok(*b),
+        Raw::Text(t) => match t.trim().to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" | "on" => Ok(true),
+            "false" | "0" | "no" | "off" => Ok(false),
+            _ => Err(invalid(at, key, format!("= {t:?}: expected true or false"))),
+        },
+        Raw::Node(n) => Err(invalid(
+            at,
+            key,
+            format!("= {}: expected true or false", n.kind.shown()),
+        )),
+    }
+}
+
+fn size(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<u64, ConfigError> {
+    match raw {
+        Raw::Node(Node {
+            kind: Kind::Int(n), ..
+        }) => u64::try_from(*n)
+            .map_err(|_| invalid(at, key, format!("= {n}: expected {}", units::SIZE_SYNTAX))),
+        _ => {
+            let s = string(raw, at, key, "a size such as \"1MiB\"")?;
+            units::parse_size(&s).map_err(|e| invalid(at, key, format!("= {}: {e}", raw.shown())))
+        }
+    }
+}
+
+fn exit_codes(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<Vec<i32>, ConfigError> {
+    let what = "a list of exit codes from 0 to 255, such as [2]";
+    let items: Vec<Option<i128>> = match raw {
+        Raw::Node(Node {
+            kind: Kind::Array(a),
+            ..
+        }) => a
+            .iter()
+            .map(|n| match n.kind {
+                Kind::Int(i) => Some(i),
+                _ => None,
+            })
+            .collect(),
+        Raw::Text(t) => t
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| s.parse().ok())
+            .collect(),
+        Raw::Node(n) => {
+            return Err(invalid(
+                at,
+                key,
+                format!("= {}: expected {what}", n.kind.shown()),
+            ));
+        }
+    };
+    items
+        .into_iter()
+        .map(|i| match i {
+            Some(n) if (0..=255).contains(&n) => Ok(i32::try_from(n).unwrap_or(0)),
+            _ => Err(invalid(
+                at,
+                key,
+                format!("= {}: expected {what}", raw.shown()),
+            )),
+        })
+        .collect()
+}
+
+fn command(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<Command, ConfigError> {
+    let what = "a command line (a string, run by /bin/sh -c) or a program and its arguments \
+                (a list of strings)";
+    match raw {
+        Raw::Node(Node {
+            kind: Kind::Str(s), ..
+        }) if s.trim().is_empty() => Err(invalid(at, key, format!("is empty: expected {what}"))),
+        Raw::Node(Node {
+            kind: Kind::Str(s), ..
+        }) => Ok(Command::Shell(s.clone())),
+        Raw::Text(t) if t.trim().is_empty() => {
+            Err(invalid(at, key, format!("is empty: expected {what}")))
+        }
+        Raw::Text(t) => Ok(Command::Shell((*t).to_owned())),
+        Raw::Node(Node {
+            kind: Kind::Array(a),
+            ..
+        }) => {
+            let argv: Option<Vec<String>> = a
+                .iter()
+                .map(|n| match &n.kind {
+                    Kind::Str(s) => Some(s.clone()),
+                    _ => None,
+                })
+                .collect();
+            match argv {
+                Some(v) if !v.is_empty() && !v[0].is_empty() => Ok(Command::Argv(v)),
+                _ => Err(invalid(
+                    at,
+                    key,
+                    format!("= {}: expected {what}", raw.shown()),
+                )),
+            }
+        }
+        Raw::Node(n) => Err(invalid(
+            at,
+            key,
+            format!("is {}: expected {what}", n.kind.type_name()),
+        )),
+    }
+}
+
+fn zone(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<Zone, ConfigError> {
+    let name = string(
+        raw,
+        at,
+        key,
+        "an IANA time zone name such as \"Europe/Berlin\"",
+    )?;
+    match jiff::tz::TimeZone::get(&name) {
+        Ok(tz) => Ok(Zone { name, tz }),
+        Err(_) => Err(invalid(
+            at,
+            key,
+            format!(
+                "= {}: unknown time zone; use an IANA name such as \"Europe/Berlin\", \
+                 \"Asia/Kolkata\" or \"UTC\"",
+                raw.shown()
+            ),
+        )),
+    }
+}
+
+fn env_table(node: &Node, at: &At<'_>, key: &str) -> Result<Vec<(String, String)>, ConfigError> {
+    let Kind::Table(t) = &node.kind else {
+        return Err(invalid(
+            at,
+            key,
+            format!(
+                "is {}: expected a table of variables, such as {{ MAX_CALLS = \"1500\" }}",
+                node.kind.type_name()
+            ),
+        ));
+    };
+    t.iter()
+        .map(|e| {
+            let valid_name = !e.key.is_empty()
+                && !e.key.contains('=')
+                && !e.key.contains('\0')
+                && !e.key.starts_with(|c: char| c.is_ascii_digit());
+            if !valid_name {
+                return Err(invalid(
+                    at,
+                    &join(key, &e.key),
+                    "is not a valid environment variable name",
+                ));
+            }
+            match &e.value.kind {
+                Kind::Str(s) => Ok((e.key.clone(), s.clone())),
+                Kind::Int(n) => Ok((e.key.clone(), n.to_string())),
+                Kind::Bool(b) => Ok((e.key.clone(), b.to_string())),
+                other => Err(invalid(
+                    at,
+                    &join(key, &e.key),
+                    format!("is {}: expected a string", other.type_name()),
+                )),
+            }
+        })
+        .collect()
+}
+
+/// A name for a job or a lock: `[A-Za-z0-9_.-]{1,64}`.
+pub fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+}
+
+// ---- the document ---------------------------------------------------------
+
+/// Reads a parsed document; `file` is where it came from (for messages and
+/// for resolving a relative `state_dir`).
+pub(super) fn document(root: &Node, file: &Path, over: &Overrides) -> Result<Config, ConfigError> {
+    let dir = file.parent().unwrap_or(Path::new("/"));
+    let r = Reader { file, dir };
+    let top = r.table(root, "", root.line)?;
+    r.only(top, "", &["scheduler", "jobs"])?;
+    let settings = scheduler(&r, get(top, "scheduler"), over)?;
+    let mut jobs = BTreeMap::new();
+    if let Some(e) = get(top, "jobs") {
+        for j in r.table(&e.value, "jobs", e.line)? {
+            let job = self::job(&r, j, &settings)?;
+            jobs.insert(job.name.clone(), job);
+        }
+    }
+    Ok(Config {
+        path: file.to_owned(),
+        settings,
+        jobs,
+    })
+}
+
+/// One `[scheduler]` value: the environment's, else the file's, else the
+/// default; `read` turns the raw value into the typed one.
+fn setting<T>(
+    r: &Reader<'_>,
+    entries: &[Entry],
+    over: &Overrides,
+    key: &str,
+    default: impl FnOnce() -> T,
+    read: impl Fn(&Raw<'_>, &At<'_>, &str) -> Result<T, ConfigError>,
+) -> Result<Sourced<T>, ConfigError> {
+    let path = join("scheduler", key);
+    if let Some(text) = over.env.get(key) {
+        let at = r.env_at(key);
+        let value = read(&Raw::Text(text), &at, &path)?;
+        return Ok(Sourced {
+            value,
+            source: at.source(),
+            inherited: false,
+        });
+    }
+    match get(entries, key) {
+        Some(e) => {
+            let at = r.at(e.line);
+            let value = read(&Raw::Node(&e.value), &at, &path)?;
+            Ok(Sourced {
+                value,
+                source: at.source(),
+                inherited: false,
+            })
+        }
+        None => Ok(Sourced::default_value(default())),
+    }
+}
+
+fn scheduler(r: &Reader<'_>, e: Option<&Entry>, over: &Overrides) -> Result<Settings, ConfigError> {
+    let empty = Vec::new();
+    let entries = match e {
+        Some(e) => r.table(&e.value, "scheduler", e.line)?,
+        None => &empty,
+    };
+    let allowed: Vec<&str> = scheduler_keys().collect();
+    r.only(entries, "scheduler", &allowed)?;
+    let state_dir = match &over.state_dir {
+        Some(p) => Sourced {
+            value: p.clone(),
+            source: Source::Flag("--state-dir".into()),
+            inherited: false,
+        },
+        None => setting(
+            r,
+            entries,
+            over,
+            "state_dir",
+            default_state_dir,
+            |raw, at, key| {
+                let s = string(raw, at, key, "a directory")?;
+                let p = PathBuf::from(&s);
+                if p.is_absolute() {
+                    return Ok(p);
+                }
+                if at.env.is_some() {
+                    return Err(invalid(
+                        at,
+                        key,
+                        format!(
+                            "= {s:?} is a relative path: a state directory must be absolute, or runs \
+                         started from different directories would use different locks"
+                        ),
+                    ));
+                }
+                // Written in the file: relative to the file, wherever baton runs.
+                Ok(r.dir.join(p))
+            },
+        )?,
+    };
+    let timezone = setting(r, entries, over, "timezone", system_zone, zone)?;
+    let enabled = setting(r, entries, over, "enabled", || true, boolean)?;
+    let alert_command = setting(
+        r,
+        entries,
+        over,
+        "alert_command",
+        || None,
+        |raw, at, key| command(raw, at, key).map(Some),
+    )?;
+    let history_keep = setting(
+        r,
+        entries,
+        over,
+        "history_keep",
+        || 1000,
+        |raw, at, key| u32_in(raw, at, key, 1, 1_000_000),
+    )?;
+    let log_keep = setting(
+        r,
+        entries,
+        over,
+        "log_keep",
+        || Duration::from_secs(30 * 86_400),
+        positive,
+    )?;
+    let max_parallel = setting(
+        r,
+        entries,
+        over,
+        "max_parallel",
+        || 64,
+        |raw, at, key| u32_in(raw, at, key, 1, 10_000),
+    )?;
+    let s = |k: u64| Duration::from_secs(k);
+    let policy = RunPolicy {
+        retries: setting(
+            r,
+            entries,
+            over,
+            "retries",
+            || 0,
+            |raw, at, key| u32_in(raw, at, key, 0, 1000),
+        )?,
+        backoff: setting(r, entries, over, "backoff", || s(30), duration)?,
+        backoff_max: setting(r, entries, over, "backoff_max", || s(900), duration)?,
+        no_retry_exit_codes: setting(
+            r,
+            entries,
+            over,
+            "no_retry_exit_codes",
+            || vec![2],
+            exit_codes,
+        )?,
+        timeout: setting(r, entries, over, "timeout", || Some(s(3600)), limit)?,
+        ttl: setting(r, entries, over, "ttl", || s(30), positive)?,
+        kill_grace: setting(r, entries, over, "kill_grace", || s(10), duration)?,
+        takeover_grace: setting(r, entries, over, "takeover_grace", || s(30), duration)?,
+        max_runtime: setting(r, entries, over, "max_runtime", || Some(s(7200)), limit)?,
+        output_limit: setting(r, entries, over, "output_limit", || 1 << 20, size)?,
+        catch_up_window: setting(r, entries, over, "catch_up_window", || s(3600), positive)?,
+    };
+    check_fencing(
+        &r.at(e.map_or(1, |e| e.line)),
+        "scheduler",
+        &policy.ttl,
+        &policy.kill_grace,
+        &policy.takeover_grace,
+    )?;
+    Ok(Settings {
+        state_dir,
+        timezone,
+        enabled,
+        alert_command,
+        history_keep,
+        log_keep,
+        max_parallel,
+        policy,
+    })
+}
+
+/// The state directory `baton exec` would use.
+fn default_state_dir() -> PathBuf {
+    crate::state_dir::default_dir().unwrap_or_else(|| PathBuf::from("/var/lib/baton"))
+}
+
+/// The system's zone.
+fn system_zone() -> Zone {
+    let tz = jiff::tz::TimeZone::try_system().unwrap_or(jiff::tz::TimeZone::UTC);
+    let name = tz.iana_name().unwrap_or("UTC").to_owned();
+    Zone { name, tz }
+}
+
+/// The self-fencing inequality, with the keys' values and where they come
+/// from in the message.
+fn check_fencing(
+    at: &At<'_>,
+    path: &str,
+    ttl: &Sourced<Duration>,
+    grace: &Sourced<Duration>,
+    takeover: &Sourced<Duration>,
+) -> Result<(), ConfigError> {
+    baton_runner::check_self_fencing(
+        ttl.value,
+        grace.value,
+        takeover.value,
+        ("ttl", "kill_grace", "takeover_grace"),
+    )
+    .map_err(|e| {
+        let at = match &grace.source {
+            Source::File { line, .. } => At {
+                line: Some(*line),
+                ..at.clone()
+            },
+            _ => at.clone(),
+        };
+        invalid(&at, &join(path, "kill_grace"), e)
+    })
+}
+
+/// A value set in `entries` under `key`, or `base` where it is not set (as
+/// `base` stands: a job inherits `[scheduler]`'s value marked inherited; a
+/// step takes its job's as it is).
+fn own<T: Clone>(
+    r: &Reader<'_>,
+    entries: &[Entry],
+    path: &str,
+    key: &str,
+    base: Sourced<T>,
+    read: impl Fn(&Raw<'_>, &At<'_>, &str) -> Result<T, ConfigError>,
+) -> Result<Sourced<T>, ConfigError> {
+    match get(entries, key) {
+        Some(e) => {
+            let at = r.at(e.line);
+            Ok(Sourced {
+                value: read(&Raw::Node(&e.value), &at, &join(path, key))?,
+                source: at.source(),
+                inherited: false,
+            })
+        }
+        None => Ok(base),
+    }
+}
+
+/// A job's policy: its own values where it sets them, `[scheduler]`'s
+/// (marked inherited) where it does not.
+fn policy(
+    r: &Reader<'_>,
+    entries: &[Entry],
+    path: &str,
+    base: &RunPolicy,
+) -> Result<RunPolicy, ConfigError> {
+    Ok(RunPolicy {
+        retries: own(
+            r,
+            entries,
+            path,
+            "retries",
+            base.retries.inherit(),
+            |raw, at, key| u32_in(raw, at, key, 0, 1000),
+        )?,
+        backoff: own(
+            r,
+            entries,
+            path,
+            "backoff",
+            base.backoff.inherit(),
+            duration,
+        )?,
+        backoff_max: own(
+            r,
+            entries,
+            path,
+            "backoff_max",
+            base.backoff_max.inherit(),
+            duration,
+        )?,
+        no_retry_exit_codes: own(
+            r,
+            entries,
+            path,
+            "no_retry_exit_codes",
+            base.no_retry_exit_codes.inherit(),
+            exit_codes,
+        )?,
+        timeout: own(r, entries, path, "timeout", base.timeout.inherit(), limit)?,
+        ttl: own(r, entries, path, "ttl", base.ttl.inherit(), positive)?,
+        kill_grace: own(
+            r,
+            entries,
+            path,
+            "kill_grace",
+            base.kill_grace.inherit(),
+            duration,
+        )?,
+        takeover_grace: own(
+            r,
+            entries,
+            path,
+            "takeover_grace",
+            base.takeover_grace.inherit(),
+            duration,
+        )?,
+        max_runtime: own(
+            r,
+            entries,
+            path,
+            "max_runtime",
+            base.max_runtime.inherit(),
+            limit,
+        )?,
+        output_limit: own(
+            r,
+            entries,
+            path,
+            "output_limit",
+            base.output_limit.inherit(),
+            size,
+        )?,
+        catch_up_window: own(
+            r,
+            entries,
+            path,
+            "catch_up_window",
+            base.catch_up_window.inherit(),
+            positive,
+        )?,
+    })
+}
+
+fn job(r: &Reader<'_>, e: &Entry, settings: &Settings) -> Result<Job, ConfigError> {
+    let name = e.key.clone();
+    let path = join("jobs", &name);
+    let at = r.at(e.line);
+    if !valid_name(&name) {
+        return Err(invalid(
+            &at,
+            &path,
+            format!("{name:?} is not a job name: use 1 to 64 characters of A-Z a-z 0-9 _ . -"),
+        ));
+    }
+    if name == "baton" || name == "alerts" {
+        return Err(invalid(
+            &at,
+            &path,
+            format!(
+                "{name:?} is reserved: the logs baton_YYYY_MM_DD.log and alerts.log are the \
+                 scheduler's own; choose another name"
+            ),
+        ));
+    }
+    let entries = r.table(&e.value, &path, e.line)?;
+    let allowed: Vec<&str> = JOB_OWN.iter().chain(POLICY).copied().collect();
+    r.only(entries, &path, &allowed)?;
+    let when = match (get(entries, "schedule"), get(entries, "every")) {
+        (Some(s), Some(ev)) => {
+            return Err(invalid(
+                &r.at(s.line.max(ev.line)),
+                &path,
+                "has both schedule and every: give exactly one",
+            ));
+        }
+        (None, None) => {
+            return Err(invalid(
+                &at,
+                &path,
+                "has neither schedule nor every: give one (schedule = \"0 3 * * *\", or every = \
+                 \"15m\")",
+            ));
+        }
+        (Some(s), None) => {
+            let at = r.at(s.line);
+            let key = join(&path, "schedule");
+            let text = string(
+                &Raw::Node(&s.value),
+                &at,
+                &key,
+                "a cron expression such as \"0 3 * * *\"",
+            )?;
+            let schedule = baton_cron::Schedule::parse(&text)
+                .map_err(|err| invalid(&at, &key, format!("= {text:?}: {err}")))?;
+            Sourced {
+                value: When {
+                    text: schedule.to_string(),
+                    key: "schedule",
+                    schedule,
+                },
+                source: at.source(),
+                inherited: false,
+            }
+        }
+        (None, Some(ev)) => {
+            let at = r.at(ev.line);
+            let key = join(&path, "every");
+            let period = positive(&Raw::Node(&ev.value), &at, &key)?;
+            let schedule = baton_cron::Schedule::every(period)
+                .map_err(|err| invalid(&at, &key, format!("= {}: {err}", ev.value.kind.shown())))?;
+            Sourced {
+                value: When {
+                    text: units::show_duration(period),
+                    key: "every",
+                    schedule,
+                },
+                source: at.source(),
+                inherited: false,
+            }
+        }
+    };
+    let read_own = |key: &str| get(entries, key).map(|e| (r.at(e.line), e));
+    let timezone = match read_own("timezone") {
+        Some((at, e)) => Sourced {
+            value: zone(&Raw::Node(&e.value), &at, &join(&path, "timezone"))?,
+            source: at.source(),
+            inherited: false,
+        },
+        None => settings.timezone.inherit(),
+    };
+    let enabled = match read_own("enabled") {
+        Some((at, e)) => Sourced {
+            value: boolean(&Raw::Node(&e.value), &at, &join(&path, "enabled"))?,
+            source: at.source(),
+            inherited: false,
+        },
+        None => Sourced::default_value(true),
+    };
+    let lock = match read_own("lock") {
+        Some((at, e)) => {
+            let key = join(&path, "lock");
+            let l = string(&Raw::Node(&e.value), &at, &key, "a lock name")?;
+            if !valid_name(&l) {
+                return Err(invalid(
+                    &at,
+                    &key,
+                    format!("= {l:?}: a lock name is 1 to 64 characters of A-Z a-z 0-9 _ . -"),
+                ));
+            }
+            Sourced {
+                value: l,
+                source: at.source(),
+                inherited: false,
+            }
+        }
+        None => Sourced::default_value(name.clone()),
+    };
+    let job_env = match read_own("env") {
+        Some((at, e)) => env_table(&e.value, &at, &join(&path, "env"))?,
+        None => Vec::new(),
+    };
+    let job_cwd = match read_own("cwd") {
+        Some((at, e)) => Some(r.dir.join(string(
+            &Raw::Node(&e.value),
+            &at,
+            &join(&path, "cwd"),
+            "a directory",
+        )?)),
+        None => None,
+    };
+    let policy = self::policy(r, entries, &path, &settings.policy)?;
+    check_fencing(
+        &at,
+        &path,
+        &policy.ttl,
+        &policy.kill_grace,
+        &policy.takeover_grace,
+    )?;
+    let steps = match (get(entries, "run"), get(entries, "steps")) {
+        (Some(run), Some(st)) => {
+            return Err(invalid(
+                &r.at(run.line.max(st.line)),
+                &path,
+                "has both run and steps: give exactly one",
+            ));
+        }
+        (None, None) => {
+            return Err(invalid(
+                &at,
+                &path,
+                "has neither run nor steps: give one (run = \"/usr/local/bin/backup.sh\", or \
+                 [[jobs.NAME.steps]] tables)",
+            ));
+        }
+        (Some(run), None) => {
+            let at = r.at(run.line);
+            let command = command(&Raw::Node(&run.value), &at, &join(&path, "run"))?;
+            vec![Step {
+                name: name.clone(),
+                kind: StepKind::Step,
+                run: Sourced {
+                    value: command,
+                    source: at.source(),
+                    inherited: false,
+                },
+                retries: policy.retries.clone(),
+                backoff: policy.backoff.clone(),
+                backoff_max: policy.backoff_max.clone(),
+                no_retry_exit_codes: policy.no_retry_exit_codes.clone(),
+                timeout: policy.timeout.clone(),
+                kill_grace: policy.kill_grace.clone(),
+                output_limit: policy.output_limit.clone(),
+                env: job_env.clone(),
+                cwd: job_cwd.clone(),
+                line: run.line,
+            }]
+        }
+        (None, Some(st)) => self::steps(
+            r,
+            st,
+            &path,
+            "steps",
+            StepKind::Step,
+            &policy,
+            &job_env,
+            &job_cwd,
+        )?,
+    };
+    let checks = match get(entries, "checks") {
+        Some(c) => self::steps(
+            r,
+            c,
+            &path,
+            "checks",
+            StepKind::Check,
+            &policy,
+            &job_env,
+            &job_cwd,
+        )?,
+        None => Vec::new(),
+    };
+    let mut names: Vec<&str> = Vec::new();
+    for s in steps.iter().chain(&checks) {
+        if names.contains(&s.name.as_str()) {
+            return Err(invalid(
+                &r.at(s.line),
+                &path,
+                format!(
+                    "two steps or checks are named {:?}: names must be unique",
+                    s.name
+                ),
+            ));
+        }
+        names.push(&s.name);
+        check_fencing(
+            &r.at(s.line),
+            &path,
+            &policy.ttl,
+            &s.kill_grace,
+            &policy.takeover_grace,
+        )?;
+    }
+    Ok(Job {
+        name,
+        source: at.source(),
+        when,
+        timezone,
+        enabled,
+        lock,
+        policy,
+        steps,
+        checks,
+    })
+}
+
+#[allow(clippy::too_many_arguments)] // One call site per kind; a struct would only rename them.
+fn steps(
+    r: &Reader<'_>,
+    e: &Entry,
+    job_path: &str,
+    field: &str,
+    kind: StepKind,
+    policy: &RunPolicy,
+    job_env: &[(String, String)],
+    job_cwd: &Option<PathBuf>,
+) -> Result<Vec<Step>, ConfigError> {
+    let path = join(job_path, field);
+    let Kind::Array(items) = &e.value.kind else {
+        return Err(invalid(
+            &r.at(e.line),
+            &path,
+            format!(
+                "is {}: expected [[{path}]] tables, each with a name and a run",
+                e.value.kind.type_name()
+            ),
+        ));
+    };
+    if items.is_empty() && kind == StepKind::Step {
+        return Err(invalid(
+            &r.at(e.line),
+            &path,
+            "is empty: a job needs at least one step",
+        ));
+    }
+    let mut out = Vec::new();
+    for (i, node) in items.iter().enumerate() {
+        let here = format!("{path}[{i}]");
+        let entries = r.table(node, &here, node.line)?;
+        let allowed = if kind == StepKind::Check {
+            CHECK_KEYS
+        } else {
+            STEP_KEYS
+        };
+        if kind == StepKind::Check {
+            for k in ["retries", "backoff", "backoff_max", "no_retry_exit_codes"] {
+                if let Some(bad) = get(entries, k) {
+                    return Err(invalid(
+                        &r.at(bad.line),
+                        &join(&here, k),
+                        "checks are never retried: remove it (a check runs once, after the \
+                         steps, whatever they did)",
+                    ));
+                }
+            }
+        }
+        r.only(entries, &here, allowed)?;
+        let name = match get(entries, "name") {
+            Some(n) => {
+                let at = r.at(n.line);
+                let key = join(&here, "name");
+                let s = string(&Raw::Node(&n.value), &at, &key, "a name")?;
+                if !valid_name(&s) {
+                    return Err(invalid(
+                        &at,
+                        &key,
+                        format!("= {s:?}: a name is 1 to 64 characters of A-Z a-z 0-9 _ . -"),
+                    ));
+                }
+                s
+            }
+            None => format!("{}-{}", kind.as_str(), i + 1),
+        };
+        let Some(run) = get(entries, "run") else {
+            return Err(invalid(
+                &r.at(node.line),
+                &here,
+                "has no run: give the command it runs",
+            ));
+        };
+        let at = r.at(run.line);
+        let run = Sourced {
+            value: command(&Raw::Node(&run.value), &at, &join(&here, "run"))?,
+            source: at.source(),
+            inherited: false,
+        };
+        let zero = Sourced::default_value(0u32);
+        let retries = if kind == StepKind::Check {
+            zero
+        } else {
+            own(
+                r,
+                entries,
+                &here,
+                "retries",
+                policy.retries.clone(),
+                |raw, at, key| u32_in(raw, at, key, 0, 1000),
+            )?
+        };
+        let mut env = job_env.to_vec();
+        if let Some(e) = get(entries, "env") {
+            for (k, v) in env_table(&e.value, &r.at(e.line), &join(&here, "env"))? {
+                env.retain(|(ek, _)| *ek != k);
+                env.push((k, v));
+            }
+        }
+        let cwd = match get(entries, "cwd") {
+            Some(c) => Some(r.dir.join(string(
+                &Raw::Node(&c.value),
+                &r.at(c.line),
+                &join(&here, "cwd"),
+                "a directory",
+            )?)),
+            None => job_cwd.clone(),
+        };
+        out.push(Step {
+            name,
+            kind,
+            run,
+            retries,
+            backoff: own(
+                r,
+                entries,
+                &here,
+                "backoff",
+                policy.backoff.clone(),
+                duration,
+            )?,
+            backoff_max: own(
+                r,
+                entries,
+                &here,
+                "backoff_max",
+                policy.backoff_max.clone(),
+                duration,
+            )?,
+            no_retry_exit_codes: own(
+                r,
+                entries,
+                &here,
+                "no_retry_exit_codes",
+                policy.no_retry_exit_codes.clone(),
+                exit_codes,
+            )?,
+            timeout: own(r, entries, &here, "timeout", policy.timeout.clone(), limit)?,
+            kill_grace: own(
+                r,
+                entries,
+                &here,
+                "kill_grace",
+                policy.kill_grace.clone(),
+                duration,
+            )?,
+            output_limit: own(
+                r,
+                entries,
+                &here,
+                "output_limit",
+                policy.output_limit.clone(),
+                size,
+            )?,
+            env,
+            cwd,
+            line: node.line,
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,140 @@
+//! `baton history JOB`: the job's runs, newest first, each with its steps'
+//! attempts. `--json` prints [`RunView`]s.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::units::show_duration;
+
+/// One run, as `history --json` prints it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunView {
+    /// Its id.
+    pub run_id: String,
+    /// Its job.
+    pub job: String,
+    /// Its occurrence (RFC 3339 UTC), or `manual`.
+    pub occurrence: String,
+    /// Whether it was started by hand.
+    pub manual: bool,
+    /// The fence of its lease.
+    pub fence: Option<u64>,
+    /// Its host.
+    pub host: Option<String>,
+    /// Its supervising process.
+    pub pid: Option<u32>,
+    /// When it started (RFC 3339).
+    pub started: String,
+    /// When it finished, if it did.
+    pub finished: Option<String>,
+    /// How long it ran, in milliseconds, once finished.
+    pub duration_ms: Option<u64>,
+    /// `ok`, `failed`, `check-failed`, `lease-lost`, `interrupted`; `null`
+    /// while it runs (or if it died unrecorded).
+    pub verdict: Option<String>,
+    /// Its exit code, once finished.
+    pub exit_code: Option<i32>,
+    /// Its attempts, in order.
+    pub attempts: Vec<AttemptView>,
+}
+
+/// One attempt of a step or check.
+#[derive(Debug, Clone, Serialize)]
+pub struct AttemptView {
+    /// The step's name.
+    pub step: String,
+    /// `step` or `check`.
+    pub kind: String,
+    /// Which attempt (1 for the first).
+    pub attempt: u32,
+    /// When it started.
+    pub started: String,
+    /// How long it ran, in milliseconds.
+    pub duration_ms: u64,
+    /// Its exit code, when it exited.
+    pub exit_code: Option<i32>,
+    /// The signal it died of, when it did.
+    pub signal: Option<i32>,
+    /// `ok`, `failed`, `timeout`, `lease-lost`, `not-started`, `interrupted`.
+    pub outcome: String,
+}
+
+fn ms(d: jiff::SignedDuration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(0)
+}
+
+impl From<baton_ledger::RunRow> for RunView {
+    fn from(r: baton_ledger::RunRow) -> Self {
+        Self {
+            occurrence: crate::run::occurrence_text(r.occurrence),
+            manual: r.manual,
+            fence: r.fence,
+            host: r.host,
+            pid: r.pid,
+            started: r.started.to_string(),
+            duration_ms: r.finished.map(|f| ms(f.duration_since(r.started))),
+            finished: r.finished.map(|f| f.to_string()),
+            verdict: r.verdict,
+            exit_code: r.exit_code,
+            attempts: r
+                .attempts
+                .into_iter()
+                .map(|a| AttemptView {
+                    step: a.step,
+                    kind: a.kind.as_str().to_owned(),
+                    attempt: a.attempt,
+                    started: a.started.to_string(),
+                    duration_ms: ms(a.finished.duration_since(a.started)),
+                    exit_code: a.exit_code,
+                    signal: a.signal,
+                    outcome: a.outcome,
+                })
+                .collect(),
+            run_id: r.run_id,
+            job: r.job,
+        }
+    }
+}
+
+/// The human form: one block per run.
+pub fn render(runs: &[RunView]) -> String {
+    if runs.is_empty() {
+        return "no runs yet\n".into();
+    }
+    let mut out = String::new();
+    for r in runs {
+        out.push_str(&format!(
+            "{}  {}  run {}  fence {}  {} {}\n",
+            r.started,
+            r.verdict.as_deref().unwrap_or("running"),
+            r.run_id,
+            r.fence.map_or("?".into(), |f| f.to_string()),
+            if r.manual {
+                "manual".to_owned()
+            } else {
+                format!("occurrence {}", r.occurrence)
+            },
+            r.duration_ms
+                .map(|d| format!("in {}", show_duration(Duration::from_millis(d))))
+                .unwrap_or_default(),
+        ));
+        for a in &r.attempts {
+            let how = match (a.exit_code, a.signal) {
+                (_, Some(s)) => format!("signal {s}"),
+                (Some(c), None) => format!("exit {c}"),
+                (None, None) => "no exit status".into(),
+            };
+            out.push_str(&format!(
+                "  {} {} attempt {}: {} ({}, {})\n",
+                a.kind,
+                a.step,
+                a.attempt,
+                a.outcome,
+                how,
+                show_duration(Duration::from_millis(a.duration_ms))
+            ));
+        }
+    }
+    out
+}

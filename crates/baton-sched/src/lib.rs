@@ -1,0 +1,25 @@
+//! baton-sched: the scheduler around the run lock.
+//!
+//! `baton.toml` names jobs, their schedules in time zones, and their steps
+//! and checks ([`config`]). `baton tick` runs what is due now, `baton run`
+//! runs a job by hand; each run holds the job's lease (claiming its
+//! occurrence in the same critical section, so one occurrence runs once)
+//! and is supervised by `baton-runner`. What happened is written to the
+//! ledger (`baton-ledger`), to dated logs, and as alerts on five surfaces.
+//! `status`, `history` and `config` read it back for people and scripts.
+//!
+//! Map: [`config`] reads and validates; [`units`] parses durations and
+//! sizes.
+
+pub mod alerts;
+pub mod config;
+pub mod history;
+pub mod logs;
+pub mod run;
+mod say;
+pub mod show;
+pub mod state_dir;
+pub mod status;
+pub mod surfaces;
+pub mod tick;
+pub mod units;

@@ -1,0 +1,348 @@
+//! The dated logs under `STATE_DIR/logs/`, dated in the scheduler's zone:
+//!
+//! - `baton_YYYY_MM_DD.log`: the envelope: each run's start, each step
+//!   attempt and its outcome, retries with their delays, alerts, the verdict;
+//! - `JOB_YYYY_MM_DD.log`: each attempt's output (standard output and error
+//!   as written), between a header and a footer line, cut at the step's
+//!   `output_limit` with a note saying how much was not kept;
+//! - `alerts.log`: append-only, one JSON object a line.
+//!
+//! Every append is one `write(2)` of whole lines to a file opened with
+//! `O_APPEND` (and `O_NOFOLLOW`, mode 0600), so lines written by concurrent
+//! processes never interleave. A log that cannot be written is reported and
+//! never stops a run. Dated logs older than `log_keep` are removed, at most
+//! once a day.
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+
+/// The logs of one state directory.
+#[derive(Debug, Clone)]
+pub struct Logs {
+    dir: PathBuf,
+    tz: TimeZone,
+}
+
+impl Logs {
+    /// The logs in `state_dir/logs`, dated in `tz`.
+    pub fn new(state_dir: &Path, tz: TimeZone) -> Self {
+        Self {
+            dir: state_dir.join("logs"),
+            tz,
+        }
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// `PREFIX_YYYY_MM_DD.log` for the day `at` falls on.
+    pub fn dated(&self, prefix: &str, at: Timestamp) -> PathBuf {
+        let day = at.to_zoned_datetime(self.tz.clone()).strftime("%Y_%m_%d");
+        self.dir.join(format!("{prefix}_{day}.log"))
+    }
+
+    /// A time as the logs show it: in the scheduler's zone, to the
+    /// millisecond, with its offset.
+    pub fn stamp(&self, at: Timestamp) -> String {
+        at.to_zoned_datetime(self.tz.clone())
+            .strftime("%Y-%m-%dT%H:%M:%S%.3f%:z")
+            .to_string()
+    }
+
+    /// Appends a line to the envelope.
+    ///
+    /// # Errors
+    ///
+    /// When the log cannot be written (the caller says so, and goes on).
+    pub fn envelope(&self, at: Timestamp, line: &str) -> std::io::Result<()> {
+        let text = format!("{} {}\n", self.stamp(at), one_line(line));
+        append(&self.dated("baton", at), text.as_bytes())
+    }
+
+    /// Appends a JSON alert to `alerts.log`.
+    ///
+    /// # Errors
+    ///
+    /// When the log cannot be written.
+    pub fn alert(&self, json: &str) -> std::io::Result<()> {
+        append(
+            &self.dir.join("alerts.log"),
+            format!("{}\n", one_line(json)).as_bytes(),
+        )
+    }
+
+    /// Appends whole lines to a job's dated output log.
+    ///
+    /// # Errors
+    ///
+    /// When the log cannot be written.
+    pub fn job_lines(&self, job: &str, at: Timestamp, text: &[u8]) -> std::io::Result<()> {
+        append(&self.dated(job, at), text)
+    }
+
+    /// Removes dated logs (`*_YYYY_MM_DD.log`) older than `keep`, at most
+    /// once a day (a marker file remembers the day it last ran).
+    pub fn prune(&self, now: Timestamp, keep: Duration) {
+        let today = now
+            .to_zoned_datetime(self.tz.clone())
+            .strftime("%Y_%m_%d")
+            .to_string();
+        let marker = self.dir.join(".pruned");
+        if std::fs::read_to_string(&marker).is_ok_and(|d| d.trim() == today) {
+            return;
+        }
+        let Ok(cutoff) = now.checked_sub(jiff::SignedDuration::try_from(keep).unwrap_or_default())
+        else {
+            return;
+        };
+        let oldest = cutoff
+            .to_zoned_datetime(self.tz.clone())
+            .strftime("%Y_%m_%d")
+            .to_string();
+        if let Ok(entries) = std::fs::read_dir(&self.dir) {
+            for e in entries.filter_map(Result::ok) {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if let Some(day) = log_day(&name)
+                    && day < oldest.as_str()
+                {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+        let _ = std::fs::write(&marker, format!("{today}\n"));
+    }
+}
+
+/// The `YYYY_MM_DD` of a dated log's name.
+fn log_day(name: &str) -> Option<&str> {
+    let stem = name.strip_suffix(".log")?;
+    let day = stem.get(stem.len().checked_sub(10)?..)?;
+    let ok = day.len() == 10
+        && day.bytes().enumerate().all(|(i, b)| match i {
+            4 | 7 => b == b'_',
+            _ => b.is_ascii_digit(),
+        })
+        && stem.as_bytes().get(stem.len().checked_sub(11)?) == Some(&b'_');
+    ok.then_some(day)
+}
+
+/// A line with no line breaks in it.
+fn one_line(s: &str) -> String {
+    s.replace(['\n', '\r'], " ")
+}
+
+/// One `write(2)` of `bytes` at the end of `path`, created (and its
+/// directory) when missing.
+fn append(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let open = || {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(path)
+    };
+    let mut f = match open() {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(dir) = path.parent() {
+                use std::os::unix::fs::DirBuilderExt;
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir)?;
+            }
+            open()?
+        }
+        Err(e) => return Err(e),
+    };
+    f.write_all(bytes)
+}
+
+/// A step attempt's output on its way to the job's log: whole lines only,
+/// the first `limit` bytes kept, then a note saying how much was cut. With
+/// `tee`, the output is also copied to this process's standard output as it
+/// comes.
+pub struct OutputSink {
+    logs: Logs,
+    job: String,
+    at: Timestamp,
+    limit: u64,
+    kept: u64,
+    cut: u64,
+    partial: Vec<u8>,
+    tee: bool,
+    failed: Option<String>,
+    done: std::sync::Arc<std::sync::Mutex<Option<Captured>>>,
+}
+
+/// What became of an attempt's output.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Captured {
+    /// Bytes kept.
+    pub kept: u64,
+    /// Bytes not kept (over the limit).
+    pub cut: u64,
+    /// A write that failed, if one did.
+    pub failed: Option<String>,
+}
+
+impl OutputSink {
+    /// A sink for one attempt of `job` that started at `at`. The returned
+    /// cell holds the summary once the output has ended.
+    pub fn new(
+        logs: Logs,
+        job: &str,
+        at: Timestamp,
+        limit: u64,
+        tee: bool,
+    ) -> (Self, std::sync::Arc<std::sync::Mutex<Option<Captured>>>) {
+        let done = std::sync::Arc::new(std::sync::Mutex::new(None));
+        (
+            Self {
+                logs,
+                job: job.to_owned(),
+                at,
+                limit,
+                kept: 0,
+                cut: 0,
+                partial: Vec::new(),
+                tee,
+                failed: None,
+                done: std::sync::Arc::clone(&done),
+            },
+            done,
+        )
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        if let Err(e) = self.logs.job_lines(&self.job, self.at, bytes)
+            && self.failed.is_none()
+        {
+            self.failed = Some(format!(
+                "failed to write {}: {e}",
+                self.logs.dated(&self.job, self.at).display()
+            ));
+        }
+    }
+}
+
+impl baton_runner::Sink for OutputSink {
+    fn chunk(&mut self, bytes: &[u8]) {
+        if self.tee {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(bytes);
+            let _ = out.flush();
+        }
+        let room = self.limit.saturating_sub(self.kept);
+        let take = usize::try_from(room).unwrap_or(usize::MAX).min(bytes.len());
+        self.cut += (bytes.len() - take) as u64;
+        self.kept += take as u64;
+        self.partial.extend_from_slice(&bytes[..take]);
+        // Whole lines go out; a line longer than 64 KiB goes out as it is.
+        let end = match self.partial.iter().rposition(|&b| b == b'\n') {
+            Some(i) => i + 1,
+            None if self.partial.len() >= 64 * 1024 => self.partial.len(),
+            None => return,
+        };
+        let lines: Vec<u8> = self.partial.drain(..end).collect();
+        self.write(&lines);
+    }
+
+    fn end(&mut self) {
+        let mut rest = std::mem::take(&mut self.partial);
+        if !rest.is_empty() && rest.last() != Some(&b'\n') {
+            rest.push(b'\n');
+        }
+        if self.cut > 0 {
+            rest.extend_from_slice(
+                format!(
+                    "[baton: output cut after {}; {} more bytes were not kept]\n",
+                    crate::units::show_size(self.limit),
+                    self.cut
+                )
+                .as_bytes(),
+            );
+        }
+        self.write(&rest);
+        if let Ok(mut d) = self.done.lock() {
+            *d = Some(Captured {
+                kept: self.kept,
+                cut: self.cut,
+                failed: self.failed.take(),
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_runner::Sink;
+
+    fn logs(dir: &Path) -> Logs {
+        Logs::new(dir, TimeZone::get("Asia/Kolkata").unwrap())
+    }
+
+    #[test]
+    fn logs_are_dated_in_the_schedulers_zone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let l = logs(tmp.path());
+        // 20:00 UTC is already the next day in Kolkata.
+        let t: Timestamp = "2026-11-29T20:00:00Z".parse().unwrap();
+        assert!(l.dated("baton", t).ends_with("logs/baton_2026_11_30.log"));
+        l.envelope(t, "hello\nworld").unwrap();
+        let text = std::fs::read_to_string(l.dated("baton", t)).unwrap();
+        assert_eq!(text, "2026-11-30T01:30:00.000+05:30 hello world\n");
+    }
+
+    #[test]
+    fn output_is_cut_at_the_limit_with_a_note() {
+        let tmp = tempfile::tempdir().unwrap();
+        let l = logs(tmp.path());
+        let t: Timestamp = "2026-11-29T10:00:00Z".parse().unwrap();
+        let (mut sink, done) = OutputSink::new(l.clone(), "job", t, 10, false);
+        sink.chunk(b"12345");
+        sink.chunk(b"67\n890abcdef\nmore");
+        sink.end();
+        let text = std::fs::read_to_string(l.dated("job", t)).unwrap();
+        assert_eq!(
+            text,
+            "1234567\n89\n[baton: output cut after 10B; 12 more bytes were not kept]\n"
+        );
+        assert_eq!(done.lock().unwrap().clone().unwrap().cut, 12);
+    }
+
+    #[test]
+    fn old_logs_are_pruned_once_a_day() {
+        let tmp = tempfile::tempdir().unwrap();
+        let l = logs(tmp.path());
+        let now: Timestamp = "2026-11-29T10:00:00Z".parse().unwrap();
+        std::fs::create_dir_all(l.dir()).unwrap();
+        for name in [
+            "baton_2026_10_01.log",
+            "job_2026_11_28.log",
+            "alerts.log",
+            "x_2026_01_01.txt",
+        ] {
+            std::fs::write(l.dir().join(name), "x\n").unwrap();
+        }
+        l.prune(now, Duration::from_secs(30 * 86_400));
+        assert!(!l.dir().join("baton_2026_10_01.log").exists());
+        assert!(l.dir().join("job_2026_11_28.log").exists());
+        assert!(l.dir().join("alerts.log").exists());
+        assert!(l.dir().join("x_2026_01_01.txt").exists());
+        assert_eq!(log_day("a_b_2026_01_02.log"), Some("2026_01_02"));
+        assert_eq!(log_day("2026_01_02.log"), None);
+    }
+}

@@ -1,0 +1,510 @@
+//! `baton status`: per job, whether its schedule is being met, from the
+//! configuration, the ledger and the lock, read without changing anything
+//! (a state directory or ledger that does not exist yet reads as "never
+//! run", and is not created).
+//!
+//! A job is on schedule when it has run at least once, no due occurrence
+//! older than its window went unstarted (OVERDUE), and its last run did not
+//! fail (FAILING). `status` exits 0 when every enabled job is on schedule,
+//! 1 otherwise: a fresh install reads "never run", and 1 is right there.
+//! The shape of `--json` is [`Status`].
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde::Serialize;
+
+use crate::config::{Config, Job};
+use crate::run::lock_for;
+use crate::units::show_duration;
+
+/// The whole status.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    /// The configuration file.
+    pub config: String,
+    /// Whether jobs may run (the kill switch).
+    pub enabled: bool,
+    /// Where the kill switch's value came from.
+    pub enabled_source: String,
+    /// The scheduler's zone.
+    pub timezone: String,
+    /// The state directory.
+    pub state_dir: String,
+    /// The logs' directory.
+    pub logs: String,
+    /// When this status was read (RFC 3339).
+    pub now: String,
+    /// Whether every enabled job is on schedule (the exit code is 0).
+    pub healthy: bool,
+    /// The jobs, by name.
+    pub jobs: Vec<JobStatus>,
+}
+
+/// One job.
+#[derive(Debug, Clone, Serialize)]
+pub struct JobStatus {
+    /// The job.
+    pub job: String,
+    /// Whether it runs at all.
+    pub enabled: bool,
+    /// `ok`, `running`, `never-run`, `overdue`, `failing` or `disabled`.
+    pub state: &'static str,
+    /// Its schedule as written (`0 3 * * *`, or `every 15m`).
+    pub schedule: String,
+    /// Its zone.
+    pub timezone: String,
+    /// Its lock's name.
+    pub lock: String,
+    /// The next occurrence, in the job's zone (RFC 3339 with offset).
+    pub next_run: Option<String>,
+    /// Seconds until then.
+    pub next_run_in_seconds: Option<i64>,
+    /// The newest run.
+    pub last_run: Option<RunSummary>,
+    /// When its newest run started.
+    pub last_attempt: Option<String>,
+    /// When its newest successful run finished.
+    pub last_success: Option<String>,
+    /// When its newest failed run finished.
+    pub last_failure: Option<String>,
+    /// Failed runs in a row.
+    pub consecutive_failures: u64,
+    /// Each step and check.
+    pub steps: Vec<StepStatus>,
+    /// Who holds the lock now, if anyone.
+    pub holder: Option<HolderStatus>,
+    /// It has never run.
+    pub never_run: bool,
+    /// A due occurrence older than its window that never started.
+    pub overdue: Option<Overdue>,
+    /// Its last run failed.
+    pub failing: bool,
+    /// Occurrences that did not run, counted per decision and reason.
+    pub skipped: Vec<SkipCount>,
+    /// Its newest alerts, newest first.
+    pub recent_alerts: Vec<AlertSummary>,
+    /// Today's output log of the job.
+    pub log: String,
+}
+
+/// A run, summed up.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    /// Its id.
+    pub run_id: String,
+    /// Its occurrence (RFC 3339 UTC), or `manual`.
+    pub occurrence: String,
+    /// When it started.
+    pub started: String,
+    /// When it finished, if it did.
+    pub finished: Option<String>,
+    /// Its verdict, once finished.
+    pub verdict: Option<String>,
+    /// How long it ran, in milliseconds, once finished.
+    pub duration_ms: Option<u64>,
+    /// Its exit code, once finished.
+    pub exit_code: Option<i32>,
+}
+
+/// A step or check.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepStatus {
+    /// Its name.
+    pub step: String,
+    /// `step` or `check`.
+    pub kind: &'static str,
+    /// When its newest attempt started.
+    pub last_attempt: Option<String>,
+    /// When its newest successful attempt finished.
+    pub last_success: Option<String>,
+    /// When its newest failed attempt finished.
+    pub last_failure: Option<String>,
+    /// Failed attempts in a row.
+    pub consecutive_failures: u64,
+}
+
+/// The lock's holder.
+#[derive(Debug, Clone, Serialize)]
+pub struct HolderStatus {
+    /// The holder's pid.
+    pub pid: Option<u32>,
+    /// Its host.
+    pub host: Option<String>,
+    /// Its fence.
+    pub fence: Option<u64>,
+    /// Its run id.
+    pub run_id: Option<String>,
+    /// Since when it holds the lock.
+    pub since: Option<String>,
+    /// The verdict on it now (`live`, `hung`, `orphaned`, …).
+    pub verdict: &'static str,
+}
+
+/// An overdue occurrence.
+#[derive(Debug, Clone, Serialize)]
+pub struct Overdue {
+    /// The occurrence (RFC 3339 UTC).
+    pub occurrence: String,
+    /// Its window, in seconds.
+    pub window_seconds: u64,
+}
+
+/// How many occurrences did not run, for one decision and reason.
+#[derive(Debug, Clone, Serialize)]
+pub struct SkipCount {
+    /// `skipped` or `missed`.
+    pub decision: String,
+    /// Why (`busy`, `hung`, …).
+    pub reason: String,
+    /// How many.
+    pub count: u64,
+}
+
+/// An alert, summed up.
+#[derive(Debug, Clone, Serialize)]
+pub struct AlertSummary {
+    /// When.
+    pub time: String,
+    /// Its kind.
+    pub kind: String,
+    /// Its message.
+    pub message: String,
+}
+
+fn stamp(t: Timestamp) -> String {
+    t.to_string()
+}
+
+/// Reads the status of `config`'s jobs (`only` names one, when given).
+pub fn read(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
+    let state = &config.settings.state_dir.value;
+    let db = state.join("baton.db");
+    let mut ledger = if db.exists() {
+        baton_ledger::Ledger::open(state, now).ok()
+    } else {
+        None
+    };
+    let logs = crate::logs::Logs::new(state, config.settings.timezone.value.tz.clone());
+    let jobs: Vec<JobStatus> = config
+        .jobs
+        .values()
+        .filter(|j| only.is_none_or(|o| o == j.name))
+        .map(|j| job_status(config, j, ledger.as_mut(), &logs, now))
+        .collect();
+    let healthy = !config.enabled()
+        || jobs
+            .iter()
+            .all(|j| !j.enabled || (!j.never_run && j.overdue.is_none() && !j.failing));
+    Status {
+        config: config.path.display().to_string(),
+        enabled: config.enabled(),
+        enabled_source: config.settings.enabled.provenance(),
+        timezone: config.settings.timezone.value.name.clone(),
+        state_dir: state.display().to_string(),
+        logs: logs.dir().display().to_string(),
+        now: stamp(now),
+        healthy,
+        jobs,
+    }
+}
+
+fn job_status(
+    config: &Config,
+    job: &Job,
+    mut ledger: Option<&mut baton_ledger::Ledger>,
+    logs: &crate::logs::Logs,
+    now: Timestamp,
+) -> JobStatus {
+    let tz = &job.timezone.value.tz;
+    let schedule = &job.when.value.schedule;
+    let state = ledger
+        .as_deref_mut()
+        .and_then(|l| l.job(&job.name).ok().flatten());
+    let last = ledger
+        .as_deref_mut()
+        .and_then(|l| l.last_run(&job.name).ok().flatten());
+    let steps = ledger
+        .as_deref_mut()
+        .and_then(|l| l.steps(&job.name).ok())
+        .unwrap_or_default();
+    let skipped = ledger
+        .as_deref_mut()
+        .and_then(|l| l.skip_counts(&job.name).ok())
+        .unwrap_or_default();
+    let alerts = ledger
+        .and_then(|l| l.recent_alerts(Some(&job.name), 5).ok())
+        .unwrap_or_default();
+    let next = schedule.next_after(now, tz);
+    let window = job.policy.catch_up_window.value;
+    let overdue = overdue(job, now, state.as_ref());
+    let never_run = last.is_none();
+    let failing = state.as_ref().is_some_and(|s| s.consecutive_failures > 0);
+    let holder = lock_for(config, job).inspect().ok().and_then(|i| {
+        let h = match &i.verdict {
+            baton_lease::Verdict::Live { holder, .. }
+            | baton_lease::Verdict::Hung { holder, .. }
+            | baton_lease::Verdict::Orphaned { holder, .. }
+            | baton_lease::Verdict::Dead { holder, .. }
+            | baton_lease::Verdict::Expired { holder, .. } => holder,
+            _ => return None,
+        };
+        Some(HolderStatus {
+            pid: h.pid(),
+            host: h.host().map(str::to_owned),
+            fence: h.fence().map(|f| f.get()),
+            run_id: h.run().map(str::to_owned),
+            since: h.acquired().map(stamp),
+            verdict: i.verdict.word(),
+        })
+    });
+    let running = holder.as_ref().is_some_and(|h| h.verdict == "live");
+    let state_word = if !job.enabled.value || !config.enabled() {
+        "disabled"
+    } else if running {
+        "running"
+    } else if never_run {
+        "never-run"
+    } else if overdue.is_some() {
+        "overdue"
+    } else if failing {
+        "failing"
+    } else {
+        "ok"
+    };
+    JobStatus {
+        job: job.name.clone(),
+        enabled: job.enabled.value,
+        state: state_word,
+        schedule: match job.when.value.key {
+            "every" => format!("every {}", job.when.value.text),
+            _ => job.when.value.text.clone(),
+        },
+        timezone: job.timezone.value.name.clone(),
+        lock: job.lock.value.clone(),
+        next_run: next.map(|t| {
+            t.to_zoned_datetime(tz.clone())
+                .strftime("%Y-%m-%dT%H:%M:%S%:z")
+                .to_string()
+        }),
+        next_run_in_seconds: next.map(|t| t.duration_since(now).as_secs()),
+        last_run: last.map(|r| RunSummary {
+            occurrence: crate::run::occurrence_text(r.occurrence),
+            started: stamp(r.started),
+            duration_ms: r
+                .finished
+                .and_then(|f| u64::try_from(f.duration_since(r.started).as_millis()).ok()),
+            finished: r.finished.map(stamp),
+            verdict: r.verdict,
+            exit_code: r.exit_code,
+            run_id: r.run_id,
+        }),
+        last_attempt: state.as_ref().and_then(|s| s.last_attempt).map(stamp),
+        last_success: state.as_ref().and_then(|s| s.last_success).map(stamp),
+        last_failure: state.as_ref().and_then(|s| s.last_failure).map(stamp),
+        consecutive_failures: state.as_ref().map_or(0, |s| s.consecutive_failures),
+        steps: job
+            .all_steps()
+            .map(|st| {
+                let known = steps.iter().find(|s| s.step == st.name);
+                StepStatus {
+                    step: st.name.clone(),
+                    kind: st.kind.as_str(),
+                    last_attempt: known.and_then(|k| k.last_attempt).map(stamp),
+                    last_success: known.and_then(|k| k.last_success).map(stamp),
+                    last_failure: known.and_then(|k| k.last_failure).map(stamp),
+                    consecutive_failures: known.map_or(0, |k| k.consecutive_failures),
+                }
+            })
+            .collect(),
+        holder,
+        never_run,
+        overdue: overdue.map(|at| Overdue {
+            occurrence: crate::run::occurrence_text(Some(at)),
+            window_seconds: window.as_secs(),
+        }),
+        failing,
+        skipped: skipped
+            .into_iter()
+            .map(|(decision, reason, count)| SkipCount {
+                decision,
+                reason,
+                count,
+            })
+            .collect(),
+        recent_alerts: alerts
+            .into_iter()
+            .map(|a| AlertSummary {
+                time: stamp(a.time),
+                kind: a.kind,
+                message: a.message,
+            })
+            .collect(),
+        log: logs.dated(&job.name, now).display().to_string(),
+    }
+}
+
+/// The latest occurrence older than the job's window that never started, if
+/// it came after the job was first seen and after the last start.
+fn overdue(job: &Job, now: Timestamp, state: Option<&baton_ledger::JobState>) -> Option<i64> {
+    let window = jiff::SignedDuration::try_from(job.policy.catch_up_window.value).ok()?;
+    let edge = now.checked_sub(window).ok()?;
+    let at = job
+        .when
+        .value
+        .schedule
+        .latest_at_or_before(edge, &job.timezone.value.tz)?;
+    let state = state?;
+    if at < state.first_seen {
+        return None;
+    }
+    let at = at.as_second();
+    match state.last_started {
+        Some(s) if s >= at => None,
+        _ => Some(at),
+    }
+}
+
+/// A duration ago or ahead, for people: `5h ago`, `in 18h`.
+fn relative(now: Timestamp, t: &str) -> String {
+    let Ok(t) = t.parse::<Timestamp>() else {
+        return String::new();
+    };
+    let d = now.duration_since(t);
+    let abs = Duration::try_from(d.abs()).unwrap_or_default();
+    if abs < Duration::from_secs(1) {
+        return "just now".into();
+    }
+    let shown = show_duration(Duration::from_secs(abs.as_secs()));
+    if d.is_negative() {
+        format!("in {shown}")
+    } else {
+        format!("{shown} ago")
+    }
+}
+
+/// The human form.
+pub fn render(s: &Status) -> String {
+    let now: Timestamp = s.now.parse().unwrap_or(Timestamp::UNIX_EPOCH);
+    let mut out = format!(
+        "baton — {}, {}; config {}; state {}\n",
+        if s.enabled {
+            "ENABLED".to_owned()
+        } else {
+            format!("DISABLED by the kill switch ({})", s.enabled_source)
+        },
+        s.timezone,
+        s.config,
+        s.state_dir
+    );
+    for j in &s.jobs {
+        let tz = jiff::tz::TimeZone::get(&j.timezone).unwrap_or(jiff::tz::TimeZone::UTC);
+        let local = |t: &str| match t.parse::<Timestamp>() {
+            Ok(ts) => ts
+                .to_zoned_datetime(tz.clone())
+                .strftime("%Y-%m-%d %H:%M:%S %:z")
+                .to_string(),
+            Err(_) => t.to_owned(),
+        };
+        let when = |t: &Option<String>| match t {
+            Some(t) => format!("{} ({})", local(t), relative(now, t)),
+            None => "never".into(),
+        };
+        out.push('\n');
+        out.push_str(&format!(
+            "{}  {}  {} ({}), lock {}\n",
+            j.job,
+            j.state.to_uppercase(),
+            j.schedule,
+            j.timezone,
+            j.lock
+        ));
+        match &j.last_run {
+            None => out.push_str("  last run      never run\n"),
+            Some(r) => out.push_str(&format!(
+                "  last run      {} {}{} (occurrence {}, run {})\n",
+                when(&Some(r.started.clone())),
+                r.verdict.as_deref().unwrap_or("running"),
+                r.duration_ms
+                    .map(|ms| format!(" in {}", show_duration(Duration::from_millis(ms))))
+                    .unwrap_or_default(),
+                r.occurrence,
+                r.run_id
+            )),
+        }
+        out.push_str(&format!(
+            "  last success  {}\n  last failure  {}\n",
+            when(&j.last_success),
+            when(&j.last_failure)
+        ));
+        for st in &j.steps {
+            out.push_str(&format!(
+                "  {} {:<9} last attempt {}, last success {}, last failure {}, {} failure(s) in a row\n",
+                st.kind,
+                st.step,
+                when(&st.last_attempt),
+                when(&st.last_success),
+                when(&st.last_failure),
+                st.consecutive_failures
+            ));
+        }
+        match &j.next_run {
+            Some(n) => out.push_str(&format!(
+                "  next run      {n} (in {})\n",
+                show_duration(Duration::from_secs(
+                    u64::try_from(j.next_run_in_seconds.unwrap_or(0)).unwrap_or(0)
+                ))
+            )),
+            None => out.push_str("  next run      none\n"),
+        }
+        if let Some(h) = &j.holder {
+            out.push_str(&format!(
+                "  holder        {} pid {} on {}, fence {}, since {}\n",
+                h.verdict,
+                h.pid.map_or("?".into(), |p| p.to_string()),
+                h.host.as_deref().unwrap_or("?"),
+                h.fence.map_or("?".into(), |f| f.to_string()),
+                when(&h.since)
+            ));
+        }
+        if j.never_run && j.enabled {
+            out.push_str(&format!("  OVERDUE       {} has never run\n", j.job));
+        }
+        if let Some(o) = &j.overdue {
+            out.push_str(&format!(
+                "  OVERDUE       occurrence {} never started (its window is {})\n",
+                o.occurrence,
+                show_duration(Duration::from_secs(o.window_seconds))
+            ));
+        }
+        if j.failing {
+            out.push_str(&format!(
+                "  FAILING       {} run(s) in a row failed\n",
+                j.consecutive_failures
+            ));
+        }
+        if !j.skipped.is_empty() {
+            let counts: Vec<String> = j
+                .skipped
+                .iter()
+                .map(|c| format!("{} {} ×{}", c.decision, c.reason, c.count))
+                .collect();
+            out.push_str(&format!("  not run       {}\n", counts.join(", ")));
+        }
+        if j.recent_alerts.is_empty() {
+            out.push_str("  recent alerts none\n");
+        } else {
+            for a in &j.recent_alerts {
+                out.push_str(&format!(
+                    "  alert         {} {}: {}\n",
+                    local(&a.time),
+                    a.kind,
+                    a.message
+                ));
+            }
+        }
+        out.push_str(&format!("  log           {}\n", j.log));
+    }
+    out.push_str(&format!("\nlogs: {}\n", s.logs));
+    out
+}

@@ -1,0 +1,178 @@
+//! Where a run's story goes: the ledger, the dated logs, and the alerts'
+//! five surfaces. One value per process, shared by the run and the
+//! runner's event reports (on one thread, through `Rc<RefCell<…>>`).
+//!
+//! Nothing here may stop a run: a log that cannot be written, or a ledger
+//! that fails, is said once on stderr and in the envelope, and the run goes
+//! on. The lease's occurrence claim, not the ledger, is what keeps an
+//! occurrence from running twice.
+
+use std::sync::Arc;
+
+use baton_lease::Clock;
+use baton_ledger::Ledger;
+use jiff::Timestamp;
+
+use crate::alerts::{Alert, Kind, Pending};
+use crate::config::{Command, Config};
+use crate::logs::Logs;
+
+/// The ledger, the logs and the alert command of one process.
+pub struct Surfaces {
+    /// The logs.
+    pub logs: Logs,
+    ledger: Option<Ledger>,
+    ledger_failed: bool,
+    alert_command: Option<Command>,
+    pending: Pending,
+    clock: Arc<dyn Clock>,
+    log_failed: bool,
+}
+
+impl Surfaces {
+    /// The surfaces of `config`'s state directory; opens the ledger (a
+    /// corrupt one is moved aside and reported as an alert).
+    pub fn open(config: &Config, clock: Arc<dyn Clock>) -> Self {
+        let state = &config.settings.state_dir.value;
+        let logs = Logs::new(state, config.settings.timezone.value.tz.clone());
+        let mut s = Self {
+            logs,
+            ledger: None,
+            ledger_failed: false,
+            alert_command: config.settings.alert_command.value.clone(),
+            pending: Pending::default(),
+            clock,
+            log_failed: false,
+        };
+        match Ledger::open(state, s.clock.wall()) {
+            Ok(l) => s.ledger = Some(l),
+            Err(e) => s.warn(&format!(
+                "the ledger is unavailable: {e}; runs go on unrecorded"
+            )),
+        }
+        s.recovered();
+        s
+    }
+
+    /// Now, on this process's clock.
+    pub fn now(&self) -> Timestamp {
+        self.clock.wall()
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        Arc::clone(&self.clock)
+    }
+
+    /// Runs `f` on the ledger; a failure is said once and yields `None`.
+    pub fn ledger<T>(
+        &mut self,
+        f: impl FnOnce(&mut Ledger) -> Result<T, baton_ledger::Error>,
+    ) -> Option<T> {
+        let l = self.ledger.as_mut()?;
+        let r = f(l);
+        self.recovered();
+        match r {
+            Ok(v) => Some(v),
+            Err(e) => {
+                if !self.ledger_failed {
+                    self.ledger_failed = true;
+                    self.warn(&format!("failed to write the ledger: {e}; the run goes on"));
+                }
+                None
+            }
+        }
+    }
+
+    /// A line in the envelope log.
+    pub fn note(&mut self, line: &str) {
+        let now = self.now();
+        if let Err(e) = self.logs.envelope(now, line)
+            && !self.log_failed
+        {
+            self.log_failed = true;
+            crate::say::line(format_args!(
+                "failed to write {}: {e}",
+                self.logs.dated("baton", now).display()
+            ));
+        }
+    }
+
+    /// A problem of baton's own: on stderr and in the envelope.
+    pub fn warn(&mut self, line: &str) {
+        crate::say::line(format_args!("{line}"));
+        self.note(&format!("WARNING {line}"));
+    }
+
+    /// Raises an alert on the five surfaces.
+    pub fn alert(&mut self, alert: &Alert) {
+        let json = serde_json::to_string(alert).unwrap_or_else(|e| {
+            format!(
+                "{{\"kind\":\"{}\",\"message\":\"unencodable: {e}\"}}",
+                alert.kind.as_str()
+            )
+        });
+        crate::say::line(format_args!("{}", alert.message));
+        self.note(&format!("ALERT {} {}", alert.kind.as_str(), alert.message));
+        if let Err(e) = self.logs.alert(&json) {
+            crate::say::line(format_args!("failed to append to alerts.log: {e}"));
+        }
+        let row = baton_ledger::NewAlert {
+            time: self.now(),
+            job: (!alert.job.is_empty()).then(|| alert.job.clone()),
+            kind: alert.kind.as_str().to_owned(),
+            run_id: alert.run_id.clone(),
+            occurrence: alert
+                .occurrence
+                .as_deref()
+                .and_then(|o| o.parse::<Timestamp>().ok())
+                .map(|t| t.as_second()),
+            message: alert.message.clone(),
+            json: json.clone(),
+        };
+        let _ = self.ledger(|l| l.record_alert(&row));
+        if let Some(cmd) = &self.alert_command {
+            let mut bytes = json.into_bytes();
+            bytes.push(b'\n');
+            self.pending.start(cmd, bytes);
+        }
+    }
+
+    /// Reports a ledger that was found corrupt and moved aside.
+    fn recovered(&mut self) {
+        let moved = match self.ledger.as_mut() {
+            Some(l) => l.take_recovered(),
+            None => return,
+        };
+        for r in moved {
+            let alert = Alert {
+                kind: Kind::LedgerCorrupt,
+                job: String::new(),
+                occurrence: None,
+                run_id: None,
+                lock: String::new(),
+                name: String::new(),
+                holder: None,
+                fence: None,
+                time: self.now().to_string(),
+                step: None,
+                message: format!(
+                    "the ledger was corrupt ({}): it was moved aside to {} and a fresh one \
+                     started; the lease's occurrence claims keep past occurrences from running \
+                     again",
+                    r.reason,
+                    r.moved_to.display()
+                ),
+                status: None,
+            };
+            self.alert(&alert);
+        }
+    }
+
+    /// Waits for the alert commands; reports their failures.
+    pub fn finish(&mut self) {
+        for problem in self.pending.finish() {
+            self.warn(&problem);
+        }
+    }
+}

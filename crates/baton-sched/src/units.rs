@@ -1,0 +1,199 @@
+//! Durations and sizes as people write them, on the command line and in
+//! `baton.toml`: a number of seconds (`30`, `0.5`), or numbers with units
+//! `ms`, `s`, `m`, `h`, `d`, combined (`250ms`, `15m`, `1h30m`, `1d`);
+//! sizes in bytes or with `KiB`, `MiB`, `GiB` (`512KiB`, `1MiB`), or `KB`,
+//! `MB`, `GB` in powers of ten. ISO 8601 durations (`PT30S`) are accepted
+//! too. This module parses and shows; it never decides what a value means.
+
+use std::time::Duration;
+
+/// The longest duration accepted: ten years. Longer ones are typos, and
+/// refusing them keeps every sum of durations far from overflow.
+pub const MAX_DURATION: Duration = Duration::from_secs(10 * 365 * 86_400);
+
+/// The duration syntax, for help texts and error messages.
+pub const DURATION_SYNTAX: &str =
+    "a number of seconds (30, 0.5) or numbers with units ms, s, m, h, d (250ms, 15m, 1h30m, 1d)";
+
+/// The size syntax, for error messages.
+pub const SIZE_SYNTAX: &str =
+    "a number of bytes, or with a unit: 512KiB, 1MiB, 1GiB (or KB, MB, GB)";
+
+/// Parses a duration. Negative durations, and durations over
+/// [`MAX_DURATION`], are refused; the error says what is allowed.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let bad = || format!("{t:?} is not a duration: use {DURATION_SYNTAX}");
+    let negative = || format!("{t:?} is negative: a duration is zero or more");
+    let d = if let Ok(secs) = t.parse::<f64>() {
+        if t.starts_with('-') {
+            return Err(negative());
+        }
+        Duration::try_from_secs_f64(secs).map_err(|_| bad())?
+    } else if t.starts_with(['P', 'p']) {
+        let d: jiff::SignedDuration = t.parse().map_err(|_| bad())?;
+        Duration::try_from(d).map_err(|_| negative())?
+    } else {
+        with_units(t).ok_or_else(|| {
+            if t.starts_with('-') {
+                negative()
+            } else {
+                bad()
+            }
+        })?
+    };
+    if d > MAX_DURATION {
+        return Err(format!("{t:?} is longer than ten years"));
+    }
+    Ok(d)
+}
+
+/// `1h30m`, `250ms`, `1.5s`: numbers each followed by a unit.
+fn with_units(s: &str) -> Option<Duration> {
+    if s.is_empty() {
+        return None;
+    }
+    let mut rest = s;
+    let mut total = 0f64;
+    while !rest.is_empty() {
+        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+        if num_end == 0 {
+            return None;
+        }
+        let n: f64 = rest[..num_end].parse().ok()?;
+        rest = &rest[num_end..];
+        let unit_end = rest
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_end] {
+            "ms" => 0.001,
+            "s" | "sec" | "secs" => 1.0,
+            "m" | "min" | "mins" => 60.0,
+            "h" | "hr" | "hrs" => 3600.0,
+            "d" | "day" | "days" => 86_400.0,
+            _ => return None,
+        };
+        rest = &rest[unit_end..];
+        total += n * scale;
+    }
+    Duration::try_from_secs_f64(total).ok()
+}
+
+/// A duration for people: `2h5m`, `3.2s`, `250ms`, `1d`.
+pub fn show_duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    if secs >= 86_400 && secs.is_multiple_of(3600) {
+        let (days, hours) = (secs / 86_400, (secs % 86_400) / 3600);
+        if hours == 0 {
+            format!("{days}d")
+        } else {
+            format!("{days}d{hours}h")
+        }
+    } else if secs >= 3600 {
+        let (h, m) = (secs / 3600, (secs % 3600) / 60);
+        if m == 0 {
+            format!("{h}h")
+        } else {
+            format!("{h}h{m}m")
+        }
+    } else if secs >= 60 {
+        let (m, s) = (secs / 60, secs % 60);
+        if s == 0 && d.subsec_nanos() == 0 {
+            format!("{m}m")
+        } else {
+            format!("{m}m{s}s")
+        }
+    } else if secs >= 1 {
+        if d.subsec_millis() == 0 {
+            format!("{secs}s")
+        } else {
+            format!("{:.1}s", d.as_secs_f64())
+        }
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}
+
+/// Parses a size in bytes.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let bad = || format!("{t:?} is not a size: use {SIZE_SYNTAX}");
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    if split == 0 {
+        return Err(bad());
+    }
+    let n: u64 = t[..split].parse().map_err(|_| bad())?;
+    let scale: u64 = match t[split..].trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "KB" | "kB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(scale).ok_or_else(bad)
+}
+
+/// A size for people: `1MiB`, `512KiB`, `300B`.
+pub fn show_size(n: u64) -> String {
+    for (unit, scale) in [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
+        if n >= scale && n.is_multiple_of(scale) {
+            return format!("{}{unit}", n / scale);
+        }
+    }
+    format!("{n}B")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_people_write() {
+        assert_eq!(parse_duration("30").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("0.25").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("15m").unwrap(), Duration::from_secs(900));
+        assert_eq!(parse_duration("2h").unwrap(), Duration::from_secs(7200));
+        assert_eq!(parse_duration("1d").unwrap(), Duration::from_secs(86_400));
+        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("3600s").unwrap(), Duration::from_secs(3600));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("PT5M").unwrap(), Duration::from_secs(300));
+        assert!(parse_duration("-5s").unwrap_err().contains("negative"));
+        let e = parse_duration("1 hour").unwrap_err();
+        assert!(e.contains("not a duration") && e.contains("1h30m"), "{e}");
+        assert!(parse_duration("5x").is_err());
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("100000h").unwrap_err().contains("ten years"));
+    }
+
+    #[test]
+    fn durations_shown_for_people() {
+        assert_eq!(show_duration(Duration::from_millis(250)), "250ms");
+        assert_eq!(show_duration(Duration::from_millis(3200)), "3.2s");
+        assert_eq!(show_duration(Duration::from_secs(30)), "30s");
+        assert_eq!(show_duration(Duration::from_secs(900)), "15m");
+        assert_eq!(show_duration(Duration::from_secs(125)), "2m5s");
+        assert_eq!(show_duration(Duration::from_secs(7200)), "2h");
+        assert_eq!(show_duration(Duration::from_secs(5400)), "1h30m");
+        assert_eq!(show_duration(Duration::from_secs(86_400)), "1d");
+        for d in ["30s", "15m", "2h", "1d", "1h30m", "250ms"] {
+            assert_eq!(show_duration(parse_duration(d).unwrap()), d);
+        }
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("512KiB").unwrap(), 512 * 1024);
+        assert_eq!(parse_size("1MiB").unwrap(), 1 << 20);
+        assert_eq!(parse_size("1000").unwrap(), 1000);
+        assert_eq!(parse_size("2MB").unwrap(), 2_000_000);
+        assert!(parse_size("1 lot").is_err());
+        assert!(parse_size("MiB").is_err());
+        assert_eq!(show_size(1 << 20), "1MiB");
+        assert_eq!(show_size(300), "300B");
+    }
+}

@@ -1,0 +1,544 @@
+//! The scheduler through the real binary: `tick`, `run`, `status`,
+//! `config`, `history` on real processes, a real ledger and real locks.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use crate::support::{BATON, Env, code, pause, processes_of_run, stderr, stdout};
+
+/// A scheduler set-up: a state directory and a `baton.toml` in a temporary
+/// directory.
+struct Sched {
+    env: Env,
+}
+
+impl Sched {
+    fn new(toml: &str) -> Self {
+        let s = Self { env: Env::new() };
+        s.write(toml);
+        s
+    }
+
+    /// Writes `baton.toml`, with `[scheduler] state_dir` and UTC unless
+    /// the text sets them, and `STATE` replaced by the state directory.
+    fn write(&self, toml: &str) {
+        let text = toml.replace("STATE", self.env.state().to_str().unwrap());
+        let text = if text.contains("[scheduler]") {
+            text
+        } else {
+            format!(
+                "[scheduler]\nstate_dir = {:?}\ntimezone = \"UTC\"\n{text}",
+                self.env.state().to_str().unwrap()
+            )
+        };
+        std::fs::write(self.config(), text).unwrap();
+    }
+
+    fn config(&self) -> PathBuf {
+        self.env.path("baton.toml")
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BATON);
+        c.args(args)
+            .env("BATON_CONFIG", self.config())
+            .env_remove("BATON_STATE_DIR")
+            .env_remove("BATON_ENABLED")
+            .current_dir(self.env.tmp.path())
+            .stdin(Stdio::null());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> serde_json::Value {
+        let o = self.run(args);
+        serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {}{}", stdout(&o), stderr(&o)))
+    }
+
+    fn envelope(&self) -> String {
+        let mut all = String::new();
+        if let Ok(d) = std::fs::read_dir(self.env.state().join("logs")) {
+            for e in d.filter_map(Result::ok) {
+                let n = e.file_name().to_string_lossy().into_owned();
+                if n.starts_with("baton_") {
+                    all.push_str(&std::fs::read_to_string(e.path()).unwrap());
+                }
+            }
+        }
+        all
+    }
+}
+
+fn lines(p: &Path) -> usize {
+    std::fs::read_to_string(p).map_or(0, |s| s.lines().count())
+}
+
+/// A job due now (every minute), that appends a line to `counter`.
+fn counting_job(counter: &Path, extra: &str) -> String {
+    format!(
+        "[jobs.count]\nschedule = \"* * * * *\"\nrun = \"echo ran >> {}{extra}\"\n",
+        counter.display()
+    )
+}
+
+#[test]
+fn sixteen_ticks_at_once_run_one_occurrence_once() {
+    for trial in 0..50 {
+        let env = Env::new();
+        let counter = env.path("counter");
+        let s = Sched { env };
+        s.write(&counting_job(&counter, "; sleep 0.2"));
+        let ticks: Vec<_> = (0..16)
+            .map(|_| {
+                s.cmd(&["tick"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for t in ticks {
+            let o = t.wait_with_output().unwrap();
+            assert_eq!(code(&o), 0, "trial {trial}: {}", stderr(&o));
+            assert_eq!(stderr(&o), "", "trial {trial}: a tick spoke");
+        }
+        assert_eq!(
+            lines(&counter),
+            1,
+            "trial {trial}: the occurrence ran {} times",
+            lines(&counter)
+        );
+        // Once the first run is over, another tick still leaves it at once.
+        assert_eq!(code(&s.run(&["tick"])), 0);
+        assert_eq!(
+            lines(&counter),
+            1,
+            "trial {trial}: re-run after it finished"
+        );
+    }
+}
+
+#[test]
+fn a_tick_while_the_run_goes_on_never_runs_it_beside_itself() {
+    let env = Env::new();
+    let marker = env.path("running");
+    let counter = env.path("counter");
+    let s = Sched { env };
+    s.write(&format!(
+        "[jobs.slow]\nschedule = \"* * * * *\"\nrun = \"echo ran >> {c}; touch {m}; sleep 3\"\n",
+        c = counter.display(),
+        m = marker.display()
+    ));
+    let first = s.cmd(&["tick"]).spawn().unwrap();
+    crate::support::eventually("the run to start", || marker.exists());
+    for _ in 0..5 {
+        let o = s.run(&["tick"]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        assert_eq!(stderr(&o), "", "a tick of the running occurrence spoke");
+    }
+    let out = first.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(lines(&counter), 1);
+}
+
+#[test]
+fn retries_grow_their_delay_and_stop_on_success() {
+    let env = Env::new();
+    let tries = env.path("tries");
+    let s = Sched { env };
+    // Fails twice, then succeeds.
+    s.write(&format!(
+        "[jobs.flaky]\nevery = \"1h\"\nretries = 3\nbackoff = \"200ms\"\nrun = \"echo x >> {t}; [ $(wc -l < {t}) -ge 3 ]\"\n",
+        t = tries.display()
+    ));
+    let o = s.run(&["run", "flaky"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(lines(&tries), 3);
+    let log = s.envelope();
+    assert!(log.contains("retry 1 of 3 in 200ms"), "{log}");
+    assert!(log.contains("retry 2 of 3 in 400ms"), "{log}");
+    let h = s.json(&["history", "flaky", "--json"]);
+    let attempts = h[0]["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 3);
+    assert_eq!(attempts[2]["outcome"], "ok");
+    assert_eq!(attempts[0]["exit_code"], 1);
+    assert_eq!(h[0]["verdict"], "ok");
+}
+
+#[test]
+fn exit_2_is_never_retried() {
+    let env = Env::new();
+    let tries = env.path("tries");
+    let s = Sched { env };
+    s.write(&format!(
+        "[jobs.usage]\nevery = \"1h\"\nretries = 3\nbackoff = \"100ms\"\nrun = \"echo x >> {}; exit 2\"\n",
+        tries.display()
+    ));
+    let o = s.run(&["run", "usage"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(lines(&tries), 1);
+    assert!(stderr(&o).contains("never retried"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_failed_step_skips_the_rest_and_the_check_still_runs() {
+    let env = Env::new();
+    let later = env.path("later");
+    let checked = env.path("checked");
+    let s = Sched { env };
+    s.write(&format!(
+        "[jobs.pipe]\nevery = \"1h\"\n\
+         [[jobs.pipe.steps]]\nname = \"first\"\nrun = \"exit 5\"\n\
+         [[jobs.pipe.steps]]\nname = \"second\"\nrun = \"touch {}\"\n\
+         [[jobs.pipe.checks]]\nname = \"health\"\nrun = \"touch {}; exit 1\"\n",
+        later.display(),
+        checked.display()
+    ));
+    let o = s.run(&["run", "pipe"]);
+    assert_eq!(code(&o), 1);
+    assert!(!later.exists(), "a step after a failed one ran");
+    assert!(checked.exists(), "the check did not run");
+    let h = s.json(&["history", "pipe", "--json"]);
+    let a = h[0]["attempts"].as_array().unwrap();
+    assert_eq!(a.len(), 2, "{a:?}");
+    assert_eq!(a[0]["step"], "first");
+    assert_eq!(a[0]["exit_code"], 5);
+    assert_eq!(a[1]["step"], "health");
+    assert_eq!(a[1]["kind"], "check");
+    assert_eq!(a[1]["outcome"], "failed");
+    assert_eq!(h[0]["verdict"], "failed");
+    let alerts = std::fs::read_to_string(s.env.state().join("logs/alerts.log")).unwrap();
+    let kinds: Vec<String> = alerts
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(kinds, ["step-failed", "check-failed"]);
+}
+
+#[test]
+fn a_timed_out_step_records_124_and_its_whole_tree_is_gone() {
+    let env = Env::new();
+    let s = Sched { env };
+    s.write(
+        "[jobs.hang]\nevery = \"1h\"\ntimeout = \"500ms\"\nkill_grace = \"300ms\"\n\
+         run = \"trap '' TERM; setsid sh -c 'trap \\\"\\\" TERM; sleep 60' & sleep 60\"\n",
+    );
+    let o = s.run(&["run", "hang"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let h = s.json(&["history", "hang", "--json"]);
+    let run_id = h[0]["run_id"].as_str().unwrap().to_owned();
+    assert_eq!(h[0]["attempts"][0]["outcome"], "timeout");
+    assert_eq!(h[0]["exit_code"], 124);
+    assert!(
+        processes_of_run(&run_id).is_empty(),
+        "the step's tree outlived it"
+    );
+    assert!(stderr(&o).contains("timed out"), "{}", stderr(&o));
+}
+
+#[test]
+fn the_kill_switch_touches_nothing() {
+    let env = Env::new();
+    let counter = env.path("counter");
+    let s = Sched { env };
+    s.write(&counting_job(&counter, ""));
+    let o = s
+        .cmd(&["tick"])
+        .env("BATON_ENABLED", "false")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        !s.env.state().exists(),
+        "the kill switch created the state directory"
+    );
+    assert_eq!(lines(&counter), 0);
+    let o = s
+        .cmd(&["run", "count"])
+        .env("BATON_ENABLED", "false")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0);
+    assert!(stderr(&o).contains("kill switch"), "{}", stderr(&o));
+    assert!(!s.env.state().exists());
+    // The same from the file.
+    s.write(&format!(
+        "[scheduler]\nstate_dir = {:?}\nenabled = false\n{}",
+        s.env.state().to_str().unwrap(),
+        counting_job(&counter, "")
+    ));
+    assert_eq!(code(&s.run(&["tick"])), 0);
+    assert!(!s.env.state().exists());
+}
+
+#[test]
+fn configuration_errors_exit_2_name_the_key_and_create_nothing() {
+    let cases = [
+        (
+            "[jobs.a]\nevery = \"1h\"\nrun = \"true\"\nretires = 3\n",
+            "jobs.a.retires",
+        ),
+        (
+            "[jobs.a]\nevery = \"1h\"\nrun = \"true\"\nretries = \"three\"\n",
+            "jobs.a.retries",
+        ),
+        (
+            "[jobs.a]\nevery = \"1 hour\"\nrun = \"true\"\n",
+            "jobs.a.every",
+        ),
+        (
+            "[jobs.a]\nschedule = \"61 * * * *\"\nrun = \"true\"\n",
+            "jobs.a.schedule",
+        ),
+        (
+            "[jobs.a]\nschedule = \"0 3 * * *\"\ntimezone = \"Mars/Olympus\"\nrun = \"true\"\n",
+            "jobs.a.timezone",
+        ),
+        (
+            "[jobs.a]\nschedule = \"0 3 * * *\"\nevery = \"1h\"\nrun = \"true\"\n",
+            "both schedule and every",
+        ),
+        ("[jobs.a]\nrun = \"true\"\n", "neither schedule nor every"),
+        (
+            "[jobs.a]\nevery = \"1h\"\nrun = \"true\"\n[[jobs.a.steps]]\nrun = \"x\"\n",
+            "both run and steps",
+        ),
+        ("[jobs.a]\nevery = \"1h\"\n", "neither run nor steps"),
+        (
+            "[jobs.a]\nevery = \"1h\"\nrun = \"true\"\n[[jobs.a.checks]]\nrun = \"x\"\nretries = 1\n",
+            "checks[0].retries",
+        ),
+    ];
+    for (toml, needle) in cases {
+        let s = Sched::new(toml);
+        for cmd in [&["tick"][..], &["run", "a"], &["status"], &["config"]] {
+            let o = s.run(cmd);
+            assert_eq!(code(&o), 2, "{cmd:?} {toml:?}: {}", stderr(&o));
+            let err = stderr(&o);
+            assert!(err.contains(needle), "{cmd:?}: {err:?} lacks {needle:?}");
+            assert!(
+                err.contains("baton.toml:"),
+                "{err:?} names no file and line"
+            );
+            assert_eq!(err.lines().count(), 1, "{err:?}");
+        }
+        assert!(!s.env.state().exists(), "{toml:?}: something was created");
+    }
+    // No configuration at all.
+    let env = Env::new();
+    let o = Command::new(BATON)
+        .args(["tick"])
+        .env_remove("BATON_CONFIG")
+        .current_dir(env.tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("baton.toml"), "{}", stderr(&o));
+}
+
+#[test]
+fn status_reads_never_run_then_on_schedule_then_overdue() {
+    let env = Env::new();
+    let s = Sched { env };
+    s.write("[jobs.hourly]\nevery = \"1h\"\nrun = \"true\"\n");
+    let o = s.run(&["status"]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    assert!(stdout(&o).contains("never run"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("OVERDUE"), "{}", stdout(&o));
+    // The tick runs the occurrence of this hour (its window is an hour).
+    assert_eq!(code(&s.run(&["tick"])), 0);
+    let o = s.run(&["status"]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    let v = s.json(&["status", "--json"]);
+    assert_eq!(v["healthy"], true);
+    let job = &v["jobs"][0];
+    assert_eq!(job["job"], "hourly");
+    assert_eq!(job["state"], "ok");
+    assert_eq!(job["last_run"]["verdict"], "ok");
+    assert!(job["next_run"].as_str().is_some());
+    // A job due every 2 s with a 1 s window, ticked once and then left alone:
+    // its next occurrences go by unstarted.
+    s.write("[jobs.often]\nevery = \"2s\"\ncatch_up_window = \"1s\"\nrun = \"true\"\n");
+    let _ = s.run(&["tick"]);
+    pause(4500);
+    let o = s.run(&["status"]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    assert!(stdout(&o).contains("OVERDUE"), "{}", stdout(&o));
+    let v = s.json(&["status", "--json"]);
+    assert!(
+        v["jobs"][0]["overdue"]["occurrence"].as_str().is_some(),
+        "{v}"
+    );
+}
+
+#[test]
+fn config_shows_every_value_and_its_source() {
+    let s = Sched::new("[jobs.a]\nevery = \"15m\"\nretries = 2\nrun = \"true\"\n");
+    let o = s
+        .cmd(&["config"])
+        .env("BATON_BACKOFF", "5s")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("# default"), "{text}");
+    assert!(text.contains("baton.toml:5"), "{text}");
+    assert!(text.contains("BATON_BACKOFF"), "{text}");
+    let v: serde_json::Value = serde_json::from_slice(
+        &s.cmd(&["config", "--json"])
+            .env("BATON_BACKOFF", "5s")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(v["scheduler"]["backoff"]["value"], "5s");
+    assert_eq!(v["scheduler"]["backoff"]["source"], "BATON_BACKOFF");
+    assert_eq!(v["jobs"]["a"]["retries"]["value"], 2);
+    assert!(
+        v["jobs"]["a"]["backoff"]["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("[scheduler]")
+    );
+}
+
+#[test]
+fn steps_see_their_run_in_the_environment() {
+    let env = Env::new();
+    let out = env.path("env");
+    let s = Sched { env };
+    s.write(&format!(
+        "[jobs.e]\nschedule = \"* * * * *\"\n[[jobs.e.steps]]\nname = \"dump\"\nrun = \"env | grep ^BATON_ | sort > {}\"\nenv = {{ EXTRA = \"1\" }}\n",
+        out.display()
+    ));
+    assert_eq!(code(&s.run(&["tick"])), 0);
+    let text = std::fs::read_to_string(&out).unwrap();
+    for key in [
+        "BATON_JOB=e",
+        "BATON_OCCURRENCE=20",
+        "BATON_RUN_ID=",
+        "BATON_FENCE=",
+        "BATON_TOKEN=",
+        "BATON_LOCK=",
+        "BATON_STEP=dump",
+        "BATON_ATTEMPT=1",
+    ] {
+        assert!(text.contains(key), "{text} lacks {key}");
+    }
+    assert!(
+        text.contains("BATON_OCCURRENCE=") && text.contains(":00Z"),
+        "{text}"
+    );
+    let o = s.run(&["run", "e"]);
+    assert_eq!(code(&o), 0);
+    assert!(
+        std::fs::read_to_string(&out)
+            .unwrap()
+            .contains("BATON_OCCURRENCE=manual")
+    );
+}
+
+#[test]
+fn a_manual_run_never_bypasses_the_lock() {
+    let env = Env::new();
+    let marker = env.path("running");
+    let s = Sched { env };
+    s.write(&format!(
+        "[jobs.j]\nevery = \"1h\"\nrun = \"touch {}; sleep 3\"\n",
+        marker.display()
+    ));
+    let first = s.cmd(&["run", "j"]).stdout(Stdio::null()).spawn().unwrap();
+    crate::support::eventually("the first run", || marker.exists());
+    let o = s.run(&["run", "j"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("busy"), "{}", stderr(&o));
+    let alerts = std::fs::read_to_string(s.env.state().join("logs/alerts.log")).unwrap();
+    let a: serde_json::Value = serde_json::from_str(alerts.lines().last().unwrap()).unwrap();
+    assert_eq!(a["kind"], "busy");
+    assert_eq!(a["job"], "j");
+    assert_eq!(a["occurrence"], "manual");
+    assert!(a["holder"]["pid"].as_u64().is_some());
+    let out = first.wait_with_output().unwrap();
+    assert!(out.status.success());
+}
+
+#[test]
+fn twenty_processes_writing_the_ledger_at_once_lose_nothing() {
+    let env = Env::new();
+    let s = Sched { env };
+    let mut toml = String::new();
+    for i in 0..20 {
+        toml.push_str(&format!("[jobs.j{i}]\nevery = \"1h\"\nrun = \"true\"\n"));
+    }
+    s.write(&toml);
+    let procs: Vec<_> = (0..20)
+        .map(|i| {
+            let script =
+                format!("for n in $(seq 50); do {BATON} run j{i} >/dev/null || exit 1; done");
+            Command::new("sh")
+                .args(["-c", &script])
+                .env("BATON_CONFIG", s.config())
+                .stdin(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut p in procs {
+        assert!(p.wait().unwrap().success());
+    }
+    let mut total = 0;
+    for i in 0..20 {
+        let h = s.json(&["history", &format!("j{i}"), "--limit", "100", "--json"]);
+        let n = h.as_array().unwrap().len();
+        assert_eq!(n, 50, "j{i} has {n} runs");
+        total += n;
+    }
+    assert_eq!(total, 1000);
+}
+
+#[test]
+fn a_corrupt_ledger_is_moved_aside_reported_and_the_next_tick_works() {
+    for damage in ["garbage", "truncate"] {
+        let env = Env::new();
+        let counter = env.path("counter");
+        let s = Sched { env };
+        s.write("[jobs.first]\nevery = \"1h\"\nrun = \"true\"\n");
+        assert_eq!(code(&s.run(&["run", "first"])), 0);
+        let db = s.env.state().join("baton.db");
+        match damage {
+            "garbage" => std::fs::write(&db, vec![0x5au8; 8192]).unwrap(),
+            _ => {
+                let f = std::fs::OpenOptions::new().write(true).open(&db).unwrap();
+                f.set_len(4096).unwrap();
+            }
+        }
+        let _ = std::fs::remove_file(s.env.state().join("baton.db-wal"));
+        s.write(&counting_job(&counter, ""));
+        let o = s.run(&["tick"]);
+        assert!(stderr(&o).contains("ledger"), "{damage}: {}", stderr(&o));
+        assert_eq!(lines(&counter), 1, "{damage}: {}", stderr(&o));
+        let aside: Vec<_> = std::fs::read_dir(s.env.state())
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| {
+                n.starts_with("baton.db.corrupt-") && !n.ends_with("-wal") && !n.ends_with("-shm")
+            })
+            .collect();
+        assert_eq!(aside.len(), 1, "{damage}");
+        let alerts = std::fs::read_to_string(s.env.state().join("logs/alerts.log")).unwrap();
+        assert!(alerts.contains("ledger-corrupt"), "{damage}: {alerts}");
+        let h = s.json(&["history", "count", "--json"]);
+        assert_eq!(h.as_array().unwrap().len(), 1, "{damage}");
+    }
+}
