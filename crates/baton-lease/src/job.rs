@@ -213,16 +213,7 @@ pub fn has_children() -> bool {
     )
 }
 
-/// The signals this process inherited as ignored (`SigIgn:` in
-/// `/proc/self/status`), as `nohup` leaves SIGHUP and a shell leaves SIGINT
-/// for a background job: bit `n - 1` is signal `n`. A process that forwards
-/// signals should leave those alone, so its child inherits them ignored too.
-pub fn inherited_ignored() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            let mask = status.lines().find_map(|l| l.strip_prefix("SigIgn:"))?;
-            u64::from_str_radix(mask.trim(), 16).ok()
-        })
-        .unwrap_or(0)
+/// Whether signal `n` is ignored (`SIG_IGN`) in this process now.
+pub fn signal_ignored(n: i32) -> bool {
+    process::ignored(n)
 }

@@ -138,21 +138,21 @@ pub fn check_dir_meta(
 
 /// Checks `dir` and every directory above it, after resolving symbolic
 /// links: each must be owned by this user or root and writable by nobody
-/// else. `dir` itself follows `leaf`; the directories above it may be
-/// sticky and shared (as `/tmp` is), since nobody can then move `dir` away.
+/// else. The first `strict` of them (`dir`, then its parent, …) may not be
+/// shared at all; those above may be sticky and shared (as `/tmp` is), since
+/// nobody can then move what is below them away.
 ///
 /// # Errors
 ///
 /// The first directory on the path that fails, or an I/O error (reported as
 /// untrusted: what cannot be checked is not trusted).
-pub fn check_dir_path(dir: &Path, leaf: Sticky) -> Result<(), Untrusted> {
+pub fn check_dir_path(dir: &Path, strict: usize) -> Result<(), Untrusted> {
     let real = std::fs::canonicalize(dir).map_err(|e| Untrusted {
         path: dir.to_owned(),
         why: format!("not a directory that can be checked ({e})"),
         remedy: "create it, or choose another directory".into(),
     })?;
-    let mut first = true;
-    for p in real.ancestors() {
+    for (depth, p) in real.ancestors().enumerate() {
         let meta = std::fs::metadata(p).map_err(|e| Untrusted {
             path: p.to_owned(),
             why: format!("not readable ({e})"),
@@ -165,9 +165,12 @@ pub fn check_dir_path(dir: &Path, leaf: Sticky) -> Result<(), Untrusted> {
                 remedy: "choose another directory".into(),
             });
         }
-        let sticky = if first { leaf } else { Sticky::Allowed };
+        let sticky = if depth < strict {
+            Sticky::Refused
+        } else {
+            Sticky::Allowed
+        };
         check_dir_meta(p, &meta, sticky)?;
-        first = false;
     }
     Ok(())
 }
@@ -204,21 +207,21 @@ mod tests {
         let d = tmp.path().join("d");
         std::fs::create_dir(&d).unwrap();
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
-        assert!(check_dir_path(&d, Sticky::Allowed).is_err());
+        assert!(check_dir_path(&d, 0).is_err());
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o1777)).unwrap();
-        assert!(check_dir_path(&d, Sticky::Allowed).is_ok());
-        assert!(check_dir_path(&d, Sticky::Refused).is_err());
+        assert!(check_dir_path(&d, 0).is_ok());
+        assert!(check_dir_path(&d, 1).is_err());
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
-        assert!(check_dir_path(&d, Sticky::Refused).is_ok());
+        assert!(check_dir_path(&d, 1).is_ok());
         // Below a shared sticky directory (as below /tmp), a private one is fine.
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o1777)).unwrap();
         let inner = d.join("inner");
         std::fs::create_dir(&inner).unwrap();
         std::fs::set_permissions(&inner, std::fs::Permissions::from_mode(0o700)).unwrap();
-        assert!(check_dir_path(&inner, Sticky::Refused).is_ok());
+        assert!(check_dir_path(&inner, 1).is_ok());
         // Below a shared directory without the sticky bit, nothing is safe.
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
-        let e = check_dir_path(&inner, Sticky::Refused).unwrap_err();
+        let e = check_dir_path(&inner, 1).unwrap_err();
         assert_eq!(e.path, std::fs::canonicalize(&d).unwrap());
     }
 }

@@ -86,6 +86,8 @@ pub fn run(
     limit: Duration,
 ) -> HookOutcome {
     use std::os::unix::process::CommandExt;
+    // This thread never takes a signal meant for a session of this process.
+    crate::signals::block_in_this_thread();
     let mut c = match cmd {
         HookCommand::Shell(s) => {
             let mut c = Command::new("/bin/sh");

@@ -34,7 +34,7 @@ pub mod hook;
 mod limits;
 mod report;
 mod session;
-mod signals;
+pub mod signals;
 mod status;
 mod step;
 mod terminal;

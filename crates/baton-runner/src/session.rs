@@ -15,7 +15,7 @@
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::Duration;
 
 use baton_lease::{Clock, Lease, Renewal, SystemClock};
@@ -178,34 +178,20 @@ impl<'r> Session<'r> {
         self.steps += 1;
         let program = spec.program.clone();
         let limits = spec_limits(&spec);
-        let mut cmd = Command::new(&spec.program);
-        cmd.args(&spec.args)
-            .envs(spec.env.iter().map(|(k, v)| (k, v)));
-        if let Some(dir) = &spec.cwd {
-            cmd.current_dir(dir);
-        }
-        if spec.stdin == Stdin::Null {
-            cmd.stdin(Stdio::null());
-        }
-        let reader = match spec.output {
-            Output::Inherit => None,
+        let cmd = match gate::Command::new(&spec.program, &spec.args, &spec.env, spec.cwd.as_ref())
+        {
+            Ok(c) => c,
+            Err(e) => {
+                return not_run(
+                    self,
+                    Ending::NotStarted(SpawnFailure::classify(&program, &e)),
+                );
+            }
+        };
+        let (output, reader) = match spec.output {
+            Output::Inherit => (None, None),
             Output::Capture(sink) => match capture::start(sink) {
-                Ok((w, reader)) => {
-                    match w.try_clone() {
-                        Ok(w2) => {
-                            cmd.stdout(Stdio::from(w)).stderr(Stdio::from(w2));
-                        }
-                        Err(e) => {
-                            return not_run(
-                                self,
-                                Ending::NotStarted(other(format!(
-                                    "failed to set up the step's output: {e}"
-                                ))),
-                            );
-                        }
-                    }
-                    Some(reader)
-                }
+                Ok((w, reader)) => (Some(w), Some(reader)),
                 Err(e) => {
                     return not_run(
                         self,
@@ -221,7 +207,11 @@ impl<'r> Session<'r> {
                 r.finish(Duration::from_secs(2));
             }
         };
-        let gated = match gate::spawn_gated(cmd) {
+        let stdio = gate::Stdio {
+            stdin_null: spec.stdin == Stdin::Null,
+            output,
+        };
+        let gated = match gate::spawn_gated(&cmd, stdio) {
             Ok(g) => g,
             Err(e) => {
                 finish_reader(reader);
@@ -352,7 +342,7 @@ impl<'r> Session<'r> {
     /// if it was.
     fn supervise(
         &mut self,
-        child: &mut std::process::Child,
+        child: &mut gate::Child,
         tree: &Tree,
         limits: &Limits,
         t0: Duration,

@@ -1,22 +1,32 @@
-//! The signals a session catches, turned into events on one channel.
+//! The signals a session catches, read from a `signalfd` by the supervising
+//! thread itself: no signal thread, no self-pipe.
 //!
-//! SIGCHLD wakes the supervisor when a child changes state (being caught, an
-//! inherited `SIG_IGN` cannot make a child's status unwaitable). SIGINT,
-//! SIGTERM and SIGHUP are what people and service managers send to stop a
-//! run; the supervisor passes them to the running step's group. A signal the
-//! process inherited as ignored (`nohup`'s SIGHUP, a background job's SIGINT)
-//! stays ignored, for the runner and for the job.
+//! SIGCHLD wakes the supervisor when a child changes state. SIGINT, SIGTERM
+//! and SIGHUP are what people and service managers send to stop a run; the
+//! supervisor passes them to the running step's group. All four are blocked
+//! in the supervising thread while the session lasts (threads the session
+//! starts inherit the mask; helper threads block them themselves, see
+//! [`block_in_this_thread`]), so they are never delivered the usual way and
+//! can only be read here. A signal the process inherited as ignored
+//! (`nohup`'s SIGHUP, a background job's SIGINT) stays ignored, for the
+//! runner and for the job. SIGCHLD inherited as ignored is reset to its
+//! default, or the kernel would reap the job behind the runner's back.
+//!
+//! Children never inherit the blocked mask: the gate and `std`'s spawn both
+//! clear it between fork and exec.
 
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+#![allow(unsafe_code)] // sigprocmask, signalfd, poll.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
-pub(crate) const SIGINT: i32 = signal_hook::consts::SIGINT;
-pub(crate) const SIGTERM: i32 = signal_hook::consts::SIGTERM;
-pub(crate) const SIGHUP: i32 = signal_hook::consts::SIGHUP;
-pub(crate) const SIGKILL: i32 = signal_hook::consts::SIGKILL;
-pub(crate) const SIGCONT: i32 = signal_hook::consts::SIGCONT;
-pub(crate) const SIGSTOP: i32 = signal_hook::consts::SIGSTOP;
-const SIGCHLD: i32 = signal_hook::consts::SIGCHLD;
+pub(crate) const SIGINT: i32 = libc::SIGINT;
+pub(crate) const SIGTERM: i32 = libc::SIGTERM;
+pub(crate) const SIGHUP: i32 = libc::SIGHUP;
+pub(crate) const SIGKILL: i32 = libc::SIGKILL;
+pub(crate) const SIGCONT: i32 = libc::SIGCONT;
+pub(crate) const SIGSTOP: i32 = libc::SIGSTOP;
+const SIGCHLD: i32 = libc::SIGCHLD;
 
 /// What woke the supervisor.
 pub(crate) enum Wake {
@@ -28,60 +38,137 @@ pub(crate) enum Wake {
     Timeout,
 }
 
-/// Signals caught for the session; their thread feeds the channel.
+/// The signals a session reads, as a set.
+fn set(signals: &[i32]) -> libc::sigset_t {
+    // Safety: sigemptyset/sigaddset initialise and fill a set on our stack.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for &s in signals {
+            libc::sigaddset(&mut set, s);
+        }
+        set
+    }
+}
+
+/// The signals to catch: SIGCHLD, and SIGINT, SIGTERM, SIGHUP unless the
+/// process inherited them as ignored.
+fn caught() -> Vec<i32> {
+    [SIGINT, SIGTERM, SIGHUP]
+        .into_iter()
+        .filter(|&s| !baton_lease::job::signal_ignored(s))
+        .chain([SIGCHLD])
+        .collect()
+}
+
+/// Blocks the stop signals in the calling thread, so a helper thread (an
+/// alert command's) never takes a signal meant for the session.
+pub fn block_in_this_thread() {
+    let s = set(&[SIGINT, SIGTERM, SIGHUP, SIGCHLD]);
+    // Safety: `s` is a valid set; this changes the calling thread's mask.
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_BLOCK, &s, std::ptr::null_mut());
+    }
+}
+
+/// Signals caught for the session, readable from one descriptor.
 pub(crate) struct Signals {
-    /// Keeps the channel open whatever the signal thread does, so a wait on
-    /// it always lasts its timeout.
-    _keepalive: Sender<i32>,
-    rx: Receiver<i32>,
-    handle: signal_hook::iterator::Handle,
+    fd: OwnedFd,
+    old_mask: libc::sigset_t,
 }
 
 impl Signals {
-    /// Catches SIGCHLD, and SIGINT, SIGTERM and SIGHUP unless inherited as
-    /// ignored, from now on.
+    /// Blocks the caught signals in this thread and opens the `signalfd`.
     pub(crate) fn install() -> std::io::Result<Self> {
-        let (tx, rx) = mpsc::channel();
-        let ignored = baton_lease::job::inherited_ignored();
-        let caught: Vec<i32> = [SIGINT, SIGTERM, SIGHUP]
-            .into_iter()
-            .filter(|&s| ignored & (1u64 << (s - 1)) == 0)
-            .chain([SIGCHLD])
-            .collect();
-        let mut signals = signal_hook::iterator::Signals::new(caught)?;
-        let handle = signals.handle();
-        let to_loop = tx.clone();
-        std::thread::spawn(move || {
-            for s in signals.forever() {
-                if to_loop.send(s).is_err() {
-                    break;
-                }
+        // Safety: reading and, when ignored, resetting SIGCHLD's disposition;
+        // blocking in this thread; creating a signalfd for a valid set.
+        unsafe {
+            let mut act: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(SIGCHLD, std::ptr::null(), &mut act);
+            if act.sa_sigaction == libc::SIG_IGN {
+                libc::signal(SIGCHLD, libc::SIG_DFL);
             }
-        });
-        Ok(Self {
-            _keepalive: tx,
-            rx,
-            handle,
-        })
+            let mask = set(&caught());
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::pthread_sigmask(libc::SIG_BLOCK, &mask, &mut old);
+            let fd = libc::signalfd(-1, &mask, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK);
+            if fd < 0 {
+                let e = std::io::Error::last_os_error();
+                libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+                return Err(e);
+            }
+            Ok(Self {
+                fd: OwnedFd::from_raw_fd(fd),
+                old_mask: old,
+            })
+        }
     }
 
-    /// Waits at most `d` for a signal.
-    pub(crate) fn wait(&self, d: Duration) -> Wake {
-        match self.rx.recv_timeout(d) {
-            Ok(SIGCHLD) => Wake::Child,
-            Ok(s) => Wake::Signal(s),
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => Wake::Timeout,
+    /// The next signal already pending, without waiting.
+    fn read(&self) -> Option<i32> {
+        // Safety: reading one signalfd_siginfo into a zeroed struct of
+        // exactly its size from our own non-blocking descriptor.
+        unsafe {
+            let mut info: libc::signalfd_siginfo = std::mem::zeroed();
+            let size = std::mem::size_of::<libc::signalfd_siginfo>();
+            let n = libc::read(
+                self.fd.as_raw_fd(),
+                (&raw mut info).cast::<libc::c_void>(),
+                size,
+            );
+            (usize::try_from(n).ok() == Some(size))
+                .then(|| i32::try_from(info.ssi_signo).unwrap_or(0))
         }
+    }
+
+    /// Waits at most `d` for a signal. A signal to pass on wins over
+    /// SIGCHLD when both are pending.
+    pub(crate) fn wait(&self, d: Duration) -> Wake {
+        if let Some(w) = self.drain() {
+            return w;
+        }
+        let ms = i32::try_from(d.as_millis()).unwrap_or(i32::MAX);
+        // Round a sub-millisecond wait up, so a near deadline never spins.
+        let ms = if ms == 0 && !d.is_zero() { 1 } else { ms };
+        let mut pfd = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // Safety: one valid pollfd on our stack.
+        unsafe {
+            libc::poll(&mut pfd, 1, ms);
+        }
+        self.drain().unwrap_or(Wake::Timeout)
+    }
+
+    /// Everything pending, folded: the last signal to pass on, else SIGCHLD.
+    fn drain(&self) -> Option<Wake> {
+        let mut wake = None;
+        while let Some(s) = self.read() {
+            wake = match (s, wake) {
+                (SIGCHLD, Some(Wake::Signal(k))) => Some(Wake::Signal(k)),
+                (SIGCHLD, _) => Some(Wake::Child),
+                (s, _) => Some(Wake::Signal(s)),
+            };
+        }
+        wake
     }
 
     /// A signal to pass on that arrived and has not been handled, if any.
     pub(crate) fn pending(&self) -> Option<i32> {
-        self.rx.try_iter().find(|&s| s != SIGCHLD)
+        match self.drain() {
+            Some(Wake::Signal(s)) => Some(s),
+            _ => None,
+        }
     }
 }
 
 impl Drop for Signals {
     fn drop(&mut self) {
-        self.handle.close();
+        // Safety: restores the mask saved in `install`.
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_SETMASK, &self.old_mask, std::ptr::null_mut());
+        }
     }
 }

@@ -14,7 +14,7 @@
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use baton_lease::trust::{self, Sticky};
+use baton_lease::trust;
 
 /// Why a state directory or a name cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -107,16 +107,18 @@ pub fn default_dir() -> Option<PathBuf> {
 /// user or root can change it or a directory above it.
 pub fn ensure(dir: &Path) -> Result<(), StateError> {
     create(dir)?;
-    trust::check_dir_path(dir, Sticky::Refused)?;
+    trust::check_dir_path(dir, 1)?;
     Ok(())
 }
 
 /// Creates `dir/locks` (owner-only) when missing, checks both, and returns it.
 pub fn locks_dir(dir: &Path) -> Result<PathBuf, StateError> {
-    ensure(dir)?;
+    create(dir)?;
     let locks = dir.join("locks");
     create(&locks)?;
-    trust::check_dir_path(&locks, Sticky::Refused)?;
+    // One walk checks both: `locks/` and the state directory may not be
+    // shared at all, the directories above them only with the sticky bit.
+    trust::check_dir_path(&locks, 2)?;
     Ok(locks)
 }
 
@@ -129,10 +131,11 @@ pub fn check_existing(dir: &Path) -> Result<bool, StateError> {
             path: dir.to_owned(),
         }),
         Ok(_) => {
-            trust::check_dir_path(dir, Sticky::Refused)?;
             let locks = dir.join("locks");
             if locks.exists() {
-                trust::check_dir_path(&locks, Sticky::Refused)?;
+                trust::check_dir_path(&locks, 2)?;
+            } else {
+                trust::check_dir_path(dir, 1)?;
             }
             Ok(true)
         }
@@ -211,8 +214,7 @@ pub fn lock_file(path: &Path) -> Result<PathBuf, String> {
         _ => PathBuf::from("/"),
     };
     if dir.is_dir() {
-        trust::check_dir_path(&dir, Sticky::Allowed)
-            .map_err(|e| format!("refusing --lock: {e}"))?;
+        trust::check_dir_path(&dir, 0).map_err(|e| format!("refusing --lock: {e}"))?;
     }
     Ok(abs)
 }

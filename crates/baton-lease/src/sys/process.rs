@@ -286,6 +286,17 @@ pub(crate) fn self_facts() -> SelfFacts {
     }
 }
 
+/// Whether signal `n` is ignored (`SIG_IGN`) in this process.
+#[allow(unsafe_code)] // One sigaction query, which changes nothing.
+pub(crate) fn ignored(n: i32) -> bool {
+    // Safety: sigaction with a null new action only reads the disposition
+    // into a zeroed struct on our stack.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(n, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
+    }
+}
+
 /// This process's process group.
 pub(crate) fn current_group() -> u32 {
     rustix::process::getpgrp()
