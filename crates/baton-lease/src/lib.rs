@@ -38,6 +38,7 @@ pub mod job;
 mod lease;
 pub mod liveness;
 mod lock;
+pub mod mutex;
 mod outcome;
 pub mod record;
 mod stop;
@@ -52,6 +53,7 @@ pub use error::Error;
 pub use lease::Lease;
 pub use liveness::{GroupState, Liveness, OsLiveness, ProcessState};
 pub use lock::{BreakMode, Claim, Lock, Options, REOPEN_ATTEMPTS};
+pub use mutex::{FileMutex, Sharing};
 pub use outcome::{
     Broken, Busy, Conflict, Inspection, Lost, Outcome, Release, Renewal, human, human_signed,
 };

@@ -2,7 +2,7 @@
 //! SQLite: the settings below, a probed schema, the current version.
 //!
 //! [`connect`] is the only place that opens the database; it runs under the
-//! repair lease (see [`crate::recover`]), never on its own. What it checks,
+//! repair mutex (see [`crate::recover`]), never on its own. What it checks,
 //! in order: the path holds a regular file reached through no symbolic link
 //! (created `0600` when missing), SQLite opens it with `SQLITE_OPEN_NOFOLLOW`,
 //! the connection gets its settings, the probe reads the schema and the first
@@ -31,8 +31,6 @@ pub(crate) struct Db {
     conn: Connection,
     id: FileId,
     path: PathBuf,
-    /// Whether dropping it may checkpoint the WAL into the file.
-    tidy: bool,
 }
 
 /// Why [`connect`] did not give a connection.
@@ -51,7 +49,7 @@ impl From<Error> for Failure {
 }
 
 /// Opens, probes and migrates the database at `path`, creating it when
-/// missing. The caller holds the repair lease.
+/// missing. The caller holds the repair mutex.
 pub(crate) fn connect(path: &Path) -> Result<Db, Failure> {
     let id = file::ensure(path)?;
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -59,14 +57,10 @@ pub(crate) fn connect(path: &Path) -> Result<Db, Failure> {
         | OpenFlags::SQLITE_OPEN_NOFOLLOW;
     let conn = Connection::open_with_flags(path, flags)
         .map_err(|source| sqlite_failure(path, "open the ledger", source))?;
-    // From here on, dropping `db` closes the connection without a checkpoint
-    // until the probe has passed: nothing is written into a file that may be
-    // moved aside.
     let mut db = Db {
         conn,
         id,
         path: path.to_owned(),
-        tidy: false,
     };
     db.configure()?;
     let version = schema::probe(&db.conn).map_err(|u| unsound(path, u))?;
@@ -84,7 +78,6 @@ pub(crate) fn connect(path: &Path) -> Result<Db, Failure> {
     if version < schema::VERSION {
         schema::migrate(&mut db.conn).map_err(|u| unsound(path, u))?;
     }
-    db.tidy = true;
     Ok(db)
 }
 
@@ -126,29 +119,12 @@ impl Db {
     }
 
     /// Closes the connection without touching the file: for a file found
-    /// corrupt or no longer at the path.
-    pub(crate) fn abandon(mut self) {
-        self.tidy = false;
-    }
-}
-
-impl Drop for Db {
-    /// Checkpoints the WAL into the database and truncates it, as SQLite
-    /// would on close, but only while the path still names this file, and
-    /// without waiting for anyone (a busy checkpoint is simply skipped; the
-    /// next writer's automatic checkpoint does it). The WAL and shared-memory
-    /// files themselves are left in place (see [`Db::configure`]).
-    fn drop(&mut self) {
-        if !self.tidy || !matches!(file::identify(&self.path), Ok(Some(id)) if id == self.id) {
-            return;
-        }
-        if self.conn.busy_timeout(Duration::ZERO).is_ok() {
-            // Best effort: a checkpoint that cannot run now loses nothing.
-            let _ = self
-                .conn
-                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
-        }
-    }
+    /// corrupt or no longer at the path. (No connection checkpoints on
+    /// close: SQLite's automatic checkpoint, every 1,000 pages, run by the
+    /// writer that crosses it, keeps the WAL short, and a checkpoint on every
+    /// close would make each of a tick's many short-lived processes copy the
+    /// log and `fsync` the database on its way out.)
+    pub(crate) fn abandon(self) {}
 }
 
 /// An SQLite failure while opening, sorted into corruption and the rest.

@@ -95,25 +95,25 @@ pub enum Error {
         /// The newest version this build knows.
         supported: i64,
     },
-    /// The repair lease could not be taken or released (I/O, or a state
-    /// directory another user could write, which the lease refuses).
-    #[error("failed to {action} the repair lease {}: {source}", path.display())]
+    /// The repair mutex could not be taken or released (I/O, or a state
+    /// directory another user could write, which the mutex refuses).
+    #[error("failed to {action} the repair mutex {}: {source}", path.display())]
     Lease {
         /// `take` or `release`.
         action: &'static str,
-        /// The lease file.
+        /// The mutex file.
         path: PathBuf,
-        /// What the lease said.
+        /// What the mutex said.
         #[source]
         source: Box<baton_lease::Error>,
     },
-    /// Another process kept the repair lease for longer than this one waits.
+    /// Another process kept the repair mutex for longer than this one waits.
     #[error(
-        "failed to take the repair lease {} within {waited:?}: {holder}; the ledger was not opened",
+        "failed to take the repair mutex {} within {waited:?}: {holder}; the ledger was not opened",
         path.display()
     )]
     LeaseBusy {
-        /// The lease file.
+        /// The mutex file.
         path: PathBuf,
         /// How long this process waited.
         waited: Duration,

@@ -23,7 +23,7 @@ use crate::error::Error;
 /// The database's name in the state directory.
 pub(crate) const DB_NAME: &str = "baton.db";
 
-/// The repair lease's name in the state directory.
+/// The repair mutex's name in the state directory.
 pub(crate) const REPAIR_NAME: &str = ".baton.db.repair";
 
 /// The files SQLite keeps beside a database, by suffix. A database moved

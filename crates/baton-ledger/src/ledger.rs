@@ -32,8 +32,8 @@ use crate::{alerts, decisions, jobs, runs, steps};
 ///
 /// Open one per process (or per thread: it is `Send`, not `Sync`). Every
 /// method is one short transaction; nothing is held between calls but the
-/// connection. Dropping it closes the connection and checkpoints the WAL
-/// when no one else is busy with it.
+/// connection. Dropping it closes the connection (without a checkpoint:
+/// SQLite's automatic one keeps the WAL short).
 ///
 /// It does not serialise runs: that is the lease's work. It records what
 /// runs did, and decides each occurrence once.
@@ -115,13 +115,13 @@ impl Ledger {
     /// A missing state directory; a symbolic link or anything but a regular
     /// file at `baton.db` ([`Error::Symlink`], [`Error::NotAFile`]: nothing
     /// followed, nothing created); a schema version this build does not know
-    /// ([`Error::UnknownSchema`]: left untouched); the repair lease held by
+    /// ([`Error::UnknownSchema`]: left untouched); the repair mutex held by
     /// another process for longer than 10 s; a database locked for longer
     /// than 10 s ([`Error::Busy`]); I/O failures.
     pub fn open(state_dir: &Path, now: Timestamp) -> Result<Ledger, Error> {
         file::check_dir(state_dir)?;
         let path = state_dir.join(file::DB_NAME);
-        // Refuse a symbolic link before anything, the repair lease included,
+        // Refuse a symbolic link before anything, the repair mutex included,
         // is touched.
         file::identify(&path)?;
         let mut ledger = Ledger {

@@ -7,12 +7,15 @@
 //! neither is an I/O error, a full disk, or a schema version this build does
 //! not know.
 //!
-//! Every connection is made under the *repair lease*, a baton lease on
-//! `STATE_DIR/.baton.db.repair`, and every move-aside happens under it too.
-//! That one lease serialises two hazards:
+//! Every connection is made under the *repair mutex*, a reader-writer file
+//! mutex on `STATE_DIR/.baton.db.repair` (`baton_lease::FileMutex`): held
+//! shared to open a sound file that is there (so the many processes of one
+//! tick open at once), exclusive to create the file, set old side files
+//! aside, or move a corrupt database aside. That one mutex serialises two
+//! hazards:
 //!
 //! - **Two processes finding the same corruption.** Only the first moves the
-//!   file. The second, once it holds the lease, looks at the path again: a
+//!   file. The second, once it holds the mutex, looks at the path again: a
 //!   file other than the one it found corrupt is probed like any other, and
 //!   used when sound. So there is one `baton.db.corrupt-*` per corrupt file,
 //!   and one [`Recovered`] (one alert) between all processes.
@@ -20,19 +23,18 @@
 //!   `-shm` by name, lazily, after the database itself. A process opening
 //!   between the renames could pair the new database with the old WAL (SQLite
 //!   deletes a WAL it finds beside an empty database) or with the old shared
-//!   memory (which another process still maps). Under the lease, no one opens
+//!   memory (which another process still maps). Under the mutex, no one opens
 //!   while a move is under way, and a connection opened before a move keeps
 //!   its own three descriptors, all of the old files.
 //!
-//! The lease is held for a connection's set-up (a probe of a few reads, and
+//! The mutex is held for a connection's set-up (a probe of a few reads, and
 //! the migration of a fresh file) and a move (a few renames), never across
-//! an operation. A holder killed inside
-//! it leaves a dead lease, which the next process breaks at once.
+//! an operation. The kernel drops it when its holder dies.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use baton_lease::{Claim, Lock, Outcome};
+use baton_lease::{FileMutex, Sharing};
 use jiff::Timestamp;
 
 use crate::db::{self, Db, Failure};
@@ -114,34 +116,43 @@ pub(crate) fn connect(
     suspect: Option<Suspect>,
     now: Timestamp,
 ) -> Result<(Db, Option<Recovered>), Error> {
-    let lock = Lock::new(state_dir.join(file::REPAIR_NAME));
-    let lease = match lock.acquire_wait(&Claim::default(), LEASE_WAIT) {
-        Ok(Outcome::Acquired(lease)) => lease,
-        Ok(other) => {
-            return Err(Error::LeaseBusy {
-                path: lock.path().to_owned(),
-                waited: LEASE_WAIT,
-                holder: other.describe(),
-            });
+    let repair = state_dir.join(file::REPAIR_NAME);
+    // The common case, shared: a sound file that is there, opened by as
+    // many processes at once as a tick starts.
+    if suspect.is_none() {
+        let shared = hold(&repair, Sharing::Shared)?;
+        if file::identify(path)?.is_some() {
+            match db::connect(path) {
+                Ok(db) => return Ok((db, None)),
+                Err(Failure::Error(e)) => return Err(e),
+                Err(Failure::Corrupt(_)) => {}
+            }
         }
-        Err(source) => {
-            return Err(Error::Lease {
-                action: "take",
-                path: lock.path().to_owned(),
-                source: Box::new(source),
-            });
-        }
-    };
+        drop(shared);
+    }
+    // A file to create, to set aside, or to judge again: alone.
+    let exclusive = hold(&repair, Sharing::Exclusive)?;
     let connected = connect_held(path, suspect, now);
-    // Released whatever happened: the lease guards renames, not the outcome.
-    let released = lease.release();
-    let connected = connected?;
-    released.map_err(|source| Error::Lease {
-        action: "release",
-        path: lock.path().to_owned(),
-        source: Box::new(source),
-    })?;
-    Ok(connected)
+    drop(exclusive);
+    connected
+}
+
+/// Takes the repair mutex in `sharing` mode, waiting at most
+/// [`LEASE_WAIT`].
+fn hold(repair: &Path, sharing: Sharing) -> Result<FileMutex, Error> {
+    match FileMutex::lock(repair, sharing, LEASE_WAIT) {
+        Ok(Some(m)) => Ok(m),
+        Ok(None) => Err(Error::LeaseBusy {
+            path: repair.to_owned(),
+            waited: LEASE_WAIT,
+            holder: "another process kept it while it moved the ledger aside".into(),
+        }),
+        Err(source) => Err(Error::Lease {
+            action: "take",
+            path: repair.to_owned(),
+            source: Box::new(source),
+        }),
+    }
 }
 
 fn connect_held(

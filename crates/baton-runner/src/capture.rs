@@ -2,15 +2,14 @@
 //! error, or captured through one pipe (standard output and error merged, in
 //! the order written) and handed to a [`Sink`] chunk by chunk.
 //!
-//! The pipe is read on a thread of its own, so a step that writes a lot never
-//! blocks on a full pipe while the supervisor renews the lease. The reader
-//! ends when every process holding the pipe's write end is gone, which the
-//! step's tree stop guarantees.
+//! The pipe is read by the supervising thread itself, in the same wait that
+//! watches signals and deadlines (its read end is non-blocking and polled),
+//! so a step that writes a lot never blocks on a full pipe and no thread is
+//! started per step. The output ends when every process holding the pipe's
+//! write end is gone, which the step's tree stop guarantees.
 
 use std::io::Read;
-use std::os::fd::OwnedFd;
-use std::sync::mpsc;
-use std::thread::JoinHandle;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 /// Where captured output goes. What to keep, how to cap it, and where to
@@ -39,41 +38,73 @@ impl std::fmt::Debug for Output {
     }
 }
 
-/// A running capture.
+/// A running capture: the pipe's read end and the sink.
 pub(crate) struct Reader {
-    done: mpsc::Receiver<()>,
-    handle: JoinHandle<()>,
+    pipe: Option<std::fs::File>,
+    sink: Box<dyn Sink>,
+    buf: Vec<u8>,
 }
 
-/// Makes the pipe; returns the write end (for the step's stdout and stderr)
-/// and the reader of the read end.
-pub(crate) fn start(mut sink: Box<dyn Sink>) -> std::io::Result<(OwnedFd, Reader)> {
-    let (r, w) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
-    let (tx, done) = mpsc::channel();
-    let handle = std::thread::spawn(move || {
-        let mut f = std::fs::File::from(r);
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            match f.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => sink.chunk(&buf[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => break,
-            }
-        }
-        sink.end();
-        let _ = tx.send(());
-    });
-    Ok((w, Reader { done, handle }))
+/// Makes the pipe; returns its write end (for the step's stdout and stderr)
+/// and the reader of its read end.
+pub(crate) fn start(sink: Box<dyn Sink>) -> std::io::Result<(OwnedFd, Reader)> {
+    let (r, w) = rustix::pipe::pipe_with(
+        rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK,
+    )?;
+    // The write end must block: a step writing to a full pipe waits for us.
+    rustix::fs::fcntl_setfl(&w, rustix::fs::OFlags::empty())?;
+    Ok((
+        w,
+        Reader {
+            pipe: Some(std::fs::File::from(r)),
+            sink,
+            buf: vec![0u8; 64 * 1024],
+        },
+    ))
 }
 
 impl Reader {
-    /// Waits for the output to end, at most `limit` (a writer that escaped
-    /// the tree could otherwise hold it open forever); the sink is told the
-    /// output ended either way only when the reader itself sees it end.
-    pub(crate) fn finish(self, limit: Duration) {
-        if self.done.recv_timeout(limit).is_ok() {
-            let _ = self.handle.join();
+    /// The descriptor to poll, while the output has not ended.
+    pub(crate) fn fd(&self) -> Option<RawFd> {
+        self.pipe.as_ref().map(AsRawFd::as_raw_fd)
+    }
+
+    /// Hands everything readable now to the sink; notices the end.
+    pub(crate) fn pump(&mut self) {
+        while let Some(p) = self.pipe.as_mut() {
+            match p.read(&mut self.buf) {
+                Ok(0) => {
+                    self.pipe = None;
+                    self.sink.end();
+                }
+                Ok(n) => self.sink.chunk(&self.buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(_) => {
+                    self.pipe = None;
+                    self.sink.end();
+                }
+            }
+        }
+    }
+
+    /// Reads to the end, waiting at most `limit` for it (a writer that
+    /// escaped the tree could otherwise hold it open forever); the sink is
+    /// told the output ended either way.
+    pub(crate) fn finish(mut self, limit: Duration, clock: &dyn baton_lease::Clock) {
+        let end = clock.boot().saturating_add(limit);
+        loop {
+            self.pump();
+            let Some(fd) = self.fd() else {
+                return;
+            };
+            let left = end.saturating_sub(clock.boot());
+            if left.is_zero() {
+                self.pipe = None;
+                self.sink.end();
+                return;
+            }
+            crate::signals::poll_one(fd, left);
         }
     }
 }

@@ -202,9 +202,10 @@ impl<'r> Session<'r> {
                 }
             },
         };
+        let clock = self.clock;
         let finish_reader = |r: Option<capture::Reader>| {
             if let Some(r) = r {
-                r.finish(Duration::from_secs(2));
+                r.finish(Duration::from_secs(2), &clock);
             }
         };
         let stdio = gate::Stdio {
@@ -310,7 +311,8 @@ impl<'r> Session<'r> {
             }
         };
         let tree = Tree::new(pid, cgroup);
-        let (status, stop) = self.supervise(&mut child, &tree, &limits, t0);
+        let mut reader = reader;
+        let (status, stop) = self.supervise(&mut child, &tree, &limits, t0, reader.as_mut());
         if let Some(fg) = foreground {
             fg.restore();
         }
@@ -346,6 +348,7 @@ impl<'r> Session<'r> {
         tree: &Tree,
         limits: &Limits,
         t0: Duration,
+        mut output: Option<&mut capture::Reader>,
     ) -> (Option<ExitStatus>, Option<Stop>) {
         let pid = child.id();
         let timeout_at = limits.timeout.map(|t| t0 + t);
@@ -434,7 +437,12 @@ impl<'r> Session<'r> {
                 }
                 next.saturating_sub(self.clock.boot()).min(TICK)
             };
-            match self.signals.wait(wait) {
+            let readable = output.as_ref().and_then(|o| o.fd());
+            let woke = self.signals.wait(wait, readable);
+            if let Some(o) = output.as_mut() {
+                o.pump();
+            }
+            match woke {
                 Wake::Signal(s) => {
                     self.interrupted = Some(s);
                     let _ = baton_lease::job::signal_group(pid, s);
@@ -462,7 +470,7 @@ impl<'r> Session<'r> {
                 return Paused::Elapsed;
             }
             let wait = end.min(self.session_deadline()).saturating_sub(now);
-            if let Wake::Signal(s) = self.signals.wait(wait) {
+            if let Wake::Signal(s) = self.signals.wait(wait, None) {
                 self.interrupted = Some(s);
             }
         }

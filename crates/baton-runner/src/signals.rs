@@ -17,7 +17,7 @@
 
 #![allow(unsafe_code)] // sigprocmask, signalfd, poll.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 pub(crate) const SIGINT: i32 = libc::SIGINT;
@@ -59,6 +59,26 @@ fn caught() -> Vec<i32> {
         .filter(|&s| !baton_lease::job::signal_ignored(s))
         .chain([SIGCHLD])
         .collect()
+}
+
+/// A wait in poll's milliseconds, a sub-millisecond one rounded up so a near
+/// deadline never spins.
+fn millis(d: Duration) -> i32 {
+    let ms = i32::try_from(d.as_millis()).unwrap_or(i32::MAX);
+    if ms == 0 && !d.is_zero() { 1 } else { ms }
+}
+
+/// Waits at most `d` for `fd` to become readable.
+pub(crate) fn poll_one(fd: RawFd, d: Duration) {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // Safety: one valid pollfd on our stack.
+    unsafe {
+        libc::poll(&mut p, 1, millis(d));
+    }
 }
 
 /// Blocks the stop signals in the calling thread, so a helper thread (an
@@ -121,23 +141,28 @@ impl Signals {
         }
     }
 
-    /// Waits at most `d` for a signal. A signal to pass on wins over
-    /// SIGCHLD when both are pending.
-    pub(crate) fn wait(&self, d: Duration) -> Wake {
+    /// Waits at most `d` for a signal, or for `also` (a step's output) to
+    /// become readable. A signal to pass on wins over SIGCHLD when both are
+    /// pending.
+    pub(crate) fn wait(&self, d: Duration, also: Option<RawFd>) -> Wake {
         if let Some(w) = self.drain() {
             return w;
         }
-        let ms = i32::try_from(d.as_millis()).unwrap_or(i32::MAX);
-        // Round a sub-millisecond wait up, so a near deadline never spins.
-        let ms = if ms == 0 && !d.is_zero() { 1 } else { ms };
-        let mut pfd = libc::pollfd {
-            fd: self.fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // Safety: one valid pollfd on our stack.
+        let mut fds = [
+            libc::pollfd {
+                fd: self.fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: also.unwrap_or(-1),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // Safety: two valid pollfds on our stack (a negative fd is ignored).
         unsafe {
-            libc::poll(&mut pfd, 1, ms);
+            libc::poll(fds.as_mut_ptr(), 2, millis(d));
         }
         self.drain().unwrap_or(Wake::Timeout)
     }

@@ -81,12 +81,11 @@ pub fn tick(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> u8 {
         let names: Vec<&str> = config.jobs.keys().map(String::as_str).collect();
         let _ = s.ledger(|l| l.see_jobs(&names, now));
         let states = s.ledger(|l| l.jobs()).unwrap_or_default();
-        let decided = |name: &str| {
-            states
-                .iter()
-                .find(|j| j.job == name)
-                .and_then(|j| j.last_decided)
-        };
+        let decided_by_job: std::collections::HashMap<&str, Option<i64>> = states
+            .iter()
+            .map(|j| (j.job.as_str(), j.last_decided))
+            .collect();
+        let decided = |name: &str| decided_by_job.get(name).copied().flatten();
         let chosen = config
             .jobs
             .values()
