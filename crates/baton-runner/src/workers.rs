@@ -64,6 +64,13 @@ impl<K> Pool<K> {
                 "workers are forked only from a single-threaded process",
             ));
         }
+        // Freed heap goes back to the system first: every fork copies the
+        // page tables of what is mapped, and a tick that just read a large
+        // configuration has freed most of what it used.
+        // Safety: malloc_trim only releases free memory of this process.
+        unsafe {
+            libc::malloc_trim(0);
+        }
         let set = caught();
         // Safety: `set` and `old` are valid signal sets; blocking signals in
         // the only thread makes them wait for sigtimedwait.

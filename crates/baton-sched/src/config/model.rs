@@ -15,8 +15,8 @@ pub enum Source {
     Default,
     /// A line of a configuration file.
     File {
-        /// The file.
-        path: PathBuf,
+        /// The file (shared by every value read from it).
+        path: std::sync::Arc<std::path::Path>,
         /// The line (1-based).
         line: u32,
     },

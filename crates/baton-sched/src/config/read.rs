@@ -107,7 +107,7 @@ pub fn scheduler_keys() -> impl Iterator<Item = &'static str> {
 /// Where a value was written: a file line, or an environment variable.
 #[derive(Clone)]
 struct At<'a> {
-    file: &'a Path,
+    file: &'a std::sync::Arc<Path>,
     line: Option<u32>,
     env: Option<String>,
 }
@@ -117,7 +117,7 @@ impl At<'_> {
         match (&self.env, self.line) {
             (Some(v), _) => Source::Env(v.clone()),
             (None, Some(line)) => Source::File {
-                path: self.file.to_owned(),
+                path: std::sync::Arc::clone(self.file),
                 line,
             },
             (None, None) => Source::Default,
@@ -149,7 +149,7 @@ impl Raw<'_> {
 }
 
 struct Reader<'a> {
-    file: &'a Path,
+    file: &'a std::sync::Arc<Path>,
     dir: &'a Path,
 }
 
@@ -518,7 +518,8 @@ pub fn valid_name(name: &str) -> bool {
 /// for resolving a relative `state_dir`).
 pub(super) fn document(root: &Node, file: &Path, over: &Overrides) -> Result<Config, ConfigError> {
     let dir = file.parent().unwrap_or(Path::new("/"));
-    let r = Reader { file, dir };
+    let shared: std::sync::Arc<Path> = std::sync::Arc::from(file);
+    let r = Reader { file: &shared, dir };
     let top = r.table(root, "", root.line)?;
     r.only(top, "", &["scheduler", "jobs"])?;
     let settings = scheduler(&r, get(top, "scheduler"), over)?;
