@@ -31,6 +31,7 @@ pub mod capture;
 mod cgroup;
 pub mod gate;
 pub mod hook;
+mod hugepages;
 mod limits;
 mod report;
 mod session;

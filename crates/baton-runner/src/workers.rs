@@ -64,13 +64,15 @@ impl<K> Pool<K> {
                 "workers are forked only from a single-threaded process",
             ));
         }
-        // Freed heap goes back to the system first: every fork copies the
-        // page tables of what is mapped, and a tick that just read a large
-        // configuration has freed most of what it used.
+        // Every fork copies the page tables of what is mapped: freed heap
+        // goes back to the system first (a tick that just read a large
+        // configuration has freed most of what it used), and a heap still
+        // large is folded into huge pages.
         // Safety: malloc_trim only releases free memory of this process.
         unsafe {
             libc::malloc_trim(0);
         }
+        crate::hugepages::fold_heap();
         let set = caught();
         // Safety: `set` and `old` are valid signal sets; blocking signals in
         // the only thread makes them wait for sigtimedwait.
@@ -123,6 +125,12 @@ impl<K> Pool<K> {
         }
         self.running.insert(pid, key);
         Ok(())
+    }
+
+    /// The signal that asked the pool to stop, once one has: [`Pool::spawn`]
+    /// starts nothing after it.
+    pub fn stopped(&self) -> Option<i32> {
+        self.forwarded
     }
 
     /// Waits for every worker; returns how each ended, in the order they
