@@ -166,6 +166,25 @@ impl Ledger {
         )
     }
 
+    /// Copies what the write-ahead log holds into the database file, as far
+    /// as no reader still needs it (a passive checkpoint: it never waits
+    /// for, nor blocks, another process). Callers do it once after a batch
+    /// of runs, so that `baton.db` alone (a backup's copy) is current.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::see_jobs`].
+    pub fn checkpoint(&mut self) -> Result<(), Error> {
+        self.follow_path()?;
+        let Some(db) = self.db.as_mut() else {
+            return Ok(());
+        };
+        let r = db
+            .conn()
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+        r.map_err(|e| self.error("checkpoint the ledger".into(), Fail::Sql(e)))
+    }
+
     /// Every job's row, by name.
     ///
     /// # Errors

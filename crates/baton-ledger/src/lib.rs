@@ -106,7 +106,9 @@
 //!   where a checkpoint on every close would make each of a tick's many
 //!   short-lived processes copy the log and `fsync` the database on its way
 //!   out (measured: a third of a tick's time). The `-wal` and `-shm` files
-//!   stay in place.
+//!   stay in place. Instead, a tick that ran something and a manual run
+//!   end with one passive checkpoint ([`Ledger::checkpoint`]), so the
+//!   database file alone is current between ticks.
 //!
 //! Files are created mode `0600`: the ledger creates `baton.db` itself with
 //! `O_CREAT | O_EXCL | O_NOFOLLOW` before SQLite opens it, and SQLite gives

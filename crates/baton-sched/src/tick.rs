@@ -101,7 +101,9 @@ pub fn tick(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> u8 {
     let code = if due_jobs.is_empty() {
         OK
     } else {
-        run_all(config, &due_jobs, &clock)
+        let code = run_all(config, &due_jobs, &clock);
+        checkpoint(config, &clock);
+        code
     };
     crate::logs::Logs::new(
         &config.settings.state_dir.value,
@@ -109,6 +111,14 @@ pub fn tick(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> u8 {
     )
     .prune(clock.wall(), config.settings.log_keep.value);
     code
+}
+
+/// Brings the ledger's file up to date after runs (see
+/// [`baton_ledger::Ledger::checkpoint`]); a failure is said, never fatal.
+fn checkpoint(config: &Config, clock: &Arc<dyn Clock>) {
+    let mut s = Surfaces::open(config, Arc::clone(clock));
+    let _ = s.ledger(baton_ledger::Ledger::checkpoint);
+    s.finish();
 }
 
 /// Runs each due job in a worker process of its own; the worst code.
@@ -138,16 +148,33 @@ fn run_all(config: &Config, due_jobs: &[(&Job, i64)], clock: &Arc<dyn Clock>) ->
         }
     };
     let mut worst = OK;
+    let mut not_started = 0usize;
     for (job, at) in due_jobs {
+        if pool.stopped().is_some() {
+            // Asked to stop: what has not started is left to the next tick.
+            not_started += 1;
+            continue;
+        }
         if let Err(e) = pool.spawn(job.name.clone(), || one(job, *at)) {
-            crate::say::line(format_args!("tick: {} not started: {e}", job.name));
+            if pool.stopped().is_some() {
+                not_started += 1;
+            } else {
+                crate::say::line(format_args!("tick: {} not started: {e}", job.name));
+            }
             worst = worst.max(FAILED);
         }
     }
     let (ended, stopped) = pool.finish();
+    let mut cut_short = 0usize;
     for (name, end) in ended {
         match end {
             baton_runner::WorkerEnd::Exited(c) => worst = worst.max(c.min(CANNOT)),
+            // A worker the stop reached before it could take the signal
+            // over: counted below, not reported one by one.
+            baton_runner::WorkerEnd::Signaled(sig) if Some(sig) == stopped => {
+                cut_short += 1;
+                worst = worst.max(FAILED);
+            }
             baton_runner::WorkerEnd::Signaled(sig) => {
                 crate::say::line(format_args!(
                     "tick: the process running {name} died of signal {sig}; its lease speaks \
@@ -158,7 +185,23 @@ fn run_all(config: &Config, due_jobs: &[(&Job, i64)], clock: &Arc<dyn Clock>) ->
         }
     }
     if let Some(sig) = stopped {
-        crate::say::line(format_args!("tick: stopped by signal {sig}"));
+        let mut what = Vec::new();
+        if cut_short > 0 {
+            what.push(format!("{cut_short} run(s) ended by it"));
+        }
+        if not_started > 0 {
+            what.push(format!(
+                "{not_started} due job(s) not started (left to the next tick)"
+            ));
+        }
+        if what.is_empty() {
+            crate::say::line(format_args!("tick: stopped by signal {sig}"));
+        } else {
+            crate::say::line(format_args!(
+                "tick: stopped by signal {sig}: {}",
+                what.join(", ")
+            ));
+        }
         worst = worst.max(FAILED);
     }
     worst
@@ -204,6 +247,7 @@ pub fn run_now(config: &Config, name: &str, clock: Arc<dyn Clock>) -> u8 {
         },
         &s,
     );
+    let _ = s.borrow_mut().ledger(baton_ledger::Ledger::checkpoint);
     s.borrow_mut().finish();
     code
 }

@@ -515,6 +515,8 @@ fn a_corrupt_ledger_is_moved_aside_reported_and_the_next_tick_works() {
         s.write("[jobs.first]\nevery = \"1h\"\nrun = \"true\"\n");
         assert_eq!(code(&s.run(&["run", "first"])), 0);
         let db = s.env.state().join("baton.db");
+        // The run ended with a checkpoint: the file itself holds the ledger.
+        assert!(std::fs::metadata(&db).unwrap().len() > 4096, "{damage}");
         match damage {
             "garbage" => std::fs::write(&db, vec![0x5au8; 8192]).unwrap(),
             _ => {
@@ -541,4 +543,58 @@ fn a_corrupt_ledger_is_moved_aside_reported_and_the_next_tick_works() {
         let h = s.json(&["history", "count", "--json"]);
         assert_eq!(h.as_array().unwrap().len(), 1, "{damage}");
     }
+}
+
+#[test]
+fn a_stopped_tick_says_so_once_and_leaves_what_it_did_not_start_to_the_next() {
+    let env = Env::new();
+    let started = env.path("started");
+    let s = Sched { env };
+    // One occurrence a year, caught up for 400 days: the same occurrence
+    // stays due through the test, whatever the minute.
+    let mut toml = String::from(
+        "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\nmax_parallel = 2\n\
+         catch_up_window = \"400d\"\n",
+    );
+    for i in 0..40 {
+        toml.push_str(&format!(
+            "[jobs.j{i}]\nschedule = \"0 0 1 1 *\"\nrun = \"echo j{i} >> {}; sleep 30\"\n",
+            started.display()
+        ));
+    }
+    s.write(&toml);
+    let mut tick = s.cmd(&["tick"]).stderr(Stdio::piped()).spawn().unwrap();
+    crate::support::eventually("two runs to start", || lines(&started) >= 2);
+    crate::support::signal(
+        i32::try_from(tick.id()).unwrap(),
+        rustix::process::Signal::TERM,
+    );
+    baton_testkit::wait_for_exit(&mut tick, "the stopped tick");
+    let o = tick.wait_with_output().unwrap();
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "one line, not one per job: {err}");
+    assert!(
+        err.contains("stopped by signal 15") && err.contains("38 due job(s) not started"),
+        "{err}"
+    );
+    assert_eq!(lines(&started), 2, "nothing started after the stop");
+    // The jobs it did not start are still due: the next tick starts them
+    // (two at a time), and it is stopped the same way.
+    let mut next = s.cmd(&["tick"]).stderr(Stdio::piped()).spawn().unwrap();
+    crate::support::eventually("the next tick to start more", || lines(&started) >= 4);
+    crate::support::signal(
+        i32::try_from(next.id()).unwrap(),
+        rustix::process::Signal::TERM,
+    );
+    baton_testkit::wait_for_exit(&mut next, "the next tick");
+    let text = std::fs::read_to_string(&started).unwrap();
+    let mut names: Vec<&str> = text.lines().collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(
+        names.len(),
+        4,
+        "the stopped runs are not started twice: {text}"
+    );
 }
