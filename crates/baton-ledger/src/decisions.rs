@@ -1,11 +1,18 @@
-//! The `occurrences` table: at most one decision per occurrence of a job.
+//! The `occurrences` table: at most one decision per occurrence of a job
+//! that runs or waits (`started`, `queued`, `coalesced`, `claimed`).
 //!
 //! Its primary key `(job, occurrence)` is what makes "an occurrence is
 //! decided once" hold across processes: a decision is an
 //! `INSERT … ON CONFLICT DO NOTHING`, and the one insert that changed a row
 //! is the one that decided. Every other writer learns that it lost from the
 //! change count, inside the same transaction, without a read before the
-//! write that another process could invalidate.
+//! write that another process could invalidate. The one decision that may
+//! change is `queued`, into `started`, by an upsert whose update only
+//! matches a queued row: of many processes starting it, one changes it.
+//!
+//! Occurrences that will not run are not here: they are ranges in the
+//! `missed` table ([`crate::missed`]). The queue's reads and inserts live in
+//! [`crate::queue`].
 
 use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -17,9 +24,9 @@ pub(crate) struct Entry<'a> {
     pub(crate) job: &'a str,
     pub(crate) occurrence: i64,
     pub(crate) decision: Decision,
-    pub(crate) reason: Option<&'a str>,
     pub(crate) run_id: Option<&'a str>,
     pub(crate) detail: Option<&'a str>,
+    pub(crate) joined: Option<i64>,
     pub(crate) decided: Timestamp,
 }
 
@@ -28,7 +35,7 @@ pub(crate) struct Entry<'a> {
 pub(crate) fn insert(conn: &Connection, e: &Entry<'_>) -> rusqlite::Result<bool> {
     let changed = conn
         .prepare_cached(
-            "INSERT INTO occurrences (job, occurrence, decision, reason, run_id, decided, detail)
+            "INSERT INTO occurrences (job, occurrence, decision, run_id, decided, detail, joined)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
              ON CONFLICT (job, occurrence) DO NOTHING",
         )?
@@ -36,32 +43,46 @@ pub(crate) fn insert(conn: &Connection, e: &Entry<'_>) -> rusqlite::Result<bool>
             e.job,
             e.occurrence,
             e.decision.as_str(),
-            e.reason,
             e.run_id,
             rows::micros(e.decided),
-            e.detail
+            e.detail,
+            e.joined
         ])?;
     Ok(changed == 1)
 }
 
-/// Records the occurrence of a scheduled run as `started` by it, unless the
-/// occurrence has a decision. Returns whether this call recorded it.
+/// Records the occurrence of a scheduled run as `started` by it: a new row
+/// when the occurrence has none, or its `queued` row turned into `started`
+/// (keeping its count of coalesced occurrences). Any other decision is left
+/// as it is. Returns whether this call started it.
+///
+/// One statement: the update's `WHERE` is evaluated on the row as it is
+/// under this transaction's write lock, so of many processes starting the
+/// same queued occurrence, the first changes it and the others find it
+/// `started` and change nothing.
 pub(crate) fn start(conn: &Connection, run: &NewRun, occurrence: i64) -> rusqlite::Result<bool> {
-    insert(
-        conn,
-        &Entry {
-            job: &run.job,
+    let changed = conn
+        .prepare_cached(
+            "INSERT INTO occurrences (job, occurrence, decision, run_id, decided)
+             VALUES (?1, ?2, 'started', ?3, ?4)
+             ON CONFLICT (job, occurrence) DO UPDATE SET
+               decision = 'started',
+               run_id = excluded.run_id,
+               decided = excluded.decided
+             WHERE occurrences.decision = 'queued'",
+        )?
+        .execute(params![
+            run.job,
             occurrence,
-            decision: Decision::Started,
-            reason: None,
-            run_id: Some(&run.run_id),
-            detail: None,
-            decided: run.started,
-        },
-    )
+            run.run_id,
+            rows::micros(run.started)
+        ])?;
+    Ok(changed == 1)
 }
 
-const COLUMNS: &str = "job, occurrence, decision, reason, run_id, decided, detail";
+/// The columns [`row`] reads, in its order.
+pub(crate) const COLUMNS: &str =
+    "job, occurrence, decision, reason, run_id, decided, detail, coalesced, joined";
 
 /// The decision for one occurrence.
 pub(crate) fn one(
@@ -76,41 +97,15 @@ pub(crate) fn one(
     .optional()
 }
 
-/// The occurrences of a job that did not run, newest first.
-pub(crate) fn skipped(
-    conn: &Connection,
-    job: &str,
-    limit: u32,
-) -> rusqlite::Result<Vec<DecisionRow>> {
-    let mut stmt = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM occurrences
-         WHERE job = ?1 AND decision IN ('skipped', 'missed')
-         ORDER BY occurrence DESC LIMIT ?2"
-    ))?;
-    stmt.query_map(params![job, limit], row)?.collect()
-}
-
-/// How many occurrences of a job did not run, per decision and reason.
-pub(crate) fn skip_counts(
-    conn: &Connection,
-    job: &str,
-) -> rusqlite::Result<Vec<(String, String, u64)>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT decision, COALESCE(reason, ''), COUNT(*) FROM occurrences
-         WHERE job = ?1 AND decision IN ('skipped', 'missed')
-         GROUP BY decision, reason ORDER BY decision, reason",
-    )?;
-    stmt.query_map([job], |r| Ok((r.get(0)?, r.get(1)?, rows::unsigned(r, 2)?)))?
-        .collect()
-}
-
 /// Deletes the job's decisions made before its oldest remaining run
-/// started, except its newest decision, which always stays: it is the
-/// latest word on the job's schedule.
+/// started, except its newest decision, which always stays (it is the
+/// latest word on the job's schedule), and its `queued` ones, which are
+/// work still to do however long they have waited.
 pub(crate) fn prune(conn: &Connection, job: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "DELETE FROM occurrences
          WHERE job = ?1
+           AND decision <> 'queued'
            AND decided < (SELECT MIN(started) FROM runs WHERE job = ?1)
            AND occurrence < (SELECT MAX(occurrence) FROM occurrences WHERE job = ?1)",
     )?
@@ -118,7 +113,8 @@ pub(crate) fn prune(conn: &Connection, job: &str) -> rusqlite::Result<()> {
     Ok(())
 }
 
-fn row(r: &Row<'_>) -> rusqlite::Result<DecisionRow> {
+/// Reads a row selected with [`COLUMNS`].
+pub(crate) fn row(r: &Row<'_>) -> rusqlite::Result<DecisionRow> {
     Ok(DecisionRow {
         job: r.get(0)?,
         occurrence: r.get(1)?,
@@ -127,5 +123,7 @@ fn row(r: &Row<'_>) -> rusqlite::Result<DecisionRow> {
         run_id: r.get(4)?,
         decided: rows::time(r, 5)?,
         detail: r.get(6)?,
+        coalesced: rows::unsigned(r, 7)?,
+        joined: r.get(8)?,
     })
 }

@@ -65,6 +65,22 @@ pub(crate) fn finished(conn: &Connection, f: &Finished) -> rusqlite::Result<()> 
     Ok(())
 }
 
+/// Whether the job's last decided occurrence is at or after `occurrence`:
+/// it was decided already, by another process or an earlier call. Read
+/// inside the write transaction that then decides, so the answer holds
+/// until that transaction commits.
+pub(crate) fn decided_through(
+    conn: &Connection,
+    job: &str,
+    occurrence: i64,
+) -> rusqlite::Result<bool> {
+    let moved = conn
+        .prepare_cached("SELECT last_decided >= ?2 FROM jobs WHERE job = ?1")?
+        .query_row(params![job, occurrence], |r| r.get::<_, Option<bool>>(0))
+        .optional()?;
+    Ok(moved.flatten().unwrap_or(false))
+}
+
 /// Raises the job's last decided occurrence to `occurrence`.
 pub(crate) fn decided(
     conn: &Connection,

@@ -5,8 +5,11 @@
 //! (the write lock is taken first, so a transaction never has to upgrade a
 //! read lock and fail with `SQLITE_BUSY` midway), reads with a deferred
 //! `BEGIN` (one consistent snapshot for a run and its attempts). Which rows a
-//! call touches together is decided here; the SQL for each table lives in
-//! the module named after it.
+//! call touches together is decided here for runs, decisions, steps and
+//! alerts, and in the module of each later concept for its own calls
+//! (missed ranges, the queue, pauses, watermarks), all through
+//! [`Ledger::transact`]; the SQL for each table lives in the module named
+//! after it.
 //!
 //! Before each call the ledger checks, with one `lstat`, that `baton.db` is
 //! still the file its connection opened, and reconnects when another process
@@ -26,7 +29,7 @@ use crate::rows::{
     AlertRow, Attempt, Begun, Decision, DecisionRow, Finished, JobState, NewAlert, NewRun, RunRow,
     StepState,
 };
-use crate::{alerts, decisions, jobs, runs, steps};
+use crate::{alerts, decisions, jobs, missed, pauses, runs, steps, watermarks};
 
 /// The scheduler's ledger: one connection to `STATE_DIR/baton.db`.
 ///
@@ -91,7 +94,7 @@ impl std::fmt::Debug for Ledger {
 
 /// Whether a call writes.
 #[derive(Clone, Copy)]
-enum Mode {
+pub(crate) enum Mode {
     Read,
     Write,
 }
@@ -212,14 +215,17 @@ impl Ledger {
     }
 
     /// Starts a run, in one transaction: for a scheduled run, records the
-    /// occurrence's decision as `started` by this run; inserts the run's
-    /// row; updates the job's last attempt, last started and last decided
-    /// occurrence, and last run id.
+    /// occurrence's decision as `started` by this run (a `queued` occurrence
+    /// becomes `started`, keeping its count of coalesced occurrences);
+    /// inserts the run's row; updates the job's last attempt, last started
+    /// and last decided occurrence, and last run id.
     ///
-    /// When the occurrence is already decided (by another process, or an
-    /// earlier call), nothing is written and the existing decision is
-    /// returned: the run must not start. Of any number of processes starting
-    /// the same occurrence at once, exactly one gets [`Begun::Started`].
+    /// When the occurrence has any other decision (`started`, `coalesced`,
+    /// `claimed`: by another process, or an earlier call), nothing is written
+    /// and the existing decision is returned: the run must not start. Of any
+    /// number of processes starting the same occurrence at once, queued or
+    /// not, exactly one gets [`Begun::Started`]. A missed range does not stop
+    /// a run: a backfill may start an occurrence that was missed.
     ///
     /// # Errors
     ///
@@ -228,15 +234,11 @@ impl Ledger {
     /// [`Error::Invalid`]. Nothing is written then.
     pub fn begin_run(&mut self, run: &NewRun) -> Result<Begun, Error> {
         self.saw(run.started);
-        let fence = match run.fence.map(i64::try_from).transpose() {
-            Ok(fence) => fence,
-            Err(_) => {
-                return Err(Error::Invalid {
-                    action: format!("record the start of run {}", run.run_id),
-                    path: self.path.clone(),
-                    problem: format!("the fence {:?} does not fit the ledger", run.fence),
-                });
-            }
+        let Ok(fence) = run.fence.map(i64::try_from).transpose() else {
+            return Err(self.invalid(
+                format!("record the start of run {}", run.run_id),
+                format!("the fence {:?} does not fit the ledger", run.fence),
+            ));
         };
         self.transact(
             Mode::Write,
@@ -304,11 +306,17 @@ impl Ledger {
 
     /// Finishes a run, in one transaction: its finish time, verdict and exit
     /// code; the job's last success or last failure and its failure count;
-    /// then prunes the job's history to its newest `history_keep` runs (their
-    /// attempts go with them) and deletes its occurrence decisions made
-    /// before the oldest run kept, except the job's newest decision, which
-    /// always stays. A `history_keep` of 0 keeps 1: a job's last run is what
-    /// status shows.
+    /// then prunes the job's records:
+    ///
+    /// - runs: the newest `history_keep` stay (their attempts with them). A
+    ///   `history_keep` of 0 keeps 1: a job's last run is what status shows.
+    /// - occurrence decisions: those made before the oldest run kept go,
+    ///   except the job's newest decision and its `queued` ones, which
+    ///   always stay.
+    /// - missed ranges: the newest 1,000 stay.
+    /// - pauses: the newest 100 stay, and any that is not over at
+    ///   `f.finished` (in force, or yet to begin) stays too.
+    /// - watermarks: the newest 100 stay.
     ///
     /// Finishing a run that is finished already changes nothing. When the
     /// ledger no longer has the run (it was recovered since the run began),
@@ -340,24 +348,28 @@ impl Ledger {
                 jobs::finished(tx, f)?;
                 runs::prune(tx, &f.job, keep)?;
                 decisions::prune(tx, &f.job)?;
+                missed::prune(tx, &f.job)?;
+                pauses::prune(tx, &f.job, f.finished)?;
+                watermarks::prune(tx, &f.job)?;
                 Ok(())
             },
         )
     }
 
-    /// Records a decision for an occurrence that does not run (`skipped` or
-    /// `missed`, with a `reason` such as `busy` or `hung`, and an optional
-    /// `detail` for a human; an empty one is stored as none) unless the
-    /// occurrence has one, and raises the job's last decided occurrence.
+    /// Records that the lock file says this occurrence started, under a
+    /// ledger that was lost since (it was recovered from corruption): the
+    /// decision `claimed`, with a `detail` for a human (an empty one is
+    /// stored as none), unless the occurrence has a decision. Raises the
+    /// job's last decided occurrence either way, in the same transaction.
     ///
-    /// Returns true when this call recorded it: the caller then alerts. A
-    /// second process deciding the same occurrence gets false and stays
-    /// quiet, as does one that finds it started.
+    /// Returns true when this call recorded it: the caller then says so
+    /// once. A second process recording the same claim gets false, as does
+    /// one that finds the occurrence started or queued. Like a run, a claim
+    /// is not stopped by a missed range: the lock file says it started.
     ///
     /// # Errors
     ///
-    /// As [`Ledger::see_jobs`]; [`Error::Invalid`] for [`Decision::Started`],
-    /// which only [`Ledger::begin_run`] records.
+    /// As [`Ledger::see_jobs`].
     ///
     /// # Example
     ///
@@ -367,47 +379,43 @@ impl Ledger {
     /// let now: jiff::Timestamp = "2026-11-29T03:15:00Z".parse()?;
     /// let mut ledger = Ledger::open(dir.path(), now)?;
     /// let occ = now.as_second();
-    /// assert!(ledger.decide("nightly", occ, Decision::Skipped, "busy", "", now)?);
-    /// assert!(!ledger.decide("nightly", occ, Decision::Skipped, "busy", "", now)?);
+    /// assert!(ledger.claimed("nightly", occ, "claimed by pid 4242", now)?);
+    /// assert!(!ledger.claimed("nightly", occ, "claimed by pid 4242", now)?);
+    /// let row = ledger.decision("nightly", occ)?.unwrap();
+    /// assert_eq!(row.decision, Decision::Claimed);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn decide(
+    pub fn claimed(
         &mut self,
         job: &str,
         occurrence: i64,
-        decision: Decision,
-        reason: &str,
         detail: &str,
         now: Timestamp,
     ) -> Result<bool, Error> {
         self.saw(now);
-        let action = || format!("record occurrence {occurrence} of job {job} as {decision}");
-        if decision == Decision::Started {
-            return Err(Error::Invalid {
-                action: action(),
-                path: self.path.clone(),
-                problem: "a started occurrence is recorded by begin_run, with its run".into(),
-            });
-        }
         let entry = decisions::Entry {
             job,
             occurrence,
-            decision,
-            reason: Some(reason),
+            decision: Decision::Claimed,
             run_id: None,
             detail: Some(detail).filter(|d| !d.is_empty()),
+            joined: None,
             decided: now,
         };
-        self.transact(Mode::Write, action, |tx| {
-            let recorded = decisions::insert(tx, &entry)?;
-            if recorded {
+        self.transact(
+            Mode::Write,
+            || format!("record occurrence {occurrence} of job {job} as claimed"),
+            |tx| {
+                let recorded = decisions::insert(tx, &entry)?;
                 jobs::decided(tx, job, occurrence, now)?;
-            }
-            Ok(recorded)
-        })
+                Ok(recorded)
+            },
+        )
     }
 
-    /// The decision recorded for one occurrence of a job, if any.
+    /// The decision recorded for one occurrence of a job, if any. An
+    /// occurrence inside a missed range has none of its own: see
+    /// [`Ledger::missed`].
     ///
     /// # Errors
     ///
@@ -417,35 +425,6 @@ impl Ledger {
             Mode::Read,
             || format!("read the decision for occurrence {occurrence} of job {job}"),
             |tx| Ok(decisions::one(tx, job, occurrence)?),
-        )
-    }
-
-    /// The newest `limit` occurrences of a job that did not run (`skipped`
-    /// or `missed`), newest first.
-    ///
-    /// # Errors
-    ///
-    /// As [`Ledger::see_jobs`].
-    pub fn skipped(&mut self, job: &str, limit: u32) -> Result<Vec<DecisionRow>, Error> {
-        self.transact(
-            Mode::Read,
-            || format!("read the skipped occurrences of job {job}"),
-            |tx| Ok(decisions::skipped(tx, job, limit)?),
-        )
-    }
-
-    /// How many occurrences of a job did not run, as `(decision, reason,
-    /// count)`, ordered by decision and reason; a missing reason reads as
-    /// empty. Counts what pruning has kept.
-    ///
-    /// # Errors
-    ///
-    /// As [`Ledger::see_jobs`].
-    pub fn skip_counts(&mut self, job: &str) -> Result<Vec<(String, String, u64)>, Error> {
-        self.transact(
-            Mode::Read,
-            || format!("count the skipped occurrences of job {job}"),
-            |tx| Ok(decisions::skip_counts(tx, job)?),
         )
     }
 
@@ -527,13 +506,28 @@ impl Ledger {
         )
     }
 
-    fn saw(&mut self, t: Timestamp) {
+    /// Remembers the newest time a caller has given (see `latest`). Every
+    /// call that carries a time calls this first.
+    pub(crate) fn saw(&mut self, t: Timestamp) {
         self.latest = self.latest.max(t);
     }
 
+    /// The error for arguments refused before any transaction: nothing was
+    /// written.
+    pub(crate) fn invalid(&self, action: String, problem: String) -> Error {
+        Error::Invalid {
+            action,
+            path: self.path.clone(),
+            problem,
+        }
+    }
+
     /// Runs `op` in one transaction on the file now at the path; on
-    /// corruption, recovers and runs it once more.
-    fn transact<T>(
+    /// corruption, recovers and runs it once more. Every public call that
+    /// reads or writes the tables goes through here, exactly once:
+    /// `Mode::Write` begins with `BEGIN IMMEDIATE`, so whatever `op` reads it
+    /// may decide on, and no other writer changes it before the commit.
+    pub(crate) fn transact<T>(
         &mut self,
         mode: Mode,
         action: impl Fn() -> String,

@@ -12,14 +12,25 @@
 //!
 //! ```
 //! # let dir = tempfile::tempdir().unwrap();
-//! use baton_ledger::{Decision, Ledger};
+//! use baton_ledger::{Ledger, Miss, Missed};
 //! let now: jiff::Timestamp = "2026-11-29T03:15:00Z".parse()?;
 //! let mut ledger = Ledger::open(dir.path(), now)?;
 //! for moved in ledger.take_recovered() {
 //!     eprintln!("ledger was corrupt, moved to {}: {}", moved.moved_to.display(), moved.reason);
 //! }
 //! ledger.see_jobs(&["nightly"], now)?;
-//! if ledger.decide("nightly", now.as_second(), Decision::Skipped, "busy", "", now)? {
+//! let occ = now.as_second();
+//! let busy = Miss {
+//!     job: "nightly",
+//!     reason: "busy",
+//!     first: occ,
+//!     last: occ,
+//!     count: 1,
+//!     at_least: false,
+//!     detail: Some("held by pid 4242"),
+//!     streak: false,
+//! };
+//! if ledger.miss(&busy, now)? == Missed::Recorded {
 //!     // This process decided it: alert once.
 //! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -33,20 +44,44 @@
 //! chosen by the caller. The ledger never reads the clock: every time,
 //! including the stamp of a file moved aside, comes from the caller.
 //!
-//! # Schema (version 1, in `PRAGMA user_version`)
+//! # Schema (version 2, in `PRAGMA user_version`)
 //!
 //! - `jobs (job PRIMARY KEY, …)`: one row per job with the high-water marks
 //!   the scheduler reads before it decides (`last_decided`, `last_started`:
 //!   occurrence seconds) and what status shows (`last_attempt`,
 //!   `last_success`, `last_failure`: run times; `consecutive_failures`;
 //!   `last_run_id`). Keyed by name so every process updates the same row.
+//!   `last_decided` is the mark every decision is taken against: every
+//!   occurrence at or before it has a decision (started, queued, coalesced,
+//!   claimed, or a missed range), and a decision that would go back behind
+//!   it is not written (the caller is told the mark moved, and plans again).
 //! - `occurrences (job, occurrence) PRIMARY KEY`: at most one decision per
-//!   occurrence: `started` (with its run), `skipped` or `missed` (with a
-//!   reason). The key *is* the guarantee that an occurrence is decided once:
-//!   a decision is an insert that does nothing on conflict, and the one
-//!   insert that changed a row decided. Pruning removes the decisions made
-//!   before a job's oldest kept run, never the job's newest, and
-//!   `jobs.last_decided` keeps the high-water mark of what was decided.
+//!   occurrence that runs or waits: `started` (with its run), `queued`
+//!   (waiting for the job's lock; `coalesced` counts the later occurrences
+//!   that joined it), `coalesced` (`joined` names the occurrence that serves
+//!   it) or `claimed` (the lock file says it started under a lost ledger).
+//!   The key *is* the guarantee that an occurrence is decided once: a
+//!   decision is an insert that does nothing on conflict, and the one insert
+//!   that changed a row decided; the one change allowed, `queued` to
+//!   `started`, is an upsert whose update only matches a queued row. Pruning
+//!   removes the decisions made before a job's oldest kept run, never a
+//!   queued one nor the job's newest, and `jobs.last_decided` keeps the
+//!   high-water mark of what was decided.
+//! - `missed (id AUTOINCREMENT)` with an index on `(job, id DESC)`: one row
+//!   per decision that a range of occurrences will not run (`first..=last`,
+//!   `count` of them, `at_least` when counting stopped early), never one per
+//!   occurrence, so a long outage is one row. A range has no natural key: it
+//!   is written only while `jobs.last_decided` is below it, in the
+//!   transaction that raises the mark, which is what keeps two processes from
+//!   recording it twice. The id orders a job's ranges, so its newest is the
+//!   one a streak (`paused`, `disabled`) extends. Pruned to 1,000 per job.
+//! - `pauses (id AUTOINCREMENT)` with an index on `(job, id DESC)`: every
+//!   pause of a job, kept after it ends (`ended`) or lapses (`until`), so an
+//!   occurrence that fell inside one is still judged paused later. Pruned to
+//!   100 per job, never one that is not over.
+//! - `watermarks (job, seq) PRIMARY KEY`: each value a job's runs settled,
+//!   with its run and fence; `seq` numbers them per job, so the newest is the
+//!   largest and two settles never share a number. Pruned to 100 per job.
 //! - `runs (run_id PRIMARY KEY)` with an index on `(job, started DESC)` for
 //!   every per-job read and for pruning; `occurrence` is NULL for a manual
 //!   run.
@@ -58,10 +93,20 @@
 //! - `alerts (id AUTOINCREMENT)` with an index on `(job, id DESC)`: alerts
 //!   as delivered, numbered in order, never renumbered.
 //!
+//! Version 1 had no `missed`, `pauses` nor `watermarks`, and kept occurrences
+//! that did not run in `occurrences`, one row each, as `skipped` or
+//! `missed`. Migrating to version 2 moves each of them to `missed` as a range
+//! of one (its reason, or its decision word when it had none) and leaves
+//! `jobs.last_decided` as it was.
+//!
 //! Counters change only through SQL expressions evaluated inside the write
-//! transaction (`consecutive_failures + 1`, `MAX(…)`), never by reading a
-//! value into Rust and writing it back, so concurrent writers never undo
-//! each other. Migrations are code (`schema.rs`), applied in one
+//! transaction (`consecutive_failures + 1`, `MAX(…)`, `coalesced + n`, the
+//! next watermark's `MAX(seq) + 1`), never by reading a value into Rust and
+//! writing it back, so concurrent writers never undo each other. Where a
+//! decision is conditional (is the mark still below this range? is an
+//! occurrence already waiting?), the condition is read inside the same
+//! `BEGIN IMMEDIATE` transaction that writes, so no other writer can change
+//! it in between. Migrations are code (`schema.rs`), applied in one
 //! `BEGIN IMMEDIATE` transaction that reads the version again under the
 //! write lock, so two processes opening a fresh database at once migrate it
 //! once. A version newer than this build's is refused, untouched.
@@ -168,8 +213,9 @@
 //! symbolic link at `baton.db`; never takes a busy database for a corrupt
 //! one; never migrates a schema down or touches one newer than its own;
 //! never holds a transaction across anything but its own statements; never
-//! reads the clock; and never decides whether a run may start: that is the
-//! lease's work. The ledger records decisions so that each is made once.
+//! reads the clock; and never decides whether a run may start, nor who may
+//! settle a watermark: that is the lease's work. The ledger records
+//! decisions so that each is made once.
 
 mod alerts;
 mod db;
@@ -178,16 +224,24 @@ mod error;
 mod file;
 mod jobs;
 mod ledger;
+mod missed;
+mod pauses;
+mod queue;
 mod recover;
 mod rows;
 mod runs;
 mod schema;
 mod steps;
+mod watermarks;
 
 pub use error::Error;
 pub use ledger::Ledger;
+pub use missed::{Miss, Missed, MissedRow};
+pub use pauses::PauseRow;
+pub use queue::Queued;
 pub use recover::Recovered;
 pub use rows::{
     AlertRow, Attempt, AttemptRow, Begun, Decision, DecisionRow, Finished, JobState, NewAlert,
     NewRun, RunRow, StepKind, StepState, UnknownWord,
 };
+pub use watermarks::WatermarkRow;

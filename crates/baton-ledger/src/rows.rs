@@ -1,7 +1,10 @@
-//! The values that cross the ledger's API: what callers write ([`NewRun`],
-//! [`Attempt`], [`Finished`], [`NewAlert`]) and what they read back (the
-//! `*Row` and `*State` types). Plain data with public fields; the SQL that
-//! reads and writes them lives in the modules named after their tables.
+//! The values that cross the ledger's API for runs, decisions, steps and
+//! alerts: what callers write ([`NewRun`], [`Attempt`], [`Finished`],
+//! [`NewAlert`]) and what they read back (the `*Row` and `*State` types).
+//! Plain data with public fields; the SQL that reads and writes them lives
+//! in the modules named after their tables. The values of missed ranges,
+//! the queue, pauses and watermarks live with their tables, in `missed.rs`,
+//! `queue.rs`, `pauses.rs` and `watermarks.rs`.
 //!
 //! Times are [`Timestamp`]s here and INTEGER microseconds since the Unix
 //! epoch in SQL; the conversions at the bottom of this file are the only
@@ -12,24 +15,35 @@ use std::str::FromStr;
 
 use jiff::Timestamp;
 
-/// What became of one occurrence of a job. Each occurrence has at most one.
+/// What was decided for one occurrence of a job that runs or waits. Each
+/// occurrence has at most one such decision. Occurrences that will not run
+/// are not decided one by one: they are ranges in the `missed` table
+/// ([`crate::MissedRow`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Decision {
     /// A run was started for it ([`crate::Ledger::begin_run`]).
     Started,
-    /// It did not run, for a reason (busy, hung, orphaned, version-conflict, …).
-    Skipped,
-    /// It was not run and no one tried: it passed while nothing was watching.
-    Missed,
+    /// It waits for the job's lock and will start, in order
+    /// ([`crate::Ledger::enqueue`]); [`crate::Ledger::begin_run`] turns it
+    /// into `started`.
+    Queued,
+    /// It arrived while another occurrence was waiting, and is served by
+    /// that one (named in [`DecisionRow::joined`]). It never runs itself.
+    Coalesced,
+    /// The lock file says it started, under a ledger that was lost since
+    /// ([`crate::Ledger::claimed`]). It never runs again.
+    Claimed,
 }
 
 impl Decision {
-    /// The word stored in the ledger: `started`, `skipped` or `missed`.
+    /// The word stored in the ledger: `started`, `queued`, `coalesced` or
+    /// `claimed`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Started => "started",
-            Self::Skipped => "skipped",
-            Self::Missed => "missed",
+            Self::Queued => "queued",
+            Self::Coalesced => "coalesced",
+            Self::Claimed => "claimed",
         }
     }
 }
@@ -46,8 +60,9 @@ impl FromStr for Decision {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "started" => Ok(Self::Started),
-            "skipped" => Ok(Self::Skipped),
-            "missed" => Ok(Self::Missed),
+            "queued" => Ok(Self::Queued),
+            "coalesced" => Ok(Self::Coalesced),
+            "claimed" => Ok(Self::Claimed),
             _ => Err(UnknownWord::new("decision", s)),
         }
     }
@@ -114,7 +129,9 @@ pub struct JobState {
     pub job: String,
     /// When the ledger first heard of it.
     pub first_seen: Timestamp,
-    /// The largest occurrence decided (started, skipped or missed).
+    /// The high-water mark of the job's schedule: every occurrence at or
+    /// before it has a decision (started, queued, coalesced, claimed, or a
+    /// missed range). The scheduler plans from the occurrences after it.
     pub last_decided: Option<i64>,
     /// The largest occurrence started.
     pub last_started: Option<i64>,
@@ -170,15 +187,21 @@ pub struct DecisionRow {
     pub occurrence: i64,
     /// What was decided.
     pub decision: Decision,
-    /// Why, for `skipped` and `missed` (`busy`, `hung`, …); `None` for
-    /// `started`.
+    /// Why, when the decision was given a reason. None of the four
+    /// decisions carries one; the column outlives version 1's skips, whose
+    /// reasons moved to the `missed` table.
     pub reason: Option<String>,
     /// The run that started it, for `started`.
     pub run_id: Option<String>,
-    /// When it was decided.
+    /// When it was decided (for `started`, when its run started).
     pub decided: Timestamp,
     /// More words for a human, when given.
     pub detail: Option<String>,
+    /// On a `queued` row, and on the `started` row it becomes: how many
+    /// later occurrences coalesced into it. 0 otherwise.
+    pub coalesced: u64,
+    /// On a `coalesced` row: the occurrence it joined. `None` otherwise.
+    pub joined: Option<i64>,
 }
 
 /// One finished attempt of a step or a check.
@@ -310,7 +333,7 @@ pub struct NewAlert {
     pub time: Timestamp,
     /// The job it concerns, if any (a recovered ledger concerns none).
     pub job: Option<String>,
-    /// What kind of alert (`failure`, `skipped`, `ledger-recovered`, …).
+    /// What kind of alert (`failure`, `missed`, `ledger-recovered`, …).
     pub kind: String,
     /// The run it concerns, if any.
     pub run_id: Option<String>,
@@ -400,7 +423,12 @@ mod tests {
 
     #[test]
     fn words_round_trip() {
-        for d in [Decision::Started, Decision::Skipped, Decision::Missed] {
+        for d in [
+            Decision::Started,
+            Decision::Queued,
+            Decision::Coalesced,
+            Decision::Claimed,
+        ] {
             assert_eq!(d.as_str().parse::<Decision>(), Ok(d));
         }
         for k in [StepKind::Step, StepKind::Check] {

@@ -18,11 +18,11 @@
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 /// The newest schema version this build writes and reads.
-pub(crate) const VERSION: i64 = 1;
+pub(crate) const VERSION: i64 = 2;
 
 /// The migrations: `MIGRATIONS[n]` takes a database from version `n` to
 /// `n + 1`.
-const MIGRATIONS: [&str; VERSION as usize] = [V1];
+const MIGRATIONS: [&str; VERSION as usize] = [V1, V2];
 
 /// Version 1. Why each table and key exists is told in the crate's
 /// documentation.
@@ -98,11 +98,70 @@ CREATE TABLE alerts (
 CREATE INDEX alerts_by_job ON alerts (job, id DESC);
 ";
 
-/// The tables of the current version, and for each a query that reads its
-/// first row through every b-tree it has (the table and each index).
-const PROBES: [(&str, &[&str]); 6] = [
+/// Version 2: missed occurrences become ranges in a table of their own, the
+/// queue's rows count what coalesced into them, and pauses and watermarks
+/// get their tables.
+///
+/// Every `skipped` or `missed` decision of version 1 becomes a range of one
+/// occurrence (its reason, or its decision word when it had none), in
+/// `(job, occurrence)` order so that a job's newest range has the largest
+/// id, and leaves `occurrences`, which from now on holds only the decisions
+/// of occurrences that run or wait. `jobs.last_decided` is unchanged: every
+/// occurrence at or before it still has a decision.
+const V2: &str = "
+CREATE TABLE missed (
+    id       INTEGER PRIMARY KEY AUTOINCREMENT,
+    job      TEXT NOT NULL,
+    reason   TEXT NOT NULL,
+    first    INTEGER NOT NULL,
+    last     INTEGER NOT NULL,
+    count    INTEGER NOT NULL,
+    at_least INTEGER NOT NULL DEFAULT 0,
+    decided  INTEGER NOT NULL,
+    updated  INTEGER NOT NULL,
+    detail   TEXT
+);
+CREATE INDEX missed_by_job ON missed (job, id DESC);
+INSERT INTO missed (job, reason, first, last, count, decided, updated, detail)
+    SELECT job, COALESCE(reason, decision), occurrence, occurrence, 1, decided, decided, detail
+    FROM occurrences WHERE decision IN ('skipped', 'missed')
+    ORDER BY job, occurrence;
+DELETE FROM occurrences WHERE decision IN ('skipped', 'missed');
+ALTER TABLE occurrences ADD COLUMN coalesced INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE occurrences ADD COLUMN joined INTEGER;
+CREATE TABLE pauses (
+    id     INTEGER PRIMARY KEY AUTOINCREMENT,
+    job    TEXT NOT NULL,
+    since  INTEGER NOT NULL,
+    until  INTEGER,
+    reason TEXT,
+    who    TEXT NOT NULL,
+    ended  INTEGER
+);
+CREATE INDEX pauses_by_job ON pauses (job, id DESC);
+CREATE TABLE watermarks (
+    job     TEXT NOT NULL,
+    seq     INTEGER NOT NULL,
+    value   TEXT NOT NULL,
+    run_id  TEXT,
+    fence   INTEGER,
+    settled INTEGER NOT NULL,
+    PRIMARY KEY (job, seq)
+);
+";
+
+/// The tables of the current version, each with the version that created
+/// it and the queries that read its first row through every b-tree it has
+/// (the table and each index).
+///
+/// The probe runs before the migration, on a file of any version up to the
+/// current one, so a table is required only from its version on: a sound
+/// version 1 file has no `missed` table yet, and must not be taken for a
+/// damaged one.
+const PROBES: [(&str, i64, &[&str]); 9] = [
     (
         "jobs",
+        1,
         &[
             "SELECT * FROM jobs LIMIT 1",
             "SELECT job FROM jobs ORDER BY job LIMIT 1",
@@ -110,6 +169,7 @@ const PROBES: [(&str, &[&str]); 6] = [
     ),
     (
         "occurrences",
+        1,
         &[
             "SELECT * FROM occurrences LIMIT 1",
             "SELECT job, occurrence FROM occurrences ORDER BY job, occurrence LIMIT 1",
@@ -117,6 +177,7 @@ const PROBES: [(&str, &[&str]); 6] = [
     ),
     (
         "runs",
+        1,
         &[
             "SELECT * FROM runs LIMIT 1",
             "SELECT run_id FROM runs ORDER BY run_id LIMIT 1",
@@ -125,6 +186,7 @@ const PROBES: [(&str, &[&str]); 6] = [
     ),
     (
         "attempts",
+        1,
         &[
             "SELECT * FROM attempts LIMIT 1",
             "SELECT run_id, seq FROM attempts ORDER BY run_id, seq LIMIT 1",
@@ -132,6 +194,7 @@ const PROBES: [(&str, &[&str]); 6] = [
     ),
     (
         "steps",
+        1,
         &[
             "SELECT * FROM steps LIMIT 1",
             "SELECT job, step FROM steps ORDER BY job, step LIMIT 1",
@@ -139,9 +202,34 @@ const PROBES: [(&str, &[&str]); 6] = [
     ),
     (
         "alerts",
+        1,
         &[
             "SELECT * FROM alerts LIMIT 1",
             "SELECT job, id FROM alerts ORDER BY job, id DESC LIMIT 1",
+        ],
+    ),
+    (
+        "missed",
+        2,
+        &[
+            "SELECT * FROM missed LIMIT 1",
+            "SELECT job, id FROM missed ORDER BY job, id DESC LIMIT 1",
+        ],
+    ),
+    (
+        "pauses",
+        2,
+        &[
+            "SELECT * FROM pauses LIMIT 1",
+            "SELECT job, id FROM pauses ORDER BY job, id DESC LIMIT 1",
+        ],
+    ),
+    (
+        "watermarks",
+        2,
+        &[
+            "SELECT * FROM watermarks LIMIT 1",
+            "SELECT job, seq FROM watermarks ORDER BY job, seq LIMIT 1",
         ],
     ),
 ];
@@ -201,7 +289,10 @@ fn probe_in(conn: &Connection) -> Result<i64, Unsound> {
     if version == 0 {
         return Ok(version);
     }
-    for (table, reads) in PROBES {
+    for (table, since, reads) in PROBES {
+        if since > version {
+            continue; // The migration creates it.
+        }
         if !tables.iter().any(|t| t == table) {
             return Err(Unsound::Missing { version, table });
         }

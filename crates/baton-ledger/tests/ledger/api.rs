@@ -1,10 +1,10 @@
-//! Every call, written and read back, and pruning.
+//! Every call of runs, steps, decisions and alerts, written and read back.
 
 use std::os::unix::fs::PermissionsExt;
 
-use crate::support::{Scene, at, attempt, finished, scheduled};
+use crate::support::{Scene, at, attempt, finished, range, scheduled};
 use baton_ledger::{
-    AlertRow, AttemptRow, Begun, Decision, Ledger, NewAlert, NewRun, RunRow, StepKind,
+    AlertRow, AttemptRow, Begun, Decision, Ledger, Miss, Missed, NewAlert, NewRun, RunRow, StepKind,
 };
 
 #[test]
@@ -247,62 +247,47 @@ fn a_run_named_with_another_job_is_refused() {
 }
 
 #[test]
-fn skips_are_listed_newest_first_and_counted_by_reason() {
+fn missed_occurrences_are_listed_newest_first_and_counted_by_reason() {
     let scene = Scene::new();
     let mut ledger = scene.open();
-    let skips = [
-        (0, Decision::Skipped, "busy"),
-        (60, Decision::Skipped, "hung"),
-        (120, Decision::Skipped, "busy"),
-        (180, Decision::Missed, "asleep"),
-    ];
-    for (occ, decision, reason) in skips {
+    for (occ, reason) in [(0, "busy"), (60, "hung"), (120, "busy"), (180, "late")] {
         let detail = format!("held by pid {occ}");
-        let recorded = ledger
-            .decide(
-                "j",
-                at(occ).as_second(),
-                decision,
-                reason,
-                &detail,
-                at(occ + 1),
-            )
-            .unwrap();
-        assert!(recorded);
+        let miss = Miss {
+            detail: Some(&detail),
+            ..range("j", reason, occ, occ)
+        };
+        assert_eq!(ledger.miss(&miss, at(occ + 1)).unwrap(), Missed::Recorded);
     }
-    let listed = ledger.skipped("j", 3).unwrap();
-    let occs: Vec<_> = listed.iter().map(|d| (d.occurrence, d.decision)).collect();
+    let listed = ledger.missed("j", 3).unwrap();
+    let occs: Vec<_> = listed
+        .iter()
+        .map(|m| (m.first, m.reason.as_str()))
+        .collect();
     assert_eq!(
         occs,
         [
-            (at(180).as_second(), Decision::Missed),
-            (at(120).as_second(), Decision::Skipped),
-            (at(60).as_second(), Decision::Skipped),
+            (at(180).as_second(), "late"),
+            (at(120).as_second(), "busy"),
+            (at(60).as_second(), "hung"),
         ]
     );
-    assert_eq!(listed[1].reason.as_deref(), Some("busy"));
     assert_eq!(listed[1].detail.as_deref(), Some("held by pid 120"));
-    assert_eq!(listed[1].decided, at(121));
-    assert_eq!(listed[1].run_id, None);
+    assert_eq!((listed[1].decided, listed[1].updated), (at(121), at(121)));
+    assert_eq!((listed[1].count, listed[1].at_least), (1, false));
     assert_eq!(
-        ledger.skip_counts("j").unwrap(),
+        ledger.missed_counts("j").unwrap(),
         [
-            ("missed".to_string(), "asleep".to_string(), 1),
-            ("skipped".to_string(), "busy".to_string(), 2),
-            ("skipped".to_string(), "hung".to_string(), 1),
+            ("busy".to_string(), 2, false),
+            ("hung".to_string(), 1, false),
+            ("late".to_string(), 1, false),
         ]
     );
     assert_eq!(
         ledger.job("j").unwrap().unwrap().last_decided,
         Some(at(180).as_second())
     );
-    // A decision is never "started" without its run.
-    assert!(
-        ledger
-            .decide("j", 1, Decision::Started, "", "", at(0))
-            .is_err()
-    );
-    assert!(ledger.decision("j", 1).unwrap().is_none());
+    // Missed occurrences have no decision row of their own.
+    assert!(ledger.decision("j", at(0).as_second()).unwrap().is_none());
 }
 
 #[test]
@@ -360,95 +345,4 @@ fn everything_survives_a_reopen() {
     let last = ledger.last_run("j").unwrap().unwrap();
     assert_eq!(last.attempts.len(), 1);
     assert_eq!(last.finished, Some(at(30)));
-}
-
-#[test]
-fn pruning_keeps_the_newest_runs_their_attempts_and_the_newest_decision() {
-    let scene = Scene::new();
-    let mut ledger = scene.open();
-    // Six runs an hour apart, each with two attempts, and a skip between
-    // each pair of runs.
-    for i in 0..6 {
-        let run = scheduled("j", &format!("{i:016x}"), 3600 * i);
-        ledger.begin_run(&run).unwrap();
-        ledger
-            .record_attempt(&attempt(&run, 1, "a", "ok", run.started))
-            .unwrap();
-        ledger
-            .record_attempt(&attempt(&run, 2, "b", "ok", run.started))
-            .unwrap();
-        ledger.finish_run(&finished(&run, 60, true), 3).unwrap();
-        let skip = 3600 * i + 1800;
-        assert!(
-            ledger
-                .decide(
-                    "j",
-                    at(skip).as_second(),
-                    Decision::Skipped,
-                    "busy",
-                    "",
-                    at(skip)
-                )
-                .unwrap()
-        );
-    }
-    // Another job's history is its own.
-    let other = scheduled("other", "00000000000000ff", 0);
-    ledger.begin_run(&other).unwrap();
-    ledger.finish_run(&finished(&other, 1, true), 1).unwrap();
-
-    let kept: Vec<_> = ledger
-        .history("j", 100)
-        .unwrap()
-        .into_iter()
-        .map(|r| (r.run_id, r.attempts.len()))
-        .collect();
-    assert_eq!(
-        kept,
-        [
-            ("0000000000000005".to_string(), 2),
-            ("0000000000000004".to_string(), 2),
-            ("0000000000000003".to_string(), 2),
-        ]
-    );
-    // The pruned runs' attempts went with them (the cascade).
-    let raw = rusqlite::Connection::open(scene.db()).unwrap();
-    let attempts: i64 = raw
-        .query_row("SELECT COUNT(*) FROM attempts", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(attempts, 6);
-    drop(raw);
-
-    // Decisions: those made before the oldest kept run (3) started are gone;
-    // the kept runs' own and the skips after them stay. The last pruning ran
-    // when run 5 finished, before the skip at 5 h 30 was decided.
-    let mut occs: Vec<i64> = Vec::new();
-    for occ in (0..12).map(|half| 1800 * half) {
-        if ledger.decision("j", at(occ).as_second()).unwrap().is_some() {
-            occs.push(occ / 1800);
-        }
-    }
-    assert_eq!(occs, [6, 7, 8, 9, 10, 11]);
-    assert_eq!(ledger.history("other", 10).unwrap().len(), 1);
-}
-
-#[test]
-fn pruning_never_removes_the_newest_decision() {
-    let scene = Scene::new();
-    let mut ledger = scene.open();
-    // The newest decision is for an occurrence before the run that prunes.
-    let occ = at(0).as_second();
-    ledger
-        .decide("j", occ, Decision::Skipped, "busy", "", at(0))
-        .unwrap();
-    let manual = NewRun {
-        occurrence: None,
-        ..scheduled("j", "00000000000000c1", 600)
-    };
-    ledger.begin_run(&manual).unwrap();
-    ledger.finish_run(&finished(&manual, 5, true), 1).unwrap();
-    assert!(ledger.decision("j", occ).unwrap().is_some());
-    // A history of 0 keeps the last run.
-    ledger.finish_run(&finished(&manual, 5, true), 0).unwrap();
-    assert_eq!(ledger.history("j", 10).unwrap().len(), 1);
 }

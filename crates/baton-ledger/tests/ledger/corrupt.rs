@@ -145,24 +145,27 @@ fn a_schema_missing_a_table_is_moved_aside() {
 
 #[test]
 fn a_newer_schema_is_refused_and_left_alone() {
-    let scene = Scene::new();
-    scene.open();
-    let raw = rusqlite::Connection::open(scene.db()).unwrap();
-    raw.execute_batch("PRAGMA user_version = 99").unwrap();
-    drop(raw);
-    let before = std::fs::read(scene.db()).unwrap();
-    let err = Ledger::open(scene.dir(), at(0)).unwrap_err();
-    assert!(
-        matches!(err, Error::UnknownSchema { found: 99, .. }),
-        "{err:?}"
-    );
-    assert!(
-        err.to_string().contains(&scene.db().display().to_string()),
-        "{err}"
-    );
-    assert!(!err.to_string().contains("corrupt"), "{err}");
-    assert_eq!(std::fs::read(scene.db()).unwrap(), before);
-    assert!(scene.corrupt_files().is_empty());
+    for version in [3, 99] {
+        let scene = Scene::new();
+        scene.open();
+        let raw = rusqlite::Connection::open(scene.db()).unwrap();
+        raw.execute_batch(&format!("PRAGMA user_version = {version}"))
+            .unwrap();
+        drop(raw);
+        let before = std::fs::read(scene.db()).unwrap();
+        let err = Ledger::open(scene.dir(), at(0)).unwrap_err();
+        assert!(
+            matches!(err, Error::UnknownSchema { found, supported: 2, .. } if found == version),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string().contains(&scene.db().display().to_string()),
+            "{err}"
+        );
+        assert!(!err.to_string().contains("corrupt"), "{err}");
+        assert_eq!(std::fs::read(scene.db()).unwrap(), before);
+        assert!(scene.corrupt_files().is_empty());
+    }
 }
 
 /// Damage deeper than the probe reads is found by the call that reads it:

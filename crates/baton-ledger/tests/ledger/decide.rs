@@ -2,9 +2,9 @@
 
 use std::sync::{Arc, Barrier};
 
-use baton_ledger::{Begun, Decision, NewRun};
+use baton_ledger::{Begun, Decision, Missed, NewRun, Queued};
 
-use crate::support::{Scene, at, scheduled};
+use crate::support::{Scene, at, range, scheduled};
 
 #[test]
 fn a_started_occurrence_is_not_started_again() {
@@ -30,13 +30,18 @@ fn a_started_occurrence_is_not_started_again() {
         ledger.job("j").unwrap().unwrap().last_run_id.as_deref(),
         Some("00000000000000a1")
     );
-    // Nor can it be skipped now.
+    // Nor can it be missed, queued or claimed now.
     let occ = at(60).as_second();
-    assert!(
-        !ledger
-            .decide("j", occ, Decision::Skipped, "busy", "", at(62))
-            .unwrap()
+    assert_eq!(
+        ledger.miss(&range("j", "busy", 60, 60), at(62)).unwrap(),
+        Missed::Moved
     );
+    assert_eq!(
+        ledger.enqueue("j", &[occ], false, at(62)).unwrap(),
+        Queued::Moved
+    );
+    assert!(!ledger.claimed("j", occ, "claimed", at(62)).unwrap());
+    assert!(ledger.missed("j", 10).unwrap().is_empty());
     assert_eq!(
         ledger.decision("j", occ).unwrap().unwrap().decision,
         Decision::Started
@@ -44,31 +49,108 @@ fn a_started_occurrence_is_not_started_again() {
 }
 
 #[test]
-fn a_skipped_occurrence_is_decided_once_and_never_started() {
+fn a_missed_occurrence_is_decided_once() {
     let scene = Scene::new();
     let mut ledger = scene.open();
+    let first = baton_ledger::Miss {
+        detail: Some("first"),
+        ..range("j", "busy", 120, 120)
+    };
+    assert_eq!(ledger.miss(&first, at(120)).unwrap(), Missed::Recorded);
+    let second = baton_ledger::Miss {
+        detail: Some("second"),
+        ..range("j", "hung", 120, 120)
+    };
+    assert_eq!(ledger.miss(&second, at(121)).unwrap(), Missed::Moved);
+    let rows = ledger.missed("j", 10).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        (rows[0].reason.as_str(), rows[0].detail.as_deref()),
+        ("busy", Some("first"))
+    );
+    // The mark covers it: it cannot be queued behind the decision.
     let occ = at(120).as_second();
+    assert_eq!(ledger.job("j").unwrap().unwrap().last_decided, Some(occ));
+    assert_eq!(
+        ledger.enqueue("j", &[occ], false, at(122)).unwrap(),
+        Queued::Moved
+    );
+    assert!(ledger.queued("j").unwrap().is_empty());
+    // A missed range is no decision of the occurrence itself: a backfill may
+    // still start it, once.
+    assert_eq!(ledger.decision("j", occ).unwrap(), None);
+    let backfill = scheduled("j", "00000000000000b1", 120);
+    assert_eq!(ledger.begin_run(&backfill).unwrap(), Begun::Started);
+    let again = NewRun {
+        run_id: "00000000000000b2".into(),
+        ..backfill
+    };
+    assert!(matches!(
+        ledger.begin_run(&again).unwrap(),
+        Begun::AlreadyDecided(_)
+    ));
+}
+
+#[test]
+fn a_claim_is_recorded_once_and_keeps_the_occurrence_from_running() {
+    let scene = Scene::new();
+    let mut ledger = scene.open();
+    let occ = at(60).as_second();
     assert!(
         ledger
-            .decide("j", occ, Decision::Skipped, "busy", "first", at(120))
+            .claimed("j", occ, "claimed by pid 7", at(70))
             .unwrap()
     );
     assert!(
         !ledger
-            .decide("j", occ, Decision::Skipped, "hung", "second", at(121))
+            .claimed("j", occ, "claimed by pid 8", at(71))
             .unwrap()
     );
     let row = ledger.decision("j", occ).unwrap().unwrap();
-    assert_eq!(
-        (row.reason.as_deref(), row.detail.as_deref()),
-        (Some("busy"), Some("first"))
-    );
-    let run = scheduled("j", "00000000000000b1", 120);
-    match ledger.begin_run(&run).unwrap() {
-        Begun::AlreadyDecided(d) => assert_eq!(d.decision, Decision::Skipped),
-        Begun::Started => panic!("a skipped occurrence started"),
+    assert_eq!(row.decision, Decision::Claimed);
+    assert_eq!(row.detail.as_deref(), Some("claimed by pid 7"));
+    assert_eq!((row.run_id, row.decided), (None, at(70)));
+    let job = ledger.job("j").unwrap().unwrap();
+    assert_eq!((job.last_decided, job.first_seen), (Some(occ), at(70)));
+    match ledger
+        .begin_run(&scheduled("j", "00000000000000c1", 60))
+        .unwrap()
+    {
+        Begun::AlreadyDecided(d) => assert_eq!(d.decision, Decision::Claimed),
+        Begun::Started => panic!("a claimed occurrence started again"),
     }
-    assert!(ledger.running("j").unwrap().is_none());
+    assert!(ledger.history("j", 10).unwrap().is_empty());
+
+    // A started or queued occurrence keeps its decision.
+    let started = scheduled("j", "00000000000000c2", 120);
+    ledger.begin_run(&started).unwrap();
+    assert!(
+        !ledger
+            .claimed("j", at(120).as_second(), "", at(121))
+            .unwrap()
+    );
+    let queued = at(180).as_second();
+    ledger.enqueue("j", &[queued], false, at(122)).unwrap();
+    assert!(!ledger.claimed("j", queued, "", at(123)).unwrap());
+    assert_eq!(
+        ledger.decision("j", queued).unwrap().unwrap().decision,
+        Decision::Queued
+    );
+
+    // The lock file outranks a missed range: what it says started, started.
+    ledger.miss(&range("j", "busy", 240, 300), at(301)).unwrap();
+    assert!(
+        ledger
+            .claimed("j", at(240).as_second(), "", at(302))
+            .unwrap()
+    );
+    let row = ledger.decision("j", at(240).as_second()).unwrap().unwrap();
+    assert_eq!((row.decision, row.detail), (Decision::Claimed, None));
+    // A claim behind the mark leaves the mark where it is.
+    assert_eq!(
+        ledger.job("j").unwrap().unwrap().last_decided,
+        Some(at(300).as_second())
+    );
 }
 
 /// Two threads, each with its own connection, race on one occurrence per
@@ -87,7 +169,7 @@ fn racing_threads_decide_each_occurrence_once() {
                 let mut ledger = baton_ledger::Ledger::open(&dir, at(0)).unwrap();
                 let mut won = Vec::new();
                 for trial in 0..TRIALS {
-                    // Even trials race begin_run, odd trials race decide.
+                    // Even trials race begin_run, odd trials race miss.
                     barrier.wait();
                     let occ = 60 * trial;
                     let mine = if trial % 2 == 0 {
@@ -95,16 +177,11 @@ fn racing_threads_decide_each_occurrence_once() {
                         ledger.begin_run(&run).unwrap() == Begun::Started
                     } else {
                         let reason = format!("thread {who}");
-                        ledger
-                            .decide(
-                                "race",
-                                at(occ).as_second(),
-                                Decision::Skipped,
-                                &reason,
-                                "",
-                                at(occ),
-                            )
-                            .unwrap()
+                        let outcome = ledger
+                            .miss(&range("race", &reason, occ, occ), at(occ))
+                            .unwrap();
+                        assert_ne!(outcome, Missed::Extended, "no streak was asked for");
+                        outcome == Missed::Recorded
                     };
                     won.push(mine);
                 }
@@ -114,22 +191,24 @@ fn racing_threads_decide_each_occurrence_once() {
         .collect();
     let results: Vec<Vec<bool>> = racers.into_iter().map(|t| t.join().unwrap()).collect();
     let mut ledger = scene.open();
+    let missed = ledger.missed("race", 1_000).unwrap();
     for trial in 0..TRIALS as usize {
         let winners = results.iter().filter(|won| won[trial]).count();
         assert_eq!(winners, 1, "trial {trial}: {winners} winners");
         let winner = results.iter().position(|won| won[trial]).unwrap();
-        let row = ledger
-            .decision("race", at(60 * trial as i64).as_second())
-            .unwrap()
-            .unwrap();
+        let occ = at(60 * trial as i64).as_second();
         if trial % 2 == 0 {
+            let row = ledger.decision("race", occ).unwrap().unwrap();
             assert_eq!(row.decision, Decision::Started);
             assert_eq!(row.run_id.unwrap(), format!("{winner:08x}{trial:08x}"));
         } else {
-            assert_eq!(row.decision, Decision::Skipped);
-            assert_eq!(row.reason.unwrap(), format!("thread {winner}"));
+            assert_eq!(ledger.decision("race", occ).unwrap(), None);
+            let rows: Vec<_> = missed.iter().filter(|m| m.first == occ).collect();
+            assert_eq!(rows.len(), 1, "trial {trial}");
+            assert_eq!(rows[0].reason, format!("thread {winner}"));
         }
     }
+    assert_eq!(missed.len(), TRIALS as usize / 2);
     assert_eq!(
         ledger.history("race", 100).unwrap().len(),
         TRIALS as usize / 2

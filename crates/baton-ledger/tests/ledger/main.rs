@@ -9,9 +9,15 @@
 mod api;
 mod corrupt;
 mod decide;
+mod migrate;
+mod missed;
 mod moved;
+mod pauses;
 mod processes;
+mod prune;
+mod queue;
 mod support;
+mod watermarks;
 
 #[test]
 fn child() {
@@ -21,6 +27,7 @@ fn child() {
     match role.as_str() {
         "writer" => processes::writer_child(),
         "opener" => corrupt::opener_child(),
+        "misser" => missed::misser_child(),
         other => panic!("unknown child role {other:?}"),
     }
 }

@@ -2,10 +2,10 @@
 
 use std::path::Path;
 
-use baton_ledger::{Decision, Ledger, NewAlert};
+use baton_ledger::{Begun, Ledger, Missed, NewAlert, NewRun, Queued};
 use jiff::SignedDuration;
 
-use crate::support::{self, Scene, at, attempt, finished, scheduled};
+use crate::support::{self, Scene, at, attempt, finished, range, scheduled};
 
 const WRITERS: usize = 20;
 const RUNS: i64 = 50;
@@ -23,8 +23,9 @@ fn start(w: usize, n: i64) -> jiff::Timestamp {
 
 /// One writer: 50 runs of its own job, each with one attempt, a failure
 /// every 7th run (with an alert); per run, a race with every other writer to
-/// decide one shared occurrence; and per run a failed manual run of the
-/// common job, whose counters every writer raises at once.
+/// miss one shared occurrence, and another to start one queued occurrence of
+/// the queue job; and per run a failed manual run of the common job, whose
+/// counters every writer raises at once.
 pub fn writer_child() {
     let dir = support::env("STATE_DIR");
     let w: usize = support::env("WRITER").parse().unwrap();
@@ -36,15 +37,13 @@ pub fn writer_child() {
     let job = format!("job-{w:02}");
     ledger.see_jobs(&[&job, "shared", "common"], at(0)).unwrap();
     let mut won = 0;
+    let mut started = 0;
     for n in 0..RUNS {
-        let run = baton_ledger::NewRun {
+        let run = NewRun {
             started: start(w, n),
             ..scheduled(&job, &format!("{w:08x}{n:08x}"), 60 * n)
         };
-        assert_eq!(
-            ledger.begin_run(&run).unwrap(),
-            baton_ledger::Begun::Started
-        );
+        assert_eq!(ledger.begin_run(&run).unwrap(), Begun::Started);
         let ok = !fails(n);
         let word = if ok { "ok" } else { "failed" };
         ledger
@@ -64,22 +63,27 @@ pub fn writer_child() {
                 })
                 .unwrap();
         }
-        let shared = at(60 * n).as_second();
         let reason = format!("writer {w}");
-        if ledger
-            .decide(
-                "shared",
-                shared,
-                Decision::Skipped,
-                &reason,
-                "",
-                run.started,
-            )
+        match ledger
+            .miss(&range("shared", &reason, 60 * n, 60 * n), run.started)
             .unwrap()
         {
-            won += 1;
+            Missed::Recorded => won += 1,
+            Missed::Moved => {}
+            Missed::Extended => panic!("no streak was asked for"),
         }
-        let common = baton_ledger::NewRun {
+        let queued = NewRun {
+            run_id: format!("q{w:07x}{n:08x}"),
+            job: "queue".into(),
+            ..run.clone()
+        };
+        if ledger.begin_run(&queued).unwrap() == Begun::Started {
+            started += 1;
+            ledger
+                .finish_run(&finished(&queued, 30, true), 1_000_000)
+                .unwrap();
+        }
+        let common = NewRun {
             run_id: format!("c{w:07x}{n:08x}"),
             job: "common".into(),
             occurrence: None,
@@ -94,12 +98,20 @@ pub fn writer_child() {
             .unwrap();
     }
     assert!(ledger.take_recovered().is_empty());
-    std::fs::write(out, won.to_string()).unwrap();
+    std::fs::write(out, format!("{won} {started}")).unwrap();
 }
 
 #[test]
 fn many_writer_processes_lose_nothing() {
     let scene = Scene::new();
+    let waiting: Vec<i64> = (0..RUNS).map(|n| at(60 * n).as_second()).collect();
+    assert_eq!(
+        scene
+            .open()
+            .enqueue("queue", &waiting, false, at(0))
+            .unwrap(),
+        Queued::Queued
+    );
     let outs = tempfile::tempdir().unwrap();
     let mut children: Vec<_> = (0..WRITERS)
         .map(|w| {
@@ -121,16 +133,17 @@ fn many_writer_processes_lose_nothing() {
         support::expect_success(child, &format!("writer {w}"));
     }
 
-    let mut won = 0;
+    let (mut won, mut started) = (0, 0);
     for w in 0..WRITERS {
-        let n: usize = std::fs::read_to_string(outs.path().join(format!("out-{w}")))
-            .unwrap()
-            .parse()
-            .unwrap();
-        won += n;
+        let out = std::fs::read_to_string(outs.path().join(format!("out-{w}"))).unwrap();
+        let (w_won, w_started) = out.split_once(' ').unwrap();
+        won += w_won.parse::<usize>().unwrap();
+        started += w_started.parse::<usize>().unwrap();
     }
-    // Each shared occurrence was decided by exactly one writer.
+    // Each shared occurrence was missed by exactly one writer, and each
+    // queued occurrence started by exactly one.
     assert_eq!(won, RUNS as usize);
+    assert_eq!(started, RUNS as usize);
 
     let mut ledger = scene.open();
     assert!(ledger.take_recovered().is_empty());
@@ -183,11 +196,16 @@ fn many_writer_processes_lose_nothing() {
         );
     }
     assert_eq!(total, WRITERS * RUNS as usize);
-    assert_eq!(
-        ledger.skipped("shared", 1_000).unwrap().len(),
-        RUNS as usize
-    );
-    assert_eq!(ledger.jobs().unwrap().len(), WRITERS + 2);
+    let shared = ledger.missed("shared", 1_000).unwrap();
+    assert_eq!(shared.len(), RUNS as usize);
+    assert!(shared.iter().all(|m| m.count == 1));
+    assert_eq!(ledger.history("queue", 1_000).unwrap().len(), RUNS as usize);
+    assert!(ledger.queued("queue").unwrap().is_empty());
+    for occ in waiting {
+        let row = ledger.decision("queue", occ).unwrap().unwrap();
+        assert_eq!(row.decision, baton_ledger::Decision::Started);
+    }
+    assert_eq!(ledger.jobs().unwrap().len(), WRITERS + 3);
 
     // Every writer raised the common job's counters; none was lost.
     let all = WRITERS * RUNS as usize;

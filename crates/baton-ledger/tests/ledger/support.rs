@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 
-use baton_ledger::{Attempt, Finished, Ledger, NewRun, StepKind};
+use baton_ledger::{Attempt, Finished, Ledger, Miss, NewRun, StepKind};
 use jiff::{SignedDuration, Timestamp};
 
 /// The environment variable that makes the `child` test act as a child.
@@ -74,6 +74,21 @@ pub fn scheduled(job: &str, run_id: &str, occ: i64) -> NewRun {
         host: "ci-1".into(),
         pid: 4242,
         started: at(occ),
+    }
+}
+
+/// A range of `job`'s occurrences that will not run, from `first` to `last`
+/// (seconds after `t0`), one occurrence a minute, recorded as no streak.
+pub fn range<'a>(job: &'a str, reason: &'a str, first: i64, last: i64) -> Miss<'a> {
+    Miss {
+        job,
+        reason,
+        first: at(first).as_second(),
+        last: at(last).as_second(),
+        count: ((last - first) / 60 + 1) as u64,
+        at_least: false,
+        detail: None,
+        streak: false,
     }
 }
 
