@@ -14,7 +14,7 @@
 use crate::decide::Verdict;
 use crate::error::Error;
 use crate::lock::{Lock, Opened, micros, millis};
-use crate::outcome::{Lost, Release, Renewal};
+use crate::outcome::{Lost, Release, Renewal, Restated};
 use crate::record::{self, Body, Free, Held};
 use crate::sys::file::Mode;
 use crate::token::{Fence, Token};
@@ -94,6 +94,46 @@ impl Lease {
         self.rewrite(|h| {
             h.pgid = Some(pgid).filter(|&p| p > 0);
             h.jstart = leader_start;
+        })
+    }
+
+    /// Restates what this lease runs, for a holder that runs one occurrence
+    /// after another under one lease (a scheduler draining its queue): the
+    /// run id and occurrence shown to operators and kept in the free
+    /// marker, and a claim, which is refused ([`Restated::Claimed`]) when
+    /// its key already holds this occurrence or a later one. Also renews.
+    ///
+    /// # Errors
+    ///
+    /// I/O failures. A lease that passed to someone else is
+    /// [`Restated::Lost`], not an error.
+    pub fn restate(
+        &mut self,
+        run: Option<String>,
+        occ: Option<String>,
+        once: Option<&crate::Once>,
+    ) -> Result<Restated, Error> {
+        if let Some(once) = once
+            && let Some(at) = self
+                .record
+                .claims
+                .get(&once.key)
+                .filter(|&at| at >= once.at)
+        {
+            // The record is ours, so our copy of its claims is current.
+            return Ok(Restated::Claimed { at });
+        }
+        let renewal = self.rewrite(|h| {
+            h.run = run;
+            h.occ = occ;
+            if let Some(once) = once {
+                h.claims = h.claims.with(once);
+            }
+        })?;
+        Ok(match renewal {
+            Renewal::Renewed => Restated::Done,
+            Renewal::Lost(l) => Restated::Lost(l),
+            Renewal::Unconfirmed(b) => Restated::Unconfirmed(b),
         })
     }
 

@@ -45,6 +45,7 @@ mod stop;
 mod sys;
 mod token;
 pub mod trust;
+mod vouch;
 
 pub use claims::{Claims, Once};
 pub use clock::{Clock, ManualClock, SystemClock};
@@ -55,7 +56,9 @@ pub use liveness::{GroupState, Liveness, OsLiveness, ProcessState};
 pub use lock::{BreakMode, Claim, Lock, Options, REOPEN_ATTEMPTS};
 pub use mutex::{FileMutex, Sharing};
 pub use outcome::{
-    Broken, Busy, Conflict, Inspection, Lost, Outcome, Release, Renewal, human, human_signed,
+    Broken, Busy, Conflict, Inspection, Lost, Outcome, Release, Renewal, Restated, human,
+    human_signed,
 };
 pub use stop::Stopped;
 pub use token::{BadToken, Fence, Token};
+pub use vouch::Vouched;

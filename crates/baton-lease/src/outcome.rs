@@ -211,6 +211,24 @@ pub enum Renewal {
     Unconfirmed(Busy),
 }
 
+/// The result of [`crate::Lease::restate`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Restated {
+    /// The record is ours and says what runs now.
+    Done,
+    /// The claim's key already holds occurrence `at`, this one or a later
+    /// one: it must not run. Nothing was written.
+    Claimed {
+        /// The occurrence the key holds.
+        at: i64,
+    },
+    /// The record is no longer ours: stop.
+    Lost(Lost),
+    /// The record could not be reached this time (its mutex was held too
+    /// long); whether it is still ours is unknown.
+    Unconfirmed(Busy),
+}
+
 /// The result of a release.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Release {

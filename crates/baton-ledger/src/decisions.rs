@@ -127,3 +127,20 @@ pub(crate) fn row(r: &Row<'_>) -> rusqlite::Result<DecisionRow> {
         joined: r.get(8)?,
     })
 }
+
+/// Turns a queued occurrence into `claimed`. Returns whether it was queued.
+pub(crate) fn claim_queued(conn: &Connection, e: &Entry<'_>) -> rusqlite::Result<bool> {
+    let changed = conn
+        .prepare_cached(
+            "UPDATE occurrences SET decision = ?3, detail = ?4, decided = ?5
+             WHERE job = ?1 AND occurrence = ?2 AND decision = 'queued'",
+        )?
+        .execute(params![
+            e.job,
+            e.occurrence,
+            e.decision.as_str(),
+            e.detail,
+            rows::micros(e.decided)
+        ])?;
+    Ok(changed == 1)
+}

@@ -371,6 +371,9 @@ impl Ledger {
     ///
     /// As [`Ledger::see_jobs`].
     ///
+    /// A queued occurrence becomes claimed (it leaves the queue): the lock
+    /// file's claim says it started, so it must never start again.
+    ///
     /// # Example
     ///
     /// ```
@@ -406,7 +409,8 @@ impl Ledger {
             Mode::Write,
             || format!("record occurrence {occurrence} of job {job} as claimed"),
             |tx| {
-                let recorded = decisions::insert(tx, &entry)?;
+                let recorded =
+                    decisions::insert(tx, &entry)? || decisions::claim_queued(tx, &entry)?;
                 jobs::decided(tx, job, occurrence, now)?;
                 Ok(recorded)
             },

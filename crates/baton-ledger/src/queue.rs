@@ -168,6 +168,29 @@ impl Ledger {
         )
     }
 
+    /// The jobs that have queued occurrences, by name (read through the
+    /// partial index on queued rows: as cheap as the queue is short).
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::see_jobs`].
+    pub fn queued_jobs(&mut self) -> Result<Vec<String>, Error> {
+        self.transact(
+            Mode::Read,
+            || "read which jobs have a queue".into(),
+            |tx| {
+                let rows = tx
+                    .prepare_cached(
+                        "SELECT DISTINCT job FROM occurrences WHERE decision = 'queued'
+                         ORDER BY job",
+                    )?
+                    .query_map([], |r| r.get(0))?
+                    .collect::<rusqlite::Result<_>>()?;
+                Ok(rows)
+            },
+        )
+    }
+
     /// A job's queued occurrences, oldest first.
     ///
     /// # Errors

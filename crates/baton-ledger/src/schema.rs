@@ -129,6 +129,7 @@ INSERT INTO missed (job, reason, first, last, count, decided, updated, detail)
 DELETE FROM occurrences WHERE decision IN ('skipped', 'missed');
 ALTER TABLE occurrences ADD COLUMN coalesced INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE occurrences ADD COLUMN joined INTEGER;
+CREATE INDEX occurrences_queued ON occurrences (job, occurrence) WHERE decision = 'queued';
 CREATE TABLE pauses (
     id     INTEGER PRIMARY KEY AUTOINCREMENT,
     job    TEXT NOT NULL,
@@ -173,6 +174,8 @@ const PROBES: [(&str, i64, &[&str]); 9] = [
         &[
             "SELECT * FROM occurrences LIMIT 1",
             "SELECT job, occurrence FROM occurrences ORDER BY job, occurrence LIMIT 1",
+            "SELECT job, occurrence FROM occurrences WHERE decision = 'queued'
+             ORDER BY job, occurrence LIMIT 1",
         ],
     ),
     (

@@ -476,6 +476,42 @@ impl<'r> Session<'r> {
         }
     }
 
+    /// Between runs of one session (a scheduler running one occurrence after
+    /// another under one lease): restates the run id, occurrence and claim
+    /// on the lease ([`Lease::restate`]) and starts the soft budget over for
+    /// the next run. A lost lease is remembered as when a renewal finds it.
+    ///
+    /// # Errors
+    ///
+    /// I/O failures of the lock file; nothing is known to have changed.
+    pub fn restate(
+        &mut self,
+        run: Option<String>,
+        occ: Option<String>,
+        once: Option<&baton_lease::Once>,
+    ) -> Result<baton_lease::Restated, baton_lease::Error> {
+        use baton_lease::Restated;
+        if self.lost.is_some() {
+            return Ok(Restated::Lost(baton_lease::Lost {
+                path: self.lease.lock().path().to_owned(),
+                found: None,
+            }));
+        }
+        let r = self.lease.restate(run, occ, once)?;
+        let now = self.clock.boot();
+        match &r {
+            Restated::Done => {
+                self.last_renewed = now;
+                self.next_renewal = now + self.renew_every;
+                self.started = now;
+                self.overran = false;
+            }
+            Restated::Lost(lost) => self.lose(lost.to_string()),
+            Restated::Claimed { .. } | Restated::Unconfirmed(_) => {}
+        }
+        Ok(r)
+    }
+
     /// Releases the lease (only if it is still ours). Every step's tree is
     /// gone by now: [`Session::run`] never returns before.
     pub fn finish(self) -> Finish {

@@ -5,7 +5,9 @@
 //!
 //! The JSON object has `baton exec`'s fields (`kind`, `lock`, `name`,
 //! `holder`, `run_id`, `fence`, `time`, `message`, `status`) plus `job`,
-//! `occurrence` (RFC 3339 UTC, or `manual`) and `step`.
+//! `occurrence` (RFC 3339 UTC, or `manual`) and `step`; a `missed` alert
+//! adds `reason` and `missed` (`count`, `at_least`, `first`, `last`,
+//! `by_reason`), and the lock's refusals add `reason`.
 
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -41,6 +43,9 @@ pub enum Kind {
     Overrunning,
     /// The ledger was corrupt; it was moved aside and a fresh one started.
     LedgerCorrupt,
+    /// Occurrences will not run: outside the catch-up window, superseded,
+    /// late, beyond `catch_up_max`, paused, disabled.
+    Missed,
 }
 
 impl Kind {
@@ -57,6 +62,7 @@ impl Kind {
             Kind::LeaseLost => "lease-lost",
             Kind::Overrunning => "overrunning",
             Kind::LedgerCorrupt => "ledger-corrupt",
+            Kind::Missed => "missed",
         }
     }
 }
@@ -119,6 +125,28 @@ pub struct Alert {
     pub message: String,
     /// The exit status, for a failed step or check.
     pub status: Option<i32>,
+    /// Why occurrences did not run (`missed`, and the lock's refusals:
+    /// `busy`, `hung`, `orphaned`, `version-conflict`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Which occurrences, for `missed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missed: Option<MissedInfo>,
+}
+
+/// The occurrences one decision missed.
+#[derive(Debug, Clone, Serialize)]
+pub struct MissedInfo {
+    /// How many.
+    pub count: u64,
+    /// Whether `count` is a lower bound.
+    pub at_least: bool,
+    /// The first (RFC 3339 UTC).
+    pub first: String,
+    /// The last.
+    pub last: String,
+    /// How many for each reason.
+    pub by_reason: std::collections::BTreeMap<String, u64>,
 }
 
 /// Alert commands started and not yet waited for.

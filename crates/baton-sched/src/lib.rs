@@ -12,14 +12,20 @@
 //! sizes.
 
 pub mod alerts;
+pub mod backfill;
 pub mod config;
+pub mod decide;
 pub mod history;
 pub mod logs;
+pub mod pause;
+pub mod plan;
 pub mod run;
 mod say;
 pub mod show;
 pub mod state_dir;
 pub mod status;
+pub mod steps;
 pub mod surfaces;
 pub mod tick;
 pub mod units;
+pub mod watermark;

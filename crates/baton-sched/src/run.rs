@@ -1,50 +1,70 @@
-//! One run of a job, scheduled (`tick`) or by hand (`run`): the lease and
-//! the occurrence claim, the steps with their retries, the checks, and
-//! everything written about it.
+//! Runs of a job under its lease: scheduled (`tick`), by hand (`run`),
+//! from the queue, or a backfill; what a refused lock means; and draining
+//! the queue before the lease is let go.
 //!
 //! The order is the guarantee:
 //!
-//! 1. take the job's lease, claiming the occurrence in the same critical
-//!    section (`baton_lease::Once`): an occurrence already claimed, or one a
-//!    live holder is running now, ends here quietly; a lock held by another
-//!    run, a hung, orphaned or foreign holder is a skip, decided once in the
-//!    ledger (the process that records the decision alerts; the others stay
-//!    quiet);
+//! 1. take the job's lease, claiming a scheduled occurrence in the same
+//!    critical section (`baton_lease::Once`): an occurrence already claimed,
+//!    or one a live holder is running now, ends here quietly; a lock held by
+//!    another run waits in the queue (`overlap = "queue"`) or is missed
+//!    (`busy`); a hung, orphaned or foreign holder is missed, decided once in
+//!    the ledger (the process that records the decision alerts; the others
+//!    stay quiet);
 //! 2. record `started` in the ledger while holding the lease, before the
-//!    first step; an occurrence the ledger already decided (its lock file
-//!    deleted meanwhile) ends here;
-//! 3. run the steps in order under one `baton_runner::Session` (the lease
-//!    is held through every step, retry, pause and check); a step is retried
-//!    on failure, with a delay that doubles from `backoff` up to
-//!    `backoff_max`, unless its exit code is one that is never retried; a
-//!    step that still fails stops the steps after it;
-//! 4. run the checks, each once, whatever the steps did (not after a lost
-//!    lease or a signal: then nothing more may run);
-//! 5. record the verdict, release the lease.
+//!    first step; an occurrence the ledger already decided ends there;
+//! 3. run the steps and checks ([`crate::steps`]) and record the verdict;
+//! 4. before releasing, run what waits in the queue of every job sharing the
+//!    lock, oldest first, each restating the lease's claim; after
+//!    releasing, look once more, because an occurrence may have been queued
+//!    between the last look and the release (`DESIGN.md`, "The queue").
 //!
-//! Exit codes: 0 for success or nothing to do, 1 for a failure or a skip
-//! (an alert was raised), 2 when the lock cannot be used at all.
+//! Exit codes: 0 for success or nothing to do, 1 for a failure or a missed
+//! occurrence (an alert was raised), 2 when the lock cannot be used at all.
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::time::Duration;
 
-use baton_lease::{Lease, Outcome};
-use baton_runner::{Ending, Event, Finish, Paused, Session, SessionConfig, Stdin, StepSpec};
+use baton_lease::{Lease, Once, Outcome, Restated};
+use baton_runner::{Finish, Session, SessionConfig};
 use jiff::Timestamp;
 
 use crate::alerts::{Alert, HolderInfo, Kind};
-use crate::config::{Config, Job, Step, StepKind};
-use crate::logs::OutputSink;
+use crate::config::{Config, Job, Overlap};
+use crate::steps::{self, Events};
 use crate::surfaces::Surfaces;
-use crate::units::show_duration;
 
 /// The exit code of a run that succeeded, or had nothing to do.
 pub const OK: u8 = 0;
-/// The exit code of a run that failed or was skipped (an alert was raised).
+/// The exit code of a run that failed or was missed (an alert was raised).
 pub const FAILED: u8 = 1;
 /// The exit code when the configuration cannot be honoured.
 pub const CANNOT: u8 = 2;
+
+/// How many times one process takes the lease again after its release to
+/// run what was queued meanwhile.
+const RETAKES: u32 = 8;
+
+/// What a run is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// A scheduled occurrence (seconds since 1970).
+    Scheduled(i64),
+    /// A run by hand.
+    Manual,
+    /// Only what waits in the queue of the jobs sharing the lock.
+    Queue,
+}
+
+impl Start {
+    /// The occurrence, for a scheduled run.
+    pub fn occurrence(self) -> Option<i64> {
+        match self {
+            Start::Scheduled(at) => Some(at),
+            Start::Manual | Start::Queue => None,
+        }
+    }
+}
 
 /// A run to make.
 #[derive(Debug, Clone, Copy)]
@@ -53,8 +73,8 @@ pub struct Request<'a> {
     pub config: &'a Config,
     /// The job.
     pub job: &'a Job,
-    /// The occurrence (seconds since 1970), or `None` for a run by hand.
-    pub occurrence: Option<i64>,
+    /// What the run is for.
+    pub start: Start,
     /// Copy the steps' output to standard output as well as the log.
     pub tee: bool,
 }
@@ -88,19 +108,52 @@ pub fn lock_for(config: &Config, job: &Job) -> baton_lease::Lock {
     })
 }
 
-/// What an alert of this run says about where it is.
+/// The jobs that share `job`'s lock (itself included), by name.
+pub fn lock_mates<'c>(config: &'c Config, job: &Job) -> Vec<&'c str> {
+    config
+        .jobs
+        .values()
+        .filter(|j| j.lock.value == job.lock.value)
+        .map(|j| j.name.as_str())
+        .collect()
+}
+
+/// The jobs sharing `job`'s lock whose queue may run now: enabled, and not
+/// paused (their queued occurrences wait for the resume).
+fn drainable<'c>(config: &'c Config, job: &Job, surfaces: &Rc<RefCell<Surfaces>>) -> Vec<&'c str> {
+    let mut s = surfaces.borrow_mut();
+    let now = s.now();
+    lock_mates(config, job)
+        .into_iter()
+        .filter(|name| config.jobs.get(*name).is_some_and(|j| j.enabled.value))
+        .filter(|name| {
+            !s.ledger(|l| l.pauses(name, 1))
+                .unwrap_or_default()
+                .iter()
+                .any(|p| p.active(now))
+        })
+        .collect()
+}
+
+/// What an alert of a run says about where it is.
 #[derive(Debug, Clone)]
-struct Context {
-    job: String,
-    occurrence: String,
-    run_id: String,
-    lock: String,
-    name: String,
-    fence: Option<u64>,
+pub(crate) struct Context {
+    pub(crate) job: String,
+    pub(crate) occurrence: String,
+    pub(crate) run_id: String,
+    pub(crate) lock: String,
+    pub(crate) name: String,
+    pub(crate) fence: Option<u64>,
 }
 
 impl Context {
-    fn alert(&self, kind: Kind, now: Timestamp, step: Option<&str>, message: String) -> Alert {
+    pub(crate) fn alert(
+        &self,
+        kind: Kind,
+        now: Timestamp,
+        step: Option<&str>,
+        message: String,
+    ) -> Alert {
         Alert {
             kind,
             job: self.job.clone(),
@@ -114,38 +167,47 @@ impl Context {
             step: step.map(str::to_owned),
             message,
             status: None,
+            reason: None,
+            missed: None,
         }
     }
 }
 
-/// Runs `req` to its end; returns the exit code.
-pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
-    let job = req.job;
-    let lock = lock_for(req.config, job);
-    let run_id = match baton_lease::Token::fresh() {
-        Ok(t) => t.to_string(),
+fn fresh_run_id(job: &Job, surfaces: &Rc<RefCell<Surfaces>>) -> Option<String> {
+    match baton_lease::Token::fresh() {
+        Ok(t) => Some(t.to_string()),
         Err(e) => {
             surfaces.borrow_mut().warn(&format!(
                 "{}: failed to read random bytes for a run id: {e}",
                 job.name
             ));
-            return CANNOT;
+            None
         }
+    }
+}
+
+/// Runs `req` to its end, and whatever waits in the queue after it; returns
+/// the worst exit code.
+pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
+    let job = req.job;
+    let lock = lock_for(req.config, job);
+    let Some(run_id) = fresh_run_id(job, surfaces) else {
+        return CANNOT;
     };
-    let occurrence = occurrence_text(req.occurrence);
-    let mut ctx = Context {
+    let occurrence = req.start.occurrence();
+    let ctx = Context {
         job: job.name.clone(),
-        occurrence: occurrence.clone(),
+        occurrence: occurrence_text(occurrence),
         run_id: run_id.clone(),
         lock: lock.path().display().to_string(),
         name: job.lock.value.clone(),
         fence: None,
     };
     let claim = baton_lease::Claim {
-        run: Some(run_id.clone()),
-        occ: Some(occurrence.clone()),
+        run: (req.start != Start::Queue).then(|| run_id.clone()),
+        occ: (req.start != Start::Queue).then(|| ctx.occurrence.clone()),
         budget: job.policy.max_runtime.value,
-        once: req.occurrence.map(|at| baton_lease::Once {
+        once: occurrence.map(|at| Once {
             key: job.name.clone(),
             at,
         }),
@@ -159,50 +221,42 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
             return CANNOT;
         }
     };
-    let lease = match outcome {
-        Outcome::Acquired(lease) => lease,
-        Outcome::Claimed { .. } => return OK,
-        refused => return skip(req, &ctx, &refused, surfaces),
-    };
-    ctx.fence = Some(lease.fence().get());
-    let (host, pid) = (lease.record().host.clone(), std::process::id());
-    let began = {
-        let mut s = surfaces.borrow_mut();
-        let now = s.now();
-        let row = baton_ledger::NewRun {
-            run_id: run_id.clone(),
-            job: job.name.clone(),
-            occurrence: req.occurrence,
-            fence: ctx.fence,
-            host: host.clone(),
-            pid,
-            started: now,
-        };
-        s.ledger(|l| l.begin_run(&row))
-    };
-    if let Some(baton_ledger::Begun::AlreadyDecided(d)) = began {
-        // The lock file was replaced since that decision; the ledger
-        // remembers it. The claim just written stands: it is the same one.
-        surfaces.borrow_mut().note(&format!(
-            "{} occurrence={occurrence} already {} (the ledger says so); not run again",
-            job.name,
-            d.decision.as_str()
-        ));
-        let _ = lease.release();
-        return OK;
+    match outcome {
+        Outcome::Acquired(lease) => {
+            let first = (req.start != Start::Queue).then_some(First {
+                ctx,
+                start: req.start,
+                restate: false,
+            });
+            hold(req, lease, first.into_iter().collect(), surfaces)
+        }
+        Outcome::Claimed { at, .. } => {
+            if let Some(occ) = occurrence {
+                // The lock file says it started (a lost ledger did not):
+                // the ledger learns it, and it never runs again.
+                let mut s = surfaces.borrow_mut();
+                let now = s.now();
+                let detail = format!("the lock file's claim says {} started already", job.name);
+                let _ = s.ledger(|l| l.claimed(&job.name, occ, &detail, now));
+                s.note(&format!(
+                    "{} occurrence={} not run: claimed already (up to {})",
+                    job.name,
+                    occurrence_text(Some(occ)),
+                    occurrence_text(Some(at))
+                ));
+            }
+            OK
+        }
+        refused => refused_lock(req, &ctx, &refused, surfaces),
     }
-    surfaces.borrow_mut().note(&format!(
-        "{} run={run_id} occurrence={occurrence} start fence={} host={host} pid={pid}",
-        job.name,
-        lease.fence()
-    ));
-    steps(req, &ctx, lease, surfaces)
 }
 
 /// A lock that was not free: quiet when another process runs this very
-/// occurrence; otherwise a skip, decided once in the ledger and alerted by
-/// whoever decided it (a run by hand always alerts).
-fn skip(
+/// occurrence (or a later one) or when the holder will drain the queue;
+/// queued behind a live holder with `overlap = "queue"`; otherwise missed,
+/// decided once in the ledger and alerted by whoever decided it (a run by
+/// hand always alerts).
+fn refused_lock(
     req: &Request<'_>,
     ctx: &Context,
     refused: &Outcome,
@@ -216,32 +270,41 @@ fn skip(
         Outcome::VersionConflict(_) => (Kind::VersionConflict, None),
         _ => (Kind::Busy, None),
     };
-    if let (Some(at), Some(h)) = (req.occurrence, holder)
-        && kind == Kind::Busy
-        && h.claim(&job.name) == Some(at)
-    {
-        // Another tick runs this occurrence now: nothing to do here.
+    if req.start == Start::Queue {
+        // The holder drains the queue on its way out; a hung or orphaned
+        // one leaves it for the tick after the lock frees.
         return OK;
+    }
+    if let (Some(at), Some(h)) = (req.start.occurrence(), holder)
+        && kind == Kind::Busy
+        && h.claim(&job.name).is_some_and(|c| c >= at)
+    {
+        // Another process runs this occurrence (or a later one) now.
+        return OK;
+    }
+    let why = refused.describe();
+    if let Some(at) = req.start.occurrence() {
+        if kind == Kind::Busy && holder.is_some() && job.policy.overlap.value == Overlap::Queue {
+            return queue_behind(req, ctx, at, surfaces);
+        }
+        let mut s = surfaces.borrow_mut();
+        let now = s.now();
+        let miss = baton_ledger::Miss {
+            job: &job.name,
+            reason: kind.as_str(),
+            first: at,
+            last: at,
+            count: 1,
+            at_least: false,
+            detail: Some(&why),
+            streak: false,
+        };
+        if let Some(baton_ledger::Missed::Moved) = s.ledger(|l| l.miss(&miss, now)) {
+            return OK; // Decided elsewhere.
+        }
     }
     let mut s = surfaces.borrow_mut();
     let now = s.now();
-    let why = refused.describe();
-    if let Some(at) = req.occurrence {
-        let first = s.ledger(|l| {
-            l.decide(
-                &job.name,
-                at,
-                baton_ledger::Decision::Skipped,
-                kind.as_str(),
-                &why,
-                now,
-            )
-        });
-        if first == Some(false) {
-            // Another process decided this occurrence and alerted.
-            return OK;
-        }
-    }
     let mut alert = ctx.alert(
         kind,
         now,
@@ -250,103 +313,130 @@ fn skip(
     );
     alert.holder = holder.map(HolderInfo::of);
     alert.run_id = None;
+    alert.reason = Some(kind.as_str().to_owned());
     s.alert(&alert);
     FAILED
 }
 
-/// The runner's events, reported on the surfaces.
-struct Events {
-    surfaces: Rc<RefCell<Surfaces>>,
-    ctx: Context,
-    step: Rc<RefCell<Option<String>>>,
-}
-
-impl baton_runner::Report for Events {
-    fn event(&mut self, e: Event) {
-        let mut s = self.surfaces.borrow_mut();
-        let now = s.now();
-        let step = self.step.borrow().clone();
-        let job = &self.ctx.job;
-        let (kind, message) = match e {
-            Event::Overrunning { budget } => (
-                Kind::Overrunning,
-                format!(
-                    "{job}: run {} still running after its max_runtime of {}; nothing is stopped",
-                    self.ctx.run_id,
-                    show_duration(budget)
-                ),
-            ),
-            Event::TimedOut { after } => (
-                Kind::Timeout,
-                format!(
-                    "{job}: step {} timed out after {}; its whole process tree is being stopped",
-                    step.as_deref().unwrap_or("?"),
-                    show_duration(after)
-                ),
-            ),
-            Event::LeaseLost { why } => (
-                Kind::LeaseLost,
-                format!("{job}: {why}; the run is stopped and nothing more of it runs"),
-            ),
-            Event::RenewTrouble { why } => return s.warn(&format!("{job}: {why}")),
-            Event::Leftovers { count } => {
-                return s.note(&format!(
-                    "{job} run={} step={} left {count} process(es) running; stopping them",
-                    self.ctx.run_id,
-                    step.as_deref().unwrap_or("?")
-                ));
-            }
-            Event::Stuck { pids, after } => {
-                return s.warn(&format!(
-                    "{job}: processes {pids:?} still run {} after SIGKILL; the lease is kept",
-                    show_duration(after)
-                ));
-            }
-            Event::Forwarded { signal } => {
-                return s.note(&format!(
-                    "{job} run={} passed signal {signal} to step {}",
-                    self.ctx.run_id,
-                    step.as_deref().unwrap_or("?")
-                ));
-            }
-            Event::NoCgroup { why } => return s.note(&format!("{job}: {why}")),
-        };
-        let alert = self.ctx.alert(kind, now, step.as_deref(), message);
-        s.alert(&alert);
-    }
-}
-
-/// How the steps went.
-struct Tally {
-    failed: Option<(String, StepKind, Ending)>,
-    stopped: Option<&'static str>,
-    seq: u32,
-}
-
-fn steps(req: &Request<'_>, ctx: &Context, lease: Lease, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
+/// `overlap = "queue"`: the occurrence waits for the run in flight (or
+/// joins the one already waiting), then the lock is tried once more, in case
+/// the holder released it in between.
+fn queue_behind(req: &Request<'_>, ctx: &Context, at: i64, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
     let job = req.job;
-    let started = surfaces.borrow().now();
+    let queued = {
+        let mut s = surfaces.borrow_mut();
+        let now = s.now();
+        let q = s.ledger(|l| l.enqueue(&job.name, &[at], true, now));
+        match &q {
+            Some(baton_ledger::Queued::Queued) => s.note(&format!(
+                "{} occurrence={} queued: the job's run is in flight",
+                job.name, ctx.occurrence
+            )),
+            Some(baton_ledger::Queued::Coalesced { into }) => s.note(&format!(
+                "{} occurrence={} coalesced into the waiting occurrence {}",
+                job.name,
+                ctx.occurrence,
+                occurrence_text(Some(*into))
+            )),
+            Some(baton_ledger::Queued::Moved) | None => {}
+        }
+        q
+    };
+    if !matches!(queued, Some(baton_ledger::Queued::Queued)) {
+        return OK;
+    }
+    run(
+        &Request {
+            start: Start::Queue,
+            ..*req
+        },
+        surfaces,
+    )
+}
+
+/// A run to make under a fresh lease before the queue is drained.
+pub(crate) struct First {
+    /// Its context (job, occurrence text, run id).
+    pub(crate) ctx: Context,
+    /// What it is for.
+    pub(crate) start: Start,
+    /// Whether the lease must be restated for it first (every run after the
+    /// one the acquisition named).
+    pub(crate) restate: bool,
+}
+
+/// Holds `lease` for `firsts`, in order, and then for what waits in the
+/// queue of the jobs sharing the lock; releases; looks once more.
+pub(crate) fn hold(
+    req: &Request<'_>,
+    lease: Lease,
+    firsts: Vec<First>,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) -> u8 {
+    let mut worst = OK;
+    let mut lease = Some(lease);
+    let mut firsts = firsts;
+    for _ in 0..=RETAKES {
+        let Some(held) = lease.take() else { break };
+        let (code, stop) = hold_once(req, held, std::mem::take(&mut firsts), surfaces);
+        worst = worst.max(code);
+        if stop {
+            break;
+        }
+        // Queued between the last look and the release?
+        let mates = drainable(req.config, req.job, surfaces);
+        let waiting = surfaces
+            .borrow_mut()
+            .ledger(|l| l.next_queued(&mates))
+            .flatten();
+        if waiting.is_none() {
+            break;
+        }
+        let lock = lock_for(req.config, req.job);
+        match lock.try_acquire_as(&baton_lease::Claim {
+            budget: req.job.policy.max_runtime.value,
+            ..baton_lease::Claim::default()
+        }) {
+            Ok(Outcome::Acquired(l)) => lease = Some(l),
+            _ => break, // Someone else holds it: they will look too.
+        }
+    }
+    worst
+}
+
+/// One tenure of the lease: the first run, the queue, the release. Returns
+/// the worst code and whether to stop (a signal or a lost lease).
+fn hold_once(
+    req: &Request<'_>,
+    lease: Lease,
+    firsts: Vec<First>,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) -> (u8, bool) {
+    let job = req.job;
+    let fence = lease.fence().get();
+    let placeholder = Context {
+        job: job.name.clone(),
+        occurrence: "queue".into(),
+        run_id: lease.record().run.clone().unwrap_or_default(),
+        lock: lease.lock().path().display().to_string(),
+        name: job.lock.value.clone(),
+        fence: Some(fence),
+    };
+    let ctx = Rc::new(RefCell::new(firsts.first().map_or(placeholder, |f| {
+        let mut c = f.ctx.clone();
+        c.fence = Some(fence);
+        c
+    })));
     let current = Rc::new(RefCell::new(None));
     let mut events = Events {
         surfaces: Rc::clone(surfaces),
-        ctx: ctx.clone(),
+        ctx: Rc::clone(&ctx),
         step: Rc::clone(&current),
     };
-    let env_base: Vec<(String, String)> = vec![
-        ("BATON_JOB".into(), job.name.clone()),
-        ("BATON_OCCURRENCE".into(), ctx.occurrence.clone()),
-        ("BATON_RUN_ID".into(), ctx.run_id.clone()),
-        ("BATON_FENCE".into(), lease.fence().to_string()),
-        ("BATON_TOKEN".into(), lease.token().to_string()),
-        (
-            "BATON_LOCK".into(),
-            lease.lock().path().display().to_string(),
-        ),
-    ];
     let session_cfg = SessionConfig {
         max_runtime: job.policy.max_runtime.value,
         cgroup: None,
-        label: ctx.run_id.clone(),
+        label: ctx.borrow().run_id.clone(),
     };
     let mut session = match Session::start(lease, session_cfg, &mut events) {
         Ok(s) => s,
@@ -357,300 +447,96 @@ fn steps(req: &Request<'_>, ctx: &Context, lease: Lease, surfaces: &Rc<RefCell<S
                 "{}: failed to install signal handlers: {e}",
                 job.name
             ));
-            return CANNOT;
+            return (CANNOT, true);
         }
     };
-    let mut tally = Tally {
-        failed: None,
-        stopped: None,
-        seq: 0,
-    };
-    for step in &job.steps {
-        if tally.failed.is_some() || tally.stopped.is_some() {
-            surfaces.borrow_mut().note(&format!(
-                "{} run={} step={} skipped: an earlier step failed",
-                job.name, ctx.run_id, step.name
-            ));
-            continue;
+    let mut worst = OK;
+    for f in firsts {
+        if session.lost().is_some() || session.interrupted().is_some() {
+            break;
         }
-        attempts(
-            req,
-            ctx,
-            step,
-            &env_base,
-            &mut session,
-            &current,
-            &mut tally,
-            surfaces,
-        );
-    }
-    for check in &job.checks {
-        if tally.stopped.is_some() {
-            surfaces.borrow_mut().note(&format!(
-                "{} run={} check={} not run: the run was stopped",
-                job.name, ctx.run_id, check.name
-            ));
-            continue;
+        if f.restate {
+            let occ = Some(f.ctx.occurrence.clone());
+            match session.restate(Some(f.ctx.run_id.clone()), occ, None) {
+                Ok(Restated::Done) => {}
+                Ok(_) | Err(_) => break,
+            }
         }
-        attempts(
-            req,
-            ctx,
-            check,
-            &env_base,
-            &mut session,
-            &current,
-            &mut tally,
-            surfaces,
-        );
+        *ctx.borrow_mut() = Context {
+            fence: Some(fence),
+            ..f.ctx
+        };
+        let sub = Request {
+            start: f.start,
+            ..*req
+        };
+        worst = worst.max(steps::one(&sub, &ctx, &mut session, &current, surfaces));
     }
+    let mates = drainable(req.config, job, surfaces);
+    let mut last_taken: Option<(String, i64)> = None;
+    while session.lost().is_none() && session.interrupted().is_none() {
+        let next = surfaces
+            .borrow_mut()
+            .ledger(|l| l.next_queued(&mates))
+            .flatten();
+        let Some((name, at)) = next else { break };
+        if last_taken == Some((name.clone(), at)) {
+            // The ledger did not let go of it: stop rather than spin.
+            surfaces.borrow_mut().warn(&format!(
+                "{name}: queued occurrence {} could not be taken from the queue; left for a \
+                 later tick",
+                occurrence_text(Some(at))
+            ));
+            break;
+        }
+        last_taken = Some((name.clone(), at));
+        let Some(mate) = req.config.jobs.get(&name) else {
+            break;
+        };
+        let Some(run_id) = fresh_run_id(mate, surfaces) else {
+            break;
+        };
+        let occurrence = occurrence_text(Some(at));
+        let once = Once {
+            key: name.clone(),
+            at,
+        };
+        match session.restate(Some(run_id.clone()), Some(occurrence.clone()), Some(&once)) {
+            Ok(Restated::Done) => {}
+            Ok(Restated::Claimed { .. }) => {
+                let mut s = surfaces.borrow_mut();
+                let now = s.now();
+                let detail = format!("the lock file's claim says {name} started already");
+                let _ = s.ledger(|l| l.claimed(&name, at, &detail, now));
+                continue;
+            }
+            Ok(Restated::Lost(_) | Restated::Unconfirmed(_)) | Err(_) => break,
+        }
+        let lock = ctx.borrow().lock.clone();
+        *ctx.borrow_mut() = Context {
+            job: name.clone(),
+            occurrence,
+            run_id,
+            lock,
+            name: mate.lock.value.clone(),
+            fence: Some(fence),
+        };
+        let sub = Request {
+            job: mate,
+            start: Start::Scheduled(at),
+            ..*req
+        };
+        worst = worst.max(steps::one(&sub, &ctx, &mut session, &current, surfaces));
+    }
+    let stop = session.lost().is_some() || session.interrupted().is_some();
     let finish = session.finish();
     drop(events);
+    let c = ctx.borrow().clone();
     let mut s = surfaces.borrow_mut();
-    let now = s.now();
-    let elapsed = Duration::try_from(now.duration_since(started)).unwrap_or_default();
-    let (verdict, code, success) = match (&tally.stopped, &tally.failed) {
-        (Some(why), _) => (
-            *why,
-            tally
-                .failed
-                .as_ref()
-                .map_or(1, |f| i32::from(f.2.exit_code())),
-            false,
-        ),
-        (None, Some((_, kind, ending))) => (
-            if *kind == StepKind::Check {
-                "check-failed"
-            } else {
-                "failed"
-            },
-            i32::from(ending.exit_code()),
-            false,
-        ),
-        (None, None) => ("ok", 0, true),
-    };
-    let row = baton_ledger::Finished {
-        run_id: ctx.run_id.clone(),
-        job: job.name.clone(),
-        finished: now,
-        verdict: verdict.to_owned(),
-        exit_code: code,
-        success,
-    };
-    let keep = req.config.settings.history_keep.value;
-    let _ = s.ledger(|l| l.finish_run(&row, keep));
-    s.note(&format!(
-        "{} run={} verdict={verdict} ({})",
-        job.name,
-        ctx.run_id,
-        show_duration(elapsed)
-    ));
     match finish {
         Finish::Released => {}
-        Finish::Lost(why) => s.note(&format!("{} run={}: {why}", job.name, ctx.run_id)),
-        Finish::Unconfirmed(why) => s.warn(&format!("{}: {why}", job.name)),
+        Finish::Lost(why) => s.note(&format!("{} run={}: {why}", c.job, c.run_id)),
+        Finish::Unconfirmed(why) => s.warn(&format!("{}: {why}", c.job)),
     }
-    if success { OK } else { FAILED }
-}
-
-/// The delay before retry `n` (1 for the first retry): `backoff` doubled
-/// per retry, at most `backoff_max`.
-pub fn retry_delay(step: &Step, n: u32) -> Duration {
-    let factor = 2u32.saturating_pow(n.saturating_sub(1));
-    step.backoff
-        .value
-        .saturating_mul(factor)
-        .min(step.backoff_max.value)
-}
-
-#[allow(clippy::too_many_arguments)] // The run's state, passed down one level.
-fn attempts(
-    req: &Request<'_>,
-    ctx: &Context,
-    step: &Step,
-    env_base: &[(String, String)],
-    session: &mut Session<'_>,
-    current: &Rc<RefCell<Option<String>>>,
-    tally: &mut Tally,
-    surfaces: &Rc<RefCell<Surfaces>>,
-) {
-    let job = req.job;
-    let what = step.kind.as_str();
-    let max = step.retries.value + 1;
-    *current.borrow_mut() = Some(step.name.clone());
-    for attempt in 1..=max {
-        let logs = surfaces.borrow().logs.clone();
-        let at = surfaces.borrow().now();
-        let header = format!(
-            "=== {} {} run={} {what}={} attempt={attempt} start\n",
-            logs.stamp(at),
-            job.name,
-            ctx.run_id,
-            step.name
-        );
-        let _ = logs.job_lines(&job.name, at, header.as_bytes());
-        surfaces.borrow_mut().note(&format!(
-            "{} run={} {what}={} attempt={attempt} start",
-            job.name, ctx.run_id, step.name
-        ));
-        let (sink, captured) = OutputSink::new(
-            logs.clone(),
-            &job.name,
-            at,
-            step.output_limit.value,
-            req.tee,
-        );
-        let argv = step.run.value.argv();
-        let mut spec = StepSpec::new(argv[0].clone(), argv[1..].iter().map(Into::into).collect());
-        spec.env = env_base
-            .iter()
-            .cloned()
-            .chain([
-                ("BATON_STEP".to_owned(), step.name.clone()),
-                ("BATON_ATTEMPT".to_owned(), attempt.to_string()),
-            ])
-            .chain(step.env.iter().cloned())
-            .map(|(k, v)| (k.into(), v.into()))
-            .collect();
-        spec.cwd = step.cwd.clone();
-        spec.timeout = step.timeout.value;
-        spec.kill_grace = step.kill_grace.value;
-        spec.stdin = Stdin::Null;
-        spec.output = baton_runner::Output::Capture(Box::new(sink));
-        let result = session.run(spec);
-        let finished = surfaces.borrow().now();
-        let outcome = match &result.ending {
-            e if e.success() => "ok",
-            Ending::TimedOut => "timeout",
-            Ending::LeaseLost => "lease-lost",
-            Ending::NotStarted(_) => "not-started",
-            _ if result.interrupted.is_some() => "interrupted",
-            _ => "failed",
-        };
-        let shown = match &result.ending {
-            Ending::NotStarted(f) => f.message.clone(),
-            e => e.describe(),
-        };
-        let cut = captured
-            .lock()
-            .ok()
-            .and_then(|c| c.clone())
-            .unwrap_or_default();
-        let footer = format!(
-            "=== {} {} run={} {what}={} attempt={attempt} {shown} ({})\n",
-            logs.stamp(finished),
-            job.name,
-            ctx.run_id,
-            step.name,
-            show_duration(result.duration)
-        );
-        let _ = logs.job_lines(&job.name, at, footer.as_bytes());
-        tally.seq += 1;
-        let row = baton_ledger::Attempt {
-            run_id: ctx.run_id.clone(),
-            job: job.name.clone(),
-            seq: tally.seq,
-            step: step.name.clone(),
-            kind: match step.kind {
-                StepKind::Step => baton_ledger::StepKind::Step,
-                StepKind::Check => baton_ledger::StepKind::Check,
-            },
-            attempt,
-            started: at,
-            finished,
-            exit_code: result.code.or(match &result.ending {
-                Ending::NotStarted(f) => Some(i32::from(f.exit_code())),
-                _ => None,
-            }),
-            signal: result.signal,
-            outcome: outcome.to_owned(),
-        };
-        let mut s = surfaces.borrow_mut();
-        let _ = s.ledger(|l| l.record_attempt(&row));
-        if let Some(problem) = cut.failed {
-            s.warn(&format!("{}: {problem}", job.name));
-        }
-        if result.ending.success() {
-            s.note(&format!(
-                "{} run={} {what}={} attempt={attempt} ok ({})",
-                job.name,
-                ctx.run_id,
-                step.name,
-                show_duration(result.duration)
-            ));
-            return;
-        }
-        let code = result.ending.exit_code();
-        let stop = match &result.ending {
-            Ending::LeaseLost => Some("lease-lost"),
-            _ if session.lost().is_some() => Some("lease-lost"),
-            _ if result.interrupted.is_some() || session.interrupted().is_some() => {
-                Some("interrupted")
-            }
-            _ => None,
-        };
-        let no_retry = step.no_retry_exit_codes.value.contains(&i32::from(code));
-        let last = attempt == max || stop.is_some() || no_retry;
-        if !last {
-            let delay = retry_delay(step, attempt);
-            s.note(&format!(
-                "{} run={} {what}={} attempt={attempt} {shown} ({}); retry {} of {} in {}",
-                job.name,
-                ctx.run_id,
-                step.name,
-                show_duration(result.duration),
-                attempt,
-                max - 1,
-                show_duration(delay)
-            ));
-            drop(s);
-            match session.pause(delay) {
-                Paused::Elapsed => continue,
-                Paused::Interrupted(_) => {
-                    tally.stopped = Some("interrupted");
-                    tally.failed = Some((step.name.clone(), step.kind, result.ending));
-                    return;
-                }
-                Paused::LeaseLost => {
-                    tally.stopped = Some("lease-lost");
-                    tally.failed = Some((step.name.clone(), step.kind, result.ending));
-                    return;
-                }
-            }
-        }
-        let why = if no_retry && attempt < max {
-            format!(" (exit code {code} is never retried)")
-        } else if max > 1 {
-            format!(" after {attempt} attempts")
-        } else {
-            String::new()
-        };
-        s.note(&format!(
-            "{} run={} {what}={} attempt={attempt} {shown} ({}): {what} failed{why}",
-            job.name,
-            ctx.run_id,
-            step.name,
-            show_duration(result.duration)
-        ));
-        if stop.is_none() && result.ending != Ending::TimedOut {
-            let kind = if step.kind == StepKind::Check {
-                Kind::CheckFailed
-            } else {
-                Kind::StepFailed
-            };
-            let now = s.now();
-            let mut alert = ctx.alert(
-                kind,
-                now,
-                Some(&step.name),
-                format!("{}: {what} {} {shown}{why}", job.name, step.name),
-            );
-            alert.status = Some(i32::from(code));
-            s.alert(&alert);
-        }
-        tally.stopped = tally.stopped.or(stop);
-        if tally.failed.is_none() || step.kind == StepKind::Step {
-            tally.failed = Some((step.name.clone(), step.kind, result.ending));
-        }
-        return;
-    }
+    (worst, stop)
 }

@@ -81,6 +81,24 @@ fn policy(p: &RunPolicy) -> Vec<Shown> {
             json!(show_size(p.output_limit.value)),
         ),
         dur("catch_up_window", &p.catch_up_window),
+        item(
+            "catch_up",
+            &p.catch_up,
+            format!("{:?}", p.catch_up.value.as_str()),
+            json!(p.catch_up.value.as_str()),
+        ),
+        item(
+            "catch_up_max",
+            &p.catch_up_max,
+            p.catch_up_max.value.to_string(),
+            json!(p.catch_up_max.value),
+        ),
+        item(
+            "overlap",
+            &p.overlap,
+            format!("{:?}", p.overlap.value.as_str()),
+            json!(p.overlap.value.as_str()),
+        ),
     ]
 }
 
@@ -130,6 +148,15 @@ pub fn scheduler(c: &Config) -> Vec<Shown> {
             &s.max_parallel,
             s.max_parallel.value.to_string(),
             json!(s.max_parallel.value),
+        ),
+        item(
+            "lock",
+            &s.lock,
+            s.lock
+                .value
+                .as_ref()
+                .map_or_else(|| "each job's name".to_owned(), |l| format!("{l:?}")),
+            json!(s.lock.value),
         ),
     ];
     out.extend(policy(&s.policy));

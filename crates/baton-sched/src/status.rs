@@ -5,8 +5,9 @@
 //!
 //! A job is on schedule when it has run at least once, no due occurrence
 //! older than its window went unstarted (OVERDUE), and its last run did not
-//! fail (FAILING). `status` exits 0 when every enabled job is on schedule,
-//! 1 otherwise: a fresh install reads "never run", and 1 is right there.
+//! fail (FAILING). `status` exits 0 when every enabled job that is not
+//! paused is on schedule, 1 otherwise: a fresh install reads "never run",
+//! and 1 is right there.
 //! The shape of `--json` is [`Status`].
 
 use std::time::Duration;
@@ -48,7 +49,8 @@ pub struct JobStatus {
     pub job: String,
     /// Whether it runs at all.
     pub enabled: bool,
-    /// `ok`, `running`, `never-run`, `overdue`, `failing` or `disabled`.
+    /// `ok`, `running`, `never-run`, `overdue`, `failing`, `paused` or
+    /// `disabled`.
     pub state: &'static str,
     /// Its schedule as written (`0 3 * * *`, or `every 15m`).
     pub schedule: String,
@@ -80,8 +82,14 @@ pub struct JobStatus {
     pub overdue: Option<Overdue>,
     /// Its last run failed.
     pub failing: bool,
-    /// Occurrences that did not run, counted per decision and reason.
-    pub skipped: Vec<SkipCount>,
+    /// The pause in force, if the job is paused.
+    pub paused: Option<PauseStatus>,
+    /// Occurrences that will not run, counted per reason.
+    pub missed: MissedStatus,
+    /// Occurrences waiting to run, oldest first.
+    pub queued: Vec<QueuedStatus>,
+    /// The job's watermark, once one was settled.
+    pub watermark: Option<WatermarkStatus>,
     /// Its newest alerts, newest first.
     pub recent_alerts: Vec<AlertSummary>,
     /// Today's output log of the job.
@@ -150,15 +158,51 @@ pub struct Overdue {
     pub window_seconds: u64,
 }
 
-/// How many occurrences did not run, for one decision and reason.
+/// How many occurrences will not run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct MissedStatus {
+    /// In all (what pruning has kept).
+    pub total: u64,
+    /// Whether a count is a lower bound (a long outage is not walked whole).
+    pub at_least: bool,
+    /// Per reason: `outside-window`, `superseded`, `late`, `catch-up-max`,
+    /// `paused`, `disabled`, `busy`, `hung`, `orphaned`, `version-conflict`.
+    pub by_reason: std::collections::BTreeMap<String, u64>,
+}
+
+/// A pause in force.
 #[derive(Debug, Clone, Serialize)]
-pub struct SkipCount {
-    /// `skipped` or `missed`.
-    pub decision: String,
-    /// Why (`busy`, `hung`, …).
-    pub reason: String,
-    /// How many.
-    pub count: u64,
+pub struct PauseStatus {
+    /// Since when (RFC 3339).
+    pub since: String,
+    /// Until when, if it ends by itself.
+    pub until: Option<String>,
+    /// Why, as given.
+    pub reason: Option<String>,
+    /// Who paused it (`user@host`).
+    pub by: String,
+}
+
+/// An occurrence waiting to run.
+#[derive(Debug, Clone, Serialize)]
+pub struct QueuedStatus {
+    /// The occurrence (RFC 3339 UTC).
+    pub occurrence: String,
+    /// How many later occurrences coalesced into it.
+    pub coalesced: u64,
+}
+
+/// A job's watermark.
+#[derive(Debug, Clone, Serialize)]
+pub struct WatermarkStatus {
+    /// The value.
+    pub value: String,
+    /// When it was settled.
+    pub settled: String,
+    /// By which run.
+    pub run_id: Option<String>,
+    /// Under which fence.
+    pub fence: Option<u64>,
 }
 
 /// An alert, summed up.
@@ -193,9 +237,9 @@ pub fn read(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
         .map(|j| job_status(config, j, ledger.as_mut(), &logs, now))
         .collect();
     let healthy = !config.enabled()
-        || jobs
-            .iter()
-            .all(|j| !j.enabled || (!j.never_run && j.overdue.is_none() && !j.failing));
+        || jobs.iter().all(|j| {
+            !j.enabled || j.paused.is_some() || (!j.never_run && j.overdue.is_none() && !j.failing)
+        });
     Status {
         config: config.path.display().to_string(),
         enabled: config.enabled(),
@@ -228,16 +272,53 @@ fn job_status(
         .as_deref_mut()
         .and_then(|l| l.steps(&job.name).ok())
         .unwrap_or_default();
-    let skipped = ledger
+    let mut missed = MissedStatus::default();
+    for (reason, count, at_least) in ledger
         .as_deref_mut()
-        .and_then(|l| l.skip_counts(&job.name).ok())
-        .unwrap_or_default();
+        .and_then(|l| l.missed_counts(&job.name).ok())
+        .unwrap_or_default()
+    {
+        missed.total += count;
+        missed.at_least |= at_least;
+        missed.by_reason.insert(reason, count);
+    }
+    let paused = ledger
+        .as_deref_mut()
+        .and_then(|l| l.pauses(&job.name, 1).ok())
+        .unwrap_or_default()
+        .into_iter()
+        .find(|p| p.active(now))
+        .map(|p| PauseStatus {
+            since: stamp(p.since),
+            until: p.until.map(stamp),
+            reason: p.reason,
+            by: p.who,
+        });
+    let queued = ledger
+        .as_deref_mut()
+        .and_then(|l| l.queued(&job.name).ok())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|d| QueuedStatus {
+            occurrence: crate::run::occurrence_text(Some(d.occurrence)),
+            coalesced: d.coalesced,
+        })
+        .collect();
+    let watermark = ledger
+        .as_deref_mut()
+        .and_then(|l| l.watermark(&job.name).ok().flatten())
+        .map(|w| WatermarkStatus {
+            value: w.value,
+            settled: stamp(w.settled),
+            run_id: w.run_id,
+            fence: w.fence,
+        });
     let alerts = ledger
         .and_then(|l| l.recent_alerts(Some(&job.name), 5).ok())
         .unwrap_or_default();
     let next = schedule.next_after(now, tz);
     let window = job.policy.catch_up_window.value;
-    let overdue = overdue(job, now, state.as_ref());
+    let overdue = overdue(job, now, state.as_ref()).filter(|_| paused.is_none());
     let never_run = last.is_none();
     let failing = state.as_ref().is_some_and(|s| s.consecutive_failures > 0);
     let holder = lock_for(config, job).inspect().ok().and_then(|i| {
@@ -261,6 +342,8 @@ fn job_status(
     let running = holder.as_ref().is_some_and(|h| h.verdict == "live");
     let state_word = if !job.enabled.value || !config.enabled() {
         "disabled"
+    } else if paused.is_some() {
+        "paused"
     } else if running {
         "running"
     } else if never_run {
@@ -324,14 +407,10 @@ fn job_status(
             window_seconds: window.as_secs(),
         }),
         failing,
-        skipped: skipped
-            .into_iter()
-            .map(|(decision, reason, count)| SkipCount {
-                decision,
-                reason,
-                count,
-            })
-            .collect(),
+        paused,
+        missed,
+        queued,
+        watermark,
         recent_alerts: alerts
             .into_iter()
             .map(|a| AlertSummary {
@@ -483,13 +562,56 @@ pub fn render(s: &Status) -> String {
                 j.consecutive_failures
             ));
         }
-        if !j.skipped.is_empty() {
+        if let Some(p) = &j.paused {
+            out.push_str(&format!(
+                "  PAUSED        since {} by {}{}{}\n",
+                local(&p.since),
+                p.by,
+                p.until
+                    .as_ref()
+                    .map(|u| format!(", until {}", local(u)))
+                    .unwrap_or_default(),
+                p.reason
+                    .as_ref()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default()
+            ));
+        }
+        if j.missed.total > 0 {
             let counts: Vec<String> = j
-                .skipped
+                .missed
+                .by_reason
                 .iter()
-                .map(|c| format!("{} {} ×{}", c.decision, c.reason, c.count))
+                .map(|(reason, n)| format!("{reason} {n}"))
                 .collect();
-            out.push_str(&format!("  not run       {}\n", counts.join(", ")));
+            out.push_str(&format!(
+                "  missed        {}{} ({})\n",
+                if j.missed.at_least { "at least " } else { "" },
+                j.missed.total,
+                counts.join(", ")
+            ));
+        }
+        for q in &j.queued {
+            out.push_str(&format!(
+                "  queued        occurrence {}{}\n",
+                q.occurrence,
+                if q.coalesced > 0 {
+                    format!(" (+{} coalesced into it)", q.coalesced)
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        if let Some(w) = &j.watermark {
+            out.push_str(&format!(
+                "  watermark     {:?} (settled {}{})\n",
+                w.value,
+                when(&Some(w.settled.clone())),
+                w.run_id
+                    .as_ref()
+                    .map(|r| format!(" by run {r}"))
+                    .unwrap_or_default()
+            ));
         }
         if j.recent_alerts.is_empty() {
             out.push_str("  recent alerts none\n");

@@ -164,6 +164,8 @@ impl Surfaces {
                     r.moved_to.display()
                 ),
                 status: None,
+                reason: None,
+                missed: None,
             };
             self.alert(&alert);
         }

@@ -1,13 +1,14 @@
-//! `baton tick` and `baton run`: what is due now, and running it.
+//! `baton tick` and `baton run`: what to do now, and running it.
 //!
-//! A job's due occurrence is its latest scheduled instant at or before now,
-//! no older than its `catch_up_window`, and not yet decided in the ledger
-//! (started or skipped). The ledger is only the fast path: a process that
-//! finds an occurrence due still has to claim it inside the job's lease
+//! For each job the tick decides its pending occurrences
+//! ([`crate::decide`]: the plan, the misses recorded once, a catch-up batch
+//! queued) and starts what must start: a scheduled occurrence, or the
+//! job's queue. The ledger is only the fast path and the record: a process
+//! that starts an occurrence still has to claim it inside the job's lease
 //! ([`crate::run`]), so two ticks that both find it due run it once.
 //!
-//! Due jobs run concurrently, each in a process of its own forked from the
-//! tick (at most `max_parallel` at once), because each run needs its own
+//! Runs go concurrently, each in a process of its own forked from the tick
+//! (at most `max_parallel` at once), because each run needs its own
 //! subreaper and signal handlers; `tick` waits for them and exits with the
 //! worst code. The tick itself stays single-threaded until every run has
 //! been forked. The kill switch is checked before anything is touched: no
@@ -18,31 +19,10 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use baton_lease::Clock;
-use jiff::Timestamp;
 
 use crate::config::{Config, Job};
-use crate::run::{self, CANNOT, FAILED, OK};
+use crate::run::{self, CANNOT, FAILED, OK, Start};
 use crate::surfaces::Surfaces;
-
-/// The occurrence of `job` due at `now`, given the latest occurrence the
-/// ledger has decided for it.
-pub fn due(job: &Job, now: Timestamp, last_decided: Option<i64>) -> Option<i64> {
-    let latest = job
-        .when
-        .value
-        .schedule
-        .latest_at_or_before(now, &job.timezone.value.tz)?;
-    let age = now.duration_since(latest);
-    let window = jiff::SignedDuration::try_from(job.policy.catch_up_window.value).ok()?;
-    if age > window {
-        return None;
-    }
-    let at = latest.as_second();
-    match last_decided {
-        Some(d) if d >= at => None,
-        _ => Some(at),
-    }
-}
 
 /// Checks that the names are jobs of `config`; the first that is not.
 fn unknown<'a>(config: &Config, names: &'a [String]) -> Option<&'a str> {
@@ -76,34 +56,53 @@ pub fn tick(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> u8 {
         return CANNOT;
     }
     let now = clock.wall();
-    let due_jobs: Vec<(&Job, i64)> = {
+    let mut alerted = false;
+    let due_jobs: Vec<(&Job, Start)> = {
         let mut s = Surfaces::open(config, Arc::clone(&clock));
-        let names: Vec<&str> = config.jobs.keys().map(String::as_str).collect();
-        let _ = s.ledger(|l| l.see_jobs(&names, now));
         let states = s.ledger(|l| l.jobs()).unwrap_or_default();
-        let decided_by_job: std::collections::HashMap<&str, Option<i64>> = states
-            .iter()
-            .map(|j| (j.job.as_str(), j.last_decided))
+        let by_name: std::collections::HashMap<&str, &baton_ledger::JobState> =
+            states.iter().map(|j| (j.job.as_str(), j)).collect();
+        // The ledger learns of new jobs (a write only when there are some).
+        let unseen: Vec<&str> = config
+            .jobs
+            .keys()
+            .map(String::as_str)
+            .filter(|n| !by_name.contains_key(n))
             .collect();
-        let decided = |name: &str| decided_by_job.get(name).copied().flatten();
-        let chosen = config
+        if !unseen.is_empty() {
+            let _ = s.ledger(|l| l.see_jobs(&unseen, now));
+        }
+        let queued: std::collections::HashSet<String> = s
+            .ledger(|l| l.queued_jobs())
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        let mut chosen = Vec::new();
+        for j in config
             .jobs
             .values()
             .filter(|j| only.is_empty() || only.contains(&j.name))
-            .filter(|j| j.enabled.value)
-            .filter_map(|j| due(j, now, decided(&j.name)).map(|at| (j, at)))
-            .collect();
-        // Alert commands (a corrupt ledger's) finish here: no thread may
-        // outlive this block, or the runs could not be forked.
+        {
+            let state = by_name.get(j.name.as_str()).copied();
+            let has_queue = queued.contains(&j.name);
+            let d = crate::decide::job(&mut s, config, j, now, state, has_queue);
+            alerted |= d.alerted;
+            if let Some(start) = d.start {
+                chosen.push((j, start));
+            }
+        }
+        // Alert commands finish here: no thread may outlive this block, or
+        // the runs could not be forked.
         s.finish();
         chosen
     };
+    let decided = if alerted { FAILED } else { OK };
     let code = if due_jobs.is_empty() {
-        OK
+        decided
     } else {
         let code = run_all(config, &due_jobs, &clock);
         checkpoint(config, &clock);
-        code
+        code.max(decided)
     };
     crate::logs::Logs::new(
         &config.settings.state_dir.value,
@@ -122,13 +121,13 @@ fn checkpoint(config: &Config, clock: &Arc<dyn Clock>) {
 }
 
 /// Runs each due job in a worker process of its own; the worst code.
-fn run_all(config: &Config, due_jobs: &[(&Job, i64)], clock: &Arc<dyn Clock>) -> u8 {
-    let one = |job: &Job, at: i64| -> u8 {
+fn run_all(config: &Config, due_jobs: &[(&Job, Start)], clock: &Arc<dyn Clock>) -> u8 {
+    let one = |job: &Job, start: Start| -> u8 {
         let s = Rc::new(RefCell::new(Surfaces::open(config, Arc::clone(clock))));
         let req = run::Request {
             config,
             job,
-            occurrence: Some(at),
+            start,
             tee: false,
         };
         let code = run::run(&req, &s);
@@ -242,7 +241,7 @@ pub fn run_now(config: &Config, name: &str, clock: Arc<dyn Clock>) -> u8 {
         &run::Request {
             config,
             job,
-            occurrence: None,
+            start: Start::Manual,
             tee: true,
         },
         &s,

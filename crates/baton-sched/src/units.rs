@@ -19,6 +19,32 @@ pub const DURATION_SYNTAX: &str =
 pub const SIZE_SYNTAX: &str =
     "a number of bytes, or with a unit: 512KiB, 1MiB, 1GiB (or KB, MB, GB)";
 
+/// The instant syntax, for help texts and error messages.
+pub const INSTANT_SYNTAX: &str = "RFC 3339 (2026-12-01T18:00:00+05:30, or with Z), or a date \
+     and time in the job's zone (2026-12-01T18:00, 2026-12-01 18:00:00, 2026-12-01)";
+
+/// Parses an instant: RFC 3339 with an offset, or a civil date and time
+/// read in `tz` (a time in a gap or a fold is resolved as jiff's
+/// `compatible` rule does: later in a gap, earlier in a fold).
+pub fn parse_instant(s: &str, tz: &jiff::tz::TimeZone) -> Result<jiff::Timestamp, String> {
+    let t = s.trim();
+    if let Ok(ts) = t.parse::<jiff::Timestamp>() {
+        return Ok(ts);
+    }
+    let civil = t.parse::<jiff::civil::DateTime>().ok().or_else(|| {
+        t.parse::<jiff::civil::Date>()
+            .ok()
+            .map(|d| d.to_datetime(jiff::civil::Time::midnight()))
+    });
+    match civil {
+        Some(dt) => dt
+            .to_zoned_datetime(tz.clone())
+            .map(|z| z.timestamp())
+            .map_err(|e| format!("{t:?} is not a time in this zone: {e}")),
+        None => Err(format!("{t:?} is not a time: use {INSTANT_SYNTAX}")),
+    }
+}
+
 /// Parses a duration. Negative durations, and durations over
 /// [`MAX_DURATION`], are refused; the error says what is allowed.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {

@@ -49,6 +49,21 @@ pub enum Cmd {
     /// Show a job's runs, newest first, with each step's attempts.
     #[command(after_long_help = SCHED_HELP)]
     History(HistoryArgs),
+    /// Pause a job: its occurrences are missed (reason "paused") until
+    /// `baton resume`, --until TIME or --for DUR; a run in flight goes on.
+    #[command(after_long_help = SCHED_HELP)]
+    Pause(PauseArgs),
+    /// End a job's pause.
+    #[command(after_long_help = SCHED_HELP)]
+    Resume(ResumeArgs),
+    /// Run a job's past occurrences in a range, oldest first, one at a time,
+    /// under its lock; those that already ran are not run again.
+    #[command(after_long_help = SCHED_HELP)]
+    Backfill(BackfillArgs),
+    /// Read or settle an incremental job's watermark (settle only from the
+    /// run that holds the job's lease).
+    #[command(subcommand, after_long_help = SCHED_HELP)]
+    Watermark(WatermarkCmd),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
     /// Print the manual page (roff), for `man -l -`.
@@ -120,6 +135,99 @@ pub struct HistoryArgs {
     /// One JSON array on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `baton pause`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("end").args(["for_", "until"])))]
+pub struct PauseArgs {
+    #[command(flatten)]
+    pub file: ConfigFile,
+    /// The job.
+    #[arg(value_name = "JOB")]
+    pub job: String,
+    /// End the pause after DUR (15m, 2h, 1d).
+    #[arg(long = "for", value_name = "DUR")]
+    pub for_: Option<String>,
+    /// End the pause at TIME: RFC 3339, or a date and time in the job's zone.
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+    /// Why, shown by `status`.
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
+}
+
+/// `baton resume`.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    #[command(flatten)]
+    pub file: ConfigFile,
+    /// The job.
+    #[arg(value_name = "JOB")]
+    pub job: String,
+}
+
+/// `baton backfill`.
+#[derive(Debug, Args)]
+pub struct BackfillArgs {
+    #[command(flatten)]
+    pub file: ConfigFile,
+    /// The job.
+    #[arg(value_name = "JOB")]
+    pub job: String,
+    /// The first instant of the range: RFC 3339, or a date and time in the
+    /// job's zone.
+    #[arg(long, value_name = "TIME")]
+    pub from: String,
+    /// The last instant of the range (inclusive; at most now).
+    #[arg(long, value_name = "TIME")]
+    pub to: String,
+    /// List what would run, and what ran already; run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// With --dry-run: one JSON array on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `baton watermark`.
+#[derive(Debug, Subcommand)]
+pub enum WatermarkCmd {
+    /// Print the job's watermark (nothing, or --default, before the first
+    /// settle).
+    Get(WatermarkGetArgs),
+    /// Store a new watermark; accepted only from the run that holds the
+    /// job's lease (its BATON_TOKEN), else refused with exit 1.
+    Settle(WatermarkSettleArgs),
+}
+
+/// `baton watermark get`.
+#[derive(Debug, Args)]
+pub struct WatermarkGetArgs {
+    #[command(flatten)]
+    pub file: ConfigFile,
+    /// The job.
+    #[arg(value_name = "JOB")]
+    pub job: String,
+    /// What to print when no watermark was settled yet.
+    #[arg(long, value_name = "VALUE")]
+    pub default: Option<String>,
+    /// One JSON object on stdout (value, settled, run_id, fence).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `baton watermark settle`.
+#[derive(Debug, Args)]
+pub struct WatermarkSettleArgs {
+    #[command(flatten)]
+    pub file: ConfigFile,
+    /// The job.
+    #[arg(value_name = "JOB")]
+    pub job: String,
+    /// The new value (up to 4096 bytes).
+    #[arg(value_name = "VALUE")]
+    pub value: String,
 }
 
 /// `baton completions`.
@@ -337,13 +445,15 @@ Exit codes of `baton lock show` and `baton lock break`:
        code `baton exec` gives for it";
 
 const SCHED_HELP: &str = "\
-Exit codes of tick, run, status, config and history:
+Exit codes of the scheduler's commands (tick, run, status, config, history,
+pause, resume, backfill, watermark):
   0  every step and check succeeded, nothing was due, or the kill switch is
-     off (status: every enabled job is on schedule)
-  1  a step or check failed, the lock was not free, or its holder was hung,
-     orphaned or of another version (an alert was raised); status: a job is
-     never run, OVERDUE or FAILING
-  2  the configuration could not be honoured (nothing ran)
+     off (status: every enabled job that is not paused is on schedule)
+  1  a step or check failed, occurrences were missed, the lock was not free,
+     or its holder was hung, orphaned or of another version (an alert was
+     raised); status: a job is never run, OVERDUE or FAILING; watermark
+     settle: refused (not the run that holds the job's lease)
+  2  the configuration or the arguments could not be honoured (nothing ran)
 
 Configuration: --config FILE, else $BATON_CONFIG, else ./baton.toml.
 BATON_<KEY> overrides each [scheduler] key; BATON_ENABLED=false is the kill

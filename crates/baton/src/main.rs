@@ -17,7 +17,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 
-use cli::{Cli, Cmd, LockCmd};
+use cli::{Cli, Cmd, LockCmd, WatermarkCmd};
 use exit::Exit;
 
 fn main() -> ExitCode {
@@ -79,6 +79,11 @@ fn run(cli: Cli) -> Exit {
         Cmd::Status(a) => sched_cmd::status(state, &a),
         Cmd::Config(a) => sched_cmd::config(state, &a),
         Cmd::History(a) => sched_cmd::history(state, &a),
+        Cmd::Pause(a) => sched_cmd::pause(state, &a),
+        Cmd::Resume(a) => sched_cmd::resume(state, &a),
+        Cmd::Backfill(a) => sched_cmd::backfill(state, &a),
+        Cmd::Watermark(WatermarkCmd::Get(a)) => sched_cmd::watermark_get(state, &a),
+        Cmd::Watermark(WatermarkCmd::Settle(a)) => sched_cmd::watermark_settle(state, &a),
         Cmd::Completions(a) => {
             let mut out = Vec::new();
             clap_complete::generate(a.shell, &mut Cli::command(), "baton", &mut out);

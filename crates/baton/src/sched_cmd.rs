@@ -141,3 +141,219 @@ pub fn history(state: Option<&Path>, a: &HistoryArgs) -> Exit {
     }
     Exit::Ok
 }
+
+/// The job `name` of `c`, or the exit after saying there is none.
+fn known_job<'c>(c: &'c Config, verb: &str, name: &str) -> Result<&'c config::Job, Exit> {
+    c.jobs.get(name).ok_or_else(|| {
+        say!(
+            "baton {verb}: no job named {name:?} in {}",
+            c.path.display()
+        );
+        Exit::Usage
+    })
+}
+
+/// Who is acting, for the ledger: `user@host`.
+fn who() -> String {
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| format!("uid {}", rustix::process::getuid().as_raw()));
+    let uname = rustix::system::uname();
+    format!("{user}@{}", uname.nodename().to_string_lossy())
+}
+
+/// `baton pause`.
+pub fn pause(state: Option<&Path>, a: &crate::cli::PauseArgs) -> Exit {
+    let c = match load(state, &a.file) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    let job = match known_job(&c, "pause", &a.job) {
+        Ok(j) => j,
+        Err(e) => return e,
+    };
+    let now = SystemClock.wall();
+    let until = match (&a.for_, &a.until) {
+        (Some(d), _) => match baton_sched::units::parse_duration(d) {
+            Ok(d) if !d.is_zero() => match jiff::SignedDuration::try_from(d)
+                .ok()
+                .and_then(|d| now.checked_add(d).ok())
+            {
+                Some(t) => baton_sched::pause::Until::At(t),
+                None => {
+                    say!("baton pause: --for {d:?} is too long");
+                    return Exit::Usage;
+                }
+            },
+            Ok(_) => {
+                say!("baton pause: --for 0 would end at once: give a positive duration");
+                return Exit::Usage;
+            }
+            Err(e) => {
+                say!("baton pause: --for: {e}");
+                return Exit::Usage;
+            }
+        },
+        (None, Some(t)) => match baton_sched::units::parse_instant(t, &job.timezone.value.tz) {
+            Ok(t) => baton_sched::pause::Until::At(t),
+            Err(e) => {
+                say!("baton pause: --until: {e}");
+                return Exit::Usage;
+            }
+        },
+        (None, None) => baton_sched::pause::Until::Resumed,
+    };
+    let mut out = String::new();
+    let code = baton_sched::pause::pause(
+        &c,
+        &a.job,
+        until,
+        a.reason.as_deref(),
+        &who(),
+        clock(),
+        &mut out,
+    );
+    out!("{out}");
+    self::code(code)
+}
+
+/// `baton resume`.
+pub fn resume(state: Option<&Path>, a: &crate::cli::ResumeArgs) -> Exit {
+    let c = match load(state, &a.file) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    if let Err(e) = known_job(&c, "resume", &a.job) {
+        return e;
+    }
+    let mut out = String::new();
+    let code = baton_sched::pause::resume(&c, &a.job, clock(), &mut out);
+    out!("{out}");
+    self::code(code)
+}
+
+/// `baton backfill`.
+pub fn backfill(state: Option<&Path>, a: &crate::cli::BackfillArgs) -> Exit {
+    let c = match load(state, &a.file) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    let job = match known_job(&c, "backfill", &a.job) {
+        Ok(j) => j,
+        Err(e) => return e,
+    };
+    let tz = &job.timezone.value.tz;
+    let parse = |what: &str, t: &str| {
+        baton_sched::units::parse_instant(t, tz).map_err(|e| {
+            say!("baton backfill: {what}: {e}");
+            Exit::Usage
+        })
+    };
+    let (from, to) = match (parse("--from", &a.from), parse("--to", &a.to)) {
+        (Ok(f), Ok(t)) => (f, t),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    let now = SystemClock.wall();
+    if from > now {
+        say!(
+            "baton backfill: --from {from} is in the future: only past occurrences can be backfilled"
+        );
+        return Exit::Usage;
+    }
+    let occ = match baton_sched::backfill::occurrences(job, from, to, now) {
+        Ok(o) => o,
+        Err(e) => {
+            say!("baton backfill: {e}");
+            return Exit::Usage;
+        }
+    };
+    if to > now {
+        say!("baton backfill: occurrences after now are left to the schedule");
+    }
+    if a.dry_run {
+        let plan = baton_sched::backfill::dry_run(&c, job, &occ, now);
+        if a.json {
+            match serde_json::to_string_pretty(&plan) {
+                Ok(j) => outln!("{j}"),
+                Err(e) => {
+                    say!("baton backfill: failed to encode JSON: {e}");
+                    return Exit::Usage;
+                }
+            }
+        } else if plan.is_empty() {
+            outln!("{}: no occurrence in that range", a.job);
+        } else {
+            for p in &plan {
+                match p.action.as_str() {
+                    "run" => outln!("{}  would run", p.occurrence),
+                    other => outln!(
+                        "{}  {other} already{}: not run again",
+                        p.occurrence,
+                        p.run_id
+                            .as_ref()
+                            .map(|r| format!(" (run {r})"))
+                            .unwrap_or_default()
+                    ),
+                }
+            }
+        }
+        return Exit::Ok;
+    }
+    if occ.is_empty() {
+        outln!("{}: no occurrence in that range", a.job);
+        return Exit::Ok;
+    }
+    code(baton_sched::backfill::run(&c, job, &occ, clock()))
+}
+
+/// `baton watermark get`.
+pub fn watermark_get(state: Option<&Path>, a: &crate::cli::WatermarkGetArgs) -> Exit {
+    let c = match load(state, &a.file) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    if let Err(e) = known_job(&c, "watermark get", &a.job) {
+        return e;
+    }
+    match baton_sched::watermark::get(&c, &a.job, &SystemClock) {
+        Ok(w) if a.json => match serde_json::to_string_pretty(&w) {
+            Ok(j) => {
+                outln!("{j}");
+                Exit::Ok
+            }
+            Err(e) => {
+                say!("baton watermark get: failed to encode JSON: {e}");
+                Exit::Usage
+            }
+        },
+        Ok(w) => {
+            if let Some(v) = w.value.or_else(|| a.default.clone()) {
+                outln!("{v}");
+            }
+            Exit::Ok
+        }
+        Err(e) => {
+            say!("baton watermark get: {e}");
+            Exit::Refused
+        }
+    }
+}
+
+/// `baton watermark settle`.
+pub fn watermark_settle(state: Option<&Path>, a: &crate::cli::WatermarkSettleArgs) -> Exit {
+    let c = match load(state, &a.file) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    if let Err(e) = known_job(&c, "watermark settle", &a.job) {
+        return e;
+    }
+    let token = std::env::var("BATON_TOKEN").ok();
+    code(baton_sched::watermark::settle(
+        &c,
+        &a.job,
+        &a.value,
+        token.as_deref(),
+        clock(),
+    ))
+}

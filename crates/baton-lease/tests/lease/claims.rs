@@ -116,3 +116,103 @@ fn threads_claiming_one_occurrence_start_it_once() {
         assert_eq!(won.into_inner(), 1);
     }
 }
+
+#[test]
+fn a_holder_restates_its_claim_forward_only_and_not_after_losing_the_lease() {
+    use baton_lease::Restated;
+    let dir = Dir::new();
+    let lock = Lock::new(dir.lock());
+    let Outcome::Acquired(mut lease) = lock.try_acquire_as(&claim("job", 100)).unwrap() else {
+        panic!("a fresh lock was not taken")
+    };
+    let next = |at| Once {
+        key: "job".into(),
+        at,
+    };
+    // The same occurrence or an earlier one: refused, nothing written.
+    let before = std::fs::read(dir.lock()).unwrap();
+    for at in [100, 50] {
+        assert_eq!(
+            lease.restate(None, None, Some(&next(at))).unwrap(),
+            Restated::Claimed { at: 100 }
+        );
+    }
+    assert_eq!(std::fs::read(dir.lock()).unwrap(), before);
+    // A later one: written with the run and occurrence, and kept on release.
+    assert_eq!(
+        lease
+            .restate(Some("r2".into()), Some("o2".into()), Some(&next(160)))
+            .unwrap(),
+        Restated::Done
+    );
+    let on_disk = std::fs::read_to_string(dir.lock()).unwrap();
+    assert!(on_disk.contains("claims=job@160"), "{on_disk}");
+    assert_eq!(lease.record().run.as_deref(), Some("r2"));
+    assert_eq!(lease.record().occ.as_deref(), Some("o2"));
+    lease.release().unwrap();
+    assert!(matches!(
+        lock.try_acquire_as(&claim("job", 160)).unwrap(),
+        Outcome::Claimed { at: 160, .. }
+    ));
+    // A lease broken under its holder cannot restate.
+    let Outcome::Acquired(mut lease) = lock.try_acquire_as(&claim("job", 200)).unwrap() else {
+        panic!("the next occurrence was refused")
+    };
+    lock.break_lease(baton_lease::BreakMode::Force).unwrap();
+    assert!(matches!(
+        lease.restate(None, None, Some(&next(260))).unwrap(),
+        Restated::Lost(_)
+    ));
+}
+
+#[test]
+fn only_the_holders_token_acts_for_the_lease_and_nothing_changes_hands_meanwhile() {
+    use baton_lease::Vouched;
+    use std::sync::mpsc;
+    let dir = Dir::new();
+    let lock = Lock::new(dir.lock());
+    assert!(matches!(
+        lock.while_held(&baton_lease::Token::fresh().unwrap(), |_| ())
+            .unwrap(),
+        Vouched::Missing
+    ));
+    let Outcome::Acquired(lease) = lock.try_acquire().unwrap() else {
+        panic!("a fresh lock was not taken")
+    };
+    let token = lease.token();
+    let stranger = baton_lease::Token::fresh().unwrap();
+    assert!(matches!(
+        lock.while_held(&stranger, |_| ()).unwrap(),
+        Vouched::NotHolder(_)
+    ));
+    match lock.while_held(&token, |h| h.fence).unwrap() {
+        Vouched::Done(f) => assert_eq!(f, lease.fence()),
+        other => panic!("{other:?}"),
+    }
+    // A break waits for the action to end: the order of events says so.
+    let (tx, rx) = mpsc::channel::<&'static str>();
+    let path = dir.lock();
+    let tx_in = tx.clone();
+    let inside = std::thread::spawn(move || {
+        let lock = Lock::new(path);
+        lock.while_held(&token, |_| {
+            tx_in.send("entered").unwrap();
+            baton_testkit::pause(300);
+            tx_in.send("left").unwrap();
+        })
+        .unwrap();
+    });
+    assert_eq!(rx.recv().unwrap(), "entered");
+    let breaker = Lock::new(dir.lock());
+    breaker.break_lease(baton_lease::BreakMode::Force).unwrap();
+    tx.send("broke").unwrap();
+    inside.join().unwrap();
+    assert_eq!(rx.recv().unwrap(), "left");
+    assert_eq!(rx.recv().unwrap(), "broke");
+    // After the break, the old token acts for nothing.
+    assert!(matches!(
+        lock.while_held(&token, |_| ()).unwrap(),
+        Vouched::NotHolder(_)
+    ));
+    drop(lease);
+}

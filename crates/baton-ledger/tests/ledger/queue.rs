@@ -244,3 +244,28 @@ fn racing_threads_start_each_queued_occurrence_once() {
         OCCURRENCES as usize
     );
 }
+
+#[test]
+fn a_queued_occurrence_the_lock_file_says_started_leaves_the_queue_as_claimed() {
+    let scene = Scene::new();
+    let mut ledger = scene.open();
+    ledger.enqueue("j", &[s(0), s(60)], false, at(5)).unwrap();
+    assert!(
+        ledger
+            .claimed("j", s(0), "claimed in the lock", at(6))
+            .unwrap()
+    );
+    assert_eq!(
+        ledger.decision("j", s(0)).unwrap().unwrap().decision,
+        Decision::Claimed
+    );
+    assert_eq!(
+        ledger.next_queued(&["j"]).unwrap(),
+        Some(("j".into(), s(60)))
+    );
+    assert_eq!(ledger.queued_jobs().unwrap(), vec!["j".to_owned()]);
+    // A started occurrence is not turned into a claim.
+    assert!(!ledger.claimed("j", s(0), "again", at(7)).unwrap());
+    ledger.claimed("j", s(60), "claimed", at(8)).unwrap();
+    assert!(ledger.queued_jobs().unwrap().is_empty());
+}

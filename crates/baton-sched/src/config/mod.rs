@@ -22,7 +22,8 @@ use std::path::{Path, PathBuf};
 
 pub use error::ConfigError;
 pub use model::{
-    Command, Config, Job, RunPolicy, Settings, Source, Sourced, Step, StepKind, When, Zone,
+    CatchUp, Command, Config, Job, Overlap, RunPolicy, Settings, Source, Sourced, Step, StepKind,
+    When, Zone,
 };
 pub use read::{Overrides, env_name, scheduler_keys, valid_name};
 

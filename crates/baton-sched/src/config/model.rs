@@ -160,6 +160,53 @@ pub struct RunPolicy {
     pub output_limit: Sourced<u64>,
     /// How late a due occurrence may still start.
     pub catch_up_window: Sourced<Duration>,
+    /// What runs after downtime.
+    pub catch_up: Sourced<CatchUp>,
+    /// The most occurrences one catch-up runs (`catch_up = "all"`).
+    pub catch_up_max: Sourced<u32>,
+    /// What an occurrence does when the job's run is still in flight.
+    pub overlap: Sourced<Overlap>,
+}
+
+/// What runs of the occurrences that passed while nothing ran the job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CatchUp {
+    /// The most recent one within the window.
+    Latest,
+    /// Only one whose time is now (within a minute).
+    None,
+    /// Every one within the window, oldest first, at most `catch_up_max`.
+    All,
+}
+
+impl CatchUp {
+    /// The word in `baton.toml`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CatchUp::Latest => "latest",
+            CatchUp::None => "none",
+            CatchUp::All => "all",
+        }
+    }
+}
+
+/// What an occurrence does when it finds the job's run in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overlap {
+    /// It is missed (reason `busy`), with an alert.
+    Skip,
+    /// It waits, and starts when the run ends; at most one waits.
+    Queue,
+}
+
+impl Overlap {
+    /// The word in `baton.toml`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Overlap::Skip => "skip",
+            Overlap::Queue => "queue",
+        }
+    }
 }
 
 /// `[scheduler]`: settings of the scheduler, and the defaults of every job.
@@ -179,6 +226,9 @@ pub struct Settings {
     pub log_keep: Sourced<Duration>,
     /// Runs at once in one `tick`.
     pub max_parallel: Sourced<u32>,
+    /// The lock every job uses unless it names its own (`None`: each job's
+    /// own name).
+    pub lock: Sourced<Option<String>>,
     /// Defaults of every job.
     pub policy: RunPolicy,
 }

@@ -12,7 +12,8 @@ use std::time::Duration;
 use super::doc::{Entry, Kind, Node};
 use super::error::ConfigError;
 use super::model::{
-    Command, Config, Job, RunPolicy, Settings, Source, Sourced, Step, StepKind, When, Zone,
+    CatchUp, Command, Config, Job, Overlap, RunPolicy, Settings, Source, Sourced, Step, StepKind,
+    When, Zone,
 };
 use crate::units;
 
@@ -39,6 +40,9 @@ const POLICY: &[&str] = &[
     "max_runtime",
     "output_limit",
     "catch_up_window",
+    "catch_up",
+    "catch_up_max",
+    "overlap",
 ];
 /// The keys of a job besides its policy.
 const JOB_OWN: &[&str] = &[
@@ -99,9 +103,17 @@ pub fn env_name(key: &str) -> String {
     format!("BATON_{}", key.to_ascii_uppercase())
 }
 
+/// The `[scheduler]` keys that are a default for every job but are read
+/// from the file only: `BATON_LOCK` is what a step sees as its lock's path.
+const FILE_ONLY_DEFAULTS: &[&str] = &["lock"];
+
 /// Every key `[scheduler]` takes.
 pub fn scheduler_keys() -> impl Iterator<Item = &'static str> {
-    SCHEDULER_ONLY.iter().chain(POLICY).copied()
+    SCHEDULER_ONLY
+        .iter()
+        .chain(POLICY)
+        .chain(FILE_ONLY_DEFAULTS)
+        .copied()
 }
 
 /// Where a value was written: a file line, or an environment variable.
@@ -261,6 +273,37 @@ fn string(raw: &Raw<'_>, at: &At<'_>, key: &str, what: &str) -> Result<String, C
                 n.kind.shown()
             ),
         )),
+    }
+}
+
+fn lock_name(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<String, ConfigError> {
+    let l = string(raw, at, key, "a lock name")?;
+    if !valid_name(&l) {
+        return Err(invalid(
+            at,
+            key,
+            format!("= {l:?}: a lock name is 1 to 64 characters of A-Z a-z 0-9 _ . -"),
+        ));
+    }
+    Ok(l)
+}
+
+fn catch_up(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<CatchUp, ConfigError> {
+    let what = "one of \"latest\", \"none\", \"all\"";
+    match string(raw, at, key, what)?.as_str() {
+        "latest" => Ok(CatchUp::Latest),
+        "none" => Ok(CatchUp::None),
+        "all" => Ok(CatchUp::All),
+        other => Err(invalid(at, key, format!("= {other:?}: expected {what}"))),
+    }
+}
+
+fn overlap(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<Overlap, ConfigError> {
+    let what = "\"skip\" or \"queue\"";
+    match string(raw, at, key, what)?.as_str() {
+        "skip" => Ok(Overlap::Skip),
+        "queue" => Ok(Overlap::Queue),
+        other => Err(invalid(at, key, format!("= {other:?}: expected {what}"))),
     }
 }
 
@@ -638,6 +681,18 @@ fn scheduler(r: &Reader<'_>, e: Option<&Entry>, over: &Overrides) -> Result<Sett
         || Duration::from_secs(30 * 86_400),
         positive,
     )?;
+    let lock = match get(entries, "lock") {
+        Some(e) => {
+            let at = r.at(e.line);
+            let key = join("scheduler", "lock");
+            Sourced {
+                value: Some(lock_name(&Raw::Node(&e.value), &at, &key)?),
+                source: at.source(),
+                inherited: false,
+            }
+        }
+        None => Sourced::default_value(None),
+    };
     let max_parallel = setting(
         r,
         entries,
@@ -673,6 +728,16 @@ fn scheduler(r: &Reader<'_>, e: Option<&Entry>, over: &Overrides) -> Result<Sett
         max_runtime: setting(r, entries, over, "max_runtime", || Some(s(7200)), limit)?,
         output_limit: setting(r, entries, over, "output_limit", || 1 << 20, size)?,
         catch_up_window: setting(r, entries, over, "catch_up_window", || s(3600), positive)?,
+        catch_up: setting(r, entries, over, "catch_up", || CatchUp::Latest, catch_up)?,
+        catch_up_max: setting(
+            r,
+            entries,
+            over,
+            "catch_up_max",
+            || 100,
+            |raw, at, key| u32_in(raw, at, key, 1, 100_000),
+        )?,
+        overlap: setting(r, entries, over, "overlap", || Overlap::Skip, overlap)?,
     };
     check_fencing(
         &r.at(e.map_or(1, |e| e.line)),
@@ -689,6 +754,7 @@ fn scheduler(r: &Reader<'_>, e: Option<&Entry>, over: &Overrides) -> Result<Sett
         history_keep,
         log_keep,
         max_parallel,
+        lock,
         policy,
     })
 }
@@ -839,6 +905,23 @@ fn policy(
             base.catch_up_window.inherit(),
             positive,
         )?,
+        catch_up: own(
+            r,
+            entries,
+            path,
+            "catch_up",
+            base.catch_up.inherit(),
+            catch_up,
+        )?,
+        catch_up_max: own(
+            r,
+            entries,
+            path,
+            "catch_up_max",
+            base.catch_up_max.inherit(),
+            |raw, at, key| u32_in(raw, at, key, 1, 100_000),
+        )?,
+        overlap: own(r, entries, path, "overlap", base.overlap.inherit(), overlap)?,
     })
 }
 
@@ -940,21 +1023,20 @@ fn job(r: &Reader<'_>, e: &Entry, settings: &Settings) -> Result<Job, ConfigErro
     let lock = match read_own("lock") {
         Some((at, e)) => {
             let key = join(&path, "lock");
-            let l = string(&Raw::Node(&e.value), &at, &key, "a lock name")?;
-            if !valid_name(&l) {
-                return Err(invalid(
-                    &at,
-                    &key,
-                    format!("= {l:?}: a lock name is 1 to 64 characters of A-Z a-z 0-9 _ . -"),
-                ));
-            }
             Sourced {
-                value: l,
+                value: lock_name(&Raw::Node(&e.value), &at, &key)?,
                 source: at.source(),
                 inherited: false,
             }
         }
-        None => Sourced::default_value(name.clone()),
+        None => match &settings.lock.value {
+            Some(l) => Sourced {
+                value: l.clone(),
+                source: settings.lock.source.clone(),
+                inherited: true,
+            },
+            None => Sourced::default_value(name.clone()),
+        },
     };
     let job_env = match read_own("env") {
         Some((at, e)) => env_table(&e.value, &at, &join(&path, "env"))?,

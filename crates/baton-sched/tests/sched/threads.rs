@@ -51,7 +51,7 @@ fn two_threads_ticking_one_occurrence_run_it_once() {
                         let req = Request {
                             config: &cfg,
                             job,
-                            occurrence: Some(at),
+                            start: baton_sched::run::Start::Scheduled(at),
                             tee: false,
                         };
                         let code = run::run(&req, &surfaces);

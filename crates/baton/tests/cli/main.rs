@@ -9,5 +9,6 @@ mod exit_codes;
 mod hardening;
 mod lock_tools;
 mod overlap;
+mod policies;
 mod sched;
 mod versions;

@@ -8,12 +8,12 @@ use crate::support::{BATON, Env, code, pause, processes_of_run, stderr, stdout};
 
 /// A scheduler set-up: a state directory and a `baton.toml` in a temporary
 /// directory.
-struct Sched {
-    env: Env,
+pub(crate) struct Sched {
+    pub(crate) env: Env,
 }
 
 impl Sched {
-    fn new(toml: &str) -> Self {
+    pub(crate) fn new(toml: &str) -> Self {
         let s = Self { env: Env::new() };
         s.write(toml);
         s
@@ -21,7 +21,7 @@ impl Sched {
 
     /// Writes `baton.toml`, with `[scheduler] state_dir` and UTC unless
     /// the text sets them, and `STATE` replaced by the state directory.
-    fn write(&self, toml: &str) {
+    pub(crate) fn write(&self, toml: &str) {
         let text = toml.replace("STATE", self.env.state().to_str().unwrap());
         let text = if text.contains("[scheduler]") {
             text
@@ -34,11 +34,11 @@ impl Sched {
         std::fs::write(self.config(), text).unwrap();
     }
 
-    fn config(&self) -> PathBuf {
+    pub(crate) fn config(&self) -> PathBuf {
         self.env.path("baton.toml")
     }
 
-    fn cmd(&self, args: &[&str]) -> Command {
+    pub(crate) fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(BATON);
         c.args(args)
             .env("BATON_CONFIG", self.config())
@@ -49,17 +49,17 @@ impl Sched {
         c
     }
 
-    fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         self.cmd(args).output().unwrap()
     }
 
-    fn json(&self, args: &[&str]) -> serde_json::Value {
+    pub(crate) fn json(&self, args: &[&str]) -> serde_json::Value {
         let o = self.run(args);
         serde_json::from_slice(&o.stdout)
             .unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {}{}", stdout(&o), stderr(&o)))
     }
 
-    fn envelope(&self) -> String {
+    pub(crate) fn envelope(&self) -> String {
         let mut all = String::new();
         if let Ok(d) = std::fs::read_dir(self.env.state().join("logs")) {
             for e in d.filter_map(Result::ok) {
@@ -73,14 +73,18 @@ impl Sched {
     }
 }
 
-fn lines(p: &Path) -> usize {
+pub(crate) fn lines(p: &Path) -> usize {
     std::fs::read_to_string(p).map_or(0, |s| s.lines().count())
 }
 
-/// A job due now (every minute), that appends a line to `counter`.
+/// A job due now, that appends a line to `counter`: one occurrence a year,
+/// caught up for 400 days, so the same occurrence stays due through a test
+/// whatever the minute (a minute's schedule would bring a new occurrence
+/// when a test crosses a minute).
 fn counting_job(counter: &Path, extra: &str) -> String {
     format!(
-        "[jobs.count]\nschedule = \"* * * * *\"\nrun = \"echo ran >> {}{extra}\"\n",
+        "[jobs.count]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\n\
+         run = \"echo ran >> {}{extra}\"\n",
         counter.display()
     )
 }

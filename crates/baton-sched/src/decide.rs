@@ -1,0 +1,219 @@
+//! What a tick decides for one job before anything runs: it plans
+//! ([`crate::plan`]), records the plan's missed ranges in the ledger (one
+//! alert per decision that recorded something), queues a catch-up batch,
+//! and says what to start.
+//!
+//! The ledger is the arbiter between ticks: a missed range or a batch is
+//! written only if the job's mark is still below it, so when two ticks plan
+//! the same outage one records it and the other, told the mark moved, plans
+//! again from the new mark. This module never takes a lock and never runs
+//! a step; when the ledger cannot be written it still says what to start
+//! (the lock's claim keeps an occurrence from running twice), and leaves the
+//! misses for a later tick to record.
+
+use std::collections::BTreeMap;
+
+use baton_ledger::{JobState, Miss, Missed, Queued};
+use jiff::Timestamp;
+
+use crate::alerts::{Alert, Kind, MissedInfo};
+use crate::config::{Config, Job};
+use crate::plan::{self, Known, MissedRange, Pause};
+use crate::run::{Start, lock_for, occurrence_text};
+use crate::surfaces::Surfaces;
+
+/// How many times one tick plans a job again after another process moved
+/// its mark.
+const REPLANS: usize = 3;
+
+/// The pauses of a job, as the plan sees them.
+pub fn pauses(s: &mut Surfaces, job: &str) -> Vec<Pause> {
+    s.ledger(|l| l.pauses(job, 100))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|p| Pause {
+            since: p.since,
+            end: match (p.until, p.ended) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+        })
+        .collect()
+}
+
+/// What a tick decided for one job.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Decided {
+    /// What to start, if anything.
+    pub start: Option<Start>,
+    /// Whether an alert was raised (missed occurrences recorded).
+    pub alerted: bool,
+}
+
+/// Decides `job`'s pending occurrences at `now`. `queued` says whether the
+/// job has occurrences waiting.
+pub fn job(
+    s: &mut Surfaces,
+    config: &Config,
+    job: &Job,
+    now: Timestamp,
+    state: Option<&JobState>,
+    queued: bool,
+) -> Decided {
+    let waiting = queued.then_some(Start::Queue);
+    let mut alerted = false;
+    let Some(newest) = job
+        .when
+        .value
+        .schedule
+        .latest_at_or_before(now, &job.timezone.value.tz)
+    else {
+        return Decided {
+            start: waiting,
+            alerted,
+        };
+    };
+    let mut state = state.cloned();
+    let done = |start: Option<Start>, alerted: bool| Decided { start, alerted };
+    for _ in 0..REPLANS {
+        let last_decided = state.as_ref().and_then(|st| st.last_decided);
+        if last_decided.is_some_and(|d| d >= newest.as_second()) {
+            return done(waiting, alerted);
+        }
+        let pauses = pauses(s, &job.name);
+        let known = Known {
+            last_decided,
+            first_seen: state.as_ref().map_or(Some(now), |st| Some(st.first_seen)),
+            pauses: &pauses,
+        };
+        let p = plan::plan(job, now, &known);
+        let mut recorded = Vec::new();
+        let mut moved = false;
+        for m in &p.missed {
+            let miss = Miss {
+                job: &job.name,
+                reason: m.reason.as_str(),
+                first: m.first,
+                last: m.last,
+                count: m.count,
+                at_least: m.at_least,
+                detail: None,
+                streak: m.reason.is_streak(),
+            };
+            match s.ledger(|l| l.miss(&miss, now)) {
+                Some(Missed::Recorded) => recorded.push(m.clone()),
+                Some(Missed::Extended) => {}
+                Some(Missed::Moved) => {
+                    moved = true;
+                    break;
+                }
+                None => break, // Said once; a later tick records it.
+            }
+        }
+        if !recorded.is_empty() {
+            alert(s, config, job, &recorded, &p.run, now);
+            alerted = true;
+        }
+        if moved {
+            state = s.ledger(|l| l.job(&job.name)).flatten();
+            continue;
+        }
+        return match p.run.as_slice() {
+            [] => done(waiting, alerted),
+            [at] => done(Some(Start::Scheduled(*at)), alerted),
+            batch => match s.ledger(|l| l.enqueue(&job.name, batch, false, now)) {
+                Some(Queued::Queued | Queued::Coalesced { .. }) => {
+                    done(Some(Start::Queue), alerted)
+                }
+                Some(Queued::Moved) => {
+                    state = s.ledger(|l| l.job(&job.name)).flatten();
+                    continue;
+                }
+                // The ledger cannot hold the batch: run the newest.
+                None => done(batch.last().map(|&at| Start::Scheduled(at)), alerted),
+            },
+        };
+    }
+    done(waiting, alerted)
+}
+
+/// One alert for the ranges one decision recorded.
+fn alert(
+    s: &mut Surfaces,
+    config: &Config,
+    job: &Job,
+    ranges: &[MissedRange],
+    run: &[i64],
+    now: Timestamp,
+) {
+    let count: u64 = ranges.iter().map(|r| r.count).sum();
+    let at_least = ranges.iter().any(|r| r.at_least);
+    let mut by_reason = BTreeMap::new();
+    for r in ranges {
+        *by_reason.entry(r.reason.as_str().to_owned()).or_insert(0) += r.count;
+    }
+    let first = ranges.iter().map(|r| r.first).min().unwrap_or_default();
+    let last = ranges.iter().map(|r| r.last).max().unwrap_or_default();
+    let parts: Vec<String> = ranges
+        .iter()
+        .map(|r| {
+            let n = if r.at_least {
+                format!("at least {}", r.count)
+            } else {
+                r.count.to_string()
+            };
+            if r.first == r.last {
+                format!(
+                    "{n} {} ({})",
+                    r.reason.describe(),
+                    occurrence_text(Some(r.first))
+                )
+            } else {
+                format!(
+                    "{n} {} ({} to {})",
+                    r.reason.describe(),
+                    occurrence_text(Some(r.first)),
+                    occurrence_text(Some(r.last))
+                )
+            }
+        })
+        .collect();
+    let runs = match run {
+        [] => String::new(),
+        [one] => format!("; {} runs now", occurrence_text(Some(*one))),
+        many => format!("; {} run now, oldest first", many.len()),
+    };
+    let total = if at_least {
+        format!("at least {count}")
+    } else {
+        count.to_string()
+    };
+    let lock = lock_for(config, job);
+    let alert = Alert {
+        kind: Kind::Missed,
+        job: job.name.clone(),
+        occurrence: Some(occurrence_text(Some(last))),
+        run_id: None,
+        lock: lock.path().display().to_string(),
+        name: job.lock.value.clone(),
+        holder: None,
+        fence: None,
+        time: now.to_string(),
+        step: None,
+        message: format!(
+            "{}: {total} occurrence(s) missed: {}{runs}",
+            job.name,
+            parts.join(", ")
+        ),
+        status: None,
+        reason: Some(by_reason.keys().cloned().collect::<Vec<_>>().join(",")),
+        missed: Some(MissedInfo {
+            count,
+            at_least,
+            first: occurrence_text(Some(first)),
+            last: occurrence_text(Some(last)),
+            by_reason,
+        }),
+    };
+    s.alert(&alert);
+}

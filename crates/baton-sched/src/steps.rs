@@ -1,0 +1,424 @@
+//! One run of a job inside a held lease: its `started` record, its steps in
+//! order with their retries, its checks, its verdict.
+//!
+//! A step is retried on failure, with a delay that doubles from `backoff`
+//! up to `backoff_max`, unless its exit code is one that is never retried;
+//! a step that still fails stops the steps after it. The checks run once
+//! each whatever the steps did (not after a lost lease or a signal: then
+//! nothing more may run). This module never takes, restates or releases the
+//! lease: [`crate::run`] does, around one run or several in a row.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+
+use baton_runner::{Ending, Event, Paused, Session, Stdin, StepSpec};
+
+use crate::alerts::Kind;
+use crate::config::{Step, StepKind};
+use crate::logs::OutputSink;
+use crate::run::{Context, FAILED, OK, Request};
+use crate::surfaces::Surfaces;
+use crate::units::show_duration;
+
+/// Runs one occurrence (or a manual run) to its verdict under `session`'s
+/// lease, whose claim already names it. Returns the run's exit code.
+pub(crate) fn one(
+    req: &Request<'_>,
+    ctx: &Rc<RefCell<Context>>,
+    session: &mut Session<'_>,
+    current: &Rc<RefCell<Option<String>>>,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) -> u8 {
+    let job = req.job;
+    let c = ctx.borrow().clone();
+    let occurrence = req.start.occurrence();
+    let lease = session.lease();
+    let (host, pid) = (lease.record().host.clone(), std::process::id());
+    let began = {
+        let mut s = surfaces.borrow_mut();
+        let now = s.now();
+        let row = baton_ledger::NewRun {
+            run_id: c.run_id.clone(),
+            job: job.name.clone(),
+            occurrence,
+            fence: c.fence,
+            host: host.clone(),
+            pid,
+            started: now,
+        };
+        s.ledger(|l| l.begin_run(&row))
+    };
+    if let Some(baton_ledger::Begun::AlreadyDecided(d)) = began {
+        surfaces.borrow_mut().note(&format!(
+            "{} occurrence={} already {} (the ledger says so); not run again",
+            job.name,
+            c.occurrence,
+            d.decision.as_str()
+        ));
+        return OK;
+    }
+    surfaces.borrow_mut().note(&format!(
+        "{} run={} occurrence={} start fence={} host={host} pid={pid}",
+        job.name,
+        c.run_id,
+        c.occurrence,
+        lease.fence()
+    ));
+    let started = surfaces.borrow().now();
+    let env_base: Vec<(String, String)> = vec![
+        ("BATON_JOB".into(), job.name.clone()),
+        ("BATON_OCCURRENCE".into(), c.occurrence.clone()),
+        ("BATON_RUN_ID".into(), c.run_id.clone()),
+        ("BATON_FENCE".into(), lease.fence().to_string()),
+        ("BATON_TOKEN".into(), lease.token().to_string()),
+        (
+            "BATON_LOCK".into(),
+            lease.lock().path().display().to_string(),
+        ),
+        ("BATON_CONFIG".into(), req.config.path.display().to_string()),
+    ];
+    let mut tally = Tally {
+        failed: None,
+        stopped: None,
+        seq: 0,
+    };
+    for step in &job.steps {
+        if tally.failed.is_some() || tally.stopped.is_some() {
+            surfaces.borrow_mut().note(&format!(
+                "{} run={} step={} skipped: an earlier step failed",
+                job.name, c.run_id, step.name
+            ));
+            continue;
+        }
+        attempts(
+            req, &c, step, &env_base, session, current, &mut tally, surfaces,
+        );
+    }
+    for check in &job.checks {
+        if tally.stopped.is_some() {
+            surfaces.borrow_mut().note(&format!(
+                "{} run={} check={} not run: the run was stopped",
+                job.name, c.run_id, check.name
+            ));
+            continue;
+        }
+        attempts(
+            req, &c, check, &env_base, session, current, &mut tally, surfaces,
+        );
+    }
+    *current.borrow_mut() = None;
+    let mut s = surfaces.borrow_mut();
+    let now = s.now();
+    let elapsed = Duration::try_from(now.duration_since(started)).unwrap_or_default();
+    let (verdict, code, success) = match (&tally.stopped, &tally.failed) {
+        (Some(why), _) => (
+            *why,
+            tally
+                .failed
+                .as_ref()
+                .map_or(1, |f| i32::from(f.2.exit_code())),
+            false,
+        ),
+        (None, Some((_, kind, ending))) => (
+            if *kind == StepKind::Check {
+                "check-failed"
+            } else {
+                "failed"
+            },
+            i32::from(ending.exit_code()),
+            false,
+        ),
+        (None, None) => ("ok", 0, true),
+    };
+    let row = baton_ledger::Finished {
+        run_id: c.run_id.clone(),
+        job: job.name.clone(),
+        finished: now,
+        verdict: verdict.to_owned(),
+        exit_code: code,
+        success,
+    };
+    let keep = req.config.settings.history_keep.value;
+    let _ = s.ledger(|l| l.finish_run(&row, keep));
+    s.note(&format!(
+        "{} run={} verdict={verdict} ({})",
+        job.name,
+        c.run_id,
+        show_duration(elapsed)
+    ));
+    if success { OK } else { FAILED }
+}
+
+/// The runner's events, reported on the surfaces.
+pub(crate) struct Events {
+    pub(crate) surfaces: Rc<RefCell<Surfaces>>,
+    pub(crate) ctx: Rc<RefCell<Context>>,
+    pub(crate) step: Rc<RefCell<Option<String>>>,
+}
+
+impl baton_runner::Report for Events {
+    fn event(&mut self, e: Event) {
+        let mut s = self.surfaces.borrow_mut();
+        let now = s.now();
+        let step = self.step.borrow().clone();
+        let ctx = self.ctx.borrow().clone();
+        let job = &ctx.job;
+        let (kind, message) = match e {
+            Event::Overrunning { budget } => (
+                Kind::Overrunning,
+                format!(
+                    "{job}: run {} still running after its max_runtime of {}; nothing is stopped",
+                    ctx.run_id,
+                    show_duration(budget)
+                ),
+            ),
+            Event::TimedOut { after } => (
+                Kind::Timeout,
+                format!(
+                    "{job}: step {} timed out after {}; its whole process tree is being stopped",
+                    step.as_deref().unwrap_or("?"),
+                    show_duration(after)
+                ),
+            ),
+            Event::LeaseLost { why } => (
+                Kind::LeaseLost,
+                format!("{job}: {why}; the run is stopped and nothing more of it runs"),
+            ),
+            Event::RenewTrouble { why } => return s.warn(&format!("{job}: {why}")),
+            Event::Leftovers { count } => {
+                return s.note(&format!(
+                    "{job} run={} step={} left {count} process(es) running; stopping them",
+                    ctx.run_id,
+                    step.as_deref().unwrap_or("?")
+                ));
+            }
+            Event::Stuck { pids, after } => {
+                return s.warn(&format!(
+                    "{job}: processes {pids:?} still run {} after SIGKILL; the lease is kept",
+                    show_duration(after)
+                ));
+            }
+            Event::Forwarded { signal } => {
+                return s.note(&format!(
+                    "{job} run={} passed signal {signal} to step {}",
+                    ctx.run_id,
+                    step.as_deref().unwrap_or("?")
+                ));
+            }
+            Event::NoCgroup { why } => return s.note(&format!("{job}: {why}")),
+        };
+        let alert = ctx.alert(kind, now, step.as_deref(), message);
+        s.alert(&alert);
+    }
+}
+
+/// How the steps went.
+struct Tally {
+    failed: Option<(String, StepKind, Ending)>,
+    stopped: Option<&'static str>,
+    seq: u32,
+}
+
+/// The delay before retry `n` (1 for the first retry): `backoff` doubled
+/// per retry, at most `backoff_max`.
+pub fn retry_delay(step: &Step, n: u32) -> Duration {
+    let factor = 2u32.saturating_pow(n.saturating_sub(1));
+    step.backoff
+        .value
+        .saturating_mul(factor)
+        .min(step.backoff_max.value)
+}
+
+#[allow(clippy::too_many_arguments)] // The run's state, passed down one level.
+fn attempts(
+    req: &Request<'_>,
+    ctx: &Context,
+    step: &Step,
+    env_base: &[(String, String)],
+    session: &mut Session<'_>,
+    current: &Rc<RefCell<Option<String>>>,
+    tally: &mut Tally,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) {
+    let job = req.job;
+    let what = step.kind.as_str();
+    let max = step.retries.value + 1;
+    *current.borrow_mut() = Some(step.name.clone());
+    for attempt in 1..=max {
+        let logs = surfaces.borrow().logs.clone();
+        let at = surfaces.borrow().now();
+        let header = format!(
+            "=== {} {} run={} {what}={} attempt={attempt} start\n",
+            logs.stamp(at),
+            job.name,
+            ctx.run_id,
+            step.name
+        );
+        let _ = logs.job_lines(&job.name, at, header.as_bytes());
+        surfaces.borrow_mut().note(&format!(
+            "{} run={} {what}={} attempt={attempt} start",
+            job.name, ctx.run_id, step.name
+        ));
+        let (sink, captured) = OutputSink::new(
+            logs.clone(),
+            &job.name,
+            at,
+            step.output_limit.value,
+            req.tee,
+        );
+        let argv = step.run.value.argv();
+        let mut spec = StepSpec::new(argv[0].clone(), argv[1..].iter().map(Into::into).collect());
+        spec.env = env_base
+            .iter()
+            .cloned()
+            .chain([
+                ("BATON_STEP".to_owned(), step.name.clone()),
+                ("BATON_ATTEMPT".to_owned(), attempt.to_string()),
+            ])
+            .chain(step.env.iter().cloned())
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        spec.cwd = step.cwd.clone();
+        spec.timeout = step.timeout.value;
+        spec.kill_grace = step.kill_grace.value;
+        spec.stdin = Stdin::Null;
+        spec.output = baton_runner::Output::Capture(Box::new(sink));
+        let result = session.run(spec);
+        let finished = surfaces.borrow().now();
+        let outcome = match &result.ending {
+            e if e.success() => "ok",
+            Ending::TimedOut => "timeout",
+            Ending::LeaseLost => "lease-lost",
+            Ending::NotStarted(_) => "not-started",
+            _ if result.interrupted.is_some() => "interrupted",
+            _ => "failed",
+        };
+        let shown = match &result.ending {
+            Ending::NotStarted(f) => f.message.clone(),
+            e => e.describe(),
+        };
+        let cut = captured
+            .lock()
+            .ok()
+            .and_then(|c| c.clone())
+            .unwrap_or_default();
+        let footer = format!(
+            "=== {} {} run={} {what}={} attempt={attempt} {shown} ({})\n",
+            logs.stamp(finished),
+            job.name,
+            ctx.run_id,
+            step.name,
+            show_duration(result.duration)
+        );
+        let _ = logs.job_lines(&job.name, at, footer.as_bytes());
+        tally.seq += 1;
+        let row = baton_ledger::Attempt {
+            run_id: ctx.run_id.clone(),
+            job: job.name.clone(),
+            seq: tally.seq,
+            step: step.name.clone(),
+            kind: match step.kind {
+                StepKind::Step => baton_ledger::StepKind::Step,
+                StepKind::Check => baton_ledger::StepKind::Check,
+            },
+            attempt,
+            started: at,
+            finished,
+            exit_code: result.code.or(match &result.ending {
+                Ending::NotStarted(f) => Some(i32::from(f.exit_code())),
+                _ => None,
+            }),
+            signal: result.signal,
+            outcome: outcome.to_owned(),
+        };
+        let mut s = surfaces.borrow_mut();
+        let _ = s.ledger(|l| l.record_attempt(&row));
+        if let Some(problem) = cut.failed {
+            s.warn(&format!("{}: {problem}", job.name));
+        }
+        if result.ending.success() {
+            s.note(&format!(
+                "{} run={} {what}={} attempt={attempt} ok ({})",
+                job.name,
+                ctx.run_id,
+                step.name,
+                show_duration(result.duration)
+            ));
+            return;
+        }
+        let code = result.ending.exit_code();
+        let stop = match &result.ending {
+            Ending::LeaseLost => Some("lease-lost"),
+            _ if session.lost().is_some() => Some("lease-lost"),
+            _ if result.interrupted.is_some() || session.interrupted().is_some() => {
+                Some("interrupted")
+            }
+            _ => None,
+        };
+        let no_retry = step.no_retry_exit_codes.value.contains(&i32::from(code));
+        let last = attempt == max || stop.is_some() || no_retry;
+        if !last {
+            let delay = retry_delay(step, attempt);
+            s.note(&format!(
+                "{} run={} {what}={} attempt={attempt} {shown} ({}); retry {} of {} in {}",
+                job.name,
+                ctx.run_id,
+                step.name,
+                show_duration(result.duration),
+                attempt,
+                max - 1,
+                show_duration(delay)
+            ));
+            drop(s);
+            match session.pause(delay) {
+                Paused::Elapsed => continue,
+                Paused::Interrupted(_) => {
+                    tally.stopped = Some("interrupted");
+                    tally.failed = Some((step.name.clone(), step.kind, result.ending));
+                    return;
+                }
+                Paused::LeaseLost => {
+                    tally.stopped = Some("lease-lost");
+                    tally.failed = Some((step.name.clone(), step.kind, result.ending));
+                    return;
+                }
+            }
+        }
+        let why = if no_retry && attempt < max {
+            format!(" (exit code {code} is never retried)")
+        } else if max > 1 {
+            format!(" after {attempt} attempts")
+        } else {
+            String::new()
+        };
+        s.note(&format!(
+            "{} run={} {what}={} attempt={attempt} {shown} ({}): {what} failed{why}",
+            job.name,
+            ctx.run_id,
+            step.name,
+            show_duration(result.duration)
+        ));
+        if stop.is_none() && result.ending != Ending::TimedOut {
+            let kind = if step.kind == StepKind::Check {
+                Kind::CheckFailed
+            } else {
+                Kind::StepFailed
+            };
+            let now = s.now();
+            let mut alert = ctx.alert(
+                kind,
+                now,
+                Some(&step.name),
+                format!("{}: {what} {} {shown}{why}", job.name, step.name),
+            );
+            alert.status = Some(i32::from(code));
+            s.alert(&alert);
+        }
+        tally.stopped = tally.stopped.or(stop);
+        if tally.failed.is_none() || step.kind == StepKind::Step {
+            tally.failed = Some((step.name.clone(), step.kind, result.ending));
+        }
+        return;
+    }
+}

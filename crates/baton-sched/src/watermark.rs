@@ -1,0 +1,144 @@
+//! `baton watermark get` and `baton watermark settle`: a job's watermark,
+//! the point up to which an incremental job has delivered (seed 001).
+//!
+//! Only the run that holds the job's lease may settle it: the value is
+//! written to the ledger inside the lock file's critical section, after the
+//! record's token was compared with the caller's `BATON_TOKEN`
+//! ([`baton_lease::Lock::while_held`]), so a displaced run, a run whose
+//! lease was broken, or a command run outside any run is refused and writes
+//! nothing. A run that crashes before settling leaves the old value: its
+//! retry reads the same window again. This module never changes the lock
+//! file.
+
+use std::sync::Arc;
+
+use baton_lease::{Clock, Token, Vouched};
+
+use crate::config::Config;
+use crate::run::{CANNOT, FAILED, OK, lock_for};
+
+/// The watermark of `job`, as `get` shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Shown {
+    /// The job.
+    pub job: String,
+    /// The value; `None` before the first settle.
+    pub value: Option<String>,
+    /// When it was settled (RFC 3339).
+    pub settled: Option<String>,
+    /// The run that settled it.
+    pub run_id: Option<String>,
+    /// The fence of that run's lease.
+    pub fence: Option<u64>,
+}
+
+/// Reads `job`'s watermark without creating anything.
+///
+/// # Errors
+///
+/// The ledger's message, when it cannot be read.
+pub fn get(config: &Config, job: &str, clock: &dyn Clock) -> Result<Shown, String> {
+    let state = &config.settings.state_dir.value;
+    let mut shown = Shown {
+        job: job.to_owned(),
+        value: None,
+        settled: None,
+        run_id: None,
+        fence: None,
+    };
+    if !state.join("baton.db").exists() {
+        return Ok(shown);
+    }
+    let mut ledger = baton_ledger::Ledger::open(state, clock.wall()).map_err(|e| e.to_string())?;
+    if let Some(w) = ledger.watermark(job).map_err(|e| e.to_string())? {
+        shown.value = Some(w.value);
+        shown.settled = Some(w.settled.to_string());
+        shown.run_id = w.run_id;
+        shown.fence = w.fence;
+    }
+    Ok(shown)
+}
+
+/// `baton watermark settle JOB VALUE` with `token` (from `BATON_TOKEN`);
+/// returns the exit code, saying why on stderr when refused.
+pub fn settle(
+    config: &Config,
+    job: &str,
+    value: &str,
+    token: Option<&str>,
+    clock: Arc<dyn Clock>,
+) -> u8 {
+    let Some(token) = token.filter(|t| !t.is_empty()) else {
+        crate::say::line(format_args!(
+            "watermark settle: refused: BATON_TOKEN is not set; only a run of {job} that holds \
+             its lease may settle its watermark (run this from one of the job's steps)"
+        ));
+        return FAILED;
+    };
+    let token: Token = match token.parse() {
+        Ok(t) => t,
+        Err(e) => {
+            crate::say::line(format_args!(
+                "watermark settle: refused: BATON_TOKEN {token:?} is not a lease token ({e})"
+            ));
+            return FAILED;
+        }
+    };
+    let Some(j) = config.jobs.get(job) else {
+        return CANNOT;
+    };
+    let state = &config.settings.state_dir.value;
+    let mut ledger = match baton_ledger::Ledger::open(state, clock.wall()) {
+        Ok(l) => l,
+        Err(e) => {
+            crate::say::line(format_args!("watermark settle: {e}"));
+            return FAILED;
+        }
+    };
+    let lock = lock_for(config, j);
+    let vouched = lock.while_held(&token, |held| {
+        let fence = Some(held.fence.get());
+        ledger.settle(job, value, held.run.as_deref(), fence, clock.wall())
+    });
+    match vouched {
+        Ok(Vouched::Done(Ok(_))) => OK,
+        Ok(Vouched::Done(Err(e))) => {
+            crate::say::line(format_args!("watermark settle: {e}"));
+            FAILED
+        }
+        Ok(Vouched::NotHolder(body)) => {
+            let now = match &body {
+                baton_lease::record::Body::Held(h) => format!(
+                    "it is held by run {} (fence {})",
+                    h.run.as_deref().unwrap_or("?"),
+                    h.fence
+                ),
+                baton_lease::record::Body::Free(_) => "it is free".into(),
+                _ => "it holds no baton lease".into(),
+            };
+            crate::say::line(format_args!(
+                "watermark settle: refused: this run no longer holds {job}'s lease ({now}); a \
+                 displaced run cannot settle, and the watermark stays as it was"
+            ));
+            FAILED
+        }
+        Ok(Vouched::Missing) => {
+            crate::say::line(format_args!(
+                "watermark settle: refused: {} does not exist, so no run holds {job}'s lease",
+                lock.path().display()
+            ));
+            FAILED
+        }
+        Ok(Vouched::Busy(b)) => {
+            crate::say::line(format_args!(
+                "watermark settle: refused: the lock's critical section could not be entered \
+                 ({b}); nothing was written, try again"
+            ));
+            FAILED
+        }
+        Err(e) => {
+            crate::say::line(format_args!("watermark settle: {e}"));
+            FAILED
+        }
+    }
+}
