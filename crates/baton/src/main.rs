@@ -6,6 +6,7 @@
 #[macro_use]
 mod say;
 mod alert;
+mod calendar_cmd;
 mod cli;
 
 mod exec;
@@ -79,6 +80,7 @@ fn run(cli: Cli) -> Exit {
         Cmd::Status(a) => sched_cmd::status(state, &a),
         Cmd::Config(a) => sched_cmd::config(state, &a),
         Cmd::History(a) => sched_cmd::history(state, &a),
+        Cmd::Calendar(a) => calendar_cmd::run(state, &a),
         Cmd::Completions(a) => {
             let mut out = Vec::new();
             clap_complete::generate(a.shell, &mut Cli::command(), "baton", &mut out);
