@@ -9,10 +9,12 @@
 //! `status`, `history` and `config` read it back for people and scripts.
 //!
 //! Map: [`config`] reads and validates; [`units`] parses durations and
-//! sizes.
+//! sizes; [`calendar`] lists a schedule's next occurrences for people to
+//! check, with what daylight saving does to them.
 
 pub mod alerts;
 pub mod backfill;
+pub mod calendar;
 pub mod config;
 pub mod decide;
 pub mod history;

@@ -64,6 +64,10 @@ pub enum Cmd {
     /// run that holds the job's lease).
     #[command(subcommand, after_long_help = SCHED_HELP)]
     Watermark(WatermarkCmd),
+    /// Show a schedule's next occurrences, in its zone and in UTC, and what
+    /// daylight saving does to them.
+    #[command(after_long_help = CALENDAR_HELP)]
+    Calendar(CalendarArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
     /// Print the manual page (roff), for `man -l -`.
@@ -186,6 +190,43 @@ pub struct BackfillArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// With --dry-run: one JSON array on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `baton calendar`: an expression or a job, exactly one.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("schedule").required(true).args(["expr", "job"])))]
+pub struct CalendarArgs {
+    /// The schedule: a cron expression, quoted ("30 2 * * *"), a macro
+    /// (@daily), or an interval (every:15m, every 15m, @every 15m). Several
+    /// words are joined with spaces.
+    #[arg(value_name = "EXPR", num_args = 1..)]
+    pub expr: Vec<String>,
+    /// A job of baton.toml instead of EXPR: its schedule, in its own zone.
+    #[arg(long, value_name = "NAME")]
+    pub job: Option<String>,
+    /// The configuration file, with --job (default: $BATON_CONFIG, else
+    /// ./baton.toml).
+    #[arg(long, value_name = "FILE", conflicts_with = "expr")]
+    pub config: Option<PathBuf>,
+    /// The time zone, an IANA name such as Europe/Berlin (default: the
+    /// system's). Not with --job, which uses the job's own zone.
+    #[arg(long, value_name = "ZONE", conflicts_with = "job")]
+    pub tz: Option<String>,
+    /// List the occurrences strictly after TIME, in RFC 3339
+    /// (2026-03-08T00:00:00-05:00, or 2026-03-08T05:00:00Z; default: now).
+    #[arg(long, value_name = "TIME")]
+    pub from: Option<String>,
+    /// How many occurrences, from 1 to 1000.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = baton_sched::calendar::DEFAULT_COUNT,
+        value_parser = clap::value_parser!(u32).range(1..=i64::from(baton_sched::calendar::MAX_COUNT)),
+    )]
+    pub count: u32,
+    /// One JSON object on stdout.
     #[arg(long)]
     pub json: bool,
 }
@@ -458,3 +499,33 @@ pause, resume, backfill, watermark):
 Configuration: --config FILE, else $BATON_CONFIG, else ./baton.toml.
 BATON_<KEY> overrides each [scheduler] key; BATON_ENABLED=false is the kill
 switch, checked before anything is touched.";
+
+const CALENDAR_HELP: &str = "\
+Each occurrence is shown on the zone's wall clock (with its abbreviation
+and offset) and in UTC; it is computed exactly as `baton tick` and
+`baton status` compute it. Daylight saving, as cron users expect it:
+  - a fixed time that does not exist on a spring-forward day (30 2 * * * in
+    New York on 2026-03-08) runs once, at the first instant after the gap
+    (03:00 EDT);
+  - a fixed time that occurs twice on a fall-back day (30 1 * * * on
+    2026-11-01) runs once, at its first occurrence (01:30 EDT);
+  - wildcard and step fields (*, */15) follow real elapsed time through
+    both transitions, so no hour is doubled or lost: nothing runs in the
+    wall-clock hour that is skipped, and the wall-clock hour shown twice
+    runs twice, once in each real hour;
+  - lists of fixed times are fixed times: each runs once, and those a gap
+    swallows (0,30 2 * * * on 2026-03-08) run once together, at the jump;
+  - nothing ever comes out of order or twice.
+An interval (every:15m) counts elapsed time since 1970-01-01T00:00:00Z and
+ignores zones. An occurrence daylight saving moved carries a note.
+
+--json prints one object: expression, normalized, kind (fixed, wildcard,
+every), zone, job (or null), from, exhausted (true when the schedule never
+fires again, so fewer were listed), and occurrences: each with local (RFC
+3339 with the zone's offset), utc, offset, abbreviation, dst (gap, skipped,
+first-of-two, second-of-two, or null) and note (the note in words, or null).
+
+Exit codes:
+  0  the occurrences were shown (also when the schedule never fires again)
+  2  a bad expression, zone, --from or --count, an unknown job, or a
+     configuration that cannot be honoured";

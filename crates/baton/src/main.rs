@@ -6,6 +6,7 @@
 #[macro_use]
 mod say;
 mod alert;
+mod calendar_cmd;
 mod cli;
 
 mod exec;
@@ -84,6 +85,7 @@ fn run(cli: Cli) -> Exit {
         Cmd::Backfill(a) => sched_cmd::backfill(state, &a),
         Cmd::Watermark(WatermarkCmd::Get(a)) => sched_cmd::watermark_get(state, &a),
         Cmd::Watermark(WatermarkCmd::Settle(a)) => sched_cmd::watermark_settle(state, &a),
+        Cmd::Calendar(a) => calendar_cmd::run(state, &a),
         Cmd::Completions(a) => {
             let mut out = Vec::new();
             clap_complete::generate(a.shell, &mut Cli::command(), "baton", &mut out);

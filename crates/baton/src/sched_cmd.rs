@@ -12,7 +12,7 @@ use crate::exit::Exit;
 
 /// The configuration the command names, or the exit code after saying why
 /// it cannot be used.
-fn load(state: Option<&Path>, file: &ConfigFile) -> Result<Config, Exit> {
+pub(crate) fn load(state: Option<&Path>, file: &ConfigFile) -> Result<Config, Exit> {
     let path = config::locate(file.config.as_deref());
     let over = Overrides::from_env(state.map(Path::to_owned));
     config::load(&path, &over).map_err(|e| {

@@ -4,6 +4,7 @@
 mod support;
 
 mod alerts;
+mod calendar;
 mod crash;
 mod exit_codes;
 mod hardening;
