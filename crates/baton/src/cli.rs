@@ -373,6 +373,9 @@ pub struct ShowArgs {
     /// Lock names.
     #[arg(value_name = "NAME")]
     pub names: Vec<String>,
+    /// Use the state directory of this baton.toml (a scheduler's locks).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Lock files, by path.
     #[arg(long, value_name = "PATH")]
     pub lock: Vec<PathBuf>,
@@ -394,6 +397,9 @@ pub struct BreakArgs {
     /// The lock's name.
     #[arg(value_name = "NAME")]
     pub name: Option<String>,
+    /// Use the state directory of this baton.toml (a scheduler's locks).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// The lock file, by path.
     #[arg(long, value_name = "PATH")]
     pub lock: Option<PathBuf>,

@@ -73,8 +73,14 @@ fn run(cli: Cli) -> Exit {
                 Exit::Failure
             }
         },
-        Cmd::Lock(LockCmd::Show(a)) => lock_cmd::show::run(state, &a),
-        Cmd::Lock(LockCmd::Break(a)) => lock_cmd::breaking::run_args(state, a),
+        Cmd::Lock(LockCmd::Show(a)) => match sched_cmd::state_of(state, a.config.as_deref()) {
+            Ok(dir) => lock_cmd::show::run(dir.as_deref().or(state), &a),
+            Err(e) => e,
+        },
+        Cmd::Lock(LockCmd::Break(a)) => match sched_cmd::state_of(state, a.config.as_deref()) {
+            Ok(dir) => lock_cmd::breaking::run_args(dir.as_deref().or(state), a),
+            Err(e) => e,
+        },
         Cmd::Tick(a) => sched_cmd::tick(state, &a),
         Cmd::Run(a) => sched_cmd::run(state, &a),
         Cmd::Status(a) => sched_cmd::status(state, &a),

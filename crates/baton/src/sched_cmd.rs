@@ -357,3 +357,19 @@ pub fn watermark_settle(state: Option<&Path>, a: &crate::cli::WatermarkSettleArg
         clock(),
     ))
 }
+
+/// The state directory of the configuration `file`, for the lock commands'
+/// `--config`; `None` without one.
+pub fn state_of(
+    state: Option<&Path>,
+    file: Option<&Path>,
+) -> Result<Option<std::path::PathBuf>, Exit> {
+    let Some(file) = file else { return Ok(None) };
+    let c = load(
+        state,
+        &ConfigFile {
+            config: Some(file.to_owned()),
+        },
+    )?;
+    Ok(Some(c.settings.state_dir.value))
+}

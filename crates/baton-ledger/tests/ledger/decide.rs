@@ -121,7 +121,8 @@ fn a_claim_is_recorded_once_and_keeps_the_occurrence_from_running() {
     }
     assert!(ledger.history("j", 10).unwrap().is_empty());
 
-    // A started or queued occurrence keeps its decision.
+    // A started occurrence keeps its decision; a queued one leaves the
+    // queue as claimed (the lock file says it started: it must not start).
     let started = scheduled("j", "00000000000000c2", 120);
     ledger.begin_run(&started).unwrap();
     assert!(
@@ -131,11 +132,12 @@ fn a_claim_is_recorded_once_and_keeps_the_occurrence_from_running() {
     );
     let queued = at(180).as_second();
     ledger.enqueue("j", &[queued], false, at(122)).unwrap();
-    assert!(!ledger.claimed("j", queued, "", at(123)).unwrap());
+    assert!(ledger.claimed("j", queued, "", at(123)).unwrap());
     assert_eq!(
         ledger.decision("j", queued).unwrap().unwrap().decision,
-        Decision::Queued
+        Decision::Claimed
     );
+    assert_eq!(ledger.next_queued(&["j"]).unwrap(), None);
 
     // The lock file outranks a missed range: what it says started, started.
     ledger.miss(&range("j", "busy", 240, 300), at(301)).unwrap();

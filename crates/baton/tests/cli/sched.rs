@@ -602,3 +602,35 @@ fn a_stopped_tick_says_so_once_and_leaves_what_it_did_not_start_to_the_next() {
         "the stopped runs are not started twice: {text}"
     );
 }
+
+#[test]
+fn lock_commands_find_a_schedulers_locks_through_its_config() {
+    let env = Env::new();
+    let counter = env.path("counter");
+    let s = Sched { env };
+    s.write(&counting_job(&counter, ""));
+    assert_eq!(code(&s.run(&["run", "count"])), 0);
+    let config = s.config();
+    let o = s.run(&[
+        "lock",
+        "show",
+        "count",
+        "--config",
+        config.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("free"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains(s.env.state().to_str().unwrap()),
+        "{}",
+        stdout(&o)
+    );
+    let o = s.run(&[
+        "lock",
+        "break",
+        "count",
+        "--config",
+        "/nonexistent/baton.toml",
+    ]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+}
