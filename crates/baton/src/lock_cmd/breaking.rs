@@ -71,10 +71,6 @@ pub fn run_args(state: Option<&Path>, a: BreakArgs) -> Exit {
     })
 }
 
-fn pid_text(p: Option<u32>) -> String {
-    p.map_or_else(|| "none".into(), |p| p.to_string())
-}
-
 /// Runs a break; prints what happened; returns the exit code.
 pub fn run(r: &Request<'_>) -> Exit {
     let lock = match super::lock_at(r.path, r.v2_stale_after) {
@@ -104,12 +100,16 @@ pub fn run(r: &Request<'_>) -> Exit {
                 killed,
                 remaining,
             }) => {
+                let whom = match (holder, group) {
+                    (Some(h), Some(g)) => format!("holder pid {h} and job group {g}"),
+                    (Some(h), None) => format!("holder pid {h}"),
+                    (None, Some(g)) => format!("job group {g} (the holder was gone)"),
+                    (None, None) => "nothing".to_owned(),
+                };
                 say!(
-                    "baton: {}: sent SIGTERM{} to holder pid {} and job group {}",
+                    "baton: {}: sent SIGTERM{} to {whom}",
                     r.label,
                     if killed { " then SIGKILL" } else { "" },
-                    pid_text(holder),
-                    pid_text(group)
                 );
                 if remaining {
                     say!(
