@@ -80,6 +80,9 @@ pub fn job(
         if last_decided.is_some_and(|d| d >= newest.as_second()) {
             return done(waiting, alerted);
         }
+        if !anything_to_decide(job, now, newest, state.as_ref()) {
+            return done(waiting, alerted);
+        }
         let pauses = pauses(s, &job.name);
         let known = Known {
             last_decided,
@@ -135,6 +138,22 @@ pub fn job(
         };
     }
     done(waiting, alerted)
+}
+
+/// Whether the newest occurrence can run (it is inside the window) or be
+/// missed (it came after the job was first seen): when neither, no older
+/// one can either, and the plan is skipped without reading the ledger.
+fn anything_to_decide(
+    job: &Job,
+    now: Timestamp,
+    newest: Timestamp,
+    state: Option<&JobState>,
+) -> bool {
+    let window = jiff::SignedDuration::try_from(job.policy.catch_up_window.value)
+        .unwrap_or(jiff::SignedDuration::MAX);
+    let in_window = now.duration_since(newest) <= window;
+    let seen = state.map_or(now, |st| st.first_seen);
+    in_window || newest >= seen
 }
 
 /// One alert for the ranges one decision recorded.
