@@ -46,6 +46,8 @@ pub enum Kind {
     /// Occurrences will not run: outside the catch-up window, superseded,
     /// late, beyond `catch_up_max`, paused, disabled.
     Missed,
+    /// The daemon refused a new configuration; the old one stays in force.
+    ReloadRefused,
 }
 
 impl Kind {
@@ -63,12 +65,13 @@ impl Kind {
             Kind::Overrunning => "overrunning",
             Kind::LedgerCorrupt => "ledger-corrupt",
             Kind::Missed => "missed",
+            Kind::ReloadRefused => "reload-refused",
         }
     }
 }
 
 /// The holder named in an alert.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct HolderInfo {
     /// Pid.
     pub pid: Option<u32>,

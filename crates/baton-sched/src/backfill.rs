@@ -189,6 +189,7 @@ fn run_with(config: &Config, job: &Job, occ: &[i64], surfaces: &Rc<RefCell<Surfa
         job,
         start: Start::Manual,
         tee: true,
+        teller: None,
     };
     crate::run::hold(&req, lease, firsts, surfaces)
 }

@@ -42,12 +42,14 @@ pub fn pauses(s: &mut Surfaces, job: &str) -> Vec<Pause> {
 }
 
 /// What a tick decided for one job.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Decided {
     /// What to start, if anything.
     pub start: Option<Start>,
     /// Whether an alert was raised (missed occurrences recorded).
     pub alerted: bool,
+    /// The missed ranges this decision recorded.
+    pub missed: Vec<MissedRange>,
 }
 
 /// Decides `job`'s pending occurrences at `now`. `queued` says whether the
@@ -62,6 +64,7 @@ pub fn job(
 ) -> Decided {
     let waiting = queued.then_some(Start::Queue);
     let mut alerted = false;
+    let mut all_recorded: Vec<MissedRange> = Vec::new();
     let Some(newest) = job
         .when
         .value
@@ -71,17 +74,22 @@ pub fn job(
         return Decided {
             start: waiting,
             alerted,
+            missed: Vec::new(),
         };
     };
     let mut state = state.cloned();
-    let done = |start: Option<Start>, alerted: bool| Decided { start, alerted };
+    let done = |start: Option<Start>, alerted: bool, missed: &mut Vec<MissedRange>| Decided {
+        start,
+        alerted,
+        missed: std::mem::take(missed),
+    };
     for _ in 0..REPLANS {
         let last_decided = state.as_ref().and_then(|st| st.last_decided);
         if last_decided.is_some_and(|d| d >= newest.as_second()) {
-            return done(waiting, alerted);
+            return done(waiting, alerted, &mut all_recorded);
         }
         if !anything_to_decide(job, now, newest, state.as_ref()) {
-            return done(waiting, alerted);
+            return done(waiting, alerted, &mut all_recorded);
         }
         let pauses = pauses(s, &job.name);
         let known = Known {
@@ -116,28 +124,33 @@ pub fn job(
         if !recorded.is_empty() {
             alert(s, config, job, &recorded, &p.run, now);
             alerted = true;
+            all_recorded.extend(recorded);
         }
         if moved {
             state = s.ledger(|l| l.job(&job.name)).flatten();
             continue;
         }
         return match p.run.as_slice() {
-            [] => done(waiting, alerted),
-            [at] => done(Some(Start::Scheduled(*at)), alerted),
+            [] => done(waiting, alerted, &mut all_recorded),
+            [at] => done(Some(Start::Scheduled(*at)), alerted, &mut all_recorded),
             batch => match s.ledger(|l| l.enqueue(&job.name, batch, false, now)) {
                 Some(Queued::Queued | Queued::Coalesced { .. }) => {
-                    done(Some(Start::Queue), alerted)
+                    done(Some(Start::Queue), alerted, &mut all_recorded)
                 }
                 Some(Queued::Moved) => {
                     state = s.ledger(|l| l.job(&job.name)).flatten();
                     continue;
                 }
                 // The ledger cannot hold the batch: run the newest.
-                None => done(batch.last().map(|&at| Start::Scheduled(at)), alerted),
+                None => done(
+                    batch.last().map(|&at| Start::Scheduled(at)),
+                    alerted,
+                    &mut all_recorded,
+                ),
             },
         };
     }
-    done(waiting, alerted)
+    done(waiting, alerted, &mut all_recorded)
 }
 
 /// Whether the newest occurrence can run (it is inside the window) or be

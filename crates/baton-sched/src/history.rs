@@ -138,3 +138,24 @@ pub fn render(runs: &[RunView]) -> String {
     }
     out
 }
+
+/// The newest `limit` runs of `job`, as `history --json` prints them; none
+/// when the state directory has no ledger yet.
+///
+/// # Errors
+///
+/// The ledger cannot be opened or read (said as `failed to …`).
+pub fn read(
+    config: &crate::config::Config,
+    job: &str,
+    limit: u32,
+    now: jiff::Timestamp,
+) -> Result<Vec<RunView>, String> {
+    let dir = &config.settings.state_dir.value;
+    if !dir.join("baton.db").exists() {
+        return Ok(Vec::new());
+    }
+    let mut l = baton_ledger::Ledger::open(dir, now).map_err(|e| e.to_string())?;
+    let rows = l.history(job, limit).map_err(|e| e.to_string())?;
+    Ok(rows.into_iter().map(Into::into).collect())
+}

@@ -66,6 +66,84 @@ impl Start {
     }
 }
 
+/// What the lock decided for a run, told once, as soon as it is known (the
+/// daemon's workers print it as their first line).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Told {
+    /// The lease is held (and the occurrence claimed): the run starts.
+    Started {
+        /// The run's id (empty for a queue drained without a run of its own).
+        run_id: String,
+        /// The lease's fence.
+        fence: u64,
+    },
+    /// The lock file's claim says this occurrence started already.
+    Claimed,
+    /// Another process runs this occurrence (or a later one) now, or the
+    /// holder will drain the queue.
+    Running {
+        /// Who holds the lock.
+        holder: Option<HolderInfo>,
+    },
+    /// Queued behind the run in flight (`overlap = "queue"`).
+    Queued,
+    /// Joined the occurrence already waiting in the queue.
+    Coalesced,
+    /// Not run: recorded as missed for `reason`.
+    Missed {
+        /// `busy`, `hung`, `orphaned`, `version_conflict`.
+        reason: String,
+        /// Who holds the lock.
+        holder: Option<HolderInfo>,
+        /// What was said.
+        message: String,
+    },
+    /// Another process decided this occurrence first.
+    Decided,
+    /// The lock could not be used.
+    Error {
+        /// Why.
+        message: String,
+    },
+}
+
+/// Where a [`Told`] goes: called at most once per [`run`].
+pub struct Teller<'a> {
+    told: std::cell::Cell<bool>,
+    to: &'a dyn Fn(&Told),
+}
+
+impl<'a> Teller<'a> {
+    /// Tells `to` what the lock decided, once.
+    pub fn new(to: &'a dyn Fn(&Told)) -> Self {
+        Self {
+            told: std::cell::Cell::new(false),
+            to,
+        }
+    }
+
+    fn tell(&self, t: &Told) {
+        if !self.told.replace(true) {
+            (self.to)(t);
+        }
+    }
+}
+
+impl std::fmt::Debug for Teller<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Teller")
+            .field("told", &self.told.get())
+            .finish()
+    }
+}
+
+fn tell(req: &Request<'_>, t: Told) {
+    if let Some(teller) = req.teller {
+        teller.tell(&t);
+    }
+}
+
 /// A run to make.
 #[derive(Debug, Clone, Copy)]
 pub struct Request<'a> {
@@ -77,6 +155,8 @@ pub struct Request<'a> {
     pub start: Start,
     /// Copy the steps' output to standard output as well as the log.
     pub tee: bool,
+    /// Told what the lock decided, once.
+    pub teller: Option<&'a Teller<'a>>,
 }
 
 /// An occurrence as the ledger, the logs and the job see it: RFC 3339 in
@@ -192,6 +272,12 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
     let job = req.job;
     let lock = lock_for(req.config, job);
     let Some(run_id) = fresh_run_id(job, surfaces) else {
+        tell(
+            req,
+            Told::Error {
+                message: "failed to read random bytes for a run id".into(),
+            },
+        );
         return CANNOT;
     };
     let occurrence = req.start.occurrence();
@@ -218,11 +304,24 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
             surfaces
                 .borrow_mut()
                 .warn(&format!("{}: not run: {e}", job.name));
+            tell(
+                req,
+                Told::Error {
+                    message: format!("{}: not run: {e}", job.name),
+                },
+            );
             return CANNOT;
         }
     };
     match outcome {
         Outcome::Acquired(lease) => {
+            tell(
+                req,
+                Told::Started {
+                    run_id: claim.run.clone().unwrap_or_default(),
+                    fence: lease.fence().get(),
+                },
+            );
             let first = (req.start != Start::Queue).then_some(First {
                 ctx,
                 start: req.start,
@@ -231,6 +330,7 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
             hold(req, lease, first.into_iter().collect(), surfaces)
         }
         Outcome::Claimed { at, .. } => {
+            tell(req, Told::Claimed);
             if let Some(occ) = occurrence {
                 // The lock file says it started (a lost ledger did not):
                 // the ledger learns it, and it never runs again.
@@ -273,6 +373,12 @@ fn refused_lock(
     if req.start == Start::Queue {
         // The holder drains the queue on its way out; a hung or orphaned
         // one leaves it for the tick after the lock frees.
+        tell(
+            req,
+            Told::Running {
+                holder: holder.map(HolderInfo::of),
+            },
+        );
         return OK;
     }
     if let (Some(at), Some(h)) = (req.start.occurrence(), holder)
@@ -280,6 +386,12 @@ fn refused_lock(
         && h.claim(&job.name).is_some_and(|c| c >= at)
     {
         // Another process runs this occurrence (or a later one) now.
+        tell(
+            req,
+            Told::Running {
+                holder: Some(HolderInfo::of(h)),
+            },
+        );
         return OK;
     }
     let why = refused.describe();
@@ -300,6 +412,8 @@ fn refused_lock(
             streak: false,
         };
         if let Some(baton_ledger::Missed::Moved) = s.ledger(|l| l.miss(&miss, now)) {
+            drop(s);
+            tell(req, Told::Decided);
             return OK; // Decided elsewhere.
         }
     }
@@ -315,6 +429,15 @@ fn refused_lock(
     alert.run_id = None;
     alert.reason = Some(kind.as_str().to_owned());
     s.alert(&alert);
+    drop(s);
+    tell(
+        req,
+        Told::Missed {
+            reason: kind.as_str().to_owned(),
+            holder: alert.holder.clone(),
+            message: alert.message.clone(),
+        },
+    );
     FAILED
 }
 
@@ -328,17 +451,29 @@ fn queue_behind(req: &Request<'_>, ctx: &Context, at: i64, surfaces: &Rc<RefCell
         let now = s.now();
         let q = s.ledger(|l| l.enqueue(&job.name, &[at], true, now));
         match &q {
-            Some(baton_ledger::Queued::Queued) => s.note(&format!(
-                "{} occurrence={} queued: the job's run is in flight",
-                job.name, ctx.occurrence
-            )),
-            Some(baton_ledger::Queued::Coalesced { into }) => s.note(&format!(
-                "{} occurrence={} coalesced into the waiting occurrence {}",
-                job.name,
-                ctx.occurrence,
-                occurrence_text(Some(*into))
-            )),
-            Some(baton_ledger::Queued::Moved) | None => {}
+            Some(baton_ledger::Queued::Queued) => {
+                tell(req, Told::Queued);
+                s.note(&format!(
+                    "{} occurrence={} queued: the job's run is in flight",
+                    job.name, ctx.occurrence
+                ));
+            }
+            Some(baton_ledger::Queued::Coalesced { into }) => {
+                tell(req, Told::Coalesced);
+                s.note(&format!(
+                    "{} occurrence={} coalesced into the waiting occurrence {}",
+                    job.name,
+                    ctx.occurrence,
+                    occurrence_text(Some(*into))
+                ));
+            }
+            Some(baton_ledger::Queued::Moved) => tell(req, Told::Decided),
+            None => tell(
+                req,
+                Told::Error {
+                    message: "the ledger could not queue the occurrence".into(),
+                },
+            ),
         }
         q
     };

@@ -33,7 +33,7 @@ fn unknown<'a>(config: &Config, names: &'a [String]) -> Option<&'a str> {
 }
 
 /// Creates (or checks) the state directory and its `locks/`; says why not.
-fn prepare(config: &Config) -> Result<(), String> {
+pub fn prepare(config: &Config) -> Result<(), String> {
     crate::state_dir::locks_dir(&config.settings.state_dir.value)
         .map(|_| ())
         .map_err(|e| e.to_string())
@@ -55,47 +55,13 @@ pub fn tick(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> u8 {
         crate::say::line(format_args!("tick: {e}"));
         return CANNOT;
     }
-    let now = clock.wall();
-    let mut alerted = false;
-    let due_jobs: Vec<(&Job, Start)> = {
-        let mut s = Surfaces::open(config, Arc::clone(&clock));
-        let states = s.ledger(|l| l.jobs()).unwrap_or_default();
-        let by_name: std::collections::HashMap<&str, &baton_ledger::JobState> =
-            states.iter().map(|j| (j.job.as_str(), j)).collect();
-        // The ledger learns of new jobs (a write only when there are some).
-        let unseen: Vec<&str> = config
-            .jobs
-            .keys()
-            .map(String::as_str)
-            .filter(|n| !by_name.contains_key(n))
-            .collect();
-        if !unseen.is_empty() {
-            let _ = s.ledger(|l| l.see_jobs(&unseen, now));
-        }
-        let queued: std::collections::HashSet<String> = s
-            .ledger(|l| l.queued_jobs())
-            .unwrap_or_default()
-            .into_iter()
-            .collect();
-        let mut chosen = Vec::new();
-        for j in config
-            .jobs
-            .values()
-            .filter(|j| only.is_empty() || only.contains(&j.name))
-        {
-            let state = by_name.get(j.name.as_str()).copied();
-            let has_queue = queued.contains(&j.name);
-            let d = crate::decide::job(&mut s, config, j, now, state, has_queue);
-            alerted |= d.alerted;
-            if let Some(start) = d.start {
-                chosen.push((j, start));
-            }
-        }
-        // Alert commands finish here: no thread may outlive this block, or
-        // the runs could not be forked.
-        s.finish();
-        chosen
-    };
+    let due = decide_due(config, only, &clock);
+    let due_jobs: Vec<(&Job, Start)> = due
+        .starts
+        .iter()
+        .filter_map(|(name, start)| config.jobs.get(name).map(|j| (j, *start)))
+        .collect();
+    let alerted = due.alerted;
     let decided = if alerted { FAILED } else { OK };
     let code = if due_jobs.is_empty() {
         decided
@@ -112,9 +78,66 @@ pub fn tick(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> u8 {
     code
 }
 
+/// What one tick decided: the starts, and the misses it recorded.
+#[derive(Debug, Clone, Default)]
+pub struct Due {
+    /// What to start, by job name, in the configuration's order.
+    pub starts: Vec<(String, Start)>,
+    /// The missed ranges this tick recorded, by job name.
+    pub missed: Vec<(String, crate::plan::MissedRange)>,
+    /// Whether an alert was raised.
+    pub alerted: bool,
+}
+
+/// Decides every job of `config` (or those in `only`) at the clock's now,
+/// recording misses and catch-up batches in the ledger; starts nothing.
+/// The caller has checked the kill switch and prepared the state directory.
+pub fn decide_due(config: &Config, only: &[String], clock: &Arc<dyn Clock>) -> Due {
+    let now = clock.wall();
+    let mut due = Due::default();
+    let mut s = Surfaces::open(config, Arc::clone(clock));
+    let states = s.ledger(|l| l.jobs()).unwrap_or_default();
+    let by_name: std::collections::HashMap<&str, &baton_ledger::JobState> =
+        states.iter().map(|j| (j.job.as_str(), j)).collect();
+    // The ledger learns of new jobs (a write only when there are some).
+    let unseen: Vec<&str> = config
+        .jobs
+        .keys()
+        .map(String::as_str)
+        .filter(|n| !by_name.contains_key(n))
+        .collect();
+    if !unseen.is_empty() {
+        let _ = s.ledger(|l| l.see_jobs(&unseen, now));
+    }
+    let queued: std::collections::HashSet<String> = s
+        .ledger(|l| l.queued_jobs())
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    for j in config
+        .jobs
+        .values()
+        .filter(|j| only.is_empty() || only.contains(&j.name))
+    {
+        let state = by_name.get(j.name.as_str()).copied();
+        let has_queue = queued.contains(&j.name);
+        let d = crate::decide::job(&mut s, config, j, now, state, has_queue);
+        due.alerted |= d.alerted;
+        due.missed
+            .extend(d.missed.into_iter().map(|m| (j.name.clone(), m)));
+        if let Some(start) = d.start {
+            due.starts.push((j.name.clone(), start));
+        }
+    }
+    // Alert commands finish here: no thread may outlive this call, or the
+    // runs could not be forked.
+    s.finish();
+    due
+}
+
 /// Brings the ledger's file up to date after runs (see
 /// [`baton_ledger::Ledger::checkpoint`]); a failure is said, never fatal.
-fn checkpoint(config: &Config, clock: &Arc<dyn Clock>) {
+pub fn checkpoint(config: &Config, clock: &Arc<dyn Clock>) {
     let mut s = Surfaces::open(config, Arc::clone(clock));
     let _ = s.ledger(baton_ledger::Ledger::checkpoint);
     s.finish();
@@ -129,6 +152,7 @@ fn run_all(config: &Config, due_jobs: &[(&Job, Start)], clock: &Arc<dyn Clock>) 
             job,
             start,
             tee: false,
+            teller: None,
         };
         let code = run::run(&req, &s);
         s.borrow_mut().finish();
@@ -243,6 +267,7 @@ pub fn run_now(config: &Config, name: &str, clock: Arc<dyn Clock>) -> u8 {
             job,
             start: Start::Manual,
             tee: true,
+            teller: None,
         },
         &s,
     );

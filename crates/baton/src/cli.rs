@@ -68,10 +68,46 @@ pub enum Cmd {
     /// daylight saving does to them.
     #[command(after_long_help = CALENDAR_HELP)]
     Calendar(CalendarArgs),
+    /// Serve the schedules: an in-process clock, an HTTP tick and API, a
+    /// status page and Prometheus metrics, until SIGTERM.
+    #[command(after_long_help = DAEMON_HELP)]
+    Daemon(DaemonArgs),
+    /// One run for the daemon (internal): the configuration on stdin, what
+    /// the lock decided as the first line of stdout.
+    #[command(name = "__run", hide = true)]
+    Worker(WorkerArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
     /// Print the manual page (roff), for `man -l -`.
     Man,
+}
+
+/// `baton daemon`.
+#[derive(Debug, Args)]
+pub struct DaemonArgs {
+    #[command(flatten)]
+    pub file: ConfigFile,
+    /// Listen on ADDR (IP:PORT) instead of `[daemon] listen`
+    /// (default 127.0.0.1:8677). Any address but loopback needs `token_file`.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
+}
+
+/// `baton __run`.
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// The job.
+    #[arg(long)]
+    pub job: String,
+    /// A scheduled occurrence, in seconds since 1970.
+    #[arg(long, conflicts_with_all = ["queue", "manual"])]
+    pub at: Option<i64>,
+    /// Only the job's queue.
+    #[arg(long, conflicts_with = "manual")]
+    pub queue: bool,
+    /// A run by hand.
+    #[arg(long)]
+    pub manual: bool,
 }
 
 /// `--config`, shared by the scheduler's commands.
@@ -535,3 +571,26 @@ Exit codes:
   0  the occurrences were shown (also when the schedule never fires again)
   2  a bad expression, zone, --from or --count, an unknown job, or a
      configuration that cannot be honoured";
+
+const DAEMON_HELP: &str = "\
+The daemon ticks every job at its due instant (no polling), and on
+`POST /v1/tick`; `baton tick` from cron may run beside it on the same state
+directory: one occurrence still runs once. Every run is a process of its
+own, supervised as `baton tick` supervises its runs.
+
+HTTP (JSON, under /v1): GET /v1/jobs, GET /v1/jobs/JOB, GET
+/v1/jobs/JOB/runs?limit=N, POST /v1/tick, POST /v1/jobs/JOB/run (409 when
+busy), POST /v1/jobs/JOB/pause and /resume, POST /v1/reload (also SIGHUP),
+PUT and DELETE /v1/jobs/JOB (drop-in files in jobs.d/), GET /healthz, GET /
+(status page), GET /metrics (Prometheus).
+
+Security: loopback by default; any other address needs [daemon] token_file,
+and then every endpoint but /healthz needs `Authorization: Bearer TOKEN`.
+Mutations need `Content-Type: application/json` and no foreign Origin.
+
+SIGTERM or SIGINT: stop ticking and accepting, let runs finish for up to
+[daemon] shutdown_grace (default 60s), then stop them (whole tree) and exit.
+Exit codes: 0 after a clean shutdown, 2 for a configuration that cannot be
+served (invalid, or a non-loopback address without token_file), 125 when the
+address cannot be bound.
+";

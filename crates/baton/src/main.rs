@@ -13,6 +13,7 @@ mod exec;
 mod exit;
 mod lock_cmd;
 mod sched_cmd;
+mod worker_cmd;
 
 use std::process::ExitCode;
 
@@ -92,6 +93,8 @@ fn run(cli: Cli) -> Exit {
         Cmd::Watermark(WatermarkCmd::Get(a)) => sched_cmd::watermark_get(state, &a),
         Cmd::Watermark(WatermarkCmd::Settle(a)) => sched_cmd::watermark_settle(state, &a),
         Cmd::Calendar(a) => calendar_cmd::run(state, &a),
+        Cmd::Daemon(a) => sched_cmd::daemon(state, &a),
+        Cmd::Worker(a) => worker_cmd::run(state, &a),
         Cmd::Completions(a) => {
             let mut out = Vec::new();
             clap_complete::generate(a.shell, &mut Cli::command(), "baton", &mut out);

@@ -110,23 +110,12 @@ pub fn history(state: Option<&Path>, a: &HistoryArgs) -> Exit {
         );
         return Exit::Usage;
     }
-    let dir = &c.settings.state_dir.value;
-    let runs: Vec<baton_sched::history::RunView> = if dir.join("baton.db").exists() {
-        match baton_ledger::Ledger::open(dir, SystemClock.wall()) {
-            Ok(mut l) => match l.history(&a.job, a.limit) {
-                Ok(r) => r.into_iter().map(Into::into).collect(),
-                Err(e) => {
-                    say!("baton history: {e}");
-                    return Exit::Refused;
-                }
-            },
-            Err(e) => {
-                say!("baton history: {e}");
-                return Exit::Refused;
-            }
+    let runs = match baton_sched::history::read(&c, &a.job, a.limit, SystemClock.wall()) {
+        Ok(r) => r,
+        Err(e) => {
+            say!("baton history: {e}");
+            return Exit::Refused;
         }
-    } else {
-        Vec::new()
     };
     if a.json {
         match serde_json::to_string_pretty(&runs) {
@@ -372,4 +361,26 @@ pub fn state_of(
         },
     )?;
     Ok(Some(c.settings.state_dir.value))
+}
+
+/// `baton daemon`.
+pub fn daemon(state: Option<&Path>, a: &crate::cli::DaemonArgs) -> Exit {
+    let exe = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            say!("baton daemon: failed to find the baton binary to run jobs with: {e}");
+            return Exit::Failure;
+        }
+    };
+    let opts = baton_daemon::Options {
+        config_path: config::locate(a.file.config.as_deref()),
+        state_dir: state.map(Path::to_owned),
+        listen: a.listen,
+        exe,
+    };
+    match baton_daemon::serve(opts, clock()) {
+        baton_daemon::EXIT_OK => Exit::Ok,
+        baton_daemon::EXIT_CONFIG => Exit::Usage,
+        _ => Exit::Failure,
+    }
 }

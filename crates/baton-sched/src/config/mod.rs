@@ -17,6 +17,7 @@ mod doc;
 mod error;
 mod model;
 mod read;
+mod snapshot;
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +27,7 @@ pub use model::{
     When, Zone,
 };
 pub use read::{Overrides, env_name, scheduler_keys, valid_name};
+pub use snapshot::Snapshot;
 
 /// Where the configuration file is: `flag`, else `$BATON_CONFIG`, else
 /// `./baton.toml`, made absolute.

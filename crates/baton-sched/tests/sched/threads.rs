@@ -53,6 +53,7 @@ fn two_threads_ticking_one_occurrence_run_it_once() {
                             job,
                             start: baton_sched::run::Start::Scheduled(at),
                             tee: false,
+                            teller: None,
                         };
                         let code = run::run(&req, &surfaces);
                         surfaces.borrow_mut().finish();

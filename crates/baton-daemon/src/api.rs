@@ -1,0 +1,319 @@
+//! The HTTP API (JSON, versioned under `/v1`) and its router, built by
+//! [`app`] so tests can drive it without a socket.
+//!
+//! Handlers are thin: they validate the job's name (as the configuration
+//! does), read through the scheduler's library off the async thread
+//! (`spawn_blocking`, since the ledger is SQLite), and answer with the
+//! shapes the CLI prints (`status --json`, `history --json`). Errors are
+//! [`ApiError`]s: a status, a stable code and a message.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::middleware;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use baton_sched::run::{Start, Told};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::error::ApiError;
+use crate::state::Daemon;
+
+type Shared = State<Arc<Daemon>>;
+
+/// The router.
+pub(crate) fn app(d: Arc<Daemon>) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/v1/jobs", get(jobs))
+        .route("/v1/jobs/{job}", get(job))
+        .route("/v1/jobs/{job}/runs", get(runs))
+        .route("/v1/jobs/{job}/run", post(run_now))
+        .route("/v1/jobs/{job}/pause", post(pause))
+        .route("/v1/jobs/{job}/resume", post(resume))
+        .route("/v1/tick", post(tick))
+        .route("/v1/reload", post(reload))
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&d),
+            crate::guard::check,
+        ))
+        .with_state(d)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
+}
+
+/// Runs `f` off the async thread.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ApiError::internal(format!("the request failed: {e}")))
+}
+
+/// A job's name from the path: valid, and a job of the configuration.
+fn known(d: &Daemon, name: &str) -> Result<Arc<crate::state::Loaded>, ApiError> {
+    if !baton_sched::config::valid_name(name) {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_job_name",
+            format!("{name:?} is not a job name: [A-Za-z0-9_.-], 1 to 64 characters"),
+        ));
+    }
+    let loaded = d.current();
+    if loaded.config.jobs.contains_key(name) {
+        Ok(loaded)
+    } else {
+        Err(ApiError::no_job(name))
+    }
+}
+
+/// A JSON body (an empty one reads as `{}`).
+fn body<T: for<'de> Deserialize<'de> + Default>(b: &Bytes) -> Result<T, ApiError> {
+    if b.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(b).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_body",
+            format!("the body: {e}"),
+        )
+    })
+}
+
+fn json_ok(status: StatusCode, v: Value) -> Response {
+    (status, axum::Json(v)).into_response()
+}
+
+async fn healthz(State(d): Shared) -> Response {
+    json_ok(
+        StatusCode::OK,
+        json!({
+            "ok": true,
+            "stopping": d.stopping.load(std::sync::atomic::Ordering::SeqCst),
+            "runs_in_flight": d.flights().len(),
+        }),
+    )
+}
+
+async fn status_of(d: &Daemon, only: Option<String>) -> Result<Response, ApiError> {
+    let loaded = d.current();
+    let now = d.clock.wall();
+    let s =
+        blocking(move || baton_sched::status::read(&loaded.config, only.as_deref(), now)).await?;
+    let v = serde_json::to_value(&s).map_err(|e| ApiError::internal(e.to_string()))?;
+    Ok(json_ok(StatusCode::OK, v))
+}
+
+async fn jobs(State(d): Shared) -> Result<Response, ApiError> {
+    status_of(&d, None).await
+}
+
+async fn job(State(d): Shared, Path(name): Path<String>) -> Result<Response, ApiError> {
+    known(&d, &name)?;
+    status_of(&d, Some(name)).await
+}
+
+#[derive(Debug, Deserialize)]
+struct Limit {
+    limit: Option<u32>,
+}
+
+async fn runs(
+    State(d): Shared,
+    Path(name): Path<String>,
+    Query(q): Query<Limit>,
+) -> Result<Response, ApiError> {
+    let loaded = known(&d, &name)?;
+    let limit = q.limit.unwrap_or(20).clamp(1, 10_000);
+    let now = d.clock.wall();
+    let runs = blocking(move || baton_sched::history::read(&loaded.config, &name, limit, now))
+        .await?
+        .map_err(ApiError::internal)?;
+    let v = serde_json::to_value(&runs).map_err(|e| ApiError::internal(e.to_string()))?;
+    Ok(json_ok(StatusCode::OK, v))
+}
+
+fn stopping(d: &Daemon) -> Result<(), ApiError> {
+    if d.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+        Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "stopping",
+            "the daemon is shutting down",
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+async fn tick(State(d): Shared) -> Result<Response, ApiError> {
+    stopping(&d)?;
+    match crate::tick::tick(&d, "http").await {
+        Some(t) => {
+            let v = serde_json::to_value(&t).map_err(|e| ApiError::internal(e.to_string()))?;
+            Ok(json_ok(StatusCode::OK, v))
+        }
+        None => Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "stopping",
+            "the daemon is shutting down",
+        )),
+    }
+}
+
+async fn run_now(State(d): Shared, Path(name): Path<String>) -> Result<Response, ApiError> {
+    stopping(&d)?;
+    let loaded = known(&d, &name)?;
+    if !loaded.config.enabled() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "disabled",
+            "not run: the kill switch is off ([scheduler] enabled = false)",
+        ));
+    }
+    if loaded
+        .config
+        .jobs
+        .get(&name)
+        .is_some_and(|j| !j.enabled.value)
+    {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "job_disabled",
+            format!("not run: the job {name} is disabled (enabled = false)"),
+        ));
+    }
+    let permit = Arc::clone(&d.slots)
+        .acquire_owned()
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    let told = crate::worker::start(&d, &loaded, &name, Start::Manual, permit).await;
+    match told {
+        Some(Ok(Told::Started { run_id, fence })) => Ok(json_ok(
+            StatusCode::ACCEPTED,
+            json!({"job": name, "occurrence": "manual", "run_id": run_id, "fence": fence}),
+        )),
+        Some(Ok(Told::Running { holder } | Told::Missed { holder, .. })) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "busy",
+            format!("not run: the lock of {name} is held"),
+        )
+        .with(
+            "holder",
+            serde_json::to_value(holder).unwrap_or(Value::Null),
+        )),
+        Some(Ok(other)) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "not_run",
+            format!(
+                "not run: {}",
+                serde_json::to_string(&other).unwrap_or_default()
+            ),
+        )),
+        Some(Err(e)) => Err(ApiError::internal(e)),
+        None => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "busy",
+            "not run: a run of this job is starting",
+        )),
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PauseBody {
+    /// An instant (RFC 3339, or a local time in the job's zone).
+    until: Option<String>,
+    /// A duration (`90m`).
+    #[serde(rename = "for")]
+    for_: Option<String>,
+    reason: Option<String>,
+}
+
+async fn pause(State(d): Shared, Path(name): Path<String>, b: Bytes) -> Result<Response, ApiError> {
+    let loaded = known(&d, &name)?;
+    let p: PauseBody = body(&b)?;
+    let bad = |m: String| ApiError::new(StatusCode::BAD_REQUEST, "bad_body", m);
+    let job_tz = loaded
+        .config
+        .jobs
+        .get(&name)
+        .map_or(jiff::tz::TimeZone::UTC, |j| j.timezone.value.tz.clone());
+    let now = d.clock.wall();
+    let until = match (&p.until, &p.for_) {
+        (Some(_), Some(_)) => return Err(bad("give \"until\" or \"for\", not both".into())),
+        (Some(u), None) => baton_sched::pause::Until::At(
+            baton_sched::units::parse_instant(u, &job_tz)
+                .map_err(|e| bad(format!("until: {e}")))?,
+        ),
+        (None, Some(f)) => {
+            let dur =
+                baton_sched::units::parse_duration(f).map_err(|e| bad(format!("for: {e}")))?;
+            let span = jiff::SignedDuration::try_from(dur).map_err(|e| bad(format!("for: {e}")))?;
+            baton_sched::pause::Until::At(
+                now.checked_add(span)
+                    .map_err(|e| bad(format!("for: {e}")))?,
+            )
+        }
+        (None, None) => baton_sched::pause::Until::Resumed,
+    };
+    let clock = Arc::clone(&d.clock);
+    let (code, text) = blocking(move || {
+        let mut out = String::new();
+        let code = baton_sched::pause::pause(
+            &loaded.config,
+            &name,
+            until,
+            p.reason.as_deref(),
+            "http",
+            clock,
+            &mut out,
+        );
+        (code, out)
+    })
+    .await?;
+    answer(code, text)
+}
+
+fn answer(code: u8, text: String) -> Result<Response, ApiError> {
+    match code {
+        0 => Ok(json_ok(
+            StatusCode::OK,
+            json!({"ok": true, "message": text.trim_end()}),
+        )),
+        _ => Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "refused",
+            if text.is_empty() {
+                "refused (the daemon's log says why)".to_owned()
+            } else {
+                text.trim_end().to_owned()
+            },
+        )),
+    }
+}
+
+async fn resume(State(d): Shared, Path(name): Path<String>) -> Result<Response, ApiError> {
+    let loaded = known(&d, &name)?;
+    let clock = Arc::clone(&d.clock);
+    let (code, text) = blocking(move || {
+        let mut out = String::new();
+        let code = baton_sched::pause::resume(&loaded.config, &name, clock, &mut out);
+        (code, out)
+    })
+    .await?;
+    answer(code, text)
+}
+
+async fn reload(State(d): Shared) -> Result<Response, ApiError> {
+    let jobs = d.reload("POST /v1/reload").await?;
+    Ok(json_ok(StatusCode::OK, json!({"ok": true, "jobs": jobs})))
+}

@@ -1,0 +1,195 @@
+//! The daemon's clock: sleeps until the next due instant of any job, then
+//! ticks. No polling interval and no wake-up in between: a `timerfd` armed
+//! on `CLOCK_REALTIME` at that instant (absolute, `TFD_TIMER_CANCEL_ON_SET`).
+//!
+//! A step of the wall clock cancels the timer at once; a suspend ends with
+//! the realtime clock past the instant, so the timer fires on resume. On
+//! every wake the wall clock's advance is compared with the boot clock's:
+//! a jump is said, the tick decides what it means (catch-up rules), and the
+//! next instant is planned from the new now. A reload wakes it to plan
+//! again. This module only sleeps and wakes; deciding is [`crate::tick`]'s.
+
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use baton_sched::config::Config;
+use jiff::Timestamp;
+use rustix::time::{Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, Timespec};
+use tokio::io::unix::AsyncFd;
+
+use crate::state::Daemon;
+
+/// A wall-clock difference from the boot clock's advance larger than this
+/// is a jump worth saying.
+const JUMP: Duration = Duration::from_secs(2);
+
+/// The next instant after `after` at which any job of `config` is due.
+pub(crate) fn next_due(config: &Config, after: Timestamp) -> Option<Timestamp> {
+    if !config.enabled() {
+        return None;
+    }
+    config
+        .jobs
+        .values()
+        .filter_map(|j| {
+            j.when
+                .value
+                .schedule
+                .next_after(after, &j.timezone.value.tz)
+        })
+        .min()
+}
+
+/// Why the timer woke.
+enum Woke {
+    /// The instant came.
+    Due,
+    /// The wall clock was set.
+    Stepped,
+}
+
+struct Timer {
+    fd: AsyncFd<OwnedFd>,
+}
+
+impl Timer {
+    fn new() -> std::io::Result<Self> {
+        let fd = rustix::time::timerfd_create(
+            TimerfdClockId::Realtime,
+            TimerfdFlags::CLOEXEC | TimerfdFlags::NONBLOCK,
+        )?;
+        // `new` is deprecated because a borrowed descriptor could be closed
+        // under it; an `OwnedFd` moved in stays open and the same for the
+        // `AsyncFd`'s whole life, which is what `register` asks callers to
+        // promise (in an unsafe block this crate does not allow).
+        #[allow(deprecated)]
+        let fd = AsyncFd::new(fd)?;
+        Ok(Self { fd })
+    }
+
+    /// Arms the timer at `at` (disarms it for `None`).
+    fn arm(&self, at: Option<Timestamp>) -> std::io::Result<()> {
+        let zero = Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        let value = match at {
+            None => zero,
+            Some(t) => {
+                let secs = t.as_second();
+                let nanos = i64::from(t.subsec_nanosecond());
+                // An instant at or before the epoch would disarm the timer:
+                // one nanosecond after it fires at once instead.
+                if secs <= 0 && nanos <= 0 {
+                    Timespec {
+                        tv_sec: 0,
+                        tv_nsec: 1,
+                    }
+                } else {
+                    Timespec {
+                        tv_sec: secs,
+                        tv_nsec: nanos,
+                    }
+                }
+            }
+        };
+        rustix::time::timerfd_settime(
+            self.fd.get_ref(),
+            TimerfdTimerFlags::ABSTIME | TimerfdTimerFlags::CANCEL_ON_SET,
+            &Itimerspec {
+                it_interval: zero,
+                it_value: value,
+            },
+        )?;
+        Ok(())
+    }
+
+    async fn wait(&self) -> std::io::Result<Woke> {
+        loop {
+            let mut guard = self.fd.readable().await?;
+            let mut buf = [0u8; 8];
+            match guard
+                .try_io(|fd| rustix::io::read(fd.get_ref(), &mut buf).map_err(std::io::Error::from))
+            {
+                Ok(Ok(_)) => return Ok(Woke::Due),
+                Ok(Err(e))
+                    if e.raw_os_error() == Some(rustix::io::Errno::CANCELED.raw_os_error()) =>
+                {
+                    return Ok(Woke::Stepped);
+                }
+                Ok(Err(e)) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Ok(Err(e)) => return Err(e),
+                Err(_would_block) => {}
+            }
+        }
+    }
+}
+
+/// Runs the clock until the daemon stops.
+pub(crate) async fn run(d: Arc<Daemon>) {
+    let timer = match Timer::new() {
+        Ok(t) => t,
+        Err(e) => {
+            crate::say(format_args!(
+                "failed to create the clock's timer: {e}; only POST /v1/tick and `baton tick` \
+                 will start runs"
+            ));
+            return;
+        }
+    };
+    // Once at start: what fell due while no daemon ran is decided now.
+    let _ = crate::tick::tick(&d, "clock").await;
+    let mut from = d.clock.wall();
+    let (mut wall, mut boot) = (from, d.clock.boot());
+    loop {
+        if d.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        let next = next_due(&d.current().config, from);
+        let replan = d.replan.notified();
+        tokio::pin!(replan);
+        replan.as_mut().enable();
+        if let Err(e) = timer.arm(next) {
+            crate::say(format_args!("failed to arm the clock's timer: {e}"));
+            return;
+        }
+        let woke = tokio::select! {
+            w = timer.wait() => w,
+            () = &mut replan => continue,
+        };
+        if d.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        let (now_wall, now_boot) = (d.clock.wall(), d.clock.boot());
+        let walked = now_wall.duration_since(wall);
+        let slept = jiff::SignedDuration::try_from(now_boot.saturating_sub(boot))
+            .unwrap_or(jiff::SignedDuration::MAX);
+        let drift = (walked - slept).abs();
+        if drift > jiff::SignedDuration::try_from(JUMP).unwrap_or_default() {
+            crate::say(format_args!(
+                "the wall clock moved {walked:#} while {slept:#} passed (a step or a suspend): \
+                 planning again from {now_wall}"
+            ));
+        }
+        match woke {
+            Ok(Woke::Due) => {
+                let _ = crate::tick::tick(&d, "clock").await;
+                // The next instant after the one that came (or after now,
+                // if the clock jumped past several).
+                from = next.map_or(now_wall, |n| n.max(from));
+            }
+            Ok(Woke::Stepped) => {
+                crate::say(format_args!("the wall clock was set: planning again"));
+                let _ = crate::tick::tick(&d, "clock").await;
+                from = d.clock.wall();
+            }
+            Err(e) => {
+                crate::say(format_args!("the clock's timer failed: {e}"));
+                return;
+            }
+        }
+        (wall, boot) = (d.clock.wall(), d.clock.boot());
+    }
+}

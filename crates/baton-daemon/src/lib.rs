@@ -1,0 +1,197 @@
+//! baton-daemon: seeds 000/001's station without their defects. One
+//! long-running process with an in-process clock, an HTTP tick and API,
+//! jobs managed over HTTP, a status page and Prometheus metrics.
+//!
+//! What it owns: the configuration in force (reloaded whole or not at
+//! all, [`state`]), the clock ([`clock`]), the HTTP surface ([`api`],
+//! guarded by [`guard`]) and the worker processes it starts
+//! ([`worker`]). What it never does: hold a lease, run a step or write a
+//! lock file. Every run is a `baton __run` process in a process group of
+//! its own, the same code `baton tick` forks, so a crash of the daemon
+//! leaves its runs to speak for themselves, and `baton tick` from cron on
+//! the same state directory arbitrates with it through the lease's claims
+//! and the ledger only (`DESIGN.md`, "The daemon").
+//!
+//! Map: [`serve`] starts everything and shuts it down; [`tick`] decides and
+//! starts; [`notify`] speaks to systemd.
+
+mod api;
+mod clock;
+mod error;
+mod guard;
+mod notify;
+mod reload;
+mod state;
+mod tick;
+mod worker;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use baton_lease::Clock;
+use baton_sched::config::{Overrides, Snapshot};
+
+pub use state::Settings;
+
+/// How the daemon was asked to start.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The configuration file, absolute.
+    pub config_path: PathBuf,
+    /// `--state-dir`, passed on to every run.
+    pub state_dir: Option<PathBuf>,
+    /// `--listen`, over `[daemon] listen`.
+    pub listen: Option<SocketAddr>,
+    /// The baton binary the runs execute (`baton __run`).
+    pub exe: PathBuf,
+}
+
+/// Exit code: shut down cleanly.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: the configuration cannot be served.
+pub const EXIT_CONFIG: u8 = 2;
+/// Exit code: the address cannot be bound, or the runtime cannot start.
+pub const EXIT_FAILED: u8 = 125;
+
+fn say(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "baton daemon: {line}");
+}
+
+/// Serves until SIGTERM or SIGINT; the exit code.
+pub fn serve(opts: Options, clock: Arc<dyn Clock>) -> u8 {
+    let over = Overrides::from_env(opts.state_dir.clone());
+    let snapshot = match Snapshot::read(&opts.config_path) {
+        Ok(s) => s,
+        Err(e) => {
+            say(format_args!("{e}"));
+            return EXIT_CONFIG;
+        }
+    };
+    let config = match snapshot.load(&over) {
+        Ok(c) => c,
+        Err(e) => {
+            say(format_args!("{e}"));
+            return EXIT_CONFIG;
+        }
+    };
+    let settings = match Settings::of(&config, opts.listen) {
+        Ok(s) => s,
+        Err(e) => {
+            say(format_args!("{e}"));
+            return EXIT_CONFIG;
+        }
+    };
+    if let Err(e) = baton_sched::tick::prepare(&config) {
+        say(format_args!("{e}"));
+        return EXIT_CONFIG;
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .max_blocking_threads(8)
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            say(format_args!("failed to start the runtime: {e}"));
+            return EXIT_FAILED;
+        }
+    };
+    runtime.block_on(run(opts, over, snapshot, config, settings, clock))
+}
+
+async fn run(
+    opts: Options,
+    over: Overrides,
+    snapshot: Snapshot,
+    config: baton_sched::config::Config,
+    settings: Settings,
+    clock: Arc<dyn Clock>,
+) -> u8 {
+    let listener = match tokio::net::TcpListener::bind(settings.listen).await {
+        Ok(l) => l,
+        Err(e) => {
+            say(format_args!(
+                "failed to listen on {}: {e} (choose another with --listen or [daemon] listen)",
+                settings.listen
+            ));
+            return EXIT_FAILED;
+        }
+    };
+    let bound = listener.local_addr().unwrap_or(settings.listen);
+    let d = Arc::new(state::Daemon::new(
+        opts, over, snapshot, config, settings, bound, clock,
+    ));
+    let mut term = match signals() {
+        Ok(s) => s,
+        Err(e) => {
+            say(format_args!("failed to install signal handlers: {e}"));
+            return EXIT_FAILED;
+        }
+    };
+    say(format_args!(
+        "listening on http://{bound} (config {}, state {})",
+        d.opts.config_path.display(),
+        d.current().config.settings.state_dir.value.display()
+    ));
+    let clock_task = tokio::spawn(clock::run(Arc::clone(&d)));
+    let watchdog = tokio::spawn(notify::watchdog());
+    notify::send("READY=1");
+    let app = api::app(Arc::clone(&d));
+    let stop = Arc::clone(&d);
+    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+        stop.stop_requested.notified().await;
+    });
+    let server = tokio::spawn(async move { server.await });
+    // Signals: SIGHUP reloads; SIGTERM or SIGINT stops.
+    loop {
+        tokio::select! {
+            _ = term.hup.recv() => {
+                let _ = d.reload("SIGHUP").await;
+            }
+            _ = term.term.recv() => break,
+            _ = term.int.recv() => break,
+        }
+    }
+    notify::send("STOPPING=1");
+    say(format_args!(
+        "stopping: no more ticks or requests; waiting for runs in flight"
+    ));
+    d.stopping.store(true, Ordering::SeqCst);
+    d.stop_requested.notify_waiters();
+    d.replan.notify_waiters();
+    let _ = clock_task.await;
+    watchdog.abort();
+    let grace = d.settings.shutdown_grace;
+    if !d.wait_idle(grace).await {
+        let n = d.signal_workers(rustix::process::Signal::TERM);
+        say(format_args!(
+            "{n} run(s) still in flight after {}: stopping them (whole tree) before their leases \
+             are released",
+            baton_sched::units::show_duration(grace)
+        ));
+        // A stopped run releases only once its tree is gone: wait for it.
+        while !d.wait_idle(Duration::from_secs(3600)).await {}
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
+    say(format_args!("stopped"));
+    EXIT_OK
+}
+
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
+
+fn signals() -> std::io::Result<Signals> {
+    use tokio::signal::unix::{SignalKind, signal};
+    Ok(Signals {
+        term: signal(SignalKind::terminate())?,
+        int: signal(SignalKind::interrupt())?,
+        hup: signal(SignalKind::hangup())?,
+    })
+}

@@ -1,0 +1,82 @@
+//! Reloading the configuration: read the files, validate the whole, and
+//! only then put it in force. An invalid configuration is refused, an
+//! alert says why, and the old one stays; runs in flight are never
+//! touched (each has its own copy). `[daemon]` settings (the address, the
+//! token) take effect at the next start.
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use baton_sched::alerts::{Alert, Kind};
+use baton_sched::config::Snapshot;
+
+use crate::error::ApiError;
+use crate::state::{Daemon, Loaded};
+
+impl Daemon {
+    /// Reloads; the jobs now in force, or why not.
+    pub(crate) async fn reload(
+        self: &Arc<Self>,
+        why: &'static str,
+    ) -> Result<Vec<String>, ApiError> {
+        let _one = self.reloading.lock().await;
+        let (path, over) = (self.opts.config_path.clone(), self.over.clone());
+        let read = crate::api::blocking(move || {
+            let snapshot = Snapshot::read(&path)?;
+            let config = snapshot.load(&over)?;
+            Ok::<_, baton_sched::config::ConfigError>(Loaded { snapshot, config })
+        })
+        .await?;
+        match read {
+            Ok(loaded) => {
+                let jobs: Vec<String> = loaded.config.jobs.keys().cloned().collect();
+                crate::say(format_args!(
+                    "reloaded ({why}): {} job(s) in force",
+                    jobs.len()
+                ));
+                self.install(loaded);
+                Ok(jobs)
+            }
+            Err(e) => {
+                let message =
+                    format!("reload ({why}) refused, the configuration in force stays: {e}");
+                crate::say(format_args!("{message}"));
+                self.alert_refused(&message).await;
+                Err(ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "invalid_config",
+                    e.to_string(),
+                ))
+            }
+        }
+    }
+
+    /// Raises the `reload-refused` alert on the configuration in force.
+    pub(crate) async fn alert_refused(self: &Arc<Self>, message: &str) {
+        let loaded = self.current();
+        let clock = Arc::clone(&self.clock);
+        let message = message.to_owned();
+        let _ = crate::api::blocking(move || {
+            let mut s = baton_sched::surfaces::Surfaces::open(&loaded.config, Arc::clone(&clock));
+            let now = s.now();
+            s.alert(&Alert {
+                kind: Kind::ReloadRefused,
+                job: String::new(),
+                occurrence: None,
+                run_id: None,
+                lock: String::new(),
+                name: String::new(),
+                holder: None,
+                fence: None,
+                time: now.to_string(),
+                step: None,
+                message,
+                status: None,
+                reason: None,
+                missed: None,
+            });
+            s.finish();
+        })
+        .await;
+    }
+}

@@ -1,0 +1,231 @@
+//! The daemon's state: the configuration in force and its settings, the
+//! runs in flight, and the switches that stop it.
+//!
+//! The configuration is swapped whole ([`Daemon::reload`]): a new one is
+//! validated first and refused when invalid, and runs in flight keep the
+//! one they started with (each worker got its own copy on stdin). The
+//! in-flight map only saves processes (a start the daemon already has a
+//! worker for is not spawned again); the lease's claim and the ledger are
+//! what make an occurrence run once.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use baton_lease::Clock;
+use baton_sched::config::{Config, Overrides, Snapshot};
+use baton_sched::run::Start;
+use tokio::sync::{Notify, Semaphore};
+
+use crate::Options;
+
+/// The `[daemon]` settings, with `--listen` applied.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// The bearer token (from `token_file`), if any.
+    pub token: Option<String>,
+    /// How long runs may finish after SIGTERM.
+    pub shutdown_grace: Duration,
+}
+
+impl Settings {
+    /// The settings of `config`, `listen` over its `[daemon] listen`.
+    ///
+    /// # Errors
+    ///
+    /// A non-loopback address without a token, or a token file that cannot
+    /// be read or is empty.
+    pub fn of(config: &Config, listen: Option<SocketAddr>) -> Result<Self, String> {
+        let (default_listen, token_file, shutdown_grace) = daemon_keys(config);
+        let listen = listen.unwrap_or(default_listen);
+        let token = match &token_file {
+            None => None,
+            Some(path) => Some(read_token(path)?),
+        };
+        if !listen.ip().is_loopback() && token.is_none() {
+            return Err(format!(
+                "refusing to listen on {listen} without a token: anyone who can reach it could \
+                 run and change jobs; set [daemon] token_file (a file holding a secret), or \
+                 listen on loopback (127.0.0.1)"
+            ));
+        }
+        Ok(Self {
+            listen,
+            token,
+            shutdown_grace,
+        })
+    }
+}
+
+/// `[daemon] listen`, `token_file` and `shutdown_grace`.
+fn daemon_keys(_config: &Config) -> (SocketAddr, Option<PathBuf>, Duration) {
+    (
+        SocketAddr::from(([127, 0, 0, 1], 8677)),
+        None,
+        Duration::from_secs(60),
+    )
+}
+
+fn read_token(path: &std::path::Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("failed to read token_file {}: {e}", path.display()))?;
+    let token = text.trim().to_owned();
+    if token.is_empty() {
+        return Err(format!(
+            "token_file {} is empty: put a secret in it (for example `head -c 32 /dev/urandom | \
+             base64 > {}`)",
+            path.display(),
+            path.display()
+        ));
+    }
+    Ok(token)
+}
+
+/// A configuration in force.
+#[derive(Debug)]
+pub(crate) struct Loaded {
+    /// Its files' text, handed to each run.
+    pub(crate) snapshot: Snapshot,
+    /// What they mean.
+    pub(crate) config: Config,
+}
+
+/// A run in flight, started by this daemon.
+#[derive(Debug, Clone)]
+pub(crate) struct Flight {
+    pub(crate) pid: u32,
+    pub(crate) run_id: Option<String>,
+}
+
+/// What the in-flight map is keyed by: the job and what the run is for.
+pub(crate) type Key = (String, String);
+
+pub(crate) fn key(job: &str, start: Start, serial: u64) -> Key {
+    let what = match start {
+        Start::Scheduled(at) => format!("at:{at}"),
+        Start::Queue => "queue".to_owned(),
+        Start::Manual => format!("manual:{serial}"),
+    };
+    (job.to_owned(), what)
+}
+
+/// The daemon.
+pub(crate) struct Daemon {
+    pub(crate) opts: Options,
+    pub(crate) over: Overrides,
+    pub(crate) settings: Settings,
+    pub(crate) bound: SocketAddr,
+    pub(crate) clock: Arc<dyn Clock>,
+    loaded: RwLock<Arc<Loaded>>,
+    pub(crate) inflight: Mutex<HashMap<Key, Flight>>,
+    pub(crate) serial: std::sync::atomic::AtomicU64,
+    /// One tick at a time within the daemon.
+    pub(crate) ticking: tokio::sync::Mutex<()>,
+    /// Bounds the runs in flight (`max_parallel`).
+    pub(crate) slots: Arc<Semaphore>,
+    /// Wakes the clock to plan again (a reload, a stop).
+    pub(crate) replan: Notify,
+    /// Fires when a run ends.
+    pub(crate) ended: Notify,
+    /// Fires once, on SIGTERM or SIGINT.
+    pub(crate) stop_requested: Notify,
+    pub(crate) stopping: AtomicBool,
+    /// Serialises reloads and drop-in writes.
+    pub(crate) reloading: tokio::sync::Mutex<()>,
+}
+
+impl Daemon {
+    pub(crate) fn new(
+        opts: Options,
+        over: Overrides,
+        snapshot: Snapshot,
+        config: Config,
+        settings: Settings,
+        bound: SocketAddr,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        let slots = usize::try_from(config.settings.max_parallel.value).unwrap_or(64);
+        Self {
+            opts,
+            over,
+            settings,
+            bound,
+            clock,
+            loaded: RwLock::new(Arc::new(Loaded { snapshot, config })),
+            inflight: Mutex::new(HashMap::new()),
+            serial: std::sync::atomic::AtomicU64::new(0),
+            ticking: tokio::sync::Mutex::new(()),
+            slots: Arc::new(Semaphore::new(slots.max(1))),
+            replan: Notify::new(),
+            ended: Notify::new(),
+            stop_requested: Notify::new(),
+            stopping: AtomicBool::new(false),
+            reloading: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The configuration in force.
+    pub(crate) fn current(&self) -> Arc<Loaded> {
+        // OK because no code panics while holding the lock (a poisoned lock
+        // still holds a whole value: the swap is one assignment).
+        match self.loaded.read() {
+            Ok(g) => Arc::clone(&g),
+            Err(p) => Arc::clone(&p.into_inner()),
+        }
+    }
+
+    /// Puts `loaded` in force and wakes the clock.
+    pub(crate) fn install(&self, loaded: Loaded) {
+        let new = Arc::new(loaded);
+        match self.loaded.write() {
+            Ok(mut g) => *g = new,
+            Err(p) => *p.into_inner() = new,
+        }
+        self.replan.notify_waiters();
+    }
+
+    pub(crate) fn flights(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Flight>> {
+        match self.inflight.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Waits until no run is in flight, at most `limit`; whether none is.
+    pub(crate) async fn wait_idle(&self, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let ended = self.ended.notified();
+            if self.flights().is_empty() {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, ended).await.is_err() {
+                return self.flights().is_empty();
+            }
+        }
+    }
+
+    /// Sends `sig` to every run in flight; how many.
+    pub(crate) fn signal_workers(&self, sig: rustix::process::Signal) -> usize {
+        let pids: Vec<u32> = self.flights().values().map(|f| f.pid).collect();
+        for pid in &pids {
+            if let Some(p) = i32::try_from(*pid)
+                .ok()
+                .and_then(rustix::process::Pid::from_raw)
+            {
+                let _ = rustix::process::kill_process(p, sig);
+            }
+        }
+        pids.len()
+    }
+
+    /// The state directory flag the runs get.
+    pub(crate) fn state_flag(&self) -> Option<&PathBuf> {
+        self.opts.state_dir.as_ref()
+    }
+}

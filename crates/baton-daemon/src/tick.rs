@@ -1,0 +1,197 @@
+//! A tick of the daemon (its clock's, or `POST /v1/tick`'s): the same
+//! decision `baton tick` makes ([`baton_sched::tick::decide_due`]), made on
+//! the configuration in force, then a worker for each start, and an answer
+//! that says what started, what was skipped and why, and what was missed.
+//!
+//! Ticks run one at a time within the daemon; ticks of other processes
+//! (`baton tick` from cron) run beside them, arbitrated by the ledger and
+//! the lease's claims only.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use baton_sched::run::{Start, Told, occurrence_text};
+use serde::Serialize;
+
+use crate::state::Daemon;
+
+/// A run that started.
+#[derive(Debug, Serialize)]
+pub(crate) struct Started {
+    pub(crate) job: String,
+    pub(crate) occurrence: String,
+    pub(crate) run_id: String,
+    pub(crate) fence: u64,
+}
+
+/// A start that did not start, and why.
+#[derive(Debug, Serialize)]
+pub(crate) struct Skipped {
+    pub(crate) job: String,
+    pub(crate) occurrence: String,
+    /// `running` (another process runs it now), `in_flight` (this daemon
+    /// already started it), `claimed` (it ran already), `decided` (another
+    /// tick decided it first), `queued`, `coalesced`, `waiting` (every
+    /// worker slot is busy: it starts when one frees), `error`.
+    pub(crate) reason: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) holder: Option<baton_sched::alerts::HolderInfo>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) message: Option<String>,
+}
+
+/// Occurrences that will not run.
+#[derive(Debug, Serialize)]
+pub(crate) struct Missed {
+    pub(crate) job: String,
+    pub(crate) reason: String,
+    pub(crate) first: String,
+    pub(crate) last: String,
+    pub(crate) count: u64,
+    pub(crate) at_least: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) holder: Option<baton_sched::alerts::HolderInfo>,
+}
+
+/// What a tick did.
+#[derive(Debug, Serialize)]
+pub(crate) struct Ticked {
+    pub(crate) source: &'static str,
+    pub(crate) now: String,
+    pub(crate) enabled: bool,
+    pub(crate) started: Vec<Started>,
+    pub(crate) skipped: Vec<Skipped>,
+    pub(crate) missed: Vec<Missed>,
+}
+
+/// Ticks now; `None` when the daemon is stopping.
+pub(crate) async fn tick(d: &Arc<Daemon>, source: &'static str) -> Option<Ticked> {
+    let _one = d.ticking.lock().await;
+    if d.stopping.load(Ordering::SeqCst) {
+        return None;
+    }
+    let loaded = d.current();
+    let now = d.clock.wall();
+    let mut out = Ticked {
+        source,
+        now: now.to_string(),
+        enabled: loaded.config.enabled(),
+        started: Vec::new(),
+        skipped: Vec::new(),
+        missed: Vec::new(),
+    };
+    if !out.enabled {
+        return Some(out);
+    }
+    let (l, clock) = (Arc::clone(&loaded), Arc::clone(&d.clock));
+    let due = tokio::task::spawn_blocking(move || {
+        baton_sched::tick::prepare(&l.config)?;
+        Ok::<_, String>(baton_sched::tick::decide_due(&l.config, &[], &clock))
+    })
+    .await;
+    let due = match due {
+        Ok(Ok(due)) => due,
+        Ok(Err(e)) => {
+            crate::say(format_args!("tick: {e}"));
+            return Some(out);
+        }
+        Err(e) => {
+            crate::say(format_args!("tick: the decision failed: {e}"));
+            return Some(out);
+        }
+    };
+    for (job, m) in due.missed {
+        out.missed.push(Missed {
+            job,
+            reason: m.reason.as_str().to_owned(),
+            first: occurrence_text(Some(m.first)),
+            last: occurrence_text(Some(m.last)),
+            count: m.count,
+            at_least: m.at_least,
+            holder: None,
+        });
+    }
+    let mut pending = Vec::new();
+    for (job, start) in due.starts {
+        let occurrence = match start {
+            Start::Queue => "queue".to_owned(),
+            other => occurrence_text(other.occurrence()),
+        };
+        let Ok(permit) = Arc::clone(&d.slots).try_acquire_owned() else {
+            // Every slot is busy: start it when one frees.
+            let (d2, l2, j2) = (Arc::clone(d), Arc::clone(&loaded), job.clone());
+            tokio::spawn(async move {
+                if let Ok(p) = Arc::clone(&d2.slots).acquire_owned().await
+                    && !d2.stopping.load(Ordering::SeqCst)
+                {
+                    let _ = crate::worker::start(&d2, &l2, &j2, start, p).await;
+                }
+            });
+            out.skipped.push(Skipped {
+                job,
+                occurrence,
+                reason: "waiting",
+                holder: None,
+                message: Some(
+                    "every worker slot is busy (max_parallel): it starts when one frees".into(),
+                ),
+            });
+            continue;
+        };
+        let (d2, l2, j2) = (Arc::clone(d), Arc::clone(&loaded), job.clone());
+        let h =
+            tokio::spawn(async move { crate::worker::start(&d2, &l2, &j2, start, permit).await });
+        pending.push((job, occurrence, h));
+    }
+    for (job, occurrence, h) in pending {
+        let told = match h.await {
+            Ok(t) => t,
+            Err(e) => Some(Err(format!("the start failed: {e}"))),
+        };
+        sort(&mut out, job, occurrence, told);
+    }
+    Some(out)
+}
+
+/// Files one worker's answer under started, skipped or missed.
+pub(crate) fn sort(
+    out: &mut Ticked,
+    job: String,
+    occurrence: String,
+    told: Option<Result<Told, String>>,
+) {
+    let skip = |reason, holder, message| Skipped {
+        job: job.clone(),
+        occurrence: occurrence.clone(),
+        reason,
+        holder,
+        message,
+    };
+    match told {
+        None => out.skipped.push(skip("in_flight", None, None)),
+        Some(Err(e)) => out.skipped.push(skip("error", None, Some(e))),
+        Some(Ok(t)) => match t {
+            Told::Started { run_id, fence } => out.started.push(Started {
+                job,
+                occurrence,
+                run_id,
+                fence,
+            }),
+            Told::Claimed => out.skipped.push(skip("claimed", None, None)),
+            Told::Running { holder } => out.skipped.push(skip("running", holder, None)),
+            Told::Queued => out.skipped.push(skip("queued", None, None)),
+            Told::Coalesced => out.skipped.push(skip("coalesced", None, None)),
+            Told::Decided => out.skipped.push(skip("decided", None, None)),
+            Told::Error { message } => out.skipped.push(skip("error", None, Some(message))),
+            Told::Missed { reason, holder, .. } => out.missed.push(Missed {
+                job,
+                reason,
+                first: occurrence.clone(),
+                last: occurrence,
+                count: 1,
+                at_least: false,
+                holder,
+            }),
+        },
+    }
+}

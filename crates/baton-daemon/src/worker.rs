@@ -1,0 +1,118 @@
+//! Starting a run: a `baton __run` process in a process group of its own,
+//! given the configuration in force on stdin, whose first line of stdout
+//! says what the lock decided. This is the only place the daemon starts a
+//! process; the run itself (steps, renewal, whole-tree stop) is the
+//! runner's, inside that process.
+//!
+//! The worker is never killed by the daemon except at shutdown, and then
+//! with SIGTERM, which stops its job's whole tree before its lease is
+//! released. A daemon that dies leaves its workers running: each finishes,
+//! records and releases on its own.
+
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use baton_sched::run::{Start, Told};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::OwnedSemaphorePermit;
+
+use crate::state::{Daemon, Flight, Loaded, key};
+
+/// How long a worker may take to say what the lock decided (its mutex wait
+/// is bounded by seconds; this only guards against a stuck process).
+const ANSWER: Duration = Duration::from_secs(120);
+
+/// Starts a run of `job` for `start` under `permit`, and returns what the
+/// lock decided; `None` when the daemon already has a worker for it.
+pub(crate) async fn start(
+    d: &Arc<Daemon>,
+    loaded: &Arc<Loaded>,
+    job: &str,
+    start: Start,
+    permit: OwnedSemaphorePermit,
+) -> Option<Result<Told, String>> {
+    let serial = d.serial.fetch_add(1, Ordering::Relaxed);
+    let k = key(job, start, serial);
+    let mut cmd = tokio::process::Command::new(&d.opts.exe);
+    if let Some(dir) = d.state_flag() {
+        cmd.arg("--state-dir").arg(dir);
+    }
+    cmd.arg("__run").arg("--job").arg(job);
+    match start {
+        Start::Scheduled(at) => cmd.arg("--at").arg(at.to_string()),
+        Start::Queue => cmd.arg("--queue"),
+        Start::Manual => cmd.arg("--manual"),
+    };
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .process_group(0)
+        .kill_on_drop(false);
+    let input = match serde_json::to_vec(&loaded.snapshot) {
+        Ok(v) => v,
+        Err(e) => return Some(Err(format!("failed to encode the configuration: {e}"))),
+    };
+    let mut child = {
+        let mut flights = d.flights();
+        if flights.contains_key(&k) {
+            return None;
+        }
+        let child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                return Some(Err(format!(
+                    "failed to start {} __run: {e}",
+                    d.opts.exe.display()
+                )));
+            }
+        };
+        let pid = child.id().unwrap_or(0);
+        flights.insert(k.clone(), Flight { pid, run_id: None });
+        child
+    };
+    let stdin = child.stdin.take();
+    let stdout = child.stdout.take();
+    // The worker's end: whenever it comes, the flight is over.
+    let waiter = Arc::clone(d);
+    let wk = k.clone();
+    tokio::spawn(async move {
+        let _ = child.wait().await;
+        drop(permit);
+        waiter.flights().remove(&wk);
+        waiter.ended.notify_waiters();
+    });
+    if let Some(mut i) = stdin {
+        // A worker that died before reading says so below (no first line).
+        let _ = i.write_all(&input).await;
+        let _ = i.shutdown().await;
+    }
+    let Some(out) = stdout else {
+        return Some(Err("the run's process has no stdout".into()));
+    };
+    let mut line = String::new();
+    let mut reader = BufReader::new(out);
+    let answer = tokio::time::timeout(ANSWER, reader.read_line(&mut line)).await;
+    // Anything more on stdout is drained, so the worker never meets a
+    // closed pipe.
+    tokio::spawn(async move {
+        let _ = tokio::io::copy(&mut reader, &mut tokio::io::sink()).await;
+    });
+    let told = match answer {
+        Err(_) => Err(format!(
+            "the run's process said nothing for {}s",
+            ANSWER.as_secs()
+        )),
+        Ok(Err(e)) => Err(format!("failed to read the run's answer: {e}")),
+        Ok(Ok(0)) => Err("the run's process ended before the lock decided".into()),
+        Ok(Ok(_)) => serde_json::from_str::<Told>(line.trim())
+            .map_err(|e| format!("the run's process answered {:?}: {e}", line.trim())),
+    };
+    if let Ok(Told::Started { run_id, .. }) = &told
+        && let Some(f) = d.flights().get_mut(&k)
+    {
+        f.run_id = Some(run_id.clone());
+    }
+    Some(told)
+}
