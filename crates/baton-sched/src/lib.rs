@@ -8,9 +8,10 @@
 //! ledger (`baton-ledger`), to dated logs, and as alerts on five surfaces.
 //! `status`, `history` and `config` read it back for people and scripts.
 //!
-//! Map: [`config`] reads and validates; [`units`] parses durations and
-//! sizes; [`calendar`] lists a schedule's next occurrences for people to
-//! check, with what daylight saving does to them.
+//! Map: [`config`] reads and validates (and [`config::dropin`] writes the
+//! `jobs.d/` drop-ins the daemon's jobs API manages); [`units`] parses
+//! durations and sizes; [`calendar`] lists a schedule's next occurrences for
+//! people to check, with what daylight saving does to them.
 
 pub mod alerts;
 pub mod backfill;

@@ -163,6 +163,29 @@ pub fn scheduler(c: &Config) -> Vec<Shown> {
     out
 }
 
+/// The `[daemon]` values.
+pub fn daemon(c: &Config) -> Vec<Shown> {
+    let d = &c.daemon;
+    vec![
+        item(
+            "listen",
+            &d.listen,
+            format!("{:?}", d.listen.value.to_string()),
+            json!(d.listen.value.to_string()),
+        ),
+        match &d.token_file.value {
+            Some(p) => item(
+                "token_file",
+                &d.token_file,
+                format!("{:?}", p.display().to_string()),
+                json!(p),
+            ),
+            None => item("token_file", &d.token_file, "none".into(), Value::Null),
+        },
+        dur("shutdown_grace", &d.shutdown_grace),
+    ]
+}
+
 /// A job's own values (its steps apart).
 pub fn job(j: &Job) -> Vec<Shown> {
     let mut out = vec![
@@ -240,6 +263,8 @@ pub fn render(c: &Config) -> String {
         c.path.display()
     );
     lines(&mut out, &scheduler(c));
+    out.push_str("\n[daemon]\n");
+    lines(&mut out, &daemon(c));
     for j in c.jobs.values() {
         out.push_str(&format!("\n[jobs.{}]{:<36} # {}\n", j.name, "", j.source));
         lines(&mut out, &job(j));
@@ -274,7 +299,7 @@ fn object(items: &[Shown]) -> Value {
 }
 
 /// The `--json` form: `{"path", "scheduler": {KEY: {value, source}},
-/// "jobs": {NAME: {KEY: {value, source}, "steps": [...], "checks": [...]}}}`.
+/// "daemon": {KEY: {value, source}}, "jobs": {NAME: {KEY: {value, source}, "steps": [...], "checks": [...]}}}`.
 pub fn to_json(c: &Config) -> Value {
     let mut jobs = serde_json::Map::new();
     for j in c.jobs.values() {
@@ -308,6 +333,7 @@ pub fn to_json(c: &Config) -> Value {
     json!({
         "path": c.path,
         "scheduler": object(&scheduler(c)),
+        "daemon": object(&daemon(c)),
         "jobs": Value::Object(jobs),
     })
 }

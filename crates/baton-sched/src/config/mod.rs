@@ -1,19 +1,28 @@
-//! `baton.toml`: where the configuration is, what it may say, and what it
-//! means once it is valid.
+//! `baton.toml` and its `jobs.d/` drop-ins: where the configuration is,
+//! what it may say, and what it means once it is valid.
 //!
 //! Every scheduler command takes `--config FILE`; else `$BATON_CONFIG`; else
 //! `./baton.toml`. `BATON_<KEY>` overrides each `[scheduler]` key
 //! (`BATON_ENABLED=false` is the kill switch); `--state-dir` overrides the
 //! state directory. A job's own key overrides `[scheduler]`'s.
 //!
+//! Every load of `DIR/baton.toml` also reads `DIR/jobs.d/*.toml`, by name:
+//! `jobs.d/JOB.toml` defines the job `JOB`, with the keys `[jobs.JOB]` takes
+//! ([`dropin`] says what is read and what is refused).
+//!
 //! Loading is strict and all-or-nothing: an unknown key, a wrong type, a bad
 //! duration, cron expression or zone, a job with both or neither of
-//! `schedule`/`every` or of `run`/`steps`, `retries` on a check, is a
-//! [`ConfigError`] naming the file, line, key, value and what is allowed,
-//! and nothing else happens: no directory, lock, ledger or log is created.
-//! This module reads files and the environment and never writes anything.
+//! `schedule`/`every` or of `run`/`steps`, `retries` on a check, a job
+//! defined both in `baton.toml` and in `jobs.d/`, is a [`ConfigError`]
+//! naming the file, line, key, value and what is allowed, and nothing else
+//! happens: no directory, lock, ledger or log is created.
+//!
+//! Loading reads files and the environment and never writes anything. The
+//! one writer into the configuration's directory is [`dropin`]'s `write`
+//! and `delete`, for the daemon's jobs API; no other code writes there.
 
 mod doc;
+pub mod dropin;
 mod error;
 mod model;
 mod read;
@@ -23,8 +32,8 @@ use std::path::{Path, PathBuf};
 
 pub use error::ConfigError;
 pub use model::{
-    CatchUp, Command, Config, Job, Overlap, RunPolicy, Settings, Source, Sourced, Step, StepKind,
-    When, Zone,
+    CatchUp, Command, Config, DaemonSettings, Job, Overlap, RunPolicy, Settings, Source, Sourced,
+    Step, StepKind, When, Zone,
 };
 pub use read::{Overrides, env_name, scheduler_keys, valid_name};
 pub use snapshot::Snapshot;
@@ -45,13 +54,46 @@ pub fn locate(flag: Option<&Path>) -> PathBuf {
     }
 }
 
-/// Reads, parses and validates the configuration at `path`.
+/// Reads, parses and validates the configuration at `path` and the
+/// drop-ins in `jobs.d/` beside it.
 ///
 /// # Errors
 ///
-/// A missing or unreadable file, TOML that does not parse, or anything the
-/// configuration may not say.
+/// A missing or unreadable file, TOML that does not parse, anything the
+/// configuration may not say, or a `jobs.d/` entry that cannot be read or
+/// is not a regular file named `JOB.toml`.
+///
+/// # Example
+///
+/// ```no_run
+/// use baton_sched::config::{self, Overrides};
+///
+/// let path = config::locate(None);
+/// let c = config::load(&path, &Overrides::from_env(None))?;
+/// for (name, job) in &c.jobs {
+///     println!("{name}: {}", job.source);
+/// }
+/// # Ok::<(), config::ConfigError>(())
+/// ```
 pub fn load(path: &Path, over: &Overrides) -> Result<Config, ConfigError> {
+    let root = read_main(path)?;
+    let dropins = dropin::scan(path)?;
+    read::document(&root, path, over, &dropins)
+}
+
+/// Validates configuration `text` as if read from `path`, alone: the
+/// drop-ins in `jobs.d/` are not read.
+///
+/// # Errors
+///
+/// As [`load`], but for the file itself.
+pub fn parse(text: &str, path: &Path, over: &Overrides) -> Result<Config, ConfigError> {
+    let root = parse_doc(text, path)?;
+    read::document(&root, path, over, &[])
+}
+
+/// The configuration file at `path`, read and parsed (not yet validated).
+fn read_main(path: &Path) -> Result<doc::Node, ConfigError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -66,21 +108,15 @@ pub fn load(path: &Path, over: &Overrides) -> Result<Config, ConfigError> {
             });
         }
     };
-    parse(&text, path, over)
+    parse_doc(&text, path)
 }
 
-/// Validates configuration `text` as if read from `path`.
-///
-/// # Errors
-///
-/// As [`load`], but for the file itself.
-pub fn parse(text: &str, path: &Path, over: &Overrides) -> Result<Config, ConfigError> {
-    let root = doc::parse(text).map_err(|(line, message)| ConfigError::Syntax {
+fn parse_doc(text: &str, path: &Path) -> Result<doc::Node, ConfigError> {
+    doc::parse(text).map_err(|(line, message)| ConfigError::Syntax {
         path: path.to_owned(),
         line,
         message,
-    })?;
-    read::document(&root, path, over)
+    })
 }
 
 #[cfg(test)]

@@ -288,7 +288,8 @@ pub struct Step {
 pub struct Job {
     /// Its name: `[A-Za-z0-9_.-]{1,64}`.
     pub name: String,
-    /// Where `[jobs.NAME]` is written.
+    /// Where `[jobs.NAME]` is written, or the drop-in file
+    /// (`jobs.d/NAME.toml`) that defines it.
     pub source: Source,
     /// When it runs.
     pub when: Sourced<When>,
@@ -313,6 +314,20 @@ impl Job {
     }
 }
 
+/// `[daemon]`: how `baton daemon` serves. Only the daemon reads these;
+/// every other command validates them and leaves them alone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DaemonSettings {
+    /// The address the HTTP API listens on (default `127.0.0.1:8677`).
+    pub listen: Sourced<std::net::SocketAddr>,
+    /// The file holding the bearer token (`None`: no token), made absolute
+    /// against the configuration file's directory.
+    pub token_file: Sourced<Option<PathBuf>>,
+    /// How long a stopping daemon waits for its workers before it signals
+    /// them (default 60 s).
+    pub shutdown_grace: Sourced<Duration>,
+}
+
 /// A whole, valid configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -320,7 +335,10 @@ pub struct Config {
     pub path: PathBuf,
     /// `[scheduler]`.
     pub settings: Settings,
-    /// The jobs, by name.
+    /// `[daemon]`.
+    pub daemon: DaemonSettings,
+    /// The jobs, by name: those of the file, then those of `jobs.d/`
+    /// (each job's [`Job::source`] says which file).
     pub jobs: std::collections::BTreeMap<String, Job>,
 }
 

@@ -1,19 +1,23 @@
-//! Reading `baton.toml` into a [`Config`]: every key checked against the
-//! keys allowed where it is written, every value against its type and
-//! range, and every combination (both or neither of `schedule`/`every`, of
-//! `run`/`steps`; `retries` on a check; a kill grace too long for the
-//! takeover grace) before anything is returned. The first problem, in file
-//! order, is the error; a typo is never read as "use the default".
+//! Reading `baton.toml` and its `jobs.d/` drop-ins into a [`Config`]: every
+//! key checked against the keys allowed where it is written, every value
+//! against its type and range, and every combination (both or neither of
+//! `schedule`/`every`, of `run`/`steps`; `retries` on a check; a kill grace
+//! too long for the takeover grace; a job defined twice) before anything is
+//! returned. The first problem, in file order (`baton.toml`, then the
+//! drop-ins by name), is the error; a typo is never read as "use the
+//! default". A drop-in is read with the same code as a `[jobs.NAME]` table,
+//! so it means and is refused exactly as it would be in `baton.toml`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::doc::{Entry, Kind, Node};
+use super::dropin::Found;
 use super::error::ConfigError;
 use super::model::{
-    CatchUp, Command, Config, Job, Overlap, RunPolicy, Settings, Source, Sourced, Step, StepKind,
-    When, Zone,
+    CatchUp, Command, Config, DaemonSettings, Job, Overlap, RunPolicy, Settings, Source, Sourced,
+    Step, StepKind, When, Zone,
 };
 use crate::units;
 
@@ -48,6 +52,8 @@ const POLICY: &[&str] = &[
 const JOB_OWN: &[&str] = &[
     "schedule", "every", "timezone", "enabled", "run", "steps", "checks", "lock", "env", "cwd",
 ];
+/// The keys of `[daemon]`.
+const DAEMON_KEYS: &[&str] = &["listen", "token_file", "shutdown_grace"];
 /// The keys of a step.
 const STEP_KEYS: &[&str] = &[
     "name",
@@ -557,15 +563,23 @@ pub fn valid_name(name: &str) -> bool {
 
 // ---- the document ---------------------------------------------------------
 
-/// Reads a parsed document; `file` is where it came from (for messages and
-/// for resolving a relative `state_dir`).
-pub(super) fn document(root: &Node, file: &Path, over: &Overrides) -> Result<Config, ConfigError> {
+/// Reads a parsed document and the drop-ins beside it; `file` is where the
+/// document came from (for messages, and for resolving relative paths,
+/// also those written in a drop-in). The document is read whole before
+/// any drop-in, and the drop-ins in the order given.
+pub(super) fn document(
+    root: &Node,
+    file: &Path,
+    over: &Overrides,
+    dropins: &[Found],
+) -> Result<Config, ConfigError> {
     let dir = file.parent().unwrap_or(Path::new("/"));
     let shared: std::sync::Arc<Path> = std::sync::Arc::from(file);
     let r = Reader { file: &shared, dir };
     let top = r.table(root, "", root.line)?;
-    r.only(top, "", &["scheduler", "jobs"])?;
+    r.only(top, "", &["scheduler", "daemon", "jobs"])?;
     let settings = scheduler(&r, get(top, "scheduler"), over)?;
+    let daemon = daemon(&r, get(top, "daemon"))?;
     let mut jobs = BTreeMap::new();
     if let Some(e) = get(top, "jobs") {
         for j in r.table(&e.value, "jobs", e.line)? {
@@ -573,10 +587,163 @@ pub(super) fn document(root: &Node, file: &Path, over: &Overrides) -> Result<Con
             jobs.insert(job.name.clone(), job);
         }
     }
+    for found in dropins {
+        let root = super::parse_doc(&found.text, &found.path)?;
+        let shared: std::sync::Arc<Path> = std::sync::Arc::from(found.path.as_path());
+        let d = Reader { file: &shared, dir };
+        let job = dropin_job(&d, &root, &found.name, &settings)?;
+        if let Some(first) = jobs.get(&job.name) {
+            return Err(invalid(
+                &d.at(source_line(&job.source)),
+                &join("jobs", &job.name),
+                format!(
+                    "is also defined at {}: define a job in baton.toml or in jobs.d/, not both",
+                    first.source
+                ),
+            ));
+        }
+        jobs.insert(job.name.clone(), job);
+    }
     Ok(Config {
         path: file.to_owned(),
         settings,
+        daemon,
         jobs,
+    })
+}
+
+fn source_line(s: &Source) -> u32 {
+    match s {
+        Source::File { line, .. } => *line,
+        _ => 1,
+    }
+}
+
+/// The line `[jobs.NAME]` is written on in a parsed document, if it defines
+/// that job.
+pub(super) fn job_line(root: &Node, name: &str) -> Option<u32> {
+    let Kind::Table(top) = &root.kind else {
+        return None;
+    };
+    let Kind::Table(jobs) = &get(top, "jobs")?.value.kind else {
+        return None;
+    };
+    get(jobs, name).map(|e| e.line)
+}
+
+/// The job a drop-in `jobs.d/NAME.toml` defines: its keys at the top
+/// (the canonical form), or a single `[jobs.NAME]` table.
+fn dropin_job(
+    r: &Reader<'_>,
+    root: &Node,
+    name: &str,
+    settings: &Settings,
+) -> Result<Job, ConfigError> {
+    let top = r.table(root, "", root.line)?;
+    for e in top {
+        if e.key == "scheduler" || e.key == "daemon" {
+            return Err(invalid(
+                &r.at(e.line),
+                &e.key,
+                format!(
+                    "[{}] belongs in baton.toml: a drop-in defines one job, the one its file \
+                     is named after ({name})",
+                    e.key
+                ),
+            ));
+        }
+    }
+    let Some(jobs) = get(top, "jobs") else {
+        let whole = Entry {
+            key: name.to_owned(),
+            line: root.line,
+            value: root.clone(),
+        };
+        return job(r, &whole, settings);
+    };
+    let only_this = format!(
+        "a drop-in named {name}.toml holds either the job's keys at the top, or the single \
+         table [jobs.{name}] and nothing else"
+    );
+    if let Some(other) = top.iter().find(|e| e.key != "jobs") {
+        return Err(invalid(&r.at(other.line), &other.key, only_this));
+    }
+    let entries = r.table(&jobs.value, "jobs", jobs.line)?;
+    match entries {
+        [one] if one.key == name => job(r, one, settings),
+        [] => Err(invalid(&r.at(jobs.line), "jobs", only_this)),
+        _ => {
+            let other = entries
+                .iter()
+                .find(|e| e.key != name)
+                .unwrap_or(&entries[0]);
+            Err(invalid(
+                &r.at(other.line),
+                &join("jobs", &other.key),
+                only_this,
+            ))
+        }
+    }
+}
+
+/// `[daemon]`: where `baton daemon` listens, its token, its shutdown grace.
+fn daemon(r: &Reader<'_>, e: Option<&Entry>) -> Result<DaemonSettings, ConfigError> {
+    let empty = Vec::new();
+    let entries = match e {
+        Some(e) => r.table(&e.value, "daemon", e.line)?,
+        None => &empty,
+    };
+    r.only(entries, "daemon", DAEMON_KEYS)?;
+    let none = Overrides::default();
+    let listen = setting_in(
+        r,
+        "daemon",
+        entries,
+        &none,
+        "listen",
+        || std::net::SocketAddr::from(([127, 0, 0, 1], 8677)),
+        |raw, at, key| {
+            let what = "a socket address IP:PORT, such as \"127.0.0.1:8677\", \"0.0.0.0:8677\" \
+                        or \"[::1]:8677\" (an IP address, not a host name)";
+            let s = string(raw, at, key, what)?;
+            s.trim()
+                .parse()
+                .map_err(|_| invalid(at, key, format!("= {s:?}: expected {what}")))
+        },
+    )?;
+    let token_file = setting_in(
+        r,
+        "daemon",
+        entries,
+        &none,
+        "token_file",
+        || None,
+        |raw, at, key| {
+            let s = string(raw, at, key, "the path of a file holding the token")?;
+            if s.trim().is_empty() {
+                return Err(invalid(
+                    at,
+                    key,
+                    "is empty: give the path of a file holding the token, or leave the key out",
+                ));
+            }
+            // Relative to the file, wherever baton runs, as state_dir.
+            Ok(Some(r.dir.join(s)))
+        },
+    )?;
+    let shutdown_grace = setting_in(
+        r,
+        "daemon",
+        entries,
+        &none,
+        "shutdown_grace",
+        || Duration::from_secs(60),
+        duration,
+    )?;
+    Ok(DaemonSettings {
+        listen,
+        token_file,
+        shutdown_grace,
     })
 }
 
@@ -590,7 +757,20 @@ fn setting<T>(
     default: impl FnOnce() -> T,
     read: impl Fn(&Raw<'_>, &At<'_>, &str) -> Result<T, ConfigError>,
 ) -> Result<Sourced<T>, ConfigError> {
-    let path = join("scheduler", key);
+    setting_in(r, "scheduler", entries, over, key, default, read)
+}
+
+/// [`setting`] for the table `table`.
+fn setting_in<T>(
+    r: &Reader<'_>,
+    table: &str,
+    entries: &[Entry],
+    over: &Overrides,
+    key: &str,
+    default: impl FnOnce() -> T,
+    read: impl Fn(&Raw<'_>, &At<'_>, &str) -> Result<T, ConfigError>,
+) -> Result<Sourced<T>, ConfigError> {
+    let path = join(table, key);
     if let Some(text) = over.env.get(key) {
         let at = r.env_at(key);
         let value = read(&Raw::Text(text), &at, &path)?;

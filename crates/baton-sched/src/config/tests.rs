@@ -281,3 +281,253 @@ fn integers_are_seconds_and_sizes_bytes() {
     let c = load_text("[scheduler]\ntimeout = 0\n").unwrap();
     assert_eq!(c.settings.policy.timeout.value, None);
 }
+
+// ---- [daemon] ----------------------------------------------------------
+
+#[test]
+fn daemon_defaults_and_values_carry_their_source() {
+    let c = load_text("").unwrap();
+    assert_eq!(c.daemon.listen.value.to_string(), "127.0.0.1:8677");
+    assert_eq!(c.daemon.listen.provenance(), "default");
+    assert_eq!(c.daemon.token_file.value, None);
+    assert_eq!(c.daemon.shutdown_grace.value, Duration::from_secs(60));
+    let c = load_text(
+        "[daemon]\nlisten = \"[::1]:9000\"\ntoken_file = \"token\"\nshutdown_grace = \"2m\"\n",
+    )
+    .unwrap();
+    assert_eq!(c.daemon.listen.value.to_string(), "[::1]:9000");
+    assert_eq!(c.daemon.listen.provenance(), "/etc/baton.toml:2");
+    assert_eq!(
+        c.daemon.token_file.value.as_deref(),
+        Some(Path::new("/etc/token"))
+    );
+    assert_eq!(c.daemon.shutdown_grace.value, Duration::from_secs(120));
+    let c = load_text("[daemon]\ntoken_file = \"/run/baton/token\"\n").unwrap();
+    assert_eq!(
+        c.daemon.token_file.value.as_deref(),
+        Some(Path::new("/run/baton/token"))
+    );
+}
+
+#[test]
+fn daemon_mistakes_are_named() {
+    let msg = error("[daemon]\nlisten = \"localhost:8677\"\n");
+    assert_names(
+        &msg,
+        &[
+            "/etc/baton.toml:2",
+            "daemon.listen",
+            "\"localhost:8677\"",
+            "IP:PORT",
+            "[::1]:8677",
+        ],
+    );
+    assert_names(
+        &error("[daemon]\nlisten = 8677\n"),
+        &["daemon.listen", "IP:PORT"],
+    );
+    assert_names(
+        &error("[daemon]\nlisten = \"::1:8677\"\n"),
+        &["daemon.listen", "\"::1:8677\""],
+    );
+    assert_names(
+        &error("[daemon]\nlistn = \"127.0.0.1:1\"\n"),
+        &["daemon.listn", "did you mean listen?"],
+    );
+    assert_names(
+        &error("[daemon]\nshutdown_grace = \"soon\"\n"),
+        &["/etc/baton.toml:2", "daemon.shutdown_grace", "\"soon\""],
+    );
+    assert_names(
+        &error("[daemon]\ntoken_file = \"\"\n"),
+        &["daemon.token_file", "is empty"],
+    );
+    assert_names(&error("daemon = 1\n"), &["daemon", "expected a table"]);
+}
+
+// ---- jobs.d/ ---------------------------------------------------------------
+
+/// A configuration directory: `baton.toml` and `jobs.d/` files.
+fn dir_with(main: &str, dropins: &[(&str, &str)]) -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("baton.toml");
+    std::fs::write(&path, main).unwrap();
+    if !dropins.is_empty() {
+        std::fs::create_dir(tmp.path().join("jobs.d")).unwrap();
+    }
+    for (name, text) in dropins {
+        std::fs::write(tmp.path().join("jobs.d").join(name), text).unwrap();
+    }
+    (tmp, path)
+}
+
+fn load_err(path: &Path) -> String {
+    match load(path, &Overrides::default()) {
+        Ok(_) => panic!("accepted {}", path.display()),
+        Err(e) => e.to_string(),
+    }
+}
+
+const MAIN: &str =
+    "[scheduler]\nretries = 3\ntimezone = \"UTC\"\n\n[jobs.main]\nevery = \"1h\"\nrun = \"true\"\n";
+
+#[test]
+fn a_dropin_defines_its_job_in_either_form_and_inherits_the_scheduler() {
+    let canonical =
+        "# the backup\nschedule = \"0 3 * * *\"\nrun = \"backup.sh\"\n\n[env]\nK = \"V\"\n";
+    let table = "[jobs.report]\nevery = \"15m\"\ncwd = \"srv\"\n[[jobs.report.steps]]\nname = \"a\"\nrun = [\"x\", \"y\"]\n";
+    let (tmp, path) = dir_with(MAIN, &[("backup.toml", canonical), ("report.toml", table)]);
+    let c = load(&path, &Overrides::default()).unwrap();
+    assert_eq!(
+        c.jobs.keys().collect::<Vec<_>>(),
+        ["backup", "main", "report"]
+    );
+    let backup = &c.jobs["backup"];
+    let file = tmp.path().join("jobs.d/backup.toml");
+    assert_eq!(backup.when.provenance(), format!("{}:2", file.display()));
+    assert!(backup.when.provenance().ends_with("jobs.d/backup.toml:2"));
+    assert_eq!(
+        backup.steps[0].run.provenance(),
+        format!("{}:3", file.display())
+    );
+    assert_eq!(backup.steps[0].env, vec![("K".into(), "V".into())]);
+    assert_eq!(backup.policy.retries.value, 3);
+    assert!(backup.policy.retries.inherited);
+    assert_eq!(
+        backup.policy.retries.provenance(),
+        format!("[scheduler] {}:2", path.display())
+    );
+    let report = &c.jobs["report"];
+    assert!(report.source.to_string().ends_with("jobs.d/report.toml:1"));
+    assert_eq!(
+        report.steps[0].run.value,
+        Command::Argv(vec!["x".into(), "y".into()])
+    );
+    // A relative cwd is the configuration's directory's, as in baton.toml.
+    assert_eq!(
+        report.steps[0].cwd.as_deref(),
+        Some(tmp.path().join("srv").as_path())
+    );
+    // parse() reads the file alone.
+    let alone = parse(MAIN, &path, &Overrides::default()).unwrap();
+    assert_eq!(alone.jobs.len(), 1);
+}
+
+#[test]
+fn a_dropin_skips_hidden_and_other_files_and_a_missing_directory_is_fine() {
+    let (_tmp, path) = dir_with(MAIN, &[]);
+    assert_eq!(load(&path, &Overrides::default()).unwrap().jobs.len(), 1);
+    let (_tmp, path) = dir_with(
+        MAIN,
+        &[
+            (".a.toml.tmp-0123456789abcdef", "garbage ="),
+            (".hidden.toml", "garbage ="),
+            ("README", "garbage ="),
+            ("notes.toml.bak", "garbage ="),
+        ],
+    );
+    assert_eq!(load(&path, &Overrides::default()).unwrap().jobs.len(), 1);
+}
+
+#[test]
+fn dropin_mistakes_name_the_file() {
+    let job = "every = \"1h\"\nrun = \"true\"\n";
+    // Defined twice: both places are named.
+    let (tmp, path) = dir_with(MAIN, &[("main.toml", job)]);
+    let msg = load_err(&path);
+    assert_names(
+        &msg,
+        &[
+            &format!("{}:1", tmp.path().join("jobs.d/main.toml").display()),
+            "jobs.main",
+            &format!("{}:5", path.display()),
+            "not both",
+        ],
+    );
+    // Not a job name.
+    let (_tmp, path) = dir_with(MAIN, &[("bad name.toml", job)]);
+    assert_names(
+        &load_err(&path),
+        &["jobs.d/bad name.toml", "\"bad name\" is not a job name"],
+    );
+    // A reserved name, refused as in baton.toml.
+    let (_tmp, path) = dir_with(MAIN, &[("alerts.toml", job)]);
+    assert_names(&load_err(&path), &["jobs.d/alerts.toml:1", "reserved"]);
+    // Scheduler and daemon tables, in either form.
+    for text in [
+        "[scheduler]\nretries = 1\n",
+        "every = \"1h\"\nrun = \"true\"\n[daemon]\nlisten = \"0.0.0.0:1\"\n",
+        "[jobs.x]\nevery = \"1h\"\nrun = \"true\"\n[scheduler]\nretries = 1\n",
+    ] {
+        let (_tmp, path) = dir_with(MAIN, &[("x.toml", text)]);
+        assert_names(
+            &load_err(&path),
+            &["jobs.d/x.toml:", "belongs in baton.toml"],
+        );
+    }
+    // The [jobs.NAME] form: another job, or anything beside it.
+    for (text, needle) in [
+        (
+            "[jobs.y]\nevery = \"1h\"\nrun = \"true\"\n",
+            "jobs.d/x.toml:1: jobs.y:",
+        ),
+        (
+            "[jobs.x]\nevery = \"1h\"\nrun = \"true\"\n[jobs.y]\nevery = \"1h\"\nrun = \"true\"\n",
+            "jobs.d/x.toml:4: jobs.y:",
+        ),
+        (
+            "retries = 1\n[jobs.x]\nevery = \"1h\"\nrun = \"true\"\n",
+            "jobs.d/x.toml:1: retries:",
+        ),
+    ] {
+        let (_tmp, path) = dir_with(MAIN, &[("x.toml", text)]);
+        let msg = load_err(&path);
+        assert_names(&msg, &[needle, "[jobs.x]"]);
+    }
+    // Mistakes inside the job, as in baton.toml, with the drop-in's line.
+    let (_tmp, path) = dir_with(
+        MAIN,
+        &[("x.toml", "every = \"1h\"\nrun = \"true\"\nretires = 3\n")],
+    );
+    assert_names(
+        &load_err(&path),
+        &["jobs.d/x.toml:3", "jobs.x.retires", "did you mean retries?"],
+    );
+    let (_tmp, path) = dir_with(MAIN, &[("x.toml", "every = \"1h\"\nrun = \n")]);
+    assert_names(&load_err(&path), &["jobs.d/x.toml:2", "not valid TOML"]);
+    let (_tmp, path) = dir_with(MAIN, &[("x.toml", "")]);
+    assert_names(
+        &load_err(&path),
+        &["jobs.d/x.toml:1", "neither schedule nor every"],
+    );
+}
+
+#[test]
+fn anything_in_jobs_d_that_is_not_a_regular_file_is_refused() {
+    let (tmp, path) = dir_with(MAIN, &[("real.toml", "every = \"1h\"\nrun = \"true\"\n")]);
+    let d = tmp.path().join("jobs.d");
+    std::fs::create_dir(d.join("sub.toml")).unwrap();
+    assert_names(&load_err(&path), &["jobs.d/sub.toml", "a directory"]);
+    std::fs::remove_dir(d.join("sub.toml")).unwrap();
+    std::os::unix::fs::symlink(d.join("real.toml"), d.join("link.toml")).unwrap();
+    assert_names(&load_err(&path), &["jobs.d/link.toml", "a symbolic link"]);
+    std::fs::remove_file(d.join("link.toml")).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        d.join("fifo.toml"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+    assert_names(&load_err(&path), &["jobs.d/fifo.toml", "a special file"]);
+    std::fs::remove_file(d.join("fifo.toml")).unwrap();
+    assert!(load(&path, &Overrides::default()).is_ok());
+    // jobs.d itself a file.
+    let (tmp, path) = dir_with(MAIN, &[]);
+    std::fs::write(tmp.path().join("jobs.d"), "").unwrap();
+    assert_names(
+        &load_err(&path),
+        &["jobs.d", "failed to read the configuration"],
+    );
+}

@@ -6,6 +6,7 @@ mod support;
 mod alerts;
 mod calendar;
 mod crash;
+mod dropin;
 mod example;
 mod exit_codes;
 mod hardening;
