@@ -11,7 +11,8 @@
 //! Map: [`config`] reads and validates (and [`config::dropin`] writes the
 //! `jobs.d/` drop-ins the daemon's jobs API manages); [`units`] parses
 //! durations and sizes; [`calendar`] lists a schedule's next occurrences for
-//! people to check, with what daylight saving does to them.
+//! people to check, with what daylight saving does to them; [`page`] renders
+//! the status as an HTML page for browsers.
 
 pub mod alerts;
 pub mod backfill;
@@ -20,6 +21,7 @@ pub mod config;
 pub mod decide;
 pub mod history;
 pub mod logs;
+pub mod page;
 pub mod pause;
 pub mod plan;
 pub mod run;

@@ -445,7 +445,7 @@ fn overdue(job: &Job, now: Timestamp, state: Option<&baton_ledger::JobState>) ->
 }
 
 /// A duration ago or ahead, for people: `5h ago`, `in 18h`.
-fn relative(now: Timestamp, t: &str) -> String {
+pub(crate) fn relative(now: Timestamp, t: &str) -> String {
     let Ok(t) = t.parse::<Timestamp>() else {
         return String::new();
     };

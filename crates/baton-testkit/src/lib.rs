@@ -1,5 +1,6 @@
 //! Fixtures shared by baton's test suites: how long a test waits for another
-//! process before it fails, and the waits themselves.
+//! process before it fails, the waits themselves, and a headless browser
+//! ([`browser`]) for tests that look at a page.
 //!
 //! Tests drive real processes, so they wait for real. A wait here bounds a
 //! broken test; it never measures anything, and no test may assert on how
@@ -45,3 +46,5 @@ pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
         pause(10);
     }
 }
+
+pub mod browser;

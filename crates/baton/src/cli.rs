@@ -80,6 +80,10 @@ pub enum Cmd {
     Completions(CompletionsArgs),
     /// Print the manual page (roff), for `man -l -`.
     Man,
+    /// Print the status page (HTML), the one the daemon serves at `GET /`.
+    /// Hidden: it is for tests and for looking at the page without a daemon.
+    #[command(name = "__page", hide = true)]
+    Page(PageArgs),
 }
 
 /// `baton daemon`.
@@ -149,6 +153,16 @@ pub struct StatusArgs {
     /// One JSON object on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `baton __page`.
+#[derive(Debug, Args)]
+pub struct PageArgs {
+    #[command(flatten)]
+    pub file: ConfigFile,
+    /// Seconds between the page's reloads (0: never).
+    #[arg(long, value_name = "SECS", default_value_t = baton_sched::page::DEFAULT_REFRESH_SECS)]
+    pub refresh: u32,
 }
 
 /// `baton config`.

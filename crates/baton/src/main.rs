@@ -86,6 +86,7 @@ fn run(cli: Cli) -> Exit {
         Cmd::Run(a) => sched_cmd::run(state, &a),
         Cmd::Status(a) => sched_cmd::status(state, &a),
         Cmd::Config(a) => sched_cmd::config(state, &a),
+        Cmd::Page(a) => sched_cmd::page(state, &a),
         Cmd::History(a) => sched_cmd::history(state, &a),
         Cmd::Pause(a) => sched_cmd::pause(state, &a),
         Cmd::Resume(a) => sched_cmd::resume(state, &a),

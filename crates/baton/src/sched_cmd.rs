@@ -76,6 +76,17 @@ pub fn status(state: Option<&Path>, a: &StatusArgs) -> Exit {
     if s.healthy { Exit::Ok } else { Exit::Refused }
 }
 
+/// `baton __page`: the status page the daemon serves, on stdout.
+pub fn page(state: Option<&Path>, a: &crate::cli::PageArgs) -> Exit {
+    match load(state, &a.file) {
+        Ok(c) => {
+            out!("{}", baton_sched::page::read(&c, &SystemClock, a.refresh));
+            Exit::Ok
+        }
+        Err(e) => e,
+    }
+}
+
 /// `baton config`.
 pub fn config(state: Option<&Path>, a: &ConfigArgs) -> Exit {
     let c = match load(state, &a.file) {

@@ -12,6 +12,7 @@ mod exit_codes;
 mod hardening;
 mod lock_tools;
 mod overlap;
+mod page;
 mod policies;
 mod sched;
 mod versions;

@@ -1,0 +1,494 @@
+//! The status page: what `baton status` knows, as one self-contained HTML5
+//! document for a browser (the daemon serves it at `GET /`; `baton __page`
+//! prints it).
+//!
+//! This module owns the page's markup, its inline style and the one word it
+//! shows for each job's state ([`PageState`]). [`render`] is a pure function
+//! of what it is given: it reads no clock, no file and no ledger, so tests
+//! pin its output. [`read`] gathers what it needs (a [`Status`] and each
+//! job's last runs) and calls it; it never writes anything, and a ledger it
+//! cannot read shows on the page rather than failing it.
+//!
+//! Every string from the configuration, the ledger or the lock (job names,
+//! messages, holders' hosts, reasons) goes through [`escape`] before it
+//! reaches the markup: nothing here may emit a string unescaped. The page
+//! needs no JavaScript and loads nothing from elsewhere; it refreshes itself
+//! with `<meta http-equiv="refresh">`. Machines find each job by its
+//! `data-job` and `data-state` attributes.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use baton_lease::Clock;
+use jiff::Timestamp;
+
+use crate::config::Config;
+use crate::history::RunView;
+use crate::status::{JobStatus, Status, relative};
+use crate::units::show_duration;
+
+/// How many of each job's runs the page lists.
+pub const RUNS_SHOWN: u32 = 5;
+
+/// How often the page reloads itself by default, in seconds.
+pub const DEFAULT_REFRESH_SECS: u32 = 5;
+
+/// A job's state as the page shows it, in `data-state` and in its badge.
+///
+/// It is derived from a [`JobStatus`] by [`PageState::of`], the first that
+/// applies winning:
+///
+/// 1. `running`: a live holder has the job's lock now (even if the job was
+///    paused or disabled since it started: a pause never stops a run in
+///    flight, so what happens now comes first);
+/// 2. `paused`: a pause is in force, or the job or the whole scheduler is
+///    disabled (nothing will start it until someone acts);
+/// 3. `overdue`: a due occurrence older than its window never started, or
+///    the job has never run (as `baton status` counts it);
+/// 4. `failing`: its last run failed;
+/// 5. `idle`: on schedule, waiting for its next occurrence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageState {
+    /// A live holder runs it now.
+    Running,
+    /// Waiting for its next occurrence, on schedule.
+    Idle,
+    /// Paused or disabled.
+    Paused,
+    /// Its last run failed.
+    Failing,
+    /// A due occurrence never started, or it never ran.
+    Overdue,
+}
+
+impl PageState {
+    /// The state of `job`, by the precedence documented on the type.
+    ///
+    /// # Example
+    ///
+    /// ```ignore
+    /// let state = PageState::of(&status.jobs[0]);
+    /// assert_eq!(state.word(), "idle");
+    /// ```
+    pub fn of(job: &JobStatus) -> Self {
+        if job.holder.as_ref().is_some_and(|h| h.verdict == "live") {
+            Self::Running
+        } else if job.paused.is_some() || job.state == "disabled" {
+            Self::Paused
+        } else if job.overdue.is_some() || job.never_run {
+            Self::Overdue
+        } else if job.failing {
+            Self::Failing
+        } else {
+            Self::Idle
+        }
+    }
+
+    /// The word in `data-state`: `running`, `idle`, `paused`, `failing` or
+    /// `overdue`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Idle => "idle",
+            Self::Paused => "paused",
+            Self::Failing => "failing",
+            Self::Overdue => "overdue",
+        }
+    }
+}
+
+/// Each job's newest runs, newest first, as the page lists them.
+#[derive(Debug, Clone, Default)]
+pub struct RecentRuns {
+    /// Runs per job name. A job missing here has no runs listed.
+    pub by_job: BTreeMap<String, Vec<RunView>>,
+    /// Why the runs could not be read, when they could not; the page says
+    /// so instead of listing none.
+    pub error: Option<String>,
+}
+
+impl RecentRuns {
+    /// Reads the newest `limit` runs of each of `config`'s jobs from the
+    /// ledger. A ledger that does not exist yet reads as no runs and is not
+    /// created.
+    ///
+    /// # Errors
+    ///
+    /// None returned: a ledger that cannot be opened or read is recorded in
+    /// [`RecentRuns::error`], and the jobs read before it keep their runs.
+    pub fn read(config: &Config, now: Timestamp, limit: u32) -> Self {
+        let mut out = Self::default();
+        let dir = &config.settings.state_dir.value;
+        if !dir.join("baton.db").exists() {
+            return out;
+        }
+        let mut ledger = match baton_ledger::Ledger::open(dir, now) {
+            Ok(l) => l,
+            Err(e) => {
+                out.error = Some(e.to_string());
+                return out;
+            }
+        };
+        for name in config.jobs.keys() {
+            match ledger.history(name, limit) {
+                Ok(rows) => {
+                    out.by_job
+                        .insert(name.clone(), rows.into_iter().map(Into::into).collect());
+                }
+                Err(e) => {
+                    out.error = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Reads `config`'s status and each job's last [`RUNS_SHOWN`] runs at the
+/// clock's wall time and renders the page, reloading itself every
+/// `refresh_secs` seconds (0: never; [`DEFAULT_REFRESH_SECS`] is the usual).
+///
+/// Nothing is written: a state directory that does not exist yet reads as
+/// "never run".
+///
+/// # Example
+///
+/// ```ignore
+/// let html = page::read(&config, &SystemClock, page::DEFAULT_REFRESH_SECS);
+/// ```
+pub fn read(config: &Config, clock: &dyn Clock, refresh_secs: u32) -> String {
+    let now = clock.wall();
+    let status = crate::status::read(config, None, now);
+    let runs = RecentRuns::read(config, now, RUNS_SHOWN);
+    render(&status, &runs, now, refresh_secs)
+}
+
+/// Escapes `s` for HTML text and for attribute values in double or single
+/// quotes: `&`, `<`, `>`, `"` and `'` become references.
+///
+/// # Example
+///
+/// ```
+/// assert_eq!(baton_sched::page::escape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&#39;");
+/// ```
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = "\
+*,*::before,*::after{box-sizing:border-box}
+html{-webkit-text-size-adjust:100%}
+body{margin:0;padding:1rem;font:15px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;\
+color:#1d232a;background:#f3f5f7;overflow-wrap:anywhere}
+header,main{max-width:72rem;margin:0 auto}
+h1{font-size:1.35rem;margin:0 0 .25rem}
+h2{font-size:1.1rem;margin:0;display:flex;flex-wrap:wrap;gap:.5rem;align-items:center}
+h3{font-size:.8rem;text-transform:uppercase;letter-spacing:.04em;color:#58636e;margin:.9rem 0 .3rem}
+.meta{color:#58636e;margin:0 0 1rem;font-size:.85rem}
+.banner{background:#fde8e8;border:1px solid #e0a3a3;border-radius:6px;padding:.5rem .75rem;margin:0 0 1rem}
+.jobs{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,24rem),1fr));gap:1rem}
+.job{min-width:0;background:#fff;border:1px solid #d8dee4;border-left:6px solid #8c959f;border-radius:8px;padding:.8rem 1rem}
+.job[data-state=running]{border-left-color:#1f6feb}
+.job[data-state=idle]{border-left-color:#2da44e}
+.job[data-state=paused]{border-left-color:#8c959f}
+.job[data-state=failing]{border-left-color:#cf222e}
+.job[data-state=overdue]{border-left-color:#bf8700}
+.badge{font-size:.75rem;font-weight:600;text-transform:uppercase;padding:.1rem .45rem;border-radius:999px;background:#eaeef2}
+.job[data-state=running] .badge{background:#ddf4ff;color:#0550ae}
+.job[data-state=idle] .badge{background:#dafbe1;color:#116329}
+.job[data-state=failing] .badge{background:#ffebe9;color:#a40e26}
+.job[data-state=overdue] .badge{background:#fff8c5;color:#7d4e00}
+dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.15rem .75rem;margin:.6rem 0 0}
+dt{color:#58636e}
+dd{margin:0;min-width:0}
+ol,ul{margin:0;padding-left:1.2rem}
+li{margin:.1rem 0}
+code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.85em}
+.ok{color:#116329}
+.bad{color:#a40e26}
+.none{color:#58636e}
+@media (max-width:30rem){body{padding:.6rem}dl{grid-template-columns:minmax(0,1fr)}dt{margin-top:.3rem}}
+";
+
+/// The page for `status`, with `runs`' newest runs of each job, ages counted
+/// from `now`, reloading itself every `refresh_secs` seconds (0: never).
+///
+/// Pure: the same arguments give the same string.
+///
+/// # Example
+///
+/// ```ignore
+/// let html = page::render(&status, &RecentRuns::default(), now, 5);
+/// assert!(html.contains("data-job=\"backup\""));
+/// ```
+pub fn render(status: &Status, runs: &RecentRuns, now: Timestamp, refresh_secs: u32) -> String {
+    let mut out = String::with_capacity(4096 + 2048 * status.jobs.len());
+    let zone = jiff::tz::TimeZone::get(&status.timezone).unwrap_or(jiff::tz::TimeZone::UTC);
+    out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    if refresh_secs > 0 {
+        let _ = writeln!(
+            out,
+            "<meta http-equiv=\"refresh\" content=\"{refresh_secs}\">"
+        );
+    }
+    let enabled = if status.enabled {
+        "enabled"
+    } else {
+        "disabled"
+    };
+    let _ = writeln!(out, "<title>baton: {}</title>", health_words(status));
+    let _ = writeln!(out, "<style>\n{STYLE}</style>\n</head>\n<body>\n<header>");
+    let _ = writeln!(
+        out,
+        "<h1 data-enabled=\"{}\">baton: <span class=\"{}\">{enabled}</span>, {}</h1>",
+        status.enabled,
+        if status.enabled { "ok" } else { "bad" },
+        escape(&status.timezone),
+    );
+    let _ = writeln!(
+        out,
+        "<p class=\"meta\" data-healthy=\"{}\">{}{}. Read at {}; config <code>{}</code>.</p>",
+        status.healthy,
+        escape(&health_words(status)),
+        if status.enabled {
+            String::new()
+        } else {
+            format!(
+                "; the kill switch is off ({})",
+                escape(&status.enabled_source)
+            )
+        },
+        escape(&local(&zone, &status.now)),
+        escape(&status.config),
+    );
+    out.push_str("</header>\n<main>\n");
+    if let Some(e) = &runs.error {
+        let _ = writeln!(
+            out,
+            "<p class=\"banner\" role=\"alert\">The ledger's runs could not be read: {}</p>",
+            escape(e)
+        );
+    }
+    if status.jobs.is_empty() {
+        out.push_str("<p class=\"none\">No jobs are configured.</p>\n");
+    }
+    out.push_str("<div class=\"jobs\">\n");
+    for job in &status.jobs {
+        let recent = runs.by_job.get(&job.job).map_or(&[][..], Vec::as_slice);
+        job_card(&mut out, job, recent, now);
+    }
+    out.push_str("</div>\n</main>\n</body>\n</html>\n");
+    out
+}
+
+fn health_words(status: &Status) -> String {
+    let attention = status
+        .jobs
+        .iter()
+        .filter(|j| matches!(PageState::of(j), PageState::Failing | PageState::Overdue))
+        .count();
+    match attention {
+        0 => format!("{} job(s), none failing or overdue", status.jobs.len()),
+        n => format!("{n} of {} job(s) failing or overdue", status.jobs.len()),
+    }
+}
+
+/// `t` (RFC 3339) in `tz` for people, to the second: `2025-01-02 03:04:05
+/// +00:00`; `t` itself when it is no timestamp. Not escaped.
+fn local(tz: &jiff::tz::TimeZone, t: &str) -> String {
+    match t.parse::<Timestamp>() {
+        Ok(ts) => ts
+            .to_zoned_datetime(tz.clone())
+            .strftime("%Y-%m-%d %H:%M:%S %:z")
+            .to_string(),
+        Err(_) => t.to_owned(),
+    }
+}
+
+/// `t` in `tz` for people, with its age: `2025-01-02 03:04:05 +00:00 (3m
+/// ago)`. Already escaped.
+fn when(tz: &jiff::tz::TimeZone, now: Timestamp, t: &str) -> String {
+    let local = local(tz, t);
+    let age = relative(now, t);
+    if age.is_empty() {
+        escape(&local)
+    } else {
+        format!(
+            "<time datetime=\"{}\">{}</time> ({})",
+            escape(t),
+            escape(&local),
+            escape(&age)
+        )
+    }
+}
+
+fn ms(d: u64) -> String {
+    show_duration(Duration::from_millis(d))
+}
+
+fn verdict_class(v: Option<&str>) -> &'static str {
+    match v {
+        Some("ok") => "ok",
+        Some(_) => "bad",
+        None => "none",
+    }
+}
+
+fn job_card(out: &mut String, j: &JobStatus, recent: &[RunView], now: Timestamp) {
+    let tz = jiff::tz::TimeZone::get(&j.timezone).unwrap_or(jiff::tz::TimeZone::UTC);
+    let state = PageState::of(j);
+    let name = escape(&j.job);
+    let _ = writeln!(
+        out,
+        "<section class=\"job\" data-job=\"{name}\" data-state=\"{}\">",
+        state.word()
+    );
+    let _ = writeln!(
+        out,
+        "<h2><span class=\"name\">{name}</span> <span class=\"badge\">{}</span></h2>",
+        state.word()
+    );
+    out.push_str("<dl>\n");
+    let _ = writeln!(
+        out,
+        "<dt>schedule</dt><dd><code>{}</code> ({}), lock <code>{}</code></dd>",
+        escape(&j.schedule),
+        escape(&j.timezone),
+        escape(&j.lock)
+    );
+    if !j.enabled {
+        out.push_str("<dt>enabled</dt><dd class=\"bad\">no: this job is disabled</dd>\n");
+    }
+    out.push_str("<dt>last run</dt>");
+    match &j.last_run {
+        None => out.push_str("<dd class=\"last-run none\">never run</dd>\n"),
+        Some(r) => {
+            let verdict = r.verdict.as_deref();
+            let _ = writeln!(
+                out,
+                "<dd class=\"last-run\"><span class=\"{}\">{}</span>{}, {}</dd>",
+                verdict_class(verdict),
+                escape(verdict.unwrap_or("running")),
+                r.duration_ms
+                    .map(|d| format!(" in {}", escape(&ms(d))))
+                    .unwrap_or_default(),
+                when(&tz, now, r.finished.as_deref().unwrap_or(&r.started)),
+            );
+        }
+    }
+    out.push_str("<dt>next run</dt>");
+    match &j.next_run {
+        Some(n) => {
+            let _ = writeln!(out, "<dd class=\"next-run\">{}</dd>", when(&tz, now, n));
+        }
+        None => out.push_str("<dd class=\"next-run none\">none</dd>\n"),
+    }
+    if let Some(h) = &j.holder {
+        let _ = writeln!(
+            out,
+            "<dt>holder</dt><dd class=\"holder\" data-verdict=\"{}\">{}: pid {} on {}, fence {}{}</dd>",
+            escape(h.verdict),
+            escape(h.verdict),
+            h.pid.map_or("?".into(), |p| p.to_string()),
+            escape(h.host.as_deref().unwrap_or("?")),
+            h.fence.map_or("?".into(), |f| f.to_string()),
+            h.since
+                .as_deref()
+                .map(|s| format!(", since {}", when(&tz, now, s)))
+                .unwrap_or_default(),
+        );
+    }
+    if let Some(p) = &j.paused {
+        let _ = writeln!(
+            out,
+            "<dt>paused</dt><dd class=\"pause\">since {} by {}{}{}</dd>",
+            when(&tz, now, &p.since),
+            escape(&p.by),
+            p.until
+                .as_deref()
+                .map(|u| format!(", until {}", when(&tz, now, u)))
+                .unwrap_or_default(),
+            p.reason
+                .as_deref()
+                .map(|r| format!(": {}", escape(r)))
+                .unwrap_or_default(),
+        );
+    }
+    if let Some(o) = &j.overdue {
+        let _ = writeln!(
+            out,
+            "<dt>overdue</dt><dd class=\"bad\">occurrence {} never started (its window is {})</dd>",
+            escape(&o.occurrence),
+            escape(&show_duration(Duration::from_secs(o.window_seconds)))
+        );
+    }
+    if j.failing {
+        let _ = writeln!(
+            out,
+            "<dt>failing</dt><dd class=\"bad\">{} run(s) in a row failed</dd>",
+            j.consecutive_failures
+        );
+    }
+    out.push_str("</dl>\n");
+    out.push_str("<h3>Recent runs</h3>\n");
+    if recent.is_empty() {
+        out.push_str("<p class=\"runs none\">none</p>\n");
+    } else {
+        out.push_str("<ol class=\"runs\">\n");
+        for r in recent.iter().take(RUNS_SHOWN as usize) {
+            let verdict = r.verdict.as_deref();
+            let _ = writeln!(
+                out,
+                "<li data-run=\"{}\"><span class=\"{}\">{}</span>{}, {}, {}, fence {}</li>",
+                escape(&r.run_id),
+                verdict_class(verdict),
+                escape(verdict.unwrap_or("running")),
+                r.duration_ms
+                    .map(|d| format!(" in {}", escape(&ms(d))))
+                    .unwrap_or_default(),
+                if r.manual {
+                    "manual".to_owned()
+                } else {
+                    format!("occurrence {}", escape(&r.occurrence))
+                },
+                when(&tz, now, &r.started),
+                r.fence.map_or("?".into(), |f| f.to_string()),
+            );
+        }
+        out.push_str("</ol>\n");
+    }
+    out.push_str("<h3>Recent alerts</h3>\n");
+    if j.recent_alerts.is_empty() {
+        out.push_str("<p class=\"alerts none\">none</p>\n");
+    } else {
+        out.push_str("<ul class=\"alerts\">\n");
+        for a in &j.recent_alerts {
+            let _ = writeln!(
+                out,
+                "<li><span class=\"bad\">{}</span> {}: {}</li>",
+                escape(&a.kind),
+                when(&tz, now, &a.time),
+                escape(&a.message),
+            );
+        }
+        out.push_str("</ul>\n");
+    }
+    out.push_str("</section>\n");
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,313 @@
+use super::*;
+use crate::history::RunView;
+use crate::status::{
+    AlertSummary, HolderStatus, JobStatus, MissedStatus, Overdue, PauseStatus, RunSummary, Status,
+};
+
+const NOW: &str = "2025-06-01T12:00:00Z";
+
+fn now() -> Timestamp {
+    NOW.parse().unwrap()
+}
+
+fn job(name: &str) -> JobStatus {
+    JobStatus {
+        job: name.into(),
+        enabled: true,
+        state: "ok",
+        schedule: "*/5 * * * *".into(),
+        timezone: "UTC".into(),
+        lock: name.into(),
+        next_run: Some("2025-06-01T12:05:00+00:00".into()),
+        next_run_in_seconds: Some(300),
+        last_run: Some(RunSummary {
+            run_id: format!("{name}-1"),
+            occurrence: "2025-06-01T11:55:00Z".into(),
+            started: "2025-06-01T11:55:00Z".into(),
+            finished: Some("2025-06-01T11:57:00Z".into()),
+            verdict: Some("ok".into()),
+            duration_ms: Some(120_000),
+            exit_code: Some(0),
+        }),
+        last_attempt: Some("2025-06-01T11:55:00Z".into()),
+        last_success: Some("2025-06-01T11:57:00Z".into()),
+        last_failure: None,
+        consecutive_failures: 0,
+        steps: Vec::new(),
+        holder: None,
+        never_run: false,
+        overdue: None,
+        failing: false,
+        paused: None,
+        missed: MissedStatus::default(),
+        queued: Vec::new(),
+        watermark: None,
+        recent_alerts: Vec::new(),
+        log: format!("/state/logs/{name}.log"),
+    }
+}
+
+fn status(jobs: Vec<JobStatus>) -> Status {
+    Status {
+        config: "/etc/baton.toml".into(),
+        enabled: true,
+        enabled_source: "default".into(),
+        timezone: "Europe/Paris".into(),
+        state_dir: "/state".into(),
+        logs: "/state/logs".into(),
+        now: NOW.into(),
+        healthy: true,
+        jobs,
+    }
+}
+
+fn holder(verdict: &'static str) -> HolderStatus {
+    HolderStatus {
+        pid: Some(4242),
+        host: Some("db-1".into()),
+        fence: Some(17),
+        run_id: Some("r-17".into()),
+        since: Some("2025-06-01T11:59:00Z".into()),
+        verdict,
+    }
+}
+
+fn pause() -> PauseStatus {
+    PauseStatus {
+        since: "2025-06-01T10:00:00Z".into(),
+        until: None,
+        reason: Some("migration".into()),
+        by: "ops@db-1".into(),
+    }
+}
+
+fn overdue() -> Overdue {
+    Overdue {
+        occurrence: "2025-06-01T10:00:00Z".into(),
+        window_seconds: 3600,
+    }
+}
+
+fn state(j: &JobStatus) -> &'static str {
+    PageState::of(j).word()
+}
+
+#[test]
+fn escape_replaces_all_five_characters() {
+    assert_eq!(
+        escape(r#"<a href="x">Tom & 'Jerry'</a>"#),
+        "&lt;a href=&quot;x&quot;&gt;Tom &amp; &#39;Jerry&#39;&lt;/a&gt;"
+    );
+    assert_eq!(escape("plain: ünïcode"), "plain: ünïcode");
+    assert_eq!(escape("&amp;"), "&amp;amp;");
+}
+
+#[test]
+fn an_on_schedule_job_is_idle() {
+    assert_eq!(state(&job("a")), "idle");
+}
+
+#[test]
+fn state_precedence_is_running_paused_overdue_failing_idle() {
+    let mut j = job("a");
+    j.failing = true;
+    assert_eq!(state(&j), "failing");
+    j.overdue = Some(overdue());
+    assert_eq!(state(&j), "overdue");
+    j.paused = Some(pause());
+    assert_eq!(state(&j), "paused");
+    j.holder = Some(holder("live"));
+    assert_eq!(state(&j), "running");
+}
+
+#[test]
+fn only_a_live_holder_means_running() {
+    let mut j = job("a");
+    for verdict in ["hung", "orphaned", "dead", "expired"] {
+        j.holder = Some(holder(verdict));
+        assert_eq!(state(&j), "idle", "{verdict}");
+    }
+}
+
+#[test]
+fn never_run_reads_overdue_and_disabled_reads_paused() {
+    let mut j = job("a");
+    j.never_run = true;
+    j.last_run = None;
+    assert_eq!(state(&j), "overdue");
+    j.state = "disabled";
+    j.enabled = false;
+    assert_eq!(state(&j), "paused");
+}
+
+#[test]
+fn every_job_has_one_element_with_its_name_and_state() {
+    let mut failing = job("failing-one");
+    failing.failing = true;
+    failing.consecutive_failures = 2;
+    let mut paused = job("paused-one");
+    paused.paused = Some(pause());
+    let mut running = job("running-one");
+    running.holder = Some(holder("live"));
+    let mut late = job("late-one");
+    late.overdue = Some(overdue());
+    let s = status(vec![job("idle-one"), failing, paused, running, late]);
+    let html = render(&s, &RecentRuns::default(), now(), 5);
+    for (name, st) in [
+        ("idle-one", "idle"),
+        ("failing-one", "failing"),
+        ("paused-one", "paused"),
+        ("running-one", "running"),
+        ("late-one", "overdue"),
+    ] {
+        let tag = format!("<section class=\"job\" data-job=\"{name}\" data-state=\"{st}\">");
+        assert_eq!(html.matches(&tag).count(), 1, "{tag} in:\n{html}");
+    }
+    assert_eq!(html.matches("<section").count(), 5);
+    assert_eq!(html.matches("</section>").count(), 5);
+}
+
+#[test]
+fn the_page_is_a_self_refreshing_html5_document_for_phones() {
+    let html = render(&status(vec![job("a")]), &RecentRuns::default(), now(), 7);
+    assert!(html.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"));
+    assert!(html.ends_with("</html>\n"));
+    assert!(html.contains("<meta charset=\"utf-8\">"));
+    assert!(
+        html.contains("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">")
+    );
+    assert!(html.contains("<meta http-equiv=\"refresh\" content=\"7\">"));
+    assert!(html.contains("overflow-wrap:anywhere"));
+    assert!(!html.contains("<script"), "no JavaScript");
+    assert!(
+        !html.contains("http://") && !html.contains("https://"),
+        "no external assets"
+    );
+    let html = render(&status(vec![job("a")]), &RecentRuns::default(), now(), 0);
+    assert!(!html.contains("http-equiv"), "0 turns the refresh off");
+}
+
+#[test]
+fn the_heading_says_whether_jobs_may_run_and_the_zone() {
+    let mut s = status(vec![job("a")]);
+    let html = render(&s, &RecentRuns::default(), now(), 5);
+    assert!(
+        html.contains(
+            "<h1 data-enabled=\"true\">baton: <span class=\"ok\">enabled</span>, Europe/Paris</h1>"
+        ),
+        "{html}"
+    );
+    s.enabled = false;
+    s.enabled_source = "BATON_ENABLED=0 (environment)".into();
+    let html = render(&s, &RecentRuns::default(), now(), 5);
+    assert!(html.contains("<h1 data-enabled=\"false\">baton: <span class=\"bad\">disabled</span>"));
+    assert!(html.contains("the kill switch is off (BATON_ENABLED=0 (environment))"));
+}
+
+#[test]
+fn every_string_is_escaped() {
+    let evil = "<b>\"x\" & 'y'</b>";
+    let mut j = job(evil);
+    j.schedule = evil.into();
+    j.lock = evil.into();
+    j.holder = Some(HolderStatus {
+        host: Some(evil.into()),
+        ..holder("live")
+    });
+    j.paused = Some(PauseStatus {
+        reason: Some(evil.into()),
+        by: evil.into(),
+        ..pause()
+    });
+    j.recent_alerts = vec![AlertSummary {
+        time: NOW.into(),
+        kind: evil.into(),
+        message: evil.into(),
+    }];
+    if let Some(r) = &mut j.last_run {
+        r.verdict = Some(evil.into());
+    }
+    let mut s = status(vec![j]);
+    s.config = evil.into();
+    s.timezone = evil.into();
+    let mut runs = RecentRuns {
+        by_job: BTreeMap::new(),
+        error: Some(evil.into()),
+    };
+    runs.by_job.insert(evil.into(), vec![run(evil, Some(evil))]);
+    let html = render(&s, &runs, now(), 5);
+    assert!(!html.contains("<b>"), "{html}");
+    assert!(!html.contains("'y'"), "{html}");
+    let escaped = "&lt;b&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/b&gt;";
+    // Name (twice), schedule, lock, verdict, host, by, reason, alert kind and
+    // message, config, zone, ledger error, run id and verdict of the run.
+    assert!(html.matches(escaped).count() >= 15, "{html}");
+    assert!(html.contains(&format!("data-job=\"{escaped}\"")));
+}
+
+fn run(id: &str, verdict: Option<&str>) -> RunView {
+    RunView {
+        run_id: id.into(),
+        job: "a".into(),
+        occurrence: "2025-06-01T11:50:00Z".into(),
+        manual: false,
+        fence: Some(3),
+        host: Some("db-1".into()),
+        pid: Some(9),
+        started: "2025-06-01T11:50:00Z".into(),
+        finished: verdict.map(|_| "2025-06-01T11:50:03Z".into()),
+        duration_ms: verdict.map(|_| 3000),
+        verdict: verdict.map(str::to_owned),
+        exit_code: verdict.map(|_| 0),
+        attempts: Vec::new(),
+    }
+}
+
+#[test]
+fn a_card_shows_last_run_next_run_holder_runs_and_alerts() {
+    let mut j = job("a");
+    j.holder = Some(holder("live"));
+    j.recent_alerts = vec![AlertSummary {
+        time: "2025-06-01T11:58:00Z".into(),
+        kind: "failed".into(),
+        message: "exit 3".into(),
+    }];
+    let mut runs = RecentRuns::default();
+    runs.by_job.insert(
+        "a".into(),
+        (0..8).map(|i| run(&format!("r{i}"), Some("ok"))).collect(),
+    );
+    let html = render(&status(vec![j]), &runs, now(), 5);
+    assert!(
+        html.contains("<dd class=\"last-run\"><span class=\"ok\">ok</span> in 2m, <time datetime=\"2025-06-01T11:57:00Z\">2025-06-01 11:57:00 +00:00</time> (3m ago)</dd>"),
+        "{html}"
+    );
+    assert!(html.contains("(in 5m)"), "{html}");
+    assert!(
+        html.contains("live: pid 4242 on db-1, fence 17, since"),
+        "{html}"
+    );
+    assert_eq!(html.matches("<li data-run=").count(), RUNS_SHOWN as usize);
+    assert!(html.contains("failed</span> <time"), "{html}");
+    assert!(html.contains(": exit 3</li>"), "{html}");
+}
+
+#[test]
+fn a_job_without_runs_says_so() {
+    let mut j = job("fresh");
+    j.last_run = None;
+    j.never_run = true;
+    j.next_run = None;
+    let html = render(&status(vec![j]), &RecentRuns::default(), now(), 5);
+    assert!(html.contains("<dd class=\"last-run none\">never run</dd>"));
+    assert!(html.contains("<dd class=\"next-run none\">none</dd>"));
+    assert!(html.contains("<p class=\"runs none\">none</p>"));
+    assert!(html.contains("<p class=\"alerts none\">none</p>"));
+}
+
+#[test]
+fn rendering_is_pure() {
+    let s = status(vec![job("a"), job("b")]);
+    let runs = RecentRuns::default();
+    assert_eq!(render(&s, &runs, now(), 5), render(&s, &runs, now(), 5));
+}

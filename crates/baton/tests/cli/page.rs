@@ -1,0 +1,141 @@
+//! The status page in a real browser: real runs through the real binary,
+//! the page from `baton __page`, opened from a file in headless Chromium
+//! and checked through its DOM, at a desktop and a phone's width.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use baton_testkit::browser::Browser;
+use serde_json::json;
+
+use crate::sched::Sched;
+use crate::support::{BATON, code, eventually, signal, stderr, stdout};
+
+/// `target/`, where cargo put the binary under test (so CARGO_TARGET_DIR
+/// is honoured).
+fn target_dir() -> PathBuf {
+    let bin = PathBuf::from(BATON);
+    // OK because the binary is `<target>/<profile>/baton`.
+    bin.parent().and_then(|p| p.parent()).unwrap().to_owned()
+}
+
+const REASON: &str = "<b>disk swap</b> & \"ops\" 'tuesday'";
+
+#[test]
+fn the_status_page_shows_every_job_in_a_real_browser_and_fits_a_phone() {
+    let s = Sched::new("");
+    let marker = s.env.path("slow.started");
+    s.write(&format!(
+        "[jobs.backup]\nevery = \"1h\"\nrun = \"echo copied\"\n\
+         [jobs.report]\nevery = \"1h\"\nrun = \"echo '<no & such \\\"file\\\">' >&2; exit 3\"\n\
+         [jobs.vacuum]\nschedule = \"0 3 * * *\"\nrun = \"true\"\n\
+         [jobs.ingest]\nevery = \"15m\"\nrun = \"touch {}; sleep 60\"\n",
+        marker.display()
+    ));
+    let o = s.run(&["run", "backup"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = s.run(&["run", "report"]);
+    assert_eq!(code(&o), 1, "a failing run exits 1: {}", stderr(&o));
+    let o = s.run(&["run", "vacuum"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = s.run(&["pause", "vacuum", "--reason", REASON]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let mut slow = s
+        .cmd(&["run", "ingest"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually("the ingest run to start", || marker.exists());
+
+    let o = s.run(&["__page", "--refresh", "3600"]);
+    signal(slow.id() as i32, rustix::process::Signal::TERM);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let html = stdout(&o);
+    let page = s.env.path("status.html");
+    std::fs::write(&page, &html).unwrap();
+
+    let mut b = Browser::launch();
+    b.set_viewport(1100, 900, false);
+    b.open(&format!("file://{}", page.display()));
+
+    let states = b.eval(
+        "Object.fromEntries([...document.querySelectorAll('[data-job]')]\
+         .map(e => [e.dataset.job, e.dataset.state]))",
+    );
+    assert_eq!(
+        states,
+        json!({"backup": "idle", "report": "failing", "vacuum": "paused", "ingest": "running"}),
+        "{html}"
+    );
+    let heading = b.eval("document.querySelector('h1').textContent");
+    assert_eq!(heading, json!("baton: enabled, UTC"));
+    assert_eq!(
+        b.eval("document.querySelector('meta[http-equiv=refresh]').content"),
+        json!("3600")
+    );
+    let holder = b.eval("document.querySelector('[data-job=ingest] .holder').textContent");
+    let holder = holder.as_str().unwrap_or_default();
+    assert!(
+        holder.starts_with(&format!("live: pid {} on ", slow.id())) && holder.contains("fence "),
+        "{holder}"
+    );
+    assert_eq!(
+        b.eval("document.querySelectorAll('[data-job=backup] .holder').length"),
+        json!(0),
+        "only a running job shows a holder"
+    );
+    // The pause's reason arrives as text, not as markup.
+    let pause = b.eval("document.querySelector('[data-job=vacuum] .pause').textContent");
+    assert!(
+        pause.as_str().unwrap_or_default().contains(REASON),
+        "{pause}"
+    );
+    assert_eq!(
+        b.eval("document.querySelectorAll('main b').length"),
+        json!(0)
+    );
+    let last = b.eval("document.querySelector('[data-job=report] .last-run').textContent");
+    assert!(
+        last.as_str().unwrap_or_default().starts_with("failed"),
+        "{last}"
+    );
+    assert_eq!(
+        b.eval("document.querySelectorAll('[data-job=report] .runs li').length"),
+        json!(1)
+    );
+    let alerts = b.eval("document.querySelector('[data-job=report] .alerts').textContent");
+    assert!(
+        alerts.as_str().unwrap_or_default().contains("failed"),
+        "{alerts}"
+    );
+
+    b.set_viewport(375, 740, true);
+    let width = b.eval("document.documentElement.scrollWidth");
+    assert!(
+        width.as_u64().is_some_and(|w| w <= 375),
+        "the page overflows a 375 px phone: scrollWidth {width}"
+    );
+    let widest = b.eval(
+        "Math.max(...[...document.querySelectorAll('body *')]\
+         .map(e => e.getBoundingClientRect().right))",
+    );
+    assert!(
+        widest.as_f64().is_some_and(|w| w <= 375.0),
+        "an element reaches past 375 px: {widest}"
+    );
+    let shot = target_dir().join("status-page.png");
+    b.screenshot(&shot);
+    let png = std::fs::read(&shot).unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+    // The README's picture is refreshed on request only, so a test run
+    // leaves the source tree alone.
+    if std::env::var_os("BATON_UPDATE_SCREENSHOTS").is_some() {
+        let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+        std::fs::create_dir_all(&docs).unwrap();
+        std::fs::copy(&shot, docs.join("status-page.png")).unwrap();
+    }
+    drop(b);
+
+    let _ = baton_testkit::wait_for_exit(&mut slow, "the ingest run to stop");
+}
