@@ -30,7 +30,13 @@ pub(crate) fn app(d: Arc<Daemon>) -> Router {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/v1/jobs", get(jobs))
-        .route("/v1/jobs/{job}", get(job))
+        .route("/", get(page))
+        .route(
+            "/v1/jobs/{job}",
+            get(job)
+                .put(crate::jobs_api::put)
+                .delete(crate::jobs_api::delete),
+        )
         .route("/v1/jobs/{job}/runs", get(runs))
         .route("/v1/jobs/{job}/run", post(run_now))
         .route("/v1/jobs/{job}/pause", post(pause))
@@ -102,6 +108,20 @@ async fn healthz(State(d): Shared) -> Response {
             "runs_in_flight": d.flights().len(),
         }),
     )
+}
+
+async fn page(State(d): Shared) -> Result<Response, ApiError> {
+    let loaded = d.current();
+    let clock = Arc::clone(&d.clock);
+    let html = blocking(move || {
+        baton_sched::page::read(
+            &loaded.config,
+            clock.as_ref(),
+            baton_sched::page::DEFAULT_REFRESH_SECS,
+        )
+    })
+    .await?;
+    Ok(axum::response::Html(html).into_response())
 }
 
 async fn status_of(d: &Daemon, only: Option<String>) -> Result<Response, ApiError> {

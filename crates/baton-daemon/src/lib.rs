@@ -19,6 +19,7 @@ mod api;
 mod clock;
 mod error;
 mod guard;
+mod jobs_api;
 mod notify;
 mod reload;
 mod state;

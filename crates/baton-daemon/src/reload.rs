@@ -20,6 +20,14 @@ impl Daemon {
         why: &'static str,
     ) -> Result<Vec<String>, ApiError> {
         let _one = self.reloading.lock().await;
+        self.reload_locked(why).await
+    }
+
+    /// Reloads, the caller holding `reloading`.
+    pub(crate) async fn reload_locked(
+        self: &Arc<Self>,
+        why: &'static str,
+    ) -> Result<Vec<String>, ApiError> {
         let (path, over) = (self.opts.config_path.clone(), self.over.clone());
         let read = crate::api::blocking(move || {
             let snapshot = Snapshot::read(&path)?;

@@ -63,11 +63,12 @@ impl Settings {
 }
 
 /// `[daemon] listen`, `token_file` and `shutdown_grace`.
-fn daemon_keys(_config: &Config) -> (SocketAddr, Option<PathBuf>, Duration) {
+fn daemon_keys(config: &Config) -> (SocketAddr, Option<PathBuf>, Duration) {
+    let d = &config.daemon;
     (
-        SocketAddr::from(([127, 0, 0, 1], 8677)),
-        None,
-        Duration::from_secs(60),
+        d.listen.value,
+        d.token_file.value.clone(),
+        d.shutdown_grace.value,
     )
 }
 

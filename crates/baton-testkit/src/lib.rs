@@ -48,3 +48,4 @@ pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
 }
 
 pub mod browser;
+pub mod client;

@@ -36,7 +36,7 @@ pub use model::{
     Step, StepKind, When, Zone,
 };
 pub use read::{Overrides, env_name, scheduler_keys, valid_name};
-pub use snapshot::Snapshot;
+pub use snapshot::{Dropin, Snapshot};
 
 /// Where the configuration file is: `flag`, else `$BATON_CONFIG`, else
 /// `./baton.toml`, made absolute.

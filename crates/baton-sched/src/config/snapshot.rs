@@ -18,6 +18,19 @@ pub struct Snapshot {
     pub path: PathBuf,
     /// Its text.
     pub text: String,
+    /// The drop-ins in `jobs.d/`, by name.
+    pub dropins: Vec<Dropin>,
+}
+
+/// One drop-in of a [`Snapshot`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dropin {
+    /// `jobs.d/NAME.toml`.
+    pub path: PathBuf,
+    /// `NAME`.
+    pub name: String,
+    /// What it says.
+    pub text: String,
 }
 
 impl Snapshot {
@@ -31,6 +44,14 @@ impl Snapshot {
             Ok(text) => Ok(Self {
                 path: path.to_owned(),
                 text,
+                dropins: super::dropin::scan(path)?
+                    .into_iter()
+                    .map(|f| Dropin {
+                        path: f.path,
+                        name: f.name,
+                        text: f.text,
+                    })
+                    .collect(),
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(ConfigError::Missing {
                 path: path.to_owned(),
@@ -48,6 +69,16 @@ impl Snapshot {
     ///
     /// Anything [`super::load`] refuses.
     pub fn load(&self, over: &Overrides) -> Result<Config, ConfigError> {
-        super::parse(&self.text, &self.path, over)
+        let root = super::parse_doc(&self.text, &self.path)?;
+        let found: Vec<super::dropin::Found> = self
+            .dropins
+            .iter()
+            .map(|d| super::dropin::Found {
+                path: d.path.clone(),
+                name: d.name.clone(),
+                text: d.text.clone(),
+            })
+            .collect();
+        super::read::document(&root, &self.path, over, &found)
     }
 }

@@ -6,6 +6,7 @@ mod support;
 mod alerts;
 mod calendar;
 mod crash;
+mod daemon;
 mod dropin;
 mod example;
 mod exit_codes;

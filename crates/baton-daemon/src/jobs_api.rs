@@ -1,0 +1,137 @@
+//! Jobs over HTTP (the station's `create`): `PUT /v1/jobs/{job}` with the
+//! job's table as JSON, `DELETE /v1/jobs/{job}`. Each is a drop-in file,
+//! `jobs.d/JOB.toml` beside `baton.toml`, which every command reads.
+//!
+//! The whole configuration is validated with the change in it before
+//! anything is written (an invalid job is refused with the message `baton
+//! config` gives, and nothing changes); the file is then written by
+//! [`baton_sched::config::dropin`] (a unique temporary file, fsync, rename,
+//! fsync of the directory) and the configuration reloaded. Changes and
+//! reloads run one at a time. A job defined in `baton.toml` itself cannot
+//! be replaced or deleted here.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use baton_sched::config::{Source, dropin};
+use serde_json::{Value, json};
+
+use crate::api::blocking;
+use crate::error::ApiError;
+use crate::state::Daemon;
+
+fn valid(name: &str) -> Result<(), ApiError> {
+    if baton_sched::config::valid_name(name) {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_job_name",
+            format!("{name:?} is not a job name: [A-Za-z0-9_.-], 1 to 64 characters"),
+        ))
+    }
+}
+
+/// Refuses a job that `baton.toml` itself defines.
+fn not_in_main(d: &Daemon, name: &str) -> Result<(), ApiError> {
+    let loaded = d.current();
+    let Some(job) = loaded.config.jobs.get(name) else {
+        return Ok(());
+    };
+    let own = dropin::path(&d.opts.config_path, name);
+    match &job.source {
+        Source::File { path, .. } if **path == *own => Ok(()),
+        _ => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "defined_in_config",
+            format!(
+                "the job {name} is defined in {}, not in jobs.d/: edit that file instead",
+                d.opts.config_path.display()
+            ),
+        )),
+    }
+}
+
+pub(crate) async fn put(
+    State(d): State<Arc<Daemon>>,
+    Path(name): Path<String>,
+    b: Bytes,
+) -> Result<Response, ApiError> {
+    valid(&name)?;
+    let table: Value = serde_json::from_slice(&b).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_body",
+            format!("the body must be the job's table as a JSON object: {e}"),
+        )
+    })?;
+    let _one = d.reloading.lock().await;
+    not_in_main(&d, &name)?;
+    let existed = d.current().config.jobs.contains_key(&name);
+    let (path, over, n) = (d.opts.config_path.clone(), d.over.clone(), name.clone());
+    let written = blocking(move || {
+        let text = dropin::job_toml(&n, &table).map_err(|e| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_job",
+                e.to_string(),
+            )
+        })?;
+        dropin::check_put(&path, &over, &n, &text).map_err(|e| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_job",
+                e.to_string(),
+            )
+        })?;
+        dropin::write(&path, &n, &text).map_err(|e| ApiError::internal(e.to_string()))
+    })
+    .await??;
+    d.reload_locked("PUT /v1/jobs").await?;
+    let status = if existed {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    Ok((
+        status,
+        axum::Json(json!({"ok": true, "job": name, "file": written.display().to_string(), "created": !existed})),
+    )
+        .into_response())
+}
+
+pub(crate) async fn delete(
+    State(d): State<Arc<Daemon>>,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    valid(&name)?;
+    let _one = d.reloading.lock().await;
+    not_in_main(&d, &name)?;
+    let (path, over, n) = (d.opts.config_path.clone(), d.over.clone(), name.clone());
+    let removed = blocking(move || {
+        if !dropin::path(&path, &n).exists() {
+            return Ok(false);
+        }
+        dropin::check_delete(&path, &over, &n).map_err(|e| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_config",
+                e.to_string(),
+            )
+        })?;
+        dropin::delete(&path, &n).map_err(|e| ApiError::internal(e.to_string()))
+    })
+    .await??;
+    if !removed {
+        return Err(ApiError::no_job(&name));
+    }
+    d.reload_locked("DELETE /v1/jobs").await?;
+    Ok((
+        StatusCode::OK,
+        axum::Json(json!({"ok": true, "job": name, "deleted": true})),
+    )
+        .into_response())
+}

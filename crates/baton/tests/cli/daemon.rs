@@ -1,0 +1,531 @@
+//! `baton daemon` through the real binary: a real daemon process, real HTTP
+//! on loopback, real jobs, real signals.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+
+use baton_testkit::client::{self as http, Answer};
+use rustix::process::Signal;
+
+use crate::sched::Sched;
+use crate::support::{alive, eventually, pause, signal};
+
+/// A daemon started on `127.0.0.1:0`; killed (SIGKILL) when dropped.
+pub(crate) struct Daemon {
+    pub(crate) child: Child,
+    pub(crate) addr: SocketAddr,
+    pub(crate) log: Arc<Mutex<String>>,
+}
+
+impl Daemon {
+    pub(crate) fn start(s: &Sched, extra: &[&str]) -> Self {
+        let mut args = vec!["daemon", "--listen", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        Self::start_with(s, &args).unwrap_or_else(|(code, log)| {
+            panic!("the daemon did not start (exit {code:?}):\n{log}")
+        })
+    }
+
+    /// Starts `baton ARGS`; the daemon, or its exit code and stderr.
+    pub(crate) fn start_with(s: &Sched, args: &[&str]) -> Result<Self, (Option<i32>, String)> {
+        let mut child = s
+            .cmd(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let log = Arc::new(Mutex::new(String::new()));
+        let mut addr = None;
+        let mut line = String::new();
+        while err.read_line(&mut line).unwrap_or(0) > 0 {
+            log.lock().unwrap().push_str(&line);
+            if let Some(rest) = line.trim().split("listening on http://").nth(1) {
+                addr = rest.split_whitespace().next().and_then(|a| a.parse().ok());
+                break;
+            }
+            line.clear();
+        }
+        let Some(addr) = addr else {
+            let status = child.wait().unwrap();
+            return Err((status.code(), log.lock().unwrap().clone()));
+        };
+        let sink = Arc::clone(&log);
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            while err.read_line(&mut line).unwrap_or(0) > 0 {
+                sink.lock().unwrap().push_str(&line);
+                line.clear();
+            }
+        });
+        Ok(Self { child, addr, log })
+    }
+
+    pub(crate) fn get(&self, path: &str) -> Answer {
+        http::get(self.addr, path)
+    }
+
+    pub(crate) fn post(&self, path: &str, body: &str) -> Answer {
+        http::post(self.addr, path, body)
+    }
+
+    pub(crate) fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Answer {
+        http::request(self.addr, method, path, headers, body).unwrap()
+    }
+
+    pub(crate) fn pid(&self) -> i32 {
+        i32::try_from(self.child.id()).unwrap()
+    }
+
+    pub(crate) fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Sends SIGTERM and waits; the exit code.
+    pub(crate) fn terminate(mut self) -> Option<i32> {
+        signal(self.pid(), Signal::TERM);
+        let status = baton_testkit::wait_for_exit(&mut self.child, "the daemon to stop");
+        status.code()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn lines_of(p: &Path) -> Vec<String> {
+    std::fs::read_to_string(p)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn duplicates(lines: &[String]) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    lines
+        .iter()
+        .filter(|l| !seen.insert(l.as_str()))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn daemon_serves_health_jobs_runs_and_refuses_unknown_jobs() {
+    let s = Sched::new(
+        "[jobs.a]\nschedule = \"0 0 1 1 *\"\nrun = \"echo hi\"\n[jobs.b]\nschedule = \"0 0 1 1 *\"\nrun = \"exit 3\"\n",
+    );
+    let d = Daemon::start(&s, &[]);
+    assert_eq!(d.get("/healthz").json()["ok"], true);
+    let jobs = d.get("/v1/jobs").json();
+    let names: Vec<&str> = jobs["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["job"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["a", "b"], "{jobs}");
+    let r = d.post("/v1/jobs/a/run", "");
+    assert_eq!(r.status, 202, "{}", r.body);
+    let run_id = r.json()["run_id"].as_str().unwrap().to_owned();
+    eventually("the manual run to finish", || {
+        d.get("/v1/jobs/a/runs?limit=5").json()[0]["verdict"] == "ok"
+    });
+    let runs = d.get("/v1/jobs/a/runs?limit=5").json();
+    assert_eq!(runs[0]["run_id"], run_id.as_str());
+    assert_eq!(runs[0]["manual"], true);
+    // The same shape as the CLI's.
+    let cli = s.json(&["history", "a", "--json"]);
+    assert_eq!(cli[0]["run_id"], runs[0]["run_id"]);
+    let one = d.get("/v1/jobs/a").json();
+    assert_eq!(one["jobs"].as_array().unwrap().len(), 1, "{one}");
+    assert_eq!(one["jobs"][0]["job"], "a");
+    let r = d.get("/v1/jobs/nope");
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (404, "no_such_job".into())
+    );
+    let r = d.get("/v1/jobs/bad%20name");
+    assert_eq!(r.json()["error"]["code"], "bad_job_name", "{}", r.body);
+    let r = d.get("/v1/nothing");
+    assert_eq!(r.status, 404);
+    assert_eq!(d.terminate(), Some(0));
+}
+
+#[test]
+fn daemon_manual_run_when_busy_is_409_with_the_holder() {
+    let s = Sched::new("[jobs.slow]\nschedule = \"0 0 1 1 *\"\nrun = \"sleep 3\"\n");
+    let d = Daemon::start(&s, &[]);
+    let first = d.post("/v1/jobs/slow/run", "");
+    assert_eq!(first.status, 202, "{}", first.body);
+    let fence = first.json()["fence"].as_u64().unwrap();
+    let second = d.post("/v1/jobs/slow/run", "");
+    assert_eq!(second.status, 409, "{}", second.body);
+    let j = second.json();
+    assert_eq!(j["error"]["code"], "busy");
+    assert_eq!(j["holder"]["fence"].as_u64(), Some(fence), "{j}");
+    // A CLI run meets the same lock.
+    let o = s.run(&["run", "slow"]);
+    assert_eq!(o.status.code(), Some(1));
+}
+
+/// Seed 000's scenario: the daemon's clock, 32 concurrent `POST /v1/tick`
+/// and 8 `baton tick` processes for one due occurrence, 20 times: each
+/// occurrence runs once.
+#[test]
+fn daemon_seed000_every_source_at_once_runs_each_occurrence_once() {
+    let s = Sched::new("");
+    let runs = s.env.path("runs.txt");
+    s.write(&format!(
+        "[jobs.station]\nschedule = \"*/2 * * * * *\"\nrun = \"echo $BATON_OCCURRENCE >> {}; sleep 0.3\"\n",
+        runs.display()
+    ));
+    let d = Daemon::start(&s, &[]);
+    let addr = d.addr;
+    for _ in 0..20 {
+        // Wait for the next even second, then every source at once.
+        let now = baton_lease::Clock::wall(&baton_lease::SystemClock);
+        let next = (now.as_second() / 2 + 1) * 2;
+        let wait = (next * 1000 - now.as_millisecond()).max(0) as u64;
+        pause(wait);
+        let ticks: Vec<Child> = (0..8)
+            .map(|_| {
+                s.cmd(&["tick"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let posts: Vec<_> = (0..32)
+            .map(|_| std::thread::spawn(move || http::post(addr, "/v1/tick", "").status))
+            .collect();
+        for p in posts {
+            assert_eq!(p.join().unwrap(), 200);
+        }
+        for mut t in ticks {
+            baton_testkit::wait_for_exit(&mut t, "baton tick");
+        }
+    }
+    eventually("the last run to finish", || {
+        d.get("/healthz").json()["runs_in_flight"] == 0
+    });
+    let all = lines_of(&runs);
+    assert!(all.len() >= 20, "too few runs: {all:?}");
+    assert!(
+        duplicates(&all).is_empty(),
+        "an occurrence ran twice: {:?}\n{all:?}",
+        duplicates(&all)
+    );
+}
+
+/// Seed 001's scenario: a run slower than any TTL is never run again by
+/// later ticks, and never overlapped.
+#[test]
+fn daemon_seed001_a_run_slower_than_its_ttl_is_never_rerun() {
+    let s = Sched::new("");
+    let runs = s.env.path("runs.txt");
+    s.write(&format!(
+        "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\nttl = \"1s\"\nkill_grace = \"1s\"\n\
+         [jobs.slow]\nschedule = \"*/3 * * * * *\"\n\
+         run = \"echo start $BATON_OCCURRENCE >> {r}; sleep 7; echo end $BATON_OCCURRENCE >> {r}\"\n",
+        r = runs.display()
+    ));
+    let d = Daemon::start(&s, &[]);
+    eventually("a run to start", || !lines_of(&runs).is_empty());
+    for _ in 0..30 {
+        let _ = d.post("/v1/tick", "");
+        let _ = s.run(&["tick"]);
+        pause(200);
+    }
+    eventually("the run to end", || {
+        lines_of(&runs).iter().any(|l| l.starts_with("end"))
+    });
+    drop(d);
+    let all = lines_of(&runs);
+    assert!(duplicates(&all).is_empty(), "{all:?}");
+    // Never two at once: every start is followed by its own end.
+    let mut open: Option<String> = None;
+    for l in &all {
+        let (what, occ) = l.split_once(' ').unwrap();
+        match what {
+            "start" => {
+                assert!(open.is_none(), "two runs at once: {all:?}");
+                open = Some(occ.to_owned());
+            }
+            _ => assert_eq!(open.take().as_deref(), Some(occ), "{all:?}"),
+        }
+    }
+}
+
+#[test]
+fn daemon_reload_with_a_bad_file_keeps_the_old_jobs_and_alerts() {
+    let s = Sched::new("");
+    let alerts = s.env.path("alerts.txt");
+    let good = format!(
+        "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\nalert_command = \"cat >> {}\"\n\
+         [jobs.keep]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n",
+        alerts.display()
+    );
+    s.write(&good);
+    let d = Daemon::start(&s, &[]);
+    std::fs::write(s.config(), "[jobs.keep\nrun = ").unwrap();
+    let r = d.post("/v1/reload", "");
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert_eq!(r.json()["error"]["code"], "invalid_config");
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("baton.toml"),
+        "{}",
+        r.body
+    );
+    eventually("the reload-refused alert", || {
+        std::fs::read_to_string(&alerts)
+            .unwrap_or_default()
+            .contains("reload-refused")
+    });
+    // SIGHUP too: refused, and the daemon lives on.
+    signal(d.pid(), Signal::HUP);
+    pause(300);
+    assert!(alive(d.pid()));
+    let jobs = d.get("/v1/jobs").json();
+    assert_eq!(jobs["jobs"][0]["job"], "keep", "{jobs}");
+    assert_eq!(d.post("/v1/jobs/keep/run", "").status, 202);
+    // A good file is taken.
+    s.write(&good.replace("[jobs.keep]", "[jobs.fresh]"));
+    let r = d.post("/v1/reload", "");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["jobs"], serde_json::json!(["fresh"]));
+    assert_eq!(d.get("/v1/jobs/keep").status, 404);
+}
+
+#[test]
+fn daemon_put_and_delete_jobs_as_dropins_that_survive_a_restart() {
+    let s = Sched::new("[jobs.main]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n");
+    let d = Daemon::start(&s, &[]);
+    let put = |body: &str| {
+        d.request(
+            "PUT",
+            "/v1/jobs/added",
+            &[("Content-Type", "application/json")],
+            body,
+        )
+    };
+    let r = put(r#"{"schedule": "not cron", "run": "true"}"#);
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("schedule"),
+        "{}",
+        r.body
+    );
+    assert!(!s.env.path("jobs.d/added.toml").exists());
+    let r = put(r#"{"schedule": "0 0 1 1 *", "run": "echo added"}"#);
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert!(s.env.path("jobs.d/added.toml").exists());
+    assert_eq!(d.get("/v1/jobs/added").status, 200);
+    assert_eq!(
+        put(r#"{"schedule": "0 0 2 1 *", "run": "echo again"}"#).status,
+        200
+    );
+    // A job of baton.toml is not replaced over HTTP.
+    let r = d.request(
+        "PUT",
+        "/v1/jobs/main",
+        &[("Content-Type", "application/json")],
+        r#"{"every": "1h", "run": "true"}"#,
+    );
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert_eq!(d.terminate(), Some(0));
+    // Restarted, and the CLI: the drop-in is there.
+    let d = Daemon::start(&s, &[]);
+    assert_eq!(d.get("/v1/jobs/added").status, 200);
+    let cfg = s.run(&["config"]);
+    assert!(String::from_utf8_lossy(&cfg.stdout).contains("jobs.d/added.toml"));
+    let r = d.request(
+        "DELETE",
+        "/v1/jobs/added",
+        &[("Content-Type", "application/json")],
+        "",
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(d.get("/v1/jobs/added").status, 404);
+    assert!(!s.env.path("jobs.d/added.toml").exists());
+}
+
+#[test]
+fn daemon_off_loopback_needs_a_token_and_then_every_endpoint_but_health_does() {
+    let s = Sched::new("[jobs.a]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n");
+    let refused = Daemon::start_with(&s, &["daemon", "--listen", "0.0.0.0:0"]);
+    let (code, log) = refused.err().expect("started without a token");
+    assert_eq!(code, Some(2), "{log}");
+    assert!(log.contains("token_file"), "{log}");
+    let token = s.env.path("token");
+    std::fs::write(&token, "s3cret-token\n").unwrap();
+    s.write(&format!(
+        "[daemon]\ntoken_file = {:?}\n[jobs.a]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n",
+        token.display().to_string()
+    ));
+    let d = Daemon::start_with(&s, &["daemon", "--listen", "0.0.0.0:0"]).unwrap();
+    let addr: SocketAddr = format!("127.0.0.1:{}", d.addr.port()).parse().unwrap();
+    let get = |h: &[(&str, &str)]| {
+        http::request(addr, "GET", "/v1/jobs", h, "")
+            .unwrap()
+            .status
+    };
+    assert_eq!(get(&[]), 401);
+    assert_eq!(get(&[("Authorization", "Bearer wrong")]), 401);
+    assert_eq!(get(&[("Authorization", "Bearer s3cret-token")]), 200);
+    assert_eq!(
+        http::request(addr, "GET", "/healthz", &[], "")
+            .unwrap()
+            .status,
+        200
+    );
+    assert!(!d.log().contains("s3cret-token"));
+}
+
+#[test]
+fn daemon_refuses_a_forged_cross_site_post() {
+    let s = Sched::new("");
+    let runs = s.env.path("runs.txt");
+    s.write(&format!(
+        "[jobs.a]\nschedule = \"0 0 1 1 *\"\nrun = \"echo ran >> {}\"\n",
+        runs.display()
+    ));
+    let d = Daemon::start(&s, &[]);
+    // What an HTML form on another site can send.
+    let form = d.request(
+        "POST",
+        "/v1/jobs/a/run",
+        &[
+            ("Content-Type", "application/x-www-form-urlencoded"),
+            ("Origin", "http://evil.example"),
+        ],
+        "x=1",
+    );
+    assert_eq!(form.status, 415, "{}", form.body);
+    let text = d.request(
+        "POST",
+        "/v1/jobs/a/run",
+        &[("Content-Type", "text/plain")],
+        "{}",
+    );
+    assert_eq!(text.status, 415, "{}", text.body);
+    let origin = d.request(
+        "POST",
+        "/v1/jobs/a/run",
+        &[
+            ("Content-Type", "application/json"),
+            ("Origin", "http://evil.example"),
+        ],
+        "",
+    );
+    assert_eq!(origin.status, 403, "{}", origin.body);
+    assert_eq!(origin.json()["error"]["code"], "foreign_origin");
+    let rebinding = d.request(
+        "POST",
+        "/v1/jobs/a/run",
+        &[
+            ("Content-Type", "application/json"),
+            ("Host", "evil.example:8677"),
+        ],
+        "",
+    );
+    assert_eq!(rebinding.status, 403, "{}", rebinding.body);
+    pause(300);
+    assert!(lines_of(&runs).is_empty(), "a forged request ran the job");
+    // The daemon's own origin is fine.
+    let own = format!("http://{}", d.addr);
+    let ok = d.request(
+        "POST",
+        "/v1/jobs/a/run",
+        &[
+            ("Content-Type", "application/json"),
+            ("Origin", own.as_str()),
+        ],
+        "",
+    );
+    assert_eq!(ok.status, 202, "{}", ok.body);
+}
+
+#[test]
+fn daemon_sigterm_lets_a_run_finish_within_the_grace() {
+    let s = Sched::new(
+        "[daemon]\nshutdown_grace = \"30s\"\n[jobs.a]\nschedule = \"0 0 1 1 *\"\nrun = \"sleep 2\"\n",
+    );
+    let d = Daemon::start(&s, &[]);
+    assert_eq!(d.post("/v1/jobs/a/run", "").status, 202);
+    assert_eq!(d.terminate(), Some(0));
+    assert_eq!(s.json(&["history", "a", "--json"])[0]["verdict"], "ok");
+}
+
+#[test]
+fn daemon_sigterm_past_the_grace_stops_the_whole_tree_then_releases() {
+    let s = Sched::new("");
+    let pidfile = s.env.path("grandchild.pid");
+    s.write(&format!(
+        "[daemon]\nshutdown_grace = \"1s\"\n[jobs.a]\nschedule = \"0 0 1 1 *\"\nkill_grace = \"1s\"\n\
+         run = \"setsid sh -c 'echo $$ > {p}; exec sleep 60' & sleep 60\"\n",
+        p = pidfile.display()
+    ));
+    let d = Daemon::start(&s, &[]);
+    assert_eq!(d.post("/v1/jobs/a/run", "").status, 202);
+    let gc: i32 = crate::support::wait_for_file(&pidfile)
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(alive(gc));
+    assert_eq!(d.terminate(), Some(0));
+    assert!(!alive(gc), "a detached descendant outlived the shutdown");
+    let show = s.run(&["lock", "show", "a", "--json"]);
+    let j: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+    assert_ne!(j["state"], "held", "{j}");
+    assert_eq!(
+        s.json(&["history", "a", "--json"])[0]["verdict"],
+        "interrupted"
+    );
+}
+
+#[test]
+fn daemon_kill9_mid_run_never_doubles_it_and_a_restart_carries_on() {
+    let s = Sched::new("");
+    let runs = s.env.path("runs.txt");
+    s.write(&format!(
+        "[jobs.a]\nschedule = \"0 0 1 1 *\"\nrun = \"echo start >> {r}; sleep 3; echo end >> {r}\"\n",
+        r = runs.display()
+    ));
+    let d = Daemon::start(&s, &[]);
+    assert_eq!(d.post("/v1/jobs/a/run", "").status, 202);
+    eventually("the run to start", || !lines_of(&runs).is_empty());
+    signal(d.pid(), Signal::KILL);
+    drop(d);
+    let d = Daemon::start(&s, &[]);
+    let r = d.post("/v1/jobs/a/run", "");
+    assert_eq!(r.status, 409, "the run was doubled: {}", r.body);
+    eventually("the first run to end", || lines_of(&runs).len() == 2);
+    assert_eq!(lines_of(&runs), ["start", "end"]);
+    eventually("the lease to be free", || {
+        let show = s.run(&["lock", "show", "a", "--json"]);
+        let j: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap_or_default();
+        j["state"] != "held"
+    });
+    assert_eq!(d.post("/v1/jobs/a/run", "").status, 202);
+    eventually("the second run to end", || lines_of(&runs).len() == 4);
+}
