@@ -10,7 +10,8 @@
 //!
 //! Map: [`config`] reads and validates; [`units`] parses durations and
 //! sizes; [`calendar`] lists a schedule's next occurrences for people to
-//! check, with what daylight saving does to them.
+//! check, with what daylight saving does to them; [`metrics`] renders the
+//! ledger's tallies and the jobs' state for `GET /metrics`.
 
 pub mod alerts;
 pub mod backfill;
@@ -19,6 +20,7 @@ pub mod config;
 pub mod decide;
 pub mod history;
 pub mod logs;
+pub mod metrics;
 pub mod pause;
 pub mod plan;
 pub mod run;

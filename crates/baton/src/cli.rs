@@ -72,6 +72,10 @@ pub enum Cmd {
     Completions(CompletionsArgs),
     /// Print the manual page (roff), for `man -l -`.
     Man,
+    /// Print the metrics `GET /metrics` will serve (OpenMetrics text). Hidden:
+    /// it exists so that tests read them before the daemon serves them.
+    #[command(name = "__metrics", hide = true)]
+    Metrics(MetricsArgs),
 }
 
 /// `--config`, shared by the scheduler's commands.
@@ -113,6 +117,13 @@ pub struct StatusArgs {
     /// One JSON object on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `baton __metrics`.
+#[derive(Debug, Args)]
+pub struct MetricsArgs {
+    #[command(flatten)]
+    pub file: ConfigFile,
 }
 
 /// `baton config`.

@@ -92,6 +92,7 @@ fn run(cli: Cli) -> Exit {
         Cmd::Watermark(WatermarkCmd::Get(a)) => sched_cmd::watermark_get(state, &a),
         Cmd::Watermark(WatermarkCmd::Settle(a)) => sched_cmd::watermark_settle(state, &a),
         Cmd::Calendar(a) => calendar_cmd::run(state, &a),
+        Cmd::Metrics(a) => sched_cmd::metrics(state, &a),
         Cmd::Completions(a) => {
             let mut out = Vec::new();
             clap_complete::generate(a.shell, &mut Cli::command(), "baton", &mut out);

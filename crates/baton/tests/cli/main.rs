@@ -10,6 +10,7 @@ mod example;
 mod exit_codes;
 mod hardening;
 mod lock_tools;
+mod metrics;
 mod overlap;
 mod policies;
 mod sched;
