@@ -229,16 +229,16 @@ fn all(conn: &Connection) -> rusqlite::Result<Vec<JobTallies>> {
     let mut jobs: BTreeMap<String, JobTallies> = BTreeMap::new();
     let mut stmt =
         conn.prepare_cached("SELECT job, last_success, last_failure FROM jobs ORDER BY job")?;
-    let mut rows_ = stmt.query([])?;
-    while let Some(r) = rows_.next()? {
+    let mut found = stmt.query([])?;
+    while let Some(r) = found.next()? {
         let t = entry(&mut jobs, r.get(0)?);
         t.last_success = rows::time_opt(r, 1)?;
         t.last_failure = rows::time_opt(r, 2)?;
     }
-    drop(rows_);
+    drop(found);
     let mut stmt = conn.prepare_cached("SELECT job, kind, word, count FROM tallies")?;
-    let mut rows_ = stmt.query([])?;
-    while let Some(r) = rows_.next()? {
+    let mut found = stmt.query([])?;
+    while let Some(r) = found.next()? {
         let t = entry(&mut jobs, r.get(0)?);
         let kind: String = r.get(1)?;
         let word: String = r.get(2)?;
@@ -251,10 +251,10 @@ fn all(conn: &Connection) -> rusqlite::Result<Vec<JobTallies>> {
             _ => {} // A kind a later version counts: not this build's to show.
         }
     }
-    drop(rows_);
+    drop(found);
     let mut stmt = conn.prepare_cached("SELECT job, bound, count, sum_us FROM durations")?;
-    let mut rows_ = stmt.query([])?;
-    while let Some(r) = rows_.next()? {
+    let mut found = stmt.query([])?;
+    while let Some(r) = found.next()? {
         let t = entry(&mut jobs, r.get(0)?);
         let bound: i64 = r.get(1)?;
         let i = BOUNDS_US
@@ -264,7 +264,7 @@ fn all(conn: &Connection) -> rusqlite::Result<Vec<JobTallies>> {
         t.durations.buckets[i] += rows::unsigned(r, 2)?;
         t.durations.sum += Duration::from_micros(rows::unsigned(r, 3)?);
     }
-    drop(rows_);
+    drop(found);
     Ok(jobs.into_values().collect())
 }
 

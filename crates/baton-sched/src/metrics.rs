@@ -70,8 +70,9 @@ use crate::run::lock_for;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The ledger could not be opened or read.
-    #[error("failed to read the tallies: {0}")]
+    /// The ledger could not be opened or read (its error says what was
+    /// being done to which file).
+    #[error(transparent)]
     Ledger(#[from] baton_ledger::Error),
     /// A file of `/proc/self` could not be read or made sense of.
     #[error("failed to {action} {}: {source}", path.display())]
