@@ -29,7 +29,7 @@ use crate::rows::{
     AlertRow, Attempt, Begun, Decision, DecisionRow, Finished, JobState, NewAlert, NewRun, RunRow,
     StepState,
 };
-use crate::{alerts, decisions, jobs, missed, pauses, runs, steps, watermarks};
+use crate::{alerts, decisions, jobs, missed, pauses, runs, steps, tallies, watermarks};
 
 /// The scheduler's ledger: one connection to `STATE_DIR/baton.db`.
 ///
@@ -306,6 +306,7 @@ impl Ledger {
 
     /// Finishes a run, in one transaction: its finish time, verdict and exit
     /// code; the job's last success or last failure and its failure count;
+    /// its tallies (verdict, lease lost, duration: see [`Ledger::tallies`]);
     /// then prunes the job's records:
     ///
     /// - runs: the newest `history_keep` stay (their attempts with them). A
@@ -342,10 +343,12 @@ impl Ledger {
                         f.run_id, f.job
                     )));
                 }
+                let started = runs::started(tx, &f.run_id)?;
                 if recorded.is_some() && !runs::finish(tx, f)? {
                     return Ok(()); // Finished already: counted already.
                 }
                 jobs::finished(tx, f)?;
+                tallies::finished(tx, f, started)?;
                 runs::prune(tx, &f.job, keep)?;
                 decisions::prune(tx, &f.job)?;
                 missed::prune(tx, &f.job)?;
@@ -411,6 +414,9 @@ impl Ledger {
             |tx| {
                 let recorded =
                     decisions::insert(tx, &entry)? || decisions::claim_queued(tx, &entry)?;
+                if recorded {
+                    tallies::skipped(tx, job, Decision::Claimed.as_str(), 1)?;
+                }
                 jobs::decided(tx, job, occurrence, now)?;
                 Ok(recorded)
             },

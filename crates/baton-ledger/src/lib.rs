@@ -44,7 +44,7 @@
 //! chosen by the caller. The ledger never reads the clock: every time,
 //! including the stamp of a file moved aside, comes from the caller.
 //!
-//! # Schema (version 2, in `PRAGMA user_version`)
+//! # Schema (version 3, in `PRAGMA user_version`)
 //!
 //! - `jobs (job PRIMARY KEY, …)`: one row per job with the high-water marks
 //!   the scheduler reads before it decides (`last_decided`, `last_started`:
@@ -92,12 +92,19 @@
 //!   runs that pruning removes.
 //! - `alerts (id AUTOINCREMENT)` with an index on `(job, id DESC)`: alerts
 //!   as delivered, numbered in order, never renumbered.
+//! - `tallies (job, kind, word) PRIMARY KEY` and `durations (job, bound)
+//!   PRIMARY KEY`: cumulative counts per job that pruning never touches
+//!   (runs by verdict, missed and skipped occurrences by reason, lease
+//!   losses; the run-duration histogram), each raised in the transaction
+//!   that records what it counts ([`Ledger::tallies`]).
 //!
 //! Version 1 had no `missed`, `pauses` nor `watermarks`, and kept occurrences
 //! that did not run in `occurrences`, one row each, as `skipped` or
 //! `missed`. Migrating to version 2 moves each of them to `missed` as a range
 //! of one (its reason, or its decision word when it had none) and leaves
-//! `jobs.last_decided` as it was.
+//! `jobs.last_decided` as it was. Migrating to version 3 creates the
+//! tallies and fills them from the rows still held (a floor: pruning removed
+//! older ones).
 //!
 //! Counters change only through SQL expressions evaluated inside the write
 //! transaction (`consecutive_failures + 1`, `MAX(…)`, `coalesced + n`, the
@@ -232,6 +239,7 @@ mod rows;
 mod runs;
 mod schema;
 mod steps;
+mod tallies;
 mod watermarks;
 
 pub use error::Error;
@@ -244,4 +252,5 @@ pub use rows::{
     AlertRow, Attempt, AttemptRow, Begun, Decision, DecisionRow, Finished, JobState, NewAlert,
     NewRun, RunRow, StepKind, StepState, UnknownWord,
 };
+pub use tallies::{BOUNDS, Durations, JobTallies};
 pub use watermarks::WatermarkRow;

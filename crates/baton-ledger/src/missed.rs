@@ -18,9 +18,9 @@ use jiff::Timestamp;
 use rusqlite::{Connection, Row, params};
 
 use crate::error::{Error, Fail};
-use crate::jobs;
 use crate::ledger::{Ledger, Mode};
 use crate::rows;
+use crate::{jobs, tallies};
 
 /// How many missed ranges pruning keeps per job.
 const KEEP: u32 = 1_000;
@@ -109,7 +109,8 @@ impl Ledger {
     /// 4. otherwise a new range is recorded: [`Missed::Recorded`].
     ///
     /// In both written cases the job's last decided occurrence is raised to
-    /// `m.last`. Of any number of processes missing the same range at once,
+    /// `m.last`, and the job's tally of missed occurrences for `m.reason`
+    /// rises by `m.count`. Of any number of processes missing the same range at once,
     /// exactly one writes it.
     ///
     /// # Errors
@@ -170,6 +171,7 @@ impl Ledger {
                 insert(tx, m, count, detail, now)?;
                 Missed::Recorded
             };
+            tallies::missed(tx, m.job, m.reason, count)?;
             jobs::decided(tx, m.job, m.last, now)?;
             Ok(outcome)
         })

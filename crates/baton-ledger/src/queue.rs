@@ -18,9 +18,9 @@ use rusqlite::{Connection, params};
 
 use crate::decisions::{self, Entry};
 use crate::error::{Error, Fail};
-use crate::jobs;
 use crate::ledger::{Ledger, Mode};
 use crate::rows::{Decision, DecisionRow};
+use crate::{jobs, tallies};
 
 /// What [`Ledger::enqueue`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +49,8 @@ impl Ledger {
     /// 3. with `coalesce` (the job's `overlap = "queue"`: at most one
     ///    occurrence waits) and an occurrence already waiting, each given
     ///    occurrence is recorded `coalesced`, joining the job's newest queued
-    ///    occurrence, whose count rises by as many: [`Queued::Coalesced`];
+    ///    occurrence, whose count rises by as many, as does the job's tally
+    ///    of occurrences skipped as `coalesced`: [`Queued::Coalesced`];
     /// 4. otherwise each waits as `queued`: [`Queued::Queued`].
     ///
     /// In both written cases the job's last decided occurrence is raised to
@@ -124,6 +125,7 @@ impl Ledger {
                         joined += i64::from(decisions::insert(tx, &entry)?);
                     }
                     add_coalesced(tx, job, into, joined)?;
+                    tallies::skipped(tx, job, Decision::Coalesced.as_str(), joined)?;
                     Queued::Coalesced { into }
                 }
                 None => {

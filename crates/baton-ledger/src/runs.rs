@@ -8,6 +8,7 @@
 //! never outlive its run. `(run_id, seq)` keeps a retried write from
 //! recording one attempt twice.
 
+use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::rows::{self, Attempt, AttemptRow, Finished, NewRun, RunRow};
@@ -36,6 +37,13 @@ pub(crate) fn insert(conn: &Connection, run: &NewRun, fence: Option<i64>) -> rus
 pub(crate) fn job_of(conn: &Connection, run_id: &str) -> rusqlite::Result<Option<String>> {
     conn.prepare_cached("SELECT job FROM runs WHERE run_id = ?1")?
         .query_row([run_id], |r| r.get(0))
+        .optional()
+}
+
+/// When a run started; `None` when the ledger has no such run.
+pub(crate) fn started(conn: &Connection, run_id: &str) -> rusqlite::Result<Option<Timestamp>> {
+    conn.prepare_cached("SELECT started FROM runs WHERE run_id = ?1")?
+        .query_row([run_id], |r| rows::time(r, 0))
         .optional()
 }
 

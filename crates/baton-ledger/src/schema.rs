@@ -18,11 +18,11 @@
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 /// The newest schema version this build writes and reads.
-pub(crate) const VERSION: i64 = 2;
+pub(crate) const VERSION: i64 = 3;
 
 /// The migrations: `MIGRATIONS[n]` takes a database from version `n` to
 /// `n + 1`.
-const MIGRATIONS: [&str; VERSION as usize] = [V1, V2];
+const MIGRATIONS: [&str; VERSION as usize] = [V1, V2, V3];
 
 /// Version 1. Why each table and key exists is told in the crate's
 /// documentation.
@@ -151,6 +151,62 @@ CREATE TABLE watermarks (
 );
 ";
 
+/// Version 3: cumulative tallies per job, which pruning never touches, for
+/// the metrics: counts by kind and word (`verdict` per run verdict,
+/// `missed` and `skipped` per reason, `lease-lost`), and the run-duration
+/// histogram, one row per bucket (`bound` in microseconds, `i64::MAX` for
+/// `+Inf`; each bucket counts the runs that fell in it alone, not the
+/// cumulative count, with their durations' sum).
+///
+/// The tallies are backfilled from the rows a version 2 ledger still
+/// holds: verdicts and durations from `runs`, missed occurrences from
+/// `missed`, `coalesced` and `claimed` decisions from `occurrences`. Those
+/// tables were pruned, so a backfilled tally is a floor, never more than
+/// what happened. The bucket bounds below are [`crate::tallies::BOUNDS`]'s.
+const V3: &str = "
+CREATE TABLE tallies (
+    job   TEXT NOT NULL,
+    kind  TEXT NOT NULL,
+    word  TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    PRIMARY KEY (job, kind, word)
+);
+CREATE TABLE durations (
+    job    TEXT NOT NULL,
+    bound  INTEGER NOT NULL,
+    count  INTEGER NOT NULL,
+    sum_us INTEGER NOT NULL,
+    PRIMARY KEY (job, bound)
+);
+INSERT INTO tallies (job, kind, word, count)
+    SELECT job, 'verdict', verdict, COUNT(*) FROM runs
+    WHERE verdict IS NOT NULL GROUP BY job, verdict;
+INSERT INTO tallies (job, kind, word, count)
+    SELECT job, 'lease-lost', '', COUNT(*) FROM runs
+    WHERE verdict = 'lease-lost' GROUP BY job;
+INSERT INTO tallies (job, kind, word, count)
+    SELECT job, 'missed', reason, SUM(count) FROM missed GROUP BY job, reason;
+INSERT INTO tallies (job, kind, word, count)
+    SELECT job, 'skipped', decision, COUNT(*) FROM occurrences
+    WHERE decision IN ('coalesced', 'claimed') GROUP BY job, decision;
+INSERT INTO durations (job, bound, count, sum_us)
+    SELECT job,
+           CASE WHEN us <= 100000 THEN 100000
+                WHEN us <= 500000 THEN 500000
+                WHEN us <= 1000000 THEN 1000000
+                WHEN us <= 5000000 THEN 5000000
+                WHEN us <= 15000000 THEN 15000000
+                WHEN us <= 60000000 THEN 60000000
+                WHEN us <= 300000000 THEN 300000000
+                WHEN us <= 900000000 THEN 900000000
+                WHEN us <= 3600000000 THEN 3600000000
+                WHEN us <= 10800000000 THEN 10800000000
+                ELSE 9223372036854775807 END AS b,
+           COUNT(*), SUM(us)
+    FROM (SELECT job, MAX(finished - started, 0) AS us FROM runs WHERE finished IS NOT NULL)
+    GROUP BY job, b;
+";
+
 /// The tables of the current version, each with the version that created
 /// it and the queries that read its first row through every b-tree it has
 /// (the table and each index).
@@ -159,7 +215,7 @@ CREATE TABLE watermarks (
 /// current one, so a table is required only from its version on: a sound
 /// version 1 file has no `missed` table yet, and must not be taken for a
 /// damaged one.
-const PROBES: [(&str, i64, &[&str]); 9] = [
+const PROBES: [(&str, i64, &[&str]); 11] = [
     (
         "jobs",
         1,
@@ -233,6 +289,22 @@ const PROBES: [(&str, i64, &[&str]); 9] = [
         &[
             "SELECT * FROM watermarks LIMIT 1",
             "SELECT job, seq FROM watermarks ORDER BY job, seq LIMIT 1",
+        ],
+    ),
+    (
+        "tallies",
+        3,
+        &[
+            "SELECT * FROM tallies LIMIT 1",
+            "SELECT job, kind, word FROM tallies ORDER BY job, kind, word LIMIT 1",
+        ],
+    ),
+    (
+        "durations",
+        3,
+        &[
+            "SELECT * FROM durations LIMIT 1",
+            "SELECT job, bound FROM durations ORDER BY job, bound LIMIT 1",
         ],
     ),
 ];

@@ -84,6 +84,10 @@ pub enum Cmd {
     /// Hidden: it is for tests and for looking at the page without a daemon.
     #[command(name = "__page", hide = true)]
     Page(PageArgs),
+    /// Print the metrics `GET /metrics` will serve (OpenMetrics text). Hidden:
+    /// it exists so that tests read them before the daemon serves them.
+    #[command(name = "__metrics", hide = true)]
+    Metrics(MetricsArgs),
 }
 
 /// `baton daemon`.
@@ -163,6 +167,13 @@ pub struct PageArgs {
     /// Seconds between the page's reloads (0: never).
     #[arg(long, value_name = "SECS", default_value_t = baton_sched::page::DEFAULT_REFRESH_SECS)]
     pub refresh: u32,
+}
+
+/// `baton __metrics`.
+#[derive(Debug, Args)]
+pub struct MetricsArgs {
+    #[command(flatten)]
+    pub file: ConfigFile,
 }
 
 /// `baton config`.

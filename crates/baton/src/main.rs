@@ -96,6 +96,7 @@ fn run(cli: Cli) -> Exit {
         Cmd::Calendar(a) => calendar_cmd::run(state, &a),
         Cmd::Daemon(a) => sched_cmd::daemon(state, &a),
         Cmd::Worker(a) => worker_cmd::run(state, &a),
+        Cmd::Metrics(a) => sched_cmd::metrics(state, &a),
         Cmd::Completions(a) => {
             let mut out = Vec::new();
             clap_complete::generate(a.shell, &mut Cli::command(), "baton", &mut out);

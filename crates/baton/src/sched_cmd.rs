@@ -7,7 +7,7 @@ use std::sync::Arc;
 use baton_lease::{Clock, SystemClock};
 use baton_sched::config::{self, Config, Overrides};
 
-use crate::cli::{ConfigArgs, ConfigFile, HistoryArgs, RunArgs, StatusArgs, TickArgs};
+use crate::cli::{ConfigArgs, ConfigFile, HistoryArgs, MetricsArgs, RunArgs, StatusArgs, TickArgs};
 use crate::exit::Exit;
 
 /// The configuration the command names, or the exit code after saying why
@@ -84,6 +84,25 @@ pub fn page(state: Option<&Path>, a: &crate::cli::PageArgs) -> Exit {
             Exit::Ok
         }
         Err(e) => e,
+    }
+}
+
+/// `baton __metrics`: the exposition on stdout; exit 125 when the ledger or
+/// this process's figures cannot be read.
+pub fn metrics(state: Option<&Path>, a: &MetricsArgs) -> Exit {
+    let c = match load(state, &a.file) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    match baton_sched::metrics::read(&c, &SystemClock) {
+        Ok(text) => {
+            out!("{text}");
+            Exit::Ok
+        }
+        Err(e) => {
+            say!("baton __metrics: {e}");
+            Exit::Failure
+        }
     }
 }
 

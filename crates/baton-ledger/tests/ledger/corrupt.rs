@@ -93,16 +93,34 @@ fn a_database_cut_short_is_found_on_open() {
     assert_works(&mut ledger);
 }
 
-/// Overwrites every page but the first (the header and the schema) in place:
-/// the file keeps its size, so only reading the tables shows the damage.
+/// Overwrites every page but the header page and the schema's (which
+/// outgrew the first page) in place: the file keeps its size, so only
+/// reading the tables shows the damage.
 fn overwrite_all_but_the_header(scene: &Scene) -> Vec<u8> {
+    let raw = rusqlite::Connection::open(scene.db()).unwrap();
+    raw.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+        true,
+    )
+    .unwrap();
+    let schema: Vec<i64> = raw
+        .prepare("SELECT pageno FROM dbstat WHERE name = 'sqlite_schema'")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    drop(raw);
     let file = std::fs::OpenOptions::new()
         .write(true)
         .open(scene.db())
         .unwrap();
-    let len = file.metadata().unwrap().len();
-    file.write_all_at(&vec![0xA5; (len - 4096) as usize], 4096)
-        .unwrap();
+    let pages = file.metadata().unwrap().len() / 4096;
+    for page in 2..=pages {
+        if !schema.contains(&(page as i64)) {
+            file.write_all_at(&[0xA5; 4096], (page - 1) * 4096).unwrap();
+        }
+    }
     drop(file);
     std::fs::read(scene.db()).unwrap()
 }
@@ -145,7 +163,7 @@ fn a_schema_missing_a_table_is_moved_aside() {
 
 #[test]
 fn a_newer_schema_is_refused_and_left_alone() {
-    for version in [3, 99] {
+    for version in [4, 99] {
         let scene = Scene::new();
         scene.open();
         let raw = rusqlite::Connection::open(scene.db()).unwrap();
@@ -155,7 +173,7 @@ fn a_newer_schema_is_refused_and_left_alone() {
         let before = std::fs::read(scene.db()).unwrap();
         let err = Ledger::open(scene.dir(), at(0)).unwrap_err();
         assert!(
-            matches!(err, Error::UnknownSchema { found, supported: 2, .. } if found == version),
+            matches!(err, Error::UnknownSchema { found, supported: 3, .. } if found == version),
             "{err:?}"
         );
         assert!(

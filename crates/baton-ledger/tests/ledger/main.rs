@@ -17,6 +17,7 @@ mod processes;
 mod prune;
 mod queue;
 mod support;
+mod tallies;
 mod watermarks;
 
 #[test]

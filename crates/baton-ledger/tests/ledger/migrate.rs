@@ -3,9 +3,9 @@
 
 use std::sync::{Arc, Barrier};
 
-use baton_ledger::{Decision, Ledger, Miss, Missed, MissedRow};
+use baton_ledger::{Decision, Ledger, Miss, Missed, MissedRow, Queued};
 
-use crate::support::{Scene, at};
+use crate::support::{Scene, at, finished, range, scheduled};
 
 /// Version 1's schema, as it shipped: the fixture every migration starts
 /// from, never to be edited.
@@ -149,7 +149,7 @@ fn skipped_and_missed_occurrences_become_missed_ranges() {
         ledger.take_recovered().is_empty(),
         "a version 1 file is sound"
     );
-    assert_eq!(user_version(&scene), 2);
+    assert_eq!(user_version(&scene), 3);
 
     let s = |secs: i64| at(secs).as_second();
     let one = |id: i64, job: &str, reason: &str, occ: i64, detail: Option<&str>| MissedRow {
@@ -227,7 +227,7 @@ fn skipped_and_missed_occurrences_become_missed_ranges() {
     // Opened again, it is not migrated again.
     let mut again = scene.open();
     assert_eq!(again.missed_counts("j").unwrap().len(), 3);
-    assert_eq!(user_version(&scene), 2);
+    assert_eq!(user_version(&scene), 3);
 }
 
 /// Several processes' ledgers (threads here, each with its own connection)
@@ -254,5 +254,67 @@ fn openers_racing_on_a_version_1_file_migrate_it_once() {
         assert_eq!(opener.join().unwrap(), 3);
     }
     assert!(scene.corrupt_files().is_empty());
-    assert_eq!(user_version(&scene), 2);
+    assert_eq!(user_version(&scene), 3);
+}
+
+/// A version 2 ledger (today's schema less the tables version 3 added) is
+/// migrated in place: its rows stay, and the tallies start from what they
+/// hold.
+#[test]
+fn a_version_2_ledger_keeps_its_data_and_its_tallies_start_from_its_rows() {
+    let scene = Scene::new();
+    let s = |secs: i64| at(secs).as_second();
+    let mut ledger = scene.open();
+    let ok = scheduled("j", "0000000000000001", 0);
+    ledger.begin_run(&ok).unwrap();
+    ledger.finish_run(&finished(&ok, 2, true), 100).unwrap();
+    let failed = scheduled("j", "0000000000000002", 3600);
+    ledger.begin_run(&failed).unwrap();
+    ledger
+        .finish_run(&finished(&failed, 20, false), 100)
+        .unwrap();
+    let running = scheduled("j", "0000000000000003", 7200);
+    ledger.begin_run(&running).unwrap();
+    ledger
+        .miss(&range("j", "busy", 7260, 7500), at(7500))
+        .unwrap();
+    ledger.enqueue("k", &[s(0)], true, at(0)).unwrap();
+    assert_eq!(
+        ledger.enqueue("k", &[s(60)], true, at(60)).unwrap(),
+        Queued::Coalesced { into: s(0) }
+    );
+    let before = ledger.tallies().unwrap();
+    drop(ledger);
+    let raw = rusqlite::Connection::open(scene.db()).unwrap();
+    raw.execute_batch("DROP TABLE tallies; DROP TABLE durations; PRAGMA user_version = 2;")
+        .unwrap();
+    drop(raw);
+
+    let mut ledger = scene.open();
+    assert!(
+        ledger.take_recovered().is_empty(),
+        "a version 2 file is sound"
+    );
+    assert_eq!(user_version(&scene), 3);
+    assert_eq!(ledger.history("j", 10).unwrap().len(), 3);
+    assert_eq!(ledger.missed("j", 10).unwrap().len(), 1);
+    assert_eq!(ledger.queued("k").unwrap().len(), 1);
+    // Nothing was pruned yet, so the rows tell the whole story.
+    assert_eq!(ledger.tallies().unwrap(), before);
+    let j = &before[0];
+    assert_eq!(
+        (j.runs.get("ok"), j.runs.get("failed")),
+        (Some(&1), Some(&1))
+    );
+    assert_eq!(j.missed.get("busy"), Some(&5));
+    assert_eq!(j.durations.buckets[3..6], [1, 0, 1]);
+    assert_eq!(before[1].skipped.get("coalesced"), Some(&1));
+
+    // The tallies go on from there.
+    ledger
+        .finish_run(&finished(&running, 1, true), 100)
+        .unwrap();
+    let j = ledger.tallies().unwrap().remove(0);
+    assert_eq!(j.runs.get("ok"), Some(&2));
+    assert_eq!(j.durations.count(), 3);
 }

@@ -12,6 +12,7 @@ mod example;
 mod exit_codes;
 mod hardening;
 mod lock_tools;
+mod metrics;
 mod overlap;
 mod page;
 mod policies;

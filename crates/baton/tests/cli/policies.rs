@@ -22,7 +22,7 @@ fn now() -> Timestamp {
 
 /// A job first seen at `seen` whose occurrences up to `last` are decided:
 /// the ledger as downtime leaves it.
-fn downtime(s: &Sched, job: &str, seen: Timestamp, last: i64) {
+pub(crate) fn downtime(s: &Sched, job: &str, seen: Timestamp, last: i64) {
     use std::os::unix::fs::PermissionsExt;
     let state = s.env.state();
     std::fs::create_dir_all(&state).unwrap();
