@@ -9,7 +9,8 @@
 //! `status`, `history` and `config` read it back for people and scripts.
 //!
 //! Map: [`config`] reads and validates; [`units`] parses durations and
-//! sizes; [`calendar`] lists a schedule's next occurrences for people to
+//! sizes; [`http`] says what an HTTP step sends and what `baton __http`'s
+//! exit codes mean; [`calendar`] lists a schedule's next occurrences for people to
 //! check, with what daylight saving does to them.
 
 pub mod alerts;
@@ -18,6 +19,7 @@ pub mod calendar;
 pub mod config;
 pub mod decide;
 pub mod history;
+pub mod http;
 pub mod logs;
 pub mod pause;
 pub mod plan;

@@ -1,5 +1,6 @@
 //! Fixtures shared by baton's test suites: how long a test waits for another
-//! process before it fails, and the waits themselves.
+//! process before it fails, and the waits themselves; and [`http`], a test
+//! HTTP server for HTTP steps.
 //!
 //! Tests drive real processes, so they wait for real. A wait here bounds a
 //! broken test; it never measures anything, and no test may assert on how
@@ -9,6 +10,8 @@
 #![allow(clippy::disallowed_methods)] // Test fixtures wait for real (see above).
 
 use std::time::{Duration, Instant};
+
+pub mod http;
 
 /// How long a test waits for another process before failing. Generous: it
 /// bounds a broken test on a loaded machine, it measures nothing.

@@ -72,6 +72,10 @@ pub enum Cmd {
     Completions(CompletionsArgs),
     /// Print the manual page (roff), for `man -l -`.
     Man,
+    /// Send an HTTP step's request (from $BATON_HTTP_REQUEST); what the
+    /// scheduler runs for a step with `http = { … }`, never typed by hand.
+    #[command(name = "__http", hide = true)]
+    Http,
 }
 
 /// `--config`, shared by the scheduler's commands.

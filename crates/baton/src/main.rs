@@ -11,6 +11,7 @@ mod cli;
 
 mod exec;
 mod exit;
+mod http_cmd;
 mod lock_cmd;
 mod sched_cmd;
 
@@ -92,6 +93,7 @@ fn run(cli: Cli) -> Exit {
         Cmd::Watermark(WatermarkCmd::Get(a)) => sched_cmd::watermark_get(state, &a),
         Cmd::Watermark(WatermarkCmd::Settle(a)) => sched_cmd::watermark_settle(state, &a),
         Cmd::Calendar(a) => calendar_cmd::run(state, &a),
+        Cmd::Http => http_cmd::run(),
         Cmd::Completions(a) => {
             let mut out = Vec::new();
             clap_complete::generate(a.shell, &mut Cli::command(), "baton", &mut out);

@@ -8,7 +8,7 @@
 //!
 //! Loading is strict and all-or-nothing: an unknown key, a wrong type, a bad
 //! duration, cron expression or zone, a job with both or neither of
-//! `schedule`/`every` or of `run`/`steps`, `retries` on a check, is a
+//! `schedule`/`every` or of `run`/`http`/`steps`, `retries` on a check, is a
 //! [`ConfigError`] naming the file, line, key, value and what is allowed,
 //! and nothing else happens: no directory, lock, ledger or log is created.
 //! This module reads files and the environment and never writes anything.
@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 
 pub use error::ConfigError;
 pub use model::{
-    CatchUp, Command, Config, Job, Overlap, RunPolicy, Settings, Source, Sourced, Step, StepKind,
-    When, Zone,
+    Action, CatchUp, Command, Config, Job, Overlap, RunPolicy, Settings, Source, Sourced, Step,
+    StepKind, When, Zone,
 };
 pub use read::{Overrides, env_name, scheduler_keys, valid_name};
 

@@ -9,6 +9,7 @@ mod crash;
 mod example;
 mod exit_codes;
 mod hardening;
+mod http;
 mod lock_tools;
 mod overlap;
 mod policies;
