@@ -10,10 +10,11 @@
 //!
 //! Map: [`config`] reads and validates (and [`config::dropin`] writes the
 //! `jobs.d/` drop-ins the daemon's jobs API manages); [`units`] parses
-//! durations and sizes; [`calendar`] lists a schedule's next occurrences for
-//! people to check, with what daylight saving does to them; [`page`] renders
-//! the status as an HTML page for browsers; [`metrics`] renders the
-//! ledger's tallies and the jobs' state for `GET /metrics`.
+//! durations and sizes; [`http`] says what an HTTP step sends and what
+//! `baton __http`'s exit codes mean; [`calendar`] lists a schedule's next
+//! occurrences for people to check, with what daylight saving does to them;
+//! [`page`] renders the status as an HTML page for browsers; [`metrics`]
+//! renders the ledger's tallies and the jobs' state for `GET /metrics`.
 
 pub mod alerts;
 pub mod backfill;
@@ -21,6 +22,7 @@ pub mod calendar;
 pub mod config;
 pub mod decide;
 pub mod history;
+pub mod http;
 pub mod logs;
 pub mod metrics;
 pub mod page;

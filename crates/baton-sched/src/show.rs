@@ -5,7 +5,7 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::config::{Command, Config, Job, RunPolicy, Sourced, Step};
+use crate::config::{Action, Command, Config, Job, RunPolicy, Sourced, Step};
 use crate::units::{show_duration, show_size};
 
 /// One value and its source.
@@ -50,6 +50,25 @@ fn cmd(c: &Command) -> (String, Value) {
     match c {
         Command::Shell(s) => (format!("{s:?}"), json!(s)),
         Command::Argv(a) => (format!("{a:?}"), json!(a)),
+    }
+}
+
+fn action(a: &Action) -> (String, Value) {
+    match a {
+        Action::Command(c) => cmd(c),
+        Action::Http(h) => (
+            h.to_toml(),
+            json!({
+                "url": h.url,
+                "method": h.method,
+                "body": h.body,
+                "headers": h
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), json!(v)))
+                    .collect::<serde_json::Map<_, _>>(),
+            }),
+        ),
     }
 }
 
@@ -220,8 +239,8 @@ pub fn job(j: &Job) -> Vec<Shown> {
 
 /// A step's values.
 pub fn step(s: &Step) -> Vec<Shown> {
-    let (t, j) = cmd(&s.run.value);
-    let mut out = vec![item("run", &s.run, t, j)];
+    let (t, j) = action(&s.action.value);
+    let mut out = vec![item(s.action.value.key(), &s.action, t, j)];
     if s.kind == crate::config::StepKind::Step {
         out.push(item(
             "retries",

@@ -3,9 +3,11 @@
 //!
 //! A step is retried on failure, with a delay that doubles from `backoff`
 //! up to `backoff_max`, unless its exit code is one that is never retried;
-//! a step that still fails stops the steps after it. The checks run once
-//! each whatever the steps did (not after a lost lease or a signal: then
-//! nothing more may run). This module never takes, restates or releases the
+//! a step that still fails stops the steps after it. An HTTP step runs as
+//! `baton __http` (the current executable; see [`crate::http`]), through the
+//! runner like any other; its exit 22, a 4xx answer, is never retried. The
+//! checks run once each whatever the steps did (not after a lost lease or a
+//! signal: then nothing more may run). This module never takes, restates or releases the
 //! lease: [`crate::run`] does, around one run or several in a row.
 
 use std::cell::RefCell;
@@ -15,7 +17,8 @@ use std::time::Duration;
 use baton_runner::{Ending, Event, Paused, Session, Stdin, StepSpec};
 
 use crate::alerts::Kind;
-use crate::config::{Step, StepKind};
+use crate::config::{Action, Step, StepKind};
+use crate::http;
 use crate::logs::OutputSink;
 use crate::run::{Context, FAILED, OK, Request};
 use crate::surfaces::Surfaces;
@@ -230,6 +233,29 @@ pub fn retry_delay(step: &Step, n: u32) -> Duration {
         .min(step.backoff_max.value)
 }
 
+/// The program a step runs, and what it adds to the step's environment: a
+/// command as it is written; an HTTP request as `baton __http`, the
+/// request in [`http::REQUEST_ENV`].
+///
+/// An HTTP step runs the current executable, which is baton: only the baton
+/// binary runs schedules. Should the executable's path be unreadable, the
+/// kernel's name for it still starts the same program.
+fn program(action: &Action) -> (Vec<String>, Option<(String, String)>) {
+    match action {
+        Action::Command(c) => (c.argv(), None),
+        Action::Http(request) => {
+            let exe = std::env::current_exe().map_or_else(
+                |_| "/proc/self/exe".to_owned(),
+                |p| p.to_string_lossy().into_owned(),
+            );
+            (
+                vec![exe, http::SUBCOMMAND.to_owned()],
+                Some((http::REQUEST_ENV.to_owned(), request.encode())),
+            )
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)] // The run's state, passed down one level.
 fn attempts(
     req: &Request<'_>,
@@ -267,7 +293,7 @@ fn attempts(
             step.output_limit.value,
             req.tee,
         );
-        let argv = step.run.value.argv();
+        let (argv, request) = program(&step.action.value);
         let mut spec = StepSpec::new(argv[0].clone(), argv[1..].iter().map(Into::into).collect());
         spec.env = env_base
             .iter()
@@ -277,6 +303,7 @@ fn attempts(
                 ("BATON_ATTEMPT".to_owned(), attempt.to_string()),
             ])
             .chain(step.env.iter().cloned())
+            .chain(request)
             .map(|(k, v)| (k.into(), v.into()))
             .collect();
         spec.cwd = step.cwd.clone();
@@ -356,7 +383,9 @@ fn attempts(
             }
             _ => None,
         };
-        let no_retry = step.no_retry_exit_codes.value.contains(&i32::from(code));
+        let refused = matches!(step.action.value, Action::Http(_))
+            && result.code == Some(i32::from(http::EXIT_CLIENT_ERROR));
+        let no_retry = refused || step.no_retry_exit_codes.value.contains(&i32::from(code));
         let last = attempt == max || stop.is_some() || no_retry;
         if !last {
             let delay = retry_delay(step, attempt);
@@ -385,7 +414,12 @@ fn attempts(
                 }
             }
         }
-        let why = if no_retry && attempt < max {
+        let why = if refused && attempt < max {
+            format!(
+                " (exit code {code}: the server answered 4xx, a client error, which is never \
+                 retried)"
+            )
+        } else if no_retry && attempt < max {
             format!(" (exit code {code} is never retried)")
         } else if max > 1 {
             format!(" after {attempt} attempts")

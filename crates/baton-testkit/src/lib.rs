@@ -1,6 +1,8 @@
 //! Fixtures shared by baton's test suites: how long a test waits for another
-//! process before it fails, the waits themselves, and a headless browser
-//! ([`browser`]) for tests that look at a page.
+//! process before it fails, the waits themselves, a headless browser
+//! ([`browser`]) for tests that look at a page, a test HTTP server
+//! ([`http`]) for HTTP steps, and an HTTP client ([`client`]) for tests of
+//! the daemon's API.
 //!
 //! Tests drive real processes, so they wait for real. A wait here bounds a
 //! broken test; it never measures anything, and no test may assert on how
@@ -10,6 +12,8 @@
 #![allow(clippy::disallowed_methods)] // Test fixtures wait for real (see above).
 
 use std::time::{Duration, Instant};
+
+pub mod http;
 
 /// How long a test waits for another process before failing. Generous: it
 /// bounds a broken test on a loaded machine, it measures nothing.

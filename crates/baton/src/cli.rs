@@ -88,6 +88,10 @@ pub enum Cmd {
     /// it exists so that tests read them before the daemon serves them.
     #[command(name = "__metrics", hide = true)]
     Metrics(MetricsArgs),
+    /// Send an HTTP step's request (from $BATON_HTTP_REQUEST); what the
+    /// scheduler runs for a step with `http = { … }`, never typed by hand.
+    #[command(name = "__http", hide = true)]
+    Http,
 }
 
 /// `baton daemon`.

@@ -3,7 +3,8 @@
 //! `baton lock --help` (and the README).
 //!
 //! `baton exec` passes the command's own status through; every other number
-//! below is baton's.
+//! below is baton's. `baton __http`'s numbers are defined with its contract
+//! in [`baton_sched::http`].
 
 /// An exit code baton chooses itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +34,12 @@ pub enum Exit {
     NotFound,
     /// `exec`: the command's own status, or 128 + N for death by signal N.
     Child(u8),
+    /// `__http`: the server answered a status that is neither 2xx nor 4xx.
+    HttpFailed,
+    /// `__http`: no answer (DNS, refused, reset, TLS, a broken response).
+    HttpUnreachable,
+    /// `__http`: the server answered 4xx, a client error.
+    HttpClientError,
 }
 
 /// The default busy code: `EX_TEMPFAIL`, "try again later".
@@ -53,6 +60,9 @@ impl Exit {
             Self::Failure => 125,
             Self::NotExecutable => 126,
             Self::NotFound => 127,
+            Self::HttpFailed => baton_sched::http::EXIT_FAILED,
+            Self::HttpUnreachable => baton_sched::http::EXIT_UNREACHABLE,
+            Self::HttpClientError => baton_sched::http::EXIT_CLIENT_ERROR,
         }
     }
 

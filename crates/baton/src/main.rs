@@ -11,6 +11,7 @@ mod cli;
 
 mod exec;
 mod exit;
+mod http_cmd;
 mod lock_cmd;
 mod sched_cmd;
 mod worker_cmd;
@@ -97,6 +98,7 @@ fn run(cli: Cli) -> Exit {
         Cmd::Daemon(a) => sched_cmd::daemon(state, &a),
         Cmd::Worker(a) => worker_cmd::run(state, &a),
         Cmd::Metrics(a) => sched_cmd::metrics(state, &a),
+        Cmd::Http => http_cmd::run(),
         Cmd::Completions(a) => {
             let mut out = Vec::new();
             clap_complete::generate(a.shell, &mut Cli::command(), "baton", &mut out);

@@ -12,8 +12,8 @@
 //!
 //! Loading is strict and all-or-nothing: an unknown key, a wrong type, a bad
 //! duration, cron expression or zone, a job with both or neither of
-//! `schedule`/`every` or of `run`/`steps`, `retries` on a check, a job
-//! defined both in `baton.toml` and in `jobs.d/`, is a [`ConfigError`]
+//! `schedule`/`every` or of `run`/`http`/`steps`, `retries` on a check, a
+//! job defined both in `baton.toml` and in `jobs.d/`, is a [`ConfigError`]
 //! naming the file, line, key, value and what is allowed, and nothing else
 //! happens: no directory, lock, ledger or log is created.
 //!
@@ -32,8 +32,8 @@ use std::path::{Path, PathBuf};
 
 pub use error::ConfigError;
 pub use model::{
-    CatchUp, Command, Config, DaemonSettings, Job, Overlap, RunPolicy, Settings, Source, Sourced,
-    Step, StepKind, When, Zone,
+    Action, CatchUp, Command, Config, DaemonSettings, Job, Overlap, RunPolicy, Settings, Source,
+    Sourced, Step, StepKind, When, Zone,
 };
 pub use read::{Overrides, env_name, scheduler_keys, valid_name};
 pub use snapshot::{Dropin, Snapshot};

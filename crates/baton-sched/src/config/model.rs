@@ -109,6 +109,35 @@ impl std::fmt::Display for Command {
     }
 }
 
+/// What a step does: run a command, or send an HTTP request (through
+/// `baton __http`, see [`crate::http`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// `run = …`.
+    Command(Command),
+    /// `http = { url = …, … }`.
+    Http(crate::http::HttpRequest),
+}
+
+impl Action {
+    /// The key it is written under: `run` or `http`.
+    pub fn key(&self) -> &'static str {
+        match self {
+            Action::Command(_) => "run",
+            Action::Http(_) => "http",
+        }
+    }
+}
+
+impl std::fmt::Display for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Action::Command(c) => c.fmt(f),
+            Action::Http(h) => h.fmt(f),
+        }
+    }
+}
+
 /// A time zone and the name it was given by.
 #[derive(Debug, Clone)]
 pub struct Zone {
@@ -259,8 +288,8 @@ pub struct Step {
     pub name: String,
     /// Step or check.
     pub kind: StepKind,
-    /// What it runs.
-    pub run: Sourced<Command>,
+    /// What it does: a command, or an HTTP request.
+    pub action: Sourced<Action>,
     /// Extra attempts (always 0 for a check).
     pub retries: Sourced<u32>,
     /// First retry delay.

@@ -1,7 +1,7 @@
 //! Reading `baton.toml` and its `jobs.d/` drop-ins into a [`Config`]: every
 //! key checked against the keys allowed where it is written, every value
 //! against its type and range, and every combination (both or neither of
-//! `schedule`/`every`, of `run`/`steps`; `retries` on a check; a kill grace
+//! `schedule`/`every`, of `run`/`http`/`steps`; `retries` on a check; a kill grace
 //! too long for the takeover grace; a job defined twice) before anything is
 //! returned. The first problem, in file order (`baton.toml`, then the
 //! drop-ins by name), is the error; a typo is never read as "use the
@@ -16,8 +16,8 @@ use super::doc::{Entry, Kind, Node};
 use super::dropin::Found;
 use super::error::ConfigError;
 use super::model::{
-    CatchUp, Command, Config, DaemonSettings, Job, Overlap, RunPolicy, Settings, Source, Sourced,
-    Step, StepKind, When, Zone,
+    Action, CatchUp, Command, Config, DaemonSettings, Job, Overlap, RunPolicy, Settings, Source,
+    Sourced, Step, StepKind, When, Zone,
 };
 use crate::units;
 
@@ -50,7 +50,8 @@ const POLICY: &[&str] = &[
 ];
 /// The keys of a job besides its policy.
 const JOB_OWN: &[&str] = &[
-    "schedule", "every", "timezone", "enabled", "run", "steps", "checks", "lock", "env", "cwd",
+    "schedule", "every", "timezone", "enabled", "run", "http", "steps", "checks", "lock", "env",
+    "cwd",
 ];
 /// The keys of `[daemon]`.
 const DAEMON_KEYS: &[&str] = &["listen", "token_file", "shutdown_grace"];
@@ -58,6 +59,7 @@ const DAEMON_KEYS: &[&str] = &["listen", "token_file", "shutdown_grace"];
 const STEP_KEYS: &[&str] = &[
     "name",
     "run",
+    "http",
     "retries",
     "backoff",
     "backoff_max",
@@ -72,6 +74,7 @@ const STEP_KEYS: &[&str] = &[
 const CHECK_KEYS: &[&str] = &[
     "name",
     "run",
+    "http",
     "timeout",
     "kill_grace",
     "output_limit",
@@ -492,6 +495,109 @@ fn command(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<Command, ConfigError
             format!("is {}: expected {what}", n.kind.type_name()),
         )),
     }
+}
+
+/// The keys of a step's `http` table.
+const HTTP_KEYS: &[&str] = &["url", "method", "body", "headers"];
+
+/// What a step (or a job's single step) does: its `run` or its `http`, and
+/// the line it is written on; `None` when it has neither.
+fn action(
+    r: &Reader<'_>,
+    entries: &[Entry],
+    path: &str,
+) -> Result<Option<(u32, Sourced<Action>)>, ConfigError> {
+    let (e, value) = match (get(entries, "run"), get(entries, "http")) {
+        (Some(run), Some(h)) => {
+            return Err(invalid(
+                &r.at(run.line.max(h.line)),
+                path,
+                "has both run and http: give exactly one",
+            ));
+        }
+        (None, None) => return Ok(None),
+        (Some(run), None) => (
+            run,
+            Action::Command(command(
+                &Raw::Node(&run.value),
+                &r.at(run.line),
+                &join(path, "run"),
+            )?),
+        ),
+        (None, Some(h)) => (h, Action::Http(http(r, h, &join(path, "http"))?)),
+    };
+    let at = r.at(e.line);
+    Ok(Some((
+        e.line,
+        Sourced {
+            value,
+            source: at.source(),
+            inherited: false,
+        },
+    )))
+}
+
+/// `http = { url = "…", method = "POST", body = "…", headers = { … } }`.
+fn http(r: &Reader<'_>, e: &Entry, key: &str) -> Result<crate::http::HttpRequest, ConfigError> {
+    use crate::http::{HttpRequest, InvalidHttp};
+    let entries = r.table(&e.value, key, e.line)?;
+    r.only(entries, key, HTTP_KEYS)?;
+    let text = |k: &str, what: &str| -> Result<Option<(At<'_>, String)>, ConfigError> {
+        get(entries, k)
+            .map(|v| {
+                let at = r.at(v.line);
+                string(&Raw::Node(&v.value), &at, &join(key, k), what).map(|s| (at, s))
+            })
+            .transpose()
+    };
+    let Some((url_at, url)) = text("url", "an http:// or https:// URL")? else {
+        return Err(invalid(
+            &r.at(e.line),
+            key,
+            "has no url: give the URL to send to (url = \"https://…\")",
+        ));
+    };
+    let method = text("method", "an HTTP method such as \"POST\"")?;
+    let body = text("body", "a string")?;
+    let mut headers = Vec::new();
+    let mut headers_at = r.at(e.line);
+    if let Some(h) = get(entries, "headers") {
+        headers_at = r.at(h.line);
+        let hkey = join(key, "headers");
+        let Kind::Table(t) = &h.value.kind else {
+            return Err(invalid(
+                &headers_at,
+                &hkey,
+                format!(
+                    "is {}: expected a table of headers, such as {{ Authorization = \"Bearer …\" }}",
+                    h.value.kind.type_name()
+                ),
+            ));
+        };
+        for v in t {
+            let at = r.at(v.line);
+            let value = string(&Raw::Node(&v.value), &at, &join(&hkey, &v.key), "a string")?;
+            headers.push((v.key.clone(), value));
+        }
+    }
+    let (method_at, method) = match method {
+        Some((at, m)) => (at, m),
+        None => (r.at(e.line), "POST".to_owned()),
+    };
+    HttpRequest::new(&url, &method, body.map(|(_, b)| b), headers).map_err(|err| {
+        let (at, part) = match &err {
+            InvalidHttp::Url(_) => (url_at, "url".to_owned()),
+            InvalidHttp::Method(_) | InvalidHttp::Connect | InvalidHttp::BodyWithHead => {
+                (method_at, "method".to_owned())
+            }
+            InvalidHttp::HeaderName(n)
+            | InvalidHttp::HeaderValue(n, _)
+            | InvalidHttp::Reserved(n)
+            | InvalidHttp::Framing(n)
+            | InvalidHttp::Duplicate(n) => (headers_at, format!("headers.{n}")),
+        };
+        invalid(&at, &join(key, &part), err.to_string())
+    })
 }
 
 fn zone(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<Zone, ConfigError> {
@@ -1239,33 +1345,27 @@ fn job(r: &Reader<'_>, e: &Entry, settings: &Settings) -> Result<Job, ConfigErro
         &policy.kill_grace,
         &policy.takeover_grace,
     )?;
-    let steps = match (get(entries, "run"), get(entries, "steps")) {
-        (Some(run), Some(st)) => {
+    let steps = match (action(r, entries, &path)?, get(entries, "steps")) {
+        (Some((line, run)), Some(st)) => {
             return Err(invalid(
-                &r.at(run.line.max(st.line)),
+                &r.at(line.max(st.line)),
                 &path,
-                "has both run and steps: give exactly one",
+                format!("has both {} and steps: give exactly one", run.value.key()),
             ));
         }
         (None, None) => {
             return Err(invalid(
                 &at,
                 &path,
-                "has neither run nor steps: give one (run = \"/usr/local/bin/backup.sh\", or \
-                 [[jobs.NAME.steps]] tables)",
+                "has neither run nor steps: give one (run = \"/usr/local/bin/backup.sh\", \
+                 http = { url = \"https://…\" }, or [[jobs.NAME.steps]] tables)",
             ));
         }
-        (Some(run), None) => {
-            let at = r.at(run.line);
-            let command = command(&Raw::Node(&run.value), &at, &join(&path, "run"))?;
+        (Some((line, action)), None) => {
             vec![Step {
                 name: name.clone(),
                 kind: StepKind::Step,
-                run: Sourced {
-                    value: command,
-                    source: at.source(),
-                    inherited: false,
-                },
+                action,
                 retries: policy.retries.clone(),
                 backoff: policy.backoff.clone(),
                 backoff_max: policy.backoff_max.clone(),
@@ -1275,7 +1375,7 @@ fn job(r: &Reader<'_>, e: &Entry, settings: &Settings) -> Result<Job, ConfigErro
                 output_limit: policy.output_limit.clone(),
                 env: job_env.clone(),
                 cwd: job_cwd.clone(),
-                line: run.line,
+                line,
             }]
         }
         (None, Some(st)) => self::steps(
@@ -1353,7 +1453,7 @@ fn steps(
             &r.at(e.line),
             &path,
             format!(
-                "is {}: expected [[{path}]] tables, each with a name and a run",
+                "is {}: expected [[{path}]] tables, each with a name and a run or an http",
                 e.value.kind.type_name()
             ),
         ));
@@ -1403,18 +1503,12 @@ fn steps(
             }
             None => format!("{}-{}", kind.as_str(), i + 1),
         };
-        let Some(run) = get(entries, "run") else {
+        let Some((_, action)) = self::action(r, entries, &here)? else {
             return Err(invalid(
                 &r.at(node.line),
                 &here,
-                "has no run: give the command it runs",
+                "has neither run nor http: give the command it runs, or the request it sends",
             ));
-        };
-        let at = r.at(run.line);
-        let run = Sourced {
-            value: command(&Raw::Node(&run.value), &at, &join(&here, "run"))?,
-            source: at.source(),
-            inherited: false,
         };
         let zero = Sourced::default_value(0u32);
         let retries = if kind == StepKind::Check {
@@ -1448,7 +1542,7 @@ fn steps(
         out.push(Step {
             name,
             kind,
-            run,
+            action,
             retries,
             backoff: own(
                 r,

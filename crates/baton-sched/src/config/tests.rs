@@ -95,13 +95,13 @@ fn the_example_means_what_it_says() {
     assert_eq!(step.env, vec![("MAX_CALLS".to_owned(), "1500".to_owned())]);
     assert_eq!(step.cwd.as_deref(), Some(Path::new("/srv/app")));
     assert_eq!(
-        step.run.value,
-        Command::Argv(vec![
+        step.action.value,
+        Action::Command(Command::Argv(vec![
             "python3".into(),
             "capture.py".into(),
             "--days".into(),
             "7".into()
-        ])
+        ]))
     );
     let check = &capture.checks[0];
     assert_eq!(check.kind, StepKind::Check);

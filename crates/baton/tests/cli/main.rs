@@ -11,6 +11,7 @@ mod dropin;
 mod example;
 mod exit_codes;
 mod hardening;
+mod http;
 mod lock_tools;
 mod metrics;
 mod overlap;
