@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use super::*;
-use crate::config::{Command, load};
+use crate::config::{Action, Command, load};
 
 const MAIN: &str =
     "[scheduler]\ntimezone = \"UTC\"\n\n[jobs.main]\nevery = \"1h\"\nrun = \"true\"\n";
@@ -56,8 +56,8 @@ fn a_json_table_becomes_canonical_toml_that_reads_back_as_the_same_job() {
     assert!(!j.enabled.value);
     assert_eq!(j.steps.len(), 2);
     assert_eq!(
-        j.steps[0].run.value,
-        Command::Argv(vec!["x".into(), "y".into()])
+        j.steps[0].action.value,
+        Action::Command(Command::Argv(vec!["x".into(), "y".into()]))
     );
     assert_eq!(
         j.steps[0].env,
@@ -67,7 +67,10 @@ fn a_json_table_becomes_canonical_toml_that_reads_back_as_the_same_job() {
             ("S".into(), "1".into())
         ]
     );
-    assert_eq!(j.steps[1].run.value, Command::Shell("echo hi".into()));
+    assert_eq!(
+        j.steps[1].action.value,
+        Action::Command(Command::Shell("echo hi".into()))
+    );
     assert_eq!(j.checks[0].name, "c");
     // Written and loaded, it is the same job, from the drop-in's lines.
     write(&path, "web", &text).unwrap();
@@ -193,7 +196,10 @@ fn write_replaces_whole_and_delete_removes() {
     assert_eq!(std::fs::read_to_string(&written).unwrap(), first);
     write(&path, "x", "every = \"2h\"\nrun = \"two\"\n").unwrap();
     let c = load(&path, &Overrides::default()).unwrap();
-    assert_eq!(c.jobs["x"].steps[0].run.value, Command::Shell("two".into()));
+    assert_eq!(
+        c.jobs["x"].steps[0].action.value,
+        Action::Command(Command::Shell("two".into()))
+    );
     assert_eq!(names_in(&d), ["x.toml"]);
     let without = check_delete(&path, &Overrides::default(), "x").unwrap();
     assert!(!without.jobs.contains_key("x"));

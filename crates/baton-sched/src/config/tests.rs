@@ -387,7 +387,7 @@ fn a_dropin_defines_its_job_in_either_form_and_inherits_the_scheduler() {
     assert_eq!(backup.when.provenance(), format!("{}:2", file.display()));
     assert!(backup.when.provenance().ends_with("jobs.d/backup.toml:2"));
     assert_eq!(
-        backup.steps[0].run.provenance(),
+        backup.steps[0].action.provenance(),
         format!("{}:3", file.display())
     );
     assert_eq!(backup.steps[0].env, vec![("K".into(), "V".into())]);
@@ -400,8 +400,8 @@ fn a_dropin_defines_its_job_in_either_form_and_inherits_the_scheduler() {
     let report = &c.jobs["report"];
     assert!(report.source.to_string().ends_with("jobs.d/report.toml:1"));
     assert_eq!(
-        report.steps[0].run.value,
-        Command::Argv(vec!["x".into(), "y".into()])
+        report.steps[0].action.value,
+        Action::Command(Command::Argv(vec!["x".into(), "y".into()]))
     );
     // A relative cwd is the configuration's directory's, as in baton.toml.
     assert_eq!(
