@@ -31,6 +31,7 @@ pub(crate) fn app(d: Arc<Daemon>) -> Router {
         .route("/healthz", get(healthz))
         .route("/v1/jobs", get(jobs))
         .route("/", get(page))
+        .route("/metrics", get(metrics))
         .route(
             "/v1/jobs/{job}",
             get(job)
@@ -122,6 +123,22 @@ async fn page(State(d): Shared) -> Result<Response, ApiError> {
     })
     .await?;
     Ok(axum::response::Html(html).into_response())
+}
+
+async fn metrics(State(d): Shared) -> Result<Response, ApiError> {
+    let loaded = d.current();
+    let clock = Arc::clone(&d.clock);
+    let text = blocking(move || baton_sched::metrics::read(&loaded.config, clock.as_ref()))
+        .await?
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    Ok((
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response())
 }
 
 async fn status_of(d: &Daemon, only: Option<String>) -> Result<Response, ApiError> {

@@ -529,3 +529,96 @@ fn daemon_kill9_mid_run_never_doubles_it_and_a_restart_carries_on() {
     assert_eq!(d.post("/v1/jobs/a/run", "").status, 202);
     eventually("the second run to end", || lines_of(&runs).len() == 4);
 }
+
+#[test]
+fn daemon_metrics_parse_and_count_what_ran() {
+    let s = Sched::new("");
+    let marker = s.env.path("slow.started");
+    s.write(&format!(
+        "[jobs.good]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n\
+         [jobs.bad]\nschedule = \"0 0 1 1 *\"\nrun = \"exit 3\"\n\
+         [jobs.slow]\nschedule = \"0 0 1 1 *\"\nrun = \"touch {}; sleep 3\"\n",
+        marker.display()
+    ));
+    let d = Daemon::start(&s, &[]);
+    assert_eq!(d.post("/v1/jobs/good/run", "").status, 202);
+    assert_eq!(d.post("/v1/jobs/bad/run", "").status, 202);
+    assert_eq!(d.post("/v1/jobs/slow/run", "").status, 202);
+    eventually("the slow run to start", || marker.exists());
+    eventually("the short runs to end", || {
+        d.get("/v1/jobs/bad/runs").json()[0]["verdict"] == "failed"
+            && d.get("/v1/jobs/good/runs").json()[0]["verdict"] == "ok"
+    });
+    let r = d.get("/metrics");
+    assert_eq!(r.status, 200);
+    assert!(
+        r.header("content-type")
+            .unwrap()
+            .contains("openmetrics-text"),
+        "{:?}",
+        r.headers
+    );
+    let m = crate::metrics::Exposition::parse(&r.body);
+    assert_eq!(
+        m.value("baton_runs_total", &[("job", "good"), ("verdict", "ok")]),
+        1.0
+    );
+    assert_eq!(
+        m.value("baton_runs_total", &[("job", "bad"), ("verdict", "failed")]),
+        1.0
+    );
+    assert_eq!(m.value("baton_running", &[("job", "slow")]), 1.0);
+    assert_eq!(m.value("baton_running", &[("job", "good")]), 0.0);
+    assert!(m.value("baton_last_success_timestamp_seconds", &[("job", "good")]) > 1.7e9);
+    assert!(m.value("process_resident_memory_bytes", &[]) > 0.0);
+}
+
+/// The status page in a real browser, served by the daemon: every job with
+/// its state, a run followed from running to its verdict by the page's own
+/// refresh, and a phone-width viewport without overflow.
+#[test]
+fn daemon_status_page_follows_a_run_in_a_real_browser() {
+    let s = Sched::new("");
+    let marker = s.env.path("work.started");
+    s.write(&format!(
+        "[jobs.work]\nschedule = \"0 0 1 1 *\"\nrun = \"touch {}; sleep 4\"\n\
+         [jobs.other]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n",
+        marker.display()
+    ));
+    let d = Daemon::start(&s, &[]);
+    assert_eq!(d.post("/v1/jobs/other/run", "").status, 202);
+    assert_eq!(d.post("/v1/jobs/work/run", "").status, 202);
+    eventually("the run to start", || marker.exists());
+    let mut b = baton_testkit::browser::Browser::launch();
+    b.set_viewport(1000, 800, false);
+    b.open(&format!("http://{}/", d.addr));
+    let state = |b: &mut baton_testkit::browser::Browser, job: &str| {
+        b.eval(&format!(
+            "(document.querySelector('[data-job={job}]') || {{}}).dataset?.state || null"
+        ))
+    };
+    assert_eq!(state(&mut b, "work"), "running");
+    assert_ne!(state(&mut b, "other"), serde_json::Value::Null);
+    // A mark the page's own reload wipes out.
+    b.eval("window.stillTheSameLoad = true");
+    let mut seen = String::new();
+    for _ in 0..150 {
+        pause(200);
+        let s = state(&mut b, "work");
+        seen = s.to_string();
+        if s != "running" && s != serde_json::Value::Null {
+            break;
+        }
+    }
+    assert_eq!(
+        b.eval("window.stillTheSameLoad === true"),
+        false,
+        "the page did not refresh itself"
+    );
+    assert_eq!(seen, "\"idle\"", "the run's end did not show: {seen}");
+    let last = b.eval("document.querySelector('[data-job=work] .last-run').textContent");
+    assert!(last.as_str().unwrap().contains("ok"), "{last}");
+    b.set_viewport(375, 740, true);
+    let width = b.eval("document.documentElement.scrollWidth");
+    assert!(width.as_u64().is_some_and(|w| w <= 375), "{width}");
+}

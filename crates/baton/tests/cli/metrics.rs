@@ -12,10 +12,10 @@ use crate::sched::Sched;
 use crate::support::{code, stderr, stdout};
 
 /// The samples of an exposition, keyed by name and sorted labels.
-struct Exposition(Scrape);
+pub(crate) struct Exposition(Scrape);
 
 impl Exposition {
-    fn parse(text: &str) -> Self {
+    pub(crate) fn parse(text: &str) -> Self {
         // Every line is a comment or a sample the parser understands.
         for line in text.lines() {
             let understood = match LineInfo::parse(line) {
@@ -31,7 +31,7 @@ impl Exposition {
     }
 
     /// The value of the sample `name{labels}`, which must exist once.
-    fn value(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+    pub(crate) fn value(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
         let found: Vec<&Value> = self
             .0
             .samples
