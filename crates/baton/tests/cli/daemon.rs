@@ -31,8 +31,12 @@ impl Daemon {
 
     /// Starts `baton ARGS`; the daemon, or its exit code and stderr.
     pub(crate) fn start_with(s: &Sched, args: &[&str]) -> Result<Self, (Option<i32>, String)> {
-        let mut child = s
-            .cmd(args)
+        Self::start_cmd(s.cmd(args))
+    }
+
+    /// Starts `cmd` (a `baton daemon` command).
+    pub(crate) fn start_cmd(mut cmd: std::process::Command) -> Result<Self, (Option<i32>, String)> {
+        let mut child = cmd
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -621,4 +625,37 @@ fn daemon_status_page_follows_a_run_in_a_real_browser() {
     b.set_viewport(375, 740, true);
     let width = b.eval("document.documentElement.scrollWidth");
     assert!(width.as_u64().is_some_and(|w| w <= 375), "{width}");
+}
+
+/// `Type=notify`: READY=1 once listening, WATCHDOG=1 when asked, STOPPING=1
+/// at SIGTERM.
+#[test]
+fn daemon_speaks_systemds_notify_protocol() {
+    let s = Sched::new("[jobs.a]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n");
+    let sock_path = s.env.path("notify.sock");
+    let sock = std::os::unix::net::UnixDatagram::bind(&sock_path).unwrap();
+    sock.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let mut cmd = s.cmd(&["daemon", "--listen", "127.0.0.1:0"]);
+    cmd.env("NOTIFY_SOCKET", &sock_path)
+        .env("WATCHDOG_USEC", "200000")
+        .env_remove("WATCHDOG_PID");
+    let d = Daemon::start_cmd(cmd).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 256];
+    while !(got.iter().any(|m| m == "READY=1") && got.iter().any(|m| m == "WATCHDOG=1")) {
+        let n = sock.recv(&mut buf).expect("a notification");
+        got.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+    }
+    assert_eq!(
+        got.iter().find(|m| *m != "WATCHDOG=1").map(String::as_str),
+        Some("READY=1")
+    );
+    assert_eq!(d.terminate(), Some(0));
+    loop {
+        let n = sock.recv(&mut buf).expect("STOPPING=1");
+        if &buf[..n] == b"STOPPING=1" {
+            break;
+        }
+    }
 }
