@@ -138,6 +138,21 @@ pub(crate) struct Daemon {
     pub(crate) stopping: AtomicBool,
     /// Serialises reloads and drop-in writes.
     pub(crate) reloading: tokio::sync::Mutex<()>,
+    /// The ledger the ticks keep open between them.
+    kept: Mutex<Option<Kept>>,
+}
+
+/// A ledger kept open, and the file it was opened on: a ledger moved aside
+/// (by any process's recovery) or a new state directory is opened afresh.
+struct Kept {
+    ledger: baton_ledger::Ledger,
+    file: PathBuf,
+    id: (u64, u64),
+}
+
+fn file_id(p: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
 }
 
 impl Daemon {
@@ -167,6 +182,28 @@ impl Daemon {
             stop_requested: Notify::new(),
             stopping: AtomicBool::new(false),
             reloading: tokio::sync::Mutex::new(()),
+            kept: Mutex::new(None),
+        }
+    }
+
+    /// The ledger the last tick kept, if it is still the one at `state`.
+    pub(crate) fn take_ledger(&self, state: &std::path::Path) -> Option<baton_ledger::Ledger> {
+        let kept = match self.kept.lock() {
+            Ok(mut g) => g.take(),
+            Err(p) => p.into_inner().take(),
+        }?;
+        let file = state.join("baton.db");
+        (kept.file == file && file_id(&file) == Some(kept.id)).then_some(kept.ledger)
+    }
+
+    /// Keeps `ledger` (open at `state`) for the next tick.
+    pub(crate) fn keep_ledger(&self, state: &std::path::Path, ledger: baton_ledger::Ledger) {
+        let file = state.join("baton.db");
+        let Some(id) = file_id(&file) else { return };
+        let k = Kept { ledger, file, id };
+        match self.kept.lock() {
+            Ok(mut g) => *g = Some(k),
+            Err(p) => *p.into_inner() = Some(k),
         }
     }
 

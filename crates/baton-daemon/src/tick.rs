@@ -83,10 +83,16 @@ pub(crate) async fn tick(d: &Arc<Daemon>, source: &'static str) -> Option<Ticked
     if !out.enabled {
         return Some(out);
     }
-    let (l, clock) = (Arc::clone(&loaded), Arc::clone(&d.clock));
+    let (l, clock, d2) = (Arc::clone(&loaded), Arc::clone(&d.clock), Arc::clone(d));
     let due = tokio::task::spawn_blocking(move || {
         baton_sched::tick::prepare(&l.config)?;
-        Ok::<_, String>(baton_sched::tick::decide_due(&l.config, &[], &clock))
+        let state = &l.config.settings.state_dir.value;
+        let kept = d2.take_ledger(state);
+        let (due, ledger) = baton_sched::tick::decide_due_with(&l.config, &[], &clock, kept);
+        if let Some(ledger) = ledger {
+            d2.keep_ledger(state, ledger);
+        }
+        Ok::<_, String>(due)
     })
     .await;
     let due = match due {

@@ -33,6 +33,13 @@ impl Surfaces {
     /// The surfaces of `config`'s state directory; opens the ledger (a
     /// corrupt one is moved aside and reported as an alert).
     pub fn open(config: &Config, clock: Arc<dyn Clock>) -> Self {
+        Self::open_with(config, clock, None)
+    }
+
+    /// As [`Surfaces::open`], with a ledger already open on `config`'s state
+    /// directory (a long-lived process keeps one between uses; see
+    /// [`Surfaces::into_ledger`]).
+    pub fn open_with(config: &Config, clock: Arc<dyn Clock>, ledger: Option<Ledger>) -> Self {
         let state = &config.settings.state_dir.value;
         let logs = Logs::new(state, config.settings.timezone.value.tz.clone());
         let mut s = Self {
@@ -44,14 +51,23 @@ impl Surfaces {
             clock,
             log_failed: false,
         };
-        match Ledger::open(state, s.clock.wall()) {
-            Ok(l) => s.ledger = Some(l),
-            Err(e) => s.warn(&format!(
-                "the ledger is unavailable: {e}; runs go on unrecorded"
-            )),
+        match ledger {
+            Some(l) => s.ledger = Some(l),
+            None => match Ledger::open(state, s.clock.wall()) {
+                Ok(l) => s.ledger = Some(l),
+                Err(e) => s.warn(&format!(
+                    "the ledger is unavailable: {e}; runs go on unrecorded"
+                )),
+            },
         }
         s.recovered();
         s
+    }
+
+    /// Finishes (as [`Surfaces::finish`]) and hands back the open ledger.
+    pub fn into_ledger(mut self) -> Option<Ledger> {
+        self.finish();
+        self.ledger.take()
     }
 
     /// Now, on this process's clock.

@@ -93,9 +93,20 @@ pub struct Due {
 /// recording misses and catch-up batches in the ledger; starts nothing.
 /// The caller has checked the kill switch and prepared the state directory.
 pub fn decide_due(config: &Config, only: &[String], clock: &Arc<dyn Clock>) -> Due {
+    decide_due_with(config, only, clock, None).0
+}
+
+/// As [`decide_due`], on a ledger already open on `config`'s state
+/// directory; hands the ledger back for the next tick.
+pub fn decide_due_with(
+    config: &Config,
+    only: &[String],
+    clock: &Arc<dyn Clock>,
+    ledger: Option<baton_ledger::Ledger>,
+) -> (Due, Option<baton_ledger::Ledger>) {
     let now = clock.wall();
     let mut due = Due::default();
-    let mut s = Surfaces::open(config, Arc::clone(clock));
+    let mut s = Surfaces::open_with(config, Arc::clone(clock), ledger);
     let states = s.ledger(|l| l.jobs()).unwrap_or_default();
     let by_name: std::collections::HashMap<&str, &baton_ledger::JobState> =
         states.iter().map(|j| (j.job.as_str(), j)).collect();
@@ -131,8 +142,8 @@ pub fn decide_due(config: &Config, only: &[String], clock: &Arc<dyn Clock>) -> D
     }
     // Alert commands finish here: no thread may outlive this call, or the
     // runs could not be forked.
-    s.finish();
-    due
+    let ledger = s.into_ledger();
+    (due, ledger)
 }
 
 /// Brings the ledger's file up to date after runs (see
