@@ -14,7 +14,9 @@
 //! `baton __http`'s exit codes mean; [`calendar`] lists a schedule's next
 //! occurrences for people to check, with what daylight saving does to them;
 //! [`page`] renders the status as an HTML page for browsers; [`metrics`]
-//! renders the ledger's tallies and the jobs' state for `GET /metrics`.
+//! renders the ledger's tallies and the jobs' state for `GET /metrics`;
+//! [`render`] turns the configuration into a crontab, systemd units, GitHub
+//! workflows and a reference of the environment variables baton reads.
 
 pub mod alerts;
 pub mod backfill;
@@ -28,6 +30,7 @@ pub mod metrics;
 pub mod page;
 pub mod pause;
 pub mod plan;
+pub mod render;
 pub mod run;
 mod say;
 pub mod show;

@@ -76,6 +76,10 @@ pub enum Cmd {
     /// the lock decided as the first line of stdout.
     #[command(name = "__run", hide = true)]
     Worker(WorkerArgs),
+    /// Print what starts baton on a host: a crontab, systemd units, GitHub
+    /// workflows, or the environment variables baton reads.
+    #[command(after_long_help = RENDER_HELP)]
+    Render(RenderArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
     /// Print the manual page (roff), for `man -l -`.
@@ -120,6 +124,50 @@ pub struct WorkerArgs {
     /// A run by hand.
     #[arg(long)]
     pub manual: bool,
+}
+
+/// What `baton render` renders.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum RenderTarget {
+    /// A crontab.
+    Cron,
+    /// systemd units.
+    Systemd,
+    /// GitHub Actions workflows, one per job.
+    Github,
+    /// The environment variables baton reads.
+    Env,
+}
+
+/// `baton render`.
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// What to render.
+    #[arg(value_enum, value_name = "TARGET")]
+    pub target: RenderTarget,
+    #[command(flatten)]
+    pub file: ConfigFile,
+    /// One entry per job, at the job's own schedule, instead of one driver
+    /// (`baton tick` every minute, or `baton daemon`).
+    #[arg(long)]
+    pub per_job: bool,
+    /// The baton binary the artefacts run, an absolute path (default: this
+    /// binary).
+    #[arg(long, value_name = "PATH")]
+    pub bin: Option<PathBuf>,
+    /// Write one file per artefact into DIR (created when missing) instead
+    /// of printing them.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// The configuration file's path on the host, absolute, when it is not
+    /// where --config reads it: the artefacts name it, and paths beside it
+    /// (a relative state_dir) are rendered beside it.
+    #[arg(long, value_name = "PATH")]
+    pub config_path_as: Option<PathBuf>,
+    /// The host's zone, an IANA name, for `CRON_TZ=` (default: this
+    /// system's).
+    #[arg(long, value_name = "ZONE")]
+    pub host_tz: Option<String>,
 }
 
 /// `--config`, shared by the scheduler's commands.
@@ -600,6 +648,29 @@ Exit codes:
   0  the occurrences were shown (also when the schedule never fires again)
   2  a bad expression, zone, --from or --count, an unknown job, or a
      configuration that cannot be honoured";
+
+const RENDER_HELP: &str = "\
+By default one driver: `cron` is one crontab line running `baton tick` every
+minute, `systemd` a `baton daemon` service (Type=notify). baton then decides
+in each job's own zone what is due, catches up and deduplicates, so the
+default form is right for every schedule and zone.
+
+--per-job gives each enabled job an entry running `baton tick JOB` at its
+schedule: a crontab line (with CRON_TZ= when the job's zone is not the
+host's), a systemd timer (OnCalendar= in the job's zone, Persistent=true).
+`github` is always per job: a workflow per job, its schedule converted to
+UTC cron. A schedule a target cannot express faithfully (daylight saving in
+UTC-only cron, an interval that does not divide a day, a sub-minute schedule
+in cron, times a zone skips or repeats in OnCalendar=) refuses the job with
+the reason, and nothing is rendered.
+
+The output is the same for the same input: no timestamps, jobs by name.
+
+Exit codes:
+  0    rendered
+  2    bad arguments or configuration, or a job the target cannot express
+  125  an artefact could not be written under --out
+";
 
 const DAEMON_HELP: &str = "\
 The daemon ticks every job at its due instant (no polling), and on

@@ -13,6 +13,7 @@ mod exec;
 mod exit;
 mod http_cmd;
 mod lock_cmd;
+mod render_cmd;
 mod sched_cmd;
 mod worker_cmd;
 
@@ -98,6 +99,7 @@ fn run(cli: Cli) -> Exit {
         Cmd::Daemon(a) => sched_cmd::daemon(state, &a),
         Cmd::Worker(a) => worker_cmd::run(state, &a),
         Cmd::Metrics(a) => sched_cmd::metrics(state, &a),
+        Cmd::Render(a) => render_cmd::run(state, &a),
         Cmd::Http => http_cmd::run(),
         Cmd::Completions(a) => {
             let mut out = Vec::new();

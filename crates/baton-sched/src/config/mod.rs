@@ -35,7 +35,7 @@ pub use model::{
     Action, CatchUp, Command, Config, DaemonSettings, Job, Overlap, RunPolicy, Settings, Source,
     Sourced, Step, StepKind, When, Zone,
 };
-pub use read::{Overrides, env_name, scheduler_keys, valid_name};
+pub use read::{Overrides, env_keys, env_name, scheduler_keys, valid_name};
 pub use snapshot::{Dropin, Snapshot};
 
 /// Where the configuration file is: `flag`, else `$BATON_CONFIG`, else

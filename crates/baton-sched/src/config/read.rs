@@ -97,14 +97,19 @@ impl Overrides {
     /// key, and `--state-dir`.
     pub fn from_env(state_dir: Option<PathBuf>) -> Self {
         let mut env = BTreeMap::new();
-        for key in SCHEDULER_ONLY.iter().chain(POLICY) {
+        for key in env_keys() {
             let var = env_name(key);
             if let Some(v) = std::env::var_os(&var).filter(|v| !v.is_empty()) {
-                env.insert((*key).to_owned(), v.to_string_lossy().into_owned());
+                env.insert(key.to_owned(), v.to_string_lossy().into_owned());
             }
         }
         Self { env, state_dir }
     }
+}
+
+/// The `[scheduler]` keys a `BATON_<KEY>` variable overrides.
+pub fn env_keys() -> impl Iterator<Item = &'static str> {
+    SCHEDULER_ONLY.iter().chain(POLICY).copied()
 }
 
 /// `BATON_RETRIES` for `retries`.

@@ -17,5 +17,6 @@ mod metrics;
 mod overlap;
 mod page;
 mod policies;
+mod render;
 mod sched;
 mod versions;

@@ -1,0 +1,88 @@
+//! GitHub Actions workflows: one per enabled job, on `workflow_dispatch` and
+//! on the job's schedule converted to UTC cron (GitHub's only zone), that
+//! checks out the repository and runs `baton tick JOB`. Rendered to read and
+//! commit by hand; baton never installs them.
+//!
+//! There is no one-driver form: a runner keeps no state between runs, so a
+//! per-minute `baton tick` could not remember what already ran. The job's
+//! own schedule is the driver, whether or not `--per-job` is given, and a
+//! job whose schedule UTC cron cannot express is refused
+//! ([`super::translate::cron_in_utc`]). Jobs that share a lock share a
+//! `concurrency` group, so GitHub never runs two of them at once either:
+//! their leases live on different runners and cannot see each other.
+
+use super::translate;
+use super::{Artefact, Options, Refusal, RenderError, Target, path_text, sh_word};
+use crate::config::Config;
+
+/// The workflows for `c`.
+///
+/// # Errors
+///
+/// Every job UTC cron cannot express; a path that cannot be written.
+pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> {
+    let bin = sh_word(&path_text(Target::Github, "the binary", &opts.bin)?);
+    let config = sh_word(&path_text(
+        Target::Github,
+        "the configuration",
+        &opts.config,
+    )?);
+    let entries = super::per_job(c, |job| {
+        translate::cron_in_utc(&job.when.value, &job.timezone.value, opts.now).map_err(|why| {
+            Refusal {
+                job: job.name.clone(),
+                target: Target::Github,
+                why,
+            }
+        })
+    })?;
+    let mut out = Vec::new();
+    for (name, schedule) in entries {
+        let job = &c.jobs[&name];
+        let mut t = format!(
+            "# Rendered by `baton render github`: job {name} of {}, {} in {},\n\
+             # as cron in UTC (GitHub Actions' only zone). GitHub may start a scheduled\n\
+             # run late: `baton tick` still runs the occurrence within catch_up_window.\n\
+             # The binary must be at {} on the runner.\n\
+             name: {}\n\
+             on:\n\
+             \x20 workflow_dispatch:\n\
+             \x20 schedule:\n",
+            opts.config.display(),
+            translate::shown(&job.when.value),
+            job.timezone.value.name,
+            opts.bin.display(),
+            yaml_str(&format!("baton {name}")),
+        );
+        for line in &schedule.lines {
+            t.push_str(&format!("    - cron: {}\n", yaml_str(&line.to_string())));
+        }
+        t.push_str(&format!(
+            "# One run at a time of every job under the lock {lock:?}.\n\
+             concurrency:\n\
+             \x20 group: {group}\n\
+             \x20 cancel-in-progress: false\n\
+             jobs:\n\
+             \x20 tick:\n\
+             \x20   runs-on: ubuntu-latest\n\
+             \x20   steps:\n\
+             \x20     - uses: actions/checkout@v4\n\
+             \x20     - name: {step}\n\
+             \x20       run: {run}\n",
+            lock = job.lock.value,
+            group = yaml_str(&format!("baton-lock-{}", job.lock.value)),
+            step = yaml_str(&format!("baton tick {name}")),
+            run = yaml_str(&format!("{bin} tick {} --config {config}", sh_word(&name))),
+        ));
+        out.push(Artefact {
+            name: format!("baton-{name}.yml"),
+            text: t,
+        });
+    }
+    Ok(out)
+}
+
+/// A YAML scalar in single quotes (`'` doubled).
+fn yaml_str(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}

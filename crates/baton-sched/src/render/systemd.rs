@@ -1,0 +1,296 @@
+//! systemd units: by default one `baton daemon` service (`Type=notify`,
+//! restarted on failure, stopped with time to let runs finish); with
+//! `--per-job`, a oneshot service running `baton tick JOB` and a timer per
+//! enabled job, at the job's schedule as `OnCalendar=` in its zone.
+//!
+//! `OnCalendar=` is refused where systemd's calendar rules and baton's
+//! differ: at the wall-clock times a zone skips or repeats when daylight
+//! saving changes (systemd moves a skipped time by the size of the gap and
+//! fires a repeated one once; baton fires a fixed time at the end of the gap
+//! and a wildcard time twice). Intervals are rendered in UTC.
+
+use std::path::Path;
+use std::time::Duration;
+
+use baton_cron::Kind;
+
+use super::translate::{self, is_full, list_with};
+use super::{Artefact, Options, Refusal, RenderError, Target, path_text};
+use crate::config::{Config, Job, When, Zone};
+
+/// The daemon's unit.
+pub const SERVICE: &str = "baton.service";
+
+/// Added to the longest stop the daemon may take: `shutdown_grace`, then
+/// the longest `kill_grace` of a step, then this margin.
+const STOP_MARGIN: Duration = Duration::from_secs(30);
+
+/// The units for `c`.
+///
+/// # Errors
+///
+/// With `per_job`, every job `OnCalendar=` cannot express faithfully; a
+/// path that cannot be written.
+pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> {
+    let config = unit_word(&path_text(
+        Target::Systemd,
+        "the configuration",
+        &opts.config,
+    )?);
+    let bin = unit_word(&path_text(Target::Systemd, "the binary", &opts.bin)?);
+    let state_path = opts.state_dir(c);
+    let state = path_text(Target::Systemd, "the state directory", &state_path)?;
+    let environment = format!(
+        "Environment={}\n",
+        unit_word(&format!("BATON_STATE_DIR={state}"))
+    );
+    if !opts.per_job {
+        return Ok(vec![daemon(
+            c,
+            opts,
+            &bin,
+            &config,
+            &state_path,
+            &environment,
+        )]);
+    }
+    let entries = super::per_job(c, |job| {
+        on_calendar(&job.when.value, &job.timezone.value, opts).map_err(|why| Refusal {
+            job: job.name.clone(),
+            target: Target::Systemd,
+            why,
+        })
+    })?;
+    let shown_config = opts.config.display();
+    let mut out = Vec::new();
+    for (name, calendars) in entries {
+        let job = &c.jobs[&name];
+        out.push(Artefact {
+            name: format!("baton-{name}.service"),
+            text: format!(
+                "# Rendered by `baton render systemd --per-job`: started by baton-{name}.timer.\n\
+                 [Unit]\n\
+                 Description=baton: job {name} of {shown_config}, when due\n\
+                 Wants=network-online.target\n\
+                 After=network-online.target\n\
+                 \n\
+                 [Service]\n\
+                 Type=oneshot\n\
+                 {environment}\
+                 ExecStart={bin} tick {name} --config {config}\n\
+                 # A run lasts as long as its steps allow ([scheduler] timeout, max_runtime).\n\
+                 TimeoutStartSec=infinity\n"
+            ),
+        });
+        let mut timer = format!(
+            "# Rendered by `baton render systemd --per-job`: {} in {}.\n\
+             [Unit]\n\
+             Description=baton: the schedule of job {name} of {shown_config}\n\
+             \n\
+             [Timer]\n",
+            translate::shown(&job.when.value),
+            job.timezone.value.name,
+        );
+        for spec in calendars {
+            timer.push_str(&format!("OnCalendar={spec}\n"));
+        }
+        timer.push_str(&format!(
+            "Persistent=true\n\
+             AccuracySec=1s\n\
+             Unit=baton-{name}.service\n\
+             \n\
+             [Install]\n\
+             WantedBy=timers.target\n"
+        ));
+        out.push(Artefact {
+            name: format!("baton-{name}.timer"),
+            text: timer,
+        });
+    }
+    Ok(out)
+}
+
+/// The `baton daemon` service.
+fn daemon(
+    c: &Config,
+    opts: &Options,
+    bin: &str,
+    config: &str,
+    state: &Path,
+    environment: &str,
+) -> Artefact {
+    let grace = c.daemon.shutdown_grace.value;
+    let kill_grace = c
+        .jobs
+        .values()
+        .flat_map(Job::all_steps)
+        .map(|s| s.kill_grace.value)
+        .chain(std::iter::once(c.settings.policy.kill_grace.value))
+        .max()
+        .unwrap_or_default();
+    let stop = (grace + kill_grace + STOP_MARGIN).as_secs();
+    let state_directory = match state.strip_prefix("/var/lib") {
+        Ok(rest) if !rest.as_os_str().is_empty() => format!(
+            "StateDirectory={}\nStateDirectoryMode=0700\n",
+            unit_word(&rest.display().to_string())
+        ),
+        _ => String::new(),
+    };
+    Artefact {
+        name: SERVICE.into(),
+        text: format!(
+            "# Rendered by `baton render systemd`: one daemon decides in each job's own zone\n\
+             # what is due, catches up after downtime and deduplicates.\n\
+             [Unit]\n\
+             Description=baton: the scheduler of {}\n\
+             Wants=network-online.target\n\
+             After=network-online.target\n\
+             \n\
+             [Service]\n\
+             Type=notify\n\
+             NotifyAccess=main\n\
+             ExecStart={bin} daemon --config {config}\n\
+             {environment}\
+             {state_directory}\
+             Restart=on-failure\n\
+             RestartSec=5s\n\
+             WatchdogSec=60s\n\
+             # SIGTERM to the daemon only: it lets runs finish for shutdown_grace ({}s),\n\
+             # then stops them (kill_grace up to {}s); systemd waits longer than both.\n\
+             KillMode=mixed\n\
+             TimeoutStopSec={stop}s\n\
+             \n\
+             [Install]\n\
+             WantedBy=multi-user.target\n",
+            opts.config.display(),
+            grace.as_secs(),
+            kill_grace.as_secs(),
+        ),
+    }
+}
+
+/// `when` as `OnCalendar=` expressions (their union), or why not.
+///
+/// # Errors
+///
+/// Why `OnCalendar=` cannot express it faithfully.
+pub fn on_calendar(when: &When, zone: &Zone, opts: &Options) -> Result<Vec<String>, String> {
+    let s = &when.schedule;
+    if let Kind::Every(p) = s.kind() {
+        return every(when, p.as_secs());
+    }
+    let Some(f) = s.fields() else {
+        return Err(format!(
+            "{} is neither cron nor an interval",
+            translate::shown(when)
+        ));
+    };
+    let unsteady = translate::unsteady_minutes(zone, opts.now);
+    let touched: Vec<String> = f
+        .hour()
+        .values()
+        .flat_map(|h| f.minute().values().map(move |m| (h, m)))
+        .filter(|&(h, m)| unsteady[usize::from(h) * 60 + usize::from(m)])
+        .map(|(h, m)| format!("{h:02}:{m:02}"))
+        .collect();
+    if let Some(first) = touched.first() {
+        return Err(format!(
+            "{} fires at {first}{} in {}, where the clocks skip or repeat when daylight \
+             saving changes, and systemd's OnCalendar= fires at other instants there than baton",
+            translate::shown(when),
+            if touched.len() > 1 {
+                " and other times"
+            } else {
+                ""
+            },
+            zone.name
+        ));
+    }
+    let num = |set: &baton_cron::FieldSet, lo: u8, hi: u8| {
+        if is_full(set, lo, hi) {
+            "*".to_owned()
+        } else {
+            let v: Vec<u8> = set.values().collect();
+            list_with(&v, "..", |x| format!("{x:02}"))
+        }
+    };
+    let second = f
+        .second()
+        .map_or_else(|| "00".to_owned(), |s| num(s, 0, 59));
+    let time = format!(
+        "{}:{}:{second}",
+        num(f.hour(), 0, 23),
+        num(f.minute(), 0, 59)
+    );
+    let month = num(f.month(), 1, 12);
+    let dom = num(f.day_of_month(), 1, 31);
+    let dow = if is_full(f.day_of_week(), 0, 6) {
+        None
+    } else {
+        let v: Vec<u8> = f.day_of_week().values().collect();
+        Some(list_with(&v, "..", |d| DAYS[usize::from(d)].to_owned()))
+    };
+    let z = &zone.name;
+    Ok(match (f.days_match_either(), dow) {
+        // Vixie cron: either day field may match, so two expressions.
+        (true, Some(dow)) => vec![
+            format!("{dow} *-{month}-* {time} {z}"),
+            format!("*-{month}-{dom} {time} {z}"),
+        ],
+        (_, Some(dow)) => vec![format!("{dow} *-{month}-{dom} {time} {z}")],
+        (_, None) => vec![format!("*-{month}-{dom} {time} {z}")],
+    })
+}
+
+const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+
+/// An interval of `secs` as UTC expressions.
+fn every(when: &When, secs: u64) -> Result<Vec<String>, String> {
+    if secs < 60 {
+        if 60 % secs != 0 {
+            return Err(format!(
+                "{} does not divide a minute, so no calendar expression repeats it",
+                translate::shown(when)
+            ));
+        }
+        return Ok(vec![format!("*-*-* *:*:00/{secs} UTC")]);
+    }
+    if !secs.is_multiple_of(60) {
+        return Err(format!(
+            "{} is not a whole number of minutes, so its seconds change from one \
+             occurrence to the next",
+            translate::shown(when)
+        ));
+    }
+    if 86_400 % secs != 0 {
+        return Err(translate::not_daily(when));
+    }
+    let minutes = secs / 60;
+    if 60 % minutes == 0 {
+        return Ok(vec![format!("*-*-* *:00/{minutes}:00 UTC")]);
+    }
+    if minutes.is_multiple_of(60) {
+        return Ok(vec![format!("*-*-* 00/{}:00:00 UTC", minutes / 60)]);
+    }
+    Ok(translate::day_times(minutes)
+        .into_iter()
+        .map(|(hours, mins)| {
+            format!(
+                "*-*-* {}:{}:00 UTC",
+                list_with(&hours, "..", |x| format!("{x:02}")),
+                list_with(&mins, "..", |x| format!("{x:02}"))
+            )
+        })
+        .collect())
+}
+
+/// `s` as one word of a unit file: `%` and `$` escaped, quoted when it holds
+/// a space, a quote or a backslash.
+fn unit_word(s: &str) -> String {
+    let s = s.replace('%', "%%").replace('$', "$$");
+    if s.contains([' ', '\t', '"', '\'', '\\', ';']) {
+        format!("\"{}\"", s.replace('\\', r"\\").replace('"', "\\\""))
+    } else {
+        s
+    }
+}

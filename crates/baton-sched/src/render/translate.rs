@@ -1,0 +1,370 @@
+//! A job's schedule in a target's terms: cron lines (in the job's zone, or
+//! converted to UTC) and systemd `OnCalendar=` expressions.
+//!
+//! A translation either fires at exactly the instants baton's own schedule
+//! does, or it is refused with the reason; it never approximates. What can
+//! be refused, and why:
+//!
+//! - a schedule that fires at a second other than 0 (six fields, or an
+//!   interval that is not whole minutes), for cron, whose unit is a minute;
+//! - an interval (`every`) that does not divide a day: its instants are
+//!   whole multiples of the interval since 1970-01-01 UTC, a pattern no
+//!   daily cron or calendar line repeats;
+//! - for UTC-only cron (GitHub Actions), a zone with daylight saving changes
+//!   ahead, or a conversion that moves a restricted day-of-month or month
+//!   across midnight;
+//! - for systemd, a schedule whose times fall where the zone's clocks skip
+//!   or repeat, where systemd's calendar rules and baton's differ.
+//!
+//! Intervals are blind to zones, so they are always rendered in UTC.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use baton_cron::{FieldSet, Fields, Kind};
+use jiff::Timestamp;
+
+use crate::config::{When, Zone};
+
+/// One cron line's five fields, as text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CronFields {
+    /// Minutes.
+    pub minute: String,
+    /// Hours.
+    pub hour: String,
+    /// Days of the month.
+    pub day_of_month: String,
+    /// Months.
+    pub month: String,
+    /// Days of the week (0 is Sunday).
+    pub day_of_week: String,
+}
+
+impl std::fmt::Display for CronFields {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} {} {} {}",
+            self.minute, self.hour, self.day_of_month, self.month, self.day_of_week
+        )
+    }
+}
+
+/// A schedule as cron lines: their union fires at the schedule's instants,
+/// read in `zone`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CronSchedule {
+    /// The zone the lines are read in (an IANA name).
+    pub zone: String,
+    /// The lines, at least one.
+    pub lines: Vec<CronFields>,
+}
+
+/// `when` as cron lines read in the job's `zone`, or in UTC for an
+/// interval.
+///
+/// # Errors
+///
+/// Why no cron line can express it.
+pub fn cron_in_zone(when: &When, zone: &Zone) -> Result<CronSchedule, String> {
+    let s = &when.schedule;
+    if s.has_seconds() {
+        return Err(sub_minute(when));
+    }
+    match (s.kind(), s.fields()) {
+        (Kind::Every(p), _) => every_lines(when, p.as_secs()),
+        (_, Some(f)) => Ok(CronSchedule {
+            zone: zone.name.clone(),
+            lines: vec![same_fields(when, f)?],
+        }),
+        (_, None) => Err(format!("{} is neither cron nor an interval", shown(when))),
+    }
+}
+
+/// `when` as cron lines read in UTC (GitHub Actions' only zone).
+///
+/// # Errors
+///
+/// Why no UTC cron line can express it: sub-minute, an interval that does
+/// not divide a day, a zone with daylight saving changes after `now` or an
+/// offset of odd seconds, or day fields that cannot move across midnight.
+pub fn cron_in_utc(when: &When, zone: &Zone, now: Timestamp) -> Result<CronSchedule, String> {
+    let s = &when.schedule;
+    if s.has_seconds() {
+        return Err(sub_minute(when));
+    }
+    let f = match (s.kind(), s.fields()) {
+        (Kind::Every(p), _) => return every_lines(when, p.as_secs()),
+        (_, Some(f)) => f,
+        (_, None) => return Err(format!("{} is neither cron nor an interval", shown(when))),
+    };
+    if let Some(change) = zone.tz.following(now).next() {
+        return Err(format!(
+            "{} observes daylight saving (its next change is at {}), and GitHub Actions \
+             runs cron in UTC only: no UTC cron line keeps {} in {} all year",
+            zone.name,
+            change.timestamp(),
+            shown(when),
+            zone.name
+        ));
+    }
+    let offset = zone.tz.to_offset(now).seconds();
+    if offset % 60 != 0 {
+        return Err(format!(
+            "{}'s offset from UTC is not a whole number of minutes",
+            zone.name
+        ));
+    }
+    let offset_min = offset / 60;
+    // Every local (hour, minute) as a UTC (day shift, hour, minute).
+    let mut pairs = BTreeSet::new();
+    for h in f.hour().values() {
+        for m in f.minute().values() {
+            let t = i32::from(h) * 60 + i32::from(m) - offset_min;
+            let day = t.div_euclid(1440);
+            let t = t.rem_euclid(1440);
+            // OK to cast: within a day.
+            pairs.insert((day, (t / 60) as u8, (t % 60) as u8));
+        }
+    }
+    let days_free = is_full(f.day_of_month(), 1, 31)
+        && is_full(f.month(), 1, 12)
+        && is_full(f.day_of_week(), 0, 6);
+    let shifted = pairs.iter().any(|&(d, _, _)| d != 0);
+    if days_free {
+        pairs = pairs.into_iter().map(|(_, h, m)| (0, h, m)).collect();
+    } else if shifted && !(is_full(f.day_of_month(), 1, 31) && is_full(f.month(), 1, 12)) {
+        return Err(format!(
+            "in UTC some of {}'s times in {} fall on another day, and its day-of-month or \
+             month field cannot move with them",
+            shown(when),
+            zone.name
+        ));
+    }
+    let same = same_fields(when, f)?;
+    let lines = group(&pairs)
+        .into_iter()
+        .map(|(day, hours, minutes)| {
+            let day_of_week = if day == 0 || is_full(f.day_of_week(), 0, 6) {
+                same.day_of_week.clone()
+            } else {
+                let moved: Vec<u8> = f
+                    .day_of_week()
+                    .values()
+                    // OK to cast: a weekday plus or minus one, in 0..=6.
+                    .map(|w| (i32::from(w) + day).rem_euclid(7) as u8)
+                    .collect::<BTreeSet<_>>()
+                    .into_iter()
+                    .collect();
+                list(&moved, "-")
+            };
+            CronFields {
+                minute: generated(&minutes, 0, 59),
+                hour: generated(&hours, 0, 23),
+                day_of_month: same.day_of_month.clone(),
+                month: same.month.clone(),
+                day_of_week,
+            }
+        })
+        .collect();
+    Ok(CronSchedule {
+        zone: "UTC".into(),
+        lines,
+    })
+}
+
+/// An interval of `secs` (whole minutes) as UTC cron lines.
+fn every_lines(when: &When, secs: u64) -> Result<CronSchedule, String> {
+    if 86_400 % secs != 0 {
+        return Err(not_daily(when));
+    }
+    Ok(CronSchedule {
+        zone: "UTC".into(),
+        lines: day_times(secs / 60)
+            .into_iter()
+            .map(|(hours, minutes)| CronFields {
+                minute: generated(&minutes, 0, 59),
+                hour: generated(&hours, 0, 23),
+                day_of_month: "*".into(),
+                month: "*".into(),
+                day_of_week: "*".into(),
+            })
+            .collect(),
+    })
+}
+
+/// The times of a UTC day of an interval of `step` minutes that divides a
+/// day, as (hours, minutes) products.
+pub(crate) fn day_times(step: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let pairs: BTreeSet<(i32, u8, u8)> = (0..1440u64)
+        .step_by(usize::try_from(step).unwrap_or(1440))
+        // OK to cast: within a day.
+        .map(|t| (0, (t / 60) as u8, (t % 60) as u8))
+        .collect();
+    group(&pairs)
+        .into_iter()
+        .map(|(_, hours, minutes)| (hours, minutes))
+        .collect()
+}
+
+/// (day, hour, minute) triples as the fewest (day, hours, minutes)
+/// products this grouping finds: minutes sharing the same hours share a
+/// line.
+fn group(pairs: &BTreeSet<(i32, u8, u8)>) -> Vec<(i32, Vec<u8>, Vec<u8>)> {
+    let mut hours_of: BTreeMap<(i32, u8), Vec<u8>> = BTreeMap::new();
+    for &(d, h, m) in pairs {
+        hours_of.entry((d, m)).or_default().push(h);
+    }
+    let mut minutes_of: BTreeMap<(i32, Vec<u8>), Vec<u8>> = BTreeMap::new();
+    for ((d, m), hours) in hours_of {
+        minutes_of.entry((d, hours)).or_default().push(m);
+    }
+    let mut out: Vec<_> = minutes_of
+        .into_iter()
+        .map(|((d, hours), minutes)| (d, hours, minutes))
+        .collect();
+    out.sort_by(|a, b| (a.0, &a.1, &a.2).cmp(&(b.0, &b.1, &b.2)));
+    out
+}
+
+/// The fields as written, in canonical text. A field written starting with
+/// `*` is written so again (`*` or `*/N`): whether it does decides how the
+/// day fields combine and how daylight saving is met.
+fn same_fields(when: &When, f: &Fields) -> Result<CronFields, String> {
+    let one = |set: &FieldSet, lo: u8, hi: u8| {
+        field(set, lo, hi).ok_or_else(|| {
+            format!(
+                "{} has a field that starts with `*` but is not `*` or `*/N`, which \
+                 this translation does not write",
+                shown(when)
+            )
+        })
+    };
+    Ok(CronFields {
+        minute: one(f.minute(), 0, 59)?,
+        hour: one(f.hour(), 0, 23)?,
+        day_of_month: one(f.day_of_month(), 1, 31)?,
+        month: one(f.month(), 1, 12)?,
+        day_of_week: one(f.day_of_week(), 0, 6)?,
+    })
+}
+
+/// A field's text, keeping whether it starts with `*`; `None` for a `*`
+/// field that is neither `*` nor `*/N` from its lowest value.
+fn field(set: &FieldSet, lo: u8, hi: u8) -> Option<String> {
+    let values: Vec<u8> = set.values().collect();
+    if set.starts_with_star() {
+        match values[..] {
+            // `*/N` with N past the range: only the lowest value.
+            [only] if only == lo && lo < hi => Some(format!("*/{}", hi - lo + 1)),
+            _ => star_form(&values, lo, hi),
+        }
+    } else {
+        Some(list(&values, "-"))
+    }
+}
+
+/// A field made by a conversion to UTC, where `*` changes nothing (UTC has
+/// no daylight saving): the shortest of `*`, `*/N` and a list.
+fn generated(values: &[u8], lo: u8, hi: u8) -> String {
+    star_form(values, lo, hi).unwrap_or_else(|| list(values, "-"))
+}
+
+/// `*` for every value from `lo` to `hi`, `*/N` for every Nth from `lo`.
+fn star_form(values: &[u8], lo: u8, hi: u8) -> Option<String> {
+    let step = match values {
+        [first, second, ..] if *first == lo => second - first,
+        [only] if *only == lo && lo == hi => 1,
+        _ => return None,
+    };
+    let expected: Vec<u8> = (lo..=hi).step_by(usize::from(step)).collect();
+    if expected != values {
+        return None;
+    }
+    Some(if step == 1 {
+        "*".into()
+    } else {
+        format!("*/{step}")
+    })
+}
+
+/// Values as a comma list, runs of three or more as ranges joined by `dash`
+/// (`-` for cron, `..` for systemd).
+pub(crate) fn list(values: &[u8], dash: &str) -> String {
+    list_with(values, dash, |v| format!("{v}"))
+}
+
+/// As [`list`], each value written by `name`.
+pub(crate) fn list_with(values: &[u8], dash: &str, name: impl Fn(u8) -> String) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < values.len() {
+        let mut j = i;
+        while j + 1 < values.len() && values[j + 1] == values[j] + 1 {
+            j += 1;
+        }
+        if j >= i + 2 {
+            parts.push(format!("{}{dash}{}", name(values[i]), name(values[j])));
+        } else {
+            parts.extend(values[i..=j].iter().map(|&v| name(v)));
+        }
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+/// Whether the set holds every value from `lo` to `hi`.
+pub(crate) fn is_full(set: &FieldSet, lo: u8, hi: u8) -> bool {
+    (lo..=hi).all(|v| set.contains(v))
+}
+
+/// The minutes of the day (0..1440) whose wall-clock times `zone` skips or
+/// repeats at a daylight saving change in the few years after `now`.
+pub(crate) fn unsteady_minutes(zone: &Zone, now: Timestamp) -> Vec<bool> {
+    let mut marked = vec![false; 1440];
+    for change in zone.tz.following(now).take(12) {
+        let at = change.timestamp();
+        let after = i64::from(change.offset().seconds());
+        let before = at
+            .checked_sub(jiff::SignedDuration::from_secs(1))
+            .map_or(after, |t| i64::from(zone.tz.to_offset(t).seconds()));
+        let (from, to) = if after > before {
+            (before, after)
+        } else {
+            (after, before)
+        };
+        // The wall-clock times from `at` read with the smaller offset to
+        // `at` read with the larger are skipped (spring) or repeated (fall).
+        let start = (at.as_second() + from).div_euclid(60);
+        let end = (at.as_second() + to).div_euclid(60);
+        for minute in start..end {
+            // OK to cast: a remainder of 1440.
+            marked[minute.rem_euclid(1440) as usize] = true;
+        }
+    }
+    marked
+}
+
+/// The schedule as people read it: `30 2 * * *`, or `every 15m`.
+pub(crate) fn shown(when: &When) -> String {
+    if when.key == "every" {
+        format!("`every {}`", when.text)
+    } else {
+        format!("`{}`", when.text)
+    }
+}
+
+fn sub_minute(when: &When) -> String {
+    format!(
+        "{} fires at seconds other than 0, and cron's smallest unit is a minute",
+        shown(when)
+    )
+}
+
+pub(crate) fn not_daily(when: &When) -> String {
+    format!(
+        "{} does not divide a day: it fires at whole multiples of the interval since \
+         1970-01-01 UTC, a pattern that no daily cron or calendar line repeats",
+        shown(when)
+    )
+}
