@@ -67,22 +67,11 @@ impl Daemon {
         let _ = crate::api::blocking(move || {
             let mut s = baton_sched::surfaces::Surfaces::open(&loaded.config, Arc::clone(&clock));
             let now = s.now();
-            s.alert(&Alert {
-                kind: Kind::ReloadRefused,
-                job: String::new(),
-                occurrence: None,
-                run_id: None,
-                lock: String::new(),
-                name: String::new(),
-                holder: None,
-                fence: None,
-                time: now.to_string(),
-                step: None,
+            s.alert(&Alert::scheduler(
+                Kind::ReloadRefused,
+                now.to_string(),
                 message,
-                status: None,
-                reason: None,
-                missed: None,
-            });
+            ));
             s.finish();
         })
         .await;

@@ -137,6 +137,29 @@ pub struct Alert {
     pub missed: Option<MissedInfo>,
 }
 
+impl Alert {
+    /// An alert about the scheduler itself, not one job's run (a corrupt
+    /// ledger, a refused reload).
+    pub fn scheduler(kind: Kind, time: String, message: String) -> Self {
+        Self {
+            kind,
+            job: String::new(),
+            occurrence: None,
+            run_id: None,
+            lock: String::new(),
+            name: String::new(),
+            holder: None,
+            fence: None,
+            time,
+            step: None,
+            message,
+            status: None,
+            reason: None,
+            missed: None,
+        }
+    }
+}
+
 /// The occurrences one decision missed.
 #[derive(Debug, Clone, Serialize)]
 pub struct MissedInfo {

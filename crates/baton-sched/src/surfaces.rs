@@ -161,28 +161,17 @@ impl Surfaces {
             None => return,
         };
         for r in moved {
-            let alert = Alert {
-                kind: Kind::LedgerCorrupt,
-                job: String::new(),
-                occurrence: None,
-                run_id: None,
-                lock: String::new(),
-                name: String::new(),
-                holder: None,
-                fence: None,
-                time: self.now().to_string(),
-                step: None,
-                message: format!(
+            let alert = Alert::scheduler(
+                Kind::LedgerCorrupt,
+                self.now().to_string(),
+                format!(
                     "the ledger was corrupt ({}): it was moved aside to {} and a fresh one \
                      started; the lease's occurrence claims keep past occurrences from running \
                      again",
                     r.reason,
                     r.moved_to.display()
                 ),
-                status: None,
-                reason: None,
-                missed: None,
-            };
+            );
             self.alert(&alert);
         }
     }
