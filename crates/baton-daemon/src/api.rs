@@ -45,11 +45,21 @@ pub(crate) fn app(d: Arc<Daemon>) -> Router {
         .route("/v1/tick", post(tick))
         .route("/v1/reload", post(reload))
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(
             Arc::clone(&d),
             crate::guard::check,
         ))
+        .layer(middleware::map_response(crate::error::as_json))
         .with_state(d)
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this endpoint does not take that method",
+    )
 }
 
 async fn not_found() -> ApiError {

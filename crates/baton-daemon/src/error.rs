@@ -53,3 +53,41 @@ impl IntoResponse for ApiError {
         (self.status, axum::Json(body)).into_response()
     }
 }
+
+/// Every error the router answers itself (a path that does not decode, a
+/// query that does not parse, a body too large) as JSON too, with a code
+/// named after its status.
+pub(crate) async fn as_json(r: Response) -> Response {
+    let status = r.status();
+    let is_json = r
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return r;
+    }
+    let code = match status {
+        StatusCode::BAD_REQUEST => "bad_request",
+        StatusCode::NOT_FOUND => "not_found",
+        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
+        StatusCode::PAYLOAD_TOO_LARGE => "too_large",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "content_type",
+        StatusCode::UNPROCESSABLE_ENTITY => "unprocessable",
+        _ if status.is_client_error() => "bad_request",
+        _ => "internal",
+    };
+    let body = axum::body::to_bytes(r.into_body(), 64 * 1024)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+        .unwrap_or_default();
+    let message = if body.is_empty() {
+        status
+            .canonical_reason()
+            .unwrap_or("error")
+            .to_ascii_lowercase()
+    } else {
+        body
+    };
+    ApiError::new(status, code, message).into_response()
+}

@@ -165,6 +165,23 @@ fn daemon_serves_health_jobs_runs_and_refuses_unknown_jobs() {
     assert_eq!(r.json()["error"]["code"], "bad_job_name", "{}", r.body);
     let r = d.get("/v1/nothing");
     assert_eq!(r.status, 404);
+    assert_eq!(r.json()["error"]["code"], "not_found");
+    // The router's own refusals are JSON with a code too.
+    let r = d.request(
+        "DELETE",
+        "/v1/tick",
+        &[("Content-Type", "application/json")],
+        "",
+    );
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (405, "method_not_allowed".into())
+    );
+    let r = d.get("/v1/jobs/a/runs?limit=many");
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (400, "bad_request".into())
+    );
     assert_eq!(d.terminate(), Some(0));
 }
 
