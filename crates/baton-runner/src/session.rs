@@ -45,6 +45,12 @@ pub struct SessionConfig {
     pub cgroup: Option<PathBuf>,
     /// A short name for the run, used in cgroup names (the run id).
     pub label: String,
+    /// What a caught SIGINT, SIGTERM or SIGHUP does to a running step:
+    /// `false` passes it to the step's group and lets the step decide (what
+    /// `baton exec` and `baton tick` do); `true` stops the step's whole tree
+    /// as a lost lease does: the first signal to every member, then SIGKILL
+    /// rounds after the kill grace (what the daemon's runs do at shutdown).
+    pub stop_on_signal: bool,
 }
 
 /// What a pause between steps came to.
@@ -74,6 +80,7 @@ pub enum Finish {
 /// Why a step's tree is being stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stop {
+    Interrupted,
     Leftovers,
     Timeout,
     LeaseLost,
@@ -445,7 +452,18 @@ impl<'r> Session<'r> {
             match woke {
                 Wake::Signal(s) => {
                     self.interrupted = Some(s);
-                    let _ = baton_lease::job::signal_group(pid, s);
+                    if self.cfg.stop_on_signal {
+                        let now = self.clock.boot();
+                        if stop.is_none() {
+                            stop = Some(Stop::Interrupted);
+                        }
+                        if term_at.is_none() {
+                            term_at = Some(now);
+                            tree.signal(limits.first_signal);
+                        }
+                    } else {
+                        let _ = baton_lease::job::signal_group(pid, s);
+                    }
                     self.report.event(Event::Forwarded { signal: s });
                 }
                 Wake::Child | Wake::Timeout => {}

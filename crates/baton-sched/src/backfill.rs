@@ -190,6 +190,7 @@ fn run_with(config: &Config, job: &Job, occ: &[i64], surfaces: &Rc<RefCell<Surfa
         start: Start::Manual,
         tee: true,
         teller: None,
+        stop_on_signal: false,
     };
     crate::run::hold(&req, lease, firsts, surfaces)
 }

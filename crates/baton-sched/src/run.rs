@@ -157,6 +157,10 @@ pub struct Request<'a> {
     pub tee: bool,
     /// Told what the lock decided, once.
     pub teller: Option<&'a Teller<'a>>,
+    /// A caught SIGINT, SIGTERM or SIGHUP stops the running step's whole
+    /// tree (the daemon's runs at shutdown) instead of being passed to it
+    /// (see `baton_runner::SessionConfig::stop_on_signal`).
+    pub stop_on_signal: bool,
 }
 
 /// An occurrence as the ledger, the logs and the job see it: RFC 3339 in
@@ -572,6 +576,7 @@ fn hold_once(
         max_runtime: job.policy.max_runtime.value,
         cgroup: None,
         label: ctx.borrow().run_id.clone(),
+        stop_on_signal: req.stop_on_signal,
     };
     let mut session = match Session::start(lease, session_cfg, &mut events) {
         Ok(s) => s,

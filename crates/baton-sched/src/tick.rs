@@ -164,6 +164,7 @@ fn run_all(config: &Config, due_jobs: &[(&Job, Start)], clock: &Arc<dyn Clock>) 
             start,
             tee: false,
             teller: None,
+            stop_on_signal: false,
         };
         let code = run::run(&req, &s);
         s.borrow_mut().finish();
@@ -279,6 +280,7 @@ pub fn run_now(config: &Config, name: &str, clock: Arc<dyn Clock>) -> u8 {
             start: Start::Manual,
             tee: true,
             teller: None,
+            stop_on_signal: false,
         },
         &s,
     );

@@ -72,6 +72,7 @@ pub fn run(state: Option<&Path>, a: &WorkerArgs) -> Exit {
             start,
             tee: false,
             teller: Some(&teller),
+            stop_on_signal: true,
         },
         &surfaces,
     );

@@ -54,6 +54,7 @@ fn two_threads_ticking_one_occurrence_run_it_once() {
                             start: baton_sched::run::Start::Scheduled(at),
                             tee: false,
                             teller: None,
+                            stop_on_signal: false,
                         };
                         let code = run::run(&req, &surfaces);
                         surfaces.borrow_mut().finish();

@@ -144,6 +144,7 @@ fn start(cfg: &ExecConfig, lease: Lease, alerts: &mut Alerts) -> Exit {
         max_runtime: cfg.max_runtime,
         cgroup: cfg.cgroup.clone(),
         label: cfg.run_id.clone(),
+        stop_on_signal: false,
     };
     let mut events = Events { cfg, alerts, fence };
     let mut session = match Session::start(lease, session_cfg, &mut events) {

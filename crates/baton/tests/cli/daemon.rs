@@ -499,11 +499,13 @@ fn daemon_sigterm_lets_a_run_finish_within_the_grace() {
 
 #[test]
 fn daemon_sigterm_past_the_grace_stops_the_whole_tree_then_releases() {
+    // The job and its detached descendant ignore SIGTERM: only the stop a
+    // lost lease makes (SIGKILL after the kill grace) ends them.
     let s = Sched::new("");
     let pidfile = s.env.path("grandchild.pid");
     s.write(&format!(
         "[daemon]\nshutdown_grace = \"1s\"\n[jobs.a]\nschedule = \"0 0 1 1 *\"\nkill_grace = \"1s\"\n\
-         run = \"setsid sh -c 'echo $$ > {p}; exec sleep 60' & sleep 60\"\n",
+         run = \"trap '' TERM; setsid sh -c 'echo $$ > {p}; exec sleep 60' & sleep 60\"\n",
         p = pidfile.display()
     ));
     let d = Daemon::start(&s, &[]);
