@@ -92,22 +92,61 @@ fn known(d: &Daemon, name: &str) -> Result<Arc<crate::state::Loaded>, ApiError> 
     }
 }
 
-/// A JSON body (an empty one reads as `{}`).
-fn body<T: for<'de> Deserialize<'de> + Default>(b: &Bytes) -> Result<T, ApiError> {
+/// A JSON body (an empty one reads as `{}`); `what` says what it may hold.
+fn body<T: for<'de> Deserialize<'de> + Default>(b: &Bytes, what: &str) -> Result<T, ApiError> {
     if b.iter().all(u8::is_ascii_whitespace) {
         return Ok(T::default());
     }
-    serde_json::from_slice(b).map_err(|e| {
+    let bad = |detail: String| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
             "bad_body",
-            format!("the body: {e}"),
+            format!("the body must be {what}: {detail}"),
         )
-    })
+    };
+    let v: Value = serde_json::from_slice(b).map_err(|e| bad(e.to_string()))?;
+    if !v.is_object() {
+        return Err(bad("it is not a JSON object".into()));
+    }
+    serde_json::from_value(v).map_err(|e| bad(e.to_string()))
+}
+
+/// A body that must be empty or `{}`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Nothing {}
+
+fn no_body(b: &Bytes) -> Result<(), ApiError> {
+    body::<Nothing>(b, "empty or {}").map(|_| ())
 }
 
 fn json_ok(status: StatusCode, v: Value) -> Response {
     (status, axum::Json(v)).into_response()
+}
+
+/// Serialises `v` as it is declared (its fields in order), not as a map.
+fn json_of<T: serde::Serialize>(status: StatusCode, v: &T) -> Response {
+    match serde_json::to_vec(v) {
+        Ok(bytes) => (
+            status,
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            bytes,
+        )
+            .into_response(),
+        Err(e) => ApiError::internal(e.to_string()).into_response(),
+    }
+}
+
+/// A lock's holder as `status --json` shows it.
+pub(crate) fn holder_json(h: &baton_sched::alerts::HolderInfo) -> Value {
+    json!({
+        "pid": h.pid,
+        "host": h.host,
+        "fence": h.fence,
+        "run_id": h.run,
+        "since": h.acquired,
+        "renewed": h.renewed,
+    })
 }
 
 async fn healthz(State(d): Shared) -> Response {
@@ -156,8 +195,7 @@ async fn status_of(d: &Daemon, only: Option<String>) -> Result<Response, ApiErro
     let now = d.clock.wall();
     let s =
         blocking(move || baton_sched::status::read(&loaded.config, only.as_deref(), now)).await?;
-    let v = serde_json::to_value(&s).map_err(|e| ApiError::internal(e.to_string()))?;
-    Ok(json_ok(StatusCode::OK, v))
+    Ok(json_of(StatusCode::OK, &s))
 }
 
 async fn jobs(State(d): Shared) -> Result<Response, ApiError> {
@@ -180,13 +218,12 @@ async fn runs(
     Query(q): Query<Limit>,
 ) -> Result<Response, ApiError> {
     let loaded = known(&d, &name)?;
-    let limit = q.limit.unwrap_or(20).clamp(1, 10_000);
+    let limit = q.limit.unwrap_or(20).min(10_000);
     let now = d.clock.wall();
     let runs = blocking(move || baton_sched::history::read(&loaded.config, &name, limit, now))
         .await?
         .map_err(ApiError::internal)?;
-    let v = serde_json::to_value(&runs).map_err(|e| ApiError::internal(e.to_string()))?;
-    Ok(json_ok(StatusCode::OK, v))
+    Ok(json_of(StatusCode::OK, &runs))
 }
 
 fn stopping(d: &Daemon) -> Result<(), ApiError> {
@@ -201,13 +238,11 @@ fn stopping(d: &Daemon) -> Result<(), ApiError> {
     }
 }
 
-async fn tick(State(d): Shared) -> Result<Response, ApiError> {
+async fn tick(State(d): Shared, b: Bytes) -> Result<Response, ApiError> {
+    no_body(&b)?;
     stopping(&d)?;
     match crate::tick::tick(&d, "http").await {
-        Some(t) => {
-            let v = serde_json::to_value(&t).map_err(|e| ApiError::internal(e.to_string()))?;
-            Ok(json_ok(StatusCode::OK, v))
-        }
+        Some(t) => Ok(json_of(StatusCode::OK, &t)),
         None => Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "stopping",
@@ -216,14 +251,20 @@ async fn tick(State(d): Shared) -> Result<Response, ApiError> {
     }
 }
 
-async fn run_now(State(d): Shared, Path(name): Path<String>) -> Result<Response, ApiError> {
-    stopping(&d)?;
+async fn run_now(
+    State(d): Shared,
+    Path(name): Path<String>,
+    b: Bytes,
+) -> Result<Response, ApiError> {
     let loaded = known(&d, &name)?;
+    no_body(&b)?;
+    stopping(&d)?;
     if !loaded.config.enabled() {
+        let from = &loaded.config.settings.enabled.source;
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             "disabled",
-            "not run: the kill switch is off ([scheduler] enabled = false)",
+            format!("not run: the kill switch is off (enabled = false, {from})"),
         ));
     }
     if loaded
@@ -253,10 +294,7 @@ async fn run_now(State(d): Shared, Path(name): Path<String>) -> Result<Response,
             "busy",
             format!("not run: the lock of {name} is held"),
         )
-        .with(
-            "holder",
-            serde_json::to_value(holder).unwrap_or(Value::Null),
-        )),
+        .with("holder", holder.as_ref().map_or(Value::Null, holder_json))),
         Some(Ok(other)) => Err(ApiError::new(
             StatusCode::CONFLICT,
             "not_run",
@@ -287,7 +325,11 @@ struct PauseBody {
 
 async fn pause(State(d): Shared, Path(name): Path<String>, b: Bytes) -> Result<Response, ApiError> {
     let loaded = known(&d, &name)?;
-    let p: PauseBody = body(&b)?;
+    let p: PauseBody = body(
+        &b,
+        "empty or a JSON object with \"until\" (a time), \"for\" (a duration) and \"reason\", \
+         each optional",
+    )?;
     let bad = |m: String| ApiError::new(StatusCode::BAD_REQUEST, "bad_body", m);
     let job_tz = loaded
         .config
@@ -312,6 +354,15 @@ async fn pause(State(d): Shared, Path(name): Path<String>, b: Bytes) -> Result<R
         }
         (None, None) => baton_sched::pause::Until::Resumed,
     };
+    if let baton_sched::pause::Until::At(t) = until
+        && t <= now
+    {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "refused",
+            format!("the pause would end at {t}, which is not in the future (now is {now})"),
+        ));
+    }
     let clock = Arc::clone(&d.clock);
     let (code, text) = blocking(move || {
         let mut out = String::new();
@@ -348,8 +399,13 @@ fn answer(code: u8, text: String) -> Result<Response, ApiError> {
     }
 }
 
-async fn resume(State(d): Shared, Path(name): Path<String>) -> Result<Response, ApiError> {
+async fn resume(
+    State(d): Shared,
+    Path(name): Path<String>,
+    b: Bytes,
+) -> Result<Response, ApiError> {
     let loaded = known(&d, &name)?;
+    no_body(&b)?;
     let clock = Arc::clone(&d.clock);
     let (code, text) = blocking(move || {
         let mut out = String::new();
@@ -360,7 +416,11 @@ async fn resume(State(d): Shared, Path(name): Path<String>) -> Result<Response, 
     answer(code, text)
 }
 
-async fn reload(State(d): Shared) -> Result<Response, ApiError> {
-    let jobs = d.reload("POST /v1/reload").await?;
-    Ok(json_ok(StatusCode::OK, json!({"ok": true, "jobs": jobs})))
+async fn reload(State(d): Shared, b: Bytes) -> Result<Response, ApiError> {
+    no_body(&b)?;
+    let done = d.reload("POST /v1/reload").await?;
+    Ok(json_ok(
+        StatusCode::OK,
+        json!({"ok": true, "jobs": done.jobs, "notes": done.notes}),
+    ))
 }

@@ -7,7 +7,8 @@
 //! every wake the wall clock's advance is compared with the boot clock's:
 //! a jump is said, the tick decides what it means (catch-up rules), and the
 //! next instant is planned from the new now. A reload wakes it to plan
-//! again. This module only sleeps and wakes; deciding is [`crate::tick`]'s.
+//! again, and ticks at once. This module only sleeps and wakes; deciding
+//! is [`crate::tick`]'s.
 
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -157,7 +158,17 @@ pub(crate) async fn run(d: Arc<Daemon>) {
         }
         let woke = tokio::select! {
             w = timer.wait() => w,
-            () = &mut replan => continue,
+            () = &mut replan => {
+                if d.stopping.load(Ordering::SeqCst) {
+                    return;
+                }
+                // A new configuration is decided at once, as any tick would
+                // decide it (a job added over HTTP may be due already).
+                let _ = crate::tick::tick(&d, "clock").await;
+                from = d.clock.wall();
+                (wall, boot) = (from, d.clock.boot());
+                continue;
+            }
         };
         if d.stopping.load(Ordering::SeqCst) {
             return;

@@ -49,8 +49,11 @@ fn same_origin(origin: &str, host: Option<&str>) -> bool {
 }
 
 fn bearer_ok(h: &HeaderMap, token: &str) -> bool {
-    let Some(given) = header_str(h, header::AUTHORIZATION).and_then(|v| v.strip_prefix("Bearer "))
-    else {
+    // The scheme's name is case-insensitive (RFC 9110, 11.1).
+    let Some(given) = header_str(h, header::AUTHORIZATION).and_then(|v| {
+        let (scheme, rest) = v.split_once(' ')?;
+        scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+    }) else {
         return false;
     };
     given.as_bytes().ct_eq(token.as_bytes()).into()
@@ -64,14 +67,19 @@ fn refuse(status: StatusCode, code: &'static str, message: &str) -> Response {
 pub(crate) async fn check(State(d): State<Arc<Daemon>>, req: Request, next: Next) -> Response {
     let h = req.headers();
     let host = header_str(h, header::HOST);
-    if d.bound.ip().is_loopback() && !host.is_some_and(loopback_host) {
+    // An absolute-form request names its host in the URI too.
+    let uri_host = req.uri().authority().map(|a| a.as_str());
+    if d.bound.ip().is_loopback()
+        && (!host.is_some_and(loopback_host) || uri_host.is_some_and(|a| !loopback_host(a)))
+    {
         return refuse(
             StatusCode::FORBIDDEN,
             "foreign_host",
             "this daemon listens on loopback and answers only requests for a loopback host",
         );
     }
-    if let Some(token) = &d.settings.token
+    let settings = d.settings();
+    if let Some(token) = &settings.token
         && req.uri().path() != "/healthz"
         && !bearer_ok(h, token)
     {
@@ -155,5 +163,7 @@ mod tests {
         assert!(!bearer_ok(&h, "s3crets"));
         h.insert(header::AUTHORIZATION, "Basic s3cret".parse().unwrap());
         assert!(!bearer_ok(&h, "s3cret"));
+        h.insert(header::AUTHORIZATION, "bearer s3cret".parse().unwrap());
+        assert!(bearer_ok(&h, "s3cret"));
     }
 }

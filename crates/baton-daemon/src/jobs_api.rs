@@ -24,7 +24,14 @@ use crate::error::ApiError;
 use crate::state::Daemon;
 
 fn valid(name: &str) -> Result<(), ApiError> {
-    if baton_sched::config::valid_name(name) {
+    if name.starts_with('.') {
+        // `jobs.d/.NAME.toml` would be a hidden file, which is never read.
+        Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_job_name",
+            format!("{name:?}: a job managed over HTTP may not start with '.'"),
+        ))
+    } else if baton_sched::config::valid_name(name) {
         Ok(())
     } else {
         Err(ApiError::new(
@@ -73,6 +80,15 @@ pub(crate) async fn put(
     let existed = d.current().config.jobs.contains_key(&name);
     let (path, over, n) = (d.opts.config_path.clone(), d.over.clone(), name.clone());
     let written = blocking(move || {
+        // The files as they are must be valid first: a broken baton.toml is
+        // not this job's fault.
+        baton_sched::config::load(&path, &over).map_err(|e| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_config",
+                format!("the configuration is invalid as it is, so no job can be added: {e}"),
+            )
+        })?;
         let text = dropin::job_toml(&n, &table).map_err(|e| {
             ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,

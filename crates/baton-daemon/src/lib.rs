@@ -163,10 +163,10 @@ async fn run(
     ));
     d.stopping.store(true, Ordering::SeqCst);
     d.stop_requested.notify_waiters();
-    d.replan.notify_waiters();
+    d.replan.notify_one();
     let _ = clock_task.await;
     watchdog.abort();
-    let grace = d.settings.shutdown_grace;
+    let grace = d.settings().shutdown_grace;
     if !d.wait_idle(grace).await {
         let n = d.signal_workers(rustix::process::Signal::TERM);
         say(format_args!(

@@ -11,14 +11,20 @@ use baton_sched::alerts::{Alert, Kind};
 use baton_sched::config::Snapshot;
 
 use crate::error::ApiError;
-use crate::state::{Daemon, Loaded};
+use crate::state::{Daemon, Loaded, Settings};
+
+/// What a reload put in force.
+#[derive(Debug)]
+pub(crate) struct Reloaded {
+    /// The jobs now in force.
+    pub(crate) jobs: Vec<String>,
+    /// What did not take effect, and why.
+    pub(crate) notes: Vec<String>,
+}
 
 impl Daemon {
     /// Reloads; the jobs now in force, or why not.
-    pub(crate) async fn reload(
-        self: &Arc<Self>,
-        why: &'static str,
-    ) -> Result<Vec<String>, ApiError> {
+    pub(crate) async fn reload(self: &Arc<Self>, why: &'static str) -> Result<Reloaded, ApiError> {
         let _one = self.reloading.lock().await;
         self.reload_locked(why).await
     }
@@ -27,7 +33,7 @@ impl Daemon {
     pub(crate) async fn reload_locked(
         self: &Arc<Self>,
         why: &'static str,
-    ) -> Result<Vec<String>, ApiError> {
+    ) -> Result<Reloaded, ApiError> {
         let (path, over) = (self.opts.config_path.clone(), self.over.clone());
         let read = crate::api::blocking(move || {
             let snapshot = Snapshot::read(&path)?;
@@ -35,15 +41,44 @@ impl Daemon {
             Ok::<_, baton_sched::config::ConfigError>(Loaded { snapshot, config })
         })
         .await?;
+        // The `[daemon]` settings are validated with the rest: a token file
+        // that cannot be read refuses the whole reload (fail closed).
+        let read = read.and_then(|loaded| {
+            let settings = Settings::of(&loaded.config, self.opts.listen).map_err(|e| {
+                baton_sched::config::ConfigError::Invalid {
+                    at: self.opts.config_path.display().to_string(),
+                    key: "daemon".into(),
+                    message: e,
+                }
+            })?;
+            Ok((loaded, settings))
+        });
         match read {
-            Ok(loaded) => {
+            Ok((loaded, settings)) => {
                 let jobs: Vec<String> = loaded.config.jobs.keys().cloned().collect();
+                let mut notes = Vec::new();
+                if settings.listen != self.settings().listen {
+                    notes.push(format!(
+                        "[daemon] listen = {} takes effect at the next start; still listening on {}",
+                        settings.listen, self.bound
+                    ));
+                }
+                let slots = loaded.config.settings.max_parallel.value;
+                if slots != self.current().config.settings.max_parallel.value {
+                    notes.push(format!(
+                        "max_parallel = {slots} takes effect at the next start"
+                    ));
+                }
+                for n in &notes {
+                    crate::say(format_args!("{n}"));
+                }
                 crate::say(format_args!(
                     "reloaded ({why}): {} job(s) in force",
                     jobs.len()
                 ));
+                self.set_settings(settings);
                 self.install(loaded);
-                Ok(jobs)
+                Ok(Reloaded { jobs, notes })
             }
             Err(e) => {
                 let message =

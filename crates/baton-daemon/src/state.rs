@@ -73,8 +73,18 @@ fn daemon_keys(config: &Config) -> (SocketAddr, Option<PathBuf>, Duration) {
 }
 
 fn read_token(path: &std::path::Path) -> Result<String, String> {
+    use std::os::unix::fs::PermissionsExt;
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("failed to read token_file {}: {e}", path.display()))?;
+    if let Ok(m) = std::fs::metadata(path)
+        && m.permissions().mode() & 0o077 != 0
+    {
+        crate::say(format_args!(
+            "warning: token_file {} can be read by others (mode {:o}): `chmod 600` it",
+            path.display(),
+            m.permissions().mode() & 0o777
+        ));
+    }
     let token = text.trim().to_owned();
     if token.is_empty() {
         return Err(format!(
@@ -82,6 +92,13 @@ fn read_token(path: &std::path::Path) -> Result<String, String> {
              base64 > {}`)",
             path.display(),
             path.display()
+        ));
+    }
+    if token.len() < 16 {
+        crate::say(format_args!(
+            "warning: the token in {} is short ({} characters): use 16 or more random ones",
+            path.display(),
+            token.len()
         ));
     }
     Ok(token)
@@ -119,7 +136,7 @@ pub(crate) fn key(job: &str, start: Start, serial: u64) -> Key {
 pub(crate) struct Daemon {
     pub(crate) opts: Options,
     pub(crate) over: Overrides,
-    pub(crate) settings: Settings,
+    settings: RwLock<Arc<Settings>>,
     pub(crate) bound: SocketAddr,
     pub(crate) clock: Arc<dyn Clock>,
     loaded: RwLock<Arc<Loaded>>,
@@ -169,7 +186,7 @@ impl Daemon {
         Self {
             opts,
             over,
-            settings,
+            settings: RwLock::new(Arc::new(settings)),
             bound,
             clock,
             loaded: RwLock::new(Arc::new(Loaded { snapshot, config })),
@@ -207,6 +224,24 @@ impl Daemon {
         }
     }
 
+    /// The `[daemon]` settings in force.
+    pub(crate) fn settings(&self) -> Arc<Settings> {
+        match self.settings.read() {
+            Ok(g) => Arc::clone(&g),
+            Err(p) => Arc::clone(&p.into_inner()),
+        }
+    }
+
+    /// Puts new `[daemon]` settings in force (the address stays the bound
+    /// one until a restart).
+    pub(crate) fn set_settings(&self, s: Settings) {
+        let new = Arc::new(s);
+        match self.settings.write() {
+            Ok(mut g) => *g = new,
+            Err(p) => *p.into_inner() = new,
+        }
+    }
+
     /// The configuration in force.
     pub(crate) fn current(&self) -> Arc<Loaded> {
         // OK because no code panics while holding the lock (a poisoned lock
@@ -224,7 +259,9 @@ impl Daemon {
             Ok(mut g) => *g = new,
             Err(p) => *p.into_inner() = new,
         }
-        self.replan.notify_waiters();
+        // One waiter, the clock: a permit is kept if it is busy ticking, so
+        // a new configuration is never missed.
+        self.replan.notify_one();
     }
 
     pub(crate) fn flights(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Flight>> {

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use baton_sched::run::{Start, Told, occurrence_text};
+use baton_sched::run::{Told, occurrence_text};
 use serde::Serialize;
 
 use crate::state::Daemon;
@@ -19,7 +19,8 @@ use crate::state::Daemon;
 #[derive(Debug, Serialize)]
 pub(crate) struct Started {
     pub(crate) job: String,
-    pub(crate) occurrence: String,
+    /// The occurrence (RFC 3339 UTC); `null` for a start of the job's queue.
+    pub(crate) occurrence: Option<String>,
     pub(crate) run_id: String,
     pub(crate) fence: u64,
 }
@@ -28,14 +29,15 @@ pub(crate) struct Started {
 #[derive(Debug, Serialize)]
 pub(crate) struct Skipped {
     pub(crate) job: String,
-    pub(crate) occurrence: String,
+    /// The occurrence (RFC 3339 UTC); `null` for a start of the job's queue.
+    pub(crate) occurrence: Option<String>,
     /// `running` (another process runs it now), `in_flight` (this daemon
     /// already started it), `claimed` (it ran already), `decided` (another
     /// tick decided it first), `queued`, `coalesced`, `waiting` (every
     /// worker slot is busy: it starts when one frees), `error`.
     pub(crate) reason: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) holder: Option<baton_sched::alerts::HolderInfo>,
+    pub(crate) holder: Option<serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) message: Option<String>,
 }
@@ -50,7 +52,7 @@ pub(crate) struct Missed {
     pub(crate) count: u64,
     pub(crate) at_least: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) holder: Option<baton_sched::alerts::HolderInfo>,
+    pub(crate) holder: Option<serde_json::Value>,
 }
 
 /// What a tick did.
@@ -119,10 +121,7 @@ pub(crate) async fn tick(d: &Arc<Daemon>, source: &'static str) -> Option<Ticked
     }
     let mut pending = Vec::new();
     for (job, start) in due.starts {
-        let occurrence = match start {
-            Start::Queue => "queue".to_owned(),
-            other => occurrence_text(other.occurrence()),
-        };
+        let occurrence = start.occurrence().map(|at| occurrence_text(Some(at)));
         let Ok(permit) = Arc::clone(&d.slots).try_acquire_owned() else {
             // Every slot is busy: start it when one frees.
             let (d2, l2, j2) = (Arc::clone(d), Arc::clone(&loaded), job.clone());
@@ -163,7 +162,7 @@ pub(crate) async fn tick(d: &Arc<Daemon>, source: &'static str) -> Option<Ticked
 pub(crate) fn sort(
     out: &mut Ticked,
     job: String,
-    occurrence: String,
+    occurrence: Option<String>,
     told: Option<Result<Told, String>>,
 ) {
     let skip = |reason, holder, message| Skipped {
@@ -184,7 +183,11 @@ pub(crate) fn sort(
                 fence,
             }),
             Told::Claimed => out.skipped.push(skip("claimed", None, None)),
-            Told::Running { holder } => out.skipped.push(skip("running", holder, None)),
+            Told::Running { holder } => out.skipped.push(skip(
+                "running",
+                holder.as_ref().map(crate::api::holder_json),
+                None,
+            )),
             Told::Queued => out.skipped.push(skip("queued", None, None)),
             Told::Coalesced => out.skipped.push(skip("coalesced", None, None)),
             Told::Decided => out.skipped.push(skip("decided", None, None)),
@@ -192,11 +195,11 @@ pub(crate) fn sort(
             Told::Missed { reason, holder, .. } => out.missed.push(Missed {
                 job,
                 reason,
-                first: occurrence.clone(),
-                last: occurrence,
+                first: occurrence.clone().unwrap_or_default(),
+                last: occurrence.unwrap_or_default(),
                 count: 1,
                 at_least: false,
-                holder,
+                holder: holder.as_ref().map(crate::api::holder_json),
             }),
         },
     }

@@ -44,8 +44,9 @@ pub const DEFAULT_REFRESH_SECS: u32 = 5;
 ///    flight, so what happens now comes first);
 /// 2. `paused`: a pause is in force, or the job or the whole scheduler is
 ///    disabled (nothing will start it until someone acts);
-/// 3. `overdue`: a due occurrence older than its window never started, or
-///    the job has never run (as `baton status` counts it);
+/// 3. `overdue`: a due occurrence older than its window never started (a
+///    job that has not run yet is `idle` until its first occurrence is
+///    late; its card says "never run");
 /// 4. `failing`: its last run failed;
 /// 5. `idle`: on schedule, waiting for its next occurrence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,7 +77,7 @@ impl PageState {
             Self::Running
         } else if job.paused.is_some() || job.state == "disabled" {
             Self::Paused
-        } else if job.overdue.is_some() || job.never_run {
+        } else if job.overdue.is_some() {
             Self::Overdue
         } else if job.failing {
             Self::Failing

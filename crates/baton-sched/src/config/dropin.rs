@@ -195,6 +195,15 @@ fn read_regular(path: &Path) -> Result<String, ConfigError> {
 /// `jobs.d/NAME.toml`, once `name` is known to be a job name (so the path
 /// cannot leave `jobs.d/`).
 fn checked_path(config_path: &Path, name: &str) -> Result<PathBuf, ConfigError> {
+    if name.starts_with('.') {
+        return Err(ConfigError::Invalid {
+            at: dir(config_path).display().to_string(),
+            key: format!("jobs.{name}"),
+            message: format!(
+                "{name:?}: a drop-in's job may not start with '.' (jobs.d/ skips hidden files)"
+            ),
+        });
+    }
     if !valid_name(name) {
         return Err(ConfigError::Invalid {
             at: dir(config_path).display().to_string(),

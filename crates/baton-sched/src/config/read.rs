@@ -461,6 +461,22 @@ fn exit_codes(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<Vec<i32>, ConfigE
 }
 
 fn command(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<Command, ConfigError> {
+    let c = command_of(raw, at, key)?;
+    let nul = match &c {
+        Command::Shell(s) => s.contains('\0'),
+        Command::Argv(v) => v.iter().any(|a| a.contains('\0')),
+    };
+    if nul {
+        return Err(invalid(
+            at,
+            key,
+            "contains a NUL character, which no command line can hold",
+        ));
+    }
+    Ok(c)
+}
+
+fn command_of(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<Command, ConfigError> {
     let what = "a command line (a string, run by /bin/sh -c) or a program and its arguments \
                 (a list of strings)";
     match raw {
@@ -651,6 +667,11 @@ fn env_table(node: &Node, at: &At<'_>, key: &str) -> Result<Vec<(String, String)
                 ));
             }
             match &e.value.kind {
+                Kind::Str(s) if s.contains('\0') => Err(invalid(
+                    at,
+                    &join(key, &e.key),
+                    "contains a NUL character, which no environment variable can hold",
+                )),
                 Kind::Str(s) => Ok((e.key.clone(), s.clone())),
                 Kind::Int(n) => Ok((e.key.clone(), n.to_string())),
                 Kind::Bool(b) => Ok((e.key.clone(), b.to_string())),

@@ -531,3 +531,13 @@ fn anything_in_jobs_d_that_is_not_a_regular_file_is_refused() {
         &["jobs.d", "failed to read the configuration"],
     );
 }
+
+#[test]
+fn a_nul_character_is_refused_where_no_process_can_take_it() {
+    let e = error(
+        "[jobs.a]\nschedule = \"0 3 * * *\"\nrun = \"true\"\n[jobs.a.env]\nX = \"a\\u0000b\"\n",
+    );
+    assert_names(&e, &["jobs.a.env.X", "NUL"]);
+    let e = error("[jobs.a]\nschedule = \"0 3 * * *\"\nrun = [\"echo\", \"a\\u0000b\"]\n");
+    assert_names(&e, &["jobs.a.run", "NUL"]);
+}

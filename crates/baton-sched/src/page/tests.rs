@@ -130,11 +130,14 @@ fn only_a_live_holder_means_running() {
 }
 
 #[test]
-fn never_run_reads_overdue_and_disabled_reads_paused() {
+fn never_run_reads_idle_until_late_and_disabled_reads_paused() {
     let mut j = job("a");
     j.never_run = true;
     j.last_run = None;
+    assert_eq!(state(&j), "idle");
+    j.overdue = Some(overdue());
     assert_eq!(state(&j), "overdue");
+    j.overdue = None;
     j.state = "disabled";
     j.enabled = false;
     assert_eq!(state(&j), "paused");

@@ -149,6 +149,10 @@ fn daemon_serves_health_jobs_runs_and_refuses_unknown_jobs() {
     });
     let runs = d.get("/v1/jobs/a/runs?limit=5").json();
     assert_eq!(runs[0]["run_id"], run_id.as_str());
+    assert_eq!(
+        d.get("/v1/jobs/a/runs?limit=0").json(),
+        serde_json::json!([])
+    );
     assert_eq!(runs[0]["manual"], true);
     // The same shape as the CLI's.
     let cli = s.json(&["history", "a", "--json"]);
@@ -197,6 +201,30 @@ fn daemon_manual_run_when_busy_is_409_with_the_holder() {
     let j = second.json();
     assert_eq!(j["error"]["code"], "busy");
     assert_eq!(j["holder"]["fence"].as_u64(), Some(fence), "{j}");
+    // The holder as `status --json` shows it.
+    let st = d.get("/v1/jobs/slow").json();
+    assert_eq!(
+        st["jobs"][0]["holder"]["run_id"], j["holder"]["run_id"],
+        "{st} {j}"
+    );
+    assert!(j["holder"]["since"].is_string(), "{j}");
+    // A body that is not a JSON object is refused.
+    let r = d.post("/v1/jobs/slow/run", "garbage{");
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (400, "bad_body".into())
+    );
+    // A pause that would end in the past says why.
+    let r = d.post("/v1/jobs/slow/pause", r#"{"until": "2020-01-01 18:00"}"#);
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not in the future"),
+        "{}",
+        r.body
+    );
     // A CLI run meets the same lock.
     let o = s.run(&["run", "slow"]);
     assert_eq!(o.status.code(), Some(1));
@@ -365,6 +393,18 @@ fn daemon_put_and_delete_jobs_as_dropins_that_survive_a_restart() {
         put(r#"{"schedule": "0 0 2 1 *", "run": "echo again"}"#).status,
         200
     );
+    // A hidden file would never be read: refused.
+    let r = d.request(
+        "PUT",
+        "/v1/jobs/.hidden",
+        &[("Content-Type", "application/json")],
+        r#"{"every": "1h", "run": "true"}"#,
+    );
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (400, "bad_job_name".into())
+    );
+    assert!(!s.env.path("jobs.d/.hidden.toml").exists());
     // A job of baton.toml is not replaced over HTTP.
     let r = d.request(
         "PUT",
@@ -677,4 +717,31 @@ fn daemon_speaks_systemds_notify_protocol() {
             break;
         }
     }
+}
+
+/// A job added over HTTP is decided at once, as any tick would decide it:
+/// an `every = "1h"` job's occurrence of this hour is within its catch-up
+/// window and runs without waiting for the next hour.
+#[test]
+fn daemon_decides_a_new_configuration_at_once() {
+    let s = Sched::new("[jobs.main]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n");
+    let d = Daemon::start(&s, &[]);
+    let r = d.request(
+        "PUT",
+        "/v1/jobs/hourly",
+        &[("Content-Type", "application/json")],
+        r#"{"every": "1h", "run": "true"}"#,
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    for _ in 0..150 {
+        if d.get("/v1/jobs/hourly/runs").json()[0]["verdict"] == "ok" {
+            return;
+        }
+        pause(100);
+    }
+    panic!(
+        "the clock did not run the new job's occurrence: {}\n{}",
+        d.get("/v1/jobs/hourly").body,
+        d.log()
+    );
 }
