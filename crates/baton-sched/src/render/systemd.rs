@@ -10,8 +10,9 @@
 //! and a wildcard time twice). Intervals are rendered in UTC.
 //!
 //! Each directive is escaped by its own rules: a command line
-//! (`ExecStart=`) doubles `$` (else a variable) and `%` (else a
-//! specifier); `Environment=`, `StateDirectory=` and `Description=` expand
+//! (`ExecStart=`) doubles `%` (else a specifier), and `$` (else a
+//! variable) in its arguments but not in the executable's name, where
+//! systemd expands none and refuses quotes and backslashes; `Environment=`, `StateDirectory=` and `Description=` expand
 //! specifiers but not variables, so only `%` is doubled there. Words with
 //! a space, a quote or a backslash are double-quoted, `"` and `\`
 //! escaped. The job's name follows `--`, so a name that starts with `-` is
@@ -45,7 +46,16 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
         "the configuration",
         &opts.config,
     )?);
-    let bin = exec_word(&path_text(Target::Systemd, "the binary", &opts.bin)?);
+    let bin = path_text(Target::Systemd, "the binary", &opts.bin)?;
+    if bin.contains(['\'', '"', '\\']) {
+        return Err(RenderError::Path {
+            target: Target::Systemd,
+            what: "the binary",
+            path: opts.bin.clone(),
+            why: "systemd refuses an executable name that holds a quote or a backslash",
+        });
+    }
+    let bin = exec_name(&bin);
     let state_path = opts.state_dir(c);
     let state = path_text(Target::Systemd, "the state directory", &state_path)?;
     let environment = format!(
@@ -291,8 +301,14 @@ fn every(when: &When, secs: u64) -> Result<Vec<String>, String> {
         .collect())
 }
 
-/// `s` as one word of a command line (`ExecStart=`): `%` and `$` doubled,
-/// quoted when needed ([`quoted`]).
+/// `s` as the executable of a command line (`ExecStart=`): `%` doubled
+/// and quoted when needed, `$` kept (systemd expands no variable there).
+fn exec_name(s: &str) -> String {
+    quoted(&specifiers(s))
+}
+
+/// `s` as an argument of a command line (`ExecStart=`): `%` and `$`
+/// doubled, quoted when needed ([`quoted`]).
 fn exec_word(s: &str) -> String {
     quoted(&specifiers(s).replace('$', "$$"))
 }

@@ -710,13 +710,13 @@ fn render_systemd_escapes_each_directive_by_its_own_rules() {
          [jobs.j]\nschedule = \"0 9 * * *\"\nrun = \"true\"\n",
     );
     let mut o = opts(true);
-    o.bin = format!("{weird}/baton").into();
+    o.bin = "/opt/my bin%d$HOME/baton".into();
     o.config = format!("{weird}/baton.toml").into();
     let mut c = c;
     c.settings.state_dir.value = format!("{weird}/state").into();
     let arts = render(Target::Systemd, &c, &o).unwrap();
     let service = &arts[0].text;
-    let exec = r#""/srv/we ird%%d$$HOME'x\"q\\b/baton" tick --config "/srv/we ird%%d$$HOME'x\"q\\b/baton.toml" -- j"#;
+    let exec = r#""/opt/my bin%%d$HOME/baton" tick --config "/srv/we ird%%d$$HOME'x\"q\\b/baton.toml" -- j"#;
     assert!(
         service.contains(&format!("\nExecStart={exec}\n")),
         "{service}"
