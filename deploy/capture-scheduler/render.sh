@@ -3,7 +3,8 @@
 # would be installed: the binary at /usr/local/bin/baton, the configuration
 # at /etc/baton/baton.toml (its relative state_dir then is /etc/baton/state),
 # a host in UTC, and an environment holding PATH only, so the renders do not
-# depend on the checkout or on who runs this.
+# depend on the checkout or on who runs this. The GitHub workflows name the
+# configuration inside the repository, under the runner's checkout.
 #
 #   cargo build -p baton && deploy/capture-scheduler/render.sh [OUT]
 #
@@ -20,10 +21,12 @@ config="$root/examples/capture-scheduler/baton.toml"
 render() {
   local dir="$1"
   shift
+  local as=/etc/baton/baton.toml
+  [ "$1" = github ] && as=examples/capture-scheduler/baton.toml
   rm -rf "${out:?}/$dir"
   env -i PATH=/usr/bin:/bin "$baton" render "$@" \
     --config "$config" \
-    --config-path-as /etc/baton/baton.toml \
+    --config-path-as "$as" \
     --bin /usr/local/bin/baton \
     --host-tz UTC \
     --out "$out/$dir"

@@ -161,7 +161,8 @@ pub struct RenderArgs {
     pub out: Option<PathBuf>,
     /// The configuration file's path on the host, absolute, when it is not
     /// where --config reads it: the artefacts name it, and paths beside it
-    /// (a relative state_dir) are rendered beside it.
+    /// (a relative state_dir) are rendered beside it. For github, its path
+    /// inside the repository, relative to the checkout.
     #[arg(long, value_name = "PATH")]
     pub config_path_as: Option<PathBuf>,
     /// The host's zone, an IANA name, for `CRON_TZ=` (default: this
@@ -655,21 +656,27 @@ minute, `systemd` a `baton daemon` service (Type=notify). baton then decides
 in each job's own zone what is due, catches up and deduplicates, so the
 default form is right for every schedule and zone.
 
---per-job gives each enabled job an entry running `baton tick JOB` at its
-schedule: a crontab line (with CRON_TZ= when the job's zone is not the
-host's), a systemd timer (OnCalendar= in the job's zone, Persistent=true).
-`github` is always per job: a workflow per job, its schedule converted to
-UTC cron. A schedule a target cannot express faithfully (daylight saving in
-UTC-only cron, an interval that does not divide a day, a sub-minute schedule
-in cron, times a zone skips or repeats in OnCalendar=) refuses the job with
-the reason, and nothing is rendered.
+--per-job gives each enabled job an entry running `baton tick --config FILE
+-- JOB` at its schedule: a crontab line (host-zone jobs first; others under
+CRON_TZ=, which needs cronie), a systemd timer (OnCalendar= in the job's zone,
+Persistent=true). `github` is always per job: a workflow per job, its
+schedule converted to UTC cron, the configuration named inside the checkout
+(--config-path-as relative to the repository's root, else found from the
+enclosing git repository). A schedule a target cannot express faithfully
+(daylight saving in UTC-only cron, an interval that does not divide a day, a
+sub-minute schedule in cron, times a zone skips or repeats in cron or
+OnCalendar=) refuses the job with the reason, and nothing is rendered.
 
 The output is the same for the same input: no timestamps, jobs by name.
+With --out, files of an earlier render of the same target that this render
+did not write (a removed job's timer) are removed, each named on stderr;
+other files are left alone.
 
 Exit codes:
   0    rendered
   2    bad arguments or configuration, or a job the target cannot express
-  125  an artefact could not be written under --out
+  125  an artefact could not be written under --out, or standard output
+       could not be written
 ";
 
 const DAEMON_HELP: &str = "\

@@ -8,7 +8,15 @@
 //! happens there or in the renderer, as lines on stderr and exit 2, before
 //! anything is written. [`write_all`] is the one place that writes
 //! artefacts: each through a temporary file renamed over its name, so a
-//! reader sees an old file or a whole new one.
+//! reader sees an old file or a whole new one; then it removes the files of
+//! an earlier render of the same target that this one did not write (a
+//! removed job's timer), naming each on stderr, and touches no other file.
+//! On stdout, a write that fails (a full disk, a closed pipe) is exit 125.
+//!
+//! The configuration's path is normalised lexically (`a/../a/./baton.toml`
+//! is `a/baton.toml`). For GitHub it is the path inside the repository:
+//! `--config-path-as` relative to the checkout, else the configuration's
+//! path below the repository (the nearest directory up with a `.git`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -32,6 +40,11 @@ pub fn run(state: Option<&Path>, a: &RenderArgs) -> Exit {
         say!("baton render: {message}");
         Exit::Usage
     };
+    if target == Target::Env && a.per_job {
+        return refuse(
+            "--per-job has no meaning for env: the reference lists variables, not jobs".into(),
+        );
+    }
     let c = match crate::sched_cmd::load(state, &a.file) {
         Ok(c) => c,
         Err(e) => return e,
@@ -46,13 +59,34 @@ pub fn run(state: Option<&Path>, a: &RenderArgs) -> Exit {
     if !bin.is_absolute() {
         return refuse(format!("--bin {} is not an absolute path", bin.display()));
     }
-    let config = a.config_path_as.clone().unwrap_or_else(|| c.path.clone());
-    if !config.is_absolute() {
-        return refuse(format!(
-            "--config-path-as {} is not an absolute path",
-            config.display()
-        ));
-    }
+    let config = match (target, &a.config_path_as) {
+        (Target::Github, Some(p)) if p.is_absolute() => {
+            return refuse(format!(
+                "--config-path-as {} is absolute: for github it is the configuration's \
+                 path inside the repository, relative to the checkout",
+                p.display()
+            ));
+        }
+        (Target::Github, Some(p)) => normalise(p),
+        (Target::Github, None) => match in_repository(&normalise(&c.path)) {
+            Some(p) => p,
+            None => {
+                return refuse(format!(
+                    "{} is in no git repository: give its path inside the repository \
+                     the workflow checks out (--config-path-as PATH, relative)",
+                    c.path.display()
+                ));
+            }
+        },
+        (_, Some(p)) if !p.is_absolute() => {
+            return refuse(format!(
+                "--config-path-as {} is not an absolute path",
+                p.display()
+            ));
+        }
+        (_, Some(p)) => normalise(p),
+        (_, None) => normalise(&c.path),
+    };
     let host_zone = match &a.host_tz {
         Some(z) => match jiff::tz::TimeZone::get(z) {
             Ok(_) => z.clone(),
@@ -101,7 +135,13 @@ pub fn run(state: Option<&Path>, a: &RenderArgs) -> Exit {
     };
     match &a.out {
         Some(dir) => match write_all(dir, &artefacts) {
-            Ok(()) => Exit::Ok,
+            Ok(()) => match remove_stale(dir, target, &artefacts) {
+                Ok(()) => Exit::Ok,
+                Err(e) => {
+                    say!("baton render: {e}");
+                    Exit::Failure
+                }
+            },
             Err(e) => {
                 say!("baton render: {e}");
                 Exit::Failure
@@ -109,15 +149,89 @@ pub fn run(state: Option<&Path>, a: &RenderArgs) -> Exit {
         },
         None => {
             let many = artefacts.len() > 1;
+            let mut text = String::new();
             for (i, art) in artefacts.iter().enumerate() {
                 if many {
-                    out!("{}# ==> {} <==\n", if i > 0 { "\n" } else { "" }, art.name);
+                    let gap = if i > 0 { "\n" } else { "" };
+                    text.push_str(&format!("{gap}# ==> {} <==\n", art.name));
                 }
-                out!("{}", art.text);
+                text.push_str(&art.text);
             }
-            Exit::Ok
+            match crate::say::try_to_stdout(&text) {
+                Ok(()) => Exit::Ok,
+                Err(e) => {
+                    say!("baton render: failed to write standard output: {e}");
+                    Exit::Failure
+                }
+            }
         }
     }
+}
+
+/// `p` with `.` dropped and each `..` taking away the name before it,
+/// without reading the file system.
+fn normalise(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for part in p.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if matches!(out.components().next_back(), Some(Component::Normal(_))) {
+                    out.pop();
+                } else if !out.has_root() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
+}
+
+/// `config`'s path relative to the nearest directory above it that holds
+/// `.git`: the root of the repository it is in.
+fn in_repository(config: &Path) -> Option<PathBuf> {
+    let mut dir = config.parent();
+    while let Some(d) = dir {
+        if d.join(".git").exists() {
+            return config.strip_prefix(d).ok().map(Path::to_owned);
+        }
+        dir = d.parent();
+    }
+    None
+}
+
+/// Removes each file in `dir` that `target` renders ([`render::owns`]) but
+/// this render did not write, saying so on stderr; any other file stays.
+fn remove_stale(dir: &Path, target: Target, artefacts: &[Artefact]) -> Result<(), String> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| format!("failed to read the directory {}: {e}", dir.display()))?;
+    let mut stale = Vec::new();
+    for entry in entries {
+        let entry =
+            entry.map_err(|e| format!("failed to read the directory {}: {e}", dir.display()))?;
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        let is_file = entry.file_type().is_ok_and(|t| t.is_file());
+        if is_file && render::owns(target, &name) && !artefacts.iter().any(|a| a.name == name) {
+            stale.push(entry.path());
+        }
+    }
+    stale.sort();
+    for path in stale {
+        std::fs::remove_file(&path)
+            .map_err(|e| format!("failed to remove {}: {e}", path.display()))?;
+        say!(
+            "baton render: removed {} (rendered earlier, not by this render)",
+            path.display()
+        );
+    }
+    Ok(())
 }
 
 /// Writes each artefact as `dir/NAME`: a temporary file beside it, written,

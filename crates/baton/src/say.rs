@@ -2,6 +2,8 @@
 //! show`, `lock break`'s record) to stdout, and the two never mix. A write
 //! that fails is dropped, never a panic: a reader that went away (a dead
 //! `| logger`, a closed terminal) must not kill a holder while its job runs.
+//! The one exception is [`try_to_stdout`], for output that is a command's
+//! whole product: there a write that fails is the command's failure.
 
 use std::io::Write;
 
@@ -15,6 +17,19 @@ pub fn to_stdout(args: std::fmt::Arguments<'_>) {
     let mut o = std::io::stdout().lock();
     let _ = o.write_fmt(args);
     let _ = o.flush();
+}
+
+/// Writes `text` to stdout and flushes, saying whether it got there: for
+/// output that is the command's whole product (`baton render`), where a
+/// write that fails must fail the command.
+///
+/// # Errors
+///
+/// The write's or the flush's error (a full disk, a closed pipe).
+pub fn try_to_stdout(text: &str) -> std::io::Result<()> {
+    let mut o = std::io::stdout().lock();
+    o.write_all(text.as_bytes())?;
+    o.flush()
 }
 
 /// A line on stderr.

@@ -2,11 +2,18 @@
 //! with `--per-job`, one line (or a few) per enabled job that runs
 //! `baton tick JOB` at the job's own schedule.
 //!
-//! A per-job line is read in the job's zone: when it differs from the
-//! host's, a `CRON_TZ=` line comes first (cronie honours it; a cron that
-//! ignores `CRON_TZ=` needs the default form). Intervals are rendered in
-//! UTC. A job whose schedule cron cannot express is refused
-//! ([`super::translate`]), and then nothing is rendered.
+//! A per-job line is read in the job's zone. The jobs in the host's zone
+//! come first, with no `CRON_TZ=` before them; then each other zone's jobs
+//! under one `CRON_TZ=` line (cronie honours it; a cron that ignores it,
+//! such as Debian's default cron, needs the default form, and the crontab
+//! says so at its top when it holds one). Intervals are rendered in UTC. A
+//! job whose schedule cron cannot express is refused
+//! ([`super::translate`]), and then nothing is rendered: that includes any
+//! time its zone skips or repeats when daylight saving changes, in the
+//! host's zone too, since crons differ there and none fires as baton does.
+//!
+//! The job's name follows `--`, so a name that starts with `-` is never
+//! read as an option.
 
 use super::translate::{self, CronSchedule};
 use super::{Artefact, Options, Refusal, RenderError, Target, path_text, sh_word};
@@ -26,39 +33,45 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
     let state = path_text(Target::Cron, "the state directory", &opts.state_dir(c))?;
     let bin = command_word(&path_text(Target::Cron, "the binary", &opts.bin)?);
     let config_word = command_word(&config);
-    let mut t = String::new();
-    t.push_str(&format!(
+    let mut head = format!(
         "# baton's crontab for {config}, rendered by `baton render cron{}`.\n",
         if opts.per_job { " --per-job" } else { "" }
-    ));
-    t.push_str("# Install it with `crontab FILE` (it replaces the user's crontab) or append it;\n");
-    t.push_str("# the PATH and BATON_STATE_DIR lines apply to every line after them.\n");
-    if opts.per_job {
-        t.push_str("# One line per job runs `baton tick JOB` at the job's schedule; baton still\n");
-        t.push_str("# checks in the job's zone what is due, and never runs an occurrence twice.\n");
-    } else {
-        t.push_str("# One line runs `baton tick` every minute: baton decides in each job's own\n");
-        t.push_str(
+    );
+    head.push_str(
+        "# Install it with `crontab FILE` (it replaces the user's crontab) or append it;\n",
+    );
+    head.push_str("# the PATH and BATON_STATE_DIR lines apply to every line after them.\n");
+    let vars = format!("PATH={}\nBATON_STATE_DIR={state}\n", opts.path);
+    if !opts.per_job {
+        head.push_str(
+            "# One line runs `baton tick` every minute: baton decides in each job's own\n",
+        );
+        head.push_str(
             "# zone what is due, catches up after downtime and deduplicates, so this line\n",
         );
-        t.push_str("# is right for every schedule and zone.\n");
-    }
-    t.push_str(&format!("PATH={}\n", opts.path));
-    t.push_str(&format!("BATON_STATE_DIR={state}\n"));
-    if !opts.per_job {
-        t.push_str(&format!("* * * * * {bin} tick --config {config_word}\n"));
+        head.push_str("# is right for every schedule and zone.\n");
         return Ok(vec![Artefact {
             name: FILE.into(),
-            text: t,
+            text: format!("{head}{vars}* * * * * {bin} tick --config {config_word}\n"),
         }]);
     }
+    head.push_str("# One line per job runs `baton tick JOB` at the job's schedule; baton still\n");
+    head.push_str("# checks in the job's zone what is due, and never runs an occurrence twice.\n");
     let entries = super::per_job(c, |job| {
-        translate::cron_in_zone(&job.when.value, &job.timezone.value).map_err(|why| Refusal {
-            job: job.name.clone(),
-            target: Target::Cron,
-            why,
+        translate::cron_in_zone(&job.when.value, &job.timezone.value, opts.now).map_err(|why| {
+            Refusal {
+                job: job.name.clone(),
+                target: Target::Cron,
+                why,
+            }
         })
     })?;
+    // The host's zone first, with no CRON_TZ= before it; then by zone.
+    let mut entries = entries;
+    entries.sort_by(|(a, sa), (b, sb)| {
+        (sa.zone != opts.host_zone, &sa.zone, a).cmp(&(sb.zone != opts.host_zone, &sb.zone, b))
+    });
+    let mut t = String::new();
     let mut zone = opts.host_zone.clone();
     for (name, CronSchedule { zone: z, lines }) in entries {
         let job = &c.jobs[&name];
@@ -73,10 +86,18 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
         }
         for line in lines {
             t.push_str(&format!(
-                "{line} {bin} tick {} --config {config_word}\n",
+                "{line} {bin} tick --config {config_word} -- {}\n",
                 command_word(&name)
             ));
         }
+    }
+    if zone != opts.host_zone {
+        head.push_str(&format!(
+            "# CRON_TZ= lines need a cron that honours them (cronie does; Debian's default\n\
+             # cron does not, and would run those lines in the host's zone, {}): with\n\
+             # another cron, use the default form (without --per-job).\n",
+            opts.host_zone
+        ));
     }
     for job in super::disabled_jobs(c) {
         t.push_str(&format!(
@@ -86,7 +107,7 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
     }
     Ok(vec![Artefact {
         name: FILE.into(),
-        text: t,
+        text: format!("{head}{vars}{t}"),
     }])
 }
 

@@ -6,7 +6,11 @@
 //! (`default`, `FILE:LINE` or the variable). The others are read from the
 //! process environment; the caller passes what it found
 //! ([`Options::environment`], read for the names [`names`] lists). Secrets
-//! (`BATON_TOKEN`) are never shown. The whole text is comments: sourcing it
+//! are never shown, only whether they are set: the lease token
+//! (`BATON_TOKEN`), an HTTP step's request (`BATON_HTTP_REQUEST`, which may
+//! hold an `Authorization` header), and any variable whose name says it may
+//! hold a credential ([`is_secret`]), so that one added later is hidden
+//! unless it is declared otherwise. The whole text is comments: sourcing it
 //! sets nothing.
 
 use std::collections::BTreeMap;
@@ -29,7 +33,7 @@ const OTHERS: &[(&str, &str, bool, &str)] = &[
     (
         crate::http::REQUEST_ENV,
         "unset",
-        false,
+        true,
         "`baton __http`: the HTTP step's request (baton sets it for HTTP steps)",
     ),
     (
@@ -111,6 +115,25 @@ const OTHERS: &[(&str, &str, bool, &str)] = &[
         "who paused or resumed a job, when USER is unset",
     ),
 ];
+
+/// Whether a variable's name says its value may hold a credential: a
+/// token, a secret, a password, a key, a request, or a URL (which may carry
+/// a user and password).
+pub fn is_secret(name: &str) -> bool {
+    let name = name.to_ascii_uppercase();
+    [
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "KEY",
+        "CREDENTIAL",
+        "REQUEST",
+        "URL",
+    ]
+    .iter()
+    .any(|w| name.contains(w))
+}
 
 /// What each `[scheduler]` key that `BATON_<KEY>` overrides does.
 const KEYS: &[(&str, &str)] = &[
@@ -219,8 +242,14 @@ pub fn render(c: &Config, opts: &Options) -> Artefact {
             "timezone" => "the system's zone (TZ, else /etc/localtime)".to_owned(),
             _ => defaults.get(key).cloned().unwrap_or_default(),
         };
+        let name = config::env_name(key);
+        let value = if is_secret(&name) && !value.is_empty() {
+            "set, not shown".to_owned()
+        } else {
+            value
+        };
         entry(
-            &config::env_name(key),
+            &name,
             &format!("[scheduler] {key}: {what}"),
             &default,
             &format!("{value} (from {source})"),
@@ -228,7 +257,9 @@ pub fn render(c: &Config, opts: &Options) -> Artefact {
     }
     for (name, default, secret, what) in OTHERS {
         let current = match opts.environment.get(*name) {
-            Some(_) if *secret => "set, not shown (from the environment)".to_owned(),
+            Some(_) if *secret || is_secret(name) => {
+                "set, not shown (from the environment)".to_owned()
+            }
             Some(v) => format!("{v} (from the environment)"),
             None => "unset".to_owned(),
         };

@@ -18,7 +18,7 @@
 //! right for every schedule and zone.
 //!
 //! The **per-job form** (`--per-job`) gives each enabled job its own entry
-//! that runs `baton tick JOB` at the job's schedule, translated to the
+//! that runs `baton tick --config FILE -- JOB` at the job's schedule, translated to the
 //! target ([`translate`]). Where a target cannot express a schedule
 //! faithfully, the job is refused with the reason ([`Refusal`]) and nothing
 //! is rendered: an entry that fires at the wrong time is never emitted.
@@ -27,7 +27,8 @@
 //! ## Paths
 //!
 //! The artefacts name absolute paths: the binary ([`Options::bin`]) and
-//! the configuration file as the host will see it ([`Options::config`]).
+//! the configuration file as the host will see it ([`Options::config`];
+//! for GitHub, its path inside the repository, under the checkout).
 //! Paths the configuration resolved beside its own file (a relative
 //! `state_dir`) are rendered beside [`Options::config`], so a configuration
 //! rendered from a checkout for `/etc/baton/baton.toml` names
@@ -83,7 +84,9 @@ impl fmt::Display for Target {
 pub struct Options {
     /// The baton binary, absolute.
     pub bin: PathBuf,
-    /// The configuration file as the artefacts name it, absolute.
+    /// The configuration file as the artefacts name it: absolute, except
+    /// for [`Target::Github`], where it is the path inside the repository,
+    /// relative to the checkout.
     pub config: PathBuf,
     /// How `config` was chosen (`--config`, `BATON_CONFIG` or the default),
     /// for the env reference.
@@ -219,6 +222,34 @@ pub fn render(target: Target, c: &Config, opts: &Options) -> Result<Vec<Artefact
         Target::Systemd => systemd::render(c, opts),
         Target::Github => github::render(c, opts),
         Target::Env => Ok(vec![env::render(c, opts)]),
+    }
+}
+
+/// Whether a file named `name` is one `target` renders, in either form:
+/// `baton.cron`; `baton.service`, `baton-*.service` and `baton-*.timer`;
+/// `baton-*.yml`; `baton.env`. The caller removes such files that a render
+/// into the same directory did not write, and never any other.
+///
+/// # Example
+///
+/// ```
+/// use baton_sched::render::{Target, owns};
+///
+/// assert!(owns(Target::Systemd, "baton-old.timer"));
+/// assert!(!owns(Target::Systemd, "baton.cron"));
+/// assert!(!owns(Target::Github, "ci.yml"));
+/// ```
+pub fn owns(target: Target, name: &str) -> bool {
+    let per_job = |ext: &str| {
+        name.strip_prefix("baton-")
+            .and_then(|rest| rest.strip_suffix(ext))
+            .is_some_and(|job| !job.is_empty())
+    };
+    match target {
+        Target::Cron => name == cron::FILE,
+        Target::Systemd => name == systemd::SERVICE || per_job(".service") || per_job(".timer"),
+        Target::Github => per_job(".yml"),
+        Target::Env => name == env::FILE,
     }
 }
 

@@ -8,6 +8,15 @@
 //! saving changes (systemd moves a skipped time by the size of the gap and
 //! fires a repeated one once; baton fires a fixed time at the end of the gap
 //! and a wildcard time twice). Intervals are rendered in UTC.
+//!
+//! Each directive is escaped by its own rules: a command line
+//! (`ExecStart=`) doubles `%` (else a specifier), and `$` (else a
+//! variable) in its arguments but not in the executable's name, where
+//! systemd expands none and refuses quotes and backslashes; `Environment=`, `StateDirectory=` and `Description=` expand
+//! specifiers but not variables, so only `%` is doubled there. Words with
+//! a space, a quote or a backslash are double-quoted, `"` and `\`
+//! escaped. The job's name follows `--`, so a name that starts with `-` is
+//! never read as an option.
 
 use std::path::Path;
 use std::time::Duration;
@@ -32,17 +41,26 @@ const STOP_MARGIN: Duration = Duration::from_secs(30);
 /// With `per_job`, every job `OnCalendar=` cannot express faithfully; a
 /// path that cannot be written.
 pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> {
-    let config = unit_word(&path_text(
+    let config = exec_word(&path_text(
         Target::Systemd,
         "the configuration",
         &opts.config,
     )?);
-    let bin = unit_word(&path_text(Target::Systemd, "the binary", &opts.bin)?);
+    let bin = path_text(Target::Systemd, "the binary", &opts.bin)?;
+    if bin.contains(['\'', '"', '\\']) {
+        return Err(RenderError::Path {
+            target: Target::Systemd,
+            what: "the binary",
+            path: opts.bin.clone(),
+            why: "systemd refuses an executable name that holds a quote or a backslash",
+        });
+    }
+    let bin = exec_name(&bin);
     let state_path = opts.state_dir(c);
     let state = path_text(Target::Systemd, "the state directory", &state_path)?;
     let environment = format!(
         "Environment={}\n",
-        unit_word(&format!("BATON_STATE_DIR={state}"))
+        setting_word(&format!("BATON_STATE_DIR={state}"))
     );
     if !opts.per_job {
         return Ok(vec![daemon(
@@ -61,7 +79,7 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
             why,
         })
     })?;
-    let shown_config = opts.config.display();
+    let shown_config = specifiers(&opts.config.display().to_string());
     let mut out = Vec::new();
     for (name, calendars) in entries {
         let job = &c.jobs[&name];
@@ -77,7 +95,7 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
                  [Service]\n\
                  Type=oneshot\n\
                  {environment}\
-                 ExecStart={bin} tick {name} --config {config}\n\
+                 ExecStart={bin} tick --config {config} -- {name}\n\
                  # A run lasts as long as its steps allow ([scheduler] timeout, max_runtime).\n\
                  TimeoutStartSec=infinity\n"
             ),
@@ -132,7 +150,7 @@ fn daemon(
     let state_directory = match state.strip_prefix("/var/lib") {
         Ok(rest) if !rest.as_os_str().is_empty() => format!(
             "StateDirectory={}\nStateDirectoryMode=0700\n",
-            unit_word(&rest.display().to_string())
+            setting_word(&rest.display().to_string())
         ),
         _ => String::new(),
     };
@@ -162,7 +180,7 @@ fn daemon(
              \n\
              [Install]\n\
              WantedBy=multi-user.target\n",
-            opts.config.display(),
+            specifiers(&opts.config.display().to_string()),
             grace.as_secs(),
             kill_grace.as_secs(),
         ),
@@ -185,27 +203,14 @@ pub fn on_calendar(when: &When, zone: &Zone, opts: &Options) -> Result<Vec<Strin
             translate::shown(when)
         ));
     };
-    let unsteady = translate::unsteady_minutes(zone, opts.now);
-    let touched: Vec<String> = f
-        .hour()
-        .values()
-        .flat_map(|h| f.minute().values().map(move |m| (h, m)))
-        .filter(|&(h, m)| unsteady[usize::from(h) * 60 + usize::from(m)])
-        .map(|(h, m)| format!("{h:02}:{m:02}"))
-        .collect();
-    if let Some(first) = touched.first() {
-        return Err(format!(
-            "{} fires at {first}{} in {}, where the clocks skip or repeat when daylight \
+    translate::unsteady(f, zone, opts.now).map_err(|at| {
+        format!(
+            "{} fires at {at} in {}, where the clocks skip or repeat when daylight \
              saving changes, and systemd's OnCalendar= fires at other instants there than baton",
             translate::shown(when),
-            if touched.len() > 1 {
-                " and other times"
-            } else {
-                ""
-            },
             zone.name
-        ));
-    }
+        )
+    })?;
     let num = |set: &baton_cron::FieldSet, lo: u8, hi: u8| {
         if is_full(set, lo, hi) {
             "*".to_owned()
@@ -253,7 +258,11 @@ fn every(when: &When, secs: u64) -> Result<Vec<String>, String> {
                 translate::shown(when)
             ));
         }
-        return Ok(vec![format!("*-*-* *:*:00/{secs} UTC")]);
+        return Ok(vec![if secs == 1 {
+            "*-*-* *:*:* UTC".to_owned()
+        } else {
+            format!("*-*-* *:*:00/{secs} UTC")
+        }]);
     }
     if !secs.is_multiple_of(60) {
         return Err(format!(
@@ -265,9 +274,17 @@ fn every(when: &When, secs: u64) -> Result<Vec<String>, String> {
     if 86_400 % secs != 0 {
         return Err(translate::not_daily(when));
     }
+    // A repetition (`/N`) must leave room for a second value in its field:
+    // systemd refuses `00/60` minutes and `00/24` hours.
     let minutes = secs / 60;
-    if 60 % minutes == 0 {
+    if minutes < 60 && 60 % minutes == 0 {
         return Ok(vec![format!("*-*-* *:00/{minutes}:00 UTC")]);
+    }
+    if minutes == 60 {
+        return Ok(vec!["*-*-* *:00:00 UTC".to_owned()]);
+    }
+    if minutes == 1440 {
+        return Ok(vec!["*-*-* 00:00:00 UTC".to_owned()]);
     }
     if minutes.is_multiple_of(60) {
         return Ok(vec![format!("*-*-* 00/{}:00:00 UTC", minutes / 60)]);
@@ -284,13 +301,35 @@ fn every(when: &When, secs: u64) -> Result<Vec<String>, String> {
         .collect())
 }
 
-/// `s` as one word of a unit file: `%` and `$` escaped, quoted when it holds
-/// a space, a quote or a backslash.
-fn unit_word(s: &str) -> String {
-    let s = s.replace('%', "%%").replace('$', "$$");
+/// `s` as the executable of a command line (`ExecStart=`): `%` doubled
+/// and quoted when needed, `$` kept (systemd expands no variable there).
+fn exec_name(s: &str) -> String {
+    quoted(&specifiers(s))
+}
+
+/// `s` as an argument of a command line (`ExecStart=`): `%` and `$`
+/// doubled, quoted when needed ([`quoted`]).
+fn exec_word(s: &str) -> String {
+    quoted(&specifiers(s).replace('$', "$$"))
+}
+
+/// `s` as one word of a setting that expands specifiers but not variables
+/// (`Environment=`, `StateDirectory=`): `%` doubled, quoted when needed.
+fn setting_word(s: &str) -> String {
+    quoted(&specifiers(s))
+}
+
+/// `s` with `%` doubled, so that systemd reads no specifier in it.
+fn specifiers(s: &str) -> String {
+    s.replace('%', "%%")
+}
+
+/// `s` in double quotes (`"` and `\` escaped) when it holds a space, a
+/// quote, a backslash or a `;`; else unchanged.
+fn quoted(s: &str) -> String {
     if s.contains([' ', '\t', '"', '\'', '\\', ';']) {
         format!("\"{}\"", s.replace('\\', r"\\").replace('"', "\\\""))
     } else {
-        s
+        s.to_owned()
     }
 }

@@ -82,8 +82,18 @@ fn joined(arts: &[Artefact]) -> String {
         .join("\n")
 }
 
+/// [`opts`] for `target`: for GitHub, the configuration's path inside the
+/// repository.
+fn opts_for(target: Target, per_job: bool) -> Options {
+    let mut o = opts(per_job);
+    if target == Target::Github {
+        o.config = "deploy/baton.toml".into();
+    }
+    o
+}
+
 fn rendered(target: Target, per_job: bool) -> String {
-    joined(&render(target, &config(MIXED), &opts(per_job)).unwrap())
+    joined(&render(target, &config(MIXED), &opts_for(target, per_job)).unwrap())
 }
 
 #[test]
@@ -164,7 +174,12 @@ fn render_state_dir_beside_the_configuration_follows_it() {
 
 #[test]
 fn render_github_workflows_are_yaml_with_a_schedule_and_a_tick() {
-    let arts = render(Target::Github, &config(MIXED), &opts(true)).unwrap();
+    let arts = render(
+        Target::Github,
+        &config(MIXED),
+        &opts_for(Target::Github, true),
+    )
+    .unwrap();
     assert_eq!(arts.len(), 4, "one workflow per enabled job");
     for a in arts {
         let docs = yaml_rust2::YamlLoader::load_from_str(&a.text)
@@ -181,11 +196,21 @@ fn render_github_workflows_are_yaml_with_a_schedule_and_a_tick() {
         let job = a.name.trim_start_matches("baton-").trim_end_matches(".yml");
         let steps = doc["jobs"]["tick"]["steps"].as_vec().unwrap();
         assert_eq!(steps[0]["uses"].as_str(), Some("actions/checkout@v4"));
-        let run = steps[1]["run"].as_str().unwrap();
-        assert_eq!(
-            run,
-            format!("/usr/local/bin/baton tick {job} --config /etc/baton/baton.toml")
-        );
+        let config = r#""${{ github.workspace }}"/deploy/baton.toml"#;
+        for (step, verb, when) in [(&steps[1], "tick", "!="), (&steps[2], "run", "==")] {
+            assert_eq!(
+                step["run"].as_str().unwrap(),
+                format!("/usr/local/bin/baton {verb} --config {config} -- {job}")
+            );
+            assert_eq!(
+                step["if"].as_str().unwrap(),
+                format!("github.event_name {when} 'workflow_dispatch'")
+            );
+            assert_eq!(
+                step["env"]["BATON_STATE_DIR"].as_str(),
+                Some("${{ runner.temp }}/baton-state")
+            );
+        }
         // Every job of MIXED takes [scheduler] lock = "capture".
         assert_eq!(
             doc["concurrency"]["group"].as_str(),
@@ -195,7 +220,7 @@ fn render_github_workflows_are_yaml_with_a_schedule_and_a_tick() {
 }
 
 fn refusals(text: &str, target: Target, per_job: bool) -> Vec<(String, String)> {
-    match render(target, &config(text), &opts(per_job)) {
+    match render(target, &config(text), &opts_for(target, per_job)) {
         Err(RenderError::Refused(r)) => {
             assert!(r.iter().all(|x| x.target == target));
             r.into_iter()
@@ -376,15 +401,21 @@ const CRONS: &[&str] = &[
 #[test]
 fn render_cron_lines_in_the_zone_fire_as_the_schedule_does() {
     let from: Timestamp = "2026-02-20T00:00:00Z".parse().unwrap();
+    let now: Timestamp = NOW.parse().unwrap();
+    let mut translated = 0;
     for z in ["UTC", "Asia/Kolkata", "America/New_York", "Europe/Berlin"] {
         for text in CRONS {
             let w = when("schedule", text);
-            let s = translate::cron_in_zone(&w, &zone(z)).unwrap();
+            let Ok(s) = translate::cron_in_zone(&w, &zone(z), now) else {
+                continue;
+            };
+            translated += 1;
             let tz = TimeZone::get(z).unwrap();
             let want: Vec<_> = w.schedule.iter_after(from, &tz).take(300).collect();
             assert_eq!(lines_after(&s, from, 300), want, "{text} in {z}: {s:?}");
         }
     }
+    assert!(translated >= 36, "only {translated} translated");
 }
 
 #[test]
@@ -419,7 +450,7 @@ fn render_intervals_that_divide_a_day_fire_as_the_interval_does() {
     let from: Timestamp = "2026-02-20T00:00:00Z".parse().unwrap();
     for text in ["1m", "15m", "45m", "90m", "2h", "8h", "1d", "20m"] {
         let w = when("every", text);
-        let s = translate::cron_in_zone(&w, &zone("Europe/Berlin")).unwrap();
+        let s = translate::cron_in_zone(&w, &zone("Europe/Berlin"), NOW.parse().unwrap()).unwrap();
         assert_eq!(s.zone, "UTC");
         let want: Vec<_> = w
             .schedule
@@ -431,8 +462,334 @@ fn render_intervals_that_divide_a_day_fire_as_the_interval_does() {
     for text in ["7m", "5h", "2d", "30s"] {
         let w = when("every", text);
         assert!(
-            translate::cron_in_zone(&w, &zone("UTC")).is_err(),
+            translate::cron_in_zone(&w, &zone("UTC"), NOW.parse().unwrap()).is_err(),
             "every {text}"
         );
+    }
+}
+
+/// The instants in `[from, to)` at which a cron that matches the zone's
+/// clock each minute (cronie with `CRON_TZ=`, or any cron in the host's
+/// zone without its own daylight saving handling) fires `line`.
+fn cronie_fires(line: &str, zone: &str, from: Timestamp, to: Timestamp) -> BTreeSet<Timestamp> {
+    let parsed = Schedule::parse(line).unwrap_or_else(|e| panic!("{line}: {e}"));
+    let f = parsed.fields().unwrap();
+    let tz = TimeZone::get(zone).unwrap();
+    let mut out = BTreeSet::new();
+    let mut t = from;
+    while t < to {
+        let local = tz.to_datetime(t);
+        // OK to cast: each is within its field's range.
+        let day_of_month = f.day_of_month().contains(local.day() as u8);
+        let day_of_week = f
+            .day_of_week()
+            .contains(local.weekday().to_sunday_zero_offset() as u8);
+        let day = if f.days_match_either() {
+            day_of_month || day_of_week
+        } else {
+            day_of_month && day_of_week
+        };
+        if day
+            && f.minute().contains(local.minute() as u8)
+            && f.hour().contains(local.hour() as u8)
+            && f.month().contains(local.month() as u8)
+        {
+            out.insert(t);
+        }
+        t = t.checked_add(jiff::SignedDuration::from_mins(1)).unwrap();
+    }
+    out
+}
+
+/// Zones with daylight saving: an hour at 02:00 (New York, Berlin), at
+/// 00:00 (Santiago, Havana at 01:00), a half hour (Lord Howe), southern
+/// (Sydney); and zones without.
+const DST_ZONES: &[&str] = &[
+    "America/New_York",
+    "Europe/Berlin",
+    "America/Santiago",
+    "America/Havana",
+    "Australia/Lord_Howe",
+    "Australia/Sydney",
+    "Asia/Kolkata",
+    "UTC",
+];
+
+#[test]
+fn render_cron_per_job_fires_as_baton_does_on_daylight_saving_days_or_is_refused() {
+    let now: Timestamp = NOW.parse().unwrap();
+    let crons = [
+        "30 2 * * *",
+        "30 2 * * 0",
+        "15 2 * * *",
+        "30 1 * * *",
+        "59 1 * * *",
+        "0 0 * * *",
+        "30 0 * * *",
+        "*/15 * * * *",
+        "0 * * * *",
+        "0 9 * * *",
+        "0 3 * * *",
+        "45 2 * * 1-5",
+        "0 4 1 * *",
+    ];
+    let mut translated = 0;
+    for z in DST_ZONES {
+        let tz = TimeZone::get(z).unwrap();
+        // Every offset change of the next six years, and a quiet day.
+        let mut days: Vec<Timestamp> = tz.following(now).take(12).map(|t| t.timestamp()).collect();
+        days.push("2026-06-10T12:00:00Z".parse().unwrap());
+        for text in crons {
+            let w = when("schedule", text);
+            let Ok(s) = translate::cron_in_zone(&w, &zone(z), now) else {
+                continue;
+            };
+            translated += 1;
+            for &day in &days {
+                let from = day
+                    .checked_sub(jiff::SignedDuration::from_hours(36))
+                    .unwrap();
+                let to = day
+                    .checked_add(jiff::SignedDuration::from_hours(36))
+                    .unwrap();
+                let want: BTreeSet<Timestamp> = w
+                    .schedule
+                    .iter_after(
+                        from.checked_sub(jiff::SignedDuration::from_secs(1))
+                            .unwrap(),
+                        &tz,
+                    )
+                    .take_while(|t| *t < to)
+                    .collect();
+                let mut got = BTreeSet::new();
+                for l in &s.lines {
+                    got.extend(cronie_fires(&l.to_string(), &s.zone, from, to));
+                }
+                assert_eq!(got, want, "{text} in {z} around {day}: {s:?}");
+            }
+        }
+    }
+    assert!(translated >= 40, "only {translated} translated");
+}
+
+#[test]
+fn render_cron_per_job_refuses_times_the_zone_skips_or_repeats_in_any_zone() {
+    let now: Timestamp = NOW.parse().unwrap();
+    for (text, z) in [
+        ("30 2 * * *", "America/New_York"),
+        ("30 2 * * 0", "America/New_York"),
+        ("30 1 * * *", "America/New_York"),
+        ("30 2 * * *", "Europe/Berlin"),
+        ("15 2 * * *", "Australia/Lord_Howe"),
+        ("*/15 * * * *", "America/New_York"),
+    ] {
+        let why = translate::cron_in_zone(&when("schedule", text), &zone(z), now)
+            .expect_err(&format!("{text} in {z}"));
+        assert!(why.contains("skip or repeat"), "{why}");
+        assert!(why.contains(z), "{why}");
+    }
+    // The host's own zone is refused too: crons handle its changes each in
+    // their own way.
+    let mut o = opts(true);
+    o.host_zone = "America/New_York".into();
+    let c = config(
+        "[scheduler]\nstate_dir = \"/var/lib/baton\"\ntimezone = \"America/New_York\"\n\
+         [jobs.gap]\nschedule = \"30 2 * * *\"\nrun = \"true\"\n",
+    );
+    match render(Target::Cron, &c, &o) {
+        Err(RenderError::Refused(r)) => {
+            assert_eq!(r[0].job, "gap");
+            assert!(r[0].to_string().contains("default form"), "{}", r[0]);
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn render_cron_per_job_puts_the_hosts_zone_first_without_cron_tz() {
+    let c = config(
+        r#"
+[scheduler]
+state_dir = "/var/lib/baton"
+timezone = "Asia/Kolkata"
+[jobs.a_tokyo]
+schedule = "0 9 * * *"
+timezone = "Asia/Tokyo"
+run = "true"
+[jobs.b_interval]
+every = "1h"
+run = "true"
+[jobs.c_host]
+schedule = "0 9 * * *"
+run = "true"
+"#,
+    );
+    let mut o = opts(true);
+    o.host_zone = "Asia/Kolkata".into();
+    let text = &render(Target::Cron, &c, &o).unwrap()[0].text;
+    let host = text.find("-- c_host").unwrap();
+    let first_tz = text.find("\nCRON_TZ=").unwrap();
+    assert!(host < first_tz, "{text}");
+    assert!(text.contains("CRON_TZ=Asia/Tokyo\n"), "{text}");
+    assert!(text.contains("CRON_TZ=UTC\n"), "{text}");
+    assert!(!text.contains("CRON_TZ=Asia/Kolkata"), "{text}");
+    assert!(text.contains("cronie does; Debian's default"), "{text}");
+
+    // Every job in the host's zone: no CRON_TZ=, and no word of it.
+    let c = config(
+        "[scheduler]\nstate_dir = \"/var/lib/baton\"\ntimezone = \"Asia/Kolkata\"\n\
+         [jobs.x]\nschedule = \"0 9 * * *\"\nrun = \"true\"\n",
+    );
+    let text = &render(Target::Cron, &c, &o).unwrap()[0].text;
+    assert!(!text.contains("CRON_TZ"), "{text}");
+}
+
+#[test]
+fn render_github_takes_zones_without_daylight_saving_and_refuses_those_with() {
+    let now: Timestamp = NOW.parse().unwrap();
+    let w = when("schedule", "0 9 * * 1-5");
+    for z in [
+        "Asia/Dubai",
+        "Asia/Singapore",
+        "Asia/Kathmandu",
+        "Asia/Tehran",
+        "America/Sao_Paulo",
+        "America/Argentina/Buenos_Aires",
+        "Pacific/Kiritimati",
+        "Asia/Kolkata",
+        "Asia/Tokyo",
+    ] {
+        let s = translate::cron_in_utc(&w, &zone(z), now)
+            .unwrap_or_else(|e| panic!("{z} refused: {e}"));
+        let tz = TimeZone::get(z).unwrap();
+        let from: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        let want: Vec<_> = w.schedule.iter_after(from, &tz).take(300).collect();
+        assert_eq!(lines_after(&s, from, 300), want, "{z}: {s:?}");
+    }
+    for z in [
+        "Europe/Berlin",
+        "America/New_York",
+        "Australia/Lord_Howe",
+        "America/Santiago",
+        "Australia/Sydney",
+    ] {
+        let why = translate::cron_in_utc(&w, &zone(z), now).expect_err(z);
+        assert!(why.contains("observes daylight saving"), "{why}");
+        assert!(!why.contains("2038"), "{why}");
+    }
+}
+
+#[test]
+fn render_names_that_start_with_a_dash_follow_a_double_dash() {
+    let c = config(
+        "[scheduler]\nstate_dir = \"/var/lib/baton\"\ntimezone = \"UTC\"\n\
+         [jobs.\"-a\"]\nschedule = \"0 9 * * *\"\nrun = \"true\"\n\
+         [jobs.\"--help\"]\nevery = \"1h\"\nrun = \"true\"\n",
+    );
+    for target in [Target::Cron, Target::Systemd, Target::Github] {
+        let text = joined(&render(target, &c, &opts_for(target, true)).unwrap());
+        for name in ["-a", "--help"] {
+            let after_dashes =
+                text.contains(&format!(" -- {name}\n")) || text.contains(&format!(" -- {name}'\n"));
+            assert!(after_dashes, "{target}: {text}");
+            for line in text
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("- name:"))
+            {
+                assert!(!line.contains(&format!("tick {name}")), "{target}: {line}");
+            }
+        }
+    }
+}
+
+#[test]
+fn render_systemd_escapes_each_directive_by_its_own_rules() {
+    let weird = r#"/srv/we ird%d$HOME'x"q\b"#;
+    let c = config(
+        "[scheduler]\nstate_dir = \"/var/lib/baton\"\ntimezone = \"UTC\"\n\
+         [jobs.j]\nschedule = \"0 9 * * *\"\nrun = \"true\"\n",
+    );
+    let mut o = opts(true);
+    o.bin = "/opt/my bin%d$HOME/baton".into();
+    o.config = format!("{weird}/baton.toml").into();
+    let mut c = c;
+    c.settings.state_dir.value = format!("{weird}/state").into();
+    let arts = render(Target::Systemd, &c, &o).unwrap();
+    let service = &arts[0].text;
+    let exec = r#""/opt/my bin%%d$HOME/baton" tick --config "/srv/we ird%%d$$HOME'x\"q\\b/baton.toml" -- j"#;
+    assert!(
+        service.contains(&format!("\nExecStart={exec}\n")),
+        "{service}"
+    );
+    let env = r#"Environment="BATON_STATE_DIR=/srv/we ird%%d$HOME'x\"q\\b/state""#;
+    assert!(service.contains(&format!("\n{env}\n")), "{service}");
+    assert!(
+        service.contains("Description=baton: job j of /srv/we ird%%d$HOME"),
+        "{service}"
+    );
+}
+
+#[test]
+fn render_systemd_intervals_that_divide_a_day_are_valid_calendar_forms() {
+    for secs in (1..=86_400u64).filter(|s| 86_400 % s == 0) {
+        let w = When {
+            text: format!("{secs}s"),
+            key: "every",
+            schedule: Schedule::every(std::time::Duration::from_secs(secs)).unwrap(),
+        };
+        let Ok(specs) = super::systemd::on_calendar(&w, &zone("UTC"), &opts(true)) else {
+            continue;
+        };
+        for spec in specs {
+            assert!(
+                !spec.contains("/60") && !spec.contains("/24"),
+                "every {secs}s: {spec}"
+            );
+        }
+    }
+}
+
+#[test]
+fn render_env_hides_every_secret() {
+    let mut o = opts(false);
+    o.environment.insert(
+        crate::http::REQUEST_ENV.to_owned(),
+        "Authorization: Bearer hunter2".to_owned(),
+    );
+    let text = &render(Target::Env, &config(MIXED), &o).unwrap()[0].text;
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(!text.contains("secret"), "{text}");
+    assert!(text.contains("# BATON_HTTP_REQUEST: "), "{text}");
+    for name in [
+        "BATON_TOKEN",
+        "BATON_HTTP_REQUEST",
+        "BATON_STORE_URL",
+        "BATON_API_KEY",
+    ] {
+        assert!(super::env::is_secret(name), "{name}");
+    }
+    for name in ["PATH", "BATON_HISTORY_KEEP", "BATON_STATE_DIR", "TZ"] {
+        assert!(!super::env::is_secret(name), "{name}");
+    }
+}
+
+#[test]
+fn render_owns_only_its_own_artefact_names() {
+    use super::owns;
+    assert!(owns(Target::Cron, "baton.cron"));
+    assert!(owns(Target::Systemd, "baton.service"));
+    assert!(owns(Target::Systemd, "baton-old.service"));
+    assert!(owns(Target::Systemd, "baton-old.timer"));
+    assert!(owns(Target::Github, "baton-old.yml"));
+    assert!(owns(Target::Env, "baton.env"));
+    for (target, name) in [
+        (Target::Systemd, "baton.cron"),
+        (Target::Systemd, "other.timer"),
+        (Target::Systemd, "baton-.timer"),
+        (Target::Github, "ci.yml"),
+        (Target::Cron, "baton.cron.bak"),
+        (Target::Env, "baton.service"),
+    ] {
+        assert!(!owns(target, name), "{target} {name}");
     }
 }

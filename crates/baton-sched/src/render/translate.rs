@@ -13,8 +13,15 @@
 //! - for UTC-only cron (GitHub Actions), a zone with daylight saving changes
 //!   ahead, or a conversion that moves a restricted day-of-month or month
 //!   across midnight;
-//! - for systemd, a schedule whose times fall where the zone's clocks skip
-//!   or repeat, where systemd's calendar rules and baton's differ.
+//! - for cron and systemd read in a zone, a schedule whose times fall where
+//!   the zone's clocks skip or repeat at a daylight saving change
+//!   ([`unsteady`]), whatever the zone, the host's included: there each
+//!   cron and systemd fire at other instants than baton (cronie matches the
+//!   zone's clock each minute, so it never fires a skipped time and fires a
+//!   repeated one twice; Vixie cron's own handling follows the host's clock
+//!   only and differs between crons; systemd moves a skipped time by the
+//!   size of the gap and fires a repeated one once), while baton fires a
+//!   fixed time at the end of the gap and a wildcard time twice.
 //!
 //! Intervals are blind to zones, so they are always rendered in UTC.
 
@@ -65,18 +72,31 @@ pub struct CronSchedule {
 ///
 /// # Errors
 ///
-/// Why no cron line can express it.
-pub fn cron_in_zone(when: &When, zone: &Zone) -> Result<CronSchedule, String> {
+/// Why no cron line can express it: sub-minute, an interval that does not
+/// divide a day, or a time the zone skips or repeats at a daylight saving
+/// change in the years after `now` ([`unsteady`]).
+pub fn cron_in_zone(when: &When, zone: &Zone, now: Timestamp) -> Result<CronSchedule, String> {
     let s = &when.schedule;
     if s.has_seconds() {
         return Err(sub_minute(when));
     }
     match (s.kind(), s.fields()) {
         (Kind::Every(p), _) => every_lines(when, p.as_secs()),
-        (_, Some(f)) => Ok(CronSchedule {
-            zone: zone.name.clone(),
-            lines: vec![same_fields(when, f)?],
-        }),
+        (_, Some(f)) => {
+            unsteady(f, zone, now).map_err(|at| {
+                format!(
+                    "{} fires at {at} in {}, where the clocks skip or repeat when daylight \
+                     saving changes, and cron fires at other instants there than baton \
+                     (never, twice, or as the host's clock decides)",
+                    shown(when),
+                    zone.name
+                )
+            })?;
+            Ok(CronSchedule {
+                zone: zone.name.clone(),
+                lines: vec![same_fields(when, f)?],
+            })
+        }
         (_, None) => Err(format!("{} is neither cron nor an interval", shown(when))),
     }
 }
@@ -98,12 +118,19 @@ pub fn cron_in_utc(when: &When, zone: &Zone, now: Timestamp) -> Result<CronSched
         (_, Some(f)) => f,
         (_, None) => return Err(format!("{} is neither cron nor an interval", shown(when))),
     };
-    if let Some(change) = zone.tz.following(now).next() {
+    if let Some(change) = offset_changes(zone, now).next() {
         return Err(format!(
-            "{} observes daylight saving (its next change is at {}), and GitHub Actions \
+            "{} {} (its next change is at {}, from UTC{} to UTC{}), and GitHub Actions \
              runs cron in UTC only: no UTC cron line keeps {} in {} all year",
             zone.name,
-            change.timestamp(),
+            if change.dst {
+                "observes daylight saving"
+            } else {
+                "changes its offset from UTC"
+            },
+            change.at,
+            change.before,
+            change.after,
             shown(when),
             zone.name
         ));
@@ -318,16 +345,71 @@ pub(crate) fn is_full(set: &FieldSet, lo: u8, hi: u8) -> bool {
     (lo..=hi).all(|v| set.contains(v))
 }
 
+/// How many of a zone's transitions after `now` are looked at: six years
+/// of twice-yearly changes, more than any daylight saving rule repeats in.
+const HORIZON: usize = 12;
+
+/// A transition after which a zone's offset from UTC differs from the one
+/// before it.
+pub(crate) struct OffsetChange {
+    /// When.
+    pub(crate) at: Timestamp,
+    /// The offset before.
+    pub(crate) before: jiff::tz::Offset,
+    /// The offset after.
+    pub(crate) after: jiff::tz::Offset,
+    /// Whether either side is daylight saving time.
+    pub(crate) dst: bool,
+}
+
+/// The transitions of `zone` among the next [`HORIZON`] after `now` that
+/// change its offset from UTC. A transition that keeps the offset (a new
+/// abbreviation, or the end of a zone file's table, such as
+/// 2038-01-19T03:14:07Z where a zone without daylight saving passes to its
+/// POSIX rule) is no change: clocks neither skip nor repeat there.
+pub(crate) fn offset_changes(zone: &Zone, now: Timestamp) -> impl Iterator<Item = OffsetChange> {
+    zone.tz.following(now).take(HORIZON).filter_map(|t| {
+        let at = t.timestamp();
+        let after = t.offset();
+        let before_at = at.checked_sub(jiff::SignedDuration::from_secs(1)).ok()?;
+        let info = zone.tz.to_offset_info(before_at);
+        let before = info.offset();
+        (before != after).then(|| OffsetChange {
+            at,
+            before,
+            after,
+            dst: t.dst().is_dst() || info.dst().is_dst(),
+        })
+    })
+}
+
+/// `Err` naming the first of `f`'s times of day (`HH:MM`, with "and other
+/// times" when there are more) that `zone` skips or repeats at a daylight
+/// saving change in the years after `now`.
+pub(crate) fn unsteady(f: &Fields, zone: &Zone, now: Timestamp) -> Result<(), String> {
+    let marked = unsteady_minutes(zone, now);
+    let touched: Vec<String> = f
+        .hour()
+        .values()
+        .flat_map(|h| f.minute().values().map(move |m| (h, m)))
+        .filter(|&(h, m)| marked[usize::from(h) * 60 + usize::from(m)])
+        .map(|(h, m)| format!("{h:02}:{m:02}"))
+        .collect();
+    match touched.first() {
+        None => Ok(()),
+        Some(first) if touched.len() > 1 => Err(format!("{first} and other times")),
+        Some(first) => Err(first.clone()),
+    }
+}
+
 /// The minutes of the day (0..1440) whose wall-clock times `zone` skips or
 /// repeats at a daylight saving change in the few years after `now`.
 pub(crate) fn unsteady_minutes(zone: &Zone, now: Timestamp) -> Vec<bool> {
     let mut marked = vec![false; 1440];
-    for change in zone.tz.following(now).take(12) {
-        let at = change.timestamp();
-        let after = i64::from(change.offset().seconds());
-        let before = at
-            .checked_sub(jiff::SignedDuration::from_secs(1))
-            .map_or(after, |t| i64::from(zone.tz.to_offset(t).seconds()));
+    for change in offset_changes(zone, now) {
+        let at = change.at;
+        let after = i64::from(change.after.seconds());
+        let before = i64::from(change.before.seconds());
         let (from, to) = if after > before {
             (before, after)
         } else {

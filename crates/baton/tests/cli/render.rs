@@ -83,17 +83,21 @@ fn render_deploy_is_fresh() {
 fn render_systemd_units_pass_systemd_analyze_verify() {
     need_systemd_analyze();
     let env = Env::new();
-    let out = env.path("units");
     let config = example_config();
-    for extra in [&[][..], &["--per-job"][..]] {
+    let mut units = Vec::new();
+    // Each form in its own directory: a render removes the other form's
+    // units from its --out.
+    for (dir, extra) in [("daemon", &[][..]), ("per-job", &["--per-job"][..])] {
+        let out = env.path(dir);
         let mut args = vec!["systemd", "--config", config.to_str().unwrap()];
         args.extend(["--bin", BATON, "--out", out.to_str().unwrap()]);
         args.extend(extra);
         let o = render(&args);
         assert_eq!(code(&o), 0, "{}", stderr(&o));
+        units.extend(files(&out).into_iter().map(|(p, _)| out.join(p)));
     }
-    let units: Vec<PathBuf> = files(&out).into_iter().map(|(p, _)| out.join(p)).collect();
     assert_eq!(units.len(), 5, "{units:?}");
+    let out = env.path("daemon");
     let o = Command::new("systemd-analyze")
         .arg("verify")
         .args(&units)
@@ -153,7 +157,8 @@ fn render_per_job_cron_lines_fire_as_baton_calendar_says() {
         } else if !line.starts_with('#') && !line.contains('=') && !line.is_empty() {
             let words: Vec<&str> = line.split_whitespace().collect();
             assert_eq!(words[6], "tick", "{line}");
-            jobs.entry(words[7].to_owned())
+            assert_eq!(words[words.len() - 2], "--", "{line}");
+            jobs.entry(words[words.len() - 1].to_owned())
                 .or_default()
                 .push((words[..5].join(" "), zone.clone()));
         }
@@ -232,7 +237,15 @@ fn render_refuses_what_a_target_cannot_express_and_renders_nothing() {
     let config = config.to_str().unwrap();
     let out = s.env.path("out");
 
-    let o = render(&["github", "--config", config, "--out", out.to_str().unwrap()]);
+    let o = render(&[
+        "github",
+        "--config",
+        config,
+        "--config-path-as",
+        "baton.toml",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert_eq!(stdout(&o), "");
     assert!(!out.exists(), "something was written");
@@ -314,11 +327,357 @@ fn render_bad_arguments_exit_2() {
         &["cron", "--config", config, "--host-tz", "Mars/Olympus"][..],
         &["crontab", "--config", config][..],
         &["cron", "--config", "/nonexistent/baton.toml"][..],
+        &["env", "--per-job", "--config", config][..],
+        &[
+            "github",
+            "--config",
+            config,
+            "--config-path-as",
+            "/etc/baton/baton.toml",
+        ][..],
     ] {
         let o = render(args);
         assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
         assert_eq!(stdout(&o), "", "{args:?}");
     }
+}
+
+#[test]
+fn render_env_per_job_says_it_has_no_meaning() {
+    let config = example_config();
+    let o = render(&["env", "--per-job", "--config", config.to_str().unwrap()]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--per-job has no meaning for env"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// `baton calendar --job NAME`'s next `n` instants of the configuration
+/// `config`.
+fn calendar_of(config: &Path, job: &str, from: &str, n: usize) -> Vec<String> {
+    let o = Command::new(BATON)
+        .args(["calendar", "--config"])
+        .arg(config)
+        .args(["--from", from, "--count", &n.to_string(), "--json"])
+        .arg(format!("--job={job}"))
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    occurrences(&o)
+}
+
+fn occurrences(o: &Output) -> Vec<String> {
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["occurrences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["utc"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// `systemd-analyze calendar`'s next `n` instants of `spec` after `base`
+/// (`YYYY-MM-DD HH:MM:SS UTC`), as RFC 3339.
+fn analyze_calendar(spec: &str, base: &str, n: usize) -> Vec<String> {
+    let o = Command::new("systemd-analyze")
+        .args([
+            "calendar",
+            "--iterations",
+            &n.to_string(),
+            "--base-time",
+            base,
+            spec,
+        ])
+        .env("TZ", "UTC")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{spec}: {}", stderr(&o));
+    let mut out = Vec::new();
+    for line in stdout(&o).lines() {
+        let Some((label, when)) = line.trim().split_once(": ") else {
+            continue;
+        };
+        if label == "Next elapse" || label.starts_with("Iter. #") {
+            let words: Vec<&str> = when.split_whitespace().collect();
+            assert_eq!(words[3], "UTC", "{line}");
+            out.push(format!("{}T{}Z", words[1], words[2]));
+        }
+    }
+    out
+}
+
+#[test]
+fn render_systemd_intervals_that_divide_a_day_load_and_fire_as_baton_calendar_says() {
+    need_systemd_analyze();
+    // Every interval that divides a day and that a calendar expression can
+    // repeat: 1s to 30s dividing a minute, and whole minutes dividing a day.
+    let every: Vec<u64> = (1..=86_400u64)
+        .filter(|s| 86_400 % s == 0 && (60 % s == 0 || s % 60 == 0))
+        .collect();
+    assert_eq!(every.len(), 47);
+    let mut toml =
+        String::from("[scheduler]\nstate_dir = \"/var/lib/baton\"\ntimezone = \"UTC\"\n");
+    for secs in &every {
+        toml.push_str(&format!(
+            "[jobs.e{secs}]\nevery = \"{secs}s\"\nrun = \"true\"\n"
+        ));
+    }
+    let s = Sched::new(&toml);
+    let config = s.config();
+    let out = s.env.path("units");
+    let o = render(&[
+        "systemd",
+        "--per-job",
+        "--config",
+        config.to_str().unwrap(),
+        "--bin",
+        BATON,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let units: Vec<PathBuf> = files(&out).into_iter().map(|(p, _)| out.join(p)).collect();
+    assert_eq!(units.len(), 2 * every.len());
+    let o = Command::new("systemd-analyze")
+        .arg("verify")
+        .args(&units)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(stderr(&o), "", "systemd-analyze verify complained");
+    for secs in &every {
+        let job = format!("e{secs}");
+        let timer = std::fs::read_to_string(out.join(format!("baton-{job}.timer"))).unwrap();
+        let mut all = BTreeSet::new();
+        for spec in timer.lines().filter_map(|l| l.strip_prefix("OnCalendar=")) {
+            all.extend(analyze_calendar(spec, "2026-03-08 00:00:07 UTC", 20));
+        }
+        let got: Vec<String> = all.into_iter().take(20).collect();
+        assert_eq!(
+            got,
+            calendar_of(&config, &job, "2026-03-08T00:00:07Z", 20),
+            "{timer}"
+        );
+    }
+}
+
+#[test]
+fn render_systemd_units_with_odd_characters_in_paths_pass_systemd_analyze_verify() {
+    need_systemd_analyze();
+    let env = Env::new();
+    let weird = env.path(r#"we ird%d$HOME'x"q\b"#);
+    std::fs::create_dir_all(&weird).unwrap();
+    // systemd refuses quotes and backslashes in an executable's name.
+    let bin_dir = env.path("my bin%d$HOME");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    let bin = bin_dir.join("baton");
+    std::fs::copy(BATON, &bin).unwrap();
+    let config = weird.join("baton.toml");
+    std::fs::write(
+        &config,
+        "[scheduler]\nstate_dir = \"state\"\ntimezone = \"UTC\"\n\
+         [jobs.j]\nschedule = \"0 9 * * *\"\nrun = \"true\"\n",
+    )
+    .unwrap();
+    let mut units = Vec::new();
+    for (dir, extra) in [("daemon", &[][..]), ("per-job", &["--per-job"][..])] {
+        let out = env.path(dir);
+        let mut args = vec!["systemd", "--config", config.to_str().unwrap()];
+        args.extend(["--bin", bin.to_str().unwrap()]);
+        args.extend(["--out", out.to_str().unwrap()]);
+        args.extend(extra);
+        let o = render(&args);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        units.extend(files(&out).into_iter().map(|(p, _)| out.join(p)));
+    }
+    // The binary is found at its odd path only when ExecStart= is escaped
+    // right: systemd-analyze verify checks that it exists.
+    assert_eq!(units.len(), 3, "{units:?}");
+    let o = Command::new("systemd-analyze")
+        .arg("verify")
+        .args(&units)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(stderr(&o), "", "systemd-analyze verify complained");
+    let service = std::fs::read_to_string(env.path("per-job").join("baton-j.service")).unwrap();
+    let state = weird.join("state").to_str().unwrap().replace('%', "%%");
+    let state = state.replace('\\', r"\\").replace('"', "\\\"");
+    assert!(
+        service.contains(&format!("Environment=\"BATON_STATE_DIR={state}\"\n")),
+        "{service}"
+    );
+}
+
+#[test]
+fn render_job_names_that_start_with_a_dash_run_through_tick() {
+    let s = Sched::new(
+        "[jobs.\"-a\"]\nevery = \"1m\"\nrun = [\"sh\", \"-c\", \"echo ran >> ran\"]\n\
+         [jobs.\"--help\"]\nevery = \"1m\"\nrun = \"true\"\n",
+    );
+    let o = render(&[
+        "cron",
+        "--per-job",
+        "--config",
+        s.config().to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    let line = text.lines().find(|l| l.ends_with(" -- -a")).expect(&text);
+    assert!(text.lines().any(|l| l.ends_with(" -- --help")), "{text}");
+    // The rendered command, as cron's shell runs it.
+    let command = line.splitn(6, ' ').nth(5).unwrap();
+    let o = Command::new("sh")
+        .args(["-c", command])
+        .current_dir(s.env.tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{command}: {}", stderr(&o));
+    let ran = std::fs::read_to_string(s.env.path("ran")).unwrap_or_default();
+    assert_eq!(ran, "ran\n", "{command}: {}", stderr(&o));
+}
+
+#[test]
+fn render_to_a_full_stdout_exits_125_and_says_so() {
+    let config = example_config();
+    let o = Command::new(BATON)
+        .args(["render", "cron", "--config", config.to_str().unwrap()])
+        .stdout(std::fs::File::create("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 125, "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with("baton render: failed to write standard output: "),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn render_out_removes_its_own_stale_artefacts_and_nothing_else() {
+    let s = Sched::new(
+        "[jobs.kept]\nschedule = \"0 9 * * *\"\nrun = \"true\"\n\
+         [jobs.old]\nschedule = \"0 10 * * *\"\nrun = \"true\"\n",
+    );
+    let config = s.config();
+    let out = s.env.path("out");
+    let args = [
+        "systemd",
+        "--per-job",
+        "--config",
+        config.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    assert_eq!(code(&render(&args)), 0);
+    for other in ["notes.txt", "baton.cron", "other.timer", "baton-x.yml"] {
+        std::fs::write(out.join(other), "mine\n").unwrap();
+    }
+    s.write("[jobs.kept]\nschedule = \"0 9 * * *\"\nrun = \"true\"\n");
+    let o = render(&args);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let names: Vec<_> = files(&out).into_iter().map(|(p, _)| p).collect();
+    let want: Vec<PathBuf> = [
+        "baton-kept.service",
+        "baton-kept.timer",
+        "baton-x.yml",
+        "baton.cron",
+        "notes.txt",
+        "other.timer",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .collect();
+    assert_eq!(names, want);
+    let e = stderr(&o);
+    for gone in ["baton-old.service", "baton-old.timer"] {
+        assert!(
+            e.contains(&format!("removed {}", out.join(gone).display())),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn render_normalises_the_configuration_path() {
+    let s = Sched::new("[jobs.j]\nschedule = \"0 9 * * *\"\nrun = \"true\"\n");
+    let dir = s.env.tmp.path();
+    let name = dir.file_name().unwrap().to_str().unwrap();
+    let winding = dir.join("..").join(name).join(".").join("baton.toml");
+    let o = render(&["cron", "--config", winding.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains(&format!("--config {}\n", dir.join("baton.toml").display())),
+        "{text}"
+    );
+    assert!(!text.contains("/./") && !text.contains("/../"), "{text}");
+}
+
+#[test]
+fn render_per_job_cron_refuses_a_daylight_saving_gap_in_the_hosts_zone() {
+    let s = Sched::new(
+        "[scheduler]\nstate_dir = \"/var/lib/baton\"\ntimezone = \"America/New_York\"\n\
+         [jobs.gap]\nschedule = \"30 2 * * *\"\nrun = \"true\"\n\
+         [jobs.fold]\nschedule = \"30 1 * * *\"\nrun = \"true\"\n\
+         [jobs.fine]\nschedule = \"0 9 * * *\"\nrun = \"true\"\n",
+    );
+    let config = s.config();
+    for host in ["America/New_York", "UTC"] {
+        let o = render(&[
+            "cron",
+            "--per-job",
+            "--config",
+            config.to_str().unwrap(),
+            "--host-tz",
+            host,
+        ]);
+        assert_eq!(code(&o), 2, "{host}: {}", stderr(&o));
+        assert_eq!(stdout(&o), "");
+        let e = stderr(&o);
+        assert!(e.contains("job \"gap\"") && e.contains("02:30"), "{e}");
+        assert!(e.contains("job \"fold\"") && e.contains("01:30"), "{e}");
+        assert!(!e.contains("\"fine\""), "{e}");
+    }
+}
+
+#[test]
+fn render_github_names_the_configuration_inside_the_checkout() {
+    let config = example_config();
+    let bin = "/usr/local/bin/baton";
+    let o = render(&["github", "--config", config.to_str().unwrap(), "--bin", bin]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains(
+            r#"--config "${{ github.workspace }}"/examples/capture-scheduler/baton.toml -- daily'"#
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("BATON_STATE_DIR: '${{ runner.temp }}/baton-state'"),
+        "{text}"
+    );
+    assert!(
+        !text.contains(root().canonicalize().unwrap().to_str().unwrap()),
+        "{text}"
+    );
+    // Outside a repository, its path inside one must be given.
+    let s = Sched::new("[jobs.j]\nschedule = \"0 9 * * *\"\nrun = \"true\"\n");
+    let o = render(&["github", "--config", s.config().to_str().unwrap()]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("--config-path-as"), "{}", stderr(&o));
+    let o = render(&[
+        "github",
+        "--config",
+        s.config().to_str().unwrap(),
+        "--config-path-as",
+        "ci/./baton.toml",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains(r#""${{ github.workspace }}"/ci/baton.toml -- j'"#));
 }
 
 /// The rendered units are checked by systemd itself: a machine without
