@@ -2,7 +2,8 @@
 //! process before it fails, the waits themselves, a headless browser
 //! ([`browser`]) for tests that look at a page, a test HTTP server
 //! ([`http`]) for HTTP steps, an HTTP client ([`client`]) for tests of
-//! the daemon's API, and a throwaway PostgreSQL server ([`pg`]).
+//! the daemon's API, a throwaway PostgreSQL server ([`pg`]) and a TCP proxy
+//! that a test can cut ([`proxy`]).
 //!
 //! Tests drive real processes, so they wait for real. A wait here bounds a
 //! broken test; it never measures anything, and no test may assert on how
@@ -54,3 +55,4 @@ pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
 pub mod browser;
 pub mod client;
 pub mod pg;
+pub mod proxy;

@@ -11,3 +11,4 @@ mod evidence;
 mod lease;
 mod schema;
 mod takeover;
+mod timeouts;
