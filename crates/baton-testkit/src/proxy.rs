@@ -7,6 +7,11 @@
 //! client sees no error and no answer, as behind a partition (not a refused
 //! or reset connection). [`Proxy::heal`] forwards again. Dropping the proxy
 //! shuts every connection down and stops its threads.
+//!
+//! [`Proxy::turns`] counts round trips: how many times a client sent bytes
+//! after the server had last spoken (or first). Pipelined requests sent
+//! together count once. It is exact for one client whose requests are
+//! written before their answers arrive, which is what it is used for.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -19,6 +24,7 @@ pub struct Proxy {
     addr: SocketAddr,
     cut: Arc<AtomicBool>,
     stopped: Arc<AtomicBool>,
+    turns: Arc<Turns>,
     streams: Arc<Mutex<Vec<TcpStream>>>,
 }
 
@@ -34,7 +40,8 @@ impl Proxy {
         let cut = Arc::new(AtomicBool::new(false));
         let stopped = Arc::new(AtomicBool::new(false));
         let streams = Arc::new(Mutex::new(Vec::new()));
-        let (c, s, st) = (cut.clone(), stopped.clone(), streams.clone());
+        let turns = Arc::new(Turns::default());
+        let (c, s, st, t) = (cut.clone(), stopped.clone(), streams.clone(), turns.clone());
         std::thread::spawn(move || {
             for client in listener.incoming() {
                 if s.load(Ordering::SeqCst) {
@@ -57,14 +64,16 @@ impl Proxy {
                     continue;
                 };
                 let (c1, c2) = (c.clone(), c.clone());
-                std::thread::spawn(move || pump(client, server2, &c1));
-                std::thread::spawn(move || pump(server, client2, &c2));
+                let (t1, t2) = (t.clone(), t.clone());
+                std::thread::spawn(move || pump(client, server2, &c1, &t1, true));
+                std::thread::spawn(move || pump(server, client2, &c2, &t2, false));
             }
         });
         Proxy {
             addr,
             cut,
             stopped,
+            turns,
             streams,
         }
     }
@@ -77,6 +86,11 @@ impl Proxy {
     /// From now on, every byte in either direction is dropped.
     pub fn cut(&self) {
         self.cut.store(true, Ordering::SeqCst);
+    }
+
+    /// Round trips so far (see the module's description).
+    pub fn turns(&self) -> u64 {
+        self.turns.count.load(Ordering::SeqCst)
     }
 
     /// Forwards again (bytes dropped meanwhile stay lost).
@@ -100,7 +114,15 @@ impl Drop for Proxy {
     }
 }
 
-fn pump(mut from: TcpStream, mut to: TcpStream, cut: &AtomicBool) {
+/// The round-trip counter: who spoke last, and how many times the client
+/// spoke after the server.
+#[derive(Debug, Default)]
+struct Turns {
+    client_spoke_last: AtomicBool,
+    count: std::sync::atomic::AtomicU64,
+}
+
+fn pump(mut from: TcpStream, mut to: TcpStream, cut: &AtomicBool, turns: &Turns, client: bool) {
     let mut buf = [0u8; 16 * 1024];
     loop {
         let n = match from.read(&mut buf) {
@@ -109,6 +131,10 @@ fn pump(mut from: TcpStream, mut to: TcpStream, cut: &AtomicBool) {
         };
         if cut.load(Ordering::SeqCst) {
             continue;
+        }
+        let was_client = turns.client_spoke_last.swap(client, Ordering::SeqCst);
+        if client && !was_client {
+            turns.count.fetch_add(1, Ordering::SeqCst);
         }
         if to.write_all(&buf[..n]).is_err() {
             break;
