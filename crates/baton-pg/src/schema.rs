@@ -51,6 +51,7 @@ CREATE TABLE baton.leases (
     acquired        timestamptz,
     renewed         timestamptz,
     released        timestamptz,
+    claims          jsonb NOT NULL DEFAULT '{}',
     CHECK (state = 'free' OR (token IS NOT NULL AND ttl_ms IS NOT NULL AND renewed IS NOT NULL))
 );
 

@@ -1,8 +1,13 @@
 //! Every statement the lease runs, prepared once per connection: the only
 //! SQL that reads or writes `baton.leases` and `baton.claims`.
 //!
-//! Every stamp is the server's `clock_timestamp()`, taken when the statement
-//! runs (after any row lock it waited for), never a value from the client.
+//! Every stamp is the server's `clock_timestamp()`, taken while the statement
+//! runs, never a value from the client. It may be read before a row lock
+//! the statement waits for, but never before the caller sent the statement:
+//! a holder that measures its lease from the start of its attempt never
+//! overestimates it (the self-fencing inequality in `DESIGN.md` needs
+//! exactly that), and a judgement's `now` read early only makes a holder
+//! look younger (the safe direction).
 //! The fence is a counter in the row: a grant sets `fence = fence + 1`, and a
 //! release keeps it; a row is created free with the server's clock in
 //! microseconds as its count, so a row deleted by hand does not make fences
@@ -50,11 +55,19 @@ ON CONFLICT (name) DO NOTHING";
 
 /// The grant, with its occurrence claim: `$1` name, `$2` token, `$3`–`$14`
 /// the holder's facts, `$15` job and `$16` occurrence (both NULL for no
-/// claim). A claim at or before the job's latest refuses the grant (no row
-/// returned); a claim of the same occurrence committed meanwhile under
-/// another lock fails the whole statement with a unique violation. Either
-/// way the lease is not granted. `{only_free}` is the conditional form's
-/// extra condition.
+/// claim). Either way the lease is not granted without its claim:
+///
+/// - a claim at or before the job's latest under this lock refuses the grant
+///   (no row returned). The latest is kept in the lease row itself
+///   (`claims`, job → occurrence), so the condition is re-checked on the
+///   row's newest version when the statement waited for its lock; a
+///   condition on another table would be read from the statement's
+///   snapshot, taken before the wait, and miss a claim committed meanwhile;
+/// - a claim of the same occurrence by anyone, through any lock, fails the
+///   whole statement on the unique key of `baton.claims`, which sees every
+///   committed row whatever the snapshot.
+///
+/// `{only_free}` is the conditional form's extra condition.
 const GRANT: &str = "
 WITH clock AS (SELECT clock_timestamp() AS t),
 g AS (
@@ -62,11 +75,12 @@ g AS (
     SET state = 'held', fence = l.fence + 1, token = $2,
         host = $3, machine = $4, boot = $5, pidns = $6, pid = $7, pstart = $8,
         pgid = $9, jstart = $10, run = $11, ttl_ms = $12, grace_ms = $13,
-        renewed_boot_ms = $14, acquired = clock.t, renewed = clock.t, released = NULL
+        renewed_boot_ms = $14, acquired = clock.t, renewed = clock.t, released = NULL,
+        claims = CASE WHEN $15::text IS NULL THEN l.claims
+                      ELSE l.claims || jsonb_build_object($15::text, $16::bigint) END
     FROM clock
     WHERE l.name = $1 {only_free}
-      AND ($15::text IS NULL OR NOT EXISTS (
-          SELECT 1 FROM baton.claims c WHERE c.job = $15::text AND c.occurrence >= $16::bigint))
+      AND ($15::text IS NULL OR coalesce((l.claims ->> $15::text)::bigint < $16::bigint, true))
     RETURNING l.fence, l.acquired
 ),
 c AS (

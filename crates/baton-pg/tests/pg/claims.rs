@@ -161,3 +161,80 @@ async fn an_earlier_occurrence_is_refused_after_a_later_one() {
         Acquire::Acquired(_)
     ));
 }
+
+#[tokio::test]
+async fn a_later_claim_committed_while_an_acquirer_waits_refuses_its_earlier_one() {
+    let scene = Scene::new().await;
+    for form in [Form::Conditional, Form::Locking] {
+        let store = Arc::new(scene.leases_with(form, None).await);
+        let lock = format!("backup-{form:?}");
+        let job = format!("backup-{form:?}");
+        let lease = store
+            .acquire(&lock, &HolderFacts::here(), Duration::from_secs(60), None)
+            .await
+            .unwrap()
+            .acquired()
+            .unwrap();
+        store.release(&lease).await.unwrap();
+
+        // Another host's transaction holds the row...
+        let raw = scene.raw().await;
+        raw.batch_execute(&format!(
+            "BEGIN; SELECT * FROM baton.leases WHERE name = '{lock}' FOR UPDATE"
+        ))
+        .await
+        .unwrap();
+        // ...while this one asks for occurrence 100 and waits for the row.
+        let waiting = {
+            let (store, lock, job) = (Arc::clone(&store), lock.clone(), job.clone());
+            tokio::spawn(async move {
+                let claim = Once { key: job, at: 100 };
+                store
+                    .acquire(
+                        &lock,
+                        &HolderFacts::here(),
+                        Duration::from_secs(60),
+                        Some(&claim),
+                    )
+                    .await
+                    .unwrap()
+            })
+        };
+        let watcher = scene.raw().await;
+        let deadline = tokio::time::Instant::now() + baton_testkit::PATIENCE;
+        loop {
+            let waiters: i64 = watcher
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
+                    &[],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            if waiters > 0 {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the acquirer never waited"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // The other host ran occurrence 200 and released meanwhile.
+        raw.batch_execute(&format!(
+            "UPDATE baton.leases SET claims = claims || '{{\"{job}\": 200}}' WHERE name = '{lock}';
+             INSERT INTO baton.claims VALUES ('{job}', 200, '{lock}', 0, clock_timestamp());
+             COMMIT"
+        ))
+        .await
+        .unwrap();
+        assert_eq!(
+            waiting.await.unwrap(),
+            Acquire::Claimed {
+                job: job.clone(),
+                occurrence: 100
+            },
+            "{form:?}"
+        );
+    }
+}
