@@ -17,9 +17,10 @@
 //! into `decide`'s input; `statements` holds every statement; `pool` every
 //! connection; [`Options`] the timeouts.
 //!
-//! The API is asynchronous (tokio); each call returns within
-//! [`Options::deadline`], so a holder can fence itself when the store stops
-//! answering.
+//! The API is asynchronous and runs on a tokio runtime with its I/O and time
+//! drivers enabled; each call returns within [`Options::deadline`], so a
+//! holder can fence itself when the store stops answering. The deadline is
+//! the only timer here: it bounds a wait, it never judges a lease.
 
 mod error;
 mod form;

@@ -113,6 +113,9 @@ impl Pool {
         // The connection task ends when the client is dropped or the socket
         // closes; its error then reaches the client as a closed connection.
         tokio::spawn(connection);
+        // Every new connection checks the schema first: its statements name
+        // the tables of this build's version, and nothing else is used.
+        crate::schema::check(&client).await?;
         let st = Statements::prepare(&client).await?;
         Ok(Conn { client, st })
     }
