@@ -2,30 +2,60 @@ use baton_pg::Options;
 
 use crate::support::Scene;
 
-#[tokio::test]
-async fn two_hosts_migrating_at_once_make_one_schema() {
-    let server = baton_testkit::pg::PgServer::start();
-    let url = server.url();
-    let (a, b) = tokio::join!(
-        baton_pg::migrate(&url, Options::default()),
-        baton_pg::migrate(&url, Options::default())
-    );
-    let (a, b) = (a.unwrap(), b.unwrap());
-    let mut applied = [a, b];
-    applied.sort();
-    assert_eq!(applied, [vec![], vec![baton_pg::schema::SCHEMA_VERSION]]);
-    assert_eq!(
-        baton_pg::migrate(&url, Options::default()).await.unwrap(),
-        Vec::<i32>::new()
-    );
-    let scene = Scene { server };
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hosts_migrating_at_once_make_one_schema() {
+    let scene = Scene {
+        server: baton_testkit::pg::PgServer::start(),
+    };
     let raw = scene.raw().await;
-    let rows = raw
-        .query("SELECT version FROM baton.migrations", &[])
-        .await
-        .unwrap();
-    let versions: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
-    assert_eq!(versions, [1]);
+    for db in 0..5 {
+        raw.batch_execute(&format!("CREATE DATABASE race{db}"))
+            .await
+            .unwrap();
+        let url = scene
+            .server
+            .url()
+            .replace("/postgres", &format!("/race{db}"));
+        let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(4));
+        let hosts: Vec<_> = (0..4)
+            .map(|_| {
+                let (url, barrier) = (url.clone(), barrier.clone());
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    baton_pg::migrate(&url, Options::default()).await.unwrap()
+                })
+            })
+            .collect();
+        let mut applied = Vec::new();
+        for h in hosts {
+            applied.push(h.await.unwrap());
+        }
+        applied.sort();
+        assert_eq!(
+            applied,
+            [
+                vec![],
+                vec![],
+                vec![],
+                vec![baton_pg::schema::SCHEMA_VERSION]
+            ],
+            "database race{db}"
+        );
+        assert_eq!(
+            baton_pg::migrate(&url, Options::default()).await.unwrap(),
+            Vec::<i32>::new()
+        );
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        let rows = client
+            .query("SELECT version FROM baton.migrations", &[])
+            .await
+            .unwrap();
+        let versions: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
+        assert_eq!(versions, [1], "database race{db}");
+    }
 }
 
 #[tokio::test]
