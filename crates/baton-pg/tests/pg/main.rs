@@ -9,6 +9,7 @@ mod support;
 mod claims;
 mod evidence;
 mod lease;
+mod round_trips;
 mod schema;
 mod takeover;
 mod timeouts;
