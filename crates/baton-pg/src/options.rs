@@ -15,7 +15,9 @@ pub struct Options {
     /// renewal, a release) before it drops the connection and reports
     /// [`crate::Error::Timeout`]. Longer than the statement timeout, so a
     /// slow statement is reported by the server when the server can still
-    /// speak.
+    /// speak. A call that must first wait for a pooled connection in use
+    /// waits at most this long for it, too; a holder that renews through a
+    /// store of its own never waits for one.
     pub deadline: Duration,
     /// How long a connection attempt may take.
     pub connect_timeout: Duration,

@@ -60,15 +60,20 @@ impl Pool {
         target(&self.config)
     }
 
-    /// Runs `f` on a connection, within the deadline. On a timeout or a
-    /// closed connection the connection is dropped.
+    /// Runs `f` on a connection, within the deadline (plus, when every
+    /// connection is in use, up to one more deadline waiting for one). On a
+    /// timeout or a closed connection the connection is dropped.
     pub(crate) async fn with<T>(
         &self,
         what: &'static str,
         f: impl AsyncFnOnce(&mut Conn) -> Result<T, Error>,
     ) -> Result<T, Error> {
         let deadline = self.options.deadline;
-        let mut slot = self.slot().await;
+        // Waiting for a connection that others use has a deadline of its own:
+        // a call returns within twice the deadline whatever the others do.
+        let mut slot = tokio::time::timeout(deadline, self.slot())
+            .await
+            .map_err(|_| Error::Timeout { what, deadline })?;
         let run = async {
             if slot.as_ref().is_none_or(|c| c.client.is_closed()) {
                 *slot = None;
