@@ -32,7 +32,7 @@ async fn a_row_locked_by_a_stuck_transaction_fails_by_the_statement_timeout() {
             .acquired()
             .unwrap();
         store.release(&lease).await.unwrap();
-        // Another session locks the row and sits on it.
+        // Another connection locks the row in a transaction and sits on it.
         let raw = scene.raw().await;
         raw.batch_execute("BEGIN; SELECT * FROM baton.leases WHERE name = 'stuck' FOR UPDATE")
             .await
