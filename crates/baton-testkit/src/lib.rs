@@ -1,8 +1,9 @@
 //! Fixtures shared by baton's test suites: how long a test waits for another
 //! process before it fails, the waits themselves, a headless browser
 //! ([`browser`]) for tests that look at a page, a test HTTP server
-//! ([`http`]) for HTTP steps, and an HTTP client ([`client`]) for tests of
-//! the daemon's API.
+//! ([`http`]) for HTTP steps, an HTTP client ([`client`]) for tests of
+//! the daemon's API, a throwaway PostgreSQL server ([`pg`]) and a TCP proxy
+//! that a test can cut ([`proxy`]).
 //!
 //! Tests drive real processes, so they wait for real. A wait here bounds a
 //! broken test; it never measures anything, and no test may assert on how
@@ -53,3 +54,5 @@ pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
 
 pub mod browser;
 pub mod client;
+pub mod pg;
+pub mod proxy;

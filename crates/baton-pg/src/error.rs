@@ -1,0 +1,77 @@
+//! The store's failures. Contention is never one of them: a busy lease, a
+//! claimed occurrence and a lost token are outcomes ([`crate::Acquire`],
+//! [`crate::Renewal`], [`crate::Release`]). An error means the store could not
+//! answer, and the caller must act as if it had lost the lease.
+
+use std::time::Duration;
+
+/// A failure to reach or use the PostgreSQL store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The store URL could not be parsed.
+    #[error("failed to parse the store url: {0}")]
+    Url(#[source] tokio_postgres::Error),
+    /// No connection could be made.
+    #[error("failed to connect to the store at {target}: {source}")]
+    Connect {
+        /// Host, port, database and user (never the password).
+        target: String,
+        /// The driver's error.
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    /// A statement failed (statement timeouts included: the server cancels a
+    /// statement that runs longer than [`crate::Options::statement_timeout`]).
+    #[error("failed to {what}: {source}")]
+    Query {
+        /// What was being done, as `<verb> <object>`.
+        what: &'static str,
+        /// The driver's error.
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    /// The server did not answer in time; the connection is dropped.
+    #[error("failed to {what}: no answer from the store within {deadline:?}")]
+    Timeout {
+        /// What was being done.
+        what: &'static str,
+        /// The client-side deadline that passed.
+        deadline: Duration,
+    },
+    /// The schema is newer than this build: it refuses to use or migrate it.
+    #[error(
+        "failed to {what}: the baton schema is at version {found}, newer than this build's \
+         {known}"
+    )]
+    SchemaTooNew {
+        /// What was being done.
+        what: &'static str,
+        /// The version in the database.
+        found: i32,
+        /// The newest version this build knows.
+        known: i32,
+    },
+    /// The schema has not been migrated to this build's version.
+    #[error(
+        "failed to open the baton schema: it is at version {found}, this build needs {known} \
+         (run `baton store migrate`)"
+    )]
+    SchemaBehind {
+        /// The version in the database (0: none).
+        found: i32,
+        /// The version this build needs.
+        known: i32,
+    },
+    /// The random source for tokens could not be read.
+    #[error("failed to draw a lease token: {0}")]
+    Random(#[source] std::io::Error),
+    /// A lease row holds a value this build cannot read.
+    #[error("failed to read lease {name}: {why}")]
+    Corrupt {
+        /// The lock's name.
+        name: String,
+        /// What is wrong.
+        why: String,
+    },
+}

@@ -1,0 +1,409 @@
+//! The PostgreSQL lease: acquire, renew and release, each one transaction on
+//! the lock's row, judged with `baton_lease::decide`.
+//!
+//! This module owns the critical section. An acquisition reads the row under
+//! `FOR UPDATE` (or, in the conditional form, takes a free row in one
+//! statement), judges it, and grants it with its occurrence claim in the same
+//! transaction; renew and release are one conditional `UPDATE` each that
+//! changes the row only when its token is the caller's. It never holds a
+//! transaction open across a judgement's caller code or a job, never stamps a
+//! row with the client's clock, and never breaks a holder that `decide` does
+//! not call claimable.
+//!
+//! What it does not do: renew on its own, or stop a job. A holder that cannot
+//! renew (the server is unreachable, a statement timed out) must stop its job
+//! by its own boot clock before TTL plus grace has passed; every call here
+//! returns within [`Options::deadline`] so that it can.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_lease::{Clock, Liveness, Observer, Once, OsLiveness, Policy, SystemClock, Token};
+use jiff::Timestamp;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Config, Row};
+
+use crate::error::Error;
+use crate::form::Form;
+use crate::holder::HolderFacts;
+use crate::judge::{self, Judge};
+use crate::options::Options;
+use crate::outcome::{Acquire, PgLease, Release, Renewal};
+use crate::pool::{Conn, Pool};
+
+const ACQUIRE: &str = "acquire a lease";
+
+/// Leases in a PostgreSQL database whose `baton` schema is migrated.
+///
+/// ```no_run
+/// # async fn f() -> Result<(), baton_pg::Error> {
+/// use std::time::Duration;
+/// use baton_pg::{Acquire, HolderFacts, Leases, Options};
+///
+/// let leases = Leases::open("postgres://baton@db/baton", Options::default()).await?;
+/// match leases.acquire("nightly", &HolderFacts::here(), Duration::from_secs(30), None).await? {
+///     Acquire::Acquired(lease) => {
+///         println!("running as fence {}", lease.fence());
+///         leases.renew(&lease).await?; // every third of the TTL
+///         leases.release(&lease).await?;
+///     }
+///     other => eprintln!("skipped: {other:?}"),
+/// }
+/// # Ok(()) }
+/// ```
+pub struct Leases {
+    pool: Pool,
+    clock: Arc<dyn Clock>,
+    observer: Observer,
+    policy: Policy,
+    liveness: Arc<dyn Liveness>,
+    form: Form,
+}
+
+impl std::fmt::Debug for Leases {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Leases")
+            .field("store", &self.pool.target())
+            .field("form", &self.form)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Leases {
+    /// Connects to the store at `url` and checks its schema version.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Url`], [`Error::Connect`], [`Error::SchemaBehind`] (run
+    /// [`crate::migrate`] first) or [`Error::SchemaTooNew`].
+    pub async fn open(url: &str, options: Options) -> Result<Self, Error> {
+        let config: Config = url.parse().map_err(Error::Url)?;
+        let pool = Pool::new(config, options);
+        // Connecting checks the schema's version.
+        pool.with("open the baton schema", async |_: &mut Conn| Ok(()))
+            .await?;
+        Ok(Self {
+            pool,
+            clock: Arc::new(SystemClock),
+            observer: Observer::here(),
+            policy: Policy::default(),
+            liveness: Arc::new(OsLiveness),
+            form: Form::default(),
+        })
+    }
+
+    /// Reads the boot clock (for same-host freshness) from `clock`. The wall
+    /// clock is never read: every stamp is the server's.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Judges with `policy` (its takeover grace, in particular).
+    pub fn with_policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Judges from `observer`'s standpoint instead of this process's.
+    pub fn with_observer(mut self, observer: Observer) -> Self {
+        self.observer = observer;
+        self
+    }
+
+    /// Asks `liveness` about same-host holders.
+    pub fn with_liveness(mut self, liveness: Arc<dyn Liveness>) -> Self {
+        self.liveness = liveness;
+        self
+    }
+
+    /// Acquires in `form`.
+    pub fn with_form(mut self, form: Form) -> Self {
+        self.form = form;
+        self
+    }
+
+    /// Tries to take lock `name` for `holder` with `ttl`, and, when `claim`
+    /// names a job's occurrence, claims it in the same transaction: the
+    /// lease is granted only with the claim, and an occurrence is claimed at
+    /// most once, across every host and process.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot answer ([`Error::Query`], [`Error::Timeout`],
+    /// [`Error::Connect`]) or the row cannot be read ([`Error::Corrupt`]).
+    /// Then nothing was granted, or a grant was made whose token nobody
+    /// holds (it lapses after TTL plus grace): either way, do not run.
+    pub async fn acquire(
+        &self,
+        name: &str,
+        holder: &HolderFacts,
+        ttl: Duration,
+        claim: Option<&Once>,
+    ) -> Result<Acquire, Error> {
+        let token = Token::fresh().map_err(Error::Random)?;
+        let grant = Grant::new(name, token, holder, ttl, claim, self.clock.boot());
+        let judge = Judge {
+            observer: &self.observer,
+            policy: &self.policy,
+            liveness: &*self.liveness,
+            clock: &*self.clock,
+        };
+        let form = self.form;
+        self.pool
+            .with(ACQUIRE, async |c: &mut Conn| {
+                if form == Form::Conditional {
+                    let params = grant.params();
+                    match c.client.query_opt(&c.st.grant_if_free, &params).await {
+                        Ok(Some(row)) => return grant.granted(&row),
+                        Ok(None) => {}
+                        Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+                            return Ok(grant.claimed());
+                        }
+                        Err(source) => return Err(query(source)),
+                    }
+                }
+                let out = locking(c, &grant, &judge).await;
+                if out.is_err() {
+                    // The transaction may be open; end it before the slot is
+                    // reused. A connection that cannot answer is dropped.
+                    let _ = c.client.execute(&c.st.rollback, &[]).await;
+                }
+                out
+            })
+            .await
+    }
+
+    /// Renews `lease`: one conditional `UPDATE` stamping the server's clock.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot answer. The holder must then treat the lease as
+    /// lapsing, and stop its job before TTL plus grace from its last
+    /// successful renewal.
+    pub async fn renew(&self, lease: &PgLease) -> Result<Renewal, Error> {
+        const WHAT: &str = "renew a lease";
+        let token = lease.token.to_string();
+        let boot = millis(self.clock.boot());
+        self.pool
+            .with(WHAT, async |c: &mut Conn| {
+                let row = c
+                    .client
+                    .query_opt(&c.st.renew, &[&lease.name, &token, &boot])
+                    .await
+                    .map_err(|source| Error::Query { what: WHAT, source })?;
+                match row {
+                    Some(r) => Ok(Renewal::Renewed(stamp(&lease.name, r.get(0))?)),
+                    None => Ok(Renewal::Lost),
+                }
+            })
+            .await
+    }
+
+    /// Releases `lease`: one conditional `UPDATE` that frees the row, keeping
+    /// its fence, only when it still carries the lease's token.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot answer; the lease then lapses by itself.
+    pub async fn release(&self, lease: &PgLease) -> Result<Release, Error> {
+        const WHAT: &str = "release a lease";
+        let token = lease.token.to_string();
+        self.pool
+            .with(WHAT, async |c: &mut Conn| {
+                let row = c
+                    .client
+                    .query_opt(&c.st.release, &[&lease.name, &token])
+                    .await
+                    .map_err(|source| Error::Query { what: WHAT, source })?;
+                match row {
+                    Some(r) => Ok(Release::Released(stamp(&lease.name, r.get(1))?)),
+                    None => Ok(Release::Lost),
+                }
+            })
+            .await
+    }
+
+    /// One `SELECT 1` on a pooled connection: the floor an acquisition's
+    /// latency is compared with.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot answer.
+    pub async fn ping(&self) -> Result<(), Error> {
+        const WHAT: &str = "ping the store";
+        self.pool
+            .with(WHAT, async |c: &mut Conn| {
+                c.client
+                    .query_one(&c.st.ping, &[])
+                    .await
+                    .map(drop)
+                    .map_err(|source| Error::Query { what: WHAT, source })
+            })
+            .await
+    }
+
+    /// The options the store was opened with.
+    pub fn options(&self) -> &Options {
+        self.pool.options()
+    }
+}
+
+/// The locking form: `BEGIN` + `SELECT … FOR UPDATE` in one round trip, the
+/// judgement, then the grant (or nothing) + `COMMIT` in a second.
+async fn locking(c: &mut Conn, grant: &Grant<'_>, judge: &Judge<'_>) -> Result<Acquire, Error> {
+    let (client, st) = (&c.client, &c.st);
+    let name = grant.name;
+    let by_name: [&(dyn ToSql + Sync); 1] = [&name];
+    let (begun, row) = tokio::join!(
+        client.execute(&st.begin, &[]),
+        client.query_opt(&st.select, &by_name)
+    );
+    begun.map_err(query)?;
+    let row = match row.map_err(query)? {
+        Some(row) => row,
+        None => {
+            // First use of this lock: create its row free, then lock it.
+            client.execute(&st.ensure, &[&name]).await.map_err(query)?;
+            client
+                .query_one(&st.select, &[&name])
+                .await
+                .map_err(query)?
+        }
+    };
+    let seen = judge::read(name, &row)?;
+    let verdict = judge.verdict(&seen);
+    if !verdict.claimable() {
+        client.execute(&st.commit, &[]).await.map_err(query)?;
+        return Ok(Acquire::Busy {
+            verdict,
+            at: seen.now,
+        });
+    }
+    let params = grant.params();
+    let (granted, committed) = tokio::join!(
+        client.query_opt(&st.grant, &params),
+        client.execute(&st.commit, &[])
+    );
+    match granted {
+        // A unique violation aborted the transaction; the COMMIT rolled it back.
+        Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => Ok(grant.claimed()),
+        Err(source) => Err(query(source)),
+        Ok(row) => {
+            committed.map_err(query)?;
+            match row {
+                Some(row) => grant.granted(&row),
+                None => Ok(grant.claimed()),
+            }
+        }
+    }
+}
+
+/// One acquisition's parameters, in the grant statement's order.
+struct Grant<'a> {
+    name: &'a str,
+    token: Token,
+    token_text: String,
+    holder: &'a HolderFacts,
+    pidns: Option<i64>,
+    pid: i32,
+    pstart: Option<i64>,
+    pgid: Option<i32>,
+    jstart: Option<i64>,
+    ttl_ms: i64,
+    grace_ms: Option<i64>,
+    boot_ms: i64,
+    job: Option<&'a str>,
+    occurrence: Option<i64>,
+}
+
+impl<'a> Grant<'a> {
+    fn new(
+        name: &'a str,
+        token: Token,
+        holder: &'a HolderFacts,
+        ttl: Duration,
+        claim: Option<&'a Once>,
+        boot: Duration,
+    ) -> Self {
+        let signed = |v: u64| i64::try_from(v).ok();
+        Self {
+            name,
+            token,
+            token_text: token.to_string(),
+            holder,
+            pidns: holder.pidns.and_then(signed),
+            // Pids are below 2^22 on Linux; a larger one is recorded as
+            // unknown (-1), which no judge can find alive or dead.
+            pid: i32::try_from(holder.pid).unwrap_or(-1),
+            pstart: holder.pstart.and_then(signed),
+            pgid: holder.pgid.and_then(|p| i32::try_from(p).ok()),
+            jstart: holder.jstart.and_then(signed),
+            ttl_ms: millis(ttl),
+            grace_ms: holder.grace.map(millis),
+            boot_ms: millis(boot),
+            job: claim.map(|c| c.key.as_str()),
+            occurrence: claim.map(|c| c.at),
+        }
+    }
+
+    fn params(&self) -> [&(dyn ToSql + Sync); 16] {
+        [
+            &self.name,
+            &self.token_text,
+            &self.holder.host,
+            &self.holder.machine,
+            &self.holder.boot,
+            &self.pidns,
+            &self.pid,
+            &self.pstart,
+            &self.pgid,
+            &self.jstart,
+            &self.holder.run,
+            &self.ttl_ms,
+            &self.grace_ms,
+            &self.boot_ms,
+            &self.job,
+            &self.occurrence,
+        ]
+    }
+
+    fn granted(&self, row: &Row) -> Result<Acquire, Error> {
+        let fence = u64::try_from(row.get::<_, i64>(0)).map_err(|_| Error::Corrupt {
+            name: self.name.to_owned(),
+            why: "a negative fence".to_owned(),
+        })?;
+        Ok(Acquire::Acquired(PgLease {
+            name: self.name.to_owned(),
+            fence: baton_lease::Fence::new(fence),
+            token: self.token,
+            acquired: stamp(self.name, row.get(1))?,
+        }))
+    }
+
+    fn claimed(&self) -> Acquire {
+        Acquire::Claimed {
+            job: self.job.unwrap_or_default().to_owned(),
+            occurrence: self.occurrence.unwrap_or_default(),
+        }
+    }
+}
+
+fn query(source: tokio_postgres::Error) -> Error {
+    Error::Query {
+        what: ACQUIRE,
+        source,
+    }
+}
+
+fn stamp(name: &str, us: i64) -> Result<Timestamp, Error> {
+    Timestamp::from_microsecond(us).map_err(|e| Error::Corrupt {
+        name: name.to_owned(),
+        why: e.to_string(),
+    })
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}

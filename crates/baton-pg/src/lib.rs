@@ -1,0 +1,61 @@
+//! baton-pg: baton's leases and occurrence claims in PostgreSQL, for
+//! schedulers on several hosts.
+//!
+//! The store keeps one row per lock in the `baton` schema. Every step is one
+//! transaction on that row, every stamp is the server's clock
+//! (`clock_timestamp()`), the fence is a counter in the row, and renew and
+//! release check the token, as the file lock does. A held row carries its
+//! holder's facts, so a judge on the holder's own host still decides by
+//! evidence (`baton_lease::decide`, reused unchanged), and a judge elsewhere
+//! by the renewal's age plus the takeover grace on the server's clock. An
+//! occurrence claim is inserted in the transaction that grants the lease,
+//! under a unique key on job and occurrence, so one occurrence runs once
+//! across every host.
+//!
+//! Map of the crate: [`schema`] creates and migrates the tables; [`Leases`]
+//! is the critical section (`leases`), in either [`Form`]; `judge` turns a row
+//! into `decide`'s input; `statements` holds every statement; `pool` every
+//! connection; [`Options`] the timeouts.
+//!
+//! The API is asynchronous and runs on a tokio runtime with its I/O and time
+//! drivers enabled; each call returns within [`Options::deadline`], so a
+//! holder can fence itself when the store stops answering. The deadline is
+//! the only timer here: it bounds a wait, it never judges a lease.
+
+mod error;
+mod form;
+mod holder;
+mod judge;
+mod leases;
+mod options;
+mod outcome;
+mod pool;
+pub mod schema;
+mod statements;
+
+pub use error::Error;
+pub use form::Form;
+pub use holder::HolderFacts;
+pub use leases::Leases;
+pub use options::Options;
+pub use outcome::{Acquire, PgLease, Release, Renewal};
+
+/// Creates or migrates the `baton` schema at `url` (what `baton store
+/// migrate` runs); returns the versions applied. Safe when several hosts
+/// migrate at once.
+///
+/// # Errors
+///
+/// [`Error::Url`], [`Error::Connect`], [`Error::SchemaTooNew`], or
+/// [`Error::Query`] (nothing is changed then).
+pub async fn migrate(url: &str, options: Options) -> Result<Vec<i32>, Error> {
+    let config: tokio_postgres::Config = url.parse().map_err(Error::Url)?;
+    let mut client = pool::connect_once(&config, &options).await?;
+    let deadline = options.deadline;
+    tokio::time::timeout(deadline, schema::migrate(&mut client))
+        .await
+        .unwrap_or(Err(Error::Timeout {
+            what: "migrate the baton schema",
+            deadline,
+        }))
+}

@@ -1,0 +1,96 @@
+//! What acquire, renew and release can come to. Contention is an outcome: a
+//! busy lease, a claimed occurrence and a lost token are values, not errors.
+
+use baton_lease::{Fence, Token, Verdict};
+use jiff::Timestamp;
+
+/// A lease granted by the store.
+///
+/// Dropping it does not release it (release is a round trip; call
+/// [`crate::Leases::release`]): an unreleased lease is respected until its
+/// holder is judged dead or its renewal lapses past TTL plus grace. Holding
+/// one does not stop a paused or partitioned holder from writing after the
+/// lease moved on; only the fence, checked by whatever the job writes, does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PgLease {
+    pub(crate) name: String,
+    pub(crate) fence: Fence,
+    pub(crate) token: Token,
+    pub(crate) acquired: Timestamp,
+}
+
+impl PgLease {
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// This acquisition's fence: greater than every fence the lock handed
+    /// out before.
+    pub fn fence(&self) -> Fence {
+        self.fence
+    }
+
+    /// The token renew and release present.
+    pub fn token(&self) -> Token {
+        self.token
+    }
+
+    /// When the server granted it (the server's clock).
+    pub fn acquired(&self) -> Timestamp {
+        self.acquired
+    }
+}
+
+/// The result of an acquisition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(clippy::large_enum_variant)] // Acquired is the common case; boxing buys nothing.
+pub enum Acquire {
+    /// The lease is ours (and the occurrence, when one was claimed).
+    Acquired(PgLease),
+    /// Someone holds it: live, hung, orphaned, or refused; nothing changed.
+    Busy {
+        /// The judgement.
+        verdict: Verdict,
+        /// The server's clock when it was made.
+        at: Timestamp,
+    },
+    /// The lease was free, but the job already claimed this occurrence (or a
+    /// later one); nothing changed.
+    Claimed {
+        /// The job.
+        job: String,
+        /// The occurrence, in seconds since 1970.
+        occurrence: i64,
+    },
+}
+
+impl Acquire {
+    /// The lease, when granted.
+    pub fn acquired(self) -> Option<PgLease> {
+        match self {
+            Self::Acquired(l) => Some(l),
+            _ => None,
+        }
+    }
+}
+
+/// The result of a renewal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Renewal {
+    /// Renewed at this server time.
+    Renewed(Timestamp),
+    /// The row no longer carries our token: the lease moved on (or was
+    /// released). The holder must stop its job.
+    Lost,
+}
+
+/// The result of a release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Release {
+    /// Released at this server time; the row keeps the fence.
+    Released(Timestamp),
+    /// The row no longer carries our token; nothing changed, so a displaced
+    /// holder never frees its successor.
+    Lost,
+}

@@ -1,0 +1,161 @@
+//! A small pool of connections, each with the lease statements prepared: the
+//! only place that opens a connection to the store.
+//!
+//! A slot is lent to one operation at a time, so a transaction never shares
+//! its connection. A connection that timed out or closed is dropped, never
+//! reused (a transaction may still be open on it; dropping it makes the
+//! server roll that back), and the next operation that needs the slot
+//! connects again. Reconnection does not back off here: the caller decides
+//! when to try again.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tokio::sync::{Mutex, MutexGuard};
+use tokio_postgres::{Client, Config, NoTls};
+
+use crate::error::Error;
+use crate::options::Options;
+use crate::statements::Statements;
+
+/// One open connection and its prepared statements.
+pub(crate) struct Conn {
+    pub(crate) client: Client,
+    pub(crate) st: Statements,
+}
+
+/// Up to [`Options::pool_size`] connections.
+pub(crate) struct Pool {
+    config: Config,
+    options: Options,
+    slots: Vec<Mutex<Option<Conn>>>,
+    next: AtomicUsize,
+}
+
+impl Pool {
+    pub(crate) fn new(mut config: Config, options: Options) -> Self {
+        let ms = options.statement_timeout.as_millis();
+        config
+            .options(format!(
+                "-c statement_timeout={ms} -c idle_in_transaction_session_timeout={ms}"
+            ))
+            .connect_timeout(options.connect_timeout)
+            .application_name("baton");
+        let slots = (0..options.pool_size.max(1))
+            .map(|_| Mutex::new(None))
+            .collect();
+        Self {
+            config,
+            options,
+            slots,
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    pub(crate) fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Host, port, database and user, for messages (never the password).
+    pub(crate) fn target(&self) -> String {
+        target(&self.config)
+    }
+
+    /// Runs `f` on a connection, within the deadline (plus, when every
+    /// connection is in use, up to one more deadline waiting for one). On a
+    /// timeout or a closed connection the connection is dropped.
+    pub(crate) async fn with<T>(
+        &self,
+        what: &'static str,
+        f: impl AsyncFnOnce(&mut Conn) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let deadline = self.options.deadline;
+        // Waiting for a connection that others use has a deadline of its own:
+        // a call returns within twice the deadline whatever the others do.
+        let mut slot = tokio::time::timeout(deadline, self.slot())
+            .await
+            .map_err(|_| Error::Timeout { what, deadline })?;
+        let run = async {
+            if slot.as_ref().is_none_or(|c| c.client.is_closed()) {
+                *slot = None;
+                *slot = Some(self.connect().await?);
+            }
+            // OK because the slot was filled just above.
+            let conn = slot.as_mut().expect("a connection in the slot");
+            f(conn).await
+        };
+        let out = match tokio::time::timeout(deadline, run).await {
+            Ok(r) => r,
+            Err(_) => Err(Error::Timeout { what, deadline }),
+        };
+        if matches!(out, Err(Error::Timeout { .. }))
+            || slot.as_ref().is_some_and(|c| c.client.is_closed())
+        {
+            *slot = None;
+        }
+        out
+    }
+
+    /// A free slot if there is one, else the next one in turn.
+    async fn slot(&self) -> MutexGuard<'_, Option<Conn>> {
+        for s in &self.slots {
+            if let Ok(g) = s.try_lock() {
+                return g;
+            }
+        }
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
+        self.slots[i].lock().await
+    }
+
+    async fn connect(&self) -> Result<Conn, Error> {
+        let (client, connection) =
+            self.config
+                .connect(NoTls)
+                .await
+                .map_err(|source| Error::Connect {
+                    target: self.target(),
+                    source,
+                })?;
+        // The connection task ends when the client is dropped or the socket
+        // closes; its error then reaches the client as a closed connection.
+        tokio::spawn(connection);
+        // Every new connection checks the schema first: its statements name
+        // the tables of this build's version, and nothing else is used.
+        crate::schema::check(&client).await?;
+        let st = Statements::prepare(&client).await?;
+        Ok(Conn { client, st })
+    }
+}
+
+/// Opens one plain connection with the pool's settings (for migrations).
+pub(crate) async fn connect_once(config: &Config, options: &Options) -> Result<Client, Error> {
+    let mut config = config.clone();
+    let ms = options.statement_timeout.as_millis();
+    config
+        .options(format!("-c statement_timeout={ms}"))
+        .connect_timeout(options.connect_timeout)
+        .application_name("baton");
+    let (client, connection) = config
+        .connect(NoTls)
+        .await
+        .map_err(|source| Error::Connect {
+            target: target(&config),
+            source,
+        })?;
+    tokio::spawn(connection);
+    Ok(client)
+}
+
+fn target(config: &Config) -> String {
+    use tokio_postgres::config::Host;
+    let host = match config.get_hosts().first() {
+        Some(Host::Tcp(h)) => h.clone(),
+        Some(Host::Unix(p)) => p.display().to_string(),
+        None => "localhost".to_owned(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    format!(
+        "{host}:{port} (database {}, user {})",
+        config.get_dbname().unwrap_or("-"),
+        config.get_user().unwrap_or("-")
+    )
+}

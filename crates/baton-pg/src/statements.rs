@@ -1,0 +1,140 @@
+//! Every statement the lease runs, prepared once per connection: the only
+//! SQL that reads or writes `baton.leases` and `baton.claims`.
+//!
+//! Every stamp is the server's `clock_timestamp()`, taken while the statement
+//! runs, never a value from the client. It may be read before a row lock
+//! the statement waits for, but never before the caller sent the statement:
+//! a holder that measures its lease from the start of its attempt never
+//! overestimates it (the self-fencing inequality in `DESIGN.md` needs
+//! exactly that), and a judgement's `now` read early only makes a holder
+//! look younger (the safe direction).
+//! The fence is a counter in the row: a grant sets `fence = fence + 1`, and a
+//! release keeps it; a row is created free with the server's clock in
+//! microseconds as its count, so a row deleted by hand does not make fences
+//! repeat (the file lock's fences are microseconds too). Renew and release
+//! change a row only when its token is the caller's.
+
+use tokio_postgres::{Client, Statement};
+
+use crate::error::Error;
+
+/// The columns [`Statements::select`] returns, in order.
+pub(crate) mod col {
+    pub(crate) const STATE: usize = 0;
+    pub(crate) const FENCE: usize = 1;
+    pub(crate) const TOKEN: usize = 2;
+    pub(crate) const HOST: usize = 3;
+    pub(crate) const MACHINE: usize = 4;
+    pub(crate) const BOOT: usize = 5;
+    pub(crate) const PIDNS: usize = 6;
+    pub(crate) const PID: usize = 7;
+    pub(crate) const PSTART: usize = 8;
+    pub(crate) const PGID: usize = 9;
+    pub(crate) const JSTART: usize = 10;
+    pub(crate) const RUN: usize = 11;
+    pub(crate) const TTL_MS: usize = 12;
+    pub(crate) const GRACE_MS: usize = 13;
+    pub(crate) const RENEWED_BOOT_MS: usize = 14;
+    pub(crate) const ACQUIRED: usize = 15;
+    pub(crate) const RENEWED: usize = 16;
+    pub(crate) const RELEASED: usize = 17;
+    pub(crate) const NOW: usize = 18;
+}
+
+const SELECT: &str = "
+SELECT state, fence, token, host, machine, boot, pidns, pid, pstart, pgid, jstart, run,
+       ttl_ms, grace_ms, renewed_boot_ms,
+       baton.micros(acquired), baton.micros(renewed), baton.micros(released),
+       baton.micros(clock_timestamp())
+FROM baton.leases WHERE name = $1 FOR UPDATE";
+
+const ENSURE: &str = "
+INSERT INTO baton.leases (name, state, fence)
+VALUES ($1, 'free', baton.micros(clock_timestamp()))
+ON CONFLICT (name) DO NOTHING";
+
+/// The grant, with its occurrence claim: `$1` name, `$2` token, `$3`–`$14`
+/// the holder's facts, `$15` job and `$16` occurrence (both NULL for no
+/// claim). Either way the lease is not granted without its claim:
+///
+/// - a claim at or before the job's latest under this lock refuses the grant
+///   (no row returned). The latest is kept in the lease row itself
+///   (`claims`, job → occurrence), so the condition is re-checked on the
+///   row's newest version when the statement waited for its lock; a
+///   condition on another table would be read from the statement's
+///   snapshot, taken before the wait, and miss a claim committed meanwhile;
+/// - a claim of the same occurrence by anyone, through any lock, fails the
+///   whole statement on the unique key of `baton.claims`, which sees every
+///   committed row whatever the snapshot.
+///
+/// `{only_free}` is the conditional form's extra condition.
+const GRANT: &str = "
+WITH clock AS (SELECT clock_timestamp() AS t),
+g AS (
+    UPDATE baton.leases l
+    SET state = 'held', fence = l.fence + 1, token = $2,
+        host = $3, machine = $4, boot = $5, pidns = $6, pid = $7, pstart = $8,
+        pgid = $9, jstart = $10, run = $11, ttl_ms = $12, grace_ms = $13,
+        renewed_boot_ms = $14, acquired = clock.t, renewed = clock.t, released = NULL,
+        claims = CASE WHEN $15::text IS NULL THEN l.claims
+                      ELSE l.claims || jsonb_build_object($15::text, $16::bigint) END
+    FROM clock
+    WHERE l.name = $1 {only_free}
+      AND ($15::text IS NULL OR coalesce((l.claims ->> $15::text)::bigint < $16::bigint, true))
+    RETURNING l.fence, l.acquired
+),
+c AS (
+    INSERT INTO baton.claims (job, occurrence, lock_name, fence, claimed)
+    SELECT $15::text, $16::bigint, $1, g.fence, g.acquired FROM g WHERE $15::text IS NOT NULL
+)
+SELECT g.fence, baton.micros(g.acquired) FROM g";
+
+const RENEW: &str = "
+UPDATE baton.leases SET renewed = clock_timestamp(), renewed_boot_ms = $3
+WHERE name = $1 AND state = 'held' AND token = $2
+RETURNING baton.micros(renewed)";
+
+const RELEASE: &str = "
+UPDATE baton.leases SET state = 'free', token = NULL, released = clock_timestamp()
+WHERE name = $1 AND state = 'held' AND token = $2
+RETURNING fence, baton.micros(released)";
+
+/// The prepared statements of one connection.
+pub(crate) struct Statements {
+    pub(crate) begin: Statement,
+    pub(crate) commit: Statement,
+    pub(crate) rollback: Statement,
+    pub(crate) select: Statement,
+    pub(crate) ensure: Statement,
+    pub(crate) grant: Statement,
+    pub(crate) grant_if_free: Statement,
+    pub(crate) renew: Statement,
+    pub(crate) release: Statement,
+    pub(crate) ping: Statement,
+}
+
+impl Statements {
+    pub(crate) async fn prepare(client: &Client) -> Result<Self, Error> {
+        let p = async |sql: &str| {
+            client.prepare(sql).await.map_err(|source| Error::Query {
+                what: "prepare the lease statements",
+                source,
+            })
+        };
+        let grant = GRANT.replace("{only_free}", "");
+        let grant_if_free = GRANT.replace("{only_free}", "AND l.state = 'free'");
+        // Prepared one after another; this happens once per connection.
+        Ok(Self {
+            begin: p("BEGIN").await?,
+            commit: p("COMMIT").await?,
+            rollback: p("ROLLBACK").await?,
+            select: p(SELECT).await?,
+            ensure: p(ENSURE).await?,
+            grant: p(&grant).await?,
+            grant_if_free: p(&grant_if_free).await?,
+            renew: p(RENEW).await?,
+            release: p(RELEASE).await?,
+            ping: p("SELECT 1").await?,
+        })
+    }
+}

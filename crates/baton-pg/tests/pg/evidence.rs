@@ -1,0 +1,125 @@
+//! A judge on the holder's own host decides by evidence, as the file lock
+//! does: a dead holder is taken at once, a live one never, however late its
+//! renewal (seed 001).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_lease::{Clock, ManualClock, SystemClock, Verdict};
+use baton_pg::{Acquire, Form, HolderFacts};
+
+use crate::support::Scene;
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+#[tokio::test]
+async fn a_dead_holder_on_this_host_is_taken_at_once() {
+    let scene = Scene::new().await;
+    for form in [Form::Conditional, Form::Locking] {
+        let store = scene.leases_with(form, None).await;
+        let mut child = std::process::Command::new("sleep")
+            .arg("600")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let holder = HolderFacts {
+            pid,
+            pstart: baton_lease::job::process_start(pid),
+            ..HolderFacts::here()
+        };
+        let held = store
+            .acquire("evidence", &holder, HOUR, None)
+            .await
+            .unwrap()
+            .acquired()
+            .unwrap();
+        match store
+            .acquire("evidence", &HolderFacts::here(), HOUR, None)
+            .await
+            .unwrap()
+        {
+            Acquire::Busy {
+                verdict: Verdict::Live { .. },
+                ..
+            } => {}
+            other => panic!("a live holder is kept, got {other:?}"),
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        // Its TTL is an hour away; the evidence breaks it now.
+        let next = store
+            .acquire("evidence", &HolderFacts::here(), HOUR, None)
+            .await
+            .unwrap()
+            .acquired()
+            .expect("a dead holder is taken at once");
+        assert!(next.fence() > held.fence());
+        store.release(&next).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_live_holder_on_this_host_is_never_taken_however_late_its_renewal() {
+    let scene = Scene::new().await;
+    let real = SystemClock;
+    let clock = Arc::new(ManualClock::new(real.wall(), real.boot()));
+    let a = scene
+        .leases_with(Form::default(), Some(clock.clone()))
+        .await;
+    let b = scene.leases_with(Form::Locking, Some(clock.clone())).await;
+    let raw = scene.raw().await;
+    a.acquire("slow", &HolderFacts::here(), Duration::from_secs(1), None)
+        .await
+        .unwrap()
+        .acquired()
+        .unwrap();
+    // Its boot clock says the renewal lapsed an hour ago, and so does the
+    // server's clock: the process is alive, so it is hung, never taken.
+    clock.advance(HOUR);
+    raw.execute(
+        "UPDATE baton.leases SET renewed = renewed - interval '1 hour' WHERE name = 'slow'",
+        &[],
+    )
+    .await
+    .unwrap();
+    for _ in 0..3 {
+        match b
+            .acquire("slow", &HolderFacts::here(), Duration::from_secs(1), None)
+            .await
+            .unwrap()
+        {
+            Acquire::Busy {
+                verdict: Verdict::Hung { lapsed, .. },
+                ..
+            } => assert!(lapsed >= HOUR),
+            other => panic!("a live holder is kept, got {other:?}"),
+        }
+        clock.advance(HOUR);
+    }
+}
+
+#[tokio::test]
+async fn a_holder_from_an_earlier_boot_of_this_host_is_dead() {
+    let scene = Scene::new().await;
+    let store = scene.leases().await;
+    let before = HolderFacts {
+        boot: Some("an-earlier-boot".to_owned()),
+        ..HolderFacts::here()
+    };
+    assert!(before.machine.is_some(), "the test needs /etc/machine-id");
+    store
+        .acquire("rebooted", &before, HOUR, None)
+        .await
+        .unwrap()
+        .acquired()
+        .unwrap();
+    // Its TTL is an hour away; the changed boot id says it is gone.
+    match store
+        .acquire("rebooted", &HolderFacts::here(), HOUR, None)
+        .await
+        .unwrap()
+    {
+        Acquire::Acquired(_) => {}
+        other => panic!("a holder from an earlier boot is taken at once, got {other:?}"),
+    }
+}

@@ -1,0 +1,140 @@
+//! Acquire, busy, renew, release; fences; displaced holders.
+
+use std::time::Duration;
+
+use baton_lease::Verdict;
+use baton_pg::{Acquire, Form, HolderFacts, Release, Renewal};
+
+use crate::support::{Scene, remote};
+
+const LONG: Duration = Duration::from_secs(60);
+
+#[tokio::test]
+async fn acquire_busy_renew_release_in_both_forms() {
+    let scene = Scene::new().await;
+    for (i, form) in [Form::Locking, Form::Conditional].into_iter().enumerate() {
+        let name = format!("nightly-{i}");
+        let a = scene.leases_with(form, None).await;
+        let b = scene.leases_with(form, None).await;
+        let lease = a
+            .acquire(&name, &HolderFacts::here(), LONG, None)
+            .await
+            .unwrap()
+            .acquired()
+            .expect("a free lock is granted");
+
+        // This process is alive and renewing: live, whoever asks.
+        match b
+            .acquire(&name, &HolderFacts::here(), LONG, None)
+            .await
+            .unwrap()
+        {
+            Acquire::Busy {
+                verdict: Verdict::Live { holder, .. },
+                ..
+            } => assert_eq!(holder.fence(), Some(lease.fence())),
+            other => panic!("{form:?}: expected busy, got {other:?}"),
+        }
+
+        assert!(
+            matches!(a.renew(&lease).await.unwrap(), Renewal::Renewed(at) if at >= lease.acquired())
+        );
+        assert!(matches!(
+            a.release(&lease).await.unwrap(),
+            Release::Released(_)
+        ));
+        // Once released, the token is spent.
+        assert_eq!(a.release(&lease).await.unwrap(), Release::Lost);
+        assert_eq!(a.renew(&lease).await.unwrap(), Renewal::Lost);
+
+        let next = b
+            .acquire(&name, &HolderFacts::here(), LONG, None)
+            .await
+            .unwrap()
+            .acquired()
+            .expect("a released lock is granted");
+        assert!(next.fence() > lease.fence());
+        assert_ne!(next.token(), lease.token());
+    }
+}
+
+#[tokio::test]
+async fn fences_strictly_increase_across_releases_and_takeovers() {
+    let scene = Scene::new().await;
+    let locking = scene.leases_with(Form::Locking, None).await;
+    let conditional = scene.leases_with(Form::Conditional, None).await;
+    let raw = scene.raw().await;
+    let mut last = None;
+    for i in 0..60 {
+        let store = if i % 2 == 0 { &locking } else { &conditional };
+        let lease = store
+            .acquire("fenced", &remote("host-a"), LONG, None)
+            .await
+            .unwrap()
+            .acquired()
+            .unwrap_or_else(|| panic!("round {i}: not granted"));
+        if let Some(prev) = last {
+            assert!(
+                lease.fence() > prev,
+                "round {i}: {} after {prev}",
+                lease.fence()
+            );
+        }
+        last = Some(lease.fence());
+        if i % 3 == 0 {
+            assert!(matches!(
+                store.release(&lease).await.unwrap(),
+                Release::Released(_)
+            ));
+        } else {
+            // Leave it held, and age its renewal past TTL plus grace on the
+            // server, so the next round takes it over.
+            raw.execute(
+                "UPDATE baton.leases SET renewed = renewed - interval '1 hour' WHERE name = 'fenced'",
+                &[],
+            )
+            .await
+            .unwrap();
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_displaced_holder_can_neither_renew_nor_release() {
+    let scene = Scene::new().await;
+    let store = scene.leases().await;
+    let raw = scene.raw().await;
+    let old = store
+        .acquire("shared", &remote("host-a"), Duration::from_secs(1), None)
+        .await
+        .unwrap()
+        .acquired()
+        .unwrap();
+    raw.execute(
+        "UPDATE baton.leases SET renewed = renewed - interval '1 hour' WHERE name = 'shared'",
+        &[],
+    )
+    .await
+    .unwrap();
+    let new = match store
+        .acquire("shared", &remote("host-b"), LONG, None)
+        .await
+        .unwrap()
+    {
+        Acquire::Acquired(l) => l,
+        other => panic!("an expired remote holder is taken over, got {other:?}"),
+    };
+    assert_eq!(store.renew(&old).await.unwrap(), Renewal::Lost);
+    assert_eq!(store.release(&old).await.unwrap(), Release::Lost);
+    // The successor still holds it.
+    assert!(matches!(
+        store.renew(&new).await.unwrap(),
+        Renewal::Renewed(_)
+    ));
+    let token: String = raw
+        .query_one("SELECT token FROM baton.leases WHERE name = 'shared'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(token, new.token().to_string());
+}

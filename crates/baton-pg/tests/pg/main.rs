@@ -1,0 +1,15 @@
+#![allow(clippy::unwrap_used)] // Tests state their expectations with unwrap.
+//! baton-pg against a real PostgreSQL server, started by the test kit for
+//! each scenario and removed after it. Hosts are simulated by the facts a
+//! holder states: a holder whose boot id is not this machine's cannot be
+//! checked from here, exactly as one on another machine.
+
+mod support;
+
+mod claims;
+mod evidence;
+mod lease;
+mod round_trips;
+mod schema;
+mod takeover;
+mod timeouts;

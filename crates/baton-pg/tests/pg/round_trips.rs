@@ -1,0 +1,49 @@
+//! The protocol's shape: how many round trips each step takes, counted by a
+//! proxy between the store and the server. One each in the conditional form;
+//! the locking form's acquisition takes two (the judgement sits between).
+
+use std::time::Duration;
+
+use baton_pg::{Form, HolderFacts, Leases, Options};
+use baton_testkit::proxy::Proxy;
+
+use crate::support::Scene;
+
+#[tokio::test(flavor = "current_thread")]
+async fn each_step_takes_the_round_trips_it_is_designed_for() {
+    let scene = Scene::new().await;
+    let proxy = Proxy::start(([127, 0, 0, 1], scene.server.port()).into());
+    let url = format!("postgres://baton@127.0.0.1:{}/postgres", proxy.port());
+    for (form, acquire_trips) in [(Form::Conditional, 1), (Form::Locking, 2)] {
+        let options = Options {
+            pool_size: 1,
+            ..Options::default()
+        };
+        let store = Leases::open(&url, options).await.unwrap().with_form(form);
+        let name = format!("trips-{form:?}");
+        let me = HolderFacts::here();
+        let ttl = Duration::from_secs(60);
+        // The first use creates the row; count from the second.
+        let first = store.acquire(&name, &me, ttl, None).await.unwrap();
+        store.release(&first.acquired().unwrap()).await.unwrap();
+        for _ in 0..10 {
+            let t0 = proxy.turns();
+            let lease = store
+                .acquire(&name, &me, ttl, None)
+                .await
+                .unwrap()
+                .acquired()
+                .unwrap();
+            let t1 = proxy.turns();
+            store.renew(&lease).await.unwrap();
+            let t2 = proxy.turns();
+            store.release(&lease).await.unwrap();
+            let t3 = proxy.turns();
+            assert_eq!(
+                (t1 - t0, t2 - t1, t3 - t2),
+                (acquire_trips, 1, 1),
+                "{form:?}: acquire, renew, release"
+            );
+        }
+    }
+}

@@ -1,0 +1,99 @@
+use baton_pg::Options;
+
+use crate::support::Scene;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hosts_migrating_at_once_make_one_schema() {
+    let scene = Scene {
+        server: baton_testkit::pg::PgServer::start(),
+    };
+    let raw = scene.raw().await;
+    for db in 0..5 {
+        raw.batch_execute(&format!("CREATE DATABASE race{db}"))
+            .await
+            .unwrap();
+        let url = scene
+            .server
+            .url()
+            .replace("/postgres", &format!("/race{db}"));
+        let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(4));
+        let hosts: Vec<_> = (0..4)
+            .map(|_| {
+                let (url, barrier) = (url.clone(), barrier.clone());
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    baton_pg::migrate(&url, Options::default()).await.unwrap()
+                })
+            })
+            .collect();
+        let mut applied = Vec::new();
+        for h in hosts {
+            applied.push(h.await.unwrap());
+        }
+        applied.sort();
+        assert_eq!(
+            applied,
+            [
+                vec![],
+                vec![],
+                vec![],
+                vec![baton_pg::schema::SCHEMA_VERSION]
+            ],
+            "database race{db}"
+        );
+        assert_eq!(
+            baton_pg::migrate(&url, Options::default()).await.unwrap(),
+            Vec::<i32>::new()
+        );
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        let rows = client
+            .query("SELECT version FROM baton.migrations", &[])
+            .await
+            .unwrap();
+        let versions: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
+        assert_eq!(versions, [1], "database race{db}");
+    }
+}
+
+#[tokio::test]
+async fn a_store_refuses_a_schema_other_than_its_own() {
+    let server = baton_testkit::pg::PgServer::start();
+    let url = server.url();
+    match baton_pg::Leases::open(&url, Options::default()).await {
+        Err(baton_pg::Error::SchemaBehind { found: 0, .. }) => {}
+        other => panic!("an unmigrated database is refused, got {other:?}"),
+    }
+    baton_pg::migrate(&url, Options::default()).await.unwrap();
+    let scene = Scene { server };
+    let raw = scene.raw().await;
+    raw.execute(
+        "INSERT INTO baton.migrations (version, name) VALUES (99, 'from a later build')",
+        &[],
+    )
+    .await
+    .unwrap();
+    match baton_pg::migrate(&url, Options::default()).await {
+        Err(baton_pg::Error::SchemaTooNew { found: 99, .. }) => {}
+        other => panic!("a newer schema is never migrated, got {other:?}"),
+    }
+    match baton_pg::Leases::open(&url, Options::default()).await {
+        Err(baton_pg::Error::SchemaTooNew { found: 99, .. }) => {}
+        other => panic!("a newer schema is refused, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_test_server_leaves_nothing_behind() {
+    let server = baton_testkit::pg::PgServer::start();
+    let (port, dir) = (server.port(), server.socket_dir());
+    assert!(dir.exists());
+    drop(server);
+    assert!(!dir.exists(), "{} is left behind", dir.display());
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "the server still listens on {port}"
+    );
+}

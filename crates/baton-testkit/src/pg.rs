@@ -1,0 +1,257 @@
+//! A throwaway PostgreSQL server for tests that need a real one.
+//!
+//! [`PgServer::start`] runs Debian's `initdb` into a fresh temporary directory
+//! and starts the server with `pg_ctl`, listening on `127.0.0.1` at a free
+//! port and on a unix socket inside that directory; dropping the value stops
+//! the server (`pg_ctl stop -m immediate`) and removes the directory. The
+//! cluster trusts every local connection and has one superuser, `baton`.
+//! Durability is off (`fsync=off`): a test server is thrown away, and a test
+//! asserts behaviour, never speed.
+//!
+//! PostgreSQL refuses to run as root. When the tests run as root (as CI
+//! does), the directory is handed to the `postgres` system user that Debian's
+//! package creates, and `initdb` and `pg_ctl` run as that user through
+//! `runuser`; the test process itself stays root and connects over TCP or the
+//! socket. Running as another user, the server runs as that user.
+//!
+//! This module never touches a server it did not start, and never leaves one
+//! running: a server that fails to start is stopped before the test fails.
+//! When PostgreSQL is not installed, [`PgServer::start`] fails the test with
+//! a message naming the package.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// The Debian package that provides the server binaries.
+pub const PACKAGE: &str = "postgresql";
+
+/// The superuser of every test cluster.
+pub const USER: &str = "baton";
+
+/// A running PostgreSQL server in a temporary directory. Dropping it stops
+/// the server and removes the directory.
+#[derive(Debug)]
+pub struct PgServer {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    port: u16,
+    run_as: Option<String>,
+}
+
+impl PgServer {
+    /// Creates a cluster and starts its server.
+    ///
+    /// # Panics
+    ///
+    /// When PostgreSQL is not installed (the message names the package),
+    /// when running as root without a `postgres` user, or when the server
+    /// does not start (the message holds the server's log).
+    pub fn start() -> PgServer {
+        let bin = bin_dir().unwrap_or_else(|| {
+            panic!(
+                "PostgreSQL is not installed: no initdb under /usr/lib/postgresql/*/bin or on \
+                 PATH (install the `{PACKAGE}` package, or set BATON_PG_BIN to its bin directory)"
+            )
+        });
+        let run_as = rustix::process::geteuid().is_root().then(|| {
+            let (uid, gid) = system_user("postgres").unwrap_or_else(|| {
+                panic!(
+                    "running as root, and there is no `postgres` user to run the server as \
+                     (the `{PACKAGE}` package creates it)"
+                )
+            });
+            (uid, gid)
+        });
+        let dir = tempfile::Builder::new()
+            .prefix("baton-pg-")
+            .tempdir()
+            .expect("failed to create a directory for the test server");
+        if let Some((uid, gid)) = run_as {
+            rustix::fs::chown(
+                dir.path(),
+                Some(rustix::fs::Uid::from_raw(uid)),
+                Some(rustix::fs::Gid::from_raw(gid)),
+            )
+            .expect("failed to hand the test server's directory to the postgres user");
+        }
+        let mut server = PgServer {
+            dir,
+            bin,
+            port: 0,
+            run_as: run_as.map(|_| "postgres".to_owned()),
+        };
+        let data = server.data_dir();
+        let init = server.run(
+            "initdb",
+            &[
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-U".as_ref(),
+                USER.as_ref(),
+                "--auth=trust".as_ref(),
+                "--no-sync".as_ref(),
+                "--encoding=UTF8".as_ref(),
+                "--locale=C".as_ref(),
+            ],
+        );
+        assert!(
+            init.status.success(),
+            "initdb failed: {}",
+            String::from_utf8_lossy(&init.stderr)
+        );
+        std::fs::create_dir(server.socket_dir()).expect("failed to create the socket directory");
+        if let Some((uid, gid)) = run_as {
+            rustix::fs::chown(
+                server.socket_dir(),
+                Some(rustix::fs::Uid::from_raw(uid)),
+                Some(rustix::fs::Gid::from_raw(gid)),
+            )
+            .expect("failed to hand the socket directory to the postgres user");
+        }
+        // A free port can be taken by someone else between our probe and the
+        // server's bind: try a few.
+        let mut last = String::new();
+        for _ in 0..5 {
+            server.port = free_port();
+            let opts = format!(
+                "-k {} -p {} -c listen_addresses=127.0.0.1 -c fsync=off -c shared_buffers=16MB",
+                server.socket_dir().display(),
+                server.port
+            );
+            let log = server.dir.path().join("server.log");
+            let out = server.run(
+                "pg_ctl",
+                &[
+                    "-D".as_ref(),
+                    data.as_os_str(),
+                    "-l".as_ref(),
+                    log.as_os_str(),
+                    "-o".as_ref(),
+                    opts.as_ref(),
+                    "-w".as_ref(),
+                    "-t".as_ref(),
+                    "60".as_ref(),
+                    "start".as_ref(),
+                ],
+            );
+            if out.status.success() {
+                return server;
+            }
+            server.stop();
+            last = format!(
+                "{}\n{}",
+                String::from_utf8_lossy(&out.stderr),
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        }
+        panic!("the test PostgreSQL server did not start: {last}");
+    }
+
+    /// A connection URL over TCP to the `postgres` database, as `baton`.
+    pub fn url(&self) -> String {
+        format!("postgres://{USER}@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// A connection URL over the unix socket (the socket directory as the
+    /// host, URL-encoded).
+    pub fn socket_url(&self) -> String {
+        let dir = self.socket_dir().display().to_string().replace('/', "%2F");
+        format!("postgres://{USER}@{dir}:{}/postgres", self.port)
+    }
+
+    /// The TCP port on `127.0.0.1`.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The directory holding the unix socket.
+    pub fn socket_dir(&self) -> PathBuf {
+        self.dir.path().join("sock")
+    }
+
+    fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    fn stop(&self) {
+        let data = self.data_dir();
+        let _ = self.run(
+            "pg_ctl",
+            &[
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-m".as_ref(),
+                "immediate".as_ref(),
+                "-w".as_ref(),
+                "stop".as_ref(),
+            ],
+        );
+    }
+
+    fn run(&self, program: &str, args: &[&std::ffi::OsStr]) -> Output {
+        let exe = self.bin.join(program);
+        let mut cmd = match &self.run_as {
+            Some(user) => {
+                let mut c = Command::new("runuser");
+                c.arg("-u").arg(user).arg("--").arg(&exe);
+                c
+            }
+            None => Command::new(&exe),
+        };
+        cmd.args(args)
+            .current_dir(self.dir.path())
+            .stdin(std::process::Stdio::null());
+        cmd.output()
+            .unwrap_or_else(|e| panic!("failed to run {}: {e}", exe.display()))
+    }
+}
+
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The directory holding `initdb` and `pg_ctl`: `BATON_PG_BIN`, else the
+/// newest `/usr/lib/postgresql/N/bin` (Debian keeps them off `PATH`), else
+/// wherever `initdb` is on `PATH`.
+fn bin_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("BATON_PG_BIN") {
+        return Some(PathBuf::from(dir));
+    }
+    let newest = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let version: u32 = e.file_name().to_str()?.parse().ok()?;
+            let bin = e.path().join("bin");
+            bin.join("initdb").exists().then_some((version, bin))
+        })
+        .max_by_key(|(v, _)| *v)
+        .map(|(_, bin)| bin);
+    newest.or_else(|| {
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .find(|p| p.join("initdb").exists() && p.join("pg_ctl").exists())
+    })
+}
+
+/// The uid and gid of `name` in `/etc/passwd`.
+fn system_user(name: &str) -> Option<(u32, u32)> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let mut f = line.split(':');
+        (f.next()? == name).then_some(())?;
+        let _password = f.next()?;
+        Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?))
+    })
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("failed to find a free port on 127.0.0.1")
+}

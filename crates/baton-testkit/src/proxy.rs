@@ -1,0 +1,144 @@
+//! A TCP proxy that a test can cut, to play a network partition between a
+//! client and a server.
+//!
+//! [`Proxy::start`] listens on `127.0.0.1` at a free port and forwards every
+//! connection to the upstream address. [`Proxy::cut`] makes it drop every
+//! byte in both directions from then on, keeping the sockets open: the
+//! client sees no error and no answer, as behind a partition (not a refused
+//! or reset connection). [`Proxy::heal`] forwards again. Dropping the proxy
+//! shuts every connection down and stops its threads.
+//!
+//! [`Proxy::turns`] counts round trips: how many times a client sent bytes
+//! after the server had last spoken (or first). Pipelined requests sent
+//! together count once. It is exact for one client whose requests are
+//! written before their answers arrive, which is what it is used for.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// A cuttable TCP proxy.
+#[derive(Debug)]
+pub struct Proxy {
+    addr: SocketAddr,
+    cut: Arc<AtomicBool>,
+    stopped: Arc<AtomicBool>,
+    turns: Arc<Turns>,
+    streams: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Proxy {
+    /// Starts forwarding to `upstream`.
+    ///
+    /// # Panics
+    ///
+    /// When no local port can be bound.
+    pub fn start(upstream: SocketAddr) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("failed to bind the proxy");
+        let addr = listener.local_addr().expect("the proxy's address");
+        let cut = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::new(AtomicBool::new(false));
+        let streams = Arc::new(Mutex::new(Vec::new()));
+        let turns = Arc::new(Turns::default());
+        let (c, s, st, t) = (cut.clone(), stopped.clone(), streams.clone(), turns.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                if s.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(client) = client else { continue };
+                let Ok(server) = TcpStream::connect(upstream) else {
+                    continue;
+                };
+                let _ = client.set_nodelay(true);
+                let _ = server.set_nodelay(true);
+                let mut list = st.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                for stream in [&client, &server] {
+                    if let Ok(clone) = stream.try_clone() {
+                        list.push(clone);
+                    }
+                }
+                drop(list);
+                let (Ok(client2), Ok(server2)) = (client.try_clone(), server.try_clone()) else {
+                    continue;
+                };
+                let (c1, c2) = (c.clone(), c.clone());
+                let (t1, t2) = (t.clone(), t.clone());
+                std::thread::spawn(move || pump(client, server2, &c1, &t1, true));
+                std::thread::spawn(move || pump(server, client2, &c2, &t2, false));
+            }
+        });
+        Proxy {
+            addr,
+            cut,
+            stopped,
+            turns,
+            streams,
+        }
+    }
+
+    /// The port clients connect to.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// From now on, every byte in either direction is dropped.
+    pub fn cut(&self) {
+        self.cut.store(true, Ordering::SeqCst);
+    }
+
+    /// Round trips so far (see the module's description).
+    pub fn turns(&self) -> u64 {
+        self.turns.count.load(Ordering::SeqCst)
+    }
+
+    /// Forwards again (bytes dropped meanwhile stay lost).
+    pub fn heal(&self) {
+        self.cut.store(false, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        // Wake the accept loop so it sees the flag.
+        let _ = TcpStream::connect(self.addr);
+        let list = self
+            .streams
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for s in list.iter() {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// The round-trip counter: who spoke last, and how many times the client
+/// spoke after the server.
+#[derive(Debug, Default)]
+struct Turns {
+    client_spoke_last: AtomicBool,
+    count: std::sync::atomic::AtomicU64,
+}
+
+fn pump(mut from: TcpStream, mut to: TcpStream, cut: &AtomicBool, turns: &Turns, client: bool) {
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if cut.load(Ordering::SeqCst) {
+            continue;
+        }
+        let was_client = turns.client_spoke_last.swap(client, Ordering::SeqCst);
+        if client && !was_client {
+            turns.count.fetch_add(1, Ordering::SeqCst);
+        }
+        if to.write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(Shutdown::Write);
+}
