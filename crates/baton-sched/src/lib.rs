@@ -19,6 +19,7 @@
 //! workflows and a reference of the environment variables baton reads.
 
 pub mod alerts;
+pub mod atomic;
 pub mod backfill;
 pub mod calendar;
 pub mod config;

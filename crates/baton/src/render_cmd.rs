@@ -18,7 +18,6 @@
 //! `--config-path-as` relative to the checkout, else the configuration's
 //! path below the repository (the nearest directory up with a `.git`).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use baton_lease::{Clock, SystemClock};
@@ -240,18 +239,7 @@ fn write_all(dir: &Path, artefacts: &[Artefact]) -> Result<(), String> {
     std::fs::create_dir_all(dir)
         .map_err(|e| format!("failed to create the directory {}: {e}", dir.display()))?;
     for a in artefacts {
-        let path = dir.join(&a.name);
-        let tmp: PathBuf = dir.join(format!(".{}.tmp-{}", a.name, std::process::id()));
-        let write = || -> std::io::Result<()> {
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(a.text.as_bytes())?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, &path)
-        };
-        if let Err(e) = write() {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(format!("failed to write {}: {e}", path.display()));
-        }
+        baton_sched::atomic::replace(dir, &a.name, a.text.as_bytes()).map_err(|e| e.to_string())?;
     }
     Ok(())
 }

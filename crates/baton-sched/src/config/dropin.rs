@@ -32,8 +32,7 @@
 //! daemon does), and validates again on reload. Nothing here reloads
 //! anything.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write as _;
+use std::fs::OpenOptions;
 use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
@@ -45,10 +44,6 @@ use super::read::{self, Overrides, valid_name};
 
 /// The drop-in directory's name, beside the configuration file.
 pub const DIR_NAME: &str = "jobs.d";
-
-/// How many fresh temporary names a write tries before it gives up (each
-/// one taken means another writer drew the same 64 random bits).
-const TEMP_ATTEMPTS: u32 = 16;
 
 /// Why a drop-in cannot be made from a request, written or deleted.
 #[derive(Debug, thiserror::Error)]
@@ -434,22 +429,17 @@ pub fn write(config_path: &Path, name: &str, text: &str) -> Result<PathBuf, Drop
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(io("create the drop-in directory", &dir, e)),
     }
-    let (tmp, mut file) = create_temp(&dir, name)?;
-    let written = (|| {
-        file.write_all(text.as_bytes())
-            .map_err(|e| io("write the temporary drop-in", &tmp, e))?;
-        file.sync_all()
-            .map_err(|e| io("fsync the temporary drop-in", &tmp, e))?;
-        drop(file);
-        std::fs::rename(&tmp, &target).map_err(|e| io("rename into place", &target, e))?;
-        sync_dir(&dir)
-    })();
-    if written.is_err() {
-        // OK to ignore: the write already failed, and a temporary file left
-        // behind is skipped by every reader (its name starts with a dot).
-        let _ = std::fs::remove_file(&tmp);
+    let file_name = format!("{name}.toml");
+    crate::atomic::replace(&dir, &file_name, text.as_bytes()).map_err(from_atomic)?;
+    Ok(target)
+}
+
+fn from_atomic(e: crate::atomic::AtomicError) -> DropinError {
+    DropinError::Io {
+        what: e.what,
+        path: e.path,
+        source: e.source,
     }
-    written.map(|()| target)
 }
 
 /// Removes `jobs.d/NAME.toml`: `true` if it was there, `false` if there is
@@ -477,55 +467,9 @@ pub fn delete(config_path: &Path, name: &str) -> Result<bool, DropinError> {
     }
 }
 
-/// A new temporary file `.NAME.toml.tmp-<16 hex digits>` in `dir`, created
-/// exclusively: never one another writer has, never through a link.
-fn create_temp(dir: &Path, name: &str) -> Result<(PathBuf, File), DropinError> {
-    let mut last = None;
-    for _ in 0..TEMP_ATTEMPTS {
-        let mut bytes = [0u8; 8];
-        fill_random(&mut bytes).map_err(|e| io("read random bytes to name a file in", dir, e))?;
-        let tmp = dir.join(format!(
-            ".{name}.toml.tmp-{:016x}",
-            u64::from_le_bytes(bytes)
-        ));
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o644)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .open(&tmp)
-        {
-            Ok(f) => return Ok((tmp, f)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some((tmp, e)),
-            Err(e) => return Err(io("create the temporary drop-in", &tmp, e)),
-        }
-    }
-    let (tmp, e) = last.unwrap_or_else(|| {
-        (
-            dir.to_owned(),
-            std::io::Error::from(std::io::ErrorKind::AlreadyExists),
-        )
-    });
-    Err(io("create the temporary drop-in", &tmp, e))
-}
-
-fn fill_random(buf: &mut [u8]) -> std::io::Result<()> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match rustix::rand::getrandom(&mut buf[filled..], rustix::rand::GetRandomFlags::empty()) {
-            Ok(n) => filled += n,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(())
-}
-
 /// `fsync`s a directory, so a rename or removal in it survives a crash.
 fn sync_dir(dir: &Path) -> Result<(), DropinError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| io("fsync the directory", dir, e))
+    crate::atomic::sync_dir(dir).map_err(from_atomic)
 }
 
 #[cfg(test)]
