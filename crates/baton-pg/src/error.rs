@@ -12,6 +12,23 @@ pub enum Error {
     /// The store URL could not be parsed.
     #[error("failed to parse the store url: {0}")]
     Url(#[source] tokio_postgres::Error),
+    /// A file holding the store's password could not be read.
+    #[error("failed to read the store password file {}: {cause}", path.display())]
+    PasswordFile {
+        /// The file (`[store] password_file`, or `PGPASSFILE`).
+        path: std::path::PathBuf,
+        /// What the system said.
+        #[source]
+        cause: std::io::Error,
+    },
+    /// A libpq variable holds a value that cannot be used.
+    #[error("failed to read {name}: {why}")]
+    Env {
+        /// The variable.
+        name: &'static str,
+        /// What is wrong.
+        why: String,
+    },
     /// No connection could be made.
     #[error("failed to connect to the store at {target}: {source}")]
     Connect {

@@ -15,7 +15,8 @@
 //! Map of the crate: [`schema`] creates and migrates the tables; [`Leases`]
 //! is the critical section (`leases`), in either [`Form`]; `judge` turns a row
 //! into `decide`'s input; `statements` holds every statement; `pool` every
-//! connection; [`Options`] the timeouts.
+//! connection; [`Options`] the timeouts; [`Target`] where the store is and
+//! its password (the URL completed from the libpq variables).
 //!
 //! The API is asynchronous and runs on a tokio runtime with its I/O and time
 //! drivers enabled; each call returns within [`Options::deadline`], so a
@@ -32,6 +33,7 @@ mod outcome;
 mod pool;
 pub mod schema;
 mod statements;
+mod target;
 
 pub use error::Error;
 pub use form::Form;
@@ -39,6 +41,7 @@ pub use holder::HolderFacts;
 pub use leases::Leases;
 pub use options::Options;
 pub use outcome::{Acquire, PgLease, Release, Renewal};
+pub use target::Target;
 
 /// Creates or migrates the `baton` schema at `url` (what `baton store
 /// migrate` runs); returns the versions applied. Safe when several hosts
@@ -50,12 +53,38 @@ pub use outcome::{Acquire, PgLease, Release, Renewal};
 /// [`Error::Query`] (nothing is changed then).
 pub async fn migrate(url: &str, options: Options) -> Result<Vec<i32>, Error> {
     let config: tokio_postgres::Config = url.parse().map_err(Error::Url)?;
-    let mut client = pool::connect_once(&config, &options).await?;
+    migrate_target(&Target { config }, options).await
+}
+
+/// [`migrate`] to a resolved [`Target`].
+///
+/// # Errors
+///
+/// As [`migrate`].
+pub async fn migrate_target(target: &Target, options: Options) -> Result<Vec<i32>, Error> {
+    let mut client = pool::connect_once(&target.config, &options).await?;
     let deadline = options.deadline;
     tokio::time::timeout(deadline, schema::migrate(&mut client))
         .await
         .unwrap_or(Err(Error::Timeout {
             what: "migrate the baton schema",
+            deadline,
+        }))
+}
+
+/// The schema version at `target` (0 when there is none), read without
+/// changing anything; compare it with [`schema::SCHEMA_VERSION`].
+///
+/// # Errors
+///
+/// [`Error::Connect`], [`Error::Query`], or [`Error::Timeout`].
+pub async fn schema_version(target: &Target, options: Options) -> Result<i32, Error> {
+    let client = pool::connect_once(&target.config, &options).await?;
+    let deadline = options.deadline;
+    tokio::time::timeout(deadline, schema::version(&client))
+        .await
+        .unwrap_or(Err(Error::Timeout {
+            what: "read the baton schema's version",
             deadline,
         }))
 }

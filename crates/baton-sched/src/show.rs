@@ -1,6 +1,7 @@
 //! `baton config`: every effective value and where it came from (`default`,
 //! `FILE:LINE`, `[scheduler] FILE:LINE` for a value a job inherits, or the
-//! environment variable's name). A pure rendering of a [`Config`].
+//! environment variable's name). A pure rendering of a [`Config`]. The
+//! store's URL is always shown masked: no form prints its password.
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -205,6 +206,32 @@ pub fn daemon(c: &Config) -> Vec<Shown> {
     ]
 }
 
+/// The `[store]` values, the URL's password masked (empty without a
+/// store).
+pub fn store(c: &Config) -> Vec<Shown> {
+    let Some(st) = &c.store else {
+        return Vec::new();
+    };
+    let url = st.url.value.masked();
+    vec![
+        item("url", &st.url, format!("{url:?}"), json!(url)),
+        match &st.password_file.value {
+            Some(p) => item(
+                "password_file",
+                &st.password_file,
+                format!("{:?}", p.display().to_string()),
+                json!(p),
+            ),
+            None => item(
+                "password_file",
+                &st.password_file,
+                "none".into(),
+                Value::Null,
+            ),
+        },
+    ]
+}
+
 /// A job's own values (its steps apart).
 pub fn job(j: &Job) -> Vec<Shown> {
     let mut out = vec![
@@ -284,6 +311,10 @@ pub fn render(c: &Config) -> String {
     lines(&mut out, &scheduler(c));
     out.push_str("\n[daemon]\n");
     lines(&mut out, &daemon(c));
+    if c.store.is_some() {
+        out.push_str("\n[store]\n");
+        lines(&mut out, &store(c));
+    }
     for j in c.jobs.values() {
         out.push_str(&format!("\n[jobs.{}]{:<36} # {}\n", j.name, "", j.source));
         lines(&mut out, &job(j));
@@ -318,7 +349,8 @@ fn object(items: &[Shown]) -> Value {
 }
 
 /// The `--json` form: `{"path", "scheduler": {KEY: {value, source}},
-/// "daemon": {KEY: {value, source}}, "jobs": {NAME: {KEY: {value, source}, "steps": [...], "checks": [...]}}}`.
+/// "daemon": {KEY: {value, source}}, "store": {KEY: {value, source}} or
+/// null, "jobs": {NAME: {KEY: {value, source}, "steps": [...], "checks": [...]}}}`.
 pub fn to_json(c: &Config) -> Value {
     let mut jobs = serde_json::Map::new();
     for j in c.jobs.values() {
@@ -353,6 +385,7 @@ pub fn to_json(c: &Config) -> Value {
         "path": c.path,
         "scheduler": object(&scheduler(c)),
         "daemon": object(&daemon(c)),
+        "store": if c.store.is_some() { object(&store(c)) } else { Value::Null },
         "jobs": Value::Object(jobs),
     })
 }

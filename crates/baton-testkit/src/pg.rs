@@ -4,7 +4,8 @@
 //! and starts the server with `pg_ctl`, listening on `127.0.0.1` at a free
 //! port and on a unix socket inside that directory; dropping the value stops
 //! the server (`pg_ctl stop -m immediate`) and removes the directory. The
-//! cluster trusts every local connection and has one superuser, `baton`.
+//! cluster trusts every local connection (TCP needs a password after
+//! [`PgServer::start_with_password`]) and has one superuser, `baton`.
 //! Durability is off (`fsync=off`): a test server is thrown away, and a test
 //! asserts behaviour, never speed.
 //!
@@ -48,6 +49,20 @@ impl PgServer {
     /// when running as root without a `postgres` user, or when the server
     /// does not start (the message holds the server's log).
     pub fn start() -> PgServer {
+        Self::start_with(None)
+    }
+
+    /// As [`PgServer::start`], but TCP connections must give `password`
+    /// (`scram-sha-256`) as [`USER`]; the unix socket still trusts.
+    ///
+    /// # Panics
+    ///
+    /// As [`PgServer::start`].
+    pub fn start_with_password(password: &str) -> PgServer {
+        Self::start_with(Some(password))
+    }
+
+    fn start_with(password: Option<&str>) -> PgServer {
         let bin = bin_dir().unwrap_or_else(|| {
             panic!(
                 "PostgreSQL is not installed: no initdb under /usr/lib/postgresql/*/bin or on \
@@ -82,19 +97,30 @@ impl PgServer {
             run_as: run_as.map(|_| "postgres".to_owned()),
         };
         let data = server.data_dir();
-        let init = server.run(
-            "initdb",
-            &[
-                "-D".as_ref(),
-                data.as_os_str(),
-                "-U".as_ref(),
-                USER.as_ref(),
-                "--auth=trust".as_ref(),
-                "--no-sync".as_ref(),
-                "--encoding=UTF8".as_ref(),
-                "--locale=C".as_ref(),
-            ],
-        );
+        let pwfile = server.dir.path().join("pwfile");
+        let mut args: Vec<std::ffi::OsString> = vec![
+            "-D".into(),
+            data.clone().into(),
+            "-U".into(),
+            USER.into(),
+            "--no-sync".into(),
+            "--encoding=UTF8".into(),
+            "--locale=C".into(),
+        ];
+        match password {
+            None => args.push("--auth=trust".into()),
+            Some(pw) => {
+                std::fs::write(&pwfile, format!("{pw}\n"))
+                    .expect("failed to write the test server's password file");
+                args.extend([
+                    "--auth-local=trust".into(),
+                    "--auth-host=scram-sha-256".into(),
+                    format!("--pwfile={}", pwfile.display()).into(),
+                ]);
+            }
+        }
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+        let init = server.run("initdb", &args);
         assert!(
             init.status.success(),
             "initdb failed: {}",

@@ -72,6 +72,10 @@ pub enum Cmd {
     /// status page and Prometheus metrics, until SIGTERM.
     #[command(after_long_help = DAEMON_HELP)]
     Daemon(DaemonArgs),
+    /// Create, migrate and check the PostgreSQL store's schema ([store] url).
+    /// Runs do not use the store yet.
+    #[command(subcommand, after_long_help = STORE_HELP)]
+    Store(StoreCmd),
     /// One run for the daemon (internal): the configuration on stdin, what
     /// the lock decided as the first line of stdout.
     #[command(name = "__run", hide = true)]
@@ -107,6 +111,25 @@ pub struct DaemonArgs {
     /// (default 127.0.0.1:8677). Any address but loopback needs `token_file`.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<std::net::SocketAddr>,
+}
+
+/// `baton store`.
+#[derive(Debug, Subcommand)]
+pub enum StoreCmd {
+    /// Create the schema or bring it to this build's version; print the
+    /// versions applied, or that it is up to date. Safe when several hosts
+    /// migrate at once.
+    Migrate(StoreArgs),
+    /// Print the schema's version and whether it is this build's; exit 1
+    /// unless it is.
+    Status(StoreArgs),
+}
+
+/// `baton store migrate` and `baton store status`.
+#[derive(Debug, Args)]
+pub struct StoreArgs {
+    #[command(flatten)]
+    pub file: ConfigFile,
 }
 
 /// `baton __run`.
@@ -679,6 +702,24 @@ Exit codes:
        could not be written
 ";
 
+const STORE_HELP: &str = "\
+The store is PostgreSQL, for schedulers on several hosts: [store] url =
+\"postgres://USER@HOST:PORT/DATABASE\" (or BATON_STORE_URL), in a schema of
+its own named baton. What the URL leaves out comes from PGHOST, PGPORT,
+PGUSER and PGDATABASE; the password from the URL, else [store]
+password_file (BATON_STORE_PASSWORD_FILE), else PGPASSWORD, else the file
+PGPASSFILE names. The password is never printed.
+
+Not yet: [store] migrates and checks the schema; runs still use local files
+and SQLite until the store is complete. `baton daemon` migrates at start.
+
+Connecting waits at most 5s; each statement at most 5s.
+
+Exit codes: 0 done (status: the schema is current); 1 the store could not
+be reached or refused (status: the schema is not this build's version); 2
+no [store] url, or an invalid configuration.
+";
+
 const DAEMON_HELP: &str = "\
 The daemon ticks every job at its due instant (no polling), and on
 `POST /v1/tick`; `baton tick` from cron may run beside it on the same state
@@ -697,7 +738,11 @@ Mutations need `Content-Type: application/json` and no foreign Origin.
 
 SIGTERM or SIGINT: stop ticking and accepting, let runs finish for up to
 [daemon] shutdown_grace (default 60s), then stop them (whole tree) and exit.
-Exit codes: 0 after a clean shutdown, 2 for a configuration that cannot be
-served (invalid, or a non-loopback address without token_file), 125 when the
-address cannot be bound.
+With [store] url, the daemon first migrates the store's schema (as `baton
+store migrate`) and refuses to start when it cannot.
+
+Exit codes: 0 after a clean shutdown, 1 when [store]'s schema cannot be
+migrated, 2 for a configuration that cannot be served (invalid, or a
+non-loopback address without token_file), 125 when the address cannot be
+bound.
 ";

@@ -15,13 +15,14 @@ mod http_cmd;
 mod lock_cmd;
 mod render_cmd;
 mod sched_cmd;
+mod store_cmd;
 mod worker_cmd;
 
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 
-use cli::{Cli, Cmd, LockCmd, WatermarkCmd};
+use cli::{Cli, Cmd, LockCmd, StoreCmd, WatermarkCmd};
 use exit::Exit;
 
 fn main() -> ExitCode {
@@ -97,6 +98,8 @@ fn run(cli: Cli) -> Exit {
         Cmd::Watermark(WatermarkCmd::Settle(a)) => sched_cmd::watermark_settle(state, &a),
         Cmd::Calendar(a) => calendar_cmd::run(state, &a),
         Cmd::Daemon(a) => sched_cmd::daemon(state, &a),
+        Cmd::Store(StoreCmd::Migrate(a)) => store_cmd::migrate(state, &a),
+        Cmd::Store(StoreCmd::Status(a)) => store_cmd::status(state, &a),
         Cmd::Worker(a) => worker_cmd::run(state, &a),
         Cmd::Metrics(a) => sched_cmd::metrics(state, &a),
         Cmd::Render(a) => render_cmd::run(state, &a),

@@ -395,6 +395,15 @@ pub fn state_of(
 
 /// `baton daemon`.
 pub fn daemon(state: Option<&Path>, a: &crate::cli::DaemonArgs) -> Exit {
+    // The store's schema is migrated once, before serving; a reload does
+    // not migrate again.
+    let c = match load(state, &a.file) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    if let Err(e) = crate::store_cmd::before_daemon(&c) {
+        return e;
+    }
     let exe = match std::env::current_exe() {
         Ok(p) => p,
         Err(e) => {

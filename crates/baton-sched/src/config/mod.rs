@@ -3,8 +3,9 @@
 //!
 //! Every scheduler command takes `--config FILE`; else `$BATON_CONFIG`; else
 //! `./baton.toml`. `BATON_<KEY>` overrides each `[scheduler]` key
-//! (`BATON_ENABLED=false` is the kill switch); `--state-dir` overrides the
-//! state directory. A job's own key overrides `[scheduler]`'s.
+//! (`BATON_ENABLED=false` is the kill switch), and `BATON_STORE_<KEY>` each
+//! `[store]` key; `--state-dir` overrides the state directory. A job's own
+//! key overrides `[scheduler]`'s.
 //!
 //! Every load of `DIR/baton.toml` also reads `DIR/jobs.d/*.toml`, by name:
 //! `jobs.d/JOB.toml` defines the job `JOB`, with the keys `[jobs.JOB]` takes
@@ -27,16 +28,18 @@ mod error;
 mod model;
 mod read;
 mod snapshot;
+mod store_url;
 
 use std::path::{Path, PathBuf};
 
 pub use error::ConfigError;
 pub use model::{
     Action, CatchUp, Command, Config, DaemonSettings, Job, Overlap, RunPolicy, Settings, Source,
-    Sourced, Step, StepKind, When, Zone,
+    Sourced, Step, StepKind, StoreSettings, When, Zone,
 };
-pub use read::{Overrides, env_keys, env_name, scheduler_keys, valid_name};
+pub use read::{Overrides, env_keys, env_name, scheduler_keys, store_env_keys, valid_name};
 pub use snapshot::{Dropin, Snapshot};
+pub use store_url::StoreUrl;
 
 /// Where the configuration file is: `flag`, else `$BATON_CONFIG`, else
 /// `./baton.toml`, made absolute.

@@ -357,6 +357,19 @@ pub struct DaemonSettings {
     pub shutdown_grace: Sourced<Duration>,
 }
 
+/// `[store]`: the PostgreSQL store for schedulers on several hosts. Only
+/// `baton store` and `baton daemon` (which migrates the schema at start)
+/// connect; runs do not use the store yet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoreSettings {
+    /// The connection URL (shown masked; see [`super::StoreUrl`]).
+    pub url: Sourced<super::StoreUrl>,
+    /// A file whose first line is the password (`None`: the URL's, else
+    /// `PGPASSWORD`, else `PGPASSFILE`), made absolute against the
+    /// configuration file's directory.
+    pub password_file: Sourced<Option<PathBuf>>,
+}
+
 /// A whole, valid configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -366,6 +379,8 @@ pub struct Config {
     pub settings: Settings,
     /// `[daemon]`.
     pub daemon: DaemonSettings,
+    /// `[store]` (`None`: no store; runs use local files and SQLite).
+    pub store: Option<StoreSettings>,
     /// The jobs, by name: those of the file, then those of `jobs.d/`
     /// (each job's [`Job::source`] says which file).
     pub jobs: std::collections::BTreeMap<String, Job>,

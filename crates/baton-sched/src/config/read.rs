@@ -17,8 +17,9 @@ use super::dropin::Found;
 use super::error::ConfigError;
 use super::model::{
     Action, CatchUp, Command, Config, DaemonSettings, Job, Overlap, RunPolicy, Settings, Source,
-    Sourced, Step, StepKind, When, Zone,
+    Sourced, Step, StepKind, StoreSettings, When, Zone,
 };
+use super::store_url::StoreUrl;
 use crate::units;
 
 /// The keys of `[scheduler]` that only the scheduler has.
@@ -55,6 +56,8 @@ const JOB_OWN: &[&str] = &[
 ];
 /// The keys of `[daemon]`.
 const DAEMON_KEYS: &[&str] = &["listen", "token_file", "shutdown_grace"];
+/// The keys of `[store]`, each overridden by `BATON_STORE_<KEY>`.
+const STORE_KEYS: &[&str] = &["url", "password_file"];
 /// The keys of a step.
 const STEP_KEYS: &[&str] = &[
     "name",
@@ -86,7 +89,8 @@ const CHECK_KEYS: &[&str] = &[
 /// `--state-dir`.
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
-    /// `BATON_<KEY>` variables that were set (and not empty), by key.
+    /// `BATON_<KEY>` variables that were set (and not empty), by key
+    /// (`store_url` for `BATON_STORE_URL`).
     pub env: BTreeMap<String, String>,
     /// `--state-dir`.
     pub state_dir: Option<PathBuf>,
@@ -97,7 +101,7 @@ impl Overrides {
     /// key, and `--state-dir`.
     pub fn from_env(state_dir: Option<PathBuf>) -> Self {
         let mut env = BTreeMap::new();
-        for key in env_keys() {
+        for key in env_keys().chain(store_env_keys()) {
             let var = env_name(key);
             if let Some(v) = std::env::var_os(&var).filter(|v| !v.is_empty()) {
                 env.insert(key.to_owned(), v.to_string_lossy().into_owned());
@@ -112,7 +116,13 @@ pub fn env_keys() -> impl Iterator<Item = &'static str> {
     SCHEDULER_ONLY.iter().chain(POLICY).copied()
 }
 
-/// `BATON_RETRIES` for `retries`.
+/// The `[store]` keys a `BATON_STORE_<KEY>` variable overrides, as
+/// `store_<key>` (`store_url`).
+pub fn store_env_keys() -> impl Iterator<Item = &'static str> {
+    ["store_url", "store_password_file"].into_iter()
+}
+
+/// `BATON_RETRIES` for `retries`, `BATON_STORE_URL` for `store_url`.
 pub fn env_name(key: &str) -> String {
     format!("BATON_{}", key.to_ascii_uppercase())
 }
@@ -709,9 +719,10 @@ pub(super) fn document(
     let shared: std::sync::Arc<Path> = std::sync::Arc::from(file);
     let r = Reader { file: &shared, dir };
     let top = r.table(root, "", root.line)?;
-    r.only(top, "", &["scheduler", "daemon", "jobs"])?;
+    r.only(top, "", &["scheduler", "daemon", "store", "jobs"])?;
     let settings = scheduler(&r, get(top, "scheduler"), over)?;
     let daemon = daemon(&r, get(top, "daemon"))?;
+    let store = store(&r, get(top, "store"), over)?;
     let mut jobs = BTreeMap::new();
     if let Some(e) = get(top, "jobs") {
         for j in r.table(&e.value, "jobs", e.line)? {
@@ -740,6 +751,7 @@ pub(super) fn document(
         path: file.to_owned(),
         settings,
         daemon,
+        store,
         jobs,
     })
 }
@@ -773,7 +785,7 @@ fn dropin_job(
 ) -> Result<Job, ConfigError> {
     let top = r.table(root, "", root.line)?;
     for e in top {
-        if e.key == "scheduler" || e.key == "daemon" {
+        if ["scheduler", "daemon", "store"].contains(&e.key.as_str()) {
             return Err(invalid(
                 &r.at(e.line),
                 &e.key,
@@ -879,6 +891,98 @@ fn daemon(r: &Reader<'_>, e: Option<&Entry>) -> Result<DaemonSettings, ConfigErr
     })
 }
 
+/// `[store]`: the PostgreSQL URL and where its password is. `None` when
+/// neither the file nor `BATON_STORE_URL` names a URL; a `[store]` (or a
+/// `BATON_STORE_PASSWORD_FILE`) without one is refused, as a setting that
+/// would be silently ignored.
+fn store(
+    r: &Reader<'_>,
+    e: Option<&Entry>,
+    over: &Overrides,
+) -> Result<Option<StoreSettings>, ConfigError> {
+    let empty = Vec::new();
+    let entries = match e {
+        Some(e) => r.table(&e.value, "store", e.line)?,
+        None => &empty,
+    };
+    r.only(entries, "store", STORE_KEYS)?;
+    let url = setting_in(
+        r,
+        "store",
+        entries,
+        over,
+        "url",
+        || None,
+        |raw, at, key| {
+            let what = "a PostgreSQL URL (postgres://USER@HOST:PORT/DATABASE)";
+            let s = string(raw, at, key, what)?;
+            StoreUrl::parse(&s)
+                .map(Some)
+                .map_err(|m| invalid(at, key, m))
+        },
+    )?;
+    let password_file = setting_in(
+        r,
+        "store",
+        entries,
+        over,
+        "password_file",
+        || None,
+        |raw, at, key| {
+            let s = string(raw, at, key, "the path of a file holding the password")?;
+            if s.trim().is_empty() {
+                return Err(invalid(
+                    at,
+                    key,
+                    "is empty: give the path of a file holding the password, or leave the key out",
+                ));
+            }
+            // Relative to the file, wherever baton runs, as token_file.
+            Ok(Some(r.dir.join(s)))
+        },
+    )?;
+    let Some(value) = url.value else {
+        if let Some(e) = e {
+            return Err(invalid(
+                &r.at(e.line),
+                "store.url",
+                "is missing: [store] needs url = \"postgres://USER@HOST/DATABASE\" (or \
+                 BATON_STORE_URL); leave [store] out to use local files and SQLite",
+            ));
+        }
+        if password_file.value.is_some() {
+            return Err(invalid(
+                &r.env_at("store_password_file"),
+                "store.password_file",
+                "is set but no store url is: set [store] url or BATON_STORE_URL",
+            ));
+        }
+        return Ok(None);
+    };
+    if value.has_password() && password_file.value.is_some() {
+        return Err(invalid(
+            &match &password_file.source {
+                Source::Env(_) => r.env_at("store_password_file"),
+                _ => r.at(source_line(&password_file.source)),
+            },
+            "store.password_file",
+            format!(
+                "is set, and the url ({}) holds a password too: give the password in one \
+                 place only",
+                value.masked()
+            ),
+        ));
+    }
+    Ok(Some(StoreSettings {
+        url: Sourced {
+            value,
+            source: url.source,
+            inherited: false,
+        },
+        password_file,
+    }))
+}
+
 /// One `[scheduler]` value: the environment's, else the file's, else the
 /// default; `read` turns the raw value into the typed one.
 fn setting<T>(
@@ -903,8 +1007,14 @@ fn setting_in<T>(
     read: impl Fn(&Raw<'_>, &At<'_>, &str) -> Result<T, ConfigError>,
 ) -> Result<Sourced<T>, ConfigError> {
     let path = join(table, key);
-    if let Some(text) = over.env.get(key) {
-        let at = r.env_at(key);
+    // `[scheduler] retries` is BATON_RETRIES; `[store] url` BATON_STORE_URL.
+    let env_key = if table == "scheduler" {
+        key.to_owned()
+    } else {
+        format!("{table}_{key}")
+    };
+    if let Some(text) = over.env.get(&env_key) {
+        let at = r.env_at(&env_key);
         let value = read(&Raw::Text(text), &at, &path)?;
         return Ok(Sourced {
             value,

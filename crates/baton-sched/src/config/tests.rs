@@ -282,6 +282,111 @@ fn integers_are_seconds_and_sizes_bytes() {
     assert_eq!(c.settings.policy.timeout.value, None);
 }
 
+// ---- [store] -----------------------------------------------------------
+
+#[test]
+fn config_without_store_has_none() {
+    let c = load_text("").unwrap();
+    assert_eq!(c.store, None);
+    let shown = crate::show::to_json(&c);
+    assert_eq!(shown["store"], serde_json::Value::Null);
+    assert!(!crate::show::render(&c).contains("[store]"));
+}
+
+#[test]
+fn config_store_url_and_password_file_carry_their_source() {
+    let c = load_text(
+        "[store]\nurl = \"postgresql://baton@db.example:5433/baton\"\npassword_file = \"pg.pw\"\n",
+    )
+    .unwrap();
+    let st = c.store.unwrap();
+    assert_eq!(
+        st.url.value.secret(),
+        "postgresql://baton@db.example:5433/baton"
+    );
+    assert_eq!(st.url.provenance(), "/etc/baton.toml:2");
+    assert_eq!(
+        st.password_file.value.as_deref(),
+        Some(Path::new("/etc/pg.pw"))
+    );
+    assert_eq!(st.password_file.provenance(), "/etc/baton.toml:3");
+}
+
+#[test]
+fn config_store_env_overrides_the_file() {
+    let mut over = Overrides::default();
+    over.env.insert(
+        "store_url".into(),
+        "postgres://other@db2.example/baton".into(),
+    );
+    let c = parse(
+        "[store]\nurl = \"postgres://baton@db.example/baton\"\n",
+        Path::new("/etc/baton.toml"),
+        &over,
+    )
+    .unwrap();
+    let st = c.store.unwrap();
+    assert_eq!(st.url.value.secret(), "postgres://other@db2.example/baton");
+    assert_eq!(st.url.provenance(), "BATON_STORE_URL");
+    // The variable alone is enough.
+    let c = parse("", Path::new("/etc/baton.toml"), &over).unwrap();
+    assert_eq!(c.store.unwrap().url.provenance(), "BATON_STORE_URL");
+}
+
+#[test]
+fn config_store_password_is_never_shown() {
+    let c = load_text("[store]\nurl = \"postgres://baton:s3cret@db.example/baton\"\n").unwrap();
+    let text = crate::show::render(&c);
+    assert!(
+        text.contains("url = \"postgres://baton:***@db.example/baton\""),
+        "{text}"
+    );
+    let json = crate::show::to_json(&c).to_string();
+    assert!(
+        json.contains("postgres://baton:***@db.example/baton"),
+        "{json}"
+    );
+    for shown in [text, json, format!("{c:?}")] {
+        assert!(!shown.contains("s3cret"), "{shown}");
+    }
+}
+
+#[test]
+fn config_store_mistakes_are_named() {
+    let msg = error("[store]\nurl = \"mysql://u:hunter2@db/x\"\n");
+    assert_names(
+        &msg,
+        &[
+            "/etc/baton.toml:2",
+            "store.url",
+            "postgres:// or postgresql://",
+        ],
+    );
+    assert!(!msg.contains("hunter2"), "{msg}");
+    assert_names(
+        &error("[store]\nurl = 5432\n"),
+        &["store.url", "PostgreSQL URL"],
+    );
+    assert_names(
+        &error("[store]\npassword_file = \"pw\"\n"),
+        &["/etc/baton.toml:1", "store.url", "is missing"],
+    );
+    assert_names(
+        &error("[store]\nurl = \"postgres://h/db\"\npasword_file = \"pw\"\n"),
+        &["store.pasword_file", "did you mean password_file?"],
+    );
+    let msg = error("[store]\nurl = \"postgres://u:hunter2@h/db\"\npassword_file = \"pw\"\n");
+    assert_names(
+        &msg,
+        &["/etc/baton.toml:3", "store.password_file", "one place"],
+    );
+    assert!(!msg.contains("hunter2"), "{msg}");
+    let mut over = Overrides::default();
+    over.env.insert("store_url".into(), "http://db/x".into());
+    let e = parse("", Path::new("/etc/baton.toml"), &over).unwrap_err();
+    assert_names(&e.to_string(), &["BATON_STORE_URL", "store.url"]);
+}
+
 // ---- [daemon] ----------------------------------------------------------
 
 #[test]

@@ -79,6 +79,44 @@ const OTHERS: &[(&str, &str, bool, &str)] = &[
         "`baton daemon`: the process the watchdog is for (systemd sets it)",
     ),
     (
+        "PGHOST",
+        "localhost",
+        false,
+        "`baton store`, `baton daemon`: the store's host when [store] url names none",
+    ),
+    (
+        "PGPORT",
+        "5432",
+        false,
+        "`baton store`, `baton daemon`: the store's port when [store] url names none",
+    ),
+    (
+        "PGUSER",
+        "$USER",
+        false,
+        "`baton store`, `baton daemon`: the store's user when [store] url names none",
+    ),
+    (
+        "PGDATABASE",
+        "the user's name",
+        false,
+        "`baton store`, `baton daemon`: the store's database when [store] url names none",
+    ),
+    (
+        "PGPASSWORD",
+        "unset",
+        true,
+        "`baton store`, `baton daemon`: the store's password when neither [store] url nor \
+         password_file gives one",
+    ),
+    (
+        "PGPASSFILE",
+        "unset (~/.pgpass is not read)",
+        false,
+        "`baton store`, `baton daemon`: a file of host:port:database:user:password lines, \
+         read when no other password is given",
+    ),
+    (
         "PATH",
         "/usr/local/bin:/usr/bin:/bin",
         false,
@@ -178,11 +216,24 @@ const KEYS: &[(&str, &str)] = &[
     ),
 ];
 
+/// What each `[store]` key that `BATON_STORE_<KEY>` overrides does.
+const STORE_KEYS: &[(&str, &str)] = &[
+    (
+        "store_url",
+        "[store] url: the PostgreSQL store's URL (postgres://USER@HOST/DATABASE)",
+    ),
+    (
+        "store_password_file",
+        "[store] password_file: a file holding the store's password",
+    ),
+];
+
 /// Every variable baton reads, for the caller to collect
 /// [`Options::environment`] from.
 pub fn names() -> Vec<String> {
     let mut v = vec!["BATON_CONFIG".to_owned()];
     v.extend(config::env_keys().map(config::env_name));
+    v.extend(config::store_env_keys().map(config::env_name));
     v.extend(OTHERS.iter().map(|(n, ..)| (*n).to_owned()));
     v
 }
@@ -254,6 +305,23 @@ pub fn render(c: &Config, opts: &Options) -> Artefact {
             &default,
             &format!("{value} (from {source})"),
         );
+    }
+    let store: BTreeMap<String, (String, String)> = crate::show::store(c)
+        .into_iter()
+        .map(|s| (format!("store_{}", s.key), (s.value, s.source)))
+        .collect();
+    for (key, what) in STORE_KEYS {
+        let name = config::env_name(key);
+        let current = match store.get(*key) {
+            Some((_, source)) if is_secret(&name) => {
+                format!("set, not shown (from {})", host(source))
+            }
+            Some((value, source)) if source != "default" => {
+                format!("{value} (from {})", host(source))
+            }
+            _ => "unset".to_owned(),
+        };
+        entry(&name, what, "unset: no store", &current);
     }
     for (name, default, secret, what) in OTHERS {
         let current = match opts.environment.get(*name) {

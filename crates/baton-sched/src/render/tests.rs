@@ -793,3 +793,20 @@ fn render_owns_only_its_own_artefact_names() {
         assert!(!owns(target, name), "{target} {name}");
     }
 }
+
+#[test]
+fn render_env_hides_the_store_url_and_the_pg_password() {
+    let c = config("[store]\nurl = \"postgres://baton:s3cret@db.example/baton\"\n");
+    let mut o = opts(false);
+    o.environment.insert("PGPASSWORD".into(), "hunter2".into());
+    o.environment.insert("PGHOST".into(), "db.example".into());
+    let text = &render(Target::Env, &c, &o).unwrap()[0].text;
+    assert!(!text.contains("s3cret"), "{text}");
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(
+        text.contains("# BATON_STORE_URL: [store] url: ")
+            && text.contains("set, not shown (from /etc/baton/baton.toml:2)"),
+        "{text}"
+    );
+    assert!(text.contains("db.example (from the environment)"), "{text}");
+}

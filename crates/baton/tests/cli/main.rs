@@ -19,4 +19,5 @@ mod page;
 mod policies;
 mod render;
 mod sched;
+mod store;
 mod versions;

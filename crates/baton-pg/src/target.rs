@@ -1,0 +1,312 @@
+//! Where the store is and how baton authenticates to it: a URL completed
+//! from the standard libpq variables and a password from the first place
+//! that gives one.
+//!
+//! What the URL leaves out comes from `PGHOST` (else `localhost`), `PGPORT`
+//! (else 5432), `PGUSER` (else `USER`), `PGDATABASE` (else the server's
+//! default, the user's name). The password is the URL's; else the
+//! configured password file's first line; else `PGPASSWORD`; else the first
+//! matching line of the file `PGPASSFILE` names (`host:port:database:user:
+//! password`, `*` matching anything, `\:` and `\\` escaped; `~/.pgpass` is
+//! not read unless `PGPASSFILE` names it). The environment is passed in as
+//! a function, so this module never reads the process's own.
+//!
+//! A [`Target`] never shows its password: its `Debug` and
+//! [`Target::describe`] name host, port, database and user only.
+
+use std::path::Path;
+
+use tokio_postgres::Config;
+use tokio_postgres::config::Host;
+
+use crate::error::Error;
+
+/// A resolved store connection: the driver's configuration, password
+/// included.
+#[derive(Clone)]
+pub struct Target {
+    pub(crate) config: Config,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Target({})", self.describe())
+    }
+}
+
+impl Target {
+    /// Completes `url` from `env` (`PGHOST` …) and finds its password.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Url`] when the URL does not parse (the driver's message
+    /// names the option, never its value); [`Error::PasswordFile`] when the
+    /// password file, or the file `PGPASSFILE` names, cannot be read.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// let env = |name: &str| (name == "PGPORT").then(|| "5433".to_owned());
+    /// let t = baton_pg::Target::resolve("postgres://baton@db.example/baton", None, &env)?;
+    /// assert_eq!(t.describe(), "db.example:5433 (database baton, user baton)");
+    /// # Ok::<(), baton_pg::Error>(())
+    /// ```
+    pub fn resolve(
+        url: &str,
+        password_file: Option<&Path>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, Error> {
+        let var = |name: &str| env(name).filter(|v| !v.is_empty());
+        let pgport = match var("PGPORT") {
+            Some(p) => Some(p.trim().parse::<u16>().map_err(|_| Error::Env {
+                name: "PGPORT",
+                why: format!("{p:?} is not a port number"),
+            })?),
+            None => None,
+        };
+        // The driver reads a host without a port as port 5432, so PGPORT
+        // goes into the URL's text before it is parsed.
+        let url = match pgport {
+            Some(port) => with_default_port(url, port),
+            None => url.to_owned(),
+        };
+        let mut config: Config = url.parse().map_err(Error::Url)?;
+        if config.get_hosts().is_empty() {
+            let hosts = var("PGHOST").unwrap_or_else(|| "localhost".to_owned());
+            for h in hosts.split(',') {
+                config.host(h);
+            }
+        }
+        if let (true, Some(port)) = (config.get_ports().is_empty(), pgport) {
+            config.port(port);
+        }
+        if let (None, Some(u)) = (config.get_user(), var("PGUSER").or_else(|| var("USER"))) {
+            config.user(u);
+        }
+        if let (None, Some(d)) = (config.get_dbname(), var("PGDATABASE")) {
+            config.dbname(d);
+        }
+        if config.get_password().is_none() {
+            if let Some(path) = password_file {
+                let text = std::fs::read_to_string(path).map_err(|cause| Error::PasswordFile {
+                    path: path.to_owned(),
+                    cause,
+                })?;
+                config.password(text.lines().next().unwrap_or_default());
+            } else if let Some(pw) = var("PGPASSWORD") {
+                config.password(pw);
+            } else if let Some(file) = var("PGPASSFILE") {
+                let path = Path::new(&file);
+                let text = std::fs::read_to_string(path).map_err(|cause| Error::PasswordFile {
+                    path: path.to_owned(),
+                    cause,
+                })?;
+                let t = Self {
+                    config: config.clone(),
+                };
+                let (host, port, db, user) = t.parts();
+                if let Some(pw) = passfile_lookup(&text, &host, &port.to_string(), &db, &user) {
+                    config.password(pw);
+                }
+            }
+        }
+        Ok(Self { config })
+    }
+
+    /// Host, port, database and user, for messages (never the password).
+    pub fn describe(&self) -> String {
+        let (host, port, db, user) = self.parts();
+        format!("{host}:{port} (database {db}, user {user})")
+    }
+
+    fn parts(&self) -> (String, u16, String, String) {
+        let host = match self.config.get_hosts().first() {
+            Some(Host::Tcp(h)) => h.clone(),
+            Some(Host::Unix(p)) => p.display().to_string(),
+            None => "localhost".to_owned(),
+        };
+        let port = self.config.get_ports().first().copied().unwrap_or(5432);
+        let user = self.config.get_user().unwrap_or("-").to_owned();
+        let db = self
+            .config
+            .get_dbname()
+            .map_or_else(|| user.clone(), str::to_owned);
+        (host, port, db, user)
+    }
+}
+
+/// `url` with `:port` added to each host of its host list that names no
+/// port (the text is unchanged when it names no host).
+fn with_default_port(url: &str, port: u16) -> String {
+    let Some(start) = url.find("://").map(|i| i + 3) else {
+        return url.to_owned();
+    };
+    let rest = &url[start..];
+    let query = rest.find('?').unwrap_or(rest.len());
+    let hosts_at = rest[..query].rfind('@').map_or(0, |i| i + 1);
+    let hosts_len = rest[hosts_at..]
+        .find(['/', '?'])
+        .unwrap_or(rest.len() - hosts_at);
+    let hosts = &rest[hosts_at..hosts_at + hosts_len];
+    if hosts.is_empty() {
+        return url.to_owned();
+    }
+    let with: Vec<String> = hosts
+        .split(',')
+        .map(|h| {
+            let has_port = match h.strip_prefix('[') {
+                Some(v6) => v6.contains("]:"),
+                None => h.contains(':'),
+            };
+            if has_port {
+                h.to_owned()
+            } else {
+                format!("{h}:{port}")
+            }
+        })
+        .collect();
+    format!(
+        "{}{}{}{}",
+        &url[..start],
+        &rest[..hosts_at],
+        with.join(","),
+        &rest[hosts_at + hosts_len..]
+    )
+}
+
+/// The password of the first line of a pgpass file that matches.
+fn passfile_lookup(text: &str, host: &str, port: &str, db: &str, user: &str) -> Option<String> {
+    for line in text.lines() {
+        if line.trim_start().starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let fields = split_passfile(line);
+        let [h, p, d, u, pw] = fields.as_slice() else {
+            continue;
+        };
+        let hit = |pattern: &str, value: &str| pattern == "*" || pattern == value;
+        // libpq matches a unix socket's directory, or the word localhost.
+        let host_hit = hit(h, host) || (h == "localhost" && host.starts_with('/'));
+        if host_hit && hit(p, port) && hit(d, db) && hit(u, user) {
+            return Some(pw.clone());
+        }
+    }
+    None
+}
+
+/// The five fields of a pgpass line, `\:` and `\\` unescaped.
+fn split_passfile(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let (Some(next), Some(f)) = (chars.next(), fields.last_mut()) {
+                    f.push(next);
+                }
+            }
+            ':' if fields.len() < 5 => fields.push(String::new()),
+            c => {
+                if let Some(f) = fields.last_mut() {
+                    f.push(c);
+                }
+            }
+        }
+    }
+    fields
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    fn password(t: &Target) -> Option<String> {
+        t.config
+            .get_password()
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+    }
+
+    #[test]
+    fn the_pg_variables_fill_what_the_url_leaves_out() {
+        let vars = [
+            ("PGHOST", "db.example"),
+            ("PGPORT", "6543"),
+            ("PGUSER", "ops"),
+            ("PGDATABASE", "sched"),
+            ("PGPASSWORD", "pw"),
+        ];
+        let t = Target::resolve("postgres://", None, &env(&vars)).unwrap();
+        assert_eq!(t.describe(), "db.example:6543 (database sched, user ops)");
+        assert_eq!(password(&t).as_deref(), Some("pw"));
+        let t = Target::resolve("postgres://baton:url@h:1/d", None, &env(&vars)).unwrap();
+        assert_eq!(t.describe(), "h:1 (database d, user baton)");
+        assert_eq!(password(&t).as_deref(), Some("url"));
+    }
+
+    #[test]
+    fn the_password_file_comes_before_pgpassword() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pw");
+        std::fs::write(&file, "from-file\nignored\n").unwrap();
+        let vars = [("PGPASSWORD", "from-env")];
+        let t = Target::resolve("postgres://u@h/d", Some(&file), &env(&vars)).unwrap();
+        assert_eq!(password(&t).as_deref(), Some("from-file"));
+        let missing = dir.path().join("nope");
+        let e = Target::resolve("postgres://u@h/d", Some(&missing), &env(&vars)).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("failed to read the store password file"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn pgpassfile_lines_match_host_port_database_and_user() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pgpass");
+        std::fs::write(
+            &file,
+            "# comment\nother:5432:*:u:no\nh:5432:d:u:first\\:half\n*:*:*:*:any\n",
+        )
+        .unwrap();
+        let f = file.to_str().unwrap();
+        let vars = [("PGPASSFILE", f)];
+        let t = Target::resolve("postgres://u@h/d", None, &env(&vars)).unwrap();
+        assert_eq!(password(&t).as_deref(), Some("first:half"));
+        let t = Target::resolve("postgres://x@h/d", None, &env(&vars)).unwrap();
+        assert_eq!(password(&t).as_deref(), Some("any"));
+    }
+
+    #[test]
+    fn a_target_never_shows_its_password() {
+        let t = Target::resolve("postgres://u:s3cret@h/d", None, &env(&[])).unwrap();
+        assert!(!format!("{t:?} {}", t.describe()).contains("s3cret"));
+        let e = Target::resolve("postgres://u:s3cret@h:port/d", None, &env(&[])).unwrap_err();
+        assert!(!e.to_string().contains("s3cret"), "{e}");
+        let e = Target::resolve("postgres://u@h/d", None, &env(&[("PGPORT", "x")])).unwrap_err();
+        assert!(e.to_string().contains("PGPORT"), "{e}");
+    }
+
+    #[test]
+    fn pgport_applies_to_hosts_without_a_port() {
+        let port = [("PGPORT", "6000")];
+        for (url, shown) in [
+            ("postgres://u@h/d", "h:6000"),
+            ("postgres://u:p@h:7/d", "h:7"),
+            ("postgres://u@[::1]/d", "::1:6000"),
+            ("postgres://u@[::1]:7/d?sslmode=disable", "::1:7"),
+            ("postgres://u@h", "h:6000"),
+        ] {
+            let t = Target::resolve(url, None, &env(&port)).unwrap();
+            assert!(t.describe().starts_with(shown), "{url}: {}", t.describe());
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! The `[store] url`: a PostgreSQL connection URL, checked for its scheme
+//! and never shown with its password.
+//!
+//! [`StoreUrl`] is the only way the configuration holds the URL, and its
+//! `Display` and `Debug` print [`StoreUrl::masked`], so neither `baton
+//! config` nor any message built from a [`super::Config`] can print the
+//! password. The full text is reachable only through [`StoreUrl::secret`],
+//! for the one caller that connects. Parsing the rest of the URL (hosts,
+//! ports, options) is the driver's: this module does not second-guess it.
+
+/// The schemes a store URL may have.
+pub const SCHEMES: &[&str] = &["postgres://", "postgresql://"];
+
+/// What replaces a password when a URL is shown.
+const MASK: &str = "***";
+
+/// A `postgres://` or `postgresql://` URL.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoreUrl(String);
+
+impl StoreUrl {
+    /// Checks the scheme.
+    ///
+    /// # Errors
+    ///
+    /// A message saying what is allowed, when the URL is not a PostgreSQL
+    /// one (the message shows the URL masked).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        if !SCHEMES.iter().any(|s| text.starts_with(s)) {
+            return Err(format!(
+                "= {:?}: expected a PostgreSQL URL starting with {} (such as \
+                 \"postgres://baton@db.example/baton\")",
+                mask(text),
+                SCHEMES.join(" or ")
+            ));
+        }
+        if text.chars().any(char::is_control) {
+            return Err(format!(
+                "= {:?}: a URL may not hold control characters",
+                mask(text)
+            ));
+        }
+        Ok(Self(text.to_owned()))
+    }
+
+    /// The URL with any password replaced by `***`: in the user part
+    /// (`postgres://user:***@host/db`) and in a `password=` parameter.
+    pub fn masked(&self) -> String {
+        mask(&self.0)
+    }
+
+    /// Whether the URL itself carries a password.
+    pub fn has_password(&self) -> bool {
+        self.masked() != self.0
+    }
+
+    /// The URL as written, password included: only for connecting.
+    pub fn secret(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for StoreUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.masked())
+    }
+}
+
+impl std::fmt::Debug for StoreUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StoreUrl({:?})", self.masked())
+    }
+}
+
+/// `text` with its passwords masked. The user part ends at the last `@`
+/// before the query, so a password holding an unencoded `/` or `@` is
+/// masked whole rather than shown in part.
+fn mask(text: &str) -> String {
+    let (prefix, rest) = match SCHEMES.iter().find(|s| text.starts_with(**s)) {
+        Some(s) => text.split_at(s.len()),
+        None => match text.find("://") {
+            Some(i) => text.split_at(i + 3),
+            None => ("", text),
+        },
+    };
+    let (main, query) = match rest.find('?') {
+        Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+        None => (rest, None),
+    };
+    let mut out = prefix.to_owned();
+    match main.rfind('@') {
+        Some(at) => {
+            let user = &main[..at];
+            match user.find(':') {
+                Some(colon) => {
+                    out.push_str(&user[..colon]);
+                    out.push(':');
+                    out.push_str(MASK);
+                }
+                None => out.push_str(user),
+            }
+            out.push_str(&main[at..]);
+        }
+        None => out.push_str(main),
+    }
+    if let Some(q) = query {
+        out.push('?');
+        let params: Vec<String> = q
+            .split('&')
+            .map(|p| match p.split_once('=') {
+                Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}={MASK}"),
+                _ => p.to_owned(),
+            })
+            .collect();
+        out.push_str(&params.join("&"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_password_in_the_user_part_is_masked() {
+        let u = StoreUrl::parse("postgres://baton:s3cret@db.example:5433/baton").unwrap();
+        assert_eq!(u.masked(), "postgres://baton:***@db.example:5433/baton");
+        assert!(u.has_password());
+        assert_eq!(format!("{u} {u:?}").matches("s3cret").count(), 0);
+        assert_eq!(u.secret(), "postgres://baton:s3cret@db.example:5433/baton");
+    }
+
+    #[test]
+    fn a_password_with_slashes_and_ats_is_masked_whole() {
+        let u = StoreUrl::parse("postgresql://u:p/a@s@h/db?sslmode=disable").unwrap();
+        assert_eq!(u.masked(), "postgresql://u:***@h/db?sslmode=disable");
+    }
+
+    #[test]
+    fn a_password_parameter_is_masked() {
+        let u = StoreUrl::parse("postgres://h/db?user=u&Password=hunter2&x=1").unwrap();
+        assert_eq!(u.masked(), "postgres://h/db?user=u&Password=***&x=1");
+        assert!(u.has_password());
+    }
+
+    #[test]
+    fn a_url_without_a_password_is_shown_as_written() {
+        let u = StoreUrl::parse("postgres://baton@%2Frun%2Fpg/baton").unwrap();
+        assert_eq!(u.masked(), "postgres://baton@%2Frun%2Fpg/baton");
+        assert!(!u.has_password());
+    }
+
+    #[test]
+    fn other_schemes_are_refused_without_their_password() {
+        for bad in ["mysql://u:pw@h/db", "http://u:pw@h", "db.example", ""] {
+            let e = StoreUrl::parse(bad).unwrap_err();
+            assert!(e.contains("postgres:// or postgresql://"), "{bad}: {e}");
+            assert!(!e.contains("pw@"), "{bad}: {e}");
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! `baton store migrate` and `baton store status`, and the migration `baton
+//! daemon` runs at start: thin adapters from `[store]` to `baton_pg`.
+//!
+//! The store's password never reaches the output: messages name the target
+//! by [`baton_pg::Target::describe`] (host, port, database, user) and the
+//! URL only masked. The scheduler does not use the store for runs yet: these
+//! commands create, migrate and check the schema, nothing else.
+//!
+//! Exit codes: 0 done (for `status`: the schema is current); 1 the store
+//! could not be reached, refused the connection or a statement, or (for
+//! `status`) its schema is not this build's version; 2 no `[store] url` is
+//! configured or the configuration is invalid.
+
+use std::path::Path;
+
+use baton_pg::{Options, Target, schema::SCHEMA_VERSION};
+use baton_sched::config::Config;
+
+use crate::cli::StoreArgs;
+use crate::exit::Exit;
+use crate::sched_cmd::load;
+
+/// The configuration's store, resolved against the environment, or the
+/// exit after saying why there is none.
+fn target(cmd: &str, c: &Config) -> Result<Target, Exit> {
+    let Some(store) = &c.store else {
+        say!(
+            "baton {cmd}: no store is configured in {}: set [store] url = \
+             \"postgres://USER@HOST/DATABASE\" (or BATON_STORE_URL)",
+            c.path.display()
+        );
+        return Err(Exit::Usage);
+    };
+    let env = |name: &str| std::env::var(name).ok();
+    Target::resolve(
+        store.url.value.secret(),
+        store.password_file.value.as_deref(),
+        &env,
+    )
+    .map_err(|e| {
+        say!(
+            "baton {cmd}: failed to use the store url {} ({}): {e}",
+            store.url.value,
+            store.url.provenance()
+        );
+        Exit::Usage
+    })
+}
+
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+}
+
+/// Migrates the schema; what is printed goes to stdout for `store migrate`
+/// and to stderr for the daemon.
+fn migrate_at(cmd: &str, target: &Target, to_stdout: bool) -> Exit {
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            say!("baton {cmd}: failed to start the async runtime: {e}");
+            return Exit::Failure;
+        }
+    };
+    match rt.block_on(baton_pg::migrate_target(target, Options::default())) {
+        Ok(applied) => {
+            let line = if applied.is_empty() {
+                format!(
+                    "store {}: schema up to date at version {SCHEMA_VERSION}",
+                    target.describe()
+                )
+            } else {
+                let list: Vec<String> = applied.iter().map(i32::to_string).collect();
+                format!(
+                    "store {}: applied schema version {} (now at version {SCHEMA_VERSION})",
+                    target.describe(),
+                    list.join(", ")
+                )
+            };
+            if to_stdout {
+                outln!("{line}");
+            } else {
+                say!("baton {cmd}: {line}");
+            }
+            Exit::Ok
+        }
+        Err(e) => {
+            say!(
+                "baton {cmd}: failed to migrate the store at {}: {e}",
+                target.describe()
+            );
+            Exit::Refused
+        }
+    }
+}
+
+/// `baton store migrate`.
+pub fn migrate(state: Option<&Path>, a: &StoreArgs) -> Exit {
+    let c = match load(state, &a.file) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    match target("store migrate", &c) {
+        Ok(t) => migrate_at("store migrate", &t, true),
+        Err(e) => e,
+    }
+}
+
+/// `baton store status`.
+pub fn status(state: Option<&Path>, a: &StoreArgs) -> Exit {
+    let c = match load(state, &a.file) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    let t = match target("store status", &c) {
+        Ok(t) => t,
+        Err(e) => return e,
+    };
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            say!("baton store status: failed to start the async runtime: {e}");
+            return Exit::Failure;
+        }
+    };
+    match rt.block_on(baton_pg::schema_version(&t, Options::default())) {
+        Ok(found) => {
+            let verdict = match found {
+                SCHEMA_VERSION => "current".to_owned(),
+                0 => "no schema: run `baton store migrate`".to_owned(),
+                v if v < SCHEMA_VERSION => format!(
+                    "behind this build's version {SCHEMA_VERSION}: run `baton store migrate`"
+                ),
+                _ => format!("newer than this build's version {SCHEMA_VERSION}: upgrade baton"),
+            };
+            outln!("store {}: schema version {found}, {verdict}", t.describe());
+            if found == SCHEMA_VERSION {
+                Exit::Ok
+            } else {
+                Exit::Refused
+            }
+        }
+        Err(e) => {
+            say!(
+                "baton store status: failed to read the store at {}: {e}",
+                t.describe()
+            );
+            Exit::Refused
+        }
+    }
+}
+
+/// What `baton daemon` does before it serves: with a `[store] url`,
+/// migrate the schema (a note on stderr), and refuse to start when that
+/// fails. Without one, nothing.
+pub fn before_daemon(c: &Config) -> Result<(), Exit> {
+    if c.store.is_none() {
+        return Ok(());
+    }
+    let t = target("daemon", c)?;
+    match migrate_at("daemon", &t, false) {
+        Exit::Ok => {
+            say!(
+                "baton daemon: note: the store's schema is ready; runs still use local files \
+                 and SQLite until the store is complete"
+            );
+            Ok(())
+        }
+        other => {
+            say!("baton daemon: refusing to start: the store's schema could not be migrated");
+            Err(other)
+        }
+    }
+}

@@ -1,0 +1,341 @@
+//! `[store]` and `baton store` against a real PostgreSQL server: migrating
+//! (twice, and from two processes at once), the password from every place
+//! it may come from and never printed, refusals with their exit codes, and
+//! the daemon migrating at start.
+
+use std::process::{Command, Output};
+
+use baton_testkit::pg::PgServer;
+
+use crate::daemon::Daemon;
+use crate::sched::Sched;
+use crate::support::{code, stderr, stdout};
+
+const PASSWORD: &str = "right-pw-7f3a";
+const WRONG: &str = "wrong-pw-91c2";
+
+/// A scheduler whose `[store] url` is `url` (nothing when empty).
+fn sched(url: &str, extra: &str) -> Sched {
+    let store = if url.is_empty() {
+        String::new()
+    } else {
+        format!("[store]\nurl = {url:?}\n{extra}")
+    };
+    Sched::new(&store)
+}
+
+/// `baton ARGS` with none of the libpq or store variables of this process.
+fn cmd(s: &Sched, args: &[&str]) -> Command {
+    let mut c = s.cmd(args);
+    for v in [
+        "PGHOST",
+        "PGPORT",
+        "PGUSER",
+        "PGDATABASE",
+        "PGPASSWORD",
+        "PGPASSFILE",
+        "BATON_STORE_URL",
+        "BATON_STORE_PASSWORD_FILE",
+    ] {
+        c.env_remove(v);
+    }
+    c
+}
+
+fn run(s: &Sched, args: &[&str]) -> Output {
+    cmd(s, args).output().unwrap()
+}
+
+fn both(o: &Output) -> String {
+    format!("{}{}", stdout(o), stderr(o))
+}
+
+#[test]
+fn store_migrate_twice_says_up_to_date_the_second_time() {
+    let pg = PgServer::start();
+    let s = sched(&pg.url(), "");
+    let first = run(&s, &["store", "migrate"]);
+    assert_eq!(code(&first), 0, "{}", both(&first));
+    assert!(
+        stdout(&first).contains("applied schema version 1"),
+        "{}",
+        both(&first)
+    );
+    let second = run(&s, &["store", "migrate"]);
+    assert_eq!(code(&second), 0, "{}", both(&second));
+    assert!(
+        stdout(&second).contains("schema up to date at version 1"),
+        "{}",
+        both(&second)
+    );
+    let status = run(&s, &["store", "status"]);
+    assert_eq!(code(&status), 0, "{}", both(&status));
+    assert!(
+        stdout(&status).contains("schema version 1, current"),
+        "{}",
+        both(&status)
+    );
+}
+
+#[test]
+fn store_status_before_migrating_says_there_is_no_schema() {
+    let pg = PgServer::start();
+    let s = sched(&pg.url(), "");
+    let o = run(&s, &["store", "status"]);
+    assert_eq!(code(&o), 1, "{}", both(&o));
+    assert!(
+        stdout(&o).contains("schema version 0, no schema"),
+        "{}",
+        both(&o)
+    );
+}
+
+#[test]
+fn store_migrate_from_two_processes_at_once_applies_each_version_once() {
+    let pg = PgServer::start();
+    let s = sched(&pg.url(), "");
+    let a = cmd(&s, &["store", "migrate"]).spawn_output();
+    let b = cmd(&s, &["store", "migrate"]).spawn_output();
+    let (a, b) = (a.wait(), b.wait());
+    assert_eq!((code(&a), code(&b)), (0, 0), "{}\n{}", both(&a), both(&b));
+    let applied = [&a, &b]
+        .iter()
+        .filter(|o| stdout(o).contains("applied schema version 1"))
+        .count();
+    let up_to_date = [&a, &b]
+        .iter()
+        .filter(|o| stdout(o).contains("up to date at version 1"))
+        .count();
+    assert_eq!((applied, up_to_date), (1, 1), "{}\n{}", both(&a), both(&b));
+}
+
+#[test]
+fn store_wrong_password_is_refused_without_printing_it() {
+    let pg = PgServer::start_with_password(PASSWORD);
+    let url = pg.url().replace("baton@", &format!("baton:{WRONG}@"));
+    let s = sched(&url, "");
+    let o = run(&s, &["store", "migrate"]);
+    assert_eq!(code(&o), 1, "{}", both(&o));
+    assert!(!both(&o).contains(WRONG), "{}", both(&o));
+    assert!(
+        stderr(&o).contains(&format!("127.0.0.1:{}", pg.port())),
+        "{}",
+        both(&o)
+    );
+    assert!(
+        stderr(&o).contains("failed to migrate the store"),
+        "{}",
+        both(&o)
+    );
+    // The same URL with the right password is let in.
+    let s = sched(
+        &pg.url().replace("baton@", &format!("baton:{PASSWORD}@")),
+        "",
+    );
+    let o = run(&s, &["store", "migrate"]);
+    assert_eq!(code(&o), 0, "{}", both(&o));
+    assert!(!both(&o).contains(PASSWORD), "{}", both(&o));
+}
+
+#[test]
+fn store_pgpassword_and_password_file_are_used() {
+    let pg = PgServer::start_with_password(PASSWORD);
+    let s = sched(&pg.url(), "");
+    let without = run(&s, &["store", "status"]);
+    assert_eq!(code(&without), 1, "{}", both(&without));
+    let o = cmd(&s, &["store", "migrate"])
+        .env("PGPASSWORD", PASSWORD)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", both(&o));
+    // A relative password file is read beside baton.toml, and it comes
+    // before PGPASSWORD.
+    std::fs::write(s.env.path("pg.pw"), format!("{PASSWORD}\n")).unwrap();
+    let s2 = Sched { env: s.env };
+    s2.write(&format!(
+        "[store]\nurl = {:?}\npassword_file = \"pg.pw\"\n",
+        pg.url()
+    ));
+    let o = cmd(&s2, &["store", "status"])
+        .env("PGPASSWORD", WRONG)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", both(&o));
+    // PGPASSFILE, in its simple format.
+    s2.write(&format!("[store]\nurl = {:?}\n", pg.url()));
+    let pass = s2.env.path("pgpass");
+    std::fs::write(
+        &pass,
+        format!(
+            "otherhost:*:*:*:{WRONG}\n127.0.0.1:{}:postgres:baton:{PASSWORD}\n",
+            pg.port()
+        ),
+    )
+    .unwrap();
+    let o = cmd(&s2, &["store", "status"])
+        .env("PGPASSFILE", &pass)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", both(&o));
+}
+
+#[test]
+fn store_pg_variables_fill_what_the_url_leaves_out() {
+    let pg = PgServer::start();
+    let s = sched("postgres://", "");
+    let o = cmd(&s, &["store", "migrate"])
+        .env("PGHOST", "127.0.0.1")
+        .env("PGPORT", pg.port().to_string())
+        .env("PGUSER", "baton")
+        .env("PGDATABASE", "postgres")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", both(&o));
+    assert!(
+        stdout(&o).contains(&format!(
+            "127.0.0.1:{} (database postgres, user baton)",
+            pg.port()
+        )),
+        "{}",
+        both(&o)
+    );
+}
+
+#[test]
+fn store_unreachable_host_is_refused_naming_it() {
+    // A port nothing listens on: bound, then released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let s = sched(&format!("postgres://baton:{WRONG}@127.0.0.1:{port}/x"), "");
+    for args in [&["store", "migrate"][..], &["store", "status"]] {
+        let o = run(&s, args);
+        assert_eq!(code(&o), 1, "{}", both(&o));
+        assert!(
+            stderr(&o).contains(&format!("127.0.0.1:{port}")),
+            "{}",
+            both(&o)
+        );
+        assert!(!both(&o).contains(WRONG), "{}", both(&o));
+    }
+    let o = run(&s, &["daemon", "--listen", "127.0.0.1:0"]);
+    assert_eq!(code(&o), 1, "{}", both(&o));
+    assert!(stderr(&o).contains("refusing to start"), "{}", both(&o));
+    assert!(!both(&o).contains(WRONG), "{}", both(&o));
+}
+
+#[test]
+fn store_config_masks_the_password() {
+    let s = sched(
+        &format!("postgres://baton:{WRONG}@db.example:5433/baton"),
+        "",
+    );
+    let text = run(&s, &["config"]);
+    assert_eq!(code(&text), 0, "{}", both(&text));
+    assert!(
+        stdout(&text).contains("url = \"postgres://baton:***@db.example:5433/baton\""),
+        "{}",
+        both(&text)
+    );
+    let json = run(&s, &["config", "--json"]);
+    assert_eq!(code(&json), 0, "{}", both(&json));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(
+        v["store"]["url"]["value"],
+        "postgres://baton:***@db.example:5433/baton"
+    );
+    let env = run(&s, &["render", "env"]);
+    assert_eq!(code(&env), 0, "{}", both(&env));
+    assert!(
+        stdout(&env).contains("# BATON_STORE_URL: "),
+        "{}",
+        both(&env)
+    );
+    assert!(stdout(&env).contains("# PGPASSWORD: "), "{}", both(&env));
+    for o in [&text, &json, &env] {
+        assert!(!both(o).contains(WRONG), "{}", both(o));
+    }
+}
+
+#[test]
+fn store_env_url_overrides_the_file() {
+    let pg = PgServer::start();
+    let s = sched("postgres://nobody@127.0.0.1:1/x", "");
+    let o = cmd(&s, &["store", "migrate"])
+        .env("BATON_STORE_URL", pg.url())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", both(&o));
+    let o = cmd(&s, &["config", "--json"])
+        .env("BATON_STORE_URL", pg.url())
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["store"]["url"]["source"], "BATON_STORE_URL");
+}
+
+#[test]
+fn store_invalid_or_missing_url_exits_2() {
+    let s = sched(&format!("mysql://baton:{WRONG}@db/x"), "");
+    for args in [&["store", "migrate"][..], &["config"], &["daemon"]] {
+        let o = run(&s, args);
+        assert_eq!(code(&o), 2, "{args:?}: {}", both(&o));
+        assert!(
+            stderr(&o).contains("postgres:// or postgresql://"),
+            "{}",
+            both(&o)
+        );
+        assert!(!both(&o).contains(WRONG), "{}", both(&o));
+    }
+    let s = sched("", "");
+    let o = run(&s, &["store", "migrate"]);
+    assert_eq!(code(&o), 2, "{}", both(&o));
+    assert!(
+        stderr(&o).contains("no store is configured"),
+        "{}",
+        both(&o)
+    );
+}
+
+#[test]
+fn store_daemon_migrates_at_start() {
+    let pg = PgServer::start();
+    let s = sched(&pg.url(), "");
+    let d = Daemon::start_cmd(cmd(&s, &["daemon", "--listen", "127.0.0.1:0"]))
+        .unwrap_or_else(|(c, log)| panic!("the daemon did not start (exit {c:?}):\n{log}"));
+    let log = d.log();
+    assert!(log.contains("applied schema version 1"), "{log}");
+    assert!(
+        log.contains("runs still use local files and SQLite"),
+        "{log}"
+    );
+    let o = run(&s, &["store", "status"]);
+    assert_eq!(code(&o), 0, "{}", both(&o));
+    assert_eq!(d.terminate(), Some(0));
+}
+
+/// A spawned command whose output is collected later.
+trait SpawnOutput {
+    fn spawn_output(&mut self) -> Pending;
+}
+
+struct Pending(std::process::Child);
+
+impl Pending {
+    fn wait(self) -> Output {
+        self.0.wait_with_output().unwrap()
+    }
+}
+
+impl SpawnOutput for Command {
+    fn spawn_output(&mut self) -> Pending {
+        Pending(
+            self.stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap(),
+        )
+    }
+}
