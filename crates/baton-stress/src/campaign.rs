@@ -18,6 +18,10 @@ use crate::results::{Campaign, TrialRecord};
 /// Runs the campaign `cfg` describes, with `exe` as every contender.
 pub(crate) fn run(cfg: &Config, exe: &Path) -> Result<Campaign, String> {
     let began = SystemClock.boot();
+    if let Some(url) = &cfg.store {
+        let store = crate::store::Store::new(url).map_err(|e| e.to_string())?;
+        store.prepare().map_err(|e| e.to_string())?;
+    }
     let mut trials: Vec<TrialRecord> = Vec::new();
     for &scenario in &cfg.scenarios {
         for &procs in &cfg.sizes {

@@ -19,6 +19,10 @@ const AFTER: &str = "\
 Scenarios: free, stale, churn, stale-churn, threads, slow-holder, kill9-churn, sigstop.
 Implementations: baton (under test); exhibits v2, v1, seed000, seed001.
 
+With --store URL, baton contends through its PostgreSQL lease and the exhibit is shedlock (a
+ShedLock-style TTL row); the scenarios are churn, slow-holder and kill9-churn, the contenders are
+spread over --hosts \"hosts\", and there is no latency table (see `cargo bench -p baton-pg`).
+
 An exhibit's race is the finding and never fails the run; an exhibit that shows none is
 reported as \"the window did not open this run\".
 
@@ -43,8 +47,9 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = 20)]
     pub(crate) rounds: u32,
 
-    /// Implementations to exercise (space- or comma-separated).
-    #[arg(long, num_args = 1.., value_delimiter = ',', default_values = ["baton", "v2", "v1", "seed000", "seed001"])]
+    /// Implementations to exercise (space- or comma-separated; default: baton
+    /// v2 v1 seed000 seed001, or with --store: baton shedlock).
+    #[arg(long, num_args = 1.., value_delimiter = ',')]
     pub(crate) impls: Vec<Impl>,
 
     /// Scenarios to run (space- or comma-separated; default: all).
@@ -79,6 +84,15 @@ pub(crate) struct Args {
     #[arg(long, short)]
     pub(crate) quiet: bool,
 
+    /// Contend in the PostgreSQL database at URL instead of lock files.
+    #[arg(long, value_name = "URL")]
+    pub(crate) store: Option<String>,
+
+    /// With --store: how many "hosts" the contenders are spread over (host 0
+    /// is this machine; the others have their own host name and boot id).
+    #[arg(long, default_value_t = 3)]
+    pub(crate) hosts: usize,
+
     #[command(flatten)]
     pub(crate) timing: TimingArgs,
 }
@@ -104,6 +118,10 @@ pub(crate) struct TimingArgs {
     /// How often they try.
     #[arg(long, default_value_t = 20)]
     pub(crate) poll_ms: u64,
+    /// With --store: how long past its TTL a judge on another host respects a
+    /// lease that is no longer renewed.
+    #[arg(long, default_value_t = 1000)]
+    pub(crate) grace_ms: u64,
 }
 
 impl TimingArgs {
@@ -116,6 +134,7 @@ impl TimingArgs {
             seed_ttl: ms(self.seed_ttl_ms),
             hold_for: ms(self.hold_ms),
             poll: ms(self.poll_ms),
+            takeover_grace: ms(self.grace_ms),
         };
         if t.baton_renew.is_zero() || t.baton_renew * 2 > t.baton_ttl {
             return Err(format!(
@@ -169,6 +188,12 @@ pub(crate) struct ContendArgs {
     /// Give up a churn round after this long.
     #[arg(long, default_value_t = 120_000)]
     pub(crate) give_up_ms: u64,
+    /// Contend in the PostgreSQL database at this URL.
+    #[arg(long)]
+    pub(crate) store: Option<String>,
+    /// The host this contender stands on (with --store).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) host: usize,
     #[command(flatten)]
     pub(crate) timing: TimingArgs,
 }
@@ -180,6 +205,13 @@ impl ContendArgs {
     ///
     /// An invalid time scale.
     pub(crate) fn orders(&self) -> Result<Orders, String> {
+        match (&self.store, self.imp) {
+            (None, Impl::Shedlock) => return Err("shedlock contends only in a store".into()),
+            (Some(_), i) if !i.in_store() => {
+                return Err(format!("{} does not contend in a store", i.name()));
+            }
+            _ => {}
+        }
         Ok(Orders {
             imp: self.imp,
             role: self.role,
@@ -189,6 +221,8 @@ impl ContendArgs {
             start_at: self.start_at_ms.map(Duration::from_millis),
             give_up: Duration::from_millis(self.give_up_ms),
             timing: self.timing.timing()?,
+            store: self.store.clone(),
+            host: self.host,
         })
     }
 }
@@ -213,22 +247,47 @@ impl Args {
         if self.trial_timeout_s == 0 {
             return Err("--trial-timeout-s must be at least 1".into());
         }
+        let store = self.store.is_some();
+        let wanted = match (self.impls.is_empty(), store) {
+            (false, _) => &self.impls[..],
+            (true, false) => &Impl::FILE[..],
+            (true, true) => &Impl::STORE[..],
+        };
         let mut impls = Vec::new();
-        for i in &self.impls {
-            if !impls.contains(i) {
-                impls.push(*i);
+        for &i in wanted {
+            if store && !i.in_store() {
+                return Err(format!(
+                    "--impls {}: with --store the implementations are baton and shedlock",
+                    i.name()
+                ));
+            }
+            if !store && i == Impl::Shedlock {
+                return Err("--impls shedlock contends in PostgreSQL: give --store URL".into());
+            }
+            if !impls.contains(&i) {
+                impls.push(i);
             }
         }
-        let mut scenarios = Vec::new();
-        let wanted = if self.scenarios.is_empty() {
-            &Scenario::ALL[..]
-        } else {
-            &self.scenarios[..]
+        let wanted = match (self.scenarios.is_empty(), store) {
+            (false, _) => &self.scenarios[..],
+            (true, false) => &Scenario::ALL[..],
+            (true, true) => &Scenario::STORE[..],
         };
+        if store && let Some(s) = wanted.iter().find(|s| !Scenario::STORE.contains(s)) {
+            return Err(format!(
+                "--scenarios {}: with --store the scenarios are churn, slow-holder and \
+                 kill9-churn (the others need the file store)",
+                s.label()
+            ));
+        }
+        let mut scenarios = Vec::new();
         for s in Scenario::ALL {
             if wanted.contains(&s) {
                 scenarios.push(s);
             }
+        }
+        if self.hosts == 0 || self.hosts > 64 {
+            return Err("--hosts must be between 1 and 64".into());
         }
         Ok(Config {
             sizes: self.sizes.clone(),
@@ -237,11 +296,15 @@ impl Args {
             scenarios,
             repeat: self.repeat,
             json: self.json.clone(),
-            latency: (!self.skip_latency).then_some(self.latency_iterations.max(1)),
+            // The latency table measures the file locks; the store's cycle
+            // is measured by `cargo bench -p baton-pg`.
+            latency: (!self.skip_latency && !store).then_some(self.latency_iterations.max(1)),
             dir,
             timing: self.timing.timing()?,
             trial_timeout: Duration::from_secs(self.trial_timeout_s),
             progress: !self.quiet,
+            store: self.store.clone(),
+            hosts: self.hosts,
         })
     }
 }
@@ -263,7 +326,7 @@ mod tests {
         assert_eq!(c.sizes, [2, 8, 24, 50, 100]);
         assert_eq!(c.rounds, 20);
         assert_eq!(c.repeat, 1);
-        assert_eq!(c.impls, Impl::ALL);
+        assert_eq!(c.impls, Impl::FILE);
         assert_eq!(c.scenarios, Scenario::ALL);
         assert_eq!(c.latency, Some(2000));
     }

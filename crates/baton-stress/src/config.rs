@@ -33,18 +33,28 @@ pub(crate) enum Impl {
     Seed000,
     /// The seed 001 lock (exhibit).
     Seed001,
+    /// A ShedLock-style TTL row in PostgreSQL (exhibit; `--store` only).
+    Shedlock,
 }
 
 impl Impl {
-    /// Every implementation, in report order.
-    #[cfg(test)]
-    pub(crate) const ALL: [Impl; 5] = [
+    /// The file store's implementations, in report order (the default).
+    pub(crate) const FILE: [Impl; 5] = [
         Self::Baton,
         Self::V2,
         Self::V1,
         Self::Seed000,
         Self::Seed001,
     ];
+
+    /// The PostgreSQL store's implementations, in report order (the default
+    /// with `--store`).
+    pub(crate) const STORE: [Impl; 2] = [Self::Baton, Self::Shedlock];
+
+    /// Whether this implementation contends in PostgreSQL with `--store`.
+    pub(crate) fn in_store(self) -> bool {
+        Self::STORE.contains(&self)
+    }
 
     /// The command-line name.
     pub(crate) fn name(self) -> &'static str {
@@ -54,6 +64,7 @@ impl Impl {
             Self::V1 => "v1",
             Self::Seed000 => "seed000",
             Self::Seed001 => "seed001",
+            Self::Shedlock => "shedlock",
         }
     }
 
@@ -67,6 +78,17 @@ impl Impl {
             Self::Seed001 => {
                 "seed 001 (exhibit: mutex, but TTL reclaim with no renewal or liveness)"
             }
+            Self::Shedlock => "shedlock (exhibit: lock_until row, conditional UPDATE, no renewal)",
+        }
+    }
+
+    /// The table heading when the campaign contends in PostgreSQL.
+    pub(crate) fn store_title(self) -> &'static str {
+        match self {
+            Self::Baton => {
+                "baton (lease in PostgreSQL: renewal; evidence on its host, renewal age + grace elsewhere)"
+            }
+            other => other.title(),
         }
     }
 
@@ -78,6 +100,7 @@ impl Impl {
             Self::V1 => "breaking a stale lock is four unserialised syscalls",
             Self::Seed000 => "nothing serialises load → check → save",
             Self::Seed001 => "a slow live run's lock is reclaimed on TTL expiry",
+            Self::Shedlock => "a run longer than lockAtMostFor is reclaimed while it runs",
         }
     }
 
@@ -156,6 +179,9 @@ impl Scenario {
         matches!(self, Self::Churn | Self::StaleChurn | Self::Kill9Churn)
     }
 
+    /// The scenarios `--store` runs, in report order (its default).
+    pub(crate) const STORE: [Scenario; 3] = [Self::Churn, Self::SlowHolder, Self::Kill9Churn];
+
     /// Whether the trial starts from a dead holder's lease.
     pub(crate) fn starts_stale(self) -> bool {
         matches!(self, Self::Stale | Self::StaleChurn)
@@ -177,6 +203,9 @@ pub(crate) struct Timing {
     pub(crate) hold_for: Duration,
     /// How often they try.
     pub(crate) poll: Duration,
+    /// In the store: how long past its TTL a judge on another host respects
+    /// a lease whose renewal has stopped.
+    pub(crate) takeover_grace: Duration,
 }
 
 impl Default for Timing {
@@ -188,6 +217,7 @@ impl Default for Timing {
             seed_ttl: Duration::from_millis(100),
             hold_for: Duration::from_millis(1000),
             poll: Duration::from_millis(20),
+            takeover_grace: crate::store::DEFAULT_GRACE,
         }
     }
 }
@@ -225,4 +255,17 @@ pub(crate) struct Config {
     pub(crate) trial_timeout: Duration,
     /// Whether to print a progress line per row on stderr.
     pub(crate) progress: bool,
+    /// The PostgreSQL store every implementation contends in, when given;
+    /// recorded with its password hidden.
+    #[serde(serialize_with = "redacted")]
+    pub(crate) store: Option<String>,
+    /// In the store: how many hosts the contenders are spread over.
+    pub(crate) hosts: usize,
+}
+
+fn redacted<S: serde::Serializer>(url: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+    match url {
+        Some(u) => s.serialize_some(&crate::store::redact(u)),
+        None => s.serialize_none(),
+    }
 }

@@ -38,6 +38,7 @@ use crate::config::{Impl, Timing};
 use crate::event::Event;
 use crate::exhibits::seed000::{AfterLoad, NoHook};
 use crate::rng::Rng;
+use crate::store::Host;
 use crate::witness::{Claim, Witness};
 
 /// A contender's role.
@@ -90,6 +91,11 @@ pub(crate) struct Orders {
     pub(crate) give_up: Duration,
     /// The time scale.
     pub(crate) timing: Timing,
+    /// The PostgreSQL store to contend in, instead of the trial directory's
+    /// lock file.
+    pub(crate) store: Option<String>,
+    /// The host this contender stands on in the store (see [`crate::store`]).
+    pub(crate) host: usize,
 }
 
 /// Runs a contender; returns its exit code (0 unless the protocol itself
@@ -105,7 +111,10 @@ pub(crate) fn run(o: &Orders) -> u8 {
 }
 
 fn play(o: &Orders) -> Result<(), String> {
-    let algo = algo::build(o.imp, &o.dir, &o.timing);
+    let algo = match &o.store {
+        Some(url) => algo::connect(o.imp, url, &o.dir, &Host::nth(o.host), &o.timing)?,
+        None => algo::build(o.imp, &o.dir, &o.timing),
+    };
     let witness = Witness::new(&o.dir.join("witness")).map_err(|e| e.to_string())?;
     say(&Event::Ready);
     let mut stdin = std::io::stdin().lock();

@@ -22,7 +22,8 @@
 //! loop), [`parent`] (one trial, its processes), [`contend`] (one
 //! contender), [`witness`] (how an overlap is seen), [`algo`] (one face for
 //! every implementation), [`exhibits`] (the broken locks), [`latency`],
-//! [`results`], [`render`] and [`out`] (the one place that prints), [`exit`].
+//! [`results`], [`render`] and [`out`] (the one place that prints), [`exit`],
+//! and [`store`] (the PostgreSQL store of `--store`, and its "hosts").
 
 mod algo;
 mod campaign;
@@ -40,6 +41,7 @@ mod proc;
 mod render;
 mod results;
 mod rng;
+mod store;
 mod witness;
 
 use std::path::PathBuf;

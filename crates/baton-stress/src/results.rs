@@ -240,7 +240,7 @@ pub(crate) struct Latency {
 }
 
 /// Contention throughput of one implementation in the sustained churn rows
-/// at the largest size.
+/// at one size.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub(crate) struct Throughput {
     /// The implementation.
@@ -258,44 +258,48 @@ pub(crate) struct Throughput {
     pub(crate) secs: f64,
     /// Acquisitions per second.
     pub(crate) per_sec: f64,
-    /// Relative to v2's, when v2 ran.
+    /// Relative to v2's at the same size, when v2 ran.
     pub(crate) vs_v2: Option<f64>,
 }
 
-/// The throughput table, from the churn rows at the largest size.
+/// The throughput table, from the churn rows: every size, smallest first,
+/// implementations in report order within a size.
 pub(crate) fn throughput(rows: &[Row]) -> Vec<Throughput> {
-    let Some(max) = rows
+    let mut sizes: Vec<usize> = rows
         .iter()
         .filter(|r| r.scenario == Scenario::Churn)
         .map(|r| r.procs)
-        .max()
-    else {
-        return Vec::new();
-    };
-    let mut out: Vec<Throughput> = rows
-        .iter()
-        .filter(|r| r.scenario == Scenario::Churn && r.procs == max)
-        .map(|r| Throughput {
-            imp: r.imp,
-            procs: r.procs,
-            rounds: r.rounds,
-            trials: r.trials,
-            acquisitions: r.winners,
-            secs: r.secs,
-            per_sec: if r.secs > 0.0 {
-                r.winners as f64 / r.secs
-            } else {
-                0.0
-            },
-            vs_v2: None,
-        })
         .collect();
-    if let Some(v2) = out.iter().find(|t| t.imp == Impl::V2).map(|t| t.per_sec)
-        && v2 > 0.0
-    {
-        for t in &mut out {
-            t.vs_v2 = Some(t.per_sec / v2);
+    sizes.sort_unstable();
+    sizes.dedup();
+    let mut out = Vec::new();
+    for size in sizes {
+        let mut at: Vec<Throughput> = rows
+            .iter()
+            .filter(|r| r.scenario == Scenario::Churn && r.procs == size)
+            .map(|r| Throughput {
+                imp: r.imp,
+                procs: r.procs,
+                rounds: r.rounds,
+                trials: r.trials,
+                acquisitions: r.winners,
+                secs: r.secs,
+                per_sec: if r.secs > 0.0 {
+                    r.winners as f64 / r.secs
+                } else {
+                    0.0
+                },
+                vs_v2: None,
+            })
+            .collect();
+        if let Some(v2) = at.iter().find(|t| t.imp == Impl::V2).map(|t| t.per_sec)
+            && v2 > 0.0
+        {
+            for t in &mut at {
+                t.vs_v2 = Some(t.per_sec / v2);
+            }
         }
+        out.extend(at);
     }
     out
 }

@@ -4,6 +4,8 @@
 //! from the JSON record: no overlap, no duplicate winner, no displaced
 //! holder, no instrument error in any baton trial), and the instrument can
 //! see a race (the exhibits that reclaim a live holder did). Never speed.
+//! The same holds in PostgreSQL (`--store`, against a throwaway server):
+//! baton never races, the ShedLock-style exhibit does.
 
 use std::process::Command;
 
@@ -90,6 +92,88 @@ fn baton_never_races_and_the_instrument_sees_the_exhibits_race() {
 }
 
 #[test]
+fn in_postgres_baton_never_races_and_the_instrument_sees_shedlock_race() {
+    let server = baton_testkit::pg::PgServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("stress.json");
+    let out = Command::new(BIN)
+        .args(["--store", &server.url()])
+        .args(["--sizes", "4", "--rounds", "5", "--quiet"])
+        .args(["--scenarios", "churn,slow-holder,kill9-churn"])
+        .args(["--impls", "baton,shedlock"])
+        .arg("--dir")
+        .arg(dir.path())
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(stdout.contains("baton: 0 race(s)"), "{stdout}");
+
+    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let trials = doc["trials"].as_array().unwrap();
+    let of = |imp: &str, scenario: &str| -> Vec<&Value> {
+        trials
+            .iter()
+            .filter(|t| t["impl"] == imp && t["scenario"] == scenario)
+            .collect()
+    };
+    for scenario in ["churn", "slow-holder", "kill9-churn"] {
+        let baton = of("baton", scenario);
+        assert_eq!(baton.len(), 1, "baton ran {scenario}");
+        for t in baton {
+            for field in [
+                "overlaps",
+                "duplicates",
+                "displaced",
+                "child_errors",
+                "never_finished",
+                "gave_up",
+            ] {
+                assert_eq!(t[field], 0, "baton {field} in {t}");
+            }
+        }
+    }
+    // Every churn round acquired once, one holder at a time.
+    assert_eq!(of("baton", "churn")[0]["winners"], 20);
+    assert!(of("baton", "kill9-churn")[0]["killed"].as_u64().unwrap() >= 1);
+    // The slow holder outlives the exhibit's lock_until: the others take
+    // its lock while it runs, and the witness sees it.
+    let shed = of("shedlock", "slow-holder");
+    assert_eq!(shed.len(), 1);
+    assert!(shed[0]["overlaps"].as_u64().unwrap() > 0, "{}", shed[0]);
+    assert_eq!(shed[0]["child_errors"], 0, "{}", shed[0]);
+    assert!(
+        doc["config"]["store"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("postgres")),
+        "the record names the store"
+    );
+}
+
+#[test]
+fn the_store_refuses_what_it_cannot_run() {
+    let url = "postgres://baton@127.0.0.1:1/baton";
+    for args in [
+        &["--store", url, "--scenarios", "sigstop"][..],
+        &["--store", url, "--impls", "v2"][..],
+        &["--impls", "shedlock"][..],
+        &["--store", url, "--hosts", "0"][..],
+    ] {
+        let out = Command::new(BIN).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.is_empty(), "{args:?} says why");
+    }
+}
+
+#[test]
 fn a_usage_error_exits_2_and_help_documents_the_exit_codes() {
     let out = Command::new(BIN).args(["--sizes", "0"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -113,6 +197,8 @@ fn a_usage_error_exits_2_and_help_documents_the_exit_codes() {
         "--repeat",
         "--json",
         "--skip-latency",
+        "--store",
+        "--hosts",
     ] {
         assert!(help.contains(flag), "{help}");
     }

@@ -25,9 +25,11 @@ pub(super) fn build(imp: Impl, path: &Path, t: &Timing) -> Box<dyn Algorithm> {
         Impl::V2 => Box::new(V2::new(path, t.stale_after())),
         Impl::Seed000 => Box::new(Seed000::new(path, t.seed_ttl)),
         Impl::Seed001 => Box::new(Seed001::new(path, t.seed_ttl)),
-        // OK because the caller routes baton elsewhere; a wrong route is a
+        // OK because the caller routes baton elsewhere, and the contender's
+        // orders refuse shedlock without a store; a wrong route is a
         // programming error that every test would catch at once.
         Impl::Baton => unreachable!("baton is not an exhibit"),
+        Impl::Shedlock => unreachable!("shedlock contends only in a store"),
     }
 }
 
@@ -69,6 +71,7 @@ pub(super) fn forge_stale(
             .forge(t.seed_ttl, at)
             .map_err(|e| e.to_string()),
         Impl::Baton => Err("a baton lease is never forged: crash a real holder".into()),
+        Impl::Shedlock => Err("the store's scenarios start from a free lock".into()),
     }
 }
 

@@ -11,6 +11,7 @@
 
 mod baton;
 mod exhibit;
+mod pg;
 
 use std::path::{Path, PathBuf};
 
@@ -112,6 +113,30 @@ pub(crate) fn build(imp: Impl, dir: &Path, timing: &Timing) -> Box<dyn Algorithm
         Impl::Baton => Box::new(baton::Baton::new(&path, timing)),
         other => exhibit::build(other, &path, timing),
     }
+}
+
+/// The lock of a trial in the store: named after its trial directory, which
+/// is unique to the campaign and the trial.
+pub(crate) fn lock_name(dir: &Path) -> String {
+    dir.display().to_string()
+}
+
+/// `imp` contending through the store at `url` for the lock of the trial in
+/// `dir`, on a connection of its own, standing on `host`.
+///
+/// # Errors
+///
+/// When the server cannot be reached, as text for the report; and for the
+/// file locks, which do not contend in a store.
+pub(crate) fn connect(
+    imp: Impl,
+    url: &str,
+    dir: &Path,
+    host: &crate::store::Host,
+    timing: &Timing,
+) -> Result<Box<dyn Algorithm>, String> {
+    let store = crate::store::Store::new(url).map_err(|e| e.to_string())?;
+    pg::connect(imp, store, &lock_name(dir), host, timing)
 }
 
 /// Makes the lock free before a trial: nothing for the file locks, a

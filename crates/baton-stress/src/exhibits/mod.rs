@@ -21,11 +21,13 @@
 //! - They never link into the product: the crate `baton-stress` is a
 //!   separate binary for exactly this reason.
 //! - Their file mutexes go through [`crate::flock`], the crate's one door to
-//!   `flock`.
+//!   `flock`; the one exhibit that lives in PostgreSQL ([`shedlock`]) is
+//!   driven through [`crate::store`], the one door to the server.
 
 pub(crate) mod schedule;
 pub(crate) mod seed000;
 pub(crate) mod seed001;
+pub(crate) mod shedlock;
 pub(crate) mod v1;
 pub(crate) mod v2;
 

@@ -259,6 +259,11 @@ impl Trial<'_> {
     }
 
     fn args(&self, role: Role) -> Vec<OsString> {
+        self.args_on(role, 0)
+    }
+
+    /// A contender's arguments; in the store, it stands on `host`.
+    fn args_on(&self, role: Role, host: usize) -> Vec<OsString> {
         let t = &self.cfg.timing;
         let ms = |d: Duration| d.as_millis().to_string();
         let give_up = self.cfg.trial_timeout.min(Duration::from_secs(120));
@@ -279,11 +284,18 @@ impl Trial<'_> {
         push("--seed-ttl-ms", ms(t.seed_ttl));
         push("--hold-ms", ms(t.hold_for));
         push("--poll-ms", ms(t.poll));
+        push("--grace-ms", ms(t.takeover_grace));
+        if let Some(url) = &self.cfg.store {
+            push("--store", url.clone());
+            push("--host", host.to_string());
+        }
         a
     }
 
+    /// Spawns a contender; in the store, contender `i` stands on host
+    /// `i % hosts` (the long holder, the first, on this machine).
     fn spawn(&mut self, role: Role) -> Result<usize, String> {
-        let args = self.args(role);
+        let args = self.args_on(role, self.kids.len() % self.cfg.hosts.max(1));
         let i = self.pool.spawn(&args)?;
         self.kids.push(Kid {
             timed: true,

@@ -3,7 +3,6 @@
 
 use std::fmt::Write as _;
 
-use crate::config::Impl;
 use crate::event::DefectKind;
 use crate::results::{Campaign, Latency, Row, Summary, Throughput};
 
@@ -13,7 +12,12 @@ pub(crate) fn campaign(c: &Campaign) -> String {
     for &imp in &c.config.impls {
         let rows: Vec<&Row> = c.rows.iter().filter(|r| r.imp == imp).collect();
         if !rows.is_empty() {
-            s.push_str(&impl_table(imp, &rows));
+            let title = if c.config.store.is_some() {
+                imp.store_title()
+            } else {
+                imp.title()
+            };
+            s.push_str(&impl_table(title, &rows));
             s.push('\n');
         }
     }
@@ -29,8 +33,8 @@ pub(crate) fn campaign(c: &Campaign) -> String {
     s
 }
 
-fn impl_table(imp: Impl, rows: &[&Row]) -> String {
-    let mut s = format!("── {}\n", imp.title());
+fn impl_table(title: &str, rows: &[&Row]) -> String {
+    let mut s = format!("── {title}\n");
     let _ = writeln!(
         s,
         "{:<18} {:>5} {:>6} {:>6} {:>7} {:>4} {:>8} {:>6} {:>8}  verdict",
@@ -91,13 +95,13 @@ fn impl_table(imp: Impl, rows: &[&Row]) -> String {
 fn throughput(t: &[Throughput]) -> String {
     let first = &t[0];
     let mut s = format!(
-        "── contention throughput (sustained churn, {} procs × {} rounds, {} trial(s) each)\n",
-        first.procs, first.rounds, first.trials
+        "── contention throughput (sustained churn, {} rounds, {} trial(s) per row)\n",
+        first.rounds, first.trials
     );
     let _ = writeln!(
         s,
-        "{:<8} {:>12} {:>9} {:>10} {:>7}",
-        "impl", "acquisitions", "secs", "acq/s", "vs v2"
+        "{:<8} {:>5} {:>12} {:>9} {:>10} {:>7}",
+        "impl", "procs", "acquisitions", "secs", "acq/s", "vs v2"
     );
     for r in t {
         let vs = r
@@ -105,8 +109,9 @@ fn throughput(t: &[Throughput]) -> String {
             .map_or_else(|| "—".to_owned(), |v| format!("{v:.2}×"));
         let _ = writeln!(
             s,
-            "{:<8} {:>12} {:>9.2} {:>10.0} {:>7}",
+            "{:<8} {:>5} {:>12} {:>9.2} {:>10.0} {:>7}",
             r.imp.name(),
+            r.procs,
             r.acquisitions,
             r.secs,
             r.per_sec,
@@ -190,7 +195,7 @@ fn summary(sums: &[Summary], secs: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Config, Scenario, Timing};
+    use crate::config::{Config, Impl, Scenario, Timing};
     use crate::results::{Campaign, TrialRecord};
     use std::time::Duration;
 
@@ -207,6 +212,8 @@ mod tests {
             timing: Timing::default(),
             trial_timeout: Duration::from_secs(60),
             progress: false,
+            store: None,
+            hosts: 3,
         }
     }
 
