@@ -113,6 +113,18 @@ pub(crate) fn next_after(fields: &Fields, rule: Rule, after: i64, tz: &TimeZone)
     };
 
     let mut lo = after + 1;
+    // A gap that starts exactly at `lo` was never crossed by the walk below
+    // (it crosses transitions at the end of a segment): its swallowed fixed
+    // times fire at the transition, which is after `after`.
+    if rule == Rule::Fixed && zone.prev_transition(lo) == Some(lo) {
+        let (before, now) = (zone.offset(lo - 1)?, zone.offset(lo)?);
+        if now > before {
+            let first = search((lo + before).max(zone.high_water(lo)?));
+            if first.is_some_and(|c| c < lo + now) {
+                return Some(lo);
+            }
+        }
+    }
     while lo <= horizon {
         let offset = zone.offset(lo)?;
         let end = zone.next_transition(lo);

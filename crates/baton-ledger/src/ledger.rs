@@ -122,6 +122,12 @@ impl Ledger {
     /// another process for longer than 10 s; a database locked for longer
     /// than 10 s ([`Error::Busy`]); I/O failures.
     pub fn open(state_dir: &Path, now: Timestamp) -> Result<Ledger, Error> {
+        // SQLite refuses a path with a symbolic link in it (`NOFOLLOW`): a
+        // state directory reached through a link (`/var/lib/baton` on
+        // another disk) is opened by its real path. `baton.db` itself is
+        // still refused when it is a link.
+        let real = std::fs::canonicalize(state_dir).unwrap_or_else(|_| state_dir.to_owned());
+        let state_dir = real.as_path();
         file::check_dir(state_dir)?;
         let path = state_dir.join(file::DB_NAME);
         // Refuse a symbolic link before anything, the repair mutex included,
@@ -500,6 +506,20 @@ impl Ledger {
             Mode::Read,
             || format!("read the running run of job {job}"),
             |tx| Ok(runs::running(tx, job)?),
+        )
+    }
+
+    /// Every run of a job that has started and not finished, oldest first
+    /// (without their attempts).
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::see_jobs`].
+    pub fn unfinished(&mut self, job: &str) -> Result<Vec<RunRow>, Error> {
+        self.transact(
+            Mode::Read,
+            || format!("read the unfinished runs of job {job}"),
+            |tx| Ok(runs::unfinished(tx, job)?),
         )
     }
 

@@ -134,6 +134,16 @@ pub(crate) fn running(conn: &Connection, job: &str) -> rusqlite::Result<Option<R
     .transpose()
 }
 
+/// Every unfinished run of `job`, oldest first, without attempts.
+pub(crate) fn unfinished(conn: &Connection, job: &str) -> rusqlite::Result<Vec<RunRow>> {
+    conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM runs WHERE job = ?1 AND finished IS NULL
+         ORDER BY started, run_id"
+    ))?
+    .query_map([job], row)?
+    .collect()
+}
+
 fn attempts(conn: &Connection, run_id: &str) -> rusqlite::Result<Vec<AttemptRow>> {
     conn.prepare_cached(
         "SELECT seq, step, kind, attempt, started, finished, exit_code, signal, outcome

@@ -12,7 +12,7 @@
 use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use crate::error::Error;
+use crate::error::{Error, Fail};
 use crate::ledger::{Ledger, Mode};
 use crate::rows;
 
@@ -117,6 +117,17 @@ impl Ledger {
             ));
         };
         self.transact(Mode::Write, action, |tx| {
+            // A run of another job (one sharing the lock) holds the lease
+            // but is not a run of this job: it may not settle its mark.
+            if let Some(run) = run_id
+                && let Some(owner) = crate::runs::job_of(tx, run)?
+                && owner != job
+            {
+                return Err(Fail::Invalid(format!(
+                    "run {run} is a run of job {owner}, not of {job}: only a run of {job} may \
+                     settle its watermark"
+                )));
+            }
             let row = tx
                 .prepare_cached(&format!(
                     "INSERT INTO watermarks (job, seq, value, run_id, fence, settled)

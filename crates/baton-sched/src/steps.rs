@@ -61,6 +61,7 @@ pub(crate) fn one(
         ));
         return OK;
     }
+    abandon_the_dead(req, &c.run_id, &host, surfaces);
     surfaces.borrow_mut().note(&format!(
         "{} run={} occurrence={} start fence={} host={host} pid={pid}",
         job.name,
@@ -354,6 +355,9 @@ fn attempts(
             finished,
             exit_code: result.code.or(match &result.ending {
                 Ending::NotStarted(f) => Some(i32::from(f.exit_code())),
+                // A timed-out attempt is recorded as exit 124, as
+                // timeout(1) says it (the signal that ended it is kept too).
+                Ending::TimedOut => Some(124),
                 _ => None,
             }),
             signal: result.signal,
@@ -454,5 +458,50 @@ fn attempts(
             tally.failed = Some((step.name.clone(), step.kind, result.ending));
         }
         return;
+    }
+}
+
+/// Runs of the jobs sharing this lock that the ledger still calls running,
+/// but whose supervising process on this host is gone (it was killed, or
+/// its machine rebooted): they can no longer end on their own, and this run
+/// holds their lock now, so the ledger records them `abandoned`. A run on
+/// another host, or whose process still lives, is left alone.
+fn abandon_the_dead(
+    req: &Request<'_>,
+    current: &str,
+    host: &str,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) {
+    let mates = crate::run::lock_mates(req.config, req.job);
+    let mut s = surfaces.borrow_mut();
+    let now = s.now();
+    for mate in mates {
+        let runs = s.ledger(|l| l.unfinished(mate)).unwrap_or_default();
+        for run in runs {
+            let here = run.host.as_deref().is_none_or(|h| h == host);
+            let gone = run
+                .pid
+                .is_none_or(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists());
+            if run.run_id == current || !here || !gone {
+                continue;
+            }
+            let finished = baton_ledger::Finished {
+                run_id: run.run_id.clone(),
+                job: mate.to_owned(),
+                finished: now,
+                verdict: "abandoned".into(),
+                exit_code: 125,
+                success: false,
+            };
+            let keep = req.config.settings.history_keep.value;
+            if s.ledger(|l| l.finish_run(&finished, keep)).is_some() {
+                s.note(&format!(
+                    "{mate} run={} abandoned: its process ({}) is gone and never recorded an end",
+                    run.run_id,
+                    run.pid
+                        .map_or_else(|| "unknown".into(), |p| format!("pid {p}"))
+                ));
+            }
+        }
     }
 }

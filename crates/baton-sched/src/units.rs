@@ -36,13 +36,24 @@ pub fn parse_instant(s: &str, tz: &jiff::tz::TimeZone) -> Result<jiff::Timestamp
             .ok()
             .map(|d| d.to_datetime(jiff::civil::Time::midnight()))
     });
-    match civil {
-        Some(dt) => dt
-            .to_zoned_datetime(tz.clone())
-            .map(|z| z.timestamp())
-            .map_err(|e| format!("{t:?} is not a time in this zone: {e}")),
-        None => Err(format!("{t:?} is not a time: use {INSTANT_SYNTAX}")),
+    let Some(dt) = civil else {
+        return Err(format!("{t:?} is not a time: use {INSTANT_SYNTAX}"));
+    };
+    let amb = tz.to_ambiguous_timestamp(dt);
+    let gap = matches!(amb.offset(), jiff::tz::AmbiguousOffset::Gap { .. });
+    let at = amb
+        .earlier()
+        .map_err(|e| format!("{t:?} is not a time in this zone: {e}"))?;
+    if !gap {
+        // A time that occurs twice (a fall-back day) is its first one.
+        return Ok(at);
     }
+    // A time the zone skips (a spring-forward day) is the first instant
+    // after the gap, as a schedule's fixed time that day is.
+    tz.following(at)
+        .next()
+        .map(|tr| tr.timestamp())
+        .ok_or_else(|| format!("{t:?} is not a time in this zone"))
 }
 
 /// Parses a duration. Negative durations, and durations over
@@ -175,6 +186,26 @@ pub fn show_size(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn local_times_in_a_gap_or_a_fold_mean_what_schedules_mean() {
+        let ny = jiff::tz::TimeZone::get("America/New_York").unwrap();
+        // 02:30 does not exist on 2026-03-08: the first instant after the
+        // gap, 03:00 EDT.
+        assert_eq!(
+            parse_instant("2026-03-08 02:30", &ny).unwrap().to_string(),
+            "2026-03-08T07:00:00Z"
+        );
+        // 01:30 happens twice on 2026-11-01: the first one, EDT.
+        assert_eq!(
+            parse_instant("2026-11-01 01:30", &ny).unwrap().to_string(),
+            "2026-11-01T05:30:00Z"
+        );
+        assert_eq!(
+            parse_instant("2026-07-01 12:00", &ny).unwrap().to_string(),
+            "2026-07-01T16:00:00Z"
+        );
+    }
 
     #[test]
     fn durations_people_write() {

@@ -404,6 +404,8 @@ pub fn daemon(state: Option<&Path>, a: &crate::cli::DaemonArgs) -> Exit {
     if let Err(e) = crate::store_cmd::before_daemon(&c) {
         return e;
     }
+    // The daemon reads and keeps its own copy; this one goes now.
+    drop(c);
     let exe = match std::env::current_exe() {
         Ok(p) => p,
         Err(e) => {

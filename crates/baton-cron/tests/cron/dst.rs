@@ -424,3 +424,34 @@ fn apia_a_day_that_never_happened() {
         "2011-12-31T12:00:00+14:00",
     ]);
 }
+
+/// Asked for the next occurrence from the last second before the gap (or
+/// from the transition itself), a fixed time the gap swallowed still fires
+/// at the transition: the walk starts on the gap, it does not cross it.
+#[test]
+fn new_york_fixed_time_in_the_gap_from_the_second_before_the_jump() {
+    use jiff::Timestamp;
+    let tz = jiff::tz::TimeZone::get("America/New_York").unwrap();
+    let s = baton_cron::Schedule::parse("30 2 * * *").unwrap();
+    for from in ["2026-03-08T06:59:59Z", "2026-03-08T06:30:00Z"] {
+        let at: Timestamp = from.parse().unwrap();
+        assert_eq!(
+            s.next_after(at, &tz).unwrap().to_string(),
+            "2026-03-08T07:00:00Z",
+            "from {from}"
+        );
+    }
+    let at: Timestamp = "2026-03-08T07:00:00Z".parse().unwrap();
+    assert_eq!(
+        s.next_after(at, &tz).unwrap().to_string(),
+        "2026-03-09T06:30:00Z"
+    );
+    // Lord Howe's half-hour gap (02:00 -> 02:30 on 2026-10-04, +10:30 to +11).
+    let lh = jiff::tz::TimeZone::get("Australia/Lord_Howe").unwrap();
+    let s = baton_cron::Schedule::parse("15 2 * * *").unwrap();
+    let at: Timestamp = "2026-10-03T15:29:59Z".parse().unwrap();
+    assert_eq!(
+        s.next_after(at, &lh).unwrap().to_string(),
+        "2026-10-03T15:30:00Z"
+    );
+}

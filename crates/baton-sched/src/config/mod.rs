@@ -42,7 +42,8 @@ pub use snapshot::{Dropin, Snapshot};
 pub use store_url::StoreUrl;
 
 /// Where the configuration file is: `flag`, else `$BATON_CONFIG`, else
-/// `./baton.toml`, made absolute.
+/// `./baton.toml`, made absolute, with symbolic links resolved when it
+/// exists.
 pub fn locate(flag: Option<&Path>) -> PathBuf {
     let chosen = flag.map(Path::to_owned).or_else(|| {
         std::env::var_os("BATON_CONFIG")
@@ -50,11 +51,16 @@ pub fn locate(flag: Option<&Path>) -> PathBuf {
             .map(PathBuf::from)
     });
     let p = chosen.unwrap_or_else(|| PathBuf::from("baton.toml"));
-    if p.is_absolute() {
+    let p = if p.is_absolute() {
         p
     } else {
         std::env::current_dir().map_or(p.clone(), |d| d.join(&p))
-    }
+    };
+    // The file itself, not a link to it: a relative `state_dir` and
+    // `jobs.d/` are beside the real file, so every path that reaches one
+    // configuration (cron's `/etc/baton.toml` link, a person's real path)
+    // shares one state directory, one ledger and one set of locks.
+    std::fs::canonicalize(&p).unwrap_or(p)
 }
 
 /// Reads, parses and validates the configuration at `path` and the

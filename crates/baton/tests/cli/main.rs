@@ -8,6 +8,7 @@ mod calendar;
 mod crash;
 mod daemon;
 mod dropin;
+mod edges;
 mod example;
 mod exit_codes;
 mod hardening;
