@@ -30,7 +30,8 @@ pub struct RunView {
     pub finished: Option<String>,
     /// How long it ran, in milliseconds, once finished.
     pub duration_ms: Option<u64>,
-    /// `ok`, `failed`, `check-failed`, `lease-lost`, `interrupted`; `null`
+    /// `ok`, `failed`, `check-failed`, `lease-lost`, `interrupted`,
+    /// `abandoned` (its process died unrecorded); `null`
     /// while it runs (or if it died unrecorded).
     pub verdict: Option<String>,
     /// Its exit code, once finished.
