@@ -745,3 +745,35 @@ fn daemon_decides_a_new_configuration_at_once() {
         d.log()
     );
 }
+
+/// An HTTP step in a run the daemon starts: the receiving service sees the
+/// run's job, occurrence, run id and fence, as from `tick` and `run`.
+#[test]
+fn daemon_runs_an_http_step_that_names_its_run() {
+    use baton_testkit::http::{Answer as Reply, TestServer};
+    let server = TestServer::start(&[Reply::Status(200)]);
+    let s = Sched::new(&format!(
+        "[jobs.dispatch]\nschedule = \"0 0 1 1 *\"\nhttp = {{ url = \"{}\", body = \"go\" }}\n",
+        server.url("/hook")
+    ));
+    let d = Daemon::start(&s, &[]);
+    let r = d.post("/v1/jobs/dispatch/run", "");
+    assert_eq!(r.status, 202, "{}", r.body);
+    let started = r.json();
+    eventually("the step's request", || !server.requests().is_empty());
+    eventually("the run to finish", || {
+        d.get("/v1/jobs/dispatch/runs").json()[0]["verdict"] == "ok"
+    });
+    let seen = &server.requests()[0];
+    assert_eq!(seen.header("baton-job"), Some("dispatch"));
+    assert_eq!(seen.header("baton-occurrence"), Some("manual"));
+    assert_eq!(
+        seen.header("baton-run-id"),
+        started["run_id"].as_str(),
+        "{started}"
+    );
+    assert_eq!(
+        seen.header("baton-fence").map(str::to_owned),
+        started["fence"].as_u64().map(|f| f.to_string())
+    );
+}
