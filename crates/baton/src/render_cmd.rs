@@ -91,10 +91,7 @@ pub fn run(state: Option<&Path>, a: &RenderArgs) -> Exit {
             Ok(_) => z.clone(),
             Err(e) => return refuse(format!("--host-tz {z:?} is not a time zone: {e}")),
         },
-        None => jiff::tz::TimeZone::try_system()
-            .ok()
-            .and_then(|tz| tz.iana_name().map(str::to_owned))
-            .unwrap_or_else(|| "UTC".to_owned()),
+        None => system_zone(),
     };
     let config_source = if a.file.config.is_some() {
         Source::Flag("--config".into())
@@ -242,4 +239,31 @@ fn write_all(dir: &Path, artefacts: &[Artefact]) -> Result<(), String> {
         baton_sched::atomic::replace(dir, &a.name, a.text.as_bytes()).map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+/// The zone cron and systemd use on this machine: `/etc/localtime`'s (or
+/// `/etc/timezone`'s), not `$TZ`, which is this shell's alone; UTC when
+/// neither names one.
+fn system_zone() -> String {
+    let from_link = std::fs::read_link("/etc/localtime").ok().and_then(|p| {
+        let p = p.to_string_lossy().into_owned();
+        p.split_once("zoneinfo/").map(|(_, name)| name.to_owned())
+    });
+    let from_file = || {
+        std::fs::read_to_string("/etc/timezone")
+            .ok()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+    };
+    let name = from_link
+        .or_else(from_file)
+        .filter(|n| jiff::tz::TimeZone::get(n).is_ok())
+        .unwrap_or_else(|| "UTC".to_owned());
+    if std::env::var_os("TZ").is_some() {
+        say!(
+            "baton render: TZ is set in this shell; the host's zone is taken from /etc/localtime \
+             ({name}), which cron and systemd use (give --host-tz to choose)"
+        );
+    }
+    name
 }

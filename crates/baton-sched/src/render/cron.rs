@@ -55,16 +55,40 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
             text: format!("{head}{vars}* * * * * {bin} tick --config {config_word}\n"),
         }]);
     }
-    head.push_str("# One line per job runs `baton tick JOB` at the job's schedule; baton still\n");
+    head.push_str(
+        "# One line per job runs `baton tick -- JOB` at the job's schedule; baton still\n",
+    );
     head.push_str("# checks in the job's zone what is due, and never runs an occurrence twice.\n");
-    let entries = super::per_job(c, |job| {
-        translate::cron_in_zone(&job.when.value, &job.timezone.value, opts.now).map_err(|why| {
-            Refusal {
-                job: job.name.clone(),
-                target: Target::Cron,
-                why,
-            }
-        })
+    // cronie matches a `CRON_TZ=` line against the job's zone every minute,
+    // but when the host's own clock falls back it runs only lines whose
+    // minute or hour is `*` for the repeated hour, and when it springs
+    // forward it makes up skipped minutes by the host's zone: a line under
+    // `CRON_TZ=` on a host whose zone changes its offset can miss a run.
+    let host_changes = jiff::tz::TimeZone::get(&opts.host_zone)
+        .ok()
+        .is_some_and(|tz| {
+            let zone = crate::config::Zone {
+                name: opts.host_zone.clone(),
+                tz,
+            };
+            translate::offset_changes(&zone, opts.now).next().is_some()
+        });
+    let entries = super::per_job(c, Target::Cron, |job| {
+        let refuse = |why| Refusal {
+            job: job.name.clone(),
+            target: Target::Cron,
+            why,
+        };
+        let schedule = translate::cron_in_zone(&job.when.value, &job.timezone.value, opts.now)
+            .map_err(refuse)?;
+        if schedule.zone != opts.host_zone && host_changes {
+            return Err(refuse(format!(
+                "it needs `CRON_TZ={}`, and the host's zone, {}, changes its offset: at those \
+                 changes cron runs `CRON_TZ=` lines by the host's clock and can miss one",
+                schedule.zone, opts.host_zone
+            )));
+        }
+        Ok(schedule)
     })?;
     // The host's zone first, with no CRON_TZ= before it; then by zone.
     let mut entries = entries;

@@ -264,13 +264,32 @@ pub(crate) fn disabled_jobs(c: &Config) -> impl Iterator<Item = &Job> {
 }
 
 /// Each job's entries, or every refusal.
+///
+/// A job whose zone is not written in the configuration (this machine's
+/// zone, or a variable of this shell) is refused: a per-job entry fires at
+/// instants computed in that zone, while the tick it starts on the target
+/// decides in the target's own, and the two may differ.
 pub(crate) fn per_job<T>(
     c: &Config,
+    target: Target,
     mut entry: impl FnMut(&Job) -> Result<T, Refusal>,
 ) -> Result<Vec<(String, T)>, RenderError> {
     let mut out = Vec::new();
     let mut refused = Vec::new();
     for job in scheduled_jobs(c) {
+        if let Some(from) = implicit_zone(job) {
+            refused.push(Refusal {
+                job: job.name.clone(),
+                target,
+                why: format!(
+                    "its time zone ({}) is {from}, not written in the configuration, and the \
+                     machine that runs the entry may be in another; set `timezone` under \
+                     [scheduler] or the job",
+                    job.timezone.value.name
+                ),
+            });
+            continue;
+        }
         match entry(job) {
             Ok(t) => out.push((job.name.clone(), t)),
             Err(r) => refused.push(r),
@@ -280,6 +299,15 @@ pub(crate) fn per_job<T>(
         Ok(out)
     } else {
         Err(RenderError::Refused(refused))
+    }
+}
+
+/// Where a job's zone came from when the configuration does not say it.
+fn implicit_zone(job: &Job) -> Option<String> {
+    match &job.timezone.source {
+        crate::config::Source::File { .. } => None,
+        crate::config::Source::Default => Some("this machine's zone".into()),
+        other => Some(format!("taken from {other}")),
     }
 }
 

@@ -72,7 +72,7 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
             &environment,
         )]);
     }
-    let entries = super::per_job(c, |job| {
+    let entries = super::per_job(c, Target::Systemd, |job| {
         on_calendar(&job.when.value, &job.timezone.value, opts).map_err(|why| Refusal {
             job: job.name.clone(),
             target: Target::Systemd,

@@ -810,3 +810,40 @@ fn render_env_hides_the_store_url_and_the_pg_password() {
     );
     assert!(text.contains("db.example (from the environment)"), "{text}");
 }
+
+#[test]
+fn render_per_job_refuses_a_zone_the_configuration_does_not_write() {
+    // No `timezone` anywhere: the job's zone is this machine's, and the
+    // machine running the entry may be in another.
+    let c = config("[jobs.j]\nschedule = \"0 3 * * *\"\nrun = \"true\"\n");
+    for target in [Target::Cron, Target::Systemd, Target::Github] {
+        let got = render(target, &c, &opts_for(target, true));
+        let Err(RenderError::Refused(r)) = got else {
+            panic!("{target}: not refused: {got:?}");
+        };
+        assert!(
+            r[0].why.contains("not written in the configuration"),
+            "{}",
+            r[0]
+        );
+    }
+    // The default forms decide on the host itself: rendered.
+    assert!(render(Target::Cron, &c, &opts(false)).is_ok());
+}
+
+#[test]
+fn render_cron_per_job_refuses_cron_tz_on_a_host_whose_zone_changes() {
+    let c = config(
+        "[scheduler]\ntimezone = \"Asia/Kolkata\"\n[jobs.k]\nschedule = \"0 12 * * *\"\nrun = \"true\"\n",
+    );
+    let mut o = opts(true);
+    o.host_zone = "America/New_York".into();
+    let Err(RenderError::Refused(r)) = render(Target::Cron, &c, &o) else {
+        panic!("rendered CRON_TZ= on a host with daylight saving");
+    };
+    assert!(r[0].why.contains("changes its offset"), "{}", r[0]);
+    // A host in UTC: fine.
+    o.host_zone = "UTC".into();
+    let text = &render(Target::Cron, &c, &o).unwrap()[0].text;
+    assert!(text.contains("CRON_TZ=Asia/Kolkata\n"), "{text}");
+}
