@@ -137,16 +137,32 @@ fn json_of<T: serde::Serialize>(status: StatusCode, v: &T) -> Response {
     }
 }
 
-/// A lock's holder as `status --json` shows it.
-pub(crate) fn holder_json(h: &baton_sched::alerts::HolderInfo) -> Value {
-    json!({
-        "pid": h.pid,
-        "host": h.host,
-        "fence": h.fence,
-        "run_id": h.run,
-        "since": h.acquired,
-        "renewed": h.renewed,
+/// A lock's holder as `status --json` shows it (the same keys, in the same
+/// order, and `renewed` besides).
+#[derive(serde::Serialize)]
+struct HolderOut<'h> {
+    pid: Option<u32>,
+    host: Option<&'h str>,
+    fence: Option<u64>,
+    run_id: Option<&'h str>,
+    since: Option<&'h str>,
+    verdict: &'h str,
+    renewed: Option<&'h str>,
+}
+
+/// A lock's holder as `status --json` shows it; `verdict` is what the lock
+/// decided of it (`live`, `hung`, `orphaned`).
+pub(crate) fn holder_json(h: &baton_sched::alerts::HolderInfo, verdict: &str) -> Value {
+    serde_json::to_value(HolderOut {
+        pid: h.pid,
+        host: h.host.as_deref(),
+        fence: h.fence,
+        run_id: h.run.as_deref(),
+        since: h.acquired.as_deref(),
+        verdict,
+        renewed: h.renewed.as_deref(),
     })
+    .unwrap_or(Value::Null)
 }
 
 async fn healthz(State(d): Shared) -> Response {
@@ -294,7 +310,12 @@ async fn run_now(
             "busy",
             format!("not run: the lock of {name} is held"),
         )
-        .with("holder", holder.as_ref().map_or(Value::Null, holder_json))),
+        .with(
+            "holder",
+            holder
+                .as_ref()
+                .map_or(Value::Null, |h| holder_json(h, "live")),
+        )),
         Some(Ok(other)) => Err(ApiError::new(
             StatusCode::CONFLICT,
             "not_run",
@@ -354,6 +375,14 @@ async fn pause(State(d): Shared, Path(name): Path<String>, b: Bytes) -> Result<R
         }
         (None, None) => baton_sched::pause::Until::Resumed,
     };
+    if p.reason
+        .as_deref()
+        .is_some_and(|r| r.chars().any(char::is_control))
+    {
+        return Err(bad(
+            "reason: control characters (line breaks, escapes) are not allowed in a reason".into(),
+        ));
+    }
     if let baton_sched::pause::Until::At(t) = until
         && t <= now
     {

@@ -57,16 +57,17 @@ impl Daemon {
             Ok((loaded, settings)) => {
                 let jobs: Vec<String> = loaded.config.jobs.keys().cloned().collect();
                 let mut notes = Vec::new();
-                if settings.listen != self.settings().listen {
+                if settings.listen != self.started_with.0 {
                     notes.push(format!(
                         "[daemon] listen = {} takes effect at the next start; still listening on {}",
                         settings.listen, self.bound
                     ));
                 }
                 let slots = loaded.config.settings.max_parallel.value;
-                if slots != self.current().config.settings.max_parallel.value {
+                if slots != self.started_with.1 {
                     notes.push(format!(
-                        "max_parallel = {slots} takes effect at the next start"
+                        "max_parallel = {slots} takes effect at the next start; {} in force",
+                        self.started_with.1
                     ));
                 }
                 for n in &notes {

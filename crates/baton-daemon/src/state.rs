@@ -138,6 +138,9 @@ pub(crate) struct Daemon {
     pub(crate) over: Overrides,
     settings: RwLock<Arc<Settings>>,
     pub(crate) bound: SocketAddr,
+    /// The `listen` and `max_parallel` the daemon started with: changing
+    /// either takes a restart.
+    pub(crate) started_with: (SocketAddr, u32),
     pub(crate) clock: Arc<dyn Clock>,
     loaded: RwLock<Arc<Loaded>>,
     pub(crate) inflight: Mutex<HashMap<Key, Flight>>,
@@ -182,12 +185,14 @@ impl Daemon {
         bound: SocketAddr,
         clock: Arc<dyn Clock>,
     ) -> Self {
+        let started_with = (settings.listen, config.settings.max_parallel.value);
         let slots = usize::try_from(config.settings.max_parallel.value).unwrap_or(64);
         Self {
             opts,
             over,
             settings: RwLock::new(Arc::new(settings)),
             bound,
+            started_with,
             clock,
             loaded: RwLock::new(Arc::new(Loaded { snapshot, config })),
             inflight: Mutex::new(HashMap::new()),

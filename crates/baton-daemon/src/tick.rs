@@ -185,7 +185,7 @@ pub(crate) fn sort(
             Told::Claimed => out.skipped.push(skip("claimed", None, None)),
             Told::Running { holder } => out.skipped.push(skip(
                 "running",
-                holder.as_ref().map(crate::api::holder_json),
+                holder.as_ref().map(|h| crate::api::holder_json(h, "live")),
                 None,
             )),
             Told::Queued => out.skipped.push(skip("queued", None, None)),
@@ -194,12 +194,19 @@ pub(crate) fn sort(
             Told::Error { message } => out.skipped.push(skip("error", None, Some(message))),
             Told::Missed { reason, holder, .. } => out.missed.push(Missed {
                 job,
-                reason,
+                reason: reason.clone(),
                 first: occurrence.clone().unwrap_or_default(),
                 last: occurrence.unwrap_or_default(),
                 count: 1,
                 at_least: false,
-                holder: holder.as_ref().map(crate::api::holder_json),
+                holder: holder.as_ref().map(|h| {
+                    let verdict = if reason == "busy" {
+                        "live"
+                    } else {
+                        reason.as_str()
+                    };
+                    crate::api::holder_json(h, verdict)
+                }),
             }),
         },
     }

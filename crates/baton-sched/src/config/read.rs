@@ -300,6 +300,20 @@ fn string(raw: &Raw<'_>, at: &At<'_>, key: &str, what: &str) -> Result<String, C
     }
 }
 
+/// A directory's path: a string with no NUL character (no path can hold
+/// one).
+fn directory(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<String, ConfigError> {
+    let s = string(raw, at, key, "a directory")?;
+    if s.contains('\0') {
+        return Err(invalid(
+            at,
+            key,
+            "contains a NUL character, which no path can hold",
+        ));
+    }
+    Ok(s)
+}
+
 fn lock_name(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<String, ConfigError> {
     let l = string(raw, at, key, "a lock name")?;
     if !valid_name(&l) {
@@ -1465,11 +1479,10 @@ fn job(r: &Reader<'_>, e: &Entry, settings: &Settings) -> Result<Job, ConfigErro
         None => Vec::new(),
     };
     let job_cwd = match read_own("cwd") {
-        Some((at, e)) => Some(r.dir.join(string(
+        Some((at, e)) => Some(r.dir.join(directory(
             &Raw::Node(&e.value),
             &at,
             &join(&path, "cwd"),
-            "a directory",
         )?)),
         None => None,
     };
@@ -1667,11 +1680,10 @@ fn steps(
             }
         }
         let cwd = match get(entries, "cwd") {
-            Some(c) => Some(r.dir.join(string(
+            Some(c) => Some(r.dir.join(directory(
                 &Raw::Node(&c.value),
                 &r.at(c.line),
                 &join(&here, "cwd"),
-                "a directory",
             )?)),
             None => job_cwd.clone(),
         };

@@ -645,4 +645,6 @@ fn a_nul_character_is_refused_where_no_process_can_take_it() {
     assert_names(&e, &["jobs.a.env.X", "NUL"]);
     let e = error("[jobs.a]\nschedule = \"0 3 * * *\"\nrun = [\"echo\", \"a\\u0000b\"]\n");
     assert_names(&e, &["jobs.a.run", "NUL"]);
+    let e = error("[jobs.a]\nschedule = \"0 3 * * *\"\nrun = \"true\"\ncwd = \"/tmp\\u0000x\"\n");
+    assert_names(&e, &["jobs.a.cwd", "NUL"]);
 }

@@ -208,6 +208,16 @@ fn daemon_manual_run_when_busy_is_409_with_the_holder() {
         "{st} {j}"
     );
     assert!(j["holder"]["since"].is_string(), "{j}");
+    assert_eq!(j["holder"]["verdict"], "live", "{j}");
+    // A reason is one line of text: no control characters.
+    let r = d.post(
+        "/v1/jobs/slow/pause",
+        r#"{"reason": "a\u001b[2Jb\r\nfake"}"#,
+    );
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (400, "bad_body".into())
+    );
     // A body that is not a JSON object is refused.
     let r = d.post("/v1/jobs/slow/run", "garbage{");
     assert_eq!(
