@@ -113,11 +113,11 @@ pub(crate) struct Loaded {
     pub(crate) config: Config,
 }
 
-/// A run in flight, started by this daemon.
+/// A run in flight, started by this daemon: its worker's pid (what the
+/// shutdown signals).
 #[derive(Debug, Clone)]
 pub(crate) struct Flight {
     pub(crate) pid: u32,
-    pub(crate) run_id: Option<String>,
 }
 
 /// What the in-flight map is keyed by: the job and what the run is for.

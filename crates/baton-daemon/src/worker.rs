@@ -69,7 +69,7 @@ pub(crate) async fn start(
             }
         };
         let pid = child.id().unwrap_or(0);
-        flights.insert(k.clone(), Flight { pid, run_id: None });
+        flights.insert(k.clone(), Flight { pid });
         child
     };
     let stdin = child.stdin.take();
@@ -109,10 +109,5 @@ pub(crate) async fn start(
         Ok(Ok(_)) => serde_json::from_str::<Told>(line.trim())
             .map_err(|e| format!("the run's process answered {:?}: {e}", line.trim())),
     };
-    if let Ok(Told::Started { run_id, .. }) = &told
-        && let Some(f) = d.flights().get_mut(&k)
-    {
-        f.run_id = Some(run_id.clone());
-    }
     Some(told)
 }

@@ -300,6 +300,31 @@ fn string(raw: &Raw<'_>, at: &At<'_>, key: &str, what: &str) -> Result<String, C
     }
 }
 
+/// The path of a file holding a secret (`holding` names it): not empty, and
+/// relative to the configuration file, wherever baton runs, as `state_dir`.
+fn secret_file(
+    r: &Reader<'_>,
+    raw: &Raw<'_>,
+    at: &At<'_>,
+    key: &str,
+    holding: &str,
+) -> Result<Option<PathBuf>, ConfigError> {
+    let s = string(
+        raw,
+        at,
+        key,
+        &format!("the path of a file holding {holding}"),
+    )?;
+    if s.trim().is_empty() {
+        return Err(invalid(
+            at,
+            key,
+            format!("is empty: give the path of a file holding {holding}, or leave the key out"),
+        ));
+    }
+    Ok(Some(r.dir.join(s)))
+}
+
 /// A directory's path: a string with no NUL character (no path can hold
 /// one).
 fn directory(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<String, ConfigError> {
@@ -876,18 +901,7 @@ fn daemon(r: &Reader<'_>, e: Option<&Entry>) -> Result<DaemonSettings, ConfigErr
         &none,
         "token_file",
         || None,
-        |raw, at, key| {
-            let s = string(raw, at, key, "the path of a file holding the token")?;
-            if s.trim().is_empty() {
-                return Err(invalid(
-                    at,
-                    key,
-                    "is empty: give the path of a file holding the token, or leave the key out",
-                ));
-            }
-            // Relative to the file, wherever baton runs, as state_dir.
-            Ok(Some(r.dir.join(s)))
-        },
+        |raw, at, key| secret_file(r, raw, at, key, "the token"),
     )?;
     let shutdown_grace = setting_in(
         r,
@@ -942,18 +956,7 @@ fn store(
         over,
         "password_file",
         || None,
-        |raw, at, key| {
-            let s = string(raw, at, key, "the path of a file holding the password")?;
-            if s.trim().is_empty() {
-                return Err(invalid(
-                    at,
-                    key,
-                    "is empty: give the path of a file holding the password, or leave the key out",
-                ));
-            }
-            // Relative to the file, wherever baton runs, as token_file.
-            Ok(Some(r.dir.join(s)))
-        },
+        |raw, at, key| secret_file(r, raw, at, key, "the password"),
     )?;
     let Some(value) = url.value else {
         if let Some(e) = e {
