@@ -787,3 +787,29 @@ fn daemon_runs_an_http_step_that_names_its_run() {
         started["fence"].as_u64().map(|f| f.to_string())
     );
 }
+
+/// `max_parallel` bounds the daemon's workers: a start beyond it waits for
+/// a free slot and runs then, never beside the others, and is not lost.
+#[test]
+fn daemon_starts_beyond_max_parallel_wait_for_a_slot() {
+    let s = Sched::new("");
+    let log = s.env.path("log.txt");
+    let run = format!(
+        "echo start >> {l}; sleep 1; echo end >> {l}",
+        l = log.display()
+    );
+    s.write(&format!(
+        "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\nmax_parallel = 1\n\
+         [jobs.a]\nevery = \"1h\"\nrun = \"{run}\"\n[jobs.b]\nevery = \"1h\"\nrun = \"{run}\"\n"
+    ));
+    // The start tick finds both of this hour's occurrences due.
+    let d = Daemon::start(&s, &[]);
+    eventually("both runs to end", || lines_of(&log).len() == 4);
+    assert_eq!(
+        lines_of(&log),
+        ["start", "end", "start", "end"],
+        "two workers at once"
+    );
+    assert_eq!(d.get("/v1/jobs/a/runs").json()[0]["verdict"], "ok");
+    assert_eq!(d.get("/v1/jobs/b/runs").json()[0]["verdict"], "ok");
+}
