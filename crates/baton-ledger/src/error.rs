@@ -131,6 +131,18 @@ pub enum Error {
         /// What is wrong with the argument.
         problem: String,
     },
+    /// A ledger kept elsewhere than in a file (PostgreSQL) failed or did not
+    /// answer in time. Nothing was written, or the write's fate is unknown
+    /// and the next read tells.
+    #[error("failed to {action} in {store}: {message}")]
+    Store {
+        /// What was being done.
+        action: String,
+        /// The store, without its password.
+        store: String,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 /// How an operation inside a transaction fails, before the ledger adds the

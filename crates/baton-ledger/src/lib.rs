@@ -234,6 +234,7 @@ mod ledger;
 mod missed;
 mod pauses;
 mod queue;
+mod records;
 mod recover;
 mod rows;
 mod runs;
@@ -247,6 +248,7 @@ pub use ledger::Ledger;
 pub use missed::{Miss, Missed, MissedRow};
 pub use pauses::PauseRow;
 pub use queue::Queued;
+pub use records::Records;
 pub use recover::Recovered;
 pub use rows::{
     AlertRow, Attempt, AttemptRow, Begun, Decision, DecisionRow, Finished, JobState, NewAlert,
