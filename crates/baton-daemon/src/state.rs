@@ -162,12 +162,13 @@ pub(crate) struct Daemon {
     kept: Mutex<Option<Kept>>,
 }
 
-/// A ledger kept open, and the file it was opened on: a ledger moved aside
-/// (by any process's recovery) or a new state directory is opened afresh.
+/// A ledger kept open, and where it was opened: a ledger moved aside (by
+/// any process's recovery), a new state directory or another store is
+/// opened afresh.
 struct Kept {
-    ledger: baton_ledger::Ledger,
-    file: PathBuf,
-    id: (u64, u64),
+    ledger: Box<dyn baton_ledger::Records>,
+    location: String,
+    id: Option<(u64, u64)>,
 }
 
 fn file_id(p: &std::path::Path) -> Option<(u64, u64)> {
@@ -208,21 +209,34 @@ impl Daemon {
         }
     }
 
-    /// The ledger the last tick kept, if it is still the one at `state`.
-    pub(crate) fn take_ledger(&self, state: &std::path::Path) -> Option<baton_ledger::Ledger> {
+    /// The ledger the last tick kept, if it is still the one `config`'s
+    /// store names (for files, the same database file).
+    pub(crate) fn take_ledger(
+        &self,
+        config: &baton_sched::config::Config,
+    ) -> Option<Box<dyn baton_ledger::Records>> {
         let kept = match self.kept.lock() {
             Ok(mut g) => g.take(),
             Err(p) => p.into_inner().take(),
         }?;
-        let file = state.join("baton.db");
-        (kept.file == file && file_id(&file) == Some(kept.id)).then_some(kept.ledger)
+        let location = baton_sched::store::open(config).location();
+        (kept.location == location && file_id(std::path::Path::new(&location)) == kept.id)
+            .then_some(kept.ledger)
     }
 
-    /// Keeps `ledger` (open at `state`) for the next tick.
-    pub(crate) fn keep_ledger(&self, state: &std::path::Path, ledger: baton_ledger::Ledger) {
-        let file = state.join("baton.db");
-        let Some(id) = file_id(&file) else { return };
-        let k = Kept { ledger, file, id };
+    /// Keeps `ledger` (open on `config`'s store) for the next tick.
+    pub(crate) fn keep_ledger(
+        &self,
+        config: &baton_sched::config::Config,
+        ledger: Box<dyn baton_ledger::Records>,
+    ) {
+        let location = baton_sched::store::open(config).location();
+        let id = file_id(std::path::Path::new(&location));
+        let k = Kept {
+            ledger,
+            location,
+            id,
+        };
         match self.kept.lock() {
             Ok(mut g) => *g = Some(k),
             Err(p) => *p.into_inner() = Some(k),

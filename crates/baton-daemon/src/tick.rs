@@ -88,11 +88,10 @@ pub(crate) async fn tick(d: &Arc<Daemon>, source: &'static str) -> Option<Ticked
     let (l, clock, d2) = (Arc::clone(&loaded), Arc::clone(&d.clock), Arc::clone(d));
     let due = tokio::task::spawn_blocking(move || {
         baton_sched::tick::prepare(&l.config)?;
-        let state = &l.config.settings.state_dir.value;
-        let kept = d2.take_ledger(state);
+        let kept = d2.take_ledger(&l.config);
         let (due, ledger) = baton_sched::tick::decide_due_with(&l.config, &[], &clock, kept);
         if let Some(ledger) = ledger {
-            d2.keep_ledger(state, ledger);
+            d2.keep_ledger(&l.config, ledger);
         }
         Ok::<_, String>(due)
     })

@@ -75,12 +75,7 @@ pub fn occurrences(
 
 /// What a backfill of `occ` would do, from the ledger (read only).
 pub fn dry_run(config: &Config, job: &Job, occ: &[i64], now: Timestamp) -> Vec<Planned> {
-    let state = &config.settings.state_dir.value;
-    let mut ledger = if state.join("baton.db").exists() {
-        baton_ledger::Ledger::open(state, now).ok()
-    } else {
-        None
-    };
+    let mut ledger = crate::store::existing_records(config, now).and_then(Result::ok);
     occ.iter()
         .map(|&at| {
             let d = ledger
@@ -108,9 +103,7 @@ pub fn run(config: &Config, job: &Job, occ: &[i64], clock: Arc<dyn Clock>) -> u8
     }
     let surfaces = Rc::new(RefCell::new(Surfaces::open(config, clock)));
     let code = run_with(config, job, occ, &surfaces);
-    let _ = surfaces
-        .borrow_mut()
-        .ledger(baton_ledger::Ledger::checkpoint);
+    let _ = surfaces.borrow_mut().ledger(|l| l.checkpoint());
     surfaces.borrow_mut().finish();
     code
 }

@@ -152,11 +152,10 @@ pub fn read(
     limit: u32,
     now: jiff::Timestamp,
 ) -> Result<Vec<RunView>, String> {
-    let dir = &config.settings.state_dir.value;
-    if !dir.join("baton.db").exists() {
+    let Some(l) = crate::store::existing_records(config, now) else {
         return Ok(Vec::new());
-    }
-    let mut l = baton_ledger::Ledger::open(dir, now).map_err(|e| e.to_string())?;
+    };
+    let mut l = l.map_err(|e| e.to_string())?;
     let rows = l.history(job, limit).map_err(|e| e.to_string())?;
     Ok(rows.into_iter().map(Into::into).collect())
 }

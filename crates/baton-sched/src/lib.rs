@@ -38,6 +38,7 @@ pub mod show;
 pub mod state_dir;
 pub mod status;
 pub mod steps;
+pub mod store;
 pub mod surfaces;
 pub mod tick;
 pub mod units;

@@ -200,24 +200,19 @@ fn stat_fields(stat: &str) -> Option<StatFields> {
 /// [`Error::Proc`] when this process's figures cannot be read.
 pub fn read(config: &Config, clock: &dyn Clock) -> Result<String, Error> {
     let now = clock.wall();
-    let state = &config.settings.state_dir.value;
-    let mut ledger = if state.join("baton.db").exists() {
-        Some(baton_ledger::Ledger::open(state, now)?)
-    } else {
-        None
-    };
-    let tallies = match ledger.as_mut() {
+    let mut ledger = crate::store::existing_records(config, now).transpose()?;
+    let tallies = match ledger.as_deref_mut() {
         Some(l) => l.tallies()?,
         None => Vec::new(),
     };
     let mut jobs_now = Now::default();
     for job in config.jobs.values() {
-        if let Some(l) = ledger.as_mut()
+        if let Some(l) = ledger.as_deref_mut()
             && l.pauses(&job.name, 1)?.iter().any(|p| p.active(now))
         {
             jobs_now.paused.insert(job.name.clone());
         }
-        if running(config, job, ledger.as_mut())? {
+        if running(config, job, ledger.as_deref_mut())? {
             jobs_now.running.insert(job.name.clone());
         }
     }
@@ -229,7 +224,7 @@ pub fn read(config: &Config, clock: &dyn Clock) -> Result<String, Error> {
 fn running(
     config: &Config,
     job: &crate::config::Job,
-    ledger: Option<&mut baton_ledger::Ledger>,
+    ledger: Option<&mut (dyn baton_ledger::Records + 'static)>,
 ) -> Result<bool, Error> {
     // A lock that cannot be inspected says nothing is known to run.
     let Ok(inspection) = lock_for(config, job).inspect() else {

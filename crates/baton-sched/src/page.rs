@@ -120,13 +120,10 @@ impl RecentRuns {
     /// [`RecentRuns::error`], and the jobs read before it keep their runs.
     pub fn read(config: &Config, now: Timestamp, limit: u32) -> Self {
         let mut out = Self::default();
-        let dir = &config.settings.state_dir.value;
-        if !dir.join("baton.db").exists() {
-            return out;
-        }
-        let mut ledger = match baton_ledger::Ledger::open(dir, now) {
-            Ok(l) => l,
-            Err(e) => {
+        let mut ledger = match crate::store::existing_records(config, now) {
+            None => return out,
+            Some(Ok(l)) => l,
+            Some(Err(e)) => {
                 out.error = Some(e.to_string());
                 return out;
             }

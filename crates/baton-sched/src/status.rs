@@ -223,18 +223,13 @@ fn stamp(t: Timestamp) -> String {
 /// Reads the status of `config`'s jobs (`only` names one, when given).
 pub fn read(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
     let state = &config.settings.state_dir.value;
-    let db = state.join("baton.db");
-    let mut ledger = if db.exists() {
-        baton_ledger::Ledger::open(state, now).ok()
-    } else {
-        None
-    };
+    let mut ledger = crate::store::existing_records(config, now).and_then(Result::ok);
     let logs = crate::logs::Logs::new(state, config.settings.timezone.value.tz.clone());
     let jobs: Vec<JobStatus> = config
         .jobs
         .values()
         .filter(|j| only.is_none_or(|o| o == j.name))
-        .map(|j| job_status(config, j, ledger.as_mut(), &logs, now))
+        .map(|j| job_status(config, j, ledger.as_deref_mut(), &logs, now))
         .collect();
     let healthy = !config.enabled()
         || jobs.iter().all(|j| {
@@ -256,7 +251,7 @@ pub fn read(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
 fn job_status(
     config: &Config,
     job: &Job,
-    mut ledger: Option<&mut baton_ledger::Ledger>,
+    mut ledger: Option<&mut (dyn baton_ledger::Records + 'static)>,
     logs: &crate::logs::Logs,
     now: Timestamp,
 ) -> JobStatus {

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use baton_lease::Clock;
-use baton_ledger::Ledger;
+use baton_ledger::Records;
 use jiff::Timestamp;
 
 use crate::alerts::{Alert, Kind, Pending};
@@ -21,7 +21,7 @@ use crate::logs::Logs;
 pub struct Surfaces {
     /// The logs.
     pub logs: Logs,
-    ledger: Option<Ledger>,
+    ledger: Option<Box<dyn Records>>,
     ledger_failed: bool,
     alert_command: Option<Command>,
     pending: Pending,
@@ -39,7 +39,11 @@ impl Surfaces {
     /// As [`Surfaces::open`], with a ledger already open on `config`'s state
     /// directory (a long-lived process keeps one between uses; see
     /// [`Surfaces::into_ledger`]).
-    pub fn open_with(config: &Config, clock: Arc<dyn Clock>, ledger: Option<Ledger>) -> Self {
+    pub fn open_with(
+        config: &Config,
+        clock: Arc<dyn Clock>,
+        ledger: Option<Box<dyn Records>>,
+    ) -> Self {
         let state = &config.settings.state_dir.value;
         let logs = Logs::new(state, config.settings.timezone.value.tz.clone());
         let mut s = Self {
@@ -53,7 +57,7 @@ impl Surfaces {
         };
         match ledger {
             Some(l) => s.ledger = Some(l),
-            None => match Ledger::open(state, s.clock.wall()) {
+            None => match crate::store::records(config, s.clock.wall()) {
                 Ok(l) => s.ledger = Some(l),
                 Err(e) => s.warn(&format!(
                     "the ledger is unavailable: {e}; runs go on unrecorded"
@@ -65,7 +69,7 @@ impl Surfaces {
     }
 
     /// Finishes (as [`Surfaces::finish`]) and hands back the open ledger.
-    pub fn into_ledger(mut self) -> Option<Ledger> {
+    pub fn into_ledger(mut self) -> Option<Box<dyn Records>> {
         self.finish();
         self.ledger.take()
     }
@@ -83,10 +87,10 @@ impl Surfaces {
     /// Runs `f` on the ledger; a failure is said once and yields `None`.
     pub fn ledger<T>(
         &mut self,
-        f: impl FnOnce(&mut Ledger) -> Result<T, baton_ledger::Error>,
+        f: impl FnOnce(&mut dyn Records) -> Result<T, baton_ledger::Error>,
     ) -> Option<T> {
         let l = self.ledger.as_mut()?;
-        let r = f(l);
+        let r = f(l.as_mut());
         self.recovered();
         match r {
             Ok(v) => Some(v),

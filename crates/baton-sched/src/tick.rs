@@ -102,8 +102,8 @@ pub fn decide_due_with(
     config: &Config,
     only: &[String],
     clock: &Arc<dyn Clock>,
-    ledger: Option<baton_ledger::Ledger>,
-) -> (Due, Option<baton_ledger::Ledger>) {
+    ledger: Option<Box<dyn baton_ledger::Records>>,
+) -> (Due, Option<Box<dyn baton_ledger::Records>>) {
     let now = clock.wall();
     let mut due = Due::default();
     let mut s = Surfaces::open_with(config, Arc::clone(clock), ledger);
@@ -147,10 +147,10 @@ pub fn decide_due_with(
 }
 
 /// Brings the ledger's file up to date after runs (see
-/// [`baton_ledger::Ledger::checkpoint`]); a failure is said, never fatal.
+/// [`baton_ledger::Records::checkpoint`]); a failure is said, never fatal.
 pub fn checkpoint(config: &Config, clock: &Arc<dyn Clock>) {
     let mut s = Surfaces::open(config, Arc::clone(clock));
-    let _ = s.ledger(baton_ledger::Ledger::checkpoint);
+    let _ = s.ledger(|l| l.checkpoint());
     s.finish();
 }
 
@@ -284,7 +284,7 @@ pub fn run_now(config: &Config, name: &str, clock: Arc<dyn Clock>) -> u8 {
         },
         &s,
     );
-    let _ = s.borrow_mut().ledger(baton_ledger::Ledger::checkpoint);
+    let _ = s.borrow_mut().ledger(|l| l.checkpoint());
     s.borrow_mut().finish();
     code
 }

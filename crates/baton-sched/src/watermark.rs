@@ -38,7 +38,6 @@ pub struct Shown {
 ///
 /// The ledger's message, when it cannot be read.
 pub fn get(config: &Config, job: &str, clock: &dyn Clock) -> Result<Shown, String> {
-    let state = &config.settings.state_dir.value;
     let mut shown = Shown {
         job: job.to_owned(),
         value: None,
@@ -46,10 +45,10 @@ pub fn get(config: &Config, job: &str, clock: &dyn Clock) -> Result<Shown, Strin
         run_id: None,
         fence: None,
     };
-    if !state.join("baton.db").exists() {
+    let Some(ledger) = crate::store::existing_records(config, clock.wall()) else {
         return Ok(shown);
-    }
-    let mut ledger = baton_ledger::Ledger::open(state, clock.wall()).map_err(|e| e.to_string())?;
+    };
+    let mut ledger = ledger.map_err(|e| e.to_string())?;
     if let Some(w) = ledger.watermark(job).map_err(|e| e.to_string())? {
         shown.value = Some(w.value);
         shown.settled = Some(w.settled.to_string());
@@ -87,8 +86,7 @@ pub fn settle(
     let Some(j) = config.jobs.get(job) else {
         return CANNOT;
     };
-    let state = &config.settings.state_dir.value;
-    let mut ledger = match baton_ledger::Ledger::open(state, clock.wall()) {
+    let mut ledger = match crate::store::records(config, clock.wall()) {
         Ok(l) => l,
         Err(e) => {
             crate::say::line(format_args!("watermark settle: {e}"));

@@ -2,8 +2,9 @@
 //! process before it fails, the waits themselves, a headless browser
 //! ([`browser`]) for tests that look at a page, a test HTTP server
 //! ([`http`]) for HTTP steps, an HTTP client ([`client`]) for tests of
-//! the daemon's API, a throwaway PostgreSQL server ([`pg`]) and a TCP proxy
-//! that a test can cut ([`proxy`]).
+//! the daemon's API, a throwaway PostgreSQL server ([`pg`]), a TCP proxy
+//! that a test can cut ([`proxy`]) and simulated hosts made of Linux
+//! namespaces ([`hosts`]).
 //!
 //! Tests drive real processes, so they wait for real. A wait here bounds a
 //! broken test; it never measures anything, and no test may assert on how
@@ -54,5 +55,6 @@ pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
 
 pub mod browser;
 pub mod client;
+pub mod hosts;
 pub mod pg;
 pub mod proxy;

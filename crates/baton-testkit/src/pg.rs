@@ -141,7 +141,8 @@ impl PgServer {
         for _ in 0..5 {
             server.port = free_port();
             let opts = format!(
-                "-k {} -p {} -c listen_addresses=127.0.0.1 -c fsync=off -c shared_buffers=16MB",
+                "-k {} -p {} -c listen_addresses=127.0.0.1 -c fsync=off -c shared_buffers=16MB \
+                 -c max_connections=300",
                 server.socket_dir().display(),
                 server.port
             );
@@ -194,6 +195,39 @@ impl PgServer {
     /// The directory holding the unix socket.
     pub fn socket_dir(&self) -> PathBuf {
         self.dir.path().join("sock")
+    }
+
+    /// Runs `sql` with `psql` over the unix socket, as [`USER`], on the
+    /// `postgres` database; returns its rows, one a line, fields separated
+    /// by `|`.
+    ///
+    /// # Panics
+    ///
+    /// When `psql` fails (the message holds its error).
+    pub fn sql(&self, sql: &str) -> String {
+        let out = Command::new(self.bin.join("psql"))
+            .args(["-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1"])
+            .arg("-h")
+            .arg(self.socket_dir())
+            .args([
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                USER,
+                "-d",
+                "postgres",
+                "-c",
+                sql,
+            ])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("failed to run psql: {e}"));
+        assert!(
+            out.status.success(),
+            "psql failed on {sql:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim_end().to_owned()
     }
 
     fn data_dir(&self) -> PathBuf {
