@@ -80,6 +80,28 @@ pub enum Error {
         /// The version this build needs.
         known: i32,
     },
+    /// A held lease's connection failed lately and is not tried again
+    /// before its backoff has passed ([`crate::PgHeld`]); the call was not
+    /// sent.
+    #[error(
+        "failed to {what}: the connection to the store at {target} failed; the next attempt is \
+         in {retry_in:?}"
+    )]
+    Reconnecting {
+        /// What was being done.
+        what: &'static str,
+        /// Host, port, database and user (never the password).
+        target: String,
+        /// How long until the next connection attempt.
+        retry_in: Duration,
+    },
+    /// A held lease's connection thread is gone (its runtime could not be
+    /// built, or it ended); nothing can be sent to the store through it.
+    #[error("failed to {what}: the lease's connection thread has stopped")]
+    Stopped {
+        /// What was being done.
+        what: &'static str,
+    },
     /// The random source for tokens could not be read.
     #[error("failed to draw a lease token: {0}")]
     Random(#[source] std::io::Error),

@@ -1,11 +1,13 @@
-//! The PostgreSQL lease: acquire, renew and release, each one transaction on
-//! the lock's row, judged with `baton_lease::decide`.
+//! The PostgreSQL lease: acquire, renew, restate, naming the job's group and
+//! release, each one transaction on the lock's row, judged with
+//! `baton_lease::decide`.
 //!
 //! This module owns the critical section. An acquisition reads the row under
 //! `FOR UPDATE` (or, in the conditional form, takes a free row in one
 //! statement), judges it, and grants it with its occurrence claim in the same
-//! transaction; renew and release are one conditional `UPDATE` each that
-//! changes the row only when its token is the caller's. It never holds a
+//! transaction; renew, restate, naming the job's group and release are one
+//! conditional statement each that changes the row only when its token is
+//! the caller's. It never holds a
 //! transaction open across a judgement's caller code or a job, never stamps a
 //! row with the client's clock, and never breaks a holder that `decide` does
 //! not call claimable.
@@ -29,8 +31,9 @@ use crate::form::Form;
 use crate::holder::HolderFacts;
 use crate::judge::{self, Judge};
 use crate::options::Options;
-use crate::outcome::{Acquire, PgLease, Release, Renewal};
+use crate::outcome::{Acquire, PgLease, Release, Renewal, Restated};
 use crate::pool::{Conn, Pool};
+use crate::target::Target;
 
 const ACQUIRE: &str = "acquire a lease";
 
@@ -54,6 +57,7 @@ const ACQUIRE: &str = "acquire a lease";
 /// ```
 pub struct Leases {
     pool: Pool,
+    target: Target,
     clock: Arc<dyn Clock>,
     observer: Observer,
     policy: Policy,
@@ -79,12 +83,22 @@ impl Leases {
     /// [`crate::migrate`] first) or [`Error::SchemaTooNew`].
     pub async fn open(url: &str, options: Options) -> Result<Self, Error> {
         let config: Config = url.parse().map_err(Error::Url)?;
-        let pool = Pool::new(config, options);
+        Self::open_target(&Target { config }, options).await
+    }
+
+    /// As [`Leases::open`], to a resolved [`Target`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Leases::open`].
+    pub async fn open_target(target: &Target, options: Options) -> Result<Self, Error> {
+        let pool = Pool::new(target.config.clone(), options);
         // Connecting checks the schema's version.
         pool.with("open the baton schema", async |_: &mut Conn| Ok(()))
             .await?;
         Ok(Self {
             pool,
+            target: target.clone(),
             clock: Arc::new(SystemClock),
             observer: Observer::here(),
             policy: Policy::default(),
@@ -225,6 +239,107 @@ impl Leases {
             .await
     }
 
+    /// Names the process group `pgid` of the job `lease`'s holder runs (and
+    /// its leader's start time, read here), so that a judge on this host
+    /// that finds the holder dead also asks whether the job still runs; also
+    /// renews. One conditional `UPDATE`: [`Renewal::Lost`] when the row no
+    /// longer carries the lease's token, and nothing changed.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot answer; whether the group is recorded is then
+    /// unknown, and the job must not start.
+    pub async fn set_job_group(&self, lease: &PgLease, pgid: u32) -> Result<Renewal, Error> {
+        const WHAT: &str = "record the job's process group";
+        let token = lease.token.to_string();
+        let pgid_col = i32::try_from(pgid).ok().filter(|&p| p > 0);
+        let jstart = pgid_col
+            .and_then(|_| baton_lease::job::process_start(pgid))
+            .and_then(|s| i64::try_from(s).ok());
+        let boot = millis(self.clock.boot());
+        self.pool
+            .with(WHAT, async |c: &mut Conn| {
+                let row = c
+                    .client
+                    .query_opt(
+                        &c.st.set_job_group,
+                        &[&lease.name, &token, &pgid_col, &jstart, &boot],
+                    )
+                    .await
+                    .map_err(|source| Error::Query { what: WHAT, source })?;
+                match row {
+                    Some(r) => Ok(Renewal::Renewed(stamp(&lease.name, r.get(0))?)),
+                    None => Ok(Renewal::Lost),
+                }
+            })
+            .await
+    }
+
+    /// Restates what `lease` runs, for a holder that runs one occurrence
+    /// after another under one lease: the row's run id becomes `run`, and
+    /// `once` (a job's occurrence) is claimed exactly as [`Leases::acquire`]
+    /// claims one, in the row's `claims` and in `baton.claims`, in the same
+    /// statement. Also renews. The row keeps no occurrence of its own: the
+    /// claim is the occurrence's record.
+    ///
+    /// [`Restated::Claimed`] when the job's claim under this lock is already
+    /// at or past `once`, or another lock claimed that occurrence;
+    /// [`Restated::Lost`] when the row no longer carries the lease's token.
+    /// Either way nothing changed.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot answer; nothing is known to have changed.
+    pub async fn restate(
+        &self,
+        lease: &PgLease,
+        run: Option<&str>,
+        once: Option<&Once>,
+    ) -> Result<Restated, Error> {
+        const WHAT: &str = "restate a lease";
+        let token = lease.token.to_string();
+        let boot = millis(self.clock.boot());
+        let job = once.map(|o| o.key.as_str());
+        let at = once.map(|o| o.at);
+        self.pool
+            .with(WHAT, async |c: &mut Conn| {
+                let q = |source| Error::Query { what: WHAT, source };
+                let params: [&(dyn ToSql + Sync); 6] =
+                    [&lease.name, &token, &run, &boot, &job, &at];
+                let row = match c.client.query_opt(&c.st.restate, &params).await {
+                    Ok(row) => row,
+                    Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+                        // Another lock claimed this occurrence; the statement
+                        // was rolled back whole.
+                        return Ok(Restated::Claimed {
+                            job: job.unwrap_or_default().to_owned(),
+                            occurrence: at.unwrap_or_default(),
+                        });
+                    }
+                    Err(source) => return Err(q(source)),
+                };
+                if let Some(r) = row {
+                    return Ok(Restated::Done(stamp(&lease.name, r.get(0))?));
+                }
+                // Refused: lost, or claimed already. Only this holder
+                // changes its row's claims while it holds it, so a row that
+                // is still ours was refused for its claim.
+                let why = c
+                    .client
+                    .query_opt(&c.st.restate_refused, &[&lease.name, &token, &job])
+                    .await
+                    .map_err(q)?;
+                match why {
+                    Some(r) if r.get::<_, Option<bool>>(0) == Some(true) => Ok(Restated::Claimed {
+                        job: job.unwrap_or_default().to_owned(),
+                        occurrence: r.get::<_, Option<i64>>(1).or(at).unwrap_or_default(),
+                    }),
+                    _ => Ok(Restated::Lost),
+                }
+            })
+            .await
+    }
+
     /// One `SELECT 1` on a pooled connection: the floor an acquisition's
     /// latency is compared with.
     ///
@@ -242,6 +357,11 @@ impl Leases {
                     .map_err(|source| Error::Query { what: WHAT, source })
             })
             .await
+    }
+
+    /// The store this was opened on.
+    pub fn target(&self) -> &Target {
+        &self.target
     }
 
     /// The options the store was opened with.

@@ -16,7 +16,9 @@
 //! is the critical section (`leases`), in either [`Form`]; `judge` turns a row
 //! into `decide`'s input; `statements` holds every statement; `pool` every
 //! connection; [`Options`] the timeouts; [`Target`] where the store is and
-//! its password (the URL completed from the libpq variables).
+//! its password (the URL completed from the libpq variables); [`PgHeld`] a
+//! lease held by a run, driven synchronously through a connection of its own
+//! for `baton_runner`'s session.
 //!
 //! The API is asynchronous and runs on a tokio runtime with its I/O and time
 //! drivers enabled; each call returns within [`Options::deadline`], so a
@@ -25,6 +27,7 @@
 
 mod error;
 mod form;
+mod held;
 mod holder;
 mod judge;
 mod leases;
@@ -37,10 +40,11 @@ mod target;
 
 pub use error::Error;
 pub use form::Form;
+pub use held::PgHeld;
 pub use holder::HolderFacts;
 pub use leases::Leases;
 pub use options::Options;
-pub use outcome::{Acquire, PgLease, Release, Renewal};
+pub use outcome::{Acquire, PgLease, Release, Renewal, Restated};
 pub use target::Target;
 
 /// Creates or migrates the `baton` schema at `url` (what `baton store

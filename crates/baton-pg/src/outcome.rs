@@ -1,4 +1,4 @@
-//! What acquire, renew and release can come to. Contention is an outcome: a
+//! What acquire, renew, restate and release can come to. Contention is an outcome: a
 //! busy lease, a claimed occurrence and a lost token are values, not errors.
 
 use baton_lease::{Fence, Token, Verdict};
@@ -92,5 +92,24 @@ pub enum Release {
     Released(Timestamp),
     /// The row no longer carries our token; nothing changed, so a displaced
     /// holder never frees its successor.
+    Lost,
+}
+
+/// The result of [`crate::Leases::restate`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Restated {
+    /// The row is ours, names the run, holds the claim, and was renewed at
+    /// this server time.
+    Done(Timestamp),
+    /// The job already claimed this occurrence (under this lock or any
+    /// other) or, under this lock, a later one; nothing changed.
+    Claimed {
+        /// The job.
+        job: String,
+        /// The occurrence its claim holds: the latest under this lock, or
+        /// the one asked for when another lock claimed it.
+        occurrence: i64,
+    },
+    /// The row no longer carries our token; nothing changed.
     Lost,
 }

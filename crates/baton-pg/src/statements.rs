@@ -1,4 +1,5 @@
-//! Every statement the lease runs, prepared once per connection: the only
+//! Every statement the lease runs (acquire, renew, restate, naming the job's
+//! group, release), prepared once per connection: the only
 //! SQL that reads or writes `baton.leases` and `baton.claims`.
 //!
 //! Every stamp is the server's `clock_timestamp()`, taken while the statement
@@ -11,8 +12,9 @@
 //! The fence is a counter in the row: a grant sets `fence = fence + 1`, and a
 //! release keeps it; a row is created free with the server's clock in
 //! microseconds as its count, so a row deleted by hand does not make fences
-//! repeat (the file lock's fences are microseconds too). Renew and release
-//! change a row only when its token is the caller's.
+//! repeat (the file lock's fences are microseconds too). Renew, restate,
+//! naming the job's group and release change a row only when its token is
+//! the caller's.
 
 use tokio_postgres::{Client, Statement};
 
@@ -99,6 +101,45 @@ UPDATE baton.leases SET state = 'free', token = NULL, released = clock_timestamp
 WHERE name = $1 AND state = 'held' AND token = $2
 RETURNING fence, baton.micros(released)";
 
+/// Names the job's process group (and its leader's start time) on the
+/// holder's row, and renews it: `$1` name, `$2` token, `$3` pgid, `$4`
+/// jstart, `$5` the holder's boot clock.
+const SET_JOB_GROUP: &str = "
+UPDATE baton.leases SET pgid = $3, jstart = $4, renewed = clock_timestamp(), renewed_boot_ms = $5
+WHERE name = $1 AND state = 'held' AND token = $2
+RETURNING baton.micros(renewed)";
+
+/// Restates the run under a held lease and claims an occurrence, as the
+/// grant claims one: `$1` name, `$2` token, `$3` run, `$4` the holder's boot
+/// clock, `$5` job and `$6` occurrence (both NULL for no claim). No row comes
+/// back when the token is not the caller's or the job's latest claim under
+/// this lock is at or past `$6`; a claim of the same occurrence through any
+/// lock fails the statement on the unique key of `baton.claims`. Also
+/// renews.
+const RESTATE: &str = "
+WITH clock AS (SELECT clock_timestamp() AS t),
+r AS (
+    UPDATE baton.leases l
+    SET run = $3, renewed = clock.t, renewed_boot_ms = $4,
+        claims = CASE WHEN $5::text IS NULL THEN l.claims
+                      ELSE l.claims || jsonb_build_object($5::text, $6::bigint) END
+    FROM clock
+    WHERE l.name = $1 AND l.state = 'held' AND l.token = $2
+      AND ($5::text IS NULL OR coalesce((l.claims ->> $5::text)::bigint < $6::bigint, true))
+    RETURNING l.fence, l.renewed
+),
+c AS (
+    INSERT INTO baton.claims (job, occurrence, lock_name, fence, claimed)
+    SELECT $5::text, $6::bigint, $1, r.fence, r.renewed FROM r WHERE $5::text IS NOT NULL
+)
+SELECT baton.micros(r.renewed) FROM r";
+
+/// Why [`RESTATE`] returned no row: whether the row is still the caller's
+/// (`$2` token), and the job's (`$3`) latest claim under this lock.
+const RESTATE_REFUSED: &str = "
+SELECT state = 'held' AND token IS NOT DISTINCT FROM $2, (claims ->> $3::text)::bigint
+FROM baton.leases WHERE name = $1";
+
 /// The prepared statements of one connection.
 pub(crate) struct Statements {
     pub(crate) begin: Statement,
@@ -110,6 +151,9 @@ pub(crate) struct Statements {
     pub(crate) grant_if_free: Statement,
     pub(crate) renew: Statement,
     pub(crate) release: Statement,
+    pub(crate) set_job_group: Statement,
+    pub(crate) restate: Statement,
+    pub(crate) restate_refused: Statement,
     pub(crate) ping: Statement,
 }
 
@@ -134,6 +178,9 @@ impl Statements {
             grant_if_free: p(&grant_if_free).await?,
             renew: p(RENEW).await?,
             release: p(RELEASE).await?,
+            set_job_group: p(SET_JOB_GROUP).await?,
+            restate: p(RESTATE).await?,
+            restate_refused: p(RESTATE_REFUSED).await?,
             ping: p("SELECT 1").await?,
         })
     }

@@ -2,7 +2,8 @@
 //!
 //! `baton exec`, `baton run`, `baton tick` and the daemon all run jobs
 //! through this crate and never spawn or stop a job's processes themselves.
-//! A [`Session`] owns the lease for the whole run and keeps the holder's side
+//! A [`Session`] owns the lease ([`Held`]: a lock file or a store's row)
+//! for the whole run and keeps the holder's side
 //! of the lock's contract (see `DESIGN.md`, "The holder's contract"):
 //!
 //! - a step's command starts only once its process group is on the lease
@@ -30,8 +31,10 @@
 pub mod capture;
 mod cgroup;
 pub mod gate;
+mod held;
 pub mod hook;
 mod hugepages;
+mod lease_file;
 mod limits;
 mod report;
 mod session;
@@ -43,6 +46,7 @@ mod tree;
 pub mod workers;
 
 pub use capture::{Output, Sink};
+pub use held::{Held, HeldError, Release, Renewal, Restated};
 pub use hook::{HookCommand, HookOutcome};
 pub use limits::{MIN_TTL, SKEW_ALLOWANCE, TICK, check_self_fencing, mutex_wait_for};
 pub use report::{Event, Report};

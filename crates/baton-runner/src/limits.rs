@@ -1,7 +1,10 @@
 //! The timing rules a holder must keep so that its job is dead before its
 //! lease can move to a judge that cannot check it (`DESIGN.md`,
-//! "Self-fencing"): `kill_grace + min(ttl/10, 1 s) + TICK + SKEW_ALLOWANCE ≤
-//! takeover_grace`. Callers validate their options here before anything runs.
+//! "Self-fencing"): `kill_grace + renew_wait + TICK + SKEW_ALLOWANCE ≤
+//! takeover_grace`, where `renew_wait` is the longest one renewal may block
+//! ([`crate::Held::renew_wait`]): `min(ttl/10, 1 s)` for a lock file
+//! ([`mutex_wait_for`]), the store's deadline for PostgreSQL. Callers
+//! validate their options here before anything runs.
 
 use std::time::Duration;
 
@@ -20,7 +23,8 @@ pub fn mutex_wait_for(ttl: Duration) -> Duration {
     (ttl / 10).min(MUTEX_WAIT_CAP)
 }
 
-/// Checks the self-fencing inequality. `Err` carries a sentence naming the
+/// Checks the self-fencing inequality for a lease whose renewals block at
+/// most `renew_wait`. `Err` carries a sentence naming the
 /// values, what they add up to, and what to change; `names` are the option
 /// names as the caller's user knows them (`("--kill-grace",
 /// "--takeover-grace")`, or configuration keys).
@@ -30,6 +34,7 @@ pub fn mutex_wait_for(ttl: Duration) -> Duration {
 /// When `ttl` is shorter than [`MIN_TTL`], or the inequality does not hold.
 pub fn check_self_fencing(
     ttl: Duration,
+    renew_wait: Duration,
     kill_grace: Duration,
     takeover_grace: Duration,
     names: (&str, &str, &str),
@@ -42,12 +47,17 @@ pub fn check_self_fencing(
             show(MIN_TTL)
         ));
     }
-    let needed = kill_grace + mutex_wait_for(ttl) + TICK + SKEW_ALLOWANCE;
+    let needed = kill_grace + renew_wait + TICK + SKEW_ALLOWANCE;
     if needed > takeover_grace {
+        let wait = if renew_wait == mutex_wait_for(ttl) {
+            format!("min({ttl_name}/10, 1s)")
+        } else {
+            format!("the renewal's wait {}", show(renew_wait))
+        };
         return Err(format!(
             "{grace_name} {} with {takeover_name} {}: a holder that can no longer renew must have \
              killed its job before a judge on another host may take its lease, and \
-             {grace_name} + min({ttl_name}/10, 1s) + 1.1s comes to {}, more than {takeover_name}; \
+             {grace_name} + {wait} + 1.1s comes to {}, more than {takeover_name}; \
              shorten {grace_name} or lengthen {takeover_name} to at least {}",
             show(kill_grace),
             show(takeover_grace),
@@ -80,11 +90,14 @@ mod tests {
     fn the_defaults_leave_room_and_a_long_grace_does_not() {
         let s = Duration::from_secs;
         let names = ("--ttl", "--kill-grace", "--takeover-grace");
-        assert!(check_self_fencing(s(30), s(10), s(30), names).is_ok());
-        let e = check_self_fencing(s(30), s(29), s(30), names).unwrap_err();
+        let w = mutex_wait_for(s(30));
+        assert!(check_self_fencing(s(30), w, s(10), s(30), names).is_ok());
+        let e = check_self_fencing(s(30), w, s(29), s(30), names).unwrap_err();
         assert!(e.contains("--kill-grace 29.0s"), "{e}");
+        assert!(e.contains("min(--ttl/10, 1s)"), "{e}");
         assert!(e.contains("at least 31.1s"), "{e}");
-        let e = check_self_fencing(Duration::from_millis(50), s(1), s(30), names).unwrap_err();
+        let ms50 = Duration::from_millis(50);
+        let e = check_self_fencing(ms50, mutex_wait_for(ms50), s(1), s(30), names).unwrap_err();
         assert!(e.contains("shorter than the minimum"), "{e}");
     }
 
@@ -93,6 +106,7 @@ mod tests {
         let names = ("--ttl", "--kill-grace", "--takeover-grace");
         let e = check_self_fencing(
             Duration::from_secs(30),
+            Duration::from_secs(1),
             Duration::ZERO,
             Duration::from_secs(1),
             names,
@@ -100,5 +114,17 @@ mod tests {
         .unwrap_err();
         assert!(e.contains("lengthen --takeover-grace"), "{e}");
         assert!(!e.contains("too long"), "{e}");
+    }
+
+    #[test]
+    fn a_store_deadline_counts_in_full() {
+        let s = Duration::from_secs;
+        let names = ("ttl", "kill_grace", "takeover_grace");
+        // A 6 s store deadline needs 10 + 6 + 1.1 s, where a lock file's
+        // mutex wait needs 10 + 1 + 1.1 s.
+        assert!(check_self_fencing(s(30), mutex_wait_for(s(30)), s(10), s(13), names).is_ok());
+        let e = check_self_fencing(s(30), s(6), s(10), s(13), names).unwrap_err();
+        assert!(e.contains("the renewal's wait 6.0s"), "{e}");
+        assert!(e.contains("at least 17.1s"), "{e}");
     }
 }

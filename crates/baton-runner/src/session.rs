@@ -1,6 +1,7 @@
 //! A run under a held lease: steps, pauses between them, and the release.
 //!
-//! The session owns the lease from the moment its caller acquired it. It
+//! The session owns the lease from the moment its caller acquired it,
+//! through [`Held`] (a lock file or a store's row alike). It
 //! renews it every third of its TTL, during steps and pauses alike, and is
 //! the only code that decides the lease is lost: when a renewal finds the
 //! token gone, or no renewal has succeeded for a whole TTL (measured on the
@@ -18,11 +19,12 @@ use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use baton_lease::{Clock, Lease, Renewal, SystemClock};
+use baton_lease::{Clock, SystemClock};
 
 use crate::capture::{self, Output};
 use crate::cgroup::Cgroup;
 use crate::gate::{self, Started};
+use crate::held::{Held, HeldError, Release, Renewal, Restated};
 use crate::limits::{TICK, show};
 use crate::report::{Event, Report};
 use crate::signals::{Signals, Wake};
@@ -72,8 +74,9 @@ pub enum Finish {
     /// The lease was no longer ours; nothing was changed. The reason says
     /// what happened.
     Lost(String),
-    /// The lock file could not be reached; the lease frees itself once this
-    /// process has exited (its holder is then provably gone).
+    /// The lease's record could not be reached; the lease frees itself (the
+    /// lock file once this process has exited, its holder then provably
+    /// gone; a store's row once its TTL has passed).
     Unconfirmed(String),
 }
 
@@ -88,7 +91,7 @@ enum Stop {
 
 /// A run in progress. One per process at a time.
 pub struct Session<'r> {
-    lease: Lease,
+    lease: Box<dyn Held>,
     cfg: SessionConfig,
     report: &'r mut dyn Report,
     signals: Signals,
@@ -114,10 +117,10 @@ impl<'r> Session<'r> {
     /// back so the caller can release it.
     #[allow(clippy::type_complexity)] // The lease handed back, and why.
     pub fn start(
-        lease: Lease,
+        lease: Box<dyn Held>,
         cfg: SessionConfig,
         report: &'r mut dyn Report,
-    ) -> Result<Self, Box<(Lease, std::io::Error)>> {
+    ) -> Result<Self, Box<(Box<dyn Held>, std::io::Error)>> {
         let signals = match Signals::install() {
             Ok(s) => s,
             Err(e) => return Err(Box::new((lease, e))),
@@ -127,7 +130,7 @@ impl<'r> Session<'r> {
         let _ = baton_lease::job::become_subreaper();
         let clock = SystemClock;
         let now = clock.boot();
-        let ttl = lease.lock().options().ttl;
+        let ttl = lease.ttl();
         let renew_every = ttl / 3;
         Ok(Self {
             lease,
@@ -148,8 +151,31 @@ impl<'r> Session<'r> {
     }
 
     /// The lease.
-    pub fn lease(&self) -> &Lease {
-        &self.lease
+    pub fn lease(&self) -> &dyn Held {
+        &*self.lease
+    }
+
+    /// Checks the self-fencing inequality ([`crate::check_self_fencing`])
+    /// with this lease's TTL and renewal wait ([`Held::renew_wait`]): a
+    /// caller whose steps use `kill_grace` under a lease that judges on
+    /// other hosts wait `takeover_grace` checks it before the first step.
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::check_self_fencing`].
+    pub fn check_self_fencing(
+        &self,
+        kill_grace: Duration,
+        takeover_grace: Duration,
+        names: (&str, &str, &str),
+    ) -> Result<(), String> {
+        crate::limits::check_self_fencing(
+            self.ttl,
+            self.lease.renew_wait(),
+            kill_grace,
+            takeover_grace,
+            names,
+        )
     }
 
     /// Why the lease was lost, once it was.
@@ -274,7 +300,7 @@ impl<'r> Session<'r> {
             }
             Ok(Renewal::Unconfirmed(busy)) => Some(Ending::NotStarted(other(format!(
                 "could not record the step's process group in {} ({busy}); it did not run",
-                self.lease.lock().path().display()
+                self.lease.describe()
             )))),
             Err(e) => Some(Ending::NotStarted(other(format!(
                 "{e}; the step did not run"
@@ -496,24 +522,21 @@ impl<'r> Session<'r> {
 
     /// Between runs of one session (a scheduler running one occurrence after
     /// another under one lease): restates the run id, occurrence and claim
-    /// on the lease ([`Lease::restate`]) and starts the soft budget over for
+    /// on the lease ([`Held::restate`]) and starts the soft budget over for
     /// the next run. A lost lease is remembered as when a renewal finds it.
     ///
     /// # Errors
     ///
-    /// I/O failures of the lock file; nothing is known to have changed.
+    /// Failures to reach the lease's record; nothing is known to have
+    /// changed.
     pub fn restate(
         &mut self,
         run: Option<String>,
         occ: Option<String>,
         once: Option<&baton_lease::Once>,
-    ) -> Result<baton_lease::Restated, baton_lease::Error> {
-        use baton_lease::Restated;
-        if self.lost.is_some() {
-            return Ok(Restated::Lost(baton_lease::Lost {
-                path: self.lease.lock().path().to_owned(),
-                found: None,
-            }));
+    ) -> Result<Restated, HeldError> {
+        if let Some(why) = &self.lost {
+            return Ok(Restated::Lost(why.clone()));
         }
         let r = self.lease.restate(run, occ, once)?;
         let now = self.clock.boot();
@@ -524,7 +547,7 @@ impl<'r> Session<'r> {
                 self.started = now;
                 self.overran = false;
             }
-            Restated::Lost(lost) => self.lose(lost.to_string()),
+            Restated::Lost(lost) => self.lose(lost.clone()),
             Restated::Claimed { .. } | Restated::Unconfirmed(_) => {}
         }
         Ok(r)
@@ -539,13 +562,13 @@ impl<'r> Session<'r> {
             let _ = self.lease.release();
             return Finish::Lost(why);
         }
-        let path = self.lease.lock().path().display().to_string();
+        let path = self.lease.describe();
         match self.lease.release() {
-            Ok(baton_lease::Release::Released) => Finish::Released,
-            Ok(baton_lease::Release::Lost(lost)) => {
+            Ok(Release::Released) => Finish::Released,
+            Ok(Release::Lost(lost)) => {
                 Finish::Lost(format!("{lost}; this run's release changed nothing"))
             }
-            Ok(baton_lease::Release::Unconfirmed(b)) => Finish::Unconfirmed(format!(
+            Ok(Release::Unconfirmed(b)) => Finish::Unconfirmed(format!(
                 "could not release {path} ({b}); it frees itself once this process has exited"
             )),
             Err(e) => Finish::Unconfirmed(format!(
@@ -561,12 +584,12 @@ impl<'r> Session<'r> {
         if self.lost.is_none() && now >= self.next_renewal {
             match self.lease.renew() {
                 Ok(Renewal::Renewed) => self.last_renewed = now,
-                Ok(Renewal::Lost(lost)) => self.lose(lost.to_string()),
+                Ok(Renewal::Lost(lost)) => self.lose(lost),
                 Ok(Renewal::Unconfirmed(busy)) => self.report.event(Event::RenewTrouble {
                     why: format!(
                         "could not renew the lease on {} ({busy}); the job is stopped if this \
                          lasts {}",
-                        self.lease.lock().path().display(),
+                        self.lease.describe(),
                         show(self.ttl)
                     ),
                 }),
@@ -584,7 +607,7 @@ impl<'r> Session<'r> {
             let since = show(now.saturating_sub(self.last_renewed));
             self.lose(format!(
                 "could not renew the lease on {} for {since} (its TTL is {})",
-                self.lease.lock().path().display(),
+                self.lease.describe(),
                 show(self.ttl)
             ));
         }

@@ -25,8 +25,8 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use baton_lease::{Lease, Once, Outcome, Restated};
-use baton_runner::{Finish, Session, SessionConfig};
+use baton_lease::{Lease, Once, Outcome};
+use baton_runner::{Finish, Restated, Session, SessionConfig};
 use jiff::Timestamp;
 
 use crate::alerts::{Alert, HolderInfo, Kind};
@@ -578,7 +578,7 @@ fn hold_once(
         label: ctx.borrow().run_id.clone(),
         stop_on_signal: req.stop_on_signal,
     };
-    let mut session = match Session::start(lease, session_cfg, &mut events) {
+    let mut session = match Session::start(Box::new(lease), session_cfg, &mut events) {
         Ok(s) => s,
         Err(failed) => {
             let (lease, e) = *failed;

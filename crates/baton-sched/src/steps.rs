@@ -37,7 +37,7 @@ pub(crate) fn one(
     let c = ctx.borrow().clone();
     let occurrence = req.start.occurrence();
     let lease = session.lease();
-    let (host, pid) = (lease.record().host.clone(), std::process::id());
+    let (host, pid) = (lease.host().to_owned(), std::process::id());
     let began = {
         let mut s = surfaces.borrow_mut();
         let now = s.now();
@@ -75,11 +75,8 @@ pub(crate) fn one(
         ("BATON_OCCURRENCE".into(), c.occurrence.clone()),
         ("BATON_RUN_ID".into(), c.run_id.clone()),
         ("BATON_FENCE".into(), lease.fence().to_string()),
-        ("BATON_TOKEN".into(), lease.token().to_string()),
-        (
-            "BATON_LOCK".into(),
-            lease.lock().path().display().to_string(),
-        ),
+        ("BATON_TOKEN".into(), lease.token()),
+        ("BATON_LOCK".into(), lease.describe()),
         ("BATON_CONFIG".into(), req.config.path.display().to_string()),
     ];
     let mut tally = Tally {

@@ -8,6 +8,7 @@ mod support;
 
 mod claims;
 mod evidence;
+mod held;
 mod lease;
 mod round_trips;
 mod schema;

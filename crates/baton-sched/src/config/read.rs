@@ -1221,6 +1221,7 @@ fn check_fencing(
 ) -> Result<(), ConfigError> {
     baton_runner::check_self_fencing(
         ttl.value,
+        baton_runner::mutex_wait_for(ttl.value),
         grace.value,
         takeover.value,
         ("ttl", "kill_grace", "takeover_grace"),

@@ -74,6 +74,7 @@ impl ExecConfig {
         let takeover_grace = dur("takeover-grace", &args.takeover_grace)?;
         baton_runner::check_self_fencing(
             ttl,
+            baton_runner::mutex_wait_for(ttl),
             kill_grace,
             takeover_grace,
             ("--ttl", "--kill-grace", "--takeover-grace"),

@@ -147,7 +147,7 @@ fn start(cfg: &ExecConfig, lease: Lease, alerts: &mut Alerts) -> Exit {
         stop_on_signal: false,
     };
     let mut events = Events { cfg, alerts, fence };
-    let mut session = match Session::start(lease, session_cfg, &mut events) {
+    let mut session = match Session::start(Box::new(lease), session_cfg, &mut events) {
         Ok(s) => s,
         Err(failed) => {
             let (lease, e) = *failed;

@@ -1,0 +1,375 @@
+//! A PostgreSQL lease held by a run, driven synchronously: what a
+//! `baton_runner::Session` supervises when a job's lock lives in the store.
+//!
+//! This module owns the holder's connection. A [`PgHeld`] renews, names the
+//! job's group, restates and releases through a store of its own (one
+//! connection, never a shared pool another caller may keep busy), run by a
+//! current-thread runtime on a thread of its own; a call goes over a channel
+//! and the caller waits for the answer for at most [`Options::deadline`], so
+//! it can be made from any thread, inside another runtime or not, and never
+//! hangs on a stuck server or a dropped network.
+//!
+//! When a call fails, the connection is tried again only after a backoff (100
+//! ms, doubling, at most a third of the TTL); a call made meanwhile fails at
+//! once without reaching the store, so the session counts it as a failed
+//! renewal and, once none has succeeded for a whole TTL by its boot clock,
+//! stops the job. At most one connection attempt is in flight: the thread
+//! serves one call at a time, and gives up on a call whose caller has
+//! stopped waiting.
+//!
+//! What it never does: stop a job, renew on its own, or decide that the lease
+//! is lost without the store saying the row no longer carries its token.
+//! Dropping it does not release the lease (the row lapses after its TTL and
+//! the takeover grace, or when a judge on this host finds the holder dead).
+
+use std::sync::mpsc::{RecvTimeoutError, SyncSender};
+use std::time::Duration;
+
+use baton_lease::{Clock, Once, SystemClock};
+use baton_runner::{Held, HeldError};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+
+use crate::error::Error;
+use crate::holder::HolderFacts;
+use crate::leases::Leases;
+use crate::options::Options;
+use crate::outcome::{PgLease, Release, Renewal, Restated};
+use crate::target::Target;
+
+/// The first wait after a failed call before the store is tried again.
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+
+/// A lease in the PostgreSQL store, held by this process and driven through
+/// a connection of its own. Build it with [`PgHeld::start`] right after the
+/// acquisition; hand it to the session as a `Box<dyn baton_runner::Held>`.
+///
+/// Dropping it stops its thread (once the call in progress, if any, is
+/// over) and does not release the lease.
+pub struct PgHeld {
+    lease: PgLease,
+    ttl: Duration,
+    deadline: Duration,
+    host: String,
+    describe: String,
+    calls: UnboundedSender<Call>,
+    clock: SystemClock,
+}
+
+impl std::fmt::Debug for PgHeld {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgHeld")
+            .field("lease", &self.describe)
+            .field("fence", &self.lease.fence())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgHeld {
+    /// Takes over `lease`, acquired through `store` for `holder` with `ttl`:
+    /// starts the thread that will connect to the same store (its target
+    /// and options, one connection) at the first call.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Stopped`] when the runtime or the thread cannot be started;
+    /// the lease is then still held, and lapses unless released through
+    /// `store`.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # async fn f() -> Result<(), baton_pg::Error> {
+    /// use std::time::Duration;
+    /// use baton_pg::{Acquire, HolderFacts, Leases, Options, PgHeld};
+    ///
+    /// let store = Leases::open("postgres://baton@db/baton", Options::default()).await?;
+    /// let me = HolderFacts::here();
+    /// let ttl = Duration::from_secs(30);
+    /// if let Acquire::Acquired(lease) = store.acquire("nightly", &me, ttl, None).await? {
+    ///     let held: Box<dyn baton_runner::Held> = Box::new(PgHeld::start(&store, lease, &me, ttl)?);
+    ///     // Session::start(held, …)
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn start(
+        store: &Leases,
+        lease: PgLease,
+        holder: &HolderFacts,
+        ttl: Duration,
+    ) -> Result<Self, Error> {
+        const WHAT: &str = "start the lease's connection thread";
+        let options = Options {
+            pool_size: 1,
+            ..*store.options()
+        };
+        let target = store.target().clone();
+        let describe = format!("lock {} in {}", lease.name(), target.describe());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|_| Error::Stopped { what: WHAT })?;
+        let (calls, rx) = tokio::sync::mpsc::unbounded_channel();
+        let worker = Worker {
+            target,
+            options,
+            lease: lease.clone(),
+            store: None,
+            clock: SystemClock,
+            retry_at: None,
+            backoff: FIRST_BACKOFF,
+            cap: (ttl / 3).max(FIRST_BACKOFF),
+        };
+        std::thread::Builder::new()
+            .name("baton-pg-held".into())
+            .spawn(move || {
+                // The session reads the stop signals from its own thread;
+                // this one must never take them.
+                baton_runner::signals::block_in_this_thread();
+                runtime.block_on(worker.serve(rx));
+            })
+            .map_err(|_| Error::Stopped { what: WHAT })?;
+        Ok(Self {
+            lease,
+            ttl,
+            deadline: options.deadline,
+            host: holder.host.clone(),
+            describe,
+            calls,
+            clock: SystemClock,
+        })
+    }
+
+    /// The lease as the store granted it.
+    pub fn lease(&self) -> &PgLease {
+        &self.lease
+    }
+
+    /// Sends `op` to the connection's thread and waits for its answer, at
+    /// most the deadline.
+    fn call(&self, op: Op) -> Result<Answer, Error> {
+        let what = op.what();
+        let deadline = self.deadline;
+        let (reply, answer) = std::sync::mpsc::sync_channel(1);
+        let due = self.clock.boot() + deadline;
+        self.calls
+            .send(Call { op, due, reply })
+            .map_err(|_| Error::Stopped { what })?;
+        match answer.recv_timeout(deadline) {
+            Ok(r) => r,
+            Err(RecvTimeoutError::Timeout) => Err(Error::Timeout { what, deadline }),
+            Err(RecvTimeoutError::Disconnected) => Err(Error::Stopped { what }),
+        }
+    }
+
+    fn lost(&self) -> String {
+        format!(
+            "lease lost on {}: its row no longer carries this holder's token",
+            self.describe
+        )
+    }
+}
+
+impl Held for PgHeld {
+    fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    fn renew_wait(&self) -> Duration {
+        self.deadline
+    }
+
+    fn fence(&self) -> u64 {
+        self.lease.fence().get()
+    }
+
+    fn token(&self) -> String {
+        self.lease.token().to_string()
+    }
+
+    fn host(&self) -> &str {
+        &self.host
+    }
+
+    fn describe(&self) -> String {
+        self.describe.clone()
+    }
+
+    fn set_job_group(&mut self, pgid: u32) -> Result<baton_runner::Renewal, HeldError> {
+        let answer = self.call(Op::JobGroup(pgid)).map_err(HeldError::new)?;
+        Ok(self.renewal(answer))
+    }
+
+    fn renew(&mut self) -> Result<baton_runner::Renewal, HeldError> {
+        let answer = self.call(Op::Renew).map_err(HeldError::new)?;
+        Ok(self.renewal(answer))
+    }
+
+    fn restate(
+        &mut self,
+        run: Option<String>,
+        // The row keeps no occurrence of its own: the claim records it.
+        _occ: Option<String>,
+        once: Option<&Once>,
+    ) -> Result<baton_runner::Restated, HeldError> {
+        let op = Op::Restate {
+            run,
+            once: once.cloned(),
+        };
+        match self.call(op).map_err(HeldError::new)? {
+            Answer::Restated(Restated::Done(_)) => Ok(baton_runner::Restated::Done),
+            Answer::Restated(Restated::Claimed { occurrence, .. }) => {
+                Ok(baton_runner::Restated::Claimed { at: occurrence })
+            }
+            Answer::Restated(Restated::Lost) | Answer::Renewal(_) | Answer::Release(_) => {
+                Ok(baton_runner::Restated::Lost(self.lost()))
+            }
+        }
+    }
+
+    fn release(self: Box<Self>) -> Result<baton_runner::Release, HeldError> {
+        Ok(match self.call(Op::Release) {
+            Ok(Answer::Release(Release::Released(_))) => baton_runner::Release::Released,
+            Ok(_) => baton_runner::Release::Lost(self.lost()),
+            // The row lapses by itself: after its TTL and the takeover grace,
+            // or as soon as a judge on this host finds this process gone.
+            Err(e) => baton_runner::Release::Unconfirmed(e.to_string()),
+        })
+    }
+}
+
+impl PgHeld {
+    fn renewal(&self, answer: Answer) -> baton_runner::Renewal {
+        match answer {
+            Answer::Renewal(Renewal::Renewed(_)) => baton_runner::Renewal::Renewed,
+            Answer::Renewal(Renewal::Lost) | Answer::Restated(_) | Answer::Release(_) => {
+                baton_runner::Renewal::Lost(self.lost())
+            }
+        }
+    }
+}
+
+/// What the connection's thread is asked to do.
+enum Op {
+    JobGroup(u32),
+    Renew,
+    Restate {
+        run: Option<String>,
+        once: Option<Once>,
+    },
+    Release,
+}
+
+impl Op {
+    fn what(&self) -> &'static str {
+        match self {
+            Op::JobGroup(_) => "record the job's process group",
+            Op::Renew => "renew a lease",
+            Op::Restate { .. } => "restate a lease",
+            Op::Release => "release a lease",
+        }
+    }
+}
+
+/// The store's answer to an [`Op`].
+enum Answer {
+    Renewal(Renewal),
+    Restated(Restated),
+    Release(Release),
+}
+
+/// One call: the operation, when its caller stops waiting (boot clock), and
+/// where the answer goes.
+struct Call {
+    op: Op,
+    due: Duration,
+    reply: SyncSender<Result<Answer, Error>>,
+}
+
+/// The connection's side: one store of one connection, opened at the first
+/// call and again after failures, once their backoff has passed.
+struct Worker {
+    target: Target,
+    options: Options,
+    lease: PgLease,
+    store: Option<Leases>,
+    clock: SystemClock,
+    /// When the store may be tried again (boot clock), after a failure.
+    retry_at: Option<Duration>,
+    backoff: Duration,
+    cap: Duration,
+}
+
+impl Worker {
+    async fn serve(mut self, mut calls: UnboundedReceiver<Call>) {
+        while let Some(call) = calls.recv().await {
+            let left = call.due.saturating_sub(self.clock.boot());
+            if left.is_zero() {
+                // Its caller stopped waiting; doing it now would only delay
+                // the calls behind it.
+                continue;
+            }
+            let what = call.op.what();
+            let out = match tokio::time::timeout(left, self.answer(call.op)).await {
+                Ok(out) => out,
+                Err(_) => {
+                    // An attempt cut short leaves the connection in an
+                    // unknown state: drop it, and back off.
+                    self.store = None;
+                    self.failed();
+                    Err(Error::Timeout {
+                        what,
+                        deadline: self.options.deadline,
+                    })
+                }
+            };
+            // OK to ignore: the caller stopped waiting.
+            let _ = call.reply.send(out);
+        }
+    }
+
+    async fn answer(&mut self, op: Op) -> Result<Answer, Error> {
+        let what = op.what();
+        if let Some(at) = self.retry_at {
+            let now = self.clock.boot();
+            if now < at {
+                return Err(Error::Reconnecting {
+                    what,
+                    target: self.target.describe(),
+                    retry_in: at - now,
+                });
+            }
+        }
+        let out = self.send(op).await;
+        match out {
+            Ok(_) => {
+                self.retry_at = None;
+                self.backoff = FIRST_BACKOFF;
+            }
+            Err(_) => self.failed(),
+        }
+        out
+    }
+
+    fn failed(&mut self) {
+        self.retry_at = Some(self.clock.boot() + self.backoff);
+        self.backoff = (self.backoff * 2).min(self.cap);
+    }
+
+    async fn send(&mut self, op: Op) -> Result<Answer, Error> {
+        let store = match &self.store {
+            Some(s) => s,
+            None => self
+                .store
+                .insert(Leases::open_target(&self.target, self.options).await?),
+        };
+        let lease = &self.lease;
+        Ok(match op {
+            Op::JobGroup(pgid) => Answer::Renewal(store.set_job_group(lease, pgid).await?),
+            Op::Renew => Answer::Renewal(store.renew(lease).await?),
+            Op::Restate { run, once } => {
+                Answer::Restated(store.restate(lease, run.as_deref(), once.as_ref()).await?)
+            }
+            Op::Release => Answer::Release(store.release(lease).await?),
+        })
+    }
+}

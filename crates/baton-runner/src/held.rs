@@ -1,0 +1,144 @@
+//! What a session needs of a lease this process holds, whatever keeps it: a
+//! lock file ([`baton_lease::Lease`], see `lease_file.rs`) or a row in a
+//! PostgreSQL store (`baton_pg::PgHeld`).
+//!
+//! This module owns the contract between the supervisor and a lease store,
+//! not any store's protocol. Every call is token-checked by the store and
+//! either says what happened (renewed, lost, refused, unconfirmed) or fails
+//! with a [`HeldError`]; contention and a lost lease are outcomes, never
+//! errors. A call must return within [`Held::renew_wait`] plus the store's
+//! own bounded work: the session's self-fencing (`DESIGN.md`, "Self-fencing")
+//! counts on it, and a store that can block longer must say so there. No
+//! implementation may stop a job or decide that the lease is lost without a
+//! token check: only the session decides to stop the job.
+
+use std::time::Duration;
+
+use baton_lease::Once;
+
+/// A lease this process holds, as the session drives it.
+///
+/// The session calls it from its supervising thread only. Dropping a value
+/// without [`Held::release`] is the implementation's business (the lock file
+/// releases on drop; a PostgreSQL lease lapses by itself).
+pub trait Held: std::fmt::Debug {
+    /// The lease's TTL: it is renewed every third of it, and the job is
+    /// stopped once no renewal got through for a whole TTL.
+    fn ttl(&self) -> Duration;
+
+    /// The longest one renewal (or any other call) may block before it
+    /// answers: the lock file's mutex wait, or the store's deadline. It is
+    /// the `renew_wait` term of [`crate::check_self_fencing`].
+    fn renew_wait(&self) -> Duration;
+
+    /// This acquisition's fence.
+    fn fence(&self) -> u64;
+
+    /// This acquisition's token, as shown to the job (`BATON_TOKEN`).
+    fn token(&self) -> String;
+
+    /// The host the lease record names as its holder's.
+    fn host(&self) -> &str;
+
+    /// Where the lease is kept, for messages: the lock file's path, or `lock
+    /// NAME in HOST:PORT (database DB, user USER)`.
+    fn describe(&self) -> String;
+
+    /// Puts the step's process group on the lease record, so that a judge
+    /// finding this holder dead also asks whether the job still runs; also
+    /// renews. The session starts a step's command only once this said
+    /// [`Renewal::Renewed`].
+    ///
+    /// # Errors
+    ///
+    /// When the store could not be reached or answered with a failure.
+    fn set_job_group(&mut self, pgid: u32) -> Result<Renewal, HeldError>;
+
+    /// Renews the lease.
+    ///
+    /// # Errors
+    ///
+    /// As [`Held::set_job_group`].
+    fn renew(&mut self) -> Result<Renewal, HeldError>;
+
+    /// Restates what the lease runs (run id and occurrence) and claims
+    /// `once` under it, refused ([`Restated::Claimed`]) when the job already
+    /// claimed that occurrence or a later one. Also renews.
+    ///
+    /// # Errors
+    ///
+    /// As [`Held::set_job_group`]; nothing is known to have changed.
+    fn restate(
+        &mut self,
+        run: Option<String>,
+        occ: Option<String>,
+        once: Option<&Once>,
+    ) -> Result<Restated, HeldError>;
+
+    /// Frees the lease, only if it is still ours.
+    ///
+    /// # Errors
+    ///
+    /// As [`Held::set_job_group`]; the lease then frees itself (the lock
+    /// file once this process has exited, a store's row after its TTL).
+    fn release(self: Box<Self>) -> Result<Release, HeldError>;
+}
+
+/// What a renewal (or another rewrite of one's own record) came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use = "a lost lease means the job must stop"]
+pub enum Renewal {
+    /// The record is ours and now says so afresh.
+    Renewed,
+    /// The record is no longer ours: stop the job. The sentence says what
+    /// stands there now.
+    Lost(String),
+    /// The record could not be reached this time; whether it is still ours
+    /// is unknown. The text says why.
+    Unconfirmed(String),
+}
+
+/// What [`Held::restate`] came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Restated {
+    /// The record is ours and says what runs now.
+    Done,
+    /// The job already claimed occurrence `at`, this one or a later one: it
+    /// must not run. Nothing was written.
+    Claimed {
+        /// The occurrence the job's claim holds.
+        at: i64,
+    },
+    /// The record is no longer ours: stop.
+    Lost(String),
+    /// The record could not be reached this time.
+    Unconfirmed(String),
+}
+
+/// What [`Held::release`] came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Release {
+    /// The lease was ours and is now free.
+    Released,
+    /// The lease had already passed to someone else; nothing was changed.
+    Lost(String),
+    /// The record could not be reached; the lease frees itself later.
+    Unconfirmed(String),
+}
+
+/// A store's failure to answer a call, with its cause.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct HeldError(Box<dyn std::error::Error + Send + Sync>);
+
+impl HeldError {
+    /// Wraps the store's own error; its message is shown unchanged.
+    pub fn new(source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self(Box::new(source))
+    }
+
+    /// The store's error.
+    pub fn source_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.0
+    }
+}
