@@ -219,7 +219,7 @@ impl Daemon {
             Ok(mut g) => g.take(),
             Err(p) => p.into_inner().take(),
         }?;
-        let location = baton_sched::store::open(config).location();
+        let location = baton_sched::store::open(config).ok()?.location();
         (kept.location == location && file_id(std::path::Path::new(&location)) == kept.id)
             .then_some(kept.ledger)
     }
@@ -230,7 +230,10 @@ impl Daemon {
         config: &baton_sched::config::Config,
         ledger: Box<dyn baton_ledger::Records>,
     ) {
-        let location = baton_sched::store::open(config).location();
+        let Ok(store) = baton_sched::store::open(config) else {
+            return;
+        };
+        let location = store.location();
         let id = file_id(std::path::Path::new(&location));
         let k = Kept {
             ledger,

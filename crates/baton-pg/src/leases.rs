@@ -20,7 +20,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton_lease::{Clock, Liveness, Observer, Once, OsLiveness, Policy, SystemClock, Token};
+use baton_lease::{
+    Clock, Liveness, Observer, Once, OsLiveness, Policy, SystemClock, Token, Verdict,
+};
 use jiff::Timestamp;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
@@ -336,6 +338,65 @@ impl Leases {
                     }),
                     _ => Ok(Restated::Lost),
                 }
+            })
+            .await
+    }
+
+    /// Judges lock `name` as [`Leases::acquire`] would, without locking or
+    /// changing its row (what `status` shows): `None` when the lock was
+    /// never taken.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot answer or the row cannot be read.
+    pub async fn inspect(&self, name: &str) -> Result<Option<Verdict>, Error> {
+        const WHAT: &str = "read a lease";
+        let judge = Judge {
+            observer: &self.observer,
+            policy: &self.policy,
+            liveness: &*self.liveness,
+            clock: &*self.clock,
+        };
+        self.pool
+            .with(WHAT, async |c: &mut Conn| {
+                let row = c
+                    .client
+                    .query_opt(&c.st.inspect, &[&name])
+                    .await
+                    .map_err(|source| Error::Query { what: WHAT, source })?;
+                match row {
+                    Some(row) => Ok(Some(judge.verdict(&judge::read(name, &row)?))),
+                    None => Ok(None),
+                }
+            })
+            .await
+    }
+
+    /// Whether `token` holds lock `name` now: its fence and run id when it
+    /// does. A read; it locks nothing.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot answer.
+    pub async fn vouch(
+        &self,
+        name: &str,
+        token: &str,
+    ) -> Result<Option<(u64, Option<String>)>, Error> {
+        const WHAT: &str = "read a lease's holder";
+        self.pool
+            .with(WHAT, async |c: &mut Conn| {
+                let row = c
+                    .client
+                    .query_opt(&c.st.vouch, &[&name, &token])
+                    .await
+                    .map_err(|source| Error::Query { what: WHAT, source })?;
+                Ok(row.map(|r| {
+                    (
+                        u64::try_from(r.get::<_, i64>(0)).unwrap_or(0),
+                        r.get::<_, Option<String>>(1),
+                    )
+                }))
             })
             .await
     }

@@ -155,7 +155,14 @@ pub(crate) struct Statements {
     pub(crate) restate: Statement,
     pub(crate) restate_refused: Statement,
     pub(crate) ping: Statement,
+    pub(crate) inspect: Statement,
+    pub(crate) vouch: Statement,
 }
+
+/// The holder `$2` (a token) of lock `$1`, when it holds it: its fence and
+/// run id. A read: it locks nothing.
+const VOUCH: &str = "
+SELECT fence, run FROM baton.leases WHERE name = $1 AND state = 'held' AND token = $2";
 
 impl Statements {
     pub(crate) async fn prepare(client: &Client) -> Result<Self, Error> {
@@ -182,6 +189,8 @@ impl Statements {
             restate: p(RESTATE).await?,
             restate_refused: p(RESTATE_REFUSED).await?,
             ping: p("SELECT 1").await?,
+            inspect: p(&SELECT.replace(" FOR UPDATE", "")).await?,
+            vouch: p(VOUCH).await?,
         })
     }
 }

@@ -14,11 +14,13 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton_lease::{Clock, Outcome};
+use baton_lease::Clock;
 use jiff::Timestamp;
 
+use crate::alerts::Kind;
 use crate::config::{Config, Job, Overlap};
-use crate::run::{CANNOT, Context, FAILED, First, OK, Request, Start, lock_for, occurrence_text};
+use crate::run::{CANNOT, Context, FAILED, First, OK, Request, Start, occurrence_text};
+use crate::store::Taken;
 use crate::surfaces::Surfaces;
 
 /// The most occurrences one backfill runs.
@@ -109,7 +111,14 @@ pub fn run(config: &Config, job: &Job, occ: &[i64], clock: Arc<dyn Clock>) -> u8
 }
 
 fn run_with(config: &Config, job: &Job, occ: &[i64], surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
-    let lock = lock_for(config, job);
+    let store = match crate::store::open(config) {
+        Ok(s) => s,
+        Err(e) => {
+            crate::say::line(format_args!("backfill: {}: {e}", job.name));
+            return CANNOT;
+        }
+    };
+    let lock = store.lock_label(job);
     let mut firsts = Vec::new();
     for (i, &at) in occ.iter().enumerate() {
         let Ok(token) = baton_lease::Token::fresh() else {
@@ -123,7 +132,7 @@ fn run_with(config: &Config, job: &Job, occ: &[i64], surfaces: &Rc<RefCell<Surfa
                 job: job.name.clone(),
                 occurrence: occurrence_text(Some(at)),
                 run_id: token.to_string(),
-                lock: lock.path().display().to_string(),
+                lock: lock.clone(),
                 name: job.lock.value.clone(),
                 fence: None,
             },
@@ -141,20 +150,19 @@ fn run_with(config: &Config, job: &Job, occ: &[i64], surfaces: &Rc<RefCell<Surfa
     let deadline = clock.boot().saturating_add(QUEUE_WAIT);
     let mut said = false;
     let outcome = loop {
-        let o = lock.try_acquire_as(&claim);
+        let o = store.try_acquire(job, &claim);
         let waits = job.policy.overlap.value == Overlap::Queue
-            && matches!(o, Ok(Outcome::Busy(baton_lease::Busy::Held { .. })))
+            && matches!(&o, Ok(Taken::Refused(r)) if r.kind == Kind::Busy && r.holder.is_some())
             && clock.boot() < deadline;
         if !waits {
             break o;
         }
         if !said {
             said = true;
-            if let Ok(refused) = &o {
+            if let Ok(Taken::Refused(refused)) = &o {
                 crate::say::line(format_args!(
                     "backfill: {}: {}; waiting for it to end (overlap = \"queue\")",
-                    job.name,
-                    refused.describe()
+                    job.name, refused.why
                 ));
             }
         }
@@ -162,13 +170,21 @@ fn run_with(config: &Config, job: &Job, occ: &[i64], surfaces: &Rc<RefCell<Surfa
         clock.sleep(Duration::from_millis(200));
     };
     let lease = match outcome {
-        Ok(Outcome::Acquired(lease)) => lease,
-        Ok(refused) => {
+        Ok(Taken::Acquired(lease)) => lease,
+        Ok(Taken::Refused(refused)) => {
             crate::say::line(format_args!(
                 "backfill: {} not run: {} (overlap = \"{}\"); nothing was run",
                 job.name,
-                refused.describe(),
+                refused.why,
                 job.policy.overlap.value.as_str()
+            ));
+            return FAILED;
+        }
+        Ok(Taken::Claimed { at }) => {
+            crate::say::line(format_args!(
+                "backfill: {} not run: the lock's claim says {} started already; nothing was run",
+                job.name,
+                occurrence_text(Some(at))
             ));
             return FAILED;
         }

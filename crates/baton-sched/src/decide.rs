@@ -19,7 +19,7 @@ use jiff::Timestamp;
 use crate::alerts::{Alert, Kind, MissedInfo};
 use crate::config::{Config, Job};
 use crate::plan::{self, Known, MissedRange, Pause};
-use crate::run::{Start, lock_for, occurrence_text};
+use crate::run::{Start, occurrence_text};
 use crate::surfaces::Surfaces;
 
 /// How many times one tick plans a job again after another process moved
@@ -220,13 +220,13 @@ fn alert(
     } else {
         count.to_string()
     };
-    let lock = lock_for(config, job);
+    let lock = crate::run::lock_label(config, job);
     let alert = Alert {
         kind: Kind::Missed,
         job: job.name.clone(),
         occurrence: Some(occurrence_text(Some(last))),
         run_id: None,
-        lock: lock.path().display().to_string(),
+        lock,
         name: job.lock.value.clone(),
         holder: None,
         fence: None,

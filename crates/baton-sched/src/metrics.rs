@@ -64,7 +64,6 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
 use crate::config::Config;
-use crate::run::lock_for;
 
 /// Why [`read`] could not gather the metrics.
 #[derive(Debug, thiserror::Error)]
@@ -227,10 +226,10 @@ fn running(
     ledger: Option<&mut (dyn baton_ledger::Records + 'static)>,
 ) -> Result<bool, Error> {
     // A lock that cannot be inspected says nothing is known to run.
-    let Ok(inspection) = lock_for(config, job).inspect() else {
-        return Ok(false);
-    };
-    let baton_lease::Verdict::Live { holder, .. } = &inspection.verdict else {
+    let verdict = crate::store::open(config)
+        .ok()
+        .and_then(|s| s.inspect(job).ok().flatten());
+    let Some(baton_lease::Verdict::Live { holder, .. }) = &verdict else {
         return Ok(false);
     };
     let shared = config

@@ -25,13 +25,14 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use baton_lease::{Lease, Once, Outcome};
-use baton_runner::{Finish, Restated, Session, SessionConfig};
+use baton_lease::Once;
+use baton_runner::{Finish, Held, Restated, Session, SessionConfig};
 use jiff::Timestamp;
 
 use crate::alerts::{Alert, HolderInfo, Kind};
 use crate::config::{Config, Job, Overlap};
 use crate::steps::{self, Events};
+use crate::store::{Refused, Taken};
 use crate::surfaces::Surfaces;
 
 /// The exit code of a run that succeeded, or had nothing to do.
@@ -172,24 +173,18 @@ pub fn occurrence_text(occurrence: Option<i64>) -> String {
     }
 }
 
-/// The lock of a job.
+/// The lock file of a job in the state directory (the embedded store).
 pub fn lock_for(config: &Config, job: &Job) -> baton_lease::Lock {
-    let p = &job.policy;
-    let path = config
-        .settings
-        .state_dir
-        .value
-        .join("locks")
-        .join(format!("{}.lock", job.lock.value));
-    baton_lease::Lock::new(path).with_options(baton_lease::Options {
-        ttl: p.ttl.value,
-        mutex_wait: baton_runner::mutex_wait_for(p.ttl.value),
-        policy: baton_lease::Policy {
-            takeover_grace: p.takeover_grace.value,
-            ..baton_lease::Policy::default()
-        },
-        fsync: false,
-    })
+    crate::store::lock_file(&config.settings.state_dir.value, job)
+}
+
+/// Where a job's lock is, for messages and alerts: its file, or its row in
+/// the configured store.
+pub fn lock_label(config: &Config, job: &Job) -> String {
+    match crate::store::open(config) {
+        Ok(s) => s.lock_label(job),
+        Err(_) => lock_for(config, job).path().display().to_string(),
+    }
 }
 
 /// The jobs that share `job`'s lock (itself included), by name.
@@ -274,7 +269,15 @@ fn fresh_run_id(job: &Job, surfaces: &Rc<RefCell<Surfaces>>) -> Option<String> {
 /// the worst exit code.
 pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
     let job = req.job;
-    let lock = lock_for(req.config, job);
+    let store = match crate::store::open(req.config) {
+        Ok(s) => s,
+        Err(e) => {
+            let message = format!("{}: not run: {e}", job.name);
+            surfaces.borrow_mut().warn(&message);
+            tell(req, Told::Error { message });
+            return CANNOT;
+        }
+    };
     let Some(run_id) = fresh_run_id(job, surfaces) else {
         tell(
             req,
@@ -289,7 +292,7 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
         job: job.name.clone(),
         occurrence: occurrence_text(occurrence),
         run_id: run_id.clone(),
-        lock: lock.path().display().to_string(),
+        lock: store.lock_label(job),
         name: job.lock.value.clone(),
         fence: None,
     };
@@ -302,7 +305,7 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
             at,
         }),
     };
-    let outcome = match lock.try_acquire_as(&claim) {
+    let outcome = match store.try_acquire(job, &claim) {
         Ok(o) => o,
         Err(e) => {
             surfaces
@@ -318,12 +321,12 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
         }
     };
     match outcome {
-        Outcome::Acquired(lease) => {
+        Taken::Acquired(lease) => {
             tell(
                 req,
                 Told::Started {
                     run_id: claim.run.clone().unwrap_or_default(),
-                    fence: lease.fence().get(),
+                    fence: lease.fence(),
                 },
             );
             let first = (req.start != Start::Queue).then_some(First {
@@ -333,14 +336,14 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
             });
             hold(req, lease, first.into_iter().collect(), surfaces)
         }
-        Outcome::Claimed { at, .. } => {
+        Taken::Claimed { at } => {
             tell(req, Told::Claimed);
             if let Some(occ) = occurrence {
                 // The lock file says it started (a lost ledger did not):
                 // the ledger learns it, and it never runs again.
                 let mut s = surfaces.borrow_mut();
                 let now = s.now();
-                let detail = format!("the lock file's claim says {} started already", job.name);
+                let detail = format!("the lock's claim says {} started already", job.name);
                 let _ = s.ledger(|l| l.claimed(&job.name, occ, &detail, now));
                 s.note(&format!(
                     "{} occurrence={} not run: claimed already (up to {})",
@@ -351,7 +354,7 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
             }
             OK
         }
-        refused => refused_lock(req, &ctx, &refused, surfaces),
+        Taken::Refused(refused) => refused_lock(req, &ctx, &refused, surfaces),
     }
 }
 
@@ -363,17 +366,11 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
 fn refused_lock(
     req: &Request<'_>,
     ctx: &Context,
-    refused: &Outcome,
+    refused: &Refused,
     surfaces: &Rc<RefCell<Surfaces>>,
 ) -> u8 {
     let job = req.job;
-    let (kind, holder) = match refused {
-        Outcome::Busy(baton_lease::Busy::Held { holder, .. }) => (Kind::Busy, Some(holder)),
-        Outcome::Hung { holder, .. } => (Kind::Hung, Some(holder)),
-        Outcome::Orphaned { holder, .. } => (Kind::Orphaned, Some(holder)),
-        Outcome::VersionConflict(_) => (Kind::VersionConflict, None),
-        _ => (Kind::Busy, None),
-    };
+    let (kind, holder) = (refused.kind, refused.holder.as_ref());
     if req.start == Start::Queue {
         // The holder drains the queue on its way out; a hung or orphaned
         // one leaves it for the tick after the lock frees.
@@ -398,7 +395,7 @@ fn refused_lock(
         );
         return OK;
     }
-    let why = refused.describe();
+    let why = refused.why.clone();
     if let Some(at) = req.start.occurrence() {
         if kind == Kind::Busy && holder.is_some() && job.policy.overlap.value == Overlap::Queue {
             return queue_behind(req, ctx, at, surfaces);
@@ -508,7 +505,7 @@ pub(crate) struct First {
 /// queue of the jobs sharing the lock; releases; looks once more.
 pub(crate) fn hold(
     req: &Request<'_>,
-    lease: Lease,
+    lease: Box<dyn Held>,
     firsts: Vec<First>,
     surfaces: &Rc<RefCell<Surfaces>>,
 ) -> u8 {
@@ -531,12 +528,17 @@ pub(crate) fn hold(
         if waiting.is_none() {
             break;
         }
-        let lock = lock_for(req.config, req.job);
-        match lock.try_acquire_as(&baton_lease::Claim {
-            budget: req.job.policy.max_runtime.value,
-            ..baton_lease::Claim::default()
-        }) {
-            Ok(Outcome::Acquired(l)) => lease = Some(l),
+        let Ok(store) = crate::store::open(req.config) else {
+            break;
+        };
+        match store.try_acquire(
+            req.job,
+            &baton_lease::Claim {
+                budget: req.job.policy.max_runtime.value,
+                ..baton_lease::Claim::default()
+            },
+        ) {
+            Ok(Taken::Acquired(l)) => lease = Some(l),
             _ => break, // Someone else holds it: they will look too.
         }
     }
@@ -547,17 +549,17 @@ pub(crate) fn hold(
 /// the worst code and whether to stop (a signal or a lost lease).
 fn hold_once(
     req: &Request<'_>,
-    lease: Lease,
+    lease: Box<dyn Held>,
     firsts: Vec<First>,
     surfaces: &Rc<RefCell<Surfaces>>,
 ) -> (u8, bool) {
     let job = req.job;
-    let fence = lease.fence().get();
+    let fence = lease.fence();
     let placeholder = Context {
         job: job.name.clone(),
         occurrence: "queue".into(),
-        run_id: lease.record().run.clone().unwrap_or_default(),
-        lock: lease.lock().path().display().to_string(),
+        run_id: String::new(),
+        lock: lease.describe(),
         name: job.lock.value.clone(),
         fence: Some(fence),
     };
@@ -578,7 +580,7 @@ fn hold_once(
         label: ctx.borrow().run_id.clone(),
         stop_on_signal: req.stop_on_signal,
     };
-    let mut session = match Session::start(Box::new(lease), session_cfg, &mut events) {
+    let mut session = match Session::start(lease, session_cfg, &mut events) {
         Ok(s) => s,
         Err(failed) => {
             let (lease, e) = *failed;
@@ -646,7 +648,7 @@ fn hold_once(
             Ok(Restated::Claimed { .. }) => {
                 let mut s = surfaces.borrow_mut();
                 let now = s.now();
-                let detail = format!("the lock file's claim says {name} started already");
+                let detail = format!("the lock's claim says {name} started already");
                 let _ = s.ledger(|l| l.claimed(&name, at, &detail, now));
                 continue;
             }

@@ -16,7 +16,6 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use crate::config::{Config, Job};
-use crate::run::lock_for;
 use crate::units::show_duration;
 
 /// The whole status.
@@ -316,8 +315,11 @@ fn job_status(
     let overdue = overdue(job, now, state.as_ref()).filter(|_| paused.is_none());
     let never_run = last.is_none();
     let failing = state.as_ref().is_some_and(|s| s.consecutive_failures > 0);
-    let holder = lock_for(config, job).inspect().ok().and_then(|i| {
-        let h = match &i.verdict {
+    let verdict = crate::store::open(config)
+        .ok()
+        .and_then(|s| s.inspect(job).ok().flatten());
+    let holder = verdict.and_then(|verdict| {
+        let h = match &verdict {
             baton_lease::Verdict::Live { holder, .. }
             | baton_lease::Verdict::Hung { holder, .. }
             | baton_lease::Verdict::Orphaned { holder, .. }
@@ -331,7 +333,7 @@ fn job_status(
             fence: h.fence().map(|f| f.get()),
             run_id: h.run().map(str::to_owned),
             since: h.acquired().map(stamp),
-            verdict: i.verdict.word(),
+            verdict: verdict.word(),
         })
     });
     let running = holder.as_ref().is_some_and(|h| h.verdict == "live");

@@ -12,10 +12,11 @@
 
 use std::sync::Arc;
 
-use baton_lease::{Clock, Token, Vouched};
+use baton_lease::{Clock, Token};
 
 use crate::config::Config;
-use crate::run::{CANNOT, FAILED, OK, lock_for};
+use crate::run::{CANNOT, FAILED, OK};
+use crate::store::Vouch;
 
 /// The watermark of `job`, as `get` shows it.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -93,48 +94,38 @@ pub fn settle(
             return FAILED;
         }
     };
-    let lock = lock_for(config, j);
-    let vouched = lock.while_held(&token, |held| {
-        let fence = Some(held.fence.get());
-        ledger.settle(job, value, held.run.as_deref(), fence, clock.wall())
+    let store = match crate::store::open(config) {
+        Ok(s) => s,
+        Err(e) => {
+            crate::say::line(format_args!("watermark settle: {e}"));
+            return CANNOT;
+        }
+    };
+    let mut settled = None;
+    let vouched = store.while_held(j, &token.to_string(), &mut |fence, run| {
+        settled = Some(ledger.settle(job, value, run, Some(fence), clock.wall()));
     });
-    match vouched {
-        Ok(Vouched::Done(Ok(_))) => OK,
-        Ok(Vouched::Done(Err(e))) => {
+    match (vouched, settled) {
+        (Ok(Vouch::Holder { .. }), Some(Ok(_))) => OK,
+        (Ok(Vouch::Holder { .. }), Some(Err(e))) => {
             crate::say::line(format_args!("watermark settle: {e}"));
             FAILED
         }
-        Ok(Vouched::NotHolder(body)) => {
-            let now = match &body {
-                baton_lease::record::Body::Held(h) => format!(
-                    "it is held by run {} (fence {})",
-                    h.run.as_deref().unwrap_or("?"),
-                    h.fence
-                ),
-                baton_lease::record::Body::Free(_) => "it is free".into(),
-                _ => "it holds no baton lease".into(),
-            };
+        (Ok(Vouch::Holder { .. }), None) => FAILED,
+        (Ok(Vouch::NotHolder(now)), _) => {
             crate::say::line(format_args!(
                 "watermark settle: refused: this run no longer holds {job}'s lease ({now}); a \
                  displaced run cannot settle, and the watermark stays as it was"
             ));
             FAILED
         }
-        Ok(Vouched::Missing) => {
+        (Ok(Vouch::Missing(at)), _) => {
             crate::say::line(format_args!(
-                "watermark settle: refused: {} does not exist, so no run holds {job}'s lease",
-                lock.path().display()
+                "watermark settle: refused: {at} does not exist, so no run holds {job}'s lease"
             ));
             FAILED
         }
-        Ok(Vouched::Busy(b)) => {
-            crate::say::line(format_args!(
-                "watermark settle: refused: the lock's critical section could not be entered \
-                 ({b}); nothing was written, try again"
-            ));
-            FAILED
-        }
-        Err(e) => {
+        (Err(e), _) => {
             crate::say::line(format_args!("watermark settle: {e}"));
             FAILED
         }

@@ -187,6 +187,9 @@ impl Raw<'_> {
 struct Reader<'a> {
     file: &'a std::sync::Arc<Path>,
     dir: &'a Path,
+    /// Leases live in the PostgreSQL store (`[store] url`): a renewal may
+    /// wait for the store's deadline rather than for the lock file's mutex.
+    pg: bool,
 }
 
 fn invalid(at: &At<'_>, key: &str, message: impl Into<String>) -> ConfigError {
@@ -198,6 +201,16 @@ fn invalid(at: &At<'_>, key: &str, message: impl Into<String>) -> ConfigError {
 }
 
 impl<'a> Reader<'a> {
+    /// The longest one renewal of a lease with `ttl` may wait, in the store
+    /// this configuration uses.
+    fn renew_wait(&self, ttl: Duration) -> Duration {
+        if self.pg {
+            crate::store::deadline_for(ttl)
+        } else {
+            baton_runner::mutex_wait_for(ttl)
+        }
+    }
+
     fn at(&self, line: u32) -> At<'a> {
         At {
             file: self.file,
@@ -756,12 +769,18 @@ pub(super) fn document(
 ) -> Result<Config, ConfigError> {
     let dir = file.parent().unwrap_or(Path::new("/"));
     let shared: std::sync::Arc<Path> = std::sync::Arc::from(file);
-    let r = Reader { file: &shared, dir };
+    let r = Reader {
+        file: &shared,
+        dir,
+        pg: false,
+    };
     let top = r.table(root, "", root.line)?;
     r.only(top, "", &["scheduler", "daemon", "store", "jobs"])?;
+    let store = store(&r, get(top, "store"), over)?;
+    let pg = store.is_some();
+    let r = Reader { pg, ..r };
     let settings = scheduler(&r, get(top, "scheduler"), over)?;
     let daemon = daemon(&r, get(top, "daemon"))?;
-    let store = store(&r, get(top, "store"), over)?;
     let mut jobs = BTreeMap::new();
     if let Some(e) = get(top, "jobs") {
         for j in r.table(&e.value, "jobs", e.line)? {
@@ -772,7 +791,11 @@ pub(super) fn document(
     for found in dropins {
         let root = super::parse_doc(&found.text, &found.path)?;
         let shared: std::sync::Arc<Path> = std::sync::Arc::from(found.path.as_path());
-        let d = Reader { file: &shared, dir };
+        let d = Reader {
+            file: &shared,
+            dir,
+            pg,
+        };
         let job = dropin_job(&d, &root, &found.name, &settings)?;
         if let Some(first) = jobs.get(&job.name) {
             return Err(invalid(
@@ -1180,6 +1203,7 @@ fn scheduler(r: &Reader<'_>, e: Option<&Entry>, over: &Overrides) -> Result<Sett
     };
     check_fencing(
         &r.at(e.map_or(1, |e| e.line)),
+        r.renew_wait(policy.ttl.value),
         "scheduler",
         &policy.ttl,
         &policy.kill_grace,
@@ -1214,6 +1238,7 @@ fn system_zone() -> Zone {
 /// from in the message.
 fn check_fencing(
     at: &At<'_>,
+    wait: Duration,
     path: &str,
     ttl: &Sourced<Duration>,
     grace: &Sourced<Duration>,
@@ -1221,7 +1246,7 @@ fn check_fencing(
 ) -> Result<(), ConfigError> {
     baton_runner::check_self_fencing(
         ttl.value,
-        baton_runner::mutex_wait_for(ttl.value),
+        wait,
         grace.value,
         takeover.value,
         ("ttl", "kill_grace", "takeover_grace"),
@@ -1493,6 +1518,7 @@ fn job(r: &Reader<'_>, e: &Entry, settings: &Settings) -> Result<Job, ConfigErro
     let policy = self::policy(r, entries, &path, &settings.policy)?;
     check_fencing(
         &at,
+        r.renew_wait(policy.ttl.value),
         &path,
         &policy.ttl,
         &policy.kill_grace,
@@ -1570,6 +1596,7 @@ fn job(r: &Reader<'_>, e: &Entry, settings: &Settings) -> Result<Job, ConfigErro
         names.push(&s.name);
         check_fencing(
             &r.at(s.line),
+            r.renew_wait(policy.ttl.value),
             &path,
             &policy.ttl,
             &s.kill_grace,

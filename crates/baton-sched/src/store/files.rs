@@ -1,13 +1,16 @@
 //! The embedded store: lock files under `STATE_DIR/locks/` and the SQLite
 //! ledger `STATE_DIR/baton.db`. It adds nothing to `baton-lease` and
-//! `baton-ledger`, which own those files; it only says where they are.
+//! `baton-ledger`, which own those files; it says where they are and maps
+//! their outcomes to the store's.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use baton_lease::{Claim, Outcome, Token, Verdict, Vouched};
 use baton_ledger::{Error as LedgerError, Ledger, Records};
 use jiff::Timestamp;
 
-use super::Store;
+use super::{Refused, Store, Taken, Vouch};
+use crate::config::Job;
 
 /// Files in one state directory.
 #[derive(Debug, Clone)]
@@ -20,6 +23,23 @@ impl Files {
     pub fn new(state_dir: PathBuf) -> Self {
         Self { state_dir }
     }
+}
+
+/// `job`'s lock file in `state_dir`, with the job's TTL and grace.
+pub fn lock_file(state_dir: &Path, job: &Job) -> baton_lease::Lock {
+    let p = &job.policy;
+    let path = state_dir
+        .join("locks")
+        .join(format!("{}.lock", job.lock.value));
+    baton_lease::Lock::new(path).with_options(baton_lease::Options {
+        ttl: p.ttl.value,
+        mutex_wait: baton_runner::mutex_wait_for(p.ttl.value),
+        policy: baton_lease::Policy {
+            takeover_grace: p.takeover_grace.value,
+            ..baton_lease::Policy::default()
+        },
+        fsync: false,
+    })
 }
 
 impl Store for Files {
@@ -40,5 +60,60 @@ impl Store for Files {
             .join("baton.db")
             .exists()
             .then(|| self.records(now))
+    }
+
+    fn lock_label(&self, job: &Job) -> String {
+        lock_file(&self.state_dir, job).path().display().to_string()
+    }
+
+    fn try_acquire(&self, job: &Job, claim: &Claim) -> Result<Taken, String> {
+        match lock_file(&self.state_dir, job).try_acquire_as(claim) {
+            Ok(Outcome::Acquired(lease)) => Ok(Taken::Acquired(Box::new(lease))),
+            Ok(Outcome::Claimed { at, .. }) => Ok(Taken::Claimed { at }),
+            Ok(refused) => Ok(Taken::Refused(Refused::of_outcome(&refused))),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    fn inspect(&self, job: &Job) -> Result<Option<Verdict>, String> {
+        let lock = lock_file(&self.state_dir, job);
+        match lock.inspect() {
+            Ok(i) => Ok(Some(i.verdict)),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    fn while_held(
+        &self,
+        job: &Job,
+        token: &str,
+        action: &mut dyn FnMut(u64, Option<&str>),
+    ) -> Result<Vouch, String> {
+        let lock = lock_file(&self.state_dir, job);
+        let token: Token = token
+            .parse()
+            .map_err(|_| format!("{token:?} is not a lease token"))?;
+        let vouched = lock.while_held(&token, |held| {
+            action(held.fence.get(), held.run.as_deref());
+            (held.fence.get(), held.run.clone())
+        });
+        match vouched {
+            Ok(Vouched::Done((fence, run))) => Ok(Vouch::Holder { fence, run }),
+            Ok(Vouched::NotHolder(body)) => Ok(Vouch::NotHolder(match &body {
+                baton_lease::record::Body::Held(h) => format!(
+                    "it is held by run {} (fence {})",
+                    h.run.as_deref().unwrap_or("?"),
+                    h.fence
+                ),
+                baton_lease::record::Body::Free(_) => "it is free".into(),
+                _ => "it holds no baton lease".into(),
+            })),
+            Ok(Vouched::Missing) => Ok(Vouch::Missing(lock.path().display().to_string())),
+            Ok(Vouched::Busy(b)) => Err(format!(
+                "refused: the lock's critical section could not be entered ({b}); nothing was written, \
+                 try again"
+            )),
+            Err(e) => Err(e.to_string()),
+        }
     }
 }

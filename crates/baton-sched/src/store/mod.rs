@@ -3,54 +3,136 @@
 //! ranges, the queue, alerts, pauses, watermarks, tallies).
 //!
 //! [`Store`] is the one trait the rest of the scheduler talks to; it has two
-//! implementations. [`files::Files`] is the embedded default: lock files in
+//! implementations. [`Files`] is the embedded default: lock files in
 //! `STATE_DIR/locks/` and the SQLite ledger `STATE_DIR/baton.db`, nothing to
-//! install or start. `pg::Postgres` (`[store] url`, or `BATON_STORE_URL`)
+//! install or start. [`Postgres`] (`[store] url`, or `BATON_STORE_URL`)
 //! keeps both in PostgreSQL, so schedulers on several hosts share them.
-//! [`open`] chooses from the configuration; nothing else in the scheduler
-//! may name either implementation, open a ledger or take a lease by itself.
+//! [`open`] chooses from the configuration, and refuses rather than fall
+//! back to files when the configured store cannot be used: two hosts that
+//! silently used local locks would run a job twice. Nothing else in the
+//! scheduler may name either implementation, open a ledger or take a lease
+//! by itself.
 
 mod files;
+mod pg;
+mod taken;
 
-pub use files::Files;
+pub use files::{Files, lock_file};
+pub use pg::{Postgres, deadline_for};
+pub use taken::{Refused, Taken};
 
+use baton_lease::{Claim, Verdict};
 use baton_ledger::{Error as LedgerError, Records};
 use jiff::Timestamp;
 
-use crate::config::Config;
+use crate::config::{Config, Job};
+
+/// Whether a token holds a job's lease, for a command the run's steps call
+/// (`baton watermark settle`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Vouch {
+    /// The lease is held with that token, with this fence and run id; the
+    /// action ran.
+    Holder {
+        /// The lease's fence.
+        fence: u64,
+        /// The run the lease names.
+        run: Option<String>,
+    },
+    /// It is not, and the action did not run: the text says what stands
+    /// there instead.
+    NotHolder(String),
+    /// Nothing names the lease at all (`where` says where it would be): no
+    /// run holds it, and the action did not run.
+    Missing(String),
+}
 
 /// The scheduler's shared state, in files or in PostgreSQL.
 pub trait Store {
     /// `files` or `postgres`, for messages and `status`.
     fn kind(&self) -> &'static str;
     /// Where it is, for messages and to tell two stores apart: the ledger's
-    /// path, or the URL without its password.
+    /// path, or the server without the password.
     fn location(&self) -> String;
     /// Opens the ledger for writing (creating it when it does not exist).
     ///
     /// # Errors
     ///
     /// When the ledger cannot be opened: the caller says so and goes on
-    /// unrecorded (a run) or fails (a command that only reads or edits it).
+    /// unrecorded (a run, whose lease still guards it) or fails (a command
+    /// that only reads or edits the ledger).
     fn records(&self, now: Timestamp) -> Result<Box<dyn Records>, LedgerError>;
     /// Opens the ledger to read it: `None` when there is none yet (a reader
     /// never creates one).
     fn existing_records(&self, now: Timestamp) -> Option<Result<Box<dyn Records>, LedgerError>>;
+    /// Where `job`'s lock is, for messages and alerts: the lock file's path,
+    /// or `lock NAME in HOST:PORT (database …)`.
+    fn lock_label(&self, job: &Job) -> String;
+    /// Tries once to take `job`'s lock for `claim`, claiming its occurrence
+    /// in the same critical section.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot decide (unreachable, unreadable, refused): the
+    /// run must not start.
+    fn try_acquire(&self, job: &Job, claim: &Claim) -> Result<Taken, String>;
+    /// Judges `job`'s lock without changing it: `None` when it was never
+    /// taken.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be read.
+    fn inspect(&self, job: &Job) -> Result<Option<Verdict>, String>;
+    /// Runs `action` (with the lease's fence and run id) if `token` holds
+    /// `job`'s lease now. With files it runs inside the lock file's critical
+    /// section, so the lease cannot move meanwhile; in PostgreSQL it runs
+    /// right after the row was read holding that token.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be read; `action` did not run.
+    fn while_held(
+        &self,
+        job: &Job,
+        token: &str,
+        action: &mut dyn FnMut(u64, Option<&str>),
+    ) -> Result<Vouch, String>;
 }
 
 /// The store `config` names: PostgreSQL with `[store] url`, else files in
 /// the state directory.
-pub fn open(config: &Config) -> Box<dyn Store> {
-    Box::new(Files::new(config.settings.state_dir.value.clone()))
+///
+/// # Errors
+///
+/// When `[store]` is set but cannot be used (the URL or the password):
+/// nothing falls back to local files.
+pub fn open(config: &Config) -> Result<Box<dyn Store>, String> {
+    match &config.store {
+        Some(s) => Ok(Box::new(pg::from_settings(s)?)),
+        None => Ok(Box::new(Files::new(
+            config.settings.state_dir.value.clone(),
+        ))),
+    }
+}
+
+fn unusable(config: &Config, why: String) -> LedgerError {
+    LedgerError::Store {
+        action: "open the ledger".into(),
+        store: config
+            .store
+            .as_ref()
+            .map_or_else(|| "the store".into(), |s| s.url.value.to_string()),
+        message: why,
+    }
 }
 
 /// Opens the ledger of `config`'s store for writing.
 ///
 /// # Errors
 ///
-/// As [`Store::records`].
+/// As [`Store::records`], and when the store cannot be used.
 pub fn records(config: &Config, now: Timestamp) -> Result<Box<dyn Records>, LedgerError> {
-    open(config).records(now)
+    open(config).map_err(|e| unusable(config, e))?.records(now)
 }
 
 /// Opens the ledger of `config`'s store to read it, when there is one.
@@ -58,5 +140,8 @@ pub fn existing_records(
     config: &Config,
     now: Timestamp,
 ) -> Option<Result<Box<dyn Records>, LedgerError>> {
-    open(config).existing_records(now)
+    match open(config) {
+        Ok(s) => s.existing_records(now),
+        Err(e) => Some(Err(unusable(config, e))),
+    }
 }

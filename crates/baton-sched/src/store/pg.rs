@@ -1,0 +1,231 @@
+//! The PostgreSQL store (`[store] url`): leases, occurrence claims and the
+//! ledger in the `baton` schema, shared by every host. A thin adapter from
+//! the scheduler's [`Store`] to `baton-pg`, which owns every statement.
+//!
+//! The scheduler is synchronous and `baton-pg` is asynchronous: each call
+//! here runs on a short-lived thread with a runtime of its own
+//! ([`blocking`]), so it works from any thread, inside the daemon's runtime
+//! or not. The lease a run holds ([`baton_pg::PgHeld`]) and the ledger
+//! ([`baton_pg::PgLedger`]) each keep a connection of their own.
+//!
+//! Timeouts follow the lease: every call on behalf of a job answers within
+//! [`deadline_for`] its TTL, and the configuration refuses a job whose
+//! `kill_grace` plus that deadline does not fit in its `takeover_grace`, so
+//! a holder cut off from the store has stopped its job before another host
+//! may take the lease. Nothing here falls back to local files: a store that
+//! cannot be reached is an error, and the run does not start.
+
+use std::time::Duration;
+
+use baton_lease::{Claim, Verdict};
+use baton_ledger::{Error as LedgerError, Records};
+use baton_pg::{Acquire, HolderFacts, Leases, Options, PgHeld, Target};
+use jiff::Timestamp;
+
+use super::{Refused, Store, Taken};
+use crate::config::Job;
+
+/// The longest any call waits for the store on behalf of a job with `ttl`:
+/// a quarter of the TTL, between 250 ms and 6 s. It is the renewal wait of
+/// the self-fencing inequality.
+pub fn deadline_for(ttl: Duration) -> Duration {
+    (ttl / 4).clamp(Duration::from_millis(250), Duration::from_secs(6))
+}
+
+/// The connection settings for a job with `ttl`.
+fn options_for(ttl: Duration) -> Options {
+    let deadline = deadline_for(ttl);
+    Options {
+        statement_timeout: deadline.mul_f64(0.8),
+        deadline,
+        connect_timeout: deadline,
+        pool_size: 1,
+    }
+}
+
+/// The settings of calls made for no job in particular (the ledger,
+/// `status`): the library's defaults.
+fn general() -> Options {
+    Options::default()
+}
+
+/// Runs `f` to its end on a thread of its own with a current-thread
+/// runtime, and returns what it returned.
+fn blocking<T: Send>(f: impl AsyncFnOnce() -> Result<T, String> + Send) -> Result<T, String> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| format!("failed to start a runtime for the store: {e}"))?;
+            rt.block_on(f())
+        })
+        .join()
+        .unwrap_or_else(|_| Err("the store's thread failed".into()))
+    })
+}
+
+/// What an acquisition came to, carried out of the store's thread.
+#[allow(clippy::large_enum_variant)] // Made once per acquisition.
+enum Got {
+    Held(PgHeld),
+    Not(Acquire),
+}
+
+/// A grant is always turned into a held lease on the store's thread.
+fn unreachable_grant() -> Taken {
+    Taken::Refused(Refused {
+        kind: crate::alerts::Kind::Busy,
+        holder: None,
+        why: "a grant was not handed over".into(),
+    })
+}
+
+/// The store at one resolved target.
+#[derive(Debug, Clone)]
+pub struct Postgres {
+    target: Target,
+}
+
+impl Postgres {
+    /// The store at `target`.
+    pub fn new(target: Target) -> Self {
+        Self { target }
+    }
+
+    fn leases_for(&self, job: &Job) -> impl AsyncFnOnce() -> Result<Leases, String> + Send {
+        let target = self.target.clone();
+        let options = options_for(job.policy.ttl.value);
+        let policy = baton_lease::Policy {
+            takeover_grace: job.policy.takeover_grace.value,
+            ..baton_lease::Policy::default()
+        };
+        async move || {
+            Leases::open_target(&target, options)
+                .await
+                .map(|l| l.with_policy(policy))
+                .map_err(|e| e.to_string())
+        }
+    }
+}
+
+impl Store for Postgres {
+    fn kind(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn location(&self) -> String {
+        self.target.describe()
+    }
+
+    fn records(&self, _now: Timestamp) -> Result<Box<dyn Records>, LedgerError> {
+        let _ = general();
+        Err(LedgerError::Store {
+            action: "open the ledger".into(),
+            store: self.target.describe(),
+            message: "the PostgreSQL ledger is not in this build yet".into(),
+        })
+    }
+
+    fn existing_records(&self, now: Timestamp) -> Option<Result<Box<dyn Records>, LedgerError>> {
+        Some(self.records(now))
+    }
+
+    fn lock_label(&self, job: &Job) -> String {
+        format!("lock {} in {}", job.lock.value, self.target.describe())
+    }
+
+    fn try_acquire(&self, job: &Job, claim: &Claim) -> Result<Taken, String> {
+        let open = self.leases_for(job);
+        let name = job.lock.value.clone();
+        let ttl = job.policy.ttl.value;
+        let mut facts = HolderFacts::here();
+        facts.run.clone_from(&claim.run);
+        facts.grace = Some(job.policy.takeover_grace.value);
+        let once = claim.once.clone();
+        let describe = self.lock_label(job);
+        let got = blocking(async move || {
+            let leases = open().await?;
+            let got = leases
+                .acquire(&name, &facts, ttl, once.as_ref())
+                .await
+                .map_err(|e| format!("{describe}: {e}"))?;
+            match got {
+                Acquire::Acquired(lease) => {
+                    match PgHeld::start(&leases, lease.clone(), &facts, ttl) {
+                        Ok(held) => Ok(Got::Held(held)),
+                        Err(e) => {
+                            let _ = leases.release(&lease).await;
+                            Err(format!("{describe}: {e}"))
+                        }
+                    }
+                }
+                other => Ok(Got::Not(other)),
+            }
+        })?;
+        Ok(match got {
+            Got::Held(held) => Taken::Acquired(Box::new(held)),
+            Got::Not(Acquire::Claimed { occurrence, .. }) => Taken::Claimed { at: occurrence },
+            Got::Not(Acquire::Busy { verdict, .. }) => {
+                Taken::Refused(Refused::of_verdict(&verdict).unwrap_or_else(|| Refused {
+                    kind: crate::alerts::Kind::Busy,
+                    holder: None,
+                    why: format!("{verdict:?}"),
+                }))
+            }
+            Got::Not(Acquire::Acquired(_)) => unreachable_grant(),
+        })
+    }
+
+    fn inspect(&self, job: &Job) -> Result<Option<Verdict>, String> {
+        let open = self.leases_for(job);
+        let name = job.lock.value.clone();
+        blocking(async move || {
+            let leases = open().await?;
+            leases.inspect(&name).await.map_err(|e| e.to_string())
+        })
+    }
+
+    fn while_held(
+        &self,
+        job: &Job,
+        token: &str,
+        action: &mut dyn FnMut(u64, Option<&str>),
+    ) -> Result<super::Vouch, String> {
+        let open = self.leases_for(job);
+        let name = job.lock.value.clone();
+        let token = token.to_owned();
+        let held = blocking(async move || {
+            let leases = open().await?;
+            leases.vouch(&name, &token).await.map_err(|e| e.to_string())
+        })?;
+        Ok(match held {
+            Some((fence, run)) => {
+                action(fence, run.as_deref());
+                super::Vouch::Holder { fence, run }
+            }
+            None => super::Vouch::NotHolder(
+                "it is free or held by another run, not with this token".into(),
+            ),
+        })
+    }
+}
+
+/// The store `[store]` names, resolved against the environment.
+///
+/// # Errors
+///
+/// When the URL or the password cannot be used: the message names the
+/// setting and its source.
+pub fn from_settings(s: &crate::config::StoreSettings) -> Result<Postgres, String> {
+    let env = |name: &str| std::env::var(name).ok();
+    Target::resolve(s.url.value.secret(), s.password_file.value.as_deref(), &env)
+        .map(Postgres::new)
+        .map_err(|e| {
+            format!(
+                "failed to use the store url {} ({}): {e}",
+                s.url.value,
+                s.url.provenance()
+            )
+        })
+}

@@ -1,0 +1,84 @@
+//! What an attempt to take a job's lock came to, whichever store keeps it:
+//! the lease (held, as the runner drives it), an occurrence the job already
+//! claimed, or a refusal naming its holder. Contention is an outcome here,
+//! never an error; an error means the store could not decide, and the run
+//! does not start (fail closed).
+
+use baton_lease::{Busy, Holder, Outcome, Verdict};
+use baton_runner::Held;
+
+use crate::alerts::Kind;
+
+/// The result of [`super::Store::try_acquire`].
+#[allow(clippy::large_enum_variant)] // Made once per acquisition; boxing buys nothing.
+pub enum Taken {
+    /// The lease is ours (and the occurrence, when one was claimed).
+    Acquired(Box<dyn Held>),
+    /// The lock was free, but the job already claimed this occurrence or a
+    /// later one (`at`); nothing changed.
+    Claimed {
+        /// The occurrence the claim holds.
+        at: i64,
+    },
+    /// Someone holds the lock.
+    Refused(Refused),
+}
+
+/// A lock that was not free.
+#[derive(Debug, Clone)]
+pub struct Refused {
+    /// `busy` (a live holder), `hung`, `orphaned` or `version_conflict`.
+    pub kind: Kind,
+    /// Who holds it, when known.
+    pub holder: Option<Holder>,
+    /// What was said about it, for people.
+    pub why: String,
+}
+
+impl Refused {
+    /// A refusal from a judgement of the holder; `None` when the verdict
+    /// lets the lock be taken (the caller tries again).
+    pub fn of_verdict(v: &Verdict) -> Option<Refused> {
+        let (kind, holder) = match v {
+            Verdict::Live { holder, .. } => (Kind::Busy, Some(holder.clone())),
+            Verdict::Hung { holder, .. } => (Kind::Hung, Some(holder.clone())),
+            Verdict::Orphaned { holder, .. } => (Kind::Orphaned, Some(holder.clone())),
+            Verdict::Refused(_) => (Kind::VersionConflict, None),
+            _ => return None,
+        };
+        Some(Refused {
+            kind,
+            holder,
+            why: describe(v),
+        })
+    }
+}
+
+/// A verdict for people, in the words of the file lock's refusals.
+fn describe(v: &Verdict) -> String {
+    let as_outcome = match v.clone() {
+        Verdict::Live { holder, skew } => Outcome::Busy(Busy::Held { holder, skew }),
+        Verdict::Hung { holder, lapsed } => Outcome::Hung { holder, lapsed },
+        Verdict::Orphaned { holder, pgid } => Outcome::Orphaned { holder, pgid },
+        other => return format!("{other:?}"),
+    };
+    as_outcome.describe()
+}
+
+impl Refused {
+    /// A refusal of the file lock.
+    pub fn of_outcome(o: &Outcome) -> Refused {
+        let (kind, holder) = match o {
+            Outcome::Busy(Busy::Held { holder, .. }) => (Kind::Busy, Some(holder.clone())),
+            Outcome::Hung { holder, .. } => (Kind::Hung, Some(holder.clone())),
+            Outcome::Orphaned { holder, .. } => (Kind::Orphaned, Some(holder.clone())),
+            Outcome::VersionConflict(_) => (Kind::VersionConflict, None),
+            _ => (Kind::Busy, None),
+        };
+        Refused {
+            kind,
+            holder,
+            why: o.describe(),
+        }
+    }
+}

@@ -1,0 +1,350 @@
+//! Several hosts sharing one PostgreSQL store, each "host" a set of real
+//! Linux namespaces (its own host name, pid namespace, machine id and boot
+//! id: `baton_testkit::hosts`), each with a state directory of its own and
+//! the same jobs. The real binary, real processes, a real server, real
+//! `kill -9` and a real cut connection.
+//!
+//! What must hold: one occurrence runs once however many hosts tick it; a
+//! live run on one host is never taken by another, however long it runs; a
+//! host that dies leaves its lease to the others after TTL plus grace on the
+//! server's clock, and not before; a host cut off from the store stops its
+//! job before another host can take the lease, so a resource that rejects
+//! stale fences never sees one.
+
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+
+use baton_testkit::hosts::{self, Host, HostCommand};
+use baton_testkit::pg::PgServer;
+use baton_testkit::proxy::Proxy;
+
+use crate::support::{BATON, code, eventually, pause, stderr, stdout};
+
+/// A shared directory (the test's) with one configuration per host.
+struct Cluster {
+    tmp: tempfile::TempDir,
+}
+
+/// The self-fencing settings of every job here: a renewal a third of a 2 s
+/// TTL; a holder that cannot renew kills its job within TTL + kill grace;
+/// another host takes the lease no earlier than TTL + takeover grace.
+const POLICY: &str = "ttl = \"2s\"\nkill_grace = \"500ms\"\ntakeover_grace = \"3s\"\n";
+
+impl Cluster {
+    fn new() -> Cluster {
+        assert!(
+            hosts::available(),
+            "these tests need Linux namespaces (run them as root): unshare --uts --pid --fork \
+             --mount-proc failed"
+        );
+        Cluster {
+            tmp: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.tmp.path().join(name)
+    }
+
+    /// Writes host `host`'s `baton.toml`: its own state directory, the store
+    /// at `url`, and `jobs`.
+    fn config(&self, host: &str, url: &str, jobs: &str) -> PathBuf {
+        let state = self.path(&format!("state-{host}"));
+        let file = self.path(&format!("{host}.toml"));
+        let text = format!(
+            "[scheduler]\nstate_dir = {:?}\ntimezone = \"UTC\"\n{POLICY}\n[store]\nurl = {url:?}\n\n{jobs}",
+            state.display()
+        );
+        std::fs::write(&file, text).unwrap();
+        file
+    }
+}
+
+/// Starts a server and migrates baton's schema into it (what an operator
+/// does once with `baton store migrate`).
+fn store(c: &Cluster) -> PgServer {
+    let pg = PgServer::start();
+    let config = c.config("migrator", &pg.url(), "");
+    let o = std::process::Command::new(BATON)
+        .args(["store", "migrate"])
+        .env("BATON_CONFIG", &config)
+        .env_remove("BATON_STORE_URL")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    pg
+}
+
+/// `baton ARGS` on `host` with `config`, none of this process's store
+/// variables.
+fn on(host: &Host, config: &Path, args: &[&str]) -> HostCommand {
+    let mut c = host.command(BATON);
+    c.args(args);
+    let inner = c.inner();
+    inner
+        .env("BATON_CONFIG", config)
+        .env_remove("BATON_STATE_DIR")
+        .env_remove("BATON_ENABLED")
+        .env_remove("BATON_STORE_URL")
+        .env_remove("PGPASSWORD")
+        .stdin(Stdio::null());
+    c
+}
+
+fn lines(p: &Path) -> Vec<String> {
+    std::fs::read_to_string(p)
+        .map(|s| s.lines().map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+/// A job due now whatever the minute (one occurrence a year, caught up for
+/// 400 days), that appends its host's name to `counter`.
+fn counting_job(name: &str, counter: &Path, extra: &str) -> String {
+    format!(
+        "[jobs.{name}]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\n\
+         run = \"echo $(hostname) >> {}{extra}\"\n",
+        counter.display()
+    )
+}
+
+#[test]
+fn hosts_differ_in_name_pid_namespace_machine_and_boot() {
+    let _ = Cluster::new();
+    let (a, b) = (Host::new("alpha"), Host::new("beta"));
+    let probe = "hostname; cat /etc/machine-id; cat /proc/sys/kernel/random/boot_id; \
+                 readlink /proc/self/ns/pid; echo $$";
+    let read = |h: &Host| {
+        let o = h.command("sh").args(["-c", probe]).output();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let (ra, rb) = (read(&a), read(&b));
+    let here = |p: &str| std::fs::read_to_string(p).unwrap().trim().to_owned();
+    assert_eq!(ra[0], "alpha");
+    assert_eq!(rb[0], "beta");
+    assert_eq!(ra[1], a.machine_id());
+    assert_ne!(ra[1], rb[1], "machine ids");
+    assert_ne!(ra[1], here("/etc/machine-id"));
+    assert_ne!(ra[2], rb[2], "boot ids");
+    assert_ne!(ra[2], here("/proc/sys/kernel/random/boot_id"));
+    assert_ne!(ra[3], rb[3], "pid namespaces");
+    // The probe's shell is a child of the host's pid 1.
+    assert!(ra[4].parse::<u32>().unwrap() < 10, "pid {} in a fresh namespace", ra[4]);
+}
+
+#[test]
+fn three_hosts_of_eight_ticks_run_one_occurrence_once() {
+    let c = Cluster::new();
+    let pg = store(&c);
+    let hosts: Vec<Host> = ["h1", "h2", "h3"].iter().map(|n| Host::new(n)).collect();
+    for trial in 0..8 {
+        let counter = c.path(&format!("counter-{trial}"));
+        let job = counting_job(&format!("count{trial}"), &counter, "; sleep 0.2");
+        let configs: Vec<PathBuf> = hosts
+            .iter()
+            .map(|h| c.config(h.name(), &pg.url(), &job))
+            .collect();
+        let mut ticks = Vec::new();
+        for (h, config) in hosts.iter().zip(&configs) {
+            for _ in 0..8 {
+                let mut cmd = on(h, config, &["tick"]);
+                cmd.inner().stdout(Stdio::null()).stderr(Stdio::piped());
+                ticks.push(cmd.spawn());
+            }
+        }
+        for t in ticks {
+            let o = t.child.wait_with_output().unwrap();
+            assert_eq!(code(&o), 0, "trial {trial}: {}", stderr(&o));
+        }
+        let ran = lines(&counter);
+        assert_eq!(ran.len(), 1, "trial {trial}: ran {ran:?}");
+        // Every host sees the run in the shared ledger, and ticks again
+        // without running it.
+        for (h, config) in hosts.iter().zip(&configs) {
+            let o = on(h, config, &["tick"]).output();
+            assert_eq!(code(&o), 0, "trial {trial}: {}", stderr(&o));
+            let o = on(h, config, &["history", &format!("count{trial}"), "--json"]).output();
+            assert_eq!(code(&o), 0, "{}", stderr(&o));
+            let runs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert_eq!(
+                runs.as_array().map(Vec::len),
+                Some(1),
+                "trial {trial}: history on {}: {}",
+                h.name(),
+                stdout(&o)
+            );
+        }
+        assert_eq!(lines(&counter).len(), 1, "trial {trial}: ran again");
+    }
+}
+
+/// Runs `baton run JOB` on `host` until it starts the job (exit 0), at
+/// most `attempts` times 200 ms apart; returns the attempts that were
+/// refused.
+fn run_until_started(host: &Host, config: &Path, job: &str, attempts: usize) -> Vec<Output> {
+    let mut refused = Vec::new();
+    loop {
+        let o = on(host, config, &["run", job]).output();
+        if code(&o) == 0 {
+            return refused;
+        }
+        refused.push(o);
+        assert!(
+            refused.len() < attempts,
+            "{job} never started on {}: last refusal: {}",
+            host.name(),
+            stderr(refused.last().unwrap())
+        );
+        pause(200);
+    }
+}
+
+#[test]
+fn a_live_run_slower_than_any_ttl_on_one_host_is_never_taken_by_another() {
+    let c = Cluster::new();
+    let pg = store(&c);
+    let (a, b) = (Host::new("alpha"), Host::new("beta"));
+    let log = c.path("log");
+    // Ten seconds: five TTLs, more than TTL plus the takeover grace.
+    let job = format!(
+        "[jobs.slow]\nschedule = \"0 0 1 1 *\"\nrun = \"echo start $(hostname) >> {0}; sleep 10; \
+         echo end $(hostname) >> {0}\"\n",
+        log.display()
+    );
+    let (ca, cb) = (c.config("alpha", &pg.url(), &job), c.config("beta", &pg.url(), &job));
+    let mut first = on(&a, &ca, &["run", "slow"]);
+    first.inner().stdout(Stdio::null()).stderr(Stdio::piped());
+    let first = first.spawn();
+    eventually("the run on alpha", || !lines(&log).is_empty());
+    let mut tries = 0;
+    while lines(&log).len() < 2 {
+        let o = on(&b, &cb, &["run", "slow"]).output();
+        tries += 1;
+        assert_ne!(
+            code(&o),
+            0,
+            "beta ran the job beside alpha's live run: {:?}",
+            lines(&log)
+        );
+        assert!(
+            stderr(&o).contains("alpha") || stdout(&o).contains("alpha"),
+            "the refusal names the holder's host: {}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+        pause(300);
+    }
+    let o = first.child.wait_with_output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(tries >= 10, "beta tried {tries} times");
+    assert_eq!(lines(&log), ["start alpha", "end alpha"]);
+}
+
+/// The lease row's fields, read on the server.
+fn lease_row(pg: &PgServer, name: &str, fields: &str) -> String {
+    pg.sql(&format!(
+        "SELECT {fields} FROM baton.leases WHERE name = '{name}'"
+    ))
+}
+
+#[test]
+fn a_dead_host_leaves_its_lease_after_ttl_and_grace_on_the_servers_clock_not_before() {
+    let c = Cluster::new();
+    let pg = store(&c);
+    let (a, b) = (Host::new("alpha"), Host::new("beta"));
+    let log = c.path("log");
+    let job = format!(
+        "[jobs.long]\nschedule = \"0 0 1 1 *\"\nrun = \"echo start $(hostname) >> {}; sleep 60\"\n",
+        log.display()
+    );
+    let (ca, cb) = (c.config("alpha", &pg.url(), &job), c.config("beta", &pg.url(), &job));
+    let mut holder = on(&a, &ca, &["run", "long"]);
+    holder.inner().stdout(Stdio::null()).stderr(Stdio::null());
+    let mut holder = holder.spawn();
+    eventually("the run on alpha", || !lines(&log).is_empty());
+    pause(1500); // a renewal or two
+    holder.kill_host();
+    // The last renewal alpha made, on the server's clock.
+    let renewed = lease_row(&pg, "long", "(extract(epoch from renewed) * 1000000)::bigint");
+    let renewed: i64 = renewed.parse().unwrap();
+    let refused = run_until_started(&b, &cb, "long", 300);
+    assert!(!refused.is_empty(), "beta took the lease at once");
+    let acquired = lease_row(&pg, "long", "(extract(epoch from acquired) * 1000000)::bigint");
+    let acquired: i64 = acquired.parse().unwrap();
+    // TTL 2 s + takeover grace 3 s, on the server's clock.
+    assert!(
+        acquired - renewed >= 5_000_000,
+        "beta took the lease {} µs after alpha's last renewal, before TTL + grace",
+        acquired - renewed
+    );
+    assert_eq!(lines(&log)[0], "start alpha");
+    assert!(lines(&log).iter().any(|l| l == "start beta"));
+}
+
+/// A resource that rejects a fence lower than the highest it has seen: a
+/// script that appends `FENCE HOST` to `sink` under `flock`, or
+/// `REJECTED FENCE HOST`.
+fn fence_sink(c: &Cluster) -> PathBuf {
+    let script = c.path("sink.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nexec 9>>\"$1.lock\"\nflock 9\nlast=$(cat \"$1.max\" 2>/dev/null || echo 0)\n\
+         if [ \"$2\" -lt \"$last\" ]; then echo \"REJECTED $2 $3\" >> \"$1\"; exit 1; fi\n\
+         echo \"$2\" > \"$1.max\"\necho \"$2 $3\" >> \"$1\"\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    script
+}
+
+#[test]
+fn a_host_cut_off_from_the_store_stops_its_job_before_another_can_take_the_lease() {
+    let c = Cluster::new();
+    let pg = store(&c);
+    let proxy = Proxy::start(format!("127.0.0.1:{}", pg.port()).parse().unwrap());
+    let (a, b) = (Host::new("alpha"), Host::new("beta"));
+    let sink = c.path("sink");
+    let script = fence_sink(&c);
+    // Writes through the sink every 100 ms, LOOPS times (alpha: forever).
+    let job = format!(
+        "[jobs.writer]\nschedule = \"0 0 1 1 *\"\nrun = \"i=0; while [ $i -lt ${{LOOPS:-100000}} ]; do \
+         {} {} $BATON_FENCE $(hostname); i=$((i+1)); sleep 0.1; done\"\n",
+        script.display(),
+        sink.display()
+    );
+    let through_proxy = format!("postgres://baton@127.0.0.1:{}/postgres", proxy.port());
+    let ca = c.config("alpha", &through_proxy, &job);
+    let cb = c.config("beta", &pg.url(), &job);
+    let mut holder = on(&a, &ca, &["run", "writer"]);
+    holder.inner().stdout(Stdio::null()).stderr(Stdio::piped());
+    let holder = holder.spawn();
+    eventually("alpha writing", || lines(&sink).len() >= 5);
+    proxy.cut();
+    let mut beta = on(&b, &cb, &["run", "writer"]);
+    beta.env("LOOPS", "20");
+    for attempt in 0.. {
+        let o = beta.inner().output().unwrap();
+        if code(&o) == 0 {
+            break;
+        }
+        assert!(attempt < 300, "beta never ran: {}", stderr(&o));
+        pause(200);
+    }
+    let o = holder.child.wait_with_output().unwrap();
+    assert_ne!(code(&o), 0, "alpha's run ends as a lost lease: {}", stderr(&o));
+    let written = lines(&sink);
+    assert!(
+        !written.iter().any(|l| l.starts_with("REJECTED")),
+        "a stale fence reached the resource: {written:?}"
+    );
+    let by = |h: &str| written.iter().filter(|l| l.ends_with(h)).count();
+    assert!(by(" alpha") >= 5 && by(" beta") == 20, "{written:?}");
+    // Every alpha write comes before every beta write.
+    let last_alpha = written.iter().rposition(|l| l.ends_with(" alpha")).unwrap();
+    let first_beta = written.iter().position(|l| l.ends_with(" beta")).unwrap();
+    assert!(last_alpha < first_beta, "{written:?}");
+}
