@@ -87,6 +87,11 @@ impl Session {
     /// commits it. An error, or a timeout, leaves nothing written (the
     /// transaction rolls back), except a timeout during the commit itself,
     /// whose fate the next read tells.
+    ///
+    /// A connection kept from an earlier call may have been ended since (a
+    /// server restart, an idle timeout, an administrator): when its `BEGIN`
+    /// fails, nothing was written, so the call is tried once more on a new
+    /// connection.
     pub(crate) fn run<T>(
         &mut self,
         mode: Mode,
@@ -99,38 +104,19 @@ impl Session {
             client,
         } = self;
         let deadline = options.deadline;
+        let mut op = Some(op);
         let out = rt.block_on(async {
             let call = async {
-                if client.as_ref().is_none_or(Client::is_closed) {
-                    *client = None;
-                    let fresh = pool::connect_checked(config, options)
-                        .await
-                        .map_err(Fail::Connect)?;
-                    *client = Some(fresh);
+                match attempt(client, config, options, mode, &mut op).await {
+                    Ok(value) => Ok(value),
+                    Err(Attempt::Failed(fail)) => Err(fail),
+                    Err(Attempt::Stale(_)) => {
+                        *client = None;
+                        attempt(client, config, options, mode, &mut op)
+                            .await
+                            .map_err(Attempt::into_fail)
+                    }
                 }
-                let Some(c) = client.as_mut() else {
-                    // OK because the connection was set just above; this
-                    // only names the impossible case.
-                    return Err(Fail::Stopped);
-                };
-                let tx = match mode {
-                    Mode::Read => {
-                        c.build_transaction()
-                            .isolation_level(IsolationLevel::RepeatableRead)
-                            .read_only(true)
-                            .start()
-                            .await?
-                    }
-                    Mode::Write => {
-                        let tx = c.transaction().await?;
-                        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])
-                            .await?;
-                        tx
-                    }
-                };
-                let value = op(&tx).await?;
-                tx.commit().await?;
-                Ok(value)
             };
             tokio::time::timeout(deadline, call)
                 .await
@@ -141,6 +127,80 @@ impl Session {
         }
         out
     }
+}
+
+/// How one attempt at a call failed.
+enum Attempt {
+    /// The `BEGIN` on a connection kept from an earlier call failed:
+    /// nothing was written, and a new connection may succeed.
+    Stale(Fail),
+    /// Anything else.
+    Failed(Fail),
+}
+
+impl Attempt {
+    fn into_fail(self) -> Fail {
+        match self {
+            Attempt::Stale(fail) | Attempt::Failed(fail) => fail,
+        }
+    }
+}
+
+/// One attempt at a call: connects when there is no connection, begins,
+/// takes the write lock for a write, runs `op` (taken from its slot only
+/// once the transaction has begun) and commits.
+async fn attempt<T, F>(
+    client: &mut Option<Client>,
+    config: &Config,
+    options: &Options,
+    mode: Mode,
+    op: &mut Option<F>,
+) -> Result<T, Attempt>
+where
+    F: AsyncFnOnce(&Transaction<'_>) -> Result<T, Fail>,
+{
+    let failed = |e: tokio_postgres::Error| Attempt::Failed(Fail::Pg(e));
+    let fresh = client.as_ref().is_none_or(Client::is_closed);
+    if fresh {
+        *client = None;
+        let c = pool::connect_checked(config, options)
+            .await
+            .map_err(|e| Attempt::Failed(Fail::Connect(e)))?;
+        *client = Some(c);
+    }
+    let Some(c) = client.as_mut() else {
+        // OK because the connection was set just above; this only names
+        // the impossible case.
+        return Err(Attempt::Failed(Fail::Stopped));
+    };
+    let began = match mode {
+        Mode::Read => {
+            c.build_transaction()
+                .isolation_level(IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()
+                .await
+        }
+        Mode::Write => c.transaction().await,
+    };
+    let tx = match began {
+        Ok(tx) => tx,
+        Err(e) if !fresh => return Err(Attempt::Stale(Fail::Pg(e))),
+        Err(e) => return Err(failed(e)),
+    };
+    if mode == Mode::Write {
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])
+            .await
+            .map_err(failed)?;
+    }
+    let Some(op) = op.take() else {
+        // OK because an attempt that took the operation returns its
+        // outcome, never a retry; this only names the impossible case.
+        return Err(Attempt::Failed(Fail::Stopped));
+    };
+    let value = op(&tx).await.map_err(Attempt::Failed)?;
+    tx.commit().await.map_err(failed)?;
+    Ok(value)
 }
 
 /// Runs the tasks sent to `inbox`, in order, until every sender is gone.

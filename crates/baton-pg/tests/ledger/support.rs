@@ -149,8 +149,8 @@ enum Place {
     Db {
         target: Box<Target>,
         url: String,
-        /// Keeps the shared server up while this store uses it.
-        _server: Arc<PgServer>,
+        /// Shared with the other tests; kept up while this store uses it.
+        server: Arc<PgServer>,
     },
 }
 
@@ -164,7 +164,7 @@ impl Store {
                 Place::Db {
                     target: Box::new(target),
                     url,
-                    _server: server,
+                    server,
                 }
             }
         };
@@ -182,6 +182,14 @@ impl Store {
     pub fn target(&self) -> Option<&Target> {
         match &self.place {
             Place::Db { target, .. } => Some(target),
+            Place::Dir(_) => None,
+        }
+    }
+
+    /// The server's port, for scenarios that put a proxy before it.
+    pub fn port(&self) -> Option<u16> {
+        match &self.place {
+            Place::Db { server, .. } => Some(server.port()),
             Place::Dir(_) => None,
         }
     }
