@@ -240,11 +240,13 @@ impl Ledger {
     /// [`Error::Invalid`]. Nothing is written then.
     pub fn begin_run(&mut self, run: &NewRun) -> Result<Begun, Error> {
         self.saw(run.started);
-        let Ok(fence) = run.fence.map(i64::try_from).transpose() else {
-            return Err(self.invalid(
-                format!("record the start of run {}", run.run_id),
-                format!("the fence {:?} does not fit the ledger", run.fence),
-            ));
+        let fence = match crate::checks::fence(run.fence) {
+            Ok(fence) => fence,
+            Err(problem) => {
+                return Err(
+                    self.invalid(format!("record the start of run {}", run.run_id), problem)
+                );
+            }
         };
         self.transact(
             Mode::Write,

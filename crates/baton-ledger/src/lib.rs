@@ -225,6 +225,7 @@
 //! decisions so that each is made once.
 
 mod alerts;
+pub mod checks;
 mod db;
 mod decisions;
 mod error;
@@ -254,5 +255,6 @@ pub use rows::{
     AlertRow, Attempt, AttemptRow, Begun, Decision, DecisionRow, Finished, JobState, NewAlert,
     NewRun, RunRow, StepKind, StepState, UnknownWord,
 };
-pub use tallies::{BOUNDS, Durations, JobTallies};
+pub use steps::Effect;
+pub use tallies::{BOUNDS, BOUNDS_US, Durations, JobTallies};
 pub use watermarks::WatermarkRow;

@@ -155,7 +155,7 @@ impl Ledger {
                 m.first, m.last, m.job, m.reason
             )
         };
-        let count = match count(m) {
+        let count = match crate::checks::miss_count(m) {
             Ok(count) => count,
             Err(problem) => return Err(self.invalid(action(), problem)),
         };
@@ -203,28 +203,6 @@ impl Ledger {
             || format!("count the missed occurrences of job {job}"),
             |tx| Ok(counts(tx, job)?),
         )
-    }
-}
-
-/// The range's count as stored, once the range is known to make sense.
-fn count(m: &Miss<'_>) -> Result<i64, String> {
-    if m.first > m.last {
-        return Err(format!(
-            "the range starts at {} after its end {}",
-            m.first, m.last
-        ));
-    }
-    let span = i128::from(m.last) - i128::from(m.first) + 1;
-    if m.count == 0 {
-        Err("a range holds at least one occurrence, not 0".into())
-    } else if i128::from(m.count) > span {
-        Err(format!(
-            "{} occurrences do not fit the {span} seconds from {} to {}",
-            m.count, m.first, m.last
-        ))
-    } else {
-        i64::try_from(m.count)
-            .map_err(|_| format!("a count of {} does not fit the ledger", m.count))
     }
 }
 

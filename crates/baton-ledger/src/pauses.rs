@@ -101,13 +101,8 @@ impl Ledger {
     ) -> Result<PauseRow, Error> {
         self.saw(now);
         let action = || format!("pause job {job}");
-        if let Some(until) = until
-            && until <= now
-        {
-            return Err(self.invalid(
-                action(),
-                format!("the pause would end at {until}, not after it begins at {now}"),
-            ));
+        if let Err(problem) = crate::checks::pause(until, now) {
+            return Err(self.invalid(action(), problem));
         }
         self.transact(Mode::Write, action, |tx| {
             end_in_force(tx, job, now)?;

@@ -102,15 +102,10 @@ impl Ledger {
     ) -> Result<Queued, Error> {
         self.saw(now);
         let action = || format!("queue occurrences {occurrences:?} of job {job}");
-        let (Some(&first), Some(&last)) = (occurrences.first(), occurrences.last()) else {
-            return Err(self.invalid(action(), "no occurrence was given".into()));
+        let (first, last) = match crate::checks::queue(occurrences) {
+            Ok(ends) => ends,
+            Err(problem) => return Err(self.invalid(action(), problem)),
         };
-        if occurrences.windows(2).any(|w| w[0] >= w[1]) {
-            return Err(self.invalid(
-                action(),
-                "the occurrences are not in strictly ascending order".into(),
-            ));
-        }
         self.transact(Mode::Write, action, |tx| {
             jobs::see(tx, &[job], now)?;
             if jobs::decided_through(tx, job, first)? {

@@ -10,9 +10,16 @@ use rusqlite::{Connection, Row, params};
 
 use crate::rows::{self, Attempt, StepKind, StepState};
 
-/// What an attempt's outcome word does to its step's counters.
+/// What an attempt's outcome word does to its step's counters: the rule
+/// every ledger applies when it counts an attempt against its step.
+///
+/// ```
+/// use baton_ledger::Effect;
+/// assert_eq!(Effect::of("ok"), Effect::Success);
+/// assert_eq!(Effect::of("timeout"), Effect::Failure);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Effect {
+pub enum Effect {
     /// `ok`: last success, failures reset.
     Success,
     /// `not-started`: the step was never run; no counter moves.
@@ -23,7 +30,7 @@ pub(crate) enum Effect {
 
 impl Effect {
     /// The effect of an outcome word.
-    pub(crate) fn of(outcome: &str) -> Self {
+    pub fn of(outcome: &str) -> Self {
         match outcome {
             "ok" => Self::Success,
             "not-started" => Self::None,

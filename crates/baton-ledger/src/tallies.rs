@@ -47,8 +47,10 @@ pub const BOUNDS: [f64; 10] = [
     0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 10800.0,
 ];
 
-/// [`BOUNDS`] in microseconds, as stored, then `+Inf` as `i64::MAX`.
-const BOUNDS_US: [i64; 11] = [
+/// [`BOUNDS`] in microseconds, as stored (the `bound` of a `durations`
+/// row), then `+Inf` as `i64::MAX`. A run's duration counts in the first
+/// bucket whose bound it does not exceed.
+pub const BOUNDS_US: [i64; 11] = [
     100_000,
     500_000,
     1_000_000,

@@ -19,9 +19,6 @@ use crate::rows;
 /// How many values pruning keeps per job.
 const KEEP: u32 = 100;
 
-/// The largest value stored, in bytes.
-const MAX_VALUE: usize = 4096;
-
 /// A value a job's run settled, as read back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WatermarkRow {
@@ -101,20 +98,12 @@ impl Ledger {
     ) -> Result<WatermarkRow, Error> {
         self.saw(now);
         let action = || format!("settle the watermark of job {job}");
-        if value.len() > MAX_VALUE {
-            return Err(self.invalid(
-                action(),
-                format!("the value is {} bytes, more than {MAX_VALUE}", value.len()),
-            ));
+        if let Err(problem) = crate::checks::watermark(value) {
+            return Err(self.invalid(action(), problem));
         }
-        if value.contains('\0') {
-            return Err(self.invalid(action(), "the value holds a NUL byte".into()));
-        }
-        let Ok(fence) = fence.map(i64::try_from).transpose() else {
-            return Err(self.invalid(
-                action(),
-                format!("the fence {fence:?} does not fit the ledger"),
-            ));
+        let fence = match crate::checks::fence(fence) {
+            Ok(fence) => fence,
+            Err(problem) => return Err(self.invalid(action(), problem)),
         };
         self.transact(Mode::Write, action, |tx| {
             // A run of another job (one sharing the lock) holds the lease

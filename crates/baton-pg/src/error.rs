@@ -102,6 +102,10 @@ pub enum Error {
         /// What was being done.
         what: &'static str,
     },
+    /// The PostgreSQL ledger's thread, or the runtime it runs, could not be
+    /// started.
+    #[error("failed to start the ledger's thread: {0}")]
+    Thread(#[source] std::io::Error),
     /// The random source for tokens could not be read.
     #[error("failed to draw a lease token: {0}")]
     Random(#[source] std::io::Error),

@@ -97,10 +97,27 @@ impl PgHeld {
         holder: &HolderFacts,
         ttl: Duration,
     ) -> Result<Self, Error> {
+        Self::start_with(store, lease, holder, ttl, *store.options())
+    }
+
+    /// As [`PgHeld::start`], with the holder's connection on `options`
+    /// rather than the store's (a holder usually needs a shorter deadline
+    /// for its renewals than an acquisition may take).
+    ///
+    /// # Errors
+    ///
+    /// As [`PgHeld::start`].
+    pub fn start_with(
+        store: &Leases,
+        lease: PgLease,
+        holder: &HolderFacts,
+        ttl: Duration,
+        options: Options,
+    ) -> Result<Self, Error> {
         const WHAT: &str = "start the lease's connection thread";
         let options = Options {
             pool_size: 1,
-            ..*store.options()
+            ..options
         };
         let target = store.target().clone();
         let describe = format!("lock {} in {}", lease.name(), target.describe());

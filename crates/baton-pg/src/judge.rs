@@ -125,6 +125,24 @@ fn held(row: &Row, fence: Fence, acquired: Option<Timestamp>, renewed: Option<Ti
         occ: None,
         exe: None,
         budget: None,
-        claims: Claims::new(),
+        claims: claims(row.get(col::CLAIMS)),
     })
+}
+
+/// The claims column as the scheduler reads a record's: each job's latest
+/// claimed occurrence. A pair this build cannot read is left out (a claim
+/// missing from the judgement only makes a tick report the holder busy).
+fn claims(text: Option<&str>) -> Claims {
+    let mut out = Claims::new();
+    for pair in text.unwrap_or_default().split(',') {
+        if let Some((key, at)) = pair.rsplit_once('@')
+            && let Ok(at) = at.parse::<i64>()
+        {
+            out = out.with(&baton_lease::Once {
+                key: key.to_owned(),
+                at,
+            });
+        }
+    }
+    out
 }

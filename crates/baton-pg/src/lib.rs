@@ -12,13 +12,20 @@
 //! under a unique key on job and occurrence, so one occurrence runs once
 //! across every host.
 //!
+//! The scheduler's ledger lives here too ([`PgLedger`], `ledger`): the
+//! tables of `baton_ledger`'s SQLite ledger in the same schema, behind the
+//! same `baton_ledger::Records` trait, with every write serialised as
+//! SQLite serialises them, so that several hosts share one history and an
+//! occurrence is decided once across all of them.
+//!
 //! Map of the crate: [`schema`] creates and migrates the tables; [`Leases`]
 //! is the critical section (`leases`), in either [`Form`]; `judge` turns a row
-//! into `decide`'s input; `statements` holds every statement; `pool` every
-//! connection; [`Options`] the timeouts; [`Target`] where the store is and
-//! its password (the URL completed from the libpq variables); [`PgHeld`] a
-//! lease held by a run, driven synchronously through a connection of its own
-//! for `baton_runner`'s session.
+//! into `decide`'s input; `statements` holds every lease statement; `ledger`
+//! the ledger's; `pool` opens every connection; [`Options`] the timeouts;
+//! [`Target`] where the store is and its password (the URL completed from
+//! the libpq variables); [`PgHeld`] a lease held by a run, driven
+//! synchronously through a connection of its own for `baton_runner`'s
+//! session.
 //!
 //! The API is asynchronous and runs on a tokio runtime with its I/O and time
 //! drivers enabled; each call returns within [`Options::deadline`], so a
@@ -31,6 +38,7 @@ mod held;
 mod holder;
 mod judge;
 mod leases;
+mod ledger;
 mod options;
 mod outcome;
 mod pool;
@@ -43,6 +51,7 @@ pub use form::Form;
 pub use held::PgHeld;
 pub use holder::HolderFacts;
 pub use leases::Leases;
+pub use ledger::PgLedger;
 pub use options::Options;
 pub use outcome::{Acquire, PgLease, Release, Renewal, Restated};
 pub use target::Target;

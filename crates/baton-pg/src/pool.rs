@@ -32,14 +32,8 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
-    pub(crate) fn new(mut config: Config, options: Options) -> Self {
-        let ms = options.statement_timeout.as_millis();
-        config
-            .options(format!(
-                "-c statement_timeout={ms} -c idle_in_transaction_session_timeout={ms}"
-            ))
-            .connect_timeout(options.connect_timeout)
-            .application_name("baton");
+    pub(crate) fn new(config: Config, options: Options) -> Self {
+        let config = settings(&config, &options);
         let slots = (0..options.pool_size.max(1))
             .map(|_| Mutex::new(None))
             .collect();
@@ -124,6 +118,38 @@ impl Pool {
         let st = Statements::prepare(&client).await?;
         Ok(Conn { client, st })
     }
+}
+
+/// `config` with the settings of every pooled connection: the statement
+/// timeout and the idle-in-transaction timeout the server enforces, the
+/// connect timeout, and baton's application name.
+fn settings(config: &Config, options: &Options) -> Config {
+    let mut config = config.clone();
+    let ms = options.statement_timeout.as_millis();
+    config
+        .options(format!(
+            "-c statement_timeout={ms} -c idle_in_transaction_session_timeout={ms}"
+        ))
+        .connect_timeout(options.connect_timeout)
+        .application_name("baton");
+    config
+}
+
+/// Opens the one connection of a PostgreSQL ledger ([`crate::PgLedger`]),
+/// with the pool's settings, and checks the schema's version, as a pooled
+/// connection does. The connection's task runs on the caller's runtime.
+pub(crate) async fn connect_checked(config: &Config, options: &Options) -> Result<Client, Error> {
+    let config = settings(config, options);
+    let (client, connection) = config
+        .connect(NoTls)
+        .await
+        .map_err(|source| Error::Connect {
+            target: target(&config),
+            source,
+        })?;
+    tokio::spawn(connection);
+    crate::schema::check(&client).await?;
+    Ok(client)
 }
 
 /// Opens one plain connection with the pool's settings (for migrations).

@@ -23,10 +23,11 @@ struct Migration {
 }
 
 /// Every migration, oldest first.
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "leases and occurrence claims",
-    sql: "
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "leases and occurrence claims",
+        sql: "
 CREATE FUNCTION baton.micros(t timestamptz) RETURNS bigint
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     AS $$ SELECT floor(extract(epoch FROM t) * 1000000)::bigint $$;
@@ -64,10 +65,148 @@ CREATE TABLE baton.claims (
     PRIMARY KEY (job, occurrence)
 );
 ",
-}];
+    },
+    Migration {
+        version: 2,
+        name: "the ledger",
+        sql: LEDGER,
+    },
+];
+
+/// Version 2: the scheduler's ledger, table for table and key for key the
+/// SQLite ledger's (`baton_ledger`, schema version 3; why each table and key
+/// exists is told in that crate's documentation).
+///
+/// Times are microseconds since the Unix epoch (`bigint`), as the SQLite
+/// ledger stores them, and always the caller's: nothing here defaults to
+/// the server's clock. Every text column compares and sorts byte by byte
+/// (`COLLATE "C"`), as SQLite's text does, so both ledgers list jobs, runs
+/// and steps in the same order. Flags SQLite keeps as 0 or 1 are `boolean`;
+/// its `AUTOINCREMENT` keys are identities, never reused after pruning.
+const LEDGER: &str = r#"
+CREATE TABLE baton.jobs (
+    job                  text COLLATE "C" PRIMARY KEY,
+    first_seen           bigint NOT NULL,
+    last_decided         bigint,
+    last_started         bigint,
+    last_attempt         bigint,
+    last_success         bigint,
+    last_failure         bigint,
+    consecutive_failures bigint NOT NULL DEFAULT 0,
+    last_run_id          text COLLATE "C"
+);
+CREATE TABLE baton.occurrences (
+    job        text COLLATE "C" NOT NULL,
+    occurrence bigint NOT NULL,
+    decision   text COLLATE "C" NOT NULL,
+    reason     text COLLATE "C",
+    run_id     text COLLATE "C",
+    decided    bigint NOT NULL,
+    detail     text COLLATE "C",
+    coalesced  bigint NOT NULL DEFAULT 0,
+    joined     bigint,
+    PRIMARY KEY (job, occurrence)
+);
+CREATE INDEX occurrences_queued ON baton.occurrences (job, occurrence)
+    WHERE decision = 'queued';
+CREATE TABLE baton.runs (
+    run_id     text COLLATE "C" PRIMARY KEY,
+    job        text COLLATE "C" NOT NULL,
+    occurrence bigint,
+    manual     boolean NOT NULL,
+    fence      bigint,
+    host       text COLLATE "C",
+    pid        bigint,
+    started    bigint NOT NULL,
+    finished   bigint,
+    verdict    text COLLATE "C",
+    exit_code  bigint
+);
+CREATE INDEX runs_by_job ON baton.runs (job, started DESC);
+CREATE TABLE baton.attempts (
+    run_id    text COLLATE "C" NOT NULL REFERENCES baton.runs (run_id) ON DELETE CASCADE,
+    seq       bigint NOT NULL,
+    step      text COLLATE "C" NOT NULL,
+    kind      text COLLATE "C" NOT NULL,
+    attempt   bigint NOT NULL,
+    started   bigint NOT NULL,
+    finished  bigint NOT NULL,
+    exit_code bigint,
+    signal    bigint,
+    outcome   text COLLATE "C" NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE baton.steps (
+    job                  text COLLATE "C" NOT NULL,
+    step                 text COLLATE "C" NOT NULL,
+    kind                 text COLLATE "C" NOT NULL,
+    last_attempt         bigint,
+    last_success         bigint,
+    last_failure         bigint,
+    consecutive_failures bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (job, step)
+);
+CREATE TABLE baton.alerts (
+    id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    time       bigint NOT NULL,
+    job        text COLLATE "C",
+    kind       text COLLATE "C" NOT NULL,
+    run_id     text COLLATE "C",
+    occurrence bigint,
+    message    text COLLATE "C" NOT NULL,
+    json       text COLLATE "C" NOT NULL
+);
+CREATE INDEX alerts_by_job ON baton.alerts (job, id DESC);
+CREATE TABLE baton.missed (
+    id       bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    job      text COLLATE "C" NOT NULL,
+    reason   text COLLATE "C" NOT NULL,
+    first    bigint NOT NULL,
+    last     bigint NOT NULL,
+    count    bigint NOT NULL,
+    at_least boolean NOT NULL DEFAULT false,
+    decided  bigint NOT NULL,
+    updated  bigint NOT NULL,
+    detail   text COLLATE "C"
+);
+CREATE INDEX missed_by_job ON baton.missed (job, id DESC);
+CREATE TABLE baton.pauses (
+    id     bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    job    text COLLATE "C" NOT NULL,
+    since  bigint NOT NULL,
+    until  bigint,
+    reason text COLLATE "C",
+    who    text COLLATE "C" NOT NULL,
+    ended  bigint
+);
+CREATE INDEX pauses_by_job ON baton.pauses (job, id DESC);
+CREATE TABLE baton.watermarks (
+    job     text COLLATE "C" NOT NULL,
+    seq     bigint NOT NULL,
+    value   text COLLATE "C" NOT NULL,
+    run_id  text COLLATE "C",
+    fence   bigint,
+    settled bigint NOT NULL,
+    PRIMARY KEY (job, seq)
+);
+CREATE TABLE baton.tallies (
+    job   text COLLATE "C" NOT NULL,
+    kind  text COLLATE "C" NOT NULL,
+    word  text COLLATE "C" NOT NULL,
+    count bigint NOT NULL,
+    PRIMARY KEY (job, kind, word)
+);
+CREATE TABLE baton.durations (
+    job    text COLLATE "C" NOT NULL,
+    bound  bigint NOT NULL,
+    count  bigint NOT NULL,
+    sum_us bigint NOT NULL,
+    PRIMARY KEY (job, bound)
+);
+"#;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// Creates the `baton` schema or brings it up to [`SCHEMA_VERSION`]; returns
 /// the versions this call applied (none when another host got there first).

@@ -41,13 +41,16 @@ pub(crate) mod col {
     pub(crate) const RENEWED: usize = 16;
     pub(crate) const RELEASED: usize = 17;
     pub(crate) const NOW: usize = 18;
+    /// The row's claims as `job@occurrence,…`, NULL for none.
+    pub(crate) const CLAIMS: usize = 19;
 }
 
 const SELECT: &str = "
 SELECT state, fence, token, host, machine, boot, pidns, pid, pstart, pgid, jstart, run,
        ttl_ms, grace_ms, renewed_boot_ms,
        baton.micros(acquired), baton.micros(renewed), baton.micros(released),
-       baton.micros(clock_timestamp())
+       baton.micros(clock_timestamp()),
+       (SELECT string_agg(c.key || '@' || c.value, ',') FROM jsonb_each_text(claims) c)
 FROM baton.leases WHERE name = $1 FOR UPDATE";
 
 const ENSURE: &str = "

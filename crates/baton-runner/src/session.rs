@@ -103,6 +103,10 @@ pub struct Session<'r> {
     next_renewal: Duration,
     overran: bool,
     lost: Option<String>,
+    /// A lost lease not yet reported: the report may block (the caller may
+    /// write to a store), so it is made only once the running step's tree
+    /// has been signalled.
+    unreported: Option<String>,
     interrupted: Option<i32>,
     steps: u32,
 }
@@ -145,6 +149,7 @@ impl<'r> Session<'r> {
             next_renewal: now + renew_every,
             overran: false,
             lost: None,
+            unreported: None,
             interrupted: None,
             steps: 0,
         })
@@ -201,6 +206,7 @@ impl<'r> Session<'r> {
             duration: this.clock.boot().saturating_sub(t0),
             interrupted: this.interrupted,
         };
+        self.report_lost();
         if self.lost.is_some() {
             return not_run(self, Ending::LeaseLost);
         }
@@ -296,6 +302,7 @@ impl<'r> Session<'r> {
             }
             Ok(Renewal::Lost(lost)) => {
                 self.lose(format!("{lost}; the step did not run"));
+                self.report_lost();
                 Some(Ending::LeaseLost)
             }
             Ok(Renewal::Unconfirmed(busy)) => Some(Ending::NotStarted(other(format!(
@@ -418,6 +425,8 @@ impl<'r> Session<'r> {
             if self.lost.is_some() && stop != Some(Stop::LeaseLost) {
                 begin(Stop::LeaseLost, &mut stop, &mut term_at);
             }
+            // Only now that the tree is signalled: the report may block.
+            self.report_lost();
             if let Some(at) = timeout_at
                 && stop.is_none()
                 && !waited
@@ -503,6 +512,7 @@ impl<'r> Session<'r> {
         let end = self.clock.boot().saturating_add(d);
         loop {
             self.keep_lease();
+            self.report_lost();
             if self.lost.is_some() {
                 return Paused::LeaseLost;
             }
@@ -547,7 +557,10 @@ impl<'r> Session<'r> {
                 self.started = now;
                 self.overran = false;
             }
-            Restated::Lost(lost) => self.lose(lost.clone()),
+            Restated::Lost(lost) => {
+                self.lose(lost.clone());
+                self.report_lost();
+            }
             Restated::Claimed { .. } | Restated::Unconfirmed(_) => {}
         }
         Ok(r)
@@ -555,7 +568,8 @@ impl<'r> Session<'r> {
 
     /// Releases the lease (only if it is still ours). Every step's tree is
     /// gone by now: [`Session::run`] never returns before.
-    pub fn finish(self) -> Finish {
+    pub fn finish(mut self) -> Finish {
+        self.report_lost();
         if let Some(why) = self.lost {
             // The lease is someone else's now (or nobody's): a release would
             // change nothing, and the token check guarantees it.
@@ -619,10 +633,19 @@ impl<'r> Session<'r> {
         }
     }
 
+    /// Remembers that the lease is lost; [`Session::report_lost`] says so
+    /// once whatever runs has been told to stop.
     fn lose(&mut self, why: String) {
         if self.lost.is_none() {
-            self.report.event(Event::LeaseLost { why: why.clone() });
+            self.unreported = Some(why.clone());
             self.lost = Some(why);
+        }
+    }
+
+    /// Reports a lost lease not yet reported.
+    fn report_lost(&mut self) {
+        if let Some(why) = self.unreported.take() {
+            self.report.event(Event::LeaseLost { why });
         }
     }
 

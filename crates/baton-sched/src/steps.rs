@@ -210,7 +210,7 @@ impl baton_runner::Report for Events {
             Event::NoCgroup { why } => return s.note(&format!("{job}: {why}")),
         };
         let alert = ctx.alert(kind, now, step.as_deref(), message);
-        s.alert(&alert);
+        s.alert_in_step(&alert);
     }
 }
 

@@ -23,6 +23,8 @@ pub struct Surfaces {
     pub logs: Logs,
     ledger: Option<Box<dyn Records>>,
     ledger_failed: bool,
+    /// Alerts raised while a step runs, for the ledger once it may block.
+    deferred: Vec<baton_ledger::NewAlert>,
     alert_command: Option<Command>,
     pending: Pending,
     clock: Arc<dyn Clock>,
@@ -50,6 +52,7 @@ impl Surfaces {
             logs,
             ledger: None,
             ledger_failed: false,
+            deferred: Vec::new(),
             alert_command: config.settings.alert_command.value.clone(),
             pending: Pending::default(),
             clock,
@@ -89,6 +92,7 @@ impl Surfaces {
         &mut self,
         f: impl FnOnce(&mut dyn Records) -> Result<T, baton_ledger::Error>,
     ) -> Option<T> {
+        self.flush_deferred();
         let l = self.ledger.as_mut()?;
         let r = f(l.as_mut());
         self.recovered();
@@ -126,6 +130,41 @@ impl Surfaces {
 
     /// Raises an alert on the five surfaces.
     pub fn alert(&mut self, alert: &Alert) {
+        let row = self.alert_unrecorded(alert);
+        let _ = self.ledger(|l| l.record_alert(&row));
+    }
+
+    /// Raises an alert from inside a running step's supervision (the
+    /// runner's reports, which must not block): everywhere at once but the
+    /// ledger, which may be a remote store; its row is written before the
+    /// next use of the ledger.
+    pub fn alert_in_step(&mut self, alert: &Alert) {
+        let row = self.alert_unrecorded(alert);
+        self.deferred.push(row);
+    }
+
+    /// Writes the alerts raised during a step to the ledger.
+    fn flush_deferred(&mut self) {
+        if self.deferred.is_empty() {
+            return;
+        }
+        let rows = std::mem::take(&mut self.deferred);
+        let Some(l) = self.ledger.as_mut() else {
+            return;
+        };
+        for row in rows {
+            if let Err(e) = l.record_alert(&row) {
+                if !self.ledger_failed {
+                    self.ledger_failed = true;
+                    self.warn(&format!("failed to write the ledger: {e}; the run goes on"));
+                }
+                break;
+            }
+        }
+    }
+
+    /// The alert on every surface but the ledger; its ledger row.
+    fn alert_unrecorded(&mut self, alert: &Alert) -> baton_ledger::NewAlert {
         let json = serde_json::to_string(alert).unwrap_or_else(|e| {
             format!(
                 "{{\"kind\":\"{}\",\"message\":\"unencodable: {e}\"}}",
@@ -150,12 +189,12 @@ impl Surfaces {
             message: alert.message.clone(),
             json: json.clone(),
         };
-        let _ = self.ledger(|l| l.record_alert(&row));
         if let Some(cmd) = &self.alert_command {
             let mut bytes = json.into_bytes();
             bytes.push(b'\n');
             self.pending.start(cmd, bytes);
         }
+        row
     }
 
     /// Reports a ledger that was found corrupt and moved aside.
@@ -182,6 +221,7 @@ impl Surfaces {
 
     /// Waits for the alert commands; reports their failures.
     pub fn finish(&mut self) {
+        self.flush_deferred();
         for problem in self.pending.finish() {
             self.warn(&problem);
         }

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use baton_lease::{Claim, Verdict};
 use baton_ledger::{Error as LedgerError, Records};
-use baton_pg::{Acquire, HolderFacts, Leases, Options, PgHeld, Target};
+use baton_pg::{Acquire, HolderFacts, Leases, Options, PgHeld, PgLedger, Target};
 use jiff::Timestamp;
 
 use super::{Refused, Store, Taken};
@@ -43,8 +43,8 @@ fn options_for(ttl: Duration) -> Options {
     }
 }
 
-/// The settings of calls made for no job in particular (the ledger,
-/// `status`): the library's defaults.
+/// The settings of calls that judge no lease by their timing (acquiring,
+/// reading, the ledger): the library's defaults.
 fn general() -> Options {
     Options::default()
 }
@@ -93,9 +93,11 @@ impl Postgres {
         Self { target }
     }
 
+    /// Opens the store's leases for `job` (acquiring and reading take the
+    /// general deadline; only the holder's renewals need the TTL's).
     fn leases_for(&self, job: &Job) -> impl AsyncFnOnce() -> Result<Leases, String> + Send {
         let target = self.target.clone();
-        let options = options_for(job.policy.ttl.value);
+        let options = general();
         let policy = baton_lease::Policy {
             takeover_grace: job.policy.takeover_grace.value,
             ..baton_lease::Policy::default()
@@ -119,12 +121,14 @@ impl Store for Postgres {
     }
 
     fn records(&self, _now: Timestamp) -> Result<Box<dyn Records>, LedgerError> {
-        let _ = general();
-        Err(LedgerError::Store {
-            action: "open the ledger".into(),
-            store: self.target.describe(),
-            message: "the PostgreSQL ledger is not in this build yet".into(),
-        })
+        match PgLedger::open(&self.target, general()) {
+            Ok(l) => Ok(Box::new(l)),
+            Err(e) => Err(LedgerError::Store {
+                action: "open the ledger".into(),
+                store: self.target.describe(),
+                message: e.to_string(),
+            }),
+        }
     }
 
     fn existing_records(&self, now: Timestamp) -> Option<Result<Box<dyn Records>, LedgerError>> {
@@ -152,7 +156,9 @@ impl Store for Postgres {
                 .map_err(|e| format!("{describe}: {e}"))?;
             match got {
                 Acquire::Acquired(lease) => {
-                    match PgHeld::start(&leases, lease.clone(), &facts, ttl) {
+                    let held =
+                        PgHeld::start_with(&leases, lease.clone(), &facts, ttl, options_for(ttl));
+                    match held {
                         Ok(held) => Ok(Got::Held(held)),
                         Err(e) => {
                             let _ = leases.release(&lease).await;

@@ -25,10 +25,11 @@ struct Cluster {
     tmp: tempfile::TempDir,
 }
 
-/// The self-fencing settings of every job here: a renewal a third of a 2 s
-/// TTL; a holder that cannot renew kills its job within TTL + kill grace;
-/// another host takes the lease no earlier than TTL + takeover grace.
-const POLICY: &str = "ttl = \"2s\"\nkill_grace = \"500ms\"\ntakeover_grace = \"3s\"\n";
+/// The self-fencing settings of every job here: a renewal every third of a
+/// 4 s TTL, each waiting at most 1 s for the store; a holder that cannot
+/// renew kills its job within TTL + renewal wait + kill grace; another host
+/// takes the lease no earlier than TTL + takeover grace (8 s).
+const POLICY: &str = "ttl = \"4s\"\nkill_grace = \"1s\"\ntakeover_grace = \"4s\"\n";
 
 impl Cluster {
     fn new() -> Cluster {
@@ -132,7 +133,11 @@ fn hosts_differ_in_name_pid_namespace_machine_and_boot() {
     assert_ne!(ra[2], here("/proc/sys/kernel/random/boot_id"));
     assert_ne!(ra[3], rb[3], "pid namespaces");
     // The probe's shell is a child of the host's pid 1.
-    assert!(ra[4].parse::<u32>().unwrap() < 10, "pid {} in a fresh namespace", ra[4]);
+    assert!(
+        ra[4].parse::<u32>().unwrap() < 10,
+        "pid {} in a fresh namespace",
+        ra[4]
+    );
 }
 
 #[test]
@@ -208,13 +213,16 @@ fn a_live_run_slower_than_any_ttl_on_one_host_is_never_taken_by_another() {
     let pg = store(&c);
     let (a, b) = (Host::new("alpha"), Host::new("beta"));
     let log = c.path("log");
-    // Ten seconds: five TTLs, more than TTL plus the takeover grace.
+    // Twelve seconds: three TTLs, more than TTL plus the takeover grace.
     let job = format!(
-        "[jobs.slow]\nschedule = \"0 0 1 1 *\"\nrun = \"echo start $(hostname) >> {0}; sleep 10; \
+        "[jobs.slow]\nschedule = \"0 0 1 1 *\"\nrun = \"echo start $(hostname) >> {0}; sleep 12; \
          echo end $(hostname) >> {0}\"\n",
         log.display()
     );
-    let (ca, cb) = (c.config("alpha", &pg.url(), &job), c.config("beta", &pg.url(), &job));
+    let (ca, cb) = (
+        c.config("alpha", &pg.url(), &job),
+        c.config("beta", &pg.url(), &job),
+    );
     let mut first = on(&a, &ca, &["run", "slow"]);
     first.inner().stdout(Stdio::null()).stderr(Stdio::piped());
     let first = first.spawn();
@@ -260,7 +268,10 @@ fn a_dead_host_leaves_its_lease_after_ttl_and_grace_on_the_servers_clock_not_bef
         "[jobs.long]\nschedule = \"0 0 1 1 *\"\nrun = \"echo start $(hostname) >> {}; sleep 60\"\n",
         log.display()
     );
-    let (ca, cb) = (c.config("alpha", &pg.url(), &job), c.config("beta", &pg.url(), &job));
+    let (ca, cb) = (
+        c.config("alpha", &pg.url(), &job),
+        c.config("beta", &pg.url(), &job),
+    );
     let mut holder = on(&a, &ca, &["run", "long"]);
     holder.inner().stdout(Stdio::null()).stderr(Stdio::null());
     let mut holder = holder.spawn();
@@ -268,15 +279,23 @@ fn a_dead_host_leaves_its_lease_after_ttl_and_grace_on_the_servers_clock_not_bef
     pause(1500); // a renewal or two
     holder.kill_host();
     // The last renewal alpha made, on the server's clock.
-    let renewed = lease_row(&pg, "long", "(extract(epoch from renewed) * 1000000)::bigint");
+    let renewed = lease_row(
+        &pg,
+        "long",
+        "(extract(epoch from renewed) * 1000000)::bigint",
+    );
     let renewed: i64 = renewed.parse().unwrap();
     let refused = run_until_started(&b, &cb, "long", 300);
     assert!(!refused.is_empty(), "beta took the lease at once");
-    let acquired = lease_row(&pg, "long", "(extract(epoch from acquired) * 1000000)::bigint");
+    let acquired = lease_row(
+        &pg,
+        "long",
+        "(extract(epoch from acquired) * 1000000)::bigint",
+    );
     let acquired: i64 = acquired.parse().unwrap();
-    // TTL 2 s + takeover grace 3 s, on the server's clock.
+    // TTL 4 s + takeover grace 4 s, on the server's clock.
     assert!(
-        acquired - renewed >= 5_000_000,
+        acquired - renewed >= 8_000_000,
         "beta took the lease {} µs after alpha's last renewal, before TTL + grace",
         acquired - renewed
     );
@@ -335,7 +354,12 @@ fn a_host_cut_off_from_the_store_stops_its_job_before_another_can_take_the_lease
         pause(200);
     }
     let o = holder.child.wait_with_output().unwrap();
-    assert_ne!(code(&o), 0, "alpha's run ends as a lost lease: {}", stderr(&o));
+    assert_ne!(
+        code(&o),
+        0,
+        "alpha's run ends as a lost lease: {}",
+        stderr(&o)
+    );
     let written = lines(&sink);
     assert!(
         !written.iter().any(|l| l.starts_with("REJECTED")),

@@ -12,6 +12,7 @@ mod edges;
 mod example;
 mod exit_codes;
 mod hardening;
+mod hosts;
 mod http;
 mod lock_tools;
 mod metrics;

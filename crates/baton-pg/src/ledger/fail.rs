@@ -1,0 +1,78 @@
+//! How a call on the PostgreSQL ledger fails, before the ledger adds the
+//! action and the store: the driver's error, a refusal of the caller's
+//! arguments, a stored value this build cannot read, no connection, or no
+//! answer in time. [`Fail::into_error`] is the one place that turns these
+//! into `baton_ledger::Error`.
+//!
+//! A refused argument becomes `Error::Invalid`, as in the SQLite ledger
+//! (its `path` is the store's description), so callers that tell a bad
+//! argument from a failing store keep doing so; every other failure is
+//! `Error::Store`. None of them is ever taken for corruption: this ledger
+//! never recovers by moving anything aside.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Why a call failed.
+#[derive(Debug)]
+pub(crate) enum Fail {
+    /// A statement failed (the transaction rolled back).
+    Pg(tokio_postgres::Error),
+    /// An argument contradicts the ledger; nothing was written.
+    Invalid(String),
+    /// A stored value does not fit the API's type.
+    Value(String),
+    /// No connection could be made, or its schema is not this build's.
+    Connect(crate::Error),
+    /// No answer within the deadline; the connection was dropped.
+    Timeout(Duration),
+    /// The ledger's thread has stopped.
+    Stopped,
+}
+
+impl From<tokio_postgres::Error> for Fail {
+    fn from(e: tokio_postgres::Error) -> Self {
+        Self::Pg(e)
+    }
+}
+
+impl Fail {
+    /// The error a caller sees: `action` is what was being done, `store`
+    /// the store's description (never its password).
+    pub(crate) fn into_error(self, action: String, store: &str) -> baton_ledger::Error {
+        let message = match self {
+            Fail::Invalid(problem) => {
+                return baton_ledger::Error::Invalid {
+                    action,
+                    path: PathBuf::from(store),
+                    problem,
+                };
+            }
+            Fail::Pg(e) => describe(&e),
+            Fail::Value(why) => format!("a stored value cannot be read: {why}"),
+            Fail::Connect(e) => e.to_string(),
+            Fail::Timeout(deadline) => format!(
+                "no answer from the store within {deadline:?}; the connection was dropped, and \
+                 a write in flight may or may not have committed"
+            ),
+            Fail::Stopped => "the ledger's thread has stopped".to_owned(),
+        };
+        baton_ledger::Error::Store {
+            action,
+            store: store.to_owned(),
+            message,
+        }
+    }
+}
+
+/// The driver's error in words, with the server's code and message when
+/// the server answered.
+fn describe(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => match db.detail() {
+            Some(detail) => format!("{} ({}): {detail}", db.message(), db.code().code()),
+            None => format!("{} ({})", db.message(), db.code().code()),
+        },
+        None => e.to_string(),
+    }
+}

@@ -1,0 +1,179 @@
+//! [`PgLedger`], the caller's side: a synchronous handle that sends each
+//! call to the ledger's thread ([`super::session`]) and waits for the
+//! reply, never longer than the deadline and a margin. It owns the thread:
+//! dropping the handle ends it.
+
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tokio_postgres::Transaction;
+
+use super::fail::Fail;
+use super::session::{self, Mode, Session, Task};
+use crate::error::Error;
+use crate::options::Options;
+use crate::target::Target;
+
+/// How much longer than the deadline the caller waits for the thread's
+/// answer: the thread enforces the deadline itself, and this margin only
+/// covers handing the reply over.
+const MARGIN: Duration = Duration::from_millis(500);
+
+/// The scheduler's ledger in PostgreSQL, shared by every host whose
+/// scheduler opens the same store; `baton_ledger::Records` is its API.
+///
+/// It is synchronous, and safe to call from inside a tokio runtime: it owns
+/// a thread with a runtime and one connection of its own, and each call is
+/// one transaction there. Every call returns within
+/// [`Options::deadline`] (plus half a second); a failure is
+/// `baton_ledger::Error::Store`, naming the store without its password, and
+/// a refused argument `baton_ledger::Error::Invalid`, with the SQLite
+/// ledger's message. Dropping it closes the connection and ends the thread
+/// (waiting at most for the call in flight).
+///
+/// It guarantees what the SQLite ledger guarantees, across hosts: every
+/// write transaction holds one advisory lock, so writers take turns as
+/// SQLite's do. It does not serialise runs: that is the lease's work.
+///
+/// # Example
+///
+/// ```no_run
+/// use baton_ledger::{Begun, NewRun, Records};
+/// use baton_pg::{Options, PgLedger, Target};
+///
+/// let target = Target::resolve("postgres://baton@db/baton", None, &|_| None)?;
+/// let mut ledger = PgLedger::open(&target, Options::default())?;
+/// let now: jiff::Timestamp = "2026-11-29T03:15:00Z".parse()?;
+/// let run = NewRun {
+///     run_id: "9f3c1ab27de40518".into(),
+///     job: "nightly".into(),
+///     occurrence: Some(now.as_second()),
+///     fence: Some(42),
+///     host: "ci-1".into(),
+///     pid: 4242,
+///     started: now,
+/// };
+/// if ledger.begin_run(&run)? == Begun::Started {
+///     // This host decided the occurrence: run it.
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct PgLedger {
+    /// `None` only while dropping.
+    tasks: Option<Sender<Task>>,
+    thread: Option<JoinHandle<()>>,
+    store: String,
+    deadline: Duration,
+}
+
+impl std::fmt::Debug for PgLedger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgLedger")
+            .field("store", &self.store)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgLedger {
+    /// Starts the ledger's thread and connects to `target`, checking that
+    /// the schema is exactly this build's version (run [`crate::migrate`]
+    /// first).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Connect`], [`Error::SchemaBehind`], [`Error::SchemaTooNew`],
+    /// [`Error::Query`], [`Error::Timeout`] (no answer within the
+    /// deadline), or [`Error::Thread`] when the thread cannot start.
+    pub fn open(target: &Target, options: Options) -> Result<PgLedger, Error> {
+        let config = target.config.clone();
+        let (tasks, inbox) = mpsc::channel::<Task>();
+        let (ready, opened) = mpsc::sync_channel(1);
+        let thread = std::thread::Builder::new()
+            .name("baton-pg-ledger".into())
+            .spawn(move || {
+                let mut session = match Session::new(config, options) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = ready.send(Err(Error::Thread(e)));
+                        return;
+                    }
+                };
+                let connected = session.connect();
+                let ok = connected.is_ok();
+                // The caller may have stopped waiting; the inbox then ends.
+                let _ = ready.send(connected);
+                if ok {
+                    session::serve(session, inbox);
+                }
+            })
+            .map_err(Error::Thread)?;
+        let deadline = options.deadline;
+        match opened.recv_timeout(deadline + MARGIN) {
+            Ok(Ok(())) => Ok(PgLedger {
+                tasks: Some(tasks),
+                thread: Some(thread),
+                store: target.describe(),
+                deadline,
+            }),
+            Ok(Err(e)) => {
+                // The thread has nothing more to do once it has answered.
+                let _ = thread.join();
+                Err(e)
+            }
+            // The thread ends on its own once its connection attempt does:
+            // the inbox's sender is dropped here.
+            Err(_) => Err(Error::Timeout {
+                what: "open the ledger",
+                deadline,
+            }),
+        }
+    }
+
+    /// The store, for messages: host, port, database and user.
+    pub fn store(&self) -> &str {
+        &self.store
+    }
+
+    /// Runs `op` in one transaction of `mode` on the ledger's thread and
+    /// waits for its answer. `action` names the call in an error.
+    pub(crate) fn call<T: Send + 'static>(
+        &self,
+        mode: Mode,
+        action: String,
+        op: impl AsyncFnOnce(&Transaction<'_>) -> Result<T, Fail> + Send + 'static,
+    ) -> Result<T, baton_ledger::Error> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        let task: Task = Box::new(move |s: &mut Session| {
+            // The caller may have stopped waiting: nobody is told then.
+            let _ = reply.send(s.run(mode, op));
+        });
+        let sent = self.tasks.as_ref().map(|t| t.send(task));
+        if !matches!(sent, Some(Ok(()))) {
+            return Err(Fail::Stopped.into_error(action, &self.store));
+        }
+        let out = match answer.recv_timeout(self.deadline + MARGIN) {
+            Ok(out) => out,
+            Err(RecvTimeoutError::Timeout) => Err(Fail::Timeout(self.deadline)),
+            Err(RecvTimeoutError::Disconnected) => Err(Fail::Stopped),
+        };
+        out.map_err(|fail| fail.into_error(action, &self.store))
+    }
+
+    /// The error for arguments refused before any transaction: nothing was
+    /// written.
+    pub(crate) fn invalid(&self, action: String, problem: String) -> baton_ledger::Error {
+        Fail::Invalid(problem).into_error(action, &self.store)
+    }
+}
+
+impl Drop for PgLedger {
+    fn drop(&mut self) {
+        // Closing the inbox ends the thread after the call in flight, which
+        // the deadline bounds.
+        drop(self.tasks.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

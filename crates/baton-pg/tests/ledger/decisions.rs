@@ -1,0 +1,134 @@
+//! An occurrence is decided once, and a job's `last_decided` never goes
+//! back.
+
+use baton_ledger::{Begun, Decision, Miss, Missed, NewRun, Queued};
+
+use crate::support::{Log, Store, at, occ, range, scheduled};
+
+both! {
+    a_started_occurrence_is_not_started_again
+    a_missed_occurrence_is_decided_once
+    a_claim_is_recorded_once_and_keeps_the_occurrence_from_running
+    the_last_decided_mark_never_goes_back
+}
+
+fn a_started_occurrence_is_not_started_again(l: &mut Store, log: &mut Log) {
+    let first = scheduled("j", "00000000000000a1", 60);
+    assert_eq!(l.begin_run(&first).unwrap(), Begun::Started);
+    let second = NewRun {
+        run_id: "00000000000000a2".into(),
+        started: at(61),
+        ..first.clone()
+    };
+    let begun = l.begin_run(&second).unwrap();
+    let Begun::AlreadyDecided(existing) = &begun else {
+        panic!("the occurrence was started twice");
+    };
+    assert_eq!(existing.decision, Decision::Started);
+    assert_eq!(existing.run_id.as_deref(), Some("00000000000000a1"));
+    log.note("second begin", &begun);
+    let history = l.history("j", 10).unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(
+        l.job("j").unwrap().unwrap().last_run_id.as_deref(),
+        Some("00000000000000a1")
+    );
+    assert_eq!(
+        l.miss(&range("j", "busy", 60, 60), at(62)).unwrap(),
+        Missed::Moved
+    );
+    assert_eq!(
+        l.enqueue("j", &[occ(60)], false, at(62)).unwrap(),
+        Queued::Moved
+    );
+    assert!(!l.claimed("j", occ(60), "claimed", at(62)).unwrap());
+    assert!(l.missed("j", 10).unwrap().is_empty());
+    log.note("decision", &l.decision("j", occ(60)).unwrap());
+}
+
+fn a_missed_occurrence_is_decided_once(l: &mut Store, log: &mut Log) {
+    let first = Miss {
+        detail: Some("first"),
+        ..range("j", "busy", 120, 120)
+    };
+    assert_eq!(l.miss(&first, at(120)).unwrap(), Missed::Recorded);
+    let second = Miss {
+        detail: Some("second"),
+        reason: "hung",
+        ..first
+    };
+    assert_eq!(l.miss(&second, at(121)).unwrap(), Missed::Moved);
+    let rows = l.missed("j", 10).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].detail.as_deref(), Some("first"));
+    log.note("missed", &rows);
+    // A backfill may still start a missed occurrence.
+    let backfill = scheduled("j", "00000000000000b1", 120);
+    assert_eq!(l.begin_run(&backfill).unwrap(), Begun::Started);
+    log.note("decision", &l.decision("j", occ(120)).unwrap());
+}
+
+fn a_claim_is_recorded_once_and_keeps_the_occurrence_from_running(l: &mut Store, log: &mut Log) {
+    assert!(
+        l.claimed("j", occ(60), "claimed by pid 4242", at(60))
+            .unwrap()
+    );
+    assert!(
+        !l.claimed("j", occ(60), "claimed by pid 4243", at(61))
+            .unwrap()
+    );
+    let d = l.decision("j", occ(60)).unwrap().unwrap();
+    assert_eq!(d.decision, Decision::Claimed);
+    assert_eq!(d.detail.as_deref(), Some("claimed by pid 4242"));
+    log.note("decision", &d);
+    let run = scheduled("j", "00000000000000a1", 60);
+    assert!(matches!(
+        l.begin_run(&run).unwrap(),
+        Begun::AlreadyDecided(_)
+    ));
+    assert!(l.history("j", 10).unwrap().is_empty());
+    // An empty detail is stored as none.
+    assert!(l.claimed("j", occ(120), "", at(120)).unwrap());
+    let d = l.decision("j", occ(120)).unwrap().unwrap();
+    assert_eq!(d.detail, None);
+    log.note("decision", &d);
+    assert_eq!(l.job("j").unwrap().unwrap().last_decided, Some(occ(120)));
+}
+
+fn the_last_decided_mark_never_goes_back(l: &mut Store, log: &mut Log) {
+    assert_eq!(
+        l.miss(&range("j", "late", 600, 600), at(600)).unwrap(),
+        Missed::Recorded
+    );
+    let mark = Some(occ(600));
+    // Nothing at or before the mark is decided again by planning…
+    assert_eq!(
+        l.miss(&range("j", "late", 300, 300), at(601)).unwrap(),
+        Missed::Moved
+    );
+    assert_eq!(
+        l.miss(&range("j", "late", 600, 660), at(601)).unwrap(),
+        Missed::Moved
+    );
+    assert_eq!(
+        l.enqueue("j", &[occ(300)], false, at(601)).unwrap(),
+        Queued::Moved
+    );
+    assert_eq!(l.job("j").unwrap().unwrap().last_decided, mark);
+    // …and what is decided below it (a backfill, a claim) leaves it be.
+    l.begin_run(&scheduled("j", "00000000000000a1", 300))
+        .unwrap();
+    assert!(l.claimed("j", occ(240), "", at(602)).unwrap());
+    let job = l.job("j").unwrap().unwrap();
+    assert_eq!(job.last_decided, mark);
+    assert_eq!(job.last_started, Some(occ(300)));
+    log.note("job", &job);
+    // Past the mark, a decision raises it.
+    assert_eq!(
+        l.enqueue("j", &[occ(660), occ(720)], false, at(603))
+            .unwrap(),
+        Queued::Queued
+    );
+    assert_eq!(l.job("j").unwrap().unwrap().last_decided, Some(occ(720)));
+    log.note("job", &l.job("j").unwrap());
+}

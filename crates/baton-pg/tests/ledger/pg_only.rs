@@ -1,0 +1,156 @@
+//! What only the PostgreSQL ledger has: its write lock, its thread (safe
+//! inside a tokio runtime), its deadline, and its schema check.
+
+use std::time::Duration;
+
+use baton_ledger::{Error, Records};
+use baton_pg::{Options, PgLedger};
+use baton_testkit::proxy::Proxy;
+
+use crate::support::{Kind, Store, at, block_on, server};
+
+/// The ledger's write lock (`baton-lg` in ASCII), as its thread takes it.
+const WRITE_LOCK: i64 = 0x6261_746f_6e2d_6c67;
+
+#[test]
+fn writes_wait_for_the_write_lock_and_reads_do_not() {
+    let store = Store::new(Kind::Pg);
+    let target = store.target().unwrap().clone();
+    let url = store.url().unwrap().to_owned();
+    let short = Options {
+        statement_timeout: Duration::from_millis(500),
+        deadline: Duration::from_secs(2),
+        ..Options::default()
+    };
+    let mut ledger = PgLedger::open(&target, short).unwrap();
+    ledger.see_jobs(&["j"], at(0)).unwrap();
+    block_on(async {
+        let (mut raw, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        let tx = raw.transaction().await.unwrap();
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])
+            .await
+            .unwrap();
+        // Another writer holds the lock: a write waits, and gives up with
+        // the statement timeout, writing nothing.
+        let err = ledger.see_jobs(&["k"], at(1)).unwrap_err();
+        match &err {
+            Error::Store { store, message, .. } => {
+                assert_eq!(store, &target.describe());
+                assert!(message.contains("statement timeout"), "{message}");
+            }
+            other => panic!("expected a store error, got {other:?}"),
+        }
+        // Reads take no lock.
+        assert_eq!(ledger.jobs().unwrap().len(), 1);
+        tx.rollback().await.unwrap();
+    });
+    // The lock is free again: the same connection (or a new one) writes.
+    ledger.see_jobs(&["k"], at(2)).unwrap();
+    assert_eq!(ledger.jobs().unwrap().len(), 2);
+}
+
+#[test]
+fn the_ledger_is_synchronous_and_safe_inside_a_runtime() {
+    let mut store = Store::new(Kind::Pg);
+    let multi = tokio::runtime::Runtime::new().unwrap();
+    multi.block_on(async {
+        store.see_jobs(&["j"], at(0)).unwrap();
+        assert_eq!(store.jobs().unwrap()[0].job, "j");
+    });
+    let current = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    current.block_on(async {
+        store.see_jobs(&["k"], at(1)).unwrap();
+        assert_eq!(store.jobs().unwrap().len(), 2);
+    });
+    assert_eq!(store.location(), store.target().unwrap().describe());
+    assert!(store.take_recovered().is_empty());
+    store.checkpoint().unwrap();
+}
+
+#[test]
+fn a_database_not_migrated_is_refused() {
+    let server = server();
+    let url = server.url();
+    let target = baton_pg::Target::resolve(&url, None, &|_| None).unwrap();
+    // The server's own database: `postgres`, never migrated by a test.
+    match PgLedger::open(&target, Options::default()) {
+        Err(baton_pg::Error::SchemaBehind { found: 0, known }) => {
+            assert_eq!(known, baton_pg::schema::SCHEMA_VERSION);
+        }
+        other => panic!("an unmigrated database is refused, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_connection_the_server_ended_is_replaced() {
+    let store = Store::new(Kind::Pg);
+    let target = store.target().unwrap().clone();
+    let url = store.url().unwrap().to_owned();
+    let mut ledger = PgLedger::open(&target, Options::default()).unwrap();
+    ledger.see_jobs(&["j"], at(0)).unwrap();
+    // The server ends every baton connection to this test's database.
+    block_on(async {
+        let (raw, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        raw.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE application_name = 'baton' AND datname = current_database()
+               AND pid <> pg_backend_pid()",
+            &[],
+        )
+        .await
+        .unwrap();
+    });
+    // The ledger finds its connection closed before it begins, and
+    // connects again.
+    assert_eq!(ledger.jobs().unwrap().len(), 1);
+    ledger.see_jobs(&["k"], at(1)).unwrap();
+}
+
+#[test]
+fn a_partitioned_store_fails_each_call_at_the_deadline_then_the_ledger_reconnects() {
+    let store = Store::new(Kind::Pg);
+    let port = store.port().unwrap();
+    let proxy = Proxy::start(([127, 0, 0, 1], port).into());
+    let url = store
+        .url()
+        .unwrap()
+        .replace(&format!(":{port}/"), &format!(":{}/", proxy.port()));
+    let target = baton_pg::Target::resolve(&url, None, &|_| None).unwrap();
+    let short = Options {
+        statement_timeout: Duration::from_millis(300),
+        deadline: Duration::from_secs(1),
+        connect_timeout: Duration::from_secs(1),
+        ..Options::default()
+    };
+    let mut ledger = PgLedger::open(&target, short).unwrap();
+    ledger.see_jobs(&["j"], at(0)).unwrap();
+    proxy.cut();
+    for _ in 0..2 {
+        match ledger.see_jobs(&["k"], at(1)) {
+            Err(Error::Store {
+                action, message, ..
+            }) => {
+                assert_eq!(action, r#"record the jobs ["k"]"#);
+                assert!(
+                    message.contains("no answer from the store within 1s"),
+                    "{message}"
+                );
+            }
+            other => panic!("expected a timeout, got {other:?}"),
+        }
+    }
+    proxy.heal();
+    // The connection that timed out was dropped: the ledger connects again.
+    ledger.see_jobs(&["k"], at(2)).unwrap();
+    let jobs: Vec<String> = ledger.jobs().unwrap().into_iter().map(|j| j.job).collect();
+    assert_eq!(jobs, ["j", "k"]);
+}

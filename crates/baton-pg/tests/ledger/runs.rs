@@ -1,0 +1,263 @@
+//! Runs: their start and end, attempts and steps, the job's counters, and
+//! the pruning of history when a run finishes.
+
+use baton_ledger::{Begun, NewRun, Queued, StepKind};
+
+use crate::support::{Log, Store, at, attempt, finished, occ, refused, scheduled};
+
+both! {
+    a_run_round_trips_with_its_attempts_steps_and_job_counters
+    counters_follow_failures_and_reset_on_success
+    manual_runs_have_no_occurrence_and_move_no_schedule_mark
+    a_run_named_with_another_job_is_refused
+    a_run_id_held_already_is_an_error_and_writes_nothing
+    pruning_keeps_the_newest_runs_their_attempts_and_the_newest_decision
+    pruning_keeps_queued_occurrences
+}
+
+fn a_run_round_trips_with_its_attempts_steps_and_job_counters(l: &mut Store, log: &mut Log) {
+    l.see_jobs(&["nightly", "backup"], at(0)).unwrap();
+    l.see_jobs(&["nightly"], at(30)).unwrap();
+    let jobs = l.jobs().unwrap();
+    assert_eq!(jobs.len(), 2);
+    assert_eq!(jobs[0].job, "backup", "by name");
+    assert_eq!(jobs[1].first_seen, at(0), "seen first at 0, not 30");
+    log.note("jobs", &jobs);
+
+    let run = scheduled("nightly", "00000000000000a1", 60);
+    assert_eq!(l.begin_run(&run).unwrap(), Begun::Started);
+    let running = l.running("nightly").unwrap().unwrap();
+    assert_eq!(running.run_id, run.run_id);
+    log.note("running", &running);
+    let mut check = attempt(&run, 1, "ready", "ok", at(61));
+    check.kind = StepKind::Check;
+    l.record_attempt(&check).unwrap();
+    l.record_attempt(&attempt(&run, 2, "build", "failed", at(62)))
+        .unwrap();
+    l.record_attempt(&attempt(&run, 3, "build", "ok", at(80)))
+        .unwrap();
+    l.record_attempt(&attempt(&run, 4, "ship", "not-started", at(90)))
+        .unwrap();
+    // Recording an attempt again counts nothing.
+    l.record_attempt(&attempt(&run, 2, "build", "failed", at(62)))
+        .unwrap();
+    log.note("unfinished", &l.unfinished("nightly").unwrap());
+    let mut signalled = attempt(&run, 5, "ship", "timeout", at(95));
+    signalled.exit_code = None;
+    signalled.signal = Some(9);
+    l.record_attempt(&signalled).unwrap();
+
+    l.finish_run(&finished(&run, 120, true), 10).unwrap();
+    // Finishing it again changes nothing.
+    let mut again = finished(&run, 500, false);
+    again.verdict = "failed".into();
+    l.finish_run(&again, 10).unwrap();
+
+    assert!(l.running("nightly").unwrap().is_none());
+    assert!(l.unfinished("nightly").unwrap().is_empty());
+    let history = l.history("nightly", 10).unwrap();
+    assert_eq!(history.len(), 1);
+    let r = &history[0];
+    assert_eq!(r.verdict.as_deref(), Some("ok"));
+    assert_eq!(r.finished, Some(at(180)));
+    assert_eq!(r.fence, Some(1_060));
+    assert!(!r.manual);
+    let seqs: Vec<u32> = r.attempts.iter().map(|a| a.seq).collect();
+    assert_eq!(seqs, [1, 2, 3, 4, 5]);
+    assert_eq!(r.attempts[4].signal, Some(9));
+    log.note("history", &history);
+    assert_eq!(l.last_run("nightly").unwrap().as_ref(), Some(r));
+
+    let steps = l.steps("nightly").unwrap();
+    let names: Vec<&str> = steps.iter().map(|s| s.step.as_str()).collect();
+    assert_eq!(names, ["build", "ready", "ship"]);
+    assert_eq!(steps[0].consecutive_failures, 0, "the retry succeeded");
+    assert_eq!(steps[0].last_failure, Some(at(72)));
+    assert_eq!(steps[0].last_success, Some(at(90)));
+    assert_eq!(steps[1].kind, StepKind::Check);
+    assert_eq!(
+        steps[2].consecutive_failures, 1,
+        "not-started counts nothing"
+    );
+    log.note("steps", &steps);
+
+    let job = l.job("nightly").unwrap().unwrap();
+    assert_eq!(job.last_decided, Some(occ(60)));
+    assert_eq!(job.last_started, Some(occ(60)));
+    assert_eq!(job.last_attempt, Some(at(60)));
+    assert_eq!(job.last_success, Some(at(180)));
+    assert_eq!(job.last_failure, None);
+    assert_eq!(job.last_run_id.as_deref(), Some("00000000000000a1"));
+    log.note("job", &job);
+    assert!(l.job("never").unwrap().is_none());
+    assert!(l.history("never", 10).unwrap().is_empty());
+    assert!(l.last_run("never").unwrap().is_none());
+}
+
+fn counters_follow_failures_and_reset_on_success(l: &mut Store, log: &mut Log) {
+    for (i, ok) in [false, false, true, false].into_iter().enumerate() {
+        let secs = 3600 * i64::try_from(i).unwrap();
+        let run = scheduled("j", &format!("{i:016x}"), secs);
+        l.begin_run(&run).unwrap();
+        l.finish_run(&finished(&run, 10, ok), 100).unwrap();
+        log.note("job", &l.job("j").unwrap());
+    }
+    let job = l.job("j").unwrap().unwrap();
+    assert_eq!(job.consecutive_failures, 1);
+    assert_eq!(job.last_success, Some(at(7200 + 10)));
+    assert_eq!(job.last_failure, Some(at(10800 + 10)));
+    assert_eq!(l.history("j", 2).unwrap().len(), 2, "the limit holds");
+    // A run that started before the newest one does not take its place.
+    let late = scheduled("j", "00000000000000ee", 1800);
+    l.begin_run(&late).unwrap();
+    let job = l.job("j").unwrap().unwrap();
+    assert_eq!(job.last_run_id.as_deref(), Some("0000000000000003"));
+    assert_eq!(job.last_attempt, Some(at(10800)));
+    assert_eq!(job.last_started, Some(occ(10800)));
+    log.note("job", &job);
+}
+
+fn manual_runs_have_no_occurrence_and_move_no_schedule_mark(l: &mut Store, log: &mut Log) {
+    let scheduled_run = scheduled("j", "00000000000000a1", 60);
+    l.begin_run(&scheduled_run).unwrap();
+    let manual = NewRun {
+        run_id: "00000000000000b1".into(),
+        occurrence: None,
+        fence: None,
+        started: at(600),
+        ..scheduled_run.clone()
+    };
+    assert_eq!(l.begin_run(&manual).unwrap(), Begun::Started);
+    let job = l.job("j").unwrap().unwrap();
+    assert_eq!(job.last_decided, Some(occ(60)));
+    assert_eq!(job.last_started, Some(occ(60)));
+    assert_eq!(job.last_run_id.as_deref(), Some("00000000000000b1"));
+    let newest = l.last_run("j").unwrap().unwrap();
+    assert!(newest.manual);
+    assert_eq!((newest.occurrence, newest.fence), (None, None));
+    log.note("job", &job);
+    log.note("history", &l.history("j", 10).unwrap());
+}
+
+fn a_run_named_with_another_job_is_refused(l: &mut Store, log: &mut Log) {
+    let run = scheduled("j", "00000000000000a1", 60);
+    l.begin_run(&run).unwrap();
+    let mut wrong = attempt(&run, 1, "build", "ok", at(61));
+    wrong.job = "other".into();
+    let problem = refused(l.record_attempt(&wrong).unwrap_err());
+    assert_eq!(problem, "run 00000000000000a1 belongs to job j, not other");
+    log.note("attempt refused", &problem);
+    let mut wrong_end = finished(&run, 10, true);
+    wrong_end.job = "other".into();
+    let problem = refused(l.finish_run(&wrong_end, 10).unwrap_err());
+    log.note("finish refused", &problem);
+    // Nothing was written.
+    assert!(l.steps("other").unwrap().is_empty());
+    assert!(l.job("other").unwrap().is_none());
+    assert!(l.history("j", 1).unwrap()[0].finished.is_none());
+    // A fence that does not fit is refused before anything is written.
+    let big = NewRun {
+        run_id: "00000000000000a2".into(),
+        fence: Some(u64::MAX),
+        ..scheduled("j", "", 120)
+    };
+    let problem = refused(l.begin_run(&big).unwrap_err());
+    assert!(problem.contains("does not fit"), "{problem}");
+    log.note("fence refused", &problem);
+    assert!(l.decision("j", occ(120)).unwrap().is_none());
+    // A run the ledger does not have (lost since it began) still counts.
+    let lost = scheduled("j", "00000000000000ff", 300);
+    l.record_attempt(&attempt(&lost, 1, "build", "failed", at(300)))
+        .unwrap();
+    l.finish_run(&finished(&lost, 10, false), 10).unwrap();
+    assert_eq!(l.steps("j").unwrap()[0].consecutive_failures, 1);
+    assert_eq!(l.job("j").unwrap().unwrap().consecutive_failures, 1);
+    assert_eq!(l.history("j", 10).unwrap().len(), 1);
+    log.note("job", &l.job("j").unwrap());
+}
+
+fn a_run_id_held_already_is_an_error_and_writes_nothing(l: &mut Store, log: &mut Log) {
+    let run = scheduled("j", "00000000000000a1", 60);
+    l.begin_run(&run).unwrap();
+    let same_id = scheduled("j", "00000000000000a1", 120);
+    assert!(l.begin_run(&same_id).is_err());
+    // The transaction rolled back: the occurrence has no decision.
+    assert!(l.decision("j", occ(120)).unwrap().is_none());
+    assert_eq!(l.job("j").unwrap().unwrap().last_decided, Some(occ(60)));
+    log.note("history", &l.history("j", 10).unwrap());
+}
+
+fn pruning_keeps_the_newest_runs_their_attempts_and_the_newest_decision(
+    l: &mut Store,
+    log: &mut Log,
+) {
+    // Six runs an hour apart, two attempts each, a claim between each pair.
+    for i in 0..6 {
+        let run = scheduled("j", &format!("{i:016x}"), 3600 * i);
+        l.begin_run(&run).unwrap();
+        l.record_attempt(&attempt(&run, 1, "a", "ok", run.started))
+            .unwrap();
+        l.record_attempt(&attempt(&run, 2, "b", "ok", run.started))
+            .unwrap();
+        l.finish_run(&finished(&run, 60, true), 3).unwrap();
+        let claim = 3600 * i + 1800;
+        assert!(l.claimed("j", occ(claim), "", at(claim)).unwrap());
+    }
+    let other = scheduled("other", "00000000000000ff", 0);
+    l.begin_run(&other).unwrap();
+    l.finish_run(&finished(&other, 1, true), 1).unwrap();
+
+    let kept: Vec<_> = l
+        .history("j", 100)
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.run_id, r.attempts.len()))
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            ("0000000000000005".to_string(), 2),
+            ("0000000000000004".to_string(), 2),
+            ("0000000000000003".to_string(), 2),
+        ]
+    );
+    if let Some(url) = l.url() {
+        // The pruned runs' attempts went with them (the cascade).
+        let n = crate::support::scalar(url, "SELECT count(*) FROM baton.attempts");
+        assert_eq!(n, 6);
+    }
+    let mut decided = Vec::new();
+    for half in 0..12 {
+        if let Some(d) = l.decision("j", occ(1800 * half)).unwrap() {
+            decided.push(half);
+            log.note("decision", &d);
+        }
+    }
+    assert_eq!(decided, [6, 7, 8, 9, 10, 11]);
+    assert_eq!(l.history("other", 10).unwrap().len(), 1);
+    // A history_keep of 0 keeps the last run.
+    let last = scheduled("j", "0000000000000006", 3600 * 6);
+    l.begin_run(&last).unwrap();
+    l.finish_run(&finished(&last, 1, true), 0).unwrap();
+    let left = l.history("j", 10).unwrap();
+    assert_eq!(left.len(), 1);
+    log.note("history", &left);
+}
+
+fn pruning_keeps_queued_occurrences(l: &mut Store, log: &mut Log) {
+    assert_eq!(
+        l.enqueue("j", &[occ(60), occ(120)], false, at(60)).unwrap(),
+        Queued::Queued
+    );
+    for i in 0..3 {
+        let run = NewRun {
+            occurrence: None,
+            ..scheduled("j", &format!("{i:016x}"), 3600 * (i + 1))
+        };
+        l.begin_run(&run).unwrap();
+        l.finish_run(&finished(&run, 1, true), 1).unwrap();
+    }
+    let queued = l.queued("j").unwrap();
+    assert_eq!(queued.len(), 2, "queued occurrences are work still to do");
+    log.note("queued", &queued);
+}
