@@ -113,9 +113,7 @@ fn racing_ledgers_queue_an_occurrence_once_and_drain_it_once(l: &mut Store, log:
     assert_eq!(l.queued("j").unwrap().len(), 1);
     // Every ledger drains the queue at once: one starts the occurrence.
     let drained = race(l, |i, ledger| {
-        let Some((job, occurrence)) = ledger.next_queued(&["j"]).unwrap() else {
-            return None;
-        };
+        let (job, occurrence) = ledger.next_queued(&["j"]).unwrap()?;
         let run = NewRun {
             occurrence: Some(occurrence),
             ..scheduled(&job, &format!("{i:016x}"), 60)
