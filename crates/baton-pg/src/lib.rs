@@ -27,10 +27,12 @@
 //! synchronously through a connection of its own for `baton_runner`'s
 //! session.
 //!
-//! The API is asynchronous and runs on a tokio runtime with its I/O and time
-//! drivers enabled; each call returns within [`Options::deadline`], so a
-//! holder can fence itself when the store stops answering. The deadline is
-//! the only timer here: it bounds a wait, it never judges a lease.
+//! The lease API is asynchronous and runs on a tokio runtime with its I/O
+//! and time drivers enabled; the ledger is synchronous, on a thread and a
+//! runtime of its own. Each call of either returns within
+//! [`Options::deadline`], so a holder can fence itself when the store stops
+//! answering. The deadline is the only timer here: it bounds a wait, it
+//! never judges a lease.
 
 mod error;
 mod form;

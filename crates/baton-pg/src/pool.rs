@@ -11,6 +11,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::sync::{Mutex, MutexGuard};
+use tokio::task::JoinHandle;
 use tokio_postgres::{Client, Config, NoTls};
 
 use crate::error::Error;
@@ -137,8 +138,12 @@ fn settings(config: &Config, options: &Options) -> Config {
 
 /// Opens the one connection of a PostgreSQL ledger ([`crate::PgLedger`]),
 /// with the pool's settings, and checks the schema's version, as a pooled
-/// connection does. The connection's task runs on the caller's runtime.
-pub(crate) async fn connect_checked(config: &Config, options: &Options) -> Result<Client, Error> {
+/// connection does. The connection's task runs on the caller's runtime;
+/// aborting it closes the socket at once.
+pub(crate) async fn connect_checked(
+    config: &Config,
+    options: &Options,
+) -> Result<(Client, JoinHandle<()>), Error> {
     let config = settings(config, options);
     let (client, connection) = config
         .connect(NoTls)
@@ -147,9 +152,12 @@ pub(crate) async fn connect_checked(config: &Config, options: &Options) -> Resul
             target: target(&config),
             source,
         })?;
-    tokio::spawn(connection);
+    // Its error reaches the client as a closed connection.
+    let task = tokio::spawn(async move {
+        let _ = connection.await;
+    });
     crate::schema::check(&client).await?;
-    Ok(client)
+    Ok((client, task))
 }
 
 /// Opens one plain connection with the pool's settings (for migrations).

@@ -3,6 +3,8 @@
 //! reply, never longer than the deadline and a margin. It owns the thread:
 //! dropping the handle ends it.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -144,8 +146,16 @@ impl PgLedger {
         op: impl AsyncFnOnce(&Transaction<'_>) -> Result<T, Fail> + Send + 'static,
     ) -> Result<T, baton_ledger::Error> {
         let (reply, answer) = mpsc::sync_channel(1);
+        // Set when the caller stops waiting: a call still queued behind a
+        // slow one is then never run, so no write lands long after its
+        // caller was told that its fate is unknown.
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let gone = abandoned.clone();
         let task: Task = Box::new(move |s: &mut Session| {
-            // The caller may have stopped waiting: nobody is told then.
+            if gone.load(Ordering::SeqCst) {
+                return;
+            }
+            // The caller may have stopped waiting meanwhile: nobody is told.
             let _ = reply.send(s.run(mode, op));
         });
         let sent = self.tasks.as_ref().map(|t| t.send(task));
@@ -154,7 +164,10 @@ impl PgLedger {
         }
         let out = match answer.recv_timeout(self.deadline + MARGIN) {
             Ok(out) => out,
-            Err(RecvTimeoutError::Timeout) => Err(Fail::Timeout(self.deadline)),
+            Err(RecvTimeoutError::Timeout) => {
+                abandoned.store(true, Ordering::SeqCst);
+                Err(Fail::Timeout(self.deadline))
+            }
             Err(RecvTimeoutError::Disconnected) => Err(Fail::Stopped),
         };
         out.map_err(|fail| fail.into_error(action, &self.store))

@@ -15,18 +15,28 @@ use super::fail::Fail;
 use super::rows;
 use super::{jobs, tallies};
 
+/// The occurrences to queue, once `baton_ledger::checks::queue` has found
+/// them given and strictly ascending, with the first and last it returned.
+pub(crate) struct Batch {
+    pub(crate) occurrences: Vec<i64>,
+    pub(crate) first: i64,
+    pub(crate) last: i64,
+}
+
 /// The body of `enqueue`: see `baton_ledger::Ledger::enqueue`.
-/// `occurrences` are given and strictly ascending (checked by the caller).
 pub(crate) async fn enqueue(
     tx: &Transaction<'_>,
     job: &str,
-    occurrences: &[i64],
+    batch: &Batch,
     coalesce: bool,
     now: i64,
 ) -> Result<Queued, Fail> {
-    let (Some(&first), Some(&last)) = (occurrences.first(), occurrences.last()) else {
-        return Err(Fail::Invalid("no occurrence was given".into()));
-    };
+    let Batch {
+        occurrences,
+        first,
+        last,
+    } = batch;
+    let (first, last) = (*first, *last);
     jobs::see(tx, &[job.to_owned()], now).await?;
     if jobs::decided_through(tx, job, first).await? {
         return Ok(Queued::Moved);

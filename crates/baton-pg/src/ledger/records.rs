@@ -344,13 +344,18 @@ impl Records for PgLedger {
         now: Timestamp,
     ) -> Result<Queued, Error> {
         let action = format!("queue occurrences {occurrences:?} of job {job}");
-        if let Err(problem) = checks::queue(occurrences) {
-            return Err(self.invalid(action, problem));
-        }
-        let (name, occurrences) = (job.to_owned(), occurrences.to_vec());
-        let now = micros(now);
+        let (first, last) = match checks::queue(occurrences) {
+            Ok(ends) => ends,
+            Err(problem) => return Err(self.invalid(action, problem)),
+        };
+        let batch = queue::Batch {
+            occurrences: occurrences.to_vec(),
+            first,
+            last,
+        };
+        let (name, now) = (job.to_owned(), micros(now));
         self.call(Write, action, async move |tx: &Transaction<'_>| {
-            queue::enqueue(tx, &name, &occurrences, coalesce, now).await
+            queue::enqueue(tx, &name, &batch, coalesce, now).await
         })
     }
 

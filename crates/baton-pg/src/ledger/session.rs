@@ -6,11 +6,20 @@
 //! thread runs the tasks one after another, so the connection is never
 //! shared. Each call is bounded by [`Options::deadline`], connecting
 //! included: on a timeout, or when the connection closed, the connection is
-//! dropped (the server rolls back a transaction left open) and the next
-//! call connects again, checking the schema's version as it does.
+//! closed at once (the server rolls back a transaction left open, and with
+//! it releases the write lock) and the next call connects again, checking
+//! the schema's version as it does.
+//!
+//! The runtime only runs while a call does: between calls nothing reads or
+//! writes the socket. So nothing is left for later: a transaction that
+//! fails is rolled back before the call returns (never by a `Drop` that
+//! would only queue the `ROLLBACK`, leaving the write lock held until the
+//! next call), and a connection given up is closed by aborting its task and
+//! waiting for it, not merely dropped.
 
 use std::sync::mpsc::Receiver;
 
+use tokio::task::JoinHandle;
 use tokio_postgres::{Client, Config, IsolationLevel, Transaction};
 
 use super::fail::Fail;
@@ -35,13 +44,29 @@ pub(crate) enum Mode {
 /// A call, as the thread runs it.
 pub(crate) type Task = Box<dyn FnOnce(&mut Session) + Send>;
 
+/// An open connection and the task that drives its socket.
+struct Live {
+    client: Client,
+    task: JoinHandle<()>,
+}
+
+impl Live {
+    /// Closes the socket now: aborts the connection's task and waits until
+    /// it is gone. The server then rolls back whatever was open.
+    async fn close(self) {
+        drop(self.client);
+        self.task.abort();
+        let _ = self.task.await;
+    }
+}
+
 /// The thread's state: its runtime, where the store is, and the connection
 /// when there is one.
 pub(crate) struct Session {
     rt: tokio::runtime::Runtime,
     config: Config,
     options: Options,
-    client: Option<Client>,
+    live: Option<Live>,
 }
 
 impl Session {
@@ -54,7 +79,7 @@ impl Session {
             rt,
             config,
             options,
-            client: None,
+            live: None,
         })
     }
 
@@ -64,15 +89,15 @@ impl Session {
             rt,
             config,
             options,
-            client,
+            live,
         } = self;
         let deadline = options.deadline;
         let connected = rt.block_on(async {
             tokio::time::timeout(deadline, pool::connect_checked(config, options)).await
         });
         match connected {
-            Ok(Ok(c)) => {
-                *client = Some(c);
+            Ok(Ok((client, task))) => {
+                *live = Some(Live { client, task });
                 Ok(())
             }
             Ok(Err(e)) => Err(e),
@@ -101,31 +126,37 @@ impl Session {
             rt,
             config,
             options,
-            client,
+            live,
         } = self;
         let deadline = options.deadline;
         let mut op = Some(op);
-        let out = rt.block_on(async {
+        rt.block_on(async {
             let call = async {
-                match attempt(client, config, options, mode, &mut op).await {
-                    Ok(value) => Ok(value),
-                    Err(Attempt::Failed(fail)) => Err(fail),
+                match attempt(live, config, options, mode, &mut op).await {
                     Err(Attempt::Stale(_)) => {
-                        *client = None;
-                        attempt(client, config, options, mode, &mut op)
-                            .await
-                            .map_err(Attempt::into_fail)
+                        if let Some(stale) = live.take() {
+                            stale.close().await;
+                        }
+                        attempt(live, config, options, mode, &mut op).await
                     }
+                    done => done,
                 }
             };
-            tokio::time::timeout(deadline, call)
-                .await
-                .unwrap_or(Err(Fail::Timeout(deadline)))
-        });
-        if matches!(out, Err(Fail::Timeout(_))) || client.as_ref().is_some_and(Client::is_closed) {
-            *client = None;
-        }
-        out
+            // A connection that timed out may be in the middle of anything;
+            // one that closed, or could not end its transaction, is of no
+            // more use.
+            let (out, broken) = match tokio::time::timeout(deadline, call).await {
+                Ok(Ok(value)) => (Ok(value), false),
+                Ok(Err(Attempt::Stale(fail) | Attempt::Failed(fail))) => (Err(fail), false),
+                Ok(Err(Attempt::Broken(fail))) => (Err(fail), true),
+                Err(_) => (Err(Fail::Timeout(deadline)), true),
+            };
+            let give_up = broken || live.as_ref().is_some_and(|l| l.client.is_closed());
+            if give_up && let Some(gone) = live.take() {
+                gone.close().await;
+            }
+            out
+        })
     }
 }
 
@@ -134,23 +165,19 @@ enum Attempt {
     /// The `BEGIN` on a connection kept from an earlier call failed:
     /// nothing was written, and a new connection may succeed.
     Stale(Fail),
-    /// Anything else.
+    /// The call failed, and its transaction was rolled back.
     Failed(Fail),
-}
-
-impl Attempt {
-    fn into_fail(self) -> Fail {
-        match self {
-            Attempt::Stale(fail) | Attempt::Failed(fail) => fail,
-        }
-    }
+    /// The call failed, and its transaction could not be rolled back: the
+    /// connection must be closed.
+    Broken(Fail),
 }
 
 /// One attempt at a call: connects when there is no connection, begins,
 /// takes the write lock for a write, runs `op` (taken from its slot only
-/// once the transaction has begun) and commits.
+/// once the transaction has begun) and commits; on a failure after
+/// `BEGIN`, rolls back before it returns.
 async fn attempt<T, F>(
-    client: &mut Option<Client>,
+    live: &mut Option<Live>,
     config: &Config,
     options: &Options,
     mode: Mode,
@@ -159,51 +186,66 @@ async fn attempt<T, F>(
 where
     F: AsyncFnOnce(&Transaction<'_>) -> Result<T, Fail>,
 {
-    let failed = |e: tokio_postgres::Error| Attempt::Failed(Fail::Pg(e));
-    let fresh = client.as_ref().is_none_or(Client::is_closed);
+    let fresh = live.as_ref().is_none_or(|l| l.client.is_closed());
     if fresh {
-        *client = None;
-        let c = pool::connect_checked(config, options)
+        if let Some(gone) = live.take() {
+            gone.close().await;
+        }
+        let (client, task) = pool::connect_checked(config, options)
             .await
             .map_err(|e| Attempt::Failed(Fail::Connect(e)))?;
-        *client = Some(c);
+        *live = Some(Live { client, task });
     }
-    let Some(c) = client.as_mut() else {
+    let Some(Live { client, .. }) = live.as_mut() else {
         // OK because the connection was set just above; this only names
         // the impossible case.
         return Err(Attempt::Failed(Fail::Stopped));
     };
     let began = match mode {
         Mode::Read => {
-            c.build_transaction()
+            client
+                .build_transaction()
                 .isolation_level(IsolationLevel::RepeatableRead)
                 .read_only(true)
                 .start()
                 .await
         }
-        Mode::Write => c.transaction().await,
+        Mode::Write => client.transaction().await,
     };
     let tx = match began {
         Ok(tx) => tx,
         Err(e) if !fresh => return Err(Attempt::Stale(Fail::Pg(e))),
-        Err(e) => return Err(failed(e)),
+        Err(e) => return Err(Attempt::Failed(Fail::Pg(e))),
     };
-    if mode == Mode::Write {
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])
-            .await
-            .map_err(failed)?;
+    let done = async {
+        if mode == Mode::Write {
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])
+                .await?;
+        }
+        let Some(op) = op.take() else {
+            // OK because an attempt that took the operation returns its
+            // outcome, never a retry; this only names the impossible case.
+            return Err(Fail::Stopped);
+        };
+        op(&tx).await
     }
-    let Some(op) = op.take() else {
-        // OK because an attempt that took the operation returns its
-        // outcome, never a retry; this only names the impossible case.
-        return Err(Attempt::Failed(Fail::Stopped));
-    };
-    let value = op(&tx).await.map_err(Attempt::Failed)?;
-    tx.commit().await.map_err(failed)?;
-    Ok(value)
+    .await;
+    match done {
+        Ok(value) => {
+            tx.commit()
+                .await
+                .map_err(|e| Attempt::Broken(Fail::Pg(e)))?;
+            Ok(value)
+        }
+        Err(fail) => match tx.rollback().await {
+            Ok(()) => Err(Attempt::Failed(fail)),
+            Err(_) => Err(Attempt::Broken(fail)),
+        },
+    }
 }
 
 /// Runs the tasks sent to `inbox`, in order, until every sender is gone.
+/// Dropping the session then drops the runtime, and with it the connection.
 pub(crate) fn serve(mut session: Session, inbox: Receiver<Task>) {
     while let Ok(task) = inbox.recv() {
         task(&mut session);

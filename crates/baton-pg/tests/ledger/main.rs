@@ -32,6 +32,7 @@ mod decisions;
 mod missed;
 mod pauses;
 mod pg_only;
+mod prune;
 mod queue;
 mod races;
 mod runs;

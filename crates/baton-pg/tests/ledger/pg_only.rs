@@ -7,7 +7,7 @@ use baton_ledger::{Error, Records};
 use baton_pg::{Options, PgLedger};
 use baton_testkit::proxy::Proxy;
 
-use crate::support::{Kind, Store, at, block_on, server};
+use crate::support::{Kind, Store, at, block_on, finished, scheduled, server};
 
 /// The ledger's write lock (`baton-lg` in ASCII), as its thread takes it.
 const WRITE_LOCK: i64 = 0x6261_746f_6e2d_6c67;
@@ -153,4 +153,38 @@ fn a_partitioned_store_fails_each_call_at_the_deadline_then_the_ledger_reconnect
     ledger.see_jobs(&["k"], at(2)).unwrap();
     let jobs: Vec<String> = ledger.jobs().unwrap().into_iter().map(|j| j.job).collect();
     assert_eq!(jobs, ["j", "k"]);
+}
+
+#[test]
+fn a_write_refused_inside_its_transaction_lets_the_write_lock_go_at_once() {
+    let store = Store::new(Kind::Pg);
+    let target = store.target().unwrap().clone();
+    let mut refusing = PgLedger::open(&target, Options::default()).unwrap();
+    let run = scheduled("j", "00000000000000a1", 60);
+    refusing.begin_run(&run).unwrap();
+    // Refused inside the write transaction, after the lock was taken.
+    let mut wrong = finished(&run, 10, true);
+    wrong.job = "other".into();
+    assert!(matches!(
+        refusing.finish_run(&wrong, 10),
+        Err(Error::Invalid { .. })
+    ));
+    // Another host writes at once: the refused transaction did not keep the
+    // lock until the refusing ledger's next call.
+    let quick = Options {
+        statement_timeout: Duration::from_millis(500),
+        deadline: Duration::from_secs(1),
+        ..Options::default()
+    };
+    let mut other = PgLedger::open(&target, quick).unwrap();
+    other.see_jobs(&["k"], at(1)).unwrap();
+    // The same holds for a refused write on a run of another job.
+    assert!(
+        refusing
+            .settle("k", "v", Some(&run.run_id), None, at(2))
+            .is_err()
+    );
+    other.see_jobs(&["l"], at(3)).unwrap();
+    drop(refusing);
+    assert_eq!(other.jobs().unwrap().len(), 3);
 }

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Barrier};
 
-use baton_ledger::{Begun, Decision, Missed, NewRun, Records};
+use baton_ledger::{Begun, Decision, Missed, NewRun, Queued, Records};
 
 use crate::support::{Log, Store, at, occ, range, scheduled};
 
@@ -11,6 +11,7 @@ both! {
     racing_ledgers_start_an_occurrence_once
     racing_ledgers_record_a_missed_range_once
     racing_settles_take_distinct_numbers
+    racing_ledgers_queue_an_occurrence_once_and_drain_it_once
 }
 
 const RACERS: usize = 16;
@@ -99,4 +100,35 @@ fn racing_settles_take_distinct_numbers(l: &mut Store, log: &mut Log) {
     let newest = l.watermark("etl").unwrap().unwrap();
     assert_eq!(newest.seq, 17);
     log.note("settles", &l.watermarks("etl", 100).unwrap().len());
+}
+
+fn racing_ledgers_queue_an_occurrence_once_and_drain_it_once(l: &mut Store, log: &mut Log) {
+    l.see_jobs(&["j"], at(0)).unwrap();
+    let queued = race(l, |_, ledger| {
+        ledger.enqueue("j", &[occ(60)], true, at(60)).unwrap()
+    });
+    let first = queued.iter().filter(|q| **q == Queued::Queued).count();
+    let moved = queued.iter().filter(|q| **q == Queued::Moved).count();
+    assert_eq!((first, moved), (1, RACERS - 1), "{queued:?}");
+    assert_eq!(l.queued("j").unwrap().len(), 1);
+    // Every ledger drains the queue at once: one starts the occurrence.
+    let drained = race(l, |i, ledger| {
+        let (job, occurrence) = ledger.next_queued(&["j"]).unwrap()?;
+        let run = NewRun {
+            occurrence: Some(occurrence),
+            ..scheduled(&job, &format!("{i:016x}"), 60)
+        };
+        Some(ledger.begin_run(&run).unwrap())
+    });
+    let started = drained
+        .iter()
+        .filter(|b| **b == Some(Begun::Started))
+        .count();
+    assert_eq!(started, 1, "{drained:?}");
+    assert!(l.queued("j").unwrap().is_empty());
+    assert_eq!(l.history("j", 100).unwrap().len(), 1);
+    log.note(
+        "decision",
+        &l.decision("j", occ(60)).unwrap().map(|d| d.decision),
+    );
 }

@@ -92,3 +92,57 @@ async fn the_test_server_leaves_nothing_behind() {
         "the server still listens on {port}"
     );
 }
+
+#[tokio::test]
+async fn a_version_1_store_migrates_to_2_and_keeps_its_leases() {
+    let scene = Scene::new().await;
+    let url = scene.server.url();
+    let leases = scene.leases().await;
+    let lease = leases
+        .acquire(
+            "nightly",
+            &crate::support::remote("ci-1"),
+            std::time::Duration::from_secs(60),
+            Some(&baton_lease::Once {
+                key: "nightly".into(),
+                at: 1_700_000_000,
+            }),
+        )
+        .await
+        .unwrap()
+        .acquired()
+        .unwrap();
+    drop(leases);
+    // The store as a build of version 1 left it: no ledger tables.
+    let raw = scene.raw().await;
+    raw.batch_execute(
+        "DROP TABLE baton.attempts, baton.runs, baton.jobs, baton.occurrences, baton.steps,
+                    baton.alerts, baton.missed, baton.pauses, baton.watermarks,
+                    baton.tallies, baton.durations;
+         DELETE FROM baton.migrations WHERE version = 2;",
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        baton_pg::migrate(&url, Options::default()).await.unwrap(),
+        [2]
+    );
+    let fence: i64 = raw
+        .query_one("SELECT fence FROM baton.leases WHERE name = 'nightly'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(u64::try_from(fence).unwrap(), lease.fence().get());
+    let claims: i64 = raw
+        .query_one("SELECT count(*) FROM baton.claims", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(claims, 1);
+    let jobs: i64 = raw
+        .query_one("SELECT count(*) FROM baton.jobs", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(jobs, 0);
+}
