@@ -97,15 +97,38 @@ async fn acquire(store: &Leases, name: &str, me: &HolderFacts) -> PgLease {
 /// quick deadlines.
 const RUNNER: &str = "BATON_PG_HELD_RUNNER";
 
+/// A runner process, killed with its step's group if a scenario fails while
+/// it runs.
+struct Runner {
+    child: Option<Child>,
+    dir: std::path::PathBuf,
+}
+
+impl Drop for Runner {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+            if let Some(pgid) = std::fs::read_to_string(self.dir.join("sh.pid"))
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .and_then(rustix::process::Pid::from_raw)
+            {
+                let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+            }
+        }
+    }
+}
+
 /// Starts a runner process holding lock `name` through `url`; it writes
 /// `fence`, `sh.pid`, `sleep.pid` and, at its end, `result` into `dir`.
-fn start_runner(url: &str, dir: &Path, name: &str, secs: u32, remote: bool) -> Child {
+fn start_runner(url: &str, dir: &Path, name: &str, secs: u32, remote: bool) -> Runner {
     let job = format!(
         "{url}\n{}\n{name}\n{secs}\n{}",
         dir.display(),
         if remote { "remote" } else { "here" }
     );
-    Command::new(std::env::current_exe().unwrap())
+    let child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
             "held::runner_process",
@@ -114,12 +137,17 @@ fn start_runner(url: &str, dir: &Path, name: &str, secs: u32, remote: bool) -> C
         ])
         .env(RUNNER, job)
         .spawn()
-        .unwrap()
+        .unwrap();
+    Runner {
+        child: Some(child),
+        dir: dir.to_owned(),
+    }
 }
 
 /// The runner's result file, once it has ended successfully.
-fn result_of(mut runner: Child, dir: &Path) -> String {
-    assert!(runner.wait().unwrap().success(), "the runner failed");
+fn result_of(mut runner: Runner, dir: &Path) -> String {
+    let mut child = runner.child.take().unwrap();
+    assert!(child.wait().unwrap().success(), "the runner failed");
     std::fs::read_to_string(dir.join("result")).unwrap()
 }
 
@@ -427,8 +455,9 @@ fn a_killed_runner_whose_job_lives_is_orphaned_not_taken() {
     // The gate: the command ran only once its group was on the row.
     assert_eq!(pgid, Some(sh as i32));
     let sleep = read_pid(&dir.path().join("sleep.pid"));
-    runner.kill().unwrap();
-    runner.wait().unwrap();
+    let mut child = runner.child.take().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
     let store = rt.block_on(scene.leases());
     let verdict = match rt
         .block_on(store.acquire("orphan", &HolderFacts::here(), TTL, None))
