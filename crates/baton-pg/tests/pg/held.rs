@@ -4,20 +4,19 @@
 //! call outlives its deadline, restates claim occurrences once, and the job's
 //! group on the row keeps an orphaned job's lease from being taken.
 //!
-//! The sessions run real `sh` and `sleep` processes. A session catches
-//! signals and makes its process a subreaper, so the scenarios that start one
-//! in this process take turns ([`one_session_at_a_time`]); the kill -9
-//! scenario runs its session in a child process (this test binary again).
+//! The sessions run real `sh` and `sleep` processes, each in a runner process
+//! of its own (this test binary again, running only [`runner_process`]): a
+//! session catches signals and makes its process the subreaper of whatever
+//! is orphaned below it, which in this process would take other scenarios'
+//! servers for its steps' leftovers.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::process::{Child, Command};
 use std::time::Duration;
 
 use baton_lease::{Clock, Once, Policy, SystemClock, Verdict};
 use baton_pg::{Acquire, HolderFacts, Leases, Options, PgHeld, PgLease};
-use baton_runner::{
-    Ending, Event, Finish, Held, Renewal, Restated, Session, SessionConfig, StepSpec,
-};
+use baton_runner::{Event, Held, Renewal, Restated, Session, SessionConfig, StepSpec};
 use baton_testkit::proxy::Proxy;
 
 use crate::support::{Scene, remote};
@@ -31,12 +30,6 @@ const QUICK: Options = Options {
     connect_timeout: Duration::from_millis(500),
     pool_size: 1,
 };
-
-fn one_session_at_a_time() -> MutexGuard<'static, ()> {
-    static TURN: Mutex<()> = Mutex::new(());
-    TURN.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -98,48 +91,122 @@ async fn acquire(store: &Leases, name: &str, me: &HolderFacts) -> PgLease {
     }
 }
 
-fn judge_with_grace(l: Leases) -> Leases {
-    l.with_policy(Policy {
-        takeover_grace: GRACE,
-        ..Policy::default()
-    })
+/// What [`runner_process`] is asked to do, in its environment: the store's
+/// URL, the directory for its pid and result files, the lock, how long its
+/// step sleeps, and whether it states a remote holder's facts and uses the
+/// quick deadlines.
+const RUNNER: &str = "BATON_PG_HELD_RUNNER";
+
+/// A runner process, killed with its step's group if a scenario fails while
+/// it runs.
+struct Runner {
+    child: Option<Child>,
+    dir: std::path::PathBuf,
+}
+
+impl Drop for Runner {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+            if let Some(pgid) = std::fs::read_to_string(self.dir.join("sh.pid"))
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .and_then(rustix::process::Pid::from_raw)
+            {
+                let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+            }
+        }
+    }
+}
+
+/// Starts a runner process holding lock `name` through `url`; it writes
+/// `fence`, `sh.pid`, `sleep.pid` and, at its end, `result` into `dir`.
+fn start_runner(url: &str, dir: &Path, name: &str, secs: u32, remote: bool) -> Runner {
+    let job = format!(
+        "{url}\n{}\n{name}\n{secs}\n{}",
+        dir.display(),
+        if remote { "remote" } else { "here" }
+    );
+    let child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "held::runner_process",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(RUNNER, job)
+        .spawn()
+        .unwrap();
+    Runner {
+        child: Some(child),
+        dir: dir.to_owned(),
+    }
+}
+
+/// The runner's result file, once it has ended successfully.
+fn result_of(mut runner: Runner, dir: &Path) -> String {
+    let mut child = runner.child.take().unwrap();
+    assert!(child.wait().unwrap().success(), "the runner failed");
+    std::fs::read_to_string(dir.join("result")).unwrap()
+}
+
+/// Not a scenario of its own: the runner process the scenarios start
+/// ([`start_runner`]); without its variable it does nothing.
+#[test]
+fn runner_process() {
+    let Ok(job) = std::env::var(RUNNER) else {
+        return;
+    };
+    let job: Vec<&str> = job.split('\n').collect();
+    let (url, dir, name, secs) = (job[0], Path::new(job[1]), job[2], job[3].parse().unwrap());
+    let (me, options) = if job[4] == "remote" {
+        let mut me = remote("holder");
+        me.grace = Some(GRACE);
+        (me, QUICK)
+    } else {
+        (HolderFacts::here(), Options::default())
+    };
+    let rt = runtime();
+    let store = rt.block_on(Leases::open(url, options)).unwrap();
+    let lease = rt.block_on(acquire(&store, name, &me));
+    std::fs::write(dir.join("fence"), lease.fence().to_string()).unwrap();
+    let held = PgHeld::start(&store, lease, &me, TTL).unwrap();
+    assert_eq!(held.renew_wait(), options.deadline);
+    let mut events = Vec::new();
+    let mut report = |e: Event| events.push(e);
+    let mut session =
+        Session::start(Box::new(held), SessionConfig::default(), &mut report).unwrap();
+    let result = session.run(sleeper(dir, secs));
+    let lost = session.lost().map(str::to_owned);
+    let finish = session.finish();
+    let text = format!(
+        "ending={:?}\nlost={lost:?}\nfinish={finish:?}\nevents={events:?}\n",
+        result.ending
+    );
+    std::fs::write(dir.join("result"), text).unwrap();
 }
 
 #[test]
 fn a_cut_network_stops_the_whole_tree_before_anyone_may_take_the_lease() {
-    let _turn = one_session_at_a_time();
     let rt = runtime();
     let scene = rt.block_on(Scene::new());
     let proxy = Proxy::start(([127, 0, 0, 1], scene.server.port()).into());
     let through = format!("postgres://baton@127.0.0.1:{}/postgres", proxy.port());
-    // The holder looks like one on another machine: a judge here can only
-    // go by its renewal's age on the server's clock.
-    let mut me = remote("holder");
-    me.grace = Some(GRACE);
-    let (store, direct) = rt.block_on(async {
-        let store = Leases::open(&through, QUICK).await.unwrap();
-        let direct = Leases::open(&scene.server.url(), Options::default())
-            .await
-            .unwrap();
-        (store, judge_with_grace(direct))
+    let direct = rt.block_on(scene.leases()).with_policy(Policy {
+        takeover_grace: GRACE,
+        ..Policy::default()
     });
-    let lease = rt.block_on(acquire(&store, "cut", &me));
-    let fence = lease.fence();
-    let held = PgHeld::start(&store, lease, &me, TTL).unwrap();
-    assert_eq!(held.renew_wait(), QUICK.deadline);
     let dir = tempfile::tempdir().unwrap();
-    let spec = sleeper(dir.path(), 30);
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let seen = Arc::clone(&events);
-    let run = std::thread::spawn(move || {
-        let mut report = |e: Event| seen.lock().unwrap().push(e);
-        let mut session =
-            Session::start(Box::new(held), SessionConfig::default(), &mut report).unwrap();
-        let result = session.run(spec);
-        (result, session.finish())
-    });
+    // The holder states another machine's facts: a judge here can only go
+    // by its renewal's age on the server's clock.
+    let runner = start_runner(&through, dir.path(), "cut", 30, true);
     let sh = read_pid(&dir.path().join("sh.pid"));
     let sleep = read_pid(&dir.path().join("sleep.pid"));
+    let fence: u64 = std::fs::read_to_string(dir.path().join("fence"))
+        .unwrap()
+        .parse()
+        .unwrap();
     // Let it renew a few times, then cut the network.
     nap(TTL);
     assert!(alive(sh) && alive(sleep));
@@ -153,9 +220,8 @@ fn a_cut_network_stops_the_whole_tree_before_anyone_may_take_the_lease() {
         if !running && gone_at.is_none() {
             gone_at = Some(now());
         }
-        let other = remote("taker");
         match rt
-            .block_on(direct.acquire("cut", &other, TTL, None))
+            .block_on(direct.acquire("cut", &remote("taker"), TTL, None))
             .unwrap()
         {
             Acquire::Busy { .. } => {
@@ -168,7 +234,7 @@ fn a_cut_network_stops_the_whole_tree_before_anyone_may_take_the_lease() {
                     !alive(sh) && !alive(sleep),
                     "the lease was taken while the job ran"
                 );
-                assert!(l.fence() > fence);
+                assert!(l.fence().get() > fence);
                 taken_at = Some(now());
                 break;
             }
@@ -180,45 +246,26 @@ fn a_cut_network_stops_the_whole_tree_before_anyone_may_take_the_lease() {
     assert!(busy_while_running > 0);
     assert!(
         gone_at < taken_at,
-        "the job stopped {gone_at:?}, the lease was taken {taken_at:?}"
+        "the job stopped at {gone_at:?}, the lease was taken at {taken_at:?}"
     );
-    // Measured from the cut, which is after the last renewal: the server
-    // refused every taker for at least TTL + grace minus one renewal period.
-    assert!(taken_at >= cut_at + TTL + GRACE - TTL / 3 - Duration::from_millis(100));
-    let (result, finish) = run.join().unwrap();
-    assert_eq!(result.ending, Ending::LeaseLost);
-    assert!(matches!(finish, Finish::Lost(_)), "{finish:?}");
-    let events = events.lock().unwrap();
+    // The last renewal was sent at most a renewal period before the cut:
+    // every taker was refused for TTL + grace from then.
+    assert!(taken_at + TTL / 3 + Duration::from_millis(100) >= cut_at + TTL + GRACE);
+    let result = result_of(runner, dir.path());
+    assert!(result.contains("ending=LeaseLost\n"), "{result}");
+    assert!(result.contains("finish=Lost("), "{result}");
     assert!(
-        events
-            .iter()
-            .any(|e| matches!(e, Event::LeaseLost { why } if why.contains("lock cut in"))),
-        "{events:?}"
+        result.contains("LeaseLost { why: \"could not renew the lease on lock cut in"),
+        "{result}"
     );
 }
 
 #[test]
 fn a_terminated_backend_is_reconnected_and_the_run_goes_on_with_its_fence() {
-    let _turn = one_session_at_a_time();
     let rt = runtime();
     let scene = rt.block_on(Scene::new());
-    let me = HolderFacts::here();
-    let store = rt.block_on(scene.leases());
-    let lease = rt.block_on(acquire(&store, "reconnect", &me));
-    let fence = lease.fence();
-    let held = PgHeld::start(&store, lease, &me, TTL).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let spec = sleeper(dir.path(), 5);
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let seen = Arc::clone(&events);
-    let run = std::thread::spawn(move || {
-        let mut report = |e: Event| seen.lock().unwrap().push(e);
-        let mut session =
-            Session::start(Box::new(held), SessionConfig::default(), &mut report).unwrap();
-        let result = session.run(spec);
-        let lost = session.lost().map(str::to_owned);
-        (result, lost, session.finish())
-    });
+    let runner = start_runner(&scene.server.url(), dir.path(), "reconnect", 4, false);
     read_pid(&dir.path().join("sleep.pid"));
     let raw = rt.block_on(scene.raw());
     let kill = "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
@@ -231,10 +278,14 @@ fn a_terminated_backend_is_reconnected_and_the_run_goes_on_with_its_fence() {
             "no holder connection to terminate"
         );
     }
-    let (result, lost, finish) = run.join().unwrap();
-    assert_eq!(result.ending, Ending::Exited(0), "{:?}", events.lock());
-    assert_eq!(lost, None);
-    assert_eq!(finish, Finish::Released, "{:?}", events.lock());
+    let result = result_of(runner, dir.path());
+    assert!(result.contains("ending=Exited(0)\n"), "{result}");
+    assert!(result.contains("lost=None\n"), "{result}");
+    assert!(result.contains("finish=Released\n"), "{result}");
+    let fence: i64 = std::fs::read_to_string(dir.path().join("fence"))
+        .unwrap()
+        .parse()
+        .unwrap();
     let row = rt
         .block_on(raw.query_one(
             "SELECT state, fence FROM baton.leases WHERE name = 'reconnect'",
@@ -242,7 +293,7 @@ fn a_terminated_backend_is_reconnected_and_the_run_goes_on_with_its_fence() {
         ))
         .unwrap();
     assert_eq!(row.get::<_, String>(0), "free");
-    assert_eq!(row.get::<_, i64>(1) as u64, fence.get());
+    assert_eq!(row.get::<_, i64>(1), fence);
 }
 
 #[test]
@@ -389,42 +440,12 @@ fn restates_claim_each_occurrence_once_across_locks() {
     assert_eq!(n, 0);
 }
 
-/// Set by [`a_killed_runner_whose_job_lives_is_orphaned_not_taken`] for the
-/// child it starts: the store's URL, and the directory for the pid files.
-const RUNNER_URL: &str = "BATON_PG_HELD_RUNNER_URL";
-const RUNNER_DIR: &str = "BATON_PG_HELD_RUNNER_DIR";
-
-/// Not a scenario of its own: the runner process of
-/// [`a_killed_runner_whose_job_lives_is_orphaned_not_taken`], which starts
-/// this test binary again with only this test and its variables set.
-#[test]
-fn runner_process() {
-    let (Ok(url), Ok(dir)) = (std::env::var(RUNNER_URL), std::env::var(RUNNER_DIR)) else {
-        return;
-    };
-    let rt = runtime();
-    let me = HolderFacts::here();
-    let store = rt.block_on(Leases::open(&url, Options::default())).unwrap();
-    let lease = rt.block_on(acquire(&store, "orphan", &me));
-    let held = PgHeld::start(&store, lease, &me, TTL).unwrap();
-    let mut report = |_: Event| {};
-    let mut session =
-        Session::start(Box::new(held), SessionConfig::default(), &mut report).unwrap();
-    let _ = session.run(sleeper(Path::new(&dir), 60));
-    panic!("the runner was to be killed before its step ended");
-}
-
 #[test]
 fn a_killed_runner_whose_job_lives_is_orphaned_not_taken() {
     let rt = runtime();
     let scene = rt.block_on(Scene::new());
     let dir = tempfile::tempdir().unwrap();
-    let mut runner = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "held::runner_process", "--nocapture"])
-        .env(RUNNER_URL, scene.server.url())
-        .env(RUNNER_DIR, dir.path())
-        .spawn()
-        .unwrap();
+    let mut runner = start_runner(&scene.server.url(), dir.path(), "orphan", 60, false);
     let sh = read_pid(&dir.path().join("sh.pid"));
     let raw = rt.block_on(scene.raw());
     let pgid: Option<i32> = rt
@@ -434,8 +455,9 @@ fn a_killed_runner_whose_job_lives_is_orphaned_not_taken() {
     // The gate: the command ran only once its group was on the row.
     assert_eq!(pgid, Some(sh as i32));
     let sleep = read_pid(&dir.path().join("sleep.pid"));
-    runner.kill().unwrap();
-    runner.wait().unwrap();
+    let mut child = runner.child.take().unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
     let store = rt.block_on(scene.leases());
     let verdict = match rt
         .block_on(store.acquire("orphan", &HolderFacts::here(), TTL, None))
@@ -453,8 +475,8 @@ fn a_killed_runner_whose_job_lives_is_orphaned_not_taken() {
         rustix::process::Pid::from_raw(sh as i32).unwrap(),
         rustix::process::Signal::KILL,
     );
-    // This process may be their subreaper (an earlier session here made it
-    // one): reap them, or their zombies would keep the group.
+    // Reap them if this process is their subreaper, or their zombies would
+    // keep the group.
     for pid in [sh, sleep] {
         let pid = rustix::process::Pid::from_raw(pid as i32).unwrap();
         let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
