@@ -11,7 +11,8 @@
 //!
 //! The first process of each command is a shell that is pid 1 of the host's
 //! pid namespace: killing it with SIGKILL ([`HostProcess::kill_host`])
-//! takes every process of that host with it, as when a machine dies. The
+//! takes every process of that host with it, as when a machine dies; so
+//! does killing the `unshare` process that started it (`--kill-child`). The
 //! shell does not `exec` the command, so a command that exits does not take
 //! its children down with it: the host lives until the command and every
 //! process it left behind have ended.
@@ -103,13 +104,24 @@ impl Host {
     /// and standard streams are set on the returned command as usual.
     pub fn command(&self, program: impl AsRef<Path>) -> HostCommand {
         let mut cmd = Command::new("unshare");
-        cmd.args(["--uts", "--pid", "--fork", "--mount-proc", "--", "sh", "-c"])
-            .arg(ENTER)
-            .arg("baton-host")
-            .arg(&self.name)
-            .arg(self.dir.path().join("machine-id"))
-            .arg(self.dir.path().join("boot_id"))
-            .arg(program.as_ref());
+        // --kill-child: when unshare ends (or is killed), the host's pid 1
+        // gets SIGKILL, and with it every process of the host.
+        cmd.args([
+            "--uts",
+            "--pid",
+            "--fork",
+            "--mount-proc",
+            "--kill-child",
+            "--",
+            "sh",
+            "-c",
+        ])
+        .arg(ENTER)
+        .arg("baton-host")
+        .arg(&self.name)
+        .arg(self.dir.path().join("machine-id"))
+        .arg(self.dir.path().join("boot_id"))
+        .arg(program.as_ref());
         HostCommand { cmd }
     }
 }
@@ -124,6 +136,11 @@ impl HostCommand {
     /// The command, to add arguments, environment and streams.
     pub fn inner(&mut self) -> &mut Command {
         &mut self.cmd
+    }
+
+    /// The command itself. Killing the process it starts kills the host.
+    pub fn into_inner(self) -> Command {
+        self.cmd
     }
 
     /// Adds an argument.

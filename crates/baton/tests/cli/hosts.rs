@@ -388,3 +388,40 @@ fn a_host_cut_off_from_the_store_stops_its_job_before_another_can_take_the_lease
     let first_beta = written.iter().position(|l| l.ends_with(" beta")).unwrap();
     assert!(last_alpha < first_beta, "{written:?}");
 }
+
+#[test]
+fn two_daemons_on_two_hosts_run_one_occurrence_once_and_show_each_others_runs() {
+    let c = Cluster::new();
+    let pg = store(&c);
+    let (a, b) = (Host::new("alpha"), Host::new("beta"));
+    let counter = c.path("counter");
+    let job = counting_job("count", &counter, "");
+    let (ca, cb) = (
+        c.config("alpha", &pg.url(), &job),
+        c.config("beta", &pg.url(), &job),
+    );
+    let start = |h: &Host, config: &Path| {
+        let mut cmd = on(h, config, &["daemon", "--listen", "127.0.0.1:0"]);
+        cmd.inner().stdin(Stdio::null());
+        crate::daemon::Daemon::start_cmd(cmd.into_inner())
+            .unwrap_or_else(|(code, log)| panic!("the daemon did not start ({code:?}): {log}"))
+    };
+    let (da, db) = (start(&a, &ca), start(&b, &cb));
+    // Both tick at start; each is asked to tick again, at once.
+    eventually("the run", || !lines(&counter).is_empty());
+    for _ in 0..3 {
+        assert_eq!(da.post("/v1/tick", "").status, 200);
+        assert_eq!(db.post("/v1/tick", "").status, 200);
+    }
+    eventually("the run recorded", || {
+        db.get("/v1/jobs/count/runs").json()[0]["verdict"] == "ok"
+    });
+    assert_eq!(lines(&counter).len(), 1, "{:?}", lines(&counter));
+    let ran = &lines(&counter)[0];
+    // Each daemon shows the run, wherever it ran.
+    for d in [&da, &db] {
+        let runs = d.get("/v1/jobs/count/runs").json();
+        assert_eq!(runs.as_array().map(Vec::len), Some(1), "{runs}");
+        assert_eq!(runs[0]["host"].as_str(), Some(ran.as_str()), "{runs}");
+    }
+}
