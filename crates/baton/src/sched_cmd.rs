@@ -378,7 +378,8 @@ pub fn watermark_settle(state: Option<&Path>, a: &crate::cli::WatermarkSettleArg
 }
 
 /// The state directory of the configuration `file`, for the lock commands'
-/// `--config`; `None` without one.
+/// `--config`; `None` without one. A configuration whose locks are in the
+/// PostgreSQL store is refused (exit 2): its lock files would say nothing.
 pub fn state_of(
     state: Option<&Path>,
     file: Option<&Path>,
@@ -390,6 +391,16 @@ pub fn state_of(
             config: Some(file.to_owned()),
         },
     )?;
+    if let Some(store) = &c.store {
+        say!(
+            "baton lock: the locks of {} are kept in PostgreSQL ({}), not in lock files: \
+             `baton status` shows their holders, and a lease there frees itself once its \
+             holder is judged dead or its renewal lapses past ttl + takeover_grace",
+            c.path.display(),
+            store.url.value
+        );
+        return Err(Exit::Usage);
+    }
     Ok(Some(c.settings.state_dir.value))
 }
 

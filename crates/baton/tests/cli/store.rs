@@ -339,3 +339,28 @@ impl SpawnOutput for Command {
         )
     }
 }
+
+#[test]
+fn store_lock_commands_refuse_a_configuration_whose_locks_are_in_postgresql() {
+    let pg = PgServer::start();
+    let s = sched(&pg.url(), "");
+    let config = s.config();
+    for verb in ["show", "break"] {
+        let o = run(
+            &s,
+            &[
+                "lock",
+                verb,
+                "nightly",
+                "--config",
+                config.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(code(&o), 2, "{}", both(&o));
+        assert!(
+            stderr(&o).contains("kept in PostgreSQL") && stderr(&o).contains("baton status"),
+            "{}",
+            both(&o)
+        );
+    }
+}
