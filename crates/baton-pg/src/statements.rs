@@ -177,23 +177,44 @@ impl Statements {
         };
         let grant = GRANT.replace("{only_free}", "");
         let grant_if_free = GRANT.replace("{only_free}", "AND l.state = 'free'");
-        // Prepared one after another; this happens once per connection.
+        // Sent together: the connection pipelines them, so preparing costs
+        // about one round trip, once per connection.
+        let (begin, commit, rollback, select, ensure, grant, grant_if_free) = tokio::try_join!(
+            p("BEGIN"),
+            p("COMMIT"),
+            p("ROLLBACK"),
+            p(SELECT),
+            p(ENSURE),
+            p(&grant),
+            p(&grant_if_free),
+        )?;
+        let inspect_sql = SELECT.replace(" FOR UPDATE", "");
+        let (renew, release, set_job_group, restate, restate_refused, ping, inspect, vouch) = tokio::try_join!(
+            p(RENEW),
+            p(RELEASE),
+            p(SET_JOB_GROUP),
+            p(RESTATE),
+            p(RESTATE_REFUSED),
+            p("SELECT 1"),
+            p(&inspect_sql),
+            p(VOUCH),
+        )?;
         Ok(Self {
-            begin: p("BEGIN").await?,
-            commit: p("COMMIT").await?,
-            rollback: p("ROLLBACK").await?,
-            select: p(SELECT).await?,
-            ensure: p(ENSURE).await?,
-            grant: p(&grant).await?,
-            grant_if_free: p(&grant_if_free).await?,
-            renew: p(RENEW).await?,
-            release: p(RELEASE).await?,
-            set_job_group: p(SET_JOB_GROUP).await?,
-            restate: p(RESTATE).await?,
-            restate_refused: p(RESTATE_REFUSED).await?,
-            ping: p("SELECT 1").await?,
-            inspect: p(&SELECT.replace(" FOR UPDATE", "")).await?,
-            vouch: p(VOUCH).await?,
+            begin,
+            commit,
+            rollback,
+            select,
+            ensure,
+            grant,
+            grant_if_free,
+            renew,
+            release,
+            set_job_group,
+            restate,
+            restate_refused,
+            ping,
+            inspect,
+            vouch,
         })
     }
 }
