@@ -224,11 +224,19 @@ pub fn read(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
     let state = &config.settings.state_dir.value;
     let mut ledger = crate::store::existing_records(config, now).and_then(Result::ok);
     let logs = crate::logs::Logs::new(state, config.settings.timezone.value.tz.clone());
-    let jobs: Vec<JobStatus> = config
+    let shown: Vec<&Job> = config
         .jobs
         .values()
         .filter(|j| only.is_none_or(|o| o == j.name))
-        .map(|j| job_status(config, j, ledger.as_deref_mut(), &logs, now))
+        .collect();
+    let verdicts = match crate::store::open(config) {
+        Ok(s) => s.inspect_all(&shown),
+        Err(_) => vec![None; shown.len()],
+    };
+    let jobs: Vec<JobStatus> = shown
+        .into_iter()
+        .zip(verdicts)
+        .map(|(j, v)| job_status(config, j, ledger.as_deref_mut(), v, &logs, now))
         .collect();
     let healthy = !config.enabled()
         || jobs.iter().all(|j| {
@@ -251,6 +259,7 @@ fn job_status(
     config: &Config,
     job: &Job,
     mut ledger: Option<&mut (dyn baton_ledger::Records + 'static)>,
+    verdict: Option<baton_lease::Verdict>,
     logs: &crate::logs::Logs,
     now: Timestamp,
 ) -> JobStatus {
@@ -315,9 +324,6 @@ fn job_status(
     let overdue = overdue(job, now, state.as_ref()).filter(|_| paused.is_none());
     let never_run = last.is_none();
     let failing = state.as_ref().is_some_and(|s| s.consecutive_failures > 0);
-    let verdict = crate::store::open(config)
-        .ok()
-        .and_then(|s| s.inspect(job).ok().flatten());
     let holder = verdict.and_then(|verdict| {
         let h = match &verdict {
             baton_lease::Verdict::Live { holder, .. }

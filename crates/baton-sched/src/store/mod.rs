@@ -83,6 +83,13 @@ pub trait Store {
     ///
     /// When the store cannot be read.
     fn inspect(&self, job: &Job) -> Result<Option<Verdict>, String>;
+    /// [`Store::inspect`] of each of `jobs`, in order; a lock that cannot
+    /// be read is `None`. One connection for all of them in PostgreSQL.
+    fn inspect_all(&self, jobs: &[&Job]) -> Vec<Option<Verdict>> {
+        jobs.iter()
+            .map(|j| self.inspect(j).ok().flatten())
+            .collect()
+    }
     /// Runs `action` (with the lease's fence and run id) if `token` holds
     /// `job`'s lease now. With files it runs inside the lock file's critical
     /// section, so the lease cannot move meanwhile; in PostgreSQL it runs

@@ -192,6 +192,30 @@ impl Store for Postgres {
         })
     }
 
+    fn inspect_all(&self, jobs: &[&Job]) -> Vec<Option<Verdict>> {
+        let target = self.target.clone();
+        let asks: Vec<(String, Duration)> = jobs
+            .iter()
+            .map(|j| (j.lock.value.clone(), j.policy.takeover_grace.value))
+            .collect();
+        let n = asks.len();
+        blocking(async move || {
+            let mut leases = Leases::open_target(&target, general())
+                .await
+                .map_err(|e| e.to_string())?;
+            let mut out = Vec::with_capacity(asks.len());
+            for (name, grace) in asks {
+                leases = leases.with_policy(baton_lease::Policy {
+                    takeover_grace: grace,
+                    ..baton_lease::Policy::default()
+                });
+                out.push(leases.inspect(&name).await.ok().flatten());
+            }
+            Ok(out)
+        })
+        .unwrap_or_else(|_| vec![None; n])
+    }
+
     fn while_held(
         &self,
         job: &Job,

@@ -234,6 +234,13 @@ fn a_live_run_slower_than_any_ttl_on_one_host_is_never_taken_by_another() {
     first.inner().stdout(Stdio::null()).stderr(Stdio::piped());
     let first = first.spawn();
     eventually("the run on alpha", || !lines(&log).is_empty());
+    // Beta's status shows alpha's run holding the lock, judged live.
+    let o = on(&b, &cb, &["status", "slow", "--json"]).output();
+    let status: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("status --json: {e}: {}{}", stdout(&o), stderr(&o)));
+    let holder = &status["jobs"][0]["holder"];
+    assert_eq!(holder["host"], "alpha", "{status}");
+    assert_eq!(holder["verdict"], "live", "{status}");
     let mut first = first;
     let mut tries = 0;
     loop {
