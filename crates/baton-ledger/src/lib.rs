@@ -256,5 +256,5 @@ pub use rows::{
     NewRun, RunRow, StepKind, StepState, UnknownWord,
 };
 pub use steps::Effect;
-pub use tallies::{BOUNDS, BOUNDS_US, Durations, JobTallies};
+pub use tallies::{BOUNDS, BOUNDS_US, Durations, JobTallies, bucket};
 pub use watermarks::WatermarkRow;

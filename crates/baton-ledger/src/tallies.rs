@@ -198,6 +198,8 @@ pub(crate) fn skipped(conn: &Connection, job: &str, reason: &str, n: i64) -> rus
 /// Counts a finished run: its verdict, a lost lease, and, when the ledger
 /// has the run's start (`started`), its duration. Called once per run, in
 /// the transaction that finishes it.
+///
+/// (The bucket is [`bucket`]'s, shared with every ledger.)
 pub(crate) fn finished(
     conn: &Connection,
     f: &Finished,
@@ -210,13 +212,7 @@ pub(crate) fn finished(
     let Some(started) = started else {
         return Ok(());
     };
-    // A wall clock stepped back between start and end counts as 0.
-    let us = (rows::micros(f.finished) - rows::micros(started)).max(0);
-    let bound = BOUNDS_US
-        .iter()
-        .copied()
-        .find(|&b| us <= b)
-        .unwrap_or(i64::MAX);
+    let (us, bound) = bucket(started, f.finished);
     conn.prepare_cached(
         "INSERT INTO durations (job, bound, count, sum_us) VALUES (?1, ?2, 1, ?3)
          ON CONFLICT (job, bound) DO UPDATE SET
@@ -275,6 +271,20 @@ fn entry(jobs: &mut BTreeMap<String, JobTallies>, job: String) -> &mut JobTallie
         job,
         ..JobTallies::default()
     })
+}
+
+/// A run's duration in microseconds from `started` to `finished` (0 when
+/// the wall clock stepped back between them), and the upper bound of its
+/// histogram bucket: the first of [`BOUNDS_US`] it does not exceed, else
+/// `i64::MAX`. Every ledger files durations with this.
+pub fn bucket(started: Timestamp, finished: Timestamp) -> (i64, i64) {
+    let us = (rows::micros(finished) - rows::micros(started)).max(0);
+    let bound = BOUNDS_US
+        .iter()
+        .copied()
+        .find(|&b| us <= b)
+        .unwrap_or(i64::MAX);
+    (us, bound)
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use baton_ledger::{BOUNDS_US, Finished, JobTallies};
+use baton_ledger::{BOUNDS_US, Finished, JobTallies, bucket};
 use jiff::Timestamp;
 use tokio_postgres::Transaction;
 
@@ -73,13 +73,7 @@ pub(crate) async fn finished(
     let Some(started) = started else {
         return Ok(());
     };
-    // A wall clock stepped back between start and end counts as 0.
-    let us = (rows::micros(f.finished) - rows::micros(started)).max(0);
-    let bound = BOUNDS_US
-        .iter()
-        .copied()
-        .find(|&b| us <= b)
-        .unwrap_or(i64::MAX);
+    let (us, bound) = bucket(started, f.finished);
     tx.execute(
         "INSERT INTO baton.durations AS d (job, bound, count, sum_us)
          VALUES ($1::text, $2::bigint, 1, $3::bigint)
