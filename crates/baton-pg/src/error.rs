@@ -30,7 +30,7 @@ pub enum Error {
         why: String,
     },
     /// No connection could be made.
-    #[error("failed to connect to the store at {target}: {source}")]
+    #[error("failed to connect to the store at {target}: {}", said(source))]
     Connect {
         /// Host, port, database and user (never the password).
         target: String,
@@ -40,7 +40,7 @@ pub enum Error {
     },
     /// A statement failed (statement timeouts included: the server cancels a
     /// statement that runs longer than [`crate::Options::statement_timeout`]).
-    #[error("failed to {what}: {source}")]
+    #[error("failed to {what}: {}", said(source))]
     Query {
         /// What was being done, as `<verb> <object>`.
         what: &'static str,
@@ -117,4 +117,26 @@ pub enum Error {
         /// What is wrong.
         why: String,
     },
+}
+
+/// What the driver's error says, whole: the server's own message for an
+/// error the server sent (`password authentication failed for user "x"`,
+/// `database "y" does not exist`), else the driver's words and their cause
+/// (`error connecting to server: Connection refused (os error 111)`). The
+/// driver's `Display` alone says only "db error".
+fn said(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return format!("{}: {}", db.severity(), db.message());
+    }
+    let mut out = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cause = c.source();
+    }
+    out
 }

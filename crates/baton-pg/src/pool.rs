@@ -145,9 +145,15 @@ pub(crate) async fn connect_checked(
     options: &Options,
 ) -> Result<(Client, JoinHandle<()>), Error> {
     let config = settings(config, options);
-    let (client, connection) = config
-        .connect(NoTls)
+    // The connect timeout bounds the TCP connection only; a server that
+    // accepts and never answers would hold the start-up forever.
+    let deadline = options.deadline;
+    let (client, connection) = tokio::time::timeout(deadline, config.connect(NoTls))
         .await
+        .map_err(|_| Error::Timeout {
+            what: "connect to the store",
+            deadline,
+        })?
         .map_err(|source| Error::Connect {
             target: target(&config),
             source,
@@ -168,9 +174,15 @@ pub(crate) async fn connect_once(config: &Config, options: &Options) -> Result<C
         .options(format!("-c statement_timeout={ms}"))
         .connect_timeout(options.connect_timeout)
         .application_name("baton");
-    let (client, connection) = config
-        .connect(NoTls)
+    // The connect timeout bounds the TCP connection only; a server that
+    // accepts and never answers would hold the start-up forever.
+    let deadline = options.deadline;
+    let (client, connection) = tokio::time::timeout(deadline, config.connect(NoTls))
         .await
+        .map_err(|_| Error::Timeout {
+            what: "connect to the store",
+            deadline,
+        })?
         .map_err(|source| Error::Connect {
             target: target(&config),
             source,

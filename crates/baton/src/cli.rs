@@ -72,8 +72,8 @@ pub enum Cmd {
     /// status page and Prometheus metrics, until SIGTERM.
     #[command(after_long_help = DAEMON_HELP)]
     Daemon(DaemonArgs),
-    /// Create, migrate and check the PostgreSQL store's schema ([store] url).
-    /// Runs do not use the store yet.
+    /// Create, migrate and check the PostgreSQL store's schema ([store] url),
+    /// where schedulers on several hosts share leases, claims and the ledger.
     #[command(subcommand, after_long_help = STORE_HELP)]
     Store(StoreCmd),
     /// One run for the daemon (internal): the configuration on stdin, what
@@ -710,10 +710,13 @@ PGUSER and PGDATABASE; the password from the URL, else [store]
 password_file (BATON_STORE_PASSWORD_FILE), else PGPASSWORD, else the file
 PGPASSFILE names. The password is never printed.
 
-Not yet: [store] migrates and checks the schema; runs still use local files
-and SQLite until the store is complete. `baton daemon` migrates at start.
+With [store] url, every run takes its lease, claims its occurrence and
+records itself in the store, on every host; nothing falls back to local
+files. Run `baton store migrate` once before the first run (`baton daemon`
+migrates at start); runs refuse a schema that is not this build's.
 
-Connecting waits at most 5s; each statement at most 5s.
+Connecting waits at most 5s, a whole call at most 6s; each statement at
+most 5s.
 
 Exit codes: 0 done (status: the schema is current); 1 the store could not
 be reached or refused (status: the schema is not this build's version); 2

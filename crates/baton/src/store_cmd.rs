@@ -3,8 +3,8 @@
 //!
 //! The store's password never reaches the output: messages name the target
 //! by [`baton_pg::Target::describe`] (host, port, database, user) and the
-//! URL only masked. The scheduler does not use the store for runs yet: these
-//! commands create, migrate and check the schema, nothing else.
+//! URL only masked. These commands create, migrate and check the schema;
+//! the runs themselves reach the store through `baton_sched::store`.
 //!
 //! Exit codes: 0 done (for `status`: the schema is current); 1 the store
 //! could not be reached, refused the connection or a statement, or (for
@@ -162,8 +162,9 @@ pub fn before_daemon(c: &Config) -> Result<(), Exit> {
     match migrate_at("daemon", &t, false) {
         Exit::Ok => {
             say!(
-                "baton daemon: note: the store's schema is ready; runs still use local files \
-                 and SQLite until the store is complete"
+                "baton daemon: note: the store's schema is ready; leases, claims and the \
+                 ledger are kept in {}",
+                t.describe()
             );
             Ok(())
         }

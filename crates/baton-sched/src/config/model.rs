@@ -357,9 +357,8 @@ pub struct DaemonSettings {
     pub shutdown_grace: Sourced<Duration>,
 }
 
-/// `[store]`: the PostgreSQL store for schedulers on several hosts. Only
-/// `baton store` and `baton daemon` (which migrates the schema at start)
-/// connect; runs do not use the store yet.
+/// `[store]`: the PostgreSQL store for schedulers on several hosts: every
+/// run's lease, claims and records are kept there (see `crate::store`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoreSettings {
     /// The connection URL (shown masked; see [`super::StoreUrl`]).

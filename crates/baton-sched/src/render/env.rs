@@ -82,38 +82,38 @@ const OTHERS: &[(&str, &str, bool, &str)] = &[
         "PGHOST",
         "localhost",
         false,
-        "`baton store`, `baton daemon`: the store's host when [store] url names none",
+        "with [store]: the store's host when [store] url names none",
     ),
     (
         "PGPORT",
         "5432",
         false,
-        "`baton store`, `baton daemon`: the store's port when [store] url names none",
+        "with [store]: the store's port when [store] url names none",
     ),
     (
         "PGUSER",
         "$USER",
         false,
-        "`baton store`, `baton daemon`: the store's user when [store] url names none",
+        "with [store]: the store's user when [store] url names none",
     ),
     (
         "PGDATABASE",
         "the user's name",
         false,
-        "`baton store`, `baton daemon`: the store's database when [store] url names none",
+        "with [store]: the store's database when [store] url names none",
     ),
     (
         "PGPASSWORD",
         "unset",
         true,
-        "`baton store`, `baton daemon`: the store's password when neither [store] url nor \
+        "with [store]: the store's password when neither [store] url nor \
          password_file gives one",
     ),
     (
         "PGPASSFILE",
         "unset (~/.pgpass is not read)",
         false,
-        "`baton store`, `baton daemon`: a file of host:port:database:user:password lines, \
+        "with [store]: a file of host:port:database:user:password lines, \
          read when no other password is given",
     ),
     (

@@ -308,7 +308,7 @@ fn store_daemon_migrates_at_start() {
     let log = d.log();
     assert!(log.contains("applied schema version 1, 2"), "{log}");
     assert!(
-        log.contains("runs still use local files and SQLite"),
+        log.contains("leases, claims and the ledger are kept in"),
         "{log}"
     );
     let o = run(&s, &["store", "status"]);
@@ -360,6 +360,39 @@ fn store_lock_commands_refuse_a_configuration_whose_locks_are_in_postgresql() {
         assert!(
             stderr(&o).contains("kept in PostgreSQL") && stderr(&o).contains("baton status"),
             "{}",
+            both(&o)
+        );
+    }
+}
+
+#[test]
+fn store_a_server_that_accepts_and_never_answers_is_given_up_on() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in listener.incoming() {
+            held.push(c);
+        }
+    });
+    let s = sched(&format!("postgres://baton@127.0.0.1:{port}/postgres"), "");
+    for args in [
+        &["store", "status"][..],
+        &["store", "migrate"],
+        &["daemon", "--listen", "127.0.0.1:0"],
+    ] {
+        let mut child = cmd(&s, args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // A hang fails here, after the test kit's patience.
+        let status = baton_testkit::wait_for_exit(&mut child, "baton to give up");
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(status.code(), Some(1), "{args:?}: {}", both(&o));
+        assert!(
+            stderr(&o).contains("no answer from the store"),
+            "{args:?}: {}",
             both(&o)
         );
     }
