@@ -39,6 +39,10 @@ pub struct Status {
     pub healthy: bool,
     /// The jobs, by name.
     pub jobs: Vec<JobStatus>,
+    /// Why the ledger could not be read, when it could not: the jobs then
+    /// show only what the configuration and the logs say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// One job.
@@ -222,7 +226,11 @@ fn stamp(t: Timestamp) -> String {
 /// Reads the status of `config`'s jobs (`only` names one, when given).
 pub fn read(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
     let state = &config.settings.state_dir.value;
-    let mut ledger = crate::store::existing_records(config, now).and_then(Result::ok);
+    let (mut ledger, error) = match crate::store::existing_records(config, now) {
+        None => (None, None),
+        Some(Ok(l)) => (Some(l), None),
+        Some(Err(e)) => (None, Some(e.to_string())),
+    };
     let logs = crate::logs::Logs::new(state, config.settings.timezone.value.tz.clone());
     let shown: Vec<&Job> = config
         .jobs
@@ -252,6 +260,7 @@ pub fn read(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
         now: stamp(now),
         healthy,
         jobs,
+        error,
     }
 }
 

@@ -62,6 +62,14 @@ pub fn status(state: Option<&Path>, a: &StatusArgs) -> Exit {
         return Exit::Usage;
     }
     let s = baton_sched::status::read(&c, a.job.as_deref(), SystemClock.wall());
+    if let Some(e) = &s.error {
+        say!("baton status: {e}");
+        if c.store.is_some() {
+            // Without the shared ledger every job would read "never run":
+            // say nothing rather than something false.
+            return Exit::Usage;
+        }
+    }
     if a.json {
         match serde_json::to_string_pretty(&s) {
             Ok(j) => outln!("{j}"),
@@ -144,7 +152,13 @@ pub fn history(state: Option<&Path>, a: &HistoryArgs) -> Exit {
         Ok(r) => r,
         Err(e) => {
             say!("baton history: {e}");
-            return Exit::Refused;
+            // A configured store that cannot be used is a configuration
+            // that cannot be honoured (exit 2), as for every run.
+            return if c.store.is_some() {
+                Exit::Usage
+            } else {
+                Exit::Refused
+            };
         }
     };
     if a.json {

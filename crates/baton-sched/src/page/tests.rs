@@ -58,6 +58,7 @@ fn status(jobs: Vec<JobStatus>) -> Status {
         now: NOW.into(),
         healthy: true,
         jobs,
+        error: None,
     }
 }
 

@@ -397,3 +397,23 @@ fn store_a_server_that_accepts_and_never_answers_is_given_up_on() {
         );
     }
 }
+
+#[test]
+fn store_status_and_history_refuse_a_store_they_cannot_read() {
+    // A server without baton's schema: nothing may read as "never run".
+    let pg = PgServer::start();
+    let s = Sched::new(&format!(
+        "[store]\nurl = {:?}\n[jobs.j]\nschedule = \"0 3 * * *\"\nrun = \"true\"\n",
+        pg.url()
+    ));
+    for args in [&["status"][..], &["status", "--json"], &["history", "j"]] {
+        let o = run(&s, args);
+        assert_eq!(code(&o), 2, "{args:?}: {}", both(&o));
+        assert!(
+            stderr(&o).contains("baton store migrate"),
+            "{args:?}: {}",
+            both(&o)
+        );
+        assert!(!stdout(&o).contains("never"), "{args:?}: {}", both(&o));
+    }
+}
