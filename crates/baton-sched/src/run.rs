@@ -278,6 +278,18 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
             return CANNOT;
         }
     };
+    if req.config.store.is_some() && !surfaces.borrow().has_ledger() {
+        // Said when the ledger failed to open: every host decides by the
+        // shared ledger, and a run it cannot record could run an occurrence
+        // that another host has decided otherwise.
+        tell(
+            req,
+            Told::Error {
+                message: format!("{}: not run: the store's ledger is unavailable", job.name),
+            },
+        );
+        return CANNOT;
+    }
     let Some(run_id) = fresh_run_id(job, surfaces) else {
         tell(
             req,

@@ -52,6 +52,15 @@ pub(crate) fn one(
         };
         s.ledger(|l| l.begin_run(&row))
     };
+    if began.is_none() && req.config.store.is_some() {
+        // The shared ledger did not record the start: another host may have
+        // decided this occurrence otherwise, so it does not run.
+        surfaces.borrow_mut().warn(&format!(
+            "{} occurrence={} not run: the store's ledger did not record its start",
+            job.name, c.occurrence
+        ));
+        return crate::run::CANNOT;
+    }
     if let Some(baton_ledger::Begun::AlreadyDecided(d)) = began {
         surfaces.borrow_mut().note(&format!(
             "{} occurrence={} already {} (the ledger says so); not run again",
@@ -61,7 +70,7 @@ pub(crate) fn one(
         ));
         return OK;
     }
-    abandon_the_dead(req, &c.run_id, &host, surfaces);
+    abandon_the_dead(req, &c.run_id, &host, lease.fence(), surfaces);
     surfaces.borrow_mut().note(&format!(
         "{} run={} occurrence={} start fence={} host={host} pid={pid}",
         job.name,
@@ -459,14 +468,18 @@ fn attempts(
 }
 
 /// Runs of the jobs sharing this lock that the ledger still calls running,
-/// but whose supervising process on this host is gone (it was killed, or
-/// its machine rebooted): they can no longer end on their own, and this run
-/// holds their lock now, so the ledger records them `abandoned`. A run on
-/// another host, or whose process still lives, is left alone.
+/// but that can no longer end on their own: their supervising process on
+/// this host is gone (killed, or its machine rebooted), or, on any host,
+/// they held the lock under a lower fence than this run's. This run holds
+/// the lock now, and a holder whose lease moved on had stopped its job
+/// before it could move (self-fencing) or died; so the ledger records them
+/// `abandoned`. A run of this host whose process still lives, under no
+/// fence or this one, is left alone.
 fn abandon_the_dead(
     req: &Request<'_>,
     current: &str,
     host: &str,
+    fence: u64,
     surfaces: &Rc<RefCell<Surfaces>>,
 ) {
     let mates = crate::run::lock_mates(req.config, req.job);
@@ -479,7 +492,8 @@ fn abandon_the_dead(
             let gone = run
                 .pid
                 .is_none_or(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists());
-            if run.run_id == current || !here || !gone {
+            let superseded = run.fence.is_some_and(|f| f < fence);
+            if run.run_id == current || !(superseded || (here && gone)) {
                 continue;
             }
             let finished = baton_ledger::Finished {
@@ -492,12 +506,20 @@ fn abandon_the_dead(
             };
             let keep = req.config.settings.history_keep.value;
             if s.ledger(|l| l.finish_run(&finished, keep)).is_some() {
-                s.note(&format!(
-                    "{mate} run={} abandoned: its process ({}) is gone and never recorded an end",
-                    run.run_id,
-                    run.pid
-                        .map_or_else(|| "unknown".into(), |p| format!("pid {p}"))
-                ));
+                let why = if superseded {
+                    format!(
+                        "its lease (fence {}) passed to this run (fence {fence}) and it never \
+                         recorded an end",
+                        run.fence.unwrap_or_default()
+                    )
+                } else {
+                    format!(
+                        "its process ({}) is gone and never recorded an end",
+                        run.pid
+                            .map_or_else(|| "unknown".into(), |p| format!("pid {p}"))
+                    )
+                };
+                s.note(&format!("{mate} run={} abandoned: {why}", run.run_id));
             }
         }
     }

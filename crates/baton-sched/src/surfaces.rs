@@ -62,6 +62,11 @@ impl Surfaces {
             Some(l) => s.ledger = Some(l),
             None => match crate::store::records(config, s.clock.wall()) {
                 Ok(l) => s.ledger = Some(l),
+                // Lock files guard runs without the ledger; in the shared
+                // store the ledger is the record every host decides by.
+                Err(e) if config.store.is_some() => s.warn(&format!(
+                    "the ledger is unavailable: {e}; no run starts without it"
+                )),
                 Err(e) => s.warn(&format!(
                     "the ledger is unavailable: {e}; runs go on unrecorded"
                 )),
@@ -69,6 +74,11 @@ impl Surfaces {
         }
         s.recovered();
         s
+    }
+
+    /// Whether the ledger is open.
+    pub fn has_ledger(&self) -> bool {
+        self.ledger.is_some()
     }
 
     /// Finishes (as [`Surfaces::finish`]) and hands back the open ledger.

@@ -55,7 +55,20 @@ pub fn tick(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> u8 {
         crate::say::line(format_args!("tick: {e}"));
         return CANNOT;
     }
-    let due = decide_due(config, only, &clock);
+    // In the shared store, nothing is decided without the ledger; it is
+    // opened once here and closed before the runs are forked.
+    let ledger = if config.store.is_some() {
+        match crate::store::records(config, clock.wall()) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                crate::say::line(format_args!("tick: {e}; nothing was run"));
+                return CANNOT;
+            }
+        }
+    } else {
+        None
+    };
+    let due = decide_due_with(config, only, &clock, ledger).0;
     let due_jobs: Vec<(&Job, Start)> = due
         .starts
         .iter()

@@ -199,7 +199,9 @@ fn three_hosts_of_eight_ticks_run_one_occurrence_once() {
 fn run_until_started(host: &Host, config: &Path, job: &str, attempts: usize) -> Vec<Output> {
     let mut refused = Vec::new();
     loop {
-        let o = on(host, config, &["run", job]).output();
+        let mut run = on(host, config, &["run", job]);
+        run.env("SLEEP", "1");
+        let o = run.output();
         if code(&o) == 0 {
             return refused;
         }
@@ -288,7 +290,7 @@ fn a_dead_host_leaves_its_lease_after_ttl_and_grace_on_the_servers_clock_not_bef
     let (a, b) = (Host::new("alpha"), Host::new("beta"));
     let log = c.path("log");
     let job = format!(
-        "[jobs.long]\nschedule = \"0 0 1 1 *\"\nrun = \"echo start $(hostname) >> {}; sleep 60\"\n",
+        "[jobs.long]\nschedule = \"0 0 1 1 *\"\nrun = \"echo start $(hostname) >> {}; sleep ${{SLEEP:-60}}\"\n",
         log.display()
     );
     let (ca, cb) = (
@@ -324,6 +326,18 @@ fn a_dead_host_leaves_its_lease_after_ttl_and_grace_on_the_servers_clock_not_bef
     );
     assert_eq!(lines(&log)[0], "start alpha");
     assert!(lines(&log).iter().any(|l| l == "start beta"));
+    // Alpha's run never recorded its end; beta's, under a higher fence,
+    // recorded it abandoned, and every host reads the same.
+    let o = on(&a, &ca, &["history", "long", "--json"]).output();
+    let runs: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("history --json: {e}: {}{}", stdout(&o), stderr(&o)));
+    let verdicts: Vec<(&str, &str)> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["host"].as_str().unwrap(), r["verdict"].as_str().unwrap()))
+        .collect();
+    assert_eq!(verdicts, [("beta", "ok"), ("alpha", "abandoned")], "{runs}");
 }
 
 /// A resource that rejects a fence lower than the highest it has seen: a
