@@ -106,11 +106,15 @@ pub fn render(runs: &[RunView]) -> String {
     let mut out = String::new();
     for r in runs {
         out.push_str(&format!(
-            "{}  {}  run {}  fence {}  {} {}\n",
+            "{}  {}  run {}  fence {}{}  {} {}\n",
             r.started,
             r.verdict.as_deref().unwrap_or("running"),
             r.run_id,
             r.fence.map_or("?".into(), |f| f.to_string()),
+            r.host
+                .as_deref()
+                .map(|h| format!(" on {h}"))
+                .unwrap_or_default(),
             if r.manual {
                 "manual".to_owned()
             } else {
