@@ -179,10 +179,12 @@ pub fn plan(job: &Job, now: Timestamp, known: &Known<'_>) -> Plan {
         );
     }
     // In the window: the newest `keep` are candidates, the older ones are
-    // counted.
-    let before_window = window_start
-        .checked_sub(SignedDuration::from_secs(1))
-        .unwrap_or(Timestamp::MIN);
+    // counted. The window starts at `window_start` itself, which `now` can
+    // put mid-second: the occurrences strictly after the instant before it
+    // are exactly those the walk above left out. (One whole second before
+    // it would take the occurrence in that second a second time, as a
+    // candidate after the walk had called it missed.)
+    let before_window = just_before(window_start);
     let from = known
         .last_decided
         .map_or(before_window, |d| second(d).max(before_window));
@@ -252,6 +254,14 @@ pub fn plan(job: &Job, now: Timestamp, known: &Known<'_>) -> Plan {
     out.into_plan(run)
 }
 
+/// The last instant before `t`: an occurrence is strictly after it exactly
+/// when it is at or after `t`, and at or before it exactly when it is
+/// before `t`, whatever fraction of a second `t` carries.
+fn just_before(t: Timestamp) -> Timestamp {
+    t.checked_sub(SignedDuration::from_nanos(1))
+        .unwrap_or(Timestamp::MIN)
+}
+
 /// Walks the occurrences in `[from, to)`, classifying each; at most
 /// [`WALK_LIMIT`], the rest counted as one lower bound.
 fn walk(
@@ -268,10 +278,7 @@ fn walk(
         if n > WALK_LIMIT {
             // The last one before `to` closes the range: counted as at least.
             let last = schedule
-                .latest_at_or_before(
-                    to.checked_sub(SignedDuration::from_secs(1)).unwrap_or(to),
-                    tz,
-                )
+                .latest_at_or_before(just_before(to), tz)
                 .unwrap_or(t);
             out.add(reason(last), last.as_second(), 1, true);
             return;
@@ -527,6 +534,32 @@ mod tests {
     }
 
     #[test]
+    fn an_occurrence_in_the_second_before_the_window_is_outside_it_and_counted_once() {
+        // Now 10:20:00.3 with a 4h window: the window opens at 06:20:00.3,
+        // so 06:20 lies just before it. It is missed as outside the window,
+        // and never also a candidate to run or to miss again.
+        let j =
+            job("every = \"1m\"\ncatch_up = \"all\"\ncatch_up_window = \"4h\"\ncatch_up_max = 300");
+        let k = known(Some("2026-11-29T06:00:00Z"), "2026-11-01T00:00:00Z");
+        let p = plan(&j, t("2026-11-29T10:20:00.3Z"), &k);
+        assert_eq!(
+            p.missed,
+            vec![range(
+                Reason::OutsideWindow,
+                "2026-11-29T06:01:00Z",
+                "2026-11-29T06:20:00Z",
+                20
+            )]
+        );
+        assert_eq!(p.run.first(), Some(&sec("2026-11-29T06:21:00Z")));
+        assert_eq!(p.run.len(), 240);
+        // On a whole second the window opens on 06:20, which is in it.
+        let p = plan(&j, t("2026-11-29T10:20:00Z"), &k);
+        assert_eq!(p.missed[0].last, sec("2026-11-29T06:19:00Z"));
+        assert_eq!(p.run.first(), Some(&sec("2026-11-29T06:20:00Z")));
+    }
+
+    #[test]
     fn nothing_before_the_job_was_first_seen_is_missed() {
         // A fresh ledger: first seen now; the newest in the window still
         // runs (the lock's claim guards what ran under a lost ledger).
@@ -677,14 +710,16 @@ mod properties {
             window in 1u32..200_000,
             max in 1u32..20,
             enabled in any::<bool>(),
-            // now in 2026; last decided and first seen up to 3 days back.
+            // now in 2026, often mid-second as a real clock reads it; last
+            // decided and first seen up to 3 days back.
             now in 1_767_225_600i64..1_798_761_600,
+            nanos in prop_oneof![Just(0i32), 0i32..1_000_000_000],
             back in proptest::option::of(0i64..260_000),
             seen_back in 0i64..260_000,
             pause in proptest::option::of((0i64..260_000, proptest::option::of(0i64..260_000))),
         ) {
             let j = job(SCHEDULES[s], ZONES[z], policy, window, max, enabled);
-            let now_t = Timestamp::from_second(now).unwrap();
+            let now_t = Timestamp::new(now, nanos).unwrap();
             let last = back.map(|b| now - b);
             let seen = Timestamp::from_second(now - seen_back).unwrap();
             let pauses: Vec<Pause> = pause

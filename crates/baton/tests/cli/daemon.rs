@@ -11,7 +11,7 @@ use baton_testkit::client::{self as http, Answer};
 use rustix::process::Signal;
 
 use crate::sched::Sched;
-use crate::support::{alive, eventually, pause, signal};
+use crate::support::{alive, eventually, pause, signal, stderr};
 
 /// A daemon started on `127.0.0.1:0`; killed (SIGKILL) when dropped.
 pub(crate) struct Daemon {
@@ -115,6 +115,15 @@ fn lines_of(p: &Path) -> Vec<String> {
         .lines()
         .map(str::to_owned)
         .collect()
+}
+
+/// The state of lock `name` in the scheduler's state directory, as
+/// `baton lock show --json` gives it (`held`, `free`, `absent`, …).
+fn lock_state(s: &Sched, name: &str) -> String {
+    let o = s.env.run(&["lock", "show", name, "--json"]);
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("lock show: not JSON ({e}): {}", stderr(&o)));
+    j[0]["state"].as_str().unwrap().to_owned()
 }
 
 fn duplicates(lines: &[String]) -> Vec<String> {
@@ -567,9 +576,7 @@ fn daemon_sigterm_past_the_grace_stops_the_whole_tree_then_releases() {
     assert!(alive(gc));
     assert_eq!(d.terminate(), Some(0));
     assert!(!alive(gc), "a detached descendant outlived the shutdown");
-    let show = s.run(&["lock", "show", "a", "--json"]);
-    let j: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
-    assert_ne!(j["state"], "held", "{j}");
+    assert_eq!(lock_state(&s, "a"), "free");
     assert_eq!(
         s.json(&["history", "a", "--json"])[0]["verdict"],
         "interrupted"
@@ -580,9 +587,14 @@ fn daemon_sigterm_past_the_grace_stops_the_whole_tree_then_releases() {
 fn daemon_kill9_mid_run_never_doubles_it_and_a_restart_carries_on() {
     let s = Sched::new("");
     let runs = s.env.path("runs.txt");
+    let go = s.env.path("go");
+    // Each run lasts until the test creates `go`: the first is still in
+    // flight when the second daemon is asked, however slow its start.
     s.write(&format!(
-        "[jobs.a]\nschedule = \"0 0 1 1 *\"\nrun = \"echo start >> {r}; sleep 3; echo end >> {r}\"\n",
-        r = runs.display()
+        "[jobs.a]\nschedule = \"0 0 1 1 *\"\nrun = \"echo start >> {r}; while [ ! -e {g} ]; do \
+         sleep 0.05; done; echo end >> {r}\"\n",
+        r = runs.display(),
+        g = go.display()
     ));
     let d = Daemon::start(&s, &[]);
     assert_eq!(d.post("/v1/jobs/a/run", "").status, 202);
@@ -592,13 +604,11 @@ fn daemon_kill9_mid_run_never_doubles_it_and_a_restart_carries_on() {
     let d = Daemon::start(&s, &[]);
     let r = d.post("/v1/jobs/a/run", "");
     assert_eq!(r.status, 409, "the run was doubled: {}", r.body);
+    std::fs::write(&go, "").unwrap();
     eventually("the first run to end", || lines_of(&runs).len() == 2);
     assert_eq!(lines_of(&runs), ["start", "end"]);
-    eventually("the lease to be free", || {
-        let show = s.run(&["lock", "show", "a", "--json"]);
-        let j: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap_or_default();
-        j["state"] != "held"
-    });
+    // Its worker records the verdict and releases after the job's last line.
+    eventually("the lease to be free", || lock_state(&s, "a") == "free");
     assert_eq!(d.post("/v1/jobs/a/run", "").status, 202);
     eventually("the second run to end", || lines_of(&runs).len() == 4);
 }
