@@ -179,6 +179,26 @@ impl Leases {
                         }
                         Err(source) => return Err(query(source)),
                     }
+                    // Held (or absent): judge the row as read, without its
+                    // lock. A holder that may not be taken is refused here,
+                    // so contenders for a live lease never queue on its row
+                    // lock; only one that may be taken is judged again under
+                    // the lock before anything is written.
+                    if let Some(row) = c
+                        .client
+                        .query_opt(&c.st.inspect, &[&grant.name])
+                        .await
+                        .map_err(query)?
+                    {
+                        let seen = judge::read(grant.name, &row)?;
+                        let verdict = judge.verdict(&seen);
+                        if !verdict.claimable() {
+                            return Ok(Acquire::Busy {
+                                verdict,
+                                at: seen.now,
+                            });
+                        }
+                    }
                 }
                 let out = locking(c, &grant, &judge).await;
                 if out.is_err() {
