@@ -205,13 +205,20 @@ pub fn read(config: &Config, clock: &dyn Clock) -> Result<String, Error> {
         None => Vec::new(),
     };
     let mut jobs_now = Now::default();
-    for job in config.jobs.values() {
+    let jobs: Vec<&crate::config::Job> = config.jobs.values().collect();
+    // Every lock judged over one store connection; one that cannot be read
+    // says nothing is known to run.
+    let verdicts = match crate::store::open(config) {
+        Ok(s) => s.inspect_all(&jobs),
+        Err(_) => vec![None; jobs.len()],
+    };
+    for (job, verdict) in jobs.into_iter().zip(verdicts) {
         if let Some(l) = ledger.as_deref_mut()
             && l.pauses(&job.name, 1)?.iter().any(|p| p.active(now))
         {
             jobs_now.paused.insert(job.name.clone());
         }
-        if running(config, job, ledger.as_deref_mut())? {
+        if running(config, job, verdict.as_ref(), ledger.as_deref_mut())? {
             jobs_now.running.insert(job.name.clone());
         }
     }
@@ -223,13 +230,10 @@ pub fn read(config: &Config, clock: &dyn Clock) -> Result<String, Error> {
 fn running(
     config: &Config,
     job: &crate::config::Job,
+    verdict: Option<&baton_lease::Verdict>,
     ledger: Option<&mut (dyn baton_ledger::Records + 'static)>,
 ) -> Result<bool, Error> {
-    // A lock that cannot be inspected says nothing is known to run.
-    let verdict = crate::store::open(config)
-        .ok()
-        .and_then(|s| s.inspect(job).ok().flatten());
-    let Some(baton_lease::Verdict::Live { holder, .. }) = &verdict else {
+    let Some(baton_lease::Verdict::Live { holder, .. }) = verdict else {
         return Ok(false);
     };
     let shared = config

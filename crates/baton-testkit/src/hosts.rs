@@ -21,7 +21,7 @@
 //! this machine can make them, and tests that need them fail with a message
 //! saying so rather than pass without testing.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command};
 
 /// Whether `unshare` can make the namespaces a [`Host`] needs here.
@@ -229,14 +229,6 @@ impl HostProcess {
         }
         let _ = self.child.wait();
     }
-}
-
-/// Where this build's binaries are, for commands run on hosts.
-pub fn target_bin(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("the test's own path");
-    let deps = exe.parent().expect("deps");
-    let dir = deps.parent().unwrap_or(deps);
-    dir.join(name)
 }
 
 /// FNV-1a, to derive stable identities from a host's name.

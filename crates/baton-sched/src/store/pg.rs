@@ -65,20 +65,13 @@ fn blocking<T: Send>(f: impl AsyncFnOnce() -> Result<T, String> + Send) -> Resul
     })
 }
 
-/// What an acquisition came to, carried out of the store's thread.
+/// What an acquisition came to, carried out of the store's thread (a
+/// grant already turned into the lease the run holds).
 #[allow(clippy::large_enum_variant)] // Made once per acquisition.
 enum Got {
     Held(PgHeld),
-    Not(Acquire),
-}
-
-/// A grant is always turned into a held lease on the store's thread.
-fn unreachable_grant() -> Taken {
-    Taken::Refused(Refused {
-        kind: crate::alerts::Kind::Busy,
-        holder: None,
-        why: "a grant was not handed over".into(),
-    })
+    Claimed(i64),
+    Busy(Verdict),
 }
 
 /// The store at one resolved target.
@@ -166,20 +159,14 @@ impl Store for Postgres {
                         }
                     }
                 }
-                other => Ok(Got::Not(other)),
+                Acquire::Claimed { occurrence, .. } => Ok(Got::Claimed(occurrence)),
+                Acquire::Busy { verdict, .. } => Ok(Got::Busy(verdict)),
             }
         })?;
         Ok(match got {
             Got::Held(held) => Taken::Acquired(Box::new(held)),
-            Got::Not(Acquire::Claimed { occurrence, .. }) => Taken::Claimed { at: occurrence },
-            Got::Not(Acquire::Busy { verdict, .. }) => {
-                Taken::Refused(Refused::of_verdict(&verdict).unwrap_or_else(|| Refused {
-                    kind: crate::alerts::Kind::Busy,
-                    holder: None,
-                    why: format!("{verdict:?}"),
-                }))
-            }
-            Got::Not(Acquire::Acquired(_)) => unreachable_grant(),
+            Got::Claimed(at) => Taken::Claimed { at },
+            Got::Busy(verdict) => Taken::Refused(Refused::of_verdict(&verdict)),
         })
     }
 

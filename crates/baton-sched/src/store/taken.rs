@@ -4,6 +4,7 @@
 //! never an error; an error means the store could not decide, and the run
 //! does not start (fail closed).
 
+use baton_lease::decide::Foreign;
 use baton_lease::{Busy, Holder, Outcome, Verdict};
 use baton_runner::Held;
 
@@ -36,21 +37,22 @@ pub struct Refused {
 }
 
 impl Refused {
-    /// A refusal from a judgement of the holder; `None` when the verdict
-    /// lets the lock be taken (the caller tries again).
-    pub fn of_verdict(v: &Verdict) -> Option<Refused> {
+    /// The refusal a store's judgement of the holder came to. A verdict
+    /// that would let the lock be taken is never a refusal the store makes;
+    /// should one arrive it reads as busy (try again), never as taken.
+    pub fn of_verdict(v: &Verdict) -> Refused {
         let (kind, holder) = match v {
             Verdict::Live { holder, .. } => (Kind::Busy, Some(holder.clone())),
             Verdict::Hung { holder, .. } => (Kind::Hung, Some(holder.clone())),
             Verdict::Orphaned { holder, .. } => (Kind::Orphaned, Some(holder.clone())),
             Verdict::Refused(_) => (Kind::VersionConflict, None),
-            _ => return None,
+            _ => (Kind::Busy, None),
         };
-        Some(Refused {
+        Refused {
             kind,
             holder,
             why: describe(v),
-        })
+        }
     }
 }
 
@@ -60,7 +62,13 @@ fn describe(v: &Verdict) -> String {
         Verdict::Live { holder, skew } => Outcome::Busy(Busy::Held { holder, skew }),
         Verdict::Hung { holder, lapsed } => Outcome::Hung { holder, lapsed },
         Verdict::Orphaned { holder, pgid } => Outcome::Orphaned { holder, pgid },
-        other => return format!("{other:?}"),
+        Verdict::Refused(Foreign::Version(v)) => {
+            return format!("the lock's record is of another version ({v}); it is never taken");
+        }
+        Verdict::Refused(Foreign::Unreadable(why) | Foreign::NotALock(why)) => {
+            return format!("the lock's record cannot be read ({why}); it is never taken");
+        }
+        other => return format!("the lock is {} (try again)", other.word()),
     };
     as_outcome.describe()
 }

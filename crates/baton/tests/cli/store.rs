@@ -402,10 +402,32 @@ fn store_a_server_that_accepts_and_never_answers_is_given_up_on() {
 fn store_status_and_history_refuse_a_store_they_cannot_read() {
     // A server without baton's schema: nothing may read as "never run".
     let pg = PgServer::start();
+    let ran = tempfile::tempdir().unwrap();
+    let marker = ran.path().join("ran");
     let s = Sched::new(&format!(
-        "[store]\nurl = {:?}\n[jobs.j]\nschedule = \"0 3 * * *\"\nrun = \"true\"\n",
-        pg.url()
+        "[store]\nurl = {:?}\n[jobs.j]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\n\
+         run = \"touch {}\"\n",
+        pg.url(),
+        marker.display()
     ));
+    // Nor does anything run: not without the store's lease and ledger.
+    for args in [&["tick"][..], &["run", "j"]] {
+        let o = run(&s, args);
+        assert_eq!(code(&o), 2, "{args:?}: {}", both(&o));
+        assert!(
+            stderr(&o).contains("baton store migrate"),
+            "{args:?}: {}",
+            both(&o)
+        );
+        assert!(!marker.exists(), "{args:?} ran the job: {}", both(&o));
+    }
+    let lock_files = std::fs::read_dir(s.env.state().join("locks"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert!(
+        !s.env.state().join("baton.db").exists() && lock_files == 0,
+        "fell back to local files"
+    );
     for args in [&["status"][..], &["status", "--json"], &["history", "j"]] {
         let o = run(&s, args);
         assert_eq!(code(&o), 2, "{args:?}: {}", both(&o));
