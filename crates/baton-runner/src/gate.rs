@@ -11,6 +11,10 @@
 //! is no moment at which the job runs while the record does not name its
 //! group, so a judge can never take a crashed runner's job for dead.
 //!
+//! Where the kernel allows it, the child is the init of a PID namespace of
+//! its own and dies with the runner's thread, taking every process of the
+//! step with it ([`crate::contain`]).
+//!
 //! Whether `exec` worked comes back on a second close-on-exec pipe: nothing
 //! (end-of-file) when it did, the error number when every candidate path
 //! failed. Everything the child needs (paths, arguments, environment, the
@@ -25,6 +29,8 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::process::ExitStatus;
+
+use crate::contain::{self, InitPlan, Method};
 
 /// What a step's standard streams are.
 pub(crate) struct Stdio {
@@ -110,6 +116,10 @@ pub(crate) struct Gated {
     pid: u32,
     gate: Option<OwnedFd>,
     errors: OwnedFd,
+    /// The status pipe's read end, when the step runs under an init of its
+    /// own ([`crate::contain`]).
+    status: Option<OwnedFd>,
+    method: Method,
 }
 
 /// What the gate decided.
@@ -124,17 +134,59 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?)
 }
 
-/// Forks `cmd` in a process group of its own and stops it at the gate.
+/// Forks `cmd` in a process group of its own and stops it at the gate:
+/// inside a PID namespace whose init dies with this thread when `contain`
+/// asks for it and the kernel allows it ([`crate::contain`]), otherwise as
+/// a plain child. The group is init's when
+/// contained (the command joins it), the command's own otherwise; either
+/// way [`Gated::pid`] is the group's id and leader.
 ///
 /// # Errors
 ///
 /// When the pipes cannot be made, `/dev/null` cannot be opened, or `fork`
 /// fails.
-pub(crate) fn spawn_gated(cmd: &Command, stdio: Stdio) -> io::Result<Gated> {
-    let (gate_r, gate_w) = pipe()?;
-    let (err_r, err_w) = pipe()?;
+pub(crate) fn spawn_gated(cmd: &Command, stdio: Stdio, contain: bool) -> io::Result<Gated> {
     let null = if stdio.stdin_null {
         Some(OwnedFd::from(std::fs::File::open("/dev/null")?))
+    } else {
+        None
+    };
+    let methods = if contain {
+        contain::candidates()
+    } else {
+        Vec::new()
+    };
+    for method in methods {
+        match spawn_as(cmd, &stdio, null.as_ref(), method) {
+            Ok(g) => {
+                if method == Method::UserPid
+                    && let Err(e) = contain::write_maps(g.pid)
+                {
+                    contain::refused(method, e.to_string());
+                    g.close();
+                    continue;
+                }
+                return Ok(g);
+            }
+            Err(e) if contain::is_refusal(&e) => contain::refused(method, contain::describe(&e)),
+            Err(e) => return Err(e),
+        }
+    }
+    spawn_as(cmd, &stdio, null.as_ref(), Method::Plain)
+}
+
+fn spawn_as(
+    cmd: &Command,
+    stdio: &Stdio,
+    null: Option<&OwnedFd>,
+    method: Method,
+) -> io::Result<Gated> {
+    let (gate_r, gate_w) = pipe()?;
+    let (err_r, err_w) = pipe()?;
+    let status = if method.contained() {
+        let (r, w) = pipe()?;
+        rustix::fs::fcntl_setfl(&r, rustix::fs::OFlags::NONBLOCK)?;
+        Some((r, w))
     } else {
         None
     };
@@ -143,35 +195,29 @@ pub(crate) fn spawn_gated(cmd: &Command, stdio: Stdio) -> io::Result<Gated> {
     let mut envp: Vec<*const libc::c_char> = cmd.envp.iter().map(|e| e.as_ptr()).collect();
     envp.push(std::ptr::null());
     let candidates: Vec<*const libc::c_char> = cmd.candidates.iter().map(|c| c.as_ptr()).collect();
-    let cwd = cmd.cwd.as_ref().map(|c| c.as_ptr());
-    let gate_fd = gate_r.as_raw_fd();
-    let gate_w_fd = gate_w.as_raw_fd();
-    let err_fd = err_w.as_raw_fd();
-    let null_fd = null.as_ref().map(AsRawFd::as_raw_fd);
-    let out_fd = stdio.output.as_ref().map(AsRawFd::as_raw_fd);
-    // Safety: after fork the child runs only `child`, which makes raw system
-    // calls on data prepared above (never freed before the child execs or
-    // exits: the parent keeps it alive until `fork` returns and the child's
-    // copy is its own), allocates nothing and takes no lock.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let plan = ChildPlan {
+        gate: gate_r.as_raw_fd(),
+        gate_w: gate_w.as_raw_fd(),
+        err: err_w.as_raw_fd(),
+        null: null.map(AsRawFd::as_raw_fd),
+        out: stdio.output.as_ref().map(AsRawFd::as_raw_fd),
+        cwd: cmd.cwd.as_ref().map(|c| c.as_ptr()),
+        candidates: &candidates,
+        argv: argv.as_ptr(),
+        envp: envp.as_ptr(),
+        init: status.as_ref().map(|(r, w)| InitPlan {
+            status: w.as_raw_fd(),
+            status_read: r.as_raw_fd(),
+        }),
+    };
+    // Safety: after the fork the child runs only `child`, which makes raw
+    // system calls on data prepared above (never freed before the child
+    // execs or exits: the parent keeps it alive until `fork` returns and
+    // the child's copy is its own), allocates nothing and takes no lock.
+    let pid = unsafe { contain::fork(method)? };
     if pid == 0 {
         // Safety: see above; `child` never returns.
-        unsafe {
-            child(ChildPlan {
-                gate: gate_fd,
-                gate_w: gate_w_fd,
-                err: err_fd,
-                null: null_fd,
-                out: out_fd,
-                cwd,
-                candidates: &candidates,
-                argv: argv.as_ptr(),
-                envp: envp.as_ptr(),
-            })
-        }
+        unsafe { child(&plan) }
     }
     // The parent sets the group too, so it exists before the gate opens
     // whichever of the two runs first (as shells do).
@@ -181,12 +227,12 @@ pub(crate) fn spawn_gated(cmd: &Command, stdio: Stdio) -> io::Result<Gated> {
     }
     drop(gate_r);
     drop(err_w);
-    drop(null);
-    drop(stdio.output);
     Ok(Gated {
         pid: pid.unsigned_abs(),
         gate: Some(gate_w),
         errors: err_r,
+        status: status.map(|(r, _w)| r),
+        method,
     })
 }
 
@@ -201,19 +247,25 @@ struct ChildPlan<'a> {
     candidates: &'a [*const libc::c_char],
     argv: *const *const libc::c_char,
     envp: *const *const libc::c_char,
+    /// Set when the child is the init of a namespace of its own.
+    init: Option<InitPlan>,
 }
 
-/// The child's side: its own group, a clean signal mask, waits at the gate,
-/// installs its streams, execs. Never returns.
+/// The child's side: its own group, a clean signal mask (and, as init,
+/// death with the runner's thread), waits at the gate; then execs the
+/// command, or, as init, starts it as its own child. Never returns.
 ///
 /// # Safety
 ///
 /// Only in the child of `fork`, with `plan` pointing at memory valid in it.
-unsafe fn child(plan: ChildPlan<'_>) -> ! {
+unsafe fn child(plan: &ChildPlan<'_>) -> ! {
     // Safety: the whole body makes async-signal-safe system calls on
     // descriptors and strings prepared by the parent; `_exit` on every path.
     unsafe {
         libc::setpgid(0, 0);
+        if plan.init.is_some() {
+            contain::die_with_parent();
+        }
         let mut empty: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut empty);
         libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
@@ -234,6 +286,21 @@ unsafe fn child(plan: ChildPlan<'_>) -> ! {
             libc::_exit(125);
         }
         libc::close(plan.gate);
+        match &plan.init {
+            Some(init) => contain::init(init, plan.err, || exec(plan)),
+            None => exec(plan),
+        }
+    }
+}
+
+/// Installs the command's streams and execs it. Never returns.
+///
+/// # Safety
+///
+/// Only in the child of `fork`, with `plan` pointing at memory valid in it.
+unsafe fn exec(plan: &ChildPlan<'_>) -> ! {
+    // Safety: as `child`.
+    unsafe {
         if let Some(n) = plan.null {
             install(n, 0);
         }
@@ -294,9 +361,15 @@ unsafe fn report(fd: RawFd, errno: i32) -> ! {
 }
 
 impl Gated {
-    /// The child's pid, which is also its process group id.
+    /// The child's pid, which is also its process group id (init's, when
+    /// the step is contained).
     pub(crate) fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// How the step is kept from outliving the runner.
+    pub(crate) fn method(&self) -> Method {
+        self.method
     }
 
     /// Lets the command run; says whether `exec` worked.
@@ -304,10 +377,15 @@ impl Gated {
         let Some(gate) = self.gate.take() else {
             return Started::Failed(io::Error::other("the gate was already used"));
         };
+        let mut child = Child {
+            pid: self.pid,
+            done: false,
+            status: self.status.take().map(std::fs::File::from),
+        };
         let mut f = std::fs::File::from(gate);
         if let Err(e) = io::Write::write_all(&mut f, b"1") {
             drop(f);
-            self.reap();
+            let _ = child.wait();
             return Started::Failed(e);
         }
         drop(f);
@@ -327,13 +405,8 @@ impl Gated {
                 Err(e) => return Started::Failed(e),
             }
         }
-        let child = Child {
-            pid: self.pid,
-            done: false,
-        };
         if got == 4 {
-            let mut c = child;
-            let _ = c.wait();
+            let _ = child.wait();
             return Started::Failed(io::Error::from_raw_os_error(i32::from_ne_bytes(buf)));
         }
         Started::Running(child)
@@ -343,39 +416,66 @@ impl Gated {
     /// reaped.
     pub(crate) fn close(mut self) {
         drop(self.gate.take());
-        self.reap();
-    }
-
-    fn reap(&self) {
         let mut c = Child {
             pid: self.pid,
             done: false,
+            status: None,
         };
         let _ = c.wait();
     }
 }
 
-/// A started command.
+/// A started command: the runner's child, which is the command itself, or
+/// the init of the command's namespace, which sends the command's status on
+/// a pipe when it exits and itself exits once nothing is left.
 #[derive(Debug)]
 pub(crate) struct Child {
     pid: u32,
     done: bool,
+    status: Option<std::fs::File>,
 }
 
 impl Child {
-    /// Its pid.
+    /// Its pid (init's, when contained): the step's process group.
     pub(crate) fn id(&self) -> u32 {
         self.pid
     }
 
-    /// Its status if it has exited (reaping it), without waiting.
+    /// The command's status if it has exited, without waiting (reaping it,
+    /// or, when contained, reading what init sent; init itself is reaped
+    /// here only if it died first, and otherwise as part of the tree).
     pub(crate) fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
-        self.waitpid(libc::WNOHANG)
+        if let Some(s) = self.sent() {
+            return Ok(Some(s));
+        }
+        let r = self.waitpid(libc::WNOHANG)?;
+        Ok(r.map(|own| self.sent().unwrap_or(own)))
     }
 
-    /// Waits for it to exit.
+    /// Waits for it to exit (for init: for the whole namespace to empty).
     pub(crate) fn wait(&mut self) -> io::Result<Option<ExitStatus>> {
-        self.waitpid(0)
+        let own = self.waitpid(0)?;
+        Ok(self.sent().or(own))
+    }
+
+    /// The status init sent, once.
+    fn sent(&mut self) -> Option<ExitStatus> {
+        use std::os::unix::process::ExitStatusExt;
+        let pipe = self.status.as_mut()?;
+        let mut buf = [0u8; 4];
+        loop {
+            match io::Read::read(pipe, &mut buf) {
+                Ok(4) => {
+                    self.status = None;
+                    return Some(ExitStatus::from_raw(i32::from_ne_bytes(buf)));
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Nothing yet (would block), or init died without sending
+                // (four bytes are written at once, below PIPE_BUF: a status
+                // is never cut).
+                _ => return None,
+            }
+        }
     }
 
     fn waitpid(&mut self, flags: i32) -> io::Result<Option<ExitStatus>> {

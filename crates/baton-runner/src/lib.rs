@@ -30,6 +30,7 @@
 
 pub mod capture;
 mod cgroup;
+mod contain;
 pub mod gate;
 mod held;
 pub mod hook;

@@ -49,6 +49,14 @@ pub enum Event {
         /// The signal's number.
         signal: i32,
     },
+    /// The kernel refused a PID namespace for the run's steps: they run as
+    /// before namespaces, their process group the only evidence, so
+    /// processes they detach from it may outlive a runner killed with
+    /// `kill -9`. Raised once per run.
+    Uncontained {
+        /// What the kernel said.
+        why: String,
+    },
     /// The step's cgroup could not be used; the step is tracked through
     /// `/proc` instead.
     NoCgroup {

@@ -109,6 +109,8 @@ pub struct Session<'r> {
     unreported: Option<String>,
     interrupted: Option<i32>,
     steps: u32,
+    /// Whether the run was told that a step could not be contained.
+    uncontained_reported: bool,
 }
 
 impl<'r> Session<'r> {
@@ -152,6 +154,7 @@ impl<'r> Session<'r> {
             unreported: None,
             interrupted: None,
             steps: 0,
+            uncontained_reported: false,
         })
     }
 
@@ -251,7 +254,7 @@ impl<'r> Session<'r> {
             stdin_null: spec.stdin == Stdin::Null,
             output,
         };
-        let gated = match gate::spawn_gated(&cmd, stdio) {
+        let gated = match gate::spawn_gated(&cmd, stdio, spec.contain) {
             Ok(g) => g,
             Err(e) => {
                 finish_reader(reader);
@@ -262,6 +265,13 @@ impl<'r> Session<'r> {
             }
         };
         let pid = gated.pid();
+        let contained = gated.method().contained();
+        if spec.contain && !contained && !self.uncontained_reported {
+            self.uncontained_reported = true;
+            self.report.event(Event::Uncontained {
+                why: crate::contain::why_uncontained(),
+            });
+        }
         let cgroup = self.cfg.cgroup.clone().and_then(|parent| {
             let name = format!(
                 "baton-{}-{}-{}",
@@ -350,7 +360,7 @@ impl<'r> Session<'r> {
                 );
             }
         };
-        let tree = Tree::new(pid, cgroup);
+        let tree = Tree::new(pid, cgroup, contained);
         let mut reader = reader;
         let (status, stop) = self.supervise(&mut child, &tree, &limits, t0, reader.as_mut());
         if let Some(fg) = foreground {
@@ -442,9 +452,13 @@ impl<'r> Session<'r> {
                     return (status, stop);
                 }
                 if term_at.is_none() {
-                    let count = tree.members().len().max(1);
-                    self.report.event(Event::Leftovers { count });
-                    begin(Stop::Leftovers, &mut stop, &mut term_at);
+                    // A contained step's init outlives its command for the
+                    // instant it takes to see the namespace empty.
+                    let count = tree.leftovers();
+                    if count > 0 {
+                        self.report.event(Event::Leftovers { count });
+                        begin(Stop::Leftovers, &mut stop, &mut term_at);
+                    }
                 }
             }
             if let Some(t) = term_at

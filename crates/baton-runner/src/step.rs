@@ -45,6 +45,15 @@ pub struct StepSpec {
     /// Hand the terminal's foreground to the step while it runs, when the
     /// runner holds it (an interactive `baton exec`).
     pub foreground: bool,
+    /// Run the step in a PID namespace of its own, so that its whole tree
+    /// dies with the runner however the runner dies (`kill -9` included).
+    /// Where the kernel refuses it the step runs uncontained, as with
+    /// `false`, and the run is told once ([`crate::Event::Uncontained`]).
+    /// Uncontained, a step's process group is the evidence a judge reads
+    /// after a killed runner, as it always was. Inside the namespace the
+    /// step's own pids are the namespace's (its shell's `$$` is 2); `/proc`
+    /// stays the host's.
+    pub contain: bool,
 }
 
 impl StepSpec {
@@ -62,6 +71,7 @@ impl StepSpec {
             stdin: Stdin::Inherit,
             output: Output::Inherit,
             foreground: false,
+            contain: true,
         }
     }
 }

@@ -17,6 +17,11 @@
 //! member, a zombie leader whose threads still run included. Helper commands
 //! (alert commands) run in groups of their own and are never members.
 //!
+//! A contained step ([`crate::contain`]) is led by the init of its PID
+//! namespace: `SIGKILL` to init kills every process of the step at once,
+//! and init lives until the last of them is gone, so the tree is over
+//! exactly when init has been reaped.
+//!
 //! This module sends signals only to the step's group and to the runner's
 //! own descendants, through `baton_lease::job`.
 
@@ -36,15 +41,32 @@ pub(crate) struct Tree {
     pgid: u32,
     me: u32,
     cgroup: Option<Cgroup>,
+    /// The group's leader is the init of the step's PID namespace
+    /// ([`crate::contain`]): killing it kills every process of the step at
+    /// once, and it lives exactly as long as any of them.
+    contained: bool,
 }
 
 impl Tree {
-    /// The tree of the step whose group is `pgid`.
-    pub(crate) fn new(pgid: u32, cgroup: Option<Cgroup>) -> Self {
+    /// The tree of the step whose group is `pgid` (led by the init of its
+    /// namespace when `contained`).
+    pub(crate) fn new(pgid: u32, cgroup: Option<Cgroup>, contained: bool) -> Self {
         Self {
             pgid,
             me: std::process::id(),
             cgroup,
+            contained,
+        }
+    }
+
+    /// The processes the step's command left behind once it exited: every
+    /// member but a contained step's init, which stays until they are gone.
+    pub(crate) fn leftovers(&self) -> usize {
+        let members = self.members();
+        if self.contained {
+            members.iter().filter(|m| m.pid != self.pgid).count()
+        } else {
+            members.len().max(1)
         }
     }
 
@@ -131,7 +153,13 @@ impl Tree {
             let _ = cg.freeze();
             let _ = cg.kill();
         }
-        self.freeze();
+        if self.contained {
+            // The kernel kills the whole namespace with its init: nothing
+            // can fork its way out, so there is nothing to freeze first.
+            let _ = job::signal_process(self.pgid, SIGKILL);
+        } else {
+            self.freeze();
+        }
         let _ = job::signal_group(self.pgid, SIGKILL);
         for c in self.children().unwrap_or_default() {
             let _ = job::signal_process(c, SIGKILL);

@@ -48,6 +48,10 @@ pub enum Kind {
     Missed,
     /// The daemon refused a new configuration; the old one stays in force.
     ReloadRefused,
+    /// The kernel refused the PID namespace that makes a step's whole tree
+    /// die with its supervisor: processes a step detaches may outlive a
+    /// killed supervisor.
+    Uncontained,
 }
 
 impl Kind {
@@ -66,6 +70,7 @@ impl Kind {
             Kind::LedgerCorrupt => "ledger-corrupt",
             Kind::Missed => "missed",
             Kind::ReloadRefused => "reload-refused",
+            Kind::Uncontained => "uncontained",
         }
     }
 }

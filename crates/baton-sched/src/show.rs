@@ -119,6 +119,12 @@ fn policy(p: &RunPolicy) -> Vec<Shown> {
             format!("{:?}", p.overlap.value.as_str()),
             json!(p.overlap.value.as_str()),
         ),
+        item(
+            "contain",
+            &p.contain,
+            p.contain.value.to_string(),
+            json!(p.contain.value),
+        ),
     ]
 }
 

@@ -217,6 +217,15 @@ impl baton_runner::Report for Events {
                 ));
             }
             Event::NoCgroup { why } => return s.note(&format!("{job}: {why}")),
+            Event::Uncontained { why } => (
+                Kind::Uncontained,
+                format!(
+                    "{job}: run {} has no PID namespace ({why}); if its supervisor is killed, \
+                     processes a step detached from its group may outlive it (contain = false \
+                     asks for this and does not alert)",
+                    ctx.run_id
+                ),
+            ),
         };
         let alert = ctx.alert(kind, now, step.as_deref(), message);
         s.alert_in_step(&alert);
@@ -316,6 +325,7 @@ fn attempts(
         spec.cwd = step.cwd.clone();
         spec.timeout = step.timeout.value;
         spec.kill_grace = step.kill_grace.value;
+        spec.contain = job.policy.contain.value;
         spec.stdin = Stdin::Null;
         spec.output = baton_runner::Output::Capture(Box::new(sink));
         let result = session.run(spec);

@@ -9,13 +9,16 @@
 //! ones. baton reads those files the way it reads them on a real machine;
 //! nothing in the product knows it is being tested.
 //!
-//! The first process of each command is a shell that is pid 1 of the host's
-//! pid namespace: killing it with SIGKILL ([`HostProcess::kill_host`])
-//! takes every process of that host with it, as when a machine dies; so
-//! does killing the `unshare` process that started it (`--kill-child`). The
-//! shell does not `exec` the command, so a command that exits does not take
-//! its children down with it: the host lives until the command and every
-//! process it left behind have ended.
+//! The first process of each command is the host's pid 1, a small init
+//! (Python, as Debian ships it) that starts the command as its child and
+//! reaps every process of the namespace until none is left: killing it with
+//! SIGKILL ([`HostProcess::kill_host`]) takes every process of that host
+//! with it, as when a machine dies; so does killing the `unshare` process
+//! that started it (`--kill-child`). A command that exits, or is killed,
+//! does not take what it left behind down with it: the host lives until
+//! the last of those processes has ended, as a real machine does. (A pid 1
+//! that exited with its command would kill every orphan, and hide exactly
+//! the processes a killed supervisor leaves running.)
 //!
 //! Namespaces need root (or user namespaces); [`available`] says whether
 //! this machine can make them, and tests that need them fail with a message
@@ -39,20 +42,47 @@ pub struct Host {
     dir: tempfile::TempDir,
 }
 
-/// The script that makes a host's identity, then runs the command and
-/// waits for everything it started. `$1` host name, `$2` machine-id file,
-/// `$3` boot-id file, then the command.
+/// The script that makes a host's identity, then becomes the host's init
+/// ([`INIT`]), which runs the command. `$1` the init's program, `$2` host
+/// name, `$3` machine-id file, `$4` boot-id file, then the command.
 const ENTER: &str = r#"
 set -e
+init="$1"
+shift
 hostname "$1"
 if [ -e /etc/machine-id ]; then mount --bind "$2" /etc/machine-id; fi
 mount --bind "$3" /proc/sys/kernel/random/boot_id
 shift 3
-set +e
-"$@"
-code=$?
-wait
-exit $code
+# Debian's interpreter where there is one: a version manager's shim would
+# fork a dozen processes of its own before the command starts.
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+exec "$py" -c "$init" "$@"
+"#;
+
+/// The host's pid 1: starts the command, then reaps every process of the
+/// namespace (orphans are handed to it) until none is left, and exits with
+/// the command's status.
+const INIT: &str = r#"
+import os, sys
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(sys.argv[1], sys.argv[1:])
+    except OSError as e:
+        print(f"{sys.argv[1]}: {e}", file=sys.stderr)
+        os._exit(127)
+code = 0
+while True:
+    try:
+        p, status = os.waitpid(-1, 0)
+    except ChildProcessError:
+        break
+    except InterruptedError:
+        continue
+    if p == pid:
+        code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
 "#;
 
 impl Host {
@@ -118,6 +148,7 @@ impl Host {
         ])
         .arg(ENTER)
         .arg("baton-host")
+        .arg(INIT)
         .arg(&self.name)
         .arg(self.dir.path().join("machine-id"))
         .arg(self.dir.path().join("boot_id"))
@@ -197,10 +228,24 @@ pub struct HostProcess {
 }
 
 impl HostProcess {
-    /// The pid (in this test's namespace) of the host's pid 1, the shell
+    /// The pid (in this test's namespace) of the host's pid 1, the init
     /// that runs the command, once it exists.
     pub fn init_pid(&self) -> Option<u32> {
         let children = format!("/proc/{0}/task/{0}/children", self.child.id());
+        std::fs::read_to_string(children)
+            .ok()?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    }
+
+    /// The pid (in this test's namespace) of the command the host's pid 1
+    /// runs, once it exists: killing it leaves the host up, as when one
+    /// process of a machine is killed.
+    pub fn command_pid(&self) -> Option<u32> {
+        let init = self.init_pid()?;
+        let children = format!("/proc/{init}/task/{init}/children");
         std::fs::read_to_string(children)
             .ok()?
             .split_whitespace()

@@ -41,11 +41,15 @@ pub enum Kind {
     Timeout,
     /// The command exited with a nonzero status or died of a signal.
     Failed,
+    /// The kernel refused the PID namespace that makes the command's whole
+    /// tree die with baton: processes it detaches may outlive a killed
+    /// baton.
+    Uncontained,
 }
 
 impl Kind {
     /// Every kind, in the order `--help` lists them.
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Busy,
         Kind::Hung,
         Kind::Orphaned,
@@ -54,6 +58,7 @@ impl Kind {
         Kind::Overrunning,
         Kind::Timeout,
         Kind::Failed,
+        Kind::Uncontained,
     ];
 
     /// The name used in JSON and by `--alert-on`.
@@ -67,6 +72,7 @@ impl Kind {
             Kind::Overrunning => "overrunning",
             Kind::Timeout => "timeout",
             Kind::Failed => "failed",
+            Kind::Uncontained => "uncontained",
         }
     }
 

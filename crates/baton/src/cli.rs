@@ -472,7 +472,8 @@ pub struct ExecArgs {
     pub alert_command: Option<String>,
     /// The kinds that alert (stderr line and --alert-command), comma
     /// separated: busy, hung, orphaned, version-conflict, lease-lost,
-    /// overrunning, timeout, failed; or all, or none. Default: all but busy.
+    /// overrunning, timeout, failed, uncontained; or all, or none. Default:
+    /// all but busy.
     #[arg(long, value_name = "KIND,...")]
     pub alert_on: Option<String>,
     /// No stderr lines for alerts or notes (errors are still printed).
@@ -490,6 +491,15 @@ pub struct ExecArgs {
     /// A run id to record and export (default: random).
     #[arg(long, value_name = "ID")]
     pub run_id: Option<String>,
+    /// Run the command without a PID namespace of its own. By default its
+    /// whole tree dies with baton, even when baton is killed with kill -9;
+    /// without one a killed baton leaves its job running (the lease reads
+    /// orphaned while the job's group has members; lock break --kill stops
+    /// them), and processes it detached from its group go unseen. Inside
+    /// the namespace the command's own pid ($$) is the namespace's; use this
+    /// option when the command must publish its pid to the host.
+    #[arg(long)]
+    pub no_contain: bool,
     /// The command and its arguments, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<std::ffi::OsString>,

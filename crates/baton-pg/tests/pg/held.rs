@@ -72,15 +72,18 @@ fn read_pid(path: &Path) -> u32 {
 }
 
 /// A step whose shell writes its pid, starts a `sleep` child, writes that
-/// one's pid, and waits for it.
-fn sleeper(dir: &Path, secs: u32) -> StepSpec {
+/// one's pid, and waits for it; in a PID namespace of its own when
+/// `contain` (the pids written are the host's: `/proc` is the host's).
+fn sleeper(dir: &Path, secs: u32, contain: bool) -> StepSpec {
     let script = format!(
-        "echo $$ > {d}/sh.pid.tmp && mv {d}/sh.pid.tmp {d}/sh.pid; sleep {secs} & \
-         echo $! > {d}/sleep.pid.tmp && mv {d}/sleep.pid.tmp {d}/sleep.pid; wait",
+        "read -r p _ < /proc/self/stat; echo $p > {d}/sh.pid.tmp && mv {d}/sh.pid.tmp {d}/sh.pid; \
+         sh -c 'read -r q _ < /proc/self/stat; echo $q > {d}/sleep.pid.tmp && \
+         mv {d}/sleep.pid.tmp {d}/sleep.pid; exec sleep {secs}' & wait",
         d = dir.display()
     );
     let mut spec = StepSpec::new("sh", vec!["-c".into(), script.into()]);
     spec.kill_grace = Duration::from_millis(200);
+    spec.contain = contain;
     spec
 }
 
@@ -122,11 +125,13 @@ impl Drop for Runner {
 
 /// Starts a runner process holding lock `name` through `url`; it writes
 /// `fence`, `sh.pid`, `sleep.pid` and, at its end, `result` into `dir`.
-fn start_runner(url: &str, dir: &Path, name: &str, secs: u32, remote: bool) -> Runner {
+/// Its step runs in a PID namespace of its own unless `plain`.
+fn start_runner(url: &str, dir: &Path, name: &str, secs: u32, remote: bool, plain: bool) -> Runner {
     let job = format!(
-        "{url}\n{}\n{name}\n{secs}\n{}",
+        "{url}\n{}\n{name}\n{secs}\n{}\n{}",
         dir.display(),
-        if remote { "remote" } else { "here" }
+        if remote { "remote" } else { "here" },
+        if plain { "plain" } else { "contained" }
     );
     let child = Command::new(std::env::current_exe().unwrap())
         .args([
@@ -177,7 +182,7 @@ fn runner_process() {
     let mut report = |e: Event| events.push(e);
     let mut session =
         Session::start(Box::new(held), SessionConfig::default(), &mut report).unwrap();
-    let result = session.run(sleeper(dir, secs));
+    let result = session.run(sleeper(dir, secs, job[5] != "plain"));
     let lost = session.lost().map(str::to_owned);
     let finish = session.finish();
     let text = format!(
@@ -200,7 +205,7 @@ fn a_cut_network_stops_the_whole_tree_before_anyone_may_take_the_lease() {
     let dir = tempfile::tempdir().unwrap();
     // The holder states another machine's facts: a judge here can only go
     // by its renewal's age on the server's clock.
-    let runner = start_runner(&through, dir.path(), "cut", 30, true);
+    let runner = start_runner(&through, dir.path(), "cut", 30, true, false);
     let sh = read_pid(&dir.path().join("sh.pid"));
     let sleep = read_pid(&dir.path().join("sleep.pid"));
     let fence: u64 = std::fs::read_to_string(dir.path().join("fence"))
@@ -265,7 +270,14 @@ fn a_terminated_backend_is_reconnected_and_the_run_goes_on_with_its_fence() {
     let rt = runtime();
     let scene = rt.block_on(Scene::new());
     let dir = tempfile::tempdir().unwrap();
-    let runner = start_runner(&scene.server.url(), dir.path(), "reconnect", 4, false);
+    let runner = start_runner(
+        &scene.server.url(),
+        dir.path(),
+        "reconnect",
+        4,
+        false,
+        false,
+    );
     read_pid(&dir.path().join("sleep.pid"));
     let raw = rt.block_on(scene.raw());
     let kill = "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
@@ -445,7 +457,8 @@ fn a_killed_runner_whose_job_lives_is_orphaned_not_taken() {
     let rt = runtime();
     let scene = rt.block_on(Scene::new());
     let dir = tempfile::tempdir().unwrap();
-    let mut runner = start_runner(&scene.server.url(), dir.path(), "orphan", 60, false);
+    // Without a namespace: with one, the job dies with its runner.
+    let mut runner = start_runner(&scene.server.url(), dir.path(), "orphan", 60, false, true);
     let sh = read_pid(&dir.path().join("sh.pid"));
     let raw = rt.block_on(scene.raw());
     let pgid: Option<i32> = rt

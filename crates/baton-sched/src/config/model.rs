@@ -195,6 +195,9 @@ pub struct RunPolicy {
     pub catch_up_max: Sourced<u32>,
     /// What an occurrence does when the job's run is still in flight.
     pub overlap: Sourced<Overlap>,
+    /// Whether each step runs in a PID namespace of its own, so that its
+    /// whole tree dies with its supervisor (`baton_runner::StepSpec::contain`).
+    pub contain: Sourced<bool>,
 }
 
 /// What runs of the occurrences that passed while nothing ran the job.

@@ -48,6 +48,7 @@ const POLICY: &[&str] = &[
     "catch_up",
     "catch_up_max",
     "overlap",
+    "contain",
 ];
 /// The keys of a job besides its policy.
 const JOB_OWN: &[&str] = &[
@@ -1200,6 +1201,7 @@ fn scheduler(r: &Reader<'_>, e: Option<&Entry>, over: &Overrides) -> Result<Sett
             |raw, at, key| u32_in(raw, at, key, 1, 100_000),
         )?,
         overlap: setting(r, entries, over, "overlap", || Overlap::Skip, overlap)?,
+        contain: setting(r, entries, over, "contain", || true, boolean)?,
     };
     check_fencing(
         &r.at(e.map_or(1, |e| e.line)),
@@ -1387,6 +1389,7 @@ fn policy(
             |raw, at, key| u32_in(raw, at, key, 1, 100_000),
         )?,
         overlap: own(r, entries, path, "overlap", base.overlap.inherit(), overlap)?,
+        contain: own(r, entries, path, "contain", base.contain.inherit(), boolean)?,
     })
 }
 

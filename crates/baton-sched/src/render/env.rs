@@ -214,6 +214,10 @@ const KEYS: &[(&str, &str)] = &[
         "overlap",
         "what an occurrence does when the job's run is in flight: skip or queue",
     ),
+    (
+        "contain",
+        "run each step in a PID namespace that dies with its supervisor: true or false",
+    ),
 ];
 
 /// What each `[store]` key that `BATON_STORE_<KEY>` overrides does.

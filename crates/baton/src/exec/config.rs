@@ -51,6 +51,8 @@ pub struct ExecConfig {
     pub cgroup: Option<PathBuf>,
     /// The run id.
     pub run_id: String,
+    /// Run the command in a PID namespace of its own.
+    pub contain: bool,
     /// The command.
     pub command: Vec<OsString>,
 }
@@ -150,6 +152,7 @@ impl ExecConfig {
             verbose: args.verbose,
             cgroup: args.cgroup,
             run_id,
+            contain: !args.no_contain,
             command,
         })
     }

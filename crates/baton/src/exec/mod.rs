@@ -120,6 +120,14 @@ impl baton_runner::Report for Events<'_> {
             }
             Event::Forwarded { .. } => return,
             Event::NoCgroup { why } => return self.alerts.note(format_args!("{why}")),
+            Event::Uncontained { why } => (
+                Kind::Uncontained,
+                format!(
+                    "{label}: runs without a PID namespace ({why}); if baton is killed, processes \
+                     the command detached from its group may outlive it (--no-contain asks for \
+                     this and does not alert)"
+                ),
+            ),
         };
         let a = run_alert(self.cfg, self.fence, kind, message);
         self.alerts.raise(a);
@@ -138,6 +146,7 @@ fn start(cfg: &ExecConfig, lease: Lease, alerts: &mut Alerts) -> Exit {
     spec.timeout = cfg.timeout;
     spec.kill_grace = cfg.kill_grace;
     spec.first_signal = cfg.signal;
+    spec.contain = cfg.contain;
     spec.stdin = Stdin::Inherit;
     spec.foreground = true;
     let session_cfg = SessionConfig {

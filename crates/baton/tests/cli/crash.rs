@@ -3,7 +3,10 @@
 
 use rustix::process::Signal;
 
-use crate::support::{Env, alive, code, eventually, pause, signal, stderr, verdict, wait_for_file};
+use crate::support::{
+    Env, alive, background, code, eventually, pause, signal, stderr, verdict, wait_for_file,
+    wait_pid_file, write_pid,
+};
 
 #[test]
 fn killing_baton_and_its_job_frees_the_lock_at_once() {
@@ -11,8 +14,8 @@ fn killing_baton_and_its_job_frees_the_lock_at_once() {
     let pidfile = env.path("pid");
     let mut b = env.spawn_sh(
         "job",
-        &["--ttl", "1h", "--takeover-grace", "1h"],
-        &format!("echo $$ > {}; exec sleep 60", pidfile.display()),
+        &["--ttl", "1h", "--takeover-grace", "1h", "--no-contain"],
+        &format!("{}; exec sleep 60", write_pid(&pidfile)),
     );
     let job: i32 = wait_for_file(&pidfile).parse().unwrap();
     signal(b.id() as i32, Signal::KILL);
@@ -26,13 +29,13 @@ fn killing_baton_and_its_job_frees_the_lock_at_once() {
 }
 
 #[test]
-fn killing_baton_while_its_job_runs_leaves_an_orphan_that_break_kill_recovers() {
+fn without_a_namespace_killing_baton_leaves_an_orphan_that_break_kill_recovers() {
     let env = Env::new();
     let pidfile = env.path("pid");
     let mut b = env.spawn_sh(
         "job",
-        &[],
-        &format!("echo $$ > {}; exec sleep 60", pidfile.display()),
+        &["--no-contain"],
+        &format!("{}; exec sleep 60", write_pid(&pidfile)),
     );
     let job: i32 = wait_for_file(&pidfile).parse().unwrap();
     signal(b.id() as i32, Signal::KILL);
@@ -76,7 +79,7 @@ fn a_forced_break_under_a_running_exec_stops_its_job_and_exits_76() {
     let b = env.spawn_sh(
         "job",
         &["--ttl", "300ms", "--kill-grace", "1s"],
-        &format!("echo $$ > {}; exec sleep 60", pidfile.display()),
+        &format!("{}; exec sleep 60", write_pid(&pidfile)),
     );
     let job: i32 = wait_for_file(&pidfile).parse().unwrap();
     let o = env.run(&["lock", "break", "job", "--force"]);
@@ -105,7 +108,11 @@ fn a_backgrounded_grandchild_is_stopped_before_the_lease_is_released() {
     let o = env.exec_sh(
         "job",
         &["--kill-grace", "2s"],
-        &format!("sleep 60 & echo $! > {}", pidfile.display()),
+        &format!(
+            "{} {}",
+            background("sleep 60", &pidfile, false),
+            wait_pid_file(&pidfile)
+        ),
     );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let grandchild: i32 = std::fs::read_to_string(&pidfile)
@@ -125,7 +132,13 @@ fn a_backgrounded_grandchild_is_stopped_before_the_lease_is_released() {
 #[test]
 fn the_job_starts_only_once_its_group_is_on_the_record() {
     let env = Env::new();
-    let o = env.exec_sh("job", &[], "grep -q \"pgid=$$ \" \"$BATON_LOCK\"");
+    // The fifth field of /proc/self/stat is the group, as the host numbers
+    // it (the job's group is led by its namespace's init).
+    let o = env.exec_sh(
+        "job",
+        &[],
+        "read -r _ _ _ _ pg _ < /proc/self/stat; grep -q \"pgid=$pg \" \"$BATON_LOCK\"",
+    );
     assert_eq!(
         code(&o),
         0,
@@ -168,7 +181,7 @@ fn a_holder_that_cannot_renew_for_a_ttl_stops_its_job_and_exits_76() {
     let b = env.spawn_sh(
         "job",
         &["--ttl", "500ms", "--kill-grace", "1s"],
-        &format!("echo $$ > {}; exec sleep 60", pidfile.display()),
+        &format!("{}; exec sleep 60", write_pid(&pidfile)),
     );
     let job: i32 = wait_for_file(&pidfile).parse().unwrap();
     // Another process keeps the lock file's mutex: every renewal times out.
@@ -195,7 +208,8 @@ fn the_job_inherits_no_descriptor_of_the_lock() {
     let o = env.exec_sh(
         "job",
         &[],
-        "for f in /proc/$$/fd/*; do readlink \"$f\"; done | grep -c '\\.lock' && exit 1 || exit 0",
+        "read -r p _ < /proc/self/stat; for f in /proc/$p/fd/*; do readlink \"$f\"; done \
+         | grep -c '\\.lock' && exit 1 || exit 0",
     );
     assert_eq!(
         code(&o),
@@ -214,7 +228,11 @@ fn a_detached_descendant_is_stopped_before_the_lease_is_released() {
     let o = env.exec_sh(
         "job",
         &["--kill-grace", "2s"],
-        &format!("setsid sleep 60 & echo $! > {}", pidfile.display()),
+        &format!(
+            "{} {}",
+            background("sleep 60", &pidfile, true),
+            wait_pid_file(&pidfile)
+        ),
     );
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let detached: i32 = std::fs::read_to_string(&pidfile)
@@ -238,7 +256,7 @@ fn a_timeout_stops_descendants_that_left_the_group() {
         "job",
         &["--timeout", "1s", "--kill-grace", "1s"],
         &format!(
-            "timeout 60 sh -c 'echo $$ > {}; exec sleep 60'",
+            "timeout 60 sh -c 'read -r p _ < /proc/self/stat; echo $p > {}; exec sleep 60'",
             pidfile.display()
         ),
     );
@@ -297,7 +315,7 @@ fn a_signal_ignored_by_whoever_started_baton_stays_ignored_for_the_job() {
         "--",
         "sh",
         "-c",
-        &format!("grep SigIgn /proc/$$/status > {}", out.display()),
+        &format!("grep SigIgn /proc/self/status > {}", out.display()),
     ]);
     assert_eq!(code(&o), 0);
     let plain = std::fs::read_to_string(&out).unwrap();
@@ -305,7 +323,7 @@ fn a_signal_ignored_by_whoever_started_baton_stays_ignored_for_the_job() {
         .env("BATON_STATE_DIR", env.state())
         .arg(crate::support::BATON)
         .args(["exec", "--name", "job", "--", "sh", "-c"])
-        .arg(format!("grep SigIgn /proc/$$/status > {}", out.display()))
+        .arg(format!("grep SigIgn /proc/self/status > {}", out.display()))
         .current_dir(env.tmp.path())
         .output()
         .unwrap();

@@ -564,7 +564,8 @@ fn daemon_sigterm_past_the_grace_stops_the_whole_tree_then_releases() {
     let pidfile = s.env.path("grandchild.pid");
     s.write(&format!(
         "[daemon]\nshutdown_grace = \"1s\"\n[jobs.a]\nschedule = \"0 0 1 1 *\"\nkill_grace = \"1s\"\n\
-         run = \"trap '' TERM; setsid sh -c 'echo $$ > {p}; exec sleep 60' & sleep 60\"\n",
+         run = \"trap '' TERM; setsid sh -c 'read -r p _ < /proc/self/stat; echo $p > {p}; exec \
+         sleep 60' & sleep 60\"\n",
         p = pidfile.display()
     ));
     let d = Daemon::start(&s, &[]);

@@ -78,7 +78,8 @@ fn a_killed_run_is_recorded_abandoned_by_the_next_run() {
     let s = Sched::new("");
     let pidfile = s.env.path("job.pid");
     s.write(&format!(
-        "[jobs.x]\nschedule = \"0 0 1 1 *\"\nrun = \"echo $$ > {}; exec sleep 60\"\n",
+        "[jobs.x]\nschedule = \"0 0 1 1 *\"\nrun = \"read -r p _ < /proc/self/stat; echo $p > {}; \
+         exec sleep 60\"\n",
         pidfile.display()
     ));
     let mut first = s

@@ -11,14 +11,16 @@ use crate::support::{
 };
 
 /// A program whose main thread exits while another thread works on: its
-/// `/proc/PID/stat` shows `Z`, yet it runs. It writes its pid to `pidfile`,
+/// `/proc/PID/stat` shows `Z`, yet it runs. It writes its pid (the host's
+/// number: `/proc` is the host's) to `pidfile`,
 /// and the worker writes `done` to `donefile` after `secs` seconds.
 fn zombie_leader(pidfile: &std::path::Path, donefile: &std::path::Path, secs: u32) -> String {
     format!(
         "python3 -c 'import ctypes, os, threading, time\n\
          def work():\n    time.sleep({secs}); open(\"{done}\", \"w\").write(\"done\")\n\
          threading.Thread(target=work).start()\n\
-         open(\"{pid}\", \"w\").write(str(os.getpid()) + \"\\n\")\n\
+         pid = open(\"/proc/self/stat\").read().split()[0]\n\
+         open(\"{pid}\", \"w\").write(pid + \"\\n\")\n\
          ctypes.CDLL(None).pthread_exit(None)'",
         done = donefile.display(),
         pid = pidfile.display(),
@@ -54,12 +56,13 @@ fn after_kill_9_a_member_whose_main_thread_exited_reads_orphaned_not_dead() {
     let pidfile = env.path("zpid");
     let done = env.path("done");
     let shpid = env.path("shpid");
+    // Without a namespace: with one, the kill takes the whole tree along.
     let mut b = env.spawn_sh(
         "job",
-        &[],
+        &["--no-contain"],
         &format!(
-            "echo $$ > {}; {} & wait",
-            shpid.display(),
+            "{}; {} & wait",
+            crate::support::write_pid(&shpid),
             zombie_leader(&pidfile, &done, 60)
         ),
     );

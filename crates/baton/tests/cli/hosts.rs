@@ -411,6 +411,64 @@ fn a_host_cut_off_from_the_store_stops_its_job_before_another_can_take_the_lease
 }
 
 #[test]
+fn a_killed_supervisor_takes_its_detached_job_along_before_another_host_takes_over() {
+    let c = Cluster::new();
+    let pg = store(&c);
+    let (a, b) = (Host::new("alpha"), Host::new("beta"));
+    let sink = c.path("sink");
+    let script = fence_sink(&c);
+    // The job detaches its writer from its group and session, then waits:
+    // nothing of it is in the group a judge could see.
+    let job = format!(
+        "[jobs.writer]\nschedule = \"0 0 1 1 *\"\nrun = \"setsid sh -c 'i=0; while [ $i -lt \
+         ${{LOOPS:-100000}} ]; do {} {} $BATON_FENCE $(hostname); i=$((i+1)); sleep 0.1; done' & \
+         wait\"\n",
+        script.display(),
+        sink.display()
+    );
+    let ca = c.config("alpha", &pg.url(), &job);
+    let cb = c.config("beta", &pg.url(), &job);
+    let mut holder = on(&a, &ca, &["run", "writer"]);
+    holder.inner().stdout(Stdio::null()).stderr(Stdio::null());
+    let mut holder = holder.spawn();
+    eventually("alpha writing", || lines(&sink).len() >= 5);
+    // Kill the supervisor only: alpha's pid 1 stays up, as a machine does.
+    let mut supervisor = None;
+    eventually("alpha's supervisor", || {
+        supervisor = holder.command_pid();
+        supervisor.is_some()
+    });
+    let supervisor = i32::try_from(supervisor.unwrap()).unwrap();
+    crate::support::signal(supervisor, rustix::process::Signal::KILL);
+    let mut beta = on(&b, &cb, &["run", "writer"]);
+    beta.env("LOOPS", "20");
+    for attempt in 0.. {
+        let o = beta.inner().output().unwrap();
+        if code(&o) == 0 {
+            break;
+        }
+        assert!(attempt < 300, "beta never ran: {}", stderr(&o));
+        pause(200);
+    }
+    // Give a surviving writer on alpha the time to show itself.
+    pause(1000);
+    let written = lines(&sink);
+    // unshare --kill-child takes whatever is left of alpha with it.
+    let _ = holder.child.kill();
+    let _ = holder.child.wait();
+    assert!(
+        !written.iter().any(|l| l.starts_with("REJECTED")),
+        "a stale fence reached the resource: {written:?}"
+    );
+    let last_alpha = written.iter().rposition(|l| l.ends_with(" alpha")).unwrap();
+    let first_beta = written.iter().position(|l| l.ends_with(" beta")).unwrap();
+    assert!(
+        last_alpha < first_beta,
+        "alpha's job wrote on after beta took over: {written:?}"
+    );
+}
+
+#[test]
 fn two_daemons_on_two_hosts_run_one_occurrence_once_and_show_each_others_runs() {
     let c = Cluster::new();
     let pg = store(&c);

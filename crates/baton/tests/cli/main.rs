@@ -5,6 +5,7 @@ mod support;
 
 mod alerts;
 mod calendar;
+mod contain;
 mod crash;
 mod daemon;
 mod dropin;

@@ -102,6 +102,34 @@ pub fn stdout(o: &Output) -> String {
 }
 
 /// Waits for a file to exist and returns its trimmed content.
+/// A shell snippet that writes the shell's own pid as the host sees it to
+/// `path` (a job runs in a PID namespace of its own, where `$$` is the
+/// namespace's number; `/proc` is the host's, and the shell opens the
+/// redirection itself).
+pub fn write_pid(path: &Path) -> String {
+    format!(
+        "read -r baton_test_pid _ < /proc/self/stat; echo $baton_test_pid > {}",
+        path.display()
+    )
+}
+
+/// A shell snippet that starts `command` in the background and writes its
+/// host pid to `path` (`$!` is the namespace's number); with `detach`, in a
+/// session of its own.
+pub fn background(command: &str, path: &Path, detach: bool) -> String {
+    format!(
+        "{}sh -c '{}; exec {command}' &",
+        if detach { "setsid " } else { "" },
+        write_pid(path)
+    )
+}
+
+/// A shell snippet that waits until `path` holds a line (a pid written by
+/// [`background`]).
+pub fn wait_pid_file(path: &Path) -> String {
+    format!("until [ -s {0} ]; do sleep 0.01; done", path.display())
+}
+
 pub fn wait_for_file(p: &Path) -> String {
     eventually(&format!("{} to be written", p.display()), || {
         std::fs::read_to_string(p).is_ok_and(|s| s.ends_with('\n'))

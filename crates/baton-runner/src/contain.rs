@@ -1,0 +1,323 @@
+//! Keeping a step's tree from outliving its supervisor.
+//!
+//! A runner killed with `kill -9` cannot stop its job, and a job that
+//! detached a process from its group (`setsid`, a daemonising double fork)
+//! leaves nothing a judge can see: the lease reads dead, and the next run
+//! starts beside what survived. So the step runs inside a PID namespace of
+//! its own. Its first process is a tiny init that is a copy of the runner
+//! (forked, never exec'd): it asks the kernel for `SIGKILL` when the thread
+//! that created it dies (`PR_SET_PDEATHSIG`), waits at the gate, starts the
+//! command as its child, reaps whatever is re-parented to it, and sends the
+//! command's wait status back on a pipe. When init dies, for any reason, the
+//! kernel kills every process of the namespace, detached or not, before
+//! init's own death is complete; the lease records init as the job's group
+//! leader, so a judge sees the job alive exactly as long as anything of it
+//! can run.
+//!
+//! Three ways, tried in order, the first the kernel accepts kept for the
+//! process:
+//!
+//! 1. a PID namespace (`clone(CLONE_NEWPID)`), for a runner with
+//!    `CAP_SYS_ADMIN` (root);
+//! 2. a user namespace with a PID namespace inside it, for any other user,
+//!    mapping only the runner's own user and group ids to themselves: the
+//!    job runs as the same user with the same files, but set-user-id
+//!    programs do not gain privileges inside it;
+//! 3. none, as before namespaces: the step's process group is the evidence
+//!    a judge on this host reads (a killed runner's lease stays *orphaned*
+//!    while the group has members, and `baton lock break --kill` stops
+//!    them), but processes that left the group may outlive a killed runner
+//!    unseen, and a judge on another host takes the lease after its TTL
+//!    while the job may still run. The caller is told why, to raise an
+//!    alert.
+//!
+//! A caller may ask for the third way outright (no namespace at all), for a
+//! job that must see its pids as the host numbers them.
+//!
+//! Everything here runs between `clone` and `exec` (or instead of `exec`),
+//! in a copy of a multi-threaded process: only raw system calls, no
+//! allocation, no lock.
+
+#![allow(unsafe_code)] // clone, prctl, waitpid and friends in the child.
+
+use std::io;
+use std::os::fd::RawFd;
+use std::sync::Mutex;
+
+/// How a step's tree is kept from outliving the runner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Method {
+    /// A PID namespace of its own.
+    Pid,
+    /// A user namespace (the runner's ids mapped to themselves) holding a
+    /// PID namespace.
+    UserPid,
+    /// No namespace: only the command dies with the runner.
+    Plain,
+}
+
+impl Method {
+    /// Whether the step runs under an init of its own.
+    pub(crate) fn contained(self) -> bool {
+        self != Method::Plain
+    }
+
+    fn clone_flags(self) -> libc::c_long {
+        let ns = match self {
+            Method::Pid => libc::CLONE_NEWPID,
+            Method::UserPid => libc::CLONE_NEWUSER | libc::CLONE_NEWPID,
+            Method::Plain => 0,
+        };
+        libc::c_long::from(ns | libc::SIGCHLD)
+    }
+}
+
+/// What this process learnt of the kernel's answers: the namespaces it
+/// refused, and why.
+#[derive(Debug, Default)]
+struct Probe {
+    pid: Option<String>,
+    user_pid: Option<String>,
+}
+
+static PROBE: Mutex<Probe> = Mutex::new(Probe {
+    pid: None,
+    user_pid: None,
+});
+
+/// The methods still worth trying, best first, for a caller that wants the
+/// step contained.
+pub(crate) fn candidates() -> Vec<Method> {
+    let p = PROBE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut out = Vec::with_capacity(2);
+    if p.pid.is_none() {
+        out.push(Method::Pid);
+    }
+    if p.user_pid.is_none() {
+        out.push(Method::UserPid);
+    }
+    out
+}
+
+/// Remembers that the kernel refused `method`, so later steps of this
+/// process do not ask again.
+pub(crate) fn refused(method: Method, why: String) {
+    let mut p = PROBE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    match method {
+        Method::Pid => p.pid = Some(why),
+        Method::UserPid => p.user_pid = Some(why),
+        Method::Plain => {}
+    }
+}
+
+/// Why no namespace could be used, in words (after every candidate was
+/// refused).
+pub(crate) fn why_uncontained() -> String {
+    let p = PROBE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut parts = Vec::new();
+    if let Some(w) = &p.pid {
+        parts.push(format!("a PID namespace: {w}"));
+    }
+    if let Some(w) = &p.user_pid {
+        parts.push(format!("a user namespace: {w}"));
+    }
+    if parts.is_empty() {
+        "no namespace was tried".into()
+    } else {
+        format!("the kernel refused {}", parts.join("; "))
+    }
+}
+
+/// What a refusal of `clone` means, in words.
+pub(crate) fn describe(e: &io::Error) -> String {
+    let what = match e.raw_os_error() {
+        Some(libc::EPERM) => {
+            "not permitted (no CAP_SYS_ADMIN, or forbidden by seccomp, a security module or \
+             kernel.unprivileged_userns_clone)"
+        }
+        Some(libc::ENOSPC) => {
+            "the limit of namespaces was reached (user.max_pid_namespaces, \
+             user.max_user_namespaces, or 32 nested PID namespaces)"
+        }
+        Some(libc::EUSERS) => "too many nested user namespaces",
+        Some(libc::EINVAL | libc::ENOSYS) => "not supported by this kernel",
+        Some(libc::EACCES) => "denied",
+        _ => return e.to_string(),
+    };
+    format!("{what}: {e}")
+}
+
+/// Whether an error of `clone` means "not allowed here" (try the next way)
+/// rather than a failure of the moment.
+pub(crate) fn is_refusal(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(
+            libc::EPERM | libc::EINVAL | libc::ENOSPC | libc::EUSERS | libc::ENOSYS | libc::EACCES
+        )
+    )
+}
+
+/// Forks this thread as `method` asks: `Ok(0)` in the child, the child's
+/// pid (in the runner's namespace) in the parent.
+///
+/// # Safety
+///
+/// As `fork(2)` in a multi-threaded process: the child may only make
+/// system calls until it execs or exits. For a contained method the child
+/// must also not rely on glibc's cached thread id (a raw `clone` does not
+/// update it): nothing below does.
+pub(crate) unsafe fn fork(method: Method) -> io::Result<i32> {
+    let r = if method == Method::Plain {
+        // Safety: the caller's contract.
+        libc::c_long::from(unsafe { libc::fork() })
+    } else {
+        // Safety: `clone` with no new stack behaves as `fork` (the child
+        // runs on a copy of this stack); the caller's contract covers the
+        // rest.
+        unsafe { libc::syscall(libc::SYS_clone, method.clone_flags(), 0, 0, 0, 0) }
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    i32::try_from(r).map_err(io::Error::other)
+}
+
+/// Maps the runner's own user and group ids to themselves in the user
+/// namespace of child `pid` (which waits at its gate meanwhile).
+///
+/// # Errors
+///
+/// When a map cannot be written (the kernel or a security module refuses).
+pub(crate) fn write_maps(pid: u32) -> io::Result<()> {
+    let uid = rustix::process::geteuid().as_raw();
+    let gid = rustix::process::getegid().as_raw();
+    let dir = std::path::PathBuf::from(format!("/proc/{pid}"));
+    let write = |name: &str, text: String| {
+        std::fs::write(dir.join(name), text)
+            .map_err(|e| io::Error::new(e.kind(), format!("failed to write {name}: {e}")))
+    };
+    write("uid_map", format!("{uid} {uid} 1\n"))?;
+    // An unprivileged writer may map its group only with setgroups denied.
+    match write("setgroups", "deny\n".into()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    write("gid_map", format!("{gid} {gid} 1\n"))
+}
+
+/// The descriptors init keeps.
+pub(crate) struct InitPlan {
+    /// Where the command's wait status goes (4 bytes, native order).
+    pub(crate) status: RawFd,
+    /// The read end of the status pipe, which init closes.
+    pub(crate) status_read: RawFd,
+}
+
+/// Asks the kernel for `SIGKILL` when the thread that created this process
+/// dies. A parent that died before this call is noticed at the gate (its
+/// write end closed).
+///
+/// # Safety
+///
+/// Only in the child of `fork`.
+pub(crate) unsafe fn die_with_parent() {
+    // Safety: prctl with integer arguments.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+    }
+}
+
+/// Init's side, once the gate opened: starts the command (`start`, which
+/// execs or exits) as its child, closes everything else, reaps whatever the
+/// namespace hands it, sends the command's status, and exits when nothing
+/// is left. Never returns.
+///
+/// # Safety
+///
+/// Only in the child of [`fork`] with a contained method, after the gate
+/// opened; `start` must be safe to call in the command's child.
+pub(crate) unsafe fn init(plan: &InitPlan, err: RawFd, start: impl FnOnce()) -> ! {
+    // Safety: raw system calls on descriptors init owns; `_exit` on every
+    // path.
+    unsafe {
+        libc::close(plan.status_read);
+        // `ps` and `top` show init as what it is, not as a second baton.
+        libc::prctl(libc::PR_SET_NAME, c"baton-init".as_ptr(), 0, 0, 0);
+        let job = libc::syscall(
+            libc::SYS_clone,
+            libc::c_long::from(libc::SIGCHLD),
+            0,
+            0,
+            0,
+            0,
+        );
+        if job == 0 {
+            libc::close(plan.status);
+            start();
+            libc::_exit(127);
+        }
+        if job < 0 {
+            let bytes = (*libc::__errno_location()).to_ne_bytes();
+            libc::write(err, bytes.as_ptr().cast(), bytes.len());
+            libc::_exit(127);
+        }
+        close_all_but(plan.status);
+        let mut sent = false;
+        loop {
+            let mut status: libc::c_int = 0;
+            let r = libc::waitpid(-1, &raw mut status, libc::__WALL);
+            if r < 0 {
+                if *libc::__errno_location() == libc::EINTR {
+                    continue;
+                }
+                // ECHILD: nothing is left in the namespace.
+                libc::_exit(0);
+            }
+            if libc::c_long::from(r) == job && !sent {
+                sent = true;
+                let bytes = status.to_ne_bytes();
+                libc::write(plan.status, bytes.as_ptr().cast(), bytes.len());
+            }
+        }
+    }
+}
+
+/// Closes every descriptor but `keep`.
+///
+/// # Safety
+///
+/// Only in a child of `fork` that needs no other descriptor.
+unsafe fn close_all_but(keep: RawFd) {
+    let keep = libc::c_uint::try_from(keep).unwrap_or(0);
+    let close = |first: libc::c_uint, last: libc::c_uint| {
+        // Safety: close_range on this process's own table; a loop of close
+        // where the kernel lacks it.
+        unsafe {
+            let r = libc::syscall(
+                libc::SYS_close_range,
+                libc::c_long::from(first),
+                libc::c_long::from(last),
+                0,
+            );
+            if r < 0 {
+                for fd in first..=last.min(4096) {
+                    if let Ok(fd) = i32::try_from(fd) {
+                        libc::close(fd);
+                    }
+                }
+            }
+        }
+    };
+    if keep > 0 {
+        close(0, keep - 1);
+    }
+    close(keep + 1, libc::c_uint::MAX);
+}
