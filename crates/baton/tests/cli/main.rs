@@ -7,6 +7,7 @@ mod alerts;
 mod calendar;
 mod crash;
 mod daemon;
+mod daemon_auth;
 mod dropin;
 mod edges;
 mod example;
