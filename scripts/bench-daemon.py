@@ -31,12 +31,21 @@ baton = os.path.join(root, "target/release/baton")
 work = tempfile.mkdtemp(prefix="bench-daemon-")
 
 
+# Without a token the daemon's TCP API is read-only: the ticks over HTTP
+# authenticate with one.
+TOKEN = "bench-token-0123456789abcdef"
+
+
 def config(name, body):
     d = os.path.join(work, name)
     os.makedirs(d)
+    token = os.path.join(d, "token")
+    with open(os.open(token, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+        f.write(TOKEN + "\n")
     path = os.path.join(d, "baton.toml")
     with open(path, "w") as f:
-        f.write(f'[scheduler]\nstate_dir = "{d}/state"\ntimezone = "UTC"\n{body}')
+        f.write(f'[scheduler]\nstate_dir = "{d}/state"\ntimezone = "UTC"\n'
+                f'[daemon]\ntoken_file = "{token}"\n{body}')
     return path
 
 
@@ -75,7 +84,8 @@ def rss_kib(pid):
 
 
 def post(conn, path):
-    conn.request("POST", path, body="", headers={"Content-Type": "application/json"})
+    conn.request("POST", path, body="", headers={"Content-Type": "application/json",
+                                                  "Authorization": f"Bearer {TOKEN}"})
     r = conn.getresponse()
     body = r.read()
     return r.status, body

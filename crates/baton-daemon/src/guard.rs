@@ -1,18 +1,30 @@
 //! Who may call the API, checked before any handler runs.
 //!
-//! - With a token (`token_file`), every endpoint but `/healthz` needs
-//!   `Authorization: Bearer TOKEN`, compared in constant time; the token is
-//!   never logged or echoed.
-//! - A mutation (POST, PUT, DELETE) needs `Content-Type: application/json`
-//!   (a cross-site HTML form cannot send it without a preflight the daemon
-//!   never grants) and refuses an `Origin` other than the daemon's own and
-//!   `Sec-Fetch-Site: cross-site`.
-//! - A daemon listening on loopback answers only requests whose `Host`
-//!   names loopback, so a page on another site cannot reach it through DNS
-//!   rebinding.
+//! - A caller is authenticated by the bearer token (`token_file`:
+//!   `Authorization: Bearer TOKEN`, compared in constant time, never logged
+//!   or echoed), or by being on the Unix socket as a user the daemon trusts
+//!   ([`crate::peer::Trust`]: its own, root, or a member of `socket_group`).
+//!   A TCP connection says nothing about its caller: loopback is reachable
+//!   by every local user.
+//! - With a token, every endpoint but `/healthz` needs authentication.
+//!   Without one, an unauthenticated caller may only read (`GET`, `HEAD`):
+//!   anything else is refused, `403 read_only` over TCP, `403 foreign_peer`
+//!   over the socket, before any handler sees it.
+//! - A mutation needs `Content-Type: application/json` (a cross-site HTML
+//!   form cannot send it without a preflight the daemon never grants) and
+//!   refuses an `Origin` other than the daemon's own and `Sec-Fetch-Site:
+//!   cross-site`.
+//! - A daemon listening on loopback answers TCP requests only when their
+//!   `Host` names loopback exactly (`localhost` or a loopback IP, at most a
+//!   numeric port), so a page on another site cannot reach it through DNS
+//!   rebinding; a request with two `Host` headers is refused.
+//!
+//! A request without connection information (a router driven in a test,
+//! without a socket) is judged as a TCP caller's.
 
 use std::sync::Arc;
 
+use axum::extract::connect_info::ConnectInfo;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
@@ -20,23 +32,44 @@ use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 
 use crate::error::ApiError;
+use crate::peer::Peer;
 use crate::state::Daemon;
 
 fn header_str(h: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     h.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// Whether `host` (a `Host` header) names a loopback address.
+/// Whether `host` (a `Host` header, or a URI's authority) names a loopback
+/// address: `localhost` or a loopback IP, with at most a numeric port.
 fn loopback_host(host: &str) -> bool {
-    let name = if let Some(rest) = host.strip_prefix('[') {
-        rest.split(']').next().unwrap_or("")
+    let (name, port) = if let Some(rest) = host.strip_prefix('[') {
+        let Some((inside, after)) = rest.split_once(']') else {
+            return false;
+        };
+        if inside.parse::<std::net::Ipv6Addr>().is_err() {
+            return false;
+        }
+        match after {
+            "" => (inside, None),
+            _ => match after.strip_prefix(':') {
+                Some(p) => (inside, Some(p)),
+                None => return false,
+            },
+        }
     } else {
-        host.rsplit_once(':').map_or(host, |(h, _)| h)
+        match host.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (host, None),
+        }
     };
-    name.eq_ignore_ascii_case("localhost")
-        || name
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+    let port_ok = port.is_none_or(|p| {
+        !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u16>().is_ok()
+    });
+    port_ok
+        && (name.eq_ignore_ascii_case("localhost")
+            || name
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback()))
 }
 
 /// Whether `origin` is the daemon's own (same host and port as `host`).
@@ -65,11 +98,23 @@ fn refuse(status: StatusCode, code: &'static str, message: &str) -> Response {
 
 /// The middleware.
 pub(crate) async fn check(State(d): State<Arc<Daemon>>, req: Request, next: Next) -> Response {
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<Peer>>()
+        .map_or(Peer::Tcp, |c| c.0.clone());
     let h = req.headers();
+    if h.get_all(header::HOST).iter().nth(1).is_some() {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "a request names one host: it has more than one `Host` header",
+        );
+    }
     let host = header_str(h, header::HOST);
     // An absolute-form request names its host in the URI too.
     let uri_host = req.uri().authority().map(|a| a.as_str());
-    if d.bound.ip().is_loopback()
+    if matches!(peer, Peer::Tcp)
+        && d.bound.ip().is_loopback()
         && (!host.is_some_and(loopback_host) || uri_host.is_some_and(|a| !loopback_host(a)))
     {
         return refuse(
@@ -79,10 +124,9 @@ pub(crate) async fn check(State(d): State<Arc<Daemon>>, req: Request, next: Next
         );
     }
     let settings = d.settings();
-    if let Some(token) = &settings.token
-        && req.uri().path() != "/healthz"
-        && !bearer_ok(h, token)
-    {
+    let trusted_peer = matches!(&peer, Peer::Socket(Some(c)) if d.trust.admits(c));
+    let authenticated = trusted_peer || settings.token.as_ref().is_some_and(|t| bearer_ok(h, t));
+    if settings.token.is_some() && !authenticated && req.uri().path() != "/healthz" {
         let mut r = refuse(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
@@ -94,11 +138,36 @@ pub(crate) async fn check(State(d): State<Arc<Daemon>>, req: Request, next: Next
         );
         return r;
     }
-    let mutation = matches!(
-        *req.method(),
-        Method::POST | Method::PUT | Method::DELETE | Method::PATCH
-    );
-    if mutation {
+    let reads = matches!(*req.method(), Method::GET | Method::HEAD);
+    if !reads && !authenticated {
+        return match &peer {
+            Peer::Tcp => refuse(
+                StatusCode::FORBIDDEN,
+                "read_only",
+                &format!(
+                    "this daemon's TCP API is read-only: it has no [daemon] token_file, and a TCP \
+                     caller may be any local user; change things over its socket {} (as {}), or \
+                     set token_file and send `Authorization: Bearer TOKEN`",
+                    d.socket.display(),
+                    d.trust.describe()
+                ),
+            ),
+            Peer::Socket(c) => refuse(
+                StatusCode::FORBIDDEN,
+                "foreign_peer",
+                &format!(
+                    "refused: {} may not change anything through this daemon; only {} may \
+                     ([daemon] socket_group names a group whose members may)",
+                    c.as_ref().map_or_else(
+                        || "a caller whose credentials could not be read".to_owned(),
+                        |c| format!("uid {} (gid {})", c.uid, c.gid)
+                    ),
+                    d.trust.describe()
+                ),
+            ),
+        };
+    }
+    if !reads {
         let json = header_str(h, header::CONTENT_TYPE).is_some_and(|v| {
             v.split(';')
                 .next()
@@ -141,10 +210,39 @@ mod tests {
     fn loopback_hosts() {
         assert!(loopback_host("127.0.0.1:8677"));
         assert!(loopback_host("localhost:1"));
+        assert!(loopback_host("LocalHost"));
         assert!(loopback_host("[::1]:8677"));
+        assert!(loopback_host("[::1]"));
         assert!(loopback_host("127.0.0.1"));
+        assert!(loopback_host("127.1.2.3:65535"));
         assert!(!loopback_host("evil.example:8677"));
         assert!(!loopback_host("10.0.0.1:8677"));
+    }
+
+    #[test]
+    fn a_host_that_only_starts_like_loopback_is_not_loopback() {
+        for host in [
+            "127.0.0.1:evil.com",
+            "localhost:evil.com",
+            "127.0.0.1:80:80",
+            "127.0.0.1:",
+            "127.0.0.1:65536",
+            "127.0.0.1:+80",
+            "127.0.0.1 :80",
+            "::1",
+            "::1:8677",
+            "[::1]evil",
+            "[::1]:evil",
+            "[::1",
+            "[127.0.0.1]:80",
+            "[localhost]",
+            "localhost.evil.com",
+            "127.0.0.1.evil.com",
+            "127.0.0.1@evil.com",
+            "",
+        ] {
+            assert!(!loopback_host(host), "{host:?} taken for loopback");
+        }
     }
 
     #[test]

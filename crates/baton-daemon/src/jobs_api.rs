@@ -4,7 +4,8 @@
 //!
 //! The whole configuration is validated with the change in it before
 //! anything is written (an invalid job is refused with the message `baton
-//! config` gives, and nothing changes); the file is then written by
+//! config` gives, and nothing changes), its `[daemon]` settings as a reload
+//! judges them; the file is then written (0600) by
 //! [`baton_sched::config::dropin`] (a unique temporary file, fsync, rename,
 //! fsync of the directory) and the configuration reloaded. Changes and
 //! reloads run one at a time. A job defined in `baton.toml` itself cannot
@@ -62,6 +63,17 @@ fn not_in_main(d: &Daemon, name: &str) -> Result<(), ApiError> {
     }
 }
 
+/// `[daemon]` settings a reload would refuse: nothing is written.
+fn refused_settings(e: baton_sched::config::ConfigError) -> ApiError {
+    ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid_config",
+        format!(
+            "the configuration's [daemon] settings cannot be put in force, so nothing was written: {e}"
+        ),
+    )
+}
+
 pub(crate) async fn put(
     State(d): State<Arc<Daemon>>,
     Path(name): Path<String>,
@@ -79,6 +91,7 @@ pub(crate) async fn put(
     not_in_main(&d, &name)?;
     let existed = d.current().config.jobs.contains_key(&name);
     let (path, over, n) = (d.opts.config_path.clone(), d.over.clone(), name.clone());
+    let in_force = Arc::clone(&d);
     let written = blocking(move || {
         // The files as they are must be valid first: a broken baton.toml is
         // not this job's fault.
@@ -96,13 +109,14 @@ pub(crate) async fn put(
                 e.to_string(),
             )
         })?;
-        dropin::check_put(&path, &over, &n, &text).map_err(|e| {
+        let with = dropin::check_put(&path, &over, &n, &text).map_err(|e| {
             ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "invalid_job",
                 e.to_string(),
             )
         })?;
+        in_force.settings_for(&with).map_err(refused_settings)?;
         dropin::write(&path, &n, &text).map_err(|e| ApiError::internal(e.to_string()))
     })
     .await??;
@@ -127,17 +141,19 @@ pub(crate) async fn delete(
     let _one = d.reloading.lock().await;
     not_in_main(&d, &name)?;
     let (path, over, n) = (d.opts.config_path.clone(), d.over.clone(), name.clone());
+    let in_force = Arc::clone(&d);
     let removed = blocking(move || {
         if !dropin::path(&path, &n).exists() {
             return Ok(false);
         }
-        dropin::check_delete(&path, &over, &n).map_err(|e| {
+        let without = dropin::check_delete(&path, &over, &n).map_err(|e| {
             ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "invalid_config",
                 e.to_string(),
             )
         })?;
+        in_force.settings_for(&without).map_err(refused_settings)?;
         dropin::delete(&path, &n).map_err(|e| ApiError::internal(e.to_string()))
     })
     .await??;

@@ -5,12 +5,14 @@
 //! What it owns: the configuration in force (reloaded whole or not at
 //! all, [`state`]), the clock ([`clock`]), the HTTP surface ([`api`],
 //! guarded by [`guard`]) and the worker processes it starts
-//! ([`worker`]). What it never does: hold a lease, run a step or write a
-//! lock file. Every run is a `baton __run` process in a process group of
-//! its own, the same code `baton tick` forks, so a crash of the daemon
-//! leaves its runs to speak for themselves, and `baton tick` from cron on
-//! the same state directory arbitrates with it through the lease's claims
-//! and the ledger only (`DESIGN.md`, "The daemon").
+//! ([`worker`]); it serves on TCP and on a Unix socket ([`socket`]) whose
+//! callers are known by their credentials ([`peer`]). What it never does:
+//! hold a lease, run a step or write a lock file, or let a caller it has
+//! not authenticated change anything. Every run is a `baton __run` process
+//! in a process group of its own, the same code `baton tick` forks, so a
+//! crash of the daemon leaves its runs to speak for themselves, and `baton
+//! tick` from cron on the same state directory arbitrates with it through
+//! the lease's claims and the ledger only (`DESIGN.md`, "The daemon").
 //!
 //! Map: [`serve`] starts everything and shuts it down; [`tick`] decides and
 //! starts; [`notify`] speaks to systemd.
@@ -21,7 +23,9 @@ mod error;
 mod guard;
 mod jobs_api;
 mod notify;
+mod peer;
 mod reload;
+mod socket;
 mod state;
 mod tick;
 mod worker;
@@ -123,6 +127,14 @@ async fn run(
         }
     };
     let bound = listener.local_addr().unwrap_or(settings.listen);
+    let group = settings.socket_group.as_ref().map(|(_, gid)| *gid);
+    let (unix, socket) = match socket::bind(&settings.socket, group) {
+        Ok(s) => s,
+        Err(e) => {
+            say(format_args!("{e}"));
+            return EXIT_FAILED;
+        }
+    };
     let d = Arc::new(state::Daemon::new(
         opts, over, snapshot, config, settings, bound, clock,
     ));
@@ -130,9 +142,22 @@ async fn run(
         Ok(s) => s,
         Err(e) => {
             say(format_args!("failed to install signal handlers: {e}"));
+            socket.remove();
             return EXIT_FAILED;
         }
     };
+    say(format_args!(
+        "listening on unix:{} (changes by {})",
+        socket.path.display(),
+        d.trust.describe()
+    ));
+    if d.settings().token.is_none() {
+        say(format_args!(
+            "the TCP API is read-only: there is no [daemon] token_file, and any local user can \
+             reach {bound}; change things over unix:{}, or set token_file",
+            socket.path.display()
+        ));
+    }
     say(format_args!(
         "listening on http://{bound} (config {}, state {})",
         d.opts.config_path.display(),
@@ -141,12 +166,8 @@ async fn run(
     let clock_task = tokio::spawn(clock::run(Arc::clone(&d)));
     let watchdog = tokio::spawn(notify::watchdog());
     notify::send("READY=1");
-    let app = api::app(Arc::clone(&d));
-    let stop = Arc::clone(&d);
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
-        stop.stop_requested.notified().await;
-    });
-    let server = tokio::spawn(async move { server.await });
+    let tcp_server = serve_on(listener, &d);
+    let unix_server = serve_on(unix, &d);
     // Signals: SIGHUP reloads; SIGTERM or SIGINT stops.
     loop {
         tokio::select! {
@@ -177,9 +198,29 @@ async fn run(
         // A stopped run releases only once its tree is gone: wait for it.
         while !d.wait_idle(Duration::from_secs(3600)).await {}
     }
-    let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        let _ = tokio::join!(tcp_server, unix_server);
+    })
+    .await;
+    socket.remove();
     say(format_args!("stopped"));
     EXIT_OK
+}
+
+/// Serves the API on `listener` until the stop, each request knowing its
+/// connection's [`peer::Peer`].
+fn serve_on<L>(listener: L, d: &Arc<state::Daemon>) -> tokio::task::JoinHandle<std::io::Result<()>>
+where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+    peer::Peer: for<'a> axum::extract::connect_info::Connected<axum::serve::IncomingStream<'a, L>>,
+{
+    let app = api::app(Arc::clone(d)).into_make_service_with_connect_info::<peer::Peer>();
+    let stop = Arc::clone(d);
+    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
+        stop.stop_requested.notified().await;
+    });
+    tokio::spawn(async move { server.await })
 }
 
 struct Signals {

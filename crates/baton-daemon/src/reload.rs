@@ -1,8 +1,13 @@
 //! Reloading the configuration: read the files, validate the whole, and
 //! only then put it in force. An invalid configuration is refused, an
 //! alert says why, and the old one stays; runs in flight are never
-//! touched (each has its own copy). `[daemon]` settings (the address, the
-//! token) take effect at the next start.
+//! touched (each has its own copy). The token and `shutdown_grace` take
+//! effect at once; the address, the socket and its group at the next start.
+//!
+//! The `[daemon]` settings are judged against the address the daemon is
+//! bound to now, as well as the one it would listen on at its next start: a
+//! reload never drops the token of a daemon listening off loopback, whatever
+//! the new `listen` says.
 
 use std::sync::Arc;
 
@@ -44,13 +49,7 @@ impl Daemon {
         // The `[daemon]` settings are validated with the rest: a token file
         // that cannot be read refuses the whole reload (fail closed).
         let read = read.and_then(|loaded| {
-            let settings = Settings::of(&loaded.config, self.opts.listen).map_err(|e| {
-                baton_sched::config::ConfigError::Invalid {
-                    at: self.opts.config_path.display().to_string(),
-                    key: "daemon".into(),
-                    message: e,
-                }
-            })?;
+            let settings = self.settings_for(&loaded.config)?;
             Ok((loaded, settings))
         });
         match read {
@@ -61,6 +60,22 @@ impl Daemon {
                     notes.push(format!(
                         "[daemon] listen = {} takes effect at the next start; still listening on {}",
                         settings.listen, self.bound
+                    ));
+                }
+                if settings.socket != self.socket || settings.socket_group != self.trust.group {
+                    notes.push(format!(
+                        "[daemon] socket and socket_group take effect at the next start; still \
+                         listening on unix:{} for {}",
+                        self.socket.display(),
+                        self.trust.describe()
+                    ));
+                }
+                if settings.token.is_none() && self.settings().token.is_some() {
+                    notes.push(format!(
+                        "without token_file, the TCP API on {} is read-only now; change things \
+                         over unix:{}",
+                        self.bound,
+                        self.socket.display()
                     ));
                 }
                 let slots = loaded.config.settings.max_parallel.value;
@@ -93,6 +108,35 @@ impl Daemon {
                 ))
             }
         }
+    }
+
+    /// The `[daemon]` settings of `config` as this daemon would put them in
+    /// force: valid at its next start, and for the address it is bound to
+    /// now (which a new `listen` does not change).
+    ///
+    /// # Errors
+    ///
+    /// What [`Settings::of`] refuses, or a daemon bound off loopback left
+    /// without a token.
+    pub(crate) fn settings_for(
+        &self,
+        config: &baton_sched::config::Config,
+    ) -> Result<Settings, baton_sched::config::ConfigError> {
+        let invalid = |message: String| baton_sched::config::ConfigError::Invalid {
+            at: self.opts.config_path.display().to_string(),
+            key: "daemon".into(),
+            message,
+        };
+        let settings = Settings::of(config, self.opts.listen).map_err(invalid)?;
+        if crate::state::exposed(self.bound, settings.token.as_deref()) {
+            return Err(invalid(format!(
+                "this daemon listens on {} until its next start, and off loopback it needs a \
+                 token: keep [daemon] token_file (restart the daemon on loopback to do without \
+                 one)",
+                self.bound
+            )));
+        }
+        Ok(settings)
     }
 
     /// Raises the `reload-refused` alert on the configuration in force.

@@ -29,6 +29,10 @@ pub struct Settings {
     pub listen: SocketAddr,
     /// The bearer token (from `token_file`), if any.
     pub token: Option<String>,
+    /// The Unix socket (`[daemon] socket`, or `STATE_DIR/daemon.sock`).
+    pub socket: PathBuf,
+    /// `[daemon] socket_group`, as given and as a number.
+    pub socket_group: Option<(String, u32)>,
     /// How long runs may finish after SIGTERM.
     pub shutdown_grace: Duration,
 }
@@ -38,38 +42,41 @@ impl Settings {
     ///
     /// # Errors
     ///
-    /// A non-loopback address without a token, or a token file that cannot
-    /// be read or is empty.
+    /// A non-loopback address without a token, a token file that cannot be
+    /// read or is empty, or a `socket_group` that names no group.
     pub fn of(config: &Config, listen: Option<SocketAddr>) -> Result<Self, String> {
-        let (default_listen, token_file, shutdown_grace) = daemon_keys(config);
-        let listen = listen.unwrap_or(default_listen);
-        let token = match &token_file {
+        let d = &config.daemon;
+        let listen = listen.unwrap_or(d.listen.value);
+        let token = match &d.token_file.value {
             None => None,
             Some(path) => Some(read_token(path)?),
         };
-        if !listen.ip().is_loopback() && token.is_none() {
-            return Err(format!(
-                "refusing to listen on {listen} without a token: anyone who can reach it could \
-                 run and change jobs; set [daemon] token_file (a file holding a secret), or \
-                 listen on loopback (127.0.0.1)"
-            ));
-        }
-        Ok(Self {
+        let socket_group = match &d.socket_group.value {
+            None => None,
+            Some(g) => Some((g.clone(), crate::socket::group_id(g)?)),
+        };
+        let s = Self {
             listen,
             token,
-            shutdown_grace,
-        })
+            socket: config.daemon_socket(),
+            socket_group,
+            shutdown_grace: d.shutdown_grace.value,
+        };
+        if exposed(listen, s.token.as_deref()) {
+            return Err(format!(
+                "refusing to listen on {listen} without a token: anyone who can reach it could \
+                 read every job, and nobody could change one over TCP; set [daemon] token_file \
+                 (a file holding a secret), or listen on loopback (127.0.0.1)"
+            ));
+        }
+        Ok(s)
     }
 }
 
-/// `[daemon] listen`, `token_file` and `shutdown_grace`.
-fn daemon_keys(config: &Config) -> (SocketAddr, Option<PathBuf>, Duration) {
-    let d = &config.daemon;
-    (
-        d.listen.value,
-        d.token_file.value.clone(),
-        d.shutdown_grace.value,
-    )
+/// Whether a daemon bound to `addr` with `token` would answer anyone who
+/// can reach it: an address off loopback without a token.
+pub(crate) fn exposed(addr: SocketAddr, token: Option<&str>) -> bool {
+    !addr.ip().is_loopback() && token.is_none()
 }
 
 fn read_token(path: &std::path::Path) -> Result<String, String> {
@@ -137,7 +144,12 @@ pub(crate) struct Daemon {
     pub(crate) opts: Options,
     pub(crate) over: Overrides,
     settings: RwLock<Arc<Settings>>,
+    /// The TCP address listened on, until the next start.
     pub(crate) bound: SocketAddr,
+    /// The Unix socket listened on, until the next start.
+    pub(crate) socket: PathBuf,
+    /// Who may change things over the socket, until the next start.
+    pub(crate) trust: crate::peer::Trust,
     /// The `listen` and `max_parallel` the daemon started with: changing
     /// either takes a restart.
     pub(crate) started_with: (SocketAddr, u32),
@@ -191,6 +203,8 @@ impl Daemon {
         Self {
             opts,
             over,
+            socket: settings.socket.clone(),
+            trust: crate::peer::Trust::of_this_process(settings.socket_group.clone()),
             settings: RwLock::new(Arc::new(settings)),
             bound,
             started_with,

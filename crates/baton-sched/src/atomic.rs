@@ -39,15 +39,36 @@ fn err(what: &'static str, path: &Path, source: std::io::Error) -> AtomicError {
     }
 }
 
-/// Replaces `dir/name` with `bytes` (mode 0644 before the umask).
+/// Replaces `dir/name` with `bytes` (mode 0644 before the umask), for
+/// files that hold no secret.
 ///
 /// # Errors
 ///
 /// The temporary file cannot be created, written or synced, the rename
 /// fails, or the directory cannot be synced; the temporary file is removed.
 pub fn replace(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, AtomicError> {
+    replace_with_mode(dir, name, bytes, 0o644)
+}
+
+/// Replaces `dir/name` with `bytes`, readable and writable by its owner
+/// alone (0600), whatever the mode of the file it replaces: for files that
+/// may hold secrets.
+///
+/// # Errors
+///
+/// As [`replace`].
+pub fn replace_private(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, AtomicError> {
+    replace_with_mode(dir, name, bytes, 0o600)
+}
+
+fn replace_with_mode(
+    dir: &Path,
+    name: &str,
+    bytes: &[u8],
+    mode: u32,
+) -> Result<PathBuf, AtomicError> {
     let target = dir.join(name);
-    let (tmp, mut file) = create_temp(dir, name)?;
+    let (tmp, mut file) = create_temp(dir, name, mode)?;
     let written = (|| {
         file.write_all(bytes)
             .map_err(|e| err("write the temporary file", &tmp, e))?;
@@ -65,7 +86,7 @@ pub fn replace(dir: &Path, name: &str, bytes: &[u8]) -> Result<PathBuf, AtomicEr
     written.map(|()| target)
 }
 
-fn create_temp(dir: &Path, name: &str) -> Result<(PathBuf, File), AtomicError> {
+fn create_temp(dir: &Path, name: &str, mode: u32) -> Result<(PathBuf, File), AtomicError> {
     let mut last = None;
     for _ in 0..TEMP_ATTEMPTS {
         let mut bytes = [0u8; 8];
@@ -74,7 +95,7 @@ fn create_temp(dir: &Path, name: &str) -> Result<(PathBuf, File), AtomicError> {
         match OpenOptions::new()
             .write(true)
             .create_new(true)
-            .mode(0o644)
+            .mode(mode)
             .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
             .open(&tmp)
         {

@@ -208,6 +208,16 @@ pub fn daemon(c: &Config) -> Vec<Shown> {
             ),
             None => item("token_file", &d.token_file, "none".into(), Value::Null),
         },
+        item(
+            "socket",
+            &d.socket,
+            format!("{:?}", c.daemon_socket().display().to_string()),
+            json!(c.daemon_socket()),
+        ),
+        match &d.socket_group.value {
+            Some(g) => item("socket_group", &d.socket_group, format!("{g:?}"), json!(g)),
+            None => item("socket_group", &d.socket_group, "none".into(), Value::Null),
+        },
         dur("shutdown_grace", &d.shutdown_grace),
     ]
 }

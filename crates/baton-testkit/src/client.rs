@@ -1,9 +1,12 @@
 //! A small HTTP/1.1 client for tests that speak to a real daemon over
-//! loopback: one request per connection (`Connection: close`), the whole
-//! answer read, nothing hidden (status, headers and body as sent).
+//! loopback or its Unix socket: one request per connection (`Connection:
+//! close`), the whole answer read, nothing hidden (status, headers and body
+//! as sent).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
 
 use crate::PATIENCE;
 
@@ -45,9 +48,36 @@ pub fn request(
 ) -> std::io::Result<Answer> {
     let mut s = TcpStream::connect_timeout(&addr, PATIENCE)?;
     s.set_read_timeout(Some(PATIENCE))?;
+    exchange(&mut s, &addr.to_string(), method, path, headers, body)
+}
+
+/// Sends `method path` over the Unix socket at `socket` (with `Host:
+/// localhost` unless `headers` gives one), as [`request`] does over TCP.
+/// Connecting is refused as the kernel refuses it (`PermissionDenied` for
+/// a socket this thread's user may not write).
+pub fn request_unix(
+    socket: &Path,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> std::io::Result<Answer> {
+    let mut s = UnixStream::connect(socket)?;
+    s.set_read_timeout(Some(PATIENCE))?;
+    exchange(&mut s, "localhost", method, path, headers, body)
+}
+
+fn exchange(
+    s: &mut (impl Read + Write),
+    host: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> std::io::Result<Answer> {
     let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
     if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
-        req.push_str(&format!("Host: {addr}\r\n"));
+        req.push_str(&format!("Host: {host}\r\n"));
     }
     for (n, v) in headers {
         req.push_str(&format!("{n}: {v}\r\n"));

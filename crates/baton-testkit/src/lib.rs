@@ -3,8 +3,8 @@
 //! ([`browser`]) for tests that look at a page, a test HTTP server
 //! ([`http`]) for HTTP steps, an HTTP client ([`client`]) for tests of
 //! the daemon's API, a throwaway PostgreSQL server ([`pg`]), a TCP proxy
-//! that a test can cut ([`proxy`]) and simulated hosts made of Linux
-//! namespaces ([`hosts`]).
+//! that a test can cut ([`proxy`]), simulated hosts made of Linux
+//! namespaces ([`hosts`]) and a thread run as another user ([`user`]).
 //!
 //! Tests drive real processes, so they wait for real. A wait here bounds a
 //! broken test; it never measures anything, and no test may assert on how
@@ -58,3 +58,4 @@ pub mod client;
 pub mod hosts;
 pub mod pg;
 pub mod proxy;
+pub mod user;

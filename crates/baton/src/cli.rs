@@ -108,7 +108,8 @@ pub struct DaemonArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// Listen on ADDR (IP:PORT) instead of `[daemon] listen`
-    /// (default 127.0.0.1:8677). Any address but loopback needs `token_file`.
+    /// (default 127.0.0.1:8677). Any address but loopback needs `token_file`;
+    /// without one, the TCP API is read-only (changes go over the socket).
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<std::net::SocketAddr>,
 }
@@ -745,9 +746,17 @@ busy), POST /v1/jobs/JOB/pause and /resume, POST /v1/reload (also SIGHUP),
 PUT and DELETE /v1/jobs/JOB (drop-in files in jobs.d/), GET /healthz, GET /
 (status page), GET /metrics (Prometheus).
 
-Security: loopback by default; any other address needs [daemon] token_file,
-and then every endpoint but /healthz needs `Authorization: Bearer TOKEN`.
-Mutations need `Content-Type: application/json` and no foreign Origin.
+Security: a change (PUT, DELETE, any POST) runs commands as the daemon's
+user, so it needs an authenticated caller: over the Unix socket ([daemon]
+socket, default STATE_DIR/daemon.sock, mode 0600) the daemon's own user,
+root or a member of [daemon] socket_group, as the kernel says
+(SO_PEERCRED); over TCP, `Authorization: Bearer TOKEN` ([daemon]
+token_file). Without a token the TCP API is read-only (403 read_only), even
+on loopback, which every local user reaches. TCP listens on loopback by
+default; any other address needs token_file, and then every endpoint but
+/healthz needs the token. Mutations need `Content-Type: application/json`
+and no foreign Origin. Over the socket: `curl --unix-socket PATH
+http://localhost/v1/...`.
 
 SIGTERM or SIGINT: stop ticking and accepting, let runs finish for up to
 [daemon] shutdown_grace (default 60s), then stop them (whole tree) and exit.
@@ -756,6 +765,7 @@ store migrate`) and refuses to start when it cannot.
 
 Exit codes: 0 after a clean shutdown, 1 when [store]'s schema cannot be
 migrated, 2 for a configuration that cannot be served (invalid, or a
-non-loopback address without token_file), 125 when the address cannot be
-bound.
+non-loopback address without token_file), 125 when the address or the
+socket cannot be bound (another daemon on it, a link or a file in its
+place).
 ";

@@ -20,7 +20,9 @@
 //! it refuses to replace or delete a job defined there. A [`write`] is
 //! atomic: a temporary file of its own (`.JOB.toml.tmp-<random>`, created
 //! with `O_EXCL` and `O_NOFOLLOW`), written, `fsync`ed, renamed over
-//! `JOB.toml`, and the directory `fsync`ed. A reader sees the old file or
+//! `JOB.toml`, and the directory `fsync`ed. The file is created 0600 (a
+//! job's `env` and an HTTP step's headers may hold secrets), so a rewrite
+//! leaves it private too. A reader sees the old file or
 //! the new one, never a part; of two writers at once, each writes its own
 //! temporary file and the last rename wins whole.
 //!
@@ -430,7 +432,9 @@ pub fn write(config_path: &Path, name: &str, text: &str) -> Result<PathBuf, Drop
         Err(e) => return Err(io("create the drop-in directory", &dir, e)),
     }
     let file_name = format!("{name}.toml");
-    crate::atomic::replace(&dir, &file_name, text.as_bytes()).map_err(from_atomic)?;
+    // A job's `env` and an HTTP step's headers may hold secrets: the file
+    // is its owner's alone, as the ledger is.
+    crate::atomic::replace_private(&dir, &file_name, text.as_bytes()).map_err(from_atomic)?;
     Ok(target)
 }
 

@@ -215,6 +215,22 @@ fn write_replaces_whole_and_delete_removes() {
     );
 }
 
+/// A drop-in may hold secrets (`env`, an HTTP step's headers): like the
+/// ledger, it is readable by its owner alone, rewritten or not.
+#[test]
+fn a_dropin_is_written_owner_only_and_stays_so_when_rewritten() {
+    use std::os::unix::fs::PermissionsExt;
+    let (_tmp, path) = setup();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    let text = "every = \"1h\"\nrun = \"true\"\n[env]\nTOKEN = \"s3cret\"\n";
+    let written = write(&path, "x", text).unwrap();
+    assert_eq!(mode(&written), 0o600);
+    // One written by an older baton, readable by others, becomes private.
+    std::fs::set_permissions(&written, std::fs::Permissions::from_mode(0o644)).unwrap();
+    write(&path, "x", text).unwrap();
+    assert_eq!(mode(&written), 0o600);
+}
+
 #[test]
 fn writers_at_once_leave_one_whole_file_and_no_temporary_ones() {
     let (tmp, path) = setup();

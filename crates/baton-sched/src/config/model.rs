@@ -355,6 +355,13 @@ pub struct DaemonSettings {
     /// The file holding the bearer token (`None`: no token), made absolute
     /// against the configuration file's directory.
     pub token_file: Sourced<Option<PathBuf>>,
+    /// The Unix socket of the API (`None`: `STATE_DIR/daemon.sock`, see
+    /// [`Config::daemon_socket`]), made absolute against the configuration
+    /// file's directory. Its callers are known by their peer credentials.
+    pub socket: Sourced<Option<PathBuf>>,
+    /// The group whose members may change things over the socket besides
+    /// the daemon's own user and root (a name or a number; `None`: none).
+    pub socket_group: Sourced<Option<String>>,
     /// How long a stopping daemon waits for its workers before it signals
     /// them (default 60 s).
     pub shutdown_grace: Sourced<Duration>,
@@ -393,4 +400,17 @@ impl Config {
     pub fn enabled(&self) -> bool {
         self.settings.enabled.value
     }
+
+    /// The path of the daemon's Unix socket: `[daemon] socket`, or
+    /// `daemon.sock` in the state directory.
+    pub fn daemon_socket(&self) -> PathBuf {
+        self.daemon
+            .socket
+            .value
+            .clone()
+            .unwrap_or_else(|| self.settings.state_dir.value.join(DAEMON_SOCKET))
+    }
 }
+
+/// The daemon's Unix socket's name in the state directory, by default.
+pub const DAEMON_SOCKET: &str = "daemon.sock";

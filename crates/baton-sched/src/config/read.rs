@@ -56,7 +56,13 @@ const JOB_OWN: &[&str] = &[
     "cwd",
 ];
 /// The keys of `[daemon]`.
-const DAEMON_KEYS: &[&str] = &["listen", "token_file", "shutdown_grace"];
+const DAEMON_KEYS: &[&str] = &[
+    "listen",
+    "token_file",
+    "socket",
+    "socket_group",
+    "shutdown_grace",
+];
 /// The keys of `[store]`, each overridden by `BATON_STORE_<KEY>`.
 const STORE_KEYS: &[&str] = &["url", "password_file"];
 /// The keys of a step.
@@ -893,7 +899,8 @@ fn dropin_job(
     }
 }
 
-/// `[daemon]`: where `baton daemon` listens, its token, its shutdown grace.
+/// `[daemon]`: where `baton daemon` listens, its token, its socket, its
+/// shutdown grace.
 fn daemon(r: &Reader<'_>, e: Option<&Entry>) -> Result<DaemonSettings, ConfigError> {
     let empty = Vec::new();
     let entries = match e {
@@ -927,6 +934,47 @@ fn daemon(r: &Reader<'_>, e: Option<&Entry>) -> Result<DaemonSettings, ConfigErr
         || None,
         |raw, at, key| secret_file(r, raw, at, key, "the token"),
     )?;
+    let socket = setting_in(
+        r,
+        "daemon",
+        entries,
+        &none,
+        "socket",
+        || None,
+        |raw, at, key| {
+            let what = "the path of the API's Unix socket, such as \"/run/baton/api.sock\"";
+            let s = string(raw, at, key, what)?;
+            if s.trim().is_empty() || s.contains('\0') {
+                return Err(invalid(
+                    at,
+                    key,
+                    format!(
+                        "= {s:?}: expected {what}, or leave the key out for STATE_DIR/daemon.sock"
+                    ),
+                ));
+            }
+            Ok(Some(r.dir.join(s)))
+        },
+    )?;
+    let socket_group = setting_in(
+        r,
+        "daemon",
+        entries,
+        &none,
+        "socket_group",
+        || None,
+        |raw, at, key| {
+            let what = "a group's name or number, such as \"baton\"";
+            let s = string(raw, at, key, what)?;
+            if s.is_empty()
+                || s.chars()
+                    .any(|c| c == ':' || c.is_whitespace() || c.is_control())
+            {
+                return Err(invalid(at, key, format!("= {s:?}: expected {what}")));
+            }
+            Ok(Some(s))
+        },
+    )?;
     let shutdown_grace = setting_in(
         r,
         "daemon",
@@ -939,6 +987,8 @@ fn daemon(r: &Reader<'_>, e: Option<&Entry>) -> Result<DaemonSettings, ConfigErr
     Ok(DaemonSettings {
         listen,
         token_file,
+        socket,
+        socket_group,
         shutdown_grace,
     })
 }

@@ -415,6 +415,35 @@ fn daemon_defaults_and_values_carry_their_source() {
 }
 
 #[test]
+fn daemon_socket_defaults_to_the_state_directory_and_takes_a_group() {
+    let c = load_text("[scheduler]\nstate_dir = \"/var/lib/baton\"\n").unwrap();
+    assert_eq!(c.daemon.socket.value, None);
+    assert_eq!(c.daemon.socket.provenance(), "default");
+    assert_eq!(c.daemon_socket(), Path::new("/var/lib/baton/daemon.sock"));
+    assert_eq!(c.daemon.socket_group.value, None);
+    let c = load_text("[daemon]\nsocket = \"run/api.sock\"\nsocket_group = \"baton\"\n").unwrap();
+    assert_eq!(c.daemon_socket(), Path::new("/etc/run/api.sock"));
+    assert_eq!(c.daemon.socket_group.value.as_deref(), Some("baton"));
+    assert_eq!(c.daemon.socket_group.provenance(), "/etc/baton.toml:3");
+    assert_names(
+        &error("[daemon]\nsocket = \"\"\n"),
+        &[
+            "/etc/baton.toml:2",
+            "daemon.socket",
+            "STATE_DIR/daemon.sock",
+        ],
+    );
+    assert_names(
+        &error("[daemon]\nsocket_group = \"a b\"\n"),
+        &["daemon.socket_group", "\"a b\"", "a group's name or number"],
+    );
+    assert_names(
+        &error("[daemon]\nsocket_group = 0\n"),
+        &["daemon.socket_group", "a group's name or number"],
+    );
+}
+
+#[test]
 fn daemon_mistakes_are_named() {
     let msg = error("[daemon]\nlisten = \"localhost:8677\"\n");
     assert_names(

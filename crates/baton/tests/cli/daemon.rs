@@ -1,9 +1,9 @@
 //! `baton daemon` through the real binary: a real daemon process, real HTTP
-//! on loopback, real jobs, real signals.
+//! on loopback and on its Unix socket, real jobs, real signals.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 
@@ -13,10 +13,15 @@ use rustix::process::Signal;
 use crate::sched::Sched;
 use crate::support::{alive, eventually, pause, signal, stderr};
 
-/// A daemon started on `127.0.0.1:0`; killed (SIGKILL) when dropped.
+/// A daemon started on `127.0.0.1:0`; killed (SIGKILL) when dropped. Its
+/// API changes things for the daemon's own user over its Unix socket
+/// ([`Daemon::post`], [`Daemon::request`]); [`Daemon::get`] and
+/// [`Daemon::tcp`] speak TCP, as any local user can.
 pub(crate) struct Daemon {
     pub(crate) child: Child,
     pub(crate) addr: SocketAddr,
+    /// The Unix socket it said it listens on.
+    pub(crate) socket: Option<PathBuf>,
     pub(crate) log: Arc<Mutex<String>>,
 }
 
@@ -44,9 +49,13 @@ impl Daemon {
         let mut err = BufReader::new(child.stderr.take().unwrap());
         let log = Arc::new(Mutex::new(String::new()));
         let mut addr = None;
+        let mut socket = None;
         let mut line = String::new();
         while err.read_line(&mut line).unwrap_or(0) > 0 {
             log.lock().unwrap().push_str(&line);
+            if let Some(rest) = line.trim().split("listening on unix:").nth(1) {
+                socket = rest.split(" (").next().map(PathBuf::from);
+            }
             if let Some(rest) = line.trim().split("listening on http://").nth(1) {
                 addr = rest.split_whitespace().next().and_then(|a| a.parse().ok());
                 break;
@@ -65,18 +74,42 @@ impl Daemon {
                 line.clear();
             }
         });
-        Ok(Self { child, addr, log })
+        Ok(Self {
+            child,
+            addr,
+            socket,
+            log,
+        })
     }
 
+    /// `GET path` over TCP.
     pub(crate) fn get(&self, path: &str) -> Answer {
         http::get(self.addr, path)
     }
 
+    /// `POST path` with a JSON body over the socket, as the daemon's user.
     pub(crate) fn post(&self, path: &str, body: &str) -> Answer {
-        http::post(self.addr, path, body)
+        self.request("POST", path, &[("Content-Type", "application/json")], body)
     }
 
+    /// A request over the socket, as the daemon's user.
     pub(crate) fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Answer {
+        let socket = self
+            .socket
+            .as_deref()
+            .unwrap_or_else(|| panic!("the daemon named no socket:\n{}", self.log()));
+        http::request_unix(socket, method, path, headers, body)
+            .unwrap_or_else(|e| panic!("{method} {path} over {}: {e}", socket.display()))
+    }
+
+    /// A request over TCP, as any local user may send it.
+    pub(crate) fn tcp(
         &self,
         method: &str,
         path: &str,
@@ -261,7 +294,7 @@ fn daemon_seed000_every_source_at_once_runs_each_occurrence_once() {
         runs.display()
     ));
     let d = Daemon::start(&s, &[]);
-    let addr = d.addr;
+    let socket = d.socket.clone().unwrap();
     for _ in 0..20 {
         // Wait for the next even second, then every source at once.
         let now = baton_lease::Clock::wall(&baton_lease::SystemClock);
@@ -278,7 +311,20 @@ fn daemon_seed000_every_source_at_once_runs_each_occurrence_once() {
             })
             .collect();
         let posts: Vec<_> = (0..32)
-            .map(|_| std::thread::spawn(move || http::post(addr, "/v1/tick", "").status))
+            .map(|_| {
+                let socket = socket.clone();
+                std::thread::spawn(move || {
+                    http::request_unix(
+                        &socket,
+                        "POST",
+                        "/v1/tick",
+                        &[("Content-Type", "application/json")],
+                        "",
+                    )
+                    .unwrap()
+                    .status
+                })
+            })
             .collect();
         for p in posts {
             assert_eq!(p.join().unwrap(), 200);
@@ -481,37 +527,45 @@ fn daemon_off_loopback_needs_a_token_and_then_every_endpoint_but_health_does() {
     assert!(!d.log().contains("s3cret-token"));
 }
 
+/// What a page on another site can make a browser send, to a daemon whose
+/// TCP API takes changes (a token): refused before anything runs.
 #[test]
 fn daemon_refuses_a_forged_cross_site_post() {
     let s = Sched::new("");
     let runs = s.env.path("runs.txt");
+    let token = s.env.path("token");
+    std::fs::write(&token, "s3cret-token-of-16\n").unwrap();
     s.write(&format!(
-        "[jobs.a]\nschedule = \"0 0 1 1 *\"\nrun = \"echo ran >> {}\"\n",
+        "[daemon]\ntoken_file = {:?}\n[jobs.a]\nschedule = \"0 0 1 1 *\"\nrun = \"echo ran >> {}\"\n",
+        token.display().to_string(),
         runs.display()
     ));
     let d = Daemon::start(&s, &[]);
+    let auth = ("Authorization", "Bearer s3cret-token-of-16");
     // What an HTML form on another site can send.
-    let form = d.request(
+    let form = d.tcp(
         "POST",
         "/v1/jobs/a/run",
         &[
+            auth,
             ("Content-Type", "application/x-www-form-urlencoded"),
             ("Origin", "http://evil.example"),
         ],
         "x=1",
     );
     assert_eq!(form.status, 415, "{}", form.body);
-    let text = d.request(
+    let text = d.tcp(
         "POST",
         "/v1/jobs/a/run",
-        &[("Content-Type", "text/plain")],
+        &[auth, ("Content-Type", "text/plain")],
         "{}",
     );
     assert_eq!(text.status, 415, "{}", text.body);
-    let origin = d.request(
+    let origin = d.tcp(
         "POST",
         "/v1/jobs/a/run",
         &[
+            auth,
             ("Content-Type", "application/json"),
             ("Origin", "http://evil.example"),
         ],
@@ -519,10 +573,11 @@ fn daemon_refuses_a_forged_cross_site_post() {
     );
     assert_eq!(origin.status, 403, "{}", origin.body);
     assert_eq!(origin.json()["error"]["code"], "foreign_origin");
-    let rebinding = d.request(
+    let rebinding = d.tcp(
         "POST",
         "/v1/jobs/a/run",
         &[
+            auth,
             ("Content-Type", "application/json"),
             ("Host", "evil.example:8677"),
         ],
@@ -533,10 +588,11 @@ fn daemon_refuses_a_forged_cross_site_post() {
     assert!(lines_of(&runs).is_empty(), "a forged request ran the job");
     // The daemon's own origin is fine.
     let own = format!("http://{}", d.addr);
-    let ok = d.request(
+    let ok = d.tcp(
         "POST",
         "/v1/jobs/a/run",
         &[
+            auth,
             ("Content-Type", "application/json"),
             ("Origin", own.as_str()),
         ],

@@ -8,6 +8,7 @@ mod calendar;
 mod contain;
 mod crash;
 mod daemon;
+mod daemon_auth;
 mod dropin;
 mod edges;
 mod example;

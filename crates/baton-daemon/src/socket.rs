@@ -1,0 +1,197 @@
+//! The API's Unix socket on disk: where it may be, what it may replace, and
+//! who may open it.
+//!
+//! - Its directory must be one nobody else can change (owned by the
+//!   daemon's user or root and writable by neither its group nor others,
+//!   the directories above it at most shared with the sticky bit), as the
+//!   state directory must: another user who can write it could put a
+//!   socket of their own in its place.
+//! - What is at its path already is looked at without following a link: a
+//!   socket of the daemon's user that nobody answers on (a daemon killed
+//!   with SIGKILL) is removed and replaced; a socket someone answers on (a
+//!   daemon running) is left alone and the start refused; anything else (a
+//!   symbolic link, a file, a directory, another user's socket) is refused
+//!   and left as it is.
+//! - Once bound, it is the daemon's user's alone (0600), or also its
+//!   group's (0660, its group `socket_group`). These modes keep other users
+//!   from connecting at all; the peer check ([`crate::peer`]) decides on
+//!   every connection all the same, so a socket whose mode someone widened
+//!   still lets no one else change anything.
+//! - At a clean stop it is removed, if it is still the one bound.
+//!
+//! What it never does: follow a link at the socket's path, or remove
+//! anything but a dead socket of its own user.
+
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// The socket as bound: its path and its file's identity.
+#[derive(Debug)]
+pub(crate) struct Bound {
+    pub(crate) path: PathBuf,
+    id: (u64, u64),
+}
+
+/// Why the socket cannot be bound, in words that say what to do.
+pub(crate) type Refused = String;
+
+fn refused(path: &Path, why: impl std::fmt::Display) -> Refused {
+    format!(
+        "failed to listen on unix:{}: {why} (choose another path with [daemon] socket)",
+        path.display()
+    )
+}
+
+/// Binds the socket at `path`, made 0600 (0660 with `group`, and that
+/// group's), replacing only a dead socket of this user.
+///
+/// # Errors
+///
+/// An untrusted directory, something at `path` that is not a dead socket of
+/// this user, a socket another daemon answers on, or a failure to bind,
+/// `chown` or `chmod` it.
+pub(crate) fn bind(
+    path: &Path,
+    group: Option<u32>,
+) -> Result<(tokio::net::UnixListener, Bound), Refused> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .ok_or_else(|| refused(path, "it names no directory"))?;
+    baton_lease::trust::check_dir_path(dir, 1).map_err(|e| refused(path, e))?;
+    clear_stale(path)?;
+    let listener = tokio::net::UnixListener::bind(path).map_err(|e| refused(path, e))?;
+    let meta = std::fs::symlink_metadata(path).map_err(|e| refused(path, e))?;
+    let bound = Bound {
+        path: path.to_owned(),
+        id: (meta.dev(), meta.ino()),
+    };
+    let mode = if group.is_some() { 0o660 } else { 0o600 };
+    let made = (|| {
+        if let Some(gid) = group {
+            rustix::fs::chown(path, None, Some(rustix::fs::Gid::from_raw(gid)))
+                .map_err(|e| format!("failed to give it to group {gid}: {e}"))?;
+        }
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+            .map_err(|e| format!("failed to make it mode {mode:04o}: {e}"))
+    })();
+    if let Err(why) = made {
+        bound.remove();
+        return Err(refused(path, why));
+    }
+    Ok((listener, bound))
+}
+
+/// Removes a dead socket of this user at `path`; refuses anything else.
+fn clear_stale(path: &Path) -> Result<(), Refused> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(refused(path, e)),
+    };
+    let kind = meta.file_type();
+    let what = if kind.is_symlink() {
+        Some("a symbolic link")
+    } else if kind.is_dir() {
+        Some("a directory")
+    } else if !kind.is_socket() {
+        Some("a file that is not a socket")
+    } else {
+        None
+    };
+    if let Some(what) = what {
+        return Err(refused(
+            path,
+            format!("{what} is there; it is left as it is: remove it if it is not needed"),
+        ));
+    }
+    let me = baton_lease::trust::me();
+    if meta.uid() != me {
+        return Err(refused(
+            path,
+            format!(
+                "the socket there is uid {}'s, not this daemon's (uid {me}); it is left as it is",
+                meta.uid()
+            ),
+        ));
+    }
+    match std::os::unix::net::UnixStream::connect(path) {
+        Ok(_) => Err(refused(
+            path,
+            "another daemon answers on it; stop that one first",
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            // A socket nobody listens on: a daemon that died without
+            // removing it.
+            std::fs::remove_file(path)
+                .map_err(|e| refused(path, format!("failed to remove the stale socket: {e}")))
+        }
+        Err(e) => Err(refused(
+            path,
+            format!("failed to check the socket there: {e}"),
+        )),
+    }
+}
+
+impl Bound {
+    /// Removes the socket, if its path still names the one bound.
+    pub(crate) fn remove(&self) {
+        let ours = std::fs::symlink_metadata(&self.path)
+            .is_ok_and(|m| m.file_type().is_socket() && (m.dev(), m.ino()) == self.id);
+        if ours {
+            // OK to ignore: a socket left behind is replaced at the next
+            // start, as after a SIGKILL.
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// The number of `group` (a number, or a name in `/etc/group`).
+///
+/// # Errors
+///
+/// A name `/etc/group` does not have, or `/etc/group` cannot be read.
+pub(crate) fn group_id(group: &str) -> Result<u32, String> {
+    if let Ok(gid) = group.parse::<u32>() {
+        return Ok(gid);
+    }
+    let text = std::fs::read_to_string("/etc/group")
+        .map_err(|e| format!("failed to read /etc/group to find socket_group {group:?}: {e}"))?;
+    gid_in(&text, group).ok_or_else(|| {
+        format!(
+            "[daemon] socket_group = {group:?}: no such group in /etc/group; give an existing \
+             group's name or its number"
+        )
+    })
+}
+
+/// The number of `name` in the text of `/etc/group`.
+fn gid_in(text: &str, name: &str) -> Option<u32> {
+    text.lines().find_map(|l| {
+        let mut f = l.split(':');
+        (f.next() == Some(name))
+            .then(|| f.nth(1).and_then(|g| g.trim().parse().ok()))
+            .flatten()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_are_found_by_name_or_number() {
+        let text = "root:x:0:\nbaton:x:998:alice,bob\nbroken:x:\n";
+        assert_eq!(gid_in(text, "baton"), Some(998));
+        assert_eq!(gid_in(text, "root"), Some(0));
+        assert_eq!(gid_in(text, "bat"), None);
+        assert_eq!(gid_in(text, "broken"), None);
+        assert_eq!(group_id("4242"), Ok(4242));
+        assert_eq!(group_id("root"), Ok(0));
+        assert!(
+            group_id("no-such-group-here")
+                .unwrap_err()
+                .contains("socket_group")
+        );
+    }
+}

@@ -1,0 +1,362 @@
+//! Who may change things through `baton daemon`: the real binary, real
+//! sockets, and requests sent by threads that are another user as far as
+//! the kernel is concerned (`baton_testkit::user`).
+//!
+//! A TCP caller is anyone on the machine; only the token authenticates it.
+//! The Unix socket knows its caller from the kernel: the daemon's own user,
+//! root, or a member of `socket_group`.
+
+use std::io::ErrorKind;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+
+use baton_testkit::client::{self as http, Answer};
+use baton_testkit::user::User;
+use rustix::process::Signal;
+
+use crate::daemon::Daemon;
+use crate::sched::Sched;
+use crate::support::{eventually, pause, root, signal};
+
+const JSON: (&str, &str) = ("Content-Type", "application/json");
+
+/// A group no test user is in unless a test puts it there.
+const GROUP: u32 = 4242;
+
+fn code(a: &Answer) -> String {
+    a.json()["error"]["code"].as_str().unwrap_or("").to_owned()
+}
+
+fn mode(p: &Path) -> u32 {
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+fn chmod(p: &Path, mode: u32) {
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// A daemon on loopback without a token: `nobody` (like any local user)
+/// reaches its TCP port, and nothing it asks to change is changed or run;
+/// only the daemon's own user, over the socket, may.
+#[test]
+fn daemon_tcp_without_a_token_is_read_only_for_every_local_user() {
+    assert!(
+        root(),
+        "this test sends requests as another user: run it as root"
+    );
+    let s = Sched::new("");
+    let marker = s.env.path("ran");
+    s.write(&format!(
+        "[jobs.main]\nschedule = \"0 0 1 1 *\"\nrun = \"touch {}\"\n",
+        marker.display()
+    ));
+    let d = Daemon::start(&s, &[]);
+    let addr = d.addr;
+    let job = format!(r#"{{"every": "1h", "run": "touch {}"}}"#, marker.display());
+    let answers = User::nobody().run(move || {
+        let send = |method: &str, path: &str, body: &str| {
+            (
+                format!("{method} {path}"),
+                http::request(addr, method, path, &[JSON], body).unwrap(),
+            )
+        };
+        vec![
+            send("PUT", "/v1/jobs/x", &job),
+            send("POST", "/v1/jobs/main/run", ""),
+            send("POST", "/v1/tick", ""),
+            send("POST", "/v1/jobs/main/pause", ""),
+            send("POST", "/v1/jobs/main/resume", ""),
+            send("POST", "/v1/reload", ""),
+            send("DELETE", "/v1/jobs/main", ""),
+            send("GET", "/v1/jobs", ""),
+        ]
+    });
+    for (what, a) in &answers[..answers.len() - 1] {
+        assert_eq!(
+            (a.status, code(a)),
+            (403, "read_only".into()),
+            "{what}: {}",
+            a.body
+        );
+        let message = a.json()["error"]["message"].as_str().unwrap().to_owned();
+        assert!(message.contains("token_file"), "{what}: {message}");
+        assert!(message.contains("daemon.sock"), "{what}: {message}");
+    }
+    let (_, reads) = answers.last().unwrap();
+    assert_eq!(reads.status, 200, "{}", reads.body);
+    // The daemon said so at start, and how to change things.
+    let log = d.log();
+    assert!(log.contains("read-only"), "{log}");
+    assert!(log.contains("token_file"), "{log}");
+    // Root on TCP is no one in particular either.
+    let r = d.tcp("POST", "/v1/jobs/main/run", &[JSON], "");
+    assert_eq!(
+        (r.status, code(&r)),
+        (403, "read_only".into()),
+        "{}",
+        r.body
+    );
+    // Nothing was created, paused or run.
+    assert!(!s.env.path("jobs.d/x.toml").exists());
+    assert!(!s.env.path("jobs.d").exists());
+    pause(300);
+    assert!(!marker.exists(), "a refused request ran a command");
+    let jobs = d.get("/v1/jobs").json();
+    assert_eq!(jobs["jobs"].as_array().unwrap().len(), 1, "{jobs}");
+    assert_eq!(jobs["jobs"][0]["paused"], serde_json::Value::Null, "{jobs}");
+    // The socket is the daemon's user's alone: nobody cannot even connect.
+    let socket = d.socket.clone().unwrap();
+    assert_eq!(socket, s.env.state().join("daemon.sock"));
+    assert_eq!(mode(&socket), 0o600);
+    let sock = socket.clone();
+    let refused = User::nobody()
+        .run(move || http::request_unix(&sock, "POST", "/v1/tick", &[JSON], "").map(|a| a.status));
+    assert_eq!(
+        refused.map_err(|e| e.kind()),
+        Err(ErrorKind::PermissionDenied)
+    );
+    // The daemon's own user changes things over it.
+    let r = d.post("/v1/jobs/main/run", "");
+    assert_eq!(r.status, 202, "{}", r.body);
+    eventually("the run", || marker.exists());
+    assert_eq!(d.terminate(), Some(0));
+    assert!(!socket.exists(), "a stopped daemon left its socket");
+}
+
+/// `socket_group`: the socket is the group's too, and the daemon checks
+/// each caller's credentials itself, so a socket others can write (a
+/// careless `chmod`) still lets no other user change anything.
+#[test]
+fn daemon_socket_admits_its_user_and_group_and_refuses_other_users() {
+    assert!(
+        root(),
+        "this test sends requests as other users: run it as root"
+    );
+    let s = Sched::new("");
+    let dir = s.env.path("run");
+    std::fs::create_dir(&dir).unwrap();
+    // Other users may pass through, never write.
+    chmod(s.env.tmp.path(), 0o711);
+    chmod(&dir, 0o711);
+    let socket = dir.join("api.sock");
+    s.write(&format!(
+        "[daemon]\nsocket = {:?}\nsocket_group = \"{GROUP}\"\n\
+         [jobs.main]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n",
+        socket.display().to_string()
+    ));
+    let d = Daemon::start(&s, &[]);
+    assert_eq!(d.socket.as_deref(), Some(socket.as_path()));
+    let meta = std::fs::metadata(&socket).unwrap();
+    assert_eq!((meta.uid(), meta.gid(), mode(&socket)), (0, GROUP, 0o660));
+    assert!(d.log().contains(&format!("group {GROUP}")), "{}", d.log());
+    let send = |u: User, method: &'static str, path: &'static str, body: &'static str| {
+        let sock = socket.clone();
+        u.run(move || http::request_unix(&sock, method, path, &[JSON], body))
+    };
+    let job = r#"{"schedule": "0 0 1 1 *", "run": "true", "env": {"TOKEN": "s3cret"}}"#;
+    // A member of the group (a supplementary group) changes things.
+    let member = User::nobody().with_groups(&[GROUP]);
+    let r = send(member.clone(), "PUT", "/v1/jobs/grp", job).unwrap();
+    assert_eq!(r.status, 201, "{}", r.body);
+    let dropin = s.env.path("jobs.d/grp.toml");
+    assert_eq!(
+        mode(&dropin),
+        0o600,
+        "a drop-in with secrets is readable by others"
+    );
+    let r = send(member, "PUT", "/v1/jobs/grp", job).unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(mode(&dropin), 0o600);
+    // So does a user whose own group it is.
+    let primary = User::nobody().with_gid(GROUP);
+    let r = send(primary, "POST", "/v1/jobs/grp/pause", "").unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    // Another user cannot connect at all.
+    let r = send(User::nobody(), "PUT", "/v1/jobs/evil", job);
+    assert_eq!(
+        r.map(|a| a.status).map_err(|e| e.kind()),
+        Err(ErrorKind::PermissionDenied)
+    );
+    // Nor change anything once it can connect: the daemon checks who it is.
+    chmod(&socket, 0o666);
+    let r = send(User::nobody(), "PUT", "/v1/jobs/evil", job).unwrap();
+    assert_eq!(
+        (r.status, code(&r)),
+        (403, "foreign_peer".into()),
+        "{}",
+        r.body
+    );
+    let message = r.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.contains(&format!("uid {}", User::nobody().uid)),
+        "{message}"
+    );
+    assert!(message.contains("socket_group"), "{message}");
+    let r = send(User::nobody(), "POST", "/v1/jobs/main/run", "").unwrap();
+    assert_eq!(
+        (r.status, code(&r)),
+        (403, "foreign_peer".into()),
+        "{}",
+        r.body
+    );
+    assert!(!s.env.path("jobs.d/evil.toml").exists());
+    // It may read, as it may over TCP.
+    let r = send(User::nobody(), "GET", "/v1/jobs", "").unwrap();
+    assert_eq!(r.status, 200, "{}", r.body);
+    // The daemon's own user (root here).
+    let r = d.request("DELETE", "/v1/jobs/grp", &[JSON], "");
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
+/// A stale socket (a daemon killed with SIGKILL) is replaced; a live one,
+/// or anything that is not a socket, is never.
+#[test]
+fn daemon_replaces_a_stale_socket_but_never_a_live_one_or_a_link() {
+    let s = Sched::new("[jobs.main]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n");
+    let d = Daemon::start(&s, &[]);
+    let socket = d.socket.clone().unwrap();
+    // A second daemon on the same socket would take it from the first.
+    let second = Daemon::start_with(&s, &["daemon", "--listen", "127.0.0.1:0"]);
+    let (status, log) = second.err().expect("a second daemon took a live socket");
+    assert_eq!(status, Some(125), "{log}");
+    assert!(log.contains("another daemon"), "{log}");
+    assert!(log.contains(&socket.display().to_string()), "{log}");
+    assert_eq!(d.post("/v1/tick", "").status, 200);
+    signal(d.pid(), Signal::KILL);
+    drop(d);
+    assert!(socket.exists());
+    let d = Daemon::start(&s, &[]);
+    assert_eq!(d.post("/v1/tick", "").status, 200);
+    drop(d);
+    // A link planted where the socket goes is refused, and left alone.
+    let target = s.env.path("target");
+    std::fs::write(&target, "root's file\n").unwrap();
+    let _ = std::fs::remove_file(&socket);
+    std::os::unix::fs::symlink(&target, &socket).unwrap();
+    let linked = Daemon::start_with(&s, &["daemon", "--listen", "127.0.0.1:0"]);
+    let (status, log) = linked.err().expect("a daemon started on a planted link");
+    assert_eq!(status, Some(125), "{log}");
+    assert!(log.contains("symbolic link"), "{log}");
+    assert!(std::fs::symlink_metadata(&socket).unwrap().is_symlink());
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "root's file\n");
+}
+
+/// A reload is judged against the address the daemon listens on now, not
+/// the `listen` it would take at its next start: bound to 0.0.0.0, the
+/// token cannot be dropped.
+#[test]
+fn daemon_reload_keeps_the_token_while_it_listens_off_loopback() {
+    let s = Sched::new("");
+    let alerts = s.env.path("alerts.txt");
+    let token = s.env.path("token");
+    std::fs::write(&token, "s3cret-token-of-16\n").unwrap();
+    chmod(&token, 0o600);
+    let head = format!(
+        "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\nalert_command = \"cat >> {}\"\n",
+        alerts.display()
+    );
+    let jobs = "[jobs.a]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n";
+    s.write(&format!(
+        "{head}[daemon]\nlisten = \"0.0.0.0:0\"\ntoken_file = {:?}\n{jobs}",
+        token.display().to_string()
+    ));
+    let d = Daemon::start_with(&s, &["daemon"]).unwrap();
+    assert!(d.addr.ip().is_unspecified(), "{}", d.addr);
+    let addr = format!("127.0.0.1:{}", d.addr.port()).parse().unwrap();
+    let auth = ("Authorization", "Bearer s3cret-token-of-16");
+    let put = |headers: &[(&str, &str)], name: &str| {
+        let path = format!("/v1/jobs/{name}");
+        http::request(
+            addr,
+            "PUT",
+            &path,
+            headers,
+            r#"{"schedule": "0 0 1 1 *", "run": "true"}"#,
+        )
+        .unwrap()
+    };
+    // The token is how a TCP caller changes things.
+    assert_eq!(put(&[JSON, auth], "before").status, 201);
+    assert_eq!(put(&[JSON], "nope").status, 401);
+    // The file now says loopback and no token: it would be valid at a
+    // start, but this daemon is bound to 0.0.0.0 until it restarts.
+    s.write(&format!("{head}[daemon]\nlisten = \"127.0.0.1:0\"\n{jobs}"));
+    signal(d.pid(), Signal::HUP);
+    eventually("the SIGHUP reload to be refused", || {
+        d.log().contains("reload (SIGHUP) refused")
+    });
+    let r = http::request(addr, "POST", "/v1/reload", &[JSON, auth], "").unwrap();
+    assert_eq!(
+        (r.status, code(&r)),
+        (422, "invalid_config".into()),
+        "{}",
+        r.body
+    );
+    let message = r.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(message.contains(&d.addr.to_string()), "{message}");
+    assert!(message.contains("token_file"), "{message}");
+    eventually("the reload-refused alert", || {
+        std::fs::read_to_string(&alerts)
+            .unwrap_or_default()
+            .contains("reload-refused")
+    });
+    // Over the socket too: the refusal is the configuration's.
+    let r = d.post("/v1/reload", "");
+    assert_eq!(
+        (r.status, code(&r)),
+        (422, "invalid_config".into()),
+        "{}",
+        r.body
+    );
+    // The token is still in force: nothing without it.
+    let r = put(&[JSON], "after");
+    assert_eq!(
+        (r.status, code(&r)),
+        (401, "unauthorized".into()),
+        "{}",
+        r.body
+    );
+    let r = http::request(addr, "GET", "/v1/jobs", &[], "").unwrap();
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert!(!s.env.path("jobs.d/after.toml").exists());
+    assert!(!d.log().contains("s3cret-token-of-16"));
+}
+
+/// The `Host` of a request to a loopback daemon names loopback exactly: a
+/// port that is not a number, or a second `Host`, is not loopback.
+#[test]
+fn daemon_refuses_a_host_that_only_starts_like_loopback() {
+    let s = Sched::new("[jobs.a]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n");
+    let d = Daemon::start(&s, &[]);
+    let port = d.addr.port();
+    let get = |hosts: &[&str]| {
+        let headers: Vec<(&str, &str)> = hosts.iter().map(|h| ("Host", *h)).collect();
+        d.tcp("GET", "/v1/jobs", &headers, "")
+    };
+    for host in [
+        "127.0.0.1:evil.com",
+        "localhost:evil.com",
+        "127.0.0.1:80:80",
+        "[::1]evil",
+    ] {
+        let r = get(&[host]);
+        assert_eq!(
+            (r.status, code(&r)),
+            (403, "foreign_host".into()),
+            "{host}: {}",
+            r.body
+        );
+    }
+    let own = format!("127.0.0.1:{port}");
+    let r = get(&[own.as_str(), "evil.example"]);
+    assert_eq!(
+        (r.status, code(&r)),
+        (400, "bad_request".into()),
+        "{}",
+        r.body
+    );
+    assert!(r.body.contains("more than one `Host`"), "{}", r.body);
+    for host in [own.clone(), format!("localhost:{port}"), "127.0.0.1".into()] {
+        assert_eq!(get(&[host.as_str()]).status, 200, "{host}");
+    }
+}
