@@ -62,8 +62,7 @@ pub const EXIT_CONFIG: u8 = 2;
 pub const EXIT_FAILED: u8 = 125;
 
 fn say(line: std::fmt::Arguments<'_>) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "baton daemon: {line}");
+    baton_runner::console::stderr(format!("baton daemon: {line}\n").as_bytes());
 }
 
 /// Serves until SIGTERM or SIGINT; the exit code.

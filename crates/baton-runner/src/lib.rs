@@ -30,6 +30,7 @@
 
 pub mod capture;
 mod cgroup;
+pub mod console;
 mod contain;
 pub mod gate;
 mod held;

@@ -115,10 +115,11 @@ impl<K> Pool<K> {
             unsafe {
                 libc::sigprocmask(libc::SIG_SETMASK, &self.old_mask, std::ptr::null_mut());
             }
+            crate::console::forget_pending();
             let code = f();
             use std::io::Write;
             let _ = std::io::stdout().flush();
-            let _ = std::io::stderr().flush();
+            crate::console::flush(crate::console::EXIT_FLUSH);
             // Safety: ends the worker without running the parent's exit
             // handlers a second time.
             unsafe { libc::_exit(i32::from(code)) }

@@ -179,6 +179,8 @@ pub struct OutputSink {
     cut: u64,
     partial: Vec<u8>,
     tee: bool,
+    /// Bytes not copied to standard output: its reader was too far behind.
+    not_teed: u64,
     failed: Option<String>,
     done: std::sync::Arc<std::sync::Mutex<Option<Captured>>>,
 }
@@ -215,6 +217,7 @@ impl OutputSink {
                 cut: 0,
                 partial: Vec::new(),
                 tee,
+                not_teed: 0,
                 failed: None,
                 done: std::sync::Arc::clone(&done),
             },
@@ -240,9 +243,8 @@ impl OutputSink {
 impl baton_runner::Sink for OutputSink {
     fn chunk(&mut self, bytes: &[u8]) {
         if self.tee {
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(bytes);
-            let _ = out.flush();
+            // Never waits on the reader: a supervisor is renewing meanwhile.
+            self.not_teed += baton_runner::console::stdout(bytes) as u64;
         }
         let room = self.limit.saturating_sub(self.kept);
         let take = usize::try_from(room).unwrap_or(usize::MAX).min(bytes.len());
@@ -270,6 +272,16 @@ impl baton_runner::Sink for OutputSink {
                     "[baton: output cut after {}; {} more bytes were not kept]\n",
                     crate::units::show_size(self.limit),
                     self.cut
+                )
+                .as_bytes(),
+            );
+        }
+        if self.not_teed > 0 {
+            rest.extend_from_slice(
+                format!(
+                    "[baton: {} bytes of this output were not copied to standard output: it was \
+                     not being read]\n",
+                    self.not_teed
                 )
                 .as_bytes(),
             );

@@ -43,6 +43,22 @@ pub fn wait_for_exit(child: &mut std::process::Child, what: &str) -> std::proces
     }
 }
 
+/// Polls `f` every 10 ms until it holds or `limit` has passed; says
+/// whether it held. For a bound that is part of what a test checks (a job
+/// stopped well before anyone may take its lease over), never a speed.
+pub fn within(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if f() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        pause(10);
+    }
+}
+
 /// Polls `f` every 10 ms until it holds; panics naming `what` after
 /// [`PATIENCE`].
 pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {

@@ -49,7 +49,9 @@ fn main() -> ExitCode {
             return code.into();
         }
     };
-    run(cli).into()
+    let code = run(cli);
+    baton_runner::console::flush(baton_runner::console::EXIT_FLUSH);
+    code.into()
 }
 
 /// The subcommand's word, read before clap parses (so a usage error can get

@@ -1,15 +1,17 @@
 //! The one place baton prints. Messages go to stderr, machine output (`lock
-//! show`, `lock break`'s record) to stdout, and the two never mix. A write
-//! that fails is dropped, never a panic: a reader that went away (a dead
-//! `| logger`, a closed terminal) must not kill a holder while its job runs.
+//! show`, `lock break`'s record) to stdout, and the two never mix. Messages
+//! go through `baton_runner::console`, so a write never blocks a holder
+//! whose stderr nobody reads. A write that fails is dropped, never a panic:
+//! a reader that went away (a dead `| logger`, a closed terminal) must not
+//! kill a holder while its job runs.
 //! The one exception is [`try_to_stdout`], for output that is a command's
 //! whole product: there a write that fails is the command's failure.
 
 use std::io::Write;
 
-/// Writes one line to stderr.
+/// Writes one line to stderr, without blocking.
 pub fn to_stderr(args: std::fmt::Arguments<'_>) {
-    let _ = writeln!(std::io::stderr().lock(), "{args}");
+    baton_runner::console::stderr(format!("{args}\n").as_bytes());
 }
 
 /// Writes to stdout and flushes.

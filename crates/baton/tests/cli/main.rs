@@ -4,6 +4,7 @@
 mod support;
 
 mod alerts;
+mod blocked;
 mod calendar;
 mod contain;
 mod crash;
