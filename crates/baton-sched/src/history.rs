@@ -1,5 +1,11 @@
 //! `baton history JOB`: the job's runs, newest first, each with its steps'
 //! attempts. `--json` prints [`RunView`]s.
+//!
+//! A run the ledger has no end for is shown as it is *now*, not as the
+//! ledger last heard of it: running while its lease still names it and its
+//! holder may run, `abandoned` once nothing of it can ([`unfinished`]). The
+//! ledger learns the end itself from the next run under the lock; a read
+//! command never writes it.
 
 use std::time::Duration;
 
@@ -161,5 +167,54 @@ pub fn read(
     };
     let mut l = l.map_err(|e| e.to_string())?;
     let rows = l.history(job, limit).map_err(|e| e.to_string())?;
-    Ok(rows.into_iter().map(Into::into).collect())
+    let mut views: Vec<RunView> = rows.into_iter().map(Into::into).collect();
+    let store = crate::store::open(config).ok();
+    judge_unfinished(config, job, &mut views, store.as_deref());
+    Ok(views)
+}
+
+/// Gives each run of `job` in `views` that the ledger has no end for the
+/// verdict [`unfinished`] finds now (asking `store` for the job's lock
+/// only when there is such a run).
+pub(crate) fn judge_unfinished(
+    config: &crate::config::Config,
+    job: &str,
+    views: &mut [RunView],
+    store: Option<&dyn crate::store::Store>,
+) {
+    if views.iter().all(|v| v.verdict.is_some()) {
+        return;
+    }
+    let lock = config
+        .jobs
+        .get(job)
+        .and_then(|j| store.and_then(|s| s.inspect(j).ok().flatten()));
+    for v in views.iter_mut().filter(|v| v.verdict.is_none()) {
+        v.verdict = unfinished(&v.run_id, lock.as_ref()).map(str::to_owned);
+    }
+}
+
+/// What a run the ledger has no end for is now: `Some("abandoned")` when
+/// nothing of it can still run, `None` while it may (or when that cannot
+/// be told: `lock`, the job's lock judged now, is `None` when it cannot be
+/// read).
+///
+/// A lock that is free, taken by another run, or whose holder is provably
+/// dead (or past its TTL and grace on another host, which its self-fencing
+/// has stopped by then) says the run is over; one whose holder is this run,
+/// live, hung or orphaned, says it may still run.
+pub(crate) fn unfinished(
+    run_id: &str,
+    lock: Option<&baton_lease::Verdict>,
+) -> Option<&'static str> {
+    use baton_lease::Verdict as V;
+    match lock? {
+        V::Absent | V::Free(_) | V::Abandoned { .. } | V::Dead { .. } | V::Expired { .. } => {
+            Some("abandoned")
+        }
+        V::Live { holder, .. } | V::Hung { holder, .. } | V::Orphaned { holder, .. } => {
+            (holder.run() != Some(run_id)).then_some("abandoned")
+        }
+        V::Writing { .. } | V::Refused(_) => None,
+    }
 }

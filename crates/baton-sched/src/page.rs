@@ -128,11 +128,13 @@ impl RecentRuns {
                 return out;
             }
         };
+        let store = crate::store::open(config).ok();
         for name in config.jobs.keys() {
             match ledger.history(name, limit) {
                 Ok(rows) => {
-                    out.by_job
-                        .insert(name.clone(), rows.into_iter().map(Into::into).collect());
+                    let mut views: Vec<RunView> = rows.into_iter().map(Into::into).collect();
+                    crate::history::judge_unfinished(config, name, &mut views, store.as_deref());
+                    out.by_job.insert(name.clone(), views);
                 }
                 Err(e) => {
                     out.error = Some(e.to_string());

@@ -333,6 +333,7 @@ fn job_status(
     let overdue = overdue(job, now, state.as_ref()).filter(|_| paused.is_none());
     let never_run = last.is_none();
     let failing = state.as_ref().is_some_and(|s| s.consecutive_failures > 0);
+    let lock = verdict.clone();
     let holder = verdict.and_then(|verdict| {
         let h = match &verdict {
             baton_lease::Verdict::Live { holder, .. }
@@ -390,7 +391,9 @@ fn job_status(
                 .finished
                 .and_then(|f| u64::try_from(f.duration_since(r.started).as_millis()).ok()),
             finished: r.finished.map(stamp),
-            verdict: r.verdict,
+            verdict: r.verdict.or_else(|| {
+                crate::history::unfinished(&r.run_id, lock.as_ref()).map(str::to_owned)
+            }),
             exit_code: r.exit_code,
             run_id: r.run_id,
         }),

@@ -25,4 +25,5 @@ mod policies;
 mod render;
 mod sched;
 mod store;
+mod unfinished;
 mod versions;
