@@ -14,6 +14,10 @@
 
 use crate::record::{MAX_VALUE_BYTES, is_valid_value};
 
+/// How far ahead of the judge's clock, in seconds, a claim may be and still
+/// stand for every occurrence before it.
+pub const FUTURE_TOLERANCE: i64 = 60;
+
 /// One job's claim: the occurrence it last started under this lock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Once {
@@ -46,6 +50,34 @@ impl Claims {
     /// The claims, most recent first.
     pub fn iter(&self) -> impl Iterator<Item = &Once> {
         self.0.iter()
+    }
+
+    /// Whether a claim of `once` must be refused, `now` being the judge's
+    /// wall clock (seconds since 1970): its key already claimed this very
+    /// occurrence, or a later one that is not in the future.
+    ///
+    /// A claim more than [`FUTURE_TOLERANCE`] ahead of the clock was made
+    /// by a process whose clock was ahead (or this clock was set back): it
+    /// does not stand for the occurrences before it, which have not come
+    /// yet by any honest clock, so they may still run; the occurrence it
+    /// names stays claimed. Once the clock passes it, it is an ordinary
+    /// claim again.
+    pub fn refuses(&self, once: &Once, now: i64) -> Option<i64> {
+        let at = self.get(&once.key)?;
+        let ahead = at > now.saturating_add(FUTURE_TOLERANCE);
+        (at == once.at || (at > once.at && !ahead)).then_some(at)
+    }
+
+    /// These claims with `once` first (its key's claim the later of the
+    /// two: a claim never moves back), cut to what fits one field.
+    pub fn claiming(&self, once: &Once) -> Self {
+        let at = self
+            .get(&once.key)
+            .map_or(once.at, |prior| prior.max(once.at));
+        self.with(&Once {
+            key: once.key.clone(),
+            at,
+        })
     }
 
     /// These claims with `once` first (replacing its key's earlier claim),

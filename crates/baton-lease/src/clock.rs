@@ -55,6 +55,52 @@ impl Clock for SystemClock {
     }
 }
 
+/// Another clock's wall shifted by a fixed offset, its boot clock and its
+/// sleep unchanged: the clock of a store several hosts share, as this host
+/// measured it (`offset` is the store's clock minus this one's).
+#[derive(Clone)]
+pub struct ShiftedClock {
+    inner: std::sync::Arc<dyn Clock>,
+    offset: jiff::SignedDuration,
+}
+
+impl ShiftedClock {
+    /// `inner`'s wall clock plus `offset`.
+    pub fn new(inner: std::sync::Arc<dyn Clock>, offset: jiff::SignedDuration) -> Self {
+        Self { inner, offset }
+    }
+
+    /// The offset added to the wall clock.
+    pub fn offset(&self) -> jiff::SignedDuration {
+        self.offset
+    }
+}
+
+impl std::fmt::Debug for ShiftedClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShiftedClock")
+            .field("offset", &self.offset)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Clock for ShiftedClock {
+    fn wall(&self) -> Timestamp {
+        self.inner
+            .wall()
+            .checked_add(self.offset)
+            .unwrap_or_else(|_| self.inner.wall())
+    }
+
+    fn boot(&self) -> Duration {
+        self.inner.boot()
+    }
+
+    fn sleep(&self, d: Duration) {
+        self.inner.sleep(d);
+    }
+}
+
 /// A clock that moves only when told to, for deterministic tests.
 ///
 /// `sleep` advances both clocks by the requested amount and yields the thread,

@@ -117,8 +117,7 @@ impl Lease {
             && let Some(at) = self
                 .record
                 .claims
-                .get(&once.key)
-                .filter(|&at| at >= once.at)
+                .refuses(once, self.lock.now().wall.as_second())
         {
             // The record is ours, so our copy of its claims is current.
             return Ok(Restated::Claimed { at });
@@ -127,7 +126,7 @@ impl Lease {
             h.run = run;
             h.occ = occ;
             if let Some(once) = once {
-                h.claims = h.claims.with(once);
+                h.claims = h.claims.claiming(once);
             }
         })?;
         Ok(match renewal {

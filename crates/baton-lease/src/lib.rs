@@ -47,8 +47,8 @@ mod token;
 pub mod trust;
 mod vouch;
 
-pub use claims::{Claims, Once};
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use claims::{Claims, FUTURE_TOLERANCE as FUTURE_CLAIM_TOLERANCE, Once};
+pub use clock::{Clock, ManualClock, ShiftedClock, SystemClock};
 pub use decide::{Death, Foreign, Holder, Now, Observer, Policy, Verdict};
 pub use error::Error;
 pub use lease::Lease;

@@ -214,7 +214,7 @@ impl Lock {
                 };
             let prior = decide::prior_claims(Some(&section.body));
             if let Some(once) = &claim.once
-                && let Some(at) = prior.get(&once.key).filter(|&at| at >= once.at)
+                && let Some(at) = prior.refuses(once, now.wall.as_second())
             {
                 return Ok(Outcome::Claimed {
                     key: once.key.clone(),
@@ -228,7 +228,7 @@ impl Lock {
                 claim,
             )?;
             held.claims = match &claim.once {
-                Some(once) => prior.with(once),
+                Some(once) => prior.claiming(once),
                 None => prior,
             };
             self.write(&section, &held.render())?;

@@ -34,6 +34,18 @@ pub trait Records: Send {
     /// Makes what was written durable in the store's main file, when it has
     /// one (a no-op elsewhere).
     fn checkpoint(&mut self) -> Result<(), Error>;
+    /// The store's own clock now, for a store that several hosts share:
+    /// what is due is decided by it, so a host whose clock is off neither
+    /// runs an occurrence early nor calls one missed. `None` for a store
+    /// of this host alone (the SQLite ledger), whose clock is the host's.
+    /// This is the one method that reads a clock, and it reads the store's.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be reached.
+    fn store_clock(&mut self) -> Result<Option<Timestamp>, Error> {
+        Ok(None)
+    }
     /// Every job's row, by name.
     fn jobs(&mut self) -> Result<Vec<JobState>, Error>;
     /// One job's row.

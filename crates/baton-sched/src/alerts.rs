@@ -52,6 +52,10 @@ pub enum Kind {
     /// die with its supervisor: processes a step detaches may outlive a
     /// killed supervisor.
     Uncontained,
+    /// The ledger holds decisions ahead of this host's clock (a process
+    /// whose clock was ahead made them, or this clock was set back): they
+    /// are not trusted to supersede the present.
+    ClockSkew,
 }
 
 impl Kind {
@@ -71,6 +75,7 @@ impl Kind {
             Kind::Missed => "missed",
             Kind::ReloadRefused => "reload-refused",
             Kind::Uncontained => "uncontained",
+            Kind::ClockSkew => "clock-skew",
         }
     }
 }

@@ -85,6 +85,13 @@ pub fn job(
     };
     for _ in 0..REPLANS {
         let last_decided = state.as_ref().and_then(|st| st.last_decided);
+        if let Some(ahead) = last_decided.filter(|&d| d > now.as_second() + FUTURE_TOLERANCE) {
+            return Decided {
+                start: behind_the_ledger(s, config, job, now, ahead).or(waiting),
+                alerted: false,
+                missed: all_recorded,
+            };
+        }
         if last_decided.is_some_and(|d| d >= newest.as_second()) {
             return done(waiting, alerted, &mut all_recorded);
         }
@@ -151,6 +158,72 @@ pub fn job(
         };
     }
     done(waiting, alerted, &mut all_recorded)
+}
+
+/// How far ahead of now, in seconds, the ledger's mark may be before it is
+/// taken for the work of a clock that was off.
+const FUTURE_TOLERANCE: i64 = baton_lease::FUTURE_CLAIM_TOLERANCE;
+
+/// How often, at most, one job's `clock-skew` alert is raised.
+const SKEW_ALERT_EVERY: jiff::SignedDuration = jiff::SignedDuration::from_hours(1);
+
+/// The job's mark is `ahead` of this host's clock: a process whose clock was
+/// ahead decided occurrences that have not come yet (or this clock was set
+/// back). Those decisions are not trusted to supersede the present: the job
+/// keeps its schedule. The newest occurrence now within the window runs
+/// unless something decided it already (each occurrence still runs at most
+/// once: the ledger's key and the lock's claim of the one that ran early
+/// both stand); nothing is called missed, so the skewed process's bogus
+/// misses are not joined by others. Said by an alert at most once an hour.
+fn behind_the_ledger(
+    s: &mut Surfaces,
+    config: &Config,
+    job: &Job,
+    now: Timestamp,
+    ahead: i64,
+) -> Option<Start> {
+    let recent = s
+        .ledger(|l| l.recent_alerts(Some(&job.name), 50))
+        .unwrap_or_default();
+    let said = recent.iter().any(|a| {
+        a.kind == Kind::ClockSkew.as_str() && now.duration_since(a.time).abs() < SKEW_ALERT_EVERY
+    });
+    let pauses = pauses(s, &job.name);
+    let fresh = Known {
+        last_decided: None,
+        first_seen: Some(now),
+        pauses: &pauses,
+    };
+    let due = plan::plan(job, now, &fresh)
+        .run
+        .last()
+        .copied()
+        .filter(|&at| {
+            s.ledger(|l| l.decision(&job.name, at))
+                .is_none_or(|d| d.is_none())
+        });
+    if !said {
+        let ahead_by = jiff::SignedDuration::from_secs(ahead - now.as_second());
+        let runs = due.map_or_else(
+            || "nothing is due now".to_owned(),
+            |at| format!("{} runs now", occurrence_text(Some(at))),
+        );
+        let message = format!(
+            "{}: the ledger has decided occurrences up to {}, {} ahead of this host's clock (a \
+             process whose clock was ahead decided them, or this clock was set back); they do not \
+             stop the schedule: {runs}, and what ran early does not run again",
+            job.name,
+            occurrence_text(Some(ahead)),
+            crate::units::show_duration(ahead_by.unsigned_abs()),
+        );
+        let mut a = Alert::scheduler(Kind::ClockSkew, now.to_string(), message);
+        a.job = job.name.clone();
+        a.lock = crate::run::lock_label(config, job);
+        a.name = job.lock.value.clone();
+        a.occurrence = Some(occurrence_text(Some(ahead)));
+        s.alert(&a);
+    }
+    due.map(Start::Scheduled)
 }
 
 /// Whether the newest occurrence can run (it is inside the window) or be

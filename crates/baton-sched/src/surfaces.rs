@@ -72,6 +72,21 @@ impl Surfaces {
                 )),
             },
         }
+        if config.store.is_some()
+            && let Some(l) = s.ledger.as_mut()
+        {
+            // Several hosts share this store: every decision and every
+            // stamp of this process goes by the store's clock.
+            match crate::store::decision_clock(l.as_mut(), Arc::clone(&s.clock)) {
+                Ok(c) => s.clock = c,
+                Err(e) => {
+                    s.ledger = None;
+                    s.warn(&format!(
+                        "the ledger is unavailable: {e}; no run starts without it"
+                    ));
+                }
+            }
+        }
         s.recovered();
         s
     }

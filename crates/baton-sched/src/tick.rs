@@ -117,9 +117,10 @@ pub fn decide_due_with(
     clock: &Arc<dyn Clock>,
     ledger: Option<Box<dyn baton_ledger::Records>>,
 ) -> (Due, Option<Box<dyn baton_ledger::Records>>) {
-    let now = clock.wall();
     let mut due = Due::default();
     let mut s = Surfaces::open_with(config, Arc::clone(clock), ledger);
+    // The store's clock, when several hosts share it.
+    let now = s.now();
     let states = s.ledger(|l| l.jobs()).unwrap_or_default();
     let by_name: std::collections::HashMap<&str, &baton_ledger::JobState> =
         states.iter().map(|j| (j.job.as_str(), j)).collect();

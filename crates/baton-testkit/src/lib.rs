@@ -21,6 +21,14 @@ pub mod http;
 /// bounds a broken test on a loaded machine, it measures nothing.
 pub const PATIENCE: Duration = Duration::from_secs(60);
 
+/// The wall clock now, in seconds since 1970: for a test that checks which
+/// occurrence a process ran, never how long anything took.
+pub fn wall_seconds() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
 /// Sleeps for `ms` milliseconds.
 pub fn pause(ms: u64) {
     std::thread::sleep(Duration::from_millis(ms));

@@ -48,6 +48,23 @@ impl Records for PgLedger {
         Ok(())
     }
 
+    /// The server's `clock_timestamp()`.
+    fn store_clock(&mut self) -> Result<Option<Timestamp>, Error> {
+        self.call(
+            Read,
+            "read the server's clock".into(),
+            async |tx: &Transaction<'_>| {
+                let row = tx
+                    .query_one(
+                        "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint",
+                        &[],
+                    )
+                    .await?;
+                super::rows::time(&row, 0).map(Some)
+            },
+        )
+    }
+
     fn jobs(&mut self) -> Result<Vec<JobState>, Error> {
         self.call(
             Read,

@@ -152,3 +152,48 @@ pub fn existing_records(
         Err(e) => Some(Err(unusable(config, e))),
     }
 }
+
+/// How far this host's clock may be from a shared store's before it is
+/// said on stderr (decisions use the store's either way).
+const SKEW_SAID: jiff::SignedDuration = jiff::SignedDuration::from_secs(2);
+
+/// The clock decisions are made by: for a store several hosts share, its
+/// own, measured through `ledger` once (the store's time against the middle
+/// of the round trip, by this host's boot clock), so that what is due, what
+/// is missed and every stamp are the same whichever host's clock is off;
+/// `local` otherwise.
+///
+/// # Errors
+///
+/// When the store's clock cannot be read: nothing may then be decided.
+pub fn decision_clock(
+    ledger: &mut dyn Records,
+    local: std::sync::Arc<dyn baton_lease::Clock>,
+) -> Result<std::sync::Arc<dyn baton_lease::Clock>, LedgerError> {
+    let boot0 = local.boot();
+    let wall0 = local.wall();
+    let Some(store) = ledger.store_clock()? else {
+        return Ok(local);
+    };
+    let half = local.boot().saturating_sub(boot0) / 2;
+    let mid = wall0
+        .checked_add(jiff::SignedDuration::try_from(half).unwrap_or_default())
+        .unwrap_or(wall0);
+    let offset = store.duration_since(mid);
+    if offset.abs() > SKEW_SAID {
+        let (how, by) = if offset.is_negative() {
+            ("ahead of", offset.abs())
+        } else {
+            ("behind", offset)
+        };
+        crate::say::line(format_args!(
+            "this host's clock is {} {how} the store's ({}); what is due is decided by the \
+             store's clock",
+            crate::units::show_duration(by.unsigned_abs()),
+            ledger.location()
+        ));
+    }
+    Ok(std::sync::Arc::new(baton_lease::ShiftedClock::new(
+        local, offset,
+    )))
+}

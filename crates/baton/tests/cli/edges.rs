@@ -93,8 +93,11 @@ fn a_killed_run_is_recorded_abandoned_by_the_next_run() {
     signal(job, Signal::KILL);
     let _ = first.wait();
     eventually("the job to be gone", || !crate::support::alive(job));
+    // Read commands already show it over (its lease's holder is dead); the
+    // ledger itself learns it from the next run.
     let before = s.json(&["history", "x", "--json"]);
-    assert!(before[0]["verdict"].is_null(), "{before}");
+    assert_eq!(before[0]["verdict"], "abandoned", "{before}");
+    assert!(before[0]["finished"].is_null(), "{before}");
     let stale = before[0]["run_id"].clone();
     std::fs::remove_file(&pidfile).unwrap();
     s.write(&format!(

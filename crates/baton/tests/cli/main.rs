@@ -6,6 +6,7 @@ mod support;
 mod alerts;
 mod blocked;
 mod calendar;
+mod clock;
 mod contain;
 mod crash;
 mod daemon;

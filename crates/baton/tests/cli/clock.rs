@@ -1,0 +1,167 @@
+//! A clock that is off. With a shared store, what is due is decided by the
+//! store's clock, so a host an hour ahead neither runs an occurrence early
+//! nor silences the others, and one an hour behind records no misses. On
+//! one host, decisions that a clock ahead left in the ledger and the lock
+//! (faketime for one tick) do not supersede the present: the job keeps its
+//! schedule, what ran early does not run again, and a `clock-skew` alert
+//! says so.
+
+use std::process::Output;
+
+use baton_testkit::pg::PgServer;
+
+use crate::sched::Sched;
+use crate::support::{code, stderr, stdout};
+
+/// Every minute, each run appending its occurrence to `out`.
+fn minutely(out: &std::path::Path) -> String {
+    format!(
+        "[jobs.x]\nschedule = \"* * * * *\"\nrun = \"echo $BATON_OCCURRENCE >> {}\"\n",
+        out.display()
+    )
+}
+
+/// `baton ARGS` with the wall clock shifted by `offset` (faketime's
+/// `+1h`, `-1h`): for this one process, as a host whose clock is off.
+fn shifted(s: &Sched, offset: &str, args: &[&str]) -> Output {
+    let mut c = std::process::Command::new("faketime");
+    c.args(["-f", offset, crate::support::BATON])
+        .args(args)
+        .env("BATON_CONFIG", s.config())
+        .env_remove("BATON_STATE_DIR")
+        .env_remove("BATON_STORE_URL")
+        .env_remove("PGPASSWORD")
+        .current_dir(s.env.tmp.path())
+        .stdin(std::process::Stdio::null());
+    c.output().expect("faketime (apt-get install faketime)")
+}
+
+fn ran(out: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(out)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn now_secs() -> i64 {
+    baton_testkit::wall_seconds()
+}
+
+fn second_of(occurrence: &str) -> i64 {
+    occurrence.parse::<jiff::Timestamp>().unwrap().as_second()
+}
+
+#[test]
+fn on_one_host_a_tick_an_hour_ahead_does_not_silence_the_schedule() {
+    let s = Sched::new("");
+    let out = s.env.path("ran");
+    s.write(&minutely(&out));
+    // A clock an hour ahead for one tick: it runs the occurrence of an hour
+    // from now (nothing here can know better) ...
+    let o = shifted(&s, "+1h", &["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let early = ran(&out);
+    assert_eq!(early.len(), 1, "{early:?}");
+    assert!(second_of(&early[0]) > now_secs() + 3000, "{early:?}");
+    // ... but the honest ticks after it keep the schedule.
+    let o = s.run(&["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let after = ran(&out);
+    assert_eq!(after.len(), 2, "the schedule was silenced: {after:?}");
+    assert!(second_of(&after[1]) <= now_secs(), "{after:?}");
+    assert!(
+        stderr(&o).contains("ahead of this host's clock"),
+        "{}",
+        stderr(&o)
+    );
+    // The same occurrence does not run twice (a new minute may have come),
+    // and the alert is said once.
+    let o = s.run(&["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(ran(&out)[1..].iter().all(|r| second_of(r) <= now_secs()));
+    let alerts = std::fs::read_to_string(s.env.state().join("logs").join("alerts.log")).unwrap();
+    assert_eq!(alerts.matches("\"clock-skew\"").count(), 1, "{alerts}");
+    // When the early occurrence's time comes, it does not run again.
+    let o = shifted(&s, "+1h", &["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let all = ran(&out);
+    let mut unique = all.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), all.len(), "an occurrence ran twice: {all:?}");
+    let st = s.json(&["status", "--json"]);
+    assert_eq!(st["jobs"][0]["missed"]["total"], 0, "{st}");
+}
+
+/// A scheduler on a fresh throwaway server, migrated.
+fn on_store(pg: &PgServer, out: &std::path::Path) -> Sched {
+    let s = Sched::new("");
+    let state = s.env.state();
+    std::fs::write(
+        s.config(),
+        format!(
+            "[scheduler]\nstate_dir = {:?}\ntimezone = \"UTC\"\n[store]\nurl = {:?}\n{}",
+            state.display(),
+            pg.url(),
+            minutely(out)
+        ),
+    )
+    .unwrap();
+    let o = s.run(&["store", "migrate"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    s
+}
+
+#[test]
+fn with_a_shared_store_a_host_an_hour_ahead_decides_by_the_stores_clock() {
+    let pg = PgServer::start();
+    let out = tempfile::NamedTempFile::new().unwrap().into_temp_path();
+    let s = on_store(&pg, &out);
+    let o = shifted(&s, "+1h", &["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("ahead of the store's"),
+        "the skew was not said: {}",
+        stderr(&o)
+    );
+    let first = ran(&out);
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert!(
+        second_of(&first[0]) <= now_secs(),
+        "a host an hour ahead ran an occurrence of the future: {first:?}"
+    );
+    // An honest host finds nothing more to do this minute, and nothing was
+    // called missed.
+    let o = s.run(&["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let st = s.json(&["status", "--json"]);
+    assert_eq!(st["jobs"][0]["missed"]["total"], 0, "{st}");
+    let all = ran(&out);
+    let mut unique = all.clone();
+    unique.dedup();
+    assert_eq!(unique, all, "{all:?}");
+}
+
+#[test]
+fn with_a_shared_store_a_host_an_hour_behind_records_no_misses() {
+    let pg = PgServer::start();
+    let out = tempfile::NamedTempFile::new().unwrap().into_temp_path();
+    let s = on_store(&pg, &out);
+    // The host an hour behind sees the new job first, then an honest one
+    // ticks: the hour between the two clocks is not a time the job existed.
+    let o = shifted(&s, "-1h", &["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = s.run(&["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let st = s.json(&["status", "--json"]);
+    assert_eq!(st["jobs"][0]["missed"]["total"], 0, "{st}");
+    let h = s.json(&["history", "x", "--json"]);
+    for r in h.as_array().unwrap() {
+        let started: jiff::Timestamp = r["started"].as_str().unwrap().parse().unwrap();
+        assert!(
+            (started.as_second() - now_secs()).abs() < 600,
+            "a run was stamped by the wrong clock: {h}"
+        );
+    }
+}
