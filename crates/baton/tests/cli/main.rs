@@ -22,4 +22,5 @@ mod policies;
 mod render;
 mod sched;
 mod store;
+mod trust;
 mod versions;
