@@ -258,7 +258,12 @@ async fn tick(State(d): Shared, b: Bytes) -> Result<Response, ApiError> {
     no_body(&b)?;
     stopping(&d)?;
     match crate::tick::tick(&d, "http").await {
-        Some(t) => Ok(json_of(StatusCode::OK, &t)),
+        Some(Ok(t)) => Ok(json_of(StatusCode::OK, &t)),
+        Some(Err(e)) => Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "unusable_state",
+            format!("nothing was decided: {e}"),
+        )),
         None => Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "stopping",

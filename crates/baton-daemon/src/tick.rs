@@ -66,8 +66,10 @@ pub(crate) struct Ticked {
     pub(crate) missed: Vec<Missed>,
 }
 
-/// Ticks now; `None` when the daemon is stopping.
-pub(crate) async fn tick(d: &Arc<Daemon>, source: &'static str) -> Option<Ticked> {
+/// Ticks now; `None` when the daemon is stopping, `Err` when the state
+/// directory cannot be used for it (nothing was decided, nothing started;
+/// the message says why, as `baton tick` does).
+pub(crate) async fn tick(d: &Arc<Daemon>, source: &'static str) -> Option<Result<Ticked, String>> {
     let _one = d.ticking.lock().await;
     if d.stopping.load(Ordering::SeqCst) {
         return None;
@@ -83,11 +85,11 @@ pub(crate) async fn tick(d: &Arc<Daemon>, source: &'static str) -> Option<Ticked
         missed: Vec::new(),
     };
     if !out.enabled {
-        return Some(out);
+        return Some(Ok(out));
     }
     let (l, clock, d2) = (Arc::clone(&loaded), Arc::clone(&d.clock), Arc::clone(d));
     let due = tokio::task::spawn_blocking(move || {
-        baton_sched::tick::prepare(&l.config)?;
+        baton_sched::tick::preflight(&l.config, clock.wall())?;
         let kept = d2.take_ledger(&l.config);
         let (due, ledger) = baton_sched::tick::decide_due_with(&l.config, &[], &clock, kept);
         if let Some(ledger) = ledger {
@@ -99,12 +101,12 @@ pub(crate) async fn tick(d: &Arc<Daemon>, source: &'static str) -> Option<Ticked
     let due = match due {
         Ok(Ok(due)) => due,
         Ok(Err(e)) => {
-            crate::say(format_args!("tick: {e}"));
-            return Some(out);
+            crate::say(format_args!("tick: {e}; nothing was run"));
+            return Some(Err(e));
         }
         Err(e) => {
             crate::say(format_args!("tick: the decision failed: {e}"));
-            return Some(out);
+            return Some(Ok(out));
         }
     };
     for (job, m) in due.missed {
@@ -154,7 +156,7 @@ pub(crate) async fn tick(d: &Arc<Daemon>, source: &'static str) -> Option<Ticked
         };
         sort(&mut out, job, occurrence, told);
     }
-    Some(out)
+    Some(Ok(out))
 }
 
 /// Files one worker's answer under started, skipped or missed.

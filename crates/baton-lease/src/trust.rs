@@ -1,4 +1,5 @@
-//! Who may have prepared the files a lock relies on.
+//! Who may have prepared the files baton writes: its locks, and beside them
+//! in the state directory its ledger and its logs.
 //!
 //! A lock is only as safe as the directory it lives in: a user who can write
 //! the directory can delete a holder's lock file while its job runs (the next
@@ -8,12 +9,16 @@
 //! other than the invoking one or root owns or can write. A directory that
 //! others may write is accepted only with the sticky bit (`/tmp`,
 //! `/run/lock`), and only where the caller allows it: there, nobody but its
-//! owner can remove or rename an entry.
+//! owner can remove or rename an entry. The same rules hold for every other
+//! file baton writes ([`Role`]): it must be a regular file (never a symbolic
+//! link, a named pipe, a socket, a device or a directory), owned by the
+//! invoking user or root, and writable by nobody else.
 //!
 //! This module decides from metadata and never opens, creates or changes
 //! anything. [`crate::Lock`] checks the lock file and its directory on every
 //! open; callers that choose a directory (a state directory) check the whole
-//! path to it once with [`check_dir_path`].
+//! path to it once with [`check_dir_path`]; callers that write other files
+//! check what they opened with [`check_meta`].
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -40,6 +45,17 @@ pub enum Sticky {
     Refused,
 }
 
+/// What a file baton writes is for: the words of a refusal depend on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// A lock file.
+    LockFile,
+    /// The SQLite ledger (`baton.db` and the files SQLite keeps beside it).
+    Ledger,
+    /// A log, or a marker baton keeps beside its logs.
+    Log,
+}
+
 /// The user this process acts as.
 pub fn me() -> u32 {
     rustix::process::geteuid().as_raw()
@@ -57,39 +73,122 @@ fn owner_name(uid: u32) -> String {
     }
 }
 
+/// Who may own what baton trusts: `root`, or `uid N or root`.
+fn trusted_owners() -> String {
+    match me() {
+        0 => "root".into(),
+        uid => format!("{} or root", owner_name(uid)),
+    }
+}
+
+/// What kind of file a type is, in words (`a named pipe`).
+pub fn kind(t: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_file() {
+        "a regular file"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a named pipe"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
+}
+
 /// Checks a lock file's owner and mode (from its `fstat`).
 ///
 /// # Errors
 ///
 /// When another user owns it, or its group or others may write it.
 pub fn check_file(path: &Path, uid: u32, mode: u32) -> Result<(), Untrusted> {
+    check_owned(path, uid, mode, Role::LockFile)
+}
+
+/// Checks the owner and mode of a file baton writes, from its `fstat` (or
+/// its `lstat`, for a file another program opens).
+///
+/// # Errors
+///
+/// When another user owns it, or its group or others may write it.
+pub fn check_owned(path: &Path, uid: u32, mode: u32, role: Role) -> Result<(), Untrusted> {
+    let shown = path.display();
     if !owner_ok(uid) {
-        return Err(Untrusted {
-            path: path.to_owned(),
-            why: format!(
-                "owned by {}, not by {} or root",
-                owner_name(uid),
+        let remedy = match role {
+            Role::LockFile => "a lock file another user controls could be rewritten under a \
+                               running job; remove it once nothing runs under it, or choose \
+                               another lock path"
+                .to_owned(),
+            Role::Ledger => format!(
+                "another user could rewrite the records runs are decided by (pauses, the queue, \
+                 watermarks); `chown {} {shown}` once you trust what it holds, or move it aside",
                 owner_name(me())
             ),
-            remedy: "a lock file another user controls could be rewritten under a running job; \
-                     remove it once nothing runs under it, or choose another lock path"
-                .into(),
+            Role::Log => format!(
+                "another user could rewrite what baton logs there, or point it elsewhere; \
+                 remove it (baton creates it afresh) or `chown {} {shown}`",
+                owner_name(me())
+            ),
+        };
+        return Err(Untrusted {
+            path: path.to_owned(),
+            why: format!("owned by {}, not by {}", owner_name(uid), trusted_owners()),
+            remedy,
         });
     }
     if mode & 0o022 != 0 {
+        let remedy = match role {
+            Role::LockFile => format!("`chmod go-w {shown}`, or choose another lock path"),
+            Role::Ledger => format!("`chmod 0600 {shown}`"),
+            Role::Log => format!("`chmod go-w {shown}`"),
+        };
         return Err(Untrusted {
             path: path.to_owned(),
             why: format!(
                 "writable by its group or by others (mode {:04o})",
                 mode & 0o7777
             ),
-            remedy: format!(
-                "`chmod go-w {}`, or choose another lock path",
-                path.display()
-            ),
+            remedy,
         });
     }
     Ok(())
+}
+
+/// Checks a file baton writes (not a lock file, whose opening refuses what
+/// is no lock file itself): a regular file, then its owner and mode.
+/// `meta` is its `fstat`, or its `lstat` (a symbolic link is refused, never
+/// followed).
+///
+/// # Errors
+///
+/// When it is not a regular file, another user owns it, or its group or
+/// others may write it.
+pub fn check_meta(path: &Path, meta: &std::fs::Metadata, role: Role) -> Result<(), Untrusted> {
+    let t = meta.file_type();
+    if !t.is_file() {
+        let why = if t.is_symlink() {
+            "a symbolic link, which baton never follows".to_owned()
+        } else {
+            format!("{}, not a regular file", kind(t))
+        };
+        let remedy = match role {
+            Role::Log => "remove it (baton creates the file afresh); nothing was written to it",
+            Role::Ledger | Role::LockFile => {
+                "nothing was opened: remove it, or put the file itself there"
+            }
+        };
+        return Err(Untrusted {
+            path: path.to_owned(),
+            why,
+            remedy: remedy.into(),
+        });
+    }
+    check_owned(path, meta.uid(), meta.mode(), role)
 }
 
 /// Checks one directory's owner and mode.
@@ -108,12 +207,12 @@ pub fn check_dir_meta(
         return Err(Untrusted {
             path: path.to_owned(),
             why: format!(
-                "a directory owned by {}, not by {} or root",
+                "a directory owned by {}, not by {}",
                 owner_name(meta.uid()),
-                owner_name(me())
+                trusted_owners()
             ),
-            remedy: "another user could delete or replace the locks in it; use a directory you \
-                     own (set --state-dir or BATON_STATE_DIR), or `chown` it"
+            remedy: "another user could delete or replace the files baton keeps in it; use a \
+                     directory you own (set --state-dir or BATON_STATE_DIR), or `chown` it"
                 .into(),
         });
     }
@@ -127,8 +226,8 @@ pub fn check_dir_meta(
                 mode & 0o7777
             ),
             remedy: format!(
-                "another user could delete or replace the locks in it; `chmod go-w {}`, or use \
-                 another directory",
+                "another user could delete or replace the files baton keeps in it; `chmod go-w \
+                 {}`, or use another directory",
                 path.display()
             ),
         });
@@ -199,6 +298,44 @@ mod tests {
         let other = if me() == 65534 { 65533 } else { 65534 };
         let e = check_file(Path::new("/x.lock"), other, 0o100600).unwrap_err();
         assert!(e.to_string().contains("owned by uid"), "{e}");
+    }
+
+    #[test]
+    fn the_trusted_owners_are_named_once_each() {
+        let other = if me() == 65534 { 65533 } else { 65534 };
+        let e = check_owned(Path::new("/s/baton.db"), other, 0o100600, Role::Ledger).unwrap_err();
+        let text = e.to_string();
+        assert!(!text.contains("root or root"), "{text}");
+        if me() == 0 {
+            assert!(
+                text.contains(&format!("owned by uid {other}, not by root:")),
+                "{text}"
+            );
+        } else {
+            assert!(
+                text.contains(&format!("not by uid {} or root:", me())),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_a_regular_file_is_written() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("f");
+        std::fs::write(&file, "").unwrap();
+        let meta = std::fs::symlink_metadata(&file).unwrap();
+        assert!(check_meta(&file, &meta, Role::Log).is_ok());
+        let link = tmp.path().join("l");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let e = check_meta(&link, &std::fs::symlink_metadata(&link).unwrap(), Role::Log);
+        assert!(e.unwrap_err().why.contains("symbolic link"));
+        let e = check_meta(
+            tmp.path(),
+            &std::fs::metadata(tmp.path()).unwrap(),
+            Role::Log,
+        );
+        assert_eq!(e.unwrap_err().why, "a directory, not a regular file");
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! [`connect`] is the only place that opens the database; it runs under the
 //! repair mutex (see [`crate::recover`]), never on its own. What it checks,
 //! in order: the path holds a regular file reached through no symbolic link
-//! (created `0600` when missing), SQLite opens it with `SQLITE_OPEN_NOFOLLOW`,
+//! (created `0600` when missing), owned by this user or root and writable by
+//! nobody else, and so are the side files SQLite will open by name when they
+//! are there (`-wal`, `-shm`, `-journal`), SQLite opens it with `SQLITE_OPEN_NOFOLLOW`,
 //! the connection gets its settings, the probe reads the schema and the first
 //! row of every b-tree (writing nothing, so a corrupt file is moved aside
 //! byte for byte as it was found), WAL mode is set, and the schema is
@@ -52,6 +54,7 @@ impl From<Error> for Failure {
 /// missing. The caller holds the repair mutex.
 pub(crate) fn connect(path: &Path) -> Result<Db, Failure> {
     let id = file::ensure(path)?;
+    file::check_sides(path)?;
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
         | OpenFlags::SQLITE_OPEN_NOFOLLOW;

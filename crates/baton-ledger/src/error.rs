@@ -38,9 +38,15 @@ pub enum Error {
     NotAFile {
         /// The database path.
         path: PathBuf,
-        /// What is there ("a directory", "a FIFO", …).
+        /// What is there ("a directory", "a named pipe", …).
         what: &'static str,
     },
+    /// A file of the ledger (`baton.db`, or a file SQLite keeps beside it),
+    /// or the state directory, is owned by another user or writable by
+    /// others: whoever could write it could rewrite the records runs are
+    /// decided by. Nothing was opened.
+    #[error("refusing to use the ledger: {0}")]
+    Untrusted(#[from] baton_lease::trust::Untrusted),
     /// SQLite failed (a constraint, an I/O error, a full disk, …).
     #[error("failed to {action} in {}: {source}", path.display())]
     Sqlite {
@@ -143,6 +149,20 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+}
+
+impl Error {
+    /// Whether the ledger's files themselves are refused: a symbolic link or
+    /// anything but a regular file where one of them belongs, or a file or
+    /// directory another user could write. Retrying changes nothing; an
+    /// operator must act. (A busy, full or corrupt ledger is not refused:
+    /// those pass, or are recovered.)
+    pub fn is_refused_file(&self) -> bool {
+        matches!(
+            self,
+            Error::Untrusted(_) | Error::Symlink { .. } | Error::NotAFile { .. }
+        )
+    }
 }
 
 /// How an operation inside a transaction fails, before the ledger adds the

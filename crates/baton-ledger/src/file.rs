@@ -1,8 +1,11 @@
 //! The database file as a file: its name, its side files, its identity, and
 //! its creation. This module never opens the database for SQLite; it makes
-//! sure that what SQLite is about to open is a regular file that was not
-//! reached through a symbolic link, and it tells whether the file at the path
-//! is still the one a connection opened.
+//! sure that what SQLite is about to open (the database, and the `-wal`,
+//! `-shm` and `-journal` SQLite opens by name beside it) are regular files
+//! that were not reached through a symbolic link, owned by this user or root
+//! and writable by nobody else (`baton_lease::trust`, the rules every file
+//! baton writes keeps), in a directory nobody else can change; and it tells
+//! whether the file at the path is still the one a connection opened.
 //!
 //! The ledger creates `baton.db` itself, mode `0600` and `O_NOFOLLOW`, before
 //! SQLite opens it, so the file never exists with looser permissions and a
@@ -15,8 +18,10 @@
 
 use std::fs::{self, OpenOptions};
 use std::io;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+
+use baton_lease::trust;
 
 use crate::error::Error;
 
@@ -49,44 +54,62 @@ pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 ///
 /// # Errors
 ///
-/// A symbolic link or anything but a regular file at the path, or a failed
+/// A symbolic link or anything but a regular file at the path, a file
+/// another user owns or others may write ([`Error::Untrusted`]), or a failed
 /// `lstat`.
 pub(crate) fn identify(path: &Path) -> Result<Option<FileId>, Error> {
-    match fs::symlink_metadata(path) {
-        Ok(meta) => {
-            let ft = meta.file_type();
-            if ft.is_symlink() {
-                return Err(Error::Symlink {
-                    path: path.to_owned(),
-                });
-            }
-            if !ft.is_file() {
-                let what = if ft.is_dir() {
-                    "a directory"
-                } else if ft.is_fifo() {
-                    "a FIFO"
-                } else if ft.is_socket() {
-                    "a socket"
-                } else {
-                    "a device"
-                };
-                return Err(Error::NotAFile {
-                    path: path.to_owned(),
-                    what,
-                });
-            }
-            Ok(Some(FileId {
-                dev: meta.dev(),
-                ino: meta.ino(),
-            }))
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(Error::Io {
-            action: "inspect",
-            path: path.to_owned(),
-            source,
-        }),
+    let Some(meta) = inspect(path)? else {
+        return Ok(None);
+    };
+    Ok(Some(FileId {
+        dev: meta.dev(),
+        ino: meta.ino(),
+    }))
+}
+
+/// Checks the files SQLite keeps beside the database at `path` (`-wal`,
+/// `-shm`, `-journal`) as [`identify`] checks the database, before SQLite
+/// opens them by name: each is absent, or a regular file of this user's or
+/// root's that nobody else may write.
+///
+/// # Errors
+///
+/// As [`identify`], naming the side file.
+pub(crate) fn check_sides(path: &Path) -> Result<(), Error> {
+    for suffix in SIDE_SUFFIXES {
+        inspect(&with_suffix(path, suffix))?;
     }
+    Ok(())
+}
+
+/// The `lstat` of `path`, once it is known to be a regular file the ledger
+/// may trust; `None` when nothing is there.
+fn inspect(path: &Path) -> Result<Option<fs::Metadata>, Error> {
+    let meta = match fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(Error::Io {
+                action: "inspect",
+                path: path.to_owned(),
+                source,
+            });
+        }
+    };
+    let ft = meta.file_type();
+    if ft.is_symlink() {
+        return Err(Error::Symlink {
+            path: path.to_owned(),
+        });
+    }
+    if !ft.is_file() {
+        return Err(Error::NotAFile {
+            path: path.to_owned(),
+            what: trust::kind(ft),
+        });
+    }
+    trust::check_owned(path, meta.uid(), meta.mode(), trust::Role::Ledger)?;
+    Ok(Some(meta))
 }
 
 /// The regular file at `path`, created empty with mode `0600` when nothing
@@ -131,19 +154,27 @@ fn nofollow() -> i32 {
     rustix::fs::OFlags::NOFOLLOW.bits() as i32
 }
 
-/// Whether the directory exists, for a clearer error than SQLite's.
+/// Whether the directory exists, for a clearer error than SQLite's, and
+/// whether it, or a directory above it, could be changed by another user
+/// (as `baton_lease::trust` judges a state directory).
 pub(crate) fn check_dir(dir: &Path) -> Result<(), Error> {
     match fs::metadata(dir) {
-        Ok(meta) if meta.is_dir() => Ok(()),
-        Ok(_) => Err(Error::Io {
-            action: "use the state directory",
-            path: dir.to_owned(),
-            source: io::Error::new(io::ErrorKind::NotADirectory, "not a directory"),
-        }),
-        Err(source) => Err(Error::Io {
-            action: "use the state directory",
-            path: dir.to_owned(),
-            source,
-        }),
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => {
+            return Err(Error::Io {
+                action: "use the state directory",
+                path: dir.to_owned(),
+                source: io::Error::new(io::ErrorKind::NotADirectory, "not a directory"),
+            });
+        }
+        Err(source) => {
+            return Err(Error::Io {
+                action: "use the state directory",
+                path: dir.to_owned(),
+                source,
+            });
+        }
     }
+    trust::check_dir_path(dir, 1)?;
+    Ok(())
 }

@@ -116,8 +116,10 @@ impl Ledger {
     /// # Errors
     ///
     /// A missing state directory; a symbolic link or anything but a regular
-    /// file at `baton.db` ([`Error::Symlink`], [`Error::NotAFile`]: nothing
-    /// followed, nothing created); a schema version this build does not know
+    /// file at `baton.db` or beside it at `-wal`, `-shm` or `-journal`
+    /// ([`Error::Symlink`], [`Error::NotAFile`]: nothing followed, nothing
+    /// created); one of them, or the state directory, owned by another user
+    /// or writable by others ([`Error::Untrusted`]); a schema version this build does not know
     /// ([`Error::UnknownSchema`]: left untouched); the repair mutex held by
     /// another process for longer than 10 s; a database locked for longer
     /// than 10 s ([`Error::Busy`]); I/O failures.
@@ -142,6 +144,33 @@ impl Ledger {
         };
         ledger.reconnect(None)?;
         Ok(ledger)
+    }
+
+    /// Checks, opening and creating nothing, that the ledger's files in
+    /// `state_dir` may be used: the directory, and `baton.db` with the files
+    /// SQLite keeps beside it when they exist, as [`Ledger::open`] checks
+    /// them. A caller that must not run on a ledger it cannot use (the
+    /// scheduler) asks first.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Untrusted`] for a file or directory another user owns or
+    /// others may write; [`Error::Symlink`], [`Error::NotAFile`]; a missing
+    /// state directory, or a failed `lstat`.
+    pub fn check(state_dir: &Path) -> Result<(), Error> {
+        let real = std::fs::canonicalize(state_dir).unwrap_or_else(|_| state_dir.to_owned());
+        file::check_dir(&real)?;
+        let path = real.join(file::DB_NAME);
+        file::identify(&path)?;
+        file::check_sides(&path)
+    }
+
+    /// Tells the ledger the time now: a file moved aside as corrupt during a
+    /// later call that carries no time (a read) is stamped with it, so the
+    /// name says when the corruption was found. Times only move forward here:
+    /// an older time changes nothing.
+    pub fn time_is(&mut self, now: Timestamp) {
+        self.saw(now);
     }
 
     /// The corrupt databases this ledger has moved aside since it was

@@ -42,7 +42,10 @@
 //! the Unix epoch in SQL. An *occurrence* is a scheduled instant of a job, in
 //! whole Unix seconds. A run is named by its `run_id`, 16 hex characters
 //! chosen by the caller. The ledger never reads the clock: every time,
-//! including the stamp of a file moved aside, comes from the caller.
+//! including the stamp of a file moved aside, comes from the caller (a
+//! caller that keeps a ledger open tells it the time before each use,
+//! [`Ledger::time_is`], so a file found corrupt by a read is named by when
+//! it was found).
 //!
 //! # Schema (version 3, in `PRAGMA user_version`)
 //!
@@ -167,7 +170,12 @@
 //! `-wal` and `-shm` the database's mode, so the umask is never touched.
 //! A symbolic link at `baton.db` is refused ([`Error::Symlink`]) and never
 //! followed; SQLite is opened with `SQLITE_OPEN_NOFOLLOW` as well, and opens
-//! `-wal` and `-shm` with `O_NOFOLLOW`.
+//! `-wal` and `-shm` with `O_NOFOLLOW`. Before SQLite opens anything, the
+//! ledger checks what it will open, as `baton_lease::trust` judges every
+//! file baton writes: the state directory, `baton.db` and any `-wal`,
+//! `-shm` or `-journal` beside it must be regular files (a named pipe is
+//! [`Error::NotAFile`]) of this user's or root's that nobody else may write
+//! ([`Error::Untrusted`]); [`Ledger::check`] asks the same without opening.
 //!
 //! # Recovery
 //!

@@ -29,6 +29,13 @@ pub trait Records: Send {
     /// What was moved aside as corrupt since the last call (SQLite only;
     /// other stores recover nothing and return none).
     fn take_recovered(&mut self) -> Vec<Recovered>;
+    /// Tells the ledger the time now, so that a file found corrupt during a
+    /// later call that carries no time of its own (a read) is named by when
+    /// the corruption was found, not by an older time. SQLite only; other
+    /// stores recover nothing, and ignore it.
+    fn time_is(&mut self, now: Timestamp) {
+        let _ = now;
+    }
     /// Records that these jobs exist.
     fn see_jobs(&mut self, jobs: &[&str], now: Timestamp) -> Result<(), Error>;
     /// Makes what was written durable in the store's main file, when it has
@@ -140,6 +147,10 @@ macro_rules! forward {
 impl Records for crate::Ledger {
     fn location(&self) -> String {
         self.path().display().to_string()
+    }
+
+    fn time_is(&mut self, now: Timestamp) {
+        crate::Ledger::time_is(self, now);
     }
 
     forward! {

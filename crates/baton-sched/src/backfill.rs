@@ -99,11 +99,19 @@ pub fn run(config: &Config, job: &Job, occ: &[i64], clock: Arc<dyn Clock>) -> u8
     if occ.is_empty() {
         return OK;
     }
-    if let Err(e) = crate::state_dir::locks_dir(&config.settings.state_dir.value) {
-        crate::say::line(format_args!("backfill: {e}"));
+    if let Err(e) = crate::tick::preflight(config, clock.wall()) {
+        crate::say::line(format_args!("backfill: {e}; nothing was run"));
         return CANNOT;
     }
     let surfaces = Rc::new(RefCell::new(Surfaces::open(config, clock)));
+    // Refused before any lease is taken, a backfill loses nothing.
+    let checked = surfaces.borrow().check_job_log(&job.name);
+    if let Err(e) = checked {
+        let message = format!("backfill: {}: not run: {e}", job.name);
+        surfaces.borrow_mut().warn(&message);
+        surfaces.borrow_mut().finish();
+        return CANNOT;
+    }
     let code = run_with(config, job, occ, &surfaces);
     let _ = surfaces.borrow_mut().ledger(|l| l.checkpoint());
     surfaces.borrow_mut().finish();

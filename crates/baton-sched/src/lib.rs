@@ -36,6 +36,7 @@ pub mod run;
 mod say;
 pub mod show;
 pub mod state_dir;
+pub mod state_file;
 pub mod status;
 pub mod steps;
 pub mod store;

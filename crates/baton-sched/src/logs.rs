@@ -5,35 +5,65 @@
 //! - `JOB_YYYY_MM_DD.log`: each attempt's output (standard output and error
 //!   as written), between a header and a footer line, cut at the step's
 //!   `output_limit` with a note saying how much was not kept;
-//! - `alerts.log`: append-only, one JSON object a line.
+//! - `alerts.log`: append-only, one JSON object a line;
+//! - `.pruned`: the day logs were last pruned.
 //!
-//! Every append is one `write(2)` of whole lines to a file opened with
-//! `O_APPEND` (and `O_NOFOLLOW`, mode 0600), so lines written by concurrent
-//! processes never interleave. A log that cannot be written is reported and
-//! never stops a run. Dated logs older than `log_keep` are removed, at most
-//! once a day.
+//! Every append is one `write(2)` of whole lines to a file opened through
+//! [`crate::state_file`] (`O_APPEND | O_NOFOLLOW | O_NONBLOCK`, mode 0600,
+//! and refused unless it is a regular file of this user's or root's that
+//! nobody else may write), so lines written by concurrent processes never
+//! interleave, and a link, a named pipe or another user's file planted in
+//! `logs/` is never written through and never blocks. `logs/` itself is
+//! created owner-only and checked once per [`Logs`] value as `locks/` is
+//! ([`crate::state_dir::logs_dir`]): in a directory another user could
+//! change, nothing is written.
+//!
+//! What a log that cannot be written means is the caller's to say: the
+//! scheduler checks the files a run will write before it takes the lease
+//! ([`Logs::check_shared`], [`Logs::check_job`]) and refuses the run then,
+//! when nothing is lost yet; a write that fails once the run is under way is
+//! reported and never stops the run. Dated logs older than `log_keep` are
+//! removed, at most once a day.
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
+use crate::state_file::{self, StateFileError};
+
+/// Why a log was not written (or a run's logs cannot be).
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    /// The file is not one baton may write, or the write failed.
+    #[error("{0}")]
+    File(#[from] StateFileError),
+    /// `logs/` cannot be created, or another user could change it.
+    #[error("{0}")]
+    Dir(String),
+}
+
 /// The logs of one state directory.
 #[derive(Debug, Clone)]
 pub struct Logs {
+    state_dir: PathBuf,
     dir: PathBuf,
     tz: TimeZone,
+    /// Whether `logs/` was created and found trusted, decided at the first
+    /// write of this value (and of its clones).
+    ready: Arc<OnceLock<Result<(), String>>>,
 }
 
 impl Logs {
     /// The logs in `state_dir/logs`, dated in `tz`.
     pub fn new(state_dir: &Path, tz: TimeZone) -> Self {
         Self {
+            state_dir: state_dir.to_owned(),
             dir: state_dir.join("logs"),
             tz,
+            ready: Arc::new(OnceLock::new()),
         }
     }
 
@@ -46,6 +76,11 @@ impl Logs {
     pub fn dated(&self, prefix: &str, at: Timestamp) -> PathBuf {
         let day = at.to_zoned_datetime(self.tz.clone()).strftime("%Y_%m_%d");
         self.dir.join(format!("{prefix}_{day}.log"))
+    }
+
+    /// `alerts.log`.
+    pub fn alerts_path(&self) -> PathBuf {
+        self.dir.join("alerts.log")
     }
 
     /// A time as the logs show it: in the scheduler's zone, to the
@@ -61,9 +96,9 @@ impl Logs {
     /// # Errors
     ///
     /// When the log cannot be written (the caller says so, and goes on).
-    pub fn envelope(&self, at: Timestamp, line: &str) -> std::io::Result<()> {
+    pub fn envelope(&self, at: Timestamp, line: &str) -> Result<(), LogError> {
         let text = format!("{} {}\n", self.stamp(at), one_line(line));
-        append(&self.dated("baton", at), text.as_bytes())
+        self.append(&self.dated("baton", at), text.as_bytes())
     }
 
     /// Appends a JSON alert to `alerts.log`.
@@ -71,9 +106,9 @@ impl Logs {
     /// # Errors
     ///
     /// When the log cannot be written.
-    pub fn alert(&self, json: &str) -> std::io::Result<()> {
-        append(
-            &self.dir.join("alerts.log"),
+    pub fn alert(&self, json: &str) -> Result<(), LogError> {
+        self.append(
+            &self.alerts_path(),
             format!("{}\n", one_line(json)).as_bytes(),
         )
     }
@@ -83,24 +118,55 @@ impl Logs {
     /// # Errors
     ///
     /// When the log cannot be written.
-    pub fn job_lines(&self, job: &str, at: Timestamp, text: &[u8]) -> std::io::Result<()> {
-        append(&self.dated(job, at), text)
+    pub fn job_lines(&self, job: &str, at: Timestamp, text: &[u8]) -> Result<(), LogError> {
+        self.append(&self.dated(job, at), text)
+    }
+
+    /// Checks what every run and tick at `now` writes: `logs/` (created when
+    /// missing), the envelope of the day and `alerts.log`, each absent or a
+    /// file baton may write. Nothing is opened.
+    ///
+    /// # Errors
+    ///
+    /// The first that cannot be written, and why.
+    pub fn check_shared(&self, now: Timestamp) -> Result<(), LogError> {
+        self.ready()?;
+        state_file::check(&self.dated("baton", now))?;
+        state_file::check(&self.alerts_path())?;
+        Ok(())
+    }
+
+    /// Checks, as [`Logs::check_shared`], the output log of `job` for a run
+    /// starting at `now`.
+    ///
+    /// # Errors
+    ///
+    /// When it cannot be written, and why.
+    pub fn check_job(&self, job: &str, now: Timestamp) -> Result<(), LogError> {
+        self.ready()?;
+        Ok(state_file::check(&self.dated(job, now))?)
     }
 
     /// Removes dated logs (`*_YYYY_MM_DD.log`) older than `keep`, at most
-    /// once a day (a marker file remembers the day it last ran).
-    pub fn prune(&self, now: Timestamp, keep: Duration) {
+    /// once a day (the marker `.pruned` remembers the day it last ran).
+    ///
+    /// # Errors
+    ///
+    /// When `logs/` or the marker cannot be used: nothing is pruned then
+    /// (the caller says so; nothing is lost but disk space).
+    pub fn prune(&self, now: Timestamp, keep: Duration) -> Result<(), LogError> {
+        self.ready()?;
         let today = now
             .to_zoned_datetime(self.tz.clone())
             .strftime("%Y_%m_%d")
             .to_string();
         let marker = self.dir.join(".pruned");
-        if std::fs::read_to_string(&marker).is_ok_and(|d| d.trim() == today) {
-            return;
+        if state_file::read_marker(&marker)?.is_some_and(|d| d.trim() == today) {
+            return Ok(());
         }
         let Ok(cutoff) = now.checked_sub(jiff::SignedDuration::try_from(keep).unwrap_or_default())
         else {
-            return;
+            return Ok(());
         };
         let oldest = cutoff
             .to_zoned_datetime(self.tz.clone())
@@ -112,11 +178,41 @@ impl Logs {
                 if let Some(day) = log_day(&name)
                     && day < oldest.as_str()
                 {
+                    // OK to ignore: a log that cannot be removed today is
+                    // tried again tomorrow; removing never follows a link.
                     let _ = std::fs::remove_file(e.path());
                 }
             }
         }
-        let _ = std::fs::write(&marker, format!("{today}\n"));
+        state_file::rewrite_marker(&marker, format!("{today}\n").as_bytes())?;
+        Ok(())
+    }
+
+    /// `logs/`, created owner-only when missing and checked as `locks/` is,
+    /// once for this value.
+    fn ready(&self) -> Result<(), LogError> {
+        self.ready
+            .get_or_init(|| {
+                crate::state_dir::logs_dir(&self.state_dir)
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            })
+            .clone()
+            .map_err(LogError::Dir)
+    }
+
+    /// One `write(2)` of `bytes` at the end of `path`, created when missing
+    /// (and `logs/` again, if it was removed meanwhile).
+    fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), LogError> {
+        self.ready()?;
+        match state_file::append(path, bytes) {
+            Err(e) if e.is_missing() => {
+                crate::state_dir::logs_dir(&self.state_dir)
+                    .map_err(|e| LogError::Dir(e.to_string()))?;
+                Ok(state_file::append(path, bytes)?)
+            }
+            r => Ok(r?),
+        }
     }
 }
 
@@ -136,34 +232,6 @@ fn log_day(name: &str) -> Option<&str> {
 /// A line with no line breaks in it.
 fn one_line(s: &str) -> String {
     s.replace(['\n', '\r'], " ")
-}
-
-/// One `write(2)` of `bytes` at the end of `path`, created (and its
-/// directory) when missing.
-fn append(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let open = || {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .open(path)
-    };
-    let mut f = match open() {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if let Some(dir) = path.parent() {
-                use std::os::unix::fs::DirBuilderExt;
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(dir)?;
-            }
-            open()?
-        }
-        Err(e) => return Err(e),
-    };
-    f.write_all(bytes)
 }
 
 /// A step attempt's output on its way to the job's log: whole lines only,
@@ -232,10 +300,7 @@ impl OutputSink {
         if let Err(e) = self.logs.job_lines(&self.job, self.at, bytes)
             && self.failed.is_none()
         {
-            self.failed = Some(format!(
-                "failed to write {}: {e}",
-                self.logs.dated(&self.job, self.at).display()
-            ));
+            self.failed = Some(format!("the output log is not written: {e}"));
         }
     }
 }
@@ -349,7 +414,7 @@ mod tests {
         ] {
             std::fs::write(l.dir().join(name), "x\n").unwrap();
         }
-        l.prune(now, Duration::from_secs(30 * 86_400));
+        l.prune(now, Duration::from_secs(30 * 86_400)).unwrap();
         assert!(!l.dir().join("baton_2026_10_01.log").exists());
         assert!(l.dir().join("job_2026_11_28.log").exists());
         assert!(l.dir().join("alerts.log").exists());

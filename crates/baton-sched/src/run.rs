@@ -278,16 +278,27 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
             return CANNOT;
         }
     };
-    if req.config.store.is_some() && !surfaces.borrow().has_ledger() {
+    if surfaces.borrow().refuses_runs() {
         // Said when the ledger failed to open: every host decides by the
         // shared ledger, and a run it cannot record could run an occurrence
-        // that another host has decided otherwise.
+        // that another host has decided otherwise; a ledger whose files are
+        // refused could have been written by another user.
         tell(
             req,
             Told::Error {
-                message: format!("{}: not run: the store's ledger is unavailable", job.name),
+                message: format!("{}: not run: the ledger is unavailable", job.name),
             },
         );
+        return CANNOT;
+    }
+    // The job's output log is checked before the lease is taken: refused
+    // now, the occurrence stays due and nothing is lost; refused later, the
+    // output of a run under way would be.
+    let checked = surfaces.borrow().check_job_log(&job.name);
+    if let Err(e) = checked {
+        let message = format!("{}: not run: {e}", job.name);
+        surfaces.borrow_mut().warn(&message);
+        tell(req, Told::Error { message });
         return CANNOT;
     }
     let Some(run_id) = fresh_run_id(job, surfaces) else {

@@ -6,9 +6,9 @@
 //! owner-only. It must be an absolute path: a relative one would name a
 //! different directory, and so a different lock, from every working
 //! directory (a relative `XDG_STATE_HOME` is ignored, as the XDG
-//! specification says). It is refused when it, `locks/`, or a directory
-//! above them could be changed by a user other than the invoking one or
-//! root (see `baton_lease::trust`). A name is 1 to 128 characters of
+//! specification says). It is refused when it, `locks/`, `logs/`, or a
+//! directory above them could be changed by a user other than the invoking
+//! one or root (see `baton_lease::trust`). A name is 1 to 128 characters of
 //! `[A-Za-z0-9._-]`, not starting with a dot: it is never a path.
 
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
@@ -113,13 +113,25 @@ pub fn ensure(dir: &Path) -> Result<(), StateError> {
 
 /// Creates `dir/locks` (owner-only) when missing, checks both, and returns it.
 pub fn locks_dir(dir: &Path) -> Result<PathBuf, StateError> {
+    own_subdir(dir, "locks")
+}
+
+/// Creates `dir/logs` (owner-only) when missing, checks it as `locks/` is
+/// checked, and returns it: in a `logs/` another user could change, a link
+/// or a named pipe could be planted where a log is written.
+pub fn logs_dir(dir: &Path) -> Result<PathBuf, StateError> {
+    own_subdir(dir, "logs")
+}
+
+fn own_subdir(dir: &Path, name: &str) -> Result<PathBuf, StateError> {
     create(dir)?;
-    let locks = dir.join("locks");
-    create(&locks)?;
-    // One walk checks both: `locks/` and the state directory may not be
-    // shared at all, the directories above them only with the sticky bit.
-    trust::check_dir_path(&locks, 2)?;
-    Ok(locks)
+    let sub = dir.join(name);
+    create(&sub)?;
+    // One walk checks both: the subdirectory and the state directory may
+    // not be shared at all, the directories above them only with the
+    // sticky bit.
+    trust::check_dir_path(&sub, 2)?;
+    Ok(sub)
 }
 
 /// Checks an existing state directory without creating anything: `Ok(false)`

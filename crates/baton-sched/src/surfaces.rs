@@ -2,10 +2,13 @@
 //! five surfaces. One value per process, shared by the run and the
 //! runner's event reports (on one thread, through `Rc<RefCell<…>>`).
 //!
-//! Nothing here may stop a run: a log that cannot be written, or a ledger
-//! that fails, is said once on stderr and in the envelope, and the run goes
-//! on. The lease's occurrence claim, not the ledger, is what keeps an
-//! occurrence from running twice.
+//! Nothing here may stop a run under way: a log that cannot be written, or
+//! a ledger that fails, is said once on stderr and in the envelope, and the
+//! run goes on. The lease's occurrence claim, not the ledger, is what keeps
+//! an occurrence from running twice. What must hold before a run starts (its
+//! logs can be written, the ledger's files can be trusted) is checked before
+//! its lease is taken, where a refusal loses nothing ([`crate::tick::preflight`],
+//! [`crate::run`]).
 
 use std::sync::Arc;
 
@@ -29,6 +32,8 @@ pub struct Surfaces {
     pending: Pending,
     clock: Arc<dyn Clock>,
     log_failed: bool,
+    /// The ledger could not be opened, and no run may start without it.
+    runs_refused: bool,
 }
 
 impl Surfaces {
@@ -57,16 +62,22 @@ impl Surfaces {
             pending: Pending::default(),
             clock,
             log_failed: false,
+            runs_refused: false,
         };
         match ledger {
             Some(l) => s.ledger = Some(l),
             None => match crate::store::records(config, s.clock.wall()) {
                 Ok(l) => s.ledger = Some(l),
                 // Lock files guard runs without the ledger; in the shared
-                // store the ledger is the record every host decides by.
-                Err(e) if config.store.is_some() => s.warn(&format!(
-                    "the ledger is unavailable: {e}; no run starts without it"
-                )),
+                // store the ledger is the record every host decides by, and
+                // a ledger whose files are refused may hold what another
+                // user wrote (and would lose what runs now).
+                Err(e) if config.store.is_some() || e.is_refused_file() => {
+                    s.runs_refused = true;
+                    s.warn(&format!(
+                        "the ledger is unavailable: {e}; no run starts without it"
+                    ));
+                }
                 Err(e) => s.warn(&format!(
                     "the ledger is unavailable: {e}; runs go on unrecorded"
                 )),
@@ -96,6 +107,22 @@ impl Surfaces {
         self.ledger.is_some()
     }
 
+    /// Checks that `job`'s output log can be written by a run starting now
+    /// (before its lease is taken: see [`crate::logs::Logs::check_job`]).
+    ///
+    /// # Errors
+    ///
+    /// Why it cannot.
+    pub fn check_job_log(&self, job: &str) -> Result<(), crate::logs::LogError> {
+        self.logs.check_job(job, self.now())
+    }
+
+    /// Whether no run may start: the shared store's ledger is unavailable,
+    /// or the ledger's files were refused (said when it failed to open).
+    pub fn refuses_runs(&self) -> bool {
+        self.runs_refused
+    }
+
     /// Finishes (as [`Surfaces::finish`]) and hands back the open ledger.
     pub fn into_ledger(mut self) -> Option<Box<dyn Records>> {
         self.finish();
@@ -118,7 +145,10 @@ impl Surfaces {
         f: impl FnOnce(&mut dyn Records) -> Result<T, baton_ledger::Error>,
     ) -> Option<T> {
         self.flush_deferred();
+        let now = self.now();
         let l = self.ledger.as_mut()?;
+        // A file found corrupt during `f` is named by this moment.
+        l.time_is(now);
         let r = f(l.as_mut());
         self.recovered();
         match r {
@@ -140,10 +170,7 @@ impl Surfaces {
             && !self.log_failed
         {
             self.log_failed = true;
-            crate::say::line(format_args!(
-                "failed to write {}: {e}",
-                self.logs.dated("baton", now).display()
-            ));
+            crate::say::line(format_args!("the envelope log is not written: {e}"));
         }
     }
 
@@ -199,7 +226,7 @@ impl Surfaces {
         crate::say::line(format_args!("{}", alert.message));
         self.note(&format!("ALERT {} {}", alert.kind.as_str(), alert.message));
         if let Err(e) = self.logs.alert(&json) {
-            crate::say::line(format_args!("failed to append to alerts.log: {e}"));
+            crate::say::line(format_args!("the alert is not in alerts.log: {e}"));
         }
         let row = baton_ledger::NewAlert {
             time: self.now(),

@@ -32,11 +32,32 @@ fn unknown<'a>(config: &Config, names: &'a [String]) -> Option<&'a str> {
         .map(String::as_str)
 }
 
-/// Creates (or checks) the state directory and its `locks/`; says why not.
+/// Creates (or checks) the state directory and its `locks/` and `logs/`;
+/// says why not.
 pub fn prepare(config: &Config) -> Result<(), String> {
-    crate::state_dir::locks_dir(&config.settings.state_dir.value)
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+    let state = &config.settings.state_dir.value;
+    crate::state_dir::locks_dir(state).map_err(|e| e.to_string())?;
+    crate::state_dir::logs_dir(state).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// Prepares the state directory ([`prepare`]), then checks the files every
+/// run at `now` writes: the envelope of the day, `alerts.log`, and in the
+/// embedded store the ledger's files. Each must be absent or a regular file
+/// nobody but this user or root may write. Says why not: then nothing runs,
+/// and nothing is lost (the occurrences stay due), where running would write
+/// through what another user could have planted, block on a named pipe, or
+/// lose the runs' records.
+pub fn preflight(config: &Config, now: jiff::Timestamp) -> Result<(), String> {
+    prepare(config)?;
+    let state = &config.settings.state_dir.value;
+    crate::logs::Logs::new(state, config.settings.timezone.value.tz.clone())
+        .check_shared(now)
+        .map_err(|e| format!("the logs cannot be written: {e}"))?;
+    if config.store.is_none() {
+        baton_ledger::Ledger::check(state).map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 /// `baton tick [JOB…]`: runs what is due now; returns the exit code.
@@ -51,8 +72,8 @@ pub fn tick(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> u8 {
         ));
         return CANNOT;
     }
-    if let Err(e) = prepare(config) {
-        crate::say::line(format_args!("tick: {e}"));
+    if let Err(e) = preflight(config, clock.wall()) {
+        crate::say::line(format_args!("tick: {e}; nothing was run"));
         return CANNOT;
     }
     // In the shared store, nothing is decided without the ledger; it is
@@ -83,11 +104,14 @@ pub fn tick(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> u8 {
         checkpoint(config, &clock);
         code.max(decided)
     };
-    crate::logs::Logs::new(
+    let pruned = crate::logs::Logs::new(
         &config.settings.state_dir.value,
         config.settings.timezone.value.tz.clone(),
     )
     .prune(clock.wall(), config.settings.log_keep.value);
+    if let Err(e) = pruned {
+        crate::say::line(format_args!("tick: old logs are not pruned: {e}"));
+    }
     code
 }
 
@@ -282,8 +306,8 @@ pub fn run_now(config: &Config, name: &str, clock: Arc<dyn Clock>) -> u8 {
         ));
         return OK;
     }
-    if let Err(e) = prepare(config) {
-        crate::say::line(format_args!("run: {e}"));
+    if let Err(e) = preflight(config, clock.wall()) {
+        crate::say::line(format_args!("run: {name}: not run: {e}"));
         return CANNOT;
     }
     let s = Rc::new(RefCell::new(Surfaces::open(config, clock)));

@@ -51,7 +51,7 @@ pub fn run(state: Option<&Path>, a: &WorkerArgs) -> Exit {
             config.path.display()
         ));
     };
-    if let Err(e) = baton_sched::tick::prepare(&config) {
+    if let Err(e) = baton_sched::tick::preflight(&config, SystemClock.wall()) {
         return refuse(e);
     }
     let start = match (a.at, a.queue, a.manual) {

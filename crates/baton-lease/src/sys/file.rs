@@ -95,30 +95,12 @@ pub(crate) fn meta(file: &File) -> io::Result<Meta> {
             ino: m.ino(),
         },
         regular: m.file_type().is_file(),
-        kind: kind_of(m.file_type()),
+        kind: crate::trust::kind(m.file_type()),
         len: m.len(),
         mtime: Timestamp::new(m.mtime(), m.mtime_nsec() as i32).ok(),
         uid: m.uid(),
         mode: m.mode(),
     })
-}
-
-/// What kind of file a type is, in words.
-fn kind_of(t: std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if t.is_file() {
-        "a regular file"
-    } else if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a named pipe"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() || t.is_block_device() {
-        "a device"
-    } else {
-        "not a regular file"
-    }
 }
 
 /// The inode a path names now, without following a symlink; `None` when

@@ -165,3 +165,78 @@ fn a_missing_state_directory_is_named() {
         "{err}"
     );
 }
+
+/// Whoever could write the ledger could rewrite what runs are decided by:
+/// a database, or a file SQLite keeps beside it, that others may write or
+/// another user owns is refused before SQLite opens anything, and left as
+/// it is.
+#[test]
+fn a_ledger_others_could_write_is_refused_and_left_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let scene = Scene::new();
+    scene.open().see_jobs(&["x"], at(0)).unwrap();
+    let wal = scene.dir().join("baton.db-wal");
+    for (file, mode) in [
+        (scene.db(), 0o666),
+        (scene.db(), 0o620),
+        (wal.clone(), 0o606),
+    ] {
+        let before = std::fs::read(&file).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+        for err in [
+            Ledger::check(scene.dir()).unwrap_err(),
+            Ledger::open(scene.dir(), at(0)).unwrap_err(),
+        ] {
+            assert!(matches!(err, Error::Untrusted(_)), "{mode:o}: {err:?}");
+            assert!(err.is_refused_file());
+            assert!(
+                err.to_string().contains(&file.display().to_string()),
+                "{err}"
+            );
+        }
+        assert_eq!(std::fs::read(&file).unwrap(), before, "{mode:o}");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    Ledger::check(scene.dir()).unwrap();
+    // An open ledger refuses the file the moment it is found loose.
+    let mut ledger = scene.open();
+    std::fs::set_permissions(scene.db(), std::fs::Permissions::from_mode(0o646)).unwrap();
+    let err = ledger.jobs().unwrap_err();
+    assert!(matches!(err, Error::Untrusted(_)), "{err:?}");
+    if rustix::process::geteuid().is_root() {
+        std::fs::set_permissions(scene.db(), std::fs::Permissions::from_mode(0o600)).unwrap();
+        let nobody = rustix::process::Uid::from_raw(65534);
+        rustix::fs::chown(scene.db(), Some(nobody), None).unwrap();
+        let err = Ledger::open(scene.dir(), at(0)).unwrap_err();
+        assert!(err.to_string().contains("owned by uid 65534"), "{err}");
+    }
+}
+
+#[test]
+fn a_named_pipe_beside_the_ledger_is_refused_without_blocking() {
+    let scene = Scene::new();
+    scene.open().see_jobs(&["x"], at(0)).unwrap();
+    let shm = scene.dir().join("baton.db-shm");
+    std::fs::remove_file(&shm).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &shm,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let err = Ledger::open(scene.dir(), at(0)).unwrap_err();
+    assert!(matches!(err, Error::NotAFile { .. }), "{err:?}");
+    assert!(err.to_string().contains("a named pipe"), "{err}");
+}
+
+#[test]
+fn a_state_directory_others_can_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let scene = Scene::new();
+    std::fs::set_permissions(scene.dir(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let err = Ledger::open(scene.dir(), at(0)).unwrap_err();
+    assert!(matches!(err, Error::Untrusted(_)), "{err:?}");
+    assert!(!scene.db().exists(), "nothing was created");
+}

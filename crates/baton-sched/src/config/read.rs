@@ -368,6 +368,16 @@ fn lock_name(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<String, ConfigErro
             format!("= {l:?}: a lock name is 1 to 64 characters of A-Z a-z 0-9 _ . -"),
         ));
     }
+    if l.starts_with('.') {
+        return Err(invalid(
+            at,
+            key,
+            format!(
+                "= {l:?}: a lock name may not start with '.' (`.` and `..` are no names, and \
+                 `baton lock` refuses them)"
+            ),
+        ));
+    }
     Ok(l)
 }
 
@@ -1258,7 +1268,7 @@ fn scheduler(r: &Reader<'_>, e: Option<&Entry>, over: &Overrides) -> Result<Sett
         r.renew_wait(policy.ttl.value),
         "scheduler",
         &policy.ttl,
-        &policy.kill_grace,
+        (&policy.kill_grace, "scheduler"),
         &policy.takeover_grace,
     )?;
     Ok(Settings {
@@ -1287,13 +1297,18 @@ fn system_zone() -> Zone {
 }
 
 /// The self-fencing inequality, with the keys' values and where they come
-/// from in the message.
+/// from in the message. `path` is the table being checked; `grace_table` the
+/// table a `kill_grace` of its own would be set in (a step's, for a step).
+/// The refusal names the key at fault where it is set: `ttl` when it is
+/// below the minimum; otherwise, of `kill_grace` and `takeover_grace`, the
+/// one set nearest the table (its own before one it inherits, one set before
+/// a default), `kill_grace` when both are as near.
 fn check_fencing(
     at: &At<'_>,
     wait: Duration,
     path: &str,
     ttl: &Sourced<Duration>,
-    grace: &Sourced<Duration>,
+    (grace, grace_table): (&Sourced<Duration>, &str),
     takeover: &Sourced<Duration>,
 ) -> Result<(), ConfigError> {
     baton_runner::check_self_fencing(
@@ -1304,15 +1319,38 @@ fn check_fencing(
         ("ttl", "kill_grace", "takeover_grace"),
     )
     .map_err(|e| {
-        let at = match &grace.source {
-            Source::File { line, .. } => At {
-                line: Some(*line),
-                ..at.clone()
-            },
-            _ => at.clone(),
+        let nearness = |s: &Sourced<Duration>| match (&s.source, s.inherited) {
+            (Source::Default, _) => 0,
+            (_, true) => 1,
+            (_, false) => 2,
         };
-        invalid(&at, &join(path, "kill_grace"), e)
+        let (key, at_fault, table) = if ttl.value < baton_runner::MIN_TTL {
+            ("ttl", ttl, path)
+        } else if nearness(takeover) > nearness(grace) {
+            ("takeover_grace", takeover, path)
+        } else {
+            ("kill_grace", grace, grace_table)
+        };
+        let table = if at_fault.inherited {
+            "scheduler"
+        } else {
+            table
+        };
+        ConfigError::Invalid {
+            at: located(at, &at_fault.source),
+            key: join(table, key),
+            message: e,
+        }
     })
+}
+
+/// Where a value was set, for a message: its file and line, the variable or
+/// the option; where the table is (`at`), for a default.
+fn located(at: &At<'_>, source: &Source) -> String {
+    match source {
+        Source::Default => at.text(),
+        other => other.to_string(),
+    }
 }
 
 /// A value set in `entries` under `key`, or `base` where it is not set (as
@@ -1454,6 +1492,16 @@ fn job(r: &Reader<'_>, e: &Entry, settings: &Settings) -> Result<Job, ConfigErro
             format!("{name:?} is not a job name: use 1 to 64 characters of A-Z a-z 0-9 _ . -"),
         ));
     }
+    if name.starts_with('.') {
+        return Err(invalid(
+            &at,
+            &path,
+            format!(
+                "{name:?}: a job name may not start with '.' (it is its lock's name unless \
+                 `lock` says otherwise, and `baton lock` refuses such names)"
+            ),
+        ));
+    }
     if name == "baton" || name == "alerts" {
         return Err(invalid(
             &at,
@@ -1574,7 +1622,7 @@ fn job(r: &Reader<'_>, e: &Entry, settings: &Settings) -> Result<Job, ConfigErro
         r.renew_wait(policy.ttl.value),
         &path,
         &policy.ttl,
-        &policy.kill_grace,
+        (&policy.kill_grace, &path),
         &policy.takeover_grace,
     )?;
     let steps = match (action(r, entries, &path)?, get(entries, "steps")) {
@@ -1635,7 +1683,10 @@ fn job(r: &Reader<'_>, e: &Entry, settings: &Settings) -> Result<Job, ConfigErro
         None => Vec::new(),
     };
     let mut names: Vec<&str> = Vec::new();
-    for s in steps.iter().chain(&checks) {
+    let tables = (0..steps.len())
+        .map(|i| format!("{path}.steps[{i}]"))
+        .chain((0..checks.len()).map(|i| format!("{path}.checks[{i}]")));
+    for (s, table) in steps.iter().chain(&checks).zip(tables) {
         if names.contains(&s.name.as_str()) {
             return Err(invalid(
                 &r.at(s.line),
@@ -1647,12 +1698,18 @@ fn job(r: &Reader<'_>, e: &Entry, settings: &Settings) -> Result<Job, ConfigErro
             ));
         }
         names.push(&s.name);
+        // A kill grace the step does not set is its job's, named there.
+        let grace_table = if s.kill_grace.source == policy.kill_grace.source {
+            path.as_str()
+        } else {
+            table.as_str()
+        };
         check_fencing(
             &r.at(s.line),
             r.renew_wait(policy.ttl.value),
             &path,
             &policy.ttl,
-            &s.kill_grace,
+            (&s.kill_grace, grace_table),
             &policy.takeover_grace,
         )?;
     }

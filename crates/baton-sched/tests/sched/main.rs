@@ -2,4 +2,5 @@
 //! real locks, ledgers and processes.
 #![allow(clippy::unwrap_used)] // Tests state their expectations with unwrap.
 
+mod recovered;
 mod threads;

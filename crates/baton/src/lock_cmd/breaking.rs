@@ -4,10 +4,9 @@
 //! verified to be the record's; `--force` breaks whatever lease is there,
 //! but never a file that is no lock record. Every break is logged, with the
 //! whole record it replaced, to stderr and to `STATE_DIR/breaks.log`
-//! (opened without following a symbolic link).
+//! (opened as every file baton writes in its state directory is: never
+//! through a symbolic link, never blocking, only a regular file of its own).
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::Duration;
 
@@ -190,21 +189,15 @@ pub fn run(r: &Request<'_>) -> Exit {
     }
 }
 
-/// Appends `line` to `DIR/breaks.log`: owner-only, never through a symbolic
-/// link, one write per line.
+/// Appends `line` to `DIR/breaks.log` (through `baton_sched::state_file`:
+/// owner-only, never through a symbolic link, never blocking on a named
+/// pipe), one write per line.
 fn log(dir: Option<&Path>, line: &str) {
     let Some(dir) = dir.filter(|d| d.is_dir()) else {
         return;
     };
     let path = dir.join("breaks.log");
-    let r = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(&path)
-        .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()));
-    if let Err(e) = r {
-        say!("baton: failed to append to {}: {e}", path.display());
+    if let Err(e) = baton_sched::state_file::append(&path, format!("{line}\n").as_bytes()) {
+        say!("baton: the break is not in breaks.log: {e}");
     }
 }

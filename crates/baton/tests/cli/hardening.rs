@@ -745,3 +745,88 @@ fn with_a_delegated_cgroup_the_tree_is_frozen_and_killed_through_it() {
     );
     assert_eq!(verdict(&env, "job"), "free");
 }
+
+#[test]
+fn lock_names_the_lock_commands_refuse_are_refused_by_the_configuration_too() {
+    for (lock, job) in [(".", "a"), ("..", "a"), (".hidden", "a"), ("", ".x")] {
+        let s = crate::sched::Sched::new("");
+        let lock_line = if lock.is_empty() {
+            String::new()
+        } else {
+            format!("lock = {lock:?}\n")
+        };
+        s.write(&format!(
+            "[jobs.{job:?}]\nschedule = \"0 0 1 1 *\"\n{lock_line}run = \"true\"\n"
+        ));
+        let o = s.run(&["config"]);
+        assert_eq!(code(&o), 2, "{lock:?} {job:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("start with '.'"), "{}", stderr(&o));
+        // The lock commands refuse the same name.
+        let name = if lock.is_empty() { job } else { lock };
+        let o = s.env.run(&["lock", "show", name]);
+        assert_eq!(code(&o), 2, "{name:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("invalid lock name"), "{}", stderr(&o));
+    }
+}
+
+/// `baton config`'s first line of stderr, for a configuration refused.
+fn refusal(s: &crate::sched::Sched) -> String {
+    let o = s.run(&["config"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    stderr(&o).lines().next().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn a_self_fencing_refusal_names_the_key_at_fault_where_it_is_set() {
+    let s = crate::sched::Sched::new("");
+    let main = s.config();
+    let main = main.display();
+    // A TTL below the minimum: the ttl, on its own line.
+    s.write("[jobs.x]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\nttl = \"50ms\"\n");
+    let e = refusal(&s);
+    assert!(e.contains(&format!("{main}:7: jobs.x.ttl:")), "{e}");
+    // A takeover grace too short for the default kill grace.
+    s.write(
+        "[scheduler]\nstate_dir = \"STATE\"\ntakeover_grace = \"5s\"\n\
+         [jobs.x]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n",
+    );
+    let e = refusal(&s);
+    assert!(
+        e.contains(&format!("{main}:3: scheduler.takeover_grace:")),
+        "{e}"
+    );
+    // A job's own kill grace too long for the takeover grace it inherits.
+    s.write(
+        "[scheduler]\nstate_dir = \"STATE\"\n\n[jobs.x]\nschedule = \"0 0 1 1 *\"\n\
+         run = \"true\"\nkill_grace = \"40s\"\n",
+    );
+    let e = refusal(&s);
+    assert!(e.contains(&format!("{main}:7: jobs.x.kill_grace:")), "{e}");
+    // A drop-in whose takeover grace is too short for the kill grace it
+    // inherits from baton.toml: the drop-in's own key, on its own line.
+    s.write("[scheduler]\nstate_dir = \"STATE\"\nkill_grace = \"15s\"\n");
+    let dir = s.env.path("jobs.d");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("y.toml"),
+        "schedule = \"0 0 1 1 *\"\nrun = \"true\"\ntakeover_grace = \"16s\"\n",
+    )
+    .unwrap();
+    let e = refusal(&s);
+    let dropin = dir.join("y.toml");
+    assert!(
+        e.contains(&format!("{}:3: jobs.y.takeover_grace:", dropin.display())),
+        "{e}"
+    );
+    std::fs::write(
+        dir.join("y.toml"),
+        "schedule = \"0 0 1 1 *\"\nrun = \"true\"\nttl = \"30s\"\n",
+    )
+    .unwrap();
+    s.write("[scheduler]\nstate_dir = \"STATE\"\nkill_grace = \"10s\"\n[jobs.z]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\ntakeover_grace = \"5s\"\n");
+    let e = refusal(&s);
+    assert!(
+        e.contains(&format!("{main}:7: jobs.z.takeover_grace:")),
+        "{e}"
+    );
+}

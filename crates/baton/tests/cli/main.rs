@@ -26,5 +26,6 @@ mod policies;
 mod render;
 mod sched;
 mod store;
+mod trust;
 mod unfinished;
 mod versions;

@@ -1,0 +1,409 @@
+//! The state directory attacked from the inside: symbolic links, named
+//! pipes and loose permissions planted where baton writes (its logs, its
+//! ledger), the way another local user or a careless tool would leave them.
+//! baton never writes through them, never blocks on them, and never holds a
+//! lease while it waits for one; what it cannot trust it refuses, naming the
+//! file and what to do.
+
+use std::io::Read;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use baton_lease::Clock;
+
+use crate::daemon::Daemon;
+use crate::sched::{Sched, lines};
+use crate::support::{code, root, stderr, verdict};
+
+/// Runs `cmd` to its end, in a process group of its own, within the test
+/// kit's patience: a command that hangs (and whatever it forked) is killed
+/// and the test fails, naming it.
+fn bounded(mut cmd: Command, what: &str) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let readers = (
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = out.read_to_end(&mut v);
+            v
+        }),
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = err.read_to_end(&mut v);
+            v
+        }),
+    );
+    let pgid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    let status = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        baton_testkit::wait_for_exit(&mut child, what)
+    })) {
+        Ok(s) => s,
+        Err(p) => {
+            // What it forked (a tick's workers) may hold a lease: gone too.
+            let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+            std::panic::resume_unwind(p);
+        }
+    };
+    Output {
+        status,
+        stdout: readers.0.join().unwrap(),
+        stderr: readers.1.join().unwrap(),
+    }
+}
+
+/// `baton ARGS` on the scheduler's configuration, bounded.
+fn sched(s: &Sched, args: &[&str]) -> Output {
+    bounded(s.cmd(args), &format!("baton {}", args.join(" ")))
+}
+
+/// A job due now that appends a line to `counter` (one occurrence a year,
+/// caught up for 400 days, so it stays due through a test).
+fn counting(s: &Sched) -> PathBuf {
+    let counter = s.env.path("counter");
+    s.write(&format!(
+        "[jobs.count]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\n\
+         run = \"echo ran >> {}\"\n",
+        counter.display()
+    ));
+    counter
+}
+
+/// A scheduler whose job `count` ran once by hand: its logs, its lock file
+/// and its ledger exist.
+fn after_one_run() -> (Sched, PathBuf) {
+    let s = Sched::new("");
+    let counter = counting(&s);
+    assert_eq!(code(&sched(&s, &["run", "count"])), 0);
+    (s, counter)
+}
+
+fn logs(s: &Sched) -> PathBuf {
+    s.env.state().join("logs")
+}
+
+/// The dated log `PREFIX_YYYY_MM_DD.log` of today and of tomorrow (UTC, the
+/// scheduler's zone in these tests): a test that crosses midnight still
+/// finds its planted file where baton looks.
+fn dated(s: &Sched, prefix: &str) -> [PathBuf; 2] {
+    let now = baton_lease::SystemClock.wall();
+    let day = |t: jiff::Timestamp| {
+        format!(
+            "{prefix}_{}.log",
+            t.to_zoned_datetime(jiff::tz::TimeZone::UTC)
+                .strftime("%Y_%m_%d")
+        )
+    };
+    [
+        logs(s).join(day(now)),
+        logs(s).join(day(now + jiff::SignedDuration::from_hours(24))),
+    ]
+}
+
+fn mkfifo(p: &Path) {
+    let _ = std::fs::remove_file(p);
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        p,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+}
+
+/// A file of root's (or of the user running the tests), mode 0600, outside
+/// the state directory: what a planted link points at.
+fn victim(s: &Sched) -> PathBuf {
+    let v = s.env.path("victim");
+    std::fs::write(&v, "secret\n").unwrap();
+    std::fs::set_permissions(&v, std::fs::Permissions::from_mode(0o600)).unwrap();
+    v
+}
+
+fn chown_nobody(p: &Path) {
+    let nobody = rustix::process::Uid::from_raw(65534);
+    rustix::fs::chown(p, Some(nobody), None).unwrap();
+}
+
+/// A tick and a run of `count` both refuse, promptly, naming `what`; the job
+/// did not run, and its lock is not held.
+fn refused(s: &Sched, counter: &Path, what: &str) {
+    let before = lines(counter);
+    for args in [&["tick"][..], &["run", "count"]] {
+        let o = sched(s, args);
+        assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(what), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("hung"), "{args:?}: {}", stderr(&o));
+        assert_eq!(
+            lines(counter),
+            before,
+            "{args:?} ran the job: {}",
+            stderr(&o)
+        );
+        assert_ne!(verdict(&s.env, "count"), "live", "{args:?}");
+    }
+}
+
+/// Once the planted file is gone, the occurrence that was refused runs: a
+/// refusal skipped it, it did not lose it.
+fn recovers(s: &Sched, counter: &Path) {
+    let before = lines(counter);
+    let o = sched(s, &["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(!stderr(&o).contains("hung"), "{}", stderr(&o));
+    assert_eq!(lines(counter), before + 1, "{}", stderr(&o));
+}
+
+#[test]
+fn a_symlink_planted_at_the_prune_marker_never_overwrites_its_target() {
+    let (s, counter) = after_one_run();
+    let v = victim(&s);
+    let marker = logs(&s).join(".pruned");
+    let _ = std::fs::remove_file(&marker);
+    std::os::unix::fs::symlink(&v, &marker).unwrap();
+    let o = sched(&s, &["tick"]);
+    // Pruning is housekeeping: the run goes on, the marker is refused.
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(lines(&counter), 2);
+    assert!(stderr(&o).contains(".pruned"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("symbolic link"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&v).unwrap(), "secret\n");
+    assert!(std::fs::symlink_metadata(&marker).unwrap().is_symlink());
+}
+
+#[test]
+fn a_named_pipe_at_the_prune_marker_never_blocks_a_tick() {
+    let (s, counter) = after_one_run();
+    mkfifo(&logs(&s).join(".pruned"));
+    let o = sched(&s, &["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(lines(&counter), 2);
+    assert!(stderr(&o).contains("named pipe"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_logs_directory_others_can_write_or_own_is_refused() {
+    let (s, counter) = after_one_run();
+    std::fs::set_permissions(logs(&s), std::fs::Permissions::from_mode(0o777)).unwrap();
+    refused(&s, &counter, "writable by its group or by others");
+    refused(&s, &counter, logs(&s).to_str().unwrap());
+    // The sticky bit does not make it baton's own.
+    std::fs::set_permissions(logs(&s), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    refused(&s, &counter, "writable by its group or by others");
+    std::fs::set_permissions(logs(&s), std::fs::Permissions::from_mode(0o700)).unwrap();
+    recovers(&s, &counter);
+    if root() {
+        chown_nobody(&logs(&s));
+        refused(&s, &counter, "owned by uid 65534, not by root:");
+    }
+}
+
+#[test]
+fn a_logs_directory_that_is_a_link_to_a_shared_one_is_refused() {
+    let (s, counter) = after_one_run();
+    let shared = s.env.path("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::remove_dir_all(logs(&s)).unwrap();
+    std::os::unix::fs::symlink(&shared, logs(&s)).unwrap();
+    refused(&s, &counter, "writable by its group or by others");
+    assert_eq!(std::fs::read_dir(&shared).unwrap().count(), 0);
+}
+
+#[test]
+fn a_named_pipe_at_a_jobs_log_never_blocks_a_run_holding_its_lease() {
+    let s = Sched::new("");
+    let counter = counting(&s);
+    for f in dated(&s, "count") {
+        std::fs::create_dir_all(logs(&s)).unwrap();
+        mkfifo(&f);
+    }
+    refused(&s, &counter, "named pipe");
+    // With a reader on the pipe, an open for writing would succeed: what is
+    // there is still refused, by its type.
+    let reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(&dated(&s, "count")[0])
+        .unwrap();
+    refused(&s, &counter, "named pipe");
+    drop(reader);
+    for f in dated(&s, "count") {
+        std::fs::remove_file(f).unwrap();
+    }
+    recovers(&s, &counter);
+}
+
+#[test]
+fn a_symlink_at_a_jobs_log_is_refused_and_never_followed() {
+    let s = Sched::new("");
+    let counter = counting(&s);
+    let v = victim(&s);
+    std::fs::create_dir_all(logs(&s)).unwrap();
+    for f in dated(&s, "count") {
+        std::os::unix::fs::symlink(&v, f).unwrap();
+    }
+    refused(&s, &counter, "symbolic link");
+    assert_eq!(std::fs::read_to_string(&v).unwrap(), "secret\n");
+}
+
+#[test]
+fn a_named_pipe_at_the_envelope_or_alerts_log_never_blocks_a_tick() {
+    for planted in ["envelope", "alerts"] {
+        let s = Sched::new("");
+        let counter = counting(&s);
+        std::fs::create_dir_all(logs(&s)).unwrap();
+        let files: Vec<PathBuf> = match planted {
+            "envelope" => dated(&s, "baton").into(),
+            _ => vec![logs(&s).join("alerts.log")],
+        };
+        for f in &files {
+            mkfifo(f);
+        }
+        refused(&s, &counter, "named pipe");
+        let o = sched(&s, &["tick"]);
+        assert!(
+            stderr(&o).contains(files[0].to_str().unwrap()),
+            "{planted}: {}",
+            stderr(&o)
+        );
+        for f in &files {
+            std::fs::remove_file(f).unwrap();
+        }
+        recovers(&s, &counter);
+    }
+}
+
+#[test]
+fn a_log_file_others_can_write_or_own_is_refused() {
+    let (s, counter) = after_one_run();
+    let alerts = logs(&s).join("alerts.log");
+    std::fs::write(&alerts, "").unwrap();
+    std::fs::set_permissions(&alerts, std::fs::Permissions::from_mode(0o666)).unwrap();
+    refused(&s, &counter, "mode 0666");
+    std::fs::set_permissions(&alerts, std::fs::Permissions::from_mode(0o600)).unwrap();
+    recovers(&s, &counter);
+    if root() {
+        chown_nobody(&alerts);
+        refused(&s, &counter, "owned by uid 65534");
+    }
+}
+
+#[test]
+fn an_untrusted_ledger_is_refused_and_nothing_runs_until_it_is_fixed() {
+    let (s, counter) = after_one_run();
+    let db = s.env.state().join("baton.db");
+    let wal = s.env.state().join("baton.db-wal");
+    assert!(wal.exists(), "a run leaves its write-ahead log");
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o666)).unwrap();
+    refused(&s, &counter, db.to_str().unwrap());
+    refused(&s, &counter, "mode 0666");
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::set_permissions(&wal, std::fs::Permissions::from_mode(0o646)).unwrap();
+    refused(&s, &counter, wal.to_str().unwrap());
+    std::fs::set_permissions(&wal, std::fs::Permissions::from_mode(0o600)).unwrap();
+    recovers(&s, &counter);
+    if root() {
+        chown_nobody(&db);
+        refused(&s, &counter, "owned by uid 65534");
+        // What reads the ledger says why it cannot.
+        let o = sched(&s, &["history", "count"]);
+        assert!(stderr(&o).contains("owned by uid 65534"), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn a_named_pipe_at_the_ledger_is_refused_without_blocking() {
+    let (s, counter) = after_one_run();
+    let shm = s.env.state().join("baton.db-shm");
+    mkfifo(&shm);
+    refused(&s, &counter, "named pipe");
+    std::fs::remove_file(&shm).unwrap();
+    recovers(&s, &counter);
+}
+
+#[test]
+fn a_lock_file_of_another_user_is_named_without_repeating_root() {
+    if !root() {
+        return;
+    }
+    let (s, counter) = after_one_run();
+    chown_nobody(&s.env.state().join("locks/count.lock"));
+    let o = sched(&s, &["run", "count"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("owned by uid 65534, not by root:"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!stderr(&o).contains("root or root"), "{}", stderr(&o));
+    assert_eq!(lines(&counter), 1);
+}
+
+/// A daemon on loopback with a token (its write endpoints need one, or will).
+fn daemon(s: &Sched, jobs: &str) -> (Daemon, String) {
+    let token = s.env.path("token");
+    std::fs::write(&token, "a-token-long-enough-to-pass\n").unwrap();
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    s.write(&format!(
+        "[scheduler]\nstate_dir = {:?}\ntimezone = \"UTC\"\n[daemon]\ntoken_file = {:?}\n{jobs}",
+        s.env.state().to_str().unwrap(),
+        token.to_str().unwrap()
+    ));
+    let d = Daemon::start(s, &[]);
+    (d, "Bearer a-token-long-enough-to-pass".into())
+}
+
+#[test]
+fn daemon_a_named_pipe_in_logs_never_blocks_a_tick_or_a_run() {
+    let s = Sched::new("");
+    let counter = s.env.path("counter");
+    // Not due: the daemon's own first tick runs nothing.
+    let (d, auth) = daemon(
+        &s,
+        &format!(
+            "[jobs.count]\nschedule = \"0 0 1 1 *\"\nrun = \"echo ran >> {}\"\n",
+            counter.display()
+        ),
+    );
+    let headers = [
+        ("Authorization", auth.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+    let ok = d.request("POST", "/v1/tick", &headers, "");
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    std::fs::create_dir_all(logs(&s)).unwrap();
+    let alerts = logs(&s).join("alerts.log");
+    mkfifo(&alerts);
+    let a = d.request("POST", "/v1/tick", &headers, "");
+    assert_eq!(a.status, 500, "{}", a.body);
+    assert_eq!(a.json()["error"]["code"], "unusable_state", "{}", a.body);
+    let message = a.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(message.contains(alerts.to_str().unwrap()), "{message}");
+    assert!(message.contains("named pipe"), "{message}");
+    std::fs::remove_file(&alerts).unwrap();
+    // A job's own log: that run is refused, before its lease is taken.
+    for f in dated(&s, "count") {
+        mkfifo(&f);
+    }
+    let r = d.request("POST", "/v1/jobs/count/run", &headers, "");
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert!(r.body.contains("named pipe"), "{}", r.body);
+    assert_eq!(lines(&counter), 0);
+    assert_ne!(verdict(&s.env, "count"), "live");
+    for f in dated(&s, "count") {
+        std::fs::remove_file(f).unwrap();
+    }
+    let r = d.request("POST", "/v1/jobs/count/run", &headers, "");
+    assert_eq!(r.status, 202, "{}", r.body);
+    crate::support::eventually("the run to append its line", || lines(&counter) == 1);
+    assert!(!d.log().contains("hung"), "{}", d.log());
+}
