@@ -90,10 +90,14 @@ fn killing_baton_run_stops_the_job_before_the_next_run_starts() {
         .spawn()
         .unwrap();
     let detached: i32 = wait_for_file(&s.env.path("detached")).parse().unwrap();
+    let grouped: i32 = wait_for_file(&s.env.path("grouped")).parse().unwrap();
     signal(i32::try_from(first.id()).unwrap(), Signal::KILL);
     let _ = first.wait();
     eventually("the detached process to die with the supervisor", || {
         !alive(detached)
+    });
+    eventually("the grouped process to die with the supervisor", || {
+        !alive(grouped)
     });
     let before = count(&beats);
     std::fs::remove_file(s.env.path("detached")).unwrap();
