@@ -54,6 +54,10 @@ pub enum Role {
     Ledger,
     /// A log, or a marker baton keeps beside its logs.
     Log,
+    /// A configuration file (`baton.toml`, a `jobs.d/` drop-in): baton
+    /// reads it rather than writes it, but it names the commands baton
+    /// runs, as whoever runs baton.
+    Config,
 }
 
 /// The user this process acts as.
@@ -134,6 +138,12 @@ pub fn check_owned(path: &Path, uid: u32, mode: u32, role: Role) -> Result<(), U
                  remove it (baton creates it afresh) or `chown {} {shown}`",
                 owner_name(me())
             ),
+            Role::Config => format!(
+                "another user could make baton run any command as {}; `chown {} {shown}` once \
+                 you have read what it says",
+                owner_name(me()),
+                owner_name(me())
+            ),
         };
         return Err(Untrusted {
             path: path.to_owned(),
@@ -146,6 +156,10 @@ pub fn check_owned(path: &Path, uid: u32, mode: u32, role: Role) -> Result<(), U
             Role::LockFile => format!("`chmod go-w {shown}`, or choose another lock path"),
             Role::Ledger => format!("`chmod 0600 {shown}`"),
             Role::Log => format!("`chmod go-w {shown}`"),
+            Role::Config => format!(
+                "another user could make baton run any command as {}; `chmod go-w {shown}`",
+                owner_name(me())
+            ),
         };
         return Err(Untrusted {
             path: path.to_owned(),
@@ -178,7 +192,7 @@ pub fn check_meta(path: &Path, meta: &std::fs::Metadata, role: Role) -> Result<(
         };
         let remedy = match role {
             Role::Log => "remove it (baton creates the file afresh); nothing was written to it",
-            Role::Ledger | Role::LockFile => {
+            Role::Ledger | Role::LockFile | Role::Config => {
                 "nothing was opened: remove it, or put the file itself there"
             }
         };

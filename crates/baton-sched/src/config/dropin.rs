@@ -116,6 +116,10 @@ pub(super) fn scan(config_path: &Path) -> Result<Vec<Found>, ConfigError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(unreadable(&dir, &e.to_string())),
     };
+    // What another user could add to or replace in jobs.d/ would run as
+    // whoever runs baton.
+    let meta = std::fs::metadata(&dir).map_err(|e| unreadable(&dir, &e.to_string()))?;
+    baton_lease::trust::check_dir_meta(&dir, &meta, baton_lease::trust::Sticky::Refused)?;
     let mut found = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|e| unreadable(&dir, &e.to_string()))?;
@@ -185,6 +189,15 @@ fn read_regular(path: &Path) -> Result<String, ConfigError> {
         .map_err(|e| unreadable(path, &e.to_string()))?;
     if !meta.is_file() {
         return Err(not_regular("no longer a regular file"));
+    }
+    {
+        use std::os::unix::fs::MetadataExt;
+        baton_lease::trust::check_owned(
+            path,
+            meta.uid(),
+            meta.mode(),
+            baton_lease::trust::Role::Config,
+        )?;
     }
     std::io::read_to_string(file).map_err(|e| unreadable(path, &e.to_string()))
 }

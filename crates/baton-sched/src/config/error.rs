@@ -35,6 +35,10 @@ pub enum ConfigError {
         /// The bad value and what is allowed.
         message: String,
     },
+    /// A file or directory of the configuration another user could have
+    /// written: it names the commands baton runs.
+    #[error("{0}")]
+    Untrusted(#[from] baton_lease::trust::Untrusted),
     /// The file is not TOML.
     #[error("{}:{line}: not valid TOML: {message}", path.display())]
     Syntax {

@@ -103,21 +103,7 @@ pub fn parse(text: &str, path: &Path, over: &Overrides) -> Result<Config, Config
 
 /// The configuration file at `path`, read and parsed (not yet validated).
 fn read_main(path: &Path) -> Result<doc::Node, ConfigError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(ConfigError::Missing {
-                path: path.to_owned(),
-            });
-        }
-        Err(e) => {
-            return Err(ConfigError::Unreadable {
-                path: path.to_owned(),
-                cause: e.to_string(),
-            });
-        }
-    };
-    parse_doc(&text, path)
+    parse_doc(&snapshot::read_main_text(path)?, path)
 }
 
 fn parse_doc(text: &str, path: &Path) -> Result<doc::Node, ConfigError> {

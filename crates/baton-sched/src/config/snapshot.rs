@@ -40,27 +40,18 @@ impl Snapshot {
     ///
     /// A missing or unreadable file.
     pub fn read(path: &Path) -> Result<Self, ConfigError> {
-        match std::fs::read_to_string(path) {
-            Ok(text) => Ok(Self {
-                path: path.to_owned(),
-                text,
-                dropins: super::dropin::scan(path)?
-                    .into_iter()
-                    .map(|f| Dropin {
-                        path: f.path,
-                        name: f.name,
-                        text: f.text,
-                    })
-                    .collect(),
-            }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(ConfigError::Missing {
-                path: path.to_owned(),
-            }),
-            Err(e) => Err(ConfigError::Unreadable {
-                path: path.to_owned(),
-                cause: e.to_string(),
-            }),
-        }
+        Ok(Self {
+            path: path.to_owned(),
+            text: read_main_text(path)?,
+            dropins: super::dropin::scan(path)?
+                .into_iter()
+                .map(|f| Dropin {
+                    path: f.path,
+                    name: f.name,
+                    text: f.text,
+                })
+                .collect(),
+        })
     }
 
     /// Validates the snapshot into a configuration.
@@ -81,4 +72,67 @@ impl Snapshot {
             .collect();
         super::read::document(&root, &self.path, over, &found)
     }
+}
+
+/// The text of the configuration file at `path` ([`read_trusted`]).
+///
+/// # Errors
+///
+/// A missing, unreadable or untrusted file.
+pub(super) fn read_main_text(path: &Path) -> Result<String, ConfigError> {
+    match read_trusted(path) {
+        Ok(text) => Ok(text),
+        Err(Read::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Err(ConfigError::Missing {
+            path: path.to_owned(),
+        }),
+        Err(Read::Io(e)) => Err(ConfigError::Unreadable {
+            path: path.to_owned(),
+            cause: e.to_string(),
+        }),
+        Err(Read::Refused(e)) => Err(e),
+    }
+}
+
+/// Why the configuration file was not read.
+enum Read {
+    Io(std::io::Error),
+    Refused(ConfigError),
+}
+
+/// The configuration file's text, once it is known to be a regular file
+/// (opened without blocking: a named pipe there never hangs a command)
+/// that only this user or root can change, in directories nobody else can
+/// rearrange. It names the commands baton runs, as whoever runs it: a file
+/// another user could write is a way to run commands as this one. A
+/// symbolic link to it is followed, and its target checked.
+fn read_trusted(path: &Path) -> Result<String, Read> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+        .map_err(Read::Io)?;
+    let meta = file.metadata().map_err(Read::Io)?;
+    if !meta.is_file() {
+        return Err(Read::Refused(ConfigError::Unreadable {
+            path: path.to_owned(),
+            cause: format!(
+                "it is {}, not a regular file",
+                baton_lease::trust::kind(meta.file_type())
+            ),
+        }));
+    }
+    let refused = |e| Read::Refused(ConfigError::Untrusted(e));
+    let real = std::fs::canonicalize(path).map_err(Read::Io)?;
+    baton_lease::trust::check_owned(
+        &real,
+        meta.uid(),
+        meta.mode(),
+        baton_lease::trust::Role::Config,
+    )
+    .map_err(refused)?;
+    if let Some(dir) = real.parent() {
+        baton_lease::trust::check_dir_path(dir, 0).map_err(refused)?;
+    }
+    std::io::read_to_string(file).map_err(Read::Io)
 }

@@ -407,3 +407,100 @@ fn daemon_a_named_pipe_in_logs_never_blocks_a_tick_or_a_run() {
     crate::support::eventually("the run to append its line", || lines(&counter) == 1);
     assert!(!d.log().contains("hung"), "{}", d.log());
 }
+
+/// A drop-in of `job` that appends to `counter`, in `jobs.d/`.
+fn dropin(s: &Sched, counter: &Path) -> PathBuf {
+    let dir = s.env.path("jobs.d");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("planted.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "[jobs.planted]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\n\
+             run = \"echo planted >> {}\"\n",
+            counter.display()
+        ),
+    )
+    .unwrap();
+    p
+}
+
+#[test]
+fn a_configuration_another_user_could_write_runs_nothing() {
+    let (s, counter) = after_one_run();
+    let planted = s.env.path("planted");
+    let file = dropin(&s, &planted);
+    let dir = s.env.path("jobs.d");
+    let config = s.config();
+    // Each of these lets another user name the commands baton runs, as
+    // root here: refused with exit 2, naming the file, and nothing runs.
+    let cases: Vec<(&str, Box<dyn Fn()>, Box<dyn Fn()>)> = vec![
+        (
+            "writable by its group or by others",
+            Box::new(|| {
+                std::fs::set_permissions(&config, PermissionsExt::from_mode(0o666)).unwrap()
+            }),
+            Box::new(|| {
+                std::fs::set_permissions(&config, PermissionsExt::from_mode(0o644)).unwrap()
+            }),
+        ),
+        (
+            "owned by uid 65534",
+            Box::new(|| chown_nobody(&config)),
+            Box::new(|| {
+                rustix::fs::chown(&config, Some(rustix::process::Uid::ROOT), None).unwrap()
+            }),
+        ),
+        (
+            "writable by its group or by others",
+            Box::new(|| std::fs::set_permissions(&file, PermissionsExt::from_mode(0o646)).unwrap()),
+            Box::new(|| std::fs::set_permissions(&file, PermissionsExt::from_mode(0o600)).unwrap()),
+        ),
+        (
+            "owned by uid 65534",
+            Box::new(|| chown_nobody(&file)),
+            Box::new(|| rustix::fs::chown(&file, Some(rustix::process::Uid::ROOT), None).unwrap()),
+        ),
+        (
+            "a directory writable by its group or by others",
+            Box::new(|| std::fs::set_permissions(&dir, PermissionsExt::from_mode(0o777)).unwrap()),
+            Box::new(|| std::fs::set_permissions(&dir, PermissionsExt::from_mode(0o755)).unwrap()),
+        ),
+    ];
+    assert!(root(), "these cases need root (chown)");
+    for (what, plant, undo) in &cases {
+        plant();
+        for args in [&["tick"][..], &["run", "planted"], &["config"], &["status"]] {
+            let o = sched(&s, args);
+            assert_eq!(code(&o), 2, "{what}: {args:?}: {}", stderr(&o));
+            assert!(
+                stderr(&o).contains(what),
+                "{what}: {args:?}: {}",
+                stderr(&o)
+            );
+        }
+        assert_eq!(lines(&planted), 0, "{what}: the planted job ran");
+        undo();
+    }
+    // Trusted again: the planted job (now the operator's) and count run.
+    let o = sched(&s, &["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(lines(&planted), 1);
+    let _ = counter;
+}
+
+#[test]
+fn a_named_pipe_at_the_configuration_never_hangs_a_command() {
+    let s = Sched::new("");
+    let config = s.config();
+    mkfifo(&config);
+    for args in [&["tick"][..], &["status"], &["config"]] {
+        let o = sched(&s, args);
+        assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("named pipe"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+}
