@@ -141,8 +141,10 @@ pub(crate) async fn run(d: Arc<Daemon>) {
         }
     };
     // Once at start: what fell due while no daemon ran is decided now.
+    // Instants are planned on the clock the ticks decide by (a shared
+    // store's), and the timer is armed for them on this host's.
     let _ = crate::tick::tick(&d, "clock").await;
-    let mut from = d.clock.wall();
+    let mut from = d.decision_now();
     let (mut wall, mut boot) = (from, d.clock.boot());
     loop {
         if d.stopping.load(Ordering::SeqCst) {
@@ -152,7 +154,7 @@ pub(crate) async fn run(d: Arc<Daemon>) {
         let replan = d.replan.notified();
         tokio::pin!(replan);
         replan.as_mut().enable();
-        if let Err(e) = timer.arm(next) {
+        if let Err(e) = timer.arm(next.map(|n| d.local_instant(n))) {
             crate::say(format_args!("failed to arm the clock's timer: {e}"));
             return;
         }
@@ -165,8 +167,8 @@ pub(crate) async fn run(d: Arc<Daemon>) {
                 // A new configuration is decided at once, as any tick would
                 // decide it (a job added over HTTP may be due already).
                 let _ = crate::tick::tick(&d, "clock").await;
-                from = d.clock.wall();
-                (wall, boot) = (from, d.clock.boot());
+                from = d.decision_now();
+                (wall, boot) = (d.clock.wall(), d.clock.boot());
                 continue;
             }
         };
@@ -189,12 +191,12 @@ pub(crate) async fn run(d: Arc<Daemon>) {
                 let _ = crate::tick::tick(&d, "clock").await;
                 // The next instant after the one that came (or after now,
                 // if the clock jumped past several).
-                from = next.map_or(now_wall, |n| n.max(from));
+                from = next.map_or_else(|| d.decision_now(), |n| n.max(from));
             }
             Ok(Woke::Stepped) => {
                 crate::say(format_args!("the wall clock was set: planning again"));
                 let _ = crate::tick::tick(&d, "clock").await;
-                from = d.clock.wall();
+                from = d.decision_now();
             }
             Err(e) => {
                 crate::say(format_args!("the clock's timer failed: {e}"));

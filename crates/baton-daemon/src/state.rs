@@ -172,6 +172,9 @@ pub(crate) struct Daemon {
     pub(crate) reloading: tokio::sync::Mutex<()>,
     /// The ledger the ticks keep open between them.
     kept: Mutex<Option<Kept>>,
+    /// How far the clock the last tick decided by (a shared store's) was
+    /// ahead of this host's, in microseconds: the clock plans by it.
+    pub(crate) offset_us: std::sync::atomic::AtomicI64,
 }
 
 /// A ledger kept open, and where it was opened: a ledger moved aside (by
@@ -220,7 +223,27 @@ impl Daemon {
             stopping: AtomicBool::new(false),
             reloading: tokio::sync::Mutex::new(()),
             kept: Mutex::new(None),
+            offset_us: std::sync::atomic::AtomicI64::new(0),
         }
+    }
+
+    /// Now on the clock the ticks decide by (a shared store's, as the last
+    /// tick measured it; this host's with files).
+    pub(crate) fn decision_now(&self) -> jiff::Timestamp {
+        let offset = jiff::SignedDuration::from_micros(
+            self.offset_us.load(std::sync::atomic::Ordering::SeqCst),
+        );
+        let now = self.clock.wall();
+        now.checked_add(offset).unwrap_or(now)
+    }
+
+    /// `at` on this host's clock (what the timer is armed by), for an
+    /// instant on the clock the ticks decide by.
+    pub(crate) fn local_instant(&self, at: jiff::Timestamp) -> jiff::Timestamp {
+        let offset = jiff::SignedDuration::from_micros(
+            self.offset_us.load(std::sync::atomic::Ordering::SeqCst),
+        );
+        at.checked_sub(offset).unwrap_or(at)
     }
 
     /// The ledger the last tick kept, if it is still the one `config`'s

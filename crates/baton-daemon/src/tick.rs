@@ -99,7 +99,13 @@ pub(crate) async fn tick(d: &Arc<Daemon>, source: &'static str) -> Option<Result
     })
     .await;
     let due = match due {
-        Ok(Ok(due)) => due,
+        Ok(Ok(due)) => {
+            d.offset_us.store(
+                i64::try_from(due.offset.as_micros()).unwrap_or(0),
+                Ordering::SeqCst,
+            );
+            due
+        }
         Ok(Err(e)) => {
             crate::say(format_args!("tick: {e}; nothing was run"));
             return Some(Err(e));

@@ -55,22 +55,38 @@ impl Clock for SystemClock {
     }
 }
 
-/// Another clock's wall shifted by a fixed offset, its boot clock and its
-/// sleep unchanged: the clock of a store several hosts share, as this host
-/// measured it (`offset` is the store's clock minus this one's).
+/// The clock of a store several hosts share, as this host measured it once:
+/// the store's wall clock at that instant, carried on by this host's boot
+/// clock (which never steps), so that a step of this host's wall clock
+/// afterwards (NTP correcting it) changes nothing. Boot clock and sleep are
+/// the inner clock's.
 #[derive(Clone)]
 pub struct ShiftedClock {
     inner: std::sync::Arc<dyn Clock>,
+    store: Timestamp,
+    at_boot: Duration,
     offset: jiff::SignedDuration,
 }
 
 impl ShiftedClock {
-    /// `inner`'s wall clock plus `offset`.
-    pub fn new(inner: std::sync::Arc<dyn Clock>, offset: jiff::SignedDuration) -> Self {
-        Self { inner, offset }
+    /// A clock that read `store` when `inner`'s boot clock read `at_boot`;
+    /// `offset` is the store's clock minus `inner`'s wall clock then, kept
+    /// for messages.
+    pub fn new(
+        inner: std::sync::Arc<dyn Clock>,
+        store: Timestamp,
+        at_boot: Duration,
+        offset: jiff::SignedDuration,
+    ) -> Self {
+        Self {
+            inner,
+            store,
+            at_boot,
+            offset,
+        }
     }
 
-    /// The offset added to the wall clock.
+    /// How far the store's clock was from this host's when measured.
     pub fn offset(&self) -> jiff::SignedDuration {
         self.offset
     }
@@ -79,6 +95,7 @@ impl ShiftedClock {
 impl std::fmt::Debug for ShiftedClock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ShiftedClock")
+            .field("store", &self.store)
             .field("offset", &self.offset)
             .finish_non_exhaustive()
     }
@@ -86,10 +103,11 @@ impl std::fmt::Debug for ShiftedClock {
 
 impl Clock for ShiftedClock {
     fn wall(&self) -> Timestamp {
-        self.inner
-            .wall()
-            .checked_add(self.offset)
-            .unwrap_or_else(|_| self.inner.wall())
+        let since = self.inner.boot().saturating_sub(self.at_boot);
+        jiff::SignedDuration::try_from(since)
+            .ok()
+            .and_then(|d| self.store.checked_add(d).ok())
+            .unwrap_or(self.store)
     }
 
     fn boot(&self) -> Duration {
@@ -171,6 +189,28 @@ mod tests {
         c.step_wall(-3600);
         assert_eq!(c.boot(), Duration::from_secs(7));
         assert_eq!(c.wall(), Timestamp::from_second(2 - 3600).unwrap());
+    }
+
+    #[test]
+    fn a_shifted_clock_goes_by_the_store_and_the_boot_clock_not_this_wall() {
+        let local = std::sync::Arc::new(ManualClock::new(
+            Timestamp::from_second(1000).unwrap(),
+            Duration::from_secs(50),
+        ));
+        let store = Timestamp::from_second(4600).unwrap();
+        let c = ShiftedClock::new(
+            local.clone(),
+            store,
+            Duration::from_secs(50),
+            jiff::SignedDuration::from_secs(3600),
+        );
+        assert_eq!(c.wall(), store);
+        local.advance(Duration::from_secs(10));
+        assert_eq!(c.wall(), Timestamp::from_second(4610).unwrap());
+        // NTP steps this host's clock: the store's time goes on unmoved.
+        local.step_wall(3600);
+        assert_eq!(c.wall(), Timestamp::from_second(4610).unwrap());
+        assert_eq!(c.boot(), Duration::from_secs(60));
     }
 
     #[test]

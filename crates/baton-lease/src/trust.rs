@@ -205,6 +205,70 @@ pub fn check_meta(path: &Path, meta: &std::fs::Metadata, role: Role) -> Result<(
     check_owned(path, meta.uid(), meta.mode(), role)
 }
 
+/// Whether group `gid` is its owner's own, as Debian and most distributions
+/// give each user (a "user private group", which makes a umask of 002
+/// harmless): `/etc/group` names it after the user, lists no member, and it
+/// is the user's primary group in `/etc/passwd`, and nobody else's. A group
+/// that cannot be read there (from a directory service) is not taken for
+/// one: what cannot be checked is not trusted.
+pub fn private_group(uid: u32, gid: u32) -> bool {
+    let (Ok(passwd), Ok(group)) = (
+        std::fs::read_to_string("/etc/passwd"),
+        std::fs::read_to_string("/etc/group"),
+    ) else {
+        return false;
+    };
+    private_group_in(&passwd, &group, uid, gid)
+}
+
+/// [`private_group`], on the text of `/etc/passwd` and `/etc/group`.
+fn private_group_in(passwd: &str, group: &str, uid: u32, gid: u32) -> bool {
+    let users: Vec<(&str, u32, u32)> = passwd
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            Some((
+                *f.first()?,
+                f.get(2)?.parse().ok()?,
+                f.get(3)?.parse().ok()?,
+            ))
+        })
+        .collect();
+    let Some(&(name, _, primary)) = users.iter().find(|u| u.1 == uid) else {
+        return false;
+    };
+    let alone = users.iter().filter(|u| u.2 == gid).all(|u| u.1 == uid);
+    let listed = group.lines().any(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        f.first() == Some(&name)
+            && f.get(2).and_then(|g| g.parse::<u32>().ok()) == Some(gid)
+            && f.get(3)
+                .is_none_or(|m| m.trim().is_empty() || m.trim() == name)
+    });
+    primary == gid && alone && listed
+}
+
+/// Whether mode `mode` with group `gid` lets someone other than owner
+/// `uid` write: others may, or a group that is not the owner's own.
+fn others_may_write(uid: u32, gid: u32, mode: u32) -> bool {
+    mode & 0o002 != 0 || (mode & 0o020 != 0 && !private_group(uid, gid))
+}
+
+/// Checks a configuration file (`baton.toml`, a drop-in), from its
+/// `fstat`: a regular file, owned by this user or root, that nobody else
+/// may write (its group may, when it is the owner's own group).
+///
+/// # Errors
+///
+/// As [`check_meta`].
+pub fn check_config(path: &Path, meta: &std::fs::Metadata) -> Result<(), Untrusted> {
+    if meta.is_file() && !others_may_write(meta.uid(), meta.gid(), meta.mode()) {
+        // Owner still checked; the group's bit is the owner's own.
+        return check_owned(path, meta.uid(), meta.mode() & !0o020, Role::Config);
+    }
+    check_meta(path, meta, Role::Config)
+}
+
 /// Checks one directory's owner and mode.
 ///
 /// # Errors
@@ -230,7 +294,7 @@ pub fn check_dir_meta(
                 .into(),
         });
     }
-    let shared = mode & 0o022 != 0;
+    let shared = others_may_write(meta.uid(), meta.gid(), mode);
     let sticky_ok = sticky == Sticky::Allowed && mode & 0o1000 != 0;
     if shared && !sticky_ok {
         return Err(Untrusted {
@@ -292,6 +356,24 @@ pub fn check_dir_path(dir: &Path, strict: usize) -> Result<(), Untrusted> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_group_is_its_owners_own_only_when_nobody_else_can_be_in_it() {
+        let passwd = "root:x:0:0::/root:/bin/sh\nann:x:1000:1000::/home/ann:/bin/sh\n\
+                      bob:x:1001:1001::/home/bob:/bin/sh\ncarl:x:1002:1001::/:/bin/sh\n\
+                      dee:x:1003:100::/:/bin/sh\n";
+        let group = "root:x:0:\nann:x:1000:\nbob:x:1001:\nusers:x:100:dee\nops:x:2000:ann,bob\n";
+        assert!(private_group_in(passwd, group, 1000, 1000));
+        assert!(private_group_in(passwd, group, 0, 0));
+        // Another user's primary group too.
+        assert!(!private_group_in(passwd, group, 1001, 1001));
+        // A shared group, by name or by members.
+        assert!(!private_group_in(passwd, group, 1003, 100));
+        assert!(!private_group_in(passwd, group, 1000, 2000));
+        // Not the user's primary group, or not in /etc/group at all.
+        assert!(!private_group_in(passwd, group, 1000, 1001));
+        assert!(!private_group_in(passwd, group, 1000, 4242));
+    }
 
     #[test]
     fn group_or_world_writable_files_are_refused() {

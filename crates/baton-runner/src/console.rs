@@ -6,14 +6,21 @@
 //! past a takeover. So everything baton prints while it may hold a lease
 //! goes through here:
 //!
-//! - a pipe or a terminal is written through a descriptor of its own, opened
-//!   with `O_NONBLOCK` from `/proc/self/fd/N` (a new open file description:
-//!   the job, which may share the pipe, keeps its blocking one);
+//! - a pipe is written with `pwritev2(RWF_NOWAIT)`, which never waits
+//!   whatever the descriptor's flags (the job, which may share the pipe,
+//!   keeps its blocking description); on a kernel without it (before 5.8),
+//!   through a descriptor of its own opened with `O_NONBLOCK` from
+//!   `/proc/self/fd/N` (a new open file description);
+//! - a terminal the same way, through a descriptor of its own;
 //! - a socket is written with `MSG_DONTWAIT`;
 //! - a regular file (or anything else) is written as it is: it does not wait
-//!   on a reader;
-//! - a pipe that cannot be reopened (another user's) is written only when
-//!   `poll` says it has room, a pipe buffer's worth at a time.
+//!   on a reader (a file on a hung network filesystem would: baton's
+//!   standard streams should not be there);
+//! - a pipe or terminal that neither way works for (an old kernel, and
+//!   another user's pipe that cannot be reopened) is written only when
+//!   `poll` says it has room, a pipe buffer's worth at a time: a job
+//!   writing to the same pipe between the poll and the write can still make
+//!   that write wait.
 //!
 //! What cannot be written at once waits in a bounded buffer and goes out at
 //! the next write or at [`flush`], which the process calls before it exits
@@ -49,8 +56,10 @@ const PIPE_BUF: usize = 4096;
 enum Way {
     /// Not looked at yet.
     Unknown,
-    /// Written as it is (a regular file, or what could not be reopened).
+    /// Written as it is (a regular file, a device that is no terminal).
     Direct,
+    /// A pipe, written with `RWF_NOWAIT`.
+    NoWait,
     /// A private non-blocking description of the same pipe or terminal.
     Private(OwnedFd),
     /// A socket, sent with `MSG_DONTWAIT`.
@@ -91,24 +100,48 @@ pub fn stdout(bytes: &[u8]) -> usize {
 }
 
 /// Writes what is buffered, waiting at most `limit` in all for slow
-/// readers; what is still buffered then is dropped.
+/// readers (both streams at once: a stuck one does not starve the other);
+/// what is still buffered then is dropped.
 pub fn flush(limit: Duration) {
     let clock = SystemClock;
     let end = clock.boot().saturating_add(limit);
-    for m in [&OUT, &ERR] {
-        let mut s = lock(m);
-        loop {
+    loop {
+        let mut waiting = Vec::new();
+        for m in [&OUT, &ERR] {
+            let mut s = lock(m);
             s.push();
-            if s.pending.is_empty() {
-                break;
+            if !s.pending.is_empty()
+                && let Some(fd) = s.polled_fd()
+            {
+                waiting.push(fd);
             }
-            let left = end.saturating_sub(clock.boot());
-            if left.is_zero() {
-                s.pending.clear();
-                break;
-            }
-            s.wait_writable(left);
         }
+        let left = end.saturating_sub(clock.boot());
+        if waiting.is_empty() || left.is_zero() {
+            break;
+        }
+        poll_any_out(&waiting, left.min(Duration::from_millis(100)));
+    }
+    for m in [&OUT, &ERR] {
+        lock(m).pending.clear();
+    }
+}
+
+/// Waits at most `limit` for any of `fds` to have room for a write.
+fn poll_any_out(fds: &[RawFd], limit: Duration) {
+    let mut p: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLOUT,
+            revents: 0,
+        })
+        .collect();
+    let ms = i32::try_from(limit.as_millis()).unwrap_or(i32::MAX).max(1);
+    let n = libc::nfds_t::try_from(p.len()).unwrap_or(0);
+    // Safety: `p` is a valid array of `n` pollfds on our heap.
+    unsafe {
+        libc::poll(p.as_mut_ptr(), n, ms);
     }
 }
 
@@ -189,6 +222,16 @@ impl Stream {
     fn send(&self, bytes: &[u8]) -> io::Result<usize> {
         match &self.way {
             Way::Private(fd) => Ok(rustix::io::write(fd, bytes)?),
+            Way::NoWait => {
+                let iov = libc::iovec {
+                    iov_base: bytes.as_ptr().cast_mut().cast(),
+                    iov_len: bytes.len(),
+                };
+                // Safety: one iovec over `bytes`, which the kernel only
+                // reads; offset -1 is the pipe's own (it has none).
+                let n = unsafe { libc::pwritev2(self.fd, &iov, 1, -1, libc::RWF_NOWAIT) };
+                usize::try_from(n).map_err(|_| io::Error::last_os_error())
+            }
             Way::Socket => {
                 // Safety: `send` reads `bytes.len()` bytes from `bytes` on
                 // this process's standard stream.
@@ -219,17 +262,8 @@ impl Stream {
     fn polled_fd(&self) -> Option<RawFd> {
         match &self.way {
             Way::Private(fd) => Some(fd.as_raw_fd()),
-            Way::Socket | Way::Polled => Some(self.fd),
+            Way::Socket | Way::Polled | Way::NoWait => Some(self.fd),
             Way::Unknown | Way::Direct | Way::Closed => None,
-        }
-    }
-
-    fn wait_writable(&self, limit: Duration) {
-        if let Some(fd) = self.polled_fd() {
-            poll_out(
-                fd,
-                i32::try_from(limit.as_millis()).unwrap_or(i32::MAX).max(1),
-            );
         }
     }
 
@@ -261,6 +295,7 @@ fn way_of(fd: RawFd) -> Way {
     let kind = rustix::fs::FileType::from_raw_mode(st.st_mode);
     match kind {
         rustix::fs::FileType::Socket => Way::Socket,
+        rustix::fs::FileType::Fifo if nowait_works(fd) => Way::NoWait,
         rustix::fs::FileType::Fifo | rustix::fs::FileType::CharacterDevice => {
             let flags = rustix::fs::OFlags::WRONLY
                 | rustix::fs::OFlags::NONBLOCK
@@ -281,6 +316,23 @@ fn way_of(fd: RawFd) -> Way {
         }
         _ => Way::Direct,
     }
+}
+
+/// Whether the kernel takes `RWF_NOWAIT` writes on pipe `fd`: a write of
+/// nothing says so without writing.
+fn nowait_works(fd: RawFd) -> bool {
+    let byte = 0u8;
+    let iov = libc::iovec {
+        iov_base: (&raw const byte).cast_mut().cast(),
+        iov_len: 0,
+    };
+    // Safety: an iovec of length 0; nothing is read or written.
+    let n = unsafe { libc::pwritev2(fd, &iov, 1, -1, libc::RWF_NOWAIT) };
+    n >= 0
+        || !matches!(
+            io::Error::last_os_error().raw_os_error(),
+            Some(libc::EOPNOTSUPP | libc::EINVAL | libc::ENOSYS)
+        )
 }
 
 /// Writes `bytes` to a descriptor that does not wait on a reader.

@@ -19,10 +19,12 @@
 //!
 //! 1. a PID namespace (`clone(CLONE_NEWPID)`), for a runner with
 //!    `CAP_SYS_ADMIN` (root);
-//! 2. a user namespace with a PID namespace inside it, for any other user,
-//!    mapping only the runner's own user and group ids to themselves: the
-//!    job runs as the same user with the same files, but set-user-id
-//!    programs do not gain privileges inside it;
+//! 2. a user namespace with a PID namespace inside it, for any other user
+//!    that holds no capability, mapping only the runner's own user and
+//!    group ids to themselves: the job runs as the same user with the same
+//!    files, but set-user-id programs (and programs with file capabilities)
+//!    do not gain privileges inside it. Never for root or a runner with
+//!    capabilities, whose job would lose them;
 //! 3. none, as before namespaces: the step's process group is the evidence
 //!    a judge on this host reads (a killed runner's lease stays *orphaned*
 //!    while the group has members, and `baton lock break --kill` stops
@@ -95,10 +97,29 @@ pub(crate) fn candidates() -> Vec<Method> {
     if p.pid.is_none() {
         out.push(Method::Pid);
     }
-    if p.user_pid.is_none() {
+    if p.user_pid.is_none() && !privileged() {
         out.push(Method::UserPid);
     }
     out
+}
+
+/// Whether this process holds any capability (root, or a service granted
+/// some). Its job must keep them: inside a user namespace of its own it
+/// would lose them over everything outside (other users' files, the host's
+/// network), so such a runner never uses one, and runs uncontained (with
+/// the alert) where the kernel refuses it a plain PID namespace.
+fn privileged() -> bool {
+    if rustix::process::geteuid().is_root() {
+        return true;
+    }
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+        .is_none_or(|caps| caps != 0)
 }
 
 /// Remembers that the kernel refused `method`, so later steps of this
@@ -213,6 +234,10 @@ pub(crate) fn write_maps(pid: u32) -> io::Result<()> {
     write("gid_map", format!("{gid} {gid} 1\n"))
 }
 
+/// What init writes on the error pipe once its death is tied to the
+/// runner's thread, before the runner may open its gate.
+pub(crate) const ARMED: u8 = b'A';
+
 /// The descriptors init keeps.
 pub(crate) struct InitPlan {
     /// Where the command's wait status goes (4 bytes, native order).
@@ -222,8 +247,9 @@ pub(crate) struct InitPlan {
 }
 
 /// Asks the kernel for `SIGKILL` when the thread that created this process
-/// dies. A parent that died before this call is noticed at the gate (its
-/// write end closed).
+/// dies. The runner waits for init to say it did ([`ARMED`]) before it may
+/// open the gate, so a runner that died before this call never opened it:
+/// init then reads end-of-file at the gate and runs nothing.
 ///
 /// # Safety
 ///

@@ -227,6 +227,31 @@ fn spawn_as(
     }
     drop(gate_r);
     drop(err_w);
+    if method.contained() {
+        // Init asks for its death with this thread before anything may
+        // open its gate ([`contain::ARMED`]).
+        let mut byte = [0u8; 1];
+        let mut errors = std::fs::File::from(err_r.try_clone()?);
+        let armed = loop {
+            match io::Read::read(&mut errors, &mut byte) {
+                Ok(1) => break byte[0] == contain::ARMED,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                _ => break false,
+            }
+        };
+        if !armed {
+            drop(gate_w);
+            let mut c = Child {
+                pid: pid.unsigned_abs(),
+                done: false,
+                status: None,
+            };
+            let _ = c.wait();
+            return Err(io::Error::other(
+                "the step's init ended before it could be tied to its supervisor",
+            ));
+        }
+    }
     Ok(Gated {
         pid: pid.unsigned_abs(),
         gate: Some(gate_w),
@@ -265,6 +290,11 @@ unsafe fn child(plan: &ChildPlan<'_>) -> ! {
         libc::setpgid(0, 0);
         if plan.init.is_some() {
             contain::die_with_parent();
+            // Armed: the runner waits for this byte before the gate can
+            // open, so a runner that dies from here on takes init along,
+            // and one that died before never opens the gate.
+            let armed = contain::ARMED;
+            libc::write(plan.err, (&raw const armed).cast(), 1);
         }
         let mut empty: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut empty);

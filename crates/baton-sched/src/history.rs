@@ -190,31 +190,55 @@ pub(crate) fn judge_unfinished(
         .get(job)
         .and_then(|j| store.and_then(|s| s.inspect(j).ok().flatten()));
     for v in views.iter_mut().filter(|v| v.verdict.is_none()) {
-        v.verdict = unfinished(&v.run_id, lock.as_ref()).map(str::to_owned);
+        v.verdict =
+            unfinished(&v.run_id, v.host.as_deref(), v.pid, lock.as_ref()).map(str::to_owned);
     }
 }
 
 /// What a run the ledger has no end for is now: `Some("abandoned")` when
 /// nothing of it can still run, `None` while it may (or when that cannot
-/// be told: `lock`, the job's lock judged now, is `None` when it cannot be
-/// read).
+/// be told).
 ///
-/// A lock that is free, taken by another run, or whose holder is provably
-/// dead (or past its TTL and grace on another host, which its self-fencing
-/// has stopped by then) says the run is over; one whose holder is this run,
-/// live, hung or orphaned, says it may still run.
+/// `lock` is the job's lock judged now (`None` when it cannot be read). A
+/// holder that is this run, live, hung or orphaned, says it may still run.
+/// Otherwise a run of this host is judged by its supervising process: gone,
+/// the run is over (a step dies with its supervisor); alive, it may still
+/// run (its job's lock may have been renamed since it started, and a pid
+/// reused since is taken for it, the safe way round). A run of another host
+/// is over when its lock is free, taken by another run, or held by a
+/// provably dead holder or one past its TTL and grace (whose self-fencing
+/// has stopped it by then).
 pub(crate) fn unfinished(
     run_id: &str,
+    host: Option<&str>,
+    pid: Option<u32>,
     lock: Option<&baton_lease::Verdict>,
 ) -> Option<&'static str> {
     use baton_lease::Verdict as V;
+    const OVER: Option<&str> = Some("abandoned");
+    if let Some(V::Live { holder, .. } | V::Hung { holder, .. } | V::Orphaned { holder, .. }) = lock
+        && holder.run() == Some(run_id)
+    {
+        return None;
+    }
+    if host.is_some_and(|h| h == baton_lease::Observer::here().host)
+        && let Some(pid) = pid
+    {
+        return if baton_lease::job::process_runs(pid) {
+            None
+        } else {
+            OVER
+        };
+    }
     match lock? {
-        V::Absent | V::Free(_) | V::Abandoned { .. } | V::Dead { .. } | V::Expired { .. } => {
-            Some("abandoned")
-        }
-        V::Live { holder, .. } | V::Hung { holder, .. } | V::Orphaned { holder, .. } => {
-            (holder.run() != Some(run_id)).then_some("abandoned")
-        }
+        V::Absent
+        | V::Free(_)
+        | V::Abandoned { .. }
+        | V::Dead { .. }
+        | V::Expired { .. }
+        | V::Live { .. }
+        | V::Hung { .. }
+        | V::Orphaned { .. } => OVER,
         V::Writing { .. } | V::Refused(_) => None,
     }
 }

@@ -392,7 +392,8 @@ fn job_status(
                 .and_then(|f| u64::try_from(f.duration_since(r.started).as_millis()).ok()),
             finished: r.finished.map(stamp),
             verdict: r.verdict.or_else(|| {
-                crate::history::unfinished(&r.run_id, lock.as_ref()).map(str::to_owned)
+                crate::history::unfinished(&r.run_id, r.host.as_deref(), r.pid, lock.as_ref())
+                    .map(str::to_owned)
             }),
             exit_code: r.exit_code,
             run_id: r.run_id,

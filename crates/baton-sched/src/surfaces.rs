@@ -92,6 +92,7 @@ impl Surfaces {
                 Ok(c) => s.clock = c,
                 Err(e) => {
                     s.ledger = None;
+                    s.runs_refused = true;
                     s.warn(&format!(
                         "the ledger is unavailable: {e}; no run starts without it"
                     ));

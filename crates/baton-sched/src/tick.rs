@@ -124,6 +124,9 @@ pub struct Due {
     pub missed: Vec<(String, crate::plan::MissedRange)>,
     /// Whether an alert was raised.
     pub alerted: bool,
+    /// How far the clock it was decided by (a shared store's) was ahead of
+    /// the one it was given: zero with files.
+    pub offset: jiff::SignedDuration,
 }
 
 /// Decides every job of `config` (or those in `only`) at the clock's now,
@@ -145,6 +148,7 @@ pub fn decide_due_with(
     let mut s = Surfaces::open_with(config, Arc::clone(clock), ledger);
     // The store's clock, when several hosts share it.
     let now = s.now();
+    due.offset = now.duration_since(clock.wall());
     let states = s.ledger(|l| l.jobs()).unwrap_or_default();
     let by_name: std::collections::HashMap<&str, &baton_ledger::JobState> =
         states.iter().map(|j| (j.job.as_str(), j)).collect();

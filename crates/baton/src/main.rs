@@ -46,6 +46,7 @@ fn main() -> ExitCode {
                      (or give a shell command with -c 'CMD')"
                 );
             }
+            baton_runner::console::flush(baton_runner::console::EXIT_FLUSH);
             return code.into();
         }
     };

@@ -25,6 +25,14 @@ fn clock() -> Arc<dyn Clock> {
     Arc::new(SystemClock)
 }
 
+/// The clock `c`'s commands decide by: the shared store's, or this host's.
+fn decision_clock(c: &baton_sched::config::Config, what: &str) -> Result<Arc<dyn Clock>, Exit> {
+    baton_sched::store::clock_for(c, clock()).map_err(|e| {
+        say!("baton {what}: {e}");
+        Exit::Usage
+    })
+}
+
 fn code(c: u8) -> Exit {
     match c {
         0 => Exit::Ok,
@@ -61,7 +69,11 @@ pub fn status(state: Option<&Path>, a: &StatusArgs) -> Exit {
         say!("baton status: no job named {j:?} in {}", c.path.display());
         return Exit::Usage;
     }
-    let s = baton_sched::status::read(&c, a.job.as_deref(), SystemClock.wall());
+    let now = match decision_clock(&c, "status") {
+        Ok(clock) => clock.wall(),
+        Err(e) => return e,
+    };
+    let s = baton_sched::status::read(&c, a.job.as_deref(), now);
     if let Some(e) = &s.error {
         say!("baton status: {e}");
         if c.store.is_some() {
@@ -205,7 +217,11 @@ pub fn pause(state: Option<&Path>, a: &crate::cli::PauseArgs) -> Exit {
         Ok(j) => j,
         Err(e) => return e,
     };
-    let now = SystemClock.wall();
+    let clock = match decision_clock(&c, "pause") {
+        Ok(clock) => clock,
+        Err(e) => return e,
+    };
+    let now = clock.wall();
     let until = match (&a.for_, &a.until) {
         (Some(d), _) => match baton_sched::units::parse_duration(d) {
             Ok(d) if !d.is_zero() => match jiff::SignedDuration::try_from(d)
@@ -243,7 +259,7 @@ pub fn pause(state: Option<&Path>, a: &crate::cli::PauseArgs) -> Exit {
         until,
         a.reason.as_deref(),
         &who(),
-        clock(),
+        clock,
         &mut out,
     );
     out!("{out}");
@@ -286,7 +302,11 @@ pub fn backfill(state: Option<&Path>, a: &crate::cli::BackfillArgs) -> Exit {
         (Ok(f), Ok(t)) => (f, t),
         (Err(e), _) | (_, Err(e)) => return e,
     };
-    let now = SystemClock.wall();
+    let clock = match decision_clock(&c, "backfill") {
+        Ok(clock) => clock,
+        Err(e) => return e,
+    };
+    let now = clock.wall();
     if from > now {
         say!(
             "baton backfill: --from {from} is in the future: only past occurrences can be backfilled"
@@ -336,7 +356,7 @@ pub fn backfill(state: Option<&Path>, a: &crate::cli::BackfillArgs) -> Exit {
         outln!("{}: no occurrence in that range", a.job);
         return Exit::Ok;
     }
-    code(baton_sched::backfill::run(&c, job, &occ, clock()))
+    code(baton_sched::backfill::run(&c, job, &occ, clock))
 }
 
 /// `baton watermark get`.

@@ -190,15 +190,7 @@ fn read_regular(path: &Path) -> Result<String, ConfigError> {
     if !meta.is_file() {
         return Err(not_regular("no longer a regular file"));
     }
-    {
-        use std::os::unix::fs::MetadataExt;
-        baton_lease::trust::check_owned(
-            path,
-            meta.uid(),
-            meta.mode(),
-            baton_lease::trust::Role::Config,
-        )?;
-    }
+    baton_lease::trust::check_config(path, &meta)?;
     std::io::read_to_string(file).map_err(|e| unreadable(path, &e.to_string()))
 }
 
@@ -435,7 +427,13 @@ pub fn write(config_path: &Path, name: &str, text: &str) -> Result<PathBuf, Drop
         "replaced",
     )?;
     let dir = dir(config_path);
-    match std::fs::create_dir(&dir) {
+    // The owner's alone whatever the umask: its files hold secrets, and
+    // every command refuses a jobs.d/ others may write.
+    let made = {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new().mode(0o700).create(&dir)
+    };
+    match made {
         Ok(()) => {
             if let Some(parent) = dir.parent() {
                 sync_dir(parent)?;

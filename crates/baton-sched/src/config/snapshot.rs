@@ -106,7 +106,7 @@ enum Read {
 /// another user could write is a way to run commands as this one. A
 /// symbolic link to it is followed, and its target checked.
 fn read_trusted(path: &Path) -> Result<String, Read> {
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
@@ -124,13 +124,7 @@ fn read_trusted(path: &Path) -> Result<String, Read> {
     }
     let refused = |e| Read::Refused(ConfigError::Untrusted(e));
     let real = std::fs::canonicalize(path).map_err(Read::Io)?;
-    baton_lease::trust::check_owned(
-        &real,
-        meta.uid(),
-        meta.mode(),
-        baton_lease::trust::Role::Config,
-    )
-    .map_err(refused)?;
+    baton_lease::trust::check_config(&real, &meta).map_err(refused)?;
     if let Some(dir) = real.parent() {
         baton_lease::trust::check_dir_path(dir, 0).map_err(refused)?;
     }

@@ -180,6 +180,7 @@ pub fn decision_clock(
         .checked_add(jiff::SignedDuration::try_from(half).unwrap_or_default())
         .unwrap_or(wall0);
     let offset = store.duration_since(mid);
+    let at_boot = boot0 + half;
     if offset.abs() > SKEW_SAID {
         let (how, by) = if offset.is_negative() {
             ("ahead of", offset.abs())
@@ -194,6 +195,23 @@ pub fn decision_clock(
         ));
     }
     Ok(std::sync::Arc::new(baton_lease::ShiftedClock::new(
-        local, offset,
+        local, store, at_boot, offset,
     )))
+}
+
+/// The clock a command of `config` decides by ([`decision_clock`]): the
+/// shared store's, measured on a connection of its own, or `local`.
+///
+/// # Errors
+///
+/// When the shared store cannot be reached: nothing may then be decided.
+pub fn clock_for(
+    config: &Config,
+    local: std::sync::Arc<dyn baton_lease::Clock>,
+) -> Result<std::sync::Arc<dyn baton_lease::Clock>, String> {
+    if config.store.is_none() {
+        return Ok(local);
+    }
+    let mut l = records(config, local.wall()).map_err(|e| e.to_string())?;
+    decision_clock(l.as_mut(), local).map_err(|e| e.to_string())
 }

@@ -147,7 +147,21 @@ fn run_whose_stdout_nobody_reads_still_stops_its_job_and_logs_its_output() {
         .spawn()
         .unwrap();
     let job: i32 = wait_for_file(&pidfile).parse().unwrap();
-    pause(1000); // the 400 kB are out of the job, and most of them dropped
+    // The 400 kB are out of the job (its log has them), more than baton
+    // keeps for the slow reader.
+    let logs = s.env.state().join("logs");
+    let logged = || -> u64 {
+        std::fs::read_dir(&logs)
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .filter(|e| e.file_name().to_string_lossy().starts_with("x_"))
+                    .filter_map(|e| e.metadata().ok())
+                    .map(|m| m.len())
+                    .sum()
+            })
+            .unwrap_or(0)
+    };
+    crate::support::eventually("the job's output in its log", || logged() >= 400_000);
     let config = s.config();
     let o = s.run(&[
         "lock",
@@ -163,7 +177,6 @@ fn run_whose_stdout_nobody_reads_still_stops_its_job_and_logs_its_output() {
         "the job ran on after its lease was lost: the supervisor was stuck writing to stdout"
     );
     assert_eq!(finish(b), Some(1));
-    let logs = s.env.state().join("logs");
     let log: String = std::fs::read_dir(&logs)
         .unwrap()
         .filter_map(Result::ok)

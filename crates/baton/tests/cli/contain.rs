@@ -220,3 +220,31 @@ fn the_scheduler_alerts_uncontained_once_per_run_where_the_kernel_refuses() {
     let log = std::fs::read_to_string(s.env.state().join("logs").join("alerts.log")).unwrap();
     assert_eq!(log.matches("\"uncontained\"").count(), 1, "{log}");
 }
+
+#[test]
+fn root_without_cap_sys_admin_runs_uncontained_and_keeps_roots_powers() {
+    let env = Env::new();
+    let secret = env.path("secret");
+    std::fs::write(&secret, "for nobody\n").unwrap();
+    rustix::fs::chown(&secret, Some(rustix::process::Uid::from_raw(65534)), None).unwrap();
+    std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    // A service unit or a container that drops CAP_SYS_ADMIN: a user
+    // namespace would cost the job root's powers over other users' files,
+    // so it runs without a namespace, and says so.
+    let o = std::process::Command::new("setpriv")
+        .args(["--bounding-set=-sys_admin", "--inh-caps=-sys_admin"])
+        .arg(BATON)
+        .args(["exec", "--name", "job", "--", "cat"])
+        .arg(&secret)
+        .env("BATON_STATE_DIR", env.state())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "for nobody\n");
+    assert!(
+        stderr(&o).contains("without a PID namespace"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -434,7 +434,8 @@ fn a_configuration_another_user_could_write_runs_nothing() {
     let config = s.config();
     // Each of these lets another user name the commands baton runs, as
     // root here: refused with exit 2, naming the file, and nothing runs.
-    let cases: Vec<(&str, Box<dyn Fn()>, Box<dyn Fn()>)> = vec![
+    type Change = Box<dyn Fn()>;
+    let cases: Vec<(&str, Change, Change)> = vec![
         (
             "writable by its group or by others",
             Box::new(|| {
