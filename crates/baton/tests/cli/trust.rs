@@ -434,8 +434,8 @@ fn a_configuration_another_user_could_write_runs_nothing() {
     let config = s.config();
     // Each of these lets another user name the commands baton runs, as
     // root here: refused with exit 2, naming the file, and nothing runs.
-    type Change = Box<dyn Fn()>;
-    let cases: Vec<(&str, Change, Change)> = vec![
+    type Change<'a> = Box<dyn Fn() + 'a>;
+    let cases: Vec<(&str, Change<'_>, Change<'_>)> = vec![
         (
             "writable by its group or by others",
             Box::new(|| {
