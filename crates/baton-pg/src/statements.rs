@@ -9,10 +9,13 @@
 //! overestimates it (the self-fencing inequality in `DESIGN.md` needs
 //! exactly that), and a judgement's `now` read early only makes a holder
 //! look younger (the safe direction).
-//! The fence is a counter in the row: a grant sets `fence = fence + 1`, and a
-//! release keeps it; a row is created free with the server's clock in
-//! microseconds as its count, so a row deleted by hand does not make fences
-//! repeat (the file lock's fences are microseconds too). Renew, restate,
+//! The fence is a counter in the row: a grant sets it to the larger of
+//! `fence + 1` and the server's clock in microseconds, and a release keeps
+//! it; a row is created free with the server's clock as its count. So a row
+//! deleted by hand, or restored from an older backup (or read from a replica
+//! that lagged behind when it was promoted), does not make fences repeat
+//! unless the server's clock went back past the last one (the file lock's
+//! fences are microseconds too, by the same rule). Renew, restate,
 //! naming the job's group and release change a row only when its token is
 //! the caller's.
 
@@ -77,7 +80,7 @@ const GRANT: &str = "
 WITH clock AS (SELECT clock_timestamp() AS t),
 g AS (
     UPDATE baton.leases l
-    SET state = 'held', fence = l.fence + 1, token = $2,
+    SET state = 'held', fence = greatest(l.fence + 1, baton.micros(clock.t)), token = $2,
         host = $3, machine = $4, boot = $5, pidns = $6, pid = $7, pstart = $8,
         pgid = $9, jstart = $10, run = $11, ttl_ms = $12, grace_ms = $13,
         renewed_boot_ms = $14, acquired = clock.t, renewed = clock.t, released = NULL,
