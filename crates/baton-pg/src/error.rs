@@ -119,6 +119,20 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// Whether a statement may have reached the server and committed
+    /// although no answer said so: the deadline passed, or the connection
+    /// failed without the server's word. An error the server sent rolled
+    /// its transaction back; a failure to connect sent nothing.
+    pub(crate) fn fate_unknown(&self) -> bool {
+        match self {
+            Self::Timeout { .. } => true,
+            Self::Query { source, .. } => source.as_db_error().is_none(),
+            _ => false,
+        }
+    }
+}
+
 /// What the driver's error says, whole: the server's own message for an
 /// error the server sent (`password authentication failed for user "x"`,
 /// `database "y" does not exist`), else the driver's words and their cause

@@ -146,6 +146,13 @@ const RESTATE_REFUSED: &str = "
 SELECT state = 'held' AND token IS NOT DISTINCT FROM $2, (claims ->> $3::text)::bigint
 FROM baton.leases WHERE name = $1";
 
+/// Whether the grant of an acquisition whose answer was lost committed:
+/// the row of lock `$1` held with its token `$2`, and the grant's fence and
+/// stamp (the columns [`GRANT`] returns).
+const CONFIRM: &str = "
+SELECT fence, baton.micros(acquired) FROM baton.leases
+WHERE name = $1 AND state = 'held' AND token = $2";
+
 /// The prepared statements of one connection.
 pub(crate) struct Statements {
     pub(crate) begin: Statement,
@@ -163,6 +170,7 @@ pub(crate) struct Statements {
     pub(crate) ping: Statement,
     pub(crate) inspect: Statement,
     pub(crate) vouch: Statement,
+    pub(crate) confirm: Statement,
 }
 
 /// The holder `$2` (a token) of lock `$1`, when it holds it: its fence and
@@ -192,7 +200,17 @@ impl Statements {
             p(&grant_if_free),
         )?;
         let inspect_sql = SELECT.replace(" FOR UPDATE", "");
-        let (renew, release, set_job_group, restate, restate_refused, ping, inspect, vouch) = tokio::try_join!(
+        let (
+            renew,
+            release,
+            set_job_group,
+            restate,
+            restate_refused,
+            ping,
+            inspect,
+            vouch,
+            confirm,
+        ) = tokio::try_join!(
             p(RENEW),
             p(RELEASE),
             p(SET_JOB_GROUP),
@@ -201,6 +219,7 @@ impl Statements {
             p("SELECT 1"),
             p(&inspect_sql),
             p(VOUCH),
+            p(CONFIRM),
         )?;
         Ok(Self {
             begin,
@@ -218,6 +237,7 @@ impl Statements {
             ping,
             inspect,
             vouch,
+            confirm,
         })
     }
 }
