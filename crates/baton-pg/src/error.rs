@@ -80,21 +80,6 @@ pub enum Error {
         /// The version this build needs.
         known: i32,
     },
-    /// A held lease's connection failed lately and is not tried again
-    /// before its backoff has passed ([`crate::PgHeld`]); the call was not
-    /// sent.
-    #[error(
-        "failed to {what}: the connection to the store at {target} failed; the next attempt is \
-         in {retry_in:?}"
-    )]
-    Reconnecting {
-        /// What was being done.
-        what: &'static str,
-        /// Host, port, database and user (never the password).
-        target: String,
-        /// How long until the next connection attempt.
-        retry_in: Duration,
-    },
     /// A held lease's connection thread is gone (its runtime could not be
     /// built, or it ended); nothing can be sent to the store through it.
     #[error("failed to {what}: the lease's connection thread has stopped")]
