@@ -150,6 +150,8 @@ impl PgHeld {
                 // this one must never take them.
                 baton_runner::signals::block_in_this_thread();
                 runtime.block_on(worker.serve(rx));
+                // Never wait for a lookup of the store's host still under way.
+                runtime.shutdown_background();
             })
             .map_err(|_| Error::Stopped { what: WHAT })?;
         Ok(Self {

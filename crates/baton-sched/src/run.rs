@@ -691,8 +691,9 @@ fn hold_once(
         worst = worst.max(steps::one(&sub, &ctx, &mut session, &current, surfaces));
     }
     // A run whose start the shared ledger would not record (CANNOT) leaves
-    // the queue to a later holder: the ledger is not answering.
-    let mates = if worst == CANNOT {
+    // the queue to a later holder: the ledger is not answering. Nor is the
+    // queue read after the lease is gone.
+    let mates = if worst == CANNOT || session.lost().is_some() || session.interrupted().is_some() {
         Vec::new()
     } else {
         drainable(req.config, job, surfaces)

@@ -21,14 +21,15 @@
 //!   records the miss when this one could not).
 //! - **Attempts and the end** are written again before the lease is let
 //!   go, so a run that ended well is never left `running` to be recorded
-//!   `abandoned` later. Should the lease be lost meanwhile, they are still
-//!   tried until the TTL has passed: the verdict is the run's, whoever holds
-//!   the lock.
+//!   `abandoned` later. Once the lease is lost (a host cut off from its
+//!   store) or a signal asks the run to stop, nothing is tried again: the
+//!   process ends, and the next run under the lock records it.
 //!
 //! Writing the same row again is safe: a start recorded already under the
 //! run's own id is its start, an attempt is keyed by run and sequence, an
 //! end lands once. This module never takes or releases the lease, and
-//! never waits longer than the TTL (plus the ledger's own deadline) in all.
+//! tries a run's start, and then its end, for at most the TTL each (plus
+//! one call's own deadline).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -89,12 +90,12 @@ impl RunRecord {
         };
         let row = record.start.clone();
         let mut begin = |l: &mut dyn Records| l.begin_run(&row);
-        let mut first = surfaces.borrow_mut().ledger(|l| begin(l));
-        if first.is_none() && shared {
-            record.note(surfaces, "its start");
-            let until = surfaces.borrow().clock().boot() + patience;
-            first = insist(session, surfaces, until, true, &mut begin);
-        }
+        let first = if shared {
+            let mut retry = record.retry(surfaces, "its start");
+            retry.insist(session, &mut begin)
+        } else {
+            surfaces.borrow_mut().ledger(|l| begin(l))
+        };
         let begin = match first {
             Some(Begun::Started) => {
                 record.start_recorded = true;
@@ -123,8 +124,8 @@ impl RunRecord {
     }
 
     /// Records the run's end (and first whatever the ledger did not take
-    /// yet: its start, its attempts), trying again for up to the patience;
-    /// returns whether it is all recorded.
+    /// yet: its start, its attempts), trying again for up to the patience
+    /// while the lease is held; returns whether it is all recorded.
     pub(crate) fn finish(
         mut self,
         end: &Finished,
@@ -132,20 +133,10 @@ impl RunRecord {
         session: &mut Session<'_>,
         surfaces: &Rc<RefCell<Surfaces>>,
     ) -> bool {
-        if self.start_recorded
-            && self.attempts.is_empty()
-            && surfaces
-                .borrow_mut()
-                .ledger(|l| l.finish_run(end, history_keep))
-                .is_some()
-        {
-            return true;
-        }
-        self.note(surfaces, "its end");
-        let until = surfaces.borrow().clock().boot() + self.patience;
+        let mut retry = self.retry(surfaces, "its end");
         if !self.start_recorded {
             let row = self.start.clone();
-            match insist(session, surfaces, until, false, &mut |l| l.begin_run(&row)) {
+            match retry.insist(session, &mut |l| l.begin_run(&row)) {
                 Some(Begun::Started) => self.start_recorded = true,
                 Some(Begun::AlreadyDecided(d)) => surfaces.borrow_mut().note(&format!(
                     "{} run={}: its start was not recorded: the ledger had decided occurrence \
@@ -159,35 +150,41 @@ impl RunRecord {
             }
         }
         for a in std::mem::take(&mut self.attempts) {
-            if insist(session, surfaces, until, false, &mut |l| {
-                l.record_attempt(&a)
-            })
-            .is_none()
+            if retry
+                .insist(session, &mut |l| l.record_attempt(&a))
+                .is_none()
             {
                 return self.gave_up(surfaces, end);
             }
         }
-        if insist(session, surfaces, until, false, &mut |l| {
-            l.finish_run(end, history_keep)
-        })
-        .is_none()
+        if retry
+            .insist(session, &mut |l| l.finish_run(end, history_keep))
+            .is_none()
         {
             return self.gave_up(surfaces, end);
         }
-        surfaces.borrow_mut().note(&format!(
-            "{} run={}: recorded in the ledger after it had failed",
-            self.start.job, self.start.run_id
-        ));
+        if retry.retried {
+            surfaces.borrow_mut().note(&format!(
+                "{} run={}: recorded in the ledger after it had failed",
+                self.start.job, self.start.run_id
+            ));
+        }
         true
     }
 
-    fn note(&self, surfaces: &Rc<RefCell<Surfaces>>, what: &str) {
-        surfaces.borrow_mut().note(&format!(
-            "{} run={}: the ledger did not record {what}; trying again for up to {}",
-            self.start.job,
-            self.start.run_id,
-            show_duration(self.patience)
-        ));
+    /// Attempts at `what` of this run, for up to the patience from now.
+    fn retry<'s>(&self, surfaces: &'s Rc<RefCell<Surfaces>>, what: &str) -> Retry<'s> {
+        Retry {
+            surfaces,
+            until: surfaces.borrow().clock().boot() + self.patience,
+            retried: false,
+            said: format!(
+                "{} run={}: the ledger did not record {what}; trying again for up to {}",
+                self.start.job,
+                self.start.run_id,
+                show_duration(self.patience)
+            ),
+        }
     }
 
     fn gave_up(&self, surfaces: &Rc<RefCell<Surfaces>>, end: &Finished) -> bool {
@@ -203,34 +200,42 @@ impl RunRecord {
     }
 }
 
-/// Writes with `f` until the ledger takes it or `until` (boot clock) has
-/// passed, waiting between attempts (renewing the lease while the session
-/// holds it). When `needs_lease`, a lost lease or a stop signal ends the
-/// attempts at once.
-fn insist<T>(
-    session: &mut Session<'_>,
-    surfaces: &Rc<RefCell<Surfaces>>,
+/// Writes that must land by a time: each tried until the ledger takes it,
+/// waiting between attempts while the session renews the lease.
+struct Retry<'s> {
+    surfaces: &'s Rc<RefCell<Surfaces>>,
+    /// When the attempts stop (boot clock).
     until: Duration,
-    needs_lease: bool,
-    f: &mut dyn FnMut(&mut dyn Records) -> Result<T, baton_ledger::Error>,
-) -> Option<T> {
-    let clock = surfaces.borrow().clock();
-    let mut delay = FIRST_DELAY;
-    loop {
-        let now = clock.boot();
-        if now >= until {
-            return None;
-        }
-        let wait = delay.min(until - now);
-        match session.pause(wait) {
-            Paused::Elapsed => {}
-            Paused::LeaseLost | Paused::Interrupted(_) if needs_lease => return None,
-            // Nothing more runs; the verdict is still the run's to record.
-            Paused::LeaseLost | Paused::Interrupted(_) => clock.sleep(wait),
-        }
-        delay = (delay * 2).min(LAST_DELAY);
-        if let Some(v) = surfaces.borrow_mut().ledger(|l| f(l)) {
-            return Some(v);
+    /// Whether any write had to be tried again (said once, in the envelope).
+    retried: bool,
+    said: String,
+}
+
+impl Retry<'_> {
+    /// Writes with `f` until the ledger takes it or the time is up. A lost
+    /// lease or a stop signal ends the attempts.
+    fn insist<T>(
+        &mut self,
+        session: &mut Session<'_>,
+        f: &mut dyn FnMut(&mut dyn Records) -> Result<T, baton_ledger::Error>,
+    ) -> Option<T> {
+        let clock = self.surfaces.borrow().clock();
+        let mut delay = FIRST_DELAY;
+        loop {
+            if let Some(v) = self.surfaces.borrow_mut().ledger(|l| f(l)) {
+                return Some(v);
+            }
+            let now = clock.boot();
+            if now >= self.until || session.lost().is_some() || session.interrupted().is_some() {
+                return None;
+            }
+            if !std::mem::replace(&mut self.retried, true) {
+                self.surfaces.borrow_mut().note(&self.said);
+            }
+            if session.pause(delay.min(self.until - now)) != Paused::Elapsed {
+                return None;
+            }
+            delay = (delay * 2).min(LAST_DELAY);
         }
     }
 }

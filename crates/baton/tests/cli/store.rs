@@ -650,3 +650,43 @@ fn store_a_start_never_recorded_is_missed_with_its_reason_and_its_claim_runs_not
             .starts_with(b"[]")
     );
 }
+
+#[test]
+fn store_a_run_cut_off_from_the_store_ends_on_its_own_while_the_store_stays_silent() {
+    let pg = PgServer::start();
+    let proxy = baton_testkit::proxy::Proxy::start(([127, 0, 0, 1], pg.port()).into());
+    let through = format!("postgres://baton@127.0.0.1:{}/postgres", proxy.port());
+    let s = sched(&pg.url(), "");
+    let started = s.env.path("started");
+    s.write(&format!(
+        "[scheduler]\nstate_dir = {:?}\ntimezone = \"UTC\"\nttl = \"4s\"\nkill_grace = \"1s\"\n\
+         takeover_grace = \"4s\"\n[store]\nurl = {through:?}\n\
+         [jobs.j]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\n\
+         run = \"touch {}; sleep 300\"\n",
+        s.env.state().display(),
+        started.display()
+    ));
+    let o = run(&s, &["store", "migrate"]);
+    assert_eq!(code(&o), 0, "{}", both(&o));
+    for args in [&["run", "j"][..], &["tick"]] {
+        let _ = std::fs::remove_file(&started);
+        proxy.heal();
+        let mut child = cmd(&s, args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        baton_testkit::eventually("the job to start", || started.exists());
+        // Every byte to and from the store is dropped from now on, and the
+        // store never answers again while the process runs.
+        proxy.cut();
+        let status = baton_testkit::wait_for_exit(&mut child, "the cut-off run to end");
+        let o = child.wait_with_output().unwrap();
+        assert_ne!(status.code(), Some(0), "{args:?}: {}", both(&o));
+        assert!(
+            stderr(&o).contains("lease-lost") || stderr(&o).contains("could not renew"),
+            "{args:?}: {}",
+            both(&o)
+        );
+    }
+}
