@@ -226,7 +226,13 @@ impl Retry<'_> {
                 return Some(v);
             }
             let now = clock.boot();
-            if now >= self.until || session.lost().is_some() || session.interrupted().is_some() {
+            // A ledger that could not even be opened is not tried again.
+            let gone = !self.surfaces.borrow().has_ledger();
+            if gone
+                || now >= self.until
+                || session.lost().is_some()
+                || session.interrupted().is_some()
+            {
                 return None;
             }
             if !std::mem::replace(&mut self.retried, true) {
