@@ -262,11 +262,17 @@ impl Ledger {
     /// not, exactly one gets [`Begun::Started`]. A missed range does not stop
     /// a run: a backfill may start an occurrence that was missed.
     ///
+    /// Recording the same start again (the same run id, job and occurrence,
+    /// as a caller does when it could not learn whether its first call
+    /// committed) writes nothing and is [`Begun::Started`]: the start is
+    /// recorded, once.
+    ///
     /// # Errors
     ///
-    /// As [`Ledger::see_jobs`]; a run id the ledger already holds is an
-    /// [`Error::Sqlite`] (a constraint), and a fence beyond `i64::MAX` is
-    /// [`Error::Invalid`]. Nothing is written then.
+    /// As [`Ledger::see_jobs`]; a run id the ledger already holds for
+    /// another job or occurrence is an [`Error::Sqlite`] (a constraint), and
+    /// a fence beyond `i64::MAX` is [`Error::Invalid`]. Nothing is written
+    /// then.
     pub fn begin_run(&mut self, run: &NewRun) -> Result<Begun, Error> {
         self.saw(run.started);
         let fence = match crate::checks::fence(run.fence) {
@@ -294,7 +300,10 @@ impl Ledger {
                             run.job
                         ))
                     })?;
-                    return Ok(Begun::AlreadyDecided(existing));
+                    return Ok(existing.begun_by(run));
+                }
+                if runs::recorded(tx, run)? {
+                    return Ok(Begun::Started); // Recorded already, with its job's row.
                 }
                 runs::insert(tx, run, fence)?;
                 jobs::begun(tx, run)?;

@@ -204,6 +204,20 @@ pub struct DecisionRow {
     pub joined: Option<i64>,
 }
 
+impl DecisionRow {
+    /// What a start of `run` that found this decision already recorded
+    /// comes to: [`Begun::Started`] when the decision is `run`'s own start
+    /// (recorded by an earlier call whose answer was lost), else
+    /// [`Begun::AlreadyDecided`]. Both ledgers decide it here.
+    pub fn begun_by(self, run: &NewRun) -> Begun {
+        if self.decision == Decision::Started && self.run_id.as_deref() == Some(&run.run_id) {
+            Begun::Started
+        } else {
+            Begun::AlreadyDecided(self)
+        }
+    }
+}
+
 /// One finished attempt of a step or a check.
 ///
 /// The `outcome` word decides what the attempt does to its step's counters:

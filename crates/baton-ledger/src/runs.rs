@@ -33,6 +33,15 @@ pub(crate) fn insert(conn: &Connection, run: &NewRun, fence: Option<i64>) -> rus
     Ok(())
 }
 
+/// Whether `run` is recorded already: its id, for its job and occurrence
+/// (its start, recorded by an earlier call whose answer was lost).
+pub(crate) fn recorded(conn: &Connection, run: &NewRun) -> rusqlite::Result<bool> {
+    conn.prepare_cached("SELECT 1 FROM runs WHERE run_id = ?1 AND job = ?2 AND occurrence IS ?3")?
+        .query_row(params![run.run_id, run.job, run.occurrence], |_| Ok(()))
+        .optional()
+        .map(|found| found.is_some())
+}
+
 /// The job a run belongs to; `None` when the ledger has no such run.
 pub(crate) fn job_of(conn: &Connection, run_id: &str) -> rusqlite::Result<Option<String>> {
     conn.prepare_cached("SELECT job FROM runs WHERE run_id = ?1")?

@@ -80,21 +80,6 @@ pub enum Error {
         /// The version this build needs.
         known: i32,
     },
-    /// A held lease's connection failed lately and is not tried again
-    /// before its backoff has passed ([`crate::PgHeld`]); the call was not
-    /// sent.
-    #[error(
-        "failed to {what}: the connection to the store at {target} failed; the next attempt is \
-         in {retry_in:?}"
-    )]
-    Reconnecting {
-        /// What was being done.
-        what: &'static str,
-        /// Host, port, database and user (never the password).
-        target: String,
-        /// How long until the next connection attempt.
-        retry_in: Duration,
-    },
     /// A held lease's connection thread is gone (its runtime could not be
     /// built, or it ended); nothing can be sent to the store through it.
     #[error("failed to {what}: the lease's connection thread has stopped")]
@@ -117,6 +102,20 @@ pub enum Error {
         /// What is wrong.
         why: String,
     },
+}
+
+impl Error {
+    /// Whether a statement may have reached the server and committed
+    /// although no answer said so: the deadline passed, or the connection
+    /// failed without the server's word. An error the server sent rolled
+    /// its transaction back; a failure to connect sent nothing.
+    pub(crate) fn fate_unknown(&self) -> bool {
+        match self {
+            Self::Timeout { .. } => true,
+            Self::Query { source, .. } => source.as_db_error().is_none(),
+            _ => false,
+        }
+    }
 }
 
 /// What the driver's error says, whole: the server's own message for an

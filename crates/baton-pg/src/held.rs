@@ -9,13 +9,20 @@
 //! it can be made from any thread, inside another runtime or not, and never
 //! hangs on a stuck server or a dropped network.
 //!
-//! When a call fails, the connection is tried again only after a backoff (100
-//! ms, doubling, at most a third of the TTL); a call made meanwhile fails at
-//! once without reaching the store, so the session counts it as a failed
-//! renewal and, once none has succeeded for a whole TTL by its boot clock,
-//! stops the job. At most one connection attempt is in flight: the thread
-//! serves one call at a time, and gives up on a call whose caller has
-//! stopped waiting.
+//! A call keeps trying until its deadline: an attempt that fails (no
+//! connection, a connection that failed, no answer) is tried again on a
+//! fresh connection after a backoff (100 ms, doubling, within the call),
+//! each attempt bounded by a third of the deadline (at least 100 ms), so a
+//! store that answers again while a renewal is being made keeps the run,
+//! whether its outage refused connections, reset them or dropped their
+//! bytes. Only calls that are safe to repeat are repeated once a statement
+//! may have reached the store (renewing, naming the job's group); a
+//! restate or a release is repeated only when it never got a connection,
+//! and its one attempt may take the whole deadline. A call that fails at its deadline is a failed renewal to the
+//! session, which, once none has succeeded for a whole TTL by its boot
+//! clock, stops the job. At most one connection attempt is in flight: the
+//! thread serves one call at a time, and gives up on a call whose caller
+//! has stopped waiting.
 //!
 //! What it never does: stop a job, renew on its own, or decide that the lease
 //! is lost without the store saying the row no longer carries its token.
@@ -36,8 +43,11 @@ use crate::options::Options;
 use crate::outcome::{PgLease, Release, Renewal, Restated};
 use crate::target::Target;
 
-/// The first wait after a failed call before the store is tried again.
+/// The first wait, within a call, after a failed attempt before the store
+/// is tried again; it doubles after each failure of the same call.
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+/// The shortest bound of one attempt of a call that may be repeated.
+const SHORTEST_ATTEMPT: Duration = Duration::from_millis(100);
 
 /// A lease in the PostgreSQL store, held by this process and driven through
 /// a connection of its own. Build it with [`PgHeld::start`] right after the
@@ -132,9 +142,6 @@ impl PgHeld {
             lease: lease.clone(),
             store: None,
             clock: SystemClock,
-            retry_at: None,
-            backoff: FIRST_BACKOFF,
-            cap: (ttl / 3).max(FIRST_BACKOFF),
         };
         std::thread::Builder::new()
             .name("baton-pg-held".into())
@@ -143,6 +150,8 @@ impl PgHeld {
                 // this one must never take them.
                 baton_runner::signals::block_in_this_thread();
                 runtime.block_on(worker.serve(rx));
+                // Never wait for a lookup of the store's host still under way.
+                runtime.shutdown_background();
             })
             .map_err(|_| Error::Stopped { what: WHAT })?;
         Ok(Self {
@@ -277,6 +286,13 @@ enum Op {
 }
 
 impl Op {
+    /// Whether doing it twice comes to the same as doing it once: a
+    /// renewal, or naming the job's group, whose answer was lost may be
+    /// sent again; a restate (its claim) or a release may not.
+    fn repeatable(&self) -> bool {
+        matches!(self, Op::JobGroup(_) | Op::Renew)
+    }
+
     fn what(&self) -> &'static str {
         match self {
             Op::JobGroup(_) => "record the job's process group",
@@ -303,17 +319,13 @@ struct Call {
 }
 
 /// The connection's side: one store of one connection, opened at the first
-/// call and again after failures, once their backoff has passed.
+/// call and again after a failed attempt.
 struct Worker {
     target: Target,
     options: Options,
     lease: PgLease,
     store: Option<Leases>,
     clock: SystemClock,
-    /// When the store may be tried again (boot clock), after a failure.
-    retry_at: Option<Duration>,
-    backoff: Duration,
-    cap: Duration,
 }
 
 impl Worker {
@@ -326,13 +338,12 @@ impl Worker {
                 continue;
             }
             let what = call.op.what();
-            let out = match tokio::time::timeout(left, self.answer(call.op)).await {
+            let out = match tokio::time::timeout(left, self.answer(&call.op, call.due)).await {
                 Ok(out) => out,
                 Err(_) => {
                     // An attempt cut short leaves the connection in an
-                    // unknown state: drop it, and back off.
+                    // unknown state: drop it.
                     self.store = None;
-                    self.failed();
                     Err(Error::Timeout {
                         what,
                         deadline: self.options.deadline,
@@ -344,49 +355,69 @@ impl Worker {
         }
     }
 
-    async fn answer(&mut self, op: Op) -> Result<Answer, Error> {
-        let what = op.what();
-        if let Some(at) = self.retry_at {
-            let now = self.clock.boot();
-            if now < at {
-                return Err(Error::Reconnecting {
-                    what,
-                    target: self.target.describe(),
-                    retry_in: at - now,
-                });
+    /// Tries `op` until it is answered or `due` (boot clock) would pass
+    /// before the next attempt.
+    async fn answer(&mut self, op: &Op, due: Duration) -> Result<Answer, Error> {
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            let left = due.saturating_sub(self.clock.boot());
+            let short = (self.options.deadline / 3).max(SHORTEST_ATTEMPT);
+            // The last attempt that fits takes what is left.
+            let bound = if op.repeatable() && short + backoff + SHORTEST_ATTEMPT <= left {
+                short
+            } else {
+                left
+            };
+            let attempt = tokio::time::timeout(bound, self.attempt(op)).await;
+            let (failed, sent) = match attempt {
+                Ok(Ok(answer)) => return Ok(answer),
+                Ok(Err(failed)) => failed,
+                Err(_) => (
+                    Error::Timeout {
+                        what: op.what(),
+                        deadline: bound,
+                    },
+                    true,
+                ),
+            };
+            // The connection is of no more use once an attempt failed on it.
+            self.store = None;
+            let repeatable = !sent || op.repeatable();
+            let retry_at = self.clock.boot() + backoff;
+            if !repeatable || retry_at >= due {
+                return Err(failed);
             }
+            tokio::time::sleep(backoff).await;
+            backoff *= 2;
         }
-        let out = self.send(op).await;
-        match out {
-            Ok(_) => {
-                self.retry_at = None;
-                self.backoff = FIRST_BACKOFF;
-            }
-            Err(_) => self.failed(),
-        }
-        out
     }
 
-    fn failed(&mut self) {
-        self.retry_at = Some(self.clock.boot() + self.backoff);
-        self.backoff = (self.backoff * 2).min(self.cap);
-    }
-
-    async fn send(&mut self, op: Op) -> Result<Answer, Error> {
+    /// One attempt: a connection when there is none, then the statement. A
+    /// failure says whether the statement may have been sent.
+    async fn attempt(&mut self, op: &Op) -> Result<Answer, (Error, bool)> {
         let store = match &self.store {
-            Some(s) => s,
-            None => self
-                .store
-                .insert(Leases::open_target(&self.target, self.options).await?),
+            Some(store) => store,
+            None => {
+                let opened = Leases::open_target(&self.target, self.options)
+                    .await
+                    .map_err(|e| (e, false))?;
+                self.store.insert(opened)
+            }
         };
         let lease = &self.lease;
-        Ok(match op {
-            Op::JobGroup(pgid) => Answer::Renewal(store.set_job_group(lease, pgid).await?),
-            Op::Renew => Answer::Renewal(store.renew(lease).await?),
-            Op::Restate { run, once } => {
-                Answer::Restated(store.restate(lease, run.as_deref(), once.as_ref()).await?)
-            }
-            Op::Release => Answer::Release(store.release(lease).await?),
+        let answer = match op {
+            Op::JobGroup(pgid) => store.set_job_group(lease, *pgid).await.map(Answer::Renewal),
+            Op::Renew => store.renew(lease).await.map(Answer::Renewal),
+            Op::Restate { run, once } => store
+                .restate(lease, run.as_deref(), once.as_ref())
+                .await
+                .map(Answer::Restated),
+            Op::Release => store.release(lease).await.map(Answer::Release),
+        };
+        // A connection that could not be made again sent nothing.
+        answer.map_err(|e| {
+            let sent = !matches!(e, Error::Connect { .. });
+            (e, sent)
         })
     }
 }

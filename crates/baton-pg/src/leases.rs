@@ -145,12 +145,19 @@ impl Leases {
     /// lease is granted only with the claim, and an occurrence is claimed at
     /// most once, across every host and process.
     ///
+    /// A grant whose answer was lost (the statement reached the server and
+    /// committed, then the connection failed or the deadline passed) is not
+    /// left standing for nobody: the row is read again on a fresh
+    /// connection, and a row that carries this acquisition's token is the
+    /// lease granted ([`Acquire::Acquired`], with its claim).
+    ///
     /// # Errors
     ///
     /// When the store cannot answer ([`Error::Query`], [`Error::Timeout`],
     /// [`Error::Connect`]) or the row cannot be read ([`Error::Corrupt`]).
-    /// Then nothing was granted, or a grant was made whose token nobody
-    /// holds (it lapses after TTL plus grace): either way, do not run.
+    /// Then nothing was granted, or (when the second look could not be made
+    /// either) a grant was made whose token nobody holds (it lapses after
+    /// TTL plus grace): either way, do not run.
     pub async fn acquire(
         &self,
         name: &str,
@@ -167,7 +174,8 @@ impl Leases {
             clock: &*self.clock,
         };
         let form = self.form;
-        self.pool
+        let out = self
+            .pool
             .with(ACQUIRE, async |c: &mut Conn| {
                 if form == Form::Conditional {
                     let params = grant.params();
@@ -208,7 +216,32 @@ impl Leases {
                 }
                 out
             })
-            .await
+            .await;
+        match out {
+            Err(e) if e.fate_unknown() => self.confirm(&grant, e).await,
+            out => out,
+        }
+    }
+
+    /// After an acquisition whose answer never came: whether the row carries
+    /// its token (the grant committed), read once on a fresh connection.
+    /// The grant when it does; `failed` when it does not (nothing was
+    /// granted) or the row cannot be read either.
+    async fn confirm(&self, grant: &Grant<'_>, failed: Error) -> Result<Acquire, Error> {
+        const WHAT: &str = "confirm an acquisition";
+        let found = self
+            .pool
+            .with(WHAT, async |c: &mut Conn| {
+                c.client
+                    .query_opt(&c.st.confirm, &[&grant.name, &grant.token_text])
+                    .await
+                    .map_err(|source| Error::Query { what: WHAT, source })
+            })
+            .await;
+        match found {
+            Ok(Some(row)) => grant.granted(&row),
+            Ok(None) | Err(_) => Err(failed),
+        }
     }
 
     /// Renews `lease`: one conditional `UPDATE` stamping the server's clock.

@@ -9,6 +9,7 @@
 //! when to try again.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use tokio::sync::{Mutex, MutexGuard};
 use tokio::task::JoinHandle;
@@ -34,7 +35,7 @@ pub(crate) struct Pool {
 
 impl Pool {
     pub(crate) fn new(config: Config, options: Options) -> Self {
-        let config = settings(&config, &options);
+        let config = settings(&config, &options, options.statement_timeout);
         let slots = (0..options.pool_size.max(1))
             .map(|_| Mutex::new(None))
             .collect();
@@ -121,15 +122,25 @@ impl Pool {
     }
 }
 
+/// How long a ledger's connection may sit idle inside a transaction before
+/// the server ends it (at most the statement timeout). Every ledger write
+/// holds the one write lock every host's writes wait for, so a writer cut
+/// off between two statements (a dead host, a frozen network) stalls every
+/// other host's ledger for this long, not for the statement timeout.
+/// A ledger transaction's statements follow one another without waiting on
+/// anything but the server.
+pub(crate) const LEDGER_IDLE_IN_TRANSACTION: Duration = Duration::from_secs(1);
+
 /// `config` with the settings of every pooled connection: the statement
-/// timeout and the idle-in-transaction timeout the server enforces, the
-/// connect timeout, and baton's application name.
-fn settings(config: &Config, options: &Options) -> Config {
+/// timeout and the idle-in-transaction timeout `idle` the server enforces,
+/// the connect timeout, and baton's application name.
+fn settings(config: &Config, options: &Options, idle: Duration) -> Config {
     let mut config = config.clone();
     let ms = options.statement_timeout.as_millis();
+    let idle = idle.as_millis();
     config
         .options(format!(
-            "-c statement_timeout={ms} -c idle_in_transaction_session_timeout={ms}"
+            "-c statement_timeout={ms} -c idle_in_transaction_session_timeout={idle}"
         ))
         .connect_timeout(options.connect_timeout)
         .application_name("baton");
@@ -137,14 +148,16 @@ fn settings(config: &Config, options: &Options) -> Config {
 }
 
 /// Opens the one connection of a PostgreSQL ledger ([`crate::PgLedger`]),
-/// with the pool's settings, and checks the schema's version, as a pooled
-/// connection does. The connection's task runs on the caller's runtime;
-/// aborting it closes the socket at once.
+/// with the pool's settings but a shorter idle-in-transaction timeout
+/// ([`LEDGER_IDLE_IN_TRANSACTION`]), and checks the schema's version, as a
+/// pooled connection does. The connection's task runs on the caller's
+/// runtime; aborting it closes the socket at once.
 pub(crate) async fn connect_checked(
     config: &Config,
     options: &Options,
 ) -> Result<(Client, JoinHandle<()>), Error> {
-    let config = settings(config, options);
+    let idle = options.statement_timeout.min(LEDGER_IDLE_IN_TRANSACTION);
+    let config = settings(config, options, idle);
     // The connect timeout bounds the TCP connection only; a server that
     // accepts and never answers would hold the start-up forever.
     let deadline = options.deadline;

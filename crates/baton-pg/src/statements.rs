@@ -9,10 +9,13 @@
 //! overestimates it (the self-fencing inequality in `DESIGN.md` needs
 //! exactly that), and a judgement's `now` read early only makes a holder
 //! look younger (the safe direction).
-//! The fence is a counter in the row: a grant sets `fence = fence + 1`, and a
-//! release keeps it; a row is created free with the server's clock in
-//! microseconds as its count, so a row deleted by hand does not make fences
-//! repeat (the file lock's fences are microseconds too). Renew, restate,
+//! The fence is a counter in the row: a grant sets it to the larger of
+//! `fence + 1` and the server's clock in microseconds, and a release keeps
+//! it; a row is created free with the server's clock as its count. So a row
+//! deleted by hand, or restored from an older backup (or read from a replica
+//! that lagged behind when it was promoted), does not make fences repeat
+//! unless the server's clock went back past the last one (the file lock's
+//! fences are microseconds too, by the same rule). Renew, restate,
 //! naming the job's group and release change a row only when its token is
 //! the caller's.
 
@@ -77,7 +80,7 @@ const GRANT: &str = "
 WITH clock AS (SELECT clock_timestamp() AS t),
 g AS (
     UPDATE baton.leases l
-    SET state = 'held', fence = l.fence + 1, token = $2,
+    SET state = 'held', fence = greatest(l.fence + 1, baton.micros(clock.t)), token = $2,
         host = $3, machine = $4, boot = $5, pidns = $6, pid = $7, pstart = $8,
         pgid = $9, jstart = $10, run = $11, ttl_ms = $12, grace_ms = $13,
         renewed_boot_ms = $14, acquired = clock.t, renewed = clock.t, released = NULL,
@@ -143,6 +146,13 @@ const RESTATE_REFUSED: &str = "
 SELECT state = 'held' AND token IS NOT DISTINCT FROM $2, (claims ->> $3::text)::bigint
 FROM baton.leases WHERE name = $1";
 
+/// Whether the grant of an acquisition whose answer was lost committed:
+/// the row of lock `$1` held with its token `$2`, and the grant's fence and
+/// stamp (the columns [`GRANT`] returns).
+const CONFIRM: &str = "
+SELECT fence, baton.micros(acquired) FROM baton.leases
+WHERE name = $1 AND state = 'held' AND token = $2";
+
 /// The prepared statements of one connection.
 pub(crate) struct Statements {
     pub(crate) begin: Statement,
@@ -160,6 +170,7 @@ pub(crate) struct Statements {
     pub(crate) ping: Statement,
     pub(crate) inspect: Statement,
     pub(crate) vouch: Statement,
+    pub(crate) confirm: Statement,
 }
 
 /// The holder `$2` (a token) of lock `$1`, when it holds it: its fence and
@@ -189,7 +200,17 @@ impl Statements {
             p(&grant_if_free),
         )?;
         let inspect_sql = SELECT.replace(" FOR UPDATE", "");
-        let (renew, release, set_job_group, restate, restate_refused, ping, inspect, vouch) = tokio::try_join!(
+        let (
+            renew,
+            release,
+            set_job_group,
+            restate,
+            restate_refused,
+            ping,
+            inspect,
+            vouch,
+            confirm,
+        ) = tokio::try_join!(
             p(RENEW),
             p(RELEASE),
             p(SET_JOB_GROUP),
@@ -198,6 +219,7 @@ impl Statements {
             p("SELECT 1"),
             p(&inspect_sql),
             p(VOUCH),
+            p(CONFIRM),
         )?;
         Ok(Self {
             begin,
@@ -215,6 +237,7 @@ impl Statements {
             ping,
             inspect,
             vouch,
+            confirm,
         })
     }
 }

@@ -9,10 +9,13 @@
 //! again from the new mark. This module never takes a lock and never runs
 //! a step; when the ledger cannot be written it still says what to start
 //! (the lock's claim keeps an occurrence from running twice), and leaves the
-//! misses for a later tick to record.
+//! misses for a later tick to record. An occurrence a job's lock file says
+//! started, but the ledger never heard of (its run could not record
+//! itself), is never recorded missed.
 
 use std::collections::BTreeMap;
 
+use baton_lease::Verdict;
 use baton_ledger::{JobState, Miss, Missed, Queued};
 use jiff::Timestamp;
 
@@ -99,12 +102,22 @@ pub fn job(
             return done(waiting, alerted, &mut all_recorded);
         }
         let pauses = pauses(s, &job.name);
-        let known = Known {
+        let mut known = Known {
             last_decided,
             first_seen: state.as_ref().map_or(Some(now), |st| Some(st.first_seen)),
             pauses: &pauses,
+            claimed: None,
         };
-        let p = plan::plan(job, now, &known);
+        let mut p = plan::plan(job, now, &known);
+        if !p.missed.is_empty()
+            && let Some(c) = claimed_unrecorded(config, job, last_decided, newest)
+        {
+            // With lock files a run goes on when the ledger cannot record
+            // it: the lock's claim says it started, and it is never
+            // counted missed (its own record may still arrive).
+            known.claimed = Some(c);
+            p = plan::plan(job, now, &known);
+        }
         let mut recorded = Vec::new();
         let mut moved = false;
         for m in &p.missed {
@@ -193,6 +206,7 @@ fn behind_the_ledger(
         last_decided: None,
         first_seen: Some(now),
         pauses: &pauses,
+        claimed: None,
     };
     let due = plan::plan(job, now, &fresh)
         .run
@@ -224,6 +238,34 @@ fn behind_the_ledger(
         s.alert(&a);
     }
     due.map(Start::Scheduled)
+}
+
+/// The occurrence `job`'s lock file says the job last started, when the
+/// ledger has decided nothing at or after it (`last_decided` is before it)
+/// and it is not in the future. Only with lock files: a run goes on there
+/// when the ledger cannot record it, so the claim is the record that it
+/// ran. In the shared store no run starts unrecorded, so a claim the
+/// ledger does not know never ran, and is not looked up.
+fn claimed_unrecorded(
+    config: &Config,
+    job: &Job,
+    last_decided: Option<i64>,
+    newest: Timestamp,
+) -> Option<i64> {
+    if config.store.is_some() {
+        return None;
+    }
+    let verdict = crate::store::open(config).ok()?.inspect(job).ok()??;
+    let claim = match &verdict {
+        Verdict::Free(f) => f.claims.get(&job.name),
+        Verdict::Live { holder, .. }
+        | Verdict::Hung { holder, .. }
+        | Verdict::Orphaned { holder, .. }
+        | Verdict::Dead { holder, .. }
+        | Verdict::Expired { holder, .. } => holder.claim(&job.name),
+        _ => None,
+    }?;
+    (last_decided.is_none_or(|d| claim > d) && claim <= newest.as_second()).then_some(claim)
 }
 
 /// Whether the newest occurrence can run (it is inside the window) or be

@@ -33,6 +33,7 @@ pub mod pause;
 pub mod plan;
 pub mod render;
 pub mod run;
+mod run_record;
 mod say;
 pub mod show;
 pub mod state_dir;

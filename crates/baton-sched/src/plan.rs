@@ -6,6 +6,7 @@
 //! function: it reads no clock, no file and no ledger, so every policy is
 //! tested with any "now". It never decides an occurrence at or before the
 //! last one decided, never calls one before the job was first seen missed,
+//! never calls the one the lock's claim says started missed,
 //! and puts every run after every missed range, so that recording the misses
 //! first and the runs after them keeps the ledger's mark moving forward.
 //! Counting a long outage walks at most [`WALK_LIMIT`] occurrences; past
@@ -127,6 +128,11 @@ pub struct Known<'a> {
     pub first_seen: Option<Timestamp>,
     /// Its pauses, in any order.
     pub pauses: &'a [Pause],
+    /// An occurrence the job's lock says started (its claim) although the
+    /// ledger has no decision for it (the run could not record itself):
+    /// it ran, so it is never called missed. It may still be planned to
+    /// run, where the lock's claim refuses it again.
+    pub claimed: Option<i64>,
 }
 
 /// The plan for `job` at `now`.
@@ -160,7 +166,7 @@ pub fn plan(job: &Job, now: Timestamp, known: &Known<'_>) -> Plan {
         None
     };
 
-    let mut out = Ranges::default();
+    let mut out = Ranges::new(known.claimed);
     // Before the window: missed, never run.
     if second(miss_floor) < window_start {
         walk(
@@ -343,21 +349,39 @@ impl Candidates {
     }
 }
 
-/// Missed occurrences merged into ranges of one reason, in time order.
+/// Missed occurrences merged into ranges of one reason, in time order,
+/// leaving out the one the lock's claim says started ([`Known::claimed`]):
+/// a range stops before it and the next one starts after it.
 #[derive(Default)]
-struct Ranges(Vec<MissedRange>);
+struct Ranges {
+    ranges: Vec<MissedRange>,
+    claimed: Option<i64>,
+    split: bool,
+}
 
 impl Ranges {
+    fn new(claimed: Option<i64>) -> Self {
+        Self {
+            claimed,
+            ..Self::default()
+        }
+    }
+
     /// Adds `n` occurrences ending at `last` (`n > 1` only for a lower-bound
     /// jump, whose first is unknown: it is then the range's start).
     fn add(&mut self, reason: Reason, last: i64, n: u64, at_least: bool) {
-        match self.0.last_mut() {
-            Some(r) if r.reason == reason && r.last < last => {
+        if n == 1 && self.claimed == Some(last) {
+            self.split = true;
+            return;
+        }
+        let split = std::mem::take(&mut self.split);
+        match self.ranges.last_mut() {
+            Some(r) if r.reason == reason && r.last < last && !split => {
                 r.last = last;
                 r.count += n;
                 r.at_least |= at_least;
             }
-            _ => self.0.push(MissedRange {
+            _ => self.ranges.push(MissedRange {
                 reason,
                 first: last,
                 last,
@@ -368,9 +392,9 @@ impl Ranges {
     }
 
     fn into_plan(mut self, run: Vec<i64>) -> Plan {
-        self.0.sort_by_key(|r| r.first);
+        self.ranges.sort_by_key(|r| r.first);
         Plan {
-            missed: self.0,
+            missed: self.ranges,
             run,
         }
     }
@@ -408,6 +432,7 @@ mod tests {
             last_decided: last.map(sec),
             first_seen: Some(t(seen)),
             pauses: &[],
+            claimed: None,
         }
     }
 
@@ -596,6 +621,7 @@ mod tests {
             last_decided: Some(sec("2026-11-29T05:00:00Z")),
             first_seen: Some(t("2026-11-01T00:00:00Z")),
             pauses: &pauses,
+            claimed: None,
         };
         let p = plan(&j, t("2026-11-29T10:20:00Z"), &k);
         assert!(p.run.is_empty());
@@ -635,6 +661,51 @@ mod tests {
                     1
                 ),
             ]
+        );
+    }
+
+    #[test]
+    fn the_occurrence_the_lock_claims_is_never_missed() {
+        // 06:00 outside the window; 07..09 superseded; 10:00 runs. The lock
+        // says 08:00 started (its run could not record itself): the ranges
+        // go around it.
+        let j = job(&format!("{HOURLY}\ncatch_up_window = \"4h\""));
+        let k = Known {
+            claimed: Some(sec("2026-11-29T08:00:00Z")),
+            ..known(Some("2026-11-29T05:00:00Z"), "2026-11-01T00:00:00Z")
+        };
+        let p = plan(&j, t("2026-11-29T10:20:00Z"), &k);
+        assert_eq!(p.run, vec![sec("2026-11-29T10:00:00Z")]);
+        assert_eq!(
+            p.missed,
+            vec![
+                range(
+                    Reason::OutsideWindow,
+                    "2026-11-29T06:00:00Z",
+                    "2026-11-29T06:00:00Z",
+                    1
+                ),
+                range(
+                    Reason::Superseded,
+                    "2026-11-29T07:00:00Z",
+                    "2026-11-29T07:00:00Z",
+                    1
+                ),
+                range(
+                    Reason::Superseded,
+                    "2026-11-29T09:00:00Z",
+                    "2026-11-29T09:00:00Z",
+                    1
+                ),
+            ]
+        );
+        // The claimed one, newest now, still plans to run: the lock refuses it.
+        let p = plan(&j, t("2026-11-29T08:20:00Z"), &k);
+        assert_eq!(p.run, vec![sec("2026-11-29T08:00:00Z")]);
+        assert!(
+            p.missed
+                .iter()
+                .all(|m| m.last < sec("2026-11-29T08:00:00Z"))
         );
     }
 
@@ -729,7 +800,7 @@ mod properties {
                 })
                 .into_iter()
                 .collect();
-            let k = Known { last_decided: last, first_seen: Some(seen), pauses: &pauses };
+            let k = Known { last_decided: last, first_seen: Some(seen), pauses: &pauses, claimed: None };
             let p = plan(&j, now_t, &k);
             let miss_floor = last.map_or(seen.as_second() - 1, |d| d.max(seen.as_second() - 1));
             // Runs: ascending, undecided, due, at most the max, none when blocked.
@@ -755,6 +826,14 @@ mod properties {
             for x in p.run.iter().chain(p.missed.iter().flat_map(|m| [&m.first, &m.last])) {
                 let at = Timestamp::from_second(*x).unwrap();
                 prop_assert_eq!(sched.latest_at_or_before(at, tz), Some(at));
+            }
+            // An occurrence the lock claims is in no missed range.
+            if let Some(x) = p.missed.first().map(|m| m.first) {
+                let around = plan(&j, now_t, &Known { claimed: Some(x), ..k.clone() });
+                prop_assert!(
+                    around.missed.iter().all(|m| !(m.first <= x && x <= m.last)),
+                    "{x} in {:?}", around.missed
+                );
             }
             // Planning again after recording it finds nothing older to do.
             let mark = p.run.iter().chain(p.missed.iter().map(|m| &m.last)).max().copied();

@@ -361,24 +361,88 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
         }
         Taken::Claimed { at } => {
             tell(req, Told::Claimed);
-            if let Some(occ) = occurrence {
-                // The lock file says it started (a lost ledger did not):
-                // the ledger learns it, and it never runs again.
-                let mut s = surfaces.borrow_mut();
-                let now = s.now();
-                let detail = format!("the lock's claim says {} started already", job.name);
-                let _ = s.ledger(|l| l.claimed(&job.name, occ, &detail, now));
-                s.note(&format!(
-                    "{} occurrence={} not run: claimed already (up to {})",
-                    job.name,
-                    occurrence_text(Some(occ)),
-                    occurrence_text(Some(at))
-                ));
+            match occurrence {
+                Some(occ) if req.config.store.is_some() => {
+                    claimed_unstarted(req, &ctx, occ, at, surfaces)
+                }
+                Some(occ) => {
+                    // The lock file says it started (a lost ledger did not):
+                    // the ledger learns it, and it never runs again.
+                    let mut s = surfaces.borrow_mut();
+                    let now = s.now();
+                    let detail = format!("the lock's claim says {} started already", job.name);
+                    let _ = s.ledger(|l| l.claimed(&job.name, occ, &detail, now));
+                    s.note(&format!(
+                        "{} occurrence={} not run: claimed already (up to {})",
+                        job.name,
+                        occurrence_text(Some(occ)),
+                        occurrence_text(Some(at))
+                    ));
+                    OK
+                }
+                None => OK,
             }
-            OK
         }
         Taken::Refused(refused) => refused_lock(req, &ctx, &refused, surfaces),
     }
+}
+
+/// In the shared store, a claim of `occ` (or of the later `at`) that the
+/// lease row holds but the ledger never recorded a start for: no run starts
+/// there without its start recorded, so the occurrence did not run. It is
+/// recorded missed (`ledger-unavailable`) and alerted, once; an occurrence
+/// the ledger did decide ends here quietly.
+fn claimed_unstarted(
+    req: &Request<'_>,
+    ctx: &Context,
+    occ: i64,
+    at: i64,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) -> u8 {
+    let job = req.job;
+    let mut s = surfaces.borrow_mut();
+    let Some(None) = s.ledger(|l| l.decision(&job.name, occ)) else {
+        return OK; // Decided (or the ledger cannot say): nothing to add.
+    };
+    let now = s.now();
+    let detail = if at == occ {
+        format!(
+            "claimed through {} by a run whose start the ledger never recorded; it did not run",
+            ctx.lock
+        )
+    } else {
+        format!(
+            "a later occurrence ({}) was claimed through {} before it; it did not run",
+            occurrence_text(Some(at)),
+            ctx.lock
+        )
+    };
+    let miss = baton_ledger::Miss {
+        job: &job.name,
+        reason: crate::steps::LEDGER_UNAVAILABLE,
+        first: occ,
+        last: occ,
+        count: 1,
+        at_least: false,
+        detail: Some(&detail),
+        streak: false,
+    };
+    if s.ledger(|l| l.miss(&miss, now)) != Some(baton_ledger::Missed::Recorded) {
+        return OK;
+    }
+    let mut alert = ctx.alert(
+        Kind::Missed,
+        now,
+        None,
+        format!(
+            "{}: occurrence {} missed (ledger-unavailable): {detail}",
+            job.name, ctx.occurrence
+        ),
+    );
+    alert.run_id = None;
+    alert.reason = Some(crate::steps::LEDGER_UNAVAILABLE.to_owned());
+    s.alert(&alert);
+    FAILED
 }
 
 /// A lock that was not free: quiet when another process runs this very
@@ -637,9 +701,16 @@ fn hold_once(
         };
         worst = worst.max(steps::one(&sub, &ctx, &mut session, &current, surfaces));
     }
-    let mates = drainable(req.config, job, surfaces);
+    // A run whose start the shared ledger would not record (CANNOT) leaves
+    // the queue to a later holder: the ledger is not answering. Nor is the
+    // queue read after the lease is gone.
+    let mates = if worst == CANNOT || session.lost().is_some() || session.interrupted().is_some() {
+        Vec::new()
+    } else {
+        drainable(req.config, job, surfaces)
+    };
     let mut last_taken: Option<(String, i64)> = None;
-    while session.lost().is_none() && session.interrupted().is_none() {
+    while worst != CANNOT && session.lost().is_none() && session.interrupted().is_none() {
         let next = surfaces
             .borrow_mut()
             .ledger(|l| l.next_queued(&mates))
@@ -693,7 +764,7 @@ fn hold_once(
         };
         worst = worst.max(steps::one(&sub, &ctx, &mut session, &current, surfaces));
     }
-    let stop = session.lost().is_some() || session.interrupted().is_some();
+    let stop = worst == CANNOT || session.lost().is_some() || session.interrupted().is_some();
     let finish = session.finish();
     drop(events);
     let c = ctx.borrow().clone();

@@ -21,6 +21,7 @@ use crate::config::{Action, Step, StepKind};
 use crate::http;
 use crate::logs::OutputSink;
 use crate::run::{Context, FAILED, OK, Request};
+use crate::run_record::{Begin, RunRecord};
 use crate::surfaces::Surfaces;
 use crate::units::show_duration;
 
@@ -36,40 +37,38 @@ pub(crate) fn one(
     let job = req.job;
     let c = ctx.borrow().clone();
     let occurrence = req.start.occurrence();
-    let lease = session.lease();
-    let (host, pid) = (lease.host().to_owned(), std::process::id());
-    let began = {
-        let mut s = surfaces.borrow_mut();
-        let now = s.now();
-        let row = baton_ledger::NewRun {
-            run_id: c.run_id.clone(),
-            job: job.name.clone(),
-            occurrence,
-            fence: c.fence,
-            host: host.clone(),
-            pid,
-            started: now,
-        };
-        s.ledger(|l| l.begin_run(&row))
+    let (host, pid) = (session.lease().host().to_owned(), std::process::id());
+    let row = baton_ledger::NewRun {
+        run_id: c.run_id.clone(),
+        job: job.name.clone(),
+        occurrence,
+        fence: c.fence,
+        host: host.clone(),
+        pid,
+        started: surfaces.borrow().now(),
     };
-    if began.is_none() && req.config.store.is_some() {
-        // The shared ledger did not record the start: another host may have
-        // decided this occurrence otherwise, so it does not run.
-        surfaces.borrow_mut().warn(&format!(
-            "{} occurrence={} not run: the store's ledger did not record its start",
-            job.name, c.occurrence
-        ));
-        return crate::run::CANNOT;
+    let shared = req.config.store.is_some();
+    let patience = job.policy.ttl.value;
+    let (record, began) = RunRecord::begin(row, shared, patience, session, surfaces);
+    match began {
+        Begin::Started | Begin::Unrecorded => {}
+        Begin::Decided(d) => {
+            surfaces.borrow_mut().note(&format!(
+                "{} occurrence={} already {} (the ledger says so); not run again",
+                job.name,
+                c.occurrence,
+                d.decision.as_str()
+            ));
+            return OK;
+        }
+        Begin::NotRecorded(why) => {
+            // Another host may have decided this occurrence otherwise: it
+            // does not run, and its claim must not stand for a run.
+            not_recorded(&c, occurrence, &why, surfaces);
+            return crate::run::CANNOT;
+        }
     }
-    if let Some(baton_ledger::Begun::AlreadyDecided(d)) = began {
-        surfaces.borrow_mut().note(&format!(
-            "{} occurrence={} already {} (the ledger says so); not run again",
-            job.name,
-            c.occurrence,
-            d.decision.as_str()
-        ));
-        return OK;
-    }
+    let lease = session.lease();
     abandon_the_dead(req, &c.run_id, &host, lease.fence(), surfaces);
     surfaces.borrow_mut().note(&format!(
         "{} run={} occurrence={} start fence={} host={host} pid={pid}",
@@ -92,6 +91,7 @@ pub(crate) fn one(
         failed: None,
         stopped: None,
         seq: 0,
+        record,
     };
     for step in &job.steps {
         if tally.failed.is_some() || tally.stopped.is_some() {
@@ -118,8 +118,7 @@ pub(crate) fn one(
         );
     }
     *current.borrow_mut() = None;
-    let mut s = surfaces.borrow_mut();
-    let now = s.now();
+    let now = surfaces.borrow().now();
     let elapsed = Duration::try_from(now.duration_since(started)).unwrap_or_default();
     let (verdict, code, success) = match (&tally.stopped, &tally.failed) {
         (Some(why), _) => (
@@ -150,8 +149,8 @@ pub(crate) fn one(
         success,
     };
     let keep = req.config.settings.history_keep.value;
-    let _ = s.ledger(|l| l.finish_run(&row, keep));
-    s.note(&format!(
+    tally.record.finish(&row, keep, session, surfaces);
+    surfaces.borrow_mut().note(&format!(
         "{} run={} verdict={verdict} ({})",
         job.name,
         c.run_id,
@@ -232,12 +231,58 @@ impl baton_runner::Report for Events {
     }
 }
 
-/// How the steps went.
+/// How the steps went, and the run's rows the ledger has yet to take.
 struct Tally {
     failed: Option<(String, StepKind, Ending)>,
     stopped: Option<&'static str>,
     seq: u32,
+    record: RunRecord,
 }
+
+/// A run in the shared store whose start the ledger did not record: said,
+/// and its occurrence recorded missed (`ledger-unavailable`) with an alert
+/// (by whoever records it; on every surface but the ledger when the ledger
+/// still does not answer: the next process that meets the occurrence's
+/// claim records it then).
+fn not_recorded(c: &Context, occurrence: Option<i64>, why: &str, surfaces: &Rc<RefCell<Surfaces>>) {
+    let mut s = surfaces.borrow_mut();
+    let Some(at) = occurrence else {
+        s.warn(&format!("{}: not run: {why}", c.job));
+        return;
+    };
+    let now = s.now();
+    let message = format!(
+        "{}: occurrence {} not run: {why}; it is missed (ledger-unavailable)",
+        c.job, c.occurrence
+    );
+    let miss = baton_ledger::Miss {
+        job: &c.job,
+        reason: LEDGER_UNAVAILABLE,
+        first: at,
+        last: at,
+        count: 1,
+        at_least: false,
+        detail: Some(why),
+        streak: false,
+    };
+    let recorded = s.ledger(|l| l.miss(&miss, now));
+    if recorded == Some(baton_ledger::Missed::Moved) {
+        drop(s);
+        return; // Decided elsewhere.
+    }
+    let mut alert = c.alert(Kind::Missed, now, None, message);
+    alert.run_id = None;
+    alert.reason = Some(LEDGER_UNAVAILABLE.to_owned());
+    if recorded.is_some() {
+        s.alert(&alert);
+    } else {
+        s.alert_in_step(&alert);
+    }
+}
+
+/// The reason an occurrence is missed when its start could not be
+/// recorded in the shared store's ledger.
+pub(crate) const LEDGER_UNAVAILABLE: &str = "ledger-unavailable";
 
 /// The delay before retry `n` (1 for the first retry): `backoff` doubled
 /// per retry, at most `backoff_max`.
@@ -380,7 +425,7 @@ fn attempts(
             outcome: outcome.to_owned(),
         };
         let mut s = surfaces.borrow_mut();
-        let _ = s.ledger(|l| l.record_attempt(&row));
+        tally.record.attempt(row, &mut s);
         if let Some(problem) = cut.failed {
             s.warn(&format!("{}: {problem}", job.name));
         }

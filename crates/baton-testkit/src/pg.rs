@@ -140,28 +140,7 @@ impl PgServer {
         let mut last = String::new();
         for _ in 0..5 {
             server.port = free_port();
-            let opts = format!(
-                "-k {} -p {} -c listen_addresses=127.0.0.1 -c fsync=off -c shared_buffers=16MB \
-                 -c max_connections=300",
-                server.socket_dir().display(),
-                server.port
-            );
-            let log = server.dir.path().join("server.log");
-            let out = server.run(
-                "pg_ctl",
-                &[
-                    "-D".as_ref(),
-                    data.as_os_str(),
-                    "-l".as_ref(),
-                    log.as_os_str(),
-                    "-o".as_ref(),
-                    opts.as_ref(),
-                    "-w".as_ref(),
-                    "-t".as_ref(),
-                    "60".as_ref(),
-                    "start".as_ref(),
-                ],
-            );
+            let out = server.pg_ctl_start();
             if out.status.success() {
                 return server;
             }
@@ -169,10 +148,84 @@ impl PgServer {
             last = format!(
                 "{}\n{}",
                 String::from_utf8_lossy(&out.stderr),
-                std::fs::read_to_string(&log).unwrap_or_default()
+                std::fs::read_to_string(server.log()).unwrap_or_default()
             );
         }
         panic!("the test PostgreSQL server did not start: {last}");
+    }
+
+    /// Stops the server as a restart or a crash does (`pg_ctl stop -m
+    /// fast`: every connection is ended); [`PgServer::start_again`] brings it
+    /// back on the same port with the same data.
+    ///
+    /// # Panics
+    ///
+    /// When `pg_ctl` fails.
+    pub fn stop_for_now(&self) {
+        let data = self.data_dir();
+        let out = self.run(
+            "pg_ctl",
+            &[
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-m".as_ref(),
+                "fast".as_ref(),
+                "-w".as_ref(),
+                "stop".as_ref(),
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "pg_ctl stop failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Starts the server stopped by [`PgServer::stop_for_now`] again.
+    ///
+    /// # Panics
+    ///
+    /// When it does not start (the message holds the server's log).
+    pub fn start_again(&self) {
+        let out = self.pg_ctl_start();
+        assert!(
+            out.status.success(),
+            "the test PostgreSQL server did not start again: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            std::fs::read_to_string(self.log()).unwrap_or_default()
+        );
+    }
+
+    fn log(&self) -> PathBuf {
+        self.dir.path().join("server.log")
+    }
+
+    /// `pg_ctl start` on this server's port and socket directory, waiting
+    /// until it accepts connections.
+    fn pg_ctl_start(&self) -> Output {
+        let data = self.data_dir();
+        let opts = format!(
+            "-k {} -p {} -c listen_addresses=127.0.0.1 -c fsync=off -c shared_buffers=16MB \
+             -c max_connections=300",
+            self.socket_dir().display(),
+            self.port
+        );
+        let log = self.log();
+        self.run(
+            "pg_ctl",
+            &[
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-l".as_ref(),
+                log.as_os_str(),
+                "-o".as_ref(),
+                opts.as_ref(),
+                "-w".as_ref(),
+                "-t".as_ref(),
+                "60".as_ref(),
+                "start".as_ref(),
+            ],
+        )
     }
 
     /// A connection URL over TCP to the `postgres` database, as `baton`.
@@ -230,6 +283,27 @@ impl PgServer {
         String::from_utf8_lossy(&out.stdout).trim_end().to_owned()
     }
 
+    /// A `psql` session over the unix socket that runs what
+    /// [`Psql::send`] gives it, in order, and holds whatever it takes (a
+    /// lock, an open transaction) until it is dropped.
+    ///
+    /// # Panics
+    ///
+    /// When `psql` cannot be started.
+    pub fn session(&self) -> Psql {
+        let child = Command::new(self.bin.join("psql"))
+            .args(["-X", "-A", "-t", "-q"])
+            .arg("-h")
+            .arg(self.socket_dir())
+            .args(["-p", &self.port.to_string(), "-U", USER, "-d", "postgres"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("failed to run psql: {e}"));
+        Psql { child }
+    }
+
     fn data_dir(&self) -> PathBuf {
         self.dir.path().join("data")
     }
@@ -264,6 +338,36 @@ impl PgServer {
             .stdin(std::process::Stdio::null());
         cmd.output()
             .unwrap_or_else(|e| panic!("failed to run {}: {e}", exe.display()))
+    }
+}
+
+/// A `psql` process fed statements one by one ([`PgServer::session`]).
+/// Dropping it ends the session, and the server releases what it held.
+#[derive(Debug)]
+pub struct Psql {
+    child: std::process::Child,
+}
+
+impl Psql {
+    /// Sends `sql` (one or more statements, each ending with `;`). It runs
+    /// in the background: wait for its effect on the server.
+    ///
+    /// # Panics
+    ///
+    /// When the session has ended.
+    pub fn send(&mut self, sql: &str) {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().expect("psql's stdin");
+        writeln!(stdin, "{sql}").expect("failed to send a statement to psql");
+        stdin.flush().expect("failed to send a statement to psql");
+    }
+}
+
+impl Drop for Psql {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

@@ -5,8 +5,11 @@
 //! connection to the upstream address. [`Proxy::cut`] makes it drop every
 //! byte in both directions from then on, keeping the sockets open: the
 //! client sees no error and no answer, as behind a partition (not a refused
-//! or reset connection). [`Proxy::heal`] forwards again. Dropping the proxy
-//! shuts every connection down and stops its threads.
+//! or reset connection). [`Proxy::heal`] forwards again. [`Proxy::mute`]
+//! drops only what the server says, so a request arrives (and may commit)
+//! while its answer is lost; [`Proxy::sever`] ends every connection open now,
+//! as a network that resets them does, and forwards the ones made after.
+//! Dropping the proxy shuts every connection down and stops its threads.
 //!
 //! [`Proxy::turns`] counts round trips: how many times a client sent bytes
 //! after the server had last spoken (or first). Pipelined requests sent
@@ -23,6 +26,7 @@ use std::sync::{Arc, Mutex};
 pub struct Proxy {
     addr: SocketAddr,
     cut: Arc<AtomicBool>,
+    muted: Arc<AtomicBool>,
     stopped: Arc<AtomicBool>,
     turns: Arc<Turns>,
     streams: Arc<Mutex<Vec<TcpStream>>>,
@@ -38,10 +42,12 @@ impl Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").expect("failed to bind the proxy");
         let addr = listener.local_addr().expect("the proxy's address");
         let cut = Arc::new(AtomicBool::new(false));
+        let muted = Arc::new(AtomicBool::new(false));
         let stopped = Arc::new(AtomicBool::new(false));
         let streams = Arc::new(Mutex::new(Vec::new()));
         let turns = Arc::new(Turns::default());
         let (c, s, st, t) = (cut.clone(), stopped.clone(), streams.clone(), turns.clone());
+        let m = muted.clone();
         std::thread::spawn(move || {
             for client in listener.incoming() {
                 if s.load(Ordering::SeqCst) {
@@ -65,13 +71,15 @@ impl Proxy {
                 };
                 let (c1, c2) = (c.clone(), c.clone());
                 let (t1, t2) = (t.clone(), t.clone());
-                std::thread::spawn(move || pump(client, server2, &c1, &t1, true));
-                std::thread::spawn(move || pump(server, client2, &c2, &t2, false));
+                let (m1, m2) = (m.clone(), m.clone());
+                std::thread::spawn(move || pump(client, server2, &c1, &m1, &t1, true));
+                std::thread::spawn(move || pump(server, client2, &c2, &m2, &t2, false));
             }
         });
         Proxy {
             addr,
             cut,
+            muted,
             stopped,
             turns,
             streams,
@@ -86,6 +94,30 @@ impl Proxy {
     /// From now on, every byte in either direction is dropped.
     pub fn cut(&self) {
         self.cut.store(true, Ordering::SeqCst);
+    }
+
+    /// From now on, every byte the server sends is dropped; what clients
+    /// send still reaches it.
+    pub fn mute(&self) {
+        self.muted.store(true, Ordering::SeqCst);
+    }
+
+    /// Forwards what the server sends again (bytes dropped meanwhile stay
+    /// lost).
+    pub fn unmute(&self) {
+        self.muted.store(false, Ordering::SeqCst);
+    }
+
+    /// Ends every connection open now, on both sides; connections made from
+    /// now on are forwarded (unless the proxy is cut or muted).
+    pub fn sever(&self) {
+        let mut list = self
+            .streams
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for s in list.drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
     }
 
     /// Round trips so far (see the module's description).
@@ -122,14 +154,21 @@ struct Turns {
     count: std::sync::atomic::AtomicU64,
 }
 
-fn pump(mut from: TcpStream, mut to: TcpStream, cut: &AtomicBool, turns: &Turns, client: bool) {
+fn pump(
+    mut from: TcpStream,
+    mut to: TcpStream,
+    cut: &AtomicBool,
+    muted: &AtomicBool,
+    turns: &Turns,
+    client: bool,
+) {
     let mut buf = [0u8; 16 * 1024];
     loop {
         let n = match from.read(&mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        if cut.load(Ordering::SeqCst) {
+        if cut.load(Ordering::SeqCst) || (!client && muted.load(Ordering::SeqCst)) {
             continue;
         }
         let was_client = turns.client_spoke_last.swap(client, Ordering::SeqCst);

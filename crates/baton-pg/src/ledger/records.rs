@@ -109,7 +109,10 @@ impl Records for PgLedger {
                             run.job
                         ))
                     })?;
-                    return Ok(Begun::AlreadyDecided(existing));
+                    return Ok(existing.begun_by(&run));
+                }
+                if runs::recorded(tx, &run).await? {
+                    return Ok(Begun::Started); // Recorded already, with its job's row.
                 }
                 runs::insert(tx, &run, fence).await?;
                 jobs::begun(tx, &run).await?;

@@ -38,6 +38,19 @@ pub(crate) async fn insert(
     Ok(())
 }
 
+/// Whether `run` is recorded already: its id, for its job and occurrence
+/// (its start, recorded by an earlier call whose answer was lost).
+pub(crate) async fn recorded(tx: &Transaction<'_>, run: &NewRun) -> Result<bool, Fail> {
+    let found = tx
+        .query_opt(
+            "SELECT 1 FROM baton.runs WHERE run_id = $1::text AND job = $2::text
+               AND occurrence IS NOT DISTINCT FROM $3::bigint",
+            &[&run.run_id, &run.job, &run.occurrence],
+        )
+        .await?;
+    Ok(found.is_some())
+}
+
 /// The job a run belongs to; `None` when the ledger has no such run.
 pub(crate) async fn job_of(tx: &Transaction<'_>, run_id: &str) -> Result<Option<String>, Fail> {
     let found = tx

@@ -63,7 +63,8 @@ impl Live {
 /// The thread's state: its runtime, where the store is, and the connection
 /// when there is one.
 pub(crate) struct Session {
-    rt: tokio::runtime::Runtime,
+    /// `None` only while dropping.
+    rt: Option<tokio::runtime::Runtime>,
     config: Config,
     options: Options,
     live: Option<Live>,
@@ -76,7 +77,7 @@ impl Session {
             .enable_all()
             .build()?;
         Ok(Self {
-            rt,
+            rt: Some(rt),
             config,
             options,
             live: None,
@@ -92,6 +93,11 @@ impl Session {
             live,
         } = self;
         let deadline = options.deadline;
+        let Some(rt) = rt else {
+            return Err(crate::Error::Stopped {
+                what: "open the ledger",
+            });
+        };
         let connected = rt.block_on(async {
             tokio::time::timeout(deadline, pool::connect_checked(config, options)).await
         });
@@ -130,6 +136,9 @@ impl Session {
         } = self;
         let deadline = options.deadline;
         let mut op = Some(op);
+        let Some(rt) = rt else {
+            return Err(Fail::Stopped);
+        };
         rt.block_on(async {
             let call = async {
                 match attempt(live, config, options, mode, &mut op).await {
@@ -249,5 +258,18 @@ where
 pub(crate) fn serve(mut session: Session, inbox: Receiver<Task>) {
     while let Ok(task) = inbox.recv() {
         task(&mut session);
+    }
+}
+
+impl Drop for Session {
+    /// Closes the connection and stops the runtime without waiting for work
+    /// it cannot cancel (a lookup of the store's host name still under
+    /// way), so a ledger is dropped within its deadline whatever the
+    /// network does.
+    fn drop(&mut self) {
+        drop(self.live.take());
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
     }
 }

@@ -188,3 +188,82 @@ fn a_write_refused_inside_its_transaction_lets_the_write_lock_go_at_once() {
     drop(refusing);
     assert_eq!(other.jobs().unwrap().len(), 3);
 }
+
+/// A writer cut off from the store in the middle of a write transaction
+/// holds the write lock every host's writes wait for. The server ends its
+/// session a second after its last statement, so another host's write with
+/// a deadline of a few seconds still gets through, and the cut-off write
+/// left nothing behind.
+#[test]
+fn a_writer_cut_off_mid_transaction_lets_the_write_lock_go_within_a_second() {
+    let store = Store::new(Kind::Pg);
+    let port = store.port().unwrap();
+    let url = store.url().unwrap().to_owned();
+    let proxy = Proxy::start(([127, 0, 0, 1], port).into());
+    let through = url.replace(&format!(":{port}/"), &format!(":{}/", proxy.port()));
+    let through = baton_pg::Target::resolve(&through, None, &|_| None).unwrap();
+    let mut cut_off = PgLedger::open(&through, Options::default()).unwrap();
+    cut_off.see_jobs(&["j"], at(0)).unwrap();
+    // A runtime of its own for the raw connection, whose task must outlive
+    // each call.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let raw = rt.block_on(async {
+        let (raw, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        raw
+    });
+    // The job's row is locked elsewhere, so the cut-off writer's start of a
+    // run waits inside its transaction, holding the write lock.
+    rt.block_on(raw.batch_execute("BEGIN; SELECT * FROM baton.jobs WHERE job = 'j' FOR UPDATE"))
+        .unwrap();
+    let run = scheduled("j", "00000000000000c1", 60);
+    let writer = std::thread::spawn({
+        let run = run.clone();
+        move || cut_off.begin_run(&run).map(drop)
+    });
+    let mut waiting = false;
+    for _ in 0..400 {
+        let n: i64 = rt
+            .block_on(raw.query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'baton'
+                 AND datname = current_database() AND wait_event_type = 'Lock'",
+                &[],
+            ))
+            .unwrap()
+            .get(0);
+        if n > 0 {
+            waiting = true;
+            break;
+        }
+        rt.block_on(async { tokio::time::sleep(Duration::from_millis(25)).await });
+    }
+    assert!(waiting, "the writer never waited on the row");
+    // Its network freezes; its statement then completes on the server,
+    // which waits for the next one that never comes.
+    proxy.cut();
+    rt.block_on(raw.batch_execute("COMMIT")).unwrap();
+    let quick = Options {
+        statement_timeout: Duration::from_secs(3),
+        deadline: Duration::from_secs(4),
+        ..Options::default()
+    };
+    let mut other = PgLedger::open(store.target().unwrap(), quick).unwrap();
+    other.see_jobs(&["k"], at(1)).unwrap();
+    assert!(
+        writer.join().unwrap().is_err(),
+        "the cut-off write succeeded"
+    );
+    assert!(other.running("j").unwrap().is_none());
+    assert!(
+        other
+            .decision("j", run.occurrence.unwrap())
+            .unwrap()
+            .is_none()
+    );
+}

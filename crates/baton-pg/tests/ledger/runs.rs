@@ -11,6 +11,7 @@ both! {
     manual_runs_have_no_occurrence_and_move_no_schedule_mark
     a_run_named_with_another_job_is_refused
     a_run_id_held_already_is_an_error_and_writes_nothing
+    a_start_recorded_again_by_its_own_run_is_its_start_once
     pruning_keeps_the_newest_runs_their_attempts_and_the_newest_decision
     pruning_keeps_queued_occurrences
 }
@@ -185,6 +186,40 @@ fn a_run_id_held_already_is_an_error_and_writes_nothing(l: &mut Store, log: &mut
     assert!(l.decision("j", occ(120)).unwrap().is_none());
     assert_eq!(l.job("j").unwrap().unwrap().last_decided, Some(occ(60)));
     log.note("history", &l.history("j", 10).unwrap());
+}
+
+/// A caller that could not learn whether its start was recorded (the
+/// answer was lost) records it again: the same run id, job and occurrence
+/// are its own start, written once.
+fn a_start_recorded_again_by_its_own_run_is_its_start_once(l: &mut Store, log: &mut Log) {
+    let run = scheduled("j", "00000000000000a1", 60);
+    assert_eq!(l.begin_run(&run).unwrap(), Begun::Started);
+    let before = l.job("j").unwrap().unwrap();
+    assert_eq!(l.begin_run(&run).unwrap(), Begun::Started);
+    assert_eq!(l.job("j").unwrap().unwrap(), before);
+    // Another run of the same occurrence is still refused.
+    let other = scheduled("j", "00000000000000b2", 60);
+    assert!(matches!(
+        l.begin_run(&other).unwrap(),
+        Begun::AlreadyDecided(d) if d.run_id.as_deref() == Some("00000000000000a1")
+    ));
+    let manual = NewRun {
+        occurrence: None,
+        ..scheduled("j", "00000000000000c3", 90)
+    };
+    assert_eq!(l.begin_run(&manual).unwrap(), Begun::Started);
+    assert_eq!(l.begin_run(&manual).unwrap(), Begun::Started);
+    // The same id for another job is not its start.
+    let stranger = NewRun {
+        job: "k".into(),
+        ..manual.clone()
+    };
+    assert!(l.begin_run(&stranger).is_err());
+    let history = l.history("j", 10).unwrap();
+    let ids: Vec<&str> = history.iter().map(|r| r.run_id.as_str()).collect();
+    assert_eq!(ids, ["00000000000000c3", "00000000000000a1"]);
+    log.note("history", &history);
+    log.note("job", &l.job("j").unwrap());
 }
 
 fn pruning_keeps_the_newest_runs_their_attempts_and_the_newest_decision(

@@ -127,11 +127,26 @@ impl Drop for Runner {
 /// `fence`, `sh.pid`, `sleep.pid` and, at its end, `result` into `dir`.
 /// Its step runs in a PID namespace of its own unless `plain`.
 fn start_runner(url: &str, dir: &Path, name: &str, secs: u32, remote: bool, plain: bool) -> Runner {
+    start_runner_with(url, dir, name, secs, remote, plain, None)
+}
+
+/// As [`start_runner`], with a TTL of `ttl` (and a deadline of a quarter
+/// of it, as the scheduler gives a lease) instead of [`TTL`].
+fn start_runner_with(
+    url: &str,
+    dir: &Path,
+    name: &str,
+    secs: u32,
+    remote: bool,
+    plain: bool,
+    ttl: Option<Duration>,
+) -> Runner {
     let job = format!(
-        "{url}\n{}\n{name}\n{secs}\n{}\n{}",
+        "{url}\n{}\n{name}\n{secs}\n{}\n{}\n{}",
         dir.display(),
         if remote { "remote" } else { "here" },
-        if plain { "plain" } else { "contained" }
+        if plain { "plain" } else { "contained" },
+        ttl.map_or(0, |t| t.as_millis())
     );
     let child = Command::new(std::env::current_exe().unwrap())
         .args([
@@ -165,18 +180,34 @@ fn runner_process() {
     };
     let job: Vec<&str> = job.split('\n').collect();
     let (url, dir, name, secs) = (job[0], Path::new(job[1]), job[2], job[3].parse().unwrap());
-    let (me, options) = if job[4] == "remote" {
+    let (me, mut options) = if job[4] == "remote" {
         let mut me = remote("holder");
         me.grace = Some(GRACE);
         (me, QUICK)
     } else {
         (HolderFacts::here(), Options::default())
     };
+    let ttl = match job[6].parse::<u64>().unwrap() {
+        0 => TTL,
+        ms => {
+            let ttl = Duration::from_millis(ms);
+            options = Options {
+                statement_timeout: ttl / 5,
+                deadline: ttl / 4,
+                connect_timeout: ttl / 4,
+                pool_size: 1,
+            };
+            ttl
+        }
+    };
     let rt = runtime();
     let store = rt.block_on(Leases::open(url, options)).unwrap();
-    let lease = rt.block_on(acquire(&store, name, &me));
+    let lease = match rt.block_on(store.acquire(name, &me, ttl, None)).unwrap() {
+        Acquire::Acquired(l) => l,
+        other => panic!("{name} not acquired: {other:?}"),
+    };
     std::fs::write(dir.join("fence"), lease.fence().to_string()).unwrap();
-    let held = PgHeld::start(&store, lease, &me, TTL).unwrap();
+    let held = PgHeld::start(&store, lease, &me, ttl).unwrap();
     assert_eq!(held.renew_wait(), options.deadline);
     let mut events = Vec::new();
     let mut report = |e: Event| events.push(e);
@@ -265,6 +296,49 @@ fn a_cut_network_stops_the_whole_tree_before_anyone_may_take_the_lease() {
     );
 }
 
+/// The server's stamp of lock `name`'s last renewal, in microseconds.
+fn renewed(rt: &tokio::runtime::Runtime, raw: &tokio_postgres::Client, name: &str) -> i64 {
+    rt.block_on(raw.query_one(
+        "SELECT baton.micros(renewed) FROM baton.leases WHERE name = $1",
+        &[&name],
+    ))
+    .unwrap()
+    .get(0)
+}
+
+#[test]
+fn an_outage_shorter_than_the_ttl_keeps_the_run() {
+    let rt = runtime();
+    let scene = rt.block_on(Scene::new());
+    let proxy = Proxy::start(([127, 0, 0, 1], scene.server.port()).into());
+    let through = format!("postgres://baton@127.0.0.1:{}/postgres", proxy.port());
+    let raw = rt.block_on(scene.raw());
+    let dir = tempfile::tempdir().unwrap();
+    let ttl = Duration::from_secs(4);
+    let runner = start_runner_with(&through, dir.path(), "blip", 10, true, false, Some(ttl));
+    read_pid(&dir.path().join("sleep.pid"));
+    // Renewals go every 1.33 s, each trying for at most 1 s. Just before
+    // the next one (1.15 s after a renewal), the network drops every byte
+    // for 2.75 s, less than the TTL: that renewal fails, and the network
+    // heals while the one after it (from 3.67 s) is under way, 3.9 s after
+    // the last success.
+    let before = renewed(&rt, &raw, "blip");
+    let mut tries = 0;
+    while renewed(&rt, &raw, "blip") == before {
+        tries += 1;
+        assert!(tries < 500, "no renewal");
+        nap(Duration::from_millis(10));
+    }
+    nap(Duration::from_millis(1150));
+    proxy.cut();
+    nap(Duration::from_millis(2750));
+    proxy.heal();
+    let result = result_of(runner, dir.path());
+    assert!(result.contains("ending=Exited(0)\n"), "{result}");
+    assert!(result.contains("lost=None\n"), "{result}");
+    assert!(result.contains("finish=Released\n"), "{result}");
+}
+
 #[test]
 fn a_terminated_backend_is_reconnected_and_the_run_goes_on_with_its_fence() {
     let rt = runtime();
@@ -351,26 +425,37 @@ fn a_server_that_never_answers_fails_every_call_within_the_deadline() {
     );
 }
 
+/// Longer deadlines than [`QUICK`], for scenarios that heal the network
+/// while a call is under way.
+const PATIENT: Options = Options {
+    statement_timeout: Duration::from_millis(1200),
+    deadline: Duration::from_millis(1500),
+    connect_timeout: Duration::from_millis(1500),
+    pool_size: 1,
+};
+
 #[test]
-fn a_failure_backs_off_and_a_call_meanwhile_fails_at_once() {
+fn a_renewal_made_while_the_network_heals_keeps_trying_and_succeeds() {
     let rt = runtime();
     let scene = rt.block_on(Scene::new());
     let proxy = Proxy::start(([127, 0, 0, 1], scene.server.port()).into());
     let through = format!("postgres://baton@127.0.0.1:{}/postgres", proxy.port());
     let me = HolderFacts::here();
-    let store = rt.block_on(Leases::open(&through, QUICK)).unwrap();
-    let lease = rt.block_on(acquire(&store, "backoff", &me));
+    let store = rt.block_on(Leases::open(&through, PATIENT)).unwrap();
+    let lease = rt.block_on(acquire(&store, "heals", &me));
     let mut held = PgHeld::start(&store, lease, &me, TTL).unwrap();
     assert_eq!(held.renew().unwrap(), Renewal::Renewed);
+    // The bytes of the connection in use are dropped from now on; the
+    // network heals while the renewal is under way.
     proxy.cut();
-    let e = held.renew().unwrap_err();
-    assert!(!e.to_string().contains("next attempt"), "{e}");
-    proxy.heal();
-    let t0 = now();
-    let e = held.renew().unwrap_err();
-    assert!(e.to_string().contains("the next attempt is in"), "{e}");
-    assert!(now() - t0 < Duration::from_millis(50));
-    nap(Duration::from_millis(150));
+    let healer = std::thread::spawn(move || {
+        nap(PATIENT.deadline / 5);
+        proxy.heal();
+        proxy
+    });
+    assert_eq!(held.renew().unwrap(), Renewal::Renewed);
+    let _proxy = healer.join().unwrap();
+    // Right after a failure, too: a call is never refused without trying.
     assert_eq!(held.renew().unwrap(), Renewal::Renewed);
     assert_eq!(
         Box::new(held).release().unwrap(),

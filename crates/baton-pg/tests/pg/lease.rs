@@ -138,3 +138,59 @@ async fn a_displaced_holder_can_neither_renew_nor_release() {
         .get(0);
     assert_eq!(token, new.token().to_string());
 }
+
+/// A restore from an older backup (or a failover to a replica that lagged)
+/// puts back a row whose fence is behind the fences already handed out:
+/// the next grant still goes past every one of them, in both forms.
+#[tokio::test]
+async fn fences_only_grow_after_the_lease_row_is_restored_from_an_older_copy() {
+    let scene = Scene::new().await;
+    let raw = scene.raw().await;
+    for (i, form) in [Form::Locking, Form::Conditional].into_iter().enumerate() {
+        let store = scene.leases_with(form, None).await;
+        let name = format!("restored-{i}");
+        let mut seen = Vec::new();
+        for round in 0..6 {
+            let lease = store
+                .acquire(&name, &remote("host-a"), LONG, None)
+                .await
+                .unwrap()
+                .acquired()
+                .unwrap_or_else(|| panic!("{form:?} round {round}: not granted"));
+            seen.push(lease.fence());
+            store.release(&lease).await.unwrap();
+            if round == 0 {
+                raw.batch_execute(&format!(
+                    "CREATE TABLE public.backup_{i} AS SELECT * FROM baton.leases \
+                     WHERE name = '{name}'"
+                ))
+                .await
+                .unwrap();
+            }
+        }
+        raw.batch_execute(&format!(
+            "DELETE FROM baton.leases WHERE name = '{name}';
+             INSERT INTO baton.leases SELECT * FROM public.backup_{i};"
+        ))
+        .await
+        .unwrap();
+        let restored: i64 = raw
+            .query_one("SELECT fence FROM baton.leases WHERE name = $1", &[&name])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(restored, i64::try_from(seen[0].get()).unwrap());
+        let next = store
+            .acquire(&name, &remote("host-b"), LONG, None)
+            .await
+            .unwrap()
+            .acquired()
+            .expect("a restored free row is granted");
+        let highest = seen.iter().max().unwrap();
+        assert!(
+            next.fence() > *highest,
+            "{form:?}: fence {} after a restore, {highest} was handed out before",
+            next.fence()
+        );
+    }
+}

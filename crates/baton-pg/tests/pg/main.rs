@@ -10,6 +10,7 @@ mod claims;
 mod evidence;
 mod held;
 mod lease;
+mod lost_reply;
 mod round_trips;
 mod schema;
 mod takeover;

@@ -58,7 +58,10 @@ fn blocking<T: Send>(f: impl AsyncFnOnce() -> Result<T, String> + Send) -> Resul
                 .enable_all()
                 .build()
                 .map_err(|e| format!("failed to start a runtime for the store: {e}"))?;
-            rt.block_on(f())
+            let out = rt.block_on(f());
+            // Never wait for a lookup of the store's host still under way.
+            rt.shutdown_background();
+            out
         })
         .join()
         .unwrap_or_else(|_| Err("the store's thread failed".into()))

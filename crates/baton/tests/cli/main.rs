@@ -23,6 +23,7 @@ mod metrics;
 mod overlap;
 mod page;
 mod policies;
+mod records;
 mod render;
 mod sched;
 mod store;

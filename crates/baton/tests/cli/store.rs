@@ -439,3 +439,254 @@ fn store_status_and_history_refuse_a_store_they_cannot_read() {
         assert!(!stdout(&o).contains("never"), "{args:?}: {}", both(&o));
     }
 }
+
+/// A job whose run writes `started`, then waits for `go` and exits with
+/// `code`.
+fn gated_job(s: &Sched, name: &str, code: i32) -> String {
+    format!(
+        "[jobs.{name}]\nschedule = \"0 0 1 1 *\"\nrun = \"touch {started}; while [ ! -e {go} ]; do \
+         sleep 0.05; done; exit {code}\"\n",
+        started = s.env.path(&format!("{name}.started")).display(),
+        go = s.env.path(&format!("{name}.go")).display(),
+    )
+}
+
+#[test]
+fn store_a_run_that_ends_while_the_server_restarts_records_its_verdict_and_frees_the_lock() {
+    let pg = PgServer::start();
+    let s = sched(&pg.url(), "");
+    s.write(&format!(
+        "[store]\nurl = {:?}\n{}{}",
+        pg.url(),
+        gated_job(&s, "fine", 0),
+        gated_job(&s, "broken", 3)
+    ));
+    let o = run(&s, &["store", "migrate"]);
+    assert_eq!(code(&o), 0, "{}", both(&o));
+    for (job, want_code, want_verdict) in [("fine", 0, "ok"), ("broken", 1, "failed")] {
+        let mut child = cmd(&s, &["run", job])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        baton_testkit::eventually("the job to start", || {
+            s.env.path(&format!("{job}.started")).exists()
+        });
+        // The server goes down; the job ends meanwhile, and its end cannot
+        // be recorded.
+        pg.stop_for_now();
+        std::fs::write(s.env.path(&format!("{job}.go")), "").unwrap();
+        baton_testkit::eventually("a failed ledger write", || {
+            s.envelope().contains("failed to write the ledger")
+        });
+        pg.start_again();
+        let status = baton_testkit::wait_for_exit(&mut child, "the run to end");
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(status.code(), Some(want_code), "{job}: {}", both(&o));
+        // The lock is free as soon as the run is over, not TTL + grace later.
+        assert_eq!(
+            pg.sql(&format!(
+                "SELECT state FROM baton.leases WHERE name = '{job}'"
+            )),
+            "free",
+            "{job}: {}",
+            both(&o)
+        );
+        let h = run(&s, &["history", job, "--json"]);
+        let runs: serde_json::Value = serde_json::from_slice(&h.stdout)
+            .unwrap_or_else(|e| panic!("history --json: {e}: {}", both(&h)));
+        assert_eq!(runs.as_array().map(Vec::len), Some(1), "{runs}");
+        assert_eq!(
+            runs[0]["verdict"],
+            want_verdict,
+            "{job}: {runs}\n{}",
+            both(&o)
+        );
+        assert_eq!(
+            runs[0]["exit_code"],
+            if want_code == 0 { 0 } else { 3 },
+            "{runs}"
+        );
+        assert_eq!(
+            runs[0]["attempts"].as_array().map(Vec::len),
+            Some(1),
+            "{runs}"
+        );
+    }
+}
+
+/// The ledger's write lock (`baton-lg` in ASCII), as every ledger write
+/// transaction takes it.
+const LEDGER_WRITE_LOCK: i64 = 0x6261_746f_6e2d_6c67;
+
+/// A job due now whatever the minute (one occurrence a year, caught up for
+/// 400 days) that appends a line to `ran`.
+fn yearly_job(name: &str, ran: &std::path::Path) -> String {
+    format!(
+        "[jobs.{name}]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\n\
+         run = \"echo ran >> {}\"\n",
+        ran.display()
+    )
+}
+
+/// Another host's writer sitting on the ledger's write lock until the
+/// session is dropped: every ledger write waits, and gives up after the
+/// statement timeout.
+fn hold_the_ledgers_write_lock(pg: &PgServer) -> baton_testkit::pg::Psql {
+    let mut writer = pg.session();
+    writer.send(&format!("SELECT pg_advisory_lock({LEDGER_WRITE_LOCK});"));
+    baton_testkit::eventually("the write lock held", || {
+        pg.sql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted") == "1"
+    });
+    writer
+}
+
+fn ran_lines(p: &std::path::Path) -> usize {
+    std::fs::read_to_string(p).map_or(0, |s| s.lines().count())
+}
+
+#[test]
+fn store_a_start_the_ledger_could_not_record_at_first_is_recorded_and_the_run_goes_on() {
+    let pg = PgServer::start();
+    let s = sched(&pg.url(), "");
+    let ran = s.env.path("ran");
+    s.write(&format!(
+        "[store]\nurl = {:?}\n{}",
+        pg.url(),
+        yearly_job("j", &ran)
+    ));
+    let o = run(&s, &["store", "migrate"]);
+    assert_eq!(code(&o), 0, "{}", both(&o));
+    let writer = hold_the_ledgers_write_lock(&pg);
+    let mut tick = cmd(&s, &["tick"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    baton_testkit::eventually("the start record to fail once", || {
+        s.envelope().contains("failed to write the ledger")
+    });
+    assert_eq!(
+        ran_lines(&ran),
+        0,
+        "the job ran before its start was recorded"
+    );
+    drop(writer);
+    let status = baton_testkit::wait_for_exit(&mut tick, "the tick to end");
+    let o = tick.wait_with_output().unwrap();
+    assert_eq!(status.code(), Some(0), "{}", both(&o));
+    assert_eq!(ran_lines(&ran), 1, "{}", both(&o));
+    let h = run(&s, &["history", "j", "--json"]);
+    let runs: serde_json::Value = serde_json::from_slice(&h.stdout)
+        .unwrap_or_else(|e| panic!("history --json: {e}: {}", both(&h)));
+    assert_eq!(runs.as_array().map(Vec::len), Some(1), "{runs}");
+    assert_eq!(runs[0]["verdict"], "ok", "{runs}");
+    // Recorded once, though it was written more than once.
+    assert_eq!(
+        pg.sql("SELECT decision, count(*) FROM baton.occurrences WHERE job = 'j' GROUP BY 1"),
+        "started|1"
+    );
+    let again = run(&s, &["tick"]);
+    assert_eq!(code(&again), 0, "{}", both(&again));
+    assert_eq!(ran_lines(&ran), 1, "ran again: {}", both(&again));
+}
+
+#[test]
+fn store_a_start_never_recorded_is_missed_with_its_reason_and_its_claim_runs_nothing() {
+    let pg = PgServer::start();
+    let s = sched(&pg.url(), "");
+    let ran = s.env.path("ran");
+    // A short TTL: the run tries to record its start for that long.
+    s.write(&format!(
+        "[scheduler]\nstate_dir = {:?}\ntimezone = \"UTC\"\nttl = \"4s\"\nkill_grace = \"1s\"\n\
+         takeover_grace = \"4s\"\n[store]\nurl = {:?}\n{}",
+        s.env.state().display(),
+        pg.url(),
+        yearly_job("j", &ran)
+    ));
+    let o = run(&s, &["store", "migrate"]);
+    assert_eq!(code(&o), 0, "{}", both(&o));
+    let writer = hold_the_ledgers_write_lock(&pg);
+    let first = run(&s, &["tick"]);
+    assert_eq!(code(&first), 2, "{}", both(&first));
+    assert!(
+        stderr(&first).contains("not run: the store's ledger did not record its start"),
+        "{}",
+        both(&first)
+    );
+    // Said where it could be, though the ledger could not take it.
+    let alerts =
+        std::fs::read_to_string(s.env.state().join("logs").join("alerts.log")).unwrap_or_default();
+    assert!(
+        alerts.contains("\"reason\":\"ledger-unavailable\""),
+        "{alerts}"
+    );
+    drop(writer);
+    assert_eq!(ran_lines(&ran), 0);
+    // The occurrence is claimed in the lease row, and never ran: the next
+    // tick records it missed, with its reason, and runs nothing.
+    let second = run(&s, &["tick"]);
+    assert_eq!(code(&second), 1, "{}", both(&second));
+    assert!(
+        stderr(&second).contains("missed (ledger-unavailable)"),
+        "{}",
+        both(&second)
+    );
+    assert_eq!(
+        pg.sql("SELECT reason, count FROM baton.missed WHERE job = 'j'"),
+        "ledger-unavailable|1"
+    );
+    assert_eq!(
+        pg.sql("SELECT count(*) FROM baton.occurrences WHERE job = 'j'"),
+        "0",
+        "the claim stands for no run"
+    );
+    let third = run(&s, &["tick"]);
+    assert_eq!(code(&third), 0, "{}", both(&third));
+    assert_eq!(ran_lines(&ran), 0);
+    assert!(
+        run(&s, &["history", "j", "--json"])
+            .stdout
+            .starts_with(b"[]")
+    );
+}
+
+#[test]
+fn store_a_run_cut_off_from_the_store_ends_on_its_own_while_the_store_stays_silent() {
+    let pg = PgServer::start();
+    let proxy = baton_testkit::proxy::Proxy::start(([127, 0, 0, 1], pg.port()).into());
+    let through = format!("postgres://baton@127.0.0.1:{}/postgres", proxy.port());
+    let s = sched(&pg.url(), "");
+    let started = s.env.path("started");
+    s.write(&format!(
+        "[scheduler]\nstate_dir = {:?}\ntimezone = \"UTC\"\nttl = \"4s\"\nkill_grace = \"1s\"\n\
+         takeover_grace = \"4s\"\n[store]\nurl = {through:?}\n\
+         [jobs.j]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\n\
+         run = \"touch {}; sleep 300\"\n",
+        s.env.state().display(),
+        started.display()
+    ));
+    let o = run(&s, &["store", "migrate"]);
+    assert_eq!(code(&o), 0, "{}", both(&o));
+    for args in [&["run", "j"][..], &["tick"]] {
+        let _ = std::fs::remove_file(&started);
+        proxy.heal();
+        let mut child = cmd(&s, args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        baton_testkit::eventually("the job to start", || started.exists());
+        // Every byte to and from the store is dropped from now on, and the
+        // store never answers again while the process runs.
+        proxy.cut();
+        let status = baton_testkit::wait_for_exit(&mut child, "the cut-off run to end");
+        let o = child.wait_with_output().unwrap();
+        assert_ne!(status.code(), Some(0), "{args:?}: {}", both(&o));
+        assert!(
+            stderr(&o).contains("lease-lost") || stderr(&o).contains("could not renew"),
+            "{args:?}: {}",
+            both(&o)
+        );
+    }
+}

@@ -1,0 +1,247 @@
+//! A run's own records when the embedded store's ledger (SQLite) fails
+//! while the run goes on under its lock file: another process holding the
+//! database's write lock, a full disk. The run that happened is recorded
+//! once the ledger takes it, and no later tick calls its occurrence missed.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::mpsc;
+
+use crate::sched::Sched;
+use crate::support::{code, eventually, stderr, stdout};
+
+/// Another process's transaction holding SQLite's write lock on `db`
+/// (`BEGIN IMMEDIATE`) until it is dropped.
+struct WriteLock {
+    release: Option<mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl WriteLock {
+    fn hold(db: &Path) -> WriteLock {
+        let db = db.to_owned();
+        let (held, taken) = mpsc::channel();
+        let (release, wait) = mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let conn = rusqlite::Connection::open(&db).unwrap();
+            conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+            held.send(()).unwrap();
+            let _ = wait.recv();
+            conn.execute_batch("ROLLBACK").unwrap();
+        });
+        taken.recv().unwrap();
+        WriteLock {
+            release: Some(release),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for WriteLock {
+    fn drop(&mut self) {
+        drop(self.release.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A job due now whatever the minute (one occurrence a year, caught up
+/// for 400 days) that appends its occurrence to `ran`.
+fn yearly(ran: &Path) -> String {
+    format!(
+        "[jobs.j]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\n\
+         run = \"echo $BATON_OCCURRENCE >> {}\"\n",
+        ran.display()
+    )
+}
+
+fn lines(p: &Path) -> Vec<String> {
+    std::fs::read_to_string(p)
+        .map(|s| s.lines().map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+/// One value from the ledger, read directly.
+fn ledger_value(db: &Path, sql: &str) -> String {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.query_row(sql, [], |r| r.get::<_, rusqlite::types::Value>(0))
+        .map(|v| match v {
+            rusqlite::types::Value::Integer(i) => i.to_string(),
+            rusqlite::types::Value::Text(t) => t,
+            rusqlite::types::Value::Null => "NULL".into(),
+            other => format!("{other:?}"),
+        })
+        .unwrap()
+}
+
+fn db(s: &Sched) -> PathBuf {
+    s.env.state().join("baton.db")
+}
+
+#[test]
+fn store_files_a_run_the_write_locked_ledger_could_not_record_at_first_is_in_history() {
+    let s = Sched::new("");
+    // A tick without jobs creates the ledger.
+    let o = s.run(&["tick"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let ran = s.env.path("ran");
+    s.write(&yearly(&ran));
+    let lock = WriteLock::hold(&db(&s));
+    let mut tick = s
+        .cmd(&["tick"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // With lock files the run goes on unrecorded: its claim guards it.
+    eventually("the job to run", || lines(&ran).len() == 1);
+    drop(lock);
+    let status = baton_testkit::wait_for_exit(&mut tick, "the tick to end");
+    let o = tick.wait_with_output().unwrap();
+    assert_eq!(status.code(), Some(0), "{}", stderr(&o));
+    let runs = s.json(&["history", "j", "--json"]);
+    assert_eq!(
+        runs.as_array().map(Vec::len),
+        Some(1),
+        "{runs}\n{}",
+        stderr(&o)
+    );
+    assert_eq!(runs[0]["verdict"], "ok", "{runs}");
+    assert_eq!(runs[0]["occurrence"], lines(&ran)[0].as_str(), "{runs}");
+    assert_eq!(
+        runs[0]["attempts"].as_array().map(Vec::len),
+        Some(1),
+        "{runs}"
+    );
+    assert_eq!(
+        ledger_value(&db(&s), "SELECT decision FROM occurrences WHERE job = 'j'"),
+        "started"
+    );
+    assert_eq!(
+        ledger_value(&db(&s), "SELECT count(*) FROM missed WHERE job = 'j'"),
+        "0"
+    );
+    let again = s.run(&["tick"]);
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    assert_eq!(lines(&ran).len(), 1);
+}
+
+/// A small tmpfs mounted on a directory, unmounted when dropped.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(dir).unwrap();
+        let o = std::process::Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0755"),
+                "tmpfs",
+            ])
+            .arg(dir)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "mount: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        Tmpfs(dir.to_owned())
+    }
+
+    /// Writes a file until the filesystem is full.
+    fn fill(&self) -> PathBuf {
+        use std::io::Write;
+        let filler = self.0.join("filler");
+        let mut f = std::fs::File::create(&filler).unwrap();
+        let block = vec![0u8; 64 * 1024];
+        while f.write_all(&block).is_ok() {}
+        let _ = f.sync_all();
+        filler
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .output();
+    }
+}
+
+/// `baton ARGS` with the wall clock moved by `offset` (`-300s`, `+200s`);
+/// the boot clock is left alone.
+fn at_offset(s: &Sched, offset: &str, args: &[&str]) -> std::process::Output {
+    let mut c = std::process::Command::new("faketime");
+    c.args([
+        "-m",
+        "--exclude-monotonic",
+        "-f",
+        offset,
+        crate::support::BATON,
+    ])
+    .args(args)
+    .env("BATON_CONFIG", s.config())
+    .env_remove("BATON_STATE_DIR")
+    .env_remove("BATON_ENABLED")
+    .stdin(Stdio::null());
+    c.output().unwrap()
+}
+
+#[test]
+fn store_files_a_run_a_full_disk_kept_out_of_the_ledger_is_never_counted_missed() {
+    if !crate::support::root() {
+        eprintln!("skipped: mounting a tmpfs needs root");
+        return;
+    }
+    let s = Sched::new("");
+    let disk = Tmpfs::mount(&s.env.state(), "4m");
+    let ran = s.env.path("ran");
+    let log = s.env.path("manual");
+    s.write(&format!(
+        "[scheduler]\nstate_dir = {:?}\ntimezone = \"UTC\"\nttl = \"4s\"\nkill_grace = \"1s\"\n\
+         takeover_grace = \"4s\"\n\
+         [jobs.j]\nschedule = \"* * * * *\"\n\
+         run = \"if [ $BATON_OCCURRENCE = manual ]; then echo x >> {}; else echo $BATON_OCCURRENCE >> {}; fi\"\n",
+        s.env.state().display(),
+        log.display(),
+        ran.display()
+    ));
+    // Five minutes ago, a run by hand: the ledger has seen the job since.
+    let o = at_offset(&s, "-300s", &["run", "j"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(lines(&log).len(), 1);
+    // The write-ahead log emptied, then the disk filled: the ledger cannot
+    // take another write, while the lock file is rewritten in place.
+    rusqlite::Connection::open(db(&s))
+        .unwrap()
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    let filler = disk.fill();
+    let o = s.run(&["tick"]);
+    assert_eq!(lines(&ran).len(), 1, "{}{}", stdout(&o), stderr(&o));
+    let first = lines(&ran)[0].clone();
+    std::fs::remove_file(filler).unwrap();
+    // Minutes later: the occurrences since the job was seen are superseded
+    // by the newest, which runs; the one that ran is not among them.
+    let o = at_offset(&s, "+200s", &["tick"]);
+    assert_eq!(lines(&ran).len(), 2, "{}{}", stdout(&o), stderr(&o));
+    let covering = ledger_value(
+        &db(&s),
+        &format!(
+            "SELECT count(*) FROM missed WHERE job = 'j' \
+             AND first <= CAST(strftime('%s', '{first}') AS INTEGER) \
+             AND last >= CAST(strftime('%s', '{first}') AS INTEGER)"
+        ),
+    );
+    assert_eq!(covering, "0", "{first} was counted missed: {}", stderr(&o));
+    let superseded = ledger_value(
+        &db(&s),
+        "SELECT count(*) FROM missed WHERE job = 'j' AND reason = 'superseded'",
+    );
+    assert_ne!(superseded, "0", "nothing was superseded: {}", stderr(&o));
+}
