@@ -208,7 +208,7 @@ async fn metrics(State(d): Shared) -> Result<Response, ApiError> {
 
 async fn status_of(d: &Daemon, only: Option<String>) -> Result<Response, ApiError> {
     let loaded = d.current();
-    let now = d.clock.wall();
+    let now = d.decision_now();
     let s =
         blocking(move || baton_sched::status::read(&loaded.config, only.as_deref(), now)).await?;
     Ok(json_of(StatusCode::OK, &s))
@@ -235,7 +235,7 @@ async fn runs(
 ) -> Result<Response, ApiError> {
     let loaded = known(&d, &name)?;
     let limit = q.limit.unwrap_or(20).min(10_000);
-    let now = d.clock.wall();
+    let now = d.decision_now();
     let runs = blocking(move || baton_sched::history::read(&loaded.config, &name, limit, now))
         .await?
         .map_err(ApiError::internal)?;
@@ -362,7 +362,7 @@ async fn pause(State(d): Shared, Path(name): Path<String>, b: Bytes) -> Result<R
         .jobs
         .get(&name)
         .map_or(jiff::tz::TimeZone::UTC, |j| j.timezone.value.tz.clone());
-    let now = d.clock.wall();
+    let now = d.decision_now();
     let until = match (&p.until, &p.for_) {
         (Some(_), Some(_)) => return Err(bad("give \"until\" or \"for\", not both".into())),
         (Some(u), None) => baton_sched::pause::Until::At(
