@@ -47,7 +47,7 @@ mod token;
 pub mod trust;
 mod vouch;
 
-pub use claims::{Claims, Once};
+pub use claims::{Claims, MAX_KEY_BYTES, Once};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decide::{Death, Foreign, Holder, Now, Observer, Policy, Verdict};
 pub use error::Error;

@@ -78,6 +78,13 @@ pub struct Claim {
     /// ([`Outcome::Claimed`]) when the claim's key already holds this
     /// occurrence or a later one, decided inside the same critical section.
     pub once: Option<crate::Once>,
+    /// The keys whose claims must never be dropped to make room in the
+    /// record: the jobs sharing this lock, the claim's own key among them.
+    /// When the claims no longer fit, the oldest claims of other keys (jobs
+    /// renamed or removed since) go; when those of these keys alone do not
+    /// fit, the acquisition fails ([`Error::ClaimsFull`]). A restatement of
+    /// the lease keeps them too.
+    pub mates: Vec<String>,
 }
 
 /// The modes of an operator's break.
@@ -228,11 +235,16 @@ impl Lock {
                 claim,
             )?;
             held.claims = match &claim.once {
-                Some(once) => prior.with(once),
+                Some(once) => self.fit(&prior, once, &claim.mates)?,
                 None => prior,
             };
             self.write(&section, &held.render())?;
-            return Ok(Outcome::Acquired(Lease::new(self.clone(), held, verdict)));
+            return Ok(Outcome::Acquired(Lease::new(
+                self.clone(),
+                held,
+                verdict,
+                claim.mates.clone(),
+            )));
         }
         Ok(Outcome::Busy(Busy::Unstable {
             attempts: REOPEN_ATTEMPTS,
@@ -355,6 +367,21 @@ impl Lock {
         Ok(Broken::Freed {
             verdict,
             raw: outcome::first_line(&section.bytes),
+        })
+    }
+
+    /// `claims` with `once` added, fitted into the record, or
+    /// [`Error::ClaimsFull`].
+    pub(crate) fn fit(
+        &self,
+        claims: &crate::Claims,
+        once: &crate::Once,
+        mates: &[String],
+    ) -> Result<crate::Claims, Error> {
+        claims.fitted(once, mates).ok_or_else(|| Error::ClaimsFull {
+            path: self.path.clone(),
+            key: once.key.clone(),
+            count: claims.len(),
         })
     }
 
@@ -496,7 +523,12 @@ impl Lock {
         // Explicitly: a forked child that never execs would keep it otherwise.
         let _ = file::unlock(&f);
         drop(f);
-        Ok(Some(Lease::new(self.clone(), held, Verdict::Absent)))
+        Ok(Some(Lease::new(
+            self.clone(),
+            held,
+            Verdict::Absent,
+            claim.mates.clone(),
+        )))
     }
 
     /// Opens the file and takes its mutex; the section holds it until dropped.

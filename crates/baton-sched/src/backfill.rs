@@ -145,6 +145,7 @@ fn run_with(config: &Config, job: &Job, occ: &[i64], surfaces: &Rc<RefCell<Surfa
         occ: Some(firsts[0].ctx.occurrence.clone()),
         budget: job.policy.max_runtime.value,
         once: None,
+        mates: crate::run::owned_mates(config, job),
     };
     let clock = surfaces.borrow().clock();
     let deadline = clock.boot().saturating_add(QUEUE_WAIT);

@@ -197,6 +197,15 @@ pub fn lock_mates<'c>(config: &'c Config, job: &Job) -> Vec<&'c str> {
         .collect()
 }
 
+/// [`lock_mates`], owned: the keys whose claims the lock keeps whatever
+/// else it drops to make room.
+pub(crate) fn owned_mates(config: &Config, job: &Job) -> Vec<String> {
+    lock_mates(config, job)
+        .into_iter()
+        .map(str::to_owned)
+        .collect()
+}
+
 /// The jobs sharing `job`'s lock whose queue may run now: enabled, and not
 /// paused (their queued occurrences wait for the resume).
 fn drainable<'c>(config: &'c Config, job: &Job, surfaces: &Rc<RefCell<Surfaces>>) -> Vec<&'c str> {
@@ -316,6 +325,7 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
             key: job.name.clone(),
             at,
         }),
+        mates: owned_mates(req.config, job),
     };
     let outcome = match store.try_acquire(job, &claim) {
         Ok(o) => o,
@@ -547,6 +557,7 @@ pub(crate) fn hold(
             req.job,
             &baton_lease::Claim {
                 budget: req.job.policy.max_runtime.value,
+                mates: owned_mates(req.config, req.job),
                 ..baton_lease::Claim::default()
             },
         ) {

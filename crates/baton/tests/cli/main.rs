@@ -5,6 +5,7 @@ mod support;
 
 mod alerts;
 mod calendar;
+mod claims;
 mod contain;
 mod crash;
 mod daemon;

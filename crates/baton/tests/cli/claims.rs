@@ -1,0 +1,133 @@
+//! What keeps an occurrence from running twice when one of its two records
+//! is gone: the lock's claims with no usable ledger (every job sharing the
+//! lock keeps its claim, however many and however long their names), and
+//! the ledger with a lock file whose claims it does not know.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Stdio;
+
+use crate::sched::Sched;
+use crate::support::{code, stderr, stdout};
+
+/// A ledger this build refuses to open, as one written by a later baton is
+/// refused: a valid SQLite file whose schema version (`PRAGMA user_version`,
+/// four bytes at offset 60 of the header) is 99. Runs go on unrecorded.
+pub(crate) fn foreign_ledger(s: &Sched) {
+    use std::os::unix::fs::PermissionsExt;
+    let state = s.env.state();
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let now = baton_lease::Clock::wall(&baton_lease::SystemClock);
+    let mut l = baton_ledger::Ledger::open(&state, now).unwrap();
+    l.checkpoint().unwrap();
+    drop(l);
+    // Checkpointed: the file holds everything; the write-ahead log goes.
+    for side in ["baton.db-wal", "baton.db-shm"] {
+        let _ = std::fs::remove_file(state.join(side));
+    }
+    let db = state.join("baton.db");
+    let mut bytes = std::fs::read(&db).unwrap();
+    bytes[60..64].copy_from_slice(&99u32.to_be_bytes());
+    std::fs::write(&db, bytes).unwrap();
+    let o = s.run(&["status"]);
+    assert!(
+        stderr(&o).contains("schema version is 99"),
+        "the ledger is still usable: {}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+}
+
+/// How many times each job appears in `file`.
+fn counts(file: &Path) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for l in std::fs::read_to_string(file).unwrap_or_default().lines() {
+        *out.entry(l.to_owned()).or_insert(0) += 1;
+    }
+    out
+}
+
+/// A job name of 60 characters.
+fn long_name(i: usize) -> String {
+    format!("job-{i:02}-{}", "x".repeat(54))
+}
+
+#[test]
+fn twenty_jobs_with_long_names_on_one_lock_each_run_once_with_no_ledger() {
+    let env = crate::support::Env::new();
+    let ran = env.path("ran");
+    let s = Sched { env };
+    // One occurrence a year, caught up for 400 days: the same occurrence of
+    // every job stays due through the test, and with no ledger every tick
+    // finds each one due again; only the lock's claims say it started.
+    let mut toml = String::new();
+    for i in 0..20 {
+        toml.push_str(&format!(
+            "[jobs.{}]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\nlock = \"shared\"\n\
+             run = \"echo $BATON_JOB >> {}; sleep 0.05\"\n",
+            long_name(i),
+            ran.display()
+        ));
+    }
+    s.write(&toml);
+    foreign_ledger(&s);
+    for round in 0..4 {
+        let ticks: Vec<_> = (0..6)
+            .map(|_| {
+                s.cmd(&["tick"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for mut t in ticks {
+            t.wait().unwrap();
+        }
+        let c = counts(&ran);
+        assert!(c.values().all(|&n| n == 1), "round {round}: {c:?}");
+    }
+    // One tick at a time until every job has had its turn at the lock.
+    for _ in 0..40 {
+        if counts(&ran).len() == 20 {
+            break;
+        }
+        s.run(&["tick"]);
+    }
+    let c = counts(&ran);
+    assert_eq!(c.len(), 20, "{c:?}");
+    assert!(c.values().all(|&n| n == 1), "{c:?}");
+    // The lock file names every job's claim.
+    let record = std::fs::read_to_string(s.env.state().join("locks/shared.lock")).unwrap();
+    for i in 0..20 {
+        assert!(record.contains(&format!("{}@", long_name(i))), "{record}");
+    }
+}
+
+#[test]
+fn a_lock_shared_by_more_jobs_than_its_record_can_claim_is_refused_at_load() {
+    let env = crate::support::Env::new();
+    let s = Sched { env };
+    let mut toml = String::new();
+    for i in 0..900 {
+        toml.push_str(&format!(
+            "[jobs.j{i:03}{}]\nevery = \"1h\"\nlock = \"crowded\"\nrun = \"true\"\n",
+            "y".repeat(60)
+        ));
+    }
+    s.write(&toml);
+    for args in [&["config"][..], &["tick"]] {
+        let o = s.run(args);
+        assert_eq!(code(&o), 2, "{args:?}: {}{}", stdout(&o), stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("crowded") && err.contains("900 jobs"),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(
+        !s.env.state().join("locks").exists(),
+        "a refused configuration touched the state directory"
+    );
+}
