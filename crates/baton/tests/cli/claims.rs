@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Stdio;
 
+use crate::policies::read_lines;
 use crate::sched::Sched;
 use crate::support::{code, stderr, stdout};
 
@@ -130,4 +131,105 @@ fn a_lock_shared_by_more_jobs_than_its_record_can_claim_is_refused_at_load() {
         !s.env.state().join("locks").exists(),
         "a refused configuration touched the state directory"
     );
+}
+
+fn at(secs: i64) -> String {
+    jiff::Timestamp::from_second(secs).unwrap().to_string()
+}
+
+/// An hourly job `h` (with `extra` keys) that appends its occurrence to
+/// the returned file, down for five hours: its ledger decided up to five
+/// hours before the newest occurrence, which is returned too.
+fn hourly_after_downtime(extra: &str) -> (Sched, std::path::PathBuf, i64) {
+    let env = crate::support::Env::new();
+    let ran = env.path("ran");
+    let s = Sched { env };
+    s.write(&format!(
+        "[jobs.h]\nevery = \"1h\"\ncatch_up_window = \"6h\"\n{extra}\
+         run = \"echo $BATON_OCCURRENCE >> {}\"\n",
+        ran.display()
+    ));
+    let t0 = baton_lease::Clock::wall(&baton_lease::SystemClock);
+    let newest = t0.as_second() / 3600 * 3600;
+    crate::policies::downtime(
+        &s,
+        "h",
+        t0 - jiff::SignedDuration::from_hours(8),
+        newest - 5 * 3600,
+    );
+    (s, ran, newest)
+}
+
+/// Moves the ledger aside, as an operator does with one he cannot trust
+/// (or as a lost disk does): the next command starts a fresh one.
+fn lose_ledger(s: &Sched) {
+    let state = s.env.state();
+    for name in ["baton.db", "baton.db-wal", "baton.db-shm"] {
+        let from = state.join(name);
+        if from.exists() {
+            std::fs::rename(&from, state.join(format!("{name}.lost"))).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_backfill_after_the_ledger_was_lost_never_runs_what_the_lock_says_may_have_run() {
+    // Down for five hours: the tick catches up on all of them, oldest
+    // first, and the lock's claim ends at the newest.
+    let (s, ran, newest) = hourly_after_downtime("catch_up = \"all\"\n");
+    let o = s.run(&["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let want: Vec<String> = (0..5).rev().map(|i| at(newest - i * 3600)).collect();
+    assert_eq!(read_lines(&ran), want);
+    let (from, to) = (at(newest - 4 * 3600), at(newest));
+    lose_ledger(&s);
+    // The fresh ledger knows none of them; the claim says they may have run.
+    let o = s.run(&["backfill", "h", "--from", &from, "--to", &to, "--dry-run"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o).matches("not run").count(), 5, "{}", stdout(&o));
+    assert!(stdout(&o).contains("--force"), "{}", stdout(&o));
+    let o = s.run(&["backfill", "h", "--from", &from, "--to", &to]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(read_lines(&ran), want, "a backfill ran them again");
+    let err = stderr(&o);
+    assert_eq!(err.matches(" not run: ").count(), 5, "{err}");
+    assert!(
+        err.contains("claim") && err.contains("--force"),
+        "it says why and how to force: {err}"
+    );
+    // A ledger that cannot be read at all rules out nothing.
+    foreign_ledger(&s);
+    let o = s.run(&["backfill", "h", "--from", &from, "--to", &to]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(read_lines(&ran), want, "a backfill ran them with no ledger");
+    assert!(stderr(&o).contains("cannot be read"), "{}", stderr(&o));
+    // --force runs what it is told, saying so.
+    lose_ledger(&s);
+    let o = s.run(&["backfill", "h", "--from", &from, "--to", &from, "--force"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stderr(&o).contains("--force"), "{}", stderr(&o));
+    let mut again = want.clone();
+    again.push(from.clone());
+    assert_eq!(read_lines(&ran), again);
+}
+
+#[test]
+fn occurrences_the_ledger_records_missed_are_backfilled_behind_the_claim() {
+    // catch_up = "latest": the newest runs (and is claimed); the four
+    // before it are recorded missed.
+    let (s, ran, newest) = hourly_after_downtime("");
+    s.run(&["tick"]);
+    assert_eq!(read_lines(&ran), vec![at(newest)]);
+    let o = s.run(&[
+        "backfill",
+        "h",
+        "--from",
+        &at(newest - 4 * 3600),
+        "--to",
+        &at(newest),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let mut want: Vec<String> = vec![at(newest)];
+    want.extend((1..5).rev().map(|i| at(newest - i * 3600)));
+    assert_eq!(read_lines(&ran), want);
 }
