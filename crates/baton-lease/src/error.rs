@@ -85,6 +85,20 @@ pub enum Error {
         /// How many claims the record holds.
         count: usize,
     },
+    /// A key's guard file cannot be read: which lock its key last ran under
+    /// is unknown.
+    #[error(
+        "the guard file {} cannot be read ({why}): it names the lock its job last ran under, so \
+         the job does not start while it is unknown; nothing was changed: once no run of the job \
+         is in flight, remove the file",
+        path.display()
+    )]
+    UnreadableGuard {
+        /// The guard file.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
     /// Another process kept the file's mutex longer than allowed.
     #[error(
         "the mutex of {} was held by another process for more than {waited:?} (is something running \

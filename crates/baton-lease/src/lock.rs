@@ -158,6 +158,14 @@ impl Lock {
         self
     }
 
+    /// The lock file `name` in this lock's directory, judged as this one.
+    pub(crate) fn beside(&self, name: &str) -> Lock {
+        Lock {
+            path: self.dir().join(name),
+            ..self.clone()
+        }
+    }
+
     /// The lock file's path.
     pub fn path(&self) -> &Path {
         &self.path
@@ -599,7 +607,11 @@ impl Lock {
 
     /// Takes the mutex, polling for at most `mutex_wait`. `Some(waited)` when
     /// another process kept it that long.
-    fn take_mutex(&self, f: &std::fs::File, mode: Mode) -> Result<Option<Duration>, Error> {
+    pub(crate) fn take_mutex(
+        &self,
+        f: &std::fs::File,
+        mode: Mode,
+    ) -> Result<Option<Duration>, Error> {
         if file::try_lock(f, mode).map_err(|e| self.lock_error(e))? {
             return Ok(None);
         }

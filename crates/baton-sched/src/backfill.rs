@@ -29,7 +29,7 @@ use jiff::Timestamp;
 use crate::alerts::Kind;
 use crate::config::{Config, Job, Overlap};
 use crate::run::{CANNOT, Context, FAILED, First, OK, Request, Start, occurrence_text};
-use crate::store::Taken;
+use crate::store::{Guard, Taken};
 use crate::surfaces::Surfaces;
 
 /// The most occurrences one backfill runs.
@@ -242,6 +242,23 @@ fn run_with(
         once: None,
         mates: crate::run::owned_mates(config, job),
     };
+    let refuse = |why: &str| {
+        crate::say::line(format_args!(
+            "backfill: {} not run: {why}; nothing was run",
+            job.name
+        ));
+    };
+    match store.runs_elsewhere(job, None) {
+        Ok(Guard::Clear | Guard::Claimed { .. }) => {}
+        Ok(Guard::Elsewhere(refused)) => {
+            refuse(&refused.why);
+            return FAILED;
+        }
+        Err(e) => {
+            refuse(&e);
+            return CANNOT;
+        }
+    }
     let clock = surfaces.borrow().clock();
     let deadline = clock.boot().saturating_add(QUEUE_WAIT);
     let mut said = false;
@@ -289,6 +306,19 @@ fn run_with(
             return CANNOT;
         }
     };
+    match store.take_guard(job, lease.fence(), None) {
+        Ok(Guard::Clear | Guard::Claimed { .. }) => {}
+        Ok(Guard::Elsewhere(refused)) => {
+            let _ = lease.release();
+            refuse(&refused.why);
+            return FAILED;
+        }
+        Err(e) => {
+            let _ = lease.release();
+            refuse(&e);
+            return CANNOT;
+        }
+    }
     // Under the lease, no other run of the lock's jobs can start, and only
     // a holder moves the claim: what the records say now stays true.
     let (firsts, refused) = match runnable(&*store, job, firsts, force, surfaces) {

@@ -19,7 +19,7 @@ mod taken;
 
 pub use files::{Files, lock_file};
 pub use pg::{Postgres, deadline_for};
-pub use taken::{Refused, Taken};
+pub use taken::{Guard, Refused, Taken};
 
 use baton_lease::{Claim, Verdict};
 use baton_ledger::{Error as LedgerError, Records};
@@ -83,6 +83,30 @@ pub trait Store {
     ///
     /// When the store cannot be read.
     fn inspect(&self, job: &Job) -> Result<Option<Verdict>, String>;
+    /// What `job`'s guard says: whether the job runs now under a lock
+    /// other than its own (its lock was changed while it ran), or already
+    /// claimed `occurrence` (or a later one) under another lock. Changes
+    /// nothing; asked before a lease is taken, so that the common case
+    /// claims nothing it will not run.
+    ///
+    /// # Errors
+    ///
+    /// When the store or the job's guard cannot be read: the run must not
+    /// start.
+    fn runs_elsewhere(&self, job: &Job, occurrence: Option<i64>) -> Result<Guard, String>;
+    /// Takes `job`'s guard for the lease held on its lock under `fence`,
+    /// claiming `occurrence`: [`Guard::Elsewhere`] when the job's run under
+    /// another lock is in flight, [`Guard::Claimed`] when it claimed that
+    /// occurrence or a later one there (either way nothing changed: the
+    /// lease must be let go unused), else [`Guard::Clear`], and the guard
+    /// names this lock and fence from now on. A job never runs under two
+    /// locks at once, whatever its lock is renamed to (`DESIGN.md`, "A
+    /// job's guard").
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::runs_elsewhere`].
+    fn take_guard(&self, job: &Job, fence: u64, occurrence: Option<i64>) -> Result<Guard, String>;
     /// The occurrence `job` last claimed under its lock (its claim: every
     /// scheduled occurrence at or before it may have started), read without
     /// changing anything: `None` when the job never claimed one there.

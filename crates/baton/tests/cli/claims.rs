@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 
 use crate::policies::read_lines;
 use crate::sched::Sched;
@@ -38,6 +38,24 @@ pub(crate) fn foreign_ledger(s: &Sched) {
         stdout(&o),
         stderr(&o)
     );
+}
+
+/// Runs `n` quiet `baton tick`s at once, each first given to `each` (its
+/// number and command), and waits for them all.
+pub(crate) fn ticks_at_once(s: &Sched, n: usize, each: impl Fn(usize, &mut Command)) {
+    let ticks: Vec<_> = (0..n)
+        .map(|i| {
+            let mut c = s.cmd(&["tick"]);
+            each(i, &mut c);
+            c.stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut t in ticks {
+        t.wait().unwrap();
+    }
 }
 
 /// How many times each job appears in `file`.
@@ -74,18 +92,7 @@ fn twenty_jobs_with_long_names_on_one_lock_each_run_once_with_no_ledger() {
     s.write(&toml);
     foreign_ledger(&s);
     for round in 0..4 {
-        let ticks: Vec<_> = (0..6)
-            .map(|_| {
-                s.cmd(&["tick"])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .unwrap()
-            })
-            .collect();
-        for mut t in ticks {
-            t.wait().unwrap();
-        }
+        ticks_at_once(&s, 6, |_, _| {});
         let c = counts(&ran);
         assert!(c.values().all(|&n| n == 1), "round {round}: {c:?}");
     }

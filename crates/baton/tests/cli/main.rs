@@ -22,6 +22,7 @@ mod metrics;
 mod overlap;
 mod page;
 mod policies;
+mod renamed;
 mod render;
 mod sched;
 mod store;
