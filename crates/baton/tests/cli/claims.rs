@@ -240,3 +240,37 @@ fn occurrences_the_ledger_records_missed_are_backfilled_behind_the_claim() {
     want.extend((1..5).rev().map(|i| at(newest - i * 3600)));
     assert_eq!(read_lines(&ran), want);
 }
+
+#[test]
+fn a_backfill_on_postgresql_after_its_ledger_rows_were_lost_respects_the_stores_claims() {
+    let pg = baton_testkit::pg::PgServer::start();
+    let env = crate::support::Env::new();
+    let ran = env.path("ran");
+    let s = Sched { env };
+    s.write(&format!(
+        "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\n[store]\nurl = {:?}\n\
+         [jobs.h]\nevery = \"1h\"\nrun = \"echo $BATON_OCCURRENCE >> {}\"\n",
+        pg.url(),
+        ran.display()
+    ));
+    let migrate = |s: &Sched| {
+        let o = s
+            .cmd(&["store", "migrate"])
+            .env_remove("BATON_STORE_URL")
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+    };
+    migrate(&s);
+    let o = s.run(&["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let first = read_lines(&ran);
+    assert_eq!(first.len(), 1, "{first:?}");
+    // The ledger's rows are gone (a restore of only part of the database,
+    // a hand's TRUNCATE); the lease row's claims are not.
+    pg.sql("TRUNCATE baton.runs, baton.attempts, baton.occurrences, baton.jobs, baton.missed");
+    let o = s.run(&["backfill", "h", "--from", &first[0], "--to", &first[0]]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("--force"), "{}", stderr(&o));
+    assert_eq!(read_lines(&ran), first, "the backfill ran it again");
+}
