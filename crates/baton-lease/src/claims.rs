@@ -8,11 +8,18 @@
 //! seconds since 1970. An acquisition that claims an occurrence at or before
 //! the one its key already holds is refused ([`crate::Outcome::Claimed`]);
 //! otherwise the claim is written with the lease. The most recent claims
-//! come first; when a lock is shared by so many jobs that their claims no
-//! longer fit one field (256 bytes), the oldest are dropped, and the
-//! scheduler's ledger is then the only record of them.
+//! come first. Every key keeps its claim: the field holds up to
+//! [`MAX_CLAIMS_BYTES`], room for hundreds of jobs sharing one lock. A claim
+//! is dropped only to make room, and only a claim of a key the acquirer does
+//! not name among the lock's mates (a job renamed or removed since), oldest
+//! first; when the mates' claims alone do not fit, nothing is dropped and
+//! the acquisition fails ([`crate::Error::ClaimsFull`]). The scheduler
+//! refuses, when it loads its configuration, a lock whose jobs' claims could
+//! not all fit.
 
-use crate::record::{MAX_VALUE_BYTES, is_valid_value};
+use std::collections::HashSet;
+
+use crate::record::{MAX_CLAIMS_BYTES, is_valid_value};
 
 /// How far ahead of the judge's clock, in seconds, a claim may be and still
 /// stand for every occurrence before it.
@@ -31,6 +38,16 @@ pub struct Once {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Claims(Vec<Once>);
 
+/// The longest a key may be.
+pub const MAX_KEY_BYTES: usize = 128;
+
+/// The most bytes one claim can take in the field, with its separator, for
+/// a key of `key_len` bytes: the key, `@`, the occurrence (at most 13
+/// characters for any second a timestamp can name) and a comma.
+const fn claim_bytes(key_len: usize) -> usize {
+    key_len + 1 + 13 + 1
+}
+
 impl Claims {
     /// No claims.
     pub fn new() -> Self {
@@ -45,6 +62,11 @@ impl Claims {
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// How many there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
     }
 
     /// The claims, most recent first.
@@ -68,33 +90,65 @@ impl Claims {
         (at == once.at || (at > once.at && !ahead)).then_some(at)
     }
 
-    /// These claims with `once` first (its key's claim the later of the
-    /// two: a claim never moves back), cut to what fits one field.
-    pub fn claiming(&self, once: &Once) -> Self {
-        let at = self
-            .get(&once.key)
-            .map_or(once.at, |prior| prior.max(once.at));
-        self.with(&Once {
-            key: once.key.clone(),
-            at,
-        })
-    }
-
-    /// These claims with `once` first (replacing its key's earlier claim),
-    /// cut to what fits one field.
+    /// These claims with `once` first (replacing its key's earlier claim).
+    /// Nothing is dropped: see [`Claims::fitted`] for what a record holds.
     pub fn with(&self, once: &Once) -> Self {
         let mut out = vec![once.clone()];
         out.extend(self.0.iter().filter(|c| c.key != once.key).cloned());
-        let mut c = Self(out);
-        while c.render().is_some_and(|r| r.len() > MAX_VALUE_BYTES) {
-            c.0.pop();
+        Self(out)
+    }
+
+    /// [`Claims::with`], fitted into one record: while the claims are longer
+    /// than [`MAX_CLAIMS_BYTES`], the oldest claim of a key other than
+    /// `once`'s and not among `mates` is dropped. `None` when they still do
+    /// not fit (the claims of `mates` alone are too long); then nothing may
+    /// be written.
+    pub fn fitted(&self, once: &Once, mates: &[String]) -> Option<Self> {
+        // A claim never moves back: a key that claimed a later occurrence
+        // (one in the future, see [`Claims::refuses`]) keeps it.
+        let later = Once {
+            key: once.key.clone(),
+            at: self
+                .get(&once.key)
+                .map_or(once.at, |prior| prior.max(once.at)),
+        };
+        let mut c = self.with(&later);
+        let mut len = c.rendered_len();
+        while len > MAX_CLAIMS_BYTES {
+            let i =
+                c.0.iter()
+                    .rposition(|x| x.key != once.key && !mates.contains(&x.key))?;
+            let gone = c.0.remove(i);
+            len -= gone.key.len() + 1 + gone.at.to_string().len() + 1;
         }
-        c
+        Some(c)
+    }
+
+    /// Whether one claim for each of these keys (given by their lengths),
+    /// each at the longest occurrence a timestamp can name, fits one record:
+    /// what jobs sharing a lock need so that none of their claims is ever
+    /// dropped.
+    pub fn room_for(key_lens: impl IntoIterator<Item = usize>) -> bool {
+        let all: usize = key_lens.into_iter().map(claim_bytes).sum();
+        all.saturating_sub(1) <= MAX_CLAIMS_BYTES
     }
 
     /// Whether `key` is a key a claim may have.
     pub fn valid_key(key: &str) -> bool {
-        !key.is_empty() && key.len() <= 128 && is_valid_value(key) && !key.contains(['@', ','])
+        !key.is_empty()
+            && key.len() <= MAX_KEY_BYTES
+            && is_valid_value(key)
+            && !key.contains(['@', ','])
+    }
+
+    /// The length of the field's value.
+    fn rendered_len(&self) -> usize {
+        let items: usize = self
+            .0
+            .iter()
+            .map(|c| c.key.len() + 1 + c.at.to_string().len())
+            .sum();
+        items + self.0.len().saturating_sub(1)
     }
 
     /// The field's value; `None` when there are no claims.
@@ -111,9 +165,10 @@ impl Claims {
     /// Reads the field's value.
     pub(crate) fn parse(v: &str) -> Option<Self> {
         let mut out: Vec<Once> = Vec::new();
+        let mut seen = HashSet::new();
         for item in v.split(',') {
             let (key, at) = item.rsplit_once('@')?;
-            if !Self::valid_key(key) || out.iter().any(|c| c.key == key) {
+            if !Self::valid_key(key) || !seen.insert(key) {
                 return None;
             }
             out.push(Once {
@@ -146,6 +201,7 @@ mod tests {
         assert_eq!(Claims::parse("a@30,b@20"), Some(c.clone()));
         assert_eq!(c.get("a"), Some(30));
         assert_eq!(c.get("c"), None);
+        assert_eq!(c.rendered_len(), "a@30,b@20".len());
     }
 
     #[test]
@@ -156,14 +212,54 @@ mod tests {
     }
 
     #[test]
-    fn the_oldest_claims_go_when_they_no_longer_fit() {
+    fn every_mate_keeps_its_claim_however_many_share_the_lock() {
+        let mates: Vec<String> = (0..600)
+            .map(|i| format!("{i:03}{}", "j".repeat(61)))
+            .collect();
         let mut c = Claims::new();
-        for i in 0..40 {
-            c = c.with(&once(&format!("job-number-{i:02}"), 1_764_385_200 + i));
+        for (i, m) in mates.iter().enumerate() {
+            c = c
+                .fitted(&once(m, 1_764_385_200 + i as i64), &mates)
+                .unwrap();
         }
+        assert_eq!(c.len(), 600);
         let r = c.render().unwrap();
-        assert!(r.len() <= MAX_VALUE_BYTES, "{}", r.len());
-        assert_eq!(c.get("job-number-39"), Some(1_764_385_239));
-        assert_eq!(c.get("job-number-00"), None);
+        assert!(r.len() <= MAX_CLAIMS_BYTES, "{}", r.len());
+        assert_eq!(Claims::parse(&r), Some(c.clone()));
+        for (i, m) in mates.iter().enumerate() {
+            assert_eq!(c.get(m), Some(1_764_385_200 + i as i64));
+        }
+    }
+
+    #[test]
+    fn only_claims_of_departed_keys_make_room_and_the_oldest_go_first() {
+        let long = |p: &str, i: usize| format!("{p}{i:04}{}", "z".repeat(100));
+        // Claims of keys nobody names any more fill the field.
+        let mut c = Claims::new();
+        let mut i = 0;
+        while c.rendered_len() + claim_bytes(104) <= MAX_CLAIMS_BYTES {
+            c = c.with(&once(&long("gone", i), i as i64));
+            i += 1;
+        }
+        let departed = i;
+        let mates: Vec<String> = (0..3).map(|k| long("mate", k)).collect();
+        for (k, m) in mates.iter().enumerate() {
+            c = c.fitted(&once(m, 1000 + k as i64), &mates).unwrap();
+        }
+        assert!(c.rendered_len() <= MAX_CLAIMS_BYTES);
+        for (k, m) in mates.iter().enumerate() {
+            assert_eq!(c.get(m), Some(1000 + k as i64));
+        }
+        // The oldest departed claims went; the newest stayed.
+        assert_eq!(c.get(&long("gone", 0)), None);
+        assert_eq!(
+            c.get(&long("gone", departed - 1)),
+            Some(departed as i64 - 1)
+        );
+        assert!(Claims::room_for(std::iter::repeat_n(64, 700)));
+        assert!(!Claims::room_for(std::iter::repeat_n(64, 900)));
+        // When only mates are left, nothing is dropped: no room.
+        let everyone: Vec<String> = c.iter().map(|o| o.key.clone()).collect();
+        assert_eq!(c.fitted(&once(&long("new", 0), 5), &everyone), None);
     }
 }

@@ -15,8 +15,10 @@
 //!    the boot clock, *hung* once it has lapsed (refused either way); holder
 //!    gone (no pid, a zombie, or a pid reused by a later process) → *orphaned*
 //!    while its job's process group has members, else *dead*: broken at once.
-//! 3. A v3 lease from this host (same host name and machine id) but an older
-//!    boot: *dead* (the machine rebooted).
+//! 3. A v3 lease from this host (same host name and machine id) but another
+//!    boot id, last renewed before this boot began: *dead* (the machine
+//!    rebooted). One renewed since was renewed by another machine with a
+//!    cloned identity, and is judged as rule 4 says.
 //! 4. Any other v3 lease cannot be checked from here: *live* until its
 //!    renewal is older than its TTL plus the takeover grace (the judge's or the
 //!    one the holder declared, whichever is longer), then *expired*. The age is
@@ -374,7 +376,7 @@ fn judge_held(
     if !same_kernel {
         let same_machine = h.host == here.host
             && matches!((&h.machine, &here.machine), (Some(a), Some(b)) if a == b);
-        if same_machine && h.boot.is_some() && here.boot.is_some() {
+        if same_machine && h.boot.is_some() && here.boot.is_some() && renewed_before_boot(h, now) {
             return Verdict::Dead {
                 holder: holder(),
                 evidence: Death::Rebooted,
@@ -426,6 +428,28 @@ fn judge_held(
         holder: holder(),
         evidence,
     }
+}
+
+/// How long before this boot began a lease's last renewal must lie for a
+/// lease of this host name and machine id, but another boot id, to be one
+/// of an earlier boot of this machine: clocks between machines, and this
+/// machine's clock between its boot and now, are trusted to agree within it.
+pub const BOOT_TOLERANCE: Duration = Duration::from_secs(1);
+
+/// Whether `h` was last renewed before this boot began (by more than
+/// [`BOOT_TOLERANCE`]): the wall clock now, less the time since boot (the
+/// boot clock counts a suspend too, as the wall clock does). A lease renewed
+/// since then was renewed by another machine that shares this one's host name
+/// and machine id (a cloned image), never by an earlier boot of this one.
+/// When the sum cannot be made, the answer is no (the lease is then judged
+/// like any other host's, the safe direction).
+fn renewed_before_boot(h: &Held, now: Now) -> bool {
+    let Ok(up) = SignedDuration::try_from(now.boot.saturating_add(BOOT_TOLERANCE)) else {
+        return false;
+    };
+    now.wall
+        .checked_sub(up)
+        .is_ok_and(|began| h.renewed < began)
 }
 
 /// TTL plus the takeover grace: the longer of the judge's and the one the

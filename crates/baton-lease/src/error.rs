@@ -68,6 +68,37 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// The record has no room for one more claim: the claims of the jobs
+    /// sharing the lock fill its field.
+    #[error(
+        "the lock {} has no room for the claim of {key}: {count} jobs' claims already fill its \
+         record ({max} bytes); nothing was changed: give some of the jobs sharing this lock a \
+         lock of their own",
+        path.display(),
+        max = crate::record::MAX_CLAIMS_BYTES
+    )]
+    ClaimsFull {
+        /// The lock file.
+        path: PathBuf,
+        /// Whose claim did not fit.
+        key: String,
+        /// How many claims the record holds.
+        count: usize,
+    },
+    /// A key's guard file cannot be read: which lock its key last ran under
+    /// is unknown.
+    #[error(
+        "the guard file {} cannot be read ({why}): it names the lock its job last ran under, so \
+         the job does not start while it is unknown; nothing was changed: once no run of the job \
+         is in flight, remove the file",
+        path.display()
+    )]
+    UnreadableGuard {
+        /// The guard file.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
     /// Another process kept the file's mutex longer than allowed.
     #[error(
         "the mutex of {} was held by another process for more than {waited:?} (is something running \

@@ -25,6 +25,8 @@ pub struct Lease {
     lock: Lock,
     record: Held,
     replaced: Verdict,
+    /// The keys whose claims a restatement never drops to make room.
+    mates: Vec<String>,
     done: bool,
     /// The process that acquired it: a forked child that never `exec`s must
     /// not release its parent's lease when it drops its copy.
@@ -32,11 +34,12 @@ pub struct Lease {
 }
 
 impl Lease {
-    pub(crate) fn new(lock: Lock, record: Held, replaced: Verdict) -> Self {
+    pub(crate) fn new(lock: Lock, record: Held, replaced: Verdict, mates: Vec<String>) -> Self {
         Self {
             lock,
             record,
             replaced,
+            mates,
             done: false,
             owner: std::process::id(),
         }
@@ -105,8 +108,9 @@ impl Lease {
     ///
     /// # Errors
     ///
-    /// I/O failures. A lease that passed to someone else is
-    /// [`Restated::Lost`], not an error.
+    /// I/O failures, and [`Error::ClaimsFull`] when the claim does not fit
+    /// the record (nothing was changed). A lease that passed to someone else
+    /// is [`Restated::Lost`], not an error.
     pub fn restate(
         &mut self,
         run: Option<String>,
@@ -122,11 +126,15 @@ impl Lease {
             // The record is ours, so our copy of its claims is current.
             return Ok(Restated::Claimed { at });
         }
+        let claims = match once {
+            Some(once) => Some(self.lock.fit(&self.record.claims, once, &self.mates)?),
+            None => None,
+        };
         let renewal = self.rewrite(|h| {
             h.run = run;
             h.occ = occ;
-            if let Some(once) = once {
-                h.claims = h.claims.claiming(once);
+            if let Some(claims) = claims {
+                h.claims = claims;
             }
         })?;
         Ok(match renewal {

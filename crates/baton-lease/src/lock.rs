@@ -78,6 +78,13 @@ pub struct Claim {
     /// ([`Outcome::Claimed`]) when the claim's key already holds this
     /// occurrence or a later one, decided inside the same critical section.
     pub once: Option<crate::Once>,
+    /// The keys whose claims must never be dropped to make room in the
+    /// record: the jobs sharing this lock, the claim's own key among them.
+    /// When the claims no longer fit, the oldest claims of other keys (jobs
+    /// renamed or removed since) go; when those of these keys alone do not
+    /// fit, the acquisition fails ([`Error::ClaimsFull`]). A restatement of
+    /// the lease keeps them too.
+    pub mates: Vec<String>,
 }
 
 /// The modes of an operator's break.
@@ -149,6 +156,14 @@ impl Lock {
     pub fn with_liveness(mut self, live: Arc<dyn Liveness>) -> Self {
         self.live = live;
         self
+    }
+
+    /// The lock file `name` in this lock's directory, judged as this one.
+    pub(crate) fn beside(&self, name: &str) -> Lock {
+        Lock {
+            path: self.dir().join(name),
+            ..self.clone()
+        }
     }
 
     /// The lock file's path.
@@ -228,11 +243,16 @@ impl Lock {
                 claim,
             )?;
             held.claims = match &claim.once {
-                Some(once) => prior.claiming(once),
+                Some(once) => self.fit(&prior, once, &claim.mates)?,
                 None => prior,
             };
             self.write(&section, &held.render())?;
-            return Ok(Outcome::Acquired(Lease::new(self.clone(), held, verdict)));
+            return Ok(Outcome::Acquired(Lease::new(
+                self.clone(),
+                held,
+                verdict,
+                claim.mates.clone(),
+            )));
         }
         Ok(Outcome::Busy(Busy::Unstable {
             attempts: REOPEN_ATTEMPTS,
@@ -355,6 +375,21 @@ impl Lock {
         Ok(Broken::Freed {
             verdict,
             raw: outcome::first_line(&section.bytes),
+        })
+    }
+
+    /// `claims` with `once` added, fitted into the record, or
+    /// [`Error::ClaimsFull`].
+    pub(crate) fn fit(
+        &self,
+        claims: &crate::Claims,
+        once: &crate::Once,
+        mates: &[String],
+    ) -> Result<crate::Claims, Error> {
+        claims.fitted(once, mates).ok_or_else(|| Error::ClaimsFull {
+            path: self.path.clone(),
+            key: once.key.clone(),
+            count: claims.len(),
         })
     }
 
@@ -496,7 +531,12 @@ impl Lock {
         // Explicitly: a forked child that never execs would keep it otherwise.
         let _ = file::unlock(&f);
         drop(f);
-        Ok(Some(Lease::new(self.clone(), held, Verdict::Absent)))
+        Ok(Some(Lease::new(
+            self.clone(),
+            held,
+            Verdict::Absent,
+            claim.mates.clone(),
+        )))
     }
 
     /// Opens the file and takes its mutex; the section holds it until dropped.
@@ -567,7 +607,11 @@ impl Lock {
 
     /// Takes the mutex, polling for at most `mutex_wait`. `Some(waited)` when
     /// another process kept it that long.
-    fn take_mutex(&self, f: &std::fs::File, mode: Mode) -> Result<Option<Duration>, Error> {
+    pub(crate) fn take_mutex(
+        &self,
+        f: &std::fs::File,
+        mode: Mode,
+    ) -> Result<Option<Duration>, Error> {
         if file::try_lock(f, mode).map_err(|e| self.lock_error(e))? {
             return Ok(None);
         }

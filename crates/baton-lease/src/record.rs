@@ -30,11 +30,19 @@ use crate::token::{Fence, Token};
 pub const VERSION: u32 = 3;
 /// Scheduler Lock v2's format, which this build judges by v2's own rule.
 pub const V2: u32 = 2;
-/// The most bytes ever read from a lock file. A longer first line is
-/// unreadable.
-pub const MAX_RECORD_BYTES: usize = 4096;
-/// The longest value a field may have.
+/// The most bytes ever read from a lock file: room for every other field
+/// and [`MAX_CLAIMS_BYTES`] of claims. A longer first line is no lock record.
+/// (Builds before the claims field could grow read at most 4096 bytes and
+/// take a longer file for no lock file at all: they refuse it, never judge
+/// or write it.)
+pub const MAX_RECORD_BYTES: usize = 65_536;
+/// The longest value a field may have, but `claims=`.
 pub const MAX_VALUE_BYTES: usize = 256;
+/// The longest value `claims=` may have: one claim per job sharing the lock.
+/// (Builds before it could grow allowed 256 bytes here, like any field: a
+/// longer one makes the record unreadable to them, which they refuse and
+/// never break on their own.)
+pub const MAX_CLAIMS_BYTES: usize = 61_440;
 
 /// A lease held by a baton (v3) holder.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -278,12 +286,15 @@ impl<'a> Fields<'a> {
             if k.is_empty() || !k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
                 return Err(format!("{:?} is not a field name", clip(k)));
             }
-            if v.len() > MAX_VALUE_BYTES {
-                return Err(format!(
-                    "the value of {k}= is longer than {MAX_VALUE_BYTES} bytes"
-                ));
+            let most = if k == "claims" {
+                MAX_CLAIMS_BYTES
+            } else {
+                MAX_VALUE_BYTES
+            };
+            if v.len() > most {
+                return Err(format!("the value of {k}= is longer than {most} bytes"));
             }
-            if !is_valid_value(v) {
+            if v.is_empty() || !v.bytes().all(|b| b.is_ascii_graphic()) {
                 return Err(format!("the value of {k}= is empty or not printable ASCII"));
             }
             let seen = match slot(k) {
@@ -500,7 +511,7 @@ impl Held {
         if let Some(v) = self.budget {
             let _ = write!(s, " budget_ms={}", v.as_millis().max(1));
         }
-        opt_field(&mut s, "claims", self.claims.render().as_deref());
+        claims_field(&mut s, &self.claims);
         s.push('\n');
         s
     }
@@ -517,9 +528,17 @@ impl Free {
             stamp(&mut s, "at", t);
         }
         opt_field(&mut s, "occ", self.occ.as_deref());
-        opt_field(&mut s, "claims", self.claims.render().as_deref());
+        claims_field(&mut s, &self.claims);
         s.push('\n');
         s
+    }
+}
+
+/// `claims=`, when there are claims that fit the field; the lock never
+/// hands a writer more ([`Claims::fitted`]).
+fn claims_field(out: &mut String, claims: &Claims) {
+    if let Some(v) = claims.render().filter(|v| v.len() <= MAX_CLAIMS_BYTES) {
+        let _ = write!(out, " claims={v}");
     }
 }
 
@@ -741,6 +760,40 @@ mod tests {
         .into_bytes();
         bytes.extend_from_slice(b"tail of an older, longer record that was never trimmed");
         assert!(matches!(Body::parse(&bytes), Body::Free(_)));
+    }
+
+    #[test]
+    fn the_claims_of_hundreds_of_jobs_fit_one_record_and_no_more() {
+        let mut h = sample();
+        let mates: Vec<String> = (0..700)
+            .map(|i| format!("{i:03}{}", "k".repeat(61)))
+            .collect();
+        for (i, m) in mates.iter().enumerate() {
+            let once = crate::Once {
+                key: m.clone(),
+                at: 1_764_385_200 + i as i64,
+            };
+            h.claims = h.claims.fitted(&once, &mates).unwrap();
+        }
+        let line = h.render();
+        assert!(line.len() > 4096 && line.len() <= MAX_RECORD_BYTES);
+        assert_eq!(Body::parse(line.as_bytes()), Body::Held(h.clone()));
+        // A claims value longer than the field allows is a damaged record.
+        let mut value = String::from("k@1");
+        for i in 0.. {
+            if value.len() > MAX_CLAIMS_BYTES {
+                break;
+            }
+            value.push_str(&format!(",k{i}@1"));
+        }
+        let long = format!("version=3 state=free fence=5 claims={value}\n");
+        match Body::parse(long.as_bytes()) {
+            Body::Unreadable(why) => assert!(why.contains("longer than"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        // Any other field keeps its 256 bytes.
+        let run = format!("version=3 state=free fence=5 occ={}\n", "o".repeat(257));
+        assert!(matches!(Body::parse(run.as_bytes()), Body::Unreadable(_)));
     }
 
     #[test]

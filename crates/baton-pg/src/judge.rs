@@ -76,7 +76,7 @@ pub(crate) fn read(name: &str, row: &Row) -> Result<Seen, Error> {
             fence: Some(fence),
             released: stamp(col::RELEASED)?,
             occ: None,
-            claims: Claims::new(),
+            claims: claims(row.get(col::CLAIMS)),
         }),
         "held" => held(row, fence, stamp(col::ACQUIRED)?, stamp(col::RENEWED)?),
         other => Body::Unreadable(format!("state {other:?}")),

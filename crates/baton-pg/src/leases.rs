@@ -473,6 +473,21 @@ impl Leases {
             .await
     }
 
+    /// The connections, for the other statements of this crate.
+    pub(crate) fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// The judge this was opened with.
+    pub(crate) fn judge(&self) -> Judge<'_> {
+        Judge {
+            observer: &self.observer,
+            policy: &self.policy,
+            liveness: &*self.liveness,
+            clock: &*self.clock,
+        }
+    }
+
     /// The store this was opened on.
     pub fn target(&self) -> &Target {
         &self.target

@@ -36,6 +36,7 @@
 
 mod error;
 mod form;
+mod guards;
 mod held;
 mod holder;
 mod judge;

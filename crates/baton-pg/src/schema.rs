@@ -71,6 +71,18 @@ CREATE TABLE baton.claims (
         name: "the ledger",
         sql: LEDGER,
     },
+    Migration {
+        version: 3,
+        name: "job guards",
+        sql: "
+CREATE TABLE baton.job_guards (
+    job       text COLLATE \"C\" PRIMARY KEY,
+    lock_name text NOT NULL,
+    fence     bigint NOT NULL,
+    taken     timestamptz NOT NULL
+);
+",
+    },
 ];
 
 /// Version 2: the scheduler's ledger, table for table and key for key the
@@ -206,7 +218,7 @@ CREATE TABLE baton.durations (
 "#;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// Creates the `baton` schema or brings it up to [`SCHEMA_VERSION`]; returns
 /// the versions this call applied (none when another host got there first).

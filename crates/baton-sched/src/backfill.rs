@@ -8,6 +8,15 @@
 //! ledger, read and written under the lease, is the record. A busy lock
 //! refuses the backfill when the job's overlap rule is `skip` and waits for
 //! it when it is `queue`. Occurrences after now are left to the schedule.
+//!
+//! The ledger is one of two records. The lock's claim says the job started
+//! the occurrence it names, and only ever moves forward, so every earlier
+//! occurrence may have run too; after the ledger was lost, moved aside or
+//! could not be written, the ledger does not know which. So an occurrence at
+//! or before the job's claim that the ledger has no decision of is not run
+//! unless the ledger positively records it missed, and no occurrence is run
+//! while the ledger cannot be read at all: neither record can rule out that
+//! it ran (fail closed). `--force` runs them anyway, saying so for each.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -20,7 +29,7 @@ use jiff::Timestamp;
 use crate::alerts::Kind;
 use crate::config::{Config, Job, Overlap};
 use crate::run::{CANNOT, Context, FAILED, First, OK, Request, Start, occurrence_text};
-use crate::store::Taken;
+use crate::store::{Guard, Taken};
 use crate::surfaces::Surfaces;
 
 /// The most occurrences one backfill runs.
@@ -29,16 +38,76 @@ pub const MAX_OCCURRENCES: usize = 10_000;
 /// How long a backfill with `overlap = "queue"` waits for a busy lock.
 pub const QUEUE_WAIT: Duration = Duration::from_secs(24 * 3600);
 
-/// One occurrence of the range, and what the ledger says of it.
+/// One occurrence of the range, and what the records say of it.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Planned {
     /// The occurrence (RFC 3339 UTC).
     pub occurrence: String,
-    /// `run` (would run), or what the ledger says: `started`, `claimed`,
-    /// `queued`, `coalesced`.
+    /// `run` (would run), what the ledger says (`started`, `claimed`,
+    /// `queued`, `coalesced`), or `unknown` (the records cannot rule out
+    /// that it ran: not run without `--force`).
     pub action: String,
     /// The run that started it, when one did.
     pub run_id: Option<String>,
+    /// Why it would not run, for `unknown`.
+    pub why: Option<String>,
+}
+
+/// What the records say of one occurrence, before a backfill runs it.
+#[derive(Debug, Clone)]
+enum Known {
+    /// The ledger decided it: it is never run again.
+    Decided(baton_ledger::DecisionRow),
+    /// Neither record rules out that it ran (the text says why).
+    Unknown(String),
+    /// It may run: the ledger records it missed, or it is after the job's
+    /// claim and the ledger has no decision of it.
+    Runnable,
+}
+
+/// The ledger a backfill consults.
+enum Ledger<'a> {
+    /// There is none yet: it records nothing.
+    Absent,
+    /// It is open.
+    Open(&'a mut dyn baton_ledger::Records),
+    /// It cannot be opened or read.
+    Unreadable,
+}
+
+/// What the ledger and the lock's `claim` say of each of `occ`.
+fn known(ledger: Ledger<'_>, job: &str, occ: &[i64], claim: Option<i64>) -> Vec<Known> {
+    let unreadable = || {
+        Known::Unknown(
+            "the ledger cannot be read, and it is the record of which past occurrences ran".into(),
+        )
+    };
+    let (mut ledger, missed) = match ledger {
+        Ledger::Absent => (None, Vec::new()),
+        Ledger::Open(l) => match l.missed(job, u32::MAX) {
+            Ok(m) => (Some(l), m),
+            Err(_) => return occ.iter().map(|_| unreadable()).collect(),
+        },
+        Ledger::Unreadable => return occ.iter().map(|_| unreadable()).collect(),
+    };
+    occ.iter()
+        .map(
+            |&at| match ledger.as_mut().map_or(Ok(None), |l| l.decision(job, at)) {
+                Err(_) => unreadable(),
+                Ok(Some(d)) => Known::Decided(d),
+                Ok(None) if missed.iter().any(|m| m.first <= at && at <= m.last) => Known::Runnable,
+                Ok(None) => match claim.filter(|&c| c >= at) {
+                    Some(c) => Known::Unknown(format!(
+                        "the ledger has no record of it, and the lock's claim says {job} started \
+                     occurrences up to {} under it: it may have run under a ledger that was \
+                     lost, moved aside or not writable",
+                        occurrence_text(Some(c))
+                    )),
+                    None => Known::Runnable,
+                },
+            },
+        )
+        .collect()
 }
 
 /// The occurrences of `job` in `[from, to]`, at most now.
@@ -75,27 +144,47 @@ pub fn occurrences(
     Ok(out)
 }
 
-/// What a backfill of `occ` would do, from the ledger (read only).
-pub fn dry_run(config: &Config, job: &Job, occ: &[i64], now: Timestamp) -> Vec<Planned> {
-    let mut ledger = crate::store::existing_records(config, now).and_then(Result::ok);
-    occ.iter()
-        .map(|&at| {
-            let d = ledger
-                .as_mut()
-                .and_then(|l| l.decision(&job.name, at).ok().flatten());
+/// What a backfill of `occ` would do, from the ledger and the lock's claim
+/// (read only; `force` as `--force`).
+///
+/// # Errors
+///
+/// When the store or the lock's record cannot be read.
+pub fn dry_run(
+    config: &Config,
+    job: &Job,
+    occ: &[i64],
+    now: Timestamp,
+    force: bool,
+) -> Result<Vec<Planned>, String> {
+    let claim = crate::store::open(config)?.claim_of(job)?;
+    let known = match crate::store::existing_records(config, now) {
+        None => known(Ledger::Absent, &job.name, occ, claim),
+        Some(Ok(mut l)) => known(Ledger::Open(l.as_mut()), &job.name, occ, claim),
+        Some(Err(_)) => known(Ledger::Unreadable, &job.name, occ, claim),
+    };
+    Ok(occ
+        .iter()
+        .zip(known)
+        .map(|(&at, k)| {
+            let (action, run_id, why) = match k {
+                Known::Decided(d) => (d.decision.as_str().to_owned(), d.run_id, None),
+                Known::Unknown(why) if !force => ("unknown".to_owned(), None, Some(why)),
+                Known::Unknown(_) | Known::Runnable => ("run".to_owned(), None, None),
+            };
             Planned {
                 occurrence: occurrence_text(Some(at)),
-                action: d
-                    .as_ref()
-                    .map_or_else(|| "run".to_owned(), |d| d.decision.as_str().to_owned()),
-                run_id: d.and_then(|d| d.run_id),
+                action,
+                run_id,
+                why,
             }
         })
-        .collect()
+        .collect())
 }
 
-/// Runs the backfill; returns the worst exit code.
-pub fn run(config: &Config, job: &Job, occ: &[i64], clock: Arc<dyn Clock>) -> u8 {
+/// Runs the backfill; returns the worst exit code. `force` runs the
+/// occurrences whose records cannot rule out that they ran.
+pub fn run(config: &Config, job: &Job, occ: &[i64], clock: Arc<dyn Clock>, force: bool) -> u8 {
     if occ.is_empty() {
         return OK;
     }
@@ -112,13 +201,19 @@ pub fn run(config: &Config, job: &Job, occ: &[i64], clock: Arc<dyn Clock>) -> u8
         surfaces.borrow_mut().finish();
         return CANNOT;
     }
-    let code = run_with(config, job, occ, &surfaces);
+    let code = run_with(config, job, occ, force, &surfaces);
     let _ = surfaces.borrow_mut().ledger(|l| l.checkpoint());
     surfaces.borrow_mut().finish();
     code
 }
 
-fn run_with(config: &Config, job: &Job, occ: &[i64], surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
+fn run_with(
+    config: &Config,
+    job: &Job,
+    occ: &[i64],
+    force: bool,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) -> u8 {
     let store = match crate::store::open(config) {
         Ok(s) => s,
         Err(e) => {
@@ -153,7 +248,25 @@ fn run_with(config: &Config, job: &Job, occ: &[i64], surfaces: &Rc<RefCell<Surfa
         occ: Some(firsts[0].ctx.occurrence.clone()),
         budget: job.policy.max_runtime.value,
         once: None,
+        mates: crate::run::owned_mates(config, job),
     };
+    let refuse = |why: &str| {
+        crate::say::line(format_args!(
+            "backfill: {} not run: {why}; nothing was run",
+            job.name
+        ));
+    };
+    match store.runs_elsewhere(job, None) {
+        Ok(Guard::Clear | Guard::Claimed { .. }) => {}
+        Ok(Guard::Elsewhere(refused)) => {
+            refuse(&refused.why);
+            return FAILED;
+        }
+        Err(e) => {
+            refuse(&e);
+            return CANNOT;
+        }
+    }
     let clock = surfaces.borrow().clock();
     let deadline = clock.boot().saturating_add(QUEUE_WAIT);
     let mut said = false;
@@ -201,6 +314,34 @@ fn run_with(config: &Config, job: &Job, occ: &[i64], surfaces: &Rc<RefCell<Surfa
             return CANNOT;
         }
     };
+    match store.take_guard(job, lease.fence(), None) {
+        Ok(Guard::Clear | Guard::Claimed { .. }) => {}
+        Ok(Guard::Elsewhere(refused)) => {
+            let _ = lease.release();
+            refuse(&refused.why);
+            return FAILED;
+        }
+        Err(e) => {
+            let _ = lease.release();
+            refuse(&e);
+            return CANNOT;
+        }
+    }
+    // Under the lease, no other run of the lock's jobs can start, and only
+    // a holder moves the claim: what the records say now stays true.
+    let (firsts, refused) = match runnable(&*store, job, firsts, force, surfaces) {
+        Ok(kept) => kept,
+        Err(e) => {
+            crate::say::line(format_args!("backfill: {}: {e}; nothing was run", job.name));
+            let _ = lease.release();
+            return CANNOT;
+        }
+    };
+    let worst = if refused { FAILED } else { OK };
+    if firsts.is_empty() {
+        let _ = lease.release();
+        return worst;
+    }
     let req = Request {
         config,
         job,
@@ -209,5 +350,49 @@ fn run_with(config: &Config, job: &Job, occ: &[i64], surfaces: &Rc<RefCell<Surfa
         teller: None,
         stop_on_signal: false,
     };
-    crate::run::hold(&req, lease, firsts, surfaces)
+    worst.max(crate::run::hold(&req, lease, firsts, surfaces))
+}
+
+/// The occurrences of `firsts` to run, after what the records say of each:
+/// one whose records cannot rule out that it ran is left out (said, and
+/// the second value is true) unless `force`. The first kept one restates
+/// the lease when it is not the one the acquisition named.
+fn runnable(
+    store: &dyn crate::store::Store,
+    job: &Job,
+    firsts: Vec<First>,
+    force: bool,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) -> Result<(Vec<First>, bool), String> {
+    let claim = store.claim_of(job)?;
+    let occ: Vec<i64> = firsts.iter().filter_map(|f| f.start.occurrence()).collect();
+    let known = surfaces
+        .borrow_mut()
+        .ledger(|l| Ok(known(Ledger::Open(l), &job.name, &occ, claim)))
+        .unwrap_or_else(|| known(Ledger::Unreadable, &job.name, &occ, claim));
+    let named = firsts.first().map(|f| f.ctx.run_id.clone());
+    let mut kept = Vec::new();
+    let mut refused = Vec::new();
+    for (mut f, k) in firsts.into_iter().zip(known) {
+        if let Known::Unknown(why) = k {
+            if !force {
+                refused.push((f.ctx.occurrence.clone(), why));
+                continue;
+            }
+            crate::say::line(format_args!(
+                "backfill: {} occurrence {}: run anyway (--force), though {why}",
+                job.name, f.ctx.occurrence
+            ));
+        }
+        f.restate = named.as_ref() != Some(&f.ctx.run_id);
+        kept.push(f);
+    }
+    for (occurrence, why) in &refused {
+        crate::say::line(format_args!(
+            "backfill: {} occurrence {occurrence} not run: {why}; if you know it did not run, \
+             backfill it with --force",
+            job.name
+        ));
+    }
+    Ok((kept, !refused.is_empty()))
 }

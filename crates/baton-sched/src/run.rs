@@ -11,6 +11,11 @@
 //!    (`busy`); a hung, orphaned or foreign holder is missed, decided once in
 //!    the ledger (the process that records the decision alerts; the others
 //!    stay quiet);
+//!    Before the lease, and again under it, the job's guard is read and
+//!    then taken ([`crate::store::Store::take_guard`]): a job whose run
+//!    under another lock (its former one) is in flight is refused as that
+//!    lock's holder would refuse it, and one that claimed this occurrence
+//!    there ends quietly;
 //! 2. record `started` in the ledger while holding the lease, before the
 //!    first step; an occurrence the ledger already decided ends there;
 //! 3. run the steps and checks ([`crate::steps`]) and record the verdict;
@@ -32,7 +37,7 @@ use jiff::Timestamp;
 use crate::alerts::{Alert, HolderInfo, Kind};
 use crate::config::{Config, Job, Overlap};
 use crate::steps::{self, Events};
-use crate::store::{Refused, Taken};
+use crate::store::{Guard, Refused, Taken};
 use crate::surfaces::Surfaces;
 
 /// The exit code of a run that succeeded, or had nothing to do.
@@ -197,6 +202,15 @@ pub fn lock_mates<'c>(config: &'c Config, job: &Job) -> Vec<&'c str> {
         .collect()
 }
 
+/// [`lock_mates`], owned: the keys whose claims the lock keeps whatever
+/// else it drops to make room.
+pub(crate) fn owned_mates(config: &Config, job: &Job) -> Vec<String> {
+    lock_mates(config, job)
+        .into_iter()
+        .map(str::to_owned)
+        .collect()
+}
+
 /// The jobs sharing `job`'s lock whose queue may run now: enabled, and not
 /// paused (their queued occurrences wait for the resume).
 fn drainable<'c>(config: &'c Config, job: &Job, surfaces: &Rc<RefCell<Surfaces>>) -> Vec<&'c str> {
@@ -327,7 +341,22 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
             key: job.name.clone(),
             at,
         }),
+        mates: owned_mates(req.config, job),
     };
+    if req.start != Start::Queue {
+        // The common case of a job whose lock was changed while it ran:
+        // refused before the new lock is taken (and its occurrence claimed).
+        match store.runs_elsewhere(job, occurrence) {
+            Ok(Guard::Clear) => {}
+            Ok(Guard::Elsewhere(refused)) => {
+                return refused_lock(req, &ctx, &refused, true, surfaces);
+            }
+            Ok(Guard::Claimed { at }) => {
+                return claimed_already(req, at, "the job's guard", surfaces);
+            }
+            Err(e) => return cannot(req, &format!("{}: not run: {e}", job.name), surfaces),
+        }
+    }
     let outcome = match store.try_acquire(job, &claim) {
         Ok(o) => o,
         Err(e) => {
@@ -345,6 +374,25 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
     };
     match outcome {
         Taken::Acquired(lease) => {
+            if req.start != Start::Queue {
+                // Under the lease, before anything runs: the job's guard
+                // decides between two runs of it under two locks at once.
+                match store.take_guard(job, lease.fence(), occurrence) {
+                    Ok(Guard::Clear) => {}
+                    Ok(Guard::Elsewhere(refused)) => {
+                        let _ = lease.release();
+                        return refused_lock(req, &ctx, &refused, false, surfaces);
+                    }
+                    Ok(Guard::Claimed { at }) => {
+                        let _ = lease.release();
+                        return claimed_already(req, at, "the job's guard", surfaces);
+                    }
+                    Err(e) => {
+                        let _ = lease.release();
+                        return cannot(req, &format!("{}: not run: {e}", job.name), surfaces);
+                    }
+                }
+            }
             tell(
                 req,
                 Told::Started {
@@ -359,31 +407,14 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
             });
             hold(req, lease, first.into_iter().collect(), surfaces)
         }
-        Taken::Claimed { at } => {
-            tell(req, Told::Claimed);
-            match occurrence {
-                Some(occ) if req.config.store.is_some() => {
-                    claimed_unstarted(req, &ctx, occ, at, surfaces)
-                }
-                Some(occ) => {
-                    // The lock file says it started (a lost ledger did not):
-                    // the ledger learns it, and it never runs again.
-                    let mut s = surfaces.borrow_mut();
-                    let now = s.now();
-                    let detail = format!("the lock's claim says {} started already", job.name);
-                    let _ = s.ledger(|l| l.claimed(&job.name, occ, &detail, now));
-                    s.note(&format!(
-                        "{} occurrence={} not run: claimed already (up to {})",
-                        job.name,
-                        occurrence_text(Some(occ)),
-                        occurrence_text(Some(at))
-                    ));
-                    OK
-                }
-                None => OK,
+        Taken::Claimed { at } => match occurrence {
+            Some(occ) if req.config.store.is_some() => {
+                tell(req, Told::Claimed);
+                claimed_unstarted(req, &ctx, occ, at, surfaces)
             }
-        }
-        Taken::Refused(refused) => refused_lock(req, &ctx, &refused, surfaces),
+            _ => claimed_already(req, at, "the lock's claim", surfaces),
+        },
+        Taken::Refused(refused) => refused_lock(req, &ctx, &refused, true, surfaces),
     }
 }
 
@@ -445,15 +476,62 @@ fn claimed_unstarted(
     FAILED
 }
 
+/// `record` (the lock's claim, or the job's guard) says this occurrence
+/// started already, up to `at`: the ledger learns it (a lost ledger did not
+/// know), and it never runs again.
+fn claimed_already(
+    req: &Request<'_>,
+    at: i64,
+    record: &str,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) -> u8 {
+    let job = req.job;
+    tell(req, Told::Claimed);
+    if let Some(occ) = req.start.occurrence() {
+        learn_claimed(surfaces, &job.name, occ, record);
+        surfaces.borrow_mut().note(&format!(
+            "{} occurrence={} not run: claimed already (up to {})",
+            job.name,
+            occurrence_text(Some(occ)),
+            occurrence_text(Some(at))
+        ));
+    }
+    OK
+}
+
+/// The ledger learns that `job`'s occurrence `at` started already, as
+/// `record` (the lock's claim, or the job's guard) says.
+fn learn_claimed(surfaces: &Rc<RefCell<Surfaces>>, job: &str, at: i64, record: &str) {
+    let mut s = surfaces.borrow_mut();
+    let now = s.now();
+    let detail = format!("{record} says {job} started already");
+    let _ = s.ledger(|l| l.claimed(job, at, &detail, now));
+}
+
+/// The run cannot start: said on the surfaces and to the teller.
+fn cannot(req: &Request<'_>, message: &str, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
+    surfaces.borrow_mut().warn(message);
+    tell(
+        req,
+        Told::Error {
+            message: message.to_owned(),
+        },
+    );
+    CANNOT
+}
+
 /// A lock that was not free: quiet when another process runs this very
 /// occurrence (or a later one) or when the holder will drain the queue;
-/// queued behind a live holder with `overlap = "queue"`; otherwise missed,
-/// decided once in the ledger and alerted by whoever decided it (a run by
-/// hand always alerts).
+/// queued behind a live holder with `overlap = "queue"` (when `may_queue`:
+/// not once this run's lease claimed the occurrence, which a queued start
+/// would then find claimed and never run); otherwise missed, decided once
+/// in the ledger and alerted by whoever decided it (a run by hand always
+/// alerts).
 fn refused_lock(
     req: &Request<'_>,
     ctx: &Context,
     refused: &Refused,
+    may_queue: bool,
     surfaces: &Rc<RefCell<Surfaces>>,
 ) -> u8 {
     let job = req.job;
@@ -484,7 +562,11 @@ fn refused_lock(
     }
     let why = refused.why.clone();
     if let Some(at) = req.start.occurrence() {
-        if kind == Kind::Busy && holder.is_some() && job.policy.overlap.value == Overlap::Queue {
+        if may_queue
+            && kind == Kind::Busy
+            && holder.is_some()
+            && job.policy.overlap.value == Overlap::Queue
+        {
             return queue_behind(req, ctx, at, surfaces);
         }
         let mut s = surfaces.borrow_mut();
@@ -622,6 +704,7 @@ pub(crate) fn hold(
             req.job,
             &baton_lease::Claim {
                 budget: req.job.policy.max_runtime.value,
+                mates: owned_mates(req.config, req.job),
                 ..baton_lease::Claim::default()
             },
         ) {
@@ -704,11 +787,13 @@ fn hold_once(
     // A run whose start the shared ledger would not record (CANNOT) leaves
     // the queue to a later holder: the ledger is not answering. Nor is the
     // queue read after the lease is gone.
-    let mates = if worst == CANNOT || session.lost().is_some() || session.interrupted().is_some() {
-        Vec::new()
-    } else {
-        drainable(req.config, job, surfaces)
-    };
+    let mut mates =
+        if worst == CANNOT || session.lost().is_some() || session.interrupted().is_some() {
+            Vec::new()
+        } else {
+            drainable(req.config, job, surfaces)
+        };
+    let store = crate::store::open(req.config);
     let mut last_taken: Option<(String, i64)> = None;
     while worst != CANNOT && session.lost().is_none() && session.interrupted().is_none() {
         let next = surfaces
@@ -729,6 +814,35 @@ fn hold_once(
         let Some(mate) = req.config.jobs.get(&name) else {
             break;
         };
+        // A mate whose lock was changed while it ran may still run under
+        // its former lock: its queue waits for a later holder.
+        let guarded = match &store {
+            Ok(s) => s.take_guard(mate, fence, Some(at)),
+            Err(e) => Err(e.clone()),
+        };
+        match guarded {
+            Ok(Guard::Clear) => {}
+            Ok(Guard::Claimed { .. }) => {
+                learn_claimed(surfaces, &name, at, "the job's guard");
+                continue;
+            }
+            Ok(Guard::Elsewhere(refused)) => {
+                surfaces.borrow_mut().note(&format!(
+                    "{name}: queued occurrence {} left in the queue: {}",
+                    occurrence_text(Some(at)),
+                    refused.why
+                ));
+                mates.retain(|m| *m != name);
+                continue;
+            }
+            Err(e) => {
+                surfaces.borrow_mut().warn(&format!(
+                    "{name}: queued occurrence {} left in the queue: {e}",
+                    occurrence_text(Some(at))
+                ));
+                break;
+            }
+        }
         let Some(run_id) = fresh_run_id(mate, surfaces) else {
             break;
         };
@@ -740,10 +854,7 @@ fn hold_once(
         match session.restate(Some(run_id.clone()), Some(occurrence.clone()), Some(&once)) {
             Ok(Restated::Done) => {}
             Ok(Restated::Claimed { .. }) => {
-                let mut s = surfaces.borrow_mut();
-                let now = s.now();
-                let detail = format!("the lock's claim says {name} started already");
-                let _ = s.ledger(|l| l.claimed(&name, at, &detail, now));
+                learn_claimed(surfaces, &name, at, "the lock's claim");
                 continue;
             }
             Ok(Restated::Lost(_) | Restated::Unconfirmed(_)) | Err(_) => break,

@@ -529,7 +529,9 @@ fn attempts(
 /// the lock now, and a holder whose lease moved on had stopped its job
 /// before it could move (self-fencing) or died; so the ledger records them
 /// `abandoned`. A run of this host whose process still lives, under no
-/// fence or this one, is left alone.
+/// fence or this one, is left alone, and so is every run of a job whose
+/// guard says it runs under another lock now (its lock was changed while it
+/// ran: a lower fence of another lock says nothing about it).
 fn abandon_the_dead(
     req: &Request<'_>,
     current: &str,
@@ -538,16 +540,30 @@ fn abandon_the_dead(
     surfaces: &Rc<RefCell<Surfaces>>,
 ) {
     let mates = crate::run::lock_mates(req.config, req.job);
+    let store = crate::store::open(req.config);
     let mut s = surfaces.borrow_mut();
     let now = s.now();
     for mate in mates {
         let runs = s.ledger(|l| l.unfinished(mate)).unwrap_or_default();
+        let mut elsewhere = None;
         for run in runs {
             let here = run.host.as_deref().is_none_or(|h| h == host);
             let gone = run
                 .pid
                 .is_none_or(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists());
-            let superseded = run.fence.is_some_and(|f| f < fence);
+            let mut superseded = run.fence.is_some_and(|f| f < fence);
+            if superseded && !(here && gone) {
+                // Asked once per job, and only when it decides: a guard that
+                // cannot be read leaves the run alone.
+                superseded =
+                    !*elsewhere.get_or_insert_with(|| match (&store, req.config.jobs.get(mate)) {
+                        (Ok(store), Some(job)) => !matches!(
+                            store.runs_elsewhere(job, None),
+                            Ok(crate::store::Guard::Clear)
+                        ),
+                        _ => true,
+                    });
+            }
             if run.run_id == current || !(superseded || (here && gone)) {
                 continue;
             }

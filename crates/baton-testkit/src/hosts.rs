@@ -94,12 +94,30 @@ impl Host {
     ///
     /// When the identity files cannot be written.
     pub fn new(name: &str) -> Host {
+        let digest = fnv(name.as_bytes());
+        let machine = format!("{digest:016x}{:016x}\n", fnv(&digest.to_le_bytes()));
+        Host::made(name, &machine, digest)
+    }
+
+    /// A second machine made from the same image as `original`: the same
+    /// host name and machine id, but a boot id of its own (derived from
+    /// `tag`), as cloned virtual machines are when nobody regenerates
+    /// `/etc/machine-id`.
+    ///
+    /// # Panics
+    ///
+    /// When the identity files cannot be written.
+    pub fn clone_of(original: &Host, tag: &str) -> Host {
+        let machine = format!("{}\n", original.machine_id());
+        let digest = fnv(format!("{}/{tag}", original.name).as_bytes());
+        Host::made(&original.name, &machine, digest)
+    }
+
+    fn made(name: &str, machine: &str, digest: u64) -> Host {
         let dir = tempfile::Builder::new()
             .prefix("baton-host-")
             .tempdir()
             .expect("a directory for the host's identity");
-        let digest = fnv(name.as_bytes());
-        let machine = format!("{digest:016x}{:016x}\n", fnv(&digest.to_le_bytes()));
         let b = format!("{:016x}{:016x}", digest.rotate_left(17), !digest);
         let boot = format!(
             "{}-{}-{}-{}-{}\n",
@@ -115,6 +133,14 @@ impl Host {
             name: name.to_owned(),
             dir,
         }
+    }
+
+    /// The host's kernel boot id, as its processes read it.
+    pub fn boot_id(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("boot_id"))
+            .expect("read the boot id")
+            .trim()
+            .to_owned()
     }
 
     /// The host's name.

@@ -330,6 +330,13 @@ pub struct BackfillArgs {
     /// With --dry-run: one JSON array on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Also run the occurrences whose records cannot rule out that they
+    /// ran: the ledger has no record of them (it was lost, moved aside or
+    /// not writable) while the lock's claim says the job started up to or
+    /// past them, or the ledger cannot be read. Only for occurrences you
+    /// know did not run.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `baton calendar`: an expression or a job, exactly one.

@@ -324,7 +324,13 @@ pub fn backfill(state: Option<&Path>, a: &crate::cli::BackfillArgs) -> Exit {
         say!("baton backfill: occurrences after now are left to the schedule");
     }
     if a.dry_run {
-        let plan = baton_sched::backfill::dry_run(&c, job, &occ, now);
+        let plan = match baton_sched::backfill::dry_run(&c, job, &occ, now, a.force) {
+            Ok(p) => p,
+            Err(e) => {
+                say!("baton backfill: {}: {e}", a.job);
+                return code(baton_sched::run::CANNOT);
+            }
+        };
         if a.json {
             match serde_json::to_string_pretty(&plan) {
                 Ok(j) => outln!("{j}"),
@@ -339,6 +345,13 @@ pub fn backfill(state: Option<&Path>, a: &crate::cli::BackfillArgs) -> Exit {
             for p in &plan {
                 match p.action.as_str() {
                     "run" => outln!("{}  would run", p.occurrence),
+                    "unknown" => outln!(
+                        "{}  not run: {} (--force runs it)",
+                        p.occurrence,
+                        p.why
+                            .as_deref()
+                            .unwrap_or("its records cannot rule out that it ran")
+                    ),
                     other => outln!(
                         "{}  {other} already{}: not run again",
                         p.occurrence,
@@ -356,7 +369,7 @@ pub fn backfill(state: Option<&Path>, a: &crate::cli::BackfillArgs) -> Exit {
         outln!("{}: no occurrence in that range", a.job);
         return Exit::Ok;
     }
-    code(baton_sched::backfill::run(&c, job, &occ, clock))
+    code(baton_sched::backfill::run(&c, job, &occ, clock, a.force))
 }
 
 /// `baton watermark get`.

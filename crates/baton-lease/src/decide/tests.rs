@@ -184,12 +184,25 @@ fn a_dead_holder_whose_job_group_lives_is_orphaned() {
     ));
 }
 
+/// A lease of this host name and machine id, boot `b0`, last renewed
+/// `secs` after this boot began (this boot began at T0 - 1000 s: `now(0)`'s
+/// boot clock reads 1000 s).
+fn from_boot_b0(secs_after_boot: i64) -> Held {
+    let mut h = held();
+    h.boot = Some("b0".into());
+    let t = Timestamp::from_second(T0 - 1000 + secs_after_boot).unwrap();
+    h.acquired = t;
+    h.renewed = t;
+    h.renewed_boot = Some(Duration::from_secs(5));
+    h
+}
+
 #[test]
 fn a_lease_from_an_earlier_boot_of_this_machine_is_dead() {
     let live = Script::new(ProcessState::Alive, GroupState::Members);
-    let mut h = held();
-    h.boot = Some("b0".into());
-    let v = judge(&Body::Held(h), 0, &live);
+    // Renewed a minute before this boot began, judged at once after it.
+    let h = from_boot_b0(-60);
+    let v = judge(&Body::Held(h), -990, &live);
     assert!(
         matches!(
             v,
@@ -204,6 +217,55 @@ fn a_lease_from_an_earlier_boot_of_this_machine_is_dead() {
         live.asked.lock().unwrap().is_empty(),
         "a pid from another boot means nothing"
     );
+}
+
+#[test]
+fn a_cloned_machine_renewing_since_this_boot_is_judged_like_another_host() {
+    let live = Script::new(ProcessState::Gone, GroupState::Empty);
+    // Same host name and machine id, another boot id, renewed after this
+    // boot began (or less than the tolerance before it): a clone of this
+    // machine, alive as far as anyone here can tell. Judged by TTL + grace
+    // on the wall clock (30 s + 30 s), never broken at once.
+    for renewed in [1000, 0, -1] {
+        let h = from_boot_b0(renewed);
+        // Judged from this boot's first second on.
+        let at = renewed - 1000;
+        let v = judge(&Body::Held(h.clone()), at.max(-1000), &live);
+        assert!(matches!(v, Verdict::Live { .. }), "{renewed}: {v:?}");
+        let v = judge(&Body::Held(h.clone()), at + 60, &live);
+        assert!(matches!(v, Verdict::Live { .. }), "{renewed}: {v:?}");
+        let v = judge(&Body::Held(h), at + 61, &live);
+        assert!(matches!(v, Verdict::Expired { .. }), "{renewed}: {v:?}");
+    }
+    // Just past the tolerance before this boot: an earlier boot's.
+    let v = judge(&Body::Held(from_boot_b0(-2)), -990, &live);
+    assert!(
+        matches!(
+            v,
+            Verdict::Dead {
+                evidence: Death::Rebooted,
+                ..
+            }
+        ),
+        "{v:?}"
+    );
+    // The same lease judged later, by a boot clock that counted a suspend
+    // as the wall clock did: still this boot's, still a clone's.
+    let h = from_boot_b0(100);
+    let n = Now {
+        wall: Timestamp::from_second(T0 - 1000 + 130).unwrap(),
+        boot: Duration::from_secs(130),
+    };
+    let v = decide(
+        Some(&Body::Held(h)),
+        None,
+        &here(),
+        n,
+        &Policy::default(),
+        &live,
+    );
+    assert!(matches!(v, Verdict::Live { .. }), "{v:?}");
+    assert!(live.asked.lock().unwrap().is_empty());
 }
 
 #[test]

@@ -118,6 +118,100 @@ fn threads_claiming_one_occurrence_start_it_once() {
 }
 
 #[test]
+fn threads_of_many_jobs_with_long_names_on_one_lock_each_start_once() {
+    let names: Vec<String> = (0..20)
+        .map(|i| format!("job-{i:02}-{}", "n".repeat(54)))
+        .collect();
+    let dir = Dir::new();
+    let path = dir.lock();
+    let won: Vec<_> = names
+        .iter()
+        .map(|_| std::sync::atomic::AtomicUsize::new(0))
+        .collect();
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                // Round after round, every job tries its occurrence; each
+                // winner releases at once, so only the claims refuse.
+                for _ in 0..5 {
+                    for (i, name) in names.iter().enumerate() {
+                        let c = Claim {
+                            mates: names.clone(),
+                            ..claim(name, 1_767_225_600)
+                        };
+                        if let Outcome::Acquired(lease) =
+                            Lock::new(&path).try_acquire_as(&c).unwrap()
+                        {
+                            won[i].fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            lease.release().unwrap();
+                        }
+                    }
+                }
+            });
+        }
+    });
+    for (i, w) in won.iter().enumerate() {
+        assert_eq!(
+            w.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "{}",
+            names[i]
+        );
+    }
+    let on_disk = std::fs::read_to_string(&path).unwrap();
+    assert!(on_disk.len() > 1024, "{on_disk}");
+}
+
+#[test]
+fn a_claim_that_does_not_fit_is_refused_and_changes_nothing() {
+    let dir = Dir::new();
+    let lock = Lock::new(dir.lock());
+    let names: Vec<String> = (0..1000)
+        .map(|i| format!("{i:04}{}", "q".repeat(80)))
+        .collect();
+    let mut refused = None;
+    for (i, name) in names.iter().enumerate() {
+        let c = Claim {
+            mates: names.clone(),
+            ..claim(name, 7)
+        };
+        match lock.try_acquire_as(&c) {
+            Ok(Outcome::Acquired(lease)) => {
+                lease.release().unwrap();
+            }
+            Ok(other) => panic!("{}", other.describe()),
+            Err(e) => {
+                refused = Some((i, e));
+                break;
+            }
+        }
+    }
+    let (i, e) = refused.expect("a thousand long claims fit one record");
+    assert!(matches!(e, baton_lease::Error::ClaimsFull { .. }), "{e}");
+    assert!(e.to_string().contains("a lock of their own"), "{e}");
+    assert!(i > 500, "only {i} claims fit");
+    // Every claim written before stands.
+    for name in &names[..i] {
+        assert!(matches!(
+            lock.try_acquire_as(&claim(name, 7)).unwrap(),
+            Outcome::Claimed { at: 7, .. }
+        ));
+    }
+    // A job nobody names any more gives up its room to a mate.
+    let newcomer = format!("new{}", "q".repeat(80));
+    let c = Claim {
+        mates: vec![newcomer.clone()],
+        ..claim(&newcomer, 7)
+    };
+    let Outcome::Acquired(lease) = lock.try_acquire_as(&c).unwrap() else {
+        panic!("a mate found no room")
+    };
+    assert_eq!(lease.record().claims.get(&newcomer), Some(7));
+    assert_eq!(lease.record().claims.get(&names[0]), None);
+    assert_eq!(lease.record().claims.get(&names[i - 1]), Some(7));
+}
+
+#[test]
 fn a_holder_restates_its_claim_forward_only_and_not_after_losing_the_lease() {
     use baton_lease::Restated;
     let dir = Dir::new();

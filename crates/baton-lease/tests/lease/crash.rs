@@ -99,13 +99,21 @@ fn a_killed_holder_whose_job_still_runs_is_orphaned() {
     assert!(matches!(lock.try_acquire().unwrap(), Outcome::Acquired(_)));
 }
 
-/// This process's own lease, rewritten as if taken before a reboot.
+/// This process's own lease, rewritten as if taken and last renewed a
+/// minute before this machine booted, under another boot id.
 fn from_another_boot(dir: &Dir) -> Held {
+    use baton_lease::Clock;
     let Outcome::Acquired(lease) = Lock::new(dir.lock()).try_acquire().unwrap() else {
         panic!()
     };
     let mut h = lease.record().clone();
     std::mem::forget(lease);
+    let clock = baton_lease::SystemClock;
+    let up = jiff::SignedDuration::try_from(clock.boot()).unwrap();
+    let before = clock.wall() - up - jiff::SignedDuration::from_mins(1);
+    let before = jiff::Timestamp::from_microsecond(before.as_microsecond()).unwrap();
+    h.acquired = before;
+    h.renewed = before;
     h.boot = Some("00000000-0000-0000-0000-000000000000".into());
     h.fence = Fence::new(h.fence.get() + 1_000_000_000);
     std::fs::write(dir.lock(), h.render()).unwrap();
@@ -118,12 +126,16 @@ fn a_lease_from_another_boot_is_dead() {
     let old = from_another_boot(&dir);
     if old.machine.is_none() {
         // Without a machine id a reboot cannot be told from another host:
-        // the lease is judged like a remote one, by its fresh wall stamp,
-        // and respected. Fail closed, never "dead".
-        assert!(matches!(
-            Lock::new(dir.lock()).try_acquire().unwrap(),
-            Outcome::Busy(_)
-        ));
+        // the lease is judged like a remote one, by its wall stamp (older
+        // than TTL plus grace here). Never "dead".
+        let Outcome::Acquired(lease) = Lock::new(dir.lock()).try_acquire().unwrap() else {
+            panic!()
+        };
+        assert!(
+            matches!(lease.replaced(), Verdict::Expired { .. }),
+            "{:?}",
+            lease.replaced()
+        );
         return;
     }
     let Outcome::Acquired(lease) = Lock::new(dir.lock()).try_acquire().unwrap() else {

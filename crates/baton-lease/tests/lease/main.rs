@@ -9,6 +9,7 @@ mod claims;
 mod contention;
 mod crash;
 mod fencing;
+mod guard;
 mod record;
 mod renewal;
 mod versions;

@@ -113,7 +113,33 @@ async fn a_holder_from_an_earlier_boot_of_this_host_is_dead() {
         .unwrap()
         .acquired()
         .unwrap();
-    // Its TTL is an hour away; the changed boot id says it is gone.
+    // Renewed on the server's clock after this machine booted: another
+    // machine with this one's identity (a clone), judged as another host.
+    match store
+        .acquire("rebooted", &HolderFacts::here(), HOUR, None)
+        .await
+        .unwrap()
+    {
+        Acquire::Busy {
+            verdict: Verdict::Live { .. },
+            ..
+        } => {}
+        other => panic!("a clone's live lease is kept, got {other:?}"),
+    }
+    // Last renewed a minute before this machine booted: its TTL is an hour
+    // away, yet the changed boot id says it is gone.
+    let up = baton_lease::Clock::boot(&baton_lease::SystemClock).as_secs_f64() + 60.0;
+    scene
+        .raw()
+        .await
+        .execute(
+            "UPDATE baton.leases SET acquired = clock_timestamp() - make_interval(secs => $1),
+                                     renewed = clock_timestamp() - make_interval(secs => $1)
+             WHERE name = 'rebooted'",
+            &[&up],
+        )
+        .await
+        .unwrap();
     match store
         .acquire("rebooted", &HolderFacts::here(), HOUR, None)
         .await

@@ -8,6 +8,7 @@ mod support;
 
 mod claims;
 mod evidence;
+mod guards;
 mod held;
 mod lease;
 mod lost_reply;

@@ -33,7 +33,7 @@ async fn hosts_migrating_at_once_make_one_schema() {
         applied.sort();
         assert_eq!(
             applied,
-            [vec![], vec![], vec![], vec![1, 2]],
+            [vec![], vec![], vec![], vec![1, 2, 3]],
             "database race{db}"
         );
         assert_eq!(
@@ -49,7 +49,7 @@ async fn hosts_migrating_at_once_make_one_schema() {
             .await
             .unwrap();
         let versions: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
-        assert_eq!(versions, [1, 2], "database race{db}");
+        assert_eq!(versions, [1, 2, 3], "database race{db}");
     }
 }
 
@@ -113,19 +113,20 @@ async fn a_version_1_store_migrates_to_2_and_keeps_its_leases() {
         .acquired()
         .unwrap();
     drop(leases);
-    // The store as a build of version 1 left it: no ledger tables.
+    // The store as a build of version 1 left it: no ledger tables, no job
+    // guards.
     let raw = scene.raw().await;
     raw.batch_execute(
         "DROP TABLE baton.attempts, baton.runs, baton.jobs, baton.occurrences, baton.steps,
                     baton.alerts, baton.missed, baton.pauses, baton.watermarks,
-                    baton.tallies, baton.durations;
-         DELETE FROM baton.migrations WHERE version = 2;",
+                    baton.tallies, baton.durations, baton.job_guards;
+         DELETE FROM baton.migrations WHERE version >= 2;",
     )
     .await
     .unwrap();
     assert_eq!(
         baton_pg::migrate(&url, Options::default()).await.unwrap(),
-        [2]
+        [2, 3]
     );
     let fence: i64 = raw
         .query_one("SELECT fence FROM baton.leases WHERE name = 'nightly'", &[])

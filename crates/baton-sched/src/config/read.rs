@@ -826,6 +826,9 @@ pub(super) fn document(
         }
         jobs.insert(job.name.clone(), job);
     }
+    if !pg {
+        claims_fit(&jobs)?;
+    }
     Ok(Config {
         path: file.to_owned(),
         settings,
@@ -833,6 +836,35 @@ pub(super) fn document(
         store,
         jobs,
     })
+}
+
+/// Refuses a lock file shared by more jobs than its record can keep a claim
+/// for: each job's claim (the occurrence it last started) is one of the two
+/// records that keep an occurrence from running twice, and none may ever be
+/// dropped to make room. (A store keeps claims in rows, without this limit.)
+fn claims_fit(jobs: &BTreeMap<String, Job>) -> Result<(), ConfigError> {
+    let mut by_lock: BTreeMap<&str, Vec<&Job>> = BTreeMap::new();
+    for j in jobs.values() {
+        by_lock.entry(j.lock.value.as_str()).or_default().push(j);
+    }
+    for (lock, mates) in by_lock {
+        if baton_lease::Claims::room_for(mates.iter().map(|j| j.name.len())) {
+            continue;
+        }
+        let last = mates[mates.len() - 1];
+        return Err(ConfigError::Invalid {
+            at: last.lock.source.to_string(),
+            key: join(&join("jobs", &last.name), "lock"),
+            message: format!(
+                "= {lock:?}: the lock is shared by {} jobs, more than its lock file can keep a \
+                 claim for (the occurrence each job last started, {} bytes for all of them); \
+                 give some of them a lock of their own, or shorter names",
+                mates.len(),
+                baton_lease::record::MAX_CLAIMS_BYTES
+            ),
+        });
+    }
+    Ok(())
 }
 
 fn source_line(s: &Source) -> u32 {

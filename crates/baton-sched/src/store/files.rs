@@ -5,11 +5,11 @@
 
 use std::path::{Path, PathBuf};
 
-use baton_lease::{Claim, Outcome, Token, Verdict, Vouched};
+use baton_lease::{Claim, Fence, Guarded, Outcome, Token, Verdict, Vouched};
 use baton_ledger::{Error as LedgerError, Ledger, Records};
 use jiff::Timestamp;
 
-use super::{Refused, Store, Taken, Vouch};
+use super::{Guard, Refused, Store, Taken, Vouch};
 use crate::config::Job;
 
 /// Files in one state directory.
@@ -40,6 +40,26 @@ pub fn lock_file(state_dir: &Path, job: &Job) -> baton_lease::Lock {
         },
         fsync: false,
     })
+}
+
+/// `job`'s guard file in `state_dir`: which lock it last started a run
+/// under (`baton_lease::Guarded`).
+fn guard_file(state_dir: &Path, job: &Job) -> PathBuf {
+    state_dir.join("locks").join(format!("{}.job", job.name))
+}
+
+/// A guard's answer as the store's.
+fn guarded(job: &Job, g: Result<Guarded, baton_lease::Error>) -> Result<Guard, String> {
+    match g {
+        Ok(Guarded::Clear) => Ok(Guard::Clear),
+        Ok(Guarded::Elsewhere { lock, verdict }) => Ok(Guard::Elsewhere(Refused::elsewhere(
+            &job.name,
+            &lock.display().to_string(),
+            &verdict,
+        ))),
+        Ok(Guarded::Claimed { at }) => Ok(Guard::Claimed { at }),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 impl Store for Files {
@@ -73,6 +93,20 @@ impl Store for Files {
             Ok(refused) => Ok(Taken::Refused(Refused::of_outcome(&refused))),
             Err(e) => Err(e.to_string()),
         }
+    }
+
+    fn runs_elsewhere(&self, job: &Job, occurrence: Option<i64>) -> Result<Guard, String> {
+        let lock = lock_file(&self.state_dir, job);
+        guarded(
+            job,
+            lock.guard_of(&guard_file(&self.state_dir, job), occurrence),
+        )
+    }
+
+    fn take_guard(&self, job: &Job, fence: u64, occurrence: Option<i64>) -> Result<Guard, String> {
+        let lock = lock_file(&self.state_dir, job);
+        let guard = guard_file(&self.state_dir, job);
+        guarded(job, lock.take_guard(&guard, Fence::new(fence), occurrence))
     }
 
     fn inspect(&self, job: &Job) -> Result<Option<Verdict>, String> {

@@ -19,7 +19,7 @@ mod taken;
 
 pub use files::{Files, lock_file};
 pub use pg::{Postgres, deadline_for};
-pub use taken::{Refused, Taken};
+pub use taken::{Guard, Refused, Taken};
 
 use baton_lease::{Claim, Verdict};
 use baton_ledger::{Error as LedgerError, Records};
@@ -83,6 +83,43 @@ pub trait Store {
     ///
     /// When the store cannot be read.
     fn inspect(&self, job: &Job) -> Result<Option<Verdict>, String>;
+    /// What `job`'s guard says: whether the job runs now under a lock
+    /// other than its own (its lock was changed while it ran), or already
+    /// claimed `occurrence` (or a later one) under another lock. Changes
+    /// nothing; asked before a lease is taken, so that the common case
+    /// claims nothing it will not run.
+    ///
+    /// # Errors
+    ///
+    /// When the store or the job's guard cannot be read: the run must not
+    /// start.
+    fn runs_elsewhere(&self, job: &Job, occurrence: Option<i64>) -> Result<Guard, String>;
+    /// Takes `job`'s guard for the lease held on its lock under `fence`,
+    /// claiming `occurrence`: [`Guard::Elsewhere`] when the job's run under
+    /// another lock is in flight, [`Guard::Claimed`] when it claimed that
+    /// occurrence or a later one there (either way nothing changed: the
+    /// lease must be let go unused), else [`Guard::Clear`], and the guard
+    /// names this lock and fence from now on. A job never runs under two
+    /// locks at once, whatever its lock is renamed to (`DESIGN.md`, "A
+    /// job's guard").
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::runs_elsewhere`].
+    fn take_guard(&self, job: &Job, fence: u64, occurrence: Option<i64>) -> Result<Guard, String>;
+    /// The occurrence `job` last claimed under its lock (its claim: every
+    /// scheduled occurrence at or before it may have started), read without
+    /// changing anything: `None` when the job never claimed one there.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be read, or the lock's record cannot be read
+    /// (so its claims are unknown).
+    fn claim_of(&self, job: &Job) -> Result<Option<i64>, String> {
+        let verdict = self.inspect(job)?;
+        claim_in(verdict.as_ref(), &job.name)
+            .map_err(|why| format!("{}: its claims cannot be read: {why}", self.lock_label(job)))
+    }
     /// [`Store::inspect`] of each of `jobs`, in order; a lock that cannot
     /// be read is `None`. One connection for all of them in PostgreSQL.
     fn inspect_all(&self, jobs: &[&Job]) -> Vec<Option<Verdict>> {
@@ -104,6 +141,37 @@ pub trait Store {
         token: &str,
         action: &mut dyn FnMut(u64, Option<&str>),
     ) -> Result<Vouch, String>;
+}
+
+/// `key`'s claim in what a judgement of its lock saw: the free marker's or
+/// the holder's (live or not). No record, an empty one or a v2 lease hold
+/// none; a record this build cannot read may hold one, so it is an error.
+fn claim_in(verdict: Option<&Verdict>, key: &str) -> Result<Option<i64>, String> {
+    use baton_lease::Holder;
+    use baton_lease::decide::Foreign;
+    let claims = match verdict {
+        None | Some(Verdict::Absent | Verdict::Writing { .. } | Verdict::Abandoned { .. }) => {
+            return Ok(None);
+        }
+        Some(Verdict::Free(f)) => &f.claims,
+        Some(
+            Verdict::Live { holder, .. }
+            | Verdict::Hung { holder, .. }
+            | Verdict::Orphaned { holder, .. }
+            | Verdict::Dead { holder, .. }
+            | Verdict::Expired { holder, .. },
+        ) => match holder {
+            Holder::V3(h) => &h.claims,
+            Holder::V2(_) => return Ok(None),
+        },
+        Some(Verdict::Refused(Foreign::Version(v))) => {
+            return Err(format!("it holds a record of {v}"));
+        }
+        Some(Verdict::Refused(Foreign::Unreadable(why) | Foreign::NotALock(why))) => {
+            return Err(why.clone());
+        }
+    };
+    Ok(claims.get(key))
 }
 
 /// The store `config` names: PostgreSQL with `[store] url`, else files in

@@ -22,7 +22,7 @@ use baton_ledger::{Error as LedgerError, Records};
 use baton_pg::{Acquire, HolderFacts, Leases, Options, PgHeld, PgLedger, Target};
 use jiff::Timestamp;
 
-use super::{Refused, Store, Taken};
+use super::{Guard, Refused, Store, Taken};
 use crate::config::Job;
 
 /// The longest any call waits for the store on behalf of a job with `ttl`:
@@ -107,6 +107,21 @@ impl Postgres {
     }
 }
 
+impl Postgres {
+    /// A guard's answer as the store's. (An occurrence claimed through
+    /// another lock is refused by the claims table itself, whose key is the
+    /// job and the occurrence, when the lease is granted.)
+    fn elsewhere(&self, job: &Job, found: Option<(String, Verdict)>) -> Guard {
+        match found {
+            None => Guard::Clear,
+            Some((lock, verdict)) => {
+                let label = format!("lock {lock} in {}", self.target.describe());
+                Guard::Elsewhere(Refused::elsewhere(&job.name, &label, &verdict))
+            }
+        }
+    }
+}
+
 impl Store for Postgres {
     fn kind(&self) -> &'static str {
         "postgres"
@@ -171,6 +186,32 @@ impl Store for Postgres {
             Got::Claimed(at) => Taken::Claimed { at },
             Got::Busy(verdict) => Taken::Refused(Refused::of_verdict(&verdict)),
         })
+    }
+
+    fn runs_elsewhere(&self, job: &Job, _occurrence: Option<i64>) -> Result<Guard, String> {
+        let open = self.leases_for(job);
+        let (name, lock) = (job.name.clone(), job.lock.value.clone());
+        let found = blocking(async move || {
+            let leases = open().await?;
+            leases
+                .guard_of(&name, &lock)
+                .await
+                .map_err(|e| e.to_string())
+        })?;
+        Ok(self.elsewhere(job, found))
+    }
+
+    fn take_guard(&self, job: &Job, fence: u64, _occurrence: Option<i64>) -> Result<Guard, String> {
+        let open = self.leases_for(job);
+        let (name, lock) = (job.name.clone(), job.lock.value.clone());
+        let found = blocking(async move || {
+            let leases = open().await?;
+            leases
+                .take_guard(&name, &lock, fence)
+                .await
+                .map_err(|e| e.to_string())
+        })?;
+        Ok(self.elsewhere(job, found))
     }
 
     fn inspect(&self, job: &Job) -> Result<Option<Verdict>, String> {

@@ -25,6 +25,24 @@ pub enum Taken {
     Refused(Refused),
 }
 
+/// What a job's guard said (`Store::runs_elsewhere`, `Store::take_guard`).
+#[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)] // Made once per run; boxing it buys nothing.
+pub enum Guard {
+    /// The job runs under no other lock, and had not claimed the
+    /// occurrence asked about.
+    Clear,
+    /// The job's run under another lock is in flight: refused as that
+    /// lock's holder would refuse it.
+    Elsewhere(Refused),
+    /// The job already claimed this occurrence or a later one (`at`), under
+    /// another lock: it started, and must not start again.
+    Claimed {
+        /// The newest occurrence the job claimed.
+        at: i64,
+    },
+}
+
 /// A lock that was not free.
 #[derive(Debug, Clone)]
 pub struct Refused {
@@ -74,6 +92,14 @@ fn describe(v: &Verdict) -> String {
 }
 
 impl Refused {
+    /// A refusal because `job` runs under another lock (`lock`, for
+    /// people) whose holder was judged `verdict`.
+    pub fn elsewhere(job: &str, lock: &str, verdict: &Verdict) -> Refused {
+        let mut r = Refused::of_verdict(verdict);
+        r.why = format!("{job} runs under its former lock {lock}: {}", r.why);
+        r
+    }
+
     /// A refusal of the file lock.
     pub fn of_outcome(o: &Outcome) -> Refused {
         let (kind, holder) = match o {

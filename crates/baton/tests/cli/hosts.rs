@@ -140,6 +140,64 @@ fn hosts_differ_in_name_pid_namespace_machine_and_boot() {
     );
 }
 
+/// Two machines made from one image (the same host name and machine id,
+/// other boot ids) share a lock directory: each takes the other's lease,
+/// renewed since it booted, for another host's, never for one of its own
+/// earlier boot, so a live run is never broken beside itself.
+#[test]
+fn a_cloned_machines_live_lease_is_not_taken_for_an_earlier_boot() {
+    let c = Cluster::new();
+    let a = Host::new("twin");
+    let b = Host::clone_of(&a, "second-boot");
+    assert_eq!(a.machine_id(), b.machine_id());
+    assert_ne!(a.boot_id(), b.boot_id());
+    let lock = c.path("shared.lock");
+    let (started, done, beside) = (c.path("started"), c.path("done"), c.path("beside"));
+    let exec = |h: &Host, script: String| {
+        let mut cmd = h.command(BATON);
+        cmd.args(["exec", "--lock", lock.to_str().unwrap(), "--ttl", "3s"])
+            .args(["--kill-grace", "1s", "--takeover-grace", "30s", "-c"])
+            .arg(script);
+        cmd.inner()
+            .env_remove("BATON_STATE_DIR")
+            .stdin(Stdio::null());
+        cmd
+    };
+    let mut holder = exec(
+        &a,
+        format!(
+            "touch {}; sleep 5; touch {}",
+            started.display(),
+            done.display()
+        ),
+    );
+    holder.inner().stdout(Stdio::piped()).stderr(Stdio::piped());
+    let holder = holder.spawn();
+    eventually("the run on the first machine to start", || started.exists());
+    for _ in 0..5 {
+        let o = exec(&b, format!("echo ran >> {}", beside.display())).output();
+        assert_eq!(
+            code(&o),
+            75,
+            "the clone took a live lease: {}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+        assert!(!beside.exists(), "the clone ran beside the live run");
+        pause(300);
+    }
+    let o = holder.child.wait_with_output().unwrap();
+    assert_eq!(code(&o), 0, "the first machine's run: {}", stderr(&o));
+    assert!(
+        done.exists(),
+        "the first machine's run did not end on its own"
+    );
+    // Once it is free, the clone takes it.
+    let o = exec(&b, format!("echo ran >> {}", beside.display())).output();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(lines(&beside).len(), 1);
+}
+
 #[test]
 fn three_hosts_of_eight_ticks_run_one_occurrence_once() {
     let c = Cluster::new();

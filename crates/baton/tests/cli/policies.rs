@@ -49,7 +49,7 @@ fn recording_job(name: &str, file: &Path, extra: &str, body: &str) -> String {
     )
 }
 
-fn read_lines(p: &Path) -> Vec<String> {
+pub(crate) fn read_lines(p: &Path) -> Vec<String> {
     std::fs::read_to_string(p)
         .unwrap_or_default()
         .lines()

@@ -57,21 +57,21 @@ fn store_migrate_twice_says_up_to_date_the_second_time() {
     let first = run(&s, &["store", "migrate"]);
     assert_eq!(code(&first), 0, "{}", both(&first));
     assert!(
-        stdout(&first).contains("applied schema version 1, 2 (now at version 2)"),
+        stdout(&first).contains("applied schema version 1, 2, 3 (now at version 3)"),
         "{}",
         both(&first)
     );
     let second = run(&s, &["store", "migrate"]);
     assert_eq!(code(&second), 0, "{}", both(&second));
     assert!(
-        stdout(&second).contains("schema up to date at version 2"),
+        stdout(&second).contains("schema up to date at version 3"),
         "{}",
         both(&second)
     );
     let status = run(&s, &["store", "status"]);
     assert_eq!(code(&status), 0, "{}", both(&status));
     assert!(
-        stdout(&status).contains("schema version 2, current"),
+        stdout(&status).contains("schema version 3, current"),
         "{}",
         both(&status)
     );
@@ -100,11 +100,11 @@ fn store_migrate_from_two_processes_at_once_applies_each_version_once() {
     assert_eq!((code(&a), code(&b)), (0, 0), "{}\n{}", both(&a), both(&b));
     let applied = [&a, &b]
         .iter()
-        .filter(|o| stdout(o).contains("applied schema version 1, 2"))
+        .filter(|o| stdout(o).contains("applied schema version 1, 2, 3"))
         .count();
     let up_to_date = [&a, &b]
         .iter()
-        .filter(|o| stdout(o).contains("up to date at version 2"))
+        .filter(|o| stdout(o).contains("up to date at version 3"))
         .count();
     assert_eq!((applied, up_to_date), (1, 1), "{}\n{}", both(&a), both(&b));
 }
@@ -306,7 +306,7 @@ fn store_daemon_migrates_at_start() {
     let d = Daemon::start_cmd(cmd(&s, &["daemon", "--listen", "127.0.0.1:0"]))
         .unwrap_or_else(|(c, log)| panic!("the daemon did not start (exit {c:?}):\n{log}"));
     let log = d.log();
-    assert!(log.contains("applied schema version 1, 2"), "{log}");
+    assert!(log.contains("applied schema version 1, 2, 3"), "{log}");
     assert!(
         log.contains("leases, claims and the ledger are kept in"),
         "{log}"

@@ -1,0 +1,150 @@
+//! Job guards in PostgreSQL: which lock each job last started a run under,
+//! and that run's fence (`baton.job_guards`), so that a job never runs under
+//! two locks at once, whatever lock it is given from one run to the next
+//! (the file lock's `baton_lease::Guarded`, with the same rule).
+//!
+//! A run that holds a lease takes its job's guard in one transaction: the
+//! guard's row is locked (`FOR UPDATE`: takes of one job serialise across
+//! hosts, and each statement after the lock reads every commit before it),
+//! and the lease row it names is judged by `baton_lease::decide` as any
+//! contender would judge it; when that row is still held under the guard's
+//! fence by a holder not provably gone, the job runs there and nothing
+//! changes, else the guard names this lock and fence. This module is the
+//! only SQL that reads or writes `baton.job_guards`; it never locks a lease
+//! row.
+
+use baton_lease::Verdict;
+use baton_lease::record::Body;
+use tokio_postgres::types::ToSql;
+
+use crate::error::Error;
+use crate::judge;
+use crate::leases::Leases;
+use crate::pool::Conn;
+
+const INSERT: &str = "
+INSERT INTO baton.job_guards (job, lock_name, fence, taken)
+VALUES ($1, $2, $3, clock_timestamp())
+ON CONFLICT (job) DO NOTHING
+RETURNING job";
+
+const SELECT: &str = "SELECT lock_name, fence FROM baton.job_guards WHERE job = $1";
+
+const SET: &str = "
+UPDATE baton.job_guards SET lock_name = $2, fence = $3, taken = clock_timestamp()
+WHERE job = $1";
+
+impl Leases {
+    /// Whether `job` runs now under a lock other than `lock`: that lock's
+    /// name and its holder's verdict, when it does. Changes nothing.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot answer, or the lease row cannot be read: then
+    /// it is unknown, and the job must not start.
+    pub async fn guard_of(
+        &self,
+        job: &str,
+        lock: &str,
+    ) -> Result<Option<(String, Verdict)>, Error> {
+        const WHAT: &str = "read a job's guard";
+        self.pool()
+            .with(WHAT, async |c: &mut Conn| {
+                let row = c
+                    .client
+                    .query_opt(SELECT, &[&job])
+                    .await
+                    .map_err(|source| Error::Query { what: WHAT, source })?;
+                match row {
+                    None => Ok(None),
+                    Some(r) => self.elsewhere(c, lock, r.get(0), r.get(1), WHAT).await,
+                }
+            })
+            .await
+    }
+
+    /// Takes `job`'s guard for the lease held on `lock` under `fence`:
+    /// `Some` (the other lock and its holder's verdict; nothing changed)
+    /// when the job's run under another lock is in flight, else `None`, and
+    /// the guard names `lock` and `fence` from now on.
+    ///
+    /// # Errors
+    ///
+    /// As [`Leases::guard_of`]; nothing is known to have changed.
+    pub async fn take_guard(
+        &self,
+        job: &str,
+        lock: &str,
+        fence: u64,
+    ) -> Result<Option<(String, Verdict)>, Error> {
+        const WHAT: &str = "take a job's guard";
+        let fence = i64::try_from(fence).map_err(|_| Error::Corrupt {
+            name: lock.to_owned(),
+            why: format!("fence {fence} is out of range"),
+        })?;
+        self.pool()
+            .with(WHAT, async |c: &mut Conn| {
+                let q = |source| Error::Query { what: WHAT, source };
+                c.client.execute(&c.st.begin, &[]).await.map_err(q)?;
+                let out = async {
+                    let params: [&(dyn ToSql + Sync); 3] = [&job, &lock, &fence];
+                    if c.client
+                        .query_opt(INSERT, &params)
+                        .await
+                        .map_err(q)?
+                        .is_some()
+                    {
+                        return Ok(None);
+                    }
+                    let locked = format!("{SELECT} FOR UPDATE");
+                    let r = c.client.query_one(&locked, &[&job]).await.map_err(q)?;
+                    let found = self.elsewhere(c, lock, r.get(0), r.get(1), WHAT).await?;
+                    if found.is_none() {
+                        c.client.execute(SET, &params).await.map_err(q)?;
+                    }
+                    Ok(found)
+                }
+                .await;
+                match out {
+                    Ok(found) => {
+                        c.client.execute(&c.st.commit, &[]).await.map_err(q)?;
+                        Ok(found)
+                    }
+                    Err(e) => {
+                        let _ = c.client.execute(&c.st.rollback, &[]).await;
+                        Err(e)
+                    }
+                }
+            })
+            .await
+    }
+
+    /// Whether the guard naming `named` and `fence` says the job runs
+    /// under a lock other than `mine`, judging that lock's row.
+    async fn elsewhere(
+        &self,
+        c: &mut Conn,
+        mine: &str,
+        named: String,
+        fence: i64,
+        what: &'static str,
+    ) -> Result<Option<(String, Verdict)>, Error> {
+        if named == mine {
+            // This lock's own lease excludes its other runs by itself.
+            return Ok(None);
+        }
+        let row = c
+            .client
+            .query_opt(&c.st.inspect, &[&named])
+            .await
+            .map_err(|source| Error::Query { what, source })?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let seen = judge::read(&named, &row)?;
+        let held_there =
+            matches!(&seen.body, Body::Held(h) if i64::try_from(h.fence.get()) == Ok(fence));
+        let verdict = self.judge().verdict(&seen);
+        Ok((held_there && !verdict.claimable()).then_some((named, verdict)))
+    }
+}

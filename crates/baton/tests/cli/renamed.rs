@@ -1,0 +1,245 @@
+//! A job whose `lock` is changed while it runs: by an edit of `baton.toml`
+//! and the next `baton tick` or `baton run`, by a `PUT` to the daemon and
+//! its clock, and on the PostgreSQL store. The job never starts beside
+//! itself under the new lock, and its live run is never recorded
+//! `abandoned`; once that run has ended, the job runs under the new lock.
+
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
+
+use crate::daemon::Daemon;
+use crate::policies::read_lines;
+use crate::sched::Sched;
+use crate::support::{code, eventually, stderr};
+
+/// The files a run of the job writes: each run appends its occurrence to
+/// `ran` (and `OVERLAP` when another run of it is in flight), touches
+/// `started`, and waits for `go`.
+struct Marks {
+    ran: PathBuf,
+    started: PathBuf,
+    go: PathBuf,
+    room: PathBuf,
+}
+
+impl Marks {
+    fn new(s: &Sched) -> Marks {
+        Marks {
+            ran: s.env.path("ran"),
+            started: s.env.path("started"),
+            go: s.env.path("go"),
+            room: s.env.path("room"),
+        }
+    }
+
+    /// The job's command.
+    fn script(&self) -> String {
+        format!(
+            "mkdir {room} 2>/dev/null || echo OVERLAP >> {ran}; echo $BATON_OCCURRENCE >> {ran}; \
+             touch {started}; while [ ! -e {go} ]; do sleep 0.05; done; rmdir {room}",
+            room = self.room.display(),
+            ran = self.ran.display(),
+            started = self.started.display(),
+            go = self.go.display()
+        )
+    }
+
+    fn overlapped(&self) -> bool {
+        read_lines(&self.ran).iter().any(|l| l == "OVERLAP")
+    }
+}
+
+/// Ends `first` (and anything else waiting for `go`) and panics: a run
+/// started beside the live one.
+fn beside(m: &Marks, first: &mut Child) -> ! {
+    std::fs::write(&m.go, "").unwrap();
+    let _ = first.wait();
+    panic!(
+        "the job started beside its live run: {:?}",
+        read_lines(&m.ran)
+    );
+}
+
+/// A yearly job caught up for 400 days (its occurrence stays due through
+/// the test, whatever the minute) on `lock`.
+fn yearly(m: &Marks, lock: &str, extra: &str) -> String {
+    format!(
+        "{extra}[jobs.x]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\nlock = \"{lock}\"\n\
+         run = \"{}\"\n",
+        m.script().replace('"', "\\\"")
+    )
+}
+
+/// `baton ARGS` spawned; waits until it ends or the job overlaps itself.
+fn run_or_overlap(s: &Sched, m: &Marks, first: &mut Child, args: &[&str]) -> std::process::Output {
+    let mut c = s
+        .cmd(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ended = false;
+    eventually(
+        "the command to end, or the job to start beside itself",
+        || {
+            ended = c.try_wait().unwrap().is_some();
+            ended || m.overlapped()
+        },
+    );
+    if !ended {
+        beside(m, first);
+    }
+    c.wait_with_output().unwrap()
+}
+
+/// The verdicts of the job's runs, newest first.
+fn verdicts(s: &Sched) -> Vec<String> {
+    let h = s.json(&["history", "x", "--json"]);
+    h.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["verdict"].as_str().unwrap_or("running").to_owned())
+        .collect()
+}
+
+fn renamed_while_running(s: &Sched, m: &Marks, extra: &str) {
+    s.write(&yearly(m, "a", extra));
+    let mut first = s
+        .cmd(&["run", "x"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually("the first run to start", || m.started.exists());
+    s.write(&yearly(m, "b", extra));
+    // Its scheduled occurrence, and a run by hand: both under lock b while
+    // the run under lock a goes on. Neither starts; each says why.
+    for args in [&["tick"][..], &["run", "x"]] {
+        let o = run_or_overlap(s, m, &mut first, args);
+        assert_eq!(code(&o), 1, "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("runs under its former lock"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    assert_eq!(read_lines(&m.ran).len(), 1, "{:?}", read_lines(&m.ran));
+    std::fs::write(&m.go, "").unwrap();
+    assert!(first.wait().unwrap().success());
+    // The live run was never taken for abandoned: it ended, and says so.
+    assert_eq!(verdicts(s), ["ok"]);
+    // Once it is over, the job runs under its new lock.
+    let o = s.run(&["run", "x"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(read_lines(&m.ran).len(), 2);
+    assert!(!m.overlapped());
+    assert_eq!(verdicts(s), ["ok", "ok"]);
+}
+
+#[test]
+fn a_job_whose_lock_is_renamed_while_it_runs_never_starts_beside_itself() {
+    let s = Sched::new("");
+    let m = Marks::new(&s);
+    renamed_while_running(&s, &m, "");
+}
+
+#[test]
+fn a_job_whose_lock_is_renamed_while_it_runs_on_postgresql_never_starts_beside_itself() {
+    let pg = baton_testkit::pg::PgServer::start();
+    let s = Sched::new("");
+    let m = Marks::new(&s);
+    let store = format!(
+        "[scheduler]\nstate_dir = {:?}\ntimezone = \"UTC\"\n[store]\nurl = {:?}\n",
+        s.env.state().to_str().unwrap(),
+        pg.url()
+    );
+    s.write(&store);
+    let o = s
+        .cmd(&["store", "migrate"])
+        .env_remove("BATON_STORE_URL")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    renamed_while_running(&s, &m, &store);
+}
+
+/// The daemon's answer to a `PUT` of job `x` with `lock`.
+fn put(d: &Daemon, m: &Marks, lock: &str) -> u16 {
+    let body = serde_json::json!({"every": "1s", "lock": lock, "run": m.script()});
+    let r = d.request(
+        "PUT",
+        "/v1/jobs/x",
+        &[("Content-Type", "application/json")],
+        &body.to_string(),
+    );
+    assert!(r.status < 300, "{}: {}", r.status, r.body);
+    r.status
+}
+
+fn alerts(s: &Sched) -> String {
+    std::fs::read_to_string(s.env.state().join("logs/alerts.log")).unwrap_or_default()
+}
+
+#[test]
+fn a_job_whose_lock_is_changed_over_the_api_while_it_runs_never_starts_beside_itself() {
+    let s = Sched::new("");
+    let m = Marks::new(&s);
+    let d = Daemon::start(&s, &[]);
+    put(&d, &m, "a");
+    eventually("the daemon to start the job", || m.started.exists());
+    put(&d, &m, "b");
+    // The daemon's clock starts an occurrence every second, now under lock
+    // b: each is refused while the run under lock a goes on.
+    eventually("a refusal naming the former lock, or a run beside", || {
+        m.overlapped() || alerts(&s).contains("runs under its former lock")
+    });
+    let during = read_lines(&m.ran);
+    std::fs::write(&m.go, "").unwrap();
+    assert_eq!(
+        during.len(),
+        1,
+        "the job started beside its live run: {during:?}"
+    );
+    // Its run ends as it ran: ok, never abandoned; later ones run under b.
+    eventually("the first run's end, and one more under lock b", || {
+        let v = verdicts(&s);
+        v.len() >= 2 && v.iter().all(|v| v != "running")
+    });
+    let v = verdicts(&s);
+    assert!(v.iter().all(|v| v == "ok"), "{v:?}\n{}", d.log());
+    assert!(!m.overlapped(), "{:?}", read_lines(&m.ran));
+    assert_eq!(d.terminate(), Some(0));
+}
+
+/// Two configurations on one state directory that disagree on the job's
+/// lock (a daemon not reloaded yet beside cron's ticks of the edited file),
+/// and no ledger to write: ticks of both at once never run the job beside
+/// itself, and its occurrence, started under one lock, is not started
+/// again under the other.
+#[test]
+fn ticks_of_two_configurations_naming_two_locks_run_the_occurrence_once() {
+    let s = Sched::new("");
+    let m = Marks::new(&s);
+    std::fs::write(&m.go, "").unwrap();
+    s.write(&yearly(&m, "a", ""));
+    let other = s.env.path("other.toml");
+    std::fs::write(
+        &other,
+        std::fs::read_to_string(s.config())
+            .unwrap()
+            .replace("lock = \"a\"", "lock = \"b\""),
+    )
+    .unwrap();
+    crate::claims::foreign_ledger(&s);
+    for round in 0..6 {
+        crate::claims::ticks_at_once(&s, 8, |i, c| {
+            if i % 2 == 1 {
+                c.env("BATON_CONFIG", &other);
+            }
+        });
+        let ran = read_lines(&m.ran);
+        assert!(!m.overlapped(), "round {round}: {ran:?}");
+        assert!(ran.len() <= 1, "round {round}: ran again: {ran:?}");
+    }
+    assert_eq!(read_lines(&m.ran).len(), 1);
+}
