@@ -25,6 +25,15 @@ use crate::record::{MAX_CLAIMS_BYTES, is_valid_value};
 /// stand for every occurrence before it.
 pub const FUTURE_TOLERANCE: i64 = 60;
 
+/// The suffix of the key under which a key's claim in the future is kept
+/// beside its present claim (no job name holds a `~`; a build that does not
+/// know it reads an unknown key's claim and refuses nothing with it).
+pub const AHEAD: &str = "~ahead";
+
+fn ahead_key(key: &str) -> String {
+    format!("{key}{AHEAD}")
+}
+
 /// One job's claim: the occurrence it last started under this lock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Once {
@@ -82,12 +91,34 @@ impl Claims {
     /// by a process whose clock was ahead (or this clock was set back): it
     /// does not stand for the occurrences before it, which have not come
     /// yet by any honest clock, so they may still run; the occurrence it
-    /// names stays claimed. Once the clock passes it, it is an ordinary
-    /// claim again.
+    /// names stays claimed. Such a claim is kept beside the key's present
+    /// one ([`Claims::fitted`]), so the present occurrences stay claimed in
+    /// the record too; once the clock passes it, it is an ordinary claim
+    /// again.
     pub fn refuses(&self, once: &Once, now: i64) -> Option<i64> {
-        let at = self.get(&once.key)?;
-        let ahead = at > now.saturating_add(FUTURE_TOLERANCE);
-        (at == once.at || (at > once.at && !ahead)).then_some(at)
+        let (present, future) = self.split(&once.key, now);
+        if let Some(p) = present.filter(|&p| p >= once.at) {
+            return Some(p);
+        }
+        future.filter(|&f| f == once.at)
+    }
+
+    /// `key`'s present claim and its claim in the future (beyond
+    /// [`FUTURE_TOLERANCE`] of `now`), from its own entry and its
+    /// [`AHEAD`] entry.
+    fn split(&self, key: &str, now: i64) -> (Option<i64>, Option<i64>) {
+        let (mut present, mut future) = (None, None);
+        for at in [self.get(key), self.get(&ahead_key(key))]
+            .into_iter()
+            .flatten()
+        {
+            if at > now.saturating_add(FUTURE_TOLERANCE) {
+                future = future.max(Some(at));
+            } else {
+                present = present.max(Some(at));
+            }
+        }
+        (present, future)
     }
 
     /// These claims with `once` first (replacing its key's earlier claim).
@@ -103,21 +134,43 @@ impl Claims {
     /// `once`'s and not among `mates` is dropped. `None` when they still do
     /// not fit (the claims of `mates` alone are too long); then nothing may
     /// be written.
-    pub fn fitted(&self, once: &Once, mates: &[String]) -> Option<Self> {
-        // A claim never moves back: a key that claimed a later occurrence
-        // (one in the future, see [`Claims::refuses`]) keeps it.
-        let later = Once {
-            key: once.key.clone(),
-            at: self
-                .get(&once.key)
-                .map_or(once.at, |prior| prior.max(once.at)),
+    pub fn fitted(&self, once: &Once, mates: &[String], now: i64) -> Option<Self> {
+        // A claim never moves back. A claim in the future (see
+        // [`Claims::refuses`]) is kept beside the present one, which this
+        // occurrence raises.
+        let (present, future) = self.split(&once.key, now);
+        let ahead = ahead_key(&once.key);
+        let mut c = Self(
+            self.0
+                .iter()
+                .filter(|x| x.key != once.key && x.key != ahead)
+                .cloned()
+                .collect(),
+        );
+        let at = present.map_or(once.at, |p| p.max(once.at));
+        if let Some(f) = future.filter(|&f| f > at) {
+            c.0.insert(
+                0,
+                Once {
+                    key: ahead.clone(),
+                    at: f,
+                },
+            );
+        }
+        c.0.insert(
+            0,
+            Once {
+                key: once.key.clone(),
+                at,
+            },
+        );
+        let kept = |k: &str| {
+            let own = k.strip_suffix(AHEAD).unwrap_or(k);
+            own == once.key || mates.iter().any(|m| m == own)
         };
-        let mut c = self.with(&later);
         let mut len = c.rendered_len();
         while len > MAX_CLAIMS_BYTES {
-            let i =
-                c.0.iter()
-                    .rposition(|x| x.key != once.key && !mates.contains(&x.key))?;
+            let i = c.0.iter().rposition(|x| !kept(&x.key))?;
             let gone = c.0.remove(i);
             len -= gone.key.len() + 1 + gone.at.to_string().len() + 1;
         }
@@ -219,7 +272,7 @@ mod tests {
         let mut c = Claims::new();
         for (i, m) in mates.iter().enumerate() {
             c = c
-                .fitted(&once(m, 1_764_385_200 + i as i64), &mates)
+                .fitted(&once(m, 1_764_385_200 + i as i64), &mates, i64::MAX)
                 .unwrap();
         }
         assert_eq!(c.len(), 600);
@@ -244,7 +297,9 @@ mod tests {
         let departed = i;
         let mates: Vec<String> = (0..3).map(|k| long("mate", k)).collect();
         for (k, m) in mates.iter().enumerate() {
-            c = c.fitted(&once(m, 1000 + k as i64), &mates).unwrap();
+            c = c
+                .fitted(&once(m, 1000 + k as i64), &mates, i64::MAX)
+                .unwrap();
         }
         assert!(c.rendered_len() <= MAX_CLAIMS_BYTES);
         for (k, m) in mates.iter().enumerate() {
@@ -260,6 +315,36 @@ mod tests {
         assert!(!Claims::room_for(std::iter::repeat_n(64, 900)));
         // When only mates are left, nothing is dropped: no room.
         let everyone: Vec<String> = c.iter().map(|o| o.key.clone()).collect();
-        assert_eq!(c.fitted(&once(&long("new", 0), 5), &everyone), None);
+        assert_eq!(
+            c.fitted(&once(&long("new", 0), 5), &everyone, i64::MAX),
+            None
+        );
+    }
+
+    #[test]
+    fn a_claim_in_the_future_is_kept_beside_the_present_one() {
+        let now = 1_764_385_200;
+        let future = now + 3600;
+        let c = Claims::new().with(&once("x", future));
+        // The occurrences before it have not come by this clock: they run.
+        assert_eq!(c.refuses(&once("x", now - 60), now), None);
+        let c = c.fitted(&once("x", now - 60), &[], now).unwrap();
+        assert_eq!(c.get("x"), Some(now - 60));
+        assert_eq!(c.get(&ahead_key("x")), Some(future));
+        // The present one is claimed now; the one after it is not yet; the
+        // one that ran early stays claimed.
+        assert_eq!(c.refuses(&once("x", now - 60), now), Some(now - 60));
+        assert_eq!(c.refuses(&once("x", now), now), None);
+        assert_eq!(c.refuses(&once("x", future), now), Some(future));
+        let c = c.fitted(&once("x", now), &[], now).unwrap();
+        assert_eq!(c.get("x"), Some(now));
+        assert_eq!(c.get(&ahead_key("x")), Some(future));
+        // Once the clock reaches it, it is an ordinary claim: everything up
+        // to it is claimed, and the next acquisition folds it in.
+        let later = future - 30;
+        assert_eq!(c.refuses(&once("x", later - 10), later), Some(future));
+        let c = c.fitted(&once("x", future + 60), &[], future + 60).unwrap();
+        assert_eq!(c.get("x"), Some(future + 60));
+        assert_eq!(c.get(&ahead_key("x")), None);
     }
 }

@@ -386,11 +386,14 @@ impl Lock {
         once: &crate::Once,
         mates: &[String],
     ) -> Result<crate::Claims, Error> {
-        claims.fitted(once, mates).ok_or_else(|| Error::ClaimsFull {
-            path: self.path.clone(),
-            key: once.key.clone(),
-            count: claims.len(),
-        })
+        let now = self.now().wall.as_second();
+        claims
+            .fitted(once, mates, now)
+            .ok_or_else(|| Error::ClaimsFull {
+                path: self.path.clone(),
+                key: once.key.clone(),
+                count: claims.len(),
+            })
     }
 
     fn validate(&self, claim: &Claim) -> Result<(), Error> {

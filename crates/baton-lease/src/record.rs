@@ -773,7 +773,7 @@ mod tests {
                 key: m.clone(),
                 at: 1_764_385_200 + i as i64,
             };
-            h.claims = h.claims.fitted(&once, &mates).unwrap();
+            h.claims = h.claims.fitted(&once, &mates, i64::MAX).unwrap();
         }
         let line = h.render();
         assert!(line.len() > 4096 && line.len() <= MAX_RECORD_BYTES);

@@ -94,6 +94,30 @@ fn on_one_host_a_tick_an_hour_ahead_does_not_silence_the_schedule() {
     assert_eq!(st["jobs"][0]["missed"]["total"], 0, "{st}");
 }
 
+#[test]
+fn a_claim_from_the_future_still_leaves_the_present_claimed_when_the_ledger_is_lost() {
+    let s = Sched::new("");
+    let out = s.env.path("ran");
+    s.write(&minutely(&out));
+    let o = shifted(&s, "+1h", &["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(ran(&out).len(), 1);
+    // Now the ledger cannot be used: the lock's claims are the only record
+    // of what ran. Honest ticks run the present occurrence once, however
+    // many there are in its minute.
+    crate::claims::foreign_ledger(&s);
+    for _ in 0..3 {
+        let o = s.run(&["tick"]);
+        assert!(code(&o) <= 1, "{}", stderr(&o));
+    }
+    let all = ran(&out);
+    let present: Vec<&String> = all[1..].iter().collect();
+    let mut unique = present.clone();
+    unique.dedup();
+    assert_eq!(unique, present, "an occurrence ran twice: {all:?}");
+    assert!(!present.is_empty(), "the schedule was silenced: {all:?}");
+}
+
 /// A scheduler on a fresh throwaway server, migrated.
 fn on_store(pg: &PgServer, out: &std::path::Path) -> Sched {
     let s = Sched::new("");
