@@ -117,6 +117,23 @@ impl Host {
         }
     }
 
+    /// A clone of `original`: a machine started from a copy of its disk,
+    /// with the same host name and machine id and a boot id of its own.
+    ///
+    /// # Panics
+    ///
+    /// When the identity files cannot be written.
+    pub fn clone_of(original: &Host) -> Host {
+        let mut host = Host::new(&format!("{}-clone", original.name));
+        std::fs::write(
+            host.dir.path().join("machine-id"),
+            format!("{}\n", original.machine_id()),
+        )
+        .expect("write the machine id");
+        host.name.clone_from(&original.name);
+        host
+    }
+
     /// The host's name.
     pub fn name(&self) -> &str {
         &self.name

@@ -8,6 +8,11 @@
 //! or reset connection). [`Proxy::heal`] forwards again. Dropping the proxy
 //! shuts every connection down and stops its threads.
 //!
+//! [`Proxy::reset`] closes every connection open now (the client reads end
+//! of file, as when a connection is cut), and
+//! [`Proxy::lose_replies`] forwards what clients send but drops what the
+//! server answers (a statement delivered whose reply is lost).
+//!
 //! [`Proxy::turns`] counts round trips: how many times a client sent bytes
 //! after the server had last spoken (or first). Pipelined requests sent
 //! together count once. It is exact for one client whose requests are
@@ -23,6 +28,7 @@ use std::sync::{Arc, Mutex};
 pub struct Proxy {
     addr: SocketAddr,
     cut: Arc<AtomicBool>,
+    mute: Arc<AtomicBool>,
     stopped: Arc<AtomicBool>,
     turns: Arc<Turns>,
     streams: Arc<Mutex<Vec<TcpStream>>>,
@@ -38,10 +44,12 @@ impl Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").expect("failed to bind the proxy");
         let addr = listener.local_addr().expect("the proxy's address");
         let cut = Arc::new(AtomicBool::new(false));
+        let mute = Arc::new(AtomicBool::new(false));
         let stopped = Arc::new(AtomicBool::new(false));
         let streams = Arc::new(Mutex::new(Vec::new()));
         let turns = Arc::new(Turns::default());
         let (c, s, st, t) = (cut.clone(), stopped.clone(), streams.clone(), turns.clone());
+        let m = mute.clone();
         std::thread::spawn(move || {
             for client in listener.incoming() {
                 if s.load(Ordering::SeqCst) {
@@ -65,13 +73,15 @@ impl Proxy {
                 };
                 let (c1, c2) = (c.clone(), c.clone());
                 let (t1, t2) = (t.clone(), t.clone());
-                std::thread::spawn(move || pump(client, server2, &c1, &t1, true));
-                std::thread::spawn(move || pump(server, client2, &c2, &t2, false));
+                let (never, m2) = (Arc::new(AtomicBool::new(false)), m.clone());
+                std::thread::spawn(move || pump(client, server2, &c1, &never, &t1, true));
+                std::thread::spawn(move || pump(server, client2, &c2, &m2, &t2, false));
             }
         });
         Proxy {
             addr,
             cut,
+            mute,
             stopped,
             turns,
             streams,
@@ -96,6 +106,24 @@ impl Proxy {
     /// Forwards again (bytes dropped meanwhile stay lost).
     pub fn heal(&self) {
         self.cut.store(false, Ordering::SeqCst);
+        self.mute.store(false, Ordering::SeqCst);
+    }
+
+    /// Closes every connection open now; new ones are forwarded.
+    pub fn reset(&self) {
+        let mut list = self
+            .streams
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for s in list.drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+
+    /// From now on, what the server sends is dropped; what clients send is
+    /// still delivered. [`Proxy::heal`] ends it.
+    pub fn lose_replies(&self) {
+        self.mute.store(true, Ordering::SeqCst);
     }
 }
 
@@ -122,14 +150,21 @@ struct Turns {
     count: std::sync::atomic::AtomicU64,
 }
 
-fn pump(mut from: TcpStream, mut to: TcpStream, cut: &AtomicBool, turns: &Turns, client: bool) {
+fn pump(
+    mut from: TcpStream,
+    mut to: TcpStream,
+    cut: &AtomicBool,
+    mute: &AtomicBool,
+    turns: &Turns,
+    client: bool,
+) {
     let mut buf = [0u8; 16 * 1024];
     loop {
         let n = match from.read(&mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
-        if cut.load(Ordering::SeqCst) {
+        if cut.load(Ordering::SeqCst) || mute.load(Ordering::SeqCst) {
             continue;
         }
         let was_client = turns.client_spoke_last.swap(client, Ordering::SeqCst);
