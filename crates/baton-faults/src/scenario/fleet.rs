@@ -562,6 +562,10 @@ fn renewal_stall(t: &mut Trial<'_>) -> Result<(), String> {
     let Some(pid) = t.spawn(c, "alpha-faulty") else {
         return Err("alpha's tick did not start".into());
     };
+    // Beta races once alpha holds the run, so that alpha's renewal stalls.
+    if !started(t) {
+        return Err("alpha's job never started".into());
+    }
     race(t, &f, 1, Duration::from_millis(9000));
     t.count_hits();
     let _ = t.wait_for(pid, secs(30));
@@ -593,34 +597,15 @@ fn restore(t: &mut Trial<'_>) -> Result<(), String> {
     Ok(())
 }
 
-/// The present, as RFC 3339 in UTC to the second.
-fn utc_now() -> String {
-    let s = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    rfc3339(s)
+/// `secs` since the epoch, as RFC 3339 in UTC to the second (the form
+/// history and the job's `BATON_OCCURRENCE` use).
+fn rfc3339(secs: i64) -> String {
+    jiff::Timestamp::from_second(secs).map_or_else(|_| String::new(), |t| t.to_string())
 }
 
-/// `secs` since the epoch as `YYYY-MM-DDTHH:MM:SSZ`.
-pub(crate) fn rfc3339(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Howard Hinnant's civil-from-days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+/// Seconds since the epoch, now.
+fn now_secs() -> i64 {
+    jiff::Timestamp::now().as_second()
 }
 
 fn skewed(t: &mut Trial<'_>, offsets: &[&str]) -> Result<(), String> {
@@ -641,12 +626,7 @@ fn skewed(t: &mut Trial<'_>, offsets: &[&str]) -> Result<(), String> {
     t.injected += 1;
     let span = Duration::from_millis(t.rng.range(2000, 3500));
     race(t, &f, 1, span);
-    let horizon = {
-        let s = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        rfc3339(s + 120)
-    };
+    let horizon = rfc3339(now_secs() + 120);
     for s in evidence::runs(&t.events()) {
         if s.occurrence != "manual" && s.occurrence > horizon {
             t.v.wrong_record(format!(
@@ -654,7 +634,7 @@ fn skewed(t: &mut Trial<'_>, offsets: &[&str]) -> Result<(), String> {
                 s.job,
                 s.occurrence,
                 s.host,
-                utc_now()
+                rfc3339(now_secs())
             ));
         }
     }

@@ -136,11 +136,27 @@ fn run(t: &mut Trial<'_>, point: &str, action: &str) -> Result<(), String> {
     t.until(secs(15), |t| {
         crate::evidence::mark(&events) > 0 || hits.exists() || t.ended(pid)
     });
-    if action == "enospc" && t.await_hit(secs(10)).is_some() {
+    // With `enospc`, the disk fills the moment the point is reached, which
+    // may be while the honest ticks race (a queued occurrence is taken only
+    // once a tick has queued it).
+    let span = Duration::from_millis(t.rng.range(2500, 4000));
+    let until = std::time::Instant::now() + span;
+    let mut filled = false;
+    loop {
+        if action == "enospc" && !filled && hits.exists() {
+            fs.fill();
+            filled = true;
+        }
+        if std::time::Instant::now() >= until {
+            break;
+        }
+        let _ = common::tick(t, &l.config);
+        let gap = t.rng.range(200, 500);
+        pause_ms(gap);
+    }
+    if action == "enospc" && !filled && t.await_hit(secs(10)).is_some() {
         fs.fill();
     }
-    let span = Duration::from_millis(t.rng.range(2500, 4000));
-    common::race(t, &l.config, span);
     if t.wait_for(pid, secs(40)).is_none() {
         t.v.wedge("the faulty tick did not end within 40 s".into());
     }
