@@ -41,8 +41,9 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N")]
     pub(crate) per_scenario: Option<u32>,
 
-    /// Scenarios to run (space- or comma-separated; a name ending in `*`
-    /// takes every scenario it starts: `failpoint-renewal-*`). Default: all.
+    /// Scenarios to run (space- or comma-separated; one `*` in a name
+    /// stands for anything: `failpoint-renewal-*`, `failpoint-*-enospc`).
+    /// Default: all.
     #[arg(long = "scenario", num_args = 1.., value_delimiter = ',')]
     pub(crate) scenarios: Vec<String>,
 
@@ -99,8 +100,12 @@ impl Args {
     pub(crate) fn plan(&self) -> Result<Plan, String> {
         let all = scenario::all();
         let mut chosen: Vec<&'static str> = Vec::new();
-        let matches = |pat: &str, name: &str| match pat.strip_suffix('*') {
-            Some(prefix) => name.starts_with(prefix),
+        let matches = |pat: &str, name: &str| match pat.split_once('*') {
+            Some((head, tail)) => {
+                name.len() >= head.len() + tail.len()
+                    && name.starts_with(head)
+                    && name.ends_with(tail)
+            }
             None => name == pat,
         };
         for pat in &self.scenarios {
@@ -223,6 +228,10 @@ mod tests {
                 .iter()
                 .all(|(n, k)| n.starts_with("failpoint-renewal-") && *k == 1)
         );
+        let a = Args::try_parse_from(["baton-faults", "--scenario", "failpoint-*-enospc"]).unwrap();
+        let p = a.plan().unwrap();
+        assert!(p.scenarios.len() > 5);
+        assert!(p.scenarios.iter().all(|(n, _)| n.ends_with("-enospc")));
         let bad = Args::try_parse_from(["baton-faults", "--scenario", "no-such"]).unwrap();
         assert!(bad.plan().is_err());
         assert_eq!(

@@ -169,9 +169,15 @@ pub(crate) struct Missed {
     pub(crate) last: String,
 }
 
-/// The `missed` alerts of an `alerts.log`.
+/// The `missed` alerts of an `alerts.log`. Only a regular file is read: a
+/// scenario may have planted a FIFO there, which would block its reader.
 pub(crate) fn missed(path: &Path) -> Vec<Missed> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let regular = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file());
+    let text = if regular {
+        std::fs::read_to_string(path).unwrap_or_default()
+    } else {
+        String::new()
+    };
     text.lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter(|v| v["kind"] == "missed")

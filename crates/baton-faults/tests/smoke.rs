@@ -24,7 +24,6 @@ const PENDING: &[&str] = &[
     "clock-ahead-single-host",
     "clock-steps-single-host",
     "cloned-machine",
-    "end-record-lost",
     "failpoint-*-enospc",
     "failpoint-renewal-stall",
     "failpoint-renewal-stall-pg",
@@ -33,10 +32,10 @@ const PENDING: &[&str] = &[
     "killed-run-shown-running",
     "lock-renamed-by-put",
     "lock-renamed-while-running",
+    "pg-frozen-connection",
     "planted-symlink-logs",
     "shared-lock-many-jobs-unwritable-ledger",
     "start-record-lost",
-    "unrecorded-run-counted-missed",
 ];
 
 fn workspace() -> PathBuf {

@@ -73,7 +73,7 @@ pub(crate) fn scenarios() -> Vec<Scenario> {
         },
         Scenario {
             name: "shared-lock-many-jobs-unwritable-ledger",
-            what: "eight long-named jobs on one lock, ticked at once while the disk is full: each occurrence runs at most once, one job at a time",
+            what: "eight long-named hourly jobs on one lock, ticked three at once while the disk is full or the ledger is of another schema version: each occurrence runs at most once, one job at a time",
             needs: &[Need::Root],
             cost: 2,
             run: shared_lock_full_disk,
@@ -262,6 +262,10 @@ fn shared_lock_full_disk(t: &mut Trial<'_>) -> Result<(), String> {
                 &format!("a_job_with_a_rather_long_name_to_fill_the_lock_record_{i}"),
                 t.rng.range(1, 4) as u32,
             );
+            // Hourly: every tick of the trial finds the same occurrence due
+            // (the latest within the catch-up window), so only a record of
+            // it having run keeps it from running again.
+            j.schedule = "0 * * * *".into();
             j.lock = Some("shared".into());
             j
         })
@@ -269,22 +273,13 @@ fn shared_lock_full_disk(t: &mut Trial<'_>) -> Result<(), String> {
     let l = Local::new(t, Some(t.path("state")), "", jobs);
     let _ = tick(t, &l.config);
     let full = t.rng.range(0, 1) == 0;
+    let mut old_version = None;
     if full {
         fs.fill();
     } else {
         // A ledger of another schema version: every write refused.
-        let db = l.state.join("baton.db");
-        let r = std::process::Command::new("python3")
-            .arg("-c")
-            .arg("import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\nc.execute('PRAGMA user_version = 9999')\nc.commit()\n")
-            .arg(&db)
-            .output();
-        if !r.is_ok_and(|o| o.status.success()) {
-            return Err(format!(
-                "failed to change the schema version of {}",
-                db.display()
-            ));
-        }
+        old_version = Some(schema_version(&l.state.join("baton.db"), None)?);
+        schema_version(&l.state.join("baton.db"), Some(9999))?;
     }
     t.injected += 1;
     let rounds = t.rng.range(6, 12);
@@ -301,9 +296,44 @@ fn shared_lock_full_disk(t: &mut Trial<'_>) -> Result<(), String> {
         pause_ms(t.rng.range(100, 400));
     }
     fs.free();
-    common::finish(t, &l);
+    if let Some(v) = old_version {
+        // The ledger of this build again, so that history can be read.
+        schema_version(&l.state.join("baton.db"), Some(v))?;
+    }
+    // No probe: the next occurrence is an hour away.
+    t.quiesce(secs(20), &[]);
+    common::judge_local(t, &l);
     drop(fs);
     Ok(())
+}
+
+/// Reads (`None`) or sets a SQLite file's `user_version`, where baton keeps
+/// its ledger's schema version.
+fn schema_version(db: &std::path::Path, set: Option<i64>) -> Result<i64, String> {
+    let script = match set {
+        Some(v) => format!(
+            "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\n\
+             c.execute('PRAGMA user_version = {v}')\nc.commit()\nprint({v})\n"
+        ),
+        None => "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\n\
+                 print(c.execute('PRAGMA user_version').fetchone()[0])\n"
+            .into(),
+    };
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(db)
+        .output()
+        .map_err(|e| format!("failed to run python3: {e}"))?;
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .map_err(|_| {
+            format!(
+                "failed to read or set the schema version of {}",
+                db.display()
+            )
+        })
 }
 
 fn lock_renamed(t: &mut Trial<'_>) -> Result<(), String> {
