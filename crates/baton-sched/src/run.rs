@@ -334,6 +334,7 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
     };
     match outcome {
         Taken::Acquired(lease) => {
+            fail::fail_point!("claim");
             tell(
                 req,
                 Told::Started {
@@ -655,6 +656,7 @@ fn hold_once(
             key: name.clone(),
             at,
         };
+        fail::fail_point!("queue");
         match session.restate(Some(run_id.clone()), Some(occurrence.clone()), Some(&once)) {
             Ok(Restated::Done) => {}
             Ok(Restated::Claimed { .. }) => {

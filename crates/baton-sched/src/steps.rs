@@ -38,6 +38,7 @@ pub(crate) fn one(
     let occurrence = req.start.occurrence();
     let lease = session.lease();
     let (host, pid) = (lease.host().to_owned(), std::process::id());
+    fail::fail_point!("start-record");
     let began = {
         let mut s = surfaces.borrow_mut();
         let now = s.now();
@@ -150,6 +151,7 @@ pub(crate) fn one(
         success,
     };
     let keep = req.config.settings.history_keep.value;
+    fail::fail_point!("end-record");
     let _ = s.ledger(|l| l.finish_run(&row, keep));
     s.note(&format!(
         "{} run={} verdict={verdict} ({})",
@@ -328,7 +330,9 @@ fn attempts(
         spec.contain = job.policy.contain.value;
         spec.stdin = Stdin::Null;
         spec.output = baton_runner::Output::Capture(Box::new(sink));
+        fail::fail_point!("attempt-start");
         let result = session.run(spec);
+        fail::fail_point!("attempt-end");
         let finished = surfaces.borrow().now();
         let outcome = match &result.ending {
             e if e.success() => "ok",
