@@ -591,6 +591,7 @@ impl<'r> Session<'r> {
             return Finish::Lost(why);
         }
         let path = self.lease.describe();
+        fail::fail_point!("release");
         match self.lease.release() {
             Ok(Release::Released) => Finish::Released,
             Ok(Release::Lost(lost)) => {
@@ -610,6 +611,7 @@ impl<'r> Session<'r> {
     fn keep_lease(&mut self) {
         let now = self.clock.boot();
         if self.lost.is_none() && now >= self.next_renewal {
+            fail::fail_point!("renewal");
             match self.lease.renew() {
                 Ok(Renewal::Renewed) => self.last_renewed = now,
                 Ok(Renewal::Lost(lost)) => self.lose(lost),

@@ -393,6 +393,7 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
                     }
                 }
             }
+            fail::fail_point!("claim");
             tell(
                 req,
                 Told::Started {
@@ -851,6 +852,7 @@ fn hold_once(
             key: name.clone(),
             at,
         };
+        fail::fail_point!("queue");
         match session.restate(Some(run_id.clone()), Some(occurrence.clone()), Some(&once)) {
             Ok(Restated::Done) => {}
             Ok(Restated::Claimed { .. }) => {

@@ -38,6 +38,7 @@ pub(crate) fn one(
     let c = ctx.borrow().clone();
     let occurrence = req.start.occurrence();
     let (host, pid) = (session.lease().host().to_owned(), std::process::id());
+    fail::fail_point!("start-record");
     let row = baton_ledger::NewRun {
         run_id: c.run_id.clone(),
         job: job.name.clone(),
@@ -149,6 +150,7 @@ pub(crate) fn one(
         success,
     };
     let keep = req.config.settings.history_keep.value;
+    fail::fail_point!("end-record");
     tally.record.finish(&row, keep, session, surfaces);
     surfaces.borrow_mut().note(&format!(
         "{} run={} verdict={verdict} ({})",
@@ -373,7 +375,9 @@ fn attempts(
         spec.contain = job.policy.contain.value;
         spec.stdin = Stdin::Null;
         spec.output = baton_runner::Output::Capture(Box::new(sink));
+        fail::fail_point!("attempt-start");
         let result = session.run(spec);
+        fail::fail_point!("attempt-end");
         let finished = surfaces.borrow().now();
         let outcome = match &result.ending {
             e if e.success() => "ok",

@@ -103,6 +103,7 @@ pub fn settle(
     };
     let mut settled = None;
     let vouched = store.while_held(j, &token.to_string(), &mut |fence, run| {
+        fail::fail_point!("watermark");
         settled = Some(ledger.settle(job, value, run, Some(fence), clock.wall()));
     });
     match (vouched, settled) {

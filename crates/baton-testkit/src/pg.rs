@@ -258,6 +258,15 @@ impl PgServer {
     ///
     /// When `psql` fails (the message holds its error).
     pub fn sql(&self, sql: &str) -> String {
+        self.sql_in("postgres", sql)
+    }
+
+    /// As [`PgServer::sql`], on `database`.
+    ///
+    /// # Panics
+    ///
+    /// When `psql` fails (the message holds its error).
+    pub fn sql_in(&self, database: &str, sql: &str) -> String {
         let out = Command::new(self.bin.join("psql"))
             .args(["-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1"])
             .arg("-h")
@@ -268,7 +277,7 @@ impl PgServer {
                 "-U",
                 USER,
                 "-d",
-                "postgres",
+                database,
                 "-c",
                 sql,
             ])
@@ -302,6 +311,87 @@ impl PgServer {
             .spawn()
             .unwrap_or_else(|e| panic!("failed to run psql: {e}"));
         Psql { child }
+    }
+
+    /// Restarts the server (`pg_ctl restart -m fast`): every connection is
+    /// closed, and the server answers again on the same port.
+    ///
+    /// # Panics
+    ///
+    /// When it does not come back (the message holds its error).
+    pub fn restart(&self) {
+        let data = self.data_dir();
+        let log = self.dir.path().join("server.log");
+        let out = self.run(
+            "pg_ctl",
+            &[
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-l".as_ref(),
+                log.as_os_str(),
+                "-m".as_ref(),
+                "fast".as_ref(),
+                "-w".as_ref(),
+                "-t".as_ref(),
+                "60".as_ref(),
+                "restart".as_ref(),
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "the test server did not restart: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// A backup of `schema` in `database`, as SQL (`pg_dump --clean`).
+    ///
+    /// # Panics
+    ///
+    /// When `pg_dump` fails.
+    pub fn dump(&self, database: &str, schema: &str) -> Vec<u8> {
+        let out = Command::new(self.bin.join("pg_dump"))
+            .arg("-h")
+            .arg(self.socket_dir())
+            .args(["-p", &self.port.to_string(), "-U", USER, "-n", schema])
+            .args(["--clean", "--if-exists", database])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("failed to run pg_dump: {e}"));
+        assert!(
+            out.status.success(),
+            "pg_dump failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    }
+
+    /// Restores a [`PgServer::dump`] into `database`.
+    ///
+    /// # Panics
+    ///
+    /// When `psql` fails.
+    pub fn restore(&self, database: &str, backup: &[u8]) {
+        use std::io::Write;
+        let mut child = Command::new(self.bin.join("psql"))
+            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1"])
+            .arg("-h")
+            .arg(self.socket_dir())
+            .args(["-p", &self.port.to_string(), "-U", USER, "-d", database])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("failed to run psql: {e}"));
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = stdin.write_all(backup);
+        }
+        let out = child.wait_with_output().expect("wait for psql");
+        assert!(
+            out.status.success(),
+            "restoring the backup failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     fn data_dir(&self) -> PathBuf {

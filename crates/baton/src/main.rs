@@ -11,6 +11,8 @@ mod cli;
 
 mod exec;
 mod exit;
+#[cfg(feature = "failpoints")]
+mod failpoints;
 mod http_cmd;
 mod lock_cmd;
 mod render_cmd;
@@ -26,6 +28,8 @@ use cli::{Cli, Cmd, LockCmd, StoreCmd, WatermarkCmd};
 use exit::Exit;
 
 fn main() -> ExitCode {
+    #[cfg(feature = "failpoints")]
+    let _failpoints = failpoints::setup();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let is_exec = subcommand(&args).is_some_and(|c| c == "exec");
     let cli = match Cli::try_parse_from(&args) {

@@ -1,0 +1,408 @@
+//! The invariants, judged from evidence baton did not write (the jobs' event
+//! log and the sinks) against what it recorded (history, missed alerts):
+//!
+//! - **overlaps**: two runs of one job, or of one lock, at once: a run
+//!   wrote a line after another run of its job or lock had started, or a
+//!   job's process outlived the trial (it ran beside whatever came next);
+//! - **duplicates**: an occurrence started by more than one run;
+//! - **lost**: a run that happened (its job wrote `start`) that no history
+//!   shows;
+//! - **wrong**: a record that is not the truth: a verdict the job did not
+//!   earn (`ok` for a run that never ended, anything but `ok` for one that
+//!   ended 0 whose supervisor was not killed, `abandoned` included), `ok`
+//!   for a run that never started, a run still shown running once nothing
+//!   of it is left, or an occurrence that ran and was counted missed;
+//! - **fence**: a sink refused a write, or a lease's fence was not larger
+//!   than every earlier lease's on that lock;
+//! - **wedged**: a schedule that ran nothing more once the fault was over
+//!   (judged by the scenario's probe, see [`crate::trial`]);
+//! - **breaches**: a change that must be refused was made (judged by the
+//!   scenario).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::evidence::{Missed, Recorded, Seen, Write};
+
+/// What a trial found, by invariant, with a line per finding.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub(crate) struct Violations {
+    pub(crate) overlaps: u64,
+    pub(crate) duplicates: u64,
+    pub(crate) lost: u64,
+    pub(crate) wrong: u64,
+    pub(crate) fence: u64,
+    pub(crate) wedged: u64,
+    pub(crate) breaches: u64,
+    /// What each one was.
+    pub(crate) details: Vec<String>,
+}
+
+impl Violations {
+    /// Violations in all.
+    pub(crate) fn total(&self) -> u64 {
+        self.overlaps
+            + self.duplicates
+            + self.lost
+            + self.wrong
+            + self.fence
+            + self.wedged
+            + self.breaches
+    }
+
+    fn note(&mut self, line: String) {
+        if self.details.len() < 20 {
+            self.details.push(line);
+        }
+    }
+
+    /// Counts an overlap.
+    pub(crate) fn overlap(&mut self, why: String) {
+        self.overlaps += 1;
+        self.note(format!("overlap: {why}"));
+    }
+
+    /// Counts a wedged schedule.
+    pub(crate) fn wedge(&mut self, why: String) {
+        self.wedged += 1;
+        self.note(format!("wedged: {why}"));
+    }
+
+    /// Counts a breach.
+    pub(crate) fn breach(&mut self, why: String) {
+        self.breaches += 1;
+        self.note(format!("breach: {why}"));
+    }
+
+    /// Counts a wrong record.
+    pub(crate) fn wrong_record(&mut self, why: String) {
+        self.wrong += 1;
+        self.note(format!("wrong record: {why}"));
+    }
+
+    /// Counts a duplicate occurrence.
+    pub(crate) fn duplicate(&mut self, why: String) {
+        self.duplicates += 1;
+        self.note(format!("duplicate: {why}"));
+    }
+
+    /// Counts a lost record.
+    pub(crate) fn lost_record(&mut self, why: String) {
+        self.lost += 1;
+        self.note(format!("lost record: {why}"));
+    }
+
+    /// Counts a fence violation.
+    pub(crate) fn fence_violation(&mut self, why: String) {
+        self.fence += 1;
+        self.note(format!("fence: {why}"));
+    }
+}
+
+/// What the checker is told besides the evidence.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Facts {
+    /// Supervisors the trial killed, as `(host, pid)` in the pid namespace
+    /// history names them in: their runs may rightly be `abandoned`.
+    pub(crate) killed: BTreeSet<(String, u32)>,
+    /// Whether a run that ended 0 may be recorded `abandoned` or
+    /// `lease-lost` because the store was out of reach for longer than its
+    /// TTL (no one could record it in time).
+    pub(crate) outage_over_ttl: bool,
+    /// Whether runs without any record are expected (the scenario kept the
+    /// ledger unwritable and says so elsewhere); never set lightly.
+    pub(crate) unrecordable: bool,
+}
+
+/// Judges `seen` (the event log), `sinks` (one log per lock), `recorded`
+/// (history, every job's) and `missed` (alerts) under `facts`.
+pub(crate) fn judge(
+    seen: &[Seen],
+    sinks: &BTreeMap<String, Vec<Write>>,
+    recorded: &[Recorded],
+    missed: &[Missed],
+    facts: &Facts,
+    v: &mut Violations,
+) {
+    overlaps(seen, v);
+    duplicates(seen, v);
+    records(seen, recorded, facts, v);
+    missed_but_ran(seen, missed, v);
+    for (lock, writes) in sinks {
+        fences(lock, writes, v);
+    }
+}
+
+fn overlaps(seen: &[Seen], v: &mut Violations) {
+    for (i, a) in seen.iter().enumerate() {
+        for b in &seen[i + 1..] {
+            // `seen` is in order of first lines: b started after a.
+            if a.last > b.first {
+                let what = if a.job == b.job {
+                    format!("job {}", a.job)
+                } else if a.lock == b.lock {
+                    format!("lock {} ({} and {})", a.lock, a.job, b.job)
+                } else {
+                    continue;
+                };
+                v.overlap(format!(
+                    "{what}: run {} (fence {}, {}) wrote on after run {} (fence {}, {}) started",
+                    a.run_id, a.fence, a.host, b.run_id, b.fence, b.host
+                ));
+            }
+        }
+    }
+}
+
+fn duplicates(seen: &[Seen], v: &mut Violations) {
+    let mut by_occ: BTreeMap<(&str, &str), Vec<&str>> = BTreeMap::new();
+    for s in seen.iter().filter(|s| s.occurrence != "manual") {
+        by_occ
+            .entry((&s.job, &s.occurrence))
+            .or_default()
+            .push(&s.run_id);
+    }
+    for ((job, occ), runs) in by_occ {
+        for extra in &runs[1..] {
+            v.duplicate(format!(
+                "{job} occurrence {occ} ran again as run {extra} (first: {})",
+                runs[0]
+            ));
+        }
+    }
+}
+
+fn records(seen: &[Seen], recorded: &[Recorded], facts: &Facts, v: &mut Violations) {
+    let by_id: BTreeMap<&str, &Recorded> =
+        recorded.iter().map(|r| (r.run_id.as_str(), r)).collect();
+    let seen_ids: BTreeSet<&str> = seen.iter().map(|s| s.run_id.as_str()).collect();
+    for s in seen {
+        let Some(r) = by_id.get(s.run_id.as_str()) else {
+            if !facts.unrecordable {
+                v.lost_record(format!(
+                    "{} run {} (occurrence {}, on {}) ran and no history shows it",
+                    s.job, s.run_id, s.occurrence, s.host
+                ));
+            }
+            continue;
+        };
+        let killed = match (&r.host, r.pid) {
+            (Some(h), Some(p)) => facts.killed.contains(&(h.clone(), p)),
+            _ => false,
+        };
+        let verdict = r.verdict.as_deref();
+        let fine = match (s.end, verdict) {
+            (_, None) => false,
+            (Some(0), Some("ok")) => true,
+            (Some(0), Some("abandoned")) => killed || facts.outage_over_ttl,
+            (Some(0), Some("lease-lost")) => facts.outage_over_ttl,
+            (Some(0), _) => false,
+            (Some(_), Some("failed")) => true,
+            (Some(_), Some("abandoned")) => killed || facts.outage_over_ttl,
+            (Some(_), Some("lease-lost")) => facts.outage_over_ttl,
+            (Some(_), _) => false,
+            // It never said it ended: killed, stopped, or its supervisor died.
+            (None, Some(v)) => v != "ok",
+        };
+        if !fine {
+            v.wrong_record(format!(
+                "{} run {} (occurrence {}, on {}) {} and is recorded {} (exit {:?}){}",
+                s.job,
+                s.run_id,
+                s.occurrence,
+                s.host,
+                match s.end {
+                    Some(c) => format!("ended {c}"),
+                    None => "never ended".into(),
+                },
+                verdict.unwrap_or("running"),
+                r.exit_code,
+                if killed {
+                    ", its supervisor killed"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+    for r in recorded {
+        if seen_ids.contains(r.run_id.as_str()) {
+            continue;
+        }
+        match r.verdict.as_deref() {
+            Some("ok") => v.wrong_record(format!(
+                "{} run {} is recorded ok and never started",
+                r.job, r.run_id
+            )),
+            None => v.wrong_record(format!(
+                "{} run {} (occurrence {:?}) is shown running and never started",
+                r.job, r.run_id, r.occurrence
+            )),
+            _ => {}
+        }
+    }
+}
+
+fn missed_but_ran(seen: &[Seen], missed: &[Missed], v: &mut Violations) {
+    for s in seen.iter().filter(|s| s.occurrence != "manual") {
+        if let Some(m) = missed.iter().find(|m| {
+            m.job == s.job
+                && m.first.as_str() <= s.occurrence.as_str()
+                && s.occurrence.as_str() <= m.last.as_str()
+        }) {
+            v.wrong_record(format!(
+                "{} occurrence {} ran (run {}) and is counted missed ({}: {} to {})",
+                s.job, s.occurrence, s.run_id, m.reason, m.first, m.last
+            ));
+        }
+    }
+}
+
+fn fences(lock: &str, writes: &[Write], v: &mut Violations) {
+    let mut fence_of: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut refused: BTreeSet<&str> = BTreeSet::new();
+    let mut highest = 0u64;
+    for w in writes {
+        if w.rejected {
+            if !refused.insert(&w.run_id) {
+                continue;
+            }
+            v.fence_violation(format!(
+                "lock {lock}: the sink refused fence {} of run {} (it had seen {highest})",
+                w.fence, w.run_id
+            ));
+            continue;
+        }
+        match fence_of.get(w.token.as_str()) {
+            Some(&f) if f != w.fence => v.fence_violation(format!(
+                "lock {lock}: one lease wrote with fences {f} and {}",
+                w.fence
+            )),
+            Some(_) => {}
+            None => {
+                if w.fence <= highest && highest > 0 {
+                    v.fence_violation(format!(
+                        "lock {lock}: a new lease (run {}) has fence {}, not above {highest}",
+                        w.run_id, w.fence
+                    ));
+                }
+                fence_of.insert(&w.token, w.fence);
+            }
+        }
+        highest = highest.max(w.fence);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(run: &str, occ: &str, first: usize, last: usize, end: Option<i32>) -> Seen {
+        Seen {
+            job: "j".into(),
+            occurrence: occ.into(),
+            run_id: run.into(),
+            fence: 1,
+            host: "h".into(),
+            lock: "j".into(),
+            first,
+            last,
+            attempts: 1,
+            end,
+        }
+    }
+
+    fn rec(run: &str, verdict: Option<&str>) -> Recorded {
+        Recorded {
+            run_id: run.into(),
+            job: "j".into(),
+            occurrence: None,
+            verdict: verdict.map(Into::into),
+            exit_code: None,
+            fence: None,
+            host: Some("h".into()),
+            pid: Some(7),
+            attempts: Vec::new(),
+        }
+    }
+
+    fn judge_all(s: &[Seen], r: &[Recorded], facts: &Facts) -> Violations {
+        let mut v = Violations::default();
+        judge(s, &BTreeMap::new(), r, &[], facts, &mut v);
+        v
+    }
+
+    #[test]
+    fn a_clean_history_holds_every_invariant() {
+        let s = [
+            seen("a", "o1", 0, 3, Some(0)),
+            seen("b", "o2", 4, 6, Some(1)),
+        ];
+        let r = [rec("a", Some("ok")), rec("b", Some("failed"))];
+        assert_eq!(judge_all(&s, &r, &Facts::default()).total(), 0);
+    }
+
+    #[test]
+    fn each_violation_is_seen() {
+        let s = [
+            seen("a", "o1", 0, 5, Some(0)),
+            seen("b", "o1", 2, 6, None),
+            seen("c", "o3", 7, 8, Some(0)),
+        ];
+        let r = [
+            rec("a", Some("abandoned")),
+            rec("b", Some("ok")),
+            rec("x", None),
+        ];
+        let v = judge_all(&s, &r, &Facts::default());
+        assert_eq!(v.overlaps, 1, "{v:?}");
+        assert_eq!(v.duplicates, 1, "{v:?}");
+        assert_eq!(v.lost, 1, "{v:?}");
+        // a: abandoned though it ended 0; b: ok though it never ended; x: running, never started.
+        assert_eq!(v.wrong, 3, "{v:?}");
+        let mut facts = Facts::default();
+        facts.killed.insert(("h".into(), 7));
+        let v = judge_all(&s[..1], &r[..1], &facts);
+        assert_eq!(
+            v.total(),
+            0,
+            "a killed supervisor's run may be abandoned: {v:?}"
+        );
+    }
+
+    #[test]
+    fn fences_must_grow_per_lease_and_the_sink_must_not_refuse() {
+        let w = |fence, token: &str, rejected| Write {
+            fence,
+            token: token.into(),
+            run_id: "r".into(),
+            rejected,
+        };
+        let mut v = Violations::default();
+        fences(
+            "l",
+            &[w(5, "a", false), w(5, "a", false), w(6, "b", false)],
+            &mut v,
+        );
+        assert_eq!(v.fence, 0);
+        fences(
+            "l",
+            &[
+                w(5, "a", false),
+                w(5, "b", false),
+                w(4, "c", true),
+                w(4, "c", true),
+            ],
+            &mut v,
+        );
+        assert_eq!(v.fence, 2, "{v:?}");
+        let mut v = Violations::default();
+        let m = [Missed {
+            job: "j".into(),
+            reason: "superseded".into(),
+            first: "o1".into(),
+            last: "o2".into(),
+        }];
+        missed_but_ran(&[seen("a", "o1", 0, 1, Some(0))], &m, &mut v);
+        assert_eq!(v.wrong, 1);
+    }
+}

@@ -1,0 +1,4 @@
+//! The renderers: pure functions from the results to text.
+
+pub(crate) mod json;
+pub(crate) mod table;
