@@ -20,6 +20,8 @@
 mod api;
 mod clock;
 mod error;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod guard;
 mod jobs_api;
 mod notify;
