@@ -169,8 +169,11 @@ pub(crate) struct Missed {
     pub(crate) last: String,
 }
 
-/// The `missed` alerts of an `alerts.log`. Only a regular file is read: a
-/// scenario may have planted a FIFO there, which would block its reader.
+/// The `missed` alerts of an `alerts.log` that still hold: a
+/// `missed-withdrawn` alert (baton took back ranges a clock ahead recorded)
+/// cancels every earlier `missed` alert of its job whose range lies within
+/// the one it names. Only a regular file is read: a scenario may have
+/// planted a FIFO there, which would block its reader.
 pub(crate) fn missed(path: &Path) -> Vec<Missed> {
     let regular = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file());
     let text = if regular {
@@ -178,10 +181,12 @@ pub(crate) fn missed(path: &Path) -> Vec<Missed> {
     } else {
         String::new()
     };
-    text.lines()
+    let mut out: Vec<Missed> = Vec::new();
+    for v in text
+        .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v["kind"] == "missed")
-        .filter_map(|v| {
+    {
+        let range = || {
             let m = &v["missed"];
             Some(Missed {
                 job: v["job"].as_str()?.to_owned(),
@@ -189,8 +194,16 @@ pub(crate) fn missed(path: &Path) -> Vec<Missed> {
                 first: m["first"].as_str()?.to_owned(),
                 last: m["last"].as_str()?.to_owned(),
             })
-        })
-        .collect()
+        };
+        if v["kind"] == "missed" {
+            out.extend(range());
+        } else if v["kind"] == "missed-withdrawn"
+            && let Some(w) = range()
+        {
+            out.retain(|m| !(m.job == w.job && w.first <= m.first && m.last <= w.last));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -222,5 +235,65 @@ mod tests {
         let w = writes(&s);
         assert_eq!(w.len(), 2);
         assert!(w[1].rejected && w[1].fence == 9);
+    }
+
+    #[test]
+    fn a_withdrawal_cancels_the_missed_alerts_within_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("alerts.log");
+        let line = |kind: &str, job: &str, first: &str, last: &str| {
+            format!(
+                "{{\"kind\":\"{kind}\",\"job\":\"{job}\",\"reason\":\"superseded\",\
+                 \"missed\":{{\"first\":\"{first}\",\"last\":\"{last}\"}}}}\n"
+            )
+        };
+        let text = [
+            line(
+                "missed",
+                "j",
+                "2026-01-01T00:00:01Z",
+                "2026-01-01T00:00:05Z",
+            ),
+            line(
+                "missed",
+                "j",
+                "2026-01-01T00:00:10Z",
+                "2026-01-02T00:00:00Z",
+            ),
+            line(
+                "missed",
+                "k",
+                "2026-01-01T00:00:10Z",
+                "2026-01-01T00:00:20Z",
+            ),
+            line(
+                "missed-withdrawn",
+                "j",
+                "2026-01-01T00:00:10Z",
+                "2026-01-02T00:00:00Z",
+            ),
+            line(
+                "missed",
+                "j",
+                "2026-01-01T00:00:10Z",
+                "2026-01-01T00:00:12Z",
+            ),
+        ]
+        .concat();
+        std::fs::write(&p, text).unwrap();
+        let m = missed(&p);
+        let spans: Vec<_> = m
+            .iter()
+            .map(|m| (m.job.as_str(), m.first.as_str()))
+            .collect();
+        assert_eq!(
+            spans,
+            [
+                ("j", "2026-01-01T00:00:01Z"),
+                ("k", "2026-01-01T00:00:10Z"),
+                ("j", "2026-01-01T00:00:10Z"),
+            ]
+        );
+        assert_eq!(m[2].last, "2026-01-01T00:00:12Z");
     }
 }

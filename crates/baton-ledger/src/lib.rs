@@ -232,6 +232,7 @@
 //! settle a watermark: that is the lease's work. The ledger records
 //! decisions so that each is made once.
 
+mod ahead;
 mod alerts;
 pub mod checks;
 mod db;
@@ -252,6 +253,7 @@ mod steps;
 mod tallies;
 mod watermarks;
 
+pub use ahead::Withdrawn;
 pub use error::Error;
 pub use ledger::Ledger;
 pub use missed::{Miss, Missed, MissedRow};

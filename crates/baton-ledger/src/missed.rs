@@ -275,6 +275,20 @@ fn counts(conn: &Connection, job: &str) -> rusqlite::Result<Vec<(String, u64, bo
     .collect()
 }
 
+/// The job's ranges recorded after `decided_us` (microseconds), oldest
+/// first.
+pub(crate) fn decided_after(
+    conn: &Connection,
+    job: &str,
+    decided_us: i64,
+) -> rusqlite::Result<Vec<MissedRow>> {
+    conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM missed WHERE job = ?1 AND decided > ?2 ORDER BY first"
+    ))?
+    .query_map(params![job, decided_us], row)?
+    .collect()
+}
+
 /// Deletes all but the job's newest [`KEEP`] ranges.
 pub(crate) fn prune(conn: &Connection, job: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(

@@ -17,6 +17,7 @@ use jiff::Timestamp;
 use crate::{
     AlertRow, Attempt, Begun, DecisionRow, Error, Finished, JobState, JobTallies, Miss, Missed,
     MissedRow, NewAlert, NewRun, PauseRow, Queued, Recovered, RunRow, StepState, WatermarkRow,
+    Withdrawn,
 };
 
 /// The scheduler's ledger: runs, decisions, missed ranges, the queue,
@@ -89,6 +90,31 @@ pub trait Records: Send {
     fn steps(&mut self, job: &str) -> Result<Vec<StepState>, Error>;
     /// Decides that a range of occurrences will not run.
     fn miss(&mut self, m: &Miss<'_>, now: Timestamp) -> Result<Missed, Error>;
+    /// Takes back what a clock ahead decided (see
+    /// [`crate::Ledger::withdraw_ahead`]). A store that decides by its own
+    /// clock, not its hosts' (one several hosts share), never holds such
+    /// decisions, and withdraws nothing: `Ok(None)`, the default.
+    fn withdraw_ahead(
+        &mut self,
+        job: &str,
+        now: Timestamp,
+        tolerance: i64,
+    ) -> Result<Option<Withdrawn>, Error> {
+        let _ = (job, now, tolerance);
+        Ok(None)
+    }
+    /// The occurrences with a decision in `(after, through]` (see
+    /// [`crate::Ledger::decided_after`]); none by default, for a store that
+    /// never holds decisions ahead of its mark.
+    fn decided_after(
+        &mut self,
+        job: &str,
+        after: Option<i64>,
+        through: i64,
+    ) -> Result<Vec<i64>, Error> {
+        let _ = (job, after, through);
+        Ok(Vec::new())
+    }
     /// A job's newest missed ranges.
     fn missed(&mut self, job: &str, limit: u32) -> Result<Vec<MissedRow>, Error>;
     /// A job's missed occurrences counted by reason.
@@ -172,6 +198,8 @@ impl Records for crate::Ledger {
         unfinished(job: &str) -> Result<Vec<RunRow>, Error>;
         steps(job: &str) -> Result<Vec<StepState>, Error>;
         miss(m: &Miss<'_>, now: Timestamp) -> Result<Missed, Error>;
+        withdraw_ahead(job: &str, now: Timestamp, tolerance: i64) -> Result<Option<Withdrawn>, Error>;
+        decided_after(job: &str, after: Option<i64>, through: i64) -> Result<Vec<i64>, Error>;
         missed(job: &str, limit: u32) -> Result<Vec<MissedRow>, Error>;
         missed_counts(job: &str) -> Result<Vec<(String, u64, bool)>, Error>;
         pause(job: &str, until: Option<Timestamp>, reason: Option<&str>, who: &str, now: Timestamp) -> Result<PauseRow, Error>;

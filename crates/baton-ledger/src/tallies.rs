@@ -12,7 +12,9 @@
 //! - `lease-lost`: a run finished with the verdict `lease-lost` (its lease
 //!   was lost while it ran, and it was stopped);
 //! - `missed`, by reason: the occurrences of a range recorded or extended
-//!   by [`Ledger::miss`] (its `count`, a floor when `at_least`);
+//!   by [`Ledger::miss`] (its `count`, a floor when `at_least`), less those
+//!   of a range withdrawn because a clock ahead recorded it
+//!   ([`Ledger::withdraw_ahead`]: the one way a tally falls);
 //! - `skipped`, by reason: occurrences that had a decision other than a
 //!   missed range and still never ran themselves: `coalesced` (they joined
 //!   an occurrence already waiting in the queue, which runs for them, in
@@ -75,7 +77,8 @@ const LEASE_LOST_VERDICT: &str = "lease-lost";
 
 /// A job's cumulative tallies, as [`Ledger::tallies`] reads them.
 ///
-/// The counts only rise (a ledger recovered from corruption starts again
+/// The counts only rise, but for a missed range withdrawn because a clock
+/// ahead recorded it (a ledger recovered from corruption starts again
 /// from zero, as a restarted process's counters do). A ledger migrated
 /// from version 2 started them from the rows it still held then.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -188,6 +191,16 @@ fn add(conn: &Connection, job: &str, kind: &str, word: &str, n: i64) -> rusqlite
 /// Counts missed occurrences.
 pub(crate) fn missed(conn: &Connection, job: &str, reason: &str, n: i64) -> rusqlite::Result<()> {
     add(conn, job, MISSED, reason, n)
+}
+
+/// Takes back `n` missed occurrences whose range was withdrawn (a clock
+/// ahead decided them, [`Ledger::withdraw_ahead`]); never below zero.
+pub(crate) fn unmissed(conn: &Connection, job: &str, reason: &str, n: i64) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "UPDATE tallies SET count = MAX(0, count - ?4) WHERE job = ?1 AND kind = ?2 AND word = ?3",
+    )?
+    .execute(params![job, MISSED, reason, n])?;
+    Ok(())
 }
 
 /// Counts skipped occurrences (`coalesced`, `claimed`).

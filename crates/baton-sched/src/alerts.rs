@@ -56,6 +56,10 @@ pub enum Kind {
     /// whose clock was ahead made them, or this clock was set back): they
     /// are not trusted to supersede the present.
     ClockSkew,
+    /// Missed ranges that a process whose clock was ahead recorded were
+    /// taken back (its `missed` names what they spanned): those
+    /// occurrences are decided again by this host's clock.
+    MissedWithdrawn,
 }
 
 impl Kind {
@@ -76,6 +80,7 @@ impl Kind {
             Kind::ReloadRefused => "reload-refused",
             Kind::Uncontained => "uncontained",
             Kind::ClockSkew => "clock-skew",
+            Kind::MissedWithdrawn => "missed-withdrawn",
         }
     }
 }

@@ -12,11 +12,19 @@
 //! misses for a later tick to record. An occurrence a job's lock file says
 //! started, but the ledger never heard of (its run could not record
 //! itself), is never recorded missed.
+//!
+//! A mark more than [`FUTURE_TOLERANCE`] ahead of now was raised by a
+//! process whose clock was ahead: its decisions are taken back
+//! ([`baton_ledger::Ledger::withdraw_ahead`], said by a `missed-withdrawn`
+//! alert) and the present is decided again by this clock; what it ran
+//! early stays decided, is never called missed, and never runs again. Only
+//! when the ledger cannot take them back does the job keep its schedule
+//! behind the mark, recording no misses ([`behind_the_ledger`]).
 
 use std::collections::BTreeMap;
 
 use baton_lease::Verdict;
-use baton_ledger::{JobState, Miss, Missed, Queued};
+use baton_ledger::{JobState, Miss, Missed, Queued, Withdrawn};
 use jiff::Timestamp;
 
 use crate::alerts::{Alert, Kind, MissedInfo};
@@ -88,12 +96,32 @@ pub fn job(
     };
     for _ in 0..REPLANS {
         let last_decided = state.as_ref().and_then(|st| st.last_decided);
-        if let Some(ahead) = last_decided.filter(|&d| d > now.as_second() + FUTURE_TOLERANCE) {
-            return Decided {
-                start: behind_the_ledger(s, config, job, now, ahead).or(waiting),
-                alerted: false,
-                missed: all_recorded,
+        if let Some(ahead) = ahead_of(state.as_ref(), now) {
+            // A clock ahead decided the present and the near future: take
+            // its decisions back and decide them by this clock.
+            let fresh = match s.ledger(|l| l.withdraw_ahead(&job.name, now, FUTURE_TOLERANCE)) {
+                Some(Some(w)) => {
+                    withdrawn(s, config, job, now, &w);
+                    s.ledger(|l| l.job(&job.name))
+                }
+                // Nothing to take back here: another process did, or this
+                // store never holds decisions ahead of its own clock.
+                Some(None) => s.ledger(|l| l.job(&job.name)),
+                None => None,
             };
+            match fresh {
+                Some(fresh) if ahead_of(fresh.as_ref(), now).is_none() => {
+                    state = fresh;
+                    continue;
+                }
+                _ => {
+                    return Decided {
+                        start: behind_the_ledger(s, config, job, now, ahead).or(waiting),
+                        alerted,
+                        missed: all_recorded,
+                    };
+                }
+            }
         }
         if last_decided.is_some_and(|d| d >= newest.as_second()) {
             return done(waiting, alerted, &mut all_recorded);
@@ -106,16 +134,25 @@ pub fn job(
             last_decided,
             first_seen: state.as_ref().map_or(Some(now), |st| Some(st.first_seen)),
             pauses: &pauses,
-            claimed: None,
+            claimed: &[],
         };
         let mut p = plan::plan(job, now, &known);
-        if !p.missed.is_empty()
-            && let Some(c) = claimed_unrecorded(config, job, last_decided, newest)
-        {
+        let mut claimed = Vec::new();
+        if !p.missed.is_empty() {
             // With lock files a run goes on when the ledger cannot record
             // it: the lock's claim says it started, and it is never
-            // counted missed (its own record may still arrive).
-            known.claimed = Some(c);
+            // counted missed (its own record may still arrive). Nor is an
+            // occurrence a clock ahead ran early, above the mark.
+            claimed.extend(claimed_unrecorded(config, job, last_decided, newest));
+            claimed.extend(
+                s.ledger(|l| l.decided_after(&job.name, last_decided, newest.as_second()))
+                    .unwrap_or_default(),
+            );
+        }
+        if !claimed.is_empty() {
+            claimed.sort_unstable();
+            claimed.dedup();
+            known.claimed = &claimed;
             p = plan::plan(job, now, &known);
         }
         let mut recorded = Vec::new();
@@ -141,11 +178,13 @@ pub fn job(
                 None => break, // Said once; a later tick records it.
             }
         }
-        if !recorded.is_empty() {
-            alert(s, config, job, &recorded, &p.run, now);
+        // One alert per stretch of recorded ranges between occurrences
+        // that started: an alert's span never takes one in.
+        for group in recorded.chunk_by(|a, b| !claimed.iter().any(|&c| a.last < c && c < b.first)) {
+            alert(s, config, job, group, &p.run, now);
             alerted = true;
-            all_recorded.extend(recorded);
         }
+        all_recorded.extend(recorded);
         if moved {
             state = s.ledger(|l| l.job(&job.name)).flatten();
             continue;
@@ -177,6 +216,78 @@ pub fn job(
 /// taken for the work of a clock that was off.
 const FUTURE_TOLERANCE: i64 = baton_lease::FUTURE_CLAIM_TOLERANCE;
 
+/// The job's mark, when it is more than [`FUTURE_TOLERANCE`] ahead of `now`.
+fn ahead_of(state: Option<&JobState>, now: Timestamp) -> Option<i64> {
+    state
+        .and_then(|st| st.last_decided)
+        .filter(|&d| d > now.as_second() + FUTURE_TOLERANCE)
+}
+
+/// Says that the ledger took back what a clock ahead decided for `job`:
+/// a `missed-withdrawn` alert per decision taken back, naming the span of
+/// its ranges (the `missed` alert that recorded them no longer holds), or,
+/// when only the mark and the queue were ahead, a `clock-skew` alert.
+fn withdrawn(s: &mut Surfaces, config: &Config, job: &Job, now: Timestamp, w: &Withdrawn) {
+    let ahead_by = jiff::SignedDuration::from_secs(w.was - now.as_second());
+    let said = |taken: &str| {
+        format!(
+            "{}: the ledger had decided occurrences up to {}, {} ahead of this host's clock (a \
+             process whose clock was ahead decided them, or this clock was set back); its \
+             decisions are taken back ({taken}{}) and decided again by this clock; what ran \
+             early stays recorded and does not run again",
+            job.name,
+            occurrence_text(Some(w.was)),
+            crate::units::show_duration(ahead_by.unsigned_abs()),
+            if w.unqueued > 0 {
+                format!(", {} queued occurrence(s) dropped", w.unqueued)
+            } else {
+                String::new()
+            },
+        )
+    };
+    let label = |kind: Kind, message: String| {
+        let mut a = Alert::scheduler(kind, now.to_string(), message);
+        a.job = job.name.clone();
+        a.lock = crate::run::lock_label(config, job);
+        a.name = job.lock.value.clone();
+        a.occurrence = Some(occurrence_text(Some(w.was)));
+        a
+    };
+    let mut ranges = w.ranges.clone();
+    ranges.sort_by_key(|r| (r.decided, r.first));
+    if ranges.is_empty() {
+        s.alert(&label(Kind::ClockSkew, said("nothing it recorded missed")));
+    }
+    // One alert per decision taken back (the ranges one `missed` alert
+    // recorded share its time): its span is that alert's.
+    for decision in ranges.chunk_by(|a, b| a.decided == b.decided) {
+        let mut by_reason = BTreeMap::new();
+        for r in decision {
+            *by_reason.entry(r.reason.clone()).or_insert(0) += r.count;
+        }
+        let count: u64 = decision.iter().map(|r| r.count).sum();
+        let first = decision.iter().map(|r| r.first).min().unwrap_or_default();
+        let last = decision.iter().map(|r| r.last).max().unwrap_or_default();
+        let mut a = label(
+            Kind::MissedWithdrawn,
+            said(&format!(
+                "{count} occurrence(s) it recorded missed, {} to {}, are not missed after all",
+                occurrence_text(Some(first)),
+                occurrence_text(Some(last)),
+            )),
+        );
+        a.reason = Some(by_reason.keys().cloned().collect::<Vec<_>>().join(","));
+        a.missed = Some(MissedInfo {
+            count,
+            at_least: decision.iter().any(|r| r.at_least),
+            first: occurrence_text(Some(first)),
+            last: occurrence_text(Some(last)),
+            by_reason,
+        });
+        s.alert(&a);
+    }
+}
+
 /// How often, at most, one job's `clock-skew` alert is raised.
 const SKEW_ALERT_EVERY: jiff::SignedDuration = jiff::SignedDuration::from_hours(1);
 
@@ -206,7 +317,7 @@ fn behind_the_ledger(
         last_decided: None,
         first_seen: Some(now),
         pauses: &pauses,
-        claimed: None,
+        claimed: &[],
     };
     let due = plan::plan(job, now, &fresh)
         .run

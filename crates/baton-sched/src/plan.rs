@@ -6,7 +6,8 @@
 //! function: it reads no clock, no file and no ledger, so every policy is
 //! tested with any "now". It never decides an occurrence at or before the
 //! last one decided, never calls one before the job was first seen missed,
-//! never calls the one the lock's claim says started missed,
+//! never calls one that started (the lock's claim, or a run the ledger
+//! holds above its mark) missed,
 //! and puts every run after every missed range, so that recording the misses
 //! first and the runs after them keeps the ledger's mark moving forward.
 //! Counting a long outage walks at most [`WALK_LIMIT`] occurrences; past
@@ -128,11 +129,14 @@ pub struct Known<'a> {
     pub first_seen: Option<Timestamp>,
     /// Its pauses, in any order.
     pub pauses: &'a [Pause],
-    /// An occurrence the job's lock says started (its claim) although the
-    /// ledger has no decision for it (the run could not record itself):
-    /// it ran, so it is never called missed. It may still be planned to
-    /// run, where the lock's claim refuses it again.
-    pub claimed: Option<i64>,
+    /// Occurrences after the last decided one that started all the same:
+    /// the one the job's lock says started (its claim) although the ledger
+    /// has no decision for it (the run could not record itself), and those
+    /// a process whose clock was ahead ran early, whose decisions the ledger
+    /// keeps above its mark. They ran, so they are never called missed.
+    /// They may still be planned to run, where the ledger's decision and
+    /// the lock's claim refuse them again. Sorted.
+    pub claimed: &'a [i64],
 }
 
 /// The plan for `job` at `now`.
@@ -275,7 +279,7 @@ fn walk(
     tz: &jiff::tz::TimeZone,
     from: Timestamp,
     to: Timestamp,
-    out: &mut Ranges,
+    out: &mut Ranges<'_>,
     reason: impl Fn(Timestamp) -> Reason,
 ) {
     let mut n = 0u64;
@@ -350,17 +354,17 @@ impl Candidates {
 }
 
 /// Missed occurrences merged into ranges of one reason, in time order,
-/// leaving out the one the lock's claim says started ([`Known::claimed`]):
-/// a range stops before it and the next one starts after it.
+/// leaving out those that started ([`Known::claimed`]): a range stops
+/// before one and the next range starts after it.
 #[derive(Default)]
-struct Ranges {
+struct Ranges<'a> {
     ranges: Vec<MissedRange>,
-    claimed: Option<i64>,
+    claimed: &'a [i64],
     split: bool,
 }
 
-impl Ranges {
-    fn new(claimed: Option<i64>) -> Self {
+impl<'a> Ranges<'a> {
+    fn new(claimed: &'a [i64]) -> Self {
         Self {
             claimed,
             ..Self::default()
@@ -370,7 +374,7 @@ impl Ranges {
     /// Adds `n` occurrences ending at `last` (`n > 1` only for a lower-bound
     /// jump, whose first is unknown: it is then the range's start).
     fn add(&mut self, reason: Reason, last: i64, n: u64, at_least: bool) {
-        if n == 1 && self.claimed == Some(last) {
+        if n == 1 && self.claimed.binary_search(&last).is_ok() {
             self.split = true;
             return;
         }
@@ -432,7 +436,7 @@ mod tests {
             last_decided: last.map(sec),
             first_seen: Some(t(seen)),
             pauses: &[],
-            claimed: None,
+            claimed: &[],
         }
     }
 
@@ -621,7 +625,7 @@ mod tests {
             last_decided: Some(sec("2026-11-29T05:00:00Z")),
             first_seen: Some(t("2026-11-01T00:00:00Z")),
             pauses: &pauses,
-            claimed: None,
+            claimed: &[],
         };
         let p = plan(&j, t("2026-11-29T10:20:00Z"), &k);
         assert!(p.run.is_empty());
@@ -671,7 +675,7 @@ mod tests {
         // go around it.
         let j = job(&format!("{HOURLY}\ncatch_up_window = \"4h\""));
         let k = Known {
-            claimed: Some(sec("2026-11-29T08:00:00Z")),
+            claimed: &[sec("2026-11-29T08:00:00Z")],
             ..known(Some("2026-11-29T05:00:00Z"), "2026-11-01T00:00:00Z")
         };
         let p = plan(&j, t("2026-11-29T10:20:00Z"), &k);
@@ -800,7 +804,7 @@ mod properties {
                 })
                 .into_iter()
                 .collect();
-            let k = Known { last_decided: last, first_seen: Some(seen), pauses: &pauses, claimed: None };
+            let k = Known { last_decided: last, first_seen: Some(seen), pauses: &pauses, claimed: &[] };
             let p = plan(&j, now_t, &k);
             let miss_floor = last.map_or(seen.as_second() - 1, |d| d.max(seen.as_second() - 1));
             // Runs: ascending, undecided, due, at most the max, none when blocked.
@@ -829,7 +833,7 @@ mod properties {
             }
             // An occurrence the lock claims is in no missed range.
             if let Some(x) = p.missed.first().map(|m| m.first) {
-                let around = plan(&j, now_t, &Known { claimed: Some(x), ..k.clone() });
+                let around = plan(&j, now_t, &Known { claimed: &[x], ..k.clone() });
                 prop_assert!(
                     around.missed.iter().all(|m| !(m.first <= x && x <= m.last)),
                     "{x} in {:?}", around.missed

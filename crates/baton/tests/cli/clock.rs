@@ -189,3 +189,65 @@ fn with_a_shared_store_a_host_an_hour_behind_records_no_misses() {
         );
     }
 }
+
+/// The missed ranges of job `x`, as `(first, last)`.
+fn missed_ranges(s: &Sched) -> Vec<(i64, i64)> {
+    let now = jiff::Timestamp::from_second(now_secs()).unwrap();
+    let mut l = baton_ledger::Ledger::open(&s.env.state(), now).unwrap();
+    l.missed("x", 100)
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.first, m.last))
+        .collect()
+}
+
+#[test]
+fn on_one_host_what_a_clock_a_day_ahead_called_missed_is_taken_back() {
+    let s = Sched::new("");
+    let out = s.env.path("ran");
+    s.write(&minutely(&out));
+    let o = s.run(&["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    // A clock a day ahead calls the whole day missed, and runs its end.
+    let o = shifted(&s, "+1d", &["tick"]);
+    assert!(code(&o) <= 1, "{}", stderr(&o));
+    assert!(
+        !missed_ranges(&s).is_empty(),
+        "the day was not called missed"
+    );
+    // The honest tick takes that back: the present is decided by it, and
+    // no missed range holds an occurrence that ran.
+    let o = s.run(&["tick"]);
+    assert!(code(&o) <= 1, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("are not missed after all"),
+        "{}",
+        stderr(&o)
+    );
+    let alerts = std::fs::read_to_string(s.env.state().join("logs").join("alerts.log")).unwrap();
+    assert_eq!(
+        alerts.matches("\"missed-withdrawn\"").count(),
+        1,
+        "{alerts}"
+    );
+    let st = s.json(&["status", "--json"]);
+    let total = st["jobs"][0]["missed"]["total"].as_u64().unwrap_or(0);
+    assert!(total <= 2, "the day is still counted missed: {st}");
+    // When the early occurrence's time comes, it neither runs again nor is
+    // called missed.
+    let o = shifted(&s, "+1d", &["tick"]);
+    assert!(code(&o) <= 1, "{}", stderr(&o));
+    let all = ran(&out);
+    let mut unique = all.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), all.len(), "an occurrence ran twice: {all:?}");
+    let ranges = missed_ranges(&s);
+    for r in &all {
+        let at = second_of(r);
+        assert!(
+            !ranges.iter().any(|&(a, b)| a <= at && at <= b),
+            "{r} ran and is counted missed: {ranges:?}"
+        );
+    }
+}

@@ -1,0 +1,206 @@
+//! Decisions made by a clock that was ahead: [`Ledger::withdraw_ahead`],
+//! the one call that takes them back, and [`Ledger::decided_after`], which
+//! names the occurrences a job's mark does not cover although they have a
+//! decision (they ran early, under that clock).
+//!
+//! A process whose clock is ahead decides occurrences that have not come by
+//! any honest clock: it calls the present and the near future missed and
+//! raises the job's mark past them. The first process whose clock is
+//! honest (the ledger's mark is more than a tolerance ahead of it) takes
+//! those decisions back in one write transaction, so the ordinary path
+//! decides the present again, truthfully: the missed ranges recorded at a
+//! time beyond the tolerance are deleted (their tallies lowered), queued
+//! occurrences queued then are dropped, and the mark goes back to what the
+//! remaining decisions reach. What ran stays: an occurrence's `started`
+//! row is never withdrawn, so it never runs again, and a planner reads it
+//! back with [`Ledger::decided_after`] so that it is never called missed.
+//! This module never reads a clock: the caller says what now is.
+
+use jiff::Timestamp;
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::error::Error;
+use crate::ledger::{Ledger, Mode};
+use crate::missed::{self, MissedRow};
+use crate::{rows, tallies};
+
+/// What [`Ledger::withdraw_ahead`] took back.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Withdrawn {
+    /// The job's mark before: the last occurrence a clock ahead decided.
+    pub was: i64,
+    /// The job's mark now: the last occurrence the remaining decisions
+    /// reach (none when nothing remains).
+    pub now: Option<i64>,
+    /// The missed ranges withdrawn, oldest first.
+    pub ranges: Vec<MissedRow>,
+    /// How many queued occurrences were dropped.
+    pub unqueued: u64,
+}
+
+impl Ledger {
+    /// Takes back what a clock ahead decided about `job`, when the job's
+    /// last decided occurrence is more than `tolerance` seconds after `now`,
+    /// in one write transaction. Once a clock is known to have been ahead,
+    /// nothing decided after `now` is trusted (a clock a little ahead would
+    /// otherwise keep the present from running until it comes):
+    ///
+    /// 1. every missed range of the job recorded at a time after `now` is
+    ///    deleted, and the job's missed tally for its reason falls by its
+    ///    count;
+    /// 2. every queued occurrence queued at such a time is dropped;
+    /// 3. the job's last decided occurrence becomes the newest one the
+    ///    remaining decisions reach: the last of its remaining missed
+    ///    ranges, or an occurrence with a decision that is not after `now`,
+    ///    whichever is later (none when nothing
+    ///    remains). The job's first-seen time stays: a clock set back
+    ///    cannot tell it from one a clock ahead wrote, and a later one
+    ///    only keeps occurrences before it from being called missed.
+    ///
+    /// An occurrence that started keeps its decision, whenever it was made:
+    /// it never runs again. Returns `None` (nothing written) when the mark
+    /// is not ahead, or the job is unknown: another process took the
+    /// decisions back already.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::see_jobs`].
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use baton_ledger::{Ledger, Miss};
+    /// let honest: jiff::Timestamp = "2026-11-29T03:15:00Z".parse()?;
+    /// let ahead: jiff::Timestamp = "2026-11-30T03:15:00Z".parse()?;
+    /// let mut ledger = Ledger::open(dir.path(), honest)?;
+    /// let (from, to) = (honest.as_second() + 1, ahead.as_second() - 1);
+    /// let outage = Miss {
+    ///     job: "j",
+    ///     reason: "superseded",
+    ///     first: from,
+    ///     last: to,
+    ///     count: (to - from + 1) as u64,
+    ///     at_least: false,
+    ///     detail: None,
+    ///     streak: false,
+    /// };
+    /// ledger.miss(&outage, ahead)?; // A clock a day ahead.
+    /// let w = ledger.withdraw_ahead("j", honest, 60)?.unwrap();
+    /// assert_eq!((w.was, w.now, w.ranges.len()), (to, None, 1));
+    /// assert!(ledger.missed("j", 10)?.is_empty());
+    /// assert_eq!(ledger.withdraw_ahead("j", honest, 60)?, None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn withdraw_ahead(
+        &mut self,
+        job: &str,
+        now: Timestamp,
+        tolerance: i64,
+    ) -> Result<Option<Withdrawn>, Error> {
+        self.saw(now);
+        let trigger = now.as_second().saturating_add(tolerance);
+        self.transact(
+            Mode::Write,
+            || format!("withdraw the decisions a clock ahead made for job {job}"),
+            |tx| {
+                Ok(withdraw(
+                    tx,
+                    job,
+                    trigger,
+                    now.as_second(),
+                    rows::micros(now),
+                )?)
+            },
+        )
+    }
+
+    /// The occurrences of `job` after `after` and at or before `through`
+    /// that have a decision (they started, are queued, or were claimed),
+    /// oldest first: above the job's mark, only what a clock ahead decided.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::see_jobs`].
+    pub fn decided_after(
+        &mut self,
+        job: &str,
+        after: Option<i64>,
+        through: i64,
+    ) -> Result<Vec<i64>, Error> {
+        self.transact(
+            Mode::Read,
+            || format!("read the decided occurrences of job {job}"),
+            |tx| {
+                Ok(decided_between(
+                    tx,
+                    job,
+                    after.unwrap_or(i64::MIN),
+                    through,
+                )?)
+            },
+        )
+    }
+}
+
+/// The body of [`Ledger::withdraw_ahead`]: nothing unless the mark is
+/// after `trigger`; then what was decided after `now_us` goes, and the mark
+/// falls to what the rest reaches up to `now`.
+fn withdraw(
+    tx: &Connection,
+    job: &str,
+    trigger: i64,
+    now: i64,
+    now_us: i64,
+) -> rusqlite::Result<Option<Withdrawn>> {
+    let was: Option<i64> = tx
+        .prepare_cached("SELECT last_decided FROM jobs WHERE job = ?1")?
+        .query_row([job], |r| r.get(0))
+        .optional()?
+        .flatten();
+    let Some(was) = was.filter(|&w| w > trigger) else {
+        return Ok(None);
+    };
+    let ranges = missed::decided_after(tx, job, now_us)?;
+    for r in &ranges {
+        let count = i64::try_from(r.count).unwrap_or(i64::MAX);
+        tallies::unmissed(tx, job, &r.reason, count)?;
+    }
+    tx.prepare_cached("DELETE FROM missed WHERE job = ?1 AND decided > ?2")?
+        .execute(params![job, now_us])?;
+    let unqueued = tx
+        .prepare_cached(
+            "DELETE FROM occurrences WHERE job = ?1 AND decision = 'queued' AND decided > ?2",
+        )?
+        .execute(params![job, now_us])?;
+    let mark: Option<i64> = tx
+        .prepare_cached(
+            "SELECT MAX(m) FROM (
+               SELECT MAX(last) AS m FROM missed WHERE job = ?1
+               UNION ALL
+               SELECT MAX(occurrence) AS m FROM occurrences WHERE job = ?1 AND occurrence <= ?2)",
+        )?
+        .query_row(params![job, now], |r| r.get(0))?;
+    tx.prepare_cached("UPDATE jobs SET last_decided = ?2 WHERE job = ?1")?
+        .execute(params![job, mark])?;
+    Ok(Some(Withdrawn {
+        was,
+        now: mark,
+        ranges,
+        unqueued: u64::try_from(unqueued).unwrap_or(u64::MAX),
+    }))
+}
+
+fn decided_between(
+    conn: &Connection,
+    job: &str,
+    after: i64,
+    through: i64,
+) -> rusqlite::Result<Vec<i64>> {
+    conn.prepare_cached(
+        "SELECT occurrence FROM occurrences
+         WHERE job = ?1 AND occurrence > ?2 AND occurrence <= ?3 ORDER BY occurrence",
+    )?
+    .query_map(params![job, after, through], |r| r.get(0))?
+    .collect()
+}
