@@ -20,7 +20,6 @@ const BIN: &str = env!("CARGO_BIN_EXE_baton-faults");
 const PENDING: &[&str] = &[
     "backfill-after-lost-ledger",
     "blocked-stderr",
-    "clock-steps-single-host",
     "cloned-machine",
     "failpoint-*-enospc",
     "failpoint-renewal-stall",
