@@ -111,6 +111,11 @@ pub(crate) struct Facts {
     /// Whether runs without any record are expected (the scenario kept the
     /// ledger unwritable and says so elsewhere); never set lightly.
     pub(crate) unrecordable: bool,
+    /// Occurrences (RFC 3339, both ends in) whose records the fault itself
+    /// destroyed: they ran after a backup the store was then restored from.
+    /// Nothing is left that says they ran, so the outage's missed range may
+    /// take them in; running one again is still a duplicate.
+    pub(crate) erased: Option<(String, String)>,
 }
 
 /// Judges `seen` (the event log), `sinks` (one log per lock), `recorded`
@@ -126,7 +131,7 @@ pub(crate) fn judge(
     overlaps(seen, v);
     duplicates(seen, v);
     records(seen, recorded, facts, v);
-    missed_but_ran(seen, missed, v);
+    missed_but_ran(seen, missed, facts, v);
     for (lock, writes) in sinks {
         fences(lock, writes, v);
     }
@@ -242,8 +247,17 @@ fn records(seen: &[Seen], recorded: &[Recorded], facts: &Facts, v: &mut Violatio
     }
 }
 
-fn missed_but_ran(seen: &[Seen], missed: &[Missed], v: &mut Violations) {
-    for s in seen.iter().filter(|s| s.occurrence != "manual") {
+fn missed_but_ran(seen: &[Seen], missed: &[Missed], facts: &Facts, v: &mut Violations) {
+    let erased = |o: &str| {
+        facts
+            .erased
+            .as_ref()
+            .is_some_and(|(from, to)| from.as_str() <= o && o <= to.as_str())
+    };
+    for s in seen
+        .iter()
+        .filter(|s| s.occurrence != "manual" && !erased(&s.occurrence))
+    {
         if let Some(m) = missed.iter().find(|m| {
             m.job == s.job
                 && m.first.as_str() <= s.occurrence.as_str()
@@ -402,7 +416,24 @@ mod tests {
             first: "o1".into(),
             last: "o2".into(),
         }];
-        missed_but_ran(&[seen("a", "o1", 0, 1, Some(0))], &m, &mut v);
+        missed_but_ran(
+            &[seen("a", "o1", 0, 1, Some(0))],
+            &m,
+            &Facts::default(),
+            &mut v,
+        );
         assert_eq!(v.wrong, 1);
+        // Records a restore erased may be counted missed; others may not.
+        let restored = Facts {
+            erased: Some(("o0".into(), "o1".into())),
+            ..Facts::default()
+        };
+        let mut v = Violations::default();
+        let ran = [
+            seen("a", "o1", 0, 1, Some(0)),
+            seen("a", "o2", 2, 3, Some(0)),
+        ];
+        missed_but_ran(&ran, &m, &restored, &mut v);
+        assert_eq!(v.wrong, 1, "{v:?}");
     }
 }

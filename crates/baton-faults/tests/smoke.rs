@@ -24,7 +24,6 @@ const PENDING: &[&str] = &[
     "failpoint-*-enospc",
     "failpoint-renewal-stall",
     "failpoint-renewal-stall-pg",
-    "fence-after-restore",
     "fifo-in-logs",
     "killed-run-shown-running",
     "lock-renamed-by-put",
