@@ -112,9 +112,9 @@ pub fn job(
         if !p.missed.is_empty()
             && let Some(c) = claimed_unrecorded(config, job, last_decided, newest)
         {
-            // With lock files a run goes on when the ledger cannot record
-            // it: the lock's claim says it started, and it is never
-            // counted missed (its own record may still arrive).
+            // A claim the ledger never decided: its holder died between the
+            // claim and the start record, or the ledger was lost since. It
+            // is never counted missed.
             known.claimed = Some(c);
             p = plan::plan(job, now, &known);
         }

@@ -473,6 +473,10 @@ fn claimed_unstarted(
     );
     alert.run_id = None;
     alert.reason = Some(crate::steps::LEDGER_UNAVAILABLE.to_owned());
+    alert.missed = Some(crate::alerts::MissedInfo::one(
+        &ctx.occurrence,
+        crate::steps::LEDGER_UNAVAILABLE,
+    ));
     s.alert(&alert);
     FAILED
 }
