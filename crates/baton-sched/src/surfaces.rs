@@ -116,8 +116,8 @@ impl Surfaces {
         self.logs.check_job(job, self.now())
     }
 
-    /// Whether no run may start: the shared store's ledger is unavailable,
-    /// or the ledger's files were refused (said when it failed to open).
+    /// Whether no run may start: the ledger could not be opened (said when
+    /// it failed), so no run's start could be recorded.
     pub fn refuses_runs(&self) -> bool {
         self.runs_refused
     }
