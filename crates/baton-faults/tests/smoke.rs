@@ -24,7 +24,6 @@ const PENDING: &[&str] = &[
     "clock-ahead-single-host",
     "clock-steps-single-host",
     "cloned-machine",
-    "failpoint-*-enospc",
     "failpoint-renewal-stall",
     "failpoint-renewal-stall-pg",
     "fence-after-restore",
@@ -34,8 +33,6 @@ const PENDING: &[&str] = &[
     "lock-renamed-while-running",
     "pg-frozen-connection",
     "planted-symlink-logs",
-    "shared-lock-many-jobs-unwritable-ledger",
-    "start-record-lost",
 ];
 
 fn workspace() -> PathBuf {
