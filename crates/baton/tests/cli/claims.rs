@@ -93,7 +93,7 @@ fn twenty_jobs_with_long_names_on_one_lock_each_run_once_with_the_ledger_lost_ev
     }
     s.write(&toml);
     for round in 0..4 {
-        lose_ledger(&s);
+        fresh_ledger(&s);
         ticks_at_once(&s, 6, |_, _| {});
         let c = counts(&ran);
         assert!(c.values().all(|&n| n == 1), "round {round}: {c:?}");
@@ -103,7 +103,7 @@ fn twenty_jobs_with_long_names_on_one_lock_each_run_once_with_the_ledger_lost_ev
         if counts(&ran).len() == 20 {
             break;
         }
-        lose_ledger(&s);
+        fresh_ledger(&s);
         s.run(&["tick"]);
     }
     let c = counts(&ran);
@@ -168,6 +168,19 @@ fn hourly_after_downtime(extra: &str) -> (Sched, std::path::PathBuf, i64) {
         newest - 5 * 3600,
     );
     (s, ran, newest)
+}
+
+/// [`lose_ledger`], and a fresh ledger made at once, so that ticks started
+/// together do not race to create it (a tick that cannot open its ledger
+/// runs nothing).
+pub(crate) fn fresh_ledger(s: &Sched) {
+    use std::os::unix::fs::PermissionsExt;
+    lose_ledger(s);
+    let state = s.env.state();
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let now = baton_lease::Clock::wall(&baton_lease::SystemClock);
+    drop(baton_ledger::Ledger::open(&state, now).unwrap());
 }
 
 /// Moves the ledger aside, as an operator does with one he cannot trust

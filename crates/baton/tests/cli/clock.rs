@@ -106,7 +106,7 @@ fn a_claim_from_the_future_still_leaves_the_present_claimed_when_the_ledger_is_l
     // only record of what ran. Honest ticks run the present occurrence
     // once, however many there are in its minute.
     for _ in 0..3 {
-        crate::claims::lose_ledger(&s);
+        crate::claims::fresh_ledger(&s);
         let o = s.run(&["tick"]);
         assert!(code(&o) <= 1, "{}", stderr(&o));
     }

@@ -233,7 +233,7 @@ fn ticks_of_two_configurations_naming_two_locks_run_the_occurrence_once() {
     for round in 0..6 {
         // Lost before every round: only the lock's claims and the job's
         // guard say what ran.
-        crate::claims::lose_ledger(&s);
+        crate::claims::fresh_ledger(&s);
         crate::claims::ticks_at_once(&s, 8, |i, c| {
             if i % 2 == 1 {
                 c.env("BATON_CONFIG", &other);
