@@ -21,7 +21,6 @@ const PENDING: &[&str] = &[
     "backfill-after-lost-ledger",
     "blocked-stderr",
     "cloned-machine",
-    "failpoint-*-enospc",
     "failpoint-renewal-stall",
     "failpoint-renewal-stall-pg",
     "fifo-in-logs",
@@ -30,8 +29,6 @@ const PENDING: &[&str] = &[
     "lock-renamed-while-running",
     "pg-frozen-connection",
     "planted-symlink-logs",
-    "shared-lock-many-jobs-unwritable-ledger",
-    "start-record-lost",
 ];
 
 fn workspace() -> PathBuf {

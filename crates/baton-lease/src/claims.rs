@@ -180,6 +180,17 @@ impl Claims {
         Some(c)
     }
 
+    /// These claims with `key`'s (and its claim in the future, see
+    /// [`Claims::refuses`]) as they are in `before`: what a claim that is
+    /// taken back leaves. The other keys' claims stay as they are.
+    pub fn restored(&self, key: &str, before: &Claims) -> Self {
+        let ahead = ahead_key(key);
+        let own = |c: &&Once| c.key == key || c.key == ahead;
+        let mut out: Vec<Once> = before.0.iter().filter(own).cloned().collect();
+        out.extend(self.0.iter().filter(|c| !own(c)).cloned());
+        Self(out)
+    }
+
     /// Whether one claim for each of these keys (given by their lengths),
     /// each at the longest occurrence a timestamp can name, fits one record:
     /// what jobs sharing a lock need so that none of their claims is ever

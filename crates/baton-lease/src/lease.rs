@@ -27,6 +27,9 @@ pub struct Lease {
     replaced: Verdict,
     /// The keys whose claims a restatement never drops to make room.
     mates: Vec<String>,
+    /// The claims as they were before this lease's latest claim (at its
+    /// acquisition or its latest restatement), for [`Lease::withdraw`].
+    before: Option<crate::Claims>,
     done: bool,
     /// The process that acquired it: a forked child that never `exec`s must
     /// not release its parent's lease when it drops its copy.
@@ -34,12 +37,19 @@ pub struct Lease {
 }
 
 impl Lease {
-    pub(crate) fn new(lock: Lock, record: Held, replaced: Verdict, mates: Vec<String>) -> Self {
+    pub(crate) fn new(
+        lock: Lock,
+        record: Held,
+        replaced: Verdict,
+        mates: Vec<String>,
+        before: Option<crate::Claims>,
+    ) -> Self {
         Self {
             lock,
             record,
             replaced,
             mates,
+            before,
             done: false,
             owner: std::process::id(),
         }
@@ -130,6 +140,8 @@ impl Lease {
             Some(once) => Some(self.lock.fit(&self.record.claims, once, &self.mates)?),
             None => None,
         };
+        let before = self.record.claims.clone();
+        let claimed = claims.is_some();
         let renewal = self.rewrite(|h| {
             h.run = run;
             h.occ = occ;
@@ -137,11 +149,43 @@ impl Lease {
                 h.claims = claims;
             }
         })?;
+        if claimed && renewal == Renewal::Renewed {
+            self.before = Some(before);
+        }
         Ok(match renewal {
             Renewal::Renewed => Restated::Done,
             Renewal::Lost(l) => Restated::Lost(l),
             Renewal::Unconfirmed(b) => Restated::Unconfirmed(b),
         })
+    }
+
+    /// Takes back this lease's latest claim, `once`, for an occurrence that
+    /// did not start after all (its start could not be recorded): the key's
+    /// claim is what it was before, so the occurrence may still run, or be
+    /// decided missed, by whoever comes next. Also renews. Written in place
+    /// like every change to the record, so it lands on a full disk too.
+    ///
+    /// Returns `None`, changing nothing, when `once` is not this lease's
+    /// latest claim; otherwise how the rewrite went
+    /// ([`Renewal::Renewed`]: the claim is taken back).
+    ///
+    /// # Errors
+    ///
+    /// As [`Lease::renew`]. A lease that passed to someone else is
+    /// [`Renewal::Lost`], not an error.
+    pub fn withdraw(&mut self, once: &crate::Once) -> Result<Option<Renewal>, Error> {
+        let Some(before) = self.before.clone() else {
+            return Ok(None);
+        };
+        if self.record.claims.get(&once.key) != Some(once.at) {
+            return Ok(None);
+        }
+        let claims = self.record.claims.restored(&once.key, &before);
+        let renewal = self.rewrite(|h| h.claims = claims)?;
+        if renewal == Renewal::Renewed {
+            self.before = None;
+        }
+        Ok(Some(renewal))
     }
 
     /// Frees the lock, keeping the fence and occurrence in a free marker.

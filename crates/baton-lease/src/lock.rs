@@ -242,6 +242,7 @@ impl Lock {
                 now,
                 claim,
             )?;
+            let before = claim.once.as_ref().map(|_| prior.clone());
             held.claims = match &claim.once {
                 Some(once) => self.fit(&prior, once, &claim.mates)?,
                 None => prior,
@@ -252,6 +253,7 @@ impl Lock {
                 held,
                 verdict,
                 claim.mates.clone(),
+                before,
             )));
         }
         Ok(Outcome::Busy(Busy::Unstable {
@@ -539,6 +541,7 @@ impl Lock {
             held,
             Verdict::Absent,
             claim.mates.clone(),
+            claim.once.as_ref().map(|_| crate::Claims::default()),
         )))
     }
 

@@ -252,6 +252,13 @@ impl Held for PgHeld {
         }
     }
 
+    fn withdraw(&mut self, _once: &Once) -> Result<Option<baton_runner::Renewal>, HeldError> {
+        // The row's claim stays: every host decides by the ledger, and the
+        // next process that meets a claim without a recorded start records
+        // its occurrence missed (`ledger-unavailable`).
+        Ok(None)
+    }
+
     fn release(self: Box<Self>) -> Result<baton_runner::Release, HeldError> {
         Ok(match self.call(Op::Release) {
             Ok(Answer::Release(Release::Released(_))) => baton_runner::Release::Released,

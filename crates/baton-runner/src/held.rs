@@ -75,6 +75,19 @@ pub trait Held: std::fmt::Debug {
         once: Option<&Once>,
     ) -> Result<Restated, HeldError>;
 
+    /// Takes back the lease's latest claim, `once`, for an occurrence that
+    /// did not start after all (its start could not be recorded), so that
+    /// no claim stands for a run that never happened. Also renews.
+    /// `Ok(None)` when the store keeps the claim (it is not the lease's
+    /// latest, or the store does not take claims back: the PostgreSQL
+    /// store's next process that meets the claim records the occurrence
+    /// missed instead).
+    ///
+    /// # Errors
+    ///
+    /// As [`Held::set_job_group`]; nothing is known to have changed.
+    fn withdraw(&mut self, once: &Once) -> Result<Option<Renewal>, HeldError>;
+
     /// Frees the lease, only if it is still ours.
     ///
     /// # Errors

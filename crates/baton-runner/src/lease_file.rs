@@ -59,6 +59,12 @@ impl Held for Lease {
         })
     }
 
+    fn withdraw(&mut self, once: &Once) -> Result<Option<Renewal>, HeldError> {
+        Ok(Lease::withdraw(self, once)
+            .map_err(HeldError::new)?
+            .map(renewal))
+    }
+
     fn release(self: Box<Self>) -> Result<Release, HeldError> {
         let r = Lease::release(*self).map_err(HeldError::new)?;
         Ok(match r {

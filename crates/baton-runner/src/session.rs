@@ -580,6 +580,32 @@ impl<'r> Session<'r> {
         Ok(r)
     }
 
+    /// Takes back the lease's latest claim ([`Held::withdraw`]) for an
+    /// occurrence that did not start after all. Returns whether it was
+    /// taken back; a lost lease is remembered as when a renewal finds it.
+    ///
+    /// # Errors
+    ///
+    /// Failures to reach the lease's record; nothing is known to have
+    /// changed.
+    pub fn withdraw(&mut self, once: &baton_lease::Once) -> Result<bool, HeldError> {
+        if self.lost.is_some() {
+            return Ok(false);
+        }
+        match self.lease.withdraw(once)? {
+            Some(Renewal::Renewed) => {
+                self.last_renewed = self.clock.boot();
+                Ok(true)
+            }
+            Some(Renewal::Lost(lost)) => {
+                self.lose(lost);
+                self.report_lost();
+                Ok(false)
+            }
+            Some(Renewal::Unconfirmed(_)) | None => Ok(false),
+        }
+    }
+
     /// Releases the lease (only if it is still ours). Every step's tree is
     /// gone by now: [`Session::run`] never returns before.
     pub fn finish(mut self) -> Finish {

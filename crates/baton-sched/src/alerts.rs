@@ -190,6 +190,19 @@ pub struct MissedInfo {
     pub by_reason: std::collections::BTreeMap<String, u64>,
 }
 
+impl MissedInfo {
+    /// One occurrence (RFC 3339 UTC) missed for `reason`.
+    pub fn one(occurrence: &str, reason: &str) -> Self {
+        Self {
+            count: 1,
+            at_least: false,
+            first: occurrence.to_owned(),
+            last: occurrence.to_owned(),
+            by_reason: [(reason.to_owned(), 1)].into(),
+        }
+    }
+}
+
 /// Alert commands started and not yet waited for.
 #[derive(Debug, Default)]
 pub struct Pending(Vec<JoinHandle<Option<String>>>);

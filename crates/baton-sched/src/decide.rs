@@ -139,10 +139,10 @@ pub fn job(
         let mut p = plan::plan(job, now, &known);
         let mut claimed = Vec::new();
         if !p.missed.is_empty() {
-            // With lock files a run goes on when the ledger cannot record
-            // it: the lock's claim says it started, and it is never
-            // counted missed (its own record may still arrive). Nor is an
-            // occurrence a clock ahead ran early, above the mark.
+            // A claim the ledger never decided (its holder died between the
+            // claim and the start record, or the ledger was lost since) is
+            // never counted missed. Nor is an occurrence a clock ahead ran
+            // early, above the mark.
             claimed.extend(claimed_unrecorded(config, job, last_decided, newest));
             claimed.extend(
                 s.ledger(|l| l.decided_after(&job.name, last_decided, newest.as_second()))

@@ -24,6 +24,7 @@ pub mod backfill;
 pub mod calendar;
 pub mod config;
 pub mod decide;
+mod end_slot;
 pub mod history;
 pub mod http;
 pub mod logs;

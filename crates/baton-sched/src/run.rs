@@ -293,10 +293,11 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
         }
     };
     if surfaces.borrow().refuses_runs() {
-        // Said when the ledger failed to open: every host decides by the
-        // shared ledger, and a run it cannot record could run an occurrence
-        // that another host has decided otherwise; a ledger whose files are
-        // refused could have been written by another user.
+        // Said when the ledger failed to open: no run starts before its
+        // start is recorded (in the shared store, a run it cannot record
+        // could run an occurrence another host has decided otherwise; a
+        // ledger whose files are refused could have been written by
+        // another user).
         tell(
             req,
             Told::Error {
@@ -473,6 +474,10 @@ fn claimed_unstarted(
     );
     alert.run_id = None;
     alert.reason = Some(crate::steps::LEDGER_UNAVAILABLE.to_owned());
+    alert.missed = Some(crate::alerts::MissedInfo::one(
+        &ctx.occurrence,
+        crate::steps::LEDGER_UNAVAILABLE,
+    ));
     s.alert(&alert);
     FAILED
 }

@@ -9,19 +9,21 @@
 //! while the run holds its lease (the waits between attempts renew it), so
 //! that what the ledger ends up saying is what happened:
 //!
-//! - **The start** decides whether the run may go on. With lock files a
-//!   start the ledger did not take is written again at the run's end, and
-//!   the run goes on meanwhile: the lock's claim keeps its occurrence from
-//!   running twice, and a tick never calls it missed
-//!   (`crate::plan::Known::claimed`). In the shared store every host
-//!   decides by the ledger, so the run does not start until its start is
+//! - **The start** decides whether the run may go on, with lock files as
+//!   in the shared store: the run does not start until its start is
 //!   recorded; if it cannot be within the TTL, the occurrence is recorded
 //!   missed (`ledger-unavailable`) and alerted, and a claim never stands
-//!   for a run that did not start (the next process that meets the claim
-//!   records the miss when this one could not).
+//!   for a run that did not start: with lock files it is taken back when
+//!   the ledger takes no miss either, in the shared store the next process
+//!   that meets the claim records the miss. A ledger that could not be
+//!   opened at all refuses every run before its lease is taken
+//!   (`crate::surfaces`).
+//!   Before the start, the run reserves its end slot
+//!   ([`crate::end_slot`]); no slot, no run.
 //! - **Attempts and the end** are written again before the lease is let
 //!   go, so a run that ended well is never left `running` to be recorded
-//!   `abandoned` later. Once the lease is lost (a host cut off from its
+//!   `abandoned` later; an end still not taken is kept in the run's end
+//!   slot, which the next run under the lock records. Once the lease is lost (a host cut off from its
 //!   store) or a signal asks the run to stop, nothing is tried again: the
 //!   process ends, and the next run under the lock records it.
 //!
@@ -38,6 +40,7 @@ use std::time::Duration;
 use baton_ledger::{Attempt, Begun, DecisionRow, Finished, NewRun, Records};
 use baton_runner::{Paused, Session};
 
+use crate::end_slot::EndSlot;
 use crate::surfaces::Surfaces;
 use crate::units::show_duration;
 
@@ -54,11 +57,7 @@ pub(crate) enum Begin {
     Started,
     /// The ledger had decided the occurrence already: the run must not start.
     Decided(Box<DecisionRow>),
-    /// Not recorded, and the run goes on (lock files): its start is written
-    /// again at its end.
-    Unrecorded,
-    /// Not recorded within the TTL, in the shared store: the run must not
-    /// start. Says why.
+    /// Not recorded within the TTL: the run must not start. Says why.
     NotRecorded(String),
 }
 
@@ -69,16 +68,17 @@ pub(crate) struct RunRecord {
     start_recorded: bool,
     attempts: Vec<Attempt>,
     patience: Duration,
+    /// Where the end goes when the ledger does not take it.
+    slot: Option<EndSlot>,
 }
 
 impl RunRecord {
-    /// Records `start`. In the shared store (`shared`), a start the ledger
-    /// does not take is tried again for up to `patience` while the session
-    /// holds the lease; with lock files it is left for [`RunRecord::finish`].
+    /// Records `start`, trying again for up to `patience` while the
+    /// session holds the lease.
     pub(crate) fn begin(
         start: NewRun,
-        shared: bool,
         patience: Duration,
+        state: &std::path::Path,
         session: &mut Session<'_>,
         surfaces: &Rc<RefCell<Surfaces>>,
     ) -> (Self, Begin) {
@@ -87,27 +87,36 @@ impl RunRecord {
             start_recorded: false,
             attempts: Vec::new(),
             patience,
+            slot: None,
         };
+        // Room for the end first: a run that starts can always keep its
+        // true end, whatever the ledger does later.
+        match EndSlot::reserve(state, &record.start.run_id) {
+            Ok(slot) => record.slot = Some(slot),
+            Err(e) => {
+                let why = format!("failed to reserve room for its end: {e}");
+                return (record, Begin::NotRecorded(why));
+            }
+        }
         let row = record.start.clone();
-        let mut begin = |l: &mut dyn Records| l.begin_run(&row);
-        let first = if shared {
-            let mut retry = record.retry(surfaces, "its start");
-            retry.insist(session, &mut begin)
-        } else {
-            surfaces.borrow_mut().ledger(|l| begin(l))
-        };
+        let mut retry = record.retry(surfaces, "its start");
+        let first = retry.insist(session, &mut |l| l.begin_run(&row));
         let begin = match first {
             Some(Begun::Started) => {
                 record.start_recorded = true;
                 Begin::Started
             }
             Some(Begun::AlreadyDecided(d)) => Begin::Decided(Box::new(d)),
-            None if shared => Begin::NotRecorded(format!(
-                "the store's ledger did not record its start within {}",
+            None => Begin::NotRecorded(format!(
+                "the ledger did not record its start within {}",
                 show_duration(patience)
             )),
-            None => Begin::Unrecorded,
         };
+        if !matches!(begin, Begin::Started)
+            && let Some(slot) = record.slot.take()
+        {
+            slot.remove();
+        }
         (record, begin)
     }
 
@@ -169,6 +178,9 @@ impl RunRecord {
                 self.start.job, self.start.run_id
             ));
         }
+        if let Some(slot) = self.slot.take() {
+            slot.remove();
+        }
         true
     }
 
@@ -188,8 +200,17 @@ impl RunRecord {
     }
 
     fn gave_up(&self, surfaces: &Rc<RefCell<Surfaces>>, end: &Finished) -> bool {
+        let kept = match &self.slot {
+            Some(slot) => match slot.keep(end) {
+                Ok(()) => "; its end is kept in its end slot, for the next run under the lock \
+                           to record"
+                    .to_owned(),
+                Err(e) => format!("; nor could its end be kept: {e}"),
+            },
+            None => String::new(),
+        };
         surfaces.borrow_mut().warn(&format!(
-            "{}: run {} ended {} (exit {}), but the ledger did not record it within {}",
+            "{}: run {} ended {} (exit {}), but the ledger did not record it within {}{kept}",
             self.start.job,
             self.start.run_id,
             end.verdict,

@@ -123,6 +123,16 @@ pub fn logs_dir(dir: &Path) -> Result<PathBuf, StateError> {
     own_subdir(dir, "logs")
 }
 
+/// `DIR/ends`, created `0700` when missing (a run's end slot,
+/// `crate::end_slot`), with the same checks as [`logs_dir`].
+///
+/// # Errors
+///
+/// As [`logs_dir`].
+pub fn ends_dir(dir: &Path) -> Result<PathBuf, StateError> {
+    own_subdir(dir, "ends")
+}
+
 fn own_subdir(dir: &Path, name: &str) -> Result<PathBuf, StateError> {
     create(dir)?;
     let sub = dir.join(name);

@@ -1,7 +1,7 @@
 //! The one way baton opens a file it writes in its state directory, other
 //! than a lock file (`baton-lease` opens those) and the ledger (SQLite opens
 //! it, once `baton-ledger` has checked it): the dated logs, `alerts.log`,
-//! the prune marker, `breaks.log`.
+//! the prune marker, `breaks.log`, a run's end slot (`crate::end_slot`).
 //!
 //! Every open is `O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC`, creating a missing
 //! file owner-only (`0600`); then what was opened is judged from its `fstat`
@@ -66,6 +66,10 @@ enum How {
     Append,
     Rewrite,
     Read,
+    /// A new file, never one that is there already.
+    Create,
+    /// An existing file, written where it stands.
+    InPlace,
 }
 
 fn open(path: &Path, how: How) -> Result<File, StateFileError> {
@@ -74,6 +78,8 @@ fn open(path: &Path, how: How) -> Result<File, StateFileError> {
         How::Append => o.append(true).create(true),
         How::Rewrite => o.write(true).create(true),
         How::Read => o.read(true),
+        How::Create => o.write(true).create_new(true),
+        How::InPlace => o.write(true),
     };
     // OK because both flags are single low bits that fit an i32; std adds
     // O_CLOEXEC itself.
@@ -89,7 +95,8 @@ fn open(path: &Path, how: How) -> Result<File, StateFileError> {
             }
             let action = match how {
                 How::Read => "open",
-                How::Append | How::Rewrite => "open for writing",
+                How::Append | How::Rewrite | How::InPlace => "open for writing",
+                How::Create => "create",
             };
             return Err(io(action, path, e));
         }
@@ -123,6 +130,36 @@ pub fn rewrite_marker(path: &Path, bytes: &[u8]) -> Result<(), StateFileError> {
     let mut f = open(path, How::Rewrite)?;
     f.set_len(0).map_err(|e| io("empty", path, e))?;
     f.write_all(bytes).map_err(|e| io("write", path, e))
+}
+
+/// Creates `path` (`0600`; refused when anything is there) holding `len`
+/// spaces and a newline, synced: room that [`overwrite`] later fills
+/// without asking the filesystem for more, so that it still lands when the
+/// disk has filled meanwhile.
+///
+/// # Errors
+///
+/// As [`append`]; the file exists already; the write or the sync fails.
+pub fn reserve(path: &Path, len: usize) -> Result<(), StateFileError> {
+    let mut f = open(path, How::Create)?;
+    let mut room = vec![b' '; len];
+    if let Some(last) = room.last_mut() {
+        *last = b'\n';
+    }
+    f.write_all(&room).map_err(|e| io("write", path, e))?;
+    f.sync_all().map_err(|e| io("sync", path, e))
+}
+
+/// Writes `bytes` over the start of the existing file at `path` (room
+/// [`reserve`]d for it: nothing is allocated), then syncs it.
+///
+/// # Errors
+///
+/// As [`append`]; the file is missing; the write or the sync fails.
+pub fn overwrite(path: &Path, bytes: &[u8]) -> Result<(), StateFileError> {
+    let mut f = open(path, How::InPlace)?;
+    f.write_all(bytes).map_err(|e| io("write", path, e))?;
+    f.sync_all().map_err(|e| io("sync", path, e))
 }
 
 /// Reads a small marker file (its first 4 KiB): `None` when it is missing.

@@ -48,11 +48,11 @@ pub(crate) fn one(
         pid,
         started: surfaces.borrow().now(),
     };
-    let shared = req.config.store.is_some();
     let patience = job.policy.ttl.value;
-    let (record, began) = RunRecord::begin(row, shared, patience, session, surfaces);
+    let state = &req.config.settings.state_dir.value;
+    let (record, began) = RunRecord::begin(row, patience, state, session, surfaces);
     match began {
-        Begin::Started | Begin::Unrecorded => {}
+        Begin::Started => {}
         Begin::Decided(d) => {
             surfaces.borrow_mut().note(&format!(
                 "{} occurrence={} already {} (the ledger says so); not run again",
@@ -63,9 +63,9 @@ pub(crate) fn one(
             return OK;
         }
         Begin::NotRecorded(why) => {
-            // Another host may have decided this occurrence otherwise: it
-            // does not run, and its claim must not stand for a run.
-            not_recorded(&c, occurrence, &why, surfaces);
+            // No run starts without its start recorded: it does not run,
+            // and its claim must not stand for a run.
+            not_recorded(&c, occurrence, &why, session, surfaces);
             return crate::run::CANNOT;
         }
     }
@@ -241,40 +241,78 @@ struct Tally {
     record: RunRecord,
 }
 
-/// A run in the shared store whose start the ledger did not record: said,
-/// and its occurrence recorded missed (`ledger-unavailable`) with an alert
-/// (by whoever records it; on every surface but the ledger when the ledger
-/// still does not answer: the next process that meets the occurrence's
-/// claim records it then).
-fn not_recorded(c: &Context, occurrence: Option<i64>, why: &str, surfaces: &Rc<RefCell<Surfaces>>) {
-    let mut s = surfaces.borrow_mut();
+/// A run whose start the ledger did not record: it does not run. Its
+/// occurrence is recorded missed (`ledger-unavailable`) with an alert, by
+/// whoever records it. When the ledger takes no miss either, the lock
+/// file's claim is taken back, so that the occurrence is left to a later
+/// tick (which runs it, or records it missed once the ledger answers);
+/// the shared store keeps its claim, and says the miss on every surface but
+/// the ledger: the next process that meets the claim records it then.
+fn not_recorded(
+    c: &Context,
+    occurrence: Option<i64>,
+    why: &str,
+    session: &mut Session<'_>,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) {
     let Some(at) = occurrence else {
-        s.warn(&format!("{}: not run: {why}", c.job));
+        surfaces
+            .borrow_mut()
+            .warn(&format!("{}: not run: {why}", c.job));
         return;
     };
+    let recorded = {
+        let mut s = surfaces.borrow_mut();
+        let now = s.now();
+        let miss = baton_ledger::Miss {
+            job: &c.job,
+            reason: LEDGER_UNAVAILABLE,
+            first: at,
+            last: at,
+            count: 1,
+            at_least: false,
+            detail: Some(why),
+            streak: false,
+        };
+        s.ledger(|l| l.miss(&miss, now))
+    };
+    if recorded == Some(baton_ledger::Missed::Moved) {
+        return; // Decided elsewhere.
+    }
+    if recorded.is_none() {
+        let once = baton_lease::Once {
+            key: c.job.clone(),
+            at,
+        };
+        match session.withdraw(&once) {
+            Ok(true) => {
+                surfaces.borrow_mut().warn(&format!(
+                    "{}: occurrence {} not run: {why}; the ledger records no miss either, so \
+                     its claim on {} is taken back: a later tick runs it or records it missed",
+                    c.job, c.occurrence, c.lock
+                ));
+                return;
+            }
+            Ok(false) => {}
+            Err(e) => surfaces.borrow_mut().warn(&format!(
+                "{}: occurrence {}: failed to take back its claim on {}: {e}",
+                c.job, c.occurrence, c.lock
+            )),
+        }
+    }
+    let mut s = surfaces.borrow_mut();
     let now = s.now();
     let message = format!(
         "{}: occurrence {} not run: {why}; it is missed (ledger-unavailable)",
         c.job, c.occurrence
     );
-    let miss = baton_ledger::Miss {
-        job: &c.job,
-        reason: LEDGER_UNAVAILABLE,
-        first: at,
-        last: at,
-        count: 1,
-        at_least: false,
-        detail: Some(why),
-        streak: false,
-    };
-    let recorded = s.ledger(|l| l.miss(&miss, now));
-    if recorded == Some(baton_ledger::Missed::Moved) {
-        drop(s);
-        return; // Decided elsewhere.
-    }
     let mut alert = c.alert(Kind::Missed, now, None, message);
     alert.run_id = None;
     alert.reason = Some(LEDGER_UNAVAILABLE.to_owned());
+    alert.missed = Some(crate::alerts::MissedInfo::one(
+        &c.occurrence,
+        LEDGER_UNAVAILABLE,
+    ));
     if recorded.is_some() {
         s.alert(&alert);
     } else {
@@ -571,6 +609,22 @@ fn abandon_the_dead(
             if run.run_id == current || !(superseded || (here && gone)) {
                 continue;
             }
+            let state = &req.config.settings.state_dir.value;
+            let keep = req.config.settings.history_keep.value;
+            // A run that ended while the ledger would not take its end kept
+            // it in its slot: that is its record, not `abandoned`.
+            if let Some(end) = crate::end_slot::kept(state, &run.run_id)
+                && end.job == mate
+            {
+                if s.ledger(|l| l.finish_run(&end, keep)).is_some() {
+                    crate::end_slot::forget(state, &run.run_id);
+                    s.note(&format!(
+                        "{mate} run={} verdict={} (exit {}): recorded from its end slot",
+                        run.run_id, end.verdict, end.exit_code
+                    ));
+                }
+                continue;
+            }
             let finished = baton_ledger::Finished {
                 run_id: run.run_id.clone(),
                 job: mate.to_owned(),
@@ -579,8 +633,8 @@ fn abandon_the_dead(
                 exit_code: 125,
                 success: false,
             };
-            let keep = req.config.settings.history_keep.value;
             if s.ledger(|l| l.finish_run(&finished, keep)).is_some() {
+                crate::end_slot::forget(state, &run.run_id);
                 let why = if superseded {
                     format!(
                         "its lease (fence {}) passed to this run (fence {fence}) and it never \

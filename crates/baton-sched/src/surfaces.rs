@@ -4,8 +4,9 @@
 //!
 //! Nothing here may stop a run under way: a log that cannot be written, or
 //! a ledger that fails, is said once on stderr and in the envelope, and the
-//! run goes on. The lease's occurrence claim, not the ledger, is what keeps
-//! an occurrence from running twice. What must hold before a run starts (its
+//! run goes on (whether a run may start is the run's own question:
+//! `crate::run_record`). The lease's occurrence claim, not the ledger, is
+//! what keeps an occurrence from running twice. What must hold before a run starts (its
 //! logs can be written, the ledger's files can be trusted) is checked before
 //! its lease is taken, where a refusal loses nothing ([`crate::tick::preflight`],
 //! [`crate::run`]).
@@ -68,19 +69,16 @@ impl Surfaces {
             Some(l) => s.ledger = Some(l),
             None => match crate::store::records(config, s.clock.wall()) {
                 Ok(l) => s.ledger = Some(l),
-                // Lock files guard runs without the ledger; in the shared
-                // store the ledger is the record every host decides by, and
-                // a ledger whose files are refused may hold what another
-                // user wrote (and would lose what runs now).
-                Err(e) if config.store.is_some() || e.is_refused_file() => {
+                // No run starts before its start is recorded: a ledger that
+                // cannot be opened (a full disk, a busy repair, files that
+                // are refused, a newer baton's schema) refuses every run,
+                // and its occurrences are left to a later tick.
+                Err(e) => {
                     s.runs_refused = true;
                     s.warn(&format!(
                         "the ledger is unavailable: {e}; no run starts without it"
                     ));
                 }
-                Err(e) => s.warn(&format!(
-                    "the ledger is unavailable: {e}; runs go on unrecorded"
-                )),
             },
         }
         if config.store.is_some()
@@ -118,8 +116,8 @@ impl Surfaces {
         self.logs.check_job(job, self.now())
     }
 
-    /// Whether no run may start: the shared store's ledger is unavailable,
-    /// or the ledger's files were refused (said when it failed to open).
+    /// Whether no run may start: the ledger could not be opened (said when
+    /// it failed), so no run's start could be recorded.
     pub fn refuses_runs(&self) -> bool {
         self.runs_refused
     }

@@ -310,3 +310,51 @@ fn only_the_holders_token_acts_for_the_lease_and_nothing_changes_hands_meanwhile
     ));
     drop(lease);
 }
+
+#[test]
+fn a_claim_taken_back_leaves_the_occurrence_to_the_next_holder_and_the_others_claims_alone() {
+    use baton_lease::Renewal;
+    let dir = Dir::new();
+    let lock = Lock::new(dir.lock());
+    let Outcome::Acquired(lease) = lock.try_acquire_as(&claim("other", 70)).unwrap() else {
+        panic!("a fresh lock was not taken")
+    };
+    lease.release().unwrap();
+    let Outcome::Acquired(lease) = lock.try_acquire_as(&claim("job", 100)).unwrap() else {
+        panic!("the lock was not taken")
+    };
+    lease.release().unwrap();
+    let Outcome::Acquired(mut lease) = lock.try_acquire_as(&claim("job", 160)).unwrap() else {
+        panic!("the next occurrence was refused")
+    };
+    let once = |at| Once {
+        key: "job".into(),
+        at,
+    };
+    // Not this lease's claim: nothing changes.
+    assert_eq!(lease.withdraw(&once(100)).unwrap(), None);
+    assert_eq!(lease.withdraw(&once(160)).unwrap(), Some(Renewal::Renewed));
+    // Taken back once: a second time changes nothing.
+    assert_eq!(lease.withdraw(&once(160)).unwrap(), None);
+    lease.release().unwrap();
+    let on_disk = std::fs::read_to_string(dir.lock()).unwrap();
+    assert!(
+        on_disk.contains("job@100") && on_disk.contains("other@70"),
+        "{on_disk}"
+    );
+    // The occurrence it took back may be claimed again; the one before
+    // it stays claimed.
+    assert!(matches!(
+        lock.try_acquire_as(&claim("job", 100)).unwrap(),
+        Outcome::Claimed { at: 100, .. }
+    ));
+    let Outcome::Acquired(mut lease) = lock.try_acquire_as(&claim("job", 160)).unwrap() else {
+        panic!("the occurrence taken back was refused")
+    };
+    // A lease broken under its holder takes nothing back.
+    lock.break_lease(baton_lease::BreakMode::Force).unwrap();
+    assert!(matches!(
+        lease.withdraw(&once(160)).unwrap(),
+        Some(Renewal::Lost(_))
+    ));
+}

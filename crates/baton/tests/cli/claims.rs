@@ -13,7 +13,8 @@ use crate::support::{code, stderr, stdout};
 
 /// A ledger this build refuses to open, as one written by a later baton is
 /// refused: a valid SQLite file whose schema version (`PRAGMA user_version`,
-/// four bytes at offset 60 of the header) is 99. Runs go on unrecorded.
+/// four bytes at offset 60 of the header) is 99. No run starts: none could
+/// be recorded.
 pub(crate) fn foreign_ledger(s: &Sched) {
     use std::os::unix::fs::PermissionsExt;
     let state = s.env.state();
@@ -73,13 +74,14 @@ fn long_name(i: usize) -> String {
 }
 
 #[test]
-fn twenty_jobs_with_long_names_on_one_lock_each_run_once_with_no_ledger() {
+fn twenty_jobs_with_long_names_on_one_lock_each_run_once_with_the_ledger_lost_every_round() {
     let env = crate::support::Env::new();
     let ran = env.path("ran");
     let s = Sched { env };
     // One occurrence a year, caught up for 400 days: the same occurrence of
-    // every job stays due through the test, and with no ledger every tick
-    // finds each one due again; only the lock's claims say it started.
+    // every job stays due through the test, and with the ledger lost before
+    // every round each tick finds each one due again; only the lock's
+    // claims say it started.
     let mut toml = String::new();
     for i in 0..20 {
         toml.push_str(&format!(
@@ -90,8 +92,8 @@ fn twenty_jobs_with_long_names_on_one_lock_each_run_once_with_no_ledger() {
         ));
     }
     s.write(&toml);
-    foreign_ledger(&s);
     for round in 0..4 {
+        fresh_ledger(&s);
         ticks_at_once(&s, 6, |_, _| {});
         let c = counts(&ran);
         assert!(c.values().all(|&n| n == 1), "round {round}: {c:?}");
@@ -101,6 +103,7 @@ fn twenty_jobs_with_long_names_on_one_lock_each_run_once_with_no_ledger() {
         if counts(&ran).len() == 20 {
             break;
         }
+        fresh_ledger(&s);
         s.run(&["tick"]);
     }
     let c = counts(&ran);
@@ -167,13 +170,27 @@ fn hourly_after_downtime(extra: &str) -> (Sched, std::path::PathBuf, i64) {
     (s, ran, newest)
 }
 
+/// [`lose_ledger`], and a fresh ledger made at once, so that ticks started
+/// together do not race to create it (a tick that cannot open its ledger
+/// runs nothing).
+pub(crate) fn fresh_ledger(s: &Sched) {
+    use std::os::unix::fs::PermissionsExt;
+    lose_ledger(s);
+    let state = s.env.state();
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let now = baton_lease::Clock::wall(&baton_lease::SystemClock);
+    drop(baton_ledger::Ledger::open(&state, now).unwrap());
+}
+
 /// Moves the ledger aside, as an operator does with one he cannot trust
 /// (or as a lost disk does): the next command starts a fresh one.
-fn lose_ledger(s: &Sched) {
+pub(crate) fn lose_ledger(s: &Sched) {
     let state = s.env.state();
     for name in ["baton.db", "baton.db-wal", "baton.db-shm"] {
         let from = state.join(name);
         if from.exists() {
+            // Replacing what an earlier loss moved aside.
             std::fs::rename(&from, state.join(format!("{name}.lost"))).unwrap();
         }
     }

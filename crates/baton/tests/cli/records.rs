@@ -1,7 +1,9 @@
-//! A run's own records when the embedded store's ledger (SQLite) fails
-//! while the run goes on under its lock file: another process holding the
-//! database's write lock, a full disk. The run that happened is recorded
-//! once the ledger takes it, and no later tick calls its occurrence missed.
+//! A run's own records when the embedded store's ledger (SQLite) fails:
+//! another process holding the database's write lock, a full disk. No run
+//! starts before its start is recorded (an occurrence whose start the
+//! ledger would not take is left to a later tick); a run that started is
+//! recorded with the verdict it earned, from its end slot when the ledger
+//! would not take its end; no occurrence that ran is called missed.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -75,6 +77,16 @@ fn ledger_value(db: &Path, sql: &str) -> String {
         .unwrap()
 }
 
+/// Whether an envelope log of `s` has a line containing `what`.
+fn envelope_says(s: &Sched, what: &str) -> bool {
+    std::fs::read_dir(s.env.state().join("logs"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("baton_"))
+        .any(|e| std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains(what)))
+}
+
 fn db(s: &Sched) -> PathBuf {
     s.env.state().join("baton.db")
 }
@@ -94,9 +106,17 @@ fn store_files_a_run_the_write_locked_ledger_could_not_record_at_first_is_in_his
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // With lock files the run goes on unrecorded: its claim guards it.
-    eventually("the job to run", || lines(&ran).len() == 1);
+    // No run starts before its start is recorded: the tick tries again,
+    // within the TTL, while the job waits.
+    eventually("the tick to try its start again", || {
+        envelope_says(&s, "did not record its start")
+    });
+    assert!(
+        lines(&ran).is_empty(),
+        "the job ran with its start unrecorded"
+    );
     drop(lock);
+    eventually("the job to run", || lines(&ran).len() == 1);
     let status = baton_testkit::wait_for_exit(&mut tick, "the tick to end");
     let o = tick.wait_with_output().unwrap();
     assert_eq!(status.code(), Some(0), "{}", stderr(&o));
@@ -193,7 +213,7 @@ fn at_offset(s: &Sched, offset: &str, args: &[&str]) -> std::process::Output {
 }
 
 #[test]
-fn store_files_a_run_a_full_disk_kept_out_of_the_ledger_is_never_counted_missed() {
+fn store_files_an_occurrence_whose_start_a_full_disk_refused_is_left_to_a_later_tick() {
     if !crate::support::root() {
         eprintln!("skipped: mounting a tmpfs needs root");
         return;
@@ -223,9 +243,13 @@ fn store_files_a_run_a_full_disk_kept_out_of_the_ledger_is_never_counted_missed(
         .unwrap();
     let filler = disk.fill();
     let o = s.run(&["tick"]);
+    // Its start could not be recorded: it did not run, and nothing of it
+    // keeps a later tick from running it.
+    assert!(lines(&ran).is_empty(), "{}{}", stdout(&o), stderr(&o));
+    std::fs::remove_file(filler).unwrap();
+    let o = s.run(&["tick"]);
     assert_eq!(lines(&ran).len(), 1, "{}{}", stdout(&o), stderr(&o));
     let first = lines(&ran)[0].clone();
-    std::fs::remove_file(filler).unwrap();
     // Minutes later: the occurrences since the job was seen are superseded
     // by the newest, which runs; the one that ran is not among them.
     let o = at_offset(&s, "+200s", &["tick"]);
@@ -244,4 +268,54 @@ fn store_files_a_run_a_full_disk_kept_out_of_the_ledger_is_never_counted_missed(
         "SELECT count(*) FROM missed WHERE job = 'j' AND reason = 'superseded'",
     );
     assert_ne!(superseded, "0", "nothing was superseded: {}", stderr(&o));
+}
+
+#[test]
+fn store_files_a_run_whose_end_a_full_disk_refused_is_recorded_with_its_true_verdict() {
+    if !crate::support::root() {
+        eprintln!("skipped: mounting a tmpfs needs root");
+        return;
+    }
+    let s = Sched::new("");
+    let disk = Tmpfs::mount(&s.env.state(), "4m");
+    let filler = s.env.state().join("filler");
+    s.write(&format!(
+        "[scheduler]\nstate_dir = {:?}\ntimezone = \"UTC\"\nttl = \"2s\"\nkill_grace = \"500ms\"\n\
+         takeover_grace = \"2500ms\"\n\
+         [jobs.j]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\n\
+         run = \"if [ $BATON_OCCURRENCE = manual ]; then exit 0; fi; \
+         dd if=/dev/zero of={} bs=64k 2>/dev/null; exit 0\"\n",
+        s.env.state().display(),
+        filler.display()
+    ));
+    // The job fills the disk and ends 0: the ledger takes none of its end.
+    let o = s.run(&["tick"]);
+    assert!(filler.exists(), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stderr(&o).contains("kept in its end slot"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_file(&filler).unwrap();
+    // The next run under the lock records it from its end slot: ok, exit 0,
+    // not abandoned.
+    let o = s.run(&["run", "j"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let runs = s.json(&["history", "j", "--json"]);
+    let scheduled: Vec<&serde_json::Value> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["occurrence"] != "manual")
+        .collect();
+    assert_eq!(scheduled.len(), 1, "{runs}");
+    assert_eq!(scheduled[0]["verdict"], "ok", "{runs}");
+    assert_eq!(scheduled[0]["exit_code"], 0, "{runs}");
+    let ends = s.env.state().join("ends");
+    assert_eq!(
+        std::fs::read_dir(&ends).map(|d| d.count()).unwrap_or(0),
+        0,
+        "an end slot was left behind"
+    );
+    drop(disk);
 }

@@ -230,8 +230,10 @@ fn ticks_of_two_configurations_naming_two_locks_run_the_occurrence_once() {
             .replace("lock = \"a\"", "lock = \"b\""),
     )
     .unwrap();
-    crate::claims::foreign_ledger(&s);
     for round in 0..6 {
+        // Lost before every round: only the lock's claims and the job's
+        // guard say what ran.
+        crate::claims::fresh_ledger(&s);
         crate::claims::ticks_at_once(&s, 8, |i, c| {
             if i % 2 == 1 {
                 c.env("BATON_CONFIG", &other);
@@ -241,5 +243,17 @@ fn ticks_of_two_configurations_naming_two_locks_run_the_occurrence_once() {
         assert!(!m.overlapped(), "round {round}: {ran:?}");
         assert!(ran.len() <= 1, "round {round}: ran again: {ran:?}");
     }
+    // Ticks that could not open the ledger while the others held it ran
+    // nothing (no run starts unrecorded): one tick at a time, under either
+    // lock, runs the occurrence if no round did, and never again.
+    for i in 0..4 {
+        crate::claims::fresh_ledger(&s);
+        let mut c = s.cmd(&["tick"]);
+        if i % 2 == 1 {
+            c.env("BATON_CONFIG", &other);
+        }
+        c.output().unwrap();
+    }
+    assert!(!m.overlapped());
     assert_eq!(read_lines(&m.ran).len(), 1);
 }

@@ -610,7 +610,7 @@ fn store_a_start_never_recorded_is_missed_with_its_reason_and_its_claim_runs_not
     let first = run(&s, &["tick"]);
     assert_eq!(code(&first), 2, "{}", both(&first));
     assert!(
-        stderr(&first).contains("not run: the store's ledger did not record its start"),
+        stderr(&first).contains("not run: the ledger did not record its start"),
         "{}",
         both(&first)
     );
@@ -621,6 +621,15 @@ fn store_a_start_never_recorded_is_missed_with_its_reason_and_its_claim_runs_not
         alerts.contains("\"reason\":\"ledger-unavailable\""),
         "{alerts}"
     );
+    // Naming the occurrence it missed, as every missed alert does.
+    let alert: serde_json::Value = alerts
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .find(|a: &serde_json::Value| a["reason"] == "ledger-unavailable")
+        .unwrap();
+    assert_eq!(alert["missed"]["count"], 1, "{alert}");
+    assert_eq!(alert["missed"]["first"], alert["occurrence"], "{alert}");
+    assert_eq!(alert["missed"]["last"], alert["occurrence"], "{alert}");
     drop(writer);
     assert_eq!(ran_lines(&ran), 0);
     // The occurrence is claimed in the lease row, and never ran: the next
