@@ -56,6 +56,9 @@ pub enum Kind {
     /// whose clock was ahead made them, or this clock was set back): they
     /// are not trusted to supersede the present.
     ClockSkew,
+    /// A special file (a named pipe, a socket, a device) was found at a
+    /// log: it was moved aside, unopened, and the log written afresh.
+    LogSetAside,
 }
 
 impl Kind {
@@ -76,6 +79,7 @@ impl Kind {
             Kind::ReloadRefused => "reload-refused",
             Kind::Uncontained => "uncontained",
             Kind::ClockSkew => "clock-skew",
+            Kind::LogSetAside => "log-set-aside",
         }
     }
 }
