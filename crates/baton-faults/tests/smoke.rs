@@ -18,17 +18,9 @@ const BIN: &str = env!("CARGO_BIN_EXE_baton-faults");
 
 /// Scenarios that still find violations here, until their fixes land.
 const PENDING: &[&str] = &[
-    "backfill-after-lost-ledger",
     "blocked-stderr",
-    "cloned-machine",
     "failpoint-renewal-stall",
     "failpoint-renewal-stall-pg",
-    "fifo-in-logs",
-    "killed-run-shown-running",
-    "lock-renamed-by-put",
-    "lock-renamed-while-running",
-    "pg-frozen-connection",
-    "planted-symlink-logs",
 ];
 
 fn workspace() -> PathBuf {
@@ -155,9 +147,7 @@ fn a_usage_error_exits_2_and_help_documents_the_exit_codes_and_the_replay() {
     let list = String::from_utf8_lossy(&out.stdout);
     for name in [
         "failpoint-renewal-kill",
-        "cloned-machine",
-        "fifo-in-logs",
-        "daemon-put-as-other-user",
+                "daemon-put-as-other-user",
     ] {
         assert!(list.contains(name), "{list}");
     }

@@ -60,6 +60,9 @@ pub enum Kind {
     /// taken back (its `missed` names what they spanned): those
     /// occurrences are decided again by this host's clock.
     MissedWithdrawn,
+    /// A special file (a named pipe, a socket, a device) was found at a
+    /// log: it was moved aside, unopened, and the log written afresh.
+    LogSetAside,
 }
 
 impl Kind {
@@ -81,6 +84,7 @@ impl Kind {
             Kind::Uncontained => "uncontained",
             Kind::ClockSkew => "clock-skew",
             Kind::MissedWithdrawn => "missed-withdrawn",
+            Kind::LogSetAside => "log-set-aside",
         }
     }
 }

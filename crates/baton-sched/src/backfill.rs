@@ -194,7 +194,7 @@ pub fn run(config: &Config, job: &Job, occ: &[i64], clock: Arc<dyn Clock>, force
     }
     let surfaces = Rc::new(RefCell::new(Surfaces::open(config, clock)));
     // Refused before any lease is taken, a backfill loses nothing.
-    let checked = surfaces.borrow().check_job_log(&job.name);
+    let checked = surfaces.borrow_mut().check_job_log(&job.name);
     if let Err(e) = checked {
         let message = format!("backfill: {}: not run: {e}", job.name);
         surfaces.borrow_mut().warn(&message);

@@ -18,6 +18,15 @@
 //! ([`crate::state_dir::logs_dir`]): in a directory another user could
 //! change, nothing is written.
 //!
+//! A special file planted at a log (a named pipe, a socket, a device) is no
+//! log at all: a run moves it aside before it starts
+//! ([`Logs::set_aside_planted`]), and so does any write that finds one
+//! later, unopened ([`crate::state_file::set_aside`]); the file is written
+//! afresh, and each one moved is kept for [`Logs::take_set_aside`], which the
+//! caller turns into an alert. So such a file never blocks a run nor stops the schedule, and
+//! nothing is written to it. A link or another user's file is refused where
+//! it is and stays there.
+//!
 //! What a log that cannot be written means is the caller's to say: the
 //! scheduler checks the files a run will write before it takes the lease
 //! ([`Logs::check_shared`], [`Logs::check_job`]) and refuses the run then,
@@ -26,13 +35,13 @@
 //! removed, at most once a day.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
-use crate::state_file::{self, StateFileError};
+use crate::state_file::{self, SetAside, StateFileError};
 
 /// Why a log was not written (or a run's logs cannot be).
 #[derive(Debug, thiserror::Error)]
@@ -54,6 +63,9 @@ pub struct Logs {
     /// Whether `logs/` was created and found trusted, decided at the first
     /// write of this value (and of its clones).
     ready: Arc<OnceLock<Result<(), String>>>,
+    /// The special files this value's writes (and its clones') moved aside,
+    /// not yet reported.
+    set_aside: Arc<Mutex<Vec<SetAside>>>,
 }
 
 impl Logs {
@@ -64,7 +76,17 @@ impl Logs {
             dir: state_dir.join("logs"),
             tz,
             ready: Arc::new(OnceLock::new()),
+            set_aside: Arc::new(Mutex::new(Vec::new())),
         }
+    }
+
+    /// The special files moved aside since the last call (by this value or
+    /// a clone of it), for the caller to report.
+    pub fn take_set_aside(&self) -> Vec<SetAside> {
+        self.set_aside
+            .lock()
+            .map(|mut v| std::mem::take(&mut *v))
+            .unwrap_or_default()
     }
 
     /// The directory.
@@ -123,16 +145,17 @@ impl Logs {
     }
 
     /// Checks what every run and tick at `now` writes: `logs/` (created when
-    /// missing), the envelope of the day and `alerts.log`, each absent or a
-    /// file baton may write. Nothing is opened.
+    /// missing), the envelope of the day and `alerts.log`, each absent, a
+    /// file baton may write, or a special file its first write sets aside.
+    /// Nothing is opened.
     ///
     /// # Errors
     ///
     /// The first that cannot be written, and why.
     pub fn check_shared(&self, now: Timestamp) -> Result<(), LogError> {
         self.ready()?;
-        state_file::check(&self.dated("baton", now))?;
-        state_file::check(&self.alerts_path())?;
+        check(&self.dated("baton", now))?;
+        check(&self.alerts_path())?;
         Ok(())
     }
 
@@ -144,7 +167,23 @@ impl Logs {
     /// When it cannot be written, and why.
     pub fn check_job(&self, job: &str, now: Timestamp) -> Result<(), LogError> {
         self.ready()?;
-        Ok(state_file::check(&self.dated(job, now))?)
+        Ok(check(&self.dated(job, now))?)
+    }
+
+    /// Sets aside the special files planted where a run at `now` writes: the
+    /// envelope of the day, `alerts.log` and, with `job`, that job's output
+    /// log (for [`Logs::take_set_aside`]). One that cannot be moved is left
+    /// for the write that finds it to refuse and report.
+    pub fn set_aside_planted(&self, job: Option<&str>, now: Timestamp) {
+        let mut paths = vec![self.dated("baton", now), self.alerts_path()];
+        paths.extend(job.map(|j| self.dated(j, now)));
+        for p in paths {
+            if let Ok(Some(moved)) = state_file::set_aside(&p)
+                && let Ok(mut v) = self.set_aside.lock()
+            {
+                v.push(moved);
+            }
+        }
     }
 
     /// Removes dated logs (`*_YYYY_MM_DD.log`) older than `keep`, at most
@@ -202,7 +241,8 @@ impl Logs {
     }
 
     /// One `write(2)` of `bytes` at the end of `path`, created when missing
-    /// (and `logs/` again, if it was removed meanwhile).
+    /// (and `logs/` again, if it was removed meanwhile); a special file there
+    /// is set aside first.
     fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), LogError> {
         self.ready()?;
         match state_file::append(path, bytes) {
@@ -211,8 +251,27 @@ impl Logs {
                     .map_err(|e| LogError::Dir(e.to_string()))?;
                 Ok(state_file::append(path, bytes)?)
             }
+            Err(refused @ StateFileError::Untrusted(_)) => {
+                // What cannot be moved stays refused, as it was found.
+                let Ok(Some(moved)) = state_file::set_aside(path) else {
+                    return Err(refused.into());
+                };
+                if let Ok(mut v) = self.set_aside.lock() {
+                    v.push(moved);
+                }
+                Ok(state_file::append(path, bytes)?)
+            }
             r => Ok(r?),
         }
+    }
+}
+
+/// [`state_file::check`], passing a special file: the first write sets it
+/// aside.
+fn check(path: &Path) -> Result<(), StateFileError> {
+    match state_file::check(path) {
+        Err(StateFileError::Untrusted(_)) if state_file::is_special(path) => Ok(()),
+        r => r,
     }
 }
 
@@ -398,6 +457,82 @@ mod tests {
             "1234567\n89\n[baton: output cut after 10B; 12 more bytes were not kept]\n"
         );
         assert_eq!(done.lock().unwrap().clone().unwrap().cut, 12);
+    }
+
+    #[test]
+    fn a_named_pipe_at_a_log_is_set_aside_and_the_log_written_afresh() {
+        let tmp = tempfile::tempdir().unwrap();
+        let l = logs(tmp.path());
+        let t: Timestamp = "2026-11-29T10:00:00Z".parse().unwrap();
+        std::fs::create_dir_all(l.dir()).unwrap();
+        let planted = [l.dated("baton", t), l.alerts_path(), l.dated("job", t)];
+        for p in &planted {
+            rustix::fs::mknodat(
+                rustix::fs::CWD,
+                p,
+                rustix::fs::FileType::Fifo,
+                rustix::fs::Mode::from_raw_mode(0o600),
+                0,
+            )
+            .unwrap();
+        }
+        l.check_shared(t).unwrap();
+        l.check_job("job", t).unwrap();
+        // Checking moves nothing.
+        assert!(l.take_set_aside().is_empty());
+        l.envelope(t, "one").unwrap();
+        l.alert("{}").unwrap();
+        l.clone().job_lines("job", t, b"out\n").unwrap();
+        let moved = l.take_set_aside();
+        let from: Vec<&Path> = moved.iter().map(|m| m.path.as_path()).collect();
+        assert_eq!(
+            from,
+            planted.iter().map(PathBuf::as_path).collect::<Vec<_>>()
+        );
+        for (m, p) in moved.iter().zip(&planted) {
+            assert_eq!(m.what, "a named pipe");
+            assert!(std::fs::symlink_metadata(p).unwrap().is_file(), "{m}");
+            let t = std::fs::symlink_metadata(&m.to).unwrap().file_type();
+            assert!(std::os::unix::fs::FileTypeExt::is_fifo(&t), "{m}");
+        }
+        assert_eq!(std::fs::read_to_string(l.dated("job", t)).unwrap(), "out\n");
+        assert!(l.take_set_aside().is_empty());
+        // Set aside before a run writes anything, for that run to report.
+        for p in [l.alerts_path(), l.dated("job", t)] {
+            std::fs::remove_file(&p).unwrap();
+            rustix::fs::mknodat(
+                rustix::fs::CWD,
+                &p,
+                rustix::fs::FileType::Fifo,
+                rustix::fs::Mode::from_raw_mode(0o600),
+                0,
+            )
+            .unwrap();
+        }
+        l.set_aside_planted(None, t);
+        let moved = l.take_set_aside();
+        assert_eq!(moved.len(), 1, "{moved:?}");
+        assert!(
+            moved[0].to.ends_with("alerts.log.set-aside.2"),
+            "{}",
+            moved[0]
+        );
+        l.set_aside_planted(Some("job"), t);
+        let moved = l.take_set_aside();
+        assert_eq!(moved.len(), 1, "{moved:?}");
+        assert!(
+            moved[0].to.ends_with("job_2026_11_29.log.set-aside.2"),
+            "{}",
+            moved[0]
+        );
+        assert!(!l.dated("job", t).exists());
+        // A link is refused where it is, never moved.
+        let link = l.dated("other", t);
+        std::os::unix::fs::symlink(l.alerts_path(), &link).unwrap();
+        assert!(l.check_job("other", t).is_err());
+        assert!(l.job_lines("other", t, b"x\n").is_err());
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert!(l.take_set_aside().is_empty());
     }
 
     #[test]

@@ -309,7 +309,7 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
     // The job's output log is checked before the lease is taken: refused
     // now, the occurrence stays due and nothing is lost; refused later, the
     // output of a run under way would be.
-    let checked = surfaces.borrow().check_job_log(&job.name);
+    let checked = surfaces.borrow_mut().check_job_log(&job.name);
     if let Err(e) = checked {
         let message = format!("{}: not run: {e}", job.name);
         surfaces.borrow_mut().warn(&message);

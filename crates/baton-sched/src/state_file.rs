@@ -13,8 +13,12 @@
 //! do. A file is only ever appended to, or (a marker) emptied and rewritten
 //! after it was judged, never truncated by the open itself.
 //!
+//! A special file (a named pipe, a socket, a device) found where a file is
+//! written can be set aside ([`set_aside`]): renamed, never opened, to a
+//! fresh name beside it, so that the next open creates the file afresh.
+//!
 //! This module decides nothing about what a failure means: the caller says
-//! whether it refuses a run or reports and goes on.
+//! whether it refuses a run, sets the file aside, or reports and goes on.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read as _, Write as _};
@@ -180,6 +184,97 @@ pub fn read_marker(path: &Path) -> Result<Option<String>, StateFileError> {
     Ok(Some(text))
 }
 
+/// How many names [`set_aside`] tries beside a file before it gives up.
+const ASIDE_TRIES: u32 = 100;
+
+/// A special file that was moved out of the way of a file baton writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetAside {
+    /// Where it was: the path of the file baton writes.
+    pub path: PathBuf,
+    /// What it is, in words (`a named pipe`).
+    pub what: &'static str,
+    /// Where it is now.
+    pub to: PathBuf,
+}
+
+impl std::fmt::Display for SetAside {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} was {}, not a regular file: it was moved aside to {}, never opened, and the \
+             file is written afresh; remove it once you know who put it there",
+            self.path.display(),
+            self.what,
+            self.to.display()
+        )
+    }
+}
+
+/// Moves a special file at `path` (a named pipe, a socket, a character or
+/// block device) aside, to `NAME.set-aside.N` beside it (the first `N` that
+/// is free: nothing is ever replaced). The file is never opened, so a pipe
+/// never blocks and a device is never touched. Returns `None`, and moves
+/// nothing, when `path` is missing, a regular file, a directory or a
+/// symbolic link: a link is refused where it is written, never followed
+/// and never moved.
+///
+/// # Errors
+///
+/// The `lstat` or the rename fails, or every name tried is taken.
+pub fn set_aside(path: &Path) -> Result<Option<SetAside>, StateFileError> {
+    let t = match std::fs::symlink_metadata(path) {
+        Ok(m) => m.file_type(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io("inspect", path, e)),
+    };
+    if !special(t) {
+        return Ok(None);
+    }
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    for n in 1..=ASIDE_TRIES {
+        let to = path.with_file_name(format!("{name}.set-aside.{n}"));
+        let moved = rustix::fs::renameat_with(
+            rustix::fs::CWD,
+            path,
+            rustix::fs::CWD,
+            &to,
+            rustix::fs::RenameFlags::NOREPLACE,
+        );
+        match moved {
+            Ok(()) => {
+                return Ok(Some(SetAside {
+                    path: path.to_owned(),
+                    what: trust::kind(t),
+                    to,
+                }));
+            }
+            Err(rustix::io::Errno::EXIST) => {}
+            // Gone meanwhile: nothing is in the way any more.
+            Err(rustix::io::Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(io("move aside", path, e.into())),
+        }
+    }
+    Err(io(
+        "move aside",
+        path,
+        std::io::Error::other(format!(
+            "{name}.set-aside.1 to .{ASIDE_TRIES} are all taken"
+        )),
+    ))
+}
+
+/// Whether what is at `path` is a special file [`set_aside`] moves: a named
+/// pipe, a socket or a device (`false` when the `lstat` fails).
+pub fn is_special(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| special(m.file_type()))
+}
+
+fn special(t: std::fs::FileType) -> bool {
+    use std::os::unix::fs::FileTypeExt as _;
+    t.is_fifo() || t.is_socket() || t.is_char_device() || t.is_block_device()
+}
+
 /// Checks, without opening it, that the file at `path` may be written: absent,
 /// or a regular file of this user's or root's that nobody else may write.
 ///
@@ -242,6 +337,34 @@ mod tests {
         let e = read_marker(&p).unwrap_err();
         assert!(e.to_string().contains("a named pipe"), "{e}");
         assert!(check(&p).is_err());
+    }
+
+    #[test]
+    fn a_named_pipe_is_set_aside_unopened_and_the_file_written_afresh() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("alerts.log");
+        fifo(&p);
+        // A name already taken beside it is never replaced.
+        std::fs::write(d.path().join("alerts.log.set-aside.1"), "kept\n").unwrap();
+        let moved = set_aside(&p).unwrap().expect("the pipe is moved");
+        assert_eq!(moved.what, "a named pipe");
+        assert_eq!(moved.to, d.path().join("alerts.log.set-aside.2"));
+        assert!(moved.to_string().contains("moved aside to"), "{moved}");
+        let t = std::fs::symlink_metadata(&moved.to).unwrap().file_type();
+        assert!(std::os::unix::fs::FileTypeExt::is_fifo(&t));
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("alerts.log.set-aside.1")).unwrap(),
+            "kept\n"
+        );
+        append(&p, b"x\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "x\n");
+        // A regular file, a link and nothing at all are left where they are.
+        assert_eq!(set_aside(&p).unwrap(), None);
+        let link = d.path().join("link.log");
+        std::os::unix::fs::symlink(&p, &link).unwrap();
+        assert_eq!(set_aside(&link).unwrap(), None);
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert_eq!(set_aside(&d.path().join("none.log")).unwrap(), None);
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub struct Surfaces {
     pending: Pending,
     clock: Arc<dyn Clock>,
     log_failed: bool,
+    /// Set while the logs' set-aside files are being reported.
+    reporting_set_aside: bool,
     /// The ledger could not be opened, and no run may start without it.
     runs_refused: bool,
 }
@@ -63,6 +65,7 @@ impl Surfaces {
             pending: Pending::default(),
             clock,
             log_failed: false,
+            reporting_set_aside: false,
             runs_refused: false,
         };
         match ledger {
@@ -98,6 +101,9 @@ impl Surfaces {
             }
         }
         s.recovered();
+        let now = s.now();
+        s.logs.set_aside_planted(None, now);
+        s.report_set_aside();
         s
     }
 
@@ -107,13 +113,17 @@ impl Surfaces {
     }
 
     /// Checks that `job`'s output log can be written by a run starting now
-    /// (before its lease is taken: see [`crate::logs::Logs::check_job`]).
+    /// (before its lease is taken: see [`crate::logs::Logs::check_job`]); a
+    /// special file planted there is set aside, and said in an alert.
     ///
     /// # Errors
     ///
     /// Why it cannot.
-    pub fn check_job_log(&self, job: &str) -> Result<(), crate::logs::LogError> {
-        self.logs.check_job(job, self.now())
+    pub fn check_job_log(&mut self, job: &str) -> Result<(), crate::logs::LogError> {
+        let now = self.now();
+        self.logs.set_aside_planted(Some(job), now);
+        self.report_set_aside();
+        self.logs.check_job(job, now)
     }
 
     /// Whether no run may start: the ledger could not be opened (said when
@@ -171,6 +181,32 @@ impl Surfaces {
             self.log_failed = true;
             crate::say::line(format_args!("the envelope log is not written: {e}"));
         }
+        self.report_set_aside();
+    }
+
+    /// Raises a `log-set-aside` alert for each special file the logs moved
+    /// aside (in this process, by any write, a step's output included).
+    /// Raised as from inside a step: its ledger row waits for the next use
+    /// of the ledger, so a write in a step's supervision never blocks on it.
+    fn report_set_aside(&mut self) {
+        if self.reporting_set_aside {
+            return;
+        }
+        self.reporting_set_aside = true;
+        // Each alert writes the logs again, which may find another planted
+        // file; a bound keeps a process planting them from holding us here.
+        for _ in 0..8 {
+            let moved = self.logs.take_set_aside();
+            if moved.is_empty() {
+                break;
+            }
+            for m in moved {
+                let alert =
+                    Alert::scheduler(Kind::LogSetAside, self.now().to_string(), m.to_string());
+                self.alert_in_step(&alert);
+            }
+        }
+        self.reporting_set_aside = false;
     }
 
     /// A problem of baton's own: on stderr and in the envelope.
@@ -227,6 +263,7 @@ impl Surfaces {
         if let Err(e) = self.logs.alert(&json) {
             crate::say::line(format_args!("the alert is not in alerts.log: {e}"));
         }
+        self.report_set_aside();
         let row = baton_ledger::NewAlert {
             time: self.now(),
             job: (!alert.job.is_empty()).then(|| alert.job.clone()),

@@ -44,10 +44,11 @@ pub fn prepare(config: &Config) -> Result<(), String> {
 /// Prepares the state directory ([`prepare`]), then checks the files every
 /// run at `now` writes: the envelope of the day, `alerts.log`, and in the
 /// embedded store the ledger's files. Each must be absent or a regular file
-/// nobody but this user or root may write. Says why not: then nothing runs,
-/// and nothing is lost (the occurrences stay due), where running would write
-/// through what another user could have planted, block on a named pipe, or
-/// lose the runs' records.
+/// nobody but this user or root may write (or, for a log, a special file the
+/// run sets aside: [`crate::logs`]). Says why not: then nothing runs, and
+/// nothing is lost (the occurrences stay due), where running would write
+/// through what another user could have planted, or lose the runs'
+/// records.
 pub fn preflight(config: &Config, now: jiff::Timestamp) -> Result<(), String> {
     prepare(config)?;
     let state = &config.settings.state_dir.value;

@@ -218,28 +218,78 @@ fn a_logs_directory_that_is_a_link_to_a_shared_one_is_refused() {
     assert_eq!(std::fs::read_dir(&shared).unwrap().count(), 0);
 }
 
+/// After a run found a named pipe at one of `planted`: the pipe was moved
+/// aside unopened, to `NAME.set-aside.1` beside it, the log is a regular file
+/// again, and a `log-set-aside` alert names both, on stderr and in
+/// `alerts.log`.
+fn set_aside(s: &Sched, planted: &[PathBuf], o: &Output) {
+    use std::os::unix::fs::FileTypeExt;
+    let aside = |p: &Path| {
+        p.with_file_name(format!(
+            "{}.set-aside.1",
+            p.file_name().unwrap().to_str().unwrap()
+        ))
+    };
+    let Some(p) = planted.iter().find(|p| aside(p).exists()) else {
+        panic!("nothing was set aside: {}", stderr(o));
+    };
+    let kind = std::fs::symlink_metadata(aside(p)).unwrap().file_type();
+    assert!(kind.is_fifo(), "{}", aside(p).display());
+    assert!(
+        std::fs::symlink_metadata(p).unwrap().is_file(),
+        "{}",
+        p.display()
+    );
+    assert!(
+        stderr(o).contains(&format!("{} was a named pipe", p.display())),
+        "{}",
+        stderr(o)
+    );
+    assert!(
+        stderr(o).contains(aside(p).to_str().unwrap()),
+        "{}",
+        stderr(o)
+    );
+    let alerts = std::fs::read_to_string(logs(s).join("alerts.log")).unwrap();
+    assert_eq!(alerts.matches("\"log-set-aside\"").count(), 1, "{alerts}");
+    assert!(alerts.contains(aside(p).to_str().unwrap()), "{alerts}");
+}
+
 #[test]
-fn a_named_pipe_at_a_jobs_log_never_blocks_a_run_holding_its_lease() {
+fn a_named_pipe_at_a_jobs_log_is_set_aside_unopened_and_the_run_goes_on() {
     let s = Sched::new("");
     let counter = counting(&s);
-    for f in dated(&s, "count") {
-        std::fs::create_dir_all(logs(&s)).unwrap();
-        mkfifo(&f);
+    std::fs::create_dir_all(logs(&s)).unwrap();
+    let planted = dated(&s, "count");
+    for f in &planted {
+        mkfifo(f);
     }
-    refused(&s, &counter, "named pipe");
-    // With a reader on the pipe, an open for writing would succeed: what is
-    // there is still refused, by its type.
+    // With a reader on the pipe, an open for writing would succeed and
+    // block nothing: it is still no log, and nothing is written to it.
     let reader = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-        .open(&dated(&s, "count")[0])
+        .open(&planted[0])
         .unwrap();
-    refused(&s, &counter, "named pipe");
-    drop(reader);
-    for f in dated(&s, "count") {
-        std::fs::remove_file(f).unwrap();
-    }
-    recovers(&s, &counter);
+    let o = sched(&s, &["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(lines(&counter), 1, "{}", stderr(&o));
+    set_aside(&s, &planted, &o);
+    let mut read = Vec::new();
+    let _ = (&reader).read_to_end(&mut read);
+    assert!(read.is_empty(), "{}", String::from_utf8_lossy(&read));
+    // Tomorrow's pipe stays a pipe: only a regular file is read here.
+    let log: String = planted
+        .iter()
+        .filter(|p| p.is_file())
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    assert!(!log.is_empty(), "the run's log is written afresh");
+    // The next run writes the fresh log, and alerts nothing more.
+    let o = sched(&s, &["run", "count"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(lines(&counter), 2, "{}", stderr(&o));
+    assert!(!stderr(&o).contains("named pipe"), "{}", stderr(&o));
 }
 
 #[test]
@@ -256,7 +306,7 @@ fn a_symlink_at_a_jobs_log_is_refused_and_never_followed() {
 }
 
 #[test]
-fn a_named_pipe_at_the_envelope_or_alerts_log_never_blocks_a_tick() {
+fn a_named_pipe_at_the_envelope_or_alerts_log_is_set_aside_and_the_tick_runs() {
     for planted in ["envelope", "alerts"] {
         let s = Sched::new("");
         let counter = counting(&s);
@@ -268,17 +318,13 @@ fn a_named_pipe_at_the_envelope_or_alerts_log_never_blocks_a_tick() {
         for f in &files {
             mkfifo(f);
         }
-        refused(&s, &counter, "named pipe");
         let o = sched(&s, &["tick"]);
-        assert!(
-            stderr(&o).contains(files[0].to_str().unwrap()),
-            "{planted}: {}",
-            stderr(&o)
-        );
-        for f in &files {
-            std::fs::remove_file(f).unwrap();
-        }
-        recovers(&s, &counter);
+        assert_eq!(code(&o), 0, "{planted}: {}", stderr(&o));
+        assert_eq!(lines(&counter), 1, "{planted}: {}", stderr(&o));
+        set_aside(&s, &files, &o);
+        let o = sched(&s, &["run", "count"]);
+        assert_eq!(code(&o), 0, "{planted}: {}", stderr(&o));
+        assert_eq!(lines(&counter), 2, "{planted}: {}", stderr(&o));
     }
 }
 
@@ -363,7 +409,7 @@ fn daemon(s: &Sched, jobs: &str) -> (Daemon, String) {
 }
 
 #[test]
-fn daemon_a_named_pipe_in_logs_never_blocks_a_tick_or_a_run() {
+fn daemon_a_named_pipe_in_logs_is_set_aside_and_never_blocks_a_tick_or_a_run() {
     let s = Sched::new("");
     let counter = s.env.path("counter");
     // Not due: the daemon's own first tick runs nothing.
@@ -384,27 +430,30 @@ fn daemon_a_named_pipe_in_logs_never_blocks_a_tick_or_a_run() {
     let alerts = logs(&s).join("alerts.log");
     mkfifo(&alerts);
     let a = d.request("POST", "/v1/tick", &headers, "");
-    assert_eq!(a.status, 500, "{}", a.body);
-    assert_eq!(a.json()["error"]["code"], "unusable_state", "{}", a.body);
-    let message = a.json()["error"]["message"].as_str().unwrap().to_owned();
-    assert!(message.contains(alerts.to_str().unwrap()), "{message}");
-    assert!(message.contains("named pipe"), "{message}");
-    std::fs::remove_file(&alerts).unwrap();
-    // A job's own log: that run is refused, before its lease is taken.
+    assert_eq!(a.status, 200, "{}", a.body);
+    // A job's own log: the pipe is set aside before the lease is taken, and
+    // the run goes on.
     for f in dated(&s, "count") {
         mkfifo(&f);
     }
     let r = d.request("POST", "/v1/jobs/count/run", &headers, "");
-    assert_eq!(r.status, 409, "{}", r.body);
-    assert!(r.body.contains("named pipe"), "{}", r.body);
-    assert_eq!(lines(&counter), 0);
-    assert_ne!(verdict(&s.env, "count"), "live");
-    for f in dated(&s, "count") {
-        std::fs::remove_file(f).unwrap();
-    }
-    let r = d.request("POST", "/v1/jobs/count/run", &headers, "");
     assert_eq!(r.status, 202, "{}", r.body);
     crate::support::eventually("the run to append its line", || lines(&counter) == 1);
+    crate::support::eventually("the run to end", || verdict(&s.env, "count") != "live");
+    let aside = |p: &Path| {
+        p.with_file_name(format!(
+            "{}.set-aside.1",
+            p.file_name().unwrap().to_str().unwrap()
+        ))
+    };
+    assert!(aside(&alerts).exists(), "{}", d.log());
+    assert!(
+        dated(&s, "count").iter().any(|p| aside(p).exists()),
+        "{}",
+        d.log()
+    );
+    let text = std::fs::read_to_string(&alerts).unwrap();
+    assert!(text.contains("\"log-set-aside\""), "{text}");
     assert!(!d.log().contains("hung"), "{}", d.log());
 }
 
