@@ -19,14 +19,11 @@ const BIN: &str = env!("CARGO_BIN_EXE_baton-faults");
 /// Scenarios that still find violations here, until their fixes land.
 const PENDING: &[&str] = &[
     "backfill-after-lost-ledger",
-    "blocked-stderr",
     "clock-ahead-one-host",
     "clock-ahead-single-host",
     "clock-steps-single-host",
     "cloned-machine",
     "failpoint-*-enospc",
-    "failpoint-renewal-stall",
-    "failpoint-renewal-stall-pg",
     "fence-after-restore",
     "fifo-in-logs",
     "killed-run-shown-running",
