@@ -44,6 +44,9 @@ use crate::tree::{KILL_ROUND_PAUSE, Tree};
 /// session reports the survivors as stuck.
 const STUCK_AFTER: Duration = Duration::from_secs(5);
 
+/// How often the supervisor looks for the answer of a renewal under way.
+const ANSWER_POLL: Duration = Duration::from_millis(10);
+
 /// How a session is run.
 #[derive(Debug, Clone, Default)]
 pub struct SessionConfig {
@@ -662,13 +665,19 @@ impl<'r> Session<'r> {
     fn keep_lease(&mut self) {
         if let Some(answer) = self.lease.collect() {
             self.answered(answer);
+            // The next renewal is a period after this one answered, as
+            // when renewals were made on this thread: a store that failed
+            // a whole call is given the period to come back.
+            self.next_renewal = self.clock.boot() + self.renew_every;
         }
         let now = self.clock.boot();
-        if self.lost.is_none() && !self.lease.busy() && now >= self.next_renewal {
+        if self.lost.is_none()
+            && !self.lease.busy()
+            && now >= self.next_renewal
+            && let Err(e) = self.lease.start()
+        {
+            self.answered((now, Err(e)));
             self.next_renewal = now + self.renew_every;
-            if let Err(e) = self.lease.start() {
-                self.answered((now, Err(e)));
-            }
         }
         self.check_deadline();
         let now = self.clock.boot();
@@ -681,10 +690,12 @@ impl<'r> Session<'r> {
     }
 
     /// Self-fences: the lease is lost once no renewal sent in the last TTL
-    /// has succeeded, whatever the renewal under way is doing.
+    /// has succeeded. A renewal under way then is given the longest a
+    /// renewal may block ([`Held::renew_wait`], the `w` of the self-fencing
+    /// rule) to land; one that blocks longer does not delay the stop.
     fn check_deadline(&mut self) {
         let now = self.clock.boot();
-        if self.lost.is_none() && now.saturating_sub(self.last_renewed) >= self.ttl {
+        if self.lost.is_none() && now >= self.deadline() {
             let since = show(now.saturating_sub(self.last_renewed));
             self.lose(format!(
                 "could not renew the lease on {} for {since} (its TTL is {})",
@@ -692,6 +703,15 @@ impl<'r> Session<'r> {
                 show(self.ttl)
             ));
         }
+    }
+
+    /// When the lease is lost unless a renewal succeeds first.
+    fn deadline(&self) -> Duration {
+        let mut at = self.last_renewed + self.ttl;
+        if self.lease.busy() {
+            at += self.lease.holding().renew_wait();
+        }
+        at
     }
 
     /// Takes a renewal's answer into account.
@@ -764,10 +784,11 @@ impl<'r> Session<'r> {
     fn session_deadline(&self) -> Duration {
         let mut next = Duration::MAX;
         if self.lost.is_none() {
-            next = next.min(self.last_renewed + self.ttl);
+            next = next.min(self.deadline());
             next = if self.lease.busy() {
-                // Its answer is looked for every tick.
-                next.min(self.clock.boot() + TICK)
+                // Its answer is looked for often, so that a renewal that
+                // lands close to the deadline counts.
+                next.min(self.clock.boot() + ANSWER_POLL)
             } else {
                 next.min(self.next_renewal)
             };
