@@ -78,7 +78,8 @@ pub(crate) type Answer = (Duration, Result<Renewal, HeldError>);
 pub(crate) struct Renewer {
     lease: Arc<Mutex<Option<Box<dyn Held>>>>,
     holding: Holding,
-    under_way: Option<Receiver<Answer>>,
+    /// The renewal under way: its answer, and when it was started.
+    under_way: Option<(Receiver<Answer>, Duration)>,
     clock: SystemClock,
 }
 
@@ -109,6 +110,11 @@ impl Renewer {
         self.under_way.is_some()
     }
 
+    /// When the renewal under way was started (boot clock), if one is.
+    pub(crate) fn started(&self) -> Option<Duration> {
+        self.under_way.as_ref().map(|(_, at)| *at)
+    }
+
     /// Starts a renewal on a thread of its own, unless one is under way.
     ///
     /// # Errors
@@ -121,6 +127,7 @@ impl Renewer {
         let (tx, rx) = mpsc::sync_channel(1);
         let lease = Arc::clone(&self.lease);
         let clock = self.clock;
+        let started = clock.boot();
         std::thread::Builder::new()
             .name("baton-renewal".into())
             .spawn(move || {
@@ -141,13 +148,13 @@ impl Renewer {
                 let _ = tx.send((sent, answer));
             })
             .map_err(HeldError::new)?;
-        self.under_way = Some(rx);
+        self.under_way = Some((rx, started));
         Ok(())
     }
 
     /// The answer of the renewal under way, if it has come; never waits.
     pub(crate) fn collect(&mut self) -> Option<Answer> {
-        let rx = self.under_way.as_ref()?;
+        let (rx, _) = self.under_way.as_ref()?;
         let answer = match rx.try_recv() {
             Ok(a) => a,
             Err(TryRecvError::Empty) => return None,
@@ -161,7 +168,7 @@ impl Renewer {
     /// its answer (`None` when none was under way); `Err(())` when it is
     /// still under way.
     pub(crate) fn settle(&mut self, limit: Duration) -> Result<Option<Answer>, ()> {
-        let Some(rx) = self.under_way.as_ref() else {
+        let Some((rx, _)) = self.under_way.as_ref() else {
             return Ok(None);
         };
         let answer = match rx.recv_timeout(limit) {

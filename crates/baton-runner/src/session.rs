@@ -705,13 +705,17 @@ impl<'r> Session<'r> {
         }
     }
 
-    /// When the lease is lost unless a renewal succeeds first.
+    /// When the lease is lost unless a renewal succeeds first: a TTL after
+    /// the last successful send; while a renewal is under way, the longest
+    /// a renewal may block after that, or after the renewal started when it
+    /// started later (a supervisor that was paused past its deadline, and
+    /// renews first thing on waking, as it always did).
     fn deadline(&self) -> Duration {
-        let mut at = self.last_renewed + self.ttl;
-        if self.lease.busy() {
-            at += self.lease.holding().renew_wait();
+        let at = self.last_renewed + self.ttl;
+        match self.lease.started() {
+            Some(started) => at.max(started) + self.lease.holding().renew_wait(),
+            None => at,
         }
-        at
     }
 
     /// Takes a renewal's answer into account.
