@@ -4,10 +4,8 @@
 //! use is never replaced). A scenario this machine cannot run fails the
 //! test with the campaign's message (exit 2): nothing is skipped silently.
 //!
-//! [`PENDING`] names the scenarios that still find violations on this
-//! branch, each a fault whose fix has not landed yet: they run in the full
-//! campaign (`RELIABILITY.md`), and are left out here so that this test
-//! stays a gate. Empty it as the fixes land.
+//! Every scenario runs here, none left out: a scenario that finds a
+//! violation fails the test, with the command that replays it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,12 +14,6 @@ use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_baton-faults");
 
-/// Scenarios that still find violations here, until their fixes land.
-const PENDING: &[&str] = &[
-    "blocked-stderr",
-    "failpoint-renewal-stall",
-    "failpoint-renewal-stall-pg",
-];
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -61,10 +53,6 @@ fn one_trial_of_every_scenario_holds_every_invariant() {
     let failpoints = build(&["--features", "failpoints"], "baton-failpoints");
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("faults.json");
-    eprintln!(
-        "left out until their fixes land (the full campaign runs them): {}",
-        PENDING.join(", ")
-    );
     let out = Command::new(BIN)
         .args([
             "--per-scenario",
@@ -79,8 +67,6 @@ fn one_trial_of_every_scenario_holds_every_invariant() {
         .arg(&baton)
         .arg("--failpoints-baton")
         .arg(&failpoints)
-        .arg("--skip")
-        .args(PENDING)
         .arg("--dir")
         .arg(dir.path())
         .arg("--json")

@@ -44,7 +44,8 @@ pub fn process_start(pid: u32) -> Option<u64> {
     process::stat(pid).ok().flatten().map(|s| s.start)
 }
 
-/// This process's group id.
+/// This process's group id, as this pid namespace numbers it; 0 when the
+/// group's leader is outside it (no group this namespace names is ours then).
 pub fn own_group() -> u32 {
     process::current_group()
 }

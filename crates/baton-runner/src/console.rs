@@ -93,6 +93,28 @@ pub fn stderr(bytes: &[u8]) {
     lock(&ERR).write(bytes);
 }
 
+/// Writes a panic's message to standard error without blocking, from the
+/// panic hook the binary installs (std's own hook writes with a blocking
+/// `write(2)`: with a reader that is stuck, a panicking holder would never
+/// reach its abort, and its job would run on past a takeover). The stream's
+/// lock may be held by the thread that panicked: it is only tried, for a
+/// bounded number of turns, and the message is dropped when it stays busy.
+pub fn stderr_from_panic(bytes: &[u8]) {
+    for _ in 0..1000 {
+        match ERR.try_lock() {
+            Ok(mut s) => {
+                s.write(bytes);
+                return;
+            }
+            Err(std::sync::TryLockError::Poisoned(p)) => {
+                p.into_inner().write(bytes);
+                return;
+            }
+            Err(std::sync::TryLockError::WouldBlock) => std::thread::yield_now(),
+        }
+    }
+}
+
 /// Writes `bytes` to standard output without blocking. Returns how many
 /// bytes were dropped because the reader was too far behind (0 normally).
 pub fn stdout(bytes: &[u8]) -> usize {

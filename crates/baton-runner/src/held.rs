@@ -18,10 +18,12 @@ use baton_lease::Once;
 
 /// A lease this process holds, as the session drives it.
 ///
-/// The session calls it from its supervising thread only. Dropping a value
+/// The session calls it from one thread at a time: renewals from a thread
+/// of their own, every other call from its supervising thread once no
+/// renewal is under way (hence `Send`). Dropping a value
 /// without [`Held::release`] is the implementation's business (the lock file
 /// releases on drop; a PostgreSQL lease lapses by itself).
-pub trait Held: std::fmt::Debug {
+pub trait Held: std::fmt::Debug + Send {
     /// The lease's TTL: it is renewed every third of it, and the job is
     /// stopped once no renewal got through for a whole TTL.
     fn ttl(&self) -> Duration;

@@ -38,6 +38,7 @@ pub mod hook;
 mod hugepages;
 mod lease_file;
 mod limits;
+mod renewer;
 mod report;
 mod session;
 pub mod signals;
@@ -51,6 +52,7 @@ pub use capture::{Output, Sink};
 pub use held::{Held, HeldError, Release, Renewal, Restated};
 pub use hook::{HookCommand, HookOutcome};
 pub use limits::{MIN_TTL, SKEW_ALLOWANCE, TICK, check_self_fencing, mutex_wait_for};
+pub use renewer::Holding;
 pub use report::{Event, Report};
 pub use session::{Finish, Paused, Session, SessionConfig};
 pub use status::{

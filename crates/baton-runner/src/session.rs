@@ -2,12 +2,19 @@
 //!
 //! The session owns the lease from the moment its caller acquired it,
 //! through [`Held`] (a lock file or a store's row alike). It
-//! renews it every third of its TTL, during steps and pauses alike, and is
-//! the only code that decides the lease is lost: when a renewal finds the
-//! token gone, or no renewal has succeeded for a whole TTL (measured on the
-//! boot clock from the start of the last successful attempt), the running
-//! step is stopped and no later step may start. [`Session::finish`] releases
-//! the lease, token-checked, and only ever after every step's tree is gone.
+//! renews it every third of its TTL, during steps and pauses alike, each
+//! renewal on a thread of its own ([`crate::renewer`]), and is the only code
+//! that decides the lease is lost: when a renewal finds the token gone, or
+//! no renewal has succeeded for a whole TTL (measured on the boot clock from
+//! the send time of the last successful one), the running step is stopped
+//! and no later step may start. A renewal that blocks, for however long,
+//! never delays that stop. [`Session::finish`] releases the lease,
+//! token-checked, and only ever after every step's tree is gone.
+//!
+//! A step whose command had already exited when the lease was found lost
+//! keeps its command's own ending (its exit status earned it, under a lease
+//! still its own); only a command still running then, which the session
+//! stops, ends [`Ending::LeaseLost`].
 //!
 //! Every wait is bounded by the nearest deadline (renewal, TTL, timeout,
 //! kill grace, budget) and by [`crate::TICK`], and a deadline whose action
@@ -26,6 +33,7 @@ use crate::cgroup::Cgroup;
 use crate::gate::{self, Started};
 use crate::held::{Held, HeldError, Release, Renewal, Restated};
 use crate::limits::{TICK, show};
+use crate::renewer::{Answer, Holding, Renewer};
 use crate::report::{Event, Report};
 use crate::signals::{Signals, Wake};
 use crate::status::{Ending, SpawnFailure, SpawnKind};
@@ -35,6 +43,9 @@ use crate::tree::{KILL_ROUND_PAUSE, Tree};
 /// How long the stop of a tree may last past the kill grace before the
 /// session reports the survivors as stuck.
 const STUCK_AFTER: Duration = Duration::from_secs(5);
+
+/// How often the supervisor looks for the answer of a renewal under way.
+const ANSWER_POLL: Duration = Duration::from_millis(10);
 
 /// How a session is run.
 #[derive(Debug, Clone, Default)]
@@ -91,7 +102,7 @@ enum Stop {
 
 /// A run in progress. One per process at a time.
 pub struct Session<'r> {
-    lease: Box<dyn Held>,
+    lease: Renewer,
     cfg: SessionConfig,
     report: &'r mut dyn Report,
     signals: Signals,
@@ -139,7 +150,7 @@ impl<'r> Session<'r> {
         let ttl = lease.ttl();
         let renew_every = ttl / 3;
         Ok(Self {
-            lease,
+            lease: Renewer::new(lease),
             cfg,
             report,
             signals,
@@ -158,9 +169,9 @@ impl<'r> Session<'r> {
         })
     }
 
-    /// The lease.
-    pub fn lease(&self) -> &dyn Held {
-        &*self.lease
+    /// The lease's facts (fence, token, host, where it is kept).
+    pub fn lease(&self) -> &Holding {
+        self.lease.holding()
     }
 
     /// Checks the self-fencing inequality ([`crate::check_self_fencing`])
@@ -179,7 +190,7 @@ impl<'r> Session<'r> {
     ) -> Result<(), String> {
         crate::limits::check_self_fencing(
             self.ttl,
-            self.lease.renew_wait(),
+            self.lease.holding().renew_wait(),
             kill_grace,
             takeover_grace,
             names,
@@ -301,15 +312,27 @@ impl<'r> Session<'r> {
                 }
             }
         });
-        // The group goes on the record before the command may run.
-        let attempt = self.clock.boot();
-        let recorded = self.lease.set_job_group(pid);
-        let refused = match recorded {
-            Ok(Renewal::Renewed) => {
-                self.last_renewed = attempt;
-                self.next_renewal = attempt + self.renew_every;
-                None
+        // The group goes on the record before the command may run, once
+        // the renewal under way (from the pause before) has answered.
+        let recorded = match self.settle() {
+            Err(busy) => Ok(Renewal::Unconfirmed(busy)),
+            Ok(()) if self.lost.is_some() => {
+                Ok(Renewal::Lost(self.lost.clone().unwrap_or_default()))
             }
+            Ok(()) => {
+                let attempt = self.clock.boot();
+                let r = self
+                    .lease
+                    .with(|l| l.set_job_group(pid))
+                    .unwrap_or_else(|| Ok(Renewal::Lost("the lease was released".into())));
+                if r.as_ref().is_ok_and(|r| *r == Renewal::Renewed) {
+                    self.renewed(attempt);
+                }
+                r
+            }
+        };
+        let refused = match recorded {
+            Ok(Renewal::Renewed) => None,
             Ok(Renewal::Lost(lost)) => {
                 self.lose(format!("{lost}; the step did not run"));
                 self.report_lost();
@@ -317,7 +340,7 @@ impl<'r> Session<'r> {
             }
             Ok(Renewal::Unconfirmed(busy)) => Some(Ending::NotStarted(other(format!(
                 "could not record the step's process group in {} ({busy}); it did not run",
-                self.lease.describe()
+                self.lease.holding().describe()
             )))),
             Err(e) => Some(Ending::NotStarted(other(format!(
                 "{e}; the step did not run"
@@ -362,7 +385,7 @@ impl<'r> Session<'r> {
         };
         let tree = Tree::new(pid, cgroup, contained);
         let mut reader = reader;
-        let (status, stop) = self.supervise(&mut child, &tree, &limits, t0, reader.as_mut());
+        let (status, stop, cut) = self.supervise(&mut child, &tree, &limits, t0, reader.as_mut());
         if let Some(fg) = foreground {
             fg.restore();
         }
@@ -373,7 +396,10 @@ impl<'r> Session<'r> {
             None => (None, None),
         };
         let ending = match (stop, code, signal) {
-            (Some(Stop::LeaseLost), _, _) => Ending::LeaseLost,
+            // A command that had exited before the lease was lost keeps
+            // its own ending.
+            (Some(Stop::LeaseLost), _, _) if cut => Ending::LeaseLost,
+            (Some(Stop::LeaseLost), None, None) => Ending::LeaseLost,
             (Some(Stop::Timeout), _, _) => Ending::TimedOut,
             (_, Some(c), _) => Ending::Exited(c),
             (_, None, Some(s)) => Ending::Signaled(s),
@@ -390,8 +416,8 @@ impl<'r> Session<'r> {
     }
 
     /// Supervises a started step until its command has exited and its tree
-    /// is gone. Returns the command's status and why the tree was stopped,
-    /// if it was.
+    /// is gone. Returns the command's status, why the tree was stopped, if it
+    /// was, and whether the lease was lost while the command still ran.
     fn supervise(
         &mut self,
         child: &mut gate::Child,
@@ -399,7 +425,7 @@ impl<'r> Session<'r> {
         limits: &Limits,
         t0: Duration,
         mut output: Option<&mut capture::Reader>,
-    ) -> (Option<ExitStatus>, Option<Stop>) {
+    ) -> (Option<ExitStatus>, Option<Stop>, bool) {
         let pid = child.id();
         let timeout_at = limits.timeout.map(|t| t0 + t);
         let mut status: Option<ExitStatus> = None;
@@ -408,6 +434,7 @@ impl<'r> Session<'r> {
         let mut term_at: Option<Duration> = None;
         let mut killing = false;
         let mut stuck_reported = false;
+        let mut cut = false;
         loop {
             if !waited {
                 match child.try_wait() {
@@ -433,6 +460,14 @@ impl<'r> Session<'r> {
                 }
             };
             if self.lost.is_some() && stop != Some(Stop::LeaseLost) {
+                // Whether the command still runs as the loss is acted on:
+                // asked right before the signal, so that a command that
+                // exited first keeps its own ending.
+                if !waited && let Ok(Some(s)) = child.try_wait() {
+                    status = Some(s);
+                    waited = true;
+                }
+                cut = !waited;
                 begin(Stop::LeaseLost, &mut stop, &mut term_at);
             }
             // Only now that the tree is signalled: the report may block.
@@ -449,7 +484,7 @@ impl<'r> Session<'r> {
             }
             if waited {
                 if !tree.alive(None) {
-                    return (status, stop);
+                    return (status, stop, cut);
                 }
                 if term_at.is_none() {
                     // A contained step's init outlives its command for the
@@ -559,16 +594,21 @@ impl<'r> Session<'r> {
         occ: Option<String>,
         once: Option<&baton_lease::Once>,
     ) -> Result<Restated, HeldError> {
+        if let Err(busy) = self.settle() {
+            return Ok(Restated::Unconfirmed(busy));
+        }
         if let Some(why) = &self.lost {
             return Ok(Restated::Lost(why.clone()));
         }
-        let r = self.lease.restate(run, occ, once)?;
-        let now = self.clock.boot();
+        let sent = self.clock.boot();
+        let r = self
+            .lease
+            .with(|l| l.restate(run, occ, once))
+            .unwrap_or_else(|| Ok(Restated::Lost("the lease was released".into())))?;
         match &r {
             Restated::Done => {
-                self.last_renewed = now;
-                self.next_renewal = now + self.renew_every;
-                self.started = now;
+                self.renewed(sent);
+                self.started = self.clock.boot();
                 self.overran = false;
             }
             Restated::Lost(lost) => {
@@ -609,16 +649,30 @@ impl<'r> Session<'r> {
     /// Releases the lease (only if it is still ours). Every step's tree is
     /// gone by now: [`Session::run`] never returns before.
     pub fn finish(mut self) -> Finish {
+        let settled = self.settle();
         self.report_lost();
-        if let Some(why) = self.lost {
+        if let Some(why) = self.lost.take() {
             // The lease is someone else's now (or nobody's): a release would
-            // change nothing, and the token check guarantees it.
-            let _ = self.lease.release();
+            // change nothing, and the token check guarantees it. A renewal
+            // still under way keeps it; it lapses by itself.
+            if settled.is_ok()
+                && let Some(lease) = self.lease.take()
+            {
+                let _ = lease.release();
+            }
             return Finish::Lost(why);
         }
-        let path = self.lease.describe();
+        let path = self.lease.holding().describe();
+        if let Err(busy) = settled {
+            return Finish::Unconfirmed(format!(
+                "could not release {path} ({busy}); it frees itself once this process has exited"
+            ));
+        }
+        let Some(lease) = self.lease.take() else {
+            return Finish::Lost("the lease was already released".into());
+        };
         fail::fail_point!("release");
-        match self.lease.release() {
+        match lease.release() {
             Ok(Release::Released) => Finish::Released,
             Ok(Release::Lost(lost)) => {
                 Finish::Lost(format!("{lost}; this run's release changed nothing"))
@@ -635,44 +689,109 @@ impl<'r> Session<'r> {
     /// Renews when due, self-fences when no renewal got through for a TTL,
     /// and raises the budget's one warning.
     fn keep_lease(&mut self) {
-        let now = self.clock.boot();
-        if self.lost.is_none() && now >= self.next_renewal {
-            fail::fail_point!("renewal");
-            match self.lease.renew() {
-                Ok(Renewal::Renewed) => self.last_renewed = now,
-                Ok(Renewal::Lost(lost)) => self.lose(lost),
-                Ok(Renewal::Unconfirmed(busy)) => self.report.event(Event::RenewTrouble {
-                    why: format!(
-                        "could not renew the lease on {} ({busy}); the job is stopped if this \
-                         lasts {}",
-                        self.lease.describe(),
-                        show(self.ttl)
-                    ),
-                }),
-                Err(e) => self.report.event(Event::RenewTrouble {
-                    why: format!(
-                        "could not renew the lease: {e}; the job is stopped if this lasts {}",
-                        show(self.ttl)
-                    ),
-                }),
-            }
+        if let Some(answer) = self.lease.collect() {
+            self.answered(answer);
+            // The next renewal is a period after this one answered, as
+            // when renewals were made on this thread: a store that failed
+            // a whole call is given the period to come back.
             self.next_renewal = self.clock.boot() + self.renew_every;
         }
         let now = self.clock.boot();
-        if self.lost.is_none() && now.saturating_sub(self.last_renewed) >= self.ttl {
-            let since = show(now.saturating_sub(self.last_renewed));
-            self.lose(format!(
-                "could not renew the lease on {} for {since} (its TTL is {})",
-                self.lease.describe(),
-                show(self.ttl)
-            ));
+        if self.lost.is_none()
+            && !self.lease.busy()
+            && now >= self.next_renewal
+            && let Err(e) = self.lease.start()
+        {
+            self.answered((now, Err(e)));
+            self.next_renewal = now + self.renew_every;
         }
+        self.check_deadline();
+        let now = self.clock.boot();
         if let (Some(m), false) = (self.cfg.max_runtime, self.overran)
             && now >= self.started + m
         {
             self.overran = true;
             self.report.event(Event::Overrunning { budget: m });
         }
+    }
+
+    /// Self-fences: the lease is lost once no renewal sent in the last TTL
+    /// has succeeded. A renewal under way then is given the longest a
+    /// renewal may block ([`Held::renew_wait`], the `w` of the self-fencing
+    /// rule) to land; one that blocks longer does not delay the stop.
+    fn check_deadline(&mut self) {
+        let now = self.clock.boot();
+        if self.lost.is_none() && now >= self.deadline() {
+            let since = show(now.saturating_sub(self.last_renewed));
+            self.lose(format!(
+                "could not renew the lease on {} for {since} (its TTL is {})",
+                self.lease.holding().describe(),
+                show(self.ttl)
+            ));
+        }
+    }
+
+    /// When the lease is lost unless a renewal succeeds first: a TTL after
+    /// the last successful send; while a renewal is under way, the longest
+    /// a renewal may block after that, or after the renewal started when it
+    /// started later (a supervisor that was paused past its deadline, and
+    /// renews first thing on waking, as it always did).
+    fn deadline(&self) -> Duration {
+        let at = self.last_renewed + self.ttl;
+        match self.lease.started() {
+            Some(started) => at.max(started) + self.lease.holding().renew_wait(),
+            None => at,
+        }
+    }
+
+    /// Takes a renewal's answer into account.
+    fn answered(&mut self, (sent, answer): Answer) {
+        match answer {
+            Ok(Renewal::Renewed) => self.renewed(sent),
+            Ok(Renewal::Lost(lost)) => self.lose(lost),
+            Ok(Renewal::Unconfirmed(busy)) => self.report.event(Event::RenewTrouble {
+                why: format!(
+                    "could not renew the lease on {} ({busy}); the job is stopped if this \
+                     lasts {}",
+                    self.lease.holding().describe(),
+                    show(self.ttl)
+                ),
+            }),
+            Err(e) => self.report.event(Event::RenewTrouble {
+                why: format!(
+                    "could not renew the lease: {e}; the job is stopped if this lasts {}",
+                    show(self.ttl)
+                ),
+            }),
+        }
+    }
+
+    /// A renewal sent at `sent` (boot clock) succeeded. A lease already
+    /// found lost stays lost.
+    fn renewed(&mut self, sent: Duration) {
+        if self.lost.is_none() {
+            self.last_renewed = self.last_renewed.max(sent);
+            self.next_renewal = sent + self.renew_every;
+        }
+    }
+
+    /// Waits, a bounded time, for the renewal under way to answer, and
+    /// takes the answer (and the deadline) into account. `Err` says the
+    /// renewal is still under way.
+    fn settle(&mut self) -> Result<(), String> {
+        let limit = self.lease.holding().renew_wait() + TICK;
+        let settled = self.lease.settle(limit).map(|answer| {
+            if let Some(answer) = answer {
+                self.answered(answer);
+            }
+        });
+        self.check_deadline();
+        settled.map_err(|()| {
+            format!(
+                "a renewal of the lease has not answered within {}",
+                show(limit)
+            )
+        })
     }
 
     /// Remembers that the lease is lost; [`Session::report_lost`] says so
@@ -695,9 +814,14 @@ impl<'r> Session<'r> {
     fn session_deadline(&self) -> Duration {
         let mut next = Duration::MAX;
         if self.lost.is_none() {
-            next = next
-                .min(self.next_renewal)
-                .min(self.last_renewed + self.ttl);
+            next = next.min(self.deadline());
+            next = if self.lease.busy() {
+                // Its answer is looked for often, so that a renewal that
+                // lands close to the deadline counts.
+                next.min(self.clock.boot() + ANSWER_POLL)
+            } else {
+                next.min(self.next_renewal)
+            };
         }
         if let (Some(m), false) = (self.cfg.max_runtime, self.overran) {
             next = next.min(self.started + m);
@@ -726,5 +850,147 @@ fn other(message: String) -> SpawnFailure {
     SpawnFailure {
         kind: SpawnKind::Other,
         message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex, mpsc};
+
+    use super::*;
+
+    /// One session per process at a time: the signal handlers and the
+    /// subreaper attribute are the process's.
+    static ONE: Mutex<()> = Mutex::new(());
+
+    /// What the fake store does with a renewal.
+    #[derive(Debug)]
+    enum Then {
+        /// Blocks until the test lets go (or 30 s pass), then says so.
+        Stall(mpsc::Receiver<()>, Arc<AtomicBool>),
+        /// Answers that the record is someone else's.
+        Lost,
+    }
+
+    /// A lease in a store that the test drives; every other call succeeds.
+    #[derive(Debug)]
+    struct Fake {
+        ttl: Duration,
+        then: Then,
+    }
+
+    impl Held for Fake {
+        fn ttl(&self) -> Duration {
+            self.ttl
+        }
+        fn renew_wait(&self) -> Duration {
+            Duration::from_millis(10)
+        }
+        fn fence(&self) -> u64 {
+            1
+        }
+        fn token(&self) -> String {
+            "token".into()
+        }
+        fn host(&self) -> &str {
+            "here"
+        }
+        fn describe(&self) -> String {
+            "the fake store".into()
+        }
+        fn set_job_group(&mut self, _pgid: u32) -> Result<Renewal, HeldError> {
+            Ok(Renewal::Renewed)
+        }
+        fn renew(&mut self) -> Result<Renewal, HeldError> {
+            match &self.then {
+                Then::Stall(rx, over) => {
+                    let _ = rx.recv_timeout(Duration::from_secs(30));
+                    over.store(true, Ordering::SeqCst);
+                    Ok(Renewal::Unconfirmed("the store did not answer".into()))
+                }
+                Then::Lost => Ok(Renewal::Lost("the record names another holder".into())),
+            }
+        }
+        fn restate(
+            &mut self,
+            _run: Option<String>,
+            _occ: Option<String>,
+            _once: Option<&baton_lease::Once>,
+        ) -> Result<Restated, HeldError> {
+            Ok(Restated::Done)
+        }
+        fn release(self: Box<Self>) -> Result<Release, HeldError> {
+            Ok(Release::Released)
+        }
+    }
+
+    fn step(script: &str) -> StepSpec {
+        let mut spec = StepSpec::new("sh", vec!["-c".into(), script.into()]);
+        spec.stdin = Stdin::Null;
+        spec.kill_grace = Duration::from_millis(500);
+        spec
+    }
+
+    fn session_of(fake: Fake, report: &mut dyn Report) -> Session<'_> {
+        Session::start(Box::new(fake), SessionConfig::default(), report)
+            .unwrap_or_else(|_| panic!("the session did not start"))
+    }
+
+    #[test]
+    fn a_renewal_that_never_answers_does_not_delay_the_stop_of_the_job() {
+        let _one = ONE
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (let_go, rx) = mpsc::channel();
+        let over = Arc::new(AtomicBool::new(false));
+        let fake = Fake {
+            ttl: Duration::from_millis(600),
+            then: Then::Stall(rx, Arc::clone(&over)),
+        };
+        let mut events = Vec::new();
+        let mut report = |e: Event| events.push(e);
+        let mut s = session_of(fake, &mut report);
+        let r = s.run(step("exec sleep 60"));
+        // The job was stopped while the renewal was still stalled: the
+        // supervisor's deadline did not wait for it.
+        let stalled = !over.load(Ordering::SeqCst);
+        drop(let_go);
+        assert_eq!(r.ending, Ending::LeaseLost);
+        assert!(
+            stalled,
+            "the job was stopped only once the renewal answered"
+        );
+        assert!(s.lost().is_some_and(|w| w.contains("could not renew")));
+        assert!(matches!(s.finish(), Finish::Lost(_)));
+    }
+
+    #[test]
+    fn a_command_that_exited_before_its_lease_was_lost_keeps_its_own_ending() {
+        let _one = ONE
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let fake = || Fake {
+            ttl: Duration::from_millis(300),
+            then: Then::Lost,
+        };
+        let mut report = |_: Event| {};
+        // The command exits 0 at once and leaves a process that ignores
+        // SIGTERM: the step lasts the kill grace, and the first renewal,
+        // 100 ms in, finds the lease lost.
+        let mut s = session_of(fake(), &mut report);
+        let r = s.run(step("(trap '' TERM; exec sleep 5) & exit 0"));
+        assert!(s.lost().is_some());
+        assert_eq!(r.ending, Ending::Exited(0));
+        assert_eq!(r.code, Some(0));
+        // A later step does not run.
+        assert_eq!(s.run(step("exit 0")).ending, Ending::LeaseLost);
+        let _ = s.finish();
+        // A command still running when the lease is found lost is stopped.
+        let mut s = session_of(fake(), &mut report);
+        let r = s.run(step("exec sleep 60"));
+        assert_eq!(r.ending, Ending::LeaseLost);
+        assert_eq!(r.code, None);
+        let _ = s.finish();
     }
 }

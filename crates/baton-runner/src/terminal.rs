@@ -27,7 +27,11 @@ pub(crate) fn hand_to(pgid: u32) -> Option<Foreground> {
     if !rustix::termios::isatty(fd) {
         return None;
     }
-    let own = rustix::process::getpgrp();
+    // A group whose leader is outside this pid namespace reads as 0: then
+    // the terminal's foreground is not ours to hand on.
+    let own = i32::try_from(baton_lease::job::own_group())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)?;
     if rustix::termios::tcgetpgrp(fd).ok()? != own {
         return None;
     }

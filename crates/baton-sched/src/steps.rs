@@ -122,15 +122,8 @@ pub(crate) fn one(
     let now = surfaces.borrow().now();
     let elapsed = Duration::try_from(now.duration_since(started)).unwrap_or_default();
     let (verdict, code, success) = match (&tally.stopped, &tally.failed) {
-        (Some(why), _) => (
-            *why,
-            tally
-                .failed
-                .as_ref()
-                .map_or(1, |f| i32::from(f.2.exit_code())),
-            false,
-        ),
-        (None, Some((_, kind, ending))) => (
+        (Some(why), _) => (*why, tally.failed.as_ref().map_or(1, run_code), false),
+        (None, Some((_, kind, ending, _))) => (
             if *kind == StepKind::Check {
                 "check-failed"
             } else {
@@ -159,6 +152,17 @@ pub(crate) fn one(
         show_duration(elapsed)
     ));
     if success { OK } else { FAILED }
+}
+
+/// The exit code a run stopped at this step is recorded with: its command's
+/// own when it exited (a run whose lease was lost keeps its job's real
+/// code), else the code that stands for its ending (76 for a lost lease).
+fn run_code(failed: &(String, StepKind, Ending, Option<i32>)) -> i32 {
+    let (_, _, ending, code) = failed;
+    match (ending, code) {
+        (Ending::LeaseLost, Some(c)) => *c,
+        _ => i32::from(ending.exit_code()),
+    }
 }
 
 /// The runner's events, reported on the surfaces.
@@ -235,7 +239,8 @@ impl baton_runner::Report for Events {
 
 /// How the steps went, and the run's rows the ledger has yet to take.
 struct Tally {
-    failed: Option<(String, StepKind, Ending)>,
+    /// The step that failed, its ending and its command's own exit code.
+    failed: Option<(String, StepKind, Ending, Option<i32>)>,
     stopped: Option<&'static str>,
     seq: u32,
     record: RunRecord,
@@ -482,17 +487,21 @@ fn attempts(
             return;
         }
         let code = result.ending.exit_code();
+        let refused = matches!(step.action.value, Action::Http(_))
+            && result.code == Some(i32::from(http::EXIT_CLIENT_ERROR));
+        let no_retry = refused || step.no_retry_exit_codes.value.contains(&i32::from(code));
+        // A lost lease cuts the run short only where it stopped the command
+        // or keeps a retry from running: a command that failed by itself on
+        // its last attempt keeps its own verdict (`DESIGN.md`, "What a lost
+        // lease does to the record").
         let stop = match &result.ending {
             Ending::LeaseLost => Some("lease-lost"),
-            _ if session.lost().is_some() => Some("lease-lost"),
+            _ if session.lost().is_some() && attempt < max && !no_retry => Some("lease-lost"),
             _ if result.interrupted.is_some() || session.interrupted().is_some() => {
                 Some("interrupted")
             }
             _ => None,
         };
-        let refused = matches!(step.action.value, Action::Http(_))
-            && result.code == Some(i32::from(http::EXIT_CLIENT_ERROR));
-        let no_retry = refused || step.no_retry_exit_codes.value.contains(&i32::from(code));
         let last = attempt == max || stop.is_some() || no_retry;
         if !last {
             let delay = retry_delay(step, attempt);
@@ -511,12 +520,12 @@ fn attempts(
                 Paused::Elapsed => continue,
                 Paused::Interrupted(_) => {
                     tally.stopped = Some("interrupted");
-                    tally.failed = Some((step.name.clone(), step.kind, result.ending));
+                    tally.failed = Some((step.name.clone(), step.kind, result.ending, result.code));
                     return;
                 }
                 Paused::LeaseLost => {
                     tally.stopped = Some("lease-lost");
-                    tally.failed = Some((step.name.clone(), step.kind, result.ending));
+                    tally.failed = Some((step.name.clone(), step.kind, result.ending, result.code));
                     return;
                 }
             }
@@ -558,7 +567,7 @@ fn attempts(
         }
         tally.stopped = tally.stopped.or(stop);
         if tally.failed.is_none() || step.kind == StepKind::Step {
-            tally.failed = Some((step.name.clone(), step.kind, result.ending));
+            tally.failed = Some((step.name.clone(), step.kind, result.ending, result.code));
         }
         return;
     }

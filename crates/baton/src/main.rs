@@ -28,6 +28,12 @@ use cli::{Cli, Cmd, LockCmd, StoreCmd, WatermarkCmd};
 use exit::Exit;
 
 fn main() -> ExitCode {
+    // A panic aborts (the profiles say so); its message must not block on a
+    // stderr nobody reads on the way, or the abort that takes the step's
+    // init along never comes while the job runs on.
+    std::panic::set_hook(Box::new(|info| {
+        baton_runner::console::stderr_from_panic(format!("baton: {info}\n").as_bytes());
+    }));
     #[cfg(feature = "failpoints")]
     let _failpoints = failpoints::setup();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();

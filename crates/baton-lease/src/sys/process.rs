@@ -297,12 +297,19 @@ pub(crate) fn ignored(n: i32) -> bool {
     }
 }
 
-/// This process's process group.
+/// This process's process group, as this pid namespace numbers it: 0 when
+/// the group's leader lives in an ancestor namespace (a process started by
+/// `unshare --pid --fork`, or by a container's runtime, without a session
+/// of its own). No group this namespace can name is then ours.
+///
+/// `rustix::process::getpgrp` cannot be used: it asserts a positive id (a
+/// panic in a debug build, a zero `Pid` in a release one), and a panic here
+/// would stop a supervisor in the middle of stopping its job.
+#[allow(unsafe_code)] // One getpgrp(2), which cannot fail.
 pub(crate) fn current_group() -> u32 {
-    rustix::process::getpgrp()
-        .as_raw_nonzero()
-        .get()
-        .unsigned_abs()
+    // Safety: getpgrp takes nothing and only returns a number.
+    let pgid = unsafe { libc::getpgrp() };
+    pgid.unsigned_abs()
 }
 
 fn read_trimmed(path: &str) -> Option<String> {

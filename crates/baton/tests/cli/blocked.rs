@@ -10,7 +10,7 @@ use std::time::Duration;
 use baton_testkit::within;
 
 use crate::sched::Sched;
-use crate::support::{Env, alive, pause, wait_for_file, write_pid};
+use crate::support::{BATON, Env, alive, pause, wait_for_file, write_pid};
 
 /// A pipe filled to the brim whose read end is kept but never read: every
 /// blocking write to its write end waits forever.
@@ -90,6 +90,43 @@ fn exec_whose_stderr_nobody_reads_still_stops_its_job_when_its_lease_is_lost() {
         "the job ran on after its lease was lost: the supervisor was stuck writing to stderr"
     );
     assert_eq!(finish(b), Some(76));
+}
+
+#[test]
+fn exec_in_a_pid_namespace_whose_group_leader_is_outside_it_still_stops_its_job() {
+    // `unshare --pid --fork`, as a container's runtime or the fault
+    // campaign's hosts start baton: its process group's leader is in the
+    // parent namespace, so getpgrp(2) says 0 there. Stopping the job asks
+    // for the group (a job's group is never signalled when it is baton's
+    // own), which once panicked, and the panic's message then waited on the
+    // full stderr forever while the job ran on.
+    let env = Env::new();
+    let started = env.path("started");
+    let (_reader, full) = full_pipe();
+    let script = format!(
+        "{BATON} exec --name job --ttl 300ms --kill-grace 1s -- sh -c 'echo > {}; exec sleep \
+         120'; exit $?",
+        started.display()
+    );
+    let b = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "--kill-child", "--"])
+        .args(["sh", "-c"])
+        .arg(script)
+        .env("BATON_STATE_DIR", env.state())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(full))
+        .spawn()
+        .unwrap();
+    wait_for_file(&started);
+    let o = env.run(&["lock", "break", "job", "--force"]);
+    assert!(o.status.success(), "{}", crate::support::stderr(&o));
+    // baton exits only once its job's tree is gone.
+    assert_eq!(
+        finish(b),
+        Some(76),
+        "the job ran on after its lease was lost: the supervisor was stuck"
+    );
 }
 
 #[test]
