@@ -14,7 +14,6 @@ use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_baton-faults");
 
-
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .ancestors()
@@ -131,10 +130,7 @@ fn a_usage_error_exits_2_and_help_documents_the_exit_codes_and_the_replay() {
     }
     let out = Command::new(BIN).arg("--list").output().unwrap();
     let list = String::from_utf8_lossy(&out.stdout);
-    for name in [
-        "failpoint-renewal-kill",
-                "daemon-put-as-other-user",
-    ] {
+    for name in ["failpoint-renewal-kill", "daemon-put-as-other-user"] {
         assert!(list.contains(name), "{list}");
     }
 }

@@ -629,12 +629,16 @@ impl<'r> Session<'r> {
     /// Failures to reach the lease's record; nothing is known to have
     /// changed.
     pub fn withdraw(&mut self, once: &baton_lease::Once) -> Result<bool, HeldError> {
-        if self.lost.is_some() {
+        if self.settle().is_err() || self.lost.is_some() {
+            // A renewal still under way, or the lease lost: the claim
+            // stays, and later ticks leave its occurrence out as claimed.
             return Ok(false);
         }
-        match self.lease.withdraw(once)? {
+        let sent = self.clock.boot();
+        let r = self.lease.with(|l| l.withdraw(once)).transpose()?.flatten();
+        match r {
             Some(Renewal::Renewed) => {
-                self.last_renewed = self.clock.boot();
+                self.renewed(sent);
                 Ok(true)
             }
             Some(Renewal::Lost(lost)) => {
