@@ -22,6 +22,14 @@ fn signal(number: i32) -> io::Result<rustix::process::Signal> {
     })
 }
 
+/// Whether `/proc` shows this pid namespace (its `self` is this process):
+/// a `/proc` mounted from another namespace names other processes by this
+/// namespace's pids, so no process tree can be read from it.
+#[must_use]
+pub fn proc_is_ours() -> bool {
+    process::proc_is_ours()
+}
+
 /// Sends signal `number` to every process in group `pgid`. `Ok(false)` when
 /// the group is empty.
 ///

@@ -316,6 +316,48 @@ pub(crate) unsafe fn init(plan: &InitPlan, err: RawFd, start: impl FnOnce()) -> 
     }
 }
 
+/// Gives this process a `/proc` of its own pid namespace when the one it
+/// sees was mounted from another (a `baton` started by a contained job,
+/// whose step namespace shares its runner's `/proc`; `unshare --pid
+/// --fork` without `--mount-proc`): such a `/proc` names other processes
+/// by this namespace's pids, so no tree could be found in it. It takes a
+/// mount namespace of its own whose mounts are slaves of the one it came
+/// from (mounts made outside still appear; its own, and its jobs', stay in
+/// it) and mounts `proc` over `/proc` there. Call it while the process has
+/// one thread (the kernel refuses a new mount namespace to a process whose
+/// threads share their filesystem context). Returns whether `/proc` is now
+/// this namespace's own; where the kernel refuses (no capability, a
+/// container whose `/proc` is partly masked), nothing changed, and
+/// [`crate::Session::start`] refuses to supervise, saying why.
+pub fn own_proc() -> bool {
+    if baton_lease::job::proc_is_ours() {
+        return true;
+    }
+    // Safety: raw system calls with static C strings, changing only this
+    // process's mount namespace.
+    let mounted = unsafe {
+        let none = std::ptr::null::<libc::c_char>();
+        libc::unshare(libc::CLONE_NEWNS) == 0
+            // Propagation cut first: mounting here must never show on the
+            // other side.
+            && libc::mount(
+                none,
+                c"/".as_ptr(),
+                none,
+                libc::MS_REC | libc::MS_SLAVE,
+                std::ptr::null(),
+            ) == 0
+            && libc::mount(
+                c"proc".as_ptr(),
+                c"/proc".as_ptr(),
+                c"proc".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                std::ptr::null(),
+            ) == 0
+    };
+    mounted && baton_lease::job::proc_is_ours()
+}
+
 /// Closes every descriptor but `keep`.
 ///
 /// # Safety

@@ -49,6 +49,7 @@ mod tree;
 pub mod workers;
 
 pub use capture::{Output, Sink};
+pub use contain::own_proc;
 pub use held::{Held, HeldError, Release, Renewal, Restated};
 pub use hook::{HookCommand, HookOutcome};
 pub use limits::{MIN_TTL, SKEW_ALLOWANCE, TICK, check_self_fencing, mutex_wait_for};

@@ -130,17 +130,33 @@ impl<'r> Session<'r> {
     ///
     /// # Errors
     ///
-    /// When the signal handlers cannot be installed; the lease is handed
-    /// back so the caller can release it.
+    /// When `/proc` is not this pid namespace's own, or the signal handlers
+    /// cannot be installed; the lease is handed back so the caller can
+    /// release it.
     #[allow(clippy::type_complexity)] // The lease handed back, and why.
     pub fn start(
         lease: Box<dyn Held>,
         cfg: SessionConfig,
         report: &'r mut dyn Report,
     ) -> Result<Self, Box<(Box<dyn Held>, std::io::Error)>> {
+        if !baton_lease::job::proc_is_ours() {
+            // Fail closed: the job's tree could not be found to stop it.
+            let e = std::io::Error::other(
+                "/proc is not this pid namespace's own (it was mounted from another \
+                 namespace), so the processes a job starts cannot be found to stop them: \
+                 mount /proc for this namespace (e.g. `unshare --pid --fork --mount-proc`)",
+            );
+            return Err(Box::new((lease, e)));
+        }
         let signals = match Signals::install() {
             Ok(s) => s,
-            Err(e) => return Err(Box::new((lease, e))),
+            Err(e) => {
+                let e = std::io::Error::new(
+                    e.kind(),
+                    format!("failed to install signal handlers: {e}"),
+                );
+                return Err(Box::new((lease, e)));
+            }
         };
         // OK to ignore: on a kernel without it (before 3.4) only the group
         // is tracked, which `DESIGN.md` states as a limit.
@@ -923,6 +939,9 @@ mod tests {
             _once: Option<&baton_lease::Once>,
         ) -> Result<Restated, HeldError> {
             Ok(Restated::Done)
+        }
+        fn withdraw(&mut self, _once: &baton_lease::Once) -> Result<Option<Renewal>, HeldError> {
+            Ok(Some(Renewal::Renewed))
         }
         fn release(self: Box<Self>) -> Result<Release, HeldError> {
             Ok(Release::Released)

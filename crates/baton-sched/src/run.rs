@@ -761,10 +761,9 @@ fn hold_once(
         Err(failed) => {
             let (lease, e) = *failed;
             let _ = lease.release();
-            surfaces.borrow_mut().warn(&format!(
-                "{}: failed to install signal handlers: {e}",
-                job.name
-            ));
+            surfaces
+                .borrow_mut()
+                .warn(&format!("{}: cannot supervise the run: {e}", job.name));
             return (CANNOT, true);
         }
     };

@@ -34,6 +34,10 @@ fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         baton_runner::console::stderr_from_panic(format!("baton: {info}\n").as_bytes());
     }));
+    // Started by a contained job (or in a pid namespace without its own
+    // /proc): see this namespace's processes, while there is one thread.
+    // Where that is refused, a run refuses to start, saying why.
+    let _ = baton_runner::own_proc();
     #[cfg(feature = "failpoints")]
     let _failpoints = failpoints::setup();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();

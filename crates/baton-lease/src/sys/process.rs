@@ -247,6 +247,17 @@ pub(crate) struct SelfFacts {
     pub(crate) exe: Option<String>,
 }
 
+/// Whether `/proc` is this pid namespace's own: mounted from another one,
+/// it names other processes by this namespace's pids.
+pub(crate) fn proc_is_ours() -> bool {
+    std::fs::read_to_string("/proc/self/stat").is_ok_and(|t| {
+        t.split_ascii_whitespace()
+            .next()
+            .and_then(|p| p.parse::<u32>().ok())
+            == Some(std::process::id())
+    })
+}
+
 /// Reads this process's facts. Missing facts are `None`; the judge then treats
 /// a record that lacks them as one it cannot check.
 pub(crate) fn self_facts() -> SelfFacts {

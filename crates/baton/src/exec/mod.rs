@@ -160,7 +160,7 @@ fn start(cfg: &ExecConfig, lease: Lease, alerts: &mut Alerts) -> Exit {
         Ok(s) => s,
         Err(failed) => {
             let (lease, e) = *failed;
-            say!("baton: failed to install signal handlers: {e}");
+            say!("baton: cannot supervise the run: {e}");
             let _ = lease.release();
             return Exit::Failure;
         }

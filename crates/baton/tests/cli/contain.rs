@@ -248,3 +248,52 @@ fn root_without_cap_sys_admin_runs_uncontained_and_keeps_roots_powers() {
         stderr(&o)
     );
 }
+
+#[test]
+fn a_baton_started_by_a_contained_job_sees_its_own_namespace() {
+    // A contained step shares its runner's /proc, which numbers processes
+    // as the runner's namespace does: a `baton exec` in the job mounts a
+    // /proc of its own namespace before it supervises anything, so it
+    // finds (and stops) its own job's tree, and nothing else.
+    let env = Env::new();
+    let marker = env.path("ran");
+    let o = env.exec_sh(
+        "outer",
+        &[],
+        &format!(
+            "{BATON} exec --name inner --kill-grace 1s -- sh -c 'sleep 60 & touch {}'",
+            marker.display()
+        ),
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(marker.exists(), "the inner job did not run");
+    assert!(
+        stderr(&o).contains("left 1 process running"),
+        "the inner baton saw other processes than its job's: {}",
+        stderr(&o)
+    );
+    // And where /proc was left to the parent namespace by hand.
+    let o = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--kill-child", "--"])
+        .arg(BATON)
+        .args([
+            "exec",
+            "--name",
+            "x",
+            "--",
+            "sh",
+            "-c",
+            "sleep 60 & touch \"$0\"",
+        ])
+        .arg(&marker)
+        .env("BATON_STATE_DIR", env.state())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("left 1 process running"),
+        "{}",
+        stderr(&o)
+    );
+}
