@@ -114,8 +114,19 @@ pub(crate) struct Facts {
     /// Occurrences (RFC 3339, both ends in) whose records the fault itself
     /// destroyed: they ran after a backup the store was then restored from.
     /// Nothing is left that says they ran, so the outage's missed range may
-    /// take them in; running one again is still a duplicate.
+    /// take them in, and one still due when the store comes back may run
+    /// again; two runs at once are still an overlap.
     pub(crate) erased: Option<(String, String)>,
+}
+
+impl Facts {
+    /// Whether occurrence `o` lies in the span whose records the fault
+    /// destroyed.
+    fn erased(&self, o: &str) -> bool {
+        self.erased
+            .as_ref()
+            .is_some_and(|(from, to)| from.as_str() <= o && o <= to.as_str())
+    }
 }
 
 /// Judges `seen` (the event log), `sinks` (one log per lock), `recorded`
@@ -129,7 +140,7 @@ pub(crate) fn judge(
     v: &mut Violations,
 ) {
     overlaps(seen, v);
-    duplicates(seen, v);
+    duplicates(seen, facts, v);
     records(seen, recorded, facts, v);
     missed_but_ran(seen, missed, facts, v);
     for (lock, writes) in sinks {
@@ -158,9 +169,12 @@ fn overlaps(seen: &[Seen], v: &mut Violations) {
     }
 }
 
-fn duplicates(seen: &[Seen], v: &mut Violations) {
+fn duplicates(seen: &[Seen], facts: &Facts, v: &mut Violations) {
     let mut by_occ: BTreeMap<(&str, &str), Vec<&str>> = BTreeMap::new();
-    for s in seen.iter().filter(|s| s.occurrence != "manual") {
+    for s in seen
+        .iter()
+        .filter(|s| s.occurrence != "manual" && !facts.erased(&s.occurrence))
+    {
         by_occ
             .entry((&s.job, &s.occurrence))
             .or_default()
@@ -248,15 +262,9 @@ fn records(seen: &[Seen], recorded: &[Recorded], facts: &Facts, v: &mut Violatio
 }
 
 fn missed_but_ran(seen: &[Seen], missed: &[Missed], facts: &Facts, v: &mut Violations) {
-    let erased = |o: &str| {
-        facts
-            .erased
-            .as_ref()
-            .is_some_and(|(from, to)| from.as_str() <= o && o <= to.as_str())
-    };
     for s in seen
         .iter()
-        .filter(|s| s.occurrence != "manual" && !erased(&s.occurrence))
+        .filter(|s| s.occurrence != "manual" && !facts.erased(&s.occurrence))
     {
         if let Some(m) = missed.iter().find(|m| {
             m.job == s.job
