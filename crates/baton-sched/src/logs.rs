@@ -275,6 +275,15 @@ fn check(path: &Path) -> Result<(), StateFileError> {
     }
 }
 
+/// The job whose dated log `path` is (`JOB_YYYY_MM_DD.log` in the logs
+/// directory), if it is one; the envelope (`baton_…`) is no job's.
+pub(crate) fn job_of_log(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_str()?;
+    log_day(name)?;
+    let job = name.get(..name.len().checked_sub(".log".len() + 11)?)?;
+    (job != "baton" && !job.is_empty()).then(|| job.to_owned())
+}
+
 /// The `YYYY_MM_DD` of a dated log's name.
 fn log_day(name: &str) -> Option<&str> {
     let stem = name.strip_suffix(".log")?;
@@ -437,6 +446,12 @@ mod tests {
         // 20:00 UTC is already the next day in Kolkata.
         let t: Timestamp = "2026-11-29T20:00:00Z".parse().unwrap();
         assert!(l.dated("baton", t).ends_with("logs/baton_2026_11_30.log"));
+        assert_eq!(job_of_log(&l.dated("baton", t)), None);
+        assert_eq!(
+            job_of_log(&l.dated("nightly_db", t)).as_deref(),
+            Some("nightly_db")
+        );
+        assert_eq!(job_of_log(&l.dir().join("alerts.log")), None);
         l.envelope(t, "hello\nworld").unwrap();
         let text = std::fs::read_to_string(l.dated("baton", t)).unwrap();
         assert_eq!(text, "2026-11-30T01:30:00.000+05:30 hello world\n");

@@ -201,8 +201,11 @@ impl Surfaces {
                 break;
             }
             for m in moved {
-                let alert =
+                let mut alert =
                     Alert::scheduler(Kind::LogSetAside, self.now().to_string(), m.to_string());
+                if let Some(job) = crate::logs::job_of_log(&m.path) {
+                    alert.job = job;
+                }
                 self.alert_in_step(&alert);
             }
         }

@@ -275,6 +275,13 @@ fn a_named_pipe_at_a_jobs_log_is_set_aside_unopened_and_the_run_goes_on() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(lines(&counter), 1, "{}", stderr(&o));
     set_aside(&s, &planted, &o);
+    let alerts = std::fs::read_to_string(logs(&s).join("alerts.log")).unwrap();
+    assert!(
+        alerts
+            .lines()
+            .any(|l| l.contains("\"log-set-aside\"") && l.contains("\"job\":\"count\"")),
+        "the alert names the job whose log it was: {alerts}"
+    );
     let mut read = Vec::new();
     let _ = (&reader).read_to_end(&mut read);
     assert!(read.is_empty(), "{}", String::from_utf8_lossy(&read));
