@@ -336,6 +336,23 @@ mod tests {
     }
 
     #[test]
+    fn only_a_claim_within_the_tolerance_stands_for_the_occurrences_before_it() {
+        let now = 1_764_385_200;
+        // Within the tolerance: skew of clocks kept by NTP; it claims all
+        // before it, as a claim at now would.
+        let near = Claims::new().with(&once("x", now + FUTURE_TOLERANCE));
+        assert_eq!(
+            near.refuses(&once("x", now - 1), now),
+            Some(now + FUTURE_TOLERANCE)
+        );
+        // A clock stepped half a minute ahead holds the present back not at
+        // all: only the occurrence it ran stays refused.
+        let ahead = Claims::new().with(&once("x", now + 30));
+        assert_eq!(ahead.refuses(&once("x", now), now), None);
+        assert_eq!(ahead.refuses(&once("x", now + 30), now), Some(now + 30));
+    }
+
+    #[test]
     fn a_claim_in_the_future_is_kept_beside_the_present_one() {
         let now = 1_764_385_200;
         let future = now + 3600;
