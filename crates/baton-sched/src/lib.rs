@@ -6,7 +6,9 @@
 //! occurrence in the same critical section, so one occurrence runs once)
 //! and is supervised by `baton-runner`. What happened is written to the
 //! ledger (`baton-ledger`), to dated logs, and as alerts on five surfaces.
-//! `status`, `history` and `config` read it back for people and scripts.
+//! `status`, `history` and `config` read it back for people and scripts;
+//! [`job_state`] is the one answer to what state a job is in, which every
+//! surface shows, and [`overdue`] judges lateness against the schedule.
 //!
 //! Map: [`config`] reads and validates (and [`config::dropin`] writes the
 //! `jobs.d/` drop-ins the daemon's jobs API manages); [`units`] parses
@@ -27,8 +29,10 @@ pub mod decide;
 mod end_slot;
 pub mod history;
 pub mod http;
+pub mod job_state;
 pub mod logs;
 pub mod metrics;
+pub mod overdue;
 pub mod page;
 pub mod pause;
 pub mod plan;

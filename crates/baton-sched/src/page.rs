@@ -2,8 +2,9 @@
 //! document for a browser (the daemon serves it at `GET /`; `baton __page`
 //! prints it).
 //!
-//! This module owns the page's markup, its inline style and the one word it
-//! shows for each job's state ([`PageState`]). [`render`] is a pure function
+//! This module owns the page's markup and its inline style; each job's
+//! state is the one [`crate::job_state`] decided, shown under its word in
+//! `data-state` and in the badge. [`render`] is a pure function
 //! of what it is given: it reads no clock, no file and no ledger, so tests
 //! pin its output. [`read`] gathers what it needs (a [`Status`] and each
 //! job's last runs) and calls it; it never writes anything, and a ledger it
@@ -33,71 +34,6 @@ pub const RUNS_SHOWN: u32 = 5;
 
 /// How often the page reloads itself by default, in seconds.
 pub const DEFAULT_REFRESH_SECS: u32 = 5;
-
-/// A job's state as the page shows it, in `data-state` and in its badge.
-///
-/// It is derived from a [`JobStatus`] by [`PageState::of`], the first that
-/// applies winning:
-///
-/// 1. `running`: a live holder has the job's lock now (even if the job was
-///    paused or disabled since it started: a pause never stops a run in
-///    flight, so what happens now comes first);
-/// 2. `paused`: a pause is in force, or the job or the whole scheduler is
-///    disabled (nothing will start it until someone acts);
-/// 3. `overdue`: a due occurrence older than its window never started (a
-///    job that has not run yet is `idle` until its first occurrence is
-///    late; its card says "never run");
-/// 4. `failing`: its last run failed;
-/// 5. `idle`: on schedule, waiting for its next occurrence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PageState {
-    /// A live holder runs it now.
-    Running,
-    /// Waiting for its next occurrence, on schedule.
-    Idle,
-    /// Paused or disabled.
-    Paused,
-    /// Its last run failed.
-    Failing,
-    /// A due occurrence never started, or it never ran.
-    Overdue,
-}
-
-impl PageState {
-    /// The state of `job`, by the precedence documented on the type.
-    ///
-    /// # Example
-    ///
-    /// ```ignore
-    /// let state = PageState::of(&status.jobs[0]);
-    /// assert_eq!(state.word(), "idle");
-    /// ```
-    pub fn of(job: &JobStatus) -> Self {
-        if job.holder.as_ref().is_some_and(|h| h.verdict == "live") {
-            Self::Running
-        } else if job.paused.is_some() || job.state == "disabled" {
-            Self::Paused
-        } else if job.overdue.is_some() {
-            Self::Overdue
-        } else if job.failing {
-            Self::Failing
-        } else {
-            Self::Idle
-        }
-    }
-
-    /// The word in `data-state`: `running`, `idle`, `paused`, `failing` or
-    /// `overdue`.
-    pub fn word(self) -> &'static str {
-        match self {
-            Self::Running => "running",
-            Self::Idle => "idle",
-            Self::Paused => "paused",
-            Self::Failing => "failing",
-            Self::Overdue => "overdue",
-        }
-    }
-}
 
 /// Each job's newest runs, newest first, as the page lists them.
 #[derive(Debug, Clone, Default)]
@@ -201,16 +137,25 @@ h3{font-size:.8rem;text-transform:uppercase;letter-spacing:.04em;color:#58636e;m
 .banner{background:#fde8e8;border:1px solid #e0a3a3;border-radius:6px;padding:.5rem .75rem;margin:0 0 1rem}
 .jobs{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,24rem),1fr));gap:1rem}
 .job{min-width:0;background:#fff;border:1px solid #d8dee4;border-left:6px solid #8c959f;border-radius:8px;padding:.8rem 1rem}
-.job[data-state=running]{border-left-color:#1f6feb}
-.job[data-state=idle]{border-left-color:#2da44e}
+.job[data-state=disabled]{border-left-color:#57606a}
 .job[data-state=paused]{border-left-color:#8c959f}
-.job[data-state=failing]{border-left-color:#cf222e}
+.job[data-state=running]{border-left-color:#1f6feb}
+.job[data-state=hung]{border-left-color:#bc4c00}
 .job[data-state=overdue]{border-left-color:#bf8700}
+.job[data-state=failing]{border-left-color:#cf222e}
+.job[data-state=crashed]{border-left-color:#82071e}
+.job[data-state=new]{border-left-color:#8250df}
+.job[data-state=ok]{border-left-color:#2da44e}
 .badge{font-size:.75rem;font-weight:600;text-transform:uppercase;padding:.1rem .45rem;border-radius:999px;background:#eaeef2}
+.job[data-state=disabled] .badge{background:#d0d7de;color:#24292f}
+.job[data-state=paused] .badge{background:#eaeef2;color:#424a53}
 .job[data-state=running] .badge{background:#ddf4ff;color:#0550ae}
-.job[data-state=idle] .badge{background:#dafbe1;color:#116329}
-.job[data-state=failing] .badge{background:#ffebe9;color:#a40e26}
+.job[data-state=hung] .badge{background:#fff1e5;color:#953800}
 .job[data-state=overdue] .badge{background:#fff8c5;color:#7d4e00}
+.job[data-state=failing] .badge{background:#ffebe9;color:#a40e26}
+.job[data-state=crashed] .badge{background:#82071e;color:#ffffff}
+.job[data-state=new] .badge{background:#fbefff;color:#6639ba}
+.job[data-state=ok] .badge{background:#dafbe1;color:#116329}
 dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.15rem .75rem;margin:.6rem 0 0}
 dt{color:#58636e}
 dd{margin:0;min-width:0}
@@ -296,14 +241,16 @@ pub fn render(status: &Status, runs: &RecentRuns, now: Timestamp, refresh_secs: 
 }
 
 fn health_words(status: &Status) -> String {
-    let attention = status
-        .jobs
-        .iter()
-        .filter(|j| matches!(PageState::of(j), PageState::Failing | PageState::Overdue))
-        .count();
+    let attention = status.jobs.iter().filter(|j| !j.state.healthy()).count();
     match attention {
-        0 => format!("{} job(s), none failing or overdue", status.jobs.len()),
-        n => format!("{n} of {} job(s) failing or overdue", status.jobs.len()),
+        0 => format!(
+            "{} job(s), none hung, overdue, failing or crashed",
+            status.jobs.len()
+        ),
+        n => format!(
+            "{n} of {} job(s) hung, overdue, failing or crashed",
+            status.jobs.len()
+        ),
     }
 }
 
@@ -350,7 +297,7 @@ fn verdict_class(v: Option<&str>) -> &'static str {
 
 fn job_card(out: &mut String, j: &JobStatus, recent: &[RunView], now: Timestamp) {
     let tz = jiff::tz::TimeZone::get(&j.timezone).unwrap_or(jiff::tz::TimeZone::UTC);
-    let state = PageState::of(j);
+    let state = j.state;
     let name = escape(&j.job);
     let _ = writeln!(
         out,
@@ -431,9 +378,9 @@ fn job_card(out: &mut String, j: &JobStatus, recent: &[RunView], now: Timestamp)
     if let Some(o) = &j.overdue {
         let _ = writeln!(
             out,
-            "<dt>overdue</dt><dd class=\"bad\">occurrence {} never started (its window is {})</dd>",
+            "<dt>overdue</dt><dd class=\"bad\">occurrence {} did not start (grace {})</dd>",
             escape(&o.occurrence),
-            escape(&show_duration(Duration::from_secs(o.window_seconds)))
+            escape(&show_duration(Duration::from_secs(o.grace_seconds)))
         );
     }
     if j.failing {

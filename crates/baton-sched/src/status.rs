@@ -1,14 +1,15 @@
-//! `baton status`: per job, whether its schedule is being met, from the
-//! configuration, the ledger and the lock, read without changing anything
-//! (a state directory or ledger that does not exist yet reads as "never
-//! run", and is not created).
+//! `baton status`: per job, its state ([`crate::job_state`]) and what it is
+//! decided from, out of the configuration, the ledger and the lock, read
+//! without changing anything (a state directory or ledger that does not
+//! exist yet reads as "never run", and is not created).
 //!
-//! A job is on schedule when it has run at least once, no due occurrence
-//! older than its window went unstarted (OVERDUE), and its last run did not
-//! fail (FAILING). `status` exits 0 when every enabled job that is not
-//! paused is on schedule, 1 otherwise: a fresh install reads "never run",
-//! and 1 is right there.
-//! The shape of `--json` is [`Status`].
+//! Here the facts are gathered; [`crate::job_state::decide`] chooses the
+//! state from them and [`crate::overdue`] judges lateness, so the fields of
+//! a [`JobStatus`] (`state`, `overdue`, `failing`, `crashed`) never
+//! disagree. `status` exits 1 when a job it shows is hung, overdue, failing
+//! or crashed ([`JobState::healthy`]), or when the ledger could not be
+//! read; 0 otherwise (a fresh install's jobs are `new`, and 0 is right
+//! there). The shape of `--json` is [`Status`].
 
 use std::time::Duration;
 
@@ -16,6 +17,8 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use crate::config::{Config, Job};
+use crate::job_state::{Facts, JobState};
+use crate::overdue::Fate;
 use crate::units::show_duration;
 
 /// The whole status.
@@ -35,7 +38,8 @@ pub struct Status {
     pub logs: String,
     /// When this status was read (RFC 3339).
     pub now: String,
-    /// Whether every enabled job is on schedule (the exit code is 0).
+    /// Whether every job shown is healthy ([`JobState::healthy`]) and the
+    /// ledger could be read (the exit code is 0).
     pub healthy: bool,
     /// The jobs, by name.
     pub jobs: Vec<JobStatus>,
@@ -52,16 +56,18 @@ pub struct JobStatus {
     pub job: String,
     /// Whether it runs at all.
     pub enabled: bool,
-    /// `ok`, `running`, `never-run`, `overdue`, `failing`, `paused` or
-    /// `disabled`.
-    pub state: &'static str,
+    /// Its state: `disabled`, `paused`, `running`, `hung`, `overdue`,
+    /// `failing`, `crashed`, `new` or `ok` ([`crate::job_state`]).
+    pub state: JobState,
     /// Its schedule as written (`0 3 * * *`, or `every 15m`).
     pub schedule: String,
     /// Its zone.
     pub timezone: String,
     /// Its lock's name.
     pub lock: String,
-    /// The next occurrence, in the job's zone (RFC 3339 with offset).
+    /// The next occurrence that may run, in the job's zone (RFC 3339 with
+    /// offset): for a paused job, the first at or after the pause's end
+    /// (none while the pause has no end).
     pub next_run: Option<String>,
     /// Seconds until then.
     pub next_run_in_seconds: Option<i64>,
@@ -81,10 +87,14 @@ pub struct JobStatus {
     pub holder: Option<HolderStatus>,
     /// It has never run.
     pub never_run: bool,
-    /// A due occurrence older than its window that never started.
+    /// The occurrence that should have started and did not, when the
+    /// overdue test holds ([`crate::overdue`]).
     pub overdue: Option<Overdue>,
-    /// Its last run failed.
+    /// Its newest finished run failed (and was not `interrupted`).
     pub failing: bool,
+    /// Its newest run started, never recorded an end, and nothing of it
+    /// runs now.
+    pub crashed: bool,
     /// The pause in force, if the job is paused.
     pub paused: Option<PauseStatus>,
     /// Occurrences that will not run, counted per reason.
@@ -157,8 +167,9 @@ pub struct HolderStatus {
 pub struct Overdue {
     /// The occurrence (RFC 3339 UTC).
     pub occurrence: String,
-    /// Its window, in seconds.
-    pub window_seconds: u64,
+    /// How long after its time it may go unstarted before the job is
+    /// overdue, in seconds ([`crate::overdue::GRACE`]).
+    pub grace_seconds: u64,
 }
 
 /// How many occurrences will not run.
@@ -246,10 +257,7 @@ pub fn read(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
         .zip(verdicts)
         .map(|(j, v)| job_status(config, j, ledger.as_deref_mut(), v, &logs, now))
         .collect();
-    let healthy = !config.enabled()
-        || jobs.iter().all(|j| {
-            !j.enabled || j.paused.is_some() || (!j.never_run && j.overdue.is_none() && !j.failing)
-        });
+    let healthy = error.is_none() && jobs.iter().all(|j| j.state.healthy());
     Status {
         config: config.path.display().to_string(),
         enabled: config.enabled(),
@@ -294,18 +302,19 @@ fn job_status(
         missed.at_least |= at_least;
         missed.by_reason.insert(reason, count);
     }
-    let paused = ledger
+    let pause = ledger
         .as_deref_mut()
         .and_then(|l| l.pauses(&job.name, 1).ok())
         .unwrap_or_default()
         .into_iter()
-        .find(|p| p.active(now))
-        .map(|p| PauseStatus {
-            since: stamp(p.since),
-            until: p.until.map(stamp),
-            reason: p.reason,
-            by: p.who,
-        });
+        .find(|p| p.active(now));
+    let pause_ends = pause.as_ref().map(|p| p.until);
+    let paused = pause.map(|p| PauseStatus {
+        since: stamp(p.since),
+        until: p.until.map(stamp),
+        reason: p.reason,
+        by: p.who,
+    });
     let queued = ledger
         .as_deref_mut()
         .and_then(|l| l.queued(&job.name).ok())
@@ -326,14 +335,58 @@ fn job_status(
             fence: w.fence,
         });
     let alerts = ledger
+        .as_deref_mut()
         .and_then(|l| l.recent_alerts(Some(&job.name), 5).ok())
         .unwrap_or_default();
-    let next = schedule.next_after(now, tz);
-    let window = job.policy.catch_up_window.value;
-    let overdue = overdue(job, now, state.as_ref()).filter(|_| paused.is_none());
+    let in_flight = ledger
+        .as_deref_mut()
+        .and_then(|l| l.running(&job.name).ok().flatten())
+        .map(|r| r.run_id);
+    let enabled = job.enabled.value && config.enabled();
+    let shared = config
+        .jobs
+        .values()
+        .any(|other| other.name != job.name && other.lock.value == job.lock.value);
+    let holding = crate::job_state::holding(verdict.as_ref(), shared, in_flight.as_deref());
+    let due = crate::overdue::latest_due(job, now, state.as_ref().map(|s| s.first_seen));
+    let overdue = crate::overdue::judge(
+        due,
+        state.as_ref().and_then(|s| s.last_started),
+        !enabled || paused.is_some(),
+        matches!(verdict, Some(baton_lease::Verdict::Live { .. })),
+        |at| fate(ledger, &job.name, state.as_ref(), at),
+    );
+    // The newest run's verdict as it is now: one without a recorded end is
+    // `abandoned` once nothing of it can still run.
+    let last_verdict = last.as_ref().and_then(|r| {
+        r.verdict.clone().or_else(|| {
+            crate::history::unfinished(&r.run_id, r.host.as_deref(), r.pid, verdict.as_ref())
+                .map(str::to_owned)
+        })
+    });
+    let last_finished = last.as_ref().is_some_and(|r| r.finished.is_some());
+    let crashed = !last_finished && last_verdict.as_deref() == Some("abandoned");
+    let failing = state.as_ref().is_some_and(|s| s.consecutive_failures > 0)
+        && !(last_finished && last_verdict.as_deref() == Some("interrupted"));
     let never_run = last.is_none();
-    let failing = state.as_ref().is_some_and(|s| s.consecutive_failures > 0);
-    let lock = verdict.clone();
+    let facts = Facts {
+        enabled,
+        paused: paused.is_some(),
+        holding,
+        overdue: overdue.is_some(),
+        failing,
+        crashed,
+        ran: !never_run || state.as_ref().is_some_and(|s| s.last_attempt.is_some()),
+        came_due: due.is_some(),
+    };
+    let next = match pause_ends {
+        // The first occurrence the pause does not cover: at or after its end.
+        Some(until) => until.and_then(|u| {
+            let before = u.checked_sub(jiff::SignedDuration::from_nanos(1)).ok()?;
+            schedule.next_after(before, tz)
+        }),
+        None => schedule.next_after(now, tz),
+    };
     let holder = verdict.and_then(|verdict| {
         let h = match &verdict {
             baton_lease::Verdict::Live { holder, .. }
@@ -352,26 +405,10 @@ fn job_status(
             verdict: verdict.word(),
         })
     });
-    let running = holder.as_ref().is_some_and(|h| h.verdict == "live");
-    let state_word = if !job.enabled.value || !config.enabled() {
-        "disabled"
-    } else if paused.is_some() {
-        "paused"
-    } else if running {
-        "running"
-    } else if never_run {
-        "never-run"
-    } else if overdue.is_some() {
-        "overdue"
-    } else if failing {
-        "failing"
-    } else {
-        "ok"
-    };
     JobStatus {
         job: job.name.clone(),
         enabled: job.enabled.value,
-        state: state_word,
+        state: crate::job_state::decide(&facts),
         schedule: match job.when.value.key {
             "every" => format!("every {}", job.when.value.text),
             _ => job.when.value.text.clone(),
@@ -391,10 +428,7 @@ fn job_status(
                 .finished
                 .and_then(|f| u64::try_from(f.duration_since(r.started).as_millis()).ok()),
             finished: r.finished.map(stamp),
-            verdict: r.verdict.or_else(|| {
-                crate::history::unfinished(&r.run_id, r.host.as_deref(), r.pid, lock.as_ref())
-                    .map(str::to_owned)
-            }),
+            verdict: last_verdict,
             exit_code: r.exit_code,
             run_id: r.run_id,
         }),
@@ -420,9 +454,10 @@ fn job_status(
         never_run,
         overdue: overdue.map(|at| Overdue {
             occurrence: crate::run::occurrence_text(Some(at)),
-            window_seconds: window.as_secs(),
+            grace_seconds: crate::overdue::GRACE.as_secs(),
         }),
         failing,
+        crashed,
         paused,
         missed,
         queued,
@@ -439,24 +474,34 @@ fn job_status(
     }
 }
 
-/// The latest occurrence older than the job's window that never started, if
-/// it came after the job was first seen and after the last start.
-fn overdue(job: &Job, now: Timestamp, state: Option<&baton_ledger::JobState>) -> Option<i64> {
-    let window = jiff::SignedDuration::try_from(job.policy.catch_up_window.value).ok()?;
-    let edge = now.checked_sub(window).ok()?;
-    let at = job
-        .when
-        .value
-        .schedule
-        .latest_at_or_before(edge, &job.timezone.value.tz)?;
-    let state = state?;
-    if at < state.first_seen {
-        return None;
+/// What the ledger recorded of `job`'s occurrence `at` (Unix seconds), for
+/// the overdue test.
+fn fate(
+    ledger: Option<&mut (dyn baton_ledger::Records + 'static)>,
+    job: &str,
+    state: Option<&baton_ledger::JobState>,
+    at: i64,
+) -> Fate {
+    let Some(ledger) = ledger else {
+        return Fate::Unknown;
+    };
+    match ledger.decision(job, at) {
+        Ok(Some(_)) => return Fate::Served,
+        Ok(None) => {}
+        Err(_) => return Fate::Unknown,
     }
-    let at = at.as_second();
-    match state.last_started {
-        Some(s) if s >= at => None,
-        _ => Some(at),
+    // The newest ranges: the latest due occurrence, when missed, is in one
+    // of them.
+    let missed = match ledger.missed(job, 16) {
+        Ok(rows) => rows,
+        Err(_) => return Fate::Unknown,
+    };
+    if let Some(m) = missed.into_iter().find(|m| m.first <= at && at <= m.last) {
+        return Fate::Missed(m.reason);
+    }
+    match state.and_then(|s| s.last_decided) {
+        Some(mark) if mark >= at => Fate::Unknown,
+        _ => Fate::Undecided,
     }
 }
 
@@ -509,7 +554,7 @@ pub fn render(s: &Status) -> String {
         out.push_str(&format!(
             "{}  {}  {} ({}), lock {}\n",
             j.job,
-            j.state.to_uppercase(),
+            j.state.word().to_uppercase(),
             j.schedule,
             j.timezone,
             j.lock
@@ -543,14 +588,31 @@ pub fn render(s: &Status) -> String {
                 st.consecutive_failures
             ));
         }
-        match &j.next_run {
-            Some(n) => out.push_str(&format!(
+        let in_secs = |secs: Option<i64>| {
+            show_duration(Duration::from_secs(
+                u64::try_from(secs.unwrap_or(0)).unwrap_or(0),
+            ))
+        };
+        match (&j.paused, &j.next_run) {
+            (Some(p), next) => match &p.until {
+                Some(u) => out.push_str(&format!(
+                    "  next run      paused until {} ({}){}\n",
+                    local(u),
+                    relative(now, u),
+                    next.as_ref()
+                        .map(|n| format!(", then {n}"))
+                        .unwrap_or_default()
+                )),
+                None => out.push_str(&format!(
+                    "  next run      paused, with no end (baton resume {} ends it)\n",
+                    j.job
+                )),
+            },
+            (None, Some(n)) => out.push_str(&format!(
                 "  next run      {n} (in {})\n",
-                show_duration(Duration::from_secs(
-                    u64::try_from(j.next_run_in_seconds.unwrap_or(0)).unwrap_or(0)
-                ))
+                in_secs(j.next_run_in_seconds)
             )),
-            None => out.push_str("  next run      none\n"),
+            (None, None) => out.push_str("  next run      none\n"),
         }
         if let Some(h) = &j.holder {
             out.push_str(&format!(
@@ -562,14 +624,19 @@ pub fn render(s: &Status) -> String {
                 when(&h.since)
             ));
         }
-        if j.never_run && j.enabled {
-            out.push_str(&format!("  OVERDUE       {} has never run\n", j.job));
-        }
         if let Some(o) = &j.overdue {
             out.push_str(&format!(
-                "  OVERDUE       occurrence {} never started (its window is {})\n",
+                "  OVERDUE       occurrence {} did not start (grace {})\n",
                 o.occurrence,
-                show_duration(Duration::from_secs(o.window_seconds))
+                show_duration(Duration::from_secs(o.grace_seconds))
+            ));
+        }
+        if j.crashed
+            && let Some(r) = &j.last_run
+        {
+            out.push_str(&format!(
+                "  CRASHED       run {} never recorded an end, and nothing of it runs now\n",
+                r.run_id
             ));
         }
         if j.failing {

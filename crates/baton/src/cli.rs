@@ -38,8 +38,8 @@ pub enum Cmd {
     /// Run a job now, by hand, under its lock (a busy lock is an alert, exit 1).
     #[command(after_long_help = SCHED_HELP)]
     Run(RunArgs),
-    /// Show each job: last runs, next run, holder, OVERDUE and FAILING; exit 1
-    /// unless every enabled job is on schedule.
+    /// Show each job's state, last runs, next run and holder; exit 1 when a
+    /// job is HUNG, OVERDUE, FAILING or CRASHED.
     #[command(after_long_help = SCHED_HELP)]
     Status(StatusArgs),
     /// Show every effective setting and where it came from; exit 2 when the
@@ -650,11 +650,12 @@ const SCHED_HELP: &str = "\
 Exit codes of the scheduler's commands (tick, run, status, config, history,
 pause, resume, backfill, watermark):
   0  every step and check succeeded, nothing was due, or the kill switch is
-     off (status: every enabled job that is not paused is on schedule)
+     off (status: no job is hung, overdue, failing or crashed)
   1  a step or check failed, occurrences were missed, the lock was not free,
      or its holder was hung, orphaned or of another version (an alert was
-     raised); status: a job is never run, OVERDUE or FAILING; watermark
-     settle: refused (not the run that holds the job's lease)
+     raised); status: a job is HUNG, OVERDUE, FAILING or CRASHED, or the
+     ledger could not be read; watermark settle: refused (not the run that
+     holds the job's lease)
   2  the configuration or the arguments could not be honoured (nothing ran)
 
 Configuration: --config FILE, else $BATON_CONFIG, else ./baton.toml.

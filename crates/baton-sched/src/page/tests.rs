@@ -1,5 +1,6 @@
 use super::*;
 use crate::history::RunView;
+use crate::job_state::JobState;
 use crate::status::{
     AlertSummary, HolderStatus, JobStatus, MissedStatus, Overdue, PauseStatus, RunSummary, Status,
 };
@@ -14,7 +15,7 @@ fn job(name: &str) -> JobStatus {
     JobStatus {
         job: name.into(),
         enabled: true,
-        state: "ok",
+        state: JobState::Ok,
         schedule: "*/5 * * * *".into(),
         timezone: "UTC".into(),
         lock: name.into(),
@@ -38,6 +39,7 @@ fn job(name: &str) -> JobStatus {
         never_run: false,
         overdue: None,
         failing: false,
+        crashed: false,
         paused: None,
         missed: MissedStatus::default(),
         queued: Vec::new(),
@@ -85,12 +87,8 @@ fn pause() -> PauseStatus {
 fn overdue() -> Overdue {
     Overdue {
         occurrence: "2025-06-01T10:00:00Z".into(),
-        window_seconds: 3600,
+        grace_seconds: 120,
     }
-}
-
-fn state(j: &JobStatus) -> &'static str {
-    PageState::of(j).word()
 }
 
 #[test]
@@ -104,71 +102,56 @@ fn escape_replaces_all_five_characters() {
 }
 
 #[test]
-fn an_on_schedule_job_is_idle() {
-    assert_eq!(state(&job("a")), "idle");
-}
-
-#[test]
-fn state_precedence_is_running_paused_overdue_failing_idle() {
-    let mut j = job("a");
-    j.failing = true;
-    assert_eq!(state(&j), "failing");
-    j.overdue = Some(overdue());
-    assert_eq!(state(&j), "overdue");
-    j.paused = Some(pause());
-    assert_eq!(state(&j), "paused");
-    j.holder = Some(holder("live"));
-    assert_eq!(state(&j), "running");
-}
-
-#[test]
-fn only_a_live_holder_means_running() {
-    let mut j = job("a");
-    for verdict in ["hung", "orphaned", "dead", "expired"] {
-        j.holder = Some(holder(verdict));
-        assert_eq!(state(&j), "idle", "{verdict}");
-    }
-}
-
-#[test]
-fn never_run_reads_idle_until_late_and_disabled_reads_paused() {
-    let mut j = job("a");
-    j.never_run = true;
-    j.last_run = None;
-    assert_eq!(state(&j), "idle");
-    j.overdue = Some(overdue());
-    assert_eq!(state(&j), "overdue");
-    j.overdue = None;
-    j.state = "disabled";
-    j.enabled = false;
-    assert_eq!(state(&j), "paused");
-}
-
-#[test]
-fn every_job_has_one_element_with_its_name_and_state() {
-    let mut failing = job("failing-one");
-    failing.failing = true;
-    failing.consecutive_failures = 2;
-    let mut paused = job("paused-one");
-    paused.paused = Some(pause());
-    let mut running = job("running-one");
-    running.holder = Some(holder("live"));
-    let mut late = job("late-one");
-    late.overdue = Some(overdue());
-    let s = status(vec![job("idle-one"), failing, paused, running, late]);
+fn every_job_has_one_element_with_its_states_word_and_each_word_a_colour() {
+    let jobs: Vec<JobStatus> = JobState::ALL
+        .iter()
+        .map(|&st| JobStatus {
+            state: st,
+            ..job(&format!("{}-one", st.word()))
+        })
+        .collect();
+    let s = status(jobs);
     let html = render(&s, &RecentRuns::default(), now(), 5);
-    for (name, st) in [
-        ("idle-one", "idle"),
-        ("failing-one", "failing"),
-        ("paused-one", "paused"),
-        ("running-one", "running"),
-        ("late-one", "overdue"),
-    ] {
-        let tag = format!("<section class=\"job\" data-job=\"{name}\" data-state=\"{st}\">");
+    for st in JobState::ALL {
+        let w = st.word();
+        let tag = format!("<section class=\"job\" data-job=\"{w}-one\" data-state=\"{w}\">");
         assert_eq!(html.matches(&tag).count(), 1, "{tag} in:\n{html}");
+        let badge = format!("<span class=\"badge\">{w}</span>");
+        assert_eq!(html.matches(&badge).count(), 1, "{badge} in:\n{html}");
+        for rule in [
+            format!(".job[data-state={w}]{{border-left-color:"),
+            format!(".job[data-state={w}] .badge{{background:"),
+        ] {
+            assert_eq!(html.matches(&rule).count(), 1, "{rule}");
+        }
     }
-    assert_eq!(html.matches("<section").count(), 5);
-    assert_eq!(html.matches("</section>").count(), 5);
+    assert_eq!(html.matches("<section").count(), JobState::ALL.len());
+    assert_eq!(html.matches("</section>").count(), JobState::ALL.len());
+}
+
+#[test]
+fn the_header_counts_the_jobs_that_are_not_healthy() {
+    let mut crashed = job("c");
+    crashed.state = JobState::Crashed;
+    let mut hung = job("h");
+    hung.state = JobState::Hung;
+    let mut new = job("n");
+    new.state = JobState::New;
+    let html = render(
+        &status(vec![crashed, hung, new, job("ok")]),
+        &RecentRuns::default(),
+        now(),
+        5,
+    );
+    assert!(
+        html.contains("2 of 4 job(s) hung, overdue, failing or crashed"),
+        "{html}"
+    );
+    let html = render(&status(vec![job("ok")]), &RecentRuns::default(), now(), 5);
+    assert!(
+        html.contains("1 job(s), none hung, overdue, failing or crashed"),
+        "{html}"
+    );
 }
 
 #[test]
@@ -314,4 +297,18 @@ fn rendering_is_pure() {
     let s = status(vec![job("a"), job("b")]);
     let runs = RecentRuns::default();
     assert_eq!(render(&s, &runs, now(), 5), render(&s, &runs, now(), 5));
+}
+
+#[test]
+fn an_overdue_card_names_the_occurrence_that_did_not_start() {
+    let mut j = job("late");
+    j.state = JobState::Overdue;
+    j.overdue = Some(overdue());
+    let html = render(&status(vec![j]), &RecentRuns::default(), now(), 5);
+    assert!(
+        html.contains(
+            "<dt>overdue</dt><dd class=\"bad\">occurrence 2025-06-01T10:00:00Z did not start (grace 2m)</dd>"
+        ),
+        "{html}"
+    );
 }

@@ -755,7 +755,7 @@ fn daemon_status_page_follows_a_run_in_a_real_browser() {
         false,
         "the page did not refresh itself"
     );
-    assert_eq!(seen, "\"idle\"", "the run's end did not show: {seen}");
+    assert_eq!(seen, "\"ok\"", "the run's end did not show: {seen}");
     let last = b.eval("document.querySelector('[data-job=work] .last-run').textContent");
     assert!(last.as_str().unwrap().contains("ok"), "{last}");
     b.set_viewport(375, 740, true);

@@ -28,6 +28,7 @@ mod records;
 mod renamed;
 mod render;
 mod sched;
+mod states;
 mod store;
 mod trust;
 mod unfinished;

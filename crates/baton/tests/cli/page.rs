@@ -65,7 +65,7 @@ fn the_status_page_shows_every_job_in_a_real_browser_and_fits_a_phone() {
     );
     assert_eq!(
         states,
-        json!({"backup": "idle", "report": "failing", "vacuum": "paused", "ingest": "running"}),
+        json!({"backup": "ok", "report": "failing", "vacuum": "paused", "ingest": "running"}),
         "{html}"
     );
     let heading = b.eval("document.querySelector('h1').textContent");

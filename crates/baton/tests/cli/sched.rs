@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use crate::support::{BATON, Env, code, pause, processes_of_run, stderr, stdout};
+use crate::support::{BATON, Env, code, processes_of_run, stderr, stdout};
 
 /// A scheduler set-up: a state directory and a `baton.toml` in a temporary
 /// directory.
@@ -350,14 +350,16 @@ fn configuration_errors_exit_2_name_the_key_and_create_nothing() {
 }
 
 #[test]
-fn status_reads_never_run_then_on_schedule_then_overdue() {
+fn status_reads_new_then_on_schedule_then_overdue() {
     let env = Env::new();
     let s = Sched { env };
     s.write("[jobs.hourly]\nevery = \"1h\"\nrun = \"true\"\n");
+    // A job nothing has run yet, whose first occurrence has not come due.
     let o = s.run(&["status"]);
-    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    assert!(stdout(&o).contains("hourly  NEW  "), "{}", stdout(&o));
     assert!(stdout(&o).contains("never run"), "{}", stdout(&o));
-    assert!(stdout(&o).contains("OVERDUE"), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("OVERDUE"), "{}", stdout(&o));
     // The tick runs the occurrence of this hour (its window is an hour).
     assert_eq!(code(&s.run(&["tick"])), 0);
     let o = s.run(&["status"]);
@@ -369,15 +371,17 @@ fn status_reads_never_run_then_on_schedule_then_overdue() {
     assert_eq!(job["state"], "ok");
     assert_eq!(job["last_run"]["verdict"], "ok");
     assert!(job["next_run"].as_str().is_some());
-    // A job due every 2 s with a 1 s window, ticked once and then left alone:
-    // its next occurrences go by unstarted.
-    s.write("[jobs.often]\nevery = \"2s\"\ncatch_up_window = \"1s\"\nrun = \"true\"\n");
-    let _ = s.run(&["tick"]);
-    pause(4500);
+    // A job due every minute, ticked ten minutes ago and then left alone:
+    // its next occurrences go by unstarted, and it is overdue although its
+    // catch-up window (an hour) has not passed.
+    s.write("[jobs.often]\nschedule = \"* * * * *\"\nrun = \"true\"\n");
+    let o = crate::states::shifted(&s, "-600s", &["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
     let o = s.run(&["status"]);
     assert_eq!(code(&o), 1, "{}", stdout(&o));
-    assert!(stdout(&o).contains("OVERDUE"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("often  OVERDUE  "), "{}", stdout(&o));
     let v = s.json(&["status", "--json"]);
+    assert_eq!(v["jobs"][0]["state"], "overdue", "{v}");
     assert!(
         v["jobs"][0]["overdue"]["occurrence"].as_str().is_some(),
         "{v}"

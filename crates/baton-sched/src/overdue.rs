@@ -1,0 +1,190 @@
+//! Whether a job is overdue: an occurrence its schedule says should have
+//! started did not. This module owns the test; [`crate::job_state`] ranks
+//! it among the states, and nothing else may judge lateness.
+//!
+//! The test looks at one occurrence: the latest whose time is at least
+//! [`GRACE`] ago ([`latest_due`]). It is judged only when it came at or
+//! after the job was first seen (an occurrence from before a job existed is
+//! neither run nor missed) and after the newest occurrence the job started.
+//! The catch-up window plays no part: a job whose ticks stopped is overdue
+//! [`GRACE`] after its first unstarted occurrence, however wide its window.
+//!
+//! Such an occurrence is **not** overdue ([`judge`]) when
+//! - the job is disabled or paused (nothing is late that was stopped on
+//!   purpose);
+//! - it waits in the job's queue, was coalesced into an occurrence waiting
+//!   there, or the lock's claim says it ran;
+//! - it was missed as `paused` or `disabled` (deliberate), or as `busy` (a
+//!   live run held its lock: the job's own, or a lock mate's);
+//! - no tick has decided it yet while a live run holds the job's lock (the
+//!   tick will find the lock busy and queue or skip it).
+//!
+//! Everything else is overdue: an occurrence no tick has decided (the
+//! crontab line is gone, the daemon is down), or one missed for any other
+//! reason (`hung`, `orphaned`, `version-conflict`, `outside-window`,
+//! `late`, `catch-up-max`, `ledger-unavailable`, …), until a later
+//! occurrence starts.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use crate::config::Job;
+
+/// How long after its time an occurrence may go unstarted before its job
+/// is overdue: two minutes, so that with a tick once a minute (cron, the
+/// daemon) one tick may come late or be lost without an alarm.
+pub const GRACE: Duration = Duration::from_secs(120);
+
+/// What became of an occurrence, as the ledger records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fate {
+    /// No tick has decided it.
+    Undecided,
+    /// It started, waits in the queue, was coalesced into one waiting, or
+    /// the lock's claim says it ran.
+    Served,
+    /// It was recorded missed, for this reason.
+    Missed(String),
+    /// Decided, but the ledger could not say how (its record was pruned,
+    /// or it could not be read).
+    Unknown,
+}
+
+/// The latest occurrence of `job` at least [`GRACE`] before `now`, if it
+/// came at or after `first_seen` (when the job was first seen). `None` also
+/// when the job was never seen.
+pub(crate) fn latest_due(
+    job: &Job,
+    now: Timestamp,
+    first_seen: Option<Timestamp>,
+) -> Option<Timestamp> {
+    let grace = jiff::SignedDuration::try_from(GRACE).ok()?;
+    let edge = now.checked_sub(grace).ok()?;
+    let at = job
+        .when
+        .value
+        .schedule
+        .latest_at_or_before(edge, &job.timezone.value.tz)?;
+    (at >= first_seen?).then_some(at)
+}
+
+/// The overdue occurrence (Unix seconds), if the module's test holds:
+/// `due` is [`latest_due`]'s answer, `last_started` the newest occurrence
+/// the job started, `stopped` whether the job is disabled or paused,
+/// `lock_live` whether a live run holds the job's lock now, and `fate`
+/// says what the ledger recorded of an occurrence (asked only when one is
+/// judged).
+pub(crate) fn judge(
+    due: Option<Timestamp>,
+    last_started: Option<i64>,
+    stopped: bool,
+    lock_live: bool,
+    fate: impl FnOnce(i64) -> Fate,
+) -> Option<i64> {
+    if stopped {
+        return None;
+    }
+    let at = due?.as_second();
+    if last_started.is_some_and(|s| s >= at) {
+        return None;
+    }
+    let excused = match fate(at) {
+        Fate::Served => true,
+        Fate::Missed(reason) => matches!(reason.as_str(), "paused" | "disabled" | "busy"),
+        Fate::Undecided => lock_live,
+        Fate::Unknown => false,
+    };
+    (!excused).then_some(at)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::config::{self, Overrides};
+
+    fn job(when: &str) -> Job {
+        let text = format!(
+            "[scheduler]\nstate_dir = \"/nonexistent\"\ntimezone = \"UTC\"\n\
+             [jobs.j]\n{when}\ncatch_up_window = \"1d\"\nrun = \"true\"\n"
+        );
+        let c = config::parse(&text, Path::new("/etc/baton.toml"), &Overrides::default()).unwrap();
+        c.jobs["j"].clone()
+    }
+
+    fn t(s: &str) -> Timestamp {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn the_occurrence_judged_is_the_latest_past_its_grace_since_the_first_sighting() {
+        let j = job("schedule = \"0 3 * * *\"");
+        let seen = Some(t("2026-03-01T12:00:00Z"));
+        // Hours before its first occurrence since it was seen: none.
+        assert_eq!(latest_due(&j, t("2026-03-01T20:00:00Z"), seen), None);
+        // Within the grace of 03:00: none yet.
+        assert_eq!(latest_due(&j, t("2026-03-02T03:01:59Z"), seen), None);
+        assert_eq!(
+            latest_due(&j, t("2026-03-02T03:02:00Z"), seen),
+            Some(t("2026-03-02T03:00:00Z"))
+        );
+        // Never seen: nothing is judged.
+        assert_eq!(latest_due(&j, t("2026-03-05T00:00:00Z"), None), None);
+    }
+
+    #[test]
+    fn the_catch_up_window_plays_no_part() {
+        // A one-day window, an every-minute job: three minutes without a
+        // tick are enough.
+        let j = job("schedule = \"* * * * *\"");
+        let seen = Some(t("2026-03-01T12:00:00Z"));
+        let due = latest_due(&j, t("2026-03-01T12:05:00Z"), seen);
+        assert_eq!(due, Some(t("2026-03-01T12:03:00Z")));
+        let started = Some(t("2026-03-01T12:02:00Z").as_second());
+        assert_eq!(
+            judge(due, started, false, false, |_| Fate::Undecided),
+            Some(t("2026-03-01T12:03:00Z").as_second())
+        );
+    }
+
+    #[test]
+    fn what_excuses_an_unstarted_occurrence() {
+        let due = Some(t("2026-03-02T03:00:00Z"));
+        let at = due.map(Timestamp::as_second);
+        let late = |fate: Fate, stopped, lock_live| judge(due, None, stopped, lock_live, |_| fate);
+        assert_eq!(late(Fate::Undecided, false, false), at);
+        assert_eq!(late(Fate::Unknown, false, false), at);
+        for reason in [
+            "hung",
+            "orphaned",
+            "outside-window",
+            "late",
+            "ledger-unavailable",
+        ] {
+            assert_eq!(
+                late(Fate::Missed(reason.into()), false, false),
+                at,
+                "{reason}"
+            );
+        }
+        assert_eq!(late(Fate::Served, false, false), None);
+        for reason in ["paused", "disabled", "busy"] {
+            assert_eq!(
+                late(Fate::Missed(reason.into()), false, false),
+                None,
+                "{reason}"
+            );
+        }
+        assert_eq!(
+            late(Fate::Undecided, false, true),
+            None,
+            "behind a live run"
+        );
+        assert_eq!(late(Fate::Undecided, true, false), None, "stopped");
+        // Started (or a later one started): not late.
+        assert_eq!(judge(due, at, false, false, |_| Fate::Undecided), None);
+        assert_eq!(judge(None, None, false, false, |_| Fate::Undecided), None);
+    }
+}

@@ -1,0 +1,335 @@
+//! One answer to "what state is this job in": `status` (upper-cased),
+//! `status --json`, the page (`data-state`, from `baton __page` and from
+//! the daemon) and the daemon's API show the same word, decided once, and
+//! `status` exits 1 for exactly the unhealthy ones. Time that has passed is
+//! made with faketime (a tick whose wall clock is behind), not with sleeps.
+
+use std::process::{Output, Stdio};
+
+use jiff::{SignedDuration, Timestamp};
+use rustix::process::Signal;
+
+use crate::daemon::Daemon;
+use crate::sched::Sched;
+use crate::support::{alive, code, eventually, signal, stderr, stdout, wait_for_file, write_pid};
+
+/// `baton ARGS` with the wall clock moved by `offset` (faketime's `-2400s`);
+/// the boot clock is left alone.
+pub(crate) fn shifted(s: &Sched, offset: &str, args: &[&str]) -> Output {
+    let mut c = std::process::Command::new("faketime");
+    c.args([
+        "-m",
+        "--exclude-monotonic",
+        "-f",
+        offset,
+        crate::support::BATON,
+    ])
+    .args(args)
+    .env("BATON_CONFIG", s.config())
+    .env_remove("BATON_STATE_DIR")
+    .env_remove("BATON_ENABLED")
+    .env_remove("BATON_STORE_URL")
+    .current_dir(s.env.tmp.path())
+    .stdin(Stdio::null());
+    c.output().expect("faketime (apt-get install faketime)")
+}
+
+/// What `status`, `status --json` and `baton __page` say of one job.
+struct Seen {
+    /// `status`'s exit code.
+    exit: i32,
+    /// `status`'s text.
+    text: String,
+    /// The word after the job's name in its header line, as printed.
+    text_word: String,
+    /// `status --json`'s exit code.
+    json_exit: i32,
+    /// The job's object in `status --json`.
+    json: serde_json::Value,
+    /// `status --json`'s `healthy`.
+    healthy: serde_json::Value,
+    /// The page's `data-state` for the job.
+    page: String,
+}
+
+impl Seen {
+    /// Every surface says `word` (the text upper-cased), and `status`
+    /// exits `exit` both ways.
+    fn all(&self, word: &str, exit: i32) {
+        assert_eq!(self.text_word, word.to_uppercase(), "{}", self.text);
+        assert_eq!(self.json["state"], word, "{}", self.json);
+        assert_eq!(self.page, word);
+        assert_eq!(self.exit, exit, "{}", self.text);
+        assert_eq!(self.json_exit, exit, "{}", self.json);
+        assert_eq!(self.healthy, exit == 0, "{}", self.json);
+    }
+}
+
+fn header_word(text: &str, job: &str) -> String {
+    let prefix = format!("{job}  ");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no line for {job}:\n{text}"));
+    line[prefix.len()..]
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The `data-state` of `job`'s element in `html`.
+fn page_state(html: &str, job: &str) -> String {
+    let at = html
+        .find(&format!("data-job=\"{job}\""))
+        .unwrap_or_else(|| panic!("no element for {job}:\n{html}"));
+    let tag = &html[at..at + html[at..].find('>').unwrap()];
+    let from = tag.find("data-state=\"").unwrap() + "data-state=\"".len();
+    tag[from..from + tag[from..].find('"').unwrap()].to_owned()
+}
+
+fn seen(s: &Sched, job: &str) -> Seen {
+    let o = s.run(&["status"]);
+    let text = stdout(&o);
+    let j = s.run(&["status", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&j.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(&j), stderr(&j)));
+    let json = v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["job"] == job)
+        .unwrap_or_else(|| panic!("no {job} in {v}"))
+        .clone();
+    let p = s.run(&["__page", "--refresh", "0"]);
+    assert_eq!(code(&p), 0, "{}", stderr(&p));
+    Seen {
+        exit: code(&o),
+        text_word: header_word(&text, job),
+        text,
+        json_exit: code(&j),
+        json,
+        healthy: v["healthy"].clone(),
+        page: page_state(&stdout(&p), job),
+    }
+}
+
+/// The state the daemon's API and its page give `job`.
+fn daemon_says(d: &Daemon, job: &str) -> (serde_json::Value, String) {
+    let api = d.get(&format!("/v1/jobs/{job}"));
+    assert_eq!(api.status, 200, "{}", api.body);
+    let page = d.get("/");
+    assert_eq!(page.status, 200, "{}", page.body);
+    (
+        api.json()["jobs"][0]["state"].clone(),
+        page_state(&page.body, job),
+    )
+}
+
+/// This host's wall clock now.
+fn wall() -> Timestamp {
+    Timestamp::from_second(baton_testkit::wall_seconds()).unwrap()
+}
+
+/// A daily schedule at `t`'s minute (UTC).
+fn daily_at(t: Timestamp) -> String {
+    let z = t.to_zoned_datetime(jiff::tz::TimeZone::UTC);
+    format!("{} {} * * *", z.minute(), z.hour())
+}
+
+#[test]
+fn a_new_daily_job_whose_first_run_is_hours_away_is_new_everywhere_and_healthy() {
+    let s = Sched::new("");
+    let later = wall() + SignedDuration::from_hours(6);
+    s.write(&format!(
+        "[jobs.nightly]\nschedule = \"{}\"\nrun = \"true\"\n",
+        daily_at(later)
+    ));
+    // Before anything has seen it, and after a tick has (which runs
+    // nothing: its last occurrence came 18 h before it existed).
+    for when in ["before any tick", "after a tick"] {
+        let st = seen(&s, "nightly");
+        st.all("new", 0);
+        assert!(st.json["overdue"].is_null(), "{when}: {}", st.json);
+        assert_eq!(st.json["never_run"], true, "{when}");
+        assert!(!st.text.contains("OVERDUE"), "{when}: {}", st.text);
+        assert!(st.text.contains("never run"), "{when}: {}", st.text);
+        let o = s.run(&["tick"]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn an_occurrence_after_the_first_sighting_that_did_not_run_is_overdue_whatever_the_window() {
+    let s = Sched::new("");
+    // An occurrence half an hour ago, well inside the default one-hour
+    // catch-up window; and an every-minute job.
+    let due = Timestamp::from_second((wall().as_second() - 1800) / 60 * 60).unwrap();
+    s.write(&format!(
+        "[jobs.nightly]\nschedule = \"{}\"\nrun = \"true\"\n\
+         [jobs.minutely]\nschedule = \"* * * * *\"\nrun = \"true\"\n",
+        daily_at(due)
+    ));
+    // Forty minutes ago a tick saw both jobs (and ran the minutely one);
+    // none has come since, as when the crontab line was deleted.
+    let o = shifted(&s, "-2400s", &["tick"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let nightly = seen(&s, "nightly");
+    nightly.all("overdue", 1);
+    assert_eq!(
+        nightly.json["overdue"]["occurrence"],
+        due.to_string(),
+        "{}",
+        nightly.json
+    );
+    assert_eq!(nightly.json["overdue"]["grace_seconds"], 120);
+    assert!(
+        nightly.text.contains(&format!(
+            "OVERDUE       occurrence {due} did not start (grace 2m)"
+        )),
+        "{}",
+        nightly.text
+    );
+    let minutely = seen(&s, "minutely");
+    minutely.all("overdue", 1);
+    assert!(minutely.json["overdue"]["occurrence"].is_string());
+    // A tick now runs what is due (half an hour late is within the
+    // window; it says the minutely job's older occurrences were
+    // superseded), and both are on schedule.
+    let o = s.run(&["tick"]);
+    assert!(code(&o) <= 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("runs now"), "{}", stderr(&o));
+    for job in ["nightly", "minutely"] {
+        let st = seen(&s, job);
+        st.all("ok", 0);
+        assert!(st.json["overdue"].is_null(), "{}", st.json);
+        assert!(!st.text.contains("OVERDUE"), "{}", st.text);
+    }
+}
+
+#[test]
+fn a_lock_mates_run_does_not_make_the_other_job_running() {
+    let s = Sched::new("");
+    let marker = s.env.path("a.started");
+    s.write(&format!(
+        "[jobs.a]\nschedule = \"0 0 1 1 *\"\nlock = \"shared\"\nrun = \"touch {}; exec sleep 60\"\n\
+         [jobs.b]\nschedule = \"0 0 1 1 *\"\nlock = \"shared\"\nrun = \"true\"\n",
+        marker.display()
+    ));
+    let mut a = s
+        .cmd(&["run", "a"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually("a's run to start", || marker.exists());
+    seen(&s, "a").all("running", 0);
+    let b = seen(&s, "b");
+    b.all("new", 0);
+    // The lock's holder is shown, and is a's.
+    assert_eq!(b.json["holder"]["verdict"], "live", "{}", b.json);
+    let d = Daemon::start(&s, &[]);
+    assert_eq!(
+        daemon_says(&d, "a"),
+        (serde_json::json!("running"), "running".into())
+    );
+    assert_eq!(
+        daemon_says(&d, "b"),
+        (serde_json::json!("new"), "new".into())
+    );
+    d.terminate();
+    signal(i32::try_from(a.id()).unwrap(), Signal::TERM);
+    let _ = baton_testkit::wait_for_exit(&mut a, "a's run to stop");
+}
+
+#[test]
+fn a_run_killed_with_sigkill_leaves_its_job_crashed_until_a_later_run() {
+    let s = Sched::new("");
+    let pidfile = s.env.path("pid");
+    let go = s.env.path("go");
+    s.write(&format!(
+        "[jobs.x]\nschedule = \"0 0 1 1 *\"\nrun = {:?}\n",
+        format!(
+            "if [ -e {} ]; then exit 0; fi; {}; exec sleep 60",
+            go.display(),
+            write_pid(&pidfile)
+        )
+    ));
+    let mut first = s
+        .cmd(&["run", "x"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let job: i32 = wait_for_file(&pidfile).parse().unwrap();
+    seen(&s, "x").all("running", 0);
+    signal(i32::try_from(first.id()).unwrap(), Signal::KILL);
+    let _ = first.wait();
+    eventually("the job to die with its supervisor", || !alive(job));
+    let st = seen(&s, "x");
+    st.all("crashed", 1);
+    assert_eq!(st.json["crashed"], true, "{}", st.json);
+    assert_eq!(st.json["last_run"]["verdict"], "abandoned", "{}", st.json);
+    assert!(st.text.contains("CRASHED       run "), "{}", st.text);
+    let d = Daemon::start(&s, &[]);
+    assert_eq!(
+        daemon_says(&d, "x"),
+        (serde_json::json!("crashed"), "crashed".into())
+    );
+    d.terminate();
+    // A later run of the job clears it.
+    std::fs::write(&go, "").unwrap();
+    let o = s.run(&["run", "x"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let st = seen(&s, "x");
+    st.all("ok", 0);
+    assert_eq!(st.json["crashed"], false, "{}", st.json);
+}
+
+/// The `next run` line of `job` in `status`'s text.
+fn next_run_line(text: &str) -> String {
+    text.lines()
+        .find(|l| l.trim_start().starts_with("next run"))
+        .unwrap_or_else(|| panic!("no next run line:\n{text}"))
+        .to_owned()
+}
+
+#[test]
+fn a_paused_job_says_until_when_instead_of_a_next_run() {
+    let s = Sched::new("[jobs.p]\nschedule = \"* * * * *\"\nrun = \"true\"\n");
+    let o = s.run(&["pause", "p", "--for", "2h", "--reason", "disk swap"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let st = seen(&s, "p");
+    st.all("paused", 0);
+    let line = next_run_line(&st.text);
+    assert!(line.contains("paused until "), "{line}");
+    assert!(
+        line.contains("(in 1h59m") || line.contains("(in 2h"),
+        "{line}"
+    );
+    assert!(!st.text.contains("in 0ms"), "{}", st.text);
+    // The next run the JSON gives is the first the pause lets run.
+    let until: Timestamp = st.json["paused"]["until"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let next: Timestamp = st.json["next_run"].as_str().unwrap().parse().unwrap();
+    assert!(
+        next >= until && next < until + SignedDuration::from_mins(1),
+        "{}",
+        st.json
+    );
+    // A pause with no end has no next run.
+    assert_eq!(code(&s.run(&["resume", "p"])), 0);
+    assert_eq!(code(&s.run(&["pause", "p"])), 0);
+    let st = seen(&s, "p");
+    st.all("paused", 0);
+    let line = next_run_line(&st.text);
+    assert!(
+        line.contains("paused, with no end (baton resume p ends it)"),
+        "{line}"
+    );
+    assert!(st.json["next_run"].is_null(), "{}", st.json);
+    assert!(!st.text.contains("in 0ms"), "{}", st.text);
+}
