@@ -190,17 +190,27 @@ async fn page(State(d): Shared) -> Result<Response, ApiError> {
     Ok(axum::response::Html(html).into_response())
 }
 
-async fn metrics(State(d): Shared) -> Result<Response, ApiError> {
+/// `GET /metrics`: Prometheus's text format 0.0.4, or OpenMetrics when the
+/// `Accept` header prefers it (`baton_sched::metrics::Format::negotiate`).
+async fn metrics(State(d): Shared, headers: axum::http::HeaderMap) -> Result<Response, ApiError> {
+    let accept = headers
+        .get_all(axum::http::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect::<Vec<_>>()
+        .join(",");
+    let format =
+        baton_sched::metrics::Format::negotiate(Some(accept.as_str()).filter(|a| !a.is_empty()));
     let loaded = d.current();
     let clock = Arc::clone(&d.clock);
-    let text = blocking(move || baton_sched::metrics::read(&loaded.config, clock.as_ref()))
+    let text = blocking(move || baton_sched::metrics::read(&loaded.config, clock.as_ref(), format))
         .await?
         .map_err(|e| ApiError::internal(e.to_string()))?;
     Ok((
-        [(
-            axum::http::header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
+        [
+            (axum::http::header::CONTENT_TYPE, format.content_type()),
+            (axum::http::header::VARY, "Accept"),
+        ],
         text,
     )
         .into_response())

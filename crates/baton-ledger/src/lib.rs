@@ -252,6 +252,7 @@ mod schema;
 mod steps;
 mod tallies;
 mod watermarks;
+mod words;
 
 pub use ahead::Withdrawn;
 pub use error::Error;
@@ -268,3 +269,4 @@ pub use rows::{
 pub use steps::Effect;
 pub use tallies::{BOUNDS, BOUNDS_US, Durations, JobTallies, bucket};
 pub use watermarks::WatermarkRow;
+pub use words::{DELIBERATE_MISS_REASONS, MISS_REASONS, SKIP_REASONS, VERDICTS};

@@ -92,8 +92,9 @@ pub enum Cmd {
     /// Hidden: it is for tests and for looking at the page without a daemon.
     #[command(name = "__page", hide = true)]
     Page(PageArgs),
-    /// Print the metrics `GET /metrics` will serve (OpenMetrics text). Hidden:
-    /// it exists so that tests read them before the daemon serves them.
+    /// Print the metrics `GET /metrics` will serve (Prometheus text 0.0.4, or
+    /// OpenMetrics with --openmetrics). Hidden: it exists so that tests read
+    /// them before the daemon serves them.
     #[command(name = "__metrics", hide = true)]
     Metrics(MetricsArgs),
     /// Send an HTTP step's request (from $BATON_HTTP_REQUEST); what the
@@ -251,6 +252,10 @@ pub struct PageArgs {
 pub struct MetricsArgs {
     #[command(flatten)]
     pub file: ConfigFile,
+    /// Print OpenMetrics 1.0 (what `Accept: application/openmetrics-text`
+    /// gets) instead of Prometheus's text format 0.0.4.
+    #[arg(long)]
+    pub openmetrics: bool,
 }
 
 /// `baton config`.

@@ -107,14 +107,20 @@ pub fn page(state: Option<&Path>, a: &crate::cli::PageArgs) -> Exit {
     }
 }
 
-/// `baton __metrics`: the exposition on stdout; exit 125 when the ledger or
-/// this process's figures cannot be read.
+/// `baton __metrics`: the exposition on stdout (0.0.4, or OpenMetrics with
+/// `--openmetrics`); exit 125 when the ledger or this process's figures
+/// cannot be read.
 pub fn metrics(state: Option<&Path>, a: &MetricsArgs) -> Exit {
     let c = match load(state, &a.file) {
         Ok(c) => c,
         Err(e) => return e,
     };
-    match baton_sched::metrics::read(&c, &SystemClock) {
+    let format = if a.openmetrics {
+        baton_sched::metrics::Format::OpenMetrics
+    } else {
+        baton_sched::metrics::Format::Prometheus
+    };
+    match baton_sched::metrics::read(&c, &SystemClock, format) {
         Ok(text) => {
             out!("{text}");
             Exit::Ok

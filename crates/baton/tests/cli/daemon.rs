@@ -671,7 +671,7 @@ fn daemon_kill9_mid_run_never_doubles_it_and_a_restart_carries_on() {
 }
 
 #[test]
-fn daemon_metrics_parse_and_count_what_ran() {
+fn daemon_metrics_count_what_ran_in_the_format_asked_for() {
     let s = Sched::new("");
     let marker = s.env.path("slow.started");
     s.write(&format!(
@@ -689,27 +689,55 @@ fn daemon_metrics_parse_and_count_what_ran() {
         d.get("/v1/jobs/bad/runs").json()[0]["verdict"] == "failed"
             && d.get("/v1/jobs/good/runs").json()[0]["verdict"] == "ok"
     });
+    // Prometheus's text format 0.0.4 by default and for text/plain.
     let r = d.get("/metrics");
     assert_eq!(r.status, 200);
-    assert!(
-        r.header("content-type")
-            .unwrap()
-            .contains("openmetrics-text"),
-        "{:?}",
-        r.headers
-    );
+    let text = "text/plain; version=0.0.4; charset=utf-8";
+    assert_eq!(r.header("content-type"), Some(text), "{:?}", r.headers);
+    assert_eq!(r.header("vary"), Some("Accept"), "{:?}", r.headers);
     let m = crate::metrics::Exposition::parse(&r.body);
-    assert_eq!(
-        m.value("baton_runs_total", &[("job", "good"), ("verdict", "ok")]),
-        1.0
+    let runs = |m: &crate::metrics::Exposition, job: &str, verdict: &str| {
+        m.value(
+            "baton_job_runs_total",
+            &[("baton_job", job), ("verdict", verdict)],
+        )
+    };
+    assert_eq!(runs(&m, "good", "ok"), 1.0);
+    assert_eq!(runs(&m, "bad", "failed"), 1.0);
+    assert_eq!(m.value("baton_job_running", &[("baton_job", "slow")]), 1.0);
+    assert_eq!(m.value("baton_job_running", &[("baton_job", "good")]), 0.0);
+    let state = |m: &crate::metrics::Exposition, job: &str, st: &str| {
+        m.value("baton_job_state", &[("baton_job", job), ("state", st)])
+    };
+    assert_eq!(state(&m, "slow", "running"), 1.0);
+    assert_eq!(state(&m, "bad", "failing"), 1.0);
+    assert!(
+        m.value(
+            "baton_job_last_success_timestamp_seconds",
+            &[("baton_job", "good")]
+        ) > 1.7e9
     );
-    assert_eq!(
-        m.value("baton_runs_total", &[("job", "bad"), ("verdict", "failed")]),
-        1.0
-    );
-    assert_eq!(m.value("baton_running", &[("job", "slow")]), 1.0);
-    assert_eq!(m.value("baton_running", &[("job", "good")]), 0.0);
-    assert!(m.value("baton_last_success_timestamp_seconds", &[("job", "good")]) > 1.7e9);
+    let get = |accept: &str| d.tcp("GET", "/metrics", &[("Accept", accept)], "");
+    let r = get("text/plain");
+    assert_eq!(r.header("content-type"), Some(text));
+    crate::metrics::Exposition::parse(&r.body);
+    // OpenMetrics when the header prefers it, as Prometheus's does.
+    let open = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+    let prometheus = "application/openmetrics-text;version=1.0.0,\
+                      application/openmetrics-text;version=0.0.1;q=0.75,\
+                      text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+    for accept in [prometheus, "application/openmetrics-text"] {
+        let r = get(accept);
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("content-type"), Some(open), "{accept}");
+        let m = crate::metrics::Exposition::parse_openmetrics(&r.body);
+        assert_eq!(runs(&m, "bad", "failed"), 1.0);
+    }
+    // q-values are honoured.
+    let r = get("application/openmetrics-text;q=0.2, text/plain;q=0.9");
+    assert_eq!(r.header("content-type"), Some(text));
+    let r = get("text/plain;q=0, */*");
+    assert_eq!(r.header("content-type"), Some(open));
     assert!(m.value("process_resident_memory_bytes", &[]) > 0.0);
 }
 

@@ -24,6 +24,7 @@ mod metrics;
 mod overlap;
 mod page;
 mod policies;
+mod prometheus;
 mod records;
 mod renamed;
 mod render;

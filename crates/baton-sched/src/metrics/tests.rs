@@ -1,0 +1,125 @@
+//! The exposition pinned in both formats, and the word lists tied to the
+//! code that records the words.
+
+use std::time::Duration;
+
+use baton_ledger::{JobTallies, MISS_REASONS};
+
+use super::*;
+
+fn figures() -> Vec<JobFigures> {
+    let mut t = JobTallies {
+        job: "nightly".into(),
+        lease_losses: 1,
+        last_success: Some("2026-11-29T03:00:02Z".parse().unwrap()),
+        ..JobTallies::default()
+    };
+    t.runs.insert("ok".into(), 3);
+    t.runs.insert("lease-lost".into(), 1);
+    // A word some other version counted is shown for every job.
+    t.runs.insert("vanished".into(), 1);
+    t.missed.insert("busy".into(), 5);
+    t.skipped.insert("coalesced".into(), 2);
+    t.durations.buckets[3] = 3;
+    t.durations.buckets[10] = 1;
+    t.durations.sum = Duration::from_millis(20_500);
+    let nightly = JobFigures {
+        job: "nightly".into(),
+        tallies: t,
+        running: true,
+        enabled: true,
+        state: "running".into(),
+        next_run: Some("2026-11-30T03:00:00Z".parse().unwrap()),
+        ..JobFigures::default()
+    };
+    let quiet = JobFigures {
+        job: "quiet".into(),
+        tallies: JobTallies {
+            job: "quiet".into(),
+            last_failure: Some("2026-11-28T04:00:00.5Z".parse().unwrap()),
+            ..JobTallies::default()
+        },
+        paused: true,
+        overdue: true,
+        state: "paused".into(),
+        ..JobFigures::default()
+    };
+    vec![nightly, quiet]
+}
+
+fn process() -> ProcessStats {
+    ProcessStats {
+        resident_memory_bytes: 4096,
+        virtual_memory_bytes: 8192,
+        cpu: Duration::from_millis(250),
+        open_fds: 5,
+        max_fds: Some(1024),
+        start_time_seconds: 1_764_385_200.0,
+    }
+}
+
+/// The 0.0.4 exposition of [`figures`], pinned.
+const PROMETHEUS: &str = include_str!("../snapshots/metrics.txt");
+/// The OpenMetrics exposition of [`figures`], pinned.
+const OPENMETRICS: &str = include_str!("../snapshots/metrics.openmetrics.txt");
+
+#[test]
+fn metrics_render_every_job_in_0_0_4() {
+    let text = render(&figures(), Some(&process()), Format::Prometheus);
+    assert_eq!(text, PROMETHEUS, "{text}");
+}
+
+#[test]
+fn metrics_render_every_job_in_openmetrics() {
+    let text = render(&figures(), Some(&process()), Format::OpenMetrics);
+    assert_eq!(text, OPENMETRICS, "{text}");
+}
+
+/// Every reason the planner and the lock's refusals record an occurrence
+/// missed for is one the metrics show from the start.
+#[test]
+fn every_miss_reason_recorded_is_listed() {
+    use crate::alerts::Kind;
+    use crate::plan::Reason;
+    let planned = [
+        Reason::OutsideWindow,
+        Reason::Superseded,
+        Reason::Late,
+        Reason::CatchUpMax,
+        Reason::Paused,
+        Reason::Disabled,
+    ];
+    // A new reason fails to compile here until it is listed above.
+    for r in planned {
+        match r {
+            Reason::OutsideWindow
+            | Reason::Superseded
+            | Reason::Late
+            | Reason::CatchUpMax
+            | Reason::Paused
+            | Reason::Disabled => {}
+        }
+    }
+    let refused = [
+        Kind::Busy,
+        Kind::Hung,
+        Kind::Orphaned,
+        Kind::VersionConflict,
+    ];
+    let words = planned
+        .iter()
+        .map(|r| r.as_str())
+        .chain(refused.iter().map(|k| k.as_str()))
+        .chain([crate::steps::LEDGER_UNAVAILABLE]);
+    for w in words {
+        assert!(MISS_REASONS.contains(&w), "{w} is not in MISS_REASONS");
+    }
+    for r in planned {
+        assert_eq!(
+            baton_ledger::DELIBERATE_MISS_REASONS.contains(&r.as_str()),
+            r.is_streak(),
+            "{}",
+            r.as_str()
+        );
+    }
+}
