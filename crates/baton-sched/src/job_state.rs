@@ -29,7 +29,7 @@
 use serde::Serialize;
 
 /// A job's state (see the module's table for what each means).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum JobState {
     /// Disabled, by the job's `enabled = false` or the kill switch.
@@ -47,6 +47,7 @@ pub enum JobState {
     /// Its newest run never recorded an end, and nothing of it runs.
     Crashed,
     /// It never ran, and none of its occurrences has come due yet.
+    #[default]
     New,
     /// On schedule.
     Ok,

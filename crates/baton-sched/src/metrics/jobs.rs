@@ -21,14 +21,10 @@ use super::exposition::{Family, Kind};
 /// The label that names the job.
 pub const JOB_LABEL: &str = "baton_job";
 
-/// Every state word of `baton_job_state`, in the order of precedence in
-/// which one is decided (the first that applies). These are the words of
-/// the job state everywhere (`status`, its `--json`, the page, the API);
-/// the list is to be the state enum's own once that enum exists, and until
-/// then a job whose status gives another word has every state at 0.
-pub const STATES: [&str; 9] = [
-    "disabled", "paused", "running", "hung", "overdue", "failing", "crashed", "new", "ok",
-];
+/// Every state of `baton_job_state`, in the order of precedence in which
+/// one is decided: the words of the job state everywhere (`status`, its
+/// `--json`, the page, the API).
+pub const STATES: [crate::job_state::JobState; 9] = crate::job_state::JobState::ALL;
 
 /// What the metrics show of one job.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -42,8 +38,8 @@ pub(crate) struct JobFigures {
     pub(crate) paused: bool,
     /// It and the scheduler's kill switch let it run.
     pub(crate) enabled: bool,
-    /// Its state word, as `status` decides it.
-    pub(crate) state: String,
+    /// Its state, as `status` decides it.
+    pub(crate) state: crate::job_state::JobState,
     /// An occurrence that should have started did not.
     pub(crate) overdue: bool,
     /// Its next occurrence, if it has one.
@@ -206,7 +202,7 @@ pub(crate) fn families(jobs: &[JobFigures]) -> Vec<Family> {
     for j in jobs {
         for word in STATES {
             let mut labels = job(j);
-            labels.push(("state", word.to_owned()));
+            labels.push(("state", word.word().to_owned()));
             state.push(labels, flag(j.state == word));
         }
     }

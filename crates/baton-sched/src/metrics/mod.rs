@@ -165,7 +165,7 @@ pub fn read(config: &Config, clock: &dyn Clock, format: Format) -> Result<String
 /// overdue and paused, and its next run. The one place here that reads a
 /// [`JobStatus`], so that the metrics say what `status` says.
 fn from_status(f: &mut JobFigures, s: &JobStatus) {
-    f.state = s.state.to_string();
+    f.state = s.state;
     f.overdue = s.overdue.is_some();
     f.paused = s.paused.is_some();
     f.next_run = s.next_run.as_deref().and_then(|t| t.parse().ok());
@@ -178,21 +178,19 @@ fn running(
     verdict: Option<&baton_lease::Verdict>,
     ledger: Option<&mut (dyn baton_ledger::Records + 'static)>,
 ) -> Result<bool, Error> {
-    let Some(baton_lease::Verdict::Live { holder, .. }) = verdict else {
-        return Ok(false);
-    };
     let shared = config
         .jobs
         .values()
         .any(|other| other.name != job.name && other.lock.value == job.lock.value);
-    if !shared {
-        return Ok(true);
-    }
-    let Some(ledger) = ledger else {
-        return Ok(false);
+    let in_flight = match (verdict, ledger) {
+        (Some(baton_lease::Verdict::Live { .. }), Some(l)) if shared => l.running(&job.name)?,
+        _ => None,
     };
-    let in_flight = ledger.running(&job.name)?;
-    Ok(in_flight.is_some_and(|r| holder.run() == Some(r.run_id.as_str())))
+    Ok(crate::job_state::holding(
+        verdict,
+        shared,
+        in_flight.as_ref().map(|r| r.run_id.as_str()),
+    ) == crate::job_state::Holding::Live)
 }
 
 /// Renders the exposition of `jobs` in `format`: every metric of the

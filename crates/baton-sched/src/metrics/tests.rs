@@ -28,7 +28,7 @@ fn figures() -> Vec<JobFigures> {
         tallies: t,
         running: true,
         enabled: true,
-        state: "running".into(),
+        state: crate::job_state::JobState::Running,
         next_run: Some("2026-11-30T03:00:00Z".parse().unwrap()),
         ..JobFigures::default()
     };
@@ -41,7 +41,7 @@ fn figures() -> Vec<JobFigures> {
         },
         paused: true,
         overdue: true,
-        state: "paused".into(),
+        state: crate::job_state::JobState::Paused,
         ..JobFigures::default()
     };
     vec![nightly, quiet]
