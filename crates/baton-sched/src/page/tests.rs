@@ -283,17 +283,30 @@ fn a_card_shows_last_run_next_run_holder_runs_and_alerts() {
     );
     let html = render(&status(vec![j]), &runs, now(), 5);
     assert!(
-        html.contains("<dd class=\"last-run\"><span class=\"ok\">ok</span> in 2m, <time datetime=\"2025-06-01T11:57:00Z\">2025-06-01 11:57:00 +00:00</time> (3m ago)</dd>"),
+        html.contains(
+            "<dd class=\"last-run\"><span class=\"ok\">ok</span> in 2m, <time \
+             datetime=\"2025-06-01T11:57:00Z\">2025-06-01 13:57:00 +02:00</time> <span \
+             class=\"age\">(3m ago)</span></dd>"
+        ),
         "{html}"
     );
-    assert!(html.contains("(in 5m)"), "{html}");
     assert!(
-        html.contains("live: pid 4242 on db-1, fence 17, since"),
+        html.contains("<span class=\"age\">(in 5m)</span>"),
+        "{html}"
+    );
+    assert!(
+        html.contains(
+            "live: pid 4242 on db-1, fence <code class=\"fence\" title=\"fence 17\">17</code>, \
+             since"
+        ),
         "{html}"
     );
     assert_eq!(html.matches("<li data-run=").count(), RUNS_SHOWN as usize);
     assert!(html.contains("failed</span> <time"), "{html}");
-    assert!(html.contains(": exit 3</li>"), "{html}");
+    assert!(
+        html.contains(": <span class=\"message clamp\" title=\"exit 3\">exit 3</span></li>"),
+        "{html}"
+    );
 }
 
 #[test]
@@ -314,4 +327,106 @@ fn rendering_is_pure() {
     let s = status(vec![job("a"), job("b")]);
     let runs = RecentRuns::default();
     assert_eq!(render(&s, &runs, now(), 5), render(&s, &runs, now(), 5));
+}
+
+#[test]
+fn only_hung_overdue_failing_and_crashed_need_attention() {
+    for word in ["hung", "overdue", "failing", "crashed"] {
+        assert!(needs_attention(word), "{word}");
+    }
+    for word in ["disabled", "paused", "running", "new", "ok", "idle", ""] {
+        assert!(!needs_attention(word), "{word}");
+    }
+}
+
+#[test]
+fn jobs_that_need_attention_come_first_then_the_rest_each_by_name() {
+    let mut zfail = job("z-failing");
+    zfail.failing = true;
+    let mut late = job("m-late");
+    late.overdue = Some(overdue());
+    let mut paused = job("b-paused");
+    paused.paused = Some(pause());
+    let s = status(vec![job("a-ok"), paused, late, job("y-ok"), zfail]);
+    let html = render(&s, &RecentRuns::default(), now(), 5);
+    let order: Vec<&str> = html
+        .split("<section class=\"job\" data-job=\"")
+        .skip(1)
+        .map(|rest| rest.split('"').next().unwrap())
+        .collect();
+    assert_eq!(order, ["m-late", "z-failing", "a-ok", "b-paused", "y-ok"]);
+    assert!(html.contains("<title>baton: 2 of 5 job(s) need attention</title>"));
+}
+
+#[test]
+fn every_time_is_in_the_pages_zone() {
+    let mut j = job("a");
+    j.timezone = "America/New_York".into();
+    j.holder = Some(holder("live"));
+    j.paused = Some(PauseStatus {
+        until: Some("2025-06-01T14:00:00Z".into()),
+        ..pause()
+    });
+    j.overdue = Some(overdue());
+    j.recent_alerts = vec![AlertSummary {
+        time: "2025-06-01T11:58:00Z".into(),
+        kind: "failed".into(),
+        message: "exit 3".into(),
+    }];
+    let mut runs = RecentRuns::default();
+    runs.by_job.insert("a".into(), vec![run("r1", Some("ok"))]);
+    let html = render(&status(vec![j]), &runs, now(), 5);
+    let times: Vec<&str> = html
+        .split("<time ")
+        .skip(1)
+        .map(|rest| rest.split('>').nth(1).unwrap().trim_end_matches("</time"))
+        .collect();
+    // Read at, last run, next run, holder since, pause since and until,
+    // overdue occurrence, the run's occurrence and start, the alert.
+    assert_eq!(times.len(), 10, "{times:?}\n{html}");
+    for t in &times {
+        assert!(
+            t.ends_with(" +02:00"),
+            "{t} is not in Europe/Paris:\n{html}"
+        );
+    }
+    assert!(
+        html.contains(">2025-06-01 12:00:00 +02:00</time> never started"),
+        "{html}"
+    );
+    assert!(html.contains("times in Europe/Paris"), "{html}");
+    // The job's own zone is still named beside its schedule.
+    assert!(html.contains("(America/New_York)"), "{html}");
+}
+
+#[test]
+fn long_texts_are_clamped_with_the_whole_text_in_their_title() {
+    let long = format!("exit 3: {}", "no-such-file-".repeat(40));
+    let mut j = job("a");
+    j.recent_alerts = vec![AlertSummary {
+        time: "2025-06-01T11:58:00Z".into(),
+        kind: "failed".into(),
+        message: long.clone(),
+    }];
+    j.paused = Some(PauseStatus {
+        reason: Some(long.clone()),
+        ..pause()
+    });
+    let mut runs = RecentRuns::default();
+    let mut r = run("r1", Some("ok"));
+    r.fence = Some(u64::MAX);
+    runs.by_job.insert("a".into(), vec![r]);
+    let html = render(&status(vec![j]), &runs, now(), 5);
+    assert!(html.contains(&format!(
+        "<span class=\"message clamp\" title=\"{long}\">{long}</span>"
+    )));
+    assert!(html.contains(&format!(
+        "<span class=\"reason clamp\" title=\"{long}\">{long}</span>"
+    )));
+    let max = u64::MAX;
+    assert!(html.contains(&format!(
+        "<code class=\"fence\" title=\"fence {max}\">{max}</code>"
+    )));
+    assert!(html.contains("-webkit-line-clamp:3"));
+    assert!(html.contains("time,.age{white-space:nowrap}"));
 }

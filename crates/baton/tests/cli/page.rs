@@ -25,8 +25,10 @@ const REASON: &str = "<b>disk swap</b> & \"ops\" 'tuesday'";
 fn the_status_page_shows_every_job_in_a_real_browser_and_fits_a_phone() {
     let s = Sched::new("");
     let marker = s.env.path("slow.started");
+    // The page's zone (the scheduler's) is not UTC, and one job has another.
     s.write(&format!(
-        "[jobs.backup]\nevery = \"1h\"\nrun = \"echo copied\"\n\
+        "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"Asia/Kolkata\"\n\
+         [jobs.backup]\nevery = \"1h\"\ntimezone = \"America/New_York\"\nrun = \"echo copied\"\n\
          [jobs.report]\nevery = \"1h\"\nrun = \"echo '<no & such \\\"file\\\">' >&2; exit 3\"\n\
          [jobs.vacuum]\nschedule = \"0 3 * * *\"\nrun = \"true\"\n\
          [jobs.ingest]\nevery = \"15m\"\nrun = \"touch {}; sleep 60\"\n",
@@ -68,8 +70,25 @@ fn the_status_page_shows_every_job_in_a_real_browser_and_fits_a_phone() {
         json!({"backup": "idle", "report": "failing", "vacuum": "paused", "ingest": "running"}),
         "{html}"
     );
+    // The job that needs attention comes first, then the rest by name.
+    let order = b.eval("[...document.querySelectorAll('[data-job]')].map(e => e.dataset.job)");
+    assert_eq!(
+        order,
+        json!(["report", "backup", "ingest", "vacuum"]),
+        "{html}"
+    );
     let heading = b.eval("document.querySelector('h1').textContent");
-    assert_eq!(heading, json!("baton: enabled, UTC"));
+    assert_eq!(heading, json!("baton: enabled, Asia/Kolkata"));
+    // Every time on the page is in the heading's zone.
+    let times = b.eval("[...document.querySelectorAll('time')].map(t => t.textContent)");
+    let times = times.as_array().unwrap();
+    assert!(times.len() >= 8, "{times:?}");
+    for t in times {
+        assert!(
+            t.as_str().unwrap().ends_with(" +05:30"),
+            "{t} is not in Asia/Kolkata: {times:?}"
+        );
+    }
     assert_eq!(
         b.eval("document.querySelector('meta[http-equiv=refresh]').content"),
         json!("3600")
@@ -109,6 +128,13 @@ fn the_status_page_shows_every_job_in_a_real_browser_and_fits_a_phone() {
         alerts.as_str().unwrap_or_default().contains("failed"),
         "{alerts}"
     );
+    // An alert's text is clamped, whole in its title.
+    let message = b.eval(
+        "(m => [m.title, m.textContent, getComputedStyle(m).webkitLineClamp])\
+         (document.querySelector('[data-job=report] .alerts .message'))",
+    );
+    assert_eq!(message[0], message[1], "{message}");
+    assert_eq!(message[2], json!("3"), "{message}");
 
     b.set_viewport(375, 740, true);
     let width = b.eval("document.documentElement.scrollWidth");
@@ -124,6 +150,12 @@ fn the_status_page_shows_every_job_in_a_real_browser_and_fits_a_phone() {
         widest.as_f64().is_some_and(|w| w <= 375.0),
         "an element reaches past 375 px: {widest}"
     );
+    // No time breaks across lines: each is one box on one line.
+    let broken = b.eval(
+        "[...document.querySelectorAll('time')]\
+         .filter(t => t.getClientRects().length !== 1).map(t => t.textContent)",
+    );
+    assert_eq!(broken, json!([]), "times broken across lines at 375 px");
     let shot = target_dir().join("status-page.png");
     b.screenshot(&shot);
     let png = std::fs::read(&shot).unwrap();
