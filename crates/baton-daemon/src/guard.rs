@@ -6,15 +6,23 @@
 //!   ([`crate::peer::Trust`]: its own, root, or a member of `socket_group`).
 //!   A TCP connection says nothing about its caller: loopback is reachable
 //!   by every local user.
-//! - With a token, every endpoint but `/healthz` needs authentication.
-//!   Without one, an unauthenticated caller may only read (`GET`, `HEAD`):
-//!   anything else is refused, `403 read_only` over TCP, `403 foreign_peer`
-//!   over the socket, before any handler sees it.
+//! - With a token, every endpoint but `/healthz` and the login's
+//!   (`/login`, `/logout`) needs authentication; a browser that asks for
+//!   the page (`GET /`, `Accept: text/html`) without it is sent to
+//!   `/login`. Without a token, an unauthenticated caller may only read
+//!   (`GET`, `HEAD`): anything else is refused, `403 read_only` over TCP,
+//!   `403 foreign_peer` over the socket, before any handler sees it.
+//! - A browser's session cookie ([`crate::session`], opened by `POST
+//!   /login` with the token) authenticates reads only: the page, `/metrics`
+//!   and the API's `GET`s. A change with the cookie and no bearer token is
+//!   refused as unauthenticated, whatever else it sends, so the cookie can
+//!   never be the way a forged request changes anything.
 //! - A mutation needs `Content-Type: application/json` (a cross-site HTML
 //!   form cannot send it without a preflight the daemon never grants),
 //!   except a `DELETE` without a body (a browser never sends `DELETE` to
-//!   another site without a preflight either); every one refuses an
-//!   `Origin` other than the daemon's own and `Sec-Fetch-Site: cross-site`.
+//!   another site without a preflight either), and the login's forms; every
+//!   one, these too, refuses an `Origin` other than the daemon's own and
+//!   `Sec-Fetch-Site: cross-site`.
 //! - A daemon listening on loopback answers TCP requests only when their
 //!   `Host` names loopback exactly (`localhost`, a loopback IP, or the host
 //!   name it was told to listen on; at most a numeric port), so a page on
@@ -100,6 +108,12 @@ fn same_origin(origin: &str, host: Option<&str>) -> bool {
         .is_some_and(|o| o.eq_ignore_ascii_case(host))
 }
 
+/// Whether `given` is `token`, compared in constant time (but for their
+/// lengths).
+pub(crate) fn token_matches(given: &str, token: &str) -> bool {
+    given.as_bytes().ct_eq(token.as_bytes()).into()
+}
+
 fn bearer_ok(h: &HeaderMap, token: &str) -> bool {
     // The scheme's name is case-insensitive (RFC 9110, 11.1).
     let Some(given) = header_str(h, header::AUTHORIZATION).and_then(|v| {
@@ -108,7 +122,7 @@ fn bearer_ok(h: &HeaderMap, token: &str) -> bool {
     }) else {
         return false;
     };
-    given.as_bytes().ct_eq(token.as_bytes()).into()
+    token_matches(given, token)
 }
 
 /// Whether the request has no body: no `Transfer-Encoding`, and no
@@ -119,6 +133,22 @@ fn bodiless(h: &HeaderMap) -> bool {
             .iter()
             .all(|v| v.to_str().is_ok_and(|v| v.trim() == "0"))
 }
+
+/// Whether the caller is a browser that wants a page (`Accept` names
+/// `text/html`).
+fn wants_html(h: &HeaderMap) -> bool {
+    header_str(h, header::ACCEPT).is_some_and(|v| {
+        v.split(',').any(|t| {
+            t.split(';')
+                .next()
+                .is_some_and(|t| t.trim().eq_ignore_ascii_case("text/html"))
+        })
+    })
+}
+
+/// A browser logged in (its session cookie names an open session).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LoggedIn;
 
 fn refuse(status: StatusCode, code: &'static str, message: &str) -> Response {
     ApiError::new(status, code, message).into_response()
@@ -156,13 +186,33 @@ pub(crate) async fn check(State(d): State<Arc<Daemon>>, req: Request, next: Next
         );
     }
     let settings = d.settings();
+    let path = req.uri().path();
+    let login = matches!(path, "/login" | "/logout");
+    let reads = matches!(*req.method(), Method::GET | Method::HEAD);
     let trusted_peer = matches!(&peer, Peer::Socket(Some(c)) if d.trust.admits(c));
-    let authenticated = trusted_peer || settings.token.as_ref().is_some_and(|t| bearer_ok(h, t));
-    if settings.token.is_some() && !authenticated && req.uri().path() != "/healthz" {
+    let bearer = settings.token.as_ref().is_some_and(|t| bearer_ok(h, t));
+    let cookie = settings.token.is_some()
+        && !bearer
+        && crate::session::cookie(h).is_some_and(|c| d.sessions.valid(c, d.clock.boot()));
+    let authenticated = trusted_peer || bearer || (cookie && reads);
+    if settings.token.is_some() && !authenticated && path != "/healthz" && !login {
+        if reads && path == "/" && wants_html(h) {
+            return (
+                StatusCode::SEE_OTHER,
+                [(header::LOCATION, header::HeaderValue::from_static("/login"))],
+            )
+                .into_response();
+        }
         let mut r = refuse(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
-            "this endpoint needs `Authorization: Bearer TOKEN` (the token in [daemon] token_file)",
+            if cookie {
+                "a browser's login reads only: a change needs `Authorization: Bearer TOKEN` (the \
+                 token in [daemon] token_file), or the daemon's socket"
+            } else {
+                "this endpoint needs `Authorization: Bearer TOKEN` (the token in [daemon] \
+                 token_file); a browser logs in at /login"
+            },
         );
         r.headers_mut().insert(
             header::WWW_AUTHENTICATE,
@@ -170,8 +220,7 @@ pub(crate) async fn check(State(d): State<Arc<Daemon>>, req: Request, next: Next
         );
         return r;
     }
-    let reads = matches!(*req.method(), Method::GET | Method::HEAD);
-    if !reads && !authenticated {
+    if !reads && !authenticated && !login {
         return match &peer {
             Peer::Tcp => refuse(
                 StatusCode::FORBIDDEN,
@@ -205,7 +254,7 @@ pub(crate) async fn check(State(d): State<Arc<Daemon>>, req: Request, next: Next
                 .next()
                 .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
         });
-        let exempt = *req.method() == Method::DELETE && bodiless(h);
+        let exempt = login || (*req.method() == Method::DELETE && bodiless(h));
         if !json && !exempt {
             return refuse(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -231,6 +280,10 @@ pub(crate) async fn check(State(d): State<Arc<Daemon>>, req: Request, next: Next
                 "refused: the request comes from another site (Sec-Fetch-Site)",
             );
         }
+    }
+    let mut req = req;
+    if cookie && authenticated && !trusted_peer {
+        req.extensions_mut().insert(LoggedIn);
     }
     next.run(req).await
 }

@@ -177,6 +177,8 @@ pub(crate) struct Daemon {
     pub(crate) reloading: tokio::sync::Mutex<()>,
     /// The ledger the ticks keep open between them.
     kept: Mutex<Option<Kept>>,
+    /// Browsers logged in with the token (`GET /login`).
+    pub(crate) sessions: crate::session::Sessions,
     /// How far the clock the last tick decided by (a shared store's) was
     /// ahead of this host's, in microseconds: the clock plans by it.
     pub(crate) offset_us: std::sync::atomic::AtomicI64,
@@ -228,6 +230,7 @@ impl Daemon {
             stopping: AtomicBool::new(false),
             reloading: tokio::sync::Mutex::new(()),
             kept: Mutex::new(None),
+            sessions: crate::session::Sessions::default(),
             offset_us: std::sync::atomic::AtomicI64::new(0),
         }
     }
@@ -309,12 +312,21 @@ impl Daemon {
     }
 
     /// Puts new `[daemon]` settings in force (the address stays the bound
-    /// one until a restart).
+    /// one until a restart). A new token, or none, ends every browser
+    /// session: each was opened with the old one.
+    ///
+    /// The sessions end after the new token is in force: a login that
+    /// compared the old one either opened its session before (and it ends
+    /// here) or finds the token changed when it checks again (and closes
+    /// it).
     pub(crate) fn set_settings(&self, s: Settings) {
         let new = Arc::new(s);
-        match self.settings.write() {
-            Ok(mut g) => *g = new,
-            Err(p) => *p.into_inner() = new,
+        let old = match self.settings.write() {
+            Ok(mut g) => std::mem::replace(&mut *g, Arc::clone(&new)),
+            Err(p) => std::mem::replace(&mut *p.into_inner(), Arc::clone(&new)),
+        };
+        if new.token != old.token {
+            self.sessions.clear();
         }
     }
 

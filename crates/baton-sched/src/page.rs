@@ -35,6 +35,19 @@ use crate::history::RunView;
 use crate::status::{JobStatus, Status, relative};
 use crate::units::show_duration;
 
+pub mod login;
+
+/// Who the page is shown to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Viewer {
+    /// Anyone: no login to end (`baton __page`, a daemon without a token,
+    /// a caller with the bearer token).
+    #[default]
+    Anyone,
+    /// A browser logged in through `/login`: the page offers to log out.
+    LoggedIn,
+}
+
 /// How many of each job's runs the page lists.
 pub const RUNS_SHOWN: u32 = 5;
 
@@ -191,10 +204,15 @@ impl RecentRuns {
 /// let html = page::read(&config, &SystemClock, page::DEFAULT_REFRESH_SECS);
 /// ```
 pub fn read(config: &Config, clock: &dyn Clock, refresh_secs: u32) -> String {
+    read_for(config, clock, refresh_secs, Viewer::Anyone)
+}
+
+/// [`read`], for `viewer`.
+pub fn read_for(config: &Config, clock: &dyn Clock, refresh_secs: u32, viewer: Viewer) -> String {
     let now = clock.wall();
     let status = crate::status::read(config, None, now);
     let runs = RecentRuns::read(config, now, RUNS_SHOWN);
-    render(&status, &runs, now, refresh_secs)
+    render_for(&status, &runs, now, refresh_secs, viewer)
 }
 
 /// Escapes `s` for HTML text and for attribute values in double or single
@@ -253,6 +271,8 @@ time,.age{white-space:nowrap}
 .fence{display:inline-block;max-width:12ch;overflow:hidden;text-overflow:ellipsis;\
 white-space:nowrap;vertical-align:bottom}
 .clamp{display:-webkit-box;-webkit-box-orient:vertical;-webkit-line-clamp:3;line-clamp:3;overflow:hidden}
+.logout{margin:0 0 1rem}
+.logout button{font:inherit;font-size:.85rem;padding:.15rem .6rem;border:1px solid #8c959f;border-radius:6px;background:#fff;cursor:pointer}
 .ok{color:#116329}
 .bad{color:#a40e26}
 .none{color:#58636e}
@@ -271,6 +291,18 @@ white-space:nowrap;vertical-align:bottom}
 /// assert!(html.contains("data-job=\"backup\""));
 /// ```
 pub fn render(status: &Status, runs: &RecentRuns, now: Timestamp, refresh_secs: u32) -> String {
+    render_for(status, runs, now, refresh_secs, Viewer::Anyone)
+}
+
+/// [`render`], for `viewer`: a browser logged in gets a button that logs it
+/// out (a form posting to `/logout`).
+pub fn render_for(
+    status: &Status,
+    runs: &RecentRuns,
+    now: Timestamp,
+    refresh_secs: u32,
+    viewer: Viewer,
+) -> String {
     let mut out = String::with_capacity(4096 + 2048 * status.jobs.len());
     let zone = jiff::tz::TimeZone::get(&status.timezone).unwrap_or(jiff::tz::TimeZone::UTC);
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
@@ -313,6 +345,12 @@ pub fn render(status: &Status, runs: &RecentRuns, now: Timestamp, refresh_secs: 
         escape(&status.timezone),
         escape(&status.config),
     );
+    if viewer == Viewer::LoggedIn {
+        out.push_str(
+            "<form class=\"logout\" method=\"post\" action=\"/logout\"><button \
+             type=\"submit\">Log out</button></form>\n",
+        );
+    }
     out.push_str("</header>\n<main>\n");
     if let Some(e) = &runs.error {
         let _ = writeln!(

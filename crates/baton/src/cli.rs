@@ -752,7 +752,8 @@ HTTP (JSON, under /v1): GET /v1/jobs, GET /v1/jobs/JOB, GET
 /v1/jobs/JOB/runs?limit=N, POST /v1/tick, POST /v1/jobs/JOB/run (409 when
 busy), POST /v1/jobs/JOB/pause and /resume, POST /v1/reload (also SIGHUP),
 PUT and DELETE /v1/jobs/JOB (drop-in files in jobs.d/), GET /healthz, GET /
-(status page), GET /metrics (Prometheus).
+(status page), GET /metrics (Prometheus), GET and POST /login, POST /logout
+(a browser's session, with a token).
 
 Security: a change (PUT, DELETE, any POST) runs commands as the daemon's
 user, so it needs an authenticated caller: over the Unix socket ([daemon]
@@ -762,7 +763,9 @@ root or a member of [daemon] socket_group, as the kernel says
 token_file). Without a token the TCP API is read-only (403 read_only), even
 on loopback, which every local user reaches. TCP listens on loopback by
 default; any other address needs token_file, and then every endpoint but
-/healthz needs the token. Mutations need
+/healthz and the login's needs the token. A browser logs in at /login with
+the token and gets a session cookie (HttpOnly, SameSite=Strict) that opens
+reads only: the page, /metrics and the API's GETs. Mutations need
 `Content-Type: application/json` (not a DELETE without a body) and no
 foreign Origin. Over the socket: `curl --unix-socket PATH
 http://localhost/v1/...`. --listen and [daemon] listen take HOST:PORT too:

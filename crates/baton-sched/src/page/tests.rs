@@ -430,3 +430,14 @@ fn long_texts_are_clamped_with_the_whole_text_in_their_title() {
     assert!(html.contains("-webkit-line-clamp:3"));
     assert!(html.contains("time,.age{white-space:nowrap}"));
 }
+
+#[test]
+fn only_a_logged_in_browser_is_offered_a_logout() {
+    let s = status(vec![job("a")]);
+    let runs = RecentRuns::default();
+    let logout = "<form class=\"logout\" method=\"post\" action=\"/logout\">";
+    assert!(!render(&s, &runs, now(), 5).contains(logout));
+    let html = render_for(&s, &runs, now(), 5, Viewer::LoggedIn);
+    assert_eq!(html.matches(logout).count(), 1, "{html}");
+    assert!(!html.contains("<script"));
+}

@@ -8,6 +8,7 @@ use std::process::Stdio;
 use baton_testkit::browser::Browser;
 use serde_json::json;
 
+use crate::daemon::Daemon;
 use crate::sched::Sched;
 use crate::support::{BATON, code, eventually, signal, stderr, stdout};
 
@@ -170,4 +171,68 @@ fn the_status_page_shows_every_job_in_a_real_browser_and_fits_a_phone() {
     drop(b);
 
     let _ = baton_testkit::wait_for_exit(&mut slow, "the ingest run to stop");
+}
+
+/// A daemon with a token, in a real browser: the page sends it to the login
+/// form; the form's token opens the page through an `HttpOnly` cookie the
+/// page's scripts cannot read; logging out closes it again.
+#[test]
+fn a_browser_logs_in_to_a_daemon_with_a_token_and_out() {
+    let s = Sched::new("");
+    let token = "browser-token-of-24-chars";
+    let file = s.env.path("token");
+    std::fs::write(&file, format!("{token}\n")).unwrap();
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    s.write(&format!(
+        "[daemon]\ntoken_file = {:?}\n[jobs.main]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n",
+        file.display().to_string()
+    ));
+    let d = Daemon::start(&s, &[]);
+    let base = format!("http://{}", d.addr);
+    let mut b = Browser::launch();
+    b.open(&format!("{base}/"));
+    assert_eq!(b.eval("location.pathname"), json!("/login"));
+    assert_eq!(
+        b.eval("document.querySelectorAll('form[action=\"/login\"] input[name=token][type=password]').length"),
+        json!(1)
+    );
+    // What the form sends, with a wrong token, then the right one.
+    let submit = |b: &mut Browser, value: &str| {
+        b.eval(&format!(
+            "(async () => {{ const f = document.querySelector('form'); \
+             f.querySelector('input[name=token]').value = {value:?}; \
+             const r = await fetch(f.action, {{method: 'POST', \
+             body: new URLSearchParams(new FormData(f))}}); \
+             return [r.status, new URL(r.url).pathname]; }})()"
+        ))
+    };
+    assert_eq!(submit(&mut b, "wrong"), json!([401, "/login"]));
+    b.open(&format!("{base}/"));
+    assert_eq!(b.eval("location.pathname"), json!("/login"));
+    assert_eq!(submit(&mut b, token), json!([200, "/"]));
+    assert_eq!(
+        b.eval("document.cookie"),
+        json!(""),
+        "the cookie is not HttpOnly"
+    );
+    b.open(&format!("{base}/"));
+    assert_eq!(b.eval("location.pathname"), json!("/"));
+    assert_eq!(
+        b.eval("document.querySelector('[data-job]').dataset.job"),
+        json!("main")
+    );
+    // A change from the page's own origin, with the cookie, is refused.
+    let status = b.eval(
+        "fetch('/v1/jobs/main/run', {method: 'POST', headers: \
+         {'Content-Type': 'application/json'}, body: '{}'}).then(r => r.status)",
+    );
+    assert_eq!(status, json!(401));
+    // The page's button logs out.
+    let after = b.eval(
+        "fetch(document.querySelector('form[action=\"/logout\"]').action, {method: 'POST'})\
+         .then(r => new URL(r.url).pathname)",
+    );
+    assert_eq!(after, json!("/login"));
+    b.open(&format!("{base}/"));
+    assert_eq!(b.eval("location.pathname"), json!("/login"));
 }
