@@ -31,6 +31,8 @@ pub(crate) fn app(d: Arc<Daemon>) -> Router {
         .route("/healthz", get(healthz))
         .route("/v1/jobs", get(jobs))
         .route("/", get(page))
+        .route("/login", get(crate::login::show).post(crate::login::login))
+        .route("/logout", post(crate::login::logout))
         .route("/metrics", get(metrics))
         .route(
             "/v1/jobs/{job}",
@@ -176,14 +178,23 @@ async fn healthz(State(d): Shared) -> Response {
     )
 }
 
-async fn page(State(d): Shared) -> Result<Response, ApiError> {
+async fn page(
+    State(d): Shared,
+    logged_in: Option<axum::Extension<crate::guard::LoggedIn>>,
+) -> Result<Response, ApiError> {
     let loaded = d.current();
     let clock = Arc::clone(&d.clock);
+    let viewer = if logged_in.is_some() {
+        baton_sched::page::Viewer::LoggedIn
+    } else {
+        baton_sched::page::Viewer::Anyone
+    };
     let html = blocking(move || {
-        baton_sched::page::read(
+        baton_sched::page::read_for(
             &loaded.config,
             clock.as_ref(),
             baton_sched::page::DEFAULT_REFRESH_SECS,
+            viewer,
         )
     })
     .await?;

@@ -56,15 +56,17 @@ impl IntoResponse for ApiError {
 
 /// Every error the router answers itself (a path that does not decode, a
 /// query that does not parse, a body too large) as JSON too, with a code
-/// named after its status.
+/// named after its status. An HTML answer (the login form's) is left as it
+/// is.
 pub(crate) async fn as_json(r: Response) -> Response {
     let status = r.status();
-    let is_json = r
+    // The login form answers a wrong token with itself, as HTML, on purpose.
+    let as_sent = r
         .headers()
         .get(axum::http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/html"));
+    if !(status.is_client_error() || status.is_server_error()) || as_sent {
         return r;
     }
     let code = match status {

@@ -54,7 +54,12 @@ pub fn app_for(config_path: &Path, clock: Arc<dyn Clock>) -> Result<axum::Router
         listen: None,
         exe: PathBuf::from("/dev/null/baton"),
     };
-    let bound = settings.listen;
+    let bound = vec![
+        settings
+            .listen
+            .addr()
+            .unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], 8677))),
+    ];
     let d = Daemon::new(opts, over, snapshot, config, settings, bound, clock);
     Ok(crate::api::app(Arc::new(d)))
 }

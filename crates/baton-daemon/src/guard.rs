@@ -6,18 +6,28 @@
 //!   ([`crate::peer::Trust`]: its own, root, or a member of `socket_group`).
 //!   A TCP connection says nothing about its caller: loopback is reachable
 //!   by every local user.
-//! - With a token, every endpoint but `/healthz` needs authentication.
-//!   Without one, an unauthenticated caller may only read (`GET`, `HEAD`):
-//!   anything else is refused, `403 read_only` over TCP, `403 foreign_peer`
-//!   over the socket, before any handler sees it.
+//! - With a token, every endpoint but `/healthz` and the login's
+//!   (`/login`, `/logout`) needs authentication; a browser that asks for
+//!   the page (`GET /`, `Accept: text/html`) without it is sent to
+//!   `/login`. Without a token, an unauthenticated caller may only read
+//!   (`GET`, `HEAD`): anything else is refused, `403 read_only` over TCP,
+//!   `403 foreign_peer` over the socket, before any handler sees it.
+//! - A browser's session cookie ([`crate::session`], opened by `POST
+//!   /login` with the token) authenticates reads only: the page, `/metrics`
+//!   and the API's `GET`s. A change with the cookie and no bearer token is
+//!   refused as unauthenticated, whatever else it sends, so the cookie can
+//!   never be the way a forged request changes anything.
 //! - A mutation needs `Content-Type: application/json` (a cross-site HTML
-//!   form cannot send it without a preflight the daemon never grants) and
-//!   refuses an `Origin` other than the daemon's own and `Sec-Fetch-Site:
-//!   cross-site`.
+//!   form cannot send it without a preflight the daemon never grants),
+//!   except a `DELETE` without a body (a browser never sends `DELETE` to
+//!   another site without a preflight either), and the login's forms; every
+//!   one, these too, refuses an `Origin` other than the daemon's own and
+//!   `Sec-Fetch-Site: cross-site`.
 //! - A daemon listening on loopback answers TCP requests only when their
-//!   `Host` names loopback exactly (`localhost` or a loopback IP, at most a
-//!   numeric port), so a page on another site cannot reach it through DNS
-//!   rebinding; a request with two `Host` headers is refused.
+//!   `Host` names loopback exactly (`localhost`, a loopback IP, or the host
+//!   name it was told to listen on; at most a numeric port), so a page on
+//!   another site cannot reach it through DNS rebinding; a request with two
+//!   `Host` headers is refused.
 //!
 //! A request without connection information (a router driven in a test,
 //! without a socket) is judged as a TCP caller's.
@@ -29,6 +39,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use baton_sched::config::Listen;
 use subtle::ConstantTimeEq;
 
 use crate::error::ApiError;
@@ -72,6 +83,22 @@ fn loopback_host(host: &str) -> bool {
                 .is_ok_and(|ip| ip.is_loopback()))
 }
 
+/// Whether `host` (a `Host` header) is `name`, the host name the daemon was
+/// told to listen on, with at most a numeric port: the operator chose that
+/// name, so a page on another site cannot be behind it (a host name that
+/// resolves to `127.0.1.1`, as Debian maps the machine's own).
+fn named_host(host: &str, name: &str) -> bool {
+    let (h, port) = match host.rsplit_once(':') {
+        Some((h, p)) => (h, Some(p)),
+        None => (host, None),
+    };
+    let port_ok = port.is_none_or(|p| {
+        !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u16>().is_ok()
+    });
+    let bare = |n: &str| n.strip_suffix('.').unwrap_or(n).to_ascii_lowercase();
+    port_ok && !h.is_empty() && bare(h) == bare(name)
+}
+
 /// Whether `origin` is the daemon's own (same host and port as `host`).
 fn same_origin(origin: &str, host: Option<&str>) -> bool {
     let Some(host) = host else { return false };
@@ -79,6 +106,12 @@ fn same_origin(origin: &str, host: Option<&str>) -> bool {
         .strip_prefix("http://")
         .or_else(|| origin.strip_prefix("https://"))
         .is_some_and(|o| o.eq_ignore_ascii_case(host))
+}
+
+/// Whether `given` is `token`, compared in constant time (but for their
+/// lengths).
+pub(crate) fn token_matches(given: &str, token: &str) -> bool {
+    given.as_bytes().ct_eq(token.as_bytes()).into()
 }
 
 fn bearer_ok(h: &HeaderMap, token: &str) -> bool {
@@ -89,8 +122,33 @@ fn bearer_ok(h: &HeaderMap, token: &str) -> bool {
     }) else {
         return false;
     };
-    given.as_bytes().ct_eq(token.as_bytes()).into()
+    token_matches(given, token)
 }
+
+/// Whether the request has no body: no `Transfer-Encoding`, and no
+/// `Content-Length` or `Content-Length: 0`.
+fn bodiless(h: &HeaderMap) -> bool {
+    !h.contains_key(header::TRANSFER_ENCODING)
+        && h.get_all(header::CONTENT_LENGTH)
+            .iter()
+            .all(|v| v.to_str().is_ok_and(|v| v.trim() == "0"))
+}
+
+/// Whether the caller is a browser that wants a page (`Accept` names
+/// `text/html`).
+fn wants_html(h: &HeaderMap) -> bool {
+    header_str(h, header::ACCEPT).is_some_and(|v| {
+        v.split(',').any(|t| {
+            t.split(';')
+                .next()
+                .is_some_and(|t| t.trim().eq_ignore_ascii_case("text/html"))
+        })
+    })
+}
+
+/// A browser logged in (its session cookie names an open session).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LoggedIn;
 
 fn refuse(status: StatusCode, code: &'static str, message: &str) -> Response {
     ApiError::new(status, code, message).into_response()
@@ -113,9 +171,13 @@ pub(crate) async fn check(State(d): State<Arc<Daemon>>, req: Request, next: Next
     let host = header_str(h, header::HOST);
     // An absolute-form request names its host in the URI too.
     let uri_host = req.uri().authority().map(|a| a.as_str());
+    let own = |h: &str| {
+        loopback_host(h)
+            || matches!(&d.started_with.0, Listen::Host { name, .. } if named_host(h, name))
+    };
     if matches!(peer, Peer::Tcp)
-        && d.bound.ip().is_loopback()
-        && (!host.is_some_and(loopback_host) || uri_host.is_some_and(|a| !loopback_host(a)))
+        && d.loopback_only()
+        && (!host.is_some_and(own) || uri_host.is_some_and(|a| !own(a)))
     {
         return refuse(
             StatusCode::FORBIDDEN,
@@ -124,13 +186,33 @@ pub(crate) async fn check(State(d): State<Arc<Daemon>>, req: Request, next: Next
         );
     }
     let settings = d.settings();
+    let path = req.uri().path();
+    let login = matches!(path, "/login" | "/logout");
+    let reads = matches!(*req.method(), Method::GET | Method::HEAD);
     let trusted_peer = matches!(&peer, Peer::Socket(Some(c)) if d.trust.admits(c));
-    let authenticated = trusted_peer || settings.token.as_ref().is_some_and(|t| bearer_ok(h, t));
-    if settings.token.is_some() && !authenticated && req.uri().path() != "/healthz" {
+    let bearer = settings.token.as_ref().is_some_and(|t| bearer_ok(h, t));
+    let cookie = settings.token.is_some()
+        && !bearer
+        && crate::session::cookie(h).is_some_and(|c| d.sessions.valid(c, d.clock.boot()));
+    let authenticated = trusted_peer || bearer || (cookie && reads);
+    if settings.token.is_some() && !authenticated && path != "/healthz" && !login {
+        if reads && path == "/" && wants_html(h) {
+            return (
+                StatusCode::SEE_OTHER,
+                [(header::LOCATION, header::HeaderValue::from_static("/login"))],
+            )
+                .into_response();
+        }
         let mut r = refuse(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
-            "this endpoint needs `Authorization: Bearer TOKEN` (the token in [daemon] token_file)",
+            if cookie {
+                "a browser's login reads only: a change needs `Authorization: Bearer TOKEN` (the \
+                 token in [daemon] token_file), or the daemon's socket"
+            } else {
+                "this endpoint needs `Authorization: Bearer TOKEN` (the token in [daemon] \
+                 token_file); a browser logs in at /login"
+            },
         );
         r.headers_mut().insert(
             header::WWW_AUTHENTICATE,
@@ -138,8 +220,7 @@ pub(crate) async fn check(State(d): State<Arc<Daemon>>, req: Request, next: Next
         );
         return r;
     }
-    let reads = matches!(*req.method(), Method::GET | Method::HEAD);
-    if !reads && !authenticated {
+    if !reads && !authenticated && !login {
         return match &peer {
             Peer::Tcp => refuse(
                 StatusCode::FORBIDDEN,
@@ -173,7 +254,8 @@ pub(crate) async fn check(State(d): State<Arc<Daemon>>, req: Request, next: Next
                 .next()
                 .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
         });
-        if !json {
+        let exempt = login || (*req.method() == Method::DELETE && bodiless(h));
+        if !json && !exempt {
             return refuse(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "content_type",
@@ -198,6 +280,10 @@ pub(crate) async fn check(State(d): State<Arc<Daemon>>, req: Request, next: Next
                 "refused: the request comes from another site (Sec-Fetch-Site)",
             );
         }
+    }
+    let mut req = req;
+    if cookie && authenticated && !trusted_peer {
+        req.extensions_mut().insert(LoggedIn);
     }
     next.run(req).await
 }
@@ -242,6 +328,25 @@ mod tests {
             "",
         ] {
             assert!(!loopback_host(host), "{host:?} taken for loopback");
+        }
+    }
+
+    #[test]
+    fn the_name_listened_on_is_its_own_host() {
+        for host in ["myhost", "MyHost:8677", "myhost.:1", "myhost:65535"] {
+            assert!(named_host(host, "myhost"), "{host}");
+        }
+        for host in [
+            "myhost:evil.com",
+            "myhost:80:80",
+            "myhost:",
+            "myhost:65536",
+            "myhost.evil.com",
+            "evil.myhost",
+            ":80",
+            "",
+        ] {
+            assert!(!named_host(host, "myhost"), "{host:?} taken for myhost");
         }
     }
 

@@ -17,7 +17,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use baton_sched::config::{Source, dropin};
+use baton_sched::config::{ConfigError, Source, dropin};
 use serde_json::{Value, json};
 
 use crate::api::blocking;
@@ -61,6 +61,35 @@ fn not_in_main(d: &Daemon, name: &str) -> Result<(), ApiError> {
             ),
         )),
     }
+}
+
+/// A refusal of the job `name`'s table as the request's: the drop-in it
+/// would be is never written, so a mistake in it is named by the job's key
+/// (`PUT /v1/jobs/NAME: key `run`: …`), not by a line of `dropin`, a file
+/// that does not exist. A mistake elsewhere (`baton.toml`, another drop-in)
+/// keeps its file and line.
+fn in_request(e: ConfigError, dropin: &std::path::Path, name: &str) -> String {
+    let ConfigError::Invalid { at, key, message } = &e else {
+        return e.to_string();
+    };
+    let in_dropin = at
+        .strip_prefix(&*dropin.to_string_lossy())
+        .is_some_and(|rest| {
+            rest.is_empty()
+                || rest
+                    .strip_prefix(':')
+                    .is_some_and(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()))
+        });
+    if !in_dropin {
+        return e.to_string();
+    }
+    let job = format!("jobs.{name}");
+    let key = match key.strip_prefix(&job) {
+        Some("") => return format!("PUT /v1/jobs/{name}: {message}"),
+        Some(rest) => rest.strip_prefix('.').unwrap_or(rest),
+        None => key,
+    };
+    format!("PUT /v1/jobs/{name}: key `{key}`: {message}")
 }
 
 /// `[daemon]` settings a reload would refuse: nothing is written.
@@ -113,7 +142,7 @@ pub(crate) async fn put(
             ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "invalid_job",
-                e.to_string(),
+                in_request(e, &dropin::path(&path, &n), &n),
             )
         })?;
         in_force.settings_for(&with).map_err(refused_settings)?;

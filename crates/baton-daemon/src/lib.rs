@@ -24,9 +24,12 @@ mod error;
 pub mod fuzzing;
 mod guard;
 mod jobs_api;
+mod listen;
+mod login;
 mod notify;
 mod peer;
 mod reload;
+mod session;
 mod socket;
 mod state;
 mod tick;
@@ -51,7 +54,7 @@ pub struct Options {
     /// `--state-dir`, passed on to every run.
     pub state_dir: Option<PathBuf>,
     /// `--listen`, over `[daemon] listen`.
-    pub listen: Option<SocketAddr>,
+    pub listen: Option<baton_sched::config::Listen>,
     /// The baton binary the runs execute (`baton __run`).
     pub exe: PathBuf,
 }
@@ -60,7 +63,8 @@ pub struct Options {
 pub const EXIT_OK: u8 = 0;
 /// Exit code: the configuration cannot be served.
 pub const EXIT_CONFIG: u8 = 2;
-/// Exit code: the address cannot be bound, or the runtime cannot start.
+/// Exit code: the address cannot be resolved or bound, or the runtime cannot
+/// start.
 pub const EXIT_FAILED: u8 = 125;
 
 fn say(line: std::fmt::Arguments<'_>) {
@@ -84,7 +88,7 @@ pub fn serve(opts: Options, clock: Arc<dyn Clock>) -> u8 {
             return EXIT_CONFIG;
         }
     };
-    let settings = match Settings::of(&config, opts.listen) {
+    let settings = match Settings::of(&config, opts.listen.clone()) {
         Ok(s) => s,
         Err(e) => {
             say(format_args!("{e}"));
@@ -117,17 +121,17 @@ async fn run(
     settings: Settings,
     clock: Arc<dyn Clock>,
 ) -> u8 {
-    let listener = match tokio::net::TcpListener::bind(settings.listen).await {
+    let listeners = match listen::bind(&settings.listen, settings.token.as_deref()).await {
         Ok(l) => l,
         Err(e) => {
-            say(format_args!(
-                "failed to listen on {}: {e} (choose another with --listen or [daemon] listen)",
-                settings.listen
-            ));
-            return EXIT_FAILED;
+            say(format_args!("{}", e.message));
+            return e.code;
         }
     };
-    let bound = listener.local_addr().unwrap_or(settings.listen);
+    let bound: Vec<SocketAddr> = listeners
+        .iter()
+        .filter_map(|l| l.local_addr().ok())
+        .collect();
     let group = settings.socket_group.as_ref().map(|(_, gid)| *gid);
     let (unix, socket) = match socket::bind(&settings.socket, group) {
         Ok(s) => s,
@@ -155,19 +159,26 @@ async fn run(
     if d.settings().token.is_none() {
         say(format_args!(
             "the TCP API is read-only: there is no [daemon] token_file, and any local user can \
-             reach {bound}; change things over unix:{}, or set token_file",
+             reach {}; change things over unix:{}, or set token_file",
+            d.bound_text(),
             socket.path.display()
         ));
     }
-    say(format_args!(
-        "listening on http://{bound} (config {}, state {})",
-        d.opts.config_path.display(),
-        d.current().config.settings.state_dir.value.display()
-    ));
+    for a in &d.bound {
+        say(format_args!(
+            "listening on http://{a} ({}config {}, state {})",
+            match &d.settings().listen {
+                l @ baton_sched::config::Listen::Host { .. } => format!("{l}; "),
+                baton_sched::config::Listen::Addr(_) => String::new(),
+            },
+            d.opts.config_path.display(),
+            d.current().config.settings.state_dir.value.display()
+        ));
+    }
     let clock_task = tokio::spawn(clock::run(Arc::clone(&d)));
     let watchdog = tokio::spawn(notify::watchdog());
     notify::send("READY=1");
-    let tcp_server = serve_on(listener, &d);
+    let tcp_servers: Vec<_> = listeners.into_iter().map(|l| serve_on(l, &d)).collect();
     let unix_server = serve_on(unix, &d);
     // Signals: SIGHUP reloads; SIGTERM or SIGINT stops.
     loop {
@@ -200,7 +211,10 @@ async fn run(
         while !d.wait_idle(Duration::from_secs(3600)).await {}
     }
     let _ = tokio::time::timeout(Duration::from_secs(5), async {
-        let _ = tokio::join!(tcp_server, unix_server);
+        for s in tcp_servers {
+            let _ = s.await;
+        }
+        let _ = unix_server.await;
     })
     .await;
     socket.remove();

@@ -59,7 +59,8 @@ impl Daemon {
                 if settings.listen != self.started_with.0 {
                     notes.push(format!(
                         "[daemon] listen = {} takes effect at the next start; still listening on {}",
-                        settings.listen, self.bound
+                        settings.listen,
+                        self.bound_text()
                     ));
                 }
                 if settings.socket != self.socket || settings.socket_group != self.trust.group {
@@ -74,7 +75,7 @@ impl Daemon {
                     notes.push(format!(
                         "without token_file, the TCP API on {} is read-only now; change things \
                          over unix:{}",
-                        self.bound,
+                        self.bound_text(),
                         self.socket.display()
                     ));
                 }
@@ -99,7 +100,7 @@ impl Daemon {
             Err(e) => {
                 let message =
                     format!("reload ({why}) refused, the configuration in force stays: {e}");
-                crate::say(format_args!("{message}"));
+                // The alert prints it, as every alert is printed: once.
                 self.alert_refused(&message).await;
                 Err(ApiError::new(
                     StatusCode::UNPROCESSABLE_ENTITY,
@@ -127,13 +128,17 @@ impl Daemon {
             key: "daemon".into(),
             message,
         };
-        let settings = Settings::of(config, self.opts.listen).map_err(invalid)?;
-        if crate::state::exposed(self.bound, settings.token.as_deref()) {
+        let settings = Settings::of(config, self.opts.listen.clone()).map_err(invalid)?;
+        if self
+            .bound
+            .iter()
+            .any(|a| crate::state::exposed(*a, settings.token.as_deref()))
+        {
             return Err(invalid(format!(
                 "this daemon listens on {} until its next start, and off loopback it needs a \
                  token: keep [daemon] token_file (restart the daemon on loopback to do without \
                  one)",
-                self.bound
+                self.bound_text()
             )));
         }
         Ok(settings)

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use baton_lease::Clock;
-use baton_sched::config::{Config, Overrides, Snapshot};
+use baton_sched::config::{Config, Listen, Overrides, Snapshot};
 use baton_sched::run::Start;
 use tokio::sync::{Notify, Semaphore};
 
@@ -25,8 +25,8 @@ use crate::Options;
 /// The `[daemon]` settings, with `--listen` applied.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// Where to listen.
-    pub listen: SocketAddr,
+    /// Where to listen: an address, or a host name resolved at the start.
+    pub listen: Listen,
     /// The bearer token (from `token_file`), if any.
     pub token: Option<String>,
     /// The Unix socket (`[daemon] socket`, or `STATE_DIR/daemon.sock`).
@@ -44,9 +44,9 @@ impl Settings {
     ///
     /// A non-loopback address without a token, a token file that cannot be
     /// read or is empty, or a `socket_group` that names no group.
-    pub fn of(config: &Config, listen: Option<SocketAddr>) -> Result<Self, String> {
+    pub fn of(config: &Config, listen: Option<Listen>) -> Result<Self, String> {
         let d = &config.daemon;
-        let listen = listen.unwrap_or(d.listen.value);
+        let listen = listen.unwrap_or_else(|| d.listen.value.clone());
         let token = match &d.token_file.value {
             None => None,
             Some(path) => Some(read_token(path)?),
@@ -62,9 +62,13 @@ impl Settings {
             socket_group,
             shutdown_grace: d.shutdown_grace.value,
         };
-        if exposed(listen, s.token.as_deref()) {
+        // A host name is judged by what it resolves to, when the daemon
+        // starts (`crate::listen`).
+        if let Some(addr) = s.listen.addr()
+            && exposed(addr, s.token.as_deref())
+        {
             return Err(format!(
-                "refusing to listen on {listen} without a token: anyone who can reach it could \
+                "refusing to listen on {addr} without a token: anyone who can reach it could \
                  read every job, and nobody could change one over TCP; set [daemon] token_file \
                  (a file holding a secret), or listen on loopback (127.0.0.1)"
             ));
@@ -144,15 +148,16 @@ pub(crate) struct Daemon {
     pub(crate) opts: Options,
     pub(crate) over: Overrides,
     settings: RwLock<Arc<Settings>>,
-    /// The TCP address listened on, until the next start.
-    pub(crate) bound: SocketAddr,
+    /// The TCP addresses listened on (one, or each of a host name's),
+    /// until the next start.
+    pub(crate) bound: Vec<SocketAddr>,
     /// The Unix socket listened on, until the next start.
     pub(crate) socket: PathBuf,
     /// Who may change things over the socket, until the next start.
     pub(crate) trust: crate::peer::Trust,
     /// The `listen` and `max_parallel` the daemon started with: changing
     /// either takes a restart.
-    pub(crate) started_with: (SocketAddr, u32),
+    pub(crate) started_with: (Listen, u32),
     pub(crate) clock: Arc<dyn Clock>,
     loaded: RwLock<Arc<Loaded>>,
     pub(crate) inflight: Mutex<HashMap<Key, Flight>>,
@@ -172,6 +177,8 @@ pub(crate) struct Daemon {
     pub(crate) reloading: tokio::sync::Mutex<()>,
     /// The ledger the ticks keep open between them.
     kept: Mutex<Option<Kept>>,
+    /// Browsers logged in with the token (`GET /login`).
+    pub(crate) sessions: crate::session::Sessions,
     /// How far the clock the last tick decided by (a shared store's) was
     /// ahead of this host's, in microseconds: the clock plans by it.
     pub(crate) offset_us: std::sync::atomic::AtomicI64,
@@ -198,10 +205,10 @@ impl Daemon {
         snapshot: Snapshot,
         config: Config,
         settings: Settings,
-        bound: SocketAddr,
+        bound: Vec<SocketAddr>,
         clock: Arc<dyn Clock>,
     ) -> Self {
-        let started_with = (settings.listen, config.settings.max_parallel.value);
+        let started_with = (settings.listen.clone(), config.settings.max_parallel.value);
         let slots = usize::try_from(config.settings.max_parallel.value).unwrap_or(64);
         Self {
             opts,
@@ -223,8 +230,21 @@ impl Daemon {
             stopping: AtomicBool::new(false),
             reloading: tokio::sync::Mutex::new(()),
             kept: Mutex::new(None),
+            sessions: crate::session::Sessions::default(),
             offset_us: std::sync::atomic::AtomicI64::new(0),
         }
+    }
+
+    /// Whether every TCP address listened on is loopback.
+    pub(crate) fn loopback_only(&self) -> bool {
+        self.bound.iter().all(|a| a.ip().is_loopback())
+    }
+
+    /// The TCP addresses listened on, for messages: `127.0.0.1:8677`, or
+    /// `127.0.0.1:8677 and [::1]:8677`.
+    pub(crate) fn bound_text(&self) -> String {
+        let all: Vec<String> = self.bound.iter().map(ToString::to_string).collect();
+        all.join(" and ")
     }
 
     /// Now on the clock the ticks decide by (a shared store's, as the last
@@ -292,12 +312,21 @@ impl Daemon {
     }
 
     /// Puts new `[daemon]` settings in force (the address stays the bound
-    /// one until a restart).
+    /// one until a restart). A new token, or none, ends every browser
+    /// session: each was opened with the old one.
+    ///
+    /// The sessions end after the new token is in force: a login that
+    /// compared the old one either opened its session before (and it ends
+    /// here) or finds the token changed when it checks again (and closes
+    /// it).
     pub(crate) fn set_settings(&self, s: Settings) {
         let new = Arc::new(s);
-        match self.settings.write() {
-            Ok(mut g) => *g = new,
-            Err(p) => *p.into_inner() = new,
+        let old = match self.settings.write() {
+            Ok(mut g) => std::mem::replace(&mut *g, Arc::clone(&new)),
+            Err(p) => std::mem::replace(&mut *p.into_inner(), Arc::clone(&new)),
+        };
+        if new.token != old.token {
+            self.sessions.clear();
         }
     }
 

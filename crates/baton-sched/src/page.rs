@@ -16,6 +16,13 @@
 //! needs no JavaScript and loads nothing from elsewhere; it refreshes itself
 //! with `<meta http-equiv="refresh">`. Machines find each job by its
 //! `data-job` and `data-state` attributes.
+//!
+//! For a person: the jobs that need attention (an unhealthy state)
+//! come first, then the rest, each group by name. Every time on the page is
+//! shown in one zone, the scheduler's (the one its heading names), inside a
+//! `<time>` element that never wraps; long texts (alert messages, a pause's
+//! reason) are clamped to a few lines with the whole text in their
+//! `title`, and fences are cut with an ellipsis, whole in theirs.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -29,11 +36,36 @@ use crate::history::RunView;
 use crate::status::{JobStatus, Status, relative};
 use crate::units::show_duration;
 
+pub mod login;
+
+/// Who the page is shown to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Viewer {
+    /// Anyone: no login to end (`baton __page`, a daemon without a token,
+    /// a caller with the bearer token).
+    #[default]
+    Anyone,
+    /// A browser logged in through `/login`: the page offers to log out.
+    LoggedIn,
+}
+
 /// How many of each job's runs the page lists.
 pub const RUNS_SHOWN: u32 = 5;
 
 /// How often the page reloads itself by default, in seconds.
 pub const DEFAULT_REFRESH_SECS: u32 = 5;
+
+/// The jobs of `status` in the page's order: those that need attention
+/// (an unhealthy state: `hung`, `overdue`, `failing`, `crashed`) first,
+/// then the rest, each group by name.
+fn in_page_order(status: &Status) -> Vec<&JobStatus> {
+    let mut jobs: Vec<&JobStatus> = status.jobs.iter().collect();
+    jobs.sort_by(|a, b| {
+        let rank = |j: &JobStatus| j.state.healthy();
+        (rank(a), &a.job).cmp(&(rank(b), &b.job))
+    });
+    jobs
+}
 
 /// Each job's newest runs, newest first, as the page lists them.
 #[derive(Debug, Clone, Default)]
@@ -95,10 +127,15 @@ impl RecentRuns {
 /// let html = page::read(&config, &SystemClock, page::DEFAULT_REFRESH_SECS);
 /// ```
 pub fn read(config: &Config, clock: &dyn Clock, refresh_secs: u32) -> String {
+    read_for(config, clock, refresh_secs, Viewer::Anyone)
+}
+
+/// [`read`], for `viewer`.
+pub fn read_for(config: &Config, clock: &dyn Clock, refresh_secs: u32, viewer: Viewer) -> String {
     let now = clock.wall();
     let status = crate::status::read(config, None, now);
     let runs = RecentRuns::read(config, now, RUNS_SHOWN);
-    render(&status, &runs, now, refresh_secs)
+    render_for(&status, &runs, now, refresh_secs, viewer)
 }
 
 /// Escapes `s` for HTML text and for attribute values in double or single
@@ -162,6 +199,12 @@ dd{margin:0;min-width:0}
 ol,ul{margin:0;padding-left:1.2rem}
 li{margin:.1rem 0}
 code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.85em}
+time,.age{white-space:nowrap}
+.fence{display:inline-block;max-width:12ch;overflow:hidden;text-overflow:ellipsis;\
+white-space:nowrap;vertical-align:bottom}
+.clamp{display:-webkit-box;-webkit-box-orient:vertical;-webkit-line-clamp:3;line-clamp:3;overflow:hidden}
+.logout{margin:0 0 1rem}
+.logout button{font:inherit;font-size:.85rem;padding:.15rem .6rem;border:1px solid #8c959f;border-radius:6px;background:#fff;cursor:pointer}
 .ok{color:#116329}
 .bad{color:#a40e26}
 .none{color:#58636e}
@@ -180,6 +223,18 @@ code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.85em}
 /// assert!(html.contains("data-job=\"backup\""));
 /// ```
 pub fn render(status: &Status, runs: &RecentRuns, now: Timestamp, refresh_secs: u32) -> String {
+    render_for(status, runs, now, refresh_secs, Viewer::Anyone)
+}
+
+/// [`render`], for `viewer`: a browser logged in gets a button that logs it
+/// out (a form posting to `/logout`).
+pub fn render_for(
+    status: &Status,
+    runs: &RecentRuns,
+    now: Timestamp,
+    refresh_secs: u32,
+    viewer: Viewer,
+) -> String {
     let mut out = String::with_capacity(4096 + 2048 * status.jobs.len());
     let zone = jiff::tz::TimeZone::get(&status.timezone).unwrap_or(jiff::tz::TimeZone::UTC);
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
@@ -206,7 +261,8 @@ pub fn render(status: &Status, runs: &RecentRuns, now: Timestamp, refresh_secs: 
     );
     let _ = writeln!(
         out,
-        "<p class=\"meta\" data-healthy=\"{}\">{}{}. Read at {}; config <code>{}</code>.</p>",
+        "<p class=\"meta\" data-healthy=\"{}\">{}{}. Read at {}; times in {}; config \
+         <code>{}</code>.</p>",
         status.healthy,
         escape(&health_words(status)),
         if status.enabled {
@@ -217,9 +273,16 @@ pub fn render(status: &Status, runs: &RecentRuns, now: Timestamp, refresh_secs: 
                 escape(&status.enabled_source)
             )
         },
-        escape(&local(&zone, &status.now)),
+        when(&zone, now, &status.now),
+        escape(&status.timezone),
         escape(&status.config),
     );
+    if viewer == Viewer::LoggedIn {
+        out.push_str(
+            "<form class=\"logout\" method=\"post\" action=\"/logout\"><button \
+             type=\"submit\">Log out</button></form>\n",
+        );
+    }
     out.push_str("</header>\n<main>\n");
     if let Some(e) = &runs.error {
         let _ = writeln!(
@@ -232,9 +295,9 @@ pub fn render(status: &Status, runs: &RecentRuns, now: Timestamp, refresh_secs: 
         out.push_str("<p class=\"none\">No jobs are configured.</p>\n");
     }
     out.push_str("<div class=\"jobs\">\n");
-    for job in &status.jobs {
+    for job in in_page_order(status) {
         let recent = runs.by_job.get(&job.job).map_or(&[][..], Vec::as_slice);
-        job_card(&mut out, job, recent, now);
+        job_card(&mut out, job, recent, &zone, now);
     }
     out.push_str("</div>\n</main>\n</body>\n</html>\n");
     out
@@ -243,14 +306,8 @@ pub fn render(status: &Status, runs: &RecentRuns, now: Timestamp, refresh_secs: 
 fn health_words(status: &Status) -> String {
     let attention = status.jobs.iter().filter(|j| !j.state.healthy()).count();
     match attention {
-        0 => format!(
-            "{} job(s), none hung, overdue, failing or crashed",
-            status.jobs.len()
-        ),
-        n => format!(
-            "{n} of {} job(s) hung, overdue, failing or crashed",
-            status.jobs.len()
-        ),
+        0 => format!("{} job(s), none needs attention", status.jobs.len()),
+        n => format!("{n} of {} job(s) need attention", status.jobs.len()),
     }
 }
 
@@ -266,21 +323,47 @@ fn local(tz: &jiff::tz::TimeZone, t: &str) -> String {
     }
 }
 
-/// `t` in `tz` for people, with its age: `2025-01-02 03:04:05 +00:00 (3m
-/// ago)`. Already escaped.
+/// `t` in `tz` for people, with its age: `<time datetime="T">2025-01-02
+/// 03:04:05 +00:00</time> <span class="age">(3m ago)</span>`, neither of
+/// which wraps; `t` as text when it is no timestamp. Already escaped.
 fn when(tz: &jiff::tz::TimeZone, now: Timestamp, t: &str) -> String {
-    let local = local(tz, t);
     let age = relative(now, t);
     if age.is_empty() {
-        escape(&local)
-    } else {
-        format!(
-            "<time datetime=\"{}\">{}</time> ({})",
-            escape(t),
-            escape(&local),
-            escape(&age)
-        )
+        return escape(t);
     }
+    format!(
+        "<time datetime=\"{}\">{}</time> <span class=\"age\">({})</span>",
+        escape(t),
+        escape(&local(tz, t)),
+        escape(&age)
+    )
+}
+
+/// An instant without its age (an occurrence): `<time>` in `tz`.
+fn instant(tz: &jiff::tz::TimeZone, t: &str) -> String {
+    if t.parse::<Timestamp>().is_err() {
+        return escape(t);
+    }
+    format!(
+        "<time datetime=\"{}\">{}</time>",
+        escape(t),
+        escape(&local(tz, t))
+    )
+}
+
+/// A fence: cut with an ellipsis when it is long, whole in its `title`.
+fn fence(f: Option<u64>) -> String {
+    match f {
+        Some(f) => format!("<code class=\"fence\" title=\"fence {f}\">{f}</code>"),
+        None => "?".to_owned(),
+    }
+}
+
+/// A long text, clamped to a few lines, whole in its `title`. Already
+/// escaped.
+fn clamped(class: &str, text: &str) -> String {
+    let t = escape(text);
+    format!("<span class=\"{class} clamp\" title=\"{t}\">{t}</span>")
 }
 
 fn ms(d: u64) -> String {
@@ -295,8 +378,13 @@ fn verdict_class(v: Option<&str>) -> &'static str {
     }
 }
 
-fn job_card(out: &mut String, j: &JobStatus, recent: &[RunView], now: Timestamp) {
-    let tz = jiff::tz::TimeZone::get(&j.timezone).unwrap_or(jiff::tz::TimeZone::UTC);
+fn job_card(
+    out: &mut String,
+    j: &JobStatus,
+    recent: &[RunView],
+    tz: &jiff::tz::TimeZone,
+    now: Timestamp,
+) {
     let state = j.state;
     let name = escape(&j.job);
     let _ = writeln!(
@@ -333,29 +421,30 @@ fn job_card(out: &mut String, j: &JobStatus, recent: &[RunView], now: Timestamp)
                 r.duration_ms
                     .map(|d| format!(" in {}", escape(&ms(d))))
                     .unwrap_or_default(),
-                when(&tz, now, r.finished.as_deref().unwrap_or(&r.started)),
+                when(tz, now, r.finished.as_deref().unwrap_or(&r.started)),
             );
         }
     }
     out.push_str("<dt>next run</dt>");
     match &j.next_run {
         Some(n) => {
-            let _ = writeln!(out, "<dd class=\"next-run\">{}</dd>", when(&tz, now, n));
+            let _ = writeln!(out, "<dd class=\"next-run\">{}</dd>", when(tz, now, n));
         }
         None => out.push_str("<dd class=\"next-run none\">none</dd>\n"),
     }
     if let Some(h) = &j.holder {
         let _ = writeln!(
             out,
-            "<dt>holder</dt><dd class=\"holder\" data-verdict=\"{}\">{}: pid {} on {}, fence {}{}</dd>",
+            "<dt>holder</dt><dd class=\"holder\" data-verdict=\"{}\">{}: pid {} on {}, fence \
+             {}{}</dd>",
             escape(h.verdict),
             escape(h.verdict),
             h.pid.map_or("?".into(), |p| p.to_string()),
             escape(h.host.as_deref().unwrap_or("?")),
-            h.fence.map_or("?".into(), |f| f.to_string()),
+            fence(h.fence),
             h.since
                 .as_deref()
-                .map(|s| format!(", since {}", when(&tz, now, s)))
+                .map(|s| format!(", since {}", when(tz, now, s)))
                 .unwrap_or_default(),
         );
     }
@@ -363,15 +452,15 @@ fn job_card(out: &mut String, j: &JobStatus, recent: &[RunView], now: Timestamp)
         let _ = writeln!(
             out,
             "<dt>paused</dt><dd class=\"pause\">since {} by {}{}{}</dd>",
-            when(&tz, now, &p.since),
+            when(tz, now, &p.since),
             escape(&p.by),
             p.until
                 .as_deref()
-                .map(|u| format!(", until {}", when(&tz, now, u)))
+                .map(|u| format!(", until {}", when(tz, now, u)))
                 .unwrap_or_default(),
             p.reason
                 .as_deref()
-                .map(|r| format!(": {}", escape(r)))
+                .map(|r| format!(": {}", clamped("reason", r)))
                 .unwrap_or_default(),
         );
     }
@@ -379,7 +468,7 @@ fn job_card(out: &mut String, j: &JobStatus, recent: &[RunView], now: Timestamp)
         let _ = writeln!(
             out,
             "<dt>overdue</dt><dd class=\"bad\">occurrence {} did not start (grace {})</dd>",
-            escape(&o.occurrence),
+            instant(tz, &o.occurrence),
             escape(&show_duration(Duration::from_secs(o.grace_seconds)))
         );
     }
@@ -410,10 +499,10 @@ fn job_card(out: &mut String, j: &JobStatus, recent: &[RunView], now: Timestamp)
                 if r.manual {
                     "manual".to_owned()
                 } else {
-                    format!("occurrence {}", escape(&r.occurrence))
+                    format!("occurrence {}", instant(tz, &r.occurrence))
                 },
-                when(&tz, now, &r.started),
-                r.fence.map_or("?".into(), |f| f.to_string()),
+                when(tz, now, &r.started),
+                fence(r.fence),
             );
         }
         out.push_str("</ol>\n");
@@ -428,8 +517,8 @@ fn job_card(out: &mut String, j: &JobStatus, recent: &[RunView], now: Timestamp)
                 out,
                 "<li><span class=\"bad\">{}</span> {}: {}</li>",
                 escape(&a.kind),
-                when(&tz, now, &a.time),
-                escape(&a.message),
+                when(tz, now, &a.time),
+                clamped("message", &a.message),
             );
         }
         out.push_str("</ul>\n");

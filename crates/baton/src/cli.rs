@@ -108,11 +108,12 @@ pub enum Cmd {
 pub struct DaemonArgs {
     #[command(flatten)]
     pub file: ConfigFile,
-    /// Listen on ADDR (IP:PORT) instead of `[daemon] listen`
-    /// (default 127.0.0.1:8677). Any address but loopback needs `token_file`;
-    /// without one, the TCP API is read-only (changes go over the socket).
+    /// Listen on ADDR (IP:PORT, or HOST:PORT: every address the name
+    /// resolves to) instead of `[daemon] listen` (default 127.0.0.1:8677).
+    /// Any address but loopback needs `token_file`; without one, the TCP API
+    /// is read-only (changes go over the socket).
     #[arg(long, value_name = "ADDR")]
-    pub listen: Option<std::net::SocketAddr>,
+    pub listen: Option<baton_sched::config::Listen>,
 }
 
 /// `baton store`.
@@ -757,7 +758,8 @@ HTTP (JSON, under /v1): GET /v1/jobs, GET /v1/jobs/JOB, GET
 /v1/jobs/JOB/runs?limit=N, POST /v1/tick, POST /v1/jobs/JOB/run (409 when
 busy), POST /v1/jobs/JOB/pause and /resume, POST /v1/reload (also SIGHUP),
 PUT and DELETE /v1/jobs/JOB (drop-in files in jobs.d/), GET /healthz, GET /
-(status page), GET /metrics (Prometheus).
+(status page), GET /metrics (Prometheus), GET and POST /login, POST /logout
+(a browser's session, with a token).
 
 Security: a change (PUT, DELETE, any POST) runs commands as the daemon's
 user, so it needs an authenticated caller: over the Unix socket ([daemon]
@@ -767,9 +769,13 @@ root or a member of [daemon] socket_group, as the kernel says
 token_file). Without a token the TCP API is read-only (403 read_only), even
 on loopback, which every local user reaches. TCP listens on loopback by
 default; any other address needs token_file, and then every endpoint but
-/healthz needs the token. Mutations need `Content-Type: application/json`
-and no foreign Origin. Over the socket: `curl --unix-socket PATH
-http://localhost/v1/...`.
+/healthz and the login's needs the token. A browser logs in at /login with
+the token and gets a session cookie (HttpOnly, SameSite=Strict) that opens
+reads only: the page, /metrics and the API's GETs. Mutations need
+`Content-Type: application/json` (not a DELETE without a body) and no
+foreign Origin. Over the socket: `curl --unix-socket PATH
+http://localhost/v1/...`. --listen and [daemon] listen take HOST:PORT too:
+the name is resolved at start and every address it resolves to is served.
 
 SIGTERM or SIGINT: stop ticking and accepting, let runs finish for up to
 [daemon] shutdown_grace (default 60s), then stop them (whole tree) and exit.
@@ -778,7 +784,7 @@ store migrate`) and refuses to start when it cannot.
 
 Exit codes: 0 after a clean shutdown, 1 when [store]'s schema cannot be
 migrated, 2 for a configuration that cannot be served (invalid, or a
-non-loopback address without token_file), 125 when the address or the
-socket cannot be bound (another daemon on it, a link or a file in its
+non-loopback address without token_file), 125 when the address cannot be
+resolved or bound, or the socket cannot be bound (another daemon on it, a link or a file in its
 place).
 ";

@@ -480,7 +480,7 @@ pub fn daemon(state: Option<&Path>, a: &crate::cli::DaemonArgs) -> Exit {
     let opts = baton_daemon::Options {
         config_path: config::locate(a.file.config.as_deref()),
         state_dir: state.map(Path::to_owned),
-        listen: a.listen,
+        listen: a.listen.clone(),
         exe,
     };
     match baton_daemon::serve(opts, clock()) {

@@ -25,6 +25,7 @@
 mod doc;
 pub mod dropin;
 mod error;
+mod listen;
 mod model;
 mod read;
 mod snapshot;
@@ -33,6 +34,7 @@ mod store_url;
 use std::path::{Path, PathBuf};
 
 pub use error::ConfigError;
+pub use listen::{BadListen, LISTEN_FORMS, Listen};
 pub use model::{
     Action, CatchUp, Command, Config, DaemonSettings, Job, Overlap, RunPolicy, Settings, Source,
     Sourced, Step, StepKind, StoreSettings, When, Zone,

@@ -350,8 +350,9 @@ impl Job {
 /// every other command validates them and leaves them alone.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DaemonSettings {
-    /// The address the HTTP API listens on (default `127.0.0.1:8677`).
-    pub listen: Sourced<std::net::SocketAddr>,
+    /// Where the HTTP API listens (default `127.0.0.1:8677`): an address,
+    /// or a host name the daemon resolves when it starts.
+    pub listen: Sourced<super::Listen>,
     /// The file holding the bearer token (`None`: no token), made absolute
     /// against the configuration file's directory.
     pub token_file: Sourced<Option<PathBuf>>,

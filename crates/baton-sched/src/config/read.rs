@@ -957,14 +957,11 @@ fn daemon(r: &Reader<'_>, e: Option<&Entry>) -> Result<DaemonSettings, ConfigErr
         entries,
         &none,
         "listen",
-        || std::net::SocketAddr::from(([127, 0, 0, 1], 8677)),
+        || super::Listen::Addr(std::net::SocketAddr::from(([127, 0, 0, 1], 8677))),
         |raw, at, key| {
-            let what = "a socket address IP:PORT, such as \"127.0.0.1:8677\", \"0.0.0.0:8677\" \
-                        or \"[::1]:8677\" (an IP address, not a host name)";
+            let what = super::LISTEN_FORMS;
             let s = string(raw, at, key, what)?;
-            s.trim()
-                .parse()
-                .map_err(|_| invalid(at, key, format!("= {s:?}: expected {what}")))
+            s.parse().map_err(|e| invalid(at, key, format!("= {e}")))
         },
     )?;
     let token_file = setting_in(

@@ -407,6 +407,14 @@ fn daemon_defaults_and_values_carry_their_source() {
         Some(Path::new("/etc/token"))
     );
     assert_eq!(c.daemon.shutdown_grace.value, Duration::from_secs(120));
+    let named = load_text("[daemon]\nlisten = \"localhost:8080\"\n").unwrap();
+    assert_eq!(
+        named.daemon.listen.value,
+        crate::config::Listen::Host {
+            name: "localhost".into(),
+            port: 8080
+        }
+    );
     let c = load_text("[daemon]\ntoken_file = \"/run/baton/token\"\n").unwrap();
     assert_eq!(
         c.daemon.token_file.value.as_deref(),
@@ -445,16 +453,22 @@ fn daemon_socket_defaults_to_the_state_directory_and_takes_a_group() {
 
 #[test]
 fn daemon_mistakes_are_named() {
-    let msg = error("[daemon]\nlisten = \"localhost:8677\"\n");
+    let msg = error("[daemon]\nlisten = \"localhost\"\n");
     assert_names(
         &msg,
         &[
             "/etc/baton.toml:2",
             "daemon.listen",
-            "\"localhost:8677\"",
+            "\"localhost\"",
+            "no port",
             "IP:PORT",
+            "HOST:PORT",
             "[::1]:8677",
         ],
+    );
+    assert_names(
+        &error("[daemon]\nlisten = \"local host:8677\"\n"),
+        &["daemon.listen", "\"local host:8677\"", "host name"],
     );
     assert_names(
         &error("[daemon]\nlisten = 8677\n"),

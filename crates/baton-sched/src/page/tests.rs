@@ -144,12 +144,12 @@ fn the_header_counts_the_jobs_that_are_not_healthy() {
         5,
     );
     assert!(
-        html.contains("2 of 4 job(s) hung, overdue, failing or crashed"),
+        html.contains("2 of 4 job(s) need attention"),
         "{html}"
     );
     let html = render(&status(vec![job("ok")]), &RecentRuns::default(), now(), 5);
     assert!(
-        html.contains("1 job(s), none hung, overdue, failing or crashed"),
+        html.contains("1 job(s), none needs attention"),
         "{html}"
     );
 }
@@ -266,17 +266,30 @@ fn a_card_shows_last_run_next_run_holder_runs_and_alerts() {
     );
     let html = render(&status(vec![j]), &runs, now(), 5);
     assert!(
-        html.contains("<dd class=\"last-run\"><span class=\"ok\">ok</span> in 2m, <time datetime=\"2025-06-01T11:57:00Z\">2025-06-01 11:57:00 +00:00</time> (3m ago)</dd>"),
+        html.contains(
+            "<dd class=\"last-run\"><span class=\"ok\">ok</span> in 2m, <time \
+             datetime=\"2025-06-01T11:57:00Z\">2025-06-01 13:57:00 +02:00</time> <span \
+             class=\"age\">(3m ago)</span></dd>"
+        ),
         "{html}"
     );
-    assert!(html.contains("(in 5m)"), "{html}");
     assert!(
-        html.contains("live: pid 4242 on db-1, fence 17, since"),
+        html.contains("<span class=\"age\">(in 5m)</span>"),
+        "{html}"
+    );
+    assert!(
+        html.contains(
+            "live: pid 4242 on db-1, fence <code class=\"fence\" title=\"fence 17\">17</code>, \
+             since"
+        ),
         "{html}"
     );
     assert_eq!(html.matches("<li data-run=").count(), RUNS_SHOWN as usize);
     assert!(html.contains("failed</span> <time"), "{html}");
-    assert!(html.contains(": exit 3</li>"), "{html}");
+    assert!(
+        html.contains(": <span class=\"message clamp\" title=\"exit 3\">exit 3</span></li>"),
+        "{html}"
+    );
 }
 
 #[test]
@@ -307,8 +320,114 @@ fn an_overdue_card_names_the_occurrence_that_did_not_start() {
     let html = render(&status(vec![j]), &RecentRuns::default(), now(), 5);
     assert!(
         html.contains(
-            "<dt>overdue</dt><dd class=\"bad\">occurrence 2025-06-01T10:00:00Z did not start (grace 2m)</dd>"
+            "<dt>overdue</dt><dd class=\"bad\">occurrence <time datetime=\"2025-06-01T10:00:00Z\">2025-06-01 12:00:00 +02:00</time> did not start (grace 2m)</dd>"
         ),
         "{html}"
     );
+}
+
+#[test]
+fn jobs_that_need_attention_come_first_then_the_rest_each_by_name() {
+    let mut zfail = job("z-failing");
+    zfail.failing = true;
+    zfail.state = JobState::Failing;
+    let mut late = job("m-late");
+    late.overdue = Some(overdue());
+    late.state = JobState::Overdue;
+    let mut paused = job("b-paused");
+    paused.paused = Some(pause());
+    paused.state = JobState::Paused;
+    let s = status(vec![job("a-ok"), paused, late, job("y-ok"), zfail]);
+    let html = render(&s, &RecentRuns::default(), now(), 5);
+    let order: Vec<&str> = html
+        .split("<section class=\"job\" data-job=\"")
+        .skip(1)
+        .map(|rest| rest.split('"').next().unwrap())
+        .collect();
+    assert_eq!(order, ["m-late", "z-failing", "a-ok", "b-paused", "y-ok"]);
+    assert!(html.contains("<title>baton: 2 of 5 job(s) need attention</title>"));
+}
+
+#[test]
+fn every_time_is_in_the_pages_zone() {
+    let mut j = job("a");
+    j.timezone = "America/New_York".into();
+    j.holder = Some(holder("live"));
+    j.paused = Some(PauseStatus {
+        until: Some("2025-06-01T14:00:00Z".into()),
+        ..pause()
+    });
+    j.overdue = Some(overdue());
+    j.recent_alerts = vec![AlertSummary {
+        time: "2025-06-01T11:58:00Z".into(),
+        kind: "failed".into(),
+        message: "exit 3".into(),
+    }];
+    let mut runs = RecentRuns::default();
+    runs.by_job.insert("a".into(), vec![run("r1", Some("ok"))]);
+    let html = render(&status(vec![j]), &runs, now(), 5);
+    let times: Vec<&str> = html
+        .split("<time ")
+        .skip(1)
+        .map(|rest| rest.split('>').nth(1).unwrap().trim_end_matches("</time"))
+        .collect();
+    // Read at, last run, next run, holder since, pause since and until,
+    // overdue occurrence, the run's occurrence and start, the alert.
+    assert_eq!(times.len(), 10, "{times:?}\n{html}");
+    for t in &times {
+        assert!(
+            t.ends_with(" +02:00"),
+            "{t} is not in Europe/Paris:\n{html}"
+        );
+    }
+    assert!(
+        html.contains(">2025-06-01 12:00:00 +02:00</time> did not start"),
+        "{html}"
+    );
+    assert!(html.contains("times in Europe/Paris"), "{html}");
+    // The job's own zone is still named beside its schedule.
+    assert!(html.contains("(America/New_York)"), "{html}");
+}
+
+#[test]
+fn long_texts_are_clamped_with_the_whole_text_in_their_title() {
+    let long = format!("exit 3: {}", "no-such-file-".repeat(40));
+    let mut j = job("a");
+    j.recent_alerts = vec![AlertSummary {
+        time: "2025-06-01T11:58:00Z".into(),
+        kind: "failed".into(),
+        message: long.clone(),
+    }];
+    j.paused = Some(PauseStatus {
+        reason: Some(long.clone()),
+        ..pause()
+    });
+    let mut runs = RecentRuns::default();
+    let mut r = run("r1", Some("ok"));
+    r.fence = Some(u64::MAX);
+    runs.by_job.insert("a".into(), vec![r]);
+    let html = render(&status(vec![j]), &runs, now(), 5);
+    assert!(html.contains(&format!(
+        "<span class=\"message clamp\" title=\"{long}\">{long}</span>"
+    )));
+    assert!(html.contains(&format!(
+        "<span class=\"reason clamp\" title=\"{long}\">{long}</span>"
+    )));
+    let max = u64::MAX;
+    assert!(html.contains(&format!(
+        "<code class=\"fence\" title=\"fence {max}\">{max}</code>"
+    )));
+    assert!(html.contains("-webkit-line-clamp:3"));
+    assert!(html.contains("time,.age{white-space:nowrap}"));
+}
+
+#[test]
+fn only_a_logged_in_browser_is_offered_a_logout() {
+    let s = status(vec![job("a")]);
+    let runs = RecentRuns::default();
+    let logout = "<form class=\"logout\" method=\"post\" action=\"/logout\">";
+    assert!(!render(&s, &runs, now(), 5).contains(logout));
+    let html = render_for(&s, &runs, now(), 5, Viewer::LoggedIn);
+    assert_eq!(html.matches(logout).count(), 1, "{html}");
+    assert!(!html.contains("<script"));
 }

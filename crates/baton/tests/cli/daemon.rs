@@ -414,8 +414,18 @@ fn daemon_reload_with_a_bad_file_keeps_the_old_jobs_and_alerts() {
     });
     // SIGHUP too: refused, and the daemon lives on.
     signal(d.pid(), Signal::HUP);
+    eventually("the SIGHUP reload to be refused", || {
+        d.log().contains("reload (SIGHUP) refused")
+    });
     pause(300);
     assert!(alive(d.pid()));
+    // Each refusal is said once, not once by the daemon and again by its
+    // alert.
+    let log = d.log();
+    for why in ["POST /v1/reload", "SIGHUP"] {
+        let said = format!("reload ({why}) refused");
+        assert_eq!(log.matches(&said).count(), 1, "{said}:\n{log}");
+    }
     let jobs = d.get("/v1/jobs").json();
     assert_eq!(jobs["jobs"][0]["job"], "keep", "{jobs}");
     assert_eq!(d.post("/v1/jobs/keep/run", "").status, 202);
@@ -493,6 +503,132 @@ fn daemon_put_and_delete_jobs_as_dropins_that_survive_a_restart() {
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(d.get("/v1/jobs/added").status, 404);
     assert!(!s.env.path("jobs.d/added.toml").exists());
+}
+
+/// A refused `PUT` names the job's key in the request, not a line of the
+/// drop-in it would have written (which does not exist); a mistake in
+/// another file keeps that file's name and line.
+#[test]
+fn daemon_put_refusals_name_the_key_of_the_request() {
+    let s = Sched::new("[jobs.main]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n");
+    let d = Daemon::start(&s, &[]);
+    let put = |name: &str, body: &str| {
+        d.request(
+            "PUT",
+            &format!("/v1/jobs/{name}"),
+            &[("Content-Type", "application/json")],
+            body,
+        )
+    };
+    for (body, says) in [
+        (
+            r#"{"schedule": "0 0 1 1 *", "run": "true", "retires": 3}"#,
+            "PUT /v1/jobs/dropin: key `retires`: unknown key (did you mean retries?)",
+        ),
+        (
+            r#"{"schedule": "nope", "run": "true"}"#,
+            "PUT /v1/jobs/dropin: key `schedule`: ",
+        ),
+        (
+            r#"{"every": "1h"}"#,
+            "PUT /v1/jobs/dropin: has neither run nor steps",
+        ),
+    ] {
+        let r = put("dropin", body);
+        assert_eq!(r.status, 422, "{}", r.body);
+        let message = r.json()["error"]["message"].as_str().unwrap().to_owned();
+        assert!(message.starts_with(says), "{body}: {message}");
+        assert!(!message.contains("jobs.d/"), "{body}: {message}");
+    }
+    assert!(!s.env.path("jobs.d").exists());
+    // A broken drop-in already there is named by its file and line.
+    std::fs::create_dir(s.env.path("jobs.d")).unwrap();
+    std::fs::write(
+        s.env.path("jobs.d/other.toml"),
+        "every = \"1h\"\nrun = \"true\"\nbogus = 1\n",
+    )
+    .unwrap();
+    let r = put("dropin", r#"{"every": "1h", "run": "true"}"#);
+    assert_eq!(r.status, 422, "{}", r.body);
+    let message = r.json()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("jobs.d/other.toml:3"), "{message}");
+}
+
+/// `DELETE` without a body needs no `Content-Type` (a browser never sends
+/// a `DELETE` to another site without a preflight); one with a body still
+/// says what it is.
+#[test]
+fn daemon_deletes_without_a_body_need_no_content_type() {
+    let s = Sched::new("[jobs.main]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n");
+    let d = Daemon::start(&s, &[]);
+    let json = [("Content-Type", "application/json")];
+    for name in ["a", "b"] {
+        let r = d.request(
+            "PUT",
+            &format!("/v1/jobs/{name}"),
+            &json,
+            r#"{"every": "1h", "run": "true"}"#,
+        );
+        assert_eq!(r.status, 201, "{}", r.body);
+    }
+    let r = d.request("DELETE", "/v1/jobs/a", &[], "");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(!s.env.path("jobs.d/a.toml").exists());
+    assert_eq!(d.get("/v1/jobs/a").status, 404);
+    let r = d.request("DELETE", "/v1/jobs/b", &[], "{}");
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (415, "content_type".into()),
+        "{}",
+        r.body
+    );
+    assert!(s.env.path("jobs.d/b.toml").exists());
+    // A POST without a body still needs it.
+    let r = d.request("POST", "/v1/tick", &[], "");
+    assert_eq!(r.status, 415, "{}", r.body);
+}
+
+/// `--listen` and `[daemon] listen` take a host name: the daemon listens on
+/// what it resolves to. A name that does not resolve, or that is not a
+/// name, is refused with what to write instead.
+#[test]
+fn daemon_listens_on_a_host_name() {
+    let s = Sched::new("[jobs.a]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n");
+    let d = Daemon::start_with(&s, &["daemon", "--listen", "localhost:0"])
+        .unwrap_or_else(|(code, log)| panic!("exit {code:?}:\n{log}"));
+    assert!(d.addr.ip().is_loopback(), "{}", d.addr);
+    assert!(d.log().contains("(localhost:0; config "), "{}", d.log());
+    let r = d.tcp(
+        "GET",
+        "/v1/jobs",
+        &[("Host", &format!("localhost:{}", d.addr.port()))],
+        "",
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(d.post("/v1/tick", "").status, 200);
+    drop(d);
+    // In the file too.
+    s.write(
+        "[daemon]\nlisten = \"localhost:0\"\n[jobs.a]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n",
+    );
+    let d = Daemon::start_with(&s, &["daemon"])
+        .unwrap_or_else(|(code, log)| panic!("exit {code:?}:\n{log}"));
+    assert!(d.addr.ip().is_loopback(), "{}", d.addr);
+    assert_eq!(d.get("/healthz").status, 200);
+    drop(d);
+    // A name that resolves to nothing (`.invalid` never does): exit 125.
+    let o = s.run(&["daemon", "--listen", "no-such-host.invalid:0"]);
+    assert_eq!(o.status.code(), Some(125), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("failed to resolve the host name no-such-host.invalid"),
+        "{err}"
+    );
+    assert!(err.contains("127.0.0.1:0"), "{err}");
+    // Not an address at all: a usage error naming the forms.
+    let o = s.run(&["daemon", "--listen", "localhost"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("HOST:PORT"), "{}", stderr(&o));
 }
 
 #[test]

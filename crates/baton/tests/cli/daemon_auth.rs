@@ -360,3 +360,191 @@ fn daemon_refuses_a_host_that_only_starts_like_loopback() {
         assert_eq!(get(&[host.as_str()]).status, 200, "{host}");
     }
 }
+
+const FORM: (&str, &str) = ("Content-Type", "application/x-www-form-urlencoded");
+const HTML: (&str, &str) = ("Accept", "text/html,application/xhtml+xml,*/*;q=0.8");
+
+/// The session cookie `POST /login` set, as `Cookie` sends it back.
+fn session_of(a: &Answer) -> String {
+    let set = a
+        .header("set-cookie")
+        .unwrap_or_else(|| panic!("no Set-Cookie: {} {:?}", a.status, a.headers));
+    set.split(';').next().unwrap().trim().to_owned()
+}
+
+/// A daemon with a token on loopback and its token.
+fn token_daemon(s: &Sched, token: &str) -> Daemon {
+    let file = s.env.path("token");
+    std::fs::write(&file, format!("{token}\n")).unwrap();
+    chmod(&file, 0o600);
+    s.write(&format!(
+        "[daemon]\ntoken_file = {:?}\n[jobs.main]\nschedule = \"0 0 1 1 *\"\nrun = \"touch {}\"\n",
+        file.display().to_string(),
+        s.env.path("ran").display()
+    ));
+    Daemon::start(s, &[])
+}
+
+/// With a token, a browser logs in with a form: a wrong token gets no
+/// cookie, the right one an `HttpOnly`, `SameSite=Strict` session cookie
+/// that is not the token, and the cookie opens the page and the API's reads
+/// but never a change, whatever else the request sends.
+#[test]
+fn daemon_login_opens_the_page_to_a_browser_and_never_a_change() {
+    let token = "login-token-of-24-chars!";
+    let s = Sched::new("");
+    let d = token_daemon(&s, token);
+    // A browser without a session is sent to the form; an API client is
+    // told what it lacks.
+    let r = d.tcp("GET", "/", &[HTML], "");
+    assert_eq!((r.status, r.header("location")), (303, Some("/login")));
+    let r = d.tcp("GET", "/", &[], "");
+    assert_eq!((r.status, code(&r)), (401, "unauthorized".into()));
+    assert!(r.body.contains("/login"), "{}", r.body);
+    let r = d.tcp("GET", "/login", &[HTML], "");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("<form method=\"post\" action=\"/login\">"));
+    assert!(r.body.contains("name=\"token\" type=\"password\""));
+    assert_eq!(r.header("cache-control"), Some("no-store"));
+    // A wrong token: 401, the form again, and no cookie.
+    for body in [
+        "token=wrong",
+        "token=login-token-of-24-chars",
+        "",
+        "other=x",
+    ] {
+        let r = d.tcp("POST", "/login", &[FORM], body);
+        assert!(
+            matches!(r.status, 400 | 401),
+            "{body}: {} {}",
+            r.status,
+            r.body
+        );
+        assert_eq!(r.header("set-cookie"), None, "{body}");
+        assert!(r.body.contains("<form"), "{body}: {}", r.body);
+    }
+    let r = d.tcp("POST", "/login", &[FORM], "token=wrong");
+    assert_eq!(r.status, 401);
+    // From another site, even the right token opens nothing.
+    let right = format!("token={}", token.replace('!', "%21"));
+    let r = d.tcp(
+        "POST",
+        "/login",
+        &[FORM, ("Origin", "http://evil.example")],
+        &right,
+    );
+    assert_eq!((r.status, code(&r)), (403, "foreign_origin".into()));
+    assert_eq!(r.header("set-cookie"), None);
+    // The right token: a session cookie, then the page.
+    let origin = format!("http://{}", d.addr);
+    let r = d.tcp("POST", "/login", &[FORM, ("Origin", &origin)], &right);
+    assert_eq!(
+        (r.status, r.header("location")),
+        (303, Some("/")),
+        "{}",
+        r.body
+    );
+    let set = r.header("set-cookie").unwrap().to_owned();
+    for attr in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(set.split("; ").any(|a| a == attr), "{attr} in {set}");
+    }
+    assert!(!set.contains("Secure"), "plain http gets no Secure: {set}");
+    let cookie = session_of(&r);
+    assert!(cookie.starts_with("baton_session="), "{cookie}");
+    assert!(!cookie.contains(token) && !cookie.contains("login-token"));
+    let with = ("Cookie", cookie.as_str());
+    let r = d.tcp("GET", "/", &[HTML, with], "");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("data-job=\"main\""), "{}", r.body);
+    assert!(r.body.contains("action=\"/logout\""), "{}", r.body);
+    assert_eq!(d.tcp("GET", "/v1/jobs", &[with], "").status, 200);
+    assert_eq!(d.tcp("GET", "/metrics", &[with], "").status, 200);
+    assert_eq!(
+        d.tcp("GET", "/login", &[with], "").header("location"),
+        Some("/")
+    );
+    // The cookie alone changes nothing: not without the JSON content type,
+    // not with it, not from the daemon's own origin.
+    for headers in [
+        vec![with],
+        vec![with, JSON],
+        vec![with, JSON, ("Origin", origin.as_str())],
+        vec![with, FORM, ("Sec-Fetch-Site", "same-origin")],
+    ] {
+        for path in ["/v1/jobs/main/run", "/v1/jobs/main/pause", "/v1/tick"] {
+            let r = d.tcp("POST", path, &headers, "");
+            assert_eq!(
+                (r.status, code(&r)),
+                (401, "unauthorized".into()),
+                "{path} {headers:?}: {}",
+                r.body
+            );
+        }
+        let r = d.tcp("DELETE", "/v1/jobs/main", &headers, "");
+        assert_eq!(r.status, 401, "{headers:?}: {}", r.body);
+    }
+    pause(300);
+    assert!(!s.env.path("ran").exists(), "a cookie ran a job");
+    assert_eq!(d.get("/healthz").status, 200);
+    let jobs = d.tcp("GET", "/v1/jobs", &[with], "").json();
+    assert_eq!(jobs["jobs"][0]["paused"], serde_json::Value::Null, "{jobs}");
+    // Behind an https proxy the cookie is Secure too.
+    let r = d.tcp(
+        "POST",
+        "/login",
+        &[FORM, ("X-Forwarded-Proto", "https")],
+        &right,
+    );
+    assert!(r.header("set-cookie").unwrap().ends_with("; Secure"));
+    // A logout ends the session: the cookie opens nothing after it.
+    let r = d.tcp("POST", "/logout", &[FORM, with, ("Origin", &origin)], "");
+    assert_eq!((r.status, r.header("location")), (303, Some("/login")));
+    assert!(
+        r.header("set-cookie")
+            .unwrap()
+            .starts_with("baton_session=; Max-Age=0"),
+        "{:?}",
+        r.headers
+    );
+    assert_eq!(d.tcp("GET", "/", &[HTML, with], "").status, 303);
+    assert_eq!(d.tcp("GET", "/v1/jobs", &[with], "").status, 401);
+    assert!(!d.log().contains(token), "the token is in the log");
+}
+
+/// A new token ends every session opened with the old one.
+#[test]
+fn daemon_sessions_end_when_the_token_changes() {
+    let s = Sched::new("");
+    let d = token_daemon(&s, "first-token-of-16-chars");
+    let r = d.tcp("POST", "/login", &[FORM], "token=first-token-of-16-chars");
+    assert_eq!(r.status, 303, "{}", r.body);
+    let cookie = session_of(&r);
+    let with = ("Cookie", cookie.as_str());
+    assert_eq!(d.tcp("GET", "/v1/jobs", &[with], "").status, 200);
+    std::fs::write(s.env.path("token"), "second-token-of-16-chars\n").unwrap();
+    assert_eq!(d.post("/v1/reload", "").status, 200);
+    assert_eq!(d.tcp("GET", "/v1/jobs", &[with], "").status, 401);
+    let r = d.tcp("POST", "/login", &[FORM], "token=first-token-of-16-chars");
+    assert_eq!(r.status, 401);
+    let r = d.tcp("POST", "/login", &[FORM], "token=second-token-of-16-chars");
+    assert_eq!(r.status, 303);
+}
+
+/// Without a token there is nothing to log in to: the login's addresses
+/// send a browser to the page, which anyone may read.
+#[test]
+fn daemon_without_a_token_needs_no_login() {
+    let s = Sched::new("[jobs.a]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n");
+    let d = Daemon::start(&s, &[]);
+    for (method, headers) in [("GET", vec![HTML]), ("POST", vec![FORM])] {
+        let r = d.tcp(method, "/login", &headers, "token=x");
+        assert_eq!(
+            (r.status, r.header("location")),
+            (303, Some("/")),
+            "{method}: {}",
+            r.body
+        );
+        assert_eq!(r.header("set-cookie"), None);
+    }
+    assert_eq!(d.tcp("GET", "/", &[HTML], "").status, 200);
+}
