@@ -34,11 +34,14 @@
 //! rendered from a checkout for `/etc/baton/baton.toml` names
 //! `/etc/baton/...`, never the checkout.
 
+mod changes;
 pub mod cron;
+mod dst;
 pub mod env;
 pub mod github;
 pub mod systemd;
 pub mod translate;
+mod utc;
 
 use std::collections::BTreeMap;
 use std::fmt;
