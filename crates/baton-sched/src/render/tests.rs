@@ -1026,3 +1026,30 @@ fn render_cron_per_job_refuses_cron_tz_on_a_host_whose_zone_changes() {
     let text = &render(Target::Cron, &c, &o).unwrap()[0].text;
     assert!(text.contains("CRON_TZ=Asia/Kolkata\n"), "{text}");
 }
+
+#[test]
+fn render_systemd_writes_weekdays_from_monday_and_either_day_as_two_lines() {
+    let utc = zone("UTC");
+    let o = opts(true);
+    for (text, want) in [
+        ("30 9 * * 0-2", &["Mon,Tue,Sun *-*-* 09:30:00 UTC"][..]),
+        ("30 9 * * 5,6,0", &["Fri..Sun *-*-* 09:30:00 UTC"][..]),
+        ("30 9 * * 6,0,1", &["Mon,Sat,Sun *-*-* 09:30:00 UTC"][..]),
+        ("30 9 * * 1-5", &["Mon..Fri *-*-* 09:30:00 UTC"][..]),
+        (
+            "30 9 1 * 0-2",
+            &["Mon,Tue,Sun *-*-* 09:30:00 UTC", "*-*-01 09:30:00 UTC"][..],
+        ),
+        // Either day field, one of them every day: every day.
+        ("30 9 1 * 0-6", &["*-*-* 09:30:00 UTC"][..]),
+        ("30 9 1-31 * 1", &["*-*-* 09:30:00 UTC"][..]),
+        // Both must match when one starts with `*`.
+        (
+            "30 9 */2 * 0",
+            &["Sun *-*-01,03,05,07,09,11,13,15,17,19,21,23,25,27,29,31 09:30:00 UTC"][..],
+        ),
+    ] {
+        let got = super::systemd::on_calendar(&when("schedule", text), &utc, &o).unwrap();
+        assert_eq!(got, want, "{text}");
+    }
+}

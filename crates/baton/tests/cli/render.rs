@@ -803,7 +803,7 @@ fn render_systemd_every_weekday_set_fires_as_baton_calendar_says_for_a_year() {
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     assert_eq!(stderr(&o), "", "systemd-analyze verify complained");
     let year_end = "2027-01-01T00:00:00Z";
-    for i in 0..sets.len() {
+    for (i, set) in sets.iter().enumerate() {
         for job in [format!("w{i}"), format!("d{i}")] {
             let timer = std::fs::read_to_string(out.join(format!("baton-{job}.timer"))).unwrap();
             let got: Vec<String> =
@@ -816,7 +816,7 @@ fn render_systemd_every_weekday_set_fires_as_baton_calendar_says_for_a_year() {
                 .filter(|t| t.as_str() < year_end)
                 .collect();
             assert!(!want.is_empty(), "{job}");
-            assert_eq!(got, want, "{job} ({}): {timer}", sets[i]);
+            assert_eq!(got, want, "{job} ({set}): {timer}");
         }
     }
 }
@@ -888,7 +888,7 @@ fn render_systemd_per_job_fires_as_baton_calendar_says_at_clock_changes_or_names
             if code(&o) == 2 {
                 let e = stderr(&o);
                 assert!(
-                    e.contains(&format!("fires at ")) && e.contains(" the clocks go "),
+                    e.contains("fires at ") && e.contains(" the clocks go "),
                     "{text} in {zone}: {e}"
                 );
                 refused.insert((zone, text));
