@@ -101,8 +101,9 @@ pub struct Options {
     pub host_zone: String,
     /// `PATH` for the crontab.
     pub path: String,
-    /// The instant the zones are judged from: whether a zone still has
-    /// daylight saving changes ahead. Only refusals depend on it.
+    /// The instant the zones are judged from: which clock changes lie
+    /// ahead (the next twelve). Only refusals, and whether GitHub gets UTC
+    /// lines or the zone's `timezone`, depend on it.
     pub now: Timestamp,
     /// The environment variables baton reads that are set, with their
     /// values (for the env reference).
