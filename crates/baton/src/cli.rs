@@ -178,7 +178,7 @@ pub struct RenderArgs {
     #[arg(long)]
     pub per_job: bool,
     /// The baton binary the artefacts run, an absolute path (default: this
-    /// binary).
+    /// binary; required for github, whose runner is another machine).
     #[arg(long, value_name = "PATH")]
     pub bin: Option<PathBuf>,
     /// Write one file per artefact into DIR (created when missing) instead

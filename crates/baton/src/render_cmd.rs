@@ -2,7 +2,9 @@
 //! `baton_sched::render`, and from its artefacts to stdout or files.
 //!
 //! The arguments first become [`Options`]: the configuration loaded, the
-//! binary and the configuration's host path checked to be absolute, the
+//! binary (`--bin`, else this binary; for GitHub, whose runner is another
+//! machine, `--bin` must be given) and the configuration's host path
+//! checked to be absolute, the
 //! host's zone checked, the clock read once (through the clock chokepoint)
 //! and the environment variables baton reads collected. Every refusal
 //! happens there or in the renderer, as lines on stderr and exit 2, before
@@ -50,6 +52,16 @@ pub fn run(state: Option<&Path>, a: &RenderArgs) -> Exit {
     };
     let bin = match &a.bin {
         Some(p) => p.clone(),
+        // A runner is not this machine: the binary that renders is not there.
+        None if target == Target::Github => {
+            return refuse(
+                "github needs --bin PATH: where baton is on the runner (nothing in the \
+                 workflow installs it: a self-hosted runner with baton installed, or a step \
+                 you add before baton's that puts it there); this machine's binary is not on \
+                 a runner"
+                    .into(),
+            );
+        }
         None => match std::env::current_exe() {
             Ok(p) => p,
             Err(e) => return refuse(format!("failed to find this binary (give --bin PATH): {e}")),

@@ -8,9 +8,14 @@
 //! such as Debian's default cron, needs the default form, and the crontab
 //! says so at its top when it holds one). Intervals are rendered in UTC. A
 //! job whose schedule cron cannot express is refused
-//! ([`super::translate`]), and then nothing is rendered: that includes any
-//! time its zone skips or repeats when daylight saving changes, in the
-//! host's zone too, since crons differ there and none fires as baton does.
+//! ([`super::translate`]), and then nothing is rendered: that includes a
+//! fixed time that a clock change skips or repeats on a day it fires, in
+//! the host's zone too, since crons differ there and none fires it as baton
+//! does ([`super::dst`]).
+//!
+//! No line sets `BATON_STATE_DIR`: an environment value beats the
+//! configuration's `state_dir`, so a pinned one would split the ledger in
+//! two at the next edit of the file.
 //!
 //! The job's name follows `--`, so a name that starts with `-` is never
 //! read as an option.
@@ -30,7 +35,6 @@ pub const FILE: &str = "baton.cron";
 /// written.
 pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> {
     let config = path_text(Target::Cron, "the configuration", &opts.config)?;
-    let state = path_text(Target::Cron, "the state directory", &opts.state_dir(c))?;
     let bin = command_word(&path_text(Target::Cron, "the binary", &opts.bin)?);
     let config_word = command_word(&config);
     let mut head = format!(
@@ -40,8 +44,10 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
     head.push_str(
         "# Install it with `crontab FILE` (it replaces the user's crontab) or append it;\n",
     );
-    head.push_str("# the PATH and BATON_STATE_DIR lines apply to every line after them.\n");
-    let vars = format!("PATH={}\nBATON_STATE_DIR={state}\n", opts.path);
+    head.push_str("# the PATH line applies to every line after it. The state directory is the\n");
+    head.push_str("# configuration's state_dir: set it there, not here (a BATON_STATE_DIR= line\n");
+    head.push_str("# would outlive a later edit of the file and split the ledger).\n");
+    let vars = format!("PATH={}\n", opts.path);
     if !opts.per_job {
         head.push_str(
             "# One line runs `baton tick` every minute: baton decides in each job's own\n",
@@ -71,7 +77,9 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
                 name: opts.host_zone.clone(),
                 tz,
             };
-            translate::offset_changes(&zone, opts.now).next().is_some()
+            super::changes::offset_changes(&zone, opts.now)
+                .next()
+                .is_some()
         });
     let entries = super::per_job(c, Target::Cron, |job| {
         let refuse = |why| Refusal {

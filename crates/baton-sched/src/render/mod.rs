@@ -34,11 +34,14 @@
 //! rendered from a checkout for `/etc/baton/baton.toml` names
 //! `/etc/baton/...`, never the checkout.
 
+mod changes;
 pub mod cron;
+mod dst;
 pub mod env;
 pub mod github;
 pub mod systemd;
 pub mod translate;
+mod utc;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -98,8 +101,9 @@ pub struct Options {
     pub host_zone: String,
     /// `PATH` for the crontab.
     pub path: String,
-    /// The instant the zones are judged from: whether a zone still has
-    /// daylight saving changes ahead. Only refusals depend on it.
+    /// The instant the zones are judged from: which clock changes lie
+    /// ahead (the next twelve). Only refusals, and whether GitHub gets UTC
+    /// lines or the zone's `timezone`, depend on it.
     pub now: Timestamp,
     /// The environment variables baton reads that are set, with their
     /// values (for the env reference).

@@ -4,16 +4,22 @@
 //! enabled job, at the job's schedule as `OnCalendar=` in its zone.
 //!
 //! `OnCalendar=` is refused where systemd's calendar rules and baton's
-//! differ: at the wall-clock times a zone skips or repeats when daylight
-//! saving changes (systemd moves a skipped time by the size of the gap and
-//! fires a repeated one once; baton fires a fixed time at the end of the gap
-//! and a wildcard time twice). Intervals are rendered in UTC.
+//! differ: at a wall-clock time a clock change skips or repeats on a day the
+//! schedule fires, when systemd would run it at another instant
+//! ([`super::dst`]). Weekdays are written from Monday, systemd's first day,
+//! and cron's "either day field" rule becomes two expressions. Intervals
+//! are rendered in UTC.
+//!
+//! No unit sets `BATON_STATE_DIR`: an environment value beats the
+//! configuration's `state_dir`, so a pinned one would split the ledger in
+//! two at the next edit of the file. The daemon's unit reloads with
+//! `SIGHUP` (`ExecReload=`).
 //!
 //! Each directive is escaped by its own rules: a command line
 //! (`ExecStart=`) doubles `%` (else a specifier), and `$` (else a
 //! variable) in its arguments but not in the executable's name, where
-//! systemd expands none and refuses quotes and backslashes; `Environment=`, `StateDirectory=` and `Description=` expand
-//! specifiers but not variables, so only `%` is doubled there. Words with
+//! systemd expands none and refuses quotes and backslashes;
+//! `StateDirectory=` and `Description=` expand specifiers but not variables, so only `%` is doubled there. Words with
 //! a space, a quote or a backslash are double-quoted, `"` and `\`
 //! escaped. The job's name follows `--`, so a name that starts with `-` is
 //! never read as an option.
@@ -57,20 +63,9 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
     }
     let bin = exec_name(&bin);
     let state_path = opts.state_dir(c);
-    let state = path_text(Target::Systemd, "the state directory", &state_path)?;
-    let environment = format!(
-        "Environment={}\n",
-        setting_word(&format!("BATON_STATE_DIR={state}"))
-    );
+    path_text(Target::Systemd, "the state directory", &state_path)?;
     if !opts.per_job {
-        return Ok(vec![daemon(
-            c,
-            opts,
-            &bin,
-            &config,
-            &state_path,
-            &environment,
-        )]);
+        return Ok(vec![daemon(c, opts, &bin, &config, &state_path)]);
     }
     let entries = super::per_job(c, Target::Systemd, |job| {
         on_calendar(&job.when.value, &job.timezone.value, opts).map_err(|why| Refusal {
@@ -94,7 +89,6 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
                  \n\
                  [Service]\n\
                  Type=oneshot\n\
-                 {environment}\
                  ExecStart={bin} tick --config {config} -- {name}\n\
                  # A run lasts as long as its steps allow ([scheduler] timeout, max_runtime).\n\
                  TimeoutStartSec=infinity\n"
@@ -129,14 +123,7 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
 }
 
 /// The `baton daemon` service.
-fn daemon(
-    c: &Config,
-    opts: &Options,
-    bin: &str,
-    config: &str,
-    state: &Path,
-    environment: &str,
-) -> Artefact {
+fn daemon(c: &Config, opts: &Options, bin: &str, config: &str, state: &Path) -> Artefact {
     let grace = c.daemon.shutdown_grace.value;
     let kill_grace = c
         .jobs
@@ -168,7 +155,9 @@ fn daemon(
              Type=notify\n\
              NotifyAccess=main\n\
              ExecStart={bin} daemon --config {config}\n\
-             {environment}\
+             # SIGHUP reads the configuration again; an invalid one is refused and the\n\
+             # one in force stays (`baton daemon`'s reload).\n\
+             ExecReload=/bin/kill -HUP $MAINPID\n\
              {state_directory}\
              Restart=on-failure\n\
              RestartSec=5s\n\
@@ -203,14 +192,7 @@ pub fn on_calendar(when: &When, zone: &Zone, opts: &Options) -> Result<Vec<Strin
             translate::shown(when)
         ));
     };
-    translate::unsteady(f, zone, opts.now).map_err(|at| {
-        format!(
-            "{} fires at {at} in {}, where the clocks skip or repeat when daylight \
-             saving changes, and systemd's OnCalendar= fires at other instants there than baton",
-            translate::shown(when),
-            zone.name
-        )
-    })?;
+    super::dst::check(super::dst::Rules::Systemd, when, f, zone, opts.now)?;
     let num = |set: &baton_cron::FieldSet, lo: u8, hi: u8| {
         if is_full(set, lo, hi) {
             "*".to_owned()
@@ -228,26 +210,40 @@ pub fn on_calendar(when: &When, zone: &Zone, opts: &Options) -> Result<Vec<Strin
         num(f.minute(), 0, 59)
     );
     let month = num(f.month(), 1, 12);
+    let dom_full = is_full(f.day_of_month(), 1, 31);
+    let dow_full = is_full(f.day_of_week(), 0, 6);
     let dom = num(f.day_of_month(), 1, 31);
-    let dow = if is_full(f.day_of_week(), 0, 6) {
-        None
-    } else {
-        let v: Vec<u8> = f.day_of_week().values().collect();
-        Some(list_with(&v, "..", |d| DAYS[usize::from(d)].to_owned()))
-    };
     let z = &zone.name;
-    Ok(match (f.days_match_either(), dow) {
-        // Vixie cron: either day field may match, so two expressions.
-        (true, Some(dow)) => vec![
-            format!("{dow} *-{month}-* {time} {z}"),
+    Ok(if f.days_match_either() && (dom_full || dow_full) {
+        // Either day field may match, and one allows every day.
+        vec![format!("*-{month}-* {time} {z}")]
+    } else if f.days_match_either() {
+        // Either day field may match (Vixie cron), and systemd's weekday
+        // and day both must: two expressions, whose union fires.
+        vec![
+            format!("{} *-{month}-* {time} {z}", weekdays(f)),
             format!("*-{month}-{dom} {time} {z}"),
-        ],
-        (_, Some(dow)) => vec![format!("{dow} *-{month}-{dom} {time} {z}")],
-        (_, None) => vec![format!("*-{month}-{dom} {time} {z}")],
+        ]
+    } else if dow_full {
+        vec![format!("*-{month}-{dom} {time} {z}")]
+    } else {
+        vec![format!("{} *-{month}-{dom} {time} {z}", weekdays(f))]
     })
 }
 
-const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+/// The day-of-week field as systemd writes it. systemd's week starts on
+/// Monday, and it refuses a range that runs past Sunday (`Sun..Tue`,
+/// `Sat..Mon`), so the days are listed from Monday: `Mon,Tue,Sun`,
+/// `Fri..Sun`.
+fn weekdays(f: &baton_cron::Fields) -> String {
+    // Cron's 0 (Sunday) to 6 as systemd's 0 (Monday) to 6 (Sunday).
+    let mut v: Vec<u8> = f.day_of_week().values().map(|d| (d + 6) % 7).collect();
+    v.sort_unstable();
+    list_with(&v, "..", |d| DAYS[usize::from(d)].to_owned())
+}
+
+/// systemd's weekdays, from Monday.
+const DAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
 
 /// An interval of `secs` as UTC expressions.
 fn every(when: &When, secs: u64) -> Result<Vec<String>, String> {
@@ -314,7 +310,7 @@ fn exec_word(s: &str) -> String {
 }
 
 /// `s` as one word of a setting that expands specifiers but not variables
-/// (`Environment=`, `StateDirectory=`): `%` doubled, quoted when needed.
+/// (`StateDirectory=`): `%` doubled, quoted when needed.
 fn setting_word(s: &str) -> String {
     quoted(&specifiers(s))
 }

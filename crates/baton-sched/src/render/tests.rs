@@ -164,23 +164,47 @@ fn render_env_lists_every_scheduler_variable_and_hides_secrets() {
 
 #[test]
 fn render_state_dir_beside_the_configuration_follows_it() {
-    let text = rendered(Target::Cron, false);
-    assert!(
-        text.contains("BATON_STATE_DIR=/etc/baton/state\n"),
-        "{text}"
-    );
+    let text = rendered(Target::Env, false);
+    assert!(text.contains("\"/etc/baton/state\""), "{text}");
     assert!(!text.contains("/srv/checkout"), "{text}");
 }
 
 #[test]
-fn render_github_workflows_are_yaml_with_a_schedule_and_a_tick() {
-    let arts = render(
-        Target::Github,
-        &config(MIXED),
-        &opts_for(Target::Github, true),
-    )
-    .unwrap();
-    assert_eq!(arts.len(), 4, "one workflow per enabled job");
+fn render_cron_and_systemd_never_pin_the_state_directory() {
+    for target in [Target::Cron, Target::Systemd] {
+        for per_job in [false, true] {
+            let text = rendered(target, per_job);
+            let pinned: Vec<&str> = text
+                .lines()
+                .filter(|l| !l.starts_with('#') && l.contains("BATON_STATE_DIR"))
+                .collect();
+            assert!(pinned.is_empty(), "{target} {per_job}: {pinned:?}");
+        }
+    }
+    let c = config(
+        "[scheduler]\nstate_dir = \"/var/lib/baton\"\ntimezone = \"UTC\"\n\
+         [jobs.j]\nschedule = \"0 9 * * *\"\nrun = \"true\"\n",
+    );
+    let unit = &render(Target::Systemd, &c, &opts(false)).unwrap()[0].text;
+    assert!(unit.contains("\nStateDirectory=baton\n"), "{unit}");
+    assert!(
+        unit.contains("\nExecReload=/bin/kill -HUP $MAINPID\n"),
+        "{unit}"
+    );
+}
+
+#[test]
+fn render_github_workflows_are_yaml_with_a_schedule_and_a_run() {
+    let mut c = config(MIXED);
+    // A zone whose offset changes, at a time no change touches: rendered
+    // in the zone, with `timezone`.
+    let berlin = config(
+        "[scheduler]\ntimezone = \"Europe/Berlin\"\nlock = \"capture\"\n\
+         [jobs.berlin]\nschedule = \"0 9 * * *\"\nrun = \"true\"\n",
+    );
+    c.jobs.extend(berlin.jobs);
+    let arts = render(Target::Github, &c, &opts_for(Target::Github, true)).unwrap();
+    assert_eq!(arts.len(), 5, "one workflow per enabled job");
     for a in arts {
         let docs = yaml_rust2::YamlLoader::load_from_str(&a.text)
             .unwrap_or_else(|e| panic!("{}: not YAML: {e}\n{}", a.name, a.text));
@@ -189,29 +213,38 @@ fn render_github_workflows_are_yaml_with_a_schedule_and_a_tick() {
         assert!(!on["workflow_dispatch"].is_badvalue(), "{}", a.name);
         let crons = on["schedule"].as_vec().unwrap();
         assert!(!crons.is_empty());
-        for c in crons {
-            let line = c["cron"].as_str().unwrap();
-            Schedule::parse(line).unwrap_or_else(|e| panic!("{line}: {e}"));
-        }
         let job = a.name.trim_start_matches("baton-").trim_end_matches(".yml");
-        let steps = doc["jobs"]["tick"]["steps"].as_vec().unwrap();
+        for entry in crons {
+            let keys: Vec<&str> = entry
+                .as_hash()
+                .unwrap()
+                .keys()
+                .map(|k| k.as_str().unwrap())
+                .collect();
+            let line = entry["cron"].as_str().unwrap();
+            Schedule::parse(line).unwrap_or_else(|e| panic!("{line}: {e}"));
+            if job == "berlin" {
+                assert_eq!(keys, ["cron", "timezone"], "{}", a.text);
+                assert_eq!(entry["timezone"].as_str(), Some("Europe/Berlin"));
+                assert_eq!(line, "0 9 * * *");
+            } else {
+                assert_eq!(keys, ["cron"], "{}", a.text);
+            }
+        }
+        let steps = doc["jobs"]["run"]["steps"].as_vec().unwrap();
+        assert_eq!(steps.len(), 2, "{}", a.text);
         assert_eq!(steps[0]["uses"].as_str(), Some("actions/checkout@v4"));
         let config = r#""${{ github.workspace }}"/deploy/baton.toml"#;
-        for (step, verb, when) in [(&steps[1], "tick", "!="), (&steps[2], "run", "==")] {
-            assert_eq!(
-                step["run"].as_str().unwrap(),
-                format!("/usr/local/bin/baton {verb} --config {config} -- {job}")
-            );
-            assert_eq!(
-                step["if"].as_str().unwrap(),
-                format!("github.event_name {when} 'workflow_dispatch'")
-            );
-            assert_eq!(
-                step["env"]["BATON_STATE_DIR"].as_str(),
-                Some("${{ runner.temp }}/baton-state")
-            );
-        }
-        // Every job of MIXED takes [scheduler] lock = "capture".
+        assert_eq!(
+            steps[1]["run"].as_str().unwrap(),
+            format!("/usr/local/bin/baton run --config {config} -- {job}")
+        );
+        assert!(steps[1]["if"].is_badvalue(), "{}", a.text);
+        assert_eq!(
+            steps[1]["env"]["BATON_STATE_DIR"].as_str(),
+            Some("${{ runner.temp }}/baton-state")
+        );
+        // Every job here takes the lock "capture".
         assert_eq!(
             doc["concurrency"]["group"].as_str(),
             Some("baton-lock-capture")
@@ -232,21 +265,26 @@ fn refusals(text: &str, target: Target, per_job: bool) -> Vec<(String, String)> 
 }
 
 #[test]
-fn render_github_refuses_daylight_saving_and_moving_days() {
+fn render_github_refuses_what_it_would_run_at_other_instants_naming_the_date() {
     let r = refusals(
         r#"
 [scheduler]
 state_dir = "/var/lib/baton"
-timezone = "Europe/Berlin"
-[jobs.berlin]
-schedule = "0 9 * * *"
+timezone = "America/New_York"
+[jobs.fold]
+schedule = "30 1 * * *"
+run = "true"
+[jobs.gap]
+schedule = "0,30 2 * * *"
+run = "true"
+[jobs.skipped]
+schedule = "30 2 * * *"
+run = "true"
+[jobs.tuesday]
+schedule = "30 2 * * 2"
 run = "true"
 [jobs.monthly]
 schedule = "30 2 1 * *"
-timezone = "Asia/Kolkata"
-run = "true"
-[jobs.fine]
-schedule = "30 2 * * 1"
 timezone = "Asia/Kolkata"
 run = "true"
 "#,
@@ -254,15 +292,129 @@ run = "true"
         true,
     );
     let jobs: Vec<&str> = r.iter().map(|(j, _)| j.as_str()).collect();
-    assert_eq!(jobs, ["berlin", "monthly"]);
+    assert_eq!(jobs, ["fold", "gap"]);
+    let fold = &r[0].1;
+    assert!(fold.contains("on 2026-11-01 the clocks go back"), "{fold}");
+    assert!(fold.contains("does not document"), "{fold}");
+    assert!(fold.contains("first differs on 2026-03-09"), "{fold}");
+    assert!(fold.contains("baton render cron"), "{fold}");
+    let gap = &r[1].1;
+    assert!(gap.contains("on 2026-03-08 the clocks go forward"), "{gap}");
+}
+
+#[test]
+fn render_github_refuses_schedules_more_frequent_than_every_five_minutes() {
+    let now: Timestamp = NOW.parse().unwrap();
+    let utc = zone("UTC");
+    for (key, text) in [
+        ("every", "1m"),
+        ("every", "4m"),
+        ("schedule", "* * * * *"),
+        ("schedule", "*/2 * * * *"),
+        ("schedule", "0,4 9 * * *"),
+        // 23:58, then 00:01 the next day.
+        ("schedule", "1,58 0,23 * * *"),
+        ("schedule", "1,58 0,23 * * 1,2"),
+    ] {
+        let w = when(key, text);
+        let why = super::github::schedule(&w, &utc, now)
+            .map(|s| s.lines)
+            .expect_err(text);
+        assert!(
+            why.contains("at most once every 5 minutes"),
+            "{text}: {why}"
+        );
+    }
+    for (key, text) in [
+        ("every", "5m"),
+        ("schedule", "*/5 * * * *"),
+        ("schedule", "0,5 9 * * *"),
+        // 23:58 and 00:01 never on two days in a row.
+        ("schedule", "1,58 0,23 * * 1"),
+    ] {
+        let w = when(key, text);
+        super::github::schedule(&w, &utc, now).unwrap_or_else(|e| panic!("{text}: {e}"));
+    }
+    let r = refusals(
+        "[scheduler]\ntimezone = \"Europe/Berlin\"\n[jobs.minutely]\nschedule = \"* * * * *\"\n\
+         run = \"true\"\n",
+        Target::Github,
+        true,
+    );
     assert!(
-        r[0].1.contains("Europe/Berlin observes daylight saving"),
+        r[0].1.contains("at most once every 5 minutes"),
         "{}",
         r[0].1
     );
-    assert!(r[0].1.contains("UTC only"), "{}", r[0].1);
-    assert!(r[0].1.contains("baton render cron"), "{}", r[0].1);
-    assert!(r[1].1.contains("day-of-month"), "{}", r[1].1);
+}
+
+#[test]
+fn render_github_keeps_wildcard_schedules_in_utc_where_the_zone_changes() {
+    let now: Timestamp = NOW.parse().unwrap();
+    for (text, z, want) in [
+        ("*/15 * * * *", "Europe/Berlin", "*/15 * * * *"),
+        ("*/5 * * * *", "America/New_York", "*/5 * * * *"),
+        ("0 * * * *", "Europe/Berlin", "0 * * * *"),
+        ("15 * * * *", "America/New_York", "15 * * * *"),
+        ("0 9 * 7 *", "Europe/Berlin", "0 7 * 7 *"),
+    ] {
+        let w = when("schedule", text);
+        let s = super::github::schedule(&w, &zone(z), now)
+            .unwrap_or_else(|e| panic!("{text} in {z}: {e}"));
+        assert_eq!(s.zone, "UTC", "{text} in {z}");
+        let lines: Vec<String> = s.lines.iter().map(ToString::to_string).collect();
+        assert_eq!(lines, [want], "{text} in {z}");
+    }
+    // Weekdays move across midnight in UTC by an offset that changes: no
+    // UTC line, but no change falls on a weekday in New York.
+    let w = when("schedule", "15 * * * 1-5");
+    let s = super::github::schedule(&w, &zone("America/New_York"), now).unwrap();
+    assert_eq!(s.zone, "America/New_York");
+}
+
+/// The UTC lines, where they are rendered, fire at baton's instants at
+/// every instant of the two years ahead: a brute-force check of the
+/// windowed comparison.
+#[test]
+fn render_cron_lines_in_utc_fire_as_baton_does_for_two_years_or_are_refused() {
+    let now: Timestamp = NOW.parse().unwrap();
+    let to = now
+        .checked_add(jiff::SignedDuration::from_hours(24 * 731))
+        .unwrap();
+    let mut kept = 0;
+    for z in DST_ZONES {
+        let tz = TimeZone::get(z).unwrap();
+        for text in [
+            "*/20 * * * *",
+            "0 * * * *",
+            "30 * * * *",
+            "0 9 * * *",
+            "0 9 * 7 *",
+            "0 9 * 1 *",
+            "45 * * * 1-5",
+            "0 */2 * * *",
+            "0 0 1 * *",
+            "0 12 * 6-8 1",
+        ] {
+            let w = when("schedule", text);
+            let Ok(s) = translate::cron_in_utc(&w, &zone(z), now) else {
+                continue;
+            };
+            kept += 1;
+            let mut got = BTreeSet::new();
+            for l in &s.lines {
+                let p = Schedule::parse(&l.to_string()).unwrap();
+                got.extend(p.iter_after(now, &TimeZone::UTC).take_while(|t| *t < to));
+            }
+            let want: BTreeSet<Timestamp> = w
+                .schedule
+                .iter_after(now, &tz)
+                .take_while(|t| *t < to)
+                .collect();
+            assert!(got == want, "{text} in {z}: {s:?}");
+        }
+    }
+    assert!(kept >= 30, "only {kept} kept");
 }
 
 #[test]
@@ -321,9 +473,20 @@ run = "true"
         Target::Systemd,
         true,
     );
+    // A fixed time in a fold runs once, the first time, in both: kept.
     let jobs: Vec<&str> = r.iter().map(|(j, _)| j.as_str()).collect();
-    assert_eq!(jobs, ["fold", "gap", "quarter"]);
-    assert!(r[1].1.contains("02:30"), "{}", r[1].1);
+    assert_eq!(jobs, ["gap", "quarter"]);
+    assert!(r[0].1.contains("02:30"), "{}", r[0].1);
+    assert!(
+        r[0].1.contains("on 2026-03-08 the clocks go forward"),
+        "{}",
+        r[0].1
+    );
+    assert!(
+        r[1].1.contains("on 2026-11-01 the clocks go back"),
+        "{}",
+        r[1].1
+    );
 }
 
 #[test]
@@ -575,18 +738,31 @@ fn render_cron_per_job_fires_as_baton_does_on_daylight_saving_days_or_is_refused
 #[test]
 fn render_cron_per_job_refuses_times_the_zone_skips_or_repeats_in_any_zone() {
     let now: Timestamp = NOW.parse().unwrap();
-    for (text, z) in [
-        ("30 2 * * *", "America/New_York"),
-        ("30 2 * * 0", "America/New_York"),
-        ("30 1 * * *", "America/New_York"),
-        ("30 2 * * *", "Europe/Berlin"),
-        ("15 2 * * *", "Australia/Lord_Howe"),
-        ("*/15 * * * *", "America/New_York"),
+    for (text, z, date) in [
+        ("30 2 * * *", "America/New_York", "2026-03-08"),
+        ("30 2 * * 0", "America/New_York", "2026-03-08"),
+        ("30 1 * * *", "America/New_York", "2026-11-01"),
+        ("30 2 * * *", "Europe/Berlin", "2026-03-29"),
+        ("15 2 * * *", "Australia/Lord_Howe", "2026-10-04"),
+        // Only the day of the change: 2027-03-14 is its first Sunday the 14th.
+        ("30 2 14 * *", "America/New_York", "2027-03-14"),
     ] {
         let why = translate::cron_in_zone(&when("schedule", text), &zone(z), now)
             .expect_err(&format!("{text} in {z}"));
-        assert!(why.contains("skip or repeat"), "{why}");
+        assert!(why.contains(&format!("on {date} the clocks go")), "{why}");
         assert!(why.contains(z), "{why}");
+    }
+    // Times no change meets on a day the schedule fires, and wildcard
+    // schedules, which cron fires by the clock as baton does.
+    for (text, z) in [
+        ("30 2 * * 2", "America/New_York"),
+        ("30 2 * * 1-6", "America/New_York"),
+        ("30 1 * 1-6 *", "America/New_York"),
+        ("*/15 * * * *", "America/New_York"),
+        ("30 * * * *", "Australia/Lord_Howe"),
+    ] {
+        translate::cron_in_zone(&when("schedule", text), &zone(z), now)
+            .unwrap_or_else(|e| panic!("{text} in {z}: {e}"));
     }
     // The host's own zone is refused too: crons handle its changes each in
     // their own way.
@@ -645,7 +821,7 @@ run = "true"
 }
 
 #[test]
-fn render_github_takes_zones_without_daylight_saving_and_refuses_those_with() {
+fn render_github_takes_zones_without_daylight_saving_in_utc_and_others_with_their_zone() {
     let now: Timestamp = NOW.parse().unwrap();
     let w = when("schedule", "0 9 * * 1-5");
     for z in [
@@ -674,8 +850,12 @@ fn render_github_takes_zones_without_daylight_saving_and_refuses_those_with() {
         "Australia/Sydney",
     ] {
         let why = translate::cron_in_utc(&w, &zone(z), now).expect_err(z);
-        assert!(why.contains("observes daylight saving"), "{why}");
-        assert!(!why.contains("2038"), "{why}");
+        assert!(why.contains("offset from UTC changes"), "{why}");
+        assert!(why.contains("first differs on 2026-"), "{why}");
+        // GitHub reads it in the zone itself: 09:00 meets no change.
+        let s = super::github::schedule(&w, &zone(z), now).unwrap();
+        assert_eq!(s.zone, z);
+        assert_eq!(s.lines[0].to_string(), "0 9 * * 1-5");
     }
 }
 
@@ -721,8 +901,7 @@ fn render_systemd_escapes_each_directive_by_its_own_rules() {
         service.contains(&format!("\nExecStart={exec}\n")),
         "{service}"
     );
-    let env = r#"Environment="BATON_STATE_DIR=/srv/we ird%%d$HOME'x\"q\\b/state""#;
-    assert!(service.contains(&format!("\n{env}\n")), "{service}");
+    assert!(!service.contains("BATON_STATE_DIR"), "{service}");
     assert!(
         service.contains("Description=baton: job j of /srv/we ird%%d$HOME"),
         "{service}"
@@ -846,4 +1025,31 @@ fn render_cron_per_job_refuses_cron_tz_on_a_host_whose_zone_changes() {
     o.host_zone = "UTC".into();
     let text = &render(Target::Cron, &c, &o).unwrap()[0].text;
     assert!(text.contains("CRON_TZ=Asia/Kolkata\n"), "{text}");
+}
+
+#[test]
+fn render_systemd_writes_weekdays_from_monday_and_either_day_as_two_lines() {
+    let utc = zone("UTC");
+    let o = opts(true);
+    for (text, want) in [
+        ("30 9 * * 0-2", &["Mon,Tue,Sun *-*-* 09:30:00 UTC"][..]),
+        ("30 9 * * 5,6,0", &["Fri..Sun *-*-* 09:30:00 UTC"][..]),
+        ("30 9 * * 6,0,1", &["Mon,Sat,Sun *-*-* 09:30:00 UTC"][..]),
+        ("30 9 * * 1-5", &["Mon..Fri *-*-* 09:30:00 UTC"][..]),
+        (
+            "30 9 1 * 0-2",
+            &["Mon,Tue,Sun *-*-* 09:30:00 UTC", "*-*-01 09:30:00 UTC"][..],
+        ),
+        // Either day field, one of them every day: every day.
+        ("30 9 1 * 0-6", &["*-*-* 09:30:00 UTC"][..]),
+        ("30 9 1-31 * 1", &["*-*-* 09:30:00 UTC"][..]),
+        // Both must match when one starts with `*`.
+        (
+            "30 9 */2 * 0",
+            &["Sun *-*-01,03,05,07,09,11,13,15,17,19,21,23,25,27,29,31 09:30:00 UTC"][..],
+        ),
+    ] {
+        let got = super::systemd::on_calendar(&when("schedule", text), &utc, &o).unwrap();
+        assert_eq!(got, want, "{text}");
+    }
 }

@@ -10,18 +10,15 @@
 //! - an interval (`every`) that does not divide a day: its instants are
 //!   whole multiples of the interval since 1970-01-01 UTC, a pattern no
 //!   daily cron or calendar line repeats;
-//! - for UTC-only cron (GitHub Actions), a zone with daylight saving changes
-//!   ahead, or a conversion that moves a restricted day-of-month or month
-//!   across midnight;
-//! - for cron and systemd read in a zone, a schedule whose times fall where
-//!   the zone's clocks skip or repeat at a daylight saving change
-//!   ([`unsteady`]), whatever the zone, the host's included: there each
-//!   cron and systemd fire at other instants than baton (cronie matches the
-//!   zone's clock each minute, so it never fires a skipped time and fires a
-//!   repeated one twice; Vixie cron's own handling follows the host's clock
-//!   only and differs between crons; systemd moves a skipped time by the
-//!   size of the gap and fires a repeated one once), while baton fires a
-//!   fixed time at the end of the gap and a wildcard time twice.
+//! - for cron read in UTC (GitHub Actions' default zone), a zone whose
+//!   offset changes so that no UTC line fires at baton's instants all year
+//!   ([`super::utc`]: the refusal names the first date it would differ), or
+//!   a conversion that moves a restricted day-of-month or month across
+//!   midnight;
+//! - for cron, systemd and GitHub's `timezone` read in a zone, a schedule
+//!   that fires where a clock change skips or repeats the time on a day it
+//!   runs, and that the target would run at another instant than baton
+//!   there ([`super::dst`]), whatever the zone, the host's included.
 //!
 //! Intervals are blind to zones, so they are always rendered in UTC.
 
@@ -73,8 +70,9 @@ pub struct CronSchedule {
 /// # Errors
 ///
 /// Why no cron line can express it: sub-minute, an interval that does not
-/// divide a day, or a time the zone skips or repeats at a daylight saving
-/// change in the years after `now` ([`unsteady`]).
+/// divide a day, or a time a clock change in the years after `now` skips
+/// or repeats on a day it fires, where cron would run it at another instant
+/// than baton ([`super::dst`]).
 pub fn cron_in_zone(when: &When, zone: &Zone, now: Timestamp) -> Result<CronSchedule, String> {
     let s = &when.schedule;
     if s.has_seconds() {
@@ -83,15 +81,7 @@ pub fn cron_in_zone(when: &When, zone: &Zone, now: Timestamp) -> Result<CronSche
     match (s.kind(), s.fields()) {
         (Kind::Every(p), _) => every_lines(when, p.as_secs()),
         (_, Some(f)) => {
-            unsteady(f, zone, now).map_err(|at| {
-                format!(
-                    "{} fires at {at} in {}, where the clocks skip or repeat when daylight \
-                     saving changes, and cron fires at other instants there than baton \
-                     (never, twice, or as the host's clock decides)",
-                    shown(when),
-                    zone.name
-                )
-            })?;
+            super::dst::check(super::dst::Rules::Cron, when, f, zone, now)?;
             Ok(CronSchedule {
                 zone: zone.name.clone(),
                 lines: vec![same_fields(when, f)?],
@@ -101,13 +91,15 @@ pub fn cron_in_zone(when: &When, zone: &Zone, now: Timestamp) -> Result<CronSche
     }
 }
 
-/// `when` as cron lines read in UTC (GitHub Actions' only zone).
+/// `when` as cron lines read in UTC, GitHub Actions' default zone: lines
+/// that fire at baton's instants over the years ahead ([`super::utc`]).
 ///
 /// # Errors
 ///
 /// Why no UTC cron line can express it: sub-minute, an interval that does
-/// not divide a day, a zone with daylight saving changes after `now` or an
-/// offset of odd seconds, or day fields that cannot move across midnight.
+/// not divide a day, day fields that cannot move across midnight, or a
+/// zone whose offset changes so that every candidate line fires at another
+/// instant than baton on some date, which the error names.
 pub fn cron_in_utc(when: &When, zone: &Zone, now: Timestamp) -> Result<CronSchedule, String> {
     let s = &when.schedule;
     if s.has_seconds() {
@@ -118,31 +110,25 @@ pub fn cron_in_utc(when: &When, zone: &Zone, now: Timestamp) -> Result<CronSched
         (_, Some(f)) => f,
         (_, None) => return Err(format!("{} is neither cron nor an interval", shown(when))),
     };
-    if let Some(change) = offset_changes(zone, now).next() {
-        return Err(format!(
-            "{} {} (its next change is at {}, from UTC{} to UTC{}), and GitHub Actions \
-             runs cron in UTC only: no UTC cron line keeps {} in {} all year",
-            zone.name,
-            if change.dst {
-                "observes daylight saving"
-            } else {
-                "changes its offset from UTC"
-            },
-            change.at,
-            change.before,
-            change.after,
-            shown(when),
-            zone.name
-        ));
-    }
-    let offset = zone.tz.to_offset(now).seconds();
-    if offset % 60 != 0 {
-        return Err(format!(
-            "{}'s offset from UTC is not a whole number of minutes",
-            zone.name
-        ));
-    }
-    let offset_min = offset / 60;
+    Ok(CronSchedule {
+        zone: "UTC".into(),
+        lines: super::utc::lines(when, f, zone, now)?,
+    })
+}
+
+/// `when`'s fields as UTC cron lines, for a zone `offset_min` minutes
+/// ahead of UTC all year.
+///
+/// # Errors
+///
+/// When some of its times fall on another day in UTC and its day-of-month
+/// or month field cannot move with them.
+pub(crate) fn lines_at(
+    when: &When,
+    f: &Fields,
+    zone: &Zone,
+    offset_min: i32,
+) -> Result<Vec<CronFields>, String> {
     // Every local (hour, minute) as a UTC (day shift, hour, minute).
     let mut pairs = BTreeSet::new();
     for h in f.hour().values() {
@@ -169,7 +155,7 @@ pub fn cron_in_utc(when: &When, zone: &Zone, now: Timestamp) -> Result<CronSched
         ));
     }
     let same = same_fields(when, f)?;
-    let lines = group(&pairs)
+    Ok(group(&pairs)
         .into_iter()
         .map(|(day, hours, minutes)| {
             let day_of_week = if day == 0 || is_full(f.day_of_week(), 0, 6) {
@@ -193,11 +179,7 @@ pub fn cron_in_utc(when: &When, zone: &Zone, now: Timestamp) -> Result<CronSched
                 day_of_week,
             }
         })
-        .collect();
-    Ok(CronSchedule {
-        zone: "UTC".into(),
-        lines,
-    })
+        .collect())
 }
 
 /// An interval of `secs` (whole minutes) as UTC cron lines.
@@ -257,7 +239,7 @@ fn group(pairs: &BTreeSet<(i32, u8, u8)>) -> Vec<(i32, Vec<u8>, Vec<u8>)> {
 /// The fields as written, in canonical text. A field written starting with
 /// `*` is written so again (`*` or `*/N`): whether it does decides how the
 /// day fields combine and how daylight saving is met.
-fn same_fields(when: &When, f: &Fields) -> Result<CronFields, String> {
+pub(crate) fn same_fields(when: &When, f: &Fields) -> Result<CronFields, String> {
     let one = |set: &FieldSet, lo: u8, hi: u8| {
         field(set, lo, hi).ok_or_else(|| {
             format!(
@@ -343,88 +325,6 @@ pub(crate) fn list_with(values: &[u8], dash: &str, name: impl Fn(u8) -> String) 
 /// Whether the set holds every value from `lo` to `hi`.
 pub(crate) fn is_full(set: &FieldSet, lo: u8, hi: u8) -> bool {
     (lo..=hi).all(|v| set.contains(v))
-}
-
-/// How many of a zone's transitions after `now` are looked at: six years
-/// of twice-yearly changes, more than any daylight saving rule repeats in.
-const HORIZON: usize = 12;
-
-/// A transition after which a zone's offset from UTC differs from the one
-/// before it.
-pub(crate) struct OffsetChange {
-    /// When.
-    pub(crate) at: Timestamp,
-    /// The offset before.
-    pub(crate) before: jiff::tz::Offset,
-    /// The offset after.
-    pub(crate) after: jiff::tz::Offset,
-    /// Whether either side is daylight saving time.
-    pub(crate) dst: bool,
-}
-
-/// The transitions of `zone` among the next [`HORIZON`] after `now` that
-/// change its offset from UTC. A transition that keeps the offset (a new
-/// abbreviation, or the end of a zone file's table, such as
-/// 2038-01-19T03:14:07Z where a zone without daylight saving passes to its
-/// POSIX rule) is no change: clocks neither skip nor repeat there.
-pub(crate) fn offset_changes(zone: &Zone, now: Timestamp) -> impl Iterator<Item = OffsetChange> {
-    zone.tz.following(now).take(HORIZON).filter_map(|t| {
-        let at = t.timestamp();
-        let after = t.offset();
-        let before_at = at.checked_sub(jiff::SignedDuration::from_secs(1)).ok()?;
-        let info = zone.tz.to_offset_info(before_at);
-        let before = info.offset();
-        (before != after).then(|| OffsetChange {
-            at,
-            before,
-            after,
-            dst: t.dst().is_dst() || info.dst().is_dst(),
-        })
-    })
-}
-
-/// `Err` naming the first of `f`'s times of day (`HH:MM`, with "and other
-/// times" when there are more) that `zone` skips or repeats at a daylight
-/// saving change in the years after `now`.
-pub(crate) fn unsteady(f: &Fields, zone: &Zone, now: Timestamp) -> Result<(), String> {
-    let marked = unsteady_minutes(zone, now);
-    let touched: Vec<String> = f
-        .hour()
-        .values()
-        .flat_map(|h| f.minute().values().map(move |m| (h, m)))
-        .filter(|&(h, m)| marked[usize::from(h) * 60 + usize::from(m)])
-        .map(|(h, m)| format!("{h:02}:{m:02}"))
-        .collect();
-    match touched.first() {
-        None => Ok(()),
-        Some(first) if touched.len() > 1 => Err(format!("{first} and other times")),
-        Some(first) => Err(first.clone()),
-    }
-}
-
-/// The minutes of the day (0..1440) whose wall-clock times `zone` skips or
-/// repeats at a daylight saving change in the few years after `now`.
-pub(crate) fn unsteady_minutes(zone: &Zone, now: Timestamp) -> Vec<bool> {
-    let mut marked = vec![false; 1440];
-    for change in offset_changes(zone, now) {
-        let at = change.at;
-        let after = i64::from(change.after.seconds());
-        let before = i64::from(change.before.seconds());
-        let (from, to) = if after > before {
-            (before, after)
-        } else {
-            (after, before)
-        };
-        // The wall-clock times from `at` read with the smaller offset to
-        // `at` read with the larger are skipped (spring) or repeated (fall).
-        let start = (at.as_second() + from).div_euclid(60);
-        let end = (at.as_second() + to).div_euclid(60);
-        for minute in start..end {
-            // OK to cast: a remainder of 1440.
-            marked[minute.rem_euclid(1440) as usize] = true;
-        }
-    }
-    marked
 }
 
 /// The schedule as people read it: `30 2 * * *`, or `every 15m`.

@@ -105,6 +105,14 @@ fn render_systemd_units_pass_systemd_analyze_verify() {
         .unwrap();
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     assert_eq!(stderr(&o), "", "systemd-analyze verify complained");
+    for unit in &units {
+        let text = std::fs::read_to_string(unit).unwrap();
+        assert!(
+            !text.contains("BATON_STATE_DIR"),
+            "{}: {text}",
+            unit.display()
+        );
+    }
     let service = std::fs::read_to_string(out.join("baton.service")).unwrap();
     for line in [
         "Type=notify\n",
@@ -112,6 +120,7 @@ fn render_systemd_units_pass_systemd_analyze_verify() {
         "KillMode=mixed\n",
         // shutdown_grace 60 s + kill_grace 10 s + 30 s.
         "TimeoutStopSec=100s\n",
+        "ExecReload=/bin/kill -HUP $MAINPID\n",
     ] {
         assert!(service.contains(line), "{line}: {service}");
     }
@@ -230,7 +239,8 @@ fn render_per_job_on_calendar_fires_as_baton_calendar_says() {
 fn render_refuses_what_a_target_cannot_express_and_renders_nothing() {
     let s = Sched::new(
         "[scheduler]\nstate_dir = \"/var/lib/baton\"\ntimezone = \"Europe/Berlin\"\n\
-         [jobs.berlin]\nschedule = \"0 9 * * *\"\nrun = \"true\"\n\
+         [jobs.berlin]\nschedule = \"30 2 * * *\"\nrun = \"true\"\n\
+         [jobs.fine]\nschedule = \"0 9 * * *\"\nrun = \"true\"\n\
          [jobs.seconds]\nschedule = \"*/10 * * * * *\"\ntimezone = \"UTC\"\nrun = \"true\"\n",
     );
     let config = s.config();
@@ -243,6 +253,8 @@ fn render_refuses_what_a_target_cannot_express_and_renders_nothing() {
         config,
         "--config-path-as",
         "baton.toml",
+        "--bin",
+        "/usr/local/bin/baton",
         "--out",
         out.to_str().unwrap(),
     ]);
@@ -250,9 +262,12 @@ fn render_refuses_what_a_target_cannot_express_and_renders_nothing() {
     assert_eq!(stdout(&o), "");
     assert!(!out.exists(), "something was written");
     let e = stderr(&o);
+    // 02:30 repeats when Berlin's clocks go back: GitHub does not say how
+    // it runs it.
     assert!(e.contains("job \"berlin\""), "{e}");
-    assert!(e.contains("Europe/Berlin observes daylight saving"), "{e}");
+    assert!(e.contains("the clocks go back from 03:00 to 02:00"), "{e}");
     assert!(e.contains("job \"seconds\""), "{e}");
+    assert!(!e.contains("\"fine\""), "{e}");
 
     let o = render(&["cron", "--per-job", "--config", config]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
@@ -263,7 +278,8 @@ fn render_refuses_what_a_target_cannot_express_and_renders_nothing() {
         "{e}"
     );
     assert!(e.contains("default form"), "{e}");
-    assert!(!e.contains("berlin"), "{e}");
+    assert!(e.contains("job \"berlin\""), "{e}");
+    assert!(!e.contains("\"fine\""), "{e}");
 
     // The default forms run every job at the right time.
     for target in ["cron", "systemd"] {
@@ -281,6 +297,8 @@ fn render_writes_one_file_per_artefact_under_out() {
         "github",
         "--config",
         config.to_str().unwrap(),
+        "--bin",
+        "/usr/local/bin/baton",
         "--out",
         out.to_str().unwrap(),
     ]);
@@ -292,7 +310,13 @@ fn render_writes_one_file_per_artefact_under_out() {
         [PathBuf::from("baton-daily.yml"), "baton-weekly.yml".into()]
     );
     // On stdout, the same artefacts, each under its name.
-    let o = render(&["github", "--config", config.to_str().unwrap()]);
+    let o = render(&[
+        "github",
+        "--config",
+        config.to_str().unwrap(),
+        "--bin",
+        "/usr/local/bin/baton",
+    ]);
     let text = stdout(&o);
     assert!(text.starts_with("# ==> baton-daily.yml <==\n"), "{text}");
     assert!(text.contains("\n# ==> baton-weekly.yml <==\n"), "{text}");
@@ -305,11 +329,11 @@ fn render_default_cron_is_one_tick_line_with_absolute_paths() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let text = stdout(&o);
     let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
-    assert_eq!(lines.len(), 3, "{text}");
+    // No BATON_STATE_DIR= line: it would beat the file's state_dir.
+    assert_eq!(lines.len(), 2, "{text}");
     assert!(lines[0].starts_with("PATH=/"), "{text}");
-    assert!(lines[1].starts_with("BATON_STATE_DIR=/"), "{text}");
     assert!(
-        lines[2].starts_with(&format!("* * * * * {BATON} tick --config /")),
+        lines[1].starts_with(&format!("* * * * * {BATON} tick --config /")),
         "{text}"
     );
     // Same input, same bytes.
@@ -503,12 +527,7 @@ fn render_systemd_units_with_odd_characters_in_paths_pass_systemd_analyze_verify
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     assert_eq!(stderr(&o), "", "systemd-analyze verify complained");
     let service = std::fs::read_to_string(env.path("per-job").join("baton-j.service")).unwrap();
-    let state = weird.join("state").to_str().unwrap().replace('%', "%%");
-    let state = state.replace('\\', r"\\").replace('"', "\\\"");
-    assert!(
-        service.contains(&format!("Environment=\"BATON_STATE_DIR={state}\"\n")),
-        "{service}"
-    );
+    assert!(!service.contains("BATON_STATE_DIR"), "{service}");
 }
 
 #[test]
@@ -666,7 +685,13 @@ fn render_github_names_the_configuration_inside_the_checkout() {
     );
     // Outside a repository, its path inside one must be given.
     let s = Sched::new("[jobs.j]\nschedule = \"0 9 * * *\"\nrun = \"true\"\n");
-    let o = render(&["github", "--config", s.config().to_str().unwrap()]);
+    let o = render(&[
+        "github",
+        "--config",
+        s.config().to_str().unwrap(),
+        "--bin",
+        bin,
+    ]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(stderr(&o).contains("--config-path-as"), "{}", stderr(&o));
     let o = render(&[
@@ -675,6 +700,8 @@ fn render_github_names_the_configuration_inside_the_checkout() {
         s.config().to_str().unwrap(),
         "--config-path-as",
         "ci/./baton.toml",
+        "--bin",
+        bin,
     ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stdout(&o).contains(r#""${{ github.workspace }}"/ci/baton.toml -- j'"#));
@@ -689,4 +716,357 @@ fn need_systemd_analyze() {
         "systemd-analyze is not installed: install Debian's `systemd` package \
          (`apt-get install systemd`) to run the rendered units' checks"
     );
+}
+
+/// `systemd-analyze calendar`'s next `n` instants of each of `specs` after
+/// `base` (`YYYY-MM-DD HH:MM:SS UTC`), together, as RFC 3339: one call,
+/// which fails when systemd refuses any of them.
+fn analyze_union(specs: &[&str], base: &str, n: usize) -> BTreeSet<String> {
+    let o = Command::new("systemd-analyze")
+        .args([
+            "calendar",
+            "--iterations",
+            &n.to_string(),
+            "--base-time",
+            base,
+        ])
+        .args(specs)
+        .env("TZ", "UTC")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{specs:?}: {}", stderr(&o));
+    let mut out = BTreeSet::new();
+    for line in stdout(&o).lines() {
+        let Some((label, when)) = line.trim().split_once(": ") else {
+            continue;
+        };
+        if label == "Next elapse" || label.starts_with("Iter. #") {
+            let words: Vec<&str> = when.split_whitespace().collect();
+            assert_eq!(words[3], "UTC", "{line}");
+            out.insert(format!("{}T{}Z", words[1], words[2]));
+        }
+    }
+    out
+}
+
+/// The `OnCalendar=` lines of a timer.
+fn on_calendar(timer: &str) -> Vec<&str> {
+    timer
+        .lines()
+        .filter_map(|l| l.strip_prefix("OnCalendar="))
+        .collect()
+}
+
+#[test]
+fn render_systemd_every_weekday_set_fires_as_baton_calendar_says_for_a_year() {
+    need_systemd_analyze();
+    // All 127 non-empty sets of weekdays, alone and beside a day of the
+    // month (cron's rule: either day field may match).
+    let sets: Vec<String> = (1u32..128)
+        .map(|bits| {
+            (0..7)
+                .filter(|d| bits & (1 << d) != 0)
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect();
+    let mut toml =
+        String::from("[scheduler]\nstate_dir = \"/var/lib/baton\"\ntimezone = \"Europe/Berlin\"\n");
+    for (i, set) in sets.iter().enumerate() {
+        toml.push_str(&format!(
+            "[jobs.w{i}]\nschedule = \"30 9 * * {set}\"\nrun = \"true\"\n\
+             [jobs.d{i}]\nschedule = \"30 9 1 * {set}\"\nrun = \"true\"\n"
+        ));
+    }
+    let s = Sched::new(&toml);
+    let config = s.config();
+    let out = s.env.path("units");
+    let o = render(&[
+        "systemd",
+        "--per-job",
+        "--config",
+        config.to_str().unwrap(),
+        "--bin",
+        BATON,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let units: Vec<PathBuf> = files(&out).into_iter().map(|(p, _)| out.join(p)).collect();
+    assert_eq!(units.len(), 4 * sets.len());
+    let o = Command::new("systemd-analyze")
+        .arg("verify")
+        .args(&units)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(stderr(&o), "", "systemd-analyze verify complained");
+    let year_end = "2027-01-01T00:00:00Z";
+    for (i, set) in sets.iter().enumerate() {
+        for job in [format!("w{i}"), format!("d{i}")] {
+            let timer = std::fs::read_to_string(out.join(format!("baton-{job}.timer"))).unwrap();
+            let got: Vec<String> =
+                analyze_union(&on_calendar(&timer), "2026-01-01 00:00:07 UTC", 400)
+                    .into_iter()
+                    .filter(|t| t.as_str() < year_end)
+                    .collect();
+            let want: Vec<String> = calendar_of(&config, &job, "2026-01-01T00:00:07Z", 400)
+                .into_iter()
+                .filter(|t| t.as_str() < year_end)
+                .collect();
+            assert!(!want.is_empty(), "{job}");
+            assert_eq!(got, want, "{job} ({set}): {timer}");
+        }
+    }
+}
+
+/// The offset changes of `zone` in 2026, each less a day and a half, as
+/// `systemd-analyze --base-time` and `baton calendar --from` read them.
+fn around_changes(zone: &str) -> Vec<(String, String)> {
+    let tz = jiff::tz::TimeZone::get(zone).unwrap();
+    let from: jiff::Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+    tz.following(from)
+        .take(2)
+        .map(|t| {
+            let base = t
+                .timestamp()
+                .checked_sub(jiff::SignedDuration::from_hours(36))
+                .unwrap();
+            let utc = jiff::tz::TimeZone::UTC.to_datetime(base);
+            (
+                format!("{} UTC", utc.strftime("%Y-%m-%d %H:%M:%S")),
+                format!("{}Z", utc.strftime("%Y-%m-%dT%H:%M:%S")),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn render_systemd_per_job_fires_as_baton_calendar_says_at_clock_changes_or_names_the_date() {
+    need_systemd_analyze();
+    let schedules = [
+        "30 2 * * 2",
+        "30 2 * * 1-6",
+        "30 1 * * *",
+        "15 1,2 * * *",
+        "30 2 * * *",
+        "0 9 * * *",
+        "0 0 * * *",
+        "30 0 * * *",
+        "*/15 * * * *",
+        "*/15 * * * 1-5",
+        "0 * * * *",
+        "30 * * * *",
+        "0 1 * * 0",
+    ];
+    let mut kept = BTreeSet::new();
+    let mut refused = BTreeSet::new();
+    for zone in [
+        "America/New_York",
+        "Europe/Berlin",
+        "Australia/Lord_Howe",
+        "America/Santiago",
+    ] {
+        for text in schedules {
+            let s = Sched::new(&format!(
+                "[scheduler]\nstate_dir = \"/var/lib/baton\"\ntimezone = \"{zone}\"\n\
+                 [jobs.j]\nschedule = \"{text}\"\nrun = \"true\"\n"
+            ));
+            let config = s.config();
+            let out = s.env.path("units");
+            let o = render(&[
+                "systemd",
+                "--per-job",
+                "--config",
+                config.to_str().unwrap(),
+                "--bin",
+                BATON,
+                "--out",
+                out.to_str().unwrap(),
+            ]);
+            if code(&o) == 2 {
+                let e = stderr(&o);
+                assert!(
+                    e.contains("fires at ") && e.contains(" the clocks go "),
+                    "{text} in {zone}: {e}"
+                );
+                refused.insert((zone, text));
+                continue;
+            }
+            assert_eq!(code(&o), 0, "{text} in {zone}: {}", stderr(&o));
+            kept.insert((zone, text));
+            let timer = std::fs::read_to_string(out.join("baton-j.timer")).unwrap();
+            for (base, from) in around_changes(zone) {
+                let got: Vec<String> = analyze_union(&on_calendar(&timer), &base, 300)
+                    .into_iter()
+                    .take(300)
+                    .collect();
+                let want = calendar_of(&config, "j", &from, 300);
+                assert_eq!(got, want, "{text} in {zone} from {from}: {timer}");
+            }
+        }
+    }
+    // Tuesdays and Monday to Saturday never meet New York's changes, which
+    // fall on Sundays; a fixed time in a fold runs once, the first time, as
+    // baton runs it.
+    for zone_text in [
+        ("America/New_York", "30 2 * * 2"),
+        ("America/New_York", "30 2 * * 1-6"),
+        ("America/New_York", "30 1 * * *"),
+        ("America/New_York", "0 9 * * *"),
+    ] {
+        assert!(kept.contains(&zone_text), "{zone_text:?} refused");
+    }
+    for zone_text in [
+        ("America/New_York", "30 2 * * *"),
+        ("America/New_York", "*/15 * * * *"),
+        ("Europe/Berlin", "30 2 * * *"),
+    ] {
+        assert!(refused.contains(&zone_text), "{zone_text:?} kept");
+    }
+}
+
+#[test]
+fn render_per_job_cron_takes_times_no_change_meets_on_a_day_they_fire() {
+    let s = Sched::new(
+        "[scheduler]\nstate_dir = \"/var/lib/baton\"\ntimezone = \"America/New_York\"\n\
+         [jobs.tuesday]\nschedule = \"30 2 * * 2\"\nrun = \"true\"\n\
+         [jobs.quarter]\nschedule = \"*/15 * * * *\"\nrun = \"true\"\n",
+    );
+    let o = render(&[
+        "cron",
+        "--per-job",
+        "--config",
+        s.config().to_str().unwrap(),
+        "--host-tz",
+        "America/New_York",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("\n30 2 * * 2 "), "{text}");
+    assert!(text.contains("\n*/15 * * * * "), "{text}");
+    let pinned = text
+        .lines()
+        .any(|l| !l.starts_with('#') && l.contains("BATON_STATE_DIR"));
+    assert!(!pinned, "{text}");
+}
+
+/// `baton render github` of `toml` with `--bin`, read as a repository's
+/// `baton.toml`.
+fn github(toml: &str) -> (Sched, Output) {
+    let s = Sched::new(toml);
+    let o = render(&[
+        "github",
+        "--config",
+        s.config().to_str().unwrap(),
+        "--config-path-as",
+        "baton.toml",
+        "--bin",
+        "/usr/local/bin/baton",
+    ]);
+    (s, o)
+}
+
+#[test]
+fn render_github_without_bin_is_refused() {
+    let s = Sched::new("[jobs.j]\nschedule = \"0 9 * * *\"\nrun = \"true\"\n");
+    let o = render(&[
+        "github",
+        "--config",
+        s.config().to_str().unwrap(),
+        "--config-path-as",
+        "baton.toml",
+    ]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "");
+    let e = stderr(&o);
+    assert!(e.contains("github needs --bin PATH"), "{e}");
+    assert!(!e.contains(BATON), "{e}");
+}
+
+#[test]
+fn render_github_refuses_schedules_more_frequent_than_every_five_minutes() {
+    let (_s, o) = github(
+        "[scheduler]\nstate_dir = \"/var/lib/baton\"\ntimezone = \"Europe/Berlin\"\n\
+         [jobs.minutely]\nevery = \"1m\"\nrun = \"true\"\n\
+         [jobs.two]\nschedule = \"*/2 * * * *\"\nrun = \"true\"\n\
+         [jobs.all]\nschedule = \"* * * * *\"\nrun = \"true\"\n\
+         [jobs.three]\nschedule = \"*/3 * * * *\"\nrun = \"true\"\n\
+         [jobs.five]\nschedule = \"*/5 * * * *\"\nrun = \"true\"\n",
+    );
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "");
+    let e = stderr(&o);
+    for job in ["minutely", "two", "all", "three"] {
+        let line = e
+            .lines()
+            .find(|l| l.contains(&format!("job \"{job}\"")))
+            .unwrap_or_else(|| panic!("{job} not refused: {e}"));
+        assert!(line.contains("at most once every 5 minutes"), "{line}");
+        // Wildcard schedules keep their UTC line in Berlin: that is not
+        // why they are refused.
+        assert!(!line.contains("no UTC cron line"), "{line}");
+    }
+    assert!(!e.contains("\"five\""), "{e}");
+}
+
+#[test]
+fn render_github_keeps_utc_lines_that_fire_as_baton_and_names_the_zone_elsewhere() {
+    let (_s, o) = github(
+        "[scheduler]\nstate_dir = \"/var/lib/baton\"\ntimezone = \"America/New_York\"\n\
+         [jobs.quarter]\nschedule = \"*/15 * * * *\"\ntimezone = \"Europe/Berlin\"\nrun = \"true\"\n\
+         [jobs.tuesday]\nschedule = \"30 2 * * 2\"\nrun = \"true\"\n\
+         [jobs.kolkata]\nschedule = \"30 18 * * *\"\ntimezone = \"Asia/Kolkata\"\nrun = \"true\"\n",
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    let workflow = |job: &str| {
+        let start = text
+            .find(&format!("# ==> baton-{job}.yml <==\n"))
+            .unwrap_or_else(|| panic!("{job}: {text}"));
+        let rest = &text[start + 1..];
+        rest[..rest.find("# ==> ").unwrap_or(rest.len())].to_owned()
+    };
+    let quarter = workflow("quarter");
+    assert!(
+        quarter.contains("\n    - cron: '*/15 * * * *'\n"),
+        "{quarter}"
+    );
+    assert!(!quarter.contains("timezone:"), "{quarter}");
+    let tuesday = workflow("tuesday");
+    assert!(
+        tuesday.contains("\n    - cron: '30 2 * * 2'\n      timezone: 'America/New_York'\n"),
+        "{tuesday}"
+    );
+    let kolkata = workflow("kolkata");
+    assert!(
+        kolkata.contains("\n    - cron: '0 13 * * *'\n"),
+        "{kolkata}"
+    );
+    for w in [&quarter, &tuesday, &kolkata] {
+        assert!(
+            w.contains("\n        run: '/usr/local/bin/baton run --config "),
+            "{w}"
+        );
+        assert!(!w.contains(" tick "), "{w}");
+    }
+}
+
+#[test]
+fn render_github_refuses_a_time_the_clocks_repeat_naming_the_date() {
+    let (_s, o) = github(
+        "[scheduler]\nstate_dir = \"/var/lib/baton\"\ntimezone = \"America/New_York\"\n\
+         [jobs.fold]\nschedule = \"30 1 * * *\"\nrun = \"true\"\n",
+    );
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("job \"fold\""), "{e}");
+    // The next first Sunday of November, whichever year the test runs.
+    assert!(
+        e.contains("-11-0") && e.contains("the clocks go back from 02:00 to 01:00"),
+        "{e}"
+    );
+    assert!(e.contains("does not document"), "{e}");
+    assert!(e.contains("first differs on "), "{e}");
 }
