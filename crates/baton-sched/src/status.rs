@@ -67,7 +67,8 @@ pub struct JobStatus {
     pub lock: String,
     /// The next occurrence that may run, in the job's zone (RFC 3339 with
     /// offset): for a paused job, the first at or after the pause's end
-    /// (none while the pause has no end).
+    /// (none while the pause has no end); none while the job or the
+    /// scheduler is disabled.
     pub next_run: Option<String>,
     /// Seconds until then.
     pub next_run_in_seconds: Option<i64>,
@@ -380,6 +381,8 @@ fn job_status(
         came_due: due.is_some(),
     };
     let next = match pause_ends {
+        // Nothing runs while the job or the scheduler is disabled.
+        _ if !enabled => None,
         // The first occurrence the pause does not cover: at or after its end.
         Some(until) => until.and_then(|u| {
             let before = u.checked_sub(jiff::SignedDuration::from_nanos(1)).ok()?;
@@ -588,11 +591,6 @@ pub fn render(s: &Status) -> String {
                 st.consecutive_failures
             ));
         }
-        let in_secs = |secs: Option<i64>| {
-            show_duration(Duration::from_secs(
-                u64::try_from(secs.unwrap_or(0)).unwrap_or(0),
-            ))
-        };
         match (&j.paused, &j.next_run) {
             (Some(p), next) => match &p.until {
                 Some(u) => out.push_str(&format!(
@@ -609,9 +607,13 @@ pub fn render(s: &Status) -> String {
                 )),
             },
             (None, Some(n)) => out.push_str(&format!(
-                "  next run      {n} (in {})\n",
-                in_secs(j.next_run_in_seconds)
+                "  next run      {} ({})\n",
+                local(n),
+                relative(now, n)
             )),
+            (None, None) if j.state == JobState::Disabled => {
+                out.push_str("  next run      none while disabled\n")
+            }
             (None, None) => out.push_str("  next run      none\n"),
         }
         if let Some(h) = &j.holder {

@@ -143,15 +143,9 @@ fn the_header_counts_the_jobs_that_are_not_healthy() {
         now(),
         5,
     );
-    assert!(
-        html.contains("2 of 4 job(s) need attention"),
-        "{html}"
-    );
+    assert!(html.contains("2 of 4 job(s) need attention"), "{html}");
     let html = render(&status(vec![job("ok")]), &RecentRuns::default(), now(), 5);
-    assert!(
-        html.contains("1 job(s), none needs attention"),
-        "{html}"
-    );
+    assert!(html.contains("1 job(s), none needs attention"), "{html}");
 }
 
 #[test]

@@ -333,3 +333,25 @@ fn a_paused_job_says_until_when_instead_of_a_next_run() {
     assert!(st.json["next_run"].is_null(), "{}", st.json);
     assert!(!st.text.contains("in 0ms"), "{}", st.text);
 }
+
+#[test]
+fn a_disabled_job_has_no_next_run_and_a_near_one_is_not_in_0ms() {
+    let s = Sched::new(
+        "[jobs.off]\nschedule = \"* * * * *\"\nrun = \"true\"\nenabled = false\n\
+         [jobs.on]\nschedule = \"* * * * *\"\nrun = \"true\"\n",
+    );
+    let st = seen(&s, "off");
+    st.all("disabled", 0);
+    assert_eq!(st.json["next_run"], serde_json::Value::Null, "{}", st.json);
+    let text = st.text.split("\non  ").next().unwrap_or_default();
+    assert!(
+        text.contains("next run      none while disabled"),
+        "{}",
+        st.text
+    );
+    // A next run less than a second away reads "in …s" or "just now",
+    // never a duration of nothing.
+    let on = seen(&s, "on");
+    assert!(!on.text.contains("in 0ms"), "{}", on.text);
+    assert!(!on.text.contains("(in 0s)"), "{}", on.text);
+}
