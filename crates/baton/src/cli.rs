@@ -434,8 +434,9 @@ pub struct ExecArgs {
     /// The lock file's path, instead of a name (made absolute once).
     #[arg(long, value_name = "PATH")]
     pub lock: Option<PathBuf>,
-    /// Run CMD through `sh -c`, as `flock -c` does, instead of a COMMAND
-    /// after `--`.
+    /// Run CMD through `$SHELL -c`, as `flock -c` does (`/bin/sh -c` when
+    /// SHELL is unset or empty; cron sets SHELL=/bin/sh unless the crontab
+    /// says otherwise), instead of a COMMAND after `--`.
     #[arg(
         short = 'c',
         long = "command",

@@ -1,0 +1,6 @@
+//! What gets in a new operator's way: manual pages, completions, machine
+//! output on every command that changes something, messages that name what
+//! to type instead, and times written one way per surface.
+
+mod config;
+mod shell;
