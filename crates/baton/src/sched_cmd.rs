@@ -43,18 +43,26 @@ fn code(c: u8) -> Exit {
 
 /// `baton tick`.
 pub fn tick(state: Option<&Path>, a: &TickArgs) -> Exit {
-    match load(state, &a.file) {
-        Ok(c) => code(baton_sched::tick::tick(&c, &a.jobs, clock())),
-        Err(e) => e,
+    let c = match load(state, &a.file) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    if let Some(name) = a.jobs.iter().find(|j| !c.jobs.contains_key(j.as_str())) {
+        return no_such_job(&c, "tick", name);
     }
+    code(baton_sched::tick::tick(&c, &a.jobs, clock()))
 }
 
 /// `baton run`.
 pub fn run(state: Option<&Path>, a: &RunArgs) -> Exit {
-    match load(state, &a.file) {
-        Ok(c) => code(baton_sched::tick::run_now(&c, &a.job, clock())),
-        Err(e) => e,
+    let c = match load(state, &a.file) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    if let Err(e) = known_job(&c, "run", &a.job) {
+        return e;
     }
+    code(baton_sched::tick::run_now(&c, &a.job, clock()))
 }
 
 /// `baton status`.
@@ -66,8 +74,7 @@ pub fn status(state: Option<&Path>, a: &StatusArgs) -> Exit {
     if let Some(j) = &a.job
         && !c.jobs.contains_key(j)
     {
-        say!("baton status: no job named {j:?} in {}", c.path.display());
-        return Exit::Usage;
+        return no_such_job(&c, "status", j);
     }
     let now = match decision_clock(&c, "status") {
         Ok(clock) => clock.wall(),
@@ -153,12 +160,7 @@ pub fn history(state: Option<&Path>, a: &HistoryArgs) -> Exit {
         Err(e) => return e,
     };
     if !c.jobs.contains_key(&a.job) {
-        say!(
-            "baton history: no job named {:?} in {}",
-            a.job,
-            c.path.display()
-        );
-        return Exit::Usage;
+        return no_such_job(&c, "history", &a.job);
     }
     let runs = match baton_sched::history::read(&c, &a.job, a.limit, SystemClock.wall()) {
         Ok(r) => r,
@@ -188,14 +190,27 @@ pub fn history(state: Option<&Path>, a: &HistoryArgs) -> Exit {
 }
 
 /// The job `name` of `c`, or the exit after saying there is none.
-fn known_job<'c>(c: &'c Config, verb: &str, name: &str) -> Result<&'c config::Job, Exit> {
-    c.jobs.get(name).ok_or_else(|| {
-        say!(
-            "baton {verb}: no job named {name:?} in {}",
-            c.path.display()
-        );
-        Exit::Usage
-    })
+pub(crate) fn known_job<'c>(
+    c: &'c Config,
+    verb: &str,
+    name: &str,
+) -> Result<&'c config::Job, Exit> {
+    c.jobs.get(name).ok_or_else(|| no_such_job(c, verb, name))
+}
+
+/// Says that `c` has no job `name`, and which jobs it has; exit 2.
+pub(crate) fn no_such_job(c: &Config, verb: &str, name: &str) -> Exit {
+    let known: Vec<&str> = c.jobs.keys().map(String::as_str).collect();
+    let jobs = if known.is_empty() {
+        "it has no jobs".to_owned()
+    } else {
+        format!("its jobs: {}", known.join(", "))
+    };
+    say!(
+        "baton {verb}: no job named {name:?} in {} ({jobs})",
+        c.path.display()
+    );
+    Exit::Usage
 }
 
 /// Who is acting, for the ledger: `user@host`.

@@ -4,3 +4,5 @@
 
 mod config;
 mod shell;
+mod times;
+mod unknown_job;
