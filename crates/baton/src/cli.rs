@@ -46,7 +46,8 @@ pub enum Cmd {
     /// configuration is invalid.
     #[command(after_long_help = SCHED_HELP)]
     Config(ConfigArgs),
-    /// Show a job's runs, newest first, with each step's attempts.
+    /// Show a job's runs (or every job's), newest first, with each step's
+    /// attempts.
     #[command(after_long_help = SCHED_HELP)]
     History(HistoryArgs),
     /// Pause a job: its occurrences are missed (reason "paused") until
@@ -268,10 +269,10 @@ pub struct ConfigArgs {
 pub struct HistoryArgs {
     #[command(flatten)]
     pub file: ConfigFile,
-    /// The job.
+    /// The job (default: every job, their runs merged, newest first).
     #[arg(value_name = "JOB")]
-    pub job: String,
-    /// How many runs.
+    pub job: Option<String>,
+    /// How many runs (without JOB: in all).
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub limit: u32,
     /// One JSON array on stdout.

@@ -159,10 +159,17 @@ pub fn history(state: Option<&Path>, a: &HistoryArgs) -> Exit {
         Ok(c) => c,
         Err(e) => return e,
     };
-    if !c.jobs.contains_key(&a.job) {
-        return no_such_job(&c, "history", &a.job);
+    if let Some(job) = &a.job
+        && !c.jobs.contains_key(job)
+    {
+        return no_such_job(&c, "history", job);
     }
-    let runs = match baton_sched::history::read(&c, &a.job, a.limit, SystemClock.wall()) {
+    let now = SystemClock.wall();
+    let read = match &a.job {
+        Some(job) => baton_sched::history::read(&c, job, a.limit, now),
+        None => baton_sched::history::read_all(&c, a.limit, now),
+    };
+    let runs = match read {
         Ok(r) => r,
         Err(e) => {
             say!("baton history: {e}");
@@ -184,7 +191,11 @@ pub fn history(state: Option<&Path>, a: &HistoryArgs) -> Exit {
             }
         }
     } else {
-        out!("{}", baton_sched::history::render(&runs));
+        let zone_of = |job: &str| zone_of(&c, job);
+        out!(
+            "{}",
+            baton_sched::history::render(&runs, &zone_of, a.job.is_none())
+        );
     }
     Exit::Ok
 }
@@ -211,6 +222,14 @@ pub(crate) fn no_such_job(c: &Config, verb: &str, name: &str) -> Exit {
         c.path.display()
     );
     Exit::Usage
+}
+
+/// The zone `job`'s times are shown in: its own, else the scheduler's.
+pub(crate) fn zone_of(c: &Config, job: &str) -> jiff::tz::TimeZone {
+    c.jobs.get(job).map_or_else(
+        || c.settings.timezone.value.tz.clone(),
+        |j| j.timezone.value.tz.clone(),
+    )
 }
 
 /// Who is acting, for the ledger: `user@host`.

@@ -3,6 +3,7 @@
 //! to type instead, and times written one way per surface.
 
 mod config;
+mod history;
 mod shell;
-mod times;
+pub(crate) mod times;
 mod unknown_job;
