@@ -124,7 +124,19 @@ pub enum StoreCmd {
     Migrate(StoreArgs),
     /// Print the schema's version and whether it is this build's; exit 1
     /// unless it is.
-    Status(StoreArgs),
+    Status(StoreStatusArgs),
+}
+
+/// `baton store status`.
+#[derive(Debug, Args)]
+pub struct StoreStatusArgs {
+    #[command(flatten)]
+    pub file: ConfigFile,
+    /// One JSON object on stdout: store, schema_version (0: no schema),
+    /// build_version, current, and verdict (current, missing, behind,
+    /// newer). Nothing on stdout when the store cannot be read.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `baton store migrate` and `baton store status`.
@@ -298,6 +310,10 @@ pub struct PauseArgs {
     /// Why, shown by `status`.
     #[arg(long, value_name = "TEXT")]
     pub reason: Option<String>,
+    /// One JSON object on stdout: job, pause (since, until, reason, by) and
+    /// the pause it replaced (or null).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `baton resume`.
@@ -308,6 +324,10 @@ pub struct ResumeArgs {
     /// The job.
     #[arg(value_name = "JOB")]
     pub job: String,
+    /// One JSON object on stdout: job, resumed (false when it was not
+    /// paused) and the pause that ended (or null).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `baton backfill`.

@@ -286,18 +286,14 @@ pub fn pause(state: Option<&Path>, a: &crate::cli::PauseArgs) -> Exit {
         },
         (None, None) => baton_sched::pause::Until::Resumed,
     };
-    let mut out = String::new();
-    let code = baton_sched::pause::pause(
-        &c,
-        &a.job,
-        until,
-        a.reason.as_deref(),
-        &who(),
-        clock,
-        &mut out,
-    );
-    out!("{out}");
-    self::code(code)
+    match baton_sched::pause::pause_job(&c, &a.job, until, a.reason.as_deref(), &who(), clock) {
+        Ok(p) if a.json => json_out("pause", &p),
+        Ok(p) => {
+            out!("{}", baton_sched::pause::render_paused(&c, &p));
+            Exit::Ok
+        }
+        Err(e) => code(e),
+    }
 }
 
 /// `baton resume`.
@@ -309,10 +305,29 @@ pub fn resume(state: Option<&Path>, a: &crate::cli::ResumeArgs) -> Exit {
     if let Err(e) = known_job(&c, "resume", &a.job) {
         return e;
     }
-    let mut out = String::new();
-    let code = baton_sched::pause::resume(&c, &a.job, clock(), &mut out);
-    out!("{out}");
-    self::code(code)
+    match baton_sched::pause::resume_job(&c, &a.job, clock()) {
+        Ok(r) if a.json => json_out("resume", &r),
+        Ok(r) => {
+            out!("{}", baton_sched::pause::render_resumed(&c, &r));
+            Exit::Ok
+        }
+        Err(e) => code(e),
+    }
+}
+
+/// Prints `value` as one pretty JSON document on stdout; exit 0, or 2
+/// (said) when it cannot be encoded.
+pub(crate) fn json_out(verb: &str, value: &impl serde::Serialize) -> Exit {
+    match serde_json::to_string_pretty(value) {
+        Ok(j) => {
+            outln!("{j}");
+            Exit::Ok
+        }
+        Err(e) => {
+            say!("baton {verb}: failed to encode JSON: {e}");
+            Exit::Usage
+        }
+    }
 }
 
 /// `baton backfill`.

@@ -4,6 +4,7 @@
 
 mod config;
 mod history;
+mod json;
 mod shell;
 pub(crate) mod times;
 mod unknown_job;
