@@ -211,6 +211,46 @@ pub fn read(
     Ok(views)
 }
 
+/// A run of `job` as [`read`] shows it: the one with id `run_id`, else
+/// the one that started occurrence `at` (as the ledger's decision names
+/// it); `None` when there is no such run (or no ledger yet).
+///
+/// # Errors
+///
+/// As [`read`].
+pub fn find(
+    config: &crate::config::Config,
+    job: &str,
+    run_id: Option<&str>,
+    at: Option<i64>,
+    now: jiff::Timestamp,
+) -> Result<Option<RunView>, String> {
+    let Some(l) = crate::store::existing_records(config, now) else {
+        return Ok(None);
+    };
+    let mut l = l.map_err(|e| e.to_string())?;
+    let id = match (run_id, at) {
+        (Some(id), _) => Some(id.to_owned()),
+        (None, Some(at)) => l
+            .decision(job, at)
+            .map_err(|e| e.to_string())?
+            .and_then(|d| d.run_id),
+        (None, None) => None,
+    };
+    let Some(id) = id else { return Ok(None) };
+    let keep = config.settings.history_keep.value.max(1);
+    let rows = l.history(job, keep).map_err(|e| e.to_string())?;
+    drop(l);
+    let mut views: Vec<RunView> = rows
+        .into_iter()
+        .filter(|r| r.run_id == id)
+        .map(Into::into)
+        .collect();
+    let store = crate::store::open(config).ok();
+    judge_unfinished(config, job, &mut views, store.as_deref());
+    Ok(views.pop())
+}
+
 /// Gives each run of `job` in `views` that the ledger has no end for the
 /// verdict [`unfinished`] finds now (asking `store` for the job's lock
 /// only when there is such a run).

@@ -224,6 +224,11 @@ pub struct TickArgs {
     /// Only these jobs (default: every job).
     #[arg(value_name = "JOB")]
     pub jobs: Vec<String>,
+    /// One JSON object on stdout: enabled, started (job, occurrence, queue,
+    /// exit, signal, run), missed (job, reason, first, last, count,
+    /// at_least), alerted, exit.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `baton run`.
@@ -234,6 +239,10 @@ pub struct RunArgs {
     /// The job.
     #[arg(value_name = "JOB")]
     pub job: String,
+    /// One JSON object on stdout (job, outcome, run, exit) instead of the
+    /// steps' output, which stays in the job's log.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `baton status`.

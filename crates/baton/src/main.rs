@@ -16,6 +16,7 @@ mod failpoints;
 mod http_cmd;
 mod lock_cmd;
 mod render_cmd;
+mod report;
 mod sched_cmd;
 mod store_cmd;
 mod worker_cmd;

@@ -50,7 +50,15 @@ pub fn tick(state: Option<&Path>, a: &TickArgs) -> Exit {
     if let Some(name) = a.jobs.iter().find(|j| !c.jobs.contains_key(j.as_str())) {
         return no_such_job(&c, "tick", name);
     }
-    code(baton_sched::tick::tick(&c, &a.jobs, clock()))
+    if !a.json {
+        return code(baton_sched::tick::tick(&c, &a.jobs, clock()));
+    }
+    let r = baton_sched::tick::tick_report(&c, &a.jobs, clock());
+    let doc = crate::report::Tick::of(&c, &r, SystemClock.wall());
+    match json_out("tick", &doc) {
+        Exit::Ok => code(r.code),
+        other => other,
+    }
 }
 
 /// `baton run`.
@@ -62,7 +70,19 @@ pub fn run(state: Option<&Path>, a: &RunArgs) -> Exit {
     if let Err(e) = known_job(&c, "run", &a.job) {
         return e;
     }
-    code(baton_sched::tick::run_now(&c, &a.job, clock()))
+    if !a.json {
+        return code(baton_sched::tick::run_now(&c, &a.job, clock()));
+    }
+    let told = std::cell::RefCell::new(None);
+    let tell = |t: &baton_sched::run::Told| *told.borrow_mut() = Some(t.clone());
+    let teller = baton_sched::run::Teller::new(&tell);
+    let exit = baton_sched::tick::run_now_with(&c, &a.job, clock(), false, Some(&teller));
+    let told = told.borrow().clone();
+    let doc = crate::report::Run::of(&c, &a.job, told.as_ref(), exit, SystemClock.wall());
+    match json_out("run", &doc) {
+        Exit::Ok => code(exit),
+        other => other,
+    }
 }
 
 /// `baton status`.

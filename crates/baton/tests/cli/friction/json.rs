@@ -93,3 +93,78 @@ fn store_status_json_says_the_versions() {
     assert_eq!(v["current"], true, "{v}");
     assert_eq!(v["verdict"], "current", "{v}");
 }
+
+#[test]
+fn run_json_is_the_run_and_the_steps_output_stays_in_the_log() {
+    let s = one_job("[jobs.bad]\nschedule = \"0 3 * * *\"\nrun = \"echo bad-out; exit 3\"\n");
+    let (c, v) = only_json(&s, &["run", "j", "--json"]);
+    assert_eq!(c, 0, "{v}");
+    assert_eq!(v["job"], "j");
+    assert_eq!(v["outcome"], "started", "{v}");
+    assert_eq!(v["exit"], 0, "{v}");
+    assert_eq!(v["run"]["run_id"], v["run_id"], "{v}");
+    assert_eq!(v["run"]["verdict"], "ok", "{v}");
+    assert_eq!(v["run"]["manual"], true, "{v}");
+    assert!(is_rfc3339(v["run"]["started"].as_str().unwrap()), "{v}");
+    let log = std::fs::read_dir(s.env.state().join("logs"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("j_"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect::<String>();
+    assert!(log.contains("out-of-the-job"), "{log}");
+
+    let (c, v) = only_json(&s, &["run", "bad", "--json"]);
+    assert_eq!(c, 1, "{v}");
+    assert_eq!(v["exit"], 1, "{v}");
+    assert_eq!(v["run"]["verdict"], "failed", "{v}");
+    assert_eq!(v["run"]["exit_code"], 3, "{v}");
+
+    let s = one_job("enabled = false\n");
+    let (c, v) = only_json(&s, &["run", "j", "--json"]);
+    assert_eq!(c, 0, "{v}");
+    assert_eq!(v["outcome"], "disabled", "{v}");
+    assert!(v["run"].is_null(), "{v}");
+}
+
+#[test]
+fn tick_json_lists_what_started_and_how_it_ended() {
+    let s = Sched::new(
+        "[jobs.j]\nevery = \"1s\"\nrun = \"echo out-of-the-job\"\n\
+         [jobs.later]\nschedule = \"0 3 * * *\"\nrun = \"true\"\n",
+    );
+    let o = s.run(&["tick"]);
+    assert!(code(&o) <= 1, "{}", stderr(&o));
+    crate::support::pause(1200);
+    let (c, v) = only_json(&s, &["tick", "--json"]);
+    assert_eq!(v["enabled"], true, "{v}");
+    // Occurrences between the two ticks may have been superseded (an
+    // alert, exit 1): the document says so as the exit code does.
+    assert_eq!(v["exit"], c, "{v}");
+    assert_eq!(v["alerted"], c == 1, "{v}");
+    let started = v["started"].as_array().unwrap();
+    assert_eq!(started.len(), 1, "{v}");
+    let one = &started[0];
+    assert_eq!(one["job"], "j", "{v}");
+    assert_eq!(one["queue"], false, "{v}");
+    assert_eq!(one["exit"], 0, "{v}");
+    let occurrence = one["occurrence"].as_str().unwrap();
+    assert!(is_rfc3339(occurrence), "{v}");
+    assert_eq!(one["run"]["occurrence"], occurrence, "{v}");
+    assert_eq!(one["run"]["verdict"], "ok", "{v}");
+    for m in v["missed"].as_array().unwrap() {
+        assert!(is_rfc3339(m["first"].as_str().unwrap()), "{v}");
+        assert!(is_rfc3339(m["last"].as_str().unwrap()), "{v}");
+    }
+
+    // The kill switch: nothing looked at, said so.
+    let o = s
+        .cmd(&["tick", "--json"])
+        .env("BATON_ENABLED", "false")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["enabled"], false, "{v}");
+    assert!(v["started"].as_array().unwrap().is_empty(), "{v}");
+}
