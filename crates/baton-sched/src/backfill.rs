@@ -182,9 +182,40 @@ pub fn dry_run(
         .collect())
 }
 
+/// How a backfill runs besides its range.
+pub struct Options {
+    /// Run the occurrences whose records cannot rule out that they ran.
+    pub force: bool,
+    /// Copy the steps' output to standard output as well as the log.
+    pub tee: bool,
+    /// Told of each occurrence as it starts, before its first step.
+    pub on_start: Option<crate::surfaces::OnStart>,
+}
+
 /// Runs the backfill; returns the worst exit code. `force` runs the
 /// occurrences whose records cannot rule out that they ran.
 pub fn run(config: &Config, job: &Job, occ: &[i64], clock: Arc<dyn Clock>, force: bool) -> u8 {
+    let opts = Options {
+        force,
+        tee: true,
+        on_start: None,
+    };
+    run_observed(config, job, occ, clock, opts)
+}
+
+/// As [`run`], with the output and the progress as `opts` says.
+pub fn run_observed(
+    config: &Config,
+    job: &Job,
+    occ: &[i64],
+    clock: Arc<dyn Clock>,
+    opts: Options,
+) -> u8 {
+    let Options {
+        force,
+        tee,
+        on_start,
+    } = opts;
     if occ.is_empty() {
         return OK;
     }
@@ -192,7 +223,11 @@ pub fn run(config: &Config, job: &Job, occ: &[i64], clock: Arc<dyn Clock>, force
         crate::say::line(format_args!("backfill: {e}; nothing was run"));
         return CANNOT;
     }
-    let surfaces = Rc::new(RefCell::new(Surfaces::open(config, clock)));
+    let mut opened = Surfaces::open(config, clock);
+    if let Some(f) = on_start {
+        opened.on_start(f);
+    }
+    let surfaces = Rc::new(RefCell::new(opened));
     // Refused before any lease is taken, a backfill loses nothing.
     let checked = surfaces.borrow_mut().check_job_log(&job.name);
     if let Err(e) = checked {
@@ -201,7 +236,7 @@ pub fn run(config: &Config, job: &Job, occ: &[i64], clock: Arc<dyn Clock>, force
         surfaces.borrow_mut().finish();
         return CANNOT;
     }
-    let code = run_with(config, job, occ, force, &surfaces);
+    let code = run_with(config, job, occ, force, tee, &surfaces);
     let _ = surfaces.borrow_mut().ledger(|l| l.checkpoint());
     surfaces.borrow_mut().finish();
     code
@@ -212,6 +247,7 @@ fn run_with(
     job: &Job,
     occ: &[i64],
     force: bool,
+    tee: bool,
     surfaces: &Rc<RefCell<Surfaces>>,
 ) -> u8 {
     let store = match crate::store::open(config) {
@@ -346,7 +382,7 @@ fn run_with(
         config,
         job,
         start: Start::Manual,
-        tee: true,
+        tee,
         teller: None,
         stop_on_signal: false,
     };

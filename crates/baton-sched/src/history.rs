@@ -183,7 +183,7 @@ pub fn read_all(
         all.extend(read(config, job, limit, now)?);
     }
     let started = |r: &RunView| r.started.parse::<jiff::Timestamp>().ok();
-    all.sort_by(|a, b| started(b).cmp(&started(a)));
+    all.sort_by_key(|r| std::cmp::Reverse(started(r)));
     all.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
     Ok(all)
 }

@@ -6,6 +6,7 @@
 #[macro_use]
 mod say;
 mod alert;
+mod backfill_cmd;
 mod calendar_cmd;
 mod cli;
 
@@ -111,7 +112,7 @@ fn run(cli: Cli) -> Exit {
         Cmd::History(a) => sched_cmd::history(state, &a),
         Cmd::Pause(a) => sched_cmd::pause(state, &a),
         Cmd::Resume(a) => sched_cmd::resume(state, &a),
-        Cmd::Backfill(a) => sched_cmd::backfill(state, &a),
+        Cmd::Backfill(a) => backfill_cmd::run(state, &a),
         Cmd::Watermark(WatermarkCmd::Get(a)) => sched_cmd::watermark_get(state, &a),
         Cmd::Watermark(WatermarkCmd::Settle(a)) => sched_cmd::watermark_settle(state, &a),
         Cmd::Calendar(a) => calendar_cmd::run(state, &a),

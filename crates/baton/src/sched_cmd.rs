@@ -26,14 +26,17 @@ fn clock() -> Arc<dyn Clock> {
 }
 
 /// The clock `c`'s commands decide by: the shared store's, or this host's.
-fn decision_clock(c: &baton_sched::config::Config, what: &str) -> Result<Arc<dyn Clock>, Exit> {
+pub(crate) fn decision_clock(
+    c: &baton_sched::config::Config,
+    what: &str,
+) -> Result<Arc<dyn Clock>, Exit> {
     baton_sched::store::clock_for(c, clock()).map_err(|e| {
         say!("baton {what}: {e}");
         Exit::Usage
     })
 }
 
-fn code(c: u8) -> Exit {
+pub(crate) fn code(c: u8) -> Exit {
     match c {
         0 => Exit::Ok,
         2 => Exit::Usage,
@@ -348,97 +351,6 @@ pub(crate) fn json_out(verb: &str, value: &impl serde::Serialize) -> Exit {
             Exit::Usage
         }
     }
-}
-
-/// `baton backfill`.
-pub fn backfill(state: Option<&Path>, a: &crate::cli::BackfillArgs) -> Exit {
-    let c = match load(state, &a.file) {
-        Ok(c) => c,
-        Err(e) => return e,
-    };
-    let job = match known_job(&c, "backfill", &a.job) {
-        Ok(j) => j,
-        Err(e) => return e,
-    };
-    let tz = &job.timezone.value.tz;
-    let parse = |what: &str, t: &str| {
-        baton_sched::units::parse_instant(t, tz).map_err(|e| {
-            say!("baton backfill: {what}: {e}");
-            Exit::Usage
-        })
-    };
-    let (from, to) = match (parse("--from", &a.from), parse("--to", &a.to)) {
-        (Ok(f), Ok(t)) => (f, t),
-        (Err(e), _) | (_, Err(e)) => return e,
-    };
-    let clock = match decision_clock(&c, "backfill") {
-        Ok(clock) => clock,
-        Err(e) => return e,
-    };
-    let now = clock.wall();
-    if from > now {
-        say!(
-            "baton backfill: --from {from} is in the future: only past occurrences can be backfilled"
-        );
-        return Exit::Usage;
-    }
-    let occ = match baton_sched::backfill::occurrences(job, from, to, now) {
-        Ok(o) => o,
-        Err(e) => {
-            say!("baton backfill: {e}");
-            return Exit::Usage;
-        }
-    };
-    if to > now {
-        say!("baton backfill: occurrences after now are left to the schedule");
-    }
-    if a.dry_run {
-        let plan = match baton_sched::backfill::dry_run(&c, job, &occ, now, a.force) {
-            Ok(p) => p,
-            Err(e) => {
-                say!("baton backfill: {}: {e}", a.job);
-                return code(baton_sched::run::CANNOT);
-            }
-        };
-        if a.json {
-            match serde_json::to_string_pretty(&plan) {
-                Ok(j) => outln!("{j}"),
-                Err(e) => {
-                    say!("baton backfill: failed to encode JSON: {e}");
-                    return Exit::Usage;
-                }
-            }
-        } else if plan.is_empty() {
-            outln!("{}: no occurrence in that range", a.job);
-        } else {
-            for p in &plan {
-                match p.action.as_str() {
-                    "run" => outln!("{}  would run", p.occurrence),
-                    "unknown" => outln!(
-                        "{}  not run: {} (--force runs it)",
-                        p.occurrence,
-                        p.why
-                            .as_deref()
-                            .unwrap_or("its records cannot rule out that it ran")
-                    ),
-                    other => outln!(
-                        "{}  {other} already{}: not run again",
-                        p.occurrence,
-                        p.run_id
-                            .as_ref()
-                            .map(|r| format!(" (run {r})"))
-                            .unwrap_or_default()
-                    ),
-                }
-            }
-        }
-        return Exit::Ok;
-    }
-    if occ.is_empty() {
-        outln!("{}: no occurrence in that range", a.job);
-        return Exit::Ok;
-    }
-    code(baton_sched::backfill::run(&c, job, &occ, clock, a.force))
 }
 
 /// `baton watermark get`.

@@ -2,6 +2,7 @@
 //! output on every command that changes something, messages that name what
 //! to type instead, and times written one way per surface.
 
+mod backfill;
 mod config;
 mod history;
 mod json;
