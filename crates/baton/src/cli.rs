@@ -85,7 +85,8 @@ pub enum Cmd {
     /// workflows, or the environment variables baton reads.
     #[command(after_long_help = RENDER_HELP)]
     Render(RenderArgs),
-    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell):
+    /// commands, options and the configuration's job names.
     Completions(CompletionsArgs),
     /// Print the manual page (roff), for `man -l -`.
     Man,
@@ -222,7 +223,7 @@ pub struct TickArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// Only these jobs (default: every job).
-    #[arg(value_name = "JOB")]
+    #[arg(value_name = "JOB", add = crate::completion::jobs())]
     pub jobs: Vec<String>,
     /// One JSON object on stdout: enabled, started (job, occurrence, queue,
     /// exit, signal, run), missed (job, reason, first, last, count,
@@ -237,7 +238,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job.
-    #[arg(value_name = "JOB")]
+    #[arg(value_name = "JOB", add = crate::completion::jobs())]
     pub job: String,
     /// One JSON object on stdout (job, outcome, run, exit) instead of the
     /// steps' output, which stays in the job's log.
@@ -251,7 +252,7 @@ pub struct StatusArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// Only this job.
-    #[arg(value_name = "JOB")]
+    #[arg(value_name = "JOB", add = crate::completion::jobs())]
     pub job: Option<String>,
     /// One JSON object on stdout.
     #[arg(long)]
@@ -291,7 +292,7 @@ pub struct HistoryArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job (default: every job, their runs merged, newest first).
-    #[arg(value_name = "JOB")]
+    #[arg(value_name = "JOB", add = crate::completion::jobs())]
     pub job: Option<String>,
     /// How many runs (without JOB: in all).
     #[arg(long, value_name = "N", default_value_t = 20)]
@@ -308,7 +309,7 @@ pub struct PauseArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job.
-    #[arg(value_name = "JOB")]
+    #[arg(value_name = "JOB", add = crate::completion::jobs())]
     pub job: String,
     /// End the pause after DUR (15m, 2h, 1d).
     #[arg(long = "for", value_name = "DUR")]
@@ -331,7 +332,7 @@ pub struct ResumeArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job.
-    #[arg(value_name = "JOB")]
+    #[arg(value_name = "JOB", add = crate::completion::jobs())]
     pub job: String,
     /// One JSON object on stdout: job, resumed (false when it was not
     /// paused) and the pause that ended (or null).
@@ -345,7 +346,7 @@ pub struct BackfillArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job.
-    #[arg(value_name = "JOB")]
+    #[arg(value_name = "JOB", add = crate::completion::jobs())]
     pub job: String,
     /// The first instant of the range: RFC 3339, or a date and time in the
     /// job's zone.
@@ -379,7 +380,7 @@ pub struct CalendarArgs {
     #[arg(value_name = "EXPR", num_args = 1..)]
     pub expr: Vec<String>,
     /// A job of baton.toml instead of EXPR: its schedule, in its own zone.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", add = crate::completion::jobs())]
     pub job: Option<String>,
     /// The configuration file, with --job (default: $BATON_CONFIG, else
     /// ./baton.toml).
@@ -423,7 +424,7 @@ pub struct WatermarkGetArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job.
-    #[arg(value_name = "JOB")]
+    #[arg(value_name = "JOB", add = crate::completion::jobs())]
     pub job: String,
     /// What to print when no watermark was settled yet.
     #[arg(long, value_name = "VALUE")]
@@ -439,7 +440,7 @@ pub struct WatermarkSettleArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job.
-    #[arg(value_name = "JOB")]
+    #[arg(value_name = "JOB", add = crate::completion::jobs())]
     pub job: String,
     /// The new value (up to 4096 bytes).
     #[arg(value_name = "VALUE")]

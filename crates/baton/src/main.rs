@@ -9,6 +9,7 @@ mod alert;
 mod backfill_cmd;
 mod calendar_cmd;
 mod cli;
+mod completion;
 
 mod exec;
 mod exit;
@@ -36,6 +37,8 @@ fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         baton_runner::console::stderr_from_panic(format!("baton: {info}\n").as_bytes());
     }));
+    // Started by a completion script: answer it, and run nothing else.
+    completion::answer();
     // Started by a contained job (or in a pid namespace without its own
     // /proc): see this namespace's processes, while there is one thread.
     // Where that is refused, a run refuses to start, saying why.
@@ -123,12 +126,16 @@ fn run(cli: Cli) -> Exit {
         Cmd::Metrics(a) => sched_cmd::metrics(state, &a),
         Cmd::Render(a) => render_cmd::run(state, &a),
         Cmd::Http => http_cmd::run(),
-        Cmd::Completions(a) => {
-            let mut out = Vec::new();
-            clap_complete::generate(a.shell, &mut Cli::command(), "baton", &mut out);
-            out!("{}", String::from_utf8_lossy(&out));
-            Exit::Ok
-        }
+        Cmd::Completions(a) => match completion::script(a.shell) {
+            Ok(text) => {
+                out!("{text}");
+                Exit::Ok
+            }
+            Err(e) => {
+                say!("baton completions: {e}");
+                Exit::Failure
+            }
+        },
         Cmd::Man => {
             let mut out = Vec::new();
             match clap_mangen::Man::new(Cli::command()).render(&mut out) {

@@ -3,6 +3,7 @@
 //! to type instead, and times written one way per surface.
 
 mod backfill;
+mod completions;
 mod config;
 mod history;
 mod json;
