@@ -88,8 +88,10 @@ pub enum Cmd {
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell):
     /// commands, options and the configuration's job names.
     Completions(CompletionsArgs),
-    /// Print the manual page (roff), for `man -l -`.
-    Man,
+    /// Print a manual page (roff), for `man -l -`: baton(1), or COMMAND's
+    /// (`baton man exec` is baton-exec(1)); or write every page into a
+    /// directory with --dir.
+    Man(ManArgs),
     /// Print the status page (HTML), the one the daemon serves at `GET /`.
     /// Hidden: it is for tests and for looking at the page without a daemon.
     #[command(name = "__page", hide = true)]
@@ -445,6 +447,20 @@ pub struct WatermarkSettleArgs {
     /// The new value (up to 4096 bytes).
     #[arg(value_name = "VALUE")]
     pub value: String,
+}
+
+/// `baton man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The command whose page to print (`exec`, `lock show`); none for
+    /// baton(1).
+    #[arg(value_name = "COMMAND", conflicts_with = "dir")]
+    pub command: Vec<String>,
+    /// Write every page into DIR (created when missing) as baton.1 and
+    /// baton-COMMAND.1, and print each path written: `baton man --dir
+    /// /usr/local/share/man/man1`.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 /// `baton completions`.

@@ -17,6 +17,7 @@ mod exit;
 mod failpoints;
 mod http_cmd;
 mod lock_cmd;
+mod man;
 mod render_cmd;
 mod report;
 mod sched_cmd;
@@ -25,7 +26,7 @@ mod worker_cmd;
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser};
+use clap::Parser;
 
 use cli::{Cli, Cmd, LockCmd, StoreCmd, WatermarkCmd};
 use exit::Exit;
@@ -136,18 +137,38 @@ fn run(cli: Cli) -> Exit {
                 Exit::Failure
             }
         },
-        Cmd::Man => {
-            let mut out = Vec::new();
-            match clap_mangen::Man::new(Cli::command()).render(&mut out) {
-                Ok(()) => {
-                    out!("{}", String::from_utf8_lossy(&out));
-                    Exit::Ok
+        Cmd::Man(a) => man_cmd(&a),
+    }
+}
+
+/// `baton man`: a page on stdout, or every page into `--dir`.
+fn man_cmd(a: &cli::ManArgs) -> Exit {
+    if let Some(dir) = &a.dir {
+        return match man::write_all(dir) {
+            Ok(written) => {
+                for p in written {
+                    outln!("{}", p.display());
                 }
-                Err(e) => {
-                    say!("baton man: {e}");
-                    Exit::Failure
-                }
+                Exit::Ok
             }
+            Err(e) => {
+                say!("baton man: {e}");
+                Exit::Failure
+            }
+        };
+    }
+    match man::page(&a.command) {
+        Ok(p) => {
+            out!("{}", p.text);
+            Exit::Ok
+        }
+        Err(e @ man::ManError::Unknown(..)) => {
+            say!("baton man: {e}");
+            Exit::Usage
+        }
+        Err(e) => {
+            say!("baton man: {e}");
+            Exit::Failure
         }
     }
 }

@@ -7,6 +7,7 @@ mod completions;
 mod config;
 mod history;
 mod json;
+mod man;
 mod shell;
 pub(crate) mod times;
 mod unknown_job;
