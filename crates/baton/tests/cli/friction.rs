@@ -8,6 +8,7 @@ mod config;
 mod history;
 mod json;
 mod man;
+mod readme;
 mod shell;
 pub(crate) mod times;
 mod unknown_job;
