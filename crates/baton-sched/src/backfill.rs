@@ -76,7 +76,9 @@ enum Ledger<'a> {
 }
 
 /// What the ledger and the lock's `claim` say of each of `occ`.
-fn known(ledger: Ledger<'_>, job: &str, occ: &[i64], claim: Option<i64>) -> Vec<Known> {
+fn known(ledger: Ledger<'_>, job: &Job, occ: &[i64], claim: Option<i64>) -> Vec<Known> {
+    let tz = &job.timezone.value.tz;
+    let job = job.name.as_str();
     let unreadable = || {
         Known::Unknown(
             "the ledger cannot be read, and it is the record of which past occurrences ran".into(),
@@ -101,13 +103,22 @@ fn known(ledger: Ledger<'_>, job: &str, occ: &[i64], claim: Option<i64>) -> Vec<
                         "the ledger has no record of it, and the lock's claim says {job} started \
                      occurrences up to {} under it: it may have run under a ledger that was \
                      lost, moved aside or not writable",
-                        occurrence_text(Some(c))
+                        shown(c, tz)
                     )),
                     None => Known::Runnable,
                 },
             },
         )
         .collect()
+}
+
+/// An occurrence for people: on the job's wall clock
+/// ([`crate::times::human`]), as the backfill shows every time.
+fn shown(at: i64, tz: &jiff::tz::TimeZone) -> String {
+    Timestamp::from_second(at).map_or_else(
+        |_| occurrence_text(Some(at)),
+        |t| crate::times::human(t, tz),
+    )
 }
 
 /// The occurrences of `job` in `[from, to]`, at most now.
@@ -123,7 +134,12 @@ pub fn occurrences(
     now: Timestamp,
 ) -> Result<Vec<i64>, String> {
     if from > to {
-        return Err(format!("--from {from} is after --to {to}"));
+        let tz = &job.timezone.value.tz;
+        return Err(format!(
+            "--from {} is after --to {}",
+            crate::times::human(from, tz),
+            crate::times::human(to, tz)
+        ));
     }
     let end = to.min(now);
     let schedule = &job.when.value.schedule;
@@ -159,9 +175,9 @@ pub fn dry_run(
 ) -> Result<Vec<Planned>, String> {
     let claim = crate::store::open(config)?.claim_of(job)?;
     let known = match crate::store::existing_records(config, now) {
-        None => known(Ledger::Absent, &job.name, occ, claim),
-        Some(Ok(mut l)) => known(Ledger::Open(l.as_mut()), &job.name, occ, claim),
-        Some(Err(_)) => known(Ledger::Unreadable, &job.name, occ, claim),
+        None => known(Ledger::Absent, job, occ, claim),
+        Some(Ok(mut l)) => known(Ledger::Open(l.as_mut()), job, occ, claim),
+        Some(Err(_)) => known(Ledger::Unreadable, job, occ, claim),
     };
     Ok(occ
         .iter()
@@ -341,7 +357,7 @@ fn run_with(
             crate::say::line(format_args!(
                 "backfill: {} not run: the lock's claim says {} started already; nothing was run",
                 job.name,
-                occurrence_text(Some(at))
+                shown(at, &job.timezone.value.tz)
             ));
             return FAILED;
         }
@@ -401,29 +417,34 @@ fn runnable(
     surfaces: &Rc<RefCell<Surfaces>>,
 ) -> Result<(Vec<First>, bool), String> {
     let claim = store.claim_of(job)?;
+    let tz = &job.timezone.value.tz;
     let occ: Vec<i64> = firsts.iter().filter_map(|f| f.start.occurrence()).collect();
     let known = surfaces
         .borrow_mut()
-        .ledger(|l| Ok(known(Ledger::Open(l), &job.name, &occ, claim)))
-        .unwrap_or_else(|| known(Ledger::Unreadable, &job.name, &occ, claim));
+        .ledger(|l| Ok(known(Ledger::Open(l), job, &occ, claim)))
+        .unwrap_or_else(|| known(Ledger::Unreadable, job, &occ, claim));
     let named = firsts.first().map(|f| f.ctx.run_id.clone());
     let mut kept = Vec::new();
     let mut refused = Vec::new();
     for (mut f, k) in firsts.into_iter().zip(known) {
         if let Known::Unknown(why) = k {
             if !force {
-                refused.push((f.ctx.occurrence.clone(), why));
+                refused.push((f.start.occurrence(), why));
                 continue;
             }
             crate::say::line(format_args!(
                 "backfill: {} occurrence {}: run anyway (--force), though {why}",
-                job.name, f.ctx.occurrence
+                job.name,
+                f.start
+                    .occurrence()
+                    .map_or_else(|| f.ctx.occurrence.clone(), |at| shown(at, tz))
             ));
         }
         f.restate = named.as_ref() != Some(&f.ctx.run_id);
         kept.push(f);
     }
-    for (occurrence, why) in &refused {
+    for (at, why) in &refused {
+        let occurrence = at.map_or_else(|| "manual".to_owned(), |at| shown(at, tz));
         crate::say::line(format_args!(
             "backfill: {} occurrence {occurrence} not run: {why}; if you know it did not run, \
              backfill it with --force",

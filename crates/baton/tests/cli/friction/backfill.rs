@@ -157,3 +157,17 @@ fn backfill_says_each_occurrence_as_it_starts_then_a_summary() {
     );
     assert_eq!(ran(&file).len(), 2);
 }
+
+#[test]
+fn backfill_messages_show_times_in_the_jobs_zone_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = hourly(&dir.path().join("ran"));
+    let (_, early) = kolkata(3);
+    let (_, late) = kolkata(1);
+    let o = s.run(&["backfill", "b", "--from", &late, "--to", &early]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let said = stderr(&o);
+    assert!(said.contains("is after --to"), "{said}");
+    assert_eq!(said.matches("+05:30").count(), 2, "{said}");
+    assert!(!said.contains(":00Z"), "{said}");
+}
