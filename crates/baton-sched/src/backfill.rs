@@ -76,7 +76,9 @@ enum Ledger<'a> {
 }
 
 /// What the ledger and the lock's `claim` say of each of `occ`.
-fn known(ledger: Ledger<'_>, job: &str, occ: &[i64], claim: Option<i64>) -> Vec<Known> {
+fn known(ledger: Ledger<'_>, job: &Job, occ: &[i64], claim: Option<i64>) -> Vec<Known> {
+    let tz = &job.timezone.value.tz;
+    let job = job.name.as_str();
     let unreadable = || {
         Known::Unknown(
             "the ledger cannot be read, and it is the record of which past occurrences ran".into(),
@@ -101,13 +103,22 @@ fn known(ledger: Ledger<'_>, job: &str, occ: &[i64], claim: Option<i64>) -> Vec<
                         "the ledger has no record of it, and the lock's claim says {job} started \
                      occurrences up to {} under it: it may have run under a ledger that was \
                      lost, moved aside or not writable",
-                        occurrence_text(Some(c))
+                        shown(c, tz)
                     )),
                     None => Known::Runnable,
                 },
             },
         )
         .collect()
+}
+
+/// An occurrence for people: on the job's wall clock
+/// ([`crate::times::human`]), as the backfill shows every time.
+fn shown(at: i64, tz: &jiff::tz::TimeZone) -> String {
+    Timestamp::from_second(at).map_or_else(
+        |_| occurrence_text(Some(at)),
+        |t| crate::times::human(t, tz),
+    )
 }
 
 /// The occurrences of `job` in `[from, to]`, at most now.
@@ -123,7 +134,12 @@ pub fn occurrences(
     now: Timestamp,
 ) -> Result<Vec<i64>, String> {
     if from > to {
-        return Err(format!("--from {from} is after --to {to}"));
+        let tz = &job.timezone.value.tz;
+        return Err(format!(
+            "--from {} is after --to {}",
+            crate::times::human(from, tz),
+            crate::times::human(to, tz)
+        ));
     }
     let end = to.min(now);
     let schedule = &job.when.value.schedule;
@@ -159,9 +175,9 @@ pub fn dry_run(
 ) -> Result<Vec<Planned>, String> {
     let claim = crate::store::open(config)?.claim_of(job)?;
     let known = match crate::store::existing_records(config, now) {
-        None => known(Ledger::Absent, &job.name, occ, claim),
-        Some(Ok(mut l)) => known(Ledger::Open(l.as_mut()), &job.name, occ, claim),
-        Some(Err(_)) => known(Ledger::Unreadable, &job.name, occ, claim),
+        None => known(Ledger::Absent, job, occ, claim),
+        Some(Ok(mut l)) => known(Ledger::Open(l.as_mut()), job, occ, claim),
+        Some(Err(_)) => known(Ledger::Unreadable, job, occ, claim),
     };
     Ok(occ
         .iter()
@@ -182,9 +198,40 @@ pub fn dry_run(
         .collect())
 }
 
+/// How a backfill runs besides its range.
+pub struct Options {
+    /// Run the occurrences whose records cannot rule out that they ran.
+    pub force: bool,
+    /// Copy the steps' output to standard output as well as the log.
+    pub tee: bool,
+    /// Told of each occurrence as it starts, before its first step.
+    pub on_start: Option<crate::surfaces::OnStart>,
+}
+
 /// Runs the backfill; returns the worst exit code. `force` runs the
 /// occurrences whose records cannot rule out that they ran.
 pub fn run(config: &Config, job: &Job, occ: &[i64], clock: Arc<dyn Clock>, force: bool) -> u8 {
+    let opts = Options {
+        force,
+        tee: true,
+        on_start: None,
+    };
+    run_observed(config, job, occ, clock, opts)
+}
+
+/// As [`run`], with the output and the progress as `opts` says.
+pub fn run_observed(
+    config: &Config,
+    job: &Job,
+    occ: &[i64],
+    clock: Arc<dyn Clock>,
+    opts: Options,
+) -> u8 {
+    let Options {
+        force,
+        tee,
+        on_start,
+    } = opts;
     if occ.is_empty() {
         return OK;
     }
@@ -192,7 +239,11 @@ pub fn run(config: &Config, job: &Job, occ: &[i64], clock: Arc<dyn Clock>, force
         crate::say::line(format_args!("backfill: {e}; nothing was run"));
         return CANNOT;
     }
-    let surfaces = Rc::new(RefCell::new(Surfaces::open(config, clock)));
+    let mut opened = Surfaces::open(config, clock);
+    if let Some(f) = on_start {
+        opened.on_start(f);
+    }
+    let surfaces = Rc::new(RefCell::new(opened));
     // Refused before any lease is taken, a backfill loses nothing.
     let checked = surfaces.borrow_mut().check_job_log(&job.name);
     if let Err(e) = checked {
@@ -201,7 +252,7 @@ pub fn run(config: &Config, job: &Job, occ: &[i64], clock: Arc<dyn Clock>, force
         surfaces.borrow_mut().finish();
         return CANNOT;
     }
-    let code = run_with(config, job, occ, force, &surfaces);
+    let code = run_with(config, job, occ, force, tee, &surfaces);
     let _ = surfaces.borrow_mut().ledger(|l| l.checkpoint());
     surfaces.borrow_mut().finish();
     code
@@ -212,6 +263,7 @@ fn run_with(
     job: &Job,
     occ: &[i64],
     force: bool,
+    tee: bool,
     surfaces: &Rc<RefCell<Surfaces>>,
 ) -> u8 {
     let store = match crate::store::open(config) {
@@ -305,7 +357,7 @@ fn run_with(
             crate::say::line(format_args!(
                 "backfill: {} not run: the lock's claim says {} started already; nothing was run",
                 job.name,
-                occurrence_text(Some(at))
+                shown(at, &job.timezone.value.tz)
             ));
             return FAILED;
         }
@@ -346,7 +398,7 @@ fn run_with(
         config,
         job,
         start: Start::Manual,
-        tee: true,
+        tee,
         teller: None,
         stop_on_signal: false,
     };
@@ -365,29 +417,34 @@ fn runnable(
     surfaces: &Rc<RefCell<Surfaces>>,
 ) -> Result<(Vec<First>, bool), String> {
     let claim = store.claim_of(job)?;
+    let tz = &job.timezone.value.tz;
     let occ: Vec<i64> = firsts.iter().filter_map(|f| f.start.occurrence()).collect();
     let known = surfaces
         .borrow_mut()
-        .ledger(|l| Ok(known(Ledger::Open(l), &job.name, &occ, claim)))
-        .unwrap_or_else(|| known(Ledger::Unreadable, &job.name, &occ, claim));
+        .ledger(|l| Ok(known(Ledger::Open(l), job, &occ, claim)))
+        .unwrap_or_else(|| known(Ledger::Unreadable, job, &occ, claim));
     let named = firsts.first().map(|f| f.ctx.run_id.clone());
     let mut kept = Vec::new();
     let mut refused = Vec::new();
     for (mut f, k) in firsts.into_iter().zip(known) {
         if let Known::Unknown(why) = k {
             if !force {
-                refused.push((f.ctx.occurrence.clone(), why));
+                refused.push((f.start.occurrence(), why));
                 continue;
             }
             crate::say::line(format_args!(
                 "backfill: {} occurrence {}: run anyway (--force), though {why}",
-                job.name, f.ctx.occurrence
+                job.name,
+                f.start
+                    .occurrence()
+                    .map_or_else(|| f.ctx.occurrence.clone(), |at| shown(at, tz))
             ));
         }
         f.restate = named.as_ref() != Some(&f.ctx.run_id);
         kept.push(f);
     }
-    for (occurrence, why) in &refused {
+    for (at, why) in &refused {
+        let occurrence = at.map_or_else(|| "manual".to_owned(), |at| shown(at, tz));
         crate::say::line(format_args!(
             "backfill: {} occurrence {occurrence} not run: {why}; if you know it did not run, \
              backfill it with --force",

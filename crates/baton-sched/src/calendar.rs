@@ -227,7 +227,7 @@ impl Calendar {
     }
 
     /// Whether the list is short because the schedule never fires again
-    /// (within about 100 years, or before the year 10000).
+    /// (within about 100 years, or before [`crate::times::last_instant`]).
     pub fn exhausted(&self) -> bool {
         self.exhausted
     }
@@ -469,9 +469,10 @@ fn strf(z: &ZonedDateTime, format: &str) -> String {
     jiff::fmt::strtime::format(format, z).unwrap_or_else(|_| z.to_string())
 }
 
-/// The local form in `--json`: RFC 3339 with the zone's offset.
+/// The local form in `--json`: RFC 3339 with the zone's offset (rounded to
+/// the minute where the zone's has seconds: [`crate::times::rfc3339`]).
 fn rfc3339(z: &ZonedDateTime) -> String {
-    strf(z, "%Y-%m-%dT%H:%M:%S%.f%:z")
+    crate::times::rfc3339_zoned(z)
 }
 
 /// The local form for people: `Sun 2026-03-08 03:00:00 EDT -04:00`.
@@ -562,7 +563,8 @@ pub fn render(c: &Calendar) -> String {
         };
         out.push_str(&format!(
             "{what}: the schedule does not fire again within about 100 years \
-             (or before the year 10000).\n"
+             (or before {}, the last instant baton computes).\n",
+            utc(crate::times::last_instant())
         ));
     }
     out
@@ -597,11 +599,15 @@ pub struct CalendarJson {
 #[derive(Debug, Clone, Serialize)]
 pub struct OccurrenceJson {
     /// On the zone's wall clock, RFC 3339 with the offset:
-    /// `2026-03-08T03:00:00-04:00`.
+    /// `2026-03-08T03:00:00-04:00`. Where the zone's offset has seconds
+    /// (local mean time, before 1912 in most zones), the nearest whole
+    /// minute, with the wall clock shifted to the same instant
+    /// ([`crate::times::rfc3339`]).
     pub local: String,
     /// In UTC: `2026-03-08T07:00:00Z`.
     pub utc: String,
-    /// The zone's offset then: `-04:00`.
+    /// The zone's exact offset then: `-04:00` (`+00:19:32` for a local mean
+    /// time, which `local` rounds to the minute).
     pub offset: String,
     /// The zone's abbreviation then: `EDT` (some zones have only numeric
     /// ones, such as `-03`).

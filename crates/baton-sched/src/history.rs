@@ -1,5 +1,6 @@
-//! `baton history JOB`: the job's runs, newest first, each with its steps'
-//! attempts. `--json` prints [`RunView`]s.
+//! `baton history [JOB]`: the job's runs (or every job's), newest first,
+//! each with its steps' attempts. `--json` prints [`RunView`]s, times in
+//! RFC 3339; the human form shows them on each job's wall clock.
 //!
 //! A run the ledger has no end for is shown as it is *now*, not as the
 //! ledger last heard of it: running while its lease still names it and its
@@ -104,16 +105,32 @@ impl From<baton_ledger::RunRow> for RunView {
     }
 }
 
-/// The human form: one block per run.
-pub fn render(runs: &[RunView]) -> String {
+/// The human form: one block per run, its times on its job's wall clock
+/// ([`crate::times::human`]; `zone_of` gives a job's zone), each run's
+/// line led by its job's name when `with_job` (the runs of every job).
+pub fn render(
+    runs: &[RunView],
+    zone_of: &dyn Fn(&str) -> jiff::tz::TimeZone,
+    with_job: bool,
+) -> String {
     if runs.is_empty() {
         return "no runs yet\n".into();
     }
     let mut out = String::new();
     for r in runs {
+        let tz = zone_of(&r.job);
+        let when = |t: &str| match t.parse::<jiff::Timestamp>() {
+            Ok(t) => crate::times::human(t, &tz),
+            Err(_) => t.to_owned(),
+        };
         out.push_str(&format!(
-            "{}  {}  run {}  fence {}{}  {} {}\n",
-            r.started,
+            "{}  {}{}  run {}  fence {}{}  {} {}\n",
+            when(&r.started),
+            if with_job {
+                format!("{}  ", r.job)
+            } else {
+                String::new()
+            },
             r.verdict.as_deref().unwrap_or("running"),
             r.run_id,
             r.fence.map_or("?".into(), |f| f.to_string()),
@@ -124,7 +141,7 @@ pub fn render(runs: &[RunView]) -> String {
             if r.manual {
                 "manual".to_owned()
             } else {
-                format!("occurrence {}", r.occurrence)
+                format!("occurrence {}", when(&r.occurrence))
             },
             r.duration_ms
                 .map(|d| format!("in {}", show_duration(Duration::from_millis(d))))
@@ -150,6 +167,27 @@ pub fn render(runs: &[RunView]) -> String {
     out
 }
 
+/// The newest `limit` runs of every job of `config`, newest first (each
+/// job's read as [`read`] reads it).
+///
+/// # Errors
+///
+/// As [`read`], for the first job whose runs cannot be read.
+pub fn read_all(
+    config: &crate::config::Config,
+    limit: u32,
+    now: jiff::Timestamp,
+) -> Result<Vec<RunView>, String> {
+    let mut all = Vec::new();
+    for job in config.jobs.keys() {
+        all.extend(read(config, job, limit, now)?);
+    }
+    let started = |r: &RunView| r.started.parse::<jiff::Timestamp>().ok();
+    all.sort_by_key(|r| std::cmp::Reverse(started(r)));
+    all.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    Ok(all)
+}
+
 /// The newest `limit` runs of `job`, as `history --json` prints them; none
 /// when the state directory has no ledger yet.
 ///
@@ -171,6 +209,46 @@ pub fn read(
     let store = crate::store::open(config).ok();
     judge_unfinished(config, job, &mut views, store.as_deref());
     Ok(views)
+}
+
+/// A run of `job` as [`read`] shows it: the one with id `run_id`, else
+/// the one that started occurrence `at` (as the ledger's decision names
+/// it); `None` when there is no such run (or no ledger yet).
+///
+/// # Errors
+///
+/// As [`read`].
+pub fn find(
+    config: &crate::config::Config,
+    job: &str,
+    run_id: Option<&str>,
+    at: Option<i64>,
+    now: jiff::Timestamp,
+) -> Result<Option<RunView>, String> {
+    let Some(l) = crate::store::existing_records(config, now) else {
+        return Ok(None);
+    };
+    let mut l = l.map_err(|e| e.to_string())?;
+    let id = match (run_id, at) {
+        (Some(id), _) => Some(id.to_owned()),
+        (None, Some(at)) => l
+            .decision(job, at)
+            .map_err(|e| e.to_string())?
+            .and_then(|d| d.run_id),
+        (None, None) => None,
+    };
+    let Some(id) = id else { return Ok(None) };
+    let keep = config.settings.history_keep.value.max(1);
+    let rows = l.history(job, keep).map_err(|e| e.to_string())?;
+    drop(l);
+    let mut views: Vec<RunView> = rows
+        .into_iter()
+        .filter(|r| r.run_id == id)
+        .map(Into::into)
+        .collect();
+    let store = crate::store::open(config).ok();
+    judge_unfinished(config, job, &mut views, store.as_deref());
+    Ok(views.pop())
 }
 
 /// Gives each run of `job` in `views` that the ledger has no end for the

@@ -48,5 +48,6 @@ pub mod steps;
 pub mod store;
 pub mod surfaces;
 pub mod tick;
+pub mod times;
 pub mod units;
 pub mod watermark;

@@ -23,14 +23,16 @@ pub enum Until {
     At(Timestamp),
 }
 
-fn local(config: &Config, job: &str, t: Timestamp) -> String {
-    let tz = config.jobs.get(job).map_or_else(
+/// The zone `job`'s times are shown in: its own, else the scheduler's.
+fn zone(config: &Config, job: &str) -> jiff::tz::TimeZone {
+    config.jobs.get(job).map_or_else(
         || config.settings.timezone.value.tz.clone(),
         |j| j.timezone.value.tz.clone(),
-    );
-    t.to_zoned_datetime(tz)
-        .strftime("%Y-%m-%d %H:%M:%S %Z (%:z)")
-        .to_string()
+    )
+}
+
+fn local(config: &Config, job: &str, t: Timestamp) -> String {
+    crate::times::human(t, &zone(config, job))
 }
 
 fn open(config: &Config, verb: &str, clock: Arc<dyn Clock>) -> Option<Surfaces> {
@@ -41,8 +43,60 @@ fn open(config: &Config, verb: &str, clock: Arc<dyn Clock>) -> Option<Surfaces> 
     Some(Surfaces::open(config, clock))
 }
 
+/// A pause, as `pause --json` and `resume --json` print it: times in RFC
+/// 3339 on the job's wall clock.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PauseView {
+    /// When it began.
+    pub since: String,
+    /// When it lapses on its own; null for a pause until `baton resume`.
+    pub until: Option<String>,
+    /// Why, as given.
+    pub reason: Option<String>,
+    /// Who paused the job.
+    pub by: String,
+    /// The row's times, for the human form.
+    #[serde(skip)]
+    at: (Timestamp, Option<Timestamp>),
+}
+
+impl PauseView {
+    fn of(config: &Config, job: &str, p: &baton_ledger::PauseRow) -> Self {
+        let tz = zone(config, job);
+        Self {
+            since: crate::times::rfc3339(p.since, &tz),
+            until: p.until.map(|u| crate::times::rfc3339(u, &tz)),
+            reason: p.reason.clone(),
+            by: p.who.clone(),
+            at: (p.since, p.until),
+        }
+    }
+}
+
+/// What `baton pause` did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Paused {
+    /// The job.
+    pub job: String,
+    /// The pause now in force.
+    pub pause: PauseView,
+    /// The pause it replaced, if one was in force.
+    pub replaced: Option<PauseView>,
+}
+
+/// What `baton resume` did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Resumed {
+    /// The job.
+    pub job: String,
+    /// Whether a pause was in force (and ended now).
+    pub resumed: bool,
+    /// The pause that ended, or null.
+    pub pause: Option<PauseView>,
+}
+
 /// `baton pause JOB`: returns the exit code; what happened is said on
-/// stdout (`out`).
+/// stdout (`out`), as [`render_paused`] says it.
 pub fn pause(
     config: &Config,
     job: &str,
@@ -52,6 +106,25 @@ pub fn pause(
     clock: Arc<dyn Clock>,
     out: &mut String,
 ) -> u8 {
+    match pause_job(config, job, until, reason, who, clock) {
+        Ok(p) => {
+            out.push_str(&render_paused(config, &p));
+            OK
+        }
+        Err(code) => code,
+    }
+}
+
+/// `baton pause JOB`: what was done, or the exit code after saying why
+/// nothing was.
+pub fn pause_job(
+    config: &Config,
+    job: &str,
+    until: Until,
+    reason: Option<&str>,
+    who: &str,
+    clock: Arc<dyn Clock>,
+) -> Result<Paused, u8> {
     let now = clock.wall();
     if let Until::At(t) = until
         && t <= now
@@ -61,10 +134,10 @@ pub fn pause(
             local(config, job, t),
             local(config, job, now)
         ));
-        return CANNOT;
+        return Err(CANNOT);
     }
     let Some(mut s) = open(config, "pause", clock) else {
-        return CANNOT;
+        return Err(CANNOT);
     };
     let before = s
         .ledger(|l| l.pauses(job, 1))
@@ -77,50 +150,83 @@ pub fn pause(
     };
     let done = s.ledger(|l| l.pause(job, until_at, reason, who, now));
     s.finish();
-    let Some(row) = done else {
-        return CANNOT;
-    };
-    if let Some(b) = before {
+    let row = done.ok_or(CANNOT)?;
+    Ok(Paused {
+        job: job.to_owned(),
+        pause: PauseView::of(config, job, &row),
+        replaced: before.map(|b| PauseView::of(config, job, &b)),
+    })
+}
+
+/// What [`pause`] did, for people.
+pub fn render_paused(config: &Config, p: &Paused) -> String {
+    let job = &p.job;
+    let mut out = String::new();
+    if let Some(b) = &p.replaced {
         out.push_str(&format!(
             "{job}: the pause since {} (by {}) is replaced\n",
-            local(config, job, b.since),
-            b.who
+            local(config, job, b.at.0),
+            b.by
         ));
     }
     out.push_str(&format!(
         "{job}: paused {}{}; its occurrences are missed (reason \"paused\") meanwhile; a run in \
          flight goes on\n",
-        match row.until {
+        match p.pause.at.1 {
             Some(u) => format!("until {}", local(config, job, u)),
             None => "until `baton resume`".into(),
         },
-        row.reason.map(|r| format!(": {r}")).unwrap_or_default()
+        p.pause
+            .reason
+            .as_ref()
+            .map(|r| format!(": {r}"))
+            .unwrap_or_default()
     ));
-    OK
+    out
 }
 
-/// `baton resume JOB`: returns the exit code.
+/// `baton resume JOB`: returns the exit code; what happened is said on
+/// stdout (`out`), as [`render_resumed`] says it.
 pub fn resume(config: &Config, job: &str, clock: Arc<dyn Clock>, out: &mut String) -> u8 {
+    match resume_job(config, job, clock) {
+        Ok(r) => {
+            out.push_str(&render_resumed(config, &r));
+            OK
+        }
+        Err(code) => code,
+    }
+}
+
+/// `baton resume JOB`: what was done, or the exit code after saying why
+/// nothing was.
+pub fn resume_job(config: &Config, job: &str, clock: Arc<dyn Clock>) -> Result<Resumed, u8> {
     let now = clock.wall();
     let Some(mut s) = open(config, "resume", clock) else {
-        return CANNOT;
+        return Err(CANNOT);
     };
     let ended = s.ledger(|l| l.resume(job, now));
     s.finish();
-    match ended {
-        None => CANNOT,
-        Some(None) => {
-            out.push_str(&format!("{job}: not paused; nothing to resume\n"));
-            OK
-        }
-        Some(Some(p)) => {
-            out.push_str(&format!(
-                "{job}: resumed (paused since {} by {}{}); the next occurrence runs as scheduled\n",
-                local(config, job, p.since),
-                p.who,
-                p.reason.map(|r| format!(": {r}")).unwrap_or_default()
-            ));
-            OK
-        }
+    let ended = ended.ok_or(CANNOT)?;
+    Ok(Resumed {
+        job: job.to_owned(),
+        resumed: ended.is_some(),
+        pause: ended.map(|p| PauseView::of(config, job, &p)),
+    })
+}
+
+/// What [`resume`] did, for people.
+pub fn render_resumed(config: &Config, r: &Resumed) -> String {
+    let job = &r.job;
+    match &r.pause {
+        None => format!("{job}: not paused; nothing to resume\n"),
+        Some(p) => format!(
+            "{job}: resumed (paused since {} by {}{}); the next occurrence runs as scheduled\n",
+            local(config, job, p.at.0),
+            p.by,
+            p.reason
+                .as_ref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        ),
     }
 }

@@ -71,13 +71,22 @@ pub(crate) fn one(
     }
     let lease = session.lease();
     abandon_the_dead(req, &c.run_id, &host, lease.fence(), surfaces);
-    surfaces.borrow_mut().note(&format!(
-        "{} run={} occurrence={} start fence={} host={host} pid={pid}",
-        job.name,
-        c.run_id,
-        c.occurrence,
-        lease.fence()
-    ));
+    let start = crate::surfaces::RunStart {
+        job: job.name.clone(),
+        run_id: c.run_id.clone(),
+        occurrence,
+        fence: lease.fence(),
+    };
+    surfaces.borrow_mut().started(
+        &start,
+        &format!(
+            "{} run={} occurrence={} start fence={} host={host} pid={pid}",
+            job.name,
+            c.run_id,
+            c.occurrence,
+            lease.fence()
+        ),
+    );
     let started = surfaces.borrow().now();
     let env_base: Vec<(String, String)> = vec![
         ("BATON_JOB".into(), job.name.clone()),

@@ -37,6 +37,25 @@ pub struct Surfaces {
     reporting_set_aside: bool,
     /// The ledger could not be opened, and no run may start without it.
     runs_refused: bool,
+    /// Told of each run once its start is recorded ([`Surfaces::on_start`]).
+    on_start: Option<OnStart>,
+}
+
+/// What [`Surfaces::on_start`] calls.
+pub type OnStart = Box<dyn FnMut(&RunStart)>;
+
+/// A run whose start the ledger has just recorded, as [`Surfaces::on_start`]
+/// tells it: before its first step runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunStart {
+    /// The job.
+    pub job: String,
+    /// The run's id.
+    pub run_id: String,
+    /// Its occurrence (seconds since 1970); `None` for a run by hand.
+    pub occurrence: Option<i64>,
+    /// The lease's fence.
+    pub fence: u64,
 }
 
 impl Surfaces {
@@ -67,6 +86,7 @@ impl Surfaces {
             log_failed: false,
             reporting_set_aside: false,
             runs_refused: false,
+            on_start: None,
         };
         match ledger {
             Some(l) => s.ledger = Some(l),
@@ -169,6 +189,22 @@ impl Surfaces {
                 }
                 None
             }
+        }
+    }
+
+    /// Has `f` told of every run of this process once its start is
+    /// recorded, before its first step (a backfill's progress). `f` must
+    /// not block: the run waits for it.
+    pub fn on_start(&mut self, f: OnStart) {
+        self.on_start = Some(f);
+    }
+
+    /// The run `start` has begun: in the envelope (`note`), and told to
+    /// [`Surfaces::on_start`]'s function.
+    pub(crate) fn started(&mut self, start: &RunStart, note: &str) {
+        self.note(note);
+        if let Some(f) = self.on_start.as_mut() {
+            f(start);
         }
     }
 

@@ -63,19 +63,52 @@ pub fn preflight(config: &Config, now: jiff::Timestamp) -> Result<(), String> {
 
 /// `baton tick [JOB…]`: runs what is due now; returns the exit code.
 pub fn tick(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> u8 {
+    tick_report(config, only, clock).code
+}
+
+/// What one `baton tick` did, for `tick --json`.
+#[derive(Debug, Clone, Default)]
+pub struct TickReport {
+    /// The exit code.
+    pub code: u8,
+    /// Whether the kill switch let it look at all.
+    pub enabled: bool,
+    /// What it decided: the starts, the misses it recorded.
+    pub due: Due,
+    /// How each start ended, by job name, in the order of `due.starts`.
+    pub ended: Vec<(String, RunEnd)>,
+}
+
+/// How the process running one start ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunEnd {
+    /// It exited with this code (0, 1 or 2, as `baton run`'s).
+    Exited(u8),
+    /// It died of this signal.
+    Signaled(i32),
+    /// It was not started (a stop came first, or it could not be forked).
+    NotStarted,
+}
+
+/// As [`tick`], with what it did.
+pub fn tick_report(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> TickReport {
+    let mut report = TickReport::default();
     if !config.enabled() {
-        return OK;
+        return report;
     }
+    report.enabled = true;
     if let Some(name) = unknown(config, only) {
         crate::say::line(format_args!(
             "tick: no job named {name:?} in {}",
             config.path.display()
         ));
-        return CANNOT;
+        report.code = CANNOT;
+        return report;
     }
     if let Err(e) = preflight(config, clock.wall()) {
         crate::say::line(format_args!("tick: {e}; nothing was run"));
-        return CANNOT;
+        report.code = CANNOT;
+        return report;
     }
     // In the shared store, nothing is decided without the ledger; it is
     // opened once here and closed before the runs are forked.
@@ -84,7 +117,8 @@ pub fn tick(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> u8 {
             Ok(l) => Some(l),
             Err(e) => {
                 crate::say::line(format_args!("tick: {e}; nothing was run"));
-                return CANNOT;
+                report.code = CANNOT;
+                return report;
             }
         }
     } else {
@@ -101,7 +135,8 @@ pub fn tick(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> u8 {
     let code = if due_jobs.is_empty() {
         decided
     } else {
-        let code = run_all(config, &due_jobs, &clock);
+        let (code, ended) = run_all(config, &due_jobs, &clock);
+        report.ended = ended;
         checkpoint(config, &clock);
         code.max(decided)
     };
@@ -113,7 +148,9 @@ pub fn tick(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> u8 {
     if let Err(e) = pruned {
         crate::say::line(format_args!("tick: old logs are not pruned: {e}"));
     }
-    code
+    report.code = code;
+    report.due = due;
+    report
 }
 
 /// What one tick decided: the starts, and the misses it recorded.
@@ -197,8 +234,13 @@ pub fn checkpoint(config: &Config, clock: &Arc<dyn Clock>) {
     s.finish();
 }
 
-/// Runs each due job in a worker process of its own; the worst code.
-fn run_all(config: &Config, due_jobs: &[(&Job, Start)], clock: &Arc<dyn Clock>) -> u8 {
+/// Runs each due job in a worker process of its own; the worst code, and
+/// how each ended.
+fn run_all(
+    config: &Config,
+    due_jobs: &[(&Job, Start)],
+    clock: &Arc<dyn Clock>,
+) -> (u8, Vec<(String, RunEnd)>) {
     let one = |job: &Job, start: Start| -> u8 {
         let s = Rc::new(RefCell::new(Surfaces::open(config, Arc::clone(clock))));
         let req = run::Request {
@@ -218,19 +260,29 @@ fn run_all(config: &Config, due_jobs: &[(&Job, Start)], clock: &Arc<dyn Clock>) 
         Ok(p) => p,
         Err(_) => {
             // Not forkable here (another thread exists): one after another.
-            return due_jobs
+            let ends: Vec<(String, RunEnd)> = due_jobs
                 .iter()
-                .map(|(job, at)| one(job, *at))
+                .map(|(job, at)| (job.name.clone(), RunEnd::Exited(one(job, *at))))
+                .collect();
+            let worst = ends
+                .iter()
+                .filter_map(|(_, e)| match e {
+                    RunEnd::Exited(c) => Some(*c),
+                    _ => None,
+                })
                 .max()
                 .unwrap_or(OK);
+            return (worst, ends);
         }
     };
     let mut worst = OK;
     let mut not_started = 0usize;
+    let mut ends: Vec<(String, RunEnd)> = Vec::new();
     for (job, at) in due_jobs {
         if pool.stopped().is_some() {
             // Asked to stop: what has not started is left to the next tick.
             not_started += 1;
+            ends.push((job.name.clone(), RunEnd::NotStarted));
             continue;
         }
         if let Err(e) = pool.spawn(job.name.clone(), || one(job, *at)) {
@@ -239,12 +291,20 @@ fn run_all(config: &Config, due_jobs: &[(&Job, Start)], clock: &Arc<dyn Clock>) 
             } else {
                 crate::say::line(format_args!("tick: {} not started: {e}", job.name));
             }
+            ends.push((job.name.clone(), RunEnd::NotStarted));
             worst = worst.max(FAILED);
         }
     }
     let (ended, stopped) = pool.finish();
     let mut cut_short = 0usize;
     for (name, end) in ended {
+        ends.push((
+            name.clone(),
+            match end {
+                baton_runner::WorkerEnd::Exited(c) => RunEnd::Exited(c),
+                baton_runner::WorkerEnd::Signaled(sig) => RunEnd::Signaled(sig),
+            },
+        ));
         match end {
             baton_runner::WorkerEnd::Exited(c) => worst = worst.max(c.min(CANNOT)),
             // A worker the stop reached before it could take the signal
@@ -282,11 +342,25 @@ fn run_all(config: &Config, due_jobs: &[(&Job, Start)], clock: &Arc<dyn Clock>) 
         }
         worst = worst.max(FAILED);
     }
-    worst
+    // In the order of the starts, as the report promises.
+    ends.sort_by_key(|(name, _)| due_jobs.iter().position(|(j, _)| j.name == *name));
+    (worst, ends)
 }
 
 /// `baton run JOB`: runs the job now, by hand, under its lock.
 pub fn run_now(config: &Config, name: &str, clock: Arc<dyn Clock>) -> u8 {
+    run_now_with(config, name, clock, true, None)
+}
+
+/// As [`run_now`]: the steps' output copied to stdout when `tee` (not for
+/// `run --json`), and what the lock decided told to `teller`.
+pub fn run_now_with(
+    config: &Config,
+    name: &str,
+    clock: Arc<dyn Clock>,
+    tee: bool,
+    teller: Option<&run::Teller<'_>>,
+) -> u8 {
     let Some(job) = config.jobs.get(name) else {
         crate::say::line(format_args!(
             "run: no job named {name:?} in {}",
@@ -321,8 +395,8 @@ pub fn run_now(config: &Config, name: &str, clock: Arc<dyn Clock>) -> u8 {
             config,
             job,
             start: Start::Manual,
-            tee: true,
-            teller: None,
+            tee,
+            teller,
             stop_on_signal: false,
         },
         &s,

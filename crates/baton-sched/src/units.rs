@@ -23,13 +23,14 @@ pub const SIZE_SYNTAX: &str =
 pub const INSTANT_SYNTAX: &str = "RFC 3339 (2026-12-01T18:00:00+05:30, or with Z), or a date \
      and time in the job's zone (2026-12-01T18:00, 2026-12-01 18:00:00, 2026-12-01)";
 
-/// Parses an instant: RFC 3339 with an offset, or a civil date and time
+/// Parses an instant: RFC 3339 with an offset (within ±23:59, without
+/// seconds: [`crate::times::parse_rfc3339`]), or a civil date and time
 /// read in `tz` (a time in a gap or a fold is resolved as jiff's
 /// `compatible` rule does: later in a gap, earlier in a fold).
 pub fn parse_instant(s: &str, tz: &jiff::tz::TimeZone) -> Result<jiff::Timestamp, String> {
     let t = s.trim();
-    if let Ok(ts) = t.parse::<jiff::Timestamp>() {
-        return Ok(ts);
+    if crate::times::has_offset(t) {
+        return crate::times::parse_rfc3339(t);
     }
     let civil = t.parse::<jiff::civil::DateTime>().ok().or_else(|| {
         t.parse::<jiff::civil::Date>()

@@ -69,12 +69,7 @@ impl Request {
                     config: a.config.clone(),
                 };
                 let config = crate::sched_cmd::load(state, &file)?;
-                let Some(job) = config.jobs.get(name) else {
-                    return Err(refuse(format!(
-                        "no job named {name:?} in {}",
-                        config.path.display()
-                    )));
-                };
+                let job = crate::sched_cmd::known_job(&config, "calendar", name)?;
                 let when = &job.when.value;
                 let expression = match when.key {
                     "every" => format!("every {}", when.text),
@@ -147,12 +142,13 @@ fn system_zone() -> Zone {
     }
 }
 
-/// `--from`: an RFC 3339 instant, with its offset or `Z`.
+/// `--from`: an RFC 3339 instant, with its offset or `Z` (an offset within
+/// ±23:59, without seconds).
 fn parse_from(text: &str) -> Result<Timestamp, String> {
-    text.trim().parse::<Timestamp>().map_err(|e| {
+    baton_sched::times::parse_rfc3339(text).map_err(|e| {
         format!(
-            "--from {text:?} is not an RFC 3339 time such as 2026-03-08T00:00:00-05:00 \
-             or 2026-03-08T05:00:00Z ({e})"
+            "--from {e}: give a time such as 2026-03-08T00:00:00-05:00 or \
+             2026-03-08T05:00:00Z"
         )
     })
 }

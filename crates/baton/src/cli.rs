@@ -46,7 +46,8 @@ pub enum Cmd {
     /// configuration is invalid.
     #[command(after_long_help = SCHED_HELP)]
     Config(ConfigArgs),
-    /// Show a job's runs, newest first, with each step's attempts.
+    /// Show a job's runs (or every job's), newest first, with each step's
+    /// attempts.
     #[command(after_long_help = SCHED_HELP)]
     History(HistoryArgs),
     /// Pause a job: its occurrences are missed (reason "paused") until
@@ -84,10 +85,13 @@ pub enum Cmd {
     /// workflows, or the environment variables baton reads.
     #[command(after_long_help = RENDER_HELP)]
     Render(RenderArgs),
-    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell):
+    /// commands, options and the configuration's job names.
     Completions(CompletionsArgs),
-    /// Print the manual page (roff), for `man -l -`.
-    Man,
+    /// Print a manual page (roff), for `man -l -`: baton(1), or COMMAND's
+    /// (`baton man exec` is baton-exec(1)); or write every page into a
+    /// directory with --dir.
+    Man(ManArgs),
     /// Print the status page (HTML), the one the daemon serves at `GET /`.
     /// Hidden: it is for tests and for looking at the page without a daemon.
     #[command(name = "__page", hide = true)]
@@ -125,7 +129,19 @@ pub enum StoreCmd {
     Migrate(StoreArgs),
     /// Print the schema's version and whether it is this build's; exit 1
     /// unless it is.
-    Status(StoreArgs),
+    Status(StoreStatusArgs),
+}
+
+/// `baton store status`.
+#[derive(Debug, Args)]
+pub struct StoreStatusArgs {
+    #[command(flatten)]
+    pub file: ConfigFile,
+    /// One JSON object on stdout: store, schema_version (0: no schema),
+    /// build_version, current, and verdict (current, missing, behind,
+    /// newer). Nothing on stdout when the store cannot be read.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `baton store migrate` and `baton store status`.
@@ -211,8 +227,13 @@ pub struct TickArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// Only these jobs (default: every job).
-    #[arg(value_name = "JOB")]
+    #[arg(value_name = "JOB", add = crate::completion::jobs())]
     pub jobs: Vec<String>,
+    /// One JSON object on stdout: enabled, started (job, occurrence, queue,
+    /// exit, signal, run), missed (job, reason, first, last, count,
+    /// at_least), alerted, exit.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `baton run`.
@@ -221,8 +242,12 @@ pub struct RunArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job.
-    #[arg(value_name = "JOB")]
+    #[arg(value_name = "JOB", add = crate::completion::jobs())]
     pub job: String,
+    /// One JSON object on stdout (job, outcome, run, exit) instead of the
+    /// steps' output, which stays in the job's log.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `baton status`.
@@ -231,7 +256,7 @@ pub struct StatusArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// Only this job.
-    #[arg(value_name = "JOB")]
+    #[arg(value_name = "JOB", add = crate::completion::jobs())]
     pub job: Option<String>,
     /// One JSON object on stdout.
     #[arg(long)]
@@ -274,10 +299,10 @@ pub struct ConfigArgs {
 pub struct HistoryArgs {
     #[command(flatten)]
     pub file: ConfigFile,
-    /// The job.
-    #[arg(value_name = "JOB")]
-    pub job: String,
-    /// How many runs.
+    /// The job (default: every job, their runs merged, newest first).
+    #[arg(value_name = "JOB", add = crate::completion::jobs())]
+    pub job: Option<String>,
+    /// How many runs (without JOB: in all).
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub limit: u32,
     /// One JSON array on stdout.
@@ -292,7 +317,7 @@ pub struct PauseArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job.
-    #[arg(value_name = "JOB")]
+    #[arg(value_name = "JOB", add = crate::completion::jobs())]
     pub job: String,
     /// End the pause after DUR (15m, 2h, 1d).
     #[arg(long = "for", value_name = "DUR")]
@@ -303,6 +328,10 @@ pub struct PauseArgs {
     /// Why, shown by `status`.
     #[arg(long, value_name = "TEXT")]
     pub reason: Option<String>,
+    /// One JSON object on stdout: job, pause (since, until, reason, by) and
+    /// the pause it replaced (or null).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `baton resume`.
@@ -311,8 +340,12 @@ pub struct ResumeArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job.
-    #[arg(value_name = "JOB")]
+    #[arg(value_name = "JOB", add = crate::completion::jobs())]
     pub job: String,
+    /// One JSON object on stdout: job, resumed (false when it was not
+    /// paused) and the pause that ended (or null).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `baton backfill`.
@@ -321,7 +354,7 @@ pub struct BackfillArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job.
-    #[arg(value_name = "JOB")]
+    #[arg(value_name = "JOB", add = crate::completion::jobs())]
     pub job: String,
     /// The first instant of the range: RFC 3339, or a date and time in the
     /// job's zone.
@@ -355,7 +388,7 @@ pub struct CalendarArgs {
     #[arg(value_name = "EXPR", num_args = 1..)]
     pub expr: Vec<String>,
     /// A job of baton.toml instead of EXPR: its schedule, in its own zone.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", add = crate::completion::jobs())]
     pub job: Option<String>,
     /// The configuration file, with --job (default: $BATON_CONFIG, else
     /// ./baton.toml).
@@ -399,7 +432,7 @@ pub struct WatermarkGetArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job.
-    #[arg(value_name = "JOB")]
+    #[arg(value_name = "JOB", add = crate::completion::jobs())]
     pub job: String,
     /// What to print when no watermark was settled yet.
     #[arg(long, value_name = "VALUE")]
@@ -415,11 +448,25 @@ pub struct WatermarkSettleArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job.
-    #[arg(value_name = "JOB")]
+    #[arg(value_name = "JOB", add = crate::completion::jobs())]
     pub job: String,
     /// The new value (up to 4096 bytes).
     #[arg(value_name = "VALUE")]
     pub value: String,
+}
+
+/// `baton man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The command whose page to print (`exec`, `lock show`); none for
+    /// baton(1).
+    #[arg(value_name = "COMMAND", conflicts_with = "dir")]
+    pub command: Vec<String>,
+    /// Write every page into DIR (created when missing) as baton.1 and
+    /// baton-COMMAND.1, and print each path written: `baton man --dir
+    /// /usr/local/share/man/man1`.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 /// `baton completions`.
@@ -440,8 +487,9 @@ pub struct ExecArgs {
     /// The lock file's path, instead of a name (made absolute once).
     #[arg(long, value_name = "PATH")]
     pub lock: Option<PathBuf>,
-    /// Run CMD through `sh -c`, as `flock -c` does, instead of a COMMAND
-    /// after `--`.
+    /// Run CMD through `$SHELL -c`, as `flock -c` does (`/bin/sh -c` when
+    /// SHELL is unset or empty; cron sets SHELL=/bin/sh unless the crontab
+    /// says otherwise), instead of a COMMAND after `--`.
     #[arg(
         short = 'c',
         long = "command",

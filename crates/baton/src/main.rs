@@ -6,8 +6,10 @@
 #[macro_use]
 mod say;
 mod alert;
+mod backfill_cmd;
 mod calendar_cmd;
 mod cli;
+mod completion;
 
 mod exec;
 mod exit;
@@ -15,14 +17,16 @@ mod exit;
 mod failpoints;
 mod http_cmd;
 mod lock_cmd;
+mod man;
 mod render_cmd;
+mod report;
 mod sched_cmd;
 mod store_cmd;
 mod worker_cmd;
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser};
+use clap::Parser;
 
 use cli::{Cli, Cmd, LockCmd, StoreCmd, WatermarkCmd};
 use exit::Exit;
@@ -34,6 +38,8 @@ fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         baton_runner::console::stderr_from_panic(format!("baton: {info}\n").as_bytes());
     }));
+    // Started by a completion script: answer it, and run nothing else.
+    completion::answer();
     // Started by a contained job (or in a pid namespace without its own
     // /proc): see this namespace's processes, while there is one thread.
     // Where that is refused, a run refuses to start, saying why.
@@ -110,7 +116,7 @@ fn run(cli: Cli) -> Exit {
         Cmd::History(a) => sched_cmd::history(state, &a),
         Cmd::Pause(a) => sched_cmd::pause(state, &a),
         Cmd::Resume(a) => sched_cmd::resume(state, &a),
-        Cmd::Backfill(a) => sched_cmd::backfill(state, &a),
+        Cmd::Backfill(a) => backfill_cmd::run(state, &a),
         Cmd::Watermark(WatermarkCmd::Get(a)) => sched_cmd::watermark_get(state, &a),
         Cmd::Watermark(WatermarkCmd::Settle(a)) => sched_cmd::watermark_settle(state, &a),
         Cmd::Calendar(a) => calendar_cmd::run(state, &a),
@@ -121,24 +127,48 @@ fn run(cli: Cli) -> Exit {
         Cmd::Metrics(a) => sched_cmd::metrics(state, &a),
         Cmd::Render(a) => render_cmd::run(state, &a),
         Cmd::Http => http_cmd::run(),
-        Cmd::Completions(a) => {
-            let mut out = Vec::new();
-            clap_complete::generate(a.shell, &mut Cli::command(), "baton", &mut out);
-            out!("{}", String::from_utf8_lossy(&out));
+        Cmd::Completions(a) => match completion::script(a.shell) {
+            Ok(text) => {
+                out!("{text}");
+                Exit::Ok
+            }
+            Err(e) => {
+                say!("baton completions: {e}");
+                Exit::Failure
+            }
+        },
+        Cmd::Man(a) => man_cmd(&a),
+    }
+}
+
+/// `baton man`: a page on stdout, or every page into `--dir`.
+fn man_cmd(a: &cli::ManArgs) -> Exit {
+    if let Some(dir) = &a.dir {
+        return match man::write_all(dir) {
+            Ok(written) => {
+                for p in written {
+                    outln!("{}", p.display());
+                }
+                Exit::Ok
+            }
+            Err(e) => {
+                say!("baton man: {e}");
+                Exit::Failure
+            }
+        };
+    }
+    match man::page(&a.command) {
+        Ok(p) => {
+            out!("{}", p.text);
             Exit::Ok
         }
-        Cmd::Man => {
-            let mut out = Vec::new();
-            match clap_mangen::Man::new(Cli::command()).render(&mut out) {
-                Ok(()) => {
-                    out!("{}", String::from_utf8_lossy(&out));
-                    Exit::Ok
-                }
-                Err(e) => {
-                    say!("baton man: {e}");
-                    Exit::Failure
-                }
-            }
+        Err(e @ man::ManError::Unknown(..)) => {
+            say!("baton man: {e}");
+            Exit::Usage
+        }
+        Err(e) => {
+            say!("baton man: {e}");
+            Exit::Failure
         }
     }
 }

@@ -26,14 +26,17 @@ fn clock() -> Arc<dyn Clock> {
 }
 
 /// The clock `c`'s commands decide by: the shared store's, or this host's.
-fn decision_clock(c: &baton_sched::config::Config, what: &str) -> Result<Arc<dyn Clock>, Exit> {
+pub(crate) fn decision_clock(
+    c: &baton_sched::config::Config,
+    what: &str,
+) -> Result<Arc<dyn Clock>, Exit> {
     baton_sched::store::clock_for(c, clock()).map_err(|e| {
         say!("baton {what}: {e}");
         Exit::Usage
     })
 }
 
-fn code(c: u8) -> Exit {
+pub(crate) fn code(c: u8) -> Exit {
     match c {
         0 => Exit::Ok,
         2 => Exit::Usage,
@@ -43,17 +46,45 @@ fn code(c: u8) -> Exit {
 
 /// `baton tick`.
 pub fn tick(state: Option<&Path>, a: &TickArgs) -> Exit {
-    match load(state, &a.file) {
-        Ok(c) => code(baton_sched::tick::tick(&c, &a.jobs, clock())),
-        Err(e) => e,
+    let c = match load(state, &a.file) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    if let Some(name) = a.jobs.iter().find(|j| !c.jobs.contains_key(j.as_str())) {
+        return no_such_job(&c, "tick", name);
+    }
+    if !a.json {
+        return code(baton_sched::tick::tick(&c, &a.jobs, clock()));
+    }
+    let r = baton_sched::tick::tick_report(&c, &a.jobs, clock());
+    let doc = crate::report::Tick::of(&c, &r, SystemClock.wall());
+    match json_out("tick", &doc) {
+        Exit::Ok => code(r.code),
+        other => other,
     }
 }
 
 /// `baton run`.
 pub fn run(state: Option<&Path>, a: &RunArgs) -> Exit {
-    match load(state, &a.file) {
-        Ok(c) => code(baton_sched::tick::run_now(&c, &a.job, clock())),
-        Err(e) => e,
+    let c = match load(state, &a.file) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    if let Err(e) = known_job(&c, "run", &a.job) {
+        return e;
+    }
+    if !a.json {
+        return code(baton_sched::tick::run_now(&c, &a.job, clock()));
+    }
+    let told = std::cell::RefCell::new(None);
+    let tell = |t: &baton_sched::run::Told| *told.borrow_mut() = Some(t.clone());
+    let teller = baton_sched::run::Teller::new(&tell);
+    let exit = baton_sched::tick::run_now_with(&c, &a.job, clock(), false, Some(&teller));
+    let told = told.borrow().clone();
+    let doc = crate::report::Run::of(&c, &a.job, told.as_ref(), exit, SystemClock.wall());
+    match json_out("run", &doc) {
+        Exit::Ok => code(exit),
+        other => other,
     }
 }
 
@@ -66,8 +97,7 @@ pub fn status(state: Option<&Path>, a: &StatusArgs) -> Exit {
     if let Some(j) = &a.job
         && !c.jobs.contains_key(j)
     {
-        say!("baton status: no job named {j:?} in {}", c.path.display());
-        return Exit::Usage;
+        return no_such_job(&c, "status", j);
     }
     let now = match decision_clock(&c, "status") {
         Ok(clock) => clock.wall(),
@@ -158,15 +188,17 @@ pub fn history(state: Option<&Path>, a: &HistoryArgs) -> Exit {
         Ok(c) => c,
         Err(e) => return e,
     };
-    if !c.jobs.contains_key(&a.job) {
-        say!(
-            "baton history: no job named {:?} in {}",
-            a.job,
-            c.path.display()
-        );
-        return Exit::Usage;
+    if let Some(job) = &a.job
+        && !c.jobs.contains_key(job)
+    {
+        return no_such_job(&c, "history", job);
     }
-    let runs = match baton_sched::history::read(&c, &a.job, a.limit, SystemClock.wall()) {
+    let now = SystemClock.wall();
+    let read = match &a.job {
+        Some(job) => baton_sched::history::read(&c, job, a.limit, now),
+        None => baton_sched::history::read_all(&c, a.limit, now),
+    };
+    let runs = match read {
         Ok(r) => r,
         Err(e) => {
             say!("baton history: {e}");
@@ -188,20 +220,45 @@ pub fn history(state: Option<&Path>, a: &HistoryArgs) -> Exit {
             }
         }
     } else {
-        out!("{}", baton_sched::history::render(&runs));
+        let zone_of = |job: &str| zone_of(&c, job);
+        out!(
+            "{}",
+            baton_sched::history::render(&runs, &zone_of, a.job.is_none())
+        );
     }
     Exit::Ok
 }
 
 /// The job `name` of `c`, or the exit after saying there is none.
-fn known_job<'c>(c: &'c Config, verb: &str, name: &str) -> Result<&'c config::Job, Exit> {
-    c.jobs.get(name).ok_or_else(|| {
-        say!(
-            "baton {verb}: no job named {name:?} in {}",
-            c.path.display()
-        );
-        Exit::Usage
-    })
+pub(crate) fn known_job<'c>(
+    c: &'c Config,
+    verb: &str,
+    name: &str,
+) -> Result<&'c config::Job, Exit> {
+    c.jobs.get(name).ok_or_else(|| no_such_job(c, verb, name))
+}
+
+/// Says that `c` has no job `name`, and which jobs it has; exit 2.
+pub(crate) fn no_such_job(c: &Config, verb: &str, name: &str) -> Exit {
+    let known: Vec<&str> = c.jobs.keys().map(String::as_str).collect();
+    let jobs = if known.is_empty() {
+        "it has no jobs".to_owned()
+    } else {
+        format!("its jobs: {}", known.join(", "))
+    };
+    say!(
+        "baton {verb}: no job named {name:?} in {} ({jobs})",
+        c.path.display()
+    );
+    Exit::Usage
+}
+
+/// The zone `job`'s times are shown in: its own, else the scheduler's.
+pub(crate) fn zone_of(c: &Config, job: &str) -> jiff::tz::TimeZone {
+    c.jobs.get(job).map_or_else(
+        || c.settings.timezone.value.tz.clone(),
+        |j| j.timezone.value.tz.clone(),
+    )
 }
 
 /// Who is acting, for the ledger: `user@host`.
@@ -258,18 +315,14 @@ pub fn pause(state: Option<&Path>, a: &crate::cli::PauseArgs) -> Exit {
         },
         (None, None) => baton_sched::pause::Until::Resumed,
     };
-    let mut out = String::new();
-    let code = baton_sched::pause::pause(
-        &c,
-        &a.job,
-        until,
-        a.reason.as_deref(),
-        &who(),
-        clock,
-        &mut out,
-    );
-    out!("{out}");
-    self::code(code)
+    match baton_sched::pause::pause_job(&c, &a.job, until, a.reason.as_deref(), &who(), clock) {
+        Ok(p) if a.json => json_out("pause", &p),
+        Ok(p) => {
+            out!("{}", baton_sched::pause::render_paused(&c, &p));
+            Exit::Ok
+        }
+        Err(e) => code(e),
+    }
 }
 
 /// `baton resume`.
@@ -281,101 +334,29 @@ pub fn resume(state: Option<&Path>, a: &crate::cli::ResumeArgs) -> Exit {
     if let Err(e) = known_job(&c, "resume", &a.job) {
         return e;
     }
-    let mut out = String::new();
-    let code = baton_sched::pause::resume(&c, &a.job, clock(), &mut out);
-    out!("{out}");
-    self::code(code)
+    match baton_sched::pause::resume_job(&c, &a.job, clock()) {
+        Ok(r) if a.json => json_out("resume", &r),
+        Ok(r) => {
+            out!("{}", baton_sched::pause::render_resumed(&c, &r));
+            Exit::Ok
+        }
+        Err(e) => code(e),
+    }
 }
 
-/// `baton backfill`.
-pub fn backfill(state: Option<&Path>, a: &crate::cli::BackfillArgs) -> Exit {
-    let c = match load(state, &a.file) {
-        Ok(c) => c,
-        Err(e) => return e,
-    };
-    let job = match known_job(&c, "backfill", &a.job) {
-        Ok(j) => j,
-        Err(e) => return e,
-    };
-    let tz = &job.timezone.value.tz;
-    let parse = |what: &str, t: &str| {
-        baton_sched::units::parse_instant(t, tz).map_err(|e| {
-            say!("baton backfill: {what}: {e}");
-            Exit::Usage
-        })
-    };
-    let (from, to) = match (parse("--from", &a.from), parse("--to", &a.to)) {
-        (Ok(f), Ok(t)) => (f, t),
-        (Err(e), _) | (_, Err(e)) => return e,
-    };
-    let clock = match decision_clock(&c, "backfill") {
-        Ok(clock) => clock,
-        Err(e) => return e,
-    };
-    let now = clock.wall();
-    if from > now {
-        say!(
-            "baton backfill: --from {from} is in the future: only past occurrences can be backfilled"
-        );
-        return Exit::Usage;
-    }
-    let occ = match baton_sched::backfill::occurrences(job, from, to, now) {
-        Ok(o) => o,
+/// Prints `value` as one pretty JSON document on stdout; exit 0, or 2
+/// (said) when it cannot be encoded.
+pub(crate) fn json_out(verb: &str, value: &impl serde::Serialize) -> Exit {
+    match serde_json::to_string_pretty(value) {
+        Ok(j) => {
+            outln!("{j}");
+            Exit::Ok
+        }
         Err(e) => {
-            say!("baton backfill: {e}");
-            return Exit::Usage;
+            say!("baton {verb}: failed to encode JSON: {e}");
+            Exit::Usage
         }
-    };
-    if to > now {
-        say!("baton backfill: occurrences after now are left to the schedule");
     }
-    if a.dry_run {
-        let plan = match baton_sched::backfill::dry_run(&c, job, &occ, now, a.force) {
-            Ok(p) => p,
-            Err(e) => {
-                say!("baton backfill: {}: {e}", a.job);
-                return code(baton_sched::run::CANNOT);
-            }
-        };
-        if a.json {
-            match serde_json::to_string_pretty(&plan) {
-                Ok(j) => outln!("{j}"),
-                Err(e) => {
-                    say!("baton backfill: failed to encode JSON: {e}");
-                    return Exit::Usage;
-                }
-            }
-        } else if plan.is_empty() {
-            outln!("{}: no occurrence in that range", a.job);
-        } else {
-            for p in &plan {
-                match p.action.as_str() {
-                    "run" => outln!("{}  would run", p.occurrence),
-                    "unknown" => outln!(
-                        "{}  not run: {} (--force runs it)",
-                        p.occurrence,
-                        p.why
-                            .as_deref()
-                            .unwrap_or("its records cannot rule out that it ran")
-                    ),
-                    other => outln!(
-                        "{}  {other} already{}: not run again",
-                        p.occurrence,
-                        p.run_id
-                            .as_ref()
-                            .map(|r| format!(" (run {r})"))
-                            .unwrap_or_default()
-                    ),
-                }
-            }
-        }
-        return Exit::Ok;
-    }
-    if occ.is_empty() {
-        outln!("{}: no occurrence in that range", a.job);
-        return Exit::Ok;
-    }
-    code(baton_sched::backfill::run(&c, job, &occ, clock, a.force))
 }
 
 /// `baton watermark get`.

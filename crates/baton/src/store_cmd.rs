@@ -16,7 +16,7 @@ use std::path::Path;
 use baton_pg::{Options, Target, schema::SCHEMA_VERSION};
 use baton_sched::config::Config;
 
-use crate::cli::StoreArgs;
+use crate::cli::{StoreArgs, StoreStatusArgs};
 use crate::exit::Exit;
 use crate::sched_cmd::load;
 
@@ -107,8 +107,24 @@ pub fn migrate(state: Option<&Path>, a: &StoreArgs) -> Exit {
     }
 }
 
+/// What `baton store status --json` prints.
+#[derive(Debug, serde::Serialize)]
+struct SchemaStatus {
+    /// The store: host, port, database and user (never the password).
+    store: String,
+    /// The schema's version there; 0 when there is none.
+    schema_version: i32,
+    /// This build's version.
+    build_version: i32,
+    /// Whether they are the same.
+    current: bool,
+    /// `current`, `missing` (no schema), `behind` (run `baton store
+    /// migrate`) or `newer` (upgrade baton).
+    verdict: &'static str,
+}
+
 /// `baton store status`.
-pub fn status(state: Option<&Path>, a: &StoreArgs) -> Exit {
+pub fn status(state: Option<&Path>, a: &StoreStatusArgs) -> Exit {
     let c = match load(state, &a.file) {
         Ok(c) => c,
         Err(e) => return e,
@@ -124,30 +140,47 @@ pub fn status(state: Option<&Path>, a: &StoreArgs) -> Exit {
             return Exit::Failure;
         }
     };
-    match rt.block_on(baton_pg::schema_version(&t, Options::default())) {
-        Ok(found) => {
-            let verdict = match found {
-                SCHEMA_VERSION => "current".to_owned(),
-                0 => "no schema: run `baton store migrate`".to_owned(),
-                v if v < SCHEMA_VERSION => format!(
-                    "behind this build's version {SCHEMA_VERSION}: run `baton store migrate`"
-                ),
-                _ => format!("newer than this build's version {SCHEMA_VERSION}: upgrade baton"),
-            };
-            outln!("store {}: schema version {found}, {verdict}", t.describe());
-            if found == SCHEMA_VERSION {
-                Exit::Ok
-            } else {
-                Exit::Refused
-            }
-        }
+    let found = match rt.block_on(baton_pg::schema_version(&t, Options::default())) {
+        Ok(found) => found,
         Err(e) => {
             say!(
                 "baton store status: failed to read the store at {}: {e}",
                 t.describe()
             );
-            Exit::Refused
+            return Exit::Refused;
         }
+    };
+    let (verdict, words) = match found {
+        SCHEMA_VERSION => ("current", "current".to_owned()),
+        0 => ("missing", "no schema: run `baton store migrate`".to_owned()),
+        v if v < SCHEMA_VERSION => (
+            "behind",
+            format!("behind this build's version {SCHEMA_VERSION}: run `baton store migrate`"),
+        ),
+        _ => (
+            "newer",
+            format!("newer than this build's version {SCHEMA_VERSION}: upgrade baton"),
+        ),
+    };
+    let shown = if a.json {
+        crate::sched_cmd::json_out(
+            "store status",
+            &SchemaStatus {
+                store: t.describe(),
+                schema_version: found,
+                build_version: SCHEMA_VERSION,
+                current: found == SCHEMA_VERSION,
+                verdict,
+            },
+        )
+    } else {
+        outln!("store {}: schema version {found}, {words}", t.describe());
+        Exit::Ok
+    };
+    match shown {
+        Exit::Ok if found == SCHEMA_VERSION => Exit::Ok,
+        Exit::Ok => Exit::Refused,
+        other => other,
     }
 }
 

@@ -488,7 +488,7 @@ fn a_schedule_that_never_fires_again_says_so() {
     assert!(
         render(&c).ends_with(
             "No further occurrences: the schedule does not fire again within about 100 years \
-             (or before the year 10000).\n"
+             (or before 9999-12-30T22:00:00Z, the last instant baton computes).\n"
         ),
         "{}",
         render(&c)

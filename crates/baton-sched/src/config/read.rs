@@ -276,28 +276,24 @@ fn get<'n>(entries: &'n [Entry], key: &str) -> Option<&'n Entry> {
     entries.iter().find(|e| e.key == key)
 }
 
-/// The allowed key closest to a typo, if one is close.
+/// The allowed key closest to a typo, if one is close: the fewest edits,
+/// a swap of two neighbouring letters counting as one (`rnu` is one from
+/// `run`, two from `env`); a key needing more edits than about a third of
+/// its letters is no suggestion. Ties go to the key that starts with the
+/// typo's first letter, then to the one listed first (the order `allowed`
+/// gives, which is the documentation's).
 fn closest<'k>(typo: &str, allowed: &[&'k str]) -> Option<&'k str> {
+    let first = typo.chars().next();
     allowed
         .iter()
-        .map(|k| (distance(typo, k), *k))
-        .filter(|(d, k)| *d <= 2.max(k.len() / 4))
+        .enumerate()
+        .map(|(i, k)| {
+            let d = strsim::osa_distance(typo, k);
+            (d, k.chars().next() != first, i, *k)
+        })
+        .filter(|(d, _, _, k)| *d <= (k.chars().count() / 3).clamp(1, 3))
         .min()
-        .map(|(_, k)| k)
-}
-
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
+        .map(|(_, _, _, k)| k)
 }
 
 // ---- values ---------------------------------------------------------------

@@ -159,6 +159,18 @@ fn unknown_keys_are_named_with_a_suggestion() {
 }
 
 #[test]
+fn a_suggestion_is_the_closest_key_with_a_swap_counting_as_one_edit() {
+    // Two letters swapped: `run`, one edit away, not `env`, two.
+    let e = error("[jobs.a]\nevery = \"1m\"\nrnu = \"true\"\n");
+    assert_names(&e, &["jobs.a.rnu", "did you mean run?"]);
+    let e = error("[jobs.a]\nevery = \"1m\"\nrun = \"true\"\ntimeuot = \"1s\"\n");
+    assert_names(&e, &["jobs.a.timeuot", "did you mean timeout?"]);
+    // Nothing close: no suggestion rather than a far one.
+    let e = error("[jobs.a]\nevery = \"1m\"\nrun = \"true\"\nxyz = 1\n");
+    assert!(!e.to_string().contains("did you mean"), "{e}");
+}
+
+#[test]
 fn wrong_types_and_bad_values_are_named() {
     let e = error("[scheduler]\nretries = \"three\"\n");
     assert_names(

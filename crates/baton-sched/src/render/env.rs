@@ -123,6 +123,13 @@ const OTHERS: &[(&str, &str, bool, &str)] = &[
         "where a step's or `baton exec`'s program is found when it names no directory",
     ),
     (
+        "SHELL",
+        "/bin/sh",
+        false,
+        "`baton exec -c CMD`: the shell CMD runs through, as `flock -c` does (/bin/sh when \
+         unset or empty)",
+    ),
+    (
         "HOME",
         "unset",
         false,

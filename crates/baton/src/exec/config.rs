@@ -68,6 +68,14 @@ fn limit(what: &str, v: Option<String>) -> Result<Option<Duration>, String> {
         .filter(|d| !d.is_zero()))
 }
 
+/// The shell `-c CMD` runs: `$SHELL`, as `flock -c` does (a crontab's
+/// `SHELL=/bin/bash` is honoured), else `/bin/sh` when it is unset or empty.
+fn shell() -> OsString {
+    std::env::var_os("SHELL")
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "/bin/sh".into())
+}
+
 impl ExecConfig {
     /// Validates `args`, resolving a name against the state directory.
     pub fn new(args: ExecArgs, state_dir: Option<&std::path::Path>) -> Result<Self, String> {
@@ -101,7 +109,7 @@ impl ExecConfig {
             None => Kind::defaults(),
         };
         let command = match (args.shell, args.command) {
-            (Some(cmd), _) => vec!["/bin/sh".into(), "-c".into(), cmd.into()],
+            (Some(cmd), _) => vec![shell(), "-c".into(), cmd.into()],
             (None, c) if !c.is_empty() => c,
             (None, _) => {
                 return Err(

@@ -174,8 +174,9 @@ fn a_backfill_from_inside_a_gap_includes_the_moved_occurrence() {
         "--dry-run",
     ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
+    // 07:00Z, shown in the job's zone, where --from and --to are read.
     assert!(
-        stdout(&o).contains("2026-03-08T07:00:00Z"),
+        stdout(&o).contains("2026-03-08 03:00:00 -04:00  would run"),
         "{}",
         stdout(&o)
     );
