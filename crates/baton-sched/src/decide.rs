@@ -13,8 +13,10 @@
 //! started, but the ledger never heard of (its run could not record
 //! itself), is never recorded missed.
 //!
-//! A mark more than [`FUTURE_TOLERANCE`] ahead of now was raised by a
-//! process whose clock was ahead: its decisions are taken back
+//! A first sighting more than [`FUTURE_TOLERANCE`] ahead of now is brought
+//! back to now ([`baton_ledger::Ledger::see_again_ahead`]). A mark more than
+//! [`FUTURE_TOLERANCE`] ahead of now was raised by a process whose clock was
+//! ahead: its decisions are taken back
 //! ([`baton_ledger::Ledger::withdraw_ahead`], said by a `missed-withdrawn`
 //! alert) and the present is decided again by this clock; what it ran
 //! early stays decided, is never called missed, and never runs again. Only
@@ -89,6 +91,20 @@ pub fn job(
         };
     };
     let mut state = state.cloned();
+    if let Some(seen) = state
+        .as_ref()
+        .map(|st| st.first_seen)
+        .filter(|t| t.as_second() > now.as_second() + FUTURE_TOLERANCE)
+        && s.ledger(|l| l.see_again_ahead(&job.name, now, FUTURE_TOLERANCE)) == Some(true)
+    {
+        // A clock ahead saw the job first: it is seen now instead, or it
+        // would wait for that clock's time to run at all.
+        s.note(&format!(
+            "{}: first seen at {seen} by a clock ahead of this one ({now}); seen now instead",
+            job.name
+        ));
+        state = s.ledger(|l| l.job(&job.name)).flatten().or(state);
+    }
     let done = |start: Option<Start>, alerted: bool, missed: &mut Vec<MissedRange>| Decided {
         start,
         alerted,
@@ -115,8 +131,9 @@ pub fn job(
                     continue;
                 }
                 _ => {
+                    let seen = state.as_ref().map_or(now, |st| st.first_seen);
                     return Decided {
-                        start: behind_the_ledger(s, config, job, now, ahead).or(waiting),
+                        start: behind_the_ledger(s, config, job, now, seen, ahead).or(waiting),
                         alerted,
                         missed: all_recorded,
                     };
@@ -126,7 +143,7 @@ pub fn job(
         if last_decided.is_some_and(|d| d >= newest.as_second()) {
             return done(waiting, alerted, &mut all_recorded);
         }
-        if !anything_to_decide(job, now, newest, state.as_ref()) {
+        if !anything_to_decide(now, newest, state.as_ref()) {
             return done(waiting, alerted, &mut all_recorded);
         }
         let pauses = pauses(s, &job.name);
@@ -299,11 +316,13 @@ const SKEW_ALERT_EVERY: jiff::SignedDuration = jiff::SignedDuration::from_hours(
 /// once: the ledger's key and the lock's claim of the one that ran early
 /// both stand); nothing is called missed, so the skewed process's bogus
 /// misses are not joined by others. Said by an alert at most once an hour.
+/// As everywhere, nothing before the job was first seen (`seen`) runs.
 fn behind_the_ledger(
     s: &mut Surfaces,
     config: &Config,
     job: &Job,
     now: Timestamp,
+    seen: Timestamp,
     ahead: i64,
 ) -> Option<Start> {
     let recent = s
@@ -315,7 +334,7 @@ fn behind_the_ledger(
     let pauses = pauses(s, &job.name);
     let fresh = Known {
         last_decided: None,
-        first_seen: Some(now),
+        first_seen: Some(seen),
         pauses: &pauses,
         claimed: &[],
     };
@@ -379,20 +398,11 @@ fn claimed_unrecorded(
     (last_decided.is_none_or(|d| claim > d) && claim <= newest.as_second()).then_some(claim)
 }
 
-/// Whether the newest occurrence can run (it is inside the window) or be
-/// missed (it came after the job was first seen): when neither, no older
-/// one can either, and the plan is skipped without reading the ledger.
-fn anything_to_decide(
-    job: &Job,
-    now: Timestamp,
-    newest: Timestamp,
-    state: Option<&JobState>,
-) -> bool {
-    let window = jiff::SignedDuration::try_from(job.policy.catch_up_window.value)
-        .unwrap_or(jiff::SignedDuration::MAX);
-    let in_window = now.duration_since(newest) <= window;
-    let seen = state.map_or(now, |st| st.first_seen);
-    in_window || newest >= seen
+/// Whether the newest occurrence can run or be missed: only one at or
+/// after the job was first seen can. When it cannot, no older one can
+/// either, and the plan is skipped without reading the ledger.
+fn anything_to_decide(now: Timestamp, newest: Timestamp, state: Option<&JobState>) -> bool {
+    newest >= state.map_or(now, |st| st.first_seen)
 }
 
 /// One alert for the ranges one decision recorded.

@@ -16,6 +16,7 @@ mod dropin;
 mod edges;
 mod example;
 mod exit_codes;
+mod first_seen;
 mod hardening;
 mod hosts;
 mod http;

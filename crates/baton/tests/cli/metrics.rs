@@ -94,6 +94,7 @@ fn metrics_count_runs_failures_and_missed_occurrences() {
     let t0 = baton_lease::SystemClock.wall();
     let last = (t0 - jiff::SignedDuration::from_hours(24)).as_second() / 3600 * 3600;
     downtime(&s, "late", t0 - jiff::SignedDuration::from_hours(48), last);
+    crate::sched::known_since(&s, &["good", "bad"], crate::sched::before_new_year());
     let o = s.run(&["tick"]);
     assert_eq!(code(&o), 1, "a failure and a miss: {}", stderr(&o));
 

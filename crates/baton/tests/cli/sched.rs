@@ -73,6 +73,59 @@ impl Sched {
     }
 }
 
+/// The ledger as a scheduler that has known `jobs` since `seen` leaves it,
+/// nothing of theirs decided yet: their occurrences after `seen` are theirs
+/// to run or to miss. (A job the ledger first sees at a tick waits for its
+/// first occurrence after that tick.)
+pub(crate) fn known_since(s: &Sched, jobs: &[&str], seen: jiff::Timestamp) {
+    use std::os::unix::fs::PermissionsExt;
+    let state = s.env.state();
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let mut l = baton_ledger::Ledger::open(&state, seen).unwrap();
+    l.see_jobs(jobs, seen).unwrap();
+    l.checkpoint().unwrap();
+}
+
+/// [`known_since`] the start of this second, for jobs due every second:
+/// the next tick finds this second's occurrence theirs to run (and, when it
+/// comes within the second, no other). Waits first for a second with time
+/// left in it.
+pub(crate) fn known_this_second(s: &Sched, jobs: &[&str]) {
+    let now = baton_lease::Clock::wall(&baton_lease::SystemClock);
+    if now.subsec_nanosecond() > 600_000_000 {
+        pause(u64::try_from(1_050 - now.subsec_nanosecond() / 1_000_000).unwrap());
+    }
+    let second = baton_testkit::wall_seconds();
+    known_since(s, jobs, jiff::Timestamp::from_second(second).unwrap());
+}
+
+/// [`known_since`] in the PostgreSQL store of `pg` (migrated already).
+pub(crate) fn pg_known_since(
+    pg: &baton_testkit::pg::PgServer,
+    jobs: &[&str],
+    seen: jiff::Timestamp,
+) {
+    let us = seen.as_microsecond();
+    for job in jobs {
+        pg.sql(&format!(
+            "INSERT INTO baton.jobs (job, first_seen) VALUES ('{job}', {us}) \
+             ON CONFLICT (job) DO UPDATE SET first_seen = LEAST(baton.jobs.first_seen, {us})"
+        ));
+    }
+}
+
+/// A day before the newest 1 January (UTC): a job known since then has
+/// `0 0 1 1 *`'s newest occurrence to run, and no older one.
+pub(crate) fn before_new_year() -> jiff::Timestamp {
+    let now = baton_lease::Clock::wall(&baton_lease::SystemClock);
+    let year = now.to_zoned_datetime(jiff::tz::TimeZone::UTC).year();
+    format!("{year}-01-01T00:00:00Z")
+        .parse::<jiff::Timestamp>()
+        .unwrap()
+        - jiff::SignedDuration::from_hours(24)
+}
+
 pub(crate) fn lines(p: &Path) -> usize {
     std::fs::read_to_string(p).map_or(0, |s| s.lines().count())
 }
@@ -80,7 +133,9 @@ pub(crate) fn lines(p: &Path) -> usize {
 /// A job due now, that appends a line to `counter`: one occurrence a year,
 /// caught up for 400 days, so the same occurrence stays due through a test
 /// whatever the minute (a minute's schedule would bring a new occurrence
-/// when a test crosses a minute).
+/// when a test crosses a minute). Due to a ledger that knows the job since
+/// before that occurrence ([`known_since`], [`before_new_year`]): a job
+/// first seen by a tick waits for its next occurrence.
 fn counting_job(counter: &Path, extra: &str) -> String {
     format!(
         "[jobs.count]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\n\
@@ -96,6 +151,7 @@ fn sixteen_ticks_at_once_run_one_occurrence_once() {
         let counter = env.path("counter");
         let s = Sched { env };
         s.write(&counting_job(&counter, "; sleep 0.2"));
+        known_since(&s, &["count"], before_new_year());
         let ticks: Vec<_> = (0..16)
             .map(|_| {
                 s.cmd(&["tick"])
@@ -133,10 +189,12 @@ fn a_tick_while_the_run_goes_on_never_runs_it_beside_itself() {
     let counter = env.path("counter");
     let s = Sched { env };
     s.write(&format!(
-        "[jobs.slow]\nschedule = \"* * * * *\"\nrun = \"echo ran >> {c}; touch {m}; sleep 3\"\n",
+        "[jobs.slow]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\n\
+         run = \"echo ran >> {c}; touch {m}; sleep 3\"\n",
         c = counter.display(),
         m = marker.display()
     ));
+    known_since(&s, &["slow"], before_new_year());
     let first = s.cmd(&["tick"]).spawn().unwrap();
     crate::support::eventually("the run to start", || marker.exists());
     for _ in 0..5 {
@@ -354,6 +412,13 @@ fn status_reads_never_run_then_on_schedule_then_overdue() {
     let env = Env::new();
     let s = Sched { env };
     s.write("[jobs.hourly]\nevery = \"1h\"\nrun = \"true\"\n");
+    // Known since just before this hour's occurrence.
+    let hour = baton_testkit::wall_seconds() / 3600 * 3600;
+    known_since(
+        &s,
+        &["hourly"],
+        jiff::Timestamp::from_second(hour - 1).unwrap(),
+    );
     let o = s.run(&["status"]);
     assert_eq!(code(&o), 1, "{}", stdout(&o));
     assert!(stdout(&o).contains("never run"), "{}", stdout(&o));
@@ -422,9 +487,10 @@ fn steps_see_their_run_in_the_environment() {
     let out = env.path("env");
     let s = Sched { env };
     s.write(&format!(
-        "[jobs.e]\nschedule = \"* * * * *\"\n[[jobs.e.steps]]\nname = \"dump\"\nrun = \"env | grep ^BATON_ | sort > {}\"\nenv = {{ EXTRA = \"1\" }}\n",
+        "[jobs.e]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\n[[jobs.e.steps]]\nname = \"dump\"\nrun = \"env | grep ^BATON_ | sort > {}\"\nenv = {{ EXTRA = \"1\" }}\n",
         out.display()
     ));
+    known_since(&s, &["e"], before_new_year());
     assert_eq!(code(&s.run(&["tick"])), 0);
     let text = std::fs::read_to_string(&out).unwrap();
     for key in [
@@ -532,6 +598,12 @@ fn a_corrupt_ledger_is_moved_aside_reported_and_the_next_tick_works() {
         s.write(&counting_job(&counter, ""));
         let o = s.run(&["tick"]);
         assert!(stderr(&o).contains("ledger"), "{damage}: {}", stderr(&o));
+        // The fresh ledger sees the job now: like a fresh state directory,
+        // it runs nothing for the past (the lock's claims guard what ran
+        // under the lost one).
+        assert_eq!(lines(&counter), 0, "{damage}: {}", stderr(&o));
+        let o = s.run(&["run", "count"]);
+        assert_eq!(code(&o), 0, "{damage}: {}", stderr(&o));
         assert_eq!(lines(&counter), 1, "{damage}: {}", stderr(&o));
         let aside: Vec<_> = std::fs::read_dir(s.env.state())
             .unwrap()
@@ -567,6 +639,9 @@ fn a_stopped_tick_says_so_once_and_leaves_what_it_did_not_start_to_the_next() {
         ));
     }
     s.write(&toml);
+    let names: Vec<String> = (0..40).map(|i| format!("j{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    known_since(&s, &names, before_new_year());
     let mut tick = s.cmd(&["tick"]).stderr(Stdio::piped()).spawn().unwrap();
     crate::support::eventually("two runs to start", || lines(&started) >= 2);
     crate::support::signal(
