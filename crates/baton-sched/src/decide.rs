@@ -1,7 +1,8 @@
 //! What a tick decides for one job before anything runs: it plans
 //! ([`crate::plan`]), records the plan's missed ranges in the ledger (one
-//! alert per decision that recorded something), queues a catch-up batch,
-//! and says what to start.
+//! alert per decision that recorded something, except for the deliberate
+//! reasons, `paused` and `disabled`, which are only noted in the envelope
+//! log), queues a catch-up batch, and says what to start.
 //!
 //! The ledger is the arbiter between ticks: a missed range or a batch is
 //! written only if the job's mark is still below it, so when two ticks plan
@@ -59,9 +60,11 @@ pub fn pauses(s: &mut Surfaces, job: &str) -> Vec<Pause> {
 pub struct Decided {
     /// What to start, if anything.
     pub start: Option<Start>,
-    /// Whether an alert was raised (missed occurrences recorded).
+    /// Whether an alert was raised (missed occurrences recorded for a
+    /// reason that is not deliberate).
     pub alerted: bool,
-    /// The missed ranges this decision recorded.
+    /// The missed ranges this decision recorded, the deliberate ones
+    /// included.
     pub missed: Vec<MissedRange>,
 }
 
@@ -187,7 +190,11 @@ pub fn job(
             };
             match s.ledger(|l| l.miss(&miss, now)) {
                 Some(Missed::Recorded) => recorded.push(m.clone()),
-                Some(Missed::Extended) => {}
+                Some(Missed::Extended) => {
+                    if m.reason.is_streak() {
+                        quietly(s, job, m);
+                    }
+                }
                 Some(Missed::Moved) => {
                     moved = true;
                     break;
@@ -195,9 +202,19 @@ pub fn job(
                 None => break, // Said once; a later tick records it.
             }
         }
+        // A pause or `enabled = false` is a decision: its misses are noted,
+        // never alerted.
+        for m in recorded.iter().filter(|m| m.reason.is_streak()) {
+            quietly(s, job, m);
+        }
+        let loud: Vec<MissedRange> = recorded
+            .iter()
+            .filter(|m| !m.reason.is_streak())
+            .cloned()
+            .collect();
         // One alert per stretch of recorded ranges between occurrences
         // that started: an alert's span never takes one in.
-        for group in recorded.chunk_by(|a, b| !claimed.iter().any(|&c| a.last < c && c < b.first)) {
+        for group in loud.chunk_by(|a, b| !claimed.iter().any(|&c| a.last < c && c < b.first)) {
             alert(s, config, job, group, &p.run, now);
             alerted = true;
         }
@@ -403,6 +420,31 @@ fn claimed_unrecorded(
 /// either, and the plan is skipped without reading the ledger.
 fn anything_to_decide(now: Timestamp, newest: Timestamp, state: Option<&JobState>) -> bool {
     newest >= state.map_or(now, |st| st.first_seen)
+}
+
+/// Notes a deliberate miss (`paused`, `disabled`) in the envelope log: it
+/// is recorded in the ledger and shown by `status`, and alerts nobody.
+fn quietly(s: &mut Surfaces, job: &Job, m: &MissedRange) {
+    let n = if m.at_least {
+        format!("at least {}", m.count)
+    } else {
+        m.count.to_string()
+    };
+    let span = if m.first == m.last {
+        occurrence_text(Some(m.first))
+    } else {
+        format!(
+            "{} to {}",
+            occurrence_text(Some(m.first)),
+            occurrence_text(Some(m.last))
+        )
+    };
+    s.note(&format!(
+        "{}: {n} occurrence(s) not run {} ({span}), recorded as {}; no alert: it is deliberate",
+        job.name,
+        m.reason.describe(),
+        m.reason.as_str()
+    ));
 }
 
 /// One alert for the ranges one decision recorded.

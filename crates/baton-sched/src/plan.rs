@@ -56,8 +56,9 @@ impl Reason {
         }
     }
 
-    /// Deliberate states: their misses extend one quiet streak instead of
-    /// alerting at every tick.
+    /// Deliberate states (`baton pause`, `enabled = false`): a decision,
+    /// not a failure. Their misses are recorded, extending one streak, and
+    /// never alerted: no alert command, no exit 1, nothing on stderr.
     pub fn is_streak(self) -> bool {
         matches!(self, Reason::Paused | Reason::Disabled)
     }

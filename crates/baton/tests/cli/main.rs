@@ -25,6 +25,7 @@ mod metrics;
 mod overlap;
 mod page;
 mod policies;
+mod quiet;
 mod records;
 mod renamed;
 mod render;
