@@ -640,6 +640,50 @@ fn daemon_sigterm_past_the_grace_stops_the_whole_tree_then_releases() {
     );
 }
 
+/// A daemon stopped for an upgrade: the run its SIGTERM stops is
+/// `interrupted`, which is no failure: the job's failures, last failure and
+/// last success stay as they were, nothing alerts, and `status` stays green.
+#[test]
+fn daemon_sigterm_interrupts_a_run_without_failing_the_job() {
+    let s = Sched::new("");
+    let slow = s.env.path("slow");
+    let started = s.env.path("started");
+    s.write(&format!(
+        "[daemon]\nshutdown_grace = \"1s\"\n[jobs.a]\nschedule = \"0 0 1 1 *\"\n\
+         run = \"if [ -e {sl} ]; then touch {st}; sleep 60; fi\"\n",
+        sl = slow.display(),
+        st = started.display()
+    ));
+    let d = Daemon::start(&s, &[]);
+    assert_eq!(d.post("/v1/jobs/a/run", "").status, 202);
+    eventually("the first run to end", || {
+        d.get("/v1/jobs/a/runs").json()[0]["verdict"] == "ok"
+    });
+    let counters = |j: &serde_json::Value| {
+        (
+            j["consecutive_failures"].clone(),
+            j["last_failure"].clone(),
+            j["last_success"].clone(),
+        )
+    };
+    let ok = counters(&s.json(&["status", "a", "--json"])["jobs"][0]);
+    std::fs::write(&slow, "").unwrap();
+    assert_eq!(d.post("/v1/jobs/a/run", "").status, 202);
+    eventually("the slow run to start", || started.exists());
+    assert_eq!(d.terminate(), Some(0));
+    let h = s.json(&["history", "a", "--json"]);
+    assert_eq!(h[0]["verdict"], "interrupted", "{h}");
+    let st = s.run(&["status", "a", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    let j = &v["jobs"][0];
+    assert_eq!(counters(j), ok, "{j}");
+    assert_eq!(ok.0, 0);
+    assert_ne!(j["state"], "failing", "{j}");
+    assert_eq!(st.status.code(), Some(0), "{v}");
+    let alerts = std::fs::read_to_string(s.env.state().join("logs/alerts.log")).unwrap_or_default();
+    assert!(!alerts.contains("failed\""), "{alerts}");
+}
+
 #[test]
 fn daemon_kill9_mid_run_never_doubles_it_and_a_restart_carries_on() {
     let s = Sched::new("");

@@ -709,3 +709,102 @@ fn lock_commands_find_a_schedulers_locks_through_its_config() {
     ]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
 }
+
+fn alert_kinds(s: &Sched) -> Vec<String> {
+    std::fs::read_to_string(s.env.state().join("logs/alerts.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+/// The job's failures, last failure and last success, as `status --json`
+/// gives them.
+fn counters(s: &Sched, job: &str) -> (u64, serde_json::Value, serde_json::Value) {
+    let j = &s.json(&["status", job, "--json"])["jobs"][0];
+    (
+        j["consecutive_failures"].as_u64().unwrap(),
+        j["last_failure"].clone(),
+        j["last_success"].clone(),
+    )
+}
+
+#[test]
+fn a_run_stopped_by_a_signal_to_its_run_or_tick_is_interrupted_not_a_failure() {
+    let env = Env::new();
+    let slow = env.path("slow");
+    let started = env.path("started");
+    let s = Sched { env };
+    // Slow only once `slow` exists.
+    s.write(&format!(
+        "[jobs.count]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\n\
+         run = \"if [ -e {sl} ]; then touch {st}; sleep 60; fi\"\n",
+        sl = slow.display(),
+        st = started.display()
+    ));
+    known_since(&s, &["count"], before_new_year());
+    assert_eq!(code(&s.run(&["run", "count"])), 0);
+    let ok = counters(&s, "count");
+    assert_eq!((ok.0, &ok.1), (0, &serde_json::Value::Null));
+    std::fs::write(&slow, "").unwrap();
+    // `baton run` told to stop (SIGTERM), and a tick (SIGINT).
+    for (args, sig) in [
+        (&["run", "count"][..], rustix::process::Signal::TERM),
+        (&["tick"][..], rustix::process::Signal::INT),
+    ] {
+        let _ = std::fs::remove_file(&started);
+        let mut child = s
+            .cmd(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        crate::support::eventually("the run to start", || started.exists());
+        crate::support::signal(i32::try_from(child.id()).unwrap(), sig);
+        baton_testkit::wait_for_exit(&mut child, "the stopped run");
+        let h = s.json(&["history", "count", "--json"]);
+        assert_eq!(h[0]["verdict"], "interrupted", "{args:?}: {h}");
+        assert_eq!(counters(&s, "count"), ok, "{args:?}");
+    }
+    let st = s.run(&["status", "count", "--json"]);
+    assert_eq!(code(&st), 0, "{}", stdout(&st));
+    let v: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    assert_ne!(v["jobs"][0]["state"], "failing", "{v}");
+    let kinds = alert_kinds(&s);
+    assert!(
+        !kinds.iter().any(|k| k.ends_with("failed")),
+        "a failure was alerted: {kinds:?}"
+    );
+}
+
+#[test]
+fn a_step_that_cannot_start_is_a_failed_attempt_in_its_own_line() {
+    let s = Sched::new(
+        "[jobs.j]\nevery = \"1h\"\n[[jobs.j.steps]]\nname = \"ghost\"\n\
+         run = [\"/nonexistent/baton-test-command\"]\n",
+    );
+    let o = s.run(&["run", "j"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("command not found"), "{}", stderr(&o));
+    let j = &s.json(&["status", "j", "--json"])["jobs"][0];
+    let step = &j["steps"][0];
+    assert_eq!(step["step"], "ghost", "{j}");
+    assert!(step["last_attempt"].is_string(), "{step}");
+    assert!(step["last_failure"].is_string(), "{step}");
+    assert_eq!(step["consecutive_failures"], 1, "{step}");
+    let text = stdout(&s.run(&["status", "j"]));
+    let line = text
+        .lines()
+        .find(|l| l.contains("ghost"))
+        .unwrap_or_else(|| panic!("no line for the step: {text}"));
+    assert!(!line.contains("last attempt never"), "{line}");
+    assert!(!line.contains("last failure never"), "{line}");
+    let h = s.json(&["history", "j", "--json"]);
+    assert_eq!(h[0]["verdict"], "failed", "{h}");
+    assert_eq!(h[0]["attempts"][0]["exit_code"], 127, "{h}");
+}
