@@ -808,3 +808,52 @@ fn a_step_that_cannot_start_is_a_failed_attempt_in_its_own_line() {
     assert_eq!(h[0]["verdict"], "failed", "{h}");
     assert_eq!(h[0]["attempts"][0]["exit_code"], 127, "{h}");
 }
+
+#[test]
+fn jobs_run_in_the_configuration_files_directory_unless_cwd_says_otherwise() {
+    let env = Env::new();
+    let out = env.path("where");
+    let s = Sched { env };
+    // A script beside baton.toml, named relative to it, as the README's
+    // `run = "python3 health.py"` is.
+    std::fs::write(s.env.path("here.sh"), format!("pwd >> {}\n", out.display())).unwrap();
+    std::fs::create_dir(s.env.path("sub")).unwrap();
+    std::fs::write(
+        s.env.path("sub/here.sh"),
+        format!("echo sub $(pwd) >> {}\n", out.display()),
+    )
+    .unwrap();
+    s.write(
+        "[jobs.count]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\nrun = \"sh here.sh\"\n\
+         [jobs.elsewhere]\nevery = \"1h\"\ncwd = \"sub\"\nrun = \"sh here.sh\"\n",
+    );
+    known_since(&s, &["count"], before_new_year());
+    let dir = std::fs::canonicalize(s.env.tmp.path()).unwrap();
+    // Called from another directory: the tick, a run by hand, the daemon.
+    let o = s.cmd(&["tick", "count"]).current_dir("/").output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = s.cmd(&["run", "count"]).current_dir("/").output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let mut daemon = s.cmd(&["daemon", "--listen", "127.0.0.1:0"]);
+    daemon.current_dir("/");
+    let d = crate::daemon::Daemon::start_cmd(daemon).unwrap();
+    assert_eq!(d.post("/v1/jobs/count/run", "").status, 202);
+    crate::support::eventually("the daemon's run", || lines(&out) == 3);
+    let o = s
+        .cmd(&["run", "elsewhere"])
+        .current_dir("/")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let here = dir.display().to_string();
+    assert_eq!(
+        crate::policies::read_lines(&out),
+        [
+            here.clone(),
+            here.clone(),
+            here.clone(),
+            format!("sub {here}/sub")
+        ]
+    );
+    assert_eq!(d.terminate(), Some(0));
+}
