@@ -29,6 +29,7 @@ pub mod history;
 pub mod http;
 pub mod logs;
 pub mod metrics;
+pub mod output;
 pub mod page;
 pub mod pause;
 pub mod plan;

@@ -19,7 +19,7 @@ use baton_runner::{Ending, Event, Paused, Session, Stdin, StepSpec};
 use crate::alerts::Kind;
 use crate::config::{Action, Step, StepKind};
 use crate::http;
-use crate::logs::OutputSink;
+use crate::output::OutputSink;
 use crate::run::{Context, FAILED, OK, Request};
 use crate::run_record::{Begin, RunRecord};
 use crate::surfaces::Surfaces;

@@ -857,3 +857,45 @@ fn jobs_run_in_the_configuration_files_directory_unless_cwd_says_otherwise() {
     );
     assert_eq!(d.terminate(), Some(0));
 }
+
+#[test]
+fn output_limit_keeps_the_start_and_the_end_and_says_what_was_cut() {
+    let s = Sched::new(
+        "[jobs.loud]\nevery = \"1h\"\noutput_limit = \"1KiB\"\n\
+         run = \"echo usage: loud; for i in $(seq 1 2000); do echo filler $i; done; \
+         echo the error at the end >&2; exit 3\"\n",
+    );
+    let o = s.run(&["run", "loud"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let logs = s.env.state().join("logs");
+    let log = std::fs::read_dir(&logs)
+        .unwrap()
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy().starts_with("loud_"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .unwrap_or_else(|| panic!("no log of the job in {}", logs.display()));
+    assert!(log.contains("usage: loud\n"), "{log}");
+    assert!(log.contains("filler 1\n"), "{log}");
+    assert!(log.contains("filler 2000\nthe error at the end\n"), "{log}");
+    assert!(!log.contains("filler 1000\n"), "the middle was kept: {log}");
+    let note = log
+        .lines()
+        .find(|l| l.contains("bytes cut"))
+        .unwrap_or_else(|| panic!("no note of the cut: {log}"));
+    assert!(note.contains("output_limit = 1KiB"), "{note}");
+    // All but the limit's worth was cut (and the rest of the line the end
+    // starts in, at most one filler line).
+    let total: usize = 12
+        + (1..=2000)
+            .map(|i| format!("filler {i}\n").len())
+            .sum::<usize>()
+        + 21;
+    let cut: usize = note
+        .split_whitespace()
+        .find_map(|w| w.parse().ok())
+        .unwrap();
+    assert!(
+        total - 1024 <= cut && cut <= total - 1024 + 12,
+        "{cut} of {total}: {note}"
+    );
+}
