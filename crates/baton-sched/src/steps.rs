@@ -366,7 +366,7 @@ fn program(action: &Action) -> (Vec<String>, Option<(String, String)>) {
 /// (never the caller's: `baton tick` under cron, a person's terminal and
 /// the daemon run a job in the same place). The configuration's path is
 /// made absolute when it is located ([`crate::config::locate`]).
-pub fn working_dir(config: &crate::config::Config, step: &Step) -> Option<std::path::PathBuf> {
+fn working_dir(config: &crate::config::Config, step: &Step) -> Option<std::path::PathBuf> {
     step.cwd.clone().or_else(|| {
         config
             .path
