@@ -14,7 +14,10 @@
 //! remaining decisions reach. What ran stays: an occurrence's `started`
 //! row is never withdrawn, so it never runs again, and a planner reads it
 //! back with [`Ledger::decided_after`] so that it is never called missed.
-//! This module never reads a clock: the caller says what now is.
+//! A job's first sighting that such a clock recorded is brought back to the
+//! honest now ([`Ledger::see_again_ahead`]): nothing before a sighting runs,
+//! so a sighting in the future would keep a new job from running until it
+//! came. This module never reads a clock: the caller says what now is.
 
 use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -53,9 +56,8 @@ impl Ledger {
     ///    remaining decisions reach: the last of its remaining missed
     ///    ranges, or an occurrence with a decision that is not after `now`,
     ///    whichever is later (none when nothing
-    ///    remains). The job's first-seen time stays: a clock set back
-    ///    cannot tell it from one a clock ahead wrote, and a later one
-    ///    only keeps occurrences before it from being called missed.
+    ///    remains). The job's first-seen time stays, unless it too is
+    ///    ahead ([`Ledger::see_again_ahead`]).
     ///
     /// An occurrence that started keeps its decision, whenever it was made:
     /// it never runs again. Returns `None` (nothing written) when the mark
@@ -111,6 +113,55 @@ impl Ledger {
                     now.as_second(),
                     rows::micros(now),
                 )?)
+            },
+        )
+    }
+
+    /// Brings the first sighting of `job` back to `now` when it is more than
+    /// `tolerance` seconds after `now` (a process whose clock was ahead saw
+    /// the job first), in one write transaction; whether it did. Nothing
+    /// before a job's first sighting runs or is missed, so a sighting in the
+    /// future would silence a new job until it came; a clock set back
+    /// cannot be told from one ahead, and the present is not kept waiting
+    /// for either. `false` (nothing written) when the sighting is not ahead
+    /// or the job is unknown.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::see_jobs`].
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use baton_ledger::Ledger;
+    /// let honest: jiff::Timestamp = "2026-11-29T03:15:00Z".parse()?;
+    /// let ahead: jiff::Timestamp = "2026-11-29T04:15:00Z".parse()?;
+    /// let mut ledger = Ledger::open(dir.path(), honest)?;
+    /// ledger.see_jobs(&["j"], ahead)?; // A clock an hour ahead.
+    /// assert!(ledger.see_again_ahead("j", honest, 60)?);
+    /// assert_eq!(ledger.job("j")?.unwrap().first_seen, honest);
+    /// assert!(!ledger.see_again_ahead("j", honest, 60)?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn see_again_ahead(
+        &mut self,
+        job: &str,
+        now: Timestamp,
+        tolerance: i64,
+    ) -> Result<bool, Error> {
+        self.saw(now);
+        let trigger = rows::micros(now).saturating_add(tolerance.saturating_mul(1_000_000));
+        self.transact(
+            Mode::Write,
+            || format!("bring the first sighting of job {job} back to now"),
+            |tx| {
+                let n = tx
+                    .prepare_cached(
+                        "UPDATE jobs SET first_seen = ?2 WHERE job = ?1 AND first_seen > ?3",
+                    )?
+                    .execute(params![job, rows::micros(now), trigger])?;
+                Ok(n > 0)
             },
         )
     }

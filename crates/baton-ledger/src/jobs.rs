@@ -12,6 +12,7 @@ use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::rows::{self, Finished, JobState, NewRun};
+use crate::steps::Effect;
 
 /// Inserts the jobs that are not there yet, seen first at `now`.
 pub(crate) fn see(conn: &Connection, jobs: &[&str], now: Timestamp) -> rusqlite::Result<()> {
@@ -48,20 +49,29 @@ pub(crate) fn begun(conn: &Connection, run: &NewRun) -> rusqlite::Result<()> {
 }
 
 /// Counts a finished run: its time as the last success or failure, and the
-/// failure count reset or incremented.
+/// failure count reset or incremented; a run that is neither
+/// ([`Effect::Neutral`]: `interrupted`) moves nothing.
 pub(crate) fn finished(conn: &Connection, f: &Finished) -> rusqlite::Result<()> {
+    let effect = Effect::of_run(&f.verdict, f.success);
     conn.prepare_cached(
         "INSERT INTO jobs (job, first_seen, last_success, last_failure, consecutive_failures)
-         VALUES (?1, ?2, CASE WHEN ?3 THEN ?2 END, CASE WHEN ?3 THEN NULL ELSE ?2 END,
-                 CASE WHEN ?3 THEN 0 ELSE 1 END)
+         VALUES (?1, ?2, CASE WHEN ?3 THEN ?2 END, CASE WHEN ?4 THEN ?2 END,
+                 CASE WHEN ?4 THEN 1 ELSE 0 END)
          ON CONFLICT (job) DO UPDATE SET
            last_success = CASE WHEN ?3 THEN MAX(COALESCE(last_success, ?2), ?2)
                                ELSE last_success END,
-           last_failure = CASE WHEN ?3 THEN last_failure
-                               ELSE MAX(COALESCE(last_failure, ?2), ?2) END,
-           consecutive_failures = CASE WHEN ?3 THEN 0 ELSE consecutive_failures + 1 END",
+           last_failure = CASE WHEN ?4 THEN MAX(COALESCE(last_failure, ?2), ?2)
+                               ELSE last_failure END,
+           consecutive_failures = CASE WHEN ?3 THEN 0
+                                       WHEN ?4 THEN consecutive_failures + 1
+                                       ELSE consecutive_failures END",
     )?
-    .execute(params![f.job, rows::micros(f.finished), f.success])?;
+    .execute(params![
+        f.job,
+        rows::micros(f.finished),
+        effect.success(),
+        effect.failure()
+    ])?;
     Ok(())
 }
 

@@ -103,6 +103,19 @@ pub trait Records: Send {
         let _ = (job, now, tolerance);
         Ok(None)
     }
+    /// Brings a job's first sighting that a clock ahead recorded back to
+    /// `now` (see [`crate::Ledger::see_again_ahead`]). A store that decides
+    /// by its own clock (one several hosts share) never holds one: `Ok(false)`,
+    /// the default.
+    fn see_again_ahead(
+        &mut self,
+        job: &str,
+        now: Timestamp,
+        tolerance: i64,
+    ) -> Result<bool, Error> {
+        let _ = (job, now, tolerance);
+        Ok(false)
+    }
     /// The occurrences with a decision in `(after, through]` (see
     /// [`crate::Ledger::decided_after`]); none by default, for a store that
     /// never holds decisions ahead of its mark.
@@ -199,6 +212,7 @@ impl Records for crate::Ledger {
         steps(job: &str) -> Result<Vec<StepState>, Error>;
         miss(m: &Miss<'_>, now: Timestamp) -> Result<Missed, Error>;
         withdraw_ahead(job: &str, now: Timestamp, tolerance: i64) -> Result<Option<Withdrawn>, Error>;
+        see_again_ahead(job: &str, now: Timestamp, tolerance: i64) -> Result<bool, Error>;
         decided_after(job: &str, after: Option<i64>, through: i64) -> Result<Vec<i64>, Error>;
         missed(job: &str, limit: u32) -> Result<Vec<MissedRow>, Error>;
         missed_counts(job: &str) -> Result<Vec<(String, u64, bool)>, Error>;

@@ -142,7 +142,8 @@ pub struct JobState {
     /// When its newest failed run finished.
     pub last_failure: Option<Timestamp>,
     /// How many runs in a row have failed, counting back from the newest
-    /// finished run; a success resets it.
+    /// finished run; a success resets it, and an `interrupted` run (a
+    /// graceful shutdown's stop) neither resets nor adds to it.
     pub consecutive_failures: u64,
     /// The run id of its newest run.
     pub last_run_id: Option<String>,
@@ -220,10 +221,11 @@ impl DecisionRow {
 
 /// One finished attempt of a step or a check.
 ///
-/// The `outcome` word decides what the attempt does to its step's counters:
-/// `ok` is a success, `not-started` touches no counter (the step was never
-/// run), and any other word (`failed`, `timeout`, `lease-lost`,
-/// `interrupted`, …) is a failure.
+/// The `outcome` word decides what the attempt does to its step's counters
+/// ([`crate::Effect::of`]): `ok` is a success, `interrupted` (a graceful
+/// shutdown stopped it) is an attempt but neither a success nor a failure,
+/// and any other word (`failed`, `timeout`, `lease-lost`, `not-started`
+/// for a command that could not be started, …) is a failure.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Attempt {
     /// The run it belongs to.
@@ -289,6 +291,9 @@ pub struct Finished {
     /// The exit code it ended with.
     pub exit_code: i32,
     /// Whether it counts as a success (resets the job's failure count).
+    /// When not, the verdict decides ([`crate::Effect::of_run`]): an
+    /// `interrupted` run moves none of the job's counters, any other is a
+    /// failure.
     pub success: bool,
 }
 

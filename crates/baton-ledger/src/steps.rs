@@ -10,21 +10,28 @@ use rusqlite::{Connection, Row, params};
 
 use crate::rows::{self, Attempt, StepKind, StepState};
 
-/// What an attempt's outcome word does to its step's counters: the rule
-/// every ledger applies when it counts an attempt against its step.
+/// What an outcome word does to its step's counters (and a run's verdict
+/// to its job's): the rule every ledger applies when it counts an attempt
+/// against its step or a run against its job.
 ///
 /// ```
 /// use baton_ledger::Effect;
 /// assert_eq!(Effect::of("ok"), Effect::Success);
 /// assert_eq!(Effect::of("timeout"), Effect::Failure);
+/// assert_eq!(Effect::of("not-started"), Effect::Failure);
+/// assert_eq!(Effect::of("interrupted"), Effect::Neutral);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Effect {
     /// `ok`: last success, failures reset.
     Success,
-    /// `not-started`: the step was never run; no counter moves.
-    None,
-    /// Any other word: last failure, failures + 1.
+    /// `interrupted`: stopped by a graceful shutdown (SIGTERM or SIGINT to
+    /// the daemon or to the tick or run supervising it). It is an attempt
+    /// (a step's last attempt moves) but neither a success nor a failure:
+    /// no other counter moves.
+    Neutral,
+    /// Any other word, `not-started` (the command could not be started)
+    /// included: last failure, failures + 1.
     Failure,
 }
 
@@ -33,44 +40,60 @@ impl Effect {
     pub fn of(outcome: &str) -> Self {
         match outcome {
             "ok" => Self::Success,
-            "not-started" => Self::None,
+            "interrupted" => Self::Neutral,
             _ => Self::Failure,
         }
+    }
+
+    /// The effect of a run's end: a success when the run says so, else its
+    /// verdict's ([`Effect::of`]), never a success.
+    pub fn of_run(verdict: &str, success: bool) -> Self {
+        match (success, Self::of(verdict)) {
+            (true, _) => Self::Success,
+            (false, Self::Neutral) => Self::Neutral,
+            (false, _) => Self::Failure,
+        }
+    }
+
+    /// Whether it resets the failures and sets the last success.
+    pub fn success(self) -> bool {
+        self == Self::Success
+    }
+
+    /// Whether it adds a failure and sets the last failure.
+    pub fn failure(self) -> bool {
+        self == Self::Failure
     }
 }
 
 /// Counts an attempt against its step.
 pub(crate) fn attempted(conn: &Connection, a: &Attempt) -> rusqlite::Result<()> {
     let effect = Effect::of(&a.outcome);
-    let counted = effect != Effect::None;
-    let success = effect == Effect::Success;
     conn.prepare_cached(
         "INSERT INTO steps
            (job, step, kind, last_attempt, last_success, last_failure, consecutive_failures)
-         VALUES (?1, ?2, ?3,
-                 CASE WHEN ?4 THEN ?5 END,
-                 CASE WHEN ?4 AND ?6 THEN ?7 END,
-                 CASE WHEN ?4 AND NOT ?6 THEN ?7 END,
-                 CASE WHEN ?4 AND NOT ?6 THEN 1 ELSE 0 END)
+         VALUES (?1, ?2, ?3, ?4,
+                 CASE WHEN ?5 THEN ?7 END,
+                 CASE WHEN ?6 THEN ?7 END,
+                 CASE WHEN ?6 THEN 1 ELSE 0 END)
          ON CONFLICT (job, step) DO UPDATE SET
            kind = excluded.kind,
-           last_attempt = CASE WHEN ?4 THEN MAX(COALESCE(last_attempt, ?5), ?5)
-                               ELSE last_attempt END,
-           last_success = CASE WHEN ?4 AND ?6 THEN MAX(COALESCE(last_success, ?7), ?7)
+           last_attempt = MAX(COALESCE(last_attempt, ?4), ?4),
+           last_success = CASE WHEN ?5 THEN MAX(COALESCE(last_success, ?7), ?7)
                                ELSE last_success END,
-           last_failure = CASE WHEN ?4 AND NOT ?6 THEN MAX(COALESCE(last_failure, ?7), ?7)
+           last_failure = CASE WHEN ?6 THEN MAX(COALESCE(last_failure, ?7), ?7)
                                ELSE last_failure END,
-           consecutive_failures = CASE WHEN NOT ?4 THEN consecutive_failures
-                                       WHEN ?6 THEN 0
-                                       ELSE consecutive_failures + 1 END",
+           consecutive_failures = CASE WHEN ?5 THEN 0
+                                       WHEN ?6 THEN consecutive_failures + 1
+                                       ELSE consecutive_failures END",
     )?
     .execute(params![
         a.job,
         a.step,
         a.kind.as_str(),
-        counted,
         rows::micros(a.started),
-        success,
+        effect.success(),
+        effect.failure(),
         rows::micros(a.finished)
     ])?;
     Ok(())
@@ -104,9 +127,13 @@ mod tests {
     #[test]
     fn outcome_words_have_effects() {
         assert_eq!(Effect::of("ok"), Effect::Success);
-        assert_eq!(Effect::of("not-started"), Effect::None);
-        for word in ["failed", "timeout", "lease-lost", "interrupted", "OK", ""] {
+        assert_eq!(Effect::of("interrupted"), Effect::Neutral);
+        for word in ["failed", "timeout", "lease-lost", "not-started", "OK", ""] {
             assert_eq!(Effect::of(word), Effect::Failure, "{word}");
         }
+        assert_eq!(Effect::of_run("ok", true), Effect::Success);
+        assert_eq!(Effect::of_run("interrupted", false), Effect::Neutral);
+        assert_eq!(Effect::of_run("ok", false), Effect::Failure);
+        assert_eq!(Effect::of_run("abandoned", false), Effect::Failure);
     }
 }

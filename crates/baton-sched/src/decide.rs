@@ -1,7 +1,8 @@
 //! What a tick decides for one job before anything runs: it plans
 //! ([`crate::plan`]), records the plan's missed ranges in the ledger (one
-//! alert per decision that recorded something), queues a catch-up batch,
-//! and says what to start.
+//! alert per decision that recorded something, except for the deliberate
+//! reasons, `paused` and `disabled`, which are only noted in the envelope
+//! log), queues a catch-up batch, and says what to start.
 //!
 //! The ledger is the arbiter between ticks: a missed range or a batch is
 //! written only if the job's mark is still below it, so when two ticks plan
@@ -13,8 +14,10 @@
 //! started, but the ledger never heard of (its run could not record
 //! itself), is never recorded missed.
 //!
-//! A mark more than [`FUTURE_TOLERANCE`] ahead of now was raised by a
-//! process whose clock was ahead: its decisions are taken back
+//! A first sighting more than [`FUTURE_TOLERANCE`] ahead of now is brought
+//! back to now ([`baton_ledger::Ledger::see_again_ahead`]). A mark more than
+//! [`FUTURE_TOLERANCE`] ahead of now was raised by a process whose clock was
+//! ahead: its decisions are taken back
 //! ([`baton_ledger::Ledger::withdraw_ahead`], said by a `missed-withdrawn`
 //! alert) and the present is decided again by this clock; what it ran
 //! early stays decided, is never called missed, and never runs again. Only
@@ -57,9 +60,11 @@ pub fn pauses(s: &mut Surfaces, job: &str) -> Vec<Pause> {
 pub struct Decided {
     /// What to start, if anything.
     pub start: Option<Start>,
-    /// Whether an alert was raised (missed occurrences recorded).
+    /// Whether an alert was raised (missed occurrences recorded for a
+    /// reason that is not deliberate).
     pub alerted: bool,
-    /// The missed ranges this decision recorded.
+    /// The missed ranges this decision recorded, the deliberate ones
+    /// included.
     pub missed: Vec<MissedRange>,
 }
 
@@ -89,6 +94,20 @@ pub fn job(
         };
     };
     let mut state = state.cloned();
+    if let Some(seen) = state
+        .as_ref()
+        .map(|st| st.first_seen)
+        .filter(|t| t.as_second() > now.as_second() + FUTURE_TOLERANCE)
+        && s.ledger(|l| l.see_again_ahead(&job.name, now, FUTURE_TOLERANCE)) == Some(true)
+    {
+        // A clock ahead saw the job first: it is seen now instead, or it
+        // would wait for that clock's time to run at all.
+        s.note(&format!(
+            "{}: first seen at {seen} by a clock ahead of this one ({now}); seen now instead",
+            job.name
+        ));
+        state = s.ledger(|l| l.job(&job.name)).flatten().or(state);
+    }
     let done = |start: Option<Start>, alerted: bool, missed: &mut Vec<MissedRange>| Decided {
         start,
         alerted,
@@ -115,8 +134,9 @@ pub fn job(
                     continue;
                 }
                 _ => {
+                    let seen = state.as_ref().map_or(now, |st| st.first_seen);
                     return Decided {
-                        start: behind_the_ledger(s, config, job, now, ahead).or(waiting),
+                        start: behind_the_ledger(s, config, job, now, seen, ahead).or(waiting),
                         alerted,
                         missed: all_recorded,
                     };
@@ -126,7 +146,7 @@ pub fn job(
         if last_decided.is_some_and(|d| d >= newest.as_second()) {
             return done(waiting, alerted, &mut all_recorded);
         }
-        if !anything_to_decide(job, now, newest, state.as_ref()) {
+        if !anything_to_decide(now, newest, state.as_ref()) {
             return done(waiting, alerted, &mut all_recorded);
         }
         let pauses = pauses(s, &job.name);
@@ -170,7 +190,11 @@ pub fn job(
             };
             match s.ledger(|l| l.miss(&miss, now)) {
                 Some(Missed::Recorded) => recorded.push(m.clone()),
-                Some(Missed::Extended) => {}
+                Some(Missed::Extended) => {
+                    if m.reason.is_streak() {
+                        quietly(s, job, m);
+                    }
+                }
                 Some(Missed::Moved) => {
                     moved = true;
                     break;
@@ -178,9 +202,19 @@ pub fn job(
                 None => break, // Said once; a later tick records it.
             }
         }
+        // A pause or `enabled = false` is a decision: its misses are noted,
+        // never alerted.
+        for m in recorded.iter().filter(|m| m.reason.is_streak()) {
+            quietly(s, job, m);
+        }
+        let loud: Vec<MissedRange> = recorded
+            .iter()
+            .filter(|m| !m.reason.is_streak())
+            .cloned()
+            .collect();
         // One alert per stretch of recorded ranges between occurrences
         // that started: an alert's span never takes one in.
-        for group in recorded.chunk_by(|a, b| !claimed.iter().any(|&c| a.last < c && c < b.first)) {
+        for group in loud.chunk_by(|a, b| !claimed.iter().any(|&c| a.last < c && c < b.first)) {
             alert(s, config, job, group, &p.run, now);
             alerted = true;
         }
@@ -299,11 +333,13 @@ const SKEW_ALERT_EVERY: jiff::SignedDuration = jiff::SignedDuration::from_hours(
 /// once: the ledger's key and the lock's claim of the one that ran early
 /// both stand); nothing is called missed, so the skewed process's bogus
 /// misses are not joined by others. Said by an alert at most once an hour.
+/// As everywhere, nothing before the job was first seen (`seen`) runs.
 fn behind_the_ledger(
     s: &mut Surfaces,
     config: &Config,
     job: &Job,
     now: Timestamp,
+    seen: Timestamp,
     ahead: i64,
 ) -> Option<Start> {
     let recent = s
@@ -315,7 +351,7 @@ fn behind_the_ledger(
     let pauses = pauses(s, &job.name);
     let fresh = Known {
         last_decided: None,
-        first_seen: Some(now),
+        first_seen: Some(seen),
         pauses: &pauses,
         claimed: &[],
     };
@@ -379,20 +415,36 @@ fn claimed_unrecorded(
     (last_decided.is_none_or(|d| claim > d) && claim <= newest.as_second()).then_some(claim)
 }
 
-/// Whether the newest occurrence can run (it is inside the window) or be
-/// missed (it came after the job was first seen): when neither, no older
-/// one can either, and the plan is skipped without reading the ledger.
-fn anything_to_decide(
-    job: &Job,
-    now: Timestamp,
-    newest: Timestamp,
-    state: Option<&JobState>,
-) -> bool {
-    let window = jiff::SignedDuration::try_from(job.policy.catch_up_window.value)
-        .unwrap_or(jiff::SignedDuration::MAX);
-    let in_window = now.duration_since(newest) <= window;
-    let seen = state.map_or(now, |st| st.first_seen);
-    in_window || newest >= seen
+/// Whether the newest occurrence can run or be missed: only one at or
+/// after the job was first seen can. When it cannot, no older one can
+/// either, and the plan is skipped without reading the ledger.
+fn anything_to_decide(now: Timestamp, newest: Timestamp, state: Option<&JobState>) -> bool {
+    newest >= state.map_or(now, |st| st.first_seen)
+}
+
+/// Notes a deliberate miss (`paused`, `disabled`) in the envelope log: it
+/// is recorded in the ledger and shown by `status`, and alerts nobody.
+fn quietly(s: &mut Surfaces, job: &Job, m: &MissedRange) {
+    let n = if m.at_least {
+        format!("at least {}", m.count)
+    } else {
+        m.count.to_string()
+    };
+    let span = if m.first == m.last {
+        occurrence_text(Some(m.first))
+    } else {
+        format!(
+            "{} to {}",
+            occurrence_text(Some(m.first)),
+            occurrence_text(Some(m.last))
+        )
+    };
+    s.note(&format!(
+        "{}: {n} occurrence(s) not run {} ({span}), recorded as {}; no alert: it is deliberate",
+        job.name,
+        m.reason.describe(),
+        m.reason.as_str()
+    ));
 }
 
 /// One alert for the ranges one decision recorded.

@@ -33,6 +33,7 @@ pub mod job_state;
 pub mod logs;
 pub mod metrics;
 pub mod overdue;
+pub mod output;
 pub mod page;
 pub mod pause;
 pub mod plan;

@@ -3,8 +3,9 @@
 //! - `baton_YYYY_MM_DD.log`: the envelope: each run's start, each step
 //!   attempt and its outcome, retries with their delays, alerts, the verdict;
 //! - `JOB_YYYY_MM_DD.log`: each attempt's output (standard output and error
-//!   as written), between a header and a footer line, cut at the step's
-//!   `output_limit` with a note saying how much was not kept;
+//!   as written), between a header and a footer line, its start and its end
+//!   kept within the step's `output_limit` and a note saying how much was
+//!   cut between them ([`crate::output`]);
 //! - `alerts.log`: append-only, one JSON object a line;
 //! - `.pruned`: the day logs were last pruned.
 //!
@@ -302,138 +303,9 @@ fn one_line(s: &str) -> String {
     s.replace(['\n', '\r'], " ")
 }
 
-/// A step attempt's output on its way to the job's log: whole lines only,
-/// the first `limit` bytes kept, then a note saying how much was cut. With
-/// `tee`, the output is also copied to this process's standard output as it
-/// comes.
-pub struct OutputSink {
-    logs: Logs,
-    job: String,
-    at: Timestamp,
-    limit: u64,
-    kept: u64,
-    cut: u64,
-    partial: Vec<u8>,
-    tee: bool,
-    /// Bytes not copied to standard output: its reader was too far behind.
-    not_teed: u64,
-    failed: Option<String>,
-    done: std::sync::Arc<std::sync::Mutex<Option<Captured>>>,
-}
-
-/// What became of an attempt's output.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Captured {
-    /// Bytes kept.
-    pub kept: u64,
-    /// Bytes not kept (over the limit).
-    pub cut: u64,
-    /// A write that failed, if one did.
-    pub failed: Option<String>,
-}
-
-impl OutputSink {
-    /// A sink for one attempt of `job` that started at `at`. The returned
-    /// cell holds the summary once the output has ended.
-    pub fn new(
-        logs: Logs,
-        job: &str,
-        at: Timestamp,
-        limit: u64,
-        tee: bool,
-    ) -> (Self, std::sync::Arc<std::sync::Mutex<Option<Captured>>>) {
-        let done = std::sync::Arc::new(std::sync::Mutex::new(None));
-        (
-            Self {
-                logs,
-                job: job.to_owned(),
-                at,
-                limit,
-                kept: 0,
-                cut: 0,
-                partial: Vec::new(),
-                tee,
-                not_teed: 0,
-                failed: None,
-                done: std::sync::Arc::clone(&done),
-            },
-            done,
-        )
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        if bytes.is_empty() {
-            return;
-        }
-        if let Err(e) = self.logs.job_lines(&self.job, self.at, bytes)
-            && self.failed.is_none()
-        {
-            self.failed = Some(format!("the output log is not written: {e}"));
-        }
-    }
-}
-
-impl baton_runner::Sink for OutputSink {
-    fn chunk(&mut self, bytes: &[u8]) {
-        if self.tee {
-            // Never waits on the reader: a supervisor is renewing meanwhile.
-            self.not_teed += baton_runner::console::stdout(bytes) as u64;
-        }
-        let room = self.limit.saturating_sub(self.kept);
-        let take = usize::try_from(room).unwrap_or(usize::MAX).min(bytes.len());
-        self.cut += (bytes.len() - take) as u64;
-        self.kept += take as u64;
-        self.partial.extend_from_slice(&bytes[..take]);
-        // Whole lines go out; a line longer than 64 KiB goes out as it is.
-        let end = match self.partial.iter().rposition(|&b| b == b'\n') {
-            Some(i) => i + 1,
-            None if self.partial.len() >= 64 * 1024 => self.partial.len(),
-            None => return,
-        };
-        let lines: Vec<u8> = self.partial.drain(..end).collect();
-        self.write(&lines);
-    }
-
-    fn end(&mut self) {
-        let mut rest = std::mem::take(&mut self.partial);
-        if !rest.is_empty() && rest.last() != Some(&b'\n') {
-            rest.push(b'\n');
-        }
-        if self.cut > 0 {
-            rest.extend_from_slice(
-                format!(
-                    "[baton: output cut after {}; {} more bytes were not kept]\n",
-                    crate::units::show_size(self.limit),
-                    self.cut
-                )
-                .as_bytes(),
-            );
-        }
-        if self.not_teed > 0 {
-            rest.extend_from_slice(
-                format!(
-                    "[baton: {} bytes of this output were not copied to standard output: it was \
-                     not being read]\n",
-                    self.not_teed
-                )
-                .as_bytes(),
-            );
-        }
-        self.write(&rest);
-        if let Ok(mut d) = self.done.lock() {
-            *d = Some(Captured {
-                kept: self.kept,
-                cut: self.cut,
-                failed: self.failed.take(),
-            });
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use baton_runner::Sink;
 
     fn logs(dir: &Path) -> Logs {
         Logs::new(dir, TimeZone::get("Asia/Kolkata").unwrap())
@@ -455,23 +327,6 @@ mod tests {
         l.envelope(t, "hello\nworld").unwrap();
         let text = std::fs::read_to_string(l.dated("baton", t)).unwrap();
         assert_eq!(text, "2026-11-30T01:30:00.000+05:30 hello world\n");
-    }
-
-    #[test]
-    fn output_is_cut_at_the_limit_with_a_note() {
-        let tmp = tempfile::tempdir().unwrap();
-        let l = logs(tmp.path());
-        let t: Timestamp = "2026-11-29T10:00:00Z".parse().unwrap();
-        let (mut sink, done) = OutputSink::new(l.clone(), "job", t, 10, false);
-        sink.chunk(b"12345");
-        sink.chunk(b"67\n890abcdef\nmore");
-        sink.end();
-        let text = std::fs::read_to_string(l.dated("job", t)).unwrap();
-        assert_eq!(
-            text,
-            "1234567\n89\n[baton: output cut after 10B; 12 more bytes were not kept]\n"
-        );
-        assert_eq!(done.lock().unwrap().clone().unwrap().cut, 12);
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! run, oldest first, and which are missed and why, as ranges. It is a pure
 //! function: it reads no clock, no file and no ledger, so every policy is
 //! tested with any "now". It never decides an occurrence at or before the
-//! last one decided, never calls one before the job was first seen missed,
+//! last one decided, never runs nor calls missed one before the job was
+//! first seen (a job added to the configuration, or a fresh state
+//! directory, waits for its first occurrence: `backfill` is for the past),
 //! never calls one that started (the lock's claim, or a run the ledger
 //! holds above its mark) missed,
 //! and puts every run after every missed range, so that recording the misses
@@ -54,8 +56,9 @@ impl Reason {
         }
     }
 
-    /// Deliberate states: their misses extend one quiet streak instead of
-    /// alerting at every tick.
+    /// Deliberate states (`baton pause`, `enabled = false`): a decision,
+    /// not a failure. Their misses are recorded, extending one streak, and
+    /// never alerted: no alert command, no exit 1, nothing on stderr.
     pub fn is_streak(self) -> bool {
         matches!(self, Reason::Paused | Reason::Disabled)
     }
@@ -125,7 +128,7 @@ pub struct Known<'a> {
     /// The last occurrence decided.
     pub last_decided: Option<i64>,
     /// When the job was first seen; `None` for a job the ledger never saw
-    /// (nothing of it can be missed yet).
+    /// (it is seen now). Nothing before it runs or is missed.
     pub first_seen: Option<Timestamp>,
     /// Its pauses, in any order.
     pub pauses: &'a [Pause],
@@ -155,8 +158,8 @@ pub fn plan(job: &Job, now: Timestamp, known: &Known<'_>) -> Plan {
         SignedDuration::try_from(policy.catch_up_window.value).unwrap_or(SignedDuration::MAX);
     let window_start = now.checked_sub(window).unwrap_or(Timestamp::MIN);
     let second = |t: i64| Timestamp::from_second(t).unwrap_or(Timestamp::MIN);
-    // Occurrences after `miss_floor` may be called missed (none before the
-    // job was first seen); those after `last_decided` may run.
+    // Occurrences after `miss_floor` may run or be called missed: none
+    // before the job was first seen, none at or before `last_decided`.
     let first_seen = known.first_seen.unwrap_or(now);
     let seen_floor = first_seen.as_second() - i64::from(first_seen.subsec_nanosecond() == 0);
     let miss_floor = known.last_decided.map_or(seen_floor, |d| d.max(seen_floor));
@@ -241,8 +244,7 @@ pub fn plan(job: &Job, now: Timestamp, known: &Known<'_>) -> Plan {
             out.add(reason, t.as_second(), n, at_least);
         }
     }
-    let last = kept.len().saturating_sub(1);
-    for (i, &t) in kept.iter().enumerate() {
+    for &t in &kept {
         if paused(t) {
             // Runs come after every miss: the ones before a paused
             // occurrence are superseded by it.
@@ -256,8 +258,7 @@ pub fn plan(job: &Job, now: Timestamp, known: &Known<'_>) -> Plan {
             if missable(t) {
                 out.add(Reason::Late, t.as_second(), 1, false);
             }
-        } else if missable(t) || i == last {
-            // Before the job was first seen, only the newest runs.
+        } else if missable(t) {
             run.push(t.as_second());
         }
     }
@@ -589,13 +590,25 @@ mod tests {
     }
 
     #[test]
-    fn nothing_before_the_job_was_first_seen_is_missed() {
-        // A fresh ledger: first seen now; the newest in the window still
-        // runs (the lock's claim guards what ran under a lost ledger).
+    fn nothing_before_the_job_was_first_seen_runs_or_is_missed() {
+        // A fresh ledger: first seen now; the occurrence of 10:00, in the
+        // window, is before it: neither run nor missed.
         let j = job(&format!("{HOURLY}\ncatch_up = \"all\""));
         let k = known(None, "2026-11-29T10:20:00Z");
-        let p = plan(&j, t("2026-11-29T10:20:00Z"), &k);
+        assert!(plan(&j, t("2026-11-29T10:20:00Z"), &k).is_empty());
+        // Seen at 10:00:00.4, in the occurrence's second: it is before the
+        // sighting, and stays so at later ticks.
+        let k = known(None, "2026-11-29T10:00:00.4Z");
+        assert!(plan(&j, t("2026-11-29T10:00:00.4Z"), &k).is_empty());
+        assert!(plan(&j, t("2026-11-29T10:59:00Z"), &k).is_empty());
+        // Seen on the second itself: that occurrence is its first.
+        let k = known(None, "2026-11-29T10:00:00Z");
+        let p = plan(&j, t("2026-11-29T10:00:00.2Z"), &k);
         assert_eq!(p.run, vec![sec("2026-11-29T10:00:00Z")]);
+        // The first occurrence after the sighting runs when it comes.
+        let k = known(None, "2026-11-29T10:20:00Z");
+        let p = plan(&j, t("2026-11-29T11:00:05Z"), &k);
+        assert_eq!(p.run, vec![sec("2026-11-29T11:00:00Z")]);
         assert!(p.missed.is_empty());
         // Seen at 05:30, never decided, back at 10:20 with a 1h window:
         // 06:00..09:00 missed, not 05:00.
@@ -810,6 +823,8 @@ mod properties {
             // Runs: ascending, undecided, due, at most the max, none when blocked.
             prop_assert!(p.run.windows(2).all(|w| w[0] < w[1]));
             prop_assert!(p.run.iter().all(|&r| last.is_none_or(|d| r > d) && r <= now));
+            // Nothing before the job was first seen runs.
+            prop_assert!(p.run.iter().all(|&r| r > miss_floor), "{:?} floor {miss_floor}", p.run);
             prop_assert!(p.run.len() <= usize::try_from(max).unwrap().max(1));
             if !enabled {
                 prop_assert!(p.run.is_empty());

@@ -19,7 +19,7 @@ use baton_runner::{Ending, Event, Paused, Session, Stdin, StepSpec};
 use crate::alerts::Kind;
 use crate::config::{Action, Step, StepKind};
 use crate::http;
-use crate::logs::OutputSink;
+use crate::output::OutputSink;
 use crate::run::{Context, FAILED, OK, Request};
 use crate::run_record::{Begin, RunRecord};
 use crate::surfaces::Surfaces;
@@ -371,6 +371,20 @@ fn program(action: &Action) -> (Vec<String>, Option<(String, String)>) {
     }
 }
 
+/// Where a step runs: its `cwd`, else the configuration file's directory
+/// (never the caller's: `baton tick` under cron, a person's terminal and
+/// the daemon run a job in the same place). The configuration's path is
+/// made absolute when it is located ([`crate::config::locate`]).
+fn working_dir(config: &crate::config::Config, step: &Step) -> Option<std::path::PathBuf> {
+    step.cwd.clone().or_else(|| {
+        config
+            .path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .map(std::path::Path::to_path_buf)
+    })
+}
+
 #[allow(clippy::too_many_arguments)] // The run's state, passed down one level.
 fn attempts(
     req: &Request<'_>,
@@ -421,7 +435,7 @@ fn attempts(
             .chain(request)
             .map(|(k, v)| (k.into(), v.into()))
             .collect();
-        spec.cwd = step.cwd.clone();
+        spec.cwd = working_dir(req.config, step);
         spec.timeout = step.timeout.value;
         spec.kill_grace = step.kill_grace.value;
         spec.contain = job.policy.contain.value;

@@ -187,19 +187,23 @@ pub fn decide_due_with(
     // The store's clock, when several hosts share it.
     let now = s.now();
     due.offset = now.duration_since(clock.wall());
-    let states = s.ledger(|l| l.jobs()).unwrap_or_default();
-    let by_name: std::collections::HashMap<&str, &baton_ledger::JobState> =
-        states.iter().map(|j| (j.job.as_str(), j)).collect();
-    // The ledger learns of new jobs (a write only when there are some).
+    let mut states = s.ledger(|l| l.jobs()).unwrap_or_default();
+    // The ledger learns of new jobs (a write only when there are some),
+    // seen first now: their occurrences before now are neither run nor
+    // missed. Read back, so that this tick plans from the sighting the
+    // ledger keeps (another process's, when it saw them first) as every
+    // later tick will.
     let unseen: Vec<&str> = config
         .jobs
         .keys()
         .map(String::as_str)
-        .filter(|n| !by_name.contains_key(n))
+        .filter(|n| !states.iter().any(|st| st.job == *n))
         .collect();
-    if !unseen.is_empty() {
-        let _ = s.ledger(|l| l.see_jobs(&unseen, now));
+    if !unseen.is_empty() && s.ledger(|l| l.see_jobs(&unseen, now)).is_some() {
+        states = s.ledger(|l| l.jobs()).unwrap_or(states);
     }
+    let by_name: std::collections::HashMap<&str, &baton_ledger::JobState> =
+        states.iter().map(|j| (j.job.as_str(), j)).collect();
     let queued: std::collections::HashSet<String> = s
         .ledger(|l| l.queued_jobs())
         .unwrap_or_default()

@@ -80,6 +80,21 @@ pub(crate) fn tick(t: &mut Trial<'_>, config: &Path) -> Ran {
     t.run(cmd, secs(30))
 }
 
+/// The jobs of `config` seen before a trial begins: an honest tick records
+/// them (on a fresh ledger it runs nothing, since no occurrence before a
+/// job's first sighting runs), then the next whole second is waited for,
+/// so that a job due every second has an occurrence of its own to run at
+/// the trial's first tick.
+pub(crate) fn sighted(t: &mut Trial<'_>, config: &Path) -> Result<(), String> {
+    let r = tick(t, config);
+    if r.code != Some(0) {
+        return Err(format!("the tick that sees the jobs failed: {}", r.said()));
+    }
+    let into = jiff::Timestamp::now().subsec_nanosecond() / 1_000_000;
+    pause_ms(u64::try_from(1_020 - into).unwrap_or(1_020));
+    Ok(())
+}
+
 /// Honest ticks every 200–500 ms for `span`, racing whatever else runs.
 pub(crate) fn race(t: &mut Trial<'_>, config: &Path, span: Duration) {
     let until = Instant::now() + span;

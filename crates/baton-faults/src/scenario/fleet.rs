@@ -206,6 +206,8 @@ impl Fleet {
             states.push(state);
             hosts.push(Host::new(&format!("{n}-{}", t.seed % 1000)));
         }
+        // The store knows the jobs before the hosts' first tick.
+        crate::scenario::common::sighted(t, &outside)?;
         Ok(Self {
             pg,
             db,

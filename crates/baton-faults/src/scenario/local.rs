@@ -271,6 +271,11 @@ fn shared_lock_full_disk(t: &mut Trial<'_>) -> Result<(), String> {
         })
         .collect();
     let l = Local::new(t, Some(t.path("state")), "", jobs);
+    // The first tick sees the jobs; from a sighting just before this hour's
+    // occurrence, the next one runs it (no occurrence before a sighting
+    // runs).
+    let _ = tick(t, &l.config);
+    seen_before_this_hour(&l.state.join("baton.db"))?;
     let _ = tick(t, &l.config);
     let full = t.rng.range(0, 1) == 0;
     let mut old_version = None;
@@ -307,6 +312,33 @@ fn shared_lock_full_disk(t: &mut Trial<'_>) -> Result<(), String> {
     Ok(())
 }
 
+/// Moves every job's first sighting in the SQLite ledger `db` to the second
+/// before this hour began, as a ledger that knew the jobs from then holds
+/// it.
+fn seen_before_this_hour(db: &std::path::Path) -> Result<(), String> {
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import sqlite3, sys, time\n\
+             c = sqlite3.connect(sys.argv[1], timeout=30)\n\
+             hour = int(time.time()) // 3600 * 3600\n\
+             c.execute('UPDATE jobs SET first_seen = ?', ((hour - 1) * 1000000,))\n\
+             c.commit()\n",
+        )
+        .arg(db)
+        .output()
+        .map_err(|e| format!("failed to run python3: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "failed to move the jobs' sighting in {}: {}",
+            db.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
 /// Reads (`None`) or sets a SQLite file's `user_version`, where baton keeps
 /// its ledger's schema version.
 fn schema_version(db: &std::path::Path, set: Option<i64>) -> Result<i64, String> {
@@ -340,6 +372,7 @@ fn lock_renamed(t: &mut Trial<'_>) -> Result<(), String> {
     let mut job = JobDef::every_second("j", 30);
     job.lock = Some("first".into());
     let mut l = Local::new(t, None, "", vec![job.clone()]);
+    common::sighted(t, &l.config)?;
     let c = t.baton(&l.config, &["tick"]);
     let Some(pid) = t.spawn(c, "tick-1") else {
         return Err("the first tick did not start".into());

@@ -123,6 +123,9 @@ fn run(t: &mut Trial<'_>, point: &str, action: &str) -> Result<(), String> {
         "enospc" => format!("{point}=stall:1500"),
         a => format!("{point}={a}"),
     };
+    // The faulty tick is not the first to see the job: it has a run to
+    // reach its point in.
+    common::sighted(t, &l.config)?;
     // The point in a run that has a queue to drain, or renews, comes later.
     let faulty = t.faulty(&l.config, &["tick"], &fault);
     let Some(pid) = t.spawn(faulty, "faulty-tick") else {

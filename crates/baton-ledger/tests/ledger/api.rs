@@ -175,7 +175,7 @@ fn counters_follow_failures_and_reset_on_success() {
             .record_attempt(&attempt(&run, 1, "only", word, run.started))
             .unwrap();
         ledger
-            .record_attempt(&attempt(&run, 2, "skipped", "not-started", run.started))
+            .record_attempt(&attempt(&run, 2, "stopped", "interrupted", run.started))
             .unwrap();
         ledger.finish_run(&finished(&run, 20, *ok), 100).unwrap();
     }
@@ -188,15 +188,17 @@ fn counters_follow_failures_and_reset_on_success() {
     assert_eq!(steps[0].step, "only");
     assert_eq!(steps[0].consecutive_failures, 3);
     assert_eq!(steps[0].last_success, Some(at(120 + 10)));
-    // A step that never started moves no counter.
-    assert_eq!(steps[1].step, "skipped");
+    // A step a graceful shutdown stopped is an attempt, and moves no
+    // other counter.
+    assert_eq!(steps[1].step, "stopped");
     assert_eq!(
         (
             steps[1].last_attempt,
             steps[1].last_success,
-            steps[1].last_failure
+            steps[1].last_failure,
+            steps[1].consecutive_failures
         ),
-        (None, None, None)
+        (Some(at(300)), None, None, 0)
     );
     assert_eq!(steps[1].consecutive_failures, 0);
 }

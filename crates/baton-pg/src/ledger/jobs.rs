@@ -8,7 +8,7 @@
 //! larger of two values either of which may be NULL, as SQLite's
 //! `MAX(COALESCE(…))` is there.
 
-use baton_ledger::{Finished, JobState, NewRun};
+use baton_ledger::{Effect, Finished, JobState, NewRun};
 use tokio_postgres::{Row, Transaction};
 
 use super::fail::Fail;
@@ -56,25 +56,33 @@ pub(crate) async fn begun(tx: &Transaction<'_>, run: &NewRun) -> Result<(), Fail
 }
 
 /// Counts a finished run: its time as the last success or failure, and the
-/// failure count reset or incremented.
+/// failure count reset or incremented; a run that is neither
+/// (`Effect::Neutral`: `interrupted`) moves nothing.
 pub(crate) async fn finished(tx: &Transaction<'_>, f: &Finished) -> Result<(), Fail> {
+    let effect = Effect::of_run(&f.verdict, f.success);
     tx.execute(
         "INSERT INTO baton.jobs AS j
            (job, first_seen, last_success, last_failure, consecutive_failures)
          VALUES ($1::text, $2::bigint,
                  CASE WHEN $3::boolean THEN $2::bigint END,
-                 CASE WHEN $3::boolean THEN NULL ELSE $2::bigint END,
-                 CASE WHEN $3::boolean THEN 0 ELSE 1 END)
+                 CASE WHEN $4::boolean THEN $2::bigint END,
+                 CASE WHEN $4::boolean THEN 1 ELSE 0 END)
          ON CONFLICT (job) DO UPDATE SET
            last_success = CASE WHEN $3::boolean
                                THEN GREATEST(COALESCE(j.last_success, $2::bigint), $2::bigint)
                                ELSE j.last_success END,
-           last_failure = CASE WHEN $3::boolean THEN j.last_failure
-                               ELSE GREATEST(COALESCE(j.last_failure, $2::bigint), $2::bigint)
-                               END,
+           last_failure = CASE WHEN $4::boolean
+                               THEN GREATEST(COALESCE(j.last_failure, $2::bigint), $2::bigint)
+                               ELSE j.last_failure END,
            consecutive_failures = CASE WHEN $3::boolean THEN 0
-                                       ELSE j.consecutive_failures + 1 END",
-        &[&f.job, &rows::micros(f.finished), &f.success],
+                                       WHEN $4::boolean THEN j.consecutive_failures + 1
+                                       ELSE j.consecutive_failures END",
+        &[
+            &f.job,
+            &rows::micros(f.finished),
+            &effect.success(),
+            &effect.failure(),
+        ],
     )
     .await?;
     Ok(())

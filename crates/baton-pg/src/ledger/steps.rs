@@ -12,37 +12,32 @@ use super::rows;
 /// Counts an attempt against its step.
 pub(crate) async fn attempted(tx: &Transaction<'_>, a: &Attempt) -> Result<(), Fail> {
     let effect = Effect::of(&a.outcome);
-    let counted = effect != Effect::None;
-    let success = effect == Effect::Success;
     tx.execute(
         "INSERT INTO baton.steps AS s
            (job, step, kind, last_attempt, last_success, last_failure, consecutive_failures)
-         VALUES ($1::text, $2::text, $3::text,
-                 CASE WHEN $4::boolean THEN $5::bigint END,
-                 CASE WHEN $4::boolean AND $6::boolean THEN $7::bigint END,
-                 CASE WHEN $4::boolean AND NOT $6::boolean THEN $7::bigint END,
-                 CASE WHEN $4::boolean AND NOT $6::boolean THEN 1 ELSE 0 END)
+         VALUES ($1::text, $2::text, $3::text, $4::bigint,
+                 CASE WHEN $5::boolean THEN $7::bigint END,
+                 CASE WHEN $6::boolean THEN $7::bigint END,
+                 CASE WHEN $6::boolean THEN 1 ELSE 0 END)
          ON CONFLICT (job, step) DO UPDATE SET
            kind = excluded.kind,
-           last_attempt = CASE WHEN $4::boolean
-                               THEN GREATEST(COALESCE(s.last_attempt, $5::bigint), $5::bigint)
-                               ELSE s.last_attempt END,
-           last_success = CASE WHEN $4::boolean AND $6::boolean
+           last_attempt = GREATEST(COALESCE(s.last_attempt, $4::bigint), $4::bigint),
+           last_success = CASE WHEN $5::boolean
                                THEN GREATEST(COALESCE(s.last_success, $7::bigint), $7::bigint)
                                ELSE s.last_success END,
-           last_failure = CASE WHEN $4::boolean AND NOT $6::boolean
+           last_failure = CASE WHEN $6::boolean
                                THEN GREATEST(COALESCE(s.last_failure, $7::bigint), $7::bigint)
                                ELSE s.last_failure END,
-           consecutive_failures = CASE WHEN NOT $4::boolean THEN s.consecutive_failures
-                                       WHEN $6::boolean THEN 0
-                                       ELSE s.consecutive_failures + 1 END",
+           consecutive_failures = CASE WHEN $5::boolean THEN 0
+                                       WHEN $6::boolean THEN s.consecutive_failures + 1
+                                       ELSE s.consecutive_failures END",
         &[
             &a.job,
             &a.step,
             &a.kind.as_str(),
-            &counted,
             &rows::micros(a.started),
-            &success,
+            &effect.success(),
+            &effect.failure(),
             &rows::micros(a.finished),
         ],
     )

@@ -8,6 +8,7 @@ use crate::support::{Log, Store, at, attempt, finished, occ, refused, scheduled}
 both! {
     a_run_round_trips_with_its_attempts_steps_and_job_counters
     counters_follow_failures_and_reset_on_success
+    an_interrupted_run_is_neither_a_success_nor_a_failure
     manual_runs_have_no_occurrence_and_move_no_schedule_mark
     a_run_named_with_another_job_is_refused
     a_run_id_held_already_is_an_error_and_writes_nothing
@@ -77,8 +78,8 @@ fn a_run_round_trips_with_its_attempts_steps_and_job_counters(l: &mut Store, log
     assert_eq!(steps[0].last_success, Some(at(90)));
     assert_eq!(steps[1].kind, StepKind::Check);
     assert_eq!(
-        steps[2].consecutive_failures, 1,
-        "not-started counts nothing"
+        steps[2].consecutive_failures, 2,
+        "a step that could not start failed, and so did its timeout"
     );
     log.note("steps", &steps);
 
@@ -116,6 +117,63 @@ fn counters_follow_failures_and_reset_on_success(l: &mut Store, log: &mut Log) {
     assert_eq!(job.last_attempt, Some(at(10800)));
     assert_eq!(job.last_started, Some(occ(10800)));
     log.note("job", &job);
+}
+
+/// A run a graceful shutdown stopped (`interrupted`) moves neither the
+/// job's failures nor its last failure or success; its step's attempt is
+/// counted as an attempt only. A step that could not be started
+/// (`not-started`) is a failed attempt.
+fn an_interrupted_run_is_neither_a_success_nor_a_failure(l: &mut Store, log: &mut Log) {
+    let failed = scheduled("j", "00000000000000a1", 0);
+    l.begin_run(&failed).unwrap();
+    l.record_attempt(&attempt(&failed, 1, "build", "failed", at(0)))
+        .unwrap();
+    l.finish_run(&finished(&failed, 20, false), 100).unwrap();
+    let before = l.job("j").unwrap().unwrap();
+    let stopped = scheduled("j", "00000000000000a2", 3600);
+    l.begin_run(&stopped).unwrap();
+    l.record_attempt(&attempt(&stopped, 1, "build", "interrupted", at(3600)))
+        .unwrap();
+    let mut end = finished(&stopped, 20, false);
+    end.verdict = "interrupted".into();
+    l.finish_run(&end, 100).unwrap();
+    let job = l.job("j").unwrap().unwrap();
+    assert_eq!(
+        (job.consecutive_failures, job.last_failure, job.last_success),
+        (1, before.last_failure, None),
+        "{job:?}"
+    );
+    assert_eq!(job.last_run_id.as_deref(), Some("00000000000000a2"));
+    let step = &l.steps("j").unwrap()[0];
+    assert_eq!(step.last_attempt, Some(at(3600)), "an attempt all the same");
+    assert_eq!(
+        (step.consecutive_failures, step.last_failure),
+        (1, Some(at(10))),
+        "{step:?}"
+    );
+    log.note("job", &job);
+    // A command that could not be started is a failed attempt.
+    let unstarted = scheduled("j", "00000000000000a3", 7200);
+    l.begin_run(&unstarted).unwrap();
+    l.record_attempt(&attempt(&unstarted, 1, "ship", "not-started", at(7200)))
+        .unwrap();
+    l.finish_run(&finished(&unstarted, 20, false), 100).unwrap();
+    let ship = l
+        .steps("j")
+        .unwrap()
+        .into_iter()
+        .find(|s| s.step == "ship")
+        .unwrap();
+    assert_eq!(
+        (
+            ship.last_attempt,
+            ship.last_failure,
+            ship.consecutive_failures
+        ),
+        (Some(at(7200)), Some(at(7210)), 1)
+    );
+    assert_eq!(l.job("j").unwrap().unwrap().consecutive_failures, 2);
+    log.note("steps", &l.steps("j").unwrap());
 }
 
 fn manual_runs_have_no_occurrence_and_move_no_schedule_mark(l: &mut Store, log: &mut Log) {

@@ -92,6 +92,9 @@ fn twenty_jobs_with_long_names_on_one_lock_each_run_once_with_the_ledger_lost_ev
         ));
     }
     s.write(&toml);
+    let names: Vec<String> = (0..20).map(long_name).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    crate::sched::known_since(&s, &names, crate::sched::before_new_year());
     for round in 0..4 {
         fresh_ledger(&s);
         ticks_at_once(&s, 6, |_, _| {});
@@ -172,15 +175,32 @@ fn hourly_after_downtime(extra: &str) -> (Sched, std::path::PathBuf, i64) {
 
 /// [`lose_ledger`], and a fresh ledger made at once, so that ticks started
 /// together do not race to create it (a tick that cannot open its ledger
-/// runs nothing).
+/// runs nothing). The fresh one still knows the jobs the lost one had seen,
+/// since when it saw them, as a copy from before their runs would: only
+/// their decisions are lost, and the lock's claims are the one record of
+/// what ran. (A ledger that knew nothing would run nothing for the past.)
 pub(crate) fn fresh_ledger(s: &Sched) {
     use std::os::unix::fs::PermissionsExt;
-    lose_ledger(s);
     let state = s.env.state();
+    let now = baton_lease::Clock::wall(&baton_lease::SystemClock);
+    let seen: Vec<(String, jiff::Timestamp)> = if state.join("baton.db").exists() {
+        let mut old = baton_ledger::Ledger::open(&state, now).unwrap();
+        old.jobs()
+            .unwrap()
+            .into_iter()
+            .map(|j| (j.job, j.first_seen))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    lose_ledger(s);
     std::fs::create_dir_all(&state).unwrap();
     std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let now = baton_lease::Clock::wall(&baton_lease::SystemClock);
-    drop(baton_ledger::Ledger::open(&state, now).unwrap());
+    let mut fresh = baton_ledger::Ledger::open(&state, now).unwrap();
+    for (job, at) in &seen {
+        fresh.see_jobs(&[job.as_str()], *at).unwrap();
+    }
+    fresh.checkpoint().unwrap();
 }
 
 /// Moves the ledger aside, as an operator does with one he cannot trust
@@ -279,6 +299,8 @@ fn a_backfill_on_postgresql_after_its_ledger_rows_were_lost_respects_the_stores_
         assert_eq!(code(&o), 0, "{}", stderr(&o));
     };
     migrate(&s);
+    let hour = baton_testkit::wall_seconds() / 3600 * 3600;
+    crate::sched::pg_known_since(&pg, &["h"], jiff::Timestamp::from_second(hour - 1).unwrap());
     let o = s.run(&["tick"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let first = read_lines(&ran);

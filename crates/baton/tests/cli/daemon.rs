@@ -776,6 +776,50 @@ fn daemon_sigterm_past_the_grace_stops_the_whole_tree_then_releases() {
     );
 }
 
+/// A daemon stopped for an upgrade: the run its SIGTERM stops is
+/// `interrupted`, which is no failure: the job's failures, last failure and
+/// last success stay as they were, nothing alerts, and `status` stays green.
+#[test]
+fn daemon_sigterm_interrupts_a_run_without_failing_the_job() {
+    let s = Sched::new("");
+    let slow = s.env.path("slow");
+    let started = s.env.path("started");
+    s.write(&format!(
+        "[daemon]\nshutdown_grace = \"1s\"\n[jobs.a]\nschedule = \"0 0 1 1 *\"\n\
+         run = \"if [ -e {sl} ]; then touch {st}; sleep 60; fi\"\n",
+        sl = slow.display(),
+        st = started.display()
+    ));
+    let d = Daemon::start(&s, &[]);
+    assert_eq!(d.post("/v1/jobs/a/run", "").status, 202);
+    eventually("the first run to end", || {
+        d.get("/v1/jobs/a/runs").json()[0]["verdict"] == "ok"
+    });
+    let counters = |j: &serde_json::Value| {
+        (
+            j["consecutive_failures"].clone(),
+            j["last_failure"].clone(),
+            j["last_success"].clone(),
+        )
+    };
+    let ok = counters(&s.json(&["status", "a", "--json"])["jobs"][0]);
+    std::fs::write(&slow, "").unwrap();
+    assert_eq!(d.post("/v1/jobs/a/run", "").status, 202);
+    eventually("the slow run to start", || started.exists());
+    assert_eq!(d.terminate(), Some(0));
+    let h = s.json(&["history", "a", "--json"]);
+    assert_eq!(h[0]["verdict"], "interrupted", "{h}");
+    let st = s.run(&["status", "a", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    let j = &v["jobs"][0];
+    assert_eq!(counters(j), ok, "{j}");
+    assert_eq!(ok.0, 0);
+    assert_ne!(j["state"], "failing", "{j}");
+    assert_eq!(st.status.code(), Some(0), "{v}");
+    let alerts = std::fs::read_to_string(s.env.state().join("logs/alerts.log")).unwrap_or_default();
+    assert!(!alerts.contains("failed\""), "{alerts}");
+}
+
 #[test]
 fn daemon_kill9_mid_run_never_doubles_it_and_a_restart_carries_on() {
     let s = Sched::new("");
@@ -961,28 +1005,37 @@ fn daemon_speaks_systemds_notify_protocol() {
 }
 
 /// A job added over HTTP is decided at once, as any tick would decide it:
-/// an `every = "1h"` job's occurrence of this hour is within its catch-up
-/// window and runs without waiting for the next hour.
+/// the daemon's clock, asleep until the next occurrence of the jobs it knew
+/// (a year away), wakes for the new job's first occurrence after it was
+/// added, a few seconds away. (Its occurrence before it was added is
+/// neither run nor missed: `first_seen.rs`.)
 #[test]
 fn daemon_decides_a_new_configuration_at_once() {
     let s = Sched::new("[jobs.main]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n");
     let d = Daemon::start(&s, &[]);
+    let added = baton_testkit::wall_seconds();
     let r = d.request(
         "PUT",
-        "/v1/jobs/hourly",
+        "/v1/jobs/often",
         &[("Content-Type", "application/json")],
-        r#"{"every": "1h", "run": "true"}"#,
+        r#"{"every": "3s", "run": "true"}"#,
     );
     assert_eq!(r.status, 201, "{}", r.body);
     for _ in 0..150 {
-        if d.get("/v1/jobs/hourly/runs").json()[0]["verdict"] == "ok" {
+        let runs = d.get("/v1/jobs/often/runs").json();
+        if runs[0]["verdict"] == "ok" {
+            let occ: jiff::Timestamp = runs[0]["occurrence"].as_str().unwrap().parse().unwrap();
+            assert!(
+                occ.as_second() >= added,
+                "{occ} is before the job was added"
+            );
             return;
         }
         pause(100);
     }
     panic!(
         "the clock did not run the new job's occurrence: {}\n{}",
-        d.get("/v1/jobs/hourly").body,
+        d.get("/v1/jobs/often").body,
         d.log()
     );
 }
@@ -1033,7 +1086,14 @@ fn daemon_starts_beyond_max_parallel_wait_for_a_slot() {
         "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\nmax_parallel = 1\n\
          [jobs.a]\nevery = \"1h\"\nrun = \"{run}\"\n[jobs.b]\nevery = \"1h\"\nrun = \"{run}\"\n"
     ));
-    // The start tick finds both of this hour's occurrences due.
+    // The start tick finds both of this hour's occurrences due (to a ledger
+    // that knows the jobs from before them).
+    let hour = baton_testkit::wall_seconds() / 3600 * 3600;
+    crate::sched::known_since(
+        &s,
+        &["a", "b"],
+        jiff::Timestamp::from_second(hour - 1).unwrap(),
+    );
     let d = Daemon::start(&s, &[]);
     eventually("both runs to end", || lines_of(&log).len() == 4);
     assert_eq!(

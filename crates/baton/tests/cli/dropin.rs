@@ -30,6 +30,7 @@ fn dropin_jobs_run_by_tick_and_run_and_show_in_config() {
             counter.display()
         ),
     );
+    crate::sched::known_since(&s, &["count"], crate::sched::before_new_year());
     let o = s.run(&["tick"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(lines(&counter), 1, "the tick did not run the drop-in's job");

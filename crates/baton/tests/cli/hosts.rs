@@ -99,7 +99,9 @@ fn lines(p: &Path) -> Vec<String> {
 }
 
 /// A job due now whatever the minute (one occurrence a year, caught up for
-/// 400 days), that appends its host's name to `counter`.
+/// 400 days, to a store that knows it since before that occurrence:
+/// [`crate::sched::pg_known_since`]), that appends its host's name to
+/// `counter`.
 fn counting_job(name: &str, counter: &Path, extra: &str) -> String {
     format!(
         "[jobs.{name}]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\n\
@@ -206,6 +208,11 @@ fn three_hosts_of_eight_ticks_run_one_occurrence_once() {
     for trial in 0..8 {
         let counter = c.path(&format!("counter-{trial}"));
         let job = counting_job(&format!("count{trial}"), &counter, "; sleep 0.2");
+        crate::sched::pg_known_since(
+            &pg,
+            &[&format!("count{trial}")],
+            crate::sched::before_new_year(),
+        );
         let configs: Vec<PathBuf> = hosts
             .iter()
             .map(|h| c.config(h.name(), &pg.url(), &job))
@@ -533,6 +540,7 @@ fn two_daemons_on_two_hosts_run_one_occurrence_once_and_show_each_others_runs() 
     let (a, b) = (Host::new("alpha"), Host::new("beta"));
     let counter = c.path("counter");
     let job = counting_job("count", &counter, "");
+    crate::sched::pg_known_since(&pg, &["count"], crate::sched::before_new_year());
     let (ca, cb) = (
         c.config("alpha", &pg.url(), &job),
         c.config("beta", &pg.url(), &job),

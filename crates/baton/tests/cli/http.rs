@@ -33,6 +33,7 @@ fn an_http_step_sends_its_request_and_names_the_run() {
          headers = {{ X-Token = \"s3cret\", Content-Type = \"text/plain\" }} }}\n",
         server.url("/hook?from=baton")
     ));
+    crate::sched::known_since(&s, &["ping"], crate::sched::before_new_year());
     let o = s.run(&["tick"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let seen = server.requests();

@@ -115,19 +115,6 @@ pub(crate) fn metrics(s: &Sched, extra: &[&str]) -> String {
     stdout(&o)
 }
 
-/// Makes the ledger know `jobs` since `at`, as if a tick had seen them
-/// then, so that their occurrences since are due (a job is never held to
-/// the occurrences before it was first seen).
-pub(crate) fn seen_since(s: &Sched, jobs: &[&str], at: Timestamp) {
-    use std::os::unix::fs::PermissionsExt;
-    let state = s.env.state();
-    std::fs::create_dir_all(&state).unwrap();
-    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let mut l = baton_ledger::Ledger::open(&state, at).unwrap();
-    l.see_jobs(jobs, at).unwrap();
-    l.checkpoint().unwrap();
-}
-
 const YEARLY: &str = "schedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"";
 
 /// A state directory with a history: `good` succeeded and `bad` failed
@@ -144,7 +131,7 @@ pub(crate) fn history() -> (Sched, Timestamp, i64) {
     ));
     let t0 = baton_lease::SystemClock.wall();
     let last = (t0 - SignedDuration::from_hours(24)).as_second() / 3600 * 3600;
-    seen_since(
+    crate::sched::known_since(
         &s,
         &["good", "bad", "off"],
         t0 - SignedDuration::from_hours(24 * 400),

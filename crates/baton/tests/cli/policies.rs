@@ -13,7 +13,7 @@ use std::process::Stdio;
 use baton_lease::Clock;
 use jiff::Timestamp;
 
-use crate::sched::{Sched, lines};
+use crate::sched::{Sched, before_new_year, known_since, known_this_second, lines};
 use crate::support::{code, eventually, pause, stderr, stdout};
 
 fn now() -> Timestamp {
@@ -201,18 +201,28 @@ fn all_runs_each_missed_occurrence_in_the_window_oldest_first_up_to_the_max() {
 }
 
 #[test]
-fn nothing_before_a_job_was_first_seen_is_missed() {
+fn nothing_before_a_job_was_first_seen_runs_or_is_missed() {
     let env = crate::support::Env::new();
     let file = env.path("ran");
     let s = Sched { env };
     s.write(&recording_job(
         "fresh",
         &file,
-        "every = \"1m\"\ncatch_up = \"all\"",
+        "every = \"1s\"\ncatch_up = \"all\"",
         "",
     ));
+    let seen = now();
     assert_eq!(code(&s.run(&["tick"])), 0);
-    assert_eq!(read_lines(&file).len(), 1);
+    assert!(read_lines(&file).is_empty(), "{:?}", read_lines(&file));
+    // What came after the sighting runs, all of it (catch_up = "all").
+    pause(1100);
+    assert_eq!(code(&s.run(&["tick"])), 0);
+    let ran = read_lines(&file);
+    assert!(!ran.is_empty());
+    for r in &ran {
+        let at: Timestamp = r.parse().unwrap();
+        assert!(at.as_second() >= seen.as_second(), "{r} ran: {ran:?}");
+    }
     assert!(missed_alerts(&s).is_empty());
     assert_eq!(status_job(&s, "fresh")["missed"]["total"], 0);
 }
@@ -270,6 +280,7 @@ fn queue_runs_an_occurrence_that_arrived_during_the_run_right_after_it_never_bes
             g = go.display()
         ),
     ));
+    known_this_second(&s, &["q"]);
     let first = s.cmd(&["tick"]).stderr(Stdio::piped()).spawn().unwrap();
     eventually("the first run to start", || started.exists());
     // Three more ticks while it runs: the first queues, the rest coalesce.
@@ -314,6 +325,7 @@ fn a_queued_occurrence_left_by_a_holder_killed_with_its_job_runs_at_the_next_tic
         "every = \"1s\"\noverlap = \"queue\"\ncatch_up_window = \"1h\"",
         &format!("touch {}; sleep 60;", started.display()),
     ));
+    known_this_second(&s, &["q"]);
     let mut first = s.cmd(&["tick"]).process_group(0).spawn().unwrap();
     eventually("the first run to start", || started.exists());
     pause(1100);
@@ -382,6 +394,7 @@ fn skip_misses_an_occurrence_that_finds_the_run_in_flight_and_alerts_once() {
             g = go.display()
         ),
     ));
+    known_this_second(&s, &["s"]);
     let first = s.cmd(&["tick"]).stderr(Stdio::piped()).spawn().unwrap();
     eventually("the first run to start", || started.exists());
     pause(1100);
@@ -570,6 +583,7 @@ fn jobs_sharing_a_lock_never_overlap_and_jobs_with_their_own_run_side_by_side() 
         body("backup"),
         body("vacuum")
     ));
+    known_this_second(&s, &["backup", "vacuum"]);
     let ticks: Vec<_> = (0..6)
         .map(|i| {
             pause(300 * (i % 2));
@@ -593,11 +607,12 @@ fn jobs_sharing_a_lock_never_overlap_and_jobs_with_their_own_run_side_by_side() 
         )
     };
     s.write(&format!(
-        "[jobs.left]\nschedule = \"* * * * *\"\nrun = \"{}\"\n\
-         [jobs.right]\nschedule = \"* * * * *\"\nrun = \"{}\"\n",
+        "[jobs.left]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\nrun = \"{}\"\n\
+         [jobs.right]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\nrun = \"{}\"\n",
         wait_for(&b_in, &a_in),
         wait_for(&a_in, &b_in)
     ));
+    known_since(&s, &["left", "right"], before_new_year());
     let o = s.run(&["tick"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(lines(&seen), 2, "the two jobs did not run side by side");

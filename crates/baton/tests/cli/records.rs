@@ -99,6 +99,7 @@ fn store_files_a_run_the_write_locked_ledger_could_not_record_at_first_is_in_his
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     let ran = s.env.path("ran");
     s.write(&yearly(&ran));
+    crate::sched::known_since(&s, &["j"], crate::sched::before_new_year());
     let lock = WriteLock::hold(&db(&s));
     let mut tick = s
         .cmd(&["tick"])
@@ -288,6 +289,7 @@ fn store_files_a_run_whose_end_a_full_disk_refused_is_recorded_with_its_true_ver
         s.env.state().display(),
         filler.display()
     ));
+    crate::sched::known_since(&s, &["j"], crate::sched::before_new_year());
     // The job fills the disk and ends 0: the ledger takes none of its end.
     let o = s.run(&["tick"]);
     assert!(filler.exists(), "{}{}", stdout(&o), stderr(&o));

@@ -61,7 +61,8 @@ fn beside(m: &Marks, first: &mut Child) -> ! {
 }
 
 /// A yearly job caught up for 400 days (its occurrence stays due through
-/// the test, whatever the minute) on `lock`.
+/// the test, whatever the minute, to a ledger that knows it since before
+/// it) on `lock`.
 fn yearly(m: &Marks, lock: &str, extra: &str) -> String {
     format!(
         "{extra}[jobs.x]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\nlock = \"{lock}\"\n\
@@ -140,6 +141,7 @@ fn renamed_while_running(s: &Sched, m: &Marks, extra: &str) {
 fn a_job_whose_lock_is_renamed_while_it_runs_never_starts_beside_itself() {
     let s = Sched::new("");
     let m = Marks::new(&s);
+    crate::sched::known_since(&s, &["x"], crate::sched::before_new_year());
     renamed_while_running(&s, &m, "");
 }
 
@@ -160,6 +162,7 @@ fn a_job_whose_lock_is_renamed_while_it_runs_on_postgresql_never_starts_beside_i
         .output()
         .unwrap();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
+    crate::sched::pg_known_since(&pg, &["x"], crate::sched::before_new_year());
     renamed_while_running(&s, &m, &store);
 }
 
@@ -222,6 +225,7 @@ fn ticks_of_two_configurations_naming_two_locks_run_the_occurrence_once() {
     let m = Marks::new(&s);
     std::fs::write(&m.go, "").unwrap();
     s.write(&yearly(&m, "a", ""));
+    crate::sched::known_since(&s, &["x"], crate::sched::before_new_year());
     let other = s.env.path("other.toml");
     std::fs::write(
         &other,

@@ -532,10 +532,14 @@ fn render_systemd_units_with_odd_characters_in_paths_pass_systemd_analyze_verify
 
 #[test]
 fn render_job_names_that_start_with_a_dash_run_through_tick() {
+    // Due at once: one occurrence a year, caught up for 400 days, to a
+    // ledger that knows the job since before it.
     let s = Sched::new(
-        "[jobs.\"-a\"]\nevery = \"1m\"\nrun = [\"sh\", \"-c\", \"echo ran >> ran\"]\n\
+        "[jobs.\"-a\"]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\n\
+         run = [\"sh\", \"-c\", \"echo ran >> ran\"]\n\
          [jobs.\"--help\"]\nevery = \"1m\"\nrun = \"true\"\n",
     );
+    crate::sched::known_since(&s, &["-a"], crate::sched::before_new_year());
     let o = render(&[
         "cron",
         "--per-job",

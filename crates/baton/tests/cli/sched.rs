@@ -73,6 +73,59 @@ impl Sched {
     }
 }
 
+/// The ledger as a scheduler that has known `jobs` since `seen` leaves it,
+/// nothing of theirs decided yet: their occurrences after `seen` are theirs
+/// to run or to miss. (A job the ledger first sees at a tick waits for its
+/// first occurrence after that tick.)
+pub(crate) fn known_since(s: &Sched, jobs: &[&str], seen: jiff::Timestamp) {
+    use std::os::unix::fs::PermissionsExt;
+    let state = s.env.state();
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let mut l = baton_ledger::Ledger::open(&state, seen).unwrap();
+    l.see_jobs(jobs, seen).unwrap();
+    l.checkpoint().unwrap();
+}
+
+/// [`known_since`] the start of this second, for jobs due every second:
+/// the next tick finds this second's occurrence theirs to run (and, when it
+/// comes within the second, no other). Waits first for a second with time
+/// left in it.
+pub(crate) fn known_this_second(s: &Sched, jobs: &[&str]) {
+    let now = baton_lease::Clock::wall(&baton_lease::SystemClock);
+    if now.subsec_nanosecond() > 600_000_000 {
+        pause(u64::try_from(1_050 - now.subsec_nanosecond() / 1_000_000).unwrap());
+    }
+    let second = baton_testkit::wall_seconds();
+    known_since(s, jobs, jiff::Timestamp::from_second(second).unwrap());
+}
+
+/// [`known_since`] in the PostgreSQL store of `pg` (migrated already).
+pub(crate) fn pg_known_since(
+    pg: &baton_testkit::pg::PgServer,
+    jobs: &[&str],
+    seen: jiff::Timestamp,
+) {
+    let us = seen.as_microsecond();
+    for job in jobs {
+        pg.sql(&format!(
+            "INSERT INTO baton.jobs (job, first_seen) VALUES ('{job}', {us}) \
+             ON CONFLICT (job) DO UPDATE SET first_seen = LEAST(baton.jobs.first_seen, {us})"
+        ));
+    }
+}
+
+/// A day before the newest 1 January (UTC): a job known since then has
+/// `0 0 1 1 *`'s newest occurrence to run, and no older one.
+pub(crate) fn before_new_year() -> jiff::Timestamp {
+    let now = baton_lease::Clock::wall(&baton_lease::SystemClock);
+    let year = now.to_zoned_datetime(jiff::tz::TimeZone::UTC).year();
+    format!("{year}-01-01T00:00:00Z")
+        .parse::<jiff::Timestamp>()
+        .unwrap()
+        - jiff::SignedDuration::from_hours(24)
+}
+
 pub(crate) fn lines(p: &Path) -> usize {
     std::fs::read_to_string(p).map_or(0, |s| s.lines().count())
 }
@@ -80,7 +133,9 @@ pub(crate) fn lines(p: &Path) -> usize {
 /// A job due now, that appends a line to `counter`: one occurrence a year,
 /// caught up for 400 days, so the same occurrence stays due through a test
 /// whatever the minute (a minute's schedule would bring a new occurrence
-/// when a test crosses a minute).
+/// when a test crosses a minute). Due to a ledger that knows the job since
+/// before that occurrence ([`known_since`], [`before_new_year`]): a job
+/// first seen by a tick waits for its next occurrence.
 fn counting_job(counter: &Path, extra: &str) -> String {
     format!(
         "[jobs.count]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\n\
@@ -96,6 +151,7 @@ fn sixteen_ticks_at_once_run_one_occurrence_once() {
         let counter = env.path("counter");
         let s = Sched { env };
         s.write(&counting_job(&counter, "; sleep 0.2"));
+        known_since(&s, &["count"], before_new_year());
         let ticks: Vec<_> = (0..16)
             .map(|_| {
                 s.cmd(&["tick"])
@@ -133,10 +189,12 @@ fn a_tick_while_the_run_goes_on_never_runs_it_beside_itself() {
     let counter = env.path("counter");
     let s = Sched { env };
     s.write(&format!(
-        "[jobs.slow]\nschedule = \"* * * * *\"\nrun = \"echo ran >> {c}; touch {m}; sleep 3\"\n",
+        "[jobs.slow]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\n\
+         run = \"echo ran >> {c}; touch {m}; sleep 3\"\n",
         c = counter.display(),
         m = marker.display()
     ));
+    known_since(&s, &["slow"], before_new_year());
     let first = s.cmd(&["tick"]).spawn().unwrap();
     crate::support::eventually("the run to start", || marker.exists());
     for _ in 0..5 {
@@ -360,7 +418,14 @@ fn status_reads_new_then_on_schedule_then_overdue() {
     assert!(stdout(&o).contains("hourly  NEW  "), "{}", stdout(&o));
     assert!(stdout(&o).contains("never run"), "{}", stdout(&o));
     assert!(!stdout(&o).contains("OVERDUE"), "{}", stdout(&o));
-    // The tick runs the occurrence of this hour (its window is an hour).
+    // Known since just before this hour's occurrence, the tick runs it
+    // (its window is an hour).
+    let hour = baton_testkit::wall_seconds() / 3600 * 3600;
+    known_since(
+        &s,
+        &["hourly"],
+        jiff::Timestamp::from_second(hour - 1).unwrap(),
+    );
     assert_eq!(code(&s.run(&["tick"])), 0);
     let o = s.run(&["status"]);
     assert_eq!(code(&o), 0, "{}", stdout(&o));
@@ -426,9 +491,10 @@ fn steps_see_their_run_in_the_environment() {
     let out = env.path("env");
     let s = Sched { env };
     s.write(&format!(
-        "[jobs.e]\nschedule = \"* * * * *\"\n[[jobs.e.steps]]\nname = \"dump\"\nrun = \"env | grep ^BATON_ | sort > {}\"\nenv = {{ EXTRA = \"1\" }}\n",
+        "[jobs.e]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\n[[jobs.e.steps]]\nname = \"dump\"\nrun = \"env | grep ^BATON_ | sort > {}\"\nenv = {{ EXTRA = \"1\" }}\n",
         out.display()
     ));
+    known_since(&s, &["e"], before_new_year());
     assert_eq!(code(&s.run(&["tick"])), 0);
     let text = std::fs::read_to_string(&out).unwrap();
     for key in [
@@ -536,6 +602,12 @@ fn a_corrupt_ledger_is_moved_aside_reported_and_the_next_tick_works() {
         s.write(&counting_job(&counter, ""));
         let o = s.run(&["tick"]);
         assert!(stderr(&o).contains("ledger"), "{damage}: {}", stderr(&o));
+        // The fresh ledger sees the job now: like a fresh state directory,
+        // it runs nothing for the past (the lock's claims guard what ran
+        // under the lost one).
+        assert_eq!(lines(&counter), 0, "{damage}: {}", stderr(&o));
+        let o = s.run(&["run", "count"]);
+        assert_eq!(code(&o), 0, "{damage}: {}", stderr(&o));
         assert_eq!(lines(&counter), 1, "{damage}: {}", stderr(&o));
         let aside: Vec<_> = std::fs::read_dir(s.env.state())
             .unwrap()
@@ -571,6 +643,9 @@ fn a_stopped_tick_says_so_once_and_leaves_what_it_did_not_start_to_the_next() {
         ));
     }
     s.write(&toml);
+    let names: Vec<String> = (0..40).map(|i| format!("j{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    known_since(&s, &names, before_new_year());
     let mut tick = s.cmd(&["tick"]).stderr(Stdio::piped()).spawn().unwrap();
     crate::support::eventually("two runs to start", || lines(&started) >= 2);
     crate::support::signal(
@@ -637,4 +712,194 @@ fn lock_commands_find_a_schedulers_locks_through_its_config() {
         "/nonexistent/baton.toml",
     ]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
+}
+
+fn alert_kinds(s: &Sched) -> Vec<String> {
+    std::fs::read_to_string(s.env.state().join("logs/alerts.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+/// The job's failures, last failure and last success, as `status --json`
+/// gives them.
+fn counters(s: &Sched, job: &str) -> (u64, serde_json::Value, serde_json::Value) {
+    let j = &s.json(&["status", job, "--json"])["jobs"][0];
+    (
+        j["consecutive_failures"].as_u64().unwrap(),
+        j["last_failure"].clone(),
+        j["last_success"].clone(),
+    )
+}
+
+#[test]
+fn a_run_stopped_by_a_signal_to_its_run_or_tick_is_interrupted_not_a_failure() {
+    let env = Env::new();
+    let slow = env.path("slow");
+    let started = env.path("started");
+    let s = Sched { env };
+    // Slow only once `slow` exists.
+    s.write(&format!(
+        "[jobs.count]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\n\
+         run = \"if [ -e {sl} ]; then touch {st}; sleep 60; fi\"\n",
+        sl = slow.display(),
+        st = started.display()
+    ));
+    known_since(&s, &["count"], before_new_year());
+    assert_eq!(code(&s.run(&["run", "count"])), 0);
+    let ok = counters(&s, "count");
+    assert_eq!((ok.0, &ok.1), (0, &serde_json::Value::Null));
+    std::fs::write(&slow, "").unwrap();
+    // `baton run` told to stop (SIGTERM), and a tick (SIGINT).
+    for (args, sig) in [
+        (&["run", "count"][..], rustix::process::Signal::TERM),
+        (&["tick"][..], rustix::process::Signal::INT),
+    ] {
+        let _ = std::fs::remove_file(&started);
+        let mut child = s
+            .cmd(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        crate::support::eventually("the run to start", || started.exists());
+        crate::support::signal(i32::try_from(child.id()).unwrap(), sig);
+        baton_testkit::wait_for_exit(&mut child, "the stopped run");
+        let h = s.json(&["history", "count", "--json"]);
+        assert_eq!(h[0]["verdict"], "interrupted", "{args:?}: {h}");
+        assert_eq!(counters(&s, "count"), ok, "{args:?}");
+    }
+    let st = s.run(&["status", "count", "--json"]);
+    assert_eq!(code(&st), 0, "{}", stdout(&st));
+    let v: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    assert_ne!(v["jobs"][0]["state"], "failing", "{v}");
+    let kinds = alert_kinds(&s);
+    assert!(
+        !kinds.iter().any(|k| k.ends_with("failed")),
+        "a failure was alerted: {kinds:?}"
+    );
+}
+
+#[test]
+fn a_step_that_cannot_start_is_a_failed_attempt_in_its_own_line() {
+    let s = Sched::new(
+        "[jobs.j]\nevery = \"1h\"\n[[jobs.j.steps]]\nname = \"ghost\"\n\
+         run = [\"/nonexistent/baton-test-command\"]\n",
+    );
+    let o = s.run(&["run", "j"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("command not found"), "{}", stderr(&o));
+    let j = &s.json(&["status", "j", "--json"])["jobs"][0];
+    let step = &j["steps"][0];
+    assert_eq!(step["step"], "ghost", "{j}");
+    assert!(step["last_attempt"].is_string(), "{step}");
+    assert!(step["last_failure"].is_string(), "{step}");
+    assert_eq!(step["consecutive_failures"], 1, "{step}");
+    let text = stdout(&s.run(&["status", "j"]));
+    let line = text
+        .lines()
+        .find(|l| l.contains("ghost"))
+        .unwrap_or_else(|| panic!("no line for the step: {text}"));
+    assert!(!line.contains("last attempt never"), "{line}");
+    assert!(!line.contains("last failure never"), "{line}");
+    let h = s.json(&["history", "j", "--json"]);
+    assert_eq!(h[0]["verdict"], "failed", "{h}");
+    assert_eq!(h[0]["attempts"][0]["exit_code"], 127, "{h}");
+}
+
+#[test]
+fn jobs_run_in_the_configuration_files_directory_unless_cwd_says_otherwise() {
+    let env = Env::new();
+    let out = env.path("where");
+    let s = Sched { env };
+    // A script beside baton.toml, named relative to it, as the README's
+    // `run = "python3 health.py"` is.
+    std::fs::write(s.env.path("here.sh"), format!("pwd >> {}\n", out.display())).unwrap();
+    std::fs::create_dir(s.env.path("sub")).unwrap();
+    std::fs::write(
+        s.env.path("sub/here.sh"),
+        format!("echo sub $(pwd) >> {}\n", out.display()),
+    )
+    .unwrap();
+    s.write(
+        "[jobs.count]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\nrun = \"sh here.sh\"\n\
+         [jobs.elsewhere]\nevery = \"1h\"\ncwd = \"sub\"\nrun = \"sh here.sh\"\n",
+    );
+    known_since(&s, &["count"], before_new_year());
+    let dir = std::fs::canonicalize(s.env.tmp.path()).unwrap();
+    // Called from another directory: the tick, a run by hand, the daemon.
+    let o = s.cmd(&["tick", "count"]).current_dir("/").output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = s.cmd(&["run", "count"]).current_dir("/").output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let mut daemon = s.cmd(&["daemon", "--listen", "127.0.0.1:0"]);
+    daemon.current_dir("/");
+    let d = crate::daemon::Daemon::start_cmd(daemon).unwrap();
+    assert_eq!(d.post("/v1/jobs/count/run", "").status, 202);
+    crate::support::eventually("the daemon's run", || lines(&out) == 3);
+    let o = s
+        .cmd(&["run", "elsewhere"])
+        .current_dir("/")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let here = dir.display().to_string();
+    assert_eq!(
+        crate::policies::read_lines(&out),
+        [
+            here.clone(),
+            here.clone(),
+            here.clone(),
+            format!("sub {here}/sub")
+        ]
+    );
+    assert_eq!(d.terminate(), Some(0));
+}
+
+#[test]
+fn output_limit_keeps_the_start_and_the_end_and_says_what_was_cut() {
+    let s = Sched::new(
+        "[jobs.loud]\nevery = \"1h\"\noutput_limit = \"1KiB\"\n\
+         run = \"echo usage: loud; for i in $(seq 1 2000); do echo filler $i; done; \
+         echo the error at the end >&2; exit 3\"\n",
+    );
+    let o = s.run(&["run", "loud"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let logs = s.env.state().join("logs");
+    let log = std::fs::read_dir(&logs)
+        .unwrap()
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy().starts_with("loud_"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .unwrap_or_else(|| panic!("no log of the job in {}", logs.display()));
+    assert!(log.contains("usage: loud\n"), "{log}");
+    assert!(log.contains("filler 1\n"), "{log}");
+    assert!(log.contains("filler 2000\nthe error at the end\n"), "{log}");
+    assert!(!log.contains("filler 1000\n"), "the middle was kept: {log}");
+    let note = log
+        .lines()
+        .find(|l| l.contains("bytes cut"))
+        .unwrap_or_else(|| panic!("no note of the cut: {log}"));
+    assert!(note.contains("output_limit = 1KiB"), "{note}");
+    // All but the limit's worth was cut (and the rest of the line the end
+    // starts in, at most one filler line).
+    let total: usize = 12
+        + (1..=2000)
+            .map(|i| format!("filler {i}\n").len())
+            .sum::<usize>()
+        + 21;
+    let cut: usize = note
+        .split_whitespace()
+        .find_map(|w| w.parse().ok())
+        .unwrap();
+    assert!(
+        total - 1024 <= cut && cut <= total - 1024 + 12,
+        "{cut} of {total}: {note}"
+    );
 }

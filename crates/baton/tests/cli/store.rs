@@ -557,6 +557,7 @@ fn store_a_start_the_ledger_could_not_record_at_first_is_recorded_and_the_run_go
     ));
     let o = run(&s, &["store", "migrate"]);
     assert_eq!(code(&o), 0, "{}", both(&o));
+    crate::sched::pg_known_since(&pg, &["j"], crate::sched::before_new_year());
     let writer = hold_the_ledgers_write_lock(&pg);
     let mut tick = cmd(&s, &["tick"])
         .stdout(std::process::Stdio::null())
@@ -606,6 +607,7 @@ fn store_a_start_never_recorded_is_missed_with_its_reason_and_its_claim_runs_not
     ));
     let o = run(&s, &["store", "migrate"]);
     assert_eq!(code(&o), 0, "{}", both(&o));
+    crate::sched::pg_known_since(&pg, &["j"], crate::sched::before_new_year());
     let writer = hold_the_ledgers_write_lock(&pg);
     let first = run(&s, &["tick"]);
     assert_eq!(code(&first), 2, "{}", both(&first));
@@ -677,6 +679,7 @@ fn store_a_run_cut_off_from_the_store_ends_on_its_own_while_the_store_stays_sile
     ));
     let o = run(&s, &["store", "migrate"]);
     assert_eq!(code(&o), 0, "{}", both(&o));
+    crate::sched::pg_known_since(&pg, &["j"], crate::sched::before_new_year());
     for args in [&["run", "j"][..], &["tick"]] {
         let _ = std::fs::remove_file(&started);
         proxy.heal();

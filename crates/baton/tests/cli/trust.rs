@@ -14,7 +14,7 @@ use std::process::{Command, Output, Stdio};
 use baton_lease::Clock;
 
 use crate::daemon::Daemon;
-use crate::sched::{Sched, lines};
+use crate::sched::{Sched, before_new_year, known_since, lines};
 use crate::support::{code, root, stderr, verdict};
 
 /// Runs `cmd` to its end, in a process group of its own, within the test
@@ -65,7 +65,8 @@ fn sched(s: &Sched, args: &[&str]) -> Output {
 }
 
 /// A job due now that appends a line to `counter` (one occurrence a year,
-/// caught up for 400 days, so it stays due through a test).
+/// caught up for 400 days, so it stays due through a test, to a ledger that
+/// knows the job since before it).
 fn counting(s: &Sched) -> PathBuf {
     let counter = s.env.path("counter");
     s.write(&format!(
@@ -73,6 +74,7 @@ fn counting(s: &Sched) -> PathBuf {
          run = \"echo ran >> {}\"\n",
         counter.display()
     ));
+    known_since(s, &["count"], before_new_year());
     counter
 }
 
@@ -464,8 +466,10 @@ fn daemon_a_named_pipe_in_logs_is_set_aside_and_never_blocks_a_tick_or_a_run() {
     assert!(!d.log().contains("hung"), "{}", d.log());
 }
 
-/// A drop-in of `job` that appends to `counter`, in `jobs.d/`.
+/// A drop-in of `job` that appends to `counter`, in `jobs.d/`, known to the
+/// ledger since before its occurrence.
 fn dropin(s: &Sched, counter: &Path) -> PathBuf {
+    known_since(s, &["planted"], before_new_year());
     let dir = s.env.path("jobs.d");
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join("planted.toml");
