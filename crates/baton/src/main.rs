@@ -9,6 +9,7 @@ mod alert;
 mod calendar_cmd;
 mod cli;
 
+mod doctor_cmd;
 mod exec;
 mod exit;
 #[cfg(feature = "failpoints")]
@@ -120,6 +121,7 @@ fn run(cli: Cli) -> Exit {
         Cmd::Worker(a) => worker_cmd::run(state, &a),
         Cmd::Metrics(a) => sched_cmd::metrics(state, &a),
         Cmd::Render(a) => render_cmd::run(state, &a),
+        Cmd::Doctor(a) => doctor_cmd::run(state, &a),
         Cmd::Http => http_cmd::run(),
         Cmd::Completions(a) => {
             let mut out = Vec::new();

@@ -806,7 +806,8 @@ pub struct Checked {
     /// Every problem found. Each section and each job is checked on its
     /// own; within one of them, checking stops at its first problem.
     pub problems: Vec<ConfigError>,
-    /// Why the jobs were not checked at all, when they were not.
+    /// Why the jobs were not checked at all, when the file could be read
+    /// but its jobs could not be checked.
     pub jobs_unchecked: Option<&'static str>,
 }
 
@@ -816,7 +817,7 @@ impl Checked {
         Self {
             config: None,
             problems,
-            jobs_unchecked: Some("the configuration file could not be read or parsed"),
+            jobs_unchecked: None,
         }
     }
 }

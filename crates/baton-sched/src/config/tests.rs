@@ -743,4 +743,5 @@ fn a_check_without_a_valid_scheduler_says_the_jobs_were_not_checked() {
     let c = check(&path, &Overrides::default());
     assert_eq!(c.problems.len(), 1);
     assert!(c.problems[0].to_string().contains("not valid TOML"));
+    assert_eq!(c.jobs_unchecked, None);
 }
