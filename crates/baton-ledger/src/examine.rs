@@ -7,8 +7,9 @@
 //! nothing and never moves a corrupt file aside: it opens `baton.db`
 //! read-only (after the same checks of the file and the files SQLite keeps
 //! beside it), under the repair mutex held shared so that no recovery
-//! renames the files meanwhile, and reports what it found. The only file it
-//! may create is the repair mutex itself, as every open does.
+//! renames the files meanwhile, and reports what it found. The only files
+//! it may create are the repair mutex, as every open does, and the empty
+//! `-wal` and `-shm` SQLite makes beside a WAL database for any reader.
 
 use std::path::{Path, PathBuf};
 

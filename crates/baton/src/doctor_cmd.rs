@@ -37,8 +37,10 @@ driver (a cron line or systemd unit running `baton tick` or `baton daemon`),
 alert-command (run once with a test alert: kind \"test\", BATON_ALERT_TEST=1)
 and webhook. Each prints ok, WARN or FAIL, and a fix: line for a problem.
 
-The doctor changes nothing it checks: the ledger is opened read-only, no
-state directory is created; the alert command is the one thing it runs.
+The doctor changes nothing it checks: the ledger is opened read-only (SQLite
+may create its empty -wal and -shm beside it), nothing is migrated, moved
+or repaired, no state directory is created; the alert command is the one
+thing it runs.
 
 Exit codes:
   0  no check failed (warnings allowed)

@@ -60,7 +60,10 @@ fn try_it(c: &Config, now: jiff::Timestamp) -> Finding {
                  be cut off the same way",
                 ALERT_TIMEOUT.as_secs()
             ),
-            format!("make it finish within {}s; {by_hand}", ALERT_TIMEOUT.as_secs()),
+            format!(
+                "make it finish within {}s; {by_hand}",
+                ALERT_TIMEOUT.as_secs()
+            ),
         ),
         HookOutcome::NotStarted(why) => Finding::fail(
             CHECK,

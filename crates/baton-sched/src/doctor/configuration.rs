@@ -25,20 +25,17 @@ pub(super) fn check(path: &Path, over: &Overrides) -> (Vec<Finding>, Checked) {
         ));
     }
     if found.is_empty() {
-        let c = checked
-            .config
-            .as_ref()
-            .map_or((0, 0), |c| {
-                let dropins = c
-                    .jobs
-                    .values()
-                    .filter(|j| match &j.source {
-                        Source::File { path: p, .. } => p.as_ref() != c.path.as_path(),
-                        _ => false,
-                    })
-                    .count();
-                (c.jobs.len(), dropins)
-            });
+        let c = checked.config.as_ref().map_or((0, 0), |c| {
+            let dropins = c
+                .jobs
+                .values()
+                .filter(|j| match &j.source {
+                    Source::File { path: p, .. } => p.as_ref() != c.path.as_path(),
+                    _ => false,
+                })
+                .count();
+            (c.jobs.len(), dropins)
+        });
         let jobs = match c {
             (1, 0) => "1 job".to_owned(),
             (n, 0) => format!("{n} jobs"),

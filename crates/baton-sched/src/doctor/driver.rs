@@ -44,7 +44,11 @@ impl Host {
     /// `~/.config/systemd/user`), and this user's name from `/etc/passwd`
     /// (else `$USER`).
     pub fn from_env() -> Self {
-        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let var = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
         let moved = var(ROOT_VARIABLE);
         let config_home = var("XDG_CONFIG_HOME")
             .filter(|p| p.is_absolute())
@@ -233,8 +237,8 @@ fn is_assignment(t: &str) -> bool {
 /// This user's crontab, as `crontab -l` prints it (run through the
 /// runner, bounded in time); `None` when there is none or no `crontab`.
 fn crontab_l() -> Option<String> {
-    let fd = rustix::fs::memfd_create("baton-doctor-crontab", rustix::fs::MemfdFlags::CLOEXEC)
-        .ok()?;
+    let fd =
+        rustix::fs::memfd_create("baton-doctor-crontab", rustix::fs::MemfdFlags::CLOEXEC).ok()?;
     let out = std::fs::File::from(fd);
     let stdout = std::process::Stdio::from(out.try_clone().ok()?);
     let cmd = baton_runner::HookCommand::Argv(vec!["crontab".into(), "-l".into()]);
@@ -478,7 +482,10 @@ mod tests {
         };
         let f = judge(&[other, unit.clone()], config);
         assert_eq!(f.status, Status::Warn);
-        assert_eq!(f.fix.as_deref(), Some("`systemctl enable --now baton.service`"));
+        assert_eq!(
+            f.fix.as_deref(),
+            Some("`systemctl enable --now baton.service`")
+        );
         let on = Driver {
             enabled: Some(true),
             ..unit

@@ -30,8 +30,8 @@ pub(super) fn finding(
             return Finding::fail(
                 CHECK,
                 format!("the ledger cannot be used: {e}"),
-                "until it can, runs go unrecorded and `baton status` cannot read them; fix what \
-                 the message names",
+                "fix what the message names; the scheduler's runs and `baton status` open the \
+                 ledger the same way",
             );
         }
     };
@@ -54,10 +54,9 @@ pub(super) fn finding(
         );
     }
     match e.version {
-        Some(v) if v == e.supported => Finding::ok(
-            CHECK,
-            format!("{path}: integrity ok, schema version {v}"),
-        ),
+        Some(v) if v == e.supported => {
+            Finding::ok(CHECK, format!("{path}: integrity ok, schema version {v}"))
+        }
         Some(v) if v < e.supported => Finding::warn(
             CHECK,
             format!(

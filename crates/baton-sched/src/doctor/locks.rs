@@ -29,10 +29,9 @@ pub(super) fn check(c: &Config, store: &dyn Store) -> Vec<Finding> {
     // its holder is judged dead or stops renewing.
     let stop = |name: &str, what: &str| {
         if pg {
-            format!(
-                "`baton status` names its holder's host and pid: stop that process there; the \
-                 lease then frees itself"
-            )
+            "`baton status` names its holder's host and pid: stop that process there; the lease \
+             then frees itself"
+                .to_owned()
         } else {
             format!("`baton lock break --kill --config {config} {name}` stops {what}")
         }
@@ -45,7 +44,7 @@ pub(super) fn check(c: &Config, store: &dyn Store) -> Vec<Finding> {
             Err(e) => found.push(Finding::fail(
                 CHECK,
                 format!("lock {name} ({label}) cannot be read: {e}"),
-                "until it can, every run of its jobs is refused; fix what the message names",
+                "the message says what to do; until then, every run of its jobs is refused",
             )),
             Ok(None) => *counts.entry("never taken").or_default() += 1,
             Ok(Some(v)) => match &v {
@@ -68,7 +67,9 @@ pub(super) fn check(c: &Config, store: &dyn Store) -> Vec<Finding> {
                 Verdict::Refused(f) => {
                     let what = match f {
                         Foreign::Version(v) => format!("holds a lease of {v}"),
-                        Foreign::Unreadable(why) => format!("holds a record that cannot be read: {why}"),
+                        Foreign::Unreadable(why) => {
+                            format!("holds a record that cannot be read: {why}")
+                        }
                         Foreign::NotALock(why) => format!("is no lock record: {why}"),
                     };
                     found.push(Finding::fail(
@@ -95,7 +96,11 @@ pub(super) fn check(c: &Config, store: &dyn Store) -> Vec<Finding> {
     if found.is_empty() {
         let n = by_lock.len();
         let tally: Vec<String> = counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
-        let kind = if c.store.is_some() { "lease rows" } else { "lock files" };
+        let kind = if c.store.is_some() {
+            "lease rows"
+        } else {
+            "lock files"
+        };
         found.push(Finding::ok(
             CHECK,
             format!(

@@ -2,15 +2,15 @@
 //!
 //! Each file is one family of checks, each check a function that returns
 //! [`Finding`]s (a status, what was found, and for a problem the fix):
-//! [`configuration`](self) (every problem of `baton.toml` and its
-//! drop-ins), the state directory and its filesystem (`state`), the jobs'
+//! `configuration` (every problem of `baton.toml` and its drop-ins), the state directory and its filesystem (`state`), the jobs'
 //! locks (`locks`), the ledger (`ledger`), time sync and the zone database
 //! (`time`), the store (`store`), what drives baton (`driver`), and the
 //! alert command (`alert`). [`examine`] runs them in that order; [`render`]
 //! turns the [`Report`] into text, and `--json` serialises it.
 //!
 //! The doctor changes nothing it checks: it reads the configuration, opens
-//! the ledger read-only, inspects the locks as `baton lock show` does,
+//! the ledger read-only (SQLite may create its empty `-wal` and `-shm`),
+//! inspects the locks as `baton lock show` does,
 //! connects to the store without writing, and creates no state directory.
 //! The one thing it runs is the alert command, once, with a test alert
 //! (through the runner, which starts every process). Checks that need a

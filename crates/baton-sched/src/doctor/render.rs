@@ -8,7 +8,12 @@ use super::finding::{Report, Status};
 pub fn render(r: &Report) -> String {
     let mut out = String::new();
     for f in &r.checks {
-        out.push_str(&format!("{:<4}  {}: {}\n", f.status.shown(), f.check, f.message));
+        out.push_str(&format!(
+            "{:<4}  {}: {}\n",
+            f.status.shown(),
+            f.check,
+            f.message
+        ));
         if let Some(fix) = &f.fix {
             out.push_str(&format!("      fix: {fix}\n"));
         }
@@ -43,7 +48,11 @@ mod tests {
     fn a_problem_has_its_fix_under_it_and_the_last_line_sums_up() {
         let r = Report::of(vec![
             Finding::ok("config", "/etc/baton.toml: 2 jobs"),
-            Finding::fail("state-dir", "/srv/s is writable by others", "chmod 0700 /srv/s"),
+            Finding::fail(
+                "state-dir",
+                "/srv/s is writable by others",
+                "chmod 0700 /srv/s",
+            ),
             Finding::warn("time-sync", "not synchronised", "enable NTP"),
         ]);
         assert!(!r.healthy);

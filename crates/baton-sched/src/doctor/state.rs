@@ -69,7 +69,7 @@ fn directory(dir: &Path, from: &str) -> Finding {
                 "{shown} ({from}) is {}, not a directory",
                 trust::kind(meta.file_type())
             ),
-            format!("remove it, or set state_dir to a directory"),
+            "remove it, or set state_dir to a directory",
         );
     }
     let subs: Vec<_> = SUBDIRS
@@ -97,7 +97,11 @@ fn directory(dir: &Path, from: &str) -> Finding {
         };
         return Finding::fail(
             CHECK,
-            format!("{shown} ({from}) is refused: {} is {}", u.path.display(), u.why),
+            format!(
+                "{shown} ({from}) is refused: {} is {}",
+                u.path.display(),
+                u.why
+            ),
             format!("{}{hint}", u.remedy),
         );
     }
@@ -128,7 +132,11 @@ fn on_filesystem(dir: &Path, store: bool) -> Finding {
     match fs.locking {
         Locking::Local => Finding::ok(
             FS,
-            format!("{}{at}: {}, local: flock is the kernel's own", dir.display(), fs.name),
+            format!(
+                "{}{at}: {}, local: flock is the kernel's own",
+                dir.display(),
+                fs.name
+            ),
         ),
         Locking::Network(why) => {
             let what = if store {

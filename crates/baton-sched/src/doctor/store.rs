@@ -164,7 +164,11 @@ mod tests {
         assert_eq!(at(1500), Status::Warn);
         assert_eq!(at(-4900), Status::Warn);
         assert_eq!(at(5001), Status::Fail);
-        assert!(clock(SignedDuration::from_secs(-7)).message.contains("behind"));
+        assert!(
+            clock(SignedDuration::from_secs(-7))
+                .message
+                .contains("behind")
+        );
     }
 
     #[test]

@@ -174,7 +174,11 @@ mod tests {
         };
         let f = sync_finding(&k);
         assert_eq!(f.status, Status::Warn);
-        assert!(f.message.contains("TIME_ERROR, STA_UNSYNC"), "{}", f.message);
+        assert!(
+            f.message.contains("TIME_ERROR, STA_UNSYNC"),
+            "{}",
+            f.message
+        );
         assert!(f.fix.unwrap().contains("timedatectl set-ntp true"));
         let k = KernelSync {
             state: 0,
