@@ -27,13 +27,17 @@
 //! Map of the crate: [`record`] is the on-disk format; [`decide`] the pure
 //! judgement; [`liveness`] the evidence; [`Lock`] the critical section;
 //! [`Lease`] the guard; [`clock`] the only reader of time; `sys` the only
-//! caller of the operating system.
+//! caller of the operating system. [`filesystem`] and [`timesync`] answer
+//! two questions asked before a lock is relied on: whether `flock` on a
+//! path's filesystem excludes every process that shares it, and whether
+//! the kernel's clock is kept synchronised.
 
 mod claims;
 pub mod clock;
 pub mod decide;
 mod error;
 mod facts;
+pub mod filesystem;
 mod guard;
 pub mod job;
 mod lease;
@@ -44,6 +48,7 @@ mod outcome;
 pub mod record;
 mod stop;
 mod sys;
+pub mod timesync;
 mod token;
 pub mod trust;
 mod vouch;

@@ -222,6 +222,11 @@
 //!    connections. A fresh database is never created beside them: they are
 //!    set aside first, as `baton.db.orphaned-<UTC stamp>-wal` and so on.
 //!
+//! An operator's check ([`Ledger::examine`], for `baton doctor`) runs the
+//! full `PRAGMA integrity_check` the probe leaves out, on a read-only
+//! connection: it reports damage and the schema version, and moves,
+//! migrates or creates nothing.
+//!
 //! # What it never does
 //!
 //! It never deletes a database, a log or a moved-aside file; never follows a
@@ -238,6 +243,7 @@ pub mod checks;
 mod db;
 mod decisions;
 mod error;
+mod examine;
 mod file;
 mod jobs;
 mod ledger;
@@ -256,6 +262,7 @@ mod words;
 
 pub use ahead::Withdrawn;
 pub use error::Error;
+pub use examine::Examined;
 pub use ledger::Ledger;
 pub use missed::{Miss, Missed, MissedRow};
 pub use pauses::PauseRow;

@@ -137,6 +137,13 @@ pub(crate) fn connect(
     connected
 }
 
+/// Takes the repair mutex shared (no recovery renames the files while it
+/// is held), waiting at most [`LEASE_WAIT`]: for a look that opens the
+/// database without [`connect`] ([`crate::Ledger::examine`]).
+pub(crate) fn hold_shared(repair: &Path) -> Result<FileMutex, Error> {
+    hold(repair, Sharing::Shared)
+}
+
 /// Takes the repair mutex in `sharing` mode, waiting at most
 /// [`LEASE_WAIT`].
 fn hold(repair: &Path, sharing: Sharing) -> Result<FileMutex, Error> {

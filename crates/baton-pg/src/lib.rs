@@ -25,7 +25,8 @@
 //! [`Target`] where the store is and its password (the URL completed from
 //! the libpq variables); [`PgHeld`] a lease held by a run, driven
 //! synchronously through a connection of its own for `baton_runner`'s
-//! session.
+//! session; [`examine`] an operator's look at the store that changes
+//! nothing (`baton doctor`).
 //!
 //! The lease API is asynchronous and runs on a tokio runtime with its I/O
 //! and time drivers enabled; the ledger is synchronous, on a thread and a
@@ -35,6 +36,7 @@
 //! never judges a lease.
 
 mod error;
+pub mod examine;
 mod form;
 mod guards;
 mod held;

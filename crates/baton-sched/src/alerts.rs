@@ -63,6 +63,9 @@ pub enum Kind {
     /// A special file (a named pipe, a socket, a device) was found at a
     /// log: it was moved aside, unopened, and the log written afresh.
     LogSetAside,
+    /// Nothing happened: `baton doctor` checks that the alert command
+    /// runs (with `BATON_ALERT_TEST=1` in its environment).
+    Test,
 }
 
 impl Kind {
@@ -85,6 +88,7 @@ impl Kind {
             Kind::ClockSkew => "clock-skew",
             Kind::MissedWithdrawn => "missed-withdrawn",
             Kind::LogSetAside => "log-set-aside",
+            Kind::Test => "test",
         }
     }
 }
@@ -234,6 +238,32 @@ impl Pending {
             .filter_map(|h| h.join().ok().flatten())
             .collect()
     }
+}
+
+/// The variable set in the environment of an alert command that is only
+/// being tried (`baton doctor`), so that it can tell a test from an alert.
+pub const TEST_VARIABLE: &str = "BATON_ALERT_TEST";
+
+/// Runs `command` once with `alert` (a [`Kind::Test`] one) on its stdin and
+/// `BATON_ALERT_TEST=1` in its environment, as an alert would be delivered
+/// (bounded by [`ALERT_TIMEOUT`], in a process group of its own, its stdout
+/// on stderr), and waits for it.
+pub fn try_command(command: &Command, alert: &Alert) -> baton_runner::HookOutcome {
+    let hook = match command {
+        Command::Shell(s) => baton_runner::HookCommand::Shell(s.clone()),
+        Command::Argv(a) => baton_runner::HookCommand::Argv(a.clone()),
+    };
+    // OK because an alert is strings and numbers, which always encode.
+    let mut json = serde_json::to_vec(alert).expect("an alert encodes as JSON");
+    json.push(b'\n');
+    let env = [(TEST_VARIABLE.to_owned(), "1".to_owned())];
+    // On a thread of its own, as every alert command: the runner blocks
+    // signals in the thread that waits for a hook.
+    std::thread::scope(|s| {
+        s.spawn(|| baton_runner::hook::run(&hook, &json, &env, stderr_copy(), ALERT_TIMEOUT))
+            .join()
+            .unwrap_or_else(|_| baton_runner::HookOutcome::NotStarted("its thread failed".into()))
+    })
 }
 
 /// A copy of stderr for an alert command's stdout.

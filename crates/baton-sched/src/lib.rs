@@ -18,7 +18,8 @@
 //! [`page`] renders the status as an HTML page for browsers; [`metrics`]
 //! renders the ledger's tallies and the jobs' state for `GET /metrics`;
 //! [`render`] turns the configuration into a crontab, systemd units, GitHub
-//! workflows and a reference of the environment variables baton reads.
+//! workflows and a reference of the environment variables baton reads;
+//! [`doctor`] checks a host and says what is wrong and how to fix it.
 
 pub mod alerts;
 pub mod atomic;
@@ -26,6 +27,7 @@ pub mod backfill;
 pub mod calendar;
 pub mod config;
 pub mod decide;
+pub mod doctor;
 mod end_slot;
 pub mod history;
 pub mod http;

@@ -85,6 +85,10 @@ pub enum Cmd {
     /// workflows, or the environment variables baton reads.
     #[command(after_long_help = RENDER_HELP)]
     Render(RenderArgs),
+    /// Check this host and say what is wrong and how to fix it; exit 1 when
+    /// a check fails.
+    #[command(after_long_help = crate::doctor_cmd::HELP)]
+    Doctor(crate::doctor_cmd::DoctorArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell):
     /// commands, options and the configuration's job names.
     Completions(CompletionsArgs),

@@ -11,6 +11,7 @@ mod calendar_cmd;
 mod cli;
 mod completion;
 
+mod doctor_cmd;
 mod exec;
 mod exit;
 #[cfg(feature = "failpoints")]
@@ -126,6 +127,7 @@ fn run(cli: Cli) -> Exit {
         Cmd::Worker(a) => worker_cmd::run(state, &a),
         Cmd::Metrics(a) => sched_cmd::metrics(state, &a),
         Cmd::Render(a) => render_cmd::run(state, &a),
+        Cmd::Doctor(a) => doctor_cmd::run(state, &a),
         Cmd::Http => http_cmd::run(),
         Cmd::Completions(a) => match completion::script(a.shell) {
             Ok(text) => {

@@ -109,20 +109,46 @@ pub(super) struct Found {
 }
 
 /// The drop-ins beside the configuration at `config_path`, by name.
+///
+/// # Errors
+///
+/// The first problem [`scan_checked`] finds.
 pub(super) fn scan(config_path: &Path) -> Result<Vec<Found>, ConfigError> {
+    let (found, problems) = scan_checked(config_path);
+    match problems.into_iter().next() {
+        Some(first) => Err(first),
+        None => Ok(found),
+    }
+}
+
+/// The drop-ins beside the configuration at `config_path` that can be read,
+/// by name, and a problem for each entry that cannot (by its name): a
+/// `jobs.d/` that cannot be read or trusted is one problem, and no drop-in.
+pub(super) fn scan_checked(config_path: &Path) -> (Vec<Found>, Vec<ConfigError>) {
     let dir = dir(config_path);
     let entries = match std::fs::read_dir(&dir) {
         Ok(d) => d,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(unreadable(&dir, &e.to_string())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (Vec::new(), Vec::new()),
+        Err(e) => return (Vec::new(), vec![unreadable(&dir, &e.to_string())]),
     };
     // What another user could add to or replace in jobs.d/ would run as
     // whoever runs baton.
-    let meta = std::fs::metadata(&dir).map_err(|e| unreadable(&dir, &e.to_string()))?;
-    baton_lease::trust::check_dir_meta(&dir, &meta, baton_lease::trust::Sticky::Refused)?;
+    let trusted = std::fs::metadata(&dir)
+        .map_err(|e| unreadable(&dir, &e.to_string()))
+        .and_then(|meta| {
+            baton_lease::trust::check_dir_meta(&dir, &meta, baton_lease::trust::Sticky::Refused)
+                .map_err(ConfigError::from)
+        });
+    if let Err(e) = trusted {
+        return (Vec::new(), vec![e]);
+    }
     let mut found = Vec::new();
+    let mut problems: Vec<(PathBuf, ConfigError)> = Vec::new();
     for entry in entries {
-        let entry = entry.map_err(|e| unreadable(&dir, &e.to_string()))?;
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => return (Vec::new(), vec![unreadable(&dir, &e.to_string())]),
+        };
         let file_name = entry.file_name();
         let bytes = file_name.as_bytes();
         if bytes.starts_with(b".") || !bytes.ends_with(b".toml") {
@@ -133,7 +159,7 @@ pub(super) fn scan(config_path: &Path) -> Result<Vec<Found>, ConfigError> {
         let name = match stem {
             Ok(s) if valid_name(s) => s.to_owned(),
             _ => {
-                return Err(ConfigError::Invalid {
+                let e = ConfigError::Invalid {
                     at: path.display().to_string(),
                     key: DIR_NAME.into(),
                     message: format!(
@@ -141,14 +167,19 @@ pub(super) fn scan(config_path: &Path) -> Result<Vec<Found>, ConfigError> {
                          characters of A-Z a-z 0-9 _ . -",
                         String::from_utf8_lossy(&bytes[..bytes.len() - ".toml".len()])
                     ),
-                });
+                };
+                problems.push((path, e));
+                continue;
             }
         };
-        let text = read_regular(&path)?;
-        found.push(Found { path, name, text });
+        match read_regular(&path) {
+            Ok(text) => found.push(Found { path, name, text }),
+            Err(e) => problems.push((path, e)),
+        }
     }
     found.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(found)
+    problems.sort_by(|a, b| a.0.cmp(&b.0));
+    (found, problems.into_iter().map(|(_, e)| e).collect())
 }
 
 fn unreadable(path: &Path, cause: &str) -> ConfigError {

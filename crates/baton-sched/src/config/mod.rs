@@ -39,7 +39,9 @@ pub use model::{
     Action, CatchUp, Command, Config, DaemonSettings, Job, Overlap, RunPolicy, Settings, Source,
     Sourced, Step, StepKind, StoreSettings, When, Zone,
 };
-pub use read::{Overrides, env_keys, env_name, scheduler_keys, store_env_keys, valid_name};
+pub use read::{
+    Checked, Overrides, env_keys, env_name, scheduler_keys, store_env_keys, valid_name,
+};
 pub use snapshot::{Dropin, Snapshot};
 pub use store_url::StoreUrl;
 
@@ -90,6 +92,41 @@ pub fn load(path: &Path, over: &Overrides) -> Result<Config, ConfigError> {
     let root = read_main(path)?;
     let dropins = dropin::scan(path)?;
     read::document(&root, path, over, &dropins)
+}
+
+/// Checks the configuration at `path` and the drop-ins beside it as
+/// [`load`] does, but goes on past a problem: every section, job and
+/// drop-in is checked on its own, and every problem is returned, in the
+/// order [`load`] meets them (its error is the first). For an operator's
+/// check (`baton doctor`); nothing runs on a configuration with a problem.
+///
+/// # Example
+///
+/// ```no_run
+/// use baton_sched::config::{self, Overrides};
+///
+/// let checked = config::check(&config::locate(None), &Overrides::from_env(None));
+/// for problem in &checked.problems {
+///     eprintln!("{problem}");
+/// }
+/// ```
+pub fn check(path: &Path, over: &Overrides) -> Checked {
+    let text = match snapshot::read_main_text(path) {
+        Ok(text) => text,
+        Err(e) => return Checked::failed(vec![e]),
+    };
+    let (dropins, mut problems) = dropin::scan_checked(path);
+    let root = match parse_doc(&text, path) {
+        Ok(root) => root,
+        Err(e) => {
+            problems.insert(0, e);
+            return Checked::failed(problems);
+        }
+    };
+    let mut c = read::checked(&root, path, over, &dropins);
+    problems.append(&mut c.problems);
+    c.problems = problems;
+    c
 }
 
 /// Validates configuration `text` as if read from `path`, alone: the

@@ -5,7 +5,9 @@
 //! too long for the takeover grace; a job defined twice) before anything is
 //! returned. The first problem, in file order (`baton.toml`, then the
 //! drop-ins by name), is the error; a typo is never read as "use the
-//! default". A drop-in is read with the same code as a `[jobs.NAME]` table,
+//! default". [`checked`] goes on past a problem, for an operator's check
+//! (`baton doctor`): every section, job and drop-in is checked on its own,
+//! and every problem is kept. A drop-in is read with the same code as a `[jobs.NAME]` table,
 //! so it means and is refused exactly as it would be in `baton.toml`.
 
 use std::collections::BTreeMap;
@@ -773,13 +775,54 @@ pub fn valid_name(name: &str) -> bool {
 /// Reads a parsed document and the drop-ins beside it; `file` is where the
 /// document came from (for messages, and for resolving relative paths,
 /// also those written in a drop-in). The document is read whole before
-/// any drop-in, and the drop-ins in the order given.
+/// any drop-in, and the drop-ins in the order given. The error is the
+/// first problem [`checked`] finds.
 pub(super) fn document(
     root: &Node,
     file: &Path,
     over: &Overrides,
     dropins: &[Found],
 ) -> Result<Config, ConfigError> {
+    let c = checked(root, file, over, dropins);
+    if let Some(first) = c.problems.into_iter().next() {
+        return Err(first);
+    }
+    // OK because a check that found no problem read every section.
+    Ok(c.config.expect("a configuration without problems"))
+}
+
+/// What a check of a configuration found: every problem, in file order
+/// (`baton.toml`, then the drop-ins by name), and the configuration when
+/// its sections could be read.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// The configuration without the jobs that have a problem: `None` when
+    /// the file, `[scheduler]`, `[daemon]` or `[store]` could not be read.
+    pub config: Option<Config>,
+    /// Every problem found. Each section and each job is checked on its
+    /// own; within one of them, checking stops at its first problem.
+    pub problems: Vec<ConfigError>,
+    /// Why the jobs were not checked at all, when the file could be read
+    /// but its jobs could not be checked.
+    pub jobs_unchecked: Option<&'static str>,
+}
+
+impl Checked {
+    /// A check that stopped at one problem.
+    pub(super) fn failed(problems: Vec<ConfigError>) -> Self {
+        Self {
+            config: None,
+            problems,
+            jobs_unchecked: None,
+        }
+    }
+}
+
+/// Checks a parsed document and the drop-ins beside it as [`document`]
+/// reads them, going on past a problem: each section, each job and each
+/// drop-in is checked on its own. The jobs are checked only once
+/// `[scheduler]`, whose values they inherit, is valid.
+pub(super) fn checked(root: &Node, file: &Path, over: &Overrides, dropins: &[Found]) -> Checked {
     let dir = file.parent().unwrap_or(Path::new("/"));
     let shared: std::sync::Arc<Path> = std::sync::Arc::from(file);
     let r = Reader {
@@ -787,68 +830,130 @@ pub(super) fn document(
         dir,
         pg: false,
     };
-    let top = r.table(root, "", root.line)?;
-    r.only(top, "", &["scheduler", "daemon", "store", "jobs"])?;
-    let store = store(&r, get(top, "store"), over)?;
-    let pg = store.is_some();
+    let top = match r.table(root, "", root.line) {
+        Ok(t) => t,
+        Err(e) => return Checked::failed(vec![e]),
+    };
+    let mut problems = Vec::new();
+    if let Err(e) = r.only(top, "", &["scheduler", "daemon", "store", "jobs"]) {
+        problems.push(e);
+    }
+    let store = store(&r, get(top, "store"), over);
+    // A `[store]` with a problem was still meant: its jobs are checked as a
+    // store's.
+    let pg = match &store {
+        Ok(s) => s.is_some(),
+        Err(_) => true,
+    };
     let r = Reader { pg, ..r };
-    let settings = scheduler(&r, get(top, "scheduler"), over)?;
-    let daemon = daemon(&r, get(top, "daemon"))?;
+    let settings = scheduler(&r, get(top, "scheduler"), over);
+    let daemon = daemon(&r, get(top, "daemon"));
+    let store = kept(store, &mut problems);
+    let settings = kept(settings, &mut problems);
+    let daemon = kept(daemon, &mut problems);
+    let Some(settings) = settings else {
+        return Checked {
+            config: None,
+            problems,
+            jobs_unchecked: Some("[scheduler] has a problem, and every job inherits from it"),
+        };
+    };
     let mut jobs = BTreeMap::new();
+    // Every job defined, valid or not, and where: a drop-in that defines it
+    // again is refused either way.
+    let mut defined: BTreeMap<String, String> = BTreeMap::new();
     if let Some(e) = get(top, "jobs") {
-        for j in r.table(&e.value, "jobs", e.line)? {
-            let job = self::job(&r, j, &settings)?;
-            jobs.insert(job.name.clone(), job);
+        match r.table(&e.value, "jobs", e.line) {
+            Ok(entries) => {
+                for j in entries {
+                    defined.insert(j.key.clone(), r.at(j.line).text());
+                    match self::job(&r, j, &settings) {
+                        Ok(job) => {
+                            jobs.insert(job.name.clone(), job);
+                        }
+                        Err(e) => problems.push(e),
+                    }
+                }
+            }
+            Err(e) => problems.push(e),
         }
     }
     for found in dropins {
-        let root = super::parse_doc(&found.text, &found.path)?;
+        let root = match super::parse_doc(&found.text, &found.path) {
+            Ok(root) => root,
+            Err(e) => {
+                problems.push(e);
+                continue;
+            }
+        };
         let shared: std::sync::Arc<Path> = std::sync::Arc::from(found.path.as_path());
         let d = Reader {
             file: &shared,
             dir,
             pg,
         };
-        let job = dropin_job(&d, &root, &found.name, &settings)?;
-        if let Some(first) = jobs.get(&job.name) {
-            return Err(invalid(
+        let job = match dropin_job(&d, &root, &found.name, &settings) {
+            Ok(job) => job,
+            Err(e) => {
+                problems.push(e);
+                continue;
+            }
+        };
+        if let Some(first) = defined.get(&job.name) {
+            problems.push(invalid(
                 &d.at(source_line(&job.source)),
                 &join("jobs", &job.name),
                 format!(
-                    "is also defined at {}: define a job in baton.toml or in jobs.d/, not both",
-                    first.source
+                    "is also defined at {first}: define a job in baton.toml or in jobs.d/, not both"
                 ),
             ));
+            continue;
         }
+        defined.insert(job.name.clone(), job.source.to_string());
         jobs.insert(job.name.clone(), job);
     }
     if !pg {
-        claims_fit(&jobs)?;
+        problems.extend(claims_fit(&jobs));
     }
-    Ok(Config {
-        path: file.to_owned(),
-        settings,
-        daemon,
-        store,
-        jobs,
-    })
+    let config = match (store, daemon) {
+        (Some(store), Some(daemon)) => Some(Config {
+            path: file.to_owned(),
+            settings,
+            daemon,
+            store,
+            jobs,
+        }),
+        _ => None,
+    };
+    Checked {
+        config,
+        problems,
+        jobs_unchecked: None,
+    }
+}
+
+/// The value, or `None` with its problem kept.
+fn kept<T>(found: Result<T, ConfigError>, problems: &mut Vec<ConfigError>) -> Option<T> {
+    found.map_err(|e| problems.push(e)).ok()
 }
 
 /// Refuses a lock file shared by more jobs than its record can keep a claim
 /// for: each job's claim (the occurrence it last started) is one of the two
 /// records that keep an occurrence from running twice, and none may ever be
 /// dropped to make room. (A store keeps claims in rows, without this limit.)
-fn claims_fit(jobs: &BTreeMap<String, Job>) -> Result<(), ConfigError> {
+/// One problem per lock that is too full.
+fn claims_fit(jobs: &BTreeMap<String, Job>) -> Vec<ConfigError> {
     let mut by_lock: BTreeMap<&str, Vec<&Job>> = BTreeMap::new();
     for j in jobs.values() {
         by_lock.entry(j.lock.value.as_str()).or_default().push(j);
     }
+    let mut full = Vec::new();
     for (lock, mates) in by_lock {
         if baton_lease::Claims::room_for(mates.iter().map(|j| j.name.len())) {
             continue;
         }
         let last = mates[mates.len() - 1];
-        return Err(ConfigError::Invalid {
+        full.push(ConfigError::Invalid {
             at: last.lock.source.to_string(),
             key: join(&join("jobs", &last.name), "lock"),
             message: format!(
@@ -860,7 +965,7 @@ fn claims_fit(jobs: &BTreeMap<String, Job>) -> Result<(), ConfigError> {
             ),
         });
     }
-    Ok(())
+    full
 }
 
 fn source_line(s: &Source) -> u32 {

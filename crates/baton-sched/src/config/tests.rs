@@ -703,3 +703,57 @@ fn a_nul_character_is_refused_where_no_process_can_take_it() {
     let e = error("[jobs.a]\nschedule = \"0 3 * * *\"\nrun = \"true\"\ncwd = \"/tmp\\u0000x\"\n");
     assert_names(&e, &["jobs.a.cwd", "NUL"]);
 }
+
+#[test]
+fn a_check_finds_every_bad_job_and_drop_in_and_keeps_the_good_ones() {
+    let main = "[scheduler]\ntimezone = \"UTC\"\n\n\
+        [jobs.good]\nevery = \"1h\"\nrun = \"true\"\n\n\
+        [jobs.bad1]\nschedule = \"61 * * * *\"\nrun = \"true\"\n\n\
+        [jobs.bad2]\nevery = \"1h\"\nrun = \"true\"\nretries = \"many\"\n";
+    let (_tmp, path) = dir_with(
+        main,
+        &[
+            ("bad3.toml", "every = \"1h\"\n"),
+            ("good2.toml", "every = \"1h\"\nrun = \"true\"\n"),
+            ("bad name.toml", "every = \"1h\"\nrun = \"true\"\n"),
+            ("good.toml", "every = \"2h\"\nrun = \"true\"\n"),
+        ],
+    );
+    let c = check(&path, &Overrides::default());
+    let said: Vec<String> = c.problems.iter().map(ToString::to_string).collect();
+    assert_eq!(said.len(), 5, "{said:#?}");
+    assert!(said[0].contains("bad name"), "{said:#?}");
+    assert!(said[1].contains("jobs.bad1"), "{said:#?}");
+    assert!(said[2].contains("jobs.bad2.retries"), "{said:#?}");
+    assert!(said[3].contains("bad3.toml"), "{said:#?}");
+    assert!(
+        said[4].contains("jobs.good") && said[4].contains("also defined"),
+        "{said:#?}"
+    );
+    // What `load` refuses with is the first of them.
+    assert_eq!(load_err(&path), said[0]);
+    let config = c.config.expect("the sections are valid");
+    let names: Vec<&String> = config.jobs.keys().collect();
+    assert_eq!(names, ["good", "good2"]);
+    assert_eq!(c.jobs_unchecked, None);
+}
+
+#[test]
+fn a_check_without_a_valid_scheduler_says_the_jobs_were_not_checked() {
+    let (_tmp, path) = dir_with(
+        "[scheduler]\ntimezone = \"Mars/Olympus\"\n[daemon]\nlisten = 7\n[jobs.a]\nrun = \"x\"\n",
+        &[],
+    );
+    let c = check(&path, &Overrides::default());
+    let said: Vec<String> = c.problems.iter().map(ToString::to_string).collect();
+    assert_eq!(said.len(), 2, "{said:#?}");
+    assert!(said[0].contains("timezone"), "{said:#?}");
+    assert!(said[1].contains("daemon.listen"), "{said:#?}");
+    assert!(c.config.is_none());
+    assert!(c.jobs_unchecked.is_some());
+    let (_tmp, path) = dir_with("[scheduler\n", &[]);
+    let c = check(&path, &Overrides::default());
+    assert_eq!(c.problems.len(), 1);
+    assert!(c.problems[0].to_string().contains("not valid TOML"));
+    assert_eq!(c.jobs_unchecked, None);
+}

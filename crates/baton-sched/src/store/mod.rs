@@ -11,8 +11,10 @@
 //! back to files when the configured store cannot be used: two hosts that
 //! silently used local locks would run a job twice. Nothing else in the
 //! scheduler may name either implementation, open a ledger or take a lease
-//! by itself.
+//! by itself. [`examine`] is an operator's look at either that changes
+//! nothing (`baton doctor`).
 
+pub mod examine;
 mod files;
 mod pg;
 mod taken;

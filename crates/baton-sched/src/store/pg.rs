@@ -89,6 +89,26 @@ impl Postgres {
         Self { target }
     }
 
+    /// Where the store is (host, port, database, user; never the password)
+    /// and how a connection to it is made.
+    pub(crate) fn link(&self) -> (String, baton_pg::examine::Link) {
+        (self.target.describe(), self.target.link())
+    }
+
+    /// Connects once and reads the schema's version and the server's clock
+    /// against `clock`, changing nothing (`baton_pg::examine`).
+    pub(crate) fn examine(
+        &self,
+        clock: &dyn baton_lease::Clock,
+    ) -> Result<baton_pg::examine::Examined, String> {
+        let target = self.target.clone();
+        blocking(async move || {
+            baton_pg::examine::examine(&target, general(), clock)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+
     /// Opens the store's leases for `job` (acquiring and reading take the
     /// general deadline; only the holder's renewals need the TTL's).
     fn leases_for(&self, job: &Job) -> impl AsyncFnOnce() -> Result<Leases, String> + Send {

@@ -1,0 +1,114 @@
+//! The jobs' locks, read as `baton status` reads them (lock files, or the
+//! store's lease rows): each must be readable and a record this build can
+//! judge. A hung or orphaned holder is said, with the command that stops
+//! it; a foreign or unreadable record is a failure (every run of that lock
+//! is refused until it is dealt with).
+
+use std::collections::BTreeMap;
+
+use baton_lease::{Foreign, Verdict};
+
+use super::finding::Finding;
+use crate::config::{Config, Job};
+use crate::store::Store;
+
+const CHECK: &str = "locks";
+
+/// Checks the lock of every job of `c` in `store`.
+pub(super) fn check(c: &Config, store: &dyn Store) -> Vec<Finding> {
+    let mut by_lock: BTreeMap<&str, &Job> = BTreeMap::new();
+    for j in c.jobs.values() {
+        by_lock.entry(j.lock.value.as_str()).or_insert(j);
+    }
+    if by_lock.is_empty() {
+        return vec![Finding::ok(CHECK, "no job, so no lock")];
+    }
+    let config = c.path.display();
+    let pg = c.store.is_some();
+    // `baton lock` works on lock files; a store's lease frees itself once
+    // its holder is judged dead or stops renewing.
+    let stop = |name: &str, what: &str| {
+        if pg {
+            "`baton status` names its holder's host and pid: stop that process there; the lease \
+             then frees itself"
+                .to_owned()
+        } else {
+            format!("`baton lock break --kill --config {config} {name}` stops {what}")
+        }
+    };
+    let mut found = Vec::new();
+    let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
+    for (name, job) in &by_lock {
+        let label = store.lock_label(job);
+        match store.inspect(job) {
+            Err(e) => found.push(Finding::fail(
+                CHECK,
+                format!("lock {name} ({label}) cannot be read: {e}"),
+                "the message says what to do; until then, every run of its jobs is refused",
+            )),
+            Ok(None) => *counts.entry("never taken").or_default() += 1,
+            Ok(Some(v)) => match &v {
+                Verdict::Hung { holder, .. } => found.push(Finding::warn(
+                    CHECK,
+                    format!(
+                        "lock {name} ({label}) is held by a hung holder, alive but not \
+                         renewing: {holder}"
+                    ),
+                    stop(name, "it and its job"),
+                )),
+                Verdict::Orphaned { holder, pgid } => found.push(Finding::warn(
+                    CHECK,
+                    format!(
+                        "lock {name} ({label}): its holder is gone but its job's group {pgid} \
+                         still runs: {holder}"
+                    ),
+                    stop(name, "the group"),
+                )),
+                Verdict::Refused(f) => {
+                    let what = match f {
+                        Foreign::Version(v) => format!("holds a lease of {v}"),
+                        Foreign::Unreadable(why) => {
+                            format!("holds a record that cannot be read: {why}")
+                        }
+                        Foreign::NotALock(why) => format!("is no lock record: {why}"),
+                    };
+                    found.push(Finding::fail(
+                        CHECK,
+                        format!("lock {name} ({label}) {what}; every run of it is refused"),
+                        if pg {
+                            "upgrade baton on this host to the version of the hosts that wrote it"
+                                .to_owned()
+                        } else {
+                            format!(
+                                "`baton lock show --config {config} {name}` describes it; once \
+                                 nothing runs under it, `baton lock break --force --config \
+                                 {config} {name}`"
+                            )
+                        },
+                    ));
+                }
+                Verdict::Absent => *counts.entry("never taken").or_default() += 1,
+                Verdict::Live { .. } => *counts.entry("held").or_default() += 1,
+                _ => *counts.entry("free").or_default() += 1,
+            },
+        }
+    }
+    if found.is_empty() {
+        let n = by_lock.len();
+        let tally: Vec<String> = counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        let kind = if c.store.is_some() {
+            "lease rows"
+        } else {
+            "lock files"
+        };
+        found.push(Finding::ok(
+            CHECK,
+            format!(
+                "{n} {}, {kind}, all readable ({})",
+                if n == 1 { "lock" } else { "locks" },
+                tally.join(", ")
+            ),
+        ));
+    }
+    found
+}

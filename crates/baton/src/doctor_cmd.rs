@@ -1,0 +1,71 @@
+//! `baton doctor`: its arguments, and a thin adapter from them to
+//! `baton_sched::doctor`, whose report is printed as text or JSON. The
+//! checks themselves live in the library.
+
+use std::path::Path;
+
+use baton_lease::SystemClock;
+use baton_sched::config::{self, Overrides};
+use baton_sched::doctor::{self, Host};
+
+use crate::cli::ConfigFile;
+use crate::exit::Exit;
+
+/// `baton doctor`.
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub file: ConfigFile,
+    /// One JSON object on stdout: `healthy`, and `checks`, each with
+    /// `check`, `status` (ok, warn, fail), `message` and `fix`.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What `baton doctor --help` adds.
+pub const HELP: &str = "\
+Checks, in order: config (every problem of baton.toml and jobs.d/, not only
+the first), state-dir (owner, mode, and that nobody but this user or root
+can change it), filesystem (a network filesystem, where flock is not
+trusted, fails with the reason), locks (each job's lock readable and a
+record this build judges), ledger (SQLite's integrity check, the schema
+version), store (files; or PostgreSQL: store, store-tls, store-schema,
+store-clock: reachable, TLS as configured, migrated, the server's clock
+within 1s of this host's, failing past 5s), time-sync (the kernel's NTP
+state, by adjtimex), zones (the zone database and every configured zone),
+driver (a cron line or systemd unit running `baton tick` or `baton daemon`),
+alert-command (run once with a test alert: kind \"test\", BATON_ALERT_TEST=1)
+and webhook. Each prints ok, WARN or FAIL, and a fix: line for a problem.
+
+The doctor changes nothing it checks: the ledger is opened read-only (SQLite
+may create its empty -wal and -shm beside it), nothing is migrated, moved
+or repaired, no state directory is created; the alert command is the one
+thing it runs.
+
+Exit codes:
+  0  no check failed (warnings allowed)
+  1  a check failed
+  2  bad arguments";
+
+/// `baton doctor`.
+pub fn run(state: Option<&Path>, a: &DoctorArgs) -> Exit {
+    let path = config::locate(a.file.config.as_deref());
+    let over = Overrides::from_env(state.map(Path::to_owned));
+    let report = doctor::examine(&path, &over, &Host::from_env(), &SystemClock);
+    if a.json {
+        match serde_json::to_string_pretty(&report) {
+            Ok(j) => outln!("{j}"),
+            Err(e) => {
+                say!("baton doctor: failed to encode JSON: {e}");
+                return Exit::Failure;
+            }
+        }
+    } else {
+        out!("{}", doctor::render(&report));
+    }
+    if report.healthy {
+        Exit::Ok
+    } else {
+        Exit::Refused
+    }
+}
