@@ -526,7 +526,11 @@ fn an_alert_command_is_stopped_with_its_group_and_reads_whole_lines() {
     let v: serde_json::Value = serde_json::from_str(got.trim()).unwrap();
     assert_eq!(v["kind"], "failed");
     let s: i32 = wait_for_file(&sleeper).parse().unwrap();
-    assert!(!alive(s), "the alert command's child outlived its limit");
+    // SIGKILL to the group is sent before baton returns; a loaded machine
+    // may take a moment to schedule the child's death.
+    baton_testkit::eventually("the alert command's child to die with its group", || {
+        !alive(s)
+    });
 }
 
 #[test]
