@@ -121,6 +121,10 @@ fn render_systemd_units_pass_systemd_analyze_verify() {
         // shutdown_grace 60 s + kill_grace 10 s + 30 s.
         "TimeoutStopSec=100s\n",
         "ExecReload=/bin/kill -HUP $MAINPID\n",
+        // The sandbox (the package's unit is this one).
+        "User=baton\n",
+        "ProtectSystem=strict\n",
+        "NoNewPrivileges=yes\n",
     ] {
         assert!(service.contains(line), "{line}: {service}");
     }
