@@ -713,7 +713,7 @@ fn render_github_names_the_configuration_inside_the_checkout() {
 
 /// The rendered units are checked by systemd itself: a machine without
 /// `systemd-analyze` fails here, naming the package (`.ci/run` installs it).
-fn need_systemd_analyze() {
+pub(crate) fn need_systemd_analyze() {
     let have = Command::new("systemd-analyze").arg("--version").output();
     assert!(
         have.is_ok_and(|o| o.status.success()),
