@@ -2,7 +2,8 @@
 //! registers baton with the shell; on each TAB the shell runs baton again
 //! with `_BATON_COMPLETE=SHELL` and the words typed so far, and baton
 //! answers from its own command line definition (clap's dynamic engine),
-//! so the completions always match the binary that answers them.
+//! so the completions always match the binary that answers them. The zsh
+//! script also works from `$fpath` (as the package installs it).
 //!
 //! Hidden commands (`__run`, `__page`, `__metrics`, `__http`) are never
 //! offered among others. Every JOB argument (`run`, `tick`, `status`,
@@ -56,8 +57,22 @@ pub(crate) fn script(shell: clap_complete::Shell) -> Result<String, String> {
     completer
         .write_registration(VAR, "baton", "baton", &own_path(), &mut out)
         .map_err(|e| format!("failed to write the {name} script: {e}"))?;
-    Ok(String::from_utf8_lossy(&out).into_owned())
+    let mut text = String::from_utf8_lossy(&out).into_owned();
+    if shell == clap_complete::Shell::Zsh {
+        text.push_str(ZSH_FPATH);
+    }
+    Ok(text)
 }
+
+/// Appended to the zsh script. Sourced, it does nothing more; installed in
+/// `$fpath` as `_baton` (a package's `vendor-completions/_baton`), zsh runs
+/// the whole file as the function `_baton` on the first TAB, which then only
+/// registers the completer: this makes that first TAB complete too.
+const ZSH_FPATH: &str = "\
+if [[ \"${funcstack[1]}\" == \"_baton\" ]]; then
+    _clap_dynamic_completer_baton \"$@\"
+fi
+";
 
 /// How the script runs baton: as this process was started when that named
 /// a directory (made absolute), else by name, found on `PATH`.

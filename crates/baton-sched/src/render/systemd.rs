@@ -15,6 +15,18 @@
 //! two at the next edit of the file. The daemon's unit reloads with
 //! `SIGHUP` (`ExecReload=`).
 //!
+//! The daemon's unit runs as the system user `baton` ([`USER`]) in a
+//! sandbox ([`SANDBOX`]): the file system read-only but for the state
+//! directory (`StateDirectory=` under `/var/lib`, else `ReadWritePaths=`),
+//! the socket's directory when it lies elsewhere (`RuntimeDirectory=`
+//! under `/run`), `jobs.d/` beside the configuration (the API's job
+//! changes) and a private `/tmp`; no privilege to gain, no device, no
+//! other user's process or home; only Unix, IPv4 and IPv6 sockets; the
+//! user and PID namespaces the runner contains each step in. With
+//! `socket_group`, the user is a member of that group
+//! (`SupplementaryGroups=`), so it may give its socket to it. The Debian
+//! package ships this unit as rendered for its own configuration.
+//!
 //! Each directive is escaped by its own rules: a command line
 //! (`ExecStart=`) doubles `%` (else a specifier), and `$` (else a
 //! variable) in its arguments but not in the executable's name, where
@@ -35,6 +47,52 @@ use crate::config::{Config, Job, When, Zone};
 
 /// The daemon's unit.
 pub const SERVICE: &str = "baton.service";
+
+/// The user (and group) the daemon's unit runs as: the system user the
+/// Debian package makes (`sysusers.d`), who owns the state directory.
+pub const USER: &str = "baton";
+
+/// The daemon's sandbox: what its runs' jobs may not do. Each line is
+/// one that baton's own work allows (the README's "What the unit allows
+/// jobs" says what each costs a job, and how to widen it with a drop-in):
+/// no capability and no way to gain one, so a job cannot use sudo or a
+/// set-user-id program; the file system read-only (writable: the state
+/// directory, a private `/tmp`); no home directory; no device; no other
+/// user's process in `/proc` (`/proc/sys`, which holds the boot id a
+/// lease records, stays readable); only Unix, IPv4 and IPv6 sockets; only
+/// the user and PID namespaces the runner contains each step in; the
+/// system calls of an ordinary service. Not set, as jobs need them:
+/// `MemoryDenyWriteExecute=` (a JIT: Java, Node.js, PCRE),
+/// `PrivateUsers=` (baton trusts files owned by root or itself, which a
+/// user namespace shows as nobody's), `PrivateNetwork=`, `ProcSubset=`.
+const SANDBOX: &str = "\
+UMask=0077
+NoNewPrivileges=yes
+CapabilityBoundingSet=
+AmbientCapabilities=
+ProtectSystem=strict
+ProtectHome=yes
+PrivateTmp=yes
+PrivateDevices=yes
+PrivateIPC=yes
+PrivateMounts=yes
+ProtectClock=yes
+ProtectHostname=yes
+ProtectKernelTunables=yes
+ProtectKernelModules=yes
+ProtectKernelLogs=yes
+ProtectControlGroups=yes
+ProtectProc=invisible
+RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6
+RestrictNamespaces=user pid
+RestrictRealtime=yes
+RestrictSUIDSGID=yes
+LockPersonality=yes
+RemoveIPC=yes
+SystemCallArchitectures=native
+SystemCallFilter=@system-service
+SystemCallErrorNumber=EPERM
+";
 
 /// Added to the longest stop the daemon may take: `shutdown_grace`, then
 /// the longest `kill_grace` of a step, then this margin.
@@ -134,12 +192,48 @@ fn daemon(c: &Config, opts: &Options, bin: &str, config: &str, state: &Path) -> 
         .max()
         .unwrap_or_default();
     let stop = (grace + kill_grace + STOP_MARGIN).as_secs();
-    let state_directory = match state.strip_prefix("/var/lib") {
+    let mut writable = match state.strip_prefix("/var/lib") {
         Ok(rest) if !rest.as_os_str().is_empty() => format!(
             "StateDirectory={}\nStateDirectoryMode=0700\n",
             setting_word(&rest.display().to_string())
         ),
-        _ => String::new(),
+        _ => format!(
+            "ReadWritePaths={}\n",
+            setting_word(&format!("-{}", state.display()))
+        ),
+    };
+    let socket = opts.host_path(c, &c.daemon_socket());
+    match socket.parent() {
+        Some(dir) if dir.starts_with(state) => {}
+        Some(dir) => match dir.strip_prefix("/run") {
+            Ok(rest) if !rest.as_os_str().is_empty() => writable.push_str(&format!(
+                "RuntimeDirectory={}\nRuntimeDirectoryMode=0755\n",
+                setting_word(&rest.display().to_string())
+            )),
+            _ => writable.push_str(&format!(
+                "ReadWritePaths={}\n",
+                setting_word(&format!("-{}", dir.display()))
+            )),
+        },
+        None => {}
+    }
+    // `PUT /v1/jobs/JOB` writes `jobs.d/` beside the configuration.
+    if let Some(dir) = opts.config.parent() {
+        writable.push_str(&format!(
+            "ReadWritePaths={}\n",
+            setting_word(&format!(
+                "-{}",
+                dir.join(crate::config::dropin::DIR_NAME).display()
+            ))
+        ));
+    }
+    let groups = match &c.daemon.socket_group.value {
+        Some(g) => format!(
+            "# [daemon] socket_group: the daemon gives its socket to this group.\n\
+             SupplementaryGroups={}\n",
+            setting_word(g)
+        ),
+        None => String::new(),
     };
     Artefact {
         name: SERVICE.into(),
@@ -158,7 +252,6 @@ fn daemon(c: &Config, opts: &Options, bin: &str, config: &str, state: &Path) -> 
              # SIGHUP reads the configuration again; an invalid one is refused and the\n\
              # one in force stays (`baton daemon`'s reload).\n\
              ExecReload=/bin/kill -HUP $MAINPID\n\
-             {state_directory}\
              Restart=on-failure\n\
              RestartSec=5s\n\
              WatchdogSec=60s\n\
@@ -166,6 +259,16 @@ fn daemon(c: &Config, opts: &Options, bin: &str, config: &str, state: &Path) -> 
              # then stops them (kill_grace up to {}s); systemd waits longer than both.\n\
              KillMode=mixed\n\
              TimeoutStopSec={stop}s\n\
+             # The daemon, its runs and their jobs run as {USER}, who owns the state\n\
+             # directory; nothing baton does needs root.\n\
+             User={USER}\n\
+             Group={USER}\n\
+             {groups}\
+             {writable}\
+             # The sandbox: jobs may read the file system, write the state directory\n\
+             # and a private /tmp, use the network and start processes; nothing more.\n\
+             # Widen it with a drop-in (`systemctl edit baton`): see baton's README.\n\
+             {SANDBOX}\
              \n\
              [Install]\n\
              WantedBy=multi-user.target\n",

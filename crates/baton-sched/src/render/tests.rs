@@ -1053,3 +1053,62 @@ fn render_systemd_writes_weekdays_from_monday_and_either_day_as_two_lines() {
         assert_eq!(got, want, "{text}");
     }
 }
+
+/// The daemon's unit for a configuration at `/etc/baton/baton.toml`.
+fn daemon_unit(text: &str) -> String {
+    let c = config::parse(
+        text,
+        Path::new("/etc/baton/baton.toml"),
+        &Overrides::default(),
+    )
+    .unwrap();
+    render(Target::Systemd, &c, &opts(false)).unwrap()[0]
+        .text
+        .clone()
+}
+
+/// The lines of `unit` that set `key`, values only.
+fn settings<'a>(unit: &'a str, key: &str) -> Vec<&'a str> {
+    let prefix = format!("{key}=");
+    unit.lines()
+        .filter_map(|l| l.strip_prefix(prefix.as_str()))
+        .collect()
+}
+
+#[test]
+fn render_systemd_daemon_runs_as_baton_and_may_write_only_what_it_writes() {
+    // The package's layout: StateDirectory= makes the directory baton's.
+    let unit = daemon_unit("[scheduler]\nstate_dir = \"/var/lib/baton\"\n");
+    assert_eq!(settings(&unit, "User"), ["baton"]);
+    assert_eq!(settings(&unit, "Group"), ["baton"]);
+    assert_eq!(settings(&unit, "StateDirectory"), ["baton"]);
+    assert_eq!(settings(&unit, "ReadWritePaths"), ["-/etc/baton/jobs.d"]);
+    assert_eq!(settings(&unit, "ProtectSystem"), ["strict"]);
+    assert_eq!(settings(&unit, "NoNewPrivileges"), ["yes"]);
+    assert_eq!(settings(&unit, "RestrictNamespaces"), ["user pid"]);
+    assert!(settings(&unit, "SupplementaryGroups").is_empty(), "{unit}");
+    assert!(settings(&unit, "RuntimeDirectory").is_empty(), "{unit}");
+
+    // A state directory elsewhere, and a socket under /run for a group.
+    let unit = daemon_unit(
+        "[scheduler]\nstate_dir = \"/srv/baton state\"\n\
+         [daemon]\nsocket = \"/run/baton/api.sock\"\nsocket_group = \"adm\"\n",
+    );
+    assert!(settings(&unit, "StateDirectory").is_empty(), "{unit}");
+    assert_eq!(
+        settings(&unit, "ReadWritePaths"),
+        ["\"-/srv/baton state\"", "-/etc/baton/jobs.d"]
+    );
+    assert_eq!(settings(&unit, "RuntimeDirectory"), ["baton"]);
+    assert_eq!(settings(&unit, "SupplementaryGroups"), ["adm"]);
+
+    // A socket in neither: its directory is made writable.
+    let unit = daemon_unit(
+        "[scheduler]\nstate_dir = \"/var/lib/baton\"\n\
+         [daemon]\nsocket = \"/srv/api/daemon.sock\"\n",
+    );
+    assert_eq!(
+        settings(&unit, "ReadWritePaths"),
+        ["-/srv/api", "-/etc/baton/jobs.d"]
+    );
+}

@@ -25,6 +25,7 @@ mod http;
 mod lock_tools;
 mod metrics;
 mod overlap;
+mod package;
 mod page;
 mod policies;
 mod prometheus;

@@ -121,6 +121,10 @@ fn render_systemd_units_pass_systemd_analyze_verify() {
         // shutdown_grace 60 s + kill_grace 10 s + 30 s.
         "TimeoutStopSec=100s\n",
         "ExecReload=/bin/kill -HUP $MAINPID\n",
+        // The sandbox (the package's unit is this one).
+        "User=baton\n",
+        "ProtectSystem=strict\n",
+        "NoNewPrivileges=yes\n",
     ] {
         assert!(service.contains(line), "{line}: {service}");
     }
@@ -713,7 +717,7 @@ fn render_github_names_the_configuration_inside_the_checkout() {
 
 /// The rendered units are checked by systemd itself: a machine without
 /// `systemd-analyze` fails here, naming the package (`.ci/run` installs it).
-fn need_systemd_analyze() {
+pub(crate) fn need_systemd_analyze() {
     let have = Command::new("systemd-analyze").arg("--version").output();
     assert!(
         have.is_ok_and(|o| o.status.success()),

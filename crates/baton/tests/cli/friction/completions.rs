@@ -145,3 +145,60 @@ fn zsh_and_fish_scripts_ask_baton_and_baton_answers_with_descriptions() {
         stdout(&o)
     );
 }
+
+/// What zsh offers for `words` (the last one being completed) when its
+/// completion of `baton` is `_baton`, found in `$fpath` as a package
+/// installs it, on the first TAB of a fresh shell (`_describe` stands in
+/// for the menu, printing what it is given); and what merely sourcing the
+/// same script prints.
+fn zsh_from_fpath(s: &Sched, words: &[&str]) -> (Vec<String>, String) {
+    let have = Command::new("zsh").arg("--version").output();
+    assert!(
+        have.is_ok_and(|o| o.status.success()),
+        "zsh is not installed: install Debian's `zsh` package (`apt-get install zsh`) \
+         to check the completion script a package installs for it"
+    );
+    let fpath = s.env.path("vendor-completions");
+    std::fs::create_dir_all(&fpath).unwrap();
+    let o = s.run(&["completions", "zsh"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    std::fs::write(fpath.join("_baton"), stdout(&o)).unwrap();
+    let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+    let stub = "_describe() { print -rl -- \"${(@P)3}\" }\n";
+    let first_tab = format!(
+        "fpath=({} $fpath)\nautoload -Uz compinit && compinit -u -D\n{stub}\
+         words=({})\nCURRENT={}\n_baton\n",
+        fpath.display(),
+        quoted.join(" "),
+        words.len()
+    );
+    let sourced = format!(
+        "autoload -Uz compinit && compinit -u -D\n{stub}source {}\n",
+        fpath.join("_baton").display()
+    );
+    let run = |script: &str| {
+        let o = Command::new("zsh")
+            .args(["-f", "-c", script])
+            .env("BATON_CONFIG", s.config())
+            .current_dir(s.env.tmp.path())
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 0, "{script}\n{}", stderr(&o));
+        stdout(&o)
+    };
+    let offered = run(&first_tab).lines().map(str::to_owned).collect();
+    (offered, run(&sourced))
+}
+
+#[test]
+fn zsh_completes_job_names_on_the_first_tab_from_fpath() {
+    let s = jobs();
+    let (offered, sourced) = zsh_from_fpath(&s, &["baton", "run", ""]);
+    assert!(
+        offered.iter().any(|o| o == "backup:30 2 * * *")
+            && offered.iter().any(|o| o == "report:every 1h"),
+        "{offered:?}"
+    );
+    // Sourced, the script registers its completer and completes nothing.
+    assert_eq!(sourced, "");
+}
