@@ -37,6 +37,8 @@ pub struct Surfaces {
     reporting_set_aside: bool,
     /// The ledger could not be opened, and no run may start without it.
     runs_refused: bool,
+    /// The ledger was written by a newer baton: nothing in it was read.
+    ledger_newer: bool,
 }
 
 impl Surfaces {
@@ -67,6 +69,7 @@ impl Surfaces {
             log_failed: false,
             reporting_set_aside: false,
             runs_refused: false,
+            ledger_newer: false,
         };
         match ledger {
             Some(l) => s.ledger = Some(l),
@@ -78,6 +81,7 @@ impl Surfaces {
                 // and its occurrences are left to a later tick.
                 Err(e) => {
                     s.runs_refused = true;
+                    s.ledger_newer = e.is_newer_schema();
                     s.warn(&format!(
                         "the ledger is unavailable: {e}; no run starts without it"
                     ));
@@ -130,6 +134,12 @@ impl Surfaces {
     /// it failed), so no run's start could be recorded.
     pub fn refuses_runs(&self) -> bool {
         self.runs_refused
+    }
+
+    /// Whether the ledger was refused as a newer baton's: nothing may be
+    /// decided until baton is upgraded, so nothing should be tried.
+    pub fn ledger_is_newer(&self) -> bool {
+        self.ledger_newer
     }
 
     /// Finishes (as [`Surfaces::finish`]) and hands back the open ledger.

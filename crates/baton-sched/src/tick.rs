@@ -91,6 +91,10 @@ pub fn tick(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> u8 {
         None
     };
     let due = decide_due_with(config, only, &clock, ledger).0;
+    if due.ledger_newer {
+        // Said once, by the decision: nothing was decided, nothing runs.
+        return CANNOT;
+    }
     let due_jobs: Vec<(&Job, Start)> = due
         .starts
         .iter()
@@ -128,6 +132,9 @@ pub struct Due {
     /// How far the clock it was decided by (a shared store's) was ahead of
     /// the one it was given: zero with files.
     pub offset: jiff::SignedDuration,
+    /// The ledger was written by a newer baton (said on stderr): nothing
+    /// was decided, and nothing may start until baton is upgraded.
+    pub ledger_newer: bool,
 }
 
 /// Decides every job of `config` (or those in `only`) at the clock's now,
@@ -147,6 +154,12 @@ pub fn decide_due_with(
 ) -> (Due, Option<Box<dyn baton_ledger::Records>>) {
     let mut due = Due::default();
     let mut s = Surfaces::open_with(config, Arc::clone(clock), ledger);
+    if s.ledger_is_newer() {
+        // Whatever the jobs look like without it would be a guess.
+        due.ledger_newer = true;
+        s.finish();
+        return (due, None);
+    }
     // The store's clock, when several hosts share it.
     let now = s.now();
     due.offset = now.duration_since(clock.wall());
