@@ -176,13 +176,16 @@ impl Error {
 
 /// How an operation inside a transaction fails, before the ledger adds the
 /// action and the path: SQLite's error (which may be corruption, and lead to
-/// recovery), or a refusal of the caller's arguments.
+/// recovery), a refusal of the caller's arguments, or a schema a newer baton
+/// migrated the file to since this connection opened it.
 #[derive(Debug)]
 pub(crate) enum Fail {
     /// SQLite failed.
     Sql(rusqlite::Error),
     /// An argument cannot be stored, or contradicts the ledger.
     Invalid(String),
+    /// The schema version found, newer than this build's: nothing was read.
+    Newer(i64),
 }
 
 impl From<rusqlite::Error> for Fail {

@@ -424,6 +424,7 @@ pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<i64, Unsound
     Ok(found)
 }
 
-fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
+/// The schema version (`PRAGMA user_version`).
+pub(crate) fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
     conn.query_row("PRAGMA user_version", [], |row| row.get(0))
 }

@@ -136,8 +136,9 @@ impl Surfaces {
         self.runs_refused
     }
 
-    /// Whether the ledger was refused as a newer baton's: nothing may be
-    /// decided until baton is upgraded, so nothing should be tried.
+    /// Whether the ledger was refused as a newer baton's, when it was
+    /// opened or by a call since: nothing may be decided until baton is
+    /// upgraded, so nothing should be tried.
     pub fn ledger_is_newer(&self) -> bool {
         self.ledger_newer
     }
@@ -173,6 +174,12 @@ impl Surfaces {
         match r {
             Ok(v) => Some(v),
             Err(e) => {
+                if e.is_newer_schema() {
+                    // A newer baton migrated it meanwhile: this connection
+                    // is not used again, nor kept for a later tick.
+                    self.ledger_newer = true;
+                    self.ledger = None;
+                }
                 if !self.ledger_failed {
                     self.ledger_failed = true;
                     self.warn(&format!("failed to write the ledger: {e}; the run goes on"));

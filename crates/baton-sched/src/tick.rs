@@ -154,16 +154,18 @@ pub fn decide_due_with(
 ) -> (Due, Option<Box<dyn baton_ledger::Records>>) {
     let mut due = Due::default();
     let mut s = Surfaces::open_with(config, Arc::clone(clock), ledger);
-    if s.ledger_is_newer() {
-        // Whatever the jobs look like without it would be a guess.
-        due.ledger_newer = true;
-        s.finish();
-        return (due, None);
-    }
     // The store's clock, when several hosts share it.
     let now = s.now();
     due.offset = now.duration_since(clock.wall());
     let states = s.ledger(|l| l.jobs()).unwrap_or_default();
+    if s.ledger_is_newer() {
+        // A newer baton wrote it (before this process opened it, or since
+        // the daemon's kept connection did): whatever the jobs looked like
+        // without it would be a guess.
+        due.ledger_newer = true;
+        s.finish();
+        return (due, None);
+    }
     let by_name: std::collections::HashMap<&str, &baton_ledger::JobState> =
         states.iter().map(|j| (j.job.as_str(), j)).collect();
     // The ledger learns of new jobs (a write only when there are some).

@@ -613,3 +613,23 @@ fn a_ledger_of_a_newer_schema_is_refused_untouched() {
     assert!(!backup(&scene, 4).exists() && !backup(&scene, 3).exists());
     assert!(scene.corrupt_files().is_empty());
 }
+
+/// A connection opened before a newer baton migrated the file (a
+/// long-lived process outliving an upgrade) refuses its next call, read or
+/// write, and writes nothing.
+#[test]
+fn a_ledger_open_when_a_newer_baton_migrates_the_file_refuses_its_next_call() {
+    let scene = Scene::new();
+    let mut ledger = scene.open();
+    ledger.see_jobs(&["j"], at(0)).unwrap();
+    let c = rusqlite::Connection::open(scene.db()).unwrap();
+    c.execute_batch("PRAGMA user_version = 4").unwrap();
+    drop(c);
+    let err = ledger.jobs().unwrap_err();
+    assert!(err.is_newer_schema(), "{err}");
+    assert!(err.to_string().contains("schema version is 4"), "{err}");
+    let err = ledger.see_jobs(&["k"], at(1)).unwrap_err();
+    assert!(err.is_newer_schema(), "{err}");
+    let names = raw(&scene.db(), "SELECT job FROM jobs");
+    assert_eq!(names, [vec![text("j")]]);
+}

@@ -594,3 +594,46 @@ fn a_binary_swapped_under_a_running_daemon_runs_its_next_runs_and_the_daemon_wai
     assert_eq!(inode(&daemon_exe), old);
     assert_eq!(d.terminate(), Some(0));
 }
+
+/// The jobs the ledger at `db` names, read without this build's code.
+fn ledger_jobs(db: &Path) -> Vec<String> {
+    fixture_rows(db, "SELECT job FROM jobs ORDER BY job")
+}
+
+#[test]
+fn a_daemon_whose_ledger_a_newer_baton_migrates_under_it_writes_nothing_more_to_it() {
+    let env = Env::new();
+    let ran = env.path("ran");
+    let s = Sched { env };
+    let job = |name: &str| {
+        format!(
+            "[jobs.{name}]\nschedule = \"0 0 1 1 *\"\ncatch_up = \"none\"\nrun = \"echo {name} >> {}\"\n",
+            ran.display()
+        )
+    };
+    s.write(&job("a"));
+    let d = Daemon::start(&s, &[]);
+    let db = s.env.state().join("baton.db");
+    crate::support::eventually("the daemon to see its job", || {
+        db.exists() && ledger_jobs(&db) == ["a"]
+    });
+    // A newer baton (a run it started after a binary swap) migrates the
+    // ledger while the daemon keeps its connection.
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute_batch("PRAGMA user_version = 4").unwrap();
+    drop(c);
+    s.write(&format!("{}{}", job("a"), job("b")));
+    assert_eq!(d.post("/v1/reload", "").status, 200, "{}", d.log());
+    crate::support::eventually("the daemon to say the ledger is newer", || {
+        d.log().contains("schema version is 4")
+    });
+    assert_eq!(
+        ledger_jobs(&db),
+        ["a"],
+        "the daemon wrote to a newer ledger"
+    );
+    let o = s.run(&["status"]);
+    assert_eq!(code(&o), 2, "{}", both(&o));
+    assert_eq!(d.terminate(), Some(0));
+    assert_eq!(lines(&ran), 0);
+}
