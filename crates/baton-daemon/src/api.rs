@@ -259,7 +259,7 @@ async fn runs(
     let now = d.decision_now();
     let runs = blocking(move || baton_sched::history::read(&loaded.config, &name, limit, now))
         .await?
-        .map_err(ApiError::internal)?;
+        .map_err(|e| ApiError::internal(e.to_string()))?;
     Ok(json_of(StatusCode::OK, &runs))
 }
 

@@ -19,6 +19,7 @@ use std::time::Duration;
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
 
+use crate::backup;
 use crate::error::Error;
 use crate::file::{self, FileId};
 use crate::recover;
@@ -79,7 +80,7 @@ pub(crate) fn connect(path: &Path) -> Result<Db, Failure> {
         }));
     }
     if version < schema::VERSION {
-        schema::migrate(&mut db.conn).map_err(|u| unsound(path, u))?;
+        schema::migrate(&mut db.conn, path).map_err(|u| unsound(path, u))?;
     }
     Ok(db)
 }
@@ -148,6 +149,18 @@ fn unsound(path: &Path, u: Unsound) -> Failure {
             path: path.to_owned(),
             found,
             supported: schema::VERSION,
+        }),
+        Unsound::Backup(backup::Failed::Sqlite(source)) => {
+            sqlite_failure(path, "copy the ledger before migrating it", source)
+        }
+        Unsound::Backup(backup::Failed::Io {
+            action,
+            path,
+            source,
+        }) => Failure::Error(Error::Io {
+            action,
+            path,
+            source,
         }),
     }
 }

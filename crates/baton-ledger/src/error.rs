@@ -87,10 +87,12 @@ pub enum Error {
     },
     /// The database has a schema version this build does not know: a newer
     /// baton wrote it. It is left untouched: it is not corrupt, and moving it
-    /// aside would lose the newer ledger.
+    /// aside would lose the newer ledger. Reading it anyway could misread
+    /// it, so nothing that needs the ledger goes on.
     #[error(
-        "refusing to open the ledger {}: its schema version is {found}, and this baton knows 0 to \
-         {supported}; nothing was changed: run the baton that wrote it",
+        "refusing to open the ledger {}: its schema version is {found}, newer than this baton \
+         reads (up to {supported}): a newer baton wrote it; nothing was read or changed: upgrade \
+         baton to that version or later",
         path.display()
     )]
     UnknownSchema {
@@ -152,6 +154,13 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether the ledger was written by a newer baton
+    /// ([`Error::UnknownSchema`]): it was neither read nor changed, and
+    /// nothing may be decided from it until baton is upgraded.
+    pub fn is_newer_schema(&self) -> bool {
+        matches!(self, Error::UnknownSchema { .. })
+    }
+
     /// Whether the ledger's files themselves are refused: a symbolic link or
     /// anything but a regular file where one of them belongs, or a file or
     /// directory another user could write. Retrying changes nothing; an
@@ -167,13 +176,16 @@ impl Error {
 
 /// How an operation inside a transaction fails, before the ledger adds the
 /// action and the path: SQLite's error (which may be corruption, and lead to
-/// recovery), or a refusal of the caller's arguments.
+/// recovery), a refusal of the caller's arguments, or a schema a newer baton
+/// migrated the file to since this connection opened it.
 #[derive(Debug)]
 pub(crate) enum Fail {
     /// SQLite failed.
     Sql(rusqlite::Error),
     /// An argument cannot be stored, or contradicts the ledger.
     Invalid(String),
+    /// The schema version found, newer than this build's: nothing was read.
+    Newer(i64),
 }
 
 impl From<rusqlite::Error> for Fail {

@@ -149,7 +149,7 @@ pub(crate) fn ensure(path: &Path) -> Result<FileId, Error> {
 
 /// `O_NOFOLLOW` (std adds `O_CLOEXEC` itself). `O_EXCL` from `create_new`
 /// already refuses a symbolic link at the path; `O_NOFOLLOW` says so twice.
-fn nofollow() -> i32 {
+pub(crate) fn nofollow() -> i32 {
     // OK because the flag's bits fit an i32 (it is a single low bit).
     rustix::fs::OFlags::NOFOLLOW.bits() as i32
 }

@@ -13,7 +13,10 @@
 //!
 //! Before each call the ledger checks, with one `lstat`, that `baton.db` is
 //! still the file its connection opened, and reconnects when another process
-//! has moved it aside. A call that fails with corruption recovers
+//! has moved it aside; inside each transaction, before anything else, it
+//! reads the schema version again, and refuses the call
+//! ([`Error::UnknownSchema`]) when a newer baton has migrated the file
+//! since. A call that fails with corruption recovers
 //! ([`crate::recover`]) and is tried once more, on the fresh ledger.
 
 use std::path::{Path, PathBuf};
@@ -644,6 +647,13 @@ impl Ledger {
             Mode::Write => TransactionBehavior::Immediate,
         };
         let tx = db.conn().transaction_with_behavior(behavior)?;
+        // A newer baton may have migrated the file since this connection
+        // opened it (a long-lived process outliving an upgrade): its rows
+        // are not this build's to read or write.
+        let version = crate::schema::user_version(&tx)?;
+        if version > crate::schema::VERSION {
+            return Err(Fail::Newer(version));
+        }
         let value = op(&tx)?;
         tx.commit()?;
         Ok(value)
@@ -678,6 +688,11 @@ impl Ledger {
                 action,
                 path,
                 problem,
+            },
+            Fail::Newer(found) => Error::UnknownSchema {
+                path,
+                found,
+                supported: crate::schema::VERSION,
             },
         }
     }

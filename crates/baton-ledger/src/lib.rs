@@ -119,7 +119,14 @@
 //! it in between. Migrations are code (`schema.rs`), applied in one
 //! `BEGIN IMMEDIATE` transaction that reads the version again under the
 //! write lock, so two processes opening a fresh database at once migrate it
-//! once. A version newer than this build's is refused, untouched.
+//! once, and a migration that fails or is killed midway leaves the ledger
+//! as it was. Before it changes anything, a ledger of version 1 or later is
+//! copied whole to `baton.db.bak-vN` beside it (`N` the version it held;
+//! mode `0600`, synced, put in place by a rename, so the name only ever
+//! holds a whole copy), one copy per version, the newest: going back to
+//! the baton that wrote it is renaming that copy to `baton.db`. A copy that
+//! cannot be written stops the migration. A version newer than this
+//! build's is refused, neither read nor changed ([`Error::UnknownSchema`]).
 //!
 //! # Transactions
 //!
@@ -239,6 +246,7 @@
 
 mod ahead;
 mod alerts;
+mod backup;
 pub mod checks;
 mod db;
 mod decisions;

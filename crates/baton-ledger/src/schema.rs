@@ -5,7 +5,11 @@
 //! applied in order inside one `BEGIN IMMEDIATE` transaction that reads the
 //! version again once it holds the write lock: two processes opening a fresh
 //! database at once both see version 0, one migrates, and the other finds
-//! the work done when its turn comes. A version newer than this build's is
+//! the work done when its turn comes. A ledger that held anything (version
+//! 1 or later) is first copied whole beside itself ([`crate::backup`]),
+//! inside the same transaction; a migration that fails, or a process that
+//! dies midway, leaves the ledger as it was, since nothing is committed
+//! before the last statement. A version newer than this build's is
 //! refused, never migrated down and never taken for corruption.
 //!
 //! The probe is what makes a truncated or overwritten file fail on open
@@ -15,7 +19,11 @@
 //! full `PRAGMA integrity_check` would find more, but it reads the whole
 //! database on every open of every process.
 
+use std::path::Path;
+
 use rusqlite::{Connection, Transaction, TransactionBehavior};
+
+use crate::backup;
 
 /// The newest schema version this build writes and reads.
 pub(crate) const VERSION: i64 = 3;
@@ -329,6 +337,9 @@ pub(crate) enum Unsound {
     },
     /// A version this build does not know (a newer baton wrote it).
     Unknown(i64),
+    /// The copy kept before a migration could not be written: nothing was
+    /// migrated.
+    Backup(backup::Failed),
 }
 
 impl Unsound {
@@ -382,10 +393,11 @@ fn probe_in(conn: &Connection) -> Result<i64, Unsound> {
     Ok(version)
 }
 
-/// Brings the database to [`VERSION`] in one IMMEDIATE transaction,
-/// reading the version again under the write lock. Returns the version
-/// found before.
-pub(crate) fn migrate(conn: &mut Connection) -> Result<i64, Unsound> {
+/// Brings the database at `path` to [`VERSION`] in one IMMEDIATE
+/// transaction, reading the version again under the write lock, and
+/// copying a ledger of version 1 or later beside itself before the first
+/// change. Returns the version found before.
+pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<i64, Unsound> {
     let tx = Transaction::new(conn, TransactionBehavior::Immediate)
         .map_err(Unsound::sqlite("begin the migration"))?;
     let found = user_version(&tx).map_err(Unsound::sqlite("read the schema version"))?;
@@ -395,6 +407,11 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<i64, Unsound> {
     };
     if found == VERSION {
         return Ok(found);
+    }
+    if found > 0 {
+        // Dropping `tx` on the way out rolls back: nothing is migrated
+        // without its copy.
+        backup::write(path, found).map_err(Unsound::Backup)?;
     }
     for sql in &MIGRATIONS[from..] {
         tx.execute_batch(sql)
@@ -407,6 +424,7 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<i64, Unsound> {
     Ok(found)
 }
 
-fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
+/// The schema version (`PRAGMA user_version`).
+pub(crate) fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
     conn.query_row("PRAGMA user_version", [], |row| row.get(0))
 }

@@ -59,7 +59,8 @@ pub enum Error {
     /// The schema is newer than this build: it refuses to use or migrate it.
     #[error(
         "failed to {what}: the baton schema is at version {found}, newer than this build's \
-         {known}"
+         {known}: a newer baton made it; nothing was read or changed: upgrade baton to that \
+         version or later"
     )]
     SchemaTooNew {
         /// What was being done.

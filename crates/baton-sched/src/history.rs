@@ -199,12 +199,12 @@ pub fn read(
     job: &str,
     limit: u32,
     now: jiff::Timestamp,
-) -> Result<Vec<RunView>, String> {
+) -> Result<Vec<RunView>, baton_ledger::Error> {
     let Some(l) = crate::store::existing_records(config, now) else {
         return Ok(Vec::new());
     };
-    let mut l = l.map_err(|e| e.to_string())?;
-    let rows = l.history(job, limit).map_err(|e| e.to_string())?;
+    let mut l = l?;
+    let rows = l.history(job, limit)?;
     let mut views: Vec<RunView> = rows.into_iter().map(Into::into).collect();
     let store = crate::store::open(config).ok();
     judge_unfinished(config, job, &mut views, store.as_deref());

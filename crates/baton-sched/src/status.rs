@@ -47,6 +47,10 @@ pub struct Status {
     /// show only what the configuration and the logs say.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The ledger was written by a newer baton ([`Self::error`] says so):
+    /// none of it was read, so the jobs' states are not to be shown.
+    #[serde(skip)]
+    pub ledger_newer: bool,
 }
 
 /// One job.
@@ -238,10 +242,10 @@ fn stamp(t: Timestamp) -> String {
 /// Reads the status of `config`'s jobs (`only` names one, when given).
 pub fn read(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
     let state = &config.settings.state_dir.value;
-    let (mut ledger, error) = match crate::store::existing_records(config, now) {
-        None => (None, None),
-        Some(Ok(l)) => (Some(l), None),
-        Some(Err(e)) => (None, Some(e.to_string())),
+    let (mut ledger, error, ledger_newer) = match crate::store::existing_records(config, now) {
+        None => (None, None, false),
+        Some(Ok(l)) => (Some(l), None, false),
+        Some(Err(e)) => (None, Some(e.to_string()), e.is_newer_schema()),
     };
     let logs = crate::logs::Logs::new(state, config.settings.timezone.value.tz.clone());
     let shown: Vec<&Job> = config
@@ -270,6 +274,7 @@ pub fn read(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
         healthy,
         jobs,
         error,
+        ledger_newer,
     }
 }
 

@@ -56,6 +56,8 @@ pub struct RunStart {
     pub occurrence: Option<i64>,
     /// The lease's fence.
     pub fence: u64,
+    /// The ledger was written by a newer baton: nothing in it was read.
+    ledger_newer: bool,
 }
 
 impl Surfaces {
@@ -87,6 +89,7 @@ impl Surfaces {
             reporting_set_aside: false,
             runs_refused: false,
             on_start: None,
+            ledger_newer: false,
         };
         match ledger {
             Some(l) => s.ledger = Some(l),
@@ -98,6 +101,7 @@ impl Surfaces {
                 // and its occurrences are left to a later tick.
                 Err(e) => {
                     s.runs_refused = true;
+                    s.ledger_newer = e.is_newer_schema();
                     s.warn(&format!(
                         "the ledger is unavailable: {e}; no run starts without it"
                     ));
@@ -152,6 +156,13 @@ impl Surfaces {
         self.runs_refused
     }
 
+    /// Whether the ledger was refused as a newer baton's, when it was
+    /// opened or by a call since: nothing may be decided until baton is
+    /// upgraded, so nothing should be tried.
+    pub fn ledger_is_newer(&self) -> bool {
+        self.ledger_newer
+    }
+
     /// Finishes (as [`Surfaces::finish`]) and hands back the open ledger.
     pub fn into_ledger(mut self) -> Option<Box<dyn Records>> {
         self.finish();
@@ -183,6 +194,12 @@ impl Surfaces {
         match r {
             Ok(v) => Some(v),
             Err(e) => {
+                if e.is_newer_schema() {
+                    // A newer baton migrated it meanwhile: this connection
+                    // is not used again, nor kept for a later tick.
+                    self.ledger_newer = true;
+                    self.ledger = None;
+                }
                 if !self.ledger_failed {
                     self.ledger_failed = true;
                     self.warn(&format!("failed to write the ledger: {e}; the run goes on"));

@@ -125,6 +125,10 @@ pub fn tick_report(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> T
         None
     };
     let due = decide_due_with(config, only, &clock, ledger).0;
+    if due.ledger_newer {
+        // Said once, by the decision: nothing was decided, nothing runs.
+        return CANNOT;
+    }
     let due_jobs: Vec<(&Job, Start)> = due
         .starts
         .iter()
@@ -165,6 +169,9 @@ pub struct Due {
     /// How far the clock it was decided by (a shared store's) was ahead of
     /// the one it was given: zero with files.
     pub offset: jiff::SignedDuration,
+    /// The ledger was written by a newer baton (said on stderr): nothing
+    /// was decided, and nothing may start until baton is upgraded.
+    pub ledger_newer: bool,
 }
 
 /// Decides every job of `config` (or those in `only`) at the clock's now,
@@ -188,6 +195,14 @@ pub fn decide_due_with(
     let now = s.now();
     due.offset = now.duration_since(clock.wall());
     let mut states = s.ledger(|l| l.jobs()).unwrap_or_default();
+    if s.ledger_is_newer() {
+        // A newer baton wrote it (before this process opened it, or since
+        // the daemon's kept connection did): whatever the jobs looked like
+        // without it would be a guess.
+        due.ledger_newer = true;
+        s.finish();
+        return (due, None);
+    }
     // The ledger learns of new jobs (a write only when there are some),
     // seen first now: their occurrences before now are neither run nor
     // missed. Read back, so that this tick plans from the sighting the

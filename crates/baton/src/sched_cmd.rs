@@ -106,9 +106,10 @@ pub fn status(state: Option<&Path>, a: &StatusArgs) -> Exit {
     let s = baton_sched::status::read(&c, a.job.as_deref(), now);
     if let Some(e) = &s.error {
         say!("baton status: {e}");
-        if c.store.is_some() {
-            // Without the shared ledger every job would read "never run":
-            // say nothing rather than something false.
+        if c.store.is_some() || s.ledger_newer {
+            // Without the shared ledger, or with one a newer baton wrote,
+            // every job would read "never run": say nothing rather than
+            // something false.
             return Exit::Usage;
         }
     }
@@ -202,9 +203,9 @@ pub fn history(state: Option<&Path>, a: &HistoryArgs) -> Exit {
         Ok(r) => r,
         Err(e) => {
             say!("baton history: {e}");
-            // A configured store that cannot be used is a configuration
-            // that cannot be honoured (exit 2), as for every run.
-            return if c.store.is_some() {
+            // A configured store that cannot be used, or a ledger a newer
+            // baton wrote, cannot be honoured (exit 2), as for every run.
+            return if c.store.is_some() || e.is_newer_schema() {
                 Exit::Usage
             } else {
                 Exit::Refused

@@ -9,7 +9,8 @@
 //! Exit codes: 0 done (for `status`: the schema is current); 1 the store
 //! could not be reached, refused the connection or a statement, or (for
 //! `status`) its schema is not this build's version; 2 no `[store] url` is
-//! configured or the configuration is invalid.
+//! configured, the configuration is invalid, or (for `migrate`) a newer
+//! baton made the schema.
 
 use std::path::Path;
 
@@ -90,7 +91,13 @@ fn migrate_at(cmd: &str, target: &Target, to_stdout: bool) -> Exit {
                 "baton {cmd}: failed to migrate the store at {}: {e}",
                 target.describe()
             );
-            Exit::Refused
+            // A schema a newer baton made is not this build's to use:
+            // exit 2, as every command that finds one.
+            if matches!(e, baton_pg::Error::SchemaTooNew { .. }) {
+                Exit::Usage
+            } else {
+                Exit::Refused
+            }
         }
     }
 }
@@ -186,10 +193,21 @@ pub fn status(state: Option<&Path>, a: &StoreStatusArgs) -> Exit {
 
 /// What `baton daemon` does before it serves: with a `[store] url`,
 /// migrate the schema (a note on stderr), and refuse to start when that
-/// fails. Without one, nothing.
+/// fails (exit 2 for a schema a newer baton made). Without one, open the
+/// ledger once, which migrates an older one, and refuse to start (exit 2)
+/// when a newer baton wrote it: no tick could decide anything.
 pub fn before_daemon(c: &Config) -> Result<(), Exit> {
     if c.store.is_none() {
-        return Ok(());
+        use baton_lease::Clock as _;
+        let now = baton_lease::SystemClock.wall();
+        return match baton_sched::store::existing_records(c, now) {
+            Some(Err(e)) if e.is_newer_schema() => {
+                say!("baton daemon: refusing to start: {e}");
+                Err(Exit::Usage)
+            }
+            // Anything else is for each tick to say, as it always was.
+            _ => Ok(()),
+        };
     }
     let t = target("daemon", c)?;
     match migrate_at("daemon", &t, false) {

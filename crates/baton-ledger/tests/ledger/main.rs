@@ -18,6 +18,7 @@ mod prune;
 mod queue;
 mod support;
 mod tallies;
+mod upgrade;
 mod watermarks;
 
 #[test]

@@ -61,6 +61,7 @@ fn status(jobs: Vec<JobStatus>) -> Status {
         healthy: true,
         jobs,
         error: None,
+        ledger_newer: false,
     }
 }
 

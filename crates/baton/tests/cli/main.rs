@@ -38,4 +38,5 @@ mod states;
 mod store;
 mod trust;
 mod unfinished;
+mod upgrade;
 mod versions;
