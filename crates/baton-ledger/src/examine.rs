@@ -132,6 +132,12 @@ fn examine_file(path: &Path) -> Result<Examined, Error> {
             return Ok(found);
         }
         Err(Unsound::Sqlite { what, source }) => return Err(sqlite(what, source)),
+        // A probe migrates nothing, so it copies nothing either.
+        Err(Unsound::Backup(failed)) => {
+            found
+                .damage
+                .push(format!("the ledger's copy could not be made: {failed:?}"));
+        }
     }
     match integrity(&conn) {
         Ok(lines) => found.damage.extend(lines),

@@ -177,7 +177,7 @@ pub fn read_all(
     config: &crate::config::Config,
     limit: u32,
     now: jiff::Timestamp,
-) -> Result<Vec<RunView>, String> {
+) -> Result<Vec<RunView>, baton_ledger::Error> {
     let mut all = Vec::new();
     for job in config.jobs.keys() {
         all.extend(read(config, job, limit, now)?);

@@ -39,6 +39,8 @@ pub struct Surfaces {
     runs_refused: bool,
     /// Told of each run once its start is recorded ([`Surfaces::on_start`]).
     on_start: Option<OnStart>,
+    /// The ledger was written by a newer baton: nothing in it was read.
+    ledger_newer: bool,
 }
 
 /// What [`Surfaces::on_start`] calls.
@@ -56,8 +58,6 @@ pub struct RunStart {
     pub occurrence: Option<i64>,
     /// The lease's fence.
     pub fence: u64,
-    /// The ledger was written by a newer baton: nothing in it was read.
-    ledger_newer: bool,
 }
 
 impl Surfaces {

@@ -127,7 +127,8 @@ pub fn tick_report(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> T
     let due = decide_due_with(config, only, &clock, ledger).0;
     if due.ledger_newer {
         // Said once, by the decision: nothing was decided, nothing runs.
-        return CANNOT;
+        report.code = CANNOT;
+        return report;
     }
     let due_jobs: Vec<(&Job, Start)> = due
         .starts
