@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use crate::support::{BATON, Env, code, processes_of_run, stderr, stdout};
+use crate::support::{BATON, Env, code, pause, processes_of_run, stderr, stdout};
 
 /// A scheduler set-up: a state directory and a `baton.toml` in a temporary
 /// directory.
