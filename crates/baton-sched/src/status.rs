@@ -576,7 +576,7 @@ pub fn render(s: &Status) -> String {
                 r.duration_ms
                     .map(|ms| format!(" in {}", show_duration(Duration::from_millis(ms))))
                     .unwrap_or_default(),
-                r.occurrence,
+                local(&r.occurrence),
                 r.run_id
             )),
         }
@@ -603,7 +603,7 @@ pub fn render(s: &Status) -> String {
                     local(u),
                     relative(now, u),
                     next.as_ref()
-                        .map(|n| format!(", then {n}"))
+                        .map(|n| format!(", then {}", local(n)))
                         .unwrap_or_default()
                 )),
                 None => out.push_str(&format!(
@@ -634,7 +634,7 @@ pub fn render(s: &Status) -> String {
         if let Some(o) = &j.overdue {
             out.push_str(&format!(
                 "  OVERDUE       occurrence {} did not start (grace {})\n",
-                o.occurrence,
+                local(&o.occurrence),
                 show_duration(Duration::from_secs(o.grace_seconds))
             ));
         }
@@ -684,7 +684,7 @@ pub fn render(s: &Status) -> String {
         for q in &j.queued {
             out.push_str(&format!(
                 "  queued        occurrence {}{}\n",
-                q.occurrence,
+                local(&q.occurrence),
                 if q.coalesced > 0 {
                     format!(" (+{} coalesced into it)", q.coalesced)
                 } else {

@@ -306,8 +306,13 @@ pub struct HistoryArgs {
     /// The job (default: every job, their runs merged, newest first).
     #[arg(value_name = "JOB", add = crate::completion::jobs())]
     pub job: Option<String>,
-    /// How many runs (without JOB: in all).
-    #[arg(long, value_name = "N", default_value_t = 20)]
+    /// How many runs (without JOB: in all), 1 or more.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 20,
+        value_parser = clap::value_parser!(u32).range(1..),
+    )]
     pub limit: u32,
     /// One JSON array on stdout.
     #[arg(long)]

@@ -185,7 +185,8 @@ fn an_occurrence_after_the_first_sighting_that_did_not_run_is_overdue_whatever_t
     assert_eq!(nightly.json["overdue"]["grace_seconds"], 120);
     assert!(
         nightly.text.contains(&format!(
-            "OVERDUE       occurrence {due} did not start (grace 2m)"
+            "OVERDUE       occurrence {} did not start (grace 2m)",
+            due.strftime("%Y-%m-%d %H:%M:%S +00:00")
         )),
         "{}",
         nightly.text
@@ -332,6 +333,52 @@ fn a_paused_job_says_until_when_instead_of_a_next_run() {
     );
     assert!(st.json["next_run"].is_null(), "{}", st.json);
     assert!(!st.text.contains("in 0ms"), "{}", st.text);
+}
+
+/// Whether `text` has a time in RFC 3339's form (`2026-12-01T18:00:00Z`).
+fn has_rfc3339(text: &str) -> bool {
+    text.as_bytes()
+        .windows(3)
+        .any(|w| w[0].is_ascii_digit() && w[1] == b'T' && w[2].is_ascii_digit())
+}
+
+#[test]
+fn status_text_shows_every_time_in_one_form() {
+    let s = Sched::new("[jobs.p]\nschedule = \"* * * * *\"\nrun = \"true\"\n");
+    // Known since just before this minute: its occurrence is the tick's.
+    let minute = Timestamp::from_second(wall().as_second() / 60 * 60 - 1).unwrap();
+    crate::sched::known_since(&s, &["p"], minute);
+    let o = s.run(&["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = s.run(&["pause", "p", "--for", "2h"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let st = seen(&s, "p");
+    st.all("paused", 0);
+    // The tick's occurrence, the pause's end and the first run after it
+    // are all on the job's wall clock, as every other time of the text.
+    let occurrence: Timestamp = st.json["last_run"]["occurrence"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        st.text.contains(&format!(
+            "(occurrence {}, run ",
+            occurrence.strftime("%Y-%m-%d %H:%M:%S +00:00")
+        )),
+        "{}",
+        st.text
+    );
+    let next: Timestamp = st.json["next_run"].as_str().unwrap().parse().unwrap();
+    let line = next_run_line(&st.text);
+    assert!(
+        line.ends_with(&format!(
+            ", then {}",
+            next.strftime("%Y-%m-%d %H:%M:%S +00:00")
+        )),
+        "{line}"
+    );
+    assert!(!has_rfc3339(&st.text), "{}", st.text);
 }
 
 #[test]

@@ -76,3 +76,22 @@ fn history_without_a_job_shows_every_jobs_runs_newest_first() {
         heads[1]
     );
 }
+
+#[test]
+fn history_limit_0_is_refused_rather_than_saying_no_runs_yet() {
+    let s = two_jobs();
+    let o = s.run(&["run", "alpha"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    for args in [
+        &["history", "--limit", "0"][..],
+        &["history", "alpha", "--limit", "0", "--json"][..],
+    ] {
+        let o = s.run(args);
+        assert_eq!(code(&o), 2, "{args:?}: {}{}", stdout(&o), stderr(&o));
+        assert!(stdout(&o).is_empty(), "{args:?}: {}", stdout(&o));
+        assert!(stderr(&o).contains("--limit"), "{args:?}: {}", stderr(&o));
+    }
+    let o = s.run(&["history", "--limit", "1"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("alpha"), "{}", stdout(&o));
+}
