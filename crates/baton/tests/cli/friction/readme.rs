@@ -41,16 +41,12 @@ fn install_names_bash_completion_upgrading_and_uninstalling() {
     let install = section(&text, "## Install");
     assert!(install.contains("bash-completion"), "{install}");
     assert!(install.contains("baton man --dir"), "{install}");
-    let upgrading = section(&text, "### Upgrading");
+    let upgrading = section(&text, "## Upgrading and uninstalling");
     assert!(
         upgrading.contains("baton.db") && upgrading.contains("baton store migrate"),
         "{upgrading}"
     );
-    let uninstalling = section(&text, "### Uninstalling");
-    assert!(
-        uninstalling.contains("cargo uninstall baton"),
-        "{uninstalling}"
-    );
+    assert!(upgrading.contains("cargo uninstall baton"), "{upgrading}");
 }
 
 #[test]
