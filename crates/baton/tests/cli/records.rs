@@ -194,25 +194,6 @@ impl Drop for Tmpfs {
     }
 }
 
-/// `baton ARGS` with the wall clock moved by `offset` (`-300s`, `+200s`);
-/// the boot clock is left alone.
-fn at_offset(s: &Sched, offset: &str, args: &[&str]) -> std::process::Output {
-    let mut c = std::process::Command::new("faketime");
-    c.args([
-        "-m",
-        "--exclude-monotonic",
-        "-f",
-        offset,
-        crate::support::BATON,
-    ])
-    .args(args)
-    .env("BATON_CONFIG", s.config())
-    .env_remove("BATON_STATE_DIR")
-    .env_remove("BATON_ENABLED")
-    .stdin(Stdio::null());
-    c.output().unwrap()
-}
-
 #[test]
 fn store_files_an_occurrence_whose_start_a_full_disk_refused_is_left_to_a_later_tick() {
     if !crate::support::root() {
@@ -233,7 +214,7 @@ fn store_files_an_occurrence_whose_start_a_full_disk_refused_is_left_to_a_later_
         ran.display()
     ));
     // Five minutes ago, a run by hand: the ledger has seen the job since.
-    let o = at_offset(&s, "-300s", &["run", "j"]);
+    let o = crate::states::shifted(&s, "-300s", &["run", "j"]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     assert_eq!(lines(&log).len(), 1);
     // The write-ahead log emptied, then the disk filled: the ledger cannot
@@ -253,7 +234,7 @@ fn store_files_an_occurrence_whose_start_a_full_disk_refused_is_left_to_a_later_
     let first = lines(&ran)[0].clone();
     // Minutes later: the occurrences since the job was seen are superseded
     // by the newest, which runs; the one that ran is not among them.
-    let o = at_offset(&s, "+200s", &["tick"]);
+    let o = crate::states::shifted(&s, "+200s", &["tick"]);
     assert_eq!(lines(&ran).len(), 2, "{}{}", stdout(&o), stderr(&o));
     let covering = ledger_value(
         &db(&s),
