@@ -131,12 +131,15 @@ fn a_ledger_a_newer_baton_wrote_stops_every_command_with_exit_2_and_is_left_as_i
 
 /// A column of the fixture, read without this build's code.
 fn fixture_rows(db: &Path, sql: &str) -> Vec<String> {
-    let c = rusqlite::Connection::open(db).unwrap();
-    let mut stmt = c.prepare(sql).unwrap();
-    stmt.query_map([], |r| r.get::<_, String>(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
+    try_rows(db, sql).unwrap()
+}
+
+/// A column of a ledger, or SQLite's error while the file is still being
+/// made (a daemon creates the file before its tables).
+fn try_rows(db: &Path, sql: &str) -> rusqlite::Result<Vec<String>> {
+    let c = rusqlite::Connection::open(db)?;
+    let mut stmt = c.prepare(sql)?;
+    stmt.query_map([], |r| r.get::<_, String>(0))?.collect()
 }
 
 #[test]
@@ -595,9 +598,10 @@ fn a_binary_swapped_under_a_running_daemon_runs_its_next_runs_and_the_daemon_wai
     assert_eq!(d.terminate(), Some(0));
 }
 
-/// The jobs the ledger at `db` names, read without this build's code.
-fn ledger_jobs(db: &Path) -> Vec<String> {
-    fixture_rows(db, "SELECT job FROM jobs ORDER BY job")
+/// The jobs the ledger at `db` names, read without this build's code, or
+/// SQLite's error while the daemon is still making the file.
+fn ledger_jobs(db: &Path) -> rusqlite::Result<Vec<String>> {
+    try_rows(db, "SELECT job FROM jobs ORDER BY job")
 }
 
 #[test]
@@ -615,7 +619,7 @@ fn a_daemon_whose_ledger_a_newer_baton_migrates_under_it_writes_nothing_more_to_
     let d = Daemon::start(&s, &[]);
     let db = s.env.state().join("baton.db");
     crate::support::eventually("the daemon to see its job", || {
-        db.exists() && ledger_jobs(&db) == ["a"]
+        db.exists() && ledger_jobs(&db).is_ok_and(|jobs| jobs == ["a"])
     });
     // A newer baton (a run it started after a binary swap) migrates the
     // ledger while the daemon keeps its connection.
@@ -628,7 +632,7 @@ fn a_daemon_whose_ledger_a_newer_baton_migrates_under_it_writes_nothing_more_to_
         d.log().contains("schema version is 4")
     });
     assert_eq!(
-        ledger_jobs(&db),
+        ledger_jobs(&db).unwrap(),
         ["a"],
         "the daemon wrote to a newer ledger"
     );
