@@ -213,14 +213,67 @@ fn doctor_lists_every_bad_job_not_only_the_first() {
         config[1]["fix"].as_str().unwrap().contains("baton.toml:"),
         "{v:#}"
     );
-    // The good job is still checked: its lock is read.
+    // The good job is still checked: its lock is read; the others' are
+    // said to be unknown.
+    let locks = one(&v, "locks")["message"].as_str().unwrap();
+    assert!(locks.starts_with("1 lock"), "{v:#}");
+    assert!(locks.contains("(early, late)"), "{v:#}");
+}
+
+#[test]
+fn doctor_lists_every_bad_key_of_a_job_and_of_the_scheduler() {
+    let s = Sched::new(
+        "[scheduler]\nretries = \"often\"\n\
+         [jobs.nightly]\nschedule = \"0 25 * * *\"\nrun = \"true\"\ntimeout = \"soon\"\n\
+         [jobs.good]\nevery = \"1h\"\nrun = \"true\"\n",
+    );
+    // What a run sees: the first problem only.
+    let o = s.run(&["config"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("scheduler.retries") && !stderr(&o).contains("jobs.nightly"));
+    let (rc, v) = json(&s);
+    assert_eq!(rc, 1, "{v:#}");
+    let config = of(&v, "config");
+    let failed: Vec<&str> = config
+        .iter()
+        .filter(|c| c["status"] == "fail")
+        .map(|c| c["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(failed.len(), 3, "{v:#}");
+    for (said, key) in failed.iter().zip([
+        "scheduler.retries",
+        "jobs.nightly.schedule",
+        "jobs.nightly.timeout",
+    ]) {
+        assert!(said.contains(key), "{key}: {said}");
+    }
+    // The jobs were checked against [scheduler]'s defaults, and it says so.
+    let said = config
+        .iter()
+        .find(|c| c["status"] == "warn")
+        .unwrap_or_else(|| panic!("{v:#}"));
     assert!(
-        one(&v, "locks")["message"]
+        said["message"]
             .as_str()
             .unwrap()
-            .starts_with("1 lock"),
-        "{v:#}"
+            .contains("checked with its default"),
+        "{said}"
     );
+}
+
+#[test]
+fn doctor_says_the_locks_of_jobs_it_could_not_read_were_not_checked() {
+    let s = Sched::new(
+        "[jobs.early]\nschedule = \"0 25 * * *\"\nrun = \"true\"\n\
+         [jobs.late]\nevery = \"1h\"\nrun = \"true\"\nretries = \"many\"\n",
+    );
+    let (rc, v) = json(&s);
+    assert_eq!(rc, 1, "{v:#}");
+    let f = one(&v, "locks");
+    assert_eq!(f["status"], "warn", "{v:#}");
+    let message = f["message"].as_str().unwrap();
+    assert!(!message.contains("no job"), "{f}");
+    assert!(message.contains("(early, late)"), "{f}");
 }
 
 #[test]
