@@ -18,7 +18,7 @@ use crate::daemon::Daemon;
 use crate::sched::{Sched, lines};
 use crate::support::{Env, code, stderr, stdout};
 
-fn fixture(rel: &str) -> PathBuf {
+pub(crate) fn fixture(rel: &str) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     root.join(rel)
 }
@@ -28,7 +28,7 @@ fn both(o: &Output) -> String {
 }
 
 /// The state directory, made as baton makes it (0700).
-fn state_dir(s: &Sched) -> PathBuf {
+pub(crate) fn state_dir(s: &Sched) -> PathBuf {
     let state = s.env.state();
     std::fs::create_dir_all(&state).unwrap();
     std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
