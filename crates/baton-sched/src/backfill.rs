@@ -160,23 +160,48 @@ pub fn occurrences(
     Ok(out)
 }
 
+/// Why a backfill cannot be planned.
+#[derive(Debug)]
+pub enum Unplanned {
+    /// The store cannot be used, or the lock's record cannot be read.
+    Store(String),
+    /// A newer baton wrote the ledger: nothing in it was read, and no
+    /// occurrence may run until baton is upgraded, not even with `--force`
+    /// (its exit code is [`crate::run::ledger_failed`]'s).
+    Newer(baton_ledger::Error),
+}
+
+impl std::fmt::Display for Unplanned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Store(why) => f.write_str(why),
+            Self::Newer(e) => e.fmt(f),
+        }
+    }
+}
+
 /// What a backfill of `occ` would do, from the ledger and the lock's claim
-/// (read only; `force` as `--force`).
+/// (read only; `force` as `--force`). A ledger that cannot be read leaves
+/// every occurrence `unknown`; one a newer baton wrote refuses the plan.
 ///
 /// # Errors
 ///
-/// When the store or the lock's record cannot be read.
+/// When the store or the lock's record cannot be read, or a newer baton
+/// wrote the ledger.
 pub fn dry_run(
     config: &Config,
     job: &Job,
     occ: &[i64],
     now: Timestamp,
     force: bool,
-) -> Result<Vec<Planned>, String> {
-    let claim = crate::store::open(config)?.claim_of(job)?;
+) -> Result<Vec<Planned>, Unplanned> {
+    let claim = crate::store::open(config)
+        .and_then(|s| s.claim_of(job))
+        .map_err(Unplanned::Store)?;
     let known = match crate::store::existing_records(config, now) {
         None => known(Ledger::Absent, job, occ, claim),
         Some(Ok(mut l)) => known(Ledger::Open(l.as_mut()), job, occ, claim),
+        Some(Err(e)) if e.is_newer_schema() => return Err(Unplanned::Newer(e)),
         Some(Err(_)) => known(Ledger::Unreadable, job, occ, claim),
     };
     Ok(occ
@@ -240,6 +265,11 @@ pub fn run_observed(
         return CANNOT;
     }
     let mut opened = Surfaces::open(config, clock);
+    if opened.ledger_is_newer() {
+        // Said when it was opened: nothing runs, even with `--force`.
+        opened.finish();
+        return CANNOT;
+    }
     if let Some(f) = on_start {
         opened.on_start(f);
     }
@@ -452,4 +482,35 @@ fn runnable(
         ));
     }
     Ok((kept, !refused.is_empty()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::config::{self, Overrides};
+
+    fn hourly() -> Job {
+        let text = "[scheduler]\nstate_dir = \"/nonexistent\"\ntimezone = \"UTC\"\n\
+                    [jobs.h]\nschedule = \"0 * * * *\"\nrun = \"true\"\n";
+        let c = config::parse(text, Path::new("/etc/baton.toml"), &Overrides::default()).unwrap();
+        c.jobs["h"].clone()
+    }
+
+    #[test]
+    fn a_ledger_that_cannot_be_read_rules_out_nothing_and_a_claim_covers_what_is_behind_it() {
+        let job = hourly();
+        let occ = [3600, 7200, 10800];
+        let unknown = |k: &Known, why: &str| matches!(k, Known::Unknown(w) if w.contains(why));
+        let k = known(Ledger::Unreadable, &job, &occ, None);
+        assert!(k.iter().all(|k| unknown(k, "cannot be read")), "{k:?}");
+        // No ledger yet: the claim alone says what may have run.
+        let k = known(Ledger::Absent, &job, &occ, Some(7200));
+        assert!(
+            unknown(&k[0], "lock's claim") && unknown(&k[1], "lock's claim"),
+            "{k:?}"
+        );
+        assert!(matches!(k[2], Known::Runnable), "{k:?}");
+    }
 }

@@ -47,6 +47,19 @@ pub const FAILED: u8 = 1;
 /// The exit code when the configuration cannot be honoured.
 pub const CANNOT: u8 = 2;
 
+/// The exit code of a command whose ledger failed it: [`CANNOT`] when the
+/// configuration cannot be honoured (its shared store cannot be used, or a
+/// newer baton wrote its ledger, which nothing may read or decide from
+/// until baton is upgraded), else [`FAILED`]. Every command that opens the
+/// ledger maps its failure through this one rule.
+pub fn ledger_failed(config: &Config, e: &baton_ledger::Error) -> u8 {
+    if config.store.is_some() || e.is_newer_schema() {
+        CANNOT
+    } else {
+        FAILED
+    }
+}
+
 /// How many times one process takes the lease again after its release to
 /// run what was queued meanwhile.
 const RETAKES: u32 = 8;

@@ -37,8 +37,9 @@ pub struct Shown {
 ///
 /// # Errors
 ///
-/// The ledger's message, when it cannot be read.
-pub fn get(config: &Config, job: &str, clock: &dyn Clock) -> Result<Shown, String> {
+/// The ledger's, when it cannot be read ([`crate::run::ledger_failed`] is
+/// its exit code).
+pub fn get(config: &Config, job: &str, clock: &dyn Clock) -> Result<Shown, baton_ledger::Error> {
     let mut shown = Shown {
         job: job.to_owned(),
         value: None,
@@ -49,8 +50,8 @@ pub fn get(config: &Config, job: &str, clock: &dyn Clock) -> Result<Shown, Strin
     let Some(ledger) = crate::store::existing_records(config, clock.wall()) else {
         return Ok(shown);
     };
-    let mut ledger = ledger.map_err(|e| e.to_string())?;
-    if let Some(w) = ledger.watermark(job).map_err(|e| e.to_string())? {
+    let mut ledger = ledger?;
+    if let Some(w) = ledger.watermark(job)? {
         shown.value = Some(w.value);
         shown.settled = Some(w.settled.to_string());
         shown.run_id = w.run_id;
@@ -91,7 +92,7 @@ pub fn settle(
         Ok(l) => l,
         Err(e) => {
             crate::say::line(format_args!("watermark settle: {e}"));
-            return FAILED;
+            return crate::run::ledger_failed(config, &e);
         }
     };
     let store = match crate::store::open(config) {

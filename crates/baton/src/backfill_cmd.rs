@@ -13,7 +13,7 @@ use std::cell::RefCell;
 use std::path::Path;
 use std::rc::Rc;
 
-use baton_sched::backfill::{self, Planned};
+use baton_sched::backfill::{self, Planned, Unplanned};
 use baton_sched::config::{Config, Job};
 use baton_sched::history::{self, RunView};
 use baton_sched::surfaces::RunStart;
@@ -118,6 +118,10 @@ pub fn run(state: Option<&Path>, a: &BackfillArgs) -> Exit {
         say!("baton backfill: occurrences after now are left to the schedule");
     }
     let plan = backfill::dry_run(&c, job, &occ, now, a.force);
+    if let Err(Unplanned::Newer(e)) = &plan {
+        say!("baton backfill: {}: {e}", a.job);
+        return code(baton_sched::run::ledger_failed(&c, e));
+    }
     if a.dry_run {
         return match plan {
             Ok(p) => dry_run(job, &occ, &p, a.json),

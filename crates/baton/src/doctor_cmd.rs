@@ -33,9 +33,10 @@ version), store (files; or PostgreSQL: store, store-tls, store-schema,
 store-clock: reachable, TLS as configured, migrated, the server's clock
 within 1s of this host's, failing past 5s), time-sync (the kernel's NTP
 state, by adjtimex), zones (the zone database and every configured zone),
-driver (a cron line or systemd unit running `baton tick` or `baton daemon`),
-alert-command (run once with a test alert: kind \"test\", BATON_ALERT_TEST=1)
-and webhook. Each prints ok, WARN or FAIL, and a fix: line for a problem.
+driver (a cron line or systemd unit running `baton tick` or `baton daemon`)
+and alert-command (run once with a test alert: kind \"test\",
+BATON_ALERT_TEST=1; baton has no webhook setting, so there is no webhook
+check). Each prints ok, WARN or FAIL, and a fix: line for a problem.
 
 The doctor changes nothing it checks: the ledger is opened read-only (SQLite
 may create its empty -wal and -shm beside it), nothing is migrated, moved

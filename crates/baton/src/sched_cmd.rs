@@ -203,13 +203,7 @@ pub fn history(state: Option<&Path>, a: &HistoryArgs) -> Exit {
         Ok(r) => r,
         Err(e) => {
             say!("baton history: {e}");
-            // A configured store that cannot be used, or a ledger a newer
-            // baton wrote, cannot be honoured (exit 2), as for every run.
-            return if c.store.is_some() || e.is_newer_schema() {
-                Exit::Usage
-            } else {
-                Exit::Refused
-            };
+            return code(baton_sched::run::ledger_failed(&c, &e));
         }
     };
     if a.json {
@@ -388,7 +382,7 @@ pub fn watermark_get(state: Option<&Path>, a: &crate::cli::WatermarkGetArgs) -> 
         }
         Err(e) => {
             say!("baton watermark get: {e}");
-            Exit::Refused
+            code(baton_sched::run::ledger_failed(&c, &e))
         }
     }
 }

@@ -7,10 +7,17 @@
 //! drop-ins by name), is the error; a typo is never read as "use the
 //! default". [`checked`] goes on past a problem, for an operator's check
 //! (`baton doctor`): every section, job and drop-in is checked on its own,
-//! and every problem is kept. A drop-in is read with the same code as a `[jobs.NAME]` table,
-//! so it means and is refused exactly as it would be in `baton.toml`.
+//! and every problem is kept. Within `[scheduler]`, a job and its steps,
+//! every key is checked too: a value in error reads as its fallback (the
+//! default, or what the job inherits), so the keys after it are still
+//! checked, and a rule that combines keys (the self-fencing inequality) is
+//! checked only when they all read cleanly, so that no problem is made up
+//! from a fallback. `load` and every command get the first problem;
+//! nothing is ever built from a fallback. A drop-in is read with the same
+//! code as a `[jobs.NAME]` table, so it means and is refused exactly as it
+//! would be in `baton.toml`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -250,19 +257,28 @@ impl<'a> Reader<'a> {
 
     /// Refuses the first key of `entries` not in `allowed`.
     fn only(&self, entries: &[Entry], path: &str, allowed: &[&str]) -> Result<(), ConfigError> {
-        for e in entries {
-            if !allowed.contains(&e.key.as_str()) {
+        match self.unknown_keys(entries, path, allowed).into_iter().next() {
+            Some(first) => Err(first),
+            None => Ok(()),
+        }
+    }
+
+    /// A problem for each key of `entries` not in `allowed`, in file order.
+    fn unknown_keys(&self, entries: &[Entry], path: &str, allowed: &[&str]) -> Vec<ConfigError> {
+        entries
+            .iter()
+            .filter(|e| !allowed.contains(&e.key.as_str()))
+            .map(|e| {
                 let hint = closest(&e.key, allowed)
                     .map(|k| format!(" (did you mean {k}?)"))
                     .unwrap_or_default();
-                return Err(invalid(
+                invalid(
                     &self.at(e.line),
                     &join(path, &e.key),
                     format!("unknown key{hint}; allowed here: {}", allowed.join(", ")),
-                ));
-            }
-        }
-        Ok(())
+                )
+            })
+            .collect()
     }
 }
 
@@ -797,14 +813,19 @@ pub(super) fn document(
 #[derive(Debug, Clone)]
 pub struct Checked {
     /// The configuration without the jobs that have a problem: `None` when
-    /// the file, `[scheduler]`, `[daemon]` or `[store]` could not be read.
+    /// the file could not be read, or `[scheduler]`, `[daemon]` or
+    /// `[store]` has a problem.
     pub config: Option<Config>,
-    /// Every problem found. Each section and each job is checked on its
-    /// own; within one of them, checking stops at its first problem.
+    /// Every problem found. Each section, each job and each of their keys
+    /// is checked on its own (`[daemon]` and `[store]` stop at their
+    /// first).
     pub problems: Vec<ConfigError>,
-    /// Why the jobs were not checked at all, when the file could be read
-    /// but its jobs could not be checked.
-    pub jobs_unchecked: Option<&'static str>,
+    /// `[scheduler]` has a problem: the jobs, which inherit from it, were
+    /// checked with its default for each key in error.
+    pub scheduler_defaulted: bool,
+    /// The jobs defined with a problem (a drop-in's by its file's name):
+    /// they are not in `config`.
+    pub unread_jobs: BTreeSet<String>,
 }
 
 impl Checked {
@@ -813,15 +834,17 @@ impl Checked {
         Self {
             config: None,
             problems,
-            jobs_unchecked: None,
+            scheduler_defaulted: false,
+            unread_jobs: BTreeSet::new(),
         }
     }
 }
 
 /// Checks a parsed document and the drop-ins beside it as [`document`]
 /// reads them, going on past a problem: each section, each job and each
-/// drop-in is checked on its own. The jobs are checked only once
-/// `[scheduler]`, whose values they inherit, is valid.
+/// drop-in is checked on its own. With a `[scheduler]` in error, the jobs
+/// are checked with its default for each key in error, and no
+/// configuration is returned.
 pub(super) fn checked(root: &Node, file: &Path, over: &Overrides, dropins: &[Found]) -> Checked {
     let dir = file.parent().unwrap_or(Path::new("/"));
     let shared: std::sync::Arc<Path> = std::sync::Arc::from(file);
@@ -846,18 +869,12 @@ pub(super) fn checked(root: &Node, file: &Path, over: &Overrides, dropins: &[Fou
         Err(_) => true,
     };
     let r = Reader { pg, ..r };
-    let settings = scheduler(&r, get(top, "scheduler"), over);
-    let daemon = daemon(&r, get(top, "daemon"));
     let store = kept(store, &mut problems);
-    let settings = kept(settings, &mut problems);
-    let daemon = kept(daemon, &mut problems);
-    let Some(settings) = settings else {
-        return Checked {
-            config: None,
-            problems,
-            jobs_unchecked: Some("[scheduler] has a problem, and every job inherits from it"),
-        };
-    };
+    let before = problems.len();
+    let settings = scheduler(&r, get(top, "scheduler"), over, &mut problems);
+    let scheduler_defaulted = problems.len() > before;
+    let daemon = kept(daemon(&r, get(top, "daemon")), &mut problems);
+    let mut unread_jobs = BTreeSet::new();
     let mut jobs = BTreeMap::new();
     // Every job defined, valid or not, and where: a drop-in that defines it
     // again is refused either way.
@@ -871,7 +888,10 @@ pub(super) fn checked(root: &Node, file: &Path, over: &Overrides, dropins: &[Fou
                         Ok(job) => {
                             jobs.insert(job.name.clone(), job);
                         }
-                        Err(e) => problems.push(e),
+                        Err(mut found) => {
+                            unread_jobs.insert(j.key.clone());
+                            problems.append(&mut found);
+                        }
                     }
                 }
             }
@@ -882,6 +902,7 @@ pub(super) fn checked(root: &Node, file: &Path, over: &Overrides, dropins: &[Fou
         let root = match super::parse_doc(&found.text, &found.path) {
             Ok(root) => root,
             Err(e) => {
+                unread_jobs.insert(found.name.clone());
                 problems.push(e);
                 continue;
             }
@@ -894,8 +915,9 @@ pub(super) fn checked(root: &Node, file: &Path, over: &Overrides, dropins: &[Fou
         };
         let job = match dropin_job(&d, &root, &found.name, &settings) {
             Ok(job) => job,
-            Err(e) => {
-                problems.push(e);
+            Err(mut found_problems) => {
+                unread_jobs.insert(found.name.clone());
+                problems.append(&mut found_problems);
                 continue;
             }
         };
@@ -916,7 +938,7 @@ pub(super) fn checked(root: &Node, file: &Path, over: &Overrides, dropins: &[Fou
         problems.extend(claims_fit(&jobs));
     }
     let config = match (store, daemon) {
-        (Some(store), Some(daemon)) => Some(Config {
+        (Some(store), Some(daemon)) if !scheduler_defaulted => Some(Config {
             path: file.to_owned(),
             settings,
             daemon,
@@ -928,13 +950,24 @@ pub(super) fn checked(root: &Node, file: &Path, over: &Overrides, dropins: &[Fou
     Checked {
         config,
         problems,
-        jobs_unchecked: None,
+        scheduler_defaulted,
+        unread_jobs,
     }
 }
 
 /// The value, or `None` with its problem kept.
 fn kept<T>(found: Result<T, ConfigError>, problems: &mut Vec<ConfigError>) -> Option<T> {
     found.map_err(|e| problems.push(e)).ok()
+}
+
+/// The value, or `fallback` with its problem kept: what checking goes on
+/// with, never what is built.
+fn kept_or<T>(
+    found: Result<T, ConfigError>,
+    problems: &mut Vec<ConfigError>,
+    fallback: impl FnOnce() -> T,
+) -> T {
+    kept(found, problems).unwrap_or_else(fallback)
 }
 
 /// Refuses a lock file shared by more jobs than its record can keep a claim
@@ -988,17 +1021,18 @@ pub(super) fn job_line(root: &Node, name: &str) -> Option<u32> {
 }
 
 /// The job a drop-in `jobs.d/NAME.toml` defines: its keys at the top
-/// (the canonical form), or a single `[jobs.NAME]` table.
+/// (the canonical form), or a single `[jobs.NAME]` table; or its problems,
+/// as [`job`]'s.
 fn dropin_job(
     r: &Reader<'_>,
     root: &Node,
     name: &str,
     settings: &Settings,
-) -> Result<Job, ConfigError> {
-    let top = r.table(root, "", root.line)?;
+) -> Result<Job, Vec<ConfigError>> {
+    let top = r.table(root, "", root.line).map_err(|e| vec![e])?;
     for e in top {
         if ["scheduler", "daemon", "store"].contains(&e.key.as_str()) {
-            return Err(invalid(
+            return Err(vec![invalid(
                 &r.at(e.line),
                 &e.key,
                 format!(
@@ -1006,7 +1040,7 @@ fn dropin_job(
                      is named after ({name})",
                     e.key
                 ),
-            ));
+            )]);
         }
     }
     let Some(jobs) = get(top, "jobs") else {
@@ -1022,22 +1056,24 @@ fn dropin_job(
          table [jobs.{name}] and nothing else"
     );
     if let Some(other) = top.iter().find(|e| e.key != "jobs") {
-        return Err(invalid(&r.at(other.line), &other.key, only_this));
+        return Err(vec![invalid(&r.at(other.line), &other.key, only_this)]);
     }
-    let entries = r.table(&jobs.value, "jobs", jobs.line)?;
+    let entries = r
+        .table(&jobs.value, "jobs", jobs.line)
+        .map_err(|e| vec![e])?;
     match entries {
         [one] if one.key == name => job(r, one, settings),
-        [] => Err(invalid(&r.at(jobs.line), "jobs", only_this)),
+        [] => Err(vec![invalid(&r.at(jobs.line), "jobs", only_this)]),
         _ => {
             let other = entries
                 .iter()
                 .find(|e| e.key != name)
                 .unwrap_or(&entries[0]);
-            Err(invalid(
+            Err(vec![invalid(
                 &r.at(other.line),
                 &join("jobs", &other.key),
                 only_this,
-            ))
+            )])
         }
     }
 }
@@ -1215,16 +1251,19 @@ fn store(
 }
 
 /// One `[scheduler]` value: the environment's, else the file's, else the
-/// default; `read` turns the raw value into the typed one.
+/// default; `read` turns the raw value into the typed one. A value in
+/// error is kept in `problems`, and reads as the default.
 fn setting<T>(
     r: &Reader<'_>,
     entries: &[Entry],
     over: &Overrides,
     key: &str,
-    default: impl FnOnce() -> T,
+    default: impl Fn() -> T,
     read: impl Fn(&Raw<'_>, &At<'_>, &str) -> Result<T, ConfigError>,
-) -> Result<Sourced<T>, ConfigError> {
-    setting_in(r, "scheduler", entries, over, key, default, read)
+    problems: &mut Vec<ConfigError>,
+) -> Sourced<T> {
+    let found = setting_in(r, "scheduler", entries, over, key, &default, read);
+    kept_or(found, problems, || Sourced::default_value(default()))
 }
 
 /// [`setting`] for the table `table`.
@@ -1267,17 +1306,25 @@ fn setting_in<T>(
     }
 }
 
-fn scheduler(r: &Reader<'_>, e: Option<&Entry>, over: &Overrides) -> Result<Settings, ConfigError> {
+/// `[scheduler]`: its settings, each key checked on its own; a key in
+/// error is kept in `problems` and reads as its default.
+fn scheduler(
+    r: &Reader<'_>,
+    e: Option<&Entry>,
+    over: &Overrides,
+    p: &mut Vec<ConfigError>,
+) -> Settings {
+    let before = p.len();
     let empty = Vec::new();
     let entries = match e {
-        Some(e) => r.table(&e.value, "scheduler", e.line)?,
+        Some(e) => kept_or(r.table(&e.value, "scheduler", e.line), p, || &empty),
         None => &empty,
     };
     let allowed: Vec<&str> = scheduler_keys().collect();
-    r.only(entries, "scheduler", &allowed)?;
+    p.extend(r.unknown_keys(entries, "scheduler", &allowed));
     let state_dir = match &over.state_dir {
-        Some(p) => Sourced {
-            value: p.clone(),
+        Some(path) => Sourced {
+            value: path.clone(),
             source: Source::Flag("--state-dir".into()),
             inherited: false,
         },
@@ -1289,9 +1336,9 @@ fn scheduler(r: &Reader<'_>, e: Option<&Entry>, over: &Overrides) -> Result<Sett
             default_state_dir,
             |raw, at, key| {
                 let s = string(raw, at, key, "a directory")?;
-                let p = PathBuf::from(&s);
-                if p.is_absolute() {
-                    return Ok(p);
+                let dir = PathBuf::from(&s);
+                if dir.is_absolute() {
+                    return Ok(dir);
                 }
                 if at.env.is_some() {
                     return Err(invalid(
@@ -1304,12 +1351,13 @@ fn scheduler(r: &Reader<'_>, e: Option<&Entry>, over: &Overrides) -> Result<Sett
                     ));
                 }
                 // Written in the file: relative to the file, wherever baton runs.
-                Ok(r.dir.join(p))
+                Ok(r.dir.join(dir))
             },
-        )?,
+            p,
+        ),
     };
-    let timezone = setting(r, entries, over, "timezone", system_zone, zone)?;
-    let enabled = setting(r, entries, over, "enabled", || true, boolean)?;
+    let timezone = setting(r, entries, over, "timezone", system_zone, zone, p);
+    let enabled = setting(r, entries, over, "enabled", || true, boolean, p);
     let alert_command = setting(
         r,
         entries,
@@ -1317,7 +1365,8 @@ fn scheduler(r: &Reader<'_>, e: Option<&Entry>, over: &Overrides) -> Result<Sett
         "alert_command",
         || None,
         |raw, at, key| command(raw, at, key).map(Some),
-    )?;
+        p,
+    );
     let history_keep = setting(
         r,
         entries,
@@ -1325,7 +1374,8 @@ fn scheduler(r: &Reader<'_>, e: Option<&Entry>, over: &Overrides) -> Result<Sett
         "history_keep",
         || 1000,
         |raw, at, key| u32_in(raw, at, key, 1, 1_000_000),
-    )?;
+        p,
+    );
     let log_keep = setting(
         r,
         entries,
@@ -1333,15 +1383,19 @@ fn scheduler(r: &Reader<'_>, e: Option<&Entry>, over: &Overrides) -> Result<Sett
         "log_keep",
         || Duration::from_secs(30 * 86_400),
         positive,
-    )?;
+        p,
+    );
     let lock = match get(entries, "lock") {
         Some(e) => {
             let at = r.at(e.line);
             let key = join("scheduler", "lock");
-            Sourced {
-                value: Some(lock_name(&Raw::Node(&e.value), &at, &key)?),
-                source: at.source(),
-                inherited: false,
+            match kept(lock_name(&Raw::Node(&e.value), &at, &key), p) {
+                Some(name) => Sourced {
+                    value: Some(name),
+                    source: at.source(),
+                    inherited: false,
+                },
+                None => Sourced::default_value(None),
             }
         }
         None => Sourced::default_value(None),
@@ -1353,7 +1407,8 @@ fn scheduler(r: &Reader<'_>, e: Option<&Entry>, over: &Overrides) -> Result<Sett
         "max_parallel",
         || 64,
         |raw, at, key| u32_in(raw, at, key, 1, 10_000),
-    )?;
+        p,
+    );
     let s = |k: u64| Duration::from_secs(k);
     let policy = RunPolicy {
         retries: setting(
@@ -1363,9 +1418,10 @@ fn scheduler(r: &Reader<'_>, e: Option<&Entry>, over: &Overrides) -> Result<Sett
             "retries",
             || 0,
             |raw, at, key| u32_in(raw, at, key, 0, 1000),
-        )?,
-        backoff: setting(r, entries, over, "backoff", || s(30), duration)?,
-        backoff_max: setting(r, entries, over, "backoff_max", || s(900), duration)?,
+            p,
+        ),
+        backoff: setting(r, entries, over, "backoff", || s(30), duration, p),
+        backoff_max: setting(r, entries, over, "backoff_max", || s(900), duration, p),
         no_retry_exit_codes: setting(
             r,
             entries,
@@ -1373,15 +1429,24 @@ fn scheduler(r: &Reader<'_>, e: Option<&Entry>, over: &Overrides) -> Result<Sett
             "no_retry_exit_codes",
             || vec![2],
             exit_codes,
-        )?,
-        timeout: setting(r, entries, over, "timeout", || Some(s(3600)), limit)?,
-        ttl: setting(r, entries, over, "ttl", || s(30), positive)?,
-        kill_grace: setting(r, entries, over, "kill_grace", || s(10), duration)?,
-        takeover_grace: setting(r, entries, over, "takeover_grace", || s(30), duration)?,
-        max_runtime: setting(r, entries, over, "max_runtime", || Some(s(7200)), limit)?,
-        output_limit: setting(r, entries, over, "output_limit", || 1 << 20, size)?,
-        catch_up_window: setting(r, entries, over, "catch_up_window", || s(3600), positive)?,
-        catch_up: setting(r, entries, over, "catch_up", || CatchUp::Latest, catch_up)?,
+            p,
+        ),
+        timeout: setting(r, entries, over, "timeout", || Some(s(3600)), limit, p),
+        ttl: setting(r, entries, over, "ttl", || s(30), positive, p),
+        kill_grace: setting(r, entries, over, "kill_grace", || s(10), duration, p),
+        takeover_grace: setting(r, entries, over, "takeover_grace", || s(30), duration, p),
+        max_runtime: setting(r, entries, over, "max_runtime", || Some(s(7200)), limit, p),
+        output_limit: setting(r, entries, over, "output_limit", || 1 << 20, size, p),
+        catch_up_window: setting(r, entries, over, "catch_up_window", || s(3600), positive, p),
+        catch_up: setting(
+            r,
+            entries,
+            over,
+            "catch_up",
+            || CatchUp::Latest,
+            catch_up,
+            p,
+        ),
         catch_up_max: setting(
             r,
             entries,
@@ -1389,19 +1454,25 @@ fn scheduler(r: &Reader<'_>, e: Option<&Entry>, over: &Overrides) -> Result<Sett
             "catch_up_max",
             || 100,
             |raw, at, key| u32_in(raw, at, key, 1, 100_000),
-        )?,
-        overlap: setting(r, entries, over, "overlap", || Overlap::Skip, overlap)?,
-        contain: setting(r, entries, over, "contain", || true, boolean)?,
+            p,
+        ),
+        overlap: setting(r, entries, over, "overlap", || Overlap::Skip, overlap, p),
+        contain: setting(r, entries, over, "contain", || true, boolean, p),
     };
-    check_fencing(
-        &r.at(e.map_or(1, |e| e.line)),
-        r.renew_wait(policy.ttl.value),
-        "scheduler",
-        &policy.ttl,
-        (&policy.kill_grace, "scheduler"),
-        &policy.takeover_grace,
-    )?;
-    Ok(Settings {
+    // Checked only on values read cleanly: a default standing in for one
+    // in error could make up a problem.
+    if p.len() == before {
+        let fenced = check_fencing(
+            &r.at(e.map_or(1, |e| e.line)),
+            r.renew_wait(policy.ttl.value),
+            "scheduler",
+            &policy.ttl,
+            (&policy.kill_grace, "scheduler"),
+            &policy.takeover_grace,
+        );
+        kept(fenced, p);
+    }
+    Settings {
         state_dir,
         timezone,
         enabled,
@@ -1411,7 +1482,7 @@ fn scheduler(r: &Reader<'_>, e: Option<&Entry>, over: &Overrides) -> Result<Sett
         max_parallel,
         lock,
         policy,
-    })
+    }
 }
 
 /// The state directory `baton exec` would use.
@@ -1485,7 +1556,8 @@ fn located(at: &At<'_>, source: &Source) -> String {
 
 /// A value set in `entries` under `key`, or `base` where it is not set (as
 /// `base` stands: a job inherits `[scheduler]`'s value marked inherited; a
-/// step takes its job's as it is).
+/// step takes its job's as it is). A value in error is kept in `problems`,
+/// and reads as `base`.
 fn own<T: Clone>(
     r: &Reader<'_>,
     entries: &[Entry],
@@ -1493,29 +1565,33 @@ fn own<T: Clone>(
     key: &str,
     base: Sourced<T>,
     read: impl Fn(&Raw<'_>, &At<'_>, &str) -> Result<T, ConfigError>,
-) -> Result<Sourced<T>, ConfigError> {
-    match get(entries, key) {
-        Some(e) => {
-            let at = r.at(e.line);
-            Ok(Sourced {
-                value: read(&Raw::Node(&e.value), &at, &join(path, key))?,
-                source: at.source(),
-                inherited: false,
-            })
-        }
-        None => Ok(base),
+    problems: &mut Vec<ConfigError>,
+) -> Sourced<T> {
+    let Some(e) = get(entries, key) else {
+        return base;
+    };
+    let at = r.at(e.line);
+    match kept(read(&Raw::Node(&e.value), &at, &join(path, key)), problems) {
+        Some(value) => Sourced {
+            value,
+            source: at.source(),
+            inherited: false,
+        },
+        None => base,
     }
 }
 
 /// A job's policy: its own values where it sets them, `[scheduler]`'s
-/// (marked inherited) where it does not.
+/// (marked inherited) where it does not, or where its own is in error (kept
+/// in `p`).
 fn policy(
     r: &Reader<'_>,
     entries: &[Entry],
     path: &str,
     base: &RunPolicy,
-) -> Result<RunPolicy, ConfigError> {
-    Ok(RunPolicy {
+    p: &mut Vec<ConfigError>,
+) -> RunPolicy {
+    RunPolicy {
         retries: own(
             r,
             entries,
@@ -1523,7 +1599,8 @@ fn policy(
             "retries",
             base.retries.inherit(),
             |raw, at, key| u32_in(raw, at, key, 0, 1000),
-        )?,
+            p,
+        ),
         backoff: own(
             r,
             entries,
@@ -1531,7 +1608,8 @@ fn policy(
             "backoff",
             base.backoff.inherit(),
             duration,
-        )?,
+            p,
+        ),
         backoff_max: own(
             r,
             entries,
@@ -1539,7 +1617,8 @@ fn policy(
             "backoff_max",
             base.backoff_max.inherit(),
             duration,
-        )?,
+            p,
+        ),
         no_retry_exit_codes: own(
             r,
             entries,
@@ -1547,9 +1626,18 @@ fn policy(
             "no_retry_exit_codes",
             base.no_retry_exit_codes.inherit(),
             exit_codes,
-        )?,
-        timeout: own(r, entries, path, "timeout", base.timeout.inherit(), limit)?,
-        ttl: own(r, entries, path, "ttl", base.ttl.inherit(), positive)?,
+            p,
+        ),
+        timeout: own(
+            r,
+            entries,
+            path,
+            "timeout",
+            base.timeout.inherit(),
+            limit,
+            p,
+        ),
+        ttl: own(r, entries, path, "ttl", base.ttl.inherit(), positive, p),
         kill_grace: own(
             r,
             entries,
@@ -1557,7 +1645,8 @@ fn policy(
             "kill_grace",
             base.kill_grace.inherit(),
             duration,
-        )?,
+            p,
+        ),
         takeover_grace: own(
             r,
             entries,
@@ -1565,7 +1654,8 @@ fn policy(
             "takeover_grace",
             base.takeover_grace.inherit(),
             duration,
-        )?,
+            p,
+        ),
         max_runtime: own(
             r,
             entries,
@@ -1573,7 +1663,8 @@ fn policy(
             "max_runtime",
             base.max_runtime.inherit(),
             limit,
-        )?,
+            p,
+        ),
         output_limit: own(
             r,
             entries,
@@ -1581,7 +1672,8 @@ fn policy(
             "output_limit",
             base.output_limit.inherit(),
             size,
-        )?,
+            p,
+        ),
         catch_up_window: own(
             r,
             entries,
@@ -1589,7 +1681,8 @@ fn policy(
             "catch_up_window",
             base.catch_up_window.inherit(),
             positive,
-        )?,
+            p,
+        ),
         catch_up: own(
             r,
             entries,
@@ -1597,7 +1690,8 @@ fn policy(
             "catch_up",
             base.catch_up.inherit(),
             catch_up,
-        )?,
+            p,
+        ),
         catch_up_max: own(
             r,
             entries,
@@ -1605,65 +1699,263 @@ fn policy(
             "catch_up_max",
             base.catch_up_max.inherit(),
             |raw, at, key| u32_in(raw, at, key, 1, 100_000),
-        )?,
-        overlap: own(r, entries, path, "overlap", base.overlap.inherit(), overlap)?,
-        contain: own(r, entries, path, "contain", base.contain.inherit(), boolean)?,
-    })
+            p,
+        ),
+        overlap: own(
+            r,
+            entries,
+            path,
+            "overlap",
+            base.overlap.inherit(),
+            overlap,
+            p,
+        ),
+        contain: own(
+            r,
+            entries,
+            path,
+            "contain",
+            base.contain.inherit(),
+            boolean,
+            p,
+        ),
+    }
 }
 
-fn job(r: &Reader<'_>, e: &Entry, settings: &Settings) -> Result<Job, ConfigError> {
+/// The job `e` defines, with `settings` as what it inherits; or every
+/// problem it has. A name that is no job's, or a value that is no table,
+/// is its one problem; otherwise each key is checked on its own (a key in
+/// error reads as what the job would inherit, or its default), and the
+/// self-fencing inequality only once the policy read cleanly.
+fn job(r: &Reader<'_>, e: &Entry, settings: &Settings) -> Result<Job, Vec<ConfigError>> {
     let name = e.key.clone();
     let path = join("jobs", &name);
     let at = r.at(e.line);
     if !valid_name(&name) {
-        return Err(invalid(
+        return Err(vec![invalid(
             &at,
             &path,
             format!("{name:?} is not a job name: use 1 to 64 characters of A-Z a-z 0-9 _ . -"),
-        ));
+        )]);
     }
     if name.starts_with('.') {
-        return Err(invalid(
+        return Err(vec![invalid(
             &at,
             &path,
             format!(
                 "{name:?}: a job name may not start with '.' (it is its lock's name unless \
                  `lock` says otherwise, and `baton lock` refuses such names)"
             ),
-        ));
+        )]);
     }
     if name == "baton" || name == "alerts" {
-        return Err(invalid(
+        return Err(vec![invalid(
             &at,
             &path,
             format!(
                 "{name:?} is reserved: the logs baton_YYYY_MM_DD.log and alerts.log are the \
                  scheduler's own; choose another name"
             ),
-        ));
+        )]);
     }
-    let entries = r.table(&e.value, &path, e.line)?;
+    let entries = r.table(&e.value, &path, e.line).map_err(|e| vec![e])?;
     let allowed: Vec<&str> = JOB_OWN.iter().chain(POLICY).copied().collect();
-    r.only(entries, &path, &allowed)?;
-    let when = match (get(entries, "schedule"), get(entries, "every")) {
-        (Some(s), Some(ev)) => {
-            return Err(invalid(
-                &r.at(s.line.max(ev.line)),
+    let mut p = r.unknown_keys(entries, &path, &allowed);
+    let when = kept(self::when(r, entries, &path, &at), &mut p);
+    let timezone = own(
+        r,
+        entries,
+        &path,
+        "timezone",
+        settings.timezone.inherit(),
+        zone,
+        &mut p,
+    );
+    let enabled = own(
+        r,
+        entries,
+        &path,
+        "enabled",
+        Sourced::default_value(true),
+        boolean,
+        &mut p,
+    );
+    let inherited_lock = match &settings.lock.value {
+        Some(l) => Sourced {
+            value: l.clone(),
+            source: settings.lock.source.clone(),
+            inherited: true,
+        },
+        None => Sourced::default_value(name.clone()),
+    };
+    let lock = own(r, entries, &path, "lock", inherited_lock, lock_name, &mut p);
+    let read_own = |key: &str| get(entries, key).map(|e| (r.at(e.line), e));
+    let job_env = match read_own("env") {
+        Some((at, e)) => kept_or(
+            env_table(&e.value, &at, &join(&path, "env")),
+            &mut p,
+            Vec::new,
+        ),
+        None => Vec::new(),
+    };
+    let job_cwd = match read_own("cwd") {
+        Some((at, e)) => kept(
+            directory(&Raw::Node(&e.value), &at, &join(&path, "cwd")),
+            &mut p,
+        )
+        .map(|d| r.dir.join(d)),
+        None => None,
+    };
+    let before_policy = p.len();
+    let policy = self::policy(r, entries, &path, &settings.policy, &mut p);
+    if p.len() == before_policy {
+        let fenced = check_fencing(
+            &at,
+            r.renew_wait(policy.ttl.value),
+            &path,
+            &policy.ttl,
+            (&policy.kill_grace, &path),
+            &policy.takeover_grace,
+        );
+        kept(fenced, &mut p);
+    }
+    let fenced = p.len() == before_policy;
+    let steps = match (
+        kept(action(r, entries, &path), &mut p),
+        get(entries, "steps"),
+    ) {
+        // A `run` or `http` in error: its problem is kept.
+        (None, _) => None,
+        (Some(Some((line, run))), Some(st)) => {
+            p.push(invalid(
+                &r.at(line.max(st.line)),
                 &path,
-                "has both schedule and every: give exactly one",
+                format!("has both {} and steps: give exactly one", run.value.key()),
             ));
+            None
         }
-        (None, None) => {
-            return Err(invalid(
+        (Some(None), None) => {
+            p.push(invalid(
                 &at,
                 &path,
-                "has neither schedule nor every: give one (schedule = \"0 3 * * *\", or every = \
-                 \"15m\")",
+                "has neither run nor steps: give one (run = \"/usr/local/bin/backup.sh\", \
+                 http = { url = \"https://…\" }, or [[jobs.NAME.steps]] tables)",
             ));
+            None
         }
+        (Some(Some((line, action))), None) => Some(vec![Step {
+            name: name.clone(),
+            kind: StepKind::Step,
+            action,
+            retries: policy.retries.clone(),
+            backoff: policy.backoff.clone(),
+            backoff_max: policy.backoff_max.clone(),
+            no_retry_exit_codes: policy.no_retry_exit_codes.clone(),
+            timeout: policy.timeout.clone(),
+            kill_grace: policy.kill_grace.clone(),
+            output_limit: policy.output_limit.clone(),
+            env: job_env.clone(),
+            cwd: job_cwd.clone(),
+            line,
+        }]),
+        (Some(None), Some(st)) => Some(self::steps(
+            r,
+            st,
+            (&path, "steps"),
+            StepKind::Step,
+            &policy,
+            (&job_env, &job_cwd),
+            &mut p,
+        )),
+    };
+    let checks = match get(entries, "checks") {
+        Some(c) => self::steps(
+            r,
+            c,
+            (&path, "checks"),
+            StepKind::Check,
+            &policy,
+            (&job_env, &job_cwd),
+            &mut p,
+        ),
+        None => Vec::new(),
+    };
+    let mut names: Vec<&str> = Vec::new();
+    let all_steps = steps.as_deref().unwrap_or_default();
+    let tables = (0..all_steps.len())
+        .map(|i| format!("{path}.steps[{i}]"))
+        .chain((0..checks.len()).map(|i| format!("{path}.checks[{i}]")));
+    for (s, table) in all_steps.iter().chain(&checks).zip(tables) {
+        if names.contains(&s.name.as_str()) {
+            p.push(invalid(
+                &r.at(s.line),
+                &path,
+                format!(
+                    "two steps or checks are named {:?}: names must be unique",
+                    s.name
+                ),
+            ));
+            continue;
+        }
+        names.push(&s.name);
+        if !fenced {
+            continue;
+        }
+        // A kill grace the step does not set is its job's, named there.
+        let grace_table = if s.kill_grace.source == policy.kill_grace.source {
+            path.as_str()
+        } else {
+            table.as_str()
+        };
+        let step_fenced = check_fencing(
+            &r.at(s.line),
+            r.renew_wait(policy.ttl.value),
+            &path,
+            &policy.ttl,
+            (&s.kill_grace, grace_table),
+            &policy.takeover_grace,
+        );
+        kept(step_fenced, &mut p);
+    }
+    match (when, steps) {
+        (Some(when), Some(steps)) if p.is_empty() => Ok(Job {
+            name,
+            source: at.source(),
+            when,
+            timezone,
+            enabled,
+            lock,
+            policy,
+            steps,
+            checks,
+        }),
+        // Every value missing above kept its problem.
+        _ => Err(p),
+    }
+}
+
+/// When a job runs: its `schedule` or its `every`, exactly one.
+fn when(
+    r: &Reader<'_>,
+    entries: &[Entry],
+    path: &str,
+    at: &At<'_>,
+) -> Result<Sourced<When>, ConfigError> {
+    match (get(entries, "schedule"), get(entries, "every")) {
+        (Some(s), Some(ev)) => Err(invalid(
+            &r.at(s.line.max(ev.line)),
+            path,
+            "has both schedule and every: give exactly one",
+        )),
+        (None, None) => Err(invalid(
+            at,
+            path,
+            "has neither schedule nor every: give one (schedule = \"0 3 * * *\", or every = \
+             \"15m\")",
+        )),
         (Some(s), None) => {
             let at = r.at(s.line);
-            let key = join(&path, "schedule");
+            let key = join(path, "schedule");
             let text = string(
                 &Raw::Node(&s.value),
                 &at,
@@ -1672,7 +1964,7 @@ fn job(r: &Reader<'_>, e: &Entry, settings: &Settings) -> Result<Job, ConfigErro
             )?;
             let schedule = baton_cron::Schedule::parse(&text)
                 .map_err(|err| invalid(&at, &key, format!("= {text:?}: {err}")))?;
-            Sourced {
+            Ok(Sourced {
                 value: When {
                     text: schedule.to_string(),
                     key: "schedule",
@@ -1680,15 +1972,15 @@ fn job(r: &Reader<'_>, e: &Entry, settings: &Settings) -> Result<Job, ConfigErro
                 },
                 source: at.source(),
                 inherited: false,
-            }
+            })
         }
         (None, Some(ev)) => {
             let at = r.at(ev.line);
-            let key = join(&path, "every");
+            let key = join(path, "every");
             let period = positive(&Raw::Node(&ev.value), &at, &key)?;
             let schedule = baton_cron::Schedule::every(period)
                 .map_err(|err| invalid(&at, &key, format!("= {}: {err}", ev.value.kind.shown())))?;
-            Sourced {
+            Ok(Sourced {
                 value: When {
                     text: units::show_duration(period),
                     key: "every",
@@ -1696,180 +1988,27 @@ fn job(r: &Reader<'_>, e: &Entry, settings: &Settings) -> Result<Job, ConfigErro
                 },
                 source: at.source(),
                 inherited: false,
-            }
+            })
         }
-    };
-    let read_own = |key: &str| get(entries, key).map(|e| (r.at(e.line), e));
-    let timezone = match read_own("timezone") {
-        Some((at, e)) => Sourced {
-            value: zone(&Raw::Node(&e.value), &at, &join(&path, "timezone"))?,
-            source: at.source(),
-            inherited: false,
-        },
-        None => settings.timezone.inherit(),
-    };
-    let enabled = match read_own("enabled") {
-        Some((at, e)) => Sourced {
-            value: boolean(&Raw::Node(&e.value), &at, &join(&path, "enabled"))?,
-            source: at.source(),
-            inherited: false,
-        },
-        None => Sourced::default_value(true),
-    };
-    let lock = match read_own("lock") {
-        Some((at, e)) => {
-            let key = join(&path, "lock");
-            Sourced {
-                value: lock_name(&Raw::Node(&e.value), &at, &key)?,
-                source: at.source(),
-                inherited: false,
-            }
-        }
-        None => match &settings.lock.value {
-            Some(l) => Sourced {
-                value: l.clone(),
-                source: settings.lock.source.clone(),
-                inherited: true,
-            },
-            None => Sourced::default_value(name.clone()),
-        },
-    };
-    let job_env = match read_own("env") {
-        Some((at, e)) => env_table(&e.value, &at, &join(&path, "env"))?,
-        None => Vec::new(),
-    };
-    let job_cwd = match read_own("cwd") {
-        Some((at, e)) => Some(r.dir.join(directory(
-            &Raw::Node(&e.value),
-            &at,
-            &join(&path, "cwd"),
-        )?)),
-        None => None,
-    };
-    let policy = self::policy(r, entries, &path, &settings.policy)?;
-    check_fencing(
-        &at,
-        r.renew_wait(policy.ttl.value),
-        &path,
-        &policy.ttl,
-        (&policy.kill_grace, &path),
-        &policy.takeover_grace,
-    )?;
-    let steps = match (action(r, entries, &path)?, get(entries, "steps")) {
-        (Some((line, run)), Some(st)) => {
-            return Err(invalid(
-                &r.at(line.max(st.line)),
-                &path,
-                format!("has both {} and steps: give exactly one", run.value.key()),
-            ));
-        }
-        (None, None) => {
-            return Err(invalid(
-                &at,
-                &path,
-                "has neither run nor steps: give one (run = \"/usr/local/bin/backup.sh\", \
-                 http = { url = \"https://…\" }, or [[jobs.NAME.steps]] tables)",
-            ));
-        }
-        (Some((line, action)), None) => {
-            vec![Step {
-                name: name.clone(),
-                kind: StepKind::Step,
-                action,
-                retries: policy.retries.clone(),
-                backoff: policy.backoff.clone(),
-                backoff_max: policy.backoff_max.clone(),
-                no_retry_exit_codes: policy.no_retry_exit_codes.clone(),
-                timeout: policy.timeout.clone(),
-                kill_grace: policy.kill_grace.clone(),
-                output_limit: policy.output_limit.clone(),
-                env: job_env.clone(),
-                cwd: job_cwd.clone(),
-                line,
-            }]
-        }
-        (None, Some(st)) => self::steps(
-            r,
-            st,
-            &path,
-            "steps",
-            StepKind::Step,
-            &policy,
-            &job_env,
-            &job_cwd,
-        )?,
-    };
-    let checks = match get(entries, "checks") {
-        Some(c) => self::steps(
-            r,
-            c,
-            &path,
-            "checks",
-            StepKind::Check,
-            &policy,
-            &job_env,
-            &job_cwd,
-        )?,
-        None => Vec::new(),
-    };
-    let mut names: Vec<&str> = Vec::new();
-    let tables = (0..steps.len())
-        .map(|i| format!("{path}.steps[{i}]"))
-        .chain((0..checks.len()).map(|i| format!("{path}.checks[{i}]")));
-    for (s, table) in steps.iter().chain(&checks).zip(tables) {
-        if names.contains(&s.name.as_str()) {
-            return Err(invalid(
-                &r.at(s.line),
-                &path,
-                format!(
-                    "two steps or checks are named {:?}: names must be unique",
-                    s.name
-                ),
-            ));
-        }
-        names.push(&s.name);
-        // A kill grace the step does not set is its job's, named there.
-        let grace_table = if s.kill_grace.source == policy.kill_grace.source {
-            path.as_str()
-        } else {
-            table.as_str()
-        };
-        check_fencing(
-            &r.at(s.line),
-            r.renew_wait(policy.ttl.value),
-            &path,
-            &policy.ttl,
-            (&s.kill_grace, grace_table),
-            &policy.takeover_grace,
-        )?;
     }
-    Ok(Job {
-        name,
-        source: at.source(),
-        when,
-        timezone,
-        enabled,
-        lock,
-        policy,
-        steps,
-        checks,
-    })
 }
 
-#[allow(clippy::too_many_arguments)] // One call site per kind; a struct would only rename them.
+/// The `[[JOB.steps]]` or `[[JOB.checks]]` tables of `e` (`field` of the
+/// job at `job_path`): each step read against the job's policy, env and
+/// cwd. Each table and each of its keys is checked on its own, its
+/// problems kept in `p`; a step with a problem is left out.
 fn steps(
     r: &Reader<'_>,
     e: &Entry,
-    job_path: &str,
-    field: &str,
+    (job_path, field): (&str, &str),
     kind: StepKind,
     policy: &RunPolicy,
-    job_env: &[(String, String)],
-    job_cwd: &Option<PathBuf>,
-) -> Result<Vec<Step>, ConfigError> {
+    (job_env, job_cwd): (&[(String, String)], &Option<PathBuf>),
+    p: &mut Vec<ConfigError>,
+) -> Vec<Step> {
     let path = join(job_path, field);
     let Kind::Array(items) = &e.value.kind else {
-        return Err(invalid(
+        p.push(invalid(
             &r.at(e.line),
             &path,
             format!(
@@ -1877,27 +2016,29 @@ fn steps(
                 e.value.kind.type_name()
             ),
         ));
+        return Vec::new();
     };
     if items.is_empty() && kind == StepKind::Step {
-        return Err(invalid(
+        p.push(invalid(
             &r.at(e.line),
             &path,
             "is empty: a job needs at least one step",
         ));
+        return Vec::new();
     }
     let mut out = Vec::new();
     for (i, node) in items.iter().enumerate() {
+        let before = p.len();
         let here = format!("{path}[{i}]");
-        let entries = r.table(node, &here, node.line)?;
-        let allowed = if kind == StepKind::Check {
-            CHECK_KEYS
-        } else {
-            STEP_KEYS
+        let Some(entries) = kept(r.table(node, &here, node.line), p) else {
+            continue;
         };
+        // A check with a retry key is told so, rather than of an unknown key.
+        let never_retried = ["retries", "backoff", "backoff_max", "no_retry_exit_codes"];
         if kind == StepKind::Check {
-            for k in ["retries", "backoff", "backoff_max", "no_retry_exit_codes"] {
+            for k in never_retried {
                 if let Some(bad) = get(entries, k) {
-                    return Err(invalid(
+                    p.push(invalid(
                         &r.at(bad.line),
                         &join(&here, k),
                         "checks are never retried: remove it (a check runs once, after the \
@@ -1906,33 +2047,44 @@ fn steps(
                 }
             }
         }
-        r.only(entries, &here, allowed)?;
+        let allowed: Vec<&str> = match kind {
+            StepKind::Check => CHECK_KEYS.iter().chain(&never_retried).copied().collect(),
+            _ => STEP_KEYS.to_vec(),
+        };
+        p.extend(r.unknown_keys(entries, &here, &allowed));
         let name = match get(entries, "name") {
             Some(n) => {
                 let at = r.at(n.line);
                 let key = join(&here, "name");
-                let s = string(&Raw::Node(&n.value), &at, &key, "a name")?;
-                if !valid_name(&s) {
-                    return Err(invalid(
-                        &at,
-                        &key,
-                        format!("= {s:?}: a name is 1 to 64 characters of A-Z a-z 0-9 _ . -"),
-                    ));
-                }
-                s
+                let named = string(&Raw::Node(&n.value), &at, &key, "a name").and_then(|s| {
+                    if valid_name(&s) {
+                        Ok(s)
+                    } else {
+                        Err(invalid(
+                            &at,
+                            &key,
+                            format!("= {s:?}: a name is 1 to 64 characters of A-Z a-z 0-9 _ . -"),
+                        ))
+                    }
+                });
+                kept(named, p)
             }
-            None => format!("{}-{}", kind.as_str(), i + 1),
+            None => Some(format!("{}-{}", kind.as_str(), i + 1)),
         };
-        let Some((_, action)) = self::action(r, entries, &here)? else {
-            return Err(invalid(
-                &r.at(node.line),
-                &here,
-                "has neither run nor http: give the command it runs, or the request it sends",
-            ));
+        let action = match kept(self::action(r, entries, &here), p) {
+            Some(Some((_, action))) => Some(action),
+            Some(None) => {
+                p.push(invalid(
+                    &r.at(node.line),
+                    &here,
+                    "has neither run nor http: give the command it runs, or the request it sends",
+                ));
+                None
+            }
+            None => None,
         };
-        let zero = Sourced::default_value(0u32);
         let retries = if kind == StepKind::Check {
-            zero
+            Sourced::default_value(0u32)
         } else {
             own(
                 r,
@@ -1941,73 +2093,99 @@ fn steps(
                 "retries",
                 policy.retries.clone(),
                 |raw, at, key| u32_in(raw, at, key, 0, 1000),
-            )?
+                p,
+            )
         };
         let mut env = job_env.to_vec();
         if let Some(e) = get(entries, "env") {
-            for (k, v) in env_table(&e.value, &r.at(e.line), &join(&here, "env"))? {
+            let found = env_table(&e.value, &r.at(e.line), &join(&here, "env"));
+            for (k, v) in kept_or(found, p, Vec::new) {
                 env.retain(|(ek, _)| *ek != k);
                 env.push((k, v));
             }
         }
         let cwd = match get(entries, "cwd") {
-            Some(c) => Some(r.dir.join(directory(
-                &Raw::Node(&c.value),
-                &r.at(c.line),
-                &join(&here, "cwd"),
-            )?)),
+            Some(c) => kept(
+                directory(&Raw::Node(&c.value), &r.at(c.line), &join(&here, "cwd")),
+                p,
+            )
+            .map(|d| r.dir.join(d)),
             None => job_cwd.clone(),
         };
-        out.push(Step {
-            name,
-            kind,
-            action,
-            retries,
-            backoff: own(
-                r,
-                entries,
-                &here,
-                "backoff",
-                policy.backoff.clone(),
-                duration,
-            )?,
-            backoff_max: own(
-                r,
-                entries,
-                &here,
-                "backoff_max",
-                policy.backoff_max.clone(),
-                duration,
-            )?,
-            no_retry_exit_codes: own(
-                r,
-                entries,
-                &here,
-                "no_retry_exit_codes",
-                policy.no_retry_exit_codes.clone(),
-                exit_codes,
-            )?,
-            timeout: own(r, entries, &here, "timeout", policy.timeout.clone(), limit)?,
-            kill_grace: own(
-                r,
-                entries,
-                &here,
-                "kill_grace",
-                policy.kill_grace.clone(),
-                duration,
-            )?,
-            output_limit: own(
-                r,
-                entries,
-                &here,
-                "output_limit",
-                policy.output_limit.clone(),
-                size,
-            )?,
-            env,
-            cwd,
-            line: node.line,
-        });
+        let backoff = own(
+            r,
+            entries,
+            &here,
+            "backoff",
+            policy.backoff.clone(),
+            duration,
+            p,
+        );
+        let backoff_max = own(
+            r,
+            entries,
+            &here,
+            "backoff_max",
+            policy.backoff_max.clone(),
+            duration,
+            p,
+        );
+        let no_retry_exit_codes = own(
+            r,
+            entries,
+            &here,
+            "no_retry_exit_codes",
+            policy.no_retry_exit_codes.clone(),
+            exit_codes,
+            p,
+        );
+        let timeout = own(
+            r,
+            entries,
+            &here,
+            "timeout",
+            policy.timeout.clone(),
+            limit,
+            p,
+        );
+        let kill_grace = own(
+            r,
+            entries,
+            &here,
+            "kill_grace",
+            policy.kill_grace.clone(),
+            duration,
+            p,
+        );
+        let output_limit = own(
+            r,
+            entries,
+            &here,
+            "output_limit",
+            policy.output_limit.clone(),
+            size,
+            p,
+        );
+        // A name or an action missing here kept its problem.
+        if let (Some(name), Some(action)) = (name, action)
+            && p.len() == before
+        {
+            out.push(Step {
+                name,
+                kind,
+                action,
+                retries,
+                backoff,
+                backoff_max,
+                no_retry_exit_codes,
+                timeout,
+                kill_grace,
+                output_limit,
+                env,
+                cwd,
+                line: node.line,
+            });
+        }
     }
-    Ok(out)
+    out
 }

@@ -735,25 +735,83 @@ fn a_check_finds_every_bad_job_and_drop_in_and_keeps_the_good_ones() {
     let config = c.config.expect("the sections are valid");
     let names: Vec<&String> = config.jobs.keys().collect();
     assert_eq!(names, ["good", "good2"]);
-    assert_eq!(c.jobs_unchecked, None);
+    assert!(!c.scheduler_defaulted);
+    let unread: Vec<&String> = c.unread_jobs.iter().collect();
+    assert_eq!(unread, ["bad1", "bad2", "bad3"]);
 }
 
 #[test]
-fn a_check_without_a_valid_scheduler_says_the_jobs_were_not_checked() {
+fn a_check_with_a_bad_scheduler_checks_the_jobs_against_its_defaults_and_says_so() {
     let (_tmp, path) = dir_with(
-        "[scheduler]\ntimezone = \"Mars/Olympus\"\n[daemon]\nlisten = 7\n[jobs.a]\nrun = \"x\"\n",
+        "[scheduler]\ntimezone = \"Mars/Olympus\"\nttl = \"5s\"\nretries = -1\n\
+         [daemon]\nlisten = 7\n\
+         [jobs.a]\nrun = \"x\"\n\
+         [jobs.b]\nevery = \"1h\"\nrun = \"x\"\n",
         &[],
     );
     let c = check(&path, &Overrides::default());
     let said: Vec<String> = c.problems.iter().map(ToString::to_string).collect();
-    assert_eq!(said.len(), 2, "{said:#?}");
-    assert!(said[0].contains("timezone"), "{said:#?}");
-    assert!(said[1].contains("daemon.listen"), "{said:#?}");
+    assert_eq!(said.len(), 4, "{said:#?}");
+    assert!(said[0].contains("scheduler.timezone"), "{said:#?}");
+    assert!(said[1].contains("scheduler.retries"), "{said:#?}");
+    assert!(said[2].contains("daemon.listen"), "{said:#?}");
+    assert!(
+        said[3].contains("jobs.a") && said[3].contains("neither schedule nor every"),
+        "{said:#?}"
+    );
+    // What `load` refuses with is the first of them.
+    assert_eq!(load_err(&path), said[0]);
     assert!(c.config.is_none());
-    assert!(c.jobs_unchecked.is_some());
+    assert!(c.scheduler_defaulted);
     let (_tmp, path) = dir_with("[scheduler\n", &[]);
     let c = check(&path, &Overrides::default());
     assert_eq!(c.problems.len(), 1);
     assert!(c.problems[0].to_string().contains("not valid TOML"));
-    assert_eq!(c.jobs_unchecked, None);
+    assert!(!c.scheduler_defaulted);
+}
+
+#[test]
+fn a_check_finds_every_bad_key_of_a_job_and_of_its_steps() {
+    let (_tmp, path) = dir_with(
+        "[jobs.a]\nschedule = \"0 25 * * *\"\nretries = \"many\"\ntimezone = \"Mars/Olympus\"\n\
+         colour = \"red\"\n\
+         [[jobs.a.steps]]\nname = \"one\"\nrun = \"true\"\n\
+         [[jobs.a.steps]]\nname = \"one\"\nrun = \"true\"\n\
+         [[jobs.a.steps]]\nname = \"two\"\nrun = \"true\"\ntimeout = \"soon\"\n\
+         [[jobs.a.checks]]\nrun = \"true\"\nretries = 1\n",
+        &[],
+    );
+    let c = check(&path, &Overrides::default());
+    let said: Vec<String> = c.problems.iter().map(ToString::to_string).collect();
+    let keys = [
+        "jobs.a.colour",
+        "jobs.a.schedule",
+        "jobs.a.timezone",
+        "jobs.a.retries",
+        "jobs.a.steps[2].timeout",
+        "jobs.a.checks[0].retries",
+        "named \"one\"",
+    ];
+    assert_eq!(said.len(), keys.len(), "{said:#?}");
+    for (said, key) in said.iter().zip(keys) {
+        assert!(said.contains(key), "{key}: {said}");
+    }
+    assert_eq!(load_err(&path), said[0]);
+    assert!(c.config.is_some_and(|c| c.jobs.is_empty()));
+    assert!(c.unread_jobs.contains("a"));
+}
+
+#[test]
+fn a_rule_that_combines_keys_is_not_checked_on_a_fallback() {
+    // ttl is in error: its default standing in would make kill_grace too
+    // long for it, a problem the operator did not write.
+    let (_tmp, path) = dir_with(
+        "[jobs.a]\nevery = \"1h\"\nrun = \"true\"\nttl = \"soon\"\nkill_grace = \"50s\"\n\
+         takeover_grace = \"2m\"\n",
+        &[],
+    );
+    let c = check(&path, &Overrides::default());
+    let said: Vec<String> = c.problems.iter().map(ToString::to_string).collect();
+    assert_eq!(said.len(), 1, "{said:#?}");
+    assert!(said[0].contains("jobs.a.ttl"), "{said:#?}");
 }

@@ -1,7 +1,8 @@
 //! The alert command, tried: run once as an alert would be delivered, with
 //! a test alert (kind `test`) on its stdin and `BATON_ALERT_TEST=1` in its
 //! environment, bounded by the alert timeout; its exit status is the
-//! finding. And the webhook, which baton does not have.
+//! finding. There is no webhook check: baton has no webhook setting, and a
+//! finding says only what was checked.
 
 use baton_runner::HookOutcome;
 
@@ -12,16 +13,7 @@ use crate::config::Config;
 const CHECK: &str = "alert-command";
 
 /// Tries the alert command of `c`; `now` stamps the test alert.
-pub(super) fn check(c: &Config, now: jiff::Timestamp) -> Vec<Finding> {
-    let mut found = vec![try_it(c, now)];
-    found.push(Finding::ok(
-        "webhook",
-        "no webhook configured (baton has no webhook setting; an alert_command can post one)",
-    ));
-    found
-}
-
-fn try_it(c: &Config, now: jiff::Timestamp) -> Finding {
+pub(super) fn check(c: &Config, now: jiff::Timestamp) -> Finding {
     let setting = &c.settings.alert_command;
     let Some(command) = &setting.value else {
         return Finding::ok(

@@ -1,6 +1,6 @@
 //! The configuration: every problem `baton.toml` and its drop-ins have
-//! (not only the first, as a run sees it), each a failure with where to
-//! fix it; or what was read.
+//! (not only the first, as a run sees it: every key of every job, and of
+//! `[scheduler]`), each a failure with where to fix it; or what was read.
 
 use std::path::Path;
 
@@ -17,10 +17,12 @@ pub(super) fn check(path: &Path, over: &Overrides) -> (Vec<Finding>, Checked) {
         .iter()
         .map(|e| Finding::fail(CHECK, e.to_string(), fix(e, path)))
         .collect();
-    if let Some(why) = checked.jobs_unchecked {
+    if checked.scheduler_defaulted {
         found.push(Finding::warn(
             CHECK,
-            format!("the jobs were not checked: {why}"),
+            "[scheduler] has a problem: the jobs were checked with its default for each key in \
+             error, and the checks that need the whole configuration (state directory, locks, \
+             ledger, store, alert command) were left out",
             "fix the problems above, then run `baton doctor` again",
         ));
     }

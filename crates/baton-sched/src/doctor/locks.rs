@@ -4,7 +4,7 @@
 //! it; a foreign or unreadable record is a failure (every run of that lock
 //! is refused until it is dealt with).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use baton_lease::{Foreign, Verdict};
 
@@ -14,14 +14,39 @@ use crate::store::Store;
 
 const CHECK: &str = "locks";
 
-/// Checks the lock of every job of `c` in `store`.
-pub(super) fn check(c: &Config, store: &dyn Store) -> Vec<Finding> {
+/// Checks the lock of every job of `c` in `store`; `unread` are the jobs
+/// defined with a problem (not in `c`), whose locks are unknown.
+pub(super) fn check(c: &Config, store: &dyn Store, unread: &BTreeSet<String>) -> Vec<Finding> {
     let mut by_lock: BTreeMap<&str, &Job> = BTreeMap::new();
     for j in c.jobs.values() {
         by_lock.entry(j.lock.value.as_str()).or_insert(j);
     }
+    let unchecked = (!unread.is_empty()).then(|| {
+        let names: Vec<&str> = unread.iter().map(String::as_str).collect();
+        format!(
+            "{} defined with a problem ({}), whose {} not checked",
+            if names.len() == 1 {
+                "1 job is"
+            } else {
+                "jobs are"
+            },
+            names.join(", "),
+            if names.len() == 1 {
+                "lock is"
+            } else {
+                "locks are"
+            },
+        )
+    });
     if by_lock.is_empty() {
-        return vec![Finding::ok(CHECK, "no job, so no lock")];
+        return vec![match unchecked {
+            Some(why) => Finding::warn(
+                CHECK,
+                format!("no lock checked: {why}"),
+                "fix the config problems above; the locks are checked then",
+            ),
+            None => Finding::ok(CHECK, "no job, so no lock"),
+        }];
     }
     let config = c.path.display();
     let pg = c.store.is_some();
@@ -101,14 +126,19 @@ pub(super) fn check(c: &Config, store: &dyn Store) -> Vec<Finding> {
         } else {
             "lock files"
         };
-        found.push(Finding::ok(
-            CHECK,
-            format!(
-                "{n} {}, {kind}, all readable ({})",
-                if n == 1 { "lock" } else { "locks" },
-                tally.join(", ")
+        let message = format!(
+            "{n} {}, {kind}, all readable ({})",
+            if n == 1 { "lock" } else { "locks" },
+            tally.join(", ")
+        );
+        found.push(match unchecked {
+            Some(why) => Finding::warn(
+                CHECK,
+                format!("{message}; {why}"),
+                "fix the config problems above; their locks are checked then",
             ),
-        ));
+            None => Finding::ok(CHECK, message),
+        });
     }
     found
 }

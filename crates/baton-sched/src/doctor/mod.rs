@@ -58,7 +58,7 @@ pub fn examine(path: &Path, over: &Overrides, host: &Host, clock: &dyn Clock) ->
             Err(_) => false,
         };
         if usable && let Ok(s) = crate::store::open(c) {
-            found.extend(locks::check(c, s.as_ref()));
+            found.extend(locks::check(c, s.as_ref(), &checked.unread_jobs));
         }
         match &examined {
             Ok(Examination::Files { state_dir, ledger }) => {
@@ -87,7 +87,7 @@ pub fn examine(path: &Path, over: &Overrides, host: &Host, clock: &dyn Clock) ->
     found.extend(time::zones(config));
     found.push(driver::check(host, path));
     if let Some(c) = config {
-        found.extend(alert::check(c, clock.wall()));
+        found.push(alert::check(c, clock.wall()));
     }
     Report::of(found)
 }

@@ -112,7 +112,18 @@ fn directory(dir: &Path, from: &str) -> Finding {
 }
 
 fn on_filesystem(dir: &Path, store: bool) -> Finding {
-    let fs = match filesystem::of(dir) {
+    judge_filesystem(dir, filesystem::of(dir), store)
+}
+
+/// What the filesystem `found` under `dir` means for baton (with `store`,
+/// the leases and the ledger are in PostgreSQL): a pure function of what
+/// the kernel reported.
+fn judge_filesystem(
+    dir: &Path,
+    found: std::io::Result<filesystem::Filesystem>,
+    store: bool,
+) -> Finding {
+    let fs = match found {
         Ok(fs) => fs,
         Err(e) => {
             return Finding::warn(
@@ -180,4 +191,91 @@ pub(super) fn passwd_name(uid: u32) -> Option<String> {
         let id = f.nth(1)?;
         (id.parse() == Ok(uid)).then(|| name.to_owned())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::finding::Status;
+    use super::*;
+
+    /// Every network filesystem baton knows, by `statfs(2)` magic (or, for
+    /// FUSE, the mount table's type): the list the refusal must cover.
+    const NETWORK: &[(u32, Option<&str>, &str)] = &[
+        (0x6969, None, "nfs"),
+        (0x6969, Some("nfs4"), "nfs4"),
+        (0xFF53_4D42, None, "cifs"),
+        (0xFE53_4D42, None, "smb2"),
+        (0x517B, None, "smb"),
+        (0x0102_1997, None, "9p"),
+        (0x5346_414F, None, "afs"),
+        (0x6B41_4653, None, "afs"),
+        (0x00C3_6400, None, "ceph"),
+        (0x7375_7245, None, "coda"),
+        (0x564C, None, "ncpfs"),
+        (0x0BD0_0BD0, None, "lustre"),
+        (0x7461_636F, None, "ocfs2"),
+        (0x0116_1970, None, "gfs2"),
+        (0x2003_0528, None, "orangefs"),
+        (FUSE, Some("fuse.sshfs"), "fuse.sshfs"),
+        (FUSE, Some("fuse.s3fs"), "fuse.s3fs"),
+        (FUSE, Some("fuse.rclone"), "fuse.rclone"),
+        (FUSE, Some("fuse.glusterfs"), "fuse.glusterfs"),
+        (FUSE, Some("fuse.ceph-fuse"), "fuse.ceph-fuse"),
+        (FUSE, Some("fuse.juicefs"), "fuse.juicefs"),
+        (FUSE, Some("fuse.davfs"), "fuse.davfs"),
+    ];
+
+    const FUSE: u32 = 0x6573_5546;
+
+    fn judged(magic: u32, mount: Option<&str>, store: bool) -> Finding {
+        let dir = Path::new("/srv/baton");
+        judge_filesystem(dir, Ok(filesystem::classify(magic, mount, dir)), store)
+    }
+
+    #[test]
+    fn every_network_filesystem_fails_with_its_reason_and_the_way_out() {
+        for &(magic, mount, name) in NETWORK {
+            let f = judged(magic, mount, false);
+            assert_eq!(f.status, Status::Fail, "{name}: {f:?}");
+            assert_eq!(f.check, "filesystem");
+            assert!(
+                f.message.starts_with(&format!(
+                    "/srv/baton is on {name}, a network filesystem, where flock is not trusted: "
+                )),
+                "{name}: {}",
+                f.message
+            );
+            assert!(
+                f.message
+                    .ends_with("the lock files and the ledger there rely on it"),
+                "{}",
+                f.message
+            );
+            assert!(
+                f.fix.as_deref().unwrap().contains("local filesystem"),
+                "{f:?}"
+            );
+            // With a store, the leases are elsewhere; the logs still fail.
+            let f = judged(magic, mount, true);
+            assert_eq!(f.status, Status::Fail, "{name}: {f:?}");
+            assert!(f.message.ends_with("logs and run files there rely on it"));
+        }
+    }
+
+    #[test]
+    fn a_local_filesystem_passes_and_one_baton_does_not_know_warns() {
+        assert_eq!(judged(0xEF53, Some("ext4"), false).status, Status::Ok);
+        assert_eq!(judged(0x0102_1994, None, false).status, Status::Ok);
+        assert_eq!(
+            judged(FUSE, Some("fuse.bindfs"), false).status,
+            Status::Warn
+        );
+        assert_eq!(judged(0x1234_5678, None, false).status, Status::Warn);
+        let dir = Path::new("/srv/baton");
+        let unreadable = Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied));
+        assert_eq!(
+            judge_filesystem(dir, unreadable, false).status,
+            Status::Warn
+        );
+    }
 }

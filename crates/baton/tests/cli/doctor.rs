@@ -1,11 +1,15 @@
 //! `baton doctor` through the real binary: a healthy set-up, a
-//! configuration with several bad jobs, a state directory others may
-//! write, a damaged ledger, an unreadable lock file, a failing alert
-//! command, what drives baton (cron lines and systemd units planted under
-//! `BATON_DOCTOR_ROOT`), the JSON's shape, and a real PostgreSQL store.
+//! configuration with several bad jobs and bad keys, a state directory
+//! others may write or on a network filesystem (a FUSE mount the kernel
+//! calls sshfs, in a mount namespace of the doctor's own), a damaged
+//! ledger, an older and a newer ledger, an unreadable lock file, a failing
+//! alert command, what drives baton (cron lines and systemd units planted
+//! under `BATON_DOCTOR_ROOT`), the JSON's shape, and a real PostgreSQL
+//! store, with this host's clock shifted against it by faketime.
 
 use std::os::unix::fs::PermissionsExt;
-use std::process::Output;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
 
 use baton_testkit::pg::PgServer;
 use serde_json::Value;
@@ -16,6 +20,12 @@ use crate::support::{code, stderr, stdout};
 /// `baton doctor ARGS` with the system paths under `root/` and no user
 /// units of this machine's user.
 fn doctor(s: &Sched, args: &[&str]) -> Output {
+    doctor_under(s, &[], args)
+}
+
+/// As [`doctor`], run by `wrapper` (a program and its arguments, the
+/// baton command line after them), with the same environment.
+fn doctor_under(s: &Sched, wrapper: &[&str], args: &[&str]) -> Output {
     let mut all = vec!["doctor"];
     all.extend_from_slice(args);
     let mut c = s.cmd(&all);
@@ -32,11 +42,32 @@ fn doctor(s: &Sched, args: &[&str]) -> Output {
     ] {
         c.env_remove(v);
     }
-    c.output().unwrap()
+    let Some((program, before)) = wrapper.split_first() else {
+        return c.output().unwrap();
+    };
+    let mut w = Command::new(program);
+    w.args(before).arg(c.get_program()).args(c.get_args());
+    for (k, v) in c.get_envs() {
+        match v {
+            Some(v) => w.env(k, v),
+            None => w.env_remove(k),
+        };
+    }
+    if let Some(dir) = c.get_current_dir() {
+        w.current_dir(dir);
+    }
+    w.stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{program}: {e}"))
 }
 
 fn json(s: &Sched) -> (i32, Value) {
-    let o = doctor(s, &["--json"]);
+    json_under(s, &[])
+}
+
+/// `baton doctor --json` run by `wrapper` ([`doctor_under`]).
+fn json_under(s: &Sched, wrapper: &[&str]) -> (i32, Value) {
+    let o = doctor_under(s, wrapper, &["--json"]);
     let v: Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(&o), stderr(&o)));
     (code(&o), v)
@@ -98,10 +129,11 @@ fn doctor_passes_a_healthy_set_up_and_tries_its_alert_command() {
         "zones",
         "driver",
         "alert-command",
-        "webhook",
     ] {
         assert_eq!(one(&v, check)["status"], "ok", "{check}: {v:#}");
     }
+    // baton has no webhook setting: nothing to check, so no line says ok.
+    assert!(of(&v, "webhook").is_empty(), "{v:#}");
     // The host's own clock discipline is not the test's to choose: it may
     // warn, never fail.
     assert_ne!(one(&v, "time-sync")["status"], "fail", "{v:#}");
@@ -213,14 +245,67 @@ fn doctor_lists_every_bad_job_not_only_the_first() {
         config[1]["fix"].as_str().unwrap().contains("baton.toml:"),
         "{v:#}"
     );
-    // The good job is still checked: its lock is read.
+    // The good job is still checked: its lock is read; the others' are
+    // said to be unknown.
+    let locks = one(&v, "locks")["message"].as_str().unwrap();
+    assert!(locks.starts_with("1 lock"), "{v:#}");
+    assert!(locks.contains("(early, late)"), "{v:#}");
+}
+
+#[test]
+fn doctor_lists_every_bad_key_of_a_job_and_of_the_scheduler() {
+    let s = Sched::new(
+        "[scheduler]\nretries = \"often\"\n\
+         [jobs.nightly]\nschedule = \"0 25 * * *\"\nrun = \"true\"\ntimeout = \"soon\"\n\
+         [jobs.good]\nevery = \"1h\"\nrun = \"true\"\n",
+    );
+    // What a run sees: the first problem only.
+    let o = s.run(&["config"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("scheduler.retries") && !stderr(&o).contains("jobs.nightly"));
+    let (rc, v) = json(&s);
+    assert_eq!(rc, 1, "{v:#}");
+    let config = of(&v, "config");
+    let failed: Vec<&str> = config
+        .iter()
+        .filter(|c| c["status"] == "fail")
+        .map(|c| c["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(failed.len(), 3, "{v:#}");
+    for (said, key) in failed.iter().zip([
+        "scheduler.retries",
+        "jobs.nightly.schedule",
+        "jobs.nightly.timeout",
+    ]) {
+        assert!(said.contains(key), "{key}: {said}");
+    }
+    // The jobs were checked against [scheduler]'s defaults, and it says so.
+    let said = config
+        .iter()
+        .find(|c| c["status"] == "warn")
+        .unwrap_or_else(|| panic!("{v:#}"));
     assert!(
-        one(&v, "locks")["message"]
+        said["message"]
             .as_str()
             .unwrap()
-            .starts_with("1 lock"),
-        "{v:#}"
+            .contains("checked with its default"),
+        "{said}"
     );
+}
+
+#[test]
+fn doctor_says_the_locks_of_jobs_it_could_not_read_were_not_checked() {
+    let s = Sched::new(
+        "[jobs.early]\nschedule = \"0 25 * * *\"\nrun = \"true\"\n\
+         [jobs.late]\nevery = \"1h\"\nrun = \"true\"\nretries = \"many\"\n",
+    );
+    let (rc, v) = json(&s);
+    assert_eq!(rc, 1, "{v:#}");
+    let f = one(&v, "locks");
+    assert_eq!(f["status"], "warn", "{v:#}");
+    let message = f["message"].as_str().unwrap();
+    assert!(!message.contains("no job"), "{f}");
+    assert!(message.contains("(early, late)"), "{f}");
 }
 
 #[test]
@@ -273,6 +358,122 @@ fn doctor_finds_a_damaged_ledger_and_leaves_it_where_it_is() {
         .filter(|n| n.contains("corrupt"))
         .collect();
     assert!(moved.is_empty(), "{moved:?}");
+}
+
+/// The ledger fixture of schema `version` (the last build of that schema
+/// made it), copied into `s`'s state directory.
+fn plant_ledger(s: &Sched, version: u32) -> std::path::PathBuf {
+    let db = crate::upgrade::state_dir(s).join("baton.db");
+    let fixture = format!("../baton-ledger/tests/fixtures/ledger-v{version}.db");
+    std::fs::copy(crate::upgrade::fixture(&fixture), &db).unwrap();
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600)).unwrap();
+    db
+}
+
+#[test]
+fn doctor_says_an_older_ledger_is_migrated_by_the_next_run_and_leaves_it_unmigrated() {
+    for version in [1, 2] {
+        let s = Sched::new(JOB);
+        let db = plant_ledger(&s, version);
+        let before = std::fs::read(&db).unwrap();
+        let (_, v) = json(&s);
+        let f = one(&v, "ledger");
+        assert_eq!(f["status"], "warn", "v{version}: {v:#}");
+        assert!(
+            f["message"].as_str().unwrap().contains(&format!(
+                "schema version {version}, older than this baton's 3"
+            )),
+            "{f}"
+        );
+        assert!(
+            f["fix"].as_str().unwrap().contains("migrates it in place"),
+            "{f}"
+        );
+        // Looked at, not migrated: no copy made before a migration, the
+        // file as it was.
+        assert_eq!(std::fs::read(&db).unwrap(), before, "v{version}");
+        assert!(
+            !s.env
+                .state()
+                .join(format!("baton.db.bak-v{version}"))
+                .exists()
+        );
+    }
+}
+
+#[test]
+fn doctor_fails_a_ledger_a_newer_baton_wrote_and_says_to_upgrade() {
+    let s = Sched::new(JOB);
+    let db = plant_ledger(&s, 2);
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute_batch("PRAGMA user_version = 4").unwrap();
+    drop(c);
+    let before = std::fs::read(&db).unwrap();
+    let (rc, v) = json(&s);
+    assert_eq!(rc, 1, "{v:#}");
+    let f = one(&v, "ledger");
+    assert_eq!(f["status"], "fail", "{v:#}");
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains("schema version 4, newer than this baton's 3"),
+        "{f}"
+    );
+    assert!(f["fix"].as_str().unwrap().contains("upgrade baton"), "{f}");
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+}
+
+/// Mounts, in a mount namespace of the doctor's own, a FUSE filesystem the
+/// mount table calls `fuse.sshfs` on `$1`, then runs the rest of the
+/// command line. No daemon serves it: the mount belongs to nobody (uid
+/// 65534), so the kernel answers the doctor's `statfs` itself (FUSE's
+/// magic) and refuses it everything else, and the device is closed before
+/// the doctor starts, so nothing could wait for a daemon anyway. The mount
+/// goes with the namespace.
+const ON_SSHFS: &str = r#"
+set -e
+exec 3<>/dev/fuse
+mount -t fuse.sshfs -o fd=3,rootmode=40000,user_id=65534,group_id=65534 backup@nas: "$1"
+exec 3>&-
+shift
+exec "$@"
+"#;
+
+#[test]
+fn doctor_refuses_a_state_directory_on_sshfs_end_to_end() {
+    if !crate::support::root() || !Path::new("/dev/fuse").exists() {
+        eprintln!("skipped: mounting a FUSE filesystem needs root and /dev/fuse");
+        return;
+    }
+    let s = Sched::new(JOB);
+    let state = crate::upgrade::state_dir(&s);
+    let on_sshfs = [
+        "unshare",
+        "-m",
+        "sh",
+        "-c",
+        ON_SSHFS,
+        "sh",
+        state.to_str().unwrap(),
+    ];
+    let (rc, v) = json_under(&s, &on_sshfs);
+    assert_eq!(rc, 1, "{v:#}");
+    let f = one(&v, "filesystem");
+    assert_eq!(f["status"], "fail", "{v:#}");
+    let message = f["message"].as_str().unwrap();
+    assert!(
+        message.contains("is on fuse.sshfs, a network filesystem, where flock is not trusted"),
+        "{f}"
+    );
+    assert!(message.contains("a process on another host"), "{f}");
+    assert!(
+        f["fix"].as_str().unwrap().contains("local filesystem"),
+        "{f}"
+    );
+    // The mount was the doctor's alone: here, the directory is local.
+    let (_, v) = json(&s);
+    assert_eq!(one(&v, "filesystem")["status"], "ok", "{v:#}");
 }
 
 #[test]
@@ -427,6 +628,32 @@ fn doctor_checks_a_postgresql_store_reachable_migrated_and_on_time() {
         clock["message"].as_str().unwrap().contains("within 1s"),
         "{clock}"
     );
+    // A host whose clock is off (this one's, shifted for the doctor alone
+    // by faketime, as the state tests shift it): past 1s a warning, past
+    // the lease's 5s tolerance a failure.
+    let shifted = |offset| {
+        let by = ["faketime", "-m", "--exclude-monotonic", "-f", offset];
+        let (rc, v) = json_under(&s, &by);
+        (rc, one(&v, "store-clock").clone())
+    };
+    let (rc, clock) = shifted("-3s");
+    assert_eq!(clock["status"], "warn", "{clock}");
+    assert_eq!(rc, 0, "a warning leaves the host healthy: {clock}");
+    let said = clock["message"].as_str().unwrap();
+    assert!(
+        said.contains("ahead of this host's, more than 1s"),
+        "{clock}"
+    );
+    assert!(
+        clock["fix"].as_str().unwrap().contains("synchronised"),
+        "{clock}"
+    );
+    let (rc, clock) = shifted("+10s");
+    assert_eq!(clock["status"], "fail", "{clock}");
+    assert_eq!(rc, 1, "{clock}");
+    let said = clock["message"].as_str().unwrap();
+    assert!(said.contains("behind this host's"), "{clock}");
+    assert!(said.contains("5s tolerance"), "{clock}");
     assert_eq!(one(&v, "locks")["status"], "ok", "{v:#}");
     // No ledger file is looked for: the ledger is the store's.
     assert!(of(&v, "ledger").is_empty(), "{v:#}");

@@ -18,7 +18,7 @@ use crate::daemon::Daemon;
 use crate::sched::{Sched, lines};
 use crate::support::{Env, code, stderr, stdout};
 
-fn fixture(rel: &str) -> PathBuf {
+pub(crate) fn fixture(rel: &str) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     root.join(rel)
 }
@@ -28,7 +28,7 @@ fn both(o: &Output) -> String {
 }
 
 /// The state directory, made as baton makes it (0700).
-fn state_dir(s: &Sched) -> PathBuf {
+pub(crate) fn state_dir(s: &Sched) -> PathBuf {
     let state = s.env.state();
     std::fs::create_dir_all(&state).unwrap();
     std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
@@ -49,9 +49,12 @@ fn fixture_jobs(ran: &Path) -> String {
     toml
 }
 
-/// Every command that reads the ledger refuses, with exit 2, a message that
-/// names what is wrong and what to do, and nothing on stdout; no job runs.
+/// Every command that reads or writes the ledger refuses, with exit 2, a
+/// message that names what is wrong and what to do, and nothing on
+/// stdout; no job runs. (`watermark settle` is given a token of the form a
+/// run's has: without one it is refused before the ledger is opened.)
 fn assert_refused_everywhere(s: &Sched, ran: &Path, job: &str, needles: &[&str]) {
+    let range = ["--from", "2020-01-01", "--to", "2021-06-01"];
     for args in [
         vec!["tick"],
         vec!["run", job],
@@ -59,8 +62,23 @@ fn assert_refused_everywhere(s: &Sched, ran: &Path, job: &str, needles: &[&str])
         vec!["status", "--json"],
         vec!["history", job],
         vec!["history", job, "--json"],
+        vec!["history"],
+        vec!["pause", job],
+        vec!["pause", job, "--json"],
+        vec!["resume", job],
+        [&["backfill", job][..], &range].concat(),
+        [&["backfill", job][..], &range, &["--force"]].concat(),
+        [&["backfill", job][..], &range, &["--dry-run"]].concat(),
+        [&["backfill", job][..], &range, &["--json"]].concat(),
+        vec!["watermark", "get", job],
+        vec!["watermark", "get", job, "--json"],
+        vec!["watermark", "settle", job, "later"],
     ] {
-        let o = s.run(&args);
+        let o = s
+            .cmd(&args)
+            .env("BATON_TOKEN", "0123456789abcdef")
+            .output()
+            .unwrap();
         assert_eq!(code(&o), 2, "{args:?}: {}", both(&o));
         assert_eq!(stdout(&o), "", "{args:?} showed something");
         let err = stderr(&o);
