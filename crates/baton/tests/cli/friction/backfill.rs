@@ -200,7 +200,12 @@ fn backfill_before_the_first_sighting_says_so_and_that_force_runs_it() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(ran(&file), ["2026-03-09T13:00:00Z"]);
     // 10:00 and 11:00 UTC, on Kolkata's wall clock.
-    let range = ["--from", "2026-03-09T15:30:00", "--to", "2026-03-09T16:30:00"];
+    let range = [
+        "--from",
+        "2026-03-09T15:30:00",
+        "--to",
+        "2026-03-09T16:30:00",
+    ];
     let backfill = |extra: &[&str]| {
         let mut args = vec!["backfill", "b"];
         args.extend(range);
