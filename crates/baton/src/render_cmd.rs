@@ -66,10 +66,10 @@ pub fn run(state: Option<&Path>, a: &RenderArgs) -> Exit {
         // A runner is not this machine: the binary that renders is not there.
         None if target == Target::Github => {
             return refuse(
-                "github needs --bin PATH: where baton is on the runner (nothing in the \
-                 workflow installs it: a self-hosted runner with baton installed, or a step \
-                 you add before baton's that puts it there); this machine's binary is not on \
-                 a runner"
+                "github needs --bin PATH: where baton is on the runner (the workflow runs \
+                 on ubuntu-latest and installs nothing: a step you add before baton's puts it \
+                 there, or a self-hosted runner that has it, with `runs-on: self-hosted`); this \
+                 machine's binary is not on a runner"
                     .into(),
             );
         }
