@@ -7,6 +7,7 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde_json::Value;
 
+use crate::first_seen::at;
 use crate::friction::times::is_rfc3339;
 use crate::sched::Sched;
 use crate::support::{code, stderr, stdout};
@@ -170,21 +171,6 @@ fn backfill_messages_show_times_in_the_jobs_zone_too() {
     assert!(said.contains("is after --to"), "{said}");
     assert_eq!(said.matches("+05:30").count(), 2, "{said}");
     assert!(!said.contains(":00Z"), "{said}");
-}
-
-/// `baton ARGS` with the wall clock starting at `at` (UTC), as faketime's
-/// `@` sets it for this one process.
-fn at(s: &Sched, at: &str, args: &[&str]) -> std::process::Output {
-    let mut c = std::process::Command::new("faketime");
-    c.args(["-f", &format!("@{at}"), crate::support::BATON])
-        .args(args)
-        .env("TZ", "UTC")
-        .env("BATON_CONFIG", s.config())
-        .env_remove("BATON_STATE_DIR")
-        .env_remove("BATON_ENABLED")
-        .current_dir(s.env.tmp.path())
-        .stdin(std::process::Stdio::null());
-    c.output().expect("faketime (apt-get install faketime)")
 }
 
 #[test]
