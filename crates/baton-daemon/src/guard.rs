@@ -17,12 +17,17 @@
 //!   and the API's `GET`s. A change with the cookie and no bearer token is
 //!   refused as unauthenticated, whatever else it sends, so the cookie can
 //!   never be the way a forged request changes anything.
-//! - A mutation needs `Content-Type: application/json` (a cross-site HTML
-//!   form cannot send it without a preflight the daemon never grants),
-//!   except a `DELETE` without a body (a browser never sends `DELETE` to
-//!   another site without a preflight either), and the login's forms; every
-//!   one, these too, refuses an `Origin` other than the daemon's own and
-//!   `Sec-Fetch-Site: cross-site`.
+//! - A mutation with a body needs `Content-Type: application/json` (a
+//!   cross-site HTML form cannot send it without a preflight the daemon
+//!   never grants). One without a body needs none when it names no type
+//!   (there is nothing to type; an HTML form always names one), and a
+//!   `DELETE` without a body none at all (a browser never sends `DELETE` to
+//!   another site without a preflight); nor do the login's forms. A page
+//!   on another site can make a browser send a bodiless `POST` with no
+//!   type, but never with a credential that changes anything (the bearer
+//!   token; the session cookie reads only), and it carries the site's
+//!   `Origin`: every mutation, these too, refuses an `Origin` other than
+//!   the daemon's own and `Sec-Fetch-Site: cross-site`.
 //! - A daemon listening on loopback answers TCP requests only when their
 //!   `Host` names loopback exactly (`localhost`, a loopback IP, or the host
 //!   name it was told to listen on; at most a numeric port), so a page on
@@ -254,7 +259,8 @@ pub(crate) async fn check(State(d): State<Arc<Daemon>>, req: Request, next: Next
                 .next()
                 .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
         });
-        let exempt = login || (*req.method() == Method::DELETE && bodiless(h));
+        let untyped = !h.contains_key(header::CONTENT_TYPE);
+        let exempt = login || (bodiless(h) && (untyped || *req.method() == Method::DELETE));
         if !json && !exempt {
             return refuse(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,

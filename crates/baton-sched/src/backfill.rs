@@ -16,7 +16,10 @@
 //! or before the job's claim that the ledger has no decision of is not run
 //! unless the ledger positively records it missed, and no occurrence is run
 //! while the ledger cannot be read at all: neither record can rule out that
-//! it ran (fail closed). `--force` runs them anyway, saying so for each.
+//! it ran (fail closed). That includes, once the job has run, its
+//! occurrences from before it was first seen, which no tick decided: the
+//! refusal says so, with the sighting. `--force` runs them anyway, saying
+//! so for each.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -84,31 +87,39 @@ fn known(ledger: Ledger<'_>, job: &Job, occ: &[i64], claim: Option<i64>) -> Vec<
             "the ledger cannot be read, and it is the record of which past occurrences ran".into(),
         )
     };
-    let (mut ledger, missed) = match ledger {
-        Ledger::Absent => (None, Vec::new()),
-        Ledger::Open(l) => match l.missed(job, u32::MAX) {
-            Ok(m) => (Some(l), m),
-            Err(_) => return occ.iter().map(|_| unreadable()).collect(),
+    let (mut ledger, missed, seen) = match ledger {
+        Ledger::Absent => (None, Vec::new(), None),
+        Ledger::Open(l) => match (l.missed(job, u32::MAX), l.job(job)) {
+            (Ok(m), Ok(state)) => (Some(l), m, state.map(|st| st.first_seen)),
+            _ => return occ.iter().map(|_| unreadable()).collect(),
         },
         Ledger::Unreadable => return occ.iter().map(|_| unreadable()).collect(),
     };
+    let before_seen = |at: i64| seen.filter(|&s| Timestamp::from_second(at).is_ok_and(|t| t < s));
     occ.iter()
-        .map(
-            |&at| match ledger.as_mut().map_or(Ok(None), |l| l.decision(job, at)) {
+        .map(|&at| {
+            match ledger.as_mut().map_or(Ok(None), |l| l.decision(job, at)) {
                 Err(_) => unreadable(),
                 Ok(Some(d)) => Known::Decided(d),
                 Ok(None) if missed.iter().any(|m| m.first <= at && at <= m.last) => Known::Runnable,
-                Ok(None) => match claim.filter(|&c| c >= at) {
-                    Some(c) => Known::Unknown(format!(
-                        "the ledger has no record of it, and the lock's claim says {job} started \
-                     occurrences up to {} under it: it may have run under a ledger that was \
-                     lost, moved aside or not writable",
+                Ok(None) => match (claim.filter(|&c| c >= at), before_seen(at)) {
+                    (None, _) => Known::Runnable,
+                    // No tick decided it, and the job has run since.
+                    (Some(c), Some(seen)) => Known::Unknown(format!(
+                        "it is before {job} was first seen ({}), so the ledger never decided \
+                         it, and the lock's claim says {job} started occurrences up to {} since",
+                        crate::times::human(seen, tz),
                         shown(c, tz)
                     )),
-                    None => Known::Runnable,
+                    (Some(c), None) => Known::Unknown(format!(
+                        "the ledger has no record of it, and the lock's claim says {job} started \
+                         occurrences up to {} under it: it may have run under a ledger that was \
+                         lost, moved aside or not writable",
+                        shown(c, tz)
+                    )),
                 },
-            },
-        )
+            }
+        })
         .collect()
 }
 
@@ -477,7 +488,7 @@ fn runnable(
         let occurrence = at.map_or_else(|| "manual".to_owned(), |at| shown(at, tz));
         crate::say::line(format_args!(
             "backfill: {} occurrence {occurrence} not run: {why}; if you know it did not run, \
-             backfill it with --force",
+             --force runs it anyway",
             job.name
         ));
     }

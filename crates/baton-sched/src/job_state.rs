@@ -24,6 +24,10 @@
 //! | `new` | it never ran, and no occurrence since it was first seen has come due | yes |
 //! | `ok` | otherwise | yes |
 //!
+//! A job is first seen when a tick (or the daemon) first reads it; before
+//! any has, when the file that defines it last changed
+//! ([`crate::overdue`]).
+//!
 //! `baton status` exits 1 when a job it shows is not healthy.
 
 use serde::Serialize;

@@ -9,6 +9,23 @@
 //! The catch-up window plays no part: a job whose ticks stopped is overdue
 //! [`GRACE`] after its first unstarted occurrence, however wide its window.
 //!
+//! A job is first seen when a tick (or the daemon) first reads it: the
+//! ledger records that instant. A job no tick has ever seen (the crontab
+//! line was never installed, the daemon never started) has no such record,
+//! and is judged as first seen when the file that defines it last changed
+//! (`baton.toml`, or its `jobs.d/` drop-in, which the daemon's `PUT`
+//! writes), never later than now ([`first_sighting`]): so it is overdue
+//! once an occurrence after that should have started, and `new` until
+//! then, without `status` writing anything. A tick that then reads it
+//! records its own now, later than the file's time, and runs nothing from
+//! before it: the job is `new` again until its next occurrence comes due.
+//! The file's time is the earlier of its modification time and its
+//! status-change time, which no `touch -d` can set, so a modification
+//! time put in the future leaves the job judged from when the file really
+//! changed; one the clock itself put ahead (set back since) counts as now,
+//! which delays the verdict by as much as the clock was ahead, never for
+//! ever.
+//!
 //! Such an occurrence is **not** overdue ([`judge`]) when
 //! - the job is disabled or paused (nothing is late that was stopped on
 //!   purpose);
@@ -51,9 +68,21 @@ pub enum Fate {
     Unknown,
 }
 
+/// When a job counts as first seen: `recorded`, the sighting the ledger
+/// keeps, when it has one; else `defined`, when the file that defines the
+/// job last changed, or `now` if that is later; `None` when neither is
+/// known.
+pub(crate) fn first_sighting(
+    recorded: Option<Timestamp>,
+    defined: Option<Timestamp>,
+    now: Timestamp,
+) -> Option<Timestamp> {
+    recorded.or_else(|| defined.map(|t| t.min(now)))
+}
+
 /// The latest occurrence of `job` at least [`GRACE`] before `now`, if it
-/// came at or after `first_seen` (when the job was first seen). `None` also
-/// when the job was never seen.
+/// came at or after `first_seen` (when the job was first seen:
+/// [`first_sighting`]). `None` also when that is not known.
 pub(crate) fn latest_due(
     job: &Job,
     now: Timestamp,
@@ -132,6 +161,27 @@ mod tests {
         );
         // Never seen: nothing is judged.
         assert_eq!(latest_due(&j, t("2026-03-05T00:00:00Z"), None), None);
+    }
+
+    #[test]
+    fn a_job_no_tick_saw_counts_as_seen_when_its_file_changed_never_later_than_now() {
+        let now = t("2026-03-05T12:00:00Z");
+        let (ledger, file) = (t("2026-03-04T00:00:00Z"), t("2026-03-03T00:00:00Z"));
+        // The ledger's sighting, when it has one, whatever the file says.
+        assert_eq!(first_sighting(Some(ledger), Some(file), now), Some(ledger));
+        assert_eq!(first_sighting(Some(ledger), None, now), Some(ledger));
+        // Else the file's time, at most now.
+        assert_eq!(first_sighting(None, Some(file), now), Some(file));
+        let ahead = t("2027-03-05T12:00:00Z");
+        assert_eq!(first_sighting(None, Some(ahead), now), Some(now));
+        assert_eq!(first_sighting(None, None, now), None);
+        // An every-minute job in a file of two days ago is due; one in a
+        // file from the future is not, and nothing panics.
+        let j = job("schedule = \"* * * * *\"");
+        let seen = first_sighting(None, Some(file), now);
+        assert_eq!(latest_due(&j, now, seen), Some(t("2026-03-05T11:58:00Z")));
+        let seen = first_sighting(None, Some(ahead), now);
+        assert_eq!(latest_due(&j, now, seen), None);
     }
 
     #[test]

@@ -9,7 +9,9 @@
 //! disagree. `status` exits 1 when a job it shows is hung, overdue, failing
 //! or crashed ([`JobState::healthy`]), or when the ledger could not be
 //! read; 0 otherwise (a fresh install's jobs are `new`, and 0 is right
-//! there). The shape of `--json` is [`Status`].
+//! there, until an occurrence after their file last changed should have
+//! started and no tick came: [`crate::overdue`]). The shape of `--json`
+//! is [`Status`].
 
 use std::time::Duration;
 
@@ -354,7 +356,9 @@ fn job_status(
         .values()
         .any(|other| other.name != job.name && other.lock.value == job.lock.value);
     let holding = crate::job_state::holding(verdict.as_ref(), shared, in_flight.as_deref());
-    let due = crate::overdue::latest_due(job, now, state.as_ref().map(|s| s.first_seen));
+    let seen =
+        crate::overdue::first_sighting(state.as_ref().map(|s| s.first_seen), defined_at(job), now);
+    let due = crate::overdue::latest_due(job, now, seen);
     let overdue = crate::overdue::judge(
         due,
         state.as_ref().and_then(|s| s.last_started),
@@ -484,6 +488,22 @@ fn job_status(
 
 /// What the ledger recorded of `job`'s occurrence `at` (Unix seconds), for
 /// the overdue test.
+/// When the file that defines `job` last changed: the earlier of its
+/// modification time and its status-change time (which `touch -d` cannot
+/// set); `None` when it cannot be read.
+fn defined_at(job: &Job) -> Option<Timestamp> {
+    use std::os::unix::fs::MetadataExt;
+    let crate::config::Source::File { path, .. } = &job.source else {
+        return None;
+    };
+    let meta = std::fs::metadata(path).ok()?;
+    let modified = Timestamp::try_from(meta.modified().ok()?).ok()?;
+    let changed = i32::try_from(meta.ctime_nsec())
+        .ok()
+        .and_then(|nanos| Timestamp::new(meta.ctime(), nanos).ok());
+    Some(changed.map_or(modified, |c| c.min(modified)))
+}
+
 fn fate(
     ledger: Option<&mut (dyn baton_ledger::Records + 'static)>,
     job: &str,

@@ -6,7 +6,11 @@
 //! machine, `--bin` must be given) and the configuration's host path
 //! checked to be absolute, the
 //! host's zone checked, the clock read once (through the clock chokepoint)
-//! and the environment variables baton reads collected. Every refusal
+//! and the environment variables baton reads collected. For cron and
+//! systemd, a state directory from `--state-dir` or `BATON_STATE_DIR` that
+//! is not the file's is refused: the rendered lines and units pass neither
+//! (a pinned one would outlive the file's next edit), so the file's
+//! `state_dir` is the one the host uses. Every refusal
 //! happens there or in the renderer, as lines on stderr and exit 2, before
 //! anything is written. [`write_all`] is the one place that writes
 //! artefacts: each through a temporary file renamed over its name, so a
@@ -50,15 +54,22 @@ pub fn run(state: Option<&Path>, a: &RenderArgs) -> Exit {
         Ok(c) => c,
         Err(e) => return e,
     };
+    if matches!(target, Target::Cron | Target::Systemd) {
+        match state_dir_the_host_uses(&c) {
+            Ok(None) => {}
+            Ok(Some(why)) => return refuse(why),
+            Err(e) => return e,
+        }
+    }
     let bin = match &a.bin {
         Some(p) => p.clone(),
         // A runner is not this machine: the binary that renders is not there.
         None if target == Target::Github => {
             return refuse(
-                "github needs --bin PATH: where baton is on the runner (nothing in the \
-                 workflow installs it: a self-hosted runner with baton installed, or a step \
-                 you add before baton's that puts it there); this machine's binary is not on \
-                 a runner"
+                "github needs --bin PATH: where baton is on the runner (the workflow runs \
+                 on ubuntu-latest and installs nothing: a step you add before baton's puts it \
+                 there, or a self-hosted runner that has it, with `runs-on: self-hosted`); this \
+                 machine's binary is not on a runner"
                     .into(),
             );
         }
@@ -174,6 +185,48 @@ pub fn run(state: Option<&Path>, a: &RenderArgs) -> Exit {
             }
         }
     }
+}
+
+/// Why `c`'s state directory is not the one the rendered crontab or units
+/// will use, if it is not: they run `baton … --config FILE` with neither
+/// `--state-dir` nor `BATON_STATE_DIR` (a pinned value would beat the
+/// file's `state_dir` after its next edit, and split the ledger from the
+/// commands run by hand), so the file's `state_dir` decides there, and a
+/// render for another directory (a `ReadWritePaths=` naming it) would
+/// describe a host that does not exist.
+fn state_dir_the_host_uses(c: &baton_sched::config::Config) -> Result<Option<String>, Exit> {
+    use baton_sched::config::{self, Overrides};
+    let given = &c.settings.state_dir;
+    if !matches!(given.source, Source::Flag(_) | Source::Env(_)) {
+        return Ok(None);
+    }
+    let mut over = Overrides::from_env(None);
+    over.env.remove("state_dir");
+    let file = config::load(&c.path, &over).map_err(|e| {
+        say!("baton: {e}");
+        Exit::Usage
+    })?;
+    let theirs = &file.settings.state_dir;
+    if theirs.value == given.value {
+        return Ok(None);
+    }
+    let unset = match &given.source {
+        Source::Env(name) => format!("unset {name}"),
+        _ => format!("leave out {}", given.source),
+    };
+    Ok(Some(format!(
+        "{} {} is not the state directory of {} ({}, {}): what this renders runs \
+         `baton` with --config only, so it would use that one; set state_dir there (every \
+         command then reads it) and {unset}",
+        given.source,
+        given.value.display(),
+        c.path.display(),
+        theirs.value.display(),
+        match theirs.source {
+            Source::Default => "baton's default".to_owned(),
+            ref s => format!("state_dir at {s}"),
+        },
+    )))
 }
 
 /// `p` with `.` dropped and each `..` taking away the name before it,

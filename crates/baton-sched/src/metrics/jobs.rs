@@ -42,6 +42,9 @@ pub(crate) struct JobFigures {
     pub(crate) state: crate::job_state::JobState,
     /// An occurrence that should have started did not.
     pub(crate) overdue: bool,
+    /// Its newest finished run failed, as `status` says it (`failing`),
+    /// whatever its state.
+    pub(crate) failing: bool,
     /// Its next occurrence, if it has one.
     pub(crate) next_run: Option<Timestamp>,
 }
@@ -192,6 +195,13 @@ pub(crate) fn families(jobs: &[JobFigures]) -> Vec<Family> {
             None,
             jobs,
             |j| Some(flag(j.overdue)),
+        ),
+        per_job(
+            "baton_job_failing",
+            "1 when the newest finished run failed (not interrupted), whatever the job's state.",
+            None,
+            jobs,
+            |j| Some(flag(j.failing)),
         ),
     ]);
     let mut state = Family::new(

@@ -49,6 +49,13 @@
 //!   it has none.
 //! - `baton_job_overdue{baton_job}`: 1 when `status` finds an occurrence
 //!   that should have started and did not, else 0.
+//! - `baton_job_failing{baton_job}`: 1 when the job's newest finished run
+//!   failed (any verdict but `ok` and `interrupted`), the fact `status`
+//!   gives as `failing` and ranks as the state `failing`, else 0. Unlike
+//!   `baton_job_state{state="failing"}` it stays 1 while the job is in a
+//!   state that ranks higher (`running` again, `paused`, `overdue`), so an
+//!   alert on it does not flap with each run of a job that keeps failing,
+//!   nor fall silent while a failed job is paused or late.
 //! - `baton_job_state{baton_job,state}`: one sample per word of [`STATES`],
 //!   1 for the state `status` gives the job and 0 for the others. A gauge
 //!   in both formats, not an OpenMetrics stateset, whose label would have
@@ -162,11 +169,12 @@ pub fn read(config: &Config, clock: &dyn Clock, format: Format) -> Result<String
 }
 
 /// What the metrics take from a job's status: its state, whether it is
-/// overdue and paused, and its next run. The one place here that reads a
-/// [`JobStatus`], so that the metrics say what `status` says.
+/// overdue, failing and paused, and its next run. The one place here that
+/// reads a [`JobStatus`], so that the metrics say what `status` says.
 fn from_status(f: &mut JobFigures, s: &JobStatus) {
     f.state = s.state;
     f.overdue = s.overdue.is_some();
+    f.failing = s.failing;
     f.paused = s.paused.is_some();
     f.next_run = s.next_run.as_deref().and_then(|t| t.parse().ok());
 }

@@ -41,6 +41,7 @@ fn figures() -> Vec<JobFigures> {
         },
         paused: true,
         overdue: true,
+        failing: true,
         state: crate::job_state::JobState::Paused,
         ..JobFigures::default()
     };

@@ -35,9 +35,12 @@
 //! and leave the occurrence GitHub started it for (GitHub starts scheduled
 //! runs late), so the workflow runs the job with `baton run`, on a schedule
 //! and on a manual dispatch alike, and runs are kept apart by `concurrency`
-//! only. Nothing installs baton: [`Options::bin`] is where the binary must
-//! be on the runner, and `baton render github` asks for it (`--bin`)
-//! rather than naming the binary that renders.
+//! only. The workflow runs on `ubuntu-latest`, and nothing installs baton:
+//! [`Options::bin`] is where the binary must be on the runner (a step the
+//! user adds puts it there, or a self-hosted runner named in `runs-on`
+//! has it, as the workflow's first comment says), and `baton render
+//! github` asks for it (`--bin`) rather than naming the binary that
+//! renders.
 
 use std::collections::BTreeSet;
 
@@ -90,9 +93,10 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
              # repository), {} in {}, {read_in}.\n\
              # GitHub starts a scheduled run when it can (often minutes late, and\n\
              # under load it may drop one), and never more often than every 5 minutes.\n\
-             # Nothing here installs baton: the runner must have the binary at\n\
+             # It runs on GitHub's ubuntu-latest, which has no baton, and nothing\n\
+             # here installs it: add a step before baton's that puts the binary at\n\
              #   {}\n\
-             # (a self-hosted runner, or a step before baton's that puts it there).\n\
+             # or, on a self-hosted runner that has it there, set `runs-on: self-hosted`.\n\
              # A runner keeps no state between runs: the state directory is under\n\
              # runner.temp and starts empty, so each run, scheduled or dispatched by\n\
              # hand (workflow_dispatch), runs the job now (`baton run`), and runs are\n\

@@ -249,6 +249,24 @@ fn render_github_workflows_are_yaml_with_a_schedule_and_a_run() {
             doc["concurrency"]["group"].as_str(),
             Some("baton-lock-capture")
         );
+        // The comment names the runner the workflow runs on, and how to
+        // put baton there.
+        let runs_on = doc["jobs"]["run"]["runs-on"].as_str().unwrap();
+        let comment: String = a
+            .text
+            .lines()
+            .take_while(|l| l.starts_with('#'))
+            .map(|l| format!("{}\n", l.trim_start_matches('#').trim()))
+            .collect();
+        assert!(
+            comment.contains(&format!("runs on GitHub's {runs_on}, which has no baton")),
+            "{comment}"
+        );
+        assert!(
+            comment.contains("add a step before baton's that puts the binary at"),
+            "{comment}"
+        );
+        assert!(comment.contains("set `runs-on: self-hosted`"), "{comment}");
     }
 }
 

@@ -583,9 +583,58 @@ fn daemon_deletes_without_a_body_need_no_content_type() {
         r.body
     );
     assert!(s.env.path("jobs.d/b.toml").exists());
-    // A POST without a body still needs it.
+}
+
+/// A `POST` without a body needs no `Content-Type` either; one with a
+/// body, or one that names another type (as an HTML form does, even
+/// empty), still does, and another site's `Origin` is refused all the
+/// same.
+#[test]
+fn daemon_posts_without_a_body_need_no_content_type() {
+    let s = Sched::new("");
+    let ran = s.env.path("ran");
+    s.write(&format!(
+        "[jobs.main]\nschedule = \"0 0 1 1 *\"\nrun = \"echo ran >> {}\"\n",
+        ran.display()
+    ));
+    let d = Daemon::start(&s, &[]);
+    let r = d.request("POST", "/v1/jobs/main/run", &[], "");
+    assert_eq!(r.status, 202, "{}", r.body);
+    eventually("the run to finish", || {
+        d.get("/v1/jobs/main/runs").json()[0]["verdict"] == "ok"
+    });
+    assert_eq!(std::fs::read_to_string(&ran).unwrap(), "ran\n");
     let r = d.request("POST", "/v1/tick", &[], "");
-    assert_eq!(r.status, 415, "{}", r.body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    for (headers, body) in [
+        (&[][..], "{}"),
+        (
+            &[("Content-Type", "application/x-www-form-urlencoded")][..],
+            "",
+        ),
+        (&[("Content-Type", "text/plain")][..], ""),
+    ] {
+        let r = d.request("POST", "/v1/jobs/main/run", headers, body);
+        assert_eq!(
+            (r.status, r.json()["error"]["code"].clone()),
+            (415, "content_type".into()),
+            "{headers:?} {body:?}: {}",
+            r.body
+        );
+    }
+    let r = d.request(
+        "POST",
+        "/v1/jobs/main/run",
+        &[("Origin", "http://evil.example")],
+        "",
+    );
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (403, "foreign_origin".into()),
+        "{}",
+        r.body
+    );
+    assert_eq!(std::fs::read_to_string(&ran).unwrap(), "ran\n");
 }
 
 /// `--listen` and `[daemon] listen` take a host name: the daemon listens on

@@ -16,7 +16,7 @@ use crate::support::{BATON, code, eventually, pause, stderr, stdout};
 
 /// `baton ARGS` with the wall clock starting at `at` (UTC), as faketime's
 /// `@` sets it for this one process.
-fn at(s: &Sched, at: &str, args: &[&str]) -> Output {
+pub(crate) fn at(s: &Sched, at: &str, args: &[&str]) -> Output {
     let mut c = Command::new("faketime");
     c.args(["-f", &format!("@{at}"), BATON])
         .args(args)

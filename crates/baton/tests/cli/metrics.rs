@@ -95,6 +95,14 @@ impl Exposition {
             .sum()
     }
 
+    /// The states `baton_job_state` gives `job` 1 for (one, if right).
+    fn states_of(&self, job: &str) -> Vec<&'static str> {
+        STATES
+            .into_iter()
+            .filter(|st| self.value("baton_job_state", &[("baton_job", job), ("state", st)]) == 1.0)
+            .collect()
+    }
+
     /// The values a label takes on `name`'s samples of `job`.
     fn words(&self, name: &str, job: &str, label: &str) -> BTreeSet<String> {
         self.0
@@ -332,6 +340,7 @@ fn metrics_show_every_word_at_zero_from_the_start() {
         0.0
     );
     assert_eq!(m.value("baton_job_overdue", &[("baton_job", "good")]), 0.0);
+    assert_eq!(m.value("baton_job_failing", &[("baton_job", "good")]), 0.0);
     // "Never" is no sample at all.
     for never in [
         "baton_job_last_success_timestamp_seconds",
@@ -440,27 +449,23 @@ fn metrics_show_each_jobs_state_overdue_flag_and_next_run() {
     std::fs::write(&go, "").unwrap();
     slow.wait_with_output().unwrap();
 
-    let in_state = |job: &str| -> Vec<&str> {
-        STATES
-            .into_iter()
-            .filter(|st| m.value("baton_job_state", &[("baton_job", job), ("state", st)]) == 1.0)
-            .collect()
-    };
-    assert_eq!(in_state("good"), ["ok"]);
-    assert_eq!(in_state("bad"), ["failing"]);
-    assert_eq!(in_state("held"), ["paused"]);
-    assert_eq!(in_state("off"), ["disabled"]);
-    assert_eq!(in_state("slow"), ["running"]);
+    assert_eq!(m.states_of("good"), ["ok"]);
+    assert_eq!(m.states_of("bad"), ["failing"]);
+    assert_eq!(m.states_of("held"), ["paused"]);
+    assert_eq!(m.states_of("off"), ["disabled"]);
+    assert_eq!(m.states_of("slow"), ["running"]);
     assert_eq!(m.value("baton_job_running", &[("baton_job", "slow")]), 1.0);
     assert_eq!(m.value("baton_job_paused", &[("baton_job", "held")]), 1.0);
 
-    assert_eq!(m.value("baton_job_overdue", &[("baton_job", "late")]), 1.0);
-    for job in ["good", "bad", "held", "off", "slow"] {
-        assert_eq!(
-            m.value("baton_job_overdue", &[("baton_job", job)]),
-            0.0,
-            "{job}"
-        );
+    // One job failing, one overdue; every other at 0.
+    for (flag, on) in [("baton_job_failing", "bad"), ("baton_job_overdue", "late")] {
+        for job in ["good", "bad", "held", "off", "slow", "late"] {
+            assert_eq!(
+                m.value(flag, &[("baton_job", job)]),
+                f64::from(u8::from(job == on)),
+                "{flag} {job}"
+            );
+        }
     }
 
     // The next 03:00 UTC after the scrape.
@@ -484,6 +489,59 @@ fn metrics_show_each_jobs_state_overdue_flag_and_next_run() {
         (t0.as_second()..=now.as_second() + 3600).contains(&(hourly as i64)),
         "{hourly}"
     );
+}
+
+/// `baton_job_failing` says the newest finished run failed whatever the
+/// state ranks above `failing`: while the job runs again, and while it is
+/// paused; its next success clears it.
+#[test]
+fn a_failed_job_is_failing_while_it_runs_again_and_while_it_is_paused() {
+    let s = Sched::new("");
+    let started = s.env.path("started");
+    let go = s.env.path("go");
+    let pass = s.env.path("pass");
+    s.write(&format!(
+        "[jobs.flaky]\nschedule = \"0 3 * * *\"\n\
+         run = \"touch {st}; while [ ! -e {g} ]; do sleep 0.05; done; test -e {p}\"\n",
+        st = started.display(),
+        g = go.display(),
+        p = pass.display()
+    ));
+    let flaky = [("baton_job", "flaky")];
+    // It fails.
+    std::fs::write(&go, "").unwrap();
+    assert_eq!(code(&s.run(&["run", "flaky"])), 1);
+    let m = Exposition::parse(&metrics(&s, &[]));
+    assert_eq!(m.states_of("flaky"), ["failing"]);
+    assert_eq!(m.value("baton_job_failing", &flaky), 1.0);
+    // It runs again: running, and still failing.
+    std::fs::remove_file(&go).unwrap();
+    std::fs::remove_file(&started).unwrap();
+    let again = s
+        .cmd(&["run", "flaky"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually("the second run to start", || started.exists());
+    let m = Exposition::parse(&metrics(&s, &[]));
+    std::fs::write(&go, "").unwrap();
+    let out = again.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(m.states_of("flaky"), ["running"]);
+    assert_eq!(m.value("baton_job_failing", &flaky), 1.0);
+    // Paused after failing: paused, and still failing.
+    assert_eq!(code(&s.run(&["pause", "flaky"])), 0);
+    let m = Exposition::parse(&metrics(&s, &[]));
+    assert_eq!(m.states_of("flaky"), ["paused"]);
+    assert_eq!(m.value("baton_job_failing", &flaky), 1.0);
+    // A success clears it.
+    assert_eq!(code(&s.run(&["resume", "flaky"])), 0);
+    std::fs::write(&pass, "").unwrap();
+    assert_eq!(code(&s.run(&["run", "flaky"])), 0);
+    let m = Exposition::parse(&metrics(&s, &[]));
+    assert_eq!(m.states_of("flaky"), ["ok"]);
+    assert_eq!(m.value("baton_job_failing", &flaky), 0.0);
 }
 
 /// `promtool`, when it is installed (Debian's `prometheus` package has it).

@@ -370,6 +370,76 @@ fn render_bad_arguments_exit_2() {
     }
 }
 
+/// The crontab and the units run `baton` with `--config` only, so the
+/// file's `state_dir` decides on the host: a render for another directory
+/// (`--state-dir`, `BATON_STATE_DIR`) is refused, naming both and what to
+/// do, and writes nothing; the file's own directory is no conflict.
+#[test]
+fn render_refuses_a_state_directory_the_host_would_not_use() {
+    let env = Env::new();
+    let config = env.path("baton.toml");
+    std::fs::write(
+        &config,
+        "[scheduler]\nstate_dir = \"/var/lib/baton\"\ntimezone = \"UTC\"\n\
+         [jobs.j]\nschedule = \"0 9 * * *\"\nrun = \"true\"\n",
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let out = env.path("out");
+    let out = out.to_str().unwrap();
+    for target in ["systemd", "cron"] {
+        let o = render(&[
+            target,
+            "--config",
+            config,
+            "--state-dir",
+            "/srv/elsewhere",
+            "--out",
+            out,
+        ]);
+        assert_eq!(code(&o), 2, "{target}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains(&format!(
+                "--state-dir /srv/elsewhere is not the state directory of {config} \
+                 (/var/lib/baton, state_dir at {config}:2)"
+            )),
+            "{target}: {err}"
+        );
+        assert!(err.contains("set state_dir there"), "{err}");
+        assert!(err.contains("leave out --state-dir"), "{err}");
+        let o = Command::new(BATON)
+            .args(["render", target, "--config", config, "--out", out])
+            .env_remove("BATON_CONFIG")
+            .env("BATON_STATE_DIR", "/srv/elsewhere")
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 2, "{target}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("BATON_STATE_DIR /srv/elsewhere is not the state directory"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(
+            stderr(&o).contains("unset BATON_STATE_DIR"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(!Path::new(out).exists(), "{target}: a refused render wrote");
+    }
+    let o = render(&[
+        "systemd",
+        "--config",
+        config,
+        "--state-dir",
+        "/var/lib/baton",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let unit = stdout(&o);
+    assert!(unit.contains("\nStateDirectory=baton\n"), "{unit}");
+    assert!(!unit.contains("--state-dir"), "{unit}");
+}
+
 #[test]
 fn render_env_per_job_says_it_has_no_meaning() {
     let config = example_config();

@@ -4,12 +4,14 @@
 //! `status` exits 1 for exactly the unhealthy ones. Time that has passed is
 //! made with faketime (a tick whose wall clock is behind), not with sleeps.
 
+use std::path::Path;
 use std::process::{Output, Stdio};
 
 use jiff::{SignedDuration, Timestamp};
 use rustix::process::Signal;
 
 use crate::daemon::Daemon;
+use crate::metrics::{Exposition, metrics};
 use crate::sched::Sched;
 use crate::support::{alive, code, eventually, signal, stderr, stdout, wait_for_file, write_pid};
 
@@ -206,6 +208,98 @@ fn an_occurrence_after_the_first_sighting_that_did_not_run_is_overdue_whatever_t
         assert!(st.json["overdue"].is_null(), "{}", st.json);
         assert!(!st.text.contains("OVERDUE"), "{}", st.text);
     }
+}
+
+/// Sets `path`'s modification time to `secs` (Unix seconds), as
+/// `touch -d` does: its status-change time becomes now.
+fn set_modified(path: &Path, secs: i64) {
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(u64::try_from(secs).unwrap());
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(at)
+        .unwrap();
+}
+
+#[test]
+fn a_job_no_tick_ever_saw_is_overdue_once_an_occurrence_after_its_file_changed_did_not_start() {
+    // Written two days ago, in baton.toml and in a drop-in; no tick, no
+    // daemon ever ran (the crontab line was never installed).
+    let s = Sched::new("[jobs.minutely]\nschedule = \"* * * * *\"\nrun = \"true\"\n");
+    let d = s.env.path("jobs.d");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("dropped.toml"), "every = \"1h\"\nrun = \"true\"\n").unwrap();
+    let two_days_ago = wall().as_second() - 2 * 86_400;
+    set_modified(&s.config(), two_days_ago);
+    set_modified(&d.join("dropped.toml"), two_days_ago);
+    for job in ["minutely", "dropped"] {
+        let st = seen(&s, job);
+        st.all("overdue", 1);
+        assert!(st.json["overdue"]["occurrence"].is_string(), "{}", st.json);
+        assert!(st.text.contains("OVERDUE       occurrence "), "{}", st.text);
+    }
+    let m = Exposition::parse(&metrics(&s, &[]));
+    for job in ["minutely", "dropped"] {
+        assert_eq!(m.value("baton_job_overdue", &[("baton_job", job)]), 1.0);
+        assert_eq!(
+            m.value(
+                "baton_job_state",
+                &[("baton_job", job), ("state", "overdue")]
+            ),
+            1.0
+        );
+    }
+    // `status` wrote nothing: no state directory, no ledger.
+    assert!(
+        !s.env.state().exists(),
+        "status created the state directory"
+    );
+    // A tick then sees them first, now, and runs nothing from before: they
+    // are new until their next occurrence.
+    let o = s.run(&["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    for job in ["minutely", "dropped"] {
+        let st = seen(&s, job);
+        st.all("new", 0);
+        assert!(st.json["overdue"].is_null(), "{}", st.json);
+    }
+}
+
+#[test]
+fn a_job_no_tick_ever_saw_is_new_while_its_first_occurrence_after_its_file_changed_is_ahead() {
+    // Written an hour ago; its daily occurrence came 18 hours ago, before
+    // the file, and comes next in 6 hours.
+    let s = Sched::new("");
+    let later = wall() + SignedDuration::from_hours(6);
+    s.write(&format!(
+        "[jobs.nightly]\nschedule = \"{}\"\nrun = \"true\"\n",
+        daily_at(later)
+    ));
+    set_modified(&s.config(), wall().as_second() - 3600);
+    let st = seen(&s, "nightly");
+    st.all("new", 0);
+    assert!(st.json["overdue"].is_null(), "{}", st.json);
+    let m = Exposition::parse(&metrics(&s, &[]));
+    assert_eq!(
+        m.value("baton_job_overdue", &[("baton_job", "nightly")]),
+        0.0
+    );
+}
+
+#[test]
+fn a_modification_time_in_the_future_does_not_keep_an_unseen_job_new() {
+    // The file's time a year ahead (`touch -d`): the job is judged from
+    // when the file really changed, so ten minutes on, with no tick, an
+    // every-minute job is overdue.
+    let s = Sched::new("[jobs.minutely]\nschedule = \"* * * * *\"\nrun = \"true\"\n");
+    set_modified(&s.config(), wall().as_second() + 365 * 86_400);
+    let st = seen(&s, "minutely");
+    st.all("new", 0);
+    let o = shifted(&s, "+600s", &["status", "--json"]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["jobs"][0]["state"], "overdue", "{v}");
 }
 
 #[test]

@@ -7,6 +7,7 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde_json::Value;
 
+use crate::first_seen::at;
 use crate::friction::times::is_rfc3339;
 use crate::sched::Sched;
 use crate::support::{code, stderr, stdout};
@@ -170,4 +171,60 @@ fn backfill_messages_show_times_in_the_jobs_zone_too() {
     assert!(said.contains("is after --to"), "{said}");
     assert_eq!(said.matches("+05:30").count(), 2, "{said}");
     assert!(!said.contains(":00Z"), "{said}");
+}
+
+#[test]
+fn backfill_before_the_first_sighting_says_so_and_that_force_runs_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ran");
+    let s = hourly(&file);
+    // A tick sees the job at 12:00:30 UTC (17:30:30 in Kolkata), after its
+    // 12:00; the next tick runs 13:00, which the lock's claim keeps.
+    let o = at(&s, "2026-03-09 12:00:30", &["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = at(&s, "2026-03-09 13:00:05", &["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(ran(&file), ["2026-03-09T13:00:00Z"]);
+    // 10:00 and 11:00 UTC, on Kolkata's wall clock.
+    let range = [
+        "--from",
+        "2026-03-09T15:30:00",
+        "--to",
+        "2026-03-09T16:30:00",
+    ];
+    let backfill = |extra: &[&str]| {
+        let mut args = vec!["backfill", "b"];
+        args.extend(range);
+        args.extend(extra);
+        at(&s, "2026-03-09 13:30:00", &args)
+    };
+    let why = "it is before b was first seen (2026-03-09 17:30:30 +05:30), so the ledger never \
+               decided it";
+    let o = backfill(&["--dry-run"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o).matches(why).count(), 2, "{}", stdout(&o));
+    assert!(stdout(&o).contains("(--force runs it)"), "{}", stdout(&o));
+    let o = backfill(&[]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "backfill: b occurrence 2026-03-09 15:30:00 +05:30 not run: {why}"
+        )),
+        "{err}"
+    );
+    assert_eq!(err.matches("--force runs it anyway").count(), 2, "{err}");
+    assert!(!err.contains("ledger that was lost"), "{err}");
+    assert_eq!(ran(&file), ["2026-03-09T13:00:00Z"]);
+    // --force runs them.
+    let o = backfill(&["--force"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        ran(&file),
+        [
+            "2026-03-09T13:00:00Z",
+            "2026-03-09T10:00:00Z",
+            "2026-03-09T11:00:00Z"
+        ]
+    );
 }
