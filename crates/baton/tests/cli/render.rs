@@ -856,6 +856,27 @@ fn changes_of(zone: &str, year: i16, lead: i64) -> Vec<(String, String)> {
         .collect()
 }
 
+/// `baton render systemd --per-job --out DIR` of one job, `job`, at `text`
+/// in `zone`: its scheduler, the render's output and DIR.
+fn per_job_systemd(zone: &str, job: &str, text: &str) -> (Sched, Output, PathBuf) {
+    let s = Sched::new(&format!(
+        "[scheduler]\nstate_dir = \"/var/lib/baton\"\ntimezone = \"{zone}\"\n\
+         [jobs.{job}]\nschedule = \"{text}\"\nrun = \"true\"\n"
+    ));
+    let out = s.env.path("units");
+    let o = render(&[
+        "systemd",
+        "--per-job",
+        "--config",
+        s.config().to_str().unwrap(),
+        "--bin",
+        BATON,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    (s, o, out)
+}
+
 #[test]
 fn render_systemd_per_job_fires_as_baton_calendar_says_at_clock_changes_or_names_the_date() {
     need_systemd_analyze();
@@ -883,22 +904,8 @@ fn render_systemd_per_job_fires_as_baton_calendar_says_at_clock_changes_or_names
         "America/Santiago",
     ] {
         for text in schedules {
-            let s = Sched::new(&format!(
-                "[scheduler]\nstate_dir = \"/var/lib/baton\"\ntimezone = \"{zone}\"\n\
-                 [jobs.j]\nschedule = \"{text}\"\nrun = \"true\"\n"
-            ));
+            let (s, o, out) = per_job_systemd(zone, "j", text);
             let config = s.config();
-            let out = s.env.path("units");
-            let o = render(&[
-                "systemd",
-                "--per-job",
-                "--config",
-                config.to_str().unwrap(),
-                "--bin",
-                BATON,
-                "--out",
-                out.to_str().unwrap(),
-            ]);
             if code(&o) == 2 {
                 let e = stderr(&o);
                 assert!(
@@ -954,22 +961,8 @@ fn render_systemd_per_job_keeps_wildcard_schedules_in_utc_where_they_fire_as_bat
         ("Europe/Berlin", "*/3 * * * *"),
         ("America/New_York", "*/15 * * * *"),
     ] {
-        let s = Sched::new(&format!(
-            "[scheduler]\nstate_dir = \"/var/lib/baton\"\ntimezone = \"{zone}\"\n\
-             [jobs.j]\nschedule = \"{text}\"\nrun = \"true\"\n"
-        ));
+        let (s, o, out) = per_job_systemd(zone, "j", text);
         let config = s.config();
-        let out = s.env.path("units");
-        let o = render(&[
-            "systemd",
-            "--per-job",
-            "--config",
-            config.to_str().unwrap(),
-            "--bin",
-            BATON,
-            "--out",
-            out.to_str().unwrap(),
-        ]);
         assert_eq!(code(&o), 0, "{text} in {zone}: {}", stderr(&o));
         let timer = std::fs::read_to_string(out.join("baton-j.timer")).unwrap();
         let specs = on_calendar(&timer);
@@ -995,19 +988,7 @@ fn render_systemd_per_job_keeps_wildcard_schedules_in_utc_where_they_fire_as_bat
 fn render_systemd_per_job_refuses_what_neither_its_zone_nor_utc_fires_as_baton_naming_the_dates() {
     // baton runs 02:30 once when the clocks jump past it, and systemd's
     // calendar does not; no UTC time is 02:30 in Berlin all year.
-    let s = Sched::new(
-        "[scheduler]\nstate_dir = \"/var/lib/baton\"\ntimezone = \"Europe/Berlin\"\n\
-         [jobs.gap]\nschedule = \"30 2 * * *\"\nrun = \"true\"\n",
-    );
-    let out = s.env.path("units");
-    let o = render(&[
-        "systemd",
-        "--per-job",
-        "--config",
-        s.config().to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (_s, o, out) = per_job_systemd("Europe/Berlin", "gap", "30 2 * * *");
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     let e = stderr(&o);
     assert!(e.contains("job \"gap\""), "{e}");
