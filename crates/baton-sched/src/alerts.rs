@@ -7,7 +7,9 @@
 //! `holder`, `run_id`, `fence`, `time`, `message`, `status`) plus `job`,
 //! `occurrence` (RFC 3339 UTC, or `manual`) and `step`; a `missed` alert
 //! adds `reason` and `missed` (`count`, `at_least`, `first`, `last`,
-//! `by_reason`), and the lock's refusals add `reason`.
+//! `by_reason`), and the lock's refusals add `reason`. The `message` names
+//! instants in RFC 3339 UTC, on every surface that keeps it; stderr shows
+//! them on the job's wall clock ([`crate::times::human_in`]).
 
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -147,7 +149,7 @@ pub struct Alert {
     pub time: String,
     /// The step or check, when one is concerned.
     pub step: Option<String>,
-    /// What happened, in one line.
+    /// What happened, in one line, naming instants in RFC 3339 UTC.
     pub message: String,
     /// The exit status, for a failed step or check.
     pub status: Option<i32>,

@@ -20,7 +20,8 @@
 //! For a person: the jobs that need attention (an unhealthy state)
 //! come first, then the rest, each group by name. Every time on the page is
 //! shown in one zone, the scheduler's (the one its heading names), inside a
-//! `<time>` element that never wraps; long texts (alert messages, a pause's
+//! `<time>` element that never wraps, the instants an alert's message names
+//! included; long texts (alert messages, a pause's
 //! reason) are clamped to a few lines with the whole text in their
 //! `title`, and fences are cut with an ellipsis, whole in theirs.
 
@@ -314,13 +315,7 @@ fn health_words(status: &Status) -> String {
 /// `t` (RFC 3339) in `tz` for people, to the second: `2025-01-02 03:04:05
 /// +00:00`; `t` itself when it is no timestamp. Not escaped.
 fn local(tz: &jiff::tz::TimeZone, t: &str) -> String {
-    match t.parse::<Timestamp>() {
-        Ok(ts) => ts
-            .to_zoned_datetime(tz.clone())
-            .strftime("%Y-%m-%d %H:%M:%S %:z")
-            .to_string(),
-        Err(_) => t.to_owned(),
-    }
+    crate::times::human_in(t, tz)
 }
 
 /// `t` in `tz` for people, with its age: `<time datetime="T">2025-01-02
@@ -364,6 +359,23 @@ fn fence(f: Option<u64>) -> String {
 fn clamped(class: &str, text: &str) -> String {
     let t = escape(text);
     format!("<span class=\"{class} clamp\" title=\"{t}\">{t}</span>")
+}
+
+/// An alert's message, clamped as [`clamped`], each instant it names in
+/// `tz` inside a `<time>` ([`instant`]), as in its `title`. Already
+/// escaped.
+fn message(tz: &jiff::tz::TimeZone, text: &str) -> String {
+    let body: String = crate::times::pieces(text)
+        .into_iter()
+        .map(|p| match p {
+            crate::times::Piece::Text(t) => escape(t),
+            crate::times::Piece::Instant(t, _) => instant(tz, t),
+        })
+        .collect();
+    format!(
+        "<span class=\"message clamp\" title=\"{}\">{body}</span>",
+        escape(&local(tz, text))
+    )
 }
 
 fn ms(d: u64) -> String {
@@ -518,7 +530,7 @@ fn job_card(
                 "<li><span class=\"bad\">{}</span> {}: {}</li>",
                 escape(&a.kind),
                 when(tz, now, &a.time),
-                clamped("message", &a.message),
+                message(tz, &a.message),
             );
         }
         out.push_str("</ul>\n");

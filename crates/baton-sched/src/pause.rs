@@ -23,16 +23,8 @@ pub enum Until {
     At(Timestamp),
 }
 
-/// The zone `job`'s times are shown in: its own, else the scheduler's.
-fn zone(config: &Config, job: &str) -> jiff::tz::TimeZone {
-    config.jobs.get(job).map_or_else(
-        || config.settings.timezone.value.tz.clone(),
-        |j| j.timezone.value.tz.clone(),
-    )
-}
-
 fn local(config: &Config, job: &str, t: Timestamp) -> String {
-    crate::times::human(t, &zone(config, job))
+    crate::times::human(t, config.zone_of(job))
 }
 
 fn open(config: &Config, verb: &str, clock: Arc<dyn Clock>) -> Option<Surfaces> {
@@ -62,10 +54,10 @@ pub struct PauseView {
 
 impl PauseView {
     fn of(config: &Config, job: &str, p: &baton_ledger::PauseRow) -> Self {
-        let tz = zone(config, job);
+        let tz = config.zone_of(job);
         Self {
-            since: crate::times::rfc3339(p.since, &tz),
-            until: p.until.map(|u| crate::times::rfc3339(u, &tz)),
+            since: crate::times::rfc3339(p.since, tz),
+            until: p.until.map(|u| crate::times::rfc3339(u, tz)),
             reason: p.reason.clone(),
             by: p.who.clone(),
             at: (p.since, p.until),

@@ -529,7 +529,7 @@ fn learn_claimed(surfaces: &Rc<RefCell<Surfaces>>, job: &str, at: i64, record: &
 
 /// The run cannot start: said on the surfaces and to the teller.
 fn cannot(req: &Request<'_>, message: &str, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
-    surfaces.borrow_mut().warn(message);
+    surfaces.borrow_mut().warn_of(&req.job.name, message);
     tell(
         req,
         Told::Error {
@@ -821,11 +821,14 @@ fn hold_once(
         let Some((name, at)) = next else { break };
         if last_taken == Some((name.clone(), at)) {
             // The ledger did not let go of it: stop rather than spin.
-            surfaces.borrow_mut().warn(&format!(
-                "{name}: queued occurrence {} could not be taken from the queue; left for a \
+            surfaces.borrow_mut().warn_of(
+                &name,
+                &format!(
+                    "{name}: queued occurrence {} could not be taken from the queue; left for a \
                  later tick",
-                occurrence_text(Some(at))
-            ));
+                    occurrence_text(Some(at))
+                ),
+            );
             break;
         }
         last_taken = Some((name.clone(), at));
@@ -854,10 +857,13 @@ fn hold_once(
                 continue;
             }
             Err(e) => {
-                surfaces.borrow_mut().warn(&format!(
-                    "{name}: queued occurrence {} left in the queue: {e}",
-                    occurrence_text(Some(at))
-                ));
+                surfaces.borrow_mut().warn_of(
+                    &name,
+                    &format!(
+                        "{name}: queued occurrence {} left in the queue: {e}",
+                        occurrence_text(Some(at))
+                    ),
+                );
                 break;
             }
         }

@@ -233,7 +233,8 @@ pub struct AlertSummary {
     pub time: String,
     /// Its kind.
     pub kind: String,
-    /// Its message.
+    /// Its message, naming instants in RFC 3339 UTC; the text shows them on
+    /// the job's wall clock ([`crate::times::human_in`]).
     pub message: String,
 }
 
@@ -567,13 +568,7 @@ pub fn render(s: &Status) -> String {
     );
     for j in &s.jobs {
         let tz = jiff::tz::TimeZone::get(&j.timezone).unwrap_or(jiff::tz::TimeZone::UTC);
-        let local = |t: &str| match t.parse::<Timestamp>() {
-            Ok(ts) => ts
-                .to_zoned_datetime(tz.clone())
-                .strftime("%Y-%m-%d %H:%M:%S %:z")
-                .to_string(),
-            Err(_) => t.to_owned(),
-        };
+        let local = |t: &str| crate::times::human_in(t, &tz);
         let when = |t: &Option<String>| match t {
             Some(t) => format!("{} ({})", local(t), relative(now, t)),
             None => "never".into(),
@@ -731,7 +726,7 @@ pub fn render(s: &Status) -> String {
                     "  alert         {} {}: {}\n",
                     local(&a.time),
                     a.kind,
-                    a.message
+                    local(&a.message)
                 ));
             }
         }

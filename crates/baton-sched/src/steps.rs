@@ -300,18 +300,24 @@ fn not_recorded(
         };
         match session.withdraw(&once) {
             Ok(true) => {
-                surfaces.borrow_mut().warn(&format!(
-                    "{}: occurrence {} not run: {why}; the ledger records no miss either, so \
+                surfaces.borrow_mut().warn_of(
+                    &c.job,
+                    &format!(
+                        "{}: occurrence {} not run: {why}; the ledger records no miss either, so \
                      its claim on {} is taken back: a later tick runs it or records it missed",
-                    c.job, c.occurrence, c.lock
-                ));
+                        c.job, c.occurrence, c.lock
+                    ),
+                );
                 return;
             }
             Ok(false) => {}
-            Err(e) => surfaces.borrow_mut().warn(&format!(
-                "{}: occurrence {}: failed to take back its claim on {}: {e}",
-                c.job, c.occurrence, c.lock
-            )),
+            Err(e) => surfaces.borrow_mut().warn_of(
+                &c.job,
+                &format!(
+                    "{}: occurrence {}: failed to take back its claim on {}: {e}",
+                    c.job, c.occurrence, c.lock
+                ),
+            ),
         }
     }
     let mut s = surfaces.borrow_mut();

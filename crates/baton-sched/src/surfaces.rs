@@ -11,11 +11,13 @@
 //! its lease is taken, where a refusal loses nothing ([`crate::tick::preflight`],
 //! [`crate::run`]).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use baton_lease::Clock;
 use baton_ledger::Records;
 use jiff::Timestamp;
+use jiff::tz::TimeZone;
 
 use crate::alerts::{Alert, Kind, Pending};
 use crate::config::{Command, Config};
@@ -41,6 +43,10 @@ pub struct Surfaces {
     on_start: Option<OnStart>,
     /// The ledger was written by a newer baton: nothing in it was read.
     ledger_newer: bool,
+    /// Each job's zone, for the instants a line on stderr names.
+    zones: BTreeMap<String, TimeZone>,
+    /// The scheduler's zone, for a line of no job's.
+    zone: TimeZone,
 }
 
 /// What [`Surfaces::on_start`] calls.
@@ -90,6 +96,12 @@ impl Surfaces {
             runs_refused: false,
             on_start: None,
             ledger_newer: false,
+            zones: config
+                .jobs
+                .iter()
+                .map(|(name, job)| (name.clone(), job.timezone.value.tz.clone()))
+                .collect(),
+            zone: config.settings.timezone.value.tz.clone(),
         };
         match ledger {
             Some(l) => s.ledger = Some(l),
@@ -267,8 +279,22 @@ impl Surfaces {
 
     /// A problem of baton's own: on stderr and in the envelope.
     pub fn warn(&mut self, line: &str) {
-        crate::say::line(format_args!("{line}"));
+        self.warn_of("", line);
+    }
+
+    /// A problem of baton's own with `job`: as [`Surfaces::warn`], the
+    /// instants it names on the job's wall clock on stderr.
+    pub fn warn_of(&mut self, job: &str, line: &str) {
+        self.say(job, line);
         self.note(&format!("WARNING {line}"));
+    }
+
+    /// `line` on stderr, for people: the instants it names (in RFC 3339, as
+    /// the envelope and the ledger keep them) on `job`'s wall clock, or the
+    /// scheduler's for no job ([`crate::times::human_in`]).
+    fn say(&self, job: &str, line: &str) {
+        let tz = self.zones.get(job).unwrap_or(&self.zone);
+        crate::say::line(format_args!("{}", crate::times::human_in(line, tz)));
     }
 
     /// Raises an alert on the five surfaces.
@@ -314,7 +340,7 @@ impl Surfaces {
                 alert.kind.as_str()
             )
         });
-        crate::say::line(format_args!("{}", alert.message));
+        self.say(&alert.job, &alert.message);
         self.note(&format!("ALERT {} {}", alert.kind.as_str(), alert.message));
         if let Err(e) = self.logs.alert(&json) {
             crate::say::line(format_args!("the alert is not in alerts.log: {e}"));

@@ -215,7 +215,7 @@ pub fn history(state: Option<&Path>, a: &HistoryArgs) -> Exit {
             }
         }
     } else {
-        let zone_of = |job: &str| zone_of(&c, job);
+        let zone_of = |job: &str| c.zone_of(job).clone();
         out!(
             "{}",
             baton_sched::history::render(&runs, &zone_of, a.job.is_none())
@@ -246,14 +246,6 @@ pub(crate) fn no_such_job(c: &Config, verb: &str, name: &str) -> Exit {
         c.path.display()
     );
     Exit::Usage
-}
-
-/// The zone `job`'s times are shown in: its own, else the scheduler's.
-pub(crate) fn zone_of(c: &Config, job: &str) -> jiff::tz::TimeZone {
-    c.jobs.get(job).map_or_else(
-        || c.settings.timezone.value.tz.clone(),
-        |j| j.timezone.value.tz.clone(),
-    )
 }
 
 /// Who is acting, for the ledger: `user@host`.

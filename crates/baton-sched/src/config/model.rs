@@ -402,6 +402,14 @@ impl Config {
         self.settings.enabled.value
     }
 
+    /// The zone `job`'s times are shown in: its own, else (no such job, or
+    /// none named) the scheduler's.
+    pub fn zone_of(&self, job: &str) -> &jiff::tz::TimeZone {
+        self.jobs
+            .get(job)
+            .map_or(&self.settings.timezone.value.tz, |j| &j.timezone.value.tz)
+    }
+
     /// The path of the daemon's Unix socket: `[daemon] socket`, or
     /// `daemon.sock` in the state directory.
     pub fn daemon_socket(&self) -> PathBuf {

@@ -353,10 +353,13 @@ fn every_time_is_in_the_pages_zone() {
         ..pause()
     });
     j.overdue = Some(overdue());
+    // An alert's message names instants as the ledger keeps them, in UTC.
     j.recent_alerts = vec![AlertSummary {
         time: "2025-06-01T11:58:00Z".into(),
-        kind: "failed".into(),
-        message: "exit 3".into(),
+        kind: "missed".into(),
+        message: "a: 3 occurrence(s) missed: 3 superseded by a later occurrence \
+                  (2025-06-01T09:00:00Z to 2025-06-01T10:00:00Z); 2025-06-01T11:00:00Z runs now"
+            .into(),
     }];
     let mut runs = RecentRuns::default();
     runs.by_job.insert("a".into(), vec![run("r1", Some("ok"))]);
@@ -367,8 +370,9 @@ fn every_time_is_in_the_pages_zone() {
         .map(|rest| rest.split('>').nth(1).unwrap().trim_end_matches("</time"))
         .collect();
     // Read at, last run, next run, holder since, pause since and until,
-    // overdue occurrence, the run's occurrence and start, the alert.
-    assert_eq!(times.len(), 10, "{times:?}\n{html}");
+    // overdue occurrence, the run's occurrence and start, the alert and the
+    // three instants its message names.
+    assert_eq!(times.len(), 13, "{times:?}\n{html}");
     for t in &times {
         assert!(
             t.ends_with(" +02:00"),
@@ -380,6 +384,21 @@ fn every_time_is_in_the_pages_zone() {
         "{html}"
     );
     assert!(html.contains("times in Europe/Paris"), "{html}");
+    // The message's whole text, in its title, too.
+    assert!(
+        html.contains(
+            "title=\"a: 3 occurrence(s) missed: 3 superseded by a later occurrence \
+             (2025-06-01 11:00:00 +02:00 to 2025-06-01 12:00:00 +02:00); \
+             2025-06-01 13:00:00 +02:00 runs now\""
+        ),
+        "{html}"
+    );
+    assert!(
+        html.contains(
+            "<time datetime=\"2025-06-01T11:00:00Z\">2025-06-01 13:00:00 +02:00</time> runs now"
+        ),
+        "{html}"
+    );
     // The job's own zone is still named beside its schedule.
     assert!(html.contains("(America/New_York)"), "{html}");
 }

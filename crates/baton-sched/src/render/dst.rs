@@ -21,7 +21,9 @@
 //!   `systemd-analyze`). So a fixed time in a gap is refused, a wildcard
 //!   time in a fold is refused, and a wildcard time in a gap is kept only
 //!   when the time it would move to, shifted by the gap, fires anyway (a
-//!   systemd that shifts skipped times then changes nothing).
+//!   systemd that shifts skipped times then changes nothing). A refusal
+//!   here is of the zone's wall clock only: [`super::systemd`] then tries
+//!   UTC expressions, which no clock change moves ([`super::utc`]).
 //! - **GitHub Actions with `timezone`** ([`Rules::Github`]): its
 //!   documentation says that at a spring-forward change scheduled workflows
 //!   "in skipped hours advance to the next valid time" (2:30 to 3:00), and

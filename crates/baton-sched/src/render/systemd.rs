@@ -3,10 +3,12 @@
 //! `--per-job`, a oneshot service running `baton tick JOB` and a timer per
 //! enabled job, at the job's schedule as `OnCalendar=` in its zone.
 //!
-//! `OnCalendar=` is refused where systemd's calendar rules and baton's
-//! differ: at a wall-clock time a clock change skips or repeats on a day the
-//! schedule fires, when systemd would run it at another instant
-//! ([`super::dst`]). Weekdays are written from Monday, systemd's first day,
+//! `OnCalendar=` is written in the job's zone where systemd's calendar
+//! rules and baton's agree, and in UTC where they part (at a wall-clock time
+//! a clock change skips or repeats on a day the schedule fires, when
+//! systemd would run it at another instant: [`super::dst`]) but some UTC
+//! lines fire at baton's instants all year ([`super::utc`]); where neither
+//! does, the job is refused, naming the dates. Weekdays are written from Monday, systemd's first day,
 //! and cron's "either day field" rule becomes two expressions. Intervals
 //! are rendered in UTC.
 //!
@@ -39,7 +41,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use baton_cron::Kind;
+use baton_cron::{Fields, Kind};
 
 use super::translate::{self, is_full, list_with};
 use super::{Artefact, Options, Refusal, RenderError, Target, path_text};
@@ -152,14 +154,23 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
                  TimeoutStartSec=infinity\n"
             ),
         });
+        let zone = &job.timezone.value.name;
+        let in_utc = if !matches!(job.when.value.schedule.kind(), Kind::Every(_))
+            && zone != "UTC"
+            && calendars.iter().all(|c| c.ends_with(" UTC"))
+        {
+            format!("# In UTC: at the schedule's instants in {zone}, its clock changes included.\n")
+        } else {
+            String::new()
+        };
         let mut timer = format!(
-            "# Rendered by `baton render systemd --per-job`: {} in {}.\n\
+            "# Rendered by `baton render systemd --per-job`: {} in {zone}.\n\
+             {in_utc}\
              [Unit]\n\
              Description=baton: the schedule of job {name} of {shown_config}\n\
              \n\
              [Timer]\n",
             translate::shown(&job.when.value),
-            job.timezone.value.name,
         );
         for spec in calendars {
             timer.push_str(&format!("OnCalendar={spec}\n"));
@@ -279,11 +290,17 @@ fn daemon(c: &Config, opts: &Options, bin: &str, config: &str, state: &Path) -> 
     }
 }
 
-/// `when` as `OnCalendar=` expressions (their union), or why not.
+/// `when` as `OnCalendar=` expressions (their union), or why not: in the
+/// job's zone where systemd fires them there as baton does
+/// ([`super::dst`]), else in UTC where some UTC lines fire at baton's
+/// instants all year ([`super::utc`]: `*/15 * * * *` in New York, whose
+/// repeated hour baton runs twice and a UTC calendar fires through).
 ///
 /// # Errors
 ///
-/// Why `OnCalendar=` cannot express it faithfully.
+/// Why `OnCalendar=` cannot express it faithfully: in the zone, the change
+/// where systemd would run it at another instant; in UTC, the date the
+/// first candidate would.
 pub fn on_calendar(when: &When, zone: &Zone, opts: &Options) -> Result<Vec<String>, String> {
     let s = &when.schedule;
     if let Kind::Every(p) = s.kind() {
@@ -295,7 +312,47 @@ pub fn on_calendar(when: &When, zone: &Zone, opts: &Options) -> Result<Vec<Strin
             translate::shown(when)
         ));
     };
-    super::dst::check(super::dst::Rules::Systemd, when, f, zone, opts.now)?;
+    let zone_why = match super::dst::check(super::dst::Rules::Systemd, when, f, zone, opts.now) {
+        Ok(()) => return Ok(expressions(f, &zone.name)),
+        Err(why) => why,
+    };
+    let utc_why = match in_utc(when, f, zone, opts) {
+        Ok(specs) => return Ok(specs),
+        Err(why) => why,
+    };
+    Err(format!("{zone_why}; and in UTC, {utc_why}"))
+}
+
+/// `f` (the fields of `when`, read in `zone`) as UTC expressions that fire
+/// at baton's instants all year: the UTC cron lines of [`super::utc`],
+/// with `f`'s seconds, which no whole-minute offset moves.
+///
+/// # Errors
+///
+/// Why none do, naming the date the first candidate would differ.
+fn in_utc(when: &When, f: &Fields, zone: &Zone, opts: &Options) -> Result<Vec<String>, String> {
+    if f.second().is_some_and(|s| s.values().any(|v| v != 0)) {
+        return Err(format!(
+            "{} fires at seconds other than 0, and UTC lines are found for whole minutes only",
+            translate::shown(when)
+        ));
+    }
+    let mut specs = Vec::new();
+    for line in super::utc::lines(when, f, zone, opts.now)? {
+        let parsed = baton_cron::Schedule::parse(&line.to_string())
+            .map_err(|e| format!("the UTC line `{line}` does not read back: {e}"))?;
+        let Some(utc) = parsed.fields() else {
+            return Err(format!("the UTC line `{line}` is not cron"));
+        };
+        specs.extend(expressions(utc, "UTC"));
+    }
+    Ok(specs)
+}
+
+/// `f` as `OnCalendar=` expressions in `zone` (an IANA name), their union
+/// firing at its times: two where cron's "either day field" rule needs
+/// them.
+fn expressions(f: &Fields, zone: &str) -> Vec<String> {
     let num = |set: &baton_cron::FieldSet, lo: u8, hi: u8| {
         if is_full(set, lo, hi) {
             "*".to_owned()
@@ -316,8 +373,8 @@ pub fn on_calendar(when: &When, zone: &Zone, opts: &Options) -> Result<Vec<Strin
     let dom_full = is_full(f.day_of_month(), 1, 31);
     let dow_full = is_full(f.day_of_week(), 0, 6);
     let dom = num(f.day_of_month(), 1, 31);
-    let z = &zone.name;
-    Ok(if f.days_match_either() && (dom_full || dow_full) {
+    let z = zone;
+    if f.days_match_either() && (dom_full || dow_full) {
         // Either day field may match, and one allows every day.
         vec![format!("*-{month}-* {time} {z}")]
     } else if f.days_match_either() {
@@ -331,14 +388,14 @@ pub fn on_calendar(when: &When, zone: &Zone, opts: &Options) -> Result<Vec<Strin
         vec![format!("*-{month}-{dom} {time} {z}")]
     } else {
         vec![format!("{} *-{month}-{dom} {time} {z}", weekdays(f))]
-    })
+    }
 }
 
 /// The day-of-week field as systemd writes it. systemd's week starts on
 /// Monday, and it refuses a range that runs past Sunday (`Sun..Tue`,
 /// `Sat..Mon`), so the days are listed from Monday: `Mon,Tue,Sun`,
 /// `Fri..Sun`.
-fn weekdays(f: &baton_cron::Fields) -> String {
+fn weekdays(f: &Fields) -> String {
     // Cron's 0 (Sunday) to 6 as systemd's 0 (Monday) to 6 (Sunday).
     let mut v: Vec<u8> = f.day_of_week().values().map(|d| (d + 6) % 7).collect();
     v.sort_unstable();

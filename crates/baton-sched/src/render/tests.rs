@@ -491,20 +491,54 @@ run = "true"
         Target::Systemd,
         true,
     );
-    // A fixed time in a fold runs once, the first time, in both: kept.
+    // A fixed time in a fold runs once, the first time, in both: kept. A
+    // wildcard schedule runs its repeated times twice, as a UTC calendar
+    // fires through them: kept, in UTC.
     let jobs: Vec<&str> = r.iter().map(|(j, _)| j.as_str()).collect();
-    assert_eq!(jobs, ["gap", "quarter"]);
+    assert_eq!(jobs, ["gap"]);
     assert!(r[0].1.contains("02:30"), "{}", r[0].1);
     assert!(
         r[0].1.contains("on 2026-03-08 the clocks go forward"),
         "{}",
         r[0].1
     );
+    // Nor does a UTC line fire at 02:30 New York all year.
     assert!(
-        r[1].1.contains("on 2026-11-01 the clocks go back"),
+        r[0].1.contains("and in UTC, ") && r[0].1.contains("first differs on 2026-03-08"),
         "{}",
-        r[1].1
+        r[0].1
     );
+}
+
+#[test]
+fn render_systemd_per_job_writes_in_utc_what_only_utc_fires_as_baton() {
+    let o = opts(true);
+    for (z, text, want) in [
+        (
+            "America/New_York",
+            "*/15 * * * *",
+            vec!["*-*-* *:00,15,30,45:00 UTC"],
+        ),
+        ("Europe/Berlin", "* * * * *", vec!["*-*-* *:*:00 UTC"]),
+        ("Europe/Berlin", "0 * * * * *", vec!["*-*-* *:*:00 UTC"]),
+        ("Europe/Berlin", "30 * * * *", vec!["*-*-* *:30:00 UTC"]),
+    ] {
+        let got = super::systemd::on_calendar(&when("schedule", text), &zone(z), &o);
+        assert_eq!(
+            got,
+            Ok(want.iter().map(|s| s.to_string()).collect()),
+            "{text} in {z}"
+        );
+    }
+    // Seconds other than 0 are not looked for in UTC: refused, saying so.
+    let why = super::systemd::on_calendar(
+        &when("schedule", "30 * * * * *"),
+        &zone("Europe/Berlin"),
+        &o,
+    )
+    .unwrap_err();
+    assert!(why.contains("the clocks go back"), "{why}");
+    assert!(why.contains("seconds other than 0"), "{why}");
 }
 
 #[test]

@@ -109,7 +109,7 @@ fn a_job_added_to_the_file_or_to_jobs_d_waits_for_its_first_occurrence() {
     let o = at(&s, "2026-03-12 03:00:00", &["tick"]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("older than the catch-up window (2026-03-11T02:45:00Z)"),
+        stderr(&o).contains("older than the catch-up window (2026-03-11 02:45:00 +00:00)"),
         "{}",
         stderr(&o)
     );

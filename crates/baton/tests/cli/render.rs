@@ -902,14 +902,20 @@ fn render_systemd_every_weekday_set_fires_as_baton_calendar_says_for_a_year() {
 /// The offset changes of `zone` in 2026, each less a day and a half, as
 /// `systemd-analyze --base-time` and `baton calendar --from` read them.
 fn around_changes(zone: &str) -> Vec<(String, String)> {
+    changes_of(zone, 2026, 36)
+}
+
+/// The offset changes of `zone` in `year`, each less `lead` hours, as
+/// `systemd-analyze --base-time` and `baton calendar --from` read them.
+fn changes_of(zone: &str, year: i16, lead: i64) -> Vec<(String, String)> {
     let tz = jiff::tz::TimeZone::get(zone).unwrap();
-    let from: jiff::Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+    let from: jiff::Timestamp = format!("{year}-01-01T00:00:00Z").parse().unwrap();
     tz.following(from)
         .take(2)
         .map(|t| {
             let base = t
                 .timestamp()
-                .checked_sub(jiff::SignedDuration::from_hours(36))
+                .checked_sub(jiff::SignedDuration::from_hours(lead))
                 .unwrap();
             let utc = jiff::tz::TimeZone::UTC.to_datetime(base);
             (
@@ -918,6 +924,27 @@ fn around_changes(zone: &str) -> Vec<(String, String)> {
             )
         })
         .collect()
+}
+
+/// `baton render systemd --per-job --out DIR` of one job, `job`, at `text`
+/// in `zone`: its scheduler, the render's output and DIR.
+fn per_job_systemd(zone: &str, job: &str, text: &str) -> (Sched, Output, PathBuf) {
+    let s = Sched::new(&format!(
+        "[scheduler]\nstate_dir = \"/var/lib/baton\"\ntimezone = \"{zone}\"\n\
+         [jobs.{job}]\nschedule = \"{text}\"\nrun = \"true\"\n"
+    ));
+    let out = s.env.path("units");
+    let o = render(&[
+        "systemd",
+        "--per-job",
+        "--config",
+        s.config().to_str().unwrap(),
+        "--bin",
+        BATON,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    (s, o, out)
 }
 
 #[test]
@@ -947,22 +974,8 @@ fn render_systemd_per_job_fires_as_baton_calendar_says_at_clock_changes_or_names
         "America/Santiago",
     ] {
         for text in schedules {
-            let s = Sched::new(&format!(
-                "[scheduler]\nstate_dir = \"/var/lib/baton\"\ntimezone = \"{zone}\"\n\
-                 [jobs.j]\nschedule = \"{text}\"\nrun = \"true\"\n"
-            ));
+            let (s, o, out) = per_job_systemd(zone, "j", text);
             let config = s.config();
-            let out = s.env.path("units");
-            let o = render(&[
-                "systemd",
-                "--per-job",
-                "--config",
-                config.to_str().unwrap(),
-                "--bin",
-                BATON,
-                "--out",
-                out.to_str().unwrap(),
-            ]);
             if code(&o) == 2 {
                 let e = stderr(&o);
                 assert!(
@@ -993,16 +1006,70 @@ fn render_systemd_per_job_fires_as_baton_calendar_says_at_clock_changes_or_names
         ("America/New_York", "30 2 * * 1-6"),
         ("America/New_York", "30 1 * * *"),
         ("America/New_York", "0 9 * * *"),
+        // baton runs a wildcard schedule's repeated times twice, as a UTC
+        // calendar fires through them: kept, in UTC.
+        ("America/New_York", "*/15 * * * *"),
+        ("Europe/Berlin", "0 * * * *"),
     ] {
         assert!(kept.contains(&zone_text), "{zone_text:?} refused");
     }
     for zone_text in [
         ("America/New_York", "30 2 * * *"),
-        ("America/New_York", "*/15 * * * *"),
         ("Europe/Berlin", "30 2 * * *"),
+        // A half-hour change moves `0 * * * *` in UTC: no UTC line holds.
+        ("Australia/Lord_Howe", "0 * * * *"),
     ] {
         assert!(refused.contains(&zone_text), "{zone_text:?} kept");
     }
+}
+
+#[test]
+fn render_systemd_per_job_keeps_wildcard_schedules_in_utc_where_they_fire_as_baton_calendar_says() {
+    need_systemd_analyze();
+    for (zone, text) in [
+        ("Europe/Berlin", "* * * * *"),
+        ("Europe/Berlin", "*/3 * * * *"),
+        ("America/New_York", "*/15 * * * *"),
+    ] {
+        let (s, o, out) = per_job_systemd(zone, "j", text);
+        let config = s.config();
+        assert_eq!(code(&o), 0, "{text} in {zone}: {}", stderr(&o));
+        let timer = std::fs::read_to_string(out.join("baton-j.timer")).unwrap();
+        let specs = on_calendar(&timer);
+        assert!(
+            !specs.is_empty() && specs.iter().all(|c| c.ends_with(" UTC")),
+            "{timer}"
+        );
+        assert!(
+            timer.contains(&format!("instants in {zone}, its clock changes")),
+            "{timer}"
+        );
+        // From two hours before each of 2027's changes, over the hours the
+        // clocks skip or repeat: baton runs a repeated time twice.
+        for (base, from) in changes_of(zone, 2027, 2) {
+            let got: Vec<String> = analyze_union(&specs, &base, 300).into_iter().collect();
+            let want = calendar_of(&config, "j", &from, 300);
+            assert_eq!(got, want, "{text} in {zone} from {from}: {timer}");
+        }
+    }
+}
+
+#[test]
+fn render_systemd_per_job_refuses_what_neither_its_zone_nor_utc_fires_as_baton_naming_the_dates() {
+    // baton runs 02:30 once when the clocks jump past it, and systemd's
+    // calendar does not; no UTC time is 02:30 in Berlin all year.
+    let (_s, o, out) = per_job_systemd("Europe/Berlin", "gap", "30 2 * * *");
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("job \"gap\""), "{e}");
+    // The next last Sunday of March, whichever year the test runs.
+    assert!(
+        e.contains("-03-") && e.contains("the clocks go forward from 02:00 to 03:00"),
+        "{e}"
+    );
+    assert!(e.contains("and in UTC, "), "{e}");
+    assert!(e.contains("first differs on "), "{e}");
+    assert!(!out.exists() || files(&out).is_empty(), "rendered: {e}");
 }
 
 #[test]

@@ -382,10 +382,11 @@ fn a_run_killed_with_sigkill_leaves_its_job_crashed_until_a_later_run() {
 }
 
 /// The `next run` line of `job` in `status`'s text.
-fn next_run_line(text: &str) -> String {
+fn next_run_line(text: &str, job: &str) -> String {
     text.lines()
+        .skip_while(|l| !l.starts_with(&format!("{job}  ")))
         .find(|l| l.trim_start().starts_with("next run"))
-        .unwrap_or_else(|| panic!("no next run line:\n{text}"))
+        .unwrap_or_else(|| panic!("no next run line of {job}:\n{text}"))
         .to_owned()
 }
 
@@ -396,7 +397,7 @@ fn a_paused_job_says_until_when_instead_of_a_next_run() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let st = seen(&s, "p");
     st.all("paused", 0);
-    let line = next_run_line(&st.text);
+    let line = next_run_line(&st.text, "p");
     assert!(line.contains("paused until "), "{line}");
     assert!(
         line.contains("(in 1h59m") || line.contains("(in 2h"),
@@ -420,13 +421,21 @@ fn a_paused_job_says_until_when_instead_of_a_next_run() {
     assert_eq!(code(&s.run(&["pause", "p"])), 0);
     let st = seen(&s, "p");
     st.all("paused", 0);
-    let line = next_run_line(&st.text);
+    let line = next_run_line(&st.text, "p");
     assert!(
         line.contains("paused, with no end (baton resume p ends it)"),
         "{line}"
     );
     assert!(st.json["next_run"].is_null(), "{}", st.json);
     assert!(!st.text.contains("in 0ms"), "{}", st.text);
+}
+
+/// A JSON field's RFC 3339 instant.
+fn instant(v: &serde_json::Value) -> Timestamp {
+    v.as_str()
+        .unwrap_or_else(|| panic!("not a string: {v}"))
+        .parse()
+        .unwrap_or_else(|e| panic!("{v} is not RFC 3339: {e}"))
 }
 
 /// Whether `text` has a time in RFC 3339's form (`2026-12-01T18:00:00Z`).
@@ -438,23 +447,34 @@ fn has_rfc3339(text: &str) -> bool {
 
 #[test]
 fn status_text_shows_every_time_in_one_form() {
-    let s = Sched::new("[jobs.p]\nschedule = \"* * * * *\"\nrun = \"true\"\n");
+    let s = Sched::new(
+        "[jobs.p]\nschedule = \"* * * * *\"\nrun = \"true\"\n\
+         [jobs.b]\nschedule = \"* * * * *\"\ntimezone = \"Asia/Kolkata\"\nrun = \"true\"\n",
+    );
     // Known since just before this minute: its occurrence is the tick's.
     let minute = Timestamp::from_second(wall().as_second() / 60 * 60 - 1).unwrap();
     crate::sched::known_since(&s, &["p"], minute);
-    let o = s.run(&["tick"]);
+    // b was known ten minutes before any tick: the tick says in an alert
+    // what it missed, on b's wall clock, as the text shows every time.
+    crate::sched::known_since(&s, &["b"], minute - SignedDuration::from_mins(10));
+    let o = s.run(&["tick", "p"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = s.run(&["tick", "b"]);
+    assert!(code(&o) <= 1, "{}", stderr(&o));
+    let said = stderr(&o);
+    assert!(said.contains("occurrence(s) missed"), "{said}");
+    assert!(
+        said.contains(" +05:30 to ") && said.contains(" +05:30 runs now"),
+        "{said}"
+    );
+    assert!(!has_rfc3339(&said), "{said}");
     let o = s.run(&["pause", "p", "--for", "2h"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let st = seen(&s, "p");
     st.all("paused", 0);
     // The tick's occurrence, the pause's end and the first run after it
     // are all on the job's wall clock, as every other time of the text.
-    let occurrence: Timestamp = st.json["last_run"]["occurrence"]
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let occurrence = instant(&st.json["last_run"]["occurrence"]);
     assert!(
         st.text.contains(&format!(
             "(occurrence {}, run ",
@@ -463,8 +483,8 @@ fn status_text_shows_every_time_in_one_form() {
         "{}",
         st.text
     );
-    let next: Timestamp = st.json["next_run"].as_str().unwrap().parse().unwrap();
-    let line = next_run_line(&st.text);
+    let next = instant(&st.json["next_run"]);
+    let line = next_run_line(&st.text, "p");
     assert!(
         line.ends_with(&format!(
             ", then {}",
@@ -472,7 +492,38 @@ fn status_text_shows_every_time_in_one_form() {
         )),
         "{line}"
     );
+    // b's alert: raised, spanning and running on b's wall clock.
+    let b = seen(&s, "b");
+    let alert = &b.json["recent_alerts"][0];
+    assert_eq!(alert["kind"], "missed", "{}", b.json);
+    let raised = instant(&alert["time"]);
+    let kolkata = jiff::tz::TimeZone::get("Asia/Kolkata").unwrap();
+    let human = |t: Timestamp| {
+        t.to_zoned_datetime(kolkata.clone())
+            .strftime("%Y-%m-%d %H:%M:%S %:z")
+            .to_string()
+    };
+    let line = st
+        .text
+        .lines()
+        .find(|l| l.contains(" missed: b: "))
+        .unwrap_or_else(|| panic!("no alert of b:\n{}", st.text));
+    assert!(
+        line.starts_with(&format!("  alert         {} missed: b: ", human(raised))),
+        "{line}"
+    );
+    let runs = instant(&b.json["last_run"]["occurrence"]);
+    assert!(
+        line.ends_with(&format!("; {} runs now", human(runs))),
+        "{line}"
+    );
     assert!(!has_rfc3339(&st.text), "{}", st.text);
+    // JSON keeps RFC 3339, in the alert's fields and in its message alike.
+    let message = alert["message"].as_str().unwrap();
+    assert!(
+        message.ends_with(&format!("; {runs} runs now")),
+        "{message}"
+    );
 }
 
 #[test]
