@@ -13,10 +13,9 @@
 
 use crate::decide::Verdict;
 use crate::error::Error;
-use crate::lock::{Lock, Opened, micros, millis};
+use crate::lock::{Lock, Opened, Opening, micros, millis};
 use crate::outcome::{Lost, Release, Renewal, Restated};
 use crate::record::{self, Body, Free, Held};
-use crate::sys::file::Mode;
 use crate::token::{Fence, Token};
 
 /// A lease this process holds. Dropping it releases it.
@@ -34,6 +33,14 @@ pub struct Lease {
     /// The process that acquired it: a forked child that never `exec`s must
     /// not release its parent's lease when it drops its copy.
     owner: u32,
+    /// The lock file as the last critical section opened it, kept open for
+    /// the next one. A copy a forked child inherits is harmless: the mutex
+    /// is only held inside a section, and a descriptor without it changes
+    /// nothing for anyone.
+    opening: Option<Opening>,
+    /// The record as rendered into the file by the last write: a section
+    /// that finds exactly it there need not parse it.
+    written: String,
 }
 
 impl Lease {
@@ -43,15 +50,21 @@ impl Lease {
         replaced: Verdict,
         mates: Vec<String>,
         before: Option<crate::Claims>,
+        opening: Option<Opening>,
+        written: String,
     ) -> Self {
         Self {
+            // The record's pid is this process's, read (and checked against
+            // a fork) by the acquisition.
+            owner: record.pid,
             lock,
             record,
             replaced,
             mates,
             before,
             done: false,
-            owner: std::process::id(),
+            opening,
+            written,
         }
     }
 
@@ -200,7 +213,8 @@ impl Lease {
     }
 
     fn rewrite(&mut self, change: impl FnOnce(&mut Held)) -> Result<Renewal, Error> {
-        let section = match self.lock.open_locked(Mode::Exclusive, true)? {
+        let written = Some((self.written.as_str(), &self.record));
+        let section = match self.lock.reopen_locked(self.opening.as_ref(), written)? {
             Opened::Missing => return Ok(Renewal::Lost(self.lost(None))),
             Opened::Busy(b) => return Ok(Renewal::Unconfirmed(b)),
             Opened::Section(s) => s,
@@ -213,13 +227,17 @@ impl Lease {
         change(&mut next);
         next.renewed = micros(now.wall);
         next.renewed_boot = Some(millis(now.boot));
-        self.lock.write(&section, &next.render())?;
+        let line = next.render();
+        self.lock.write(&section, &line)?;
         self.record = next;
+        self.written = line;
+        self.opening = Some(section.opening().clone());
         Ok(Renewal::Renewed)
     }
 
     fn release_inner(&mut self) -> Result<Release, Error> {
-        let section = match self.lock.open_locked(Mode::Exclusive, true)? {
+        let written = Some((self.written.as_str(), &self.record));
+        let section = match self.lock.reopen_locked(self.opening.as_ref(), written)? {
             Opened::Missing => return Ok(Release::Lost(self.lost(None))),
             Opened::Busy(b) => return Ok(Release::Unconfirmed(b)),
             Opened::Section(s) => s,

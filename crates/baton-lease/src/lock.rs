@@ -7,7 +7,10 @@
 //! [`REOPEN_ATTEMPTS`] times, when it does not), reads the record, asks
 //! [`crate::decide`] for a verdict, and writes the new record in place, all
 //! before dropping the mutex. The mutex is held for microseconds and never
-//! across a job: the *lease* is the record, not the descriptor. A lock file
+//! across a job: the *lease* is the record, not the descriptor. A lease
+//! keeps its descriptor ([`Opening`]) for its next section, which locks it
+//! and checks with one `lstat` that the path still names that inode, else
+//! opens the path again. A lock file
 //! that does not exist yet is created whole: the record is written to a
 //! temporary file, locked, and `link`ed into place, which fails if the name
 //! appeared meanwhile. Nothing here runs caller code inside the mutex.
@@ -29,7 +32,7 @@ use crate::lease::Lease;
 use crate::liveness::{Liveness, OsLiveness};
 use crate::outcome::{self, Broken, Busy, Inspection, Outcome};
 use crate::record::{self, Body, Free, Held, MAX_RECORD_BYTES};
-use crate::sys::file::{self, Mode};
+use crate::sys::file::{self, Identity, Meta, Mode};
 use crate::token::{Fence, Token};
 use crate::trust::{self, Sticky};
 
@@ -114,8 +117,19 @@ impl std::fmt::Debug for Lock {
     }
 }
 
+/// An open lock file and the inode it was opened on. A lease keeps the one
+/// its acquisition opened, so that each later critical section takes the
+/// mutex on it and checks with one `lstat` that the path still names that
+/// inode, instead of opening the path again; when the path names another
+/// inode (or nothing), the section opens the path as a first one does.
+#[derive(Debug, Clone)]
+pub(crate) struct Opening {
+    file: Arc<std::fs::File>,
+    id: Identity,
+}
+
 pub(crate) struct Section {
-    file: std::fs::File,
+    opening: Opening,
     bytes: Vec<u8>,
     len: u64,
     mtime: Option<Timestamp>,
@@ -247,13 +261,17 @@ impl Lock {
                 Some(once) => self.fit(&prior, once, &claim.mates)?,
                 None => prior,
             };
-            self.write(&section, &held.render())?;
+            let line = held.render();
+            self.write(&section, &line)?;
+            let opening = section.opening.clone();
             return Ok(Outcome::Acquired(Lease::new(
                 self.clone(),
                 held,
                 verdict,
                 claim.mates.clone(),
                 before,
+                Some(opening),
+                line,
             )));
         }
         Ok(Outcome::Busy(Busy::Unstable {
@@ -535,13 +553,20 @@ impl Lock {
         drop(cleanup);
         // Explicitly: a forked child that never execs would keep it otherwise.
         let _ = file::unlock(&f);
-        drop(f);
+        // Kept for the lease's next section when its inode is known; else
+        // that section opens the path.
+        let opening = file::meta(&f).ok().map(|m| Opening {
+            file: Arc::new(f),
+            id: m.id,
+        });
         Ok(Some(Lease::new(
             self.clone(),
             held,
             Verdict::Absent,
             claim.mates.clone(),
             claim.once.as_ref().map(|_| crate::Claims::default()),
+            opening,
+            line,
         )))
     }
 
@@ -571,44 +596,108 @@ impl Lock {
                 return Ok(Opened::Busy(Busy::MutexHeld { waited }));
             }
             let meta = file::meta(&f).map_err(|e| Error::io("inspect", &self.path, e))?;
-            if !meta.regular {
-                return Err(self.not_a_lock(meta.kind.into()));
-            }
-            trust::check_file(&self.path, meta.uid, meta.mode)?;
+            self.check_file(&meta)?;
             let dir = self.dir();
             let dir_meta =
                 std::fs::symlink_metadata(&dir).map_err(|e| Error::io("inspect", &dir, e))?;
             trust::check_dir_meta(&dir, &dir_meta, Sticky::Allowed)?;
-            if meta.len > MAX_RECORD_BYTES as u64 {
-                return Err(self.not_a_lock(format!(
-                    "a file of {} bytes (no lock record is longer than {MAX_RECORD_BYTES})",
-                    meta.len
-                )));
-            }
             let at_path =
                 file::identity_at(&self.path).map_err(|e| Error::io("inspect", &self.path, e))?;
             if at_path != Some(meta.id) {
                 continue; // Replaced or removed between open and lock: reopen.
             }
-            let bytes = file::read_head(&f, meta.len, MAX_RECORD_BYTES)
-                .map_err(|e| Error::io("read", &self.path, e))?;
-            let body = Body::parse(&bytes);
-            if let Body::NotALock(why) = body {
-                return Err(
-                    self.not_a_lock(format!("a file whose content is no lock record ({why})"))
-                );
-            }
-            return Ok(Opened::Section(Section {
-                file: f,
-                bytes,
-                len: meta.len,
-                mtime: meta.mtime,
-                body,
-            }));
+            let opening = Opening {
+                file: Arc::new(f),
+                id: meta.id,
+            };
+            return self.read_section(opening, &meta, None).map(Opened::Section);
         }
         Ok(Opened::Busy(Busy::Unstable {
             attempts: REOPEN_ATTEMPTS,
         }))
+    }
+
+    /// [`Lock::open_locked`] for a write, on `held` first: its mutex taken,
+    /// and the section read from it when the path still names its inode.
+    /// The directory was judged when `held` was opened; the inode is the
+    /// same, and what could replace it since is met by the `lstat` here,
+    /// which sends the section back to the path.
+    ///
+    /// `written` is the record the caller last wrote there, as rendered:
+    /// when the file holds exactly it, it is not parsed again.
+    pub(crate) fn reopen_locked(
+        &self,
+        held: Option<&Opening>,
+        written: Option<(&str, &Held)>,
+    ) -> Result<Opened, Error> {
+        let Some(held) = held else {
+            return self.open_locked(Mode::Exclusive, true);
+        };
+        if let Some(waited) = self.take_mutex(&held.file, Mode::Exclusive)? {
+            return Ok(Opened::Busy(Busy::MutexHeld { waited }));
+        }
+        // `None`: the path names another inode, or nothing.
+        let read = match file::meta_at(&self.path) {
+            Ok(Some(meta)) if meta.id == held.id => Some(
+                self.check_file(&meta)
+                    .and_then(|()| self.read_section(held.clone(), &meta, written)),
+            ),
+            Ok(_) => None,
+            Err(e) => Some(Err(Error::io("inspect", &self.path, e))),
+        };
+        match read {
+            Some(Ok(section)) => Ok(Opened::Section(section)),
+            other => {
+                // OK to ignore: nothing was written under the mutex, and it
+                // drops with the descriptor anyway.
+                let _ = file::unlock(&held.file);
+                match other {
+                    Some(Err(e)) => Err(e),
+                    _ => self.open_locked(Mode::Exclusive, true),
+                }
+            }
+        }
+    }
+
+    /// Refuses a locked inode that is not a lock file this user may trust.
+    fn check_file(&self, meta: &Meta) -> Result<(), Error> {
+        if !meta.regular {
+            return Err(self.not_a_lock(meta.kind.into()));
+        }
+        trust::check_file(&self.path, meta.uid, meta.mode)?;
+        if meta.len > MAX_RECORD_BYTES as u64 {
+            return Err(self.not_a_lock(format!(
+                "a file of {} bytes (no lock record is longer than {MAX_RECORD_BYTES})",
+                meta.len
+            )));
+        }
+        Ok(())
+    }
+
+    /// Reads and parses the record of a locked, checked inode; a record
+    /// that is byte for byte the `written` one (padding aside) is that one.
+    fn read_section(
+        &self,
+        opening: Opening,
+        meta: &Meta,
+        written: Option<(&str, &Held)>,
+    ) -> Result<Section, Error> {
+        let bytes = file::read_head(&opening.file, meta.len, MAX_RECORD_BYTES)
+            .map_err(|e| Error::io("read", &self.path, e))?;
+        let body = match written {
+            Some((line, held)) if record::is_padded(&bytes, line) => Body::Held(held.clone()),
+            _ => Body::parse(&bytes),
+        };
+        if let Body::NotALock(why) = body {
+            return Err(self.not_a_lock(format!("a file whose content is no lock record ({why})")));
+        }
+        Ok(Section {
+            opening,
+            bytes,
+            len: meta.len,
+            mtime: meta.mtime,
+            body,
+        })
     }
 
     /// Takes the mutex, polling for at most `mutex_wait`. `Some(waited)` when
@@ -637,10 +726,11 @@ impl Lock {
     }
 
     pub(crate) fn write(&self, s: &Section, line: &str) -> Result<(), Error> {
-        file::write_in_place(&s.file, line, s.len, MAX_RECORD_BYTES)
+        let f = &s.opening.file;
+        file::write_in_place(f, line, s.len, MAX_RECORD_BYTES)
             .map_err(|e| Error::io("write", &self.path, e))?;
         if self.opts.fsync {
-            file::sync(&s.file).map_err(|e| Error::io("sync", &self.path, e))?;
+            file::sync(f).map_err(|e| Error::io("sync", &self.path, e))?;
         }
         Ok(())
     }
@@ -695,13 +785,18 @@ impl Section {
     pub(crate) fn body(&self) -> &Body {
         &self.body
     }
+
+    /// The open file this section reads and writes, to keep for the next.
+    pub(crate) fn opening(&self) -> &Opening {
+        &self.opening
+    }
 }
 
 impl Drop for Section {
     fn drop(&mut self) {
-        // OK to ignore: closing the descriptor, which follows at once, drops
-        // the mutex too.
-        let _ = file::unlock(&self.file);
+        // OK to ignore: closing the descriptor (at once, unless a lease
+        // keeps it) drops the mutex too.
+        let _ = file::unlock(&self.opening.file);
     }
 }
 

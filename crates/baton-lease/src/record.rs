@@ -422,6 +422,19 @@ fn parse_stamp(v: &str) -> Option<Timestamp> {
     Timestamp::from_microsecond(t.as_microsecond()).ok()
 }
 
+/// Whether `bytes` (a lock file's content) are `line` (a rendered record,
+/// which ends in a newline) as an in-place write leaves it: padded with
+/// spaces before its newline, nothing after.
+pub(crate) fn is_padded(bytes: &[u8], line: &str) -> bool {
+    let body = line.strip_suffix('\n').unwrap_or(line).as_bytes();
+    bytes
+        .strip_prefix(body)
+        .is_some_and(|rest| match rest.split_last() {
+            Some((b'\n', pad)) => pad.iter().all(|&b| b == b' '),
+            _ => false,
+        })
+}
+
 /// The fence a record that cannot be read still states, if any: the largest
 /// `fence=` number in range on its first line. An operator's forced break
 /// keeps it, so a damaged record never lowers the fence.
@@ -551,6 +564,21 @@ fn opt_field(out: &mut String, key: &str, v: Option<&str>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_padded_record_is_the_one_written_and_anything_else_is_not() {
+        let line = sample().render();
+        let body = line.trim_end_matches('\n');
+        assert!(is_padded(line.as_bytes(), &line));
+        assert!(is_padded(format!("{body}    \n").as_bytes(), &line));
+        // Torn, extended, changed, or followed by more bytes: not it.
+        assert!(!is_padded(body.as_bytes(), &line));
+        assert!(!is_padded(format!("{body} x=1\n").as_bytes(), &line));
+        assert!(!is_padded(format!("{body}\n\n").as_bytes(), &line));
+        assert!(!is_padded(format!("{body}  \t\n").as_bytes(), &line));
+        assert!(!is_padded(&line.as_bytes()[1..], &line));
+        assert!(!is_padded(b"", &line));
+    }
 
     fn sample() -> Held {
         Held {

@@ -21,6 +21,46 @@ pub struct Cli {
     pub command: Cmd,
 }
 
+/// `baton exec` alone: the same arguments as [`Cli`]'s for that one
+/// command, so that the path a crontab runs every minute builds a parser of
+/// one command, not of every command. Whatever this parser cannot take as
+/// it is (help, a usage error, a global option before `exec`) is parsed
+/// again by [`Cli`], which says it as for every command.
+#[derive(Debug, Parser)]
+#[command(name = "baton", version, propagate_version = true)]
+pub struct ExecOnly {
+    /// As [`Cli::state_dir`].
+    #[arg(long, global = true, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+
+    /// The one command.
+    #[command(subcommand)]
+    pub command: ExecOnlyCmd,
+}
+
+/// The one command of [`ExecOnly`].
+#[derive(Debug, Subcommand)]
+pub enum ExecOnlyCmd {
+    /// As [`Cmd::Exec`].
+    Exec(ExecArgs),
+}
+
+impl ExecOnly {
+    /// `args` as [`Cli`] would parse them, when they are `baton exec …`
+    /// that this parser takes whole; `None` for anything else.
+    pub fn parse(args: &[std::ffi::OsString]) -> Option<Cli> {
+        if args.get(1).is_none_or(|a| a != "exec") {
+            return None;
+        }
+        let ExecOnly { state_dir, command } = ExecOnly::try_parse_from(args).ok()?;
+        let ExecOnlyCmd::Exec(exec) = command;
+        Some(Cli {
+            state_dir,
+            command: Cmd::Exec(exec),
+        })
+    }
+}
+
 /// The commands.
 #[derive(Debug, Subcommand)]
 #[allow(clippy::large_enum_variant)] // Parsed once.

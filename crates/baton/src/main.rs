@@ -49,7 +49,11 @@ fn main() -> ExitCode {
     let _failpoints = failpoints::setup();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let is_exec = subcommand(&args).is_some_and(|c| c == "exec");
-    let cli = match Cli::try_parse_from(&args) {
+    let parsed = match cli::ExecOnly::parse(&args) {
+        Some(cli) => Ok(cli),
+        None => Cli::try_parse_from(&args),
+    };
+    let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;
@@ -181,5 +185,64 @@ mod tests {
     fn the_command_line_is_consistent() {
         use clap::CommandFactory;
         super::Cli::command().debug_assert();
+        super::cli::ExecOnly::command().debug_assert();
+    }
+
+    /// What the one-command parser takes, it takes as the whole command
+    /// line does; what it leaves, the whole command line parses.
+    #[test]
+    fn exec_alone_parses_as_the_whole_command_line() {
+        use clap::Parser;
+        let cases: &[&[&str]] = &[
+            &["exec", "--name", "x", "--", "true"],
+            &[
+                "exec",
+                "--name=x",
+                "--ttl",
+                "30s",
+                "--verbose",
+                "--",
+                "sh",
+                "-c",
+                "echo $1",
+                "a",
+            ],
+            &["exec", "--lock", "/tmp/x.lock", "-c", "sleep 1"],
+            &[
+                "exec",
+                "--name",
+                "x",
+                "--state-dir",
+                "/tmp/s",
+                "--no-contain",
+                "--",
+                "true",
+            ],
+            &["exec", "--name", "x", "--", "true", "--help"],
+            &["exec", "--help"],
+            &["exec", "--version"],
+            &["exec", "--name"],
+            &["exec", "--bogus", "--", "true"],
+            &["--state-dir", "/tmp/s", "exec", "--name", "x", "--", "true"],
+            &["status"],
+            &[],
+        ];
+        for case in cases {
+            let args: Vec<std::ffi::OsString> = std::iter::once("baton")
+                .chain(case.iter().copied())
+                .map(Into::into)
+                .collect();
+            let whole = super::Cli::try_parse_from(&args);
+            match super::cli::ExecOnly::parse(&args) {
+                Some(alone) => {
+                    let whole = whole.unwrap_or_else(|e| panic!("{case:?}: {e}"));
+                    assert_eq!(format!("{alone:?}"), format!("{whole:?}"), "{case:?}");
+                }
+                None => assert!(
+                    whole.is_err() || case.first() != Some(&"exec"),
+                    "{case:?}: the one-command parser left what it should take"
+                ),
+            }
+        }
     }
 }

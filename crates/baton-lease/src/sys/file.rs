@@ -88,8 +88,21 @@ pub(crate) struct Meta {
 
 /// The inode an open descriptor names, its kind, length and mtime.
 pub(crate) fn meta(file: &File) -> io::Result<Meta> {
-    let m = file.metadata()?;
-    Ok(Meta {
+    Ok(meta_of(&file.metadata()?))
+}
+
+/// What `lstat` says about the path (a symbolic link is described, never
+/// followed); `None` when nothing is there.
+pub(crate) fn meta_at(path: &Path) -> io::Result<Option<Meta>> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) => Ok(Some(meta_of(&m))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn meta_of(m: &std::fs::Metadata) -> Meta {
+    Meta {
         id: Identity {
             dev: m.dev(),
             ino: m.ino(),
@@ -100,20 +113,13 @@ pub(crate) fn meta(file: &File) -> io::Result<Meta> {
         mtime: Timestamp::new(m.mtime(), m.mtime_nsec() as i32).ok(),
         uid: m.uid(),
         mode: m.mode(),
-    })
+    }
 }
 
 /// The inode a path names now, without following a symlink; `None` when
 /// nothing is there.
 pub(crate) fn identity_at(path: &Path) -> io::Result<Option<Identity>> {
-    match std::fs::symlink_metadata(path) {
-        Ok(m) => Ok(Some(Identity {
-            dev: m.dev(),
-            ino: m.ino(),
-        })),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
-    }
+    Ok(meta_at(path)?.map(|m| m.id))
 }
 
 /// Tries to take the mutex without waiting. `Ok(false)` means another open

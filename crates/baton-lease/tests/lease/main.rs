@@ -12,4 +12,5 @@ mod fencing;
 mod guard;
 mod record;
 mod renewal;
+mod reopen;
 mod versions;
