@@ -31,7 +31,6 @@ use baton_lease::{Clock, SystemClock};
 use crate::capture::{self, Output};
 use crate::cgroup::Cgroup;
 use crate::gate::{self, Started};
-use crate::held::{Held, HeldError, Release, Renewal, Restated};
 use crate::limits::{TICK, show};
 use crate::renewer::{Answer, Holding, Renewer};
 use crate::report::{Event, Report};
@@ -39,6 +38,7 @@ use crate::signals::{Signals, Wake};
 use crate::status::{Ending, SpawnFailure, SpawnKind};
 use crate::step::{Stdin, StepResult, StepSpec};
 use crate::tree::{KILL_ROUND_PAUSE, Tree};
+use baton_store::held::{Held, HeldError, Release, Renewal, Restated};
 
 /// How long the stop of a tree may last past the kill grace before the
 /// session reports the survivors as stuck.

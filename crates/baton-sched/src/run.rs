@@ -31,7 +31,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use baton_lease::Once;
-use baton_runner::{Finish, Held, Restated, Session, SessionConfig};
+use baton_runner::{Finish, Session, SessionConfig};
+use baton_store::{Held, Restated};
 use jiff::Timestamp;
 
 use crate::alerts::{Alert, HolderInfo, Kind};

@@ -1,0 +1,13 @@
+//! baton-store: the boundary between the scheduler and where it keeps what
+//! it shares: the lease a run holds ([`Held`]) and the ledger it writes.
+//!
+//! The scheduler, the runner and the daemon speak to a store only through
+//! this crate's traits and types; each store (lock files and SQLite in
+//! `baton-ledger`, PostgreSQL in `baton-pg`) implements them and depends on
+//! nothing above it. Nothing here spawns, stops or supervises a process,
+//! reads a clock, or names one store.
+
+pub mod held;
+mod lease_file;
+
+pub use held::{Held, HeldError, Release, Renewal, Restated};
