@@ -117,6 +117,20 @@ fn criterion_benches(c: &mut Criterion, s: &Setup) {
         b.iter(|| floor_cycle(&s.floor_path, &s.held, &s.free, &mut buf, true));
     });
     g.finish();
+    // The record's own share of a cycle: what a smaller record could save
+    // at most. A cycle renders two records (the lease, the free marker) and
+    // parses one (the free marker it finds; its own is recognised unparsed).
+    let mut g = c.benchmark_group("record");
+    let Outcome::Acquired(lease) = s.lock.try_acquire().unwrap() else {
+        panic!("the lock is busy")
+    };
+    let held = lease.record().clone();
+    drop(lease);
+    g.bench_function("render held", |b| b.iter(|| black_box(held.render())));
+    g.bench_function("parse free", |b| {
+        b.iter(|| black_box(baton_lease::record::Body::parse(black_box(&s.free))))
+    });
+    g.finish();
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

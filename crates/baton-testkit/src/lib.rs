@@ -4,7 +4,9 @@
 //! ([`http`]) for HTTP steps, an HTTP client ([`client`]) for tests of
 //! the daemon's API, a throwaway PostgreSQL server ([`pg`]), a TCP proxy
 //! that a test can cut ([`proxy`]), simulated hosts made of Linux
-//! namespaces ([`hosts`]) and a thread run as another user ([`user`]).
+//! namespaces ([`hosts`]), a thread run as another user ([`user`]), and
+//! processes seen from outside: whether one still runs, and a pipe that
+//! blocks its writer ([`process`]).
 //!
 //! Tests drive real processes, so they wait for real. A wait here bounds a
 //! broken test; it never measures anything, and no test may assert on how
@@ -81,5 +83,6 @@ pub mod browser;
 pub mod client;
 pub mod hosts;
 pub mod pg;
+pub mod process;
 pub mod proxy;
 pub mod user;

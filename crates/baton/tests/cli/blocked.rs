@@ -3,26 +3,14 @@
 //! still stops its job on time when its lease is lost: nothing it writes
 //! may block it.
 
-use std::os::fd::OwnedFd;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
+use baton_testkit::process::full_pipe;
 use baton_testkit::within;
 
 use crate::sched::Sched;
 use crate::support::{BATON, Env, alive, pause, wait_for_file, write_pid};
-
-/// A pipe filled to the brim whose read end is kept but never read: every
-/// blocking write to its write end waits forever.
-fn full_pipe() -> (OwnedFd, OwnedFd) {
-    let (r, w) = rustix::pipe::pipe().unwrap();
-    rustix::fs::fcntl_setfl(&w, rustix::fs::OFlags::NONBLOCK).unwrap();
-    let chunk = [b'x'; 4096];
-    while rustix::io::write(&w, &chunk).is_ok() {}
-    // Whoever inherits it gets a blocking descriptor, as from a real reader.
-    rustix::fs::fcntl_setfl(&w, rustix::fs::OFlags::empty()).unwrap();
-    (r, w)
-}
 
 /// How long a job may outlive its lost lease here: the bound is a third
 /// of the TTL plus the kill grace (about 1.5 s in these tests); this leaves

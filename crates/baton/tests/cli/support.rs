@@ -141,22 +141,9 @@ pub fn signal(pid: i32, sig: rustix::process::Signal) {
     let _ = rustix::process::kill_process(rustix::process::Pid::from_raw(pid).unwrap(), sig);
 }
 
-/// Whether process `pid` still runs code: any of its threads is neither a
-/// zombie nor dead (a thread-group leader whose main thread exited shows `Z`
-/// while its other threads work).
+/// Whether process `pid` still runs code ([`baton_testkit::process::alive`]).
 pub fn alive(pid: i32) -> bool {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return false;
-    };
-    tasks.filter_map(Result::ok).any(|t| {
-        matches!(
-            std::fs::read_to_string(t.path().join("stat")),
-            Ok(s) if !matches!(
-                s.rsplit(')').next().unwrap_or("").trim_start().as_bytes().first(),
-                Some(b'Z' | b'X')
-            )
-        )
-    })
+    baton_testkit::process::alive(pid.unsigned_abs())
 }
 
 /// The pids of live processes whose environment carries `BATON_RUN_ID=run`:

@@ -1,0 +1,122 @@
+//! The console: what the runner's process writes never blocks it, whatever
+//! its reader does. Past what can wait in its buffer, text is dropped and
+//! counted, and once the reader catches up one line says how much was
+//! lost: every byte is either written or counted.
+//!
+//! A writer's standard error is its process's own, so each test starts a
+//! writer of its own ([`crate::harness::role`]).
+
+use std::io::Read;
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::process::Child;
+
+use baton_runner::console;
+
+use crate::harness::role;
+use crate::support::{Dir, PATIENCE, eventually, written};
+use baton_testkit::process::full_pipe;
+
+listed!(TESTS:
+    writing_to_a_stderr_nobody_reads_never_blocks,
+    writing_to_a_stderr_whose_reader_is_gone_ends_quietly,
+);
+
+listed!(ROLES: flood_stderr);
+
+/// What a writer writes: `LINES` lines of `LINE` bytes.
+const LINE: usize = 1024;
+const LINES: usize = 1024;
+
+/// A writer ([`flood_stderr`]) whose standard error is `stderr`, killed
+/// when a failed test leaves it blocked.
+struct Writer(Child);
+
+impl Writer {
+    /// Starts it, and waits until it has written everything.
+    fn start(dir: &Dir, stderr: OwnedFd) -> Self {
+        let child = role("console::flood_stderr")
+            .arg(dir.path(""))
+            .stderr(stderr)
+            .spawn()
+            .unwrap();
+        let writer = Self(child);
+        eventually("the writer to be done writing", || {
+            written(&dir.path("written"))
+        });
+        writer
+    }
+
+    /// Lets it end, and checks that it ended well.
+    fn finish(mut self, dir: &Dir) {
+        std::fs::write(dir.path("go"), "1\n").unwrap();
+        let status = baton_testkit::wait_for_exit(&mut self.0, "the writer");
+        assert!(status.success(), "{status}");
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Writes `LINES` lines to standard error through the console, says so in
+/// `DIR/written`, waits for `DIR/go`, then flushes and says `end`.
+fn flood_stderr() {
+    let dir = PathBuf::from(std::env::args().nth(1).unwrap());
+    let mut line = vec![b'y'; LINE - 1];
+    line.push(b'\n');
+    for _ in 0..LINES {
+        console::stderr(&line);
+    }
+    std::fs::write(dir.join("written"), "1\n").unwrap();
+    eventually("the test to read", || dir.join("go").exists());
+    console::flush(PATIENCE);
+    console::stderr(b"end\n");
+    console::flush(PATIENCE);
+}
+
+fn writing_to_a_stderr_nobody_reads_never_blocks() {
+    let dir = Dir::new();
+    let (r, w) = full_pipe();
+    // Every line is handed over while nobody reads.
+    let writer = Writer::start(&dir, w);
+    let reader = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        std::fs::File::from(r).read_to_end(&mut all).unwrap();
+        String::from_utf8(all).unwrap()
+    });
+    writer.finish(&dir);
+    let text = reader.join().unwrap();
+    let text = text.trim_start_matches('x');
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.last(), Some(&"end"));
+    let kept = lines
+        .iter()
+        .filter(|l| l.len() == LINE - 1 && l.bytes().all(|b| b == b'y'));
+    let kept = kept.count();
+    let notes: Vec<&&str> = lines.iter().filter(|l| l.starts_with("baton: ")).collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    let dropped: usize = notes[0]
+        .strip_prefix("baton: ")
+        .and_then(|n| n.split_once(" bytes were not written to standard error"))
+        .unwrap_or_else(|| panic!("{}", notes[0]))
+        .0
+        .parse()
+        .unwrap();
+    assert!(dropped > 0, "nothing was dropped: was the pipe read?");
+    assert_eq!(
+        kept * LINE + dropped,
+        LINES * LINE,
+        "bytes were lost without being counted"
+    );
+}
+
+fn writing_to_a_stderr_whose_reader_is_gone_ends_quietly() {
+    let dir = Dir::new();
+    let (r, w) = rustix::pipe::pipe().unwrap();
+    drop(r);
+    Writer::start(&dir, w).finish(&dir);
+}

@@ -1,0 +1,169 @@
+//! Signals sent to the runner (SIGTERM, SIGINT, SIGHUP) reach the running
+//! step's group, the run reports itself interrupted, and nothing more
+//! starts; a run that stops on signals stops the step's whole tree.
+//!
+//! The signals are sent with `kill(2)` to this process, as a service
+//! manager would, from a thread started once the session blocked them (a
+//! step in a PID namespace cannot name the runner).
+
+use std::time::Duration;
+
+use baton_runner::{Ending, Event, Finish, Paused, Renewal, Session, SessionConfig};
+use rustix::process::Signal;
+
+use crate::support::{
+    Calls, Dir, Events, PATIENCE, Sleepers, Store, alive, eventually, kill, sh, start, written,
+};
+
+listed!(TESTS:
+    a_signal_to_the_runner_reaches_the_step_and_the_run_is_interrupted,
+    a_signal_during_a_pause_ends_it,
+    a_signal_before_the_gate_opens_keeps_the_command_from_starting,
+    a_run_that_stops_on_signals_stops_the_steps_whole_tree,
+);
+
+/// Sends `signal` to this process once `ready` is written.
+fn send_when(ready: &std::path::Path, signal: Signal) -> std::thread::JoinHandle<()> {
+    let ready = ready.to_owned();
+    std::thread::spawn(move || {
+        eventually("the step to be ready", || written(&ready));
+        kill(std::process::id(), signal);
+    })
+}
+
+/// Once a signal asked the run to stop, no step starts and no pause waits.
+fn nothing_more_runs(s: &mut Session<'_>, calls: &Calls, dir: &Dir, signal: i32) {
+    let asked = calls.recorded().len();
+    let later = dir.path("later");
+    let r = s.run(sh(&format!("echo ran > {}", later.display()), true));
+    assert_eq!(r.ending, Ending::Signaled(signal));
+    assert!(!later.exists(), "a step ran after the run was interrupted");
+    assert_eq!(calls.recorded().len(), asked);
+    assert_eq!(s.pause(PATIENCE), Paused::Interrupted(signal));
+}
+
+fn a_signal_to_the_runner_reaches_the_step_and_the_run_is_interrupted() {
+    let signals = [
+        (Signal::TERM, "TERM"),
+        (Signal::INT, "INT"),
+        (Signal::HUP, "HUP"),
+    ];
+    for contain in [true, false] {
+        for (signal, name) in signals {
+            let number = signal.as_raw();
+            if baton_lease::job::signal_ignored(number) {
+                // Inherited as ignored (nohup): it stays ignored, by design.
+                println!("SIG{name} is ignored here; not sent");
+                continue;
+            }
+            let dir = Dir::new();
+            let (ready, got) = (dir.path("ready"), dir.path("got"));
+            let (store, calls) = Store::new(Duration::from_secs(30));
+            let mut events = Events::default();
+            let mut s = start(Box::new(store), SessionConfig::default(), &mut events);
+            let sender = send_when(&ready, signal);
+            let r = s.run(sh(
+                &format!(
+                    "trap 'echo {name} > {got}; exit 7' {name}; echo up > {ready}; while :; do \
+                     sleep 0.05; done",
+                    got = got.display(),
+                    ready = ready.display()
+                ),
+                contain,
+            ));
+            sender.join().unwrap();
+            let what = format!("SIG{name} (contain: {contain})");
+            assert_eq!(r.ending, Ending::Exited(7), "{what}");
+            assert_eq!(std::fs::read_to_string(&got).unwrap(), format!("{name}\n"));
+            assert_eq!(r.interrupted, Some(number), "{what}");
+            assert_eq!(s.interrupted(), Some(number), "{what}");
+            nothing_more_runs(&mut s, &calls, &dir, number);
+            assert_eq!(s.finish(), Finish::Released);
+            assert_eq!(
+                events.count(|e| *e == Event::Forwarded { signal: number }),
+                1,
+                "{what}: {:?}",
+                events.0
+            );
+        }
+    }
+}
+
+fn a_signal_during_a_pause_ends_it() {
+    let dir = Dir::new();
+    let (store, calls) = Store::new(Duration::from_millis(900));
+    // Sent once the pause is under way: it has renewed the lease.
+    let renewed = dir.path("renewed");
+    let store = store.on_renew({
+        let renewed = renewed.clone();
+        move |_| {
+            std::fs::write(&renewed, "1\n").unwrap();
+            Ok(Renewal::Renewed)
+        }
+    });
+    let mut events = Events::default();
+    let mut s = start(Box::new(store), SessionConfig::default(), &mut events);
+    let sender = send_when(&renewed, Signal::TERM);
+    assert_eq!(s.pause(PATIENCE), Paused::Interrupted(libc::SIGTERM));
+    sender.join().unwrap();
+    assert_eq!(s.interrupted(), Some(libc::SIGTERM));
+    nothing_more_runs(&mut s, &calls, &dir, libc::SIGTERM);
+    assert_eq!(s.finish(), Finish::Released);
+}
+
+fn a_signal_before_the_gate_opens_keeps_the_command_from_starting() {
+    let dir = Dir::new();
+    let ran = dir.path("ran");
+    // The signal comes while the step's group is being recorded.
+    let (store, calls) = Store::new(Duration::from_secs(30));
+    let store = store.on_record(|_| {
+        kill(std::process::id(), Signal::TERM);
+        Ok(Renewal::Renewed)
+    });
+    let mut events = Events::default();
+    let mut s = start(Box::new(store), SessionConfig::default(), &mut events);
+    let r = s.run(sh(&format!("echo ran > {}", ran.display()), true));
+    assert_eq!(r.ending, Ending::Signaled(libc::SIGTERM));
+    assert_eq!(r.interrupted, Some(libc::SIGTERM));
+    let group = calls.recorded()[0];
+    assert!(!alive(group), "the step's process outlived its refusal");
+    assert!(
+        !ran.exists(),
+        "the command started after the run was interrupted"
+    );
+    assert_eq!(s.finish(), Finish::Released);
+}
+
+fn a_run_that_stops_on_signals_stops_the_steps_whole_tree() {
+    for contain in [true, false] {
+        let dir = Dir::new();
+        let ready = dir.path("ready");
+        let sleepers = Sleepers::in_dir(&dir.path(""));
+        let (store, _) = Store::new(Duration::from_secs(30));
+        let mut events = Events::default();
+        let cfg = SessionConfig {
+            stop_on_signal: true,
+            ..SessionConfig::default()
+        };
+        let mut s = start(Box::new(store), cfg, &mut events);
+        let sender = send_when(&ready, Signal::TERM);
+        // Everything of the step is deaf to SIGTERM.
+        let r = s.run(sh(
+            &format!(
+                "{}; trap '' TERM; echo up > {}; wait",
+                sleepers.start(true),
+                ready.display()
+            ),
+            contain,
+        ));
+        sender.join().unwrap();
+        assert_eq!(
+            r.ending,
+            Ending::Signaled(libc::SIGKILL),
+            "contain: {contain}"
+        );
+        assert_eq!(r.interrupted, Some(libc::SIGTERM));
+        sleepers.assert_gone("the stop");
+        assert_eq!(s.finish(), Finish::Released);
+    }
+}
