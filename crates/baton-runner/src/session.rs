@@ -1000,9 +1000,12 @@ mod tests {
         let mut report = |_: Event| {};
         // The command exits 0 at once and leaves a process that ignores
         // SIGTERM: the step lasts the kill grace, and the first renewal,
-        // 100 ms in, finds the lease lost.
+        // 100 ms in, finds the lease lost. The grace is long, so that the
+        // renewal lands inside it however loaded the machine.
         let mut s = session_of(fake(), &mut report);
-        let r = s.run(step("(trap '' TERM; exec sleep 5) & exit 0"));
+        let mut lingering = step("(trap '' TERM; exec sleep 10) & exit 0");
+        lingering.kill_grace = Duration::from_secs(2);
+        let r = s.run(lingering);
         assert!(s.lost().is_some());
         assert_eq!(r.ending, Ending::Exited(0));
         assert_eq!(r.code, Some(0));
