@@ -188,7 +188,7 @@ pub(crate) struct Daemon {
 /// any process's recovery), a new state directory or another store is
 /// opened afresh.
 struct Kept {
-    ledger: Box<dyn baton_ledger::Records>,
+    ledger: Box<dyn baton_store::ledger::Records>,
     location: String,
     id: Option<(u64, u64)>,
 }
@@ -271,7 +271,7 @@ impl Daemon {
     pub(crate) fn take_ledger(
         &self,
         config: &baton_sched::config::Config,
-    ) -> Option<Box<dyn baton_ledger::Records>> {
+    ) -> Option<Box<dyn baton_store::ledger::Records>> {
         let kept = match self.kept.lock() {
             Ok(mut g) => g.take(),
             Err(p) => p.into_inner().take(),
@@ -285,7 +285,7 @@ impl Daemon {
     pub(crate) fn keep_ledger(
         &self,
         config: &baton_sched::config::Config,
-        ledger: Box<dyn baton_ledger::Records>,
+        ledger: Box<dyn baton_store::ledger::Records>,
     ) {
         let Ok(store) = baton_sched::store::open(config) else {
             return;

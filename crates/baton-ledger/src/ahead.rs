@@ -1,5 +1,5 @@
-//! Decisions made by a clock that was ahead: [`Ledger::withdraw_ahead`],
-//! the one call that takes them back, and [`Ledger::decided_after`], which
+//! Decisions made by a clock that was ahead: [`baton_store::ledger::Records::withdraw_ahead`],
+//! the one call that takes them back, and [`baton_store::ledger::Records::decided_after`], which
 //! names the occurrences a job's mark does not cover although they have a
 //! decision (they ran early, under that clock).
 //!
@@ -13,188 +13,131 @@
 //! occurrences queued then are dropped, and the mark goes back to what the
 //! remaining decisions reach. What ran stays: an occurrence's `started`
 //! row is never withdrawn, so it never runs again, and a planner reads it
-//! back with [`Ledger::decided_after`] so that it is never called missed.
+//! back with [`baton_store::ledger::Records::decided_after`] so that it is never called missed.
 //! A job's first sighting that such a clock recorded is brought back to the
-//! honest now ([`Ledger::see_again_ahead`]): nothing before a sighting runs,
+//! honest now ([`baton_store::ledger::Records::see_again_ahead`]): nothing before a sighting runs,
 //! so a sighting in the future would keep a new job from running until it
 //! came. This module never reads a clock: the caller says what now is.
 
 use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};
 
+use baton_store::ledger::{Mode, Withdrawn};
+
 use crate::error::Error;
-use crate::ledger::{Ledger, Mode};
-use crate::missed::{self, MissedRow};
-use crate::{rows, tallies};
+use crate::ledger::Ledger;
+use crate::{missed, rows, tallies};
 
-/// What [`Ledger::withdraw_ahead`] took back.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Withdrawn {
-    /// The job's mark before: the last occurrence a clock ahead decided.
-    pub was: i64,
-    /// The job's mark now: the last occurrence the remaining decisions
-    /// reach (none when nothing remains).
-    pub now: Option<i64>,
-    /// The missed ranges withdrawn, oldest first.
-    pub ranges: Vec<MissedRow>,
-    /// How many queued occurrences were dropped.
-    pub unqueued: u64,
+/// Takes back what a clock ahead decided about `job`, when the job's
+/// last decided occurrence is more than `tolerance` seconds after `now`,
+/// in one write transaction. Once a clock is known to have been ahead,
+/// nothing decided after `now` is trusted (a clock a little ahead would
+/// otherwise keep the present from running until it comes):
+///
+/// 1. every missed range of the job recorded at a time after `now` is
+///    deleted, and the job's missed tally for its reason falls by its
+///    count;
+/// 2. every queued occurrence queued at such a time is dropped;
+/// 3. the job's last decided occurrence becomes the newest one the
+///    remaining decisions reach: the last of its remaining missed
+///    ranges, or an occurrence with a decision that is not after `now`,
+///    whichever is later (none when nothing
+///    remains). The job's first-seen time stays, unless it too is
+///    ahead ([`baton_store::ledger::Records::see_again_ahead`]).
+///
+/// An occurrence that started keeps its decision, whenever it was made:
+/// it never runs again. Returns `None` (nothing written) when the mark
+/// is not ahead, or the job is unknown: another process took the
+/// decisions back already.
+///
+/// # Errors
+///
+/// As every call of the ledger.
+pub(crate) fn withdraw_ahead(
+    ledger: &mut Ledger,
+    job: &str,
+    now: Timestamp,
+    tolerance: i64,
+) -> Result<Option<Withdrawn>, Error> {
+    ledger.saw(now);
+    let trigger = now.as_second().saturating_add(tolerance);
+    ledger.transact(
+        Mode::Write,
+        || format!("withdraw the decisions a clock ahead made for job {job}"),
+        |tx| {
+            Ok(withdraw(
+                tx,
+                job,
+                trigger,
+                now.as_second(),
+                rows::micros(now),
+            )?)
+        },
+    )
 }
 
-impl Ledger {
-    /// Takes back what a clock ahead decided about `job`, when the job's
-    /// last decided occurrence is more than `tolerance` seconds after `now`,
-    /// in one write transaction. Once a clock is known to have been ahead,
-    /// nothing decided after `now` is trusted (a clock a little ahead would
-    /// otherwise keep the present from running until it comes):
-    ///
-    /// 1. every missed range of the job recorded at a time after `now` is
-    ///    deleted, and the job's missed tally for its reason falls by its
-    ///    count;
-    /// 2. every queued occurrence queued at such a time is dropped;
-    /// 3. the job's last decided occurrence becomes the newest one the
-    ///    remaining decisions reach: the last of its remaining missed
-    ///    ranges, or an occurrence with a decision that is not after `now`,
-    ///    whichever is later (none when nothing
-    ///    remains). The job's first-seen time stays, unless it too is
-    ///    ahead ([`Ledger::see_again_ahead`]).
-    ///
-    /// An occurrence that started keeps its decision, whenever it was made:
-    /// it never runs again. Returns `None` (nothing written) when the mark
-    /// is not ahead, or the job is unknown: another process took the
-    /// decisions back already.
-    ///
-    /// # Errors
-    ///
-    /// As [`Ledger::see_jobs`].
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// use baton_ledger::{Ledger, Miss};
-    /// let honest: jiff::Timestamp = "2026-11-29T03:15:00Z".parse()?;
-    /// let ahead: jiff::Timestamp = "2026-11-30T03:15:00Z".parse()?;
-    /// let mut ledger = Ledger::open(dir.path(), honest)?;
-    /// let (from, to) = (honest.as_second() + 1, ahead.as_second() - 1);
-    /// let outage = Miss {
-    ///     job: "j",
-    ///     reason: "superseded",
-    ///     first: from,
-    ///     last: to,
-    ///     count: (to - from + 1) as u64,
-    ///     at_least: false,
-    ///     detail: None,
-    ///     streak: false,
-    /// };
-    /// ledger.miss(&outage, ahead)?; // A clock a day ahead.
-    /// let w = ledger.withdraw_ahead("j", honest, 60)?.unwrap();
-    /// assert_eq!((w.was, w.now, w.ranges.len()), (to, None, 1));
-    /// assert!(ledger.missed("j", 10)?.is_empty());
-    /// assert_eq!(ledger.withdraw_ahead("j", honest, 60)?, None);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn withdraw_ahead(
-        &mut self,
-        job: &str,
-        now: Timestamp,
-        tolerance: i64,
-    ) -> Result<Option<Withdrawn>, Error> {
-        self.saw(now);
-        let trigger = now.as_second().saturating_add(tolerance);
-        self.transact(
-            Mode::Write,
-            || format!("withdraw the decisions a clock ahead made for job {job}"),
-            |tx| {
-                Ok(withdraw(
-                    tx,
-                    job,
-                    trigger,
-                    now.as_second(),
-                    rows::micros(now),
-                )?)
-            },
-        )
-    }
-
-    /// Brings the first sighting of `job` back to `now` when it is more than
-    /// `tolerance` seconds after `now` (a process whose clock was ahead saw
-    /// the job first), in one write transaction; whether it did. Nothing
-    /// before a job's first sighting runs or is missed, so a sighting in the
-    /// future would silence a new job until it came; a clock set back
-    /// cannot be told from one ahead, and the present is not kept waiting
-    /// for either. `false` (nothing written) when the sighting is not ahead
-    /// or the job is unknown.
-    ///
-    /// # Errors
-    ///
-    /// As [`Ledger::see_jobs`].
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// use baton_ledger::Ledger;
-    /// let honest: jiff::Timestamp = "2026-11-29T03:15:00Z".parse()?;
-    /// let ahead: jiff::Timestamp = "2026-11-29T04:15:00Z".parse()?;
-    /// let mut ledger = Ledger::open(dir.path(), honest)?;
-    /// ledger.see_jobs(&["j"], ahead)?; // A clock an hour ahead.
-    /// assert!(ledger.see_again_ahead("j", honest, 60)?);
-    /// assert_eq!(ledger.job("j")?.unwrap().first_seen, honest);
-    /// assert!(!ledger.see_again_ahead("j", honest, 60)?);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn see_again_ahead(
-        &mut self,
-        job: &str,
-        now: Timestamp,
-        tolerance: i64,
-    ) -> Result<bool, Error> {
-        self.saw(now);
-        let trigger = rows::micros(now).saturating_add(tolerance.saturating_mul(1_000_000));
-        self.transact(
-            Mode::Write,
-            || format!("bring the first sighting of job {job} back to now"),
-            |tx| {
-                let n = tx
-                    .prepare_cached(
-                        "UPDATE jobs SET first_seen = ?2 WHERE job = ?1 AND first_seen > ?3",
-                    )?
-                    .execute(params![job, rows::micros(now), trigger])?;
-                Ok(n > 0)
-            },
-        )
-    }
-
-    /// The occurrences of `job` after `after` and at or before `through`
-    /// that have a decision (they started, are queued, or were claimed),
-    /// oldest first: above the job's mark, only what a clock ahead decided.
-    ///
-    /// # Errors
-    ///
-    /// As [`Ledger::see_jobs`].
-    pub fn decided_after(
-        &mut self,
-        job: &str,
-        after: Option<i64>,
-        through: i64,
-    ) -> Result<Vec<i64>, Error> {
-        self.transact(
-            Mode::Read,
-            || format!("read the decided occurrences of job {job}"),
-            |tx| {
-                Ok(decided_between(
-                    tx,
-                    job,
-                    after.unwrap_or(i64::MIN),
-                    through,
-                )?)
-            },
-        )
-    }
+/// Brings the first sighting of `job` back to `now` when it is more than
+/// `tolerance` seconds after `now` (a process whose clock was ahead saw
+/// the job first), in one write transaction; whether it did. Nothing
+/// before a job's first sighting runs or is missed, so a sighting in the
+/// future would silence a new job until it came; a clock set back
+/// cannot be told from one ahead, and the present is not kept waiting
+/// for either. `false` (nothing written) when the sighting is not ahead
+/// or the job is unknown.
+///
+/// # Errors
+///
+/// As every call of the ledger.
+pub(crate) fn see_again_ahead(
+    ledger: &mut Ledger,
+    job: &str,
+    now: Timestamp,
+    tolerance: i64,
+) -> Result<bool, Error> {
+    ledger.saw(now);
+    let trigger = rows::micros(now).saturating_add(tolerance.saturating_mul(1_000_000));
+    ledger.transact(
+        Mode::Write,
+        || format!("bring the first sighting of job {job} back to now"),
+        |tx| {
+            let n = tx
+                .prepare_cached(
+                    "UPDATE jobs SET first_seen = ?2 WHERE job = ?1 AND first_seen > ?3",
+                )?
+                .execute(params![job, rows::micros(now), trigger])?;
+            Ok(n > 0)
+        },
+    )
 }
 
-/// The body of [`Ledger::withdraw_ahead`]: nothing unless the mark is
+/// The occurrences of `job` after `after` and at or before `through`
+/// that have a decision (they started, are queued, or were claimed),
+/// oldest first: above the job's mark, only what a clock ahead decided.
+///
+/// # Errors
+///
+/// As every call of the ledger.
+pub(crate) fn decided_after(
+    ledger: &mut Ledger,
+    job: &str,
+    after: Option<i64>,
+    through: i64,
+) -> Result<Vec<i64>, Error> {
+    ledger.transact(
+        Mode::Read,
+        || format!("read the decided occurrences of job {job}"),
+        |tx| {
+            Ok(decided_between(
+                tx,
+                job,
+                after.unwrap_or(i64::MIN),
+                through,
+            )?)
+        },
+    )
+}
+
+/// The body of [`baton_store::ledger::Records::withdraw_ahead`]: nothing unless the mark is
 /// after `trigger`; then what was decided after `now_us` goes, and the mark
 /// falls to what the rest reaches up to `now`.
 fn withdraw(

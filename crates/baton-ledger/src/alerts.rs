@@ -5,7 +5,9 @@
 
 use rusqlite::{Connection, Row, params};
 
-use crate::rows::{self, AlertRow, NewAlert};
+use baton_store::ledger::{AlertRow, NewAlert};
+
+use crate::rows;
 
 /// Records an alert.
 pub(crate) fn insert(conn: &Connection, a: &NewAlert) -> rusqlite::Result<()> {

@@ -14,25 +14,15 @@
 //! `missed` table ([`crate::missed`]). The queue's reads and inserts live in
 //! [`crate::queue`].
 
-use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use crate::rows::{self, Decision, DecisionRow, NewRun};
+use baton_store::ledger::{DecisionRow, NewDecision, NewRun};
 
-/// A decision to record.
-pub(crate) struct Entry<'a> {
-    pub(crate) job: &'a str,
-    pub(crate) occurrence: i64,
-    pub(crate) decision: Decision,
-    pub(crate) run_id: Option<&'a str>,
-    pub(crate) detail: Option<&'a str>,
-    pub(crate) joined: Option<i64>,
-    pub(crate) decided: Timestamp,
-}
+use crate::rows;
 
 /// Records a decision unless the occurrence has one. Returns whether this
 /// call recorded it.
-pub(crate) fn insert(conn: &Connection, e: &Entry<'_>) -> rusqlite::Result<bool> {
+pub(crate) fn insert(conn: &Connection, e: &NewDecision<'_>) -> rusqlite::Result<bool> {
     let changed = conn
         .prepare_cached(
             "INSERT INTO occurrences (job, occurrence, decision, run_id, decided, detail, joined)
@@ -43,7 +33,7 @@ pub(crate) fn insert(conn: &Connection, e: &Entry<'_>) -> rusqlite::Result<bool>
             e.job,
             e.occurrence,
             e.decision.as_str(),
-            e.run_id,
+            None::<&str>,
             rows::micros(e.decided),
             e.detail,
             e.joined
@@ -129,7 +119,7 @@ pub(crate) fn row(r: &Row<'_>) -> rusqlite::Result<DecisionRow> {
 }
 
 /// Turns a queued occurrence into `claimed`. Returns whether it was queued.
-pub(crate) fn claim_queued(conn: &Connection, e: &Entry<'_>) -> rusqlite::Result<bool> {
+pub(crate) fn claim_queued(conn: &Connection, e: &NewDecision<'_>) -> rusqlite::Result<bool> {
     let changed = conn
         .prepare_cached(
             "UPDATE occurrences SET decision = ?3, detail = ?4, decided = ?5

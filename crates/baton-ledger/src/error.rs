@@ -139,18 +139,6 @@ pub enum Error {
         /// What is wrong with the argument.
         problem: String,
     },
-    /// A ledger kept elsewhere than in a file (PostgreSQL) failed or did not
-    /// answer in time. Nothing was written, or the write's fate is unknown
-    /// and the next read tells.
-    #[error("failed to {action} in {store}: {message}")]
-    Store {
-        /// What was being done.
-        action: String,
-        /// The store, without its password.
-        store: String,
-        /// What went wrong.
-        message: String,
-    },
 }
 
 impl Error {
@@ -191,5 +179,33 @@ pub(crate) enum Fail {
 impl From<rusqlite::Error> for Fail {
     fn from(e: rusqlite::Error) -> Self {
         Self::Sql(e)
+    }
+}
+
+/// A failure of the SQLite ledger as every store's callers see it: the
+/// arguments refused in the same words as every store, else this error as
+/// it is, classed by what a caller may do about it.
+impl From<Error> for baton_store::ledger::Error {
+    fn from(e: Error) -> Self {
+        use baton_store::ledger::Kind;
+        match e {
+            Error::Invalid {
+                action,
+                path,
+                problem,
+            } => Self::Invalid {
+                action,
+                store: path.display().to_string(),
+                problem,
+            },
+            e => {
+                let kind = match &e {
+                    Error::UnknownSchema { .. } => Kind::NewerSchema,
+                    e if e.is_refused_file() => Kind::Refused,
+                    _ => Kind::Failed,
+                };
+                Self::store(kind, e)
+            }
+        }
     }
 }

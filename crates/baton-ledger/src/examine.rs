@@ -159,6 +159,8 @@ fn integrity(conn: &Connection) -> rusqlite::Result<Vec<String>> {
 
 #[cfg(test)]
 mod tests {
+    use baton_store::ledger::Records;
+
     use super::*;
 
     fn now() -> jiff::Timestamp {

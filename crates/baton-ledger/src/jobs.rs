@@ -11,8 +11,9 @@
 use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use crate::rows::{self, Finished, JobState, NewRun};
-use crate::steps::Effect;
+use baton_store::ledger::{Effect, Finished, JobState, NewRun};
+
+use crate::rows;
 
 /// Inserts the jobs that are not there yet, seen first at `now`.
 pub(crate) fn see(conn: &Connection, jobs: &[&str], now: Timestamp) -> rusqlite::Result<()> {

@@ -1,4 +1,5 @@
-//! baton-ledger: the scheduler's ledger in SQLite.
+//! baton-ledger: the scheduler's ledger in SQLite, the embedded default
+//! store of `baton_store::ledger`.
 //!
 //! The ledger is one database, `STATE_DIR/baton.db`, written by many
 //! processes at once: every `baton tick` runs each due job in a process of
@@ -12,7 +13,8 @@
 //!
 //! ```
 //! # let dir = tempfile::tempdir().unwrap();
-//! use baton_ledger::{Ledger, Miss, Missed};
+//! use baton_ledger::Ledger;
+//! use baton_store::ledger::{Miss, Missed, Records};
 //! let now: jiff::Timestamp = "2026-11-29T03:15:00Z".parse()?;
 //! let mut ledger = Ledger::open(dir.path(), now)?;
 //! for moved in ledger.take_recovered() {
@@ -247,7 +249,6 @@
 mod ahead;
 mod alerts;
 mod backup;
-pub mod checks;
 mod db;
 mod decisions;
 mod error;
@@ -258,30 +259,16 @@ mod ledger;
 mod missed;
 mod pauses;
 mod queue;
-mod records;
 mod recover;
 mod rows;
 mod runs;
 mod schema;
+mod statements;
 mod steps;
 mod tallies;
 mod watermarks;
-mod words;
 
-pub use ahead::Withdrawn;
 pub use error::Error;
 pub use examine::Examined;
 pub use ledger::Ledger;
-pub use missed::{Miss, Missed, MissedRow};
-pub use pauses::PauseRow;
-pub use queue::Queued;
-pub use records::Records;
-pub use recover::Recovered;
-pub use rows::{
-    AlertRow, Attempt, AttemptRow, Begun, Decision, DecisionRow, Finished, JobState, NewAlert,
-    NewRun, RunRow, StepKind, StepState, UnknownWord,
-};
-pub use steps::Effect;
-pub use tallies::{BOUNDS, BOUNDS_US, Durations, JobTallies, bucket};
-pub use watermarks::WatermarkRow;
-pub use words::{DELIBERATE_MISS_REASONS, MISS_REASONS, SKIP_REASONS, VERDICTS};
+pub use statements::Sql;

@@ -15,8 +15,8 @@
 use jiff::Timestamp;
 use rusqlite::{Connection, Row, params};
 
-use crate::error::Error;
-use crate::ledger::{Ledger, Mode};
+use baton_store::ledger::PauseRow;
+
 use crate::rows;
 
 /// How many pauses pruning keeps per job, besides any not over.
@@ -27,145 +27,15 @@ const KEEP: u32 = 100;
 const IN_FORCE: &str =
     "since <= ?2 AND (until IS NULL OR ?2 < until) AND (ended IS NULL OR ?2 < ended)";
 
-/// A pause of a job, as read back.
-///
-/// The ledger only records it: what a pause does to the job's occurrences
-/// (they are missed, as `paused`) is decided by the scheduler.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PauseRow {
-    /// Its number; a job's later pauses have larger numbers.
-    pub id: i64,
-    /// The job.
-    pub job: String,
-    /// When it began.
-    pub since: Timestamp,
-    /// When it lapses on its own; `None` for a pause until resumed.
-    pub until: Option<Timestamp>,
-    /// Why, as given.
-    pub reason: Option<String>,
-    /// Who paused the job (a user name, as given).
-    pub who: String,
-    /// When it was resumed or replaced by a newer pause; `None` while
-    /// neither happened.
-    pub ended: Option<Timestamp>,
-}
-
-impl PauseRow {
-    /// Whether the pause covered instant `t`: `since <= t < min(until,
-    /// ended)`, a missing bound being open.
-    pub fn covers(&self, t: Timestamp) -> bool {
-        self.since <= t && self.until.is_none_or(|u| t < u) && self.ended.is_none_or(|e| t < e)
-    }
-
-    /// Whether it is in force at `now` ([`PauseRow::covers`] `now`).
-    pub fn active(&self, now: Timestamp) -> bool {
-        self.covers(now)
-    }
-}
-
-impl Ledger {
-    /// Pauses a job from `now`, in one write transaction: the job's pause in
-    /// force at `now`, if any, ends at `now`, and the new one is recorded,
-    /// lasting until `until` (or until resumed, when `None`). Returns the new
-    /// pause.
-    ///
-    /// # Errors
-    ///
-    /// As [`Ledger::see_jobs`]; [`Error::Invalid`] when `until` is not after
-    /// `now` (nothing is written).
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// use baton_ledger::Ledger;
-    /// use jiff::{SignedDuration, Timestamp};
-    /// let now: Timestamp = "2026-11-29T03:15:00Z".parse()?;
-    /// let mut ledger = Ledger::open(dir.path(), now)?;
-    /// let hour = SignedDuration::from_hours(1);
-    /// let pause = ledger.pause("nightly", Some(now + hour), Some("migration"), "alice", now)?;
-    /// assert!(pause.active(now));
-    /// assert!(!pause.active(now + hour), "it lapses on its own");
-    /// let ended = ledger.resume("nightly", now + hour / 2)?.unwrap();
-    /// assert!(ended.covers(now) && !ended.active(now + hour / 2));
-    /// assert_eq!(ledger.resume("nightly", now + hour / 2)?, None);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn pause(
-        &mut self,
-        job: &str,
-        until: Option<Timestamp>,
-        reason: Option<&str>,
-        who: &str,
-        now: Timestamp,
-    ) -> Result<PauseRow, Error> {
-        self.saw(now);
-        let action = || format!("pause job {job}");
-        if let Err(problem) = crate::checks::pause(until, now) {
-            return Err(self.invalid(action(), problem));
-        }
-        self.transact(Mode::Write, action, |tx| {
-            end_in_force(tx, job, now)?;
-            let row = tx
-                .prepare_cached(&format!(
-                    "INSERT INTO pauses (job, since, until, reason, who)
-                     VALUES (?1, ?2, ?3, ?4, ?5) RETURNING {COLUMNS}"
-                ))?
-                .query_row(
-                    params![job, rows::micros(now), until.map(rows::micros), reason, who],
-                    row,
-                )?;
-            Ok(row)
-        })
-    }
-
-    /// Resumes a job: its pause in force at `now` ends at `now`. Returns
-    /// that pause as ended; `None` when no pause was in force (never paused,
-    /// resumed already, or lapsed), and then nothing is written.
-    ///
-    /// # Errors
-    ///
-    /// As [`Ledger::see_jobs`].
-    pub fn resume(&mut self, job: &str, now: Timestamp) -> Result<Option<PauseRow>, Error> {
-        self.saw(now);
-        self.transact(
-            Mode::Write,
-            || format!("resume job {job}"),
-            |tx| {
-                let ended = end_in_force(tx, job, now)?;
-                Ok(ended.into_iter().max_by_key(|p| p.id))
-            },
-        )
-    }
-
-    /// The newest `limit` pauses of a job, newest first, ended ones
-    /// included.
-    ///
-    /// # Errors
-    ///
-    /// As [`Ledger::see_jobs`].
-    pub fn pauses(&mut self, job: &str, limit: u32) -> Result<Vec<PauseRow>, Error> {
-        self.transact(
-            Mode::Read,
-            || format!("read the pauses of job {job}"),
-            |tx| {
-                let rows = tx
-                    .prepare_cached(&format!(
-                        "SELECT {COLUMNS} FROM pauses WHERE job = ?1 ORDER BY id DESC LIMIT ?2"
-                    ))?
-                    .query_map(params![job, limit], row)?
-                    .collect::<rusqlite::Result<_>>()?;
-                Ok(rows)
-            },
-        )
-    }
-}
-
 const COLUMNS: &str = "id, job, since, until, reason, who, ended";
 
 /// Ends, at `now`, the job's pauses in force at `now` (at most one, as the
 /// ledger writes them). Returns them as ended.
-fn end_in_force(conn: &Connection, job: &str, now: Timestamp) -> rusqlite::Result<Vec<PauseRow>> {
+pub(crate) fn end_in_force(
+    conn: &Connection,
+    job: &str,
+    now: Timestamp,
+) -> rusqlite::Result<Vec<PauseRow>> {
     conn.prepare_cached(&format!(
         "UPDATE pauses SET ended = ?2 WHERE job = ?1 AND {IN_FORCE} RETURNING {COLUMNS}"
     ))?
@@ -197,4 +67,32 @@ fn row(r: &Row<'_>) -> rusqlite::Result<PauseRow> {
         who: r.get(5)?,
         ended: rows::time_opt(r, 6)?,
     })
+}
+
+/// Records a pause of `job` from `now`, returning it.
+pub(crate) fn insert(
+    conn: &Connection,
+    job: &str,
+    until: Option<Timestamp>,
+    reason: Option<&str>,
+    who: &str,
+    now: Timestamp,
+) -> rusqlite::Result<PauseRow> {
+    conn.prepare_cached(&format!(
+        "INSERT INTO pauses (job, since, until, reason, who)
+         VALUES (?1, ?2, ?3, ?4, ?5) RETURNING {COLUMNS}"
+    ))?
+    .query_row(
+        params![job, rows::micros(now), until.map(rows::micros), reason, who],
+        row,
+    )
+}
+
+/// The newest `limit` pauses of a job, newest first.
+pub(crate) fn recent(conn: &Connection, job: &str, limit: u32) -> rusqlite::Result<Vec<PauseRow>> {
+    conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM pauses WHERE job = ?1 ORDER BY id DESC LIMIT ?2"
+    ))?
+    .query_map(params![job, limit], row)?
+    .collect()
 }

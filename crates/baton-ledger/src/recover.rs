@@ -37,26 +37,14 @@ use std::time::Duration;
 use baton_lease::{FileMutex, Sharing};
 use jiff::Timestamp;
 
+use baton_store::ledger::Recovered;
+
 use crate::db::{self, Db, Failure};
 use crate::error::Error;
 use crate::file::{self, FileId, SIDE_SUFFIXES};
 
 /// How long a process waits for the repair lease before giving up.
 pub(crate) const LEASE_WAIT: Duration = Duration::from_secs(10);
-
-/// A corrupt database this ledger moved aside.
-///
-/// The moved files are kept, never deleted: an operator may want what was
-/// readable in them. The caller raises an alert for each one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Recovered {
-    /// Where the database went (`STATE_DIR/baton.db.corrupt-20261129T031500Z`);
-    /// its `-wal` and `-shm`, when there were any, are beside it under the
-    /// same name with their suffixes.
-    pub moved_to: PathBuf,
-    /// What SQLite said about it.
-    pub reason: String,
-}
 
 /// A file a connection found corrupt while it was in use.
 pub(crate) struct Suspect {

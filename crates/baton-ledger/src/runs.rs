@@ -11,7 +11,9 @@
 use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use crate::rows::{self, Attempt, AttemptRow, Finished, NewRun, RunRow};
+use baton_store::ledger::{Attempt, AttemptRow, Finished, NewRun, RunRow};
+
+use crate::rows;
 
 /// Inserts a run's row. `fence` is the caller's fence, already checked to
 /// fit SQLite's integers.

@@ -8,63 +8,9 @@
 
 use rusqlite::{Connection, Row, params};
 
-use crate::rows::{self, Attempt, StepKind, StepState};
+use baton_store::ledger::{Attempt, Effect, StepKind, StepState};
 
-/// What an outcome word does to its step's counters (and a run's verdict
-/// to its job's): the rule every ledger applies when it counts an attempt
-/// against its step or a run against its job.
-///
-/// ```
-/// use baton_ledger::Effect;
-/// assert_eq!(Effect::of("ok"), Effect::Success);
-/// assert_eq!(Effect::of("timeout"), Effect::Failure);
-/// assert_eq!(Effect::of("not-started"), Effect::Failure);
-/// assert_eq!(Effect::of("interrupted"), Effect::Neutral);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Effect {
-    /// `ok`: last success, failures reset.
-    Success,
-    /// `interrupted`: stopped by a graceful shutdown (SIGTERM or SIGINT to
-    /// the daemon or to the tick or run supervising it). It is an attempt
-    /// (a step's last attempt moves) but neither a success nor a failure:
-    /// no other counter moves.
-    Neutral,
-    /// Any other word, `not-started` (the command could not be started)
-    /// included: last failure, failures + 1.
-    Failure,
-}
-
-impl Effect {
-    /// The effect of an outcome word.
-    pub fn of(outcome: &str) -> Self {
-        match outcome {
-            "ok" => Self::Success,
-            "interrupted" => Self::Neutral,
-            _ => Self::Failure,
-        }
-    }
-
-    /// The effect of a run's end: a success when the run says so, else its
-    /// verdict's ([`Effect::of`]), never a success.
-    pub fn of_run(verdict: &str, success: bool) -> Self {
-        match (success, Self::of(verdict)) {
-            (true, _) => Self::Success,
-            (false, Self::Neutral) => Self::Neutral,
-            (false, _) => Self::Failure,
-        }
-    }
-
-    /// Whether it resets the failures and sets the last success.
-    pub fn success(self) -> bool {
-        self == Self::Success
-    }
-
-    /// Whether it adds a failure and sets the last failure.
-    pub fn failure(self) -> bool {
-        self == Self::Failure
-    }
-}
+use crate::rows;
 
 /// Counts an attempt against its step.
 pub(crate) fn attempted(conn: &Connection, a: &Attempt) -> rusqlite::Result<()> {

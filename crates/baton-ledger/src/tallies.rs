@@ -38,33 +38,9 @@ use std::time::Duration;
 use jiff::Timestamp;
 use rusqlite::{Connection, params};
 
-use crate::error::Error;
-use crate::ledger::{Ledger, Mode};
-use crate::rows::{self, Finished};
+use baton_store::ledger::{BOUNDS_US, Finished, JobTallies, bucket};
 
-/// The upper bounds of the run-duration histogram's buckets, in seconds;
-/// a last bucket, `+Inf`, takes the rest. Fixed: a ledger's counts are
-/// only meaningful against the bounds they were counted with.
-pub const BOUNDS: [f64; 10] = [
-    0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0, 10800.0,
-];
-
-/// [`BOUNDS`] in microseconds, as stored (the `bound` of a `durations`
-/// row), then `+Inf` as `i64::MAX`. A run's duration counts in the first
-/// bucket whose bound it does not exceed.
-pub const BOUNDS_US: [i64; 11] = [
-    100_000,
-    500_000,
-    1_000_000,
-    5_000_000,
-    15_000_000,
-    60_000_000,
-    300_000_000,
-    900_000_000,
-    3_600_000_000,
-    10_800_000_000,
-    i64::MAX,
-];
+use crate::rows;
 
 /// The kinds of counts in the `tallies` table.
 const VERDICT: &str = "verdict";
@@ -74,106 +50,6 @@ const LEASE_LOST: &str = "lease-lost";
 
 /// The verdict of a run whose lease was lost.
 const LEASE_LOST_VERDICT: &str = "lease-lost";
-
-/// A job's cumulative tallies, as [`Ledger::tallies`] reads them.
-///
-/// The counts only rise, but for a missed range withdrawn because a clock
-/// ahead recorded it (a ledger recovered from corruption starts again
-/// from zero, as a restarted process's counters do). A ledger migrated
-/// from version 2 started them from the rows it still held then.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct JobTallies {
-    /// The job.
-    pub job: String,
-    /// Finished runs, by verdict (`ok`, `failed`, `check-failed`,
-    /// `lease-lost`, `interrupted`, …).
-    pub runs: BTreeMap<String, u64>,
-    /// Occurrences that will not run, by reason (`busy`, `hung`,
-    /// `superseded`, `paused`, …).
-    pub missed: BTreeMap<String, u64>,
-    /// Occurrences that never ran themselves yet were served or had run:
-    /// `coalesced` and `claimed`.
-    pub skipped: BTreeMap<String, u64>,
-    /// Runs that lost their lease.
-    pub lease_losses: u64,
-    /// The run-duration histogram.
-    pub durations: Durations,
-    /// When its newest successful run finished.
-    pub last_success: Option<Timestamp>,
-    /// When its newest failed run finished.
-    pub last_failure: Option<Timestamp>,
-}
-
-/// A run-duration histogram: counts per bucket of [`BOUNDS`] and `+Inf`.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Durations {
-    /// The runs in each bucket alone (not cumulative): `buckets[i]` counts
-    /// the runs longer than `BOUNDS[i - 1]` and at most `BOUNDS[i]`;
-    /// `buckets[10]` the runs longer than the last bound.
-    pub buckets: [u64; 11],
-    /// The sum of all the durations.
-    pub sum: Duration,
-}
-
-impl Durations {
-    /// How many runs were counted.
-    pub fn count(&self) -> u64 {
-        self.buckets.iter().sum()
-    }
-
-    /// The cumulative counts per upper bound in seconds, as Prometheus
-    /// exposes them, `+Inf` (as [`f64::INFINITY`]) last.
-    pub fn cumulative(&self) -> Vec<(f64, u64)> {
-        let mut total = 0;
-        BOUNDS
-            .iter()
-            .copied()
-            .chain([f64::INFINITY])
-            .zip(self.buckets)
-            .map(|(le, n)| {
-                total += n;
-                (le, total)
-            })
-            .collect()
-    }
-}
-
-impl Ledger {
-    /// Every job's cumulative tallies, by name, in one read transaction:
-    /// each job the ledger knows (its row in `jobs`) or has counted.
-    ///
-    /// # Errors
-    ///
-    /// As [`Ledger::see_jobs`].
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// use baton_ledger::{Ledger, Miss};
-    /// let now: jiff::Timestamp = "2026-11-29T03:15:00Z".parse()?;
-    /// let mut ledger = Ledger::open(dir.path(), now)?;
-    /// let occ = now.as_second();
-    /// let busy = Miss {
-    ///     job: "nightly",
-    ///     reason: "busy",
-    ///     first: occ - 240,
-    ///     last: occ,
-    ///     count: 5,
-    ///     at_least: false,
-    ///     detail: None,
-    ///     streak: false,
-    /// };
-    /// ledger.miss(&busy, now)?;
-    /// let tallies = ledger.tallies()?;
-    /// assert_eq!(tallies[0].job, "nightly");
-    /// assert_eq!(tallies[0].missed["busy"], 5);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn tallies(&mut self) -> Result<Vec<JobTallies>, Error> {
-        self.transact(Mode::Read, || "read the tallies".into(), |tx| Ok(all(tx)?))
-    }
-}
 
 /// Adds `n` to the job's count of `kind` and `word`.
 fn add(conn: &Connection, job: &str, kind: &str, word: &str, n: i64) -> rusqlite::Result<()> {
@@ -236,7 +112,7 @@ pub(crate) fn finished(
     Ok(())
 }
 
-fn all(conn: &Connection) -> rusqlite::Result<Vec<JobTallies>> {
+pub(crate) fn all(conn: &Connection) -> rusqlite::Result<Vec<JobTallies>> {
     let mut jobs: BTreeMap<String, JobTallies> = BTreeMap::new();
     let mut stmt =
         conn.prepare_cached("SELECT job, last_success, last_failure FROM jobs ORDER BY job")?;
@@ -284,39 +160,4 @@ fn entry(jobs: &mut BTreeMap<String, JobTallies>, job: String) -> &mut JobTallie
         job,
         ..JobTallies::default()
     })
-}
-
-/// A run's duration in microseconds from `started` to `finished` (0 when
-/// the wall clock stepped back between them), and the upper bound of its
-/// histogram bucket: the first of [`BOUNDS_US`] it does not exceed, else
-/// `i64::MAX`. Every ledger files durations with this.
-pub fn bucket(started: Timestamp, finished: Timestamp) -> (i64, i64) {
-    let us = (rows::micros(finished) - rows::micros(started)).max(0);
-    let bound = BOUNDS_US
-        .iter()
-        .copied()
-        .find(|&b| us <= b)
-        .unwrap_or(i64::MAX);
-    (us, bound)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bounds_agree() {
-        for (s, us) in BOUNDS.iter().zip(BOUNDS_US) {
-            assert_eq!((s * 1e6).round() as i64, us);
-        }
-        let d = Durations {
-            buckets: [1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1],
-            sum: Duration::from_secs(3),
-        };
-        assert_eq!(d.count(), 4);
-        let c = d.cumulative();
-        assert_eq!(c[0], (0.1, 1));
-        assert_eq!(c[2], (1.0, 3));
-        assert_eq!(c[10], (f64::INFINITY, 4));
-    }
 }

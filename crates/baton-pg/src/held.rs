@@ -33,7 +33,7 @@ use std::sync::mpsc::{RecvTimeoutError, SyncSender};
 use std::time::Duration;
 
 use baton_lease::{Clock, Once, SystemClock};
-use baton_runner::{Held, HeldError};
+use baton_store::{Held, HeldError};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 use crate::error::Error;
@@ -51,7 +51,7 @@ const SHORTEST_ATTEMPT: Duration = Duration::from_millis(100);
 
 /// A lease in the PostgreSQL store, held by this process and driven through
 /// a connection of its own. Build it with [`PgHeld::start`] right after the
-/// acquisition; hand it to the session as a `Box<dyn baton_runner::Held>`.
+/// acquisition; hand it to the session as a `Box<dyn baton_store::Held>`.
 ///
 /// Dropping it stops its thread (once the call in progress, if any, is
 /// over) and does not release the lease.
@@ -96,7 +96,7 @@ impl PgHeld {
     /// let me = HolderFacts::here();
     /// let ttl = Duration::from_secs(30);
     /// if let Acquire::Acquired(lease) = store.acquire("nightly", &me, ttl, None).await? {
-    ///     let held: Box<dyn baton_runner::Held> = Box::new(PgHeld::start(&store, lease, &me, ttl)?);
+    ///     let held: Box<dyn baton_store::Held> = Box::new(PgHeld::start(&store, lease, &me, ttl)?);
     ///     // Session::start(held, …)
     /// }
     /// # Ok(()) }
@@ -148,7 +148,7 @@ impl PgHeld {
             .spawn(move || {
                 // The session reads the stop signals from its own thread;
                 // this one must never take them.
-                baton_runner::signals::block_in_this_thread();
+                baton_store::held::quiet_thread();
                 runtime.block_on(worker.serve(rx));
                 // Never wait for a lookup of the store's host still under way.
                 runtime.shutdown_background();
@@ -220,12 +220,12 @@ impl Held for PgHeld {
         self.describe.clone()
     }
 
-    fn set_job_group(&mut self, pgid: u32) -> Result<baton_runner::Renewal, HeldError> {
+    fn set_job_group(&mut self, pgid: u32) -> Result<baton_store::Renewal, HeldError> {
         let answer = self.call(Op::JobGroup(pgid)).map_err(HeldError::new)?;
         Ok(self.renewal(answer))
     }
 
-    fn renew(&mut self) -> Result<baton_runner::Renewal, HeldError> {
+    fn renew(&mut self) -> Result<baton_store::Renewal, HeldError> {
         let answer = self.call(Op::Renew).map_err(HeldError::new)?;
         Ok(self.renewal(answer))
     }
@@ -236,46 +236,46 @@ impl Held for PgHeld {
         // The row keeps no occurrence of its own: the claim records it.
         _occ: Option<String>,
         once: Option<&Once>,
-    ) -> Result<baton_runner::Restated, HeldError> {
+    ) -> Result<baton_store::Restated, HeldError> {
         let op = Op::Restate {
             run,
             once: once.cloned(),
         };
         match self.call(op).map_err(HeldError::new)? {
-            Answer::Restated(Restated::Done(_)) => Ok(baton_runner::Restated::Done),
+            Answer::Restated(Restated::Done(_)) => Ok(baton_store::Restated::Done),
             Answer::Restated(Restated::Claimed { occurrence, .. }) => {
-                Ok(baton_runner::Restated::Claimed { at: occurrence })
+                Ok(baton_store::Restated::Claimed { at: occurrence })
             }
             Answer::Restated(Restated::Lost) | Answer::Renewal(_) | Answer::Release(_) => {
-                Ok(baton_runner::Restated::Lost(self.lost()))
+                Ok(baton_store::Restated::Lost(self.lost()))
             }
         }
     }
 
-    fn withdraw(&mut self, _once: &Once) -> Result<Option<baton_runner::Renewal>, HeldError> {
+    fn withdraw(&mut self, _once: &Once) -> Result<Option<baton_store::Renewal>, HeldError> {
         // The row's claim stays: every host decides by the ledger, and the
         // next process that meets a claim without a recorded start records
         // its occurrence missed (`ledger-unavailable`).
         Ok(None)
     }
 
-    fn release(self: Box<Self>) -> Result<baton_runner::Release, HeldError> {
+    fn release(self: Box<Self>) -> Result<baton_store::Release, HeldError> {
         Ok(match self.call(Op::Release) {
-            Ok(Answer::Release(Release::Released(_))) => baton_runner::Release::Released,
-            Ok(_) => baton_runner::Release::Lost(self.lost()),
+            Ok(Answer::Release(Release::Released(_))) => baton_store::Release::Released,
+            Ok(_) => baton_store::Release::Lost(self.lost()),
             // The row lapses by itself: after its TTL and the takeover grace,
             // or as soon as a judge on this host finds this process gone.
-            Err(e) => baton_runner::Release::Unconfirmed(e.to_string()),
+            Err(e) => baton_store::Release::Unconfirmed(e.to_string()),
         })
     }
 }
 
 impl PgHeld {
-    fn renewal(&self, answer: Answer) -> baton_runner::Renewal {
+    fn renewal(&self, answer: Answer) -> baton_store::Renewal {
         match answer {
-            Answer::Renewal(Renewal::Renewed(_)) => baton_runner::Renewal::Renewed,
+            Answer::Renewal(Renewal::Renewed(_)) => baton_store::Renewal::Renewed,
             Answer::Renewal(Renewal::Lost) | Answer::Restated(_) | Answer::Release(_) => {
-                baton_runner::Renewal::Lost(self.lost())
+                baton_store::Renewal::Lost(self.lost())
             }
         }
     }

@@ -14,7 +14,7 @@
 //!
 //! The scheduler's ledger lives here too ([`PgLedger`], `ledger`): the
 //! tables of `baton_ledger`'s SQLite ledger in the same schema, behind the
-//! same `baton_ledger::Records` trait, with every write serialised as
+//! same `baton_store::ledger::Records` trait, with every write serialised as
 //! SQLite serialises them, so that several hosts share one history and an
 //! occurrence is decided once across all of them.
 //!
@@ -56,7 +56,7 @@ pub use form::Form;
 pub use held::PgHeld;
 pub use holder::HolderFacts;
 pub use leases::Leases;
-pub use ledger::PgLedger;
+pub use ledger::{LedgerError, PgLedger};
 pub use options::Options;
 pub use outcome::{Acquire, PgLease, Release, Renewal, Restated};
 pub use target::Target;

@@ -2,7 +2,7 @@
 //!
 //! `baton exec`, `baton run`, `baton tick` and the daemon all run jobs
 //! through this crate and never spawn or stop a job's processes themselves.
-//! A [`Session`] owns the lease ([`Held`]: a lock file or a store's row)
+//! A [`Session`] owns the lease ([`baton_store::Held`]: a lock file or a store's row)
 //! for the whole run and keeps the holder's side
 //! of the lock's contract (see `DESIGN.md`, "The holder's contract"):
 //!
@@ -33,10 +33,8 @@ mod cgroup;
 pub mod console;
 mod contain;
 pub mod gate;
-mod held;
 pub mod hook;
 mod hugepages;
-mod lease_file;
 mod limits;
 mod renewer;
 mod report;
@@ -50,7 +48,6 @@ pub mod workers;
 
 pub use capture::{Output, Sink};
 pub use contain::own_proc;
-pub use held::{Held, HeldError, Release, Renewal, Restated};
 pub use hook::{HookCommand, HookOutcome};
 pub use limits::{MIN_TTL, SKEW_ALLOWANCE, TICK, check_self_fencing, mutex_wait_for};
 pub use renewer::Holding;

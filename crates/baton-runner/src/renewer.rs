@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use baton_lease::{Clock, SystemClock};
 
-use crate::held::{Held, HeldError, Renewal};
+use baton_store::held::{Held, HeldError, Renewal};
 
 /// What the session shows of its lease while it holds it: the facts that
 /// never change for one acquisition, read once.

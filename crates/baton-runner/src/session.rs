@@ -31,7 +31,6 @@ use baton_lease::{Clock, SystemClock};
 use crate::capture::{self, Output};
 use crate::cgroup::Cgroup;
 use crate::gate::{self, Started};
-use crate::held::{Held, HeldError, Release, Renewal, Restated};
 use crate::limits::{TICK, show};
 use crate::renewer::{Answer, Holding, Renewer};
 use crate::report::{Event, Report};
@@ -39,6 +38,7 @@ use crate::signals::{Signals, Wake};
 use crate::status::{Ending, SpawnFailure, SpawnKind};
 use crate::step::{Stdin, StepResult, StepSpec};
 use crate::tree::{KILL_ROUND_PAUSE, Tree};
+use baton_store::held::{Held, HeldError, Release, Renewal, Restated};
 
 /// How long the stop of a tree may last past the kill grace before the
 /// session reports the survivors as stuck.
@@ -1000,9 +1000,12 @@ mod tests {
         let mut report = |_: Event| {};
         // The command exits 0 at once and leaves a process that ignores
         // SIGTERM: the step lasts the kill grace, and the first renewal,
-        // 100 ms in, finds the lease lost.
+        // 100 ms in, finds the lease lost. The grace is long, so that the
+        // renewal lands inside it however loaded the machine.
         let mut s = session_of(fake(), &mut report);
-        let r = s.run(step("(trap '' TERM; exec sleep 5) & exit 0"));
+        let mut lingering = step("(trap '' TERM; exec sleep 10) & exit 0");
+        lingering.kill_grace = Duration::from_secs(2);
+        let r = s.run(lingering);
         assert!(s.lost().is_some());
         assert_eq!(r.ending, Ending::Exited(0));
         assert_eq!(r.code, Some(0));

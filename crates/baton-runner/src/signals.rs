@@ -82,13 +82,11 @@ pub(crate) fn poll_one(fd: RawFd, d: Duration) {
 }
 
 /// Blocks the stop signals in the calling thread, so a helper thread (an
-/// alert command's) never takes a signal meant for the session.
+/// alert command's) never takes a signal meant for the session. The set is
+/// the one every thread a session's lease starts blocks too
+/// ([`baton_store::held::quiet_thread`]).
 pub fn block_in_this_thread() {
-    let s = set(&[SIGINT, SIGTERM, SIGHUP, SIGCHLD]);
-    // Safety: `s` is a valid set; this changes the calling thread's mask.
-    unsafe {
-        libc::pthread_sigmask(libc::SIG_BLOCK, &s, std::ptr::null_mut());
-    }
+    baton_store::held::quiet_thread();
 }
 
 /// Signals caught for the session, readable from one descriptor.

@@ -60,7 +60,7 @@ pub struct Planned {
 #[derive(Debug, Clone)]
 enum Known {
     /// The ledger decided it: it is never run again.
-    Decided(baton_ledger::DecisionRow),
+    Decided(baton_store::ledger::DecisionRow),
     /// Neither record rules out that it ran (the text says why).
     Unknown(String),
     /// It may run: the ledger records it missed, or it is after the job's
@@ -73,7 +73,7 @@ enum Ledger<'a> {
     /// There is none yet: it records nothing.
     Absent,
     /// It is open.
-    Open(&'a mut dyn baton_ledger::Records),
+    Open(&'a mut dyn baton_store::ledger::Records),
     /// It cannot be opened or read.
     Unreadable,
 }
@@ -179,7 +179,7 @@ pub enum Unplanned {
     /// A newer baton wrote the ledger: nothing in it was read, and no
     /// occurrence may run until baton is upgraded, not even with `--force`
     /// (its exit code is [`crate::run::ledger_failed`]'s).
-    Newer(baton_ledger::Error),
+    Newer(baton_store::ledger::Error),
 }
 
 impl std::fmt::Display for Unplanned {

@@ -27,7 +27,7 @@
 use std::collections::BTreeMap;
 
 use baton_lease::Verdict;
-use baton_ledger::{JobState, Miss, Missed, Queued, Withdrawn};
+use baton_store::ledger::{JobState, Miss, Missed, Queued, Withdrawn};
 use jiff::Timestamp;
 
 use crate::alerts::{Alert, Kind, MissedInfo};

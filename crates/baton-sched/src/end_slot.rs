@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use baton_ledger::Finished;
+use baton_store::ledger::Finished;
 use jiff::Timestamp;
 
 use crate::state_file::{self, StateFileError};

@@ -72,8 +72,8 @@ fn ms(d: jiff::SignedDuration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(0)
 }
 
-impl From<baton_ledger::RunRow> for RunView {
-    fn from(r: baton_ledger::RunRow) -> Self {
+impl From<baton_store::ledger::RunRow> for RunView {
+    fn from(r: baton_store::ledger::RunRow) -> Self {
         Self {
             occurrence: crate::run::occurrence_text(r.occurrence),
             manual: r.manual,
@@ -177,7 +177,7 @@ pub fn read_all(
     config: &crate::config::Config,
     limit: u32,
     now: jiff::Timestamp,
-) -> Result<Vec<RunView>, baton_ledger::Error> {
+) -> Result<Vec<RunView>, baton_store::ledger::Error> {
     let mut all = Vec::new();
     for job in config.jobs.keys() {
         all.extend(read(config, job, limit, now)?);
@@ -199,7 +199,7 @@ pub fn read(
     job: &str,
     limit: u32,
     now: jiff::Timestamp,
-) -> Result<Vec<RunView>, baton_ledger::Error> {
+) -> Result<Vec<RunView>, baton_store::ledger::Error> {
     let Some(l) = crate::store::existing_records(config, now) else {
         return Ok(Vec::new());
     };

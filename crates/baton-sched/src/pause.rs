@@ -53,7 +53,7 @@ pub struct PauseView {
 }
 
 impl PauseView {
-    fn of(config: &Config, job: &str, p: &baton_ledger::PauseRow) -> Self {
+    fn of(config: &Config, job: &str, p: &baton_store::ledger::PauseRow) -> Self {
         let tz = config.zone_of(job);
         Self {
             since: crate::times::rfc3339(p.since, tz),

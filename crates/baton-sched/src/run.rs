@@ -31,7 +31,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use baton_lease::Once;
-use baton_runner::{Finish, Held, Restated, Session, SessionConfig};
+use baton_runner::{Finish, Session, SessionConfig};
+use baton_store::{Held, Restated};
 use jiff::Timestamp;
 
 use crate::alerts::{Alert, HolderInfo, Kind};
@@ -52,7 +53,7 @@ pub const CANNOT: u8 = 2;
 /// newer baton wrote its ledger, which nothing may read or decide from
 /// until baton is upgraded), else [`FAILED`]. Every command that opens the
 /// ledger maps its failure through this one rule.
-pub fn ledger_failed(config: &Config, e: &baton_ledger::Error) -> u8 {
+pub fn ledger_failed(config: &Config, e: &baton_store::ledger::Error) -> u8 {
     if config.store.is_some() || e.is_newer_schema() {
         CANNOT
     } else {
@@ -463,7 +464,7 @@ fn claimed_unstarted(
             ctx.lock
         )
     };
-    let miss = baton_ledger::Miss {
+    let miss = baton_store::ledger::Miss {
         job: &job.name,
         reason: crate::steps::LEDGER_UNAVAILABLE,
         first: occ,
@@ -473,7 +474,7 @@ fn claimed_unstarted(
         detail: Some(&detail),
         streak: false,
     };
-    if s.ledger(|l| l.miss(&miss, now)) != Some(baton_ledger::Missed::Recorded) {
+    if s.ledger(|l| l.miss(&miss, now)) != Some(baton_store::ledger::Missed::Recorded) {
         return OK;
     }
     let mut alert = ctx.alert(
@@ -590,7 +591,7 @@ fn refused_lock(
         }
         let mut s = surfaces.borrow_mut();
         let now = s.now();
-        let miss = baton_ledger::Miss {
+        let miss = baton_store::ledger::Miss {
             job: &job.name,
             reason: kind.as_str(),
             first: at,
@@ -600,7 +601,7 @@ fn refused_lock(
             detail: Some(&why),
             streak: false,
         };
-        if let Some(baton_ledger::Missed::Moved) = s.ledger(|l| l.miss(&miss, now)) {
+        if let Some(baton_store::ledger::Missed::Moved) = s.ledger(|l| l.miss(&miss, now)) {
             drop(s);
             tell(req, Told::Decided);
             return OK; // Decided elsewhere.
@@ -640,14 +641,14 @@ fn queue_behind(req: &Request<'_>, ctx: &Context, at: i64, surfaces: &Rc<RefCell
         let now = s.now();
         let q = s.ledger(|l| l.enqueue(&job.name, &[at], true, now));
         match &q {
-            Some(baton_ledger::Queued::Queued) => {
+            Some(baton_store::ledger::Queued::Queued) => {
                 tell(req, Told::Queued);
                 s.note(&format!(
                     "{} occurrence={} queued: the job's run is in flight",
                     job.name, ctx.occurrence
                 ));
             }
-            Some(baton_ledger::Queued::Coalesced { into }) => {
+            Some(baton_store::ledger::Queued::Coalesced { into }) => {
                 tell(req, Told::Coalesced);
                 s.note(&format!(
                     "{} occurrence={} coalesced into the waiting occurrence {}",
@@ -656,7 +657,7 @@ fn queue_behind(req: &Request<'_>, ctx: &Context, at: i64, surfaces: &Rc<RefCell
                     occurrence_text(Some(*into))
                 ));
             }
-            Some(baton_ledger::Queued::Moved) => tell(req, Told::Decided),
+            Some(baton_store::ledger::Queued::Moved) => tell(req, Told::Decided),
             None => tell(
                 req,
                 Told::Error {
@@ -666,7 +667,7 @@ fn queue_behind(req: &Request<'_>, ctx: &Context, at: i64, surfaces: &Rc<RefCell
         }
         q
     };
-    if !matches!(queued, Some(baton_ledger::Queued::Queued)) {
+    if !matches!(queued, Some(baton_store::ledger::Queued::Queued)) {
         return OK;
     }
     run(

@@ -37,8 +37,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use baton_ledger::{Attempt, Begun, DecisionRow, Finished, NewRun, Records};
 use baton_runner::{Paused, Session};
+use baton_store::ledger::{Attempt, Begun, DecisionRow, Finished, NewRun, Records};
 
 use crate::end_slot::EndSlot;
 use crate::surfaces::Surfaces;
@@ -238,7 +238,7 @@ impl Retry<'_> {
     fn insist<T>(
         &mut self,
         session: &mut Session<'_>,
-        f: &mut dyn FnMut(&mut dyn Records) -> Result<T, baton_ledger::Error>,
+        f: &mut dyn FnMut(&mut dyn Records) -> Result<T, baton_store::ledger::Error>,
     ) -> Option<T> {
         let clock = self.surfaces.borrow().clock();
         let mut delay = FIRST_DELAY;

@@ -284,7 +284,7 @@ pub fn read(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
 fn job_status(
     config: &Config,
     job: &Job,
-    mut ledger: Option<&mut (dyn baton_ledger::Records + 'static)>,
+    mut ledger: Option<&mut (dyn baton_store::ledger::Records + 'static)>,
     verdict: Option<baton_lease::Verdict>,
     logs: &crate::logs::Logs,
     now: Timestamp,
@@ -506,9 +506,9 @@ fn defined_at(job: &Job) -> Option<Timestamp> {
 }
 
 fn fate(
-    ledger: Option<&mut (dyn baton_ledger::Records + 'static)>,
+    ledger: Option<&mut (dyn baton_store::ledger::Records + 'static)>,
     job: &str,
-    state: Option<&baton_ledger::JobState>,
+    state: Option<&baton_store::ledger::JobState>,
     at: i64,
 ) -> Fate {
     let Some(ledger) = ledger else {

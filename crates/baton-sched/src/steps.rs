@@ -39,7 +39,7 @@ pub(crate) fn one(
     let occurrence = req.start.occurrence();
     let (host, pid) = (session.lease().host().to_owned(), std::process::id());
     fail::fail_point!("start-record");
-    let row = baton_ledger::NewRun {
+    let row = baton_store::ledger::NewRun {
         run_id: c.run_id.clone(),
         job: job.name.clone(),
         occurrence,
@@ -143,7 +143,7 @@ pub(crate) fn one(
         ),
         (None, None) => ("ok", 0, true),
     };
-    let row = baton_ledger::Finished {
+    let row = baton_store::ledger::Finished {
         run_id: c.run_id.clone(),
         job: job.name.clone(),
         finished: now,
@@ -278,7 +278,7 @@ fn not_recorded(
     let recorded = {
         let mut s = surfaces.borrow_mut();
         let now = s.now();
-        let miss = baton_ledger::Miss {
+        let miss = baton_store::ledger::Miss {
             job: &c.job,
             reason: LEDGER_UNAVAILABLE,
             first: at,
@@ -290,7 +290,7 @@ fn not_recorded(
         };
         s.ledger(|l| l.miss(&miss, now))
     };
-    if recorded == Some(baton_ledger::Missed::Moved) {
+    if recorded == Some(baton_store::ledger::Missed::Moved) {
         return; // Decided elsewhere.
     }
     if recorded.is_none() {
@@ -478,14 +478,14 @@ fn attempts(
         );
         let _ = logs.job_lines(&job.name, at, footer.as_bytes());
         tally.seq += 1;
-        let row = baton_ledger::Attempt {
+        let row = baton_store::ledger::Attempt {
             run_id: ctx.run_id.clone(),
             job: job.name.clone(),
             seq: tally.seq,
             step: step.name.clone(),
             kind: match step.kind {
-                StepKind::Step => baton_ledger::StepKind::Step,
-                StepKind::Check => baton_ledger::StepKind::Check,
+                StepKind::Step => baton_store::ledger::StepKind::Step,
+                StepKind::Check => baton_store::ledger::StepKind::Check,
             },
             attempt,
             started: at,
@@ -663,7 +663,7 @@ fn abandon_the_dead(
                 }
                 continue;
             }
-            let finished = baton_ledger::Finished {
+            let finished = baton_store::ledger::Finished {
                 run_id: run.run_id.clone(),
                 job: mate.to_owned(),
                 finished: now,

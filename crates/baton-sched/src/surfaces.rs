@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use baton_lease::Clock;
-use baton_ledger::Records;
+use baton_store::ledger::Records;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
@@ -30,7 +30,7 @@ pub struct Surfaces {
     ledger: Option<Box<dyn Records>>,
     ledger_failed: bool,
     /// Alerts raised while a step runs, for the ledger once it may block.
-    deferred: Vec<baton_ledger::NewAlert>,
+    deferred: Vec<baton_store::ledger::NewAlert>,
     alert_command: Option<Command>,
     pending: Pending,
     clock: Arc<dyn Clock>,
@@ -194,7 +194,7 @@ impl Surfaces {
     /// Runs `f` on the ledger; a failure is said once and yields `None`.
     pub fn ledger<T>(
         &mut self,
-        f: impl FnOnce(&mut dyn Records) -> Result<T, baton_ledger::Error>,
+        f: impl FnOnce(&mut dyn Records) -> Result<T, baton_store::ledger::Error>,
     ) -> Option<T> {
         self.flush_deferred();
         let now = self.now();
@@ -333,7 +333,7 @@ impl Surfaces {
     }
 
     /// The alert on every surface but the ledger; its ledger row.
-    fn alert_unrecorded(&mut self, alert: &Alert) -> baton_ledger::NewAlert {
+    fn alert_unrecorded(&mut self, alert: &Alert) -> baton_store::ledger::NewAlert {
         let json = serde_json::to_string(alert).unwrap_or_else(|e| {
             format!(
                 "{{\"kind\":\"{}\",\"message\":\"unencodable: {e}\"}}",
@@ -346,7 +346,7 @@ impl Surfaces {
             crate::say::line(format_args!("the alert is not in alerts.log: {e}"));
         }
         self.report_set_aside();
-        let row = baton_ledger::NewAlert {
+        let row = baton_store::ledger::NewAlert {
             time: self.now(),
             job: (!alert.job.is_empty()).then(|| alert.job.clone()),
             kind: alert.kind.as_str().to_owned(),

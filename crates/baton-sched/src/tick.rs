@@ -188,8 +188,8 @@ pub fn decide_due_with(
     config: &Config,
     only: &[String],
     clock: &Arc<dyn Clock>,
-    ledger: Option<Box<dyn baton_ledger::Records>>,
-) -> (Due, Option<Box<dyn baton_ledger::Records>>) {
+    ledger: Option<Box<dyn baton_store::ledger::Records>>,
+) -> (Due, Option<Box<dyn baton_store::ledger::Records>>) {
     let mut due = Due::default();
     let mut s = Surfaces::open_with(config, Arc::clone(clock), ledger);
     // The store's clock, when several hosts share it.
@@ -218,7 +218,7 @@ pub fn decide_due_with(
     if !unseen.is_empty() && s.ledger(|l| l.see_jobs(&unseen, now)).is_some() {
         states = s.ledger(|l| l.jobs()).unwrap_or(states);
     }
-    let by_name: std::collections::HashMap<&str, &baton_ledger::JobState> =
+    let by_name: std::collections::HashMap<&str, &baton_store::ledger::JobState> =
         states.iter().map(|j| (j.job.as_str(), j)).collect();
     let queued: std::collections::HashSet<String> = s
         .ledger(|l| l.queued_jobs())
@@ -247,7 +247,7 @@ pub fn decide_due_with(
 }
 
 /// Brings the ledger's file up to date after runs (see
-/// [`baton_ledger::Records::checkpoint`]); a failure is said, never fatal.
+/// [`baton_store::ledger::Records::checkpoint`]); a failure is said, never fatal.
 pub fn checkpoint(config: &Config, clock: &Arc<dyn Clock>) {
     let mut s = Surfaces::open(config, Arc::clone(clock));
     let _ = s.ledger(|l| l.checkpoint());

@@ -39,7 +39,11 @@ pub struct Shown {
 ///
 /// The ledger's, when it cannot be read ([`crate::run::ledger_failed`] is
 /// its exit code).
-pub fn get(config: &Config, job: &str, clock: &dyn Clock) -> Result<Shown, baton_ledger::Error> {
+pub fn get(
+    config: &Config,
+    job: &str,
+    clock: &dyn Clock,
+) -> Result<Shown, baton_store::ledger::Error> {
     let mut shown = Shown {
         job: job.to_owned(),
         value: None,

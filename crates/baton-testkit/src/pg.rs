@@ -41,6 +41,21 @@ pub struct PgServer {
 }
 
 impl PgServer {
+    /// The server the tests running now share: started by the first to
+    /// ask, stopped when the last one drops it (a static would never stop
+    /// it). Each test makes a database of its own on it.
+    pub fn shared() -> std::sync::Arc<PgServer> {
+        use std::sync::{Arc, Mutex, Weak};
+        static SHARED: Mutex<Weak<PgServer>> = Mutex::new(Weak::new());
+        let mut shared = SHARED.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(server) = shared.upgrade() {
+            return server;
+        }
+        let server = Arc::new(PgServer::start());
+        *shared = Arc::downgrade(&server);
+        server
+    }
+
     /// Creates a cluster and starts its server.
     ///
     /// # Panics

@@ -1,10 +1,12 @@
 //! Every call of runs, steps, decisions and alerts, written and read back.
 
+use baton_store::ledger::Records;
 use std::os::unix::fs::PermissionsExt;
 
 use crate::support::{Scene, at, attempt, finished, range, scheduled};
-use baton_ledger::{
-    AlertRow, AttemptRow, Begun, Decision, Ledger, Miss, Missed, NewAlert, NewRun, RunRow, StepKind,
+use baton_ledger::Ledger;
+use baton_store::ledger::{
+    AlertRow, AttemptRow, Begun, Decision, Miss, Missed, NewAlert, NewRun, RunRow, StepKind,
 };
 
 #[test]
@@ -55,12 +57,12 @@ fn a_run_round_trips_with_its_attempts_steps_and_job_counters() {
     assert_eq!(running.run_id, run.run_id);
     assert_eq!(running.finished, None);
 
-    let check = baton_ledger::Attempt {
+    let check = baton_store::ledger::Attempt {
         kind: StepKind::Check,
         ..attempt(&run, 1, "disk-free", "ok", at(61))
     };
     let first = attempt(&run, 2, "backup", "timeout", at(71));
-    let second = baton_ledger::Attempt {
+    let second = baton_store::ledger::Attempt {
         attempt: 2,
         signal: Some(9),
         exit_code: None,
@@ -238,7 +240,7 @@ fn a_run_named_with_another_job_is_refused() {
     let mut ledger = scene.open();
     let run = scheduled("a", "00000000000000f1", 0);
     ledger.begin_run(&run).unwrap();
-    let wrong = baton_ledger::Finished {
+    let wrong = baton_store::ledger::Finished {
         job: "b".into(),
         ..finished(&run, 1, true)
     };

@@ -1,10 +1,12 @@
 //! A corrupt database is moved aside, whole and once, and never stops the
 //! ledger.
 
+use baton_store::ledger::Records;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use baton_ledger::{Error, Ledger};
+use baton_ledger::Error;
+use baton_ledger::Ledger;
 
 use crate::support::{self, Scene, at, attempt, finished, scheduled};
 

@@ -1,8 +1,9 @@
 //! An occurrence is decided once: by one call, one thread, one process.
 
+use baton_store::ledger::Records;
 use std::sync::{Arc, Barrier};
 
-use baton_ledger::{Begun, Decision, Missed, NewRun, Queued};
+use baton_store::ledger::{Begun, Decision, Missed, NewRun, Queued};
 
 use crate::support::{Scene, at, range, scheduled};
 
@@ -52,12 +53,12 @@ fn a_started_occurrence_is_not_started_again() {
 fn a_missed_occurrence_is_decided_once() {
     let scene = Scene::new();
     let mut ledger = scene.open();
-    let first = baton_ledger::Miss {
+    let first = baton_store::ledger::Miss {
         detail: Some("first"),
         ..range("j", "busy", 120, 120)
     };
     assert_eq!(ledger.miss(&first, at(120)).unwrap(), Missed::Recorded);
-    let second = baton_ledger::Miss {
+    let second = baton_store::ledger::Miss {
         detail: Some("second"),
         ..range("j", "hung", 120, 120)
     };

@@ -1,9 +1,11 @@
 //! A ledger written by an older baton is migrated in place, once, keeping
 //! what it knew.
 
+use baton_store::ledger::Records;
 use std::sync::{Arc, Barrier};
 
-use baton_ledger::{Decision, Ledger, Miss, Missed, MissedRow, Queued};
+use baton_ledger::Ledger;
+use baton_store::ledger::{Decision, Miss, Missed, MissedRow, Queued};
 
 use crate::support::{Scene, at, finished, range, scheduled};
 

@@ -1,9 +1,11 @@
 //! Missed ranges: recorded once, never behind the mark, and extended only by
 //! a streak that goes on.
 
+use baton_store::ledger::Records;
 use std::path::Path;
 
-use baton_ledger::{Error, Ledger, Miss, Missed, MissedRow};
+use baton_ledger::Ledger;
+use baton_store::ledger::{Error, Miss, Missed, MissedRow};
 
 use crate::support::{self, Scene, at, range, scheduled};
 

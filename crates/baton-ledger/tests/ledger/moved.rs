@@ -1,8 +1,10 @@
 //! The file at `baton.db` changes under an open connection, or is not a file.
 
+use baton_store::ledger::Records;
 use std::path::Path;
 
-use baton_ledger::{Error, Ledger};
+use baton_ledger::Error;
+use baton_ledger::Ledger;
 
 use crate::support::{Scene, at};
 
@@ -151,7 +153,7 @@ fn a_symlink_planted_under_an_open_ledger_is_refused() {
     move_aside(&scene, &scene.dir().join("aside.db"));
     std::os::unix::fs::symlink(&target, scene.db()).unwrap();
     let err = ledger.see_jobs(&["x"], at(0)).unwrap_err();
-    assert!(matches!(err, Error::Symlink { .. }), "{err:?}");
+    assert!(matches!(sqlite(&err), Error::Symlink { .. }), "{err:?}");
     assert_eq!(std::fs::read(&target).unwrap(), b"precious");
 }
 
@@ -202,7 +204,7 @@ fn a_ledger_others_could_write_is_refused_and_left_alone() {
     let mut ledger = scene.open();
     std::fs::set_permissions(scene.db(), std::fs::Permissions::from_mode(0o646)).unwrap();
     let err = ledger.jobs().unwrap_err();
-    assert!(matches!(err, Error::Untrusted(_)), "{err:?}");
+    assert!(matches!(sqlite(&err), Error::Untrusted(_)), "{err:?}");
     if rustix::process::geteuid().is_root() {
         std::fs::set_permissions(scene.db(), std::fs::Permissions::from_mode(0o600)).unwrap();
         let nobody = rustix::process::Uid::from_raw(65534);
@@ -239,4 +241,11 @@ fn a_state_directory_others_can_write_is_refused() {
     let err = Ledger::open(scene.dir(), at(0)).unwrap_err();
     assert!(matches!(err, Error::Untrusted(_)), "{err:?}");
     assert!(!scene.db().exists(), "nothing was created");
+}
+
+/// The SQLite ledger's own error behind what a call of the ledger said.
+fn sqlite(e: &baton_store::ledger::Error) -> &Error {
+    e.source_error()
+        .and_then(|s| s.downcast_ref::<Error>())
+        .unwrap_or_else(|| panic!("not the SQLite ledger's error: {e:?}"))
 }

@@ -1,6 +1,7 @@
 //! Pauses: in force between their bounds, one at a time, kept once over.
 
-use baton_ledger::{Error, PauseRow};
+use baton_store::ledger::Records;
+use baton_store::ledger::{Error, PauseRow};
 
 use crate::support::{Scene, at};
 

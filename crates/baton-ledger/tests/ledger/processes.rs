@@ -1,8 +1,10 @@
 //! Many writer processes on one ledger at once: nothing lost, no one fails.
 
+use baton_store::ledger::Records;
 use std::path::Path;
 
-use baton_ledger::{Begun, Ledger, Missed, NewAlert, NewRun, Queued};
+use baton_ledger::Ledger;
+use baton_store::ledger::{Begun, Missed, NewAlert, NewRun, Queued};
 use jiff::SignedDuration;
 
 use crate::support::{self, Scene, at, attempt, finished, range, scheduled};
@@ -203,7 +205,7 @@ fn many_writer_processes_lose_nothing() {
     assert!(ledger.queued("queue").unwrap().is_empty());
     for occ in waiting {
         let row = ledger.decision("queue", occ).unwrap().unwrap();
-        assert_eq!(row.decision, baton_ledger::Decision::Started);
+        assert_eq!(row.decision, baton_store::ledger::Decision::Started);
     }
     assert_eq!(ledger.jobs().unwrap().len(), WRITERS + 3);
 

@@ -1,7 +1,8 @@
 //! Pruning, when a run finishes: old history goes, what is still to do or in
 //! force stays.
 
-use baton_ledger::{Begun, Decision, NewRun, Queued};
+use baton_store::ledger::Records;
+use baton_store::ledger::{Begun, Decision, NewRun, Queued};
 
 use crate::support::{Scene, at, attempt, finished, range, scheduled};
 

@@ -1,9 +1,11 @@
 //! The queue: occurrences wait in order, later arrivals coalesce into the
 //! one waiting, and each queued occurrence starts once.
 
+use baton_store::ledger::Records;
 use std::sync::{Arc, Barrier};
 
-use baton_ledger::{Begun, Decision, Error, Ledger, NewRun, Queued};
+use baton_ledger::Ledger;
+use baton_store::ledger::{Begun, Decision, Error, NewRun, Queued};
 
 use crate::support::{Scene, at, scheduled};
 

@@ -5,7 +5,8 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 
-use baton_ledger::{Attempt, Finished, Ledger, Miss, NewRun, StepKind};
+use baton_ledger::Ledger;
+use baton_store::ledger::{Attempt, Finished, Miss, NewRun, StepKind};
 use jiff::{SignedDuration, Timestamp};
 
 /// The environment variable that makes the `child` test act as a child.

@@ -1,9 +1,11 @@
 //! Cumulative tallies: they rise with what they count, in the same
 //! transaction, and outlive the rows pruning removes.
 
+use baton_store::ledger::Records;
 use std::time::Duration;
 
-use baton_ledger::{Finished, JobTallies, Ledger, Miss, Missed, Queued};
+use baton_ledger::Ledger;
+use baton_store::ledger::{Finished, JobTallies, Miss, Missed, Queued};
 
 use crate::support::{Scene, at, finished, range, scheduled};
 

@@ -5,11 +5,13 @@
 //! new code returns. A migration that fails midway, or whose copy cannot be
 //! written, leaves the ledger as it was.
 
+use baton_store::ledger::Records;
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use baton_ledger::{Error, Ledger};
+use baton_ledger::Error;
+use baton_ledger::Ledger;
 use rusqlite::types::Value;
 
 use crate::support::{Scene, at, finished, scheduled};

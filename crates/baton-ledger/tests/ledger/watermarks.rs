@@ -1,9 +1,11 @@
 //! Watermarks: numbered in order per job, the newest is the value, and no
 //! two settles share a number.
 
+use baton_store::ledger::Records;
 use std::sync::{Arc, Barrier};
 
-use baton_ledger::{Error, Ledger, WatermarkRow};
+use baton_ledger::Ledger;
+use baton_store::ledger::{Error, WatermarkRow};
 
 use crate::support::{Scene, at};
 

@@ -2,7 +2,7 @@
 //! the order recorded by an identity that is never reused;
 //! `baton_ledger`'s `alerts` module in PostgreSQL.
 
-use baton_ledger::{AlertRow, NewAlert};
+use baton_store::ledger::{AlertRow, NewAlert};
 use tokio_postgres::{Row, Transaction};
 
 use super::fail::Fail;

@@ -9,26 +9,15 @@
 //! queued row. (Writers also hold the ledger's write lock, so the key is
 //! never raced; it stays the rule the statements state.)
 
-use baton_ledger::{Decision, DecisionRow, NewRun};
+use baton_store::ledger::{DecisionRow, NewDecision, NewRun};
 use tokio_postgres::{Row, Transaction};
 
 use super::fail::Fail;
 use super::rows;
 
-/// A decision to record.
-pub(crate) struct Entry<'a> {
-    pub(crate) job: &'a str,
-    pub(crate) occurrence: i64,
-    pub(crate) decision: Decision,
-    pub(crate) detail: Option<&'a str>,
-    pub(crate) joined: Option<i64>,
-    /// When, in µs.
-    pub(crate) decided: i64,
-}
-
 /// Records a decision unless the occurrence has one. Returns whether this
 /// call recorded it.
-pub(crate) async fn insert(tx: &Transaction<'_>, e: &Entry<'_>) -> Result<bool, Fail> {
+pub(crate) async fn insert(tx: &Transaction<'_>, e: &NewDecision<'_>) -> Result<bool, Fail> {
     let changed = tx
         .execute(
             "INSERT INTO baton.occurrences
@@ -39,7 +28,7 @@ pub(crate) async fn insert(tx: &Transaction<'_>, e: &Entry<'_>) -> Result<bool, 
                 &e.job,
                 &e.occurrence,
                 &e.decision.as_str(),
-                &e.decided,
+                &rows::micros(e.decided),
                 &e.detail,
                 &e.joined,
             ],
@@ -132,7 +121,7 @@ pub(crate) fn row(r: &Row) -> Result<DecisionRow, Fail> {
 
 /// Turns a queued occurrence into `e.decision` (`claimed`). Returns whether
 /// it was queued.
-pub(crate) async fn claim_queued(tx: &Transaction<'_>, e: &Entry<'_>) -> Result<bool, Fail> {
+pub(crate) async fn claim_queued(tx: &Transaction<'_>, e: &NewDecision<'_>) -> Result<bool, Fail> {
     let changed = tx
         .execute(
             "UPDATE baton.occurrences SET decision = $3::text, detail = $4::text,
@@ -143,7 +132,7 @@ pub(crate) async fn claim_queued(tx: &Transaction<'_>, e: &Entry<'_>) -> Result<
                 &e.occurrence,
                 &e.decision.as_str(),
                 &e.detail,
-                &e.decided,
+                &rows::micros(e.decided),
             ],
         )
         .await?;

@@ -2,7 +2,7 @@
 //! action and the store: the driver's error, a refusal of the caller's
 //! arguments, a stored value this build cannot read, no connection, or no
 //! answer in time. [`Fail::into_error`] is the one place that turns these
-//! into `baton_ledger::Error`.
+//! into `baton_store::ledger::Error`.
 //!
 //! A refused argument becomes `Error::Invalid`, as in the SQLite ledger
 //! (its `path` is the store's description), so callers that tell a bad
@@ -10,12 +10,11 @@
 //! `Error::Store`. None of them is ever taken for corruption: this ledger
 //! never recovers by moving anything aside.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 /// Why a call failed.
 #[derive(Debug)]
-pub(crate) enum Fail {
+pub enum Fail {
     /// A statement failed (the transaction rolled back).
     Pg(tokio_postgres::Error),
     /// An argument contradicts the ledger; nothing was written.
@@ -39,16 +38,36 @@ impl From<tokio_postgres::Error> for Fail {
 impl Fail {
     /// The error a caller sees: `action` is what was being done, `store`
     /// the store's description (never its password).
-    pub(crate) fn into_error(self, action: String, store: &str) -> baton_ledger::Error {
-        let message = match self {
-            Fail::Invalid(problem) => {
-                return baton_ledger::Error::Invalid {
-                    action,
-                    path: PathBuf::from(store),
-                    problem,
+    pub(crate) fn into_error(self, action: String, store: &str) -> baton_store::ledger::Error {
+        use baton_store::ledger::{Error, Kind};
+        match self {
+            Fail::Invalid(problem) => Error::Invalid {
+                action,
+                store: store.to_owned(),
+                problem,
+            },
+            fail => {
+                let kind = match &fail {
+                    Fail::Connect(crate::Error::SchemaTooNew { .. }) => Kind::NewerSchema,
+                    _ => Kind::Failed,
                 };
+                Error::store(
+                    kind,
+                    LedgerError {
+                        action,
+                        store: store.to_owned(),
+                        fail,
+                    },
+                )
             }
-            Fail::Pg(e) => describe(&e),
+        }
+    }
+
+    /// What went wrong, in words.
+    fn message(&self) -> String {
+        match self {
+            Fail::Invalid(problem) => problem.clone(),
+            Fail::Pg(e) => describe(e),
             Fail::Value(why) => format!("a stored value cannot be read: {why}"),
             Fail::Connect(e) => e.to_string(),
             Fail::Timeout(deadline) => format!(
@@ -56,11 +75,55 @@ impl Fail {
                  a write in flight may or may not have committed"
             ),
             Fail::Stopped => "the ledger's thread has stopped".to_owned(),
-        };
-        baton_ledger::Error::Store {
-            action,
-            store: store.to_owned(),
-            message,
+        }
+    }
+}
+
+/// A failure of the PostgreSQL ledger: what was being done, in which store
+/// (never its password), and what went wrong. Nothing was written, or the
+/// write's fate is unknown and the next read tells.
+#[derive(Debug)]
+pub struct LedgerError {
+    action: String,
+    store: String,
+    fail: Fail,
+}
+
+impl LedgerError {
+    /// What was being done.
+    pub fn action(&self) -> &str {
+        &self.action
+    }
+
+    /// The store, without its password.
+    pub fn store(&self) -> &str {
+        &self.store
+    }
+
+    /// What went wrong, in words.
+    pub fn message(&self) -> String {
+        self.fail.message()
+    }
+}
+
+impl std::fmt::Display for LedgerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "failed to {} in {}: {}",
+            self.action,
+            self.store,
+            self.fail.message()
+        )
+    }
+}
+
+impl std::error::Error for LedgerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.fail {
+            Fail::Pg(e) => Some(e),
+            Fail::Connect(e) => Some(e),
+            _ => None,
         }
     }
 }

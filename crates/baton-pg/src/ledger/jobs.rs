@@ -8,14 +8,14 @@
 //! larger of two values either of which may be NULL, as SQLite's
 //! `MAX(COALESCE(…))` is there.
 
-use baton_ledger::{Effect, Finished, JobState, NewRun};
+use baton_store::ledger::{Effect, Finished, JobState, NewRun};
 use tokio_postgres::{Row, Transaction};
 
 use super::fail::Fail;
 use super::rows;
 
 /// Inserts the jobs that are not there yet, seen first at `now` (µs).
-pub(crate) async fn see(tx: &Transaction<'_>, jobs: &[String], now: i64) -> Result<(), Fail> {
+pub(crate) async fn see(tx: &Transaction<'_>, jobs: &[&str], now: i64) -> Result<(), Fail> {
     let stmt = tx
         .prepare(
             "INSERT INTO baton.jobs (job, first_seen) VALUES ($1::text, $2::bigint)

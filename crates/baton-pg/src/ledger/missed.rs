@@ -1,6 +1,5 @@
 //! Missed ranges: the `baton.missed` table, one row per decision that a
-//! range of a job's occurrences will not run, and the transaction that
-//! writes one; `baton_ledger`'s `missed` module in PostgreSQL.
+//! range of a job's occurrences will not run, in PostgreSQL.
 //!
 //! A range is written in the write transaction that raises
 //! `jobs.last_decided`, and only while that mark is still below it: under
@@ -8,51 +7,23 @@
 //! records it and the other is told the mark moved. Rows are numbered by an
 //! identity, so a job's newest range has the largest id.
 
-use baton_ledger::{Missed, MissedRow};
+use baton_store::ledger::{Miss, MissedRow};
 use tokio_postgres::{Row, Transaction};
 
 use super::fail::Fail;
 use super::rows;
-use super::{jobs, tallies};
 
 /// How many missed ranges pruning keeps per job (the SQLite ledger's).
 const KEEP: i64 = 1_000;
 
-/// A `baton_ledger::Miss` with its count checked, owned so that it can go
-/// to the ledger's thread.
-#[derive(Debug, Clone)]
-pub(crate) struct Miss {
-    pub(crate) job: String,
-    pub(crate) reason: String,
-    pub(crate) first: i64,
-    pub(crate) last: i64,
-    pub(crate) count: i64,
-    pub(crate) at_least: bool,
-    /// An empty detail is none.
-    pub(crate) detail: Option<String>,
-    pub(crate) streak: bool,
-}
-
-/// The body of `miss`: see `baton_ledger::Ledger::miss`.
-pub(crate) async fn miss(tx: &Transaction<'_>, m: &Miss, now: i64) -> Result<Missed, Fail> {
-    jobs::see(tx, std::slice::from_ref(&m.job), now).await?;
-    if jobs::decided_through(tx, &m.job, m.first).await? {
-        return Ok(Missed::Moved);
-    }
-    let outcome = if m.streak && extend(tx, m, now).await? {
-        Missed::Extended
-    } else {
-        insert(tx, m, now).await?;
-        Missed::Recorded
-    };
-    tallies::missed(tx, &m.job, &m.reason, m.count).await?;
-    jobs::decided(tx, &m.job, m.last, now).await?;
-    Ok(outcome)
-}
-
 /// Extends the job's newest range by `m` when it has the same reason and
 /// ends at the job's last decided occurrence. Returns whether it did.
-async fn extend(tx: &Transaction<'_>, m: &Miss, now: i64) -> Result<bool, Fail> {
+pub(crate) async fn extend(
+    tx: &Transaction<'_>,
+    m: &Miss<'_>,
+    count: i64,
+    now: i64,
+) -> Result<bool, Fail> {
     let changed = tx
         .execute(
             "UPDATE baton.missed SET
@@ -63,13 +34,19 @@ async fn extend(tx: &Transaction<'_>, m: &Miss, now: i64) -> Result<bool, Fail> 
              WHERE id = (SELECT MAX(id) FROM baton.missed WHERE job = $1::text)
                AND reason = $2::text
                AND last = (SELECT last_decided FROM baton.jobs WHERE job = $1::text)",
-            &[&m.job, &m.reason, &m.count, &m.last, &m.at_least, &now],
+            &[&m.job, &m.reason, &count, &m.last, &m.at_least, &now],
         )
         .await?;
     Ok(changed == 1)
 }
 
-async fn insert(tx: &Transaction<'_>, m: &Miss, now: i64) -> Result<(), Fail> {
+pub(crate) async fn insert(
+    tx: &Transaction<'_>,
+    m: &Miss<'_>,
+    count: i64,
+    detail: Option<&str>,
+    now: i64,
+) -> Result<(), Fail> {
     tx.execute(
         "INSERT INTO baton.missed
            (job, reason, first, last, count, at_least, decided, updated, detail)
@@ -80,10 +57,10 @@ async fn insert(tx: &Transaction<'_>, m: &Miss, now: i64) -> Result<(), Fail> {
             &m.reason,
             &m.first,
             &m.last,
-            &m.count,
+            &count,
             &m.at_least,
             &now,
-            &m.detail,
+            &detail,
         ],
     )
     .await?;

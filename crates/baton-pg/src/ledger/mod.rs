@@ -1,5 +1,5 @@
 //! The scheduler's ledger in PostgreSQL: [`PgLedger`], a second
-//! implementation of `baton_ledger::Records`, for schedulers on several
+//! implementation of `baton_store::ledger::Records`, for schedulers on several
 //! hosts that share one history.
 //!
 //! This module owns every statement on the ledger's tables (created by the
@@ -32,12 +32,13 @@
 //! out or closed is dropped (the server rolls back what it held open) and
 //! the next call connects again.
 //!
-//! Map: `pg_ledger` is the caller's side, `session` the thread's, `fail`
-//! how a call fails, `rows` the conversions between stored and API values,
-//! `records` the trait's methods (each one transaction), and one file per
-//! table or concept with its statements, as in `baton_ledger`: `jobs`,
-//! `runs`, `decisions`, `missed`, `queue`, `pauses`, `watermarks`,
-//! `alerts`, `steps`, `tallies`.
+//! Map: `pg_ledger` is the caller's side and the store's `Backend` (every
+//! `Records` call is a transaction written once in `baton-store`),
+//! `session` the thread's, `fail` how a call fails, `rows` the conversions
+//! between stored and API values, `statements` the `Statements` the
+//! transactions are made of, and one file per table or concept with its
+//! SQL, as in `baton_ledger`: `jobs`, `runs`, `decisions`, `missed`,
+//! `queue`, `pauses`, `watermarks`, `alerts`, `steps`, `tallies`.
 //!
 //! What it never does: write outside a transaction that holds the write
 //! lock; hold a transaction across anything but its own statements; read a
@@ -52,12 +53,13 @@ mod missed;
 mod pauses;
 mod pg_ledger;
 mod queue;
-mod records;
 mod rows;
 mod runs;
 mod session;
+mod statements;
 mod steps;
 mod tallies;
 mod watermarks;
 
+pub use fail::LedgerError;
 pub use pg_ledger::PgLedger;

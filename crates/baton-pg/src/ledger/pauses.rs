@@ -2,12 +2,12 @@
 //! it ends; `baton_ledger`'s `pauses` module in PostgreSQL.
 //!
 //! A pause is in force from `since` until the earlier of `until` and
-//! `ended` (`baton_ledger::PauseRow::covers`; [`IN_FORCE`] states the same
+//! `ended` (`baton_store::ledger::PauseRow::covers`; [`IN_FORCE`] states the same
 //! rule in SQL). At most one pause of a job is in force: a pause ends the
 //! one in force and records the new one in one write transaction. Pruning
 //! never removes a pause that is not over.
 
-use baton_ledger::PauseRow;
+use baton_store::ledger::PauseRow;
 use tokio_postgres::{Row, Transaction};
 
 use super::fail::Fail;
@@ -23,8 +23,8 @@ const IN_FORCE: &str = "since <= $2::bigint AND (until IS NULL OR $2::bigint < u
 
 const COLUMNS: &str = "id, job, since, until, reason, who, ended";
 
-/// The body of `pause`: ends the pause in force at `now`, records a new one.
-pub(crate) async fn pause(
+/// Records a pause of `job` from `now`, returning it.
+pub(crate) async fn insert(
     tx: &Transaction<'_>,
     job: &str,
     until: Option<i64>,
@@ -32,7 +32,6 @@ pub(crate) async fn pause(
     who: &str,
     now: i64,
 ) -> Result<PauseRow, Fail> {
-    end_in_force(tx, job, now).await?;
     let r = tx
         .query_one(
             &format!(
@@ -44,16 +43,6 @@ pub(crate) async fn pause(
         )
         .await?;
     row(&r)
-}
-
-/// The body of `resume`: the pause in force at `now`, ended at `now`.
-pub(crate) async fn resume(
-    tx: &Transaction<'_>,
-    job: &str,
-    now: i64,
-) -> Result<Option<PauseRow>, Fail> {
-    let ended = end_in_force(tx, job, now).await?;
-    Ok(ended.into_iter().max_by_key(|p| p.id))
 }
 
 /// The newest `limit` pauses of a job, newest first.
@@ -75,7 +64,11 @@ pub(crate) async fn recent(
 }
 
 /// Ends, at `now`, the job's pauses in force at `now`. Returns them ended.
-async fn end_in_force(tx: &Transaction<'_>, job: &str, now: i64) -> Result<Vec<PauseRow>, Fail> {
+pub(crate) async fn end_in_force(
+    tx: &Transaction<'_>,
+    job: &str,
+    now: i64,
+) -> Result<Vec<PauseRow>, Fail> {
     let found = tx
         .query(
             &format!(

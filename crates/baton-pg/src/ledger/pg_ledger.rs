@@ -9,10 +9,13 @@ use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use baton_store::ledger::{Backend, Mode};
+use jiff::Timestamp;
 use tokio_postgres::Transaction;
 
 use super::fail::Fail;
-use super::session::{self, Mode, Session, Task};
+use super::session::{self, Session, Task};
+use super::statements::Pg;
 use crate::error::Error;
 use crate::options::Options;
 use crate::target::Target;
@@ -23,14 +26,14 @@ use crate::target::Target;
 const MARGIN: Duration = Duration::from_millis(500);
 
 /// The scheduler's ledger in PostgreSQL, shared by every host whose
-/// scheduler opens the same store; `baton_ledger::Records` is its API.
+/// scheduler opens the same store; `baton_store::ledger::Records` is its API.
 ///
 /// It is synchronous, and safe to call from inside a tokio runtime: it owns
 /// a thread with a runtime and one connection of its own, and each call is
 /// one transaction there. Every call returns within
 /// [`Options::deadline`] (plus half a second); a failure is
-/// `baton_ledger::Error::Store`, naming the store without its password, and
-/// a refused argument `baton_ledger::Error::Invalid`, with the SQLite
+/// `baton_store::ledger::Error::Store`, naming the store without its password, and
+/// a refused argument `baton_store::ledger::Error::Invalid`, with the SQLite
 /// ledger's message. Dropping it closes the connection and ends the thread
 /// (waiting at most for the call in flight).
 ///
@@ -41,7 +44,7 @@ const MARGIN: Duration = Duration::from_millis(500);
 /// # Example
 ///
 /// ```no_run
-/// use baton_ledger::{Begun, NewRun, Records};
+/// use baton_store::ledger::{Begun, NewRun, Records};
 /// use baton_pg::{Options, PgLedger, Target};
 ///
 /// let target = Target::resolve("postgres://baton@db/baton", None, &|_| None)?;
@@ -141,10 +144,10 @@ impl PgLedger {
     /// waits for its answer. `action` names the call in an error.
     pub(crate) fn call<T: Send + 'static>(
         &self,
-        mode: Mode,
+        mode: session::Mode,
         action: String,
         op: impl AsyncFnOnce(&Transaction<'_>) -> Result<T, Fail> + Send + 'static,
-    ) -> Result<T, baton_ledger::Error> {
+    ) -> Result<T, baton_store::ledger::Error> {
         let (reply, answer) = mpsc::sync_channel(1);
         // Set when the caller stops waiting: a call still queued behind a
         // slow one is then never run, so no write lands long after its
@@ -172,12 +175,6 @@ impl PgLedger {
         };
         out.map_err(|fail| fail.into_error(action, &self.store))
     }
-
-    /// The error for arguments refused before any transaction: nothing was
-    /// written.
-    pub(crate) fn invalid(&self, action: String, problem: String) -> baton_ledger::Error {
-        Fail::Invalid(problem).into_error(action, &self.store)
-    }
 }
 
 impl Drop for PgLedger {
@@ -188,5 +185,59 @@ impl Drop for PgLedger {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+impl Backend for PgLedger {
+    type Error = Fail;
+    type Statements<'t> = Pg<'t>;
+
+    fn location(&self) -> String {
+        self.store.clone()
+    }
+
+    fn transact<T: Send + 'static>(
+        &mut self,
+        mode: Mode,
+        action: &dyn Fn() -> String,
+        body: impl for<'t> AsyncFn(&mut Pg<'t>) -> Result<T, baton_store::ledger::Fail<Fail>>
+        + Send
+        + 'static,
+    ) -> Result<T, baton_store::ledger::Error> {
+        let mode = match mode {
+            Mode::Read => session::Mode::Read,
+            Mode::Write => session::Mode::Write,
+        };
+        self.call(
+            mode,
+            action(),
+            async move |tx: &Transaction<'_>| match body(&mut Pg { tx }).await {
+                Ok(value) => Ok(value),
+                Err(baton_store::ledger::Fail::Store(fail)) => Err(fail),
+                Err(baton_store::ledger::Fail::Invalid(problem)) => Err(Fail::Invalid(problem)),
+            },
+        )
+    }
+
+    /// The server makes every commit durable: nothing to do.
+    fn checkpoint(&mut self) -> Result<(), baton_store::ledger::Error> {
+        Ok(())
+    }
+
+    /// The server's `clock_timestamp()`.
+    fn store_clock(&mut self) -> Result<Option<Timestamp>, baton_store::ledger::Error> {
+        self.call(
+            session::Mode::Read,
+            "read the server's clock".into(),
+            async |tx: &Transaction<'_>| {
+                let row = tx
+                    .query_one(
+                        "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint",
+                        &[],
+                    )
+                    .await?;
+                super::rows::time(&row, 0).map(Some)
+            },
+        )
     }
 }

@@ -6,7 +6,7 @@
 
 use std::str::FromStr;
 
-use baton_ledger::UnknownWord;
+use baton_store::ledger::UnknownWord;
 use jiff::Timestamp;
 use tokio_postgres::Row;
 use tokio_postgres::types::FromSql;

@@ -6,7 +6,7 @@
 //! pruning a run takes its attempts along; `(run_id, seq)` keeps a retried
 //! write from recording one attempt twice.
 
-use baton_ledger::{Attempt, AttemptRow, Finished, NewRun, RunRow};
+use baton_store::ledger::{Attempt, AttemptRow, Finished, NewRun, RunRow};
 use jiff::Timestamp;
 use tokio_postgres::{Row, Transaction};
 

@@ -1,9 +1,9 @@
 //! The `baton.steps` table: per step (or check) of a job, when it was last
 //! attempted, succeeded and failed, and how many attempts in a row failed;
 //! `baton_ledger`'s `steps` module in PostgreSQL. What an outcome word does
-//! to the counters is `baton_ledger::Effect`'s rule, reused as is.
+//! to the counters is `baton_store::ledger::Effect`'s rule, reused as is.
 
-use baton_ledger::{Attempt, Effect, StepKind, StepState};
+use baton_store::ledger::{Attempt, Effect, StepKind, StepState};
 use tokio_postgres::{Row, Transaction};
 
 use super::fail::Fail;

@@ -2,14 +2,14 @@
 //! counts per job that pruning never touches; `baton_ledger`'s `tallies`
 //! module in PostgreSQL. Every tally rises in the transaction that records
 //! what it counts, as an SQL expression (`count + n`). The histogram's
-//! bounds are `baton_ledger::BOUNDS_US`, reused as they are: a count is only
+//! bounds are `baton_store::ledger::BOUNDS_US`, reused as they are: a count is only
 //! meaningful against the bounds it was counted with. The kind words are
 //! the stored ones, the same in both ledgers.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use baton_ledger::{BOUNDS_US, Finished, JobTallies, bucket};
+use baton_store::ledger::{BOUNDS_US, Finished, JobTallies, bucket};
 use jiff::Timestamp;
 use tokio_postgres::Transaction;
 

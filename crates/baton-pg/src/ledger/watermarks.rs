@@ -7,20 +7,19 @@
 //! caller does, under the lease), except that a run of another job may not
 //! settle this job's mark.
 
-use baton_ledger::WatermarkRow;
+use baton_store::ledger::WatermarkRow;
 use tokio_postgres::{Row, Transaction};
 
 use super::fail::Fail;
-use super::{rows, runs};
+use super::rows;
 
 /// How many values pruning keeps per job (the SQLite ledger's).
 const KEEP: i64 = 100;
 
 const COLUMNS: &str = "job, seq, value, run_id, fence, settled";
 
-/// The body of `settle`: see `baton_ledger::Ledger::settle`. `fence` is
-/// checked to fit already.
-pub(crate) async fn settle(
+/// Records a job's next value, numbered one more than its newest.
+pub(crate) async fn insert(
     tx: &Transaction<'_>,
     job: &str,
     value: &str,
@@ -28,17 +27,6 @@ pub(crate) async fn settle(
     fence: Option<i64>,
     now: i64,
 ) -> Result<WatermarkRow, Fail> {
-    // A run of another job (one sharing the lock) holds the lease but is
-    // not a run of this job: it may not settle its mark.
-    if let Some(run) = run_id
-        && let Some(owner) = runs::job_of(tx, run).await?
-        && owner != job
-    {
-        return Err(Fail::Invalid(format!(
-            "run {run} is a run of job {owner}, not of {job}: only a run of {job} may settle \
-             its watermark"
-        )));
-    }
     let r = tx
         .query_one(
             &format!(

@@ -16,7 +16,8 @@ use std::time::Duration;
 
 use baton_lease::{Clock, Once, Policy, SystemClock, Verdict};
 use baton_pg::{Acquire, HolderFacts, Leases, Options, PgHeld, PgLease};
-use baton_runner::{Event, Held, Renewal, Restated, Session, SessionConfig, StepSpec};
+use baton_runner::{Event, Session, SessionConfig, StepSpec};
+use baton_store::{Held, Renewal, Restated};
 use baton_testkit::proxy::Proxy;
 
 use crate::support::{Scene, remote};
@@ -420,7 +421,7 @@ fn a_server_that_never_answers_fails_every_call_within_the_deadline() {
     let released = Box::new(held).release().unwrap();
     assert!(now() - t0 <= bound);
     assert!(
-        matches!(&released, baton_runner::Release::Unconfirmed(why) if why.contains("failed to")),
+        matches!(&released, baton_store::Release::Unconfirmed(why) if why.contains("failed to")),
         "{released:?}"
     );
 }
@@ -459,7 +460,7 @@ fn a_renewal_made_while_the_network_heals_keeps_trying_and_succeeds() {
     assert_eq!(held.renew().unwrap(), Renewal::Renewed);
     assert_eq!(
         Box::new(held).release().unwrap(),
-        baton_runner::Release::Released
+        baton_store::Release::Released
     );
 }
 

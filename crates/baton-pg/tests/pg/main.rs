@@ -11,6 +11,7 @@ mod evidence;
 mod guards;
 mod held;
 mod lease;
+mod ledger_upgrade;
 mod lost_reply;
 mod round_trips;
 mod schema;

@@ -7,9 +7,8 @@
 use std::time::Duration;
 
 use baton_lease::{BreakMode, Broken, FileMutex, Outcome, Sharing};
-use baton_runner::{
-    Ending, Event, Finish, Paused, Renewal, Restated, SKEW_ALLOWANCE, Session, SessionConfig, TICK,
-};
+use baton_runner::{Ending, Event, Finish, Paused, SKEW_ALLOWANCE, Session, SessionConfig, TICK};
+use baton_store::{Renewal, Restated};
 
 use crate::support::{
     Calls, Dir, Events, PATIENCE, Sleepers, Store, What, alive, eventually, forever, lock_file,

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use baton_runner::{Ending, Finish, Renewal, SessionConfig, SpawnKind};
+use baton_runner::{Ending, Finish, SessionConfig, SpawnKind};
+use baton_store::Renewal;
 use rustix::process::Signal;
 
 use crate::harness::role;
@@ -64,7 +65,7 @@ fn unrecorded(e: &Ending) -> bool {
 }
 
 fn a_step_whose_group_was_not_recorded_never_runs() {
-    type Answer = fn() -> Result<Renewal, baton_runner::HeldError>;
+    type Answer = fn() -> Result<Renewal, baton_store::HeldError>;
     type Expected = fn(&Ending) -> bool;
     let refusals: [(&str, Answer, Expected); 3] = [
         (

@@ -7,7 +7,8 @@
 use std::time::Duration;
 
 use baton_lease::Once;
-use baton_runner::{Ending, Event, Finish, Release, Restated, SessionConfig};
+use baton_runner::{Ending, Event, Finish, SessionConfig};
+use baton_store::{Release, Restated};
 
 use crate::support::{Dir, Events, Store, What, down, lock_file, record, sh, start};
 
@@ -80,7 +81,7 @@ fn a_restatement_that_finds_the_lease_lost_ends_the_run() {
 }
 
 fn a_release_is_told_whatever_the_store_answers() {
-    type Answer = fn() -> Result<Release, baton_runner::HeldError>;
+    type Answer = fn() -> Result<Release, baton_store::HeldError>;
     type Expected = fn(&Finish) -> bool;
     let answers: [(Answer, Expected); 4] = [
         (|| Ok(Release::Released), |f| *f == Finish::Released),

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use baton_runner::{Ending, Event, Finish, Paused, Restated, SessionConfig};
+use baton_runner::{Ending, Event, Finish, Paused, SessionConfig};
+use baton_store::Restated;
 
 use crate::support::{Dir, Events, Sleepers, Store, What, sh, start};
 

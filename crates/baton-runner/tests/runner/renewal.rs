@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use baton_runner::{Ending, Event, Finish, Paused, Renewal, SessionConfig};
+use baton_runner::{Ending, Event, Finish, Paused, SessionConfig};
+use baton_store::Renewal;
 
 use crate::support::{
     Call, Dir, Events, Store, Touch, What, down, eventually, lock_file, now, record, sh, start,

@@ -8,7 +8,8 @@
 
 use std::time::Duration;
 
-use baton_runner::{Ending, Event, Finish, Paused, Renewal, Session, SessionConfig};
+use baton_runner::{Ending, Event, Finish, Paused, Session, SessionConfig};
+use baton_store::Renewal;
 use rustix::process::Signal;
 
 use crate::support::{

@@ -7,10 +7,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use baton_lease::{Clock, Lock, Options, Outcome, SystemClock};
-use baton_runner::{
-    Event, Held, HeldError, Release, Renewal, Report, Restated, Session, SessionConfig, Stdin,
-    StepSpec,
-};
+use baton_runner::{Event, Report, Session, SessionConfig, Stdin, StepSpec};
+use baton_store::{Held, HeldError, Release, Renewal, Restated};
 
 pub use baton_testkit::process::alive;
 pub use baton_testkit::{PATIENCE, eventually, pause};

@@ -3,9 +3,9 @@
 //! built from [`JobFigures`] without reading anything.
 //!
 //! Every job has, from its first scrape on, a sample at 0 for every verdict
-//! ([`baton_ledger::VERDICTS`]), every miss reason
-//! ([`baton_ledger::MISS_REASONS`]), every skip reason
-//! ([`baton_ledger::SKIP_REASONS`]) and every state ([`STATES`]), and for
+//! ([`baton_store::ledger::VERDICTS`]), every miss reason
+//! ([`baton_store::ledger::MISS_REASONS`]), every skip reason
+//! ([`baton_store::ledger::SKIP_REASONS`]) and every state ([`STATES`]), and for
 //! any other word some job has counted (a ledger written by another
 //! version): a series never appears out of nowhere, so `increase()` sees
 //! its first event. The timestamps of a success, a failure and the next
@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use baton_ledger::{BOUNDS, JobTallies, MISS_REASONS, SKIP_REASONS, VERDICTS};
+use baton_store::ledger::{BOUNDS, JobTallies, MISS_REASONS, SKIP_REASONS, VERDICTS};
 use jiff::Timestamp;
 
 use super::exposition::{Family, Kind};

@@ -26,18 +26,18 @@
 //!   `baton_job_missed_occurrences_total{baton_job,reason}`,
 //!   `baton_job_skipped_occurrences_total{baton_job,reason}`,
 //!   `baton_job_lease_losses_total{baton_job}`: the ledger's tallies, which
-//!   pruning never lowers (see `baton_ledger::JobTallies`). *Skipped*
+//!   pruning never lowers (see `baton_store::ledger::JobTallies`). *Skipped*
 //!   occurrences never ran themselves but were served (`coalesced` into one
 //!   waiting in the queue) or had run already (`claimed`: the lock file says
 //!   so); *missed* ones did not run at all (the reasons `paused` and
 //!   `disabled` are a decision, the others a fault). A job's lease losses
 //!   are its runs whose verdict is `lease-lost`. Each job has a sample at 0
-//!   from the start for every verdict of `baton_ledger::VERDICTS`, every
-//!   reason of `baton_ledger::MISS_REASONS` and
-//!   `baton_ledger::SKIP_REASONS`, and any other word a job has counted, so
+//!   from the start for every verdict of `baton_store::ledger::VERDICTS`, every
+//!   reason of `baton_store::ledger::MISS_REASONS` and
+//!   `baton_store::ledger::SKIP_REASONS`, and any other word a job has counted, so
 //!   `increase()` sees the first event.
 //! - `baton_job_run_duration_seconds{baton_job}`: a histogram of finished
-//!   runs' durations, buckets `baton_ledger::BOUNDS` and `+Inf` (the `le`
+//!   runs' durations, buckets `baton_store::ledger::BOUNDS` and `+Inf` (the `le`
 //!   values written `1.0`, `0.1`, `+Inf` in both formats).
 //! - `baton_job_last_success_timestamp_seconds{baton_job}`,
 //!   `baton_job_last_failure_timestamp_seconds{baton_job}`: when the newest
@@ -109,7 +109,7 @@ pub enum Error {
     /// The ledger could not be opened or read (its error says what was
     /// being done to which file).
     #[error(transparent)]
-    Ledger(#[from] baton_ledger::Error),
+    Ledger(#[from] baton_store::ledger::Error),
     /// A file of `/proc/self` could not be read or made sense of.
     #[error("failed to {action} {}: {source}", path.display())]
     Proc {
@@ -184,7 +184,7 @@ fn running(
     config: &Config,
     job: &crate::config::Job,
     verdict: Option<&baton_lease::Verdict>,
-    ledger: Option<&mut (dyn baton_ledger::Records + 'static)>,
+    ledger: Option<&mut (dyn baton_store::ledger::Records + 'static)>,
 ) -> Result<bool, Error> {
     let shared = config
         .jobs

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use baton_ledger::{JobTallies, MISS_REASONS};
+use baton_store::ledger::{JobTallies, MISS_REASONS};
 
 use super::*;
 
@@ -117,7 +117,7 @@ fn every_miss_reason_recorded_is_listed() {
     }
     for r in planned {
         assert_eq!(
-            baton_ledger::DELIBERATE_MISS_REASONS.contains(&r.as_str()),
+            baton_store::ledger::DELIBERATE_MISS_REASONS.contains(&r.as_str()),
             r.is_streak(),
             "{}",
             r.as_str()

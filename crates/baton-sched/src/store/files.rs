@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use baton_lease::{Claim, Fence, Guarded, Outcome, Token, Verdict, Vouched};
-use baton_ledger::{Error as LedgerError, Ledger, Records};
+use baton_ledger::Ledger;
+use baton_store::ledger::{Error as LedgerError, Records};
 use jiff::Timestamp;
 
 use super::{Guard, Refused, Store, Taken, Vouch};

@@ -24,7 +24,7 @@ pub use pg::{Postgres, deadline_for};
 pub use taken::{Guard, Refused, Taken};
 
 use baton_lease::{Claim, Verdict};
-use baton_ledger::{Error as LedgerError, Records};
+use baton_store::ledger::{Error as LedgerError, Records};
 use jiff::Timestamp;
 
 use crate::config::{Config, Job};
@@ -193,14 +193,17 @@ pub fn open(config: &Config) -> Result<Box<dyn Store>, String> {
 }
 
 fn unusable(config: &Config, why: String) -> LedgerError {
-    LedgerError::Store {
-        action: "open the ledger".into(),
-        store: config
-            .store
-            .as_ref()
-            .map_or_else(|| "the store".into(), |s| s.url.value.to_string()),
-        message: why,
-    }
+    LedgerError::store(
+        baton_store::ledger::Kind::Failed,
+        baton_store::ledger::Unusable {
+            action: "open the ledger".into(),
+            store: config
+                .store
+                .as_ref()
+                .map_or_else(|| "the store".into(), |s| s.url.value.to_string()),
+            source: why.into(),
+        },
+    )
 }
 
 /// Opens the ledger of `config`'s store for writing.

@@ -18,8 +18,8 @@
 use std::time::Duration;
 
 use baton_lease::{Claim, Verdict};
-use baton_ledger::{Error as LedgerError, Records};
 use baton_pg::{Acquire, HolderFacts, Leases, Options, PgHeld, PgLedger, Target};
+use baton_store::ledger::{Error as LedgerError, Records};
 use jiff::Timestamp;
 
 use super::{Guard, Refused, Store, Taken};
@@ -154,11 +154,21 @@ impl Store for Postgres {
     fn records(&self, _now: Timestamp) -> Result<Box<dyn Records>, LedgerError> {
         match PgLedger::open(&self.target, general()) {
             Ok(l) => Ok(Box::new(l)),
-            Err(e) => Err(LedgerError::Store {
-                action: "open the ledger".into(),
-                store: self.target.describe(),
-                message: e.to_string(),
-            }),
+            Err(e) => {
+                let kind = if matches!(e, baton_pg::Error::SchemaTooNew { .. }) {
+                    baton_store::ledger::Kind::NewerSchema
+                } else {
+                    baton_store::ledger::Kind::Failed
+                };
+                Err(LedgerError::store(
+                    kind,
+                    baton_store::ledger::Unusable {
+                        action: "open the ledger".into(),
+                        store: self.target.describe(),
+                        source: Box::new(e),
+                    },
+                ))
+            }
         }
     }
 

@@ -6,7 +6,7 @@
 
 use baton_lease::decide::Foreign;
 use baton_lease::{Busy, Holder, Outcome, Verdict};
-use baton_runner::Held;
+use baton_store::Held;
 
 use crate::alerts::Kind;
 

@@ -3,6 +3,7 @@
 //! lock keeps its claim, however many and however long their names), and
 //! the ledger with a lock file whose claims it does not know.
 
+use baton_store::ledger::Records;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};

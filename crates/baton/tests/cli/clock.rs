@@ -8,6 +8,7 @@
 //! its to run: the jobs here are known from before the present minute, or
 //! seen by an honest tick first.)
 
+use baton_store::ledger::Records;
 use std::process::Output;
 
 use baton_testkit::pg::PgServer;

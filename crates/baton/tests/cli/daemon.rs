@@ -1150,6 +1150,11 @@ fn daemon_starts_beyond_max_parallel_wait_for_a_slot() {
         ["start", "end", "start", "end"],
         "two workers at once"
     );
-    assert_eq!(d.get("/v1/jobs/a/runs").json()[0]["verdict"], "ok");
-    assert_eq!(d.get("/v1/jobs/b/runs").json()[0]["verdict"], "ok");
+    // The second job's end is recorded after its command wrote its last
+    // line: wait for the record, not the line.
+    for job in ["a", "b"] {
+        eventually("the run's end to be recorded", || {
+            d.get(&format!("/v1/jobs/{job}/runs")).json()[0]["verdict"] == "ok"
+        });
+    }
 }

@@ -6,6 +6,7 @@
 //! Downtime is prepared in the ledger (a job first seen and last decided
 //! hours ago), never waited for.
 
+use baton_store::ledger::Records;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Stdio;

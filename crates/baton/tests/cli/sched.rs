@@ -1,6 +1,7 @@
 //! The scheduler through the real binary: `tick`, `run`, `status`,
 //! `config`, `history` on real processes, a real ledger and real locks.
 
+use baton_store::ledger::Records;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 

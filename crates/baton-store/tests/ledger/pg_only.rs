@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use baton_ledger::{Error, Records};
 use baton_pg::{Options, PgLedger};
+use baton_store::ledger::{Error, Records};
 use baton_testkit::proxy::Proxy;
 
 use crate::support::{Kind, Store, at, block_on, finished, scheduled, server};
@@ -36,13 +36,10 @@ fn writes_wait_for_the_write_lock_and_reads_do_not() {
         // Another writer holds the lock: a write waits, and gives up with
         // the statement timeout, writing nothing.
         let err = ledger.see_jobs(&["k"], at(1)).unwrap_err();
-        match &err {
-            Error::Store { store, message, .. } => {
-                assert_eq!(store, &target.describe());
-                assert!(message.contains("statement timeout"), "{message}");
-            }
-            other => panic!("expected a store error, got {other:?}"),
-        }
+        let failed = pg(&err);
+        assert_eq!(failed.store(), target.describe());
+        let message = failed.message();
+        assert!(message.contains("statement timeout"), "{message}");
         // Reads take no lock.
         assert_eq!(ledger.jobs().unwrap().len(), 1);
         tx.rollback().await.unwrap();
@@ -136,9 +133,8 @@ fn a_partitioned_store_fails_each_call_at_the_deadline_then_the_ledger_reconnect
     proxy.cut();
     for _ in 0..2 {
         match ledger.see_jobs(&["k"], at(1)) {
-            Err(Error::Store {
-                action, message, ..
-            }) => {
+            Err(e) if e.source_error().is_some() => {
+                let (action, message) = (pg(&e).action(), pg(&e).message());
                 assert_eq!(action, r#"record the jobs ["k"]"#);
                 assert!(
                     message.contains("no answer from the store within 1s"),
@@ -266,4 +262,11 @@ fn a_writer_cut_off_mid_transaction_lets_the_write_lock_go_within_a_second() {
             .unwrap()
             .is_none()
     );
+}
+
+/// The PostgreSQL ledger's own error behind what a call said.
+fn pg(e: &Error) -> &baton_pg::LedgerError {
+    e.source_error()
+        .and_then(|s| s.downcast_ref::<baton_pg::LedgerError>())
+        .unwrap_or_else(|| panic!("not the PostgreSQL ledger's error: {e:?}"))
 }

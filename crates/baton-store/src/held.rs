@@ -16,6 +16,25 @@ use std::time::Duration;
 
 use baton_lease::Once;
 
+/// Blocks, in the calling thread, the signals a supervising session reads
+/// for itself (SIGINT, SIGTERM, SIGHUP, SIGCHLD, from a `signalfd`): a
+/// thread that a [`Held`] implementation (or any helper of the session)
+/// starts calls it first, so that a signal meant for the run is never
+/// taken, and lost, by that thread.
+#[allow(unsafe_code)] // One sigprocmask of the calling thread.
+pub fn quiet_thread() {
+    // Safety: sigemptyset/sigaddset fill a set on this stack, and
+    // pthread_sigmask only changes the calling thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGCHLD] {
+            libc::sigaddset(&mut set, s);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
 /// A lease this process holds, as the session drives it.
 ///
 /// The session calls it from one thread at a time: renewals from a thread
@@ -30,7 +49,7 @@ pub trait Held: std::fmt::Debug + Send {
 
     /// The longest one renewal (or any other call) may block before it
     /// answers: the lock file's mutex wait, or the store's deadline. It is
-    /// the `renew_wait` term of [`crate::check_self_fencing`].
+    /// the `renew_wait` term of the runner's `check_self_fencing`.
     fn renew_wait(&self) -> Duration;
 
     /// This acquisition's fence.

@@ -1,7 +1,7 @@
 //! An occurrence is decided once, and a job's `last_decided` never goes
 //! back.
 
-use baton_ledger::{Begun, Decision, Miss, Missed, NewRun, Queued};
+use baton_store::ledger::{Begun, Decision, Miss, Missed, NewRun, Queued};
 
 use crate::support::{Log, Store, at, occ, range, scheduled};
 

@@ -5,13 +5,13 @@
 //! without a NUL.
 //!
 //! Each rule returns the problem in words (the `problem` of
-//! [`crate::Error::Invalid`]), so that the SQLite ledger and the PostgreSQL
+//! [`super::Error::Invalid`]), so that the SQLite ledger and the PostgreSQL
 //! one refuse the same arguments with the same message. Nothing here reads
 //! or writes a store, and nothing outside this module restates a rule.
 
 use jiff::Timestamp;
 
-use crate::missed::Miss;
+use super::rows::Miss;
 
 /// The largest watermark value stored, in bytes.
 pub const MAX_WATERMARK: usize = 4096;
@@ -25,8 +25,8 @@ pub const MAX_WATERMARK: usize = 4096;
 /// # Example
 ///
 /// ```
-/// assert_eq!(baton_ledger::checks::fence(Some(42)), Ok(Some(42)));
-/// assert!(baton_ledger::checks::fence(Some(u64::MAX)).is_err());
+/// assert_eq!(baton_store::ledger::checks::fence(Some(42)), Ok(Some(42)));
+/// assert!(baton_store::ledger::checks::fence(Some(u64::MAX)).is_err());
 /// ```
 pub fn fence(fence: Option<u64>) -> Result<Option<i64>, String> {
     fence

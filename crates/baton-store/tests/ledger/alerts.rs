@@ -1,6 +1,6 @@
 //! Alerts: newest first, of one job or of all.
 
-use baton_ledger::NewAlert;
+use baton_store::ledger::NewAlert;
 
 use crate::support::{Log, Store, at, occ};
 

@@ -6,11 +6,19 @@
 
 use std::sync::Arc;
 
-use baton_ledger::Records;
 use baton_pg::{Options, PgLedger, Target};
+use baton_store::ledger::Records;
 use baton_testkit::pg::PgServer;
 
-use crate::support::{block_on, server};
+/// The server the tests running now share.
+fn server() -> Arc<PgServer> {
+    PgServer::shared()
+}
+
+/// Runs `f` on a runtime of its own.
+fn block_on<T>(f: impl Future<Output = T>) -> T {
+    tokio::runtime::Runtime::new().unwrap().block_on(f)
+}
 
 /// A database of its own on the shared server, loaded with the fixture; the
 /// server (kept while the test runs), its target and URL.

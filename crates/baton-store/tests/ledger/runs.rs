@@ -1,7 +1,7 @@
 //! Runs: their start and end, attempts and steps, the job's counters, and
 //! the pruning of history when a run finishes.
 
-use baton_ledger::{Begun, NewRun, Queued, StepKind};
+use baton_store::ledger::{Begun, NewRun, Queued, StepKind};
 
 use crate::support::{Log, Store, at, attempt, finished, occ, refused, scheduled};
 

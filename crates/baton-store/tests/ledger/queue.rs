@@ -1,7 +1,7 @@
 //! The queue: occurrences wait in order, start once, coalesce into the one
 //! waiting, and leave as claimed when the lock file says they started.
 
-use baton_ledger::{Begun, Decision, Queued};
+use baton_store::ledger::{Begun, Decision, Queued};
 
 use crate::support::{Log, Store, at, occ, refused, scheduled};
 

@@ -3,11 +3,12 @@
 //! what the ledger returned, so that both kinds can be compared.
 
 use std::fmt::Debug;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
 
-use baton_ledger::{Attempt, Error, Finished, Ledger, Miss, NewRun, Records, StepKind};
+use baton_ledger::Ledger;
 use baton_pg::{Options, PgLedger, Target};
+use baton_store::ledger::{Attempt, Error, Finished, Miss, NewRun, Records, StepKind};
 use baton_testkit::pg::PgServer;
 use jiff::{SignedDuration, Timestamp};
 
@@ -224,17 +225,9 @@ fn open(place: &Place) -> Box<dyn Records> {
     }
 }
 
-/// The server the tests running now share; started by the first, stopped
-/// when the last one drops it (a static would never stop it).
+/// The server the tests running now share.
 pub fn server() -> Arc<PgServer> {
-    static SHARED: Mutex<Weak<PgServer>> = Mutex::new(Weak::new());
-    let mut shared = SHARED.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(server) = shared.upgrade() {
-        return server;
-    }
-    let server = Arc::new(PgServer::start());
-    *shared = Arc::downgrade(&server);
-    server
+    PgServer::shared()
 }
 
 /// A fresh database on `server`, migrated, and its URL.

@@ -1,6 +1,6 @@
 //! Tallies: cumulative counts that pruning never touches.
 
-use baton_ledger::{Finished, JobTallies, Miss};
+use baton_store::ledger::{Finished, JobTallies, Miss};
 use jiff::SignedDuration;
 
 use crate::support::{Log, Store, at, finished, occ, range, scheduled};

@@ -1,7 +1,7 @@
 //! Missed ranges: recorded once, extended by a streak, refused when they
 //! make no sense, counted by reason.
 
-use baton_ledger::{Miss, Missed};
+use baton_store::ledger::{Miss, Missed};
 
 use crate::support::{Log, Store, at, occ, range, refused};
 

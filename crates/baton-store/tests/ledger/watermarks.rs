@@ -1,7 +1,7 @@
 //! Watermarks: numbered per job, the newest is the mark, only a run of the
 //! job may settle it.
 
-use baton_ledger::NewRun;
+use baton_store::ledger::NewRun;
 
 use crate::support::{Log, Store, at, refused, scheduled};
 

@@ -37,5 +37,5 @@ mod queue;
 mod races;
 mod runs;
 mod tallies;
-mod upgrade;
+
 mod watermarks;

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Barrier};
 
-use baton_ledger::{Begun, Decision, Missed, NewRun, Queued, Records};
+use baton_store::ledger::{Begun, Decision, Missed, NewRun, Queued, Records};
 
 use crate::support::{Log, Store, at, occ, range, scheduled};
 

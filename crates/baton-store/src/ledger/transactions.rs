@@ -1,0 +1,591 @@
+//! Every [`Records`] call, written once for every store: the arguments
+//! checked ([`super::checks`]) before anything is written, then one
+//! transaction of the store's [`Backend`] whose body is a function of its
+//! [`Statements`] below. Which statements run together, on what condition,
+//! and what a call returns are decided here and nowhere else.
+//!
+//! A body decides only from what its own statements return inside its own
+//! transaction (a conditional insert's change count, a mark read under the
+//! write lock), never from a value read before it. Arguments are copied
+//! into the body, which a store may run on a thread of its own.
+
+use jiff::Timestamp;
+
+use super::checks;
+use super::error::Error;
+use super::records::Records;
+use super::rows::{
+    AlertRow, Attempt, Begun, Decision, DecisionRow, Finished, JobState, JobTallies, Miss, Missed,
+    MissedRow, NewAlert, NewRun, PauseRow, Queued, Recovered, RunRow, StepState, WatermarkRow,
+    Withdrawn,
+};
+use super::statements::{Backend, Fail, Mode, NewDecision, Statements};
+
+/// A refusal of the arguments before any transaction: nothing was written.
+fn invalid(store: &impl Backend, action: String, problem: String) -> Error {
+    Error::Invalid {
+        action,
+        store: store.location(),
+        problem,
+    }
+}
+
+impl<B: Backend> Records for B {
+    fn location(&self) -> String {
+        Backend::location(self)
+    }
+
+    fn take_recovered(&mut self) -> Vec<Recovered> {
+        Backend::take_recovered(self)
+    }
+
+    fn time_is(&mut self, now: Timestamp) {
+        self.saw(now);
+    }
+
+    fn see_jobs(&mut self, jobs: &[&str], now: Timestamp) -> Result<(), Error> {
+        self.saw(now);
+        let names: Vec<String> = jobs.iter().map(|&j| j.to_owned()).collect();
+        self.transact(
+            Mode::Write,
+            &|| format!("record the jobs {jobs:?}"),
+            async move |tx| {
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                Ok(tx.see_jobs(&names, now).await?)
+            },
+        )
+    }
+
+    fn checkpoint(&mut self) -> Result<(), Error> {
+        Backend::checkpoint(self)
+    }
+
+    fn store_clock(&mut self) -> Result<Option<Timestamp>, Error> {
+        Backend::store_clock(self)
+    }
+
+    fn jobs(&mut self) -> Result<Vec<JobState>, Error> {
+        self.transact(Mode::Read, &|| "read the jobs".into(), async |tx| {
+            Ok(tx.jobs().await?)
+        })
+    }
+
+    fn job(&mut self, job: &str) -> Result<Option<JobState>, Error> {
+        let name = job.to_owned();
+        self.transact(Mode::Read, &|| format!("read job {job}"), async move |tx| {
+            Ok(tx.job(&name).await?)
+        })
+    }
+
+    fn begin_run(&mut self, run: &NewRun) -> Result<Begun, Error> {
+        self.saw(run.started);
+        let fence = checks::fence(run.fence).map_err(|problem| {
+            invalid(
+                self,
+                format!("record the start of run {}", run.run_id),
+                problem,
+            )
+        })?;
+        let owned = run.clone();
+        self.transact(
+            Mode::Write,
+            &|| format!("record the start of run {} of job {}", run.run_id, run.job),
+            async move |tx| begin_run(tx, &owned, fence).await,
+        )
+    }
+
+    fn record_attempt(&mut self, a: &Attempt) -> Result<(), Error> {
+        self.saw(a.finished);
+        let owned = a.clone();
+        self.transact(
+            Mode::Write,
+            &|| format!("record attempt {} of run {}", a.seq, a.run_id),
+            async move |tx| record_attempt(tx, &owned).await,
+        )
+    }
+
+    fn finish_run(&mut self, f: &Finished, history_keep: u32) -> Result<(), Error> {
+        self.saw(f.finished);
+        let owned = f.clone();
+        self.transact(
+            Mode::Write,
+            &|| format!("record the end of run {} of job {}", f.run_id, f.job),
+            async move |tx| finish_run(tx, &owned, history_keep.max(1)).await,
+        )
+    }
+
+    fn claimed(
+        &mut self,
+        job: &str,
+        occurrence: i64,
+        detail: &str,
+        now: Timestamp,
+    ) -> Result<bool, Error> {
+        self.saw(now);
+        let (name, detail) = (job.to_owned(), detail.to_owned());
+        self.transact(
+            Mode::Write,
+            &|| format!("record occurrence {occurrence} of job {job} as claimed"),
+            async move |tx| {
+                let d = NewDecision {
+                    job: &name,
+                    occurrence,
+                    decision: Decision::Claimed,
+                    detail: Some(detail.as_str()).filter(|d| !d.is_empty()),
+                    joined: None,
+                    decided: now,
+                };
+                let recorded = tx.insert_decision(&d).await? || tx.claim_queued(&d).await?;
+                if recorded {
+                    tx.tally_skipped(&name, Decision::Claimed.as_str(), 1)
+                        .await?;
+                }
+                tx.decided(&name, occurrence, now).await?;
+                Ok(recorded)
+            },
+        )
+    }
+
+    fn decision(&mut self, job: &str, occurrence: i64) -> Result<Option<DecisionRow>, Error> {
+        let name = job.to_owned();
+        self.transact(
+            Mode::Read,
+            &|| format!("read the decision for occurrence {occurrence} of job {job}"),
+            async move |tx| Ok(tx.decision(&name, occurrence).await?),
+        )
+    }
+
+    fn record_alert(&mut self, a: &NewAlert) -> Result<(), Error> {
+        self.saw(a.time);
+        let owned = a.clone();
+        self.transact(
+            Mode::Write,
+            &|| format!("record a {} alert", a.kind),
+            async move |tx| Ok(tx.insert_alert(&owned).await?),
+        )
+    }
+
+    fn recent_alerts(&mut self, job: Option<&str>, limit: u32) -> Result<Vec<AlertRow>, Error> {
+        let name = job.map(str::to_owned);
+        self.transact(
+            Mode::Read,
+            &|| "read the recent alerts".into(),
+            async move |tx| Ok(tx.recent_alerts(name.as_deref(), limit).await?),
+        )
+    }
+
+    fn history(&mut self, job: &str, limit: u32) -> Result<Vec<RunRow>, Error> {
+        let name = job.to_owned();
+        self.transact(
+            Mode::Read,
+            &|| format!("read the history of job {job}"),
+            async move |tx| Ok(tx.history(&name, limit).await?),
+        )
+    }
+
+    fn last_run(&mut self, job: &str) -> Result<Option<RunRow>, Error> {
+        Ok(self.history(job, 1)?.pop())
+    }
+
+    fn running(&mut self, job: &str) -> Result<Option<RunRow>, Error> {
+        let name = job.to_owned();
+        self.transact(
+            Mode::Read,
+            &|| format!("read the running run of job {job}"),
+            async move |tx| Ok(tx.running(&name).await?),
+        )
+    }
+
+    fn unfinished(&mut self, job: &str) -> Result<Vec<RunRow>, Error> {
+        let name = job.to_owned();
+        self.transact(
+            Mode::Read,
+            &|| format!("read the unfinished runs of job {job}"),
+            async move |tx| Ok(tx.unfinished(&name).await?),
+        )
+    }
+
+    fn steps(&mut self, job: &str) -> Result<Vec<StepState>, Error> {
+        let name = job.to_owned();
+        self.transact(
+            Mode::Read,
+            &|| format!("read the steps of job {job}"),
+            async move |tx| Ok(tx.steps(&name).await?),
+        )
+    }
+
+    fn miss(&mut self, m: &Miss<'_>, now: Timestamp) -> Result<Missed, Error> {
+        self.saw(now);
+        let action = || {
+            format!(
+                "record occurrences {}..={} of job {} as missed ({})",
+                m.first, m.last, m.job, m.reason
+            )
+        };
+        let count = checks::miss_count(m).map_err(|problem| invalid(self, action(), problem))?;
+        let (job, reason) = (m.job.to_owned(), m.reason.to_owned());
+        let detail = m.detail.filter(|d| !d.is_empty()).map(str::to_owned);
+        let (first, last, given, at_least, streak) =
+            (m.first, m.last, m.count, m.at_least, m.streak);
+        self.transact(Mode::Write, &action, async move |tx| {
+            let m = Miss {
+                job: &job,
+                reason: &reason,
+                first,
+                last,
+                count: given,
+                at_least,
+                detail: detail.as_deref(),
+                streak,
+            };
+            miss(tx, &m, count, now).await
+        })
+    }
+
+    fn withdraw_ahead(
+        &mut self,
+        job: &str,
+        now: Timestamp,
+        tolerance: i64,
+    ) -> Result<Option<Withdrawn>, Error> {
+        self.saw(now);
+        Backend::withdraw_ahead(self, job, now, tolerance)
+    }
+
+    fn see_again_ahead(
+        &mut self,
+        job: &str,
+        now: Timestamp,
+        tolerance: i64,
+    ) -> Result<bool, Error> {
+        self.saw(now);
+        Backend::see_again_ahead(self, job, now, tolerance)
+    }
+
+    fn decided_after(
+        &mut self,
+        job: &str,
+        after: Option<i64>,
+        through: i64,
+    ) -> Result<Vec<i64>, Error> {
+        Backend::decided_after(self, job, after, through)
+    }
+
+    fn missed(&mut self, job: &str, limit: u32) -> Result<Vec<MissedRow>, Error> {
+        let name = job.to_owned();
+        self.transact(
+            Mode::Read,
+            &|| format!("read the missed occurrences of job {job}"),
+            async move |tx| Ok(tx.missed(&name, limit).await?),
+        )
+    }
+
+    fn missed_counts(&mut self, job: &str) -> Result<Vec<(String, u64, bool)>, Error> {
+        let name = job.to_owned();
+        self.transact(
+            Mode::Read,
+            &|| format!("count the missed occurrences of job {job}"),
+            async move |tx| Ok(tx.missed_counts(&name).await?),
+        )
+    }
+
+    fn pause(
+        &mut self,
+        job: &str,
+        until: Option<Timestamp>,
+        reason: Option<&str>,
+        who: &str,
+        now: Timestamp,
+    ) -> Result<PauseRow, Error> {
+        self.saw(now);
+        let action = || format!("pause job {job}");
+        checks::pause(until, now).map_err(|problem| invalid(self, action(), problem))?;
+        let (name, reason, who) = (job.to_owned(), reason.map(str::to_owned), who.to_owned());
+        self.transact(Mode::Write, &action, async move |tx| {
+            tx.end_pauses(&name, now).await?;
+            Ok(tx
+                .insert_pause(&name, until, reason.as_deref(), &who, now)
+                .await?)
+        })
+    }
+
+    fn resume(&mut self, job: &str, now: Timestamp) -> Result<Option<PauseRow>, Error> {
+        self.saw(now);
+        let name = job.to_owned();
+        self.transact(
+            Mode::Write,
+            &|| format!("resume job {job}"),
+            async move |tx| {
+                let ended = tx.end_pauses(&name, now).await?;
+                Ok(ended.into_iter().max_by_key(|p| p.id))
+            },
+        )
+    }
+
+    fn pauses(&mut self, job: &str, limit: u32) -> Result<Vec<PauseRow>, Error> {
+        let name = job.to_owned();
+        self.transact(
+            Mode::Read,
+            &|| format!("read the pauses of job {job}"),
+            async move |tx| Ok(tx.pauses(&name, limit).await?),
+        )
+    }
+
+    fn enqueue(
+        &mut self,
+        job: &str,
+        occurrences: &[i64],
+        coalesce: bool,
+        now: Timestamp,
+    ) -> Result<Queued, Error> {
+        self.saw(now);
+        let action = || format!("queue occurrences {occurrences:?} of job {job}");
+        let (first, last) =
+            checks::queue(occurrences).map_err(|problem| invalid(self, action(), problem))?;
+        let (name, occurrences) = (job.to_owned(), occurrences.to_vec());
+        self.transact(Mode::Write, &action, async move |tx| {
+            enqueue(tx, &name, &occurrences, (first, last), coalesce, now).await
+        })
+    }
+
+    fn next_queued(&mut self, jobs: &[&str]) -> Result<Option<(String, i64)>, Error> {
+        let names: Vec<String> = jobs.iter().map(|&j| j.to_owned()).collect();
+        self.transact(
+            Mode::Read,
+            &|| format!("read the queue of jobs {jobs:?}"),
+            async move |tx| {
+                let mut next: Option<(i64, &str)> = None;
+                for job in &names {
+                    if let Some(occurrence) = tx.oldest_queued(job).await? {
+                        let candidate = (occurrence, job.as_str());
+                        next = Some(next.map_or(candidate, |n| n.min(candidate)));
+                    }
+                }
+                Ok(next.map(|(occurrence, job)| (job.to_owned(), occurrence)))
+            },
+        )
+    }
+
+    fn queued_jobs(&mut self) -> Result<Vec<String>, Error> {
+        self.transact(
+            Mode::Read,
+            &|| "read which jobs have a queue".into(),
+            async |tx| Ok(tx.queued_jobs().await?),
+        )
+    }
+
+    fn queued(&mut self, job: &str) -> Result<Vec<DecisionRow>, Error> {
+        let name = job.to_owned();
+        self.transact(
+            Mode::Read,
+            &|| format!("read the queue of job {job}"),
+            async move |tx| Ok(tx.queued(&name).await?),
+        )
+    }
+
+    fn tallies(&mut self) -> Result<Vec<JobTallies>, Error> {
+        self.transact(Mode::Read, &|| "read the tallies".into(), async |tx| {
+            Ok(tx.tallies().await?)
+        })
+    }
+
+    fn watermark(&mut self, job: &str) -> Result<Option<WatermarkRow>, Error> {
+        let name = job.to_owned();
+        self.transact(
+            Mode::Read,
+            &|| format!("read the watermark of job {job}"),
+            async move |tx| Ok(tx.watermark(&name).await?),
+        )
+    }
+
+    fn settle(
+        &mut self,
+        job: &str,
+        value: &str,
+        run_id: Option<&str>,
+        fence: Option<u64>,
+        now: Timestamp,
+    ) -> Result<WatermarkRow, Error> {
+        self.saw(now);
+        let action = || format!("settle the watermark of job {job}");
+        checks::watermark(value).map_err(|problem| invalid(self, action(), problem))?;
+        let fence = checks::fence(fence).map_err(|problem| invalid(self, action(), problem))?;
+        let (name, value, run) = (job.to_owned(), value.to_owned(), run_id.map(str::to_owned));
+        self.transact(Mode::Write, &action, async move |tx| {
+            settle(tx, &name, &value, run.as_deref(), fence, now).await
+        })
+    }
+
+    fn watermarks(&mut self, job: &str, limit: u32) -> Result<Vec<WatermarkRow>, Error> {
+        let name = job.to_owned();
+        self.transact(
+            Mode::Read,
+            &|| format!("read the watermarks of job {job}"),
+            async move |tx| Ok(tx.watermarks(&name, limit).await?),
+        )
+    }
+}
+
+async fn begin_run<S: Statements>(
+    tx: &mut S,
+    run: &NewRun,
+    fence: Option<i64>,
+) -> Result<Begun, Fail<S::Error>> {
+    if let Some(occurrence) = run.occurrence
+        && !tx.start_decision(run, occurrence).await?
+    {
+        let existing = tx.decision(&run.job, occurrence).await?;
+        // OK because the insert was refused by this very row, inside this
+        // transaction, and rows are only deleted under the write lock this
+        // transaction holds.
+        let existing = existing.ok_or_else(|| {
+            Fail::Invalid(format!(
+                "occurrence {occurrence} of job {} was decided and is gone",
+                run.job
+            ))
+        })?;
+        return Ok(existing.begun_by(run));
+    }
+    if tx.run_recorded(run).await? {
+        return Ok(Begun::Started); // Recorded already, with its job's row.
+    }
+    tx.insert_run(run, fence).await?;
+    tx.job_begun(run).await?;
+    Ok(Begun::Started)
+}
+
+/// The run a step's attempt or a run's end names, when the ledger has it:
+/// an error when it belongs to another job than `job`.
+async fn run_of<S: Statements>(
+    tx: &mut S,
+    run_id: &str,
+    job: &str,
+) -> Result<bool, Fail<S::Error>> {
+    match tx.run_job(run_id).await? {
+        Some(owner) if owner != job => Err(Fail::Invalid(format!(
+            "run {run_id} belongs to job {owner}, not {job}"
+        ))),
+        recorded => Ok(recorded.is_some()),
+    }
+}
+
+async fn record_attempt<S: Statements>(tx: &mut S, a: &Attempt) -> Result<(), Fail<S::Error>> {
+    let recorded = run_of(tx, &a.run_id, &a.job).await?;
+    if recorded && !tx.insert_attempt(a).await? {
+        return Ok(()); // Recorded already: counted already.
+    }
+    tx.step_attempted(a).await?;
+    Ok(())
+}
+
+async fn finish_run<S: Statements>(
+    tx: &mut S,
+    f: &Finished,
+    keep: u32,
+) -> Result<(), Fail<S::Error>> {
+    let recorded = run_of(tx, &f.run_id, &f.job).await?;
+    let started = tx.run_started(&f.run_id).await?;
+    if recorded && !tx.finish_run(f).await? {
+        return Ok(()); // Finished already: counted already.
+    }
+    tx.job_finished(f).await?;
+    tx.tally_finished(f, started).await?;
+    tx.prune_runs(&f.job, keep).await?;
+    tx.prune_decisions(&f.job).await?;
+    tx.prune_missed(&f.job).await?;
+    tx.prune_pauses(&f.job, f.finished).await?;
+    tx.prune_watermarks(&f.job).await?;
+    Ok(())
+}
+
+async fn miss<S: Statements>(
+    tx: &mut S,
+    m: &Miss<'_>,
+    count: i64,
+    now: Timestamp,
+) -> Result<Missed, Fail<S::Error>> {
+    tx.see_jobs(&[m.job], now).await?;
+    if tx.decided_through(m.job, m.first).await? {
+        return Ok(Missed::Moved);
+    }
+    let outcome = if m.streak && tx.extend_missed(m, count, now).await? {
+        Missed::Extended
+    } else {
+        tx.insert_missed(m, count, m.detail, now).await?;
+        Missed::Recorded
+    };
+    tx.tally_missed(m.job, m.reason, count).await?;
+    tx.decided(m.job, m.last, now).await?;
+    Ok(outcome)
+}
+
+async fn enqueue<S: Statements>(
+    tx: &mut S,
+    job: &str,
+    occurrences: &[i64],
+    (first, last): (i64, i64),
+    coalesce: bool,
+    now: Timestamp,
+) -> Result<Queued, Fail<S::Error>> {
+    tx.see_jobs(&[job], now).await?;
+    if tx.decided_through(job, first).await? {
+        return Ok(Queued::Moved);
+    }
+    let into = if coalesce {
+        tx.newest_queued(job).await?
+    } else {
+        None
+    };
+    let entry = |occurrence, decision, joined| NewDecision {
+        job,
+        occurrence,
+        decision,
+        detail: None,
+        joined,
+        decided: now,
+    };
+    let outcome = match into {
+        Some(into) => {
+            let mut joined = 0;
+            for &occurrence in occurrences {
+                let d = entry(occurrence, Decision::Coalesced, Some(into));
+                joined += i64::from(tx.insert_decision(&d).await?);
+            }
+            tx.add_coalesced(job, into, joined).await?;
+            tx.tally_skipped(job, Decision::Coalesced.as_str(), joined)
+                .await?;
+            Queued::Coalesced { into }
+        }
+        None => {
+            for &occurrence in occurrences {
+                tx.insert_decision(&entry(occurrence, Decision::Queued, None))
+                    .await?;
+            }
+            Queued::Queued
+        }
+    };
+    tx.decided(job, last, now).await?;
+    Ok(outcome)
+}
+
+async fn settle<S: Statements>(
+    tx: &mut S,
+    job: &str,
+    value: &str,
+    run_id: Option<&str>,
+    fence: Option<i64>,
+    now: Timestamp,
+) -> Result<WatermarkRow, Fail<S::Error>> {
+    // A run of another job (one sharing the lock) holds the lease but is
+    // not a run of this job: it may not settle its mark.
+    if let Some(run) = run_id
+        && let Some(owner) = tx.run_job(run).await?
+        && owner != job
+    {
+        return Err(Fail::Invalid(format!(
+            "run {run} is a run of job {owner}, not of {job}: only a run of {job} may settle its \
+             watermark"
+        )));
+    }
+    Ok(tx.insert_watermark(job, value, run_id, fence, now).await?)
+}
