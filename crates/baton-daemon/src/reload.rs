@@ -12,8 +12,9 @@
 use std::sync::Arc;
 
 use axum::http::StatusCode;
-use baton_sched::alerts::{Alert, Kind};
+use baton_sched::alerts::Alert;
 use baton_sched::config::Snapshot;
+use baton_store::words::AlertKind;
 
 use crate::error::ApiError;
 use crate::state::{Daemon, Loaded, Settings};
@@ -153,7 +154,7 @@ impl Daemon {
             let mut s = baton_sched::surfaces::Surfaces::open(&loaded.config, Arc::clone(&clock));
             let now = s.now();
             s.alert(&Alert::scheduler(
-                Kind::ReloadRefused,
+                AlertKind::ReloadRefused,
                 now.to_string(),
                 message,
             ));

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use baton_sched::run::{Told, occurrence_text};
+use baton_store::words::MissReason;
 use serde::Serialize;
 
 use crate::state::Daemon;
@@ -46,7 +47,7 @@ pub(crate) struct Skipped {
 #[derive(Debug, Serialize)]
 pub(crate) struct Missed {
     pub(crate) job: String,
-    pub(crate) reason: String,
+    pub(crate) reason: MissReason,
     pub(crate) first: String,
     pub(crate) last: String,
     pub(crate) count: u64,
@@ -118,7 +119,7 @@ pub(crate) async fn tick(d: &Arc<Daemon>, source: &'static str) -> Option<Result
     for (job, m) in due.missed {
         out.missed.push(Missed {
             job,
-            reason: m.reason.as_str().to_owned(),
+            reason: m.reason,
             first: occurrence_text(Some(m.first)),
             last: occurrence_text(Some(m.last)),
             count: m.count,
@@ -201,16 +202,15 @@ pub(crate) fn sort(
             Told::Error { message } => out.skipped.push(skip("error", None, Some(message))),
             Told::Missed { reason, holder, .. } => out.missed.push(Missed {
                 job,
-                reason: reason.clone(),
+                reason,
                 first: occurrence.clone().unwrap_or_default(),
                 last: occurrence.unwrap_or_default(),
                 count: 1,
                 at_least: false,
                 holder: holder.as_ref().map(|h| {
-                    let verdict = if reason == "busy" {
-                        "live"
-                    } else {
-                        reason.as_str()
+                    let verdict = match reason {
+                        MissReason::Busy => "live",
+                        other => other.as_str(),
                     };
                     crate::api::holder_json(h, verdict)
                 }),

@@ -158,7 +158,7 @@ fn withdraw(
     let ranges = missed::decided_after(tx, job, now_us)?;
     for r in &ranges {
         let count = i64::try_from(r.count).unwrap_or(i64::MAX);
-        tallies::unmissed(tx, job, &r.reason, count)?;
+        tallies::unmissed(tx, job, r.reason, count)?;
     }
     tx.prepare_cached("DELETE FROM missed WHERE job = ?1 AND decided > ?2")?
         .execute(params![job, now_us])?;

@@ -18,7 +18,7 @@ pub(crate) fn insert(conn: &Connection, a: &NewAlert) -> rusqlite::Result<()> {
     .execute(params![
         rows::micros(a.time),
         a.job,
-        a.kind,
+        a.kind.as_str(),
         a.run_id,
         a.occurrence,
         a.message,
@@ -56,7 +56,7 @@ fn row(r: &Row<'_>) -> rusqlite::Result<AlertRow> {
         id: r.get(0)?,
         time: rows::time(r, 1)?,
         job: r.get(2)?,
-        kind: r.get(3)?,
+        kind: rows::word(r, 3)?,
         run_id: r.get(4)?,
         occurrence: r.get(5)?,
         message: r.get(6)?,

@@ -53,7 +53,7 @@ pub(crate) fn begun(conn: &Connection, run: &NewRun) -> rusqlite::Result<()> {
 /// failure count reset or incremented; a run that is neither
 /// ([`Effect::Neutral`]: `interrupted`) moves nothing.
 pub(crate) fn finished(conn: &Connection, f: &Finished) -> rusqlite::Result<()> {
-    let effect = Effect::of_run(&f.verdict, f.success);
+    let effect = Effect::of_run(f.verdict, f.success);
     conn.prepare_cached(
         "INSERT INTO jobs (job, first_seen, last_success, last_failure, consecutive_failures)
          VALUES (?1, ?2, CASE WHEN ?3 THEN ?2 END, CASE WHEN ?4 THEN ?2 END,

@@ -46,6 +46,7 @@ use crate::statements::Sql;
 /// # let dir = tempfile::tempdir().unwrap();
 /// use baton_ledger::Ledger;
 /// use baton_store::ledger::{Begun, Finished, NewRun, Records};
+/// use baton_store::words::RunVerdict;
 /// use jiff::Timestamp;
 ///
 /// let now: Timestamp = "2026-11-29T03:15:00Z".parse()?;
@@ -64,12 +65,12 @@ use crate::statements::Sql;
 ///     run_id: run.run_id.clone(),
 ///     job: run.job.clone(),
 ///     finished: now + jiff::SignedDuration::from_secs(3),
-///     verdict: "ok".into(),
+///     verdict: RunVerdict::Ok,
 ///     exit_code: 0,
 ///     success: true,
 /// };
 /// ledger.finish_run(&finished, 100)?;
-/// assert_eq!(ledger.last_run("nightly")?.unwrap().verdict.as_deref(), Some("ok"));
+/// assert_eq!(ledger.last_run("nightly")?.unwrap().verdict, Some(RunVerdict::Ok));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Ledger {

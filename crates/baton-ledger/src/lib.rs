@@ -15,6 +15,7 @@
 //! # let dir = tempfile::tempdir().unwrap();
 //! use baton_ledger::Ledger;
 //! use baton_store::ledger::{Miss, Missed, Records};
+//! use baton_store::words::MissReason;
 //! let now: jiff::Timestamp = "2026-11-29T03:15:00Z".parse()?;
 //! let mut ledger = Ledger::open(dir.path(), now)?;
 //! for moved in ledger.take_recovered() {
@@ -24,7 +25,7 @@
 //! let occ = now.as_second();
 //! let busy = Miss {
 //!     job: "nightly",
-//!     reason: "busy",
+//!     reason: MissReason::Busy,
 //!     first: occ,
 //!     last: occ,
 //!     count: 1,

@@ -18,6 +18,7 @@ use jiff::Timestamp;
 use rusqlite::{Connection, Row, params};
 
 use baton_store::ledger::{Miss, MissedRow};
+use baton_store::words::MissReason;
 
 use crate::rows;
 
@@ -46,7 +47,7 @@ pub(crate) fn extend(
         )?
         .execute(params![
             m.job,
-            m.reason,
+            m.reason.as_str(),
             count,
             m.last,
             m.at_least,
@@ -68,7 +69,7 @@ pub(crate) fn insert(
     )?
     .execute(params![
         m.job,
-        m.reason,
+        m.reason.as_str(),
         m.first,
         m.last,
         count,
@@ -89,12 +90,17 @@ pub(crate) fn recent(conn: &Connection, job: &str, limit: u32) -> rusqlite::Resu
     .collect()
 }
 
-pub(crate) fn counts(conn: &Connection, job: &str) -> rusqlite::Result<Vec<(String, u64, bool)>> {
+pub(crate) fn counts(
+    conn: &Connection,
+    job: &str,
+) -> rusqlite::Result<Vec<(MissReason, u64, bool)>> {
     conn.prepare_cached(
         "SELECT reason, SUM(count), MAX(at_least) FROM missed
          WHERE job = ?1 GROUP BY reason ORDER BY reason",
     )?
-    .query_map([job], |r| Ok((r.get(0)?, rows::unsigned(r, 1)?, r.get(2)?)))?
+    .query_map([job], |r| {
+        Ok((rows::word(r, 0)?, rows::unsigned(r, 1)?, r.get(2)?))
+    })?
     .collect()
 }
 
@@ -126,7 +132,7 @@ fn row(r: &Row<'_>) -> rusqlite::Result<MissedRow> {
     Ok(MissedRow {
         id: r.get(0)?,
         job: r.get(1)?,
-        reason: r.get(2)?,
+        reason: rows::word(r, 2)?,
         first: r.get(3)?,
         last: r.get(4)?,
         count: rows::unsigned(r, 5)?,

@@ -46,12 +46,26 @@ pub(crate) fn unsigned_opt(row: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Res
     }
 }
 
-/// Reads a stored word (a decision, a step kind) from column `idx`.
+/// Reads a stored word (a verdict, an outcome, a reason, a kind) from
+/// column `idx`: a word this build does not know fails the read.
 pub(crate) fn word<T>(row: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<T>
 where
     T: FromStr<Err = UnknownWord>,
 {
-    let s: String = row.get(idx)?;
+    parse(idx, &row.get::<_, String>(idx)?)
+}
+
+/// [`word`], for a column that may be NULL.
+pub(crate) fn word_opt<T>(row: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<Option<T>>
+where
+    T: FromStr<Err = UnknownWord>,
+{
+    row.get::<_, Option<String>>(idx)?
+        .map(|s| parse(idx, &s))
+        .transpose()
+}
+
+fn parse<T: FromStr<Err = UnknownWord>>(idx: usize, s: &str) -> rusqlite::Result<T> {
     s.parse().map_err(|e: UnknownWord| {
         rusqlite::Error::FromSqlConversionFailure(idx, rusqlite::types::Type::Text, Box::new(e))
     })

@@ -78,7 +78,7 @@ pub(crate) fn insert_attempt(conn: &Connection, a: &Attempt) -> rusqlite::Result
             rows::micros(a.finished),
             a.exit_code,
             a.signal,
-            a.outcome
+            a.outcome.as_str()
         ])?;
     Ok(changed == 1)
 }
@@ -94,7 +94,7 @@ pub(crate) fn finish(conn: &Connection, f: &Finished) -> rusqlite::Result<bool> 
         .execute(params![
             f.run_id,
             rows::micros(f.finished),
-            f.verdict,
+            f.verdict.as_str(),
             f.exit_code
         ])?;
     Ok(changed == 1)
@@ -170,7 +170,7 @@ fn attempts(conn: &Connection, run_id: &str) -> rusqlite::Result<Vec<AttemptRow>
             finished: rows::time(r, 5)?,
             exit_code: r.get(6)?,
             signal: r.get(7)?,
-            outcome: r.get(8)?,
+            outcome: rows::word(r, 8)?,
         })
     })?
     .collect()
@@ -187,7 +187,7 @@ fn row(r: &Row<'_>) -> rusqlite::Result<RunRow> {
         pid: r.get(6)?,
         started: rows::time(r, 7)?,
         finished: rows::time_opt(r, 8)?,
-        verdict: r.get(9)?,
+        verdict: rows::word_opt(r, 9)?,
         exit_code: r.get(10)?,
         attempts: Vec::new(),
     })

@@ -7,6 +7,7 @@ use baton_store::ledger::{
     AlertRow, Attempt, DecisionRow, Finished, JobState, JobTallies, Miss, MissedRow, NewAlert,
     NewDecision, NewRun, PauseRow, RunRow, Statements, StepState, WatermarkRow,
 };
+use baton_store::words::{MissReason, SkipReason};
 use jiff::Timestamp;
 use rusqlite::Connection;
 
@@ -120,7 +121,7 @@ impl Statements for Sql<'_> {
     async fn missed(&mut self, job: &str, limit: u32) -> R<Vec<MissedRow>> {
         missed::recent(self.conn, job, limit)
     }
-    async fn missed_counts(&mut self, job: &str) -> R<Vec<(String, u64, bool)>> {
+    async fn missed_counts(&mut self, job: &str) -> R<Vec<(MissReason, u64, bool)>> {
         missed::counts(self.conn, job)
     }
     async fn prune_missed(&mut self, job: &str) -> R<()> {
@@ -163,10 +164,10 @@ impl Statements for Sql<'_> {
         queue::of_job(self.conn, job)
     }
 
-    async fn tally_missed(&mut self, job: &str, reason: &str, n: i64) -> R<()> {
+    async fn tally_missed(&mut self, job: &str, reason: MissReason, n: i64) -> R<()> {
         tallies::missed(self.conn, job, reason, n)
     }
-    async fn tally_skipped(&mut self, job: &str, reason: &str, n: i64) -> R<()> {
+    async fn tally_skipped(&mut self, job: &str, reason: SkipReason, n: i64) -> R<()> {
         tallies::skipped(self.conn, job, reason, n)
     }
     async fn tally_finished(&mut self, f: &Finished, started: Option<Timestamp>) -> R<()> {

@@ -14,7 +14,7 @@ use crate::rows;
 
 /// Counts an attempt against its step.
 pub(crate) fn attempted(conn: &Connection, a: &Attempt) -> rusqlite::Result<()> {
-    let effect = Effect::of(&a.outcome);
+    let effect = Effect::of(a.outcome);
     conn.prepare_cached(
         "INSERT INTO steps
            (job, step, kind, last_attempt, last_success, last_failure, consecutive_failures)
@@ -71,15 +71,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn outcome_words_have_effects() {
-        assert_eq!(Effect::of("ok"), Effect::Success);
-        assert_eq!(Effect::of("interrupted"), Effect::Neutral);
-        for word in ["failed", "timeout", "lease-lost", "not-started", "OK", ""] {
-            assert_eq!(Effect::of(word), Effect::Failure, "{word}");
+    fn outcomes_have_effects() {
+        use baton_store::words::{AttemptOutcome as O, RunVerdict as V};
+        assert_eq!(Effect::of(O::Ok), Effect::Success);
+        assert_eq!(Effect::of(O::Interrupted), Effect::Neutral);
+        for &o in O::ALL {
+            if !matches!(o, O::Ok | O::Interrupted) {
+                assert_eq!(Effect::of(o), Effect::Failure, "{o}");
+            }
         }
-        assert_eq!(Effect::of_run("ok", true), Effect::Success);
-        assert_eq!(Effect::of_run("interrupted", false), Effect::Neutral);
-        assert_eq!(Effect::of_run("ok", false), Effect::Failure);
-        assert_eq!(Effect::of_run("abandoned", false), Effect::Failure);
+        assert_eq!(Effect::of_run(V::Ok, true), Effect::Success);
+        assert_eq!(Effect::of_run(V::Interrupted, false), Effect::Neutral);
+        assert_eq!(Effect::of_run(V::Ok, false), Effect::Failure);
+        assert_eq!(Effect::of_run(V::Abandoned, false), Effect::Failure);
     }
 }

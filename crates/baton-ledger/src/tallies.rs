@@ -39,6 +39,7 @@ use jiff::Timestamp;
 use rusqlite::{Connection, params};
 
 use baton_store::ledger::{BOUNDS_US, Finished, JobTallies, bucket};
+use baton_store::words::{MissReason, RunVerdict, SkipReason};
 
 use crate::rows;
 
@@ -47,9 +48,6 @@ const VERDICT: &str = "verdict";
 const MISSED: &str = "missed";
 const SKIPPED: &str = "skipped";
 const LEASE_LOST: &str = "lease-lost";
-
-/// The verdict of a run whose lease was lost.
-const LEASE_LOST_VERDICT: &str = "lease-lost";
 
 /// Adds `n` to the job's count of `kind` and `word`.
 fn add(conn: &Connection, job: &str, kind: &str, word: &str, n: i64) -> rusqlite::Result<()> {
@@ -65,23 +63,38 @@ fn add(conn: &Connection, job: &str, kind: &str, word: &str, n: i64) -> rusqlite
 }
 
 /// Counts missed occurrences.
-pub(crate) fn missed(conn: &Connection, job: &str, reason: &str, n: i64) -> rusqlite::Result<()> {
-    add(conn, job, MISSED, reason, n)
+pub(crate) fn missed(
+    conn: &Connection,
+    job: &str,
+    reason: MissReason,
+    n: i64,
+) -> rusqlite::Result<()> {
+    add(conn, job, MISSED, reason.as_str(), n)
 }
 
 /// Takes back `n` missed occurrences whose range was withdrawn (a clock
 /// ahead decided them, [`Ledger::withdraw_ahead`]); never below zero.
-pub(crate) fn unmissed(conn: &Connection, job: &str, reason: &str, n: i64) -> rusqlite::Result<()> {
+pub(crate) fn unmissed(
+    conn: &Connection,
+    job: &str,
+    reason: MissReason,
+    n: i64,
+) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "UPDATE tallies SET count = MAX(0, count - ?4) WHERE job = ?1 AND kind = ?2 AND word = ?3",
     )?
-    .execute(params![job, MISSED, reason, n])?;
+    .execute(params![job, MISSED, reason.as_str(), n])?;
     Ok(())
 }
 
 /// Counts skipped occurrences (`coalesced`, `claimed`).
-pub(crate) fn skipped(conn: &Connection, job: &str, reason: &str, n: i64) -> rusqlite::Result<()> {
-    add(conn, job, SKIPPED, reason, n)
+pub(crate) fn skipped(
+    conn: &Connection,
+    job: &str,
+    reason: SkipReason,
+    n: i64,
+) -> rusqlite::Result<()> {
+    add(conn, job, SKIPPED, reason.as_str(), n)
 }
 
 /// Counts a finished run: its verdict, a lost lease, and, when the ledger
@@ -94,8 +107,8 @@ pub(crate) fn finished(
     f: &Finished,
     started: Option<Timestamp>,
 ) -> rusqlite::Result<()> {
-    add(conn, &f.job, VERDICT, &f.verdict, 1)?;
-    if f.verdict == LEASE_LOST_VERDICT {
+    add(conn, &f.job, VERDICT, f.verdict.as_str(), 1)?;
+    if f.verdict == RunVerdict::LeaseLost {
         add(conn, &f.job, LEASE_LOST, "", 1)?;
     }
     let Some(started) = started else {
@@ -128,12 +141,11 @@ pub(crate) fn all(conn: &Connection) -> rusqlite::Result<Vec<JobTallies>> {
     while let Some(r) = found.next()? {
         let t = entry(&mut jobs, r.get(0)?);
         let kind: String = r.get(1)?;
-        let word: String = r.get(2)?;
         let n = rows::unsigned(r, 3)?;
         match kind.as_str() {
-            VERDICT => *t.runs.entry(word).or_default() += n,
-            MISSED => *t.missed.entry(word).or_default() += n,
-            SKIPPED => *t.skipped.entry(word).or_default() += n,
+            VERDICT => *t.runs.entry(rows::word(r, 2)?).or_default() += n,
+            MISSED => *t.missed.entry(rows::word(r, 2)?).or_default() += n,
+            SKIPPED => *t.skipped.entry(rows::word(r, 2)?).or_default() += n,
             LEASE_LOST => t.lease_losses += n,
             _ => {} // A kind a later version counts: not this build's to show.
         }

@@ -1,5 +1,13 @@
 //! What acquire, renew, restate and release can come to. Contention is an outcome: a
 //! busy lease, a claimed occurrence and a lost token are values, not errors.
+//!
+//! These are the answers of [`crate::Leases`], one round trip each, as
+//! `baton_lease`'s own are the lock file's: they carry what the server
+//! said (its time, the job whose claim stands) and have no "unconfirmed",
+//! since a round trip that fails is an error at this level. The session
+//! sees a lease through `baton_store::held`'s `Renewal`, `Restated` and
+//! `Release`, which [`crate::PgHeld`] makes of these, with the sentence a
+//! lost lease is told by and an unreached server as "unconfirmed".
 
 use baton_lease::{Fence, Token, Verdict};
 use jiff::Timestamp;
@@ -75,7 +83,8 @@ impl Acquire {
     }
 }
 
-/// The result of a renewal.
+/// The result of a renewal: [`crate::PgHeld`] makes it
+/// `baton_store::Renewal`, without the server's time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Renewal {
     /// Renewed at this server time.
@@ -85,7 +94,8 @@ pub enum Renewal {
     Lost,
 }
 
-/// The result of a release.
+/// The result of a release: [`crate::PgHeld`] makes it
+/// `baton_store::Release`, without the server's time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Release {
     /// Released at this server time; the row keeps the fence.
@@ -95,7 +105,8 @@ pub enum Release {
     Lost,
 }
 
-/// The result of [`crate::Leases::restate`].
+/// The result of [`crate::Leases::restate`]: [`crate::PgHeld`] makes it
+/// `baton_store::Restated`, without the server's time or the job's name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Restated {
     /// The row is ours, names the run, holds the claim, and was renewed at

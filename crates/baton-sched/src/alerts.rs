@@ -14,86 +14,14 @@
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use baton_store::words::{AlertKind, MissReason};
 use serde::Serialize;
 
 use crate::config::Command;
 
-/// How long an alert command may run before its group is stopped.
+/// How long an alert command may run before its group is stopped: the
+/// scheduler's and `baton exec`'s alike.
 pub const ALERT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// What happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Kind {
-    /// A step failed, after its retries.
-    StepFailed,
-    /// A check failed.
-    CheckFailed,
-    /// A step attempt ran past its timeout and was stopped.
-    Timeout,
-    /// The lock was held by a healthy holder running another occurrence.
-    Busy,
-    /// The holder is alive but has stopped renewing.
-    Hung,
-    /// The holder is gone but its job still runs.
-    Orphaned,
-    /// The lock file holds a foreign or unreadable record.
-    VersionConflict,
-    /// The lease was lost while the run went on; the run was stopped.
-    LeaseLost,
-    /// The run passed its `max_runtime`; nothing was stopped.
-    Overrunning,
-    /// The ledger was corrupt; it was moved aside and a fresh one started.
-    LedgerCorrupt,
-    /// Occurrences will not run: outside the catch-up window, superseded,
-    /// late, beyond `catch_up_max`, paused, disabled.
-    Missed,
-    /// The daemon refused a new configuration; the old one stays in force.
-    ReloadRefused,
-    /// The kernel refused the PID namespace that makes a step's whole tree
-    /// die with its supervisor: processes a step detaches may outlive a
-    /// killed supervisor.
-    Uncontained,
-    /// The ledger holds decisions ahead of this host's clock (a process
-    /// whose clock was ahead made them, or this clock was set back): they
-    /// are not trusted to supersede the present.
-    ClockSkew,
-    /// Missed ranges that a process whose clock was ahead recorded were
-    /// taken back (its `missed` names what they spanned): those
-    /// occurrences are decided again by this host's clock.
-    MissedWithdrawn,
-    /// A special file (a named pipe, a socket, a device) was found at a
-    /// log: it was moved aside, unopened, and the log written afresh.
-    LogSetAside,
-    /// Nothing happened: `baton doctor` checks that the alert command
-    /// runs (with `BATON_ALERT_TEST=1` in its environment).
-    Test,
-}
-
-impl Kind {
-    /// The word used in JSON, logs and `status`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::StepFailed => "step-failed",
-            Kind::CheckFailed => "check-failed",
-            Kind::Timeout => "timeout",
-            Kind::Busy => "busy",
-            Kind::Hung => "hung",
-            Kind::Orphaned => "orphaned",
-            Kind::VersionConflict => "version-conflict",
-            Kind::LeaseLost => "lease-lost",
-            Kind::Overrunning => "overrunning",
-            Kind::LedgerCorrupt => "ledger-corrupt",
-            Kind::Missed => "missed",
-            Kind::ReloadRefused => "reload-refused",
-            Kind::Uncontained => "uncontained",
-            Kind::ClockSkew => "clock-skew",
-            Kind::MissedWithdrawn => "missed-withdrawn",
-            Kind::LogSetAside => "log-set-aside",
-            Kind::Test => "test",
-        }
-    }
-}
 
 /// The holder named in an alert.
 #[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
@@ -130,7 +58,7 @@ impl HolderInfo {
 #[derive(Debug, Clone, Serialize)]
 pub struct Alert {
     /// What happened.
-    pub kind: Kind,
+    pub kind: AlertKind,
     /// The job.
     pub job: String,
     /// The occurrence: RFC 3339 UTC, or `manual`.
@@ -165,7 +93,7 @@ pub struct Alert {
 impl Alert {
     /// An alert about the scheduler itself, not one job's run (a corrupt
     /// ledger, a refused reload).
-    pub fn scheduler(kind: Kind, time: String, message: String) -> Self {
+    pub fn scheduler(kind: AlertKind, time: String, message: String) -> Self {
         Self {
             kind,
             job: String::new(),
@@ -197,18 +125,18 @@ pub struct MissedInfo {
     /// The last.
     pub last: String,
     /// How many for each reason.
-    pub by_reason: std::collections::BTreeMap<String, u64>,
+    pub by_reason: std::collections::BTreeMap<MissReason, u64>,
 }
 
 impl MissedInfo {
     /// One occurrence (RFC 3339 UTC) missed for `reason`.
-    pub fn one(occurrence: &str, reason: &str) -> Self {
+    pub fn one(occurrence: &str, reason: MissReason) -> Self {
         Self {
             count: 1,
             at_least: false,
             first: occurrence.to_owned(),
             last: occurrence.to_owned(),
-            by_reason: [(reason.to_owned(), 1)].into(),
+            by_reason: [(reason, 1)].into(),
         }
     }
 }
@@ -246,7 +174,7 @@ impl Pending {
 /// being tried (`baton doctor`), so that it can tell a test from an alert.
 pub const TEST_VARIABLE: &str = "BATON_ALERT_TEST";
 
-/// Runs `command` once with `alert` (a [`Kind::Test`] one) on its stdin and
+/// Runs `command` once with `alert` (an [`AlertKind::Test`] one) on its stdin and
 /// `BATON_ALERT_TEST=1` in its environment, as an alert would be delivered
 /// (bounded by [`ALERT_TIMEOUT`], in a process group of its own, its stdout
 /// on stderr), and waits for it.

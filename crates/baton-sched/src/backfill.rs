@@ -27,9 +27,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use baton_lease::Clock;
+use baton_store::words::MissReason;
 use jiff::Timestamp;
 
-use crate::alerts::Kind;
 use crate::config::{Config, Job, Overlap};
 use crate::run::{CANNOT, Context, FAILED, First, OK, Request, Start, occurrence_text};
 use crate::store::{Guard, Taken};
@@ -366,7 +366,7 @@ fn run_with(
     let outcome = loop {
         let o = store.try_acquire(job, &claim);
         let waits = job.policy.overlap.value == Overlap::Queue
-            && matches!(&o, Ok(Taken::Refused(r)) if r.kind == Kind::Busy && r.holder.is_some())
+            && matches!(&o, Ok(Taken::Refused(r)) if r.reason == MissReason::Busy && r.holder.is_some())
             && clock.boot() < deadline;
         if !waits {
             break o;

@@ -28,9 +28,10 @@ use std::collections::BTreeMap;
 
 use baton_lease::Verdict;
 use baton_store::ledger::{JobState, Miss, Missed, Queued, Withdrawn};
+use baton_store::words::{AlertKind, MissReason};
 use jiff::Timestamp;
 
-use crate::alerts::{Alert, Kind, MissedInfo};
+use crate::alerts::{Alert, MissedInfo};
 use crate::config::{Config, Job};
 use crate::plan::{self, Known, MissedRange, Pause};
 use crate::run::{Start, occurrence_text};
@@ -180,18 +181,18 @@ pub fn job(
         for m in &p.missed {
             let miss = Miss {
                 job: &job.name,
-                reason: m.reason.as_str(),
+                reason: m.reason,
                 first: m.first,
                 last: m.last,
                 count: m.count,
                 at_least: m.at_least,
                 detail: None,
-                streak: m.reason.is_streak(),
+                streak: m.reason.is_deliberate(),
             };
             match s.ledger(|l| l.miss(&miss, now)) {
                 Some(Missed::Recorded) => recorded.push(m.clone()),
                 Some(Missed::Extended) => {
-                    if m.reason.is_streak() {
+                    if m.reason.is_deliberate() {
                         quietly(s, job, m);
                     }
                 }
@@ -204,12 +205,12 @@ pub fn job(
         }
         // A pause or `enabled = false` is a decision: its misses are noted,
         // never alerted.
-        for m in recorded.iter().filter(|m| m.reason.is_streak()) {
+        for m in recorded.iter().filter(|m| m.reason.is_deliberate()) {
             quietly(s, job, m);
         }
         let loud: Vec<MissedRange> = recorded
             .iter()
-            .filter(|m| !m.reason.is_streak())
+            .filter(|m| !m.reason.is_deliberate())
             .cloned()
             .collect();
         // One alert per stretch of recorded ranges between occurrences
@@ -279,7 +280,7 @@ fn withdrawn(s: &mut Surfaces, config: &Config, job: &Job, now: Timestamp, w: &W
             },
         )
     };
-    let label = |kind: Kind, message: String| {
+    let label = |kind: AlertKind, message: String| {
         let mut a = Alert::scheduler(kind, now.to_string(), message);
         a.job = job.name.clone();
         a.lock = crate::run::lock_label(config, job);
@@ -290,27 +291,30 @@ fn withdrawn(s: &mut Surfaces, config: &Config, job: &Job, now: Timestamp, w: &W
     let mut ranges = w.ranges.clone();
     ranges.sort_by_key(|r| (r.decided, r.first));
     if ranges.is_empty() {
-        s.alert(&label(Kind::ClockSkew, said("nothing it recorded missed")));
+        s.alert(&label(
+            AlertKind::ClockSkew,
+            said("nothing it recorded missed"),
+        ));
     }
     // One alert per decision taken back (the ranges one `missed` alert
     // recorded share its time): its span is that alert's.
     for decision in ranges.chunk_by(|a, b| a.decided == b.decided) {
         let mut by_reason = BTreeMap::new();
         for r in decision {
-            *by_reason.entry(r.reason.clone()).or_insert(0) += r.count;
+            *by_reason.entry(r.reason).or_insert(0) += r.count;
         }
         let count: u64 = decision.iter().map(|r| r.count).sum();
         let first = decision.iter().map(|r| r.first).min().unwrap_or_default();
         let last = decision.iter().map(|r| r.last).max().unwrap_or_default();
         let mut a = label(
-            Kind::MissedWithdrawn,
+            AlertKind::MissedWithdrawn,
             said(&format!(
                 "{count} occurrence(s) it recorded missed, {} to {}, are not missed after all",
                 occurrence_text(Some(first)),
                 occurrence_text(Some(last)),
             )),
         );
-        a.reason = Some(by_reason.keys().cloned().collect::<Vec<_>>().join(","));
+        a.reason = Some(reasons(&by_reason));
         a.missed = Some(MissedInfo {
             count,
             at_least: decision.iter().any(|r| r.at_least),
@@ -346,7 +350,7 @@ fn behind_the_ledger(
         .ledger(|l| l.recent_alerts(Some(&job.name), 50))
         .unwrap_or_default();
     let said = recent.iter().any(|a| {
-        a.kind == Kind::ClockSkew.as_str() && now.duration_since(a.time).abs() < SKEW_ALERT_EVERY
+        a.kind == AlertKind::ClockSkew && now.duration_since(a.time).abs() < SKEW_ALERT_EVERY
     });
     let pauses = pauses(s, &job.name);
     let fresh = Known {
@@ -377,7 +381,7 @@ fn behind_the_ledger(
             occurrence_text(Some(ahead)),
             crate::units::show_duration(ahead_by.unsigned_abs()),
         );
-        let mut a = Alert::scheduler(Kind::ClockSkew, now.to_string(), message);
+        let mut a = Alert::scheduler(AlertKind::ClockSkew, now.to_string(), message);
         a.job = job.name.clone();
         a.lock = crate::run::lock_label(config, job);
         a.name = job.lock.value.clone();
@@ -442,9 +446,16 @@ fn quietly(s: &mut Surfaces, job: &Job, m: &MissedRange) {
     s.note(&format!(
         "{}: {n} occurrence(s) not run {} ({span}), recorded as {}; no alert: it is deliberate",
         job.name,
-        m.reason.describe(),
+        plan::describe(m.reason),
         m.reason.as_str()
     ));
+}
+
+/// The reasons of an alert's ranges, as its `reason` lists them: their
+/// words, in order, comma-separated.
+fn reasons(by_reason: &BTreeMap<MissReason, u64>) -> String {
+    let words: Vec<&str> = by_reason.keys().map(|r| r.as_str()).collect();
+    words.join(",")
 }
 
 /// One alert for the ranges one decision recorded.
@@ -460,7 +471,7 @@ fn alert(
     let at_least = ranges.iter().any(|r| r.at_least);
     let mut by_reason = BTreeMap::new();
     for r in ranges {
-        *by_reason.entry(r.reason.as_str().to_owned()).or_insert(0) += r.count;
+        *by_reason.entry(r.reason).or_insert(0) += r.count;
     }
     let first = ranges.iter().map(|r| r.first).min().unwrap_or_default();
     let last = ranges.iter().map(|r| r.last).max().unwrap_or_default();
@@ -475,13 +486,13 @@ fn alert(
             if r.first == r.last {
                 format!(
                     "{n} {} ({})",
-                    r.reason.describe(),
+                    plan::describe(r.reason),
                     occurrence_text(Some(r.first))
                 )
             } else {
                 format!(
                     "{n} {} ({} to {})",
-                    r.reason.describe(),
+                    plan::describe(r.reason),
                     occurrence_text(Some(r.first)),
                     occurrence_text(Some(r.last))
                 )
@@ -500,7 +511,7 @@ fn alert(
     };
     let lock = crate::run::lock_label(config, job);
     let alert = Alert {
-        kind: Kind::Missed,
+        kind: AlertKind::Missed,
         job: job.name.clone(),
         occurrence: Some(occurrence_text(Some(last))),
         run_id: None,
@@ -516,7 +527,7 @@ fn alert(
             parts.join(", ")
         ),
         status: None,
-        reason: Some(by_reason.keys().cloned().collect::<Vec<_>>().join(",")),
+        reason: Some(reasons(&by_reason)),
         missed: Some(MissedInfo {
             count,
             at_least,

@@ -14,6 +14,7 @@
 use std::path::{Path, PathBuf};
 
 use baton_store::ledger::Finished;
+use baton_store::words::RunVerdict;
 use jiff::Timestamp;
 
 use crate::state_file::{self, StateFileError};
@@ -35,7 +36,7 @@ struct Stored {
     job: String,
     /// RFC 3339.
     finished: String,
-    verdict: String,
+    verdict: RunVerdict,
     exit_code: i32,
     success: bool,
 }
@@ -70,7 +71,7 @@ impl EndSlot {
             run_id: end.run_id.clone(),
             job: end.job.clone(),
             finished: end.finished.to_string(),
-            verdict: end.verdict.clone(),
+            verdict: end.verdict,
             exit_code: end.exit_code,
             success: end.success,
         };
@@ -124,7 +125,7 @@ mod tests {
             run_id: "r1".into(),
             job: "j".into(),
             finished: Timestamp::from_second(1_800_000_000).unwrap(),
-            verdict: "ok".into(),
+            verdict: RunVerdict::Ok,
             exit_code: 0,
             success: true,
         };

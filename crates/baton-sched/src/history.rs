@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use baton_store::words::RunVerdict;
 use serde::Serialize;
 
 use crate::units::show_duration;
@@ -83,7 +84,7 @@ impl From<baton_store::ledger::RunRow> for RunView {
             started: r.started.to_string(),
             duration_ms: r.finished.map(|f| ms(f.duration_since(r.started))),
             finished: r.finished.map(|f| f.to_string()),
-            verdict: r.verdict,
+            verdict: r.verdict.map(|v| v.to_string()),
             exit_code: r.exit_code,
             attempts: r
                 .attempts
@@ -96,7 +97,7 @@ impl From<baton_store::ledger::RunRow> for RunView {
                     duration_ms: ms(a.finished.duration_since(a.started)),
                     exit_code: a.exit_code,
                     signal: a.signal,
-                    outcome: a.outcome,
+                    outcome: a.outcome.to_string(),
                 })
                 .collect(),
             run_id: r.run_id,
@@ -269,13 +270,13 @@ pub(crate) fn judge_unfinished(
         .and_then(|j| store.and_then(|s| s.inspect(j).ok().flatten()));
     for v in views.iter_mut().filter(|v| v.verdict.is_none()) {
         v.verdict =
-            unfinished(&v.run_id, v.host.as_deref(), v.pid, lock.as_ref()).map(str::to_owned);
+            unfinished(&v.run_id, v.host.as_deref(), v.pid, lock.as_ref()).map(|v| v.to_string());
     }
 }
 
-/// What a run the ledger has no end for is now: `Some("abandoned")` when
-/// nothing of it can still run, `None` while it may (or when that cannot
-/// be told).
+/// What a run the ledger has no end for is now: `abandoned` when nothing
+/// of it can still run, `None` while it may (or when that cannot be
+/// told).
 ///
 /// `lock` is the job's lock judged now (`None` when it cannot be read). A
 /// holder that is this run, live, hung or orphaned, says it may still run.
@@ -291,9 +292,9 @@ pub(crate) fn unfinished(
     host: Option<&str>,
     pid: Option<u32>,
     lock: Option<&baton_lease::Verdict>,
-) -> Option<&'static str> {
+) -> Option<RunVerdict> {
     use baton_lease::Verdict as V;
-    const OVER: Option<&str> = Some("abandoned");
+    const OVER: Option<RunVerdict> = Some(RunVerdict::Abandoned);
     if let Some(V::Live { holder, .. } | V::Hung { holder, .. } | V::Orphaned { holder, .. }) = lock
         && holder.run() == Some(run_id)
     {

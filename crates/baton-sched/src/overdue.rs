@@ -44,6 +44,7 @@
 
 use std::time::Duration;
 
+use baton_store::words::MissReason;
 use jiff::Timestamp;
 
 use crate::config::Job;
@@ -62,7 +63,7 @@ pub enum Fate {
     /// the lock's claim says it ran.
     Served,
     /// It was recorded missed, for this reason.
-    Missed(String),
+    Missed(MissReason),
     /// Decided, but the ledger could not say how (its record was pruned,
     /// or it could not be read).
     Unknown,
@@ -120,7 +121,10 @@ pub(crate) fn judge(
     }
     let excused = match fate(at) {
         Fate::Served => true,
-        Fate::Missed(reason) => matches!(reason.as_str(), "paused" | "disabled" | "busy"),
+        Fate::Missed(reason) => matches!(
+            reason,
+            MissReason::Paused | MissReason::Disabled | MissReason::Busy
+        ),
         Fate::Undecided => lock_live,
         Fate::Unknown => false,
     };
@@ -207,25 +211,17 @@ mod tests {
         assert_eq!(late(Fate::Undecided, false, false), at);
         assert_eq!(late(Fate::Unknown, false, false), at);
         for reason in [
-            "hung",
-            "orphaned",
-            "outside-window",
-            "late",
-            "ledger-unavailable",
+            MissReason::Hung,
+            MissReason::Orphaned,
+            MissReason::OutsideWindow,
+            MissReason::Late,
+            MissReason::LedgerUnavailable,
         ] {
-            assert_eq!(
-                late(Fate::Missed(reason.into()), false, false),
-                at,
-                "{reason}"
-            );
+            assert_eq!(late(Fate::Missed(reason), false, false), at, "{reason}");
         }
         assert_eq!(late(Fate::Served, false, false), None);
-        for reason in ["paused", "disabled", "busy"] {
-            assert_eq!(
-                late(Fate::Missed(reason.into()), false, false),
-                None,
-                "{reason}"
-            );
+        for reason in [MissReason::Paused, MissReason::Disabled, MissReason::Busy] {
+            assert_eq!(late(Fate::Missed(reason), false, false), None, "{reason}");
         }
         assert_eq!(
             late(Fate::Undecided, false, true),

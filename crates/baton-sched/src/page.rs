@@ -30,6 +30,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use baton_lease::Clock;
+use baton_store::words::RunVerdict;
 use jiff::Timestamp;
 
 use crate::config::Config;
@@ -383,8 +384,8 @@ fn ms(d: u64) -> String {
 }
 
 fn verdict_class(v: Option<&str>) -> &'static str {
-    match v {
-        Some("ok") => "ok",
+    match v.map(str::parse) {
+        Some(Ok(RunVerdict::Ok)) => "ok",
         Some(_) => "bad",
         None => "none",
     }

@@ -15,6 +15,7 @@
 //! Counting a long outage walks at most [`WALK_LIMIT`] occurrences; past
 //! that, a range's count is a lower bound.
 
+use baton_store::words::MissReason;
 use jiff::{SignedDuration, Timestamp};
 
 use crate::config::{CatchUp, Job};
@@ -26,53 +27,18 @@ pub const WALK_LIMIT: u64 = 100_000;
 /// `catch_up = "none"`.
 pub const NOW_SLACK: SignedDuration = SignedDuration::from_secs(60);
 
-/// Why occurrences do not run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Reason {
-    /// Older than `catch_up_window` when first planned.
-    OutsideWindow,
-    /// A later occurrence runs in their place (`catch_up = "latest"`).
-    Superseded,
-    /// More than a minute old, with `catch_up = "none"`.
-    Late,
-    /// Beyond the `catch_up_max` newest (`catch_up = "all"`).
-    CatchUpMax,
-    /// The job was paused at their time.
-    Paused,
-    /// The job is disabled.
-    Disabled,
-}
-
-impl Reason {
-    /// The word recorded in the ledger and shown by `status`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::OutsideWindow => "outside-window",
-            Reason::Superseded => "superseded",
-            Reason::Late => "late",
-            Reason::CatchUpMax => "catch-up-max",
-            Reason::Paused => "paused",
-            Reason::Disabled => "disabled",
-        }
-    }
-
-    /// Deliberate states (`baton pause`, `enabled = false`): a decision,
-    /// not a failure. Their misses are recorded, extending one streak, and
-    /// never alerted: no alert command, no exit 1, nothing on stderr.
-    pub fn is_streak(self) -> bool {
-        matches!(self, Reason::Paused | Reason::Disabled)
-    }
-
-    /// In words, for an alert: "outside the catch-up window".
-    pub fn describe(self) -> &'static str {
-        match self {
-            Reason::OutsideWindow => "older than the catch-up window",
-            Reason::Superseded => "superseded by a later occurrence",
-            Reason::Late => "late (catch_up = \"none\" runs only what is due now)",
-            Reason::CatchUpMax => "beyond catch_up_max",
-            Reason::Paused => "while the job was paused",
-            Reason::Disabled => "while the job was disabled",
-        }
+/// A planner's reason in words, for an alert: "older than the catch-up
+/// window". The planner misses occurrences for the first six reasons of
+/// [`MissReason`]; any other is said by its word.
+pub fn describe(reason: MissReason) -> &'static str {
+    match reason {
+        MissReason::OutsideWindow => "older than the catch-up window",
+        MissReason::Superseded => "superseded by a later occurrence",
+        MissReason::Late => "late (catch_up = \"none\" runs only what is due now)",
+        MissReason::CatchUpMax => "beyond catch_up_max",
+        MissReason::Paused => "while the job was paused",
+        MissReason::Disabled => "while the job was disabled",
+        other => other.as_str(),
     }
 }
 
@@ -80,7 +46,7 @@ impl Reason {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MissedRange {
     /// Why.
-    pub reason: Reason,
+    pub reason: MissReason,
     /// The first, in seconds since 1970.
     pub first: i64,
     /// The last.
@@ -166,9 +132,9 @@ pub fn plan(job: &Job, now: Timestamp, known: &Known<'_>) -> Plan {
     let missable = |t: Timestamp| t.as_second() > miss_floor;
     let paused = |t: Timestamp| known.pauses.iter().any(|p| p.covers(t));
     let blocked = if !job.enabled.value {
-        Some(Reason::Disabled)
+        Some(MissReason::Disabled)
     } else if paused(now) {
-        Some(Reason::Paused)
+        Some(MissReason::Paused)
     } else {
         None
     };
@@ -184,9 +150,9 @@ pub fn plan(job: &Job, now: Timestamp, known: &Known<'_>) -> Plan {
             &mut out,
             |t| {
                 blocked.unwrap_or(if paused(t) {
-                    Reason::Paused
+                    MissReason::Paused
                 } else {
-                    Reason::OutsideWindow
+                    MissReason::OutsideWindow
                 })
             },
         );
@@ -230,14 +196,14 @@ pub fn plan(job: &Job, now: Timestamp, known: &Known<'_>) -> Plan {
         return out.into_plan(run);
     }
     let older_reason = match catch_up {
-        CatchUp::Latest => Reason::Superseded,
-        CatchUp::None => Reason::Late,
-        CatchUp::All => Reason::CatchUpMax,
+        CatchUp::Latest => MissReason::Superseded,
+        CatchUp::None => MissReason::Late,
+        CatchUp::All => MissReason::CatchUpMax,
     };
     for &(t, n, at_least) in &older {
         if missable(t) {
             let reason = if paused(t) {
-                Reason::Paused
+                MissReason::Paused
             } else {
                 older_reason
             };
@@ -249,14 +215,14 @@ pub fn plan(job: &Job, now: Timestamp, known: &Known<'_>) -> Plan {
             // Runs come after every miss: the ones before a paused
             // occurrence are superseded by it.
             for r in run.drain(..) {
-                out.add(Reason::Superseded, r, 1, false);
+                out.add(MissReason::Superseded, r, 1, false);
             }
             if missable(t) {
-                out.add(Reason::Paused, t.as_second(), 1, false);
+                out.add(MissReason::Paused, t.as_second(), 1, false);
             }
         } else if catch_up == CatchUp::None && now.duration_since(t) > NOW_SLACK {
             if missable(t) {
-                out.add(Reason::Late, t.as_second(), 1, false);
+                out.add(MissReason::Late, t.as_second(), 1, false);
             }
         } else if missable(t) {
             run.push(t.as_second());
@@ -281,7 +247,7 @@ fn walk(
     from: Timestamp,
     to: Timestamp,
     out: &mut Ranges<'_>,
-    reason: impl Fn(Timestamp) -> Reason,
+    reason: impl Fn(Timestamp) -> MissReason,
 ) {
     let mut n = 0u64;
     for t in schedule.iter_after(from, tz).take_while(|&t| t < to) {
@@ -374,7 +340,7 @@ impl<'a> Ranges<'a> {
 
     /// Adds `n` occurrences ending at `last` (`n > 1` only for a lower-bound
     /// jump, whose first is unknown: it is then the range's start).
-    fn add(&mut self, reason: Reason, last: i64, n: u64, at_least: bool) {
+    fn add(&mut self, reason: MissReason, last: i64, n: u64, at_least: bool) {
         if n == 1 && self.claimed.binary_search(&last).is_ok() {
             self.split = true;
             return;
@@ -441,7 +407,7 @@ mod tests {
         }
     }
 
-    fn range(reason: Reason, first: &str, last: &str, count: u64) -> MissedRange {
+    fn range(reason: MissReason, first: &str, last: &str, count: u64) -> MissedRange {
         MissedRange {
             reason,
             first: sec(first),
@@ -481,13 +447,13 @@ mod tests {
             p.missed,
             vec![
                 range(
-                    Reason::OutsideWindow,
+                    MissReason::OutsideWindow,
                     "2026-11-29T04:00:00Z",
                     "2026-11-29T08:00:00Z",
                     5
                 ),
                 range(
-                    Reason::Superseded,
+                    MissReason::Superseded,
                     "2026-11-29T09:00:00Z",
                     "2026-11-29T09:00:00Z",
                     1
@@ -507,7 +473,7 @@ mod tests {
         assert_eq!(
             p.missed,
             vec![range(
-                Reason::Late,
+                MissReason::Late,
                 "2026-11-29T08:00:00Z",
                 "2026-11-29T09:00:00Z",
                 2
@@ -519,7 +485,7 @@ mod tests {
         assert_eq!(
             p.missed,
             vec![range(
-                Reason::Late,
+                MissReason::Late,
                 "2026-11-29T08:00:00Z",
                 "2026-11-29T10:00:00Z",
                 3
@@ -547,13 +513,13 @@ mod tests {
             p.missed,
             vec![
                 range(
-                    Reason::OutsideWindow,
+                    MissReason::OutsideWindow,
                     "2026-11-29T04:00:00Z",
                     "2026-11-29T06:00:00Z",
                     3
                 ),
                 range(
-                    Reason::CatchUpMax,
+                    MissReason::CatchUpMax,
                     "2026-11-29T07:00:00Z",
                     "2026-11-29T07:00:00Z",
                     1
@@ -575,7 +541,7 @@ mod tests {
         assert_eq!(
             p.missed,
             vec![range(
-                Reason::OutsideWindow,
+                MissReason::OutsideWindow,
                 "2026-11-29T06:01:00Z",
                 "2026-11-29T06:20:00Z",
                 20
@@ -619,7 +585,7 @@ mod tests {
         assert_eq!(
             p.missed,
             vec![range(
-                Reason::OutsideWindow,
+                MissReason::OutsideWindow,
                 "2026-11-29T06:00:00Z",
                 "2026-11-29T09:00:00Z",
                 4
@@ -645,7 +611,7 @@ mod tests {
         assert_eq!(
             p.missed,
             vec![range(
-                Reason::Paused,
+                MissReason::Paused,
                 "2026-11-29T06:00:00Z",
                 "2026-11-29T10:00:00Z",
                 5
@@ -666,13 +632,13 @@ mod tests {
             p.missed,
             vec![
                 range(
-                    Reason::Paused,
+                    MissReason::Paused,
                     "2026-11-29T06:00:00Z",
                     "2026-11-29T08:00:00Z",
                     3
                 ),
                 range(
-                    Reason::Superseded,
+                    MissReason::Superseded,
                     "2026-11-29T09:00:00Z",
                     "2026-11-29T09:00:00Z",
                     1
@@ -697,19 +663,19 @@ mod tests {
             p.missed,
             vec![
                 range(
-                    Reason::OutsideWindow,
+                    MissReason::OutsideWindow,
                     "2026-11-29T06:00:00Z",
                     "2026-11-29T06:00:00Z",
                     1
                 ),
                 range(
-                    Reason::Superseded,
+                    MissReason::Superseded,
                     "2026-11-29T07:00:00Z",
                     "2026-11-29T07:00:00Z",
                     1
                 ),
                 range(
-                    Reason::Superseded,
+                    MissReason::Superseded,
                     "2026-11-29T09:00:00Z",
                     "2026-11-29T09:00:00Z",
                     1
@@ -735,7 +701,7 @@ mod tests {
         assert_eq!(
             p.missed,
             vec![range(
-                Reason::Disabled,
+                MissReason::Disabled,
                 "2026-11-29T09:00:00Z",
                 "2026-11-29T10:00:00Z",
                 2

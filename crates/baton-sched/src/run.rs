@@ -32,10 +32,11 @@ use std::rc::Rc;
 
 use baton_lease::Once;
 use baton_runner::{Finish, Session, SessionConfig};
+use baton_store::words::{AlertKind, MissReason};
 use baton_store::{Held, Restated};
 use jiff::Timestamp;
 
-use crate::alerts::{Alert, HolderInfo, Kind};
+use crate::alerts::{Alert, HolderInfo};
 use crate::config::{Config, Job, Overlap};
 use crate::steps::{self, Events};
 use crate::store::{Guard, Refused, Taken};
@@ -112,8 +113,8 @@ pub enum Told {
     Coalesced,
     /// Not run: recorded as missed for `reason`.
     Missed {
-        /// `busy`, `hung`, `orphaned`, `version_conflict`.
-        reason: String,
+        /// `busy`, `hung`, `orphaned`, `version-conflict`.
+        reason: MissReason,
         /// Who holds the lock.
         holder: Option<HolderInfo>,
         /// What was said.
@@ -256,7 +257,7 @@ pub(crate) struct Context {
 impl Context {
     pub(crate) fn alert(
         &self,
-        kind: Kind,
+        kind: AlertKind,
         now: Timestamp,
         step: Option<&str>,
         message: String,
@@ -466,7 +467,7 @@ fn claimed_unstarted(
     };
     let miss = baton_store::ledger::Miss {
         job: &job.name,
-        reason: crate::steps::LEDGER_UNAVAILABLE,
+        reason: MissReason::LedgerUnavailable,
         first: occ,
         last: occ,
         count: 1,
@@ -478,7 +479,7 @@ fn claimed_unstarted(
         return OK;
     }
     let mut alert = ctx.alert(
-        Kind::Missed,
+        AlertKind::Missed,
         now,
         None,
         format!(
@@ -487,10 +488,10 @@ fn claimed_unstarted(
         ),
     );
     alert.run_id = None;
-    alert.reason = Some(crate::steps::LEDGER_UNAVAILABLE.to_owned());
+    alert.reason = Some(MissReason::LedgerUnavailable.to_string());
     alert.missed = Some(crate::alerts::MissedInfo::one(
         &ctx.occurrence,
-        crate::steps::LEDGER_UNAVAILABLE,
+        MissReason::LedgerUnavailable,
     ));
     s.alert(&alert);
     FAILED
@@ -555,7 +556,7 @@ fn refused_lock(
     surfaces: &Rc<RefCell<Surfaces>>,
 ) -> u8 {
     let job = req.job;
-    let (kind, holder) = (refused.kind, refused.holder.as_ref());
+    let (reason, holder) = (refused.reason, refused.holder.as_ref());
     if req.start == Start::Queue {
         // The holder drains the queue on its way out; a hung or orphaned
         // one leaves it for the tick after the lock frees.
@@ -568,7 +569,7 @@ fn refused_lock(
         return OK;
     }
     if let (Some(at), Some(h)) = (req.start.occurrence(), holder)
-        && kind == Kind::Busy
+        && reason == MissReason::Busy
         && h.claim(&job.name).is_some_and(|c| c >= at)
     {
         // Another process runs this occurrence (or a later one) now.
@@ -583,7 +584,7 @@ fn refused_lock(
     let why = refused.why.clone();
     if let Some(at) = req.start.occurrence() {
         if may_queue
-            && kind == Kind::Busy
+            && reason == MissReason::Busy
             && holder.is_some()
             && job.policy.overlap.value == Overlap::Queue
         {
@@ -593,7 +594,7 @@ fn refused_lock(
         let now = s.now();
         let miss = baton_store::ledger::Miss {
             job: &job.name,
-            reason: kind.as_str(),
+            reason,
             first: at,
             last: at,
             count: 1,
@@ -610,20 +611,20 @@ fn refused_lock(
     let mut s = surfaces.borrow_mut();
     let now = s.now();
     let mut alert = ctx.alert(
-        kind,
+        reason.alert_kind(),
         now,
         None,
         format!("{}: occurrence {} not run, {why}", job.name, ctx.occurrence),
     );
     alert.holder = holder.map(HolderInfo::of);
     alert.run_id = None;
-    alert.reason = Some(kind.as_str().to_owned());
+    alert.reason = Some(reason.to_string());
     s.alert(&alert);
     drop(s);
     tell(
         req,
         Told::Missed {
-            reason: kind.as_str().to_owned(),
+            reason,
             holder: alert.holder.clone(),
             message: alert.message.clone(),
         },

@@ -15,6 +15,7 @@
 
 use std::time::Duration;
 
+use baton_store::words::RunVerdict;
 use jiff::Timestamp;
 use serde::Serialize;
 
@@ -309,7 +310,7 @@ fn job_status(
     {
         missed.total += count;
         missed.at_least |= at_least;
-        missed.by_reason.insert(reason, count);
+        missed.by_reason.insert(reason.to_string(), count);
     }
     let pause = ledger
         .as_deref_mut()
@@ -370,15 +371,14 @@ fn job_status(
     // The newest run's verdict as it is now: one without a recorded end is
     // `abandoned` once nothing of it can still run.
     let last_verdict = last.as_ref().and_then(|r| {
-        r.verdict.clone().or_else(|| {
+        r.verdict.or_else(|| {
             crate::history::unfinished(&r.run_id, r.host.as_deref(), r.pid, verdict.as_ref())
-                .map(str::to_owned)
         })
     });
     let last_finished = last.as_ref().is_some_and(|r| r.finished.is_some());
-    let crashed = !last_finished && last_verdict.as_deref() == Some("abandoned");
+    let crashed = !last_finished && last_verdict == Some(RunVerdict::Abandoned);
     let failing = state.as_ref().is_some_and(|s| s.consecutive_failures > 0)
-        && !(last_finished && last_verdict.as_deref() == Some("interrupted"));
+        && !(last_finished && last_verdict == Some(RunVerdict::Interrupted));
     let never_run = last.is_none();
     let facts = Facts {
         enabled,
@@ -441,7 +441,7 @@ fn job_status(
                 .finished
                 .and_then(|f| u64::try_from(f.duration_since(r.started).as_millis()).ok()),
             finished: r.finished.map(stamp),
-            verdict: last_verdict,
+            verdict: last_verdict.map(|v| v.to_string()),
             exit_code: r.exit_code,
             run_id: r.run_id,
         }),
@@ -479,7 +479,7 @@ fn job_status(
             .into_iter()
             .map(|a| AlertSummary {
                 time: stamp(a.time),
-                kind: a.kind,
+                kind: a.kind.to_string(),
                 message: a.message,
             })
             .collect(),

@@ -15,8 +15,8 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use baton_runner::{Ending, Event, Paused, Session, Stdin, StepSpec};
+use baton_store::words::{AlertKind, AttemptOutcome, MissReason, RunVerdict};
 
-use crate::alerts::Kind;
 use crate::config::{Action, Step, StepKind};
 use crate::http;
 use crate::output::OutputSink;
@@ -134,20 +134,20 @@ pub(crate) fn one(
         (Some(why), _) => (*why, tally.failed.as_ref().map_or(1, run_code), false),
         (None, Some((_, kind, ending, _))) => (
             if *kind == StepKind::Check {
-                "check-failed"
+                RunVerdict::CheckFailed
             } else {
-                "failed"
+                RunVerdict::Failed
             },
             i32::from(ending.exit_code()),
             false,
         ),
-        (None, None) => ("ok", 0, true),
+        (None, None) => (RunVerdict::Ok, 0, true),
     };
     let row = baton_store::ledger::Finished {
         run_id: c.run_id.clone(),
         job: job.name.clone(),
         finished: now,
-        verdict: verdict.to_owned(),
+        verdict,
         exit_code: code,
         success,
     };
@@ -190,7 +190,7 @@ impl baton_runner::Report for Events {
         let job = &ctx.job;
         let (kind, message) = match e {
             Event::Overrunning { budget } => (
-                Kind::Overrunning,
+                AlertKind::Overrunning,
                 format!(
                     "{job}: run {} still running after its max_runtime of {}; nothing is stopped",
                     ctx.run_id,
@@ -198,7 +198,7 @@ impl baton_runner::Report for Events {
                 ),
             ),
             Event::TimedOut { after } => (
-                Kind::Timeout,
+                AlertKind::Timeout,
                 format!(
                     "{job}: step {} timed out after {}; its whole process tree is being stopped",
                     step.as_deref().unwrap_or("?"),
@@ -206,7 +206,7 @@ impl baton_runner::Report for Events {
                 ),
             ),
             Event::LeaseLost { why } => (
-                Kind::LeaseLost,
+                AlertKind::LeaseLost,
                 format!("{job}: {why}; the run is stopped and nothing more of it runs"),
             ),
             Event::RenewTrouble { why } => return s.warn(&format!("{job}: {why}")),
@@ -232,7 +232,7 @@ impl baton_runner::Report for Events {
             }
             Event::NoCgroup { why } => return s.note(&format!("{job}: {why}")),
             Event::Uncontained { why } => (
-                Kind::Uncontained,
+                AlertKind::Uncontained,
                 format!(
                     "{job}: run {} has no PID namespace ({why}); if its supervisor is killed, \
                      processes a step detached from its group may outlive it (contain = false \
@@ -250,7 +250,7 @@ impl baton_runner::Report for Events {
 struct Tally {
     /// The step that failed, its ending and its command's own exit code.
     failed: Option<(String, StepKind, Ending, Option<i32>)>,
-    stopped: Option<&'static str>,
+    stopped: Option<RunVerdict>,
     seq: u32,
     record: RunRecord,
 }
@@ -280,7 +280,7 @@ fn not_recorded(
         let now = s.now();
         let miss = baton_store::ledger::Miss {
             job: &c.job,
-            reason: LEDGER_UNAVAILABLE,
+            reason: MissReason::LedgerUnavailable,
             first: at,
             last: at,
             count: 1,
@@ -326,12 +326,12 @@ fn not_recorded(
         "{}: occurrence {} not run: {why}; it is missed (ledger-unavailable)",
         c.job, c.occurrence
     );
-    let mut alert = c.alert(Kind::Missed, now, None, message);
+    let mut alert = c.alert(AlertKind::Missed, now, None, message);
     alert.run_id = None;
-    alert.reason = Some(LEDGER_UNAVAILABLE.to_owned());
+    alert.reason = Some(MissReason::LedgerUnavailable.to_string());
     alert.missed = Some(crate::alerts::MissedInfo::one(
         &c.occurrence,
-        LEDGER_UNAVAILABLE,
+        MissReason::LedgerUnavailable,
     ));
     if recorded.is_some() {
         s.alert(&alert);
@@ -339,10 +339,6 @@ fn not_recorded(
         s.alert_in_step(&alert);
     }
 }
-
-/// The reason an occurrence is missed when its start could not be
-/// recorded in the shared store's ledger.
-pub(crate) const LEDGER_UNAVAILABLE: &str = "ledger-unavailable";
 
 /// The delay before retry `n` (1 for the first retry): `backoff` doubled
 /// per retry, at most `backoff_max`.
@@ -452,12 +448,12 @@ fn attempts(
         fail::fail_point!("attempt-end");
         let finished = surfaces.borrow().now();
         let outcome = match &result.ending {
-            e if e.success() => "ok",
-            Ending::TimedOut => "timeout",
-            Ending::LeaseLost => "lease-lost",
-            Ending::NotStarted(_) => "not-started",
-            _ if result.interrupted.is_some() => "interrupted",
-            _ => "failed",
+            e if e.success() => AttemptOutcome::Ok,
+            Ending::TimedOut => AttemptOutcome::Timeout,
+            Ending::LeaseLost => AttemptOutcome::LeaseLost,
+            Ending::NotStarted(_) => AttemptOutcome::NotStarted,
+            _ if result.interrupted.is_some() => AttemptOutcome::Interrupted,
+            _ => AttemptOutcome::Failed,
         };
         let shown = match &result.ending {
             Ending::NotStarted(f) => f.message.clone(),
@@ -498,7 +494,7 @@ fn attempts(
                 _ => None,
             }),
             signal: result.signal,
-            outcome: outcome.to_owned(),
+            outcome,
         };
         let mut s = surfaces.borrow_mut();
         tally.record.attempt(row, &mut s);
@@ -524,10 +520,12 @@ fn attempts(
         // its last attempt keeps its own verdict (`DESIGN.md`, "What a lost
         // lease does to the record").
         let stop = match &result.ending {
-            Ending::LeaseLost => Some("lease-lost"),
-            _ if session.lost().is_some() && attempt < max && !no_retry => Some("lease-lost"),
+            Ending::LeaseLost => Some(RunVerdict::LeaseLost),
+            _ if session.lost().is_some() && attempt < max && !no_retry => {
+                Some(RunVerdict::LeaseLost)
+            }
             _ if result.interrupted.is_some() || session.interrupted().is_some() => {
-                Some("interrupted")
+                Some(RunVerdict::Interrupted)
             }
             _ => None,
         };
@@ -548,12 +546,12 @@ fn attempts(
             match session.pause(delay) {
                 Paused::Elapsed => continue,
                 Paused::Interrupted(_) => {
-                    tally.stopped = Some("interrupted");
+                    tally.stopped = Some(RunVerdict::Interrupted);
                     tally.failed = Some((step.name.clone(), step.kind, result.ending, result.code));
                     return;
                 }
                 Paused::LeaseLost => {
-                    tally.stopped = Some("lease-lost");
+                    tally.stopped = Some(RunVerdict::LeaseLost);
                     tally.failed = Some((step.name.clone(), step.kind, result.ending, result.code));
                     return;
                 }
@@ -580,9 +578,9 @@ fn attempts(
         ));
         if stop.is_none() && result.ending != Ending::TimedOut {
             let kind = if step.kind == StepKind::Check {
-                Kind::CheckFailed
+                AlertKind::CheckFailed
             } else {
-                Kind::StepFailed
+                AlertKind::StepFailed
             };
             let now = s.now();
             let mut alert = ctx.alert(
@@ -667,7 +665,7 @@ fn abandon_the_dead(
                 run_id: run.run_id.clone(),
                 job: mate.to_owned(),
                 finished: now,
-                verdict: "abandoned".into(),
+                verdict: RunVerdict::Abandoned,
                 exit_code: 125,
                 success: false,
             };

@@ -16,10 +16,11 @@ use std::sync::Arc;
 
 use baton_lease::Clock;
 use baton_store::ledger::Records;
+use baton_store::words::AlertKind;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
-use crate::alerts::{Alert, Kind, Pending};
+use crate::alerts::{Alert, Pending};
 use crate::config::{Command, Config};
 use crate::logs::Logs;
 
@@ -266,8 +267,11 @@ impl Surfaces {
                 break;
             }
             for m in moved {
-                let mut alert =
-                    Alert::scheduler(Kind::LogSetAside, self.now().to_string(), m.to_string());
+                let mut alert = Alert::scheduler(
+                    AlertKind::LogSetAside,
+                    self.now().to_string(),
+                    m.to_string(),
+                );
                 if let Some(job) = crate::logs::job_of_log(&m.path) {
                     alert.job = job;
                 }
@@ -349,7 +353,7 @@ impl Surfaces {
         let row = baton_store::ledger::NewAlert {
             time: self.now(),
             job: (!alert.job.is_empty()).then(|| alert.job.clone()),
-            kind: alert.kind.as_str().to_owned(),
+            kind: alert.kind,
             run_id: alert.run_id.clone(),
             occurrence: alert
                 .occurrence
@@ -375,7 +379,7 @@ impl Surfaces {
         };
         for r in moved {
             let alert = Alert::scheduler(
-                Kind::LedgerCorrupt,
+                AlertKind::LedgerCorrupt,
                 self.now().to_string(),
                 format!(
                     "the ledger was corrupt ({}): it was moved aside to {} and a fresh one \

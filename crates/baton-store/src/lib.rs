@@ -1,10 +1,11 @@
 //! baton-store: the boundary between the scheduler and where it keeps what
 //! it shares: the lease a run holds ([`Held`]) and the ledger it writes.
 //!
-//! Two concepts: [`held`], the lease a run holds while it runs (the runner
-//! renews and releases it, whatever keeps it), and [`ledger`], what the
+//! Three concepts: [`held`], the lease a run holds while it runs (the
+//! runner renews and releases it, whatever keeps it); [`ledger`], what the
 //! scheduler records, with its transactions written once over each store's
-//! single statements.
+//! single statements; and [`words`], the typed vocabulary it records in
+//! (verdicts, outcomes, reasons, alert kinds), text only at its edges.
 //!
 //! The scheduler, the runner and the daemon speak to a store only through
 //! this crate's traits and types; each store (lock files and SQLite in
@@ -15,5 +16,6 @@
 pub mod held;
 mod lease_file;
 pub mod ledger;
+pub mod words;
 
 pub use held::{Held, HeldError, Release, Renewal, Restated};

@@ -11,98 +11,56 @@
 //! so a slow one never delays a renewal.
 
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use baton_lease::{Clock, SystemClock};
 use baton_runner::HookCommand;
+use baton_sched::alerts::ALERT_TIMEOUT;
+use baton_store::words::AlertKind;
 use serde::Serialize;
 
-/// How long an alert command may run before its group is stopped.
-pub const ALERT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The kinds `baton exec` raises, in the order `--help` lists them: what
+/// `--alert-on` chooses from, and what its `all` means.
+pub const KINDS: [AlertKind; 9] = [
+    AlertKind::Busy,
+    AlertKind::Hung,
+    AlertKind::Orphaned,
+    AlertKind::VersionConflict,
+    AlertKind::LeaseLost,
+    AlertKind::Overrunning,
+    AlertKind::Timeout,
+    AlertKind::Failed,
+    AlertKind::Uncontained,
+];
 
-/// What happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Kind {
-    /// The lock was busy with a healthy holder; the command did not run.
-    Busy,
-    /// The holder is alive but has stopped renewing.
-    Hung,
-    /// The holder is gone but its job still runs.
-    Orphaned,
-    /// The lock file holds a foreign or unreadable record.
-    VersionConflict,
-    /// The lease was lost while the command ran; the command was stopped.
-    LeaseLost,
-    /// A run passed its `--max-runtime` budget (this one, or the holder that
-    /// made this one skip).
-    Overrunning,
-    /// The command ran past `--timeout` and was stopped.
-    Timeout,
-    /// The command exited with a nonzero status or died of a signal.
-    Failed,
-    /// The kernel refused the PID namespace that makes the command's whole
-    /// tree die with baton: processes it detaches may outlive a killed
-    /// baton.
-    Uncontained,
+/// Parses a `--alert-on` list (`all` and `none` included).
+pub fn parse_list(s: &str) -> Result<Vec<AlertKind>, String> {
+    let mut out = Vec::new();
+    for word in s.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        match word {
+            "all" => out.extend(KINDS),
+            "none" => {}
+            w => match w.parse().ok().filter(|k| KINDS.contains(k)) {
+                Some(k) => out.push(k),
+                None => {
+                    let names: Vec<&str> = KINDS.iter().map(|k| k.as_str()).collect();
+                    return Err(format!(
+                        "{w:?} is not an alert kind; use a comma-separated list of {}, or all or \
+                         none",
+                        names.join(", ")
+                    ));
+                }
+            },
+        }
+    }
+    Ok(out)
 }
 
-impl Kind {
-    /// Every kind, in the order `--help` lists them.
-    pub const ALL: [Kind; 9] = [
-        Kind::Busy,
-        Kind::Hung,
-        Kind::Orphaned,
-        Kind::VersionConflict,
-        Kind::LeaseLost,
-        Kind::Overrunning,
-        Kind::Timeout,
-        Kind::Failed,
-        Kind::Uncontained,
-    ];
-
-    /// The name used in JSON and by `--alert-on`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Busy => "busy",
-            Kind::Hung => "hung",
-            Kind::Orphaned => "orphaned",
-            Kind::VersionConflict => "version-conflict",
-            Kind::LeaseLost => "lease-lost",
-            Kind::Overrunning => "overrunning",
-            Kind::Timeout => "timeout",
-            Kind::Failed => "failed",
-            Kind::Uncontained => "uncontained",
-        }
-    }
-
-    /// Parses a `--alert-on` list (`all` and `none` included).
-    pub fn parse_list(s: &str) -> Result<Vec<Kind>, String> {
-        let mut out = Vec::new();
-        for word in s.split(',').map(str::trim).filter(|w| !w.is_empty()) {
-            match word {
-                "all" => out.extend(Kind::ALL),
-                "none" => {}
-                w => match Kind::ALL.iter().find(|k| k.name() == w) {
-                    Some(k) => out.push(*k),
-                    None => {
-                        let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
-                        return Err(format!(
-                            "{w:?} is not an alert kind; use a comma-separated list of {}, or \
-                             all or none",
-                            names.join(", ")
-                        ));
-                    }
-                },
-            }
-        }
-        Ok(out)
-    }
-
-    /// The kinds alerted when `--alert-on` is not given.
-    pub fn defaults() -> Vec<Kind> {
-        Kind::ALL.into_iter().filter(|k| *k != Kind::Busy).collect()
-    }
+/// The kinds alerted when `--alert-on` is not given.
+pub fn defaults() -> Vec<AlertKind> {
+    KINDS
+        .into_iter()
+        .filter(|k| *k != AlertKind::Busy)
+        .collect()
 }
 
 pub use baton_sched::alerts::HolderInfo;
@@ -112,7 +70,7 @@ pub use baton_sched::alerts::HolderInfo;
 #[derive(Debug, Clone, Serialize)]
 pub struct Alert {
     /// What happened.
-    pub kind: Kind,
+    pub kind: AlertKind,
     /// The lock file.
     pub lock: String,
     /// The lock's name, when it has one.
@@ -135,7 +93,7 @@ pub struct Alert {
 #[derive(Debug)]
 pub struct Alerts {
     command: Option<String>,
-    on: Vec<Kind>,
+    on: Vec<AlertKind>,
     quiet: bool,
     verbose: bool,
     running: Vec<JoinHandle<()>>,
@@ -144,7 +102,7 @@ pub struct Alerts {
 impl Alerts {
     /// Alerts of the kinds in `on` to stderr (unless `quiet`) and to
     /// `command`; other kinds only on stderr with `verbose`.
-    pub fn new(command: Option<String>, on: Vec<Kind>, quiet: bool, verbose: bool) -> Self {
+    pub fn new(command: Option<String>, on: Vec<AlertKind>, quiet: bool, verbose: bool) -> Self {
         Self {
             command,
             on,

@@ -18,6 +18,7 @@ use baton_sched::config::{Config, Job};
 use baton_sched::history::{self, RunView};
 use baton_sched::surfaces::RunStart;
 use baton_sched::times;
+use baton_store::words::RunVerdict;
 use jiff::Timestamp;
 use serde::Serialize;
 
@@ -289,7 +290,7 @@ fn summary(
             o.verdict = view.as_ref().and_then(|v| v.verdict.clone());
             o.exit_code = view.as_ref().and_then(|v| v.exit_code);
             s.ran += 1;
-            s.ok += usize::from(o.verdict.as_deref() == Some("ok"));
+            s.ok += usize::from(o.verdict.as_deref() == Some(RunVerdict::Ok.as_str()));
         } else if let Some(p) = planned.filter(|p| p.action != "run") {
             o.action = p.action.clone();
             o.run_id = p.run_id.clone();
@@ -327,7 +328,7 @@ fn render_summary(s: &Summary, tz: &jiff::tz::TimeZone) -> String {
     for o in s
         .occurrences
         .iter()
-        .filter(|o| o.action == "ran" && o.verdict.as_deref() != Some("ok"))
+        .filter(|o| o.action == "ran" && o.verdict.as_deref() != Some(RunVerdict::Ok.as_str()))
     {
         out.push_str(&format!(
             "  {}  {} (run {})\n",

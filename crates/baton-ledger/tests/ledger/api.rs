@@ -8,6 +8,7 @@ use baton_ledger::Ledger;
 use baton_store::ledger::{
     AlertRow, AttemptRow, Begun, Decision, Miss, Missed, NewAlert, NewRun, RunRow, StepKind,
 };
+use baton_store::words::{AlertKind, AttemptOutcome, MissReason, RunVerdict};
 
 #[test]
 fn a_fresh_ledger_is_private_and_empty() {
@@ -59,14 +60,14 @@ fn a_run_round_trips_with_its_attempts_steps_and_job_counters() {
 
     let check = baton_store::ledger::Attempt {
         kind: StepKind::Check,
-        ..attempt(&run, 1, "disk-free", "ok", at(61))
+        ..attempt(&run, 1, "disk-free", AttemptOutcome::Ok, at(61))
     };
-    let first = attempt(&run, 2, "backup", "timeout", at(71));
+    let first = attempt(&run, 2, "backup", AttemptOutcome::Timeout, at(71));
     let second = baton_store::ledger::Attempt {
         attempt: 2,
         signal: Some(9),
         exit_code: None,
-        ..attempt(&run, 3, "backup", "ok", at(81))
+        ..attempt(&run, 3, "backup", AttemptOutcome::Ok, at(81))
     };
     for a in [&check, &first, &second] {
         ledger.record_attempt(a).unwrap();
@@ -88,7 +89,7 @@ fn a_run_round_trips_with_its_attempts_steps_and_job_counters() {
         pid: Some(4242),
         started: at(60),
         finished: Some(at(100)),
-        verdict: Some("ok".into()),
+        verdict: Some(RunVerdict::Ok),
         exit_code: Some(0),
         attempts: [&check, &first, &second]
             .iter()
@@ -101,7 +102,7 @@ fn a_run_round_trips_with_its_attempts_steps_and_job_counters() {
                 finished: a.finished,
                 exit_code: a.exit_code,
                 signal: a.signal,
-                outcome: a.outcome.clone(),
+                outcome: a.outcome,
             })
             .collect(),
     };
@@ -172,12 +173,22 @@ fn counters_follow_failures_and_reset_on_success() {
     for (i, ok) in outcomes.iter().enumerate() {
         let run = scheduled("flaky", &format!("{i:016x}"), 60 * i as i64);
         ledger.begin_run(&run).unwrap();
-        let word = if *ok { "ok" } else { "failed" };
+        let word = if *ok {
+            AttemptOutcome::Ok
+        } else {
+            AttemptOutcome::Failed
+        };
         ledger
             .record_attempt(&attempt(&run, 1, "only", word, run.started))
             .unwrap();
         ledger
-            .record_attempt(&attempt(&run, 2, "stopped", "interrupted", run.started))
+            .record_attempt(&attempt(
+                &run,
+                2,
+                "stopped",
+                AttemptOutcome::Interrupted,
+                run.started,
+            ))
             .unwrap();
         ledger.finish_run(&finished(&run, 20, *ok), 100).unwrap();
     }
@@ -254,7 +265,12 @@ fn a_run_named_with_another_job_is_refused() {
 fn missed_occurrences_are_listed_newest_first_and_counted_by_reason() {
     let scene = Scene::new();
     let mut ledger = scene.open();
-    for (occ, reason) in [(0, "busy"), (60, "hung"), (120, "busy"), (180, "late")] {
+    for (occ, reason) in [
+        (0, MissReason::Busy),
+        (60, MissReason::Hung),
+        (120, MissReason::Busy),
+        (180, MissReason::Late),
+    ] {
         let detail = format!("held by pid {occ}");
         let miss = Miss {
             detail: Some(&detail),
@@ -281,9 +297,9 @@ fn missed_occurrences_are_listed_newest_first_and_counted_by_reason() {
     assert_eq!(
         ledger.missed_counts("j").unwrap(),
         [
-            ("busy".to_string(), 2, false),
-            ("hung".to_string(), 1, false),
-            ("late".to_string(), 1, false),
+            (MissReason::Busy, 2, false),
+            (MissReason::Hung, 1, false),
+            (MissReason::Late, 1, false),
         ]
     );
     assert_eq!(
@@ -301,7 +317,7 @@ fn alerts_come_back_newest_first_per_job_or_all() {
     let alert = |i: i64, job: Option<&str>| NewAlert {
         time: at(i),
         job: job.map(Into::into),
-        kind: "failure".into(),
+        kind: AlertKind::StepFailed,
         run_id: Some(format!("{i:016x}")),
         occurrence: Some(i),
         message: format!("alert {i}"),
@@ -322,7 +338,7 @@ fn alerts_come_back_newest_first_per_job_or_all() {
             id: all[0].id,
             time: at(4),
             job: Some("a".into()),
-            kind: "failure".into(),
+            kind: AlertKind::StepFailed,
             run_id: Some("0000000000000004".into()),
             occurrence: Some(4),
             message: "alert 4".into(),
@@ -340,7 +356,7 @@ fn everything_survives_a_reopen() {
         let mut ledger = scene.open();
         ledger.begin_run(&run).unwrap();
         ledger
-            .record_attempt(&attempt(&run, 1, "s", "ok", at(0)))
+            .record_attempt(&attempt(&run, 1, "s", AttemptOutcome::Ok, at(0)))
             .unwrap();
     }
     let mut ledger = Ledger::open(scene.dir(), at(3600)).unwrap();

@@ -2,6 +2,7 @@
 //! ledger.
 
 use baton_store::ledger::Records;
+use baton_store::words::AttemptOutcome;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
@@ -26,7 +27,7 @@ fn populate(scene: &Scene) {
                 &run,
                 1,
                 "a-step-with-a-long-name",
-                "ok",
+                AttemptOutcome::Ok,
                 run.started,
             ))
             .unwrap();

@@ -3,7 +3,8 @@
 use baton_store::ledger::Records;
 use std::sync::{Arc, Barrier};
 
-use baton_store::ledger::{Begun, Decision, Missed, NewRun, Queued};
+use baton_store::ledger::{Begun, Decision, Miss, Missed, NewRun, Queued};
+use baton_store::words::MissReason;
 
 use crate::support::{Scene, at, range, scheduled};
 
@@ -34,7 +35,9 @@ fn a_started_occurrence_is_not_started_again() {
     // Nor can it be missed, queued or claimed now.
     let occ = at(60).as_second();
     assert_eq!(
-        ledger.miss(&range("j", "busy", 60, 60), at(62)).unwrap(),
+        ledger
+            .miss(&range("j", MissReason::Busy, 60, 60), at(62))
+            .unwrap(),
         Missed::Moved
     );
     assert_eq!(
@@ -55,12 +58,12 @@ fn a_missed_occurrence_is_decided_once() {
     let mut ledger = scene.open();
     let first = baton_store::ledger::Miss {
         detail: Some("first"),
-        ..range("j", "busy", 120, 120)
+        ..range("j", MissReason::Busy, 120, 120)
     };
     assert_eq!(ledger.miss(&first, at(120)).unwrap(), Missed::Recorded);
     let second = baton_store::ledger::Miss {
         detail: Some("second"),
-        ..range("j", "hung", 120, 120)
+        ..range("j", MissReason::Hung, 120, 120)
     };
     assert_eq!(ledger.miss(&second, at(121)).unwrap(), Missed::Moved);
     let rows = ledger.missed("j", 10).unwrap();
@@ -141,7 +144,9 @@ fn a_claim_is_recorded_once_and_keeps_the_occurrence_from_running() {
     assert_eq!(ledger.next_queued(&["j"]).unwrap(), None);
 
     // The lock file outranks a missed range: what it says started, started.
-    ledger.miss(&range("j", "busy", 240, 300), at(301)).unwrap();
+    ledger
+        .miss(&range("j", MissReason::Busy, 240, 300), at(301))
+        .unwrap();
     assert!(
         ledger
             .claimed("j", at(240).as_second(), "", at(302))
@@ -179,10 +184,12 @@ fn racing_threads_decide_each_occurrence_once() {
                         let run = scheduled("race", &format!("{who:08x}{trial:08x}"), occ);
                         ledger.begin_run(&run).unwrap() == Begun::Started
                     } else {
-                        let reason = format!("thread {who}");
-                        let outcome = ledger
-                            .miss(&range("race", &reason, occ, occ), at(occ))
-                            .unwrap();
+                        let tag = format!("thread {who}");
+                        let m = Miss {
+                            detail: Some(&tag),
+                            ..range("race", MissReason::Busy, occ, occ)
+                        };
+                        let outcome = ledger.miss(&m, at(occ)).unwrap();
                         assert_ne!(outcome, Missed::Extended, "no streak was asked for");
                         outcome == Missed::Recorded
                     };
@@ -208,7 +215,8 @@ fn racing_threads_decide_each_occurrence_once() {
             assert_eq!(ledger.decision("race", occ).unwrap(), None);
             let rows: Vec<_> = missed.iter().filter(|m| m.first == occ).collect();
             assert_eq!(rows.len(), 1, "trial {trial}");
-            assert_eq!(rows[0].reason, format!("thread {winner}"));
+            let tag = format!("thread {winner}");
+            assert_eq!(rows[0].detail.as_deref(), Some(tag.as_str()));
         }
     }
     assert_eq!(missed.len(), TRIALS as usize / 2);

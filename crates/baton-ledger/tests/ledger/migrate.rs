@@ -6,6 +6,7 @@ use std::sync::{Arc, Barrier};
 
 use baton_ledger::Ledger;
 use baton_store::ledger::{Decision, Miss, Missed, MissedRow, Queued};
+use baton_store::words::{MissReason, RunVerdict, SkipReason};
 
 use crate::support::{Scene, at, finished, range, scheduled};
 
@@ -157,7 +158,7 @@ fn skipped_and_missed_occurrences_become_missed_ranges() {
     let one = |id: i64, job: &str, reason: &str, occ: i64, detail: Option<&str>| MissedRow {
         id,
         job: job.into(),
-        reason: reason.into(),
+        reason: reason.parse().unwrap(),
         first: s(occ),
         last: s(occ),
         count: 1,
@@ -214,7 +215,7 @@ fn skipped_and_missed_occurrences_become_missed_ranges() {
     assert_eq!(ledger.history("j", 10).unwrap().len(), 1);
     let hung = |first: i64| Miss {
         job: "j",
-        reason: "hung",
+        reason: MissReason::Hung,
         first: s(first),
         last: s(first),
         count: 1,
@@ -278,7 +279,7 @@ fn a_version_2_ledger_keeps_its_data_and_its_tallies_start_from_its_rows() {
     let running = scheduled("j", "0000000000000003", 7200);
     ledger.begin_run(&running).unwrap();
     ledger
-        .miss(&range("j", "busy", 7260, 7500), at(7500))
+        .miss(&range("j", MissReason::Busy, 7260, 7500), at(7500))
         .unwrap();
     ledger.enqueue("k", &[s(0)], true, at(0)).unwrap();
     assert_eq!(
@@ -305,18 +306,18 @@ fn a_version_2_ledger_keeps_its_data_and_its_tallies_start_from_its_rows() {
     assert_eq!(ledger.tallies().unwrap(), before);
     let j = &before[0];
     assert_eq!(
-        (j.runs.get("ok"), j.runs.get("failed")),
+        (j.runs.get(&RunVerdict::Ok), j.runs.get(&RunVerdict::Failed)),
         (Some(&1), Some(&1))
     );
-    assert_eq!(j.missed.get("busy"), Some(&5));
+    assert_eq!(j.missed.get(&MissReason::Busy), Some(&5));
     assert_eq!(j.durations.buckets[3..6], [1, 0, 1]);
-    assert_eq!(before[1].skipped.get("coalesced"), Some(&1));
+    assert_eq!(before[1].skipped.get(&SkipReason::Coalesced), Some(&1));
 
     // The tallies go on from there.
     ledger
         .finish_run(&finished(&running, 1, true), 100)
         .unwrap();
     let j = ledger.tallies().unwrap().remove(0);
-    assert_eq!(j.runs.get("ok"), Some(&2));
+    assert_eq!(j.runs.get(&RunVerdict::Ok), Some(&2));
     assert_eq!(j.durations.count(), 3);
 }

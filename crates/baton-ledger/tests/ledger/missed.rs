@@ -6,6 +6,7 @@ use std::path::Path;
 
 use baton_ledger::Ledger;
 use baton_store::ledger::{Error, Miss, Missed, MissedRow};
+use baton_store::words::MissReason;
 
 use crate::support::{self, Scene, at, range, scheduled};
 
@@ -15,7 +16,7 @@ fn a_range_is_recorded_once_and_moves_the_mark() {
     let mut ledger = scene.open();
     let first = Miss {
         detail: Some("the host was down"),
-        ..range("j", "outside-window", 0, 120)
+        ..range("j", MissReason::OutsideWindow, 0, 120)
     };
     assert_eq!(ledger.miss(&first, at(130)).unwrap(), Missed::Recorded);
     let job = ledger.job("j").unwrap().unwrap();
@@ -24,7 +25,7 @@ fn a_range_is_recorded_once_and_moves_the_mark() {
 
     // The same range, or one reaching back behind the mark, was decided.
     assert_eq!(ledger.miss(&first, at(131)).unwrap(), Missed::Moved);
-    let overlapping = range("j", "late", 120, 240);
+    let overlapping = range("j", MissReason::Late, 120, 240);
     assert_eq!(ledger.miss(&overlapping, at(241)).unwrap(), Missed::Moved);
     assert_eq!(
         ledger.job("j").unwrap().unwrap().last_decided,
@@ -33,7 +34,7 @@ fn a_range_is_recorded_once_and_moves_the_mark() {
     let next = Miss {
         count: 2,
         at_least: true,
-        ..range("j", "late", 180, 240)
+        ..range("j", MissReason::Late, 180, 240)
     };
     assert_eq!(ledger.miss(&next, at(242)).unwrap(), Missed::Recorded);
 
@@ -41,7 +42,7 @@ fn a_range_is_recorded_once_and_moves_the_mark() {
     let expected_first = MissedRow {
         id: rows[1].id,
         job: "j".into(),
-        reason: "outside-window".into(),
+        reason: MissReason::OutsideWindow,
         first: at(0).as_second(),
         last: at(120).as_second(),
         count: 3,
@@ -52,7 +53,7 @@ fn a_range_is_recorded_once_and_moves_the_mark() {
     };
     let expected_next = MissedRow {
         id: rows[0].id,
-        reason: "late".into(),
+        reason: MissReason::Late,
         first: at(180).as_second(),
         last: at(240).as_second(),
         count: 2,
@@ -68,8 +69,8 @@ fn a_range_is_recorded_once_and_moves_the_mark() {
     assert_eq!(
         ledger.missed_counts("j").unwrap(),
         [
-            ("late".to_string(), 2, true),
-            ("outside-window".to_string(), 3, false)
+            (MissReason::Late, 2, true),
+            (MissReason::OutsideWindow, 3, false)
         ]
     );
     assert!(ledger.missed("other", 10).unwrap().is_empty());
@@ -82,7 +83,7 @@ fn a_streak_extends_the_newest_range_only_while_it_goes_on() {
     let mut ledger = scene.open();
     let paused = |first, last| Miss {
         streak: true,
-        ..range("j", "paused", first, last)
+        ..range("j", MissReason::Paused, first, last)
     };
     assert_eq!(
         ledger.miss(&paused(0, 60), at(61)).unwrap(),
@@ -103,12 +104,12 @@ fn a_streak_extends_the_newest_range_only_while_it_goes_on() {
     );
 
     // Not asked to continue a streak: a range of its own.
-    let alone = range("j", "paused", 240, 240);
+    let alone = range("j", MissReason::Paused, 240, 240);
     assert_eq!(ledger.miss(&alone, at(241)).unwrap(), Missed::Recorded);
     // Another reason ends the streak, and a streak never joins it.
     let disabled = Miss {
         streak: true,
-        ..range("j", "disabled", 300, 300)
+        ..range("j", MissReason::Disabled, 300, 300)
     };
     assert_eq!(ledger.miss(&disabled, at(301)).unwrap(), Missed::Recorded);
     assert_eq!(
@@ -145,18 +146,18 @@ fn a_streak_extends_the_newest_range_only_while_it_goes_on() {
     assert_eq!(
         rows,
         [
-            ("paused".into(), s(480), s(600), 3, true),
-            ("paused".into(), s(360), s(360), 1, false),
-            ("disabled".into(), s(300), s(300), 1, false),
-            ("paused".into(), s(240), s(240), 1, false),
-            ("paused".into(), s(0), s(180), 4, false),
+            (MissReason::Paused, s(480), s(600), 3, true),
+            (MissReason::Paused, s(360), s(360), 1, false),
+            (MissReason::Disabled, s(300), s(300), 1, false),
+            (MissReason::Paused, s(240), s(240), 1, false),
+            (MissReason::Paused, s(0), s(180), 4, false),
         ]
     );
     assert_eq!(
         ledger.missed_counts("j").unwrap(),
         [
-            ("disabled".to_string(), 1, false),
-            ("paused".to_string(), 9, true)
+            (MissReason::Disabled, 1, false),
+            (MissReason::Paused, 9, true)
         ]
     );
 }
@@ -168,21 +169,21 @@ fn a_range_that_makes_no_sense_is_refused_and_writes_nothing() {
     let backwards = Miss {
         first: 10,
         last: 9,
-        ..range("j", "late", 0, 0)
+        ..range("j", MissReason::Late, 0, 0)
     };
     let empty = Miss {
         count: 0,
-        ..range("j", "late", 0, 60)
+        ..range("j", MissReason::Late, 0, 60)
     };
     let crowded = Miss {
         count: 62,
-        ..range("j", "late", 0, 60)
+        ..range("j", MissReason::Late, 0, 60)
     };
     let huge = Miss {
         first: i64::MIN,
         last: i64::MAX,
         count: u64::MAX,
-        ..range("j", "late", 0, 0)
+        ..range("j", MissReason::Late, 0, 0)
     };
     for (m, says) in [
         (backwards, "after its end"),
@@ -198,7 +199,7 @@ fn a_range_that_makes_no_sense_is_refused_and_writes_nothing() {
     // Every second of a range may be an occurrence.
     let dense = Miss {
         count: 61,
-        ..range("j", "late", 0, 60)
+        ..range("j", MissReason::Late, 0, 60)
     };
     assert_eq!(ledger.miss(&dense, at(61)).unwrap(), Missed::Recorded);
     assert_eq!(ledger.missed("j", 10).unwrap().len(), 1);
@@ -208,7 +209,7 @@ fn a_range_that_makes_no_sense_is_refused_and_writes_nothing() {
 const RANGES: i64 = 100;
 
 /// The `i`th range of the race: two minutes, two occurrences.
-fn race_range<'a>(job: &'a str, reason: &'a str, i: i64, streak: bool) -> Miss<'a> {
+fn race_range(job: &str, reason: MissReason, i: i64, streak: bool) -> Miss<'_> {
     Miss {
         streak,
         ..range(job, reason, 120 * i, 120 * i + 60)
@@ -234,12 +235,12 @@ pub fn misser_child() {
     let mut ledger = Ledger::open(Path::new(&dir), at(0)).unwrap();
     let mut letters = String::new();
     for i in 0..RANGES {
-        let m = race_range("busy", "busy", i, false);
+        let m = race_range("busy", MissReason::Busy, i, false);
         letters.push(letter(ledger.miss(&m, at(120 * i + 61)).unwrap()));
     }
     letters.push('\n');
     for i in 0..RANGES {
-        let m = race_range("paused", "paused", i, true);
+        let m = race_range("paused", MissReason::Paused, i, true);
         letters.push(letter(ledger.miss(&m, at(120 * i + 61)).unwrap()));
     }
     std::fs::write(out, letters).unwrap();

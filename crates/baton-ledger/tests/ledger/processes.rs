@@ -4,7 +4,8 @@ use baton_store::ledger::Records;
 use std::path::Path;
 
 use baton_ledger::Ledger;
-use baton_store::ledger::{Begun, Missed, NewAlert, NewRun, Queued};
+use baton_store::ledger::{Begun, Miss, Missed, NewAlert, NewRun, Queued};
+use baton_store::words::{AlertKind, AttemptOutcome, MissReason, RunVerdict};
 use jiff::SignedDuration;
 
 use crate::support::{self, Scene, at, attempt, finished, range, scheduled};
@@ -47,7 +48,11 @@ pub fn writer_child() {
         };
         assert_eq!(ledger.begin_run(&run).unwrap(), Begun::Started);
         let ok = !fails(n);
-        let word = if ok { "ok" } else { "failed" };
+        let word = if ok {
+            AttemptOutcome::Ok
+        } else {
+            AttemptOutcome::Failed
+        };
         ledger
             .record_attempt(&attempt(&run, 1, "work", word, run.started))
             .unwrap();
@@ -57,7 +62,7 @@ pub fn writer_child() {
                 .record_alert(&NewAlert {
                     time: run.started,
                     job: Some(job.clone()),
-                    kind: "failure".into(),
+                    kind: AlertKind::StepFailed,
                     run_id: Some(run.run_id.clone()),
                     occurrence: run.occurrence,
                     message: format!("{job} failed"),
@@ -65,11 +70,12 @@ pub fn writer_child() {
                 })
                 .unwrap();
         }
-        let reason = format!("writer {w}");
-        match ledger
-            .miss(&range("shared", &reason, 60 * n, 60 * n), run.started)
-            .unwrap()
-        {
+        let tag = format!("writer {w}");
+        let m = Miss {
+            detail: Some(&tag),
+            ..range("shared", MissReason::Busy, 60 * n, 60 * n)
+        };
+        match ledger.miss(&m, run.started).unwrap() {
             Missed::Recorded => won += 1,
             Missed::Moved => {}
             Missed::Extended => panic!("no streak was asked for"),
@@ -93,7 +99,13 @@ pub fn writer_child() {
         };
         ledger.begin_run(&common).unwrap();
         ledger
-            .record_attempt(&attempt(&common, 1, "together", "failed", run.started))
+            .record_attempt(&attempt(
+                &common,
+                1,
+                "together",
+                AttemptOutcome::Failed,
+                run.started,
+            ))
             .unwrap();
         ledger
             .finish_run(&finished(&common, 30, false), 1_000_000)
@@ -161,8 +173,12 @@ fn many_writer_processes_lose_nothing() {
             assert_eq!(run.run_id, format!("{w:08x}{n:08x}"));
             assert_eq!(run.started, start(w, n));
             assert_eq!(
-                run.verdict.as_deref(),
-                Some(if fails(n) { "failed" } else { "ok" })
+                run.verdict,
+                Some(if fails(n) {
+                    RunVerdict::Failed
+                } else {
+                    RunVerdict::Ok
+                })
             );
             assert_eq!(run.attempts.len(), 1, "{}", run.run_id);
         }

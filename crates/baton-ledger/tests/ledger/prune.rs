@@ -3,6 +3,7 @@
 
 use baton_store::ledger::Records;
 use baton_store::ledger::{Begun, Decision, NewRun, Queued};
+use baton_store::words::{AttemptOutcome, MissReason};
 
 use crate::support::{Scene, at, attempt, finished, range, scheduled};
 
@@ -16,10 +17,10 @@ fn pruning_keeps_the_newest_runs_their_attempts_and_the_newest_decision() {
         let run = scheduled("j", &format!("{i:016x}"), 3600 * i);
         ledger.begin_run(&run).unwrap();
         ledger
-            .record_attempt(&attempt(&run, 1, "a", "ok", run.started))
+            .record_attempt(&attempt(&run, 1, "a", AttemptOutcome::Ok, run.started))
             .unwrap();
         ledger
-            .record_attempt(&attempt(&run, 2, "b", "ok", run.started))
+            .record_attempt(&attempt(&run, 2, "b", AttemptOutcome::Ok, run.started))
             .unwrap();
         ledger.finish_run(&finished(&run, 60, true), 3).unwrap();
         let claim = 3600 * i + 1800;
@@ -133,7 +134,7 @@ fn pruning_keeps_the_newest_missed_ranges_pauses_and_watermarks() {
     // 1,003 missed ranges, a minute each.
     for i in 0..1_003 {
         ledger
-            .miss(&range("j", "late", 60 * i, 60 * i), at(60 * i))
+            .miss(&range("j", MissReason::Late, 60 * i, 60 * i), at(60 * i))
             .unwrap();
     }
     // A pause that begins later than the ones after it (its writer's clock
@@ -154,7 +155,9 @@ fn pruning_keeps_the_newest_missed_ranges_pauses_and_watermarks() {
             .unwrap();
     }
     // Another job's records are its own.
-    ledger.miss(&range("k", "late", 0, 0), at(0)).unwrap();
+    ledger
+        .miss(&range("k", MissReason::Late, 0, 0), at(0))
+        .unwrap();
     ledger.settle("k", "v", None, None, at(0)).unwrap();
 
     let run = scheduled("j", "00000000000000d1", 200_000);

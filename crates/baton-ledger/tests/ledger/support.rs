@@ -7,6 +7,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 
 use baton_ledger::Ledger;
 use baton_store::ledger::{Attempt, Finished, Miss, NewRun, StepKind};
+use baton_store::words::{AttemptOutcome, MissReason, RunVerdict};
 use jiff::{SignedDuration, Timestamp};
 
 /// The environment variable that makes the `child` test act as a child.
@@ -80,7 +81,7 @@ pub fn scheduled(job: &str, run_id: &str, occ: i64) -> NewRun {
 
 /// A range of `job`'s occurrences that will not run, from `first` to `last`
 /// (seconds after `t0`), one occurrence a minute, recorded as no streak.
-pub fn range<'a>(job: &'a str, reason: &'a str, first: i64, last: i64) -> Miss<'a> {
+pub fn range(job: &str, reason: MissReason, first: i64, last: i64) -> Miss<'_> {
     Miss {
         job,
         reason,
@@ -94,7 +95,13 @@ pub fn range<'a>(job: &'a str, reason: &'a str, first: i64, last: i64) -> Miss<'
 }
 
 /// One attempt of `step`, ten seconds long from `start`.
-pub fn attempt(run: &NewRun, seq: u32, step: &str, outcome: &str, start: Timestamp) -> Attempt {
+pub fn attempt(
+    run: &NewRun,
+    seq: u32,
+    step: &str,
+    outcome: AttemptOutcome,
+    start: Timestamp,
+) -> Attempt {
     Attempt {
         run_id: run.run_id.clone(),
         job: run.job.clone(),
@@ -104,9 +111,9 @@ pub fn attempt(run: &NewRun, seq: u32, step: &str, outcome: &str, start: Timesta
         attempt: 1,
         started: start,
         finished: start + SignedDuration::from_secs(10),
-        exit_code: Some(if outcome == "ok" { 0 } else { 1 }),
+        exit_code: Some(if outcome == AttemptOutcome::Ok { 0 } else { 1 }),
         signal: None,
-        outcome: outcome.into(),
+        outcome,
     }
 }
 
@@ -116,7 +123,11 @@ pub fn finished(run: &NewRun, secs: i64, success: bool) -> Finished {
         run_id: run.run_id.clone(),
         job: run.job.clone(),
         finished: run.started + SignedDuration::from_secs(secs),
-        verdict: if success { "ok" } else { "failed" }.into(),
+        verdict: if success {
+            RunVerdict::Ok
+        } else {
+            RunVerdict::Failed
+        },
         exit_code: if success { 0 } else { 1 },
         success,
     }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use baton_ledger::Ledger;
 use baton_store::ledger::{Finished, JobTallies, Miss, Missed, Queued};
+use baton_store::words::{MissReason, RunVerdict, SkipReason};
 
 use crate::support::{Scene, at, finished, range, scheduled};
 
@@ -40,8 +41,8 @@ fn tallies_survive_pruning() {
 
     assert_eq!(ledger.history("j", 100).unwrap().len(), 2);
     let t = of(&mut ledger, "j");
-    assert_eq!(t.runs.get("ok"), Some(&6));
-    assert_eq!(t.runs.get("failed"), Some(&1));
+    assert_eq!(t.runs.get(&RunVerdict::Ok), Some(&6));
+    assert_eq!(t.runs.get(&RunVerdict::Failed), Some(&1));
     assert_eq!(t.lease_losses, 0);
     assert_eq!(t.durations.count(), 7);
     assert_eq!(t.durations.buckets, [1, 1, 0, 2, 1, 0, 1, 0, 0, 0, 1]);
@@ -60,17 +61,17 @@ fn tallies_survive_pruning() {
 fn a_miss_of_a_five_occurrence_range_counts_five() {
     let scene = Scene::new();
     let mut ledger = scene.open();
-    let busy = range("j", "busy", 0, 240);
+    let busy = range("j", MissReason::Busy, 0, 240);
     assert_eq!(busy.count, 5);
     assert_eq!(ledger.miss(&busy, at(300)).unwrap(), Missed::Recorded);
     // Another process recording the same range counts nothing.
     assert_eq!(ledger.miss(&busy, at(300)).unwrap(), Missed::Moved);
-    assert_eq!(of(&mut ledger, "j").missed.get("busy"), Some(&5));
+    assert_eq!(of(&mut ledger, "j").missed.get(&MissReason::Busy), Some(&5));
 
     // A streak that extends its range counts its occurrences too.
     let paused = |first: i64, last: i64| Miss {
         streak: true,
-        ..range("j", "paused", first, last)
+        ..range("j", MissReason::Paused, first, last)
     };
     assert_eq!(
         ledger.miss(&paused(300, 420), at(420)).unwrap(),
@@ -81,8 +82,8 @@ fn a_miss_of_a_five_occurrence_range_counts_five() {
         Missed::Extended
     );
     let t = of(&mut ledger, "j");
-    assert_eq!(t.missed.get("busy"), Some(&5));
-    assert_eq!(t.missed.get("paused"), Some(&5));
+    assert_eq!(t.missed.get(&MissReason::Busy), Some(&5));
+    assert_eq!(t.missed.get(&MissReason::Paused), Some(&5));
     assert!(t.runs.is_empty() && t.skipped.is_empty());
 }
 
@@ -104,8 +105,8 @@ fn coalesced_and_claimed_occurrences_count_as_skipped() {
     assert!(ledger.claimed("j", s(180), "claimed", at(180)).unwrap());
     assert!(!ledger.claimed("j", s(180), "claimed", at(180)).unwrap());
     let t = of(&mut ledger, "j");
-    assert_eq!(t.skipped.get("coalesced"), Some(&2));
-    assert_eq!(t.skipped.get("claimed"), Some(&1));
+    assert_eq!(t.skipped.get(&SkipReason::Coalesced), Some(&2));
+    assert_eq!(t.skipped.get(&SkipReason::Claimed), Some(&1));
     assert!(t.missed.is_empty());
 }
 
@@ -116,12 +117,12 @@ fn a_lost_lease_counts_as_a_verdict_and_a_lease_loss() {
     let run = scheduled("j", "0000000000000001", 0);
     ledger.begin_run(&run).unwrap();
     let lost = Finished {
-        verdict: "lease-lost".into(),
+        verdict: RunVerdict::LeaseLost,
         ..finished(&run, 30, false)
     };
     ledger.finish_run(&lost, 100).unwrap();
     let t = of(&mut ledger, "j");
-    assert_eq!(t.runs.get("lease-lost"), Some(&1));
+    assert_eq!(t.runs.get(&RunVerdict::LeaseLost), Some(&1));
     assert_eq!(t.lease_losses, 1);
 }
 

@@ -6,6 +6,7 @@
 //! written, leaves the ledger as it was.
 
 use baton_store::ledger::Records;
+use baton_store::words::{MissReason, RunVerdict};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -117,7 +118,7 @@ fn assert_common_tables_read_whole(ledger: &mut Ledger, before: &Path, jobs: &[S
                 opt_int(r.pid.map(i64::from)),
                 us(r.started),
                 opt_us(r.finished),
-                opt_text(r.verdict.as_deref()),
+                opt_text(r.verdict.map(|v| v.as_str())),
                 opt_int(r.exit_code.map(i64::from)),
             ]);
             for a in &r.attempts {
@@ -131,7 +132,7 @@ fn assert_common_tables_read_whole(ledger: &mut Ledger, before: &Path, jobs: &[S
                     us(a.finished),
                     opt_int(a.exit_code.map(i64::from)),
                     opt_int(a.signal.map(i64::from)),
-                    text(&a.outcome),
+                    text(a.outcome.as_str()),
                 ]);
             }
         }
@@ -177,7 +178,7 @@ fn assert_common_tables_read_whole(ledger: &mut Ledger, before: &Path, jobs: &[S
                 int(a.id),
                 us(a.time),
                 opt_text(a.job.as_deref()),
-                text(&a.kind),
+                text(a.kind.as_str()),
                 opt_text(a.run_id.as_deref()),
                 opt_int(a.occurrence),
                 text(&a.message),
@@ -197,7 +198,7 @@ fn assert_common_tables_read_whole(ledger: &mut Ledger, before: &Path, jobs: &[S
 /// by reason and one duration per finished run, from the rows the old
 /// ledger held.
 fn assert_tallies_start_from_the_rows(ledger: &mut Ledger, before: &Path) {
-    let mut verdicts: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    let mut verdicts: BTreeMap<String, BTreeMap<RunVerdict, u64>> = BTreeMap::new();
     for r in raw(
         before,
         "SELECT job, verdict, COUNT(*) FROM runs WHERE verdict IS NOT NULL GROUP BY 1, 2",
@@ -208,7 +209,7 @@ fn assert_tallies_start_from_the_rows(ledger: &mut Ledger, before: &Path) {
         verdicts
             .entry(job.clone())
             .or_default()
-            .insert(v.clone(), *n as u64);
+            .insert(v.parse().unwrap(), *n as u64);
     }
     let finished: BTreeMap<String, u64> = raw(
         before,
@@ -305,7 +306,7 @@ fn a_version_2_ledger_is_migrated_in_place_with_a_copy_beside_it_and_reads_whole
             missed.push(vec![
                 int(m.id),
                 text(&m.job),
-                text(&m.reason),
+                text(m.reason.as_str()),
                 int(m.first),
                 int(m.last),
                 int(m.count as i64),
@@ -390,7 +391,10 @@ fn a_version_2_ledger_is_migrated_in_place_with_a_copy_beside_it_and_reads_whole
         .into_iter()
         .find(|t| t.job == "busy")
         .unwrap();
-    assert_eq!(busy.missed.get("busy").copied(), Some(missed_busy as u64));
+    assert_eq!(
+        busy.missed.get(&MissReason::Busy).copied(),
+        Some(missed_busy as u64)
+    );
 
     // The migrated ledger goes on: a new run is recorded and counted.
     let before = ledger
@@ -411,8 +415,8 @@ fn a_version_2_ledger_is_migrated_in_place_with_a_copy_beside_it_and_reads_whole
         .find(|t| t.job == "steps")
         .unwrap();
     assert_eq!(
-        after.runs.get("ok"),
-        before.runs.get("ok").map(|n| n + 1).as_ref()
+        after.runs.get(&RunVerdict::Ok),
+        before.runs.get(&RunVerdict::Ok).map(|n| n + 1).as_ref()
     );
     drop(ledger);
 
@@ -459,7 +463,7 @@ fn a_version_1_ledger_is_migrated_in_place_and_its_misses_become_ranges() {
             assert_eq!((m.first, m.last, m.count), (m.first, m.first, 1));
             got.push(vec![
                 text(&m.job),
-                text(&m.reason),
+                text(m.reason.as_str()),
                 int(m.first),
                 opt_text(m.detail.as_deref()),
             ]);

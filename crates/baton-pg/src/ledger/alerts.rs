@@ -16,7 +16,7 @@ pub(crate) async fn insert(tx: &Transaction<'_>, a: &NewAlert) -> Result<(), Fai
         &[
             &rows::micros(a.time),
             &a.job,
-            &a.kind,
+            &a.kind.as_str(),
             &a.run_id,
             &a.occurrence,
             &a.message,
@@ -63,7 +63,7 @@ fn row(r: &Row) -> Result<AlertRow, Fail> {
         id: rows::get(r, 0)?,
         time: rows::time(r, 1)?,
         job: rows::get(r, 2)?,
-        kind: rows::get(r, 3)?,
+        kind: rows::word(r, 3)?,
         run_id: rows::get(r, 4)?,
         occurrence: rows::get(r, 5)?,
         message: rows::get(r, 6)?,

@@ -59,7 +59,7 @@ pub(crate) async fn begun(tx: &Transaction<'_>, run: &NewRun) -> Result<(), Fail
 /// failure count reset or incremented; a run that is neither
 /// (`Effect::Neutral`: `interrupted`) moves nothing.
 pub(crate) async fn finished(tx: &Transaction<'_>, f: &Finished) -> Result<(), Fail> {
-    let effect = Effect::of_run(&f.verdict, f.success);
+    let effect = Effect::of_run(f.verdict, f.success);
     tx.execute(
         "INSERT INTO baton.jobs AS j
            (job, first_seen, last_success, last_failure, consecutive_failures)

@@ -8,6 +8,7 @@
 //! identity, so a job's newest range has the largest id.
 
 use baton_store::ledger::{Miss, MissedRow};
+use baton_store::words::MissReason;
 use tokio_postgres::{Row, Transaction};
 
 use super::fail::Fail;
@@ -34,7 +35,14 @@ pub(crate) async fn extend(
              WHERE id = (SELECT MAX(id) FROM baton.missed WHERE job = $1::text)
                AND reason = $2::text
                AND last = (SELECT last_decided FROM baton.jobs WHERE job = $1::text)",
-            &[&m.job, &m.reason, &count, &m.last, &m.at_least, &now],
+            &[
+                &m.job,
+                &m.reason.as_str(),
+                &count,
+                &m.last,
+                &m.at_least,
+                &now,
+            ],
         )
         .await?;
     Ok(changed == 1)
@@ -54,7 +62,7 @@ pub(crate) async fn insert(
                  $7::bigint, $7::bigint, $8::text)",
         &[
             &m.job,
-            &m.reason,
+            &m.reason.as_str(),
             &m.first,
             &m.last,
             &count,
@@ -91,7 +99,7 @@ pub(crate) async fn recent(
 pub(crate) async fn counts(
     tx: &Transaction<'_>,
     job: &str,
-) -> Result<Vec<(String, u64, bool)>, Fail> {
+) -> Result<Vec<(MissReason, u64, bool)>, Fail> {
     let found = tx
         .query(
             "SELECT reason, SUM(count)::bigint, bool_or(at_least) FROM baton.missed
@@ -101,7 +109,7 @@ pub(crate) async fn counts(
         .await?;
     found
         .iter()
-        .map(|r| Ok((rows::get(r, 0)?, rows::int(r, 1)?, rows::get(r, 2)?)))
+        .map(|r| Ok((rows::word(r, 0)?, rows::int(r, 1)?, rows::get(r, 2)?)))
         .collect()
 }
 
@@ -120,7 +128,7 @@ fn row(r: &Row) -> Result<MissedRow, Fail> {
     Ok(MissedRow {
         id: rows::get(r, 0)?,
         job: rows::get(r, 1)?,
-        reason: rows::get(r, 2)?,
+        reason: rows::word(r, 2)?,
         first: rows::get(r, 3)?,
         last: rows::get(r, 4)?,
         count: rows::int(r, 5)?,

@@ -53,9 +53,23 @@ fn fit<T: TryFrom<i64>>(n: i64) -> Result<T, Fail> {
         .map_err(|_| Fail::Value(format!("{n} does not fit {}", std::any::type_name::<T>())))
 }
 
-/// A stored word (a decision, a step kind).
+/// A stored word (a verdict, an outcome, a reason, a kind): a word this
+/// build does not know fails the read.
 pub(crate) fn word<T: FromStr<Err = UnknownWord>>(r: &Row, idx: usize) -> Result<T, Fail> {
-    get::<String>(r, idx)?
-        .parse()
+    parse(&get::<String>(r, idx)?)
+}
+
+/// [`word`], for a column that may be NULL.
+pub(crate) fn word_opt<T: FromStr<Err = UnknownWord>>(
+    r: &Row,
+    idx: usize,
+) -> Result<Option<T>, Fail> {
+    get::<Option<String>>(r, idx)?
+        .map(|s| parse(&s))
+        .transpose()
+}
+
+fn parse<T: FromStr<Err = UnknownWord>>(s: &str) -> Result<T, Fail> {
+    s.parse()
         .map_err(|e: UnknownWord| Fail::Value(e.to_string()))
 }

@@ -93,7 +93,7 @@ pub(crate) async fn insert_attempt(tx: &Transaction<'_>, a: &Attempt) -> Result<
                 &rows::micros(a.finished),
                 &a.exit_code.map(i64::from),
                 &a.signal.map(i64::from),
-                &a.outcome,
+                &a.outcome.as_str(),
             ],
         )
         .await?;
@@ -111,7 +111,7 @@ pub(crate) async fn finish(tx: &Transaction<'_>, f: &Finished) -> Result<bool, F
             &[
                 &f.run_id,
                 &rows::micros(f.finished),
-                &f.verdict,
+                &f.verdict.as_str(),
                 &i64::from(f.exit_code),
             ],
         )
@@ -210,7 +210,7 @@ async fn attempts(tx: &Transaction<'_>, run_id: &str) -> Result<Vec<AttemptRow>,
                 finished: rows::time(r, 5)?,
                 exit_code: rows::int_opt(r, 6)?,
                 signal: rows::int_opt(r, 7)?,
-                outcome: rows::get(r, 8)?,
+                outcome: rows::word(r, 8)?,
             })
         })
         .collect()
@@ -227,7 +227,7 @@ fn row(r: &Row) -> Result<RunRow, Fail> {
         pid: rows::int_opt(r, 6)?,
         started: rows::time(r, 7)?,
         finished: rows::time_opt(r, 8)?,
-        verdict: rows::get(r, 9)?,
+        verdict: rows::word_opt(r, 9)?,
         exit_code: rows::int_opt(r, 10)?,
         attempts: Vec::new(),
     })

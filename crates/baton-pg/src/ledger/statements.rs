@@ -7,6 +7,7 @@ use baton_store::ledger::{
     AlertRow, Attempt, DecisionRow, Finished, JobState, JobTallies, Miss, MissedRow, NewAlert,
     NewDecision, NewRun, PauseRow, RunRow, Statements, StepState, WatermarkRow,
 };
+use baton_store::words::{MissReason, SkipReason};
 use jiff::Timestamp;
 use tokio_postgres::Transaction;
 
@@ -122,7 +123,7 @@ impl Statements for Pg<'_> {
     async fn missed(&mut self, job: &str, limit: u32) -> R<Vec<MissedRow>> {
         missed::recent(self.tx, job, limit).await
     }
-    async fn missed_counts(&mut self, job: &str) -> R<Vec<(String, u64, bool)>> {
+    async fn missed_counts(&mut self, job: &str) -> R<Vec<(MissReason, u64, bool)>> {
         missed::counts(self.tx, job).await
     }
     async fn prune_missed(&mut self, job: &str) -> R<()> {
@@ -165,10 +166,10 @@ impl Statements for Pg<'_> {
         queue::queued(self.tx, job).await
     }
 
-    async fn tally_missed(&mut self, job: &str, reason: &str, n: i64) -> R<()> {
+    async fn tally_missed(&mut self, job: &str, reason: MissReason, n: i64) -> R<()> {
         tallies::missed(self.tx, job, reason, n).await
     }
-    async fn tally_skipped(&mut self, job: &str, reason: &str, n: i64) -> R<()> {
+    async fn tally_skipped(&mut self, job: &str, reason: SkipReason, n: i64) -> R<()> {
         tallies::skipped(self.tx, job, reason, n).await
     }
     async fn tally_finished(&mut self, f: &Finished, started: Option<Timestamp>) -> R<()> {

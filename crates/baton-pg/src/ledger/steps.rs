@@ -11,7 +11,7 @@ use super::rows;
 
 /// Counts an attempt against its step.
 pub(crate) async fn attempted(tx: &Transaction<'_>, a: &Attempt) -> Result<(), Fail> {
-    let effect = Effect::of(&a.outcome);
+    let effect = Effect::of(a.outcome);
     tx.execute(
         "INSERT INTO baton.steps AS s
            (job, step, kind, last_attempt, last_success, last_failure, consecutive_failures)

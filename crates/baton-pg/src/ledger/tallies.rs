@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use baton_store::ledger::{BOUNDS_US, Finished, JobTallies, bucket};
+use baton_store::words::{MissReason, RunVerdict, SkipReason};
 use jiff::Timestamp;
 use tokio_postgres::Transaction;
 
@@ -20,9 +21,6 @@ const VERDICT: &str = "verdict";
 const MISSED: &str = "missed";
 const SKIPPED: &str = "skipped";
 const LEASE_LOST: &str = "lease-lost";
-
-/// The verdict of a run whose lease was lost.
-const LEASE_LOST_VERDICT: &str = "lease-lost";
 
 /// Adds `n` to the job's count of `kind` and `word`.
 async fn add(tx: &Transaction<'_>, job: &str, kind: &str, word: &str, n: i64) -> Result<(), Fail> {
@@ -43,20 +41,20 @@ async fn add(tx: &Transaction<'_>, job: &str, kind: &str, word: &str, n: i64) ->
 pub(crate) async fn missed(
     tx: &Transaction<'_>,
     job: &str,
-    reason: &str,
+    reason: MissReason,
     n: i64,
 ) -> Result<(), Fail> {
-    add(tx, job, MISSED, reason, n).await
+    add(tx, job, MISSED, reason.as_str(), n).await
 }
 
 /// Counts skipped occurrences (`coalesced`, `claimed`).
 pub(crate) async fn skipped(
     tx: &Transaction<'_>,
     job: &str,
-    reason: &str,
+    reason: SkipReason,
     n: i64,
 ) -> Result<(), Fail> {
-    add(tx, job, SKIPPED, reason, n).await
+    add(tx, job, SKIPPED, reason.as_str(), n).await
 }
 
 /// Counts a finished run: its verdict, a lost lease, and, when the ledger
@@ -66,8 +64,8 @@ pub(crate) async fn finished(
     f: &Finished,
     started: Option<Timestamp>,
 ) -> Result<(), Fail> {
-    add(tx, &f.job, VERDICT, &f.verdict, 1).await?;
-    if f.verdict == LEASE_LOST_VERDICT {
+    add(tx, &f.job, VERDICT, f.verdict.as_str(), 1).await?;
+    if f.verdict == RunVerdict::LeaseLost {
         add(tx, &f.job, LEASE_LOST, "", 1).await?;
     }
     let Some(started) = started else {
@@ -106,12 +104,11 @@ pub(crate) async fn all(tx: &Transaction<'_>) -> Result<Vec<JobTallies>, Fail> {
     {
         let t = entry(&mut jobs, rows::get(&r, 0)?);
         let kind: String = rows::get(&r, 1)?;
-        let word: String = rows::get(&r, 2)?;
         let n: u64 = rows::int(&r, 3)?;
         match kind.as_str() {
-            VERDICT => *t.runs.entry(word).or_default() += n,
-            MISSED => *t.missed.entry(word).or_default() += n,
-            SKIPPED => *t.skipped.entry(word).or_default() += n,
+            VERDICT => *t.runs.entry(rows::word(&r, 2)?).or_default() += n,
+            MISSED => *t.missed.entry(rows::word(&r, 2)?).or_default() += n,
+            SKIPPED => *t.skipped.entry(rows::word(&r, 2)?).or_default() += n,
             LEASE_LOST => t.lease_losses += n,
             _ => {} // A kind a later version counts: not this build's to show.
         }

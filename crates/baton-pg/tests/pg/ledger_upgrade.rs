@@ -183,7 +183,7 @@ fn a_store_the_last_schema_2_build_made_is_migrated_in_place_and_reads_whole() {
                 o(r.pid),
                 us(r.started),
                 ous(r.finished),
-                o(r.verdict.as_deref()),
+                o(r.verdict),
                 o(r.exit_code),
             ]));
             for a in &r.attempts {
@@ -197,7 +197,7 @@ fn a_store_the_last_schema_2_build_made_is_migrated_in_place_and_reads_whole() {
                     us(a.finished),
                     o(a.exit_code),
                     o(a.signal),
-                    s(&a.outcome),
+                    s(a.outcome),
                 ]));
             }
         }
@@ -216,7 +216,7 @@ fn a_store_the_last_schema_2_build_made_is_migrated_in_place_and_reads_whole() {
             missed.push(record(&[
                 s(m.id),
                 s(&m.job),
-                s(&m.reason),
+                s(m.reason),
                 s(m.first),
                 s(m.last),
                 s(m.count),
@@ -263,7 +263,7 @@ fn a_store_the_last_schema_2_build_made_is_migrated_in_place_and_reads_whole() {
                 s(a.id),
                 us(a.time),
                 o(a.job.as_deref()),
-                s(&a.kind),
+                s(a.kind),
                 o(a.run_id.as_deref()),
                 o(a.occurrence),
                 s(&a.message),

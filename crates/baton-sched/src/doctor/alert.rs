@@ -5,9 +5,10 @@
 //! finding says only what was checked.
 
 use baton_runner::HookOutcome;
+use baton_store::words::AlertKind;
 
 use super::finding::Finding;
-use crate::alerts::{self, ALERT_TIMEOUT, Alert, Kind};
+use crate::alerts::{self, ALERT_TIMEOUT, Alert};
 use crate::config::Config;
 
 const CHECK: &str = "alert-command";
@@ -22,7 +23,7 @@ pub(super) fn check(c: &Config, now: jiff::Timestamp) -> Finding {
         );
     };
     let alert = Alert::scheduler(
-        Kind::Test,
+        AlertKind::Test,
         now.to_string(),
         "baton doctor: a test alert; nothing happened".into(),
     );

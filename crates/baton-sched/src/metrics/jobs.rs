@@ -3,17 +3,18 @@
 //! built from [`JobFigures`] without reading anything.
 //!
 //! Every job has, from its first scrape on, a sample at 0 for every verdict
-//! ([`baton_store::ledger::VERDICTS`]), every miss reason
-//! ([`baton_store::ledger::MISS_REASONS`]), every skip reason
-//! ([`baton_store::ledger::SKIP_REASONS`]) and every state ([`STATES`]), and for
-//! any other word some job has counted (a ledger written by another
-//! version): a series never appears out of nowhere, so `increase()` sees
+//! ([`RunVerdict::ALL`]), every miss reason ([`MissReason::ALL`]), every
+//! skip reason ([`SkipReason::ALL`]) and every state ([`STATES`]), and for
+//! any other word some job has counted (a reason only a version 1 ledger
+//! recorded): a series never appears out of nowhere, so `increase()` sees
 //! its first event. The timestamps of a success, a failure and the next
 //! run are absent, not 0, when there is none.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Display;
 
-use baton_store::ledger::{BOUNDS, JobTallies, MISS_REASONS, SKIP_REASONS, VERDICTS};
+use baton_store::ledger::{BOUNDS, JobTallies};
+use baton_store::words::{MissReason, RunVerdict, SkipReason};
 use jiff::Timestamp;
 
 use super::exposition::{Family, Kind};
@@ -62,27 +63,24 @@ fn seconds(t: Timestamp) -> f64 {
 }
 
 /// A counter by a word: for each job, a sample per word of `listed` and
-/// per word any job has counted, 0 where it has none.
-fn by_word(
+/// per word any job has counted, 0 where it has none, in the words' order.
+fn by_word<W: Copy + Ord + Display>(
     mut family: Family,
     label: &'static str,
     jobs: &[JobFigures],
-    listed: &[&str],
-    pick: fn(&JobTallies) -> &BTreeMap<String, u64>,
+    listed: &[W],
+    pick: fn(&JobTallies) -> &BTreeMap<W, u64>,
 ) -> Family {
-    let words: BTreeSet<&str> = listed
+    let words: BTreeSet<W> = listed
         .iter()
         .copied()
-        .chain(
-            jobs.iter()
-                .flat_map(|j| pick(&j.tallies).keys().map(String::as_str)),
-        )
+        .chain(jobs.iter().flat_map(|j| pick(&j.tallies).keys().copied()))
         .collect();
     for j in jobs {
         for w in &words {
-            let n = pick(&j.tallies).get(*w).copied().unwrap_or(0);
+            let n = pick(&j.tallies).get(w).copied().unwrap_or(0);
             let mut labels = job(j);
-            labels.push((label, (*w).to_owned()));
+            labels.push((label, w.to_string()));
             family.push(labels, n as f64);
         }
     }
@@ -119,7 +117,7 @@ pub(crate) fn families(jobs: &[JobFigures]) -> Vec<Family> {
             ),
             "verdict",
             jobs,
-            &VERDICTS,
+            RunVerdict::ALL,
             |t| &t.runs,
         ),
         by_word(
@@ -130,7 +128,7 @@ pub(crate) fn families(jobs: &[JobFigures]) -> Vec<Family> {
             ),
             "reason",
             jobs,
-            &MISS_REASONS,
+            MissReason::ALL,
             |t| &t.missed,
         ),
         by_word(
@@ -142,7 +140,7 @@ pub(crate) fn families(jobs: &[JobFigures]) -> Vec<Family> {
             ),
             "reason",
             jobs,
-            &SKIP_REASONS,
+            SkipReason::ALL,
             |t| &t.skipped,
         ),
     ];

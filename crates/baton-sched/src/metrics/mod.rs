@@ -32,10 +32,11 @@
 //!   so); *missed* ones did not run at all (the reasons `paused` and
 //!   `disabled` are a decision, the others a fault). A job's lease losses
 //!   are its runs whose verdict is `lease-lost`. Each job has a sample at 0
-//!   from the start for every verdict of `baton_store::ledger::VERDICTS`, every
-//!   reason of `baton_store::ledger::MISS_REASONS` and
-//!   `baton_store::ledger::SKIP_REASONS`, and any other word a job has counted, so
-//!   `increase()` sees the first event.
+//!   from the start for every verdict of `baton_store::words::RunVerdict`,
+//!   every reason of `baton_store::words::MissReason` and
+//!   `baton_store::words::SkipReason`, and any other word a job has counted
+//!   (a reason only a version 1 ledger recorded), so `increase()` sees the
+//!   first event.
 //! - `baton_job_run_duration_seconds{baton_job}`: a histogram of finished
 //!   runs' durations, buckets `baton_store::ledger::BOUNDS` and `+Inf` (the `le`
 //!   values written `1.0`, `0.1`, `+Inf` in both formats).

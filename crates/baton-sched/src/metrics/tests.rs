@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use baton_store::ledger::{JobTallies, MISS_REASONS};
+use baton_store::ledger::JobTallies;
+use baton_store::words::{MissReason, RunVerdict, SkipReason};
 
 use super::*;
 
@@ -14,12 +15,12 @@ fn figures() -> Vec<JobFigures> {
         last_success: Some("2026-11-29T03:00:02Z".parse().unwrap()),
         ..JobTallies::default()
     };
-    t.runs.insert("ok".into(), 3);
-    t.runs.insert("lease-lost".into(), 1);
-    // A word some other version counted is shown for every job.
-    t.runs.insert("vanished".into(), 1);
-    t.missed.insert("busy".into(), 5);
-    t.skipped.insert("coalesced".into(), 2);
+    t.runs.insert(RunVerdict::Ok, 3);
+    t.runs.insert(RunVerdict::LeaseLost, 1);
+    t.missed.insert(MissReason::Busy, 5);
+    // A reason only an older ledger recorded is shown for every job.
+    t.missed.insert(MissReason::MissedUnstated, 1);
+    t.skipped.insert(SkipReason::Coalesced, 2);
     t.durations.buckets[3] = 3;
     t.durations.buckets[10] = 1;
     t.durations.sum = Duration::from_millis(20_500);
@@ -77,50 +78,32 @@ fn metrics_render_every_job_in_openmetrics() {
 }
 
 /// Every reason the planner and the lock's refusals record an occurrence
-/// missed for is one the metrics show from the start.
+/// missed for is one the metrics show from the start; the planner's pause
+/// and disabled job, and only they, are deliberate.
 #[test]
 fn every_miss_reason_recorded_is_listed() {
-    use crate::alerts::Kind;
-    use crate::plan::Reason;
+    use baton_store::words::MissReason as R;
     let planned = [
-        Reason::OutsideWindow,
-        Reason::Superseded,
-        Reason::Late,
-        Reason::CatchUpMax,
-        Reason::Paused,
-        Reason::Disabled,
+        R::OutsideWindow,
+        R::Superseded,
+        R::Late,
+        R::CatchUpMax,
+        R::Paused,
+        R::Disabled,
     ];
-    // A new reason fails to compile here until it is listed above.
-    for r in planned {
-        match r {
-            Reason::OutsideWindow
-            | Reason::Superseded
-            | Reason::Late
-            | Reason::CatchUpMax
-            | Reason::Paused
-            | Reason::Disabled => {}
-        }
-    }
-    let refused = [
-        Kind::Busy,
-        Kind::Hung,
-        Kind::Orphaned,
-        Kind::VersionConflict,
-    ];
-    let words = planned
+    let refused = [R::Busy, R::Hung, R::Orphaned, R::VersionConflict];
+    for r in planned
         .iter()
-        .map(|r| r.as_str())
-        .chain(refused.iter().map(|k| k.as_str()))
-        .chain([crate::steps::LEDGER_UNAVAILABLE]);
-    for w in words {
-        assert!(MISS_REASONS.contains(&w), "{w} is not in MISS_REASONS");
+        .chain(&refused)
+        .chain(&[R::LedgerUnavailable])
+    {
+        assert!(R::ALL.contains(r), "{r} is not listed");
     }
-    for r in planned {
+    for &r in R::ALL {
         assert_eq!(
-            baton_store::ledger::DELIBERATE_MISS_REASONS.contains(&r.as_str()),
-            r.is_streak(),
-            "{}",
-            r.as_str()
+            r.is_deliberate(),
+            matches!(r, R::Paused | R::Disabled),
+            "{r}"
         );
     }
 }

@@ -8,7 +8,7 @@ use baton_lease::decide::Foreign;
 use baton_lease::{Busy, Holder, Outcome, Verdict};
 use baton_store::Held;
 
-use crate::alerts::Kind;
+use baton_store::words::MissReason;
 
 /// The result of [`super::Store::try_acquire`].
 #[allow(clippy::large_enum_variant)] // Made once per acquisition; boxing buys nothing.
@@ -46,8 +46,10 @@ pub enum Guard {
 /// A lock that was not free.
 #[derive(Debug, Clone)]
 pub struct Refused {
-    /// `busy` (a live holder), `hung`, `orphaned` or `version_conflict`.
-    pub kind: Kind,
+    /// Why the occurrence does not run: `busy` (a live holder), `hung`,
+    /// `orphaned` or `version-conflict`; its alert is of the same kind
+    /// ([`MissReason::alert_kind`]).
+    pub reason: MissReason,
     /// Who holds it, when known.
     pub holder: Option<Holder>,
     /// What was said about it, for people.
@@ -59,15 +61,15 @@ impl Refused {
     /// that would let the lock be taken is never a refusal the store makes;
     /// should one arrive it reads as busy (try again), never as taken.
     pub fn of_verdict(v: &Verdict) -> Refused {
-        let (kind, holder) = match v {
-            Verdict::Live { holder, .. } => (Kind::Busy, Some(holder.clone())),
-            Verdict::Hung { holder, .. } => (Kind::Hung, Some(holder.clone())),
-            Verdict::Orphaned { holder, .. } => (Kind::Orphaned, Some(holder.clone())),
-            Verdict::Refused(_) => (Kind::VersionConflict, None),
-            _ => (Kind::Busy, None),
+        let (reason, holder) = match v {
+            Verdict::Live { holder, .. } => (MissReason::Busy, Some(holder.clone())),
+            Verdict::Hung { holder, .. } => (MissReason::Hung, Some(holder.clone())),
+            Verdict::Orphaned { holder, .. } => (MissReason::Orphaned, Some(holder.clone())),
+            Verdict::Refused(_) => (MissReason::VersionConflict, None),
+            _ => (MissReason::Busy, None),
         };
         Refused {
-            kind,
+            reason,
             holder,
             why: describe(v),
         }
@@ -102,15 +104,15 @@ impl Refused {
 
     /// A refusal of the file lock.
     pub fn of_outcome(o: &Outcome) -> Refused {
-        let (kind, holder) = match o {
-            Outcome::Busy(Busy::Held { holder, .. }) => (Kind::Busy, Some(holder.clone())),
-            Outcome::Hung { holder, .. } => (Kind::Hung, Some(holder.clone())),
-            Outcome::Orphaned { holder, .. } => (Kind::Orphaned, Some(holder.clone())),
-            Outcome::VersionConflict(_) => (Kind::VersionConflict, None),
-            _ => (Kind::Busy, None),
+        let (reason, holder) = match o {
+            Outcome::Busy(Busy::Held { holder, .. }) => (MissReason::Busy, Some(holder.clone())),
+            Outcome::Hung { holder, .. } => (MissReason::Hung, Some(holder.clone())),
+            Outcome::Orphaned { holder, .. } => (MissReason::Orphaned, Some(holder.clone())),
+            Outcome::VersionConflict(_) => (MissReason::VersionConflict, None),
+            _ => (MissReason::Busy, None),
         };
         Refused {
-            kind,
+            reason,
             holder,
             why: o.describe(),
         }

@@ -28,15 +28,15 @@ mod records;
 mod rows;
 mod statements;
 mod transactions;
-mod words;
 
+/// The ledger's own words, where its callers have long found them.
+pub use crate::words::{Decision, StepKind, UnknownWord};
 pub use checks::MAX_WATERMARK;
 pub use error::{Error, Failure, Kind, Unusable};
 pub use records::Records;
 pub use rows::{
-    AlertRow, Attempt, AttemptRow, BOUNDS, BOUNDS_US, Begun, Decision, DecisionRow, Durations,
-    Effect, Finished, JobState, JobTallies, Miss, Missed, MissedRow, NewAlert, NewRun, PauseRow,
-    Queued, Recovered, RunRow, StepKind, StepState, UnknownWord, WatermarkRow, Withdrawn, bucket,
+    AlertRow, Attempt, AttemptRow, BOUNDS, BOUNDS_US, Begun, DecisionRow, Durations, Effect,
+    Finished, JobState, JobTallies, Miss, Missed, MissedRow, NewAlert, NewRun, PauseRow, Queued,
+    Recovered, RunRow, StepState, WatermarkRow, Withdrawn, bucket,
 };
 pub use statements::{Backend, Fail, Mode, NewDecision, Statements};
-pub use words::{DELIBERATE_MISS_REASONS, MISS_REASONS, SKIP_REASONS, VERDICTS};

@@ -28,6 +28,7 @@ use super::rows::{
     AlertRow, Attempt, Begun, DecisionRow, Finished, JobState, JobTallies, Miss, Missed, MissedRow,
     NewAlert, NewRun, PauseRow, Queued, Recovered, RunRow, StepState, WatermarkRow, Withdrawn,
 };
+use crate::words::MissReason;
 
 /// The scheduler's ledger: runs, decisions, missed ranges, the queue,
 /// alerts, pauses, watermarks and tallies, in whichever store.
@@ -273,12 +274,13 @@ pub trait Records: Send {
     /// # let dir = tempfile::tempdir().unwrap();
     /// use baton_ledger::Ledger;
     /// use baton_store::ledger::{Miss, Missed, Records};
+    /// use baton_store::words::MissReason;
     /// let now: jiff::Timestamp = "2026-11-29T03:15:00Z".parse()?;
     /// let mut ledger = Ledger::open(dir.path(), now)?;
     /// let occ = now.as_second();
     /// let paused = Miss {
     ///     job: "nightly",
-    ///     reason: "paused",
+    ///     reason: MissReason::Paused,
     ///     first: occ - 120,
     ///     last: occ - 60,
     ///     count: 2,
@@ -329,13 +331,14 @@ pub trait Records: Send {
     /// # let dir = tempfile::tempdir().unwrap();
     /// use baton_ledger::Ledger;
     /// use baton_store::ledger::{Miss, Records};
+    /// use baton_store::words::MissReason;
     /// let honest: jiff::Timestamp = "2026-11-29T03:15:00Z".parse()?;
     /// let ahead: jiff::Timestamp = "2026-11-30T03:15:00Z".parse()?;
     /// let mut ledger = Ledger::open(dir.path(), honest)?;
     /// let (from, to) = (honest.as_second() + 1, ahead.as_second() - 1);
     /// let outage = Miss {
     ///     job: "j",
-    ///     reason: "superseded",
+    ///     reason: MissReason::Superseded,
     ///     first: from,
     ///     last: to,
     ///     count: (to - from + 1) as u64,
@@ -425,7 +428,7 @@ pub trait Records: Send {
     /// # Errors
     ///
     /// As every call (see the module).
-    fn missed_counts(&mut self, job: &str) -> Result<Vec<(String, u64, bool)>, Error>;
+    fn missed_counts(&mut self, job: &str) -> Result<Vec<(MissReason, u64, bool)>, Error>;
     /// Pauses a job from `now`, in one write transaction: the job's pause in
     /// force at `now`, if any, ends at `now`, and the new one is recorded,
     /// lasting until `until` (or until resumed, when `None`). Returns the new
@@ -574,12 +577,13 @@ pub trait Records: Send {
     /// # let dir = tempfile::tempdir().unwrap();
     /// use baton_ledger::Ledger;
     /// use baton_store::ledger::{Miss, Records};
+    /// use baton_store::words::MissReason;
     /// let now: jiff::Timestamp = "2026-11-29T03:15:00Z".parse()?;
     /// let mut ledger = Ledger::open(dir.path(), now)?;
     /// let occ = now.as_second();
     /// let busy = Miss {
     ///     job: "nightly",
-    ///     reason: "busy",
+    ///     reason: MissReason::Busy,
     ///     first: occ - 240,
     ///     last: occ,
     ///     count: 5,
@@ -590,7 +594,7 @@ pub trait Records: Send {
     /// ledger.miss(&busy, now)?;
     /// let tallies = ledger.tallies()?;
     /// assert_eq!(tallies[0].job, "nightly");
-    /// assert_eq!(tallies[0].missed["busy"], 5);
+    /// assert_eq!(tallies[0].missed[&MissReason::Busy], 5);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     fn tallies(&mut self) -> Result<Vec<JobTallies>, Error>;

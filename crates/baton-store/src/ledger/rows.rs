@@ -9,119 +9,14 @@
 //! *occurrence* is a scheduled instant in whole Unix seconds.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::time::Duration;
 
 use jiff::Timestamp;
 
-/// What was decided for one occurrence of a job that runs or waits. Each
-/// occurrence has at most one such decision. Occurrences that will not run
-/// are not decided one by one: they are ranges in the `missed` table
-/// ([`MissedRow`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Decision {
-    /// A run was started for it ([`crate::ledger::Records::begin_run`]).
-    Started,
-    /// It waits for the job's lock and will start, in order
-    /// ([`crate::ledger::Records::enqueue`]); [`crate::ledger::Records::begin_run`] turns it
-    /// into `started`.
-    Queued,
-    /// It arrived while another occurrence was waiting, and is served by
-    /// that one (named in [`DecisionRow::joined`]). It never runs itself.
-    Coalesced,
-    /// The lock file says it started, under a ledger that was lost since
-    /// ([`crate::ledger::Records::claimed`]). It never runs again.
-    Claimed,
-}
-
-impl Decision {
-    /// The word stored in the ledger: `started`, `queued`, `coalesced` or
-    /// `claimed`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Started => "started",
-            Self::Queued => "queued",
-            Self::Coalesced => "coalesced",
-            Self::Claimed => "claimed",
-        }
-    }
-}
-
-impl fmt::Display for Decision {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Decision {
-    type Err = UnknownWord;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "started" => Ok(Self::Started),
-            "queued" => Ok(Self::Queued),
-            "coalesced" => Ok(Self::Coalesced),
-            "claimed" => Ok(Self::Claimed),
-            _ => Err(UnknownWord::new("decision", s)),
-        }
-    }
-}
-
-/// What an attempt ran: a step of the job, or a check that guards it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum StepKind {
-    /// A step of the job.
-    Step,
-    /// A check run before or between steps.
-    Check,
-}
-
-impl StepKind {
-    /// The word stored in the ledger: `step` or `check`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Step => "step",
-            Self::Check => "check",
-        }
-    }
-}
-
-impl fmt::Display for StepKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for StepKind {
-    type Err = UnknownWord;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "step" => Ok(Self::Step),
-            "check" => Ok(Self::Check),
-            _ => Err(UnknownWord::new("step kind", s)),
-        }
-    }
-}
-
-/// A word that names no [`Decision`] or [`StepKind`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown {what} {word:?}")]
-pub struct UnknownWord {
-    what: &'static str,
-    word: String,
-}
-
-impl UnknownWord {
-    fn new(what: &'static str, word: &str) -> Self {
-        Self {
-            what,
-            word: word.to_owned(),
-        }
-    }
-}
+use crate::words::{
+    AlertKind, AttemptOutcome, Decision, MissReason, RunVerdict, SkipReason, StepKind,
+};
 
 /// A job as the ledger knows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -222,11 +117,11 @@ impl DecisionRow {
 
 /// One finished attempt of a step or a check.
 ///
-/// The `outcome` word decides what the attempt does to its step's counters
-/// ([`crate::Effect::of`]): `ok` is a success, `interrupted` (a graceful
-/// shutdown stopped it) is an attempt but neither a success nor a failure,
-/// and any other word (`failed`, `timeout`, `lease-lost`, `not-started`
-/// for a command that could not be started, …) is a failure.
+/// The `outcome` decides what the attempt does to its step's counters
+/// ([`Effect::of`]): `ok` is a success, `interrupted` (a graceful shutdown
+/// stopped it) is an attempt but neither a success nor a failure, and any
+/// other (`failed`, `timeout`, `lease-lost`, `not-started` for a command
+/// that could not be started) is a failure.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Attempt {
     /// The run it belongs to.
@@ -251,8 +146,8 @@ pub struct Attempt {
     pub exit_code: Option<i32>,
     /// The signal that ended it, when one did.
     pub signal: Option<i32>,
-    /// `ok`, `failed`, `timeout`, `lease-lost`, `not-started`, `interrupted`, …
-    pub outcome: String,
+    /// What it came to.
+    pub outcome: AttemptOutcome,
 }
 
 /// An attempt as read back, within its [`RunRow`].
@@ -274,8 +169,8 @@ pub struct AttemptRow {
     pub exit_code: Option<i32>,
     /// The signal that ended it, when one did.
     pub signal: Option<i32>,
-    /// The outcome word given when it was recorded.
-    pub outcome: String,
+    /// What it came to.
+    pub outcome: AttemptOutcome,
 }
 
 /// How a run ended.
@@ -287,12 +182,12 @@ pub struct Finished {
     pub job: String,
     /// When it finished.
     pub finished: Timestamp,
-    /// The verdict word (`ok`, `failed`, `timeout`, …).
-    pub verdict: String,
+    /// What it came to.
+    pub verdict: RunVerdict,
     /// The exit code it ended with.
     pub exit_code: i32,
     /// Whether it counts as a success (resets the job's failure count).
-    /// When not, the verdict decides ([`crate::Effect::of_run`]): an
+    /// When not, the verdict decides ([`Effect::of_run`]): an
     /// `interrupted` run moves none of the job's counters, any other is a
     /// failure.
     pub success: bool,
@@ -320,7 +215,7 @@ pub struct RunRow {
     /// When it finished; `None` while it runs (or if it died unrecorded).
     pub finished: Option<Timestamp>,
     /// Its verdict, once finished.
-    pub verdict: Option<String>,
+    pub verdict: Option<RunVerdict>,
     /// Its exit code, once finished.
     pub exit_code: Option<i32>,
     /// Its attempts, in `seq` order.
@@ -353,8 +248,8 @@ pub struct NewAlert {
     pub time: Timestamp,
     /// The job it concerns, if any (a recovered ledger concerns none).
     pub job: Option<String>,
-    /// What kind of alert (`failure`, `missed`, `ledger-recovered`, …).
-    pub kind: String,
+    /// What it is about.
+    pub kind: AlertKind,
     /// The run it concerns, if any.
     pub run_id: Option<String>,
     /// The occurrence it concerns, if any.
@@ -374,8 +269,8 @@ pub struct AlertRow {
     pub time: Timestamp,
     /// The job it concerns, if any.
     pub job: Option<String>,
-    /// What kind of alert.
-    pub kind: String,
+    /// What it is about.
+    pub kind: AlertKind,
     /// The run it concerns, if any.
     pub run_id: Option<String>,
     /// The occurrence it concerns, if any.
@@ -395,9 +290,8 @@ pub struct AlertRow {
 pub struct Miss<'a> {
     /// The job.
     pub job: &'a str,
-    /// Why they will not run: `superseded`, `outside-window`, `late`,
-    /// `catch-up-max`, `paused`, `disabled`, `busy`, `hung`, …
-    pub reason: &'a str,
+    /// Why they will not run.
+    pub reason: MissReason,
     /// The first occurrence of the range, in Unix seconds.
     pub first: i64,
     /// The last occurrence of the range, in Unix seconds; at least `first`.
@@ -437,7 +331,7 @@ pub struct MissedRow {
     /// The job.
     pub job: String,
     /// Why its occurrences did not run.
-    pub reason: String,
+    pub reason: MissReason,
     /// Its first occurrence, in Unix seconds.
     pub first: i64,
     /// Its last occurrence, in Unix seconds (raised when a streak extends
@@ -555,16 +449,17 @@ pub struct Recovered {
     pub reason: String,
 }
 
-/// What an outcome word does to its step's counters (and a run's verdict
-/// to its job's): the rule every ledger applies when it counts an attempt
-/// against its step or a run against its job.
+/// What an attempt's outcome does to its step's counters (and a run's
+/// verdict to its job's): the rule every ledger applies when it counts an
+/// attempt against its step or a run against its job.
 ///
 /// ```
 /// use baton_store::ledger::Effect;
-/// assert_eq!(Effect::of("ok"), Effect::Success);
-/// assert_eq!(Effect::of("timeout"), Effect::Failure);
-/// assert_eq!(Effect::of("not-started"), Effect::Failure);
-/// assert_eq!(Effect::of("interrupted"), Effect::Neutral);
+/// use baton_store::words::AttemptOutcome;
+/// assert_eq!(Effect::of(AttemptOutcome::Ok), Effect::Success);
+/// assert_eq!(Effect::of(AttemptOutcome::Timeout), Effect::Failure);
+/// assert_eq!(Effect::of(AttemptOutcome::NotStarted), Effect::Failure);
+/// assert_eq!(Effect::of(AttemptOutcome::Interrupted), Effect::Neutral);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Effect {
@@ -575,27 +470,27 @@ pub enum Effect {
     /// (a step's last attempt moves) but neither a success nor a failure:
     /// no other counter moves.
     Neutral,
-    /// Any other word, `not-started` (the command could not be started)
+    /// Any other outcome, `not-started` (the command could not be started)
     /// included: last failure, failures + 1.
     Failure,
 }
 
 impl Effect {
-    /// The effect of an outcome word.
-    pub fn of(outcome: &str) -> Self {
+    /// The effect of an attempt's outcome.
+    pub fn of(outcome: AttemptOutcome) -> Self {
         match outcome {
-            "ok" => Self::Success,
-            "interrupted" => Self::Neutral,
+            AttemptOutcome::Ok => Self::Success,
+            AttemptOutcome::Interrupted => Self::Neutral,
             _ => Self::Failure,
         }
     }
 
-    /// The effect of a run's end: a success when the run says so, else its
-    /// verdict's ([`Effect::of`]), never a success.
-    pub fn of_run(verdict: &str, success: bool) -> Self {
-        match (success, Self::of(verdict)) {
+    /// The effect of a run's end: a success when the run says so; else
+    /// nothing for an `interrupted` run, and a failure for any other.
+    pub fn of_run(verdict: RunVerdict, success: bool) -> Self {
+        match (success, verdict) {
             (true, _) => Self::Success,
-            (false, Self::Neutral) => Self::Neutral,
+            (false, RunVerdict::Interrupted) => Self::Neutral,
             (false, _) => Self::Failure,
         }
     }
@@ -645,15 +540,12 @@ pub const BOUNDS_US: [i64; 11] = [
 pub struct JobTallies {
     /// The job.
     pub job: String,
-    /// Finished runs, by verdict (`ok`, `failed`, `check-failed`,
-    /// `lease-lost`, `interrupted`, …).
-    pub runs: BTreeMap<String, u64>,
-    /// Occurrences that will not run, by reason (`busy`, `hung`,
-    /// `superseded`, `paused`, …).
-    pub missed: BTreeMap<String, u64>,
-    /// Occurrences that never ran themselves yet were served or had run:
-    /// `coalesced` and `claimed`.
-    pub skipped: BTreeMap<String, u64>,
+    /// Finished runs, by verdict.
+    pub runs: BTreeMap<RunVerdict, u64>,
+    /// Occurrences that will not run, by reason.
+    pub missed: BTreeMap<MissReason, u64>,
+    /// Occurrences that never ran themselves yet were served or had run.
+    pub skipped: BTreeMap<SkipReason, u64>,
     /// Runs that lost their lease.
     pub lease_losses: u64,
     /// The run-duration histogram.
@@ -715,23 +607,6 @@ pub fn bucket(started: Timestamp, finished: Timestamp) -> (i64, i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn words_round_trip() {
-        for d in [
-            Decision::Started,
-            Decision::Queued,
-            Decision::Coalesced,
-            Decision::Claimed,
-        ] {
-            assert_eq!(d.as_str().parse::<Decision>(), Ok(d));
-        }
-        for k in [StepKind::Step, StepKind::Check] {
-            assert_eq!(k.as_str().parse::<StepKind>(), Ok(k));
-        }
-        let err = "Started".parse::<Decision>().unwrap_err();
-        assert_eq!(err.to_string(), "unknown decision \"Started\"");
-    }
 
     #[test]
     fn bounds_agree() {

@@ -22,9 +22,10 @@ use jiff::Timestamp;
 
 use super::error::Error;
 use super::rows::{
-    AlertRow, Attempt, Decision, DecisionRow, Finished, JobState, JobTallies, Miss, MissedRow,
-    NewAlert, NewRun, PauseRow, Recovered, RunRow, StepState, WatermarkRow, Withdrawn,
+    AlertRow, Attempt, DecisionRow, Finished, JobState, JobTallies, Miss, MissedRow, NewAlert,
+    NewRun, PauseRow, Recovered, RunRow, StepState, WatermarkRow, Withdrawn,
 };
+use crate::words::{Decision, MissReason, SkipReason};
 
 /// Whether a transaction writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -208,7 +209,7 @@ pub trait Statements {
     fn missed_counts(
         &mut self,
         job: &str,
-    ) -> impl Future<Output = Result<Vec<(String, u64, bool)>, Self::Error>>;
+    ) -> impl Future<Output = Result<Vec<(MissReason, u64, bool)>, Self::Error>>;
     /// Keeps the job's newest 1,000 ranges.
     fn prune_missed(&mut self, job: &str) -> impl Future<Output = Result<(), Self::Error>>;
 
@@ -262,13 +263,13 @@ pub trait Statements {
     fn tally_missed(
         &mut self,
         job: &str,
-        reason: &str,
+        reason: MissReason,
         n: i64,
     ) -> impl Future<Output = Result<(), Self::Error>>;
     fn tally_skipped(
         &mut self,
         job: &str,
-        reason: &str,
+        reason: SkipReason,
         n: i64,
     ) -> impl Future<Output = Result<(), Self::Error>>;
     /// Counts a finished run: its verdict, a lost lease, its duration when

@@ -15,11 +15,11 @@ use super::checks;
 use super::error::Error;
 use super::records::Records;
 use super::rows::{
-    AlertRow, Attempt, Begun, Decision, DecisionRow, Finished, JobState, JobTallies, Miss, Missed,
-    MissedRow, NewAlert, NewRun, PauseRow, Queued, Recovered, RunRow, StepState, WatermarkRow,
-    Withdrawn,
+    AlertRow, Attempt, Begun, DecisionRow, Finished, JobState, JobTallies, Miss, Missed, MissedRow,
+    NewAlert, NewRun, PauseRow, Queued, Recovered, RunRow, StepState, WatermarkRow, Withdrawn,
 };
 use super::statements::{Backend, Fail, Mode, NewDecision, Statements};
+use crate::words::{Decision, MissReason, SkipReason};
 
 /// A refusal of the arguments before any transaction: nothing was written.
 fn invalid(store: &impl Backend, action: String, problem: String) -> Error {
@@ -137,8 +137,7 @@ impl<B: Backend> Records for B {
                 };
                 let recorded = tx.insert_decision(&d).await? || tx.claim_queued(&d).await?;
                 if recorded {
-                    tx.tally_skipped(&name, Decision::Claimed.as_str(), 1)
-                        .await?;
+                    tx.tally_skipped(&name, SkipReason::Claimed, 1).await?;
                 }
                 tx.decided(&name, occurrence, now).await?;
                 Ok(recorded)
@@ -223,14 +222,14 @@ impl<B: Backend> Records for B {
             )
         };
         let count = checks::miss_count(m).map_err(|problem| invalid(self, action(), problem))?;
-        let (job, reason) = (m.job.to_owned(), m.reason.to_owned());
+        let (job, reason) = (m.job.to_owned(), m.reason);
         let detail = m.detail.filter(|d| !d.is_empty()).map(str::to_owned);
         let (first, last, given, at_least, streak) =
             (m.first, m.last, m.count, m.at_least, m.streak);
         self.transact(Mode::Write, &action, async move |tx| {
             let m = Miss {
                 job: &job,
-                reason: &reason,
+                reason,
                 first,
                 last,
                 count: given,
@@ -280,7 +279,7 @@ impl<B: Backend> Records for B {
         )
     }
 
-    fn missed_counts(&mut self, job: &str) -> Result<Vec<(String, u64, bool)>, Error> {
+    fn missed_counts(&mut self, job: &str) -> Result<Vec<(MissReason, u64, bool)>, Error> {
         let name = job.to_owned();
         self.transact(
             Mode::Read,
@@ -552,8 +551,7 @@ async fn enqueue<S: Statements>(
                 joined += i64::from(tx.insert_decision(&d).await?);
             }
             tx.add_coalesced(job, into, joined).await?;
-            tx.tally_skipped(job, Decision::Coalesced.as_str(), joined)
-                .await?;
+            tx.tally_skipped(job, SkipReason::Coalesced, joined).await?;
             Queued::Coalesced { into }
         }
         None => {

@@ -1,6 +1,7 @@
 //! Alerts: newest first, of one job or of all.
 
 use baton_store::ledger::NewAlert;
+use baton_store::words::AlertKind;
 
 use crate::support::{Log, Store, at, occ};
 
@@ -8,11 +9,11 @@ both! {
     alerts_come_back_newest_first_per_job_or_all
 }
 
-fn alert(job: Option<&str>, kind: &str, secs: i64) -> NewAlert {
+fn alert(job: Option<&str>, kind: AlertKind, secs: i64) -> NewAlert {
     NewAlert {
         time: at(secs),
         job: job.map(str::to_owned),
-        kind: kind.into(),
+        kind,
         run_id: job.map(|_| "00000000000000a1".to_owned()),
         occurrence: job.map(|_| occ(secs)),
         message: format!("{kind} at {secs}"),
@@ -21,14 +22,17 @@ fn alert(job: Option<&str>, kind: &str, secs: i64) -> NewAlert {
 }
 
 fn alerts_come_back_newest_first_per_job_or_all(l: &mut Store, log: &mut Log) {
-    l.record_alert(&alert(Some("a"), "failure", 0)).unwrap();
-    l.record_alert(&alert(None, "ledger-recovered", 10))
+    l.record_alert(&alert(Some("a"), AlertKind::StepFailed, 0))
         .unwrap();
-    l.record_alert(&alert(Some("b"), "missed", 20)).unwrap();
-    l.record_alert(&alert(Some("a"), "missed", 30)).unwrap();
+    l.record_alert(&alert(None, AlertKind::LedgerCorrupt, 10))
+        .unwrap();
+    l.record_alert(&alert(Some("b"), AlertKind::Missed, 20))
+        .unwrap();
+    l.record_alert(&alert(Some("a"), AlertKind::Missed, 30))
+        .unwrap();
     let all = l.recent_alerts(None, 10).unwrap();
     let kinds: Vec<&str> = all.iter().map(|a| a.kind.as_str()).collect();
-    assert_eq!(kinds, ["missed", "missed", "ledger-recovered", "failure"]);
+    assert_eq!(kinds, ["missed", "missed", "ledger-corrupt", "step-failed"]);
     assert!(all.windows(2).all(|w| w[0].id > w[1].id));
     assert_eq!(all[2].job, None);
     log.note("all", &all);

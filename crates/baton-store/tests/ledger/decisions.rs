@@ -2,6 +2,7 @@
 //! back.
 
 use baton_store::ledger::{Begun, Decision, Miss, Missed, NewRun, Queued};
+use baton_store::words::MissReason;
 
 use crate::support::{Log, Store, at, occ, range, scheduled};
 
@@ -34,7 +35,8 @@ fn a_started_occurrence_is_not_started_again(l: &mut Store, log: &mut Log) {
         Some("00000000000000a1")
     );
     assert_eq!(
-        l.miss(&range("j", "busy", 60, 60), at(62)).unwrap(),
+        l.miss(&range("j", MissReason::Busy, 60, 60), at(62))
+            .unwrap(),
         Missed::Moved
     );
     assert_eq!(
@@ -49,12 +51,12 @@ fn a_started_occurrence_is_not_started_again(l: &mut Store, log: &mut Log) {
 fn a_missed_occurrence_is_decided_once(l: &mut Store, log: &mut Log) {
     let first = Miss {
         detail: Some("first"),
-        ..range("j", "busy", 120, 120)
+        ..range("j", MissReason::Busy, 120, 120)
     };
     assert_eq!(l.miss(&first, at(120)).unwrap(), Missed::Recorded);
     let second = Miss {
         detail: Some("second"),
-        reason: "hung",
+        reason: MissReason::Hung,
         ..first
     };
     assert_eq!(l.miss(&second, at(121)).unwrap(), Missed::Moved);
@@ -97,17 +99,20 @@ fn a_claim_is_recorded_once_and_keeps_the_occurrence_from_running(l: &mut Store,
 
 fn the_last_decided_mark_never_goes_back(l: &mut Store, log: &mut Log) {
     assert_eq!(
-        l.miss(&range("j", "late", 600, 600), at(600)).unwrap(),
+        l.miss(&range("j", MissReason::Late, 600, 600), at(600))
+            .unwrap(),
         Missed::Recorded
     );
     let mark = Some(occ(600));
     // Nothing at or before the mark is decided again by planning…
     assert_eq!(
-        l.miss(&range("j", "late", 300, 300), at(601)).unwrap(),
+        l.miss(&range("j", MissReason::Late, 300, 300), at(601))
+            .unwrap(),
         Missed::Moved
     );
     assert_eq!(
-        l.miss(&range("j", "late", 600, 660), at(601)).unwrap(),
+        l.miss(&range("j", MissReason::Late, 600, 660), at(601))
+            .unwrap(),
         Missed::Moved
     );
     assert_eq!(

@@ -2,6 +2,7 @@
 //! make no sense, counted by reason.
 
 use baton_store::ledger::{Miss, Missed};
+use baton_store::words::MissReason;
 
 use crate::support::{Log, Store, at, occ, range, refused};
 
@@ -14,7 +15,7 @@ both! {
 fn a_range_is_recorded_once_and_moves_the_mark(l: &mut Store, log: &mut Log) {
     let outage = Miss {
         detail: Some("host down"),
-        ..range("j", "late", 0, 3540)
+        ..range("j", MissReason::Late, 0, 3540)
     };
     assert_eq!(l.miss(&outage, at(3600)).unwrap(), Missed::Recorded);
     assert_eq!(l.miss(&outage, at(3601)).unwrap(), Missed::Moved);
@@ -22,11 +23,12 @@ fn a_range_is_recorded_once_and_moves_the_mark(l: &mut Store, log: &mut Log) {
     let busy = Miss {
         at_least: true,
         detail: Some(""),
-        ..range("j", "busy", 3600, 3720)
+        ..range("j", MissReason::Busy, 3600, 3720)
     };
     assert_eq!(l.miss(&busy, at(3720)).unwrap(), Missed::Recorded);
     assert_eq!(
-        l.miss(&range("j", "late", 3780, 3780), at(3780)).unwrap(),
+        l.miss(&range("j", MissReason::Late, 3780, 3780), at(3780))
+            .unwrap(),
         Missed::Recorded
     );
     let rows = l.missed("j", 10).unwrap();
@@ -40,10 +42,7 @@ fn a_range_is_recorded_once_and_moves_the_mark(l: &mut Store, log: &mut Log) {
     let counts = l.missed_counts("j").unwrap();
     assert_eq!(
         counts,
-        [
-            ("busy".to_string(), 3, true),
-            ("late".to_string(), 61, false)
-        ]
+        [(MissReason::Busy, 3, true), (MissReason::Late, 61, false)]
     );
     log.note("counts", &counts);
     assert!(l.missed_counts("other").unwrap().is_empty());
@@ -52,7 +51,7 @@ fn a_range_is_recorded_once_and_moves_the_mark(l: &mut Store, log: &mut Log) {
 fn a_streak_extends_the_newest_range_only_while_it_goes_on(l: &mut Store, log: &mut Log) {
     let paused = |first, last| Miss {
         streak: true,
-        ..range("j", "paused", first, last)
+        ..range("j", MissReason::Paused, first, last)
     };
     assert_eq!(l.miss(&paused(0, 60), at(60)).unwrap(), Missed::Recorded);
     assert_eq!(
@@ -70,7 +69,8 @@ fn a_streak_extends_the_newest_range_only_while_it_goes_on(l: &mut Store, log: &
     log.note("missed", &rows);
     // Another reason breaks the streak.
     assert_eq!(
-        l.miss(&range("j", "busy", 240, 240), at(240)).unwrap(),
+        l.miss(&range("j", MissReason::Busy, 240, 240), at(240))
+            .unwrap(),
         Missed::Recorded
     );
     assert_eq!(
@@ -88,7 +88,7 @@ fn a_streak_extends_the_newest_range_only_while_it_goes_on(l: &mut Store, log: &
     assert_eq!(rows.len(), 4);
     log.note("missed", &rows);
     let tallies = l.tallies().unwrap();
-    assert_eq!(tallies[0].missed["paused"], 6);
+    assert_eq!(tallies[0].missed[&MissReason::Paused], 6);
     log.note("tallies", &tallies);
 }
 
@@ -96,21 +96,21 @@ fn a_range_that_makes_no_sense_is_refused_and_writes_nothing(l: &mut Store, log:
     let backwards = Miss {
         first: occ(60),
         last: occ(0),
-        ..range("j", "late", 0, 0)
+        ..range("j", MissReason::Late, 0, 0)
     };
     let none = Miss {
         count: 0,
-        ..range("j", "late", 0, 60)
+        ..range("j", MissReason::Late, 0, 60)
     };
     let too_many = Miss {
         count: 62,
-        ..range("j", "late", 0, 60)
+        ..range("j", MissReason::Late, 0, 60)
     };
     let huge = Miss {
         first: i64::MIN,
         last: i64::MAX,
         count: u64::MAX,
-        ..range("j", "late", 0, 60)
+        ..range("j", MissReason::Late, 0, 60)
     };
     for m in [backwards, none, too_many, huge] {
         let problem = refused(l.miss(&m, at(60)).unwrap_err());

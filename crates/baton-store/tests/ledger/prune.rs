@@ -1,6 +1,8 @@
 //! Pruning of missed ranges, pauses and watermarks when a run finishes:
 //! the newest stay, and a pause not over stays however old.
 
+use baton_store::words::MissReason;
+
 use crate::support::{Log, Store, at, finished, occ, range, scheduled};
 
 both! {
@@ -9,7 +11,7 @@ both! {
 
 fn pruning_keeps_the_newest_missed_ranges_pauses_and_watermarks(l: &mut Store, log: &mut Log) {
     for i in 0..1_003 {
-        l.miss(&range("j", "late", 60 * i, 60 * i), at(60 * i))
+        l.miss(&range("j", MissReason::Late, 60 * i, 60 * i), at(60 * i))
             .unwrap();
     }
     // A pause that begins later than the ones after it (its writer's clock
@@ -24,7 +26,7 @@ fn pruning_keeps_the_newest_missed_ranges_pauses_and_watermarks(l: &mut Store, l
     for i in 0..103 {
         l.settle("j", &format!("v{i}"), None, None, at(i)).unwrap();
     }
-    l.miss(&range("k", "late", 0, 0), at(0)).unwrap();
+    l.miss(&range("k", MissReason::Late, 0, 0), at(0)).unwrap();
     l.settle("k", "v", None, None, at(0)).unwrap();
 
     let run = scheduled("j", "00000000000000d1", 200_000);

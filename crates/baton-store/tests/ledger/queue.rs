@@ -2,6 +2,7 @@
 //! waiting, and leave as claimed when the lock file says they started.
 
 use baton_store::ledger::{Begun, Decision, Queued};
+use baton_store::words::SkipReason;
 
 use crate::support::{Log, Store, at, occ, refused, scheduled};
 
@@ -79,7 +80,7 @@ fn a_later_arrival_coalesces_into_the_one_waiting(l: &mut Store, log: &mut Log) 
     log.note("started", &started);
     log.note("queued", &l.queued("j").unwrap());
     let t = l.tallies().unwrap();
-    assert_eq!(t[0].skipped["coalesced"], 3);
+    assert_eq!(t[0].skipped[&SkipReason::Coalesced], 3);
 }
 
 fn the_next_queued_is_the_oldest_across_jobs_ties_by_name(l: &mut Store, log: &mut Log) {
@@ -129,5 +130,5 @@ fn a_queued_occurrence_claimed_leaves_the_queue(l: &mut Store, log: &mut Log) {
             .unwrap(),
         Begun::AlreadyDecided(_)
     ));
-    assert_eq!(l.tallies().unwrap()[0].skipped["claimed"], 1);
+    assert_eq!(l.tallies().unwrap()[0].skipped[&SkipReason::Claimed], 1);
 }

@@ -4,6 +4,7 @@
 use std::sync::{Arc, Barrier};
 
 use baton_store::ledger::{Begun, Decision, Missed, NewRun, Queued, Records};
+use baton_store::words::MissReason;
 
 use crate::support::{Log, Store, at, occ, range, scheduled};
 
@@ -73,7 +74,9 @@ fn racing_ledgers_start_an_occurrence_once(l: &mut Store, log: &mut Log) {
 fn racing_ledgers_record_a_missed_range_once(l: &mut Store, log: &mut Log) {
     l.see_jobs(&["j"], at(0)).unwrap();
     let results = race(l, |_, ledger| {
-        ledger.miss(&range("j", "busy", 0, 600), at(600)).unwrap()
+        ledger
+            .miss(&range("j", MissReason::Busy, 0, 600), at(600))
+            .unwrap()
     });
     let recorded = results.iter().filter(|m| **m == Missed::Recorded).count();
     let moved = results.iter().filter(|m| **m == Missed::Moved).count();
@@ -81,7 +84,11 @@ fn racing_ledgers_record_a_missed_range_once(l: &mut Store, log: &mut Log) {
     let rows = l.missed("j", 100).unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].count, 11);
-    assert_eq!(l.tallies().unwrap()[0].missed["busy"], 11, "counted once");
+    assert_eq!(
+        l.tallies().unwrap()[0].missed[&MissReason::Busy],
+        11,
+        "counted once"
+    );
     log.note("missed", &rows);
 }
 

@@ -2,6 +2,7 @@
 //! the pruning of history when a run finishes.
 
 use baton_store::ledger::{Begun, NewRun, Queued, StepKind};
+use baton_store::words::{AttemptOutcome, RunVerdict};
 
 use crate::support::{Log, Store, at, attempt, finished, occ, refused, scheduled};
 
@@ -31,20 +32,26 @@ fn a_run_round_trips_with_its_attempts_steps_and_job_counters(l: &mut Store, log
     let running = l.running("nightly").unwrap().unwrap();
     assert_eq!(running.run_id, run.run_id);
     log.note("running", &running);
-    let mut check = attempt(&run, 1, "ready", "ok", at(61));
+    let mut check = attempt(&run, 1, "ready", AttemptOutcome::Ok, at(61));
     check.kind = StepKind::Check;
     l.record_attempt(&check).unwrap();
-    l.record_attempt(&attempt(&run, 2, "build", "failed", at(62)))
+    l.record_attempt(&attempt(&run, 2, "build", AttemptOutcome::Failed, at(62)))
         .unwrap();
-    l.record_attempt(&attempt(&run, 3, "build", "ok", at(80)))
+    l.record_attempt(&attempt(&run, 3, "build", AttemptOutcome::Ok, at(80)))
         .unwrap();
-    l.record_attempt(&attempt(&run, 4, "ship", "not-started", at(90)))
-        .unwrap();
+    l.record_attempt(&attempt(
+        &run,
+        4,
+        "ship",
+        AttemptOutcome::NotStarted,
+        at(90),
+    ))
+    .unwrap();
     // Recording an attempt again counts nothing.
-    l.record_attempt(&attempt(&run, 2, "build", "failed", at(62)))
+    l.record_attempt(&attempt(&run, 2, "build", AttemptOutcome::Failed, at(62)))
         .unwrap();
     log.note("unfinished", &l.unfinished("nightly").unwrap());
-    let mut signalled = attempt(&run, 5, "ship", "timeout", at(95));
+    let mut signalled = attempt(&run, 5, "ship", AttemptOutcome::Timeout, at(95));
     signalled.exit_code = None;
     signalled.signal = Some(9);
     l.record_attempt(&signalled).unwrap();
@@ -52,7 +59,7 @@ fn a_run_round_trips_with_its_attempts_steps_and_job_counters(l: &mut Store, log
     l.finish_run(&finished(&run, 120, true), 10).unwrap();
     // Finishing it again changes nothing.
     let mut again = finished(&run, 500, false);
-    again.verdict = "failed".into();
+    again.verdict = RunVerdict::Failed;
     l.finish_run(&again, 10).unwrap();
 
     assert!(l.running("nightly").unwrap().is_none());
@@ -60,7 +67,7 @@ fn a_run_round_trips_with_its_attempts_steps_and_job_counters(l: &mut Store, log
     let history = l.history("nightly", 10).unwrap();
     assert_eq!(history.len(), 1);
     let r = &history[0];
-    assert_eq!(r.verdict.as_deref(), Some("ok"));
+    assert_eq!(r.verdict, Some(RunVerdict::Ok));
     assert_eq!(r.finished, Some(at(180)));
     assert_eq!(r.fence, Some(1_060));
     assert!(!r.manual);
@@ -126,16 +133,22 @@ fn counters_follow_failures_and_reset_on_success(l: &mut Store, log: &mut Log) {
 fn an_interrupted_run_is_neither_a_success_nor_a_failure(l: &mut Store, log: &mut Log) {
     let failed = scheduled("j", "00000000000000a1", 0);
     l.begin_run(&failed).unwrap();
-    l.record_attempt(&attempt(&failed, 1, "build", "failed", at(0)))
+    l.record_attempt(&attempt(&failed, 1, "build", AttemptOutcome::Failed, at(0)))
         .unwrap();
     l.finish_run(&finished(&failed, 20, false), 100).unwrap();
     let before = l.job("j").unwrap().unwrap();
     let stopped = scheduled("j", "00000000000000a2", 3600);
     l.begin_run(&stopped).unwrap();
-    l.record_attempt(&attempt(&stopped, 1, "build", "interrupted", at(3600)))
-        .unwrap();
+    l.record_attempt(&attempt(
+        &stopped,
+        1,
+        "build",
+        AttemptOutcome::Interrupted,
+        at(3600),
+    ))
+    .unwrap();
     let mut end = finished(&stopped, 20, false);
-    end.verdict = "interrupted".into();
+    end.verdict = RunVerdict::Interrupted;
     l.finish_run(&end, 100).unwrap();
     let job = l.job("j").unwrap().unwrap();
     assert_eq!(
@@ -155,8 +168,14 @@ fn an_interrupted_run_is_neither_a_success_nor_a_failure(l: &mut Store, log: &mu
     // A command that could not be started is a failed attempt.
     let unstarted = scheduled("j", "00000000000000a3", 7200);
     l.begin_run(&unstarted).unwrap();
-    l.record_attempt(&attempt(&unstarted, 1, "ship", "not-started", at(7200)))
-        .unwrap();
+    l.record_attempt(&attempt(
+        &unstarted,
+        1,
+        "ship",
+        AttemptOutcome::NotStarted,
+        at(7200),
+    ))
+    .unwrap();
     l.finish_run(&finished(&unstarted, 20, false), 100).unwrap();
     let ship = l
         .steps("j")
@@ -201,7 +220,7 @@ fn manual_runs_have_no_occurrence_and_move_no_schedule_mark(l: &mut Store, log: 
 fn a_run_named_with_another_job_is_refused(l: &mut Store, log: &mut Log) {
     let run = scheduled("j", "00000000000000a1", 60);
     l.begin_run(&run).unwrap();
-    let mut wrong = attempt(&run, 1, "build", "ok", at(61));
+    let mut wrong = attempt(&run, 1, "build", AttemptOutcome::Ok, at(61));
     wrong.job = "other".into();
     let problem = refused(l.record_attempt(&wrong).unwrap_err());
     assert_eq!(problem, "run 00000000000000a1 belongs to job j, not other");
@@ -226,7 +245,7 @@ fn a_run_named_with_another_job_is_refused(l: &mut Store, log: &mut Log) {
     assert!(l.decision("j", occ(120)).unwrap().is_none());
     // A run the ledger does not have (lost since it began) still counts.
     let lost = scheduled("j", "00000000000000ff", 300);
-    l.record_attempt(&attempt(&lost, 1, "build", "failed", at(300)))
+    l.record_attempt(&attempt(&lost, 1, "build", AttemptOutcome::Failed, at(300)))
         .unwrap();
     l.finish_run(&finished(&lost, 10, false), 10).unwrap();
     assert_eq!(l.steps("j").unwrap()[0].consecutive_failures, 1);
@@ -288,9 +307,9 @@ fn pruning_keeps_the_newest_runs_their_attempts_and_the_newest_decision(
     for i in 0..6 {
         let run = scheduled("j", &format!("{i:016x}"), 3600 * i);
         l.begin_run(&run).unwrap();
-        l.record_attempt(&attempt(&run, 1, "a", "ok", run.started))
+        l.record_attempt(&attempt(&run, 1, "a", AttemptOutcome::Ok, run.started))
             .unwrap();
-        l.record_attempt(&attempt(&run, 2, "b", "ok", run.started))
+        l.record_attempt(&attempt(&run, 2, "b", AttemptOutcome::Ok, run.started))
             .unwrap();
         l.finish_run(&finished(&run, 60, true), 3).unwrap();
         let claim = 3600 * i + 1800;

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use baton_ledger::Ledger;
 use baton_pg::{Options, PgLedger, Target};
 use baton_store::ledger::{Attempt, Error, Finished, Miss, NewRun, Records, StepKind};
+use baton_store::words::{AttemptOutcome, MissReason, RunVerdict};
 use baton_testkit::pg::PgServer;
 use jiff::{SignedDuration, Timestamp};
 
@@ -51,7 +52,7 @@ pub fn scheduled(job: &str, run_id: &str, secs: i64) -> NewRun {
 
 /// A range of `job`'s occurrences from `first` to `last` seconds after
 /// `t0`, one a minute, no streak.
-pub fn range<'a>(job: &'a str, reason: &'a str, first: i64, last: i64) -> Miss<'a> {
+pub fn range(job: &str, reason: MissReason, first: i64, last: i64) -> Miss<'_> {
     Miss {
         job,
         reason,
@@ -65,7 +66,13 @@ pub fn range<'a>(job: &'a str, reason: &'a str, first: i64, last: i64) -> Miss<'
 }
 
 /// One attempt of `step`, ten seconds long from `start`.
-pub fn attempt(run: &NewRun, seq: u32, step: &str, outcome: &str, start: Timestamp) -> Attempt {
+pub fn attempt(
+    run: &NewRun,
+    seq: u32,
+    step: &str,
+    outcome: AttemptOutcome,
+    start: Timestamp,
+) -> Attempt {
     Attempt {
         run_id: run.run_id.clone(),
         job: run.job.clone(),
@@ -75,9 +82,9 @@ pub fn attempt(run: &NewRun, seq: u32, step: &str, outcome: &str, start: Timesta
         attempt: 1,
         started: start,
         finished: start + SignedDuration::from_secs(10),
-        exit_code: Some(if outcome == "ok" { 0 } else { 1 }),
+        exit_code: Some(if outcome == AttemptOutcome::Ok { 0 } else { 1 }),
         signal: None,
-        outcome: outcome.into(),
+        outcome,
     }
 }
 
@@ -87,7 +94,11 @@ pub fn finished(run: &NewRun, secs: i64, success: bool) -> Finished {
         run_id: run.run_id.clone(),
         job: run.job.clone(),
         finished: run.started + SignedDuration::from_secs(secs),
-        verdict: if success { "ok" } else { "failed" }.into(),
+        verdict: if success {
+            RunVerdict::Ok
+        } else {
+            RunVerdict::Failed
+        },
         exit_code: if success { 0 } else { 1 },
         success,
     }

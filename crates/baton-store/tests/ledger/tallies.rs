@@ -1,6 +1,7 @@
 //! Tallies: cumulative counts that pruning never touches.
 
 use baton_store::ledger::{Finished, JobTallies, Miss};
+use baton_store::words::{MissReason, RunVerdict, SkipReason};
 use jiff::SignedDuration;
 
 use crate::support::{Log, Store, at, finished, occ, range, scheduled};
@@ -41,7 +42,7 @@ fn tallies_count_verdicts_misses_skips_and_durations_and_survive_pruning(
     let lost = scheduled("j", "00000000000000ee", 900_000);
     l.begin_run(&lost).unwrap();
     let lease_lost = Finished {
-        verdict: "lease-lost".into(),
+        verdict: RunVerdict::LeaseLost,
         finished: lost.started + SignedDuration::from_millis(50),
         ..finished(&lost, 0, false)
     };
@@ -52,7 +53,7 @@ fn tallies_count_verdicts_misses_skips_and_durations_and_survive_pruning(
     l.miss(
         &Miss {
             count: 5,
-            ..range("j", "busy", 1_000_060, 1_000_300)
+            ..range("j", MissReason::Busy, 1_000_060, 1_000_300)
         },
         at(1_000_300),
     )
@@ -65,13 +66,17 @@ fn tallies_count_verdicts_misses_skips_and_durations_and_survive_pruning(
 
     assert_eq!(l.history("j", 100).unwrap().len(), 1, "history was pruned");
     let t = of(l, "j");
-    assert_eq!(t.runs["ok"], 4, "the run the ledger lost counts too");
-    assert_eq!(t.runs["failed"], 2);
-    assert_eq!(t.runs["lease-lost"], 1);
+    assert_eq!(
+        t.runs[&RunVerdict::Ok],
+        4,
+        "the run the ledger lost counts too"
+    );
+    assert_eq!(t.runs[&RunVerdict::Failed], 2);
+    assert_eq!(t.runs[&RunVerdict::LeaseLost], 1);
     assert_eq!(t.lease_losses, 1);
-    assert_eq!(t.missed["busy"], 5);
-    assert_eq!(t.skipped["coalesced"], 1);
-    assert_eq!(t.skipped["claimed"], 1);
+    assert_eq!(t.missed[&MissReason::Busy], 5);
+    assert_eq!(t.skipped[&SkipReason::Coalesced], 1);
+    assert_eq!(t.skipped[&SkipReason::Claimed], 1);
     assert_eq!(t.durations.count(), 6);
     assert_eq!(t.durations.buckets[0], 2, "0 s and 50 ms");
     assert_eq!(t.durations.buckets[2], 1, "1 s");

@@ -7,10 +7,10 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::alert::Kind;
-use crate::cli::ExecArgs;
-
 use baton_sched::state_dir;
+use baton_store::words::AlertKind;
+
+use crate::cli::ExecArgs;
 
 /// A validated `baton exec`.
 #[derive(Debug, Clone)]
@@ -42,7 +42,7 @@ pub struct ExecConfig {
     /// The alert command.
     pub alert_command: Option<String>,
     /// The kinds that alert.
-    pub alert_on: Vec<Kind>,
+    pub alert_on: Vec<AlertKind>,
     /// No stderr lines for alerts.
     pub quiet: bool,
     /// Stderr lines for events that do not alert.
@@ -105,8 +105,8 @@ impl ExecConfig {
             );
         }
         let alert_on = match &args.alert_on {
-            Some(list) => Kind::parse_list(list).map_err(|e| format!("--alert-on: {e}"))?,
-            None => Kind::defaults(),
+            Some(list) => crate::alert::parse_list(list).map_err(|e| format!("--alert-on: {e}"))?,
+            None => crate::alert::defaults(),
         };
         let command = match (args.shell, args.command) {
             (Some(cmd), _) => vec![shell(), "-c".into(), cmd.into()],

@@ -14,8 +14,9 @@ use std::time::Duration;
 
 use baton_lease::{Clock, Lease, Outcome, SystemClock};
 use baton_runner::{Event, Finish, Session, SessionConfig, Stdin, StepSpec};
+use baton_store::words::AlertKind;
 
-use crate::alert::{Alert, Alerts, HolderInfo, Kind};
+use crate::alert::{Alert, Alerts, HolderInfo};
 use crate::exit::Exit;
 use baton_sched::units::show_duration as show;
 use config::ExecConfig;
@@ -83,21 +84,21 @@ impl baton_runner::Report for Events<'_> {
         let label = self.cfg.label();
         let (kind, message) = match e {
             Event::Overrunning { budget } => (
-                Kind::Overrunning,
+                AlertKind::Overrunning,
                 format!(
                     "{label}: still running after its budget of {}; it keeps its lease",
                     show(budget)
                 ),
             ),
             Event::TimedOut { after } => (
-                Kind::Timeout,
+                AlertKind::Timeout,
                 format!(
                     "{label}: timed out after {}; stopping the command",
                     show(after)
                 ),
             ),
             Event::LeaseLost { why } => (
-                Kind::LeaseLost,
+                AlertKind::LeaseLost,
                 format!("{label}: {why}; stopping the command"),
             ),
             Event::RenewTrouble { why } => return self.alerts.note(format_args!("{why}")),
@@ -121,7 +122,7 @@ impl baton_runner::Report for Events<'_> {
             Event::Forwarded { .. } => return,
             Event::NoCgroup { why } => return self.alerts.note(format_args!("{why}")),
             Event::Uncontained { why } => (
-                Kind::Uncontained,
+                AlertKind::Uncontained,
                 format!(
                     "{label}: runs without a PID namespace ({why}); if baton is killed, processes \
                      the command detached from its group may outlive it (--no-contain asks for \
@@ -176,7 +177,7 @@ fn start(cfg: &ExecConfig, lease: Lease, alerts: &mut Alerts) -> Exit {
             let mut a = run_alert(
                 cfg,
                 fence,
-                Kind::Failed,
+                AlertKind::Failed,
                 format!("{}: the command {}", cfg.label(), result.ending.describe()),
             );
             a.status = Some(i32::from(exit.code()));
@@ -191,7 +192,7 @@ fn start(cfg: &ExecConfig, lease: Lease, alerts: &mut Alerts) -> Exit {
                 alerts.raise(run_alert(
                     cfg,
                     fence,
-                    Kind::LeaseLost,
+                    AlertKind::LeaseLost,
                     format!("{}: {why}", cfg.label()),
                 ));
             }
@@ -208,14 +209,20 @@ fn refusal_alert(cfg: &ExecConfig, refused: &Outcome) -> Alert {
         Outcome::Busy(baton_lease::Busy::Held { holder, .. }) => {
             let over = holder_over_budget(holder, now);
             (
-                if over { Kind::Overrunning } else { Kind::Busy },
+                if over {
+                    AlertKind::Overrunning
+                } else {
+                    AlertKind::Busy
+                },
                 Some(holder),
             )
         }
-        Outcome::Busy(_) | Outcome::Acquired(_) | Outcome::Claimed { .. } => (Kind::Busy, None),
-        Outcome::Hung { holder, .. } => (Kind::Hung, Some(holder)),
-        Outcome::Orphaned { holder, .. } => (Kind::Orphaned, Some(holder)),
-        Outcome::VersionConflict(_) => (Kind::VersionConflict, None),
+        Outcome::Busy(_) | Outcome::Acquired(_) | Outcome::Claimed { .. } => {
+            (AlertKind::Busy, None)
+        }
+        Outcome::Hung { holder, .. } => (AlertKind::Hung, Some(holder)),
+        Outcome::Orphaned { holder, .. } => (AlertKind::Orphaned, Some(holder)),
+        Outcome::VersionConflict(_) => (AlertKind::VersionConflict, None),
     };
     let mut message = format!("{}: not run, {}", cfg.label(), refused.describe());
     if let Some(h) = holder {
@@ -226,7 +233,7 @@ fn refusal_alert(cfg: &ExecConfig, refused: &Outcome) -> Alert {
         if let (Some(held), Some(renewed)) = (age(h.acquired()), age(h.renewed())) {
             message.push_str(&format!(" (held for {held}, last renewed {renewed} ago)"));
         }
-        if kind == Kind::Overrunning {
+        if kind == AlertKind::Overrunning {
             message.push_str("; the holder is past its --max-runtime budget");
         }
     }
@@ -254,7 +261,7 @@ fn holder_over_budget(holder: &baton_lease::Holder, now: jiff::Timestamp) -> boo
     Duration::try_from(now.duration_since(h.acquired)).is_ok_and(|held| held > budget)
 }
 
-fn run_alert(cfg: &ExecConfig, fence: u64, kind: Kind, message: String) -> Alert {
+fn run_alert(cfg: &ExecConfig, fence: u64, kind: AlertKind, message: String) -> Alert {
     Alert {
         kind,
         lock: cfg.lock.display().to_string(),
