@@ -3,10 +3,10 @@
 //! jobs managed over HTTP, a status page and Prometheus metrics.
 //!
 //! What it owns: the configuration in force (reloaded whole or not at
-//! all, [`state`]), the clock ([`clock`]), the HTTP surface ([`api`],
-//! guarded by [`guard`]) and the worker processes it starts
-//! ([`worker`]); it serves on TCP and on a Unix socket ([`socket`]) whose
-//! callers are known by their credentials ([`peer`]). What it never does:
+//! all, `state`), the clock (`clock`), the HTTP surface (`api`,
+//! guarded by `guard`) and the worker processes it starts
+//! (`worker`); it serves on TCP and on a Unix socket (`socket`) whose
+//! callers are known by their credentials (`peer`). What it never does:
 //! hold a lease, run a step or write a lock file, or let a caller it has
 //! not authenticated change anything. Every run is a `baton __run` process
 //! in a process group of its own, the same code `baton tick` forks, so a
@@ -14,8 +14,8 @@
 //! tick` from cron on the same state directory arbitrates with it through
 //! the lease's claims and the ledger only (`DESIGN.md`, "The daemon").
 //!
-//! Map: [`serve`] starts everything and shuts it down; [`tick`] decides and
-//! starts; [`notify`] speaks to systemd.
+//! Map: [`serve`] starts everything and shuts it down; `tick` decides and
+//! starts; `notify` speaks to systemd.
 
 mod api;
 mod clock;

@@ -115,6 +115,9 @@ pub enum Cmd {
     Daemon(DaemonArgs),
     /// Create, migrate and check the PostgreSQL store's schema ([store] url),
     /// where schedulers on several hosts share leases, claims and the ledger.
+    // The text above is the command's help, shown as written: `[store]` is
+    // the configuration's table, not a link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[command(subcommand, after_long_help = STORE_HELP)]
     Store(StoreCmd),
     /// One run for the daemon (internal): the configuration on stdin, what
