@@ -165,6 +165,12 @@ pub struct DaemonArgs {
     /// is read-only (changes go over the socket).
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<baton_sched::config::Listen>,
+    /// How the daemon writes its log on stderr: `text`, one plain line per
+    /// event, or `json`, one JSON object per line (timestamp, level,
+    /// message, fields, target). The runs it starts write theirs the same
+    /// way.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t)]
+    pub log_format: crate::log::LogFormat,
 }
 
 /// `baton store`.
@@ -213,6 +219,9 @@ pub struct WorkerArgs {
     /// A run by hand.
     #[arg(long)]
     pub manual: bool,
+    /// How to write stderr: the daemon's own `--log-format`.
+    #[arg(long, value_enum, default_value_t)]
+    pub log_format: crate::log::LogFormat,
 }
 
 /// What `baton render` renders.
