@@ -133,10 +133,10 @@ pub(crate) async fn run(d: Arc<Daemon>) {
     let timer = match Timer::new() {
         Ok(t) => t,
         Err(e) => {
-            crate::say(format_args!(
+            tracing::error!(
                 "failed to create the clock's timer: {e}; only POST /v1/tick and `baton tick` \
                  will start runs"
-            ));
+            );
             return;
         }
     };
@@ -155,7 +155,7 @@ pub(crate) async fn run(d: Arc<Daemon>) {
         tokio::pin!(replan);
         replan.as_mut().enable();
         if let Err(e) = timer.arm(next.map(|n| d.local_instant(n))) {
-            crate::say(format_args!("failed to arm the clock's timer: {e}"));
+            tracing::error!("failed to arm the clock's timer: {e}");
             return;
         }
         let woke = tokio::select! {
@@ -181,10 +181,10 @@ pub(crate) async fn run(d: Arc<Daemon>) {
             .unwrap_or(jiff::SignedDuration::MAX);
         let drift = (walked - slept).abs();
         if drift > jiff::SignedDuration::try_from(JUMP).unwrap_or_default() {
-            crate::say(format_args!(
+            tracing::warn!(
                 "the wall clock moved {walked:#} while {slept:#} passed (a step or a suspend): \
                  planning again from {now_wall}"
-            ));
+            );
         }
         match woke {
             Ok(Woke::Due) => {
@@ -194,12 +194,12 @@ pub(crate) async fn run(d: Arc<Daemon>) {
                 from = next.map_or_else(|| d.decision_now(), |n| n.max(from));
             }
             Ok(Woke::Stepped) => {
-                crate::say(format_args!("the wall clock was set: planning again"));
+                tracing::info!("the wall clock was set: planning again");
                 let _ = crate::tick::tick(&d, "clock").await;
                 from = d.decision_now();
             }
             Err(e) => {
-                crate::say(format_args!("the clock's timer failed: {e}"));
+                tracing::error!("the clock's timer failed: {e}");
                 return;
             }
         }

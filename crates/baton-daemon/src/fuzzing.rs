@@ -53,6 +53,7 @@ pub fn app_for(config_path: &Path, clock: Arc<dyn Clock>) -> Result<axum::Router
         state_dir: None,
         listen: None,
         exe: PathBuf::from("/dev/null/baton"),
+        log_format_json: false,
     };
     let bound = vec![
         settings

@@ -3,10 +3,10 @@
 //! jobs managed over HTTP, a status page and Prometheus metrics.
 //!
 //! What it owns: the configuration in force (reloaded whole or not at
-//! all, [`state`]), the clock ([`clock`]), the HTTP surface ([`api`],
-//! guarded by [`guard`]) and the worker processes it starts
-//! ([`worker`]); it serves on TCP and on a Unix socket ([`socket`]) whose
-//! callers are known by their credentials ([`peer`]). What it never does:
+//! all, `state`), the clock (`clock`), the HTTP surface (`api`,
+//! guarded by `guard`) and the worker processes it starts
+//! (`worker`); it serves on TCP and on a Unix socket (`socket`) whose
+//! callers are known by their credentials (`peer`). What it never does:
 //! hold a lease, run a step or write a lock file, or let a caller it has
 //! not authenticated change anything. Every run is a `baton __run` process
 //! in a process group of its own, the same code `baton tick` forks, so a
@@ -14,8 +14,8 @@
 //! tick` from cron on the same state directory arbitrates with it through
 //! the lease's claims and the ledger only (`DESIGN.md`, "The daemon").
 //!
-//! Map: [`serve`] starts everything and shuts it down; [`tick`] decides and
-//! starts; [`notify`] speaks to systemd.
+//! Map: [`serve`] starts everything and shuts it down; `tick` decides and
+//! starts; `notify` speaks to systemd.
 
 mod api;
 mod clock;
@@ -57,6 +57,11 @@ pub struct Options {
     pub listen: Option<baton_sched::config::Listen>,
     /// The baton binary the runs execute (`baton __run`).
     pub exe: PathBuf,
+    /// Whether the binary writes its log as JSON lines (`--log-format
+    /// json`): each run is told to write its own the same way (`baton __run
+    /// --log-format json`), so the daemon's stderr, which its runs share,
+    /// stays one format.
+    pub log_format_json: bool,
 }
 
 /// Exit code: shut down cleanly.
@@ -67,36 +72,32 @@ pub const EXIT_CONFIG: u8 = 2;
 /// start.
 pub const EXIT_FAILED: u8 = 125;
 
-fn say(line: std::fmt::Arguments<'_>) {
-    baton_runner::console::stderr(format!("baton daemon: {line}\n").as_bytes());
-}
-
 /// Serves until SIGTERM or SIGINT; the exit code.
 pub fn serve(opts: Options, clock: Arc<dyn Clock>) -> u8 {
     let over = Overrides::from_env(opts.state_dir.clone());
     let snapshot = match Snapshot::read(&opts.config_path) {
         Ok(s) => s,
         Err(e) => {
-            say(format_args!("{e}"));
+            tracing::error!("{e}");
             return EXIT_CONFIG;
         }
     };
     let config = match snapshot.load(&over) {
         Ok(c) => c,
         Err(e) => {
-            say(format_args!("{e}"));
+            tracing::error!("{e}");
             return EXIT_CONFIG;
         }
     };
     let settings = match Settings::of(&config, opts.listen.clone()) {
         Ok(s) => s,
         Err(e) => {
-            say(format_args!("{e}"));
+            tracing::error!("{e}");
             return EXIT_CONFIG;
         }
     };
     if let Err(e) = baton_sched::tick::prepare(&config) {
-        say(format_args!("{e}"));
+        tracing::error!("{e}");
         return EXIT_CONFIG;
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -106,7 +107,7 @@ pub fn serve(opts: Options, clock: Arc<dyn Clock>) -> u8 {
     {
         Ok(r) => r,
         Err(e) => {
-            say(format_args!("failed to start the runtime: {e}"));
+            tracing::error!("failed to start the runtime: {e}");
             return EXIT_FAILED;
         }
     };
@@ -124,7 +125,7 @@ async fn run(
     let listeners = match listen::bind(&settings.listen, settings.token.as_deref()).await {
         Ok(l) => l,
         Err(e) => {
-            say(format_args!("{}", e.message));
+            tracing::error!("{}", e.message);
             return e.code;
         }
     };
@@ -136,7 +137,7 @@ async fn run(
     let (unix, socket) = match socket::bind(&settings.socket, group) {
         Ok(s) => s,
         Err(e) => {
-            say(format_args!("{e}"));
+            tracing::error!("{e}");
             return EXIT_FAILED;
         }
     };
@@ -146,26 +147,26 @@ async fn run(
     let mut term = match signals() {
         Ok(s) => s,
         Err(e) => {
-            say(format_args!("failed to install signal handlers: {e}"));
+            tracing::error!("failed to install signal handlers: {e}");
             socket.remove();
             return EXIT_FAILED;
         }
     };
-    say(format_args!(
+    tracing::info!(
         "listening on unix:{} (changes by {})",
         socket.path.display(),
         d.trust.describe()
-    ));
+    );
     if d.settings().token.is_none() {
-        say(format_args!(
+        tracing::warn!(
             "the TCP API is read-only: there is no [daemon] token_file, and any local user can \
              reach {}; change things over unix:{}, or set token_file",
             d.bound_text(),
             socket.path.display()
-        ));
+        );
     }
     for a in &d.bound {
-        say(format_args!(
+        tracing::info!(
             "listening on http://{a} ({}config {}, state {})",
             match &d.settings().listen {
                 l @ baton_sched::config::Listen::Host { .. } => format!("{l}; "),
@@ -173,7 +174,7 @@ async fn run(
             },
             d.opts.config_path.display(),
             d.current().config.settings.state_dir.value.display()
-        ));
+        );
     }
     let clock_task = tokio::spawn(clock::run(Arc::clone(&d)));
     let watchdog = tokio::spawn(notify::watchdog());
@@ -191,9 +192,7 @@ async fn run(
         }
     }
     notify::send("STOPPING=1");
-    say(format_args!(
-        "stopping: no more ticks or requests; waiting for runs in flight"
-    ));
+    tracing::info!("stopping: no more ticks or requests; waiting for runs in flight");
     d.stopping.store(true, Ordering::SeqCst);
     d.stop_requested.notify_waiters();
     d.replan.notify_one();
@@ -202,11 +201,11 @@ async fn run(
     let grace = d.settings().shutdown_grace;
     if !d.wait_idle(grace).await {
         let n = d.signal_workers(rustix::process::Signal::TERM);
-        say(format_args!(
+        tracing::warn!(
             "{n} run(s) still in flight after {}: stopping them (whole tree) before their leases \
              are released",
             baton_sched::units::show_duration(grace)
-        ));
+        );
         // A stopped run releases only once its tree is gone: wait for it.
         while !d.wait_idle(Duration::from_secs(3600)).await {}
     }
@@ -218,7 +217,7 @@ async fn run(
     })
     .await;
     socket.remove();
-    say(format_args!("stopped"));
+    tracing::info!("stopped");
     EXIT_OK
 }
 

@@ -114,9 +114,9 @@ pub(crate) async fn bind(
         )));
     }
     for s in &skipped {
-        crate::say(format_args!(
+        tracing::warn!(
             "not listening on {s}: this host has no such address; {listen} is served on the others"
-        ));
+        );
     }
     Ok(bound)
 }

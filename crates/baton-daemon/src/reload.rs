@@ -88,12 +88,9 @@ impl Daemon {
                     ));
                 }
                 for n in &notes {
-                    crate::say(format_args!("{n}"));
+                    tracing::info!("{n}");
                 }
-                crate::say(format_args!(
-                    "reloaded ({why}): {} job(s) in force",
-                    jobs.len()
-                ));
+                tracing::info!("reloaded ({why}): {} job(s) in force", jobs.len());
                 self.set_settings(settings);
                 self.install(loaded);
                 Ok(Reloaded { jobs, notes })

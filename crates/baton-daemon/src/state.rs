@@ -90,11 +90,11 @@ fn read_token(path: &std::path::Path) -> Result<String, String> {
     if let Ok(m) = std::fs::metadata(path)
         && m.permissions().mode() & 0o077 != 0
     {
-        crate::say(format_args!(
+        tracing::warn!(
             "warning: token_file {} can be read by others (mode {:o}): `chmod 600` it",
             path.display(),
             m.permissions().mode() & 0o777
-        ));
+        );
     }
     let token = text.trim().to_owned();
     if token.is_empty() {
@@ -106,11 +106,11 @@ fn read_token(path: &std::path::Path) -> Result<String, String> {
         ));
     }
     if token.len() < 16 {
-        crate::say(format_args!(
+        tracing::warn!(
             "warning: the token in {} is short ({} characters): use 16 or more random ones",
             path.display(),
             token.len()
-        ));
+        );
     }
     Ok(token)
 }

@@ -108,11 +108,11 @@ pub(crate) async fn tick(d: &Arc<Daemon>, source: &'static str) -> Option<Result
             due
         }
         Ok(Err(e)) => {
-            crate::say(format_args!("tick: {e}; nothing was run"));
+            tracing::error!("tick: {e}; nothing was run");
             return Some(Err(e));
         }
         Err(e) => {
-            crate::say(format_args!("tick: the decision failed: {e}"));
+            tracing::error!("tick: the decision failed: {e}");
             return Some(Ok(out));
         }
     };

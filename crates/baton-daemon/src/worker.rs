@@ -40,6 +40,9 @@ pub(crate) async fn start(
         cmd.arg("--state-dir").arg(dir);
     }
     cmd.arg("__run").arg("--job").arg(job);
+    if d.opts.log_format_json {
+        cmd.arg("--log-format").arg("json");
+    }
     match start {
         Start::Scheduled(at) => cmd.arg("--at").arg(at.to_string()),
         Start::Queue => cmd.arg("--queue"),

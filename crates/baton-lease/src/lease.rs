@@ -272,6 +272,8 @@ impl Drop for Lease {
     /// Releases, best effort, unless the lease is already released, this is
     /// a forked copy, or the thread is panicking (a panicking holder cannot
     /// know its job has stopped, so the lease is left for a judge to weigh).
+    /// A release that fails has no caller to tell: it is a `tracing`
+    /// warning, which the binary writes on stderr.
     fn drop(&mut self) {
         if self.done || self.owner != std::process::id() || std::thread::panicking() {
             return;
@@ -282,9 +284,10 @@ impl Drop for Lease {
             Ok(Release::Lost(lost)) => {
                 tracing::warn!("dropping a lease that was already lost: {lost}")
             }
-            Ok(Release::Unconfirmed(busy)) => {
-                tracing::warn!(path = %self.lock.path().display(), "could not release a dropped lease: {busy}");
-            }
+            Ok(Release::Unconfirmed(busy)) => tracing::warn!(
+                "could not release the dropped lease on {}: {busy}",
+                self.lock.path().display()
+            ),
             Err(e) => tracing::warn!("could not release a dropped lease: {e}"),
         }
     }

@@ -13,7 +13,7 @@
 //!
 //! Where the kernel allows it, the child is the init of a PID namespace of
 //! its own and dies with the runner's thread, taking every process of the
-//! step with it ([`crate::contain`]).
+//! step with it (`crate::contain`).
 //!
 //! Whether `exec` worked comes back on a second close-on-exec pipe: nothing
 //! (end-of-file) when it did, the error number when every candidate path

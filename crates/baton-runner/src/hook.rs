@@ -7,7 +7,7 @@
 //! hook that started `sleep 100` does not leave it running. Its failure is
 //! reported to the caller and never raised further: a hook must not be able
 //! to break the run it reports on. While a hook runs, its group is known to
-//! the [`crate::tree`] scans, which never count it as part of a job.
+//! the `crate::tree` scans, which never count it as part of a job.
 
 use std::io::Write;
 use std::process::{Command, Stdio};

@@ -15,7 +15,7 @@
 //!   else may take the lease (self-fencing);
 //! - a step is over only when its whole process tree is gone: its group, and
 //!   every process that left it (the runner is their subreaper), stopped so
-//!   that nothing can escape ([`tree`]); the lease is never released while
+//!   that nothing can escape (`tree`); the lease is never released while
 //!   anything a step started still runs;
 //! - signals sent to the runner reach the running step's group.
 //!

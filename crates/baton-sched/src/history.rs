@@ -4,7 +4,7 @@
 //!
 //! A run the ledger has no end for is shown as it is *now*, not as the
 //! ledger last heard of it: running while its lease still names it and its
-//! holder may run, `abandoned` once nothing of it can ([`unfinished`]). The
+//! holder may run, `abandoned` once nothing of it can (`unfinished`). The
 //! ledger learns the end itself from the next run under the lock; a read
 //! command never writes it.
 

@@ -177,7 +177,7 @@ pub struct Facts {
     pub paused: bool,
     /// What its lock says of it ([`holding`]).
     pub holding: Holding,
-    /// The overdue test holds ([`crate::overdue::judge`]).
+    /// The overdue test holds (`crate::overdue::judge`).
     pub overdue: bool,
     /// Its newest finished run failed, and was not `interrupted`.
     pub failing: bool,

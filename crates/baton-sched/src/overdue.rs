@@ -3,7 +3,7 @@
 //! it among the states, and nothing else may judge lateness.
 //!
 //! The test looks at one occurrence: the latest whose time is at least
-//! [`GRACE`] ago ([`latest_due`]). It is judged only when it came at or
+//! [`GRACE`] ago (`latest_due`). It is judged only when it came at or
 //! after the job was first seen (an occurrence from before a job existed is
 //! neither run nor missed) and after the newest occurrence the job started.
 //! The catch-up window plays no part: a job whose ticks stopped is overdue
@@ -14,7 +14,7 @@
 //! line was never installed, the daemon never started) has no such record,
 //! and is judged as first seen when the file that defines it last changed
 //! (`baton.toml`, or its `jobs.d/` drop-in, which the daemon's `PUT`
-//! writes), never later than now ([`first_sighting`]): so it is overdue
+//! writes), never later than now (`first_sighting`): so it is overdue
 //! once an occurrence after that should have started, and `new` until
 //! then, without `status` writing anything. A tick that then reads it
 //! records its own now, later than the file's time, and runs nothing from
@@ -26,7 +26,7 @@
 //! which delays the verdict by as much as the clock was ahead, never for
 //! ever.
 //!
-//! Such an occurrence is **not** overdue ([`judge`]) when
+//! Such an occurrence is **not** overdue (`judge`) when
 //! - the job is disabled or paused (nothing is late that was stopped on
 //!   purpose);
 //! - it waits in the job's queue, was coalesced into an occurrence waiting

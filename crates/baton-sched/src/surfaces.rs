@@ -245,7 +245,7 @@ impl Surfaces {
             && !self.log_failed
         {
             self.log_failed = true;
-            crate::say::line(format_args!("the envelope log is not written: {e}"));
+            crate::say::warn(format_args!("the envelope log is not written: {e}"));
         }
         self.report_set_aside();
     }
@@ -298,7 +298,7 @@ impl Surfaces {
     /// scheduler's for no job ([`crate::times::human_in`]).
     fn say(&self, job: &str, line: &str) {
         let tz = self.zones.get(job).unwrap_or(&self.zone);
-        crate::say::line(format_args!("{}", crate::times::human_in(line, tz)));
+        crate::say::warn(format_args!("{}", crate::times::human_in(line, tz)));
     }
 
     /// Raises an alert on the five surfaces.
@@ -347,7 +347,7 @@ impl Surfaces {
         self.say(&alert.job, &alert.message);
         self.note(&format!("ALERT {} {}", alert.kind.as_str(), alert.message));
         if let Err(e) = self.logs.alert(&json) {
-            crate::say::line(format_args!("the alert is not in alerts.log: {e}"));
+            crate::say::warn(format_args!("the alert is not in alerts.log: {e}"));
         }
         self.report_set_aside();
         let row = baton_store::ledger::NewAlert {

@@ -11,9 +11,8 @@
 //!
 //! A test that needs a browser fails when Chromium is missing, naming the
 //! package to install; it never skips silently. Every wait is bounded by
-//! [`PATIENCE`](crate::PATIENCE), and every failure panics with what was
-//! being done, since this is test support and the panic is the test's
-//! verdict.
+//! [`PATIENCE`], and every failure panics with what was being done, since
+//! this is test support and the panic is the test's verdict.
 
 use std::fs::File;
 use std::net::TcpStream;
@@ -79,8 +78,7 @@ impl Browser {
     ///
     /// When Chromium is not installed (the message names the Debian package
     /// to install), when it does not start or publish its DevTools port
-    /// within [`PATIENCE`](crate::PATIENCE), or when DevTools refuses to
-    /// open a page.
+    /// within [`PATIENCE`], or when DevTools refuses to open a page.
     pub fn launch() -> Self {
         let Some(exe) = find_chromium() else {
             panic!(

@@ -11,11 +11,6 @@
 //! as a network that resets them does, and forwards the ones made after.
 //! Dropping the proxy shuts every connection down and stops its threads.
 //!
-//! [`Proxy::reset`] closes every connection open now (the client reads end
-//! of file, as when a connection is cut), and
-//! [`Proxy::lose_replies`] forwards what clients send but drops what the
-//! server answers (a statement delivered whose reply is lost).
-//!
 //! [`Proxy::turns`] counts round trips: how many times a client sent bytes
 //! after the server had last spoken (or first). Pipelined requests sent
 //! together count once. It is exact for one client whose requests are

@@ -115,6 +115,9 @@ pub enum Cmd {
     Daemon(DaemonArgs),
     /// Create, migrate and check the PostgreSQL store's schema ([store] url),
     /// where schedulers on several hosts share leases, claims and the ledger.
+    // The text above is the command's help, shown as written: `[store]` is
+    // the configuration's table, not a link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[command(subcommand, after_long_help = STORE_HELP)]
     Store(StoreCmd),
     /// One run for the daemon (internal): the configuration on stdin, what
@@ -162,6 +165,12 @@ pub struct DaemonArgs {
     /// is read-only (changes go over the socket).
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<baton_sched::config::Listen>,
+    /// How the daemon writes its log on stderr: `text`, one plain line per
+    /// event, or `json`, one JSON object per line (timestamp, level,
+    /// message, fields, target). The runs it starts write theirs the same
+    /// way.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t)]
+    pub log_format: crate::log::LogFormat,
 }
 
 /// `baton store`.
@@ -210,6 +219,9 @@ pub struct WorkerArgs {
     /// A run by hand.
     #[arg(long)]
     pub manual: bool,
+    /// How to write stderr: the daemon's own `--log-format`.
+    #[arg(long, value_enum, default_value_t)]
+    pub log_format: crate::log::LogFormat,
 }
 
 /// What `baton render` renders.

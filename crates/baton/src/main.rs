@@ -18,6 +18,7 @@ mod exit;
 mod failpoints;
 mod http_cmd;
 mod lock_cmd;
+mod log;
 mod man;
 mod render_cmd;
 mod report;
@@ -96,6 +97,14 @@ fn subcommand(args: &[std::ffi::OsString]) -> Option<&std::ffi::OsStr> {
 }
 
 fn run(cli: Cli) -> Exit {
+    // The libraries' events: plain lines, or JSON for a daemon asked for it
+    // and the runs it starts. Built at the first event, so a command that
+    // has none (`exec`'s usual run) pays only for the installing.
+    log::install(match &cli.command {
+        Cmd::Daemon(a) => a.log_format,
+        Cmd::Worker(a) => a.log_format,
+        _ => log::LogFormat::Text,
+    });
     let state = cli.state_dir.as_deref();
     match cli.command {
         Cmd::Exec(args) => match exec::config::ExecConfig::new(args, state) {

@@ -9,8 +9,13 @@
 
 use std::io::Write;
 
-/// Writes one line to stderr, without blocking.
+/// Writes one line to stderr, without blocking: as it is, or as an event
+/// where the process writes JSON lines ([`crate::log`]).
 pub fn to_stderr(args: std::fmt::Arguments<'_>) {
+    if crate::log::writes_json() {
+        tracing::info!(target: "baton", "{args}");
+        return;
+    }
     baton_runner::console::stderr(format!("{args}\n").as_bytes());
 }
 

@@ -450,6 +450,7 @@ pub fn daemon(state: Option<&Path>, a: &crate::cli::DaemonArgs) -> Exit {
         state_dir: state.map(Path::to_owned),
         listen: a.listen.clone(),
         exe,
+        log_format_json: a.log_format == crate::log::LogFormat::Json,
     };
     match baton_daemon::serve(opts, clock()) {
         baton_daemon::EXIT_OK => Exit::Ok,

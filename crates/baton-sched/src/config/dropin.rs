@@ -17,7 +17,7 @@
 //!
 //! This is the only module that writes into the configuration's directory,
 //! and it writes nowhere but `jobs.d/`: it never touches `baton.toml`, and
-//! it refuses to replace or delete a job defined there. A [`write`] is
+//! it refuses to replace or delete a job defined there. A [`write()`] is
 //! atomic: a temporary file of its own (`.JOB.toml.tmp-<random>`, created
 //! with `O_EXCL` and `O_NOFOLLOW`), written, `fsync`ed, renamed over
 //! `JOB.toml`, and the directory `fsync`ed. The file is created 0600 (a
@@ -28,7 +28,7 @@
 //!
 //! ## What it does not do
 //!
-//! It does not lock. [`check_put`] then [`write`] is not one atomic step: a
+//! It does not lock. [`check_put`] then [`write()`] is not one atomic step: a
 //! file changed in between is not seen by the check, so a caller that
 //! mutates concurrently serialises its own check-and-write pairs (the
 //! daemon does), and validates again on reload. Nothing here reloads

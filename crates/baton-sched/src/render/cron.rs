@@ -11,7 +11,7 @@
 //! ([`super::translate`]), and then nothing is rendered: that includes a
 //! fixed time that a clock change skips or repeats on a day it fires, in
 //! the host's zone too, since crons differ there and none fires it as baton
-//! does ([`super::dst`]).
+//! does (`super::dst`).
 //!
 //! No line sets `BATON_STATE_DIR`: an environment value beats the
 //! configuration's `state_dir`, so a pinned one would split the ledger in

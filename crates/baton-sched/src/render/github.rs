@@ -18,7 +18,7 @@
 //! every zone without daylight saving, and schedules such as `*/15 * * * *`
 //! that a change of offset does not move); else as written, with the
 //! job's zone as `timezone`, where GitHub's documented rules fire it as
-//! baton does ([`super::dst`]); else it is refused, naming the date the
+//! baton does (`super::dst`); else it is refused, naming the date the
 //! schedule would run at another instant. GitHub runs a schedule at most
 //! once every 5 minutes, so a schedule with two runs closer than that is
 //! refused: GitHub would drop runs.

@@ -4,7 +4,7 @@
 //!
 //! Every format is a pure function from a [`Config`] and [`Options`] to
 //! [`Artefact`]s (a file name and its text), in its own module: [`cron`],
-//! [`systemd`], [`github`] and [`env`]. Nothing here reads the clock, the
+//! [`systemd`], [`github`] and [`mod@env`]. Nothing here reads the clock, the
 //! environment or a file, or writes anything: the caller passes the instant
 //! and the variables it read, and writes the artefacts in one place (the
 //! `baton render` command). The same input gives the same bytes: no

@@ -6,8 +6,8 @@
 //! `OnCalendar=` is written in the job's zone where systemd's calendar
 //! rules and baton's agree, and in UTC where they part (at a wall-clock time
 //! a clock change skips or repeats on a day the schedule fires, when
-//! systemd would run it at another instant: [`super::dst`]) but some UTC
-//! lines fire at baton's instants all year ([`super::utc`]); where neither
+//! systemd would run it at another instant: `super::dst`) but some UTC
+//! lines fire at baton's instants all year (`super::utc`); where neither
 //! does, the job is refused, naming the dates. Weekdays are written from Monday, systemd's first day,
 //! and cron's "either day field" rule becomes two expressions. Intervals
 //! are rendered in UTC.
@@ -18,7 +18,7 @@
 //! `SIGHUP` (`ExecReload=`).
 //!
 //! The daemon's unit runs as the system user `baton` ([`USER`]) in a
-//! sandbox ([`SANDBOX`]): the file system read-only but for the state
+//! sandbox (`SANDBOX`): the file system read-only but for the state
 //! directory (`StateDirectory=` under `/var/lib`, else `ReadWritePaths=`),
 //! the socket's directory when it lies elsewhere (`RuntimeDirectory=`
 //! under `/run`), `jobs.d/` beside the configuration (the API's job
@@ -292,8 +292,8 @@ fn daemon(c: &Config, opts: &Options, bin: &str, config: &str, state: &Path) -> 
 
 /// `when` as `OnCalendar=` expressions (their union), or why not: in the
 /// job's zone where systemd fires them there as baton does
-/// ([`super::dst`]), else in UTC where some UTC lines fire at baton's
-/// instants all year ([`super::utc`]: `*/15 * * * *` in New York, whose
+/// (`super::dst`), else in UTC where some UTC lines fire at baton's
+/// instants all year (`super::utc`: `*/15 * * * *` in New York, whose
 /// repeated hour baton runs twice and a UTC calendar fires through).
 ///
 /// # Errors

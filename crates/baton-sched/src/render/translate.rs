@@ -12,13 +12,13 @@
 //!   daily cron or calendar line repeats;
 //! - for cron read in UTC (GitHub Actions' default zone), a zone whose
 //!   offset changes so that no UTC line fires at baton's instants all year
-//!   ([`super::utc`]: the refusal names the first date it would differ), or
+//!   (`super::utc`: the refusal names the first date it would differ), or
 //!   a conversion that moves a restricted day-of-month or month across
 //!   midnight;
 //! - for cron, systemd and GitHub's `timezone` read in a zone, a schedule
 //!   that fires where a clock change skips or repeats the time on a day it
 //!   runs, and that the target would run at another instant than baton
-//!   there ([`super::dst`]), whatever the zone, the host's included.
+//!   there (`super::dst`), whatever the zone, the host's included.
 //!
 //! Intervals are blind to zones, so they are always rendered in UTC.
 
@@ -72,7 +72,7 @@ pub struct CronSchedule {
 /// Why no cron line can express it: sub-minute, an interval that does not
 /// divide a day, or a time a clock change in the years after `now` skips
 /// or repeats on a day it fires, where cron would run it at another instant
-/// than baton ([`super::dst`]).
+/// than baton (`super::dst`).
 pub fn cron_in_zone(when: &When, zone: &Zone, now: Timestamp) -> Result<CronSchedule, String> {
     let s = &when.schedule;
     if s.has_seconds() {
@@ -92,7 +92,7 @@ pub fn cron_in_zone(when: &When, zone: &Zone, now: Timestamp) -> Result<CronSche
 }
 
 /// `when` as cron lines read in UTC, GitHub Actions' default zone: lines
-/// that fire at baton's instants over the years ahead ([`super::utc`]).
+/// that fire at baton's instants over the years ahead (`super::utc`).
 ///
 /// # Errors
 ///

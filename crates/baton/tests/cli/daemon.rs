@@ -899,6 +899,56 @@ fn daemon_kill9_mid_run_never_doubles_it_and_a_restart_carries_on() {
     eventually("the second run to end", || lines_of(&runs).len() == 4);
 }
 
+/// `--log-format json`: every line on the daemon's stderr, its own and
+/// those of the runs it starts, is one JSON object with a timestamp, a
+/// level, a message and a target; a failed run's alert is a warning.
+#[test]
+fn daemon_log_format_json_writes_every_line_as_a_json_object() {
+    let s = Sched::new("[jobs.bad]\nschedule = \"0 0 1 1 *\"\nrun = \"exit 3\"\n");
+    let d = Daemon::start(&s, &["--log-format", "json"]);
+    assert_eq!(d.post("/v1/jobs/bad/run", "").status, 202);
+    eventually("the failed run's alert", || {
+        d.log()
+            .lines()
+            .any(|l| l.contains("WARN") && l.contains("bad"))
+    });
+    let log = Arc::clone(&d.log);
+    assert_eq!(d.terminate(), Some(0));
+    eventually("the daemon's last line", || {
+        log.lock().unwrap().contains("stopped")
+    });
+    let text = log.lock().unwrap().clone();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}\n{text}")))
+        .collect();
+    for l in &lines {
+        for key in ["timestamp", "level", "message", "target"] {
+            assert!(l[key].is_string(), "no {key}: {l}\n{text}");
+        }
+    }
+    let said = |level: &str, target: &str, message: &str| {
+        lines.iter().any(|l| {
+            l["level"] == level
+                && l["target"].as_str().unwrap().starts_with(target)
+                && l["message"].as_str().unwrap().contains(message)
+        })
+    };
+    assert!(
+        said("INFO", "baton_daemon", "listening on http://"),
+        "{text}"
+    );
+    assert!(said("WARN", "baton_sched", "bad"), "{text}");
+    assert!(said("INFO", "baton_daemon", "stopped"), "{text}");
+    // The default stays plain lines.
+    let d = Daemon::start(&s, &[]);
+    assert!(
+        d.log().starts_with("baton daemon: listening on "),
+        "{}",
+        d.log()
+    );
+}
+
 #[test]
 fn daemon_metrics_count_what_ran_in_the_format_asked_for() {
     let s = Sched::new("");
