@@ -233,10 +233,10 @@ pub fn render(c: &Config, opts: &Options) -> Artefact {
             let name = keys::env_name(&env_key);
             let store = table == Table::Store;
             let current = match shown.iter().find(|s| s.key == key.name) {
-                Some(s) if is_secret(&name) => format!("set, not shown (from {})", host(&s.source)),
                 // A store key nothing sets, or no store at all.
                 Some(s) if store && s.source == "default" => "unset".to_owned(),
                 None => "unset".to_owned(),
+                Some(s) if is_secret(&name) => format!("set, not shown (from {})", host(&s.source)),
                 Some(s) => {
                     let value = match key.name {
                         "state_dir" => format!("{:?}", opts.state_dir(c).display().to_string()),
