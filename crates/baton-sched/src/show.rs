@@ -4,9 +4,10 @@
 //! store's URL is always shown masked: no form prints its password.
 
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::{Value as Json, json};
 
-use crate::config::{Action, Command, Config, Job, RunPolicy, Sourced, Step};
+use crate::config::keys::{self, Key, Table, Type};
+use crate::config::{Action, Command, Config, Job, Sourced, Step, StepKind, Value, Values};
 use crate::units::{show_duration, show_size};
 
 /// One value and its source.
@@ -18,43 +19,83 @@ pub struct Shown {
     pub value: String,
     /// The value as JSON.
     #[serde(skip)]
-    pub json: Value,
+    pub json: Json,
     /// Where it came from.
     pub source: String,
 }
 
-fn item<T>(key: &str, s: &Sourced<T>, text: String, json: Value) -> Shown {
+fn item<T>(key: &str, s: &Sourced<T>, (value, json): (String, Json)) -> Shown {
     Shown {
         key: key.to_owned(),
-        value: text,
+        value,
         json,
         source: s.provenance(),
     }
 }
 
-fn dur(key: &str, s: &Sourced<std::time::Duration>) -> Shown {
-    let t = show_duration(s.value);
-    item(key, s, format!("{t:?}"), json!(t))
+/// A string, quoted as TOML writes it, and as JSON.
+fn quoted(s: impl Into<String>) -> (String, Json) {
+    let s = s.into();
+    (format!("{s:?}"), json!(s))
 }
 
-fn opt_dur(key: &str, s: &Sourced<Option<std::time::Duration>>) -> Shown {
-    match s.value {
-        Some(d) => {
-            let t = show_duration(d);
-            item(key, s, format!("{t:?}"), json!(t))
+/// `key`'s value as TOML would write it, and as JSON; an unset one in its
+/// default's words (`none`), a limit of none as 0.
+pub(crate) fn shown(key: &Key, value: &Value) -> (String, Json) {
+    match value {
+        Value::Unset if key.ty == Type::Limit => ("0".into(), json!(0)),
+        Value::Unset => (key.default.words().to_owned(), Json::Null),
+        Value::Bool(b) => (b.to_string(), json!(b)),
+        Value::Count(n) => (n.to_string(), json!(n)),
+        Value::Size(n) => quoted(show_size(*n)),
+        Value::Duration(d) => quoted(show_duration(*d)),
+        Value::Codes(c) => (format!("{c:?}"), json!(c)),
+        Value::CatchUp(c) => quoted(c.as_str()),
+        Value::Overlap(o) => quoted(o.as_str()),
+        Value::Zone(z) => quoted(&z.name),
+        Value::Path(p) => (format!("{:?}", p.display().to_string()), json!(p)),
+        Value::Name(n) => quoted(n),
+        Value::Command(c) => cmd(c),
+        Value::Env(vars) => {
+            let pairs: Vec<String> = vars.iter().map(|(k, v)| format!("{k} = {v:?}")).collect();
+            let text = match pairs.len() {
+                0 => "{}".to_owned(),
+                _ => format!("{{ {} }}", pairs.join(", ")),
+            };
+            let map: serde_json::Map<_, _> =
+                vars.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+            (text, Json::Object(map))
         }
-        None => item(key, s, "0".into(), json!(0)),
+        Value::Listen(l) => quoted(l.to_string()),
+        Value::Url(u) => quoted(u.masked()),
     }
 }
 
-fn cmd(c: &Command) -> (String, Value) {
+/// The values of `table`'s keys that `values` holds, in the keys' order.
+fn items(table: Table, values: &Values) -> Vec<Shown> {
+    keys::of(table)
+        .filter_map(|k| {
+            let s = values.sourced(k.name)?;
+            Some(item(k.name, s, shown(k, &s.value)))
+        })
+        .collect()
+}
+
+/// `fill`'s values of `table`'s keys.
+fn of(table: Table, fill: impl FnOnce(&mut Values)) -> Vec<Shown> {
+    let mut values = Values::default();
+    fill(&mut values);
+    items(table, &values)
+}
+
+fn cmd(c: &Command) -> (String, Json) {
     match c {
         Command::Shell(s) => (format!("{s:?}"), json!(s)),
         Command::Argv(a) => (format!("{a:?}"), json!(a)),
     }
 }
 
-fn action(a: &Action) -> (String, Value) {
+fn action(a: &Action) -> (String, Json) {
     match a {
         Action::Command(c) => cmd(c),
         Action::Http(h) => (
@@ -73,241 +114,51 @@ fn action(a: &Action) -> (String, Value) {
     }
 }
 
-fn policy(p: &RunPolicy) -> Vec<Shown> {
-    vec![
-        item(
-            "retries",
-            &p.retries,
-            p.retries.value.to_string(),
-            json!(p.retries.value),
-        ),
-        dur("backoff", &p.backoff),
-        dur("backoff_max", &p.backoff_max),
-        item(
-            "no_retry_exit_codes",
-            &p.no_retry_exit_codes,
-            format!("{:?}", p.no_retry_exit_codes.value),
-            json!(p.no_retry_exit_codes.value),
-        ),
-        opt_dur("timeout", &p.timeout),
-        dur("ttl", &p.ttl),
-        dur("kill_grace", &p.kill_grace),
-        dur("takeover_grace", &p.takeover_grace),
-        opt_dur("max_runtime", &p.max_runtime),
-        item(
-            "output_limit",
-            &p.output_limit,
-            format!("{:?}", show_size(p.output_limit.value)),
-            json!(show_size(p.output_limit.value)),
-        ),
-        dur("catch_up_window", &p.catch_up_window),
-        item(
-            "catch_up",
-            &p.catch_up,
-            format!("{:?}", p.catch_up.value.as_str()),
-            json!(p.catch_up.value.as_str()),
-        ),
-        item(
-            "catch_up_max",
-            &p.catch_up_max,
-            p.catch_up_max.value.to_string(),
-            json!(p.catch_up_max.value),
-        ),
-        item(
-            "overlap",
-            &p.overlap,
-            format!("{:?}", p.overlap.value.as_str()),
-            json!(p.overlap.value.as_str()),
-        ),
-        item(
-            "contain",
-            &p.contain,
-            p.contain.value.to_string(),
-            json!(p.contain.value),
-        ),
-    ]
-}
-
 /// The `[scheduler]` values.
 pub fn scheduler(c: &Config) -> Vec<Shown> {
-    let s = &c.settings;
-    let mut out = vec![
-        item(
-            "state_dir",
-            &s.state_dir,
-            format!("{:?}", s.state_dir.value.display().to_string()),
-            json!(s.state_dir.value),
-        ),
-        item(
-            "timezone",
-            &s.timezone,
-            format!("{:?}", s.timezone.value.name),
-            json!(s.timezone.value.name),
-        ),
-        item(
-            "enabled",
-            &s.enabled,
-            s.enabled.value.to_string(),
-            json!(s.enabled.value),
-        ),
-        match &s.alert_command.value {
-            Some(c) => {
-                let (t, j) = cmd(c);
-                item("alert_command", &s.alert_command, t, j)
-            }
-            None => item(
-                "alert_command",
-                &s.alert_command,
-                "none".into(),
-                Value::Null,
-            ),
-        },
-        item(
-            "history_keep",
-            &s.history_keep,
-            s.history_keep.value.to_string(),
-            json!(s.history_keep.value),
-        ),
-        dur("log_keep", &s.log_keep),
-        item(
-            "max_parallel",
-            &s.max_parallel,
-            s.max_parallel.value.to_string(),
-            json!(s.max_parallel.value),
-        ),
-        item(
-            "lock",
-            &s.lock,
-            s.lock
-                .value
-                .as_ref()
-                .map_or_else(|| "each job's name".to_owned(), |l| format!("{l:?}")),
-            json!(s.lock.value),
-        ),
-    ];
-    out.extend(policy(&s.policy));
-    out
+    of(Table::Scheduler, |v| c.settings.values(v))
 }
 
-/// The `[daemon]` values.
+/// The `[daemon]` values, the socket where it is (its default in the
+/// state directory).
 pub fn daemon(c: &Config) -> Vec<Shown> {
-    let d = &c.daemon;
-    vec![
-        item(
-            "listen",
-            &d.listen,
-            format!("{:?}", d.listen.value.to_string()),
-            json!(d.listen.value.to_string()),
-        ),
-        match &d.token_file.value {
-            Some(p) => item(
-                "token_file",
-                &d.token_file,
-                format!("{:?}", p.display().to_string()),
-                json!(p),
-            ),
-            None => item("token_file", &d.token_file, "none".into(), Value::Null),
-        },
-        item(
+    of(Table::Daemon, |v| {
+        c.daemon.values(v);
+        v.put(
             "socket",
-            &d.socket,
-            format!("{:?}", c.daemon_socket().display().to_string()),
-            json!(c.daemon_socket()),
-        ),
-        match &d.socket_group.value {
-            Some(g) => item("socket_group", &d.socket_group, format!("{g:?}"), json!(g)),
-            None => item("socket_group", &d.socket_group, "none".into(), Value::Null),
-        },
-        dur("shutdown_grace", &d.shutdown_grace),
-    ]
+            &c.daemon.socket.clone().map(|_| c.daemon_socket()),
+        );
+    })
 }
 
 /// The `[store]` values, the URL's password masked (empty without a
 /// store).
 pub fn store(c: &Config) -> Vec<Shown> {
-    let Some(st) = &c.store else {
-        return Vec::new();
-    };
-    let url = st.url.value.masked();
-    vec![
-        item("url", &st.url, format!("{url:?}"), json!(url)),
-        match &st.password_file.value {
-            Some(p) => item(
-                "password_file",
-                &st.password_file,
-                format!("{:?}", p.display().to_string()),
-                json!(p),
-            ),
-            None => item(
-                "password_file",
-                &st.password_file,
-                "none".into(),
-                Value::Null,
-            ),
-        },
-    ]
+    c.store
+        .as_ref()
+        .map_or_else(Vec::new, |st| of(Table::Store, |v| st.values(v)))
 }
 
 /// A job's own values (its steps apart).
 pub fn job(j: &Job) -> Vec<Shown> {
-    let mut out = vec![
-        item(
-            j.when.value.key,
-            &j.when,
-            format!("{:?}", j.when.value.text),
-            json!(j.when.value.text),
-        ),
-        item(
-            "timezone",
-            &j.timezone,
-            format!("{:?}", j.timezone.value.name),
-            json!(j.timezone.value.name),
-        ),
-        item(
-            "enabled",
-            &j.enabled,
-            j.enabled.value.to_string(),
-            json!(j.enabled.value),
-        ),
-        item(
-            "lock",
-            &j.lock,
-            format!("{:?}", j.lock.value),
-            json!(j.lock.value),
-        ),
-    ];
-    out.extend(policy(&j.policy));
+    let when = quoted(&j.when.value.text);
+    let mut out = vec![item(j.when.value.key, &j.when, when)];
+    out.extend(of(Table::Job, |v| j.values(v)));
     out
 }
 
-/// A step's values.
+/// A step's values (a check's: those a check takes).
 pub fn step(s: &Step) -> Vec<Shown> {
-    let (t, j) = action(&s.action.value);
-    let mut out = vec![item(s.action.value.key(), &s.action, t, j)];
-    if s.kind == crate::config::StepKind::Step {
-        out.push(item(
-            "retries",
-            &s.retries,
-            s.retries.value.to_string(),
-            json!(s.retries.value),
-        ));
-        out.push(dur("backoff", &s.backoff));
-        out.push(dur("backoff_max", &s.backoff_max));
-        out.push(item(
-            "no_retry_exit_codes",
-            &s.no_retry_exit_codes,
-            format!("{:?}", s.no_retry_exit_codes.value),
-            json!(s.no_retry_exit_codes.value),
-        ));
-    }
-    out.push(opt_dur("timeout", &s.timeout));
-    out.push(dur("kill_grace", &s.kill_grace));
-    out.push(item(
-        "output_limit",
-        &s.output_limit,
-        format!("{:?}", show_size(s.output_limit.value)),
-        json!(show_size(s.output_limit.value)),
-    ));
+    let table = match s.kind {
+        StepKind::Step => Table::Step,
+        StepKind::Check => Table::Check,
+    };
+    let mut out = vec![item(
+        s.action.value.key(),
+        &s.action,
+        action(&s.action.value),
+    )];
+    out.extend(of(table, |v| s.values(v)));
     out
 }
 
@@ -335,7 +186,7 @@ pub fn render(c: &Config) -> String {
         out.push_str(&format!("\n[jobs.{}]{:<36} # {}\n", j.name, "", j.source));
         lines(&mut out, &job(j));
         for s in j.all_steps() {
-            let table = if s.kind == crate::config::StepKind::Check {
+            let table = if s.kind == StepKind::Check {
                 "checks"
             } else {
                 "steps"
@@ -356,31 +207,31 @@ pub fn render(c: &Config) -> String {
     out
 }
 
-fn object(items: &[Shown]) -> Value {
+fn object(items: &[Shown]) -> Json {
     let mut m = serde_json::Map::new();
     for i in items {
         m.insert(i.key.clone(), json!({"value": i.json, "source": i.source}));
     }
-    Value::Object(m)
+    Json::Object(m)
 }
 
 /// The `--json` form: `{"path", "scheduler": {KEY: {value, source}},
 /// "daemon": {KEY: {value, source}}, "store": {KEY: {value, source}} or
 /// null, "jobs": {NAME: {KEY: {value, source}, "steps": [...], "checks": [...]}}}`.
-pub fn to_json(c: &Config) -> Value {
+pub fn to_json(c: &Config) -> Json {
     let mut jobs = serde_json::Map::new();
     for j in c.jobs.values() {
         let mut o = object(&job(j));
-        let steps = |list: &[Step]| -> Value {
-            Value::Array(
+        let steps = |list: &[Step]| -> Json {
+            Json::Array(
                 list.iter()
                     .map(|s| {
                         let mut v = object(&step(s));
-                        if let Value::Object(m) = &mut v {
+                        if let Json::Object(m) = &mut v {
                             m.insert("name".into(), json!(s.name));
                             m.insert(
                                 "env".into(),
-                                Value::Object(
+                                Json::Object(
                                     s.env.iter().map(|(k, v)| (k.clone(), json!(v))).collect(),
                                 ),
                             );
@@ -391,7 +242,7 @@ pub fn to_json(c: &Config) -> Value {
                     .collect(),
             )
         };
-        if let Value::Object(m) = &mut o {
+        if let Json::Object(m) = &mut o {
             m.insert("steps".into(), steps(&j.steps));
             m.insert("checks".into(), steps(&j.checks));
         }
@@ -401,7 +252,7 @@ pub fn to_json(c: &Config) -> Value {
         "path": c.path,
         "scheduler": object(&scheduler(c)),
         "daemon": object(&daemon(c)),
-        "store": if c.store.is_some() { object(&store(c)) } else { Value::Null },
-        "jobs": Value::Object(jobs),
+        "store": if c.store.is_some() { object(&store(c)) } else { Json::Null },
+        "jobs": Json::Object(jobs),
     })
 }

@@ -42,7 +42,8 @@ use std::path::{Path, PathBuf};
 use super::doc::Node;
 use super::error::ConfigError;
 use super::model::Config;
-use super::read::{self, Overrides, valid_name};
+use super::read::{self, Overrides};
+use super::value::valid_name;
 
 /// The drop-in directory's name, beside the configuration file.
 pub const DIR_NAME: &str = "jobs.d";
@@ -273,7 +274,7 @@ fn refuse_main(root: &Node, config_path: &Path, name: &str, verb: &str) -> Resul
 ///
 /// A bad job name; `table` not an object, or holding `null` anywhere, a
 /// number above the largest 64-bit signed integer, or a key `jobs`,
-/// `scheduler` or `daemon` (the table is the job's own).
+/// `scheduler`, `daemon` or `store` (the table is the job's own).
 ///
 /// # Example
 ///
@@ -306,8 +307,8 @@ pub fn job_toml(name: &str, table: &serde_json::Value) -> Result<String, DropinE
             ),
         });
     };
-    for k in ["jobs", "scheduler", "daemon"] {
-        if map.contains_key(k) {
+    for k in read::SECTIONS {
+        if map.contains_key(*k) {
             return Err(DropinError::Table {
                 key: format!("{here}.{k}"),
                 message: "is not a job's key: give the job's own table, such as \

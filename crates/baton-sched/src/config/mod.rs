@@ -2,7 +2,9 @@
 //! what it may say, and what it means once it is valid.
 //!
 //! Every scheduler command takes `--config FILE`; else `$BATON_CONFIG`; else
-//! `./baton.toml`. `BATON_<KEY>` overrides each `[scheduler]` key
+//! `./baton.toml`. [`keys`] defines every key once: where it may be
+//! written, its default, what a job or a step inherits, and the `BATON_*`
+//! variables: `BATON_<KEY>` overrides each `[scheduler]` key but `lock`
 //! (`BATON_ENABLED=false` is the kill switch), and `BATON_STORE_<KEY>` each
 //! `[store]` key; `--state-dir` overrides the state directory. A job's own
 //! key overrides `[scheduler]`'s.
@@ -25,25 +27,28 @@
 mod doc;
 pub mod dropin;
 mod error;
+pub mod keys;
 mod listen;
 mod model;
 mod read;
 mod snapshot;
 mod store_url;
+mod value;
 
 use std::path::{Path, PathBuf};
 
 pub use error::ConfigError;
+pub use keys::{env_keys, env_name};
 pub use listen::{BadListen, LISTEN_FORMS, Listen};
 pub use model::{
     Action, CatchUp, Command, Config, DaemonSettings, Job, Overlap, RunPolicy, Settings, Source,
     Sourced, Step, StepKind, StoreSettings, When, Zone,
 };
-pub use read::{
-    Checked, Overrides, env_keys, env_name, scheduler_keys, store_env_keys, valid_name,
-};
+pub use read::{Checked, Overrides};
 pub use snapshot::{Dropin, Snapshot};
 pub use store_url::StoreUrl;
+pub use value::valid_name;
+pub(crate) use value::{Value, Values};
 
 /// Where the configuration file is: `flag`, else `$BATON_CONFIG`, else
 /// `./baton.toml`, made absolute, with symbolic links resolved when it

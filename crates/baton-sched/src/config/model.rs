@@ -2,11 +2,61 @@
 //! carries its [`Source`], so `baton config` can say where it came from.
 //! Nothing here can be invalid: [`super::load`] refuses a file before a
 //! value of this module exists.
+//!
+//! A field read from a key is named after it ([`super::keys`]), and each
+//! struct of such fields is built from its table's [`Values`] and gives
+//! them back for `baton config` (`keyed!`).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use jiff::tz::TimeZone;
+
+use super::value::Values;
+
+/// A struct of keys' values, each field named after its key (and a struct
+/// of them nested in it): the struct, `from_values` to build it from its
+/// table's values, `values` to give them back for `baton config`, and
+/// `KEYS`, the keys of its own fields.
+macro_rules! keyed {
+    (
+        $(#[$meta:meta])*
+        pub struct $t:ident {
+            $($key:ident: $ty:ty,)*
+            $(+ $(#[$nested_meta:meta])* $nested:ident: $n:ident,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct $t {
+            $(
+                #[doc = concat!("`", stringify!($key), "` ([`super::keys::KEYS`] says what it is).")]
+                pub $key: Sourced<$ty>,
+            )*
+            $($(#[$nested_meta])* pub $nested: $n,)?
+        }
+
+        impl $t {
+            /// The keys its own fields hold.
+            #[allow(dead_code)]
+            pub(super) const KEYS: &'static [&'static str] = &[$(stringify!($key)),*];
+
+            /// Its fields from its table's values.
+            pub(super) fn from_values(v: &Values) -> Self {
+                Self {
+                    $($key: v.get(stringify!($key)),)*
+                    $($nested: $n::from_values(v),)?
+                }
+            }
+
+            /// Its fields as values, for `baton config`.
+            pub(crate) fn values(&self, v: &mut Values) {
+                $(v.put(stringify!($key), &self.$key);)*
+                $(self.$nested.values(v);)?
+            }
+        }
+    };
+}
 
 /// Where an effective value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +105,15 @@ impl<T> Sourced<T> {
             value,
             source: Source::Default,
             inherited: false,
+        }
+    }
+
+    /// The value `f` makes of this one, from the same source.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Sourced<U> {
+        Sourced {
+            value: f(self.value),
+            source: self.source,
+            inherited: self.inherited,
         }
     }
 
@@ -164,40 +223,25 @@ pub struct When {
     pub schedule: baton_cron::Schedule,
 }
 
-/// The values a job takes from `[scheduler]` unless it sets its own.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunPolicy {
-    /// Extra attempts of a failed step.
-    pub retries: Sourced<u32>,
-    /// The first delay before a retry; it doubles per attempt.
-    pub backoff: Sourced<Duration>,
-    /// The longest delay before a retry.
-    pub backoff_max: Sourced<Duration>,
-    /// Exit codes that are never retried.
-    pub no_retry_exit_codes: Sourced<Vec<i32>>,
-    /// Each step attempt's limit (`None`: none).
-    pub timeout: Sourced<Option<Duration>>,
-    /// The lease's TTL.
-    pub ttl: Sourced<Duration>,
-    /// Between the first signal and SIGKILL when a step is stopped.
-    pub kill_grace: Sourced<Duration>,
-    /// How long past its TTL a lease that cannot be checked is respected.
-    pub takeover_grace: Sourced<Duration>,
-    /// The soft budget of a run (`None`: none).
-    pub max_runtime: Sourced<Option<Duration>>,
-    /// Output kept per step attempt, in bytes.
-    pub output_limit: Sourced<u64>,
-    /// How late a due occurrence may still start.
-    pub catch_up_window: Sourced<Duration>,
-    /// What runs after downtime.
-    pub catch_up: Sourced<CatchUp>,
-    /// The most occurrences one catch-up runs (`catch_up = "all"`).
-    pub catch_up_max: Sourced<u32>,
-    /// What an occurrence does when the job's run is still in flight.
-    pub overlap: Sourced<Overlap>,
-    /// Whether each step runs in a PID namespace of its own, so that its
-    /// whole tree dies with its supervisor (`baton_runner::StepSpec::contain`).
-    pub contain: Sourced<bool>,
+keyed! {
+    /// The values a job takes from `[scheduler]` unless it sets its own.
+    pub struct RunPolicy {
+        retries: u32,
+        backoff: Duration,
+        backoff_max: Duration,
+        no_retry_exit_codes: Vec<i32>,
+        timeout: Option<Duration>,
+        ttl: Duration,
+        kill_grace: Duration,
+        takeover_grace: Duration,
+        max_runtime: Option<Duration>,
+        output_limit: u64,
+        catch_up_window: Duration,
+        catch_up: CatchUp,
+        catch_up_max: u32,
+        overlap: Overlap,
+        contain: bool,
+    }
 }
 
 /// What runs of the occurrences that passed while nothing ran the job.
@@ -241,28 +285,20 @@ impl Overlap {
     }
 }
 
-/// `[scheduler]`: settings of the scheduler, and the defaults of every job.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Settings {
-    /// Where locks, the ledger and the logs live.
-    pub state_dir: Sourced<PathBuf>,
-    /// The scheduler's zone: dates of the logs, and the default of jobs.
-    pub timezone: Sourced<Zone>,
-    /// The kill switch.
-    pub enabled: Sourced<bool>,
-    /// The alert command.
-    pub alert_command: Sourced<Option<Command>>,
-    /// Runs kept per job in the ledger.
-    pub history_keep: Sourced<u32>,
-    /// How long dated logs are kept.
-    pub log_keep: Sourced<Duration>,
-    /// Runs at once in one `tick`.
-    pub max_parallel: Sourced<u32>,
-    /// The lock every job uses unless it names its own (`None`: each job's
-    /// own name).
-    pub lock: Sourced<Option<String>>,
-    /// Defaults of every job.
-    pub policy: RunPolicy,
+keyed! {
+    /// `[scheduler]`: settings of the scheduler, and the defaults of every job.
+    pub struct Settings {
+        state_dir: PathBuf,
+        timezone: Zone,
+        enabled: bool,
+        alert_command: Option<Command>,
+        history_keep: u32,
+        log_keep: Duration,
+        max_parallel: u32,
+        lock: Option<String>,
+        + /// Defaults of every job.
+        policy: RunPolicy,
+    }
 }
 
 /// Whether a step is a step or a check.
@@ -315,6 +351,42 @@ pub struct Step {
     pub line: u32,
 }
 
+impl Step {
+    /// A step of `kind` named `name`, doing `action`, written on `line`,
+    /// with its table's values.
+    pub(super) fn from_values(
+        (name, kind, action, line): (String, StepKind, Sourced<Action>, u32),
+        v: &Values,
+    ) -> Self {
+        Self {
+            name,
+            kind,
+            action,
+            retries: v.get("retries"),
+            backoff: v.get("backoff"),
+            backoff_max: v.get("backoff_max"),
+            no_retry_exit_codes: v.get("no_retry_exit_codes"),
+            timeout: v.get("timeout"),
+            kill_grace: v.get("kill_grace"),
+            output_limit: v.get("output_limit"),
+            env: v.get("env").value,
+            cwd: v.get("cwd").value,
+            line,
+        }
+    }
+
+    /// Its values, for `baton config` (its action, `env` and `cwd` apart).
+    pub(crate) fn values(&self, v: &mut Values) {
+        v.put("retries", &self.retries);
+        v.put("backoff", &self.backoff);
+        v.put("backoff_max", &self.backoff_max);
+        v.put("no_retry_exit_codes", &self.no_retry_exit_codes);
+        v.put("timeout", &self.timeout);
+        v.put("kill_grace", &self.kill_grace);
+        v.put("output_limit", &self.output_limit);
+    }
+}
+
 /// A job.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {
@@ -340,44 +412,40 @@ pub struct Job {
 }
 
 impl Job {
+    /// Its values, for `baton config` (when it runs and its steps apart).
+    pub(crate) fn values(&self, v: &mut Values) {
+        v.put("timezone", &self.timezone);
+        v.put("enabled", &self.enabled);
+        v.put("lock", &self.lock);
+        self.policy.values(v);
+    }
+
     /// Steps then checks.
     pub fn all_steps(&self) -> impl Iterator<Item = &Step> {
         self.steps.iter().chain(&self.checks)
     }
 }
 
-/// `[daemon]`: how `baton daemon` serves. Only the daemon reads these;
-/// every other command validates them and leaves them alone.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DaemonSettings {
-    /// Where the HTTP API listens (default `127.0.0.1:8677`): an address,
-    /// or a host name the daemon resolves when it starts.
-    pub listen: Sourced<super::Listen>,
-    /// The file holding the bearer token (`None`: no token), made absolute
-    /// against the configuration file's directory.
-    pub token_file: Sourced<Option<PathBuf>>,
-    /// The Unix socket of the API (`None`: `STATE_DIR/daemon.sock`, see
-    /// [`Config::daemon_socket`]), made absolute against the configuration
-    /// file's directory. Its callers are known by their peer credentials.
-    pub socket: Sourced<Option<PathBuf>>,
-    /// The group whose members may change things over the socket besides
-    /// the daemon's own user and root (a name or a number; `None`: none).
-    pub socket_group: Sourced<Option<String>>,
-    /// How long a stopping daemon waits for its workers before it signals
-    /// them (default 60 s).
-    pub shutdown_grace: Sourced<Duration>,
+keyed! {
+    /// `[daemon]`: how `baton daemon` serves. Only the daemon reads these;
+    /// every other command validates them and leaves them alone.
+    pub struct DaemonSettings {
+        listen: super::Listen,
+        token_file: Option<PathBuf>,
+        socket: Option<PathBuf>,
+        socket_group: Option<String>,
+        shutdown_grace: Duration,
+    }
 }
 
-/// `[store]`: the PostgreSQL store for schedulers on several hosts: every
-/// run's lease, claims and records are kept there (see `crate::store`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoreSettings {
-    /// The connection URL (shown masked; see [`super::StoreUrl`]).
-    pub url: Sourced<super::StoreUrl>,
-    /// A file whose first line is the password (`None`: the URL's, else
-    /// `PGPASSWORD`, else `PGPASSFILE`), made absolute against the
-    /// configuration file's directory.
-    pub password_file: Sourced<Option<PathBuf>>,
+keyed! {
+    /// `[store]`: the PostgreSQL store for schedulers on several hosts: every
+    /// run's lease, claims and records are kept there (see `crate::store`).
+    /// The URL is shown masked ([`super::StoreUrl`]).
+    pub struct StoreSettings {
+        url: super::StoreUrl,
+        password_file: Option<PathBuf>,
+    }
 }
 
 /// A whole, valid configuration.

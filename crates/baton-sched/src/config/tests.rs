@@ -815,3 +815,65 @@ fn a_rule_that_combines_keys_is_not_checked_on_a_fallback() {
     assert_eq!(said.len(), 1, "{said:#?}");
     assert!(said[0].contains("jobs.a.ttl"), "{said:#?}");
 }
+
+// ---- the keys ------------------------------------------------------------
+
+#[test]
+fn every_default_reads_as_the_key_does_and_is_written_as_shown() {
+    for k in keys::KEYS {
+        let keys::Default::Toml(text) = k.default else {
+            continue;
+        };
+        let value = k.default_value();
+        let (shown, _) = crate::show::shown(k, &value);
+        assert_eq!(shown, text, "{}", k.name);
+    }
+}
+
+#[test]
+fn baton_config_shows_every_key_a_table_holds() {
+    let c = load_text(
+        "[store]\nurl = \"postgres://h/db\"\n[jobs.a]\nevery = \"1h\"\nrun = \"true\"\n\
+         [[jobs.a.checks]]\nrun = \"true\"\n",
+    )
+    .unwrap();
+    let j = &c.jobs["a"];
+    for (table, shown) in [
+        (keys::Table::Scheduler, crate::show::scheduler(&c)),
+        (keys::Table::Daemon, crate::show::daemon(&c)),
+        (keys::Table::Store, crate::show::store(&c)),
+        (keys::Table::Job, crate::show::job(j)),
+        (keys::Table::Step, crate::show::step(&j.steps[0])),
+        (keys::Table::Check, crate::show::step(&j.checks[0])),
+    ] {
+        // A job's `schedule` or `every`, and a step's `run` or `http`, are
+        // shown as written; a step's `env` and `cwd` on lines of their own.
+        let as_written = match table {
+            keys::Table::Job => "every",
+            _ => "run",
+        };
+        let wanted: Vec<&str> = keys::of(table)
+            .filter(|k| k.ty != keys::Type::Rule || k.name == as_written)
+            .filter(|k| !["env", "cwd"].contains(&k.name))
+            .map(|k| k.name)
+            .collect();
+        let said: Vec<&str> = shown.iter().map(|s| s.key.as_str()).collect();
+        assert_eq!(said, wanted, "{table:?}");
+    }
+}
+
+#[test]
+fn a_variable_overrides_a_sections_key_and_no_other() {
+    let names: Vec<String> = keys::KEYS
+        .iter()
+        .filter_map(keys::Key::env_key)
+        .map(|k| env_name(&k))
+        .collect();
+    assert!(names.contains(&"BATON_RETRIES".to_owned()), "{names:?}");
+    assert!(names.contains(&"BATON_STORE_URL".to_owned()), "{names:?}");
+    assert!(!names.contains(&"BATON_LOCK".to_owned()), "{names:?}");
+    let top = [keys::Table::Scheduler, keys::Table::Store];
+    for k in keys::KEYS.iter().filter(|k| k.env) {
+        assert!(top.iter().any(|t| k.is_in(*t)), "{}", k.name);
+    }
+}

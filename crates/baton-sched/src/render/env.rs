@@ -1,9 +1,11 @@
 //! The environment variables baton reads: each with what it does, its
 //! default, its current value and where that came from.
 //!
-//! The `BATON_<KEY>` variables override `[scheduler]` keys, so their
-//! current value is the configuration's effective one with its provenance
-//! (`default`, `FILE:LINE` or the variable). The others are read from the
+//! The `BATON_<KEY>` variables override `[scheduler]` keys (and
+//! `BATON_STORE_<KEY>` `[store]` keys), so their current value is the
+//! configuration's effective one with its provenance (`default`,
+//! `FILE:LINE` or the variable); what each does and its default are the
+//! key's own ([`crate::config::keys`]). The others are read from the
 //! process environment; the caller passes what it found
 //! ([`Options::environment`], read for the names [`names`] lists). Secrets
 //! are never shown, only whether they are set: the lease token
@@ -13,10 +15,9 @@
 //! unless it is declared otherwise. The whole text is comments: sourcing it
 //! sets nothing.
 
-use std::collections::BTreeMap;
-
 use super::{Artefact, Options};
-use crate::config::{self, Config, Overrides, Source};
+use crate::config::keys::{self, Key, Table};
+use crate::config::{Config, Source};
 
 /// The file's name.
 pub const FILE: &str = "baton.env";
@@ -180,71 +181,16 @@ pub fn is_secret(name: &str) -> bool {
     .any(|w| name.contains(w))
 }
 
-/// What each `[scheduler]` key that `BATON_<KEY>` overrides does.
-const KEYS: &[(&str, &str)] = &[
-    ("state_dir", "where locks, the ledger and the logs live"),
-    (
-        "timezone",
-        "the scheduler's zone: log dates, and every job's default zone",
-    ),
-    ("enabled", "the kill switch: false runs no job"),
-    ("alert_command", "the command every alert runs"),
-    ("history_keep", "runs kept per job in the ledger"),
-    ("log_keep", "how long dated logs are kept"),
-    ("max_parallel", "runs at once in one tick"),
-    ("retries", "extra attempts of a failed step"),
-    (
-        "backoff",
-        "the first delay before a retry; it doubles per attempt",
-    ),
-    ("backoff_max", "the longest delay before a retry"),
-    ("no_retry_exit_codes", "exit codes that are never retried"),
-    ("timeout", "each step attempt's limit (0: none)"),
-    ("ttl", "the lease's time to live"),
-    (
-        "kill_grace",
-        "between the first signal and SIGKILL when a step is stopped",
-    ),
-    (
-        "takeover_grace",
-        "how long past its TTL a lease that cannot be checked is respected",
-    ),
-    ("max_runtime", "the soft budget of a run (0: none)"),
-    ("output_limit", "output kept per step attempt"),
-    (
-        "catch_up_window",
-        "how late a due occurrence may still start",
-    ),
-    ("catch_up", "what runs after downtime: latest, none or all"),
-    ("catch_up_max", "the most occurrences one catch-up runs"),
-    (
-        "overlap",
-        "what an occurrence does when the job's run is in flight: skip or queue",
-    ),
-    (
-        "contain",
-        "run each step in a PID namespace that dies with its supervisor: true or false",
-    ),
-];
-
-/// What each `[store]` key that `BATON_STORE_<KEY>` overrides does.
-const STORE_KEYS: &[(&str, &str)] = &[
-    (
-        "store_url",
-        "[store] url: the PostgreSQL store's URL (postgres://USER@HOST/DATABASE)",
-    ),
-    (
-        "store_password_file",
-        "[store] password_file: a file holding the store's password",
-    ),
-];
-
 /// Every variable baton reads, for the caller to collect
 /// [`Options::environment`] from.
 pub fn names() -> Vec<String> {
     let mut v = vec!["BATON_CONFIG".to_owned()];
-    v.extend(config::env_keys().map(config::env_name));
-    v.extend(config::store_env_keys().map(config::env_name));
+    v.extend(
+        keys::KEYS
+            .iter()
+            .filter_map(Key::env_key)
+            .map(|k| keys::env_name(&k)),
+    );
     v.extend(OTHERS.iter().map(|(n, ..)| (*n).to_owned()));
     v
 }
@@ -276,63 +222,38 @@ pub fn render(c: &Config, opts: &Options) -> Artefact {
         "./baton.toml",
         &format!("{shown_config} (from {config_from})"),
     );
-    let effective: BTreeMap<String, (String, String)> = crate::show::scheduler(c)
-        .into_iter()
-        .map(|s| (s.key, (s.value, s.source)))
-        .collect();
-    let defaults = defaults();
-    for key in config::env_keys() {
-        let what = KEYS
-            .iter()
-            .find(|(k, _)| *k == key)
-            .map_or("a [scheduler] key", |(_, w)| w);
-        let (value, source) = match key {
-            "state_dir" => (
-                format!("{:?}", opts.state_dir(c).display().to_string()),
-                host(&effective[key].1),
-            ),
-            _ => effective
-                .get(key)
-                .map(|(v, s)| (v.clone(), host(s)))
-                .unwrap_or_default(),
-        };
-        let default = match key {
-            "state_dir" => {
-                "/var/lib/baton for root, else $XDG_STATE_HOME/baton or ~/.local/state/baton"
-                    .to_owned()
-            }
-            "timezone" => "the system's zone (TZ, else /etc/localtime)".to_owned(),
-            _ => defaults.get(key).cloned().unwrap_or_default(),
-        };
-        let name = config::env_name(key);
-        let value = if is_secret(&name) && !value.is_empty() {
-            "set, not shown".to_owned()
-        } else {
-            value
-        };
-        entry(
-            &name,
-            &format!("[scheduler] {key}: {what}"),
-            &default,
-            &format!("{value} (from {source})"),
-        );
-    }
-    let store: BTreeMap<String, (String, String)> = crate::show::store(c)
-        .into_iter()
-        .map(|s| (format!("store_{}", s.key), (s.value, s.source)))
-        .collect();
-    for (key, what) in STORE_KEYS {
-        let name = config::env_name(key);
-        let current = match store.get(*key) {
-            Some((_, source)) if is_secret(&name) => {
-                format!("set, not shown (from {})", host(source))
-            }
-            Some((value, source)) if source != "default" => {
-                format!("{value} (from {})", host(source))
-            }
-            _ => "unset".to_owned(),
-        };
-        entry(&name, what, "unset: no store", &current);
+    for (table, shown) in [
+        (Table::Scheduler, crate::show::scheduler(c)),
+        (Table::Store, crate::show::store(c)),
+    ] {
+        for key in keys::of(table) {
+            let Some(env_key) = key.env_key() else {
+                continue;
+            };
+            let name = keys::env_name(&env_key);
+            let store = table == Table::Store;
+            let current = match shown.iter().find(|s| s.key == key.name) {
+                // A store key nothing sets, or no store at all.
+                Some(s) if store && s.source == "default" => "unset".to_owned(),
+                None => "unset".to_owned(),
+                Some(s) if is_secret(&name) => format!("set, not shown (from {})", host(&s.source)),
+                Some(s) => {
+                    let value = match key.name {
+                        "state_dir" => format!("{:?}", opts.state_dir(c).display().to_string()),
+                        _ => s.value.clone(),
+                    };
+                    format!("{value} (from {})", host(&s.source))
+                }
+            };
+            // The store's variables: unset, there is no store.
+            let default = if store {
+                "unset: no store"
+            } else {
+                key.default.words()
+            };
+            let what = format!("[{}] {}: {}", table.name(), key.name, key.doc);
+            entry(&name, &what, default, &current);
+        }
     }
     for (name, default, secret, what) in OTHERS {
         let current = match opts.environment.get(*name) {
@@ -347,18 +268,5 @@ pub fn render(c: &Config, opts: &Options) -> Artefact {
     Artefact {
         name: FILE.into(),
         text: t,
-    }
-}
-
-/// baton's own defaults of the `[scheduler]` keys, as `baton config` shows
-/// them (the zone and the state directory apart, which depend on the host).
-fn defaults() -> BTreeMap<String, String> {
-    let text = "[scheduler]\nstate_dir = \"/\"\ntimezone = \"UTC\"\n";
-    match config::parse(text, std::path::Path::new("/"), &Overrides::default()) {
-        Ok(c) => crate::show::scheduler(&c)
-            .into_iter()
-            .map(|s| (s.key, s.value))
-            .collect(),
-        Err(_) => BTreeMap::new(),
     }
 }

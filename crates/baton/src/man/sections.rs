@@ -1,7 +1,7 @@
 //! What each manual page says beyond `--help`: its EXIT STATUS (the
 //! numbers from [`crate::exit::Exit`] and the scheduler's
 //! `baton_sched::run` codes, never typed here), the ENVIRONMENT it reads
-//! (the `BATON_<KEY>` list comes from the configuration reader itself),
+//! (the `BATON_*` lists come from the configuration's own list of keys),
 //! the FILES it reads and writes, and other pages to see.
 
 use crate::exit::{BUSY_DEFAULT, Exit};
@@ -252,9 +252,14 @@ fn files_sched() -> Vec<(String, String)> {
 
 /// The environment of the scheduler's commands.
 fn env_sched() -> Vec<(String, String)> {
-    let keys: Vec<String> = baton_sched::config::env_keys()
-        .map(baton_sched::config::env_name)
+    use baton_sched::config::keys::{self, Table};
+    let keys: Vec<String> = keys::env_keys().map(keys::env_name).collect();
+    let store = || keys::of(Table::Store).filter(|k| k.env);
+    let store_vars: Vec<String> = store()
+        .filter_map(|k| k.env_key())
+        .map(|k| keys::env_name(&k))
         .collect();
+    let store_keys: Vec<&str> = store().map(|k| k.name).collect();
     let mut v = vec![
         item(
             "BATON_CONFIG",
@@ -268,8 +273,8 @@ fn env_sched() -> Vec<(String, String)> {
             ),
         ),
         item(
-            "BATON_STORE_URL, BATON_STORE_PASSWORD_FILE",
-            "Override [store] url and password_file.",
+            store_vars.join(", "),
+            format!("Override [store] {}.", store_keys.join(" and ")),
         ),
         item(
             "PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD, PGPASSFILE",

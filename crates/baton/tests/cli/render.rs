@@ -1215,3 +1215,21 @@ fn render_github_refuses_a_time_the_clocks_repeat_naming_the_date() {
     assert!(e.contains("does not document"), "{e}");
     assert!(e.contains("first differs on "), "{e}");
 }
+
+#[test]
+fn render_env_says_a_store_password_file_nothing_sets_is_unset() {
+    let s = Sched::new("[store]\nurl = \"postgres://baton@db.example/baton\"\n");
+    let o = s.run(&["render", "env"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    let entry = text
+        .split("\n\n")
+        .find(|e| e.starts_with("# BATON_STORE_PASSWORD_FILE:"))
+        .unwrap_or_else(|| panic!("no BATON_STORE_PASSWORD_FILE in {text}"));
+    assert!(entry.ends_with("#   current: unset"), "{entry}");
+    let url = text
+        .split("\n\n")
+        .find(|e| e.starts_with("# BATON_STORE_URL:"))
+        .unwrap();
+    assert!(url.contains("set, not shown (from "), "{url}");
+}

@@ -68,3 +68,32 @@ fn every_json_the_readme_documents_is_accepted() {
         assert!(stdout(&o).contains("--json"), "{cmd:?}: {}", stdout(&o));
     }
 }
+
+#[test]
+fn the_readmes_key_tables_are_the_configurations_own() {
+    use baton_sched::config::keys::{self, Table};
+    let header = keys::markdown(&[]);
+    let text = readme();
+    let found: Vec<String> = text
+        .split(header.as_str())
+        .skip(1)
+        .map(|rest| {
+            let rows = rest.lines().take_while(|l| l.starts_with('|'));
+            header.clone() + &rows.map(|l| format!("{l}\n")).collect::<String>()
+        })
+        .collect();
+    let tables = [
+        &[Table::Scheduler, Table::Job, Table::Step, Table::Check][..],
+        &[Table::Daemon],
+        &[Table::Store],
+    ];
+    assert_eq!(found.len(), tables.len(), "the README's key tables");
+    for (found, tables) in found.iter().zip(tables) {
+        let wanted = keys::markdown(tables);
+        assert!(
+            *found == wanted,
+            "the README's table of the {tables:?} keys is not crates/baton-sched/src/config/keys.rs's; \
+             it reads:\n{found}\nit should read:\n{wanted}"
+        );
+    }
+}
