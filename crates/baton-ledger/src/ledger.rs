@@ -101,7 +101,7 @@ impl Ledger {
     /// version promises), it is moved aside to
     /// `baton.db.corrupt-<UTC stamp like 20261129T031500Z>` (with its `-wal`
     /// and `-shm`, kept, never deleted) and a fresh ledger is created; the
-    /// caller learns of it through [`Ledger::take_recovered`] and raises an
+    /// caller learns of it through [`Records::take_recovered`](baton_store::ledger::Records::take_recovered) and raises an
     /// alert. `now` stamps that name; a file moved aside during a later call
     /// is stamped with the newest time the caller has given this ledger.
     ///

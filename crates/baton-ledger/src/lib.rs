@@ -47,7 +47,7 @@
 //! chosen by the caller. The ledger never reads the clock: every time,
 //! including the stamp of a file moved aside, comes from the caller (a
 //! caller that keeps a ledger open tells it the time before each use,
-//! [`Ledger::time_is`], so a file found corrupt by a read is named by when
+//! [`Records::time_is`](baton_store::ledger::Records::time_is), so a file found corrupt by a read is named by when
 //! it was found).
 //!
 //! # Schema (version 3, in `PRAGMA user_version`)
@@ -102,7 +102,7 @@
 //!   PRIMARY KEY`: cumulative counts per job that pruning never touches
 //!   (runs by verdict, missed and skipped occurrences by reason, lease
 //!   losses; the run-duration histogram), each raised in the transaction
-//!   that records what it counts ([`Ledger::tallies`]).
+//!   that records what it counts ([`Records::tallies`](baton_store::ledger::Records::tallies)).
 //!
 //! Version 1 had no `missed`, `pauses` nor `watermarks`, and kept occurrences
 //! that did not run in `occurrences`, one row each, as `skipped` or
@@ -172,7 +172,7 @@
 //!   short-lived processes copy the log and `fsync` the database on its way
 //!   out (measured: a third of a tick's time). The `-wal` and `-shm` files
 //!   stay in place. Instead, a tick that ran something and a manual run
-//!   end with one passive checkpoint ([`Ledger::checkpoint`]), so the
+//!   end with one passive checkpoint ([`Records::checkpoint`](baton_store::ledger::Records::checkpoint)), so the
 //!   database file alone is current between ticks.
 //!
 //! Files are created mode `0600`: the ledger creates `baton.db` itself with
@@ -204,7 +204,7 @@
 //!    its `-wal`, `-shm` (and `-journal`) taken along under the same name,
 //!    side files first so that a crash midway never leaves a stale log beside
 //!    a fresh database. A fresh ledger is created in its place, and
-//!    [`Ledger::take_recovered`] tells the caller, who raises an alert.
+//!    [`Records::take_recovered`](baton_store::ledger::Records::take_recovered) tells the caller, who raises an alert.
 //! 3. **A call that hits corruption** (damage deeper than the probe reads)
 //!    recovers the same way and is tried once more, on the fresh ledger. A
 //!    run begun before the recovery can still record its attempts and its

@@ -1,5 +1,5 @@
 //! Missed ranges: the `missed` table, one row per decision that a range of
-//! a job's occurrences will not run, and [`Ledger::miss`], the one call that
+//! a job's occurrences will not run, and [`Records::miss`](baton_store::ledger::Records::miss), the one call that
 //! writes it.
 //!
 //! A decision covers `first..=last` with `count` occurrences in it (a year

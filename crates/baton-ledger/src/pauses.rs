@@ -5,9 +5,9 @@
 //! A pause is in force from `since` until the earlier of `until` (it lapses
 //! on its own) and `ended` (it was resumed, or replaced by a newer pause);
 //! [`PauseRow::covers`] is that rule, and the SQL below states the same one.
-//! At most one pause of a job is in force: [`Ledger::pause`] ends the one in
+//! At most one pause of a job is in force: [`Records::pause`](baton_store::ledger::Records::pause) ends the one in
 //! force and records the new one in one `BEGIN IMMEDIATE` transaction, and
-//! [`Ledger::resume`] ends it by an update that only matches a pause in
+//! [`Records::resume`](baton_store::ledger::Records::resume) ends it by an update that only matches a pause in
 //! force. Rows are numbered by `AUTOINCREMENT` (a job's newest pause has
 //! the largest id; the index `(job, id DESC)` finds it). Pruning never
 //! removes a pause that is not over.

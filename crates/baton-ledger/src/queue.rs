@@ -2,11 +2,11 @@
 //! decisions in the `occurrences` table, oldest first, and the later ones
 //! that coalesced into one waiting.
 //!
-//! An occurrence enters the queue by [`Ledger::enqueue`], in the same
+//! An occurrence enters the queue by [`Records::enqueue`](baton_store::ledger::Records::enqueue), in the same
 //! `BEGIN IMMEDIATE` transaction that raises `jobs.last_decided`, and only
 //! while that mark is below it: so it is queued once, and never after
 //! another process decided it. It leaves the queue by
-//! [`Ledger::begin_run`], whose upsert only turns a row that is still
+//! [`Records::begin_run`](baton_store::ledger::Records::begin_run), whose upsert only turns a row that is still
 //! `queued` into `started`: of many processes draining the same queue, one
 //! starts each occurrence. Queued rows are never pruned. A `coalesced` row
 //! names the occurrence it joined and never runs itself; the count on the

@@ -1,5 +1,5 @@
 //! Cumulative tallies: the `tallies` and `durations` tables, counts per job
-//! that pruning never touches, for the metrics; and [`Ledger::tallies`],
+//! that pruning never touches, for the metrics; and [`Records::tallies`](baton_store::ledger::Records::tallies),
 //! which reads them all.
 //!
 //! Every tally rises in the transaction that records the event it counts,
@@ -7,19 +7,19 @@
 //! written back, so two writers never undo each other and a tally never
 //! counts an event the ledger did not record, nor misses one it did:
 //!
-//! - `verdict`, by verdict word: a run finished ([`Ledger::finish_run`]),
+//! - `verdict`, by verdict word: a run finished ([`Records::finish_run`](baton_store::ledger::Records::finish_run)),
 //!   once per run (finishing it again counts nothing);
 //! - `lease-lost`: a run finished with the verdict `lease-lost` (its lease
 //!   was lost while it ran, and it was stopped);
 //! - `missed`, by reason: the occurrences of a range recorded or extended
-//!   by [`Ledger::miss`] (its `count`, a floor when `at_least`), less those
+//!   by [`Records::miss`](baton_store::ledger::Records::miss) (its `count`, a floor when `at_least`), less those
 //!   of a range withdrawn because a clock ahead recorded it
-//!   ([`Ledger::withdraw_ahead`]: the one way a tally falls);
+//!   ([`Records::withdraw_ahead`](baton_store::ledger::Records::withdraw_ahead): the one way a tally falls);
 //! - `skipped`, by reason: occurrences that had a decision other than a
 //!   missed range and still never ran themselves: `coalesced` (they joined
 //!   an occurrence already waiting in the queue, which runs for them, in
-//!   [`Ledger::enqueue`]) and `claimed` (the lock file says they started,
-//!   under a ledger lost since, in [`Ledger::claimed`]). A skipped
+//!   [`Records::enqueue`](baton_store::ledger::Records::enqueue)) and `claimed` (the lock file says they started,
+//!   under a ledger lost since, in [`Records::claimed`](baton_store::ledger::Records::claimed)). A skipped
 //!   occurrence was served or had run; a missed one was not, and did not;
 //! - the run-duration histogram: a finished run's time from its start to
 //!   its end, in the bucket of the first of [`BOUNDS`] it does not exceed
@@ -73,7 +73,7 @@ pub(crate) fn missed(
 }
 
 /// Takes back `n` missed occurrences whose range was withdrawn (a clock
-/// ahead decided them, [`Ledger::withdraw_ahead`]); never below zero.
+/// ahead decided them, [`Records::withdraw_ahead`](baton_store::ledger::Records::withdraw_ahead)); never below zero.
 pub(crate) fn unmissed(
     conn: &Connection,
     job: &str,

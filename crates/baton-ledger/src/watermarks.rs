@@ -2,7 +2,7 @@
 //! order. The newest is the job's watermark; the older ones say how it got
 //! there (which run, under which fence).
 //!
-//! The key `(job, seq)` numbers a job's values 1, 2, …: [`Ledger::settle`]
+//! The key `(job, seq)` numbers a job's values 1, 2, …: [`Records::settle`](baton_store::ledger::Records::settle)
 //! computes the next number in SQL, in the `BEGIN IMMEDIATE` transaction
 //! that inserts it, so two settles never take the same number and none is
 //! lost. The ledger does not judge who may settle: the caller does that

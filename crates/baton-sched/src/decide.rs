@@ -15,10 +15,10 @@
 //! itself), is never recorded missed.
 //!
 //! A first sighting more than `FUTURE_TOLERANCE` ahead of now is brought
-//! back to now ([`baton_ledger::Ledger::see_again_ahead`]). A mark more than
+//! back to now ([`baton_store::ledger::Records::see_again_ahead`]). A mark more than
 //! `FUTURE_TOLERANCE` ahead of now was raised by a process whose clock was
 //! ahead: its decisions are taken back
-//! ([`baton_ledger::Ledger::withdraw_ahead`], said by a `missed-withdrawn`
+//! ([`baton_store::ledger::Records::withdraw_ahead`], said by a `missed-withdrawn`
 //! alert) and the present is decided again by this clock; what it ran
 //! early stays decided, is never called missed, and never runs again. Only
 //! when the ledger cannot take them back does the job keep its schedule
