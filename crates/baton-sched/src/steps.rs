@@ -479,10 +479,7 @@ fn attempts(
             job: job.name.clone(),
             seq: tally.seq,
             step: step.name.clone(),
-            kind: match step.kind {
-                StepKind::Step => baton_store::ledger::StepKind::Step,
-                StepKind::Check => baton_store::ledger::StepKind::Check,
-            },
+            kind: step.kind,
             attempt,
             started: at,
             finished,

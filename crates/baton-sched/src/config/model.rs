@@ -301,24 +301,10 @@ keyed! {
     }
 }
 
-/// Whether a step is a step or a check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StepKind {
-    /// Runs in order; a step that still fails stops the steps after it.
-    Step,
-    /// Runs after the steps whatever they did; never retried.
-    Check,
-}
-
-impl StepKind {
-    /// `step` or `check`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StepKind::Step => "step",
-            StepKind::Check => "check",
-        }
-    }
-}
+/// Whether a step is a step or a check: the word the ledger keeps too.
+/// A step runs in order, and one that still fails stops the steps after it;
+/// a check runs after the steps whatever they did, and is never retried.
+pub use baton_store::words::StepKind;
 
 /// One step or check of a job.
 #[derive(Debug, Clone, PartialEq)]
