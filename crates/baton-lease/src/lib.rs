@@ -60,7 +60,7 @@ pub use error::Error;
 pub use guard::Guarded;
 pub use lease::Lease;
 pub use liveness::{GroupState, Liveness, OsLiveness, ProcessState};
-pub use lock::{BreakMode, Claim, Lock, Options, REOPEN_ATTEMPTS};
+pub use lock::{BreakMode, Claim, Lock, Options, REOPEN_ATTEMPTS, mutex_wait_for};
 pub use mutex::{FileMutex, Sharing};
 pub use outcome::{
     Broken, Busy, Conflict, Inspection, Lost, Outcome, Release, Renewal, Restated, human,

@@ -67,6 +67,14 @@ impl Default for Options {
     }
 }
 
+/// The longest a renewal of a lease with `ttl` waits for the lock file's
+/// mutex: a tenth of the TTL, at most a second. It is the `renew_wait` of
+/// the self-fencing inequality for a lock file (`DESIGN.md`,
+/// "Self-fencing"), so a holder that cannot renew learns it in time.
+pub fn mutex_wait_for(ttl: Duration) -> Duration {
+    (ttl / 10).min(Duration::from_secs(1))
+}
+
 /// What the acquirer writes about its run, besides its identity.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Claim {

@@ -266,6 +266,7 @@ mod runs;
 mod schema;
 mod statements;
 mod steps;
+mod store;
 mod tallies;
 mod watermarks;
 
@@ -273,3 +274,4 @@ pub use error::Error;
 pub use examine::Examined;
 pub use ledger::Ledger;
 pub use statements::Sql;
+pub use store::{Files, lock_file};

@@ -49,6 +49,7 @@ mod outcome;
 mod pool;
 pub mod schema;
 mod statements;
+mod store;
 mod target;
 
 pub use error::Error;
@@ -59,6 +60,7 @@ pub use leases::Leases;
 pub use ledger::{LedgerError, PgLedger};
 pub use options::Options;
 pub use outcome::{Acquire, PgLease, Release, Renewal, Restated};
+pub use store::{Postgres, deadline_for};
 pub use target::Target;
 
 /// Creates or migrates the `baton` schema at `url` (what `baton store

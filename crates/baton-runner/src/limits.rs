@@ -8,8 +8,6 @@
 
 use std::time::Duration;
 
-/// The longest a renewal may wait for the file's mutex, in absolute terms.
-const MUTEX_WAIT_CAP: Duration = Duration::from_secs(1);
 /// The supervisor's longest sleep between checks of its deadlines.
 pub const TICK: Duration = Duration::from_millis(100);
 /// The clock skew allowed between hosts judging each other.
@@ -17,11 +15,7 @@ pub const SKEW_ALLOWANCE: Duration = Duration::from_secs(1);
 /// The shortest TTL accepted.
 pub const MIN_TTL: Duration = Duration::from_millis(100);
 
-/// The longest a renewal waits for the lock file's mutex: a tenth of the
-/// TTL, at most a second.
-pub fn mutex_wait_for(ttl: Duration) -> Duration {
-    (ttl / 10).min(MUTEX_WAIT_CAP)
-}
+pub use baton_lease::mutex_wait_for;
 
 /// Checks the self-fencing inequality for a lease whose renewals block at
 /// most `renew_wait`. `Err` carries a sentence naming the

@@ -174,8 +174,10 @@ pub fn occurrences(
 /// Why a backfill cannot be planned.
 #[derive(Debug)]
 pub enum Unplanned {
-    /// The store cannot be used, or the lock's record cannot be read.
-    Store(String),
+    /// The store cannot be used.
+    Unusable(crate::store::Unusable),
+    /// The store or the lock's record cannot be read.
+    Store(crate::store::Error),
     /// A newer baton wrote the ledger: nothing in it was read, and no
     /// occurrence may run until baton is upgraded, not even with `--force`
     /// (its exit code is [`crate::run::ledger_failed`]'s).
@@ -185,7 +187,8 @@ pub enum Unplanned {
 impl std::fmt::Display for Unplanned {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Store(why) => f.write_str(why),
+            Self::Unusable(e) => e.fmt(f),
+            Self::Store(e) => e.fmt(f),
             Self::Newer(e) => e.fmt(f),
         }
     }
@@ -207,7 +210,8 @@ pub fn dry_run(
     force: bool,
 ) -> Result<Vec<Planned>, Unplanned> {
     let claim = crate::store::open(config)
-        .and_then(|s| s.claim_of(job))
+        .map_err(Unplanned::Unusable)?
+        .claim_of(&job.lock_ref())
         .map_err(Unplanned::Store)?;
     let known = match crate::store::existing_records(config, now) {
         None => known(Ledger::Absent, job, occ, claim),
@@ -314,7 +318,7 @@ fn run_with(
             return CANNOT;
         }
     };
-    let lock = store.lock_label(job);
+    let lock = store.lock_label(&job.lock_ref());
     let mut firsts = Vec::new();
     for (i, &at) in occ.iter().enumerate() {
         let Ok(token) = baton_lease::Token::fresh() else {
@@ -343,13 +347,13 @@ fn run_with(
         once: None,
         mates: crate::run::owned_mates(config, job),
     };
-    let refuse = |why: &str| {
+    let refuse = |why: &dyn std::fmt::Display| {
         crate::say::line(format_args!(
             "backfill: {} not run: {why}; nothing was run",
             job.name
         ));
     };
-    match store.runs_elsewhere(job, None) {
+    match store.runs_elsewhere(&job.lock_ref(), None) {
         Ok(Guard::Clear | Guard::Claimed { .. }) => {}
         Ok(Guard::Elsewhere(refused)) => {
             refuse(&refused.why);
@@ -364,7 +368,7 @@ fn run_with(
     let deadline = clock.boot().saturating_add(QUEUE_WAIT);
     let mut said = false;
     let outcome = loop {
-        let o = store.try_acquire(job, &claim);
+        let o = store.try_acquire(&job.lock_ref(), &claim);
         let waits = job.policy.overlap.value == Overlap::Queue
             && matches!(&o, Ok(Taken::Refused(r)) if r.reason == MissReason::Busy && r.holder.is_some())
             && clock.boot() < deadline;
@@ -407,7 +411,7 @@ fn run_with(
             return CANNOT;
         }
     };
-    match store.take_guard(job, lease.fence(), None) {
+    match store.take_guard(&job.lock_ref(), lease.fence(), None) {
         Ok(Guard::Clear | Guard::Claimed { .. }) => {}
         Ok(Guard::Elsewhere(refused)) => {
             let _ = lease.release();
@@ -456,8 +460,8 @@ fn runnable(
     firsts: Vec<First>,
     force: bool,
     surfaces: &Rc<RefCell<Surfaces>>,
-) -> Result<(Vec<First>, bool), String> {
-    let claim = store.claim_of(job)?;
+) -> Result<(Vec<First>, bool), crate::store::Error> {
+    let claim = store.claim_of(&job.lock_ref())?;
     let tz = &job.timezone.value.tz;
     let occ: Vec<i64> = firsts.iter().filter_map(|f| f.start.occurrence()).collect();
     let known = surfaces

@@ -403,10 +403,11 @@ fn claimed_unrecorded(
     last_decided: Option<i64>,
     newest: Timestamp,
 ) -> Option<i64> {
-    if config.store.is_some() {
+    let store = crate::store::open(config).ok()?;
+    if store.shared() {
         return None;
     }
-    let verdict = crate::store::open(config).ok()?.inspect(job).ok()??;
+    let verdict = store.inspect(&job.lock_ref()).ok()??;
     let claim = match &verdict {
         Verdict::Free(f) => f.claims.get(&job.name),
         Verdict::Live { holder, .. }

@@ -267,7 +267,7 @@ pub(crate) fn judge_unfinished(
     let lock = config
         .jobs
         .get(job)
-        .and_then(|j| store.and_then(|s| s.inspect(j).ok().flatten()));
+        .and_then(|j| store.and_then(|s| s.inspect(&j.lock_ref()).ok().flatten()));
     for v in views.iter_mut().filter(|v| v.verdict.is_none()) {
         v.verdict =
             unfinished(&v.run_id, v.host.as_deref(), v.pid, lock.as_ref()).map(|v| v.to_string());

@@ -55,7 +55,7 @@ pub const CANNOT: u8 = 2;
 /// until baton is upgraded), else [`FAILED`]. Every command that opens the
 /// ledger maps its failure through this one rule.
 pub fn ledger_failed(config: &Config, e: &baton_store::ledger::Error) -> u8 {
-    if config.store.is_some() || e.is_newer_schema() {
+    if crate::store::shared(config) || e.is_newer_schema() {
         CANNOT
     } else {
         FAILED
@@ -202,7 +202,7 @@ pub fn lock_for(config: &Config, job: &Job) -> baton_lease::Lock {
 /// the configured store.
 pub fn lock_label(config: &Config, job: &Job) -> String {
     match crate::store::open(config) {
-        Ok(s) => s.lock_label(job),
+        Ok(s) => s.lock_label(&job.lock_ref()),
         Err(_) => lock_for(config, job).path().display().to_string(),
     }
 }
@@ -345,7 +345,7 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
         job: job.name.clone(),
         occurrence: occurrence_text(occurrence),
         run_id: run_id.clone(),
-        lock: store.lock_label(job),
+        lock: store.lock_label(&job.lock_ref()),
         name: job.lock.value.clone(),
         fence: None,
     };
@@ -362,7 +362,7 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
     if req.start != Start::Queue {
         // The common case of a job whose lock was changed while it ran:
         // refused before the new lock is taken (and its occurrence claimed).
-        match store.runs_elsewhere(job, occurrence) {
+        match store.runs_elsewhere(&job.lock_ref(), occurrence) {
             Ok(Guard::Clear) => {}
             Ok(Guard::Elsewhere(refused)) => {
                 return refused_lock(req, &ctx, &refused, true, surfaces);
@@ -373,7 +373,7 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
             Err(e) => return cannot(req, &format!("{}: not run: {e}", job.name), surfaces),
         }
     }
-    let outcome = match store.try_acquire(job, &claim) {
+    let outcome = match store.try_acquire(&job.lock_ref(), &claim) {
         Ok(o) => o,
         Err(e) => {
             surfaces
@@ -393,7 +393,7 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
             if req.start != Start::Queue {
                 // Under the lease, before anything runs: the job's guard
                 // decides between two runs of it under two locks at once.
-                match store.take_guard(job, lease.fence(), occurrence) {
+                match store.take_guard(&job.lock_ref(), lease.fence(), occurrence) {
                     Ok(Guard::Clear) => {}
                     Ok(Guard::Elsewhere(refused)) => {
                         let _ = lease.release();
@@ -425,7 +425,7 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
             hold(req, lease, first.into_iter().collect(), surfaces)
         }
         Taken::Claimed { at } => match occurrence {
-            Some(occ) if req.config.store.is_some() => {
+            Some(occ) if store.shared() => {
                 tell(req, Told::Claimed);
                 claimed_unstarted(req, &ctx, occ, at, surfaces)
             }
@@ -722,7 +722,7 @@ pub(crate) fn hold(
             break;
         };
         match store.try_acquire(
-            req.job,
+            &req.job.lock_ref(),
             &baton_lease::Claim {
                 budget: req.job.policy.max_runtime.value,
                 mates: owned_mates(req.config, req.job),
@@ -840,8 +840,10 @@ fn hold_once(
         // A mate whose lock was changed while it ran may still run under
         // its former lock: its queue waits for a later holder.
         let guarded = match &store {
-            Ok(s) => s.take_guard(mate, fence, Some(at)),
-            Err(e) => Err(e.clone()),
+            Ok(s) => s
+                .take_guard(&mate.lock_ref(), fence, Some(at))
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
         };
         match guarded {
             Ok(Guard::Clear) => {}

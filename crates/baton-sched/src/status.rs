@@ -258,7 +258,7 @@ pub fn read(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
         .filter(|j| only.is_none_or(|o| o == j.name))
         .collect();
     let verdicts = match crate::store::open(config) {
-        Ok(s) => s.inspect_all(&shown),
+        Ok(s) => s.inspect_all(&shown.iter().map(|j| j.lock_ref()).collect::<Vec<_>>()),
         Err(_) => vec![None; shown.len()],
     };
     let jobs: Vec<JobStatus> = shown

@@ -633,7 +633,7 @@ fn abandon_the_dead(
                 superseded =
                     !*elsewhere.get_or_insert_with(|| match (&store, req.config.jobs.get(mate)) {
                         (Ok(store), Some(job)) => !matches!(
-                            store.runs_elsewhere(job, None),
+                            store.runs_elsewhere(&job.lock_ref(), None),
                             Ok(crate::store::Guard::Clear)
                         ),
                         _ => true,

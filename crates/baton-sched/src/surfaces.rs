@@ -121,7 +121,7 @@ impl Surfaces {
                 }
             },
         }
-        if config.store.is_some()
+        if crate::store::shared(config)
             && let Some(l) = s.ledger.as_mut()
         {
             // Several hosts share this store: every decision and every

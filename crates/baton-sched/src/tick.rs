@@ -55,7 +55,7 @@ pub fn preflight(config: &Config, now: jiff::Timestamp) -> Result<(), String> {
     crate::logs::Logs::new(state, config.settings.timezone.value.tz.clone())
         .check_shared(now)
         .map_err(|e| format!("the logs cannot be written: {e}"))?;
-    if config.store.is_none() {
+    if !crate::store::shared(config) {
         baton_ledger::Ledger::check(state).map_err(|e| e.to_string())?;
     }
     Ok(())
@@ -112,7 +112,7 @@ pub fn tick_report(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> T
     }
     // In the shared store, nothing is decided without the ledger; it is
     // opened once here and closed before the runs are forked.
-    let ledger = if config.store.is_some() {
+    let ledger = if crate::store::shared(config) {
         match crate::store::records(config, clock.wall()) {
             Ok(l) => Some(l),
             Err(e) => {

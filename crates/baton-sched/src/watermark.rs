@@ -107,7 +107,7 @@ pub fn settle(
         }
     };
     let mut settled = None;
-    let vouched = store.while_held(j, &token.to_string(), &mut |fence, run| {
+    let vouched = store.while_held(&j.lock_ref(), &token.to_string(), &mut |fence, run| {
         fail::fail_point!("watermark");
         settled = Some(ledger.settle(job, value, run, Some(fence), clock.wall()));
     });

@@ -94,7 +94,7 @@ impl<'a> Reader<'a> {
     /// this configuration uses.
     fn renew_wait(&self, ttl: Duration) -> Duration {
         if self.pg {
-            crate::store::deadline_for(ttl)
+            baton_pg::deadline_for(ttl)
         } else {
             baton_runner::mutex_wait_for(ttl)
         }

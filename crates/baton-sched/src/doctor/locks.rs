@@ -49,7 +49,7 @@ pub(super) fn check(c: &Config, store: &dyn Store, unread: &BTreeSet<String>) ->
         }];
     }
     let config = c.path.display();
-    let pg = c.store.is_some();
+    let pg = store.shared();
     // `baton lock` works on lock files; a store's lease frees itself once
     // its holder is judged dead or stops renewing.
     let stop = |name: &str, what: &str| {
@@ -64,8 +64,8 @@ pub(super) fn check(c: &Config, store: &dyn Store, unread: &BTreeSet<String>) ->
     let mut found = Vec::new();
     let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
     for (name, job) in &by_lock {
-        let label = store.lock_label(job);
-        match store.inspect(job) {
+        let label = store.lock_label(&job.lock_ref());
+        match store.inspect(&job.lock_ref()) {
             Err(e) => found.push(Finding::fail(
                 CHECK,
                 format!("lock {name} ({label}) cannot be read: {e}"),
@@ -121,11 +121,7 @@ pub(super) fn check(c: &Config, store: &dyn Store, unread: &BTreeSet<String>) ->
     if found.is_empty() {
         let n = by_lock.len();
         let tally: Vec<String> = counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
-        let kind = if c.store.is_some() {
-            "lease rows"
-        } else {
-            "lock files"
-        };
+        let kind = store.locks_are();
         let message = format!(
             "{n} {}, {kind}, all readable ({})",
             if n == 1 { "lock" } else { "locks" },

@@ -78,7 +78,7 @@ pub fn examine(path: &Path, over: &Overrides, host: &Host, clock: &dyn Clock) ->
             }) => found.extend(store::postgres(target, link, f)),
             Err(why) => found.push(Finding::fail(
                 "store",
-                why.clone(),
+                why.to_string(),
                 "correct [store] url or password_file; `baton store status` says the same",
             )),
         }

@@ -24,7 +24,7 @@ pub(super) fn check(c: &Config) -> Vec<Finding> {
     let dir = &c.settings.state_dir.value;
     let from = c.settings.state_dir.provenance();
     let mut found = vec![directory(dir, &from)];
-    found.push(on_filesystem(dir, c.store.is_some()));
+    found.push(on_filesystem(dir, crate::store::shared(c)));
     found
 }
 

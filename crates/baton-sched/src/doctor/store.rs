@@ -21,7 +21,7 @@ const CLOCK_FAIL: SignedDuration = SignedDuration::from_secs(FUTURE_CLAIM_TOLERA
 pub(super) fn postgres(
     target: &str,
     link: &Link,
-    found: &Result<Examined, String>,
+    found: &Result<Examined, crate::store::Error>,
 ) -> Vec<Finding> {
     let mut out = vec![tls(target, link)];
     let e = match found {

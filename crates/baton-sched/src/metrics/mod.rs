@@ -144,7 +144,7 @@ pub fn read(config: &Config, clock: &dyn Clock, format: Format) -> Result<String
     // Every lock judged over one store connection; one that cannot be read
     // says nothing is known to run.
     let verdicts = match crate::store::open(config) {
-        Ok(s) => s.inspect_all(&jobs),
+        Ok(s) => s.inspect_all(&jobs.iter().map(|j| j.lock_ref()).collect::<Vec<_>>()),
         Err(_) => vec![None; jobs.len()],
     };
     let mut figures = Vec::with_capacity(jobs.len());

@@ -31,7 +31,7 @@ pub enum Examination {
         /// How a connection is made, as configured.
         link: baton_pg::examine::Link,
         /// What one connection read, or why none could be made.
-        found: Result<baton_pg::examine::Examined, String>,
+        found: Result<baton_pg::examine::Examined, super::Error>,
     },
 }
 
@@ -41,7 +41,7 @@ pub enum Examination {
 ///
 /// When `[store]` cannot be used at all (its URL or password): the message
 /// names the setting.
-pub fn examine(config: &Config, clock: &dyn Clock) -> Result<Examination, String> {
+pub fn examine(config: &Config, clock: &dyn Clock) -> Result<Examination, super::Unusable> {
     match &config.store {
         None => {
             let state_dir = config.settings.state_dir.value.clone();
@@ -55,7 +55,7 @@ pub fn examine(config: &Config, clock: &dyn Clock) -> Result<Examination, String
             Ok(Examination::Files { state_dir, ledger })
         }
         Some(s) => {
-            let pg = super::pg::from_settings(s)?;
+            let pg = super::postgres(s)?;
             let (target, link) = pg.link();
             let found = pg.examine(clock);
             Ok(Examination::Postgres {

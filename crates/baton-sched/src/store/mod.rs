@@ -1,179 +1,69 @@
-//! Where the scheduler keeps what it shares between processes and hosts:
-//! the leases and occurrence claims, and the ledger (runs, decisions, missed
-//! ranges, the queue, alerts, pauses, watermarks, tallies).
+//! Which store the configuration names, and the clock it decides by.
 //!
-//! [`Store`] is the one trait the rest of the scheduler talks to; it has two
-//! implementations. [`Files`] is the embedded default: lock files in
-//! `STATE_DIR/locks/` and the SQLite ledger `STATE_DIR/baton.db`, nothing to
-//! install or start. [`Postgres`] (`[store] url`, or `BATON_STORE_URL`)
-//! keeps both in PostgreSQL, so schedulers on several hosts share them.
-//! [`open`] chooses from the configuration, and refuses rather than fall
-//! back to files when the configured store cannot be used: two hosts that
-//! silently used local locks would run a job twice. Nothing else in the
-//! scheduler may name either implementation, open a ledger or take a lease
-//! by itself. [`examine`] is an operator's look at either that changes
-//! nothing (`baton doctor`).
+//! The store itself is `baton_store::Store`: the scheduler asks it what it
+//! must know ([`Store::shared`], [`Store::renew_wait`]) and never which
+//! store it is. [`open`] chooses from the configuration (`[store] url`, or
+//! `BATON_STORE_URL`, for PostgreSQL; else files in the state directory),
+//! and refuses rather than fall back to files when the configured store
+//! cannot be used: two hosts that silently used local locks would run a job
+//! twice. Nothing else in the scheduler may name an implementation, open a
+//! ledger or take a lease by itself. [`examine`] is an operator's look at
+//! either that changes nothing (`baton doctor`).
 
 pub mod examine;
-mod files;
-mod pg;
-mod taken;
 
-pub use files::{Files, lock_file};
-pub use pg::{Postgres, deadline_for};
-pub use taken::{Guard, Refused, Taken};
+pub use baton_store::Store;
+pub use baton_store::store::{Error, Guard, LockRef, Refused, Taken, Vouch};
 
-use baton_lease::{Claim, Verdict};
 use baton_store::ledger::{Error as LedgerError, Records};
 use jiff::Timestamp;
 
-use crate::config::{Config, Job};
+use crate::config::{Config, Job, StoreSettings};
 
-/// Whether a token holds a job's lease, for a command the run's steps call
-/// (`baton watermark settle`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Vouch {
-    /// The lease is held with that token, with this fence and run id; the
-    /// action ran.
-    Holder {
-        /// The lease's fence.
-        fence: u64,
-        /// The run the lease names.
-        run: Option<String>,
-    },
-    /// It is not, and the action did not run: the text says what stands
-    /// there instead.
-    NotHolder(String),
-    /// Nothing names the lease at all (`where` says where it would be): no
-    /// run holds it, and the action did not run.
-    Missing(String),
+impl Job {
+    /// What the store needs to know of this job's lock.
+    pub fn lock_ref(&self) -> LockRef<'_> {
+        LockRef {
+            job: &self.name,
+            lock: &self.lock.value,
+            ttl: self.policy.ttl.value,
+            takeover_grace: self.policy.takeover_grace.value,
+        }
+    }
 }
 
-/// The scheduler's shared state, in files or in PostgreSQL.
-pub trait Store {
-    /// `files` or `postgres`, for messages and `status`.
-    fn kind(&self) -> &'static str;
-    /// Where it is, for messages and to tell two stores apart: the ledger's
-    /// path, or the server without the password.
-    fn location(&self) -> String;
-    /// Opens the ledger for writing (creating it when it does not exist).
-    ///
-    /// # Errors
-    ///
-    /// When the ledger cannot be opened: the caller says so and goes on
-    /// unrecorded (a run, whose lease still guards it) or fails (a command
-    /// that only reads or edits the ledger).
-    fn records(&self, now: Timestamp) -> Result<Box<dyn Records>, LedgerError>;
-    /// Opens the ledger to read it: `None` when there is none yet (a reader
-    /// never creates one).
-    fn existing_records(&self, now: Timestamp) -> Option<Result<Box<dyn Records>, LedgerError>>;
-    /// Where `job`'s lock is, for messages and alerts: the lock file's path,
-    /// or `lock NAME in HOST:PORT (database …)`.
-    fn lock_label(&self, job: &Job) -> String;
-    /// Tries once to take `job`'s lock for `claim`, claiming its occurrence
-    /// in the same critical section.
-    ///
-    /// # Errors
-    ///
-    /// When the store cannot decide (unreachable, unreadable, refused): the
-    /// run must not start.
-    fn try_acquire(&self, job: &Job, claim: &Claim) -> Result<Taken, String>;
-    /// Judges `job`'s lock without changing it: `None` when it was never
-    /// taken.
-    ///
-    /// # Errors
-    ///
-    /// When the store cannot be read.
-    fn inspect(&self, job: &Job) -> Result<Option<Verdict>, String>;
-    /// What `job`'s guard says: whether the job runs now under a lock
-    /// other than its own (its lock was changed while it ran), or already
-    /// claimed `occurrence` (or a later one) under another lock. Changes
-    /// nothing; asked before a lease is taken, so that the common case
-    /// claims nothing it will not run.
-    ///
-    /// # Errors
-    ///
-    /// When the store or the job's guard cannot be read: the run must not
-    /// start.
-    fn runs_elsewhere(&self, job: &Job, occurrence: Option<i64>) -> Result<Guard, String>;
-    /// Takes `job`'s guard for the lease held on its lock under `fence`,
-    /// claiming `occurrence`: [`Guard::Elsewhere`] when the job's run under
-    /// another lock is in flight, [`Guard::Claimed`] when it claimed that
-    /// occurrence or a later one there (either way nothing changed: the
-    /// lease must be let go unused), else [`Guard::Clear`], and the guard
-    /// names this lock and fence from now on. A job never runs under two
-    /// locks at once, whatever its lock is renamed to (`DESIGN.md`, "A
-    /// job's guard").
-    ///
-    /// # Errors
-    ///
-    /// As [`Store::runs_elsewhere`].
-    fn take_guard(&self, job: &Job, fence: u64, occurrence: Option<i64>) -> Result<Guard, String>;
-    /// The occurrence `job` last claimed under its lock (its claim: every
-    /// scheduled occurrence at or before it may have started), read without
-    /// changing anything: `None` when the job never claimed one there.
-    ///
-    /// # Errors
-    ///
-    /// When the store cannot be read, or the lock's record cannot be read
-    /// (so its claims are unknown).
-    fn claim_of(&self, job: &Job) -> Result<Option<i64>, String> {
-        let verdict = self.inspect(job)?;
-        claim_in(verdict.as_ref(), &job.name)
-            .map_err(|why| format!("{}: its claims cannot be read: {why}", self.lock_label(job)))
-    }
-    /// [`Store::inspect`] of each of `jobs`, in order; a lock that cannot
-    /// be read is `None`. One connection for all of them in PostgreSQL.
-    fn inspect_all(&self, jobs: &[&Job]) -> Vec<Option<Verdict>> {
-        jobs.iter()
-            .map(|j| self.inspect(j).ok().flatten())
-            .collect()
-    }
-    /// Runs `action` (with the lease's fence and run id) if `token` holds
-    /// `job`'s lease now. With files it runs inside the lock file's critical
-    /// section, so the lease cannot move meanwhile; in PostgreSQL it runs
-    /// right after the row was read holding that token.
-    ///
-    /// # Errors
-    ///
-    /// When the store cannot be read; `action` did not run.
-    fn while_held(
-        &self,
-        job: &Job,
-        token: &str,
-        action: &mut dyn FnMut(u64, Option<&str>),
-    ) -> Result<Vouch, String>;
+/// `job`'s lock file in `state_dir` (the embedded store's).
+pub fn lock_file(state_dir: &std::path::Path, job: &Job) -> baton_lease::Lock {
+    baton_ledger::lock_file(state_dir, &job.lock_ref())
 }
 
-/// `key`'s claim in what a judgement of its lock saw: the free marker's or
-/// the holder's (live or not). No record, an empty one or a v2 lease hold
-/// none; a record this build cannot read may hold one, so it is an error.
-fn claim_in(verdict: Option<&Verdict>, key: &str) -> Result<Option<i64>, String> {
-    use baton_lease::Holder;
-    use baton_lease::decide::Foreign;
-    let claims = match verdict {
-        None | Some(Verdict::Absent | Verdict::Writing { .. } | Verdict::Abandoned { .. }) => {
-            return Ok(None);
-        }
-        Some(Verdict::Free(f)) => &f.claims,
-        Some(
-            Verdict::Live { holder, .. }
-            | Verdict::Hung { holder, .. }
-            | Verdict::Orphaned { holder, .. }
-            | Verdict::Dead { holder, .. }
-            | Verdict::Expired { holder, .. },
-        ) => match holder {
-            Holder::V3(h) => &h.claims,
-            Holder::V2(_) => return Ok(None),
-        },
-        Some(Verdict::Refused(Foreign::Version(v))) => {
-            return Err(format!("it holds a record of {v}"));
-        }
-        Some(Verdict::Refused(Foreign::Unreadable(why) | Foreign::NotALock(why))) => {
-            return Err(why.clone());
-        }
-    };
-    Ok(claims.get(key))
+/// Why `[store]` cannot be used: its URL or its password.
+#[derive(Debug, thiserror::Error)]
+#[error("failed to use the store url {url} ({provenance}): {source}")]
+pub struct Unusable {
+    /// The URL, its password masked.
+    url: String,
+    /// Where it was set.
+    provenance: String,
+    /// What is wrong with it.
+    source: baton_pg::Error,
+}
+
+/// The PostgreSQL store `[store]` names, resolved against the environment.
+///
+/// # Errors
+///
+/// When the URL or the password cannot be used: the message names the
+/// setting and its source.
+pub fn postgres(s: &StoreSettings) -> Result<baton_pg::Postgres, Unusable> {
+    let env = |name: &str| std::env::var(name).ok();
+    baton_pg::Target::resolve(s.url.value.secret(), s.password_file.value.as_deref(), &env)
+        .map(baton_pg::Postgres::new)
+        .map_err(|source| Unusable {
+            url: s.url.value.to_string(),
+            provenance: s.url.provenance(),
+            source,
+        })
 }
 
 /// The store `config` names: PostgreSQL with `[store] url`, else files in
@@ -183,16 +73,26 @@ fn claim_in(verdict: Option<&Verdict>, key: &str) -> Result<Option<i64>, String>
 ///
 /// When `[store]` is set but cannot be used (the URL or the password):
 /// nothing falls back to local files.
-pub fn open(config: &Config) -> Result<Box<dyn Store>, String> {
+pub fn open(config: &Config) -> Result<Box<dyn Store>, Unusable> {
     match &config.store {
-        Some(s) => Ok(Box::new(pg::from_settings(s)?)),
-        None => Ok(Box::new(Files::new(
+        Some(s) => Ok(Box::new(postgres(s)?)),
+        None => Ok(Box::new(baton_ledger::Files::new(
             config.settings.state_dir.value.clone(),
         ))),
     }
 }
 
-fn unusable(config: &Config, why: String) -> LedgerError {
+/// Whether `config`'s store is shared by several hosts
+/// ([`Store::shared`]); a `[store]` that cannot be used names a server, so
+/// it counts as shared.
+pub fn shared(config: &Config) -> bool {
+    match open(config) {
+        Ok(s) => s.shared(),
+        Err(_) => true,
+    }
+}
+
+fn unusable(config: &Config, why: Unusable) -> LedgerError {
     LedgerError::store(
         baton_store::ledger::Kind::Failed,
         baton_store::ledger::Unusable {
@@ -201,7 +101,7 @@ fn unusable(config: &Config, why: String) -> LedgerError {
                 .store
                 .as_ref()
                 .map_or_else(|| "the store".into(), |s| s.url.value.to_string()),
-            source: why.into(),
+            source: Box::new(why),
         },
     )
 }
@@ -281,10 +181,10 @@ pub fn decision_clock(
 pub fn clock_for(
     config: &Config,
     local: std::sync::Arc<dyn baton_lease::Clock>,
-) -> Result<std::sync::Arc<dyn baton_lease::Clock>, String> {
-    if config.store.is_none() {
+) -> Result<std::sync::Arc<dyn baton_lease::Clock>, LedgerError> {
+    if !shared(config) {
         return Ok(local);
     }
-    let mut l = records(config, local.wall()).map_err(|e| e.to_string())?;
-    decision_clock(l.as_mut(), local).map_err(|e| e.to_string())
+    let mut l = records(config, local.wall())?;
+    decision_clock(l.as_mut(), local)
 }

@@ -4,11 +4,11 @@
 //! never an error; an error means the store could not decide, and the run
 //! does not start (fail closed).
 
+use crate::Held;
 use baton_lease::decide::Foreign;
 use baton_lease::{Busy, Holder, Outcome, Verdict};
-use baton_store::Held;
 
-use baton_store::words::MissReason;
+use crate::words::MissReason;
 
 /// The result of [`super::Store::try_acquire`].
 #[allow(clippy::large_enum_variant)] // Made once per acquisition; boxing buys nothing.
@@ -25,7 +25,7 @@ pub enum Taken {
     Refused(Refused),
 }
 
-/// What a job's guard said (`Store::runs_elsewhere`, `Store::take_guard`).
+/// What a job's guard said ([`super::Store::runs_elsewhere`], [`super::Store::take_guard`]).
 #[derive(Debug, Clone)]
 #[allow(clippy::large_enum_variant)] // Made once per run; boxing it buys nothing.
 pub enum Guard {

@@ -1,12 +1,13 @@
-//! The PostgreSQL store (`[store] url`): leases, occurrence claims and the
-//! ledger in the `baton` schema, shared by every host. A thin adapter from
-//! the scheduler's [`Store`] to `baton-pg`, which owns every statement.
+//! The PostgreSQL store ([`Postgres`], `[store] url`): leases, occurrence
+//! claims and the ledger in the `baton` schema, shared by every host. A thin
+//! adapter from the scheduler's [`Store`] to this crate's leases and ledger,
+//! which own every statement.
 //!
 //! The scheduler is synchronous and `baton-pg` is asynchronous: each call
 //! here runs on a short-lived thread with a runtime of its own
 //! ([`blocking`]), so it works from any thread, inside the daemon's runtime
-//! or not. The lease a run holds ([`baton_pg::PgHeld`]) and the ledger
-//! ([`baton_pg::PgLedger`]) each keep a connection of their own.
+//! or not. The lease a run holds ([`PgHeld`]) and the ledger
+//! ([`PgLedger`]) each keep a connection of their own.
 //!
 //! Timeouts follow the lease: every call on behalf of a job answers within
 //! [`deadline_for`] its TTL, and the configuration refuses a job whose
@@ -18,12 +19,12 @@
 use std::time::Duration;
 
 use baton_lease::{Claim, Verdict};
-use baton_pg::{Acquire, HolderFacts, Leases, Options, PgHeld, PgLedger, Target};
+use baton_store::Store;
 use baton_store::ledger::{Error as LedgerError, Records};
+use baton_store::store::{Error, Guard, LockRef, Refused, Taken, Vouch};
 use jiff::Timestamp;
 
-use super::{Guard, Refused, Store, Taken};
-use crate::config::Job;
+use crate::{Acquire, HolderFacts, Leases, Options, PgHeld, PgLedger, Target};
 
 /// The longest any call waits for the store on behalf of a job with `ttl`:
 /// a quarter of the TTL, between 250 ms and 6 s. It is the renewal wait of
@@ -51,20 +52,20 @@ fn general() -> Options {
 
 /// Runs `f` to its end on a thread of its own with a current-thread
 /// runtime, and returns what it returned.
-fn blocking<T: Send>(f: impl AsyncFnOnce() -> Result<T, String> + Send) -> Result<T, String> {
+fn blocking<T: Send>(f: impl AsyncFnOnce() -> Result<T, Error> + Send) -> Result<T, Error> {
     std::thread::scope(|s| {
         s.spawn(|| {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
-                .map_err(|e| format!("failed to start a runtime for the store: {e}"))?;
+                .map_err(Error::Runtime)?;
             let out = rt.block_on(f());
             // Never wait for a lookup of the store's host still under way.
             rt.shutdown_background();
             out
         })
         .join()
-        .unwrap_or_else(|_| Err("the store's thread failed".into()))
+        .unwrap_or(Err(Error::Thread("the store's thread failed")))
     })
 }
 
@@ -91,38 +92,42 @@ impl Postgres {
 
     /// Where the store is (host, port, database, user; never the password)
     /// and how a connection to it is made.
-    pub(crate) fn link(&self) -> (String, baton_pg::examine::Link) {
+    pub fn link(&self) -> (String, crate::examine::Link) {
         (self.target.describe(), self.target.link())
     }
 
     /// Connects once and reads the schema's version and the server's clock
-    /// against `clock`, changing nothing (`baton_pg::examine`).
-    pub(crate) fn examine(
+    /// against `clock`, changing nothing ([`crate::examine`]).
+    ///
+    /// # Errors
+    ///
+    /// When no connection could be made or the reads failed.
+    pub fn examine(
         &self,
         clock: &dyn baton_lease::Clock,
-    ) -> Result<baton_pg::examine::Examined, String> {
+    ) -> Result<crate::examine::Examined, Error> {
         let target = self.target.clone();
         blocking(async move || {
-            baton_pg::examine::examine(&target, general(), clock)
+            crate::examine::examine(&target, general(), clock)
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(|e| Error::failed(None, e))
         })
     }
 
-    /// Opens the store's leases for `job` (acquiring and reading take the
+    /// Opens the store's leases for `lock` (acquiring and reading take the
     /// general deadline; only the holder's renewals need the TTL's).
-    fn leases_for(&self, job: &Job) -> impl AsyncFnOnce() -> Result<Leases, String> + Send {
+    fn leases_for(&self, lock: &LockRef<'_>) -> impl AsyncFnOnce() -> Result<Leases, Error> + Send {
         let target = self.target.clone();
         let options = general();
         let policy = baton_lease::Policy {
-            takeover_grace: job.policy.takeover_grace.value,
+            takeover_grace: lock.takeover_grace,
             ..baton_lease::Policy::default()
         };
         async move || {
             Leases::open_target(&target, options)
                 .await
                 .map(|l| l.with_policy(policy))
-                .map_err(|e| e.to_string())
+                .map_err(|e| Error::failed(None, e))
         }
     }
 }
@@ -131,12 +136,12 @@ impl Postgres {
     /// A guard's answer as the store's. (An occurrence claimed through
     /// another lock is refused by the claims table itself, whose key is the
     /// job and the occurrence, when the lease is granted.)
-    fn elsewhere(&self, job: &Job, found: Option<(String, Verdict)>) -> Guard {
+    fn elsewhere(&self, lock: &LockRef<'_>, found: Option<(String, Verdict)>) -> Guard {
         match found {
             None => Guard::Clear,
-            Some((lock, verdict)) => {
-                let label = format!("lock {lock} in {}", self.target.describe());
-                Guard::Elsewhere(Refused::elsewhere(&job.name, &label, &verdict))
+            Some((at, verdict)) => {
+                let label = format!("lock {at} in {}", self.target.describe());
+                Guard::Elsewhere(Refused::elsewhere(lock.job, &label, &verdict))
             }
         }
     }
@@ -147,6 +152,18 @@ impl Store for Postgres {
         "postgres"
     }
 
+    fn shared(&self) -> bool {
+        true
+    }
+
+    fn renew_wait(&self, ttl: Duration) -> Duration {
+        deadline_for(ttl)
+    }
+
+    fn locks_are(&self) -> &'static str {
+        "lease rows"
+    }
+
     fn location(&self) -> String {
         self.target.describe()
     }
@@ -155,7 +172,7 @@ impl Store for Postgres {
         match PgLedger::open(&self.target, general()) {
             Ok(l) => Ok(Box::new(l)),
             Err(e) => {
-                let kind = if matches!(e, baton_pg::Error::SchemaTooNew { .. }) {
+                let kind = if matches!(e, crate::Error::SchemaTooNew { .. }) {
                     baton_store::ledger::Kind::NewerSchema
                 } else {
                     baton_store::ledger::Kind::Failed
@@ -176,25 +193,25 @@ impl Store for Postgres {
         Some(self.records(now))
     }
 
-    fn lock_label(&self, job: &Job) -> String {
-        format!("lock {} in {}", job.lock.value, self.target.describe())
+    fn lock_label(&self, lock: &LockRef<'_>) -> String {
+        format!("lock {} in {}", lock.lock, self.target.describe())
     }
 
-    fn try_acquire(&self, job: &Job, claim: &Claim) -> Result<Taken, String> {
-        let open = self.leases_for(job);
-        let name = job.lock.value.clone();
-        let ttl = job.policy.ttl.value;
+    fn try_acquire(&self, lock: &LockRef<'_>, claim: &Claim) -> Result<Taken, Error> {
+        let open = self.leases_for(lock);
+        let name = lock.lock.to_owned();
+        let ttl = lock.ttl;
         let mut facts = HolderFacts::here();
         facts.run.clone_from(&claim.run);
-        facts.grace = Some(job.policy.takeover_grace.value);
+        facts.grace = Some(lock.takeover_grace);
         let once = claim.once.clone();
-        let describe = self.lock_label(job);
+        let describe = self.lock_label(lock);
         let got = blocking(async move || {
             let leases = open().await?;
             let got = leases
                 .acquire(&name, &facts, ttl, once.as_ref())
                 .await
-                .map_err(|e| format!("{describe}: {e}"))?;
+                .map_err(|e| Error::failed(Some(describe.clone()), e))?;
             match got {
                 Acquire::Acquired(lease) => {
                     let held =
@@ -203,7 +220,7 @@ impl Store for Postgres {
                         Ok(held) => Ok(Got::Held(held)),
                         Err(e) => {
                             let _ = leases.release(&lease).await;
-                            Err(format!("{describe}: {e}"))
+                            Err(Error::failed(Some(describe), e))
                         }
                     }
                 }
@@ -218,52 +235,60 @@ impl Store for Postgres {
         })
     }
 
-    fn runs_elsewhere(&self, job: &Job, _occurrence: Option<i64>) -> Result<Guard, String> {
-        let open = self.leases_for(job);
-        let (name, lock) = (job.name.clone(), job.lock.value.clone());
+    fn runs_elsewhere(&self, lock: &LockRef<'_>, _occurrence: Option<i64>) -> Result<Guard, Error> {
+        let open = self.leases_for(lock);
+        let (name, at) = (lock.job.to_owned(), lock.lock.to_owned());
         let found = blocking(async move || {
             let leases = open().await?;
             leases
-                .guard_of(&name, &lock)
+                .guard_of(&name, &at)
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(|e| Error::failed(None, e))
         })?;
-        Ok(self.elsewhere(job, found))
+        Ok(self.elsewhere(lock, found))
     }
 
-    fn take_guard(&self, job: &Job, fence: u64, _occurrence: Option<i64>) -> Result<Guard, String> {
-        let open = self.leases_for(job);
-        let (name, lock) = (job.name.clone(), job.lock.value.clone());
+    fn take_guard(
+        &self,
+        lock: &LockRef<'_>,
+        fence: u64,
+        _occurrence: Option<i64>,
+    ) -> Result<Guard, Error> {
+        let open = self.leases_for(lock);
+        let (name, at) = (lock.job.to_owned(), lock.lock.to_owned());
         let found = blocking(async move || {
             let leases = open().await?;
             leases
-                .take_guard(&name, &lock, fence)
+                .take_guard(&name, &at, fence)
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(|e| Error::failed(None, e))
         })?;
-        Ok(self.elsewhere(job, found))
+        Ok(self.elsewhere(lock, found))
     }
 
-    fn inspect(&self, job: &Job) -> Result<Option<Verdict>, String> {
-        let open = self.leases_for(job);
-        let name = job.lock.value.clone();
+    fn inspect(&self, lock: &LockRef<'_>) -> Result<Option<Verdict>, Error> {
+        let open = self.leases_for(lock);
+        let name = lock.lock.to_owned();
         blocking(async move || {
             let leases = open().await?;
-            leases.inspect(&name).await.map_err(|e| e.to_string())
+            leases
+                .inspect(&name)
+                .await
+                .map_err(|e| Error::failed(None, e))
         })
     }
 
-    fn inspect_all(&self, jobs: &[&Job]) -> Vec<Option<Verdict>> {
+    fn inspect_all(&self, locks: &[LockRef<'_>]) -> Vec<Option<Verdict>> {
         let target = self.target.clone();
-        let asks: Vec<(String, Duration)> = jobs
+        let asks: Vec<(String, Duration)> = locks
             .iter()
-            .map(|j| (j.lock.value.clone(), j.policy.takeover_grace.value))
+            .map(|l| (l.lock.to_owned(), l.takeover_grace))
             .collect();
         let n = asks.len();
         blocking(async move || {
             let mut leases = Leases::open_target(&target, general())
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| Error::failed(None, e))?;
             let mut out = Vec::with_capacity(asks.len());
             for (name, grace) in asks {
                 leases = leases.with_policy(baton_lease::Policy {
@@ -279,44 +304,28 @@ impl Store for Postgres {
 
     fn while_held(
         &self,
-        job: &Job,
+        lock: &LockRef<'_>,
         token: &str,
         action: &mut dyn FnMut(u64, Option<&str>),
-    ) -> Result<super::Vouch, String> {
-        let open = self.leases_for(job);
-        let name = job.lock.value.clone();
+    ) -> Result<Vouch, Error> {
+        let open = self.leases_for(lock);
+        let name = lock.lock.to_owned();
         let token = token.to_owned();
         let held = blocking(async move || {
             let leases = open().await?;
-            leases.vouch(&name, &token).await.map_err(|e| e.to_string())
+            leases
+                .vouch(&name, &token)
+                .await
+                .map_err(|e| Error::failed(None, e))
         })?;
         Ok(match held {
             Some((fence, run)) => {
                 action(fence, run.as_deref());
-                super::Vouch::Holder { fence, run }
+                Vouch::Holder { fence, run }
             }
-            None => super::Vouch::NotHolder(
-                "it is free or held by another run, not with this token".into(),
-            ),
+            None => {
+                Vouch::NotHolder("it is free or held by another run, not with this token".into())
+            }
         })
     }
-}
-
-/// The store `[store]` names, resolved against the environment.
-///
-/// # Errors
-///
-/// When the URL or the password cannot be used: the message names the
-/// setting and its source.
-pub fn from_settings(s: &crate::config::StoreSettings) -> Result<Postgres, String> {
-    let env = |name: &str| std::env::var(name).ok();
-    Target::resolve(s.url.value.secret(), s.password_file.value.as_deref(), &env)
-        .map(Postgres::new)
-        .map_err(|e| {
-            format!(
-                "failed to use the store url {} ({}): {e}",
-                s.url.value,
-                s.url.provenance()
-            )
-        })
 }
