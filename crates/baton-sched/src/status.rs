@@ -261,11 +261,22 @@ pub fn read(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
         Ok(s) => s.inspect_all(&shown.iter().map(|j| j.lock_ref()).collect::<Vec<_>>()),
         Err(_) => vec![None; shown.len()],
     };
-    let jobs: Vec<JobStatus> = shown
-        .into_iter()
-        .zip(verdicts)
-        .map(|(j, v)| job_status(config, j, ledger.as_deref_mut(), v, &logs, now))
-        .collect();
+    let mut error = error;
+    let mut jobs = Vec::with_capacity(shown.len());
+    for (j, v) in shown.into_iter().zip(verdicts) {
+        let recorded = match ledger.as_deref_mut().map(|l| Recorded::read(l, j, now)) {
+            None => Recorded::default(),
+            Some(Ok(r)) => r,
+            // A ledger that fails part-way is said, and no job is shown
+            // from a half-read one: what it would show is not known.
+            Some(Err(e)) => {
+                error = Some(e.to_string());
+                ledger = None;
+                Recorded::default()
+            }
+        };
+        jobs.push(job_status(config, j, recorded, v, &logs, now));
+    }
     let healthy = error.is_none() && jobs.iter().all(|j| j.state.healthy());
     Status {
         config: config.path.display().to_string(),
@@ -282,42 +293,100 @@ pub fn read(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
     }
 }
 
+/// What the ledger holds of one job, read together: one read that fails
+/// fails them all, so that no surface shows a default as if it were
+/// recorded. Without a ledger (none yet, or one that cannot be read), all
+/// is empty.
+#[derive(Default)]
+struct Recorded {
+    state: Option<baton_store::ledger::JobState>,
+    last: Option<baton_store::ledger::RunRow>,
+    steps: Vec<baton_store::ledger::StepState>,
+    missed: MissedStatus,
+    pause: Option<baton_store::ledger::PauseRow>,
+    queued: Vec<QueuedStatus>,
+    watermark: Option<WatermarkStatus>,
+    alerts: Vec<baton_store::ledger::AlertRow>,
+    in_flight: Option<String>,
+    /// What became of `job`'s latest due occurrence, by when it was due.
+    fates: std::collections::BTreeMap<i64, Fate>,
+}
+
+impl Recorded {
+    fn read(
+        l: &mut dyn baton_store::ledger::Records,
+        job: &Job,
+        now: Timestamp,
+    ) -> Result<Self, baton_store::ledger::Error> {
+        let name = &job.name;
+        let mut missed = MissedStatus::default();
+        for (reason, count, at_least) in l.missed_counts(name)? {
+            missed.total += count;
+            missed.at_least |= at_least;
+            missed.by_reason.insert(reason.to_string(), count);
+        }
+        let state = l.job(name)?;
+        let mut fates = std::collections::BTreeMap::new();
+        let seen = crate::overdue::first_sighting(
+            state.as_ref().map(|s| s.first_seen),
+            defined_at(job),
+            now,
+        );
+        if let Some(at) = crate::overdue::latest_due(job, now, seen) {
+            fates.insert(
+                at.as_second(),
+                fate(l, name, state.as_ref(), at.as_second())?,
+            );
+        }
+        Ok(Recorded {
+            last: l.last_run(name)?,
+            steps: l.steps(name)?,
+            missed,
+            pause: l.pauses(name, 1)?.into_iter().find(|p| p.active(now)),
+            queued: l
+                .queued(name)?
+                .into_iter()
+                .map(|d| QueuedStatus {
+                    occurrence: crate::run::occurrence_text(Some(d.occurrence)),
+                    coalesced: d.coalesced,
+                })
+                .collect(),
+            watermark: l.watermark(name)?.map(|w| WatermarkStatus {
+                value: w.value,
+                settled: stamp(w.settled),
+                run_id: w.run_id,
+                fence: w.fence,
+            }),
+            alerts: l.recent_alerts(Some(name), 5)?,
+            in_flight: l.running(name)?.map(|r| r.run_id),
+            state,
+            fates,
+        })
+    }
+}
+
 fn job_status(
     config: &Config,
     job: &Job,
-    mut ledger: Option<&mut (dyn baton_store::ledger::Records + 'static)>,
+    recorded: Recorded,
     verdict: Option<baton_lease::Verdict>,
     logs: &crate::logs::Logs,
     now: Timestamp,
 ) -> JobStatus {
     let tz = &job.timezone.value.tz;
     let schedule = &job.when.value.schedule;
-    let state = ledger
-        .as_deref_mut()
-        .and_then(|l| l.job(&job.name).ok().flatten());
-    let last = ledger
-        .as_deref_mut()
-        .and_then(|l| l.last_run(&job.name).ok().flatten());
-    let steps = ledger
-        .as_deref_mut()
-        .and_then(|l| l.steps(&job.name).ok())
-        .unwrap_or_default();
-    let mut missed = MissedStatus::default();
-    for (reason, count, at_least) in ledger
-        .as_deref_mut()
-        .and_then(|l| l.missed_counts(&job.name).ok())
-        .unwrap_or_default()
-    {
-        missed.total += count;
-        missed.at_least |= at_least;
-        missed.by_reason.insert(reason.to_string(), count);
-    }
-    let pause = ledger
-        .as_deref_mut()
-        .and_then(|l| l.pauses(&job.name, 1).ok())
-        .unwrap_or_default()
-        .into_iter()
-        .find(|p| p.active(now));
+    let Recorded {
+        state,
+        last,
+        steps,
+        missed,
+        pause,
+        queued,
+        watermark,
+        alerts,
+        in_flight,
+        fates,
+    } = recorded;
     let pause_ends = pause.as_ref().map(|p| p.until);
     let paused = pause.map(|p| PauseStatus {
         since: stamp(p.since),
@@ -325,33 +394,6 @@ fn job_status(
         reason: p.reason,
         by: p.who,
     });
-    let queued = ledger
-        .as_deref_mut()
-        .and_then(|l| l.queued(&job.name).ok())
-        .unwrap_or_default()
-        .into_iter()
-        .map(|d| QueuedStatus {
-            occurrence: crate::run::occurrence_text(Some(d.occurrence)),
-            coalesced: d.coalesced,
-        })
-        .collect();
-    let watermark = ledger
-        .as_deref_mut()
-        .and_then(|l| l.watermark(&job.name).ok().flatten())
-        .map(|w| WatermarkStatus {
-            value: w.value,
-            settled: stamp(w.settled),
-            run_id: w.run_id,
-            fence: w.fence,
-        });
-    let alerts = ledger
-        .as_deref_mut()
-        .and_then(|l| l.recent_alerts(Some(&job.name), 5).ok())
-        .unwrap_or_default();
-    let in_flight = ledger
-        .as_deref_mut()
-        .and_then(|l| l.running(&job.name).ok().flatten())
-        .map(|r| r.run_id);
     let enabled = job.enabled.value && config.enabled();
     let shared = config
         .jobs
@@ -366,7 +408,7 @@ fn job_status(
         state.as_ref().and_then(|s| s.last_started),
         !enabled || paused.is_some(),
         matches!(verdict, Some(baton_lease::Verdict::Live { .. })),
-        |at| fate(ledger, &job.name, state.as_ref(), at),
+        |at| fates.get(&at).cloned().unwrap_or(Fate::Unknown),
     );
     // The newest run's verdict as it is now: one without a recorded end is
     // `abandoned` once nothing of it can still run.
@@ -506,32 +548,24 @@ fn defined_at(job: &Job) -> Option<Timestamp> {
 }
 
 fn fate(
-    ledger: Option<&mut (dyn baton_store::ledger::Records + 'static)>,
+    ledger: &mut dyn baton_store::ledger::Records,
     job: &str,
     state: Option<&baton_store::ledger::JobState>,
     at: i64,
-) -> Fate {
-    let Some(ledger) = ledger else {
-        return Fate::Unknown;
-    };
-    match ledger.decision(job, at) {
-        Ok(Some(_)) => return Fate::Served,
-        Ok(None) => {}
-        Err(_) => return Fate::Unknown,
+) -> Result<Fate, baton_store::ledger::Error> {
+    if ledger.decision(job, at)?.is_some() {
+        return Ok(Fate::Served);
     }
     // The newest ranges: the latest due occurrence, when missed, is in one
     // of them.
-    let missed = match ledger.missed(job, 16) {
-        Ok(rows) => rows,
-        Err(_) => return Fate::Unknown,
-    };
+    let missed = ledger.missed(job, 16)?;
     if let Some(m) = missed.into_iter().find(|m| m.first <= at && at <= m.last) {
-        return Fate::Missed(m.reason);
+        return Ok(Fate::Missed(m.reason));
     }
-    match state.and_then(|s| s.last_decided) {
+    Ok(match state.and_then(|s| s.last_decided) {
         Some(mark) if mark >= at => Fate::Unknown,
         _ => Fate::Undecided,
-    }
+    })
 }
 
 /// A duration ago or ahead, for people: `5h ago`, `in 18h`.
