@@ -70,6 +70,17 @@ pub enum Guarded {
     },
 }
 
+/// Why a guard file's text is not a guard.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+enum Unparsed {
+    #[error("it is not text")]
+    NotText,
+    #[error("{0:?} is no field of a guard")]
+    Field(String),
+    #[error("{0:?} is not `guard=1 lock=NAME fence=N [claim=SECS]`")]
+    Line(String),
+}
+
 /// What a guard file names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Named {
@@ -88,8 +99,8 @@ impl Named {
     }
 
     /// `None` for an empty file (just created, nothing named yet).
-    fn parse(bytes: &[u8]) -> Result<Option<Self>, String> {
-        let text = std::str::from_utf8(bytes).map_err(|_| "it is not text".to_owned())?;
+    fn parse(bytes: &[u8]) -> Result<Option<Self>, Unparsed> {
+        let text = std::str::from_utf8(bytes).map_err(|_| Unparsed::NotText)?;
         let line = text.lines().next().unwrap_or("").trim();
         if line.is_empty() {
             return Ok(None);
@@ -101,7 +112,7 @@ impl Named {
                 Some(("lock", v)) => lock = Some(v),
                 Some(("fence", v)) => fence = v.parse::<u64>().ok().filter(|&f| f > 0),
                 Some(("claim", v)) => claim = v.parse::<i64>().map(Some),
-                _ => return Err(format!("{word:?} is no field of a guard")),
+                _ => return Err(Unparsed::Field(word.to_owned())),
             }
         }
         match (version, lock, fence, claim) {
@@ -112,9 +123,7 @@ impl Named {
                     claim,
                 }))
             }
-            _ => Err(format!(
-                "{line:?} is not `guard=1 lock=NAME fence=N [claim=SECS]`"
-            )),
+            _ => Err(Unparsed::Line(line.to_owned())),
         }
     }
 }
@@ -236,7 +245,7 @@ impl Lock {
             }
             let bytes = file::read_head(&f, meta.len, MAX_GUARD_BYTES)
                 .map_err(|e| Error::io("read", guard, e))?;
-            let named = Named::parse(&bytes).map_err(unreadable)?;
+            let named = Named::parse(&bytes).map_err(|e| unreadable(e.to_string()))?;
             return Ok(Some((f, meta.len, named)));
         }
         Ok(None)
