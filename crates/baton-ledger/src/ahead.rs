@@ -26,7 +26,8 @@ use baton_store::ledger::{Mode, Withdrawn};
 
 use crate::error::Error;
 use crate::ledger::Ledger;
-use crate::{missed, rows, tallies};
+use crate::rows::{self, MISSED_COLUMNS};
+use crate::statements::MISSED;
 
 /// Takes back what a clock ahead decided about `job`, when the job's
 /// last decided occurrence is more than `tolerance` seconds after `now`,
@@ -155,10 +156,19 @@ fn withdraw(
     let Some(was) = was.filter(|&w| w > trigger) else {
         return Ok(None);
     };
-    let ranges = missed::decided_after(tx, job, now_us)?;
+    let ranges = tx
+        .prepare_cached(&format!(
+            "SELECT {MISSED_COLUMNS} FROM missed WHERE job = ?1 AND decided > ?2 ORDER BY first"
+        ))?
+        .query_map(params![job, now_us], rows::missed)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    // The tallies take back what the ranges counted, never below zero.
+    let mut unmiss = tx.prepare_cached(
+        "UPDATE tallies SET count = MAX(0, count - ?4) WHERE job = ?1 AND kind = ?2 AND word = ?3",
+    )?;
     for r in &ranges {
         let count = i64::try_from(r.count).unwrap_or(i64::MAX);
-        tallies::unmissed(tx, job, r.reason, count)?;
+        unmiss.execute(params![job, MISSED, r.reason.as_str(), count])?;
     }
     tx.prepare_cached("DELETE FROM missed WHERE job = ?1 AND decided > ?2")?
         .execute(params![job, now_us])?;

@@ -248,27 +248,17 @@
 //! decisions so that each is made once.
 
 mod ahead;
-mod alerts;
 mod backup;
 mod db;
-mod decisions;
 mod error;
 mod examine;
 mod file;
-mod jobs;
 mod ledger;
-mod missed;
-mod pauses;
-mod queue;
 mod recover;
 mod rows;
-mod runs;
 mod schema;
 mod statements;
-mod steps;
 mod store;
-mod tallies;
-mod watermarks;
 
 pub use error::Error;
 pub use examine::Examined;

@@ -1,17 +1,43 @@
-//! The ledger's single statements in SQLite ([`Sql`]): each one is the
-//! function of the module named after its table, run on the transaction
-//! [`crate::Ledger`] holds open. They never wait on anything but SQLite, so
-//! their futures are ready at once.
+//! The ledger's single statements in SQLite ([`Sql`]), table by table, run
+//! on the transaction [`crate::Ledger`] holds open; what a row reads into is
+//! `rows`'. They never wait on anything but SQLite, so their futures are
+//! ready at once, and they never decide: the transactions in `baton-store`
+//! do, from what these return.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
 
 use baton_store::ledger::{
-    AlertRow, Attempt, DecisionRow, Finished, JobState, JobTallies, Miss, MissedRow, NewAlert,
-    NewDecision, NewRun, PauseRow, RunRow, Statements, StepState, WatermarkRow,
+    AlertRow, Attempt, AttemptRow, BOUNDS_US, DecisionRow, Effect, Finished, JobState, JobTallies,
+    Miss, MissedRow, NewAlert, NewDecision, NewRun, PauseRow, RunRow, Statements, StepState,
+    WatermarkRow, bucket,
 };
-use baton_store::words::{MissReason, SkipReason};
+use baton_store::words::{MissReason, RunVerdict, SkipReason};
 use jiff::Timestamp;
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::{alerts, decisions, jobs, missed, pauses, queue, runs, steps, tallies, watermarks};
+use crate::rows::{
+    self, ALERT_COLUMNS, DECISION_COLUMNS, JOB_COLUMNS, MISSED_COLUMNS, PAUSE_COLUMNS, RUN_COLUMNS,
+    WATERMARK_COLUMNS,
+};
+
+/// How many missed ranges pruning keeps per job.
+const MISSED_KEEP: u32 = 1_000;
+/// How many pauses pruning keeps per job, besides any not over.
+const PAUSE_KEEP: u32 = 100;
+/// How many values pruning keeps per job.
+const WATERMARK_KEEP: u32 = 100;
+
+/// Whether the pause of the row is in force at `?2`: [`PauseRow::covers`]
+/// in SQL.
+const IN_FORCE: &str =
+    "since <= ?2 AND (until IS NULL OR ?2 < until) AND (ended IS NULL OR ?2 < ended)";
+
+/// The kinds of counts in the `tallies` table.
+const VERDICT: &str = "verdict";
+pub(crate) const MISSED: &str = "missed";
+const SKIPPED: &str = "skipped";
+const LEASE_LOST: &str = "lease-lost";
 
 /// The statements of one SQLite transaction.
 pub struct Sql<'t> {
@@ -23,91 +49,493 @@ type R<T> = rusqlite::Result<T>;
 impl Statements for Sql<'_> {
     type Error = rusqlite::Error;
 
-    async fn see_jobs(&mut self, names: &[&str], now: Timestamp) -> R<()> {
-        jobs::see(self.conn, names, now)
+    // The `jobs` table: one row per job, with the high-water marks the
+    // scheduler reads before it decides (the last occurrence decided and
+    // started) and the counters status shows.
+    //
+    // Every change is one SQL statement that computes the new value from the
+    // row as it is inside the write transaction (`MAX`, `+ 1`), never a value
+    // read earlier into Rust, so writers in other processes never undo each
+    // other. `MAX(COALESCE(a, b), COALESCE(b, a))` is the larger of two values
+    // either of which may be NULL (SQLite's `MAX` is NULL when any argument is).
+
+    async fn see_jobs(&mut self, jobs: &[&str], now: Timestamp) -> R<()> {
+        let mut stmt = self.conn.prepare_cached(
+            "INSERT INTO jobs (job, first_seen) VALUES (?1, ?2) ON CONFLICT (job) DO NOTHING",
+        )?;
+        for job in jobs {
+            stmt.execute(params![job, rows::micros(now)])?;
+        }
+        Ok(())
     }
+    /// Marks a run as begun: the job's newest attempt (and its run id) when it
+    /// is the newest, and for a scheduled run the occurrence as decided and
+    /// started.
     async fn job_begun(&mut self, run: &NewRun) -> R<()> {
-        jobs::begun(self.conn, run)
+        self.conn
+            .prepare_cached(
+                "INSERT INTO jobs
+                   (job, first_seen, last_decided, last_started, last_attempt, last_run_id)
+                 VALUES (?1, ?2, ?3, ?3, ?2, ?4)
+                 ON CONFLICT (job) DO UPDATE SET
+                   last_run_id = CASE WHEN last_attempt IS NULL OR ?2 >= last_attempt
+                                      THEN ?4 ELSE last_run_id END,
+                   last_attempt = MAX(COALESCE(last_attempt, ?2), ?2),
+                   last_decided = MAX(COALESCE(last_decided, ?3), COALESCE(?3, last_decided)),
+                   last_started = MAX(COALESCE(last_started, ?3), COALESCE(?3, last_started))",
+            )?
+            .execute(params![
+                run.job,
+                rows::micros(run.started),
+                run.occurrence,
+                run.run_id
+            ])?;
+        Ok(())
     }
+    /// Counts a finished run: its time as the last success or failure, and the
+    /// failure count reset or incremented; a run that is neither
+    /// ([`Effect::Neutral`]: `interrupted`) moves nothing.
     async fn job_finished(&mut self, f: &Finished) -> R<()> {
-        jobs::finished(self.conn, f)
+        let effect = Effect::of_run(f.verdict, f.success);
+        self.conn
+            .prepare_cached(
+                "INSERT INTO jobs
+                   (job, first_seen, last_success, last_failure, consecutive_failures)
+                 VALUES (?1, ?2, CASE WHEN ?3 THEN ?2 END, CASE WHEN ?4 THEN ?2 END,
+                         CASE WHEN ?4 THEN 1 ELSE 0 END)
+                 ON CONFLICT (job) DO UPDATE SET
+                   last_success = CASE WHEN ?3 THEN MAX(COALESCE(last_success, ?2), ?2)
+                                       ELSE last_success END,
+                   last_failure = CASE WHEN ?4 THEN MAX(COALESCE(last_failure, ?2), ?2)
+                                       ELSE last_failure END,
+                   consecutive_failures = CASE WHEN ?3 THEN 0
+                                               WHEN ?4 THEN consecutive_failures + 1
+                                               ELSE consecutive_failures END",
+            )?
+            .execute(params![
+                f.job,
+                rows::micros(f.finished),
+                effect.success(),
+                effect.failure()
+            ])?;
+        Ok(())
     }
+    /// Whether the job's last decided occurrence is at or after `occurrence`:
+    /// it was decided already, by another process or an earlier call. Read
+    /// inside the write transaction that then decides, so the answer holds
+    /// until that transaction commits.
     async fn decided_through(&mut self, job: &str, occurrence: i64) -> R<bool> {
-        jobs::decided_through(self.conn, job, occurrence)
+        let moved = self
+            .conn
+            .prepare_cached("SELECT last_decided >= ?2 FROM jobs WHERE job = ?1")?
+            .query_row(params![job, occurrence], |r| r.get::<_, Option<bool>>(0))
+            .optional()?;
+        Ok(moved.flatten().unwrap_or(false))
     }
     async fn decided(&mut self, job: &str, occurrence: i64, now: Timestamp) -> R<()> {
-        jobs::decided(self.conn, job, occurrence, now)
+        self.conn
+            .prepare_cached(
+                "INSERT INTO jobs (job, first_seen, last_decided) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (job) DO UPDATE SET
+                   last_decided = MAX(COALESCE(last_decided, ?3), ?3)",
+            )?
+            .execute(params![job, rows::micros(now), occurrence])?;
+        Ok(())
     }
     async fn jobs(&mut self) -> R<Vec<JobState>> {
-        jobs::all(self.conn)
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!("SELECT {JOB_COLUMNS} FROM jobs ORDER BY job"))?;
+        stmt.query_map([], rows::job)?.collect()
     }
     async fn job(&mut self, job: &str) -> R<Option<JobState>> {
-        jobs::one(self.conn, job)
+        self.conn
+            .prepare_cached(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE job = ?1"))?
+            .query_row([job], rows::job)
+            .optional()
     }
 
-    async fn insert_decision(&mut self, d: &NewDecision<'_>) -> R<bool> {
-        decisions::insert(self.conn, d)
+    // The `occurrences` table: at most one decision per occurrence of a job
+    // that runs or waits (`started`, `queued`, `coalesced`, `claimed`).
+    //
+    // Its primary key `(job, occurrence)` is what makes "an occurrence is
+    // decided once" hold across processes: a decision is an
+    // `INSERT … ON CONFLICT DO NOTHING`, and the one insert that changed a row
+    // is the one that decided. Every other writer learns that it lost from the
+    // change count, inside the same transaction, without a read before the
+    // write that another process could invalidate. The one decision that may
+    // change is `queued`, into `started`, by an upsert whose update only
+    // matches a queued row: of many processes starting it, one changes it.
+    //
+    // Occurrences that will not run are not here: they are ranges in the
+    // `missed` table. The queue's statements have their own section below.
+
+    /// Records a decision unless the occurrence has one. Returns whether this
+    /// call recorded it.
+    async fn insert_decision(&mut self, e: &NewDecision<'_>) -> R<bool> {
+        let changed = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO occurrences
+                   (job, occurrence, decision, run_id, decided, detail, joined)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 ON CONFLICT (job, occurrence) DO NOTHING",
+            )?
+            .execute(params![
+                e.job,
+                e.occurrence,
+                e.decision.as_str(),
+                None::<&str>,
+                rows::micros(e.decided),
+                e.detail,
+                e.joined
+            ])?;
+        Ok(changed == 1)
     }
+    /// Records the occurrence of a scheduled run as `started` by it: a new row
+    /// when the occurrence has none, or its `queued` row turned into `started`
+    /// (keeping its count of coalesced occurrences). Any other decision is left
+    /// as it is. Returns whether this call started it.
+    ///
+    /// One statement: the update's `WHERE` is evaluated on the row as it is
+    /// under this transaction's write lock, so of many processes starting the
+    /// same queued occurrence, the first changes it and the others find it
+    /// `started` and change nothing.
     async fn start_decision(&mut self, run: &NewRun, occurrence: i64) -> R<bool> {
-        decisions::start(self.conn, run, occurrence)
+        let changed = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO occurrences (job, occurrence, decision, run_id, decided)
+                 VALUES (?1, ?2, 'started', ?3, ?4)
+                 ON CONFLICT (job, occurrence) DO UPDATE SET
+                   decision = 'started',
+                   run_id = excluded.run_id,
+                   decided = excluded.decided
+                 WHERE occurrences.decision = 'queued'",
+            )?
+            .execute(params![
+                run.job,
+                occurrence,
+                run.run_id,
+                rows::micros(run.started)
+            ])?;
+        Ok(changed == 1)
     }
-    async fn claim_queued(&mut self, d: &NewDecision<'_>) -> R<bool> {
-        decisions::claim_queued(self.conn, d)
+    async fn claim_queued(&mut self, e: &NewDecision<'_>) -> R<bool> {
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE occurrences SET decision = ?3, detail = ?4, decided = ?5
+                 WHERE job = ?1 AND occurrence = ?2 AND decision = 'queued'",
+            )?
+            .execute(params![
+                e.job,
+                e.occurrence,
+                e.decision.as_str(),
+                e.detail,
+                rows::micros(e.decided)
+            ])?;
+        Ok(changed == 1)
     }
     async fn decision(&mut self, job: &str, occurrence: i64) -> R<Option<DecisionRow>> {
-        decisions::one(self.conn, job, occurrence)
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {DECISION_COLUMNS} FROM occurrences WHERE job = ?1 AND occurrence = ?2"
+            ))?
+            .query_row(params![job, occurrence], rows::decision)
+            .optional()
     }
+    /// Deletes the job's decisions made before its oldest remaining run
+    /// started, except its newest decision, which always stays (it is the
+    /// latest word on the job's schedule), and its `queued` ones, which are
+    /// work still to do however long they have waited.
     async fn prune_decisions(&mut self, job: &str) -> R<()> {
-        decisions::prune(self.conn, job)
+        self.conn
+            .prepare_cached(
+                "DELETE FROM occurrences
+                 WHERE job = ?1
+                   AND decision <> 'queued'
+                   AND decided < (SELECT MIN(started) FROM runs WHERE job = ?1)
+                   AND occurrence < (SELECT MAX(occurrence) FROM occurrences WHERE job = ?1)",
+            )?
+            .execute([job])?;
+        Ok(())
     }
 
+    // The `runs` and `attempts` tables: a job's history, one row per run and
+    // one per attempt of a step or check within it.
+    //
+    // `runs.run_id` is the key callers hold; the index on `(job, started DESC)`
+    // serves every per-job read (history, the last run, the running one) and
+    // the pruning. An attempt belongs to its run (`REFERENCES runs ON DELETE
+    // CASCADE`), so pruning a run takes its attempts along and an attempt can
+    // never outlive its run. `(run_id, seq)` keeps a retried write from
+    // recording one attempt twice.
+
+    /// Inserts a run's row. `fence` is the caller's fence, already checked to
+    /// fit SQLite's integers.
     async fn insert_run(&mut self, run: &NewRun, fence: Option<i64>) -> R<()> {
-        runs::insert(self.conn, run, fence)
+        self.conn
+            .prepare_cached(
+                "INSERT INTO runs (run_id, job, occurrence, manual, fence, host, pid, started)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?
+            .execute(params![
+                run.run_id,
+                run.job,
+                run.occurrence,
+                run.occurrence.is_none(),
+                fence,
+                run.host,
+                run.pid,
+                rows::micros(run.started)
+            ])?;
+        Ok(())
     }
+    /// Whether `run` is recorded already: its id, for its job and occurrence
+    /// (its start, recorded by an earlier call whose answer was lost).
     async fn run_recorded(&mut self, run: &NewRun) -> R<bool> {
-        runs::recorded(self.conn, run)
+        self.conn
+            .prepare_cached(
+                "SELECT 1 FROM runs WHERE run_id = ?1 AND job = ?2 AND occurrence IS ?3",
+            )?
+            .query_row(params![run.run_id, run.job, run.occurrence], |_| Ok(()))
+            .optional()
+            .map(|found| found.is_some())
     }
     async fn run_job(&mut self, run_id: &str) -> R<Option<String>> {
-        runs::job_of(self.conn, run_id)
+        self.conn
+            .prepare_cached("SELECT job FROM runs WHERE run_id = ?1")?
+            .query_row([run_id], |r| r.get(0))
+            .optional()
     }
     async fn run_started(&mut self, run_id: &str) -> R<Option<Timestamp>> {
-        runs::started(self.conn, run_id)
+        self.conn
+            .prepare_cached("SELECT started FROM runs WHERE run_id = ?1")?
+            .query_row([run_id], |r| rows::time(r, 0))
+            .optional()
     }
+    /// Inserts an attempt unless its `(run_id, seq)` is recorded already.
+    /// Returns whether this call recorded it.
     async fn insert_attempt(&mut self, a: &Attempt) -> R<bool> {
-        runs::insert_attempt(self.conn, a)
+        let changed = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO attempts
+                   (run_id, seq, step, kind, attempt, started, finished, exit_code, signal, outcome)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+                 ON CONFLICT (run_id, seq) DO NOTHING",
+            )?
+            .execute(params![
+                a.run_id,
+                a.seq,
+                a.step,
+                a.kind.as_str(),
+                a.attempt,
+                rows::micros(a.started),
+                rows::micros(a.finished),
+                a.exit_code,
+                a.signal,
+                a.outcome.as_str()
+            ])?;
+        Ok(changed == 1)
     }
+    /// Marks a run finished unless it is already. Returns whether this call
+    /// finished it.
     async fn finish_run(&mut self, f: &Finished) -> R<bool> {
-        runs::finish(self.conn, f)
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE runs SET finished = ?2, verdict = ?3, exit_code = ?4
+                 WHERE run_id = ?1 AND finished IS NULL",
+            )?
+            .execute(params![
+                f.run_id,
+                rows::micros(f.finished),
+                f.verdict.as_str(),
+                f.exit_code
+            ])?;
+        Ok(changed == 1)
     }
     async fn prune_runs(&mut self, job: &str, keep: u32) -> R<()> {
-        runs::prune(self.conn, job, keep)
+        self.conn
+            .prepare_cached(
+                "DELETE FROM runs WHERE job = ?1 AND run_id NOT IN (
+                   SELECT run_id FROM runs WHERE job = ?1
+                   ORDER BY started DESC, run_id DESC LIMIT ?2)",
+            )?
+            .execute(params![job, keep])?;
+        Ok(())
     }
     async fn history(&mut self, job: &str, limit: u32) -> R<Vec<RunRow>> {
-        runs::history(self.conn, job, limit)
+        let mut runs: Vec<RunRow> = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {RUN_COLUMNS} FROM runs WHERE job = ?1
+                 ORDER BY started DESC, run_id DESC LIMIT ?2"
+            ))?
+            .query_map(params![job, limit], rows::run)?
+            .collect::<rusqlite::Result<_>>()?;
+        for run in &mut runs {
+            run.attempts = attempts(self.conn, &run.run_id)?;
+        }
+        Ok(runs)
     }
     async fn running(&mut self, job: &str) -> R<Option<RunRow>> {
-        runs::running(self.conn, job)
+        let run = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {RUN_COLUMNS} FROM runs WHERE job = ?1 AND finished IS NULL
+                 ORDER BY started DESC, run_id DESC LIMIT 1"
+            ))?
+            .query_row([job], rows::run)
+            .optional()?;
+        run.map(|mut run| {
+            run.attempts = attempts(self.conn, &run.run_id)?;
+            Ok(run)
+        })
+        .transpose()
     }
     async fn unfinished(&mut self, job: &str) -> R<Vec<RunRow>> {
-        runs::unfinished(self.conn, job)
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {RUN_COLUMNS} FROM runs WHERE job = ?1 AND finished IS NULL
+                 ORDER BY started, run_id"
+            ))?
+            .query_map([job], rows::run)?
+            .collect()
     }
+
+    // The `steps` table: per step (or check) of a job, when it was last
+    // attempted, last succeeded and last failed, and how many attempts in a row
+    // have failed. Keyed by `(job, step)`, so it outlives the runs that history
+    // pruning removes.
+    //
+    // As in `jobs`, counters change only through SQL expressions evaluated on
+    // the row inside the write transaction.
 
     async fn step_attempted(&mut self, a: &Attempt) -> R<()> {
-        steps::attempted(self.conn, a)
+        let effect = Effect::of(a.outcome);
+        self.conn
+            .prepare_cached(
+                "INSERT INTO steps
+                   (job, step, kind, last_attempt, last_success, last_failure, consecutive_failures)
+                 VALUES (?1, ?2, ?3, ?4,
+                         CASE WHEN ?5 THEN ?7 END,
+                         CASE WHEN ?6 THEN ?7 END,
+                         CASE WHEN ?6 THEN 1 ELSE 0 END)
+                 ON CONFLICT (job, step) DO UPDATE SET
+                   kind = excluded.kind,
+                   last_attempt = MAX(COALESCE(last_attempt, ?4), ?4),
+                   last_success = CASE WHEN ?5 THEN MAX(COALESCE(last_success, ?7), ?7)
+                                       ELSE last_success END,
+                   last_failure = CASE WHEN ?6 THEN MAX(COALESCE(last_failure, ?7), ?7)
+                                       ELSE last_failure END,
+                   consecutive_failures = CASE WHEN ?5 THEN 0
+                                               WHEN ?6 THEN consecutive_failures + 1
+                                               ELSE consecutive_failures END",
+            )?
+            .execute(params![
+                a.job,
+                a.step,
+                a.kind.as_str(),
+                rows::micros(a.started),
+                effect.success(),
+                effect.failure(),
+                rows::micros(a.finished)
+            ])?;
+        Ok(())
     }
     async fn steps(&mut self, job: &str) -> R<Vec<StepState>> {
-        steps::of_job(self.conn, job)
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT job, step, kind, last_attempt, last_success, last_failure, consecutive_failures
+             FROM steps WHERE job = ?1 ORDER BY step",
+        )?;
+        stmt.query_map([job], rows::step)?.collect()
     }
+
+    // The `alerts` table: every alert raised, as delivered, numbered in the
+    // order recorded (`AUTOINCREMENT`, so a number is never reused even after
+    // rows are deleted). The index on `(job, id DESC)` serves a job's newest
+    // alerts; the global newest come from the key itself.
 
     async fn insert_alert(&mut self, a: &NewAlert) -> R<()> {
-        alerts::insert(self.conn, a)
+        self.conn
+            .prepare_cached(
+                "INSERT INTO alerts (time, job, kind, run_id, occurrence, message, json)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                rows::micros(a.time),
+                a.job,
+                a.kind.as_str(),
+                a.run_id,
+                a.occurrence,
+                a.message,
+                a.json
+            ])?;
+        Ok(())
     }
     async fn recent_alerts(&mut self, job: Option<&str>, limit: u32) -> R<Vec<AlertRow>> {
-        alerts::recent(self.conn, job, limit)
+        match job {
+            Some(job) => self
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT {ALERT_COLUMNS} FROM alerts WHERE job = ?1 ORDER BY id DESC LIMIT ?2"
+                ))?
+                .query_map(params![job, limit], rows::alert)?
+                .collect(),
+            None => self
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT {ALERT_COLUMNS} FROM alerts ORDER BY id DESC LIMIT ?1"
+                ))?
+                .query_map([limit], rows::alert)?
+                .collect(),
+        }
     }
 
+    // Missed ranges: the `missed` table, one row per decision that a range of
+    // a job's occurrences will not run, and `Records::miss`, the one call that
+    // writes it.
+    //
+    // A decision covers `first..=last` with `count` occurrences in it (a year
+    // of downtime of a per-second job is one row, not millions), and is
+    // written in the same `BEGIN IMMEDIATE` transaction that raises
+    // `jobs.last_decided`, only while that mark is still below the range: of
+    // two processes planning the same outage, the first records it and the
+    // other is told the mark moved (`Missed::Moved`), plans again from it and
+    // finds nothing left. So a range is never recorded twice, nor overlapping
+    // another decision, and nothing here is read into Rust and written back
+    // outside that transaction. Rows are numbered by `AUTOINCREMENT`, so a
+    // job's newest range has the largest id (the index `(job, id DESC)` finds
+    // it), and a number is never reused after pruning.
+
+    /// Extends the job's newest range by `m` when it has the same reason and
+    /// ends at the job's last decided occurrence. One statement, evaluated on
+    /// the rows as they are under the write lock. Returns whether it did.
     async fn extend_missed(&mut self, m: &Miss<'_>, count: i64, now: Timestamp) -> R<bool> {
-        missed::extend(self.conn, m, count, now)
+        let changed = self
+            .conn
+            .prepare_cached(
+                "UPDATE missed SET
+                   count = count + ?3,
+                   last = ?4,
+                   at_least = at_least OR ?5,
+                   updated = ?6
+                 WHERE id = (SELECT MAX(id) FROM missed WHERE job = ?1)
+                   AND reason = ?2
+                   AND last = (SELECT last_decided FROM jobs WHERE job = ?1)",
+            )?
+            .execute(params![
+                m.job,
+                m.reason.as_str(),
+                count,
+                m.last,
+                m.at_least,
+                rows::micros(now)
+            ])?;
+        Ok(changed == 1)
     }
     async fn insert_missed(
         &mut self,
@@ -116,20 +544,77 @@ impl Statements for Sql<'_> {
         detail: Option<&str>,
         now: Timestamp,
     ) -> R<()> {
-        missed::insert(self.conn, m, count, detail, now)
+        self.conn
+            .prepare_cached(
+                "INSERT INTO missed
+                   (job, reason, first, last, count, at_least, decided, updated, detail)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)",
+            )?
+            .execute(params![
+                m.job,
+                m.reason.as_str(),
+                m.first,
+                m.last,
+                count,
+                m.at_least,
+                rows::micros(now),
+                detail
+            ])?;
+        Ok(())
     }
     async fn missed(&mut self, job: &str, limit: u32) -> R<Vec<MissedRow>> {
-        missed::recent(self.conn, job, limit)
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {MISSED_COLUMNS} FROM missed WHERE job = ?1 ORDER BY id DESC LIMIT ?2"
+            ))?
+            .query_map(params![job, limit], rows::missed)?
+            .collect()
     }
     async fn missed_counts(&mut self, job: &str) -> R<Vec<(MissReason, u64, bool)>> {
-        missed::counts(self.conn, job)
+        self.conn
+            .prepare_cached(
+                "SELECT reason, SUM(count), MAX(at_least) FROM missed
+                 WHERE job = ?1 GROUP BY reason ORDER BY reason",
+            )?
+            .query_map([job], |r| {
+                Ok((rows::word(r, 0)?, rows::unsigned(r, 1)?, r.get(2)?))
+            })?
+            .collect()
     }
     async fn prune_missed(&mut self, job: &str) -> R<()> {
-        missed::prune(self.conn, job)
+        self.conn
+            .prepare_cached(
+                "DELETE FROM missed WHERE job = ?1 AND id NOT IN (
+                   SELECT id FROM missed WHERE job = ?1 ORDER BY id DESC LIMIT ?2)",
+            )?
+            .execute(params![job, MISSED_KEEP])?;
+        Ok(())
     }
 
+    // Pauses: the `pauses` table, one row per pause of a job, kept after it
+    // ends, so that an occurrence that fell inside a pause is still judged
+    // `paused` by a tick that plans it later.
+    //
+    // A pause is in force from `since` until the earlier of `until` (it lapses
+    // on its own) and `ended` (it was resumed, or replaced by a newer pause);
+    // `PauseRow::covers` is that rule, and the SQL below states the same one.
+    // At most one pause of a job is in force: `Records::pause` ends the one in
+    // force and records the new one in one `BEGIN IMMEDIATE` transaction, and
+    // `Records::resume` ends it by an update that only matches a pause in
+    // force. Rows are numbered by `AUTOINCREMENT` (a job's newest pause has
+    // the largest id; the index `(job, id DESC)` finds it). Pruning never
+    // removes a pause that is not over.
+
+    /// Ends, at `now`, the job's pauses in force at `now` (at most one, as the
+    /// ledger writes them). Returns them as ended.
     async fn end_pauses(&mut self, job: &str, now: Timestamp) -> R<Vec<PauseRow>> {
-        pauses::end_in_force(self.conn, job, now)
+        self.conn
+            .prepare_cached(&format!(
+                "UPDATE pauses SET ended = ?2
+                 WHERE job = ?1 AND {IN_FORCE} RETURNING {PAUSE_COLUMNS}"
+            ))?
+            .query_map(params![job, rows::micros(now)], rows::pause)?
+            .collect()
     }
     async fn insert_pause(
         &mut self,
@@ -139,46 +624,223 @@ impl Statements for Sql<'_> {
         who: &str,
         now: Timestamp,
     ) -> R<PauseRow> {
-        pauses::insert(self.conn, job, until, reason, who, now)
+        self.conn
+            .prepare_cached(&format!(
+                "INSERT INTO pauses (job, since, until, reason, who)
+                 VALUES (?1, ?2, ?3, ?4, ?5) RETURNING {PAUSE_COLUMNS}"
+            ))?
+            .query_row(
+                params![job, rows::micros(now), until.map(rows::micros), reason, who],
+                rows::pause,
+            )
     }
     async fn pauses(&mut self, job: &str, limit: u32) -> R<Vec<PauseRow>> {
-        pauses::recent(self.conn, job, limit)
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {PAUSE_COLUMNS} FROM pauses WHERE job = ?1 ORDER BY id DESC LIMIT ?2"
+            ))?
+            .query_map(params![job, limit], rows::pause)?
+            .collect()
     }
+    /// Deletes the job's pauses that are over at `now` (ended, or lapsed),
+    /// except its newest `PAUSE_KEEP`. A pause in force, or one yet to begin, stays
+    /// however old.
     async fn prune_pauses(&mut self, job: &str, now: Timestamp) -> R<()> {
-        pauses::prune(self.conn, job, now)
+        self.conn
+            .prepare_cached(
+                "DELETE FROM pauses
+                 WHERE job = ?1
+                   AND ((ended IS NOT NULL AND ended <= ?2) OR (until IS NOT NULL AND until <= ?2))
+                   AND id NOT IN (SELECT id FROM pauses WHERE job = ?1 ORDER BY id DESC LIMIT ?3)",
+            )?
+            .execute(params![job, rows::micros(now), PAUSE_KEEP])?;
+        Ok(())
     }
+
+    // The queue: occurrences that wait for their job's lock as `queued`
+    // decisions in the `occurrences` table, oldest first, and the later ones
+    // that coalesced into one waiting.
+    //
+    // An occurrence enters the queue by `Records::enqueue`, in the same
+    // `BEGIN IMMEDIATE` transaction that raises `jobs.last_decided`, and only
+    // while that mark is below it: so it is queued once, and never after
+    // another process decided it. It leaves the queue by
+    // `Records::begin_run`, whose upsert only turns a row that is still
+    // `queued` into `started`: of many processes draining the same queue, one
+    // starts each occurrence. Queued rows are never pruned. A `coalesced` row
+    // names the occurrence it joined and never runs itself; the count on the
+    // row it joined rises in the transaction that records it, as an SQL
+    // expression.
 
     async fn newest_queued(&mut self, job: &str) -> R<Option<i64>> {
-        queue::newest(self.conn, job)
+        self.conn
+            .prepare_cached(
+                "SELECT MAX(occurrence) FROM occurrences WHERE job = ?1 AND decision = 'queued'",
+            )?
+            .query_row([job], |r| r.get(0))
     }
     async fn oldest_queued(&mut self, job: &str) -> R<Option<i64>> {
-        queue::oldest(self.conn, job)
+        self.conn
+            .prepare_cached(
+                "SELECT MIN(occurrence) FROM occurrences WHERE job = ?1 AND decision = 'queued'",
+            )?
+            .query_row([job], |r| r.get(0))
     }
     async fn add_coalesced(&mut self, job: &str, into: i64, joined: i64) -> R<()> {
-        queue::add_coalesced(self.conn, job, into, joined)
+        self.conn
+            .prepare_cached(
+                "UPDATE occurrences SET coalesced = coalesced + ?3
+                 WHERE job = ?1 AND occurrence = ?2",
+            )?
+            .execute(params![job, into, joined])?;
+        Ok(())
     }
     async fn queued_jobs(&mut self) -> R<Vec<String>> {
-        queue::jobs(self.conn)
+        self.conn
+            .prepare_cached(
+                "SELECT DISTINCT job FROM occurrences WHERE decision = 'queued' ORDER BY job",
+            )?
+            .query_map([], |r| r.get(0))?
+            .collect()
     }
     async fn queued(&mut self, job: &str) -> R<Vec<DecisionRow>> {
-        queue::of_job(self.conn, job)
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {} FROM occurrences
+                 WHERE job = ?1 AND decision = 'queued' ORDER BY occurrence",
+                DECISION_COLUMNS
+            ))?
+            .query_map([job], rows::decision)?
+            .collect()
     }
+
+    // Cumulative tallies: the `tallies` and `durations` tables, counts per job
+    // that pruning never touches, for the metrics; and `Records::tallies`,
+    // which reads them all.
+    //
+    // Every tally rises in the transaction that records the event it counts,
+    // as an SQL expression (`count + n`), never a value read into Rust and
+    // written back, so two writers never undo each other and a tally never
+    // counts an event the ledger did not record, nor misses one it did:
+    //
+    // - `verdict`, by verdict word: a run finished (`Records::finish_run`),
+    //   once per run (finishing it again counts nothing);
+    // - `lease-lost`: a run finished with the verdict `lease-lost` (its lease
+    //   was lost while it ran, and it was stopped);
+    // - `missed`, by reason: the occurrences of a range recorded or extended
+    //   by `Records::miss` (its `count`, a floor when `at_least`), less those
+    //   of a range withdrawn because a clock ahead recorded it
+    //   (`Records::withdraw_ahead`: the one way a tally falls);
+    // - `skipped`, by reason: occurrences that had a decision other than a
+    //   missed range and still never ran themselves: `coalesced` (they joined
+    //   an occurrence already waiting in the queue, which runs for them, in
+    //   `Records::enqueue`) and `claimed` (the lock file says they started,
+    //   under a ledger lost since, in `Records::claimed`). A skipped
+    //   occurrence was served or had run; a missed one was not, and did not;
+    // - the run-duration histogram: a finished run's time from its start to
+    //   its end, in the bucket of the first of `BOUNDS` it does not exceed
+    //   (or `+Inf`). A run whose row the ledger lost (it was recovered since
+    //   the run began) counts its verdict and no duration.
+    //
+    // The last success and failure are the job's row's (`jobs.last_success`,
+    // `jobs.last_failure`), which pruning never touched either.
 
     async fn tally_missed(&mut self, job: &str, reason: MissReason, n: i64) -> R<()> {
-        tallies::missed(self.conn, job, reason, n)
+        add(self.conn, job, MISSED, reason.as_str(), n)
     }
     async fn tally_skipped(&mut self, job: &str, reason: SkipReason, n: i64) -> R<()> {
-        tallies::skipped(self.conn, job, reason, n)
+        add(self.conn, job, SKIPPED, reason.as_str(), n)
     }
+    /// Counts a finished run: its verdict, a lost lease, and, when the ledger
+    /// has the run's start (`started`), its duration. Called once per run, in
+    /// the transaction that finishes it.
+    ///
+    /// (The bucket is [`bucket`]'s, shared with every ledger.)
     async fn tally_finished(&mut self, f: &Finished, started: Option<Timestamp>) -> R<()> {
-        tallies::finished(self.conn, f, started)
+        add(self.conn, &f.job, VERDICT, f.verdict.as_str(), 1)?;
+        if f.verdict == RunVerdict::LeaseLost {
+            add(self.conn, &f.job, LEASE_LOST, "", 1)?;
+        }
+        let Some(started) = started else {
+            return Ok(());
+        };
+        let (us, bound) = bucket(started, f.finished);
+        self.conn
+            .prepare_cached(
+                "INSERT INTO durations (job, bound, count, sum_us) VALUES (?1, ?2, 1, ?3)
+                 ON CONFLICT (job, bound) DO UPDATE SET
+                   count = count + 1,
+                   sum_us = sum_us + excluded.sum_us",
+            )?
+            .execute(params![f.job, bound, us])?;
+        Ok(())
     }
     async fn tallies(&mut self) -> R<Vec<JobTallies>> {
-        tallies::all(self.conn)
+        let mut jobs: BTreeMap<String, JobTallies> = BTreeMap::new();
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT job, last_success, last_failure FROM jobs ORDER BY job")?;
+        let mut found = stmt.query([])?;
+        while let Some(r) = found.next()? {
+            let t = entry(&mut jobs, r.get(0)?);
+            t.last_success = rows::time_opt(r, 1)?;
+            t.last_failure = rows::time_opt(r, 2)?;
+        }
+        drop(found);
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT job, kind, word, count FROM tallies")?;
+        let mut found = stmt.query([])?;
+        while let Some(r) = found.next()? {
+            let t = entry(&mut jobs, r.get(0)?);
+            let kind: String = r.get(1)?;
+            let n = rows::unsigned(r, 3)?;
+            match kind.as_str() {
+                VERDICT => *t.runs.entry(rows::word(r, 2)?).or_default() += n,
+                MISSED => *t.missed.entry(rows::word(r, 2)?).or_default() += n,
+                SKIPPED => *t.skipped.entry(rows::word(r, 2)?).or_default() += n,
+                LEASE_LOST => t.lease_losses += n,
+                _ => {} // A kind a later version counts: not this build's to show.
+            }
+        }
+        drop(found);
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT job, bound, count, sum_us FROM durations")?;
+        let mut found = stmt.query([])?;
+        while let Some(r) = found.next()? {
+            let t = entry(&mut jobs, r.get(0)?);
+            let bound: i64 = r.get(1)?;
+            let i = BOUNDS_US
+                .iter()
+                .position(|&b| bound <= b)
+                .unwrap_or(BOUNDS_US.len() - 1);
+            t.durations.buckets[i] += rows::unsigned(r, 2)?;
+            t.durations.sum += Duration::from_micros(rows::unsigned(r, 3)?);
+        }
+        drop(found);
+        Ok(jobs.into_values().collect())
     }
 
+    // Watermarks: the `watermarks` table, each value a job's runs settled, in
+    // order. The newest is the job's watermark; the older ones say how it got
+    // there (which run, under which fence).
+    //
+    // The key `(job, seq)` numbers a job's values 1, 2, …: `Records::settle`
+    // computes the next number in SQL, in the `BEGIN IMMEDIATE` transaction
+    // that inserts it, so two settles never take the same number and none is
+    // lost. The ledger does not judge who may settle: the caller does that
+    // under the lock file's mutex (the token must still be the lease's), and
+    // writes here before it lets the mutex go.
+
     async fn watermark(&mut self, job: &str) -> R<Option<WatermarkRow>> {
-        watermarks::newest(self.conn, job)
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {WATERMARK_COLUMNS} FROM watermarks
+                 WHERE job = ?1 ORDER BY seq DESC LIMIT 1"
+            ))?
+            .query_row([job], rows::watermark)
+            .optional()
     }
     async fn insert_watermark(
         &mut self,
@@ -188,12 +850,76 @@ impl Statements for Sql<'_> {
         fence: Option<i64>,
         now: Timestamp,
     ) -> R<WatermarkRow> {
-        watermarks::insert(self.conn, job, value, run_id, fence, now)
+        self.conn
+            .prepare_cached(&format!(
+                "INSERT INTO watermarks (job, seq, value, run_id, fence, settled)
+                 SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5
+                 FROM watermarks WHERE job = ?1
+                 RETURNING {WATERMARK_COLUMNS}"
+            ))?
+            .query_row(
+                params![job, value, run_id, fence, rows::micros(now)],
+                rows::watermark,
+            )
     }
     async fn watermarks(&mut self, job: &str, limit: u32) -> R<Vec<WatermarkRow>> {
-        watermarks::recent(self.conn, job, limit)
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {WATERMARK_COLUMNS} FROM watermarks
+                 WHERE job = ?1 ORDER BY seq DESC LIMIT ?2"
+            ))?
+            .query_map(params![job, limit], rows::watermark)?
+            .collect()
     }
     async fn prune_watermarks(&mut self, job: &str) -> R<()> {
-        watermarks::prune(self.conn, job)
+        self.conn
+            .prepare_cached(
+                "DELETE FROM watermarks WHERE job = ?1 AND seq NOT IN (
+                   SELECT seq FROM watermarks WHERE job = ?1 ORDER BY seq DESC LIMIT ?2)",
+            )?
+            .execute(params![job, WATERMARK_KEEP])?;
+        Ok(())
     }
+}
+
+/// A run's attempts, in order.
+fn attempts(conn: &Connection, run_id: &str) -> rusqlite::Result<Vec<AttemptRow>> {
+    conn.prepare_cached(
+        "SELECT seq, step, kind, attempt, started, finished, exit_code, signal, outcome
+         FROM attempts WHERE run_id = ?1 ORDER BY seq",
+    )?
+    .query_map([run_id], |r| {
+        Ok(AttemptRow {
+            seq: r.get(0)?,
+            step: r.get(1)?,
+            kind: rows::word(r, 2)?,
+            attempt: r.get(3)?,
+            started: rows::time(r, 4)?,
+            finished: rows::time(r, 5)?,
+            exit_code: r.get(6)?,
+            signal: r.get(7)?,
+            outcome: rows::word(r, 8)?,
+        })
+    })?
+    .collect()
+}
+
+/// Adds `n` to the job's count of `kind` and `word`.
+fn add(conn: &Connection, job: &str, kind: &str, word: &str, n: i64) -> rusqlite::Result<()> {
+    if n == 0 {
+        return Ok(());
+    }
+    conn.prepare_cached(
+        "INSERT INTO tallies (job, kind, word, count) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (job, kind, word) DO UPDATE SET count = count + excluded.count",
+    )?
+    .execute(params![job, kind, word, n])?;
+    Ok(())
+}
+
+fn entry(jobs: &mut BTreeMap<String, JobTallies>, job: String) -> &mut JobTallies {
+    jobs.entry(job.clone()).or_insert_with(|| JobTallies {
+        job,
+        ..JobTallies::default()
+    })
 }

@@ -8,18 +8,13 @@
 
 mod api;
 mod corrupt;
-mod decide;
 mod migrate;
 mod missed;
 mod moved;
-mod pauses;
 mod processes;
 mod prune;
-mod queue;
 mod support;
-mod tallies;
 mod upgrade;
-mod watermarks;
 
 #[test]
 fn child() {

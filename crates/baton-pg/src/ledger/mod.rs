@@ -35,31 +35,20 @@
 //! Map: `pg_ledger` is the caller's side and the store's `Backend` (every
 //! `Records` call is a transaction written once in `baton-store`),
 //! `session` the thread's, `fail` how a call fails, `rows` the conversions
-//! between stored and API values, `statements` the `Statements` the
-//! transactions are made of, and one file per table or concept with its
-//! SQL, as in `baton_ledger`: `jobs`, `runs`, `decisions`, `missed`,
-//! `queue`, `pauses`, `watermarks`, `alerts`, `steps`, `tallies`.
+//! between stored and API values and each table's row, and `statements`
+//! the `Statements` the transactions are made of, table by table, each with
+//! its SQL, as in `baton_ledger`.
 //!
 //! What it never does: write outside a transaction that holds the write
 //! lock; hold a transaction across anything but its own statements; read a
 //! clock; decide whether a run may start (that is the lease's work); or
 //! touch the lease tables.
 
-mod alerts;
-mod decisions;
 mod fail;
-mod jobs;
-mod missed;
-mod pauses;
 mod pg_ledger;
-mod queue;
 mod rows;
-mod runs;
 mod session;
 mod statements;
-mod steps;
-mod tallies;
-mod watermarks;
 
 pub use fail::LedgerError;
 pub use pg_ledger::PgLedger;

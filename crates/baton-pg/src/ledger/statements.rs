@@ -1,19 +1,44 @@
-//! The ledger's single statements in PostgreSQL ([`Pg`]): each one is the
-//! function of the module named after its table, run on the transaction
-//! the ledger's thread holds open (`session`), with times turned into the
-//! microseconds the tables keep.
+//! The ledger's single statements in PostgreSQL ([`Pg`]), table by table,
+//! as `baton_ledger`'s are in SQLite, run on the transaction the ledger's
+//! thread holds open (`session`), with times turned into the microseconds
+//! the tables keep; what a row reads into is `rows`'. They never decide: the
+//! transactions in `baton-store` do, from what these return.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
 
 use baton_store::ledger::{
-    AlertRow, Attempt, DecisionRow, Finished, JobState, JobTallies, Miss, MissedRow, NewAlert,
-    NewDecision, NewRun, PauseRow, RunRow, Statements, StepState, WatermarkRow,
+    AlertRow, Attempt, AttemptRow, BOUNDS_US, DecisionRow, Effect, Finished, JobState, JobTallies,
+    Miss, MissedRow, NewAlert, NewDecision, NewRun, PauseRow, RunRow, Statements, StepState,
+    WatermarkRow, bucket,
 };
-use baton_store::words::{MissReason, SkipReason};
+use baton_store::words::{MissReason, RunVerdict, SkipReason};
 use jiff::Timestamp;
 use tokio_postgres::Transaction;
 
 use super::fail::Fail;
-use super::rows::micros;
-use super::{alerts, decisions, jobs, missed, pauses, queue, runs, steps, tallies, watermarks};
+use super::rows::{
+    self, ALERT_COLUMNS, DECISION_COLUMNS, JOB_COLUMNS, MISSED_COLUMNS, PAUSE_COLUMNS, RUN_COLUMNS,
+    WATERMARK_COLUMNS, micros,
+};
+
+/// How many missed ranges pruning keeps per job (the SQLite ledger's).
+const MISSED_KEEP: i64 = 1_000;
+/// How many pauses pruning keeps per job, besides any not over (the SQLite
+/// ledger's).
+const PAUSE_KEEP: i64 = 100;
+/// How many values pruning keeps per job (the SQLite ledger's).
+const WATERMARK_KEEP: i64 = 100;
+
+/// Whether the pause of the row is in force at `$2`.
+const IN_FORCE: &str = "since <= $2::bigint AND (until IS NULL OR $2::bigint < until) \
+                        AND (ended IS NULL OR $2::bigint < ended)";
+
+/// The kinds of counts in the `baton.tallies` table.
+const VERDICT: &str = "verdict";
+const MISSED: &str = "missed";
+const SKIPPED: &str = "skipped";
+const LEASE_LOST: &str = "lease-lost";
 
 /// The statements of one PostgreSQL transaction.
 pub struct Pg<'t> {
@@ -25,91 +50,555 @@ type R<T> = Result<T, Fail>;
 impl Statements for Pg<'_> {
     type Error = Fail;
 
-    async fn see_jobs(&mut self, names: &[&str], now: Timestamp) -> R<()> {
-        jobs::see(self.tx, names, micros(now)).await
+    // The `baton.jobs` table: one row per job, with the high-water marks the
+    // scheduler reads before it decides and the counters status shows.
+    //
+    // Every change is one statement that computes the new value from the row
+    // as it is under the write lock (`GREATEST`, `+ 1`), never a value read
+    // earlier into Rust. `GREATEST(COALESCE(a, b), COALESCE(b, a))` is the
+    // larger of two values either of which may be NULL, as SQLite's
+    // `MAX(COALESCE(…))` is there.
+
+    async fn see_jobs(&mut self, jobs: &[&str], now: Timestamp) -> R<()> {
+        let now = micros(now);
+        let stmt = self
+            .tx
+            .prepare(
+                "INSERT INTO baton.jobs (job, first_seen) VALUES ($1::text, $2::bigint)
+                 ON CONFLICT (job) DO NOTHING",
+            )
+            .await?;
+        for job in jobs {
+            self.tx.execute(&stmt, &[job, &now]).await?;
+        }
+        Ok(())
     }
+    /// Marks a run as begun: the job's newest attempt (and its run id) when it
+    /// is the newest, and for a scheduled run the occurrence as decided and
+    /// started.
     async fn job_begun(&mut self, run: &NewRun) -> R<()> {
-        jobs::begun(self.tx, run).await
+        self.tx
+            .execute(
+                "INSERT INTO baton.jobs AS j
+                   (job, first_seen, last_decided, last_started, last_attempt, last_run_id)
+                 VALUES ($1::text, $2::bigint, $3::bigint, $3::bigint, $2::bigint, $4::text)
+                 ON CONFLICT (job) DO UPDATE SET
+                   last_run_id = CASE WHEN j.last_attempt IS NULL OR $2::bigint >= j.last_attempt
+                                      THEN $4::text ELSE j.last_run_id END,
+                   last_attempt = GREATEST(COALESCE(j.last_attempt, $2::bigint), $2::bigint),
+                   last_decided = GREATEST(COALESCE(j.last_decided, $3::bigint),
+                                           COALESCE($3::bigint, j.last_decided)),
+                   last_started = GREATEST(COALESCE(j.last_started, $3::bigint),
+                                           COALESCE($3::bigint, j.last_started))",
+                &[
+                    &run.job,
+                    &rows::micros(run.started),
+                    &run.occurrence,
+                    &run.run_id,
+                ],
+            )
+            .await?;
+        Ok(())
     }
+    /// Counts a finished run: its time as the last success or failure, and the
+    /// failure count reset or incremented; a run that is neither
+    /// (`Effect::Neutral`: `interrupted`) moves nothing.
     async fn job_finished(&mut self, f: &Finished) -> R<()> {
-        jobs::finished(self.tx, f).await
+        let effect = Effect::of_run(f.verdict, f.success);
+        self.tx
+            .execute(
+                "INSERT INTO baton.jobs AS j
+                   (job, first_seen, last_success, last_failure, consecutive_failures)
+                 VALUES ($1::text, $2::bigint,
+                         CASE WHEN $3::boolean THEN $2::bigint END,
+                         CASE WHEN $4::boolean THEN $2::bigint END,
+                         CASE WHEN $4::boolean THEN 1 ELSE 0 END)
+                 ON CONFLICT (job) DO UPDATE SET
+                   last_success = CASE WHEN $3::boolean
+                                       THEN GREATEST(COALESCE(j.last_success, $2::bigint),
+                                                     $2::bigint)
+                                       ELSE j.last_success END,
+                   last_failure = CASE WHEN $4::boolean
+                                       THEN GREATEST(COALESCE(j.last_failure, $2::bigint),
+                                                     $2::bigint)
+                                       ELSE j.last_failure END,
+                   consecutive_failures = CASE WHEN $3::boolean THEN 0
+                                               WHEN $4::boolean THEN j.consecutive_failures + 1
+                                               ELSE j.consecutive_failures END",
+                &[
+                    &f.job,
+                    &rows::micros(f.finished),
+                    &effect.success(),
+                    &effect.failure(),
+                ],
+            )
+            .await?;
+        Ok(())
     }
+    /// Whether the job's last decided occurrence is at or after `occurrence`.
+    /// Read under the write lock, so the answer holds until the transaction
+    /// that then decides commits.
     async fn decided_through(&mut self, job: &str, occurrence: i64) -> R<bool> {
-        jobs::decided_through(self.tx, job, occurrence).await
+        let row = self
+            .tx
+            .query_opt(
+                "SELECT last_decided >= $2::bigint FROM baton.jobs WHERE job = $1::text",
+                &[&job, &occurrence],
+            )
+            .await?;
+        match row {
+            Some(r) => Ok(rows::get::<Option<bool>>(&r, 0)?.unwrap_or(false)),
+            None => Ok(false),
+        }
     }
     async fn decided(&mut self, job: &str, occurrence: i64, now: Timestamp) -> R<()> {
-        jobs::decided(self.tx, job, occurrence, micros(now)).await
+        let now = micros(now);
+        self.tx
+            .execute(
+                "INSERT INTO baton.jobs AS j (job, first_seen, last_decided)
+                 VALUES ($1::text, $2::bigint, $3::bigint)
+                 ON CONFLICT (job) DO UPDATE SET
+                   last_decided = GREATEST(COALESCE(j.last_decided, $3::bigint), $3::bigint)",
+                &[&job, &now, &occurrence],
+            )
+            .await?;
+        Ok(())
     }
     async fn jobs(&mut self) -> R<Vec<JobState>> {
-        jobs::all(self.tx).await
+        let found = self
+            .tx
+            .query(
+                &format!("SELECT {JOB_COLUMNS} FROM baton.jobs ORDER BY job"),
+                &[],
+            )
+            .await?;
+        found.iter().map(rows::job).collect()
     }
     async fn job(&mut self, job: &str) -> R<Option<JobState>> {
-        jobs::one(self.tx, job).await
+        let found = self
+            .tx
+            .query_opt(
+                &format!("SELECT {JOB_COLUMNS} FROM baton.jobs WHERE job = $1::text"),
+                &[&job],
+            )
+            .await?;
+        found.as_ref().map(rows::job).transpose()
     }
 
-    async fn insert_decision(&mut self, d: &NewDecision<'_>) -> R<bool> {
-        decisions::insert(self.tx, d).await
+    // The `baton.occurrences` table: at most one decision per occurrence of a
+    // job that runs or waits (`started`, `queued`, `coalesced`, `claimed`).
+    //
+    // The key `(job, occurrence)` is what makes "an occurrence is decided
+    // once" hold: a decision is an `INSERT … ON CONFLICT DO NOTHING`, and the
+    // one insert that changed a row decided. The one decision that may change
+    // is `queued`, into `started`, by an upsert whose update only matches a
+    // queued row. (Writers also hold the ledger's write lock, so the key is
+    // never raced; it stays the rule the statements state.)
+
+    /// Records a decision unless the occurrence has one. Returns whether this
+    /// call recorded it.
+    async fn insert_decision(&mut self, e: &NewDecision<'_>) -> R<bool> {
+        let changed = self
+            .tx
+            .execute(
+                "INSERT INTO baton.occurrences
+                   (job, occurrence, decision, run_id, decided, detail, joined)
+                 VALUES ($1::text, $2::bigint, $3::text, NULL, $4::bigint, $5::text, $6::bigint)
+                 ON CONFLICT (job, occurrence) DO NOTHING",
+                &[
+                    &e.job,
+                    &e.occurrence,
+                    &e.decision.as_str(),
+                    &rows::micros(e.decided),
+                    &e.detail,
+                    &e.joined,
+                ],
+            )
+            .await?;
+        Ok(changed == 1)
     }
+    /// Records the occurrence of a scheduled run as `started` by it: a new row
+    /// when the occurrence has none, or its `queued` row turned into `started`
+    /// (keeping its count of coalesced occurrences). Any other decision is left
+    /// as it is. Returns whether this call started it.
     async fn start_decision(&mut self, run: &NewRun, occurrence: i64) -> R<bool> {
-        decisions::start(self.tx, run, occurrence).await
+        let changed = self
+            .tx
+            .execute(
+                "INSERT INTO baton.occurrences AS o (job, occurrence, decision, run_id, decided)
+                 VALUES ($1::text, $2::bigint, 'started', $3::text, $4::bigint)
+                 ON CONFLICT (job, occurrence) DO UPDATE SET
+                   decision = 'started',
+                   run_id = excluded.run_id,
+                   decided = excluded.decided
+                 WHERE o.decision = 'queued'",
+                &[
+                    &run.job,
+                    &occurrence,
+                    &run.run_id,
+                    &rows::micros(run.started),
+                ],
+            )
+            .await?;
+        Ok(changed == 1)
     }
-    async fn claim_queued(&mut self, d: &NewDecision<'_>) -> R<bool> {
-        decisions::claim_queued(self.tx, d).await
+    /// Turns a queued occurrence into `e.decision` (`claimed`). Returns whether
+    /// it was queued.
+    async fn claim_queued(&mut self, e: &NewDecision<'_>) -> R<bool> {
+        let changed = self
+            .tx
+            .execute(
+                "UPDATE baton.occurrences SET decision = $3::text, detail = $4::text,
+                                              decided = $5::bigint
+                 WHERE job = $1::text AND occurrence = $2::bigint AND decision = 'queued'",
+                &[
+                    &e.job,
+                    &e.occurrence,
+                    &e.decision.as_str(),
+                    &e.detail,
+                    &rows::micros(e.decided),
+                ],
+            )
+            .await?;
+        Ok(changed == 1)
     }
     async fn decision(&mut self, job: &str, occurrence: i64) -> R<Option<DecisionRow>> {
-        decisions::one(self.tx, job, occurrence).await
+        let found = self
+            .tx
+            .query_opt(
+                &format!(
+                    "SELECT {DECISION_COLUMNS} FROM baton.occurrences
+                     WHERE job = $1::text AND occurrence = $2::bigint"
+                ),
+                &[&job, &occurrence],
+            )
+            .await?;
+        found.as_ref().map(rows::decision).transpose()
     }
+    /// Deletes the job's decisions made before its oldest remaining run
+    /// started, except its newest decision and its `queued` ones.
     async fn prune_decisions(&mut self, job: &str) -> R<()> {
-        decisions::prune(self.tx, job).await
+        self.tx
+            .execute(
+                "DELETE FROM baton.occurrences
+                 WHERE job = $1::text
+                   AND decision <> 'queued'
+                   AND decided < (SELECT MIN(started) FROM baton.runs WHERE job = $1::text)
+                   AND occurrence < (SELECT MAX(occurrence) FROM baton.occurrences
+                                     WHERE job = $1::text)",
+                &[&job],
+            )
+            .await?;
+        Ok(())
     }
+
+    // The `baton.runs` and `baton.attempts` tables: a job's history, one row
+    // per run and one per attempt of a step or check within it.
+    //
+    // An attempt belongs to its run (`REFERENCES … ON DELETE CASCADE`), so
+    // pruning a run takes its attempts along; `(run_id, seq)` keeps a retried
+    // write from recording one attempt twice.
 
     async fn insert_run(&mut self, run: &NewRun, fence: Option<i64>) -> R<()> {
-        runs::insert(self.tx, run, fence).await
+        self.tx
+            .execute(
+                "INSERT INTO baton.runs
+                   (run_id, job, occurrence, manual, fence, host, pid, started)
+                 VALUES ($1::text, $2::text, $3::bigint, $4::boolean, $5::bigint, $6::text,
+                         $7::bigint, $8::bigint)",
+                &[
+                    &run.run_id,
+                    &run.job,
+                    &run.occurrence,
+                    &run.occurrence.is_none(),
+                    &fence,
+                    &run.host,
+                    &i64::from(run.pid),
+                    &rows::micros(run.started),
+                ],
+            )
+            .await?;
+        Ok(())
     }
+    /// Whether `run` is recorded already: its id, for its job and occurrence
+    /// (its start, recorded by an earlier call whose answer was lost).
     async fn run_recorded(&mut self, run: &NewRun) -> R<bool> {
-        runs::recorded(self.tx, run).await
+        let found = self
+            .tx
+            .query_opt(
+                "SELECT 1 FROM baton.runs WHERE run_id = $1::text AND job = $2::text
+                   AND occurrence IS NOT DISTINCT FROM $3::bigint",
+                &[&run.run_id, &run.job, &run.occurrence],
+            )
+            .await?;
+        Ok(found.is_some())
     }
     async fn run_job(&mut self, run_id: &str) -> R<Option<String>> {
-        runs::job_of(self.tx, run_id).await
+        let found = self
+            .tx
+            .query_opt(
+                "SELECT job FROM baton.runs WHERE run_id = $1::text",
+                &[&run_id],
+            )
+            .await?;
+        found.as_ref().map(|r| rows::get(r, 0)).transpose()
     }
     async fn run_started(&mut self, run_id: &str) -> R<Option<Timestamp>> {
-        runs::started(self.tx, run_id).await
+        let found = self
+            .tx
+            .query_opt(
+                "SELECT started FROM baton.runs WHERE run_id = $1::text",
+                &[&run_id],
+            )
+            .await?;
+        found.as_ref().map(|r| rows::time(r, 0)).transpose()
     }
+    /// Inserts an attempt unless its `(run_id, seq)` is recorded already.
+    /// Returns whether this call recorded it.
     async fn insert_attempt(&mut self, a: &Attempt) -> R<bool> {
-        runs::insert_attempt(self.tx, a).await
+        let changed = self
+            .tx
+            .execute(
+                "INSERT INTO baton.attempts
+                   (run_id, seq, step, kind, attempt, started, finished, exit_code, signal, outcome)
+                 VALUES ($1::text, $2::bigint, $3::text, $4::text, $5::bigint, $6::bigint,
+                         $7::bigint, $8::bigint, $9::bigint, $10::text)
+                 ON CONFLICT (run_id, seq) DO NOTHING",
+                &[
+                    &a.run_id,
+                    &i64::from(a.seq),
+                    &a.step,
+                    &a.kind.as_str(),
+                    &i64::from(a.attempt),
+                    &rows::micros(a.started),
+                    &rows::micros(a.finished),
+                    &a.exit_code.map(i64::from),
+                    &a.signal.map(i64::from),
+                    &a.outcome.as_str(),
+                ],
+            )
+            .await?;
+        Ok(changed == 1)
     }
+    /// Marks a run finished unless it is already. Returns whether this call
+    /// finished it.
     async fn finish_run(&mut self, f: &Finished) -> R<bool> {
-        runs::finish(self.tx, f).await
+        let changed = self
+            .tx
+            .execute(
+                "UPDATE baton.runs SET finished = $2::bigint, verdict = $3::text,
+                                       exit_code = $4::bigint
+                 WHERE run_id = $1::text AND finished IS NULL",
+                &[
+                    &f.run_id,
+                    &rows::micros(f.finished),
+                    &f.verdict.as_str(),
+                    &i64::from(f.exit_code),
+                ],
+            )
+            .await?;
+        Ok(changed == 1)
     }
     async fn prune_runs(&mut self, job: &str, keep: u32) -> R<()> {
-        runs::prune(self.tx, job, keep).await
+        self.tx
+            .execute(
+                "DELETE FROM baton.runs WHERE job = $1::text AND run_id NOT IN (
+                   SELECT run_id FROM baton.runs WHERE job = $1::text
+                   ORDER BY started DESC, run_id DESC LIMIT $2::bigint)",
+                &[&job, &i64::from(keep)],
+            )
+            .await?;
+        Ok(())
     }
     async fn history(&mut self, job: &str, limit: u32) -> R<Vec<RunRow>> {
-        runs::history(self.tx, job, limit).await
+        let found = self
+            .tx
+            .query(
+                &format!(
+                    "SELECT {RUN_COLUMNS} FROM baton.runs WHERE job = $1::text
+                     ORDER BY started DESC, run_id DESC LIMIT $2::bigint"
+                ),
+                &[&job, &i64::from(limit)],
+            )
+            .await?;
+        let mut runs = found.iter().map(rows::run).collect::<Result<Vec<_>, _>>()?;
+        for run in &mut runs {
+            run.attempts = attempts(self.tx, &run.run_id).await?;
+        }
+        Ok(runs)
     }
     async fn running(&mut self, job: &str) -> R<Option<RunRow>> {
-        runs::running(self.tx, job).await
+        let found = self
+            .tx
+            .query_opt(
+                &format!(
+                    "SELECT {RUN_COLUMNS} FROM baton.runs WHERE job = $1::text AND finished IS NULL
+                     ORDER BY started DESC, run_id DESC LIMIT 1"
+                ),
+                &[&job],
+            )
+            .await?;
+        match found.as_ref().map(rows::run).transpose()? {
+            Some(mut run) => {
+                run.attempts = attempts(self.tx, &run.run_id).await?;
+                Ok(Some(run))
+            }
+            None => Ok(None),
+        }
     }
     async fn unfinished(&mut self, job: &str) -> R<Vec<RunRow>> {
-        runs::unfinished(self.tx, job).await
+        let found = self
+            .tx
+            .query(
+                &format!(
+                    "SELECT {RUN_COLUMNS} FROM baton.runs WHERE job = $1::text AND finished IS NULL
+                     ORDER BY started, run_id"
+                ),
+                &[&job],
+            )
+            .await?;
+        found.iter().map(rows::run).collect()
     }
+
+    // The `baton.steps` table: per step (or check) of a job, when it was last
+    // attempted, succeeded and failed, and how many attempts in a row failed.
+    // What an outcome word does
+    // to the counters is `baton_store::ledger::Effect`'s rule, reused as is.
 
     async fn step_attempted(&mut self, a: &Attempt) -> R<()> {
-        steps::attempted(self.tx, a).await
+        let effect = Effect::of(a.outcome);
+        self.tx
+            .execute(
+                "INSERT INTO baton.steps AS s
+                   (job, step, kind, last_attempt, last_success, last_failure,
+                    consecutive_failures)
+                 VALUES ($1::text, $2::text, $3::text, $4::bigint,
+                         CASE WHEN $5::boolean THEN $7::bigint END,
+                         CASE WHEN $6::boolean THEN $7::bigint END,
+                         CASE WHEN $6::boolean THEN 1 ELSE 0 END)
+                 ON CONFLICT (job, step) DO UPDATE SET
+                   kind = excluded.kind,
+                   last_attempt = GREATEST(COALESCE(s.last_attempt, $4::bigint), $4::bigint),
+                   last_success = CASE WHEN $5::boolean
+                                       THEN GREATEST(COALESCE(s.last_success, $7::bigint),
+                                                     $7::bigint)
+                                       ELSE s.last_success END,
+                   last_failure = CASE WHEN $6::boolean
+                                       THEN GREATEST(COALESCE(s.last_failure, $7::bigint),
+                                                     $7::bigint)
+                                       ELSE s.last_failure END,
+                   consecutive_failures = CASE WHEN $5::boolean THEN 0
+                                               WHEN $6::boolean THEN s.consecutive_failures + 1
+                                               ELSE s.consecutive_failures END",
+                &[
+                    &a.job,
+                    &a.step,
+                    &a.kind.as_str(),
+                    &rows::micros(a.started),
+                    &effect.success(),
+                    &effect.failure(),
+                    &rows::micros(a.finished),
+                ],
+            )
+            .await?;
+        Ok(())
     }
     async fn steps(&mut self, job: &str) -> R<Vec<StepState>> {
-        steps::of_job(self.tx, job).await
+        let found = self
+            .tx
+            .query(
+                "SELECT job, step, kind, last_attempt, last_success, last_failure,
+                        consecutive_failures
+                 FROM baton.steps WHERE job = $1::text ORDER BY step",
+                &[&job],
+            )
+            .await?;
+        found.iter().map(rows::step).collect()
     }
+
+    // The `baton.alerts` table: every alert raised, as delivered, numbered in
+    // the order recorded by an identity that is never reused.
 
     async fn insert_alert(&mut self, a: &NewAlert) -> R<()> {
-        alerts::insert(self.tx, a).await
+        self.tx
+            .execute(
+                "INSERT INTO baton.alerts (time, job, kind, run_id, occurrence, message, json)
+                 VALUES ($1::bigint, $2::text, $3::text, $4::text, $5::bigint, $6::text, $7::text)",
+                &[
+                    &rows::micros(a.time),
+                    &a.job,
+                    &a.kind.as_str(),
+                    &a.run_id,
+                    &a.occurrence,
+                    &a.message,
+                    &a.json,
+                ],
+            )
+            .await?;
+        Ok(())
     }
     async fn recent_alerts(&mut self, job: Option<&str>, limit: u32) -> R<Vec<AlertRow>> {
-        alerts::recent(self.tx, job, limit).await
+        let limit = i64::from(limit);
+        let found = match job {
+            Some(job) => {
+                self.tx
+                    .query(
+                        &format!(
+                            "SELECT {ALERT_COLUMNS} FROM baton.alerts WHERE job = $1::text
+                             ORDER BY id DESC LIMIT $2::bigint"
+                        ),
+                        &[&job, &limit],
+                    )
+                    .await?
+            }
+            None => self
+                .tx
+                .query(
+                    &format!(
+                        "SELECT {ALERT_COLUMNS} FROM baton.alerts ORDER BY id DESC LIMIT $1::bigint"
+                    ),
+                    &[&limit],
+                )
+                .await?,
+        };
+        found.iter().map(rows::alert).collect()
     }
 
+    // Missed ranges: the `baton.missed` table, one row per decision that a
+    // range of a job's occurrences will not run, in PostgreSQL.
+    //
+    // A range is written in the write transaction that raises
+    // `jobs.last_decided`, and only while that mark is still below it: under
+    // the ledger's write lock, of two hosts planning the same outage the first
+    // records it and the other is told the mark moved. Rows are numbered by an
+    // identity, so a job's newest range has the largest id.
+
+    /// Extends the job's newest range by `m` when it has the same reason and
+    /// ends at the job's last decided occurrence. Returns whether it did.
     async fn extend_missed(&mut self, m: &Miss<'_>, count: i64, now: Timestamp) -> R<bool> {
-        missed::extend(self.tx, m, count, micros(now)).await
+        let now = micros(now);
+        let changed = self
+            .tx
+            .execute(
+                "UPDATE baton.missed SET
+                   count = count + $3::bigint,
+                   last = $4::bigint,
+                   at_least = at_least OR $5::boolean,
+                   updated = $6::bigint
+                 WHERE id = (SELECT MAX(id) FROM baton.missed WHERE job = $1::text)
+                   AND reason = $2::text
+                   AND last = (SELECT last_decided FROM baton.jobs WHERE job = $1::text)",
+                &[
+                    &m.job,
+                    &m.reason.as_str(),
+                    &count,
+                    &m.last,
+                    &m.at_least,
+                    &now,
+                ],
+            )
+            .await?;
+        Ok(changed == 1)
     }
     async fn insert_missed(
         &mut self,
@@ -118,20 +607,88 @@ impl Statements for Pg<'_> {
         detail: Option<&str>,
         now: Timestamp,
     ) -> R<()> {
-        missed::insert(self.tx, m, count, detail, micros(now)).await
+        let now = micros(now);
+        self.tx
+            .execute(
+                "INSERT INTO baton.missed
+                   (job, reason, first, last, count, at_least, decided, updated, detail)
+                 VALUES ($1::text, $2::text, $3::bigint, $4::bigint, $5::bigint, $6::boolean,
+                         $7::bigint, $7::bigint, $8::text)",
+                &[
+                    &m.job,
+                    &m.reason.as_str(),
+                    &m.first,
+                    &m.last,
+                    &count,
+                    &m.at_least,
+                    &now,
+                    &detail,
+                ],
+            )
+            .await?;
+        Ok(())
     }
     async fn missed(&mut self, job: &str, limit: u32) -> R<Vec<MissedRow>> {
-        missed::recent(self.tx, job, limit).await
+        let found = self
+            .tx
+            .query(
+                &format!(
+                    "SELECT {MISSED_COLUMNS} FROM baton.missed WHERE job = $1::text
+                     ORDER BY id DESC LIMIT $2::bigint"
+                ),
+                &[&job, &i64::from(limit)],
+            )
+            .await?;
+        found.iter().map(rows::missed).collect()
     }
     async fn missed_counts(&mut self, job: &str) -> R<Vec<(MissReason, u64, bool)>> {
-        missed::counts(self.tx, job).await
+        let found = self
+            .tx
+            .query(
+                "SELECT reason, SUM(count)::bigint, bool_or(at_least) FROM baton.missed
+                 WHERE job = $1::text GROUP BY reason ORDER BY reason",
+                &[&job],
+            )
+            .await?;
+        found
+            .iter()
+            .map(|r| Ok((rows::word(r, 0)?, rows::int(r, 1)?, rows::get(r, 2)?)))
+            .collect()
     }
     async fn prune_missed(&mut self, job: &str) -> R<()> {
-        missed::prune(self.tx, job).await
+        self.tx
+            .execute(
+                "DELETE FROM baton.missed WHERE job = $1::text AND id NOT IN (
+                   SELECT id FROM baton.missed WHERE job = $1::text
+                   ORDER BY id DESC LIMIT $2::bigint)",
+                &[&job, &MISSED_KEEP],
+            )
+            .await?;
+        Ok(())
     }
 
+    // Pauses: the `baton.pauses` table, one row per pause of a job, kept after
+    // it ends.
+    //
+    // A pause is in force from `since` until the earlier of `until` and
+    // `ended` (`baton_store::ledger::PauseRow::covers`; `IN_FORCE` states the same
+    // rule in SQL). At most one pause of a job is in force: a pause ends the
+    // one in force and records the new one in one write transaction. Pruning
+    // never removes a pause that is not over.
+
     async fn end_pauses(&mut self, job: &str, now: Timestamp) -> R<Vec<PauseRow>> {
-        pauses::end_in_force(self.tx, job, micros(now)).await
+        let now = micros(now);
+        let found = self
+            .tx
+            .query(
+                &format!(
+                    "UPDATE baton.pauses SET ended = $2::bigint
+                     WHERE job = $1::text AND {IN_FORCE} RETURNING {PAUSE_COLUMNS}"
+                ),
+                &[&job, &now],
+            )
+            .await?;
+        found.iter().map(rows::pause).collect()
     }
     async fn insert_pause(
         &mut self,
@@ -141,46 +698,212 @@ impl Statements for Pg<'_> {
         who: &str,
         now: Timestamp,
     ) -> R<PauseRow> {
-        pauses::insert(self.tx, job, until.map(micros), reason, who, micros(now)).await
+        let until = until.map(micros);
+        let now = micros(now);
+        let r = self
+            .tx
+            .query_one(
+                &format!(
+                    "INSERT INTO baton.pauses (job, since, until, reason, who)
+                     VALUES ($1::text, $2::bigint, $3::bigint, $4::text, $5::text)
+                     RETURNING {PAUSE_COLUMNS}"
+                ),
+                &[&job, &now, &until, &reason, &who],
+            )
+            .await?;
+        rows::pause(&r)
     }
     async fn pauses(&mut self, job: &str, limit: u32) -> R<Vec<PauseRow>> {
-        pauses::recent(self.tx, job, limit).await
+        let found = self
+            .tx
+            .query(
+                &format!(
+                    "SELECT {PAUSE_COLUMNS} FROM baton.pauses WHERE job = $1::text
+                     ORDER BY id DESC LIMIT $2::bigint"
+                ),
+                &[&job, &i64::from(limit)],
+            )
+            .await?;
+        found.iter().map(rows::pause).collect()
     }
+    /// Deletes the job's pauses that are over at `now`, except its newest
+    /// `PAUSE_KEEP`.
     async fn prune_pauses(&mut self, job: &str, now: Timestamp) -> R<()> {
-        pauses::prune(self.tx, job, micros(now)).await
+        let now = micros(now);
+        self.tx
+            .execute(
+                "DELETE FROM baton.pauses
+                 WHERE job = $1::text
+                   AND ((ended IS NOT NULL AND ended <= $2::bigint)
+                        OR (until IS NOT NULL AND until <= $2::bigint))
+                   AND id NOT IN (SELECT id FROM baton.pauses WHERE job = $1::text
+                                  ORDER BY id DESC LIMIT $3::bigint)",
+                &[&job, &now, &PAUSE_KEEP],
+            )
+            .await?;
+        Ok(())
     }
+
+    // The queue: occurrences that wait for their job's lock, as `queued`
+    // decisions in `baton.occurrences`, and the later ones that coalesced into
+    // one waiting.
+    //
+    // An occurrence enters the queue in the write transaction that raises
+    // `jobs.last_decided`, and only while that mark is below it, so it is
+    // queued once; it leaves by `begin_run`, whose upsert only turns a row
+    // still `queued` into `started`. Queued rows are never pruned.
 
     async fn newest_queued(&mut self, job: &str) -> R<Option<i64>> {
-        queue::newest(self.tx, job).await
+        let r = self
+            .tx
+            .query_one(
+                "SELECT MAX(occurrence) FROM baton.occurrences
+                 WHERE job = $1::text AND decision = 'queued'",
+                &[&job],
+            )
+            .await?;
+        rows::get(&r, 0)
     }
     async fn oldest_queued(&mut self, job: &str) -> R<Option<i64>> {
-        queue::oldest(self.tx, job).await
+        let r = self
+            .tx
+            .query_one(
+                "SELECT MIN(occurrence) FROM baton.occurrences
+                 WHERE job = $1::text AND decision = 'queued'",
+                &[&job],
+            )
+            .await?;
+        rows::get(&r, 0)
     }
     async fn add_coalesced(&mut self, job: &str, into: i64, joined: i64) -> R<()> {
-        queue::add_coalesced(self.tx, job, into, joined).await
+        self.tx
+            .execute(
+                "UPDATE baton.occurrences SET coalesced = coalesced + $3::bigint
+                 WHERE job = $1::text AND occurrence = $2::bigint",
+                &[&job, &into, &joined],
+            )
+            .await?;
+        Ok(())
     }
     async fn queued_jobs(&mut self) -> R<Vec<String>> {
-        queue::jobs_waiting(self.tx).await
+        let found = self
+            .tx
+            .query(
+                "SELECT DISTINCT job FROM baton.occurrences WHERE decision = 'queued' ORDER BY job",
+                &[],
+            )
+            .await?;
+        found.iter().map(|r| rows::get(r, 0)).collect()
     }
     async fn queued(&mut self, job: &str) -> R<Vec<DecisionRow>> {
-        queue::queued(self.tx, job).await
+        let found = self
+            .tx
+            .query(
+                &format!(
+                    "SELECT {} FROM baton.occurrences
+                     WHERE job = $1::text AND decision = 'queued' ORDER BY occurrence",
+                    DECISION_COLUMNS
+                ),
+                &[&job],
+            )
+            .await?;
+        found.iter().map(rows::decision).collect()
     }
+
+    // Cumulative tallies: the `baton.tallies` and `baton.durations` tables,
+    // counts per job that pruning never touches. Every tally rises in the transaction that records
+    // what it counts, as an SQL expression (`count + n`). The histogram's
+    // bounds are `baton_store::ledger::BOUNDS_US`, reused as they are: a count is only
+    // meaningful against the bounds it was counted with. The kind words are
+    // the stored ones, the same in both ledgers.
 
     async fn tally_missed(&mut self, job: &str, reason: MissReason, n: i64) -> R<()> {
-        tallies::missed(self.tx, job, reason, n).await
+        add(self.tx, job, MISSED, reason.as_str(), n).await
     }
     async fn tally_skipped(&mut self, job: &str, reason: SkipReason, n: i64) -> R<()> {
-        tallies::skipped(self.tx, job, reason, n).await
+        add(self.tx, job, SKIPPED, reason.as_str(), n).await
     }
+    /// Counts a finished run: its verdict, a lost lease, and, when the ledger
+    /// has the run's start, its duration.
     async fn tally_finished(&mut self, f: &Finished, started: Option<Timestamp>) -> R<()> {
-        tallies::finished(self.tx, f, started).await
+        add(self.tx, &f.job, VERDICT, f.verdict.as_str(), 1).await?;
+        if f.verdict == RunVerdict::LeaseLost {
+            add(self.tx, &f.job, LEASE_LOST, "", 1).await?;
+        }
+        let Some(started) = started else {
+            return Ok(());
+        };
+        let (us, bound) = bucket(started, f.finished);
+        self.tx
+            .execute(
+                "INSERT INTO baton.durations AS d (job, bound, count, sum_us)
+                 VALUES ($1::text, $2::bigint, 1, $3::bigint)
+                 ON CONFLICT (job, bound) DO UPDATE SET
+                   count = d.count + 1,
+                   sum_us = d.sum_us + excluded.sum_us",
+                &[&f.job, &bound, &us],
+            )
+            .await?;
+        Ok(())
     }
     async fn tallies(&mut self) -> R<Vec<JobTallies>> {
-        tallies::all(self.tx).await
+        let mut jobs: BTreeMap<String, JobTallies> = BTreeMap::new();
+        for r in self
+            .tx
+            .query(
+                "SELECT job, last_success, last_failure FROM baton.jobs ORDER BY job",
+                &[],
+            )
+            .await?
+        {
+            let t = entry(&mut jobs, rows::get(&r, 0)?);
+            t.last_success = rows::time_opt(&r, 1)?;
+            t.last_failure = rows::time_opt(&r, 2)?;
+        }
+        for r in self
+            .tx
+            .query("SELECT job, kind, word, count FROM baton.tallies", &[])
+            .await?
+        {
+            let t = entry(&mut jobs, rows::get(&r, 0)?);
+            let kind: String = rows::get(&r, 1)?;
+            let n: u64 = rows::int(&r, 3)?;
+            match kind.as_str() {
+                VERDICT => *t.runs.entry(rows::word(&r, 2)?).or_default() += n,
+                MISSED => *t.missed.entry(rows::word(&r, 2)?).or_default() += n,
+                SKIPPED => *t.skipped.entry(rows::word(&r, 2)?).or_default() += n,
+                LEASE_LOST => t.lease_losses += n,
+                _ => {} // A kind a later version counts: not this build's to show.
+            }
+        }
+        for r in self
+            .tx
+            .query("SELECT job, bound, count, sum_us FROM baton.durations", &[])
+            .await?
+        {
+            let t = entry(&mut jobs, rows::get(&r, 0)?);
+            let bound: i64 = rows::get(&r, 1)?;
+            let i = BOUNDS_US
+                .iter()
+                .position(|&b| bound <= b)
+                .unwrap_or(BOUNDS_US.len() - 1);
+            t.durations.buckets[i] += rows::int::<u64>(&r, 2)?;
+            t.durations.sum += Duration::from_micros(rows::int(&r, 3)?);
+        }
+        Ok(jobs.into_values().collect())
     }
 
+    // Watermarks: the `baton.watermarks` table, each value a job's runs
+    // settled, in order.
+    //
+    // `(job, seq)` numbers a job's values 1, 2, …: the next number is computed
+    // in SQL in the write transaction that inserts it, so two settles never
+    // take the same number. The ledger does not judge who may settle (the
+    // caller does, under the lease), except that a run of another job may not
+    // settle this job's mark.
+
     async fn watermark(&mut self, job: &str) -> R<Option<WatermarkRow>> {
-        Ok(watermarks::recent(self.tx, job, 1).await?.pop())
+        Ok(self.watermarks(job, 1).await?.pop())
     }
     async fn insert_watermark(
         &mut self,
@@ -190,12 +913,93 @@ impl Statements for Pg<'_> {
         fence: Option<i64>,
         now: Timestamp,
     ) -> R<WatermarkRow> {
-        watermarks::insert(self.tx, job, value, run_id, fence, micros(now)).await
+        let now = micros(now);
+        let r = self
+            .tx
+            .query_one(
+                &format!(
+                    "INSERT INTO baton.watermarks (job, seq, value, run_id, fence, settled)
+                     SELECT $1::text, COALESCE(MAX(seq), 0) + 1, $2::text, $3::text, $4::bigint,
+                            $5::bigint
+                     FROM baton.watermarks WHERE job = $1::text
+                     RETURNING {WATERMARK_COLUMNS}"
+                ),
+                &[&job, &value, &run_id, &fence, &now],
+            )
+            .await?;
+        rows::watermark(&r)
     }
     async fn watermarks(&mut self, job: &str, limit: u32) -> R<Vec<WatermarkRow>> {
-        watermarks::recent(self.tx, job, limit).await
+        let found = self
+            .tx
+            .query(
+                &format!(
+                    "SELECT {WATERMARK_COLUMNS} FROM baton.watermarks WHERE job = $1::text
+                     ORDER BY seq DESC LIMIT $2::bigint"
+                ),
+                &[&job, &i64::from(limit)],
+            )
+            .await?;
+        found.iter().map(rows::watermark).collect()
     }
     async fn prune_watermarks(&mut self, job: &str) -> R<()> {
-        watermarks::prune(self.tx, job).await
+        self.tx
+            .execute(
+                "DELETE FROM baton.watermarks WHERE job = $1::text AND seq NOT IN (
+                   SELECT seq FROM baton.watermarks WHERE job = $1::text
+                   ORDER BY seq DESC LIMIT $2::bigint)",
+                &[&job, &WATERMARK_KEEP],
+            )
+            .await?;
+        Ok(())
     }
+}
+
+/// A run's attempts, in order.
+async fn attempts(tx: &Transaction<'_>, run_id: &str) -> Result<Vec<AttemptRow>, Fail> {
+    let found = tx
+        .query(
+            "SELECT seq, step, kind, attempt, started, finished, exit_code, signal, outcome
+             FROM baton.attempts WHERE run_id = $1::text ORDER BY seq",
+            &[&run_id],
+        )
+        .await?;
+    found
+        .iter()
+        .map(|r| {
+            Ok(AttemptRow {
+                seq: rows::int(r, 0)?,
+                step: rows::get(r, 1)?,
+                kind: rows::word(r, 2)?,
+                attempt: rows::int(r, 3)?,
+                started: rows::time(r, 4)?,
+                finished: rows::time(r, 5)?,
+                exit_code: rows::int_opt(r, 6)?,
+                signal: rows::int_opt(r, 7)?,
+                outcome: rows::word(r, 8)?,
+            })
+        })
+        .collect()
+}
+
+/// Adds `n` to the job's count of `kind` and `word`.
+async fn add(tx: &Transaction<'_>, job: &str, kind: &str, word: &str, n: i64) -> Result<(), Fail> {
+    if n == 0 {
+        return Ok(());
+    }
+    tx.execute(
+        "INSERT INTO baton.tallies AS t (job, kind, word, count)
+         VALUES ($1::text, $2::text, $3::text, $4::bigint)
+         ON CONFLICT (job, kind, word) DO UPDATE SET count = t.count + excluded.count",
+        &[&job, &kind, &word, &n],
+    )
+    .await?;
+    Ok(())
+}
+
+fn entry(jobs: &mut BTreeMap<String, JobTallies>, job: String) -> &mut JobTallies {
+    jobs.entry(job.clone()).or_insert_with(|| JobTallies {
+        job,
+        ..JobTallies::default()
+    })
 }

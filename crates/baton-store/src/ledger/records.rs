@@ -43,9 +43,7 @@ pub trait Records: Send {
     /// later call that carries no time (a read) is stamped with it, so the
     /// name says when the corruption was found. Times only move forward here:
     /// an older time changes nothing.
-    fn time_is(&mut self, now: Timestamp) {
-        let _ = now;
-    }
+    fn time_is(&mut self, now: Timestamp);
     /// Records that these jobs exist, in one transaction: each one not yet
     /// known is first seen at `now`; known ones are left as they are.
     ///
@@ -71,9 +69,7 @@ pub trait Records: Send {
     /// # Errors
     ///
     /// When the store cannot be reached.
-    fn store_clock(&mut self) -> Result<Option<Timestamp>, Error> {
-        Ok(None)
-    }
+    fn store_clock(&mut self) -> Result<Option<Timestamp>, Error>;
     /// Every job's row, by name.
     ///
     /// # Errors
@@ -358,10 +354,7 @@ pub trait Records: Send {
         job: &str,
         now: Timestamp,
         tolerance: i64,
-    ) -> Result<Option<Withdrawn>, Error> {
-        let _ = (job, now, tolerance);
-        Ok(None)
-    }
+    ) -> Result<Option<Withdrawn>, Error>;
     /// Brings the first sighting of `job` back to `now` when it is more than
     /// `tolerance` seconds after `now` (a process whose clock was ahead saw
     /// the job first), in one write transaction; whether it did. Nothing
@@ -390,15 +383,8 @@ pub trait Records: Send {
     /// assert!(!ledger.see_again_ahead("j", honest, 60)?);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    fn see_again_ahead(
-        &mut self,
-        job: &str,
-        now: Timestamp,
-        tolerance: i64,
-    ) -> Result<bool, Error> {
-        let _ = (job, now, tolerance);
-        Ok(false)
-    }
+    fn see_again_ahead(&mut self, job: &str, now: Timestamp, tolerance: i64)
+    -> Result<bool, Error>;
     /// The occurrences of `job` after `after` and at or before `through`
     /// that have a decision (they started, are queued, or were claimed),
     /// oldest first: above the job's mark, only what a clock ahead decided.
@@ -411,10 +397,7 @@ pub trait Records: Send {
         job: &str,
         after: Option<i64>,
         through: i64,
-    ) -> Result<Vec<i64>, Error> {
-        let _ = (job, after, through);
-        Ok(Vec::new())
-    }
+    ) -> Result<Vec<i64>, Error>;
     /// The newest `limit` missed ranges of a job, newest first.
     ///
     /// # Errors

@@ -623,4 +623,20 @@ mod tests {
         assert_eq!(c[2], (1.0, 3));
         assert_eq!(c[10], (f64::INFINITY, 4));
     }
+
+    #[test]
+    fn outcomes_have_effects() {
+        use crate::words::{AttemptOutcome as O, RunVerdict as V};
+        assert_eq!(Effect::of(O::Ok), Effect::Success);
+        assert_eq!(Effect::of(O::Interrupted), Effect::Neutral);
+        for &o in O::ALL {
+            if !matches!(o, O::Ok | O::Interrupted) {
+                assert_eq!(Effect::of(o), Effect::Failure, "{o}");
+            }
+        }
+        assert_eq!(Effect::of_run(V::Ok, true), Effect::Success);
+        assert_eq!(Effect::of_run(V::Interrupted, false), Effect::Neutral);
+        assert_eq!(Effect::of_run(V::Ok, false), Effect::Failure);
+        assert_eq!(Effect::of_run(V::Abandoned, false), Effect::Failure);
+    }
 }

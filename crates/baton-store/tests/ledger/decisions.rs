@@ -30,6 +30,7 @@ fn a_started_occurrence_is_not_started_again(l: &mut Store, log: &mut Log) {
     log.note("second begin", &begun);
     let history = l.history("j", 10).unwrap();
     assert_eq!(history.len(), 1);
+    assert_eq!(history[0].run_id, "00000000000000a1");
     assert_eq!(
         l.job("j").unwrap().unwrap().last_run_id.as_deref(),
         Some("00000000000000a1")
@@ -45,7 +46,9 @@ fn a_started_occurrence_is_not_started_again(l: &mut Store, log: &mut Log) {
     );
     assert!(!l.claimed("j", occ(60), "claimed", at(62)).unwrap());
     assert!(l.missed("j", 10).unwrap().is_empty());
-    log.note("decision", &l.decision("j", occ(60)).unwrap());
+    let d = l.decision("j", occ(60)).unwrap().unwrap();
+    assert_eq!(d.decision, Decision::Started);
+    log.note("decision", &d);
 }
 
 fn a_missed_occurrence_is_decided_once(l: &mut Store, log: &mut Log) {
@@ -62,12 +65,32 @@ fn a_missed_occurrence_is_decided_once(l: &mut Store, log: &mut Log) {
     assert_eq!(l.miss(&second, at(121)).unwrap(), Missed::Moved);
     let rows = l.missed("j", 10).unwrap();
     assert_eq!(rows.len(), 1);
-    assert_eq!(rows[0].detail.as_deref(), Some("first"));
+    assert_eq!(
+        (rows[0].reason, rows[0].detail.as_deref()),
+        (MissReason::Busy, Some("first"))
+    );
     log.note("missed", &rows);
-    // A backfill may still start a missed occurrence.
+    // The mark covers it: it cannot be queued behind the decision.
+    assert_eq!(l.job("j").unwrap().unwrap().last_decided, Some(occ(120)));
+    assert_eq!(
+        l.enqueue("j", &[occ(120)], false, at(122)).unwrap(),
+        Queued::Moved
+    );
+    assert!(l.queued("j").unwrap().is_empty());
+    // A missed range is no decision of the occurrence itself: a backfill may
+    // still start it, once.
+    assert_eq!(l.decision("j", occ(120)).unwrap(), None);
     let backfill = scheduled("j", "00000000000000b1", 120);
     assert_eq!(l.begin_run(&backfill).unwrap(), Begun::Started);
     log.note("decision", &l.decision("j", occ(120)).unwrap());
+    let again = NewRun {
+        run_id: "00000000000000b2".into(),
+        ..backfill
+    };
+    assert!(matches!(
+        l.begin_run(&again).unwrap(),
+        Begun::AlreadyDecided(_)
+    ));
 }
 
 fn a_claim_is_recorded_once_and_keeps_the_occurrence_from_running(l: &mut Store, log: &mut Log) {
@@ -82,7 +105,10 @@ fn a_claim_is_recorded_once_and_keeps_the_occurrence_from_running(l: &mut Store,
     let d = l.decision("j", occ(60)).unwrap().unwrap();
     assert_eq!(d.decision, Decision::Claimed);
     assert_eq!(d.detail.as_deref(), Some("claimed by pid 4242"));
+    assert_eq!((d.run_id.as_deref(), d.decided), (None, at(60)));
     log.note("decision", &d);
+    let job = l.job("j").unwrap().unwrap();
+    assert_eq!((job.last_decided, job.first_seen), (Some(occ(60)), at(60)));
     let run = scheduled("j", "00000000000000a1", 60);
     assert!(matches!(
         l.begin_run(&run).unwrap(),
@@ -95,6 +121,18 @@ fn a_claim_is_recorded_once_and_keeps_the_occurrence_from_running(l: &mut Store,
     assert_eq!(d.detail, None);
     log.note("decision", &d);
     assert_eq!(l.job("j").unwrap().unwrap().last_decided, Some(occ(120)));
+    // A started occurrence keeps its decision.
+    l.begin_run(&scheduled("j", "00000000000000a2", 180))
+        .unwrap();
+    assert!(!l.claimed("j", occ(180), "", at(181)).unwrap());
+    // The lock file outranks a missed range: what it says started, started;
+    // a claim behind the mark leaves the mark where it is.
+    l.miss(&range("j", MissReason::Busy, 240, 300), at(301))
+        .unwrap();
+    assert!(l.claimed("j", occ(240), "", at(302)).unwrap());
+    let d = l.decision("j", occ(240)).unwrap().unwrap();
+    assert_eq!((d.decision, d.detail), (Decision::Claimed, None));
+    assert_eq!(l.job("j").unwrap().unwrap().last_decided, Some(occ(300)));
 }
 
 fn the_last_decided_mark_never_goes_back(l: &mut Store, log: &mut Log) {

@@ -42,6 +42,7 @@ fn pruning_keeps_the_newest_missed_ranges_pauses_and_watermarks(l: &mut Store, l
     let pauses = l.pauses("j", 2_000).unwrap();
     assert_eq!(pauses.len(), 101);
     assert_eq!(pauses[100], ahead, "the pause in force stays");
+    assert!(pauses[100].active(at(200_005)));
     assert_eq!(
         pauses[99].since,
         at(100),

@@ -1,7 +1,7 @@
 //! The queue: occurrences wait in order, start once, coalesce into the one
 //! waiting, and leave as claimed when the lock file says they started.
 
-use baton_store::ledger::{Begun, Decision, Queued};
+use baton_store::ledger::{Begun, Decision, NewRun, Queued};
 use baton_store::words::SkipReason;
 
 use crate::support::{Log, Store, at, occ, refused, scheduled};
@@ -12,38 +12,69 @@ both! {
     the_next_queued_is_the_oldest_across_jobs_ties_by_name
     occurrences_out_of_order_are_refused_and_write_nothing
     a_queued_occurrence_claimed_leaves_the_queue
+    a_coalesced_occurrence_never_runs_and_the_next_arrival_waits
 }
 
 fn queued_occurrences_wait_in_order_and_start_once(l: &mut Store, log: &mut Log) {
     assert_eq!(
-        l.enqueue("j", &[occ(60), occ(120)], false, at(120))
+        l.enqueue("j", &[occ(0), occ(60), occ(120)], false, at(5))
             .unwrap(),
         Queued::Queued
     );
+    let job = l.job("j").unwrap().unwrap();
+    assert_eq!((job.first_seen, job.last_decided), (at(5), Some(occ(120))));
+    let queued = l.queued("j").unwrap();
+    let summary: Vec<_> = queued
+        .iter()
+        .map(|d| (d.occurrence, d.decision, d.decided, d.coalesced, d.joined))
+        .collect();
     assert_eq!(
-        l.enqueue("j", &[occ(120)], false, at(121)).unwrap(),
+        summary,
+        [
+            (occ(0), Decision::Queued, at(5), 0, None),
+            (occ(60), Decision::Queued, at(5), 0, None),
+            (occ(120), Decision::Queued, at(5), 0, None),
+        ]
+    );
+    // Behind the mark: decided already.
+    assert_eq!(
+        l.enqueue("j", &[occ(60), occ(180)], false, at(6)).unwrap(),
         Queued::Moved
     );
-    let queued = l.queued("j").unwrap();
-    assert_eq!(queued.len(), 2);
-    assert!(queued.iter().all(|d| d.decision == Decision::Queued));
+    assert_eq!(l.queued("j").unwrap().len(), 3);
     log.note("queued", &queued);
     assert_eq!(l.queued_jobs().unwrap(), ["j"]);
-    assert_eq!(l.next_queued(&["j"]).unwrap(), Some(("j".into(), occ(60))));
-    let run = scheduled("j", "00000000000000a1", 60);
+
+    assert_eq!(l.next_queued(&["j"]).unwrap(), Some(("j".into(), occ(0))));
+    let run = NewRun {
+        started: at(200),
+        ..scheduled("j", "00000000000000a1", 0)
+    };
     assert_eq!(l.begin_run(&run).unwrap(), Begun::Started);
-    let again = scheduled("j", "00000000000000a2", 60);
-    assert!(matches!(
-        l.begin_run(&again).unwrap(),
-        Begun::AlreadyDecided(_)
-    ));
-    assert_eq!(l.next_queued(&["j"]).unwrap(), Some(("j".into(), occ(120))));
-    let started = l.decision("j", occ(60)).unwrap().unwrap();
-    assert_eq!(started.decision, Decision::Started);
-    assert_eq!(started.decided, at(60));
-    log.note("started", &started);
-    l.begin_run(&scheduled("j", "00000000000000a3", 120))
-        .unwrap();
+    let row = l.decision("j", occ(0)).unwrap().unwrap();
+    assert_eq!(row.decision, Decision::Started);
+    assert_eq!(row.run_id.as_deref(), Some("00000000000000a1"));
+    assert_eq!(row.decided, at(200));
+    log.note("started", &row);
+    let again = NewRun {
+        run_id: "00000000000000a2".into(),
+        ..run
+    };
+    match l.begin_run(&again).unwrap() {
+        Begun::AlreadyDecided(d) => assert_eq!(d.run_id.as_deref(), Some("00000000000000a1")),
+        Begun::Started => panic!("a queued occurrence started twice"),
+    }
+    assert_eq!(l.next_queued(&["j"]).unwrap(), Some(("j".into(), occ(60))));
+    assert_eq!(l.queued("j").unwrap().len(), 2);
+    let job = l.job("j").unwrap().unwrap();
+    assert_eq!(
+        (job.last_decided, job.last_started),
+        (Some(occ(120)), Some(occ(0)))
+    );
+    log.note("job", &job);
+    for (id, secs) in [("00000000000000a3", 60), ("00000000000000a4", 120)] {
+        l.begin_run(&scheduled("j", id, secs)).unwrap();
+    }
     assert_eq!(l.next_queued(&["j"]).unwrap(), None);
     assert!(l.queued_jobs().unwrap().is_empty());
 }
@@ -102,8 +133,15 @@ fn the_next_queued_is_the_oldest_across_jobs_ties_by_name(l: &mut Store, log: &m
         Some(("Z".into(), occ(60)))
     );
     assert_eq!(l.next_queued(&["nobody"]).unwrap(), None);
+    assert_eq!(l.next_queued(&[]).unwrap(), None);
+    // Once a job's oldest starts, its next is what counts.
+    l.begin_run(&scheduled("c", "00000000000000c1", 0)).unwrap();
+    assert_eq!(
+        l.next_queued(&["a", "b", "c"]).unwrap(),
+        Some(("a".into(), occ(60)))
+    );
     let jobs = l.queued_jobs().unwrap();
-    assert_eq!(jobs, ["Z", "a", "b", "c"]);
+    assert_eq!(jobs, ["Z", "a", "b"]);
     log.note("jobs", &jobs);
     log.note("all", &l.jobs().unwrap());
 }
@@ -118,17 +156,79 @@ fn occurrences_out_of_order_are_refused_and_write_nothing(l: &mut Store, log: &m
 }
 
 fn a_queued_occurrence_claimed_leaves_the_queue(l: &mut Store, log: &mut Log) {
-    l.enqueue("j", &[occ(60)], false, at(60)).unwrap();
-    assert!(l.claimed("j", occ(60), "claimed by pid 7", at(61)).unwrap());
-    let d = l.decision("j", occ(60)).unwrap().unwrap();
-    assert_eq!(d.decision, Decision::Claimed);
-    assert_eq!(d.decided, at(61));
+    l.enqueue("j", &[occ(0), occ(60)], false, at(5)).unwrap();
+    assert!(
+        l.claimed("j", occ(0), "claimed in the lock", at(6))
+            .unwrap()
+    );
+    let d = l.decision("j", occ(0)).unwrap().unwrap();
+    assert_eq!((d.decision, d.decided), (Decision::Claimed, at(6)));
     log.note("claimed", &d);
-    assert!(l.queued("j").unwrap().is_empty());
     assert!(matches!(
-        l.begin_run(&scheduled("j", "00000000000000a1", 60))
-            .unwrap(),
+        l.begin_run(&scheduled("j", "00000000000000a1", 0)).unwrap(),
         Begun::AlreadyDecided(_)
     ));
-    assert_eq!(l.tallies().unwrap()[0].skipped[&SkipReason::Claimed], 1);
+    assert_eq!(l.next_queued(&["j"]).unwrap(), Some(("j".into(), occ(60))));
+    assert_eq!(l.queued_jobs().unwrap(), vec!["j".to_owned()]);
+    // A started occurrence is not turned into a claim.
+    assert!(!l.claimed("j", occ(0), "again", at(7)).unwrap());
+    l.claimed("j", occ(60), "claimed", at(8)).unwrap();
+    assert!(l.queued_jobs().unwrap().is_empty());
+    assert_eq!(l.tallies().unwrap()[0].skipped[&SkipReason::Claimed], 2);
+}
+
+/// While a run goes on, the arrivals after the one waiting join it; once it
+/// starts, they never run, and the next arrival waits itself.
+fn a_coalesced_occurrence_never_runs_and_the_next_arrival_waits(l: &mut Store, log: &mut Log) {
+    let running = scheduled("j", "00000000000000b1", 0);
+    l.begin_run(&running).unwrap();
+    // Nothing waits yet: it waits.
+    assert_eq!(
+        l.enqueue("j", &[occ(60)], true, at(60)).unwrap(),
+        Queued::Queued
+    );
+    // One waits: the next ones join it.
+    assert_eq!(
+        l.enqueue("j", &[occ(120)], true, at(120)).unwrap(),
+        Queued::Coalesced { into: occ(60) }
+    );
+    assert_eq!(
+        l.enqueue("j", &[occ(180), occ(240)], true, at(240))
+            .unwrap(),
+        Queued::Coalesced { into: occ(60) }
+    );
+    let waiting = l.queued("j").unwrap();
+    assert_eq!(waiting.len(), 1);
+    assert_eq!((waiting[0].occurrence, waiting[0].coalesced), (occ(60), 3));
+    let joined = l.decision("j", occ(180)).unwrap().unwrap();
+    assert_eq!(
+        (joined.decision, joined.joined, joined.decided),
+        (Decision::Coalesced, Some(occ(60)), at(240))
+    );
+    assert_eq!(l.job("j").unwrap().unwrap().last_decided, Some(occ(240)));
+
+    // Draining starts the waiting one, which keeps its count; those that
+    // joined it never run.
+    let drained = NewRun {
+        started: at(300),
+        ..scheduled("j", "00000000000000b2", 60)
+    };
+    assert_eq!(l.begin_run(&drained).unwrap(), Begun::Started);
+    let row = l.decision("j", occ(60)).unwrap().unwrap();
+    assert_eq!((row.decision, row.coalesced), (Decision::Started, 3));
+    log.note("started", &row);
+    match l
+        .begin_run(&scheduled("j", "00000000000000b3", 120))
+        .unwrap()
+    {
+        Begun::AlreadyDecided(d) => assert_eq!(d.decision, Decision::Coalesced),
+        Begun::Started => panic!("a coalesced occurrence ran"),
+    }
+    assert_eq!(l.next_queued(&["j"]).unwrap(), None);
+    // Nothing waits any more: the next arrival waits itself.
+    assert_eq!(
+        l.enqueue("j", &[occ(300)], true, at(300)).unwrap(),
+        Queued::Queued
+    );
+    assert_eq!(l.history("j", 10).unwrap().len(), 2);
 }

@@ -1,7 +1,7 @@
 //! Runs: their start and end, attempts and steps, the job's counters, and
 //! the pruning of history when a run finishes.
 
-use baton_store::ledger::{Begun, NewRun, Queued, StepKind};
+use baton_store::ledger::{Begun, Decision, NewRun, Queued, StepKind};
 use baton_store::words::{AttemptOutcome, RunVerdict};
 
 use crate::support::{Log, Store, at, attempt, finished, occ, refused, scheduled};
@@ -15,6 +15,7 @@ both! {
     a_run_id_held_already_is_an_error_and_writes_nothing
     a_start_recorded_again_by_its_own_run_is_its_start_once
     pruning_keeps_the_newest_runs_their_attempts_and_the_newest_decision
+    pruning_never_removes_the_newest_decision
     pruning_keeps_queued_occurrences
 }
 
@@ -356,20 +357,51 @@ fn pruning_keeps_the_newest_runs_their_attempts_and_the_newest_decision(
     log.note("history", &left);
 }
 
+fn pruning_never_removes_the_newest_decision(l: &mut Store, log: &mut Log) {
+    // The newest decision is for an occurrence before the run that prunes.
+    assert!(l.claimed("j", occ(0), "", at(0)).unwrap());
+    let manual = NewRun {
+        occurrence: None,
+        ..scheduled("j", "00000000000000c1", 600)
+    };
+    l.begin_run(&manual).unwrap();
+    l.finish_run(&finished(&manual, 5, true), 1).unwrap();
+    let d = l.decision("j", occ(0)).unwrap();
+    assert!(d.is_some());
+    log.note("decision", &d);
+    // A history of 0 keeps the last run.
+    l.finish_run(&finished(&manual, 5, true), 0).unwrap();
+    assert_eq!(l.history("j", 10).unwrap().len(), 1);
+}
+
+/// Queued occurrences are work still to do: however long they have waited,
+/// pruning leaves them, while older decisions around them go.
 fn pruning_keeps_queued_occurrences(l: &mut Store, log: &mut Log) {
+    assert!(l.claimed("j", occ(0), "", at(0)).unwrap());
+    let waiting = [occ(60), occ(120)];
     assert_eq!(
-        l.enqueue("j", &[occ(60), occ(120)], false, at(60)).unwrap(),
+        l.enqueue("j", &waiting, false, at(1)).unwrap(),
         Queued::Queued
     );
-    for i in 0..3 {
-        let run = NewRun {
+    for (i, started) in [1_000, 2_000, 3_000].into_iter().enumerate() {
+        let manual = NewRun {
             occurrence: None,
-            ..scheduled("j", &format!("{i:016x}"), 3600 * (i + 1))
+            started: at(started),
+            ..scheduled("j", &format!("{i:016x}"), 0)
         };
-        l.begin_run(&run).unwrap();
-        l.finish_run(&finished(&run, 1, true), 1).unwrap();
+        assert_eq!(l.begin_run(&manual).unwrap(), Begun::Started);
+        l.finish_run(&finished(&manual, 5, true), 1).unwrap();
     }
+    assert_eq!(l.history("j", 10).unwrap().len(), 1);
+    assert_eq!(l.decision("j", occ(0)).unwrap(), None);
     let queued = l.queued("j").unwrap();
-    assert_eq!(queued.len(), 2, "queued occurrences are work still to do");
+    let found: Vec<_> = queued.iter().map(|d| (d.occurrence, d.decision)).collect();
+    assert_eq!(
+        found,
+        [
+            (waiting[0], Decision::Queued),
+            (waiting[1], Decision::Queued)
+        ]
+    );
     log.note("queued", &queued);
 }

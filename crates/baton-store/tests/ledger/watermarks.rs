@@ -1,7 +1,7 @@
 //! Watermarks: numbered per job, the newest is the mark, only a run of the
 //! job may settle it.
 
-use baton_store::ledger::NewRun;
+use baton_store::ledger::{NewRun, WatermarkRow};
 
 use crate::support::{Log, Store, at, refused, scheduled};
 
@@ -24,12 +24,23 @@ fn settled_values_are_numbered_and_the_newest_is_the_watermark(l: &mut Store, lo
     let second = l.settle("etl", "2026-11-29", None, None, at(60)).unwrap();
     let other = l.settle("other", "x", None, None, at(60)).unwrap();
     assert_eq!((first.seq, second.seq, other.seq), (1, 2, 1));
-    assert_eq!(first.fence, Some(42));
+    assert_eq!(
+        first,
+        WatermarkRow {
+            job: "etl".into(),
+            seq: 1,
+            value: "2026-11-28".into(),
+            run_id: Some("00000000000000a1".into()),
+            fence: Some(42),
+            settled: at(0),
+        }
+    );
+    assert_eq!((second.run_id.as_deref(), second.fence), (None, None));
     assert_eq!(l.watermark("etl").unwrap().as_ref(), Some(&second));
     let all = l.watermarks("etl", 10).unwrap();
     assert_eq!(all, [second, first]);
     log.note("watermarks", &all);
-    assert_eq!(l.watermarks("etl", 1).unwrap().len(), 1);
+    assert_eq!(l.watermarks("etl", 1).unwrap(), [all[0].clone()]);
     // A run of the job itself may settle it.
     let run = scheduled("etl", "00000000000000b1", 60);
     l.begin_run(&run).unwrap();
@@ -50,10 +61,13 @@ fn a_value_a_fence_or_a_run_that_does_not_fit_is_refused(l: &mut Store, log: &mu
         let problem = refused(l.settle("etl", value, None, fence, at(0)).unwrap_err());
         log.note("refused", &problem);
     }
-    assert!(
-        l.settle("etl", &"x".repeat(4096), None, None, at(0))
-            .is_ok()
-    );
+    assert_eq!(l.watermark("etl").unwrap(), None);
+    // 4,096 bytes (of two-byte letters) and the largest fence fit.
+    let full = "é".repeat(2048);
+    let row = l
+        .settle("etl", &full, None, Some(i64::MAX as u64), at(0))
+        .unwrap();
+    assert_eq!((row.value.len(), row.fence), (4096, Some(i64::MAX as u64)));
     // A run of another job sharing the lock may not settle this job's mark.
     let theirs = NewRun {
         ..scheduled("load", "00000000000000c1", 60)
