@@ -78,6 +78,21 @@ struct Named {
     claim: Option<i64>,
 }
 
+/// Why a guard file's bytes name no lock: the `why` of
+/// [`Error::UnreadableGuard`].
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+enum Unnamed {
+    /// Bytes that are not UTF-8.
+    #[error("it is not text")]
+    NotText,
+    /// A word that is no field of a guard.
+    #[error("{0:?} is no field of a guard")]
+    Field(String),
+    /// A line missing a field, or with one out of range.
+    #[error("{0:?} is not `guard=1 lock=NAME fence=N [claim=SECS]`")]
+    Line(String),
+}
+
 impl Named {
     fn render(&self) -> String {
         let claim = self
@@ -88,8 +103,8 @@ impl Named {
     }
 
     /// `None` for an empty file (just created, nothing named yet).
-    fn parse(bytes: &[u8]) -> Result<Option<Self>, String> {
-        let text = std::str::from_utf8(bytes).map_err(|_| "it is not text".to_owned())?;
+    fn parse(bytes: &[u8]) -> Result<Option<Self>, Unnamed> {
+        let text = std::str::from_utf8(bytes).map_err(|_| Unnamed::NotText)?;
         let line = text.lines().next().unwrap_or("").trim();
         if line.is_empty() {
             return Ok(None);
@@ -101,7 +116,7 @@ impl Named {
                 Some(("lock", v)) => lock = Some(v),
                 Some(("fence", v)) => fence = v.parse::<u64>().ok().filter(|&f| f > 0),
                 Some(("claim", v)) => claim = v.parse::<i64>().map(Some),
-                _ => return Err(format!("{word:?} is no field of a guard")),
+                _ => return Err(Unnamed::Field(word.to_owned())),
             }
         }
         match (version, lock, fence, claim) {
@@ -112,9 +127,7 @@ impl Named {
                     claim,
                 }))
             }
-            _ => Err(format!(
-                "{line:?} is not `guard=1 lock=NAME fence=N [claim=SECS]`"
-            )),
+            _ => Err(Unnamed::Line(line.to_owned())),
         }
     }
 }
@@ -236,7 +249,7 @@ impl Lock {
             }
             let bytes = file::read_head(&f, meta.len, MAX_GUARD_BYTES)
                 .map_err(|e| Error::io("read", guard, e))?;
-            let named = Named::parse(&bytes).map_err(unreadable)?;
+            let named = Named::parse(&bytes).map_err(|why| unreadable(why.to_string()))?;
             return Ok(Some((f, meta.len, named)));
         }
         Ok(None)
