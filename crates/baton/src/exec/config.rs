@@ -88,7 +88,8 @@ impl ExecConfig {
             kill_grace,
             takeover_grace,
             ("--ttl", "--kill-grace", "--takeover-grace"),
-        )?;
+        )
+        .map_err(|e| e.to_string())?;
         let signal = baton_runner::signal_number(&args.signal).ok_or_else(|| {
             format!(
                 "--signal {:?}: not a signal; use a name such as TERM, INT, HUP, KILL, or a number",
