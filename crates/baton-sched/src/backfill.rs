@@ -132,25 +132,44 @@ fn shown(at: i64, tz: &jiff::tz::TimeZone) -> String {
     )
 }
 
+/// Why a range of occurrences cannot be backfilled ([`occurrences`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BadRange {
+    /// `--from` is after `--to`; both as the job's wall clock shows them.
+    #[error("--from {from} is after --to {to}")]
+    Backwards {
+        /// `--from`, for people.
+        from: String,
+        /// `--to`, for people.
+        to: String,
+    },
+    /// More than [`MAX_OCCURRENCES`] occurrences of the job.
+    #[error("the range holds more than {MAX_OCCURRENCES} occurrences of {job}: narrow it")]
+    TooMany {
+        /// The job.
+        job: String,
+    },
+}
+
 /// The occurrences of `job` in `[from, to]`, at most now.
 ///
 /// # Errors
 ///
-/// A message when the range is empty or backwards, or holds more than
+/// [`BadRange`] when the range is backwards, or holds more than
 /// [`MAX_OCCURRENCES`].
 pub fn occurrences(
     job: &Job,
     from: Timestamp,
     to: Timestamp,
     now: Timestamp,
-) -> Result<Vec<i64>, String> {
+) -> Result<Vec<i64>, BadRange> {
     if from > to {
         let tz = &job.timezone.value.tz;
-        return Err(format!(
-            "--from {} is after --to {}",
-            crate::times::human(from, tz),
-            crate::times::human(to, tz)
-        ));
+        return Err(BadRange::Backwards {
+            from: crate::times::human(from, tz),
+            to: crate::times::human(to, tz),
+        });
     }
     let end = to.min(now);
     let schedule = &job.when.value.schedule;
@@ -161,10 +180,9 @@ pub fn occurrences(
     let mut out = Vec::new();
     for t in schedule.iter_after(start, tz).take_while(|&t| t <= end) {
         if out.len() == MAX_OCCURRENCES {
-            return Err(format!(
-                "the range holds more than {MAX_OCCURRENCES} occurrences of {}: narrow it",
-                job.name
-            ));
+            return Err(BadRange::TooMany {
+                job: job.name.clone(),
+            });
         }
         out.push(t.as_second());
     }

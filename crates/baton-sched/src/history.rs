@@ -225,22 +225,19 @@ pub fn find(
     run_id: Option<&str>,
     at: Option<i64>,
     now: jiff::Timestamp,
-) -> Result<Option<RunView>, String> {
+) -> Result<Option<RunView>, baton_store::ledger::Error> {
     let Some(l) = crate::store::existing_records(config, now) else {
         return Ok(None);
     };
-    let mut l = l.map_err(|e| e.to_string())?;
+    let mut l = l?;
     let id = match (run_id, at) {
         (Some(id), _) => Some(id.to_owned()),
-        (None, Some(at)) => l
-            .decision(job, at)
-            .map_err(|e| e.to_string())?
-            .and_then(|d| d.run_id),
+        (None, Some(at)) => l.decision(job, at)?.and_then(|d| d.run_id),
         (None, None) => None,
     };
     let Some(id) = id else { return Ok(None) };
     let keep = config.settings.history_keep.value.max(1);
-    let rows = l.history(job, keep).map_err(|e| e.to_string())?;
+    let rows = l.history(job, keep)?;
     drop(l);
     let mut views: Vec<RunView> = rows
         .into_iter()

@@ -139,7 +139,10 @@ impl ExecConfig {
                 let path = state_dir::lock_path(&locks, &name).map_err(|e| e.to_string())?;
                 (Some(name), path)
             }
-            (None, Some(path)) => (None, state_dir::lock_file(&path)?),
+            (None, Some(path)) => (
+                None,
+                state_dir::lock_file(&path).map_err(|e| e.to_string())?,
+            ),
             _ => return Err("give exactly one of --name and --lock".into()),
         };
         Ok(Self {
