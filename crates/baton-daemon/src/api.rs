@@ -350,7 +350,7 @@ async fn run_now(
                 serde_json::to_string(&other).unwrap_or_default()
             ),
         )),
-        Some(Err(e)) => Err(ApiError::internal(e)),
+        Some(Err(e)) => Err(ApiError::internal(e.to_string())),
         None => Err(ApiError::new(
             StatusCode::CONFLICT,
             "busy",

@@ -20,6 +20,22 @@ use baton_sched::config::{Overrides, Snapshot};
 
 use crate::state::{Daemon, Settings};
 
+/// Why `baton daemon` would refuse to start on a configuration
+/// ([`app_for`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Unservable {
+    /// The configuration cannot be read, or is invalid.
+    #[error(transparent)]
+    Config(#[from] baton_sched::config::ConfigError),
+    /// Its `[daemon]` settings cannot be served.
+    #[error(transparent)]
+    Settings(#[from] crate::SettingsError),
+    /// Its state directory cannot be prepared.
+    #[error(transparent)]
+    State(#[from] baton_sched::tick::Unprepared),
+}
+
 /// The daemon's router on the configuration at `config_path` (absolute),
 /// its time read from `clock`, its environment ignored (no `BATON_<KEY>`
 /// applies). A request without connection information is judged as a TCP
@@ -40,12 +56,12 @@ use crate::state::{Daemon, Settings};
 ///     std::path::Path::new("/tmp/fuzz/baton.toml"),
 ///     Arc::new(baton_lease::SystemClock),
 /// )?;
-/// # Ok::<(), String>(())
+/// # Ok::<(), baton_daemon::fuzzing::Unservable>(())
 /// ```
-pub fn app_for(config_path: &Path, clock: Arc<dyn Clock>) -> Result<axum::Router, String> {
+pub fn app_for(config_path: &Path, clock: Arc<dyn Clock>) -> Result<axum::Router, Unservable> {
     let over = Overrides::default();
-    let snapshot = Snapshot::read(config_path).map_err(|e| e.to_string())?;
-    let config = snapshot.load(&over).map_err(|e| e.to_string())?;
+    let snapshot = Snapshot::read(config_path)?;
+    let config = snapshot.load(&over)?;
     let settings = Settings::of(&config, None)?;
     baton_sched::tick::prepare(&config)?;
     let opts = crate::Options {

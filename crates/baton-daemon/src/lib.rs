@@ -44,7 +44,8 @@ use std::time::Duration;
 use baton_lease::Clock;
 use baton_sched::config::{Overrides, Snapshot};
 
-pub use state::Settings;
+pub use socket::BadGroup;
+pub use state::{Settings, SettingsError};
 
 /// How the daemon was asked to start.
 #[derive(Debug, Clone)]

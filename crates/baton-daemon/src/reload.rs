@@ -126,7 +126,8 @@ impl Daemon {
             key: "daemon".into(),
             message,
         };
-        let settings = Settings::of(config, self.opts.listen.clone()).map_err(invalid)?;
+        let settings =
+            Settings::of(config, self.opts.listen.clone()).map_err(|e| invalid(e.to_string()))?;
         if self
             .bound
             .iter()

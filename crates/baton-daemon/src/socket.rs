@@ -146,23 +146,40 @@ impl Bound {
     }
 }
 
+/// Why `[daemon] socket_group` gives no group.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BadGroup {
+    /// `/etc/group` cannot be read.
+    #[error("failed to read /etc/group to find socket_group {group:?}: {source}")]
+    Read {
+        /// The group's name.
+        group: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// `/etc/group` has no group of that name.
+    #[error(
+        "[daemon] socket_group = {0:?}: no such group in /etc/group; give an existing group's \
+         name or its number"
+    )]
+    Unknown(String),
+}
+
 /// The number of `group` (a number, or a name in `/etc/group`).
 ///
 /// # Errors
 ///
 /// A name `/etc/group` does not have, or `/etc/group` cannot be read.
-pub(crate) fn group_id(group: &str) -> Result<u32, String> {
+pub(crate) fn group_id(group: &str) -> Result<u32, BadGroup> {
     if let Ok(gid) = group.parse::<u32>() {
         return Ok(gid);
     }
-    let text = std::fs::read_to_string("/etc/group")
-        .map_err(|e| format!("failed to read /etc/group to find socket_group {group:?}: {e}"))?;
-    gid_in(&text, group).ok_or_else(|| {
-        format!(
-            "[daemon] socket_group = {group:?}: no such group in /etc/group; give an existing \
-             group's name or its number"
-        )
-    })
+    let text = std::fs::read_to_string("/etc/group").map_err(|source| BadGroup::Read {
+        group: group.to_owned(),
+        source,
+    })?;
+    gid_in(&text, group).ok_or_else(|| BadGroup::Unknown(group.to_owned()))
 }
 
 /// The number of `name` in the text of `/etc/group`.
@@ -186,11 +203,12 @@ mod tests {
         assert_eq!(gid_in(text, "root"), Some(0));
         assert_eq!(gid_in(text, "bat"), None);
         assert_eq!(gid_in(text, "broken"), None);
-        assert_eq!(group_id("4242"), Ok(4242));
-        assert_eq!(group_id("root"), Ok(0));
+        assert_eq!(group_id("4242").unwrap(), 4242);
+        assert_eq!(group_id("root").unwrap(), 0);
         assert!(
             group_id("no-such-group-here")
                 .unwrap_err()
+                .to_string()
                 .contains("socket_group")
         );
     }

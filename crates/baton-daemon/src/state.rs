@@ -37,14 +37,50 @@ pub struct Settings {
     pub shutdown_grace: Duration,
 }
 
+/// Why the daemon cannot serve with a configuration's `[daemon]` settings.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingsError {
+    /// An address off loopback, without a token.
+    #[error(
+        "refusing to listen on {0} without a token: anyone who can reach it could read every \
+         job, and nobody could change one over TCP; set [daemon] token_file (a file holding a \
+         secret), or listen on loopback (127.0.0.1)"
+    )]
+    Exposed(SocketAddr),
+    /// The token file cannot be read.
+    #[error("failed to read token_file {}: {source}", path.display())]
+    ReadToken {
+        /// The token file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The token file holds no token.
+    #[error(
+        "token_file {} is empty: put a secret in it (for example `head -c 32 /dev/urandom | \
+         base64 > {}`)",
+        path.display(),
+        path.display()
+    )]
+    EmptyToken {
+        /// The token file.
+        path: PathBuf,
+    },
+    /// `socket_group` names no group.
+    #[error(transparent)]
+    Group(#[from] crate::socket::BadGroup),
+}
+
 impl Settings {
     /// The settings of `config`, `listen` over its `[daemon] listen`.
     ///
     /// # Errors
     ///
-    /// A non-loopback address without a token, a token file that cannot be
-    /// read or is empty, or a `socket_group` that names no group.
-    pub fn of(config: &Config, listen: Option<Listen>) -> Result<Self, String> {
+    /// [`SettingsError`]: a non-loopback address without a token, a token
+    /// file that cannot be read or is empty, or a `socket_group` that names
+    /// no group.
+    pub fn of(config: &Config, listen: Option<Listen>) -> Result<Self, SettingsError> {
         let d = &config.daemon;
         let listen = listen.unwrap_or_else(|| d.listen.value.clone());
         let token = match &d.token_file.value {
@@ -67,11 +103,7 @@ impl Settings {
         if let Some(addr) = s.listen.addr()
             && exposed(addr, s.token.as_deref())
         {
-            return Err(format!(
-                "refusing to listen on {addr} without a token: anyone who can reach it could \
-                 read every job, and nobody could change one over TCP; set [daemon] token_file \
-                 (a file holding a secret), or listen on loopback (127.0.0.1)"
-            ));
+            return Err(SettingsError::Exposed(addr));
         }
         Ok(s)
     }
@@ -83,10 +115,12 @@ pub(crate) fn exposed(addr: SocketAddr, token: Option<&str>) -> bool {
     !addr.ip().is_loopback() && token.is_none()
 }
 
-fn read_token(path: &std::path::Path) -> Result<String, String> {
+fn read_token(path: &std::path::Path) -> Result<String, SettingsError> {
     use std::os::unix::fs::PermissionsExt;
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("failed to read token_file {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|source| SettingsError::ReadToken {
+        path: path.to_owned(),
+        source,
+    })?;
     if let Ok(m) = std::fs::metadata(path)
         && m.permissions().mode() & 0o077 != 0
     {
@@ -98,12 +132,9 @@ fn read_token(path: &std::path::Path) -> Result<String, String> {
     }
     let token = text.trim().to_owned();
     if token.is_empty() {
-        return Err(format!(
-            "token_file {} is empty: put a secret in it (for example `head -c 32 /dev/urandom | \
-             base64 > {}`)",
-            path.display(),
-            path.display()
-        ));
+        return Err(SettingsError::EmptyToken {
+            path: path.to_owned(),
+        });
     }
     if token.len() < 16 {
         tracing::warn!(

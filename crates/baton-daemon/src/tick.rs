@@ -11,10 +11,12 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use baton_sched::run::{Told, occurrence_text};
+use baton_sched::tick::Unprepared;
 use baton_store::words::MissReason;
 use serde::Serialize;
 
 use crate::state::Daemon;
+use crate::worker::Unanswered;
 
 /// A run that started.
 #[derive(Debug, Serialize)]
@@ -69,8 +71,11 @@ pub(crate) struct Ticked {
 
 /// Ticks now; `None` when the daemon is stopping, `Err` when the state
 /// directory cannot be used for it (nothing was decided, nothing started;
-/// the message says why, as `baton tick` does).
-pub(crate) async fn tick(d: &Arc<Daemon>, source: &'static str) -> Option<Result<Ticked, String>> {
+/// the error says why, as `baton tick` does).
+pub(crate) async fn tick(
+    d: &Arc<Daemon>,
+    source: &'static str,
+) -> Option<Result<Ticked, Unprepared>> {
     let _one = d.ticking.lock().await;
     if d.stopping.load(Ordering::SeqCst) {
         return None;
@@ -96,7 +101,7 @@ pub(crate) async fn tick(d: &Arc<Daemon>, source: &'static str) -> Option<Result
         if let Some(ledger) = ledger {
             d2.keep_ledger(&l.config, ledger);
         }
-        Ok::<_, String>(due)
+        Ok::<_, Unprepared>(due)
     })
     .await;
     let due = match due {
@@ -159,7 +164,7 @@ pub(crate) async fn tick(d: &Arc<Daemon>, source: &'static str) -> Option<Result
     for (job, occurrence, h) in pending {
         let told = match h.await {
             Ok(t) => t,
-            Err(e) => Some(Err(format!("the start failed: {e}"))),
+            Err(e) => Some(Err(Unanswered::Task(e))),
         };
         sort(&mut out, job, occurrence, told);
     }
@@ -171,7 +176,7 @@ pub(crate) fn sort(
     out: &mut Ticked,
     job: String,
     occurrence: Option<String>,
-    told: Option<Result<Told, String>>,
+    told: Option<Result<Told, Unanswered>>,
 ) {
     let skip = |reason, holder, message| Skipped {
         job: job.clone(),
@@ -182,7 +187,7 @@ pub(crate) fn sort(
     };
     match told {
         None => out.skipped.push(skip("in_flight", None, None)),
-        Some(Err(e)) => out.skipped.push(skip("error", None, Some(e))),
+        Some(Err(e)) => out.skipped.push(skip("error", None, Some(e.to_string()))),
         Some(Ok(t)) => match t {
             Told::Started { run_id, fence } => out.started.push(Started {
                 job,

@@ -24,6 +24,46 @@ use crate::state::{Daemon, Flight, Loaded, key};
 /// is bounded by seconds; this only guards against a stuck process).
 const ANSWER: Duration = Duration::from_secs(120);
 
+/// Why no answer came from a worker: it could not be started, or said
+/// nothing the daemon reads.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Unanswered {
+    /// The configuration in force cannot be written for the worker.
+    #[error("failed to encode the configuration: {0}")]
+    Encode(#[source] serde_json::Error),
+    /// The worker's process cannot be started.
+    #[error("failed to start {} __run: {source}", exe.display())]
+    Spawn {
+        /// The executable.
+        exe: std::path::PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The worker has no standard output to answer on.
+    #[error("the run's process has no stdout")]
+    NoStdout,
+    /// The worker said nothing within [`ANSWER`].
+    #[error("the run's process said nothing for {}s", ANSWER.as_secs())]
+    Silent,
+    /// The worker's answer cannot be read.
+    #[error("failed to read the run's answer: {0}")]
+    Read(#[source] std::io::Error),
+    /// The worker ended before it answered.
+    #[error("the run's process ended before the lock decided")]
+    Ended,
+    /// The worker answered something that is no answer.
+    #[error("the run's process answered {line:?}: {source}")]
+    Answer {
+        /// What it answered.
+        line: String,
+        /// Why it is no answer.
+        source: serde_json::Error,
+    },
+    /// The task that started the worker failed.
+    #[error("the start failed: {0}")]
+    Task(#[source] tokio::task::JoinError),
+}
+
 /// Starts a run of `job` for `start` under `permit`, and returns what the
 /// lock decided; `None` when the daemon already has a worker for it.
 pub(crate) async fn start(
@@ -32,7 +72,7 @@ pub(crate) async fn start(
     job: &str,
     start: Start,
     permit: OwnedSemaphorePermit,
-) -> Option<Result<Told, String>> {
+) -> Option<Result<Told, Unanswered>> {
     let serial = d.serial.fetch_add(1, Ordering::Relaxed);
     let k = key(job, start, serial);
     let mut cmd = tokio::process::Command::new(&d.opts.exe);
@@ -55,7 +95,7 @@ pub(crate) async fn start(
         .kill_on_drop(false);
     let input = match serde_json::to_vec(&loaded.snapshot) {
         Ok(v) => v,
-        Err(e) => return Some(Err(format!("failed to encode the configuration: {e}"))),
+        Err(e) => return Some(Err(Unanswered::Encode(e))),
     };
     let mut child = {
         let mut flights = d.flights();
@@ -64,11 +104,11 @@ pub(crate) async fn start(
         }
         let child = match cmd.spawn() {
             Ok(c) => c,
-            Err(e) => {
-                return Some(Err(format!(
-                    "failed to start {} __run: {e}",
-                    d.opts.exe.display()
-                )));
+            Err(source) => {
+                return Some(Err(Unanswered::Spawn {
+                    exe: d.opts.exe.clone(),
+                    source,
+                }));
             }
         };
         let pid = child.id().unwrap_or(0);
@@ -92,7 +132,7 @@ pub(crate) async fn start(
         let _ = i.shutdown().await;
     }
     let Some(out) = stdout else {
-        return Some(Err("the run's process has no stdout".into()));
+        return Some(Err(Unanswered::NoStdout));
     };
     let mut line = String::new();
     let mut reader = BufReader::new(out);
@@ -103,14 +143,15 @@ pub(crate) async fn start(
         let _ = tokio::io::copy(&mut reader, &mut tokio::io::sink()).await;
     });
     let told = match answer {
-        Err(_) => Err(format!(
-            "the run's process said nothing for {}s",
-            ANSWER.as_secs()
-        )),
-        Ok(Err(e)) => Err(format!("failed to read the run's answer: {e}")),
-        Ok(Ok(0)) => Err("the run's process ended before the lock decided".into()),
-        Ok(Ok(_)) => serde_json::from_str::<Told>(line.trim())
-            .map_err(|e| format!("the run's process answered {:?}: {e}", line.trim())),
+        Err(_) => Err(Unanswered::Silent),
+        Ok(Err(e)) => Err(Unanswered::Read(e)),
+        Ok(Ok(0)) => Err(Unanswered::Ended),
+        Ok(Ok(_)) => {
+            serde_json::from_str::<Told>(line.trim()).map_err(|source| Unanswered::Answer {
+                line: line.trim().to_owned(),
+                source,
+            })
+        }
     };
     Some(told)
 }

@@ -70,23 +70,27 @@ pub enum Guarded {
     },
 }
 
-/// Why a guard file's text is not a guard.
-#[derive(Debug, PartialEq, Eq, thiserror::Error)]
-enum Unparsed {
-    #[error("it is not text")]
-    NotText,
-    #[error("{0:?} is no field of a guard")]
-    Field(String),
-    #[error("{0:?} is not `guard=1 lock=NAME fence=N [claim=SECS]`")]
-    Line(String),
-}
-
 /// What a guard file names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Named {
     lock: String,
     fence: Fence,
     claim: Option<i64>,
+}
+
+/// Why a guard file's bytes name no lock: the `why` of
+/// [`Error::UnreadableGuard`].
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+enum Unnamed {
+    /// Bytes that are not UTF-8.
+    #[error("it is not text")]
+    NotText,
+    /// A word that is no field of a guard.
+    #[error("{0:?} is no field of a guard")]
+    Field(String),
+    /// A line missing a field, or with one out of range.
+    #[error("{0:?} is not `guard=1 lock=NAME fence=N [claim=SECS]`")]
+    Line(String),
 }
 
 impl Named {
@@ -99,8 +103,8 @@ impl Named {
     }
 
     /// `None` for an empty file (just created, nothing named yet).
-    fn parse(bytes: &[u8]) -> Result<Option<Self>, Unparsed> {
-        let text = std::str::from_utf8(bytes).map_err(|_| Unparsed::NotText)?;
+    fn parse(bytes: &[u8]) -> Result<Option<Self>, Unnamed> {
+        let text = std::str::from_utf8(bytes).map_err(|_| Unnamed::NotText)?;
         let line = text.lines().next().unwrap_or("").trim();
         if line.is_empty() {
             return Ok(None);
@@ -112,7 +116,7 @@ impl Named {
                 Some(("lock", v)) => lock = Some(v),
                 Some(("fence", v)) => fence = v.parse::<u64>().ok().filter(|&f| f > 0),
                 Some(("claim", v)) => claim = v.parse::<i64>().map(Some),
-                _ => return Err(Unparsed::Field(word.to_owned())),
+                _ => return Err(Unnamed::Field(word.to_owned())),
             }
         }
         match (version, lock, fence, claim) {
@@ -123,7 +127,7 @@ impl Named {
                     claim,
                 }))
             }
-            _ => Err(Unparsed::Line(line.to_owned())),
+            _ => Err(Unnamed::Line(line.to_owned())),
         }
     }
 }
@@ -245,7 +249,7 @@ impl Lock {
             }
             let bytes = file::read_head(&f, meta.len, MAX_GUARD_BYTES)
                 .map_err(|e| Error::io("read", guard, e))?;
-            let named = Named::parse(&bytes).map_err(|e| unreadable(e.to_string()))?;
+            let named = Named::parse(&bytes).map_err(|why| unreadable(why.to_string()))?;
             return Ok(Some((f, meta.len, named)));
         }
         Ok(None)

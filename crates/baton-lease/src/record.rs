@@ -191,7 +191,7 @@ impl Body {
         }
         let fields = match Fields::split(line) {
             Ok(f) => f,
-            Err(why) => return Body::Unreadable(why),
+            Err(why) => return Body::Unreadable(why.to_string()),
         };
         let body = fields.classify();
         // This build ends every record with a newline; one without it was
@@ -264,6 +264,39 @@ fn slot(key: &str) -> Option<usize> {
     })
 }
 
+/// Why the fields of a line make no record this build reads: the reason of
+/// [`Body::Unreadable`].
+#[derive(Debug, thiserror::Error)]
+enum Unreadable {
+    /// A word without `=`.
+    #[error("{0:?} is not a key=value field")]
+    NotAField(String),
+    /// A key that is empty or not made of letters, digits and `_`.
+    #[error("{0:?} is not a field name")]
+    NotAName(String),
+    /// A value longer than its key allows.
+    #[error("the value of {0}= is longer than {1} bytes")]
+    TooLong(String, usize),
+    /// An empty value, or one that is not printable ASCII.
+    #[error("the value of {0}= is empty or not printable ASCII")]
+    NotPrintable(String),
+    /// A key given twice.
+    #[error("the field {0}= appears twice")]
+    Twice(String),
+    /// A `state=` other than `held` in a version 3 lease.
+    #[error("state={0} is not a known state")]
+    State(String),
+    /// A version 3 record without `state=`.
+    #[error("a version 3 record without state=")]
+    NoState,
+    /// A version 3 lease without a field it needs.
+    #[error("a version 3 lease without {0}=")]
+    Missing(String),
+    /// A value that does not parse, or is out of its range.
+    #[error("{0}={1} is out of range")]
+    OutOfRange(String, String),
+}
+
 /// The fields of one line: a slot per known key, and the names of unknown
 /// keys (kept only to catch a duplicate).
 struct Fields<'a> {
@@ -272,7 +305,7 @@ struct Fields<'a> {
 }
 
 impl<'a> Fields<'a> {
-    fn split(line: &'a str) -> Result<Self, String> {
+    fn split(line: &'a str) -> Result<Self, Unreadable> {
         let mut f = Fields {
             known: [None; KNOWN_KEYS],
             unknown: Vec::new(),
@@ -281,10 +314,10 @@ impl<'a> Fields<'a> {
         // splitter would otherwise walk as a run of empty words.
         for word in line.trim_ascii().split_ascii_whitespace() {
             let Some((k, v)) = word.split_once('=') else {
-                return Err(format!("{:?} is not a key=value field", clip(word)));
+                return Err(Unreadable::NotAField(clip(word).to_owned()));
             };
             if k.is_empty() || !k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-                return Err(format!("{:?} is not a field name", clip(k)));
+                return Err(Unreadable::NotAName(clip(k).to_owned()));
             }
             let most = if k == "claims" {
                 MAX_CLAIMS_BYTES
@@ -292,10 +325,10 @@ impl<'a> Fields<'a> {
                 MAX_VALUE_BYTES
             };
             if v.len() > most {
-                return Err(format!("the value of {k}= is longer than {most} bytes"));
+                return Err(Unreadable::TooLong(k.to_owned(), most));
             }
             if v.is_empty() || !v.bytes().all(|b| b.is_ascii_graphic()) {
-                return Err(format!("the value of {k}= is empty or not printable ASCII"));
+                return Err(Unreadable::NotPrintable(k.to_owned()));
             }
             let seen = match slot(k) {
                 Some(i) => f.known[i].replace(v).is_some(),
@@ -306,7 +339,7 @@ impl<'a> Fields<'a> {
                 }
             };
             if seen {
-                return Err(format!("the field {k}= appears twice"));
+                return Err(Unreadable::Twice(k.to_owned()));
             }
         }
         Ok(f)
@@ -329,7 +362,7 @@ impl<'a> Fields<'a> {
         if self.get("state") == Some("free") && (version == V2 || version == VERSION) {
             return match self.free(version) {
                 Ok(f) => Body::Free(f),
-                Err(why) => Body::Unreadable(why),
+                Err(why) => Body::Unreadable(why.to_string()),
             };
         }
         match version {
@@ -340,13 +373,13 @@ impl<'a> Fields<'a> {
             }),
             VERSION => match self.held() {
                 Ok(h) => Body::Held(h),
-                Err(why) => Body::Unreadable(why),
+                Err(why) => Body::Unreadable(why.to_string()),
             },
             n => Body::Foreign(ForeignVersion::Declared(n)),
         }
     }
 
-    fn free(&self, version: u32) -> Result<Free, String> {
+    fn free(&self, version: u32) -> Result<Free, Unreadable> {
         Ok(Free {
             version,
             fence: self.opt("fence", parse_fence)?,
@@ -356,11 +389,11 @@ impl<'a> Fields<'a> {
         })
     }
 
-    fn held(&self) -> Result<Held, String> {
+    fn held(&self) -> Result<Held, Unreadable> {
         match self.get("state") {
             Some("held") => {}
-            Some(other) => return Err(format!("state={} is not a known state", clip(other))),
-            None => return Err("a version 3 record without state=".into()),
+            Some(other) => return Err(Unreadable::State(clip(other).to_owned())),
+            None => return Err(Unreadable::NoState),
         }
         Ok(Held {
             fence: self.req("fence", parse_fence)?,
@@ -390,17 +423,17 @@ impl<'a> Fields<'a> {
         })
     }
 
-    fn req<T>(&self, k: &str, f: impl Fn(&str) -> Option<T>) -> Result<T, String> {
+    fn req<T>(&self, k: &str, f: impl Fn(&str) -> Option<T>) -> Result<T, Unreadable> {
         self.opt(k, f)?
-            .ok_or_else(|| format!("a version 3 lease without {k}="))
+            .ok_or_else(|| Unreadable::Missing(k.to_owned()))
     }
 
-    fn opt<T>(&self, k: &str, f: impl Fn(&str) -> Option<T>) -> Result<Option<T>, String> {
+    fn opt<T>(&self, k: &str, f: impl Fn(&str) -> Option<T>) -> Result<Option<T>, Unreadable> {
         match self.get(k) {
             None => Ok(None),
             Some(v) => f(v)
                 .map(Some)
-                .ok_or_else(|| format!("{k}={} is out of range", clip(v))),
+                .ok_or_else(|| Unreadable::OutOfRange(k.to_owned(), clip(v).to_owned())),
         }
     }
 }

@@ -17,29 +17,71 @@ pub const MIN_TTL: Duration = Duration::from_millis(100);
 
 pub use baton_lease::mutex_wait_for;
 
+/// Why the timing options cannot keep the self-fencing inequality
+/// ([`check_self_fencing`]); its words name the values, what they add up
+/// to, and what to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Unfenced {
+    /// The TTL is shorter than [`MIN_TTL`].
+    #[error("{ttl_name} {} is shorter than the minimum, {}", show(*.ttl), show(MIN_TTL))]
+    ShortTtl {
+        /// The TTL's option name, as the caller's user knows it.
+        ttl_name: String,
+        /// The TTL given.
+        ttl: Duration,
+    },
+    /// The kill grace, the renewal's wait and the allowances come to more
+    /// than the takeover grace.
+    #[error(
+        "{grace_name} {} with {takeover_name} {}: a holder that can no longer renew must have \
+         killed its job before a judge on another host may take its lease, and \
+         {grace_name} + {wait} + 1.1s comes to {}, more than {takeover_name}; \
+         shorten {grace_name} or lengthen {takeover_name} to at least {}",
+        show(*.kill_grace),
+        show(*.takeover_grace),
+        show(*.needed),
+        show(*.needed)
+    )]
+    Overlap {
+        /// The kill grace's option name.
+        grace_name: String,
+        /// The takeover grace's option name.
+        takeover_name: String,
+        /// The renewal's wait, in words: `min(--ttl/10, 1s)` for a lock
+        /// file's, or its value.
+        wait: String,
+        /// The kill grace given.
+        kill_grace: Duration,
+        /// The takeover grace given.
+        takeover_grace: Duration,
+        /// What the takeover grace must be at least.
+        needed: Duration,
+    },
+}
+
 /// Checks the self-fencing inequality for a lease whose renewals block at
-/// most `renew_wait`. `Err` carries a sentence naming the
-/// values, what they add up to, and what to change; `names` are the option
-/// names as the caller's user knows them (`("--kill-grace",
-/// "--takeover-grace")`, or configuration keys).
+/// most `renew_wait`. `names` are the option names as the caller's user
+/// knows them (`("--ttl", "--kill-grace", "--takeover-grace")`, or
+/// configuration keys), which the error's words use.
 ///
 /// # Errors
 ///
-/// When `ttl` is shorter than [`MIN_TTL`], or the inequality does not hold.
+/// [`Unfenced::ShortTtl`] when `ttl` is shorter than [`MIN_TTL`],
+/// [`Unfenced::Overlap`] when the inequality does not hold.
 pub fn check_self_fencing(
     ttl: Duration,
     renew_wait: Duration,
     kill_grace: Duration,
     takeover_grace: Duration,
     names: (&str, &str, &str),
-) -> Result<(), String> {
+) -> Result<(), Unfenced> {
     let (ttl_name, grace_name, takeover_name) = names;
     if ttl < MIN_TTL {
-        return Err(format!(
-            "{ttl_name} {} is shorter than the minimum, {}",
-            show(ttl),
-            show(MIN_TTL)
-        ));
+        return Err(Unfenced::ShortTtl {
+            ttl_name: ttl_name.to_owned(),
+            ttl,
+        });
     }
     let needed = kill_grace + renew_wait + TICK + SKEW_ALLOWANCE;
     if needed > takeover_grace {
@@ -48,16 +90,14 @@ pub fn check_self_fencing(
         } else {
             format!("the renewal's wait {}", show(renew_wait))
         };
-        return Err(format!(
-            "{grace_name} {} with {takeover_name} {}: a holder that can no longer renew must have \
-             killed its job before a judge on another host may take its lease, and \
-             {grace_name} + {wait} + 1.1s comes to {}, more than {takeover_name}; \
-             shorten {grace_name} or lengthen {takeover_name} to at least {}",
-            show(kill_grace),
-            show(takeover_grace),
-            show(needed),
-            show(needed)
-        ));
+        return Err(Unfenced::Overlap {
+            grace_name: grace_name.to_owned(),
+            takeover_name: takeover_name.to_owned(),
+            wait,
+            kill_grace,
+            takeover_grace,
+            needed,
+        });
     }
     Ok(())
 }
@@ -86,12 +126,16 @@ mod tests {
         let names = ("--ttl", "--kill-grace", "--takeover-grace");
         let w = mutex_wait_for(s(30));
         assert!(check_self_fencing(s(30), w, s(10), s(30), names).is_ok());
-        let e = check_self_fencing(s(30), w, s(29), s(30), names).unwrap_err();
+        let e = check_self_fencing(s(30), w, s(29), s(30), names)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("--kill-grace 29.0s"), "{e}");
         assert!(e.contains("min(--ttl/10, 1s)"), "{e}");
         assert!(e.contains("at least 31.1s"), "{e}");
         let ms50 = Duration::from_millis(50);
-        let e = check_self_fencing(ms50, mutex_wait_for(ms50), s(1), s(30), names).unwrap_err();
+        let e = check_self_fencing(ms50, mutex_wait_for(ms50), s(1), s(30), names)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("shorter than the minimum"), "{e}");
     }
 
@@ -105,7 +149,8 @@ mod tests {
             Duration::from_secs(1),
             names,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("lengthen --takeover-grace"), "{e}");
         assert!(!e.contains("too long"), "{e}");
     }
@@ -117,7 +162,9 @@ mod tests {
         // A 6 s store deadline needs 10 + 6 + 1.1 s, where a lock file's
         // mutex wait needs 10 + 1 + 1.1 s.
         assert!(check_self_fencing(s(30), mutex_wait_for(s(30)), s(10), s(13), names).is_ok());
-        let e = check_self_fencing(s(30), s(6), s(10), s(13), names).unwrap_err();
+        let e = check_self_fencing(s(30), s(6), s(10), s(13), names)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("the renewal's wait 6.0s"), "{e}");
         assert!(e.contains("at least 17.1s"), "{e}");
     }

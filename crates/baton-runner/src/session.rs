@@ -47,6 +47,14 @@ const STUCK_AFTER: Duration = Duration::from_secs(5);
 /// How often the supervisor looks for the answer of a renewal under way.
 const ANSWER_POLL: Duration = Duration::from_millis(10);
 
+/// A renewal under way that did not answer within `waited`: whether the
+/// lease is still held is unknown.
+#[derive(Debug, thiserror::Error)]
+#[error("a renewal of the lease has not answered within {}", show(*.waited))]
+struct Unanswered {
+    waited: Duration,
+}
+
 /// How a session is run.
 #[derive(Debug, Clone, Default)]
 pub struct SessionConfig {
@@ -203,7 +211,7 @@ impl<'r> Session<'r> {
         kill_grace: Duration,
         takeover_grace: Duration,
         names: (&str, &str, &str),
-    ) -> Result<(), String> {
+    ) -> Result<(), crate::Unfenced> {
         crate::limits::check_self_fencing(
             self.ttl,
             self.lease.holding().renew_wait(),
@@ -331,7 +339,7 @@ impl<'r> Session<'r> {
         // The group goes on the record before the command may run, once
         // the renewal under way (from the pause before) has answered.
         let recorded = match self.settle() {
-            Err(busy) => Ok(Renewal::Unconfirmed(busy)),
+            Err(busy) => Ok(Renewal::Unconfirmed(busy.to_string())),
             Ok(()) if self.lost.is_some() => {
                 Ok(Renewal::Lost(self.lost.clone().unwrap_or_default()))
             }
@@ -611,7 +619,7 @@ impl<'r> Session<'r> {
         once: Option<&baton_lease::Once>,
     ) -> Result<Restated, HeldError> {
         if let Err(busy) = self.settle() {
-            return Ok(Restated::Unconfirmed(busy));
+            return Ok(Restated::Unconfirmed(busy.to_string()));
         }
         if let Some(why) = &self.lost {
             return Ok(Restated::Lost(why.clone()));
@@ -798,7 +806,7 @@ impl<'r> Session<'r> {
     /// Waits, a bounded time, for the renewal under way to answer, and
     /// takes the answer (and the deadline) into account. `Err` says the
     /// renewal is still under way.
-    fn settle(&mut self) -> Result<(), String> {
+    fn settle(&mut self) -> Result<(), Unanswered> {
         let limit = self.lease.holding().renew_wait() + TICK;
         let settled = self.lease.settle(limit).map(|answer| {
             if let Some(answer) = answer {
@@ -806,12 +814,7 @@ impl<'r> Session<'r> {
             }
         });
         self.check_deadline();
-        settled.map_err(|()| {
-            format!(
-                "a renewal of the lease has not answered within {}",
-                show(limit)
-            )
-        })
+        settled.map_err(|()| Unanswered { waited: limit })
     }
 
     /// Remembers that the lease is lost; [`Session::report_lost`] says so

@@ -132,10 +132,11 @@ fn shown(at: i64, tz: &jiff::tz::TimeZone) -> String {
     )
 }
 
-/// Why a backfill's range cannot be taken.
-#[derive(Debug, thiserror::Error)]
+/// Why a range of occurrences cannot be backfilled ([`occurrences`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum BadRange {
-    /// `--from` is after `--to` (both on the job's wall clock).
+    /// `--from` is after `--to`; both as the job's wall clock shows them.
     #[error("--from {from} is after --to {to}")]
     Backwards {
         /// `--from`, for people.
@@ -143,16 +144,20 @@ pub enum BadRange {
         /// `--to`, for people.
         to: String,
     },
-    /// The range holds more occurrences of the job than a backfill runs.
-    #[error("the range holds more than {MAX_OCCURRENCES} occurrences of {0}: narrow it")]
-    TooMany(String),
+    /// More than [`MAX_OCCURRENCES`] occurrences of the job.
+    #[error("the range holds more than {MAX_OCCURRENCES} occurrences of {job}: narrow it")]
+    TooMany {
+        /// The job.
+        job: String,
+    },
 }
 
 /// The occurrences of `job` in `[from, to]`, at most now.
 ///
 /// # Errors
 ///
-/// When the range is backwards, or holds more than [`MAX_OCCURRENCES`].
+/// [`BadRange`] when the range is backwards, or holds more than
+/// [`MAX_OCCURRENCES`].
 pub fn occurrences(
     job: &Job,
     from: Timestamp,
@@ -175,7 +180,9 @@ pub fn occurrences(
     let mut out = Vec::new();
     for t in schedule.iter_after(start, tz).take_while(|&t| t <= end) {
         if out.len() == MAX_OCCURRENCES {
-            return Err(BadRange::TooMany(job.name.clone()));
+            return Err(BadRange::TooMany {
+                job: job.name.clone(),
+            });
         }
         out.push(t.as_second());
     }

@@ -44,7 +44,7 @@ pub enum ExpressionError {
     Schedule(#[from] baton_cron::ParseError),
     /// An interval (`every:15m`) whose period is not a duration.
     #[error("every: {0}")]
-    Period(String),
+    Period(#[source] units::BadDuration),
 }
 
 /// Reads a schedule as written on the command line: a cron expression of

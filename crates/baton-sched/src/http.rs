@@ -106,6 +106,18 @@ pub enum InvalidHttp {
     Duplicate(String),
 }
 
+/// Why a text is not a request [`HttpRequest::encode`] wrote.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum UndecodableHttp {
+    /// The text is not such a request's JSON.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    /// The request is not valid.
+    #[error(transparent)]
+    Invalid(#[from] InvalidHttp),
+}
+
 impl HttpRequest {
     /// A checked request; `method` is upper-cased.
     ///
@@ -159,11 +171,11 @@ impl HttpRequest {
     ///
     /// # Errors
     ///
-    /// Text that is not such a request, or a request that is not valid, as
-    /// a message.
-    pub fn decode(text: &str) -> Result<Self, String> {
-        let r: Self = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        Self::new(&r.url, &r.method, r.body, r.headers).map_err(|e| e.to_string())
+    /// [`UndecodableHttp`]: text that is not such a request, or a request
+    /// that is not valid.
+    pub fn decode(text: &str) -> Result<Self, UndecodableHttp> {
+        let r: Self = serde_json::from_str(text)?;
+        Ok(Self::new(&r.url, &r.method, r.body, r.headers)?)
     }
 
     /// The TOML that writes it: `{ url = "…", method = "POST", … }`.
@@ -360,7 +372,7 @@ mod tests {
             vec![("X-Token".into(), "s3cret".into())],
         )
         .unwrap();
-        assert_eq!(HttpRequest::decode(&r.encode()), Ok(r));
+        assert_eq!(HttpRequest::decode(&r.encode()).unwrap(), r);
         assert!(HttpRequest::decode("{}").is_err());
         assert!(
             HttpRequest::decode(

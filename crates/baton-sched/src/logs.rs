@@ -42,6 +42,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
+use crate::state_dir::StateError;
 use crate::state_file::{self, SetAside, StateFileError};
 
 /// Why a log was not written (or a run's logs cannot be).
@@ -52,7 +53,7 @@ pub enum LogError {
     File(#[from] StateFileError),
     /// `logs/` cannot be created, or another user could change it.
     #[error("{0}")]
-    Dir(String),
+    Dir(#[source] Arc<StateError>),
 }
 
 /// The logs of one state directory.
@@ -63,7 +64,7 @@ pub struct Logs {
     tz: TimeZone,
     /// Whether `logs/` was created and found trusted, decided at the first
     /// write of this value (and of its clones).
-    ready: Arc<OnceLock<Result<(), String>>>,
+    ready: Arc<OnceLock<Result<(), Arc<StateError>>>>,
     /// The special files this value's writes (and its clones') moved aside,
     /// not yet reported.
     set_aside: Arc<Mutex<Vec<SetAside>>>,
@@ -235,7 +236,7 @@ impl Logs {
             .get_or_init(|| {
                 crate::state_dir::logs_dir(&self.state_dir)
                     .map(drop)
-                    .map_err(|e| e.to_string())
+                    .map_err(Arc::new)
             })
             .clone()
             .map_err(LogError::Dir)
@@ -249,7 +250,7 @@ impl Logs {
         match state_file::append(path, bytes) {
             Err(e) if e.is_missing() => {
                 crate::state_dir::logs_dir(&self.state_dir)
-                    .map_err(|e| LogError::Dir(e.to_string()))?;
+                    .map_err(|e| LogError::Dir(Arc::new(e)))?;
                 Ok(state_file::append(path, bytes)?)
             }
             Err(refused @ StateFileError::Untrusted(_)) => {

@@ -56,6 +56,19 @@ pub enum StateError {
         "invalid lock name {0:?}: use 1 to 128 characters of A-Z a-z 0-9 . _ - , not starting with a dot"
     )]
     BadName(String),
+    /// The working directory, against which a relative `--lock` is made
+    /// absolute, cannot be read.
+    #[error("failed to read the working directory for --lock {}: {source}", path.display())]
+    WorkingDir {
+        /// The `--lock` path given.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A directory on the way to a `--lock` file could be changed by
+    /// another user.
+    #[error("refusing --lock: {0}")]
+    UntrustedLock(#[source] trust::Untrusted),
 }
 
 /// Chooses the state directory (without creating it).
@@ -218,16 +231,20 @@ pub fn lock_path(locks: &Path, name: &str) -> Result<PathBuf, StateError> {
 /// that every message and record names the one file it is; and the
 /// directories on the way to it checked (a shared directory such as `/tmp`
 /// must have its sticky bit).
-pub fn lock_file(path: &Path) -> Result<PathBuf, String> {
+///
+/// # Errors
+///
+/// [`StateError::WorkingDir`] when a relative path cannot be made absolute,
+/// [`StateError::UntrustedLock`] when a directory on the way could be
+/// changed by another user.
+pub fn lock_file(path: &Path) -> Result<PathBuf, StateError> {
     let abs = if path.is_absolute() {
         path.to_owned()
     } else {
         std::env::current_dir()
-            .map_err(|e| {
-                format!(
-                    "failed to read the working directory for --lock {}: {e}",
-                    path.display()
-                )
+            .map_err(|source| StateError::WorkingDir {
+                path: path.to_owned(),
+                source,
             })?
             .join(path)
     };
@@ -236,7 +253,7 @@ pub fn lock_file(path: &Path) -> Result<PathBuf, String> {
         _ => PathBuf::from("/"),
     };
     if dir.is_dir() {
-        trust::check_dir_path(&dir, 0).map_err(|e| format!("refusing --lock: {e}"))?;
+        trust::check_dir_path(&dir, 0).map_err(StateError::UntrustedLock)?;
     }
     Ok(abs)
 }

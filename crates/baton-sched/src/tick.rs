@@ -32,12 +32,31 @@ fn unknown<'a>(config: &Config, names: &'a [String]) -> Option<&'a str> {
         .map(String::as_str)
 }
 
-/// Creates (or checks) the state directory and its `locks/` and `logs/`;
-/// says why not.
-pub fn prepare(config: &Config) -> Result<(), String> {
+/// Why nothing may run: the state directory, the logs or the ledger's
+/// files cannot be used ([`prepare`], [`preflight`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Unprepared {
+    /// The state directory, `locks/` or `logs/` cannot be used.
+    #[error(transparent)]
+    State(#[from] crate::state_dir::StateError),
+    /// A log a run writes cannot be written.
+    #[error("the logs cannot be written: {0}")]
+    Logs(#[source] crate::logs::LogError),
+    /// The embedded ledger's files cannot be used.
+    #[error(transparent)]
+    Ledger(#[from] baton_ledger::Error),
+}
+
+/// Creates (or checks) the state directory and its `locks/` and `logs/`.
+///
+/// # Errors
+///
+/// [`Unprepared::State`], saying why not.
+pub fn prepare(config: &Config) -> Result<(), Unprepared> {
     let state = &config.settings.state_dir.value;
-    crate::state_dir::locks_dir(state).map_err(|e| e.to_string())?;
-    crate::state_dir::logs_dir(state).map_err(|e| e.to_string())?;
+    crate::state_dir::locks_dir(state)?;
+    crate::state_dir::logs_dir(state)?;
     Ok(())
 }
 
@@ -49,14 +68,18 @@ pub fn prepare(config: &Config) -> Result<(), String> {
 /// nothing is lost (the occurrences stay due), where running would write
 /// through what another user could have planted, or lose the runs'
 /// records.
-pub fn preflight(config: &Config, now: jiff::Timestamp) -> Result<(), String> {
+///
+/// # Errors
+///
+/// [`Unprepared`], saying which cannot be used and why.
+pub fn preflight(config: &Config, now: jiff::Timestamp) -> Result<(), Unprepared> {
     prepare(config)?;
     let state = &config.settings.state_dir.value;
     crate::logs::Logs::new(state, config.settings.timezone.value.tz.clone())
         .check_shared(now)
-        .map_err(|e| format!("the logs cannot be written: {e}"))?;
+        .map_err(Unprepared::Logs)?;
     if !crate::store::shared(config) {
-        baton_ledger::Ledger::check(state).map_err(|e| e.to_string())?;
+        baton_ledger::Ledger::check(state)?;
     }
     Ok(())
 }

@@ -160,7 +160,7 @@ pub fn utc(t: Timestamp) -> String {
 /// # Errors
 ///
 /// Why the text is not such an instant, naming it.
-pub fn parse_rfc3339(text: &str) -> Result<Timestamp, String> {
+pub fn parse_rfc3339(text: &str) -> Result<Timestamp, BadTime> {
     let t = text.trim();
     match t.parse::<Timestamp>() {
         Ok(at) => {
@@ -168,12 +168,11 @@ pub fn parse_rfc3339(text: &str) -> Result<Timestamp, String> {
             Ok(at)
         }
         // A date and time that are well formed but beyond jiff's range.
-        Err(_) if has_offset(t) => Err(format!(
-            "{t:?} is after the last instant baton computes, {} (the last one every zone \
-             can show as a date of the year 9999)",
-            last_instant()
-        )),
-        Err(e) => Err(format!("{t:?} is not an RFC 3339 time ({e})")),
+        Err(_) if has_offset(t) => Err(BadTime::AfterLast(t.to_owned())),
+        Err(source) => Err(BadTime::NotRfc3339 {
+            text: t.to_owned(),
+            source,
+        }),
     }
 }
 
@@ -194,8 +193,45 @@ pub fn last_instant() -> Timestamp {
 
 static PARSER: DateTimeParser = DateTimeParser::new();
 
+/// Why a text is not an RFC 3339 instant baton reads ([`parse_rfc3339`]);
+/// each names the text.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BadTime {
+    /// Well formed, but after the last instant baton computes.
+    #[error(
+        "{0:?} is after the last instant baton computes, {last} (the last one every zone \
+         can show as a date of the year 9999)",
+        last = last_instant()
+    )]
+    AfterLast(String),
+    /// Not an RFC 3339 date and time.
+    #[error("{text:?} is not an RFC 3339 time ({source})")]
+    NotRfc3339 {
+        /// The text.
+        text: String,
+        /// What the parser said.
+        #[source]
+        source: jiff::Error,
+    },
+    /// An offset beyond RFC 3339's `-23:59` to `+23:59`.
+    #[error("{text:?} has the offset {offset}, beyond RFC 3339's -23:59 to +23:59")]
+    OffsetRange {
+        /// The text.
+        text: String,
+        /// The offset it gives.
+        offset: String,
+    },
+    /// An offset with seconds.
+    #[error(
+        "{0:?} has an offset with seconds, which RFC 3339 cannot write: give it in \
+         hours and minutes, or the instant in UTC with Z"
+    )]
+    OffsetSeconds(String),
+}
+
 /// Refuses an offset beyond ±23:59 or with seconds in `t` (which parses).
-fn check_offset(t: &str) -> Result<(), String> {
+fn check_offset(t: &str) -> Result<(), BadTime> {
     let Ok(pieces) = PARSER.parse_pieces(t) else {
         return Ok(());
     };
@@ -204,16 +240,13 @@ fn check_offset(t: &str) -> Result<(), String> {
     };
     let s = n.offset().seconds();
     if s.abs() > MAX_OFFSET_SECONDS {
-        return Err(format!(
-            "{t:?} has the offset {}, beyond RFC 3339's -23:59 to +23:59",
-            Offset::from_seconds(s).map_or_else(|_| s.to_string(), |o| o.to_string())
-        ));
+        return Err(BadTime::OffsetRange {
+            text: t.to_owned(),
+            offset: Offset::from_seconds(s).map_or_else(|_| s.to_string(), |o| o.to_string()),
+        });
     }
     if s % 60 != 0 {
-        return Err(format!(
-            "{t:?} has an offset with seconds, which RFC 3339 cannot write: give it in \
-             hours and minutes, or the instant in UTC with Z"
-        ));
+        return Err(BadTime::OffsetSeconds(t.to_owned()));
     }
     Ok(())
 }
@@ -283,7 +316,9 @@ mod tests {
         assert!(parse_rfc3339("2026-01-01T00:00:00+00:19:32").is_err());
         assert!(parse_rfc3339("2026-01-01T00:00:00+23:59").is_ok());
         assert!(parse_rfc3339("2026-01-01T00:00:00Z").is_ok());
-        let e = parse_rfc3339("9999-12-31T00:00:00Z").unwrap_err();
+        let e = parse_rfc3339("9999-12-31T00:00:00Z")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("last instant"), "{e}");
     }
 }

@@ -23,14 +23,62 @@ pub const SIZE_SYNTAX: &str =
 pub const INSTANT_SYNTAX: &str = "RFC 3339 (2026-12-01T18:00:00+05:30, or with Z), or a date \
      and time in the job's zone (2026-12-01T18:00, 2026-12-01 18:00:00, 2026-12-01)";
 
+/// Why a text is not an instant ([`parse_instant`]); each names the text.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BadInstant {
+    /// An RFC 3339 instant baton does not read.
+    #[error(transparent)]
+    Rfc3339(#[from] crate::times::BadTime),
+    /// Neither RFC 3339 nor a civil date and time.
+    #[error("{0:?} is not a time: use {INSTANT_SYNTAX}")]
+    Syntax(String),
+    /// A civil date and time the zone cannot place.
+    #[error("{text:?} is not a time in this zone: {source}")]
+    Zone {
+        /// The text.
+        text: String,
+        /// What jiff said.
+        #[source]
+        source: jiff::Error,
+    },
+    /// A time in the zone's last gap, with no instant after it.
+    #[error("{0:?} is not a time in this zone")]
+    NoInstantAfter(String),
+}
+
+/// Why a text is not a duration ([`parse_duration`]); each names the text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BadDuration {
+    /// Not a duration's syntax.
+    #[error("{0:?} is not a duration: use {DURATION_SYNTAX}")]
+    Syntax(String),
+    /// A negative duration.
+    #[error("{0:?} is negative: a duration is zero or more")]
+    Negative(String),
+    /// Longer than [`MAX_DURATION`].
+    #[error("{0:?} is longer than ten years")]
+    TooLong(String),
+}
+
+/// Why a text is not a size ([`parse_size`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a size: use {SIZE_SYNTAX}")]
+pub struct BadSize(String);
+
 /// Parses an instant: RFC 3339 with an offset (within ±23:59, without
 /// seconds: [`crate::times::parse_rfc3339`]), or a civil date and time
 /// read in `tz` (a time in a gap or a fold is resolved as jiff's
 /// `compatible` rule does: later in a gap, earlier in a fold).
-pub fn parse_instant(s: &str, tz: &jiff::tz::TimeZone) -> Result<jiff::Timestamp, String> {
+///
+/// # Errors
+///
+/// [`BadInstant`], naming the text.
+pub fn parse_instant(s: &str, tz: &jiff::tz::TimeZone) -> Result<jiff::Timestamp, BadInstant> {
     let t = s.trim();
     if crate::times::has_offset(t) {
-        return crate::times::parse_rfc3339(t);
+        return Ok(crate::times::parse_rfc3339(t)?);
     }
     let civil = t.parse::<jiff::civil::DateTime>().ok().or_else(|| {
         t.parse::<jiff::civil::Date>()
@@ -38,13 +86,14 @@ pub fn parse_instant(s: &str, tz: &jiff::tz::TimeZone) -> Result<jiff::Timestamp
             .map(|d| d.to_datetime(jiff::civil::Time::midnight()))
     });
     let Some(dt) = civil else {
-        return Err(format!("{t:?} is not a time: use {INSTANT_SYNTAX}"));
+        return Err(BadInstant::Syntax(t.to_owned()));
     };
     let amb = tz.to_ambiguous_timestamp(dt);
     let gap = matches!(amb.offset(), jiff::tz::AmbiguousOffset::Gap { .. });
-    let at = amb
-        .earlier()
-        .map_err(|e| format!("{t:?} is not a time in this zone: {e}"))?;
+    let at = amb.earlier().map_err(|source| BadInstant::Zone {
+        text: t.to_owned(),
+        source,
+    })?;
     if !gap {
         // A time that occurs twice (a fall-back day) is its first one.
         return Ok(at);
@@ -54,15 +103,19 @@ pub fn parse_instant(s: &str, tz: &jiff::tz::TimeZone) -> Result<jiff::Timestamp
     tz.following(at)
         .next()
         .map(|tr| tr.timestamp())
-        .ok_or_else(|| format!("{t:?} is not a time in this zone"))
+        .ok_or_else(|| BadInstant::NoInstantAfter(t.to_owned()))
 }
 
 /// Parses a duration. Negative durations, and durations over
-/// [`MAX_DURATION`], are refused; the error says what is allowed.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+/// [`MAX_DURATION`], are refused.
+///
+/// # Errors
+///
+/// [`BadDuration`], which says what is allowed.
+pub fn parse_duration(s: &str) -> Result<Duration, BadDuration> {
     let t = s.trim();
-    let bad = || format!("{t:?} is not a duration: use {DURATION_SYNTAX}");
-    let negative = || format!("{t:?} is negative: a duration is zero or more");
+    let bad = || BadDuration::Syntax(t.to_owned());
+    let negative = || BadDuration::Negative(t.to_owned());
     let d = if let Ok(secs) = t.parse::<f64>() {
         if t.starts_with('-') {
             return Err(negative());
@@ -81,7 +134,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         })?
     };
     if d > MAX_DURATION {
-        return Err(format!("{t:?} is longer than ten years"));
+        return Err(BadDuration::TooLong(t.to_owned()));
     }
     Ok(d)
 }
@@ -153,9 +206,13 @@ pub fn show_duration(d: Duration) -> String {
 }
 
 /// Parses a size in bytes.
-pub fn parse_size(s: &str) -> Result<u64, String> {
+///
+/// # Errors
+///
+/// [`BadSize`], which says what is allowed.
+pub fn parse_size(s: &str) -> Result<u64, BadSize> {
     let t = s.trim();
-    let bad = || format!("{t:?} is not a size: use {SIZE_SYNTAX}");
+    let bad = || BadSize(t.to_owned());
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     if split == 0 {
         return Err(bad());
@@ -220,12 +277,18 @@ mod tests {
         assert_eq!(parse_duration("3600s").unwrap(), Duration::from_secs(3600));
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
         assert_eq!(parse_duration("PT5M").unwrap(), Duration::from_secs(300));
-        assert!(parse_duration("-5s").unwrap_err().contains("negative"));
-        let e = parse_duration("1 hour").unwrap_err();
+        let e = |text| parse_duration(text).unwrap_err().to_string();
+        assert!(e("-5s").contains("negative"));
+        let e = e("1 hour");
         assert!(e.contains("not a duration") && e.contains("1h30m"), "{e}");
         assert!(parse_duration("5x").is_err());
         assert!(parse_duration("").is_err());
-        assert!(parse_duration("100000h").unwrap_err().contains("ten years"));
+        assert!(
+            parse_duration("100000h")
+                .unwrap_err()
+                .to_string()
+                .contains("ten years")
+        );
     }
 
     #[test]

@@ -52,7 +52,7 @@ pub fn run(state: Option<&Path>, a: &WorkerArgs) -> Exit {
         ));
     };
     if let Err(e) = baton_sched::tick::preflight(&config, SystemClock.wall()) {
-        return refuse(e);
+        return refuse(e.to_string());
     }
     let start = match (a.at, a.queue, a.manual) {
         (Some(at), _, _) => Start::Scheduled(at),

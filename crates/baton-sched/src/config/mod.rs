@@ -46,7 +46,7 @@ pub use model::{
 };
 pub use read::{Checked, Overrides};
 pub use snapshot::{Dropin, Snapshot};
-pub use store_url::StoreUrl;
+pub use store_url::{BadUrl, StoreUrl};
 pub use value::valid_name;
 pub(crate) use value::{Value, Values};
 

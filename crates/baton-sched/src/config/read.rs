@@ -680,7 +680,7 @@ fn check_fencing(
         ConfigError::Invalid {
             at: located(at, &at_fault.source),
             key: join(table, key),
-            message: e,
+            message: e.to_string(),
         }
     })
 }

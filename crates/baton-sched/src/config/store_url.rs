@@ -14,6 +14,22 @@ pub const SCHEMES: &[&str] = &["postgres://", "postgresql://"];
 /// What replaces a password when a URL is shown.
 const MASK: &str = "***";
 
+/// Why a text is not a store URL; the URL it holds is masked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BadUrl {
+    /// A scheme other than PostgreSQL's.
+    #[error(
+        "= {0:?}: expected a PostgreSQL URL starting with {schemes} (such as \
+         \"postgres://baton@db.example/baton\")",
+        schemes = SCHEMES.join(" or ")
+    )]
+    Scheme(String),
+    /// A control character in the URL.
+    #[error("= {0:?}: a URL may not hold control characters")]
+    Control(String),
+}
+
 /// A `postgres://` or `postgresql://` URL.
 #[derive(Clone, PartialEq, Eq)]
 pub struct StoreUrl(String);
@@ -23,23 +39,15 @@ impl StoreUrl {
     ///
     /// # Errors
     ///
-    /// A message saying what is allowed, when the URL is not a PostgreSQL
-    /// one (the message shows the URL masked).
-    pub fn parse(text: &str) -> Result<Self, String> {
+    /// [`BadUrl`], saying what is allowed, when the URL is not a PostgreSQL
+    /// one (it holds the URL masked).
+    pub fn parse(text: &str) -> Result<Self, BadUrl> {
         let text = text.trim();
         if !SCHEMES.iter().any(|s| text.starts_with(s)) {
-            return Err(format!(
-                "= {:?}: expected a PostgreSQL URL starting with {} (such as \
-                 \"postgres://baton@db.example/baton\")",
-                mask(text),
-                SCHEMES.join(" or ")
-            ));
+            return Err(BadUrl::Scheme(mask(text)));
         }
         if text.chars().any(char::is_control) {
-            return Err(format!(
-                "= {:?}: a URL may not hold control characters",
-                mask(text)
-            ));
+            return Err(BadUrl::Control(mask(text)));
         }
         Ok(Self(text.to_owned()))
     }
@@ -154,7 +162,7 @@ mod tests {
     #[test]
     fn other_schemes_are_refused_without_their_password() {
         for bad in ["mysql://u:pw@h/db", "http://u:pw@h", "db.example", ""] {
-            let e = StoreUrl::parse(bad).unwrap_err();
+            let e = StoreUrl::parse(bad).unwrap_err().to_string();
             assert!(e.contains("postgres:// or postgresql://"), "{bad}: {e}");
             assert!(!e.contains("pw@"), "{bad}: {e}");
         }

@@ -222,7 +222,7 @@ impl Type {
             Type::StoreUrl => {
                 let what = "a PostgreSQL URL (postgres://USER@HOST:PORT/DATABASE)";
                 let s = string(raw, at, key, what)?;
-                Value::Url(StoreUrl::parse(&s).map_err(|m| invalid(at, key, m))?)
+                Value::Url(StoreUrl::parse(&s).map_err(|m| invalid(at, key, m.to_string()))?)
             }
         })
     }

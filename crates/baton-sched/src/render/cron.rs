@@ -88,7 +88,7 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
             why,
         };
         let schedule = translate::cron_in_zone(&job.when.value, &job.timezone.value, opts.now)
-            .map_err(refuse)?;
+            .map_err(|why| refuse(why.to_string()))?;
         if schedule.zone != opts.host_zone && host_changes {
             return Err(refuse(format!(
                 "it needs `CRON_TZ={}`, and the host's zone, {}, changes its offset: at those \

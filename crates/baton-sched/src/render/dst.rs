@@ -38,8 +38,78 @@ use baton_cron::{Fields, Kind};
 use jiff::Timestamp;
 
 use super::changes::{self, OffsetChange, hm, matches, touched};
-use super::translate::shown;
+use super::translate::{Untranslatable, shown};
 use crate::config::{When, Zone};
+
+/// How a target fires a schedule at a clock change, where baton fires it
+/// otherwise: the `why` of [`Untranslatable::ClockChange`]. `jump` is the
+/// wall-clock time the change jumps to, shown as `HH:MM`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Mismatch {
+    /// A fixed time in a gap, under cron.
+    #[error(
+        "baton runs a skipped time once, at {}, while a cron that matches the zone's clock \
+         each minute (cronie under CRON_TZ=) never runs it",
+        hm(*.jump)
+    )]
+    CronSkipped {
+        /// Where the clocks jump to.
+        jump: jiff::civil::DateTime,
+    },
+    /// A fixed time in a fold, under cron.
+    #[error(
+        "baton runs a repeated time once, the first time it shows, while a cron that matches \
+         the zone's clock each minute (cronie under CRON_TZ=) runs it twice"
+    )]
+    CronRepeated,
+    /// A fixed time in a gap, under systemd.
+    #[error(
+        "baton runs a skipped time once, at {}, and systemd's OnCalendar= does not run it \
+         then",
+        hm(*.jump)
+    )]
+    SystemdSkipped {
+        /// Where the clocks jump to.
+        jump: jiff::civil::DateTime,
+    },
+    /// A wildcard time in a gap whose shift systemd versions differ on.
+    #[error(
+        "baton does not run the times the clocks skip, and whether systemd runs them later, \
+         shifted by the gap, differs between its versions"
+    )]
+    SystemdShifted,
+    /// A wildcard time in a fold, under systemd.
+    #[error(
+        "baton runs a wildcard schedule's repeated times twice, and systemd's OnCalendar= once"
+    )]
+    SystemdRepeated,
+    /// A time in a fold, under GitHub Actions.
+    #[error(
+        "GitHub Actions does not document how it runs a schedule at the times the clocks repeat"
+    )]
+    GithubRepeated,
+    /// A wildcard time in a gap, under GitHub Actions.
+    #[error(
+        "baton does not run the times the clocks skip, and GitHub Actions moves them to {}",
+        hm(*.jump)
+    )]
+    GithubMoved {
+        /// Where the clocks jump to.
+        jump: jiff::civil::DateTime,
+    },
+    /// Several fixed times in a gap, or one where the jump fires too, under
+    /// GitHub Actions.
+    #[error(
+        "GitHub Actions moves each skipped time to {}, and does not document whether it \
+         then runs once, as baton does, or once per time",
+        hm(*.jump)
+    )]
+    GithubMovedMany {
+        /// Where the clocks jump to.
+        jump: jiff::civil::DateTime,
+    },
+}
 
 /// Whose rules a schedule is judged by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +131,7 @@ pub(crate) fn check(
     f: &Fields,
     zone: &Zone,
     now: Timestamp,
-) -> Result<(), String> {
+) -> Result<(), Untranslatable> {
     let wildcard = when.schedule.kind() == Kind::Wildcard;
     for change in changes::offset_changes(zone, now) {
         let times = touched(f, &change);
@@ -79,31 +149,27 @@ pub(crate) fn check(
                 [first, ..] => format!("{} and other times", hm(*first)),
                 [] => unreachable!("OK because an empty list was skipped above"),
             };
-            return Err(format!(
-                "{} fires at {at} in {}, and {} there: {why}",
-                shown(when),
-                zone.name,
-                change.describe()
-            ));
+            return Err(Untranslatable::ClockChange {
+                schedule: shown(when),
+                at,
+                zone: zone.name.clone(),
+                change: change.describe(),
+                why,
+            });
         }
     }
     Ok(())
 }
 
-fn cron(wildcard: bool, change: &OffsetChange) -> Option<String> {
+fn cron(wildcard: bool, change: &OffsetChange) -> Option<Mismatch> {
     if wildcard {
         return None;
     }
-    let jump = hm(change.window().1);
+    let jump = change.window().1;
     Some(if change.skips() {
-        format!(
-            "baton runs a skipped time once, at {jump}, while a cron that matches the \
-             zone's clock each minute (cronie under CRON_TZ=) never runs it"
-        )
+        Mismatch::CronSkipped { jump }
     } else {
-        "baton runs a repeated time once, the first time it shows, while a cron that \
-         matches the zone's clock each minute (cronie under CRON_TZ=) runs it twice"
-            .to_owned()
+        Mismatch::CronRepeated
     })
 }
 
@@ -112,29 +178,18 @@ fn systemd(
     f: &Fields,
     change: &OffsetChange,
     times: &[jiff::civil::DateTime],
-) -> Option<String> {
-    let jump = hm(change.window().1);
+) -> Option<Mismatch> {
+    let jump = change.window().1;
     match (change.skips(), wildcard) {
-        (true, false) => Some(format!(
-            "baton runs a skipped time once, at {jump}, and systemd's OnCalendar= does not \
-             run it then"
-        )),
+        (true, false) => Some(Mismatch::SystemdSkipped { jump }),
         (true, true) => {
             let shifted_fire = times.iter().all(|t| {
                 t.checked_add(change.size())
                     .is_ok_and(|later| matches(f, later))
             });
-            (!shifted_fire).then(|| {
-                "baton does not run the times the clocks skip, and whether systemd runs \
-                 them later, shifted by the gap, differs between its versions"
-                    .to_owned()
-            })
+            (!shifted_fire).then_some(Mismatch::SystemdShifted)
         }
-        (false, true) => Some(
-            "baton runs a wildcard schedule's repeated times twice, and systemd's \
-             OnCalendar= once"
-                .to_owned(),
-        ),
+        (false, true) => Some(Mismatch::SystemdRepeated),
         (false, false) => None,
     }
 }
@@ -144,28 +199,16 @@ fn github(
     f: &Fields,
     change: &OffsetChange,
     times: &[jiff::civil::DateTime],
-) -> Option<String> {
+) -> Option<Mismatch> {
     let jump = change.window().1;
     if !change.skips() {
-        return Some(
-            "GitHub Actions does not document how it runs a schedule at the times the \
-             clocks repeat"
-                .to_owned(),
-        );
+        return Some(Mismatch::GithubRepeated);
     }
     if wildcard {
-        return Some(format!(
-            "baton does not run the times the clocks skip, and GitHub Actions moves them \
-             to {}",
-            hm(jump)
-        ));
+        return Some(Mismatch::GithubMoved { jump });
     }
     if times.len() > 1 || matches(f, jump) {
-        return Some(format!(
-            "GitHub Actions moves each skipped time to {}, and does not document whether \
-             it then runs once, as baton does, or once per time",
-            hm(jump)
-        ));
+        return Some(Mismatch::GithubMovedMany { jump });
     }
     None
 }

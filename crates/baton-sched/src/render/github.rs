@@ -47,7 +47,7 @@ use std::collections::BTreeSet;
 use baton_cron::Kind;
 use jiff::{SignedDuration, Timestamp};
 
-use super::translate::{self, CronSchedule, shown};
+use super::translate::{self, CronSchedule, Untranslatable, shown};
 use super::{Artefact, Options, Refusal, RenderError, Target, path_text, sh_word};
 use crate::config::{Config, When, Zone};
 
@@ -77,7 +77,7 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
         schedule(&job.when.value, &job.timezone.value, opts.now).map_err(|why| Refusal {
             job: job.name.clone(),
             target: Target::Github,
-            why,
+            why: why.to_string(),
         })
     })?;
     let mut out = Vec::new();
@@ -155,7 +155,7 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
 /// minutes, no UTC line and no `timezone` entry that does (both reasons),
 /// or what UTC cron cannot express at all (seconds, an interval that does
 /// not divide a day).
-pub fn schedule(when: &When, zone: &Zone, now: Timestamp) -> Result<CronSchedule, String> {
+pub fn schedule(when: &When, zone: &Zone, now: Timestamp) -> Result<CronSchedule, Untranslatable> {
     if let Some(why) = too_often(when, zone, now) {
         return Err(why);
     }
@@ -176,26 +176,22 @@ pub fn schedule(when: &When, zone: &Zone, now: Timestamp) -> Result<CronSchedule
         }
         Err(why) => why,
     };
-    Err(format!(
-        "with `timezone: {}`, {zone_why}; and in UTC, {utc_why}",
-        zone.name
-    ))
+    Err(Untranslatable::NeitherGithub {
+        zone: zone.name.clone(),
+        in_zone: Box::new(zone_why),
+        utc: Box::new(utc_why),
+    })
 }
 
 /// Why `when` runs more often than GitHub's shortest interval, if it does:
 /// two of its times of day closer than 5 minutes (across midnight too, when
 /// two days in a row fire).
-fn too_often(when: &When, zone: &Zone, now: Timestamp) -> Option<String> {
-    let shortest = "GitHub Actions runs a schedule at most once every 5 minutes, and would \
-                    drop the runs between";
+fn too_often(when: &When, zone: &Zone, now: Timestamp) -> Option<Untranslatable> {
     if let Kind::Every(p) = when.schedule.kind() {
         let p = SignedDuration::try_from(p).unwrap_or(SignedDuration::MAX);
-        return (p < SHORTEST).then(|| {
-            format!(
-                "{} runs every {} seconds, and {shortest}",
-                shown(when),
-                p.as_secs()
-            )
+        return (p < SHORTEST).then(|| Untranslatable::EveryTooOften {
+            schedule: shown(when),
+            secs: p.as_secs(),
         });
     }
     let f = when.schedule.fields()?;
@@ -219,13 +215,11 @@ fn too_often(when: &When, zone: &Zone, now: Timestamp) -> Option<String> {
     }
     let (gap, a, b) = closest?;
     let hm = |t: i32| format!("{:02}:{:02}", t / 60, t % 60);
-    (gap < 5).then(|| {
-        format!(
-            "{} runs {gap} minute(s) apart (at {} and {}), and {shortest}",
-            shown(when),
-            hm(a),
-            hm(b)
-        )
+    (gap < 5).then(|| Untranslatable::TooClose {
+        schedule: shown(when),
+        gap,
+        first: hm(a),
+        second: hm(b),
     })
 }
 

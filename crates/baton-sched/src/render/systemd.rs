@@ -43,7 +43,7 @@ use std::time::Duration;
 
 use baton_cron::{Fields, Kind};
 
-use super::translate::{self, is_full, list_with};
+use super::translate::{self, Untranslatable, is_full, list_with};
 use super::{Artefact, Options, Refusal, RenderError, Target, path_text};
 use crate::config::{Config, Job, When, Zone};
 
@@ -131,7 +131,7 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
         on_calendar(&job.when.value, &job.timezone.value, opts).map_err(|why| Refusal {
             job: job.name.clone(),
             target: Target::Systemd,
-            why,
+            why: why.to_string(),
         })
     })?;
     let shown_config = specifiers(&opts.config.display().to_string());
@@ -301,16 +301,17 @@ fn daemon(c: &Config, opts: &Options, bin: &str, config: &str, state: &Path) -> 
 /// Why `OnCalendar=` cannot express it faithfully: in the zone, the change
 /// where systemd would run it at another instant; in UTC, the date the
 /// first candidate would.
-pub fn on_calendar(when: &When, zone: &Zone, opts: &Options) -> Result<Vec<String>, String> {
+pub fn on_calendar(
+    when: &When,
+    zone: &Zone,
+    opts: &Options,
+) -> Result<Vec<String>, Untranslatable> {
     let s = &when.schedule;
     if let Kind::Every(p) = s.kind() {
         return every(when, p.as_secs());
     }
     let Some(f) = s.fields() else {
-        return Err(format!(
-            "{} is neither cron nor an interval",
-            translate::shown(when)
-        ));
+        return Err(Untranslatable::NotCron(translate::shown(when)));
     };
     let zone_why = match super::dst::check(super::dst::Rules::Systemd, when, f, zone, opts.now) {
         Ok(()) => return Ok(expressions(f, &zone.name)),
@@ -320,7 +321,10 @@ pub fn on_calendar(when: &When, zone: &Zone, opts: &Options) -> Result<Vec<Strin
         Ok(specs) => return Ok(specs),
         Err(why) => why,
     };
-    Err(format!("{zone_why}; and in UTC, {utc_why}"))
+    Err(Untranslatable::Neither {
+        in_zone: Box::new(zone_why),
+        utc: Box::new(utc_why),
+    })
 }
 
 /// `f` (the fields of `when`, read in `zone`) as UTC expressions that fire
@@ -330,19 +334,24 @@ pub fn on_calendar(when: &When, zone: &Zone, opts: &Options) -> Result<Vec<Strin
 /// # Errors
 ///
 /// Why none do, naming the date the first candidate would differ.
-fn in_utc(when: &When, f: &Fields, zone: &Zone, opts: &Options) -> Result<Vec<String>, String> {
+fn in_utc(
+    when: &When,
+    f: &Fields,
+    zone: &Zone,
+    opts: &Options,
+) -> Result<Vec<String>, Untranslatable> {
     if f.second().is_some_and(|s| s.values().any(|v| v != 0)) {
-        return Err(format!(
-            "{} fires at seconds other than 0, and UTC lines are found for whole minutes only",
-            translate::shown(when)
-        ));
+        return Err(Untranslatable::UtcSeconds(translate::shown(when)));
     }
     let mut specs = Vec::new();
     for line in super::utc::lines(when, f, zone, opts.now)? {
-        let parsed = baton_cron::Schedule::parse(&line.to_string())
-            .map_err(|e| format!("the UTC line `{line}` does not read back: {e}"))?;
+        let line = line.to_string();
+        let parsed = match baton_cron::Schedule::parse(&line) {
+            Ok(parsed) => parsed,
+            Err(source) => return Err(Untranslatable::Unreadable { line, source }),
+        };
         let Some(utc) = parsed.fields() else {
-            return Err(format!("the UTC line `{line}` is not cron"));
+            return Err(Untranslatable::NotCronLine(line));
         };
         specs.extend(expressions(utc, "UTC"));
     }
@@ -406,13 +415,10 @@ fn weekdays(f: &Fields) -> String {
 const DAYS: [&str; 7] = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
 
 /// An interval of `secs` as UTC expressions.
-fn every(when: &When, secs: u64) -> Result<Vec<String>, String> {
+fn every(when: &When, secs: u64) -> Result<Vec<String>, Untranslatable> {
     if secs < 60 {
         if 60 % secs != 0 {
-            return Err(format!(
-                "{} does not divide a minute, so no calendar expression repeats it",
-                translate::shown(when)
-            ));
+            return Err(Untranslatable::NotMinutely(translate::shown(when)));
         }
         return Ok(vec![if secs == 1 {
             "*-*-* *:*:* UTC".to_owned()
@@ -421,11 +427,7 @@ fn every(when: &When, secs: u64) -> Result<Vec<String>, String> {
         }]);
     }
     if !secs.is_multiple_of(60) {
-        return Err(format!(
-            "{} is not a whole number of minutes, so its seconds change from one \
-             occurrence to the next",
-            translate::shown(when)
-        ));
+        return Err(Untranslatable::PartMinutes(translate::shown(when)));
     }
     if 86_400 % secs != 0 {
         return Err(translate::not_daily(when));

@@ -337,7 +337,8 @@ fn render_github_refuses_schedules_more_frequent_than_every_five_minutes() {
         let w = when(key, text);
         let why = super::github::schedule(&w, &utc, now)
             .map(|s| s.lines)
-            .expect_err(text);
+            .expect_err(text)
+            .to_string();
         assert!(
             why.contains("at most once every 5 minutes"),
             "{text}: {why}"
@@ -523,7 +524,8 @@ fn render_systemd_per_job_writes_in_utc_what_only_utc_fires_as_baton() {
         ("Europe/Berlin", "0 * * * * *", vec!["*-*-* *:*:00 UTC"]),
         ("Europe/Berlin", "30 * * * *", vec!["*-*-* *:30:00 UTC"]),
     ] {
-        let got = super::systemd::on_calendar(&when("schedule", text), &zone(z), &o);
+        let got = super::systemd::on_calendar(&when("schedule", text), &zone(z), &o)
+            .map_err(|e| e.to_string());
         assert_eq!(
             got,
             Ok(want.iter().map(|s| s.to_string()).collect()),
@@ -536,7 +538,8 @@ fn render_systemd_per_job_writes_in_utc_what_only_utc_fires_as_baton() {
         &zone("Europe/Berlin"),
         &o,
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(why.contains("the clocks go back"), "{why}");
     assert!(why.contains("seconds other than 0"), "{why}");
 }
@@ -800,7 +803,8 @@ fn render_cron_per_job_refuses_times_the_zone_skips_or_repeats_in_any_zone() {
         ("30 2 14 * *", "America/New_York", "2027-03-14"),
     ] {
         let why = translate::cron_in_zone(&when("schedule", text), &zone(z), now)
-            .expect_err(&format!("{text} in {z}"));
+            .expect_err(&format!("{text} in {z}"))
+            .to_string();
         assert!(why.contains(&format!("on {date} the clocks go")), "{why}");
         assert!(why.contains(z), "{why}");
     }
@@ -901,7 +905,9 @@ fn render_github_takes_zones_without_daylight_saving_in_utc_and_others_with_thei
         "America/Santiago",
         "Australia/Sydney",
     ] {
-        let why = translate::cron_in_utc(&w, &zone(z), now).expect_err(z);
+        let why = translate::cron_in_utc(&w, &zone(z), now)
+            .expect_err(z)
+            .to_string();
         assert!(why.contains("offset from UTC changes"), "{why}");
         assert!(why.contains("first differs on 2026-"), "{why}");
         // GitHub reads it in the zone itself: 09:00 meets no change.

@@ -29,6 +29,181 @@ use jiff::Timestamp;
 
 use crate::config::{When, Zone};
 
+pub use super::dst::Mismatch;
+
+/// Why a schedule has no faithful translation for a target: the `why` of a
+/// [`super::Refusal`]. Each names the schedule as people read it
+/// (`` `30 2 * * *` ``, `` `every 15m` ``) and, where it matters, the zone.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Untranslatable {
+    /// It fires at seconds other than 0, and the target's unit is a minute.
+    #[error("{0} fires at seconds other than 0, and cron's smallest unit is a minute")]
+    SubMinute(String),
+    /// It is neither a cron schedule nor an interval.
+    #[error("{0} is neither cron nor an interval")]
+    NotCron(String),
+    /// An interval that does not divide a day.
+    #[error(
+        "{0} does not divide a day: it fires at whole multiples of the interval since \
+         1970-01-01 UTC, a pattern that no daily cron or calendar line repeats"
+    )]
+    NotDaily(String),
+    /// In UTC, some times fall on another day, and the day fields cannot
+    /// move with them.
+    #[error(
+        "in UTC some of {schedule}'s times in {zone} fall on another day, and its \
+         day-of-month or month field cannot move with them"
+    )]
+    DayMoves {
+        /// The schedule.
+        schedule: String,
+        /// The zone.
+        zone: String,
+    },
+    /// A field starting with `*` that is not `*` or `*/N`.
+    #[error(
+        "{0} has a field that starts with `*` but is not `*` or `*/N`, which this \
+         translation does not write"
+    )]
+    StarForm(String),
+    /// The target would fire at another instant than baton where the
+    /// zone's clocks change.
+    #[error("{schedule} fires at {at} in {zone}, and {change} there: {why}")]
+    ClockChange {
+        /// The schedule.
+        schedule: String,
+        /// The time of day (or the first of several) the change touches.
+        at: String,
+        /// The zone.
+        zone: String,
+        /// The change, described.
+        change: String,
+        /// How the target and baton differ there.
+        why: Mismatch,
+    },
+    /// No UTC cron line was tried.
+    #[error("{0} has no UTC cron line")]
+    NoUtcLine(String),
+    /// The zone's offset has seconds.
+    #[error("{zone}'s offset from UTC ({offset}) is not a whole number of minutes")]
+    OffsetSeconds {
+        /// The zone.
+        zone: String,
+        /// Its offset.
+        offset: jiff::tz::Offset,
+    },
+    /// The UTC lines for the zone's offset fire at another instant than
+    /// baton on some date.
+    #[error(
+        "{zone}'s offset from UTC changes, and no UTC cron line fires at {schedule}'s \
+         instants all year: {lines} (its times at UTC{offset}) first differs on {date}, \
+         when {}",
+        difference(*.baton_fires, *.local, *.utc, .zone)
+    )]
+    Differs {
+        /// The zone.
+        zone: String,
+        /// The schedule.
+        schedule: String,
+        /// The candidate lines, each in backquotes.
+        lines: String,
+        /// The offset they were converted at.
+        offset: jiff::tz::Offset,
+        /// The zone's date where they first differ.
+        date: jiff::civil::Date,
+        /// Whether baton fires then (and the lines do not), or the reverse.
+        baton_fires: bool,
+        /// The zone's wall clock then.
+        local: jiff::civil::DateTime,
+        /// UTC's then.
+        utc: jiff::civil::DateTime,
+    },
+    /// A systemd calendar in UTC cannot carry seconds other than 0.
+    #[error("{0} fires at seconds other than 0, and UTC lines are found for whole minutes only")]
+    UtcSeconds(String),
+    /// A UTC line that does not parse back.
+    #[error("the UTC line `{line}` does not read back: {source}")]
+    Unreadable {
+        /// The line.
+        line: String,
+        /// What the parser said.
+        #[source]
+        source: baton_cron::ParseError,
+    },
+    /// A UTC line that parses back as something other than cron.
+    #[error("the UTC line `{0}` is not cron")]
+    NotCronLine(String),
+    /// An interval under a minute that does not divide one.
+    #[error("{0} does not divide a minute, so no calendar expression repeats it")]
+    NotMinutely(String),
+    /// An interval over a minute that is not whole minutes.
+    #[error(
+        "{0} is not a whole number of minutes, so its seconds change from one occurrence to \
+         the next"
+    )]
+    PartMinutes(String),
+    /// More often than GitHub Actions runs a schedule, as an interval.
+    #[error("{schedule} runs every {secs} seconds, and {GITHUB_SHORTEST}")]
+    EveryTooOften {
+        /// The schedule.
+        schedule: String,
+        /// Its interval, in seconds.
+        secs: i64,
+    },
+    /// Two times closer than GitHub Actions' shortest interval.
+    #[error(
+        "{schedule} runs {gap} minute(s) apart (at {first} and {second}), and {GITHUB_SHORTEST}"
+    )]
+    TooClose {
+        /// The schedule.
+        schedule: String,
+        /// The minutes between them.
+        gap: i32,
+        /// The first time, `HH:MM`.
+        first: String,
+        /// The second time, `HH:MM`.
+        second: String,
+    },
+    /// Neither in the zone nor in UTC, for systemd.
+    #[error("{in_zone}; and in UTC, {utc}")]
+    Neither {
+        /// Why not in the zone.
+        in_zone: Box<Untranslatable>,
+        /// Why not in UTC.
+        utc: Box<Untranslatable>,
+    },
+    /// Neither with `timezone` nor in UTC, for GitHub Actions.
+    #[error("with `timezone: {zone}`, {in_zone}; and in UTC, {utc}")]
+    NeitherGithub {
+        /// The zone.
+        zone: String,
+        /// Why not with `timezone`.
+        in_zone: Box<Untranslatable>,
+        /// Why not in UTC.
+        utc: Box<Untranslatable>,
+    },
+}
+
+/// Which fires, and when, where a UTC line and baton first differ.
+fn difference(
+    baton_fires: bool,
+    local: jiff::civil::DateTime,
+    utc: jiff::civil::DateTime,
+    zone: &str,
+) -> String {
+    let (local, utc) = (super::changes::hm(local), super::changes::hm(utc));
+    if baton_fires {
+        format!("baton runs it at {local} in {zone} ({utc} UTC) and the UTC line does not")
+    } else {
+        format!("the UTC line fires at {utc} UTC ({local} in {zone}) and baton does not")
+    }
+}
+
+/// What GitHub Actions does with runs closer than 5 minutes.
+const GITHUB_SHORTEST: &str =
+    "GitHub Actions runs a schedule at most once every 5 minutes, and would drop the runs between";
+
 /// One cron line's five fields, as text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CronFields {
@@ -73,7 +248,11 @@ pub struct CronSchedule {
 /// divide a day, or a time a clock change in the years after `now` skips
 /// or repeats on a day it fires, where cron would run it at another instant
 /// than baton (`super::dst`).
-pub fn cron_in_zone(when: &When, zone: &Zone, now: Timestamp) -> Result<CronSchedule, String> {
+pub fn cron_in_zone(
+    when: &When,
+    zone: &Zone,
+    now: Timestamp,
+) -> Result<CronSchedule, Untranslatable> {
     let s = &when.schedule;
     if s.has_seconds() {
         return Err(sub_minute(when));
@@ -87,7 +266,7 @@ pub fn cron_in_zone(when: &When, zone: &Zone, now: Timestamp) -> Result<CronSche
                 lines: vec![same_fields(when, f)?],
             })
         }
-        (_, None) => Err(format!("{} is neither cron nor an interval", shown(when))),
+        (_, None) => Err(Untranslatable::NotCron(shown(when))),
     }
 }
 
@@ -100,7 +279,11 @@ pub fn cron_in_zone(when: &When, zone: &Zone, now: Timestamp) -> Result<CronSche
 /// not divide a day, day fields that cannot move across midnight, or a
 /// zone whose offset changes so that every candidate line fires at another
 /// instant than baton on some date, which the error names.
-pub fn cron_in_utc(when: &When, zone: &Zone, now: Timestamp) -> Result<CronSchedule, String> {
+pub fn cron_in_utc(
+    when: &When,
+    zone: &Zone,
+    now: Timestamp,
+) -> Result<CronSchedule, Untranslatable> {
     let s = &when.schedule;
     if s.has_seconds() {
         return Err(sub_minute(when));
@@ -108,7 +291,7 @@ pub fn cron_in_utc(when: &When, zone: &Zone, now: Timestamp) -> Result<CronSched
     let f = match (s.kind(), s.fields()) {
         (Kind::Every(p), _) => return every_lines(when, p.as_secs()),
         (_, Some(f)) => f,
-        (_, None) => return Err(format!("{} is neither cron nor an interval", shown(when))),
+        (_, None) => return Err(Untranslatable::NotCron(shown(when))),
     };
     Ok(CronSchedule {
         zone: "UTC".into(),
@@ -128,7 +311,7 @@ pub(crate) fn lines_at(
     f: &Fields,
     zone: &Zone,
     offset_min: i32,
-) -> Result<Vec<CronFields>, String> {
+) -> Result<Vec<CronFields>, Untranslatable> {
     // Every local (hour, minute) as a UTC (day shift, hour, minute).
     let mut pairs = BTreeSet::new();
     for h in f.hour().values() {
@@ -147,12 +330,10 @@ pub(crate) fn lines_at(
     if days_free {
         pairs = pairs.into_iter().map(|(_, h, m)| (0, h, m)).collect();
     } else if shifted && !(is_full(f.day_of_month(), 1, 31) && is_full(f.month(), 1, 12)) {
-        return Err(format!(
-            "in UTC some of {}'s times in {} fall on another day, and its day-of-month or \
-             month field cannot move with them",
-            shown(when),
-            zone.name
-        ));
+        return Err(Untranslatable::DayMoves {
+            schedule: shown(when),
+            zone: zone.name.clone(),
+        });
     }
     let same = same_fields(when, f)?;
     Ok(group(&pairs)
@@ -183,7 +364,7 @@ pub(crate) fn lines_at(
 }
 
 /// An interval of `secs` (whole minutes) as UTC cron lines.
-fn every_lines(when: &When, secs: u64) -> Result<CronSchedule, String> {
+fn every_lines(when: &When, secs: u64) -> Result<CronSchedule, Untranslatable> {
     if 86_400 % secs != 0 {
         return Err(not_daily(when));
     }
@@ -239,15 +420,9 @@ fn group(pairs: &BTreeSet<(i32, u8, u8)>) -> Vec<(i32, Vec<u8>, Vec<u8>)> {
 /// The fields as written, in canonical text. A field written starting with
 /// `*` is written so again (`*` or `*/N`): whether it does decides how the
 /// day fields combine and how daylight saving is met.
-pub(crate) fn same_fields(when: &When, f: &Fields) -> Result<CronFields, String> {
+pub(crate) fn same_fields(when: &When, f: &Fields) -> Result<CronFields, Untranslatable> {
     let one = |set: &FieldSet, lo: u8, hi: u8| {
-        field(set, lo, hi).ok_or_else(|| {
-            format!(
-                "{} has a field that starts with `*` but is not `*` or `*/N`, which \
-                 this translation does not write",
-                shown(when)
-            )
-        })
+        field(set, lo, hi).ok_or_else(|| Untranslatable::StarForm(shown(when)))
     };
     Ok(CronFields {
         minute: one(f.minute(), 0, 59)?,
@@ -336,17 +511,10 @@ pub(crate) fn shown(when: &When) -> String {
     }
 }
 
-fn sub_minute(when: &When) -> String {
-    format!(
-        "{} fires at seconds other than 0, and cron's smallest unit is a minute",
-        shown(when)
-    )
+fn sub_minute(when: &When) -> Untranslatable {
+    Untranslatable::SubMinute(shown(when))
 }
 
-pub(crate) fn not_daily(when: &When) -> String {
-    format!(
-        "{} does not divide a day: it fires at whole multiples of the interval since \
-         1970-01-01 UTC, a pattern that no daily cron or calendar line repeats",
-        shown(when)
-    )
+pub(crate) fn not_daily(when: &When) -> Untranslatable {
+    Untranslatable::NotDaily(shown(when))
 }

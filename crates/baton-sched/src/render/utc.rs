@@ -18,7 +18,7 @@ use jiff::tz::{Offset, TimeZone};
 use jiff::{SignedDuration, Timestamp};
 
 use super::changes::{self, OffsetChange};
-use super::translate::{CronFields, lines_at, shown};
+use super::translate::{CronFields, Untranslatable, lines_at, shown};
 use crate::config::{When, Zone};
 
 /// The first instant where a candidate and baton part.
@@ -40,7 +40,7 @@ pub(crate) fn lines(
     f: &Fields,
     zone: &Zone,
     now: Timestamp,
-) -> Result<Vec<CronFields>, String> {
+) -> Result<Vec<CronFields>, Untranslatable> {
     let changes: Vec<OffsetChange> = changes::offset_changes(zone, now).collect();
     let mut offsets = vec![zone.tz.to_offset(now)];
     for c in &changes {
@@ -59,7 +59,7 @@ pub(crate) fn lines(
         };
         first_reason.get_or_insert(reason);
     }
-    Err(first_reason.unwrap_or_else(|| format!("{} has no UTC cron line", shown(when))))
+    Err(first_reason.unwrap_or_else(|| Untranslatable::NoUtcLine(shown(when))))
 }
 
 /// The lines for a zone at `offset` all year.
@@ -68,13 +68,13 @@ fn candidate(
     f: &Fields,
     zone: &Zone,
     offset: Offset,
-) -> Result<Vec<CronFields>, String> {
+) -> Result<Vec<CronFields>, Untranslatable> {
     let secs = offset.seconds();
     if secs % 60 != 0 {
-        return Err(format!(
-            "{}'s offset from UTC ({offset}) is not a whole number of minutes",
-            zone.name
-        ));
+        return Err(Untranslatable::OffsetSeconds {
+            zone: zone.name.clone(),
+            offset,
+        });
     }
     lines_at(when, f, zone, secs / 60)
 }
@@ -107,7 +107,7 @@ fn first_difference(
             None if changes.is_empty() => start,
             None => add(start, day * 366),
         };
-        if candidate(when, f, zone, offset).as_deref() != Ok(lines) {
+        if candidate(when, f, zone, offset).ok().as_deref() != Some(lines) {
             windows.push((start, end));
         }
         if let Some(c) = changes.get(i) {
@@ -202,7 +202,7 @@ fn differs(
     offset: Offset,
     lines: &[CronFields],
     d: &Difference,
-) -> String {
+) -> Untranslatable {
     let local = zone.tz.to_datetime(d.at);
     let utc = TimeZone::UTC.to_datetime(d.at);
     let shown_lines = lines
@@ -210,27 +210,14 @@ fn differs(
         .map(|l| format!("`{l}`"))
         .collect::<Vec<_>>()
         .join(", ");
-    let clock = |t: jiff::civil::DateTime| format!("{:02}:{:02}", t.hour(), t.minute());
-    let what = if d.baton_fires {
-        format!(
-            "baton runs it at {} in {} ({} UTC) and the UTC line does not",
-            clock(local),
-            zone.name,
-            clock(utc)
-        )
-    } else {
-        format!(
-            "the UTC line fires at {} UTC ({} in {}) and baton does not",
-            clock(utc),
-            clock(local),
-            zone.name
-        )
-    };
-    format!(
-        "{}'s offset from UTC changes, and no UTC cron line fires at {}'s instants all \
-         year: {shown_lines} (its times at UTC{offset}) first differs on {}, when {what}",
-        zone.name,
-        shown(when),
-        local.date(),
-    )
+    Untranslatable::Differs {
+        zone: zone.name.clone(),
+        schedule: shown(when),
+        lines: shown_lines,
+        offset,
+        date: local.date(),
+        baton_fires: d.baton_fires,
+        local,
+        utc,
+    }
 }

@@ -22,11 +22,11 @@ use super::statements::{Backend, Fail, Mode, NewDecision, Statements};
 use crate::words::{Decision, MissReason, SkipReason};
 
 /// A refusal of the arguments before any transaction: nothing was written.
-fn invalid(store: &impl Backend, action: String, problem: String) -> Error {
+fn invalid(store: &impl Backend, action: String, problem: checks::Refusal) -> Error {
     Error::Invalid {
         action,
         store: store.location(),
-        problem,
+        problem: problem.to_string(),
     }
 }
 

@@ -88,7 +88,8 @@ impl ExecConfig {
             kill_grace,
             takeover_grace,
             ("--ttl", "--kill-grace", "--takeover-grace"),
-        )?;
+        )
+        .map_err(|e| e.to_string())?;
         let signal = baton_runner::signal_number(&args.signal).ok_or_else(|| {
             format!(
                 "--signal {:?}: not a signal; use a name such as TERM, INT, HUP, KILL, or a number",
@@ -138,7 +139,10 @@ impl ExecConfig {
                 let path = state_dir::lock_path(&locks, &name).map_err(|e| e.to_string())?;
                 (Some(name), path)
             }
-            (None, Some(path)) => (None, state_dir::lock_file(&path)?),
+            (None, Some(path)) => (
+                None,
+                state_dir::lock_file(&path).map_err(|e| e.to_string())?,
+            ),
             _ => return Err("give exactly one of --name and --lock".into()),
         };
         Ok(Self {

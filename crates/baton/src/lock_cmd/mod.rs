@@ -40,7 +40,7 @@ pub fn targets(
         }
     }
     for p in paths {
-        let path = state_dir::lock_file(p).map_err(|e| (Exit::Failure, e))?;
+        let path = state_dir::lock_file(p).map_err(|e| (Exit::Failure, e.to_string()))?;
         out.push(Target {
             label: path.display().to_string(),
             path,
