@@ -26,7 +26,7 @@ use baton_lease::{
 use jiff::Timestamp;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Config, Row};
+use tokio_postgres::{Config, Row, Statement};
 
 use crate::error::Error;
 use crate::form::Form;
@@ -35,6 +35,7 @@ use crate::judge::{self, Judge};
 use crate::options::Options;
 use crate::outcome::{Acquire, PgLease, Release, Renewal, Restated};
 use crate::pool::{Conn, Pool};
+use crate::statements::Statements;
 use crate::target::Target;
 
 const ACQUIRE: &str = "acquire a lease";
@@ -140,6 +141,25 @@ impl Leases {
         self
     }
 
+    /// The row, if any, that the prepared statement `pick` returns for
+    /// `params`, run on a pooled connection; `what` names the call in its
+    /// errors.
+    async fn row(
+        &self,
+        what: &'static str,
+        pick: fn(&Statements) -> &Statement,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<Row>, Error> {
+        self.pool
+            .with(what, async |c: &mut Conn| {
+                c.client
+                    .query_opt(pick(&c.st), params)
+                    .await
+                    .map_err(|source| Error::Query { what, source })
+            })
+            .await
+    }
+
     /// Tries to take lock `name` for `holder` with `ttl`, and, when `claim`
     /// names a job's occurrence, claims it in the same transaction: the
     /// lease is granted only with the claim, and an occurrence is claimed at
@@ -167,12 +187,7 @@ impl Leases {
     ) -> Result<Acquire, Error> {
         let token = Token::fresh().map_err(Error::Random)?;
         let grant = Grant::new(name, token, holder, ttl, claim, self.clock.boot());
-        let judge = Judge {
-            observer: &self.observer,
-            policy: &self.policy,
-            liveness: &*self.liveness,
-            clock: &*self.clock,
-        };
+        let judge = self.judge();
         let form = self.form;
         let out = self
             .pool
@@ -228,15 +243,9 @@ impl Leases {
     /// The grant when it does; `failed` when it does not (nothing was
     /// granted) or the row cannot be read either.
     async fn confirm(&self, grant: &Grant<'_>, failed: Error) -> Result<Acquire, Error> {
-        const WHAT: &str = "confirm an acquisition";
+        let params: [&(dyn ToSql + Sync); 2] = [&grant.name, &grant.token_text];
         let found = self
-            .pool
-            .with(WHAT, async |c: &mut Conn| {
-                c.client
-                    .query_opt(&c.st.confirm, &[&grant.name, &grant.token_text])
-                    .await
-                    .map_err(|source| Error::Query { what: WHAT, source })
-            })
+            .row("confirm an acquisition", |s| &s.confirm, &params)
             .await;
         match found {
             Ok(Some(row)) => grant.granted(&row),
@@ -252,22 +261,11 @@ impl Leases {
     /// lapsing, and stop its job before TTL plus grace from its last
     /// successful renewal.
     pub async fn renew(&self, lease: &PgLease) -> Result<Renewal, Error> {
-        const WHAT: &str = "renew a lease";
         let token = lease.token.to_string();
         let boot = millis(self.clock.boot());
-        self.pool
-            .with(WHAT, async |c: &mut Conn| {
-                let row = c
-                    .client
-                    .query_opt(&c.st.renew, &[&lease.name, &token, &boot])
-                    .await
-                    .map_err(|source| Error::Query { what: WHAT, source })?;
-                match row {
-                    Some(r) => Ok(Renewal::Renewed(stamp(&lease.name, r.get(0))?)),
-                    None => Ok(Renewal::Lost),
-                }
-            })
-            .await
+        let params: [&(dyn ToSql + Sync); 3] = [&lease.name, &token, &boot];
+        let row = self.row("renew a lease", |s| &s.renew, &params).await?;
+        renewal(lease, row)
     }
 
     /// Releases `lease`: one conditional `UPDATE` that frees the row, keeping
@@ -277,21 +275,12 @@ impl Leases {
     ///
     /// When the store cannot answer; the lease then lapses by itself.
     pub async fn release(&self, lease: &PgLease) -> Result<Release, Error> {
-        const WHAT: &str = "release a lease";
         let token = lease.token.to_string();
-        self.pool
-            .with(WHAT, async |c: &mut Conn| {
-                let row = c
-                    .client
-                    .query_opt(&c.st.release, &[&lease.name, &token])
-                    .await
-                    .map_err(|source| Error::Query { what: WHAT, source })?;
-                match row {
-                    Some(r) => Ok(Release::Released(stamp(&lease.name, r.get(1))?)),
-                    None => Ok(Release::Lost),
-                }
-            })
-            .await
+        let params: [&(dyn ToSql + Sync); 2] = [&lease.name, &token];
+        match self.row("release a lease", |s| &s.release, &params).await? {
+            Some(r) => Ok(Release::Released(stamp(&lease.name, r.get(1))?)),
+            None => Ok(Release::Lost),
+        }
     }
 
     /// Names the process group `pgid` of the job `lease`'s holder runs (and
@@ -305,29 +294,15 @@ impl Leases {
     /// When the store cannot answer; whether the group is recorded is then
     /// unknown, and the job must not start.
     pub async fn set_job_group(&self, lease: &PgLease, pgid: u32) -> Result<Renewal, Error> {
-        const WHAT: &str = "record the job's process group";
         let token = lease.token.to_string();
         let pgid_col = i32::try_from(pgid).ok().filter(|&p| p > 0);
         let jstart = pgid_col
             .and_then(|_| baton_lease::job::process_start(pgid))
             .and_then(|s| i64::try_from(s).ok());
         let boot = millis(self.clock.boot());
-        self.pool
-            .with(WHAT, async |c: &mut Conn| {
-                let row = c
-                    .client
-                    .query_opt(
-                        &c.st.set_job_group,
-                        &[&lease.name, &token, &pgid_col, &jstart, &boot],
-                    )
-                    .await
-                    .map_err(|source| Error::Query { what: WHAT, source })?;
-                match row {
-                    Some(r) => Ok(Renewal::Renewed(stamp(&lease.name, r.get(0))?)),
-                    None => Ok(Renewal::Lost),
-                }
-            })
-            .await
+        let params: [&(dyn ToSql + Sync); 5] = [&lease.name, &token, &pgid_col, &jstart, &boot];
+        let what = "record the job's process group";
+        renewal(lease, self.row(what, |s| &s.set_job_group, &params).await?)
     }
 
     /// Restates what `lease` runs, for a holder that runs one occurrence
@@ -403,26 +378,10 @@ impl Leases {
     ///
     /// When the store cannot answer or the row cannot be read.
     pub async fn inspect(&self, name: &str) -> Result<Option<Verdict>, Error> {
-        const WHAT: &str = "read a lease";
-        let judge = Judge {
-            observer: &self.observer,
-            policy: &self.policy,
-            liveness: &*self.liveness,
-            clock: &*self.clock,
-        };
-        self.pool
-            .with(WHAT, async |c: &mut Conn| {
-                let row = c
-                    .client
-                    .query_opt(&c.st.inspect, &[&name])
-                    .await
-                    .map_err(|source| Error::Query { what: WHAT, source })?;
-                match row {
-                    Some(row) => Ok(Some(judge.verdict(&judge::read(name, &row)?))),
-                    None => Ok(None),
-                }
-            })
-            .await
+        match self.row("read a lease", |s| &s.inspect, &[&name]).await? {
+            Some(row) => Ok(Some(self.judge().verdict(&judge::read(name, &row)?))),
+            None => Ok(None),
+        }
     }
 
     /// Whether `token` holds lock `name` now: its fence and run id when it
@@ -436,22 +395,16 @@ impl Leases {
         name: &str,
         token: &str,
     ) -> Result<Option<(u64, Option<String>)>, Error> {
-        const WHAT: &str = "read a lease's holder";
-        self.pool
-            .with(WHAT, async |c: &mut Conn| {
-                let row = c
-                    .client
-                    .query_opt(&c.st.vouch, &[&name, &token])
-                    .await
-                    .map_err(|source| Error::Query { what: WHAT, source })?;
-                Ok(row.map(|r| {
-                    (
-                        u64::try_from(r.get::<_, i64>(0)).unwrap_or(0),
-                        r.get::<_, Option<String>>(1),
-                    )
-                }))
-            })
-            .await
+        let params: [&(dyn ToSql + Sync); 2] = [&name, &token];
+        let row = self
+            .row("read a lease's holder", |s| &s.vouch, &params)
+            .await?;
+        Ok(row.map(|r| {
+            (
+                u64::try_from(r.get::<_, i64>(0)).unwrap_or(0),
+                r.get::<_, Option<String>>(1),
+            )
+        }))
     }
 
     /// One `SELECT 1` on a pooled connection: the floor an acquisition's
@@ -643,6 +596,15 @@ fn query(source: tokio_postgres::Error) -> Error {
     Error::Query {
         what: ACQUIRE,
         source,
+    }
+}
+
+/// What a renewing statement's `row` says of `lease`: renewed at the stamp
+/// in its first column, or lost when no row carried the lease's token.
+fn renewal(lease: &PgLease, row: Option<Row>) -> Result<Renewal, Error> {
+    match row {
+        Some(r) => Ok(Renewal::Renewed(stamp(&lease.name, r.get(0))?)),
+        None => Ok(Renewal::Lost),
     }
 }
 

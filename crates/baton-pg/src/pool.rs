@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use tokio::sync::{Mutex, MutexGuard};
 use tokio::task::JoinHandle;
-use tokio_postgres::{Client, Config, NoTls};
+use tokio_postgres::tls::NoTlsStream;
+use tokio_postgres::{Client, Config, Connection, NoTls, Socket};
 
 use crate::error::Error;
 use crate::options::Options;
@@ -157,20 +158,7 @@ pub(crate) async fn connect_checked(
     options: &Options,
 ) -> Result<(Client, JoinHandle<()>), Error> {
     let idle = options.statement_timeout.min(LEDGER_IDLE_IN_TRANSACTION);
-    let config = settings(config, options, idle);
-    // The connect timeout bounds the TCP connection only; a server that
-    // accepts and never answers would hold the start-up forever.
-    let deadline = options.deadline;
-    let (client, connection) = tokio::time::timeout(deadline, config.connect(NoTls))
-        .await
-        .map_err(|_| Error::Timeout {
-            what: "connect to the store",
-            deadline,
-        })?
-        .map_err(|source| Error::Connect {
-            target: target(&config),
-            source,
-        })?;
+    let (client, connection) = open(&settings(config, options, idle), options.deadline).await?;
     // Its error reaches the client as a closed connection.
     let task = tokio::spawn(async move {
         let _ = connection.await;
@@ -187,21 +175,28 @@ pub(crate) async fn connect_once(config: &Config, options: &Options) -> Result<C
         .options(format!("-c statement_timeout={ms}"))
         .connect_timeout(options.connect_timeout)
         .application_name("baton");
-    // The connect timeout bounds the TCP connection only; a server that
-    // accepts and never answers would hold the start-up forever.
-    let deadline = options.deadline;
-    let (client, connection) = tokio::time::timeout(deadline, config.connect(NoTls))
+    let (client, connection) = open(&config, options.deadline).await?;
+    tokio::spawn(connection);
+    Ok(client)
+}
+
+/// Connects with `config` within `deadline`: the connect timeout bounds the
+/// TCP connection only, and a server that accepts and never answers would
+/// hold the start-up forever.
+async fn open(
+    config: &Config,
+    deadline: Duration,
+) -> Result<(Client, Connection<Socket, NoTlsStream>), Error> {
+    tokio::time::timeout(deadline, config.connect(NoTls))
         .await
         .map_err(|_| Error::Timeout {
             what: "connect to the store",
             deadline,
         })?
         .map_err(|source| Error::Connect {
-            target: target(&config),
+            target: target(config),
             source,
-        })?;
-    tokio::spawn(connection);
-    Ok(client)
+        })
 }
 
 fn target(config: &Config) -> String {

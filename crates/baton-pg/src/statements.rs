@@ -188,56 +188,32 @@ impl Statements {
         };
         let grant = GRANT.replace("{only_free}", "");
         let grant_if_free = GRANT.replace("{only_free}", "AND l.state = 'free'");
+        let inspect = SELECT.replace(" FOR UPDATE", "");
         // Sent together: the connection pipelines them, so preparing costs
         // about one round trip, once per connection.
-        let (begin, commit, rollback, select, ensure, grant, grant_if_free) = tokio::try_join!(
-            p("BEGIN"),
-            p("COMMIT"),
-            p("ROLLBACK"),
-            p(SELECT),
-            p(ENSURE),
-            p(&grant),
-            p(&grant_if_free),
-        )?;
-        let inspect_sql = SELECT.replace(" FOR UPDATE", "");
-        let (
-            renew,
-            release,
-            set_job_group,
-            restate,
-            restate_refused,
-            ping,
-            inspect,
-            vouch,
-            confirm,
-        ) = tokio::try_join!(
-            p(RENEW),
-            p(RELEASE),
-            p(SET_JOB_GROUP),
-            p(RESTATE),
-            p(RESTATE_REFUSED),
-            p("SELECT 1"),
-            p(&inspect_sql),
-            p(VOUCH),
-            p(CONFIRM),
-        )?;
-        Ok(Self {
-            begin,
-            commit,
-            rollback,
-            select,
-            ensure,
-            grant,
-            grant_if_free,
-            renew,
-            release,
-            set_job_group,
-            restate,
-            restate_refused,
-            ping,
-            inspect,
-            vouch,
-            confirm,
-        })
+        macro_rules! prepared {
+            ($($field:ident: $sql:expr),* $(,)?) => {{
+                let ($($field,)*) = tokio::try_join!($(p($sql)),*)?;
+                Ok(Self { $($field),* })
+            }};
+        }
+        prepared! {
+            begin: "BEGIN",
+            commit: "COMMIT",
+            rollback: "ROLLBACK",
+            select: SELECT,
+            ensure: ENSURE,
+            grant: &grant,
+            grant_if_free: &grant_if_free,
+            renew: RENEW,
+            release: RELEASE,
+            set_job_group: SET_JOB_GROUP,
+            restate: RESTATE,
+            restate_refused: RESTATE_REFUSED,
+            ping: "SELECT 1",
+            inspect: &inspect,
+            vouch: VOUCH,
+            confirm: CONFIRM,
+        }
     }
 }

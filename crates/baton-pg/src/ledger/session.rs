@@ -86,32 +86,20 @@ impl Session {
 
     /// Connects (checking the schema's version) within the deadline.
     pub(crate) fn connect(&mut self) -> Result<(), crate::Error> {
-        let Self {
-            rt,
-            config,
-            options,
-            live,
-        } = self;
-        let deadline = options.deadline;
-        let Some(rt) = rt else {
-            return Err(crate::Error::Stopped {
-                what: "open the ledger",
-            });
+        const WHAT: &str = "open the ledger";
+        let deadline = self.options.deadline;
+        let Some(rt) = &self.rt else {
+            return Err(crate::Error::Stopped { what: WHAT });
         };
-        let connected = rt.block_on(async {
-            tokio::time::timeout(deadline, pool::connect_checked(config, options)).await
-        });
-        match connected {
-            Ok(Ok((client, task))) => {
-                *live = Some(Live { client, task });
-                Ok(())
-            }
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(crate::Error::Timeout {
-                what: "open the ledger",
+        let connecting = pool::connect_checked(&self.config, &self.options);
+        let (client, task) = rt
+            .block_on(async { tokio::time::timeout(deadline, connecting).await })
+            .map_err(|_| crate::Error::Timeout {
+                what: WHAT,
                 deadline,
-            }),
-        }
+            })??;
+        self.live = Some(Live { client, task });
+        Ok(())
     }
 
     /// Runs `op` in one transaction of `mode`, within the deadline, and

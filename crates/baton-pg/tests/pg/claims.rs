@@ -8,7 +8,7 @@ use baton_lease::Once;
 use baton_pg::{Acquire, Form, HolderFacts, Leases, Release};
 use tokio::sync::Barrier;
 
-use crate::support::Scene;
+use crate::support::{Scene, scalar, used};
 
 const ACQUIRERS: usize = 16;
 const TRIALS: i64 = 24;
@@ -92,21 +92,14 @@ async fn an_occurrence_runs_once_among_sixteen_acquirers() {
         let ran = got.iter().filter(|g| **g == Got::Ran).count();
         assert_eq!(ran, 1, "trial {trial} (shared lock: {shared}): {got:?}");
         // A claim that lost rolled its grant back: no lock is left held.
-        let held: i64 = raw
-            .query_one(
-                "SELECT count(*) FROM baton.leases WHERE state = 'held'",
-                &[],
-            )
-            .await
-            .unwrap()
-            .get(0);
+        let held: i64 = scalar(
+            &raw,
+            "SELECT count(*) FROM baton.leases WHERE state = 'held'",
+        )
+        .await;
         assert_eq!(held, 0, "trial {trial}");
     }
-    let claims: i64 = raw
-        .query_one("SELECT count(*) FROM baton.claims", &[])
-        .await
-        .unwrap()
-        .get(0);
+    let claims: i64 = scalar(&raw, "SELECT count(*) FROM baton.claims").await;
     assert_eq!(claims, TRIALS);
 }
 
@@ -169,13 +162,7 @@ async fn a_later_claim_committed_while_an_acquirer_waits_refuses_its_earlier_one
         let store = Arc::new(scene.leases_with(form, None).await);
         let lock = format!("backup-{form:?}");
         let job = format!("backup-{form:?}");
-        let lease = store
-            .acquire(&lock, &HolderFacts::here(), Duration::from_secs(60), None)
-            .await
-            .unwrap()
-            .acquired()
-            .unwrap();
-        store.release(&lease).await.unwrap();
+        used(&store, &lock).await;
 
         // Another host's transaction holds the row...
         let raw = scene.raw().await;
@@ -203,14 +190,11 @@ async fn a_later_claim_committed_while_an_acquirer_waits_refuses_its_earlier_one
         let watcher = scene.raw().await;
         let deadline = tokio::time::Instant::now() + baton_testkit::PATIENCE;
         loop {
-            let waiters: i64 = watcher
-                .query_one(
-                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
-                    &[],
-                )
-                .await
-                .unwrap()
-                .get(0);
+            let waiters: i64 = scalar(
+                &watcher,
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
+            )
+            .await;
             if waiters > 0 {
                 break;
             }

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use baton_lease::{Clock, ManualClock, SystemClock, Verdict};
-use baton_pg::{Acquire, Form, HolderFacts};
+use baton_pg::{Acquire, Form, HolderFacts, Leases};
 
-use crate::support::Scene;
+use crate::support::{Scene, granted, lapse};
 
 const HOUR: Duration = Duration::from_secs(3600);
 
@@ -27,32 +27,12 @@ async fn a_dead_holder_on_this_host_is_taken_at_once() {
             pstart: baton_lease::job::process_start(pid),
             ..HolderFacts::here()
         };
-        let held = store
-            .acquire("evidence", &holder, HOUR, None)
-            .await
-            .unwrap()
-            .acquired()
-            .unwrap();
-        match store
-            .acquire("evidence", &HolderFacts::here(), HOUR, None)
-            .await
-            .unwrap()
-        {
-            Acquire::Busy {
-                verdict: Verdict::Live { .. },
-                ..
-            } => {}
-            other => panic!("a live holder is kept, got {other:?}"),
-        }
+        let held = granted(&store, "evidence", &holder, HOUR).await;
+        kept(&store, "evidence", "a live holder is kept").await;
         child.kill().unwrap();
         child.wait().unwrap();
         // Its TTL is an hour away; the evidence breaks it now.
-        let next = store
-            .acquire("evidence", &HolderFacts::here(), HOUR, None)
-            .await
-            .unwrap()
-            .acquired()
-            .expect("a dead holder is taken at once");
+        let next = granted(&store, "evidence", &HolderFacts::here(), HOUR).await;
         assert!(next.fence() > held.fence());
         store.release(&next).await.unwrap();
     }
@@ -68,20 +48,11 @@ async fn a_live_holder_on_this_host_is_never_taken_however_late_its_renewal() {
         .await;
     let b = scene.leases_with(Form::Locking, Some(clock.clone())).await;
     let raw = scene.raw().await;
-    a.acquire("slow", &HolderFacts::here(), Duration::from_secs(1), None)
-        .await
-        .unwrap()
-        .acquired()
-        .unwrap();
+    granted(&a, "slow", &HolderFacts::here(), Duration::from_secs(1)).await;
     // Its boot clock says the renewal lapsed an hour ago, and so does the
     // server's clock: the process is alive, so it is hung, never taken.
     clock.advance(HOUR);
-    raw.execute(
-        "UPDATE baton.leases SET renewed = renewed - interval '1 hour' WHERE name = 'slow'",
-        &[],
-    )
-    .await
-    .unwrap();
+    lapse(&raw, "slow").await;
     for _ in 0..3 {
         match b
             .acquire("slow", &HolderFacts::here(), Duration::from_secs(1), None)
@@ -107,25 +78,10 @@ async fn a_holder_from_an_earlier_boot_of_this_host_is_dead() {
         ..HolderFacts::here()
     };
     assert!(before.machine.is_some(), "the test needs /etc/machine-id");
-    store
-        .acquire("rebooted", &before, HOUR, None)
-        .await
-        .unwrap()
-        .acquired()
-        .unwrap();
+    granted(&store, "rebooted", &before, HOUR).await;
     // Renewed on the server's clock after this machine booted: another
     // machine with this one's identity (a clone), judged as another host.
-    match store
-        .acquire("rebooted", &HolderFacts::here(), HOUR, None)
-        .await
-        .unwrap()
-    {
-        Acquire::Busy {
-            verdict: Verdict::Live { .. },
-            ..
-        } => {}
-        other => panic!("a clone's live lease is kept, got {other:?}"),
-    }
+    kept(&store, "rebooted", "a clone's live lease is kept").await;
     // Last renewed a minute before this machine booted: its TTL is an hour
     // away, yet the changed boot id says it is gone.
     let up = baton_lease::Clock::boot(&baton_lease::SystemClock).as_secs_f64() + 60.0;
@@ -140,12 +96,22 @@ async fn a_holder_from_an_earlier_boot_of_this_host_is_dead() {
         )
         .await
         .unwrap();
-    match store
-        .acquire("rebooted", &HolderFacts::here(), HOUR, None)
-        .await
-        .unwrap()
-    {
-        Acquire::Acquired(_) => {}
-        other => panic!("a holder from an earlier boot is taken at once, got {other:?}"),
-    }
+    granted(&store, "rebooted", &HolderFacts::here(), HOUR).await;
+}
+
+/// Asks for lock `name` for this process, and fails with `why` unless it
+/// is refused for a live holder.
+async fn kept(store: &Leases, name: &str, why: &str) {
+    let here = HolderFacts::here();
+    let got = store.acquire(name, &here, HOUR, None).await.unwrap();
+    assert!(
+        matches!(
+            got,
+            Acquire::Busy {
+                verdict: Verdict::Live { .. },
+                ..
+            }
+        ),
+        "{why}, got {got:?}"
+    );
 }

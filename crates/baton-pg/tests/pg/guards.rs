@@ -8,30 +8,20 @@ use std::time::Duration;
 use baton_lease::Verdict;
 use baton_pg::{Acquire, Release};
 
-use crate::support::{Scene, remote};
+use crate::support::{Scene, granted, remote};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_job_running_under_one_lock_is_refused_under_another_until_it_ends() {
     let scene = Scene::new().await;
     let store = scene.leases().await;
     let ttl = Duration::from_secs(60);
-    let a = store
-        .acquire("a", &remote("h1"), ttl, None)
-        .await
-        .unwrap()
-        .acquired()
-        .unwrap();
+    let a = granted(&store, "a", &remote("h1"), ttl).await;
     assert_eq!(store.guard_of("job", "b").await.unwrap(), None);
     assert_eq!(
         store.take_guard("job", "a", a.fence().get()).await.unwrap(),
         None
     );
-    let b = store
-        .acquire("b", &remote("h2"), ttl, None)
-        .await
-        .unwrap()
-        .acquired()
-        .unwrap();
+    let b = granted(&store, "b", &remote("h2"), ttl).await;
     for found in [
         store.guard_of("job", "b").await.unwrap(),
         store.take_guard("job", "b", b.fence().get()).await.unwrap(),

@@ -15,12 +15,12 @@ use std::process::{Child, Command};
 use std::time::Duration;
 
 use baton_lease::{Clock, Once, Policy, SystemClock, Verdict};
-use baton_pg::{Acquire, HolderFacts, Leases, Options, PgHeld, PgLease};
+use baton_pg::{Acquire, HolderFacts, Leases, Options, PgHeld};
 use baton_runner::{Event, Session, SessionConfig, StepSpec};
 use baton_store::{Held, Renewal, Restated};
 use baton_testkit::proxy::Proxy;
 
-use crate::support::{Scene, remote};
+use crate::support::{Scene, granted, remote};
 
 const TTL: Duration = Duration::from_secs(2);
 const GRACE: Duration = Duration::from_secs(2);
@@ -86,13 +86,6 @@ fn sleeper(dir: &Path, secs: u32, contain: bool) -> StepSpec {
     spec.kill_grace = Duration::from_millis(200);
     spec.contain = contain;
     spec
-}
-
-async fn acquire(store: &Leases, name: &str, me: &HolderFacts) -> PgLease {
-    match store.acquire(name, me, TTL, None).await.unwrap() {
-        Acquire::Acquired(l) => l,
-        other => panic!("{name} not acquired: {other:?}"),
-    }
 }
 
 /// What [`runner_process`] is asked to do, in its environment: the store's
@@ -203,10 +196,7 @@ fn runner_process() {
     };
     let rt = runtime();
     let store = rt.block_on(Leases::open(url, options)).unwrap();
-    let lease = match rt.block_on(store.acquire(name, &me, ttl, None)).unwrap() {
-        Acquire::Acquired(l) => l,
-        other => panic!("{name} not acquired: {other:?}"),
-    };
+    let lease = rt.block_on(granted(&store, name, &me, ttl));
     std::fs::write(dir.join("fence"), lease.fence().to_string()).unwrap();
     let held = PgHeld::start(&store, lease, &me, ttl).unwrap();
     assert_eq!(held.renew_wait(), options.deadline);
@@ -228,8 +218,7 @@ fn runner_process() {
 fn a_cut_network_stops_the_whole_tree_before_anyone_may_take_the_lease() {
     let rt = runtime();
     let scene = rt.block_on(Scene::new());
-    let proxy = Proxy::start(([127, 0, 0, 1], scene.server.port()).into());
-    let through = format!("postgres://baton@127.0.0.1:{}/postgres", proxy.port());
+    let (proxy, through) = scene.proxied();
     let direct = rt.block_on(scene.leases()).with_policy(Policy {
         takeover_grace: GRACE,
         ..Policy::default()
@@ -311,8 +300,7 @@ fn renewed(rt: &tokio::runtime::Runtime, raw: &tokio_postgres::Client, name: &st
 fn an_outage_shorter_than_the_ttl_keeps_the_run() {
     let rt = runtime();
     let scene = rt.block_on(Scene::new());
-    let proxy = Proxy::start(([127, 0, 0, 1], scene.server.port()).into());
-    let through = format!("postgres://baton@127.0.0.1:{}/postgres", proxy.port());
+    let (proxy, through) = scene.proxied();
     let raw = rt.block_on(scene.raw());
     let dir = tempfile::tempdir().unwrap();
     let ttl = Duration::from_secs(4);
@@ -383,17 +371,28 @@ fn a_terminated_backend_is_reconnected_and_the_run_goes_on_with_its_fence() {
     assert_eq!(row.get::<_, i64>(1), fence);
 }
 
+/// Lock `name` held by this process through a proxy, on a store with
+/// `options`, renewed once; the store is returned to be kept open.
+fn held_through_a_proxy(
+    rt: &tokio::runtime::Runtime,
+    scene: &Scene,
+    options: Options,
+    name: &str,
+) -> (Proxy, Leases, PgHeld) {
+    let (proxy, through) = scene.proxied();
+    let me = HolderFacts::here();
+    let store = rt.block_on(Leases::open(&through, options)).unwrap();
+    let lease = rt.block_on(granted(&store, name, &me, TTL));
+    let mut held = PgHeld::start(&store, lease, &me, TTL).unwrap();
+    assert_eq!(held.renew().unwrap(), Renewal::Renewed);
+    (proxy, store, held)
+}
+
 #[test]
 fn a_server_that_never_answers_fails_every_call_within_the_deadline() {
     let rt = runtime();
     let scene = rt.block_on(Scene::new());
-    let proxy = Proxy::start(([127, 0, 0, 1], scene.server.port()).into());
-    let through = format!("postgres://baton@127.0.0.1:{}/postgres", proxy.port());
-    let me = HolderFacts::here();
-    let store = rt.block_on(Leases::open(&through, QUICK)).unwrap();
-    let lease = rt.block_on(acquire(&store, "mute", &me));
-    let mut held = PgHeld::start(&store, lease, &me, TTL).unwrap();
-    assert_eq!(held.renew().unwrap(), Renewal::Renewed);
+    let (proxy, _store, mut held) = held_through_a_proxy(&rt, &scene, QUICK, "mute");
     proxy.cut();
     let bound = QUICK.deadline + Duration::from_millis(250);
     let timed = |f: &mut dyn FnMut() -> bool| {
@@ -439,13 +438,7 @@ const PATIENT: Options = Options {
 fn a_renewal_made_while_the_network_heals_keeps_trying_and_succeeds() {
     let rt = runtime();
     let scene = rt.block_on(Scene::new());
-    let proxy = Proxy::start(([127, 0, 0, 1], scene.server.port()).into());
-    let through = format!("postgres://baton@127.0.0.1:{}/postgres", proxy.port());
-    let me = HolderFacts::here();
-    let store = rt.block_on(Leases::open(&through, PATIENT)).unwrap();
-    let lease = rt.block_on(acquire(&store, "heals", &me));
-    let mut held = PgHeld::start(&store, lease, &me, TTL).unwrap();
-    assert_eq!(held.renew().unwrap(), Renewal::Renewed);
+    let (proxy, _store, mut held) = held_through_a_proxy(&rt, &scene, PATIENT, "heals");
     // The bytes of the connection in use are dropped from now on; the
     // network heals while the renewal is under way.
     proxy.cut();
@@ -470,8 +463,8 @@ fn restates_claim_each_occurrence_once_across_locks() {
     let scene = rt.block_on(Scene::new());
     let me = HolderFacts::here();
     let store = rt.block_on(scene.leases());
-    let a = rt.block_on(acquire(&store, "a", &me));
-    let b = rt.block_on(acquire(&store, "b", &me));
+    let a = rt.block_on(granted(&store, "a", &me, TTL));
+    let b = rt.block_on(granted(&store, "b", &me, TTL));
     let a_lease = a.clone();
     let mut a = PgHeld::start(&store, a, &me, TTL).unwrap();
     let mut b = PgHeld::start(&store, b, &me, TTL).unwrap();

@@ -5,7 +5,7 @@ use std::time::Duration;
 use baton_lease::Verdict;
 use baton_pg::{Acquire, Form, HolderFacts, Release, Renewal};
 
-use crate::support::{Scene, remote};
+use crate::support::{Scene, granted, lapse, remote, scalar};
 
 const LONG: Duration = Duration::from_secs(60);
 
@@ -16,12 +16,7 @@ async fn acquire_busy_renew_release_in_both_forms() {
         let name = format!("nightly-{i}");
         let a = scene.leases_with(form, None).await;
         let b = scene.leases_with(form, None).await;
-        let lease = a
-            .acquire(&name, &HolderFacts::here(), LONG, None)
-            .await
-            .unwrap()
-            .acquired()
-            .expect("a free lock is granted");
+        let lease = granted(&a, &name, &HolderFacts::here(), LONG).await;
 
         // This process is alive and renewing: live, whoever asks.
         match b
@@ -47,12 +42,7 @@ async fn acquire_busy_renew_release_in_both_forms() {
         assert_eq!(a.release(&lease).await.unwrap(), Release::Lost);
         assert_eq!(a.renew(&lease).await.unwrap(), Renewal::Lost);
 
-        let next = b
-            .acquire(&name, &HolderFacts::here(), LONG, None)
-            .await
-            .unwrap()
-            .acquired()
-            .expect("a released lock is granted");
+        let next = granted(&b, &name, &HolderFacts::here(), LONG).await;
         assert!(next.fence() > lease.fence());
         assert_ne!(next.token(), lease.token());
     }
@@ -67,12 +57,7 @@ async fn fences_strictly_increase_across_releases_and_takeovers() {
     let mut last = None;
     for i in 0..60 {
         let store = if i % 2 == 0 { &locking } else { &conditional };
-        let lease = store
-            .acquire("fenced", &remote("host-a"), LONG, None)
-            .await
-            .unwrap()
-            .acquired()
-            .unwrap_or_else(|| panic!("round {i}: not granted"));
+        let lease = granted(store, "fenced", &remote("host-a"), LONG).await;
         if let Some(prev) = last {
             assert!(
                 lease.fence() > prev,
@@ -89,12 +74,7 @@ async fn fences_strictly_increase_across_releases_and_takeovers() {
         } else {
             // Leave it held, and age its renewal past TTL plus grace on the
             // server, so the next round takes it over.
-            raw.execute(
-                "UPDATE baton.leases SET renewed = renewed - interval '1 hour' WHERE name = 'fenced'",
-                &[],
-            )
-            .await
-            .unwrap();
+            lapse(&raw, "fenced").await;
         }
     }
 }
@@ -104,26 +84,10 @@ async fn a_displaced_holder_can_neither_renew_nor_release() {
     let scene = Scene::new().await;
     let store = scene.leases().await;
     let raw = scene.raw().await;
-    let old = store
-        .acquire("shared", &remote("host-a"), Duration::from_secs(1), None)
-        .await
-        .unwrap()
-        .acquired()
-        .unwrap();
-    raw.execute(
-        "UPDATE baton.leases SET renewed = renewed - interval '1 hour' WHERE name = 'shared'",
-        &[],
-    )
-    .await
-    .unwrap();
-    let new = match store
-        .acquire("shared", &remote("host-b"), LONG, None)
-        .await
-        .unwrap()
-    {
-        Acquire::Acquired(l) => l,
-        other => panic!("an expired remote holder is taken over, got {other:?}"),
-    };
+    let old = granted(&store, "shared", &remote("host-a"), Duration::from_secs(1)).await;
+    lapse(&raw, "shared").await;
+    // An expired remote holder is taken over.
+    let new = granted(&store, "shared", &remote("host-b"), LONG).await;
     assert_eq!(store.renew(&old).await.unwrap(), Renewal::Lost);
     assert_eq!(store.release(&old).await.unwrap(), Release::Lost);
     // The successor still holds it.
@@ -131,11 +95,7 @@ async fn a_displaced_holder_can_neither_renew_nor_release() {
         store.renew(&new).await.unwrap(),
         Renewal::Renewed(_)
     ));
-    let token: String = raw
-        .query_one("SELECT token FROM baton.leases WHERE name = 'shared'", &[])
-        .await
-        .unwrap()
-        .get(0);
+    let token: String = scalar(&raw, "SELECT token FROM baton.leases WHERE name = 'shared'").await;
     assert_eq!(token, new.token().to_string());
 }
 
@@ -151,12 +111,7 @@ async fn fences_only_grow_after_the_lease_row_is_restored_from_an_older_copy() {
         let name = format!("restored-{i}");
         let mut seen = Vec::new();
         for round in 0..6 {
-            let lease = store
-                .acquire(&name, &remote("host-a"), LONG, None)
-                .await
-                .unwrap()
-                .acquired()
-                .unwrap_or_else(|| panic!("{form:?} round {round}: not granted"));
+            let lease = granted(&store, &name, &remote("host-a"), LONG).await;
             seen.push(lease.fence());
             store.release(&lease).await.unwrap();
             if round == 0 {
@@ -180,12 +135,7 @@ async fn fences_only_grow_after_the_lease_row_is_restored_from_an_older_copy() {
             .unwrap()
             .get(0);
         assert_eq!(restored, i64::try_from(seen[0].get()).unwrap());
-        let next = store
-            .acquire(&name, &remote("host-b"), LONG, None)
-            .await
-            .unwrap()
-            .acquired()
-            .expect("a restored free row is granted");
+        let next = granted(&store, &name, &remote("host-b"), LONG).await;
         let highest = seen.iter().max().unwrap();
         assert!(
             next.fence() > *highest,

@@ -29,23 +29,21 @@ fn store_v2(name: &str) -> (Arc<PgServer>, Target, String) {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store-v2.sql"),
     )
     .unwrap();
-    block_on(async {
-        let (admin, conn) = tokio_postgres::connect(&server.url(), tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        tokio::spawn(conn);
-        admin
-            .batch_execute(&format!("CREATE DATABASE {name}"))
-            .await
-            .unwrap();
-        let (db, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        tokio::spawn(conn);
-        db.batch_execute(&dump).await.unwrap();
-    });
+    execute(&server.url(), &format!("CREATE DATABASE {name}"));
+    execute(&url, &dump);
     let target = Target::resolve(&url, None, &|_| None).unwrap();
     (server, target, url)
+}
+
+/// Runs the statements `sql` on the database at `url`.
+fn execute(url: &str, sql: &str) {
+    block_on(async {
+        let (c, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        c.batch_execute(sql).await.unwrap();
+    });
 }
 
 /// Each row `sql` selects, its columns as text joined by `|` (`~` for
@@ -306,15 +304,7 @@ fn a_store_the_last_schema_2_build_made_is_migrated_in_place_and_reads_whole() {
 #[test]
 fn a_migration_that_fails_midway_leaves_the_store_as_it_was() {
     let (_server, target, url) = store_v2("upgrade_fails");
-    block_on(async {
-        let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        tokio::spawn(conn);
-        c.batch_execute("CREATE TABLE baton.job_guards (x integer)")
-            .await
-            .unwrap();
-    });
+    execute(&url, "CREATE TABLE baton.job_guards (x integer)");
     let tables = "SELECT table_name FROM information_schema.tables
                   WHERE table_schema = 'baton' ORDER BY 1";
     let all = |url: &str| {
@@ -337,15 +327,7 @@ fn a_migration_that_fails_midway_leaves_the_store_as_it_was() {
         other => panic!("a store behind is refused, got {other:?}"),
     }
 
-    block_on(async {
-        let (c, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-            .await
-            .unwrap();
-        tokio::spawn(conn);
-        c.batch_execute("DROP TABLE baton.job_guards")
-            .await
-            .unwrap();
-    });
+    execute(&url, "DROP TABLE baton.job_guards");
     let applied = block_on(baton_pg::migrate(&url, Options::default())).unwrap();
     assert_eq!(applied, [3]);
     let mut l = PgLedger::open(&target, Options::default()).unwrap();

@@ -8,27 +8,20 @@ use std::time::Duration;
 
 use baton_lease::Once;
 use baton_pg::{Acquire, Leases, Options, Release};
-use baton_testkit::proxy::Proxy;
 
-use crate::support::{Scene, remote};
+use crate::support::{Scene, granted, remote, scalar};
 
 const LONG: Duration = Duration::from_secs(60);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grant_whose_answer_was_lost_is_the_acquirers_own() {
     let scene = Scene::new().await;
-    let proxy = Proxy::start(([127, 0, 0, 1], scene.server.port()).into());
-    let through = format!("postgres://baton@127.0.0.1:{}/postgres", proxy.port());
+    let (proxy, through) = scene.proxied();
     let raw = scene.raw().await;
     let store = Leases::open(&through, Options::default()).await.unwrap();
     // A first use: the row exists and the connection's statements are
     // prepared, so the grant is one statement.
-    let first = store
-        .acquire("lost", &remote("host-a"), LONG, None)
-        .await
-        .unwrap()
-        .acquired()
-        .unwrap();
+    let first = granted(&store, "lost", &remote("host-a"), LONG).await;
     store.release(&first).await.unwrap();
     proxy.mute();
     let acquiring = tokio::spawn(async move {
@@ -44,11 +37,8 @@ async fn a_grant_whose_answer_was_lost_is_the_acquirers_own() {
     // The grant commits on the server; its answer is dropped.
     let mut held = false;
     for _ in 0..400 {
-        let state: String = raw
-            .query_one("SELECT state FROM baton.leases WHERE name = 'lost'", &[])
-            .await
-            .unwrap()
-            .get(0);
+        let state: String =
+            scalar(&raw, "SELECT state FROM baton.leases WHERE name = 'lost'").await;
         if state == "held" {
             held = true;
             break;

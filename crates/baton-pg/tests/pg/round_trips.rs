@@ -5,15 +5,13 @@
 use std::time::Duration;
 
 use baton_pg::{Form, HolderFacts, Leases, Options};
-use baton_testkit::proxy::Proxy;
 
-use crate::support::Scene;
+use crate::support::{Scene, granted, used};
 
 #[tokio::test(flavor = "current_thread")]
 async fn each_step_takes_the_round_trips_it_is_designed_for() {
     let scene = Scene::new().await;
-    let proxy = Proxy::start(([127, 0, 0, 1], scene.server.port()).into());
-    let url = format!("postgres://baton@127.0.0.1:{}/postgres", proxy.port());
+    let (proxy, url) = scene.proxied();
     for (form, acquire_trips) in [(Form::Conditional, 1), (Form::Locking, 2)] {
         let options = Options {
             pool_size: 1,
@@ -24,16 +22,10 @@ async fn each_step_takes_the_round_trips_it_is_designed_for() {
         let me = HolderFacts::here();
         let ttl = Duration::from_secs(60);
         // The first use creates the row; count from the second.
-        let first = store.acquire(&name, &me, ttl, None).await.unwrap();
-        store.release(&first.acquired().unwrap()).await.unwrap();
+        used(&store, &name).await;
         for _ in 0..10 {
             let t0 = proxy.turns();
-            let lease = store
-                .acquire(&name, &me, ttl, None)
-                .await
-                .unwrap()
-                .acquired()
-                .unwrap();
+            let lease = granted(&store, &name, &me, ttl).await;
             let t1 = proxy.turns();
             store.renew(&lease).await.unwrap();
             let t2 = proxy.turns();

@@ -1,6 +1,6 @@
 use baton_pg::Options;
 
-use crate::support::Scene;
+use crate::support::{Scene, scalar};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn hosts_migrating_at_once_make_one_schema() {
@@ -128,22 +128,18 @@ async fn a_version_1_store_migrates_to_2_and_keeps_its_leases() {
         baton_pg::migrate(&url, Options::default()).await.unwrap(),
         [2, 3]
     );
-    let fence: i64 = raw
-        .query_one("SELECT fence FROM baton.leases WHERE name = 'nightly'", &[])
-        .await
-        .unwrap()
-        .get(0);
+    let fence: i64 = scalar(
+        &raw,
+        "SELECT fence FROM baton.leases WHERE name = 'nightly'",
+    )
+    .await;
     assert_eq!(u64::try_from(fence).unwrap(), lease.fence().get());
-    let claims: i64 = raw
-        .query_one("SELECT count(*) FROM baton.claims", &[])
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(claims, 1);
-    let jobs: i64 = raw
-        .query_one("SELECT count(*) FROM baton.jobs", &[])
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(jobs, 0);
+    assert_eq!(
+        scalar::<i64>(&raw, "SELECT count(*) FROM baton.claims").await,
+        1
+    );
+    assert_eq!(
+        scalar::<i64>(&raw, "SELECT count(*) FROM baton.jobs").await,
+        0
+    );
 }

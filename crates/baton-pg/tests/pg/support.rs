@@ -1,12 +1,14 @@
 //! The scenario builder: a throwaway server with the schema migrated, and
-//! stores and holders to put on it.
+//! stores, holders, grants and proxies to put on it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use baton_lease::{Clock, Policy};
-use baton_pg::{Form, HolderFacts, Leases, Options};
+use baton_pg::{Acquire, Form, HolderFacts, Leases, Options, PgLease};
 use baton_testkit::pg::PgServer;
+use baton_testkit::proxy::Proxy;
+use tokio_postgres::types::FromSqlOwned;
 
 /// The TTL the timing scenarios use.
 pub const TTL: Duration = Duration::from_secs(1);
@@ -55,6 +57,45 @@ impl Scene {
         tokio::spawn(conn);
         client
     }
+
+    /// A proxy before the server, and the URL of the server through it.
+    pub fn proxied(&self) -> (Proxy, String) {
+        let proxy = Proxy::start(([127, 0, 0, 1], self.server.port()).into());
+        let url = format!("postgres://baton@127.0.0.1:{}/postgres", proxy.port());
+        (proxy, url)
+    }
+}
+
+/// Lock `name`, granted to `holder` for `ttl`; a scenario that expects the
+/// grant fails here without it.
+pub async fn granted(store: &Leases, name: &str, holder: &HolderFacts, ttl: Duration) -> PgLease {
+    match store.acquire(name, holder, ttl, None).await.unwrap() {
+        Acquire::Acquired(l) => l,
+        other => panic!("{name} not acquired: {other:?}"),
+    }
+}
+
+/// Grants lock `name` to this process and releases it: the row exists, and
+/// the store's connection has its statements prepared.
+pub async fn used(store: &Leases, name: &str) {
+    let lease = granted(store, name, &HolderFacts::here(), Duration::from_secs(60)).await;
+    store.release(&lease).await.unwrap();
+}
+
+/// Makes lock `name`'s last renewal an hour older on the server's clock,
+/// past any TTL and grace the scenarios use.
+pub async fn lapse(raw: &tokio_postgres::Client, name: &str) {
+    raw.execute(
+        "UPDATE baton.leases SET renewed = renewed - interval '1 hour' WHERE name = $1",
+        &[&name],
+    )
+    .await
+    .unwrap();
+}
+
+/// The first column of the first row `sql` returns.
+pub async fn scalar<T: FromSqlOwned>(raw: &tokio_postgres::Client, sql: &str) -> T {
+    raw.query_one(sql, &[]).await.unwrap().get(0)
 }
 
 /// A holder on another machine: nothing about it can be checked from here,

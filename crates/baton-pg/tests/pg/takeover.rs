@@ -9,7 +9,7 @@ use baton_lease::{Clock, ManualClock, SystemClock, Verdict};
 use baton_pg::{Acquire, Form, Leases, PgLease, Renewal};
 use jiff::{SignedDuration, Timestamp};
 
-use crate::support::{GRACE, Scene, TTL, remote};
+use crate::support::{GRACE, Scene, TTL, granted, remote};
 
 /// What a contender saw while a remote holder renewed `renewals` times and
 /// then fell silent.
@@ -24,12 +24,7 @@ struct Story {
 }
 
 async fn silent_holder(a: &Leases, b: &Leases, renewals: usize) -> Story {
-    let holder = a
-        .acquire("report", &remote("host-a"), TTL, None)
-        .await
-        .unwrap()
-        .acquired()
-        .unwrap();
+    let holder = granted(a, "report", &remote("host-a"), TTL).await;
     let mut last_renewal = holder.acquired();
     let mut kept = Vec::new();
     let mut renewed = 0;

@@ -4,11 +4,10 @@
 
 use std::time::Duration;
 
-use baton_pg::{Acquire, Error, Form, HolderFacts, Leases, Options, Renewal};
-use baton_testkit::proxy::Proxy;
+use baton_pg::{Error, Form, HolderFacts, Leases, Options, Renewal};
 use tokio_postgres::error::SqlState;
 
-use crate::support::Scene;
+use crate::support::{Scene, granted, used};
 
 const SHORT: Options = Options {
     statement_timeout: Duration::from_millis(300),
@@ -25,13 +24,7 @@ async fn a_row_locked_by_a_stuck_transaction_fails_by_the_statement_timeout() {
             .await
             .unwrap()
             .with_form(form);
-        let lease = store
-            .acquire("stuck", &HolderFacts::here(), Duration::from_secs(60), None)
-            .await
-            .unwrap()
-            .acquired()
-            .unwrap();
-        store.release(&lease).await.unwrap();
+        used(&store, "stuck").await;
         // Another connection locks the row in a transaction and sits on it.
         let raw = scene.raw().await;
         raw.batch_execute("BEGIN; SELECT * FROM baton.leases WHERE name = 'stuck' FOR UPDATE")
@@ -48,13 +41,13 @@ async fn a_row_locked_by_a_stuck_transaction_fails_by_the_statement_timeout() {
         }
         raw.batch_execute("COMMIT").await.unwrap();
         // The connection was left clean: the next acquisition succeeds.
-        assert!(matches!(
-            store
-                .acquire("stuck", &HolderFacts::here(), Duration::from_secs(60), None)
-                .await
-                .unwrap(),
-            Acquire::Acquired(_)
-        ));
+        granted(
+            &store,
+            "stuck",
+            &HolderFacts::here(),
+            Duration::from_secs(60),
+        )
+        .await;
         raw.execute("DELETE FROM baton.leases", &[]).await.unwrap();
     }
 }
@@ -62,15 +55,9 @@ async fn a_row_locked_by_a_stuck_transaction_fails_by_the_statement_timeout() {
 #[tokio::test]
 async fn a_partitioned_store_fails_each_call_at_the_deadline() {
     let scene = Scene::new().await;
-    let proxy = Proxy::start(([127, 0, 0, 1], scene.server.port()).into());
-    let url = format!("postgres://baton@127.0.0.1:{}/postgres", proxy.port());
+    let (proxy, url) = scene.proxied();
     let store = Leases::open(&url, SHORT).await.unwrap();
-    let lease = store
-        .acquire("cut", &HolderFacts::here(), Duration::from_secs(60), None)
-        .await
-        .unwrap()
-        .acquired()
-        .unwrap();
+    let lease = granted(&store, "cut", &HolderFacts::here(), Duration::from_secs(60)).await;
     proxy.cut();
     match store.renew(&lease).await {
         Err(Error::Timeout { deadline, .. }) => assert_eq!(deadline, SHORT.deadline),

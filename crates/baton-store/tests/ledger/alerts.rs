@@ -1,6 +1,6 @@
 //! Alerts: newest first, of one job or of all.
 
-use baton_store::ledger::NewAlert;
+use baton_store::ledger::{AlertRow, NewAlert};
 use baton_store::words::AlertKind;
 
 use crate::support::{Log, Store, at, occ};
@@ -38,7 +38,20 @@ fn alerts_come_back_newest_first_per_job_or_all(l: &mut Store, log: &mut Log) {
     log.note("all", &all);
     let of_a = l.recent_alerts(Some("a"), 10).unwrap();
     assert_eq!(of_a.len(), 2);
-    assert_eq!(of_a[0].time, at(30));
+    assert_eq!(
+        of_a[0],
+        AlertRow {
+            id: all[0].id,
+            time: at(30),
+            job: Some("a".into()),
+            kind: AlertKind::Missed,
+            run_id: Some("00000000000000a1".into()),
+            occurrence: Some(occ(30)),
+            message: "missed at 30".into(),
+            json: "{\"kind\":\"missed\"}".into(),
+        },
+        "every field comes back as written"
+    );
     log.note("a", &of_a);
     assert_eq!(l.recent_alerts(None, 1).unwrap().len(), 1);
     assert!(l.recent_alerts(Some("none"), 10).unwrap().is_empty());

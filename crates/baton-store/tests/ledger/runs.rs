@@ -1,7 +1,7 @@
 //! Runs: their start and end, attempts and steps, the job's counters, and
 //! the pruning of history when a run finishes.
 
-use baton_store::ledger::{Begun, Decision, NewRun, Queued, StepKind};
+use baton_store::ledger::{AttemptRow, Begun, Decision, NewRun, Queued, RunRow, StepKind};
 use baton_store::words::{AttemptOutcome, RunVerdict};
 
 use crate::support::{Log, Store, at, attempt, finished, occ, refused, scheduled};
@@ -21,41 +21,71 @@ both! {
 
 fn a_run_round_trips_with_its_attempts_steps_and_job_counters(l: &mut Store, log: &mut Log) {
     l.see_jobs(&["nightly", "backup"], at(0)).unwrap();
-    l.see_jobs(&["nightly"], at(30)).unwrap();
+    l.see_jobs(&["nightly", "weekly"], at(30)).unwrap();
     let jobs = l.jobs().unwrap();
-    assert_eq!(jobs.len(), 2);
-    assert_eq!(jobs[0].job, "backup", "by name");
-    assert_eq!(jobs[1].first_seen, at(0), "seen first at 0, not 30");
+    let seen: Vec<_> = jobs
+        .iter()
+        .map(|j| (j.job.as_str(), j.first_seen))
+        .collect();
+    assert_eq!(
+        seen,
+        [("backup", at(0)), ("nightly", at(0)), ("weekly", at(30))],
+        "by name, each seen first when first seen"
+    );
+    let backup = &jobs[0];
+    assert_eq!(backup.consecutive_failures, 0);
+    assert_eq!(
+        (
+            backup.last_decided,
+            backup.last_started,
+            backup.last_attempt
+        ),
+        (None, None, None)
+    );
     log.note("jobs", &jobs);
 
     let run = scheduled("nightly", "00000000000000a1", 60);
     assert_eq!(l.begin_run(&run).unwrap(), Begun::Started);
     let running = l.running("nightly").unwrap().unwrap();
-    assert_eq!(running.run_id, run.run_id);
+    assert_eq!((&running.run_id, running.finished), (&run.run_id, None));
     log.note("running", &running);
+    let d = l.decision("nightly", occ(60)).unwrap().unwrap();
+    assert_eq!(
+        (
+            d.decision,
+            d.run_id.as_deref(),
+            d.decided,
+            d.reason,
+            d.detail
+        ),
+        (
+            Decision::Started,
+            Some("00000000000000a1"),
+            at(60),
+            None,
+            None
+        )
+    );
     let mut check = attempt(&run, 1, "ready", AttemptOutcome::Ok, at(61));
     check.kind = StepKind::Check;
-    l.record_attempt(&check).unwrap();
-    l.record_attempt(&attempt(&run, 2, "build", AttemptOutcome::Failed, at(62)))
-        .unwrap();
-    l.record_attempt(&attempt(&run, 3, "build", AttemptOutcome::Ok, at(80)))
-        .unwrap();
-    l.record_attempt(&attempt(
-        &run,
-        4,
-        "ship",
-        AttemptOutcome::NotStarted,
-        at(90),
-    ))
-    .unwrap();
-    // Recording an attempt again counts nothing.
-    l.record_attempt(&attempt(&run, 2, "build", AttemptOutcome::Failed, at(62)))
-        .unwrap();
-    log.note("unfinished", &l.unfinished("nightly").unwrap());
     let mut signalled = attempt(&run, 5, "ship", AttemptOutcome::Timeout, at(95));
+    signalled.attempt = 2;
     signalled.exit_code = None;
     signalled.signal = Some(9);
-    l.record_attempt(&signalled).unwrap();
+    let attempts = [
+        check,
+        attempt(&run, 2, "build", AttemptOutcome::Failed, at(62)),
+        attempt(&run, 3, "build", AttemptOutcome::Ok, at(80)),
+        attempt(&run, 4, "ship", AttemptOutcome::NotStarted, at(90)),
+        signalled,
+    ];
+    for a in &attempts[..4] {
+        l.record_attempt(a).unwrap();
+    }
+    // Recording an attempt again counts nothing.
+    l.record_attempt(&attempts[1]).unwrap();
+    log.note("unfinished", &l.unfinished("nightly").unwrap());
+    l.record_attempt(&attempts[4]).unwrap();
 
     l.finish_run(&finished(&run, 120, true), 10).unwrap();
     // Finishing it again changes nothing.
@@ -65,25 +95,50 @@ fn a_run_round_trips_with_its_attempts_steps_and_job_counters(l: &mut Store, log
 
     assert!(l.running("nightly").unwrap().is_none());
     assert!(l.unfinished("nightly").unwrap().is_empty());
+    let expected = RunRow {
+        run_id: run.run_id.clone(),
+        job: "nightly".into(),
+        occurrence: Some(occ(60)),
+        manual: false,
+        fence: Some(1_060),
+        host: Some("ci-1".into()),
+        pid: Some(4242),
+        started: at(60),
+        finished: Some(at(180)),
+        verdict: Some(RunVerdict::Ok),
+        exit_code: Some(0),
+        attempts: attempts
+            .iter()
+            .map(|a| AttemptRow {
+                seq: a.seq,
+                step: a.step.clone(),
+                kind: a.kind,
+                attempt: a.attempt,
+                started: a.started,
+                finished: a.finished,
+                exit_code: a.exit_code,
+                signal: a.signal,
+                outcome: a.outcome,
+            })
+            .collect(),
+    };
+    assert_eq!(l.last_run("nightly").unwrap().as_ref(), Some(&expected));
     let history = l.history("nightly", 10).unwrap();
-    assert_eq!(history.len(), 1);
-    let r = &history[0];
-    assert_eq!(r.verdict, Some(RunVerdict::Ok));
-    assert_eq!(r.finished, Some(at(180)));
-    assert_eq!(r.fence, Some(1_060));
-    assert!(!r.manual);
-    let seqs: Vec<u32> = r.attempts.iter().map(|a| a.seq).collect();
-    assert_eq!(seqs, [1, 2, 3, 4, 5]);
-    assert_eq!(r.attempts[4].signal, Some(9));
+    assert_eq!(history, [expected]);
     log.note("history", &history);
-    assert_eq!(l.last_run("nightly").unwrap().as_ref(), Some(r));
 
     let steps = l.steps("nightly").unwrap();
     let names: Vec<&str> = steps.iter().map(|s| s.step.as_str()).collect();
     assert_eq!(names, ["build", "ready", "ship"]);
     assert_eq!(steps[0].consecutive_failures, 0, "the retry succeeded");
-    assert_eq!(steps[0].last_failure, Some(at(72)));
-    assert_eq!(steps[0].last_success, Some(at(90)));
+    assert_eq!(
+        (
+            steps[0].last_attempt,
+            steps[0].last_failure,
+            steps[0].last_success
+        ),
+        (Some(at(80)), Some(at(72)), Some(at(90)))
+    );
     assert_eq!(steps[1].kind, StepKind::Check);
     assert_eq!(
         steps[2].consecutive_failures, 2,
@@ -92,11 +147,12 @@ fn a_run_round_trips_with_its_attempts_steps_and_job_counters(l: &mut Store, log
     log.note("steps", &steps);
 
     let job = l.job("nightly").unwrap().unwrap();
+    assert_eq!(job.first_seen, at(0));
     assert_eq!(job.last_decided, Some(occ(60)));
     assert_eq!(job.last_started, Some(occ(60)));
     assert_eq!(job.last_attempt, Some(at(60)));
     assert_eq!(job.last_success, Some(at(180)));
-    assert_eq!(job.last_failure, None);
+    assert_eq!((job.last_failure, job.consecutive_failures), (None, 0));
     assert_eq!(job.last_run_id.as_deref(), Some("00000000000000a1"));
     log.note("job", &job);
     assert!(l.job("never").unwrap().is_none());
@@ -109,6 +165,13 @@ fn counters_follow_failures_and_reset_on_success(l: &mut Store, log: &mut Log) {
         let secs = 3600 * i64::try_from(i).unwrap();
         let run = scheduled("j", &format!("{i:016x}"), secs);
         l.begin_run(&run).unwrap();
+        let outcome = if ok {
+            AttemptOutcome::Ok
+        } else {
+            AttemptOutcome::Failed
+        };
+        l.record_attempt(&attempt(&run, 1, "only", outcome, run.started))
+            .unwrap();
         l.finish_run(&finished(&run, 10, ok), 100).unwrap();
         log.note("job", &l.job("j").unwrap());
     }
@@ -116,6 +179,17 @@ fn counters_follow_failures_and_reset_on_success(l: &mut Store, log: &mut Log) {
     assert_eq!(job.consecutive_failures, 1);
     assert_eq!(job.last_success, Some(at(7200 + 10)));
     assert_eq!(job.last_failure, Some(at(10800 + 10)));
+    // The step's counters follow its attempts the same way.
+    let step = &l.steps("j").unwrap()[0];
+    assert_eq!(
+        (
+            step.consecutive_failures,
+            step.last_success,
+            step.last_failure
+        ),
+        (1, Some(at(7200 + 10)), Some(at(10800 + 10)))
+    );
+    log.note("step", step);
     assert_eq!(l.history("j", 2).unwrap().len(), 2, "the limit holds");
     // A run that started before the newest one does not take its place.
     let late = scheduled("j", "00000000000000ee", 1800);
@@ -207,9 +281,12 @@ fn manual_runs_have_no_occurrence_and_move_no_schedule_mark(l: &mut Store, log: 
         ..scheduled_run.clone()
     };
     assert_eq!(l.begin_run(&manual).unwrap(), Begun::Started);
+    // Both run; the newest is the one running.
+    assert_eq!(l.running("j").unwrap().unwrap().run_id, "00000000000000b1");
     let job = l.job("j").unwrap().unwrap();
     assert_eq!(job.last_decided, Some(occ(60)));
     assert_eq!(job.last_started, Some(occ(60)));
+    assert_eq!(job.last_attempt, Some(at(600)));
     assert_eq!(job.last_run_id.as_deref(), Some("00000000000000b1"));
     let newest = l.last_run("j").unwrap().unwrap();
     assert!(newest.manual);
@@ -229,6 +306,7 @@ fn a_run_named_with_another_job_is_refused(l: &mut Store, log: &mut Log) {
     let mut wrong_end = finished(&run, 10, true);
     wrong_end.job = "other".into();
     let problem = refused(l.finish_run(&wrong_end, 10).unwrap_err());
+    assert_eq!(problem, "run 00000000000000a1 belongs to job j, not other");
     log.note("finish refused", &problem);
     // Nothing was written.
     assert!(l.steps("other").unwrap().is_empty());
