@@ -70,6 +70,19 @@ pub enum Guarded {
     },
 }
 
+/// What a take of a key's guard changed ([`Lock::take_guard_undoably`]):
+/// the fence it named and the claim it held before and after, for
+/// [`Lock::withdraw_guard`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GuardTaken {
+    /// The fence of the run that took it.
+    pub fence: Fence,
+    /// The claim the guard held before.
+    pub before: Option<i64>,
+    /// The claim it holds since.
+    pub claim: Option<i64>,
+}
+
 /// What a guard file names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Named {
@@ -176,29 +189,105 @@ impl Lock {
         fence: Fence,
         occurrence: Option<i64>,
     ) -> Result<Guarded, Error> {
-        let Some((f, len, named)) = self.open_guard(guard, Mode::Exclusive)? else {
-            return Err(Error::io(
-                "open",
-                guard,
-                std::io::Error::other("it was replaced again and again while it was read"),
-            ));
-        };
+        self.take_guard_undoably(guard, fence, occurrence)
+            .map(|(found, _)| found)
+    }
+
+    /// [`Lock::take_guard`], saying also, when the guard was taken, what
+    /// it claimed before and now ([`GuardTaken`]), so that a run that does
+    /// not start after all can take its claim back
+    /// ([`Lock::withdraw_guard`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::take_guard`].
+    pub fn take_guard_undoably(
+        &self,
+        guard: &Path,
+        fence: Fence,
+        occurrence: Option<i64>,
+    ) -> Result<(Guarded, Option<GuardTaken>), Error> {
+        let (f, len, named) = self.open_guard_exclusive(guard)?;
         let found = self.judge_guard(named.as_ref(), occurrence)?;
         if found != Guarded::Clear {
-            return Ok(found);
+            return Ok((found, None));
         }
+        let before = named.and_then(|n| n.claim);
         let mine = Named {
             lock: self.file_name()?,
             fence,
-            claim: named.and_then(|n| n.claim).max(occurrence),
+            claim: before.max(occurrence),
         };
-        file::write_in_place(&f, &mine.render(), len, MAX_GUARD_BYTES)
+        self.write_guard(guard, &f, len, &mine)?;
+        let taken = GuardTaken {
+            fence,
+            before,
+            claim: mine.claim,
+        };
+        Ok((Guarded::Clear, Some(taken)))
+        // The guard's mutex ends with `f`.
+    }
+
+    /// Takes back the claim a take of the guard made ([`GuardTaken`]), for
+    /// a run that took it and then did not start (its start could be
+    /// recorded nowhere): the guard claims what it claimed before, so that
+    /// a later run, under this lock or another, may start the occurrence.
+    /// Only while the guard still names this lock, the take's fence and its
+    /// claim (nothing took it since); `true` when the claim was taken
+    /// back.
+    ///
+    /// # Errors
+    ///
+    /// As [`Lock::take_guard`].
+    pub fn withdraw_guard(&self, guard: &Path, taken: &GuardTaken) -> Result<bool, Error> {
+        if taken.claim == taken.before {
+            return Ok(false);
+        }
+        let (f, len, named) = self.open_guard_exclusive(guard)?;
+        let ours = Named {
+            lock: self.file_name()?,
+            fence: taken.fence,
+            claim: taken.claim,
+        };
+        if named.as_ref() != Some(&ours) {
+            return Ok(false);
+        }
+        let back = Named {
+            claim: taken.before,
+            ..ours
+        };
+        self.write_guard(guard, &f, len, &back)?;
+        Ok(true)
+    }
+
+    /// Opens the guard and takes its mutex to change it.
+    fn open_guard_exclusive(
+        &self,
+        guard: &Path,
+    ) -> Result<(std::fs::File, u64, Option<Named>), Error> {
+        self.open_guard(guard, Mode::Exclusive)?.ok_or_else(|| {
+            Error::io(
+                "open",
+                guard,
+                std::io::Error::other("it was replaced again and again while it was read"),
+            )
+        })
+    }
+
+    /// Writes `named` over the guard `f` (of `len` bytes), under its mutex.
+    fn write_guard(
+        &self,
+        guard: &Path,
+        f: &std::fs::File,
+        len: u64,
+        named: &Named,
+    ) -> Result<(), Error> {
+        file::write_in_place(f, &named.render(), len, MAX_GUARD_BYTES)
             .map_err(|e| Error::io("write", guard, e))?;
         if self.options().fsync {
-            file::sync(&f).map_err(|e| Error::io("sync", guard, e))?;
+            file::sync(f).map_err(|e| Error::io("sync", guard, e))?;
         }
-        Ok(Guarded::Clear)
-        // The guard's mutex ends with `f`.
+        Ok(())
     }
 
     /// Opens the guard (creating it empty for an exclusive take), takes its

@@ -57,7 +57,7 @@ pub use claims::{Claims, FUTURE_TOLERANCE as FUTURE_CLAIM_TOLERANCE, MAX_KEY_BYT
 pub use clock::{Clock, ManualClock, ShiftedClock, SystemClock};
 pub use decide::{Death, Foreign, Holder, Now, Observer, Policy, Verdict};
 pub use error::Error;
-pub use guard::Guarded;
+pub use guard::{GuardTaken, Guarded};
 pub use lease::Lease;
 pub use liveness::{GroupState, Liveness, OsLiveness, ProcessState};
 pub use lock::{BreakMode, Claim, Lock, Options, REOPEN_ATTEMPTS, mutex_wait_for};

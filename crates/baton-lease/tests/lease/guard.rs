@@ -75,6 +75,70 @@ fn a_key_running_under_one_lock_is_refused_under_another_until_that_run_ends() {
 }
 
 #[test]
+fn a_claim_taken_back_lets_the_occurrence_start_under_another_lock_and_no_earlier_one() {
+    let dir = Dir::new();
+    let guard = dir.path("job.job");
+    let (a, b) = (Lock::new(dir.path("a.lock")), Lock::new(dir.path("b.lock")));
+    // An earlier run under a claimed 100.
+    let Outcome::Acquired(first) = a.try_acquire().unwrap() else {
+        panic!("a fresh lock was not taken")
+    };
+    a.take_guard(&guard, first.fence(), Some(100)).unwrap();
+    first.release().unwrap();
+    // A run under a claims 200 and does not start after all.
+    let Outcome::Acquired(second) = a.try_acquire().unwrap() else {
+        panic!("lock a was not free")
+    };
+    let (found, taken) = a
+        .take_guard_undoably(&guard, second.fence(), Some(200))
+        .unwrap();
+    assert_eq!(found, Guarded::Clear);
+    let taken = taken.expect("a take that claimed says what it changed");
+    assert_eq!((taken.before, taken.claim), (Some(100), Some(200)));
+    // Another lock may not take the claim back.
+    assert!(!b.withdraw_guard(&guard, &taken).unwrap());
+    assert!(a.withdraw_guard(&guard, &taken).unwrap());
+    assert!(
+        !a.withdraw_guard(&guard, &taken).unwrap(),
+        "taken back twice"
+    );
+    second.release().unwrap();
+    // Under b, 200 may start; 100 still may not.
+    assert_eq!(
+        b.guard_of(&guard, Some(100)).unwrap(),
+        Guarded::Claimed { at: 100 }
+    );
+    assert_eq!(b.guard_of(&guard, Some(200)).unwrap(), Guarded::Clear);
+}
+
+#[test]
+fn a_claim_is_not_taken_back_once_another_run_took_the_guard() {
+    let dir = Dir::new();
+    let guard = dir.path("job.job");
+    let (a, b) = (Lock::new(dir.path("a.lock")), Lock::new(dir.path("b.lock")));
+    let Outcome::Acquired(first) = a.try_acquire().unwrap() else {
+        panic!("a fresh lock was not taken")
+    };
+    let (_, taken) = a
+        .take_guard_undoably(&guard, first.fence(), Some(200))
+        .unwrap();
+    first.release().unwrap();
+    let Outcome::Acquired(other) = b.try_acquire().unwrap() else {
+        panic!("lock b was not free")
+    };
+    assert_eq!(
+        b.take_guard(&guard, other.fence(), Some(300)).unwrap(),
+        Guarded::Clear
+    );
+    assert!(!a.withdraw_guard(&guard, &taken.unwrap()).unwrap());
+    let text = std::fs::read_to_string(&guard).unwrap();
+    assert!(
+        text.contains("lock=b.lock") && text.contains("claim=300"),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_dead_holder_under_the_former_lock_does_not_keep_its_key_away() {
     let dir = Dir::new();
     let guard = dir.path("job.job");
