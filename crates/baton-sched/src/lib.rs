@@ -34,6 +34,7 @@ pub mod http;
 pub mod job_state;
 pub mod logs;
 pub mod metrics;
+pub mod outcome;
 pub mod output;
 pub mod overdue;
 pub mod page;

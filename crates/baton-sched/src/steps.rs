@@ -19,21 +19,22 @@ use baton_store::words::{AlertKind, AttemptOutcome, MissReason, RunVerdict};
 
 use crate::config::{Action, Step, StepKind};
 use crate::http;
+use crate::outcome::Outcome;
 use crate::output::OutputSink;
-use crate::run::{Context, FAILED, OK, Request};
+use crate::run::{Context, Request};
 use crate::run_record::{Begin, RunRecord};
 use crate::surfaces::Surfaces;
 use crate::units::show_duration;
 
 /// Runs one occurrence (or a manual run) to its verdict under `session`'s
-/// lease, whose claim already names it. Returns the run's exit code.
+/// lease, whose claim already names it. Returns the run's outcome.
 pub(crate) fn one(
     req: &Request<'_>,
     ctx: &Rc<RefCell<Context>>,
     session: &mut Session<'_>,
     current: &Rc<RefCell<Option<String>>>,
     surfaces: &Rc<RefCell<Surfaces>>,
-) -> u8 {
+) -> Outcome {
     let job = req.job;
     let c = ctx.borrow().clone();
     let occurrence = req.start.occurrence();
@@ -60,13 +61,13 @@ pub(crate) fn one(
                 c.occurrence,
                 d.decision.as_str()
             ));
-            return OK;
+            return Outcome::Done;
         }
         Begin::NotRecorded(why) => {
             // No run starts without its start recorded: it does not run,
             // and its claim must not stand for a run.
             not_recorded(&c, occurrence, &why, session, surfaces);
-            return crate::run::CANNOT;
+            return Outcome::Unable;
         }
     }
     let lease = session.lease();
@@ -160,7 +161,11 @@ pub(crate) fn one(
         c.run_id,
         show_duration(elapsed)
     ));
-    if success { OK } else { FAILED }
+    if success {
+        Outcome::Done
+    } else {
+        Outcome::Failed
+    }
 }
 
 /// The exit code a run stopped at this step is recorded with: its command's
@@ -510,7 +515,7 @@ fn attempts(
         }
         let code = result.ending.exit_code();
         let refused = matches!(step.action.value, Action::Http(_))
-            && result.code == Some(i32::from(http::EXIT_CLIENT_ERROR));
+            && result.code.and_then(http::HttpExit::of_code) == Some(http::HttpExit::ClientError);
         let no_retry = refused || step.no_retry_exit_codes.value.contains(&i32::from(code));
         // A lost lease cuts the run short only where it stopped the command
         // or keeps a retry from running: a command that failed by itself on
