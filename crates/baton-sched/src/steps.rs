@@ -1,9 +1,10 @@
 //! One run of a job inside a held lease: its `started` record, its steps in
 //! order with their retries, its checks, its verdict.
 //!
-//! A step is retried on failure, with a delay that doubles from `backoff`
-//! up to `backoff_max`, unless its exit code is one that is never retried;
-//! a step that still fails stops the steps after it. An HTTP step runs as
+//! A step is retried on failure as its schedule says (`retry.rs`: a
+//! delay that doubles from `backoff` up to `backoff_max`, and exit codes
+//! that are never retried); a step that still fails stops the steps after
+//! it. An HTTP step runs as
 //! `baton __http` (the current executable; see [`crate::http`]), through the
 //! runner like any other; its exit 22, a 4xx answer, is never retried. The
 //! checks run once each whatever the steps did (not after a lost lease or a
@@ -21,6 +22,7 @@ use crate::config::{Action, Step, StepKind};
 use crate::http;
 use crate::outcome::Outcome;
 use crate::output::OutputSink;
+use crate::retry::{NoRetry, Schedule};
 use crate::run::{Context, Request};
 use crate::run_record::{Begin, RunRecord};
 use crate::surfaces::Surfaces;
@@ -345,16 +347,6 @@ fn not_recorded(
     }
 }
 
-/// The delay before retry `n` (1 for the first retry): `backoff` doubled
-/// per retry, at most `backoff_max`.
-pub fn retry_delay(step: &Step, n: u32) -> Duration {
-    let factor = 2u32.saturating_pow(n.saturating_sub(1));
-    step.backoff
-        .value
-        .saturating_mul(factor)
-        .min(step.backoff_max.value)
-}
-
 /// The program a step runs, and what it adds to the step's environment: a
 /// command as it is written; an HTTP request as `baton __http`, the
 /// request in [`http::REQUEST_ENV`].
@@ -405,7 +397,8 @@ fn attempts(
 ) {
     let job = req.job;
     let what = step.kind.as_str();
-    let max = step.retries.value + 1;
+    let schedule = Schedule::of(step);
+    let max = schedule.attempts();
     *current.borrow_mut() = Some(step.name.clone());
     for attempt in 1..=max {
         let logs = surfaces.borrow().logs.clone();
@@ -514,26 +507,21 @@ fn attempts(
             return;
         }
         let code = result.ending.exit_code();
-        let refused = matches!(step.action.value, Action::Http(_))
-            && result.code.and_then(http::HttpExit::of_code) == Some(http::HttpExit::ClientError);
-        let no_retry = refused || step.no_retry_exit_codes.value.contains(&i32::from(code));
+        let refusal = schedule.refusal(code, result.code);
+        let next = schedule.next(attempt, refusal);
         // A lost lease cuts the run short only where it stopped the command
         // or keeps a retry from running: a command that failed by itself on
         // its last attempt keeps its own verdict (`DESIGN.md`, "What a lost
         // lease does to the record").
         let stop = match &result.ending {
             Ending::LeaseLost => Some(RunVerdict::LeaseLost),
-            _ if session.lost().is_some() && attempt < max && !no_retry => {
-                Some(RunVerdict::LeaseLost)
-            }
+            _ if session.lost().is_some() && next.is_some() => Some(RunVerdict::LeaseLost),
             _ if result.interrupted.is_some() || session.interrupted().is_some() => {
                 Some(RunVerdict::Interrupted)
             }
             _ => None,
         };
-        let last = attempt == max || stop.is_some() || no_retry;
-        if !last {
-            let delay = retry_delay(step, attempt);
+        if let (None, Some(delay)) = (stop, next) {
             s.note(&format!(
                 "{} run={} {what}={} attempt={attempt} {shown} ({}); retry {} of {} in {}",
                 job.name,
@@ -559,17 +547,16 @@ fn attempts(
                 }
             }
         }
-        let why = if refused && attempt < max {
-            format!(
+        let why = match refusal {
+            Some(NoRetry::ClientError) if attempt < max => format!(
                 " (exit code {code}: the server answered 4xx, a client error, which is never \
                  retried)"
-            )
-        } else if no_retry && attempt < max {
-            format!(" (exit code {code} is never retried)")
-        } else if max > 1 {
-            format!(" after {attempt} attempts")
-        } else {
-            String::new()
+            ),
+            Some(NoRetry::Listed) if attempt < max => {
+                format!(" (exit code {code} is never retried)")
+            }
+            _ if max > 1 => format!(" after {attempt} attempts"),
+            _ => String::new(),
         };
         s.note(&format!(
             "{} run={} {what}={} attempt={attempt} {shown} ({}): {what} failed{why}",
