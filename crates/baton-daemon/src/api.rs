@@ -16,6 +16,7 @@ use axum::http::StatusCode;
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use baton_sched::outcome::Outcome;
 use baton_sched::run::{Start, Told};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -419,9 +420,9 @@ async fn pause(State(d): Shared, Path(name): Path<String>, b: Bytes) -> Result<R
         ));
     }
     let clock = Arc::clone(&d.clock);
-    let (code, text) = blocking(move || {
+    let (outcome, text) = blocking(move || {
         let mut out = String::new();
-        let code = baton_sched::pause::pause(
+        let outcome = baton_sched::pause::pause(
             &loaded.config,
             &name,
             until,
@@ -430,19 +431,19 @@ async fn pause(State(d): Shared, Path(name): Path<String>, b: Bytes) -> Result<R
             clock,
             &mut out,
         );
-        (code, out)
+        (outcome, out)
     })
     .await?;
-    answer(code, text)
+    answer(outcome, text)
 }
 
-fn answer(code: u8, text: String) -> Result<Response, ApiError> {
-    match code {
-        0 => Ok(json_ok(
+fn answer(outcome: Outcome, text: String) -> Result<Response, ApiError> {
+    match outcome {
+        Outcome::Done => Ok(json_ok(
             StatusCode::OK,
             json!({"ok": true, "message": text.trim_end()}),
         )),
-        _ => Err(ApiError::new(
+        Outcome::Failed | Outcome::Unable => Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "refused",
             if text.is_empty() {
@@ -462,13 +463,13 @@ async fn resume(
     let loaded = known(&d, &name)?;
     no_body(&b)?;
     let clock = Arc::clone(&d.clock);
-    let (code, text) = blocking(move || {
+    let (outcome, text) = blocking(move || {
         let mut out = String::new();
-        let code = baton_sched::pause::resume(&loaded.config, &name, clock, &mut out);
-        (code, out)
+        let outcome = baton_sched::pause::resume(&loaded.config, &name, clock, &mut out);
+        (outcome, out)
     })
     .await?;
-    answer(code, text)
+    answer(outcome, text)
 }
 
 async fn reload(State(d): Shared, b: Bytes) -> Result<Response, ApiError> {

@@ -31,7 +31,8 @@ use baton_store::words::MissReason;
 use jiff::Timestamp;
 
 use crate::config::{Config, Job, Overlap};
-use crate::run::{CANNOT, Context, FAILED, First, OK, Request, Start, occurrence_text};
+use crate::outcome::Outcome;
+use crate::run::{Context, First, Request, Start, occurrence_text};
 use crate::store::{Guard, Taken};
 use crate::surfaces::Surfaces;
 
@@ -198,7 +199,7 @@ pub enum Unplanned {
     Store(crate::store::Error),
     /// A newer baton wrote the ledger: nothing in it was read, and no
     /// occurrence may run until baton is upgraded, not even with `--force`
-    /// (its exit code is [`crate::run::ledger_failed`]'s).
+    /// (its outcome is [`crate::run::ledger_failed`]'s).
     Newer(baton_store::ledger::Error),
 }
 
@@ -266,9 +267,9 @@ pub struct Options {
     pub on_start: Option<crate::surfaces::OnStart>,
 }
 
-/// Runs the backfill; returns the worst exit code. `force` runs the
+/// Runs the backfill; returns the worst outcome. `force` runs the
 /// occurrences whose records cannot rule out that they ran.
-pub fn run(config: &Config, job: &Job, occ: &[i64], clock: Arc<dyn Clock>, force: bool) -> u8 {
+pub fn run(config: &Config, job: &Job, occ: &[i64], clock: Arc<dyn Clock>, force: bool) -> Outcome {
     let opts = Options {
         force,
         tee: true,
@@ -284,24 +285,24 @@ pub fn run_observed(
     occ: &[i64],
     clock: Arc<dyn Clock>,
     opts: Options,
-) -> u8 {
+) -> Outcome {
     let Options {
         force,
         tee,
         on_start,
     } = opts;
     if occ.is_empty() {
-        return OK;
+        return Outcome::Done;
     }
     if let Err(e) = crate::tick::preflight(config, clock.wall()) {
         crate::say::line(format_args!("backfill: {e}; nothing was run"));
-        return CANNOT;
+        return Outcome::Unable;
     }
     let mut opened = Surfaces::open(config, clock);
     if opened.ledger_is_newer() {
         // Said when it was opened: nothing runs, even with `--force`.
         opened.finish();
-        return CANNOT;
+        return Outcome::Unable;
     }
     if let Some(f) = on_start {
         opened.on_start(f);
@@ -313,12 +314,12 @@ pub fn run_observed(
         let message = format!("backfill: {}: not run: {e}", job.name);
         surfaces.borrow_mut().warn(&message);
         surfaces.borrow_mut().finish();
-        return CANNOT;
+        return Outcome::Unable;
     }
-    let code = run_with(config, job, occ, force, tee, &surfaces);
+    let outcome = run_with(config, job, occ, force, tee, &surfaces);
     let _ = surfaces.borrow_mut().ledger(|l| l.checkpoint());
     surfaces.borrow_mut().finish();
-    code
+    outcome
 }
 
 fn run_with(
@@ -328,12 +329,12 @@ fn run_with(
     force: bool,
     tee: bool,
     surfaces: &Rc<RefCell<Surfaces>>,
-) -> u8 {
+) -> Outcome {
     let store = match crate::store::open(config) {
         Ok(s) => s,
         Err(e) => {
             crate::say::line(format_args!("backfill: {}: {e}", job.name));
-            return CANNOT;
+            return Outcome::Unable;
         }
     };
     let lock = store.lock_label(&job.lock_ref());
@@ -343,7 +344,7 @@ fn run_with(
             crate::say::line(format_args!(
                 "backfill: failed to read random bytes for a run id"
             ));
-            return CANNOT;
+            return Outcome::Unable;
         };
         firsts.push(First {
             ctx: Context {
@@ -375,11 +376,11 @@ fn run_with(
         Ok(Guard::Clear | Guard::Claimed { .. }) => {}
         Ok(Guard::Elsewhere(refused)) => {
             refuse(&refused.why);
-            return FAILED;
+            return Outcome::Failed;
         }
         Err(e) => {
             refuse(&e);
-            return CANNOT;
+            return Outcome::Unable;
         }
     }
     let clock = surfaces.borrow().clock();
@@ -414,7 +415,7 @@ fn run_with(
                 refused.why,
                 job.policy.overlap.value.as_str()
             ));
-            return FAILED;
+            return Outcome::Failed;
         }
         Ok(Taken::Claimed { at }) => {
             crate::say::line(format_args!(
@@ -422,11 +423,11 @@ fn run_with(
                 job.name,
                 shown(at, &job.timezone.value.tz)
             ));
-            return FAILED;
+            return Outcome::Failed;
         }
         Err(e) => {
             crate::say::line(format_args!("backfill: {}: {e}", job.name));
-            return CANNOT;
+            return Outcome::Unable;
         }
     };
     match store.take_guard(&job.lock_ref(), lease.fence(), None) {
@@ -434,12 +435,12 @@ fn run_with(
         Ok(Guard::Elsewhere(refused)) => {
             let _ = lease.release();
             refuse(&refused.why);
-            return FAILED;
+            return Outcome::Failed;
         }
         Err(e) => {
             let _ = lease.release();
             refuse(&e);
-            return CANNOT;
+            return Outcome::Unable;
         }
     }
     // Under the lease, no other run of the lock's jobs can start, and only
@@ -449,10 +450,14 @@ fn run_with(
         Err(e) => {
             crate::say::line(format_args!("backfill: {}: {e}; nothing was run", job.name));
             let _ = lease.release();
-            return CANNOT;
+            return Outcome::Unable;
         }
     };
-    let worst = if refused { FAILED } else { OK };
+    let worst = if refused {
+        Outcome::Failed
+    } else {
+        Outcome::Done
+    };
     if firsts.is_empty() {
         let _ = lease.release();
         return worst;

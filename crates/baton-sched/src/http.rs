@@ -6,7 +6,8 @@
 //! URL, a method that is an HTTP token, an optional body, headers that are
 //! valid and none of them `Baton-*`), how the request travels to the
 //! sending process ([`REQUEST_ENV`], one JSON object), the headers that
-//! name the run ([`RUN_HEADERS`]), and what the sender's exit codes mean.
+//! name the run ([`RUN_HEADERS`]), and what the sender's exit codes mean
+//! ([`HttpExit`]).
 //! It never sends anything and never spawns anything: the runner starts
 //! `baton __http` as it starts every step, so a step's timeout, kill,
 //! output capture, logs and retries apply to an HTTP step unchanged.
@@ -44,16 +45,51 @@ pub const RUN_HEADERS: &[(&str, &str)] = &[
     ("Baton-Fence", "BATON_FENCE"),
 ];
 
-/// `baton __http`: the server answered 2xx.
-pub const EXIT_OK: u8 = 0;
-/// `baton __http`: the server answered a status that is neither 2xx nor 4xx.
-pub const EXIT_FAILED: u8 = 1;
-/// `baton __http`: the request it was given is missing or invalid.
-pub const EXIT_USAGE: u8 = 2;
-/// `baton __http`: no answer (DNS, refused, reset, TLS, a broken response).
-pub const EXIT_UNREACHABLE: u8 = 7;
-/// `baton __http`: the server answered 4xx. Never retried.
-pub const EXIT_CLIENT_ERROR: u8 = 22;
+/// How `baton __http` ended: the protocol between an HTTP step and the
+/// process that sends its request. The sender exits with
+/// [`HttpExit::code`]; the scheduler reads the step's exit code back with
+/// [`HttpExit::of_code`]. This is the one place that knows the numbers (the
+/// table above).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HttpExit {
+    /// The server answered 2xx (exit 0).
+    Ok,
+    /// The server answered a status that is neither 2xx nor 4xx (exit 1).
+    Failed,
+    /// The request it was given is missing or invalid (exit 2).
+    Invalid,
+    /// No answer: DNS, refused, reset, TLS, a broken response (exit 7).
+    Unreachable,
+    /// The server answered 4xx (exit 22). Never retried.
+    ClientError,
+}
+
+impl HttpExit {
+    /// The number the sender exits with.
+    pub const fn code(self) -> u8 {
+        match self {
+            Self::Ok => 0,
+            Self::Failed => 1,
+            Self::Invalid => 2,
+            Self::Unreachable => 7,
+            Self::ClientError => 22,
+        }
+    }
+
+    /// What the sender's exit `code` says; `None` for a number it never
+    /// exits with (a step killed by its timeout exits 124, say).
+    pub fn of_code(code: i32) -> Option<Self> {
+        [
+            Self::Ok,
+            Self::Failed,
+            Self::Invalid,
+            Self::Unreachable,
+            Self::ClientError,
+        ]
+        .into_iter()
+        .find(|e| i32::from(e.code()) == code)
+    }
+}
 
 /// The request an HTTP step sends. Valid once it exists: [`HttpRequest::new`]
 /// checks every part, and the sender checks again what it decodes.
@@ -288,6 +324,23 @@ mod tests {
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
         HttpRequest::new(url, method, None, h)
+    }
+
+    #[test]
+    fn the_exit_codes_are_the_table_and_read_back() {
+        let table = [
+            (HttpExit::Ok, 0),
+            (HttpExit::Failed, 1),
+            (HttpExit::Invalid, 2),
+            (HttpExit::Unreachable, 7),
+            (HttpExit::ClientError, 22),
+        ];
+        for (e, code) in table {
+            assert_eq!(e.code(), code);
+            assert_eq!(HttpExit::of_code(i32::from(code)), Some(e));
+        }
+        assert_eq!(HttpExit::of_code(124), None);
+        assert_eq!(HttpExit::of_code(-1), None);
     }
 
     #[test]

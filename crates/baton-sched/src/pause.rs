@@ -11,7 +11,7 @@ use baton_lease::Clock;
 use jiff::Timestamp;
 
 use crate::config::Config;
-use crate::run::{CANNOT, OK};
+use crate::outcome::Outcome;
 use crate::surfaces::Surfaces;
 
 /// How long a pause lasts.
@@ -87,7 +87,7 @@ pub struct Resumed {
     pub pause: Option<PauseView>,
 }
 
-/// `baton pause JOB`: returns the exit code; what happened is said on
+/// `baton pause JOB`: returns the outcome; what happened is said on
 /// stdout (`out`), as [`render_paused`] says it.
 pub fn pause(
     config: &Config,
@@ -97,17 +97,17 @@ pub fn pause(
     who: &str,
     clock: Arc<dyn Clock>,
     out: &mut String,
-) -> u8 {
+) -> Outcome {
     match pause_job(config, job, until, reason, who, clock) {
         Ok(p) => {
             out.push_str(&render_paused(config, &p));
-            OK
+            Outcome::Done
         }
-        Err(code) => code,
+        Err(outcome) => outcome,
     }
 }
 
-/// `baton pause JOB`: what was done, or the exit code after saying why
+/// `baton pause JOB`: what was done, or the outcome after saying why
 /// nothing was.
 pub fn pause_job(
     config: &Config,
@@ -116,7 +116,7 @@ pub fn pause_job(
     reason: Option<&str>,
     who: &str,
     clock: Arc<dyn Clock>,
-) -> Result<Paused, u8> {
+) -> Result<Paused, Outcome> {
     let now = clock.wall();
     if let Until::At(t) = until
         && t <= now
@@ -126,10 +126,10 @@ pub fn pause_job(
             local(config, job, t),
             local(config, job, now)
         ));
-        return Err(CANNOT);
+        return Err(Outcome::Unable);
     }
     let Some(mut s) = open(config, "pause", clock) else {
-        return Err(CANNOT);
+        return Err(Outcome::Unable);
     };
     let before = s
         .ledger(|l| l.pauses(job, 1))
@@ -142,7 +142,7 @@ pub fn pause_job(
     };
     let done = s.ledger(|l| l.pause(job, until_at, reason, who, now));
     s.finish();
-    let row = done.ok_or(CANNOT)?;
+    let row = done.ok_or(Outcome::Unable)?;
     Ok(Paused {
         job: job.to_owned(),
         pause: PauseView::of(config, job, &row),
@@ -177,28 +177,28 @@ pub fn render_paused(config: &Config, p: &Paused) -> String {
     out
 }
 
-/// `baton resume JOB`: returns the exit code; what happened is said on
+/// `baton resume JOB`: returns the outcome; what happened is said on
 /// stdout (`out`), as [`render_resumed`] says it.
-pub fn resume(config: &Config, job: &str, clock: Arc<dyn Clock>, out: &mut String) -> u8 {
+pub fn resume(config: &Config, job: &str, clock: Arc<dyn Clock>, out: &mut String) -> Outcome {
     match resume_job(config, job, clock) {
         Ok(r) => {
             out.push_str(&render_resumed(config, &r));
-            OK
+            Outcome::Done
         }
-        Err(code) => code,
+        Err(outcome) => outcome,
     }
 }
 
-/// `baton resume JOB`: what was done, or the exit code after saying why
+/// `baton resume JOB`: what was done, or the outcome after saying why
 /// nothing was.
-pub fn resume_job(config: &Config, job: &str, clock: Arc<dyn Clock>) -> Result<Resumed, u8> {
+pub fn resume_job(config: &Config, job: &str, clock: Arc<dyn Clock>) -> Result<Resumed, Outcome> {
     let now = clock.wall();
     let Some(mut s) = open(config, "resume", clock) else {
-        return Err(CANNOT);
+        return Err(Outcome::Unable);
     };
     let ended = s.ledger(|l| l.resume(job, now));
     s.finish();
-    let ended = ended.ok_or(CANNOT)?;
+    let ended = ended.ok_or(Outcome::Unable)?;
     Ok(Resumed {
         job: job.to_owned(),
         resumed: ended.is_some(),

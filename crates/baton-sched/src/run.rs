@@ -24,8 +24,9 @@
 //!    releasing, look once more, because an occurrence may have been queued
 //!    between the last look and the release (`DESIGN.md`, "The queue").
 //!
-//! Exit codes: 0 for success or nothing to do, 1 for a failure or a missed
-//! occurrence (an alert was raised), 2 when the lock cannot be used at all.
+//! Outcomes ([`Outcome`]): done for success or nothing to do, failed for a
+//! failure or a missed occurrence (an alert was raised), unable when the
+//! lock cannot be used at all.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -38,27 +39,21 @@ use jiff::Timestamp;
 
 use crate::alerts::{Alert, HolderInfo};
 use crate::config::{Config, Job, Overlap};
+use crate::outcome::Outcome;
 use crate::steps::{self, Events};
 use crate::store::{Guard, Refused, Taken};
 use crate::surfaces::Surfaces;
 
-/// The exit code of a run that succeeded, or had nothing to do.
-pub const OK: u8 = 0;
-/// The exit code of a run that failed or was missed (an alert was raised).
-pub const FAILED: u8 = 1;
-/// The exit code when the configuration cannot be honoured.
-pub const CANNOT: u8 = 2;
-
-/// The exit code of a command whose ledger failed it: [`CANNOT`] when the
-/// configuration cannot be honoured (its shared store cannot be used, or a
-/// newer baton wrote its ledger, which nothing may read or decide from
-/// until baton is upgraded), else [`FAILED`]. Every command that opens the
-/// ledger maps its failure through this one rule.
-pub fn ledger_failed(config: &Config, e: &baton_store::ledger::Error) -> u8 {
+/// The outcome of a command whose ledger failed it: [`Outcome::Unable`]
+/// when the configuration cannot be honoured (its shared store cannot be
+/// used, or a newer baton wrote its ledger, which nothing may read or
+/// decide from until baton is upgraded), else [`Outcome::Failed`]. Every
+/// command that opens the ledger maps its failure through this one rule.
+pub fn ledger_failed(config: &Config, e: &baton_store::ledger::Error) -> Outcome {
     if crate::store::shared(config) || e.is_newer_schema() {
-        CANNOT
+        Outcome::Unable
     } else {
-        FAILED
+        Outcome::Failed
     }
 }
 
@@ -295,8 +290,8 @@ fn fresh_run_id(job: &Job, surfaces: &Rc<RefCell<Surfaces>>) -> Option<String> {
 }
 
 /// Runs `req` to its end, and whatever waits in the queue after it; returns
-/// the worst exit code.
-pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
+/// the worst outcome.
+pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> Outcome {
     let job = req.job;
     let store = match crate::store::open(req.config) {
         Ok(s) => s,
@@ -304,7 +299,7 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
             let message = format!("{}: not run: {e}", job.name);
             surfaces.borrow_mut().warn(&message);
             tell(req, Told::Error { message });
-            return CANNOT;
+            return Outcome::Unable;
         }
     };
     if surfaces.borrow().refuses_runs() {
@@ -319,7 +314,7 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
                 message: format!("{}: not run: the ledger is unavailable", job.name),
             },
         );
-        return CANNOT;
+        return Outcome::Unable;
     }
     // The job's output log is checked before the lease is taken: refused
     // now, the occurrence stays due and nothing is lost; refused later, the
@@ -329,7 +324,7 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
         let message = format!("{}: not run: {e}", job.name);
         surfaces.borrow_mut().warn(&message);
         tell(req, Told::Error { message });
-        return CANNOT;
+        return Outcome::Unable;
     }
     let Some(run_id) = fresh_run_id(job, surfaces) else {
         tell(
@@ -338,7 +333,7 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
                 message: "failed to read random bytes for a run id".into(),
             },
         );
-        return CANNOT;
+        return Outcome::Unable;
     };
     let occurrence = req.start.occurrence();
     let ctx = Context {
@@ -385,7 +380,7 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
                     message: format!("{}: not run: {e}", job.name),
                 },
             );
-            return CANNOT;
+            return Outcome::Unable;
         }
     };
     match outcome {
@@ -446,11 +441,11 @@ fn claimed_unstarted(
     occ: i64,
     at: i64,
     surfaces: &Rc<RefCell<Surfaces>>,
-) -> u8 {
+) -> Outcome {
     let job = req.job;
     let mut s = surfaces.borrow_mut();
     let Some(None) = s.ledger(|l| l.decision(&job.name, occ)) else {
-        return OK; // Decided (or the ledger cannot say): nothing to add.
+        return Outcome::Done; // Decided (or the ledger cannot say): nothing to add.
     };
     let now = s.now();
     let detail = if at == occ {
@@ -476,7 +471,7 @@ fn claimed_unstarted(
         streak: false,
     };
     if s.ledger(|l| l.miss(&miss, now)) != Some(baton_store::ledger::Missed::Recorded) {
-        return OK;
+        return Outcome::Done;
     }
     let mut alert = ctx.alert(
         AlertKind::Missed,
@@ -494,7 +489,7 @@ fn claimed_unstarted(
         MissReason::LedgerUnavailable,
     ));
     s.alert(&alert);
-    FAILED
+    Outcome::Failed
 }
 
 /// `record` (the lock's claim, or the job's guard) says this occurrence
@@ -505,7 +500,7 @@ fn claimed_already(
     at: i64,
     record: &str,
     surfaces: &Rc<RefCell<Surfaces>>,
-) -> u8 {
+) -> Outcome {
     let job = req.job;
     tell(req, Told::Claimed);
     if let Some(occ) = req.start.occurrence() {
@@ -517,7 +512,7 @@ fn claimed_already(
             occurrence_text(Some(at))
         ));
     }
-    OK
+    Outcome::Done
 }
 
 /// The ledger learns that `job`'s occurrence `at` started already, as
@@ -530,7 +525,7 @@ fn learn_claimed(surfaces: &Rc<RefCell<Surfaces>>, job: &str, at: i64, record: &
 }
 
 /// The run cannot start: said on the surfaces and to the teller.
-fn cannot(req: &Request<'_>, message: &str, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
+fn cannot(req: &Request<'_>, message: &str, surfaces: &Rc<RefCell<Surfaces>>) -> Outcome {
     surfaces.borrow_mut().warn_of(&req.job.name, message);
     tell(
         req,
@@ -538,7 +533,7 @@ fn cannot(req: &Request<'_>, message: &str, surfaces: &Rc<RefCell<Surfaces>>) ->
             message: message.to_owned(),
         },
     );
-    CANNOT
+    Outcome::Unable
 }
 
 /// A lock that was not free: quiet when another process runs this very
@@ -554,7 +549,7 @@ fn refused_lock(
     refused: &Refused,
     may_queue: bool,
     surfaces: &Rc<RefCell<Surfaces>>,
-) -> u8 {
+) -> Outcome {
     let job = req.job;
     let (reason, holder) = (refused.reason, refused.holder.as_ref());
     if req.start == Start::Queue {
@@ -566,7 +561,7 @@ fn refused_lock(
                 holder: holder.map(HolderInfo::of),
             },
         );
-        return OK;
+        return Outcome::Done;
     }
     if let (Some(at), Some(h)) = (req.start.occurrence(), holder)
         && reason == MissReason::Busy
@@ -579,7 +574,7 @@ fn refused_lock(
                 holder: Some(HolderInfo::of(h)),
             },
         );
-        return OK;
+        return Outcome::Done;
     }
     let why = refused.why.clone();
     if let Some(at) = req.start.occurrence() {
@@ -605,7 +600,7 @@ fn refused_lock(
         if let Some(baton_store::ledger::Missed::Moved) = s.ledger(|l| l.miss(&miss, now)) {
             drop(s);
             tell(req, Told::Decided);
-            return OK; // Decided elsewhere.
+            return Outcome::Done; // Decided elsewhere.
         }
     }
     let mut s = surfaces.borrow_mut();
@@ -629,13 +624,18 @@ fn refused_lock(
             message: alert.message.clone(),
         },
     );
-    FAILED
+    Outcome::Failed
 }
 
 /// `overlap = "queue"`: the occurrence waits for the run in flight (or
 /// joins the one already waiting), then the lock is tried once more, in case
 /// the holder released it in between.
-fn queue_behind(req: &Request<'_>, ctx: &Context, at: i64, surfaces: &Rc<RefCell<Surfaces>>) -> u8 {
+fn queue_behind(
+    req: &Request<'_>,
+    ctx: &Context,
+    at: i64,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) -> Outcome {
     let job = req.job;
     let queued = {
         let mut s = surfaces.borrow_mut();
@@ -669,7 +669,7 @@ fn queue_behind(req: &Request<'_>, ctx: &Context, at: i64, surfaces: &Rc<RefCell
         q
     };
     if !matches!(queued, Some(baton_store::ledger::Queued::Queued)) {
-        return OK;
+        return Outcome::Done;
     }
     run(
         &Request {
@@ -698,14 +698,14 @@ pub(crate) fn hold(
     lease: Box<dyn Held>,
     firsts: Vec<First>,
     surfaces: &Rc<RefCell<Surfaces>>,
-) -> u8 {
-    let mut worst = OK;
+) -> Outcome {
+    let mut worst = Outcome::Done;
     let mut lease = Some(lease);
     let mut firsts = firsts;
     for _ in 0..=RETAKES {
         let Some(held) = lease.take() else { break };
-        let (code, stop) = hold_once(req, held, std::mem::take(&mut firsts), surfaces);
-        worst = worst.max(code);
+        let (outcome, stop) = hold_once(req, held, std::mem::take(&mut firsts), surfaces);
+        worst = worst.max(outcome);
         if stop {
             break;
         }
@@ -737,13 +737,13 @@ pub(crate) fn hold(
 }
 
 /// One tenure of the lease: the first run, the queue, the release. Returns
-/// the worst code and whether to stop (a signal or a lost lease).
+/// the worst outcome and whether to stop (a signal or a lost lease).
 fn hold_once(
     req: &Request<'_>,
     lease: Box<dyn Held>,
     firsts: Vec<First>,
     surfaces: &Rc<RefCell<Surfaces>>,
-) -> (u8, bool) {
+) -> (Outcome, bool) {
     let job = req.job;
     let fence = lease.fence();
     let placeholder = Context {
@@ -779,10 +779,10 @@ fn hold_once(
             surfaces
                 .borrow_mut()
                 .warn(&format!("{}: cannot supervise the run: {e}", job.name));
-            return (CANNOT, true);
+            return (Outcome::Unable, true);
         }
     };
-    let mut worst = OK;
+    let mut worst = Outcome::Done;
     for f in firsts {
         if session.lost().is_some() || session.interrupted().is_some() {
             break;
@@ -804,18 +804,20 @@ fn hold_once(
         };
         worst = worst.max(steps::one(&sub, &ctx, &mut session, &current, surfaces));
     }
-    // A run whose start the shared ledger would not record (CANNOT) leaves
+    // A run whose start the shared ledger would not record (Outcome::Unable) leaves
     // the queue to a later holder: the ledger is not answering. Nor is the
     // queue read after the lease is gone.
-    let mut mates =
-        if worst == CANNOT || session.lost().is_some() || session.interrupted().is_some() {
-            Vec::new()
-        } else {
-            drainable(req.config, job, surfaces)
-        };
+    let mut mates = if worst == Outcome::Unable
+        || session.lost().is_some()
+        || session.interrupted().is_some()
+    {
+        Vec::new()
+    } else {
+        drainable(req.config, job, surfaces)
+    };
     let store = crate::store::open(req.config);
     let mut last_taken: Option<(String, i64)> = None;
-    while worst != CANNOT && session.lost().is_none() && session.interrupted().is_none() {
+    while worst != Outcome::Unable && session.lost().is_none() && session.interrupted().is_none() {
         let next = surfaces
             .borrow_mut()
             .ledger(|l| l.next_queued(&mates))
@@ -904,7 +906,8 @@ fn hold_once(
         };
         worst = worst.max(steps::one(&sub, &ctx, &mut session, &current, surfaces));
     }
-    let stop = worst == CANNOT || session.lost().is_some() || session.interrupted().is_some();
+    let stop =
+        worst == Outcome::Unable || session.lost().is_some() || session.interrupted().is_some();
     let finish = session.finish();
     drop(events);
     let c = ctx.borrow().clone();

@@ -1,41 +1,83 @@
 //! One run of a job inside a held lease: its `started` record, its steps in
 //! order with their retries, its checks, its verdict.
 //!
-//! A step is retried on failure, with a delay that doubles from `backoff`
-//! up to `backoff_max`, unless its exit code is one that is never retried;
-//! a step that still fails stops the steps after it. An HTTP step runs as
-//! `baton __http` (the current executable; see [`crate::http`]), through the
-//! runner like any other; its exit 22, a 4xx answer, is never retried. The
-//! checks run once each whatever the steps did (not after a lost lease or a
-//! signal: then nothing more may run). This module never takes, restates or releases the
-//! lease: [`crate::run`] does, around one run or several in a row.
+//! A step is retried on failure as its schedule says (`retry.rs`: a
+//! delay that doubles from `backoff` up to `backoff_max`, and exit codes
+//! that are never retried); a step that still fails stops the steps after
+//! it. An HTTP step runs as `baton __http` (the current executable; see
+//! [`crate::http`]), through the runner like any other; its exit 22, a 4xx
+//! answer, is never retried. The checks run once each whatever the steps
+//! did (not after a lost lease or a signal: then nothing more may run).
+//! This module never takes, restates or releases the lease: [`crate::run`]
+//! does, around one run or several in a row.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use baton_runner::{Ending, Event, Paused, Session, Stdin, StepSpec};
+use baton_runner::{Ending, Event, Holding, Paused, Session, Stdin, StepResult, StepSpec};
 use baton_store::words::{AlertKind, AttemptOutcome, MissReason, RunVerdict};
+use jiff::Timestamp;
 
 use crate::config::{Action, Step, StepKind};
 use crate::http;
+use crate::outcome::Outcome;
 use crate::output::OutputSink;
-use crate::run::{Context, FAILED, OK, Request};
+use crate::retry::{NoRetry, Schedule};
+use crate::run::{Context, Request};
 use crate::run_record::{Begin, RunRecord};
 use crate::surfaces::Surfaces;
 use crate::units::show_duration;
 
 /// Runs one occurrence (or a manual run) to its verdict under `session`'s
-/// lease, whose claim already names it. Returns the run's exit code.
+/// lease, whose claim already names it. Returns the run's outcome.
 pub(crate) fn one(
     req: &Request<'_>,
     ctx: &Rc<RefCell<Context>>,
     session: &mut Session<'_>,
     current: &Rc<RefCell<Option<String>>>,
     surfaces: &Rc<RefCell<Surfaces>>,
-) -> u8 {
-    let job = req.job;
+) -> Outcome {
     let c = ctx.borrow().clone();
+    let record = match begin(req, &c, session, surfaces) {
+        Ok(record) => record,
+        Err(outcome) => return outcome,
+    };
+    let started = surfaces.borrow().now();
+    let env = environment(req, &c, session.lease());
+    let tally = {
+        let mut run = Running {
+            req,
+            ctx: &c,
+            env: &env,
+            session: &mut *session,
+            current,
+            surfaces,
+            tally: Tally {
+                failed: None,
+                stopped: None,
+                seq: 0,
+                record,
+            },
+        };
+        run.steps_and_checks();
+        run.tally
+    };
+    *current.borrow_mut() = None;
+    finish(req, &c, tally, started, session, surfaces)
+}
+
+/// Records the run's start in the ledger, ends the runs of the lock's jobs
+/// that can no longer end on their own, and says that the run starts; the
+/// run's record, or the outcome of a run that does not start (the ledger
+/// decided its occurrence already, or would not record its start).
+fn begin(
+    req: &Request<'_>,
+    c: &Context,
+    session: &mut Session<'_>,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) -> Result<RunRecord, Outcome> {
+    let job = req.job;
     let occurrence = req.start.occurrence();
     let (host, pid) = (session.lease().host().to_owned(), std::process::id());
     fail::fail_point!("start-record");
@@ -60,13 +102,13 @@ pub(crate) fn one(
                 c.occurrence,
                 d.decision.as_str()
             ));
-            return OK;
+            return Err(Outcome::Done);
         }
         Begin::NotRecorded(why) => {
             // No run starts without its start recorded: it does not run,
             // and its claim must not stand for a run.
-            not_recorded(&c, occurrence, &why, session, surfaces);
-            return crate::run::CANNOT;
+            not_recorded(c, occurrence, &why, session, surfaces);
+            return Err(Outcome::Unable);
         }
     }
     let lease = session.lease();
@@ -87,65 +129,39 @@ pub(crate) fn one(
             lease.fence()
         ),
     );
-    let started = surfaces.borrow().now();
-    let env_base: Vec<(String, String)> = vec![
-        ("BATON_JOB".into(), job.name.clone()),
+    Ok(record)
+}
+
+/// The environment every attempt of the run starts with, before its step's
+/// own: who the run is and the lease it holds.
+fn environment(req: &Request<'_>, c: &Context, lease: &Holding) -> Vec<(String, String)> {
+    vec![
+        ("BATON_JOB".into(), req.job.name.clone()),
         ("BATON_OCCURRENCE".into(), c.occurrence.clone()),
         ("BATON_RUN_ID".into(), c.run_id.clone()),
         ("BATON_FENCE".into(), lease.fence().to_string()),
         ("BATON_TOKEN".into(), lease.token()),
         ("BATON_LOCK".into(), lease.describe()),
         ("BATON_CONFIG".into(), req.config.path.display().to_string()),
-    ];
-    let mut tally = Tally {
-        failed: None,
-        stopped: None,
-        seq: 0,
-        record,
-    };
-    for step in &job.steps {
-        if tally.failed.is_some() || tally.stopped.is_some() {
-            surfaces.borrow_mut().note(&format!(
-                "{} run={} step={} skipped: an earlier step failed",
-                job.name, c.run_id, step.name
-            ));
-            continue;
-        }
-        attempts(
-            req, &c, step, &env_base, session, current, &mut tally, surfaces,
-        );
-    }
-    for check in &job.checks {
-        if tally.stopped.is_some() {
-            surfaces.borrow_mut().note(&format!(
-                "{} run={} check={} not run: the run was stopped",
-                job.name, c.run_id, check.name
-            ));
-            continue;
-        }
-        attempts(
-            req, &c, check, &env_base, session, current, &mut tally, surfaces,
-        );
-    }
-    *current.borrow_mut() = None;
+    ]
+}
+
+/// Records the run's end (its verdict from `tally`) and says it; the run's
+/// outcome.
+fn finish(
+    req: &Request<'_>,
+    c: &Context,
+    tally: Tally,
+    started: Timestamp,
+    session: &mut Session<'_>,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) -> Outcome {
     let now = surfaces.borrow().now();
     let elapsed = Duration::try_from(now.duration_since(started)).unwrap_or_default();
-    let (verdict, code, success) = match (&tally.stopped, &tally.failed) {
-        (Some(why), _) => (*why, tally.failed.as_ref().map_or(1, run_code), false),
-        (None, Some((_, kind, ending, _))) => (
-            if *kind == StepKind::Check {
-                RunVerdict::CheckFailed
-            } else {
-                RunVerdict::Failed
-            },
-            i32::from(ending.exit_code()),
-            false,
-        ),
-        (None, None) => (RunVerdict::Ok, 0, true),
-    };
+    let (verdict, code, success) = tally.verdict();
     let row = baton_store::ledger::Finished {
         run_id: c.run_id.clone(),
-        job: job.name.clone(),
+        job: req.job.name.clone(),
         finished: now,
         verdict,
         exit_code: code,
@@ -156,11 +172,15 @@ pub(crate) fn one(
     tally.record.finish(&row, keep, session, surfaces);
     surfaces.borrow_mut().note(&format!(
         "{} run={} verdict={verdict} ({})",
-        job.name,
+        req.job.name,
         c.run_id,
         show_duration(elapsed)
     ));
-    if success { OK } else { FAILED }
+    if success {
+        Outcome::Done
+    } else {
+        Outcome::Failed
+    }
 }
 
 /// The exit code a run stopped at this step is recorded with: its command's
@@ -187,62 +207,74 @@ impl baton_runner::Report for Events {
         let now = s.now();
         let step = self.step.borrow().clone();
         let ctx = self.ctx.borrow().clone();
-        let job = &ctx.job;
-        let (kind, message) = match e {
-            Event::Overrunning { budget } => (
-                AlertKind::Overrunning,
-                format!(
-                    "{job}: run {} still running after its max_runtime of {}; nothing is stopped",
-                    ctx.run_id,
-                    show_duration(budget)
-                ),
-            ),
-            Event::TimedOut { after } => (
-                AlertKind::Timeout,
-                format!(
-                    "{job}: step {} timed out after {}; its whole process tree is being stopped",
-                    step.as_deref().unwrap_or("?"),
-                    show_duration(after)
-                ),
-            ),
-            Event::LeaseLost { why } => (
-                AlertKind::LeaseLost,
-                format!("{job}: {why}; the run is stopped and nothing more of it runs"),
-            ),
-            Event::RenewTrouble { why } => return s.warn(&format!("{job}: {why}")),
-            Event::Leftovers { count } => {
-                return s.note(&format!(
-                    "{job} run={} step={} left {count} process(es) running; stopping them",
-                    ctx.run_id,
-                    step.as_deref().unwrap_or("?")
-                ));
+        match said(e, &ctx, step.as_deref()) {
+            Said::Alert(kind, message) => {
+                let alert = ctx.alert(kind, now, step.as_deref(), message);
+                s.alert_in_step(&alert);
             }
-            Event::Stuck { pids, after } => {
-                return s.warn(&format!(
-                    "{job}: processes {pids:?} still run {} after SIGKILL; the lease is kept",
-                    show_duration(after)
-                ));
-            }
-            Event::Forwarded { signal } => {
-                return s.note(&format!(
-                    "{job} run={} passed signal {signal} to step {}",
-                    ctx.run_id,
-                    step.as_deref().unwrap_or("?")
-                ));
-            }
-            Event::NoCgroup { why } => return s.note(&format!("{job}: {why}")),
-            Event::Uncontained { why } => (
-                AlertKind::Uncontained,
-                format!(
-                    "{job}: run {} has no PID namespace ({why}); if its supervisor is killed, \
-                     processes a step detached from its group may outlive it (contain = false \
-                     asks for this and does not alert)",
-                    ctx.run_id
-                ),
+            Said::Warn(line) => s.warn(&line),
+            Said::Note(line) => s.note(&line),
+        }
+    }
+}
+
+/// What an event of the runner says, and where.
+enum Said {
+    /// An alert, in the step.
+    Alert(AlertKind, String),
+    /// A warning.
+    Warn(String),
+    /// A note.
+    Note(String),
+}
+
+/// What the runner's event `e` says of the run `ctx` at its step `step`.
+fn said(e: Event, ctx: &Context, step: Option<&str>) -> Said {
+    let job = &ctx.job;
+    let step = step.unwrap_or("?");
+    match e {
+        Event::Overrunning { budget } => Said::Alert(
+            AlertKind::Overrunning,
+            format!(
+                "{job}: run {} still running after its max_runtime of {}; nothing is stopped",
+                ctx.run_id,
+                show_duration(budget)
             ),
-        };
-        let alert = ctx.alert(kind, now, step.as_deref(), message);
-        s.alert_in_step(&alert);
+        ),
+        Event::TimedOut { after } => Said::Alert(
+            AlertKind::Timeout,
+            format!(
+                "{job}: step {step} timed out after {}; its whole process tree is being stopped",
+                show_duration(after)
+            ),
+        ),
+        Event::LeaseLost { why } => Said::Alert(
+            AlertKind::LeaseLost,
+            format!("{job}: {why}; the run is stopped and nothing more of it runs"),
+        ),
+        Event::RenewTrouble { why } => Said::Warn(format!("{job}: {why}")),
+        Event::Leftovers { count } => Said::Note(format!(
+            "{job} run={} step={step} left {count} process(es) running; stopping them",
+            ctx.run_id
+        )),
+        Event::Stuck { pids, after } => Said::Warn(format!(
+            "{job}: processes {pids:?} still run {} after SIGKILL; the lease is kept",
+            show_duration(after)
+        )),
+        Event::Forwarded { signal } => Said::Note(format!(
+            "{job} run={} passed signal {signal} to step {step}",
+            ctx.run_id
+        )),
+        Event::NoCgroup { why } => Said::Note(format!("{job}: {why}")),
+        Event::Uncontained { why } => Said::Alert(
+            AlertKind::Uncontained,
+            format!(
+                "{job}: run {} has no PID namespace ({why}); if its supervisor is killed, \
+                 processes a step detached from its group may outlive it (contain = false \
+                 asks for this and does not alert)",
+                ctx.run_id
+            ),
+        ),
     }
 }
 
@@ -253,6 +285,43 @@ struct Tally {
     stopped: Option<RunVerdict>,
     seq: u32,
     record: RunRecord,
+}
+
+impl Tally {
+    /// The run's verdict, the exit code it is recorded with, and whether it
+    /// succeeded.
+    fn verdict(&self) -> (RunVerdict, i32, bool) {
+        match (&self.stopped, &self.failed) {
+            (Some(why), _) => (*why, self.failed.as_ref().map_or(1, run_code), false),
+            (None, Some((_, kind, ending, _))) => (
+                if *kind == StepKind::Check {
+                    RunVerdict::CheckFailed
+                } else {
+                    RunVerdict::Failed
+                },
+                i32::from(ending.exit_code()),
+                false,
+            ),
+            (None, None) => (RunVerdict::Ok, 0, true),
+        }
+    }
+
+    /// `step` failed for good with `result`; `stop` stops the run. A step's
+    /// failure is kept over a check's, and the first check's over later
+    /// ones.
+    fn fail(&mut self, step: &Step, stop: Option<RunVerdict>, result: StepResult) {
+        self.stopped = self.stopped.or(stop);
+        if self.failed.is_none() || step.kind == StepKind::Step {
+            self.failed = Some((step.name.clone(), step.kind, result.ending, result.code));
+        }
+    }
+
+    /// The run was stopped (`why`) while `step` waited to be retried after
+    /// `result`.
+    fn cut_short(&mut self, why: RunVerdict, step: &Step, result: StepResult) {
+        self.stopped = Some(why);
+        self.failed = Some((step.name.clone(), step.kind, result.ending, result.code));
+    }
 }
 
 /// A run whose start the ledger did not record: it does not run. Its
@@ -293,32 +362,8 @@ fn not_recorded(
     if recorded == Some(baton_store::ledger::Missed::Moved) {
         return; // Decided elsewhere.
     }
-    if recorded.is_none() {
-        let once = baton_lease::Once {
-            key: c.job.clone(),
-            at,
-        };
-        match session.withdraw(&once) {
-            Ok(true) => {
-                surfaces.borrow_mut().warn_of(
-                    &c.job,
-                    &format!(
-                        "{}: occurrence {} not run: {why}; the ledger records no miss either, so \
-                     its claim on {} is taken back: a later tick runs it or records it missed",
-                        c.job, c.occurrence, c.lock
-                    ),
-                );
-                return;
-            }
-            Ok(false) => {}
-            Err(e) => surfaces.borrow_mut().warn_of(
-                &c.job,
-                &format!(
-                    "{}: occurrence {}: failed to take back its claim on {}: {e}",
-                    c.job, c.occurrence, c.lock
-                ),
-            ),
-        }
+    if recorded.is_none() && take_back_claim(c, at, why, session, surfaces) {
+        return;
     }
     let mut s = surfaces.borrow_mut();
     let now = s.now();
@@ -340,14 +385,44 @@ fn not_recorded(
     }
 }
 
-/// The delay before retry `n` (1 for the first retry): `backoff` doubled
-/// per retry, at most `backoff_max`.
-pub fn retry_delay(step: &Step, n: u32) -> Duration {
-    let factor = 2u32.saturating_pow(n.saturating_sub(1));
-    step.backoff
-        .value
-        .saturating_mul(factor)
-        .min(step.backoff_max.value)
+/// Takes back the lock file's claim on occurrence `at`, which the ledger
+/// records neither started nor missed (`why`); whether it was taken back
+/// (then said). The shared store keeps its claim.
+fn take_back_claim(
+    c: &Context,
+    at: i64,
+    why: &str,
+    session: &mut Session<'_>,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) -> bool {
+    let once = baton_lease::Once {
+        key: c.job.clone(),
+        at,
+    };
+    match session.withdraw(&once) {
+        Ok(true) => {
+            surfaces.borrow_mut().warn_of(
+                &c.job,
+                &format!(
+                    "{}: occurrence {} not run: {why}; the ledger records no miss either, so \
+                 its claim on {} is taken back: a later tick runs it or records it missed",
+                    c.job, c.occurrence, c.lock
+                ),
+            );
+            true
+        }
+        Ok(false) => false,
+        Err(e) => {
+            surfaces.borrow_mut().warn_of(
+                &c.job,
+                &format!(
+                    "{}: occurrence {}: failed to take back its claim on {}: {e}",
+                    c.job, c.occurrence, c.lock
+                ),
+            );
+            false
+        }
+    }
 }
 
 /// The program a step runs, and what it adds to the step's environment: a
@@ -387,74 +462,149 @@ fn working_dir(config: &crate::config::Config, step: &Step) -> Option<std::path:
     })
 }
 
-#[allow(clippy::too_many_arguments)] // The run's state, passed down one level.
-fn attempts(
-    req: &Request<'_>,
-    ctx: &Context,
-    step: &Step,
-    env_base: &[(String, String)],
-    session: &mut Session<'_>,
-    current: &Rc<RefCell<Option<String>>>,
-    tally: &mut Tally,
-    surfaces: &Rc<RefCell<Surfaces>>,
-) {
-    let job = req.job;
-    let what = step.kind.as_str();
-    let max = step.retries.value + 1;
-    *current.borrow_mut() = Some(step.name.clone());
-    for attempt in 1..=max {
-        let logs = surfaces.borrow().logs.clone();
-        let at = surfaces.borrow().now();
-        let header = format!(
-            "=== {} {} run={} {what}={} attempt={attempt} start\n",
-            logs.stamp(at),
-            job.name,
-            ctx.run_id,
+/// A run under way: what each attempt of its steps needs, and what they
+/// have come to.
+struct Running<'a, 's> {
+    req: &'a Request<'a>,
+    ctx: &'a Context,
+    /// The run's environment ([`environment`]).
+    env: &'a [(String, String)],
+    session: &'a mut Session<'s>,
+    /// The step running, as the runner's events report it.
+    current: &'a Rc<RefCell<Option<String>>>,
+    surfaces: &'a Rc<RefCell<Surfaces>>,
+    tally: Tally,
+}
+
+/// One attempt that ran (or could not start).
+struct Tried {
+    /// Its number, 1 for the first.
+    attempt: u32,
+    result: StepResult,
+    /// Its ending, as the logs say it.
+    shown: String,
+}
+
+impl Running<'_, '_> {
+    /// The job's steps in order, until one fails for good or the run is
+    /// stopped; then its checks, unless the run was stopped.
+    fn steps_and_checks(&mut self) {
+        let job = self.req.job;
+        for step in &job.steps {
+            if self.tally.failed.is_some() || self.tally.stopped.is_some() {
+                self.surfaces.borrow_mut().note(&format!(
+                    "{} run={} step={} skipped: an earlier step failed",
+                    job.name, self.ctx.run_id, step.name
+                ));
+                continue;
+            }
+            self.attempts(step);
+        }
+        for check in &job.checks {
+            if self.tally.stopped.is_some() {
+                self.surfaces.borrow_mut().note(&format!(
+                    "{} run={} check={} not run: the run was stopped",
+                    job.name, self.ctx.run_id, check.name
+                ));
+                continue;
+            }
+            self.attempts(check);
+        }
+    }
+
+    /// Runs `step` (or a check) until an attempt succeeds, its schedule
+    /// allows no retry, or the run is stopped; a failure for good goes to
+    /// the tally.
+    fn attempts(&mut self, step: &Step) {
+        let schedule = Schedule::of(step);
+        *self.current.borrow_mut() = Some(step.name.clone());
+        for attempt in 1..=schedule.attempts() {
+            let tried = self.attempt(step, attempt);
+            if tried.result.ending.success() {
+                self.surfaces.borrow_mut().note(&format!(
+                    "{} ok ({})",
+                    self.label(step, attempt),
+                    show_duration(tried.result.duration)
+                ));
+                return;
+            }
+            let code = tried.result.ending.exit_code();
+            let refusal = schedule.refusal(code, tried.result.code);
+            let next = schedule.next(attempt, refusal);
+            let stop = self.stop(&tried.result, next.is_some());
+            if let (None, Some(delay)) = (stop, next) {
+                self.surfaces.borrow_mut().note(&format!(
+                    "{} {} ({}); retry {attempt} of {} in {}",
+                    self.label(step, attempt),
+                    tried.shown,
+                    show_duration(tried.result.duration),
+                    schedule.attempts() - 1,
+                    show_duration(delay)
+                ));
+                match self.session.pause(delay) {
+                    Paused::Elapsed => continue,
+                    Paused::Interrupted(_) => {
+                        return self
+                            .tally
+                            .cut_short(RunVerdict::Interrupted, step, tried.result);
+                    }
+                    Paused::LeaseLost => {
+                        return self
+                            .tally
+                            .cut_short(RunVerdict::LeaseLost, step, tried.result);
+                    }
+                }
+            }
+            let why = why_last(code, attempt, schedule.attempts(), refusal);
+            return self.give_up(step, &why, stop, tried);
+        }
+    }
+
+    /// What stops the run after an attempt that failed with `result`;
+    /// `retried` says whether another attempt would follow. A lost lease
+    /// cuts the run short only where it stopped the command or keeps a
+    /// retry from running: a command that failed by itself on its last
+    /// attempt keeps its own verdict (`DESIGN.md`, "What a lost lease does
+    /// to the record").
+    fn stop(&self, result: &StepResult, retried: bool) -> Option<RunVerdict> {
+        match &result.ending {
+            Ending::LeaseLost => Some(RunVerdict::LeaseLost),
+            _ if self.session.lost().is_some() && retried => Some(RunVerdict::LeaseLost),
+            _ if result.interrupted.is_some() || self.session.interrupted().is_some() => {
+                Some(RunVerdict::Interrupted)
+            }
+            _ => None,
+        }
+    }
+
+    /// How the logs name attempt `attempt` of `step`.
+    fn label(&self, step: &Step, attempt: u32) -> String {
+        format!(
+            "{} run={} {}={} attempt={attempt}",
+            self.req.job.name,
+            self.ctx.run_id,
+            step.kind.as_str(),
             step.name
-        );
+        )
+    }
+
+    /// Attempt `attempt` of `step`: framed in the job's log, run, and
+    /// recorded.
+    fn attempt(&mut self, step: &Step, attempt: u32) -> Tried {
+        let job = self.req.job;
+        let label = self.label(step, attempt);
+        let logs = self.surfaces.borrow().logs.clone();
+        let at = self.surfaces.borrow().now();
+        let header = format!("=== {} {label} start\n", logs.stamp(at));
         let _ = logs.job_lines(&job.name, at, header.as_bytes());
-        surfaces.borrow_mut().note(&format!(
-            "{} run={} {what}={} attempt={attempt} start",
-            job.name, ctx.run_id, step.name
-        ));
-        let (sink, captured) = OutputSink::new(
-            logs.clone(),
-            &job.name,
-            at,
-            step.output_limit.value,
-            req.tee,
-        );
-        let (argv, request) = program(&step.action.value);
-        let mut spec = StepSpec::new(argv[0].clone(), argv[1..].iter().map(Into::into).collect());
-        spec.env = env_base
-            .iter()
-            .cloned()
-            .chain([
-                ("BATON_STEP".to_owned(), step.name.clone()),
-                ("BATON_ATTEMPT".to_owned(), attempt.to_string()),
-            ])
-            .chain(step.env.iter().cloned())
-            .chain(request)
-            .map(|(k, v)| (k.into(), v.into()))
-            .collect();
-        spec.cwd = working_dir(req.config, step);
-        spec.timeout = step.timeout.value;
-        spec.kill_grace = step.kill_grace.value;
-        spec.contain = job.policy.contain.value;
-        spec.stdin = Stdin::Null;
-        spec.output = baton_runner::Output::Capture(Box::new(sink));
+        self.surfaces.borrow_mut().note(&format!("{label} start"));
+        let limit = step.output_limit.value;
+        let (sink, captured) = OutputSink::new(logs.clone(), &job.name, at, limit, self.req.tee);
+        let spec = self.spec(step, attempt, sink);
         fail::fail_point!("attempt-start");
-        let result = session.run(spec);
+        let result = self.session.run(spec);
         fail::fail_point!("attempt-end");
-        let finished = surfaces.borrow().now();
-        let outcome = match &result.ending {
-            e if e.success() => AttemptOutcome::Ok,
-            Ending::TimedOut => AttemptOutcome::Timeout,
-            Ending::LeaseLost => AttemptOutcome::LeaseLost,
-            Ending::NotStarted(_) => AttemptOutcome::NotStarted,
-            _ if result.interrupted.is_some() => AttemptOutcome::Interrupted,
-            _ => AttemptOutcome::Failed,
-        };
+        let finished = self.surfaces.borrow().now();
         let shown = match &result.ending {
             Ending::NotStarted(f) => f.message.clone(),
             e => e.describe(),
@@ -465,23 +615,77 @@ fn attempts(
             .and_then(|c| c.clone())
             .unwrap_or_default();
         let footer = format!(
-            "=== {} {} run={} {what}={} attempt={attempt} {shown} ({})\n",
+            "=== {} {label} {shown} ({})\n",
             logs.stamp(finished),
-            job.name,
-            ctx.run_id,
-            step.name,
             show_duration(result.duration)
         );
         let _ = logs.job_lines(&job.name, at, footer.as_bytes());
-        tally.seq += 1;
-        let row = baton_store::ledger::Attempt {
-            run_id: ctx.run_id.clone(),
-            job: job.name.clone(),
-            seq: tally.seq,
+        let row = self.row(step, attempt, (at, finished), &result);
+        let mut s = self.surfaces.borrow_mut();
+        self.tally.record.attempt(row, &mut s);
+        if let Some(problem) = cut.failed {
+            s.warn(&format!("{}: {problem}", job.name));
+        }
+        Tried {
+            attempt,
+            result,
+            shown,
+        }
+    }
+
+    /// What the runner starts for attempt `attempt` of `step`: its program;
+    /// the run's environment, then `BATON_STEP` and `BATON_ATTEMPT`, then
+    /// the step's own, then an HTTP step's request; where and how it runs.
+    fn spec(&self, step: &Step, attempt: u32, sink: OutputSink) -> StepSpec {
+        let (argv, request) = program(&step.action.value);
+        let mut spec = StepSpec::new(argv[0].clone(), argv[1..].iter().map(Into::into).collect());
+        spec.env = self
+            .env
+            .iter()
+            .cloned()
+            .chain([
+                ("BATON_STEP".to_owned(), step.name.clone()),
+                ("BATON_ATTEMPT".to_owned(), attempt.to_string()),
+            ])
+            .chain(step.env.iter().cloned())
+            .chain(request)
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        spec.cwd = working_dir(self.req.config, step);
+        spec.timeout = step.timeout.value;
+        spec.kill_grace = step.kill_grace.value;
+        spec.contain = self.req.job.policy.contain.value;
+        spec.stdin = Stdin::Null;
+        spec.output = baton_runner::Output::Capture(Box::new(sink));
+        spec
+    }
+
+    /// The ledger's row of attempt `attempt` of `step`, run from `started`
+    /// to `finished`: the run's next in sequence.
+    fn row(
+        &mut self,
+        step: &Step,
+        attempt: u32,
+        (started, finished): (Timestamp, Timestamp),
+        result: &StepResult,
+    ) -> baton_store::ledger::Attempt {
+        let outcome = match &result.ending {
+            e if e.success() => AttemptOutcome::Ok,
+            Ending::TimedOut => AttemptOutcome::Timeout,
+            Ending::LeaseLost => AttemptOutcome::LeaseLost,
+            Ending::NotStarted(_) => AttemptOutcome::NotStarted,
+            _ if result.interrupted.is_some() => AttemptOutcome::Interrupted,
+            _ => AttemptOutcome::Failed,
+        };
+        self.tally.seq += 1;
+        baton_store::ledger::Attempt {
+            run_id: self.ctx.run_id.clone(),
+            job: self.req.job.name.clone(),
+            seq: self.tally.seq,
             step: step.name.clone(),
             kind: step.kind,
             attempt,
-            started: at,
+            started,
             finished,
             exit_code: result.code.or(match &result.ending {
                 Ending::NotStarted(f) => Some(i32::from(f.exit_code())),
@@ -492,85 +696,24 @@ fn attempts(
             }),
             signal: result.signal,
             outcome,
-        };
-        let mut s = surfaces.borrow_mut();
-        tally.record.attempt(row, &mut s);
-        if let Some(problem) = cut.failed {
-            s.warn(&format!("{}: {problem}", job.name));
         }
-        if result.ending.success() {
-            s.note(&format!(
-                "{} run={} {what}={} attempt={attempt} ok ({})",
-                job.name,
-                ctx.run_id,
-                step.name,
-                show_duration(result.duration)
-            ));
-            return;
-        }
-        let code = result.ending.exit_code();
-        let refused = matches!(step.action.value, Action::Http(_))
-            && result.code == Some(i32::from(http::EXIT_CLIENT_ERROR));
-        let no_retry = refused || step.no_retry_exit_codes.value.contains(&i32::from(code));
-        // A lost lease cuts the run short only where it stopped the command
-        // or keeps a retry from running: a command that failed by itself on
-        // its last attempt keeps its own verdict (`DESIGN.md`, "What a lost
-        // lease does to the record").
-        let stop = match &result.ending {
-            Ending::LeaseLost => Some(RunVerdict::LeaseLost),
-            _ if session.lost().is_some() && attempt < max && !no_retry => {
-                Some(RunVerdict::LeaseLost)
-            }
-            _ if result.interrupted.is_some() || session.interrupted().is_some() => {
-                Some(RunVerdict::Interrupted)
-            }
-            _ => None,
-        };
-        let last = attempt == max || stop.is_some() || no_retry;
-        if !last {
-            let delay = retry_delay(step, attempt);
-            s.note(&format!(
-                "{} run={} {what}={} attempt={attempt} {shown} ({}); retry {} of {} in {}",
-                job.name,
-                ctx.run_id,
-                step.name,
-                show_duration(result.duration),
-                attempt,
-                max - 1,
-                show_duration(delay)
-            ));
-            drop(s);
-            match session.pause(delay) {
-                Paused::Elapsed => continue,
-                Paused::Interrupted(_) => {
-                    tally.stopped = Some(RunVerdict::Interrupted);
-                    tally.failed = Some((step.name.clone(), step.kind, result.ending, result.code));
-                    return;
-                }
-                Paused::LeaseLost => {
-                    tally.stopped = Some(RunVerdict::LeaseLost);
-                    tally.failed = Some((step.name.clone(), step.kind, result.ending, result.code));
-                    return;
-                }
-            }
-        }
-        let why = if refused && attempt < max {
-            format!(
-                " (exit code {code}: the server answered 4xx, a client error, which is never \
-                 retried)"
-            )
-        } else if no_retry && attempt < max {
-            format!(" (exit code {code} is never retried)")
-        } else if max > 1 {
-            format!(" after {attempt} attempts")
-        } else {
-            String::new()
-        };
+    }
+
+    /// `step` failed for good (`why` says why no attempt follows): said,
+    /// alerted unless the run is stopped (`stop`) or the step timed out
+    /// (both alerted already), and tallied.
+    fn give_up(&mut self, step: &Step, why: &str, stop: Option<RunVerdict>, tried: Tried) {
+        let job = self.req.job;
+        let what = step.kind.as_str();
+        let Tried {
+            attempt,
+            result,
+            shown,
+        } = tried;
+        let mut s = self.surfaces.borrow_mut();
         s.note(&format!(
-            "{} run={} {what}={} attempt={attempt} {shown} ({}): {what} failed{why}",
-            job.name,
-            ctx.run_id,
-            step.name,
+            "{} {shown} ({}): {what} failed{why}",
+            self.label(step, attempt),
             show_duration(result.duration)
         ));
         if stop.is_none() && result.ending != Ending::TimedOut {
@@ -580,20 +723,33 @@ fn attempts(
                 AlertKind::StepFailed
             };
             let now = s.now();
-            let mut alert = ctx.alert(
+            let mut alert = self.ctx.alert(
                 kind,
                 now,
                 Some(&step.name),
                 format!("{}: {what} {} {shown}{why}", job.name, step.name),
             );
-            alert.status = Some(i32::from(code));
+            alert.status = Some(i32::from(result.ending.exit_code()));
             s.alert(&alert);
         }
-        tally.stopped = tally.stopped.or(stop);
-        if tally.failed.is_none() || step.kind == StepKind::Step {
-            tally.failed = Some((step.name.clone(), step.kind, result.ending, result.code));
+        drop(s);
+        self.tally.fail(step, stop, result);
+    }
+}
+
+/// Why failed attempt `attempt` of `attempts` (exit `code`) was the last,
+/// as the logs add it.
+fn why_last(code: u8, attempt: u32, attempts: u32, refusal: Option<NoRetry>) -> String {
+    match refusal {
+        Some(NoRetry::ClientError) if attempt < attempts => format!(
+            " (exit code {code}: the server answered 4xx, a client error, which is never \
+             retried)"
+        ),
+        Some(NoRetry::Listed) if attempt < attempts => {
+            format!(" (exit code {code} is never retried)")
         }
-        return;
+        _ if attempts > 1 => format!(" after {attempt} attempts"),
+        _ => String::new(),
     }
 }
 
@@ -642,47 +798,103 @@ fn abandon_the_dead(
             if run.run_id == current || !(superseded || (here && gone)) {
                 continue;
             }
-            let state = &req.config.settings.state_dir.value;
-            let keep = req.config.settings.history_keep.value;
-            // A run that ended while the ledger would not take its end kept
-            // it in its slot: that is its record, not `abandoned`.
-            if let Some(end) = crate::end_slot::kept(state, &run.run_id)
-                && end.job == mate
-            {
-                if s.ledger(|l| l.finish_run(&end, keep)).is_some() {
-                    crate::end_slot::forget(state, &run.run_id);
-                    s.note(&format!(
-                        "{mate} run={} verdict={} (exit {}): recorded from its end slot",
-                        run.run_id, end.verdict, end.exit_code
-                    ));
-                }
-                continue;
-            }
-            let finished = baton_store::ledger::Finished {
-                run_id: run.run_id.clone(),
-                job: mate.to_owned(),
-                finished: now,
-                verdict: RunVerdict::Abandoned,
-                exit_code: 125,
-                success: false,
-            };
-            if s.ledger(|l| l.finish_run(&finished, keep)).is_some() {
-                crate::end_slot::forget(state, &run.run_id);
-                let why = if superseded {
-                    format!(
-                        "its lease (fence {}) passed to this run (fence {fence}) and it never \
-                         recorded an end",
-                        run.fence.unwrap_or_default()
-                    )
-                } else {
-                    format!(
-                        "its process ({}) is gone and never recorded an end",
-                        run.pid
-                            .map_or_else(|| "unknown".into(), |p| format!("pid {p}"))
-                    )
-                };
-                s.note(&format!("{mate} run={} abandoned: {why}", run.run_id));
-            }
+            let why = why_abandoned(&run, superseded, fence);
+            end_abandoned(req, mate, &run, &why, now, &mut s);
+        }
+    }
+}
+
+/// Why the run `run` is `abandoned`: its lease passed to this run's
+/// (`superseded`, under `fence`), or its process is gone.
+fn why_abandoned(run: &baton_store::ledger::RunRow, superseded: bool, fence: u64) -> String {
+    if superseded {
+        format!(
+            "its lease (fence {}) passed to this run (fence {fence}) and it never recorded an \
+             end",
+            run.fence.unwrap_or_default()
+        )
+    } else {
+        format!(
+            "its process ({}) is gone and never recorded an end",
+            run.pid
+                .map_or_else(|| "unknown".into(), |p| format!("pid {p}"))
+        )
+    }
+}
+
+/// Records the end of `mate`'s run `run`, which can no longer end on its
+/// own: the end it kept in its slot when the ledger would not take it, else
+/// `abandoned` (`why`) at `now`.
+fn end_abandoned(
+    req: &Request<'_>,
+    mate: &str,
+    run: &baton_store::ledger::RunRow,
+    why: &str,
+    now: Timestamp,
+    s: &mut Surfaces,
+) {
+    let state = &req.config.settings.state_dir.value;
+    let keep = req.config.settings.history_keep.value;
+    // A run that ended while the ledger would not take its end kept it in
+    // its slot: that is its record, not `abandoned`.
+    if let Some(end) = crate::end_slot::kept(state, &run.run_id)
+        && end.job == mate
+    {
+        if s.ledger(|l| l.finish_run(&end, keep)).is_some() {
+            crate::end_slot::forget(state, &run.run_id);
+            s.note(&format!(
+                "{mate} run={} verdict={} (exit {}): recorded from its end slot",
+                run.run_id, end.verdict, end.exit_code
+            ));
+        }
+        return;
+    }
+    let finished = baton_store::ledger::Finished {
+        run_id: run.run_id.clone(),
+        job: mate.to_owned(),
+        finished: now,
+        verdict: RunVerdict::Abandoned,
+        exit_code: 125,
+        success: false,
+    };
+    if s.ledger(|l| l.finish_run(&finished, keep)).is_some() {
+        crate::end_slot::forget(state, &run.run_id);
+        s.note(&format!("{mate} run={} abandoned: {why}", run.run_id));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_failed_attempt_says_why_no_retry_follows() {
+        let cases = [
+            (
+                22,
+                1,
+                3,
+                Some(NoRetry::ClientError),
+                " (exit code 22: the server answered 4xx, a client error, which is never retried)",
+            ),
+            (
+                2,
+                2,
+                3,
+                Some(NoRetry::Listed),
+                " (exit code 2 is never retried)",
+            ),
+            (2, 3, 3, Some(NoRetry::Listed), " after 3 attempts"),
+            (1, 3, 3, None, " after 3 attempts"),
+            (1, 1, 1, None, ""),
+            (2, 1, 1, Some(NoRetry::Listed), ""),
+        ];
+        for (code, attempt, attempts, refusal, why) in cases {
+            assert_eq!(
+                why_last(code, attempt, attempts, refusal),
+                why,
+                "{code} {attempt}/{attempts}"
+            );
         }
     }
 }

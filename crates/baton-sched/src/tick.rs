@@ -9,8 +9,8 @@
 //!
 //! Runs go concurrently, each in a process of its own forked from the tick
 //! (at most `max_parallel` at once), because each run needs its own
-//! subreaper and signal handlers; `tick` waits for them and exits with the
-//! worst code. The tick itself stays single-threaded until every run has
+//! subreaper and signal handlers; `tick` waits for them and ends with the
+//! worst outcome. The tick itself stays single-threaded until every run has
 //! been forked. The kill switch is checked before anything is touched: no
 //! directory, lock, ledger or log.
 
@@ -21,7 +21,8 @@ use std::sync::Arc;
 use baton_lease::Clock;
 
 use crate::config::{Config, Job};
-use crate::run::{self, CANNOT, FAILED, OK, Start};
+use crate::outcome::Outcome;
+use crate::run::{self, Start};
 use crate::surfaces::Surfaces;
 
 /// Checks that the names are jobs of `config`; the first that is not.
@@ -84,16 +85,16 @@ pub fn preflight(config: &Config, now: jiff::Timestamp) -> Result<(), Unprepared
     Ok(())
 }
 
-/// `baton tick [JOB…]`: runs what is due now; returns the exit code.
-pub fn tick(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> u8 {
-    tick_report(config, only, clock).code
+/// `baton tick [JOB…]`: runs what is due now; returns the worst outcome.
+pub fn tick(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> Outcome {
+    tick_report(config, only, clock).outcome
 }
 
 /// What one `baton tick` did, for `tick --json`.
 #[derive(Debug, Clone, Default)]
 pub struct TickReport {
-    /// The exit code.
-    pub code: u8,
+    /// The worst outcome.
+    pub outcome: Outcome,
     /// Whether the kill switch let it look at all.
     pub enabled: bool,
     /// What it decided: the starts, the misses it recorded.
@@ -105,8 +106,8 @@ pub struct TickReport {
 /// How the process running one start ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunEnd {
-    /// It exited with this code (0, 1 or 2, as `baton run`'s).
-    Exited(u8),
+    /// It exited with this outcome (as `baton run`'s).
+    Exited(Outcome),
     /// It died of this signal.
     Signaled(i32),
     /// It was not started (a stop came first, or it could not be forked).
@@ -125,12 +126,12 @@ pub fn tick_report(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> T
             "tick: no job named {name:?} in {}",
             config.path.display()
         ));
-        report.code = CANNOT;
+        report.outcome = Outcome::Unable;
         return report;
     }
     if let Err(e) = preflight(config, clock.wall()) {
         crate::say::line(format_args!("tick: {e}; nothing was run"));
-        report.code = CANNOT;
+        report.outcome = Outcome::Unable;
         return report;
     }
     // In the shared store, nothing is decided without the ledger; it is
@@ -140,7 +141,7 @@ pub fn tick_report(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> T
             Ok(l) => Some(l),
             Err(e) => {
                 crate::say::line(format_args!("tick: {e}; nothing was run"));
-                report.code = CANNOT;
+                report.outcome = Outcome::Unable;
                 return report;
             }
         }
@@ -150,7 +151,7 @@ pub fn tick_report(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> T
     let due = decide_due_with(config, only, &clock, ledger).0;
     if due.ledger_newer {
         // Said once, by the decision: nothing was decided, nothing runs.
-        report.code = CANNOT;
+        report.outcome = Outcome::Unable;
         return report;
     }
     let due_jobs: Vec<(&Job, Start)> = due
@@ -159,14 +160,18 @@ pub fn tick_report(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> T
         .filter_map(|(name, start)| config.jobs.get(name).map(|j| (j, *start)))
         .collect();
     let alerted = due.alerted;
-    let decided = if alerted { FAILED } else { OK };
-    let code = if due_jobs.is_empty() {
+    let decided = if alerted {
+        Outcome::Failed
+    } else {
+        Outcome::Done
+    };
+    let outcome = if due_jobs.is_empty() {
         decided
     } else {
-        let (code, ended) = run_all(config, &due_jobs, &clock);
+        let (outcome, ended) = run_all(config, &due_jobs, &clock);
         report.ended = ended;
         checkpoint(config, &clock);
-        code.max(decided)
+        outcome.max(decided)
     };
     let pruned = crate::logs::Logs::new(
         &config.settings.state_dir.value,
@@ -176,7 +181,7 @@ pub fn tick_report(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> T
     if let Err(e) = pruned {
         crate::say::line(format_args!("tick: old logs are not pruned: {e}"));
     }
-    report.code = code;
+    report.outcome = outcome;
     report.due = due;
     report
 }
@@ -277,14 +282,14 @@ pub fn checkpoint(config: &Config, clock: &Arc<dyn Clock>) {
     s.finish();
 }
 
-/// Runs each due job in a worker process of its own; the worst code, and
+/// Runs each due job in a worker process of its own; the worst outcome, and
 /// how each ended.
 fn run_all(
     config: &Config,
     due_jobs: &[(&Job, Start)],
     clock: &Arc<dyn Clock>,
-) -> (u8, Vec<(String, RunEnd)>) {
-    let one = |job: &Job, start: Start| -> u8 {
+) -> (Outcome, Vec<(String, RunEnd)>) {
+    let one = |job: &Job, start: Start| -> Outcome {
         let s = Rc::new(RefCell::new(Surfaces::open(config, Arc::clone(clock))));
         let req = run::Request {
             config,
@@ -294,9 +299,9 @@ fn run_all(
             teller: None,
             stop_on_signal: false,
         };
-        let code = run::run(&req, &s);
+        let outcome = run::run(&req, &s);
         s.borrow_mut().finish();
-        code
+        outcome
     };
     let max = usize::try_from(config.settings.max_parallel.value).unwrap_or(1);
     let mut pool = match baton_runner::Pool::new(max) {
@@ -314,11 +319,11 @@ fn run_all(
                     _ => None,
                 })
                 .max()
-                .unwrap_or(OK);
+                .unwrap_or(Outcome::Done);
             return (worst, ends);
         }
     };
-    let mut worst = OK;
+    let mut worst = Outcome::Done;
     let mut not_started = 0usize;
     let mut ends: Vec<(String, RunEnd)> = Vec::new();
     for (job, at) in due_jobs {
@@ -328,14 +333,14 @@ fn run_all(
             ends.push((job.name.clone(), RunEnd::NotStarted));
             continue;
         }
-        if let Err(e) = pool.spawn(job.name.clone(), || one(job, *at)) {
+        if let Err(e) = pool.spawn(job.name.clone(), || one(job, *at).worker_status()) {
             if pool.stopped().is_some() {
                 not_started += 1;
             } else {
                 crate::say::line(format_args!("tick: {} not started: {e}", job.name));
             }
             ends.push((job.name.clone(), RunEnd::NotStarted));
-            worst = worst.max(FAILED);
+            worst = worst.max(Outcome::Failed);
         }
     }
     let (ended, stopped) = pool.finish();
@@ -344,24 +349,26 @@ fn run_all(
         ends.push((
             name.clone(),
             match end {
-                baton_runner::WorkerEnd::Exited(c) => RunEnd::Exited(c),
+                baton_runner::WorkerEnd::Exited(c) => RunEnd::Exited(Outcome::of_worker_status(c)),
                 baton_runner::WorkerEnd::Signaled(sig) => RunEnd::Signaled(sig),
             },
         ));
         match end {
-            baton_runner::WorkerEnd::Exited(c) => worst = worst.max(c.min(CANNOT)),
+            baton_runner::WorkerEnd::Exited(c) => {
+                worst = worst.max(Outcome::of_worker_status(c));
+            }
             // A worker the stop reached before it could take the signal
             // over: counted below, not reported one by one.
             baton_runner::WorkerEnd::Signaled(sig) if Some(sig) == stopped => {
                 cut_short += 1;
-                worst = worst.max(FAILED);
+                worst = worst.max(Outcome::Failed);
             }
             baton_runner::WorkerEnd::Signaled(sig) => {
                 crate::say::line(format_args!(
                     "tick: the process running {name} died of signal {sig}; its lease speaks \
                      for it (`baton lock show {name}`)"
                 ));
-                worst = worst.max(FAILED);
+                worst = worst.max(Outcome::Failed);
             }
         }
     }
@@ -383,7 +390,7 @@ fn run_all(
                 what.join(", ")
             ));
         }
-        worst = worst.max(FAILED);
+        worst = worst.max(Outcome::Failed);
     }
     // In the order of the starts, as the report promises.
     ends.sort_by_key(|(name, _)| due_jobs.iter().position(|(j, _)| j.name == *name));
@@ -391,7 +398,7 @@ fn run_all(
 }
 
 /// `baton run JOB`: runs the job now, by hand, under its lock.
-pub fn run_now(config: &Config, name: &str, clock: Arc<dyn Clock>) -> u8 {
+pub fn run_now(config: &Config, name: &str, clock: Arc<dyn Clock>) -> Outcome {
     run_now_with(config, name, clock, true, None)
 }
 
@@ -403,13 +410,13 @@ pub fn run_now_with(
     clock: Arc<dyn Clock>,
     tee: bool,
     teller: Option<&run::Teller<'_>>,
-) -> u8 {
+) -> Outcome {
     let Some(job) = config.jobs.get(name) else {
         crate::say::line(format_args!(
             "run: no job named {name:?} in {}",
             config.path.display()
         ));
-        return CANNOT;
+        return Outcome::Unable;
     };
     if !config.enabled() {
         crate::say::line(format_args!(
@@ -419,21 +426,21 @@ pub fn run_now_with(
                 other => format!("enabled = false, {other}"),
             }
         ));
-        return OK;
+        return Outcome::Done;
     }
     if !job.enabled.value {
         crate::say::line(format_args!(
             "{name}: not run: the job is disabled (enabled = false, {})",
             job.enabled.source
         ));
-        return OK;
+        return Outcome::Done;
     }
     if let Err(e) = preflight(config, clock.wall()) {
         crate::say::line(format_args!("run: {name}: not run: {e}"));
-        return CANNOT;
+        return Outcome::Unable;
     }
     let s = Rc::new(RefCell::new(Surfaces::open(config, clock)));
-    let code = run::run(
+    let outcome = run::run(
         &run::Request {
             config,
             job,
@@ -446,5 +453,5 @@ pub fn run_now_with(
     );
     let _ = s.borrow_mut().ledger(|l| l.checkpoint());
     s.borrow_mut().finish();
-    code
+    outcome
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use baton_lease::{Clock, Token};
 
 use crate::config::Config;
-use crate::run::{CANNOT, FAILED, OK};
+use crate::outcome::Outcome;
 use crate::store::Vouch;
 
 /// The watermark of `job`, as `get` shows it.
@@ -38,7 +38,7 @@ pub struct Shown {
 /// # Errors
 ///
 /// The ledger's, when it cannot be read ([`crate::run::ledger_failed`] is
-/// its exit code).
+/// its outcome).
 pub fn get(
     config: &Config,
     job: &str,
@@ -65,20 +65,20 @@ pub fn get(
 }
 
 /// `baton watermark settle JOB VALUE` with `token` (from `BATON_TOKEN`);
-/// returns the exit code, saying why on stderr when refused.
+/// returns the outcome, saying why on stderr when refused.
 pub fn settle(
     config: &Config,
     job: &str,
     value: &str,
     token: Option<&str>,
     clock: Arc<dyn Clock>,
-) -> u8 {
+) -> Outcome {
     let Some(token) = token.filter(|t| !t.is_empty()) else {
         crate::say::line(format_args!(
             "watermark settle: refused: BATON_TOKEN is not set; only a run of {job} that holds \
              its lease may settle its watermark (run this from one of the job's steps)"
         ));
-        return FAILED;
+        return Outcome::Failed;
     };
     let token: Token = match token.parse() {
         Ok(t) => t,
@@ -86,11 +86,11 @@ pub fn settle(
             crate::say::line(format_args!(
                 "watermark settle: refused: BATON_TOKEN {token:?} is not a lease token ({e})"
             ));
-            return FAILED;
+            return Outcome::Failed;
         }
     };
     let Some(j) = config.jobs.get(job) else {
-        return CANNOT;
+        return Outcome::Unable;
     };
     let mut ledger = match crate::store::records(config, clock.wall()) {
         Ok(l) => l,
@@ -103,7 +103,7 @@ pub fn settle(
         Ok(s) => s,
         Err(e) => {
             crate::say::line(format_args!("watermark settle: {e}"));
-            return CANNOT;
+            return Outcome::Unable;
         }
     };
     let mut settled = None;
@@ -112,28 +112,28 @@ pub fn settle(
         settled = Some(ledger.settle(job, value, run, Some(fence), clock.wall()));
     });
     match (vouched, settled) {
-        (Ok(Vouch::Holder { .. }), Some(Ok(_))) => OK,
+        (Ok(Vouch::Holder { .. }), Some(Ok(_))) => Outcome::Done,
         (Ok(Vouch::Holder { .. }), Some(Err(e))) => {
             crate::say::line(format_args!("watermark settle: {e}"));
-            FAILED
+            Outcome::Failed
         }
-        (Ok(Vouch::Holder { .. }), None) => FAILED,
+        (Ok(Vouch::Holder { .. }), None) => Outcome::Failed,
         (Ok(Vouch::NotHolder(now)), _) => {
             crate::say::line(format_args!(
                 "watermark settle: refused: this run no longer holds {job}'s lease ({now}); a \
                  displaced run cannot settle, and the watermark stays as it was"
             ));
-            FAILED
+            Outcome::Failed
         }
         (Ok(Vouch::Missing(at)), _) => {
             crate::say::line(format_args!(
                 "watermark settle: refused: {at} does not exist, so no run holds {job}'s lease"
             ));
-            FAILED
+            Outcome::Failed
         }
         (Err(e), _) => {
             crate::say::line(format_args!("watermark settle: {e}"));
-            FAILED
+            Outcome::Failed
         }
     }
 }

@@ -16,6 +16,7 @@ use std::rc::Rc;
 use baton_sched::backfill::{self, Planned, Unplanned};
 use baton_sched::config::{Config, Job};
 use baton_sched::history::{self, RunView};
+use baton_sched::outcome::Outcome;
 use baton_sched::surfaces::RunStart;
 use baton_sched::times;
 use baton_store::words::RunVerdict;
@@ -24,7 +25,7 @@ use serde::Serialize;
 
 use crate::cli::BackfillArgs;
 use crate::exit::Exit;
-use crate::sched_cmd::{code, decision_clock, json_out, known_job, load};
+use crate::sched_cmd::{decision_clock, json_out, known_job, load};
 
 /// One occurrence of the range, as `--json` prints it.
 #[derive(Debug, Serialize)]
@@ -121,14 +122,14 @@ pub fn run(state: Option<&Path>, a: &BackfillArgs) -> Exit {
     let plan = backfill::dry_run(&c, job, &occ, now, a.force);
     if let Err(Unplanned::Newer(e)) = &plan {
         say!("baton backfill: {}: {e}", a.job);
-        return code(baton_sched::run::ledger_failed(&c, e));
+        return Exit::of_outcome(baton_sched::run::ledger_failed(&c, e));
     }
     if a.dry_run {
         return match plan {
             Ok(p) => dry_run(job, &occ, &p, a.json),
             Err(e) => {
                 say!("baton backfill: {}: {e}", a.job);
-                code(baton_sched::run::CANNOT)
+                Exit::of_outcome(Outcome::Unable)
             }
         };
     }
@@ -156,18 +157,18 @@ pub fn run(state: Option<&Path>, a: &BackfillArgs) -> Exit {
         tee: !a.json,
         on_start: Some(on_start),
     };
-    let exit = backfill::run_observed(&c, job, &occ, clock.clone(), opts);
+    let exit = Exit::of_outcome(backfill::run_observed(&c, job, &occ, clock.clone(), opts));
     let ran = starts.borrow().clone();
     let mut s = summary(&c, job, (from, to), &occ, &before, &ran, clock.wall());
-    s.exit = exit;
+    s.exit = exit.code();
     if a.json {
         return match json_out("backfill", &s) {
-            Exit::Ok => code(exit),
+            Exit::Ok => exit,
             other => other,
         };
     }
     out!("{}", render_summary(&s, tz));
-    code(exit)
+    exit
 }
 
 /// The line that says a run started: `b: occurrence 2026-12-01 19:00:00

@@ -4,16 +4,20 @@
 //!
 //! `baton exec` passes the command's own status through; every other number
 //! below is baton's. `baton __http`'s numbers are defined with its contract
-//! in [`baton_sched::http`].
+//! in [`baton_sched::http`]. The scheduler's commands end with a
+//! [`baton_sched::outcome::Outcome`], which [`Exit::of_outcome`] turns into
+//! their exit: the scheduler never picks a number.
 
 /// An exit code baton chooses itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     /// Success.
     Ok,
-    /// `lock break`: refused (the lease is not provably dead).
+    /// `lock break`: refused (the lease is not provably dead); the
+    /// scheduler's commands: a failure, a missed occurrence or a refusal.
     Refused,
-    /// `lock` commands: bad arguments.
+    /// `lock` commands: bad arguments; the scheduler's commands: the
+    /// configuration or the arguments cannot be honoured.
     Usage,
     /// `lock` commands: no lock file at that name or path.
     NoSuchLock,
@@ -34,12 +38,8 @@ pub enum Exit {
     NotFound,
     /// `exec`: the command's own status, or 128 + N for death by signal N.
     Child(u8),
-    /// `__http`: the server answered a status that is neither 2xx nor 4xx.
-    HttpFailed,
-    /// `__http`: no answer (DNS, refused, reset, TLS, a broken response).
-    HttpUnreachable,
-    /// `__http`: the server answered 4xx, a client error.
-    HttpClientError,
+    /// `__http`: how the request went, as its contract numbers it.
+    Http(baton_sched::http::HttpExit),
 }
 
 /// The default busy code: `EX_TEMPFAIL`, "try again later".
@@ -60,9 +60,18 @@ impl Exit {
             Self::Failure => 125,
             Self::NotExecutable => 126,
             Self::NotFound => 127,
-            Self::HttpFailed => baton_sched::http::EXIT_FAILED,
-            Self::HttpUnreachable => baton_sched::http::EXIT_UNREACHABLE,
-            Self::HttpClientError => baton_sched::http::EXIT_CLIENT_ERROR,
+            Self::Http(h) => h.code(),
+        }
+    }
+
+    /// The exit of a scheduler command that came to `outcome`: 0 when it
+    /// was done, 1 when it failed, 2 when it could not act at all.
+    pub fn of_outcome(outcome: baton_sched::outcome::Outcome) -> Self {
+        use baton_sched::outcome::Outcome;
+        match outcome {
+            Outcome::Done => Self::Ok,
+            Outcome::Failed => Self::Refused,
+            Outcome::Unable => Self::Usage,
         }
     }
 

@@ -23,6 +23,8 @@ use std::io::Read;
 use baton_sched::http::{self, HttpRequest};
 use ureq::http as h;
 
+use baton_sched::http::HttpExit;
+
 use crate::exit::Exit;
 
 /// How much of the response body is read, in bytes.
@@ -40,7 +42,7 @@ pub fn run() -> Exit {
              and only the scheduler runs it",
             http::REQUEST_ENV
         );
-        return Exit::Usage;
+        return Exit::Http(HttpExit::Invalid);
     };
     let request = match HttpRequest::decode(&text.to_string_lossy()) {
         Ok(r) => r,
@@ -49,7 +51,7 @@ pub fn run() -> Exit {
                 "baton __http: {} is not a valid request: {e}",
                 http::REQUEST_ENV
             );
-            return Exit::Usage;
+            return Exit::Http(HttpExit::Invalid);
         }
     };
     let run_headers: Vec<(&str, String)> = http::RUN_HEADERS
@@ -60,27 +62,27 @@ pub fn run() -> Exit {
         Ok((status, body)) => {
             let reason = status.canonical_reason().unwrap_or("");
             outln!("HTTP {} {reason}: {}", status.as_u16(), shown(&body));
-            verdict(status)
+            Exit::Http(verdict(status))
         }
         Err(Failure::Request(e)) => {
             say!("baton __http: cannot send {request}: {e}");
-            Exit::Usage
+            Exit::Http(HttpExit::Invalid)
         }
         Err(Failure::Unreachable(e)) => {
             say!("baton __http: failed to send {request}: {e}");
-            Exit::HttpUnreachable
+            Exit::Http(HttpExit::Unreachable)
         }
     }
 }
 
 /// What an answer's status means.
-fn verdict(status: h::StatusCode) -> Exit {
+fn verdict(status: h::StatusCode) -> HttpExit {
     if status.is_success() {
-        Exit::Ok
+        HttpExit::Ok
     } else if status.is_client_error() {
-        Exit::HttpClientError
+        HttpExit::ClientError
     } else {
-        Exit::HttpFailed
+        HttpExit::Failed
     }
 }
 

@@ -11,6 +11,8 @@ use baton_sched::run::{Start, Told, occurrence_text};
 use baton_sched::tick::{RunEnd, TickReport};
 use serde::Serialize;
 
+use crate::exit::Exit;
+
 /// `tick --json`.
 #[derive(Debug, Serialize)]
 pub(crate) struct Tick {
@@ -87,7 +89,7 @@ impl Tick {
                     occurrence: start.occurrence().map(|at| occurrence_text(Some(at))),
                     queue: *start == Start::Queue,
                     exit: match end {
-                        RunEnd::Exited(code) => Some(code),
+                        RunEnd::Exited(outcome) => Some(Exit::of_outcome(outcome).code()),
                         _ => None,
                     },
                     signal: match end {
@@ -116,7 +118,7 @@ impl Tick {
             started,
             missed,
             alerted: r.due.alerted,
-            exit: r.code,
+            exit: Exit::of_outcome(r.outcome).code(),
         }
     }
 }
@@ -148,7 +150,7 @@ impl Run {
         c: &Config,
         job: &str,
         told: Option<&Told>,
-        exit: u8,
+        exit: Exit,
         now: jiff::Timestamp,
     ) -> Run {
         let mut detail = match told.map(serde_json::to_value) {
@@ -174,7 +176,7 @@ impl Run {
             outcome,
             detail,
             run,
-            exit,
+            exit: exit.code(),
         }
     }
 }

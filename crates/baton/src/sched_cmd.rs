@@ -36,14 +36,6 @@ pub(crate) fn decision_clock(
     })
 }
 
-pub(crate) fn code(c: u8) -> Exit {
-    match c {
-        0 => Exit::Ok,
-        2 => Exit::Usage,
-        _ => Exit::Refused,
-    }
-}
-
 /// `baton tick`.
 pub fn tick(state: Option<&Path>, a: &TickArgs) -> Exit {
     let c = match load(state, &a.file) {
@@ -54,12 +46,12 @@ pub fn tick(state: Option<&Path>, a: &TickArgs) -> Exit {
         return no_such_job(&c, "tick", name);
     }
     if !a.json {
-        return code(baton_sched::tick::tick(&c, &a.jobs, clock()));
+        return Exit::of_outcome(baton_sched::tick::tick(&c, &a.jobs, clock()));
     }
     let r = baton_sched::tick::tick_report(&c, &a.jobs, clock());
     let doc = crate::report::Tick::of(&c, &r, SystemClock.wall());
     match json_out("tick", &doc) {
-        Exit::Ok => code(r.code),
+        Exit::Ok => Exit::of_outcome(r.outcome),
         other => other,
     }
 }
@@ -74,16 +66,17 @@ pub fn run(state: Option<&Path>, a: &RunArgs) -> Exit {
         return e;
     }
     if !a.json {
-        return code(baton_sched::tick::run_now(&c, &a.job, clock()));
+        return Exit::of_outcome(baton_sched::tick::run_now(&c, &a.job, clock()));
     }
     let told = std::cell::RefCell::new(None);
     let tell = |t: &baton_sched::run::Told| *told.borrow_mut() = Some(t.clone());
     let teller = baton_sched::run::Teller::new(&tell);
-    let exit = baton_sched::tick::run_now_with(&c, &a.job, clock(), false, Some(&teller));
+    let outcome = baton_sched::tick::run_now_with(&c, &a.job, clock(), false, Some(&teller));
+    let exit = Exit::of_outcome(outcome);
     let told = told.borrow().clone();
     let doc = crate::report::Run::of(&c, &a.job, told.as_ref(), exit, SystemClock.wall());
     match json_out("run", &doc) {
-        Exit::Ok => code(exit),
+        Exit::Ok => exit,
         other => other,
     }
 }
@@ -203,7 +196,7 @@ pub fn history(state: Option<&Path>, a: &HistoryArgs) -> Exit {
         Ok(r) => r,
         Err(e) => {
             say!("baton history: {e}");
-            return code(baton_sched::run::ledger_failed(&c, &e));
+            return Exit::of_outcome(baton_sched::run::ledger_failed(&c, &e));
         }
     };
     if a.json {
@@ -308,7 +301,7 @@ pub fn pause(state: Option<&Path>, a: &crate::cli::PauseArgs) -> Exit {
             out!("{}", baton_sched::pause::render_paused(&c, &p));
             Exit::Ok
         }
-        Err(e) => code(e),
+        Err(e) => Exit::of_outcome(e),
     }
 }
 
@@ -327,7 +320,7 @@ pub fn resume(state: Option<&Path>, a: &crate::cli::ResumeArgs) -> Exit {
             out!("{}", baton_sched::pause::render_resumed(&c, &r));
             Exit::Ok
         }
-        Err(e) => code(e),
+        Err(e) => Exit::of_outcome(e),
     }
 }
 
@@ -374,7 +367,7 @@ pub fn watermark_get(state: Option<&Path>, a: &crate::cli::WatermarkGetArgs) -> 
         }
         Err(e) => {
             say!("baton watermark get: {e}");
-            code(baton_sched::run::ledger_failed(&c, &e))
+            Exit::of_outcome(baton_sched::run::ledger_failed(&c, &e))
         }
     }
 }
@@ -389,7 +382,7 @@ pub fn watermark_settle(state: Option<&Path>, a: &crate::cli::WatermarkSettleArg
         return e;
     }
     let token = std::env::var("BATON_TOKEN").ok();
-    code(baton_sched::watermark::settle(
+    Exit::of_outcome(baton_sched::watermark::settle(
         &c,
         &a.job,
         &a.value,

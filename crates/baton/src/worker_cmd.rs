@@ -65,7 +65,7 @@ pub fn run(state: Option<&Path>, a: &WorkerArgs) -> Exit {
     let surfaces = std::rc::Rc::new(std::cell::RefCell::new(
         baton_sched::surfaces::Surfaces::open(&config, Arc::clone(&clock)),
     ));
-    let code = run::run(
+    let outcome = run::run(
         &run::Request {
             config: &config,
             job,
@@ -78,9 +78,5 @@ pub fn run(state: Option<&Path>, a: &WorkerArgs) -> Exit {
     );
     surfaces.borrow_mut().finish();
     baton_sched::tick::checkpoint(&config, &clock);
-    match code {
-        0 => Exit::Ok,
-        2 => Exit::Usage,
-        _ => Exit::Refused,
-    }
+    Exit::of_outcome(outcome)
 }

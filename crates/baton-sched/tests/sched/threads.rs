@@ -9,6 +9,7 @@ use std::sync::{Arc, Barrier};
 
 use baton_lease::{Clock, SystemClock};
 use baton_sched::config::{self, Overrides};
+use baton_sched::outcome::Outcome;
 use baton_sched::run::{self, Request};
 use baton_sched::surfaces::Surfaces;
 
@@ -39,7 +40,7 @@ fn two_threads_ticking_one_occurrence_run_it_once() {
             .unwrap()
             .as_second();
         let barrier = Barrier::new(2);
-        let codes: Vec<u8> = std::thread::scope(|s| {
+        let outcomes: Vec<Outcome> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..2)
                 .map(|_| {
                     s.spawn(|| {
@@ -56,15 +57,15 @@ fn two_threads_ticking_one_occurrence_run_it_once() {
                             teller: None,
                             stop_on_signal: false,
                         };
-                        let code = run::run(&req, &surfaces);
+                        let outcome = run::run(&req, &surfaces);
                         surfaces.borrow_mut().finish();
-                        code
+                        outcome
                     })
                 })
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
-        assert_eq!(codes, [0, 0], "trial {trial}");
+        assert_eq!(outcomes, [Outcome::Done; 2], "trial {trial}");
         let ran = std::fs::read_to_string(&counter)
             .unwrap_or_default()
             .lines()

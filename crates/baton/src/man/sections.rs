@@ -1,8 +1,10 @@
 //! What each manual page says beyond `--help`: its EXIT STATUS (the
-//! numbers from [`crate::exit::Exit`] and the scheduler's
-//! `baton_sched::run` codes, never typed here), the ENVIRONMENT it reads
+//! numbers from [`crate::exit::Exit`], the scheduler's outcomes among them,
+//! never typed here), the ENVIRONMENT it reads
 //! (the `BATON_*` lists come from the configuration's own list of keys),
 //! the FILES it reads and writes, and other pages to see.
+
+use baton_sched::outcome::Outcome;
 
 use crate::exit::{BUSY_DEFAULT, Exit};
 
@@ -293,18 +295,18 @@ fn env_sched() -> Vec<(String, String)> {
 fn scheduler(cmd: &str) -> Sections {
     let exit = vec![
         item(
-            baton_sched::run::OK.to_string(),
+            n(Exit::of_outcome(Outcome::Done)),
             "Every step and check succeeded, nothing was due, or the kill switch is off \
              (status: every job shown is healthy).",
         ),
         item(
-            baton_sched::run::FAILED.to_string(),
+            n(Exit::of_outcome(Outcome::Failed)),
             "A step or check failed, occurrences were missed, the lock was not free, or its \
              holder was hung, orphaned or of another version (an alert was raised); status: a \
              job is hung, overdue, failing or crashed; watermark settle: refused.",
         ),
         item(
-            baton_sched::run::CANNOT.to_string(),
+            n(Exit::of_outcome(Outcome::Unable)),
             "The configuration or the arguments could not be honoured (nothing ran), or the \
              job is unknown.",
         ),
