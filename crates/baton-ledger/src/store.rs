@@ -10,7 +10,7 @@ use std::time::Duration;
 use baton_lease::{Claim, Fence, Guarded, Outcome, Token, Verdict, Vouched, mutex_wait_for};
 use baton_store::Store;
 use baton_store::ledger::{Error as LedgerError, Records};
-use baton_store::store::{Error, Guard, LockRef, Refused, Taken, Vouch};
+use baton_store::store::{Error, Guard, GuardClaim, LockRef, Refused, Taken, Vouch};
 use jiff::Timestamp;
 
 use crate::Ledger;
@@ -123,10 +123,26 @@ impl Store for Files {
         lock: &LockRef<'_>,
         fence: u64,
         occurrence: Option<i64>,
-    ) -> Result<Guard, Error> {
+    ) -> Result<(Guard, Option<GuardClaim>), Error> {
         let file = lock_file(&self.state_dir, lock);
         let guard = guard_file(&self.state_dir, lock);
-        guarded(lock, file.take_guard(&guard, Fence::new(fence), occurrence))
+        let (found, taken) = file.take_guard_undoably(&guard, Fence::new(fence), occurrence)?;
+        let claim = taken.map(|t| GuardClaim {
+            fence: t.fence.get(),
+            before: t.before,
+            claim: t.claim,
+        });
+        Ok((guarded(lock, Ok(found))?, claim))
+    }
+
+    fn withdraw_guard(&self, lock: &LockRef<'_>, claim: &GuardClaim) -> Result<bool, Error> {
+        let taken = baton_lease::GuardTaken {
+            fence: Fence::new(claim.fence),
+            before: claim.before,
+            claim: claim.claim,
+        };
+        Ok(lock_file(&self.state_dir, lock)
+            .withdraw_guard(&guard_file(&self.state_dir, lock), &taken)?)
     }
 
     fn inspect(&self, lock: &LockRef<'_>) -> Result<Option<Verdict>, Error> {

@@ -21,7 +21,7 @@ use std::time::Duration;
 use baton_lease::{Claim, Verdict};
 use baton_store::Store;
 use baton_store::ledger::{Error as LedgerError, Records};
-use baton_store::store::{Error, Guard, LockRef, Refused, Taken, Vouch};
+use baton_store::store::{Error, Guard, GuardClaim, LockRef, Refused, Taken, Vouch};
 use jiff::Timestamp;
 
 use crate::{Acquire, HolderFacts, Leases, Options, PgHeld, PgLedger, Target};
@@ -253,7 +253,7 @@ impl Store for Postgres {
         lock: &LockRef<'_>,
         fence: u64,
         _occurrence: Option<i64>,
-    ) -> Result<Guard, Error> {
+    ) -> Result<(Guard, Option<GuardClaim>), Error> {
         let open = self.leases_for(lock);
         let (name, at) = (lock.job.to_owned(), lock.lock.to_owned());
         let found = blocking(async move || {
@@ -263,7 +263,16 @@ impl Store for Postgres {
                 .await
                 .map_err(|e| Error::failed(None, e))
         })?;
-        Ok(self.elsewhere(lock, found))
+        // The guard names the lock and fence only: a claim is a row of the
+        // claims table, keyed by the job and the occurrence.
+        Ok((self.elsewhere(lock, found), None))
+    }
+
+    fn withdraw_guard(&self, _lock: &LockRef<'_>, _claim: &GuardClaim) -> Result<bool, Error> {
+        // Nothing to take back: the guard claims nothing here, and a claim
+        // row stays (every host decides by the ledger, and the next process
+        // that meets a claim without a recorded start records it missed).
+        Ok(false)
     }
 
     fn inspect(&self, lock: &LockRef<'_>) -> Result<Option<Verdict>, Error> {

@@ -354,6 +354,7 @@ fn run_with(
                 lock: lock.clone(),
                 name: job.lock.value.clone(),
                 fence: None,
+                guard: None,
             },
             start: Start::Scheduled(at),
             restate: i > 0,
@@ -430,9 +431,10 @@ fn run_with(
             return Outcome::Unable;
         }
     };
+    // No occurrence is claimed in the guard here: nothing to take back.
     match store.take_guard(&job.lock_ref(), lease.fence(), None) {
-        Ok(Guard::Clear | Guard::Claimed { .. }) => {}
-        Ok(Guard::Elsewhere(refused)) => {
+        Ok((Guard::Clear | Guard::Claimed { .. }, _)) => {}
+        Ok((Guard::Elsewhere(refused), _)) => {
             let _ = lease.release();
             refuse(&refused.why);
             return Outcome::Failed;

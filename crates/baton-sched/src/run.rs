@@ -247,6 +247,9 @@ pub(crate) struct Context {
     pub(crate) lock: String,
     pub(crate) name: String,
     pub(crate) fence: Option<u64>,
+    /// What the run's take of the job's guard claimed, to take back should
+    /// the run not start after all.
+    pub(crate) guard: Option<crate::store::GuardClaim>,
 }
 
 impl Context {
@@ -336,13 +339,14 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> Outcome {
         return Outcome::Unable;
     };
     let occurrence = req.start.occurrence();
-    let ctx = Context {
+    let mut ctx = Context {
         job: job.name.clone(),
         occurrence: occurrence_text(occurrence),
         run_id: run_id.clone(),
         lock: store.lock_label(&job.lock_ref()),
         name: job.lock.value.clone(),
         fence: None,
+        guard: None,
     };
     let claim = baton_lease::Claim {
         run: (req.start != Start::Queue).then(|| run_id.clone()),
@@ -389,12 +393,12 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> Outcome {
                 // Under the lease, before anything runs: the job's guard
                 // decides between two runs of it under two locks at once.
                 match store.take_guard(&job.lock_ref(), lease.fence(), occurrence) {
-                    Ok(Guard::Clear) => {}
-                    Ok(Guard::Elsewhere(refused)) => {
+                    Ok((Guard::Clear, claim)) => ctx.guard = claim,
+                    Ok((Guard::Elsewhere(refused), _)) => {
                         let _ = lease.release();
                         return refused_lock(req, &ctx, &refused, false, surfaces);
                     }
-                    Ok(Guard::Claimed { at }) => {
+                    Ok((Guard::Claimed { at }, _)) => {
                         let _ = lease.release();
                         return claimed_already(req, at, "the job's guard", surfaces);
                     }
@@ -753,6 +757,7 @@ fn hold_once(
         lock: lease.describe(),
         name: job.lock.value.clone(),
         fence: Some(fence),
+        guard: None,
     };
     let ctx = Rc::new(RefCell::new(firsts.first().map_or(placeholder, |f| {
         let mut c = f.ctx.clone();
@@ -796,6 +801,7 @@ fn hold_once(
         }
         *ctx.borrow_mut() = Context {
             fence: Some(fence),
+            guard: None,
             ..f.ctx
         };
         let sub = Request {
@@ -847,13 +853,13 @@ fn hold_once(
                 .map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
         };
-        match guarded {
-            Ok(Guard::Clear) => {}
-            Ok(Guard::Claimed { .. }) => {
+        let guard = match guarded {
+            Ok((Guard::Clear, claim)) => claim,
+            Ok((Guard::Claimed { .. }, _)) => {
                 learn_claimed(surfaces, &name, at, "the job's guard");
                 continue;
             }
-            Ok(Guard::Elsewhere(refused)) => {
+            Ok((Guard::Elsewhere(refused), _)) => {
                 surfaces.borrow_mut().note(&format!(
                     "{name}: queued occurrence {} left in the queue: {}",
                     occurrence_text(Some(at)),
@@ -872,7 +878,7 @@ fn hold_once(
                 );
                 break;
             }
-        }
+        };
         let Some(run_id) = fresh_run_id(mate, surfaces) else {
             break;
         };
@@ -898,6 +904,7 @@ fn hold_once(
             lock,
             name: mate.lock.value.clone(),
             fence: Some(fence),
+            guard,
         };
         let sub = Request {
             job: mate,

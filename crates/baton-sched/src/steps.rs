@@ -107,7 +107,7 @@ fn begin(
         Begin::NotRecorded(why) => {
             // No run starts without its start recorded: it does not run,
             // and its claim must not stand for a run.
-            not_recorded(c, occurrence, &why, session, surfaces);
+            not_recorded(req, c, occurrence, &why, session, surfaces);
             return Err(Outcome::Unable);
         }
     }
@@ -332,6 +332,7 @@ impl Tally {
 /// the shared store keeps its claim, and says the miss on every surface but
 /// the ledger: the next process that meets the claim records it then.
 fn not_recorded(
+    req: &Request<'_>,
     c: &Context,
     occurrence: Option<i64>,
     why: &str,
@@ -362,7 +363,7 @@ fn not_recorded(
     if recorded == Some(baton_store::ledger::Missed::Moved) {
         return; // Decided elsewhere.
     }
-    if recorded.is_none() && take_back_claim(c, at, why, session, surfaces) {
+    if recorded.is_none() && take_back_claim(req, c, at, why, session, surfaces) {
         return;
     }
     let mut s = surfaces.borrow_mut();
@@ -389,6 +390,7 @@ fn not_recorded(
 /// records neither started nor missed (`why`); whether it was taken back
 /// (then said). The shared store keeps its claim.
 fn take_back_claim(
+    req: &Request<'_>,
     c: &Context,
     at: i64,
     why: &str,
@@ -401,6 +403,7 @@ fn take_back_claim(
     };
     match session.withdraw(&once) {
         Ok(true) => {
+            take_back_guard(req, c, surfaces);
             surfaces.borrow_mut().warn_of(
                 &c.job,
                 &format!(
@@ -422,6 +425,31 @@ fn take_back_claim(
             );
             false
         }
+    }
+}
+
+/// Takes back what the run's take of the job's guard claimed, once the
+/// lease's claim was taken back: else a run of the job under another lock
+/// would find the occurrence claimed by the guard, and neither run it nor
+/// record it missed.
+fn take_back_guard(req: &Request<'_>, c: &Context, surfaces: &Rc<RefCell<Surfaces>>) {
+    let Some(claim) = c.guard else {
+        return;
+    };
+    let taken = crate::store::open(req.config)
+        .map_err(|e| e.to_string())
+        .and_then(|s| {
+            s.withdraw_guard(&req.job.lock_ref(), &claim)
+                .map_err(|e| e.to_string())
+        });
+    if let Err(e) = taken {
+        surfaces.borrow_mut().warn_of(
+            &c.job,
+            &format!(
+                "{}: occurrence {}: failed to take back the claim of its guard: {e}",
+                c.job, c.occurrence
+            ),
+        );
     }
 }
 

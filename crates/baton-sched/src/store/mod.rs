@@ -13,7 +13,7 @@
 pub mod examine;
 
 pub use baton_store::Store;
-pub use baton_store::store::{Error, Guard, LockRef, Refused, Taken, Vouch};
+pub use baton_store::store::{Error, Guard, GuardClaim, LockRef, Refused, Taken, Vouch};
 
 use baton_store::ledger::{Error as LedgerError, Records};
 use jiff::Timestamp;

@@ -28,7 +28,7 @@ use jiff::Timestamp;
 use crate::ledger::{Error as LedgerError, Records};
 
 pub use error::Error;
-pub use taken::{Guard, Refused, Taken};
+pub use taken::{Guard, GuardClaim, Refused, Taken};
 pub use vouch::Vouch;
 
 /// What a store needs to know of one job's lock: the job, the lock it runs
@@ -108,7 +108,8 @@ pub trait Store {
     /// another lock is in flight, [`Guard::Claimed`] when it claimed that
     /// occurrence or a later one there (either way nothing changed: the
     /// lease must be let go unused), else [`Guard::Clear`], and the guard
-    /// names this lock and fence from now on. A job never runs under two
+    /// names this lock and fence from now on, with what it claimed when it
+    /// keeps claims of its own ([`GuardClaim`]). A job never runs under two
     /// locks at once, whatever its lock is renamed to (`DESIGN.md`, "A
     /// job's guard").
     ///
@@ -120,7 +121,17 @@ pub trait Store {
         lock: &LockRef<'_>,
         fence: u64,
         occurrence: Option<i64>,
-    ) -> Result<Guard, Error>;
+    ) -> Result<(Guard, Option<GuardClaim>), Error>;
+    /// Takes back what a take of the job's guard claimed, for a run that
+    /// took it and then did not start (its start could be recorded
+    /// nowhere, and its lease's claim was taken back too): a later run may
+    /// then start the occurrence or record it missed. Only while the guard
+    /// is still that run's; `true` when the claim was taken back.
+    ///
+    /// # Errors
+    ///
+    /// When the guard cannot be read or written.
+    fn withdraw_guard(&self, lock: &LockRef<'_>, claim: &GuardClaim) -> Result<bool, Error>;
     /// The occurrence the job last claimed under its lock (its claim: every
     /// scheduled occurrence at or before it may have started), read without
     /// changing anything: `None` when the job never claimed one there.

@@ -43,6 +43,20 @@ pub enum Guard {
     },
 }
 
+/// What a take of a job's guard claimed ([`super::Store::take_guard`]): the
+/// fence of the run that took it and the claim it held before and since,
+/// so that a run that does not start after all takes it back
+/// ([`super::Store::withdraw_guard`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GuardClaim {
+    /// The fence of the run that took the guard.
+    pub fence: u64,
+    /// The occurrence the guard claimed before.
+    pub before: Option<i64>,
+    /// The occurrence it claims since.
+    pub claim: Option<i64>,
+}
+
 /// A lock that was not free.
 #[derive(Debug, Clone)]
 pub struct Refused {
