@@ -41,6 +41,7 @@ pub mod page;
 pub mod pause;
 pub mod plan;
 pub mod render;
+pub mod request;
 mod retry;
 pub mod run;
 mod run_record;

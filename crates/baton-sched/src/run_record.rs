@@ -152,7 +152,7 @@ impl RunRecord {
                      {} otherwise ({}) meanwhile",
                     self.start.job,
                     self.start.run_id,
-                    crate::run::occurrence_text(Some(d.occurrence)),
+                    crate::request::occurrence_text(Some(d.occurrence)),
                     d.decision.as_str()
                 )),
                 None => return self.gave_up(surfaces, end),

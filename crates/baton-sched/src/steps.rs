@@ -23,8 +23,8 @@ use crate::config::{Action, Step, StepKind};
 use crate::http;
 use crate::outcome::Outcome;
 use crate::output::OutputSink;
+use crate::request::{Context, Request};
 use crate::retry::{NoRetry, Schedule};
-use crate::run::{Context, Request};
 use crate::run_record::{Begin, RunRecord};
 use crate::surfaces::Surfaces;
 use crate::units::show_duration;
@@ -798,7 +798,7 @@ fn abandon_the_dead(
     fence: u64,
     surfaces: &Rc<RefCell<Surfaces>>,
 ) {
-    let mates = crate::run::lock_mates(req.config, req.job);
+    let mates = crate::request::lock_mates(req.config, req.job);
     let store = crate::store::open(req.config);
     let mut s = surfaces.borrow_mut();
     let now = s.now();
