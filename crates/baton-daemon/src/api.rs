@@ -16,8 +16,8 @@ use axum::http::StatusCode;
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use baton_sched::engine::run::{Start, Told};
 use baton_sched::outcome::Outcome;
-use baton_sched::run::{Start, Told};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -155,7 +155,7 @@ struct HolderOut<'h> {
 
 /// A lock's holder as `status --json` shows it; `verdict` is what the lock
 /// decided of it (`live`, `hung`, `orphaned`).
-pub(crate) fn holder_json(h: &baton_sched::alerts::HolderInfo, verdict: &str) -> Value {
+pub(crate) fn holder_json(h: &baton_sched::engine::alerts::HolderInfo, verdict: &str) -> Value {
     serde_json::to_value(HolderOut {
         pid: h.pid,
         host: h.host.as_deref(),
@@ -186,15 +186,15 @@ async fn page(
     let loaded = d.current();
     let clock = Arc::clone(&d.clock);
     let viewer = if logged_in.is_some() {
-        baton_sched::page::Viewer::LoggedIn
+        baton_sched::views::page::Viewer::LoggedIn
     } else {
-        baton_sched::page::Viewer::Anyone
+        baton_sched::views::page::Viewer::Anyone
     };
     let html = blocking(move || {
-        baton_sched::page::read_for(
+        baton_sched::views::page::read_for(
             &loaded.config,
             clock.as_ref(),
-            baton_sched::page::DEFAULT_REFRESH_SECS,
+            baton_sched::views::page::DEFAULT_REFRESH_SECS,
             viewer,
         )
     })
@@ -203,7 +203,7 @@ async fn page(
 }
 
 /// `GET /metrics`: Prometheus's text format 0.0.4, or OpenMetrics when the
-/// `Accept` header prefers it (`baton_sched::metrics::Format::negotiate`).
+/// `Accept` header prefers it (`baton_sched::views::metrics::Format::negotiate`).
 async fn metrics(State(d): Shared, headers: axum::http::HeaderMap) -> Result<Response, ApiError> {
     let accept = headers
         .get_all(axum::http::header::ACCEPT)
@@ -211,13 +211,15 @@ async fn metrics(State(d): Shared, headers: axum::http::HeaderMap) -> Result<Res
         .filter_map(|v| v.to_str().ok())
         .collect::<Vec<_>>()
         .join(",");
-    let format =
-        baton_sched::metrics::Format::negotiate(Some(accept.as_str()).filter(|a| !a.is_empty()));
+    let format = baton_sched::views::metrics::Format::negotiate(
+        Some(accept.as_str()).filter(|a| !a.is_empty()),
+    );
     let loaded = d.current();
     let clock = Arc::clone(&d.clock);
-    let text = blocking(move || baton_sched::metrics::read(&loaded.config, clock.as_ref(), format))
-        .await?
-        .map_err(|e| ApiError::internal(e.to_string()))?;
+    let text =
+        blocking(move || baton_sched::views::metrics::read(&loaded.config, clock.as_ref(), format))
+            .await?
+            .map_err(|e| ApiError::internal(e.to_string()))?;
     Ok((
         [
             (axum::http::header::CONTENT_TYPE, format.content_type()),
@@ -232,7 +234,8 @@ async fn status_of(d: &Daemon, only: Option<String>) -> Result<Response, ApiErro
     let loaded = d.current();
     let now = d.decision_now();
     let s =
-        blocking(move || baton_sched::status::read(&loaded.config, only.as_deref(), now)).await?;
+        blocking(move || baton_sched::views::status::read(&loaded.config, only.as_deref(), now))
+            .await?;
     Ok(json_of(StatusCode::OK, &s))
 }
 
@@ -258,9 +261,10 @@ async fn runs(
     let loaded = known(&d, &name)?;
     let limit = q.limit.unwrap_or(20).min(10_000);
     let now = d.decision_now();
-    let runs = blocking(move || baton_sched::history::read(&loaded.config, &name, limit, now))
-        .await?
-        .map_err(|e| ApiError::internal(e.to_string()))?;
+    let runs =
+        blocking(move || baton_sched::views::history::read(&loaded.config, &name, limit, now))
+            .await?
+            .map_err(|e| ApiError::internal(e.to_string()))?;
     Ok(json_of(StatusCode::OK, &runs))
 }
 
@@ -387,7 +391,7 @@ async fn pause(State(d): Shared, Path(name): Path<String>, b: Bytes) -> Result<R
     let now = d.decision_now();
     let until = match (&p.until, &p.for_) {
         (Some(_), Some(_)) => return Err(bad("give \"until\" or \"for\", not both".into())),
-        (Some(u), None) => baton_sched::pause::Until::At(
+        (Some(u), None) => baton_sched::ops::pause::Until::At(
             baton_sched::units::parse_instant(u, &job_tz)
                 .map_err(|e| bad(format!("until: {e}")))?,
         ),
@@ -395,12 +399,12 @@ async fn pause(State(d): Shared, Path(name): Path<String>, b: Bytes) -> Result<R
             let dur =
                 baton_sched::units::parse_duration(f).map_err(|e| bad(format!("for: {e}")))?;
             let span = jiff::SignedDuration::try_from(dur).map_err(|e| bad(format!("for: {e}")))?;
-            baton_sched::pause::Until::At(
+            baton_sched::ops::pause::Until::At(
                 now.checked_add(span)
                     .map_err(|e| bad(format!("for: {e}")))?,
             )
         }
-        (None, None) => baton_sched::pause::Until::Resumed,
+        (None, None) => baton_sched::ops::pause::Until::Resumed,
     };
     if p.reason
         .as_deref()
@@ -410,7 +414,7 @@ async fn pause(State(d): Shared, Path(name): Path<String>, b: Bytes) -> Result<R
             "reason: control characters (line breaks, escapes) are not allowed in a reason".into(),
         ));
     }
-    if let baton_sched::pause::Until::At(t) = until
+    if let baton_sched::ops::pause::Until::At(t) = until
         && t <= now
     {
         return Err(ApiError::new(
@@ -422,7 +426,7 @@ async fn pause(State(d): Shared, Path(name): Path<String>, b: Bytes) -> Result<R
     let clock = Arc::clone(&d.clock);
     let (outcome, text) = blocking(move || {
         let mut out = String::new();
-        let outcome = baton_sched::pause::pause(
+        let outcome = baton_sched::ops::pause::pause(
             &loaded.config,
             &name,
             until,
@@ -465,7 +469,7 @@ async fn resume(
     let clock = Arc::clone(&d.clock);
     let (outcome, text) = blocking(move || {
         let mut out = String::new();
-        let outcome = baton_sched::pause::resume(&loaded.config, &name, clock, &mut out);
+        let outcome = baton_sched::ops::pause::resume(&loaded.config, &name, clock, &mut out);
         (outcome, out)
     })
     .await?;

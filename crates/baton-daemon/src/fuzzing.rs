@@ -33,7 +33,7 @@ pub enum Unservable {
     Settings(#[from] crate::SettingsError),
     /// Its state directory cannot be prepared.
     #[error(transparent)]
-    State(#[from] baton_sched::tick::Unprepared),
+    State(#[from] baton_sched::ops::tick::Unprepared),
 }
 
 /// The daemon's router on the configuration at `config_path` (absolute),
@@ -63,7 +63,7 @@ pub fn app_for(config_path: &Path, clock: Arc<dyn Clock>) -> Result<axum::Router
     let snapshot = Snapshot::read(config_path)?;
     let config = snapshot.load(&over)?;
     let settings = Settings::of(&config, None)?;
-    baton_sched::tick::prepare(&config)?;
+    baton_sched::ops::tick::prepare(&config)?;
     let opts = crate::Options {
         config_path: config_path.to_owned(),
         state_dir: None,

@@ -97,7 +97,7 @@ pub fn serve(opts: Options, clock: Arc<dyn Clock>) -> u8 {
             return EXIT_CONFIG;
         }
     };
-    if let Err(e) = baton_sched::tick::prepare(&config) {
+    if let Err(e) = baton_sched::ops::tick::prepare(&config) {
         tracing::error!("{e}");
         return EXIT_CONFIG;
     }

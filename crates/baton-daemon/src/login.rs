@@ -37,7 +37,7 @@ fn see_other(to: &'static str) -> Response {
 fn form(status: StatusCode, problem: Option<&str>) -> Response {
     let mut r = (
         status,
-        Html(baton_sched::page::login::render(
+        Html(baton_sched::views::page::login::render(
             problem,
             crate::session::LIFETIME,
         )),

@@ -12,8 +12,8 @@
 use std::sync::Arc;
 
 use axum::http::StatusCode;
-use baton_sched::alerts::Alert;
 use baton_sched::config::Snapshot;
+use baton_sched::engine::alerts::Alert;
 use baton_store::words::AlertKind;
 
 use crate::error::ApiError;
@@ -149,7 +149,8 @@ impl Daemon {
         let clock = Arc::clone(&self.clock);
         let message = message.to_owned();
         let _ = crate::api::blocking(move || {
-            let mut s = baton_sched::surfaces::Surfaces::open(&loaded.config, Arc::clone(&clock));
+            let mut s =
+                baton_sched::engine::surfaces::Surfaces::open(&loaded.config, Arc::clone(&clock));
             let now = s.now();
             s.alert(&Alert::scheduler(
                 AlertKind::ReloadRefused,

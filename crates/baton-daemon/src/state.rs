@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use baton_lease::Clock;
 use baton_sched::config::{Config, Listen, Overrides, Snapshot};
-use baton_sched::run::Start;
+use baton_sched::engine::run::Start;
 use tokio::sync::{Notify, Semaphore};
 
 use crate::Options;

@@ -1,5 +1,5 @@
 //! A tick of the daemon (its clock's, or `POST /v1/tick`'s): the same
-//! decision `baton tick` makes ([`baton_sched::tick::decide_due`]), made on
+//! decision `baton tick` makes ([`baton_sched::ops::tick::decide_due`]), made on
 //! the configuration in force, then a worker for each start, and an answer
 //! that says what started, what was skipped and why, and what was missed.
 //!
@@ -10,8 +10,8 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use baton_sched::run::{Told, occurrence_text};
-use baton_sched::tick::Unprepared;
+use baton_sched::engine::run::{Told, occurrence_text};
+use baton_sched::ops::tick::Unprepared;
 use baton_store::words::MissReason;
 use serde::Serialize;
 
@@ -95,9 +95,9 @@ pub(crate) async fn tick(
     }
     let (l, clock, d2) = (Arc::clone(&loaded), Arc::clone(&d.clock), Arc::clone(d));
     let due = tokio::task::spawn_blocking(move || {
-        baton_sched::tick::preflight(&l.config, clock.wall())?;
+        baton_sched::ops::tick::preflight(&l.config, clock.wall())?;
         let kept = d2.take_ledger(&l.config);
-        let (due, ledger) = baton_sched::tick::decide_due_with(&l.config, &[], &clock, kept);
+        let (due, ledger) = baton_sched::ops::tick::decide_due_with(&l.config, &[], &clock, kept);
         if let Some(ledger) = ledger {
             d2.keep_ledger(&l.config, ledger);
         }

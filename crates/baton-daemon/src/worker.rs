@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use baton_sched::run::{Start, Told};
+use baton_sched::engine::run::{Start, Told};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::OwnedSemaphorePermit;
 

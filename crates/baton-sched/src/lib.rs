@@ -5,55 +5,40 @@
 //! runs a job by hand; each run holds the job's lease (claiming its
 //! occurrence in the same critical section, so one occurrence runs once)
 //! and is supervised by `baton-runner`. What happened is written to the
-//! ledger (`baton-ledger`), to dated logs, and as alerts on five surfaces.
-//! `status`, `history` and `config` read it back for people and scripts;
-//! [`job_state`] is the one answer to what state a job is in, which every
-//! surface shows, and [`overdue`] judges lateness against the schedule.
+//! ledger (through [`store`]), to dated logs, and as alerts on five
+//! surfaces. `status`, `history` and `config` read it back for people and
+//! scripts; [`views::job_state`] is the one answer to what state a job is
+//! in, which every surface shows.
 //!
-//! Map: [`config`] reads and validates (and [`config::dropin`] writes the
-//! `jobs.d/` drop-ins the daemon's jobs API manages); [`units`] parses
-//! durations and sizes; [`http`] says what an HTTP step sends and what
-//! `baton __http`'s exit codes mean; [`calendar`] lists a schedule's next
-//! occurrences for people to check, with what daylight saving does to them;
-//! [`page`] renders the status as an HTML page for browsers; [`metrics`]
-//! renders the ledger's tallies and the jobs' state for `GET /metrics`;
-//! [`render`] turns the configuration into a crontab, systemd units, GitHub
-//! workflows and a reference of the environment variables baton reads;
-//! [`doctor`] checks a host and says what is wrong and how to fix it.
+//! The crate is in layers, each a folder, each using only those below it:
+//!
+//! - [`ops`]: the operations (tick, run now, backfill, pause, watermark),
+//!   each returning an [`outcome::Outcome`];
+//! - [`views`]: what is read without changing anything (status, page,
+//!   metrics, history, calendar, the effective configuration);
+//! - [`render`]: the configuration as a crontab, systemd units, GitHub
+//!   workflows and the environment's reference; [`doctor`]: a host's check;
+//! - [`engine`]: what is due, one run under its lease, its steps, retries,
+//!   records and alerts;
+//! - [`store`]: which store the configuration names, and the clock it
+//!   decides by; [`state`]: the state directory's files and logs;
+//! - [`config`]: reading and validating `baton.toml` (each key defined once,
+//!   in `config/keys.rs`), and the small words everything speaks: [`times`],
+//!   [`units`], [`http`] (an HTTP step and `baton __http`'s protocol).
+//!
+//! Nothing here prints or picks an exit code: messages are `tracing`
+//! events the binary's subscriber writes, and results are typed.
 
-pub mod alerts;
-pub mod atomic;
-pub mod backfill;
-pub mod calendar;
 pub mod config;
-pub mod decide;
 pub mod doctor;
-mod end_slot;
-pub mod history;
+pub mod engine;
 pub mod http;
-pub mod job_state;
-pub mod logs;
-pub mod metrics;
+pub mod ops;
 pub mod outcome;
-pub mod output;
-pub mod overdue;
-pub mod page;
-pub mod pause;
-pub mod plan;
 pub mod render;
-pub mod request;
-mod retry;
-pub mod run;
-mod run_record;
 mod say;
-pub mod show;
-pub mod state_dir;
-pub mod state_file;
-pub mod status;
-pub mod steps;
+pub mod state;
 pub mod store;
-pub mod surfaces;
-pub mod tick;
 pub mod times;
 pub mod units;
-pub mod watermark;
+pub mod views;

@@ -14,7 +14,7 @@ use std::thread::JoinHandle;
 
 use baton_lease::{Clock, SystemClock};
 use baton_runner::HookCommand;
-use baton_sched::alerts::ALERT_TIMEOUT;
+use baton_sched::engine::alerts::ALERT_TIMEOUT;
 use baton_store::words::AlertKind;
 use serde::Serialize;
 
@@ -63,7 +63,7 @@ pub fn defaults() -> Vec<AlertKind> {
         .collect()
 }
 
-pub use baton_sched::alerts::HolderInfo;
+pub use baton_sched::engine::alerts::HolderInfo;
 
 /// One alert: the JSON object `--alert-command` reads (one line, ending in
 /// a newline).

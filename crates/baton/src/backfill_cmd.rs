@@ -1,5 +1,5 @@
 //! `baton backfill`: a thin adapter from parsed arguments to
-//! `baton_sched::backfill`, and from its answers to output and an exit code.
+//! `baton_sched::ops::backfill`, and from its answers to output and an exit code.
 //!
 //! `--from` and `--to` are read in the job's zone, and every time this
 //! command prints for people is on that zone's wall clock
@@ -13,12 +13,12 @@ use std::cell::RefCell;
 use std::path::Path;
 use std::rc::Rc;
 
-use baton_sched::backfill::{self, Planned, Unplanned};
 use baton_sched::config::{Config, Job};
-use baton_sched::history::{self, RunView};
+use baton_sched::engine::surfaces::RunStart;
+use baton_sched::ops::backfill::{self, Planned, Unplanned};
 use baton_sched::outcome::Outcome;
-use baton_sched::surfaces::RunStart;
 use baton_sched::times;
+use baton_sched::views::history::{self, RunView};
 use baton_store::words::RunVerdict;
 use jiff::Timestamp;
 use serde::Serialize;
@@ -122,7 +122,7 @@ pub fn run(state: Option<&Path>, a: &BackfillArgs) -> Exit {
     let plan = backfill::dry_run(&c, job, &occ, now, a.force);
     if let Err(Unplanned::Newer(e)) = &plan {
         say!("baton backfill: {}: {e}", a.job);
-        return Exit::of_outcome(baton_sched::run::ledger_failed(&c, e));
+        return Exit::of_outcome(baton_sched::engine::run::ledger_failed(&c, e));
     }
     if a.dry_run {
         return match plan {

@@ -1,5 +1,5 @@
 //! `baton calendar`: a thin adapter from parsed arguments to
-//! `baton_sched::calendar`, and from its answer to output and an exit code.
+//! `baton_sched::views::calendar`, and from its answer to output and an exit code.
 //!
 //! The arguments first become a [`Request`]: the schedule (typed, or a
 //! job's from `baton.toml`), its zone, the instant to start from and how
@@ -12,8 +12,8 @@
 use std::path::Path;
 
 use baton_lease::{Clock, SystemClock};
-use baton_sched::calendar::{self, Calendar};
 use baton_sched::config::Zone;
+use baton_sched::views::calendar::{self, Calendar};
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 

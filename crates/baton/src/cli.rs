@@ -325,7 +325,7 @@ pub struct PageArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// Seconds between the page's reloads (0: never).
-    #[arg(long, value_name = "SECS", default_value_t = baton_sched::page::DEFAULT_REFRESH_SECS)]
+    #[arg(long, value_name = "SECS", default_value_t = baton_sched::views::page::DEFAULT_REFRESH_SECS)]
     pub refresh: u32,
 }
 
@@ -467,8 +467,8 @@ pub struct CalendarArgs {
     #[arg(
         long,
         value_name = "N",
-        default_value_t = baton_sched::calendar::DEFAULT_COUNT,
-        value_parser = clap::value_parser!(u32).range(1..=i64::from(baton_sched::calendar::MAX_COUNT)),
+        default_value_t = baton_sched::views::calendar::DEFAULT_COUNT,
+        value_parser = clap::value_parser!(u32).range(1..=i64::from(baton_sched::views::calendar::MAX_COUNT)),
     )]
     pub count: u32,
     /// One JSON object on stdout.

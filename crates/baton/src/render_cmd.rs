@@ -301,7 +301,8 @@ fn write_all(dir: &Path, artefacts: &[Artefact]) -> Result<(), String> {
     std::fs::create_dir_all(dir)
         .map_err(|e| format!("failed to create the directory {}: {e}", dir.display()))?;
     for a in artefacts {
-        baton_sched::atomic::replace(dir, &a.name, a.text.as_bytes()).map_err(|e| e.to_string())?;
+        baton_sched::state::atomic::replace(dir, &a.name, a.text.as_bytes())
+            .map_err(|e| e.to_string())?;
     }
     Ok(())
 }

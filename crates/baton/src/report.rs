@@ -6,9 +6,9 @@
 //! them.
 
 use baton_sched::config::Config;
-use baton_sched::history::{self, RunView};
-use baton_sched::run::{Start, Told, occurrence_text};
-use baton_sched::tick::{RunEnd, TickReport};
+use baton_sched::engine::run::{Start, Told, occurrence_text};
+use baton_sched::ops::tick::{RunEnd, TickReport};
+use baton_sched::views::history::{self, RunView};
 use serde::Serialize;
 
 use crate::exit::Exit;

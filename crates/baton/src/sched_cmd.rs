@@ -46,9 +46,9 @@ pub fn tick(state: Option<&Path>, a: &TickArgs) -> Exit {
         return no_such_job(&c, "tick", name);
     }
     if !a.json {
-        return Exit::of_outcome(baton_sched::tick::tick(&c, &a.jobs, clock()));
+        return Exit::of_outcome(baton_sched::ops::tick::tick(&c, &a.jobs, clock()));
     }
-    let r = baton_sched::tick::tick_report(&c, &a.jobs, clock());
+    let r = baton_sched::ops::tick::tick_report(&c, &a.jobs, clock());
     let doc = crate::report::Tick::of(&c, &r, SystemClock.wall());
     match json_out("tick", &doc) {
         Exit::Ok => Exit::of_outcome(r.outcome),
@@ -66,12 +66,12 @@ pub fn run(state: Option<&Path>, a: &RunArgs) -> Exit {
         return e;
     }
     if !a.json {
-        return Exit::of_outcome(baton_sched::tick::run_now(&c, &a.job, clock()));
+        return Exit::of_outcome(baton_sched::ops::tick::run_now(&c, &a.job, clock()));
     }
     let told = std::cell::RefCell::new(None);
-    let tell = |t: &baton_sched::run::Told| *told.borrow_mut() = Some(t.clone());
-    let teller = baton_sched::run::Teller::new(&tell);
-    let outcome = baton_sched::tick::run_now_with(&c, &a.job, clock(), false, Some(&teller));
+    let tell = |t: &baton_sched::engine::run::Told| *told.borrow_mut() = Some(t.clone());
+    let teller = baton_sched::engine::run::Teller::new(&tell);
+    let outcome = baton_sched::ops::tick::run_now_with(&c, &a.job, clock(), false, Some(&teller));
     let exit = Exit::of_outcome(outcome);
     let told = told.borrow().clone();
     let doc = crate::report::Run::of(&c, &a.job, told.as_ref(), exit, SystemClock.wall());
@@ -96,7 +96,7 @@ pub fn status(state: Option<&Path>, a: &StatusArgs) -> Exit {
         Ok(clock) => clock.wall(),
         Err(e) => return e,
     };
-    let s = baton_sched::status::read(&c, a.job.as_deref(), now);
+    let s = baton_sched::views::status::read(&c, a.job.as_deref(), now);
     if let Some(e) = &s.error {
         say!("baton status: {e}");
         if c.store.is_some() || s.ledger_newer {
@@ -115,7 +115,7 @@ pub fn status(state: Option<&Path>, a: &StatusArgs) -> Exit {
             }
         }
     } else {
-        out!("{}", baton_sched::status::render(&s));
+        out!("{}", baton_sched::views::status::render(&s));
     }
     if s.healthy { Exit::Ok } else { Exit::Refused }
 }
@@ -124,7 +124,10 @@ pub fn status(state: Option<&Path>, a: &StatusArgs) -> Exit {
 pub fn page(state: Option<&Path>, a: &crate::cli::PageArgs) -> Exit {
     match load(state, &a.file) {
         Ok(c) => {
-            out!("{}", baton_sched::page::read(&c, &SystemClock, a.refresh));
+            out!(
+                "{}",
+                baton_sched::views::page::read(&c, &SystemClock, a.refresh)
+            );
             Exit::Ok
         }
         Err(e) => e,
@@ -140,11 +143,11 @@ pub fn metrics(state: Option<&Path>, a: &MetricsArgs) -> Exit {
         Err(e) => return e,
     };
     let format = if a.openmetrics {
-        baton_sched::metrics::Format::OpenMetrics
+        baton_sched::views::metrics::Format::OpenMetrics
     } else {
-        baton_sched::metrics::Format::Prometheus
+        baton_sched::views::metrics::Format::Prometheus
     };
-    match baton_sched::metrics::read(&c, &SystemClock, format) {
+    match baton_sched::views::metrics::read(&c, &SystemClock, format) {
         Ok(text) => {
             out!("{text}");
             Exit::Ok
@@ -163,7 +166,7 @@ pub fn config(state: Option<&Path>, a: &ConfigArgs) -> Exit {
         Err(e) => return e,
     };
     if a.json {
-        match serde_json::to_string_pretty(&baton_sched::show::to_json(&c)) {
+        match serde_json::to_string_pretty(&baton_sched::views::show::to_json(&c)) {
             Ok(j) => outln!("{j}"),
             Err(e) => {
                 say!("baton config: failed to encode JSON: {e}");
@@ -171,7 +174,7 @@ pub fn config(state: Option<&Path>, a: &ConfigArgs) -> Exit {
             }
         }
     } else {
-        out!("{}", baton_sched::show::render(&c));
+        out!("{}", baton_sched::views::show::render(&c));
     }
     Exit::Ok
 }
@@ -189,14 +192,14 @@ pub fn history(state: Option<&Path>, a: &HistoryArgs) -> Exit {
     }
     let now = SystemClock.wall();
     let read = match &a.job {
-        Some(job) => baton_sched::history::read(&c, job, a.limit, now),
-        None => baton_sched::history::read_all(&c, a.limit, now),
+        Some(job) => baton_sched::views::history::read(&c, job, a.limit, now),
+        None => baton_sched::views::history::read_all(&c, a.limit, now),
     };
     let runs = match read {
         Ok(r) => r,
         Err(e) => {
             say!("baton history: {e}");
-            return Exit::of_outcome(baton_sched::run::ledger_failed(&c, &e));
+            return Exit::of_outcome(baton_sched::engine::run::ledger_failed(&c, &e));
         }
     };
     if a.json {
@@ -211,7 +214,7 @@ pub fn history(state: Option<&Path>, a: &HistoryArgs) -> Exit {
         let zone_of = |job: &str| c.zone_of(job).clone();
         out!(
             "{}",
-            baton_sched::history::render(&runs, &zone_of, a.job.is_none())
+            baton_sched::views::history::render(&runs, &zone_of, a.job.is_none())
         );
     }
     Exit::Ok
@@ -271,7 +274,7 @@ pub fn pause(state: Option<&Path>, a: &crate::cli::PauseArgs) -> Exit {
                 .ok()
                 .and_then(|d| now.checked_add(d).ok())
             {
-                Some(t) => baton_sched::pause::Until::At(t),
+                Some(t) => baton_sched::ops::pause::Until::At(t),
                 None => {
                     say!("baton pause: --for {d:?} is too long");
                     return Exit::Usage;
@@ -287,18 +290,19 @@ pub fn pause(state: Option<&Path>, a: &crate::cli::PauseArgs) -> Exit {
             }
         },
         (None, Some(t)) => match baton_sched::units::parse_instant(t, &job.timezone.value.tz) {
-            Ok(t) => baton_sched::pause::Until::At(t),
+            Ok(t) => baton_sched::ops::pause::Until::At(t),
             Err(e) => {
                 say!("baton pause: --until: {e}");
                 return Exit::Usage;
             }
         },
-        (None, None) => baton_sched::pause::Until::Resumed,
+        (None, None) => baton_sched::ops::pause::Until::Resumed,
     };
-    match baton_sched::pause::pause_job(&c, &a.job, until, a.reason.as_deref(), &who(), clock) {
+    match baton_sched::ops::pause::pause_job(&c, &a.job, until, a.reason.as_deref(), &who(), clock)
+    {
         Ok(p) if a.json => json_out("pause", &p),
         Ok(p) => {
-            out!("{}", baton_sched::pause::render_paused(&c, &p));
+            out!("{}", baton_sched::ops::pause::render_paused(&c, &p));
             Exit::Ok
         }
         Err(e) => Exit::of_outcome(e),
@@ -314,10 +318,10 @@ pub fn resume(state: Option<&Path>, a: &crate::cli::ResumeArgs) -> Exit {
     if let Err(e) = known_job(&c, "resume", &a.job) {
         return e;
     }
-    match baton_sched::pause::resume_job(&c, &a.job, clock()) {
+    match baton_sched::ops::pause::resume_job(&c, &a.job, clock()) {
         Ok(r) if a.json => json_out("resume", &r),
         Ok(r) => {
-            out!("{}", baton_sched::pause::render_resumed(&c, &r));
+            out!("{}", baton_sched::ops::pause::render_resumed(&c, &r));
             Exit::Ok
         }
         Err(e) => Exit::of_outcome(e),
@@ -348,7 +352,7 @@ pub fn watermark_get(state: Option<&Path>, a: &crate::cli::WatermarkGetArgs) -> 
     if let Err(e) = known_job(&c, "watermark get", &a.job) {
         return e;
     }
-    match baton_sched::watermark::get(&c, &a.job, &SystemClock) {
+    match baton_sched::ops::watermark::get(&c, &a.job, &SystemClock) {
         Ok(w) if a.json => match serde_json::to_string_pretty(&w) {
             Ok(j) => {
                 outln!("{j}");
@@ -367,7 +371,7 @@ pub fn watermark_get(state: Option<&Path>, a: &crate::cli::WatermarkGetArgs) -> 
         }
         Err(e) => {
             say!("baton watermark get: {e}");
-            Exit::of_outcome(baton_sched::run::ledger_failed(&c, &e))
+            Exit::of_outcome(baton_sched::engine::run::ledger_failed(&c, &e))
         }
     }
 }
@@ -382,7 +386,7 @@ pub fn watermark_settle(state: Option<&Path>, a: &crate::cli::WatermarkSettleArg
         return e;
     }
     let token = std::env::var("BATON_TOKEN").ok();
-    Exit::of_outcome(baton_sched::watermark::settle(
+    Exit::of_outcome(baton_sched::ops::watermark::settle(
         &c,
         &a.job,
         &a.value,

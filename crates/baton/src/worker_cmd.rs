@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use baton_lease::{Clock, SystemClock};
 use baton_sched::config::{Overrides, Snapshot};
-use baton_sched::run::{self, Start, Teller, Told};
+use baton_sched::engine::run::{self, Start, Teller, Told};
 
 use crate::cli::WorkerArgs;
 use crate::exit::Exit;
@@ -51,7 +51,7 @@ pub fn run(state: Option<&Path>, a: &WorkerArgs) -> Exit {
             config.path.display()
         ));
     };
-    if let Err(e) = baton_sched::tick::preflight(&config, SystemClock.wall()) {
+    if let Err(e) = baton_sched::ops::tick::preflight(&config, SystemClock.wall()) {
         return refuse(e.to_string());
     }
     let start = match (a.at, a.queue, a.manual) {
@@ -63,7 +63,7 @@ pub fn run(state: Option<&Path>, a: &WorkerArgs) -> Exit {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let teller = Teller::new(&told);
     let surfaces = std::rc::Rc::new(std::cell::RefCell::new(
-        baton_sched::surfaces::Surfaces::open(&config, Arc::clone(&clock)),
+        baton_sched::engine::surfaces::Surfaces::open(&config, Arc::clone(&clock)),
     ));
     let outcome = run::run(
         &run::Request {
@@ -77,6 +77,6 @@ pub fn run(state: Option<&Path>, a: &WorkerArgs) -> Exit {
         &surfaces,
     );
     surfaces.borrow_mut().finish();
-    baton_sched::tick::checkpoint(&config, &clock);
+    baton_sched::ops::tick::checkpoint(&config, &clock);
     Exit::of_outcome(outcome)
 }

@@ -477,11 +477,12 @@ pub fn write(config_path: &Path, name: &str, text: &str) -> Result<PathBuf, Drop
     let file_name = format!("{name}.toml");
     // A job's `env` and an HTTP step's headers may hold secrets: the file
     // is its owner's alone, as the ledger is.
-    crate::atomic::replace_private(&dir, &file_name, text.as_bytes()).map_err(from_atomic)?;
+    crate::state::atomic::replace_private(&dir, &file_name, text.as_bytes())
+        .map_err(from_atomic)?;
     Ok(target)
 }
 
-fn from_atomic(e: crate::atomic::AtomicError) -> DropinError {
+fn from_atomic(e: crate::state::atomic::AtomicError) -> DropinError {
     DropinError::Io {
         what: e.what,
         path: e.path,
@@ -516,7 +517,7 @@ pub fn delete(config_path: &Path, name: &str) -> Result<bool, DropinError> {
 
 /// `fsync`s a directory, so a rename or removal in it survives a crash.
 fn sync_dir(dir: &Path) -> Result<(), DropinError> {
-    crate::atomic::sync_dir(dir).map_err(from_atomic)
+    crate::state::atomic::sync_dir(dir).map_err(from_atomic)
 }
 
 #[cfg(test)]

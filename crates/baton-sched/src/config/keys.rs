@@ -276,7 +276,9 @@ const EXEC_STATE_DIR: Default = Host(
 const SYSTEM_ZONE: Default = Host("the system's zone (TZ, else /etc/localtime)", system_zone);
 
 fn default_state_dir() -> Value {
-    Value::Path(crate::state_dir::default_dir().unwrap_or_else(|| PathBuf::from("/var/lib/baton")))
+    Value::Path(
+        crate::state::state_dir::default_dir().unwrap_or_else(|| PathBuf::from("/var/lib/baton")),
+    )
 }
 
 fn system_zone() -> Value {

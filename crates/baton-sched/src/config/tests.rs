@@ -300,9 +300,9 @@ fn integers_are_seconds_and_sizes_bytes() {
 fn config_without_store_has_none() {
     let c = load_text("").unwrap();
     assert_eq!(c.store, None);
-    let shown = crate::show::to_json(&c);
+    let shown = crate::views::show::to_json(&c);
     assert_eq!(shown["store"], serde_json::Value::Null);
-    assert!(!crate::show::render(&c).contains("[store]"));
+    assert!(!crate::views::show::render(&c).contains("[store]"));
 }
 
 #[test]
@@ -348,12 +348,12 @@ fn config_store_env_overrides_the_file() {
 #[test]
 fn config_store_password_is_never_shown() {
     let c = load_text("[store]\nurl = \"postgres://baton:s3cret@db.example/baton\"\n").unwrap();
-    let text = crate::show::render(&c);
+    let text = crate::views::show::render(&c);
     assert!(
         text.contains("url = \"postgres://baton:***@db.example/baton\""),
         "{text}"
     );
-    let json = crate::show::to_json(&c).to_string();
+    let json = crate::views::show::to_json(&c).to_string();
     assert!(
         json.contains("postgres://baton:***@db.example/baton"),
         "{json}"
@@ -825,7 +825,7 @@ fn every_default_reads_as_the_key_does_and_is_written_as_shown() {
             continue;
         };
         let value = k.default_value();
-        let (shown, _) = crate::show::shown(k, &value);
+        let (shown, _) = crate::views::show::shown(k, &value);
         assert_eq!(shown, text, "{}", k.name);
     }
 }
@@ -839,12 +839,12 @@ fn baton_config_shows_every_key_a_table_holds() {
     .unwrap();
     let j = &c.jobs["a"];
     for (table, shown) in [
-        (keys::Table::Scheduler, crate::show::scheduler(&c)),
-        (keys::Table::Daemon, crate::show::daemon(&c)),
-        (keys::Table::Store, crate::show::store(&c)),
-        (keys::Table::Job, crate::show::job(j)),
-        (keys::Table::Step, crate::show::step(&j.steps[0])),
-        (keys::Table::Check, crate::show::step(&j.checks[0])),
+        (keys::Table::Scheduler, crate::views::show::scheduler(&c)),
+        (keys::Table::Daemon, crate::views::show::daemon(&c)),
+        (keys::Table::Store, crate::views::show::store(&c)),
+        (keys::Table::Job, crate::views::show::job(j)),
+        (keys::Table::Step, crate::views::show::step(&j.steps[0])),
+        (keys::Table::Check, crate::views::show::step(&j.checks[0])),
     ] {
         // A job's `schedule` or `every`, and a step's `run` or `http`, are
         // shown as written; a step's `env` and `cwd` on lines of their own.

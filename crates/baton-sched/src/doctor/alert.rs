@@ -8,8 +8,8 @@ use baton_runner::HookOutcome;
 use baton_store::words::AlertKind;
 
 use super::finding::Finding;
-use crate::alerts::{self, ALERT_TIMEOUT, Alert};
 use crate::config::Config;
+use crate::engine::alerts::{self, ALERT_TIMEOUT, Alert};
 
 const CHECK: &str = "alert-command";
 

@@ -223,8 +223,8 @@ pub fn render(c: &Config, opts: &Options) -> Artefact {
         &format!("{shown_config} (from {config_from})"),
     );
     for (table, shown) in [
-        (Table::Scheduler, crate::show::scheduler(c)),
-        (Table::Store, crate::show::store(c)),
+        (Table::Scheduler, crate::views::show::scheduler(c)),
+        (Table::Store, crate::views::show::store(c)),
     ] {
         for key in keys::of(table) {
             let Some(env_key) = key.env_key() else {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use baton_lease::{Clock, ManualClock};
 use baton_sched::config::{self, Overrides};
-use baton_sched::surfaces::Surfaces;
+use baton_sched::engine::surfaces::Surfaces;
 
 #[test]
 fn a_ledger_found_corrupt_later_is_named_by_when_it_was_found() {
@@ -19,7 +19,7 @@ fn a_ledger_found_corrupt_later_is_named_by_when_it_was_found() {
         state.to_str().unwrap()
     );
     let cfg = config::parse(&text, &tmp.path().join("baton.toml"), &Overrides::default()).unwrap();
-    baton_sched::state_dir::locks_dir(&state).unwrap();
+    baton_sched::state::state_dir::locks_dir(&state).unwrap();
     let opened: jiff::Timestamp = "2026-11-29T03:15:00Z".parse().unwrap();
     let clock = Arc::new(ManualClock::new(opened, Duration::from_secs(100)));
     let mut s = Surfaces::open(&cfg, Arc::clone(&clock) as Arc<dyn Clock>);

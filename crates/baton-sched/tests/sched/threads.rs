@@ -9,9 +9,9 @@ use std::sync::{Arc, Barrier};
 
 use baton_lease::{Clock, SystemClock};
 use baton_sched::config::{self, Overrides};
+use baton_sched::engine::run::{self, Request};
+use baton_sched::engine::surfaces::Surfaces;
 use baton_sched::outcome::Outcome;
-use baton_sched::run::{self, Request};
-use baton_sched::surfaces::Surfaces;
 
 fn config(dir: &Path, counter: &Path) -> config::Config {
     let text = format!(
@@ -29,7 +29,7 @@ fn two_threads_ticking_one_occurrence_run_it_once() {
         let tmp = tempfile::tempdir().unwrap();
         let counter = tmp.path().join("counter");
         let cfg = config(tmp.path(), &counter);
-        baton_sched::state_dir::locks_dir(&cfg.settings.state_dir.value).unwrap();
+        baton_sched::state::state_dir::locks_dir(&cfg.settings.state_dir.value).unwrap();
         let job = &cfg.jobs["pay"];
         let now = SystemClock.wall();
         let at = job
@@ -52,7 +52,7 @@ fn two_threads_ticking_one_occurrence_run_it_once() {
                         let req = Request {
                             config: &cfg,
                             job,
-                            start: baton_sched::run::Start::Scheduled(at),
+                            start: baton_sched::engine::run::Start::Scheduled(at),
                             tee: false,
                             teller: None,
                             stop_on_signal: false,

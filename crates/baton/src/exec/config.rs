@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use baton_sched::state_dir;
+use baton_sched::state::state_dir;
 use baton_store::words::AlertKind;
 
 use crate::cli::ExecArgs;

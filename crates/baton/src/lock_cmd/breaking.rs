@@ -56,9 +56,9 @@ pub fn run_args(state: Option<&Path>, a: BreakArgs) -> Exit {
         }
     };
     // Logged only into a state directory that exists and is trusted.
-    let log_dir = baton_sched::state_dir::resolve(state)
+    let log_dir = baton_sched::state::state_dir::resolve(state)
         .ok()
-        .filter(|d| matches!(baton_sched::state_dir::check_existing(d), Ok(true)));
+        .filter(|d| matches!(baton_sched::state::state_dir::check_existing(d), Ok(true)));
     run(&Request {
         label: &target.label,
         path: &target.path,
@@ -189,7 +189,7 @@ pub fn run(r: &Request<'_>) -> Exit {
     }
 }
 
-/// Appends `line` to `DIR/breaks.log` (through `baton_sched::state_file`:
+/// Appends `line` to `DIR/breaks.log` (through `baton_sched::state::state_file`:
 /// owner-only, never through a symbolic link, never blocking on a named
 /// pipe), one write per line.
 fn log(dir: Option<&Path>, line: &str) {
@@ -197,7 +197,7 @@ fn log(dir: Option<&Path>, line: &str) {
         return;
     };
     let path = dir.join("breaks.log");
-    if let Err(e) = baton_sched::state_file::append(&path, format!("{line}\n").as_bytes()) {
+    if let Err(e) = baton_sched::state::state_file::append(&path, format!("{line}\n").as_bytes()) {
         say!("baton: the break is not in breaks.log: {e}");
     }
 }

@@ -9,7 +9,7 @@ pub mod show;
 use std::path::{Path, PathBuf};
 
 use crate::exit::Exit;
-use baton_sched::state_dir;
+use baton_sched::state::state_dir;
 
 /// A lock the operator named: its label and its file.
 pub struct Target {

@@ -58,7 +58,7 @@ fn ago(now: Timestamp, t: Timestamp) -> String {
 
 /// How to name the lock in a suggested command: `NAME` or `--lock PATH`.
 fn arg(label: &str, path: &std::path::Path) -> String {
-    if baton_sched::state_dir::check_name(label).is_ok() {
+    if baton_sched::state::state_dir::check_name(label).is_ok() {
         label.to_owned()
     } else {
         format!("--lock {}", path.display())

@@ -126,7 +126,7 @@ pub(crate) fn write_all(dir: &Path) -> Result<Vec<PathBuf>, ManError> {
     pages
         .iter()
         .map(|p| {
-            baton_sched::atomic::replace(dir, &p.name, p.text.as_bytes())
+            baton_sched::state::atomic::replace(dir, &p.name, p.text.as_bytes())
                 .map_err(|e| ManError::Write(e.to_string()))
         })
         .collect()

@@ -1,0 +1,15 @@
+//! The engine: what is due ([`plan`], [`decide`]), one run under its lease
+//! ([`request`], [`run`]), its steps and checks with their retries
+//! ([`steps`], `retry`), its records, and where what happened is said
+//! ([`surfaces`], [`alerts`]). Every operation (`ops`) drives it; nothing
+//! here parses arguments, picks an exit code or reads a view.
+
+pub mod alerts;
+pub mod decide;
+pub mod plan;
+pub mod request;
+mod retry;
+pub mod run;
+mod run_record;
+pub mod steps;
+pub mod surfaces;

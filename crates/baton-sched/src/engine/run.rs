@@ -1,0 +1,737 @@
+//! Runs of a job under its lease: scheduled (`tick`), by hand (`run`),
+//! from the queue, or a backfill; what a refused lock means; and draining
+//! the queue before the lease is let go.
+//!
+//! The order is the guarantee:
+//!
+//! 1. take the job's lease, claiming a scheduled occurrence in the same
+//!    critical section (`baton_lease::Once`): an occurrence already claimed,
+//!    or one a live holder is running now, ends here quietly; a lock held by
+//!    another run waits in the queue (`overlap = "queue"`) or is missed
+//!    (`busy`); a hung, orphaned or foreign holder is missed, decided once in
+//!    the ledger (the process that records the decision alerts; the others
+//!    stay quiet);
+//!    Before the lease, and again under it, the job's guard is read and
+//!    then taken ([`crate::store::Store::take_guard`]): a job whose run
+//!    under another lock (its former one) is in flight is refused as that
+//!    lock's holder would refuse it, and one that claimed this occurrence
+//!    there ends quietly;
+//! 2. record `started` in the ledger while holding the lease, before the
+//!    first step; an occurrence the ledger already decided ends there;
+//! 3. run the steps and checks ([`crate::engine::steps`]) and record the verdict;
+//! 4. before releasing, run what waits in the queue of every job sharing the
+//!    lock, oldest first, each restating the lease's claim; after
+//!    releasing, look once more, because an occurrence may have been queued
+//!    between the last look and the release (`DESIGN.md`, "The queue").
+//!
+//! Outcomes ([`Outcome`]): done for success or nothing to do, failed for a
+//! failure or a missed occurrence (an alert was raised), unable when the
+//! lock cannot be used at all.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use baton_lease::Once;
+use baton_runner::{Finish, Session, SessionConfig};
+use baton_store::words::{AlertKind, MissReason};
+use baton_store::{Held, Restated};
+
+use crate::config::{Config, Job, Overlap};
+use crate::engine::alerts::HolderInfo;
+use crate::engine::steps::{self, Events};
+use crate::engine::surfaces::Surfaces;
+use crate::outcome::Outcome;
+use crate::store::{Guard, Refused, Taken};
+
+pub(crate) use crate::engine::request::{Context, owned_mates};
+pub use crate::engine::request::{
+    Request, Start, Teller, Told, lock_for, lock_label, lock_mates, occurrence_text,
+};
+
+/// The outcome of a command whose ledger failed it: [`Outcome::Unable`]
+/// when the configuration cannot be honoured (its shared store cannot be
+/// used, or a newer baton wrote its ledger, which nothing may read or
+/// decide from until baton is upgraded), else [`Outcome::Failed`]. Every
+/// command that opens the ledger maps its failure through this one rule.
+pub fn ledger_failed(config: &Config, e: &baton_store::ledger::Error) -> Outcome {
+    if crate::store::shared(config) || e.is_newer_schema() {
+        Outcome::Unable
+    } else {
+        Outcome::Failed
+    }
+}
+
+/// How many times one process takes the lease again after its release to
+/// run what was queued meanwhile.
+const RETAKES: u32 = 8;
+
+fn tell(req: &Request<'_>, t: Told) {
+    if let Some(teller) = req.teller {
+        teller.tell(&t);
+    }
+}
+
+/// The jobs sharing `job`'s lock whose queue may run now: enabled, and not
+/// paused (their queued occurrences wait for the resume).
+fn drainable<'c>(config: &'c Config, job: &Job, surfaces: &Rc<RefCell<Surfaces>>) -> Vec<&'c str> {
+    let mut s = surfaces.borrow_mut();
+    let now = s.now();
+    lock_mates(config, job)
+        .into_iter()
+        .filter(|name| config.jobs.get(*name).is_some_and(|j| j.enabled.value))
+        .filter(|name| {
+            !s.ledger(|l| l.pauses(name, 1))
+                .unwrap_or_default()
+                .iter()
+                .any(|p| p.active(now))
+        })
+        .collect()
+}
+
+fn fresh_run_id(job: &Job, surfaces: &Rc<RefCell<Surfaces>>) -> Option<String> {
+    match baton_lease::Token::fresh() {
+        Ok(t) => Some(t.to_string()),
+        Err(e) => {
+            surfaces.borrow_mut().warn(&format!(
+                "{}: failed to read random bytes for a run id: {e}",
+                job.name
+            ));
+            None
+        }
+    }
+}
+
+/// Runs `req` to its end, and whatever waits in the queue after it; returns
+/// the worst outcome.
+pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> Outcome {
+    let job = req.job;
+    let store = match crate::store::open(req.config) {
+        Ok(s) => s,
+        Err(e) => {
+            let message = format!("{}: not run: {e}", job.name);
+            surfaces.borrow_mut().warn(&message);
+            tell(req, Told::Error { message });
+            return Outcome::Unable;
+        }
+    };
+    if surfaces.borrow().refuses_runs() {
+        // Said when the ledger failed to open: no run starts before its
+        // start is recorded (in the shared store, a run it cannot record
+        // could run an occurrence another host has decided otherwise; a
+        // ledger whose files are refused could have been written by
+        // another user).
+        tell(
+            req,
+            Told::Error {
+                message: format!("{}: not run: the ledger is unavailable", job.name),
+            },
+        );
+        return Outcome::Unable;
+    }
+    // The job's output log is checked before the lease is taken: refused
+    // now, the occurrence stays due and nothing is lost; refused later, the
+    // output of a run under way would be.
+    let checked = surfaces.borrow_mut().check_job_log(&job.name);
+    if let Err(e) = checked {
+        let message = format!("{}: not run: {e}", job.name);
+        surfaces.borrow_mut().warn(&message);
+        tell(req, Told::Error { message });
+        return Outcome::Unable;
+    }
+    let Some(run_id) = fresh_run_id(job, surfaces) else {
+        tell(
+            req,
+            Told::Error {
+                message: "failed to read random bytes for a run id".into(),
+            },
+        );
+        return Outcome::Unable;
+    };
+    let occurrence = req.start.occurrence();
+    let mut ctx = Context {
+        job: job.name.clone(),
+        occurrence: occurrence_text(occurrence),
+        run_id: run_id.clone(),
+        lock: store.lock_label(&job.lock_ref()),
+        name: job.lock.value.clone(),
+        fence: None,
+        guard: None,
+    };
+    let claim = baton_lease::Claim {
+        run: (req.start != Start::Queue).then(|| run_id.clone()),
+        occ: (req.start != Start::Queue).then(|| ctx.occurrence.clone()),
+        budget: job.policy.max_runtime.value,
+        once: occurrence.map(|at| Once {
+            key: job.name.clone(),
+            at,
+        }),
+        mates: owned_mates(req.config, job),
+    };
+    if req.start != Start::Queue {
+        // The common case of a job whose lock was changed while it ran:
+        // refused before the new lock is taken (and its occurrence claimed).
+        match store.runs_elsewhere(&job.lock_ref(), occurrence) {
+            Ok(Guard::Clear) => {}
+            Ok(Guard::Elsewhere(refused)) => {
+                return refused_lock(req, &ctx, &refused, true, surfaces);
+            }
+            Ok(Guard::Claimed { at }) => {
+                return claimed_already(req, at, "the job's guard", surfaces);
+            }
+            Err(e) => return cannot(req, &format!("{}: not run: {e}", job.name), surfaces),
+        }
+    }
+    let outcome = match store.try_acquire(&job.lock_ref(), &claim) {
+        Ok(o) => o,
+        Err(e) => {
+            surfaces
+                .borrow_mut()
+                .warn(&format!("{}: not run: {e}", job.name));
+            tell(
+                req,
+                Told::Error {
+                    message: format!("{}: not run: {e}", job.name),
+                },
+            );
+            return Outcome::Unable;
+        }
+    };
+    match outcome {
+        Taken::Acquired(lease) => {
+            if req.start != Start::Queue {
+                // Under the lease, before anything runs: the job's guard
+                // decides between two runs of it under two locks at once.
+                match store.take_guard(&job.lock_ref(), lease.fence(), occurrence) {
+                    Ok((Guard::Clear, claim)) => ctx.guard = claim,
+                    Ok((Guard::Elsewhere(refused), _)) => {
+                        let _ = lease.release();
+                        return refused_lock(req, &ctx, &refused, false, surfaces);
+                    }
+                    Ok((Guard::Claimed { at }, _)) => {
+                        let _ = lease.release();
+                        return claimed_already(req, at, "the job's guard", surfaces);
+                    }
+                    Err(e) => {
+                        let _ = lease.release();
+                        return cannot(req, &format!("{}: not run: {e}", job.name), surfaces);
+                    }
+                }
+            }
+            fail::fail_point!("claim");
+            tell(
+                req,
+                Told::Started {
+                    run_id: claim.run.clone().unwrap_or_default(),
+                    fence: lease.fence(),
+                },
+            );
+            let first = (req.start != Start::Queue).then_some(First {
+                ctx,
+                start: req.start,
+                restate: false,
+            });
+            hold(req, lease, first.into_iter().collect(), surfaces)
+        }
+        Taken::Claimed { at } => match occurrence {
+            Some(occ) if store.shared() => {
+                tell(req, Told::Claimed);
+                claimed_unstarted(req, &ctx, occ, at, surfaces)
+            }
+            _ => claimed_already(req, at, "the lock's claim", surfaces),
+        },
+        Taken::Refused(refused) => refused_lock(req, &ctx, &refused, true, surfaces),
+    }
+}
+
+/// In the shared store, a claim of `occ` (or of the later `at`) that the
+/// lease row holds but the ledger never recorded a start for: no run starts
+/// there without its start recorded, so the occurrence did not run. It is
+/// recorded missed (`ledger-unavailable`) and alerted, once; an occurrence
+/// the ledger did decide ends here quietly.
+fn claimed_unstarted(
+    req: &Request<'_>,
+    ctx: &Context,
+    occ: i64,
+    at: i64,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) -> Outcome {
+    let job = req.job;
+    let mut s = surfaces.borrow_mut();
+    let Some(None) = s.ledger(|l| l.decision(&job.name, occ)) else {
+        return Outcome::Done; // Decided (or the ledger cannot say): nothing to add.
+    };
+    let now = s.now();
+    let detail = if at == occ {
+        format!(
+            "claimed through {} by a run whose start the ledger never recorded; it did not run",
+            ctx.lock
+        )
+    } else {
+        format!(
+            "a later occurrence ({}) was claimed through {} before it; it did not run",
+            occurrence_text(Some(at)),
+            ctx.lock
+        )
+    };
+    let miss = baton_store::ledger::Miss {
+        job: &job.name,
+        reason: MissReason::LedgerUnavailable,
+        first: occ,
+        last: occ,
+        count: 1,
+        at_least: false,
+        detail: Some(&detail),
+        streak: false,
+    };
+    if s.ledger(|l| l.miss(&miss, now)) != Some(baton_store::ledger::Missed::Recorded) {
+        return Outcome::Done;
+    }
+    let mut alert = ctx.alert(
+        AlertKind::Missed,
+        now,
+        None,
+        format!(
+            "{}: occurrence {} missed (ledger-unavailable): {detail}",
+            job.name, ctx.occurrence
+        ),
+    );
+    alert.run_id = None;
+    alert.reason = Some(MissReason::LedgerUnavailable.to_string());
+    alert.missed = Some(crate::engine::alerts::MissedInfo::one(
+        &ctx.occurrence,
+        MissReason::LedgerUnavailable,
+    ));
+    s.alert(&alert);
+    Outcome::Failed
+}
+
+/// `record` (the lock's claim, or the job's guard) says this occurrence
+/// started already, up to `at`: the ledger learns it (a lost ledger did not
+/// know), and it never runs again.
+fn claimed_already(
+    req: &Request<'_>,
+    at: i64,
+    record: &str,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) -> Outcome {
+    let job = req.job;
+    tell(req, Told::Claimed);
+    if let Some(occ) = req.start.occurrence() {
+        learn_claimed(surfaces, &job.name, occ, record);
+        surfaces.borrow_mut().note(&format!(
+            "{} occurrence={} not run: claimed already (up to {})",
+            job.name,
+            occurrence_text(Some(occ)),
+            occurrence_text(Some(at))
+        ));
+    }
+    Outcome::Done
+}
+
+/// The ledger learns that `job`'s occurrence `at` started already, as
+/// `record` (the lock's claim, or the job's guard) says.
+fn learn_claimed(surfaces: &Rc<RefCell<Surfaces>>, job: &str, at: i64, record: &str) {
+    let mut s = surfaces.borrow_mut();
+    let now = s.now();
+    let detail = format!("{record} says {job} started already");
+    let _ = s.ledger(|l| l.claimed(job, at, &detail, now));
+}
+
+/// The run cannot start: said on the surfaces and to the teller.
+fn cannot(req: &Request<'_>, message: &str, surfaces: &Rc<RefCell<Surfaces>>) -> Outcome {
+    surfaces.borrow_mut().warn_of(&req.job.name, message);
+    tell(
+        req,
+        Told::Error {
+            message: message.to_owned(),
+        },
+    );
+    Outcome::Unable
+}
+
+/// A lock that was not free: quiet when another process runs this very
+/// occurrence (or a later one) or when the holder will drain the queue;
+/// queued behind a live holder with `overlap = "queue"` (when `may_queue`:
+/// not once this run's lease claimed the occurrence, which a queued start
+/// would then find claimed and never run); otherwise missed, decided once
+/// in the ledger and alerted by whoever decided it (a run by hand always
+/// alerts).
+fn refused_lock(
+    req: &Request<'_>,
+    ctx: &Context,
+    refused: &Refused,
+    may_queue: bool,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) -> Outcome {
+    let job = req.job;
+    let (reason, holder) = (refused.reason, refused.holder.as_ref());
+    if req.start == Start::Queue {
+        // The holder drains the queue on its way out; a hung or orphaned
+        // one leaves it for the tick after the lock frees.
+        tell(
+            req,
+            Told::Running {
+                holder: holder.map(HolderInfo::of),
+            },
+        );
+        return Outcome::Done;
+    }
+    if let (Some(at), Some(h)) = (req.start.occurrence(), holder)
+        && reason == MissReason::Busy
+        && h.claim(&job.name).is_some_and(|c| c >= at)
+    {
+        // Another process runs this occurrence (or a later one) now.
+        tell(
+            req,
+            Told::Running {
+                holder: Some(HolderInfo::of(h)),
+            },
+        );
+        return Outcome::Done;
+    }
+    let why = refused.why.clone();
+    if let Some(at) = req.start.occurrence() {
+        if may_queue
+            && reason == MissReason::Busy
+            && holder.is_some()
+            && job.policy.overlap.value == Overlap::Queue
+        {
+            return queue_behind(req, ctx, at, surfaces);
+        }
+        let mut s = surfaces.borrow_mut();
+        let now = s.now();
+        let miss = baton_store::ledger::Miss {
+            job: &job.name,
+            reason,
+            first: at,
+            last: at,
+            count: 1,
+            at_least: false,
+            detail: Some(&why),
+            streak: false,
+        };
+        if let Some(baton_store::ledger::Missed::Moved) = s.ledger(|l| l.miss(&miss, now)) {
+            drop(s);
+            tell(req, Told::Decided);
+            return Outcome::Done; // Decided elsewhere.
+        }
+    }
+    let mut s = surfaces.borrow_mut();
+    let now = s.now();
+    let mut alert = ctx.alert(
+        reason.alert_kind(),
+        now,
+        None,
+        format!("{}: occurrence {} not run, {why}", job.name, ctx.occurrence),
+    );
+    alert.holder = holder.map(HolderInfo::of);
+    alert.run_id = None;
+    alert.reason = Some(reason.to_string());
+    s.alert(&alert);
+    drop(s);
+    tell(
+        req,
+        Told::Missed {
+            reason,
+            holder: alert.holder.clone(),
+            message: alert.message.clone(),
+        },
+    );
+    Outcome::Failed
+}
+
+/// `overlap = "queue"`: the occurrence waits for the run in flight (or
+/// joins the one already waiting), then the lock is tried once more, in case
+/// the holder released it in between.
+fn queue_behind(
+    req: &Request<'_>,
+    ctx: &Context,
+    at: i64,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) -> Outcome {
+    let job = req.job;
+    let queued = {
+        let mut s = surfaces.borrow_mut();
+        let now = s.now();
+        let q = s.ledger(|l| l.enqueue(&job.name, &[at], true, now));
+        match &q {
+            Some(baton_store::ledger::Queued::Queued) => {
+                tell(req, Told::Queued);
+                s.note(&format!(
+                    "{} occurrence={} queued: the job's run is in flight",
+                    job.name, ctx.occurrence
+                ));
+            }
+            Some(baton_store::ledger::Queued::Coalesced { into }) => {
+                tell(req, Told::Coalesced);
+                s.note(&format!(
+                    "{} occurrence={} coalesced into the waiting occurrence {}",
+                    job.name,
+                    ctx.occurrence,
+                    occurrence_text(Some(*into))
+                ));
+            }
+            Some(baton_store::ledger::Queued::Moved) => tell(req, Told::Decided),
+            None => tell(
+                req,
+                Told::Error {
+                    message: "the ledger could not queue the occurrence".into(),
+                },
+            ),
+        }
+        q
+    };
+    if !matches!(queued, Some(baton_store::ledger::Queued::Queued)) {
+        return Outcome::Done;
+    }
+    run(
+        &Request {
+            start: Start::Queue,
+            ..*req
+        },
+        surfaces,
+    )
+}
+
+/// A run to make under a fresh lease before the queue is drained.
+pub(crate) struct First {
+    /// Its context (job, occurrence text, run id).
+    pub(crate) ctx: Context,
+    /// What it is for.
+    pub(crate) start: Start,
+    /// Whether the lease must be restated for it first (every run after the
+    /// one the acquisition named).
+    pub(crate) restate: bool,
+}
+
+/// Holds `lease` for `firsts`, in order, and then for what waits in the
+/// queue of the jobs sharing the lock; releases; looks once more.
+pub(crate) fn hold(
+    req: &Request<'_>,
+    lease: Box<dyn Held>,
+    firsts: Vec<First>,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) -> Outcome {
+    let mut worst = Outcome::Done;
+    let mut lease = Some(lease);
+    let mut firsts = firsts;
+    for _ in 0..=RETAKES {
+        let Some(held) = lease.take() else { break };
+        let (outcome, stop) = hold_once(req, held, std::mem::take(&mut firsts), surfaces);
+        worst = worst.max(outcome);
+        if stop {
+            break;
+        }
+        // Queued between the last look and the release?
+        let mates = drainable(req.config, req.job, surfaces);
+        let waiting = surfaces
+            .borrow_mut()
+            .ledger(|l| l.next_queued(&mates))
+            .flatten();
+        if waiting.is_none() {
+            break;
+        }
+        let Ok(store) = crate::store::open(req.config) else {
+            break;
+        };
+        match store.try_acquire(
+            &req.job.lock_ref(),
+            &baton_lease::Claim {
+                budget: req.job.policy.max_runtime.value,
+                mates: owned_mates(req.config, req.job),
+                ..baton_lease::Claim::default()
+            },
+        ) {
+            Ok(Taken::Acquired(l)) => lease = Some(l),
+            _ => break, // Someone else holds it: they will look too.
+        }
+    }
+    worst
+}
+
+/// One tenure of the lease: the first run, the queue, the release. Returns
+/// the worst outcome and whether to stop (a signal or a lost lease).
+fn hold_once(
+    req: &Request<'_>,
+    lease: Box<dyn Held>,
+    firsts: Vec<First>,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) -> (Outcome, bool) {
+    let job = req.job;
+    let fence = lease.fence();
+    let placeholder = Context {
+        job: job.name.clone(),
+        occurrence: "queue".into(),
+        run_id: String::new(),
+        lock: lease.describe(),
+        name: job.lock.value.clone(),
+        fence: Some(fence),
+        guard: None,
+    };
+    let ctx = Rc::new(RefCell::new(firsts.first().map_or(placeholder, |f| {
+        let mut c = f.ctx.clone();
+        c.fence = Some(fence);
+        c
+    })));
+    let current = Rc::new(RefCell::new(None));
+    let mut events = Events {
+        surfaces: Rc::clone(surfaces),
+        ctx: Rc::clone(&ctx),
+        step: Rc::clone(&current),
+    };
+    let session_cfg = SessionConfig {
+        max_runtime: job.policy.max_runtime.value,
+        cgroup: None,
+        label: ctx.borrow().run_id.clone(),
+        stop_on_signal: req.stop_on_signal,
+    };
+    let mut session = match Session::start(lease, session_cfg, &mut events) {
+        Ok(s) => s,
+        Err(failed) => {
+            let (lease, e) = *failed;
+            let _ = lease.release();
+            surfaces
+                .borrow_mut()
+                .warn(&format!("{}: cannot supervise the run: {e}", job.name));
+            return (Outcome::Unable, true);
+        }
+    };
+    let mut worst = Outcome::Done;
+    for f in firsts {
+        if session.lost().is_some() || session.interrupted().is_some() {
+            break;
+        }
+        if f.restate {
+            let occ = Some(f.ctx.occurrence.clone());
+            match session.restate(Some(f.ctx.run_id.clone()), occ, None) {
+                Ok(Restated::Done) => {}
+                Ok(_) | Err(_) => break,
+            }
+        }
+        *ctx.borrow_mut() = Context {
+            fence: Some(fence),
+            guard: None,
+            ..f.ctx
+        };
+        let sub = Request {
+            start: f.start,
+            ..*req
+        };
+        worst = worst.max(steps::one(&sub, &ctx, &mut session, &current, surfaces));
+    }
+    // A run whose start the shared ledger would not record (Outcome::Unable) leaves
+    // the queue to a later holder: the ledger is not answering. Nor is the
+    // queue read after the lease is gone.
+    let mut mates = if worst == Outcome::Unable
+        || session.lost().is_some()
+        || session.interrupted().is_some()
+    {
+        Vec::new()
+    } else {
+        drainable(req.config, job, surfaces)
+    };
+    let store = crate::store::open(req.config);
+    let mut last_taken: Option<(String, i64)> = None;
+    while worst != Outcome::Unable && session.lost().is_none() && session.interrupted().is_none() {
+        let next = surfaces
+            .borrow_mut()
+            .ledger(|l| l.next_queued(&mates))
+            .flatten();
+        let Some((name, at)) = next else { break };
+        if last_taken == Some((name.clone(), at)) {
+            // The ledger did not let go of it: stop rather than spin.
+            surfaces.borrow_mut().warn_of(
+                &name,
+                &format!(
+                    "{name}: queued occurrence {} could not be taken from the queue; left for a \
+                 later tick",
+                    occurrence_text(Some(at))
+                ),
+            );
+            break;
+        }
+        last_taken = Some((name.clone(), at));
+        let Some(mate) = req.config.jobs.get(&name) else {
+            break;
+        };
+        // A mate whose lock was changed while it ran may still run under
+        // its former lock: its queue waits for a later holder.
+        let guarded = match &store {
+            Ok(s) => s
+                .take_guard(&mate.lock_ref(), fence, Some(at))
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        let guard = match guarded {
+            Ok((Guard::Clear, claim)) => claim,
+            Ok((Guard::Claimed { .. }, _)) => {
+                learn_claimed(surfaces, &name, at, "the job's guard");
+                continue;
+            }
+            Ok((Guard::Elsewhere(refused), _)) => {
+                surfaces.borrow_mut().note(&format!(
+                    "{name}: queued occurrence {} left in the queue: {}",
+                    occurrence_text(Some(at)),
+                    refused.why
+                ));
+                mates.retain(|m| *m != name);
+                continue;
+            }
+            Err(e) => {
+                surfaces.borrow_mut().warn_of(
+                    &name,
+                    &format!(
+                        "{name}: queued occurrence {} left in the queue: {e}",
+                        occurrence_text(Some(at))
+                    ),
+                );
+                break;
+            }
+        };
+        let Some(run_id) = fresh_run_id(mate, surfaces) else {
+            break;
+        };
+        let occurrence = occurrence_text(Some(at));
+        let once = Once {
+            key: name.clone(),
+            at,
+        };
+        fail::fail_point!("queue");
+        match session.restate(Some(run_id.clone()), Some(occurrence.clone()), Some(&once)) {
+            Ok(Restated::Done) => {}
+            Ok(Restated::Claimed { .. }) => {
+                learn_claimed(surfaces, &name, at, "the lock's claim");
+                continue;
+            }
+            Ok(Restated::Lost(_) | Restated::Unconfirmed(_)) | Err(_) => break,
+        }
+        let lock = ctx.borrow().lock.clone();
+        *ctx.borrow_mut() = Context {
+            job: name.clone(),
+            occurrence,
+            run_id,
+            lock,
+            name: mate.lock.value.clone(),
+            fence: Some(fence),
+            guard,
+        };
+        let sub = Request {
+            job: mate,
+            start: Start::Scheduled(at),
+            ..*req
+        };
+        worst = worst.max(steps::one(&sub, &ctx, &mut session, &current, surfaces));
+    }
+    let stop =
+        worst == Outcome::Unable || session.lost().is_some() || session.interrupted().is_some();
+    let finish = session.finish();
+    drop(events);
+    let c = ctx.borrow().clone();
+    let mut s = surfaces.borrow_mut();
+    match finish {
+        Finish::Released => {}
+        Finish::Lost(why) => s.note(&format!("{} run={}: {why}", c.job, c.run_id)),
+        Finish::Unconfirmed(why) => s.warn(&format!("{}: {why}", c.job)),
+    }
+    (worst, stop)
+}

@@ -1,0 +1,268 @@
+//! A run's own rows in the ledger (its start, each attempt, its end), and
+//! what a run does when the ledger does not take them.
+//!
+//! A ledger can fail for a while and answer again: a server restarting, a
+//! terminated backend, a connection cut while a statement was in flight
+//! (its answer lost, its transaction perhaps committed), another process
+//! holding SQLite's write lock, a full disk. The rows a run writes about
+//! itself are each written again, with a backoff, for up to the job's TTL,
+//! while the run holds its lease (the waits between attempts renew it), so
+//! that what the ledger ends up saying is what happened:
+//!
+//! - **The start** decides whether the run may go on, with lock files as
+//!   in the shared store: the run does not start until its start is
+//!   recorded; if it cannot be within the TTL, the occurrence is recorded
+//!   missed (`ledger-unavailable`) and alerted, and a claim never stands
+//!   for a run that did not start: with lock files it is taken back when
+//!   the ledger takes no miss either, in the shared store the next process
+//!   that meets the claim records the miss. A ledger that could not be
+//!   opened at all refuses every run before its lease is taken
+//!   (`crate::engine::surfaces`).
+//!   Before the start, the run reserves its end slot
+//!   ([`crate::state::end_slot`]); no slot, no run.
+//! - **Attempts and the end** are written again before the lease is let
+//!   go, so a run that ended well is never left `running` to be recorded
+//!   `abandoned` later; an end still not taken is kept in the run's end
+//!   slot, which the next run under the lock records. Once the lease is lost (a host cut off from its
+//!   store) or a signal asks the run to stop, nothing is tried again: the
+//!   process ends, and the next run under the lock records it.
+//!
+//! Writing the same row again is safe: a start recorded already under the
+//! run's own id is its start, an attempt is keyed by run and sequence, an
+//! end lands once. This module never takes or releases the lease, and
+//! tries a run's start, and then its end, for at most the TTL each (plus
+//! one call's own deadline).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+
+use baton_runner::{Paused, Session};
+use baton_store::ledger::{Attempt, Begun, DecisionRow, Finished, NewRun, Records};
+
+use crate::engine::surfaces::Surfaces;
+use crate::state::end_slot::EndSlot;
+use crate::units::show_duration;
+
+/// The first wait before a row is written again; it doubles up to
+/// [`LAST_DELAY`].
+const FIRST_DELAY: Duration = Duration::from_millis(200);
+/// The longest wait between two attempts at a row.
+const LAST_DELAY: Duration = Duration::from_secs(2);
+
+/// What the start of a run came to.
+#[derive(Debug)]
+pub(crate) enum Begin {
+    /// Recorded: the run goes on.
+    Started,
+    /// The ledger had decided the occurrence already: the run must not start.
+    Decided(Box<DecisionRow>),
+    /// Not recorded within the TTL: the run must not start. Says why.
+    NotRecorded(String),
+}
+
+/// The rows of one run not yet in the ledger.
+#[derive(Debug)]
+pub(crate) struct RunRecord {
+    start: NewRun,
+    start_recorded: bool,
+    attempts: Vec<Attempt>,
+    patience: Duration,
+    /// Where the end goes when the ledger does not take it.
+    slot: Option<EndSlot>,
+}
+
+impl RunRecord {
+    /// Records `start`, trying again for up to `patience` while the
+    /// session holds the lease.
+    pub(crate) fn begin(
+        start: NewRun,
+        patience: Duration,
+        state: &std::path::Path,
+        session: &mut Session<'_>,
+        surfaces: &Rc<RefCell<Surfaces>>,
+    ) -> (Self, Begin) {
+        let mut record = Self {
+            start,
+            start_recorded: false,
+            attempts: Vec::new(),
+            patience,
+            slot: None,
+        };
+        // Room for the end first: a run that starts can always keep its
+        // true end, whatever the ledger does later.
+        match EndSlot::reserve(state, &record.start.run_id) {
+            Ok(slot) => record.slot = Some(slot),
+            Err(e) => {
+                let why = format!("failed to reserve room for its end: {e}");
+                return (record, Begin::NotRecorded(why));
+            }
+        }
+        let row = record.start.clone();
+        let mut retry = record.retry(surfaces, "its start");
+        let first = retry.insist(session, &mut |l| l.begin_run(&row));
+        let begin = match first {
+            Some(Begun::Started) => {
+                record.start_recorded = true;
+                Begin::Started
+            }
+            Some(Begun::AlreadyDecided(d)) => Begin::Decided(Box::new(d)),
+            None => Begin::NotRecorded(format!(
+                "the ledger did not record its start within {}",
+                show_duration(patience)
+            )),
+        };
+        if !matches!(begin, Begin::Started)
+            && let Some(slot) = record.slot.take()
+        {
+            slot.remove();
+        }
+        (record, begin)
+    }
+
+    /// Records one attempt now, or, when the ledger does not take it (or
+    /// does not yet have the run), at the run's end.
+    pub(crate) fn attempt(&mut self, a: Attempt, surfaces: &mut Surfaces) {
+        if self.start_recorded
+            && self.attempts.is_empty()
+            && surfaces.ledger(|l| l.record_attempt(&a)).is_some()
+        {
+            return;
+        }
+        self.attempts.push(a);
+    }
+
+    /// Records the run's end (and first whatever the ledger did not take
+    /// yet: its start, its attempts), trying again for up to the patience
+    /// while the lease is held; returns whether it is all recorded.
+    pub(crate) fn finish(
+        mut self,
+        end: &Finished,
+        history_keep: u32,
+        session: &mut Session<'_>,
+        surfaces: &Rc<RefCell<Surfaces>>,
+    ) -> bool {
+        let mut retry = self.retry(surfaces, "its end");
+        if !self.start_recorded {
+            let row = self.start.clone();
+            match retry.insist(session, &mut |l| l.begin_run(&row)) {
+                Some(Begun::Started) => self.start_recorded = true,
+                Some(Begun::AlreadyDecided(d)) => surfaces.borrow_mut().note(&format!(
+                    "{} run={}: its start was not recorded: the ledger had decided occurrence \
+                     {} otherwise ({}) meanwhile",
+                    self.start.job,
+                    self.start.run_id,
+                    crate::engine::request::occurrence_text(Some(d.occurrence)),
+                    d.decision.as_str()
+                )),
+                None => return self.gave_up(surfaces, end),
+            }
+        }
+        for a in std::mem::take(&mut self.attempts) {
+            if retry
+                .insist(session, &mut |l| l.record_attempt(&a))
+                .is_none()
+            {
+                return self.gave_up(surfaces, end);
+            }
+        }
+        if retry
+            .insist(session, &mut |l| l.finish_run(end, history_keep))
+            .is_none()
+        {
+            return self.gave_up(surfaces, end);
+        }
+        if retry.retried {
+            surfaces.borrow_mut().note(&format!(
+                "{} run={}: recorded in the ledger after it had failed",
+                self.start.job, self.start.run_id
+            ));
+        }
+        if let Some(slot) = self.slot.take() {
+            slot.remove();
+        }
+        true
+    }
+
+    /// Attempts at `what` of this run, for up to the patience from now.
+    fn retry<'s>(&self, surfaces: &'s Rc<RefCell<Surfaces>>, what: &str) -> Retry<'s> {
+        Retry {
+            surfaces,
+            until: surfaces.borrow().clock().boot() + self.patience,
+            retried: false,
+            said: format!(
+                "{} run={}: the ledger did not record {what}; trying again for up to {}",
+                self.start.job,
+                self.start.run_id,
+                show_duration(self.patience)
+            ),
+        }
+    }
+
+    fn gave_up(&self, surfaces: &Rc<RefCell<Surfaces>>, end: &Finished) -> bool {
+        let kept = match &self.slot {
+            Some(slot) => match slot.keep(end) {
+                Ok(()) => "; its end is kept in its end slot, for the next run under the lock \
+                           to record"
+                    .to_owned(),
+                Err(e) => format!("; nor could its end be kept: {e}"),
+            },
+            None => String::new(),
+        };
+        surfaces.borrow_mut().warn(&format!(
+            "{}: run {} ended {} (exit {}), but the ledger did not record it within {}{kept}",
+            self.start.job,
+            self.start.run_id,
+            end.verdict,
+            end.exit_code,
+            show_duration(self.patience)
+        ));
+        false
+    }
+}
+
+/// Writes that must land by a time: each tried until the ledger takes it,
+/// waiting between attempts while the session renews the lease.
+struct Retry<'s> {
+    surfaces: &'s Rc<RefCell<Surfaces>>,
+    /// When the attempts stop (boot clock).
+    until: Duration,
+    /// Whether any write had to be tried again (said once, in the envelope).
+    retried: bool,
+    said: String,
+}
+
+impl Retry<'_> {
+    /// Writes with `f` until the ledger takes it or the time is up. A lost
+    /// lease or a stop signal ends the attempts.
+    fn insist<T>(
+        &mut self,
+        session: &mut Session<'_>,
+        f: &mut dyn FnMut(&mut dyn Records) -> Result<T, baton_store::ledger::Error>,
+    ) -> Option<T> {
+        let clock = self.surfaces.borrow().clock();
+        let mut delay = FIRST_DELAY;
+        loop {
+            if let Some(v) = self.surfaces.borrow_mut().ledger(|l| f(l)) {
+                return Some(v);
+            }
+            let now = clock.boot();
+            // A ledger that could not even be opened is not tried again.
+            let gone = !self.surfaces.borrow().has_ledger();
+            if gone
+                || now >= self.until
+                || session.lost().is_some()
+                || session.interrupted().is_some()
+            {
+                return None;
+            }
+            if !std::mem::replace(&mut self.retried, true) {
+                self.surfaces.borrow_mut().note(&self.said);
+            }
+            if session.pause(delay.min(self.until - now)) != Paused::Elapsed {
+                return None;
+            }
+            delay = (delay * 2).min(LAST_DELAY);
+        }
+    }
+}

@@ -1,0 +1,928 @@
+//! One run of a job inside a held lease: its `started` record, its steps in
+//! order with their retries, its checks, its verdict.
+//!
+//! A step is retried on failure as its schedule says (`retry.rs`: a
+//! delay that doubles from `backoff` up to `backoff_max`, and exit codes
+//! that are never retried); a step that still fails stops the steps after
+//! it. An HTTP step runs as `baton __http` (the current executable; see
+//! [`crate::http`]), through the runner like any other; its exit 22, a 4xx
+//! answer, is never retried. The checks run once each whatever the steps
+//! did (not after a lost lease or a signal: then nothing more may run).
+//! This module never takes, restates or releases the lease: [`crate::engine::run`]
+//! does, around one run or several in a row.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+
+use baton_runner::{Ending, Event, Holding, Paused, Session, Stdin, StepResult, StepSpec};
+use baton_store::words::{AlertKind, AttemptOutcome, MissReason, RunVerdict};
+use jiff::Timestamp;
+
+use crate::config::{Action, Step, StepKind};
+use crate::engine::request::{Context, Request};
+use crate::engine::retry::{NoRetry, Schedule};
+use crate::engine::run_record::{Begin, RunRecord};
+use crate::engine::surfaces::Surfaces;
+use crate::http;
+use crate::outcome::Outcome;
+use crate::state::output::OutputSink;
+use crate::units::show_duration;
+
+/// Runs one occurrence (or a manual run) to its verdict under `session`'s
+/// lease, whose claim already names it. Returns the run's outcome.
+pub(crate) fn one(
+    req: &Request<'_>,
+    ctx: &Rc<RefCell<Context>>,
+    session: &mut Session<'_>,
+    current: &Rc<RefCell<Option<String>>>,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) -> Outcome {
+    let c = ctx.borrow().clone();
+    let record = match begin(req, &c, session, surfaces) {
+        Ok(record) => record,
+        Err(outcome) => return outcome,
+    };
+    let started = surfaces.borrow().now();
+    let env = environment(req, &c, session.lease());
+    let tally = {
+        let mut run = Running {
+            req,
+            ctx: &c,
+            env: &env,
+            session: &mut *session,
+            current,
+            surfaces,
+            tally: Tally {
+                failed: None,
+                stopped: None,
+                seq: 0,
+                record,
+            },
+        };
+        run.steps_and_checks();
+        run.tally
+    };
+    *current.borrow_mut() = None;
+    finish(req, &c, tally, started, session, surfaces)
+}
+
+/// Records the run's start in the ledger, ends the runs of the lock's jobs
+/// that can no longer end on their own, and says that the run starts; the
+/// run's record, or the outcome of a run that does not start (the ledger
+/// decided its occurrence already, or would not record its start).
+fn begin(
+    req: &Request<'_>,
+    c: &Context,
+    session: &mut Session<'_>,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) -> Result<RunRecord, Outcome> {
+    let job = req.job;
+    let occurrence = req.start.occurrence();
+    let (host, pid) = (session.lease().host().to_owned(), std::process::id());
+    fail::fail_point!("start-record");
+    let row = baton_store::ledger::NewRun {
+        run_id: c.run_id.clone(),
+        job: job.name.clone(),
+        occurrence,
+        fence: c.fence,
+        host: host.clone(),
+        pid,
+        started: surfaces.borrow().now(),
+    };
+    let patience = job.policy.ttl.value;
+    let state = &req.config.settings.state_dir.value;
+    let (record, began) = RunRecord::begin(row, patience, state, session, surfaces);
+    match began {
+        Begin::Started => {}
+        Begin::Decided(d) => {
+            surfaces.borrow_mut().note(&format!(
+                "{} occurrence={} already {} (the ledger says so); not run again",
+                job.name,
+                c.occurrence,
+                d.decision.as_str()
+            ));
+            return Err(Outcome::Done);
+        }
+        Begin::NotRecorded(why) => {
+            // No run starts without its start recorded: it does not run,
+            // and its claim must not stand for a run.
+            not_recorded(req, c, occurrence, &why, session, surfaces);
+            return Err(Outcome::Unable);
+        }
+    }
+    let lease = session.lease();
+    abandon_the_dead(req, &c.run_id, &host, lease.fence(), surfaces);
+    let start = crate::engine::surfaces::RunStart {
+        job: job.name.clone(),
+        run_id: c.run_id.clone(),
+        occurrence,
+        fence: lease.fence(),
+    };
+    surfaces.borrow_mut().started(
+        &start,
+        &format!(
+            "{} run={} occurrence={} start fence={} host={host} pid={pid}",
+            job.name,
+            c.run_id,
+            c.occurrence,
+            lease.fence()
+        ),
+    );
+    Ok(record)
+}
+
+/// The environment every attempt of the run starts with, before its step's
+/// own: who the run is and the lease it holds.
+fn environment(req: &Request<'_>, c: &Context, lease: &Holding) -> Vec<(String, String)> {
+    vec![
+        ("BATON_JOB".into(), req.job.name.clone()),
+        ("BATON_OCCURRENCE".into(), c.occurrence.clone()),
+        ("BATON_RUN_ID".into(), c.run_id.clone()),
+        ("BATON_FENCE".into(), lease.fence().to_string()),
+        ("BATON_TOKEN".into(), lease.token()),
+        ("BATON_LOCK".into(), lease.describe()),
+        ("BATON_CONFIG".into(), req.config.path.display().to_string()),
+    ]
+}
+
+/// Records the run's end (its verdict from `tally`) and says it; the run's
+/// outcome.
+fn finish(
+    req: &Request<'_>,
+    c: &Context,
+    tally: Tally,
+    started: Timestamp,
+    session: &mut Session<'_>,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) -> Outcome {
+    let now = surfaces.borrow().now();
+    let elapsed = Duration::try_from(now.duration_since(started)).unwrap_or_default();
+    let (verdict, code, success) = tally.verdict();
+    let row = baton_store::ledger::Finished {
+        run_id: c.run_id.clone(),
+        job: req.job.name.clone(),
+        finished: now,
+        verdict,
+        exit_code: code,
+        success,
+    };
+    let keep = req.config.settings.history_keep.value;
+    fail::fail_point!("end-record");
+    tally.record.finish(&row, keep, session, surfaces);
+    surfaces.borrow_mut().note(&format!(
+        "{} run={} verdict={verdict} ({})",
+        req.job.name,
+        c.run_id,
+        show_duration(elapsed)
+    ));
+    if success {
+        Outcome::Done
+    } else {
+        Outcome::Failed
+    }
+}
+
+/// The exit code a run stopped at this step is recorded with: its command's
+/// own when it exited (a run whose lease was lost keeps its job's real
+/// code), else the code that stands for its ending (76 for a lost lease).
+fn run_code(failed: &(String, StepKind, Ending, Option<i32>)) -> i32 {
+    let (_, _, ending, code) = failed;
+    match (ending, code) {
+        (Ending::LeaseLost, Some(c)) => *c,
+        _ => i32::from(ending.exit_code()),
+    }
+}
+
+/// The runner's events, reported on the surfaces.
+pub(crate) struct Events {
+    pub(crate) surfaces: Rc<RefCell<Surfaces>>,
+    pub(crate) ctx: Rc<RefCell<Context>>,
+    pub(crate) step: Rc<RefCell<Option<String>>>,
+}
+
+impl baton_runner::Report for Events {
+    fn event(&mut self, e: Event) {
+        let mut s = self.surfaces.borrow_mut();
+        let now = s.now();
+        let step = self.step.borrow().clone();
+        let ctx = self.ctx.borrow().clone();
+        match said(e, &ctx, step.as_deref()) {
+            Said::Alert(kind, message) => {
+                let alert = ctx.alert(kind, now, step.as_deref(), message);
+                s.alert_in_step(&alert);
+            }
+            Said::Warn(line) => s.warn(&line),
+            Said::Note(line) => s.note(&line),
+        }
+    }
+}
+
+/// What an event of the runner says, and where.
+enum Said {
+    /// An alert, in the step.
+    Alert(AlertKind, String),
+    /// A warning.
+    Warn(String),
+    /// A note.
+    Note(String),
+}
+
+/// What the runner's event `e` says of the run `ctx` at its step `step`.
+fn said(e: Event, ctx: &Context, step: Option<&str>) -> Said {
+    let job = &ctx.job;
+    let step = step.unwrap_or("?");
+    match e {
+        Event::Overrunning { budget } => Said::Alert(
+            AlertKind::Overrunning,
+            format!(
+                "{job}: run {} still running after its max_runtime of {}; nothing is stopped",
+                ctx.run_id,
+                show_duration(budget)
+            ),
+        ),
+        Event::TimedOut { after } => Said::Alert(
+            AlertKind::Timeout,
+            format!(
+                "{job}: step {step} timed out after {}; its whole process tree is being stopped",
+                show_duration(after)
+            ),
+        ),
+        Event::LeaseLost { why } => Said::Alert(
+            AlertKind::LeaseLost,
+            format!("{job}: {why}; the run is stopped and nothing more of it runs"),
+        ),
+        Event::RenewTrouble { why } => Said::Warn(format!("{job}: {why}")),
+        Event::Leftovers { count } => Said::Note(format!(
+            "{job} run={} step={step} left {count} process(es) running; stopping them",
+            ctx.run_id
+        )),
+        Event::Stuck { pids, after } => Said::Warn(format!(
+            "{job}: processes {pids:?} still run {} after SIGKILL; the lease is kept",
+            show_duration(after)
+        )),
+        Event::Forwarded { signal } => Said::Note(format!(
+            "{job} run={} passed signal {signal} to step {step}",
+            ctx.run_id
+        )),
+        Event::NoCgroup { why } => Said::Note(format!("{job}: {why}")),
+        Event::Uncontained { why } => Said::Alert(
+            AlertKind::Uncontained,
+            format!(
+                "{job}: run {} has no PID namespace ({why}); if its supervisor is killed, \
+                 processes a step detached from its group may outlive it (contain = false \
+                 asks for this and does not alert)",
+                ctx.run_id
+            ),
+        ),
+    }
+}
+
+/// How the steps went, and the run's rows the ledger has yet to take.
+struct Tally {
+    /// The step that failed, its ending and its command's own exit code.
+    failed: Option<(String, StepKind, Ending, Option<i32>)>,
+    stopped: Option<RunVerdict>,
+    seq: u32,
+    record: RunRecord,
+}
+
+impl Tally {
+    /// The run's verdict, the exit code it is recorded with, and whether it
+    /// succeeded.
+    fn verdict(&self) -> (RunVerdict, i32, bool) {
+        match (&self.stopped, &self.failed) {
+            (Some(why), _) => (*why, self.failed.as_ref().map_or(1, run_code), false),
+            (None, Some((_, kind, ending, _))) => (
+                if *kind == StepKind::Check {
+                    RunVerdict::CheckFailed
+                } else {
+                    RunVerdict::Failed
+                },
+                i32::from(ending.exit_code()),
+                false,
+            ),
+            (None, None) => (RunVerdict::Ok, 0, true),
+        }
+    }
+
+    /// `step` failed for good with `result`; `stop` stops the run. A step's
+    /// failure is kept over a check's, and the first check's over later
+    /// ones.
+    fn fail(&mut self, step: &Step, stop: Option<RunVerdict>, result: StepResult) {
+        self.stopped = self.stopped.or(stop);
+        if self.failed.is_none() || step.kind == StepKind::Step {
+            self.failed = Some((step.name.clone(), step.kind, result.ending, result.code));
+        }
+    }
+
+    /// The run was stopped (`why`) while `step` waited to be retried after
+    /// `result`.
+    fn cut_short(&mut self, why: RunVerdict, step: &Step, result: StepResult) {
+        self.stopped = Some(why);
+        self.failed = Some((step.name.clone(), step.kind, result.ending, result.code));
+    }
+}
+
+/// A run whose start the ledger did not record: it does not run. Its
+/// occurrence is recorded missed (`ledger-unavailable`) with an alert, by
+/// whoever records it. When the ledger takes no miss either, the lock
+/// file's claim is taken back, so that the occurrence is left to a later
+/// tick (which runs it, or records it missed once the ledger answers);
+/// the shared store keeps its claim, and says the miss on every surface but
+/// the ledger: the next process that meets the claim records it then.
+fn not_recorded(
+    req: &Request<'_>,
+    c: &Context,
+    occurrence: Option<i64>,
+    why: &str,
+    session: &mut Session<'_>,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) {
+    let Some(at) = occurrence else {
+        surfaces
+            .borrow_mut()
+            .warn(&format!("{}: not run: {why}", c.job));
+        return;
+    };
+    let recorded = {
+        let mut s = surfaces.borrow_mut();
+        let now = s.now();
+        let miss = baton_store::ledger::Miss {
+            job: &c.job,
+            reason: MissReason::LedgerUnavailable,
+            first: at,
+            last: at,
+            count: 1,
+            at_least: false,
+            detail: Some(why),
+            streak: false,
+        };
+        s.ledger(|l| l.miss(&miss, now))
+    };
+    if recorded == Some(baton_store::ledger::Missed::Moved) {
+        return; // Decided elsewhere.
+    }
+    if recorded.is_none() && take_back_claim(req, c, at, why, session, surfaces) {
+        return;
+    }
+    let mut s = surfaces.borrow_mut();
+    let now = s.now();
+    let message = format!(
+        "{}: occurrence {} not run: {why}; it is missed (ledger-unavailable)",
+        c.job, c.occurrence
+    );
+    let mut alert = c.alert(AlertKind::Missed, now, None, message);
+    alert.run_id = None;
+    alert.reason = Some(MissReason::LedgerUnavailable.to_string());
+    alert.missed = Some(crate::engine::alerts::MissedInfo::one(
+        &c.occurrence,
+        MissReason::LedgerUnavailable,
+    ));
+    if recorded.is_some() {
+        s.alert(&alert);
+    } else {
+        s.alert_in_step(&alert);
+    }
+}
+
+/// Takes back the lock file's claim on occurrence `at`, which the ledger
+/// records neither started nor missed (`why`); whether it was taken back
+/// (then said). The shared store keeps its claim.
+fn take_back_claim(
+    req: &Request<'_>,
+    c: &Context,
+    at: i64,
+    why: &str,
+    session: &mut Session<'_>,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) -> bool {
+    let once = baton_lease::Once {
+        key: c.job.clone(),
+        at,
+    };
+    match session.withdraw(&once) {
+        Ok(true) => {
+            take_back_guard(req, c, surfaces);
+            surfaces.borrow_mut().warn_of(
+                &c.job,
+                &format!(
+                    "{}: occurrence {} not run: {why}; the ledger records no miss either, so \
+                 its claim on {} is taken back: a later tick runs it or records it missed",
+                    c.job, c.occurrence, c.lock
+                ),
+            );
+            true
+        }
+        Ok(false) => false,
+        Err(e) => {
+            surfaces.borrow_mut().warn_of(
+                &c.job,
+                &format!(
+                    "{}: occurrence {}: failed to take back its claim on {}: {e}",
+                    c.job, c.occurrence, c.lock
+                ),
+            );
+            false
+        }
+    }
+}
+
+/// Takes back what the run's take of the job's guard claimed, once the
+/// lease's claim was taken back: else a run of the job under another lock
+/// would find the occurrence claimed by the guard, and neither run it nor
+/// record it missed.
+fn take_back_guard(req: &Request<'_>, c: &Context, surfaces: &Rc<RefCell<Surfaces>>) {
+    let Some(claim) = c.guard else {
+        return;
+    };
+    let taken = crate::store::open(req.config)
+        .map_err(|e| e.to_string())
+        .and_then(|s| {
+            s.withdraw_guard(&req.job.lock_ref(), &claim)
+                .map_err(|e| e.to_string())
+        });
+    if let Err(e) = taken {
+        surfaces.borrow_mut().warn_of(
+            &c.job,
+            &format!(
+                "{}: occurrence {}: failed to take back the claim of its guard: {e}",
+                c.job, c.occurrence
+            ),
+        );
+    }
+}
+
+/// The program a step runs, and what it adds to the step's environment: a
+/// command as it is written; an HTTP request as `baton __http`, the
+/// request in [`http::REQUEST_ENV`].
+///
+/// An HTTP step runs the current executable, which is baton: only the baton
+/// binary runs schedules. Should the executable's path be unreadable, the
+/// kernel's name for it still starts the same program.
+fn program(action: &Action) -> (Vec<String>, Option<(String, String)>) {
+    match action {
+        Action::Command(c) => (c.argv(), None),
+        Action::Http(request) => {
+            let exe = std::env::current_exe().map_or_else(
+                |_| "/proc/self/exe".to_owned(),
+                |p| p.to_string_lossy().into_owned(),
+            );
+            (
+                vec![exe, http::SUBCOMMAND.to_owned()],
+                Some((http::REQUEST_ENV.to_owned(), request.encode())),
+            )
+        }
+    }
+}
+
+/// Where a step runs: its `cwd`, else the configuration file's directory
+/// (never the caller's: `baton tick` under cron, a person's terminal and
+/// the daemon run a job in the same place). The configuration's path is
+/// made absolute when it is located ([`crate::config::locate`]).
+fn working_dir(config: &crate::config::Config, step: &Step) -> Option<std::path::PathBuf> {
+    step.cwd.clone().or_else(|| {
+        config
+            .path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .map(std::path::Path::to_path_buf)
+    })
+}
+
+/// A run under way: what each attempt of its steps needs, and what they
+/// have come to.
+struct Running<'a, 's> {
+    req: &'a Request<'a>,
+    ctx: &'a Context,
+    /// The run's environment ([`environment`]).
+    env: &'a [(String, String)],
+    session: &'a mut Session<'s>,
+    /// The step running, as the runner's events report it.
+    current: &'a Rc<RefCell<Option<String>>>,
+    surfaces: &'a Rc<RefCell<Surfaces>>,
+    tally: Tally,
+}
+
+/// One attempt that ran (or could not start).
+struct Tried {
+    /// Its number, 1 for the first.
+    attempt: u32,
+    result: StepResult,
+    /// Its ending, as the logs say it.
+    shown: String,
+}
+
+impl Running<'_, '_> {
+    /// The job's steps in order, until one fails for good or the run is
+    /// stopped; then its checks, unless the run was stopped.
+    fn steps_and_checks(&mut self) {
+        let job = self.req.job;
+        for step in &job.steps {
+            if self.tally.failed.is_some() || self.tally.stopped.is_some() {
+                self.surfaces.borrow_mut().note(&format!(
+                    "{} run={} step={} skipped: an earlier step failed",
+                    job.name, self.ctx.run_id, step.name
+                ));
+                continue;
+            }
+            self.attempts(step);
+        }
+        for check in &job.checks {
+            if self.tally.stopped.is_some() {
+                self.surfaces.borrow_mut().note(&format!(
+                    "{} run={} check={} not run: the run was stopped",
+                    job.name, self.ctx.run_id, check.name
+                ));
+                continue;
+            }
+            self.attempts(check);
+        }
+    }
+
+    /// Runs `step` (or a check) until an attempt succeeds, its schedule
+    /// allows no retry, or the run is stopped; a failure for good goes to
+    /// the tally.
+    fn attempts(&mut self, step: &Step) {
+        let schedule = Schedule::of(step);
+        *self.current.borrow_mut() = Some(step.name.clone());
+        for attempt in 1..=schedule.attempts() {
+            let tried = self.attempt(step, attempt);
+            if tried.result.ending.success() {
+                self.surfaces.borrow_mut().note(&format!(
+                    "{} ok ({})",
+                    self.label(step, attempt),
+                    show_duration(tried.result.duration)
+                ));
+                return;
+            }
+            let code = tried.result.ending.exit_code();
+            let refusal = schedule.refusal(code, tried.result.code);
+            let next = schedule.next(attempt, refusal);
+            let stop = self.stop(&tried.result, next.is_some());
+            if let (None, Some(delay)) = (stop, next) {
+                self.surfaces.borrow_mut().note(&format!(
+                    "{} {} ({}); retry {attempt} of {} in {}",
+                    self.label(step, attempt),
+                    tried.shown,
+                    show_duration(tried.result.duration),
+                    schedule.attempts() - 1,
+                    show_duration(delay)
+                ));
+                match self.session.pause(delay) {
+                    Paused::Elapsed => continue,
+                    Paused::Interrupted(_) => {
+                        return self
+                            .tally
+                            .cut_short(RunVerdict::Interrupted, step, tried.result);
+                    }
+                    Paused::LeaseLost => {
+                        return self
+                            .tally
+                            .cut_short(RunVerdict::LeaseLost, step, tried.result);
+                    }
+                }
+            }
+            let why = why_last(code, attempt, schedule.attempts(), refusal);
+            return self.give_up(step, &why, stop, tried);
+        }
+    }
+
+    /// What stops the run after an attempt that failed with `result`;
+    /// `retried` says whether another attempt would follow. A lost lease
+    /// cuts the run short only where it stopped the command or keeps a
+    /// retry from running: a command that failed by itself on its last
+    /// attempt keeps its own verdict (`DESIGN.md`, "What a lost lease does
+    /// to the record").
+    fn stop(&self, result: &StepResult, retried: bool) -> Option<RunVerdict> {
+        match &result.ending {
+            Ending::LeaseLost => Some(RunVerdict::LeaseLost),
+            _ if self.session.lost().is_some() && retried => Some(RunVerdict::LeaseLost),
+            _ if result.interrupted.is_some() || self.session.interrupted().is_some() => {
+                Some(RunVerdict::Interrupted)
+            }
+            _ => None,
+        }
+    }
+
+    /// How the logs name attempt `attempt` of `step`.
+    fn label(&self, step: &Step, attempt: u32) -> String {
+        format!(
+            "{} run={} {}={} attempt={attempt}",
+            self.req.job.name,
+            self.ctx.run_id,
+            step.kind.as_str(),
+            step.name
+        )
+    }
+
+    /// Attempt `attempt` of `step`: framed in the job's log, run, and
+    /// recorded.
+    fn attempt(&mut self, step: &Step, attempt: u32) -> Tried {
+        let job = self.req.job;
+        let label = self.label(step, attempt);
+        let logs = self.surfaces.borrow().logs.clone();
+        let at = self.surfaces.borrow().now();
+        let header = format!("=== {} {label} start\n", logs.stamp(at));
+        let _ = logs.job_lines(&job.name, at, header.as_bytes());
+        self.surfaces.borrow_mut().note(&format!("{label} start"));
+        let limit = step.output_limit.value;
+        let (sink, captured) = OutputSink::new(logs.clone(), &job.name, at, limit, self.req.tee);
+        let spec = self.spec(step, attempt, sink);
+        fail::fail_point!("attempt-start");
+        let result = self.session.run(spec);
+        fail::fail_point!("attempt-end");
+        let finished = self.surfaces.borrow().now();
+        let shown = match &result.ending {
+            Ending::NotStarted(f) => f.message.clone(),
+            e => e.describe(),
+        };
+        let cut = captured
+            .lock()
+            .ok()
+            .and_then(|c| c.clone())
+            .unwrap_or_default();
+        let footer = format!(
+            "=== {} {label} {shown} ({})\n",
+            logs.stamp(finished),
+            show_duration(result.duration)
+        );
+        let _ = logs.job_lines(&job.name, at, footer.as_bytes());
+        let row = self.row(step, attempt, (at, finished), &result);
+        let mut s = self.surfaces.borrow_mut();
+        self.tally.record.attempt(row, &mut s);
+        if let Some(problem) = cut.failed {
+            s.warn(&format!("{}: {problem}", job.name));
+        }
+        Tried {
+            attempt,
+            result,
+            shown,
+        }
+    }
+
+    /// What the runner starts for attempt `attempt` of `step`: its program;
+    /// the run's environment, then `BATON_STEP` and `BATON_ATTEMPT`, then
+    /// the step's own, then an HTTP step's request; where and how it runs.
+    fn spec(&self, step: &Step, attempt: u32, sink: OutputSink) -> StepSpec {
+        let (argv, request) = program(&step.action.value);
+        let mut spec = StepSpec::new(argv[0].clone(), argv[1..].iter().map(Into::into).collect());
+        spec.env = self
+            .env
+            .iter()
+            .cloned()
+            .chain([
+                ("BATON_STEP".to_owned(), step.name.clone()),
+                ("BATON_ATTEMPT".to_owned(), attempt.to_string()),
+            ])
+            .chain(step.env.iter().cloned())
+            .chain(request)
+            .map(|(k, v)| (k.into(), v.into()))
+            .collect();
+        spec.cwd = working_dir(self.req.config, step);
+        spec.timeout = step.timeout.value;
+        spec.kill_grace = step.kill_grace.value;
+        spec.contain = self.req.job.policy.contain.value;
+        spec.stdin = Stdin::Null;
+        spec.output = baton_runner::Output::Capture(Box::new(sink));
+        spec
+    }
+
+    /// The ledger's row of attempt `attempt` of `step`, run from `started`
+    /// to `finished`: the run's next in sequence.
+    fn row(
+        &mut self,
+        step: &Step,
+        attempt: u32,
+        (started, finished): (Timestamp, Timestamp),
+        result: &StepResult,
+    ) -> baton_store::ledger::Attempt {
+        let outcome = match &result.ending {
+            e if e.success() => AttemptOutcome::Ok,
+            Ending::TimedOut => AttemptOutcome::Timeout,
+            Ending::LeaseLost => AttemptOutcome::LeaseLost,
+            Ending::NotStarted(_) => AttemptOutcome::NotStarted,
+            _ if result.interrupted.is_some() => AttemptOutcome::Interrupted,
+            _ => AttemptOutcome::Failed,
+        };
+        self.tally.seq += 1;
+        baton_store::ledger::Attempt {
+            run_id: self.ctx.run_id.clone(),
+            job: self.req.job.name.clone(),
+            seq: self.tally.seq,
+            step: step.name.clone(),
+            kind: step.kind,
+            attempt,
+            started,
+            finished,
+            exit_code: result.code.or(match &result.ending {
+                Ending::NotStarted(f) => Some(i32::from(f.exit_code())),
+                // A timed-out attempt is recorded as exit 124, as
+                // timeout(1) says it (the signal that ended it is kept too).
+                Ending::TimedOut => Some(124),
+                _ => None,
+            }),
+            signal: result.signal,
+            outcome,
+        }
+    }
+
+    /// `step` failed for good (`why` says why no attempt follows): said,
+    /// alerted unless the run is stopped (`stop`) or the step timed out
+    /// (both alerted already), and tallied.
+    fn give_up(&mut self, step: &Step, why: &str, stop: Option<RunVerdict>, tried: Tried) {
+        let job = self.req.job;
+        let what = step.kind.as_str();
+        let Tried {
+            attempt,
+            result,
+            shown,
+        } = tried;
+        let mut s = self.surfaces.borrow_mut();
+        s.note(&format!(
+            "{} {shown} ({}): {what} failed{why}",
+            self.label(step, attempt),
+            show_duration(result.duration)
+        ));
+        if stop.is_none() && result.ending != Ending::TimedOut {
+            let kind = if step.kind == StepKind::Check {
+                AlertKind::CheckFailed
+            } else {
+                AlertKind::StepFailed
+            };
+            let now = s.now();
+            let mut alert = self.ctx.alert(
+                kind,
+                now,
+                Some(&step.name),
+                format!("{}: {what} {} {shown}{why}", job.name, step.name),
+            );
+            alert.status = Some(i32::from(result.ending.exit_code()));
+            s.alert(&alert);
+        }
+        drop(s);
+        self.tally.fail(step, stop, result);
+    }
+}
+
+/// Why failed attempt `attempt` of `attempts` (exit `code`) was the last,
+/// as the logs add it.
+fn why_last(code: u8, attempt: u32, attempts: u32, refusal: Option<NoRetry>) -> String {
+    match refusal {
+        Some(NoRetry::ClientError) if attempt < attempts => format!(
+            " (exit code {code}: the server answered 4xx, a client error, which is never \
+             retried)"
+        ),
+        Some(NoRetry::Listed) if attempt < attempts => {
+            format!(" (exit code {code} is never retried)")
+        }
+        _ if attempts > 1 => format!(" after {attempt} attempts"),
+        _ => String::new(),
+    }
+}
+
+/// Runs of the jobs sharing this lock that the ledger still calls running,
+/// but that can no longer end on their own: their supervising process on
+/// this host is gone (killed, or its machine rebooted), or, on any host,
+/// they held the lock under a lower fence than this run's. This run holds
+/// the lock now, and a holder whose lease moved on had stopped its job
+/// before it could move (self-fencing) or died; so the ledger records them
+/// `abandoned`. A run of this host whose process still lives, under no
+/// fence or this one, is left alone, and so is every run of a job whose
+/// guard says it runs under another lock now (its lock was changed while it
+/// ran: a lower fence of another lock says nothing about it).
+fn abandon_the_dead(
+    req: &Request<'_>,
+    current: &str,
+    host: &str,
+    fence: u64,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) {
+    let mates = crate::engine::request::lock_mates(req.config, req.job);
+    let store = crate::store::open(req.config);
+    let mut s = surfaces.borrow_mut();
+    let now = s.now();
+    for mate in mates {
+        let runs = s.ledger(|l| l.unfinished(mate)).unwrap_or_default();
+        let mut elsewhere = None;
+        for run in runs {
+            let here = run.host.as_deref().is_none_or(|h| h == host);
+            let gone = run
+                .pid
+                .is_none_or(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists());
+            let mut superseded = run.fence.is_some_and(|f| f < fence);
+            if superseded && !(here && gone) {
+                // Asked once per job, and only when it decides: a guard that
+                // cannot be read leaves the run alone.
+                superseded =
+                    !*elsewhere.get_or_insert_with(|| match (&store, req.config.jobs.get(mate)) {
+                        (Ok(store), Some(job)) => !matches!(
+                            store.runs_elsewhere(&job.lock_ref(), None),
+                            Ok(crate::store::Guard::Clear)
+                        ),
+                        _ => true,
+                    });
+            }
+            if run.run_id == current || !(superseded || (here && gone)) {
+                continue;
+            }
+            let why = why_abandoned(&run, superseded, fence);
+            end_abandoned(req, mate, &run, &why, now, &mut s);
+        }
+    }
+}
+
+/// Why the run `run` is `abandoned`: its lease passed to this run's
+/// (`superseded`, under `fence`), or its process is gone.
+fn why_abandoned(run: &baton_store::ledger::RunRow, superseded: bool, fence: u64) -> String {
+    if superseded {
+        format!(
+            "its lease (fence {}) passed to this run (fence {fence}) and it never recorded an \
+             end",
+            run.fence.unwrap_or_default()
+        )
+    } else {
+        format!(
+            "its process ({}) is gone and never recorded an end",
+            run.pid
+                .map_or_else(|| "unknown".into(), |p| format!("pid {p}"))
+        )
+    }
+}
+
+/// Records the end of `mate`'s run `run`, which can no longer end on its
+/// own: the end it kept in its slot when the ledger would not take it, else
+/// `abandoned` (`why`) at `now`.
+fn end_abandoned(
+    req: &Request<'_>,
+    mate: &str,
+    run: &baton_store::ledger::RunRow,
+    why: &str,
+    now: Timestamp,
+    s: &mut Surfaces,
+) {
+    let state = &req.config.settings.state_dir.value;
+    let keep = req.config.settings.history_keep.value;
+    // A run that ended while the ledger would not take its end kept it in
+    // its slot: that is its record, not `abandoned`.
+    if let Some(end) = crate::state::end_slot::kept(state, &run.run_id)
+        && end.job == mate
+    {
+        if s.ledger(|l| l.finish_run(&end, keep)).is_some() {
+            crate::state::end_slot::forget(state, &run.run_id);
+            s.note(&format!(
+                "{mate} run={} verdict={} (exit {}): recorded from its end slot",
+                run.run_id, end.verdict, end.exit_code
+            ));
+        }
+        return;
+    }
+    let finished = baton_store::ledger::Finished {
+        run_id: run.run_id.clone(),
+        job: mate.to_owned(),
+        finished: now,
+        verdict: RunVerdict::Abandoned,
+        exit_code: 125,
+        success: false,
+    };
+    if s.ledger(|l| l.finish_run(&finished, keep)).is_some() {
+        crate::state::end_slot::forget(state, &run.run_id);
+        s.note(&format!("{mate} run={} abandoned: {why}", run.run_id));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_failed_attempt_says_why_no_retry_follows() {
+        let cases = [
+            (
+                22,
+                1,
+                3,
+                Some(NoRetry::ClientError),
+                " (exit code 22: the server answered 4xx, a client error, which is never retried)",
+            ),
+            (
+                2,
+                2,
+                3,
+                Some(NoRetry::Listed),
+                " (exit code 2 is never retried)",
+            ),
+            (2, 3, 3, Some(NoRetry::Listed), " after 3 attempts"),
+            (1, 3, 3, None, " after 3 attempts"),
+            (1, 1, 1, None, ""),
+            (2, 1, 1, Some(NoRetry::Listed), ""),
+        ];
+        for (code, attempt, attempts, refusal, why) in cases {
+            assert_eq!(
+                why_last(code, attempt, attempts, refusal),
+                why,
+                "{code} {attempt}/{attempts}"
+            );
+        }
+    }
+}

@@ -1,0 +1,403 @@
+//! Where a run's story goes: the ledger, the dated logs, and the alerts'
+//! five surfaces. One value per process, shared by the run and the
+//! runner's event reports (on one thread, through `Rc<RefCell<…>>`).
+//!
+//! Nothing here may stop a run under way: a log that cannot be written, or
+//! a ledger that fails, is said once on stderr and in the envelope, and the
+//! run goes on (whether a run may start is the run's own question:
+//! `crate::engine::run_record`). The lease's occurrence claim, not the ledger, is
+//! what keeps an occurrence from running twice. What must hold before a run starts (its
+//! logs can be written, the ledger's files can be trusted) is checked before
+//! its lease is taken, where a refusal loses nothing ([`crate::ops::tick::preflight`],
+//! [`crate::engine::run`]).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use baton_lease::Clock;
+use baton_store::ledger::Records;
+use baton_store::words::AlertKind;
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+
+use crate::config::{Command, Config};
+use crate::engine::alerts::{Alert, Pending};
+use crate::state::logs::Logs;
+
+/// The ledger, the logs and the alert command of one process.
+pub struct Surfaces {
+    /// The logs.
+    pub logs: Logs,
+    ledger: Option<Box<dyn Records>>,
+    ledger_failed: bool,
+    /// Alerts raised while a step runs, for the ledger once it may block.
+    deferred: Vec<baton_store::ledger::NewAlert>,
+    alert_command: Option<Command>,
+    pending: Pending,
+    clock: Arc<dyn Clock>,
+    log_failed: bool,
+    /// Set while the logs' set-aside files are being reported.
+    reporting_set_aside: bool,
+    /// The ledger could not be opened, and no run may start without it.
+    runs_refused: bool,
+    /// Told of each run once its start is recorded ([`Surfaces::on_start`]).
+    on_start: Option<OnStart>,
+    /// The ledger was written by a newer baton: nothing in it was read.
+    ledger_newer: bool,
+    /// Each job's zone, for the instants a line on stderr names.
+    zones: BTreeMap<String, TimeZone>,
+    /// The scheduler's zone, for a line of no job's.
+    zone: TimeZone,
+}
+
+/// What [`Surfaces::on_start`] calls.
+pub type OnStart = Box<dyn FnMut(&RunStart)>;
+
+/// A run whose start the ledger has just recorded, as [`Surfaces::on_start`]
+/// tells it: before its first step runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunStart {
+    /// The job.
+    pub job: String,
+    /// The run's id.
+    pub run_id: String,
+    /// Its occurrence (seconds since 1970); `None` for a run by hand.
+    pub occurrence: Option<i64>,
+    /// The lease's fence.
+    pub fence: u64,
+}
+
+impl Surfaces {
+    /// The surfaces of `config`'s state directory; opens the ledger (a
+    /// corrupt one is moved aside and reported as an alert).
+    pub fn open(config: &Config, clock: Arc<dyn Clock>) -> Self {
+        Self::open_with(config, clock, None)
+    }
+
+    /// As [`Surfaces::open`], with a ledger already open on `config`'s state
+    /// directory (a long-lived process keeps one between uses; see
+    /// [`Surfaces::into_ledger`]).
+    pub fn open_with(
+        config: &Config,
+        clock: Arc<dyn Clock>,
+        ledger: Option<Box<dyn Records>>,
+    ) -> Self {
+        let state = &config.settings.state_dir.value;
+        let logs = Logs::new(state, config.settings.timezone.value.tz.clone());
+        let mut s = Self {
+            logs,
+            ledger: None,
+            ledger_failed: false,
+            deferred: Vec::new(),
+            alert_command: config.settings.alert_command.value.clone(),
+            pending: Pending::default(),
+            clock,
+            log_failed: false,
+            reporting_set_aside: false,
+            runs_refused: false,
+            on_start: None,
+            ledger_newer: false,
+            zones: config
+                .jobs
+                .iter()
+                .map(|(name, job)| (name.clone(), job.timezone.value.tz.clone()))
+                .collect(),
+            zone: config.settings.timezone.value.tz.clone(),
+        };
+        match ledger {
+            Some(l) => s.ledger = Some(l),
+            None => match crate::store::records(config, s.clock.wall()) {
+                Ok(l) => s.ledger = Some(l),
+                // No run starts before its start is recorded: a ledger that
+                // cannot be opened (a full disk, a busy repair, files that
+                // are refused, a newer baton's schema) refuses every run,
+                // and its occurrences are left to a later tick.
+                Err(e) => {
+                    s.runs_refused = true;
+                    s.ledger_newer = e.is_newer_schema();
+                    s.warn(&format!(
+                        "the ledger is unavailable: {e}; no run starts without it"
+                    ));
+                }
+            },
+        }
+        if crate::store::shared(config)
+            && let Some(l) = s.ledger.as_mut()
+        {
+            // Several hosts share this store: every decision and every
+            // stamp of this process goes by the store's clock.
+            match crate::store::decision_clock(l.as_mut(), Arc::clone(&s.clock)) {
+                Ok(c) => s.clock = c,
+                Err(e) => {
+                    s.ledger = None;
+                    s.runs_refused = true;
+                    s.warn(&format!(
+                        "the ledger is unavailable: {e}; no run starts without it"
+                    ));
+                }
+            }
+        }
+        s.recovered();
+        let now = s.now();
+        s.logs.set_aside_planted(None, now);
+        s.report_set_aside();
+        s
+    }
+
+    /// Whether the ledger is open.
+    pub fn has_ledger(&self) -> bool {
+        self.ledger.is_some()
+    }
+
+    /// Checks that `job`'s output log can be written by a run starting now
+    /// (before its lease is taken: see [`crate::state::logs::Logs::check_job`]); a
+    /// special file planted there is set aside, and said in an alert.
+    ///
+    /// # Errors
+    ///
+    /// Why it cannot.
+    pub fn check_job_log(&mut self, job: &str) -> Result<(), crate::state::logs::LogError> {
+        let now = self.now();
+        self.logs.set_aside_planted(Some(job), now);
+        self.report_set_aside();
+        self.logs.check_job(job, now)
+    }
+
+    /// Whether no run may start: the ledger could not be opened (said when
+    /// it failed), so no run's start could be recorded.
+    pub fn refuses_runs(&self) -> bool {
+        self.runs_refused
+    }
+
+    /// Whether the ledger was refused as a newer baton's, when it was
+    /// opened or by a call since: nothing may be decided until baton is
+    /// upgraded, so nothing should be tried.
+    pub fn ledger_is_newer(&self) -> bool {
+        self.ledger_newer
+    }
+
+    /// Finishes (as [`Surfaces::finish`]) and hands back the open ledger.
+    pub fn into_ledger(mut self) -> Option<Box<dyn Records>> {
+        self.finish();
+        self.ledger.take()
+    }
+
+    /// Now, on this process's clock.
+    pub fn now(&self) -> Timestamp {
+        self.clock.wall()
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        Arc::clone(&self.clock)
+    }
+
+    /// Runs `f` on the ledger; a failure is said once and yields `None`.
+    pub fn ledger<T>(
+        &mut self,
+        f: impl FnOnce(&mut dyn Records) -> Result<T, baton_store::ledger::Error>,
+    ) -> Option<T> {
+        self.flush_deferred();
+        let now = self.now();
+        let l = self.ledger.as_mut()?;
+        // A file found corrupt during `f` is named by this moment.
+        l.time_is(now);
+        let r = f(l.as_mut());
+        self.recovered();
+        match r {
+            Ok(v) => Some(v),
+            Err(e) => {
+                if e.is_newer_schema() {
+                    // A newer baton migrated it meanwhile: this connection
+                    // is not used again, nor kept for a later tick.
+                    self.ledger_newer = true;
+                    self.ledger = None;
+                }
+                if !self.ledger_failed {
+                    self.ledger_failed = true;
+                    self.warn(&format!("failed to write the ledger: {e}; the run goes on"));
+                }
+                None
+            }
+        }
+    }
+
+    /// Has `f` told of every run of this process once its start is
+    /// recorded, before its first step (a backfill's progress). `f` must
+    /// not block: the run waits for it.
+    pub fn on_start(&mut self, f: OnStart) {
+        self.on_start = Some(f);
+    }
+
+    /// The run `start` has begun: in the envelope (`note`), and told to
+    /// [`Surfaces::on_start`]'s function.
+    pub(crate) fn started(&mut self, start: &RunStart, note: &str) {
+        self.note(note);
+        if let Some(f) = self.on_start.as_mut() {
+            f(start);
+        }
+    }
+
+    /// A line in the envelope log.
+    pub fn note(&mut self, line: &str) {
+        let now = self.now();
+        if let Err(e) = self.logs.envelope(now, line)
+            && !self.log_failed
+        {
+            self.log_failed = true;
+            crate::say::warn(format_args!("the envelope log is not written: {e}"));
+        }
+        self.report_set_aside();
+    }
+
+    /// Raises a `log-set-aside` alert for each special file the logs moved
+    /// aside (in this process, by any write, a step's output included).
+    /// Raised as from inside a step: its ledger row waits for the next use
+    /// of the ledger, so a write in a step's supervision never blocks on it.
+    fn report_set_aside(&mut self) {
+        if self.reporting_set_aside {
+            return;
+        }
+        self.reporting_set_aside = true;
+        // Each alert writes the logs again, which may find another planted
+        // file; a bound keeps a process planting them from holding us here.
+        for _ in 0..8 {
+            let moved = self.logs.take_set_aside();
+            if moved.is_empty() {
+                break;
+            }
+            for m in moved {
+                let mut alert = Alert::scheduler(
+                    AlertKind::LogSetAside,
+                    self.now().to_string(),
+                    m.to_string(),
+                );
+                if let Some(job) = crate::state::logs::job_of_log(&m.path) {
+                    alert.job = job;
+                }
+                self.alert_in_step(&alert);
+            }
+        }
+        self.reporting_set_aside = false;
+    }
+
+    /// A problem of baton's own: on stderr and in the envelope.
+    pub fn warn(&mut self, line: &str) {
+        self.warn_of("", line);
+    }
+
+    /// A problem of baton's own with `job`: as [`Surfaces::warn`], the
+    /// instants it names on the job's wall clock on stderr.
+    pub fn warn_of(&mut self, job: &str, line: &str) {
+        self.say(job, line);
+        self.note(&format!("WARNING {line}"));
+    }
+
+    /// `line` on stderr, for people: the instants it names (in RFC 3339, as
+    /// the envelope and the ledger keep them) on `job`'s wall clock, or the
+    /// scheduler's for no job ([`crate::times::human_in`]).
+    fn say(&self, job: &str, line: &str) {
+        let tz = self.zones.get(job).unwrap_or(&self.zone);
+        crate::say::warn(format_args!("{}", crate::times::human_in(line, tz)));
+    }
+
+    /// Raises an alert on the five surfaces.
+    pub fn alert(&mut self, alert: &Alert) {
+        let row = self.alert_unrecorded(alert);
+        let _ = self.ledger(|l| l.record_alert(&row));
+    }
+
+    /// Raises an alert from inside a running step's supervision (the
+    /// runner's reports, which must not block): everywhere at once but the
+    /// ledger, which may be a remote store; its row is written before the
+    /// next use of the ledger.
+    pub fn alert_in_step(&mut self, alert: &Alert) {
+        let row = self.alert_unrecorded(alert);
+        self.deferred.push(row);
+    }
+
+    /// Writes the alerts raised during a step to the ledger.
+    fn flush_deferred(&mut self) {
+        if self.deferred.is_empty() {
+            return;
+        }
+        let rows = std::mem::take(&mut self.deferred);
+        let Some(l) = self.ledger.as_mut() else {
+            return;
+        };
+        for row in rows {
+            if let Err(e) = l.record_alert(&row) {
+                if !self.ledger_failed {
+                    self.ledger_failed = true;
+                    self.warn(&format!("failed to write the ledger: {e}; the run goes on"));
+                }
+                break;
+            }
+        }
+    }
+
+    /// The alert on every surface but the ledger; its ledger row.
+    fn alert_unrecorded(&mut self, alert: &Alert) -> baton_store::ledger::NewAlert {
+        let json = serde_json::to_string(alert).unwrap_or_else(|e| {
+            format!(
+                "{{\"kind\":\"{}\",\"message\":\"unencodable: {e}\"}}",
+                alert.kind.as_str()
+            )
+        });
+        self.say(&alert.job, &alert.message);
+        self.note(&format!("ALERT {} {}", alert.kind.as_str(), alert.message));
+        if let Err(e) = self.logs.alert(&json) {
+            crate::say::warn(format_args!("the alert is not in alerts.log: {e}"));
+        }
+        self.report_set_aside();
+        let row = baton_store::ledger::NewAlert {
+            time: self.now(),
+            job: (!alert.job.is_empty()).then(|| alert.job.clone()),
+            kind: alert.kind,
+            run_id: alert.run_id.clone(),
+            occurrence: alert
+                .occurrence
+                .as_deref()
+                .and_then(|o| o.parse::<Timestamp>().ok())
+                .map(|t| t.as_second()),
+            message: alert.message.clone(),
+            json: json.clone(),
+        };
+        if let Some(cmd) = &self.alert_command {
+            let mut bytes = json.into_bytes();
+            bytes.push(b'\n');
+            self.pending.start(cmd, bytes);
+        }
+        row
+    }
+
+    /// Reports a ledger that was found corrupt and moved aside.
+    fn recovered(&mut self) {
+        let moved = match self.ledger.as_mut() {
+            Some(l) => l.take_recovered(),
+            None => return,
+        };
+        for r in moved {
+            let alert = Alert::scheduler(
+                AlertKind::LedgerCorrupt,
+                self.now().to_string(),
+                format!(
+                    "the ledger was corrupt ({}): it was moved aside to {} and a fresh one \
+                     started; the lease's occurrence claims keep past occurrences from running \
+                     again",
+                    r.reason,
+                    r.moved_to.display()
+                ),
+            );
+            self.alert(&alert);
+        }
+    }
+
+    /// Waits for the alert commands; reports their failures.
+    pub fn finish(&mut self) {
+        self.flush_deferred();
+        for problem in self.pending.finish() {
+            self.warn(&problem);
+        }
+    }
+}

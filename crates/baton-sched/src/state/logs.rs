@@ -1,0 +1,431 @@
+//! The dated logs under `STATE_DIR/logs/`, dated in the scheduler's zone:
+//!
+//! - `baton_YYYY_MM_DD.log`: the envelope: each run's start, each step
+//!   attempt and its outcome, retries with their delays, alerts, the verdict;
+//! - `JOB_YYYY_MM_DD.log`: each attempt's output (standard output and error
+//!   as written), between a header and a footer line, its start and its end
+//!   kept within the step's `output_limit` and a note saying how much was
+//!   cut between them ([`crate::state::output`]);
+//! - `alerts.log`: append-only, one JSON object a line;
+//! - `.pruned`: the day logs were last pruned.
+//!
+//! Every append is one `write(2)` of whole lines to a file opened through
+//! [`crate::state::state_file`] (`O_APPEND | O_NOFOLLOW | O_NONBLOCK`, mode 0600,
+//! and refused unless it is a regular file of this user's or root's that
+//! nobody else may write), so lines written by concurrent processes never
+//! interleave, and a link, a named pipe or another user's file planted in
+//! `logs/` is never written through and never blocks. `logs/` itself is
+//! created owner-only and checked once per [`Logs`] value as `locks/` is
+//! ([`crate::state::state_dir::logs_dir`]): in a directory another user could
+//! change, nothing is written.
+//!
+//! A special file planted at a log (a named pipe, a socket, a device) is no
+//! log at all: a run moves it aside before it starts
+//! ([`Logs::set_aside_planted`]), and so does any write that finds one
+//! later, unopened ([`crate::state::state_file::set_aside`]); the file is written
+//! afresh, and each one moved is kept for [`Logs::take_set_aside`], which the
+//! caller turns into an alert. So such a file never blocks a run nor stops the schedule, and
+//! nothing is written to it. A link or another user's file is refused where
+//! it is and stays there.
+//!
+//! What a log that cannot be written means is the caller's to say: the
+//! scheduler checks the files a run will write before it takes the lease
+//! ([`Logs::check_shared`], [`Logs::check_job`]) and refuses the run then,
+//! when nothing is lost yet; a write that fails once the run is under way is
+//! reported and never stops the run. Dated logs older than `log_keep` are
+//! removed, at most once a day.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+
+use crate::state::state_dir::StateError;
+use crate::state::state_file::{self, SetAside, StateFileError};
+
+/// Why a log was not written (or a run's logs cannot be).
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    /// The file is not one baton may write, or the write failed.
+    #[error("{0}")]
+    File(#[from] StateFileError),
+    /// `logs/` cannot be created, or another user could change it.
+    #[error("{0}")]
+    Dir(#[source] Arc<StateError>),
+}
+
+/// The logs of one state directory.
+#[derive(Debug, Clone)]
+pub struct Logs {
+    state_dir: PathBuf,
+    dir: PathBuf,
+    tz: TimeZone,
+    /// Whether `logs/` was created and found trusted, decided at the first
+    /// write of this value (and of its clones).
+    ready: Arc<OnceLock<Result<(), Arc<StateError>>>>,
+    /// The special files this value's writes (and its clones') moved aside,
+    /// not yet reported.
+    set_aside: Arc<Mutex<Vec<SetAside>>>,
+}
+
+impl Logs {
+    /// The logs in `state_dir/logs`, dated in `tz`.
+    pub fn new(state_dir: &Path, tz: TimeZone) -> Self {
+        Self {
+            state_dir: state_dir.to_owned(),
+            dir: state_dir.join("logs"),
+            tz,
+            ready: Arc::new(OnceLock::new()),
+            set_aside: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// The special files moved aside since the last call (by this value or
+    /// a clone of it), for the caller to report.
+    pub fn take_set_aside(&self) -> Vec<SetAside> {
+        self.set_aside
+            .lock()
+            .map(|mut v| std::mem::take(&mut *v))
+            .unwrap_or_default()
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// `PREFIX_YYYY_MM_DD.log` for the day `at` falls on.
+    pub fn dated(&self, prefix: &str, at: Timestamp) -> PathBuf {
+        let day = at.to_zoned_datetime(self.tz.clone()).strftime("%Y_%m_%d");
+        self.dir.join(format!("{prefix}_{day}.log"))
+    }
+
+    /// `alerts.log`.
+    pub fn alerts_path(&self) -> PathBuf {
+        self.dir.join("alerts.log")
+    }
+
+    /// A time as the logs show it: in the scheduler's zone, to the
+    /// millisecond, with its offset.
+    pub fn stamp(&self, at: Timestamp) -> String {
+        at.to_zoned_datetime(self.tz.clone())
+            .strftime("%Y-%m-%dT%H:%M:%S%.3f%:z")
+            .to_string()
+    }
+
+    /// Appends a line to the envelope.
+    ///
+    /// # Errors
+    ///
+    /// When the log cannot be written (the caller says so, and goes on).
+    pub fn envelope(&self, at: Timestamp, line: &str) -> Result<(), LogError> {
+        let text = format!("{} {}\n", self.stamp(at), one_line(line));
+        self.append(&self.dated("baton", at), text.as_bytes())
+    }
+
+    /// Appends a JSON alert to `alerts.log`.
+    ///
+    /// # Errors
+    ///
+    /// When the log cannot be written.
+    pub fn alert(&self, json: &str) -> Result<(), LogError> {
+        self.append(
+            &self.alerts_path(),
+            format!("{}\n", one_line(json)).as_bytes(),
+        )
+    }
+
+    /// Appends whole lines to a job's dated output log.
+    ///
+    /// # Errors
+    ///
+    /// When the log cannot be written.
+    pub fn job_lines(&self, job: &str, at: Timestamp, text: &[u8]) -> Result<(), LogError> {
+        self.append(&self.dated(job, at), text)
+    }
+
+    /// Checks what every run and tick at `now` writes: `logs/` (created when
+    /// missing), the envelope of the day and `alerts.log`, each absent, a
+    /// file baton may write, or a special file its first write sets aside.
+    /// Nothing is opened.
+    ///
+    /// # Errors
+    ///
+    /// The first that cannot be written, and why.
+    pub fn check_shared(&self, now: Timestamp) -> Result<(), LogError> {
+        self.ready()?;
+        check(&self.dated("baton", now))?;
+        check(&self.alerts_path())?;
+        Ok(())
+    }
+
+    /// Checks, as [`Logs::check_shared`], the output log of `job` for a run
+    /// starting at `now`.
+    ///
+    /// # Errors
+    ///
+    /// When it cannot be written, and why.
+    pub fn check_job(&self, job: &str, now: Timestamp) -> Result<(), LogError> {
+        self.ready()?;
+        Ok(check(&self.dated(job, now))?)
+    }
+
+    /// Sets aside the special files planted where a run at `now` writes: the
+    /// envelope of the day, `alerts.log` and, with `job`, that job's output
+    /// log (for [`Logs::take_set_aside`]). One that cannot be moved is left
+    /// for the write that finds it to refuse and report.
+    pub fn set_aside_planted(&self, job: Option<&str>, now: Timestamp) {
+        let mut paths = vec![self.dated("baton", now), self.alerts_path()];
+        paths.extend(job.map(|j| self.dated(j, now)));
+        for p in paths {
+            if let Ok(Some(moved)) = state_file::set_aside(&p)
+                && let Ok(mut v) = self.set_aside.lock()
+            {
+                v.push(moved);
+            }
+        }
+    }
+
+    /// Removes dated logs (`*_YYYY_MM_DD.log`) older than `keep`, at most
+    /// once a day (the marker `.pruned` remembers the day it last ran).
+    ///
+    /// # Errors
+    ///
+    /// When `logs/` or the marker cannot be used: nothing is pruned then
+    /// (the caller says so; nothing is lost but disk space).
+    pub fn prune(&self, now: Timestamp, keep: Duration) -> Result<(), LogError> {
+        self.ready()?;
+        let today = now
+            .to_zoned_datetime(self.tz.clone())
+            .strftime("%Y_%m_%d")
+            .to_string();
+        let marker = self.dir.join(".pruned");
+        if state_file::read_marker(&marker)?.is_some_and(|d| d.trim() == today) {
+            return Ok(());
+        }
+        let Ok(cutoff) = now.checked_sub(jiff::SignedDuration::try_from(keep).unwrap_or_default())
+        else {
+            return Ok(());
+        };
+        let oldest = cutoff
+            .to_zoned_datetime(self.tz.clone())
+            .strftime("%Y_%m_%d")
+            .to_string();
+        if let Ok(entries) = std::fs::read_dir(&self.dir) {
+            for e in entries.filter_map(Result::ok) {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if let Some(day) = log_day(&name)
+                    && day < oldest.as_str()
+                {
+                    // OK to ignore: a log that cannot be removed today is
+                    // tried again tomorrow; removing never follows a link.
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+        state_file::rewrite_marker(&marker, format!("{today}\n").as_bytes())?;
+        Ok(())
+    }
+
+    /// `logs/`, created owner-only when missing and checked as `locks/` is,
+    /// once for this value.
+    fn ready(&self) -> Result<(), LogError> {
+        self.ready
+            .get_or_init(|| {
+                crate::state::state_dir::logs_dir(&self.state_dir)
+                    .map(drop)
+                    .map_err(Arc::new)
+            })
+            .clone()
+            .map_err(LogError::Dir)
+    }
+
+    /// One `write(2)` of `bytes` at the end of `path`, created when missing
+    /// (and `logs/` again, if it was removed meanwhile); a special file there
+    /// is set aside first.
+    fn append(&self, path: &Path, bytes: &[u8]) -> Result<(), LogError> {
+        self.ready()?;
+        match state_file::append(path, bytes) {
+            Err(e) if e.is_missing() => {
+                crate::state::state_dir::logs_dir(&self.state_dir)
+                    .map_err(|e| LogError::Dir(Arc::new(e)))?;
+                Ok(state_file::append(path, bytes)?)
+            }
+            Err(refused @ StateFileError::Untrusted(_)) => {
+                // What cannot be moved stays refused, as it was found.
+                let Ok(Some(moved)) = state_file::set_aside(path) else {
+                    return Err(refused.into());
+                };
+                if let Ok(mut v) = self.set_aside.lock() {
+                    v.push(moved);
+                }
+                Ok(state_file::append(path, bytes)?)
+            }
+            r => Ok(r?),
+        }
+    }
+}
+
+/// [`state_file::check`], passing a special file: the first write sets it
+/// aside.
+fn check(path: &Path) -> Result<(), StateFileError> {
+    match state_file::check(path) {
+        Err(StateFileError::Untrusted(_)) if state_file::is_special(path) => Ok(()),
+        r => r,
+    }
+}
+
+/// The job whose dated log `path` is (`JOB_YYYY_MM_DD.log` in the logs
+/// directory), if it is one; the envelope (`baton_…`) is no job's.
+pub(crate) fn job_of_log(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_str()?;
+    log_day(name)?;
+    let job = name.get(..name.len().checked_sub(".log".len() + 11)?)?;
+    (job != "baton" && !job.is_empty()).then(|| job.to_owned())
+}
+
+/// The `YYYY_MM_DD` of a dated log's name.
+fn log_day(name: &str) -> Option<&str> {
+    let stem = name.strip_suffix(".log")?;
+    let day = stem.get(stem.len().checked_sub(10)?..)?;
+    let ok = day.len() == 10
+        && day.bytes().enumerate().all(|(i, b)| match i {
+            4 | 7 => b == b'_',
+            _ => b.is_ascii_digit(),
+        })
+        && stem.as_bytes().get(stem.len().checked_sub(11)?) == Some(&b'_');
+    ok.then_some(day)
+}
+
+/// A line with no line breaks in it.
+fn one_line(s: &str) -> String {
+    s.replace(['\n', '\r'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn logs(dir: &Path) -> Logs {
+        Logs::new(dir, TimeZone::get("Asia/Kolkata").unwrap())
+    }
+
+    #[test]
+    fn logs_are_dated_in_the_schedulers_zone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let l = logs(tmp.path());
+        // 20:00 UTC is already the next day in Kolkata.
+        let t: Timestamp = "2026-11-29T20:00:00Z".parse().unwrap();
+        assert!(l.dated("baton", t).ends_with("logs/baton_2026_11_30.log"));
+        assert_eq!(job_of_log(&l.dated("baton", t)), None);
+        assert_eq!(
+            job_of_log(&l.dated("nightly_db", t)).as_deref(),
+            Some("nightly_db")
+        );
+        assert_eq!(job_of_log(&l.dir().join("alerts.log")), None);
+        l.envelope(t, "hello\nworld").unwrap();
+        let text = std::fs::read_to_string(l.dated("baton", t)).unwrap();
+        assert_eq!(text, "2026-11-30T01:30:00.000+05:30 hello world\n");
+    }
+
+    #[test]
+    fn a_named_pipe_at_a_log_is_set_aside_and_the_log_written_afresh() {
+        let tmp = tempfile::tempdir().unwrap();
+        let l = logs(tmp.path());
+        let t: Timestamp = "2026-11-29T10:00:00Z".parse().unwrap();
+        std::fs::create_dir_all(l.dir()).unwrap();
+        let planted = [l.dated("baton", t), l.alerts_path(), l.dated("job", t)];
+        for p in &planted {
+            rustix::fs::mknodat(
+                rustix::fs::CWD,
+                p,
+                rustix::fs::FileType::Fifo,
+                rustix::fs::Mode::from_raw_mode(0o600),
+                0,
+            )
+            .unwrap();
+        }
+        l.check_shared(t).unwrap();
+        l.check_job("job", t).unwrap();
+        // Checking moves nothing.
+        assert!(l.take_set_aside().is_empty());
+        l.envelope(t, "one").unwrap();
+        l.alert("{}").unwrap();
+        l.clone().job_lines("job", t, b"out\n").unwrap();
+        let moved = l.take_set_aside();
+        let from: Vec<&Path> = moved.iter().map(|m| m.path.as_path()).collect();
+        assert_eq!(
+            from,
+            planted.iter().map(PathBuf::as_path).collect::<Vec<_>>()
+        );
+        for (m, p) in moved.iter().zip(&planted) {
+            assert_eq!(m.what, "a named pipe");
+            assert!(std::fs::symlink_metadata(p).unwrap().is_file(), "{m}");
+            let t = std::fs::symlink_metadata(&m.to).unwrap().file_type();
+            assert!(std::os::unix::fs::FileTypeExt::is_fifo(&t), "{m}");
+        }
+        assert_eq!(std::fs::read_to_string(l.dated("job", t)).unwrap(), "out\n");
+        assert!(l.take_set_aside().is_empty());
+        // Set aside before a run writes anything, for that run to report.
+        for p in [l.alerts_path(), l.dated("job", t)] {
+            std::fs::remove_file(&p).unwrap();
+            rustix::fs::mknodat(
+                rustix::fs::CWD,
+                &p,
+                rustix::fs::FileType::Fifo,
+                rustix::fs::Mode::from_raw_mode(0o600),
+                0,
+            )
+            .unwrap();
+        }
+        l.set_aside_planted(None, t);
+        let moved = l.take_set_aside();
+        assert_eq!(moved.len(), 1, "{moved:?}");
+        assert!(
+            moved[0].to.ends_with("alerts.log.set-aside.2"),
+            "{}",
+            moved[0]
+        );
+        l.set_aside_planted(Some("job"), t);
+        let moved = l.take_set_aside();
+        assert_eq!(moved.len(), 1, "{moved:?}");
+        assert!(
+            moved[0].to.ends_with("job_2026_11_29.log.set-aside.2"),
+            "{}",
+            moved[0]
+        );
+        assert!(!l.dated("job", t).exists());
+        // A link is refused where it is, never moved.
+        let link = l.dated("other", t);
+        std::os::unix::fs::symlink(l.alerts_path(), &link).unwrap();
+        assert!(l.check_job("other", t).is_err());
+        assert!(l.job_lines("other", t, b"x\n").is_err());
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert!(l.take_set_aside().is_empty());
+    }
+
+    #[test]
+    fn old_logs_are_pruned_once_a_day() {
+        let tmp = tempfile::tempdir().unwrap();
+        let l = logs(tmp.path());
+        let now: Timestamp = "2026-11-29T10:00:00Z".parse().unwrap();
+        std::fs::create_dir_all(l.dir()).unwrap();
+        for name in [
+            "baton_2026_10_01.log",
+            "job_2026_11_28.log",
+            "alerts.log",
+            "x_2026_01_01.txt",
+        ] {
+            std::fs::write(l.dir().join(name), "x\n").unwrap();
+        }
+        l.prune(now, Duration::from_secs(30 * 86_400)).unwrap();
+        assert!(!l.dir().join("baton_2026_10_01.log").exists());
+        assert!(l.dir().join("job_2026_11_28.log").exists());
+        assert!(l.dir().join("alerts.log").exists());
+        assert!(l.dir().join("x_2026_01_01.txt").exists());
+        assert_eq!(log_day("a_b_2026_01_02.log"), Some("2026_01_02"));
+        assert_eq!(log_day("2026_01_02.log"), None);
+    }
+}

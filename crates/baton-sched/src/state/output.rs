@@ -1,0 +1,323 @@
+//! A step attempt's output on its way to the job's log, within the step's
+//! `output_limit`: the start and the end of it are kept, where a failing
+//! command's usage line and its last error are, and what lay between is
+//! cut, with a note saying how much.
+//!
+//! The first half of the limit is written as it comes, in whole lines (a
+//! line longer than 64 KiB as it is). What comes after it is held in
+//! memory, the newest half of the limit and no more, and written when the
+//! output ends, after the note: so a supervisor killed with `kill -9`
+//! leaves the start in the log and loses the end it held. The tail starts
+//! on a line of its own when a line break is in it. Nothing here may stop
+//! a run: a log write that fails is kept for the caller to say.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use jiff::Timestamp;
+
+use crate::state::logs::Logs;
+
+/// A line longer than this goes to the log as it is, unfinished.
+const LONG_LINE: usize = 64 * 1024;
+
+/// A step attempt's output on its way to the job's log: the first half of
+/// `limit` kept as it comes, the last half kept at the end, and a note in
+/// between saying how much was cut. With `tee`, the output is also copied
+/// to this process's standard output as it comes.
+pub struct OutputSink {
+    logs: Logs,
+    job: String,
+    at: Timestamp,
+    limit: u64,
+    /// Room left for the start.
+    head_room: u64,
+    /// The start not yet written (an unfinished line).
+    partial: Vec<u8>,
+    /// The newest bytes after the start, at most `tail_room`.
+    tail: VecDeque<u8>,
+    tail_room: usize,
+    /// The last byte dropped from the tail's front: whether the tail
+    /// starts a line.
+    dropped_last: Option<u8>,
+    kept: u64,
+    cut: u64,
+    tee: bool,
+    /// Bytes not copied to standard output: its reader was too far behind.
+    not_teed: u64,
+    failed: Option<String>,
+    done: Arc<Mutex<Option<Captured>>>,
+}
+
+/// What became of an attempt's output.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Captured {
+    /// Bytes kept (its start and its end).
+    pub kept: u64,
+    /// Bytes cut between them (over the limit).
+    pub cut: u64,
+    /// A write that failed, if one did.
+    pub failed: Option<String>,
+}
+
+impl OutputSink {
+    /// A sink for one attempt of `job` that started at `at`. The returned
+    /// cell holds the summary once the output has ended.
+    pub fn new(
+        logs: Logs,
+        job: &str,
+        at: Timestamp,
+        limit: u64,
+        tee: bool,
+    ) -> (Self, Arc<Mutex<Option<Captured>>>) {
+        let done = Arc::new(Mutex::new(None));
+        let tail = limit / 2;
+        (
+            Self {
+                logs,
+                job: job.to_owned(),
+                at,
+                limit,
+                head_room: limit - tail,
+                partial: Vec::new(),
+                tail: VecDeque::new(),
+                tail_room: usize::try_from(tail).unwrap_or(usize::MAX),
+                dropped_last: None,
+                kept: 0,
+                cut: 0,
+                tee,
+                not_teed: 0,
+                failed: None,
+                done: Arc::clone(&done),
+            },
+            done,
+        )
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        if let Err(e) = self.logs.job_lines(&self.job, self.at, bytes)
+            && self.failed.is_none()
+        {
+            self.failed = Some(format!("the output log is not written: {e}"));
+        }
+    }
+
+    /// Keeps `bytes` as the newest of the tail, dropping its oldest.
+    fn keep_tail(&mut self, bytes: &[u8]) {
+        if bytes.len() >= self.tail_room {
+            let drop = bytes.len() - self.tail_room;
+            self.cut += (self.tail.len() + drop) as u64;
+            if let Some(&b) = bytes[..drop].last() {
+                self.dropped_last = Some(b);
+            } else if let Some(&b) = self.tail.back() {
+                self.dropped_last = Some(b);
+            }
+            self.tail.clear();
+            self.tail.extend(&bytes[drop..]);
+            return;
+        }
+        let over = (self.tail.len() + bytes.len()).saturating_sub(self.tail_room);
+        for _ in 0..over {
+            self.dropped_last = self.tail.pop_front();
+        }
+        self.cut += over as u64;
+        self.tail.extend(bytes);
+    }
+
+    /// The tail as it goes to the log: from its first whole line when it
+    /// starts mid-line and a line break follows in it.
+    fn tail_text(&mut self) -> Vec<u8> {
+        let mut tail: Vec<u8> = std::mem::take(&mut self.tail).into();
+        if self.dropped_last.is_some_and(|b| b != b'\n')
+            && let Some(i) = tail.iter().position(|&b| b == b'\n')
+            && i + 1 < tail.len()
+        {
+            self.cut += (i + 1) as u64;
+            tail.drain(..=i);
+        }
+        tail
+    }
+}
+
+impl baton_runner::Sink for OutputSink {
+    fn chunk(&mut self, bytes: &[u8]) {
+        if self.tee {
+            // Never waits on the reader: a supervisor is renewing meanwhile.
+            self.not_teed += baton_runner::console::stdout(bytes) as u64;
+        }
+        let take = usize::try_from(self.head_room)
+            .unwrap_or(usize::MAX)
+            .min(bytes.len());
+        self.head_room -= take as u64;
+        self.partial.extend_from_slice(&bytes[..take]);
+        self.keep_tail(&bytes[take..]);
+        // Whole lines go out; a very long line goes out as it is.
+        let end = match self.partial.iter().rposition(|&b| b == b'\n') {
+            Some(i) => i + 1,
+            None if self.partial.len() >= LONG_LINE => self.partial.len(),
+            None => return,
+        };
+        let lines: Vec<u8> = self.partial.drain(..end).collect();
+        self.kept += lines.len() as u64;
+        self.write(&lines);
+    }
+
+    fn end(&mut self) {
+        let mut rest = std::mem::take(&mut self.partial);
+        self.kept += rest.len() as u64;
+        let tail = self.tail_text();
+        self.kept += tail.len() as u64;
+        let ends_line = |v: &Vec<u8>| v.is_empty() || v.last() == Some(&b'\n');
+        if self.cut > 0 {
+            // The note on a line of its own (with nothing cut, the start
+            // and the end are one text again).
+            if !ends_line(&rest) {
+                rest.push(b'\n');
+            }
+            rest.extend_from_slice(
+                format!(
+                    "[baton: … {} bytes cut: output_limit = {} keeps the first {} and the last \
+                     {} …]\n",
+                    self.cut,
+                    crate::units::show_size(self.limit),
+                    crate::units::show_size(self.limit - self.limit / 2),
+                    crate::units::show_size(self.limit / 2),
+                )
+                .as_bytes(),
+            );
+        }
+        rest.extend_from_slice(&tail);
+        if !ends_line(&rest) {
+            rest.push(b'\n');
+        }
+        if self.not_teed > 0 {
+            rest.extend_from_slice(
+                format!(
+                    "[baton: {} bytes of this output were not copied to standard output: it was \
+                     not being read]\n",
+                    self.not_teed
+                )
+                .as_bytes(),
+            );
+        }
+        self.write(&rest);
+        if let Ok(mut d) = self.done.lock() {
+            *d = Some(Captured {
+                kept: self.kept,
+                cut: self.cut,
+                failed: self.failed.take(),
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use baton_runner::Sink;
+    use jiff::tz::TimeZone;
+
+    use super::*;
+
+    fn sink(
+        limit: u64,
+    ) -> (
+        tempfile::TempDir,
+        Logs,
+        OutputSink,
+        Arc<Mutex<Option<Captured>>>,
+    ) {
+        let tmp = tempfile::tempdir().unwrap();
+        let l = Logs::new(tmp.path(), TimeZone::UTC);
+        let t: Timestamp = "2026-11-29T10:00:00Z".parse().unwrap();
+        let (s, done) = OutputSink::new(l.clone(), "job", t, limit, false);
+        (tmp, l, s, done)
+    }
+
+    fn text(l: &Logs) -> String {
+        let t: Timestamp = "2026-11-29T10:00:00Z".parse().unwrap();
+        std::fs::read_to_string(l.dated("job", t)).unwrap()
+    }
+
+    #[test]
+    fn output_within_the_limit_is_kept_whole() {
+        let (_tmp, l, mut s, done) = sink(20);
+        s.chunk(b"0123456789\n");
+        s.chunk(b"abcdefgh\n");
+        s.end();
+        assert_eq!(text(&l), "0123456789\nabcdefgh\n");
+        let c = done.lock().unwrap().clone().unwrap();
+        assert_eq!((c.kept, c.cut), (20, 0));
+    }
+
+    #[test]
+    fn the_start_and_the_end_are_kept_and_the_middle_cut_with_a_note() {
+        let (_tmp, l, mut s, done) = sink(20);
+        s.chunk(b"usage: x\n");
+        for i in 0..100 {
+            s.chunk(format!("line {i:03}\n").as_bytes());
+        }
+        s.chunk(b"error: no\n");
+        s.end();
+        // The first 10 bytes ("usage: x\n" and one byte of the next line)
+        // and the last 10.
+        assert_eq!(
+            text(&l),
+            "usage: x\nl\n[baton: … 899 bytes cut: output_limit = 20B keeps the first 10B and \
+             the last 10B …]\nerror: no\n"
+        );
+        let c = done.lock().unwrap().clone().unwrap();
+        assert_eq!((c.kept, c.cut), (20, 899));
+    }
+
+    #[test]
+    fn the_tail_starts_on_a_whole_line() {
+        let (_tmp, l, mut s, done) = sink(20);
+        s.chunk(b"usage: x\n");
+        s.chunk(&[b'a'; 23]);
+        s.chunk(b"\nlast\n");
+        s.end();
+        // The last 10 bytes are "aaaa\nlast\n": the tail is "last\n".
+        assert_eq!(
+            text(&l),
+            "usage: x\na\n[baton: … 23 bytes cut: output_limit = 20B keeps the first 10B and \
+             the last 10B …]\nlast\n"
+        );
+        let c = done.lock().unwrap().clone().unwrap();
+        assert_eq!((c.kept, c.cut), (15, 23));
+    }
+
+    #[test]
+    fn a_tail_that_is_one_long_line_is_kept_as_it_is() {
+        let (_tmp, l, mut s, done) = sink(8);
+        s.chunk(b"abcdefghijklmnopqrstuvwxyz");
+        s.end();
+        assert_eq!(
+            text(&l),
+            "abcd\n[baton: … 18 bytes cut: output_limit = 8B keeps the first 4B and the last \
+             4B …]\nwxyz\n"
+        );
+        assert_eq!(done.lock().unwrap().clone().unwrap().cut, 18);
+    }
+
+    #[test]
+    fn chunks_of_any_size_keep_the_same_ends() {
+        let all: Vec<u8> = (0..5000u32)
+            .flat_map(|i| format!("{i}\n").into_bytes())
+            .collect();
+        let mut texts = Vec::new();
+        for size in [1, 7, 100, 4096, all.len()] {
+            let (_tmp, l, mut s, _) = sink(1000);
+            for c in all.chunks(size) {
+                s.chunk(c);
+            }
+            s.end();
+            texts.push(text(&l));
+        }
+        assert!(texts.windows(2).all(|w| w[0] == w[1]), "{texts:?}");
+        assert!(texts[0].starts_with("0\n1\n2\n"));
+        assert!(texts[0].ends_with("4998\n4999\n"));
+    }
+}

@@ -1,0 +1,548 @@
+//! The status page: what `baton status` knows, as one self-contained HTML5
+//! document for a browser (the daemon serves it at `GET /`; `baton __page`
+//! prints it).
+//!
+//! This module owns the page's markup and its inline style; each job's
+//! state is the one [`crate::views::job_state`] decided, shown under its word in
+//! `data-state` and in the badge. [`render`] is a pure function
+//! of what it is given: it reads no clock, no file and no ledger, so tests
+//! pin its output. [`read`] gathers what it needs (a [`Status`] and each
+//! job's last runs) and calls it; it never writes anything, and a ledger it
+//! cannot read shows on the page rather than failing it.
+//!
+//! Every string from the configuration, the ledger or the lock (job names,
+//! messages, holders' hosts, reasons) goes through [`escape`] before it
+//! reaches the markup: nothing here may emit a string unescaped. The page
+//! needs no JavaScript and loads nothing from elsewhere; it refreshes itself
+//! with `<meta http-equiv="refresh">`. Machines find each job by its
+//! `data-job` and `data-state` attributes.
+//!
+//! For a person: the jobs that need attention (an unhealthy state)
+//! come first, then the rest, each group by name. Every time on the page is
+//! shown in one zone, the scheduler's (the one its heading names), inside a
+//! `<time>` element that never wraps, the instants an alert's message names
+//! included; long texts (alert messages, a pause's
+//! reason) are clamped to a few lines with the whole text in their
+//! `title`, and fences are cut with an ellipsis, whole in theirs.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use baton_lease::Clock;
+use baton_store::words::RunVerdict;
+use jiff::Timestamp;
+
+use crate::config::Config;
+use crate::units::show_duration;
+use crate::views::history::RunView;
+use crate::views::status::{JobStatus, Status, relative};
+
+pub mod login;
+
+/// Who the page is shown to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Viewer {
+    /// Anyone: no login to end (`baton __page`, a daemon without a token,
+    /// a caller with the bearer token).
+    #[default]
+    Anyone,
+    /// A browser logged in through `/login`: the page offers to log out.
+    LoggedIn,
+}
+
+/// How many of each job's runs the page lists.
+pub const RUNS_SHOWN: u32 = 5;
+
+/// How often the page reloads itself by default, in seconds.
+pub const DEFAULT_REFRESH_SECS: u32 = 5;
+
+/// The jobs of `status` in the page's order: those that need attention
+/// (an unhealthy state: `hung`, `overdue`, `failing`, `crashed`) first,
+/// then the rest, each group by name.
+fn in_page_order(status: &Status) -> Vec<&JobStatus> {
+    let mut jobs: Vec<&JobStatus> = status.jobs.iter().collect();
+    jobs.sort_by(|a, b| {
+        let rank = |j: &JobStatus| j.state.healthy();
+        (rank(a), &a.job).cmp(&(rank(b), &b.job))
+    });
+    jobs
+}
+
+/// Each job's newest runs, newest first, as the page lists them.
+#[derive(Debug, Clone, Default)]
+pub struct RecentRuns {
+    /// Runs per job name. A job missing here has no runs listed.
+    pub by_job: BTreeMap<String, Vec<RunView>>,
+    /// Why the runs could not be read, when they could not; the page says
+    /// so instead of listing none.
+    pub error: Option<String>,
+}
+
+impl RecentRuns {
+    /// Reads the newest `limit` runs of each of `config`'s jobs from the
+    /// ledger. A ledger that does not exist yet reads as no runs and is not
+    /// created.
+    ///
+    /// # Errors
+    ///
+    /// None returned: a ledger that cannot be opened or read is recorded in
+    /// [`RecentRuns::error`], and the jobs read before it keep their runs.
+    pub fn read(config: &Config, now: Timestamp, limit: u32) -> Self {
+        let mut out = Self::default();
+        let mut ledger = match crate::store::existing_records(config, now) {
+            None => return out,
+            Some(Ok(l)) => l,
+            Some(Err(e)) => {
+                out.error = Some(e.to_string());
+                return out;
+            }
+        };
+        let store = crate::store::open(config).ok();
+        for name in config.jobs.keys() {
+            match ledger.history(name, limit) {
+                Ok(rows) => {
+                    let mut views: Vec<RunView> = rows.into_iter().map(Into::into).collect();
+                    crate::views::history::judge_unfinished(
+                        config,
+                        name,
+                        &mut views,
+                        store.as_deref(),
+                    );
+                    out.by_job.insert(name.clone(), views);
+                }
+                Err(e) => {
+                    out.error = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Reads `config`'s status and each job's last [`RUNS_SHOWN`] runs at the
+/// clock's wall time and renders the page, reloading itself every
+/// `refresh_secs` seconds (0: never; [`DEFAULT_REFRESH_SECS`] is the usual).
+///
+/// Nothing is written: a state directory that does not exist yet reads as
+/// "never run".
+///
+/// # Example
+///
+/// ```ignore
+/// let html = page::read(&config, &SystemClock, page::DEFAULT_REFRESH_SECS);
+/// ```
+pub fn read(config: &Config, clock: &dyn Clock, refresh_secs: u32) -> String {
+    read_for(config, clock, refresh_secs, Viewer::Anyone)
+}
+
+/// [`read`], for `viewer`.
+pub fn read_for(config: &Config, clock: &dyn Clock, refresh_secs: u32, viewer: Viewer) -> String {
+    let now = clock.wall();
+    let status = crate::views::status::read(config, None, now);
+    let runs = RecentRuns::read(config, now, RUNS_SHOWN);
+    render_for(&status, &runs, now, refresh_secs, viewer)
+}
+
+/// Escapes `s` for HTML text and for attribute values in double or single
+/// quotes: `&`, `<`, `>`, `"` and `'` become references.
+///
+/// # Example
+///
+/// ```
+/// assert_eq!(baton_sched::views::page::escape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&#39;");
+/// ```
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = "\
+*,*::before,*::after{box-sizing:border-box}
+html{-webkit-text-size-adjust:100%}
+body{margin:0;padding:1rem;font:15px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;\
+color:#1d232a;background:#f3f5f7;overflow-wrap:anywhere}
+header,main{max-width:72rem;margin:0 auto}
+h1{font-size:1.35rem;margin:0 0 .25rem}
+h2{font-size:1.1rem;margin:0;display:flex;flex-wrap:wrap;gap:.5rem;align-items:center}
+h3{font-size:.8rem;text-transform:uppercase;letter-spacing:.04em;color:#58636e;margin:.9rem 0 .3rem}
+.meta{color:#58636e;margin:0 0 1rem;font-size:.85rem}
+.banner{background:#fde8e8;border:1px solid #e0a3a3;border-radius:6px;padding:.5rem .75rem;margin:0 0 1rem}
+.jobs{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,24rem),1fr));gap:1rem}
+.job{min-width:0;background:#fff;border:1px solid #d8dee4;border-left:6px solid #8c959f;border-radius:8px;padding:.8rem 1rem}
+.job[data-state=disabled]{border-left-color:#57606a}
+.job[data-state=paused]{border-left-color:#8c959f}
+.job[data-state=running]{border-left-color:#1f6feb}
+.job[data-state=hung]{border-left-color:#bc4c00}
+.job[data-state=overdue]{border-left-color:#bf8700}
+.job[data-state=failing]{border-left-color:#cf222e}
+.job[data-state=crashed]{border-left-color:#82071e}
+.job[data-state=new]{border-left-color:#8250df}
+.job[data-state=ok]{border-left-color:#2da44e}
+.badge{font-size:.75rem;font-weight:600;text-transform:uppercase;padding:.1rem .45rem;border-radius:999px;background:#eaeef2}
+.job[data-state=disabled] .badge{background:#d0d7de;color:#24292f}
+.job[data-state=paused] .badge{background:#eaeef2;color:#424a53}
+.job[data-state=running] .badge{background:#ddf4ff;color:#0550ae}
+.job[data-state=hung] .badge{background:#fff1e5;color:#953800}
+.job[data-state=overdue] .badge{background:#fff8c5;color:#7d4e00}
+.job[data-state=failing] .badge{background:#ffebe9;color:#a40e26}
+.job[data-state=crashed] .badge{background:#82071e;color:#ffffff}
+.job[data-state=new] .badge{background:#fbefff;color:#6639ba}
+.job[data-state=ok] .badge{background:#dafbe1;color:#116329}
+dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.15rem .75rem;margin:.6rem 0 0}
+dt{color:#58636e}
+dd{margin:0;min-width:0}
+ol,ul{margin:0;padding-left:1.2rem}
+li{margin:.1rem 0}
+code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.85em}
+time,.age{white-space:nowrap}
+.fence{display:inline-block;max-width:12ch;overflow:hidden;text-overflow:ellipsis;\
+white-space:nowrap;vertical-align:bottom}
+.clamp{display:-webkit-box;-webkit-box-orient:vertical;-webkit-line-clamp:3;line-clamp:3;overflow:hidden}
+.logout{margin:0 0 1rem}
+.logout button{font:inherit;font-size:.85rem;padding:.15rem .6rem;border:1px solid #8c959f;border-radius:6px;background:#fff;cursor:pointer}
+.ok{color:#116329}
+.bad{color:#a40e26}
+.none{color:#58636e}
+@media (max-width:30rem){body{padding:.6rem}dl{grid-template-columns:minmax(0,1fr)}dt{margin-top:.3rem}}
+";
+
+/// The page for `status`, with `runs`' newest runs of each job, ages counted
+/// from `now`, reloading itself every `refresh_secs` seconds (0: never).
+///
+/// Pure: the same arguments give the same string.
+///
+/// # Example
+///
+/// ```ignore
+/// let html = page::render(&status, &RecentRuns::default(), now, 5);
+/// assert!(html.contains("data-job=\"backup\""));
+/// ```
+pub fn render(status: &Status, runs: &RecentRuns, now: Timestamp, refresh_secs: u32) -> String {
+    render_for(status, runs, now, refresh_secs, Viewer::Anyone)
+}
+
+/// [`render`], for `viewer`: a browser logged in gets a button that logs it
+/// out (a form posting to `/logout`).
+pub fn render_for(
+    status: &Status,
+    runs: &RecentRuns,
+    now: Timestamp,
+    refresh_secs: u32,
+    viewer: Viewer,
+) -> String {
+    let mut out = String::with_capacity(4096 + 2048 * status.jobs.len());
+    let zone = jiff::tz::TimeZone::get(&status.timezone).unwrap_or(jiff::tz::TimeZone::UTC);
+    out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    if refresh_secs > 0 {
+        let _ = writeln!(
+            out,
+            "<meta http-equiv=\"refresh\" content=\"{refresh_secs}\">"
+        );
+    }
+    let enabled = if status.enabled {
+        "enabled"
+    } else {
+        "disabled"
+    };
+    let _ = writeln!(out, "<title>baton: {}</title>", health_words(status));
+    let _ = writeln!(out, "<style>\n{STYLE}</style>\n</head>\n<body>\n<header>");
+    let _ = writeln!(
+        out,
+        "<h1 data-enabled=\"{}\">baton: <span class=\"{}\">{enabled}</span>, {}</h1>",
+        status.enabled,
+        if status.enabled { "ok" } else { "bad" },
+        escape(&status.timezone),
+    );
+    let _ = writeln!(
+        out,
+        "<p class=\"meta\" data-healthy=\"{}\">{}{}. Read at {}; times in {}; config \
+         <code>{}</code>.</p>",
+        status.healthy,
+        escape(&health_words(status)),
+        if status.enabled {
+            String::new()
+        } else {
+            format!(
+                "; the kill switch is off ({})",
+                escape(&status.enabled_source)
+            )
+        },
+        when(&zone, now, &status.now),
+        escape(&status.timezone),
+        escape(&status.config),
+    );
+    if viewer == Viewer::LoggedIn {
+        out.push_str(
+            "<form class=\"logout\" method=\"post\" action=\"/logout\"><button \
+             type=\"submit\">Log out</button></form>\n",
+        );
+    }
+    out.push_str("</header>\n<main>\n");
+    if let Some(e) = &runs.error {
+        let _ = writeln!(
+            out,
+            "<p class=\"banner\" role=\"alert\">The ledger's runs could not be read: {}</p>",
+            escape(e)
+        );
+    }
+    if status.jobs.is_empty() {
+        out.push_str("<p class=\"none\">No jobs are configured.</p>\n");
+    }
+    out.push_str("<div class=\"jobs\">\n");
+    for job in in_page_order(status) {
+        let recent = runs.by_job.get(&job.job).map_or(&[][..], Vec::as_slice);
+        job_card(&mut out, job, recent, &zone, now);
+    }
+    out.push_str("</div>\n</main>\n</body>\n</html>\n");
+    out
+}
+
+fn health_words(status: &Status) -> String {
+    let attention = status.jobs.iter().filter(|j| !j.state.healthy()).count();
+    match attention {
+        0 => format!("{} job(s), none needs attention", status.jobs.len()),
+        n => format!("{n} of {} job(s) need attention", status.jobs.len()),
+    }
+}
+
+/// `t` (RFC 3339) in `tz` for people, to the second: `2025-01-02 03:04:05
+/// +00:00`; `t` itself when it is no timestamp. Not escaped.
+fn local(tz: &jiff::tz::TimeZone, t: &str) -> String {
+    crate::times::human_in(t, tz)
+}
+
+/// `t` in `tz` for people, with its age: `<time datetime="T">2025-01-02
+/// 03:04:05 +00:00</time> <span class="age">(3m ago)</span>`, neither of
+/// which wraps; `t` as text when it is no timestamp. Already escaped.
+fn when(tz: &jiff::tz::TimeZone, now: Timestamp, t: &str) -> String {
+    let age = relative(now, t);
+    if age.is_empty() {
+        return escape(t);
+    }
+    format!(
+        "<time datetime=\"{}\">{}</time> <span class=\"age\">({})</span>",
+        escape(t),
+        escape(&local(tz, t)),
+        escape(&age)
+    )
+}
+
+/// An instant without its age (an occurrence): `<time>` in `tz`.
+fn instant(tz: &jiff::tz::TimeZone, t: &str) -> String {
+    if t.parse::<Timestamp>().is_err() {
+        return escape(t);
+    }
+    format!(
+        "<time datetime=\"{}\">{}</time>",
+        escape(t),
+        escape(&local(tz, t))
+    )
+}
+
+/// A fence: cut with an ellipsis when it is long, whole in its `title`.
+fn fence(f: Option<u64>) -> String {
+    match f {
+        Some(f) => format!("<code class=\"fence\" title=\"fence {f}\">{f}</code>"),
+        None => "?".to_owned(),
+    }
+}
+
+/// A long text, clamped to a few lines, whole in its `title`. Already
+/// escaped.
+fn clamped(class: &str, text: &str) -> String {
+    let t = escape(text);
+    format!("<span class=\"{class} clamp\" title=\"{t}\">{t}</span>")
+}
+
+/// An alert's message, clamped as [`clamped`], each instant it names in
+/// `tz` inside a `<time>` ([`instant`]), as in its `title`. Already
+/// escaped.
+fn message(tz: &jiff::tz::TimeZone, text: &str) -> String {
+    let body: String = crate::times::pieces(text)
+        .into_iter()
+        .map(|p| match p {
+            crate::times::Piece::Text(t) => escape(t),
+            crate::times::Piece::Instant(t, _) => instant(tz, t),
+        })
+        .collect();
+    format!(
+        "<span class=\"message clamp\" title=\"{}\">{body}</span>",
+        escape(&local(tz, text))
+    )
+}
+
+fn ms(d: u64) -> String {
+    show_duration(Duration::from_millis(d))
+}
+
+fn verdict_class(v: Option<&str>) -> &'static str {
+    match v.map(str::parse) {
+        Some(Ok(RunVerdict::Ok)) => "ok",
+        Some(_) => "bad",
+        None => "none",
+    }
+}
+
+fn job_card(
+    out: &mut String,
+    j: &JobStatus,
+    recent: &[RunView],
+    tz: &jiff::tz::TimeZone,
+    now: Timestamp,
+) {
+    let state = j.state;
+    let name = escape(&j.job);
+    let _ = writeln!(
+        out,
+        "<section class=\"job\" data-job=\"{name}\" data-state=\"{}\">",
+        state.word()
+    );
+    let _ = writeln!(
+        out,
+        "<h2><span class=\"name\">{name}</span> <span class=\"badge\">{}</span></h2>",
+        state.word()
+    );
+    out.push_str("<dl>\n");
+    let _ = writeln!(
+        out,
+        "<dt>schedule</dt><dd><code>{}</code> ({}), lock <code>{}</code></dd>",
+        escape(&j.schedule),
+        escape(&j.timezone),
+        escape(&j.lock)
+    );
+    if !j.enabled {
+        out.push_str("<dt>enabled</dt><dd class=\"bad\">no: this job is disabled</dd>\n");
+    }
+    out.push_str("<dt>last run</dt>");
+    match &j.last_run {
+        None => out.push_str("<dd class=\"last-run none\">never run</dd>\n"),
+        Some(r) => {
+            let verdict = r.verdict.as_deref();
+            let _ = writeln!(
+                out,
+                "<dd class=\"last-run\"><span class=\"{}\">{}</span>{}, {}</dd>",
+                verdict_class(verdict),
+                escape(verdict.unwrap_or("running")),
+                r.duration_ms
+                    .map(|d| format!(" in {}", escape(&ms(d))))
+                    .unwrap_or_default(),
+                when(tz, now, r.finished.as_deref().unwrap_or(&r.started)),
+            );
+        }
+    }
+    out.push_str("<dt>next run</dt>");
+    match &j.next_run {
+        Some(n) => {
+            let _ = writeln!(out, "<dd class=\"next-run\">{}</dd>", when(tz, now, n));
+        }
+        None => out.push_str("<dd class=\"next-run none\">none</dd>\n"),
+    }
+    if let Some(h) = &j.holder {
+        let _ = writeln!(
+            out,
+            "<dt>holder</dt><dd class=\"holder\" data-verdict=\"{}\">{}: pid {} on {}, fence \
+             {}{}</dd>",
+            escape(h.verdict),
+            escape(h.verdict),
+            h.pid.map_or("?".into(), |p| p.to_string()),
+            escape(h.host.as_deref().unwrap_or("?")),
+            fence(h.fence),
+            h.since
+                .as_deref()
+                .map(|s| format!(", since {}", when(tz, now, s)))
+                .unwrap_or_default(),
+        );
+    }
+    if let Some(p) = &j.paused {
+        let _ = writeln!(
+            out,
+            "<dt>paused</dt><dd class=\"pause\">since {} by {}{}{}</dd>",
+            when(tz, now, &p.since),
+            escape(&p.by),
+            p.until
+                .as_deref()
+                .map(|u| format!(", until {}", when(tz, now, u)))
+                .unwrap_or_default(),
+            p.reason
+                .as_deref()
+                .map(|r| format!(": {}", clamped("reason", r)))
+                .unwrap_or_default(),
+        );
+    }
+    if let Some(o) = &j.overdue {
+        let _ = writeln!(
+            out,
+            "<dt>overdue</dt><dd class=\"bad\">occurrence {} did not start (grace {})</dd>",
+            instant(tz, &o.occurrence),
+            escape(&show_duration(Duration::from_secs(o.grace_seconds)))
+        );
+    }
+    if j.failing {
+        let _ = writeln!(
+            out,
+            "<dt>failing</dt><dd class=\"bad\">{} run(s) in a row failed</dd>",
+            j.consecutive_failures
+        );
+    }
+    out.push_str("</dl>\n");
+    out.push_str("<h3>Recent runs</h3>\n");
+    if recent.is_empty() {
+        out.push_str("<p class=\"runs none\">none</p>\n");
+    } else {
+        out.push_str("<ol class=\"runs\">\n");
+        for r in recent.iter().take(RUNS_SHOWN as usize) {
+            let verdict = r.verdict.as_deref();
+            let _ = writeln!(
+                out,
+                "<li data-run=\"{}\"><span class=\"{}\">{}</span>{}, {}, {}, fence {}</li>",
+                escape(&r.run_id),
+                verdict_class(verdict),
+                escape(verdict.unwrap_or("running")),
+                r.duration_ms
+                    .map(|d| format!(" in {}", escape(&ms(d))))
+                    .unwrap_or_default(),
+                if r.manual {
+                    "manual".to_owned()
+                } else {
+                    format!("occurrence {}", instant(tz, &r.occurrence))
+                },
+                when(tz, now, &r.started),
+                fence(r.fence),
+            );
+        }
+        out.push_str("</ol>\n");
+    }
+    out.push_str("<h3>Recent alerts</h3>\n");
+    if j.recent_alerts.is_empty() {
+        out.push_str("<p class=\"alerts none\">none</p>\n");
+    } else {
+        out.push_str("<ul class=\"alerts\">\n");
+        for a in &j.recent_alerts {
+            let _ = writeln!(
+                out,
+                "<li><span class=\"bad\">{}</span> {}: {}</li>",
+                escape(&a.kind),
+                when(tz, now, &a.time),
+                message(tz, &a.message),
+            );
+        }
+        out.push_str("</ul>\n");
+    }
+    out.push_str("</section>\n");
+}
+
+#[cfg(test)]
+mod tests;

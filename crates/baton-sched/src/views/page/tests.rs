@@ -1,0 +1,447 @@
+use super::*;
+use crate::views::history::RunView;
+use crate::views::job_state::JobState;
+use crate::views::status::{
+    AlertSummary, HolderStatus, JobStatus, MissedStatus, Overdue, PauseStatus, RunSummary, Status,
+};
+
+const NOW: &str = "2025-06-01T12:00:00Z";
+
+fn now() -> Timestamp {
+    NOW.parse().unwrap()
+}
+
+fn job(name: &str) -> JobStatus {
+    JobStatus {
+        job: name.into(),
+        enabled: true,
+        state: JobState::Ok,
+        schedule: "*/5 * * * *".into(),
+        timezone: "UTC".into(),
+        lock: name.into(),
+        next_run: Some("2025-06-01T12:05:00+00:00".into()),
+        next_run_in_seconds: Some(300),
+        last_run: Some(RunSummary {
+            run_id: format!("{name}-1"),
+            occurrence: "2025-06-01T11:55:00Z".into(),
+            started: "2025-06-01T11:55:00Z".into(),
+            finished: Some("2025-06-01T11:57:00Z".into()),
+            verdict: Some("ok".into()),
+            duration_ms: Some(120_000),
+            exit_code: Some(0),
+        }),
+        last_attempt: Some("2025-06-01T11:55:00Z".into()),
+        last_success: Some("2025-06-01T11:57:00Z".into()),
+        last_failure: None,
+        consecutive_failures: 0,
+        steps: Vec::new(),
+        holder: None,
+        never_run: false,
+        overdue: None,
+        failing: false,
+        crashed: false,
+        paused: None,
+        missed: MissedStatus::default(),
+        queued: Vec::new(),
+        watermark: None,
+        recent_alerts: Vec::new(),
+        log: format!("/state/logs/{name}.log"),
+    }
+}
+
+fn status(jobs: Vec<JobStatus>) -> Status {
+    Status {
+        config: "/etc/baton.toml".into(),
+        enabled: true,
+        enabled_source: "default".into(),
+        timezone: "Europe/Paris".into(),
+        state_dir: "/state".into(),
+        logs: "/state/logs".into(),
+        now: NOW.into(),
+        healthy: true,
+        jobs,
+        error: None,
+        ledger_newer: false,
+    }
+}
+
+fn holder(verdict: &'static str) -> HolderStatus {
+    HolderStatus {
+        pid: Some(4242),
+        host: Some("db-1".into()),
+        fence: Some(17),
+        run_id: Some("r-17".into()),
+        since: Some("2025-06-01T11:59:00Z".into()),
+        verdict,
+    }
+}
+
+fn pause() -> PauseStatus {
+    PauseStatus {
+        since: "2025-06-01T10:00:00Z".into(),
+        until: None,
+        reason: Some("migration".into()),
+        by: "ops@db-1".into(),
+    }
+}
+
+fn overdue() -> Overdue {
+    Overdue {
+        occurrence: "2025-06-01T10:00:00Z".into(),
+        grace_seconds: 120,
+    }
+}
+
+#[test]
+fn escape_replaces_all_five_characters() {
+    assert_eq!(
+        escape(r#"<a href="x">Tom & 'Jerry'</a>"#),
+        "&lt;a href=&quot;x&quot;&gt;Tom &amp; &#39;Jerry&#39;&lt;/a&gt;"
+    );
+    assert_eq!(escape("plain: ünïcode"), "plain: ünïcode");
+    assert_eq!(escape("&amp;"), "&amp;amp;");
+}
+
+#[test]
+fn every_job_has_one_element_with_its_states_word_and_each_word_a_colour() {
+    let jobs: Vec<JobStatus> = JobState::ALL
+        .iter()
+        .map(|&st| JobStatus {
+            state: st,
+            ..job(&format!("{}-one", st.word()))
+        })
+        .collect();
+    let s = status(jobs);
+    let html = render(&s, &RecentRuns::default(), now(), 5);
+    for st in JobState::ALL {
+        let w = st.word();
+        let tag = format!("<section class=\"job\" data-job=\"{w}-one\" data-state=\"{w}\">");
+        assert_eq!(html.matches(&tag).count(), 1, "{tag} in:\n{html}");
+        let badge = format!("<span class=\"badge\">{w}</span>");
+        assert_eq!(html.matches(&badge).count(), 1, "{badge} in:\n{html}");
+        for rule in [
+            format!(".job[data-state={w}]{{border-left-color:"),
+            format!(".job[data-state={w}] .badge{{background:"),
+        ] {
+            assert_eq!(html.matches(&rule).count(), 1, "{rule}");
+        }
+    }
+    assert_eq!(html.matches("<section").count(), JobState::ALL.len());
+    assert_eq!(html.matches("</section>").count(), JobState::ALL.len());
+}
+
+#[test]
+fn the_header_counts_the_jobs_that_are_not_healthy() {
+    let mut crashed = job("c");
+    crashed.state = JobState::Crashed;
+    let mut hung = job("h");
+    hung.state = JobState::Hung;
+    let mut new = job("n");
+    new.state = JobState::New;
+    let html = render(
+        &status(vec![crashed, hung, new, job("ok")]),
+        &RecentRuns::default(),
+        now(),
+        5,
+    );
+    assert!(html.contains("2 of 4 job(s) need attention"), "{html}");
+    let html = render(&status(vec![job("ok")]), &RecentRuns::default(), now(), 5);
+    assert!(html.contains("1 job(s), none needs attention"), "{html}");
+}
+
+#[test]
+fn the_page_is_a_self_refreshing_html5_document_for_phones() {
+    let html = render(&status(vec![job("a")]), &RecentRuns::default(), now(), 7);
+    assert!(html.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"));
+    assert!(html.ends_with("</html>\n"));
+    assert!(html.contains("<meta charset=\"utf-8\">"));
+    assert!(
+        html.contains("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">")
+    );
+    assert!(html.contains("<meta http-equiv=\"refresh\" content=\"7\">"));
+    assert!(html.contains("overflow-wrap:anywhere"));
+    assert!(!html.contains("<script"), "no JavaScript");
+    assert!(
+        !html.contains("http://") && !html.contains("https://"),
+        "no external assets"
+    );
+    let html = render(&status(vec![job("a")]), &RecentRuns::default(), now(), 0);
+    assert!(!html.contains("http-equiv"), "0 turns the refresh off");
+}
+
+#[test]
+fn the_heading_says_whether_jobs_may_run_and_the_zone() {
+    let mut s = status(vec![job("a")]);
+    let html = render(&s, &RecentRuns::default(), now(), 5);
+    assert!(
+        html.contains(
+            "<h1 data-enabled=\"true\">baton: <span class=\"ok\">enabled</span>, Europe/Paris</h1>"
+        ),
+        "{html}"
+    );
+    s.enabled = false;
+    s.enabled_source = "BATON_ENABLED=0 (environment)".into();
+    let html = render(&s, &RecentRuns::default(), now(), 5);
+    assert!(html.contains("<h1 data-enabled=\"false\">baton: <span class=\"bad\">disabled</span>"));
+    assert!(html.contains("the kill switch is off (BATON_ENABLED=0 (environment))"));
+}
+
+#[test]
+fn every_string_is_escaped() {
+    let evil = "<b>\"x\" & 'y'</b>";
+    let mut j = job(evil);
+    j.schedule = evil.into();
+    j.lock = evil.into();
+    j.holder = Some(HolderStatus {
+        host: Some(evil.into()),
+        ..holder("live")
+    });
+    j.paused = Some(PauseStatus {
+        reason: Some(evil.into()),
+        by: evil.into(),
+        ..pause()
+    });
+    j.recent_alerts = vec![AlertSummary {
+        time: NOW.into(),
+        kind: evil.into(),
+        message: evil.into(),
+    }];
+    if let Some(r) = &mut j.last_run {
+        r.verdict = Some(evil.into());
+    }
+    let mut s = status(vec![j]);
+    s.config = evil.into();
+    s.timezone = evil.into();
+    let mut runs = RecentRuns {
+        by_job: BTreeMap::new(),
+        error: Some(evil.into()),
+    };
+    runs.by_job.insert(evil.into(), vec![run(evil, Some(evil))]);
+    let html = render(&s, &runs, now(), 5);
+    assert!(!html.contains("<b>"), "{html}");
+    assert!(!html.contains("'y'"), "{html}");
+    let escaped = "&lt;b&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/b&gt;";
+    // Name (twice), schedule, lock, verdict, host, by, reason, alert kind and
+    // message, config, zone, ledger error, run id and verdict of the run.
+    assert!(html.matches(escaped).count() >= 15, "{html}");
+    assert!(html.contains(&format!("data-job=\"{escaped}\"")));
+}
+
+fn run(id: &str, verdict: Option<&str>) -> RunView {
+    RunView {
+        run_id: id.into(),
+        job: "a".into(),
+        occurrence: "2025-06-01T11:50:00Z".into(),
+        manual: false,
+        fence: Some(3),
+        host: Some("db-1".into()),
+        pid: Some(9),
+        started: "2025-06-01T11:50:00Z".into(),
+        finished: verdict.map(|_| "2025-06-01T11:50:03Z".into()),
+        duration_ms: verdict.map(|_| 3000),
+        verdict: verdict.map(str::to_owned),
+        exit_code: verdict.map(|_| 0),
+        attempts: Vec::new(),
+    }
+}
+
+#[test]
+fn a_card_shows_last_run_next_run_holder_runs_and_alerts() {
+    let mut j = job("a");
+    j.holder = Some(holder("live"));
+    j.recent_alerts = vec![AlertSummary {
+        time: "2025-06-01T11:58:00Z".into(),
+        kind: "failed".into(),
+        message: "exit 3".into(),
+    }];
+    let mut runs = RecentRuns::default();
+    runs.by_job.insert(
+        "a".into(),
+        (0..8).map(|i| run(&format!("r{i}"), Some("ok"))).collect(),
+    );
+    let html = render(&status(vec![j]), &runs, now(), 5);
+    assert!(
+        html.contains(
+            "<dd class=\"last-run\"><span class=\"ok\">ok</span> in 2m, <time \
+             datetime=\"2025-06-01T11:57:00Z\">2025-06-01 13:57:00 +02:00</time> <span \
+             class=\"age\">(3m ago)</span></dd>"
+        ),
+        "{html}"
+    );
+    assert!(
+        html.contains("<span class=\"age\">(in 5m)</span>"),
+        "{html}"
+    );
+    assert!(
+        html.contains(
+            "live: pid 4242 on db-1, fence <code class=\"fence\" title=\"fence 17\">17</code>, \
+             since"
+        ),
+        "{html}"
+    );
+    assert_eq!(html.matches("<li data-run=").count(), RUNS_SHOWN as usize);
+    assert!(html.contains("failed</span> <time"), "{html}");
+    assert!(
+        html.contains(": <span class=\"message clamp\" title=\"exit 3\">exit 3</span></li>"),
+        "{html}"
+    );
+}
+
+#[test]
+fn a_job_without_runs_says_so() {
+    let mut j = job("fresh");
+    j.last_run = None;
+    j.never_run = true;
+    j.next_run = None;
+    let html = render(&status(vec![j]), &RecentRuns::default(), now(), 5);
+    assert!(html.contains("<dd class=\"last-run none\">never run</dd>"));
+    assert!(html.contains("<dd class=\"next-run none\">none</dd>"));
+    assert!(html.contains("<p class=\"runs none\">none</p>"));
+    assert!(html.contains("<p class=\"alerts none\">none</p>"));
+}
+
+#[test]
+fn rendering_is_pure() {
+    let s = status(vec![job("a"), job("b")]);
+    let runs = RecentRuns::default();
+    assert_eq!(render(&s, &runs, now(), 5), render(&s, &runs, now(), 5));
+}
+
+#[test]
+fn an_overdue_card_names_the_occurrence_that_did_not_start() {
+    let mut j = job("late");
+    j.state = JobState::Overdue;
+    j.overdue = Some(overdue());
+    let html = render(&status(vec![j]), &RecentRuns::default(), now(), 5);
+    assert!(
+        html.contains(
+            "<dt>overdue</dt><dd class=\"bad\">occurrence <time datetime=\"2025-06-01T10:00:00Z\">2025-06-01 12:00:00 +02:00</time> did not start (grace 2m)</dd>"
+        ),
+        "{html}"
+    );
+}
+
+#[test]
+fn jobs_that_need_attention_come_first_then_the_rest_each_by_name() {
+    let mut zfail = job("z-failing");
+    zfail.failing = true;
+    zfail.state = JobState::Failing;
+    let mut late = job("m-late");
+    late.overdue = Some(overdue());
+    late.state = JobState::Overdue;
+    let mut paused = job("b-paused");
+    paused.paused = Some(pause());
+    paused.state = JobState::Paused;
+    let s = status(vec![job("a-ok"), paused, late, job("y-ok"), zfail]);
+    let html = render(&s, &RecentRuns::default(), now(), 5);
+    let order: Vec<&str> = html
+        .split("<section class=\"job\" data-job=\"")
+        .skip(1)
+        .map(|rest| rest.split('"').next().unwrap())
+        .collect();
+    assert_eq!(order, ["m-late", "z-failing", "a-ok", "b-paused", "y-ok"]);
+    assert!(html.contains("<title>baton: 2 of 5 job(s) need attention</title>"));
+}
+
+#[test]
+fn every_time_is_in_the_pages_zone() {
+    let mut j = job("a");
+    j.timezone = "America/New_York".into();
+    j.holder = Some(holder("live"));
+    j.paused = Some(PauseStatus {
+        until: Some("2025-06-01T14:00:00Z".into()),
+        ..pause()
+    });
+    j.overdue = Some(overdue());
+    // An alert's message names instants as the ledger keeps them, in UTC.
+    j.recent_alerts = vec![AlertSummary {
+        time: "2025-06-01T11:58:00Z".into(),
+        kind: "missed".into(),
+        message: "a: 3 occurrence(s) missed: 3 superseded by a later occurrence \
+                  (2025-06-01T09:00:00Z to 2025-06-01T10:00:00Z); 2025-06-01T11:00:00Z runs now"
+            .into(),
+    }];
+    let mut runs = RecentRuns::default();
+    runs.by_job.insert("a".into(), vec![run("r1", Some("ok"))]);
+    let html = render(&status(vec![j]), &runs, now(), 5);
+    let times: Vec<&str> = html
+        .split("<time ")
+        .skip(1)
+        .map(|rest| rest.split('>').nth(1).unwrap().trim_end_matches("</time"))
+        .collect();
+    // Read at, last run, next run, holder since, pause since and until,
+    // overdue occurrence, the run's occurrence and start, the alert and the
+    // three instants its message names.
+    assert_eq!(times.len(), 13, "{times:?}\n{html}");
+    for t in &times {
+        assert!(
+            t.ends_with(" +02:00"),
+            "{t} is not in Europe/Paris:\n{html}"
+        );
+    }
+    assert!(
+        html.contains(">2025-06-01 12:00:00 +02:00</time> did not start"),
+        "{html}"
+    );
+    assert!(html.contains("times in Europe/Paris"), "{html}");
+    // The message's whole text, in its title, too.
+    assert!(
+        html.contains(
+            "title=\"a: 3 occurrence(s) missed: 3 superseded by a later occurrence \
+             (2025-06-01 11:00:00 +02:00 to 2025-06-01 12:00:00 +02:00); \
+             2025-06-01 13:00:00 +02:00 runs now\""
+        ),
+        "{html}"
+    );
+    assert!(
+        html.contains(
+            "<time datetime=\"2025-06-01T11:00:00Z\">2025-06-01 13:00:00 +02:00</time> runs now"
+        ),
+        "{html}"
+    );
+    // The job's own zone is still named beside its schedule.
+    assert!(html.contains("(America/New_York)"), "{html}");
+}
+
+#[test]
+fn long_texts_are_clamped_with_the_whole_text_in_their_title() {
+    let long = format!("exit 3: {}", "no-such-file-".repeat(40));
+    let mut j = job("a");
+    j.recent_alerts = vec![AlertSummary {
+        time: "2025-06-01T11:58:00Z".into(),
+        kind: "failed".into(),
+        message: long.clone(),
+    }];
+    j.paused = Some(PauseStatus {
+        reason: Some(long.clone()),
+        ..pause()
+    });
+    let mut runs = RecentRuns::default();
+    let mut r = run("r1", Some("ok"));
+    r.fence = Some(u64::MAX);
+    runs.by_job.insert("a".into(), vec![r]);
+    let html = render(&status(vec![j]), &runs, now(), 5);
+    assert!(html.contains(&format!(
+        "<span class=\"message clamp\" title=\"{long}\">{long}</span>"
+    )));
+    assert!(html.contains(&format!(
+        "<span class=\"reason clamp\" title=\"{long}\">{long}</span>"
+    )));
+    let max = u64::MAX;
+    assert!(html.contains(&format!(
+        "<code class=\"fence\" title=\"fence {max}\">{max}</code>"
+    )));
+    assert!(html.contains("-webkit-line-clamp:3"));
+    assert!(html.contains("time,.age{white-space:nowrap}"));
+}
+
+#[test]
+fn only_a_logged_in_browser_is_offered_a_logout() {
+    let s = status(vec![job("a")]);
+    let runs = RecentRuns::default();
+    let logout = "<form class=\"logout\" method=\"post\" action=\"/logout\">";
+    assert!(!render(&s, &runs, now(), 5).contains(logout));
+    let html = render_for(&s, &runs, now(), 5, Viewer::LoggedIn);
+    assert_eq!(html.matches(logout).count(), 1, "{html}");
+    assert!(!html.contains("<script"));
+}

@@ -1,0 +1,774 @@
+//! `baton status`: per job, its state ([`crate::views::job_state`]) and what it is
+//! decided from, out of the configuration, the ledger and the lock, read
+//! without changing anything (a state directory or ledger that does not
+//! exist yet reads as "never run", and is not created).
+//!
+//! Here the facts are gathered; [`crate::views::job_state::decide`] chooses the
+//! state from them and [`crate::views::overdue`] judges lateness, so the fields of
+//! a [`JobStatus`] (`state`, `overdue`, `failing`, `crashed`) never
+//! disagree. `status` exits 1 when a job it shows is hung, overdue, failing
+//! or crashed ([`JobState::healthy`]), or when the ledger could not be
+//! read; 0 otherwise (a fresh install's jobs are `new`, and 0 is right
+//! there, until an occurrence after their file last changed should have
+//! started and no tick came: [`crate::views::overdue`]). The shape of `--json`
+//! is [`Status`].
+
+use std::time::Duration;
+
+use baton_store::words::RunVerdict;
+use jiff::Timestamp;
+use serde::Serialize;
+
+use crate::config::{Config, Job};
+use crate::units::show_duration;
+use crate::views::job_state::{Facts, JobState};
+use crate::views::overdue::Fate;
+
+/// The whole status.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    /// The configuration file.
+    pub config: String,
+    /// Whether jobs may run (the kill switch).
+    pub enabled: bool,
+    /// Where the kill switch's value came from.
+    pub enabled_source: String,
+    /// The scheduler's zone.
+    pub timezone: String,
+    /// The state directory.
+    pub state_dir: String,
+    /// The logs' directory.
+    pub logs: String,
+    /// When this status was read (RFC 3339).
+    pub now: String,
+    /// Whether every job shown is healthy ([`JobState::healthy`]) and the
+    /// ledger could be read (the exit code is 0).
+    pub healthy: bool,
+    /// The jobs, by name.
+    pub jobs: Vec<JobStatus>,
+    /// Why the ledger could not be read, when it could not: the jobs then
+    /// show only what the configuration and the logs say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The ledger was written by a newer baton ([`Self::error`] says so):
+    /// none of it was read, so the jobs' states are not to be shown.
+    #[serde(skip)]
+    pub ledger_newer: bool,
+}
+
+/// One job.
+#[derive(Debug, Clone, Serialize)]
+pub struct JobStatus {
+    /// The job.
+    pub job: String,
+    /// Whether it runs at all.
+    pub enabled: bool,
+    /// Its state: `disabled`, `paused`, `running`, `hung`, `overdue`,
+    /// `failing`, `crashed`, `new` or `ok` ([`crate::views::job_state`]).
+    pub state: JobState,
+    /// Its schedule as written (`0 3 * * *`, or `every 15m`).
+    pub schedule: String,
+    /// Its zone.
+    pub timezone: String,
+    /// Its lock's name.
+    pub lock: String,
+    /// The next occurrence that may run, in the job's zone (RFC 3339 with
+    /// offset): for a paused job, the first at or after the pause's end
+    /// (none while the pause has no end); none while the job or the
+    /// scheduler is disabled.
+    pub next_run: Option<String>,
+    /// Seconds until then.
+    pub next_run_in_seconds: Option<i64>,
+    /// The newest run.
+    pub last_run: Option<RunSummary>,
+    /// When its newest run started.
+    pub last_attempt: Option<String>,
+    /// When its newest successful run finished.
+    pub last_success: Option<String>,
+    /// When its newest failed run finished.
+    pub last_failure: Option<String>,
+    /// Failed runs in a row.
+    pub consecutive_failures: u64,
+    /// Each step and check.
+    pub steps: Vec<StepStatus>,
+    /// Who holds the lock now, if anyone.
+    pub holder: Option<HolderStatus>,
+    /// It has never run.
+    pub never_run: bool,
+    /// The occurrence that should have started and did not, when the
+    /// overdue test holds ([`crate::views::overdue`]).
+    pub overdue: Option<Overdue>,
+    /// Its newest finished run failed (and was not `interrupted`).
+    pub failing: bool,
+    /// Its newest run started, never recorded an end, and nothing of it
+    /// runs now.
+    pub crashed: bool,
+    /// The pause in force, if the job is paused.
+    pub paused: Option<PauseStatus>,
+    /// Occurrences that will not run, counted per reason.
+    pub missed: MissedStatus,
+    /// Occurrences waiting to run, oldest first.
+    pub queued: Vec<QueuedStatus>,
+    /// The job's watermark, once one was settled.
+    pub watermark: Option<WatermarkStatus>,
+    /// Its newest alerts, newest first.
+    pub recent_alerts: Vec<AlertSummary>,
+    /// Today's output log of the job.
+    pub log: String,
+}
+
+/// A run, summed up.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    /// Its id.
+    pub run_id: String,
+    /// Its occurrence (RFC 3339 UTC), or `manual`.
+    pub occurrence: String,
+    /// When it started.
+    pub started: String,
+    /// When it finished, if it did.
+    pub finished: Option<String>,
+    /// Its verdict, once finished.
+    pub verdict: Option<String>,
+    /// How long it ran, in milliseconds, once finished.
+    pub duration_ms: Option<u64>,
+    /// Its exit code, once finished.
+    pub exit_code: Option<i32>,
+}
+
+/// A step or check.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepStatus {
+    /// Its name.
+    pub step: String,
+    /// `step` or `check`.
+    pub kind: &'static str,
+    /// When its newest attempt started.
+    pub last_attempt: Option<String>,
+    /// When its newest successful attempt finished.
+    pub last_success: Option<String>,
+    /// When its newest failed attempt finished.
+    pub last_failure: Option<String>,
+    /// Failed attempts in a row.
+    pub consecutive_failures: u64,
+}
+
+/// The lock's holder.
+#[derive(Debug, Clone, Serialize)]
+pub struct HolderStatus {
+    /// The holder's pid.
+    pub pid: Option<u32>,
+    /// Its host.
+    pub host: Option<String>,
+    /// Its fence.
+    pub fence: Option<u64>,
+    /// Its run id.
+    pub run_id: Option<String>,
+    /// Since when it holds the lock.
+    pub since: Option<String>,
+    /// The verdict on it now (`live`, `hung`, `orphaned`, …).
+    pub verdict: &'static str,
+}
+
+/// An overdue occurrence.
+#[derive(Debug, Clone, Serialize)]
+pub struct Overdue {
+    /// The occurrence (RFC 3339 UTC).
+    pub occurrence: String,
+    /// How long after its time it may go unstarted before the job is
+    /// overdue, in seconds ([`crate::views::overdue::GRACE`]).
+    pub grace_seconds: u64,
+}
+
+/// How many occurrences will not run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct MissedStatus {
+    /// In all (what pruning has kept).
+    pub total: u64,
+    /// Whether a count is a lower bound (a long outage is not walked whole).
+    pub at_least: bool,
+    /// Per reason: `outside-window`, `superseded`, `late`, `catch-up-max`,
+    /// `paused`, `disabled`, `busy`, `hung`, `orphaned`, `version-conflict`.
+    pub by_reason: std::collections::BTreeMap<String, u64>,
+}
+
+/// A pause in force.
+#[derive(Debug, Clone, Serialize)]
+pub struct PauseStatus {
+    /// Since when (RFC 3339).
+    pub since: String,
+    /// Until when, if it ends by itself.
+    pub until: Option<String>,
+    /// Why, as given.
+    pub reason: Option<String>,
+    /// Who paused it (`user@host`).
+    pub by: String,
+}
+
+/// An occurrence waiting to run.
+#[derive(Debug, Clone, Serialize)]
+pub struct QueuedStatus {
+    /// The occurrence (RFC 3339 UTC).
+    pub occurrence: String,
+    /// How many later occurrences coalesced into it.
+    pub coalesced: u64,
+}
+
+/// A job's watermark.
+#[derive(Debug, Clone, Serialize)]
+pub struct WatermarkStatus {
+    /// The value.
+    pub value: String,
+    /// When it was settled.
+    pub settled: String,
+    /// By which run.
+    pub run_id: Option<String>,
+    /// Under which fence.
+    pub fence: Option<u64>,
+}
+
+/// An alert, summed up.
+#[derive(Debug, Clone, Serialize)]
+pub struct AlertSummary {
+    /// When.
+    pub time: String,
+    /// Its kind.
+    pub kind: String,
+    /// Its message, naming instants in RFC 3339 UTC; the text shows them on
+    /// the job's wall clock ([`crate::times::human_in`]).
+    pub message: String,
+}
+
+fn stamp(t: Timestamp) -> String {
+    t.to_string()
+}
+
+/// Reads the status of `config`'s jobs (`only` names one, when given).
+pub fn read(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
+    let state = &config.settings.state_dir.value;
+    let (mut ledger, error, ledger_newer) = match crate::store::existing_records(config, now) {
+        None => (None, None, false),
+        Some(Ok(l)) => (Some(l), None, false),
+        Some(Err(e)) => (None, Some(e.to_string()), e.is_newer_schema()),
+    };
+    let logs = crate::state::logs::Logs::new(state, config.settings.timezone.value.tz.clone());
+    let shown: Vec<&Job> = config
+        .jobs
+        .values()
+        .filter(|j| only.is_none_or(|o| o == j.name))
+        .collect();
+    let verdicts = match crate::store::open(config) {
+        Ok(s) => s.inspect_all(&shown.iter().map(|j| j.lock_ref()).collect::<Vec<_>>()),
+        Err(_) => vec![None; shown.len()],
+    };
+    let mut error = error;
+    let mut jobs = Vec::with_capacity(shown.len());
+    for (j, v) in shown.into_iter().zip(verdicts) {
+        let recorded = match ledger.as_deref_mut().map(|l| Recorded::read(l, j, now)) {
+            None => Recorded::default(),
+            Some(Ok(r)) => r,
+            // A ledger that fails part-way is said, and no job is shown
+            // from a half-read one: what it would show is not known.
+            Some(Err(e)) => {
+                error = Some(e.to_string());
+                ledger = None;
+                Recorded::default()
+            }
+        };
+        jobs.push(job_status(config, j, recorded, v, &logs, now));
+    }
+    let healthy = error.is_none() && jobs.iter().all(|j| j.state.healthy());
+    Status {
+        config: config.path.display().to_string(),
+        enabled: config.enabled(),
+        enabled_source: config.settings.enabled.provenance(),
+        timezone: config.settings.timezone.value.name.clone(),
+        state_dir: state.display().to_string(),
+        logs: logs.dir().display().to_string(),
+        now: stamp(now),
+        healthy,
+        jobs,
+        error,
+        ledger_newer,
+    }
+}
+
+/// What the ledger holds of one job, read together: one read that fails
+/// fails them all, so that no surface shows a default as if it were
+/// recorded. Without a ledger (none yet, or one that cannot be read), all
+/// is empty.
+#[derive(Default)]
+struct Recorded {
+    state: Option<baton_store::ledger::JobState>,
+    last: Option<baton_store::ledger::RunRow>,
+    steps: Vec<baton_store::ledger::StepState>,
+    missed: MissedStatus,
+    pause: Option<baton_store::ledger::PauseRow>,
+    queued: Vec<QueuedStatus>,
+    watermark: Option<WatermarkStatus>,
+    alerts: Vec<baton_store::ledger::AlertRow>,
+    in_flight: Option<String>,
+    /// What became of `job`'s latest due occurrence, by when it was due.
+    fates: std::collections::BTreeMap<i64, Fate>,
+}
+
+impl Recorded {
+    fn read(
+        l: &mut dyn baton_store::ledger::Records,
+        job: &Job,
+        now: Timestamp,
+    ) -> Result<Self, baton_store::ledger::Error> {
+        let name = &job.name;
+        let mut missed = MissedStatus::default();
+        for (reason, count, at_least) in l.missed_counts(name)? {
+            missed.total += count;
+            missed.at_least |= at_least;
+            missed.by_reason.insert(reason.to_string(), count);
+        }
+        let state = l.job(name)?;
+        let mut fates = std::collections::BTreeMap::new();
+        let seen = crate::views::overdue::first_sighting(
+            state.as_ref().map(|s| s.first_seen),
+            defined_at(job),
+            now,
+        );
+        if let Some(at) = crate::views::overdue::latest_due(job, now, seen) {
+            fates.insert(
+                at.as_second(),
+                fate(l, name, state.as_ref(), at.as_second())?,
+            );
+        }
+        Ok(Recorded {
+            last: l.last_run(name)?,
+            steps: l.steps(name)?,
+            missed,
+            pause: l.pauses(name, 1)?.into_iter().find(|p| p.active(now)),
+            queued: l
+                .queued(name)?
+                .into_iter()
+                .map(|d| QueuedStatus {
+                    occurrence: crate::engine::run::occurrence_text(Some(d.occurrence)),
+                    coalesced: d.coalesced,
+                })
+                .collect(),
+            watermark: l.watermark(name)?.map(|w| WatermarkStatus {
+                value: w.value,
+                settled: stamp(w.settled),
+                run_id: w.run_id,
+                fence: w.fence,
+            }),
+            alerts: l.recent_alerts(Some(name), 5)?,
+            in_flight: l.running(name)?.map(|r| r.run_id),
+            state,
+            fates,
+        })
+    }
+}
+
+fn job_status(
+    config: &Config,
+    job: &Job,
+    recorded: Recorded,
+    verdict: Option<baton_lease::Verdict>,
+    logs: &crate::state::logs::Logs,
+    now: Timestamp,
+) -> JobStatus {
+    let tz = &job.timezone.value.tz;
+    let schedule = &job.when.value.schedule;
+    let Recorded {
+        state,
+        last,
+        steps,
+        missed,
+        pause,
+        queued,
+        watermark,
+        alerts,
+        in_flight,
+        fates,
+    } = recorded;
+    let pause_ends = pause.as_ref().map(|p| p.until);
+    let paused = pause.map(|p| PauseStatus {
+        since: stamp(p.since),
+        until: p.until.map(stamp),
+        reason: p.reason,
+        by: p.who,
+    });
+    let enabled = job.enabled.value && config.enabled();
+    let shared = config
+        .jobs
+        .values()
+        .any(|other| other.name != job.name && other.lock.value == job.lock.value);
+    let holding = crate::views::job_state::holding(verdict.as_ref(), shared, in_flight.as_deref());
+    let seen = crate::views::overdue::first_sighting(
+        state.as_ref().map(|s| s.first_seen),
+        defined_at(job),
+        now,
+    );
+    let due = crate::views::overdue::latest_due(job, now, seen);
+    let overdue = crate::views::overdue::judge(
+        due,
+        state.as_ref().and_then(|s| s.last_started),
+        !enabled || paused.is_some(),
+        matches!(verdict, Some(baton_lease::Verdict::Live { .. })),
+        |at| fates.get(&at).cloned().unwrap_or(Fate::Unknown),
+    );
+    // The newest run's verdict as it is now: one without a recorded end is
+    // `abandoned` once nothing of it can still run.
+    let last_verdict = last.as_ref().and_then(|r| {
+        r.verdict.or_else(|| {
+            crate::views::history::unfinished(&r.run_id, r.host.as_deref(), r.pid, verdict.as_ref())
+        })
+    });
+    let last_finished = last.as_ref().is_some_and(|r| r.finished.is_some());
+    let crashed = !last_finished && last_verdict == Some(RunVerdict::Abandoned);
+    let failing = state.as_ref().is_some_and(|s| s.consecutive_failures > 0)
+        && !(last_finished && last_verdict == Some(RunVerdict::Interrupted));
+    let never_run = last.is_none();
+    let facts = Facts {
+        enabled,
+        paused: paused.is_some(),
+        holding,
+        overdue: overdue.is_some(),
+        failing,
+        crashed,
+        ran: !never_run || state.as_ref().is_some_and(|s| s.last_attempt.is_some()),
+        came_due: due.is_some(),
+    };
+    let next = match pause_ends {
+        // Nothing runs while the job or the scheduler is disabled.
+        _ if !enabled => None,
+        // The first occurrence the pause does not cover: at or after its end.
+        Some(until) => until.and_then(|u| {
+            let before = u.checked_sub(jiff::SignedDuration::from_nanos(1)).ok()?;
+            schedule.next_after(before, tz)
+        }),
+        None => schedule.next_after(now, tz),
+    };
+    let holder = verdict.and_then(|verdict| {
+        let h = match &verdict {
+            baton_lease::Verdict::Live { holder, .. }
+            | baton_lease::Verdict::Hung { holder, .. }
+            | baton_lease::Verdict::Orphaned { holder, .. }
+            | baton_lease::Verdict::Dead { holder, .. }
+            | baton_lease::Verdict::Expired { holder, .. } => holder,
+            _ => return None,
+        };
+        Some(HolderStatus {
+            pid: h.pid(),
+            host: h.host().map(str::to_owned),
+            fence: h.fence().map(|f| f.get()),
+            run_id: h.run().map(str::to_owned),
+            since: h.acquired().map(stamp),
+            verdict: verdict.word(),
+        })
+    });
+    JobStatus {
+        job: job.name.clone(),
+        enabled: job.enabled.value,
+        state: crate::views::job_state::decide(&facts),
+        schedule: match job.when.value.key {
+            "every" => format!("every {}", job.when.value.text),
+            _ => job.when.value.text.clone(),
+        },
+        timezone: job.timezone.value.name.clone(),
+        lock: job.lock.value.clone(),
+        next_run: next.map(|t| {
+            t.to_zoned_datetime(tz.clone())
+                .strftime("%Y-%m-%dT%H:%M:%S%:z")
+                .to_string()
+        }),
+        next_run_in_seconds: next.map(|t| t.duration_since(now).as_secs()),
+        last_run: last.map(|r| RunSummary {
+            occurrence: crate::engine::run::occurrence_text(r.occurrence),
+            started: stamp(r.started),
+            duration_ms: r
+                .finished
+                .and_then(|f| u64::try_from(f.duration_since(r.started).as_millis()).ok()),
+            finished: r.finished.map(stamp),
+            verdict: last_verdict.map(|v| v.to_string()),
+            exit_code: r.exit_code,
+            run_id: r.run_id,
+        }),
+        last_attempt: state.as_ref().and_then(|s| s.last_attempt).map(stamp),
+        last_success: state.as_ref().and_then(|s| s.last_success).map(stamp),
+        last_failure: state.as_ref().and_then(|s| s.last_failure).map(stamp),
+        consecutive_failures: state.as_ref().map_or(0, |s| s.consecutive_failures),
+        steps: job
+            .all_steps()
+            .map(|st| {
+                let known = steps.iter().find(|s| s.step == st.name);
+                StepStatus {
+                    step: st.name.clone(),
+                    kind: st.kind.as_str(),
+                    last_attempt: known.and_then(|k| k.last_attempt).map(stamp),
+                    last_success: known.and_then(|k| k.last_success).map(stamp),
+                    last_failure: known.and_then(|k| k.last_failure).map(stamp),
+                    consecutive_failures: known.map_or(0, |k| k.consecutive_failures),
+                }
+            })
+            .collect(),
+        holder,
+        never_run,
+        overdue: overdue.map(|at| Overdue {
+            occurrence: crate::engine::run::occurrence_text(Some(at)),
+            grace_seconds: crate::views::overdue::GRACE.as_secs(),
+        }),
+        failing,
+        crashed,
+        paused,
+        missed,
+        queued,
+        watermark,
+        recent_alerts: alerts
+            .into_iter()
+            .map(|a| AlertSummary {
+                time: stamp(a.time),
+                kind: a.kind.to_string(),
+                message: a.message,
+            })
+            .collect(),
+        log: logs.dated(&job.name, now).display().to_string(),
+    }
+}
+
+/// What the ledger recorded of `job`'s occurrence `at` (Unix seconds), for
+/// the overdue test.
+/// When the file that defines `job` last changed: the earlier of its
+/// modification time and its status-change time (which `touch -d` cannot
+/// set); `None` when it cannot be read.
+fn defined_at(job: &Job) -> Option<Timestamp> {
+    use std::os::unix::fs::MetadataExt;
+    let crate::config::Source::File { path, .. } = &job.source else {
+        return None;
+    };
+    let meta = std::fs::metadata(path).ok()?;
+    let modified = Timestamp::try_from(meta.modified().ok()?).ok()?;
+    let changed = i32::try_from(meta.ctime_nsec())
+        .ok()
+        .and_then(|nanos| Timestamp::new(meta.ctime(), nanos).ok());
+    Some(changed.map_or(modified, |c| c.min(modified)))
+}
+
+fn fate(
+    ledger: &mut dyn baton_store::ledger::Records,
+    job: &str,
+    state: Option<&baton_store::ledger::JobState>,
+    at: i64,
+) -> Result<Fate, baton_store::ledger::Error> {
+    if ledger.decision(job, at)?.is_some() {
+        return Ok(Fate::Served);
+    }
+    // The newest ranges: the latest due occurrence, when missed, is in one
+    // of them.
+    let missed = ledger.missed(job, 16)?;
+    if let Some(m) = missed.into_iter().find(|m| m.first <= at && at <= m.last) {
+        return Ok(Fate::Missed(m.reason));
+    }
+    Ok(match state.and_then(|s| s.last_decided) {
+        Some(mark) if mark >= at => Fate::Unknown,
+        _ => Fate::Undecided,
+    })
+}
+
+/// A duration ago or ahead, for people: `5h ago`, `in 18h`.
+pub(crate) fn relative(now: Timestamp, t: &str) -> String {
+    let Ok(t) = t.parse::<Timestamp>() else {
+        return String::new();
+    };
+    let d = now.duration_since(t);
+    let abs = Duration::try_from(d.abs()).unwrap_or_default();
+    if abs < Duration::from_secs(1) {
+        return "just now".into();
+    }
+    let shown = show_duration(Duration::from_secs(abs.as_secs()));
+    if d.is_negative() {
+        format!("in {shown}")
+    } else {
+        format!("{shown} ago")
+    }
+}
+
+/// The human form.
+pub fn render(s: &Status) -> String {
+    let now: Timestamp = s.now.parse().unwrap_or(Timestamp::UNIX_EPOCH);
+    let mut out = format!(
+        "baton — {}, {}; config {}; state {}\n",
+        if s.enabled {
+            "ENABLED".to_owned()
+        } else {
+            format!("DISABLED by the kill switch ({})", s.enabled_source)
+        },
+        s.timezone,
+        s.config,
+        s.state_dir
+    );
+    for j in &s.jobs {
+        let tz = jiff::tz::TimeZone::get(&j.timezone).unwrap_or(jiff::tz::TimeZone::UTC);
+        let local = |t: &str| crate::times::human_in(t, &tz);
+        let when = |t: &Option<String>| match t {
+            Some(t) => format!("{} ({})", local(t), relative(now, t)),
+            None => "never".into(),
+        };
+        out.push('\n');
+        out.push_str(&format!(
+            "{}  {}  {} ({}), lock {}\n",
+            j.job,
+            j.state.word().to_uppercase(),
+            j.schedule,
+            j.timezone,
+            j.lock
+        ));
+        match &j.last_run {
+            None => out.push_str("  last run      never run\n"),
+            Some(r) => out.push_str(&format!(
+                "  last run      {} {}{} (occurrence {}, run {})\n",
+                when(&Some(r.started.clone())),
+                r.verdict.as_deref().unwrap_or("running"),
+                r.duration_ms
+                    .map(|ms| format!(" in {}", show_duration(Duration::from_millis(ms))))
+                    .unwrap_or_default(),
+                local(&r.occurrence),
+                r.run_id
+            )),
+        }
+        out.push_str(&format!(
+            "  last success  {}\n  last failure  {}\n",
+            when(&j.last_success),
+            when(&j.last_failure)
+        ));
+        for st in &j.steps {
+            out.push_str(&format!(
+                "  {} {:<9} last attempt {}, last success {}, last failure {}, {} failure(s) in a row\n",
+                st.kind,
+                st.step,
+                when(&st.last_attempt),
+                when(&st.last_success),
+                when(&st.last_failure),
+                st.consecutive_failures
+            ));
+        }
+        match (&j.paused, &j.next_run) {
+            (Some(p), next) => match &p.until {
+                Some(u) => out.push_str(&format!(
+                    "  next run      paused until {} ({}){}\n",
+                    local(u),
+                    relative(now, u),
+                    next.as_ref()
+                        .map(|n| format!(", then {}", local(n)))
+                        .unwrap_or_default()
+                )),
+                None => out.push_str(&format!(
+                    "  next run      paused, with no end (baton resume {} ends it)\n",
+                    j.job
+                )),
+            },
+            (None, Some(n)) => out.push_str(&format!(
+                "  next run      {} ({})\n",
+                local(n),
+                relative(now, n)
+            )),
+            (None, None) if j.state == JobState::Disabled => {
+                out.push_str("  next run      none while disabled\n")
+            }
+            (None, None) => out.push_str("  next run      none\n"),
+        }
+        if let Some(h) = &j.holder {
+            out.push_str(&format!(
+                "  holder        {} pid {} on {}, fence {}, since {}\n",
+                h.verdict,
+                h.pid.map_or("?".into(), |p| p.to_string()),
+                h.host.as_deref().unwrap_or("?"),
+                h.fence.map_or("?".into(), |f| f.to_string()),
+                when(&h.since)
+            ));
+        }
+        if let Some(o) = &j.overdue {
+            out.push_str(&format!(
+                "  OVERDUE       occurrence {} did not start (grace {})\n",
+                local(&o.occurrence),
+                show_duration(Duration::from_secs(o.grace_seconds))
+            ));
+        }
+        if j.crashed
+            && let Some(r) = &j.last_run
+        {
+            out.push_str(&format!(
+                "  CRASHED       run {} never recorded an end, and nothing of it runs now\n",
+                r.run_id
+            ));
+        }
+        if j.failing {
+            out.push_str(&format!(
+                "  FAILING       {} run(s) in a row failed\n",
+                j.consecutive_failures
+            ));
+        }
+        if let Some(p) = &j.paused {
+            out.push_str(&format!(
+                "  PAUSED        since {} by {}{}{}\n",
+                local(&p.since),
+                p.by,
+                p.until
+                    .as_ref()
+                    .map(|u| format!(", until {}", local(u)))
+                    .unwrap_or_default(),
+                p.reason
+                    .as_ref()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default()
+            ));
+        }
+        if j.missed.total > 0 {
+            let counts: Vec<String> = j
+                .missed
+                .by_reason
+                .iter()
+                .map(|(reason, n)| format!("{reason} {n}"))
+                .collect();
+            out.push_str(&format!(
+                "  missed        {}{} ({})\n",
+                if j.missed.at_least { "at least " } else { "" },
+                j.missed.total,
+                counts.join(", ")
+            ));
+        }
+        for q in &j.queued {
+            out.push_str(&format!(
+                "  queued        occurrence {}{}\n",
+                local(&q.occurrence),
+                if q.coalesced > 0 {
+                    format!(" (+{} coalesced into it)", q.coalesced)
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        if let Some(w) = &j.watermark {
+            out.push_str(&format!(
+                "  watermark     {:?} (settled {}{})\n",
+                w.value,
+                when(&Some(w.settled.clone())),
+                w.run_id
+                    .as_ref()
+                    .map(|r| format!(" by run {r}"))
+                    .unwrap_or_default()
+            ));
+        }
+        if j.recent_alerts.is_empty() {
+            out.push_str("  recent alerts none\n");
+        } else {
+            for a in &j.recent_alerts {
+                out.push_str(&format!(
+                    "  alert         {} {}: {}\n",
+                    local(&a.time),
+                    a.kind,
+                    local(&a.message)
+                ));
+            }
+        }
+        out.push_str(&format!("  log           {}\n", j.log));
+    }
+    out.push_str(&format!("\nlogs: {}\n", s.logs));
+    out
+}
