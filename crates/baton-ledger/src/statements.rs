@@ -806,21 +806,17 @@ impl Statements for Sql<'_> {
     }
     async fn tallies(&mut self) -> R<Vec<JobTallies>> {
         let mut jobs: BTreeMap<String, JobTallies> = BTreeMap::new();
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT job, last_success, last_failure FROM jobs ORDER BY job")?;
-        let mut found = stmt.query([])?;
-        while let Some(r) = found.next()? {
-            let t = entry(&mut jobs, r.get(0)?);
-            t.last_success = rows::time_opt(r, 1)?;
-            t.last_failure = rows::time_opt(r, 2)?;
-        }
-        drop(found);
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT job, kind, word, count FROM tallies")?;
-        let mut found = stmt.query([])?;
-        while let Some(r) = found.next()? {
+        self.rows(
+            "SELECT job, last_success, last_failure FROM jobs ORDER BY job",
+            [],
+            |r| {
+                let t = entry(&mut jobs, r.get(0)?);
+                t.last_success = rows::time_opt(r, 1)?;
+                t.last_failure = rows::time_opt(r, 2)?;
+                Ok(())
+            },
+        )?;
+        self.rows("SELECT job, kind, word, count FROM tallies", [], |r| {
             let t = entry(&mut jobs, r.get(0)?);
             let kind: String = r.get(1)?;
             let n = rows::unsigned(r, 3)?;
@@ -831,13 +827,9 @@ impl Statements for Sql<'_> {
                 LEASE_LOST => t.lease_losses += n,
                 _ => {} // A kind a later version counts: not this build's to show.
             }
-        }
-        drop(found);
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT job, bound, count, sum_us FROM durations")?;
-        let mut found = stmt.query([])?;
-        while let Some(r) = found.next()? {
+            Ok(())
+        })?;
+        self.rows("SELECT job, bound, count, sum_us FROM durations", [], |r| {
             let t = entry(&mut jobs, r.get(0)?);
             let bound: i64 = r.get(1)?;
             let i = BOUNDS_US
@@ -846,8 +838,8 @@ impl Statements for Sql<'_> {
                 .unwrap_or(BOUNDS_US.len() - 1);
             t.durations.buckets[i] += rows::unsigned(r, 2)?;
             t.durations.sum += Duration::from_micros(rows::unsigned(r, 3)?);
-        }
-        drop(found);
+            Ok(())
+        })?;
         Ok(jobs.into_values().collect())
     }
 
