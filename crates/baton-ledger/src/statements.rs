@@ -14,7 +14,7 @@ use baton_store::ledger::{
 };
 use baton_store::words::{MissReason, RunVerdict, SkipReason};
 use jiff::Timestamp;
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, Params, Row, params};
 
 use crate::rows::{
     self, ALERT_COLUMNS, DECISION_COLUMNS, JOB_COLUMNS, MISSED_COLUMNS, PAUSE_COLUMNS, RUN_COLUMNS,
@@ -46,6 +46,85 @@ pub struct Sql<'t> {
 
 type R<T> = rusqlite::Result<T>;
 
+impl Sql<'_> {
+    /// Runs a statement that returns no rows.
+    fn run(&self, sql: &str, params: impl Params) -> R<()> {
+        self.conn.prepare_cached(sql)?.execute(params)?;
+        Ok(())
+    }
+
+    /// Runs a statement that returns no rows; returns whether it changed
+    /// one.
+    fn changed(&self, sql: &str, params: impl Params) -> R<bool> {
+        Ok(self.conn.prepare_cached(sql)?.execute(params)? == 1)
+    }
+
+    /// Runs a query and reads each row it returns with `map`.
+    fn rows<T>(
+        &self,
+        sql: &str,
+        params: impl Params,
+        map: impl FnMut(&Row<'_>) -> R<T>,
+    ) -> R<Vec<T>> {
+        self.conn
+            .prepare_cached(sql)?
+            .query_map(params, map)?
+            .collect()
+    }
+
+    /// Runs a query of at most one row and reads it with `map`.
+    fn opt<T>(
+        &self,
+        sql: &str,
+        params: impl Params,
+        map: impl FnOnce(&Row<'_>) -> R<T>,
+    ) -> R<Option<T>> {
+        self.conn
+            .prepare_cached(sql)?
+            .query_row(params, map)
+            .optional()
+    }
+
+    /// Runs a query of exactly one row and reads it with `map`.
+    fn one<T>(&self, sql: &str, params: impl Params, map: impl FnOnce(&Row<'_>) -> R<T>) -> R<T> {
+        self.conn.prepare_cached(sql)?.query_row(params, map)
+    }
+
+    /// A run's attempts, in order.
+    fn attempts(&self, run_id: &str) -> R<Vec<AttemptRow>> {
+        self.rows(
+            "SELECT seq, step, kind, attempt, started, finished, exit_code, signal, outcome
+             FROM attempts WHERE run_id = ?1 ORDER BY seq",
+            [run_id],
+            |r| {
+                Ok(AttemptRow {
+                    seq: r.get(0)?,
+                    step: r.get(1)?,
+                    kind: rows::word(r, 2)?,
+                    attempt: r.get(3)?,
+                    started: rows::time(r, 4)?,
+                    finished: rows::time(r, 5)?,
+                    exit_code: r.get(6)?,
+                    signal: r.get(7)?,
+                    outcome: rows::word(r, 8)?,
+                })
+            },
+        )
+    }
+
+    /// Adds `n` to the job's count of `kind` and `word`.
+    fn add(&self, job: &str, kind: &str, word: &str, n: i64) -> R<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        self.run(
+            "INSERT INTO tallies (job, kind, word, count) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (job, kind, word) DO UPDATE SET count = count + excluded.count",
+            params![job, kind, word, n],
+        )
+    }
+}
+
 impl Statements for Sql<'_> {
     type Error = rusqlite::Error;
 
@@ -72,87 +151,83 @@ impl Statements for Sql<'_> {
     /// is the newest, and for a scheduled run the occurrence as decided and
     /// started.
     async fn job_begun(&mut self, run: &NewRun) -> R<()> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO jobs
-                   (job, first_seen, last_decided, last_started, last_attempt, last_run_id)
-                 VALUES (?1, ?2, ?3, ?3, ?2, ?4)
-                 ON CONFLICT (job) DO UPDATE SET
-                   last_run_id = CASE WHEN last_attempt IS NULL OR ?2 >= last_attempt
-                                      THEN ?4 ELSE last_run_id END,
-                   last_attempt = MAX(COALESCE(last_attempt, ?2), ?2),
-                   last_decided = MAX(COALESCE(last_decided, ?3), COALESCE(?3, last_decided)),
-                   last_started = MAX(COALESCE(last_started, ?3), COALESCE(?3, last_started))",
-            )?
-            .execute(params![
+        self.run(
+            "INSERT INTO jobs
+               (job, first_seen, last_decided, last_started, last_attempt, last_run_id)
+             VALUES (?1, ?2, ?3, ?3, ?2, ?4)
+             ON CONFLICT (job) DO UPDATE SET
+               last_run_id = CASE WHEN last_attempt IS NULL OR ?2 >= last_attempt
+                                  THEN ?4 ELSE last_run_id END,
+               last_attempt = MAX(COALESCE(last_attempt, ?2), ?2),
+               last_decided = MAX(COALESCE(last_decided, ?3), COALESCE(?3, last_decided)),
+               last_started = MAX(COALESCE(last_started, ?3), COALESCE(?3, last_started))",
+            params![
                 run.job,
                 rows::micros(run.started),
                 run.occurrence,
                 run.run_id
-            ])?;
-        Ok(())
+            ],
+        )
     }
     /// Counts a finished run: its time as the last success or failure, and the
     /// failure count reset or incremented; a run that is neither
     /// ([`Effect::Neutral`]: `interrupted`) moves nothing.
     async fn job_finished(&mut self, f: &Finished) -> R<()> {
         let effect = Effect::of_run(f.verdict, f.success);
-        self.conn
-            .prepare_cached(
-                "INSERT INTO jobs
-                   (job, first_seen, last_success, last_failure, consecutive_failures)
-                 VALUES (?1, ?2, CASE WHEN ?3 THEN ?2 END, CASE WHEN ?4 THEN ?2 END,
-                         CASE WHEN ?4 THEN 1 ELSE 0 END)
-                 ON CONFLICT (job) DO UPDATE SET
-                   last_success = CASE WHEN ?3 THEN MAX(COALESCE(last_success, ?2), ?2)
-                                       ELSE last_success END,
-                   last_failure = CASE WHEN ?4 THEN MAX(COALESCE(last_failure, ?2), ?2)
-                                       ELSE last_failure END,
-                   consecutive_failures = CASE WHEN ?3 THEN 0
-                                               WHEN ?4 THEN consecutive_failures + 1
-                                               ELSE consecutive_failures END",
-            )?
-            .execute(params![
+        self.run(
+            "INSERT INTO jobs
+               (job, first_seen, last_success, last_failure, consecutive_failures)
+             VALUES (?1, ?2, CASE WHEN ?3 THEN ?2 END, CASE WHEN ?4 THEN ?2 END,
+                     CASE WHEN ?4 THEN 1 ELSE 0 END)
+             ON CONFLICT (job) DO UPDATE SET
+               last_success = CASE WHEN ?3 THEN MAX(COALESCE(last_success, ?2), ?2)
+                                   ELSE last_success END,
+               last_failure = CASE WHEN ?4 THEN MAX(COALESCE(last_failure, ?2), ?2)
+                                   ELSE last_failure END,
+               consecutive_failures = CASE WHEN ?3 THEN 0
+                                           WHEN ?4 THEN consecutive_failures + 1
+                                           ELSE consecutive_failures END",
+            params![
                 f.job,
                 rows::micros(f.finished),
                 effect.success(),
                 effect.failure()
-            ])?;
-        Ok(())
+            ],
+        )
     }
     /// Whether the job's last decided occurrence is at or after `occurrence`:
     /// it was decided already, by another process or an earlier call. Read
     /// inside the write transaction that then decides, so the answer holds
     /// until that transaction commits.
     async fn decided_through(&mut self, job: &str, occurrence: i64) -> R<bool> {
-        let moved = self
-            .conn
-            .prepare_cached("SELECT last_decided >= ?2 FROM jobs WHERE job = ?1")?
-            .query_row(params![job, occurrence], |r| r.get::<_, Option<bool>>(0))
-            .optional()?;
+        let moved = self.opt(
+            "SELECT last_decided >= ?2 FROM jobs WHERE job = ?1",
+            params![job, occurrence],
+            |r| r.get::<_, Option<bool>>(0),
+        )?;
         Ok(moved.flatten().unwrap_or(false))
     }
     async fn decided(&mut self, job: &str, occurrence: i64, now: Timestamp) -> R<()> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO jobs (job, first_seen, last_decided) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (job) DO UPDATE SET
-                   last_decided = MAX(COALESCE(last_decided, ?3), ?3)",
-            )?
-            .execute(params![job, rows::micros(now), occurrence])?;
-        Ok(())
+        self.run(
+            "INSERT INTO jobs (job, first_seen, last_decided) VALUES (?1, ?2, ?3)
+             ON CONFLICT (job) DO UPDATE SET
+               last_decided = MAX(COALESCE(last_decided, ?3), ?3)",
+            params![job, rows::micros(now), occurrence],
+        )
     }
     async fn jobs(&mut self) -> R<Vec<JobState>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached(&format!("SELECT {JOB_COLUMNS} FROM jobs ORDER BY job"))?;
-        stmt.query_map([], rows::job)?.collect()
+        self.rows(
+            &format!("SELECT {JOB_COLUMNS} FROM jobs ORDER BY job"),
+            [],
+            rows::job,
+        )
     }
     async fn job(&mut self, job: &str) -> R<Option<JobState>> {
-        self.conn
-            .prepare_cached(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE job = ?1"))?
-            .query_row([job], rows::job)
-            .optional()
+        self.opt(
+            &format!("SELECT {JOB_COLUMNS} FROM jobs WHERE job = ?1"),
+            [job],
+            rows::job,
+        )
     }
 
     // The `occurrences` table: at most one decision per occurrence of a job
@@ -173,15 +248,12 @@ impl Statements for Sql<'_> {
     /// Records a decision unless the occurrence has one. Returns whether this
     /// call recorded it.
     async fn insert_decision(&mut self, e: &NewDecision<'_>) -> R<bool> {
-        let changed = self
-            .conn
-            .prepare_cached(
-                "INSERT INTO occurrences
-                   (job, occurrence, decision, run_id, decided, detail, joined)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-                 ON CONFLICT (job, occurrence) DO NOTHING",
-            )?
-            .execute(params![
+        self.changed(
+            "INSERT INTO occurrences
+               (job, occurrence, decision, run_id, decided, detail, joined)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT (job, occurrence) DO NOTHING",
+            params![
                 e.job,
                 e.occurrence,
                 e.decision.as_str(),
@@ -189,8 +261,8 @@ impl Statements for Sql<'_> {
                 rows::micros(e.decided),
                 e.detail,
                 e.joined
-            ])?;
-        Ok(changed == 1)
+            ],
+        )
     }
     /// Records the occurrence of a scheduled run as `started` by it: a new row
     /// when the occurrence has none, or its `queued` row turned into `started`
@@ -202,64 +274,52 @@ impl Statements for Sql<'_> {
     /// same queued occurrence, the first changes it and the others find it
     /// `started` and change nothing.
     async fn start_decision(&mut self, run: &NewRun, occurrence: i64) -> R<bool> {
-        let changed = self
-            .conn
-            .prepare_cached(
-                "INSERT INTO occurrences (job, occurrence, decision, run_id, decided)
-                 VALUES (?1, ?2, 'started', ?3, ?4)
-                 ON CONFLICT (job, occurrence) DO UPDATE SET
-                   decision = 'started',
-                   run_id = excluded.run_id,
-                   decided = excluded.decided
-                 WHERE occurrences.decision = 'queued'",
-            )?
-            .execute(params![
-                run.job,
-                occurrence,
-                run.run_id,
-                rows::micros(run.started)
-            ])?;
-        Ok(changed == 1)
+        self.changed(
+            "INSERT INTO occurrences (job, occurrence, decision, run_id, decided)
+             VALUES (?1, ?2, 'started', ?3, ?4)
+             ON CONFLICT (job, occurrence) DO UPDATE SET
+               decision = 'started',
+               run_id = excluded.run_id,
+               decided = excluded.decided
+             WHERE occurrences.decision = 'queued'",
+            params![run.job, occurrence, run.run_id, rows::micros(run.started)],
+        )
     }
     async fn claim_queued(&mut self, e: &NewDecision<'_>) -> R<bool> {
-        let changed = self
-            .conn
-            .prepare_cached(
-                "UPDATE occurrences SET decision = ?3, detail = ?4, decided = ?5
-                 WHERE job = ?1 AND occurrence = ?2 AND decision = 'queued'",
-            )?
-            .execute(params![
+        self.changed(
+            "UPDATE occurrences SET decision = ?3, detail = ?4, decided = ?5
+             WHERE job = ?1 AND occurrence = ?2 AND decision = 'queued'",
+            params![
                 e.job,
                 e.occurrence,
                 e.decision.as_str(),
                 e.detail,
                 rows::micros(e.decided)
-            ])?;
-        Ok(changed == 1)
+            ],
+        )
     }
     async fn decision(&mut self, job: &str, occurrence: i64) -> R<Option<DecisionRow>> {
-        self.conn
-            .prepare_cached(&format!(
+        self.opt(
+            &format!(
                 "SELECT {DECISION_COLUMNS} FROM occurrences WHERE job = ?1 AND occurrence = ?2"
-            ))?
-            .query_row(params![job, occurrence], rows::decision)
-            .optional()
+            ),
+            params![job, occurrence],
+            rows::decision,
+        )
     }
     /// Deletes the job's decisions made before its oldest remaining run
     /// started, except its newest decision, which always stays (it is the
     /// latest word on the job's schedule), and its `queued` ones, which are
     /// work still to do however long they have waited.
     async fn prune_decisions(&mut self, job: &str) -> R<()> {
-        self.conn
-            .prepare_cached(
-                "DELETE FROM occurrences
-                 WHERE job = ?1
-                   AND decision <> 'queued'
-                   AND decided < (SELECT MIN(started) FROM runs WHERE job = ?1)
-                   AND occurrence < (SELECT MAX(occurrence) FROM occurrences WHERE job = ?1)",
-            )?
-            .execute([job])?;
-        Ok(())
+        self.run(
+            "DELETE FROM occurrences
+             WHERE job = ?1
+               AND decision <> 'queued'
+               AND decided < (SELECT MIN(started) FROM runs WHERE job = ?1)
+               AND occurrence < (SELECT MAX(occurrence) FROM occurrences WHERE job = ?1)",
+            [job],
+        )
     }
 
     // The `runs` and `attempts` tables: a job's history, one row per run and
@@ -275,12 +335,10 @@ impl Statements for Sql<'_> {
     /// Inserts a run's row. `fence` is the caller's fence, already checked to
     /// fit SQLite's integers.
     async fn insert_run(&mut self, run: &NewRun, fence: Option<i64>) -> R<()> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO runs (run_id, job, occurrence, manual, fence, host, pid, started)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )?
-            .execute(params![
+        self.run(
+            "INSERT INTO runs (run_id, job, occurrence, manual, fence, host, pid, started)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
                 run.run_id,
                 run.job,
                 run.occurrence,
@@ -289,44 +347,40 @@ impl Statements for Sql<'_> {
                 run.host,
                 run.pid,
                 rows::micros(run.started)
-            ])?;
-        Ok(())
+            ],
+        )
     }
     /// Whether `run` is recorded already: its id, for its job and occurrence
     /// (its start, recorded by an earlier call whose answer was lost).
     async fn run_recorded(&mut self, run: &NewRun) -> R<bool> {
-        self.conn
-            .prepare_cached(
-                "SELECT 1 FROM runs WHERE run_id = ?1 AND job = ?2 AND occurrence IS ?3",
-            )?
-            .query_row(params![run.run_id, run.job, run.occurrence], |_| Ok(()))
-            .optional()
-            .map(|found| found.is_some())
+        self.opt(
+            "SELECT 1 FROM runs WHERE run_id = ?1 AND job = ?2 AND occurrence IS ?3",
+            params![run.run_id, run.job, run.occurrence],
+            |_| Ok(()),
+        )
+        .map(|found| found.is_some())
     }
     async fn run_job(&mut self, run_id: &str) -> R<Option<String>> {
-        self.conn
-            .prepare_cached("SELECT job FROM runs WHERE run_id = ?1")?
-            .query_row([run_id], |r| r.get(0))
-            .optional()
+        self.opt("SELECT job FROM runs WHERE run_id = ?1", [run_id], |r| {
+            r.get(0)
+        })
     }
     async fn run_started(&mut self, run_id: &str) -> R<Option<Timestamp>> {
-        self.conn
-            .prepare_cached("SELECT started FROM runs WHERE run_id = ?1")?
-            .query_row([run_id], |r| rows::time(r, 0))
-            .optional()
+        self.opt(
+            "SELECT started FROM runs WHERE run_id = ?1",
+            [run_id],
+            |r| rows::time(r, 0),
+        )
     }
     /// Inserts an attempt unless its `(run_id, seq)` is recorded already.
     /// Returns whether this call recorded it.
     async fn insert_attempt(&mut self, a: &Attempt) -> R<bool> {
-        let changed = self
-            .conn
-            .prepare_cached(
-                "INSERT INTO attempts
-                   (run_id, seq, step, kind, attempt, started, finished, exit_code, signal, outcome)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-                 ON CONFLICT (run_id, seq) DO NOTHING",
-            )?
-            .execute(params![
+        self.changed(
+            "INSERT INTO attempts
+               (run_id, seq, step, kind, attempt, started, finished, exit_code, signal, outcome)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+             ON CONFLICT (run_id, seq) DO NOTHING",
+            params![
                 a.run_id,
                 a.seq,
                 a.step,
@@ -337,73 +391,69 @@ impl Statements for Sql<'_> {
                 a.exit_code,
                 a.signal,
                 a.outcome.as_str()
-            ])?;
-        Ok(changed == 1)
+            ],
+        )
     }
     /// Marks a run finished unless it is already. Returns whether this call
     /// finished it.
     async fn finish_run(&mut self, f: &Finished) -> R<bool> {
-        let changed = self
-            .conn
-            .prepare_cached(
-                "UPDATE runs SET finished = ?2, verdict = ?3, exit_code = ?4
-                 WHERE run_id = ?1 AND finished IS NULL",
-            )?
-            .execute(params![
+        self.changed(
+            "UPDATE runs SET finished = ?2, verdict = ?3, exit_code = ?4
+             WHERE run_id = ?1 AND finished IS NULL",
+            params![
                 f.run_id,
                 rows::micros(f.finished),
                 f.verdict.as_str(),
                 f.exit_code
-            ])?;
-        Ok(changed == 1)
+            ],
+        )
     }
     async fn prune_runs(&mut self, job: &str, keep: u32) -> R<()> {
-        self.conn
-            .prepare_cached(
-                "DELETE FROM runs WHERE job = ?1 AND run_id NOT IN (
-                   SELECT run_id FROM runs WHERE job = ?1
-                   ORDER BY started DESC, run_id DESC LIMIT ?2)",
-            )?
-            .execute(params![job, keep])?;
-        Ok(())
+        self.run(
+            "DELETE FROM runs WHERE job = ?1 AND run_id NOT IN (
+               SELECT run_id FROM runs WHERE job = ?1
+               ORDER BY started DESC, run_id DESC LIMIT ?2)",
+            params![job, keep],
+        )
     }
     async fn history(&mut self, job: &str, limit: u32) -> R<Vec<RunRow>> {
-        let mut runs: Vec<RunRow> = self
-            .conn
-            .prepare_cached(&format!(
+        let mut runs: Vec<RunRow> = self.rows(
+            &format!(
                 "SELECT {RUN_COLUMNS} FROM runs WHERE job = ?1
                  ORDER BY started DESC, run_id DESC LIMIT ?2"
-            ))?
-            .query_map(params![job, limit], rows::run)?
-            .collect::<rusqlite::Result<_>>()?;
+            ),
+            params![job, limit],
+            rows::run,
+        )?;
         for run in &mut runs {
-            run.attempts = attempts(self.conn, &run.run_id)?;
+            run.attempts = self.attempts(&run.run_id)?;
         }
         Ok(runs)
     }
     async fn running(&mut self, job: &str) -> R<Option<RunRow>> {
-        let run = self
-            .conn
-            .prepare_cached(&format!(
+        let run = self.opt(
+            &format!(
                 "SELECT {RUN_COLUMNS} FROM runs WHERE job = ?1 AND finished IS NULL
                  ORDER BY started DESC, run_id DESC LIMIT 1"
-            ))?
-            .query_row([job], rows::run)
-            .optional()?;
+            ),
+            [job],
+            rows::run,
+        )?;
         run.map(|mut run| {
-            run.attempts = attempts(self.conn, &run.run_id)?;
+            run.attempts = self.attempts(&run.run_id)?;
             Ok(run)
         })
         .transpose()
     }
     async fn unfinished(&mut self, job: &str) -> R<Vec<RunRow>> {
-        self.conn
-            .prepare_cached(&format!(
+        self.rows(
+            &format!(
                 "SELECT {RUN_COLUMNS} FROM runs WHERE job = ?1 AND finished IS NULL
                  ORDER BY started, run_id"
-            ))?
-            .query_map([job], rows::run)?
-            .collect()
+            ),
+            [job],
+            rows::run,
+        )
     }
 
     // The `steps` table: per step (or check) of a job, when it was last
@@ -416,26 +466,24 @@ impl Statements for Sql<'_> {
 
     async fn step_attempted(&mut self, a: &Attempt) -> R<()> {
         let effect = Effect::of(a.outcome);
-        self.conn
-            .prepare_cached(
-                "INSERT INTO steps
-                   (job, step, kind, last_attempt, last_success, last_failure, consecutive_failures)
-                 VALUES (?1, ?2, ?3, ?4,
-                         CASE WHEN ?5 THEN ?7 END,
-                         CASE WHEN ?6 THEN ?7 END,
-                         CASE WHEN ?6 THEN 1 ELSE 0 END)
-                 ON CONFLICT (job, step) DO UPDATE SET
-                   kind = excluded.kind,
-                   last_attempt = MAX(COALESCE(last_attempt, ?4), ?4),
-                   last_success = CASE WHEN ?5 THEN MAX(COALESCE(last_success, ?7), ?7)
-                                       ELSE last_success END,
-                   last_failure = CASE WHEN ?6 THEN MAX(COALESCE(last_failure, ?7), ?7)
-                                       ELSE last_failure END,
-                   consecutive_failures = CASE WHEN ?5 THEN 0
-                                               WHEN ?6 THEN consecutive_failures + 1
-                                               ELSE consecutive_failures END",
-            )?
-            .execute(params![
+        self.run(
+            "INSERT INTO steps
+               (job, step, kind, last_attempt, last_success, last_failure, consecutive_failures)
+             VALUES (?1, ?2, ?3, ?4,
+                     CASE WHEN ?5 THEN ?7 END,
+                     CASE WHEN ?6 THEN ?7 END,
+                     CASE WHEN ?6 THEN 1 ELSE 0 END)
+             ON CONFLICT (job, step) DO UPDATE SET
+               kind = excluded.kind,
+               last_attempt = MAX(COALESCE(last_attempt, ?4), ?4),
+               last_success = CASE WHEN ?5 THEN MAX(COALESCE(last_success, ?7), ?7)
+                                   ELSE last_success END,
+               last_failure = CASE WHEN ?6 THEN MAX(COALESCE(last_failure, ?7), ?7)
+                                   ELSE last_failure END,
+               consecutive_failures = CASE WHEN ?5 THEN 0
+                                           WHEN ?6 THEN consecutive_failures + 1
+                                           ELSE consecutive_failures END",
+            params![
                 a.job,
                 a.step,
                 a.kind.as_str(),
@@ -443,15 +491,16 @@ impl Statements for Sql<'_> {
                 effect.success(),
                 effect.failure(),
                 rows::micros(a.finished)
-            ])?;
-        Ok(())
+            ],
+        )
     }
     async fn steps(&mut self, job: &str) -> R<Vec<StepState>> {
-        let mut stmt = self.conn.prepare_cached(
+        self.rows(
             "SELECT job, step, kind, last_attempt, last_success, last_failure, consecutive_failures
              FROM steps WHERE job = ?1 ORDER BY step",
-        )?;
-        stmt.query_map([job], rows::step)?.collect()
+            [job],
+            rows::step,
+        )
     }
 
     // The `alerts` table: every alert raised, as delivered, numbered in the
@@ -460,12 +509,10 @@ impl Statements for Sql<'_> {
     // alerts; the global newest come from the key itself.
 
     async fn insert_alert(&mut self, a: &NewAlert) -> R<()> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO alerts (time, job, kind, run_id, occurrence, message, json)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?
-            .execute(params![
+        self.run(
+            "INSERT INTO alerts (time, job, kind, run_id, occurrence, message, json)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
                 rows::micros(a.time),
                 a.job,
                 a.kind.as_str(),
@@ -473,25 +520,23 @@ impl Statements for Sql<'_> {
                 a.occurrence,
                 a.message,
                 a.json
-            ])?;
-        Ok(())
+            ],
+        )
     }
     async fn recent_alerts(&mut self, job: Option<&str>, limit: u32) -> R<Vec<AlertRow>> {
         match job {
-            Some(job) => self
-                .conn
-                .prepare_cached(&format!(
+            Some(job) => self.rows(
+                &format!(
                     "SELECT {ALERT_COLUMNS} FROM alerts WHERE job = ?1 ORDER BY id DESC LIMIT ?2"
-                ))?
-                .query_map(params![job, limit], rows::alert)?
-                .collect(),
-            None => self
-                .conn
-                .prepare_cached(&format!(
-                    "SELECT {ALERT_COLUMNS} FROM alerts ORDER BY id DESC LIMIT ?1"
-                ))?
-                .query_map([limit], rows::alert)?
-                .collect(),
+                ),
+                params![job, limit],
+                rows::alert,
+            ),
+            None => self.rows(
+                &format!("SELECT {ALERT_COLUMNS} FROM alerts ORDER BY id DESC LIMIT ?1"),
+                [limit],
+                rows::alert,
+            ),
         }
     }
 
@@ -515,27 +560,24 @@ impl Statements for Sql<'_> {
     /// ends at the job's last decided occurrence. One statement, evaluated on
     /// the rows as they are under the write lock. Returns whether it did.
     async fn extend_missed(&mut self, m: &Miss<'_>, count: i64, now: Timestamp) -> R<bool> {
-        let changed = self
-            .conn
-            .prepare_cached(
-                "UPDATE missed SET
-                   count = count + ?3,
-                   last = ?4,
-                   at_least = at_least OR ?5,
-                   updated = ?6
-                 WHERE id = (SELECT MAX(id) FROM missed WHERE job = ?1)
-                   AND reason = ?2
-                   AND last = (SELECT last_decided FROM jobs WHERE job = ?1)",
-            )?
-            .execute(params![
+        self.changed(
+            "UPDATE missed SET
+               count = count + ?3,
+               last = ?4,
+               at_least = at_least OR ?5,
+               updated = ?6
+             WHERE id = (SELECT MAX(id) FROM missed WHERE job = ?1)
+               AND reason = ?2
+               AND last = (SELECT last_decided FROM jobs WHERE job = ?1)",
+            params![
                 m.job,
                 m.reason.as_str(),
                 count,
                 m.last,
                 m.at_least,
                 rows::micros(now)
-            ])?;
-        Ok(changed == 1)
+            ],
+        )
     }
     async fn insert_missed(
         &mut self,
@@ -544,13 +586,11 @@ impl Statements for Sql<'_> {
         detail: Option<&str>,
         now: Timestamp,
     ) -> R<()> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO missed
-                   (job, reason, first, last, count, at_least, decided, updated, detail)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)",
-            )?
-            .execute(params![
+        self.run(
+            "INSERT INTO missed
+               (job, reason, first, last, count, at_least, decided, updated, detail)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)",
+            params![
                 m.job,
                 m.reason.as_str(),
                 m.first,
@@ -559,36 +599,32 @@ impl Statements for Sql<'_> {
                 m.at_least,
                 rows::micros(now),
                 detail
-            ])?;
-        Ok(())
+            ],
+        )
     }
     async fn missed(&mut self, job: &str, limit: u32) -> R<Vec<MissedRow>> {
-        self.conn
-            .prepare_cached(&format!(
+        self.rows(
+            &format!(
                 "SELECT {MISSED_COLUMNS} FROM missed WHERE job = ?1 ORDER BY id DESC LIMIT ?2"
-            ))?
-            .query_map(params![job, limit], rows::missed)?
-            .collect()
+            ),
+            params![job, limit],
+            rows::missed,
+        )
     }
     async fn missed_counts(&mut self, job: &str) -> R<Vec<(MissReason, u64, bool)>> {
-        self.conn
-            .prepare_cached(
-                "SELECT reason, SUM(count), MAX(at_least) FROM missed
-                 WHERE job = ?1 GROUP BY reason ORDER BY reason",
-            )?
-            .query_map([job], |r| {
-                Ok((rows::word(r, 0)?, rows::unsigned(r, 1)?, r.get(2)?))
-            })?
-            .collect()
+        self.rows(
+            "SELECT reason, SUM(count), MAX(at_least) FROM missed
+             WHERE job = ?1 GROUP BY reason ORDER BY reason",
+            [job],
+            |r| Ok((rows::word(r, 0)?, rows::unsigned(r, 1)?, r.get(2)?)),
+        )
     }
     async fn prune_missed(&mut self, job: &str) -> R<()> {
-        self.conn
-            .prepare_cached(
-                "DELETE FROM missed WHERE job = ?1 AND id NOT IN (
-                   SELECT id FROM missed WHERE job = ?1 ORDER BY id DESC LIMIT ?2)",
-            )?
-            .execute(params![job, MISSED_KEEP])?;
-        Ok(())
+        self.run(
+            "DELETE FROM missed WHERE job = ?1 AND id NOT IN (
+               SELECT id FROM missed WHERE job = ?1 ORDER BY id DESC LIMIT ?2)",
+            params![job, MISSED_KEEP],
+        )
     }
 
     // Pauses: the `pauses` table, one row per pause of a job, kept after it
@@ -608,13 +644,14 @@ impl Statements for Sql<'_> {
     /// Ends, at `now`, the job's pauses in force at `now` (at most one, as the
     /// ledger writes them). Returns them as ended.
     async fn end_pauses(&mut self, job: &str, now: Timestamp) -> R<Vec<PauseRow>> {
-        self.conn
-            .prepare_cached(&format!(
+        self.rows(
+            &format!(
                 "UPDATE pauses SET ended = ?2
                  WHERE job = ?1 AND {IN_FORCE} RETURNING {PAUSE_COLUMNS}"
-            ))?
-            .query_map(params![job, rows::micros(now)], rows::pause)?
-            .collect()
+            ),
+            params![job, rows::micros(now)],
+            rows::pause,
+        )
     }
     async fn insert_pause(
         &mut self,
@@ -624,37 +661,33 @@ impl Statements for Sql<'_> {
         who: &str,
         now: Timestamp,
     ) -> R<PauseRow> {
-        self.conn
-            .prepare_cached(&format!(
+        self.one(
+            &format!(
                 "INSERT INTO pauses (job, since, until, reason, who)
                  VALUES (?1, ?2, ?3, ?4, ?5) RETURNING {PAUSE_COLUMNS}"
-            ))?
-            .query_row(
-                params![job, rows::micros(now), until.map(rows::micros), reason, who],
-                rows::pause,
-            )
+            ),
+            params![job, rows::micros(now), until.map(rows::micros), reason, who],
+            rows::pause,
+        )
     }
     async fn pauses(&mut self, job: &str, limit: u32) -> R<Vec<PauseRow>> {
-        self.conn
-            .prepare_cached(&format!(
-                "SELECT {PAUSE_COLUMNS} FROM pauses WHERE job = ?1 ORDER BY id DESC LIMIT ?2"
-            ))?
-            .query_map(params![job, limit], rows::pause)?
-            .collect()
+        self.rows(
+            &format!("SELECT {PAUSE_COLUMNS} FROM pauses WHERE job = ?1 ORDER BY id DESC LIMIT ?2"),
+            params![job, limit],
+            rows::pause,
+        )
     }
     /// Deletes the job's pauses that are over at `now` (ended, or lapsed),
     /// except its newest `PAUSE_KEEP`. A pause in force, or one yet to begin, stays
     /// however old.
     async fn prune_pauses(&mut self, job: &str, now: Timestamp) -> R<()> {
-        self.conn
-            .prepare_cached(
-                "DELETE FROM pauses
-                 WHERE job = ?1
-                   AND ((ended IS NOT NULL AND ended <= ?2) OR (until IS NOT NULL AND until <= ?2))
-                   AND id NOT IN (SELECT id FROM pauses WHERE job = ?1 ORDER BY id DESC LIMIT ?3)",
-            )?
-            .execute(params![job, rows::micros(now), PAUSE_KEEP])?;
-        Ok(())
+        self.run(
+            "DELETE FROM pauses
+             WHERE job = ?1
+               AND ((ended IS NOT NULL AND ended <= ?2) OR (until IS NOT NULL AND until <= ?2))
+               AND id NOT IN (SELECT id FROM pauses WHERE job = ?1 ORDER BY id DESC LIMIT ?3)",
+            params![job, rows::micros(now), PAUSE_KEEP],
+        )
     }
 
     // The queue: occurrences that wait for their job's lock as `queued`
@@ -673,45 +706,43 @@ impl Statements for Sql<'_> {
     // expression.
 
     async fn newest_queued(&mut self, job: &str) -> R<Option<i64>> {
-        self.conn
-            .prepare_cached(
-                "SELECT MAX(occurrence) FROM occurrences WHERE job = ?1 AND decision = 'queued'",
-            )?
-            .query_row([job], |r| r.get(0))
+        self.one(
+            "SELECT MAX(occurrence) FROM occurrences WHERE job = ?1 AND decision = 'queued'",
+            [job],
+            |r| r.get(0),
+        )
     }
     async fn oldest_queued(&mut self, job: &str) -> R<Option<i64>> {
-        self.conn
-            .prepare_cached(
-                "SELECT MIN(occurrence) FROM occurrences WHERE job = ?1 AND decision = 'queued'",
-            )?
-            .query_row([job], |r| r.get(0))
+        self.one(
+            "SELECT MIN(occurrence) FROM occurrences WHERE job = ?1 AND decision = 'queued'",
+            [job],
+            |r| r.get(0),
+        )
     }
     async fn add_coalesced(&mut self, job: &str, into: i64, joined: i64) -> R<()> {
-        self.conn
-            .prepare_cached(
-                "UPDATE occurrences SET coalesced = coalesced + ?3
-                 WHERE job = ?1 AND occurrence = ?2",
-            )?
-            .execute(params![job, into, joined])?;
-        Ok(())
+        self.run(
+            "UPDATE occurrences SET coalesced = coalesced + ?3
+             WHERE job = ?1 AND occurrence = ?2",
+            params![job, into, joined],
+        )
     }
     async fn queued_jobs(&mut self) -> R<Vec<String>> {
-        self.conn
-            .prepare_cached(
-                "SELECT DISTINCT job FROM occurrences WHERE decision = 'queued' ORDER BY job",
-            )?
-            .query_map([], |r| r.get(0))?
-            .collect()
+        self.rows(
+            "SELECT DISTINCT job FROM occurrences WHERE decision = 'queued' ORDER BY job",
+            [],
+            |r| r.get(0),
+        )
     }
     async fn queued(&mut self, job: &str) -> R<Vec<DecisionRow>> {
-        self.conn
-            .prepare_cached(&format!(
+        self.rows(
+            &format!(
                 "SELECT {} FROM occurrences
                  WHERE job = ?1 AND decision = 'queued' ORDER BY occurrence",
                 DECISION_COLUMNS
-            ))?
-            .query_map([job], rows::decision)?
-            .collect()
+            ),
+            [job],
+            rows::decision,
+        )
     }
 
     // Cumulative tallies: the `tallies` and `durations` tables, counts per job
@@ -746,10 +777,10 @@ impl Statements for Sql<'_> {
     // `jobs.last_failure`), which pruning never touched either.
 
     async fn tally_missed(&mut self, job: &str, reason: MissReason, n: i64) -> R<()> {
-        add(self.conn, job, MISSED, reason.as_str(), n)
+        self.add(job, MISSED, reason.as_str(), n)
     }
     async fn tally_skipped(&mut self, job: &str, reason: SkipReason, n: i64) -> R<()> {
-        add(self.conn, job, SKIPPED, reason.as_str(), n)
+        self.add(job, SKIPPED, reason.as_str(), n)
     }
     /// Counts a finished run: its verdict, a lost lease, and, when the ledger
     /// has the run's start (`started`), its duration. Called once per run, in
@@ -757,41 +788,35 @@ impl Statements for Sql<'_> {
     ///
     /// (The bucket is [`bucket`]'s, shared with every ledger.)
     async fn tally_finished(&mut self, f: &Finished, started: Option<Timestamp>) -> R<()> {
-        add(self.conn, &f.job, VERDICT, f.verdict.as_str(), 1)?;
+        self.add(&f.job, VERDICT, f.verdict.as_str(), 1)?;
         if f.verdict == RunVerdict::LeaseLost {
-            add(self.conn, &f.job, LEASE_LOST, "", 1)?;
+            self.add(&f.job, LEASE_LOST, "", 1)?;
         }
         let Some(started) = started else {
             return Ok(());
         };
         let (us, bound) = bucket(started, f.finished);
-        self.conn
-            .prepare_cached(
-                "INSERT INTO durations (job, bound, count, sum_us) VALUES (?1, ?2, 1, ?3)
-                 ON CONFLICT (job, bound) DO UPDATE SET
-                   count = count + 1,
-                   sum_us = sum_us + excluded.sum_us",
-            )?
-            .execute(params![f.job, bound, us])?;
-        Ok(())
+        self.run(
+            "INSERT INTO durations (job, bound, count, sum_us) VALUES (?1, ?2, 1, ?3)
+             ON CONFLICT (job, bound) DO UPDATE SET
+               count = count + 1,
+               sum_us = sum_us + excluded.sum_us",
+            params![f.job, bound, us],
+        )
     }
     async fn tallies(&mut self) -> R<Vec<JobTallies>> {
         let mut jobs: BTreeMap<String, JobTallies> = BTreeMap::new();
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT job, last_success, last_failure FROM jobs ORDER BY job")?;
-        let mut found = stmt.query([])?;
-        while let Some(r) = found.next()? {
-            let t = entry(&mut jobs, r.get(0)?);
-            t.last_success = rows::time_opt(r, 1)?;
-            t.last_failure = rows::time_opt(r, 2)?;
-        }
-        drop(found);
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT job, kind, word, count FROM tallies")?;
-        let mut found = stmt.query([])?;
-        while let Some(r) = found.next()? {
+        self.rows(
+            "SELECT job, last_success, last_failure FROM jobs ORDER BY job",
+            [],
+            |r| {
+                let t = entry(&mut jobs, r.get(0)?);
+                t.last_success = rows::time_opt(r, 1)?;
+                t.last_failure = rows::time_opt(r, 2)?;
+                Ok(())
+            },
+        )?;
+        self.rows("SELECT job, kind, word, count FROM tallies", [], |r| {
             let t = entry(&mut jobs, r.get(0)?);
             let kind: String = r.get(1)?;
             let n = rows::unsigned(r, 3)?;
@@ -802,13 +827,9 @@ impl Statements for Sql<'_> {
                 LEASE_LOST => t.lease_losses += n,
                 _ => {} // A kind a later version counts: not this build's to show.
             }
-        }
-        drop(found);
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT job, bound, count, sum_us FROM durations")?;
-        let mut found = stmt.query([])?;
-        while let Some(r) = found.next()? {
+            Ok(())
+        })?;
+        self.rows("SELECT job, bound, count, sum_us FROM durations", [], |r| {
             let t = entry(&mut jobs, r.get(0)?);
             let bound: i64 = r.get(1)?;
             let i = BOUNDS_US
@@ -817,8 +838,8 @@ impl Statements for Sql<'_> {
                 .unwrap_or(BOUNDS_US.len() - 1);
             t.durations.buckets[i] += rows::unsigned(r, 2)?;
             t.durations.sum += Duration::from_micros(rows::unsigned(r, 3)?);
-        }
-        drop(found);
+            Ok(())
+        })?;
         Ok(jobs.into_values().collect())
     }
 
@@ -834,13 +855,14 @@ impl Statements for Sql<'_> {
     // writes here before it lets the mutex go.
 
     async fn watermark(&mut self, job: &str) -> R<Option<WatermarkRow>> {
-        self.conn
-            .prepare_cached(&format!(
+        self.opt(
+            &format!(
                 "SELECT {WATERMARK_COLUMNS} FROM watermarks
                  WHERE job = ?1 ORDER BY seq DESC LIMIT 1"
-            ))?
-            .query_row([job], rows::watermark)
-            .optional()
+            ),
+            [job],
+            rows::watermark,
+        )
     }
     async fn insert_watermark(
         &mut self,
@@ -850,71 +872,34 @@ impl Statements for Sql<'_> {
         fence: Option<i64>,
         now: Timestamp,
     ) -> R<WatermarkRow> {
-        self.conn
-            .prepare_cached(&format!(
+        self.one(
+            &format!(
                 "INSERT INTO watermarks (job, seq, value, run_id, fence, settled)
                  SELECT ?1, COALESCE(MAX(seq), 0) + 1, ?2, ?3, ?4, ?5
                  FROM watermarks WHERE job = ?1
                  RETURNING {WATERMARK_COLUMNS}"
-            ))?
-            .query_row(
-                params![job, value, run_id, fence, rows::micros(now)],
-                rows::watermark,
-            )
+            ),
+            params![job, value, run_id, fence, rows::micros(now)],
+            rows::watermark,
+        )
     }
     async fn watermarks(&mut self, job: &str, limit: u32) -> R<Vec<WatermarkRow>> {
-        self.conn
-            .prepare_cached(&format!(
+        self.rows(
+            &format!(
                 "SELECT {WATERMARK_COLUMNS} FROM watermarks
                  WHERE job = ?1 ORDER BY seq DESC LIMIT ?2"
-            ))?
-            .query_map(params![job, limit], rows::watermark)?
-            .collect()
+            ),
+            params![job, limit],
+            rows::watermark,
+        )
     }
     async fn prune_watermarks(&mut self, job: &str) -> R<()> {
-        self.conn
-            .prepare_cached(
-                "DELETE FROM watermarks WHERE job = ?1 AND seq NOT IN (
-                   SELECT seq FROM watermarks WHERE job = ?1 ORDER BY seq DESC LIMIT ?2)",
-            )?
-            .execute(params![job, WATERMARK_KEEP])?;
-        Ok(())
+        self.run(
+            "DELETE FROM watermarks WHERE job = ?1 AND seq NOT IN (
+               SELECT seq FROM watermarks WHERE job = ?1 ORDER BY seq DESC LIMIT ?2)",
+            params![job, WATERMARK_KEEP],
+        )
     }
-}
-
-/// A run's attempts, in order.
-fn attempts(conn: &Connection, run_id: &str) -> rusqlite::Result<Vec<AttemptRow>> {
-    conn.prepare_cached(
-        "SELECT seq, step, kind, attempt, started, finished, exit_code, signal, outcome
-         FROM attempts WHERE run_id = ?1 ORDER BY seq",
-    )?
-    .query_map([run_id], |r| {
-        Ok(AttemptRow {
-            seq: r.get(0)?,
-            step: r.get(1)?,
-            kind: rows::word(r, 2)?,
-            attempt: r.get(3)?,
-            started: rows::time(r, 4)?,
-            finished: rows::time(r, 5)?,
-            exit_code: r.get(6)?,
-            signal: r.get(7)?,
-            outcome: rows::word(r, 8)?,
-        })
-    })?
-    .collect()
-}
-
-/// Adds `n` to the job's count of `kind` and `word`.
-fn add(conn: &Connection, job: &str, kind: &str, word: &str, n: i64) -> rusqlite::Result<()> {
-    if n == 0 {
-        return Ok(());
-    }
-    conn.prepare_cached(
-        "INSERT INTO tallies (job, kind, word, count) VALUES (?1, ?2, ?3, ?4)
-         ON CONFLICT (job, kind, word) DO UPDATE SET count = count + excluded.count",
-    )?
-    .execute(params![job, kind, word, n])?;
-    Ok(())
 }
 
 fn entry(jobs: &mut BTreeMap<String, JobTallies>, job: String) -> &mut JobTallies {

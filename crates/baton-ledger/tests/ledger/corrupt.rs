@@ -1,7 +1,7 @@
 //! A corrupt database is moved aside, whole and once, and never stops the
 //! ledger.
 
-use baton_store::ledger::Records;
+use baton_store::ledger::{Records, Recovered};
 use baton_store::words::AttemptOutcome;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -35,6 +35,15 @@ fn populate(scene: &Scene) {
     }
 }
 
+/// The one recovery `ledger` reports, whose reason says `why`.
+fn recovered_once(ledger: &mut Ledger, why: &str) -> Recovered {
+    let mut recovered = ledger.take_recovered();
+    assert_eq!(recovered.len(), 1, "{recovered:?}");
+    let one = recovered.remove(0);
+    assert!(one.reason.contains(why), "{}", one.reason);
+    one
+}
+
 /// The ledger works after recovery: it writes and reads back.
 fn assert_works(ledger: &mut Ledger) {
     let run = scheduled("after", "00000000000000d1", 0);
@@ -49,19 +58,13 @@ fn garbage_is_moved_aside_on_open() {
     let bytes = garbage(100);
     std::fs::write(scene.db(), &bytes).unwrap();
     let mut ledger = Ledger::open(scene.dir(), "2026-11-29T03:15:00Z".parse().unwrap()).unwrap();
-    let recovered = ledger.take_recovered();
-    assert_eq!(recovered.len(), 1, "{recovered:?}");
+    let recovered = recovered_once(&mut ledger, "not a database");
     assert_eq!(
-        recovered[0].moved_to,
+        recovered.moved_to,
         scene.dir().join("baton.db.corrupt-20261129T031500Z")
     );
-    assert!(
-        recovered[0].reason.contains("not a database"),
-        "{}",
-        recovered[0].reason
-    );
-    assert_eq!(std::fs::read(&recovered[0].moved_to).unwrap(), bytes);
-    assert_eq!(scene.corrupt_files(), [recovered[0].moved_to.clone()]);
+    assert_eq!(std::fs::read(&recovered.moved_to).unwrap(), bytes);
+    assert_eq!(scene.corrupt_files(), [recovered.moved_to]);
     assert!(ledger.take_recovered().is_empty());
     assert_works(&mut ledger);
 }
@@ -84,14 +87,8 @@ fn a_database_cut_short_is_found_on_open() {
     let bytes = std::fs::read(scene.db()).unwrap();
 
     let mut ledger = scene.open();
-    let recovered = ledger.take_recovered();
-    assert_eq!(recovered.len(), 1, "{recovered:?}");
-    assert!(
-        recovered[0].reason.contains("malformed"),
-        "{}",
-        recovered[0].reason
-    );
-    assert_eq!(std::fs::read(&recovered[0].moved_to).unwrap(), bytes);
+    let recovered = recovered_once(&mut ledger, "malformed");
+    assert_eq!(std::fs::read(&recovered.moved_to).unwrap(), bytes);
     assert!(ledger.history("big", 10).unwrap().is_empty());
     assert_works(&mut ledger);
 }
@@ -135,14 +132,8 @@ fn damage_behind_a_sound_header_is_found_on_open() {
     let damaged = overwrite_all_but_the_header(&scene);
     let mut ledger = scene.open();
     // Found by the probe, before any call reads a table.
-    let recovered = ledger.take_recovered();
-    assert_eq!(recovered.len(), 1, "{recovered:?}");
-    assert!(
-        recovered[0].reason.contains("read a table"),
-        "{}",
-        recovered[0].reason
-    );
-    assert_eq!(std::fs::read(&recovered[0].moved_to).unwrap(), damaged);
+    let recovered = recovered_once(&mut ledger, "read a table");
+    assert_eq!(std::fs::read(&recovered.moved_to).unwrap(), damaged);
     assert_works(&mut ledger);
 }
 
@@ -150,17 +141,9 @@ fn damage_behind_a_sound_header_is_found_on_open() {
 fn a_schema_missing_a_table_is_moved_aside() {
     let scene = Scene::new();
     populate(&scene);
-    let raw = rusqlite::Connection::open(scene.db()).unwrap();
-    raw.execute_batch("DROP TABLE steps").unwrap();
-    drop(raw);
+    scene.tamper("DROP TABLE steps");
     let mut ledger = scene.open();
-    let recovered = ledger.take_recovered();
-    assert_eq!(recovered.len(), 1);
-    assert!(
-        recovered[0].reason.contains("no table steps"),
-        "{}",
-        recovered[0].reason
-    );
+    recovered_once(&mut ledger, "no table steps");
     assert_works(&mut ledger);
 }
 
@@ -169,10 +152,7 @@ fn a_newer_schema_is_refused_and_left_alone() {
     for version in [4, 99] {
         let scene = Scene::new();
         scene.open();
-        let raw = rusqlite::Connection::open(scene.db()).unwrap();
-        raw.execute_batch(&format!("PRAGMA user_version = {version}"))
-            .unwrap();
-        drop(raw);
+        scene.tamper(&format!("PRAGMA user_version = {version}"));
         let before = std::fs::read(scene.db()).unwrap();
         let err = Ledger::open(scene.dir(), at(0)).unwrap_err();
         assert!(
@@ -213,14 +193,8 @@ fn corruption_found_by_a_call_recovers_and_retries_once() {
 
     let history = ledger.history("big", 1_000).unwrap();
     assert!(history.is_empty(), "answered from the fresh ledger");
-    let recovered = ledger.take_recovered();
-    assert_eq!(recovered.len(), 1, "{recovered:?}");
-    assert!(
-        recovered[0].reason.contains("read the history of job big"),
-        "{}",
-        recovered[0].reason
-    );
-    assert_eq!(std::fs::read(&recovered[0].moved_to).unwrap(), damaged);
+    let recovered = recovered_once(&mut ledger, "read the history of job big");
+    assert_eq!(std::fs::read(&recovered.moved_to).unwrap(), damaged);
     assert_works(&mut ledger);
     drop(raw);
 }
@@ -242,32 +216,9 @@ fn processes_opening_a_corrupt_database_at_once_move_it_once() {
     let scene = Scene::new();
     let bytes = garbage(8192);
     std::fs::write(scene.db(), &bytes).unwrap();
-    let outs = tempfile::tempdir().unwrap();
-    let mut children: Vec<_> = (0..OPENERS)
-        .map(|i| {
-            support::spawn_child(
-                "opener",
-                &[
-                    ("STATE_DIR", scene.dir().display().to_string()),
-                    (
-                        "OUT",
-                        outs.path().join(format!("out-{i}")).display().to_string(),
-                    ),
-                ],
-            )
-        })
-        .collect();
-    support::go(&mut children);
-    for (i, child) in children.into_iter().enumerate() {
-        support::expect_success(child, &format!("opener {i}"));
-    }
-    let reported: usize = (0..OPENERS)
-        .map(|i| {
-            std::fs::read_to_string(outs.path().join(format!("out-{i}")))
-                .unwrap()
-                .parse::<usize>()
-                .unwrap()
-        })
+    let reported: usize = support::run_children(&scene, "opener", OPENERS)
+        .iter()
+        .map(|out| out.parse::<usize>().unwrap())
         .sum();
     assert_eq!(reported, 1, "one process reports the recovery");
     let moved = scene.corrupt_files();

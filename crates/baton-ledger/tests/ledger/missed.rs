@@ -55,31 +55,9 @@ pub fn misser_child() {
 fn processes_missing_the_same_ranges_at_once_record_each_once() {
     const MISSERS: usize = 2;
     let scene = Scene::new();
-    let outs = tempfile::tempdir().unwrap();
-    let out = |i: usize| outs.path().join(format!("out-{i}"));
-    let mut children: Vec<_> = (0..MISSERS)
-        .map(|i| {
-            support::spawn_child(
-                "misser",
-                &[
-                    ("STATE_DIR", scene.dir().display().to_string()),
-                    ("OUT", out(i).display().to_string()),
-                ],
-            )
-        })
-        .collect();
-    support::go(&mut children);
-    for (i, child) in children.into_iter().enumerate() {
-        support::expect_success(child, &format!("misser {i}"));
-    }
-    let letters: Vec<Vec<Vec<char>>> = (0..MISSERS)
-        .map(|i| {
-            std::fs::read_to_string(out(i))
-                .unwrap()
-                .lines()
-                .map(|l| l.chars().collect())
-                .collect()
-        })
+    let letters: Vec<Vec<Vec<char>>> = support::run_children(&scene, "misser", MISSERS)
+        .iter()
+        .map(|out| out.lines().map(|l| l.chars().collect()).collect())
         .collect();
     for i in 0..RANGES as usize {
         // Separate decisions: one process records each range, the other is

@@ -6,7 +6,7 @@ use std::path::Path;
 use baton_ledger::Error;
 use baton_ledger::Ledger;
 
-use crate::support::{Scene, at};
+use crate::support::{Scene, at, known_jobs};
 
 /// Renames `baton.db` and its side files, as a recovering process does.
 fn move_aside(scene: &Scene, to: &Path) {
@@ -41,25 +41,12 @@ fn a_connection_follows_the_path_after_a_move() {
 
     // The old connection's next write goes to the new file, not the moved one.
     old.see_jobs(&["after"], at(2)).unwrap();
-    assert_eq!(
-        old.jobs()
-            .unwrap()
-            .iter()
-            .map(|j| j.job.as_str())
-            .collect::<Vec<_>>(),
-        ["after", "other"]
-    );
+    assert_eq!(known_jobs(&mut old), ["after", "other"]);
     drop(old);
     // Closing the connection to the moved file deleted none of the new
     // ledger's files: everything written is still there for a newcomer.
     let mut newcomer = scene.open();
-    let names: Vec<_> = newcomer
-        .jobs()
-        .unwrap()
-        .into_iter()
-        .map(|j| j.job)
-        .collect();
-    assert_eq!(names, ["after", "other"]);
+    assert_eq!(known_jobs(&mut newcomer), ["after", "other"]);
     drop((newcomer, other));
     assert_eq!(job_names(&moved), ["before"]);
 }
@@ -96,13 +83,7 @@ fn a_database_removed_alone_leaves_its_side_files_aside() {
     drop((old, fresh));
 
     let mut newcomer = scene.open();
-    let names: Vec<_> = newcomer
-        .jobs()
-        .unwrap()
-        .into_iter()
-        .map(|j| j.job)
-        .collect();
-    assert_eq!(names, ["fresh", "old"]);
+    assert_eq!(known_jobs(&mut newcomer), ["fresh", "old"]);
     let aside: Vec<_> = std::fs::read_dir(scene.dir())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -31,7 +31,7 @@ fn start(w: usize, n: i64) -> jiff::Timestamp {
 /// counters every writer raises at once.
 pub fn writer_child() {
     let dir = support::env("STATE_DIR");
-    let w: usize = support::env("WRITER").parse().unwrap();
+    let w: usize = support::env("INDEX").parse().unwrap();
     let out = support::env("OUT");
     support::wait_for_go();
 
@@ -126,30 +126,10 @@ fn many_writer_processes_lose_nothing() {
             .unwrap(),
         Queued::Queued
     );
-    let outs = tempfile::tempdir().unwrap();
-    let mut children: Vec<_> = (0..WRITERS)
-        .map(|w| {
-            support::spawn_child(
-                "writer",
-                &[
-                    ("STATE_DIR", scene.dir().display().to_string()),
-                    ("WRITER", w.to_string()),
-                    (
-                        "OUT",
-                        outs.path().join(format!("out-{w}")).display().to_string(),
-                    ),
-                ],
-            )
-        })
-        .collect();
-    support::go(&mut children);
-    for (w, child) in children.into_iter().enumerate() {
-        support::expect_success(child, &format!("writer {w}"));
-    }
+    let outs = support::run_children(&scene, "writer", WRITERS);
 
     let (mut won, mut started) = (0, 0);
-    for w in 0..WRITERS {
-        let out = std::fs::read_to_string(outs.path().join(format!("out-{w}"))).unwrap();
+    for out in outs {
         let (w_won, w_started) = out.split_once(' ').unwrap();
         won += w_won.parse::<usize>().unwrap();
         started += w_started.parse::<usize>().unwrap();

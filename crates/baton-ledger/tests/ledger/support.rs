@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 
 use baton_ledger::Ledger;
-use baton_store::ledger::{Attempt, Finished, Miss, NewRun, StepKind};
+use baton_store::ledger::{Attempt, Finished, Miss, NewRun, Records, StepKind};
 use baton_store::words::{AttemptOutcome, MissReason, RunVerdict};
 use jiff::{SignedDuration, Timestamp};
 
@@ -47,6 +47,22 @@ impl Scene {
         Ledger::open(self.dir(), t0()).unwrap()
     }
 
+    /// Copies `baton.db` as it is now to `name` beside it.
+    pub fn keep(&self, name: &str) -> PathBuf {
+        let copy = self.dir().join(name);
+        std::fs::copy(self.db(), &copy).unwrap();
+        copy
+    }
+
+    /// Runs `sql` on `baton.db` through a connection of its own, closed
+    /// before this returns, as another program would.
+    pub fn tamper(&self, sql: &str) {
+        rusqlite::Connection::open(self.db())
+            .unwrap()
+            .execute_batch(sql)
+            .unwrap();
+    }
+
     /// The files moved aside: `baton.db.corrupt-*` without their side files.
     pub fn corrupt_files(&self) -> Vec<PathBuf> {
         let mut found: Vec<PathBuf> = std::fs::read_dir(self.dir())
@@ -63,6 +79,11 @@ impl Scene {
         found.sort();
         found
     }
+}
+
+/// The names of the jobs `ledger` knows, in order.
+pub fn known_jobs(ledger: &mut Ledger) -> Vec<String> {
+    ledger.jobs().unwrap().into_iter().map(|j| j.job).collect()
 }
 
 /// A scheduled run of `job` for occurrence `occ` (seconds after `t0`),
@@ -142,10 +163,38 @@ pub struct Kid {
     out: BufReader<ChildStdout>,
 }
 
+/// Runs `n` children in `role` on the scene's state directory
+/// (`STATE_DIR`), each told its number (`INDEX`) and a file of its own for
+/// its answer (`OUT`): starts them, releases them at once, waits for each to
+/// succeed, and returns their answers in order.
+pub fn run_children(scene: &Scene, role: &str, n: usize) -> Vec<String> {
+    let outs = tempfile::tempdir().unwrap();
+    let out = |i: usize| outs.path().join(format!("out-{i}"));
+    let mut children: Vec<_> = (0..n)
+        .map(|i| {
+            spawn_child(
+                role,
+                &[
+                    ("STATE_DIR", scene.dir().display().to_string()),
+                    ("INDEX", i.to_string()),
+                    ("OUT", out(i).display().to_string()),
+                ],
+            )
+        })
+        .collect();
+    go(&mut children);
+    for (i, child) in children.into_iter().enumerate() {
+        expect_success(child, &format!("{role} {i}"));
+    }
+    (0..n)
+        .map(|i| std::fs::read_to_string(out(i)).unwrap())
+        .collect()
+}
+
 /// Starts this test binary as a child in `role`, running only the `child`
 /// test, with `env` set, and waits until it is ready. The child then waits
 /// at [`wait_for_go`] until [`go`] releases it.
-pub fn spawn_child(role: &str, env: &[(&str, String)]) -> Kid {
+fn spawn_child(role: &str, env: &[(&str, String)]) -> Kid {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args([
         "--exact",
@@ -181,7 +230,7 @@ pub fn spawn_child(role: &str, env: &[(&str, String)]) -> Kid {
 
 /// Releases every child at once: each is blocked reading its standard
 /// input, and wakes when the parent closes it.
-pub fn go(kids: &mut [Kid]) {
+fn go(kids: &mut [Kid]) {
     for kid in kids.iter_mut() {
         drop(kid.child.stdin.take());
     }
@@ -199,7 +248,7 @@ pub fn wait_for_go() {
 
 /// Waits for a child (killing it after the test kit's patience); panics
 /// with its output unless it succeeded.
-pub fn expect_success(mut kid: Kid, what: &str) {
+fn expect_success(mut kid: Kid, what: &str) {
     let mut out = kid.out;
     let reader = std::thread::spawn(move || {
         let mut rest = String::new();

@@ -5,7 +5,7 @@
 //! new code returns. A migration that fails midway, or whose copy cannot be
 //! written, leaves the ledger as it was.
 
-use baton_store::ledger::Records;
+use baton_store::ledger::{JobTallies, Records};
 use baton_store::words::{MissReason, RunVerdict};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -25,6 +25,26 @@ fn install(scene: &Scene, name: &str) {
         .join(name);
     std::fs::copy(&from, scene.db()).unwrap();
     std::fs::set_permissions(scene.db(), std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+/// Installs the committed ledger of schema `version`, keeps it as it was
+/// (`original.db`), and opens it: the open migrates it in place to version
+/// 3, sound, with the old one copied beside it. Returns the ledger, the
+/// original and the jobs it names.
+fn migrated(scene: &Scene, version: i64) -> (Ledger, PathBuf, Vec<String>) {
+    install(scene, &format!("ledger-v{version}.db"));
+    let original = scene.keep("original.db");
+    assert_eq!(user_version(&original), version);
+    let jobs = job_names(&original);
+
+    let mut ledger = scene.open();
+    assert!(
+        ledger.take_recovered().is_empty(),
+        "a version {version} file is sound"
+    );
+    assert_eq!(user_version(&scene.db()), 3);
+    assert_copy_is(&backup(scene, version), &original);
+    (ledger, original, jobs)
 }
 
 fn backup(scene: &Scene, version: i64) -> PathBuf {
@@ -265,6 +285,16 @@ fn assert_copy_is(copy: &Path, original: &Path) {
     }
 }
 
+/// The tallies of `job`.
+fn tallies_of(ledger: &mut Ledger, job: &str) -> JobTallies {
+    ledger
+        .tallies()
+        .unwrap()
+        .into_iter()
+        .find(|t| t.job == job)
+        .unwrap()
+}
+
 fn files(scene: &Scene) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(scene.dir())
         .unwrap()
@@ -277,19 +307,7 @@ fn files(scene: &Scene) -> Vec<String> {
 #[test]
 fn a_version_2_ledger_is_migrated_in_place_with_a_copy_beside_it_and_reads_whole() {
     let scene = Scene::new();
-    install(&scene, "ledger-v2.db");
-    let original = scene.dir().join("original.db");
-    std::fs::copy(scene.db(), &original).unwrap();
-    assert_eq!(user_version(&original), 2);
-    let jobs = job_names(&original);
-
-    let mut ledger = scene.open();
-    assert!(
-        ledger.take_recovered().is_empty(),
-        "a version 2 file is sound"
-    );
-    assert_eq!(user_version(&scene.db()), 3);
-    assert_copy_is(&backup(&scene, 2), &original);
+    let (mut ledger, original, jobs) = migrated(&scene, 2);
     assert!(
         !files(&scene).iter().any(|f| f.ends_with(".partial")),
         "{:?}",
@@ -385,35 +403,20 @@ fn a_version_2_ledger_is_migrated_in_place_with_a_copy_beside_it_and_reads_whole
     )[0][0] else {
         panic!("the fixture has no busy range")
     };
-    let busy = ledger
-        .tallies()
-        .unwrap()
-        .into_iter()
-        .find(|t| t.job == "busy")
-        .unwrap();
+    let busy = tallies_of(&mut ledger, "busy");
     assert_eq!(
         busy.missed.get(&MissReason::Busy).copied(),
         Some(missed_busy as u64)
     );
 
     // The migrated ledger goes on: a new run is recorded and counted.
-    let before = ledger
-        .tallies()
-        .unwrap()
-        .into_iter()
-        .find(|t| t.job == "steps")
-        .unwrap();
+    let before = tallies_of(&mut ledger, "steps");
     let run = scheduled("steps", "00000000000000aa", 10_000_000);
     ledger.begin_run(&run).unwrap();
     ledger
         .finish_run(&finished(&run, 1, true), 100_000)
         .unwrap();
-    let after = ledger
-        .tallies()
-        .unwrap()
-        .into_iter()
-        .find(|t| t.job == "steps")
-        .unwrap();
+    let after = tallies_of(&mut ledger, "steps");
     assert_eq!(
         after.runs.get(&RunVerdict::Ok),
         before.runs.get(&RunVerdict::Ok).map(|n| n + 1).as_ref()
@@ -435,19 +438,7 @@ fn a_version_2_ledger_is_migrated_in_place_with_a_copy_beside_it_and_reads_whole
 #[test]
 fn a_version_1_ledger_is_migrated_in_place_and_its_misses_become_ranges() {
     let scene = Scene::new();
-    install(&scene, "ledger-v1.db");
-    let original = scene.dir().join("original.db");
-    std::fs::copy(scene.db(), &original).unwrap();
-    assert_eq!(user_version(&original), 1);
-    let jobs = job_names(&original);
-
-    let mut ledger = scene.open();
-    assert!(
-        ledger.take_recovered().is_empty(),
-        "a version 1 file is sound"
-    );
-    assert_eq!(user_version(&scene.db()), 3);
-    assert_copy_is(&backup(&scene, 1), &original);
+    let (mut ledger, original, jobs) = migrated(&scene, 1);
     assert_common_tables_read_whole(&mut ledger, &original, &jobs);
 
     // Each skipped or missed occurrence is a range of one, with its reason.
@@ -483,17 +474,10 @@ fn a_version_1_ledger_is_migrated_in_place_and_its_misses_become_ranges() {
 fn a_migration_that_fails_midway_leaves_the_ledger_as_it_was() {
     let scene = Scene::new();
     install(&scene, "ledger-v1.db");
-    let c = rusqlite::Connection::open(scene.db()).unwrap();
-    c.execute_batch("CREATE TABLE durations (x INTEGER)")
-        .unwrap();
-    drop(c);
-    let before = scene.dir().join("before.db");
-    std::fs::copy(scene.db(), &before).unwrap();
+    scene.tamper("CREATE TABLE durations (x INTEGER)");
+    let before = scene.keep("before.db");
 
-    let err = match Ledger::open(scene.dir(), at(0)) {
-        Ok(_) => panic!("the migration cannot succeed"),
-        Err(e) => e,
-    };
+    let err = Ledger::open(scene.dir(), at(0)).expect_err("the migration cannot succeed");
     assert!(matches!(err, Error::Sqlite { .. }), "{err}");
     assert!(err.to_string().contains("migrate the schema"), "{err}");
     // The copy was made first, and is the ledger as it was.
@@ -511,9 +495,7 @@ fn a_migration_that_fails_midway_leaves_the_ledger_as_it_was() {
         assert_eq!(raw(&scene.db(), &sql), raw(&before, &sql), "{t}");
     }
 
-    let c = rusqlite::Connection::open(scene.db()).unwrap();
-    c.execute_batch("DROP TABLE durations").unwrap();
-    drop(c);
+    scene.tamper("DROP TABLE durations");
     let mut ledger = scene.open();
     assert_eq!(user_version(&scene.db()), 3);
     assert!(!ledger.missed("busy", 10).unwrap().is_empty());
@@ -525,16 +507,12 @@ fn a_migration_that_fails_midway_leaves_the_ledger_as_it_was() {
 fn a_ledger_whose_copy_cannot_be_written_is_not_migrated() {
     let scene = Scene::new();
     install(&scene, "ledger-v2.db");
-    let before = scene.dir().join("before.db");
-    std::fs::copy(scene.db(), &before).unwrap();
+    let before = scene.keep("before.db");
     let partial = scene.dir().join("baton.db.bak-v2.partial");
     std::fs::create_dir(&partial).unwrap();
     std::fs::write(partial.join("in the way"), "").unwrap();
 
-    let err = match Ledger::open(scene.dir(), at(0)) {
-        Ok(_) => panic!("migrated without a copy"),
-        Err(e) => e,
-    };
+    let err = Ledger::open(scene.dir(), at(0)).expect_err("migrated without a copy");
     assert!(matches!(err, Error::Io { .. }), "{err}");
     assert!(err.to_string().contains(partial.to_str().unwrap()), "{err}");
     assert_eq!(user_version(&scene.db()), 2);
@@ -570,8 +548,7 @@ fn migrating_the_same_version_again_keeps_one_copy_the_newest() {
     )
     .unwrap();
     drop(c);
-    let before = scene.dir().join("before.db");
-    std::fs::copy(scene.db(), &before).unwrap();
+    let before = scene.keep("before.db");
 
     let mut ledger = scene.open();
     assert_eq!(user_version(&scene.db()), 3);
@@ -596,14 +573,9 @@ fn migrating_the_same_version_again_keeps_one_copy_the_newest() {
 fn a_ledger_of_a_newer_schema_is_refused_untouched() {
     let scene = Scene::new();
     install(&scene, "ledger-v2.db");
-    let c = rusqlite::Connection::open(scene.db()).unwrap();
-    c.execute_batch("PRAGMA user_version = 4").unwrap();
-    drop(c);
+    scene.tamper("PRAGMA user_version = 4");
     let bytes = std::fs::read(scene.db()).unwrap();
-    let err = match Ledger::open(scene.dir(), at(0)) {
-        Ok(_) => panic!("a newer ledger was opened"),
-        Err(e) => e,
-    };
+    let err = Ledger::open(scene.dir(), at(0)).expect_err("a newer ledger was opened");
     assert!(err.is_newer_schema(), "{err}");
     let msg = err.to_string();
     for needle in [
@@ -628,9 +600,7 @@ fn a_ledger_open_when_a_newer_baton_migrates_the_file_refuses_its_next_call() {
     let scene = Scene::new();
     let mut ledger = scene.open();
     ledger.see_jobs(&["j"], at(0)).unwrap();
-    let c = rusqlite::Connection::open(scene.db()).unwrap();
-    c.execute_batch("PRAGMA user_version = 4").unwrap();
-    drop(c);
+    scene.tamper("PRAGMA user_version = 4");
     let err = ledger.jobs().unwrap_err();
     assert!(err.is_newer_schema(), "{err}");
     assert!(err.to_string().contains("schema version is 4"), "{err}");

@@ -14,7 +14,8 @@ use baton_store::ledger::{
 };
 use baton_store::words::{MissReason, RunVerdict, SkipReason};
 use jiff::Timestamp;
-use tokio_postgres::Transaction;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Row, Transaction};
 
 use super::fail::Fail;
 use super::rows::{
@@ -47,6 +48,90 @@ pub struct Pg<'t> {
 
 type R<T> = Result<T, Fail>;
 
+/// A statement's parameters, in the order of its `$n`.
+type Params<'a> = [&'a (dyn ToSql + Sync)];
+
+impl Pg<'_> {
+    /// Runs a statement that returns no rows.
+    async fn run(&self, sql: &str, params: &Params<'_>) -> R<()> {
+        self.tx.execute(sql, params).await?;
+        Ok(())
+    }
+
+    /// Runs a statement that returns no rows; returns whether it changed
+    /// one.
+    async fn changed(&self, sql: &str, params: &Params<'_>) -> R<bool> {
+        Ok(self.tx.execute(sql, params).await? == 1)
+    }
+
+    /// Runs a query and reads each row it returns with `map`.
+    async fn rows<T>(
+        &self,
+        sql: &str,
+        params: &Params<'_>,
+        map: impl Fn(&Row) -> R<T>,
+    ) -> R<Vec<T>> {
+        self.tx.query(sql, params).await?.iter().map(map).collect()
+    }
+
+    /// Runs a query of at most one row and reads it with `map`.
+    async fn opt<T>(
+        &self,
+        sql: &str,
+        params: &Params<'_>,
+        map: impl Fn(&Row) -> R<T>,
+    ) -> R<Option<T>> {
+        self.tx
+            .query_opt(sql, params)
+            .await?
+            .as_ref()
+            .map(map)
+            .transpose()
+    }
+
+    /// Runs a query of exactly one row and reads it with `map`.
+    async fn one<T>(&self, sql: &str, params: &Params<'_>, map: impl Fn(&Row) -> R<T>) -> R<T> {
+        map(&self.tx.query_one(sql, params).await?)
+    }
+
+    /// A run's attempts, in order.
+    async fn attempts(&self, run_id: &str) -> R<Vec<AttemptRow>> {
+        self.rows(
+            "SELECT seq, step, kind, attempt, started, finished, exit_code, signal, outcome
+             FROM baton.attempts WHERE run_id = $1::text ORDER BY seq",
+            &[&run_id],
+            |r| {
+                Ok(AttemptRow {
+                    seq: rows::int(r, 0)?,
+                    step: rows::get(r, 1)?,
+                    kind: rows::word(r, 2)?,
+                    attempt: rows::int(r, 3)?,
+                    started: rows::time(r, 4)?,
+                    finished: rows::time(r, 5)?,
+                    exit_code: rows::int_opt(r, 6)?,
+                    signal: rows::int_opt(r, 7)?,
+                    outcome: rows::word(r, 8)?,
+                })
+            },
+        )
+        .await
+    }
+
+    /// Adds `n` to the job's count of `kind` and `word`.
+    async fn add(&self, job: &str, kind: &str, word: &str, n: i64) -> R<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        self.run(
+            "INSERT INTO baton.tallies AS t (job, kind, word, count)
+             VALUES ($1::text, $2::text, $3::text, $4::bigint)
+             ON CONFLICT (job, kind, word) DO UPDATE SET count = t.count + excluded.count",
+            &[&job, &kind, &word, &n],
+        )
+        .await
+    }
+}
+
 impl Statements for Pg<'_> {
     type Error = Fail;
 
@@ -77,112 +162,99 @@ impl Statements for Pg<'_> {
     /// is the newest, and for a scheduled run the occurrence as decided and
     /// started.
     async fn job_begun(&mut self, run: &NewRun) -> R<()> {
-        self.tx
-            .execute(
-                "INSERT INTO baton.jobs AS j
-                   (job, first_seen, last_decided, last_started, last_attempt, last_run_id)
-                 VALUES ($1::text, $2::bigint, $3::bigint, $3::bigint, $2::bigint, $4::text)
-                 ON CONFLICT (job) DO UPDATE SET
-                   last_run_id = CASE WHEN j.last_attempt IS NULL OR $2::bigint >= j.last_attempt
-                                      THEN $4::text ELSE j.last_run_id END,
-                   last_attempt = GREATEST(COALESCE(j.last_attempt, $2::bigint), $2::bigint),
-                   last_decided = GREATEST(COALESCE(j.last_decided, $3::bigint),
-                                           COALESCE($3::bigint, j.last_decided)),
-                   last_started = GREATEST(COALESCE(j.last_started, $3::bigint),
-                                           COALESCE($3::bigint, j.last_started))",
-                &[
-                    &run.job,
-                    &rows::micros(run.started),
-                    &run.occurrence,
-                    &run.run_id,
-                ],
-            )
-            .await?;
-        Ok(())
+        self.run(
+            "INSERT INTO baton.jobs AS j
+               (job, first_seen, last_decided, last_started, last_attempt, last_run_id)
+             VALUES ($1::text, $2::bigint, $3::bigint, $3::bigint, $2::bigint, $4::text)
+             ON CONFLICT (job) DO UPDATE SET
+               last_run_id = CASE WHEN j.last_attempt IS NULL OR $2::bigint >= j.last_attempt
+                                  THEN $4::text ELSE j.last_run_id END,
+               last_attempt = GREATEST(COALESCE(j.last_attempt, $2::bigint), $2::bigint),
+               last_decided = GREATEST(COALESCE(j.last_decided, $3::bigint),
+                                       COALESCE($3::bigint, j.last_decided)),
+               last_started = GREATEST(COALESCE(j.last_started, $3::bigint),
+                                       COALESCE($3::bigint, j.last_started))",
+            &[
+                &run.job,
+                &rows::micros(run.started),
+                &run.occurrence,
+                &run.run_id,
+            ],
+        )
+        .await
     }
     /// Counts a finished run: its time as the last success or failure, and the
     /// failure count reset or incremented; a run that is neither
     /// (`Effect::Neutral`: `interrupted`) moves nothing.
     async fn job_finished(&mut self, f: &Finished) -> R<()> {
         let effect = Effect::of_run(f.verdict, f.success);
-        self.tx
-            .execute(
-                "INSERT INTO baton.jobs AS j
-                   (job, first_seen, last_success, last_failure, consecutive_failures)
-                 VALUES ($1::text, $2::bigint,
-                         CASE WHEN $3::boolean THEN $2::bigint END,
-                         CASE WHEN $4::boolean THEN $2::bigint END,
-                         CASE WHEN $4::boolean THEN 1 ELSE 0 END)
-                 ON CONFLICT (job) DO UPDATE SET
-                   last_success = CASE WHEN $3::boolean
-                                       THEN GREATEST(COALESCE(j.last_success, $2::bigint),
-                                                     $2::bigint)
-                                       ELSE j.last_success END,
-                   last_failure = CASE WHEN $4::boolean
-                                       THEN GREATEST(COALESCE(j.last_failure, $2::bigint),
-                                                     $2::bigint)
-                                       ELSE j.last_failure END,
-                   consecutive_failures = CASE WHEN $3::boolean THEN 0
-                                               WHEN $4::boolean THEN j.consecutive_failures + 1
-                                               ELSE j.consecutive_failures END",
-                &[
-                    &f.job,
-                    &rows::micros(f.finished),
-                    &effect.success(),
-                    &effect.failure(),
-                ],
-            )
-            .await?;
-        Ok(())
+        self.run(
+            "INSERT INTO baton.jobs AS j
+               (job, first_seen, last_success, last_failure, consecutive_failures)
+             VALUES ($1::text, $2::bigint,
+                     CASE WHEN $3::boolean THEN $2::bigint END,
+                     CASE WHEN $4::boolean THEN $2::bigint END,
+                     CASE WHEN $4::boolean THEN 1 ELSE 0 END)
+             ON CONFLICT (job) DO UPDATE SET
+               last_success = CASE WHEN $3::boolean
+                                   THEN GREATEST(COALESCE(j.last_success, $2::bigint),
+                                                 $2::bigint)
+                                   ELSE j.last_success END,
+               last_failure = CASE WHEN $4::boolean
+                                   THEN GREATEST(COALESCE(j.last_failure, $2::bigint),
+                                                 $2::bigint)
+                                   ELSE j.last_failure END,
+               consecutive_failures = CASE WHEN $3::boolean THEN 0
+                                           WHEN $4::boolean THEN j.consecutive_failures + 1
+                                           ELSE j.consecutive_failures END",
+            &[
+                &f.job,
+                &rows::micros(f.finished),
+                &effect.success(),
+                &effect.failure(),
+            ],
+        )
+        .await
     }
     /// Whether the job's last decided occurrence is at or after `occurrence`.
     /// Read under the write lock, so the answer holds until the transaction
     /// that then decides commits.
     async fn decided_through(&mut self, job: &str, occurrence: i64) -> R<bool> {
-        let row = self
-            .tx
-            .query_opt(
+        let moved = self
+            .opt(
                 "SELECT last_decided >= $2::bigint FROM baton.jobs WHERE job = $1::text",
                 &[&job, &occurrence],
+                |r| rows::get::<Option<bool>>(r, 0),
             )
             .await?;
-        match row {
-            Some(r) => Ok(rows::get::<Option<bool>>(&r, 0)?.unwrap_or(false)),
-            None => Ok(false),
-        }
+        Ok(moved.flatten().unwrap_or(false))
     }
     async fn decided(&mut self, job: &str, occurrence: i64, now: Timestamp) -> R<()> {
         let now = micros(now);
-        self.tx
-            .execute(
-                "INSERT INTO baton.jobs AS j (job, first_seen, last_decided)
-                 VALUES ($1::text, $2::bigint, $3::bigint)
-                 ON CONFLICT (job) DO UPDATE SET
-                   last_decided = GREATEST(COALESCE(j.last_decided, $3::bigint), $3::bigint)",
-                &[&job, &now, &occurrence],
-            )
-            .await?;
-        Ok(())
+        self.run(
+            "INSERT INTO baton.jobs AS j (job, first_seen, last_decided)
+             VALUES ($1::text, $2::bigint, $3::bigint)
+             ON CONFLICT (job) DO UPDATE SET
+               last_decided = GREATEST(COALESCE(j.last_decided, $3::bigint), $3::bigint)",
+            &[&job, &now, &occurrence],
+        )
+        .await
     }
     async fn jobs(&mut self) -> R<Vec<JobState>> {
-        let found = self
-            .tx
-            .query(
-                &format!("SELECT {JOB_COLUMNS} FROM baton.jobs ORDER BY job"),
-                &[],
-            )
-            .await?;
-        found.iter().map(rows::job).collect()
+        self.rows(
+            &format!("SELECT {JOB_COLUMNS} FROM baton.jobs ORDER BY job"),
+            &[],
+            rows::job,
+        )
+        .await
     }
     async fn job(&mut self, job: &str) -> R<Option<JobState>> {
-        let found = self
-            .tx
-            .query_opt(
-                &format!("SELECT {JOB_COLUMNS} FROM baton.jobs WHERE job = $1::text"),
-                &[&job],
-            )
-            .await?;
-        found.as_ref().map(rows::job).transpose()
+        self.opt(
+            &format!("SELECT {JOB_COLUMNS} FROM baton.jobs WHERE job = $1::text"),
+            &[&job],
+            rows::job,
+        )
+        .await
     }
 
     // The `baton.occurrences` table: at most one decision per occurrence of a
@@ -198,98 +270,85 @@ impl Statements for Pg<'_> {
     /// Records a decision unless the occurrence has one. Returns whether this
     /// call recorded it.
     async fn insert_decision(&mut self, e: &NewDecision<'_>) -> R<bool> {
-        let changed = self
-            .tx
-            .execute(
-                "INSERT INTO baton.occurrences
-                   (job, occurrence, decision, run_id, decided, detail, joined)
-                 VALUES ($1::text, $2::bigint, $3::text, NULL, $4::bigint, $5::text, $6::bigint)
-                 ON CONFLICT (job, occurrence) DO NOTHING",
-                &[
-                    &e.job,
-                    &e.occurrence,
-                    &e.decision.as_str(),
-                    &rows::micros(e.decided),
-                    &e.detail,
-                    &e.joined,
-                ],
-            )
-            .await?;
-        Ok(changed == 1)
+        self.changed(
+            "INSERT INTO baton.occurrences
+               (job, occurrence, decision, run_id, decided, detail, joined)
+             VALUES ($1::text, $2::bigint, $3::text, NULL, $4::bigint, $5::text, $6::bigint)
+             ON CONFLICT (job, occurrence) DO NOTHING",
+            &[
+                &e.job,
+                &e.occurrence,
+                &e.decision.as_str(),
+                &rows::micros(e.decided),
+                &e.detail,
+                &e.joined,
+            ],
+        )
+        .await
     }
     /// Records the occurrence of a scheduled run as `started` by it: a new row
     /// when the occurrence has none, or its `queued` row turned into `started`
     /// (keeping its count of coalesced occurrences). Any other decision is left
     /// as it is. Returns whether this call started it.
     async fn start_decision(&mut self, run: &NewRun, occurrence: i64) -> R<bool> {
-        let changed = self
-            .tx
-            .execute(
-                "INSERT INTO baton.occurrences AS o (job, occurrence, decision, run_id, decided)
-                 VALUES ($1::text, $2::bigint, 'started', $3::text, $4::bigint)
-                 ON CONFLICT (job, occurrence) DO UPDATE SET
-                   decision = 'started',
-                   run_id = excluded.run_id,
-                   decided = excluded.decided
-                 WHERE o.decision = 'queued'",
-                &[
-                    &run.job,
-                    &occurrence,
-                    &run.run_id,
-                    &rows::micros(run.started),
-                ],
-            )
-            .await?;
-        Ok(changed == 1)
+        self.changed(
+            "INSERT INTO baton.occurrences AS o (job, occurrence, decision, run_id, decided)
+             VALUES ($1::text, $2::bigint, 'started', $3::text, $4::bigint)
+             ON CONFLICT (job, occurrence) DO UPDATE SET
+               decision = 'started',
+               run_id = excluded.run_id,
+               decided = excluded.decided
+             WHERE o.decision = 'queued'",
+            &[
+                &run.job,
+                &occurrence,
+                &run.run_id,
+                &rows::micros(run.started),
+            ],
+        )
+        .await
     }
     /// Turns a queued occurrence into `e.decision` (`claimed`). Returns whether
     /// it was queued.
     async fn claim_queued(&mut self, e: &NewDecision<'_>) -> R<bool> {
-        let changed = self
-            .tx
-            .execute(
-                "UPDATE baton.occurrences SET decision = $3::text, detail = $4::text,
-                                              decided = $5::bigint
-                 WHERE job = $1::text AND occurrence = $2::bigint AND decision = 'queued'",
-                &[
-                    &e.job,
-                    &e.occurrence,
-                    &e.decision.as_str(),
-                    &e.detail,
-                    &rows::micros(e.decided),
-                ],
-            )
-            .await?;
-        Ok(changed == 1)
+        self.changed(
+            "UPDATE baton.occurrences SET decision = $3::text, detail = $4::text,
+                                          decided = $5::bigint
+             WHERE job = $1::text AND occurrence = $2::bigint AND decision = 'queued'",
+            &[
+                &e.job,
+                &e.occurrence,
+                &e.decision.as_str(),
+                &e.detail,
+                &rows::micros(e.decided),
+            ],
+        )
+        .await
     }
     async fn decision(&mut self, job: &str, occurrence: i64) -> R<Option<DecisionRow>> {
-        let found = self
-            .tx
-            .query_opt(
-                &format!(
-                    "SELECT {DECISION_COLUMNS} FROM baton.occurrences
-                     WHERE job = $1::text AND occurrence = $2::bigint"
-                ),
-                &[&job, &occurrence],
-            )
-            .await?;
-        found.as_ref().map(rows::decision).transpose()
+        self.opt(
+            &format!(
+                "SELECT {DECISION_COLUMNS} FROM baton.occurrences
+                 WHERE job = $1::text AND occurrence = $2::bigint"
+            ),
+            &[&job, &occurrence],
+            rows::decision,
+        )
+        .await
     }
     /// Deletes the job's decisions made before its oldest remaining run
     /// started, except its newest decision and its `queued` ones.
     async fn prune_decisions(&mut self, job: &str) -> R<()> {
-        self.tx
-            .execute(
-                "DELETE FROM baton.occurrences
-                 WHERE job = $1::text
-                   AND decision <> 'queued'
-                   AND decided < (SELECT MIN(started) FROM baton.runs WHERE job = $1::text)
-                   AND occurrence < (SELECT MAX(occurrence) FROM baton.occurrences
-                                     WHERE job = $1::text)",
-                &[&job],
-            )
-            .await?;
-        Ok(())
+        self.run(
+            "DELETE FROM baton.occurrences
+             WHERE job = $1::text
+               AND decision <> 'queued'
+               AND decided < (SELECT MIN(started) FROM baton.runs WHERE job = $1::text)
+               AND occurrence < (SELECT MAX(occurrence) FROM baton.occurrences
+                                 WHERE job = $1::text)",
+            &[&job],
+        )
+        .await
     }
 
     // The `baton.runs` and `baton.attempts` tables: a job's history, one row
@@ -300,164 +359,145 @@ impl Statements for Pg<'_> {
     // write from recording one attempt twice.
 
     async fn insert_run(&mut self, run: &NewRun, fence: Option<i64>) -> R<()> {
-        self.tx
-            .execute(
-                "INSERT INTO baton.runs
-                   (run_id, job, occurrence, manual, fence, host, pid, started)
-                 VALUES ($1::text, $2::text, $3::bigint, $4::boolean, $5::bigint, $6::text,
-                         $7::bigint, $8::bigint)",
-                &[
-                    &run.run_id,
-                    &run.job,
-                    &run.occurrence,
-                    &run.occurrence.is_none(),
-                    &fence,
-                    &run.host,
-                    &i64::from(run.pid),
-                    &rows::micros(run.started),
-                ],
-            )
-            .await?;
-        Ok(())
+        self.run(
+            "INSERT INTO baton.runs
+               (run_id, job, occurrence, manual, fence, host, pid, started)
+             VALUES ($1::text, $2::text, $3::bigint, $4::boolean, $5::bigint, $6::text,
+                     $7::bigint, $8::bigint)",
+            &[
+                &run.run_id,
+                &run.job,
+                &run.occurrence,
+                &run.occurrence.is_none(),
+                &fence,
+                &run.host,
+                &i64::from(run.pid),
+                &rows::micros(run.started),
+            ],
+        )
+        .await
     }
     /// Whether `run` is recorded already: its id, for its job and occurrence
     /// (its start, recorded by an earlier call whose answer was lost).
     async fn run_recorded(&mut self, run: &NewRun) -> R<bool> {
         let found = self
-            .tx
-            .query_opt(
+            .opt(
                 "SELECT 1 FROM baton.runs WHERE run_id = $1::text AND job = $2::text
                    AND occurrence IS NOT DISTINCT FROM $3::bigint",
                 &[&run.run_id, &run.job, &run.occurrence],
+                |_| Ok(()),
             )
             .await?;
         Ok(found.is_some())
     }
     async fn run_job(&mut self, run_id: &str) -> R<Option<String>> {
-        let found = self
-            .tx
-            .query_opt(
-                "SELECT job FROM baton.runs WHERE run_id = $1::text",
-                &[&run_id],
-            )
-            .await?;
-        found.as_ref().map(|r| rows::get(r, 0)).transpose()
+        self.opt(
+            "SELECT job FROM baton.runs WHERE run_id = $1::text",
+            &[&run_id],
+            |r| rows::get(r, 0),
+        )
+        .await
     }
     async fn run_started(&mut self, run_id: &str) -> R<Option<Timestamp>> {
-        let found = self
-            .tx
-            .query_opt(
-                "SELECT started FROM baton.runs WHERE run_id = $1::text",
-                &[&run_id],
-            )
-            .await?;
-        found.as_ref().map(|r| rows::time(r, 0)).transpose()
+        self.opt(
+            "SELECT started FROM baton.runs WHERE run_id = $1::text",
+            &[&run_id],
+            |r| rows::time(r, 0),
+        )
+        .await
     }
     /// Inserts an attempt unless its `(run_id, seq)` is recorded already.
     /// Returns whether this call recorded it.
     async fn insert_attempt(&mut self, a: &Attempt) -> R<bool> {
-        let changed = self
-            .tx
-            .execute(
-                "INSERT INTO baton.attempts
-                   (run_id, seq, step, kind, attempt, started, finished, exit_code, signal, outcome)
-                 VALUES ($1::text, $2::bigint, $3::text, $4::text, $5::bigint, $6::bigint,
-                         $7::bigint, $8::bigint, $9::bigint, $10::text)
-                 ON CONFLICT (run_id, seq) DO NOTHING",
-                &[
-                    &a.run_id,
-                    &i64::from(a.seq),
-                    &a.step,
-                    &a.kind.as_str(),
-                    &i64::from(a.attempt),
-                    &rows::micros(a.started),
-                    &rows::micros(a.finished),
-                    &a.exit_code.map(i64::from),
-                    &a.signal.map(i64::from),
-                    &a.outcome.as_str(),
-                ],
-            )
-            .await?;
-        Ok(changed == 1)
+        self.changed(
+            "INSERT INTO baton.attempts
+               (run_id, seq, step, kind, attempt, started, finished, exit_code, signal, outcome)
+             VALUES ($1::text, $2::bigint, $3::text, $4::text, $5::bigint, $6::bigint,
+                     $7::bigint, $8::bigint, $9::bigint, $10::text)
+             ON CONFLICT (run_id, seq) DO NOTHING",
+            &[
+                &a.run_id,
+                &i64::from(a.seq),
+                &a.step,
+                &a.kind.as_str(),
+                &i64::from(a.attempt),
+                &rows::micros(a.started),
+                &rows::micros(a.finished),
+                &a.exit_code.map(i64::from),
+                &a.signal.map(i64::from),
+                &a.outcome.as_str(),
+            ],
+        )
+        .await
     }
     /// Marks a run finished unless it is already. Returns whether this call
     /// finished it.
     async fn finish_run(&mut self, f: &Finished) -> R<bool> {
-        let changed = self
-            .tx
-            .execute(
-                "UPDATE baton.runs SET finished = $2::bigint, verdict = $3::text,
-                                       exit_code = $4::bigint
-                 WHERE run_id = $1::text AND finished IS NULL",
-                &[
-                    &f.run_id,
-                    &rows::micros(f.finished),
-                    &f.verdict.as_str(),
-                    &i64::from(f.exit_code),
-                ],
-            )
-            .await?;
-        Ok(changed == 1)
+        self.changed(
+            "UPDATE baton.runs SET finished = $2::bigint, verdict = $3::text,
+                                   exit_code = $4::bigint
+             WHERE run_id = $1::text AND finished IS NULL",
+            &[
+                &f.run_id,
+                &rows::micros(f.finished),
+                &f.verdict.as_str(),
+                &i64::from(f.exit_code),
+            ],
+        )
+        .await
     }
     async fn prune_runs(&mut self, job: &str, keep: u32) -> R<()> {
-        self.tx
-            .execute(
-                "DELETE FROM baton.runs WHERE job = $1::text AND run_id NOT IN (
-                   SELECT run_id FROM baton.runs WHERE job = $1::text
-                   ORDER BY started DESC, run_id DESC LIMIT $2::bigint)",
-                &[&job, &i64::from(keep)],
-            )
-            .await?;
-        Ok(())
+        self.run(
+            "DELETE FROM baton.runs WHERE job = $1::text AND run_id NOT IN (
+               SELECT run_id FROM baton.runs WHERE job = $1::text
+               ORDER BY started DESC, run_id DESC LIMIT $2::bigint)",
+            &[&job, &i64::from(keep)],
+        )
+        .await
     }
     async fn history(&mut self, job: &str, limit: u32) -> R<Vec<RunRow>> {
-        let found = self
-            .tx
-            .query(
+        let mut runs = self
+            .rows(
                 &format!(
                     "SELECT {RUN_COLUMNS} FROM baton.runs WHERE job = $1::text
                      ORDER BY started DESC, run_id DESC LIMIT $2::bigint"
                 ),
                 &[&job, &i64::from(limit)],
+                rows::run,
             )
             .await?;
-        let mut runs = found.iter().map(rows::run).collect::<Result<Vec<_>, _>>()?;
         for run in &mut runs {
-            run.attempts = attempts(self.tx, &run.run_id).await?;
+            run.attempts = self.attempts(&run.run_id).await?;
         }
         Ok(runs)
     }
     async fn running(&mut self, job: &str) -> R<Option<RunRow>> {
         let found = self
-            .tx
-            .query_opt(
+            .opt(
                 &format!(
                     "SELECT {RUN_COLUMNS} FROM baton.runs WHERE job = $1::text AND finished IS NULL
                      ORDER BY started DESC, run_id DESC LIMIT 1"
                 ),
                 &[&job],
+                rows::run,
             )
             .await?;
-        match found.as_ref().map(rows::run).transpose()? {
-            Some(mut run) => {
-                run.attempts = attempts(self.tx, &run.run_id).await?;
-                Ok(Some(run))
-            }
-            None => Ok(None),
-        }
+        let Some(mut run) = found else {
+            return Ok(None);
+        };
+        run.attempts = self.attempts(&run.run_id).await?;
+        Ok(Some(run))
     }
     async fn unfinished(&mut self, job: &str) -> R<Vec<RunRow>> {
-        let found = self
-            .tx
-            .query(
-                &format!(
-                    "SELECT {RUN_COLUMNS} FROM baton.runs WHERE job = $1::text AND finished IS NULL
-                     ORDER BY started, run_id"
-                ),
-                &[&job],
-            )
-            .await?;
-        found.iter().map(rows::run).collect()
+        self.rows(
+            &format!(
+                "SELECT {RUN_COLUMNS} FROM baton.runs WHERE job = $1::text AND finished IS NULL
+                 ORDER BY started, run_id"
+            ),
+            &[&job],
+            rows::run,
+        )
+        .await
     }
 
     // The `baton.steps` table: per step (or check) of a job, when it was last
@@ -467,101 +507,95 @@ impl Statements for Pg<'_> {
 
     async fn step_attempted(&mut self, a: &Attempt) -> R<()> {
         let effect = Effect::of(a.outcome);
-        self.tx
-            .execute(
-                "INSERT INTO baton.steps AS s
-                   (job, step, kind, last_attempt, last_success, last_failure,
-                    consecutive_failures)
-                 VALUES ($1::text, $2::text, $3::text, $4::bigint,
-                         CASE WHEN $5::boolean THEN $7::bigint END,
-                         CASE WHEN $6::boolean THEN $7::bigint END,
-                         CASE WHEN $6::boolean THEN 1 ELSE 0 END)
-                 ON CONFLICT (job, step) DO UPDATE SET
-                   kind = excluded.kind,
-                   last_attempt = GREATEST(COALESCE(s.last_attempt, $4::bigint), $4::bigint),
-                   last_success = CASE WHEN $5::boolean
-                                       THEN GREATEST(COALESCE(s.last_success, $7::bigint),
-                                                     $7::bigint)
-                                       ELSE s.last_success END,
-                   last_failure = CASE WHEN $6::boolean
-                                       THEN GREATEST(COALESCE(s.last_failure, $7::bigint),
-                                                     $7::bigint)
-                                       ELSE s.last_failure END,
-                   consecutive_failures = CASE WHEN $5::boolean THEN 0
-                                               WHEN $6::boolean THEN s.consecutive_failures + 1
-                                               ELSE s.consecutive_failures END",
-                &[
-                    &a.job,
-                    &a.step,
-                    &a.kind.as_str(),
-                    &rows::micros(a.started),
-                    &effect.success(),
-                    &effect.failure(),
-                    &rows::micros(a.finished),
-                ],
-            )
-            .await?;
-        Ok(())
+        self.run(
+            "INSERT INTO baton.steps AS s
+               (job, step, kind, last_attempt, last_success, last_failure,
+                consecutive_failures)
+             VALUES ($1::text, $2::text, $3::text, $4::bigint,
+                     CASE WHEN $5::boolean THEN $7::bigint END,
+                     CASE WHEN $6::boolean THEN $7::bigint END,
+                     CASE WHEN $6::boolean THEN 1 ELSE 0 END)
+             ON CONFLICT (job, step) DO UPDATE SET
+               kind = excluded.kind,
+               last_attempt = GREATEST(COALESCE(s.last_attempt, $4::bigint), $4::bigint),
+               last_success = CASE WHEN $5::boolean
+                                   THEN GREATEST(COALESCE(s.last_success, $7::bigint),
+                                                 $7::bigint)
+                                   ELSE s.last_success END,
+               last_failure = CASE WHEN $6::boolean
+                                   THEN GREATEST(COALESCE(s.last_failure, $7::bigint),
+                                                 $7::bigint)
+                                   ELSE s.last_failure END,
+               consecutive_failures = CASE WHEN $5::boolean THEN 0
+                                           WHEN $6::boolean THEN s.consecutive_failures + 1
+                                           ELSE s.consecutive_failures END",
+            &[
+                &a.job,
+                &a.step,
+                &a.kind.as_str(),
+                &rows::micros(a.started),
+                &effect.success(),
+                &effect.failure(),
+                &rows::micros(a.finished),
+            ],
+        )
+        .await
     }
     async fn steps(&mut self, job: &str) -> R<Vec<StepState>> {
-        let found = self
-            .tx
-            .query(
-                "SELECT job, step, kind, last_attempt, last_success, last_failure,
-                        consecutive_failures
-                 FROM baton.steps WHERE job = $1::text ORDER BY step",
-                &[&job],
-            )
-            .await?;
-        found.iter().map(rows::step).collect()
+        self.rows(
+            "SELECT job, step, kind, last_attempt, last_success, last_failure,
+                    consecutive_failures
+             FROM baton.steps WHERE job = $1::text ORDER BY step",
+            &[&job],
+            rows::step,
+        )
+        .await
     }
 
     // The `baton.alerts` table: every alert raised, as delivered, numbered in
     // the order recorded by an identity that is never reused.
 
     async fn insert_alert(&mut self, a: &NewAlert) -> R<()> {
-        self.tx
-            .execute(
-                "INSERT INTO baton.alerts (time, job, kind, run_id, occurrence, message, json)
-                 VALUES ($1::bigint, $2::text, $3::text, $4::text, $5::bigint, $6::text, $7::text)",
-                &[
-                    &rows::micros(a.time),
-                    &a.job,
-                    &a.kind.as_str(),
-                    &a.run_id,
-                    &a.occurrence,
-                    &a.message,
-                    &a.json,
-                ],
-            )
-            .await?;
-        Ok(())
+        self.run(
+            "INSERT INTO baton.alerts (time, job, kind, run_id, occurrence, message, json)
+             VALUES ($1::bigint, $2::text, $3::text, $4::text, $5::bigint, $6::text, $7::text)",
+            &[
+                &rows::micros(a.time),
+                &a.job,
+                &a.kind.as_str(),
+                &a.run_id,
+                &a.occurrence,
+                &a.message,
+                &a.json,
+            ],
+        )
+        .await
     }
     async fn recent_alerts(&mut self, job: Option<&str>, limit: u32) -> R<Vec<AlertRow>> {
         let limit = i64::from(limit);
-        let found = match job {
+        match job {
             Some(job) => {
-                self.tx
-                    .query(
-                        &format!(
-                            "SELECT {ALERT_COLUMNS} FROM baton.alerts WHERE job = $1::text
-                             ORDER BY id DESC LIMIT $2::bigint"
-                        ),
-                        &[&job, &limit],
-                    )
-                    .await?
+                self.rows(
+                    &format!(
+                        "SELECT {ALERT_COLUMNS} FROM baton.alerts WHERE job = $1::text
+                         ORDER BY id DESC LIMIT $2::bigint"
+                    ),
+                    &[&job, &limit],
+                    rows::alert,
+                )
+                .await
             }
-            None => self
-                .tx
-                .query(
+            None => {
+                self.rows(
                     &format!(
                         "SELECT {ALERT_COLUMNS} FROM baton.alerts ORDER BY id DESC LIMIT $1::bigint"
                     ),
                     &[&limit],
+                    rows::alert,
                 )
-                .await?,
-        };
-        found.iter().map(rows::alert).collect()
+                .await
+            }
+        }
     }
 
     // Missed ranges: the `baton.missed` table, one row per decision that a
@@ -577,28 +611,25 @@ impl Statements for Pg<'_> {
     /// ends at the job's last decided occurrence. Returns whether it did.
     async fn extend_missed(&mut self, m: &Miss<'_>, count: i64, now: Timestamp) -> R<bool> {
         let now = micros(now);
-        let changed = self
-            .tx
-            .execute(
-                "UPDATE baton.missed SET
-                   count = count + $3::bigint,
-                   last = $4::bigint,
-                   at_least = at_least OR $5::boolean,
-                   updated = $6::bigint
-                 WHERE id = (SELECT MAX(id) FROM baton.missed WHERE job = $1::text)
-                   AND reason = $2::text
-                   AND last = (SELECT last_decided FROM baton.jobs WHERE job = $1::text)",
-                &[
-                    &m.job,
-                    &m.reason.as_str(),
-                    &count,
-                    &m.last,
-                    &m.at_least,
-                    &now,
-                ],
-            )
-            .await?;
-        Ok(changed == 1)
+        self.changed(
+            "UPDATE baton.missed SET
+               count = count + $3::bigint,
+               last = $4::bigint,
+               at_least = at_least OR $5::boolean,
+               updated = $6::bigint
+             WHERE id = (SELECT MAX(id) FROM baton.missed WHERE job = $1::text)
+               AND reason = $2::text
+               AND last = (SELECT last_decided FROM baton.jobs WHERE job = $1::text)",
+            &[
+                &m.job,
+                &m.reason.as_str(),
+                &count,
+                &m.last,
+                &m.at_least,
+                &now,
+            ],
+        )
+        .await
     }
     async fn insert_missed(
         &mut self,
@@ -608,63 +639,52 @@ impl Statements for Pg<'_> {
         now: Timestamp,
     ) -> R<()> {
         let now = micros(now);
-        self.tx
-            .execute(
-                "INSERT INTO baton.missed
-                   (job, reason, first, last, count, at_least, decided, updated, detail)
-                 VALUES ($1::text, $2::text, $3::bigint, $4::bigint, $5::bigint, $6::boolean,
-                         $7::bigint, $7::bigint, $8::text)",
-                &[
-                    &m.job,
-                    &m.reason.as_str(),
-                    &m.first,
-                    &m.last,
-                    &count,
-                    &m.at_least,
-                    &now,
-                    &detail,
-                ],
-            )
-            .await?;
-        Ok(())
+        self.run(
+            "INSERT INTO baton.missed
+               (job, reason, first, last, count, at_least, decided, updated, detail)
+             VALUES ($1::text, $2::text, $3::bigint, $4::bigint, $5::bigint, $6::boolean,
+                     $7::bigint, $7::bigint, $8::text)",
+            &[
+                &m.job,
+                &m.reason.as_str(),
+                &m.first,
+                &m.last,
+                &count,
+                &m.at_least,
+                &now,
+                &detail,
+            ],
+        )
+        .await
     }
     async fn missed(&mut self, job: &str, limit: u32) -> R<Vec<MissedRow>> {
-        let found = self
-            .tx
-            .query(
-                &format!(
-                    "SELECT {MISSED_COLUMNS} FROM baton.missed WHERE job = $1::text
-                     ORDER BY id DESC LIMIT $2::bigint"
-                ),
-                &[&job, &i64::from(limit)],
-            )
-            .await?;
-        found.iter().map(rows::missed).collect()
+        self.rows(
+            &format!(
+                "SELECT {MISSED_COLUMNS} FROM baton.missed WHERE job = $1::text
+                 ORDER BY id DESC LIMIT $2::bigint"
+            ),
+            &[&job, &i64::from(limit)],
+            rows::missed,
+        )
+        .await
     }
     async fn missed_counts(&mut self, job: &str) -> R<Vec<(MissReason, u64, bool)>> {
-        let found = self
-            .tx
-            .query(
-                "SELECT reason, SUM(count)::bigint, bool_or(at_least) FROM baton.missed
-                 WHERE job = $1::text GROUP BY reason ORDER BY reason",
-                &[&job],
-            )
-            .await?;
-        found
-            .iter()
-            .map(|r| Ok((rows::word(r, 0)?, rows::int(r, 1)?, rows::get(r, 2)?)))
-            .collect()
+        self.rows(
+            "SELECT reason, SUM(count)::bigint, bool_or(at_least) FROM baton.missed
+             WHERE job = $1::text GROUP BY reason ORDER BY reason",
+            &[&job],
+            |r| Ok((rows::word(r, 0)?, rows::int(r, 1)?, rows::get(r, 2)?)),
+        )
+        .await
     }
     async fn prune_missed(&mut self, job: &str) -> R<()> {
-        self.tx
-            .execute(
-                "DELETE FROM baton.missed WHERE job = $1::text AND id NOT IN (
-                   SELECT id FROM baton.missed WHERE job = $1::text
-                   ORDER BY id DESC LIMIT $2::bigint)",
-                &[&job, &MISSED_KEEP],
-            )
-            .await?;
-        Ok(())
+        self.run(
+            "DELETE FROM baton.missed WHERE job = $1::text AND id NOT IN (
+               SELECT id FROM baton.missed WHERE job = $1::text
+               ORDER BY id DESC LIMIT $2::bigint)",
+            &[&job, &MISSED_KEEP],
+        )
+        .await
     }
 
     // Pauses: the `baton.pauses` table, one row per pause of a job, kept after
@@ -678,17 +698,15 @@ impl Statements for Pg<'_> {
 
     async fn end_pauses(&mut self, job: &str, now: Timestamp) -> R<Vec<PauseRow>> {
         let now = micros(now);
-        let found = self
-            .tx
-            .query(
-                &format!(
-                    "UPDATE baton.pauses SET ended = $2::bigint
-                     WHERE job = $1::text AND {IN_FORCE} RETURNING {PAUSE_COLUMNS}"
-                ),
-                &[&job, &now],
-            )
-            .await?;
-        found.iter().map(rows::pause).collect()
+        self.rows(
+            &format!(
+                "UPDATE baton.pauses SET ended = $2::bigint
+                 WHERE job = $1::text AND {IN_FORCE} RETURNING {PAUSE_COLUMNS}"
+            ),
+            &[&job, &now],
+            rows::pause,
+        )
+        .await
     }
     async fn insert_pause(
         &mut self,
@@ -700,48 +718,42 @@ impl Statements for Pg<'_> {
     ) -> R<PauseRow> {
         let until = until.map(micros);
         let now = micros(now);
-        let r = self
-            .tx
-            .query_one(
-                &format!(
-                    "INSERT INTO baton.pauses (job, since, until, reason, who)
-                     VALUES ($1::text, $2::bigint, $3::bigint, $4::text, $5::text)
-                     RETURNING {PAUSE_COLUMNS}"
-                ),
-                &[&job, &now, &until, &reason, &who],
-            )
-            .await?;
-        rows::pause(&r)
+        self.one(
+            &format!(
+                "INSERT INTO baton.pauses (job, since, until, reason, who)
+                 VALUES ($1::text, $2::bigint, $3::bigint, $4::text, $5::text)
+                 RETURNING {PAUSE_COLUMNS}"
+            ),
+            &[&job, &now, &until, &reason, &who],
+            rows::pause,
+        )
+        .await
     }
     async fn pauses(&mut self, job: &str, limit: u32) -> R<Vec<PauseRow>> {
-        let found = self
-            .tx
-            .query(
-                &format!(
-                    "SELECT {PAUSE_COLUMNS} FROM baton.pauses WHERE job = $1::text
-                     ORDER BY id DESC LIMIT $2::bigint"
-                ),
-                &[&job, &i64::from(limit)],
-            )
-            .await?;
-        found.iter().map(rows::pause).collect()
+        self.rows(
+            &format!(
+                "SELECT {PAUSE_COLUMNS} FROM baton.pauses WHERE job = $1::text
+                 ORDER BY id DESC LIMIT $2::bigint"
+            ),
+            &[&job, &i64::from(limit)],
+            rows::pause,
+        )
+        .await
     }
     /// Deletes the job's pauses that are over at `now`, except its newest
     /// `PAUSE_KEEP`.
     async fn prune_pauses(&mut self, job: &str, now: Timestamp) -> R<()> {
         let now = micros(now);
-        self.tx
-            .execute(
-                "DELETE FROM baton.pauses
-                 WHERE job = $1::text
-                   AND ((ended IS NOT NULL AND ended <= $2::bigint)
-                        OR (until IS NOT NULL AND until <= $2::bigint))
-                   AND id NOT IN (SELECT id FROM baton.pauses WHERE job = $1::text
-                                  ORDER BY id DESC LIMIT $3::bigint)",
-                &[&job, &now, &PAUSE_KEEP],
-            )
-            .await?;
-        Ok(())
+        self.run(
+            "DELETE FROM baton.pauses
+             WHERE job = $1::text
+               AND ((ended IS NOT NULL AND ended <= $2::bigint)
+                    OR (until IS NOT NULL AND until <= $2::bigint))
+               AND id NOT IN (SELECT id FROM baton.pauses WHERE job = $1::text
+                              ORDER BY id DESC LIMIT $3::bigint)",
+            &[&job, &now, &PAUSE_KEEP],
+        )
+        .await
     }
 
     // The queue: occurrences that wait for their job's lock, as `queued`
@@ -754,60 +766,50 @@ impl Statements for Pg<'_> {
     // still `queued` into `started`. Queued rows are never pruned.
 
     async fn newest_queued(&mut self, job: &str) -> R<Option<i64>> {
-        let r = self
-            .tx
-            .query_one(
-                "SELECT MAX(occurrence) FROM baton.occurrences
-                 WHERE job = $1::text AND decision = 'queued'",
-                &[&job],
-            )
-            .await?;
-        rows::get(&r, 0)
+        self.one(
+            "SELECT MAX(occurrence) FROM baton.occurrences
+             WHERE job = $1::text AND decision = 'queued'",
+            &[&job],
+            |r| rows::get(r, 0),
+        )
+        .await
     }
     async fn oldest_queued(&mut self, job: &str) -> R<Option<i64>> {
-        let r = self
-            .tx
-            .query_one(
-                "SELECT MIN(occurrence) FROM baton.occurrences
-                 WHERE job = $1::text AND decision = 'queued'",
-                &[&job],
-            )
-            .await?;
-        rows::get(&r, 0)
+        self.one(
+            "SELECT MIN(occurrence) FROM baton.occurrences
+             WHERE job = $1::text AND decision = 'queued'",
+            &[&job],
+            |r| rows::get(r, 0),
+        )
+        .await
     }
     async fn add_coalesced(&mut self, job: &str, into: i64, joined: i64) -> R<()> {
-        self.tx
-            .execute(
-                "UPDATE baton.occurrences SET coalesced = coalesced + $3::bigint
-                 WHERE job = $1::text AND occurrence = $2::bigint",
-                &[&job, &into, &joined],
-            )
-            .await?;
-        Ok(())
+        self.run(
+            "UPDATE baton.occurrences SET coalesced = coalesced + $3::bigint
+             WHERE job = $1::text AND occurrence = $2::bigint",
+            &[&job, &into, &joined],
+        )
+        .await
     }
     async fn queued_jobs(&mut self) -> R<Vec<String>> {
-        let found = self
-            .tx
-            .query(
-                "SELECT DISTINCT job FROM baton.occurrences WHERE decision = 'queued' ORDER BY job",
-                &[],
-            )
-            .await?;
-        found.iter().map(|r| rows::get(r, 0)).collect()
+        self.rows(
+            "SELECT DISTINCT job FROM baton.occurrences WHERE decision = 'queued' ORDER BY job",
+            &[],
+            |r| rows::get(r, 0),
+        )
+        .await
     }
     async fn queued(&mut self, job: &str) -> R<Vec<DecisionRow>> {
-        let found = self
-            .tx
-            .query(
-                &format!(
-                    "SELECT {} FROM baton.occurrences
-                     WHERE job = $1::text AND decision = 'queued' ORDER BY occurrence",
-                    DECISION_COLUMNS
-                ),
-                &[&job],
-            )
-            .await?;
-        found.iter().map(rows::decision).collect()
+        self.rows(
+            &format!(
+                "SELECT {} FROM baton.occurrences
+                 WHERE job = $1::text AND decision = 'queued' ORDER BY occurrence",
+                DECISION_COLUMNS
+            ),
+            &[&job],
+            rows::decision,
+        )
+        .await
     }
 
     // Cumulative tallies: the `baton.tallies` and `baton.durations` tables,
@@ -818,33 +820,31 @@ impl Statements for Pg<'_> {
     // the stored ones, the same in both ledgers.
 
     async fn tally_missed(&mut self, job: &str, reason: MissReason, n: i64) -> R<()> {
-        add(self.tx, job, MISSED, reason.as_str(), n).await
+        self.add(job, MISSED, reason.as_str(), n).await
     }
     async fn tally_skipped(&mut self, job: &str, reason: SkipReason, n: i64) -> R<()> {
-        add(self.tx, job, SKIPPED, reason.as_str(), n).await
+        self.add(job, SKIPPED, reason.as_str(), n).await
     }
     /// Counts a finished run: its verdict, a lost lease, and, when the ledger
     /// has the run's start, its duration.
     async fn tally_finished(&mut self, f: &Finished, started: Option<Timestamp>) -> R<()> {
-        add(self.tx, &f.job, VERDICT, f.verdict.as_str(), 1).await?;
+        self.add(&f.job, VERDICT, f.verdict.as_str(), 1).await?;
         if f.verdict == RunVerdict::LeaseLost {
-            add(self.tx, &f.job, LEASE_LOST, "", 1).await?;
+            self.add(&f.job, LEASE_LOST, "", 1).await?;
         }
         let Some(started) = started else {
             return Ok(());
         };
         let (us, bound) = bucket(started, f.finished);
-        self.tx
-            .execute(
-                "INSERT INTO baton.durations AS d (job, bound, count, sum_us)
-                 VALUES ($1::text, $2::bigint, 1, $3::bigint)
-                 ON CONFLICT (job, bound) DO UPDATE SET
-                   count = d.count + 1,
-                   sum_us = d.sum_us + excluded.sum_us",
-                &[&f.job, &bound, &us],
-            )
-            .await?;
-        Ok(())
+        self.run(
+            "INSERT INTO baton.durations AS d (job, bound, count, sum_us)
+             VALUES ($1::text, $2::bigint, 1, $3::bigint)
+             ON CONFLICT (job, bound) DO UPDATE SET
+               count = d.count + 1,
+               sum_us = d.sum_us + excluded.sum_us",
+            &[&f.job, &bound, &us],
+        )
+        .await
     }
     async fn tallies(&mut self) -> R<Vec<JobTallies>> {
         let mut jobs: BTreeMap<String, JobTallies> = BTreeMap::new();
@@ -914,87 +914,39 @@ impl Statements for Pg<'_> {
         now: Timestamp,
     ) -> R<WatermarkRow> {
         let now = micros(now);
-        let r = self
-            .tx
-            .query_one(
-                &format!(
-                    "INSERT INTO baton.watermarks (job, seq, value, run_id, fence, settled)
-                     SELECT $1::text, COALESCE(MAX(seq), 0) + 1, $2::text, $3::text, $4::bigint,
-                            $5::bigint
-                     FROM baton.watermarks WHERE job = $1::text
-                     RETURNING {WATERMARK_COLUMNS}"
-                ),
-                &[&job, &value, &run_id, &fence, &now],
-            )
-            .await?;
-        rows::watermark(&r)
+        self.one(
+            &format!(
+                "INSERT INTO baton.watermarks (job, seq, value, run_id, fence, settled)
+                 SELECT $1::text, COALESCE(MAX(seq), 0) + 1, $2::text, $3::text, $4::bigint,
+                        $5::bigint
+                 FROM baton.watermarks WHERE job = $1::text
+                 RETURNING {WATERMARK_COLUMNS}"
+            ),
+            &[&job, &value, &run_id, &fence, &now],
+            rows::watermark,
+        )
+        .await
     }
     async fn watermarks(&mut self, job: &str, limit: u32) -> R<Vec<WatermarkRow>> {
-        let found = self
-            .tx
-            .query(
-                &format!(
-                    "SELECT {WATERMARK_COLUMNS} FROM baton.watermarks WHERE job = $1::text
-                     ORDER BY seq DESC LIMIT $2::bigint"
-                ),
-                &[&job, &i64::from(limit)],
-            )
-            .await?;
-        found.iter().map(rows::watermark).collect()
+        self.rows(
+            &format!(
+                "SELECT {WATERMARK_COLUMNS} FROM baton.watermarks WHERE job = $1::text
+                 ORDER BY seq DESC LIMIT $2::bigint"
+            ),
+            &[&job, &i64::from(limit)],
+            rows::watermark,
+        )
+        .await
     }
     async fn prune_watermarks(&mut self, job: &str) -> R<()> {
-        self.tx
-            .execute(
-                "DELETE FROM baton.watermarks WHERE job = $1::text AND seq NOT IN (
-                   SELECT seq FROM baton.watermarks WHERE job = $1::text
-                   ORDER BY seq DESC LIMIT $2::bigint)",
-                &[&job, &WATERMARK_KEEP],
-            )
-            .await?;
-        Ok(())
-    }
-}
-
-/// A run's attempts, in order.
-async fn attempts(tx: &Transaction<'_>, run_id: &str) -> Result<Vec<AttemptRow>, Fail> {
-    let found = tx
-        .query(
-            "SELECT seq, step, kind, attempt, started, finished, exit_code, signal, outcome
-             FROM baton.attempts WHERE run_id = $1::text ORDER BY seq",
-            &[&run_id],
+        self.run(
+            "DELETE FROM baton.watermarks WHERE job = $1::text AND seq NOT IN (
+               SELECT seq FROM baton.watermarks WHERE job = $1::text
+               ORDER BY seq DESC LIMIT $2::bigint)",
+            &[&job, &WATERMARK_KEEP],
         )
-        .await?;
-    found
-        .iter()
-        .map(|r| {
-            Ok(AttemptRow {
-                seq: rows::int(r, 0)?,
-                step: rows::get(r, 1)?,
-                kind: rows::word(r, 2)?,
-                attempt: rows::int(r, 3)?,
-                started: rows::time(r, 4)?,
-                finished: rows::time(r, 5)?,
-                exit_code: rows::int_opt(r, 6)?,
-                signal: rows::int_opt(r, 7)?,
-                outcome: rows::word(r, 8)?,
-            })
-        })
-        .collect()
-}
-
-/// Adds `n` to the job's count of `kind` and `word`.
-async fn add(tx: &Transaction<'_>, job: &str, kind: &str, word: &str, n: i64) -> Result<(), Fail> {
-    if n == 0 {
-        return Ok(());
+        .await
     }
-    tx.execute(
-        "INSERT INTO baton.tallies AS t (job, kind, word, count)
-         VALUES ($1::text, $2::text, $3::text, $4::bigint)
-         ON CONFLICT (job, kind, word) DO UPDATE SET count = t.count + excluded.count",
-        &[&job, &kind, &word, &n],
-    )
-    .await?;
-    Ok(())
 }
 
 fn entry(jobs: &mut BTreeMap<String, JobTallies>, job: String) -> &mut JobTallies {
