@@ -65,41 +65,45 @@ pub struct Options {
     pub log_format_json: bool,
 }
 
-/// Exit code: shut down cleanly.
-pub const EXIT_OK: u8 = 0;
-/// Exit code: the configuration cannot be served.
-pub const EXIT_CONFIG: u8 = 2;
-/// Exit code: the address cannot be resolved or bound, or the runtime cannot
-/// start.
-pub const EXIT_FAILED: u8 = 125;
+/// How serving ended; the binary picks the exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// Shut down cleanly, on SIGTERM or SIGINT.
+    Stopped,
+    /// The configuration cannot be served (said on stderr).
+    Unservable,
+    /// The address cannot be resolved or bound, or the runtime, the socket
+    /// or the signal handlers cannot start (said on stderr).
+    Failed,
+}
 
-/// Serves until SIGTERM or SIGINT; the exit code.
-pub fn serve(opts: Options, clock: Arc<dyn Clock>) -> u8 {
+/// Serves until SIGTERM or SIGINT; how it ended.
+pub fn serve(opts: Options, clock: Arc<dyn Clock>) -> Ending {
     let over = Overrides::from_env(opts.state_dir.clone());
     let snapshot = match Snapshot::read(&opts.config_path) {
         Ok(s) => s,
         Err(e) => {
             tracing::error!("{e}");
-            return EXIT_CONFIG;
+            return Ending::Unservable;
         }
     };
     let config = match snapshot.load(&over) {
         Ok(c) => c,
         Err(e) => {
             tracing::error!("{e}");
-            return EXIT_CONFIG;
+            return Ending::Unservable;
         }
     };
     let settings = match Settings::of(&config, opts.listen.clone()) {
         Ok(s) => s,
         Err(e) => {
             tracing::error!("{e}");
-            return EXIT_CONFIG;
+            return Ending::Unservable;
         }
     };
     if let Err(e) = baton_sched::ops::tick::prepare(&config) {
         tracing::error!("{e}");
-        return EXIT_CONFIG;
+        return Ending::Unservable;
     }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -109,7 +113,7 @@ pub fn serve(opts: Options, clock: Arc<dyn Clock>) -> u8 {
         Ok(r) => r,
         Err(e) => {
             tracing::error!("failed to start the runtime: {e}");
-            return EXIT_FAILED;
+            return Ending::Failed;
         }
     };
     runtime.block_on(run(opts, over, snapshot, config, settings, clock))
@@ -122,12 +126,12 @@ async fn run(
     config: baton_sched::config::Config,
     settings: Settings,
     clock: Arc<dyn Clock>,
-) -> u8 {
+) -> Ending {
     let listeners = match listen::bind(&settings.listen, settings.token.as_deref()).await {
         Ok(l) => l,
         Err(e) => {
             tracing::error!("{}", e.message);
-            return e.code;
+            return e.ending;
         }
     };
     let bound: Vec<SocketAddr> = listeners
@@ -139,7 +143,7 @@ async fn run(
         Ok(s) => s,
         Err(e) => {
             tracing::error!("{e}");
-            return EXIT_FAILED;
+            return Ending::Failed;
         }
     };
     let d = Arc::new(state::Daemon::new(
@@ -150,7 +154,7 @@ async fn run(
         Err(e) => {
             tracing::error!("failed to install signal handlers: {e}");
             socket.remove();
-            return EXIT_FAILED;
+            return Ending::Failed;
         }
     };
     tracing::info!(
@@ -219,7 +223,7 @@ async fn run(
     .await;
     socket.remove();
     tracing::info!("stopped");
-    EXIT_OK
+    Ending::Stopped
 }
 
 /// Serves the API on `listener` until the stop, each request knowing its

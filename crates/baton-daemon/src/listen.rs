@@ -16,15 +16,15 @@ use std::net::SocketAddr;
 use baton_sched::config::Listen;
 use tokio::net::TcpListener;
 
-/// Why the daemon cannot listen, and the exit code it means.
+/// Why the daemon cannot listen, and how serving ends for it.
 pub(crate) struct Refused {
-    pub(crate) code: u8,
+    pub(crate) ending: crate::Ending,
     pub(crate) message: String,
 }
 
 fn failed(message: String) -> Refused {
     Refused {
-        code: crate::EXIT_FAILED,
+        ending: crate::Ending::Failed,
         message,
     }
 }
@@ -66,8 +66,8 @@ fn unavailable(e: &std::io::Error) -> bool {
 /// # Errors
 ///
 /// A name that does not resolve, or an address that cannot be bound
-/// ([`crate::EXIT_FAILED`]); an address off loopback without a token
-/// ([`crate::EXIT_CONFIG`]).
+/// ([`crate::Ending::Failed`]); an address off loopback without a token
+/// ([`crate::Ending::Unservable`]).
 pub(crate) async fn bind(
     listen: &Listen,
     token: Option<&str>,
@@ -76,7 +76,7 @@ pub(crate) async fn bind(
     // An IP address was judged with the settings; a name is judged here.
     if let Some(a) = addrs.iter().find(|a| crate::state::exposed(**a, token)) {
         return Err(Refused {
-            code: crate::EXIT_CONFIG,
+            ending: crate::Ending::Unservable,
             message: format!(
                 "refusing to listen on {listen} without a token: it resolves to {a}, off \
                  loopback, and anyone who can reach it could read every job; set [daemon] \

@@ -75,6 +75,17 @@ impl Exit {
         }
     }
 
+    /// The exit of `baton daemon`: 0 when it stopped on a signal, 2 when its
+    /// configuration cannot be served, 125 when it could not start serving.
+    pub fn of_daemon(ending: baton_daemon::Ending) -> Self {
+        use baton_daemon::Ending;
+        match ending {
+            Ending::Stopped => Self::Ok,
+            Ending::Unservable => Self::Usage,
+            Ending::Failed => Self::Failure,
+        }
+    }
+
     /// The exit for a step's ending.
     pub fn of(ending: &baton_runner::Ending) -> Self {
         use baton_runner::{Ending, SpawnKind};

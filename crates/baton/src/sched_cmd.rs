@@ -449,9 +449,5 @@ pub fn daemon(state: Option<&Path>, a: &crate::cli::DaemonArgs) -> Exit {
         exe,
         log_format_json: a.log_format == crate::log::LogFormat::Json,
     };
-    match baton_daemon::serve(opts, clock()) {
-        baton_daemon::EXIT_OK => Exit::Ok,
-        baton_daemon::EXIT_CONFIG => Exit::Usage,
-        _ => Exit::Failure,
-    }
+    Exit::of_daemon(baton_daemon::serve(opts, clock()))
 }
