@@ -204,15 +204,15 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> Outcome {
                 match store.take_guard(&job.lock_ref(), lease.fence(), occurrence) {
                     Ok((Guard::Clear, claim)) => ctx.guard = claim,
                     Ok((Guard::Elsewhere(refused), _)) => {
-                        let _ = lease.release();
+                        let_go_unused(lease, &job.name, occurrence);
                         return refused_lock(req, &ctx, &refused, false, surfaces);
                     }
                     Ok((Guard::Claimed { at }, _)) => {
-                        let _ = lease.release();
+                        let_go_unused(lease, &job.name, occurrence);
                         return claimed_already(req, at, "the job's guard", surfaces);
                     }
                     Err(e) => {
-                        let _ = lease.release();
+                        let_go_unused(lease, &job.name, occurrence);
                         return cannot(req, &format!("{}: not run: {e}", job.name), surfaces);
                     }
                 }
@@ -241,6 +241,23 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> Outcome {
         },
         Taken::Refused(refused) => refused_lock(req, &ctx, &refused, true, surfaces),
     }
+}
+
+/// Lets go of a lease the job's guard kept from being used: its claim of
+/// `occurrence` is taken back first, since the run never started. A claim
+/// left in the lock's record would tell every later tick that the
+/// occurrence started, and it would be neither run nor recorded missed.
+/// (A store whose lease cannot take a claim back keeps it, and the ledger
+/// decides there.)
+fn let_go_unused(mut lease: Box<dyn Held>, job: &str, occurrence: Option<i64>) {
+    if let Some(at) = occurrence {
+        let once = Once {
+            key: job.to_owned(),
+            at,
+        };
+        let _ = lease.withdraw(&once);
+    }
+    let _ = lease.release();
 }
 
 /// In the shared store, a claim of `occ` (or of the later `at`) that the

@@ -250,14 +250,29 @@ fn ticks_of_two_configurations_naming_two_locks_run_the_occurrence_once() {
     // Ticks that could not open the ledger while the others held it ran
     // nothing (no run starts unrecorded): one tick at a time, under either
     // lock, runs the occurrence if no round did, and never again.
+    let mut said = String::new();
     for i in 0..4 {
         crate::claims::fresh_ledger(&s);
         let mut c = s.cmd(&["tick"]);
         if i % 2 == 1 {
             c.env("BATON_CONFIG", &other);
         }
-        c.output().unwrap();
+        said.push_str(&String::from_utf8_lossy(&c.output().unwrap().stderr));
     }
     assert!(!m.overlapped());
-    assert_eq!(read_lines(&m.ran).len(), 1);
+    let alerts =
+        std::fs::read_to_string(s.env.state().join("logs").join("alerts.log")).unwrap_or_default();
+    let mut records = String::new();
+    for dir in ["locks", "logs"] {
+        for e in std::fs::read_dir(s.env.state().join(dir)).unwrap() {
+            let p = e.unwrap().path();
+            let text = std::fs::read_to_string(&p).unwrap_or_default();
+            records.push_str(&format!("== {}\n{text}\n", p.display()));
+        }
+    }
+    assert_eq!(
+        read_lines(&m.ran).len(),
+        1,
+        "the ticks said:\n{said}\nalerts:\n{alerts}\n{records}"
+    );
 }
