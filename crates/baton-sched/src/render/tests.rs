@@ -342,11 +342,7 @@ fn render_github_refuses_schedules_more_frequent_than_every_five_minutes() {
         Target::Github,
         true,
     );
-    assert!(
-        r[0].1.contains("at most once every 5 minutes"),
-        "{}",
-        r[0].1
-    );
+    has(&r[0].1, "at most once every 5 minutes");
 }
 
 #[test]
@@ -443,9 +439,9 @@ run = "true"
     );
     let jobs: Vec<&str> = r.iter().map(|(j, _)| j.as_str()).collect();
     assert_eq!(jobs, ["ninety", "seconds", "sevens"]);
-    assert!(r[0].1.contains("smallest unit is a minute"), "{}", r[0].1);
-    assert!(r[2].1.contains("does not divide a day"), "{}", r[2].1);
-    assert!(r[2].1.contains("default form"), "{}", r[2].1);
+    has(&r[0].1, "smallest unit is a minute");
+    has(&r[2].1, "does not divide a day");
+    has(&r[2].1, "default form");
 }
 
 #[test]
@@ -479,12 +475,8 @@ run = "true"
     // fires through them: kept, in UTC.
     let jobs: Vec<&str> = r.iter().map(|(j, _)| j.as_str()).collect();
     assert_eq!(jobs, ["gap"]);
-    assert!(r[0].1.contains("02:30"), "{}", r[0].1);
-    assert!(
-        r[0].1.contains("on 2026-03-08 the clocks go forward"),
-        "{}",
-        r[0].1
-    );
+    has(&r[0].1, "02:30");
+    has(&r[0].1, "on 2026-03-08 the clocks go forward");
     // Nor does a UTC line fire at 02:30 New York all year.
     assert!(
         r[0].1.contains("and in UTC, ") && r[0].1.contains("first differs on 2026-03-08"),
@@ -545,11 +537,7 @@ run = "true"
     let c = config(text);
     render(Target::Cron, &c, &opts(false)).unwrap();
     let units = render(Target::Systemd, &c, &opts(false)).unwrap();
-    assert!(
-        units[0].text.contains("StateDirectory=baton\n"),
-        "{}",
-        units[0].text
-    );
+    has(&units[0].text, "StateDirectory=baton\n");
 }
 
 /// The union of `lines`' occurrences in their zone, after `from`.
