@@ -39,6 +39,8 @@ pub mod render;
 mod say;
 pub mod state;
 pub mod store;
+#[cfg(test)]
+mod text_asserts;
 pub mod times;
 pub mod units;
 pub mod views;

@@ -407,11 +407,17 @@ mod tests {
         }
     }
 
+    /// `HH:MM` on 2026-11-29 UTC, the day most tests plan on.
+    fn at(hm: &str) -> i64 {
+        sec(&format!("2026-11-29T{hm}:00Z"))
+    }
+
+    /// An exact count of occurrences between two times of [`at`].
     fn range(reason: MissReason, first: &str, last: &str, count: u64) -> MissedRange {
         MissedRange {
             reason,
-            first: sec(first),
-            last: sec(last),
+            first: at(first),
+            last: at(last),
             count,
             at_least: false,
         }
@@ -431,7 +437,7 @@ mod tests {
         let j = job(HOURLY);
         let k = known(Some("2026-11-29T09:00:00Z"), "2026-11-01T00:00:00Z");
         let p = plan(&j, t("2026-11-29T10:00:30Z"), &k);
-        assert_eq!(p.run, vec![sec("2026-11-29T10:00:00Z")]);
+        assert_eq!(p.run, vec![at("10:00")]);
         assert!(p.missed.is_empty());
     }
 
@@ -442,22 +448,12 @@ mod tests {
         let j = job(&format!("{HOURLY}\ncatch_up_window = \"2h\""));
         let k = known(Some("2026-11-29T03:00:00Z"), "2026-11-01T00:00:00Z");
         let p = plan(&j, t("2026-11-29T10:20:00Z"), &k);
-        assert_eq!(p.run, vec![sec("2026-11-29T10:00:00Z")]);
+        assert_eq!(p.run, vec![at("10:00")]);
         assert_eq!(
             p.missed,
             vec![
-                range(
-                    MissReason::OutsideWindow,
-                    "2026-11-29T04:00:00Z",
-                    "2026-11-29T08:00:00Z",
-                    5
-                ),
-                range(
-                    MissReason::Superseded,
-                    "2026-11-29T09:00:00Z",
-                    "2026-11-29T09:00:00Z",
-                    1
-                ),
+                range(MissReason::OutsideWindow, "04:00", "08:00", 5),
+                range(MissReason::Superseded, "09:00", "09:00", 1),
             ]
         );
     }
@@ -469,28 +465,12 @@ mod tests {
         ));
         let k = known(Some("2026-11-29T07:00:00Z"), "2026-11-01T00:00:00Z");
         let p = plan(&j, t("2026-11-29T10:00:40Z"), &k);
-        assert_eq!(p.run, vec![sec("2026-11-29T10:00:00Z")]);
-        assert_eq!(
-            p.missed,
-            vec![range(
-                MissReason::Late,
-                "2026-11-29T08:00:00Z",
-                "2026-11-29T09:00:00Z",
-                2
-            )]
-        );
+        assert_eq!(p.run, vec![at("10:00")]);
+        assert_eq!(p.missed, vec![range(MissReason::Late, "08:00", "09:00", 2)]);
         // Two minutes late: nothing runs.
         let p = plan(&j, t("2026-11-29T10:02:00Z"), &k);
         assert!(p.run.is_empty());
-        assert_eq!(
-            p.missed,
-            vec![range(
-                MissReason::Late,
-                "2026-11-29T08:00:00Z",
-                "2026-11-29T10:00:00Z",
-                3
-            )]
-        );
+        assert_eq!(p.missed, vec![range(MissReason::Late, "08:00", "10:00", 3)]);
     }
 
     #[test]
@@ -501,29 +481,12 @@ mod tests {
         let k = known(Some("2026-11-29T03:00:00Z"), "2026-11-01T00:00:00Z");
         let p = plan(&j, t("2026-11-29T10:20:00Z"), &k);
         // Window from 06:20: 07..10 in it, the oldest beyond the max.
-        assert_eq!(
-            p.run,
-            vec![
-                sec("2026-11-29T08:00:00Z"),
-                sec("2026-11-29T09:00:00Z"),
-                sec("2026-11-29T10:00:00Z")
-            ]
-        );
+        assert_eq!(p.run, vec![at("08:00"), at("09:00"), at("10:00")]);
         assert_eq!(
             p.missed,
             vec![
-                range(
-                    MissReason::OutsideWindow,
-                    "2026-11-29T04:00:00Z",
-                    "2026-11-29T06:00:00Z",
-                    3
-                ),
-                range(
-                    MissReason::CatchUpMax,
-                    "2026-11-29T07:00:00Z",
-                    "2026-11-29T07:00:00Z",
-                    1
-                ),
+                range(MissReason::OutsideWindow, "04:00", "06:00", 3),
+                range(MissReason::CatchUpMax, "07:00", "07:00", 1),
             ]
         );
         assert!(p.missed.iter().all(|m| m.last < p.run[0]));
@@ -540,19 +503,14 @@ mod tests {
         let p = plan(&j, t("2026-11-29T10:20:00.3Z"), &k);
         assert_eq!(
             p.missed,
-            vec![range(
-                MissReason::OutsideWindow,
-                "2026-11-29T06:01:00Z",
-                "2026-11-29T06:20:00Z",
-                20
-            )]
+            vec![range(MissReason::OutsideWindow, "06:01", "06:20", 20)]
         );
-        assert_eq!(p.run.first(), Some(&sec("2026-11-29T06:21:00Z")));
+        assert_eq!(p.run.first(), Some(&at("06:21")));
         assert_eq!(p.run.len(), 240);
         // On a whole second the window opens on 06:20, which is in it.
         let p = plan(&j, t("2026-11-29T10:20:00Z"), &k);
-        assert_eq!(p.missed[0].last, sec("2026-11-29T06:19:00Z"));
-        assert_eq!(p.run.first(), Some(&sec("2026-11-29T06:20:00Z")));
+        assert_eq!(p.missed[0].last, at("06:19"));
+        assert_eq!(p.run.first(), Some(&at("06:20")));
     }
 
     #[test]
@@ -570,26 +528,21 @@ mod tests {
         // Seen on the second itself: that occurrence is its first.
         let k = known(None, "2026-11-29T10:00:00Z");
         let p = plan(&j, t("2026-11-29T10:00:00.2Z"), &k);
-        assert_eq!(p.run, vec![sec("2026-11-29T10:00:00Z")]);
+        assert_eq!(p.run, vec![at("10:00")]);
         // The first occurrence after the sighting runs when it comes.
         let k = known(None, "2026-11-29T10:20:00Z");
         let p = plan(&j, t("2026-11-29T11:00:05Z"), &k);
-        assert_eq!(p.run, vec![sec("2026-11-29T11:00:00Z")]);
+        assert_eq!(p.run, vec![at("11:00")]);
         assert!(p.missed.is_empty());
         // Seen at 05:30, never decided, back at 10:20 with a 1h window:
         // 06:00..09:00 missed, not 05:00.
         let j = job(HOURLY);
         let k = known(None, "2026-11-29T05:30:00Z");
         let p = plan(&j, t("2026-11-29T10:20:00Z"), &k);
-        assert_eq!(p.run, vec![sec("2026-11-29T10:00:00Z")]);
+        assert_eq!(p.run, vec![at("10:00")]);
         assert_eq!(
             p.missed,
-            vec![range(
-                MissReason::OutsideWindow,
-                "2026-11-29T06:00:00Z",
-                "2026-11-29T09:00:00Z",
-                4
-            )]
+            vec![range(MissReason::OutsideWindow, "06:00", "09:00", 4)]
         );
     }
 
@@ -601,7 +554,7 @@ mod tests {
             end: None,
         }];
         let k = Known {
-            last_decided: Some(sec("2026-11-29T05:00:00Z")),
+            last_decided: Some(at("05:00")),
             first_seen: Some(t("2026-11-01T00:00:00Z")),
             pauses: &pauses,
             claimed: &[],
@@ -610,12 +563,7 @@ mod tests {
         assert!(p.run.is_empty());
         assert_eq!(
             p.missed,
-            vec![range(
-                MissReason::Paused,
-                "2026-11-29T06:00:00Z",
-                "2026-11-29T10:00:00Z",
-                5
-            )]
+            vec![range(MissReason::Paused, "06:00", "10:00", 5)]
         );
         // Resumed at 08:30: 06..08 paused, 09 superseded, 10 runs.
         let pauses = [Pause {
@@ -627,22 +575,12 @@ mod tests {
             ..k
         };
         let p = plan(&j, t("2026-11-29T10:20:00Z"), &k);
-        assert_eq!(p.run, vec![sec("2026-11-29T10:00:00Z")]);
+        assert_eq!(p.run, vec![at("10:00")]);
         assert_eq!(
             p.missed,
             vec![
-                range(
-                    MissReason::Paused,
-                    "2026-11-29T06:00:00Z",
-                    "2026-11-29T08:00:00Z",
-                    3
-                ),
-                range(
-                    MissReason::Superseded,
-                    "2026-11-29T09:00:00Z",
-                    "2026-11-29T09:00:00Z",
-                    1
-                ),
+                range(MissReason::Paused, "06:00", "08:00", 3),
+                range(MissReason::Superseded, "09:00", "09:00", 1),
             ]
         );
     }
@@ -654,42 +592,23 @@ mod tests {
         // go around it.
         let j = job(&format!("{HOURLY}\ncatch_up_window = \"4h\""));
         let k = Known {
-            claimed: &[sec("2026-11-29T08:00:00Z")],
+            claimed: &[at("08:00")],
             ..known(Some("2026-11-29T05:00:00Z"), "2026-11-01T00:00:00Z")
         };
         let p = plan(&j, t("2026-11-29T10:20:00Z"), &k);
-        assert_eq!(p.run, vec![sec("2026-11-29T10:00:00Z")]);
+        assert_eq!(p.run, vec![at("10:00")]);
         assert_eq!(
             p.missed,
             vec![
-                range(
-                    MissReason::OutsideWindow,
-                    "2026-11-29T06:00:00Z",
-                    "2026-11-29T06:00:00Z",
-                    1
-                ),
-                range(
-                    MissReason::Superseded,
-                    "2026-11-29T07:00:00Z",
-                    "2026-11-29T07:00:00Z",
-                    1
-                ),
-                range(
-                    MissReason::Superseded,
-                    "2026-11-29T09:00:00Z",
-                    "2026-11-29T09:00:00Z",
-                    1
-                ),
+                range(MissReason::OutsideWindow, "06:00", "06:00", 1),
+                range(MissReason::Superseded, "07:00", "07:00", 1),
+                range(MissReason::Superseded, "09:00", "09:00", 1),
             ]
         );
         // The claimed one, newest now, still plans to run: the lock refuses it.
         let p = plan(&j, t("2026-11-29T08:20:00Z"), &k);
-        assert_eq!(p.run, vec![sec("2026-11-29T08:00:00Z")]);
-        assert!(
-            p.missed
-                .iter()
-                .all(|m| m.last < sec("2026-11-29T08:00:00Z"))
-        );
+        assert_eq!(p.run, vec![at("08:00")]);
+        assert!(p.missed.iter().all(|m| m.last < at("08:00")));
     }
 
     #[test]
@@ -700,12 +619,7 @@ mod tests {
         assert!(p.run.is_empty());
         assert_eq!(
             p.missed,
-            vec![range(
-                MissReason::Disabled,
-                "2026-11-29T09:00:00Z",
-                "2026-11-29T10:00:00Z",
-                2
-            )]
+            vec![range(MissReason::Disabled, "09:00", "10:00", 2)]
         );
     }
 
@@ -714,7 +628,7 @@ mod tests {
         let j = job("every = \"1s\"");
         let k = known(Some("2025-11-29T00:00:00Z"), "2025-01-01T00:00:00Z");
         let p = plan(&j, t("2026-11-29T00:00:00Z"), &k);
-        assert_eq!(p.run, vec![sec("2026-11-29T00:00:00Z")]);
+        assert_eq!(p.run, vec![at("00:00")]);
         let total: u64 = p.missed.iter().map(|m| m.count).sum();
         assert!(p.missed.iter().any(|m| m.at_least));
         assert!(total > WALK_LIMIT, "{total}");

@@ -12,6 +12,7 @@ use jiff::tz::TimeZone;
 use super::translate::{self, CronSchedule};
 use super::{Artefact, Options, RenderError, Target, render};
 use crate::config::{self, Config, Overrides, Source, When, Zone};
+use crate::text_asserts::{has, lacks};
 
 const NOW: &str = "2026-01-01T00:00:00Z";
 
@@ -97,28 +98,17 @@ fn rendered(target: Target, per_job: bool) -> String {
 }
 
 #[test]
-fn render_cron_default_snapshot() {
-    insta::assert_snapshot!("cron_default", rendered(Target::Cron, false));
-}
-
-#[test]
-fn render_cron_per_job_snapshot() {
-    insta::assert_snapshot!("cron_per_job", rendered(Target::Cron, true));
-}
-
-#[test]
-fn render_systemd_default_snapshot() {
-    insta::assert_snapshot!("systemd_default", rendered(Target::Systemd, false));
-}
-
-#[test]
-fn render_systemd_per_job_snapshot() {
-    insta::assert_snapshot!("systemd_per_job", rendered(Target::Systemd, true));
-}
-
-#[test]
-fn render_github_snapshot() {
-    insta::assert_snapshot!("github", rendered(Target::Github, true));
+fn render_snapshots() {
+    for (name, target, per_job) in [
+        ("cron_default", Target::Cron, false),
+        ("cron_per_job", Target::Cron, true),
+        ("systemd_default", Target::Systemd, false),
+        ("systemd_per_job", Target::Systemd, true),
+        ("github", Target::Github, true),
+        ("env", Target::Env, false),
+    ] {
+        insta::assert_snapshot!(name, rendered(target, per_job));
+    }
 }
 
 #[test]
@@ -127,11 +117,6 @@ fn render_github_is_the_same_with_and_without_per_job() {
         rendered(Target::Github, false),
         rendered(Target::Github, true)
     );
-}
-
-#[test]
-fn render_env_snapshot() {
-    insta::assert_snapshot!("env", rendered(Target::Env, false));
 }
 
 #[test]
@@ -157,7 +142,7 @@ fn render_env_lists_every_scheduler_variable_and_hides_secrets() {
     for name in super::env::names() {
         assert!(text.contains(&format!("# {name}: ")), "{name} missing");
     }
-    assert!(!text.contains("secret"), "{text}");
+    lacks(&text, "secret");
     let text = &render(Target::Env, &config(MIXED), &opts(false)).unwrap()[0].text;
     assert!(text.lines().all(|l| l.is_empty() || l.starts_with('#')));
 }
@@ -165,8 +150,8 @@ fn render_env_lists_every_scheduler_variable_and_hides_secrets() {
 #[test]
 fn render_state_dir_beside_the_configuration_follows_it() {
     let text = rendered(Target::Env, false);
-    assert!(text.contains("\"/etc/baton/state\""), "{text}");
-    assert!(!text.contains("/srv/checkout"), "{text}");
+    has(&text, "\"/etc/baton/state\"");
+    lacks(&text, "/srv/checkout");
 }
 
 #[test]
@@ -186,11 +171,8 @@ fn render_cron_and_systemd_never_pin_the_state_directory() {
          [jobs.j]\nschedule = \"0 9 * * *\"\nrun = \"true\"\n",
     );
     let unit = &render(Target::Systemd, &c, &opts(false)).unwrap()[0].text;
-    assert!(unit.contains("\nStateDirectory=baton\n"), "{unit}");
-    assert!(
-        unit.contains("\nExecReload=/bin/kill -HUP $MAINPID\n"),
-        "{unit}"
-    );
+    has(unit, "\nStateDirectory=baton\n");
+    has(unit, "\nExecReload=/bin/kill -HUP $MAINPID\n");
 }
 
 #[test]
@@ -258,15 +240,15 @@ fn render_github_workflows_are_yaml_with_a_schedule_and_a_run() {
             .take_while(|l| l.starts_with('#'))
             .map(|l| format!("{}\n", l.trim_start_matches('#').trim()))
             .collect();
-        assert!(
-            comment.contains(&format!("runs on GitHub's {runs_on}, which has no baton")),
-            "{comment}"
+        has(
+            &comment,
+            &format!("runs on GitHub's {runs_on}, which has no baton"),
         );
-        assert!(
-            comment.contains("add a step before baton's that puts the binary at"),
-            "{comment}"
+        has(
+            &comment,
+            "add a step before baton's that puts the binary at",
         );
-        assert!(comment.contains("set `runs-on: self-hosted`"), "{comment}");
+        has(&comment, "set `runs-on: self-hosted`");
     }
 }
 
@@ -312,12 +294,12 @@ run = "true"
     let jobs: Vec<&str> = r.iter().map(|(j, _)| j.as_str()).collect();
     assert_eq!(jobs, ["fold", "gap"]);
     let fold = &r[0].1;
-    assert!(fold.contains("on 2026-11-01 the clocks go back"), "{fold}");
-    assert!(fold.contains("does not document"), "{fold}");
-    assert!(fold.contains("first differs on 2026-03-09"), "{fold}");
-    assert!(fold.contains("baton render cron"), "{fold}");
+    has(fold, "on 2026-11-01 the clocks go back");
+    has(fold, "does not document");
+    has(fold, "first differs on 2026-03-09");
+    has(fold, "baton render cron");
     let gap = &r[1].1;
-    assert!(gap.contains("on 2026-03-08 the clocks go forward"), "{gap}");
+    has(gap, "on 2026-03-08 the clocks go forward");
 }
 
 #[test]
@@ -360,11 +342,7 @@ fn render_github_refuses_schedules_more_frequent_than_every_five_minutes() {
         Target::Github,
         true,
     );
-    assert!(
-        r[0].1.contains("at most once every 5 minutes"),
-        "{}",
-        r[0].1
-    );
+    has(&r[0].1, "at most once every 5 minutes");
 }
 
 #[test]
@@ -461,9 +439,9 @@ run = "true"
     );
     let jobs: Vec<&str> = r.iter().map(|(j, _)| j.as_str()).collect();
     assert_eq!(jobs, ["ninety", "seconds", "sevens"]);
-    assert!(r[0].1.contains("smallest unit is a minute"), "{}", r[0].1);
-    assert!(r[2].1.contains("does not divide a day"), "{}", r[2].1);
-    assert!(r[2].1.contains("default form"), "{}", r[2].1);
+    has(&r[0].1, "smallest unit is a minute");
+    has(&r[2].1, "does not divide a day");
+    has(&r[2].1, "default form");
 }
 
 #[test]
@@ -497,12 +475,8 @@ run = "true"
     // fires through them: kept, in UTC.
     let jobs: Vec<&str> = r.iter().map(|(j, _)| j.as_str()).collect();
     assert_eq!(jobs, ["gap"]);
-    assert!(r[0].1.contains("02:30"), "{}", r[0].1);
-    assert!(
-        r[0].1.contains("on 2026-03-08 the clocks go forward"),
-        "{}",
-        r[0].1
-    );
+    has(&r[0].1, "02:30");
+    has(&r[0].1, "on 2026-03-08 the clocks go forward");
     // Nor does a UTC line fire at 02:30 New York all year.
     assert!(
         r[0].1.contains("and in UTC, ") && r[0].1.contains("first differs on 2026-03-08"),
@@ -540,8 +514,8 @@ fn render_systemd_per_job_writes_in_utc_what_only_utc_fires_as_baton() {
     )
     .unwrap_err()
     .to_string();
-    assert!(why.contains("the clocks go back"), "{why}");
-    assert!(why.contains("seconds other than 0"), "{why}");
+    has(&why, "the clocks go back");
+    has(&why, "seconds other than 0");
 }
 
 #[test]
@@ -563,11 +537,7 @@ run = "true"
     let c = config(text);
     render(Target::Cron, &c, &opts(false)).unwrap();
     let units = render(Target::Systemd, &c, &opts(false)).unwrap();
-    assert!(
-        units[0].text.contains("StateDirectory=baton\n"),
-        "{}",
-        units[0].text
-    );
+    has(&units[0].text, "StateDirectory=baton\n");
 }
 
 /// The union of `lines`' occurrences in their zone, after `from`.
@@ -805,8 +775,8 @@ fn render_cron_per_job_refuses_times_the_zone_skips_or_repeats_in_any_zone() {
         let why = translate::cron_in_zone(&when("schedule", text), &zone(z), now)
             .expect_err(&format!("{text} in {z}"))
             .to_string();
-        assert!(why.contains(&format!("on {date} the clocks go")), "{why}");
-        assert!(why.contains(z), "{why}");
+        has(&why, &format!("on {date} the clocks go"));
+        has(&why, z);
     }
     // Times no change meets on a day the schedule fires, and wildcard
     // schedules, which cron fires by the clock as baton does.
@@ -862,10 +832,10 @@ run = "true"
     let host = text.find("-- c_host").unwrap();
     let first_tz = text.find("\nCRON_TZ=").unwrap();
     assert!(host < first_tz, "{text}");
-    assert!(text.contains("CRON_TZ=Asia/Tokyo\n"), "{text}");
-    assert!(text.contains("CRON_TZ=UTC\n"), "{text}");
-    assert!(!text.contains("CRON_TZ=Asia/Kolkata"), "{text}");
-    assert!(text.contains("cronie does; Debian's default"), "{text}");
+    has(text, "CRON_TZ=Asia/Tokyo\n");
+    has(text, "CRON_TZ=UTC\n");
+    lacks(text, "CRON_TZ=Asia/Kolkata");
+    has(text, "cronie does; Debian's default");
 
     // Every job in the host's zone: no CRON_TZ=, and no word of it.
     let c = config(
@@ -873,7 +843,7 @@ run = "true"
          [jobs.x]\nschedule = \"0 9 * * *\"\nrun = \"true\"\n",
     );
     let text = &render(Target::Cron, &c, &o).unwrap()[0].text;
-    assert!(!text.contains("CRON_TZ"), "{text}");
+    lacks(text, "CRON_TZ");
 }
 
 #[test]
@@ -908,8 +878,8 @@ fn render_github_takes_zones_without_daylight_saving_in_utc_and_others_with_thei
         let why = translate::cron_in_utc(&w, &zone(z), now)
             .expect_err(z)
             .to_string();
-        assert!(why.contains("offset from UTC changes"), "{why}");
-        assert!(why.contains("first differs on 2026-"), "{why}");
+        has(&why, "offset from UTC changes");
+        has(&why, "first differs on 2026-");
         // GitHub reads it in the zone itself: 09:00 meets no change.
         let s = super::github::schedule(&w, &zone(z), now).unwrap();
         assert_eq!(s.zone, z);
@@ -955,15 +925,9 @@ fn render_systemd_escapes_each_directive_by_its_own_rules() {
     let arts = render(Target::Systemd, &c, &o).unwrap();
     let service = &arts[0].text;
     let exec = r#""/opt/my bin%%d$HOME/baton" tick --config "/srv/we ird%%d$$HOME'x\"q\\b/baton.toml" -- j"#;
-    assert!(
-        service.contains(&format!("\nExecStart={exec}\n")),
-        "{service}"
-    );
-    assert!(!service.contains("BATON_STATE_DIR"), "{service}");
-    assert!(
-        service.contains("Description=baton: job j of /srv/we ird%%d$HOME"),
-        "{service}"
-    );
+    has(service, &format!("\nExecStart={exec}\n"));
+    lacks(service, "BATON_STATE_DIR");
+    has(service, "Description=baton: job j of /srv/we ird%%d$HOME");
 }
 
 #[test]
@@ -994,9 +958,9 @@ fn render_env_hides_every_secret() {
         "Authorization: Bearer hunter2".to_owned(),
     );
     let text = &render(Target::Env, &config(MIXED), &o).unwrap()[0].text;
-    assert!(!text.contains("hunter2"), "{text}");
-    assert!(!text.contains("secret"), "{text}");
-    assert!(text.contains("# BATON_HTTP_REQUEST: "), "{text}");
+    lacks(text, "hunter2");
+    lacks(text, "secret");
+    has(text, "# BATON_HTTP_REQUEST: ");
     for name in [
         "BATON_TOKEN",
         "BATON_HTTP_REQUEST",
@@ -1038,14 +1002,14 @@ fn render_env_hides_the_store_url_and_the_pg_password() {
     o.environment.insert("PGPASSWORD".into(), "hunter2".into());
     o.environment.insert("PGHOST".into(), "db.example".into());
     let text = &render(Target::Env, &c, &o).unwrap()[0].text;
-    assert!(!text.contains("s3cret"), "{text}");
-    assert!(!text.contains("hunter2"), "{text}");
+    lacks(text, "s3cret");
+    lacks(text, "hunter2");
     assert!(
         text.contains("# BATON_STORE_URL: [store] url: ")
             && text.contains("set, not shown (from /etc/baton/baton.toml:2)"),
         "{text}"
     );
-    assert!(text.contains("db.example (from the environment)"), "{text}");
+    has(text, "db.example (from the environment)");
 }
 
 #[test]
@@ -1082,7 +1046,7 @@ fn render_cron_per_job_refuses_cron_tz_on_a_host_whose_zone_changes() {
     // A host in UTC: fine.
     o.host_zone = "UTC".into();
     let text = &render(Target::Cron, &c, &o).unwrap()[0].text;
-    assert!(text.contains("CRON_TZ=Asia/Kolkata\n"), "{text}");
+    has(text, "CRON_TZ=Asia/Kolkata\n");
 }
 
 #[test]

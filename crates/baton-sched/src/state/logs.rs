@@ -330,6 +330,12 @@ mod tests {
         assert_eq!(text, "2026-11-30T01:30:00.000+05:30 hello world\n");
     }
 
+    /// Makes a named pipe at `p`.
+    fn fifo(p: &Path) {
+        let mode = rustix::fs::Mode::from_raw_mode(0o600);
+        rustix::fs::mknodat(rustix::fs::CWD, p, rustix::fs::FileType::Fifo, mode, 0).unwrap();
+    }
+
     #[test]
     fn a_named_pipe_at_a_log_is_set_aside_and_the_log_written_afresh() {
         let tmp = tempfile::tempdir().unwrap();
@@ -338,14 +344,7 @@ mod tests {
         std::fs::create_dir_all(l.dir()).unwrap();
         let planted = [l.dated("baton", t), l.alerts_path(), l.dated("job", t)];
         for p in &planted {
-            rustix::fs::mknodat(
-                rustix::fs::CWD,
-                p,
-                rustix::fs::FileType::Fifo,
-                rustix::fs::Mode::from_raw_mode(0o600),
-                0,
-            )
-            .unwrap();
+            fifo(p);
         }
         l.check_shared(t).unwrap();
         l.check_job("job", t).unwrap();
@@ -371,14 +370,7 @@ mod tests {
         // Set aside before a run writes anything, for that run to report.
         for p in [l.alerts_path(), l.dated("job", t)] {
             std::fs::remove_file(&p).unwrap();
-            rustix::fs::mknodat(
-                rustix::fs::CWD,
-                &p,
-                rustix::fs::FileType::Fifo,
-                rustix::fs::Mode::from_raw_mode(0o600),
-                0,
-            )
-            .unwrap();
+            fifo(&p);
         }
         l.set_aside_planted(None, t);
         let moved = l.take_set_aside();

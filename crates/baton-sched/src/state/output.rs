@@ -221,85 +221,67 @@ mod tests {
 
     use super::*;
 
-    fn sink(
-        limit: u64,
-    ) -> (
-        tempfile::TempDir,
-        Logs,
-        OutputSink,
-        Arc<Mutex<Option<Captured>>>,
-    ) {
+    /// What a sink of `limit` bytes writes of `chunks` to the job's log,
+    /// and what it says it kept.
+    fn written(limit: u64, chunks: &[&[u8]]) -> (String, Captured) {
         let tmp = tempfile::tempdir().unwrap();
         let l = Logs::new(tmp.path(), TimeZone::UTC);
         let t: Timestamp = "2026-11-29T10:00:00Z".parse().unwrap();
-        let (s, done) = OutputSink::new(l.clone(), "job", t, limit, false);
-        (tmp, l, s, done)
-    }
-
-    fn text(l: &Logs) -> String {
-        let t: Timestamp = "2026-11-29T10:00:00Z".parse().unwrap();
-        std::fs::read_to_string(l.dated("job", t)).unwrap()
+        let (mut s, done) = OutputSink::new(l.clone(), "job", t, limit, false);
+        for c in chunks {
+            s.chunk(c);
+        }
+        s.end();
+        let text = std::fs::read_to_string(l.dated("job", t)).unwrap();
+        let c = done.lock().unwrap().clone().unwrap();
+        (text, c)
     }
 
     #[test]
     fn output_within_the_limit_is_kept_whole() {
-        let (_tmp, l, mut s, done) = sink(20);
-        s.chunk(b"0123456789\n");
-        s.chunk(b"abcdefgh\n");
-        s.end();
-        assert_eq!(text(&l), "0123456789\nabcdefgh\n");
-        let c = done.lock().unwrap().clone().unwrap();
+        let (text, c) = written(20, &[b"0123456789\n", b"abcdefgh\n"]);
+        assert_eq!(text, "0123456789\nabcdefgh\n");
         assert_eq!((c.kept, c.cut), (20, 0));
     }
 
     #[test]
     fn the_start_and_the_end_are_kept_and_the_middle_cut_with_a_note() {
-        let (_tmp, l, mut s, done) = sink(20);
-        s.chunk(b"usage: x\n");
-        for i in 0..100 {
-            s.chunk(format!("line {i:03}\n").as_bytes());
-        }
-        s.chunk(b"error: no\n");
-        s.end();
+        let lines: Vec<String> = (0..100).map(|i| format!("line {i:03}\n")).collect();
+        let mut chunks: Vec<&[u8]> = vec![b"usage: x\n"];
+        chunks.extend(lines.iter().map(String::as_bytes));
+        chunks.push(b"error: no\n");
+        let (text, c) = written(20, &chunks);
         // The first 10 bytes ("usage: x\n" and one byte of the next line)
         // and the last 10.
         assert_eq!(
-            text(&l),
+            text,
             "usage: x\nl\n[baton: … 899 bytes cut: output_limit = 20B keeps the first 10B and \
              the last 10B …]\nerror: no\n"
         );
-        let c = done.lock().unwrap().clone().unwrap();
         assert_eq!((c.kept, c.cut), (20, 899));
     }
 
     #[test]
     fn the_tail_starts_on_a_whole_line() {
-        let (_tmp, l, mut s, done) = sink(20);
-        s.chunk(b"usage: x\n");
-        s.chunk(&[b'a'; 23]);
-        s.chunk(b"\nlast\n");
-        s.end();
+        let (text, c) = written(20, &[b"usage: x\n", &[b'a'; 23], b"\nlast\n"]);
         // The last 10 bytes are "aaaa\nlast\n": the tail is "last\n".
         assert_eq!(
-            text(&l),
+            text,
             "usage: x\na\n[baton: … 23 bytes cut: output_limit = 20B keeps the first 10B and \
              the last 10B …]\nlast\n"
         );
-        let c = done.lock().unwrap().clone().unwrap();
         assert_eq!((c.kept, c.cut), (15, 23));
     }
 
     #[test]
     fn a_tail_that_is_one_long_line_is_kept_as_it_is() {
-        let (_tmp, l, mut s, done) = sink(8);
-        s.chunk(b"abcdefghijklmnopqrstuvwxyz");
-        s.end();
+        let (text, c) = written(8, &[b"abcdefghijklmnopqrstuvwxyz"]);
         assert_eq!(
-            text(&l),
+            text,
             "abcd\n[baton: … 18 bytes cut: output_limit = 8B keeps the first 4B and the last \
              4B …]\nwxyz\n"
         );
-        assert_eq!(done.lock().unwrap().clone().unwrap().cut, 18);
+        assert_eq!(c.cut, 18);
     }
 
     #[test]
@@ -309,12 +291,8 @@ mod tests {
             .collect();
         let mut texts = Vec::new();
         for size in [1, 7, 100, 4096, all.len()] {
-            let (_tmp, l, mut s, _) = sink(1000);
-            for c in all.chunks(size) {
-                s.chunk(c);
-            }
-            s.end();
-            texts.push(text(&l));
+            let chunks: Vec<&[u8]> = all.chunks(size).collect();
+            texts.push(written(1000, &chunks).0);
         }
         assert!(texts.windows(2).all(|w| w[0] == w[1]), "{texts:?}");
         assert!(texts[0].starts_with("0\n1\n2\n"));

@@ -340,40 +340,30 @@ mod tests {
             holder: held(run),
             pgid: 7,
         };
-        // Shared: only the job's own newest unfinished run is its.
-        assert_eq!(
-            holding(Some(&live(Some("r1"))), true, Some("r1")),
-            Holding::Live
-        );
-        assert_eq!(
-            holding(Some(&live(Some("r2"))), true, Some("r1")),
-            Holding::Mate
-        );
-        assert_eq!(holding(Some(&live(Some("r2"))), true, None), Holding::Mate);
-        assert_eq!(holding(Some(&live(None)), true, Some("r1")), Holding::Mate);
-        assert_eq!(
-            holding(Some(&hung(Some("r1"))), true, Some("r1")),
-            Holding::Stuck
-        );
-        assert_eq!(
-            holding(Some(&orphaned(Some("r1"))), true, Some("r1")),
-            Holding::Stuck
-        );
-        assert_eq!(
-            holding(Some(&hung(Some("r2"))), true, Some("r1")),
-            Holding::Nothing
-        );
-        // Not shared: any holder is the job's, recorded or not.
-        assert_eq!(holding(Some(&live(None)), false, None), Holding::Live);
-        assert_eq!(holding(Some(&hung(None)), false, None), Holding::Stuck);
-        // Nothing live holds it.
-        assert_eq!(holding(None, false, None), Holding::Nothing);
-        assert_eq!(holding(Some(&V::Absent), false, None), Holding::Nothing);
         let dead = V::Dead {
             holder: held(Some("r1")),
             evidence: baton_lease::Death::ProcessGone,
         };
-        assert_eq!(holding(Some(&dead), false, Some("r1")), Holding::Nothing);
+        for (verdict, shared, newest, want) in [
+            // Shared: only the job's own newest unfinished run is its.
+            (Some(live(Some("r1"))), true, Some("r1"), Holding::Live),
+            (Some(live(Some("r2"))), true, Some("r1"), Holding::Mate),
+            (Some(live(Some("r2"))), true, None, Holding::Mate),
+            (Some(live(None)), true, Some("r1"), Holding::Mate),
+            (Some(hung(Some("r1"))), true, Some("r1"), Holding::Stuck),
+            (Some(orphaned(Some("r1"))), true, Some("r1"), Holding::Stuck),
+            (Some(hung(Some("r2"))), true, Some("r1"), Holding::Nothing),
+            // Not shared: any holder is the job's, recorded or not.
+            (Some(live(None)), false, None, Holding::Live),
+            (Some(hung(None)), false, None, Holding::Stuck),
+            // Nothing live holds it.
+            (None, false, None, Holding::Nothing),
+            (Some(V::Absent), false, None, Holding::Nothing),
+            (Some(dead), false, Some("r1"), Holding::Nothing),
+        ] {
+            let got = holding(verdict.as_ref(), shared, newest);
+            assert_eq!(got, want, "{verdict:?}, shared {shared}, newest {newest:?}");
+        }
     }
 
     #[test]

@@ -4,6 +4,9 @@
 
 use super::*;
 
+/// The zone most tests read their schedules in.
+const NY: &str = "America/New_York";
+
 fn zone(name: &str) -> Zone {
     Zone {
         name: name.to_owned(),
@@ -87,12 +90,7 @@ fn refusals_name_the_part() {
 
 #[test]
 fn new_york_fixed_time_in_the_gap_runs_when_the_clocks_jump() {
-    let c = cal(
-        "America/New_York",
-        "30 2 * * *",
-        "2026-03-07T00:00:00-05:00",
-        3,
-    );
+    let c = cal(NY, "30 2 * * *", "2026-03-07T00:00:00-05:00", 3);
     assert_eq!(
         listed(&c),
         [
@@ -112,12 +110,7 @@ fn new_york_fixed_time_in_the_gap_runs_when_the_clocks_jump() {
 
 #[test]
 fn new_york_list_of_fixed_times_in_the_gap_runs_once() {
-    let c = cal(
-        "America/New_York",
-        "0,30 2 * * *",
-        "2026-03-07T00:00:00-05:00",
-        5,
-    );
+    let c = cal(NY, "0,30 2 * * *", "2026-03-07T00:00:00-05:00", 5);
     assert_eq!(
         listed(&c),
         [
@@ -139,12 +132,7 @@ fn new_york_list_of_fixed_times_in_the_gap_runs_once() {
 
 #[test]
 fn new_york_fixed_time_in_the_fold_runs_the_first_time() {
-    let c = cal(
-        "America/New_York",
-        "30 1 * * *",
-        "2026-10-31T12:00:00-04:00",
-        2,
-    );
+    let c = cal(NY, "30 1 * * *", "2026-10-31T12:00:00-04:00", 2);
     assert_eq!(
         listed(&c),
         [
@@ -163,12 +151,7 @@ fn new_york_fixed_time_in_the_fold_runs_the_first_time() {
 
 #[test]
 fn wildcards_are_told_what_the_clocks_skipped_and_repeated() {
-    let c = cal(
-        "America/New_York",
-        "*/15 * * * *",
-        "2026-03-08T01:30:00-05:00",
-        3,
-    );
+    let c = cal(NY, "*/15 * * * *", "2026-03-08T01:30:00-05:00", 3);
     assert_eq!(
         listed(&c),
         [
@@ -185,12 +168,7 @@ fn wildcards_are_told_what_the_clocks_skipped_and_repeated() {
         ]
     );
 
-    let c = cal(
-        "America/New_York",
-        "30 * * * *",
-        "2026-11-01T00:45:00-04:00",
-        3,
-    );
+    let c = cal(NY, "30 * * * *", "2026-11-01T00:45:00-04:00", 3);
     assert_eq!(
         listed(&c),
         [
@@ -210,12 +188,7 @@ fn wildcards_are_told_what_the_clocks_skipped_and_repeated() {
 
     // Every minute of 02:00-02:59 on March 8th: a year later, with the
     // lost hour named once.
-    let c = cal(
-        "America/New_York",
-        "* 2 8 3 *",
-        "2026-03-07T00:00:00-05:00",
-        2,
-    );
+    let c = cal(NY, "* 2 8 3 *", "2026-03-07T00:00:00-05:00", 2);
     assert_eq!(
         listed(&c),
         [
@@ -234,12 +207,7 @@ fn wildcards_are_told_what_the_clocks_skipped_and_repeated() {
 
 #[test]
 fn intervals_note_repeated_wall_times_only() {
-    let c = cal(
-        "America/New_York",
-        "every:1h",
-        "2026-03-08T00:30:00-05:00",
-        3,
-    );
+    let c = cal(NY, "every:1h", "2026-03-08T00:30:00-05:00", 3);
     assert_eq!(
         listed(&c),
         [
@@ -248,12 +216,7 @@ fn intervals_note_repeated_wall_times_only() {
             "2026-03-08T04:00:00-04:00 -",
         ]
     );
-    let c = cal(
-        "America/New_York",
-        "every 1h",
-        "2026-11-01T00:30:00-04:00",
-        3,
-    );
+    let c = cal(NY, "every 1h", "2026-11-01T00:30:00-04:00", 3);
     assert_eq!(
         listed(&c),
         [
@@ -348,12 +311,7 @@ fn a_day_that_never_happened_is_named_with_its_date() {
 
 #[test]
 fn a_gap_time_and_the_time_the_clocks_jump_to_are_one_occurrence() {
-    let c = cal(
-        "America/New_York",
-        "30 2,3 * * *",
-        "2026-03-08T00:00:00-05:00",
-        2,
-    );
+    let c = cal(NY, "30 2,3 * * *", "2026-03-08T00:00:00-05:00", 2);
     assert_eq!(
         listed(&c),
         [
@@ -385,12 +343,7 @@ fn a_gap_time_and_the_time_the_clocks_jump_to_are_one_occurrence() {
 
 #[test]
 fn six_fields_show_seconds() {
-    let c = cal(
-        "America/New_York",
-        "15 30 2 * * *",
-        "2026-03-08T00:00:00-05:00",
-        1,
-    );
+    let c = cal(NY, "15 30 2 * * *", "2026-03-08T00:00:00-05:00", 1);
     assert_eq!(
         notes(&c),
         [
@@ -505,12 +458,7 @@ fn a_schedule_that_never_fires_again_says_so() {
 
 #[test]
 fn the_human_form() {
-    let c = cal(
-        "America/New_York",
-        "30 2 * * *",
-        "2026-03-07T00:00:00-05:00",
-        3,
-    );
+    let c = cal(NY, "30 2 * * *", "2026-03-07T00:00:00-05:00", 3);
     assert_eq!(
         render(&c),
         "\
@@ -557,12 +505,7 @@ Normalized: every:900s
 
 #[test]
 fn the_json_form() {
-    let c = cal(
-        "America/New_York",
-        "0,30  2 * * *",
-        "2026-03-08T00:00:00-05:00",
-        2,
-    );
+    let c = cal(NY, "0,30  2 * * *", "2026-03-08T00:00:00-05:00", 2);
     let json = serde_json::to_value(to_json(&c)).unwrap();
     assert_eq!(
         json,

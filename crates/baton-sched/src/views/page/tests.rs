@@ -1,4 +1,5 @@
 use super::*;
+use crate::text_asserts::{has, lacks};
 use crate::views::history::RunView;
 use crate::views::job_state::JobState;
 use crate::views::status::{
@@ -62,6 +63,19 @@ fn status(jobs: Vec<JobStatus>) -> Status {
         jobs,
         error: None,
         ledger_newer: false,
+    }
+}
+
+/// The page of `jobs`, without runs, refreshed every 5 seconds.
+fn page(jobs: Vec<JobStatus>) -> String {
+    render(&status(jobs), &RecentRuns::default(), now(), 5)
+}
+
+fn alert(time: &str, kind: &str, message: &str) -> AlertSummary {
+    AlertSummary {
+        time: time.into(),
+        kind: kind.into(),
+        message: message.into(),
     }
 }
 
@@ -138,15 +152,10 @@ fn the_header_counts_the_jobs_that_are_not_healthy() {
     hung.state = JobState::Hung;
     let mut new = job("n");
     new.state = JobState::New;
-    let html = render(
-        &status(vec![crashed, hung, new, job("ok")]),
-        &RecentRuns::default(),
-        now(),
-        5,
-    );
-    assert!(html.contains("2 of 4 job(s) need attention"), "{html}");
-    let html = render(&status(vec![job("ok")]), &RecentRuns::default(), now(), 5);
-    assert!(html.contains("1 job(s), none needs attention"), "{html}");
+    let html = page(vec![crashed, hung, new, job("ok")]);
+    has(&html, "2 of 4 job(s) need attention");
+    let html = page(vec![job("ok")]);
+    has(&html, "1 job(s), none needs attention");
 }
 
 #[test]
@@ -154,12 +163,13 @@ fn the_page_is_a_self_refreshing_html5_document_for_phones() {
     let html = render(&status(vec![job("a")]), &RecentRuns::default(), now(), 7);
     assert!(html.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"));
     assert!(html.ends_with("</html>\n"));
-    assert!(html.contains("<meta charset=\"utf-8\">"));
-    assert!(
-        html.contains("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">")
+    has(&html, "<meta charset=\"utf-8\">");
+    has(
+        &html,
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">",
     );
-    assert!(html.contains("<meta http-equiv=\"refresh\" content=\"7\">"));
-    assert!(html.contains("overflow-wrap:anywhere"));
+    has(&html, "<meta http-equiv=\"refresh\" content=\"7\">");
+    has(&html, "overflow-wrap:anywhere");
     assert!(!html.contains("<script"), "no JavaScript");
     assert!(
         !html.contains("http://") && !html.contains("https://"),
@@ -173,17 +183,21 @@ fn the_page_is_a_self_refreshing_html5_document_for_phones() {
 fn the_heading_says_whether_jobs_may_run_and_the_zone() {
     let mut s = status(vec![job("a")]);
     let html = render(&s, &RecentRuns::default(), now(), 5);
-    assert!(
-        html.contains(
-            "<h1 data-enabled=\"true\">baton: <span class=\"ok\">enabled</span>, Europe/Paris</h1>"
-        ),
-        "{html}"
+    has(
+        &html,
+        "<h1 data-enabled=\"true\">baton: <span class=\"ok\">enabled</span>, Europe/Paris</h1>",
     );
     s.enabled = false;
     s.enabled_source = "BATON_ENABLED=0 (environment)".into();
     let html = render(&s, &RecentRuns::default(), now(), 5);
-    assert!(html.contains("<h1 data-enabled=\"false\">baton: <span class=\"bad\">disabled</span>"));
-    assert!(html.contains("the kill switch is off (BATON_ENABLED=0 (environment))"));
+    has(
+        &html,
+        "<h1 data-enabled=\"false\">baton: <span class=\"bad\">disabled</span>",
+    );
+    has(
+        &html,
+        "the kill switch is off (BATON_ENABLED=0 (environment))",
+    );
 }
 
 #[test]
@@ -201,11 +215,7 @@ fn every_string_is_escaped() {
         by: evil.into(),
         ..pause()
     });
-    j.recent_alerts = vec![AlertSummary {
-        time: NOW.into(),
-        kind: evil.into(),
-        message: evil.into(),
-    }];
+    j.recent_alerts = vec![alert(NOW, evil, evil)];
     if let Some(r) = &mut j.last_run {
         r.verdict = Some(evil.into());
     }
@@ -218,13 +228,13 @@ fn every_string_is_escaped() {
     };
     runs.by_job.insert(evil.into(), vec![run(evil, Some(evil))]);
     let html = render(&s, &runs, now(), 5);
-    assert!(!html.contains("<b>"), "{html}");
-    assert!(!html.contains("'y'"), "{html}");
+    lacks(&html, "<b>");
+    lacks(&html, "'y'");
     let escaped = "&lt;b&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/b&gt;";
     // Name (twice), schedule, lock, verdict, host, by, reason, alert kind and
     // message, config, zone, ledger error, run id and verdict of the run.
     assert!(html.matches(escaped).count() >= 15, "{html}");
-    assert!(html.contains(&format!("data-job=\"{escaped}\"")));
+    has(&html, &format!("data-job=\"{escaped}\""));
 }
 
 fn run(id: &str, verdict: Option<&str>) -> RunView {
@@ -249,41 +259,30 @@ fn run(id: &str, verdict: Option<&str>) -> RunView {
 fn a_card_shows_last_run_next_run_holder_runs_and_alerts() {
     let mut j = job("a");
     j.holder = Some(holder("live"));
-    j.recent_alerts = vec![AlertSummary {
-        time: "2025-06-01T11:58:00Z".into(),
-        kind: "failed".into(),
-        message: "exit 3".into(),
-    }];
+    j.recent_alerts = vec![alert("2025-06-01T11:58:00Z", "failed", "exit 3")];
     let mut runs = RecentRuns::default();
     runs.by_job.insert(
         "a".into(),
         (0..8).map(|i| run(&format!("r{i}"), Some("ok"))).collect(),
     );
     let html = render(&status(vec![j]), &runs, now(), 5);
-    assert!(
-        html.contains(
-            "<dd class=\"last-run\"><span class=\"ok\">ok</span> in 2m, <time \
+    has(
+        &html,
+        "<dd class=\"last-run\"><span class=\"ok\">ok</span> in 2m, <time \
              datetime=\"2025-06-01T11:57:00Z\">2025-06-01 13:57:00 +02:00</time> <span \
-             class=\"age\">(3m ago)</span></dd>"
-        ),
-        "{html}"
+             class=\"age\">(3m ago)</span></dd>",
     );
-    assert!(
-        html.contains("<span class=\"age\">(in 5m)</span>"),
-        "{html}"
-    );
-    assert!(
-        html.contains(
-            "live: pid 4242 on db-1, fence <code class=\"fence\" title=\"fence 17\">17</code>, \
-             since"
-        ),
-        "{html}"
+    has(&html, "<span class=\"age\">(in 5m)</span>");
+    has(
+        &html,
+        "live: pid 4242 on db-1, fence <code class=\"fence\" title=\"fence 17\">17</code>, \
+             since",
     );
     assert_eq!(html.matches("<li data-run=").count(), RUNS_SHOWN as usize);
-    assert!(html.contains("failed</span> <time"), "{html}");
-    assert!(
-        html.contains(": <span class=\"message clamp\" title=\"exit 3\">exit 3</span></li>"),
-        "{html}"
+    has(&html, "failed</span> <time");
+    has(
+        &html,
+        ": <span class=\"message clamp\" title=\"exit 3\">exit 3</span></li>",
     );
 }
 
@@ -293,11 +292,11 @@ fn a_job_without_runs_says_so() {
     j.last_run = None;
     j.never_run = true;
     j.next_run = None;
-    let html = render(&status(vec![j]), &RecentRuns::default(), now(), 5);
-    assert!(html.contains("<dd class=\"last-run none\">never run</dd>"));
-    assert!(html.contains("<dd class=\"next-run none\">none</dd>"));
-    assert!(html.contains("<p class=\"runs none\">none</p>"));
-    assert!(html.contains("<p class=\"alerts none\">none</p>"));
+    let html = page(vec![j]);
+    has(&html, "<dd class=\"last-run none\">never run</dd>");
+    has(&html, "<dd class=\"next-run none\">none</dd>");
+    has(&html, "<p class=\"runs none\">none</p>");
+    has(&html, "<p class=\"alerts none\">none</p>");
 }
 
 #[test]
@@ -312,12 +311,10 @@ fn an_overdue_card_names_the_occurrence_that_did_not_start() {
     let mut j = job("late");
     j.state = JobState::Overdue;
     j.overdue = Some(overdue());
-    let html = render(&status(vec![j]), &RecentRuns::default(), now(), 5);
-    assert!(
-        html.contains(
-            "<dt>overdue</dt><dd class=\"bad\">occurrence <time datetime=\"2025-06-01T10:00:00Z\">2025-06-01 12:00:00 +02:00</time> did not start (grace 2m)</dd>"
-        ),
-        "{html}"
+    let html = page(vec![j]);
+    has(
+        &html,
+        "<dt>overdue</dt><dd class=\"bad\">occurrence <time datetime=\"2025-06-01T10:00:00Z\">2025-06-01 12:00:00 +02:00</time> did not start (grace 2m)</dd>",
     );
 }
 
@@ -340,7 +337,7 @@ fn jobs_that_need_attention_come_first_then_the_rest_each_by_name() {
         .map(|rest| rest.split('"').next().unwrap())
         .collect();
     assert_eq!(order, ["m-late", "z-failing", "a-ok", "b-paused", "y-ok"]);
-    assert!(html.contains("<title>baton: 2 of 5 job(s) need attention</title>"));
+    has(&html, "<title>baton: 2 of 5 job(s) need attention</title>");
 }
 
 #[test]
@@ -354,13 +351,12 @@ fn every_time_is_in_the_pages_zone() {
     });
     j.overdue = Some(overdue());
     // An alert's message names instants as the ledger keeps them, in UTC.
-    j.recent_alerts = vec![AlertSummary {
-        time: "2025-06-01T11:58:00Z".into(),
-        kind: "missed".into(),
-        message: "a: 3 occurrence(s) missed: 3 superseded by a later occurrence \
-                  (2025-06-01T09:00:00Z to 2025-06-01T10:00:00Z); 2025-06-01T11:00:00Z runs now"
-            .into(),
-    }];
+    j.recent_alerts = vec![alert(
+        "2025-06-01T11:58:00Z",
+        "missed",
+        "a: 3 occurrence(s) missed: 3 superseded by a later occurrence \
+                  (2025-06-01T09:00:00Z to 2025-06-01T10:00:00Z); 2025-06-01T11:00:00Z runs now",
+    )];
     let mut runs = RecentRuns::default();
     runs.by_job.insert("a".into(), vec![run("r1", Some("ok"))]);
     let html = render(&status(vec![j]), &runs, now(), 5);
@@ -379,39 +375,28 @@ fn every_time_is_in_the_pages_zone() {
             "{t} is not in Europe/Paris:\n{html}"
         );
     }
-    assert!(
-        html.contains(">2025-06-01 12:00:00 +02:00</time> did not start"),
-        "{html}"
-    );
-    assert!(html.contains("times in Europe/Paris"), "{html}");
+    has(&html, ">2025-06-01 12:00:00 +02:00</time> did not start");
+    has(&html, "times in Europe/Paris");
     // The message's whole text, in its title, too.
-    assert!(
-        html.contains(
-            "title=\"a: 3 occurrence(s) missed: 3 superseded by a later occurrence \
+    has(
+        &html,
+        "title=\"a: 3 occurrence(s) missed: 3 superseded by a later occurrence \
              (2025-06-01 11:00:00 +02:00 to 2025-06-01 12:00:00 +02:00); \
-             2025-06-01 13:00:00 +02:00 runs now\""
-        ),
-        "{html}"
+             2025-06-01 13:00:00 +02:00 runs now\"",
     );
-    assert!(
-        html.contains(
-            "<time datetime=\"2025-06-01T11:00:00Z\">2025-06-01 13:00:00 +02:00</time> runs now"
-        ),
-        "{html}"
+    has(
+        &html,
+        "<time datetime=\"2025-06-01T11:00:00Z\">2025-06-01 13:00:00 +02:00</time> runs now",
     );
     // The job's own zone is still named beside its schedule.
-    assert!(html.contains("(America/New_York)"), "{html}");
+    has(&html, "(America/New_York)");
 }
 
 #[test]
 fn long_texts_are_clamped_with_the_whole_text_in_their_title() {
     let long = format!("exit 3: {}", "no-such-file-".repeat(40));
     let mut j = job("a");
-    j.recent_alerts = vec![AlertSummary {
-        time: "2025-06-01T11:58:00Z".into(),
-        kind: "failed".into(),
-        message: long.clone(),
-    }];
+    j.recent_alerts = vec![alert("2025-06-01T11:58:00Z", "failed", &long)];
     j.paused = Some(PauseStatus {
         reason: Some(long.clone()),
         ..pause()
@@ -421,18 +406,21 @@ fn long_texts_are_clamped_with_the_whole_text_in_their_title() {
     r.fence = Some(u64::MAX);
     runs.by_job.insert("a".into(), vec![r]);
     let html = render(&status(vec![j]), &runs, now(), 5);
-    assert!(html.contains(&format!(
-        "<span class=\"message clamp\" title=\"{long}\">{long}</span>"
-    )));
-    assert!(html.contains(&format!(
-        "<span class=\"reason clamp\" title=\"{long}\">{long}</span>"
-    )));
+    has(
+        &html,
+        &format!("<span class=\"message clamp\" title=\"{long}\">{long}</span>"),
+    );
+    has(
+        &html,
+        &format!("<span class=\"reason clamp\" title=\"{long}\">{long}</span>"),
+    );
     let max = u64::MAX;
-    assert!(html.contains(&format!(
-        "<code class=\"fence\" title=\"fence {max}\">{max}</code>"
-    )));
-    assert!(html.contains("-webkit-line-clamp:3"));
-    assert!(html.contains("time,.age{white-space:nowrap}"));
+    has(
+        &html,
+        &format!("<code class=\"fence\" title=\"fence {max}\">{max}</code>"),
+    );
+    has(&html, "-webkit-line-clamp:3");
+    has(&html, "time,.age{white-space:nowrap}");
 }
 
 #[test]
@@ -443,5 +431,5 @@ fn only_a_logged_in_browser_is_offered_a_logout() {
     assert!(!render(&s, &runs, now(), 5).contains(logout));
     let html = render_for(&s, &runs, now(), 5, Viewer::LoggedIn);
     assert_eq!(html.matches(logout).count(), 1, "{html}");
-    assert!(!html.contains("<script"));
+    lacks(&html, "<script");
 }
