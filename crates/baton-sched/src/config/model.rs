@@ -99,13 +99,18 @@ pub struct Sourced<T> {
 }
 
 impl<T> Sourced<T> {
-    /// A default value.
-    pub fn default_value(value: T) -> Self {
+    /// A value from `source`, not inherited.
+    pub fn new(value: T, source: Source) -> Self {
         Self {
             value,
-            source: Source::Default,
+            source,
             inherited: false,
         }
+    }
+
+    /// A default value.
+    pub fn default_value(value: T) -> Self {
+        Self::new(value, Source::Default)
     }
 
     /// The value `f` makes of this one, from the same source.
