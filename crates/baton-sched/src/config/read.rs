@@ -729,7 +729,7 @@ fn job(r: &Reader<'_>, e: &Entry, scheduler: &Values) -> Result<Job, Vec<ConfigE
     let entries = r.table(&e.value, &path, e.line).map_err(|e| vec![e])?;
     let mut p = r.unknown_keys(entries, &path, &names(Table::Job));
     let when = kept(self::when(r, entries, &path, &at), &mut p);
-    let values = r.read_keys((Table::Job, &path), entries, Some(scheduler), &mut p);
+    let mut values = r.read_keys((Table::Job, &path), entries, Some(scheduler), &mut p);
     let policy = RunPolicy::from_values(&values);
     let fenced = values.clean(RunPolicy::KEYS)
         && kept(r.fencing(&at, &path, &policy, None), &mut p).is_some();
@@ -740,22 +740,22 @@ fn job(r: &Reader<'_>, e: &Entry, scheduler: &Values) -> Result<Job, Vec<ConfigE
     };
     let all = (steps.as_deref().unwrap_or_default(), checks.as_slice());
     check_steps(r, &path, all, fenced.then_some(&policy), &mut p);
-    let lock = match values.get::<Option<String>>("lock") {
-        own if own.value.is_some() => own.map(Option::unwrap_or_default),
-        _ => Sourced::default_value(name.clone()),
-    };
+    // Its lock is its own name unless it, or `[scheduler]`, names one.
+    if values
+        .sourced("lock")
+        .is_some_and(|s| s.value == Value::Unset)
+    {
+        values.set("lock", Sourced::default_value(Value::Name(name.clone())));
+    }
     match (when, steps) {
-        (Some(when), Some(steps)) if p.is_empty() => Ok(Job {
+        (Some(when), Some(steps)) if p.is_empty() => Ok(Job::from_values(
+            &values,
             name,
-            source: at.source(),
+            at.source(),
             when,
-            timezone: values.get("timezone"),
-            enabled: values.get("enabled"),
-            lock,
-            policy,
             steps,
             checks,
-        }),
+        )),
         // Every value missing above kept its problem.
         _ => Err(p),
     }
@@ -813,8 +813,11 @@ fn job_steps(
             None
         }
         (Some((line, action)), None) => Some(vec![Step::from_values(
-            (name.to_owned(), StepKind::Step, action, line),
             values,
+            name.to_owned(),
+            StepKind::Step,
+            action,
+            line,
         )]),
         (None, Some(st)) => Some(self::steps(r, st, (&path, StepKind::Step), values, p)),
     }
@@ -1002,7 +1005,7 @@ fn step(
     let values = r.read_keys((table, here), entries, Some(job), p);
     // A name or an action missing here kept its problem.
     let (name, (_, action)) = (name?, action?);
-    (p.len() == before).then(|| Step::from_values((name, kind, action, node.line), &values))
+    (p.len() == before).then(|| Step::from_values(&values, name, kind, action, node.line))
 }
 
 /// A step's `name` (`n`, in the step at `here`): a valid name.
