@@ -15,25 +15,31 @@ use jiff::tz::TimeZone;
 use super::value::Values;
 
 /// A struct of keys' values, each field named after its key (and a struct
-/// of them nested in it): the struct, `from_values` to build it from its
-/// table's values, `values` to give them back for `baton config`, and
-/// `KEYS`, the keys of its own fields.
+/// of them nested in it, after `+`; a key's bare value, after `-`; a field
+/// read by its own rule, given, after `=`): the struct, `from_values` to
+/// build it from its table's values and the fields given, `values` to give
+/// the keys' back for `baton config`, and `KEYS`, the keys of its own
+/// `Sourced` fields.
 macro_rules! keyed {
     (
         $(#[$meta:meta])*
         pub struct $t:ident {
             $($key:ident: $ty:ty,)*
             $(+ $(#[$nested_meta:meta])* $nested:ident: $n:ident,)?
+            $(- $(#[$bare_meta:meta])* $bare:ident: $bare_ty:ty,)*
+            $(= $(#[$own_meta:meta])* $own:ident: $own_ty:ty,)*
         }
     ) => {
         $(#[$meta])*
         #[derive(Debug, Clone, PartialEq)]
         pub struct $t {
+            $($(#[$own_meta])* pub $own: $own_ty,)*
             $(
                 #[doc = concat!("`", stringify!($key), "` ([`super::keys::KEYS`] says what it is).")]
                 pub $key: Sourced<$ty>,
             )*
             $($(#[$nested_meta])* pub $nested: $n,)?
+            $($(#[$bare_meta])* pub $bare: $bare_ty,)*
         }
 
         impl $t {
@@ -41,15 +47,17 @@ macro_rules! keyed {
             #[allow(dead_code)]
             pub(super) const KEYS: &'static [&'static str] = &[$(stringify!($key)),*];
 
-            /// Its fields from its table's values.
-            pub(super) fn from_values(v: &Values) -> Self {
+            /// Its fields from its table's values, and those given.
+            pub(super) fn from_values(v: &Values, $($own: $own_ty),*) -> Self {
                 Self {
+                    $($own,)*
                     $($key: v.get(stringify!($key)),)*
                     $($nested: $n::from_values(v),)?
+                    $($bare: v.get(stringify!($bare)).value,)*
                 }
             }
 
-            /// Its fields as values, for `baton config`.
+            /// Its keys' values, for `baton config`.
             pub(crate) fn values(&self, v: &mut Values) {
                 $(v.put(stringify!($key), &self.$key);)*
                 $(self.$nested.values(v);)?
@@ -99,13 +107,18 @@ pub struct Sourced<T> {
 }
 
 impl<T> Sourced<T> {
-    /// A default value.
-    pub fn default_value(value: T) -> Self {
+    /// A value from `source`, not inherited.
+    pub fn new(value: T, source: Source) -> Self {
         Self {
             value,
-            source: Source::Default,
+            source,
             inherited: false,
         }
+    }
+
+    /// A default value.
+    pub fn default_value(value: T) -> Self {
+        Self::new(value, Source::Default)
     }
 
     /// The value `f` makes of this one, from the same source.
@@ -306,106 +319,54 @@ keyed! {
 /// a check runs after the steps whatever they did, and is never retried.
 pub use baton_store::words::StepKind;
 
-/// One step or check of a job.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Step {
-    /// Its name, unique within the job.
-    pub name: String,
-    /// Step or check.
-    pub kind: StepKind,
-    /// What it does: a command, or an HTTP request.
-    pub action: Sourced<Action>,
-    /// Extra attempts (always 0 for a check).
-    pub retries: Sourced<u32>,
-    /// First retry delay.
-    pub backoff: Sourced<Duration>,
-    /// Longest retry delay.
-    pub backoff_max: Sourced<Duration>,
-    /// Exit codes never retried.
-    pub no_retry_exit_codes: Sourced<Vec<i32>>,
-    /// Each attempt's limit.
-    pub timeout: Sourced<Option<Duration>>,
-    /// Between the first signal and SIGKILL.
-    pub kill_grace: Sourced<Duration>,
-    /// Output kept per attempt.
-    pub output_limit: Sourced<u64>,
-    /// Variables added to the environment (the job's, then the step's).
-    pub env: Vec<(String, String)>,
-    /// Working directory.
-    pub cwd: Option<PathBuf>,
-    /// The line the step's table starts on.
-    pub line: u32,
-}
-
-impl Step {
-    /// A step of `kind` named `name`, doing `action`, written on `line`,
-    /// with its table's values.
-    pub(super) fn from_values(
-        (name, kind, action, line): (String, StepKind, Sourced<Action>, u32),
-        v: &Values,
-    ) -> Self {
-        Self {
-            name,
-            kind,
-            action,
-            retries: v.get("retries"),
-            backoff: v.get("backoff"),
-            backoff_max: v.get("backoff_max"),
-            no_retry_exit_codes: v.get("no_retry_exit_codes"),
-            timeout: v.get("timeout"),
-            kill_grace: v.get("kill_grace"),
-            output_limit: v.get("output_limit"),
-            env: v.get("env").value,
-            cwd: v.get("cwd").value,
-            line,
-        }
-    }
-
-    /// Its values, for `baton config` (its action, `env` and `cwd` apart).
-    pub(crate) fn values(&self, v: &mut Values) {
-        v.put("retries", &self.retries);
-        v.put("backoff", &self.backoff);
-        v.put("backoff_max", &self.backoff_max);
-        v.put("no_retry_exit_codes", &self.no_retry_exit_codes);
-        v.put("timeout", &self.timeout);
-        v.put("kill_grace", &self.kill_grace);
-        v.put("output_limit", &self.output_limit);
+keyed! {
+    /// One step or check of a job (a check's `retries` always 0).
+    pub struct Step {
+        retries: u32,
+        backoff: Duration,
+        backoff_max: Duration,
+        no_retry_exit_codes: Vec<i32>,
+        timeout: Option<Duration>,
+        kill_grace: Duration,
+        output_limit: u64,
+        - /// Variables added to the environment (the job's, then the step's).
+        env: Vec<(String, String)>,
+        - /// Working directory.
+        cwd: Option<PathBuf>,
+        = /// Its name, unique within the job.
+        name: String,
+        = /// Step or check.
+        kind: StepKind,
+        = /// What it does: a command, or an HTTP request.
+        action: Sourced<Action>,
+        = /// The line the step's table starts on.
+        line: u32,
     }
 }
 
-/// A job.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Job {
-    /// Its name: `[A-Za-z0-9_.-]{1,64}`.
-    pub name: String,
-    /// Where `[jobs.NAME]` is written, or the drop-in file
-    /// (`jobs.d/NAME.toml`) that defines it.
-    pub source: Source,
-    /// When it runs.
-    pub when: Sourced<When>,
-    /// Its zone.
-    pub timezone: Sourced<Zone>,
-    /// Whether it runs at all.
-    pub enabled: Sourced<bool>,
-    /// Its lock's name (the job's name unless set).
-    pub lock: Sourced<String>,
-    /// Its run policy.
-    pub policy: RunPolicy,
-    /// Its steps, in order.
-    pub steps: Vec<Step>,
-    /// Its checks, in order.
-    pub checks: Vec<Step>,
+keyed! {
+    /// A job.
+    pub struct Job {
+        timezone: Zone,
+        enabled: bool,
+        lock: String,
+        + /// Its run policy.
+        policy: RunPolicy,
+        = /// Its name: `[A-Za-z0-9_.-]{1,64}`.
+        name: String,
+        = /// Where `[jobs.NAME]` is written, or the drop-in file
+        /// (`jobs.d/NAME.toml`) that defines it.
+        source: Source,
+        = /// When it runs.
+        when: Sourced<When>,
+        = /// Its steps, in order.
+        steps: Vec<Step>,
+        = /// Its checks, in order.
+        checks: Vec<Step>,
+    }
 }
 
 impl Job {
-    /// Its values, for `baton config` (when it runs and its steps apart).
-    pub(crate) fn values(&self, v: &mut Values) {
-        v.put("timezone", &self.timezone);
-        v.put("enabled", &self.enabled);
-        v.put("lock", &self.lock);
-        self.policy.values(v);
-    }
-
     /// Steps then checks.
     pub fn all_steps(&self) -> impl Iterator<Item = &Step> {
         self.steps.iter().chain(&self.checks)

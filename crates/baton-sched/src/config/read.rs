@@ -4,9 +4,9 @@
 //! `schedule`/`every`, of `run`/`http`/`steps`; `retries` on a check; a kill grace
 //! too long for the takeover grace; a job defined twice) before anything is
 //! returned. Which keys a table takes, how each is read, its default and
-//! what a job or step inherits are [`super::keys`]'s: [`read_keys`] reads
-//! any table by that list, and this module adds the keys read by their own
-//! rule and the rules that combine keys.
+//! what a job or step inherits are [`super::keys`]'s:
+//! [`Reader::read_keys`] reads any table by that list, and this module adds
+//! the keys read by their own rule and the rules that combine keys.
 //!
 //! The first problem, in file order (`baton.toml`, then the drop-ins by
 //! name), is the error; a typo is never read as "use the default".
@@ -73,17 +73,18 @@ impl Overrides {
             .state_dir
             .as_ref()
             .filter(|_| key.name == "state_dir")?;
-        Some(Sourced {
-            value: Value::Path(dir.clone()),
-            source: Source::Flag("--state-dir".into()),
-            inherited: false,
-        })
+        Some(Sourced::new(
+            Value::Path(dir.clone()),
+            Source::Flag("--state-dir".into()),
+        ))
     }
 }
 
+#[derive(Clone, Copy)]
 struct Reader<'a> {
     file: &'a Arc<Path>,
     dir: &'a Path,
+    over: &'a Overrides,
     /// Leases live in the PostgreSQL store (`[store] url`): a renewal may
     /// wait for the store's deadline rather than for the lock file's mutex.
     pg: bool,
@@ -128,9 +129,14 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// The entries of the section `e` (none when it is not written).
-    fn section<'n>(&self, e: Option<&'n Entry>, key: &str) -> Result<&'n [Entry], ConfigError> {
-        e.map_or(Ok(&[]), |e| self.table(&e.value, key, e.line))
+    /// The values of the section `table` (`e`; not written, none), its
+    /// problems kept in `p`: a section that is no table reads as empty.
+    fn section(&self, table: Table, e: Option<&Entry>, p: &mut Vec<ConfigError>) -> Values {
+        let path = table.name();
+        let entries = e.map_or(Ok(&[][..]), |e| self.table(&e.value, path, e.line));
+        let entries = kept(entries, p).unwrap_or_default();
+        p.extend(self.unknown_keys(entries, path, &names(table)));
+        self.read_keys((table, path), entries, None, p)
     }
 
     /// A problem for each key of `entries` not in `allowed`, in file order.
@@ -158,17 +164,14 @@ impl<'a> Reader<'a> {
 
     /// Reads the keys `table` takes from its `entries` (`path` naming it in
     /// messages), but for those read by their own rule. Each key's value is
-    /// the command line's or the environment's (for a section's key that
-    /// has a variable), else the one written, else, where the key
-    /// inherits, `base`'s (a job's from `[scheduler]`, marked inherited; a
-    /// step's from its job, as it stands; a step's `env` adds to its
-    /// job's), else its default. A value in error is kept in `problems`
-    /// and reads as that fallback.
+    /// its own ([`Reader::own`]), else, where the key inherits, `base`'s (a
+    /// job's from `[scheduler]`, marked inherited; a step's from its job, as
+    /// it stands; a step's `env` adds to its job's), else its default. A
+    /// value in error is kept in `problems` and reads as that fallback.
     fn read_keys(
         &self,
         (table, path): (Table, &str),
         entries: &[Entry],
-        over: &Overrides,
         base: Option<&Values>,
         problems: &mut Vec<ConfigError>,
     ) -> Values {
@@ -177,36 +180,8 @@ impl<'a> Reader<'a> {
             let inherited = base
                 .filter(|_| key.inherits)
                 .and_then(|b| b.sourced(key.name));
-            let env = key.env_key().filter(|_| base.is_none());
-            let env = env.and_then(|k| Some((over.env.get(&k)?, self.env_at(&k))));
-            let read = |raw: &Raw<'_>, at: At<'_>| {
-                let value = key.ty.read(self.dir, raw, &at, &join(path, key.name))?;
-                Ok(Sourced {
-                    value,
-                    source: at.source(),
-                    inherited: false,
-                })
-            };
-            let found = match (over.flag(key), env, get(entries, key.name)) {
-                (Some(flag), ..) => Some(Ok(flag)),
-                (None, Some((text, at)), _) => Some(read(&Raw::Text(text), at)),
-                (None, None, Some(e)) => Some(read(&Raw::Node(&e.value), self.at(e.line))),
-                (None, None, None) => None,
-            };
-            let found = match found {
-                Some(Ok(mut own)) => {
-                    if let (Value::Env(vars), Some(Value::Env(under))) =
-                        (&mut own.value, inherited.map(|s| &s.value))
-                    {
-                        let mut merged = under.clone();
-                        for (k, v) in vars.drain(..) {
-                            merged.retain(|(ek, _)| *ek != k);
-                            merged.push((k, v));
-                        }
-                        *vars = merged;
-                    }
-                    Some(own)
-                }
+            let value = match self.own(key, path, entries, base.is_none()) {
+                Some(Ok(own)) => Some(own.map(|v| added_env(v, inherited))),
                 Some(Err(e)) => {
                     problems.push(e);
                     values.failed.push(key.name);
@@ -214,7 +189,7 @@ impl<'a> Reader<'a> {
                 }
                 None => None,
             };
-            let value = found.unwrap_or_else(|| match inherited {
+            let value = value.unwrap_or_else(|| match inherited {
                 Some(s) if table == Table::Job => s.inherit(),
                 Some(s) => s.clone(),
                 None => Sourced::default_value(key.default_value()),
@@ -222,6 +197,46 @@ impl<'a> Reader<'a> {
             values.set(key.name, value);
         }
         values
+    }
+
+    /// `key`'s own value, if it has one: the command line's, else the
+    /// environment's (for a `section`'s key that has a variable), else the
+    /// one written in `entries`.
+    fn own(
+        &self,
+        key: &Key,
+        path: &str,
+        entries: &[Entry],
+        section: bool,
+    ) -> Option<Result<Sourced<Value>, ConfigError>> {
+        if let Some(flag) = self.over.flag(key) {
+            return Some(Ok(flag));
+        }
+        let env = key.env_key().filter(|_| section);
+        let env = env.and_then(|k| Some((self.over.env.get(&k)?, self.env_at(&k))));
+        let (raw, at) = match (env, get(entries, key.name)) {
+            (Some((text, at)), _) => (Raw::Text(text), at),
+            (None, Some(e)) => (e.raw(), self.at(e.line)),
+            (None, None) => return None,
+        };
+        let value = key.ty.read(self.dir, &raw, &at, &join(path, key.name));
+        Some(value.map(|v| Sourced::new(v, at.source())))
+    }
+}
+
+/// A step's own `env` added to the one it inherits (its job's): a variable
+/// of its own replaces the job's of the same name. Any other value as it is.
+fn added_env(own: Value, inherited: Option<&Sourced<Value>>) -> Value {
+    match (own, inherited.map(|s| &s.value)) {
+        (Value::Env(vars), Some(Value::Env(under))) => {
+            let mut merged = under.clone();
+            for (k, v) in vars {
+                merged.retain(|(ek, _)| *ek != k);
+                merged.push((k, v));
+            }
+            Value::Env(merged)
+        }
+        (own, _) => own,
     }
 }
 
@@ -322,11 +337,11 @@ impl Checked {
 /// are checked with its default for each key in error, and no
 /// configuration is returned.
 pub(super) fn checked(root: &Node, file: &Path, over: &Overrides, dropins: &[Found]) -> Checked {
-    let dir = file.parent().unwrap_or(Path::new("/"));
     let shared: Arc<Path> = Arc::from(file);
     let r = Reader {
         file: &shared,
-        dir,
+        dir: file.parent().unwrap_or(Path::new("/")),
+        over,
         pg: false,
     };
     let top = match r.table(root, "", root.line) {
@@ -335,80 +350,35 @@ pub(super) fn checked(root: &Node, file: &Path, over: &Overrides, dropins: &[Fou
     };
     let mut problems = r.unknown_keys(top, "", SECTIONS);
     problems.truncate(1);
-    let store = store(&r, get(top, "store"), over);
+    let store = store(&r, get(top, "store"));
     // A `[store]` with a problem was still meant: its jobs are checked as a
     // store's.
-    let pg = match &store {
-        Ok(s) => s.is_some(),
-        Err(_) => true,
+    let r = Reader {
+        pg: !matches!(store, Ok(None)),
+        ..r
     };
-    let r = Reader { pg, ..r };
     let store = kept(store, &mut problems);
     let before = problems.len();
-    let scheduler = scheduler(&r, get(top, "scheduler"), over, &mut problems);
+    let scheduler = scheduler(&r, get(top, "scheduler"), &mut problems);
     let scheduler_defaulted = problems.len() > before;
     let daemon = kept(daemon(&r, get(top, "daemon")), &mut problems);
-    let mut unread_jobs = BTreeSet::new();
-    let mut jobs = BTreeMap::new();
-    // Every job defined, valid or not, and where: a drop-in that defines it
-    // again is refused either way.
-    let mut defined: BTreeMap<String, String> = BTreeMap::new();
+    let mut jobs = Jobs {
+        problems,
+        ..Jobs::default()
+    };
     if let Some(e) = get(top, "jobs") {
-        match r.table(&e.value, "jobs", e.line) {
-            Ok(entries) => {
-                for j in entries {
-                    defined.insert(j.key.clone(), r.at(j.line).text());
-                    match self::job(&r, j, &scheduler) {
-                        Ok(job) => {
-                            jobs.insert(job.name.clone(), job);
-                        }
-                        Err(mut found) => {
-                            unread_jobs.insert(j.key.clone());
-                            problems.append(&mut found);
-                        }
-                    }
-                }
-            }
-            Err(e) => problems.push(e),
-        }
+        jobs.of_file(&r, e, &scheduler);
     }
     for found in dropins {
-        let root = match super::parse_doc(&found.text, &found.path) {
-            Ok(root) => root,
-            Err(e) => {
-                unread_jobs.insert(found.name.clone());
-                problems.push(e);
-                continue;
-            }
-        };
-        let shared: Arc<Path> = Arc::from(found.path.as_path());
-        let d = Reader {
-            file: &shared,
-            dir,
-            pg,
-        };
-        let job = match dropin_job(&d, &root, &found.name, &scheduler) {
-            Ok(job) => job,
-            Err(mut found_problems) => {
-                unread_jobs.insert(found.name.clone());
-                problems.append(&mut found_problems);
-                continue;
-            }
-        };
-        if let Some(first) = defined.get(&job.name) {
-            problems.push(invalid(
-                &d.at(source_line(&job.source)),
-                &join("jobs", &job.name),
-                format!(
-                    "is also defined at {first}: define a job in baton.toml or in jobs.d/, not both"
-                ),
-            ));
-            continue;
-        }
-        defined.insert(job.name.clone(), job.source.to_string());
-        jobs.insert(job.name.clone(), job);
+        jobs.of_dropin(&r, found, &scheduler);
     }
-    if !pg {
+    let Jobs {
+        read: jobs,
+        unread: unread_jobs,
+        mut problems,
+        ..
+    } = jobs;
+    if !r.pg {
         problems.extend(claims_fit(&jobs));
     }
     let config = match (store, daemon) {
@@ -426,6 +396,75 @@ pub(super) fn checked(root: &Node, file: &Path, over: &Overrides, dropins: &[Fou
         problems,
         scheduler_defaulted,
         unread_jobs,
+    }
+}
+
+/// The jobs read so far, and what was found reading them.
+#[derive(Default)]
+struct Jobs {
+    /// The jobs read without a problem, by name.
+    read: BTreeMap<String, Job>,
+    /// Every job defined, valid or not, and where: a drop-in that defines
+    /// it again is refused either way.
+    defined: BTreeMap<String, String>,
+    /// The jobs defined with a problem.
+    unread: BTreeSet<String>,
+    /// Every problem found, in file order.
+    problems: Vec<ConfigError>,
+}
+
+impl Jobs {
+    /// Reads the jobs `[jobs]` (`e`) defines, each inheriting `scheduler`.
+    fn of_file(&mut self, r: &Reader<'_>, e: &Entry, scheduler: &Values) {
+        let entries = match r.table(&e.value, "jobs", e.line) {
+            Ok(entries) => entries,
+            Err(e) => {
+                self.problems.push(e);
+                return;
+            }
+        };
+        for j in entries {
+            self.defined.insert(j.key.clone(), r.at(j.line).text());
+            match job(r, j, scheduler) {
+                Ok(job) => {
+                    self.read.insert(job.name.clone(), job);
+                }
+                Err(found) => self.failed(&j.key, found),
+            }
+        }
+    }
+
+    /// Reads the job the drop-in `found` defines, inheriting `scheduler`:
+    /// one the file (or an earlier drop-in) defines too is refused.
+    fn of_dropin(&mut self, r: &Reader<'_>, found: &Found, scheduler: &Values) {
+        let file: Arc<Path> = Arc::from(found.path.as_path());
+        let d = Reader { file: &file, ..*r };
+        let job = super::parse_doc(&found.text, &found.path)
+            .map_err(|e| vec![e])
+            .and_then(|root| dropin_job(&d, &root, &found.name, scheduler));
+        let job = match job {
+            Ok(job) => job,
+            Err(problems) => return self.failed(&found.name, problems),
+        };
+        if let Some(first) = self.defined.get(&job.name) {
+            self.problems.push(invalid(
+                &d.at(source_line(&job.source)),
+                &join("jobs", &job.name),
+                format!(
+                    "is also defined at {first}: define a job in baton.toml or in jobs.d/, not both"
+                ),
+            ));
+            return;
+        }
+        self.defined
+            .insert(job.name.clone(), job.source.to_string());
+        self.read.insert(job.name.clone(), job);
+    }
+
+    /// The job `name` was defined with `problems`.
+    fn failed(&mut self, name: &str, mut problems: Vec<ConfigError>) {
+        self.unread.insert(name.to_owned());
+        self.problems.append(&mut problems);
     }
 }
 
@@ -550,10 +589,8 @@ fn dropin_job(
 /// `[daemon]`: where `baton daemon` listens, its token, its socket, its
 /// shutdown grace; or its first problem.
 fn daemon(r: &Reader<'_>, e: Option<&Entry>) -> Result<DaemonSettings, ConfigError> {
-    let entries = r.section(e, "daemon")?;
-    let mut p = r.unknown_keys(entries, "daemon", &names(Table::Daemon));
-    let none = Overrides::default();
-    let values = r.read_keys((Table::Daemon, "daemon"), entries, &none, None, &mut p);
+    let mut p = Vec::new();
+    let values = r.section(Table::Daemon, e, &mut p);
     first(p)?;
     Ok(DaemonSettings::from_values(&values))
 }
@@ -562,14 +599,9 @@ fn daemon(r: &Reader<'_>, e: Option<&Entry>) -> Result<DaemonSettings, ConfigErr
 /// problem. `None` when neither the file nor `BATON_STORE_URL` names a
 /// URL; a `[store]` (or a `BATON_STORE_PASSWORD_FILE`) without one is
 /// refused, as a setting that would be silently ignored.
-fn store(
-    r: &Reader<'_>,
-    e: Option<&Entry>,
-    over: &Overrides,
-) -> Result<Option<StoreSettings>, ConfigError> {
-    let entries = r.section(e, "store")?;
-    let mut p = r.unknown_keys(entries, "store", &names(Table::Store));
-    let values = r.read_keys((Table::Store, "store"), entries, over, None, &mut p);
+fn store(r: &Reader<'_>, e: Option<&Entry>) -> Result<Option<StoreSettings>, ConfigError> {
+    let mut p = Vec::new();
+    let values = r.section(Table::Store, e, &mut p);
     first(p)?;
     let url = values.get::<Option<StoreUrl>>("url");
     let password_file = values.get::<Option<PathBuf>>("password_file");
@@ -610,79 +642,69 @@ fn store(
 
 /// `[scheduler]`'s values, each key checked on its own; a key in error is
 /// kept in `p` and reads as its default.
-fn scheduler(
-    r: &Reader<'_>,
-    e: Option<&Entry>,
-    over: &Overrides,
-    p: &mut Vec<ConfigError>,
-) -> Values {
+fn scheduler(r: &Reader<'_>, e: Option<&Entry>, p: &mut Vec<ConfigError>) -> Values {
     let before = p.len();
-    let entries = kept(r.section(e, "scheduler"), p).unwrap_or_default();
-    p.extend(r.unknown_keys(entries, "scheduler", &names(Table::Scheduler)));
-    let values = r.read_keys((Table::Scheduler, "scheduler"), entries, over, None, p);
+    let values = r.section(Table::Scheduler, e, p);
     // Checked only on values read cleanly: a default standing in for one
     // in error could make up a problem.
     if p.len() == before {
         let policy = RunPolicy::from_values(&values);
-        let fenced = check_fencing(
-            &r.at(e.map_or(1, |e| e.line)),
-            r.renew_wait(policy.ttl.value),
-            "scheduler",
-            &policy.ttl,
-            (&policy.kill_grace, "scheduler"),
-            &policy.takeover_grace,
-        );
-        kept(fenced, p);
+        let at = r.at(e.map_or(1, |e| e.line));
+        kept(r.fencing(&at, "scheduler", &policy, None), p);
     }
     values
 }
 
-/// The self-fencing inequality, with the keys' values and where they come
-/// from in the message. `path` is the table being checked; `grace_table` the
-/// table a `kill_grace` of its own would be set in (a step's, for a step).
-/// The refusal names the key at fault where it is set: `ttl` when it is
-/// below the minimum; otherwise, of `kill_grace` and `takeover_grace`, the
-/// one set nearest the table (its own before one it inherits, one set before
-/// a default), `kill_grace` when both are as near.
-fn check_fencing(
-    at: &At<'_>,
-    wait: Duration,
-    path: &str,
-    ttl: &Sourced<Duration>,
-    (grace, grace_table): (&Sourced<Duration>, &str),
-    takeover: &Sourced<Duration>,
-) -> Result<(), ConfigError> {
-    baton_runner::check_self_fencing(
-        ttl.value,
-        wait,
-        grace.value,
-        takeover.value,
-        ("ttl", "kill_grace", "takeover_grace"),
-    )
-    .map_err(|e| {
-        let nearness = |s: &Sourced<Duration>| match (&s.source, s.inherited) {
-            (Source::Default, _) => 0,
-            (_, true) => 1,
-            (_, false) => 2,
-        };
-        let (key, at_fault, table) = if ttl.value < baton_runner::MIN_TTL {
-            ("ttl", ttl, path)
-        } else if nearness(takeover) > nearness(grace) {
-            ("takeover_grace", takeover, path)
-        } else {
-            ("kill_grace", grace, grace_table)
-        };
-        let table = if at_fault.inherited {
-            "scheduler"
-        } else {
-            table
-        };
-        ConfigError::Invalid {
-            at: located(at, &at_fault.source),
-            key: join(table, key),
-            message: e.to_string(),
-        }
-    })
+impl Reader<'_> {
+    /// The self-fencing inequality of `policy`, with the keys' values and
+    /// where they come from in the message. `path` is the table being
+    /// checked; `grace` a step's kill grace and the table it would be set in
+    /// (else the policy's, in `path`). The refusal names the key at fault
+    /// where it is set: `ttl` when it is below the minimum; otherwise, of
+    /// `kill_grace` and `takeover_grace`, the one set nearest the table (its
+    /// own before one it inherits, one set before a default), `kill_grace`
+    /// when both are as near.
+    fn fencing(
+        &self,
+        at: &At<'_>,
+        path: &str,
+        policy: &RunPolicy,
+        grace: Option<(&Sourced<Duration>, &str)>,
+    ) -> Result<(), ConfigError> {
+        let (ttl, takeover) = (&policy.ttl, &policy.takeover_grace);
+        let (grace, grace_table) = grace.unwrap_or((&policy.kill_grace, path));
+        baton_runner::check_self_fencing(
+            ttl.value,
+            self.renew_wait(ttl.value),
+            grace.value,
+            takeover.value,
+            ("ttl", "kill_grace", "takeover_grace"),
+        )
+        .map_err(|e| {
+            let nearness = |s: &Sourced<Duration>| match (&s.source, s.inherited) {
+                (Source::Default, _) => 0,
+                (_, true) => 1,
+                (_, false) => 2,
+            };
+            let (key, at_fault, table) = if ttl.value < baton_runner::MIN_TTL {
+                ("ttl", ttl, path)
+            } else if nearness(takeover) > nearness(grace) {
+                ("takeover_grace", takeover, path)
+            } else {
+                ("kill_grace", grace, grace_table)
+            };
+            let table = if at_fault.inherited {
+                "scheduler"
+            } else {
+                table
+            };
+            ConfigError::Invalid {
+                at: located(at, &at_fault.source),
+                key: join(table, key),
+                message: e.to_string(),
+            }
+        })
+    }
 }
 
 /// Where a value was set, for a message: its file and line, the variable or
@@ -703,59 +725,77 @@ fn job(r: &Reader<'_>, e: &Entry, scheduler: &Values) -> Result<Job, Vec<ConfigE
     let name = e.key.clone();
     let path = join("jobs", &name);
     let at = r.at(e.line);
-    if !valid_name(&name) {
-        return Err(vec![invalid(
-            &at,
-            &path,
-            format!("{name:?} is not a job name: use 1 to 64 characters of A-Z a-z 0-9 _ . -"),
-        )]);
-    }
-    if name.starts_with('.') {
-        return Err(vec![invalid(
-            &at,
-            &path,
-            format!(
-                "{name:?}: a job name may not start with '.' (it is its lock's name unless \
-                 `lock` says otherwise, and `baton lock` refuses such names)"
-            ),
-        )]);
-    }
-    if name == "baton" || name == "alerts" {
-        return Err(vec![invalid(
-            &at,
-            &path,
-            format!(
-                "{name:?} is reserved: the logs baton_YYYY_MM_DD.log and alerts.log are the \
-                 scheduler's own; choose another name"
-            ),
-        )]);
-    }
+    job_name(&name).map_err(|message| vec![invalid(&at, &path, message)])?;
     let entries = r.table(&e.value, &path, e.line).map_err(|e| vec![e])?;
     let mut p = r.unknown_keys(entries, &path, &names(Table::Job));
     let when = kept(self::when(r, entries, &path, &at), &mut p);
-    let none = Overrides::default();
-    let values = r.read_keys((Table::Job, &path), entries, &none, Some(scheduler), &mut p);
+    let mut values = r.read_keys((Table::Job, &path), entries, Some(scheduler), &mut p);
     let policy = RunPolicy::from_values(&values);
-    let before_fencing = p.len();
-    if values.clean(RunPolicy::KEYS) {
-        let fenced = check_fencing(
-            &at,
-            r.renew_wait(policy.ttl.value),
-            &path,
-            &policy.ttl,
-            (&policy.kill_grace, &path),
-            &policy.takeover_grace,
-        );
-        kept(fenced, &mut p);
+    let fenced = values.clean(RunPolicy::KEYS)
+        && kept(r.fencing(&at, &path, &policy, None), &mut p).is_some();
+    let steps = job_steps(r, entries, (&name, &at), &values, &mut p);
+    let checks = match get(entries, "checks") {
+        Some(c) => self::steps(r, c, (&path, StepKind::Check), &values, &mut p),
+        None => Vec::new(),
+    };
+    let all = (steps.as_deref().unwrap_or_default(), checks.as_slice());
+    check_steps(r, &path, all, fenced.then_some(&policy), &mut p);
+    // Its lock is its own name unless it, or `[scheduler]`, names one.
+    if values
+        .sourced("lock")
+        .is_some_and(|s| s.value == Value::Unset)
+    {
+        values.set("lock", Sourced::default_value(Value::Name(name.clone())));
     }
-    let fenced = values.clean(RunPolicy::KEYS) && p.len() == before_fencing;
-    let steps = match (
-        kept(action(r, entries, &path), &mut p),
-        get(entries, "steps"),
-    ) {
-        // A `run` or `http` in error: its problem is kept.
-        (None, _) => None,
-        (Some(Some((line, run))), Some(st)) => {
+    match (when, steps) {
+        (Some(when), Some(steps)) if p.is_empty() => Ok(Job::from_values(
+            &values,
+            name,
+            at.source(),
+            when,
+            steps,
+            checks,
+        )),
+        // Every value missing above kept its problem.
+        _ => Err(p),
+    }
+}
+
+/// Refuses a name that is no job's, saying why.
+fn job_name(name: &str) -> Result<(), String> {
+    if !valid_name(name) {
+        Err(format!(
+            "{name:?} is not a job name: use 1 to 64 characters of A-Z a-z 0-9 _ . -"
+        ))
+    } else if name.starts_with('.') {
+        Err(format!(
+            "{name:?}: a job name may not start with '.' (it is its lock's name unless `lock` \
+             says otherwise, and `baton lock` refuses such names)"
+        ))
+    } else if name == "baton" || name == "alerts" {
+        Err(format!(
+            "{name:?} is reserved: the logs baton_YYYY_MM_DD.log and alerts.log are the \
+             scheduler's own; choose another name"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// The steps of the job `name` (written at `at`) with `entries` and
+/// `values`: its `[[steps]]`, or the one step its `run` or `http` is;
+/// `None` with the problem kept in `p` when it has both or neither, or
+/// its `run` or `http` is in error.
+fn job_steps(
+    r: &Reader<'_>,
+    entries: &[Entry],
+    (name, at): (&str, &At<'_>),
+    values: &Values,
+    p: &mut Vec<ConfigError>,
+) -> Option<Vec<Step>> {
+    let path = join("jobs", name);
+    match (kept(action(r, entries, &path), p)?, get(entries, "steps")) {
+        (Some((line, run)), Some(st)) => {
             p.push(invalid(
                 &r.at(line.max(st.line)),
                 &path,
@@ -763,37 +803,45 @@ fn job(r: &Reader<'_>, e: &Entry, scheduler: &Values) -> Result<Job, Vec<ConfigE
             ));
             None
         }
-        (Some(None), None) => {
+        (None, None) => {
             p.push(invalid(
-                &at,
+                at,
                 &path,
                 "has neither run nor steps: give one (run = \"/usr/local/bin/backup.sh\", \
                  http = { url = \"https://…\" }, or [[jobs.NAME.steps]] tables)",
             ));
             None
         }
-        (Some(Some((line, action))), None) => Some(vec![Step::from_values(
-            (name.clone(), StepKind::Step, action, line),
-            &values,
+        (Some((line, action)), None) => Some(vec![Step::from_values(
+            values,
+            name.to_owned(),
+            StepKind::Step,
+            action,
+            line,
         )]),
-        (Some(None), Some(st)) => {
-            Some(self::steps(r, st, (&path, StepKind::Step), &values, &mut p))
-        }
-    };
-    let checks = match get(entries, "checks") {
-        Some(c) => self::steps(r, c, (&path, StepKind::Check), &values, &mut p),
-        None => Vec::new(),
-    };
+        (None, Some(st)) => Some(self::steps(r, st, (&path, StepKind::Step), values, p)),
+    }
+}
+
+/// Refuses two of a job's `steps` and `checks` (of the job at `path`) with
+/// one name, and, where the job's `policy` is fenced, a step whose own kill
+/// grace breaks the self-fencing inequality; the problems kept in `p`.
+fn check_steps(
+    r: &Reader<'_>,
+    path: &str,
+    (steps, checks): (&[Step], &[Step]),
+    policy: Option<&RunPolicy>,
+    p: &mut Vec<ConfigError>,
+) {
     let mut names: Vec<&str> = Vec::new();
-    let all_steps = steps.as_deref().unwrap_or_default();
-    let tables = (0..all_steps.len())
+    let tables = (0..steps.len())
         .map(|i| format!("{path}.steps[{i}]"))
         .chain((0..checks.len()).map(|i| format!("{path}.checks[{i}]")));
-    for (s, table) in all_steps.iter().chain(&checks).zip(tables) {
+    for (s, table) in steps.iter().chain(checks).zip(tables) {
         if names.contains(&s.name.as_str()) {
             p.push(invalid(
                 &r.at(s.line),
-                &path,
+                path,
                 format!(
                     "two steps or checks are named {:?}: names must be unique",
                     s.name
@@ -802,43 +850,35 @@ fn job(r: &Reader<'_>, e: &Entry, scheduler: &Values) -> Result<Job, Vec<ConfigE
             continue;
         }
         names.push(&s.name);
-        if !fenced {
+        let Some(policy) = policy else {
             continue;
-        }
+        };
         // A kill grace the step does not set is its job's, named there.
         let grace_table = if s.kill_grace.source == policy.kill_grace.source {
-            path.as_str()
+            path
         } else {
             table.as_str()
         };
-        let step_fenced = check_fencing(
-            &r.at(s.line),
-            r.renew_wait(policy.ttl.value),
-            &path,
-            &policy.ttl,
-            (&s.kill_grace, grace_table),
-            &policy.takeover_grace,
-        );
-        kept(step_fenced, &mut p);
+        let grace = Some((&s.kill_grace, grace_table));
+        kept(r.fencing(&r.at(s.line), path, policy, grace), p);
     }
-    let lock = match values.get::<Option<String>>("lock") {
-        own if own.value.is_some() => own.map(Option::unwrap_or_default),
-        _ => Sourced::default_value(name.clone()),
-    };
-    match (when, steps) {
-        (Some(when), Some(steps)) if p.is_empty() => Ok(Job {
-            name,
-            source: at.source(),
-            when,
-            timezone: values.get("timezone"),
-            enabled: values.get("enabled"),
-            lock,
-            policy,
-            steps,
-            checks,
-        }),
-        // Every value missing above kept its problem.
-        _ => Err(p),
+}
+
+/// Which of the keys `a` and `b` `entries` (of the table at `path`) has,
+/// if either: both is refused.
+fn either<'e>(
+    r: &Reader<'_>,
+    entries: &'e [Entry],
+    path: &str,
+    (a, b): (&'static str, &'static str),
+) -> Result<Option<(&'static str, &'e Entry)>, ConfigError> {
+    match (get(entries, a), get(entries, b)) {
+        (Some(x), Some(y)) => Err(invalid(
+            &r.at(x.line.max(y.line)),
+            path,
+            format!("has both {a} and {b}: give exactly one"),
+        )),
+        (x, y) => Ok(x.map(|x| (a, x)).or(y.map(|y| (b, y)))),
     }
 }
 
@@ -849,56 +889,34 @@ fn when(
     path: &str,
     at: &At<'_>,
 ) -> Result<Sourced<When>, ConfigError> {
-    match (get(entries, "schedule"), get(entries, "every")) {
-        (Some(s), Some(ev)) => Err(invalid(
-            &r.at(s.line.max(ev.line)),
-            path,
-            "has both schedule and every: give exactly one",
-        )),
-        (None, None) => Err(invalid(
+    let Some((key, e)) = either(r, entries, path, ("schedule", "every"))? else {
+        return Err(invalid(
             at,
             path,
             "has neither schedule nor every: give one (schedule = \"0 3 * * *\", or every = \
              \"15m\")",
-        )),
-        (Some(s), None) => {
-            let at = r.at(s.line);
-            let key = join(path, "schedule");
-            let text = string(
-                &Raw::Node(&s.value),
-                &at,
-                &key,
-                "a cron expression such as \"0 3 * * *\"",
-            )?;
-            let schedule = baton_cron::Schedule::parse(&text)
-                .map_err(|err| invalid(&at, &key, format!("= {text:?}: {err}")))?;
-            Ok(Sourced {
-                value: When {
-                    text: schedule.to_string(),
-                    key: "schedule",
-                    schedule,
-                },
-                source: at.source(),
-                inherited: false,
-            })
-        }
-        (None, Some(ev)) => {
-            let at = r.at(ev.line);
-            let key = join(path, "every");
-            let period = positive(&Raw::Node(&ev.value), &at, &key)?;
-            let schedule = baton_cron::Schedule::every(period)
-                .map_err(|err| invalid(&at, &key, format!("= {}: {err}", ev.value.kind.shown())))?;
-            Ok(Sourced {
-                value: When {
-                    text: units::show_duration(period),
-                    key: "every",
-                    schedule,
-                },
-                source: at.source(),
-                inherited: false,
-            })
-        }
-    }
+        ));
+    };
+    let (at, raw, path) = (r.at(e.line), e.raw(), join(path, key));
+    let refused = |err, shown| invalid(&at, &path, format!("= {shown}: {err}"));
+    let (text, schedule) = if key == "schedule" {
+        let cron = "a cron expression such as \"0 3 * * *\"";
+        let text = string(&raw, &at, &path, cron)?;
+        let schedule =
+            baton_cron::Schedule::parse(&text).map_err(|err| refused(err, format!("{text:?}")))?;
+        (schedule.to_string(), schedule)
+    } else {
+        let period = positive(&raw, &at, &path)?;
+        let schedule = baton_cron::Schedule::every(period)
+            .map_err(|err| refused(err, e.value.kind.shown()))?;
+        (units::show_duration(period), schedule)
+    };
+    let when = When {
+        text,
+        key,
+        schedule,
+    };
+    Ok(Sourced::new(when, at.source()))
 }
 
 /// The `[[JOB.steps]]` or `[[JOB.checks]]` tables of `e` (by `kind`, of the
@@ -912,11 +930,7 @@ fn steps(
     job: &Values,
     p: &mut Vec<ConfigError>,
 ) -> Vec<Step> {
-    let (table, field) = match kind {
-        StepKind::Step => (Table::Step, "steps"),
-        StepKind::Check => (Table::Check, "checks"),
-    };
-    let path = join(job_path, field);
+    let path = join(job_path, &format!("{}s", kind.as_str()));
     let Kind::Array(items) = &e.value.kind else {
         p.push(invalid(
             &r.at(e.line),
@@ -936,77 +950,77 @@ fn steps(
         ));
         return Vec::new();
     }
+    let items = items.iter().enumerate();
+    items
+        .filter_map(|(i, node)| step(r, (&format!("{path}[{i}]"), i, node), kind, job, p))
+        .collect()
+}
+
+/// The step or check (by `kind`) `node`, the `i`th of its job's, at `here`:
+/// read against its job's values; `None` when it has a problem, kept in
+/// `p`.
+fn step(
+    r: &Reader<'_>,
+    (here, i, node): (&str, usize, &Node),
+    kind: StepKind,
+    job: &Values,
+    p: &mut Vec<ConfigError>,
+) -> Option<Step> {
+    let table = match kind {
+        StepKind::Step => Table::Step,
+        StepKind::Check => Table::Check,
+    };
+    let before = p.len();
+    let entries = kept(r.table(node, here, node.line), p)?;
     // A check with a step's retry key is told so, rather than of an
     // unknown key.
-    let never_retried: Vec<&str> = match kind {
-        StepKind::Check => names(Table::Step)
-            .into_iter()
-            .filter(|k| !keys::key(k).is_some_and(|k| k.is_in(Table::Check)))
-            .collect(),
-        StepKind::Step => Vec::new(),
-    };
-    let none = Overrides::default();
-    let mut out = Vec::new();
-    for (i, node) in items.iter().enumerate() {
-        let before = p.len();
-        let here = format!("{path}[{i}]");
-        let Some(entries) = kept(r.table(node, &here, node.line), p) else {
-            continue;
-        };
-        for k in &never_retried {
-            if let Some(bad) = get(entries, k) {
-                p.push(invalid(
-                    &r.at(bad.line),
-                    &join(&here, k),
-                    "checks are never retried: remove it (a check runs once, after the \
-                     steps, whatever they did)",
-                ));
-            }
-        }
-        let rest = entries
-            .iter()
-            .filter(|e| !never_retried.contains(&e.key.as_str()));
-        p.extend(r.unknown_keys(rest, &here, &names(table)));
-        let name = match get(entries, "name") {
-            Some(n) => {
-                let at = r.at(n.line);
-                let key = join(&here, "name");
-                let named = string(&Raw::Node(&n.value), &at, &key, "a name").and_then(|s| {
-                    if valid_name(&s) {
-                        Ok(s)
-                    } else {
-                        Err(invalid(
-                            &at,
-                            &key,
-                            format!("= {s:?}: a name is 1 to 64 characters of A-Z a-z 0-9 _ . -"),
-                        ))
-                    }
-                });
-                kept(named, p)
-            }
-            None => Some(format!("{}-{}", kind.as_str(), i + 1)),
-        };
-        let action = match kept(self::action(r, entries, &here), p) {
-            Some(Some((_, action))) => Some(action),
-            Some(None) => {
-                p.push(invalid(
-                    &r.at(node.line),
-                    &here,
-                    "has neither run nor http: give the command it runs, or the request it sends",
-                ));
-                None
-            }
-            None => None,
-        };
-        let values = r.read_keys((table, &here), entries, &none, Some(job), p);
-        // A name or an action missing here kept its problem.
-        if let (Some(name), Some(action)) = (name, action)
-            && p.len() == before
-        {
-            out.push(Step::from_values((name, kind, action, node.line), &values));
-        }
+    let never_retried: Vec<&str> = keys::of(Table::Step)
+        .filter(|k| table == Table::Check && !k.is_in(Table::Check))
+        .map(|k| k.name)
+        .collect();
+    for (k, bad) in never_retried
+        .iter()
+        .filter_map(|k| Some((k, get(entries, k)?)))
+    {
+        p.push(invalid(
+            &r.at(bad.line),
+            &join(here, k),
+            "checks are never retried: remove it (a check runs once, after the steps, \
+             whatever they did)",
+        ));
     }
-    out
+    let rest = entries
+        .iter()
+        .filter(|e| !never_retried.contains(&e.key.as_str()));
+    p.extend(r.unknown_keys(rest, here, &names(table)));
+    let name = match get(entries, "name") {
+        Some(n) => kept(step_name(r, n, here), p),
+        None => Some(format!("{}-{}", kind.as_str(), i + 1)),
+    };
+    let action = self::action(r, entries, here).and_then(|a| {
+        let neither = "has neither run nor http: give the command it runs, or the request it sends";
+        a.ok_or_else(|| invalid(&r.at(node.line), here, neither))
+    });
+    let action = kept(action, p);
+    let values = r.read_keys((table, here), entries, Some(job), p);
+    // A name or an action missing here kept its problem.
+    let (name, (_, action)) = (name?, action?);
+    (p.len() == before).then(|| Step::from_values(&values, name, kind, action, node.line))
+}
+
+/// A step's `name` (`n`, in the step at `here`): a valid name.
+fn step_name(r: &Reader<'_>, n: &Entry, here: &str) -> Result<String, ConfigError> {
+    let at = r.at(n.line);
+    let key = join(here, "name");
+    let s = string(&n.raw(), &at, &key, "a name")?;
+    if !valid_name(&s) {
+        return Err(invalid(
+            &at,
+            &key,
+            format!("= {s:?}: a name is 1 to 64 characters of A-Z a-z 0-9 _ . -"),
+        ));
+    }
+    Ok(s)
 }
 
 /// The keys of a step's `http` table.
@@ -1019,34 +1033,15 @@ fn action(
     entries: &[Entry],
     path: &str,
 ) -> Result<Option<(u32, Sourced<Action>)>, ConfigError> {
-    let (e, value) = match (get(entries, "run"), get(entries, "http")) {
-        (Some(run), Some(h)) => {
-            return Err(invalid(
-                &r.at(run.line.max(h.line)),
-                path,
-                "has both run and http: give exactly one",
-            ));
-        }
-        (None, None) => return Ok(None),
-        (Some(run), None) => (
-            run,
-            Action::Command(command(
-                &Raw::Node(&run.value),
-                &r.at(run.line),
-                &join(path, "run"),
-            )?),
-        ),
-        (None, Some(h)) => (h, Action::Http(http(r, h, &join(path, "http"))?)),
+    let Some((key, e)) = either(r, entries, path, ("run", "http"))? else {
+        return Ok(None);
     };
-    let at = r.at(e.line);
-    Ok(Some((
-        e.line,
-        Sourced {
-            value,
-            source: at.source(),
-            inherited: false,
-        },
-    )))
+    let (at, key) = (r.at(e.line), join(path, key));
+    let value = match e.key.as_str() {
+        "run" => Action::Command(command(&e.raw(), &at, &key)?),
+        _ => Action::Http(http(r, e, &key)?),
+    };
+    Ok(Some((e.line, Sourced::new(value, at.source()))))
 }
 
 /// `http = { url = "…", method = "POST", body = "…", headers = { … } }`.
@@ -1058,7 +1053,7 @@ fn http(r: &Reader<'_>, e: &Entry, key: &str) -> Result<crate::http::HttpRequest
         get(entries, k)
             .map(|v| {
                 let at = r.at(v.line);
-                string(&Raw::Node(&v.value), &at, &join(key, k), what).map(|s| (at, s))
+                string(&v.raw(), &at, &join(key, k), what).map(|s| (at, s))
             })
             .transpose()
     };
@@ -1071,27 +1066,10 @@ fn http(r: &Reader<'_>, e: &Entry, key: &str) -> Result<crate::http::HttpRequest
     };
     let method = text("method", "an HTTP method such as \"POST\"")?;
     let body = text("body", "a string")?;
-    let mut headers = Vec::new();
-    let mut headers_at = r.at(e.line);
-    if let Some(h) = get(entries, "headers") {
-        headers_at = r.at(h.line);
-        let hkey = join(key, "headers");
-        let Kind::Table(t) = &h.value.kind else {
-            return Err(invalid(
-                &headers_at,
-                &hkey,
-                format!(
-                    "is {}: expected a table of headers, such as {{ Authorization = \"Bearer …\" }}",
-                    h.value.kind.type_name()
-                ),
-            ));
-        };
-        for v in t {
-            let at = r.at(v.line);
-            let value = string(&Raw::Node(&v.value), &at, &join(&hkey, &v.key), "a string")?;
-            headers.push((v.key.clone(), value));
-        }
-    }
+    let (headers_at, headers) = match get(entries, "headers") {
+        Some(h) => (r.at(h.line), self::headers(r, h, &join(key, "headers"))?),
+        None => (r.at(e.line), Vec::new()),
+    };
     let (method_at, method) = match method {
         Some((at, m)) => (at, m),
         None => (r.at(e.line), "POST".to_owned()),
@@ -1110,4 +1088,25 @@ fn http(r: &Reader<'_>, e: &Entry, key: &str) -> Result<crate::http::HttpRequest
         };
         invalid(&at, &join(key, &part), err.to_string())
     })
+}
+
+/// An `http` table's `headers` (`h`, at `key`): a table of strings.
+fn headers(r: &Reader<'_>, h: &Entry, key: &str) -> Result<Vec<(String, String)>, ConfigError> {
+    let Kind::Table(t) = &h.value.kind else {
+        return Err(invalid(
+            &r.at(h.line),
+            key,
+            format!(
+                "is {}: expected a table of headers, such as {{ Authorization = \"Bearer …\" }}",
+                h.value.kind.type_name()
+            ),
+        ));
+    };
+    t.iter()
+        .map(|v| {
+            let at = r.at(v.line);
+            let value = string(&v.raw(), &at, &join(key, &v.key), "a string")?;
+            Ok((v.key.clone(), value))
+        })
+        .collect()
 }

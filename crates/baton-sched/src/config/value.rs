@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::doc::{Kind, Node};
+use super::doc::{Entry, Kind};
 use super::error::ConfigError;
 use super::keys::{Default, Key, Type};
 use super::listen::{LISTEN_FORMS, Listen};
@@ -50,14 +50,21 @@ impl At<'_> {
 
 /// A value to read: a TOML node, or an environment variable's text.
 pub(super) enum Raw<'a> {
-    Node(&'a Node),
+    Node(&'a Kind),
     Text(&'a str),
+}
+
+impl Entry {
+    /// Its value, to be read.
+    pub(super) fn raw(&self) -> Raw<'_> {
+        Raw::Node(&self.value.kind)
+    }
 }
 
 impl Raw<'_> {
     fn shown(&self) -> String {
         match self {
-            Raw::Node(n) => n.kind.shown(),
+            Raw::Node(n) => n.shown(),
             Raw::Text(t) => format!("{t:?}"),
         }
     }
@@ -167,7 +174,7 @@ impl Key {
                     })
                     .and_then(|node| {
                         self.ty
-                            .read(Path::new("/"), &Raw::Node(&node), &at, self.name)
+                            .read(Path::new("/"), &Raw::Node(&node.kind), &at, self.name)
                             .map_err(|e| e.to_string())
                     });
                 // OK because a test reads every key's default.
@@ -235,18 +242,12 @@ pub(super) fn string(
     what: &str,
 ) -> Result<String, ConfigError> {
     match raw {
-        Raw::Node(Node {
-            kind: Kind::Str(s), ..
-        }) => Ok(s.clone()),
+        Raw::Node(Kind::Str(s)) => Ok(s.clone()),
         Raw::Text(t) => Ok((*t).to_owned()),
         Raw::Node(n) => Err(invalid(
             at,
             key,
-            format!(
-                "is {} ({}), expected {what}",
-                n.kind.type_name(),
-                n.kind.shown()
-            ),
+            format!("is {} ({}), expected {what}", n.type_name(), n.shown()),
         )),
     }
 }
@@ -380,9 +381,7 @@ fn overlap(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<Overlap, ConfigError
 fn duration(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<Duration, ConfigError> {
     let what = "a duration such as \"30s\", \"15m\", \"2h\", \"1d\", \"1h30m\", or whole seconds";
     match raw {
-        Raw::Node(Node {
-            kind: Kind::Int(n), ..
-        }) => u64::try_from(*n)
+        Raw::Node(Kind::Int(n)) => u64::try_from(*n)
             .ok()
             .map(Duration::from_secs)
             .filter(|d| *d <= units::MAX_DURATION)
@@ -415,9 +414,7 @@ fn integer(
 ) -> Result<i128, ConfigError> {
     let (lo, hi) = range;
     let n = match raw {
-        Raw::Node(Node {
-            kind: Kind::Int(n), ..
-        }) => Some(*n),
+        Raw::Node(Kind::Int(n)) => Some(*n),
         Raw::Text(t) => t.trim().parse::<i128>().ok(),
         Raw::Node(_) => None,
     };
@@ -436,10 +433,7 @@ fn integer(
 
 fn boolean(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<bool, ConfigError> {
     match raw {
-        Raw::Node(Node {
-            kind: Kind::Bool(b),
-            ..
-        }) => Ok(*b),
+        Raw::Node(Kind::Bool(b)) => Ok(*b),
         Raw::Text(t) => match t.trim().to_ascii_lowercase().as_str() {
             "true" | "1" | "yes" | "on" => Ok(true),
             "false" | "0" | "no" | "off" => Ok(false),
@@ -448,16 +442,14 @@ fn boolean(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<bool, ConfigError> {
         Raw::Node(n) => Err(invalid(
             at,
             key,
-            format!("= {}: expected true or false", n.kind.shown()),
+            format!("= {}: expected true or false", n.shown()),
         )),
     }
 }
 
 fn size(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<u64, ConfigError> {
     match raw {
-        Raw::Node(Node {
-            kind: Kind::Int(n), ..
-        }) => u64::try_from(*n)
+        Raw::Node(Kind::Int(n)) => u64::try_from(*n)
             .map_err(|_| invalid(at, key, format!("= {n}: expected {}", units::SIZE_SYNTAX))),
         _ => {
             let s = string(raw, at, key, "a size such as \"1MiB\"")?;
@@ -469,10 +461,7 @@ fn size(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<u64, ConfigError> {
 fn exit_codes(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<Vec<i32>, ConfigError> {
     let what = "a list of exit codes from 0 to 255, such as [2]";
     let items: Vec<Option<i128>> = match raw {
-        Raw::Node(Node {
-            kind: Kind::Array(a),
-            ..
-        }) => a
+        Raw::Node(Kind::Array(a)) => a
             .iter()
             .map(|n| match n.kind {
                 Kind::Int(i) => Some(i),
@@ -489,7 +478,7 @@ fn exit_codes(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<Vec<i32>, ConfigE
             return Err(invalid(
                 at,
                 key,
-                format!("= {}: expected {what}", n.kind.shown()),
+                format!("= {}: expected {what}", n.shown()),
             ));
         }
     };
@@ -526,20 +515,15 @@ fn command_of(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<Command, ConfigEr
     let what = "a command line (a string, run by /bin/sh -c) or a program and its arguments \
                 (a list of strings)";
     match raw {
-        Raw::Node(Node {
-            kind: Kind::Str(s), ..
-        }) if s.trim().is_empty() => Err(invalid(at, key, format!("is empty: expected {what}"))),
-        Raw::Node(Node {
-            kind: Kind::Str(s), ..
-        }) => Ok(Command::Shell(s.clone())),
+        Raw::Node(Kind::Str(s)) if s.trim().is_empty() => {
+            Err(invalid(at, key, format!("is empty: expected {what}")))
+        }
+        Raw::Node(Kind::Str(s)) => Ok(Command::Shell(s.clone())),
         Raw::Text(t) if t.trim().is_empty() => {
             Err(invalid(at, key, format!("is empty: expected {what}")))
         }
         Raw::Text(t) => Ok(Command::Shell((*t).to_owned())),
-        Raw::Node(Node {
-            kind: Kind::Array(a),
-            ..
-        }) => {
+        Raw::Node(Kind::Array(a)) => {
             let argv: Option<Vec<String>> = a
                 .iter()
                 .map(|n| match &n.kind {
@@ -559,7 +543,7 @@ fn command_of(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<Command, ConfigEr
         Raw::Node(n) => Err(invalid(
             at,
             key,
-            format!("is {}: expected {what}", n.kind.type_name()),
+            format!("is {}: expected {what}", n.type_name()),
         )),
     }
 }
@@ -587,13 +571,10 @@ fn zone(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<Zone, ConfigError> {
 
 fn env_table(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<Vec<(String, String)>, ConfigError> {
     let table = match raw {
-        Raw::Node(Node {
-            kind: Kind::Table(t),
-            ..
-        }) => t,
+        Raw::Node(Kind::Table(t)) => t,
         other => {
             let type_name = match other {
-                Raw::Node(n) => n.kind.type_name(),
+                Raw::Node(n) => n.type_name(),
                 Raw::Text(_) => "a string",
             };
             return Err(invalid(
