@@ -12,6 +12,10 @@ pub enum Error {
     /// The store URL could not be parsed.
     #[error("failed to parse the store url: {0}")]
     Url(#[source] tokio_postgres::Error),
+    /// A TLS parameter of the store URL (`sslmode` …) cannot be used; the
+    /// message names it.
+    #[error("failed to parse the store url: {0}")]
+    UrlParam(#[source] crate::tls::ParamError),
     /// A file holding the store's password could not be read.
     #[error("failed to read the store password file {}: {cause}", path.display())]
     PasswordFile {
@@ -37,6 +41,16 @@ pub enum Error {
         /// The driver's error.
         #[source]
         source: tokio_postgres::Error,
+    },
+    /// TLS could not be set up for a connection (a certificate or key file
+    /// the URL names cannot be read or used); nothing was sent.
+    #[error("failed to connect to the store at {target}: {source}")]
+    Tls {
+        /// Host, port, database and user (never the password).
+        target: String,
+        /// What went wrong (boxed: this error stays small).
+        #[source]
+        source: Box<crate::tls::TlsError>,
     },
     /// A statement failed (statement timeouts included: the server cancels a
     /// statement that runs longer than [`crate::Options::statement_timeout`]).

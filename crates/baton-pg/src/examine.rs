@@ -1,6 +1,8 @@
 //! A look at the store that changes nothing, for an operator's check
 //! (`baton doctor`): how the connection is made as configured, whether the
-//! server answers, its schema's version, and its clock against this host's.
+//! server answers, whether the connection it made is encrypted and what of
+//! the server was verified, its schema's version, and its clock against
+//! this host's.
 //!
 //! One connection (through the pool module's `connect_once`, as every
 //! connection is made), two reads, no transaction that writes, no schema
@@ -10,22 +12,25 @@ use std::time::Duration;
 
 use baton_lease::Clock;
 use jiff::{SignedDuration, Timestamp};
-use tokio_postgres::config::{Host, SslMode};
+use tokio_postgres::config::Host;
 
 use crate::error::Error;
 use crate::options::Options;
 use crate::target::Target;
+use crate::tls::Verification;
 use crate::{pool, schema};
 
-/// Whether this build can speak TLS to the store. It cannot: every
-/// connection is made without TLS (`sslmode=prefer` goes on in plain text,
-/// `sslmode=require` is refused by the driver).
-pub const TLS_SUPPORTED: bool = false;
+/// Whether this build can speak TLS to the store. It can: the URL's
+/// `sslmode` (`disable`, `prefer`, `require`, `verify-ca`, `verify-full`),
+/// `sslrootcert`, `sslcert` and `sslkey` are honoured, as libpq's.
+pub const TLS_SUPPORTED: bool = true;
 
 /// How a connection to the store is made, as configured.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Link {
-    /// The URL's `sslmode`: `disable`, `prefer` (the default) or `require`.
+    /// The URL's `sslmode`: `disable`, `prefer` (the default), `require`,
+    /// `verify-ca` or `verify-full` ([`Target::verification`] says what an
+    /// encrypted connection checks of the server).
     pub sslmode: &'static str,
     /// The first host: a TCP host name or address, or a Unix socket's
     /// directory.
@@ -40,11 +45,7 @@ pub struct Link {
 impl Target {
     /// How a connection to this target is made, as configured.
     pub fn link(&self) -> Link {
-        let sslmode = match self.config.get_ssl_mode() {
-            SslMode::Disable => "disable",
-            SslMode::Require => "require",
-            _ => "prefer",
-        };
+        let sslmode = self.tls.mode.as_str();
         let (host, unix) = match self.config.get_hosts().first() {
             Some(Host::Tcp(h)) => (h.clone(), false),
             Some(Host::Unix(p)) => (p.display().to_string(), true),
@@ -78,6 +79,12 @@ pub struct Examined {
     pub round_trip: Duration,
     /// The server's version (`server_version`).
     pub server_version: String,
+    /// Whether the connection was encrypted (TLS): with `prefer`, only when
+    /// the server accepted TLS.
+    pub encrypted: bool,
+    /// What of the server was verified: [`Verification::Nothing`] when the
+    /// connection is not encrypted.
+    pub verified: Verification,
 }
 
 /// Connects once, reads the schema's version and the server's clock
@@ -86,14 +93,20 @@ pub struct Examined {
 ///
 /// # Errors
 ///
-/// [`Error::Connect`], [`Error::Query`] or [`Error::Timeout`].
+/// [`Error::Connect`], [`Error::Tls`], [`Error::Query`] or
+/// [`Error::Timeout`].
 pub async fn examine(
     target: &Target,
     options: Options,
     clock: &dyn Clock,
 ) -> Result<Examined, Error> {
     let deadline = options.deadline;
-    let client = pool::connect_once(&target.config, &options).await?;
+    let (client, encrypted) = pool::connect_once(target, &options).await?;
+    let verified = if encrypted {
+        target.verification()
+    } else {
+        Verification::Nothing
+    };
     let read = async {
         let version = schema::version(&client).await?;
         let wall0 = clock.wall();
@@ -125,6 +138,8 @@ pub async fn examine(
             offset: server.duration_since(mid),
             round_trip,
             server_version: row.get(1),
+            encrypted,
+            verified,
         })
     };
     tokio::time::timeout(deadline, read)
@@ -152,5 +167,7 @@ mod tests {
         let l = link("postgres://u@%2Frun%2Fpostgresql/d?sslmode=disable");
         assert_eq!((l.sslmode, l.local, l.unix), ("disable", true, true));
         assert!(link("postgres://u@[::1]/d").local);
+        let l = link("postgres://u@db.example/d?sslmode=verify-full&sslrootcert=%2Fca.pem");
+        assert_eq!((l.sslmode, l.host.as_str()), ("verify-full", "db.example"));
     }
 }

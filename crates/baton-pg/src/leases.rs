@@ -26,7 +26,7 @@ use baton_lease::{
 use jiff::Timestamp;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Config, Row, Statement};
+use tokio_postgres::{Row, Statement};
 
 use crate::error::Error;
 use crate::form::Form;
@@ -82,11 +82,11 @@ impl Leases {
     ///
     /// # Errors
     ///
-    /// [`Error::Url`], [`Error::Connect`], [`Error::SchemaBehind`] (run
+    /// [`Error::Url`], [`Error::UrlParam`], [`Error::Connect`], [`Error::Tls`],
+    /// [`Error::SchemaBehind`] (run
     /// [`crate::migrate`] first) or [`Error::SchemaTooNew`].
     pub async fn open(url: &str, options: Options) -> Result<Self, Error> {
-        let config: Config = url.parse().map_err(Error::Url)?;
-        Self::open_target(&Target { config }, options).await
+        Self::open_target(&Target::from_url(url)?, options).await
     }
 
     /// As [`Leases::open`], to a resolved [`Target`].
@@ -95,7 +95,7 @@ impl Leases {
     ///
     /// As [`Leases::open`].
     pub async fn open_target(target: &Target, options: Options) -> Result<Self, Error> {
-        let pool = Pool::new(target.config.clone(), options);
+        let pool = Pool::new(target, options);
         // Connecting checks the schema's version.
         pool.with("open the baton schema", async |_: &mut Conn| Ok(()))
             .await?;

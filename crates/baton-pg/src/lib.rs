@@ -51,6 +51,7 @@ pub mod schema;
 mod statements;
 mod store;
 mod target;
+mod tls;
 
 pub use error::Error;
 pub use form::Form;
@@ -62,6 +63,7 @@ pub use options::Options;
 pub use outcome::{Acquire, PgLease, Release, Renewal, Restated};
 pub use store::{Postgres, deadline_for};
 pub use target::Target;
+pub use tls::{ParamError, SslMode, TlsError, Verification};
 
 /// Creates or migrates the `baton` schema at `url` (what `baton store
 /// migrate` runs); returns the versions applied. Safe when several hosts
@@ -69,11 +71,11 @@ pub use target::Target;
 ///
 /// # Errors
 ///
-/// [`Error::Url`], [`Error::Connect`], [`Error::SchemaTooNew`], or
+/// [`Error::Url`], [`Error::UrlParam`], [`Error::Connect`], [`Error::Tls`],
+/// [`Error::SchemaTooNew`], or
 /// [`Error::Query`] (nothing is changed then).
 pub async fn migrate(url: &str, options: Options) -> Result<Vec<i32>, Error> {
-    let config: tokio_postgres::Config = url.parse().map_err(Error::Url)?;
-    migrate_target(&Target { config }, options).await
+    migrate_target(&Target::from_url(url)?, options).await
 }
 
 /// [`migrate`] to a resolved [`Target`].
@@ -82,7 +84,7 @@ pub async fn migrate(url: &str, options: Options) -> Result<Vec<i32>, Error> {
 ///
 /// As [`migrate`].
 pub async fn migrate_target(target: &Target, options: Options) -> Result<Vec<i32>, Error> {
-    let mut client = pool::connect_once(&target.config, &options).await?;
+    let (mut client, _) = pool::connect_once(target, &options).await?;
     let deadline = options.deadline;
     tokio::time::timeout(deadline, schema::migrate(&mut client))
         .await
@@ -99,7 +101,7 @@ pub async fn migrate_target(target: &Target, options: Options) -> Result<Vec<i32
 ///
 /// [`Error::Connect`], [`Error::Query`], or [`Error::Timeout`].
 pub async fn schema_version(target: &Target, options: Options) -> Result<i32, Error> {
-    let client = pool::connect_once(&target.config, &options).await?;
+    let (client, _) = pool::connect_once(target, &options).await?;
     let deadline = options.deadline;
     tokio::time::timeout(deadline, schema::version(&client))
         .await

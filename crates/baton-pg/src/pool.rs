@@ -8,17 +8,19 @@
 //! connects again. Reconnection does not back off here: the caller decides
 //! when to try again.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{Mutex, MutexGuard};
 use tokio::task::JoinHandle;
-use tokio_postgres::tls::NoTlsStream;
-use tokio_postgres::{Client, Config, Connection, NoTls, Socket};
+use tokio_postgres::{Client, Config, Connection, Socket};
 
 use crate::error::Error;
 use crate::options::Options;
 use crate::statements::Statements;
+use crate::target::Target;
+use crate::tls::{Connector, Stream};
 
 /// One open connection and its prepared statements.
 pub(crate) struct Conn {
@@ -28,20 +30,20 @@ pub(crate) struct Conn {
 
 /// Up to [`Options::pool_size`] connections.
 pub(crate) struct Pool {
-    config: Config,
+    target: Target,
     options: Options,
     slots: Vec<Mutex<Option<Conn>>>,
     next: AtomicUsize,
 }
 
 impl Pool {
-    pub(crate) fn new(config: Config, options: Options) -> Self {
-        let config = settings(&config, &options, options.statement_timeout);
+    pub(crate) fn new(target: &Target, options: Options) -> Self {
+        let target = settings(target, &options, options.statement_timeout);
         let slots = (0..options.pool_size.max(1))
             .map(|_| Mutex::new(None))
             .collect();
         Self {
-            config,
+            target,
             options,
             slots,
             next: AtomicUsize::new(0),
@@ -54,7 +56,7 @@ impl Pool {
 
     /// Host, port, database and user, for messages (never the password).
     pub(crate) fn target(&self) -> String {
-        target(&self.config)
+        target(&self.target.config)
     }
 
     /// Runs `f` on a connection, within the deadline (plus, when every
@@ -104,14 +106,7 @@ impl Pool {
     }
 
     async fn connect(&self) -> Result<Conn, Error> {
-        let (client, connection) =
-            self.config
-                .connect(NoTls)
-                .await
-                .map_err(|source| Error::Connect {
-                    target: self.target(),
-                    source,
-                })?;
+        let (client, connection) = connect(&self.target).await?;
         // The connection task ends when the client is dropped or the socket
         // closes; its error then reaches the client as a closed connection.
         tokio::spawn(connection);
@@ -132,20 +127,21 @@ impl Pool {
 /// anything but the server.
 pub(crate) const LEDGER_IDLE_IN_TRANSACTION: Duration = Duration::from_secs(1);
 
-/// `config` with the settings of every pooled connection: the statement
+/// `target` with the settings of every pooled connection: the statement
 /// timeout and the idle-in-transaction timeout `idle` the server enforces,
 /// the connect timeout, and baton's application name.
-fn settings(config: &Config, options: &Options, idle: Duration) -> Config {
-    let mut config = config.clone();
+fn settings(target: &Target, options: &Options, idle: Duration) -> Target {
+    let mut target = target.clone();
     let ms = options.statement_timeout.as_millis();
     let idle = idle.as_millis();
-    config
+    target
+        .config
         .options(format!(
             "-c statement_timeout={ms} -c idle_in_transaction_session_timeout={idle}"
         ))
         .connect_timeout(options.connect_timeout)
         .application_name("baton");
-    config
+    target
 }
 
 /// Opens the one connection of a PostgreSQL ledger ([`crate::PgLedger`]),
@@ -154,11 +150,11 @@ fn settings(config: &Config, options: &Options, idle: Duration) -> Config {
 /// pooled connection does. The connection's task runs on the caller's
 /// runtime; aborting it closes the socket at once.
 pub(crate) async fn connect_checked(
-    config: &Config,
+    target: &Target,
     options: &Options,
 ) -> Result<(Client, JoinHandle<()>), Error> {
     let idle = options.statement_timeout.min(LEDGER_IDLE_IN_TRANSACTION);
-    let (client, connection) = open(&settings(config, options, idle), options.deadline).await?;
+    let (client, connection) = open(&settings(target, options, idle), options.deadline).await?;
     // Its error reaches the client as a closed connection.
     let task = tokio::spawn(async move {
         let _ = connection.await;
@@ -167,36 +163,76 @@ pub(crate) async fn connect_checked(
     Ok((client, task))
 }
 
-/// Opens one plain connection with the pool's settings (for migrations).
-pub(crate) async fn connect_once(config: &Config, options: &Options) -> Result<Client, Error> {
-    let mut config = config.clone();
+/// Opens one connection with the pool's settings (for migrations and an
+/// examination); says whether it is encrypted.
+pub(crate) async fn connect_once(
+    target: &Target,
+    options: &Options,
+) -> Result<(Client, bool), Error> {
+    let mut target = target.clone();
     let ms = options.statement_timeout.as_millis();
-    config
+    target
+        .config
         .options(format!("-c statement_timeout={ms}"))
         .connect_timeout(options.connect_timeout)
         .application_name("baton");
-    let (client, connection) = open(&config, options.deadline).await?;
+    let connector = connector(&target)?;
+    let encrypted = connector.encrypted();
+    let (client, connection) = within(options.deadline, connect_with(&target, connector)).await?;
     tokio::spawn(connection);
-    Ok(client)
+    Ok((client, encrypted.load(Ordering::Relaxed)))
 }
 
-/// Connects with `config` within `deadline`: the connect timeout bounds the
+/// Connects with `target` within `deadline`: the connect timeout bounds the
 /// TCP connection only, and a server that accepts and never answers would
 /// hold the start-up forever.
 async fn open(
-    config: &Config,
+    target: &Target,
     deadline: Duration,
-) -> Result<(Client, Connection<Socket, NoTlsStream>), Error> {
-    tokio::time::timeout(deadline, config.connect(NoTls))
+) -> Result<(Client, Connection<Socket, Stream>), Error> {
+    within(deadline, connect(target)).await
+}
+
+/// `connecting`, or a timeout once `deadline` has passed.
+async fn within<T>(
+    deadline: Duration,
+    connecting: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    tokio::time::timeout(deadline, connecting)
         .await
         .map_err(|_| Error::Timeout {
             what: "connect to the store",
             deadline,
         })?
+}
+
+/// Connects to `target`, TLS as its URL says: the only call that opens a
+/// connection.
+async fn connect(target: &Target) -> Result<(Client, Connection<Socket, Stream>), Error> {
+    connect_with(target, connector(target)?).await
+}
+
+async fn connect_with(
+    target: &Target,
+    connector: Connector,
+) -> Result<(Client, Connection<Socket, Stream>), Error> {
+    target
+        .config
+        .connect(connector)
+        .await
         .map_err(|source| Error::Connect {
-            target: target(config),
+            target: self::target(&target.config),
             source,
         })
+}
+
+/// The TLS side of a connection to `target`, its certificate files read
+/// now.
+fn connector(target: &Target) -> Result<Connector, Error> {
+    target.tls.connector().map_err(|source| Error::Tls {
+        target: self::target(&target.config),
+        source: Box::new(source),
+    })
 }
 
 fn target(config: &Config) -> String {

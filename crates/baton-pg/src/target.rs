@@ -11,6 +11,10 @@
 //! not read unless `PGPASSFILE` names it). The environment is passed in as
 //! a function, so this module never reads the process's own.
 //!
+//! The URL's TLS parameters (`sslmode`, `sslrootcert`, `sslcert`,
+//! `sslkey`) are read here, as libpq reads them (the `tls` module says what
+//! each mode does); `PGSSLMODE` and the other libpq TLS variables are not.
+//!
 //! A [`Target`] never shows its password: its `Debug` and
 //! [`Target::describe`] name host, port, database and user only.
 
@@ -20,12 +24,14 @@ use tokio_postgres::Config;
 use tokio_postgres::config::Host;
 
 use crate::error::Error;
+use crate::tls::{self, Tls, Verification};
 
 /// A resolved store connection: the driver's configuration, password
-/// included.
+/// included, and how the connection is encrypted.
 #[derive(Clone)]
 pub struct Target {
     pub(crate) config: Config,
+    pub(crate) tls: Tls,
 }
 
 impl std::fmt::Debug for Target {
@@ -40,7 +46,9 @@ impl Target {
     /// # Errors
     ///
     /// [`Error::Url`] when the URL does not parse (the driver's message
-    /// names the option, never its value); [`Error::PasswordFile`] when the
+    /// names the option, never its value); [`Error::UrlParam`] when a TLS
+    /// parameter cannot be used (an unknown `sslmode`, `sslcert` without
+    /// `sslkey`); [`Error::PasswordFile`] when the
     /// password file, or the file `PGPASSFILE` names, cannot be read.
     ///
     /// # Example
@@ -70,7 +78,7 @@ impl Target {
             Some(port) => with_default_port(url, port),
             None => url.to_owned(),
         };
-        let mut config: Config = url.parse().map_err(Error::Url)?;
+        let Self { mut config, tls } = Self::from_url(&url)?;
         if config.get_hosts().is_empty() {
             let hosts = var("PGHOST").unwrap_or_else(|| "localhost".to_owned());
             for h in hosts.split(',') {
@@ -103,6 +111,7 @@ impl Target {
                 })?;
                 let t = Self {
                     config: config.clone(),
+                    tls: tls.clone(),
                 };
                 let (host, port, db, user) = t.parts();
                 if let Some(pw) = passfile_lookup(&text, &host, &port.to_string(), &db, &user) {
@@ -110,7 +119,25 @@ impl Target {
                 }
             }
         }
-        Ok(Self { config })
+        Ok(Self { config, tls })
+    }
+
+    /// `url` as it is, completed from nothing: its TLS parameters read,
+    /// the rest parsed by the driver.
+    pub(crate) fn from_url(url: &str) -> Result<Self, Error> {
+        let (rest, params) = tls::split_url(url);
+        let mut config: Config = rest.parse().map_err(Error::Url)?;
+        let tls = Tls::from_params(&params, config.get_ssl_mode()).map_err(Error::UrlParam)?;
+        config.ssl_mode(tls.driver_mode());
+        Ok(Self { config, tls })
+    }
+
+    /// What an encrypted connection to this target checks of the server,
+    /// as configured: nothing (`prefer`, `require`), the certificate's
+    /// chain (`verify-ca`, or `sslrootcert` given), or its chain and the
+    /// host name (`verify-full`).
+    pub fn verification(&self) -> Verification {
+        self.tls.verification()
     }
 
     /// Host, port, database and user, for messages (never the password).

@@ -2,7 +2,8 @@
 //! process before it fails, the waits themselves, a headless browser
 //! ([`browser`]) for tests that look at a page, a test HTTP server
 //! ([`http`]) for HTTP steps, an HTTP client ([`client`]) for tests of
-//! the daemon's API, a throwaway PostgreSQL server ([`pg`]), a TCP proxy
+//! the daemon's API, a throwaway PostgreSQL server ([`pg`]) and a
+//! throwaway certificate authority for its TLS ([`ca`]), a TCP proxy
 //! that a test can cut ([`proxy`]), simulated hosts made of Linux
 //! namespaces ([`hosts`]), a thread run as another user ([`user`]), and
 //! processes seen from outside: whether one still runs, and a pipe that
@@ -80,6 +81,7 @@ pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
 }
 
 pub mod browser;
+pub mod ca;
 pub mod client;
 pub mod hosts;
 pub mod pg;

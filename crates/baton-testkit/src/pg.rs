@@ -7,7 +7,9 @@
 //! cluster trusts every local connection (TCP needs a password after
 //! [`PgServer::start_with_password`]) and has one superuser, `baton`.
 //! Durability is off (`fsync=off`): a test server is thrown away, and a test
-//! asserts behaviour, never speed.
+//! asserts behaviour, never speed. [`PgServer::start_with_tls`] turns TLS
+//! on with a certificate a test made ([`crate::ca`]), and can demand a
+//! client certificate on TCP.
 //!
 //! PostgreSQL refuses to run as root. When the tests run as root (as CI
 //! does), the directory is handed to the `postgres` system user that Debian's
@@ -38,6 +40,19 @@ pub struct PgServer {
     bin: PathBuf,
     port: u16,
     run_as: Option<String>,
+    /// Settings given to the server at each start (`-c name=value …`).
+    settings: String,
+}
+
+/// TLS for a test server ([`PgServer::start_with_tls`]).
+#[derive(Debug, Clone)]
+pub struct ServerTls {
+    /// The server's certificate and key.
+    pub server: crate::ca::Issued,
+    /// When set, TCP connections must be encrypted and present a client
+    /// certificate this authority signed, whose common name is the user
+    /// (`hostssl … cert`); the unix socket still trusts.
+    pub client_ca_pem: Option<String>,
 }
 
 impl PgServer {
@@ -64,7 +79,7 @@ impl PgServer {
     /// when running as root without a `postgres` user, or when the server
     /// does not start (the message holds the server's log).
     pub fn start() -> PgServer {
-        Self::start_with(None)
+        Self::start_with(None, None)
     }
 
     /// As [`PgServer::start`], but TCP connections must give `password`
@@ -74,10 +89,22 @@ impl PgServer {
     ///
     /// As [`PgServer::start`].
     pub fn start_with_password(password: &str) -> PgServer {
-        Self::start_with(Some(password))
+        Self::start_with(Some(password), None)
     }
 
-    fn start_with(password: Option<&str>) -> PgServer {
+    /// As [`PgServer::start`], with `ssl = on` and the certificate `tls`
+    /// gives: a client may connect over TCP with TLS or without (unless a
+    /// client certificate is demanded, see [`ServerTls`]).
+    ///
+    /// # Panics
+    ///
+    /// As [`PgServer::start`], and when the certificate files cannot be
+    /// written.
+    pub fn start_with_tls(tls: &ServerTls) -> PgServer {
+        Self::start_with(None, Some(tls))
+    }
+
+    fn start_with(password: Option<&str>, tls: Option<&ServerTls>) -> PgServer {
         let bin = bin_dir().unwrap_or_else(|| {
             panic!(
                 "PostgreSQL is not installed: no initdb under /usr/lib/postgresql/*/bin or on \
@@ -110,6 +137,7 @@ impl PgServer {
             bin,
             port: 0,
             run_as: run_as.map(|_| "postgres".to_owned()),
+            settings: String::new(),
         };
         let data = server.data_dir();
         let pwfile = server.dir.path().join("pwfile");
@@ -141,6 +169,9 @@ impl PgServer {
             "initdb failed: {}",
             String::from_utf8_lossy(&init.stderr)
         );
+        if let Some(tls) = tls {
+            server.settings = server.tls_files(tls, run_as);
+        }
         std::fs::create_dir(server.socket_dir()).expect("failed to create the socket directory");
         if let Some((uid, gid)) = run_as {
             rustix::fs::chown(
@@ -211,6 +242,47 @@ impl PgServer {
         );
     }
 
+    /// Writes the certificate files of `tls` (the key readable by the
+    /// server's user only, as the server demands) and, for client
+    /// certificates, the rules that demand them; returns the settings that
+    /// turn TLS on.
+    fn tls_files(&self, tls: &ServerTls, owner: Option<(u32, u32)>) -> String {
+        use std::os::unix::fs::PermissionsExt;
+        let write = |name: &str, text: &str, mode: u32| {
+            let path = self.dir.path().join(name);
+            std::fs::write(&path, text)
+                .unwrap_or_else(|e| panic!("failed to write the test server's {name}: {e}"));
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode))
+                .unwrap_or_else(|e| panic!("failed to restrict the test server's {name}: {e}"));
+            if let Some((uid, gid)) = owner {
+                rustix::fs::chown(
+                    &path,
+                    Some(rustix::fs::Uid::from_raw(uid)),
+                    Some(rustix::fs::Gid::from_raw(gid)),
+                )
+                .unwrap_or_else(|e| panic!("failed to hand {name} to the postgres user: {e}"));
+            }
+            path
+        };
+        let cert = write("server.crt", &tls.server.cert_pem, 0o644);
+        let key = write("server.key", &tls.server.key_pem, 0o600);
+        let mut settings = format!(
+            " -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+            cert.display(),
+            key.display()
+        );
+        if let Some(ca) = &tls.client_ca_pem {
+            let ca = write("client-ca.crt", ca, 0o644);
+            settings.push_str(&format!(" -c ssl_ca_file={}", ca.display()));
+            write(
+                "data/pg_hba.conf",
+                "local all all trust\nhostssl all all 127.0.0.1/32 cert\n",
+                0o600,
+            );
+        }
+        settings
+    }
+
     fn log(&self) -> PathBuf {
         self.dir.path().join("server.log")
     }
@@ -221,9 +293,10 @@ impl PgServer {
         let data = self.data_dir();
         let opts = format!(
             "-k {} -p {} -c listen_addresses=127.0.0.1 -c fsync=off -c shared_buffers=16MB \
-             -c max_connections=300",
+             -c max_connections=300{}",
             self.socket_dir().display(),
-            self.port
+            self.port,
+            self.settings
         );
         let log = self.log();
         self.run(

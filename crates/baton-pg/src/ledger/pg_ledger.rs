@@ -91,13 +91,13 @@ impl PgLedger {
     /// [`Error::Query`], [`Error::Timeout`] (no answer within the
     /// deadline), or [`Error::Thread`] when the thread cannot start.
     pub fn open(target: &Target, options: Options) -> Result<PgLedger, Error> {
-        let config = target.config.clone();
+        let session_target = target.clone();
         let (tasks, inbox) = mpsc::channel::<Task>();
         let (ready, opened) = mpsc::sync_channel(1);
         let thread = std::thread::Builder::new()
             .name("baton-pg-ledger".into())
             .spawn(move || {
-                let mut session = match Session::new(config, options) {
+                let mut session = match Session::new(session_target, options) {
                     Ok(s) => s,
                     Err(e) => {
                         let _ = ready.send(Err(Error::Thread(e)));

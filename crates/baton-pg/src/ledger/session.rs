@@ -20,11 +20,12 @@
 use std::sync::mpsc::Receiver;
 
 use tokio::task::JoinHandle;
-use tokio_postgres::{Client, Config, IsolationLevel, Transaction};
+use tokio_postgres::{Client, IsolationLevel, Transaction};
 
 use super::fail::Fail;
 use crate::options::Options;
 use crate::pool;
+use crate::target::Target;
 
 /// The key of the transaction-scoped advisory lock every write transaction
 /// of the ledger takes first (`baton-lg` in ASCII; the migrations take
@@ -65,20 +66,20 @@ impl Live {
 pub(crate) struct Session {
     /// `None` only while dropping.
     rt: Option<tokio::runtime::Runtime>,
-    config: Config,
+    target: Target,
     options: Options,
     live: Option<Live>,
 }
 
 impl Session {
     /// A session with no connection yet.
-    pub(crate) fn new(config: Config, options: Options) -> std::io::Result<Self> {
+    pub(crate) fn new(target: Target, options: Options) -> std::io::Result<Self> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
         Ok(Self {
             rt: Some(rt),
-            config,
+            target,
             options,
             live: None,
         })
@@ -91,7 +92,7 @@ impl Session {
         let Some(rt) = &self.rt else {
             return Err(crate::Error::Stopped { what: WHAT });
         };
-        let connecting = pool::connect_checked(&self.config, &self.options);
+        let connecting = pool::connect_checked(&self.target, &self.options);
         let (client, task) = rt
             .block_on(async { tokio::time::timeout(deadline, connecting).await })
             .map_err(|_| crate::Error::Timeout {
@@ -118,7 +119,7 @@ impl Session {
     ) -> Result<T, Fail> {
         let Self {
             rt,
-            config,
+            target,
             options,
             live,
         } = self;
@@ -129,12 +130,12 @@ impl Session {
         };
         rt.block_on(async {
             let call = async {
-                match attempt(live, config, options, mode, &mut op).await {
+                match attempt(live, target, options, mode, &mut op).await {
                     Err(Attempt::Stale(_)) => {
                         if let Some(stale) = live.take() {
                             stale.close().await;
                         }
-                        attempt(live, config, options, mode, &mut op).await
+                        attempt(live, target, options, mode, &mut op).await
                     }
                     done => done,
                 }
@@ -175,7 +176,7 @@ enum Attempt {
 /// `BEGIN`, rolls back before it returns.
 async fn attempt<T, F>(
     live: &mut Option<Live>,
-    config: &Config,
+    target: &Target,
     options: &Options,
     mode: Mode,
     op: &mut Option<F>,
@@ -188,7 +189,7 @@ where
         if let Some(gone) = live.take() {
             gone.close().await;
         }
-        let (client, task) = pool::connect_checked(config, options)
+        let (client, task) = pool::connect_checked(target, options)
             .await
             .map_err(|e| Attempt::Failed(Fail::Connect(e)))?;
         *live = Some(Live { client, task });

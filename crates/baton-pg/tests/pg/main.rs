@@ -17,3 +17,4 @@ mod round_trips;
 mod schema;
 mod takeover;
 mod timeouts;
+mod tls;

@@ -1,0 +1,652 @@
+//! How a connection to the store is encrypted, and what of the server is
+//! checked: the URL's `sslmode`, `sslrootcert`, `sslcert` and `sslkey`, as
+//! libpq reads them, turned into a rustls client (no OpenSSL).
+//!
+//! The modes, as libpq's: `disable` never encrypts; `prefer` (the default)
+//! encrypts when the server accepts TLS and goes on in plain text when it
+//! refuses it; `require` encrypts or fails; `verify-ca` also checks that
+//! the server's certificate chains to a trusted authority; `verify-full`
+//! also that it names the host connected to. `prefer` and `require` check
+//! nothing of the certificate unless `sslrootcert` is given, and then check
+//! its chain (as `verify-ca`). The trusted authorities are the
+//! `sslrootcert` file's; without one (or with `sslrootcert=system`), the
+//! operating system's. `sslrootcert=system` makes `verify-full` the default
+//! and refuses a weaker mode, as libpq does. A client certificate
+//! (`sslcert`) needs its key (`sslkey`), and the other way round. No file
+//! under `~/.postgresql` is read unless the URL names it.
+//!
+//! A handshake that fails (an unknown authority, a wrong host name) fails
+//! the connection in every mode, `prefer` included: only a server that
+//! refuses TLS outright is spoken to in plain text. Over a Unix socket the
+//! server refuses TLS, so `prefer` is plain there and the stricter modes
+//! fail.
+//!
+//! This module reads the certificate files each time a connection is made
+//! (a renewed certificate is used without a restart), and never logs or
+//! shows a key.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore};
+use tokio_postgres::Socket;
+use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+/// The URL's `sslmode`, as libpq spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SslMode {
+    /// Never encrypt.
+    Disable,
+    /// Encrypt when the server accepts TLS, else go on in plain text (the
+    /// default).
+    Prefer,
+    /// Encrypt, or fail.
+    Require,
+    /// Encrypt, and check that the server's certificate chains to a trusted
+    /// authority.
+    VerifyCa,
+    /// As [`SslMode::VerifyCa`], and check that the certificate names the
+    /// host connected to.
+    VerifyFull,
+}
+
+impl SslMode {
+    /// The mode as the URL spells it (`verify-full` …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Disable => "disable",
+            Self::Prefer => "prefer",
+            Self::Require => "require",
+            Self::VerifyCa => "verify-ca",
+            Self::VerifyFull => "verify-full",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        [
+            Self::Disable,
+            Self::Prefer,
+            Self::Require,
+            Self::VerifyCa,
+            Self::VerifyFull,
+        ]
+        .into_iter()
+        .find(|m| m.as_str() == s)
+    }
+}
+
+/// What the client checks of the server's certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verification {
+    /// Nothing: the connection is encrypted (when it is) but anyone in the
+    /// middle could be the server.
+    Nothing,
+    /// That the certificate chains to a trusted authority.
+    Chain,
+    /// That it chains to a trusted authority and names the host.
+    ChainAndHost,
+}
+
+/// Where the trusted authorities come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Roots {
+    /// The operating system's store.
+    System,
+    /// The `sslrootcert` file.
+    File(PathBuf),
+}
+
+/// A TLS setting of the URL that cannot be used; the message names the
+/// parameter.
+#[derive(Debug, thiserror::Error)]
+#[error("{param}: {why}")]
+pub struct ParamError {
+    /// The URL's parameter (`sslmode` …).
+    pub param: &'static str,
+    /// What is wrong with it.
+    pub why: String,
+}
+
+/// A failure to set TLS up for one connection: a certificate or key file
+/// that cannot be read or used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TlsError {
+    /// A file the URL names could not be read, or holds no PEM of the kind
+    /// needed.
+    #[error("failed to read the {param} file {}: {cause}", path.display())]
+    Read {
+        /// The URL's parameter (`sslrootcert`, `sslcert`, `sslkey`).
+        param: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// What the reader said.
+        #[source]
+        cause: rustls::pki_types::pem::Error,
+    },
+    /// A certificate of the `sslrootcert` file cannot be used as a root.
+    #[error("failed to trust the sslrootcert file {}: {cause}", path.display())]
+    Root {
+        /// The file.
+        path: PathBuf,
+        /// What rustls said.
+        #[source]
+        cause: rustls::Error,
+    },
+    /// The operating system's store gave no certificate.
+    #[error(
+        "failed to load the system's trusted certificates (none found{why}); name the server's \
+         authority with sslrootcert"
+    )]
+    NoSystemRoots {
+        /// What went wrong, if anything was said (with a leading `: `).
+        why: String,
+    },
+    /// No verifier could be made of the trusted authorities.
+    #[error("failed to set up the server's verification: {0}")]
+    Verifier(#[source] rustls::client::VerifierBuilderError),
+    /// rustls refused the configuration (the client key does not match its
+    /// certificate, a root store with no usable authority).
+    #[error("failed to set up TLS: {0}")]
+    Config(#[source] rustls::Error),
+}
+
+/// The TLS settings of a target, as the URL gave them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Tls {
+    pub(crate) mode: SslMode,
+    roots: Option<Roots>,
+    client: Option<(PathBuf, PathBuf)>,
+}
+
+/// The URL's parameters this module reads (and takes out of the URL the
+/// driver parses, which knows only some of them).
+pub(crate) const PARAMS: [&str; 4] = ["sslmode", "sslrootcert", "sslcert", "sslkey"];
+
+impl Tls {
+    /// The settings from the URL's parameters (`name`, decoded value);
+    /// `driver` is the mode the driver read from a connection string that
+    /// is not a URL, used when no `sslmode` parameter was found.
+    pub(crate) fn from_params(
+        params: &[(String, String)],
+        driver: tokio_postgres::config::SslMode,
+    ) -> Result<Self, ParamError> {
+        let get = |name: &str| params.iter().rev().find(|(n, _)| n == name).map(|(_, v)| v);
+        let path = |name: &'static str| -> Result<Option<PathBuf>, ParamError> {
+            match get(name) {
+                Some(v) if v.is_empty() => Err(ParamError {
+                    param: name,
+                    why: "names no file".to_owned(),
+                }),
+                Some(v) => Ok(Some(PathBuf::from(v))),
+                None => Ok(None),
+            }
+        };
+        let roots = path("sslrootcert")?.map(|p| {
+            if p == Path::new("system") {
+                Roots::System
+            } else {
+                Roots::File(p)
+            }
+        });
+        let mode = match get("sslmode") {
+            Some(v) => SslMode::parse(v).ok_or_else(|| ParamError {
+                param: "sslmode",
+                why: format!(
+                    "{v:?} is not one of disable, prefer, require, verify-ca or verify-full"
+                ),
+            })?,
+            None if roots == Some(Roots::System) => SslMode::VerifyFull,
+            None => match driver {
+                tokio_postgres::config::SslMode::Disable => SslMode::Disable,
+                tokio_postgres::config::SslMode::Require => SslMode::Require,
+                _ => SslMode::Prefer,
+            },
+        };
+        if roots == Some(Roots::System) && mode != SslMode::VerifyFull {
+            return Err(ParamError {
+                param: "sslmode",
+                why: format!(
+                    "sslmode={} is too weak for sslrootcert=system (use verify-full)",
+                    mode.as_str()
+                ),
+            });
+        }
+        let client = match (path("sslcert")?, path("sslkey")?) {
+            (Some(cert), Some(key)) => Some((cert, key)),
+            (None, None) => None,
+            (Some(_), None) => {
+                return Err(ParamError {
+                    param: "sslkey",
+                    why: "missing: sslcert names a client certificate, and its key is needed"
+                        .to_owned(),
+                });
+            }
+            (None, Some(_)) => {
+                return Err(ParamError {
+                    param: "sslcert",
+                    why: "missing: sslkey names a client key, and its certificate is needed"
+                        .to_owned(),
+                });
+            }
+        };
+        Ok(Self {
+            mode,
+            roots,
+            client,
+        })
+    }
+
+    /// The mode the driver is given: it knows only whether to try TLS and
+    /// whether plain text may follow a refusal.
+    pub(crate) fn driver_mode(&self) -> tokio_postgres::config::SslMode {
+        match self.mode {
+            SslMode::Disable => tokio_postgres::config::SslMode::Disable,
+            SslMode::Prefer => tokio_postgres::config::SslMode::Prefer,
+            SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => {
+                tokio_postgres::config::SslMode::Require
+            }
+        }
+    }
+
+    /// What an encrypted connection checks of the server, as configured.
+    pub(crate) fn verification(&self) -> Verification {
+        match (self.mode, &self.roots) {
+            (SslMode::Disable, _) | (SslMode::Prefer | SslMode::Require, None) => {
+                Verification::Nothing
+            }
+            (SslMode::Prefer | SslMode::Require | SslMode::VerifyCa, _) => Verification::Chain,
+            (SslMode::VerifyFull, _) => Verification::ChainAndHost,
+        }
+    }
+
+    /// A connector for one connection, its files read now.
+    pub(crate) fn connector(&self) -> Result<Connector, TlsError> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(TlsError::Config)?;
+        let builder = match self.verification() {
+            Verification::Nothing => {
+                builder
+                    .dangerous()
+                    .with_custom_certificate_verifier(Arc::new(Lenient {
+                        provider,
+                        chain: None,
+                    }))
+            }
+            checked => {
+                let roots = Arc::new(self.roots()?);
+                let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
+                    .build()
+                    .map_err(TlsError::Verifier)?;
+                if checked == Verification::ChainAndHost {
+                    builder.with_webpki_verifier(webpki)
+                } else {
+                    builder
+                        .dangerous()
+                        .with_custom_certificate_verifier(Arc::new(Lenient {
+                            provider,
+                            chain: Some(webpki),
+                        }))
+                }
+            }
+        };
+        // `disable` reads no file: the driver never asks for TLS.
+        let client = self
+            .client
+            .as_ref()
+            .filter(|_| self.mode != SslMode::Disable);
+        let config = match client {
+            None => builder.with_no_client_auth(),
+            Some((cert, key)) => {
+                let certs = read_certs("sslcert", cert)?;
+                let key = PrivateKeyDer::from_pem_file(key).map_err(|cause| TlsError::Read {
+                    param: "sslkey",
+                    path: key.clone(),
+                    cause,
+                })?;
+                builder
+                    .with_client_auth_cert(certs, key)
+                    .map_err(TlsError::Config)?
+            }
+        };
+        Ok(Connector {
+            inner: MakeRustlsConnect::new(config),
+            encrypted: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// The trusted authorities: the `sslrootcert` file's, else the
+    /// system's.
+    fn roots(&self) -> Result<RootCertStore, TlsError> {
+        let mut store = RootCertStore::empty();
+        match &self.roots {
+            Some(Roots::File(path)) => {
+                for cert in read_certs("sslrootcert", path)? {
+                    store.add(cert).map_err(|cause| TlsError::Root {
+                        path: path.clone(),
+                        cause,
+                    })?;
+                }
+            }
+            Some(Roots::System) | None => {
+                let found = rustls_native_certs::load_native_certs();
+                let (added, _) = store.add_parsable_certificates(found.certs);
+                if added == 0 {
+                    let why = found
+                        .errors
+                        .first()
+                        .map(|e| format!(": {e}"))
+                        .unwrap_or_default();
+                    return Err(TlsError::NoSystemRoots { why });
+                }
+            }
+        }
+        Ok(store)
+    }
+}
+
+/// Every certificate of a PEM file; a file with none is refused.
+fn read_certs(param: &'static str, path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let failed = |cause| TlsError::Read {
+        param,
+        path: path.to_owned(),
+        cause,
+    };
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(failed)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(failed)?;
+    if certs.is_empty() {
+        return Err(failed(rustls::pki_types::pem::Error::NoItemsFound));
+    }
+    Ok(certs)
+}
+
+/// Makes the TLS side of one connection, and remembers whether a
+/// handshake completed (so a caller knows whether `prefer` encrypted).
+#[derive(Clone)]
+pub(crate) struct Connector {
+    inner: MakeRustlsConnect,
+    encrypted: Arc<AtomicBool>,
+}
+
+impl Connector {
+    /// Whether the last connection made through this connector (or a
+    /// clone of it) completed a TLS handshake.
+    pub(crate) fn encrypted(&self) -> Arc<AtomicBool> {
+        self.encrypted.clone()
+    }
+}
+
+type Inner = <MakeRustlsConnect as MakeTlsConnect<Socket>>::TlsConnect;
+
+/// The TLS stream of a connection.
+pub(crate) type Stream = <MakeRustlsConnect as MakeTlsConnect<Socket>>::Stream;
+
+impl MakeTlsConnect<Socket> for Connector {
+    type Stream = Stream;
+    type TlsConnect = Handshake;
+    type Error = Infallible;
+
+    fn make_tls_connect(&mut self, host: &str) -> Result<Handshake, Infallible> {
+        // Each host tried starts unencrypted.
+        self.encrypted.store(false, Ordering::Relaxed);
+        let Ok(inner) = MakeTlsConnect::<Socket>::make_tls_connect(&mut self.inner, host);
+        Ok(Handshake {
+            inner,
+            encrypted: self.encrypted.clone(),
+        })
+    }
+}
+
+/// One connection's handshake.
+pub(crate) struct Handshake {
+    inner: Inner,
+    encrypted: Arc<AtomicBool>,
+}
+
+impl TlsConnect<Socket> for Handshake {
+    type Stream = Stream;
+    type Error = std::io::Error;
+    type Future = Pin<Box<dyn Future<Output = std::io::Result<Stream>> + Send>>;
+
+    fn connect(self, stream: Socket) -> Self::Future {
+        let handshake = self.inner.connect(stream);
+        let encrypted = self.encrypted;
+        Box::pin(async move {
+            let stream = handshake.await.map_err(explained)?;
+            encrypted.store(true, Ordering::Relaxed);
+            Ok(stream)
+        })
+    }
+}
+
+/// A certificate the handshake refused, with what it means for the URL's
+/// settings.
+#[derive(Debug, thiserror::Error)]
+#[error("{cause} ({hint})")]
+struct Refused {
+    hint: &'static str,
+    #[source]
+    cause: std::io::Error,
+}
+
+/// `e`, with a hint when rustls refused the server's certificate for a
+/// reason the URL's settings decide.
+fn explained(e: std::io::Error) -> std::io::Error {
+    let refused = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>());
+    let hint = match refused {
+        Some(rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer)) => {
+            "no authority this client trusts signed the server's certificate: sslrootcert \
+             names the authority, else the system's are trusted"
+        }
+        Some(rustls::Error::InvalidCertificate(
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+        )) => "sslmode=verify-full checks that the certificate names the host the URL gives",
+        _ => return e,
+    };
+    std::io::Error::new(e.kind(), Refused { hint, cause: e })
+}
+
+/// The verifier short of `verify-full` (which is rustls's own): with no
+/// chain to check, any certificate (`prefer` and `require` without
+/// `sslrootcert`, as libpq); with one, its chain but not its name
+/// (`verify-ca`). Either way the server must prove it holds the
+/// certificate's key.
+#[derive(Debug)]
+struct Lenient {
+    provider: Arc<CryptoProvider>,
+    chain: Option<Arc<WebPkiServerVerifier>>,
+}
+
+impl ServerCertVerifier for Lenient {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        // The chain is checked before the name, so a name refused means
+        // the chain held.
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        let algorithms = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        let algorithms = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+/// `url` without the TLS parameters ([`PARAMS`]), and those parameters,
+/// their values percent-decoded. A string that is not a URL is returned
+/// unchanged.
+pub(crate) fn split_url(url: &str) -> (String, Vec<(String, String)>) {
+    let is_url = url.starts_with("postgres://") || url.starts_with("postgresql://");
+    let Some((base, query)) = url.split_once('?').filter(|_| is_url) else {
+        return (url.to_owned(), Vec::new());
+    };
+    let mut kept = Vec::new();
+    let mut taken = Vec::new();
+    for pair in query.split('&') {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        let k = decode(k);
+        if PARAMS.contains(&k.as_str()) {
+            taken.push((k, decode(v)));
+        } else {
+            kept.push(pair);
+        }
+    }
+    let rest = if kept.is_empty() {
+        base.to_owned()
+    } else {
+        format!("{base}?{}", kept.join("&"))
+    };
+    (rest, taken)
+}
+
+/// `s` with `%XX` escapes (and `+`, as the driver reads it) decoded.
+fn decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => {
+                match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                    (Some(h), Some(l)) => {
+                        // OK because two hex digits make at most 255.
+                        out.push(u8::try_from(h * 16 + l).unwrap_or(b'?'));
+                        i += 3;
+                        continue;
+                    }
+                    _ => out.push(b'%'),
+                }
+            }
+            b'+' => out.push(b' '),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio_postgres::config::SslMode as Driver;
+
+    fn tls(url: &str) -> Result<Tls, ParamError> {
+        let (_, params) = split_url(url);
+        Tls::from_params(&params, Driver::Prefer)
+    }
+
+    #[test]
+    fn the_tls_parameters_leave_the_url() {
+        let (rest, params) =
+            split_url("postgres://u@h/d?application_name=x&sslmode=require&sslrootcert=%2Fca.pem");
+        assert_eq!(rest, "postgres://u@h/d?application_name=x");
+        assert_eq!(
+            params,
+            [
+                ("sslmode".to_owned(), "require".to_owned()),
+                ("sslrootcert".to_owned(), "/ca.pem".to_owned())
+            ]
+        );
+        assert_eq!(
+            split_url("postgres://u@h/d?sslmode=disable").0,
+            "postgres://u@h/d"
+        );
+        assert_eq!(
+            split_url("host=h sslmode=disable").0,
+            "host=h sslmode=disable"
+        );
+    }
+
+    #[test]
+    fn modes_and_what_they_verify_are_libpqs() {
+        use SslMode::*;
+        use Verification::*;
+        for (query, mode, verifies) in [
+            ("", Prefer, Nothing),
+            ("sslmode=require", Require, Nothing),
+            ("sslmode=require&sslrootcert=/ca", Require, Chain),
+            ("sslmode=verify-ca", VerifyCa, Chain),
+            ("sslmode=verify-full", VerifyFull, ChainAndHost),
+            ("sslrootcert=system", VerifyFull, ChainAndHost),
+            ("sslmode=disable&sslrootcert=/ca", Disable, Nothing),
+        ] {
+            let t = tls(&format!("postgres://h?{query}")).unwrap();
+            assert_eq!((t.mode, t.verification()), (mode, verifies), "{query}");
+        }
+    }
+
+    #[test]
+    fn unusable_parameters_are_refused_by_name() {
+        let e = tls("postgres://h?sslmode=verify-all").unwrap_err();
+        assert_eq!(e.param, "sslmode");
+        assert!(e.to_string().contains("\"verify-all\""), "{e}");
+        let e = tls("postgres://h?sslcert=/c.pem").unwrap_err();
+        assert_eq!(e.param, "sslkey");
+        let e = tls("postgres://h?sslkey=/k.pem").unwrap_err();
+        assert_eq!(e.param, "sslcert");
+        let e = tls("postgres://h?sslmode=require&sslrootcert=system").unwrap_err();
+        assert!(e.to_string().contains("verify-full"), "{e}");
+        assert_eq!(
+            tls("postgres://h?sslrootcert=").unwrap_err().param,
+            "sslrootcert"
+        );
+    }
+
+    #[test]
+    fn percent_escapes_are_decoded() {
+        assert_eq!(decode("%2Fetc%2fca.pem"), "/etc/ca.pem");
+        assert_eq!(decode("a+b%"), "a b%");
+        assert_eq!(decode("%zz"), "%zz");
+    }
+}
