@@ -1,10 +1,11 @@
 //! The store, as configured: for files, where they are; for PostgreSQL,
-//! whether the server answers, how the connection is made (this build has
-//! no TLS: what that means for the URL's `sslmode` and for a server across
-//! a network), whether the schema is this build's, and the server's clock
-//! against this host's.
+//! whether the server answers, how the connection is made (encrypted or
+//! not, the server verified or not, and what that means for a server
+//! across a network), whether the schema is this build's, and the server's
+//! clock against this host's.
 
 use baton_lease::FUTURE_CLAIM_TOLERANCE;
+use baton_pg::Verification;
 use baton_pg::examine::{Examined, Link};
 use baton_pg::schema::SCHEMA_VERSION;
 use jiff::SignedDuration;
@@ -23,7 +24,7 @@ pub(super) fn postgres(
     link: &Link,
     found: &Result<Examined, crate::store::Error>,
 ) -> Vec<Finding> {
-    let mut out = vec![tls(target, link)];
+    let mut out = vec![tls(target, link, found.as_ref().ok())];
     let e = match found {
         Ok(e) => e,
         Err(why) => {
@@ -56,44 +57,70 @@ pub(super) fn postgres(
     out
 }
 
-fn tls(target: &str, link: &Link) -> Finding {
+fn tls(target: &str, link: &Link, found: Option<&Examined>) -> Finding {
     const CHECK: &str = "store-tls";
     let how = if link.unix {
         format!("a Unix socket in {}", link.host)
     } else {
         format!("TCP to {}", link.host)
     };
-    if link.sslmode == "require" {
-        return Finding::fail(
+    let mode = link.sslmode;
+    let Some(e) = found else {
+        if mode != "disable" && mode != "prefer" {
+            return Finding::fail(
+                CHECK,
+                format!(
+                    "{target}: the URL says sslmode={mode}, and no such connection could be made \
+                     over {how}"
+                ),
+                "turn TLS on in the server (ssl = on, with its certificate) or correct sslmode \
+                 and sslrootcert; `baton store status` says why the connection failed",
+            );
+        }
+        return Finding::warn(
             CHECK,
-            format!(
-                "{target}: the URL says sslmode=require, and this build connects without TLS, \
-                 so every connection is refused"
-            ),
-            "reach the server over a Unix socket or a tunnel (ssh -L, WireGuard) and set \
-             sslmode=disable",
+            format!("{target}: not judged (sslmode={mode}): the server did not answer"),
+            "see the store finding above",
         );
-    }
-    if link.local {
-        return Finding::ok(
+    };
+    let secure = "set sslmode=verify-full (with sslrootcert naming the server's authority), or \
+                  reach the server over a private network, a tunnel or a Unix socket";
+    match (e.encrypted, e.verified) {
+        (true, Verification::ChainAndHost) => Finding::ok(
             CHECK,
-            format!(
-                "no TLS (this build has none; sslmode={}), over {how}: nothing crosses a \
-                 network",
-                link.sslmode
-            ),
-        );
-    }
-    Finding::warn(
-        CHECK,
-        format!(
-            "the connection to {target} is not encrypted (this build has no TLS; \
-             sslmode={}), over {how}",
-            link.sslmode
+            format!("encrypted, the server's certificate and host name verified (sslmode={mode})"),
         ),
-        "reach the server over a private network, a tunnel (ssh -L, WireGuard) or a Unix \
-         socket: the leases and the ledger cross the network in the clear",
-    )
+        _ if link.local => Finding::ok(
+            CHECK,
+            format!(
+                "{} (sslmode={mode}), over {how}: nothing crosses a network",
+                if e.encrypted { "encrypted" } else { "no TLS" }
+            ),
+        ),
+        (true, Verification::Chain) => Finding::warn(
+            CHECK,
+            format!(
+                "{target}: encrypted, the certificate's authority verified but not the host name \
+                 (sslmode={mode}), over {how}"
+            ),
+            secure,
+        ),
+        (true, Verification::Nothing) => Finding::warn(
+            CHECK,
+            format!(
+                "{target}: encrypted, but the server is not verified (sslmode={mode}), over {how}: \
+                 anyone in the middle could be it"
+            ),
+            secure,
+        ),
+        (false, _) => Finding::warn(
+            CHECK,
+            format!("the connection to {target} is not encrypted (sslmode={mode}), over {how}"),
+            "the leases and the ledger cross the network in the clear: set sslmode=verify-full \
+             (with sslrootcert), or reach the server over a private network, a tunnel or a Unix \
+             socket",
+        ),
+    }
 }
 
 fn schema(target: &str, found: i32) -> Finding {
@@ -179,9 +206,41 @@ mod tests {
             unix: false,
             local,
         };
-        assert_eq!(tls("t", &link("require", true)).status, Status::Fail);
-        assert_eq!(tls("t", &link("prefer", true)).status, Status::Ok);
-        assert_eq!(tls("t", &link("disable", false)).status, Status::Warn);
+        let seen = |encrypted, verified| Examined {
+            version: SCHEMA_VERSION,
+            offset: SignedDuration::ZERO,
+            round_trip: std::time::Duration::ZERO,
+            server_version: "15".into(),
+            encrypted,
+            verified,
+        };
+        let plain = seen(false, Verification::Nothing);
+        let full = seen(true, Verification::ChainAndHost);
+        let unverified = seen(true, Verification::Nothing);
+        // No connection: a mode that needs TLS fails, naming it.
+        let f = tls("t", &link("require", true), None);
+        assert_eq!(f.status, Status::Fail);
+        assert!(f.message.contains("sslmode=require"), "{}", f.message);
+        assert_eq!(
+            tls("t", &link("prefer", true), Some(&plain)).status,
+            Status::Ok
+        );
+        assert_eq!(
+            tls("t", &link("disable", false), Some(&plain)).status,
+            Status::Warn
+        );
+        assert_eq!(
+            tls("t", &link("verify-full", false), Some(&full)).status,
+            Status::Ok
+        );
+        assert_eq!(
+            tls("t", &link("require", false), Some(&unverified)).status,
+            Status::Warn
+        );
+        assert_eq!(
+            tls("t", &link("require", true), Some(&unverified)).status,
+            Status::Ok
+        );
     }
 
     #[test]
