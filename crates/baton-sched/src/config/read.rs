@@ -725,7 +725,7 @@ fn job(r: &Reader<'_>, e: &Entry, scheduler: &Values) -> Result<Job, Vec<ConfigE
     let name = e.key.clone();
     let path = join("jobs", &name);
     let at = r.at(e.line);
-    job_name(&name).map_err(|message| vec![invalid(&at, &path, message)])?;
+    job_name(&name).map_err(|e| vec![invalid(&at, &path, e.to_string())])?;
     let entries = r.table(&e.value, &path, e.line).map_err(|e| vec![e])?;
     let mut p = r.unknown_keys(entries, &path, &names(Table::Job));
     let when = kept(self::when(r, entries, &path, &at), &mut p);
@@ -761,22 +761,31 @@ fn job(r: &Reader<'_>, e: &Entry, scheduler: &Values) -> Result<Job, Vec<ConfigE
     }
 }
 
+/// Why a name is no job's.
+#[derive(Debug, thiserror::Error)]
+enum BadJobName {
+    #[error("{0:?} is not a job name: use 1 to 64 characters of A-Z a-z 0-9 _ . -")]
+    Invalid(String),
+    #[error(
+        "{0:?}: a job name may not start with '.' (it is its lock's name unless `lock` says \
+         otherwise, and `baton lock` refuses such names)"
+    )]
+    Hidden(String),
+    #[error(
+        "{0:?} is reserved: the logs baton_YYYY_MM_DD.log and alerts.log are the scheduler's \
+         own; choose another name"
+    )]
+    Reserved(String),
+}
+
 /// Refuses a name that is no job's, saying why.
-fn job_name(name: &str) -> Result<(), String> {
+fn job_name(name: &str) -> Result<(), BadJobName> {
     if !valid_name(name) {
-        Err(format!(
-            "{name:?} is not a job name: use 1 to 64 characters of A-Z a-z 0-9 _ . -"
-        ))
+        Err(BadJobName::Invalid(name.to_owned()))
     } else if name.starts_with('.') {
-        Err(format!(
-            "{name:?}: a job name may not start with '.' (it is its lock's name unless `lock` \
-             says otherwise, and `baton lock` refuses such names)"
-        ))
+        Err(BadJobName::Hidden(name.to_owned()))
     } else if name == "baton" || name == "alerts" {
-        Err(format!(
-            "{name:?} is reserved: the logs baton_YYYY_MM_DD.log and alerts.log are the \
-             scheduler's own; choose another name"
-        ))
+        Err(BadJobName::Reserved(name.to_owned()))
     } else {
         Ok(())
     }
