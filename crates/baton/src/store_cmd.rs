@@ -32,18 +32,8 @@ fn target(cmd: &str, c: &Config) -> Result<Target, Exit> {
         );
         return Err(Exit::Usage);
     };
-    let env = |name: &str| std::env::var(name).ok();
-    Target::resolve(
-        store.url.value.secret(),
-        store.password_file.value.as_deref(),
-        &env,
-    )
-    .map_err(|e| {
-        say!(
-            "baton {cmd}: failed to use the store url {} ({}): {e}",
-            store.url.value,
-            store.url.provenance()
-        );
+    baton_sched::store::target(store).map_err(|e| {
+        say!("baton {cmd}: {e}");
         Exit::Usage
     })
 }
