@@ -85,6 +85,16 @@ pub fn postgres(s: &StoreSettings) -> Result<baton_pg::Postgres, Unusable> {
     target(s).map(baton_pg::Postgres::new)
 }
 
+/// What the store's settings call for an operator to fix (a password file
+/// others may read), for the program to say; none without a store, or
+/// when it cannot be used (that is said where it is used).
+pub fn warnings(config: &Config) -> Vec<baton_pg::Warning> {
+    match config.store.as_ref().map(target) {
+        Some(Ok(t)) => t.warnings().to_vec(),
+        _ => Vec::new(),
+    }
+}
+
 /// The store `config` names: PostgreSQL with `[store] url`, else files in
 /// the state directory.
 ///

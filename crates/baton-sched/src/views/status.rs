@@ -50,6 +50,11 @@ pub struct Status {
     /// show only what the configuration and the logs say.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The PostgreSQL store's connection, when there is a store and
+    /// [`read_with_connection`] examined it: encrypted or not, the server
+    /// verified or not (absent with local files).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store: Option<crate::store::examine::Connection>,
     /// The ledger was written by a newer baton ([`Self::error`] says so):
     /// none of it was read, so the jobs' states are not to be shown.
     #[serde(skip)]
@@ -288,9 +293,19 @@ pub fn read(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
         now: stamp(now),
         healthy,
         jobs,
+        store: None,
         error,
         ledger_newer,
     }
+}
+
+/// [`read`], and the store's connection made once and examined
+/// ([`Status::store`]): what `baton status` shows. A `[store]` that cannot
+/// be used is left out here; reading the ledger says why.
+pub fn read_with_connection(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
+    let mut s = read(config, only, now);
+    s.store = crate::store::examine::connection(config).and_then(Result::ok);
+    s
 }
 
 /// What the ledger holds of one job, read together: one read that fails
@@ -603,6 +618,14 @@ pub fn render(s: &Status) -> String {
         s.config,
         s.state_dir
     );
+    if let Some(c) = &s.store {
+        out.push_str(&format!(
+            "store {}: {}
+",
+            c.store,
+            c.words()
+        ));
+    }
     for j in &s.jobs {
         let tz = jiff::tz::TimeZone::get(&j.timezone).unwrap_or(jiff::tz::TimeZone::UTC);
         let local = |t: &str| crate::times::human_in(t, &tz);
