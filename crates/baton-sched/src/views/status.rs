@@ -11,7 +11,10 @@
 //! read; 0 otherwise (a fresh install's jobs are `new`, and 0 is right
 //! there, until an occurrence after their file last changed should have
 //! started and no tick came: [`crate::views::overdue`]). The shape of `--json`
-//! is [`Status`].
+//! is [`Status`]. With a PostgreSQL store, [`read_with_connection`] also
+//! says whether a connection to it is encrypted and what of the server it
+//! verified ([`Status::store`]); with local files nothing of a store is
+//! shown.
 
 use std::time::Duration;
 
@@ -301,10 +304,13 @@ pub fn read(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
 
 /// [`read`], and the store's connection made once and examined
 /// ([`Status::store`]): what `baton status` shows. A `[store]` that cannot
-/// be used is left out here; reading the ledger says why.
+/// be used, or whose ledger could not be read, is not examined: the
+/// ledger's error says why, and a second attempt would only wait again.
 pub fn read_with_connection(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
     let mut s = read(config, only, now);
-    s.store = crate::store::examine::connection(config).and_then(Result::ok);
+    if s.error.is_none() {
+        s.store = crate::store::examine::connection(config).and_then(Result::ok);
+    }
     s
 }
 
