@@ -33,11 +33,24 @@ struct Server {
 
 impl Server {
     fn start() -> Server {
+        Self::start_with(false)
+    }
+
+    /// With `client_certs`, TCP connections must present a certificate the
+    /// same authority signed for the user.
+    fn start_with(client_certs: bool) -> Server {
         let ca = TestCa::new("baton test authority");
         let pg = PgServer::start_with_tls(&ServerTls {
             server: ca.server(&[NAME]),
-            client_ca_pem: None,
+            client_ca_pem: client_certs.then(|| ca.cert_pem()),
         });
+        if client_certs {
+            // The migration goes through the socket, which still trusts.
+            let migrator = Sched::new(&format!("[store]\nurl = {:?}\n", pg.socket_url()));
+            let o = run(&migrator, &["store", "migrate"]);
+            assert_eq!(code(&o), 0, "{}", both(&o));
+            return Server { pg, ca };
+        }
         let migrator = Sched::new(&format!("[store]\nurl = {:?}\n", pg.url()));
         let o = run(&migrator, &["store", "migrate"]);
         assert_eq!(code(&o), 0, "{}", both(&o));
@@ -159,6 +172,39 @@ fn store_tls_verify_full_through_the_url() {
         WRONG_NAME,
     );
     refused(&srv.sched(url(NAME, "stranger.pem")), NAME, UNKNOWN_CA);
+}
+
+#[test]
+fn store_tls_a_client_certificate_from_the_store_keys_is_presented() {
+    let server = Server::start_with(true);
+    let srv = &server;
+    let client = srv.ca.client(baton_testkit::pg::USER);
+    let with = |keys: &'static str| {
+        let s = srv.sched(move |_: &Path| {
+            format!(
+                "url = {:?}\nsslmode = \"verify-full\"\nsslrootcert = \"ca.pem\"\n{keys}",
+                srv.url(NAME, "")
+            )
+        });
+        let dir = s.config().parent().unwrap().to_owned();
+        std::fs::write(dir.join("client.pem"), &client.cert_pem).unwrap();
+        std::fs::write(dir.join("client.key"), &client.key_pem).unwrap();
+        s
+    };
+    // The files are the configuration file's neighbours.
+    runs(&with("sslcert = \"client.pem\"\nsslkey = \"client.key\"\n"));
+    // Without one, the server refuses: nothing runs.
+    let s = with("");
+    let o = run(&s, &["run", "j"]);
+    assert_eq!(code(&o), 2, "{}", both(&o));
+    assert!(stderr(&o).contains(NAME), "{}", both(&o));
+    assert!(!ran(&s), "the job ran: {}", both(&o));
+    // A certificate without its key is refused by name before connecting.
+    let s = with("sslcert = \"client.pem\"\n");
+    let o = run(&s, &["run", "j"]);
+    assert_eq!(code(&o), 2, "{}", both(&o));
+    assert!(stderr(&o).contains("sslkey"), "{}", both(&o));
+    assert!(!ran(&s), "the job ran: {}", both(&o));
 }
 
 /// What `status --json` and `store status --json` say of the connection
