@@ -87,6 +87,35 @@ pub struct Examined {
     pub verified: Verification,
 }
 
+/// What one connection to the store was (`baton status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Secured {
+    /// Whether it was encrypted (TLS): with `prefer`, only when the server
+    /// accepted TLS.
+    pub encrypted: bool,
+    /// What of the server was verified: [`Verification::Nothing`] when the
+    /// connection is not encrypted.
+    pub verified: Verification,
+}
+
+/// Connects once and says whether the connection was encrypted and what
+/// of the server was verified, reading and changing nothing.
+///
+/// # Errors
+///
+/// [`Error::Connect`], [`Error::Tls`] or [`Error::Timeout`].
+pub async fn secured(target: &Target, options: Options) -> Result<Secured, Error> {
+    let (_client, encrypted) = pool::connect_once(target, &options).await?;
+    Ok(Secured {
+        encrypted,
+        verified: if encrypted {
+            target.verification()
+        } else {
+            Verification::Nothing
+        },
+    })
+}
+
 /// Connects once, reads the schema's version and the server's clock
 /// (`clock_timestamp()`), and measures it against `clock`, changing
 /// nothing.

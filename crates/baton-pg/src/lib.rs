@@ -23,7 +23,7 @@
 //! into `decide`'s input; `statements` holds every lease statement; `ledger`
 //! the ledger's; `pool` opens every connection; [`Options`] the timeouts;
 //! [`Target`] where the store is and its password (the URL completed from
-//! the libpq variables); [`PgHeld`] a lease held by a run, driven
+//! the libpq variables, with the [`Settings`] given beside it); [`PgHeld`] a lease held by a run, driven
 //! synchronously through a connection of its own for `baton_runner`'s
 //! session; [`examine`] an operator's look at the store that changes
 //! nothing (`baton doctor`).
@@ -48,10 +48,12 @@ mod options;
 mod outcome;
 mod pool;
 pub mod schema;
+mod settings;
 mod statements;
 mod store;
 mod target;
 mod tls;
+mod warning;
 
 pub use error::Error;
 pub use form::Form;
@@ -61,9 +63,11 @@ pub use leases::Leases;
 pub use ledger::{LedgerError, PgLedger};
 pub use options::Options;
 pub use outcome::{Acquire, PgLease, Release, Renewal, Restated};
+pub use settings::{Settings, url_params};
 pub use store::{Postgres, deadline_for};
 pub use target::Target;
 pub use tls::{ParamError, SslMode, TlsError, Verification};
+pub use warning::Warning;
 
 /// Creates or migrates the `baton` schema at `url` (what `baton store
 /// migrate` runs); returns the versions applied. Safe when several hosts

@@ -114,6 +114,21 @@ impl Postgres {
         })
     }
 
+    /// Connects once and says whether the connection was encrypted and
+    /// what of the server was verified ([`crate::examine::secured`]).
+    ///
+    /// # Errors
+    ///
+    /// When no connection could be made.
+    pub fn secured(&self) -> Result<crate::examine::Secured, Error> {
+        let target = self.target.clone();
+        blocking(async move || {
+            crate::examine::secured(&target, general())
+                .await
+                .map_err(|e| Error::failed(None, e))
+        })
+    }
+
     /// Opens the store's leases for `lock` (acquiring and reading take the
     /// general deadline; only the holder's renewals need the TTL's).
     fn leases_for(&self, lock: &LockRef<'_>) -> impl AsyncFnOnce() -> Result<Leases, Error> + Send {

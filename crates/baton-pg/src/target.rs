@@ -13,7 +13,11 @@
 //!
 //! The URL's TLS parameters (`sslmode`, `sslrootcert`, `sslcert`,
 //! `sslkey`) are read here, as libpq reads them (the `tls` module says what
-//! each mode does); `PGSSLMODE` and the other libpq TLS variables are not.
+//! each mode does), or given beside the URL ([`Settings`]), never both;
+//! `PGSSLMODE` and the other libpq TLS variables are not read.
+//!
+//! A password file its group or others may read is used, and said as a
+//! [`Warning`] the caller shows ([`Target::warnings`]).
 //!
 //! A [`Target`] never shows its password: its `Debug` and
 //! [`Target::describe`] name host, port, database and user only.
@@ -24,7 +28,9 @@ use tokio_postgres::Config;
 use tokio_postgres::config::Host;
 
 use crate::error::Error;
-use crate::tls::{self, Tls, Verification};
+use crate::settings::{Settings, url_params};
+use crate::tls::{self, ParamError, Tls, Verification};
+use crate::warning::{self, Warning};
 
 /// A resolved store connection: the driver's configuration, password
 /// included, and how the connection is encrypted.
@@ -32,6 +38,7 @@ use crate::tls::{self, Tls, Verification};
 pub struct Target {
     pub(crate) config: Config,
     pub(crate) tls: Tls,
+    warnings: Vec<Warning>,
 }
 
 impl std::fmt::Debug for Target {
@@ -64,6 +71,51 @@ impl Target {
         password_file: Option<&Path>,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, Error> {
+        let settings = Settings {
+            password_file: password_file.map(Path::to_owned),
+            ..Settings::default()
+        };
+        Self::resolve_with(url, &settings, env)
+    }
+
+    /// As [`Target::resolve`], with the settings given beside the URL: the
+    /// password file, and TLS settings the URL does not name.
+    ///
+    /// # Errors
+    ///
+    /// As [`Target::resolve`], and [`Error::UrlParam`] when a TLS setting
+    /// is given both in `settings` and in the URL (it names the setting).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use baton_pg::{Settings, SslMode, Target, Verification};
+    /// let settings = Settings {
+    ///     sslmode: Some(SslMode::VerifyFull),
+    ///     ..Settings::default()
+    /// };
+    /// let t = Target::resolve_with("postgres://baton@db.example/baton", &settings, &|_| None)?;
+    /// assert_eq!(t.verification(), Verification::ChainAndHost);
+    /// let twice = "postgres://baton@db.example/baton?sslmode=require";
+    /// assert!(Target::resolve_with(twice, &settings, &|_| None).is_err());
+    /// # Ok::<(), baton_pg::Error>(())
+    /// ```
+    pub fn resolve_with(
+        url: &str,
+        settings: &Settings,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, Error> {
+        let password_file = settings.password_file.as_deref();
+        let given = settings.tls_params().map_err(Error::UrlParam)?;
+        let twice = url_params(url)
+            .into_iter()
+            .find(|p| given.iter().any(|(g, _)| g == p));
+        if let Some(param) = twice {
+            return Err(Error::UrlParam(ParamError {
+                param,
+                why: "is given both in the url and beside it: give it in one place only".to_owned(),
+            }));
+        }
         let var = |name: &str| env(name).filter(|v| !v.is_empty());
         let pgport = match var("PGPORT") {
             Some(p) => Some(p.trim().parse::<u16>().map_err(|_| Error::Env {
@@ -78,7 +130,11 @@ impl Target {
             Some(port) => with_default_port(url, port),
             None => url.to_owned(),
         };
-        let Self { mut config, tls } = Self::from_url(&url)?;
+        let Self {
+            mut config,
+            tls,
+            mut warnings,
+        } = Self::from_url_with(&url, given)?;
         if config.get_hosts().is_empty() {
             let hosts = var("PGHOST").unwrap_or_else(|| "localhost".to_owned());
             for h in hosts.split(',') {
@@ -101,6 +157,7 @@ impl Target {
                     cause,
                 })?;
                 config.password(text.lines().next().unwrap_or_default());
+                warnings.extend(warning::password_file(path));
             } else if let Some(pw) = var("PGPASSWORD") {
                 config.password(pw);
             } else if let Some(file) = var("PGPASSFILE") {
@@ -112,6 +169,7 @@ impl Target {
                 let t = Self {
                     config: config.clone(),
                     tls: tls.clone(),
+                    warnings: Vec::new(),
                 };
                 let (host, port, db, user) = t.parts();
                 if let Some(pw) = passfile_lookup(&text, &host, &port.to_string(), &db, &user) {
@@ -119,17 +177,38 @@ impl Target {
                 }
             }
         }
-        Ok(Self { config, tls })
+        Ok(Self {
+            config,
+            tls,
+            warnings,
+        })
     }
 
     /// `url` as it is, completed from nothing: its TLS parameters read,
     /// the rest parsed by the driver.
     pub(crate) fn from_url(url: &str) -> Result<Self, Error> {
-        let (rest, params) = tls::split_url(url);
+        Self::from_url_with(url, Vec::new())
+    }
+
+    /// As [`Target::from_url`], with TLS parameters `given` beside the URL
+    /// (none of them also in it).
+    fn from_url_with(url: &str, given: Vec<(String, String)>) -> Result<Self, Error> {
+        let (rest, mut params) = tls::split_url(url);
+        params.extend(given);
         let mut config: Config = rest.parse().map_err(Error::Url)?;
         let tls = Tls::from_params(&params, config.get_ssl_mode()).map_err(Error::UrlParam)?;
         config.ssl_mode(tls.driver_mode());
-        Ok(Self { config, tls })
+        Ok(Self {
+            config,
+            tls,
+            warnings: Vec::new(),
+        })
+    }
+
+    /// What resolving found worth saying (a password file others may
+    /// read); the caller says it, this crate never prints.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
     }
 
     /// What an encrypted connection to this target checks of the server,
@@ -320,6 +399,66 @@ mod tests {
         assert!(!e.to_string().contains("s3cret"), "{e}");
         let e = Target::resolve("postgres://u@h/d", None, &env(&[("PGPORT", "x")])).unwrap_err();
         assert!(e.to_string().contains("PGPORT"), "{e}");
+    }
+
+    #[test]
+    fn settings_beside_the_url_are_used_and_never_doubled() {
+        use crate::tls::SslMode;
+        let settings = Settings {
+            sslmode: Some(SslMode::VerifyCa),
+            sslrootcert: Some("/etc/ca.pem".into()),
+            ..Settings::default()
+        };
+        let t = Target::resolve_with("postgres://u@h/d", &settings, &env(&[])).unwrap();
+        assert_eq!(
+            (t.link().sslmode, t.verification()),
+            ("verify-ca", Verification::Chain)
+        );
+        for url in [
+            "postgres://u@h/d?sslmode=require",
+            "postgres://u@h/d?sslrootcert=%2Fother.pem",
+        ] {
+            let e = Target::resolve_with(url, &settings, &env(&[])).unwrap_err();
+            let Error::UrlParam(p) = &e else {
+                panic!("{url}: {e}")
+            };
+            assert!(url.contains(p.param), "{url}: {e}");
+            assert!(e.to_string().contains("both in the url"), "{e}");
+        }
+        // What only the URL names stays the URL's.
+        let only_mode = Settings {
+            sslmode: Some(SslMode::Require),
+            ..Settings::default()
+        };
+        let t = Target::resolve_with("postgres://u@h/d?sslrootcert=system", &only_mode, &env(&[]));
+        assert!(t.unwrap_err().to_string().contains("verify-full"));
+    }
+
+    #[test]
+    fn a_password_file_others_may_read_is_a_warning() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pw");
+        std::fs::write(&file, "pw\n").unwrap();
+        let set = |mode| {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+            Target::resolve("postgres://u@h/d", Some(&file), &env(&[])).unwrap()
+        };
+        assert!(set(0o600).warnings().is_empty());
+        let t = set(0o640);
+        let [w] = t.warnings() else {
+            panic!("{:?}", t.warnings())
+        };
+        let said = w.to_string();
+        assert!(said.contains(&file.display().to_string()), "{said}");
+        assert!(
+            said.contains("mode 640") && said.contains("chmod 600"),
+            "{said}"
+        );
+        assert_eq!(password(&t).as_deref(), Some("pw"));
+        // A password in the URL reads no file, so says nothing of one.
+        let t = Target::resolve("postgres://u:x@h/d", Some(&file), &env(&[])).unwrap();
+        assert!(t.warnings().is_empty());
     }
 
     #[test]

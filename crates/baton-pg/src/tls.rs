@@ -72,16 +72,18 @@ impl SslMode {
         }
     }
 
-    fn parse(s: &str) -> Option<Self> {
-        [
-            Self::Disable,
-            Self::Prefer,
-            Self::Require,
-            Self::VerifyCa,
-            Self::VerifyFull,
-        ]
-        .into_iter()
-        .find(|m| m.as_str() == s)
+    /// Every mode, weakest first.
+    pub const ALL: [SslMode; 5] = [
+        Self::Disable,
+        Self::Prefer,
+        Self::Require,
+        Self::VerifyCa,
+        Self::VerifyFull,
+    ];
+
+    /// The mode `s` names (as the URL spells it), if any.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.as_str() == s)
     }
 }
 

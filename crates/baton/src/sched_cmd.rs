@@ -11,14 +11,19 @@ use crate::cli::{ConfigArgs, ConfigFile, HistoryArgs, MetricsArgs, RunArgs, Stat
 use crate::exit::Exit;
 
 /// The configuration the command names, or the exit code after saying why
-/// it cannot be used.
+/// it cannot be used; what its store's settings call to fix (a password
+/// file others may read) is said on stderr.
 pub(crate) fn load(state: Option<&Path>, file: &ConfigFile) -> Result<Config, Exit> {
     let path = config::locate(file.config.as_deref());
     let over = Overrides::from_env(state.map(Path::to_owned));
-    config::load(&path, &over).map_err(|e| {
+    let c = config::load(&path, &over).map_err(|e| {
         say!("baton: {e}");
         Exit::Usage
-    })
+    })?;
+    for w in baton_sched::store::warnings(&c) {
+        say!("baton: warning: {w}");
+    }
+    Ok(c)
 }
 
 fn clock() -> Arc<dyn Clock> {
@@ -96,7 +101,7 @@ pub fn status(state: Option<&Path>, a: &StatusArgs) -> Exit {
         Ok(clock) => clock.wall(),
         Err(e) => return e,
     };
-    let s = baton_sched::views::status::read(&c, a.job.as_deref(), now);
+    let s = baton_sched::views::status::read_with_connection(&c, a.job.as_deref(), now);
     if let Some(e) = &s.error {
         say!("baton status: {e}");
         if c.store.is_some() || s.ledger_newer {

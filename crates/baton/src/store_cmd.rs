@@ -1,6 +1,9 @@
 //! `baton store migrate` and `baton store status`, and the migration `baton
 //! daemon` runs at start: thin adapters from `[store]` to `baton_pg`.
 //!
+//! `store status` also says whether its connection was encrypted and what
+//! of the server was verified.
+//!
 //! The store's password never reaches the output: messages name the target
 //! by [`baton_pg::Target::describe`] (host, port, database, user) and the
 //! URL only masked. These commands create, migrate and check the schema;
@@ -16,6 +19,7 @@ use std::path::Path;
 
 use baton_pg::{Options, Target, schema::SCHEMA_VERSION};
 use baton_sched::config::Config;
+use baton_sched::store::examine::{Connection, Verified};
 
 use crate::cli::{StoreArgs, StoreStatusArgs};
 use crate::exit::Exit;
@@ -32,18 +36,8 @@ fn target(cmd: &str, c: &Config) -> Result<Target, Exit> {
         );
         return Err(Exit::Usage);
     };
-    let env = |name: &str| std::env::var(name).ok();
-    Target::resolve(
-        store.url.value.secret(),
-        store.password_file.value.as_deref(),
-        &env,
-    )
-    .map_err(|e| {
-        say!(
-            "baton {cmd}: failed to use the store url {} ({}): {e}",
-            store.url.value,
-            store.url.provenance()
-        );
+    baton_sched::store::target(store).map_err(|e| {
+        say!("baton {cmd}: {e}");
         Exit::Usage
     })
 }
@@ -128,6 +122,13 @@ struct SchemaStatus {
     /// `current`, `missing` (no schema), `behind` (run `baton store
     /// migrate`) or `newer` (upgrade baton).
     verdict: &'static str,
+    /// The `sslmode` in force.
+    sslmode: &'static str,
+    /// Whether the connection was encrypted (TLS).
+    encrypted: bool,
+    /// What of the server was verified: `none`, `ca` (its certificate's
+    /// authority) or `ca-and-host` (and the host name).
+    verified: Verified,
 }
 
 /// `baton store status`.
@@ -147,8 +148,16 @@ pub fn status(state: Option<&Path>, a: &StoreStatusArgs) -> Exit {
             return Exit::Failure;
         }
     };
-    let found = match rt.block_on(baton_pg::schema_version(&t, Options::default())) {
-        Ok(found) => found,
+    let examined = rt.block_on(baton_pg::examine::examine(
+        &t,
+        Options::default(),
+        &baton_lease::SystemClock,
+    ));
+    let (found, connection) = match examined {
+        Ok(e) => (
+            e.version,
+            Connection::new(t.describe(), &t.link(), Ok((e.encrypted, e.verified))),
+        ),
         Err(e) => {
             say!(
                 "baton store status: failed to read the store at {}: {e}",
@@ -178,10 +187,14 @@ pub fn status(state: Option<&Path>, a: &StoreStatusArgs) -> Exit {
                 build_version: SCHEMA_VERSION,
                 current: found == SCHEMA_VERSION,
                 verdict,
+                sslmode: connection.sslmode,
+                encrypted: connection.encrypted.unwrap_or(false),
+                verified: connection.verified.unwrap_or(Verified::None),
             },
         )
     } else {
         outln!("store {}: schema version {found}, {words}", t.describe());
+        outln!("connection: {}", connection.words());
         Exit::Ok
     };
     match shown {

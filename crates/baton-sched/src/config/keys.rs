@@ -17,8 +17,8 @@ use super::model::Zone;
 use super::value::Value;
 use Table::{Check, Daemon, Job, Scheduler, Step, Store};
 use Type::{
-    Bool, CatchUp, Command, Count, Cwd, Duration, Env, ExitCodes, Group, Limit, Listen, Lock,
-    Overlap, Positive, Rule, SecretFile, Size, Socket, StateDir, StoreUrl,
+    Bool, CatchUp, Command, Count, Cwd, Duration, Env, ExitCodes, File, Group, Limit, Listen, Lock,
+    Overlap, Positive, RootCert, Rule, SecretFile, Size, Socket, SslMode, StateDir, StoreUrl,
 };
 
 /// A table a key may be written in.
@@ -108,6 +108,14 @@ pub(crate) enum Type {
     Group,
     /// A PostgreSQL URL.
     StoreUrl,
+    /// The path of a file (what it holds), relative to the configuration
+    /// file.
+    File(&'static str),
+    /// How the store's connection is encrypted: one of libpq's `sslmode`s.
+    SslMode,
+    /// The authorities the store's server is checked against: a file, as
+    /// [`Type::File`], or the word `system`.
+    RootCert,
 }
 
 /// A key's value when it is not written anywhere (nor inherited).
@@ -474,4 +482,34 @@ pub static KEYS: &[Key] = &[
         .of(&[Store])
         .variable()
         .doc("a file holding the store's password"),
+    Key::new("sslmode", SslMode, Toml("\"prefer\""))
+        .of(&[Store])
+        .variable()
+        .doc(
+            "how the connection is encrypted and what of the server is verified: disable, \
+             prefer, require, verify-ca or verify-full (as libpq's)",
+        ),
+    Key::new(
+        "sslrootcert",
+        RootCert,
+        Unset("none: the system's authorities"),
+    )
+    .of(&[Store])
+    .variable()
+    .doc(
+        "a PEM file of the authorities the server's certificate is checked against, \
+             relative to the configuration file; `system` for the system's (and verify-full)",
+    ),
+    Key::new("sslcert", File("the client certificate"), Unset("none"))
+        .of(&[Store])
+        .variable()
+        .doc("a client certificate (PEM) to present, relative to the configuration file"),
+    Key::new(
+        "sslkey",
+        SecretFile("the client certificate's key"),
+        Unset("none"),
+    )
+    .of(&[Store])
+    .variable()
+    .doc("the client certificate's key (PEM), relative to the configuration file"),
 ];

@@ -392,6 +392,10 @@ keyed! {
     pub struct StoreSettings {
         url: super::StoreUrl,
         password_file: Option<PathBuf>,
+        sslmode: baton_pg::SslMode,
+        sslrootcert: Option<PathBuf>,
+        sslcert: Option<PathBuf>,
+        sslkey: Option<PathBuf>,
     }
 }
 

@@ -605,7 +605,7 @@ fn store(r: &Reader<'_>, e: Option<&Entry>) -> Result<Option<StoreSettings>, Con
     first(p)?;
     let url = values.get::<Option<StoreUrl>>("url");
     let password_file = values.get::<Option<PathBuf>>("password_file");
-    let Some(value) = url.value else {
+    let Some(value) = &url.value else {
         if let Some(e) = e {
             return Err(invalid(
                 &r.at(e.line),
@@ -614,21 +614,25 @@ fn store(r: &Reader<'_>, e: Option<&Entry>) -> Result<Option<StoreSettings>, Con
                  BATON_STORE_URL); leave [store] out to use local files and SQLite",
             ));
         }
-        if password_file.value.is_some() {
+        // Only a variable can set one here ([store] itself needs url).
+        let by_variable = keys::of(Table::Store)
+            .find(|k| set(&values, k.name).is_some_and(|s| matches!(s.source, Source::Env(_))));
+        if let Some(k) = by_variable {
             return Err(invalid(
-                &r.env_at("store_password_file"),
-                "store.password_file",
+                &r.env_at(&format!("store_{}", k.name)),
+                &format!("store.{}", k.name),
                 "is set but no store url is: set [store] url or BATON_STORE_URL",
             ));
         }
         return Ok(None);
     };
+    let at = |key: &str, source: &Source| match source {
+        Source::Env(_) => r.env_at(&format!("store_{key}")),
+        _ => r.at(source_line(source)),
+    };
     if value.has_password() && password_file.value.is_some() {
         return Err(invalid(
-            &match &password_file.source {
-                Source::Env(_) => r.env_at("store_password_file"),
-                _ => r.at(source_line(&password_file.source)),
-            },
+            &at("password_file", &password_file.source),
             "store.password_file",
             format!(
                 "is set, and the url ({}) holds a password too: give the password in one \
@@ -637,7 +641,27 @@ fn store(r: &Reader<'_>, e: Option<&Entry>) -> Result<Option<StoreSettings>, Con
             ),
         ));
     }
+    // A TLS setting in the url and as a key: neither is chosen over the
+    // other.
+    for param in baton_pg::url_params(value.secret()) {
+        if let Some(key) = set(&values, param) {
+            return Err(invalid(
+                &at(param, &key.source),
+                &format!("store.{param}"),
+                format!(
+                    "is set, and the url ({}, {}) gives {param} too: give it in one place only",
+                    value.masked(),
+                    url.provenance()
+                ),
+            ));
+        }
+    }
     Ok(Some(StoreSettings::from_values(&values)))
+}
+
+/// `key`'s value when something sets it (not its default).
+fn set<'v>(values: &'v Values, key: &str) -> Option<&'v Sourced<Value>> {
+    values.sourced(key).filter(|s| s.source != Source::Default)
 }
 
 /// `[scheduler]`'s values, each key checked on its own; a key in error is

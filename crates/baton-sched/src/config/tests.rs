@@ -399,6 +399,95 @@ fn config_store_mistakes_are_named() {
     assert_names(&e.to_string(), &["BATON_STORE_URL", "store.url"]);
 }
 
+#[test]
+fn config_store_tls_keys_carry_their_source_and_paths_are_the_files() {
+    let c = load_text("[store]\nurl = \"postgres://baton@db.example/baton\"\n").unwrap();
+    let st = c.store.unwrap();
+    assert_eq!(st.sslmode.value, baton_pg::SslMode::Prefer);
+    assert_eq!(st.sslmode.provenance(), "default");
+    assert_eq!(st.sslrootcert.value, None);
+    let c = load_text(
+        "[store]\nurl = \"postgres://baton@db.example/baton\"\nsslmode = \"verify-full\"\n\
+         sslrootcert = \"tls/ca.pem\"\nsslcert = \"/pki/c.pem\"\nsslkey = \"c.key\"\n",
+    )
+    .unwrap();
+    let st = c.store.as_ref().unwrap();
+    assert_eq!(st.sslmode.value, baton_pg::SslMode::VerifyFull);
+    assert_eq!(st.sslmode.provenance(), "/etc/baton.toml:3");
+    assert_eq!(
+        st.sslrootcert.value.as_deref(),
+        Some(Path::new("/etc/tls/ca.pem"))
+    );
+    assert_eq!(st.sslcert.value.as_deref(), Some(Path::new("/pki/c.pem")));
+    assert_eq!(st.sslkey.value.as_deref(), Some(Path::new("/etc/c.key")));
+    assert_eq!(st.sslkey.provenance(), "/etc/baton.toml:6");
+    let text = crate::views::show::render(&c);
+    assert!(text.contains("sslmode = \"verify-full\""), "{text}");
+    assert!(text.contains("sslrootcert = \"/etc/tls/ca.pem\""), "{text}");
+    // `system` is a word, not a file beside the configuration.
+    let c = load_text("[store]\nurl = \"postgres://h/d\"\nsslrootcert = \"system\"\n").unwrap();
+    let root = c.store.unwrap().sslrootcert.value;
+    assert_eq!(root.as_deref(), Some(Path::new("system")));
+    // A variable sets them as the other store keys.
+    let mut over = Overrides::default();
+    over.env.insert("store_sslmode".into(), "require".into());
+    let c = parse(
+        "[store]\nurl = \"postgres://h/d\"\n",
+        Path::new("/etc/baton.toml"),
+        &over,
+    )
+    .unwrap();
+    let st = c.store.unwrap();
+    assert_eq!(st.sslmode.value, baton_pg::SslMode::Require);
+    assert_eq!(st.sslmode.provenance(), "BATON_STORE_SSLMODE");
+}
+
+#[test]
+fn config_store_tls_mistakes_are_named() {
+    let msg = error("[store]\nurl = \"postgres://h/d\"\nsslmode = \"verify-all\"\n");
+    assert_names(
+        &msg,
+        &[
+            "/etc/baton.toml:3",
+            "store.sslmode",
+            "\"verify-all\"",
+            "disable, prefer, require, verify-ca or verify-full",
+        ],
+    );
+    // The same setting in the url and as a key: both places are named.
+    let msg = error(
+        "[store]\nurl = \"postgres://u:hunter2@h/d?sslmode=require\"\nsslmode = \"verify-full\"\n",
+    );
+    assert_names(
+        &msg,
+        &[
+            "/etc/baton.toml:3",
+            "store.sslmode",
+            "/etc/baton.toml:2",
+            "one place",
+        ],
+    );
+    assert!(!msg.contains("hunter2"), "{msg}");
+    let msg = error(
+        "[store]\nurl = \"postgres://h/d?sslrootcert=%2Fca.pem\"\nsslrootcert = \"ca.pem\"\n",
+    );
+    assert_names(&msg, &["store.sslrootcert", "url", "one place"]);
+    // A key the url does not name is no conflict; a default never is.
+    load_text("[store]\nurl = \"postgres://h/d?sslmode=require\"\nsslrootcert = \"ca.pem\"\n")
+        .unwrap();
+    let mut over = Overrides::default();
+    over.env.insert("store_sslkey".into(), "/k.pem".into());
+    let e = parse("", Path::new("/etc/baton.toml"), &over).unwrap_err();
+    assert_names(
+        &e.to_string(),
+        &["BATON_STORE_SSLKEY", "store.sslkey", "no store url"],
+    );
+    assert_names(
+        &error("[store]\nurl = \"postgres://h/d\"\nsslcert = \"\"\n"),
+        &["store.sslcert", "is empty"],
+    );
+}
+
 // ---- [daemon] ----------------------------------------------------------
 
 #[test]

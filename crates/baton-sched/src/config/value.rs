@@ -97,6 +97,7 @@ pub(crate) enum Value {
     Env(Vec<(String, String)>),
     Listen(Listen),
     Url(StoreUrl),
+    SslMode(baton_pg::SslMode),
 }
 
 /// A model field's type: what [`Value`] it is read from, and shown as.
@@ -151,6 +152,7 @@ typed! {
     Vec<(String, String)> => Env,
     Listen => Listen,
     StoreUrl => Url,
+    baton_pg::SslMode => SslMode,
 }
 
 impl Key {
@@ -219,7 +221,23 @@ impl Type {
             Type::Lock => Value::Name(lock_name(raw, at, key)?),
             Type::Env => Value::Env(env_table(raw, at, key)?),
             Type::Cwd => Value::Path(dir.join(directory(raw, at, key)?)),
-            Type::SecretFile(holding) => Value::Path(secret_file(dir, raw, at, key, holding)?),
+            Type::SecretFile(holding) | Type::File(holding) => {
+                Value::Path(file(dir, raw, at, key, holding)?)
+            }
+            Type::RootCert => {
+                match string(raw, at, key, "the path of a PEM file, or \"system\"")? {
+                    s if s == "system" => Value::Path(PathBuf::from(s)),
+                    _ => Value::Path(file(dir, raw, at, key, "the authorities' certificates")?),
+                }
+            }
+            Type::SslMode => {
+                let s = string(raw, at, key, SSL_MODES)?;
+                Value::SslMode(
+                    baton_pg::SslMode::parse(&s).ok_or_else(|| {
+                        invalid(at, key, format!("= {s:?}: expected {SSL_MODES}"))
+                    })?,
+                )
+            }
             Type::Listen => {
                 let s = string(raw, at, key, LISTEN_FORMS)?;
                 Value::Listen(s.parse().map_err(|e| invalid(at, key, format!("= {e}")))?)
@@ -273,9 +291,12 @@ fn state_dir(dir: &Path, raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<PathBu
     Ok(dir.join(path))
 }
 
-/// The path of a file holding a secret (`holding` names it): not empty, and
+/// What `sslmode` may be.
+const SSL_MODES: &str = "one of disable, prefer, require, verify-ca or verify-full";
+
+/// The path of a file (`holding` says what it holds): not empty, and
 /// relative to the configuration file, wherever baton runs, as `state_dir`.
-fn secret_file(
+fn file(
     dir: &Path,
     raw: &Raw<'_>,
     at: &At<'_>,

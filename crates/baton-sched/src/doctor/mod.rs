@@ -79,7 +79,8 @@ pub fn examine(path: &Path, over: &Overrides, host: &Host, clock: &dyn Clock) ->
             Err(why) => found.push(Finding::fail(
                 "store",
                 why.to_string(),
-                "correct [store] url or password_file; `baton store status` says the same",
+                "correct [store] url, password_file or the TLS keys (sslmode, sslrootcert, sslcert, \
+                 sslkey); `baton store status` says the same",
             )),
         }
     }

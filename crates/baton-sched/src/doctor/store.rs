@@ -70,7 +70,7 @@ fn tls(target: &str, link: &Link, found: Option<&Examined>) -> Finding {
             return Finding::fail(
                 CHECK,
                 format!(
-                    "{target}: the URL says sslmode={mode}, and no such connection could be made \
+                    "{target}: sslmode={mode} is configured, and no such connection could be made \
                      over {how}"
                 ),
                 "turn TLS on in the server (ssl = on, with its certificate) or correct sslmode \

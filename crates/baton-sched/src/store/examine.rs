@@ -3,7 +3,9 @@
 //! finds it; for PostgreSQL, how the connection is made and what one
 //! connection reads (the schema's version, the server's clock against this
 //! host's). The lock files and lease rows are read through [`Store::inspect`],
-//! as `baton status` reads them.
+//! as `baton status` reads them. [`connection`] is what `baton status`
+//! and `baton store status` say of the connection: encrypted or not, and
+//! the server verified or not.
 //!
 //! [`Store::inspect`]: super::Store::inspect
 
@@ -63,6 +65,166 @@ pub fn examine(config: &Config, clock: &dyn Clock) -> Result<Examination, super:
                 link,
                 found,
             })
+        }
+    }
+}
+
+/// The store's connection as `baton status` and `baton store status` show
+/// it: where the store is, its `sslmode`, and whether a connection made
+/// just now was encrypted and what of the server it verified.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Connection {
+    /// Host, port, database and user (never the password).
+    pub store: String,
+    /// The `sslmode` in force (the key's, else the URL's, else `prefer`).
+    pub sslmode: &'static str,
+    /// Whether the connection was encrypted (TLS); `None` when none could
+    /// be made.
+    pub encrypted: Option<bool>,
+    /// What of the server was verified; `None` when no connection could be
+    /// made.
+    pub verified: Option<Verified>,
+    /// Why no connection could be made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What of the server a connection verified, as `--json` spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verified {
+    /// Nothing: not encrypted, or encrypted without a check of the server.
+    None,
+    /// The certificate chains to a trusted authority; the host name is not
+    /// checked.
+    Ca,
+    /// The certificate chains to a trusted authority and names the host.
+    CaAndHost,
+}
+
+impl From<baton_pg::Verification> for Verified {
+    fn from(v: baton_pg::Verification) -> Self {
+        match v {
+            baton_pg::Verification::Nothing => Verified::None,
+            baton_pg::Verification::Chain => Verified::Ca,
+            baton_pg::Verification::ChainAndHost => Verified::CaAndHost,
+        }
+    }
+}
+
+impl Connection {
+    /// The connection to `store` (host, port, database, user) made as
+    /// `link` says: `made` is whether it was encrypted and what it
+    /// verified, or why it failed.
+    pub fn new(
+        store: String,
+        link: &baton_pg::examine::Link,
+        made: Result<(bool, baton_pg::Verification), String>,
+    ) -> Self {
+        let (encrypted, verified, error) = match made {
+            Ok((e, v)) => (Some(e), Some(v.into()), None),
+            Err(why) => (None, None, Some(why)),
+        };
+        Self {
+            store,
+            sslmode: link.sslmode,
+            encrypted,
+            verified,
+            error,
+        }
+    }
+
+    /// The connection in words: `sslmode=verify-full, encrypted, the server
+    /// verified (CA and host name)`.
+    pub fn words(&self) -> String {
+        let how = match (self.encrypted, self.verified, &self.error) {
+            (Some(true), Some(Verified::CaAndHost), _) => {
+                "encrypted, the server verified (CA and host name)".to_owned()
+            }
+            (Some(true), Some(Verified::Ca), _) => {
+                "encrypted, the server verified (CA only, not the host name)".to_owned()
+            }
+            (Some(true), _, _) => "encrypted, the server not verified".to_owned(),
+            (Some(false), _, _) => "not encrypted".to_owned(),
+            (None, _, Some(why)) => format!("no connection could be made: {why}"),
+            (None, _, None) => "no connection could be made".to_owned(),
+        };
+        format!("sslmode={}, {how}", self.sslmode)
+    }
+}
+
+/// The connection to `config`'s PostgreSQL store, made once now and
+/// closed ([`Connection`]); `None` without one.
+///
+/// # Errors
+///
+/// When `[store]` cannot be used at all (its URL, its password or a TLS
+/// setting): the message names the setting.
+pub fn connection(config: &Config) -> Option<Result<Connection, super::Unusable>> {
+    let s = config.store.as_ref()?;
+    Some(super::postgres(s).map(|pg| {
+        let (target, link) = pg.link();
+        let made = pg
+            .secured()
+            .map(|m| (m.encrypted, m.verified))
+            .map_err(|e| e.to_string());
+        Connection::new(target, &link, made)
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_pg::Verification;
+
+    fn link(sslmode: &'static str) -> baton_pg::examine::Link {
+        baton_pg::examine::Link {
+            sslmode,
+            host: "db.example".into(),
+            unix: false,
+            local: false,
+        }
+    }
+
+    #[test]
+    fn the_connection_says_how_it_was_made_and_what_was_verified() {
+        let said = |mode, made| Connection::new("db".into(), &link(mode), made).words();
+        for (mode, made, words, verified) in [
+            (
+                "verify-full",
+                Ok((true, Verification::ChainAndHost)),
+                "sslmode=verify-full, encrypted, the server verified (CA and host name)",
+                "\"ca-and-host\"",
+            ),
+            (
+                "verify-ca",
+                Ok((true, Verification::Chain)),
+                "sslmode=verify-ca, encrypted, the server verified (CA only, not the host name)",
+                "\"ca\"",
+            ),
+            (
+                "require",
+                Ok((true, Verification::Nothing)),
+                "sslmode=require, encrypted, the server not verified",
+                "\"none\"",
+            ),
+            (
+                "prefer",
+                Ok((false, Verification::Nothing)),
+                "sslmode=prefer, not encrypted",
+                "\"none\"",
+            ),
+            (
+                "verify-full",
+                Err("refused".to_owned()),
+                "sslmode=verify-full, no connection could be made: refused",
+                "null",
+            ),
+        ] {
+            assert_eq!(said(mode, made.clone()), words);
+            let c = Connection::new("db".into(), &link(mode), made);
+            let json = serde_json::to_value(&c).unwrap();
+            assert_eq!(json["verified"].to_string(), verified, "{json}");
         }
     }
 }

@@ -18,7 +18,7 @@ pub use baton_store::store::{Error, Guard, GuardClaim, LockRef, Refused, Taken, 
 use baton_store::ledger::{Error as LedgerError, Records};
 use jiff::Timestamp;
 
-use crate::config::{Config, Job, StoreSettings};
+use crate::config::{Config, Job, Source, StoreSettings};
 
 impl Job {
     /// What the store needs to know of this job's lock.
@@ -49,21 +49,50 @@ pub struct Unusable {
     source: baton_pg::Error,
 }
 
-/// The PostgreSQL store `[store]` names, resolved against the environment.
+/// Where the store `[store]` names is and how to reach it, resolved
+/// against the environment: its URL with the keys beside it (`sslmode` only
+/// when something sets it, so that the URL's, or `sslrootcert = "system"`,
+/// decides otherwise).
 ///
 /// # Errors
 ///
-/// When the URL or the password cannot be used: the message names the
-/// setting and its source.
-pub fn postgres(s: &StoreSettings) -> Result<baton_pg::Postgres, Unusable> {
+/// When the URL, the password or a TLS setting cannot be used: the message
+/// names the setting and its source.
+pub fn target(s: &StoreSettings) -> Result<baton_pg::Target, Unusable> {
     let env = |name: &str| std::env::var(name).ok();
-    baton_pg::Target::resolve(s.url.value.secret(), s.password_file.value.as_deref(), &env)
-        .map(baton_pg::Postgres::new)
-        .map_err(|source| Unusable {
+    let settings = baton_pg::Settings {
+        password_file: s.password_file.value.clone(),
+        sslmode: (s.sslmode.source != Source::Default).then_some(s.sslmode.value),
+        sslrootcert: s.sslrootcert.value.clone(),
+        sslcert: s.sslcert.value.clone(),
+        sslkey: s.sslkey.value.clone(),
+    };
+    baton_pg::Target::resolve_with(s.url.value.secret(), &settings, &env).map_err(|source| {
+        Unusable {
             url: s.url.value.to_string(),
             provenance: s.url.provenance(),
             source,
-        })
+        }
+    })
+}
+
+/// The PostgreSQL store `[store]` names ([`target`]).
+///
+/// # Errors
+///
+/// As [`target`].
+pub fn postgres(s: &StoreSettings) -> Result<baton_pg::Postgres, Unusable> {
+    target(s).map(baton_pg::Postgres::new)
+}
+
+/// What the store's settings call for an operator to fix (a password file
+/// others may read), for the program to say; none without a store, or
+/// when it cannot be used (that is said where it is used).
+pub fn warnings(config: &Config) -> Vec<baton_pg::Warning> {
+    match config.store.as_ref().map(target) {
+        Some(Ok(t)) => t.warnings().to_vec(),
+        _ => Vec::new(),
+    }
 }
 
 /// The store `config` names: PostgreSQL with `[store] url`, else files in

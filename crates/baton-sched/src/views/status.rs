@@ -11,7 +11,10 @@
 //! read; 0 otherwise (a fresh install's jobs are `new`, and 0 is right
 //! there, until an occurrence after their file last changed should have
 //! started and no tick came: [`crate::views::overdue`]). The shape of `--json`
-//! is [`Status`].
+//! is [`Status`]. With a PostgreSQL store, [`read_with_connection`] also
+//! says whether a connection to it is encrypted and what of the server it
+//! verified ([`Status::store`]); with local files nothing of a store is
+//! shown.
 
 use std::time::Duration;
 
@@ -50,6 +53,11 @@ pub struct Status {
     /// show only what the configuration and the logs say.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The PostgreSQL store's connection, when there is a store and
+    /// [`read_with_connection`] examined it: encrypted or not, the server
+    /// verified or not (absent with local files).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub store: Option<crate::store::examine::Connection>,
     /// The ledger was written by a newer baton ([`Self::error`] says so):
     /// none of it was read, so the jobs' states are not to be shown.
     #[serde(skip)]
@@ -288,9 +296,22 @@ pub fn read(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
         now: stamp(now),
         healthy,
         jobs,
+        store: None,
         error,
         ledger_newer,
     }
+}
+
+/// [`read`], and the store's connection made once and examined
+/// ([`Status::store`]): what `baton status` shows. A `[store]` that cannot
+/// be used, or whose ledger could not be read, is not examined: the
+/// ledger's error says why, and a second attempt would only wait again.
+pub fn read_with_connection(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
+    let mut s = read(config, only, now);
+    if s.error.is_none() {
+        s.store = crate::store::examine::connection(config).and_then(Result::ok);
+    }
+    s
 }
 
 /// What the ledger holds of one job, read together: one read that fails
@@ -603,6 +624,14 @@ pub fn render(s: &Status) -> String {
         s.config,
         s.state_dir
     );
+    if let Some(c) = &s.store {
+        out.push_str(&format!(
+            "store {}: {}
+",
+            c.store,
+            c.words()
+        ));
+    }
     for j in &s.jobs {
         let tz = jiff::tz::TimeZone::get(&j.timezone).unwrap_or(jiff::tz::TimeZone::UTC);
         let local = |t: &str| crate::times::human_in(t, &tz);

@@ -276,7 +276,7 @@ fn env_sched() -> Vec<(String, String)> {
         ),
         item(
             store_vars.join(", "),
-            format!("Override [store] {}.", store_keys.join(" and ")),
+            format!("Override [store] {}.", in_words(&store_keys)),
         ),
         item(
             "PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD, PGPASSFILE",
@@ -424,8 +424,8 @@ fn store() -> Sections {
         environment: env_sched(),
         files: vec![item(
             "baton.toml",
-            "[store] url and password_file: --config FILE, else $BATON_CONFIG, else \
-             ./baton.toml.",
+            "[store] url, password_file and the TLS keys (sslmode, sslrootcert, sslcert, \
+             sslkey): --config FILE, else $BATON_CONFIG, else ./baton.toml.",
         )],
         see_also: vec![],
     }
@@ -512,5 +512,14 @@ fn man() -> Sections {
             "With --dir DIR: every page (for example DIR = /usr/local/share/man/man1).",
         )],
         see_also: vec!["man(1)"],
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn in_words(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => (*one).to_owned(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
     }
 }

@@ -36,6 +36,7 @@ mod render;
 mod sched;
 mod states;
 mod store;
+mod store_tls;
 mod trust;
 mod unfinished;
 mod upgrade;

@@ -25,7 +25,7 @@ fn sched(url: &str, extra: &str) -> Sched {
 }
 
 /// `baton ARGS` with none of the libpq or store variables of this process.
-fn cmd(s: &Sched, args: &[&str]) -> Command {
+pub(crate) fn cmd(s: &Sched, args: &[&str]) -> Command {
     let mut c = s.cmd(args);
     for v in [
         "PGHOST",
@@ -36,17 +36,21 @@ fn cmd(s: &Sched, args: &[&str]) -> Command {
         "PGPASSFILE",
         "BATON_STORE_URL",
         "BATON_STORE_PASSWORD_FILE",
+        "BATON_STORE_SSLMODE",
+        "BATON_STORE_SSLROOTCERT",
+        "BATON_STORE_SSLCERT",
+        "BATON_STORE_SSLKEY",
     ] {
         c.env_remove(v);
     }
     c
 }
 
-fn run(s: &Sched, args: &[&str]) -> Output {
+pub(crate) fn run(s: &Sched, args: &[&str]) -> Output {
     cmd(s, args).output().unwrap()
 }
 
-fn both(o: &Output) -> String {
+pub(crate) fn both(o: &Output) -> String {
     format!("{}{}", stdout(o), stderr(o))
 }
 

@@ -61,6 +61,7 @@ fn status(jobs: Vec<JobStatus>) -> Status {
         now: NOW.into(),
         healthy: true,
         jobs,
+        store: None,
         error: None,
         ledger_newer: false,
     }
