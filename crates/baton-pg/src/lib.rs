@@ -42,6 +42,7 @@ mod guards;
 mod held;
 mod holder;
 mod judge;
+mod keepalive;
 mod leases;
 mod ledger;
 mod options;
@@ -52,6 +53,7 @@ mod statements;
 mod store;
 mod target;
 mod tls;
+mod typed;
 
 pub use error::Error;
 pub use form::Form;
@@ -86,12 +88,16 @@ pub async fn migrate(url: &str, options: Options) -> Result<Vec<i32>, Error> {
 pub async fn migrate_target(target: &Target, options: Options) -> Result<Vec<i32>, Error> {
     let (mut client, _) = pool::connect_once(target, &options).await?;
     let deadline = options.deadline;
-    tokio::time::timeout(deadline, schema::migrate(&mut client))
-        .await
-        .unwrap_or(Err(Error::Timeout {
-            what: "migrate the baton schema",
-            deadline,
-        }))
+    let bounds = pool::bounds_sql(&options, options.statement_timeout);
+    tokio::time::timeout(
+        deadline,
+        schema::migrate_bounded(&mut client, Some(&bounds)),
+    )
+    .await
+    .unwrap_or(Err(Error::Timeout {
+        what: "migrate the baton schema",
+        deadline,
+    }))
 }
 
 /// The schema version at `target` (0 when there is none), read without

@@ -20,6 +20,7 @@
 use std::sync::mpsc::Receiver;
 
 use tokio::task::JoinHandle;
+use tokio_postgres::types::Type;
 use tokio_postgres::{Client, IsolationLevel, Transaction};
 
 use super::fail::Fail;
@@ -215,10 +216,19 @@ where
         Err(e) if !fresh => return Err(Attempt::Stale(Fail::Pg(e))),
         Err(e) => return Err(Attempt::Failed(Fail::Pg(e))),
     };
-    let done = async {
+    // The bounds go out with the transaction's first statement, in the
+    // same round trip, and hold for every statement after them.
+    let idle = options
+        .statement_timeout
+        .min(pool::LEDGER_IDLE_IN_TRANSACTION);
+    let bounds = pool::bounds_sql(options, idle);
+    let work = async {
         if mode == Mode::Write {
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])
-                .await?;
+            tx.execute_typed(
+                "SELECT pg_advisory_xact_lock($1)",
+                &[(&WRITE_LOCK, Type::INT8)],
+            )
+            .await?;
         }
         let Some(op) = op.take() else {
             // OK because an attempt that took the operation returns its
@@ -226,8 +236,9 @@ where
             return Err(Fail::Stopped);
         };
         op(&tx).await
-    }
-    .await;
+    };
+    let (bounded, done) = tokio::join!(tx.batch_execute(&bounds), work);
+    let done = bounded.map_err(Fail::Pg).and(done);
     match done {
         Ok(value) => {
             tx.commit()
