@@ -440,6 +440,37 @@ fn store_status_and_history_refuse_a_store_they_cannot_read() {
     }
 }
 
+#[test]
+fn store_a_read_only_server_is_refused_before_anything_runs() {
+    // A database every transaction of which is read-only, as a standby's
+    // is: refused when the store opens, never at the first write.
+    let pg = PgServer::start();
+    let ran = tempfile::tempdir().unwrap();
+    let marker = ran.path().join("ran");
+    let s = Sched::new(&format!(
+        "[store]\nurl = {:?}\n[jobs.j]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\n\
+         run = \"touch {}\"\n",
+        pg.url(),
+        marker.display()
+    ));
+    let o = run(&s, &["store", "migrate"]);
+    assert_eq!(code(&o), 0, "{}", both(&o));
+    pg.sql("ALTER DATABASE postgres SET default_transaction_read_only = on");
+    for args in [&["run", "j"][..], &["tick"]] {
+        let o = run(&s, args);
+        assert_eq!(code(&o), 2, "{args:?}: {}", both(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("read-only")
+                && err.contains(&format!("127.0.0.1:{}", pg.port()))
+                && err.contains("default_transaction_read_only"),
+            "{args:?}: {}",
+            both(&o)
+        );
+        assert!(!marker.exists(), "{args:?} ran the job: {}", both(&o));
+    }
+}
+
 /// A job whose run writes `started`, then waits for `go` and exits with
 /// `code`.
 fn gated_job(s: &Sched, name: &str, code: i32) -> String {
