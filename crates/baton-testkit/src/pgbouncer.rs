@@ -1,5 +1,6 @@
 //! A throwaway PgBouncer in front of a test's [`PgServer`], in transaction
-//! pooling mode, for tests of the store behind a pooler.
+//! pooling mode (or another, [`PgBouncer::start_in`]), for tests of the
+//! store behind a pooler.
 //!
 //! [`PgBouncer::start`] writes a configuration into a fresh temporary
 //! directory (every database of the server, `auth_type = trust` with a
@@ -50,6 +51,16 @@ impl PgBouncer {
     /// When PgBouncer is not installed, its files cannot be written, or it
     /// does not listen within a few seconds (the message holds its log).
     pub fn start(server: &PgServer) -> PgBouncer {
+        Self::start_in(server, "transaction")
+    }
+
+    /// Starts a PgBouncer in front of `server` in `pool_mode` (`session`,
+    /// `transaction` or `statement`).
+    ///
+    /// # Panics
+    ///
+    /// As [`PgBouncer::start`].
+    pub fn start_in(server: &PgServer, pool_mode: &str) -> PgBouncer {
         assert!(
             Path::new(BIN).exists(),
             "PgBouncer is not installed: no {BIN} (install the `{PACKAGE}` package)"
@@ -63,7 +74,7 @@ impl PgBouncer {
         // A free port can be taken by someone else between our probe and
         // PgBouncer's bind: try a few.
         for _ in 0..5 {
-            let bouncer = Self::spawn(server, run_as, free_port());
+            let bouncer = Self::spawn(server, pool_mode, run_as, free_port());
             if bouncer.listens() {
                 return bouncer;
             }
@@ -75,12 +86,17 @@ impl PgBouncer {
 
     /// Writes a configuration for `server` and `port` into a new
     /// directory and starts PgBouncer on it, as `run_as` when given.
-    fn spawn(server: &PgServer, run_as: Option<(u32, u32)>, port: u16) -> PgBouncer {
+    fn spawn(
+        server: &PgServer,
+        pool_mode: &str,
+        run_as: Option<(u32, u32)>,
+        port: u16,
+    ) -> PgBouncer {
         let dir = tempfile::Builder::new()
             .prefix("baton-pgbouncer-")
             .tempdir()
             .expect("failed to create a directory for PgBouncer");
-        let config = write_config(dir.path(), server.port(), port);
+        let config = write_config(dir.path(), pool_mode, server.port(), port);
         if let Some((uid, gid)) = run_as {
             for f in ["pgbouncer.ini", "userlist.txt"] {
                 rustix::fs::chown(
@@ -165,8 +181,9 @@ impl Drop for PgBouncer {
 }
 
 /// Writes `pgbouncer.ini` and `userlist.txt` into `dir` for a server on
-/// `server_port`, listening on `port`; returns the configuration's path.
-fn write_config(dir: &Path, server_port: u16, port: u16) -> PathBuf {
+/// `server_port`, pooling in `pool_mode`, listening on `port`; returns the
+/// configuration's path.
+fn write_config(dir: &Path, pool_mode: &str, server_port: u16, port: u16) -> PathBuf {
     let userlist = dir.join("userlist.txt");
     std::fs::write(&userlist, format!("\"{USER}\" \"\"\n"))
         .expect("failed to write PgBouncer's userlist");
@@ -181,7 +198,7 @@ fn write_config(dir: &Path, server_port: u16, port: u16) -> PathBuf {
          unix_socket_dir =\n\
          auth_type = trust\n\
          auth_file = {userlist}\n\
-         pool_mode = transaction\n\
+         pool_mode = {pool_mode}\n\
          default_pool_size = {POOL_SIZE}\n\
          max_client_conn = 500\n\
          admin_users = {USER}\n",

@@ -196,3 +196,31 @@ async fn the_statement_timeout_holds_through_pgbouncer_and_stays_in_its_transact
         assert_eq!(value.as_deref(), Some("0"));
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statement_pooling_fails_closed_at_the_first_transaction() {
+    let scene = Scene::new().await;
+    let bouncer = PgBouncer::start_in(&scene.server, "statement");
+    let raw = scene.raw().await;
+    for form in [Form::Conditional, Form::Locking] {
+        let outcome = match Leases::open(&bouncer.url(), OPTIONS).await {
+            Ok(store) => store
+                .with_form(form)
+                .acquire("stmt", &remote("a"), Duration::from_secs(60), None)
+                .await
+                .map(|_| ()),
+            Err(e) => Err(e),
+        };
+        let e = outcome.expect_err("a lease granted through statement pooling");
+        assert!(
+            e.to_string().contains("statement pooling"),
+            "{form:?}: the pooler's refusal is said: {e}"
+        );
+    }
+    let held: i64 = crate::support::scalar(
+        &raw,
+        "SELECT count(*) FROM baton.leases WHERE state = 'held'",
+    )
+    .await;
+    assert_eq!(held, 0, "nothing was granted");
+}

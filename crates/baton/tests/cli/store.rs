@@ -471,6 +471,31 @@ fn store_a_read_only_server_is_refused_before_anything_runs() {
     }
 }
 
+#[test]
+fn store_behind_pgbouncer_runs_in_transaction_mode_and_refuses_statement_mode() {
+    let pg = PgServer::start();
+    let o = run(&sched(&pg.url(), ""), &["store", "migrate"]);
+    assert_eq!(code(&o), 0, "{}", both(&o));
+    for (mode, want) in [("transaction", 0), ("session", 0), ("statement", 2)] {
+        let bouncer = baton_testkit::pgbouncer::PgBouncer::start_in(&pg, mode);
+        let ran = tempfile::tempdir().unwrap();
+        let marker = ran.path().join("ran");
+        let s = sched(
+            &bouncer.url(),
+            &format!(
+                "[jobs.j]\nschedule = \"0 0 1 1 *\"\nrun = \"touch {}\"\n",
+                marker.display()
+            ),
+        );
+        let o = run(&s, &["run", "j"]);
+        assert_eq!(code(&o), want, "{mode}: {}", both(&o));
+        assert_eq!(marker.exists(), want == 0, "{mode}: {}", both(&o));
+        if want != 0 {
+            assert!(stderr(&o).contains("statement pooling"), "{}", both(&o));
+        }
+    }
+}
+
 /// The most round trips one `baton run` of a job that does nothing may
 /// take to the store, counted by a proxy between baton and the server: its
 /// connections' start-up and checks, the ledger's records and the lease's
