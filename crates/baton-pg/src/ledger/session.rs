@@ -216,20 +216,27 @@ where
         Err(e) if !fresh => return Err(Attempt::Stale(Fail::Pg(e))),
         Err(e) => return Err(Attempt::Failed(Fail::Pg(e))),
     };
-    // The bounds go out with the transaction's first statement, in the
-    // same round trip, and hold for every statement after them.
+    // The bounds and the write lock go out with the transaction's first
+    // statement, in the same round trip: the server runs them in the order
+    // sent, so every statement of `op` runs under both, and one that failed
+    // aborts the transaction before any of `op`'s runs.
     let idle = options
         .statement_timeout
         .min(pool::LEDGER_IDLE_IN_TRANSACTION);
     let bounds = pool::bounds_sql(options, idle);
-    let work = async {
-        if mode == Mode::Write {
-            tx.execute_typed(
-                "SELECT pg_advisory_xact_lock($1)",
-                &[(&WRITE_LOCK, Type::INT8)],
-            )
-            .await?;
+    let locked = async {
+        match mode {
+            Mode::Write => tx
+                .execute_typed(
+                    "SELECT pg_advisory_xact_lock($1)",
+                    &[(&WRITE_LOCK, Type::INT8)],
+                )
+                .await
+                .map(drop),
+            Mode::Read => Ok(()),
         }
+    };
+    let work = async {
         let Some(op) = op.take() else {
             // OK because an attempt that took the operation returns its
             // outcome, never a retry; this only names the impossible case.
@@ -237,8 +244,8 @@ where
         };
         op(&tx).await
     };
-    let (bounded, done) = tokio::join!(tx.batch_execute(&bounds), work);
-    let done = bounded.map_err(Fail::Pg).and(done);
+    let (bounded, locked, done) = tokio::join!(tx.batch_execute(&bounds), locked, work);
+    let done = bounded.and(locked).map_err(Fail::Pg).and(done);
     match done {
         Ok(value) => {
             tx.commit()
