@@ -23,7 +23,10 @@
 //! into `decide`'s input; `statements` holds every lease statement; `ledger`
 //! the ledger's; `pool` opens every connection; [`Options`] the timeouts;
 //! [`Target`] where the store is and its password (the URL completed from
-//! the libpq variables); [`PgHeld`] a lease held by a run, driven
+//! the libpq variables); `typed` how a statement is sent (unnamed, with
+//! its parameters' types, so the store works behind a pooler in
+//! transaction mode); `keepalive` how soon a connection notices a vanished
+//! server; [`PgHeld`] a lease held by a run, driven
 //! synchronously through a connection of its own for `baton_runner`'s
 //! session; [`examine`] an operator's look at the store that changes
 //! nothing (`baton doctor`).
