@@ -1,6 +1,7 @@
 //! A small pool of connections: the only place that opens a connection to
-//! the store, and the only place a transaction's server-side bounds are
-//! set.
+//! the store, and the only place that writes a transaction's server-side
+//! bounds (`bounds_sql`, which the ledger's and the migrations'
+//! transactions send too).
 //!
 //! Nothing here relies on state a connection keeps between transactions,
 //! so the store works behind a pooler in transaction mode (PgBouncer's
