@@ -95,6 +95,20 @@ pub enum Error {
         /// The version this build needs.
         known: i32,
     },
+    /// The server takes no writes (a standby in recovery, or
+    /// `default_transaction_read_only` on), and every lease step writes:
+    /// refused when the connection is opened, before anything runs.
+    #[error(
+        "failed to open the store at {target}: the server is read-only ({why}); baton writes \
+         every lease and record there: point the store url at the primary, or turn \
+         default_transaction_read_only off for baton's database or user"
+    )]
+    ReadOnly {
+        /// Host, port, database and user (never the password).
+        target: String,
+        /// Why it is read-only.
+        why: &'static str,
+    },
     /// A held lease's connection thread is gone (its runtime could not be
     /// built, or it ended); nothing can be sent to the store through it.
     #[error("failed to {what}: the lease's connection thread has stopped")]

@@ -141,7 +141,7 @@ pub async fn examine(
         let wall0 = clock.wall();
         let boot0 = clock.boot();
         let row = client
-            .query_one(
+            .query_typed_one(
                 "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, \
                  current_setting('server_version')",
                 &[],

@@ -15,12 +15,13 @@
 
 use baton_lease::Verdict;
 use baton_lease::record::Body;
-use tokio_postgres::types::ToSql;
 
 use crate::error::Error;
 use crate::judge;
 use crate::leases::Leases;
 use crate::pool::Conn;
+use crate::statements::ST;
+use crate::typed::Param;
 
 const INSERT: &str = "
 INSERT INTO baton.job_guards (job, lock_name, fence, taken)
@@ -51,13 +52,15 @@ impl Leases {
         self.pool()
             .with(WHAT, async |c: &mut Conn| {
                 let row = c
-                    .client
-                    .query_opt(SELECT, &[&job])
+                    .alone(SELECT, &[&job])
                     .await
                     .map_err(|source| Error::Query { what: WHAT, source })?;
                 match row {
                     None => Ok(None),
-                    Some(r) => self.elsewhere(c, lock, r.get(0), r.get(1), WHAT).await,
+                    Some(r) => {
+                        self.elsewhere(c, false, lock, r.get(0), r.get(1), WHAT)
+                            .await
+                    }
                 }
             })
             .await
@@ -85,33 +88,37 @@ impl Leases {
         self.pool()
             .with(WHAT, async |c: &mut Conn| {
                 let q = |source| Error::Query { what: WHAT, source };
-                c.client.execute(&c.st.begin, &[]).await.map_err(q)?;
+                let params: [&dyn Param; 3] = [&job, &lock, &fence];
                 let out = async {
-                    let params: [&(dyn ToSql + Sync); 3] = [&job, &lock, &fence];
-                    if c.client
-                        .query_opt(INSERT, &params)
-                        .await
-                        .map_err(q)?
-                        .is_some()
-                    {
+                    // The guard's row, new or locked, in the first round trip.
+                    let (begun, inserted) = tokio::join!(c.begin(), c.opt(INSERT, &params));
+                    begun.map_err(q)?;
+                    if inserted.map_err(q)?.is_some() {
                         return Ok(None);
                     }
                     let locked = format!("{SELECT} FOR UPDATE");
-                    let r = c.client.query_one(&locked, &[&job]).await.map_err(q)?;
-                    let found = self.elsewhere(c, lock, r.get(0), r.get(1), WHAT).await?;
+                    let r = c.opt(&locked, &[&job]).await.map_err(q)?.ok_or_else(|| {
+                        Error::Corrupt {
+                            name: lock.to_owned(),
+                            why: format!("job {job}'s guard is gone while it was taken"),
+                        }
+                    })?;
+                    let found = self
+                        .elsewhere(c, true, lock, r.get(0), r.get(1), WHAT)
+                        .await?;
                     if found.is_none() {
-                        c.client.execute(SET, &params).await.map_err(q)?;
+                        c.execute(SET, &params).await.map_err(q)?;
                     }
                     Ok(found)
                 }
                 .await;
                 match out {
                     Ok(found) => {
-                        c.client.execute(&c.st.commit, &[]).await.map_err(q)?;
+                        c.commit().await.map_err(q)?;
                         Ok(found)
                     }
                     Err(e) => {
-                        let _ = c.client.execute(&c.st.rollback, &[]).await;
+                        let _ = c.rollback().await;
                         Err(e)
                     }
                 }
@@ -120,10 +127,12 @@ impl Leases {
     }
 
     /// Whether the guard naming `named` and `fence` says the job runs
-    /// under a lock other than `mine`, judging that lock's row.
+    /// under a lock other than `mine`, judging that lock's row, read in the
+    /// transaction open on `c` when `in_transaction`, else in one of its own.
     async fn elsewhere(
         &self,
         c: &mut Conn,
+        in_transaction: bool,
         mine: &str,
         named: String,
         fence: i64,
@@ -133,11 +142,13 @@ impl Leases {
             // This lock's own lease excludes its other runs by itself.
             return Ok(None);
         }
-        let row = c
-            .client
-            .query_opt(&c.st.inspect, &[&named])
-            .await
-            .map_err(|source| Error::Query { what, source })?;
+        let params: [&dyn Param; 1] = [&named];
+        let row = if in_transaction {
+            c.opt(&ST.inspect, &params).await
+        } else {
+            c.alone(&ST.inspect, &params).await
+        };
+        let row = row.map_err(|source| Error::Query { what, source })?;
         let Some(row) = row else {
             return Ok(None);
         };

@@ -24,9 +24,8 @@ use baton_lease::{
     Clock, Liveness, Observer, Once, OsLiveness, Policy, SystemClock, Token, Verdict,
 };
 use jiff::Timestamp;
+use tokio_postgres::Row;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::types::ToSql;
-use tokio_postgres::{Row, Statement};
 
 use crate::error::Error;
 use crate::form::Form;
@@ -35,8 +34,9 @@ use crate::judge::{self, Judge};
 use crate::options::Options;
 use crate::outcome::{Acquire, PgLease, Release, Renewal, Restated};
 use crate::pool::{Conn, Pool};
-use crate::statements::Statements;
+use crate::statements::{ST, Statements};
 use crate::target::Target;
+use crate::typed::Param;
 
 const ACQUIRE: &str = "acquire a lease";
 
@@ -141,19 +141,18 @@ impl Leases {
         self
     }
 
-    /// The row, if any, that the prepared statement `pick` returns for
-    /// `params`, run on a pooled connection; `what` names the call in its
-    /// errors.
+    /// The row, if any, that the statement `pick` returns for `params`, run
+    /// in a transaction of its own on a pooled connection; `what` names the
+    /// call in its errors.
     async fn row(
         &self,
         what: &'static str,
-        pick: fn(&Statements) -> &Statement,
-        params: &[&(dyn ToSql + Sync)],
+        pick: fn(&Statements) -> &str,
+        params: &[&dyn Param],
     ) -> Result<Option<Row>, Error> {
         self.pool
             .with(what, async |c: &mut Conn| {
-                c.client
-                    .query_opt(pick(&c.st), params)
+                c.alone(pick(&ST), params)
                     .await
                     .map_err(|source| Error::Query { what, source })
             })
@@ -194,7 +193,7 @@ impl Leases {
             .with(ACQUIRE, async |c: &mut Conn| {
                 if form == Form::Conditional {
                     let params = grant.params();
-                    match c.client.query_opt(&c.st.grant_if_free, &params).await {
+                    match c.alone(&ST.grant_if_free, &params).await {
                         Ok(Some(row)) => return grant.granted(&row),
                         Ok(None) => {}
                         Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
@@ -207,12 +206,7 @@ impl Leases {
                     // so contenders for a live lease never queue on its row
                     // lock; only one that may be taken is judged again under
                     // the lock before anything is written.
-                    if let Some(row) = c
-                        .client
-                        .query_opt(&c.st.inspect, &[&grant.name])
-                        .await
-                        .map_err(query)?
-                    {
+                    if let Some(row) = c.alone(&ST.inspect, &[&grant.name]).await.map_err(query)? {
                         let seen = judge::read(grant.name, &row)?;
                         let verdict = judge.verdict(&seen);
                         if !verdict.claimable() {
@@ -227,7 +221,7 @@ impl Leases {
                 if out.is_err() {
                     // The transaction may be open; end it before the slot is
                     // reused. A connection that cannot answer is dropped.
-                    let _ = c.client.execute(&c.st.rollback, &[]).await;
+                    let _ = c.rollback().await;
                 }
                 out
             })
@@ -243,9 +237,9 @@ impl Leases {
     /// The grant when it does; `failed` when it does not (nothing was
     /// granted) or the row cannot be read either.
     async fn confirm(&self, grant: &Grant<'_>, failed: Error) -> Result<Acquire, Error> {
-        let params: [&(dyn ToSql + Sync); 2] = [&grant.name, &grant.token_text];
+        let params: [&dyn Param; 2] = [&grant.name, &grant.token_text];
         let found = self
-            .row("confirm an acquisition", |s| &s.confirm, &params)
+            .row("confirm an acquisition", |s| s.confirm, &params)
             .await;
         match found {
             Ok(Some(row)) => grant.granted(&row),
@@ -263,8 +257,8 @@ impl Leases {
     pub async fn renew(&self, lease: &PgLease) -> Result<Renewal, Error> {
         let token = lease.token.to_string();
         let boot = millis(self.clock.boot());
-        let params: [&(dyn ToSql + Sync); 3] = [&lease.name, &token, &boot];
-        let row = self.row("renew a lease", |s| &s.renew, &params).await?;
+        let params: [&dyn Param; 3] = [&lease.name, &token, &boot];
+        let row = self.row("renew a lease", |s| s.renew, &params).await?;
         renewal(lease, row)
     }
 
@@ -276,8 +270,8 @@ impl Leases {
     /// When the store cannot answer; the lease then lapses by itself.
     pub async fn release(&self, lease: &PgLease) -> Result<Release, Error> {
         let token = lease.token.to_string();
-        let params: [&(dyn ToSql + Sync); 2] = [&lease.name, &token];
-        match self.row("release a lease", |s| &s.release, &params).await? {
+        let params: [&dyn Param; 2] = [&lease.name, &token];
+        match self.row("release a lease", |s| s.release, &params).await? {
             Some(r) => Ok(Release::Released(stamp(&lease.name, r.get(1))?)),
             None => Ok(Release::Lost),
         }
@@ -300,9 +294,9 @@ impl Leases {
             .and_then(|_| baton_lease::job::process_start(pgid))
             .and_then(|s| i64::try_from(s).ok());
         let boot = millis(self.clock.boot());
-        let params: [&(dyn ToSql + Sync); 5] = [&lease.name, &token, &pgid_col, &jstart, &boot];
+        let params: [&dyn Param; 5] = [&lease.name, &token, &pgid_col, &jstart, &boot];
         let what = "record the job's process group";
-        renewal(lease, self.row(what, |s| &s.set_job_group, &params).await?)
+        renewal(lease, self.row(what, |s| s.set_job_group, &params).await?)
     }
 
     /// Restates what `lease` runs, for a holder that runs one occurrence
@@ -334,9 +328,8 @@ impl Leases {
         self.pool
             .with(WHAT, async |c: &mut Conn| {
                 let q = |source| Error::Query { what: WHAT, source };
-                let params: [&(dyn ToSql + Sync); 6] =
-                    [&lease.name, &token, &run, &boot, &job, &at];
-                let row = match c.client.query_opt(&c.st.restate, &params).await {
+                let params: [&dyn Param; 6] = [&lease.name, &token, &run, &boot, &job, &at];
+                let row = match c.alone(ST.restate, &params).await {
                     Ok(row) => row,
                     Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
                         // Another lock claimed this occurrence; the statement
@@ -355,8 +348,7 @@ impl Leases {
                 // changes its row's claims while it holds it, so a row that
                 // is still ours was refused for its claim.
                 let why = c
-                    .client
-                    .query_opt(&c.st.restate_refused, &[&lease.name, &token, &job])
+                    .alone(ST.restate_refused, &[&lease.name, &token, &job])
                     .await
                     .map_err(q)?;
                 match why {
@@ -395,9 +387,9 @@ impl Leases {
         name: &str,
         token: &str,
     ) -> Result<Option<(u64, Option<String>)>, Error> {
-        let params: [&(dyn ToSql + Sync); 2] = [&name, &token];
+        let params: [&dyn Param; 2] = [&name, &token];
         let row = self
-            .row("read a lease's holder", |s| &s.vouch, &params)
+            .row("read a lease's holder", |s| s.vouch, &params)
             .await?;
         Ok(row.map(|r| {
             (
@@ -418,7 +410,7 @@ impl Leases {
         self.pool
             .with(WHAT, async |c: &mut Conn| {
                 c.client
-                    .query_one(&c.st.ping, &[])
+                    .query_typed_one("SELECT 1", &[])
                     .await
                     .map(drop)
                     .map_err(|source| Error::Query { what: WHAT, source })
@@ -455,39 +447,35 @@ impl Leases {
 /// The locking form: `BEGIN` + `SELECT … FOR UPDATE` in one round trip, the
 /// judgement, then the grant (or nothing) + `COMMIT` in a second.
 async fn locking(c: &mut Conn, grant: &Grant<'_>, judge: &Judge<'_>) -> Result<Acquire, Error> {
-    let (client, st) = (&c.client, &c.st);
     let name = grant.name;
-    let by_name: [&(dyn ToSql + Sync); 1] = [&name];
-    let (begun, row) = tokio::join!(
-        client.execute(&st.begin, &[]),
-        client.query_opt(&st.select, &by_name)
-    );
+    let by_name: [&dyn Param; 1] = [&name];
+    let (begun, row) = tokio::join!(c.begin(), c.opt(ST.select, &by_name));
     begun.map_err(query)?;
     let row = match row.map_err(query)? {
         Some(row) => row,
         None => {
             // First use of this lock: create its row free, then lock it.
-            client.execute(&st.ensure, &[&name]).await.map_err(query)?;
-            client
-                .query_one(&st.select, &[&name])
+            c.execute(ST.ensure, &[&name]).await.map_err(query)?;
+            c.opt(ST.select, &[&name])
                 .await
                 .map_err(query)?
+                .ok_or_else(|| Error::Corrupt {
+                    name: name.to_owned(),
+                    why: "its row is gone right after it was made".to_owned(),
+                })?
         }
     };
     let seen = judge::read(name, &row)?;
     let verdict = judge.verdict(&seen);
     if !verdict.claimable() {
-        client.execute(&st.commit, &[]).await.map_err(query)?;
+        c.commit().await.map_err(query)?;
         return Ok(Acquire::Busy {
             verdict,
             at: seen.now,
         });
     }
     let params = grant.params();
-    let (granted, committed) = tokio::join!(
-        client.query_opt(&st.grant, &params),
-        client.execute(&st.commit, &[])
-    );
+    let (granted, committed) = tokio::join!(c.opt(&ST.grant, &params), c.commit());
     match granted {
         // A unique violation aborted the transaction; the COMMIT rolled it back.
         Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => Ok(grant.claimed()),
@@ -550,7 +538,7 @@ impl<'a> Grant<'a> {
         }
     }
 
-    fn params(&self) -> [&(dyn ToSql + Sync); 16] {
+    fn params(&self) -> [&dyn Param; 16] {
         [
             &self.name,
             &self.token_text,

@@ -23,7 +23,10 @@
 //! into `decide`'s input; `statements` holds every lease statement; `ledger`
 //! the ledger's; `pool` opens every connection; [`Options`] the timeouts;
 //! [`Target`] where the store is and its password (the URL completed from
-//! the libpq variables, with the [`Settings`] given beside it); [`PgHeld`] a lease held by a run, driven
+//! the libpq variables, with the [`Settings`] given beside it); `typed`
+//! how a statement is sent (unnamed, with its parameters' types, so the
+//! store works behind a pooler in transaction mode); `keepalive` how soon a
+//! connection notices a vanished server; [`PgHeld`] a lease held by a run, driven
 //! synchronously through a connection of its own for `baton_runner`'s
 //! session; [`examine`] an operator's look at the store that changes
 //! nothing (`baton doctor`).
@@ -42,6 +45,7 @@ mod guards;
 mod held;
 mod holder;
 mod judge;
+mod keepalive;
 mod leases;
 mod ledger;
 mod options;
@@ -53,6 +57,7 @@ mod statements;
 mod store;
 mod target;
 mod tls;
+mod typed;
 mod warning;
 
 pub use error::Error;
@@ -90,12 +95,16 @@ pub async fn migrate(url: &str, options: Options) -> Result<Vec<i32>, Error> {
 pub async fn migrate_target(target: &Target, options: Options) -> Result<Vec<i32>, Error> {
     let (mut client, _) = pool::connect_once(target, &options).await?;
     let deadline = options.deadline;
-    tokio::time::timeout(deadline, schema::migrate(&mut client))
-        .await
-        .unwrap_or(Err(Error::Timeout {
-            what: "migrate the baton schema",
-            deadline,
-        }))
+    let bounds = pool::bounds_sql(&options, options.statement_timeout);
+    tokio::time::timeout(
+        deadline,
+        schema::migrate_bounded(&mut client, Some(&bounds)),
+    )
+    .await
+    .unwrap_or(Err(Error::Timeout {
+        what: "migrate the baton schema",
+        deadline,
+    }))
 }
 
 /// The schema version at `target` (0 when there is none), read without

@@ -1,6 +1,7 @@
 //! How the store connects and how long it waits: the statement timeout the
 //! server enforces on every statement, and the deadline the client enforces
-//! on every round trip (a partitioned server enforces nothing).
+//! on every round trip (a partitioned server enforces nothing), from which
+//! each connection's TCP keepalives are chosen.
 
 use std::time::Duration;
 
@@ -8,8 +9,9 @@ use std::time::Duration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
     /// Set as `statement_timeout` and `idle_in_transaction_session_timeout`
-    /// on every connection: no statement runs, and no transaction (with its
-    /// row lock) stays open, longer than this on the server.
+    /// (`SET LOCAL`) in every transaction: no statement runs, and no
+    /// transaction (with its row lock) stays open, longer than this on the
+    /// server.
     pub statement_timeout: Duration,
     /// How long the client waits for one operation (a whole acquisition, a
     /// renewal, a release) before it drops the connection and reports

@@ -1,5 +1,19 @@
-//! A small pool of connections, each with the lease statements prepared: the
-//! only place that opens a connection to the store.
+//! A small pool of connections: the only place that opens a connection to
+//! the store, and the only place that writes a transaction's server-side
+//! bounds (`bounds_sql`, which the ledger's and the migrations'
+//! transactions send too).
+//!
+//! Nothing here relies on state a connection keeps between transactions,
+//! so the store works behind a pooler in transaction mode (PgBouncer's
+//! `pool_mode = transaction`), where each transaction may run on another
+//! server connection: no startup `options`, no `SET`, no named statement
+//! ([`crate::typed`]). The statement timeout and the idle-in-transaction
+//! timeout are set with `SET LOCAL` by every transaction's `BEGIN`
+//! ([`Conn::begin`]), sent in the same round trip as its first statement,
+//! and a statement that runs alone is wrapped in such a transaction
+//! ([`Conn::alone`]), also in one round trip. Every connection asks the
+//! kernel to notice a server that vanished within the deadline
+//! ([`Keepalive`]), not after its default two hours.
 //!
 //! A slot is lent to one operation at a time, so a transaction never shares
 //! its connection. A connection that timed out or closed is dropped, never
@@ -14,36 +28,100 @@ use std::time::Duration;
 
 use tokio::sync::{Mutex, MutexGuard};
 use tokio::task::JoinHandle;
-use tokio_postgres::{Client, Config, Connection, Socket};
+use tokio_postgres::{Client, Config, Connection, Row, Socket};
 
 use crate::error::Error;
+use crate::keepalive::Keepalive;
 use crate::options::Options;
-use crate::statements::Statements;
 use crate::target::Target;
 use crate::tls::{Connector, Stream};
+use crate::typed::{Param, typed};
 
-/// One open connection and its prepared statements.
+/// One open connection, and the `BEGIN` its transactions start with.
 pub(crate) struct Conn {
     pub(crate) client: Client,
-    pub(crate) st: Statements,
+    /// `BEGIN` and the `SET LOCAL`s of the pool's bounds ([`bounds_sql`]).
+    begin: String,
+}
+
+impl Conn {
+    /// Begins a transaction with the pool's server-side bounds. Its answer
+    /// may be awaited together with the transaction's first statement
+    /// (`tokio::join!`): both are then sent in one round trip.
+    pub(crate) async fn begin(&self) -> Result<(), tokio_postgres::Error> {
+        self.client.batch_execute(&self.begin).await
+    }
+
+    /// Commits the transaction open on this connection.
+    pub(crate) async fn commit(&self) -> Result<(), tokio_postgres::Error> {
+        self.client.batch_execute("COMMIT").await
+    }
+
+    /// Rolls back the transaction open on this connection, if any.
+    pub(crate) async fn rollback(&self) -> Result<(), tokio_postgres::Error> {
+        self.client.batch_execute("ROLLBACK").await
+    }
+
+    /// Runs `sql` (at most one row) in the transaction open on this
+    /// connection, or on its own without the pool's bounds when none is.
+    pub(crate) async fn opt(
+        &self,
+        sql: &str,
+        params: &[&dyn Param],
+    ) -> Result<Option<Row>, tokio_postgres::Error> {
+        self.client.query_typed_opt(sql, &typed(params)).await
+    }
+
+    /// Runs `sql` (no rows) in the transaction open on this connection;
+    /// returns how many rows it changed.
+    pub(crate) async fn execute(
+        &self,
+        sql: &str,
+        params: &[&dyn Param],
+    ) -> Result<u64, tokio_postgres::Error> {
+        self.client.execute_typed(sql, &typed(params)).await
+    }
+
+    /// Runs `sql` (at most one row) in a transaction of its own with the
+    /// pool's bounds: `BEGIN`, the statement and `COMMIT`, sent together,
+    /// one round trip. When the statement fails, the `COMMIT` rolls back,
+    /// and its error is returned.
+    pub(crate) async fn alone(
+        &self,
+        sql: &str,
+        params: &[&dyn Param],
+    ) -> Result<Option<Row>, tokio_postgres::Error> {
+        let params = typed(params);
+        let (begun, row, committed) = tokio::join!(
+            self.begin(),
+            self.client.query_typed_opt(sql, &params),
+            self.commit()
+        );
+        begun?;
+        let row = row?;
+        committed?;
+        Ok(row)
+    }
 }
 
 /// Up to [`Options::pool_size`] connections.
 pub(crate) struct Pool {
     target: Target,
     options: Options,
+    begin: String,
     slots: Vec<Mutex<Option<Conn>>>,
     next: AtomicUsize,
 }
 
 impl Pool {
     pub(crate) fn new(target: &Target, options: Options) -> Self {
-        let target = settings(target, &options, options.statement_timeout);
+        let target = settings(target, &options);
         let slots = (0..options.pool_size.max(1))
             .map(|_| Mutex::new(None))
             .collect();
         Self {
             target,
+            begin: format!("BEGIN; {}", bounds_sql(&options, options.statement_timeout)),
             options,
             slots,
             next: AtomicUsize::new(0),
@@ -112,9 +190,11 @@ impl Pool {
         tokio::spawn(connection);
         // Every new connection checks the schema first: its statements name
         // the tables of this build's version, and nothing else is used.
-        crate::schema::check(&client).await?;
-        let st = Statements::prepare(&client).await?;
-        Ok(Conn { client, st })
+        crate::schema::check(&client, &self.target()).await?;
+        Ok(Conn {
+            client,
+            begin: self.begin.clone(),
+        })
     }
 }
 
@@ -127,39 +207,55 @@ impl Pool {
 /// anything but the server.
 pub(crate) const LEDGER_IDLE_IN_TRANSACTION: Duration = Duration::from_secs(1);
 
-/// `target` with the settings of every pooled connection: the statement
-/// timeout and the idle-in-transaction timeout `idle` the server enforces,
-/// the connect timeout, and baton's application name.
-fn settings(target: &Target, options: &Options, idle: Duration) -> Target {
+/// The bounds the server enforces in the transaction open when they are
+/// sent, and in it only: the statement timeout, and the idle-in-transaction
+/// timeout `idle`. `SET LOCAL` ends with the transaction, so no later
+/// transaction on the same server connection (another client's, behind a
+/// pooler) inherits it.
+pub(crate) fn bounds_sql(options: &Options, idle: Duration) -> String {
+    let ms = options.statement_timeout.as_millis().max(1);
+    let idle = idle.as_millis().max(1);
+    format!(
+        "SET LOCAL statement_timeout = {ms}; \
+         SET LOCAL idle_in_transaction_session_timeout = {idle}"
+    )
+}
+
+/// `target` with the settings of every connection: the connect timeout,
+/// TCP keepalives and user timeout ([`Keepalive`]), and baton's application
+/// name. Nothing the server would keep for the session.
+fn settings(target: &Target, options: &Options) -> Target {
     let mut target = target.clone();
-    let ms = options.statement_timeout.as_millis();
-    let idle = idle.as_millis();
+    let k = Keepalive::within(options.deadline);
     target
         .config
-        .options(format!(
-            "-c statement_timeout={ms} -c idle_in_transaction_session_timeout={idle}"
-        ))
         .connect_timeout(options.connect_timeout)
+        .keepalives(true)
+        .keepalives_idle(k.idle)
+        .keepalives_interval(k.interval)
+        .keepalives_retries(k.retries)
+        .tcp_user_timeout(k.user_timeout)
         .application_name("baton");
     target
 }
 
 /// Opens the one connection of a PostgreSQL ledger ([`crate::PgLedger`]),
-/// with the pool's settings but a shorter idle-in-transaction timeout
-/// ([`LEDGER_IDLE_IN_TRANSACTION`]), and checks the schema's version, as a
-/// pooled connection does. The connection's task runs on the caller's
-/// runtime; aborting it closes the socket at once.
+/// with the pool's settings, and checks the schema's version and that the
+/// server takes writes, as a pooled connection does. The ledger's
+/// transactions set their own bounds (a shorter idle-in-transaction
+/// timeout, [`LEDGER_IDLE_IN_TRANSACTION`]). The connection's task runs on
+/// the caller's runtime; aborting it closes the socket at once.
 pub(crate) async fn connect_checked(
     target: &Target,
     options: &Options,
 ) -> Result<(Client, JoinHandle<()>), Error> {
-    let idle = options.statement_timeout.min(LEDGER_IDLE_IN_TRANSACTION);
-    let (client, connection) = open(&settings(target, options, idle), options.deadline).await?;
+    let target = settings(target, options);
+    let (client, connection) = open(&target, options.deadline).await?;
     // Its error reaches the client as a closed connection.
     let task = tokio::spawn(async move {
         let _ = connection.await;
     });
-    crate::schema::check(&client).await?;
+    crate::schema::check(&client, &self::target(&target.config)).await?;
     Ok((client, task))
 }
 
@@ -169,13 +265,7 @@ pub(crate) async fn connect_once(
     target: &Target,
     options: &Options,
 ) -> Result<(Client, bool), Error> {
-    let mut target = target.clone();
-    let ms = options.statement_timeout.as_millis();
-    target
-        .config
-        .options(format!("-c statement_timeout={ms}"))
-        .connect_timeout(options.connect_timeout)
-        .application_name("baton");
+    let target = settings(target, options);
     let connector = connector(&target)?;
     let encrypted = connector.encrypted();
     let (client, connection) = within(options.deadline, connect_with(&target, connector)).await?;

@@ -9,6 +9,7 @@
 //! never altered (fail closed). Nothing here ever drops data.
 
 use tokio_postgres::Client;
+use tokio_postgres::types::Type;
 
 use crate::error::Error;
 
@@ -229,12 +230,32 @@ pub const SCHEMA_VERSION: i32 = 3;
 /// [`Error::Query`] when a statement fails (the transaction is rolled back,
 /// leaving the schema as it was).
 pub async fn migrate(client: &mut Client) -> Result<Vec<i32>, Error> {
+    migrate_bounded(client, None).await
+}
+
+/// [`migrate`], with `bounds` (`SET LOCAL`s) set in its transaction first.
+pub(crate) async fn migrate_bounded(
+    client: &mut Client,
+    bounds: Option<&str>,
+) -> Result<Vec<i32>, Error> {
     const WHAT: &str = "migrate the baton schema";
     let q = |source| Error::Query { what: WHAT, source };
     let tx = client.transaction().await.map_err(q)?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
-        .await
-        .map_err(q)?;
+    let bounded = async {
+        match bounds {
+            Some(sql) => tx.batch_execute(sql).await,
+            None => Ok(()),
+        }
+    };
+    let (bounded, locked) = tokio::join!(
+        bounded,
+        tx.execute_typed(
+            "SELECT pg_advisory_xact_lock($1)",
+            &[(&MIGRATION_LOCK, Type::INT8)]
+        )
+    );
+    bounded.map_err(q)?;
+    locked.map_err(q)?;
     tx.batch_execute(
         "CREATE SCHEMA IF NOT EXISTS baton;
          CREATE TABLE IF NOT EXISTS baton.migrations (
@@ -245,14 +266,7 @@ pub async fn migrate(client: &mut Client) -> Result<Vec<i32>, Error> {
     )
     .await
     .map_err(q)?;
-    let found: i32 = tx
-        .query_one(
-            "SELECT coalesce(max(version), 0) FROM baton.migrations",
-            &[],
-        )
-        .await
-        .map_err(q)?
-        .get(0);
+    let found: i32 = tx.query_typed_one(VERSION, &[]).await.map_err(q)?.get(0);
     if found > SCHEMA_VERSION {
         return Err(Error::SchemaTooNew {
             what: WHAT,
@@ -263,9 +277,9 @@ pub async fn migrate(client: &mut Client) -> Result<Vec<i32>, Error> {
     let mut applied = Vec::new();
     for m in MIGRATIONS.iter().filter(|m| m.version > found) {
         tx.batch_execute(m.sql).await.map_err(q)?;
-        tx.execute(
+        tx.execute_typed(
             "INSERT INTO baton.migrations (version, name) VALUES ($1, $2)",
-            &[&m.version, &m.name],
+            &[(&m.version, Type::INT4), (&m.name, Type::TEXT)],
         )
         .await
         .map_err(q)?;
@@ -275,37 +289,69 @@ pub async fn migrate(client: &mut Client) -> Result<Vec<i32>, Error> {
     Ok(applied)
 }
 
+/// The schema's version, once `baton.migrations` exists.
+const VERSION: &str = "SELECT coalesce(max(version), 0) FROM baton.migrations";
+
+/// Whether the schema exists, and whether the server refuses writes: a
+/// standby in recovery, or a transaction read-only by default.
+const FACTS: &str = "SELECT to_regclass('baton.migrations') IS NOT NULL, pg_is_in_recovery(), \
+                     current_setting('transaction_read_only') = 'on'";
+
+/// What a connection's first round trip learns.
+struct Probe {
+    /// The schema's version (0: none).
+    version: i32,
+    /// Why the server takes no writes, when it takes none.
+    read_only: Option<&'static str>,
+}
+
+/// Reads [`FACTS`] and [`VERSION`] in one round trip (sent together; the
+/// second fails, and is not read, when there is no schema yet).
+async fn probe(client: &Client, what: &'static str) -> Result<Probe, Error> {
+    let q = |source| Error::Query { what, source };
+    let (facts, version) = tokio::join!(
+        client.query_typed_one(FACTS, &[]),
+        client.query_typed_one(VERSION, &[])
+    );
+    let facts = facts.map_err(q)?;
+    let version = if facts.get::<_, bool>(0) {
+        version.map_err(q)?.get(0)
+    } else {
+        0
+    };
+    let read_only = if facts.get::<_, bool>(1) {
+        Some("it is a standby in recovery")
+    } else if facts.get::<_, bool>(2) {
+        Some("default_transaction_read_only is on")
+    } else {
+        None
+    };
+    Ok(Probe { version, read_only })
+}
+
 /// The schema version in the database (0 when there is none).
 ///
 /// # Errors
 ///
 /// [`Error::Query`] when the database cannot be read.
 pub async fn version(client: &Client) -> Result<i32, Error> {
-    let q = |source| Error::Query {
-        what: "read the baton schema's version",
-        source,
-    };
-    let exists: bool = client
-        .query_one("SELECT to_regclass('baton.migrations') IS NOT NULL", &[])
-        .await
-        .map_err(q)?
-        .get(0);
-    if !exists {
-        return Ok(0);
-    }
-    Ok(client
-        .query_one(
-            "SELECT coalesce(max(version), 0) FROM baton.migrations",
-            &[],
-        )
-        .await
-        .map_err(q)?
-        .get(0))
+    Ok(probe(client, "read the baton schema's version")
+        .await?
+        .version)
 }
 
-/// Refuses a schema that is not exactly this build's version.
-pub(crate) async fn check(client: &Client) -> Result<(), Error> {
-    match version(client).await? {
+/// Refuses a schema that is not exactly this build's version, and a server
+/// that takes no writes (every lease step writes): both in one round trip,
+/// the first of every connection to `target`.
+pub(crate) async fn check(client: &Client, target: &str) -> Result<(), Error> {
+    let found = probe(client, "open the baton schema").await?;
+    if let Some(why) = found.read_only {
+        return Err(Error::ReadOnly {
+            target: target.to_owned(),
+            why,
+        });
+    }
+    match found.version {
         SCHEMA_VERSION => Ok(()),
         found if found > SCHEMA_VERSION => Err(Error::SchemaTooNew {
             what: "open the baton schema",

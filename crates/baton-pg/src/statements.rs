@@ -1,6 +1,8 @@
 //! Every statement the lease runs (acquire, renew, restate, naming the job's
-//! group, release), prepared once per connection: the only
-//! SQL that reads or writes `baton.leases` and `baton.claims`.
+//! group, release): the only SQL that reads or writes `baton.leases` and
+//! `baton.claims`. Each is sent unnamed with its parameters' types
+//! ([`crate::typed`]), never prepared by name, so none outlives its
+//! transaction (a pooler may hand the next one another server connection).
 //!
 //! Every stamp is the server's `clock_timestamp()`, taken while the statement
 //! runs, never a value from the client. It may be read before a row lock
@@ -19,9 +21,7 @@
 //! naming the job's group and release change a row only when its token is
 //! the caller's.
 
-use tokio_postgres::{Client, Statement};
-
-use crate::error::Error;
+use std::sync::LazyLock;
 
 /// The columns [`Statements::select`] returns, in order.
 pub(crate) mod col {
@@ -153,67 +153,39 @@ const CONFIRM: &str = "
 SELECT fence, baton.micros(acquired) FROM baton.leases
 WHERE name = $1 AND state = 'held' AND token = $2";
 
-/// The prepared statements of one connection.
-pub(crate) struct Statements {
-    pub(crate) begin: Statement,
-    pub(crate) commit: Statement,
-    pub(crate) rollback: Statement,
-    pub(crate) select: Statement,
-    pub(crate) ensure: Statement,
-    pub(crate) grant: Statement,
-    pub(crate) grant_if_free: Statement,
-    pub(crate) renew: Statement,
-    pub(crate) release: Statement,
-    pub(crate) set_job_group: Statement,
-    pub(crate) restate: Statement,
-    pub(crate) restate_refused: Statement,
-    pub(crate) ping: Statement,
-    pub(crate) inspect: Statement,
-    pub(crate) vouch: Statement,
-    pub(crate) confirm: Statement,
-}
-
 /// The holder `$2` (a token) of lock `$1`, when it holds it: its fence and
 /// run id. A read: it locks nothing.
 const VOUCH: &str = "
 SELECT fence, run FROM baton.leases WHERE name = $1 AND state = 'held' AND token = $2";
 
-impl Statements {
-    pub(crate) async fn prepare(client: &Client) -> Result<Self, Error> {
-        let p = async |sql: &str| {
-            client.prepare(sql).await.map_err(|source| Error::Query {
-                what: "prepare the lease statements",
-                source,
-            })
-        };
-        let grant = GRANT.replace("{only_free}", "");
-        let grant_if_free = GRANT.replace("{only_free}", "AND l.state = 'free'");
-        let inspect = SELECT.replace(" FOR UPDATE", "");
-        // Sent together: the connection pipelines them, so preparing costs
-        // about one round trip, once per connection.
-        macro_rules! prepared {
-            ($($field:ident: $sql:expr),* $(,)?) => {{
-                let ($($field,)*) = tokio::try_join!($(p($sql)),*)?;
-                Ok(Self { $($field),* })
-            }};
-        }
-        prepared! {
-            begin: "BEGIN",
-            commit: "COMMIT",
-            rollback: "ROLLBACK",
-            select: SELECT,
-            ensure: ENSURE,
-            grant: &grant,
-            grant_if_free: &grant_if_free,
-            renew: RENEW,
-            release: RELEASE,
-            set_job_group: SET_JOB_GROUP,
-            restate: RESTATE,
-            restate_refused: RESTATE_REFUSED,
-            ping: "SELECT 1",
-            inspect: &inspect,
-            vouch: VOUCH,
-            confirm: CONFIRM,
-        }
-    }
+/// The lease's statements.
+pub(crate) struct Statements {
+    pub(crate) select: &'static str,
+    pub(crate) ensure: &'static str,
+    pub(crate) grant: String,
+    pub(crate) grant_if_free: String,
+    pub(crate) renew: &'static str,
+    pub(crate) release: &'static str,
+    pub(crate) set_job_group: &'static str,
+    pub(crate) restate: &'static str,
+    pub(crate) restate_refused: &'static str,
+    pub(crate) inspect: String,
+    pub(crate) vouch: &'static str,
+    pub(crate) confirm: &'static str,
 }
+
+/// Every lease statement, made once per process.
+pub(crate) static ST: LazyLock<Statements> = LazyLock::new(|| Statements {
+    select: SELECT,
+    ensure: ENSURE,
+    grant: GRANT.replace("{only_free}", ""),
+    grant_if_free: GRANT.replace("{only_free}", "AND l.state = 'free'"),
+    renew: RENEW,
+    release: RELEASE,
+    set_job_group: SET_JOB_GROUP,
+    restate: RESTATE,
+    restate_refused: RESTATE_REFUSED,
+    inspect: SELECT.replace(" FOR UPDATE", ""),
+    vouch: VOUCH,
+    confirm: CONFIRM,
+});

@@ -2,8 +2,9 @@
 //! process before it fails, the waits themselves, a headless browser
 //! ([`browser`]) for tests that look at a page, a test HTTP server
 //! ([`http`]) for HTTP steps, an HTTP client ([`client`]) for tests of
-//! the daemon's API, a throwaway PostgreSQL server ([`pg`]) and a
-//! throwaway certificate authority for its TLS ([`ca`]), a TCP proxy
+//! the daemon's API, a throwaway PostgreSQL server ([`pg`]), a PgBouncer
+//! in front of it ([`pgbouncer`]), a throwaway certificate authority for
+//! its TLS ([`ca`]), a TCP proxy
 //! that a test can cut ([`proxy`]), simulated hosts made of Linux
 //! namespaces ([`hosts`]), a thread run as another user ([`user`]), and
 //! processes seen from outside: whether one still runs, and a pipe that
@@ -85,6 +86,7 @@ pub mod ca;
 pub mod client;
 pub mod hosts;
 pub mod pg;
+pub mod pgbouncer;
 pub mod process;
 pub mod proxy;
 pub mod user;

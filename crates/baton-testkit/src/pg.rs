@@ -581,7 +581,7 @@ fn bin_dir() -> Option<PathBuf> {
 }
 
 /// The uid and gid of `name` in `/etc/passwd`.
-fn system_user(name: &str) -> Option<(u32, u32)> {
+pub(crate) fn system_user(name: &str) -> Option<(u32, u32)> {
     let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
     passwd.lines().find_map(|line| {
         let mut f = line.split(':');
@@ -591,7 +591,7 @@ fn system_user(name: &str) -> Option<(u32, u32)> {
     })
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())

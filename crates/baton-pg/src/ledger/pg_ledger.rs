@@ -231,7 +231,7 @@ impl Backend for PgLedger {
             "read the server's clock".into(),
             async |tx: &Transaction<'_>| {
                 let row = tx
-                    .query_one(
+                    .query_typed_one(
                         "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint",
                         &[],
                     )

@@ -20,6 +20,7 @@
 use std::sync::mpsc::Receiver;
 
 use tokio::task::JoinHandle;
+use tokio_postgres::types::Type;
 use tokio_postgres::{Client, IsolationLevel, Transaction};
 
 use super::fail::Fail;
@@ -215,19 +216,36 @@ where
         Err(e) if !fresh => return Err(Attempt::Stale(Fail::Pg(e))),
         Err(e) => return Err(Attempt::Failed(Fail::Pg(e))),
     };
-    let done = async {
-        if mode == Mode::Write {
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])
-                .await?;
+    // The bounds and the write lock go out with the transaction's first
+    // statement, in the same round trip: the server runs them in the order
+    // sent, so every statement of `op` runs under both, and one that failed
+    // aborts the transaction before any of `op`'s runs.
+    let idle = options
+        .statement_timeout
+        .min(pool::LEDGER_IDLE_IN_TRANSACTION);
+    let bounds = pool::bounds_sql(options, idle);
+    let locked = async {
+        match mode {
+            Mode::Write => tx
+                .execute_typed(
+                    "SELECT pg_advisory_xact_lock($1)",
+                    &[(&WRITE_LOCK, Type::INT8)],
+                )
+                .await
+                .map(drop),
+            Mode::Read => Ok(()),
         }
+    };
+    let work = async {
         let Some(op) = op.take() else {
             // OK because an attempt that took the operation returns its
             // outcome, never a retry; this only names the impossible case.
             return Err(Fail::Stopped);
         };
         op(&tx).await
-    }
-    .await;
+    };
+    let (bounded, locked, done) = tokio::join!(tx.batch_execute(&bounds), locked, work);
+    let done = bounded.and(locked).map_err(Fail::Pg).and(done);
     match done {
         Ok(value) => {
             tx.commit()

@@ -14,7 +14,6 @@ use baton_store::ledger::{
 };
 use baton_store::words::{MissReason, RunVerdict, SkipReason};
 use jiff::Timestamp;
-use tokio_postgres::types::ToSql;
 use tokio_postgres::{Row, Transaction};
 
 use super::fail::Fail;
@@ -22,6 +21,7 @@ use super::rows::{
     self, ALERT_COLUMNS, DECISION_COLUMNS, JOB_COLUMNS, MISSED_COLUMNS, PAUSE_COLUMNS, RUN_COLUMNS,
     WATERMARK_COLUMNS, micros,
 };
+use crate::typed::{Param, typed};
 
 /// How many missed ranges pruning keeps per job (the SQLite ledger's).
 const MISSED_KEEP: i64 = 1_000;
@@ -49,19 +49,19 @@ pub struct Pg<'t> {
 type R<T> = Result<T, Fail>;
 
 /// A statement's parameters, in the order of its `$n`.
-type Params<'a> = [&'a (dyn ToSql + Sync)];
+type Params<'a> = [&'a dyn Param];
 
 impl Pg<'_> {
     /// Runs a statement that returns no rows.
     async fn run(&self, sql: &str, params: &Params<'_>) -> R<()> {
-        self.tx.execute(sql, params).await?;
+        self.tx.execute_typed(sql, &typed(params)).await?;
         Ok(())
     }
 
     /// Runs a statement that returns no rows; returns whether it changed
     /// one.
     async fn changed(&self, sql: &str, params: &Params<'_>) -> R<bool> {
-        Ok(self.tx.execute(sql, params).await? == 1)
+        Ok(self.tx.execute_typed(sql, &typed(params)).await? == 1)
     }
 
     /// Runs a query and reads each row it returns with `map`.
@@ -71,7 +71,12 @@ impl Pg<'_> {
         params: &Params<'_>,
         map: impl Fn(&Row) -> R<T>,
     ) -> R<Vec<T>> {
-        self.tx.query(sql, params).await?.iter().map(map).collect()
+        self.tx
+            .query_typed(sql, &typed(params))
+            .await?
+            .iter()
+            .map(map)
+            .collect()
     }
 
     /// Runs a query of at most one row and reads it with `map`.
@@ -82,7 +87,7 @@ impl Pg<'_> {
         map: impl Fn(&Row) -> R<T>,
     ) -> R<Option<T>> {
         self.tx
-            .query_opt(sql, params)
+            .query_typed_opt(sql, &typed(params))
             .await?
             .as_ref()
             .map(map)
@@ -91,7 +96,7 @@ impl Pg<'_> {
 
     /// Runs a query of exactly one row and reads it with `map`.
     async fn one<T>(&self, sql: &str, params: &Params<'_>, map: impl Fn(&Row) -> R<T>) -> R<T> {
-        map(&self.tx.query_one(sql, params).await?)
+        map(&self.tx.query_typed_one(sql, &typed(params)).await?)
     }
 
     /// A run's attempts, in order.
@@ -146,17 +151,14 @@ impl Statements for Pg<'_> {
 
     async fn see_jobs(&mut self, jobs: &[&str], now: Timestamp) -> R<()> {
         let now = micros(now);
-        let stmt = self
-            .tx
-            .prepare(
-                "INSERT INTO baton.jobs (job, first_seen) VALUES ($1::text, $2::bigint)
-                 ON CONFLICT (job) DO NOTHING",
-            )
-            .await?;
-        for job in jobs {
-            self.tx.execute(&stmt, &[job, &now]).await?;
-        }
-        Ok(())
+        // One statement for every job, one round trip.
+        self.run(
+            "INSERT INTO baton.jobs (job, first_seen)
+             SELECT j, $2::bigint FROM unnest($1::text[]) AS j
+             ON CONFLICT (job) DO NOTHING",
+            &[&jobs, &now],
+        )
+        .await
     }
     /// Marks a run as begun: the job's newest attempt (and its run id) when it
     /// is the newest, and for a scheduled run the occurrence as decided and
@@ -850,7 +852,7 @@ impl Statements for Pg<'_> {
         let mut jobs: BTreeMap<String, JobTallies> = BTreeMap::new();
         for r in self
             .tx
-            .query(
+            .query_typed(
                 "SELECT job, last_success, last_failure FROM baton.jobs ORDER BY job",
                 &[],
             )
@@ -862,7 +864,7 @@ impl Statements for Pg<'_> {
         }
         for r in self
             .tx
-            .query("SELECT job, kind, word, count FROM baton.tallies", &[])
+            .query_typed("SELECT job, kind, word, count FROM baton.tallies", &[])
             .await?
         {
             let t = entry(&mut jobs, rows::get(&r, 0)?);
@@ -878,7 +880,7 @@ impl Statements for Pg<'_> {
         }
         for r in self
             .tx
-            .query("SELECT job, bound, count, sum_us FROM baton.durations", &[])
+            .query_typed("SELECT job, bound, count, sum_us FROM baton.durations", &[])
             .await?
         {
             let t = entry(&mut jobs, rows::get(&r, 0)?);

@@ -6,6 +6,7 @@
 
 mod support;
 
+mod bouncer;
 mod claims;
 mod evidence;
 mod guards;

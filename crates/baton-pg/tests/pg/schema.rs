@@ -143,3 +143,39 @@ async fn a_version_1_store_migrates_to_2_and_keeps_its_leases() {
         0
     );
 }
+
+#[tokio::test]
+async fn a_read_only_server_is_refused_when_a_connection_opens() {
+    let scene = Scene::new().await;
+    scene
+        .server
+        .sql("ALTER DATABASE postgres SET default_transaction_read_only = on");
+    let url = scene.server.url();
+    let port = scene.server.port().to_string();
+    let said = |e: &baton_pg::Error| {
+        let text = e.to_string();
+        assert!(
+            text.contains("read-only") && text.contains(&port),
+            "the message names the server and says why: {text}"
+        );
+    };
+    match baton_pg::Leases::open(&url, Options::default()).await {
+        Err(e @ baton_pg::Error::ReadOnly { .. }) => said(&e),
+        other => panic!("a read-only server is refused, got {other:?}"),
+    }
+    let target = baton_pg::Target::resolve(&url, None, &|_| None).unwrap();
+    match baton_pg::PgLedger::open(&target, Options::default()) {
+        Err(e @ baton_pg::Error::ReadOnly { .. }) => said(&e),
+        Err(other) => panic!("a read-only server is refused, got {other:?}"),
+        Ok(_) => panic!("a read-only server's ledger was opened"),
+    }
+    // Writable again (said from another database, which is not read-only),
+    // the same store opens.
+    scene.server.sql_in(
+        "template1",
+        "ALTER DATABASE postgres SET default_transaction_read_only = off",
+    );
+    baton_pg::Leases::open(&url, Options::default())
+        .await
+        .expect("a writable server is opened");
+}

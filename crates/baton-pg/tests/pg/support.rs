@@ -76,7 +76,7 @@ pub async fn granted(store: &Leases, name: &str, holder: &HolderFacts, ttl: Dura
 }
 
 /// Grants lock `name` to this process and releases it: the row exists, and
-/// the store's connection has its statements prepared.
+/// the store's connection is open with its schema checked.
 pub async fn used(store: &Leases, name: &str) {
     let lease = granted(store, name, &HolderFacts::here(), Duration::from_secs(60)).await;
     store.release(&lease).await.unwrap();

@@ -1,6 +1,7 @@
 //! Nothing hangs on a stuck server: a statement the server cannot finish is
 //! cancelled by the statement timeout, and a server that stops answering
-//! (a partition) fails the call at the client's deadline.
+//! (a partition) fails the call at the client's deadline; every connection
+//! asks the kernel to probe an idle server well within that deadline.
 
 use std::time::Duration;
 
@@ -71,4 +72,44 @@ async fn a_partitioned_store_fails_each_call_at_the_deadline() {
         store.renew(&lease).await.unwrap(),
         Renewal::Renewed(_)
     ));
+}
+
+#[tokio::test]
+async fn every_connection_has_keepalives_from_the_deadline() {
+    // The kernel's view of the store's connection: a keepalive timer runs
+    // on it, due within half the deadline (2 s here) while it sits idle.
+    // (A server vanishing without a word cannot be played here without
+    // dropping packets on a shared machine; the values are checked against
+    // the deadline in the crate's unit tests.)
+    let scene = Scene::new().await;
+    let options = Options {
+        deadline: Duration::from_secs(4),
+        ..SHORT
+    };
+    let store = Leases::open(&scene.server.url(), options).await.unwrap();
+    store.ping().await.unwrap();
+    let out = std::process::Command::new("ss")
+        .args(["-tnoH", "state", "established"])
+        .arg(format!("( dport = :{} )", scene.server.port()))
+        .output()
+        .expect("ss (iproute2) runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // `ss` says `1.9sec`, `1.984ms` or `119min` as the versions go: the
+    // time left, in seconds, whatever the unit.
+    let timers: Vec<f64> = text
+        .lines()
+        .filter_map(|l| l.split("timer:(keepalive,").nth(1)?.split(',').next())
+        .filter_map(|t| {
+            let digits = t.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+            let n: f64 = digits.parse().ok()?;
+            Some(match &t[digits.len()..] {
+                "min" => n * 60.0,
+                "ms" => n / 1000.0,
+                _ => n,
+            })
+        })
+        .collect();
+    assert!(!timers.is_empty(), "no keepalive timer: {text}");
+    assert!(timers.iter().all(|&s| s <= 2.0), "{timers:?}: {text}");
+    drop(store);
 }

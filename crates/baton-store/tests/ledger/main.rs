@@ -5,7 +5,9 @@
 //! on a throwaway PostgreSQL server (one server shared by the tests that
 //! run at once, a database of its own per test). The PostgreSQL run also
 //! replays the scenario on SQLite and compares what both returned, value
-//! for value: the same calls must give the same rows.
+//! for value: the same calls must give the same rows. Every scenario runs a
+//! third time through a PgBouncer in transaction pooling mode, where
+//! consecutive transactions may run on different server connections.
 
 /// Declares, for each scenario function of the module, a module of the same
 /// name with a `sqlite` and a `pg` test.
@@ -20,6 +22,14 @@ macro_rules! both {
             #[test]
             fn pg() {
                 crate::support::run_compared(super::$scenario);
+            }
+
+            #[test]
+            fn pg_bouncer() {
+                crate::support::run_compared_on(
+                    crate::support::Kind::PgBouncer,
+                    super::$scenario,
+                );
             }
         }
     )*};

@@ -11,6 +11,7 @@ use baton_pg::{Options, PgLedger, Target};
 use baton_store::ledger::{Attempt, Error, Finished, Miss, NewRun, Records, StepKind};
 use baton_store::words::{AttemptOutcome, MissReason, RunVerdict};
 use baton_testkit::pg::PgServer;
+use baton_testkit::pgbouncer::PgBouncer;
 use jiff::{SignedDuration, Timestamp};
 
 /// Which implementation.
@@ -18,6 +19,9 @@ use jiff::{SignedDuration, Timestamp};
 pub enum Kind {
     Sqlite,
     Pg,
+    /// PostgreSQL through a PgBouncer in transaction pooling mode: each
+    /// transaction may run on another server connection.
+    PgBouncer,
 }
 
 /// A fixed instant the scenarios count from (the ledger never reads the
@@ -138,7 +142,13 @@ pub fn run(kind: Kind, scenario: Scenario) -> Log {
 /// Runs `scenario` on PostgreSQL, then on SQLite, and compares what both
 /// saw.
 pub fn run_compared(scenario: Scenario) {
-    let pg = run(Kind::Pg, scenario);
+    run_compared_on(Kind::Pg, scenario);
+}
+
+/// Runs `scenario` on PostgreSQL reached as `kind` says, then on SQLite,
+/// and compares what both saw.
+pub fn run_compared_on(kind: Kind, scenario: Scenario) {
+    let pg = run(kind, scenario);
     let sqlite = run(Kind::Sqlite, scenario);
     for (i, (p, s)) in pg.0.iter().zip(&sqlite.0).enumerate() {
         assert_eq!(
@@ -163,6 +173,9 @@ enum Place {
         url: String,
         /// Shared with the other tests; kept up while this store uses it.
         server: Arc<PgServer>,
+        /// The pooler the ledger goes through, when it goes through one
+        /// (dropped before the server).
+        bouncer: Option<PgBouncer>,
     },
 }
 
@@ -170,13 +183,15 @@ impl Store {
     pub fn new(kind: Kind) -> Store {
         let place = match kind {
             Kind::Sqlite => Place::Dir(tempfile::tempdir().unwrap()),
-            Kind::Pg => {
+            Kind::Pg | Kind::PgBouncer => {
                 let server = server();
                 let (target, url) = database(&server);
+                let bouncer = (kind == Kind::PgBouncer).then(|| PgBouncer::start(&server));
                 Place::Db {
                     target: Box::new(target),
                     url,
                     server,
+                    bouncer,
                 }
             }
         };
@@ -232,7 +247,22 @@ impl std::ops::DerefMut for Store {
 fn open(place: &Place) -> Box<dyn Records> {
     match place {
         Place::Dir(dir) => Box::new(Ledger::open(dir.path(), t0()).unwrap()),
-        Place::Db { target, .. } => Box::new(PgLedger::open(target, Options::default()).unwrap()),
+        Place::Db {
+            target,
+            bouncer: None,
+            ..
+        } => Box::new(PgLedger::open(target, Options::default()).unwrap()),
+        Place::Db {
+            url,
+            bouncer: Some(bouncer),
+            ..
+        } => {
+            // The same database, through the pooler's port.
+            let db = url.rsplit_once('/').map_or("", |(_, db)| db);
+            let through = bouncer.url().replace("/postgres", &format!("/{db}"));
+            let target = Target::resolve(&through, None, &|_| None).unwrap();
+            Box::new(PgLedger::open(&target, Options::default()).unwrap())
+        }
     }
 }
 

@@ -204,18 +204,46 @@ fn a_cloned_machines_live_lease_is_not_taken_for_an_earlier_boot() {
 fn three_hosts_of_eight_ticks_run_one_occurrence_once() {
     let c = Cluster::new();
     let pg = store(&c);
+    ticks_race(&c, &pg, &pg.url(), 8);
+}
+
+#[test]
+fn three_hosts_of_eight_ticks_through_pgbouncer_run_one_occurrence_once() {
+    // The store behind a pooler in transaction mode with fewer server
+    // connections than the hosts' processes: each transaction may run on
+    // another server connection.
+    let c = Cluster::new();
+    let pg = store(&c);
+    let bouncer = baton_testkit::pgbouncer::PgBouncer::start(&pg);
+    ticks_race(&c, &pg, &bouncer.url(), 4);
+}
+
+/// `trials` times, a job due once is ticked eight times at once on each
+/// of three hosts whose store is at `url`: it runs once, never two at once
+/// (a run that finds another running writes `overlap`), and every host's
+/// history shows that one run.
+fn ticks_race(c: &Cluster, pg: &PgServer, url: &str, trials: usize) {
     let hosts: Vec<Host> = ["h1", "h2", "h3"].iter().map(|n| Host::new(n)).collect();
-    for trial in 0..8 {
+    for trial in 0..trials {
         let counter = c.path(&format!("counter-{trial}"));
-        let job = counting_job(&format!("count{trial}"), &counter, "; sleep 0.2");
+        let running = c.path(&format!("running-{trial}"));
+        let job = counting_job(
+            &format!("count{trial}"),
+            &counter,
+            &format!(
+                "; mkdir {r} || echo overlap >> {n}; sleep 0.2; rmdir {r}",
+                r = running.display(),
+                n = counter.display()
+            ),
+        );
         crate::sched::pg_known_since(
-            &pg,
+            pg,
             &[&format!("count{trial}")],
             crate::sched::before_new_year(),
         );
         let configs: Vec<PathBuf> = hosts
             .iter()
-            .map(|h| c.config(h.name(), &pg.url(), &job))
+            .map(|h| c.config(h.name(), url, &job))
             .collect();
         let mut ticks = Vec::new();
         for (h, config) in hosts.iter().zip(&configs) {

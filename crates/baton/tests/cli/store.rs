@@ -444,6 +444,93 @@ fn store_status_and_history_refuse_a_store_they_cannot_read() {
     }
 }
 
+#[test]
+fn store_a_read_only_server_is_refused_before_anything_runs() {
+    // A database every transaction of which is read-only, as a standby's
+    // is: refused when the store opens, never at the first write.
+    let pg = PgServer::start();
+    let ran = tempfile::tempdir().unwrap();
+    let marker = ran.path().join("ran");
+    let s = Sched::new(&format!(
+        "[store]\nurl = {:?}\n[jobs.j]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\n\
+         run = \"touch {}\"\n",
+        pg.url(),
+        marker.display()
+    ));
+    let o = run(&s, &["store", "migrate"]);
+    assert_eq!(code(&o), 0, "{}", both(&o));
+    pg.sql("ALTER DATABASE postgres SET default_transaction_read_only = on");
+    for args in [&["run", "j"][..], &["tick"]] {
+        let o = run(&s, args);
+        assert_eq!(code(&o), 2, "{args:?}: {}", both(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("read-only")
+                && err.contains(&format!("127.0.0.1:{}", pg.port()))
+                && err.contains("default_transaction_read_only"),
+            "{args:?}: {}",
+            both(&o)
+        );
+        assert!(!marker.exists(), "{args:?} ran the job: {}", both(&o));
+    }
+}
+
+#[test]
+fn store_behind_pgbouncer_runs_in_transaction_mode_and_refuses_statement_mode() {
+    let pg = PgServer::start();
+    let o = run(&sched(&pg.url(), ""), &["store", "migrate"]);
+    assert_eq!(code(&o), 0, "{}", both(&o));
+    for (mode, want) in [("transaction", 0), ("session", 0), ("statement", 2)] {
+        let bouncer = baton_testkit::pgbouncer::PgBouncer::start_in(&pg, mode);
+        let ran = tempfile::tempdir().unwrap();
+        let marker = ran.path().join("ran");
+        let s = sched(
+            &bouncer.url(),
+            &format!(
+                "[jobs.j]\nschedule = \"0 0 1 1 *\"\nrun = \"touch {}\"\n",
+                marker.display()
+            ),
+        );
+        let o = run(&s, &["run", "j"]);
+        assert_eq!(code(&o), want, "{mode}: {}", both(&o));
+        assert_eq!(marker.exists(), want == 0, "{mode}: {}", both(&o));
+        if want != 0 {
+            assert!(stderr(&o).contains("statement pooling"), "{}", both(&o));
+        }
+    }
+}
+
+/// The most round trips one `baton run` of a job that does nothing may
+/// take to the store, counted by a proxy between baton and the server: its
+/// connections' start-up and checks, the ledger's records and the lease's
+/// steps, the second time the job runs (the first also creates its rows).
+/// 64 when this was written, 117 when every connection prepared its
+/// statements by name; the margin is for the order in which the run's
+/// several connections happen to speak, which the proxy counts as one.
+const RUN_ROUND_TRIPS: u64 = 72;
+
+#[test]
+fn store_one_run_of_true_takes_a_bounded_number_of_round_trips() {
+    let pg = PgServer::start();
+    let proxy = baton_testkit::proxy::Proxy::start(([127, 0, 0, 1], pg.port()).into());
+    let url = format!("postgres://baton@127.0.0.1:{}/postgres", proxy.port());
+    let s = sched(&url, "[jobs.j]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n");
+    let o = run(&s, &["store", "migrate"]);
+    assert_eq!(code(&o), 0, "{}", both(&o));
+    let mut trips = Vec::new();
+    for _ in 0..3 {
+        let t0 = proxy.turns();
+        let o = run(&s, &["run", "j"]);
+        assert_eq!(code(&o), 0, "{}", both(&o));
+        trips.push(proxy.turns() - t0);
+    }
+    eprintln!("round trips of `baton run j` (first, second, third): {trips:?}");
+    assert!(
+        trips[1..].iter().all(|&t| t <= RUN_ROUND_TRIPS),
+        "{trips:?}"
+    );
+}
+
 /// A job whose run writes `started`, then waits for `go` and exits with
 /// `code`.
 fn gated_job(s: &Sched, name: &str, code: i32) -> String {
