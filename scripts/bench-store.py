@@ -6,20 +6,31 @@ on 127.0.0.1, fsync off), against the floor `psql -c 'SELECT 1'` (one
 connection, one round trip, process start included). Prints the medians and
 the ratios.
 
-Usage: scripts/bench-store.py [--runs N]
+Then counts what each command costs the store, through a proxy between
+baton and the server: connections and round trips (a round trip is the
+client speaking after the server, or first) of `baton run j`, of `baton
+tick` with nothing due and of `baton status` with 10 jobs; and times a run
+and the floor again with the proxy delaying every round trip by 20 ms, as a
+server across a network would.
+
+Usage: scripts/bench-store.py [--runs N] [--baton PATH]
 Needs hyperfine and Debian's postgresql; run as root (the server runs as
 the postgres user) or as a user who may run initdb. Builds the release
 binary first.
 """
-import argparse, glob, json, os, shutil, socket, subprocess, tempfile
+import argparse, glob, json, os, shutil, socket, subprocess, tempfile, threading, time
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--runs", type=int, default=100)
+ap.add_argument("--baton", help="the binary to measure (default: build the release binary)")
 a = ap.parse_args()
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-subprocess.run(["cargo", "build", "--release", "-q", "-p", "baton"], cwd=root, check=True)
-baton = os.path.join(root, "target/release/baton")
+if a.baton:
+    baton = os.path.abspath(a.baton)
+else:
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "baton"], cwd=root, check=True)
+    baton = os.path.join(root, "target/release/baton")
 pgbin = sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1]
 work = tempfile.mkdtemp(prefix="bench-store-")
 os.chmod(work, 0o755)
@@ -45,6 +56,77 @@ pg("initdb", "-D", data + "/data", "-U", "baton", "--auth=trust", "--no-sync")
 pg("pg_ctl", "-D", data + "/data", "-l", data + "/log", "-w", "-o",
    f"-k {data} -p {port} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
 url = f"postgres://baton@127.0.0.1:{port}/postgres"
+
+
+class Proxy:
+    """Forwards 127.0.0.1:self.port to the server, counting connections and
+    round trips, and holding each round trip's request back `delay` s."""
+
+    def __init__(self, upstream):
+        self.upstream, self.delay, self.lock = upstream, 0.0, threading.Lock()
+        self.conns = self.turns = 0
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def reset(self):
+        with self.lock:
+            self.conns = self.turns = 0
+
+    def accept(self):
+        while True:
+            c, _ = self.sock.accept()
+            u = socket.create_connection(("127.0.0.1", self.upstream))
+            for x in (c, u):
+                x.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with self.lock:
+                self.conns += 1
+            state = {"server_spoke": True}
+            threading.Thread(target=self.pump, args=(c, u, state, True), daemon=True).start()
+            threading.Thread(target=self.pump, args=(u, c, state, False), daemon=True).start()
+
+    def pump(self, src, dst, state, client):
+        try:
+            while data := src.recv(65536):
+                if client and state["server_spoke"]:
+                    state["server_spoke"] = False
+                    with self.lock:
+                        self.turns += 1
+                    if self.delay:
+                        time.sleep(self.delay)
+                elif not client:
+                    state["server_spoke"] = True
+                dst.sendall(data)
+        except OSError:
+            pass
+        for x in (src, dst):
+            try:
+                x.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def counted(proxy, cmd):
+    """Connections and round trips of one run of `cmd`."""
+    proxy.reset()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.2)
+    with proxy.lock:
+        return proxy.conns, proxy.turns
+
+
+def timed(cmd, n=10):
+    """The median wall time of `cmd` over n runs, in ms."""
+    ts = []
+    for _ in range(n):
+        t = time.monotonic()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ts.append((time.monotonic() - t) * 1000)
+    return sorted(ts)[len(ts) // 2]
+
+
 try:
     configs = {}
     for name, store in [("files", ""), ("postgres", f'[store]\nurl = "{url}"\n')]:
@@ -71,6 +153,31 @@ try:
     print(f"| `baton run j`, PostgreSQL store | {pgr:.1f} ms |")
     print(f"| `psql -c 'SELECT 1'` (floor: a process, a connection, a round trip) | {floor:.1f} ms |")
     print(f"\nPostgreSQL / files = {pgr / files:.2f}x; PostgreSQL / psql floor = {pgr / floor:.2f}x")
+
+    proxy = Proxy(port)
+    purl = f"postgres://baton@127.0.0.1:{proxy.port}/postgres"
+    jobs = "".join(f'[jobs.j{i}]\nschedule = "0 0 1 1 *"\nrun = ["true"]\n' for i in range(10))
+    path = os.path.join(work, "proxied.toml")
+    with open(path, "w") as f:
+        f.write(f'[scheduler]\nstate_dir = "{work}/state-proxied"\ntimezone = "UTC"\n'
+                f'[store]\nurl = "{purl}"\n{jobs}')
+    subprocess.run([baton, "tick", "--config", path], check=False, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    subprocess.run([baton, "run", "j0", "--config", path], check=True, stdout=subprocess.DEVNULL)
+    floor_cmd = [psql, "-X", "-q", "-d", purl, "-c", "SELECT 1"]
+    print("\n| through a counting proxy | connections | round trips |")
+    print("| --- | ---: | ---: |")
+    for what, cmd in [("`baton run j0` (a `true` job)", [baton, "run", "j0", "--config", path]),
+                      ("`baton tick`, nothing due (10 jobs)", [baton, "tick", "--config", path]),
+                      ("`baton status`, 10 jobs", [baton, "status", "--config", path]),
+                      ("`psql -c 'SELECT 1'` (floor)", floor_cmd)]:
+        c, t = counted(proxy, cmd)
+        print(f"| {what} | {c} | {t} |")
+    proxy.delay = 0.020
+    run_ms = timed([baton, "run", "j0", "--config", path])
+    floor_ms = timed(floor_cmd)
+    print(f"\nEach round trip delayed 20 ms (median of 10): `baton run j0` {run_ms:.0f} ms, "
+          f"`psql -c 'SELECT 1'` {floor_ms:.0f} ms, ratio {run_ms / floor_ms:.2f}x")
 finally:
     pg("pg_ctl", "-D", data + "/data", "-m", "immediate", "stop")
     shutil.rmtree(work, ignore_errors=True)
