@@ -67,10 +67,13 @@ async fn a_url_naming_both_servers_follows_the_primary_through_a_synchronous_fai
         pair.primary().port()
     );
     let target = Target::resolve(&url, None, &|_| None).unwrap();
-    assert!(
-        target.describe().contains("127.0.0.1"),
-        "{}",
-        target.describe()
+    assert_eq!(
+        target.describe(),
+        format!(
+            "127.0.0.1:{},127.0.0.1:{} (database postgres, user baton)",
+            pair.standby().port(),
+            pair.primary().port()
+        )
     );
     baton_pg::migrate(&url, Options::default())
         .await
