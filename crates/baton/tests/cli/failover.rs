@@ -225,12 +225,10 @@ fn ticks_and_runs_through_a_synchronous_failover_never_overlap_repeat_or_lose_a_
     }
 
     // Let some runs finish, then fail over while runs are in flight.
-    eventually("runs finished on the primary", || {
-        recorded(pair.primary())
-            .values()
-            .filter(|r| r.finished)
-            .count()
-            >= 4
+    eventually("a finished run of every job on the primary", || {
+        let runs = recorded(pair.primary());
+        JOBS.iter()
+            .all(|j| runs.values().any(|r| r.job == *j && r.finished))
     });
     eventually("a run in flight", || {
         let lines = read_log(&log);
@@ -251,7 +249,19 @@ fn ticks_and_runs_through_a_synchronous_failover_never_overlap_repeat_or_lose_a_
     let fences_before = lease_fences(pair.primary());
     pair.primary().stop_immediately();
     let crashed_at = now_ns();
-    pause(1000);
+    // With no server taking writes, a tick refuses, naming both servers,
+    // and runs nothing.
+    let o = baton(&configs[2], &["tick"]).output().unwrap();
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    for server in [pair.primary(), pair.standby()] {
+        assert!(
+            stderr(&o).contains(&format!("127.0.0.1:{}", server.port()))
+                && stderr(&o).contains("nothing was run"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    pause(500);
     pair.promote();
     let promoted_at = now_ns();
 
