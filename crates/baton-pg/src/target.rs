@@ -220,9 +220,28 @@ impl Target {
     }
 
     /// Host, port, database and user, for messages (never the password).
+    /// A URL naming several hosts names each with its port
+    /// (`db1:5432,db2:5432 (database …)`): which of them answered is the
+    /// driver's to know.
     pub fn describe(&self) -> String {
         let (host, port, db, user) = self.parts();
-        format!("{host}:{port} (database {db}, user {user})")
+        let hosts = self.config.get_hosts();
+        if hosts.len() < 2 {
+            return format!("{host}:{port} (database {db}, user {user})");
+        }
+        let ports = self.config.get_ports();
+        let each: Vec<String> = hosts
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+                match h {
+                    Host::Tcp(h) => format!("{h}:{port}"),
+                    Host::Unix(p) => format!("{}:{port}", p.display()),
+                }
+            })
+            .collect();
+        format!("{} (database {db}, user {user})", each.join(","))
     }
 
     fn parts(&self) -> (String, u16, String, String) {
@@ -459,6 +478,23 @@ mod tests {
         // A password in the URL reads no file, so says nothing of one.
         let t = Target::resolve("postgres://u:x@h/d", Some(&file), &env(&[])).unwrap();
         assert!(t.warnings().is_empty());
+    }
+
+    #[test]
+    fn a_url_naming_several_hosts_names_each_and_keeps_its_session_attrs() {
+        use tokio_postgres::config::TargetSessionAttrs;
+        let url = "postgres://u@db1:5433,db2:5434/d?target_session_attrs=read-write";
+        let t = Target::resolve(url, None, &env(&[])).unwrap();
+        assert_eq!(t.describe(), "db1:5433,db2:5434 (database d, user u)");
+        assert_eq!(
+            t.config.get_target_session_attrs(),
+            TargetSessionAttrs::ReadWrite
+        );
+        let t = Target::resolve("postgres://u@db1,db2/d", None, &env(&[("PGPORT", "6000")]));
+        assert_eq!(
+            t.unwrap().describe(),
+            "db1:6000,db2:6000 (database d, user u)"
+        );
     }
 
     #[test]

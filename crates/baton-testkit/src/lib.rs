@@ -89,4 +89,5 @@ pub mod pg;
 pub mod pgbouncer;
 pub mod process;
 pub mod proxy;
+pub mod replica;
 pub mod user;

@@ -104,7 +104,14 @@ impl PgServer {
         Self::start_with(None, Some(tls))
     }
 
-    fn start_with(password: Option<&str>, tls: Option<&ServerTls>) -> PgServer {
+    /// A server with a fresh directory of its own (handed to the
+    /// `postgres` user when running as root), no cluster in it yet, not
+    /// started.
+    ///
+    /// # Panics
+    ///
+    /// As [`PgServer::start`].
+    pub(crate) fn unstarted() -> PgServer {
         let bin = bin_dir().unwrap_or_else(|| {
             panic!(
                 "PostgreSQL is not installed: no initdb under /usr/lib/postgresql/*/bin or on \
@@ -112,13 +119,12 @@ impl PgServer {
             )
         });
         let run_as = rustix::process::geteuid().is_root().then(|| {
-            let (uid, gid) = system_user("postgres").unwrap_or_else(|| {
+            system_user("postgres").unwrap_or_else(|| {
                 panic!(
                     "running as root, and there is no `postgres` user to run the server as \
                      (the `{PACKAGE}` package creates it)"
                 )
-            });
-            (uid, gid)
+            })
         });
         let dir = tempfile::Builder::new()
             .prefix("baton-pg-")
@@ -132,13 +138,33 @@ impl PgServer {
             )
             .expect("failed to hand the test server's directory to the postgres user");
         }
-        let mut server = PgServer {
+        PgServer {
             dir,
             bin,
             port: 0,
             run_as: run_as.map(|_| "postgres".to_owned()),
             settings: String::new(),
-        };
+        }
+    }
+
+    /// The uid and gid the server runs as, when not this process's.
+    fn owner(&self) -> Option<(u32, u32)> {
+        self.run_as.as_deref().and_then(system_user)
+    }
+
+    fn start_with(password: Option<&str>, tls: Option<&ServerTls>) -> PgServer {
+        Self::start_configured(password, tls, "")
+    }
+
+    /// Creates a cluster and starts its server with `settings` (`-c
+    /// name=value …`, each start) besides the usual ones.
+    pub(crate) fn start_configured(
+        password: Option<&str>,
+        tls: Option<&ServerTls>,
+        settings: &str,
+    ) -> PgServer {
+        let mut server = Self::unstarted();
+        let run_as = server.owner();
         let data = server.data_dir();
         let pwfile = server.dir.path().join("pwfile");
         let mut args: Vec<std::ffi::OsString> = vec![
@@ -172,10 +198,21 @@ impl PgServer {
         if let Some(tls) = tls {
             server.settings = server.tls_files(tls, run_as);
         }
-        std::fs::create_dir(server.socket_dir()).expect("failed to create the socket directory");
-        if let Some((uid, gid)) = run_as {
+        server.settings.push_str(settings);
+        server.start_on_a_free_port();
+        server
+    }
+
+    /// Makes the socket directory and starts the server on a free port.
+    ///
+    /// # Panics
+    ///
+    /// When it does not start (the message holds the server's log).
+    pub(crate) fn start_on_a_free_port(&mut self) {
+        std::fs::create_dir(self.socket_dir()).expect("failed to create the socket directory");
+        if let Some((uid, gid)) = self.owner() {
             rustix::fs::chown(
-                server.socket_dir(),
+                self.socket_dir(),
                 Some(rustix::fs::Uid::from_raw(uid)),
                 Some(rustix::fs::Gid::from_raw(gid)),
             )
@@ -185,16 +222,16 @@ impl PgServer {
         // server's bind: try a few.
         let mut last = String::new();
         for _ in 0..5 {
-            server.port = free_port();
-            let out = server.pg_ctl_start();
+            self.port = free_port();
+            let out = self.pg_ctl_start();
             if out.status.success() {
-                return server;
+                return;
             }
-            server.stop();
+            self.stop();
             last = format!(
                 "{}\n{}",
                 String::from_utf8_lossy(&out.stderr),
-                std::fs::read_to_string(server.log()).unwrap_or_default()
+                std::fs::read_to_string(self.log()).unwrap_or_default()
             );
         }
         panic!("the test PostgreSQL server did not start: {last}");
@@ -283,7 +320,7 @@ impl PgServer {
         settings
     }
 
-    fn log(&self) -> PathBuf {
+    pub(crate) fn log(&self) -> PathBuf {
         self.dir.path().join("server.log")
     }
 
@@ -482,8 +519,56 @@ impl PgServer {
         );
     }
 
-    fn data_dir(&self) -> PathBuf {
+    pub(crate) fn data_dir(&self) -> PathBuf {
         self.dir.path().join("data")
+    }
+
+    /// Stops the server at once, as a crash of the machine does (`pg_ctl
+    /// stop -m immediate`: no checkpoint, every connection cut).
+    ///
+    /// # Panics
+    ///
+    /// When `pg_ctl` fails (the server was not running).
+    pub fn stop_immediately(&self) {
+        let data = self.data_dir();
+        let out = self.run(
+            "pg_ctl",
+            &[
+                "-D".as_ref(),
+                data.as_os_str(),
+                "-m".as_ref(),
+                "immediate".as_ref(),
+                "-w".as_ref(),
+                "stop".as_ref(),
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "pg_ctl stop -m immediate failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Kills the server's postmaster with SIGKILL and waits until it is
+    /// gone; its backends notice and exit on their own.
+    ///
+    /// # Panics
+    ///
+    /// When the server is not running (no `postmaster.pid`).
+    pub fn kill(&self) {
+        let pidfile = self.data_dir().join("postmaster.pid");
+        let text = std::fs::read_to_string(&pidfile)
+            .unwrap_or_else(|e| panic!("no {}: {e}", pidfile.display()));
+        let pid: i32 = text
+            .lines()
+            .next()
+            .and_then(|l| l.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{} names no pid: {text:?}", pidfile.display()));
+        let pid = rustix::process::Pid::from_raw(pid).expect("a positive pid");
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        crate::eventually("the killed postmaster to be gone", || {
+            rustix::process::test_kill_process(pid).is_err()
+        });
     }
 
     fn stop(&self) {
@@ -501,7 +586,7 @@ impl PgServer {
         );
     }
 
-    fn run(&self, program: &str, args: &[&std::ffi::OsStr]) -> Output {
+    pub(crate) fn run(&self, program: &str, args: &[&std::ffi::OsStr]) -> Output {
         let exe = self.bin.join(program);
         let mut cmd = match &self.run_as {
             Some(user) => {

@@ -14,6 +14,7 @@ mod held;
 mod lease;
 mod ledger_upgrade;
 mod lost_reply;
+mod replica;
 mod round_trips;
 mod schema;
 mod takeover;

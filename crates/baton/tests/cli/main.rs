@@ -17,6 +17,7 @@ mod dropin;
 mod edges;
 mod example;
 mod exit_codes;
+mod failover;
 mod first_seen;
 mod friction;
 mod hardening;

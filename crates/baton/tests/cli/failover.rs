@@ -1,0 +1,396 @@
+//! The PostgreSQL store failing over, with synchronous replication: jobs
+//! run by many `baton tick` and `baton run` processes of three state
+//! directories, through a URL naming the primary and its standby; mid-run
+//! the primary is stopped as a crash stops it and the standby promoted.
+//!
+//! What must hold: no two runs of one job overlap (each run writes its
+//! start and end, with the time, to one log); no occurrence runs twice;
+//! the fences each job's runs hold, and those the new primary's ledger
+//! records, only grow; no finished run's record is lost, neither one
+//! recorded before the failover nor one a process said it recorded
+//! (exit 0); and ticks after the failover run on the new primary.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use baton_testkit::pg::PgServer;
+use baton_testkit::replica::{Mode, Replicated};
+
+use crate::support::{BATON, code, eventually, pause, stderr, stdout};
+
+/// Renewals every third of a 4 s TTL; a holder that cannot renew kills its
+/// job within TTL + renewal wait + kill grace.
+const POLICY: &str = "ttl = \"4s\"\nkill_grace = \"1s\"\ntakeover_grace = \"4s\"\n";
+
+const JOBS: [&str; 3] = ["alpha", "beta", "gamma"];
+
+/// One line of the jobs' log.
+#[derive(Debug, Clone)]
+struct Line {
+    end: bool,
+    at: u128,
+    job: String,
+    run: String,
+    /// Start lines: the occurrence, the fence and the process's mark.
+    occurrence: String,
+    fence: u64,
+    mark: String,
+}
+
+fn read_log(path: &Path) -> Vec<Line> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            let end = f[0] == "end";
+            Line {
+                end,
+                at: f[1].parse().unwrap_or_else(|_| panic!("{l:?}")),
+                job: f[2].to_owned(),
+                run: f[3].to_owned(),
+                occurrence: if end { String::new() } else { f[4].to_owned() },
+                fence: if end { 0 } else { f[5].parse().unwrap() },
+                mark: if end { String::new() } else { f[6].to_owned() },
+            }
+        })
+        .collect()
+}
+
+/// The job every entry runs: a start line, 1.5 s of work, an end line
+/// (also when it is told to stop).
+fn job_script(dir: &Path, log: &Path) -> PathBuf {
+    let script = dir.join("job.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nlog={log}\n\
+             echo \"start $(date +%s%N) $BATON_JOB $BATON_RUN_ID $BATON_OCCURRENCE $BATON_FENCE \
+             ${{MARK:-none}}\" >> $log\n\
+             trap 'echo \"end $(date +%s%N) $BATON_JOB $BATON_RUN_ID stopped\" >> $log; exit 143' \
+             TERM INT\n\
+             sleep 1.5 & wait $!\n\
+             echo \"end $(date +%s%N) $BATON_JOB $BATON_RUN_ID done\" >> $log\n",
+            log = log.display()
+        ),
+    )
+    .unwrap();
+    script
+}
+
+fn config(dir: &Path, host: &str, url: &str, script: &Path) -> PathBuf {
+    let state = dir.join(format!("state-{host}"));
+    let file = dir.join(format!("{host}.toml"));
+    let mut text = format!(
+        "[scheduler]\nstate_dir = {:?}\ntimezone = \"UTC\"\n{POLICY}\n[store]\nurl = {url:?}\n\n",
+        state.display()
+    );
+    for job in JOBS {
+        text.push_str(&format!(
+            "[jobs.{job}]\nschedule = \"every:2s\"\nrun = \"sh {}\"\n",
+            script.display()
+        ));
+    }
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+fn baton(config: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(BATON);
+    c.args(args)
+        .env("BATON_CONFIG", config)
+        .env_remove("BATON_STATE_DIR")
+        .env_remove("BATON_ENABLED")
+        .env_remove("BATON_STORE_URL")
+        .env_remove("PGPASSWORD")
+        .stdin(Stdio::null());
+    c
+}
+
+/// What one process said when it ended.
+#[derive(Debug)]
+struct Ended {
+    mark: String,
+    args: String,
+    code: i32,
+    said: String,
+}
+
+/// A run as `server`'s ledger has it.
+#[derive(Debug)]
+struct Recorded {
+    job: String,
+    fence: i64,
+    finished: bool,
+    /// Its attempts' rows.
+    attempts: usize,
+}
+
+/// Every run in `server`'s ledger by id, in the order they started.
+fn recorded(server: &PgServer) -> BTreeMap<String, Recorded> {
+    server
+        .sql(
+            "SELECT r.run_id, r.job, coalesce(r.fence, -1), r.finished IS NOT NULL, \
+             (SELECT count(*) FROM baton.attempts a WHERE a.run_id = r.run_id) \
+             FROM baton.runs r",
+        )
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split('|').collect();
+            let run = Recorded {
+                job: f[1].to_owned(),
+                fence: f[2].parse().unwrap(),
+                finished: f[3] == "t",
+                attempts: f[4].parse().unwrap(),
+            };
+            (f[0].to_owned(), run)
+        })
+        .collect()
+}
+
+/// Each job's run fences in `server`'s ledger, in the order the runs
+/// started.
+fn ledger_fences(server: &PgServer) -> BTreeMap<String, Vec<i64>> {
+    let mut out: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for l in server
+        .sql("SELECT job, fence FROM baton.runs ORDER BY job, started, fence")
+        .lines()
+    {
+        let (job, fence) = l.split_once('|').unwrap();
+        out.entry(job.to_owned())
+            .or_default()
+            .push(fence.parse().unwrap());
+    }
+    out
+}
+
+fn lease_fences(server: &PgServer) -> BTreeMap<String, i64> {
+    server
+        .sql("SELECT name, fence FROM baton.leases")
+        .lines()
+        .map(|l| {
+            let (n, f) = l.split_once('|').unwrap();
+            (n.to_owned(), f.parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn ticks_and_runs_through_a_synchronous_failover_never_overlap_repeat_or_lose_a_record() {
+    let pair = Replicated::start(Mode::Synchronous);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let log = dir.join("log");
+    let script = job_script(dir, &log);
+    let url = pair.url();
+    let configs: Vec<PathBuf> = ["h1", "h2", "h3"]
+        .iter()
+        .map(|h| config(dir, h, &url, &script))
+        .collect();
+    let o = baton(&configs[0], &["store", "migrate"]).output().unwrap();
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+
+    // Each worker runs its command again and again until told to stop:
+    // ticks on every state directory, and manual runs of one job.
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut workers = Vec::new();
+    let mut plans: Vec<(PathBuf, Vec<&str>)> = Vec::new();
+    for c in &configs {
+        plans.push((c.clone(), vec!["tick"]));
+        plans.push((c.clone(), vec!["tick"]));
+    }
+    plans.push((configs[0].clone(), vec!["run", "alpha"]));
+    plans.push((configs[1].clone(), vec!["run", "beta"]));
+    for (w, (config, args)) in plans.into_iter().enumerate() {
+        let stop = Arc::clone(&stop);
+        workers.push(std::thread::spawn(move || {
+            let mut ended = Vec::new();
+            let mut n = 0;
+            while !stop.load(Ordering::SeqCst) {
+                let mark = format!("w{w}-{n}");
+                n += 1;
+                let o = baton(&config, &args).env("MARK", &mark).output().unwrap();
+                ended.push(Ended {
+                    mark,
+                    args: args.join(" "),
+                    code: code(&o),
+                    said: format!("{}{}", stdout(&o), stderr(&o)),
+                });
+                pause(100);
+            }
+            ended
+        }));
+    }
+
+    // Let some runs finish, then fail over while runs are in flight.
+    eventually("a finished run of every job on the primary", || {
+        let runs = recorded(pair.primary());
+        JOBS.iter()
+            .all(|j| runs.values().any(|r| r.job == *j && r.finished))
+    });
+    eventually("a run in flight", || {
+        let lines = read_log(&log);
+        let ended: BTreeSet<&str> = lines
+            .iter()
+            .filter(|l| l.end)
+            .map(|l| l.run.as_str())
+            .collect();
+        lines
+            .iter()
+            .any(|l| !l.end && !ended.contains(l.run.as_str()))
+    });
+    let finished_before: BTreeSet<String> = recorded(pair.primary())
+        .into_iter()
+        .filter(|(_, r)| r.finished)
+        .map(|(id, _)| id)
+        .collect();
+    let fences_before = lease_fences(pair.primary());
+    pair.primary().stop_immediately();
+    let crashed_at = now_ns();
+    // With no server taking writes, a tick refuses, naming both servers,
+    // and runs nothing.
+    let o = baton(&configs[2], &["tick"]).output().unwrap();
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    for server in [pair.primary(), pair.standby()] {
+        assert!(
+            stderr(&o).contains(&format!("127.0.0.1:{}", server.port()))
+                && stderr(&o).contains("nothing was run"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    pause(500);
+    pair.promote();
+    let promoted_at = now_ns();
+
+    // Ticks go on against the new primary until each job has run there.
+    eventually("every job to run after the promotion", || {
+        let lines = read_log(&log);
+        JOBS.iter().all(|j| {
+            lines
+                .iter()
+                .any(|l| l.job == *j && l.end && l.at > promoted_at)
+        })
+    });
+    pause(3000);
+    stop.store(true, Ordering::SeqCst);
+    let ended: Vec<Ended> = workers
+        .into_iter()
+        .flat_map(|w| w.join().unwrap())
+        .collect();
+    // Wait for stray runs (none should be left) to write their end.
+    pause(2000);
+
+    let lines = read_log(&log);
+    let new = recorded(pair.standby());
+    let failures: Vec<String> = ended
+        .iter()
+        .filter(|e| e.code != 0 && e.code != 75)
+        .map(|e| format!("{} ({}) exit {}: {}", e.args, e.mark, e.code, e.said))
+        .collect();
+    let context = format!("log: {lines:#?}\nprocesses that failed: {failures:#?}");
+
+    for job in JOBS {
+        let starts: Vec<&Line> = lines.iter().filter(|l| l.job == job && !l.end).collect();
+        // No two runs of the job overlap: each ends before the next starts.
+        let mut spans: Vec<(u128, u128, &str)> = starts
+            .iter()
+            .map(|s| {
+                let end = lines
+                    .iter()
+                    .find(|l| l.end && l.run == s.run)
+                    .unwrap_or_else(|| panic!("run {} of {job} never ended\n{context}", s.run));
+                (s.at, end.at, s.run.as_str())
+            })
+            .collect();
+        spans.sort();
+        for w in spans.windows(2) {
+            assert!(
+                w[0].1 < w[1].0,
+                "runs {} and {} of {job} overlap\n{context}",
+                w[0].2,
+                w[1].2
+            );
+        }
+        // No occurrence runs twice.
+        let mut seen = BTreeSet::new();
+        for s in starts.iter().filter(|s| s.occurrence != "manual") {
+            assert!(
+                seen.insert(s.occurrence.as_str()),
+                "occurrence {} of {job} ran twice\n{context}",
+                s.occurrence
+            );
+        }
+        // The fences the runs held grow from run to run.
+        let mut by_start = starts.clone();
+        by_start.sort_by_key(|s| s.at);
+        for w in by_start.windows(2) {
+            assert!(
+                w[0].fence < w[1].fence,
+                "{job}: fence {} after {}\n{context}",
+                w[1].fence,
+                w[0].fence
+            );
+        }
+        // The new primary's ledger holds the job's runs with the fences
+        // they held, and its lease's fence is not behind the old one's.
+        for s in &starts {
+            if let Some(r) = new.get(&s.run) {
+                assert_eq!(
+                    (r.job.as_str(), r.fence),
+                    (job, i64::try_from(s.fence).unwrap()),
+                    "run {}\n{context}",
+                    s.run
+                );
+            }
+        }
+        let fences = ledger_fences(pair.standby())
+            .remove(job)
+            .unwrap_or_default();
+        assert!(
+            fences.windows(2).all(|w| w[0] < w[1]),
+            "{job}: the new primary's ledger has fences {fences:?}\n{context}"
+        );
+        let after = lease_fences(pair.standby());
+        assert!(
+            after.get(job) >= fences_before.get(job),
+            "{job}: lease fence {:?} on the new primary, {:?} before\n{context}",
+            after.get(job),
+            fences_before.get(job)
+        );
+        assert!(
+            starts.iter().any(|s| s.at < crashed_at) && starts.iter().any(|s| s.at > promoted_at),
+            "{job} ran before the failover and after it\n{context}"
+        );
+    }
+
+    // No finished run's record is lost: those finished on the old primary,
+    // and those of every process that ended well.
+    for id in &finished_before {
+        assert!(
+            new.get(id).is_some_and(|r| r.finished && r.attempts > 0),
+            "run {id}, finished before the failover, is not finished on the new primary\n{context}"
+        );
+    }
+    for e in ended.iter().filter(|e| e.code == 0) {
+        for s in lines.iter().filter(|l| !l.end && l.mark == e.mark) {
+            assert!(
+                new.get(&s.run)
+                    .is_some_and(|r| r.finished && r.attempts > 0),
+                "run {} of {} ({}) exited 0 but is not recorded finished on the new primary\n{context}",
+                s.run,
+                e.args,
+                e.mark
+            );
+        }
+    }
+}
+
+/// Now, in nanoseconds since the epoch, read as the jobs read it (`date
+/// +%s%N`), so the instants compare with the log's.
+fn now_ns() -> u128 {
+    let o = Command::new("date").arg("+%s%N").output().unwrap();
+    stdout(&o).trim().parse().unwrap()
+}
