@@ -46,6 +46,7 @@ mod held;
 mod holder;
 mod judge;
 mod keepalive;
+mod kept;
 mod leases;
 mod ledger;
 mod options;
