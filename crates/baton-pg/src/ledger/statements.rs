@@ -14,7 +14,7 @@ use baton_store::ledger::{
 };
 use baton_store::words::{MissReason, RunVerdict, SkipReason};
 use jiff::Timestamp;
-use tokio_postgres::{Row, Transaction};
+use tokio_postgres::{Client, Row};
 
 use super::fail::Fail;
 use super::rows::{
@@ -41,9 +41,10 @@ const MISSED: &str = "missed";
 const SKIPPED: &str = "skipped";
 const LEASE_LOST: &str = "lease-lost";
 
-/// The statements of one PostgreSQL transaction.
+/// The statements of one PostgreSQL transaction, on the connection it is
+/// open on.
 pub struct Pg<'t> {
-    pub(crate) tx: &'t Transaction<'t>,
+    pub(crate) tx: &'t Client,
 }
 
 type R<T> = Result<T, Fail>;
