@@ -27,6 +27,9 @@ pub enum Fail {
     Timeout(Duration),
     /// The ledger's thread has stopped.
     Stopped,
+    /// A statement of the transaction failed earlier, and the transaction
+    /// went on: nothing was committed.
+    Aborted,
 }
 
 impl From<tokio_postgres::Error> for Fail {
@@ -75,6 +78,9 @@ impl Fail {
                  a write in flight may or may not have committed"
             ),
             Fail::Stopped => "the ledger's thread has stopped".to_owned(),
+            Fail::Aborted => {
+                "a statement of the transaction failed; nothing was written".to_owned()
+            }
         }
     }
 }

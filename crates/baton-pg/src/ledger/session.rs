@@ -24,6 +24,7 @@ use tokio_postgres::Client;
 use tokio_postgres::types::Type;
 
 use super::fail::Fail;
+use super::tx::{NotCommitted, Tx};
 use crate::options::Options;
 use crate::pool;
 use crate::target::Target;
@@ -117,7 +118,7 @@ impl Session {
     pub(crate) fn run<T>(
         &mut self,
         mode: Mode,
-        op: impl AsyncFn(&Client) -> Result<T, Fail>,
+        op: impl for<'t> AsyncFn(&'t Tx<'t>) -> Result<T, Fail>,
     ) -> Result<T, Fail> {
         let Self {
             rt,
@@ -189,7 +190,7 @@ async fn attempt<T, F>(
     op: &F,
 ) -> Result<T, Attempt>
 where
-    F: AsyncFn(&Client) -> Result<T, Fail>,
+    F: for<'t> AsyncFn(&'t Tx<'t>) -> Result<T, Fail>,
 {
     let fresh = live.as_ref().is_none_or(|l| l.client.is_closed());
     if fresh {
@@ -237,9 +238,10 @@ where
             Mode::Read => Ok(()),
         }
     };
+    let tx = Tx::new(client);
     // Polled first in the order written, so sent in that order.
     let (bounded, locked, done) =
-        tokio::join!(biased; client.batch_execute(&begin), locked, op(client));
+        tokio::join!(biased; client.batch_execute(&begin), locked, op(&tx));
     if mode == Mode::Read
         && !fresh
         && let Err(e) = bounded
@@ -249,14 +251,16 @@ where
         return Err(Attempt::Stale(Fail::Pg(e)));
     }
     let done = bounded.and(locked).map_err(Fail::Pg).and(done);
+    let done = match done {
+        Ok(value) => match tx.commit().await {
+            Ok(()) => return Ok(value),
+            Err(NotCommitted::Unknown(e)) => return Err(Attempt::Broken(Fail::Pg(e))),
+            Err(NotCommitted::RolledBack(e)) => Err(e.map_or(Fail::Aborted, Fail::Pg)),
+        },
+        Err(fail) => Err(fail),
+    };
     match done {
-        Ok(value) => {
-            client
-                .batch_execute("COMMIT")
-                .await
-                .map_err(|e| Attempt::Broken(Fail::Pg(e)))?;
-            Ok(value)
-        }
+        Ok(value) => Ok(value),
         Err(fail) => match client.batch_execute("ROLLBACK").await {
             Ok(()) => Err(Attempt::Failed(fail)),
             Err(_) => Err(Attempt::Broken(fail)),
