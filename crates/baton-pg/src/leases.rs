@@ -63,7 +63,7 @@ const ACQUIRE: &str = "acquire a lease";
 /// own clock, observer, policy, liveness and form from then on.
 #[derive(Clone)]
 pub struct Leases {
-    pool: Arc<Pool>,
+    pub(crate) pool: Arc<Pool>,
     target: Target,
     clock: Arc<dyn Clock>,
     observer: Observer,

@@ -56,6 +56,7 @@ pub mod schema;
 mod settings;
 mod statements;
 mod store;
+mod survey;
 mod target;
 mod tls;
 mod typed;

@@ -320,12 +320,11 @@ impl Store for Postgres {
         let n = asks.len();
         self.kept
             .block_on(async move |kept: &Leases| {
-                let mut out = Vec::with_capacity(asks.len());
-                for (name, policy) in asks {
-                    let leases = kept.clone().with_policy(policy);
-                    out.push(leases.inspect(&name).await.ok().flatten());
-                }
-                Ok(out)
+                let asks: Vec<(&str, baton_lease::Policy)> =
+                    asks.iter().map(|(n, p)| (n.as_str(), *p)).collect();
+                kept.inspect_each(&asks)
+                    .await
+                    .map_err(|e| Error::failed(None, e))
             })
             .unwrap_or_else(|_| vec![None; n])
     }

@@ -519,10 +519,11 @@ const RUN_ROUND_TRIPS: u64 = 50;
 /// 9 when this was written.
 const TICK_ROUND_TRIPS: u64 = 11;
 
-/// The most round trips one `baton status` of ten jobs may take: 204 to
-/// 211 when this was written (each job's lease and ledger read one after
-/// another).
-const STATUS_ROUND_TRIPS: u64 = 220;
+/// The most round trips one `baton status` of ten jobs may take: 194 to
+/// 199 when this was written (the ten leases read in one round trip; each
+/// job's ledger reads one after another, about ten of two round trips
+/// each), 204 to 211 when each lease was read in a round trip of its own.
+const STATUS_ROUND_TRIPS: u64 = 210;
 
 /// The round trips of each of three `baton ARGS` through a proxy to a
 /// migrated store, with `jobs` configured.
