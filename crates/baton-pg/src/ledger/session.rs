@@ -131,14 +131,22 @@ impl Session {
             return Err(Fail::Stopped);
         };
         rt.block_on(async {
+            // A read is first sent as one of a single statement, its
+            // `COMMIT` with it; one that wants more is run again, waiting
+            // for its `COMMIT` (it only read).
+            let once = mode == Mode::Read;
             let call = async {
-                match attempt(live, target, options, mode, &op).await {
+                let first = match attempt(live, target, options, mode, &op, once).await {
                     Err(Attempt::Stale(_)) => {
                         if let Some(stale) = live.take() {
                             stale.close().await;
                         }
-                        attempt(live, target, options, mode, &op).await
+                        attempt(live, target, options, mode, &op, once).await
                     }
+                    done => done,
+                };
+                match first {
+                    Err(Attempt::Again) => attempt(live, target, options, mode, &op, false).await,
                     done => done,
                 }
             };
@@ -149,6 +157,8 @@ impl Session {
                 Ok(Ok(value)) => (Ok(value), false),
                 Ok(Err(Attempt::Stale(fail) | Attempt::Failed(fail))) => (Err(fail), false),
                 Ok(Err(Attempt::Broken(fail))) => (Err(fail), true),
+                // Only a read of one statement is run again; not this one.
+                Ok(Err(Attempt::Again)) => (Err(Fail::Again), false),
                 Err(_) => (Err(Fail::Timeout(deadline)), true),
             };
             let give_up = broken || live.as_ref().is_some_and(|l| l.client.is_closed());
@@ -170,6 +180,9 @@ enum Attempt {
     /// The call failed, and its transaction could not be rolled back: the
     /// connection must be closed.
     Broken(Fail),
+    /// A read sent as one statement asked for a second: nothing more was
+    /// sent, its transaction is over, and it is to be run again.
+    Again,
 }
 
 /// One attempt at a call: connects when there is no connection, begins,
@@ -188,6 +201,7 @@ async fn attempt<T, F>(
     options: &Options,
     mode: Mode,
     op: &F,
+    once: bool,
 ) -> Result<T, Attempt>
 where
     F: for<'t> AsyncFn(&'t Tx<'t>) -> Result<T, Fail>,
@@ -238,7 +252,7 @@ where
             Mode::Read => Ok(()),
         }
     };
-    let tx = Tx::new(client);
+    let tx = Tx::new(client, once && mode == Mode::Read);
     // Polled first in the order written, so sent in that order.
     let (bounded, locked, done) =
         tokio::join!(biased; client.batch_execute(&begin), locked, op(&tx));
@@ -249,6 +263,11 @@ where
         // A kept connection that could not begin: nothing was written, and
         // the caller closes it and tries a new one.
         return Err(Attempt::Stale(Fail::Pg(e)));
+    }
+    if tx.overran() {
+        // Its `COMMIT` went out with its first statement and has ended the
+        // transaction; nothing after it was sent.
+        return Err(Attempt::Again);
     }
     let done = bounded.and(locked).map_err(Fail::Pg).and(done);
     let done = match done {

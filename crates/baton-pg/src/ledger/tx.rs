@@ -6,12 +6,18 @@
 //! the transaction made it, on the transaction's one connection, so it
 //! sees what the ones before it wrote.
 //!
+//! A read may go further ([`Tx::new`]'s `read_once`): its `COMMIT` goes out
+//! with its first statement, so a read of one statement takes one round
+//! trip with its `BEGIN`; one that asks for a second is refused it, nothing
+//! more is sent, and its caller runs it again whole as an ordinary
+//! transaction.
+//!
 //! A statement held back fails the transaction as surely as one sent at
 //! once: its failure is what the next answer returns, and the commit
 //! returns it instead of committing.
 //!
 //! What it must never do: commit a transaction one of whose statements
-//! failed, or send the `COMMIT` before every statement before it has
+//! failed, or send a write's `COMMIT` before every statement before it has
 //! answered (a writer cut off mid-transaction must leave nothing behind).
 //! Once any statement failed, nothing is committed, even when the
 //! transaction went on.
@@ -25,6 +31,7 @@ use std::task::{Context, Poll};
 use tokio_postgres::Client;
 use tokio_postgres::types::{ToSql, Type};
 
+use super::fail::Fail;
 use crate::typed::{Owned, Param};
 
 /// A statement held back, with copies of its parameters.
@@ -65,16 +72,36 @@ pub(crate) struct Tx<'c> {
     /// Set when any statement failed: the transaction is then not
     /// committed, whatever its caller did with the failure.
     failed: AtomicBool,
+    /// A read that sends its `COMMIT` with its first statement.
+    read_once: bool,
+    /// Set once that `COMMIT` was sent.
+    committed: AtomicBool,
+    /// Set when such a read asked for a second statement, which was not
+    /// sent: its caller must run it again as an ordinary transaction.
+    overran: AtomicBool,
 }
 
 impl<'c> Tx<'c> {
-    /// The transaction open on `client` (its `BEGIN` already sent).
-    pub(crate) fn new(client: &'c Client) -> Self {
+    /// The transaction open on `client` (its `BEGIN` already sent). With
+    /// `read_once`, a read whose `COMMIT` goes out with its first
+    /// statement, in the same round trip: a read of one statement then
+    /// takes one round trip; one that asks for a second is refused it
+    /// ([`Fail::Again`], [`Tx::overran`]) and must be run again whole.
+    pub(crate) fn new(client: &'c Client, read_once: bool) -> Self {
         Self {
             client,
             held: Mutex::new(Vec::new()),
             failed: AtomicBool::new(false),
+            read_once,
+            committed: AtomicBool::new(false),
+            overran: AtomicBool::new(false),
         }
+    }
+
+    /// Whether a read of one statement asked for a second (see
+    /// [`Tx::new`]): what it returned is then to be thrown away.
+    pub(crate) fn overran(&self) -> bool {
+        self.overran.load(Ordering::SeqCst)
     }
 
     /// Holds back `sql` with `params` (copied), to be sent with the next
@@ -89,22 +116,42 @@ impl<'c> Tx<'c> {
 
     /// Sends the statements held back, then `statement` (made on this
     /// transaction's client), in one round trip, and returns its answer;
-    /// when a statement held back failed, its failure instead.
+    /// when a statement held back failed, its failure instead. In a read
+    /// of one statement, its `COMMIT` goes out in the same round trip, and
+    /// a second statement is never sent ([`Fail::Again`]).
     pub(crate) async fn answer<T>(
         &self,
         statement: impl Future<Output = Result<T, tokio_postgres::Error>>,
-    ) -> Result<T, tokio_postgres::Error> {
+    ) -> Result<T, Fail> {
+        if self.committed.load(Ordering::SeqCst) {
+            self.overran.store(true, Ordering::SeqCst);
+            return Err(Fail::Again);
+        }
         let held = self.take();
         let mut held = Sending::new(&held, self.client);
-        let ((), answer) = tokio::join!(biased; &mut held, statement);
-        let out = match held.failure.take() {
-            Some(e) => Err(e),
-            None => answer,
+        let out = if self.read_once {
+            self.committed.store(true, Ordering::SeqCst);
+            let ((), answer, committed) = tokio::join!(
+                biased;
+                &mut held,
+                statement,
+                self.client.batch_execute("COMMIT")
+            );
+            match (held.failure.take(), answer, committed) {
+                (Some(e), _, _) | (None, Err(e), _) | (None, Ok(_), Err(e)) => Err(e),
+                (None, Ok(value), Ok(())) => Ok(value),
+            }
+        } else {
+            let ((), answer) = tokio::join!(biased; &mut held, statement);
+            match held.failure.take() {
+                Some(e) => Err(e),
+                None => answer,
+            }
         };
         if out.is_err() {
             self.failed.store(true, Ordering::SeqCst);
         }
-        out
+        out.map_err(Fail::Pg)
     }
 
     /// The client the transaction is open on, to make the statements given
@@ -121,6 +168,10 @@ impl<'c> Tx<'c> {
     pub(crate) async fn commit(&self) -> Result<(), NotCommitted> {
         if self.failed.load(Ordering::SeqCst) {
             return Err(NotCommitted::RolledBack(None));
+        }
+        if self.committed.load(Ordering::SeqCst) {
+            // A read of one statement, committed with it.
+            return Ok(());
         }
         let held = self.take();
         let mut sending = Sending::new(&held, self.client);

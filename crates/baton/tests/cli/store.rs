@@ -504,26 +504,28 @@ fn store_behind_pgbouncer_runs_in_transaction_mode_and_refuses_statement_mode() 
 /// take to the store, counted by a proxy between baton and the server: its
 /// connections' start-up and checks, the ledger's records and the lease's
 /// steps, the second time the job runs (the first also creates its rows).
-/// 43 to 47 when this was written (3 connections: the store's, kept across
-/// the run's calls; the ledger's; the held lease's; a read's `BEGIN` sent
-/// with its statements; a write's statements that answer nothing sent
-/// together), 53 when each of those went alone, 57 when a read waited for
+/// 39 to 40 when this was written (3 connections: the store's, kept across
+/// the run's calls; the ledger's; the held lease's; a read of one statement
+/// sent with its `BEGIN` and `COMMIT`; a write's statements that answer
+/// nothing sent together), 43 to 47 when a read waited for its `COMMIT`,
+/// 53 when a write's statements went alone, 57 when a read waited for
 /// its `BEGIN`, 64 when each call on the
 /// lease's row connected again, 117 when every connection prepared its
 /// statements by name; the margin is for the order in which the run's
 /// connections happen to speak, which the proxy counts as one.
-const RUN_ROUND_TRIPS: u64 = 50;
+const RUN_ROUND_TRIPS: u64 = 44;
 
 /// The most round trips one `baton tick` with nothing due may take, for
 /// one job, the second time (the first also records that the job is seen).
-/// 9 when this was written.
-const TICK_ROUND_TRIPS: u64 = 11;
+/// 6 when this was written, 9 when a read waited for its `COMMIT`.
+const TICK_ROUND_TRIPS: u64 = 8;
 
-/// The most round trips one `baton status` of ten jobs may take: 194 to
-/// 199 when this was written (the ten leases read in one round trip; each
-/// job's ledger reads one after another, about ten of two round trips
-/// each), 204 to 211 when each lease was read in a round trip of its own.
-const STATUS_ROUND_TRIPS: u64 = 210;
+/// The most round trips one `baton status` of ten jobs may take: 103 when
+/// this was written (the ten leases read in one round trip; each job's
+/// ledger reads one after another, about ten of one round trip each),
+/// 194 to 199 when a read waited for its `COMMIT`, 204 to 211 when each
+/// lease was read in a round trip of its own.
+const STATUS_ROUND_TRIPS: u64 = 110;
 
 /// The round trips of each of three `baton ARGS` through a proxy to a
 /// migrated store, with `jobs` configured.
