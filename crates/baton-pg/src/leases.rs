@@ -58,8 +58,12 @@ const ACQUIRE: &str = "acquire a lease";
 /// }
 /// # Ok(()) }
 /// ```
+///
+/// A clone shares the connections of the original (its pool), with its
+/// own clock, observer, policy, liveness and form from then on.
+#[derive(Clone)]
 pub struct Leases {
-    pool: Pool,
+    pub(crate) pool: Arc<Pool>,
     target: Target,
     clock: Arc<dyn Clock>,
     observer: Observer,
@@ -95,7 +99,7 @@ impl Leases {
     ///
     /// As [`Leases::open`].
     pub async fn open_target(target: &Target, options: Options) -> Result<Self, Error> {
-        let pool = Pool::new(target, options);
+        let pool = Arc::new(Pool::new(target, options));
         // Connecting checks the schema's version.
         pool.with("open the baton schema", async |_: &mut Conn| Ok(()))
             .await?;

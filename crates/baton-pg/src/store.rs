@@ -4,10 +4,12 @@
 //! which own every statement.
 //!
 //! The scheduler is synchronous and `baton-pg` is asynchronous: each call
-//! here runs on a short-lived thread with a runtime of its own
-//! ([`blocking`]), so it works from any thread, inside the daemon's runtime
-//! or not. The lease a run holds ([`PgHeld`]) and the ledger
-//! ([`PgLedger`]) each keep a connection of their own.
+//! here runs on a short-lived thread ([`blocking`], or [`Kept::block_on`]
+//! for the calls on leases), so it works from any thread, inside the
+//! daemon's runtime or not. Acquisitions, guards, inspections and vouching
+//! share the connections one value keeps ([`Kept`]), across its clones;
+//! the lease a run holds ([`PgHeld`]) and the ledger ([`PgLedger`]) each
+//! keep a connection of their own.
 //!
 //! Timeouts follow the lease: every call on behalf of a job answers within
 //! [`deadline_for`] its TTL, and the configuration refuses a job whose
@@ -16,6 +18,7 @@
 //! may take the lease. Nothing here falls back to local files: a store that
 //! cannot be reached is an error, and the run does not start.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use baton_lease::{Claim, Verdict};
@@ -24,6 +27,7 @@ use baton_store::ledger::{Error as LedgerError, Records};
 use baton_store::store::{Error, Guard, GuardClaim, LockRef, Refused, Taken, Vouch};
 use jiff::Timestamp;
 
+use crate::kept::Kept;
 use crate::{Acquire, HolderFacts, Leases, Options, PgHeld, PgLedger, Target};
 
 /// The longest any call waits for the store on behalf of a job with `ttl`:
@@ -78,16 +82,26 @@ enum Got {
     Busy(Verdict),
 }
 
-/// The store at one resolved target.
-#[derive(Debug, Clone)]
+/// The store at one resolved target. Its clones share its connections.
+#[derive(Clone)]
 pub struct Postgres {
     target: Target,
+    kept: Arc<Kept>,
+}
+
+impl std::fmt::Debug for Postgres {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Postgres")
+            .field("target", &self.target)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Postgres {
-    /// The store at `target`.
+    /// The store at `target`. Nothing connects until the first call.
     pub fn new(target: Target) -> Self {
-        Self { target }
+        let kept = Arc::new(Kept::new(target.clone(), general()));
+        Self { target, kept }
     }
 
     /// Where the store is (host, port, database, user; never the password)
@@ -129,21 +143,17 @@ impl Postgres {
         })
     }
 
-    /// Opens the store's leases for `lock` (acquiring and reading take the
-    /// general deadline; only the holder's renewals need the TTL's).
-    fn leases_for(&self, lock: &LockRef<'_>) -> impl AsyncFnOnce() -> Result<Leases, Error> + Send {
-        let target = self.target.clone();
-        let options = general();
-        let policy = baton_lease::Policy {
-            takeover_grace: lock.takeover_grace,
-            ..baton_lease::Policy::default()
-        };
-        async move || {
-            Leases::open_target(&target, options)
-                .await
-                .map(|l| l.with_policy(policy))
-                .map_err(|e| Error::failed(None, e))
-        }
+    /// Runs `f` with the kept leases, judging as `lock`'s policy says
+    /// (acquiring and reading take the general deadline; only the holder's
+    /// renewals need the TTL's).
+    fn with_leases<T: Send>(
+        &self,
+        lock: &LockRef<'_>,
+        f: impl AsyncFnOnce(Leases) -> Result<T, Error> + Send,
+    ) -> Result<T, Error> {
+        let policy = policy_of(lock);
+        self.kept
+            .block_on(async move |kept: &Leases| f(kept.clone().with_policy(policy)).await)
     }
 }
 
@@ -159,6 +169,14 @@ impl Postgres {
                 Guard::Elsewhere(Refused::elsewhere(lock.job, &label, &verdict))
             }
         }
+    }
+}
+
+/// The judge's policy for `lock`: its takeover grace.
+fn policy_of(lock: &LockRef<'_>) -> baton_lease::Policy {
+    baton_lease::Policy {
+        takeover_grace: lock.takeover_grace,
+        ..baton_lease::Policy::default()
     }
 }
 
@@ -213,7 +231,6 @@ impl Store for Postgres {
     }
 
     fn try_acquire(&self, lock: &LockRef<'_>, claim: &Claim) -> Result<Taken, Error> {
-        let open = self.leases_for(lock);
         let name = lock.lock.to_owned();
         let ttl = lock.ttl;
         let mut facts = HolderFacts::here();
@@ -221,8 +238,7 @@ impl Store for Postgres {
         facts.grace = Some(lock.takeover_grace);
         let once = claim.once.clone();
         let describe = self.lock_label(lock);
-        let got = blocking(async move || {
-            let leases = open().await?;
+        let got = self.with_leases(lock, async move |leases: Leases| {
             let got = leases
                 .acquire(&name, &facts, ttl, once.as_ref())
                 .await
@@ -251,10 +267,8 @@ impl Store for Postgres {
     }
 
     fn runs_elsewhere(&self, lock: &LockRef<'_>, _occurrence: Option<i64>) -> Result<Guard, Error> {
-        let open = self.leases_for(lock);
         let (name, at) = (lock.job.to_owned(), lock.lock.to_owned());
-        let found = blocking(async move || {
-            let leases = open().await?;
+        let found = self.with_leases(lock, async move |leases: Leases| {
             leases
                 .guard_of(&name, &at)
                 .await
@@ -269,10 +283,8 @@ impl Store for Postgres {
         fence: u64,
         _occurrence: Option<i64>,
     ) -> Result<(Guard, Option<GuardClaim>), Error> {
-        let open = self.leases_for(lock);
         let (name, at) = (lock.job.to_owned(), lock.lock.to_owned());
-        let found = blocking(async move || {
-            let leases = open().await?;
+        let found = self.with_leases(lock, async move |leases: Leases| {
             leases
                 .take_guard(&name, &at, fence)
                 .await
@@ -291,10 +303,8 @@ impl Store for Postgres {
     }
 
     fn inspect(&self, lock: &LockRef<'_>) -> Result<Option<Verdict>, Error> {
-        let open = self.leases_for(lock);
         let name = lock.lock.to_owned();
-        blocking(async move || {
-            let leases = open().await?;
+        self.with_leases(lock, async move |leases: Leases| {
             leases
                 .inspect(&name)
                 .await
@@ -303,27 +313,20 @@ impl Store for Postgres {
     }
 
     fn inspect_all(&self, locks: &[LockRef<'_>]) -> Vec<Option<Verdict>> {
-        let target = self.target.clone();
-        let asks: Vec<(String, Duration)> = locks
+        let asks: Vec<(String, baton_lease::Policy)> = locks
             .iter()
-            .map(|l| (l.lock.to_owned(), l.takeover_grace))
+            .map(|l| (l.lock.to_owned(), policy_of(l)))
             .collect();
         let n = asks.len();
-        blocking(async move || {
-            let mut leases = Leases::open_target(&target, general())
-                .await
-                .map_err(|e| Error::failed(None, e))?;
-            let mut out = Vec::with_capacity(asks.len());
-            for (name, grace) in asks {
-                leases = leases.with_policy(baton_lease::Policy {
-                    takeover_grace: grace,
-                    ..baton_lease::Policy::default()
-                });
-                out.push(leases.inspect(&name).await.ok().flatten());
-            }
-            Ok(out)
-        })
-        .unwrap_or_else(|_| vec![None; n])
+        self.kept
+            .block_on(async move |kept: &Leases| {
+                let asks: Vec<(&str, baton_lease::Policy)> =
+                    asks.iter().map(|(n, p)| (n.as_str(), *p)).collect();
+                kept.inspect_each(&asks)
+                    .await
+                    .map_err(|e| Error::failed(None, e))
+            })
+            .unwrap_or_else(|_| vec![None; n])
     }
 
     fn while_held(
@@ -332,11 +335,9 @@ impl Store for Postgres {
         token: &str,
         action: &mut dyn FnMut(u64, Option<&str>),
     ) -> Result<Vouch, Error> {
-        let open = self.leases_for(lock);
         let name = lock.lock.to_owned();
         let token = token.to_owned();
-        let held = blocking(async move || {
-            let leases = open().await?;
+        let held = self.with_leases(lock, async move |leases: Leases| {
             leases
                 .vouch(&name, &token)
                 .await

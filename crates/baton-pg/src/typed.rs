@@ -17,22 +17,31 @@
 
 use tokio_postgres::types::{ToSql, Type};
 
+/// A parameter's value copied, so that its statement may be sent after the
+/// call that made it has returned.
+pub(crate) type Owned = Box<dyn ToSql + Send + Sync>;
+
 /// A value sent as a statement's parameter, with its PostgreSQL type.
 pub(crate) trait Param: Sync {
     /// The value, as the driver encodes it.
     fn sql(&self) -> &(dyn ToSql + Sync);
     /// The type the statement's parameter is declared as.
     fn ty(&self) -> Type;
+    /// A copy of the value, encoded as [`Param::sql`] is.
+    fn owned(&self) -> Owned;
 }
 
 macro_rules! param {
-    ($($rust:ty => $pg:ident),* $(,)?) => {$(
+    ($($rust:ty => $pg:ident as $own:ty),* $(,)?) => {$(
         impl Param for $rust {
             fn sql(&self) -> &(dyn ToSql + Sync) {
                 self
             }
             fn ty(&self) -> Type {
                 Type::$pg
+            }
+            fn owned(&self) -> Owned {
+                Box::new(<$own>::from(self.clone()))
             }
         }
         impl Param for Option<$rust> {
@@ -42,16 +51,19 @@ macro_rules! param {
             fn ty(&self) -> Type {
                 Type::$pg
             }
+            fn owned(&self) -> Owned {
+                Box::new(self.clone().map(<$own>::from))
+            }
         }
     )*};
 }
 
 param! {
-    bool => BOOL,
-    i32 => INT4,
-    i64 => INT8,
-    String => TEXT,
-    &str => TEXT,
+    bool => BOOL as bool,
+    i32 => INT4 as i32,
+    i64 => INT8 as i64,
+    String => TEXT as String,
+    &str => TEXT as String,
 }
 
 impl Param for &[&str] {
@@ -61,6 +73,13 @@ impl Param for &[&str] {
     fn ty(&self) -> Type {
         Type::TEXT_ARRAY
     }
+    fn owned(&self) -> Owned {
+        Box::new(
+            self.iter()
+                .map(|s| (*s).to_owned())
+                .collect::<Vec<String>>(),
+        )
+    }
 }
 
 impl<T: Param + ?Sized> Param for &T {
@@ -69,6 +88,9 @@ impl<T: Param + ?Sized> Param for &T {
     }
     fn ty(&self) -> Type {
         (**self).ty()
+    }
+    fn owned(&self) -> Owned {
+        (**self).owned()
     }
 }
 
@@ -80,6 +102,7 @@ pub(crate) fn typed<'a>(params: &'a [&'a (dyn Param + 'a)]) -> Vec<(&'a (dyn ToS
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio_postgres::types::IsNull;
 
     #[test]
     fn each_value_declares_the_type_of_its_column() {
@@ -98,5 +121,19 @@ mod tests {
                 Type::TEXT
             ]
         );
+    }
+
+    #[test]
+    fn a_copy_encodes_as_its_value_does() {
+        let (text, none, n, yes) = ("a", None::<i64>, 7_i64, true);
+        let list: &[&str] = &["x", "y"];
+        let params: [&dyn Param; 5] = [&text, &none, &n, &yes, &list];
+        for p in params {
+            let (mut direct, mut copied) = (Default::default(), Default::default());
+            let a = p.sql().to_sql_checked(&p.ty(), &mut direct).unwrap();
+            let b = p.owned().to_sql_checked(&p.ty(), &mut copied).unwrap();
+            assert_eq!(matches!(a, IsNull::Yes), matches!(b, IsNull::Yes));
+            assert_eq!(direct, copied, "{:?}", p.ty());
+        }
     }
 }

@@ -27,6 +27,12 @@ pub enum Fail {
     Timeout(Duration),
     /// The ledger's thread has stopped.
     Stopped,
+    /// A statement of the transaction failed earlier, and the transaction
+    /// went on: nothing was committed.
+    Aborted,
+    /// A read sent as one statement asked for a second, which was not
+    /// sent: the read is run again, waiting for its `COMMIT`.
+    Again,
 }
 
 impl From<tokio_postgres::Error> for Fail {
@@ -75,6 +81,10 @@ impl Fail {
                  a write in flight may or may not have committed"
             ),
             Fail::Stopped => "the ledger's thread has stopped".to_owned(),
+            Fail::Again => "a read asked for more statements than it was sent with".to_owned(),
+            Fail::Aborted => {
+                "a statement of the transaction failed; nothing was written".to_owned()
+            }
         }
     }
 }

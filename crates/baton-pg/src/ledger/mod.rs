@@ -34,7 +34,8 @@
 //!
 //! Map: `pg_ledger` is the caller's side and the store's `Backend` (every
 //! `Records` call is a transaction written once in `baton-store`),
-//! `session` the thread's, `fail` how a call fails, `rows` the conversions
+//! `session` the thread's, `tx` how a transaction's statements are sent,
+//! `fail` how a call fails, `rows` the conversions
 //! between stored and API values and each table's row, and `statements`
 //! the `Statements` the transactions are made of, table by table, each with
 //! its SQL, as in `baton_ledger`.
@@ -49,6 +50,7 @@ mod pg_ledger;
 mod rows;
 mod session;
 mod statements;
+mod tx;
 
 pub use fail::LedgerError;
 pub use pg_ledger::PgLedger;

@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use baton_store::ledger::{Backend, Mode};
 use jiff::Timestamp;
-use tokio_postgres::Transaction;
 
 use super::fail::Fail;
 use super::session::{self, Session, Task};
 use super::statements::Pg;
+use super::tx::Tx;
 use crate::error::Error;
 use crate::options::Options;
 use crate::target::Target;
@@ -146,7 +146,7 @@ impl PgLedger {
         &self,
         mode: session::Mode,
         action: String,
-        op: impl AsyncFnOnce(&Transaction<'_>) -> Result<T, Fail> + Send + 'static,
+        op: impl for<'t> AsyncFn(&'t Tx<'t>) -> Result<T, Fail> + Send + 'static,
     ) -> Result<T, baton_store::ledger::Error> {
         let (reply, answer) = mpsc::sync_channel(1);
         // Set when the caller stops waiting: a call still queued behind a
@@ -208,15 +208,13 @@ impl Backend for PgLedger {
             Mode::Read => session::Mode::Read,
             Mode::Write => session::Mode::Write,
         };
-        self.call(
-            mode,
-            action(),
-            async move |tx: &Transaction<'_>| match body(&mut Pg { tx }).await {
+        self.call(mode, action(), async move |tx: &Tx<'_>| {
+            match body(&mut Pg { tx }).await {
                 Ok(value) => Ok(value),
                 Err(baton_store::ledger::Fail::Store(fail)) => Err(fail),
                 Err(baton_store::ledger::Fail::Invalid(problem)) => Err(Fail::Invalid(problem)),
-            },
-        )
+            }
+        })
     }
 
     /// The server makes every commit durable: nothing to do.
@@ -229,12 +227,13 @@ impl Backend for PgLedger {
         self.call(
             session::Mode::Read,
             "read the server's clock".into(),
-            async |tx: &Transaction<'_>| {
+            async |tx: &Tx<'_>| {
+                let client = tx.client();
                 let row = tx
-                    .query_typed_one(
+                    .answer(client.query_typed_one(
                         "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint",
                         &[],
-                    )
+                    ))
                     .await?;
                 super::rows::time(&row, 0).map(Some)
             },

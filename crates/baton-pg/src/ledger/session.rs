@@ -20,10 +20,11 @@
 use std::sync::mpsc::Receiver;
 
 use tokio::task::JoinHandle;
+use tokio_postgres::Client;
 use tokio_postgres::types::Type;
-use tokio_postgres::{Client, IsolationLevel, Transaction};
 
 use super::fail::Fail;
+use super::tx::{NotCommitted, Tx};
 use crate::options::Options;
 use crate::pool;
 use crate::target::Target;
@@ -112,11 +113,12 @@ impl Session {
     /// A connection kept from an earlier call may have been ended since (a
     /// server restart, an idle timeout, an administrator): when its `BEGIN`
     /// fails, nothing was written, so the call is tried once more on a new
-    /// connection.
+    /// connection. A read's `BEGIN` goes out with its statements, so `op`
+    /// may have run once already then: it is run again (it only read).
     pub(crate) fn run<T>(
         &mut self,
         mode: Mode,
-        op: impl AsyncFnOnce(&Transaction<'_>) -> Result<T, Fail>,
+        op: impl for<'t> AsyncFn(&'t Tx<'t>) -> Result<T, Fail>,
     ) -> Result<T, Fail> {
         let Self {
             rt,
@@ -125,19 +127,26 @@ impl Session {
             live,
         } = self;
         let deadline = options.deadline;
-        let mut op = Some(op);
         let Some(rt) = rt else {
             return Err(Fail::Stopped);
         };
         rt.block_on(async {
+            // A read is first sent as one of a single statement, its
+            // `COMMIT` with it; one that wants more is run again, waiting
+            // for its `COMMIT` (it only read).
+            let once = mode == Mode::Read;
             let call = async {
-                match attempt(live, target, options, mode, &mut op).await {
+                let first = match attempt(live, target, options, mode, &op, once).await {
                     Err(Attempt::Stale(_)) => {
                         if let Some(stale) = live.take() {
                             stale.close().await;
                         }
-                        attempt(live, target, options, mode, &mut op).await
+                        attempt(live, target, options, mode, &op, once).await
                     }
+                    done => done,
+                };
+                match first {
+                    Err(Attempt::Again) => attempt(live, target, options, mode, &op, false).await,
                     done => done,
                 }
             };
@@ -148,6 +157,8 @@ impl Session {
                 Ok(Ok(value)) => (Ok(value), false),
                 Ok(Err(Attempt::Stale(fail) | Attempt::Failed(fail))) => (Err(fail), false),
                 Ok(Err(Attempt::Broken(fail))) => (Err(fail), true),
+                // Only a read of one statement is run again; not this one.
+                Ok(Err(Attempt::Again)) => (Err(Fail::Again), false),
                 Err(_) => (Err(Fail::Timeout(deadline)), true),
             };
             let give_up = broken || live.as_ref().is_some_and(|l| l.client.is_closed());
@@ -169,21 +180,31 @@ enum Attempt {
     /// The call failed, and its transaction could not be rolled back: the
     /// connection must be closed.
     Broken(Fail),
+    /// A read sent as one statement asked for a second: nothing more was
+    /// sent, its transaction is over, and it is to be run again.
+    Again,
 }
 
 /// One attempt at a call: connects when there is no connection, begins,
-/// takes the write lock for a write, runs `op` (taken from its slot only
-/// once the transaction has begun) and commits; on a failure after
+/// takes the write lock for a write, runs `op` and commits; on a failure after
 /// `BEGIN`, rolls back before it returns.
+///
+/// A read begins in the same round trip as its bounds and its first
+/// statement: the server runs them in the order sent, and when the begin
+/// failed, what was read is thrown away (nothing was written). A write
+/// waits for its `BEGIN` to be answered before anything else is sent, so
+/// that no statement of a write can ever run outside its transaction (and
+/// its write lock).
 async fn attempt<T, F>(
     live: &mut Option<Live>,
     target: &Target,
     options: &Options,
     mode: Mode,
-    op: &mut Option<F>,
+    op: &F,
+    once: bool,
 ) -> Result<T, Attempt>
 where
-    F: AsyncFnOnce(&Transaction<'_>) -> Result<T, Fail>,
+    F: for<'t> AsyncFn(&'t Tx<'t>) -> Result<T, Fail>,
 {
     let fresh = live.as_ref().is_none_or(|l| l.client.is_closed());
     if fresh {
@@ -195,26 +216,10 @@ where
             .map_err(|e| Attempt::Failed(Fail::Connect(e)))?;
         *live = Some(Live { client, task });
     }
-    let Some(Live { client, .. }) = live.as_mut() else {
+    let Some(Live { client, .. }) = live.as_ref() else {
         // OK because the connection was set just above; this only names
         // the impossible case.
         return Err(Attempt::Failed(Fail::Stopped));
-    };
-    let began = match mode {
-        Mode::Read => {
-            client
-                .build_transaction()
-                .isolation_level(IsolationLevel::RepeatableRead)
-                .read_only(true)
-                .start()
-                .await
-        }
-        Mode::Write => client.transaction().await,
-    };
-    let tx = match began {
-        Ok(tx) => tx,
-        Err(e) if !fresh => return Err(Attempt::Stale(Fail::Pg(e))),
-        Err(e) => return Err(Attempt::Failed(Fail::Pg(e))),
     };
     // The bounds and the write lock go out with the transaction's first
     // statement, in the same round trip: the server runs them in the order
@@ -224,9 +229,20 @@ where
         .statement_timeout
         .min(pool::LEDGER_IDLE_IN_TRANSACTION);
     let bounds = pool::bounds_sql(options, idle);
+    let begin = match mode {
+        Mode::Read => format!("{READ_BEGIN}; {bounds}"),
+        Mode::Write => {
+            match client.batch_execute(WRITE_BEGIN).await {
+                Ok(()) => {}
+                Err(e) if !fresh => return Err(Attempt::Stale(Fail::Pg(e))),
+                Err(e) => return Err(Attempt::Failed(Fail::Pg(e))),
+            }
+            bounds
+        }
+    };
     let locked = async {
         match mode {
-            Mode::Write => tx
+            Mode::Write => client
                 .execute_typed(
                     "SELECT pg_advisory_xact_lock($1)",
                     &[(&WRITE_LOCK, Type::INT8)],
@@ -236,29 +252,45 @@ where
             Mode::Read => Ok(()),
         }
     };
-    let work = async {
-        let Some(op) = op.take() else {
-            // OK because an attempt that took the operation returns its
-            // outcome, never a retry; this only names the impossible case.
-            return Err(Fail::Stopped);
-        };
-        op(&tx).await
-    };
-    let (bounded, locked, done) = tokio::join!(tx.batch_execute(&bounds), locked, work);
+    let tx = Tx::new(client, once && mode == Mode::Read);
+    // Polled first in the order written, so sent in that order.
+    let (bounded, locked, done) =
+        tokio::join!(biased; client.batch_execute(&begin), locked, op(&tx));
+    if mode == Mode::Read
+        && !fresh
+        && let Err(e) = bounded
+    {
+        // A kept connection that could not begin: nothing was written, and
+        // the caller closes it and tries a new one.
+        return Err(Attempt::Stale(Fail::Pg(e)));
+    }
+    if tx.overran() {
+        // Its `COMMIT` went out with its first statement and has ended the
+        // transaction; nothing after it was sent.
+        return Err(Attempt::Again);
+    }
     let done = bounded.and(locked).map_err(Fail::Pg).and(done);
+    let done = match done {
+        Ok(value) => match tx.commit().await {
+            Ok(()) => return Ok(value),
+            Err(NotCommitted::Unknown(e)) => return Err(Attempt::Broken(Fail::Pg(e))),
+            Err(NotCommitted::RolledBack(e)) => Err(e.map_or(Fail::Aborted, Fail::Pg)),
+        },
+        Err(fail) => Err(fail),
+    };
     match done {
-        Ok(value) => {
-            tx.commit()
-                .await
-                .map_err(|e| Attempt::Broken(Fail::Pg(e)))?;
-            Ok(value)
-        }
-        Err(fail) => match tx.rollback().await {
+        Ok(value) => Ok(value),
+        Err(fail) => match client.batch_execute("ROLLBACK").await {
             Ok(()) => Err(Attempt::Failed(fail)),
             Err(_) => Err(Attempt::Broken(fail)),
         },
     }
 }
+
+/// How a read transaction begins: one snapshot, and no writes.
+const READ_BEGIN: &str = "START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY";
+/// How a write transaction begins (READ COMMITTED, the server's default).
+const WRITE_BEGIN: &str = "START TRANSACTION";
 
 /// Runs the tasks sent to `inbox`, in order, until every sender is gone.
 /// Dropping the session then drops the runtime, and with it the connection.

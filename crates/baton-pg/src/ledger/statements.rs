@@ -14,13 +14,14 @@ use baton_store::ledger::{
 };
 use baton_store::words::{MissReason, RunVerdict, SkipReason};
 use jiff::Timestamp;
-use tokio_postgres::{Row, Transaction};
+use tokio_postgres::Row;
 
 use super::fail::Fail;
 use super::rows::{
     self, ALERT_COLUMNS, DECISION_COLUMNS, JOB_COLUMNS, MISSED_COLUMNS, PAUSE_COLUMNS, RUN_COLUMNS,
     WATERMARK_COLUMNS, micros,
 };
+use super::tx::Tx;
 use crate::typed::{Param, typed};
 
 /// How many missed ranges pruning keeps per job (the SQLite ledger's).
@@ -43,7 +44,7 @@ const LEASE_LOST: &str = "lease-lost";
 
 /// The statements of one PostgreSQL transaction.
 pub struct Pg<'t> {
-    pub(crate) tx: &'t Transaction<'t>,
+    pub(crate) tx: &'t Tx<'t>,
 }
 
 type R<T> = Result<T, Fail>;
@@ -52,16 +53,21 @@ type R<T> = Result<T, Fail>;
 type Params<'a> = [&'a dyn Param];
 
 impl Pg<'_> {
-    /// Runs a statement that returns no rows.
+    /// Runs a statement that returns no rows and whose count nobody
+    /// reads: held back, and sent with the transaction's next statement or
+    /// its commit ([`Tx`]), which fail when it failed.
+    #[allow(clippy::unused_async)] // One signature for every statement.
     async fn run(&self, sql: &str, params: &Params<'_>) -> R<()> {
-        self.tx.execute_typed(sql, &typed(params)).await?;
+        self.tx.hold(sql, params);
         Ok(())
     }
 
     /// Runs a statement that returns no rows; returns whether it changed
     /// one.
     async fn changed(&self, sql: &str, params: &Params<'_>) -> R<bool> {
-        Ok(self.tx.execute_typed(sql, &typed(params)).await? == 1)
+        let params = typed(params);
+        let client = self.tx.client();
+        Ok(self.tx.answer(client.execute_typed(sql, &params)).await? == 1)
     }
 
     /// Runs a query and reads each row it returns with `map`.
@@ -71,8 +77,10 @@ impl Pg<'_> {
         params: &Params<'_>,
         map: impl Fn(&Row) -> R<T>,
     ) -> R<Vec<T>> {
+        let params = typed(params);
+        let client = self.tx.client();
         self.tx
-            .query_typed(sql, &typed(params))
+            .answer(client.query_typed(sql, &params))
             .await?
             .iter()
             .map(map)
@@ -86,8 +94,10 @@ impl Pg<'_> {
         params: &Params<'_>,
         map: impl Fn(&Row) -> R<T>,
     ) -> R<Option<T>> {
+        let params = typed(params);
+        let client = self.tx.client();
         self.tx
-            .query_typed_opt(sql, &typed(params))
+            .answer(client.query_typed_opt(sql, &params))
             .await?
             .as_ref()
             .map(map)
@@ -96,7 +106,9 @@ impl Pg<'_> {
 
     /// Runs a query of exactly one row and reads it with `map`.
     async fn one<T>(&self, sql: &str, params: &Params<'_>, map: impl Fn(&Row) -> R<T>) -> R<T> {
-        map(&self.tx.query_typed_one(sql, &typed(params)).await?)
+        let params = typed(params);
+        let client = self.tx.client();
+        map(&self.tx.answer(client.query_typed_one(sql, &params)).await?)
     }
 
     /// A run's attempts, in order.
@@ -850,12 +862,13 @@ impl Statements for Pg<'_> {
     }
     async fn tallies(&mut self) -> R<Vec<JobTallies>> {
         let mut jobs: BTreeMap<String, JobTallies> = BTreeMap::new();
+        let client = self.tx.client();
         for r in self
             .tx
-            .query_typed(
+            .answer(client.query_typed(
                 "SELECT job, last_success, last_failure FROM baton.jobs ORDER BY job",
                 &[],
-            )
+            ))
             .await?
         {
             let t = entry(&mut jobs, rows::get(&r, 0)?);
@@ -864,7 +877,7 @@ impl Statements for Pg<'_> {
         }
         for r in self
             .tx
-            .query_typed("SELECT job, kind, word, count FROM baton.tallies", &[])
+            .answer(client.query_typed("SELECT job, kind, word, count FROM baton.tallies", &[]))
             .await?
         {
             let t = entry(&mut jobs, rows::get(&r, 0)?);
@@ -880,7 +893,9 @@ impl Statements for Pg<'_> {
         }
         for r in self
             .tx
-            .query_typed("SELECT job, bound, count, sum_us FROM baton.durations", &[])
+            .answer(
+                client.query_typed("SELECT job, bound, count, sum_us FROM baton.durations", &[]),
+            )
             .await?
         {
             let t = entry(&mut jobs, rows::get(&r, 0)?);
