@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use tokio::sync::{Mutex, MutexGuard};
 use tokio::task::JoinHandle;
-use tokio_postgres::{Client, Config, Connection, Row, Socket};
+use tokio_postgres::{Client, Connection, Row, Socket};
 
 use crate::error::Error;
 use crate::keepalive::Keepalive;
@@ -134,7 +134,7 @@ impl Pool {
 
     /// Host, port, database and user, for messages (never the password).
     pub(crate) fn target(&self) -> String {
-        target(&self.target.config)
+        self.target.describe()
     }
 
     /// Runs `f` on a connection, within the deadline (plus, when every
@@ -255,7 +255,7 @@ pub(crate) async fn connect_checked(
     let task = tokio::spawn(async move {
         let _ = connection.await;
     });
-    crate::schema::check(&client, &self::target(&target.config)).await?;
+    crate::schema::check(&client, &target.describe()).await?;
     Ok((client, task))
 }
 
@@ -311,7 +311,7 @@ async fn connect_with(
         .connect(connector)
         .await
         .map_err(|source| Error::Connect {
-            target: self::target(&target.config),
+            target: target.describe(),
             source,
         })
 }
@@ -320,22 +320,7 @@ async fn connect_with(
 /// now.
 fn connector(target: &Target) -> Result<Connector, Error> {
     target.tls.connector().map_err(|source| Error::Tls {
-        target: self::target(&target.config),
+        target: target.describe(),
         source: Box::new(source),
     })
-}
-
-fn target(config: &Config) -> String {
-    use tokio_postgres::config::Host;
-    let host = match config.get_hosts().first() {
-        Some(Host::Tcp(h)) => h.clone(),
-        Some(Host::Unix(p)) => p.display().to_string(),
-        None => "localhost".to_owned(),
-    };
-    let port = config.get_ports().first().copied().unwrap_or(5432);
-    format!(
-        "{host}:{port} (database {}, user {})",
-        config.get_dbname().unwrap_or("-"),
-        config.get_user().unwrap_or("-")
-    )
 }
