@@ -72,6 +72,10 @@ pub struct Examined {
     /// The `baton` schema's version (0: none); compare with
     /// [`schema::SCHEMA_VERSION`].
     pub version: i32,
+    /// Why the server takes no writes (a standby in recovery, or
+    /// `default_transaction_read_only`), when it takes none: no run can
+    /// start on it.
+    pub read_only: Option<&'static str>,
     /// The server's clock minus this host's, measured against the middle of
     /// the round trip: positive when the server is ahead.
     pub offset: SignedDuration,
@@ -137,7 +141,7 @@ pub async fn examine(
         Verification::Nothing
     };
     let read = async {
-        let version = schema::version(&client).await?;
+        let probe = schema::probe(&client, "read the baton schema's version").await?;
         let wall0 = clock.wall();
         let boot0 = clock.boot();
         let row = client
@@ -163,7 +167,8 @@ pub async fn examine(
         let half = SignedDuration::try_from(round_trip / 2).unwrap_or_default();
         let mid = wall0.checked_add(half).unwrap_or(wall0);
         Ok(Examined {
-            version,
+            version: probe.version,
+            read_only: probe.read_only,
             offset: server.duration_since(mid),
             round_trip,
             server_version: row.get(1),

@@ -298,16 +298,16 @@ const FACTS: &str = "SELECT to_regclass('baton.migrations') IS NOT NULL, pg_is_i
                      current_setting('transaction_read_only') = 'on'";
 
 /// What a connection's first round trip learns.
-struct Probe {
+pub(crate) struct Probe {
     /// The schema's version (0: none).
-    version: i32,
+    pub(crate) version: i32,
     /// Why the server takes no writes, when it takes none.
-    read_only: Option<&'static str>,
+    pub(crate) read_only: Option<&'static str>,
 }
 
 /// Reads [`FACTS`] and [`VERSION`] in one round trip (sent together; the
 /// second fails, and is not read, when there is no schema yet).
-async fn probe(client: &Client, what: &'static str) -> Result<Probe, Error> {
+pub(crate) async fn probe(client: &Client, what: &'static str) -> Result<Probe, Error> {
     let q = |source| Error::Query { what, source };
     let (facts, version) = tokio::join!(
         client.query_typed_one(FACTS, &[]),

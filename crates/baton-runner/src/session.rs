@@ -550,7 +550,13 @@ impl<'r> Session<'r> {
                 if let Some(t) = term_at {
                     next = next.min(t + limits.kill_grace);
                 }
-                next.saturating_sub(self.clock.boot()).min(TICK)
+                // The command has ended and its tree has not: a contained
+                // step's init lasts an instant longer, and its end may bring
+                // no signal of its own (its SIGCHLD can merge with the
+                // command's), so it is looked for again soon, not a tick
+                // later.
+                let most = if waited { KILL_ROUND_PAUSE } else { TICK };
+                next.saturating_sub(self.clock.boot()).min(most)
             };
             let readable = output.as_ref().and_then(|o| o.fd());
             let woke = self.signals.wait(wait, readable);

@@ -29,14 +29,15 @@ the first), state-dir (owner, mode, and that nobody but this user or root
 can change it), filesystem (a network filesystem, where flock is not
 trusted, fails with the reason), locks (each job's lock readable and a
 record this build judges), ledger (SQLite's integrity check, the schema
-version), store (files; or PostgreSQL: store, store-tls, store-schema,
-store-clock: reachable, TLS as configured, migrated, the server's clock
-within 1s of this host's, failing past 5s), time-sync (the kernel's NTP
-state, by adjtimex), zones (the zone database and every configured zone),
-driver (a cron line or systemd unit running `baton tick` or `baton daemon`)
-and alert-command (run once with a test alert: kind \"test\",
-BATON_ALERT_TEST=1; baton has no webhook setting, so there is no webhook
-check). Each prints ok, WARN or FAIL, and a fix: line for a problem.
+version), store (files; or PostgreSQL: store, store-tls, store-writable,
+store-schema, store-clock: reachable, TLS as configured, writable,
+migrated, the server's clock within 1s of this host's, failing past 5s),
+time-sync (the kernel's NTP state, by adjtimex), zones (the zone database
+and every configured zone), driver (a cron line or systemd unit running
+`baton tick` or `baton daemon`) and alert-command (run once with a test
+alert: kind \"test\", BATON_ALERT_TEST=1; baton has no webhook setting, so
+there is no webhook check). Each prints ok, WARN or FAIL, and a fix: line
+for a problem.
 
 The doctor changes nothing it checks: the ledger is opened read-only (SQLite
 may create its empty -wal and -shm beside it), nothing is migrated, moved

@@ -656,6 +656,36 @@ fn store(r: &Reader<'_>, e: Option<&Entry>) -> Result<Option<StoreSettings>, Con
             ));
         }
     }
+    // A client certificate without its key (or a key without its
+    // certificate) could only fail at the first connection: refused now.
+    let in_url = baton_pg::url_params(value.secret());
+    let given = |param: &str| set(&values, param).map(|k| &k.source);
+    let cert = given("sslcert")
+        .map(Some)
+        .or(in_url.contains(&"sslcert").then_some(None));
+    let key = given("sslkey")
+        .map(Some)
+        .or(in_url.contains(&"sslkey").then_some(None));
+    if let Some((there, missing, source)) = match (cert, key) {
+        (Some(source), None) => Some(("sslcert", "sslkey", source)),
+        (None, Some(source)) => Some(("sslkey", "sslcert", source)),
+        _ => None,
+    } {
+        let (at, from) = match source {
+            Some(source) => (at(there, source), String::new()),
+            None => (
+                at("url", &url.source),
+                format!(" (in the url, {})", value.masked()),
+            ),
+        };
+        return Err(invalid(
+            &at,
+            &format!("store.{there}"),
+            format!(
+                "is set{from} but {missing} is not: a client certificate needs its key; set                  {missing} too, or leave both out"
+            ),
+        ));
+    }
     Ok(Some(StoreSettings::from_values(&values)))
 }
 

@@ -472,6 +472,31 @@ fn config_store_tls_mistakes_are_named() {
         "[store]\nurl = \"postgres://h/d?sslrootcert=%2Fca.pem\"\nsslrootcert = \"ca.pem\"\n",
     );
     assert_names(&msg, &["store.sslrootcert", "url", "one place"]);
+    // A client certificate without its key, or a key without its
+    // certificate, as keys or in the url: refused when the file is read.
+    let msg = error("[store]\nurl = \"postgres://h/d\"\nsslcert = \"client.pem\"\n");
+    assert_names(
+        &msg,
+        &[
+            "/etc/baton.toml:3",
+            "store.sslcert",
+            "sslkey is not",
+            "its key",
+        ],
+    );
+    let msg = error("[store]\nurl = \"postgres://u:hunter2@h/d?sslkey=%2Fk.pem\"\n");
+    assert_names(
+        &msg,
+        &[
+            "/etc/baton.toml:2",
+            "store.sslkey",
+            "in the url",
+            "sslcert is not",
+        ],
+    );
+    assert!(!msg.contains("hunter2"), "{msg}");
+    load_text("[store]\nurl = \"postgres://h/d?sslcert=%2Fc.pem\"\nsslkey = \"k.pem\"\n")
+        .expect("a certificate in the url and its key as a key");
     // A key the url does not name is no conflict; a default never is.
     load_text("[store]\nurl = \"postgres://h/d?sslmode=require\"\nsslrootcert = \"ca.pem\"\n")
         .unwrap();

@@ -32,7 +32,7 @@ impl Status {
 pub struct Finding {
     /// The check, one word (`config`, `state-dir`, `filesystem`, `locks`,
     /// `ledger`, `time-sync`, `zones`, `store`, `store-tls`,
-    /// `store-schema`, `store-clock`, `driver`, `alert-command`).
+    /// `store-writable`, `store-schema`, `store-clock`, `driver`, `alert-command`).
     pub check: &'static str,
     /// How it came out.
     pub status: Status,

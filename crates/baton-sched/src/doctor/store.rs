@@ -52,6 +52,15 @@ pub(super) fn postgres(
             ),
         ),
     );
+    if let Some(why) = e.read_only {
+        out.push(Finding::fail(
+            "store-writable",
+            format!("{target} takes no writes: {why}"),
+            "point url at the primary (a url naming every server, with \
+             target_session_attrs=read-write, follows it through a failover); until then no \
+             run starts",
+        ));
+    }
     out.push(schema(target, e.version));
     out.push(clock(e.offset));
     out
@@ -199,6 +208,42 @@ mod tests {
     }
 
     #[test]
+    fn a_server_that_takes_no_writes_fails() {
+        let link = Link {
+            sslmode: "prefer",
+            host: "db".into(),
+            unix: false,
+            local: true,
+        };
+        let standby = Examined {
+            version: SCHEMA_VERSION,
+            read_only: Some("it is a standby in recovery"),
+            offset: SignedDuration::ZERO,
+            round_trip: std::time::Duration::ZERO,
+            server_version: "15".into(),
+            encrypted: false,
+            verified: Verification::Nothing,
+        };
+        let writable = Examined {
+            read_only: None,
+            ..standby.clone()
+        };
+        let of = |e: Examined| {
+            postgres("db:5432", &link, &Ok(e))
+                .into_iter()
+                .find(|f| f.check == "store-writable")
+        };
+        let f = of(standby).expect("a finding for a standby");
+        assert_eq!(f.status, Status::Fail);
+        assert!(
+            f.message.contains("db:5432") && f.message.contains("standby"),
+            "{}",
+            f.message
+        );
+        assert!(of(writable).is_none());
+    }
+
+    #[test]
     fn tls_as_configured() {
         let link = |sslmode, local| Link {
             sslmode,
@@ -208,6 +253,7 @@ mod tests {
         };
         let seen = |encrypted, verified| Examined {
             version: SCHEMA_VERSION,
+            read_only: None,
             offset: SignedDuration::ZERO,
             round_trip: std::time::Duration::ZERO,
             server_version: "15".into(),
