@@ -245,6 +245,11 @@ impl PgServer {
     ///
     /// When `pg_ctl` fails.
     pub fn stop_for_now(&self) {
+        self.stop_with("fast");
+    }
+
+    /// `pg_ctl stop -m MODE`, waiting until the server is down.
+    fn stop_with(&self, mode: &str) {
         let data = self.data_dir();
         let out = self.run(
             "pg_ctl",
@@ -252,14 +257,14 @@ impl PgServer {
                 "-D".as_ref(),
                 data.as_os_str(),
                 "-m".as_ref(),
-                "fast".as_ref(),
+                mode.as_ref(),
                 "-w".as_ref(),
                 "stop".as_ref(),
             ],
         );
         assert!(
             out.status.success(),
-            "pg_ctl stop failed: {}",
+            "pg_ctl stop -m {mode} failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
     }
@@ -530,23 +535,7 @@ impl PgServer {
     ///
     /// When `pg_ctl` fails (the server was not running).
     pub fn stop_immediately(&self) {
-        let data = self.data_dir();
-        let out = self.run(
-            "pg_ctl",
-            &[
-                "-D".as_ref(),
-                data.as_os_str(),
-                "-m".as_ref(),
-                "immediate".as_ref(),
-                "-w".as_ref(),
-                "stop".as_ref(),
-            ],
-        );
-        assert!(
-            out.status.success(),
-            "pg_ctl stop -m immediate failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        self.stop_with("immediate");
     }
 
     /// Kills the server's postmaster with SIGKILL and waits until it is
