@@ -9,7 +9,9 @@ Usage: scripts/bench-compare.py BEFORE AFTER [--runs N]
 Needs hyperfine and Debian's postgresql; run as root (the server runs as
 the postgres user) or as a user who may run initdb.
 """
-import argparse, glob, json, os, shutil, socket, subprocess, tempfile
+import argparse, json, os, shutil, socket, subprocess, tempfile
+
+import throwaway_pg
 
 ap = argparse.ArgumentParser()
 ap.add_argument("before")
@@ -17,31 +19,10 @@ ap.add_argument("after")
 ap.add_argument("--runs", type=int, default=50)
 a = ap.parse_args()
 bins = {"before": os.path.abspath(a.before), "after": os.path.abspath(a.after)}
-pgbin = sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1]
 work = tempfile.mkdtemp(prefix="bench-compare-")
 os.chmod(work, 0o755)
-asroot = os.geteuid() == 0
-
-
-def pg(*cmd):
-    full = [os.path.join(pgbin, cmd[0]), *cmd[1:]]
-    if asroot:
-        full = ["runuser", "-u", "postgres", "--", *full]
-    subprocess.run(full, check=True, stdout=subprocess.DEVNULL)
-
-
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-port = s.getsockname()[1]
-s.close()
-data = os.path.join(work, "pg")
-os.mkdir(data)
-if asroot:
-    shutil.chown(data, "postgres")
-pg("initdb", "-D", data + "/data", "-U", "baton", "--auth=trust", "--no-sync")
-pg("pg_ctl", "-D", data + "/data", "-l", data + "/log", "-w", "-o",
-   f"-k {data} -p {port} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
-url = f"postgres://baton@127.0.0.1:{port}/postgres"
+cluster = throwaway_pg.Cluster(work).start()
+port, url, pgbin = cluster.port, cluster.url, cluster.bin
 
 
 def config(name, body):
@@ -81,5 +62,5 @@ try:
         b, f = r[f"{what} before"], r[f"{what} after"]
         print(f"| {what} | {b:.2f} ms | {f:.2f} ms | {f / b:.2f}x |")
 finally:
-    pg("pg_ctl", "-D", data + "/data", "-m", "immediate", "stop")
+    cluster.stop()
     shutil.rmtree(work, ignore_errors=True)

@@ -18,7 +18,9 @@ Needs hyperfine and Debian's postgresql; run as root (the server runs as
 the postgres user) or as a user who may run initdb. Builds the release
 binary first.
 """
-import argparse, glob, json, os, shutil, socket, subprocess, tempfile, threading, time
+import argparse, json, os, shutil, socket, subprocess, tempfile, threading, time
+
+import throwaway_pg
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--runs", type=int, default=100)
@@ -31,31 +33,10 @@ if a.baton:
 else:
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "baton"], cwd=root, check=True)
     baton = os.path.join(root, "target/release/baton")
-pgbin = sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1]
 work = tempfile.mkdtemp(prefix="bench-store-")
 os.chmod(work, 0o755)
-asroot = os.geteuid() == 0
-
-
-def pg(*cmd):
-    full = [os.path.join(pgbin, cmd[0]), *cmd[1:]]
-    if asroot:
-        full = ["runuser", "-u", "postgres", "--", *full]
-    subprocess.run(full, check=True, stdout=subprocess.DEVNULL)
-
-
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-port = s.getsockname()[1]
-s.close()
-data = os.path.join(work, "pg")
-os.mkdir(data)
-if asroot:
-    shutil.chown(data, "postgres")
-pg("initdb", "-D", data + "/data", "-U", "baton", "--auth=trust", "--no-sync")
-pg("pg_ctl", "-D", data + "/data", "-l", data + "/log", "-w", "-o",
-   f"-k {data} -p {port} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
-url = f"postgres://baton@127.0.0.1:{port}/postgres"
+cluster = throwaway_pg.Cluster(work).start()
+port, url, pgbin = cluster.port, cluster.url, cluster.bin
 
 
 class Proxy:
@@ -179,5 +160,5 @@ try:
     print(f"\nEach round trip delayed 20 ms (median of 10): `baton run j0` {run_ms:.0f} ms, "
           f"`psql -c 'SELECT 1'` {floor_ms:.0f} ms, ratio {run_ms / floor_ms:.2f}x")
 finally:
-    pg("pg_ctl", "-D", data + "/data", "-m", "immediate", "stop")
+    cluster.stop()
     shutil.rmtree(work, ignore_errors=True)
