@@ -402,10 +402,9 @@ fn store_a_server_that_accepts_and_never_answers_is_given_up_on() {
     }
 }
 
-#[test]
-fn store_status_and_history_refuse_a_store_they_cannot_read() {
-    // A server without baton's schema: nothing may read as "never run".
-    let pg = PgServer::start();
+/// A scheduler on `pg`'s store with one job `j` whose run touches the
+/// returned marker (kept in the returned directory): whether it ran.
+fn marked_job(pg: &PgServer) -> (Sched, std::path::PathBuf, tempfile::TempDir) {
     let ran = tempfile::tempdir().unwrap();
     let marker = ran.path().join("ran");
     let s = Sched::new(&format!(
@@ -414,6 +413,14 @@ fn store_status_and_history_refuse_a_store_they_cannot_read() {
         pg.url(),
         marker.display()
     ));
+    (s, marker, ran)
+}
+
+#[test]
+fn store_status_and_history_refuse_a_store_they_cannot_read() {
+    // A server without baton's schema: nothing may read as "never run".
+    let pg = PgServer::start();
+    let (s, marker, _ran) = marked_job(&pg);
     // Nor does anything run: not without the store's lease and ledger.
     for args in [&["tick"][..], &["run", "j"]] {
         let o = run(&s, args);
@@ -449,14 +456,7 @@ fn store_a_read_only_server_is_refused_before_anything_runs() {
     // A database every transaction of which is read-only, as a standby's
     // is: refused when the store opens, never at the first write.
     let pg = PgServer::start();
-    let ran = tempfile::tempdir().unwrap();
-    let marker = ran.path().join("ran");
-    let s = Sched::new(&format!(
-        "[store]\nurl = {:?}\n[jobs.j]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\n\
-         run = \"touch {}\"\n",
-        pg.url(),
-        marker.display()
-    ));
+    let (s, marker, _ran) = marked_job(&pg);
     let o = run(&s, &["store", "migrate"]);
     assert_eq!(code(&o), 0, "{}", both(&o));
     pg.sql("ALTER DATABASE postgres SET default_transaction_read_only = on");
