@@ -138,7 +138,7 @@ impl Statements for Sql<'_> {
     // other. `MAX(COALESCE(a, b), COALESCE(b, a))` is the larger of two values
     // either of which may be NULL (SQLite's `MAX` is NULL when any argument is).
 
-    async fn see_jobs(&mut self, jobs: &[&str], now: Timestamp) -> R<()> {
+    async fn see_jobs(&self, jobs: &[&str], now: Timestamp) -> R<()> {
         let mut stmt = self.conn.prepare_cached(
             "INSERT INTO jobs (job, first_seen) VALUES (?1, ?2) ON CONFLICT (job) DO NOTHING",
         )?;
@@ -150,7 +150,7 @@ impl Statements for Sql<'_> {
     /// Marks a run as begun: the job's newest attempt (and its run id) when it
     /// is the newest, and for a scheduled run the occurrence as decided and
     /// started.
-    async fn job_begun(&mut self, run: &NewRun) -> R<()> {
+    async fn job_begun(&self, run: &NewRun) -> R<()> {
         self.run(
             "INSERT INTO jobs
                (job, first_seen, last_decided, last_started, last_attempt, last_run_id)
@@ -172,7 +172,7 @@ impl Statements for Sql<'_> {
     /// Counts a finished run: its time as the last success or failure, and the
     /// failure count reset or incremented; a run that is neither
     /// ([`Effect::Neutral`]: `interrupted`) moves nothing.
-    async fn job_finished(&mut self, f: &Finished) -> R<()> {
+    async fn job_finished(&self, f: &Finished) -> R<()> {
         let effect = Effect::of_run(f.verdict, f.success);
         self.run(
             "INSERT INTO jobs
@@ -199,7 +199,7 @@ impl Statements for Sql<'_> {
     /// it was decided already, by another process or an earlier call. Read
     /// inside the write transaction that then decides, so the answer holds
     /// until that transaction commits.
-    async fn decided_through(&mut self, job: &str, occurrence: i64) -> R<bool> {
+    async fn decided_through(&self, job: &str, occurrence: i64) -> R<bool> {
         let moved = self.opt(
             "SELECT last_decided >= ?2 FROM jobs WHERE job = ?1",
             params![job, occurrence],
@@ -207,7 +207,7 @@ impl Statements for Sql<'_> {
         )?;
         Ok(moved.flatten().unwrap_or(false))
     }
-    async fn decided(&mut self, job: &str, occurrence: i64, now: Timestamp) -> R<()> {
+    async fn decided(&self, job: &str, occurrence: i64, now: Timestamp) -> R<()> {
         self.run(
             "INSERT INTO jobs (job, first_seen, last_decided) VALUES (?1, ?2, ?3)
              ON CONFLICT (job) DO UPDATE SET
@@ -215,14 +215,18 @@ impl Statements for Sql<'_> {
             params![job, rows::micros(now), occurrence],
         )
     }
-    async fn jobs(&mut self) -> R<Vec<JobState>> {
+    /// This host's own store: its clock is the host's.
+    async fn server_clock(&self) -> R<Option<Timestamp>> {
+        Ok(None)
+    }
+    async fn jobs(&self) -> R<Vec<JobState>> {
         self.rows(
             &format!("SELECT {JOB_COLUMNS} FROM jobs ORDER BY job"),
             [],
             rows::job,
         )
     }
-    async fn job(&mut self, job: &str) -> R<Option<JobState>> {
+    async fn job(&self, job: &str) -> R<Option<JobState>> {
         self.opt(
             &format!("SELECT {JOB_COLUMNS} FROM jobs WHERE job = ?1"),
             [job],
@@ -247,7 +251,7 @@ impl Statements for Sql<'_> {
 
     /// Records a decision unless the occurrence has one. Returns whether this
     /// call recorded it.
-    async fn insert_decision(&mut self, e: &NewDecision<'_>) -> R<bool> {
+    async fn insert_decision(&self, e: &NewDecision<'_>) -> R<bool> {
         self.changed(
             "INSERT INTO occurrences
                (job, occurrence, decision, run_id, decided, detail, joined)
@@ -273,7 +277,7 @@ impl Statements for Sql<'_> {
     /// under this transaction's write lock, so of many processes starting the
     /// same queued occurrence, the first changes it and the others find it
     /// `started` and change nothing.
-    async fn start_decision(&mut self, run: &NewRun, occurrence: i64) -> R<bool> {
+    async fn start_decision(&self, run: &NewRun, occurrence: i64) -> R<bool> {
         self.changed(
             "INSERT INTO occurrences (job, occurrence, decision, run_id, decided)
              VALUES (?1, ?2, 'started', ?3, ?4)
@@ -285,7 +289,7 @@ impl Statements for Sql<'_> {
             params![run.job, occurrence, run.run_id, rows::micros(run.started)],
         )
     }
-    async fn claim_queued(&mut self, e: &NewDecision<'_>) -> R<bool> {
+    async fn claim_queued(&self, e: &NewDecision<'_>) -> R<bool> {
         self.changed(
             "UPDATE occurrences SET decision = ?3, detail = ?4, decided = ?5
              WHERE job = ?1 AND occurrence = ?2 AND decision = 'queued'",
@@ -298,7 +302,7 @@ impl Statements for Sql<'_> {
             ],
         )
     }
-    async fn decision(&mut self, job: &str, occurrence: i64) -> R<Option<DecisionRow>> {
+    async fn decision(&self, job: &str, occurrence: i64) -> R<Option<DecisionRow>> {
         self.opt(
             &format!(
                 "SELECT {DECISION_COLUMNS} FROM occurrences WHERE job = ?1 AND occurrence = ?2"
@@ -311,7 +315,7 @@ impl Statements for Sql<'_> {
     /// started, except its newest decision, which always stays (it is the
     /// latest word on the job's schedule), and its `queued` ones, which are
     /// work still to do however long they have waited.
-    async fn prune_decisions(&mut self, job: &str) -> R<()> {
+    async fn prune_decisions(&self, job: &str) -> R<()> {
         self.run(
             "DELETE FROM occurrences
              WHERE job = ?1
@@ -334,7 +338,7 @@ impl Statements for Sql<'_> {
 
     /// Inserts a run's row. `fence` is the caller's fence, already checked to
     /// fit SQLite's integers.
-    async fn insert_run(&mut self, run: &NewRun, fence: Option<i64>) -> R<()> {
+    async fn insert_run(&self, run: &NewRun, fence: Option<i64>) -> R<()> {
         self.run(
             "INSERT INTO runs (run_id, job, occurrence, manual, fence, host, pid, started)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -352,7 +356,7 @@ impl Statements for Sql<'_> {
     }
     /// Whether `run` is recorded already: its id, for its job and occurrence
     /// (its start, recorded by an earlier call whose answer was lost).
-    async fn run_recorded(&mut self, run: &NewRun) -> R<bool> {
+    async fn run_recorded(&self, run: &NewRun) -> R<bool> {
         self.opt(
             "SELECT 1 FROM runs WHERE run_id = ?1 AND job = ?2 AND occurrence IS ?3",
             params![run.run_id, run.job, run.occurrence],
@@ -360,12 +364,12 @@ impl Statements for Sql<'_> {
         )
         .map(|found| found.is_some())
     }
-    async fn run_job(&mut self, run_id: &str) -> R<Option<String>> {
+    async fn run_job(&self, run_id: &str) -> R<Option<String>> {
         self.opt("SELECT job FROM runs WHERE run_id = ?1", [run_id], |r| {
             r.get(0)
         })
     }
-    async fn run_started(&mut self, run_id: &str) -> R<Option<Timestamp>> {
+    async fn run_started(&self, run_id: &str) -> R<Option<Timestamp>> {
         self.opt(
             "SELECT started FROM runs WHERE run_id = ?1",
             [run_id],
@@ -374,7 +378,7 @@ impl Statements for Sql<'_> {
     }
     /// Inserts an attempt unless its `(run_id, seq)` is recorded already.
     /// Returns whether this call recorded it.
-    async fn insert_attempt(&mut self, a: &Attempt) -> R<bool> {
+    async fn insert_attempt(&self, a: &Attempt) -> R<bool> {
         self.changed(
             "INSERT INTO attempts
                (run_id, seq, step, kind, attempt, started, finished, exit_code, signal, outcome)
@@ -396,7 +400,7 @@ impl Statements for Sql<'_> {
     }
     /// Marks a run finished unless it is already. Returns whether this call
     /// finished it.
-    async fn finish_run(&mut self, f: &Finished) -> R<bool> {
+    async fn finish_run(&self, f: &Finished) -> R<bool> {
         self.changed(
             "UPDATE runs SET finished = ?2, verdict = ?3, exit_code = ?4
              WHERE run_id = ?1 AND finished IS NULL",
@@ -408,7 +412,7 @@ impl Statements for Sql<'_> {
             ],
         )
     }
-    async fn prune_runs(&mut self, job: &str, keep: u32) -> R<()> {
+    async fn prune_runs(&self, job: &str, keep: u32) -> R<()> {
         self.run(
             "DELETE FROM runs WHERE job = ?1 AND run_id NOT IN (
                SELECT run_id FROM runs WHERE job = ?1
@@ -416,7 +420,7 @@ impl Statements for Sql<'_> {
             params![job, keep],
         )
     }
-    async fn history(&mut self, job: &str, limit: u32) -> R<Vec<RunRow>> {
+    async fn history(&self, job: &str, limit: u32) -> R<Vec<RunRow>> {
         let mut runs: Vec<RunRow> = self.rows(
             &format!(
                 "SELECT {RUN_COLUMNS} FROM runs WHERE job = ?1
@@ -430,7 +434,7 @@ impl Statements for Sql<'_> {
         }
         Ok(runs)
     }
-    async fn running(&mut self, job: &str) -> R<Option<RunRow>> {
+    async fn running(&self, job: &str) -> R<Option<RunRow>> {
         let run = self.opt(
             &format!(
                 "SELECT {RUN_COLUMNS} FROM runs WHERE job = ?1 AND finished IS NULL
@@ -445,7 +449,7 @@ impl Statements for Sql<'_> {
         })
         .transpose()
     }
-    async fn unfinished(&mut self, job: &str) -> R<Vec<RunRow>> {
+    async fn unfinished(&self, job: &str) -> R<Vec<RunRow>> {
         self.rows(
             &format!(
                 "SELECT {RUN_COLUMNS} FROM runs WHERE job = ?1 AND finished IS NULL
@@ -464,7 +468,7 @@ impl Statements for Sql<'_> {
     // As in `jobs`, counters change only through SQL expressions evaluated on
     // the row inside the write transaction.
 
-    async fn step_attempted(&mut self, a: &Attempt) -> R<()> {
+    async fn step_attempted(&self, a: &Attempt) -> R<()> {
         let effect = Effect::of(a.outcome);
         self.run(
             "INSERT INTO steps
@@ -494,7 +498,7 @@ impl Statements for Sql<'_> {
             ],
         )
     }
-    async fn steps(&mut self, job: &str) -> R<Vec<StepState>> {
+    async fn steps(&self, job: &str) -> R<Vec<StepState>> {
         self.rows(
             "SELECT job, step, kind, last_attempt, last_success, last_failure, consecutive_failures
              FROM steps WHERE job = ?1 ORDER BY step",
@@ -508,7 +512,7 @@ impl Statements for Sql<'_> {
     // rows are deleted). The index on `(job, id DESC)` serves a job's newest
     // alerts; the global newest come from the key itself.
 
-    async fn insert_alert(&mut self, a: &NewAlert) -> R<()> {
+    async fn insert_alert(&self, a: &NewAlert) -> R<()> {
         self.run(
             "INSERT INTO alerts (time, job, kind, run_id, occurrence, message, json)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -523,7 +527,7 @@ impl Statements for Sql<'_> {
             ],
         )
     }
-    async fn recent_alerts(&mut self, job: Option<&str>, limit: u32) -> R<Vec<AlertRow>> {
+    async fn recent_alerts(&self, job: Option<&str>, limit: u32) -> R<Vec<AlertRow>> {
         match job {
             Some(job) => self.rows(
                 &format!(
@@ -559,7 +563,7 @@ impl Statements for Sql<'_> {
     /// Extends the job's newest range by `m` when it has the same reason and
     /// ends at the job's last decided occurrence. One statement, evaluated on
     /// the rows as they are under the write lock. Returns whether it did.
-    async fn extend_missed(&mut self, m: &Miss<'_>, count: i64, now: Timestamp) -> R<bool> {
+    async fn extend_missed(&self, m: &Miss<'_>, count: i64, now: Timestamp) -> R<bool> {
         self.changed(
             "UPDATE missed SET
                count = count + ?3,
@@ -580,7 +584,7 @@ impl Statements for Sql<'_> {
         )
     }
     async fn insert_missed(
-        &mut self,
+        &self,
         m: &Miss<'_>,
         count: i64,
         detail: Option<&str>,
@@ -602,7 +606,7 @@ impl Statements for Sql<'_> {
             ],
         )
     }
-    async fn missed(&mut self, job: &str, limit: u32) -> R<Vec<MissedRow>> {
+    async fn missed(&self, job: &str, limit: u32) -> R<Vec<MissedRow>> {
         self.rows(
             &format!(
                 "SELECT {MISSED_COLUMNS} FROM missed WHERE job = ?1 ORDER BY id DESC LIMIT ?2"
@@ -611,7 +615,7 @@ impl Statements for Sql<'_> {
             rows::missed,
         )
     }
-    async fn missed_counts(&mut self, job: &str) -> R<Vec<(MissReason, u64, bool)>> {
+    async fn missed_counts(&self, job: &str) -> R<Vec<(MissReason, u64, bool)>> {
         self.rows(
             "SELECT reason, SUM(count), MAX(at_least) FROM missed
              WHERE job = ?1 GROUP BY reason ORDER BY reason",
@@ -619,7 +623,7 @@ impl Statements for Sql<'_> {
             |r| Ok((rows::word(r, 0)?, rows::unsigned(r, 1)?, r.get(2)?)),
         )
     }
-    async fn prune_missed(&mut self, job: &str) -> R<()> {
+    async fn prune_missed(&self, job: &str) -> R<()> {
         self.run(
             "DELETE FROM missed WHERE job = ?1 AND id NOT IN (
                SELECT id FROM missed WHERE job = ?1 ORDER BY id DESC LIMIT ?2)",
@@ -643,7 +647,7 @@ impl Statements for Sql<'_> {
 
     /// Ends, at `now`, the job's pauses in force at `now` (at most one, as the
     /// ledger writes them). Returns them as ended.
-    async fn end_pauses(&mut self, job: &str, now: Timestamp) -> R<Vec<PauseRow>> {
+    async fn end_pauses(&self, job: &str, now: Timestamp) -> R<Vec<PauseRow>> {
         self.rows(
             &format!(
                 "UPDATE pauses SET ended = ?2
@@ -654,7 +658,7 @@ impl Statements for Sql<'_> {
         )
     }
     async fn insert_pause(
-        &mut self,
+        &self,
         job: &str,
         until: Option<Timestamp>,
         reason: Option<&str>,
@@ -670,7 +674,7 @@ impl Statements for Sql<'_> {
             rows::pause,
         )
     }
-    async fn pauses(&mut self, job: &str, limit: u32) -> R<Vec<PauseRow>> {
+    async fn pauses(&self, job: &str, limit: u32) -> R<Vec<PauseRow>> {
         self.rows(
             &format!("SELECT {PAUSE_COLUMNS} FROM pauses WHERE job = ?1 ORDER BY id DESC LIMIT ?2"),
             params![job, limit],
@@ -680,7 +684,7 @@ impl Statements for Sql<'_> {
     /// Deletes the job's pauses that are over at `now` (ended, or lapsed),
     /// except its newest `PAUSE_KEEP`. A pause in force, or one yet to begin, stays
     /// however old.
-    async fn prune_pauses(&mut self, job: &str, now: Timestamp) -> R<()> {
+    async fn prune_pauses(&self, job: &str, now: Timestamp) -> R<()> {
         self.run(
             "DELETE FROM pauses
              WHERE job = ?1
@@ -705,35 +709,35 @@ impl Statements for Sql<'_> {
     // row it joined rises in the transaction that records it, as an SQL
     // expression.
 
-    async fn newest_queued(&mut self, job: &str) -> R<Option<i64>> {
+    async fn newest_queued(&self, job: &str) -> R<Option<i64>> {
         self.one(
             "SELECT MAX(occurrence) FROM occurrences WHERE job = ?1 AND decision = 'queued'",
             [job],
             |r| r.get(0),
         )
     }
-    async fn oldest_queued(&mut self, job: &str) -> R<Option<i64>> {
+    async fn oldest_queued(&self, job: &str) -> R<Option<i64>> {
         self.one(
             "SELECT MIN(occurrence) FROM occurrences WHERE job = ?1 AND decision = 'queued'",
             [job],
             |r| r.get(0),
         )
     }
-    async fn add_coalesced(&mut self, job: &str, into: i64, joined: i64) -> R<()> {
+    async fn add_coalesced(&self, job: &str, into: i64, joined: i64) -> R<()> {
         self.run(
             "UPDATE occurrences SET coalesced = coalesced + ?3
              WHERE job = ?1 AND occurrence = ?2",
             params![job, into, joined],
         )
     }
-    async fn queued_jobs(&mut self) -> R<Vec<String>> {
+    async fn queued_jobs(&self) -> R<Vec<String>> {
         self.rows(
             "SELECT DISTINCT job FROM occurrences WHERE decision = 'queued' ORDER BY job",
             [],
             |r| r.get(0),
         )
     }
-    async fn queued(&mut self, job: &str) -> R<Vec<DecisionRow>> {
+    async fn queued(&self, job: &str) -> R<Vec<DecisionRow>> {
         self.rows(
             &format!(
                 "SELECT {} FROM occurrences
@@ -776,10 +780,10 @@ impl Statements for Sql<'_> {
     // The last success and failure are the job's row's (`jobs.last_success`,
     // `jobs.last_failure`), which pruning never touched either.
 
-    async fn tally_missed(&mut self, job: &str, reason: MissReason, n: i64) -> R<()> {
+    async fn tally_missed(&self, job: &str, reason: MissReason, n: i64) -> R<()> {
         self.add(job, MISSED, reason.as_str(), n)
     }
-    async fn tally_skipped(&mut self, job: &str, reason: SkipReason, n: i64) -> R<()> {
+    async fn tally_skipped(&self, job: &str, reason: SkipReason, n: i64) -> R<()> {
         self.add(job, SKIPPED, reason.as_str(), n)
     }
     /// Counts a finished run: its verdict, a lost lease, and, when the ledger
@@ -787,7 +791,7 @@ impl Statements for Sql<'_> {
     /// the transaction that finishes it.
     ///
     /// (The bucket is [`bucket`]'s, shared with every ledger.)
-    async fn tally_finished(&mut self, f: &Finished, started: Option<Timestamp>) -> R<()> {
+    async fn tally_finished(&self, f: &Finished, started: Option<Timestamp>) -> R<()> {
         self.add(&f.job, VERDICT, f.verdict.as_str(), 1)?;
         if f.verdict == RunVerdict::LeaseLost {
             self.add(&f.job, LEASE_LOST, "", 1)?;
@@ -804,7 +808,7 @@ impl Statements for Sql<'_> {
             params![f.job, bound, us],
         )
     }
-    async fn tallies(&mut self) -> R<Vec<JobTallies>> {
+    async fn tallies(&self) -> R<Vec<JobTallies>> {
         let mut jobs: BTreeMap<String, JobTallies> = BTreeMap::new();
         self.rows(
             "SELECT job, last_success, last_failure FROM jobs ORDER BY job",
@@ -854,7 +858,7 @@ impl Statements for Sql<'_> {
     // under the lock file's mutex (the token must still be the lease's), and
     // writes here before it lets the mutex go.
 
-    async fn watermark(&mut self, job: &str) -> R<Option<WatermarkRow>> {
+    async fn watermark(&self, job: &str) -> R<Option<WatermarkRow>> {
         self.opt(
             &format!(
                 "SELECT {WATERMARK_COLUMNS} FROM watermarks
@@ -865,7 +869,7 @@ impl Statements for Sql<'_> {
         )
     }
     async fn insert_watermark(
-        &mut self,
+        &self,
         job: &str,
         value: &str,
         run_id: Option<&str>,
@@ -883,7 +887,7 @@ impl Statements for Sql<'_> {
             rows::watermark,
         )
     }
-    async fn watermarks(&mut self, job: &str, limit: u32) -> R<Vec<WatermarkRow>> {
+    async fn watermarks(&self, job: &str, limit: u32) -> R<Vec<WatermarkRow>> {
         self.rows(
             &format!(
                 "SELECT {WATERMARK_COLUMNS} FROM watermarks
@@ -893,7 +897,7 @@ impl Statements for Sql<'_> {
             rows::watermark,
         )
     }
-    async fn prune_watermarks(&mut self, job: &str) -> R<()> {
+    async fn prune_watermarks(&self, job: &str) -> R<()> {
         self.run(
             "DELETE FROM watermarks WHERE job = ?1 AND seq NOT IN (
                SELECT seq FROM watermarks WHERE job = ?1 ORDER BY seq DESC LIMIT ?2)",

@@ -240,12 +240,14 @@ fn settings(target: &Target, options: &Options) -> Target {
 }
 
 /// Opens the one connection of a PostgreSQL ledger ([`crate::PgLedger`]),
-/// with the pool's settings, and checks the schema's version and that the
-/// server takes writes, as a pooled connection does. The ledger's
-/// transactions set their own bounds (a shorter idle-in-transaction
-/// timeout, [`LEDGER_IDLE_IN_TRANSACTION`]). The connection's task runs on
-/// the caller's runtime; aborting it closes the socket at once.
-pub(crate) async fn connect_checked(
+/// with the pool's settings, without checking anything yet: the ledger
+/// checks the schema's version and that the server takes writes
+/// ([`crate::schema::check`]) in its first round trip, sent with the first
+/// call's statements (`ledger/session.rs`). The ledger's transactions set
+/// their own bounds (a shorter idle-in-transaction timeout,
+/// [`LEDGER_IDLE_IN_TRANSACTION`]). The connection's task runs on the
+/// caller's runtime; aborting it closes the socket at once.
+pub(crate) async fn connect_ledger(
     target: &Target,
     options: &Options,
 ) -> Result<(Client, JoinHandle<()>), Error> {
@@ -255,7 +257,6 @@ pub(crate) async fn connect_checked(
     let task = tokio::spawn(async move {
         let _ = connection.await;
     });
-    crate::schema::check(&client, &target.describe()).await?;
     Ok((client, task))
 }
 

@@ -104,6 +104,32 @@ impl Postgres {
         Self { target, kept }
     }
 
+    /// A ledger `opened` on this store, or why it could not be, as the
+    /// scheduler's ledger error.
+    fn ledger(
+        &self,
+        opened: Result<PgLedger, crate::Error>,
+    ) -> Result<Box<dyn Records>, LedgerError> {
+        match opened {
+            Ok(l) => Ok(Box::new(l)),
+            Err(e) => {
+                let kind = if matches!(e, crate::Error::SchemaTooNew { .. }) {
+                    baton_store::ledger::Kind::NewerSchema
+                } else {
+                    baton_store::ledger::Kind::Failed
+                };
+                Err(LedgerError::store(
+                    kind,
+                    baton_store::ledger::Unusable {
+                        action: "open the ledger".into(),
+                        store: self.target.describe(),
+                        source: Box::new(e),
+                    },
+                ))
+            }
+        }
+    }
+
     /// Where the store is (host, port, database, user; never the password)
     /// and how a connection to it is made.
     pub fn link(&self) -> (String, crate::examine::Link) {
@@ -202,24 +228,12 @@ impl Store for Postgres {
     }
 
     fn records(&self, _now: Timestamp) -> Result<Box<dyn Records>, LedgerError> {
-        match PgLedger::open(&self.target, general()) {
-            Ok(l) => Ok(Box::new(l)),
-            Err(e) => {
-                let kind = if matches!(e, crate::Error::SchemaTooNew { .. }) {
-                    baton_store::ledger::Kind::NewerSchema
-                } else {
-                    baton_store::ledger::Kind::Failed
-                };
-                Err(LedgerError::store(
-                    kind,
-                    baton_store::ledger::Unusable {
-                        action: "open the ledger".into(),
-                        store: self.target.describe(),
-                        source: Box::new(e),
-                    },
-                ))
-            }
-        }
+        self.ledger(PgLedger::open(&self.target, general()))
+    }
+
+    /// The schema is checked with the first call's statements.
+    fn records_pipelined(&self, _now: Timestamp) -> Result<Box<dyn Records>, LedgerError> {
+        self.ledger(PgLedger::open_deferred(&self.target, general()))
     }
 
     fn existing_records(&self, now: Timestamp) -> Option<Result<Box<dyn Records>, LedgerError>> {

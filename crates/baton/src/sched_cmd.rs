@@ -97,11 +97,13 @@ pub fn status(state: Option<&Path>, a: &StatusArgs) -> Exit {
     {
         return no_such_job(&c, "status", j);
     }
-    let now = match decision_clock(&c, "status") {
-        Ok(clock) => clock.wall(),
-        Err(e) => return e,
+    let s = match baton_sched::views::status::read_with_connection(&c, a.job.as_deref(), clock()) {
+        Ok(s) => s,
+        Err(e) => {
+            say!("baton status: {e}");
+            return Exit::Usage;
+        }
     };
-    let s = baton_sched::views::status::read_with_connection(&c, a.job.as_deref(), now);
     if let Some(e) = &s.error {
         say!("baton status: {e}");
         if c.store.is_some() || s.ledger_newer {

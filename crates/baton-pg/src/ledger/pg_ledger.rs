@@ -91,6 +91,27 @@ impl PgLedger {
     /// [`Error::Query`], [`Error::Timeout`] (no answer within the
     /// deadline), or [`Error::Thread`] when the thread cannot start.
     pub fn open(target: &Target, options: Options) -> Result<PgLedger, Error> {
+        Self::start(target, options, true)
+    }
+
+    /// As [`PgLedger::open`], but the schema's version and the server's
+    /// writability are checked in the first call's first round trip, sent
+    /// with its statements, rather than in a round trip of their own: a
+    /// schema that is not this build's, or a server that takes no writes,
+    /// fails that call (nothing is written: a write waits for the check's
+    /// answer) and every call after it, as `open` would have failed.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Connect`], [`Error::Timeout`] (no connection within the
+    /// deadline), or [`Error::Thread`] when the thread cannot start.
+    pub fn open_deferred(target: &Target, options: Options) -> Result<PgLedger, Error> {
+        Self::start(target, options, false)
+    }
+
+    /// Starts the ledger's thread and connects, checking the schema now or
+    /// at the first call.
+    fn start(target: &Target, options: Options, check: bool) -> Result<PgLedger, Error> {
         let session_target = target.clone();
         let (tasks, inbox) = mpsc::channel::<Task>();
         let (ready, opened) = mpsc::sync_channel(1);
@@ -104,7 +125,7 @@ impl PgLedger {
                         return;
                     }
                 };
-                let connected = session.connect();
+                let connected = session.connect(check);
                 let ok = connected.is_ok();
                 // The caller may have stopped waiting; the inbox then ends.
                 let _ = ready.send(connected);

@@ -7,8 +7,11 @@
 //! shared. Each call is bounded by [`Options::deadline`], connecting
 //! included: on a timeout, or when the connection closed, the connection is
 //! closed at once (the server rolls back a transaction left open, and with
-//! it releases the write lock) and the next call connects again, checking
-//! the schema's version as it does.
+//! it releases the write lock) and the next call connects again. A new
+//! connection's schema version and writability ([`crate::schema::check`])
+//! are read in its first call's first round trip: a read's statements go
+//! with them, and are thrown away when the check fails; a write's wait for
+//! the check's answer.
 //!
 //! The runtime only runs while a call does: between calls nothing reads or
 //! writes the socket. So nothing is left for later: a transaction that
@@ -17,6 +20,7 @@
 //! next call), and a connection given up is closed by aborting its task and
 //! waiting for it, not merely dropped.
 
+use std::cell::Cell;
 use std::sync::mpsc::Receiver;
 
 use tokio::task::JoinHandle;
@@ -51,6 +55,9 @@ pub(crate) type Task = Box<dyn FnOnce(&mut Session) + Send>;
 struct Live {
     client: Client,
     task: JoinHandle<()>,
+    /// Whether the schema's version and the server's writability were
+    /// checked on it.
+    checked: Cell<bool>,
 }
 
 impl Live {
@@ -87,21 +94,36 @@ impl Session {
         })
     }
 
-    /// Connects (checking the schema's version) within the deadline.
-    pub(crate) fn connect(&mut self) -> Result<(), crate::Error> {
+    /// Connects within the deadline; with `check`, also checks the
+    /// schema's version and that the server takes writes, else leaves that
+    /// to the first call's first round trip.
+    pub(crate) fn connect(&mut self, check: bool) -> Result<(), crate::Error> {
         const WHAT: &str = "open the ledger";
         let deadline = self.options.deadline;
         let Some(rt) = &self.rt else {
             return Err(crate::Error::Stopped { what: WHAT });
         };
-        let connecting = pool::connect_checked(&self.target, &self.options);
-        let (client, task) = rt
+        let target = &self.target;
+        let connecting = async {
+            let (client, task) = pool::connect_ledger(target, &self.options).await?;
+            let live = Live {
+                client,
+                task,
+                checked: Cell::new(check),
+            };
+            if check && let Err(e) = crate::schema::check(&live.client, &target.describe()).await {
+                live.close().await;
+                return Err(e);
+            }
+            Ok(live)
+        };
+        let live = rt
             .block_on(async { tokio::time::timeout(deadline, connecting).await })
             .map_err(|_| crate::Error::Timeout {
                 what: WHAT,
                 deadline,
             })??;
-        self.live = Some(Live { client, task });
+        self.live = Some(live);
         Ok(())
     }
 
@@ -131,9 +153,9 @@ impl Session {
             return Err(Fail::Stopped);
         };
         rt.block_on(async {
-            // A read is first sent as one of a single statement, its
-            // `COMMIT` with it; one that wants more is run again, waiting
-            // for its `COMMIT` (it only read).
+            // A read is first sent whole, its `COMMIT` with the statements
+            // its body sends at once; one that wants more is run again,
+            // waiting for its `COMMIT` (it only read).
             let once = mode == Mode::Read;
             let call = async {
                 let first = match attempt(live, target, options, mode, &op, once).await {
@@ -157,7 +179,7 @@ impl Session {
                 Ok(Ok(value)) => (Ok(value), false),
                 Ok(Err(Attempt::Stale(fail) | Attempt::Failed(fail))) => (Err(fail), false),
                 Ok(Err(Attempt::Broken(fail))) => (Err(fail), true),
-                // Only a read of one statement is run again; not this one.
+                // Only a read sent whole is run again; not this one.
                 Ok(Err(Attempt::Again)) => (Err(Fail::Again), false),
                 Err(_) => (Err(Fail::Timeout(deadline)), true),
             };
@@ -172,29 +194,44 @@ impl Session {
 
 /// How one attempt at a call failed.
 enum Attempt {
-    /// The `BEGIN` on a connection kept from an earlier call failed:
+    /// The `BEGIN` (or the check) on a connection kept from an earlier
+    /// call, or made before this one, failed on a connection now closed:
     /// nothing was written, and a new connection may succeed.
     Stale(Fail),
     /// The call failed, and its transaction was rolled back.
     Failed(Fail),
-    /// The call failed, and its transaction could not be rolled back: the
-    /// connection must be closed.
+    /// The call failed, and its transaction could not be rolled back, or
+    /// the connection proved unusable (a schema not this build's, a server
+    /// that takes no writes): the connection must be closed.
     Broken(Fail),
-    /// A read sent as one statement asked for a second: nothing more was
-    /// sent, its transaction is over, and it is to be run again.
+    /// A read sent whole asked for a statement after its `COMMIT`: nothing
+    /// more was sent, its transaction is over, and it is to be run again.
     Again,
+}
+
+/// A failed check of a connection's schema and writability: stale when the
+/// connection was made before this attempt and has closed since (a new one
+/// may pass), else the connection is of no use.
+fn unusable(e: crate::Error, fresh: bool, client: &Client) -> Attempt {
+    if !fresh && client.is_closed() {
+        Attempt::Stale(Fail::Connect(e))
+    } else {
+        Attempt::Broken(Fail::Connect(e))
+    }
 }
 
 /// One attempt at a call: connects when there is no connection, begins,
 /// takes the write lock for a write, runs `op` and commits; on a failure after
 /// `BEGIN`, rolls back before it returns.
 ///
-/// A read begins in the same round trip as its bounds and its first
-/// statement: the server runs them in the order sent, and when the begin
-/// failed, what was read is thrown away (nothing was written). A write
-/// waits for its `BEGIN` to be answered before anything else is sent, so
-/// that no statement of a write can ever run outside its transaction (and
-/// its write lock).
+/// A read begins in the same round trip as its bounds and the statements
+/// its body sends at once (and, on a connection not yet checked, the
+/// check): the server runs them in the order sent, and when the begin or
+/// the check failed, what was read is thrown away (nothing was written). A
+/// write waits for its `BEGIN` (and the check) to be answered before
+/// anything else is sent, so that no statement of a write can ever run
+/// outside its transaction (and its write lock), nor on a schema that is
+/// not this build's.
 async fn attempt<T, F>(
     live: &mut Option<Live>,
     target: &Target,
@@ -211,15 +248,30 @@ where
         if let Some(gone) = live.take() {
             gone.close().await;
         }
-        let (client, task) = pool::connect_checked(target, options)
+        let (client, task) = pool::connect_ledger(target, options)
             .await
             .map_err(|e| Attempt::Failed(Fail::Connect(e)))?;
-        *live = Some(Live { client, task });
+        *live = Some(Live {
+            client,
+            task,
+            checked: Cell::new(false),
+        });
     }
-    let Some(Live { client, .. }) = live.as_ref() else {
+    let Some(Live {
+        client, checked, ..
+    }) = live.as_ref()
+    else {
         // OK because the connection was set just above; this only names
         // the impossible case.
         return Err(Attempt::Failed(Fail::Stopped));
+    };
+    let describe = target.describe();
+    let check = async {
+        if checked.get() {
+            Ok(())
+        } else {
+            crate::schema::check(client, &describe).await
+        }
     };
     // The bounds and the write lock go out with the transaction's first
     // statement, in the same round trip: the server runs them in the order
@@ -229,15 +281,26 @@ where
         .statement_timeout
         .min(pool::LEDGER_IDLE_IN_TRANSACTION);
     let bounds = pool::bounds_sql(options, idle);
-    let begin = match mode {
-        Mode::Read => format!("{READ_BEGIN}; {bounds}"),
+    let (begin, check) = match mode {
+        Mode::Read => (format!("{READ_BEGIN}; {bounds}"), Some(check)),
         Mode::Write => {
-            match client.batch_execute(WRITE_BEGIN).await {
+            let (passed, begun) = tokio::join!(biased; check, client.batch_execute(WRITE_BEGIN));
+            if let Err(e) = passed {
+                return Err(unusable(e, fresh, client));
+            }
+            checked.set(true);
+            match begun {
                 Ok(()) => {}
                 Err(e) if !fresh => return Err(Attempt::Stale(Fail::Pg(e))),
                 Err(e) => return Err(Attempt::Failed(Fail::Pg(e))),
             }
-            bounds
+            (bounds, None)
+        }
+    };
+    let checking = async {
+        match check {
+            Some(check) => check.await,
+            None => Ok(()),
         }
     };
     let locked = async {
@@ -253,9 +316,21 @@ where
         }
     };
     let tx = Tx::new(client, once && mode == Mode::Read);
-    // Polled first in the order written, so sent in that order.
-    let (bounded, locked, done) =
-        tokio::join!(biased; client.batch_execute(&begin), locked, op(&tx));
+    // Polled first in the order written, so sent in that order: the check,
+    // the begin and its bounds, the write lock, the body's statements, and
+    // a read's `COMMIT` (`Tx::end_read`).
+    let (passed, bounded, locked, done, ended) = tokio::join!(
+        biased;
+        checking,
+        client.batch_execute(&begin),
+        locked,
+        op(&tx),
+        tx.end_read()
+    );
+    if let Err(e) = passed {
+        return Err(unusable(e, fresh, client));
+    }
+    checked.set(true);
     if mode == Mode::Read
         && !fresh
         && let Err(e) = bounded
@@ -265,11 +340,11 @@ where
         return Err(Attempt::Stale(Fail::Pg(e)));
     }
     if tx.overran() {
-        // Its `COMMIT` went out with its first statement and has ended the
-        // transaction; nothing after it was sent.
+        // Its `COMMIT` went out with its first statements and has ended
+        // the transaction; nothing after it was sent.
         return Err(Attempt::Again);
     }
-    let done = bounded.and(locked).map_err(Fail::Pg).and(done);
+    let done = bounded.and(locked).and(ended).map_err(Fail::Pg).and(done);
     let done = match done {
         Ok(value) => match tx.commit().await {
             Ok(()) => return Ok(value),

@@ -111,14 +111,20 @@ impl Pg<'_> {
         map(&self.tx.answer(client.query_typed_one(sql, &params)).await?)
     }
 
-    /// A run's attempts, in order.
-    async fn attempts(&self, run_id: &str) -> R<Vec<AttemptRow>> {
+    /// The attempts of the runs `runs` selects (a query of `run_id`s, with
+    /// `params`), in order, each with its run's id. Sent with the query of
+    /// the runs themselves, it reads what that query reads: one snapshot in
+    /// a read, the write lock's rows in a write.
+    async fn attempts_of(&self, runs: &str, params: &Params<'_>) -> R<Vec<(String, AttemptRow)>> {
         self.rows(
-            "SELECT seq, step, kind, attempt, started, finished, exit_code, signal, outcome
-             FROM baton.attempts WHERE run_id = $1::text ORDER BY seq",
-            &[&run_id],
+            &format!(
+                "SELECT seq, step, kind, attempt, started, finished, exit_code, signal, outcome,
+                        run_id
+                 FROM baton.attempts WHERE run_id IN ({runs}) ORDER BY run_id, seq"
+            ),
+            params,
             |r| {
-                Ok(AttemptRow {
+                let attempt = AttemptRow {
                     seq: rows::int(r, 0)?,
                     step: rows::get(r, 1)?,
                     kind: rows::word(r, 2)?,
@@ -128,10 +134,30 @@ impl Pg<'_> {
                     exit_code: rows::int_opt(r, 6)?,
                     signal: rows::int_opt(r, 7)?,
                     outcome: rows::word(r, 8)?,
-                })
+                };
+                Ok((rows::get(r, 9)?, attempt))
             },
         )
         .await
+    }
+
+    /// The runs `select` reads (with `params`; `select` names its columns
+    /// `{RUN_COLUMNS}`), each with its attempts: the runs, and the
+    /// attempts of the runs the same query selects, sent together, in one
+    /// round trip.
+    async fn runs_with_attempts(&self, select: &str, params: &Params<'_>) -> R<Vec<RunRow>> {
+        let runs = select.replace("{RUN_COLUMNS}", RUN_COLUMNS);
+        let ids = select.replace("{RUN_COLUMNS}", "run_id");
+        let (mut runs, attempts) = tokio::try_join!(
+            self.rows(&runs, params, rows::run),
+            self.attempts_of(&ids, params)
+        )?;
+        for (run_id, attempt) in attempts {
+            if let Some(run) = runs.iter_mut().find(|r| r.run_id == run_id) {
+                run.attempts.push(attempt);
+            }
+        }
+        Ok(runs)
     }
 
     /// Adds `n` to the job's count of `kind` and `word`.
@@ -161,7 +187,7 @@ impl Statements for Pg<'_> {
     // larger of two values either of which may be NULL, as SQLite's
     // `MAX(COALESCE(…))` is there.
 
-    async fn see_jobs(&mut self, jobs: &[&str], now: Timestamp) -> R<()> {
+    async fn see_jobs(&self, jobs: &[&str], now: Timestamp) -> R<()> {
         let now = micros(now);
         // One statement for every job, one round trip.
         self.run(
@@ -175,7 +201,7 @@ impl Statements for Pg<'_> {
     /// Marks a run as begun: the job's newest attempt (and its run id) when it
     /// is the newest, and for a scheduled run the occurrence as decided and
     /// started.
-    async fn job_begun(&mut self, run: &NewRun) -> R<()> {
+    async fn job_begun(&self, run: &NewRun) -> R<()> {
         self.run(
             "INSERT INTO baton.jobs AS j
                (job, first_seen, last_decided, last_started, last_attempt, last_run_id)
@@ -200,7 +226,7 @@ impl Statements for Pg<'_> {
     /// Counts a finished run: its time as the last success or failure, and the
     /// failure count reset or incremented; a run that is neither
     /// (`Effect::Neutral`: `interrupted`) moves nothing.
-    async fn job_finished(&mut self, f: &Finished) -> R<()> {
+    async fn job_finished(&self, f: &Finished) -> R<()> {
         let effect = Effect::of_run(f.verdict, f.success);
         self.run(
             "INSERT INTO baton.jobs AS j
@@ -233,7 +259,7 @@ impl Statements for Pg<'_> {
     /// Whether the job's last decided occurrence is at or after `occurrence`.
     /// Read under the write lock, so the answer holds until the transaction
     /// that then decides commits.
-    async fn decided_through(&mut self, job: &str, occurrence: i64) -> R<bool> {
+    async fn decided_through(&self, job: &str, occurrence: i64) -> R<bool> {
         let moved = self
             .opt(
                 "SELECT last_decided >= $2::bigint FROM baton.jobs WHERE job = $1::text",
@@ -243,7 +269,7 @@ impl Statements for Pg<'_> {
             .await?;
         Ok(moved.flatten().unwrap_or(false))
     }
-    async fn decided(&mut self, job: &str, occurrence: i64, now: Timestamp) -> R<()> {
+    async fn decided(&self, job: &str, occurrence: i64, now: Timestamp) -> R<()> {
         let now = micros(now);
         self.run(
             "INSERT INTO baton.jobs AS j (job, first_seen, last_decided)
@@ -254,7 +280,16 @@ impl Statements for Pg<'_> {
         )
         .await
     }
-    async fn jobs(&mut self) -> R<Vec<JobState>> {
+    /// The server's `clock_timestamp()`.
+    async fn server_clock(&self) -> R<Option<Timestamp>> {
+        self.one(
+            "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint",
+            &[],
+            |r| rows::time(r, 0).map(Some),
+        )
+        .await
+    }
+    async fn jobs(&self) -> R<Vec<JobState>> {
         self.rows(
             &format!("SELECT {JOB_COLUMNS} FROM baton.jobs ORDER BY job"),
             &[],
@@ -262,7 +297,7 @@ impl Statements for Pg<'_> {
         )
         .await
     }
-    async fn job(&mut self, job: &str) -> R<Option<JobState>> {
+    async fn job(&self, job: &str) -> R<Option<JobState>> {
         self.opt(
             &format!("SELECT {JOB_COLUMNS} FROM baton.jobs WHERE job = $1::text"),
             &[&job],
@@ -283,7 +318,7 @@ impl Statements for Pg<'_> {
 
     /// Records a decision unless the occurrence has one. Returns whether this
     /// call recorded it.
-    async fn insert_decision(&mut self, e: &NewDecision<'_>) -> R<bool> {
+    async fn insert_decision(&self, e: &NewDecision<'_>) -> R<bool> {
         self.changed(
             "INSERT INTO baton.occurrences
                (job, occurrence, decision, run_id, decided, detail, joined)
@@ -304,7 +339,7 @@ impl Statements for Pg<'_> {
     /// when the occurrence has none, or its `queued` row turned into `started`
     /// (keeping its count of coalesced occurrences). Any other decision is left
     /// as it is. Returns whether this call started it.
-    async fn start_decision(&mut self, run: &NewRun, occurrence: i64) -> R<bool> {
+    async fn start_decision(&self, run: &NewRun, occurrence: i64) -> R<bool> {
         self.changed(
             "INSERT INTO baton.occurrences AS o (job, occurrence, decision, run_id, decided)
              VALUES ($1::text, $2::bigint, 'started', $3::text, $4::bigint)
@@ -324,7 +359,7 @@ impl Statements for Pg<'_> {
     }
     /// Turns a queued occurrence into `e.decision` (`claimed`). Returns whether
     /// it was queued.
-    async fn claim_queued(&mut self, e: &NewDecision<'_>) -> R<bool> {
+    async fn claim_queued(&self, e: &NewDecision<'_>) -> R<bool> {
         self.changed(
             "UPDATE baton.occurrences SET decision = $3::text, detail = $4::text,
                                           decided = $5::bigint
@@ -339,7 +374,7 @@ impl Statements for Pg<'_> {
         )
         .await
     }
-    async fn decision(&mut self, job: &str, occurrence: i64) -> R<Option<DecisionRow>> {
+    async fn decision(&self, job: &str, occurrence: i64) -> R<Option<DecisionRow>> {
         self.opt(
             &format!(
                 "SELECT {DECISION_COLUMNS} FROM baton.occurrences
@@ -352,7 +387,7 @@ impl Statements for Pg<'_> {
     }
     /// Deletes the job's decisions made before its oldest remaining run
     /// started, except its newest decision and its `queued` ones.
-    async fn prune_decisions(&mut self, job: &str) -> R<()> {
+    async fn prune_decisions(&self, job: &str) -> R<()> {
         self.run(
             "DELETE FROM baton.occurrences
              WHERE job = $1::text
@@ -372,7 +407,7 @@ impl Statements for Pg<'_> {
     // pruning a run takes its attempts along; `(run_id, seq)` keeps a retried
     // write from recording one attempt twice.
 
-    async fn insert_run(&mut self, run: &NewRun, fence: Option<i64>) -> R<()> {
+    async fn insert_run(&self, run: &NewRun, fence: Option<i64>) -> R<()> {
         self.run(
             "INSERT INTO baton.runs
                (run_id, job, occurrence, manual, fence, host, pid, started)
@@ -393,7 +428,7 @@ impl Statements for Pg<'_> {
     }
     /// Whether `run` is recorded already: its id, for its job and occurrence
     /// (its start, recorded by an earlier call whose answer was lost).
-    async fn run_recorded(&mut self, run: &NewRun) -> R<bool> {
+    async fn run_recorded(&self, run: &NewRun) -> R<bool> {
         let found = self
             .opt(
                 "SELECT 1 FROM baton.runs WHERE run_id = $1::text AND job = $2::text
@@ -404,7 +439,7 @@ impl Statements for Pg<'_> {
             .await?;
         Ok(found.is_some())
     }
-    async fn run_job(&mut self, run_id: &str) -> R<Option<String>> {
+    async fn run_job(&self, run_id: &str) -> R<Option<String>> {
         self.opt(
             "SELECT job FROM baton.runs WHERE run_id = $1::text",
             &[&run_id],
@@ -412,7 +447,7 @@ impl Statements for Pg<'_> {
         )
         .await
     }
-    async fn run_started(&mut self, run_id: &str) -> R<Option<Timestamp>> {
+    async fn run_started(&self, run_id: &str) -> R<Option<Timestamp>> {
         self.opt(
             "SELECT started FROM baton.runs WHERE run_id = $1::text",
             &[&run_id],
@@ -422,7 +457,7 @@ impl Statements for Pg<'_> {
     }
     /// Inserts an attempt unless its `(run_id, seq)` is recorded already.
     /// Returns whether this call recorded it.
-    async fn insert_attempt(&mut self, a: &Attempt) -> R<bool> {
+    async fn insert_attempt(&self, a: &Attempt) -> R<bool> {
         self.changed(
             "INSERT INTO baton.attempts
                (run_id, seq, step, kind, attempt, started, finished, exit_code, signal, outcome)
@@ -446,7 +481,7 @@ impl Statements for Pg<'_> {
     }
     /// Marks a run finished unless it is already. Returns whether this call
     /// finished it.
-    async fn finish_run(&mut self, f: &Finished) -> R<bool> {
+    async fn finish_run(&self, f: &Finished) -> R<bool> {
         self.changed(
             "UPDATE baton.runs SET finished = $2::bigint, verdict = $3::text,
                                    exit_code = $4::bigint
@@ -460,7 +495,7 @@ impl Statements for Pg<'_> {
         )
         .await
     }
-    async fn prune_runs(&mut self, job: &str, keep: u32) -> R<()> {
+    async fn prune_runs(&self, job: &str, keep: u32) -> R<()> {
         self.run(
             "DELETE FROM baton.runs WHERE job = $1::text AND run_id NOT IN (
                SELECT run_id FROM baton.runs WHERE job = $1::text
@@ -469,40 +504,25 @@ impl Statements for Pg<'_> {
         )
         .await
     }
-    async fn history(&mut self, job: &str, limit: u32) -> R<Vec<RunRow>> {
-        let mut runs = self
-            .rows(
-                &format!(
-                    "SELECT {RUN_COLUMNS} FROM baton.runs WHERE job = $1::text
-                     ORDER BY started DESC, run_id DESC LIMIT $2::bigint"
-                ),
-                &[&job, &i64::from(limit)],
-                rows::run,
-            )
-            .await?;
-        for run in &mut runs {
-            run.attempts = self.attempts(&run.run_id).await?;
-        }
-        Ok(runs)
+    async fn history(&self, job: &str, limit: u32) -> R<Vec<RunRow>> {
+        self.runs_with_attempts(
+            "SELECT {RUN_COLUMNS} FROM baton.runs WHERE job = $1::text
+             ORDER BY started DESC, run_id DESC LIMIT $2::bigint",
+            &[&job, &i64::from(limit)],
+        )
+        .await
     }
-    async fn running(&mut self, job: &str) -> R<Option<RunRow>> {
-        let found = self
-            .opt(
-                &format!(
-                    "SELECT {RUN_COLUMNS} FROM baton.runs WHERE job = $1::text AND finished IS NULL
-                     ORDER BY started DESC, run_id DESC LIMIT 1"
-                ),
+    async fn running(&self, job: &str) -> R<Option<RunRow>> {
+        Ok(self
+            .runs_with_attempts(
+                "SELECT {RUN_COLUMNS} FROM baton.runs WHERE job = $1::text AND finished IS NULL
+                 ORDER BY started DESC, run_id DESC LIMIT 1",
                 &[&job],
-                rows::run,
             )
-            .await?;
-        let Some(mut run) = found else {
-            return Ok(None);
-        };
-        run.attempts = self.attempts(&run.run_id).await?;
-        Ok(Some(run))
+            .await?
+            .pop())
     }
-    async fn unfinished(&mut self, job: &str) -> R<Vec<RunRow>> {
+    async fn unfinished(&self, job: &str) -> R<Vec<RunRow>> {
         self.rows(
             &format!(
                 "SELECT {RUN_COLUMNS} FROM baton.runs WHERE job = $1::text AND finished IS NULL
@@ -519,7 +539,7 @@ impl Statements for Pg<'_> {
     // What an outcome word does
     // to the counters is `baton_store::ledger::Effect`'s rule, reused as is.
 
-    async fn step_attempted(&mut self, a: &Attempt) -> R<()> {
+    async fn step_attempted(&self, a: &Attempt) -> R<()> {
         let effect = Effect::of(a.outcome);
         self.run(
             "INSERT INTO baton.steps AS s
@@ -555,7 +575,7 @@ impl Statements for Pg<'_> {
         )
         .await
     }
-    async fn steps(&mut self, job: &str) -> R<Vec<StepState>> {
+    async fn steps(&self, job: &str) -> R<Vec<StepState>> {
         self.rows(
             "SELECT job, step, kind, last_attempt, last_success, last_failure,
                     consecutive_failures
@@ -569,7 +589,7 @@ impl Statements for Pg<'_> {
     // The `baton.alerts` table: every alert raised, as delivered, numbered in
     // the order recorded by an identity that is never reused.
 
-    async fn insert_alert(&mut self, a: &NewAlert) -> R<()> {
+    async fn insert_alert(&self, a: &NewAlert) -> R<()> {
         self.run(
             "INSERT INTO baton.alerts (time, job, kind, run_id, occurrence, message, json)
              VALUES ($1::bigint, $2::text, $3::text, $4::text, $5::bigint, $6::text, $7::text)",
@@ -585,7 +605,7 @@ impl Statements for Pg<'_> {
         )
         .await
     }
-    async fn recent_alerts(&mut self, job: Option<&str>, limit: u32) -> R<Vec<AlertRow>> {
+    async fn recent_alerts(&self, job: Option<&str>, limit: u32) -> R<Vec<AlertRow>> {
         let limit = i64::from(limit);
         match job {
             Some(job) => {
@@ -623,7 +643,7 @@ impl Statements for Pg<'_> {
 
     /// Extends the job's newest range by `m` when it has the same reason and
     /// ends at the job's last decided occurrence. Returns whether it did.
-    async fn extend_missed(&mut self, m: &Miss<'_>, count: i64, now: Timestamp) -> R<bool> {
+    async fn extend_missed(&self, m: &Miss<'_>, count: i64, now: Timestamp) -> R<bool> {
         let now = micros(now);
         self.changed(
             "UPDATE baton.missed SET
@@ -646,7 +666,7 @@ impl Statements for Pg<'_> {
         .await
     }
     async fn insert_missed(
-        &mut self,
+        &self,
         m: &Miss<'_>,
         count: i64,
         detail: Option<&str>,
@@ -671,7 +691,7 @@ impl Statements for Pg<'_> {
         )
         .await
     }
-    async fn missed(&mut self, job: &str, limit: u32) -> R<Vec<MissedRow>> {
+    async fn missed(&self, job: &str, limit: u32) -> R<Vec<MissedRow>> {
         self.rows(
             &format!(
                 "SELECT {MISSED_COLUMNS} FROM baton.missed WHERE job = $1::text
@@ -682,7 +702,7 @@ impl Statements for Pg<'_> {
         )
         .await
     }
-    async fn missed_counts(&mut self, job: &str) -> R<Vec<(MissReason, u64, bool)>> {
+    async fn missed_counts(&self, job: &str) -> R<Vec<(MissReason, u64, bool)>> {
         self.rows(
             "SELECT reason, SUM(count)::bigint, bool_or(at_least) FROM baton.missed
              WHERE job = $1::text GROUP BY reason ORDER BY reason",
@@ -691,7 +711,7 @@ impl Statements for Pg<'_> {
         )
         .await
     }
-    async fn prune_missed(&mut self, job: &str) -> R<()> {
+    async fn prune_missed(&self, job: &str) -> R<()> {
         self.run(
             "DELETE FROM baton.missed WHERE job = $1::text AND id NOT IN (
                SELECT id FROM baton.missed WHERE job = $1::text
@@ -710,7 +730,7 @@ impl Statements for Pg<'_> {
     // one in force and records the new one in one write transaction. Pruning
     // never removes a pause that is not over.
 
-    async fn end_pauses(&mut self, job: &str, now: Timestamp) -> R<Vec<PauseRow>> {
+    async fn end_pauses(&self, job: &str, now: Timestamp) -> R<Vec<PauseRow>> {
         let now = micros(now);
         self.rows(
             &format!(
@@ -723,7 +743,7 @@ impl Statements for Pg<'_> {
         .await
     }
     async fn insert_pause(
-        &mut self,
+        &self,
         job: &str,
         until: Option<Timestamp>,
         reason: Option<&str>,
@@ -743,7 +763,7 @@ impl Statements for Pg<'_> {
         )
         .await
     }
-    async fn pauses(&mut self, job: &str, limit: u32) -> R<Vec<PauseRow>> {
+    async fn pauses(&self, job: &str, limit: u32) -> R<Vec<PauseRow>> {
         self.rows(
             &format!(
                 "SELECT {PAUSE_COLUMNS} FROM baton.pauses WHERE job = $1::text
@@ -756,7 +776,7 @@ impl Statements for Pg<'_> {
     }
     /// Deletes the job's pauses that are over at `now`, except its newest
     /// `PAUSE_KEEP`.
-    async fn prune_pauses(&mut self, job: &str, now: Timestamp) -> R<()> {
+    async fn prune_pauses(&self, job: &str, now: Timestamp) -> R<()> {
         let now = micros(now);
         self.run(
             "DELETE FROM baton.pauses
@@ -779,7 +799,7 @@ impl Statements for Pg<'_> {
     // queued once; it leaves by `begin_run`, whose upsert only turns a row
     // still `queued` into `started`. Queued rows are never pruned.
 
-    async fn newest_queued(&mut self, job: &str) -> R<Option<i64>> {
+    async fn newest_queued(&self, job: &str) -> R<Option<i64>> {
         self.one(
             "SELECT MAX(occurrence) FROM baton.occurrences
              WHERE job = $1::text AND decision = 'queued'",
@@ -788,7 +808,7 @@ impl Statements for Pg<'_> {
         )
         .await
     }
-    async fn oldest_queued(&mut self, job: &str) -> R<Option<i64>> {
+    async fn oldest_queued(&self, job: &str) -> R<Option<i64>> {
         self.one(
             "SELECT MIN(occurrence) FROM baton.occurrences
              WHERE job = $1::text AND decision = 'queued'",
@@ -797,7 +817,7 @@ impl Statements for Pg<'_> {
         )
         .await
     }
-    async fn add_coalesced(&mut self, job: &str, into: i64, joined: i64) -> R<()> {
+    async fn add_coalesced(&self, job: &str, into: i64, joined: i64) -> R<()> {
         self.run(
             "UPDATE baton.occurrences SET coalesced = coalesced + $3::bigint
              WHERE job = $1::text AND occurrence = $2::bigint",
@@ -805,7 +825,7 @@ impl Statements for Pg<'_> {
         )
         .await
     }
-    async fn queued_jobs(&mut self) -> R<Vec<String>> {
+    async fn queued_jobs(&self) -> R<Vec<String>> {
         self.rows(
             "SELECT DISTINCT job FROM baton.occurrences WHERE decision = 'queued' ORDER BY job",
             &[],
@@ -813,7 +833,7 @@ impl Statements for Pg<'_> {
         )
         .await
     }
-    async fn queued(&mut self, job: &str) -> R<Vec<DecisionRow>> {
+    async fn queued(&self, job: &str) -> R<Vec<DecisionRow>> {
         self.rows(
             &format!(
                 "SELECT {} FROM baton.occurrences
@@ -833,15 +853,15 @@ impl Statements for Pg<'_> {
     // meaningful against the bounds it was counted with. The kind words are
     // the stored ones, the same in both ledgers.
 
-    async fn tally_missed(&mut self, job: &str, reason: MissReason, n: i64) -> R<()> {
+    async fn tally_missed(&self, job: &str, reason: MissReason, n: i64) -> R<()> {
         self.add(job, MISSED, reason.as_str(), n).await
     }
-    async fn tally_skipped(&mut self, job: &str, reason: SkipReason, n: i64) -> R<()> {
+    async fn tally_skipped(&self, job: &str, reason: SkipReason, n: i64) -> R<()> {
         self.add(job, SKIPPED, reason.as_str(), n).await
     }
     /// Counts a finished run: its verdict, a lost lease, and, when the ledger
     /// has the run's start, its duration.
-    async fn tally_finished(&mut self, f: &Finished, started: Option<Timestamp>) -> R<()> {
+    async fn tally_finished(&self, f: &Finished, started: Option<Timestamp>) -> R<()> {
         self.add(&f.job, VERDICT, f.verdict.as_str(), 1).await?;
         if f.verdict == RunVerdict::LeaseLost {
             self.add(&f.job, LEASE_LOST, "", 1).await?;
@@ -860,7 +880,7 @@ impl Statements for Pg<'_> {
         )
         .await
     }
-    async fn tallies(&mut self) -> R<Vec<JobTallies>> {
+    async fn tallies(&self) -> R<Vec<JobTallies>> {
         let mut jobs: BTreeMap<String, JobTallies> = BTreeMap::new();
         let client = self.tx.client();
         for r in self
@@ -919,11 +939,11 @@ impl Statements for Pg<'_> {
     // caller does, under the lease), except that a run of another job may not
     // settle this job's mark.
 
-    async fn watermark(&mut self, job: &str) -> R<Option<WatermarkRow>> {
+    async fn watermark(&self, job: &str) -> R<Option<WatermarkRow>> {
         Ok(self.watermarks(job, 1).await?.pop())
     }
     async fn insert_watermark(
-        &mut self,
+        &self,
         job: &str,
         value: &str,
         run_id: Option<&str>,
@@ -944,7 +964,7 @@ impl Statements for Pg<'_> {
         )
         .await
     }
-    async fn watermarks(&mut self, job: &str, limit: u32) -> R<Vec<WatermarkRow>> {
+    async fn watermarks(&self, job: &str, limit: u32) -> R<Vec<WatermarkRow>> {
         self.rows(
             &format!(
                 "SELECT {WATERMARK_COLUMNS} FROM baton.watermarks WHERE job = $1::text
@@ -955,7 +975,7 @@ impl Statements for Pg<'_> {
         )
         .await
     }
-    async fn prune_watermarks(&mut self, job: &str) -> R<()> {
+    async fn prune_watermarks(&self, job: &str) -> R<()> {
         self.run(
             "DELETE FROM baton.watermarks WHERE job = $1::text AND seq NOT IN (
                SELECT seq FROM baton.watermarks WHERE job = $1::text

@@ -7,9 +7,11 @@
 //! sees what the ones before it wrote.
 //!
 //! A read may go further ([`Tx::new`]'s `read_once`): its `COMMIT` goes out
-//! with its first statement, so a read of one statement takes one round
-//! trip with its `BEGIN`; one that asks for a second is refused it, nothing
-//! more is sent, and its caller runs it again whole as an ordinary
+//! right after the statements its body sends before it first waits for an
+//! answer ([`Tx::end_read`]), so a read whose statements are all sent at
+//! once (one, or several joined) takes one round trip with its `BEGIN`;
+//! one that asks for another statement after an answer is refused it,
+//! nothing more is sent, and its caller runs it again whole as an ordinary
 //! transaction.
 //!
 //! A statement held back fails the transaction as surely as one sent at
@@ -18,7 +20,9 @@
 //!
 //! What it must never do: commit a transaction one of whose statements
 //! failed, or send a write's `COMMIT` before every statement before it has
-//! answered (a writer cut off mid-transaction must leave nothing behind).
+//! answered (a writer cut off mid-transaction must leave nothing behind:
+//! with its `COMMIT` sent along, a statement waiting on a row lock would
+//! commit whenever the lock came free, long after its writer gave up).
 //! Once any statement failed, nothing is committed, even when the
 //! transaction went on.
 
@@ -84,9 +88,9 @@ pub(crate) struct Tx<'c> {
 impl<'c> Tx<'c> {
     /// The transaction open on `client` (its `BEGIN` already sent). With
     /// `read_once`, a read whose `COMMIT` goes out with its first
-    /// statement, in the same round trip: a read of one statement then
-    /// takes one round trip; one that asks for a second is refused it
-    /// ([`Fail::Again`], [`Tx::overran`]) and must be run again whole.
+    /// statements ([`Tx::end_read`]), in the same round trip; a statement
+    /// asked for once that `COMMIT` went out is refused ([`Fail::Again`],
+    /// [`Tx::overran`]), and the read must be run again whole.
     pub(crate) fn new(client: &'c Client, read_once: bool) -> Self {
         Self {
             client,
@@ -98,8 +102,8 @@ impl<'c> Tx<'c> {
         }
     }
 
-    /// Whether a read of one statement asked for a second (see
-    /// [`Tx::new`]): what it returned is then to be thrown away.
+    /// Whether a read sent whole asked for a statement after its `COMMIT`
+    /// (see [`Tx::new`]): what it returned is then to be thrown away.
     pub(crate) fn overran(&self) -> bool {
         self.overran.load(Ordering::SeqCst)
     }
@@ -117,8 +121,8 @@ impl<'c> Tx<'c> {
     /// Sends the statements held back, then `statement` (made on this
     /// transaction's client), in one round trip, and returns its answer;
     /// when a statement held back failed, its failure instead. In a read
-    /// of one statement, its `COMMIT` goes out in the same round trip, and
-    /// a second statement is never sent ([`Fail::Again`]).
+    /// sent whole, a statement asked for once its `COMMIT` went out is
+    /// never sent ([`Fail::Again`]).
     pub(crate) async fn answer<T>(
         &self,
         statement: impl Future<Output = Result<T, tokio_postgres::Error>>,
@@ -129,29 +133,28 @@ impl<'c> Tx<'c> {
         }
         let held = self.take();
         let mut held = Sending::new(&held, self.client);
-        let out = if self.read_once {
-            self.committed.store(true, Ordering::SeqCst);
-            let ((), answer, committed) = tokio::join!(
-                biased;
-                &mut held,
-                statement,
-                self.client.batch_execute("COMMIT")
-            );
-            match (held.failure.take(), answer, committed) {
-                (Some(e), _, _) | (None, Err(e), _) | (None, Ok(_), Err(e)) => Err(e),
-                (None, Ok(value), Ok(())) => Ok(value),
-            }
-        } else {
-            let ((), answer) = tokio::join!(biased; &mut held, statement);
-            match held.failure.take() {
-                Some(e) => Err(e),
-                None => answer,
-            }
+        let ((), answer) = tokio::join!(biased; &mut held, statement);
+        let out = match held.failure.take() {
+            Some(e) => Err(e),
+            None => answer,
         };
         if out.is_err() {
             self.failed.store(true, Ordering::SeqCst);
         }
         out.map_err(Fail::Pg)
+    }
+
+    /// In a read sent whole ([`Tx::new`]'s `read_once`), sends its
+    /// `COMMIT` and waits for its answer; otherwise does nothing. Polled
+    /// first right after the body's first poll, so the `COMMIT` follows the
+    /// statements the body sent before it first waited, in the same round
+    /// trip, and closes the read to any later one.
+    pub(crate) async fn end_read(&self) -> Result<(), tokio_postgres::Error> {
+        if !self.read_once {
+            return Ok(());
+        }
+        self.committed.store(true, Ordering::SeqCst);
+        self.client.batch_execute("COMMIT").await
     }
 
     /// The client the transaction is open on, to make the statements given
@@ -170,7 +173,7 @@ impl<'c> Tx<'c> {
             return Err(NotCommitted::RolledBack(None));
         }
         if self.committed.load(Ordering::SeqCst) {
-            // A read of one statement, committed with it.
+            // A read sent whole, committed with its statements.
             return Ok(());
         }
         let held = self.take();

@@ -71,21 +71,21 @@ fn tell(req: &Request<'_>, t: Told) {
     }
 }
 
-/// The jobs sharing `job`'s lock whose queue may run now: enabled, and not
-/// paused (their queued occurrences wait for the resume).
-fn drainable<'c>(config: &'c Config, job: &Job, surfaces: &Rc<RefCell<Surfaces>>) -> Vec<&'c str> {
-    let mut s = surfaces.borrow_mut();
-    let now = s.now();
+/// The jobs sharing `job`'s lock whose queue may run: the enabled ones.
+/// Of these, the ledger skips the paused ([`next_queued`]).
+fn drainable<'c>(config: &'c Config, job: &Job) -> Vec<&'c str> {
     lock_mates(config, job)
         .into_iter()
         .filter(|name| config.jobs.get(*name).is_some_and(|j| j.enabled.value))
-        .filter(|name| {
-            !s.ledger(|l| l.pauses(name, 1))
-                .unwrap_or_default()
-                .iter()
-                .any(|p| p.active(now))
-        })
         .collect()
+}
+
+/// The oldest occurrence queued for one of `mates` that no pause holds now
+/// (a paused job's queue waits for the resume), read in one call.
+fn next_queued(mates: &[&str], surfaces: &Rc<RefCell<Surfaces>>) -> Option<(String, i64)> {
+    let mut s = surfaces.borrow_mut();
+    let now = s.now();
+    s.ledger(|l| l.next_unpaused(mates, now)).flatten()
 }
 
 fn fresh_run_id(job: &Job, surfaces: &Rc<RefCell<Surfaces>>) -> Option<String> {
@@ -540,11 +540,8 @@ pub(crate) fn hold(
             break;
         }
         // Queued between the last look and the release?
-        let mates = drainable(req.config, req.job, surfaces);
-        let waiting = surfaces
-            .borrow_mut()
-            .ledger(|l| l.next_queued(&mates))
-            .flatten();
+        let mates = drainable(req.config, req.job);
+        let waiting = next_queued(&mates, surfaces);
         if waiting.is_none() {
             break;
         }
@@ -645,15 +642,12 @@ fn hold_once(
     {
         Vec::new()
     } else {
-        drainable(req.config, job, surfaces)
+        drainable(req.config, job)
     };
     let store = crate::store::open(req.config);
     let mut last_taken: Option<(String, i64)> = None;
     while worst != Outcome::Unable && session.lost().is_none() && session.interrupted().is_none() {
-        let next = surfaces
-            .borrow_mut()
-            .ledger(|l| l.next_queued(&mates))
-            .flatten();
+        let next = next_queued(&mates, surfaces);
         let Some((name, at)) = next else { break };
         if last_taken == Some((name.clone(), at)) {
             // The ledger did not let go of it: stop rather than spin.

@@ -44,6 +44,8 @@ pub struct Surfaces {
     on_start: Option<OnStart>,
     /// The ledger was written by a newer baton: nothing in it was read.
     ledger_newer: bool,
+    /// What was read with the store's clock, until a tick takes it.
+    overview: Option<baton_store::ledger::Overview>,
     /// Each job's zone, for the instants a line on stderr names.
     zones: BTreeMap<String, TimeZone>,
     /// The scheduler's zone, for a line of no job's.
@@ -97,6 +99,7 @@ impl Surfaces {
             runs_refused: false,
             on_start: None,
             ledger_newer: false,
+            overview: None,
             zones: config
                 .jobs
                 .iter()
@@ -106,7 +109,9 @@ impl Surfaces {
         };
         match ledger {
             Some(l) => s.ledger = Some(l),
-            None => match crate::store::records(config, s.clock.wall()) {
+            // Its first call fails as the open would have: every call's
+            // failure is handled here as the open's.
+            None => match crate::store::records_pipelined(config, s.clock.wall()) {
                 Ok(l) => s.ledger = Some(l),
                 // No run starts before its start is recorded: a ledger that
                 // cannot be opened (a full disk, a busy repair, files that
@@ -125,12 +130,21 @@ impl Surfaces {
             && let Some(l) = s.ledger.as_mut()
         {
             // Several hosts share this store: every decision and every
-            // stamp of this process goes by the store's clock.
-            match crate::store::decision_clock(l.as_mut(), Arc::clone(&s.clock)) {
-                Ok(c) => s.clock = c,
+            // stamp of this process goes by the store's clock, read with
+            // what a tick reads first, in the same round trip.
+            let read = |l: &mut dyn Records| {
+                let o = l.overview()?;
+                Ok((o.clock, o))
+            };
+            match crate::store::decision_clock_with(l.as_mut(), Arc::clone(&s.clock), read) {
+                Ok((c, o)) => {
+                    s.clock = c;
+                    s.overview = Some(o);
+                }
                 Err(e) => {
                     s.ledger = None;
                     s.runs_refused = true;
+                    s.ledger_newer = e.is_newer_schema();
                     s.warn(&format!(
                         "the ledger is unavailable: {e}; no run starts without it"
                     ));
@@ -142,6 +156,13 @@ impl Surfaces {
         s.logs.set_aside_planted(None, now);
         s.report_set_aside();
         s
+    }
+
+    /// What was read with the store's clock when the surfaces opened on a
+    /// store several hosts share ([`baton_store::ledger::Records::overview`]),
+    /// once: a tick decides from it rather than read it again.
+    pub fn take_overview(&mut self) -> Option<baton_store::ledger::Overview> {
+        self.overview.take()
     }
 
     /// Whether the ledger is open.

@@ -137,7 +137,9 @@ pub fn tick_report(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> T
     // In the shared store, nothing is decided without the ledger; it is
     // opened once here and closed before the runs are forked.
     let ledger = if crate::store::shared(config) {
-        match crate::store::records(config, clock.wall()) {
+        // Checked with the first read, whose failure refuses the tick as
+        // the open's would ([`Due::ledger_unavailable`]).
+        match crate::store::records_pipelined(config, clock.wall()) {
             Ok(l) => Some(l),
             Err(e) => {
                 crate::say::line(format_args!("tick: {e}; nothing was run"));
@@ -149,7 +151,7 @@ pub fn tick_report(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> T
         None
     };
     let due = decide_due_with(config, only, &clock, ledger).0;
-    if due.ledger_newer {
+    if due.ledger_newer || due.ledger_unavailable {
         // Said once, by the decision: nothing was decided, nothing runs.
         report.outcome = Outcome::Unable;
         return report;
@@ -201,6 +203,10 @@ pub struct Due {
     /// The ledger was written by a newer baton (said on stderr): nothing
     /// was decided, and nothing may start until baton is upgraded.
     pub ledger_newer: bool,
+    /// Several hosts share the store, and its ledger could not be opened
+    /// or read (said on stderr): nothing was decided, and nothing may
+    /// start.
+    pub ledger_unavailable: bool,
 }
 
 /// Decides every job of `config` (or those in `only`) at the clock's now,
@@ -220,10 +226,23 @@ pub fn decide_due_with(
 ) -> (Due, Option<Box<dyn baton_store::ledger::Records>>) {
     let mut due = Due::default();
     let mut s = Surfaces::open_with(config, Arc::clone(clock), ledger);
+    if crate::store::shared(config) && s.refuses_runs() {
+        // Said when it was opened: without the shared ledger (or its
+        // clock), nothing is decided.
+        due.ledger_unavailable = true;
+        due.ledger_newer = s.ledger_is_newer();
+        s.finish();
+        return (due, None);
+    }
     // The store's clock, when several hosts share it.
     let now = s.now();
     due.offset = now.duration_since(clock.wall());
-    let mut states = s.ledger(|l| l.jobs()).unwrap_or_default();
+    // Read with the store's clock when the surfaces opened, when it was.
+    let overview = s.take_overview();
+    let (mut states, queued) = match overview {
+        Some(o) => (o.jobs, Some(o.queued)),
+        None => (s.ledger(|l| l.jobs()).unwrap_or_default(), None),
+    };
     if s.ledger_is_newer() {
         // A newer baton wrote it (before this process opened it, or since
         // the daemon's kept connection did): whatever the jobs looked like
@@ -248,11 +267,12 @@ pub fn decide_due_with(
     }
     let by_name: std::collections::HashMap<&str, &baton_store::ledger::JobState> =
         states.iter().map(|j| (j.job.as_str(), j)).collect();
-    let queued: std::collections::HashSet<String> = s
-        .ledger(|l| l.queued_jobs())
-        .unwrap_or_default()
-        .into_iter()
-        .collect();
+    let queued: std::collections::HashSet<String> = match queued {
+        Some(q) => q,
+        None => s.ledger(|l| l.queued_jobs()).unwrap_or_default(),
+    }
+    .into_iter()
+    .collect();
     for j in config
         .jobs
         .values()

@@ -144,6 +144,22 @@ pub fn records(config: &Config, now: Timestamp) -> Result<Box<dyn Records>, Ledg
     open(config).map_err(|e| unusable(config, e))?.records(now)
 }
 
+/// As [`records`], the store's checks sent with the first call
+/// ([`Store::records_pipelined`]): for callers that treat any call's
+/// failure as the open's.
+///
+/// # Errors
+///
+/// As [`records`]; the first call's errors include the open's.
+pub fn records_pipelined(
+    config: &Config,
+    now: Timestamp,
+) -> Result<Box<dyn Records>, LedgerError> {
+    open(config)
+        .map_err(|e| unusable(config, e))?
+        .records_pipelined(now)
+}
+
 /// Opens the ledger of `config`'s store to read it, when there is one.
 pub fn existing_records(
     config: &Config,
@@ -172,10 +188,26 @@ pub fn decision_clock(
     ledger: &mut dyn Records,
     local: std::sync::Arc<dyn baton_lease::Clock>,
 ) -> Result<std::sync::Arc<dyn baton_lease::Clock>, LedgerError> {
+    decision_clock_with(ledger, local, |l| Ok((l.store_clock()?, ()))).map(|(clock, ())| clock)
+}
+
+/// As [`decision_clock`], with the store's clock read by `read` along with
+/// whatever else it reads in the same call (a tick's
+/// [`Records::overview`]), returned beside the clock.
+///
+/// # Errors
+///
+/// When `read` fails: nothing may then be decided.
+pub fn decision_clock_with<T>(
+    ledger: &mut dyn Records,
+    local: std::sync::Arc<dyn baton_lease::Clock>,
+    read: impl FnOnce(&mut dyn Records) -> Result<(Option<Timestamp>, T), LedgerError>,
+) -> Result<(std::sync::Arc<dyn baton_lease::Clock>, T), LedgerError> {
     let boot0 = local.boot();
     let wall0 = local.wall();
-    let Some(store) = ledger.store_clock()? else {
-        return Ok(local);
+    let (store, read) = read(ledger)?;
+    let Some(store) = store else {
+        return Ok((local, read));
     };
     let half = local.boot().saturating_sub(boot0) / 2;
     let mid = wall0
@@ -196,9 +228,12 @@ pub fn decision_clock(
             ledger.location()
         ));
     }
-    Ok(std::sync::Arc::new(baton_lease::ShiftedClock::new(
-        local, store, at_boot, offset,
-    )))
+    Ok((
+        std::sync::Arc::new(baton_lease::ShiftedClock::new(
+            local, store, at_boot, offset,
+        )),
+        read,
+    ))
 }
 
 /// The clock a command of `config` decides by ([`decision_clock`]): the

@@ -253,8 +253,23 @@ fn stamp(t: Timestamp) -> String {
 
 /// Reads the status of `config`'s jobs (`only` names one, when given).
 pub fn read(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
+    read_from(
+        config,
+        only,
+        now,
+        crate::store::existing_records(config, now),
+    )
+}
+
+/// [`read`], from the ledger `opened` (none yet: `None`).
+fn read_from(
+    config: &Config,
+    only: Option<&str>,
+    now: Timestamp,
+    opened: Option<Result<Box<dyn baton_store::ledger::Records>, baton_store::ledger::Error>>,
+) -> Status {
     let state = &config.settings.state_dir.value;
-    let (mut ledger, error, ledger_newer) = match crate::store::existing_records(config, now) {
+    let (mut ledger, error, ledger_newer) = match opened {
         None => (None, None, false),
         Some(Ok(l)) => (Some(l), None, false),
         Some(Err(e)) => (None, Some(e.to_string()), e.is_newer_schema()),
@@ -270,19 +285,35 @@ pub fn read(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
         Err(_) => vec![None; shown.len()],
     };
     let mut error = error;
+    let asks: Vec<baton_store::ledger::JobAsk> = shown
+        .iter()
+        .map(|j| baton_store::ledger::JobAsk {
+            job: j.name.clone(),
+            // The latest occurrence due, whenever the job was first seen:
+            // whether it counts is known once its row is read.
+            occurrence: crate::views::overdue::latest_due(j, now, Some(Timestamp::MIN))
+                .map(Timestamp::as_second),
+            alerts: 5,
+            missed: MISSED_READ,
+        })
+        .collect();
+    // Every job's records at once, or none: a ledger that fails is said,
+    // and no job is shown from a half-read one.
+    let mut records = match ledger.as_deref_mut().map(|l| l.job_records(&asks)) {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => {
+            error = Some(e.to_string());
+            Vec::new()
+        }
+        None => Vec::new(),
+    }
+    .into_iter();
     let mut jobs = Vec::with_capacity(shown.len());
     for (j, v) in shown.into_iter().zip(verdicts) {
-        let recorded = match ledger.as_deref_mut().map(|l| Recorded::read(l, j, now)) {
-            None => Recorded::default(),
-            Some(Ok(r)) => r,
-            // A ledger that fails part-way is said, and no job is shown
-            // from a half-read one: what it would show is not known.
-            Some(Err(e)) => {
-                error = Some(e.to_string());
-                ledger = None;
-                Recorded::default()
-            }
-        };
+        let recorded = records
+            .next()
+            .map(|r| Recorded::of(r, j, now))
+            .unwrap_or_default();
         jobs.push(job_status(config, j, recorded, v, &logs, now));
     }
     let healthy = error.is_none() && jobs.iter().all(|j| j.state.healthy());
@@ -302,16 +333,42 @@ pub fn read(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
     }
 }
 
-/// [`read`], and the store's connection made once and examined
-/// ([`Status::store`]): what `baton status` shows. A `[store]` that cannot
-/// be used, or whose ledger could not be read, is not examined: the
-/// ledger's error says why, and a second attempt would only wait again.
-pub fn read_with_connection(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
-    let mut s = read(config, only, now);
+/// [`read`] at the time of the clock decisions are made by
+/// ([`crate::store::decision_clock`]: a shared store's, measured on the
+/// ledger's own connection, else `local`), and the store's connection
+/// examined ([`Status::store`]): what `baton status` shows. A `[store]`
+/// that cannot be used, or whose ledger could not be read, is not
+/// examined: the ledger's error says why, and a second attempt would only
+/// wait again.
+///
+/// # Errors
+///
+/// When a shared store's clock cannot be read: nothing may then be said
+/// of what is due.
+pub fn read_with_connection(
+    config: &Config,
+    only: Option<&str>,
+    local: std::sync::Arc<dyn baton_lease::Clock>,
+) -> Result<Status, baton_store::ledger::Error> {
+    // A shared store's ledger is checked with its first read (the clock),
+    // whose failure is said as the open's; local files are opened as
+    // `read` opens them.
+    let mut opened = if crate::store::shared(config) {
+        Some(crate::store::records_pipelined(config, local.wall()))
+    } else {
+        crate::store::existing_records(config, local.wall())
+    };
+    let mut now = local.wall();
+    if crate::store::shared(config)
+        && let Some(Ok(ledger)) = opened.as_mut()
+    {
+        now = crate::store::decision_clock(ledger.as_mut(), local)?.wall();
+    }
+    let mut s = read_from(config, only, now, opened);
     if s.error.is_none() {
         s.store = crate::store::examine::connection(config).and_then(Result::ok);
     }
-    s
+    Ok(s)
 }
 
 /// What the ledger holds of one job, read together: one read that fails
@@ -333,20 +390,32 @@ struct Recorded {
     fates: std::collections::BTreeMap<i64, Fate>,
 }
 
+/// How many of a job's newest missed ranges are read to find the latest
+/// due occurrence's.
+const MISSED_READ: u32 = 16;
+
 impl Recorded {
-    fn read(
-        l: &mut dyn baton_store::ledger::Records,
-        job: &Job,
-        now: Timestamp,
-    ) -> Result<Self, baton_store::ledger::Error> {
-        let name = &job.name;
+    /// What `record` (read for `job` at `now`) shows.
+    fn of(record: baton_store::ledger::JobRecord, job: &Job, now: Timestamp) -> Self {
+        let baton_store::ledger::JobRecord {
+            state,
+            last,
+            running,
+            steps,
+            missed_counts,
+            missed: ranges,
+            pause,
+            queued,
+            watermark,
+            alerts,
+            decision,
+        } = record;
         let mut missed = MissedStatus::default();
-        for (reason, count, at_least) in l.missed_counts(name)? {
+        for (reason, count, at_least) in missed_counts {
             missed.total += count;
             missed.at_least |= at_least;
             missed.by_reason.insert(reason.to_string(), count);
         }
-        let state = l.job(name)?;
         let mut fates = std::collections::BTreeMap::new();
         let seen = crate::views::overdue::first_sighting(
             state.as_ref().map(|s| s.first_seen),
@@ -354,35 +423,32 @@ impl Recorded {
             now,
         );
         if let Some(at) = crate::views::overdue::latest_due(job, now, seen) {
-            fates.insert(
-                at.as_second(),
-                fate(l, name, state.as_ref(), at.as_second())?,
-            );
+            let at = at.as_second();
+            fates.insert(at, fate(decision.is_some(), &ranges, state.as_ref(), at));
         }
-        Ok(Recorded {
-            last: l.last_run(name)?,
-            steps: l.steps(name)?,
+        Recorded {
+            last,
+            steps,
             missed,
-            pause: l.pauses(name, 1)?.into_iter().find(|p| p.active(now)),
-            queued: l
-                .queued(name)?
+            pause: pause.filter(|p| p.active(now)),
+            queued: queued
                 .into_iter()
                 .map(|d| QueuedStatus {
                     occurrence: crate::engine::run::occurrence_text(Some(d.occurrence)),
                     coalesced: d.coalesced,
                 })
                 .collect(),
-            watermark: l.watermark(name)?.map(|w| WatermarkStatus {
+            watermark: watermark.map(|w| WatermarkStatus {
                 value: w.value,
                 settled: stamp(w.settled),
                 run_id: w.run_id,
                 fence: w.fence,
             }),
-            alerts: l.recent_alerts(Some(name), 5)?,
-            in_flight: l.running(name)?.map(|r| r.run_id),
+            alerts,
+            in_flight: running.map(|r| r.run_id),
             state,
             fates,
-        })
+        }
     }
 }
 
@@ -571,25 +637,26 @@ fn defined_at(job: &Job) -> Option<Timestamp> {
     Some(changed.map_or(modified, |c| c.min(modified)))
 }
 
+/// What became of occurrence `at`: `decided` says whether the ledger
+/// holds a decision for it, `ranges` are the job's newest missed ranges.
 fn fate(
-    ledger: &mut dyn baton_store::ledger::Records,
-    job: &str,
+    decided: bool,
+    ranges: &[baton_store::ledger::MissedRow],
     state: Option<&baton_store::ledger::JobState>,
     at: i64,
-) -> Result<Fate, baton_store::ledger::Error> {
-    if ledger.decision(job, at)?.is_some() {
-        return Ok(Fate::Served);
+) -> Fate {
+    if decided {
+        return Fate::Served;
     }
     // The newest ranges: the latest due occurrence, when missed, is in one
     // of them.
-    let missed = ledger.missed(job, 16)?;
-    if let Some(m) = missed.into_iter().find(|m| m.first <= at && at <= m.last) {
-        return Ok(Fate::Missed(m.reason));
+    if let Some(m) = ranges.iter().find(|m| m.first <= at && at <= m.last) {
+        return Fate::Missed(m.reason);
     }
-    Ok(match state.and_then(|s| s.last_decided) {
+    match state.and_then(|s| s.last_decided) {
         Some(mark) if mark >= at => Fate::Unknown,
         _ => Fate::Undecided,
-    })
+    }
 }
 
 /// A duration ago or ahead, for people: `5h ago`, `in 18h`.

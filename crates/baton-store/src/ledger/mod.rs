@@ -36,7 +36,7 @@ pub use error::{Error, Failure, Kind, Unusable};
 pub use records::Records;
 pub use rows::{
     AlertRow, Attempt, AttemptRow, BOUNDS, BOUNDS_US, Begun, DecisionRow, Durations, Effect,
-    Finished, JobState, JobTallies, Miss, Missed, MissedRow, NewAlert, NewRun, PauseRow, Queued,
-    Recovered, RunRow, StepState, WatermarkRow, Withdrawn, bucket,
+    Finished, JobAsk, JobRecord, JobState, JobTallies, Miss, Missed, MissedRow, NewAlert, NewRun,
+    Overview, PauseRow, Queued, Recovered, RunRow, StepState, WatermarkRow, Withdrawn, bucket,
 };
 pub use statements::{Backend, Fail, Mode, NewDecision, Statements};

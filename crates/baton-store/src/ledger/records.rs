@@ -25,8 +25,9 @@ use jiff::Timestamp;
 
 use super::error::Error;
 use super::rows::{
-    AlertRow, Attempt, Begun, DecisionRow, Finished, JobState, JobTallies, Miss, Missed, MissedRow,
-    NewAlert, NewRun, PauseRow, Queued, Recovered, RunRow, StepState, WatermarkRow, Withdrawn,
+    AlertRow, Attempt, Begun, DecisionRow, Finished, JobAsk, JobRecord, JobState, JobTallies, Miss,
+    Missed, MissedRow, NewAlert, NewRun, Overview, PauseRow, Queued, Recovered, RunRow, StepState,
+    WatermarkRow, Withdrawn,
 };
 use crate::words::MissReason;
 
@@ -70,6 +71,23 @@ pub trait Records: Send {
     ///
     /// When the store cannot be reached.
     fn store_clock(&mut self) -> Result<Option<Timestamp>, Error>;
+    /// What a tick reads before it decides, from one snapshot and in one
+    /// round trip to a server: the store's clock ([`Records::store_clock`]),
+    /// every job's row ([`Records::jobs`]) and the jobs with an occurrence
+    /// queued ([`Records::queued_jobs`]).
+    ///
+    /// # Errors
+    ///
+    /// As every call (see the module).
+    fn overview(&mut self) -> Result<Overview, Error>;
+    /// What the ledger holds of each job asked, as a status shows it
+    /// ([`JobRecord`]), in the order asked: every read of every job from
+    /// one snapshot, sent together (one round trip to a server).
+    ///
+    /// # Errors
+    ///
+    /// As every call (see the module).
+    fn job_records(&mut self, asks: &[JobAsk]) -> Result<Vec<JobRecord>, Error>;
     /// Every job's row, by name.
     ///
     /// # Errors
@@ -534,6 +552,19 @@ pub trait Records: Send {
     ///
     /// As every call (see the module).
     fn next_queued(&mut self, jobs: &[&str]) -> Result<Option<(String, i64)>, Error>;
+    /// As [`Records::next_queued`], among the jobs that no pause holds at
+    /// `now` (their queued occurrences wait for the resume): each job's
+    /// newest pause and oldest queued occurrence are read together, in one
+    /// round trip to a server.
+    ///
+    /// # Errors
+    ///
+    /// As every call (see the module).
+    fn next_unpaused(
+        &mut self,
+        jobs: &[&str],
+        now: Timestamp,
+    ) -> Result<Option<(String, i64)>, Error>;
     /// The jobs that have queued occurrences, by name (read through the
     /// partial index on queued rows: as cheap as the queue is short).
     ///

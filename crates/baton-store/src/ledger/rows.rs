@@ -18,6 +18,60 @@ use crate::words::{
     AlertKind, AttemptOutcome, Decision, MissReason, RunVerdict, SkipReason, StepKind,
 };
 
+/// What a tick reads before it decides, in one read
+/// ([`super::Records::overview`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Overview {
+    /// The store's clock when it was read (`None` for a store of this host
+    /// alone: see [`super::Records::store_clock`]).
+    pub clock: Option<Timestamp>,
+    /// Every job's row, by name.
+    pub jobs: Vec<JobState>,
+    /// The jobs with an occurrence queued, by name.
+    pub queued: Vec<String>,
+}
+
+/// One job asked of [`super::Records::job_records`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobAsk {
+    /// The job.
+    pub job: String,
+    /// An occurrence whose decision to read (Unix seconds), if any.
+    pub occurrence: Option<i64>,
+    /// How many of its newest alerts to read.
+    pub alerts: u32,
+    /// How many of its newest missed ranges to read.
+    pub missed: u32,
+}
+
+/// What the ledger holds of one job, as a status shows it, read with every
+/// other job's from one snapshot ([`super::Records::job_records`]).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct JobRecord {
+    /// Its row, when the ledger has heard of it.
+    pub state: Option<JobState>,
+    /// Its newest run, with its attempts.
+    pub last: Option<RunRow>,
+    /// Its newest unfinished run, with its attempts.
+    pub running: Option<RunRow>,
+    /// Each step's state.
+    pub steps: Vec<StepState>,
+    /// Its missed occurrences counted by reason ([`super::Records::missed_counts`]).
+    pub missed_counts: Vec<(MissReason, u64, bool)>,
+    /// Its newest missed ranges, as many as asked.
+    pub missed: Vec<MissedRow>,
+    /// Its newest pause, if any.
+    pub pause: Option<PauseRow>,
+    /// Its queued occurrences, oldest first.
+    pub queued: Vec<DecisionRow>,
+    /// Its current watermark.
+    pub watermark: Option<WatermarkRow>,
+    /// Its newest alerts, as many as asked.
+    pub alerts: Vec<AlertRow>,
+    /// The decision recorded for the occurrence asked, if any.
+    pub decision: Option<DecisionRow>,
+}
+
 /// A job as the ledger knows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobState {

@@ -86,101 +86,97 @@ pub trait Statements {
     // jobs
     /// Inserts each job not yet known, first seen at `now`.
     fn see_jobs(
-        &mut self,
+        &self,
         jobs: &[&str],
         now: Timestamp,
     ) -> impl Future<Output = Result<(), Self::Error>>;
     /// Raises the job's marks for a run that starts: last attempt, last
     /// started and last decided occurrence, last run id (creating the row).
-    fn job_begun(&mut self, run: &NewRun) -> impl Future<Output = Result<(), Self::Error>>;
+    fn job_begun(&self, run: &NewRun) -> impl Future<Output = Result<(), Self::Error>>;
     /// Counts a finished run against its job: last success or failure,
     /// consecutive failures (creating the row).
-    fn job_finished(&mut self, f: &Finished) -> impl Future<Output = Result<(), Self::Error>>;
+    fn job_finished(&self, f: &Finished) -> impl Future<Output = Result<(), Self::Error>>;
     /// Whether the job's last decided occurrence is at or after `occurrence`.
     fn decided_through(
-        &mut self,
+        &self,
         job: &str,
         occurrence: i64,
     ) -> impl Future<Output = Result<bool, Self::Error>>;
     /// Raises the job's last decided occurrence to `occurrence` (never lowers it).
     fn decided(
-        &mut self,
+        &self,
         job: &str,
         occurrence: i64,
         now: Timestamp,
     ) -> impl Future<Output = Result<(), Self::Error>>;
-    fn jobs(&mut self) -> impl Future<Output = Result<Vec<JobState>, Self::Error>>;
-    fn job(&mut self, job: &str) -> impl Future<Output = Result<Option<JobState>, Self::Error>>;
+    fn jobs(&self) -> impl Future<Output = Result<Vec<JobState>, Self::Error>>;
+    /// The store's own clock now, for a store several hosts share; `None`
+    /// for a store of this host alone (see [`super::Records::store_clock`]).
+    fn server_clock(&self) -> impl Future<Output = Result<Option<Timestamp>, Self::Error>>;
+    fn job(&self, job: &str) -> impl Future<Output = Result<Option<JobState>, Self::Error>>;
 
     // occurrences
     /// Records a decision unless the occurrence has one; whether it did.
     fn insert_decision(
-        &mut self,
+        &self,
         d: &NewDecision<'_>,
     ) -> impl Future<Output = Result<bool, Self::Error>>;
     /// Records the occurrence `started` by `run`: a new row, or its
     /// `queued` row turned `started`; whether it did.
     fn start_decision(
-        &mut self,
+        &self,
         run: &NewRun,
         occurrence: i64,
     ) -> impl Future<Output = Result<bool, Self::Error>>;
     /// Turns a `queued` occurrence into `d`; whether it did.
-    fn claim_queued(
-        &mut self,
-        d: &NewDecision<'_>,
-    ) -> impl Future<Output = Result<bool, Self::Error>>;
+    fn claim_queued(&self, d: &NewDecision<'_>) -> impl Future<Output = Result<bool, Self::Error>>;
     fn decision(
-        &mut self,
+        &self,
         job: &str,
         occurrence: i64,
     ) -> impl Future<Output = Result<Option<DecisionRow>, Self::Error>>;
     /// Removes the decisions made before the job's oldest run kept, but its
     /// newest and its queued ones.
-    fn prune_decisions(&mut self, job: &str) -> impl Future<Output = Result<(), Self::Error>>;
+    fn prune_decisions(&self, job: &str) -> impl Future<Output = Result<(), Self::Error>>;
 
     // runs and attempts
     fn insert_run(
-        &mut self,
+        &self,
         run: &NewRun,
         fence: Option<i64>,
     ) -> impl Future<Output = Result<(), Self::Error>>;
     /// Whether this very start (run id, job, occurrence) is recorded.
-    fn run_recorded(&mut self, run: &NewRun) -> impl Future<Output = Result<bool, Self::Error>>;
+    fn run_recorded(&self, run: &NewRun) -> impl Future<Output = Result<bool, Self::Error>>;
     /// The job a run belongs to.
-    fn run_job(
-        &mut self,
-        run_id: &str,
-    ) -> impl Future<Output = Result<Option<String>, Self::Error>>;
+    fn run_job(&self, run_id: &str) -> impl Future<Output = Result<Option<String>, Self::Error>>;
     /// When a run started.
     fn run_started(
-        &mut self,
+        &self,
         run_id: &str,
     ) -> impl Future<Output = Result<Option<Timestamp>, Self::Error>>;
     /// Records an attempt unless its `(run_id, seq)` is; whether it did.
-    fn insert_attempt(&mut self, a: &Attempt) -> impl Future<Output = Result<bool, Self::Error>>;
+    fn insert_attempt(&self, a: &Attempt) -> impl Future<Output = Result<bool, Self::Error>>;
     /// Records a run's end unless it has one; whether it did.
-    fn finish_run(&mut self, f: &Finished) -> impl Future<Output = Result<bool, Self::Error>>;
+    fn finish_run(&self, f: &Finished) -> impl Future<Output = Result<bool, Self::Error>>;
     /// Keeps the job's newest `keep` runs (their attempts with them).
-    fn prune_runs(&mut self, job: &str, keep: u32)
-    -> impl Future<Output = Result<(), Self::Error>>;
+    fn prune_runs(&self, job: &str, keep: u32) -> impl Future<Output = Result<(), Self::Error>>;
     fn history(
-        &mut self,
+        &self,
         job: &str,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<RunRow>, Self::Error>>;
-    fn running(&mut self, job: &str) -> impl Future<Output = Result<Option<RunRow>, Self::Error>>;
-    fn unfinished(&mut self, job: &str) -> impl Future<Output = Result<Vec<RunRow>, Self::Error>>;
+    fn running(&self, job: &str) -> impl Future<Output = Result<Option<RunRow>, Self::Error>>;
+    fn unfinished(&self, job: &str) -> impl Future<Output = Result<Vec<RunRow>, Self::Error>>;
 
     // steps
     /// Counts an attempt against its step.
-    fn step_attempted(&mut self, a: &Attempt) -> impl Future<Output = Result<(), Self::Error>>;
-    fn steps(&mut self, job: &str) -> impl Future<Output = Result<Vec<StepState>, Self::Error>>;
+    fn step_attempted(&self, a: &Attempt) -> impl Future<Output = Result<(), Self::Error>>;
+    fn steps(&self, job: &str) -> impl Future<Output = Result<Vec<StepState>, Self::Error>>;
 
     // alerts
-    fn insert_alert(&mut self, a: &NewAlert) -> impl Future<Output = Result<(), Self::Error>>;
+    fn insert_alert(&self, a: &NewAlert) -> impl Future<Output = Result<(), Self::Error>>;
     fn recent_alerts(
-        &mut self,
+        &self,
         job: Option<&str>,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<AlertRow>, Self::Error>>;
@@ -189,39 +185,39 @@ pub trait Statements {
     /// Extends the job's newest range by `m` when it has the same reason and
     /// ends at the job's last decided occurrence; whether it did.
     fn extend_missed(
-        &mut self,
+        &self,
         m: &Miss<'_>,
         count: i64,
         now: Timestamp,
     ) -> impl Future<Output = Result<bool, Self::Error>>;
     fn insert_missed(
-        &mut self,
+        &self,
         m: &Miss<'_>,
         count: i64,
         detail: Option<&str>,
         now: Timestamp,
     ) -> impl Future<Output = Result<(), Self::Error>>;
     fn missed(
-        &mut self,
+        &self,
         job: &str,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<MissedRow>, Self::Error>>;
     fn missed_counts(
-        &mut self,
+        &self,
         job: &str,
     ) -> impl Future<Output = Result<Vec<(MissReason, u64, bool)>, Self::Error>>;
     /// Keeps the job's newest 1,000 ranges.
-    fn prune_missed(&mut self, job: &str) -> impl Future<Output = Result<(), Self::Error>>;
+    fn prune_missed(&self, job: &str) -> impl Future<Output = Result<(), Self::Error>>;
 
     // pauses
     /// Ends the job's pauses in force at `now`, returning them as ended.
     fn end_pauses(
-        &mut self,
+        &self,
         job: &str,
         now: Timestamp,
     ) -> impl Future<Output = Result<Vec<PauseRow>, Self::Error>>;
     fn insert_pause(
-        &mut self,
+        &self,
         job: &str,
         until: Option<Timestamp>,
         reason: Option<&str>,
@@ -229,45 +225,39 @@ pub trait Statements {
         now: Timestamp,
     ) -> impl Future<Output = Result<PauseRow, Self::Error>>;
     fn pauses(
-        &mut self,
+        &self,
         job: &str,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<PauseRow>, Self::Error>>;
     /// Keeps the job's newest 100 pauses, and every one not over at `now`.
     fn prune_pauses(
-        &mut self,
+        &self,
         job: &str,
         now: Timestamp,
     ) -> impl Future<Output = Result<(), Self::Error>>;
 
     // the queue
-    fn newest_queued(
-        &mut self,
-        job: &str,
-    ) -> impl Future<Output = Result<Option<i64>, Self::Error>>;
-    fn oldest_queued(
-        &mut self,
-        job: &str,
-    ) -> impl Future<Output = Result<Option<i64>, Self::Error>>;
+    fn newest_queued(&self, job: &str) -> impl Future<Output = Result<Option<i64>, Self::Error>>;
+    fn oldest_queued(&self, job: &str) -> impl Future<Output = Result<Option<i64>, Self::Error>>;
     /// Adds `joined` to the count of occurrences coalesced into `into`.
     fn add_coalesced(
-        &mut self,
+        &self,
         job: &str,
         into: i64,
         joined: i64,
     ) -> impl Future<Output = Result<(), Self::Error>>;
-    fn queued_jobs(&mut self) -> impl Future<Output = Result<Vec<String>, Self::Error>>;
-    fn queued(&mut self, job: &str) -> impl Future<Output = Result<Vec<DecisionRow>, Self::Error>>;
+    fn queued_jobs(&self) -> impl Future<Output = Result<Vec<String>, Self::Error>>;
+    fn queued(&self, job: &str) -> impl Future<Output = Result<Vec<DecisionRow>, Self::Error>>;
 
     // tallies
     fn tally_missed(
-        &mut self,
+        &self,
         job: &str,
         reason: MissReason,
         n: i64,
     ) -> impl Future<Output = Result<(), Self::Error>>;
     fn tally_skipped(
-        &mut self,
+        &self,
         job: &str,
         reason: SkipReason,
         n: i64,
@@ -275,20 +265,20 @@ pub trait Statements {
     /// Counts a finished run: its verdict, a lost lease, its duration when
     /// its start is known.
     fn tally_finished(
-        &mut self,
+        &self,
         f: &Finished,
         started: Option<Timestamp>,
     ) -> impl Future<Output = Result<(), Self::Error>>;
-    fn tallies(&mut self) -> impl Future<Output = Result<Vec<JobTallies>, Self::Error>>;
+    fn tallies(&self) -> impl Future<Output = Result<Vec<JobTallies>, Self::Error>>;
 
     // watermarks
     fn watermark(
-        &mut self,
+        &self,
         job: &str,
     ) -> impl Future<Output = Result<Option<WatermarkRow>, Self::Error>>;
     /// Records the job's next value, numbered one more than its newest.
     fn insert_watermark(
-        &mut self,
+        &self,
         job: &str,
         value: &str,
         run_id: Option<&str>,
@@ -296,12 +286,12 @@ pub trait Statements {
         now: Timestamp,
     ) -> impl Future<Output = Result<WatermarkRow, Self::Error>>;
     fn watermarks(
-        &mut self,
+        &self,
         job: &str,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<WatermarkRow>, Self::Error>>;
     /// Keeps the job's newest 100 values.
-    fn prune_watermarks(&mut self, job: &str) -> impl Future<Output = Result<(), Self::Error>>;
+    fn prune_watermarks(&self, job: &str) -> impl Future<Output = Result<(), Self::Error>>;
 }
 
 /// How one store runs the ledger's transactions, and what only a store

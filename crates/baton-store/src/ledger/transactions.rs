@@ -15,8 +15,9 @@ use super::checks;
 use super::error::Error;
 use super::records::Records;
 use super::rows::{
-    AlertRow, Attempt, Begun, DecisionRow, Finished, JobState, JobTallies, Miss, Missed, MissedRow,
-    NewAlert, NewRun, PauseRow, Queued, Recovered, RunRow, StepState, WatermarkRow, Withdrawn,
+    AlertRow, Attempt, Begun, DecisionRow, Finished, JobAsk, JobRecord, JobState, JobTallies, Miss,
+    Missed, MissedRow, NewAlert, NewRun, Overview, PauseRow, Queued, Recovered, RunRow, StepState,
+    WatermarkRow, Withdrawn,
 };
 use super::statements::{Backend, Fail, Mode, NewDecision, Statements};
 use crate::words::{Decision, MissReason, SkipReason};
@@ -62,6 +63,37 @@ impl<B: Backend> Records for B {
 
     fn store_clock(&mut self) -> Result<Option<Timestamp>, Error> {
         Backend::store_clock(self)
+    }
+
+    fn overview(&mut self) -> Result<Overview, Error> {
+        self.transact(
+            Mode::Read,
+            &|| "read the jobs, the queue and the store's clock".into(),
+            async |tx| {
+                // Sent together: one round trip to a server.
+                let tx = &*tx;
+                let (clock, jobs, queued) =
+                    futures_util::try_join!(tx.server_clock(), tx.jobs(), tx.queued_jobs())?;
+                Ok(Overview {
+                    clock,
+                    jobs,
+                    queued,
+                })
+            },
+        )
+    }
+
+    fn job_records(&mut self, asks: &[JobAsk]) -> Result<Vec<JobRecord>, Error> {
+        let asks = asks.to_vec();
+        self.transact(
+            Mode::Read,
+            &|| "read the jobs' records".into(),
+            async move |tx| {
+                let tx = &*tx;
+                let reads = asks.iter().map(|a| job_record(tx, a));
+                Ok(futures_util::future::try_join_all(reads).await?)
+            },
+        )
     }
 
     fn jobs(&mut self) -> Result<Vec<JobState>, Error> {
@@ -352,16 +384,20 @@ impl<B: Backend> Records for B {
         self.transact(
             Mode::Read,
             &|| format!("read the queue of jobs {jobs:?}"),
-            async move |tx| {
-                let mut next: Option<(i64, &str)> = None;
-                for job in &names {
-                    if let Some(occurrence) = tx.oldest_queued(job).await? {
-                        let candidate = (occurrence, job.as_str());
-                        next = Some(next.map_or(candidate, |n| n.min(candidate)));
-                    }
-                }
-                Ok(next.map(|(occurrence, job)| (job.to_owned(), occurrence)))
-            },
+            async move |tx| next_queued(tx, &names, None).await,
+        )
+    }
+
+    fn next_unpaused(
+        &mut self,
+        jobs: &[&str],
+        now: Timestamp,
+    ) -> Result<Option<(String, i64)>, Error> {
+        let names: Vec<String> = jobs.iter().map(|&j| j.to_owned()).collect();
+        self.transact(
+            Mode::Read,
+            &|| format!("read the queue and the pauses of jobs {jobs:?}"),
+            async move |tx| next_queued(tx, &names, Some(now)).await,
         )
     }
 
@@ -466,6 +502,81 @@ async fn run_of<S: Statements>(
         ))),
         recorded => Ok(recorded.is_some()),
     }
+}
+
+/// What the ledger holds of one job ([`Records::job_records`]): every read
+/// sent at once.
+async fn job_record<S: Statements>(tx: &S, a: &JobAsk) -> Result<JobRecord, S::Error> {
+    let job = a.job.as_str();
+    let decision = async {
+        match a.occurrence {
+            Some(at) => tx.decision(job, at).await,
+            None => Ok(None),
+        }
+    };
+    let (
+        state,
+        last,
+        running,
+        steps,
+        missed_counts,
+        missed,
+        pauses,
+        queued,
+        watermark,
+        alerts,
+        decision,
+    ) = futures_util::try_join!(
+        tx.job(job),
+        tx.history(job, 1),
+        tx.running(job),
+        tx.steps(job),
+        tx.missed_counts(job),
+        tx.missed(job, a.missed),
+        tx.pauses(job, 1),
+        tx.queued(job),
+        tx.watermark(job),
+        tx.recent_alerts(Some(job), a.alerts),
+        decision,
+    )?;
+    Ok(JobRecord {
+        state,
+        last: last.into_iter().next(),
+        running,
+        steps,
+        missed_counts,
+        missed,
+        pause: pauses.into_iter().next(),
+        queued,
+        watermark,
+        alerts,
+        decision,
+    })
+}
+
+/// The oldest queued occurrence among `jobs`, with its job (of two at the
+/// same occurrence, the name that sorts first); with `unpaused_at`, among
+/// the jobs no pause holds then. Every job's reads are sent together.
+async fn next_queued<S: Statements>(
+    tx: &mut S,
+    jobs: &[String],
+    unpaused_at: Option<Timestamp>,
+) -> Result<Option<(String, i64)>, Fail<S::Error>> {
+    let tx = &*tx;
+    let looks = jobs.iter().map(|job| async move {
+        let (pauses, oldest) = match unpaused_at {
+            Some(_) => futures_util::try_join!(tx.pauses(job, 1), tx.oldest_queued(job))?,
+            None => (Vec::new(), tx.oldest_queued(job).await?),
+        };
+        let paused = unpaused_at.is_some_and(|now| pauses.iter().any(|p| p.active(now)));
+        Ok::<_, S::Error>(oldest.filter(|_| !paused).map(|o| (o, job.as_str())))
+    });
+    let found = futures_util::future::try_join_all(looks).await?;
+    Ok(found
+        .into_iter()
+        .flatten()
+        .min()
+        .map(|(occurrence, job)| (job.to_owned(), occurrence)))
 }
 
 async fn record_attempt<S: Statements>(tx: &mut S, a: &Attempt) -> Result<(), Fail<S::Error>> {

@@ -72,6 +72,18 @@ pub trait Store {
     /// unrecorded (a run, whose lease still guards it) or fails (a command
     /// that only reads or edits the ledger).
     fn records(&self, now: Timestamp) -> Result<Box<dyn Records>, LedgerError>;
+    /// As [`Store::records`], but a store that checks its ledger when it
+    /// connects (a server's schema version, whether it takes writes) may
+    /// instead check it in the first call's first round trip, sent with
+    /// that call: the first call then fails as opening would have. For
+    /// callers that treat any call's failure as they treat the open's.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::records`].
+    fn records_pipelined(&self, now: Timestamp) -> Result<Box<dyn Records>, LedgerError> {
+        self.records(now)
+    }
     /// Opens the ledger to read it: `None` when there is none yet (a reader
     /// never creates one).
     fn existing_records(&self, now: Timestamp) -> Option<Result<Box<dyn Records>, LedgerError>>;

@@ -45,6 +45,7 @@ mod pg_only;
 mod prune;
 mod queue;
 mod races;
+mod reads;
 mod runs;
 mod tallies;
 

@@ -504,33 +504,40 @@ fn store_behind_pgbouncer_runs_in_transaction_mode_and_refuses_statement_mode() 
 /// take to the store, counted by a proxy between baton and the server: its
 /// connections' start-up and checks, the ledger's records and the lease's
 /// steps, the second time the job runs (the first also creates its rows).
-/// 39 to 40 when this was written (3 connections: the store's, kept across
-/// the run's calls; the ledger's; the held lease's; a read of one statement
-/// sent with its `BEGIN` and `COMMIT`; a write's statements that answer
-/// nothing sent together), 43 to 47 when a read waited for its `COMMIT`,
-/// 53 when a write's statements went alone, 57 when a read waited for
-/// its `BEGIN`, 64 when each call on the
-/// lease's row connected again, 117 when every connection prepared its
-/// statements by name. The margin is for how the proxy counts: a round
-/// trip is the client speaking after the server, across all the run's
-/// connections, so connections speaking at once count as one, and a
-/// pipelined batch the server starts answering before its last part
-/// arrives (a loaded machine) counts as two.
-const RUN_ROUND_TRIPS: u64 = 52;
+/// 34 to 35 when this was written (3 connections: the store's, kept across
+/// the run's calls; the ledger's, whose schema check goes with its first
+/// read; the held lease's; a read's statements sent together with its
+/// `BEGIN` and `COMMIT`; a write's statements that answer nothing sent
+/// together), 39 to 40 when the ledger checked its schema in a round trip
+/// of its own and read the queue and the pauses in one each, 43 to 47 when
+/// a read waited for its `COMMIT`, 53 when a write's statements went alone,
+/// 57 when a read waited for its `BEGIN`, 64 when each call on the lease's
+/// row connected again, 117 when every connection prepared its statements
+/// by name. The margin is for how the proxy counts: a round trip is the
+/// client speaking after the server, across all the run's connections, so
+/// connections speaking at once count as one, and a pipelined batch the
+/// server starts answering before its last part arrives (a loaded machine)
+/// counts as two.
+const RUN_ROUND_TRIPS: u64 = 42;
 
 /// The most round trips one `baton tick` with nothing due may take, for
-/// one job, the second time (the first also records that the job is seen).
-/// 6 when this was written, 9 when a read waited for its `COMMIT`; the
-/// margin is [`RUN_ROUND_TRIPS`]'.
-const TICK_ROUND_TRIPS: u64 = 10;
+/// one job, the second time (the first also records that the job is seen):
+/// 3 when this was written (the `SSLRequest`, the start-up, then the
+/// schema's check, the store's clock, the jobs and the queue in one round
+/// trip), 6 when each of those went alone, 9 when a read waited for its
+/// `COMMIT`. One more for a batch counted as two ([`RUN_ROUND_TRIPS`]).
+const TICK_ROUND_TRIPS: u64 = 4;
 
-/// The most round trips one `baton status` of ten jobs may take: 103 when
-/// this was written (the ten leases read in one round trip; each job's
-/// ledger reads one after another, about ten of one round trip each),
+/// The most round trips one `baton status` of ten jobs may take: 10 when
+/// this was written (three connections of two round trips of start-up
+/// each: the ledger's, whose check, clock and reads of every job take two
+/// round trips; the store's, whose check and reads of the ten leases take
+/// two; and the one whose encryption is reported), 103 when each job's
+/// ledger reads went one after another, about ten of one round trip each,
 /// 194 to 199 when a read waited for its `COMMIT`, 204 to 211 when each
 /// lease was read in a round trip of its own; the margin is
 /// [`RUN_ROUND_TRIPS`]'.
-const STATUS_ROUND_TRIPS: u64 = 125;
+const STATUS_ROUND_TRIPS: u64 = 14;
 
 /// The round trips of each of three `baton ARGS` through a proxy to a
 /// migrated store, with `jobs` configured.
