@@ -151,10 +151,7 @@ pub fn records(config: &Config, now: Timestamp) -> Result<Box<dyn Records>, Ledg
 /// # Errors
 ///
 /// As [`records`]; the first call's errors include the open's.
-pub fn records_pipelined(
-    config: &Config,
-    now: Timestamp,
-) -> Result<Box<dyn Records>, LedgerError> {
+pub fn records_pipelined(config: &Config, now: Timestamp) -> Result<Box<dyn Records>, LedgerError> {
     open(config)
         .map_err(|e| unusable(config, e))?
         .records_pipelined(now)

@@ -35,6 +35,7 @@ mod records;
 mod renamed;
 mod render;
 mod sched;
+mod standby_stall;
 mod states;
 mod store;
 mod store_tls;
