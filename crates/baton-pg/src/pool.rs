@@ -246,18 +246,21 @@ fn settings(target: &Target, options: &Options) -> Target {
 /// call's statements (`ledger/session.rs`). The ledger's transactions set
 /// their own bounds (a shorter idle-in-transaction timeout,
 /// [`LEDGER_IDLE_IN_TRANSACTION`]). The connection's task runs on the
-/// caller's runtime; aborting it closes the socket at once.
+/// caller's runtime; aborting it closes the socket at once. Also says
+/// whether the connection is encrypted.
 pub(crate) async fn connect_ledger(
     target: &Target,
     options: &Options,
-) -> Result<(Client, JoinHandle<()>), Error> {
+) -> Result<(Client, JoinHandle<()>, bool), Error> {
     let target = settings(target, options);
-    let (client, connection) = open(&target, options.deadline).await?;
+    let connector = connector(&target)?;
+    let encrypted = connector.encrypted();
+    let (client, connection) = within(options.deadline, connect_with(&target, connector)).await?;
     // Its error reaches the client as a closed connection.
     let task = tokio::spawn(async move {
         let _ = connection.await;
     });
-    Ok((client, task))
+    Ok((client, task, encrypted.load(Ordering::Relaxed)))
 }
 
 /// Opens one connection with the pool's settings (for migrations and an
@@ -274,17 +277,9 @@ pub(crate) async fn connect_once(
     Ok((client, encrypted.load(Ordering::Relaxed)))
 }
 
-/// Connects with `target` within `deadline`: the connect timeout bounds the
-/// TCP connection only, and a server that accepts and never answers would
-/// hold the start-up forever.
-async fn open(
-    target: &Target,
-    deadline: Duration,
-) -> Result<(Client, Connection<Socket, Stream>), Error> {
-    within(deadline, connect(target)).await
-}
-
-/// `connecting`, or a timeout once `deadline` has passed.
+/// `connecting`, or a timeout once `deadline` has passed: the connect
+/// timeout bounds the TCP connection only, and a server that accepts and
+/// never answers would hold the start-up forever.
 async fn within<T>(
     deadline: Duration,
     connecting: impl Future<Output = Result<T, Error>>,

@@ -154,6 +154,12 @@ impl Postgres {
         })
     }
 
+    /// What of the server a connection encrypted as `[store]` says
+    /// verifies (nothing is connected).
+    pub fn verification(&self) -> crate::Verification {
+        self.target.verification()
+    }
+
     /// Connects once and says whether the connection was encrypted and
     /// what of the server was verified ([`crate::examine::secured`]).
     ///

@@ -4,7 +4,7 @@
 //! dropping the handle ends it.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -70,6 +70,8 @@ pub struct PgLedger {
     thread: Option<JoinHandle<()>>,
     store: String,
     deadline: Duration,
+    /// Whether the thread's last connection was encrypted.
+    link: Arc<AtomicU8>,
 }
 
 impl std::fmt::Debug for PgLedger {
@@ -113,12 +115,14 @@ impl PgLedger {
     /// at the first call.
     fn start(target: &Target, options: Options, check: bool) -> Result<PgLedger, Error> {
         let session_target = target.clone();
+        let link = Arc::new(AtomicU8::new(session::Link::None as u8));
+        let session_link = Arc::clone(&link);
         let (tasks, inbox) = mpsc::channel::<Task>();
         let (ready, opened) = mpsc::sync_channel(1);
         let thread = std::thread::Builder::new()
             .name("baton-pg-ledger".into())
             .spawn(move || {
-                let mut session = match Session::new(session_target, options) {
+                let mut session = match Session::new(session_target, options, session_link) {
                     Ok(s) => s,
                     Err(e) => {
                         let _ = ready.send(Err(Error::Thread(e)));
@@ -141,6 +145,7 @@ impl PgLedger {
                 thread: Some(thread),
                 store: target.describe(),
                 deadline,
+                link,
             }),
             Ok(Err(e)) => {
                 // The thread has nothing more to do once it has answered.
@@ -236,6 +241,16 @@ impl Backend for PgLedger {
                 Err(baton_store::ledger::Fail::Invalid(problem)) => Err(Fail::Invalid(problem)),
             }
         })
+    }
+
+    /// Whether the last connection made was encrypted; `None` before one
+    /// was made.
+    fn encrypted(&self) -> Option<bool> {
+        match session::Link::load(&self.link) {
+            session::Link::None => None,
+            session::Link::Plain => Some(false),
+            session::Link::Encrypted => Some(true),
+        }
     }
 
     /// The server makes every commit durable: nothing to do.

@@ -21,6 +21,8 @@
 //! waiting for it, not merely dropped.
 
 use std::cell::Cell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc::Receiver;
 
 use tokio::task::JoinHandle;
@@ -58,6 +60,8 @@ struct Live {
     /// Whether the schema's version and the server's writability were
     /// checked on it.
     checked: Cell<bool>,
+    /// Whether it is encrypted (TLS).
+    encrypted: bool,
 }
 
 impl Live {
@@ -78,11 +82,48 @@ pub(crate) struct Session {
     target: Target,
     options: Options,
     live: Option<Live>,
+    /// Whether the last connection made was encrypted, for the caller's
+    /// side ([`Link`]).
+    link: Arc<AtomicU8>,
+}
+
+/// What the caller's side knows of the session's connection: none made
+/// yet, one in plain text, or one encrypted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Link {
+    None = 0,
+    Plain = 1,
+    Encrypted = 2,
+}
+
+impl Link {
+    /// A connection made, encrypted or not.
+    fn of(encrypted: bool) -> Link {
+        if encrypted {
+            Link::Encrypted
+        } else {
+            Link::Plain
+        }
+    }
+
+    /// As stored in the session's atomic.
+    pub(crate) fn load(from: &AtomicU8) -> Link {
+        match from.load(Ordering::Relaxed) {
+            1 => Link::Plain,
+            2 => Link::Encrypted,
+            _ => Link::None,
+        }
+    }
 }
 
 impl Session {
-    /// A session with no connection yet.
-    pub(crate) fn new(target: Target, options: Options) -> std::io::Result<Self> {
+    /// A session with no connection yet; `link` says, once one is made,
+    /// whether the last one was encrypted.
+    pub(crate) fn new(
+        target: Target,
+        options: Options,
+        link: Arc<AtomicU8>,
+    ) -> std::io::Result<Self> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
@@ -91,6 +132,7 @@ impl Session {
             target,
             options,
             live: None,
+            link,
         })
     }
 
@@ -105,11 +147,12 @@ impl Session {
         };
         let target = &self.target;
         let connecting = async {
-            let (client, task) = pool::connect_ledger(target, &self.options).await?;
+            let (client, task, encrypted) = pool::connect_ledger(target, &self.options).await?;
             let live = Live {
                 client,
                 task,
                 checked: Cell::new(check),
+                encrypted,
             };
             if check && let Err(e) = crate::schema::check(&live.client, &target.describe()).await {
                 live.close().await;
@@ -123,6 +166,8 @@ impl Session {
                 what: WHAT,
                 deadline,
             })??;
+        self.link
+            .store(Link::of(live.encrypted) as u8, Ordering::Relaxed);
         self.live = Some(live);
         Ok(())
     }
@@ -147,6 +192,7 @@ impl Session {
             target,
             options,
             live,
+            link,
         } = self;
         let deadline = options.deadline;
         let Some(rt) = rt else {
@@ -183,6 +229,9 @@ impl Session {
                 Ok(Err(Attempt::Again)) => (Err(Fail::Again), false),
                 Err(_) => (Err(Fail::Timeout(deadline)), true),
             };
+            if let Some(l) = live.as_ref() {
+                link.store(Link::of(l.encrypted) as u8, Ordering::Relaxed);
+            }
             let give_up = broken || live.as_ref().is_some_and(|l| l.client.is_closed());
             if give_up && let Some(gone) = live.take() {
                 gone.close().await;
@@ -248,13 +297,14 @@ where
         if let Some(gone) = live.take() {
             gone.close().await;
         }
-        let (client, task) = pool::connect_ledger(target, options)
+        let (client, task, encrypted) = pool::connect_ledger(target, options)
             .await
             .map_err(|e| Attempt::Failed(Fail::Connect(e)))?;
         *live = Some(Live {
             client,
             task,
             checked: Cell::new(false),
+            encrypted,
         });
     }
     let Some(Live {

@@ -172,6 +172,30 @@ pub fn connection(config: &Config) -> Option<Result<Connection, super::Unusable>
     }))
 }
 
+/// As [`connection`], said of a connection already made to the store (the
+/// ledger's), `encrypted` or not: nothing is connected again. What of the
+/// server was verified follows from the settings, as for a connection made
+/// now.
+///
+/// # Errors
+///
+/// As [`connection`].
+pub fn connection_made(
+    config: &Config,
+    encrypted: bool,
+) -> Option<Result<Connection, super::Unusable>> {
+    let s = config.store.as_ref()?;
+    Some(super::postgres(s).map(|pg| {
+        let (target, link) = pg.link();
+        let verified = if encrypted {
+            pg.verification()
+        } else {
+            baton_pg::Verification::Nothing
+        };
+        Connection::new(target, &link, Ok((encrypted, verified)))
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

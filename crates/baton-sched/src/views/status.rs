@@ -359,14 +359,22 @@ pub fn read_with_connection(
         crate::store::existing_records(config, local.wall())
     };
     let mut now = local.wall();
+    let mut encrypted = None;
     if crate::store::shared(config)
         && let Some(Ok(ledger)) = opened.as_mut()
     {
         now = crate::store::decision_clock(ledger.as_mut(), local)?.wall();
+        encrypted = ledger.encrypted();
     }
     let mut s = read_from(config, only, now, opened);
     if s.error.is_none() {
-        s.store = crate::store::examine::connection(config).and_then(Result::ok);
+        // Said of the ledger's connection when it made one, rather than of
+        // one made only to say it.
+        s.store = match encrypted {
+            Some(e) => crate::store::examine::connection_made(config, e),
+            None => crate::store::examine::connection(config),
+        }
+        .and_then(Result::ok);
     }
     Ok(s)
 }

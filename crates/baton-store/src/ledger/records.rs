@@ -40,6 +40,10 @@ pub trait Records: Send {
     /// What was moved aside as corrupt since the last call (SQLite only;
     /// other stores recover nothing and return none).
     fn take_recovered(&mut self) -> Vec<Recovered>;
+    /// Whether the connection to a server the ledger made last is
+    /// encrypted (TLS); `None` for the ledger of this host's files, or
+    /// before a connection was made.
+    fn encrypted(&self) -> Option<bool>;
     /// Tells the ledger the time now: a file moved aside as corrupt during a
     /// later call that carries no time (a read) is stamped with it, so the
     /// name says when the corruption was found. Times only move forward here:

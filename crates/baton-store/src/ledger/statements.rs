@@ -326,6 +326,11 @@ pub trait Backend: Send {
         + 'static,
     ) -> Result<T, Error>;
 
+    /// See [`super::Records::encrypted`].
+    fn encrypted(&self) -> Option<bool> {
+        None
+    }
+
     /// Notes a time a caller gave (see [`super::Records::time_is`]).
     fn saw(&mut self, now: Timestamp) {
         let _ = now;

@@ -40,6 +40,10 @@ impl<B: Backend> Records for B {
         Backend::take_recovered(self)
     }
 
+    fn encrypted(&self) -> Option<bool> {
+        Backend::encrypted(self)
+    }
+
     fn time_is(&mut self, now: Timestamp) {
         self.saw(now);
     }
