@@ -290,7 +290,7 @@ fn a_store_the_last_schema_2_build_made_is_migrated_by_store_migrate_and_reads_w
     let o = s.run(&["store", "migrate"]);
     assert_eq!(code(&o), 0, "{}", both(&o));
     assert!(
-        stdout(&o).contains("applied schema version 3 (now at version 3)"),
+        stdout(&o).contains("applied schema version 3, 4 (now at version 4)"),
         "{}",
         both(&o)
     );
