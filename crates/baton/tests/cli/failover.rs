@@ -497,13 +497,6 @@ fn ticks_and_runs_through_an_asynchronous_failover_with_lag_never_overlap_and_co
         JOBS.iter()
             .all(|j| runs.values().any(|r| r.job == *j && r.finished))
     });
-    // Everything so far is on the standby; from now on nothing is.
-    pair.caught_up();
-    let replicated: BTreeSet<String> = recorded(pair.primary())
-        .into_iter()
-        .filter(|(_, r)| r.finished)
-        .map(|(id, _)| id)
-        .collect();
     // The lag begins 6 s before the slow job's next occurrence and lasts
     // until that occurrence is claimed on the primary, and a second more.
     let wait = 20 - (now_ns() / 1_000_000_000 % 20);
@@ -514,6 +507,12 @@ fn ticks_and_runs_through_an_asynchronous_failover_with_lag_never_overlap_and_co
     }
     pair.detach();
     let detached_at = now_ns();
+    // What the standby has when it is cut off: nothing more reaches it.
+    let replicated: BTreeSet<String> = recorded(pair.standby())
+        .into_iter()
+        .filter(|(_, r)| r.finished)
+        .map(|(id, _)| id)
+        .collect();
     let slow_due = (detached_at / 1_000_000_000 / 20 + 1) * 20;
     eventually(
         "the slow job's occurrence to be claimed on the primary",
