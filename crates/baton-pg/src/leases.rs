@@ -175,6 +175,10 @@ impl Leases {
     /// connection, and a row that carries this acquisition's token is the
     /// lease granted ([`Acquire::Acquired`], with its claim).
     ///
+    /// Nothing is granted for the TTL plus takeover grace after the store's
+    /// server changed (a promoted standby, a restore: [`Acquire::Switched`]);
+    /// a live holder is still told [`Acquire::Busy`].
+    ///
     /// # Errors
     ///
     /// When the store cannot answer ([`Error::Query`], [`Error::Timeout`],
