@@ -9,19 +9,68 @@
 //! and the lease row it names is judged by `baton_lease::decide` as any
 //! contender would judge it; when that row is still held under the guard's
 //! fence by a holder not provably gone, the job runs there and nothing
-//! changes, else the guard names this lock and fence. This module is the
+//! changes, else the guard names this lock and fence. While the store's
+//! server is held back after a switch (`crate::switch`), no guard is taken:
+//! a grant the old server made and the new one kept must not take a guard
+//! the old server had given another lock and lost. This module is the
 //! only SQL that reads or writes `baton.job_guards`; it never locks a lease
 //! row.
 
 use baton_lease::Verdict;
 use baton_lease::record::Body;
+use jiff::Timestamp;
 
 use crate::error::Error;
 use crate::judge;
 use crate::leases::Leases;
 use crate::pool::Conn;
 use crate::statements::ST;
+use crate::switch::Switch;
 use crate::typed::Param;
+
+/// What [`Leases::take_guard`] came to. Contention is an outcome: only
+/// [`TakeGuard::Taken`] lets the run start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(clippy::large_enum_variant)] // Made once per run; boxing buys nothing.
+pub enum TakeGuard {
+    /// The guard names this lock and fence from now on.
+    Taken,
+    /// The job's run under another lock is in flight; nothing changed.
+    Elsewhere {
+        /// The other lock.
+        lock: String,
+        /// Its holder's verdict.
+        verdict: Verdict,
+    },
+    /// The store's server changed too recently (a failover or a restore,
+    /// see [`Switch`]); nothing changed.
+    Switched(Switch),
+}
+
+/// Why a take of a guard stopped short: held back, or failed.
+enum Stop {
+    Held(Switch),
+    Failed(Error),
+}
+use Stop::{Failed, Held};
+
+impl From<Error> for Stop {
+    fn from(e: Error) -> Self {
+        Failed(e)
+    }
+}
+
+/// Whether the holder of lock `$1` under fence `$2` is held back after a
+/// switch of servers: the switch's stamp and the hold's end (its TTL and
+/// grace, from its row) when it is, else no row.
+const HELD_BACK: &str = "
+WITH hold AS MATERIALIZED (SELECT baton.switched() AS at)
+SELECT baton.micros(hold.at),
+       baton.micros(hold.at + (l.ttl_ms + coalesce(l.grace_ms, 0)) * interval '1 millisecond')
+FROM baton.leases l, hold
+WHERE l.name = $1 AND l.fence = $2 AND l.state = 'held'
+  AND hold.at + (l.ttl_ms + coalesce(l.grace_ms, 0)) * interval '1 millisecond'
+      > clock_timestamp()";
 
 const INSERT: &str = "
 INSERT INTO baton.job_guards (job, lock_name, fence, taken)
@@ -67,19 +116,16 @@ impl Leases {
     }
 
     /// Takes `job`'s guard for the lease held on `lock` under `fence`:
-    /// `Some` (the other lock and its holder's verdict; nothing changed)
-    /// when the job's run under another lock is in flight, else `None`, and
-    /// the guard names `lock` and `fence` from now on.
+    /// [`TakeGuard::Elsewhere`] (nothing changed) when the job's run under
+    /// another lock is in flight, [`TakeGuard::Switched`] (nothing changed)
+    /// while the store's server is held back after a switch, else
+    /// [`TakeGuard::Taken`], and the guard names `lock` and `fence` from
+    /// now on.
     ///
     /// # Errors
     ///
     /// As [`Leases::guard_of`]; nothing is known to have changed.
-    pub async fn take_guard(
-        &self,
-        job: &str,
-        lock: &str,
-        fence: u64,
-    ) -> Result<Option<(String, Verdict)>, Error> {
+    pub async fn take_guard(&self, job: &str, lock: &str, fence: u64) -> Result<TakeGuard, Error> {
         const WHAT: &str = "take a job's guard";
         let fence = i64::try_from(fence).map_err(|_| Error::Corrupt {
             name: lock.to_owned(),
@@ -89,12 +135,28 @@ impl Leases {
             .with(WHAT, async |c: &mut Conn| {
                 let q = |source| Error::Query { what: WHAT, source };
                 let params: [&dyn Param; 3] = [&job, &lock, &fence];
+                let mine: [&dyn Param; 2] = [&lock, &fence];
                 let out = async {
-                    // The guard's row, new or locked, in the first round trip.
-                    let (begun, inserted) = tokio::join!(c.begin(), c.opt(INSERT, &params));
+                    // Whether the server is held back, and the guard's row,
+                    // new or locked, in the first round trip. A held-back
+                    // take rolls back: its guard row must not be made.
+                    let (begun, held, inserted) =
+                        tokio::join!(c.begin(), c.opt(HELD_BACK, &mine), c.opt(INSERT, &params));
                     begun.map_err(q)?;
+                    if let Some(r) = held.map_err(q)? {
+                        let at = |i: usize| {
+                            Timestamp::from_microsecond(r.get(i)).map_err(|e| Error::Corrupt {
+                                name: lock.to_owned(),
+                                why: e.to_string(),
+                            })
+                        };
+                        return Err(Held(Switch {
+                            switched: at(0)?,
+                            until: at(1)?,
+                        }));
+                    }
                     if inserted.map_err(q)?.is_some() {
-                        return Ok(None);
+                        return Ok(TakeGuard::Taken);
                     }
                     let locked = format!("{SELECT} FOR UPDATE");
                     let r = c.opt(&locked, &[&job]).await.map_err(q)?.ok_or_else(|| {
@@ -106,10 +168,13 @@ impl Leases {
                     let found = self
                         .elsewhere(c, true, lock, r.get(0), r.get(1), WHAT)
                         .await?;
-                    if found.is_none() {
-                        c.execute(SET, &params).await.map_err(q)?;
-                    }
-                    Ok(found)
+                    Ok::<_, Stop>(match found {
+                        None => {
+                            c.execute(SET, &params).await.map_err(q)?;
+                            TakeGuard::Taken
+                        }
+                        Some((lock, verdict)) => TakeGuard::Elsewhere { lock, verdict },
+                    })
                 }
                 .await;
                 match out {
@@ -117,7 +182,15 @@ impl Leases {
                         c.commit().await.map_err(q)?;
                         Ok(found)
                     }
-                    Err(e) => {
+                    Err(Held(switch)) => {
+                        // The guard row the first round trip may have made
+                        // must not stay. The switch's record, if this was
+                        // the first to see it, goes with it: the next look
+                        // records it later, the safe side.
+                        let _ = c.rollback().await;
+                        Ok(TakeGuard::Switched(switch))
+                    }
+                    Err(Failed(e)) => {
                         let _ = c.rollback().await;
                         Err(e)
                     }

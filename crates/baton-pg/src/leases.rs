@@ -35,6 +35,7 @@ use crate::options::Options;
 use crate::outcome::{Acquire, PgLease, Release, Renewal, Restated};
 use crate::pool::{Conn, Pool};
 use crate::statements::{ST, Statements};
+use crate::switch::Switch;
 use crate::target::Target;
 use crate::typed::Param;
 
@@ -174,6 +175,10 @@ impl Leases {
     /// connection, and a row that carries this acquisition's token is the
     /// lease granted ([`Acquire::Acquired`], with its claim).
     ///
+    /// Nothing is granted for the TTL plus takeover grace after the store's
+    /// server changed (a promoted standby, a restore: [`Acquire::Switched`]);
+    /// a live holder is still told [`Acquire::Busy`].
+    ///
     /// # Errors
     ///
     /// When the store cannot answer ([`Error::Query`], [`Error::Timeout`],
@@ -189,7 +194,8 @@ impl Leases {
         claim: Option<&Once>,
     ) -> Result<Acquire, Error> {
         let token = Token::fresh().map_err(Error::Random)?;
-        let grant = Grant::new(name, token, holder, ttl, claim, self.clock.boot());
+        let grant = Grant::new(name, token, holder, ttl, claim, self.clock.boot())
+            .held_back_for(self.policy.takeover_grace);
         let judge = self.judge();
         let form = self.form;
         let out = self
@@ -198,7 +204,14 @@ impl Leases {
                 if form == Form::Conditional {
                     let params = grant.params();
                     match c.alone(&ST.grant_if_free, &params).await {
-                        Ok(Some(row)) => return grant.granted(&row),
+                        Ok(Some(row)) => match grant.answer(&row)? {
+                            // Held back after a switch of servers: a live
+                            // holder is still told as busy (judged below);
+                            // only a lock that may be taken is refused for
+                            // the switch, by the locking form.
+                            Some(Acquire::Switched(_)) | None => {}
+                            Some(out) => return Ok(out),
+                        },
                         Ok(None) => {}
                         Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
                             return Ok(grant.claimed());
@@ -487,7 +500,7 @@ async fn locking(c: &mut Conn, grant: &Grant<'_>, judge: &Judge<'_>) -> Result<A
         Ok(row) => {
             committed.map_err(query)?;
             match row {
-                Some(row) => grant.granted(&row),
+                Some(row) => Ok(grant.answer(&row)?.unwrap_or_else(|| grant.claimed())),
                 None => Ok(grant.claimed()),
             }
         }
@@ -507,6 +520,9 @@ struct Grant<'a> {
     jstart: Option<i64>,
     ttl_ms: i64,
     grace_ms: Option<i64>,
+    /// How long after a switch of servers nothing is granted: the TTL plus
+    /// the larger of the holder's and the judge's takeover grace.
+    hold_ms: i64,
     boot_ms: i64,
     job: Option<&'a str>,
     occurrence: Option<i64>,
@@ -536,13 +552,23 @@ impl<'a> Grant<'a> {
             jstart: holder.jstart.and_then(signed),
             ttl_ms: millis(ttl),
             grace_ms: holder.grace.map(millis),
+            hold_ms: millis(ttl + holder.grace.unwrap_or_default()),
             boot_ms: millis(boot),
             job: claim.map(|c| c.key.as_str()),
             occurrence: claim.map(|c| c.at),
         }
     }
 
-    fn params(&self) -> [&dyn Param; 16] {
+    /// Holds the grant back after a switch of servers for at least the TTL
+    /// plus `grace` (the judge's takeover grace), when that is longer than
+    /// the TTL plus the holder's own.
+    fn held_back_for(mut self, grace: Duration) -> Self {
+        let ttl_ms = self.ttl_ms;
+        self.hold_ms = self.hold_ms.max(ttl_ms.saturating_add(millis(grace)));
+        self
+    }
+
+    fn params(&self) -> [&dyn Param; 17] {
         [
             &self.name,
             &self.token_text,
@@ -560,7 +586,26 @@ impl<'a> Grant<'a> {
             &self.boot_ms,
             &self.job,
             &self.occurrence,
+            &self.hold_ms,
         ]
+    }
+
+    /// What a grant statement's row says: granted (a fence), held back
+    /// after a switch of servers, or (`None`) neither: the lock was not
+    /// free, or the claim stood.
+    fn answer(&self, row: &Row) -> Result<Option<Acquire>, Error> {
+        if row.get::<_, Option<i64>>(0).is_some() {
+            return self.granted(row).map(Some);
+        }
+        let (Some(switched), Some(until)) =
+            (row.get::<_, Option<i64>>(2), row.get::<_, Option<i64>>(3))
+        else {
+            return Ok(None);
+        };
+        Ok(Some(Acquire::Switched(Switch {
+            switched: stamp(self.name, switched)?,
+            until: stamp(self.name, until)?,
+        })))
     }
 
     fn granted(&self, row: &Row) -> Result<Acquire, Error> {

@@ -29,7 +29,8 @@
 //! connection notices a vanished server; [`PgHeld`] a lease held by a run, driven
 //! synchronously through a connection of its own for `baton_runner`'s
 //! session; [`examine`] an operator's look at the store that changes
-//! nothing (`baton doctor`).
+//! nothing (`baton doctor`); `switch` the hold after a new server (a
+//! promoted standby, a restore) is first seen ([`Switch`]).
 //!
 //! The lease API is asynchronous and runs on a tokio runtime with its I/O
 //! and time drivers enabled; the ledger is synchronous, on a thread and a
@@ -57,6 +58,7 @@ mod settings;
 mod statements;
 mod store;
 mod survey;
+mod switch;
 mod target;
 mod tls;
 mod typed;
@@ -64,6 +66,7 @@ mod warning;
 
 pub use error::Error;
 pub use form::Form;
+pub use guards::TakeGuard;
 pub use held::PgHeld;
 pub use holder::HolderFacts;
 pub use leases::Leases;
@@ -72,6 +75,7 @@ pub use options::Options;
 pub use outcome::{Acquire, PgLease, Release, Renewal, Restated};
 pub use settings::{Settings, url_params};
 pub use store::{Postgres, deadline_for};
+pub use switch::Switch;
 pub use target::Target;
 pub use tls::{ParamError, SslMode, TlsError, Verification};
 pub use warning::Warning;

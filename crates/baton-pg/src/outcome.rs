@@ -12,6 +12,8 @@
 use baton_lease::{Fence, Token, Verdict};
 use jiff::Timestamp;
 
+use crate::switch::Switch;
+
 /// A lease granted by the store.
 ///
 /// Dropping it does not release it (release is a round trip; call
@@ -63,6 +65,11 @@ pub enum Acquire {
         /// The server's clock when it was made.
         at: Timestamp,
     },
+    /// The store's server changed (a promoted standby, a restore) less
+    /// than the asker's TTL plus takeover grace ago, and may have lost
+    /// grants whose holders still run: nothing is granted until
+    /// [`Switch::until`]; nothing changed but the record of the switch.
+    Switched(Switch),
     /// The lease was free, but the job already claimed this occurrence (or a
     /// later one); nothing changed.
     Claimed {

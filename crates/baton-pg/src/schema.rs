@@ -84,7 +84,77 @@ CREATE TABLE baton.job_guards (
 );
 ",
     },
+    Migration {
+        version: 4,
+        name: "the server granted on",
+        sql: SERVER,
+    },
 ];
+
+/// Version 4: the server the store last granted on, so that a new one (a
+/// promoted standby, a restore) is recognised, and `baton.switched()`, which
+/// every grant calls (see [`crate::switch`]).
+///
+/// The row is made with this server's identity and `switched` at
+/// `-infinity`: a fresh or upgraded store holds nothing back. The timeline
+/// is the one WAL is written on now (the first 8 hex digits of the current
+/// WAL file's name), which changes the moment a promotion ends; the last
+/// checkpoint's timeline (`pg_control_checkpoint()`) lags until the first
+/// checkpoint after it. Every function read here may be called by any user.
+const SERVER: &str = "
+CREATE TABLE baton.server (
+    one               boolean PRIMARY KEY DEFAULT true CHECK (one),
+    system_identifier bigint NOT NULL,
+    timeline          bigint NOT NULL,
+    switched          timestamptz NOT NULL
+);
+
+CREATE FUNCTION baton.server_identity(OUT system_identifier bigint, OUT timeline bigint)
+    LANGUAGE sql VOLATILE
+    AS $$ SELECT (SELECT c.system_identifier FROM pg_control_system() c),
+                 ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint $$;
+
+INSERT INTO baton.server (system_identifier, timeline, switched)
+SELECT i.system_identifier, i.timeline, '-infinity' FROM baton.server_identity() i;
+
+CREATE FUNCTION baton.switched() RETURNS timestamptz
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    sid bigint;
+    tli bigint;
+    seen timestamptz;
+BEGIN
+    SELECT i.system_identifier, i.timeline INTO sid, tli FROM baton.server_identity() i;
+    SELECT s.switched INTO seen FROM baton.server s
+    WHERE s.system_identifier = sid AND s.timeline = tli;
+    IF FOUND THEN
+        RETURN seen;
+    END IF;
+    -- A server this store never granted on: the first grant to see it
+    -- records when. Concurrent ones wait for its row lock, find the row
+    -- already names this server, and read what the first wrote.
+    INSERT INTO baton.server AS s (one, system_identifier, timeline, switched)
+    VALUES (true, sid, tli, clock_timestamp())
+    ON CONFLICT (one) DO UPDATE
+        SET system_identifier = excluded.system_identifier, timeline = excluded.timeline,
+            switched = excluded.switched
+        WHERE s.system_identifier <> excluded.system_identifier
+           OR s.timeline <> excluded.timeline
+    RETURNING s.switched INTO seen;
+    IF FOUND THEN
+        RETURN seen;
+    END IF;
+    SELECT s.switched INTO seen FROM baton.server s
+    WHERE s.system_identifier = sid AND s.timeline = tli;
+    IF FOUND THEN
+        RETURN seen;
+    END IF;
+    -- Changed again meanwhile: hold back from now, the safe side.
+    RETURN clock_timestamp();
+END
+$$;
+";
 
 /// Version 2: the scheduler's ledger, table for table and key for key the
 /// SQLite ledger's (`baton_ledger`, schema version 3; why each table and key
@@ -219,7 +289,7 @@ CREATE TABLE baton.durations (
 "#;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 
 /// Creates the `baton` schema or brings it up to [`SCHEMA_VERSION`]; returns
 /// the versions this call applied (none when another host got there first).

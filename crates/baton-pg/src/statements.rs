@@ -63,7 +63,7 @@ ON CONFLICT (name) DO NOTHING";
 
 /// The grant, with its occurrence claim: `$1` name, `$2` token, `$3`–`$14`
 /// the holder's facts, `$15` job and `$16` occurrence (both NULL for no
-/// claim). Either way the lease is not granted without its claim:
+/// claim), `$17` the hold after a switch (below). Either way the lease is not granted without its claim:
 ///
 /// - a claim at or before the job's latest under this lock refuses the grant
 ///   (no row returned). The latest is kept in the lease row itself
@@ -75,9 +75,20 @@ ON CONFLICT (name) DO NOTHING";
 ///   whole statement on the unique key of `baton.claims`, which sees every
 ///   committed row whatever the snapshot.
 ///
+/// The grant is also refused while the server is held back after a switch
+/// (`baton.switched()`, [`crate::switch`]): `$17` is the asker's TTL plus
+/// takeover grace in milliseconds, and nothing is granted before that long
+/// after the server was first seen. The statement always returns one row:
+/// the fence and stamp when granted (else NULL), and the switch's stamp and
+/// the hold's end when held back (else NULL).
+///
 /// `{only_free}` is the conditional form's extra condition.
 const GRANT: &str = "
 WITH clock AS (SELECT clock_timestamp() AS t),
+hold AS MATERIALIZED (
+    SELECT s.at AS switched, s.at + $17::bigint * interval '1 millisecond' AS until
+    FROM (SELECT baton.switched() AS at) s
+),
 g AS (
     UPDATE baton.leases l
     SET state = 'held', fence = greatest(l.fence + 1, baton.micros(clock.t)), token = $2,
@@ -86,8 +97,8 @@ g AS (
         renewed_boot_ms = $14, acquired = clock.t, renewed = clock.t, released = NULL,
         claims = CASE WHEN $15::text IS NULL THEN l.claims
                       ELSE l.claims || jsonb_build_object($15::text, $16::bigint) END
-    FROM clock
-    WHERE l.name = $1 {only_free}
+    FROM clock, hold
+    WHERE l.name = $1 {only_free} AND hold.until <= clock.t
       AND ($15::text IS NULL OR coalesce((l.claims ->> $15::text)::bigint < $16::bigint, true))
     RETURNING l.fence, l.acquired
 ),
@@ -95,7 +106,10 @@ c AS (
     INSERT INTO baton.claims (job, occurrence, lock_name, fence, claimed)
     SELECT $15::text, $16::bigint, $1, g.fence, g.acquired FROM g WHERE $15::text IS NOT NULL
 )
-SELECT g.fence, baton.micros(g.acquired) FROM g";
+SELECT g.fence, baton.micros(g.acquired),
+       CASE WHEN hold.until > clock.t THEN baton.micros(hold.switched) END,
+       CASE WHEN hold.until > clock.t THEN baton.micros(hold.until) END
+FROM hold CROSS JOIN clock LEFT JOIN g ON true";
 
 const RENEW: &str = "
 UPDATE baton.leases SET renewed = clock_timestamp(), renewed_boot_ms = $3

@@ -28,7 +28,7 @@ use baton_store::store::{Error, Guard, GuardClaim, LockRef, Refused, Taken, Vouc
 use jiff::Timestamp;
 
 use crate::kept::Kept;
-use crate::{Acquire, HolderFacts, Leases, Options, PgHeld, PgLedger, Target};
+use crate::{Acquire, HolderFacts, Leases, Options, PgHeld, PgLedger, Switch, TakeGuard, Target};
 
 /// The longest any call waits for the store on behalf of a job with `ttl`:
 /// a quarter of the TTL, between 250 ms and 6 s. It is the renewal wait of
@@ -80,6 +80,7 @@ enum Got {
     Held(PgHeld),
     Claimed(i64),
     Busy(Verdict),
+    Switched(Switch),
 }
 
 /// The store at one resolved target. Its clones share its connections.
@@ -204,6 +205,16 @@ impl Postgres {
     }
 }
 
+/// A grant or a guard held back after a switch of servers: refused as a
+/// busy lock is (try again), saying why and until when.
+fn held_back(switch: &Switch) -> Refused {
+    Refused {
+        reason: baton_store::words::MissReason::Busy,
+        holder: None,
+        why: switch.describe(),
+    }
+}
+
 /// The judge's policy for `lock`: its takeover grace.
 fn policy_of(lock: &LockRef<'_>) -> baton_lease::Policy {
     baton_lease::Policy {
@@ -277,12 +288,14 @@ impl Store for Postgres {
                 }
                 Acquire::Claimed { occurrence, .. } => Ok(Got::Claimed(occurrence)),
                 Acquire::Busy { verdict, .. } => Ok(Got::Busy(verdict)),
+                Acquire::Switched(switch) => Ok(Got::Switched(switch)),
             }
         })?;
         Ok(match got {
             Got::Held(held) => Taken::Acquired(Box::new(held)),
             Got::Claimed(at) => Taken::Claimed { at },
             Got::Busy(verdict) => Taken::Refused(Refused::of_verdict(&verdict)),
+            Got::Switched(switch) => Taken::Refused(held_back(&switch)),
         })
     }
 
@@ -312,7 +325,12 @@ impl Store for Postgres {
         })?;
         // The guard names the lock and fence only: a claim is a row of the
         // claims table, keyed by the job and the occurrence.
-        Ok((self.elsewhere(lock, found), None))
+        let guard = match found {
+            TakeGuard::Taken => Guard::Clear,
+            TakeGuard::Elsewhere { lock: at, verdict } => self.elsewhere(lock, Some((at, verdict))),
+            TakeGuard::Switched(switch) => Guard::Elsewhere(held_back(&switch)),
+        };
+        Ok((guard, None))
     }
 
     fn withdraw_guard(&self, _lock: &LockRef<'_>, _claim: &GuardClaim) -> Result<bool, Error> {

@@ -8,6 +8,8 @@
 //! `application_name` (set in its `primary_conninfo`) in
 //! `synchronous_standby_names`, so a commit returns once the standby has
 //! flushed it; in [`Mode::Asynchronous`] a commit never waits for it.
+//! [`Replicated::detach`] cuts an asynchronous standby off, so that it
+//! lags behind what the primary commits from then on.
 //! [`Replicated::promote`] makes the standby a primary (`pg_ctl promote`,
 //! waiting until `pg_is_in_recovery()` is false); either server is stopped
 //! or killed through [`PgServer::stop_immediately`] and [`PgServer::kill`].
@@ -149,6 +151,30 @@ impl Replicated {
         let replayed = format!("SELECT pg_last_wal_replay_lsn() >= '{lsn}'::pg_lsn");
         crate::eventually("the standby to replay the primary's WAL", || {
             self.standby.sql(&replayed) == "t"
+        });
+    }
+
+    /// Stops the standby's WAL receiver (its `primary_conninfo` emptied and
+    /// reloaded) and waits until it is gone: from now on the standby lags,
+    /// as an asynchronous standby cut off from its primary does, and what
+    /// the primary commits is not on it. A promotion then loses it.
+    ///
+    /// # Panics
+    ///
+    /// In [`Mode::Synchronous`] (every commit would wait for the standby),
+    /// or when the receiver does not stop.
+    pub fn detach(&self) {
+        assert_eq!(
+            self.mode,
+            Mode::Asynchronous,
+            "a synchronous standby cannot be detached: every commit would wait for it"
+        );
+        self.standby.sql("ALTER SYSTEM SET primary_conninfo = ''");
+        self.standby.sql("SELECT pg_reload_conf()");
+        crate::eventually("the standby's WAL receiver to stop", || {
+            self.standby
+                .sql("SELECT count(*) FROM pg_stat_wal_receiver")
+                == "0"
         });
     }
 

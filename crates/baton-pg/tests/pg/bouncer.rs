@@ -80,7 +80,7 @@ async fn leases_live_their_whole_life_through_pgbouncer() {
             a.take_guard("report", &name, first.fence().get())
                 .await
                 .unwrap(),
-            None
+            baton_pg::TakeGuard::Taken
         );
         // One that stopped renewing is, after TTL plus grace.
         lapse(&raw, &name).await;
@@ -136,6 +136,7 @@ async fn an_occurrence_is_claimed_once_among_acquirers_sharing_pgbouncer() {
                         // Someone runs it right now: ask again, as a later
                         // tick would.
                         Ok(Acquire::Busy { .. }) => tokio::task::yield_now().await,
+                        Ok(Acquire::Switched(s)) => panic!("one server, yet held back: {s:?}"),
                         Err(e) => panic!("host-{i}, occurrence {occurrence}: {e}"),
                     }
                 }

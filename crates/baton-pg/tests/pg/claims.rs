@@ -49,6 +49,7 @@ async fn contend(store: &Leases, lock: &str, occurrence: i64) -> Got {
             }
             // Someone runs it right now: ask again, as a later tick would.
             Acquire::Busy { .. } => tokio::task::yield_now().await,
+            Acquire::Switched(s) => panic!("one server, yet held back: {s:?}"),
         }
     }
 }

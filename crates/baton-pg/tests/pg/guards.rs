@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use baton_lease::Verdict;
-use baton_pg::{Acquire, Release};
+use baton_pg::{Acquire, Release, TakeGuard};
 
 use crate::support::{Scene, granted, remote};
 
@@ -19,17 +19,19 @@ async fn a_job_running_under_one_lock_is_refused_under_another_until_it_ends() {
     assert_eq!(store.guard_of("job", "b").await.unwrap(), None);
     assert_eq!(
         store.take_guard("job", "a", a.fence().get()).await.unwrap(),
-        None
+        TakeGuard::Taken
     );
     let b = granted(&store, "b", &remote("h2"), ttl).await;
-    for found in [
-        store.guard_of("job", "b").await.unwrap(),
-        store.take_guard("job", "b", b.fence().get()).await.unwrap(),
-    ] {
-        match found {
-            Some((lock, Verdict::Live { .. })) => assert_eq!(lock, "a"),
-            other => panic!("{other:?}"),
-        }
+    match store.guard_of("job", "b").await.unwrap() {
+        Some((lock, Verdict::Live { .. })) => assert_eq!(lock, "a"),
+        other => panic!("{other:?}"),
+    }
+    match store.take_guard("job", "b", b.fence().get()).await.unwrap() {
+        TakeGuard::Elsewhere {
+            lock,
+            verdict: Verdict::Live { .. },
+        } => assert_eq!(lock, "a"),
+        other => panic!("{other:?}"),
     }
     assert!(matches!(
         store.release(&a).await.unwrap(),
@@ -37,7 +39,7 @@ async fn a_job_running_under_one_lock_is_refused_under_another_until_it_ends() {
     ));
     assert_eq!(
         store.take_guard("job", "b", b.fence().get()).await.unwrap(),
-        None
+        TakeGuard::Taken
     );
     let raw = scene.raw().await;
     let row = raw
@@ -80,7 +82,7 @@ async fn sixteen_runs_of_one_job_under_two_locks_are_never_in_flight_together() 
                     .take_guard("job", lock, lease.fence().get())
                     .await
                     .unwrap()
-                    .is_none()
+                    == TakeGuard::Taken
                 {
                     let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
                     most.fetch_max(now, Ordering::SeqCst);

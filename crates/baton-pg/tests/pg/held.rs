@@ -23,7 +23,7 @@ use baton_testkit::proxy::Proxy;
 use crate::support::{Scene, granted, remote};
 
 const TTL: Duration = Duration::from_secs(2);
-const GRACE: Duration = Duration::from_secs(2);
+pub(crate) const GRACE: Duration = Duration::from_secs(2);
 /// Short deadlines, so that a partition shows within a TTL.
 const QUICK: Options = Options {
     statement_timeout: Duration::from_millis(400),
@@ -32,7 +32,7 @@ const QUICK: Options = Options {
     pool_size: 1,
 };
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -40,16 +40,16 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-fn now() -> Duration {
+pub(crate) fn now() -> Duration {
     SystemClock.boot()
 }
 
-fn nap(d: Duration) {
+pub(crate) fn nap(d: Duration) {
     SystemClock.sleep(d);
 }
 
 /// Whether `pid` runs (a zombie does not).
-fn alive(pid: u32) -> bool {
+pub(crate) fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => stat
             .rsplit_once(')')
@@ -59,7 +59,7 @@ fn alive(pid: u32) -> bool {
 }
 
 /// Waits up to 10 s for `path` to hold a pid.
-fn read_pid(path: &Path) -> u32 {
+pub(crate) fn read_pid(path: &Path) -> u32 {
     for _ in 0..200 {
         if let Some(pid) = std::fs::read_to_string(path)
             .ok()
@@ -96,7 +96,7 @@ const RUNNER: &str = "BATON_PG_HELD_RUNNER";
 
 /// A runner process, killed with its step's group if a scenario fails while
 /// it runs.
-struct Runner {
+pub(crate) struct Runner {
     child: Option<Child>,
     dir: std::path::PathBuf,
 }
@@ -126,7 +126,7 @@ fn start_runner(url: &str, dir: &Path, name: &str, secs: u32, remote: bool, plai
 
 /// As [`start_runner`], with a TTL of `ttl` (and a deadline of a quarter
 /// of it, as the scheduler gives a lease) instead of [`TTL`].
-fn start_runner_with(
+pub(crate) fn start_runner_with(
     url: &str,
     dir: &Path,
     name: &str,
@@ -159,7 +159,7 @@ fn start_runner_with(
 }
 
 /// The runner's result file, once it has ended successfully.
-fn result_of(mut runner: Runner, dir: &Path) -> String {
+pub(crate) fn result_of(mut runner: Runner, dir: &Path) -> String {
     let mut child = runner.child.take().unwrap();
     assert!(child.wait().unwrap().success(), "the runner failed");
     std::fs::read_to_string(dir.join("result")).unwrap()

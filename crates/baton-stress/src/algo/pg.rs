@@ -89,7 +89,7 @@ impl Algorithm for PgBaton {
                 shared: Arc::clone(&self.0),
                 lease,
             }))),
-            Acquire::Busy { .. } => Ok(None),
+            Acquire::Busy { .. } | Acquire::Switched(_) => Ok(None),
             Acquire::Claimed { .. } => Err(instrument(
                 "an occurrence was claimed though no scenario claims one",
             )),
