@@ -16,14 +16,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use baton_testkit::pg::PgServer;
 use baton_testkit::replica::{Mode, Replicated};
 
-use crate::support::{BATON, code, eventually, pause, stderr, stdout};
+use crate::support::{code, eventually, pause, stderr, stdout};
 
 /// Renewals every third of a 4 s TTL; a holder that cannot renew kills its
 /// job within TTL + renewal wait + kill grace.
@@ -108,15 +108,7 @@ fn config_with(dir: &Path, host: &str, url: &str, script: &Path, more: &str) -> 
 }
 
 fn baton(config: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(BATON);
-    c.args(args)
-        .env("BATON_CONFIG", config)
-        .env_remove("BATON_STATE_DIR")
-        .env_remove("BATON_ENABLED")
-        .env_remove("BATON_STORE_URL")
-        .env_remove("PGPASSWORD")
-        .stdin(Stdio::null());
-    c
+    crate::support::baton_on(config, args)
 }
 
 /// What one process said when it ended.

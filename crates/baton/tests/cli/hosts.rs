@@ -81,14 +81,7 @@ fn store(c: &Cluster) -> PgServer {
 fn on(host: &Host, config: &Path, args: &[&str]) -> HostCommand {
     let mut c = host.command(BATON);
     c.args(args);
-    let inner = c.inner();
-    inner
-        .env("BATON_CONFIG", config)
-        .env_remove("BATON_STATE_DIR")
-        .env_remove("BATON_ENABLED")
-        .env_remove("BATON_STORE_URL")
-        .env_remove("PGPASSWORD")
-        .stdin(Stdio::null());
+    crate::support::only_config(c.inner(), config);
     c
 }
 

@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 
 use baton_testkit::replica::{Mode, Replicated};
 
-use crate::support::{BATON, code, eventually, pause, stderr};
+use crate::support::{code, eventually, pause, stderr};
 
 /// Renewals every third of a 4 s TTL, each waiting at most a second; a
 /// holder that cannot renew kills its job within TTL + renewal wait + kill
@@ -42,15 +42,7 @@ fn config(dir: &Path, host: &str, url: &str, beat: &Path, marker: &Path) -> Path
 }
 
 fn baton(config: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(BATON);
-    c.args(args)
-        .env("BATON_CONFIG", config)
-        .env_remove("BATON_STATE_DIR")
-        .env_remove("BATON_ENABLED")
-        .env_remove("BATON_STORE_URL")
-        .env_remove("PGPASSWORD")
-        .stdin(Stdio::null());
-    c
+    crate::support::baton_on(config, args)
 }
 
 /// Runs `baton ARGS` to its end, which must come (a command that waits on

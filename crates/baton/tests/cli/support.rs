@@ -200,3 +200,24 @@ pub fn verdict(env: &Env, name: &str) -> String {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     v[0]["verdict"].as_str().unwrap().to_owned()
 }
+
+/// `command` set to read only `config`: the variables that would add to it
+/// or override it (state directory, kill switch, store URL, password)
+/// removed, and nothing on standard input.
+pub fn only_config(command: &mut Command, config: &Path) {
+    command
+        .env("BATON_CONFIG", config)
+        .env_remove("BATON_STATE_DIR")
+        .env_remove("BATON_ENABLED")
+        .env_remove("BATON_STORE_URL")
+        .env_remove("PGPASSWORD")
+        .stdin(Stdio::null());
+}
+
+/// `baton ARGS` reading only `config` ([`only_config`]).
+pub fn baton_on(config: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(BATON);
+    c.args(args);
+    only_config(&mut c, config);
+    c
+}
