@@ -246,11 +246,7 @@ impl Backend for PgLedger {
     /// Whether the last connection made was encrypted; `None` before one
     /// was made.
     fn encrypted(&self) -> Option<bool> {
-        match session::Link::load(&self.link) {
-            session::Link::None => None,
-            session::Link::Plain => Some(false),
-            session::Link::Encrypted => Some(true),
-        }
+        session::Link::encrypted(&self.link)
     }
 
     /// The server makes every commit durable: nothing to do.

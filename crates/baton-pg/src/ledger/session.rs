@@ -106,12 +106,13 @@ impl Link {
         }
     }
 
-    /// As stored in the session's atomic.
-    pub(crate) fn load(from: &AtomicU8) -> Link {
+    /// What the session's atomic says: whether the last connection made
+    /// was encrypted, `None` before one was made.
+    pub(crate) fn encrypted(from: &AtomicU8) -> Option<bool> {
         match from.load(Ordering::Relaxed) {
-            1 => Link::Plain,
-            2 => Link::Encrypted,
-            _ => Link::None,
+            x if x == Link::Plain as u8 => Some(false),
+            x if x == Link::Encrypted as u8 => Some(true),
+            _ => None,
         }
     }
 }

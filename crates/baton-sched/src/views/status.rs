@@ -627,8 +627,6 @@ fn job_status(
     }
 }
 
-/// What the ledger recorded of `job`'s occurrence `at` (Unix seconds), for
-/// the overdue test.
 /// When the file that defines `job` last changed: the earlier of its
 /// modification time and its status-change time (which `touch -d` cannot
 /// set); `None` when it cannot be read.

@@ -179,6 +179,114 @@ fn lease_fences(server: &PgServer) -> BTreeMap<String, i64> {
         .collect()
 }
 
+/// Workers that each run one `baton` command again and again, `every` ms
+/// apart, each run marked (`MARK`), until stopped.
+struct Load {
+    stop: Arc<AtomicBool>,
+    workers: Vec<std::thread::JoinHandle<Vec<Ended>>>,
+}
+
+impl Load {
+    /// One worker per plan: its configuration, its arguments, its pause.
+    fn start(plans: Vec<(PathBuf, Vec<&'static str>, u64)>) -> Load {
+        let stop = Arc::new(AtomicBool::new(false));
+        let workers = plans
+            .into_iter()
+            .enumerate()
+            .map(|(w, (config, args, every))| {
+                let stop = Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    let mut ended = Vec::new();
+                    let mut n = 0;
+                    while !stop.load(Ordering::SeqCst) {
+                        let mark = format!("w{w}-{n}");
+                        n += 1;
+                        let o = baton(&config, &args).env("MARK", &mark).output().unwrap();
+                        ended.push(Ended {
+                            mark,
+                            args: args.join(" "),
+                            code: code(&o),
+                            said: format!("{}{}", stdout(&o), stderr(&o)),
+                        });
+                        pause(every);
+                    }
+                    ended
+                })
+            })
+            .collect();
+        Load { stop, workers }
+    }
+
+    /// Stops every worker after its command in flight; what each said.
+    fn stop(self) -> Vec<Ended> {
+        self.stop.store(true, Ordering::SeqCst);
+        self.workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    }
+}
+
+/// Whether a run has started and not yet ended.
+fn in_flight(lines: &[Line]) -> bool {
+    let ended: BTreeSet<&str> = lines
+        .iter()
+        .filter(|l| l.end)
+        .map(|l| l.run.as_str())
+        .collect();
+    lines
+        .iter()
+        .any(|l| !l.end && !ended.contains(l.run.as_str()))
+}
+
+/// The log and the processes that failed (exit neither 0 nor 75), for a
+/// failed assertion's message.
+fn context(lines: &[Line], ended: &[Ended]) -> String {
+    let failures: Vec<String> = ended
+        .iter()
+        .filter(|e| e.code != 0 && e.code != 75)
+        .map(|e| format!("{} ({}) exit {}: {}", e.args, e.mark, e.code, e.said))
+        .collect();
+    format!("log: {lines:#?}\nprocesses that failed: {failures:#?}")
+}
+
+/// `job`'s starts, having checked the guarantee on them: every run ended,
+/// no two overlap (each ends before the next starts), and the fences they
+/// held grow from run to run.
+fn one_at_a_time<'a>(lines: &'a [Line], job: &str, context: &str) -> Vec<&'a Line> {
+    let starts: Vec<&Line> = lines.iter().filter(|l| l.job == job && !l.end).collect();
+    let mut spans: Vec<(u128, u128, &str)> = starts
+        .iter()
+        .map(|s| {
+            let end = lines
+                .iter()
+                .find(|l| l.end && l.run == s.run)
+                .unwrap_or_else(|| panic!("run {} of {job} never ended\n{context}", s.run));
+            (s.at, end.at, s.run.as_str())
+        })
+        .collect();
+    spans.sort();
+    for w in spans.windows(2) {
+        assert!(
+            w[0].1 < w[1].0,
+            "runs {} and {} of {job} overlap\n{context}",
+            w[0].2,
+            w[1].2
+        );
+    }
+    let mut by_start = starts.clone();
+    by_start.sort_by_key(|s| s.at);
+    for w in by_start.windows(2) {
+        assert!(
+            w[0].fence < w[1].fence,
+            "{job}: fence {} after {}\n{context}",
+            w[1].fence,
+            w[0].fence
+        );
+    }
+    starts
+}
+
 #[test]
 fn ticks_and_runs_through_a_synchronous_failover_never_overlap_repeat_or_lose_a_record() {
     let pair = Replicated::start(Mode::Synchronous);
@@ -194,37 +302,16 @@ fn ticks_and_runs_through_a_synchronous_failover_never_overlap_repeat_or_lose_a_
     let o = baton(&configs[0], &["store", "migrate"]).output().unwrap();
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
 
-    // Each worker runs its command again and again until told to stop:
-    // ticks on every state directory, and manual runs of one job.
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut workers = Vec::new();
-    let mut plans: Vec<(PathBuf, Vec<&str>)> = Vec::new();
+    // Ticks on every state directory, two workers each, and manual runs
+    // of one job, again and again.
+    let mut plans: Vec<(PathBuf, Vec<&'static str>, u64)> = Vec::new();
     for c in &configs {
-        plans.push((c.clone(), vec!["tick"]));
-        plans.push((c.clone(), vec!["tick"]));
+        plans.push((c.clone(), vec!["tick"], 100));
+        plans.push((c.clone(), vec!["tick"], 100));
     }
-    plans.push((configs[0].clone(), vec!["run", "alpha"]));
-    plans.push((configs[1].clone(), vec!["run", "beta"]));
-    for (w, (config, args)) in plans.into_iter().enumerate() {
-        let stop = Arc::clone(&stop);
-        workers.push(std::thread::spawn(move || {
-            let mut ended = Vec::new();
-            let mut n = 0;
-            while !stop.load(Ordering::SeqCst) {
-                let mark = format!("w{w}-{n}");
-                n += 1;
-                let o = baton(&config, &args).env("MARK", &mark).output().unwrap();
-                ended.push(Ended {
-                    mark,
-                    args: args.join(" "),
-                    code: code(&o),
-                    said: format!("{}{}", stdout(&o), stderr(&o)),
-                });
-                pause(100);
-            }
-            ended
-        }));
-    }
+    plans.push((configs[0].clone(), vec!["run", "alpha"], 100));
+    plans.push((configs[1].clone(), vec!["run", "beta"], 100));
+    let load = Load::start(plans);
 
     // Let some runs finish, then fail over while runs are in flight.
     eventually("a finished run of every job on the primary", || {
@@ -232,17 +319,7 @@ fn ticks_and_runs_through_a_synchronous_failover_never_overlap_repeat_or_lose_a_
         JOBS.iter()
             .all(|j| runs.values().any(|r| r.job == *j && r.finished))
     });
-    eventually("a run in flight", || {
-        let lines = read_log(&log);
-        let ended: BTreeSet<&str> = lines
-            .iter()
-            .filter(|l| l.end)
-            .map(|l| l.run.as_str())
-            .collect();
-        lines
-            .iter()
-            .any(|l| !l.end && !ended.contains(l.run.as_str()))
-    });
+    eventually("a run in flight", || in_flight(&read_log(&log)));
     let finished_before: BTreeSet<String> = recorded(pair.primary())
         .into_iter()
         .filter(|(_, r)| r.finished)
@@ -272,45 +349,16 @@ fn ticks_and_runs_through_a_synchronous_failover_never_overlap_repeat_or_lose_a_
         ran_after(&read_log(&log), promoted_at)
     });
     pause(3000);
-    stop.store(true, Ordering::SeqCst);
-    let ended: Vec<Ended> = workers
-        .into_iter()
-        .flat_map(|w| w.join().unwrap())
-        .collect();
+    let ended = load.stop();
     // Wait for stray runs (none should be left) to write their end.
     pause(2000);
 
     let lines = read_log(&log);
     let new = recorded(pair.standby());
-    let failures: Vec<String> = ended
-        .iter()
-        .filter(|e| e.code != 0 && e.code != 75)
-        .map(|e| format!("{} ({}) exit {}: {}", e.args, e.mark, e.code, e.said))
-        .collect();
-    let context = format!("log: {lines:#?}\nprocesses that failed: {failures:#?}");
+    let context = context(&lines, &ended);
 
     for job in JOBS {
-        let starts: Vec<&Line> = lines.iter().filter(|l| l.job == job && !l.end).collect();
-        // No two runs of the job overlap: each ends before the next starts.
-        let mut spans: Vec<(u128, u128, &str)> = starts
-            .iter()
-            .map(|s| {
-                let end = lines
-                    .iter()
-                    .find(|l| l.end && l.run == s.run)
-                    .unwrap_or_else(|| panic!("run {} of {job} never ended\n{context}", s.run));
-                (s.at, end.at, s.run.as_str())
-            })
-            .collect();
-        spans.sort();
-        for w in spans.windows(2) {
-            assert!(
-                w[0].1 < w[1].0,
-                "runs {} and {} of {job} overlap\n{context}",
-                w[0].2,
-                w[1].2
-            );
-        }
+        let starts = one_at_a_time(&lines, job, &context);
         // No occurrence runs twice.
         let mut seen = BTreeSet::new();
         for s in starts.iter().filter(|s| s.occurrence != "manual") {
@@ -318,17 +366,6 @@ fn ticks_and_runs_through_a_synchronous_failover_never_overlap_repeat_or_lose_a_
                 seen.insert(s.occurrence.as_str()),
                 "occurrence {} of {job} ran twice\n{context}",
                 s.occurrence
-            );
-        }
-        // The fences the runs held grow from run to run.
-        let mut by_start = starts.clone();
-        by_start.sort_by_key(|s| s.at);
-        for w in by_start.windows(2) {
-            assert!(
-                w[0].fence < w[1].fence,
-                "{job}: fence {} after {}\n{context}",
-                w[1].fence,
-                w[0].fence
             );
         }
         // The new primary's ledger holds the job's runs with the fences
@@ -463,34 +500,13 @@ fn ticks_and_runs_through_an_asynchronous_failover_with_lag_never_overlap_and_co
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
 
     // A tick on each host every second, and manual runs of two jobs.
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut workers = Vec::new();
-    let mut plans: Vec<(PathBuf, Vec<&str>, u64)> = Vec::new();
+    let mut plans: Vec<(PathBuf, Vec<&'static str>, u64)> = Vec::new();
     for c in &configs {
         plans.push((c.clone(), vec!["tick"], 1000));
     }
     plans.push((configs[0].clone(), vec!["run", "alpha"], 100));
     plans.push((configs[1].clone(), vec!["run", "beta"], 100));
-    for (w, (config, args, every)) in plans.into_iter().enumerate() {
-        let stop = Arc::clone(&stop);
-        workers.push(std::thread::spawn(move || {
-            let mut ended = Vec::new();
-            let mut n = 0;
-            while !stop.load(Ordering::SeqCst) {
-                let mark = format!("w{w}-{n}");
-                n += 1;
-                let o = baton(&config, &args).env("MARK", &mark).output().unwrap();
-                ended.push(Ended {
-                    mark,
-                    args: args.join(" "),
-                    code: code(&o),
-                    said: format!("{}{}", stdout(&o), stderr(&o)),
-                });
-                pause(every);
-            }
-            ended
-        }));
-    }
+    let load = Load::start(plans);
 
     eventually("a finished run of every job on the primary", || {
         let runs = recorded(pair.primary());
@@ -519,17 +535,7 @@ fn ticks_and_runs_through_an_asynchronous_failover_with_lag_never_overlap_and_co
         || claims(pair.primary()).contains(&format!("{SLOW}@{slow_due}")),
     );
     pause(1000);
-    eventually("a run in flight", || {
-        let lines = read_log(&log);
-        let ended: BTreeSet<&str> = lines
-            .iter()
-            .filter(|l| l.end)
-            .map(|l| l.run.as_str())
-            .collect();
-        lines
-            .iter()
-            .any(|l| !l.end && !ended.contains(l.run.as_str()))
-    });
+    eventually("a run in flight", || in_flight(&read_log(&log)));
     let on_primary = recorded(pair.primary());
     let claims_before = claims(pair.primary());
     let fences_before = lease_fences(pair.primary());
@@ -545,57 +551,19 @@ fn ticks_and_runs_through_an_asynchronous_failover_with_lag_never_overlap_and_co
         ran_after(&read_log(&log), promoted_at)
     });
     pause(3000);
-    stop.store(true, Ordering::SeqCst);
-    let ended: Vec<Ended> = workers
-        .into_iter()
-        .flat_map(|w| w.join().unwrap())
-        .collect();
+    let ended = load.stop();
     pause(2000);
 
     let lines = read_log(&log);
     let new = recorded(pair.standby());
-    let failures: Vec<String> = ended
-        .iter()
-        .filter(|e| e.code != 0 && e.code != 75)
-        .map(|e| format!("{} ({}) exit {}: {}", e.args, e.mark, e.code, e.said))
-        .collect();
-    let context = format!("log: {lines:#?}\nprocesses that failed: {failures:#?}");
+    let context = context(&lines, &ended);
 
     let mut twice = Vec::new();
     let missed = missed_ranges(pair.standby());
     let mut ran_but_missed = Vec::new();
     for job in JOBS.iter().copied().chain([SLOW]) {
-        let starts: Vec<&Line> = lines.iter().filter(|l| l.job == job && !l.end).collect();
-        let mut spans: Vec<(u128, u128, &str)> = starts
-            .iter()
-            .map(|s| {
-                let end = lines
-                    .iter()
-                    .find(|l| l.end && l.run == s.run)
-                    .unwrap_or_else(|| panic!("run {} of {job} never ended\n{context}", s.run));
-                (s.at, end.at, s.run.as_str())
-            })
-            .collect();
-        spans.sort();
         // The guarantee: no two runs of the job overlap.
-        for w in spans.windows(2) {
-            assert!(
-                w[0].1 < w[1].0,
-                "runs {} and {} of {job} overlap\n{context}",
-                w[0].2,
-                w[1].2
-            );
-        }
-        let mut by_start = starts.clone();
-        by_start.sort_by_key(|s| s.at);
-        for w in by_start.windows(2) {
-            assert!(
-                w[0].fence < w[1].fence,
-                "{job}: fence {} after {}\n{context}",
-                w[1].fence,
-                w[0].fence
-            );
-        }
+        let starts = one_at_a_time(&lines, job, &context);
         if job != SLOW {
             assert!(
                 starts.iter().any(|s| s.at < crashed_at)
