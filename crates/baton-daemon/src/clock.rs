@@ -26,7 +26,8 @@ use crate::state::Daemon;
 /// is a jump worth saying.
 const JUMP: Duration = Duration::from_secs(2);
 
-/// The next instant after `after` at which any job of `config` is due.
+/// The next instant after `after` at which any job of `config` is due: an
+/// occurrence moved on by its job's jitter ([`baton_sched::config::Job::starts_at`]).
 pub(crate) fn next_due(config: &Config, after: Timestamp) -> Option<Timestamp> {
     if !config.enabled() {
         return None;
@@ -38,7 +39,8 @@ pub(crate) fn next_due(config: &Config, after: Timestamp) -> Option<Timestamp> {
             j.when
                 .value
                 .schedule
-                .next_after(after, &j.timezone.value.tz)
+                .next_after(j.due_clock(after), &j.timezone.value.tz)
+                .map(|t| j.starts_at(t))
         })
         .min()
 }

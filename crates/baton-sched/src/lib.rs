@@ -33,6 +33,7 @@ pub mod config;
 pub mod doctor;
 pub mod engine;
 pub mod http;
+pub mod jitter;
 pub mod ops;
 pub mod outcome;
 pub mod render;

@@ -26,7 +26,8 @@ struct Request {
     expression: String,
     schedule: baton_cron::Schedule,
     zone: Zone,
-    job: Option<String>,
+    /// For `--job`: its name, its `jitter` and its offset.
+    job: Option<(String, std::time::Duration, std::time::Duration)>,
     from: Timestamp,
     count: usize,
     json: bool,
@@ -39,8 +40,8 @@ pub fn run(state: Option<&Path>, a: &CalendarArgs) -> Exit {
         Err(e) => return e,
     };
     let mut c = Calendar::new(&r.expression, r.schedule, r.zone, r.from, r.count);
-    if let Some(job) = &r.job {
-        c = c.for_job(job);
+    if let Some((job, window, offset)) = &r.job {
+        c = c.for_job(job).jittered(*window, *offset);
     }
     if r.json {
         match serde_json::to_string_pretty(&calendar::to_json(&c)) {
@@ -79,7 +80,11 @@ impl Request {
                     expression,
                     when.schedule.clone(),
                     job.timezone.value.clone(),
-                    Some(name.clone()),
+                    Some((
+                        name.clone(),
+                        job.policy.jitter.value.unwrap_or_default(),
+                        job.start_offset(),
+                    )),
                 )
             }
             None => {

@@ -427,6 +427,14 @@ pub static KEYS: &[Key] = &[
         .inherited()
         .variable()
         .doc("how late a due occurrence may still start"),
+    Key::new("jitter", Limit, Unset("none"))
+        .of(&[Scheduler, Job])
+        .inherited()
+        .variable()
+        .doc(
+            "the window each occurrence's start is spread over: a fixed offset in it, from the \
+             job's name (0: none)",
+        ),
     Key::new("catch_up", CatchUp, Toml("\"latest\""))
         .of(&[Scheduler, Job])
         .inherited()

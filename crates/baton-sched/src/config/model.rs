@@ -250,6 +250,7 @@ keyed! {
         max_runtime: Option<Duration>,
         output_limit: u64,
         catch_up_window: Duration,
+        jitter: Option<Duration>,
         catch_up: CatchUp,
         catch_up_max: u32,
         overlap: Overlap,

@@ -802,17 +802,49 @@ fn job(r: &Reader<'_>, e: &Entry, scheduler: &Values) -> Result<Job, Vec<ConfigE
         values.set("lock", Sourced::default_value(Value::Name(name.clone())));
     }
     match (when, steps) {
-        (Some(when), Some(steps)) if p.is_empty() => Ok(Job::from_values(
-            &values,
-            name,
-            at.source(),
-            when,
-            steps,
-            checks,
-        )),
+        (Some(when), Some(steps)) if p.is_empty() => {
+            let job = Job::from_values(&values, name, at.source(), when, steps, checks);
+            jitter_fits(&at, &path, &job).map_err(|e| vec![e])?;
+            Ok(job)
+        }
         // Every value missing above kept its problem.
         _ => Err(p),
     }
+}
+
+/// Where the walk for a schedule's shortest gap starts: a fixed instant,
+/// so that a configuration reads the same whatever the date.
+const GAP_FROM: i64 = 1_767_225_600; // 2026-01-01T00:00:00Z
+
+/// Refuses a `jitter` longer than the shortest time between two of the
+/// job's occurrences (over a year of them): an offset past the next
+/// occurrence would start each one after the next one is scheduled.
+fn jitter_fits(at: &At<'_>, path: &str, job: &Job) -> Result<(), ConfigError> {
+    let jitter = &job.policy.jitter;
+    let Some(window) = jitter.value else {
+        return Ok(());
+    };
+    let from = jiff::Timestamp::from_second(GAP_FROM).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+    let tz = &job.timezone.value.tz;
+    let Some(gap) = crate::jitter::shortest_gap(&job.when.value.schedule, tz, from) else {
+        return Ok(());
+    };
+    if window <= gap {
+        return Ok(());
+    }
+    let show = crate::units::show_duration;
+    Err(ConfigError::Invalid {
+        at: located(at, &jitter.source),
+        key: join(if jitter.inherited { "scheduler" } else { path }, "jitter"),
+        message: format!(
+            "{} is longer than the {} between two of {}'s occurrences: give [{path}] a jitter \
+             of at most {}",
+            show(window),
+            show(gap),
+            job.name,
+            show(gap),
+        ),
+    })
 }
 
 /// Why a name is no job's.

@@ -86,7 +86,7 @@ pub fn job(
         .when
         .value
         .schedule
-        .latest_at_or_before(now, &job.timezone.value.tz)
+        .latest_at_or_before(job.due_clock(now), &job.timezone.value.tz)
     else {
         return Decided {
             start: waiting,
@@ -147,7 +147,7 @@ pub fn job(
         if last_decided.is_some_and(|d| d >= newest.as_second()) {
             return done(waiting, alerted, &mut all_recorded);
         }
-        if !anything_to_decide(now, newest, state.as_ref()) {
+        if !anything_to_decide(now, job.starts_at(newest), state.as_ref()) {
             return done(waiting, alerted, &mut all_recorded);
         }
         let pauses = pauses(s, &job.name);
@@ -420,11 +420,11 @@ fn claimed_unrecorded(
     (last_decided.is_none_or(|d| claim > d) && claim <= newest.as_second()).then_some(claim)
 }
 
-/// Whether the newest occurrence can run or be missed: only one at or
-/// after the job was first seen can. When it cannot, no older one can
+/// Whether the newest occurrence, which `starts` then, can run or be
+/// missed: only one starting at or after the job was first seen can. When it cannot, no older one can
 /// either, and the plan is skipped without reading the ledger.
-fn anything_to_decide(now: Timestamp, newest: Timestamp, state: Option<&JobState>) -> bool {
-    newest >= state.map_or(now, |st| st.first_seen)
+fn anything_to_decide(now: Timestamp, starts: Timestamp, state: Option<&JobState>) -> bool {
+    starts >= state.map_or(now, |st| st.first_seen)
 }
 
 /// Notes a deliberate miss (`paused`, `disabled`) in the envelope log: it

@@ -108,8 +108,34 @@ pub struct Known<'a> {
     pub claimed: &'a [i64],
 }
 
-/// The plan for `job` at `now`.
+/// The plan for `job` at `now`. A job with jitter is planned on its
+/// [`Job::due_clock`]: every instant compared with its occurrences (now,
+/// when it was first seen, its pauses) moved back by its offset, so that an
+/// occurrence is due, late, paused or before the job was seen exactly when
+/// the instant it starts ([`Job::starts_at`]) is.
 pub fn plan(job: &Job, now: Timestamp, known: &Known<'_>) -> Plan {
+    if job.start_offset().is_zero() {
+        return plan_due(job, now, known);
+    }
+    let back = |t: Timestamp| job.due_clock(t);
+    let pauses: Vec<Pause> = known
+        .pauses
+        .iter()
+        .map(|p| Pause {
+            since: back(p.since),
+            end: p.end.map(back),
+        })
+        .collect();
+    let shifted = Known {
+        first_seen: Some(back(known.first_seen.unwrap_or(now))),
+        pauses: &pauses,
+        ..*known
+    };
+    plan_due(job, back(now), &shifted)
+}
+
+/// The plan for `job` at `now`, on the clock its occurrences are due by.
+fn plan_due(job: &Job, now: Timestamp, known: &Known<'_>) -> Plan {
     let schedule = &job.when.value.schedule;
     let tz = &job.timezone.value.tz;
     let Some(newest) = schedule.latest_at_or_before(now, tz) else {
@@ -424,6 +450,48 @@ mod tests {
     }
 
     const HOURLY: &str = "schedule = \"0 * * * *\"";
+
+    #[test]
+    fn with_jitter_an_occurrence_is_due_at_its_start_and_keeps_its_instant() {
+        let j = job(&format!("{HOURLY}\njitter = \"1h\""));
+        let offset = SignedDuration::try_from(j.start_offset()).unwrap();
+        assert!(!offset.is_zero(), "this name's offset in an hour is not 0");
+        let ten = t("2026-11-29T10:00:00Z");
+        let starts = ten.checked_add(offset).unwrap();
+        let k = known(Some("2026-11-29T09:00:00Z"), "2026-11-01T00:00:00Z");
+        let before = starts.checked_sub(SignedDuration::from_secs(1)).unwrap();
+        assert!(
+            plan(&j, before, &k).is_empty(),
+            "not due a second before its start"
+        );
+        assert_eq!(
+            plan(&j, starts, &k).run,
+            vec![at("10:00")],
+            "due at its start"
+        );
+        // Seen after the occurrence but before its start: it is the job's.
+        let seen = ten.checked_add(SignedDuration::from_secs(1)).unwrap();
+        let fresh = Known {
+            last_decided: None,
+            first_seen: Some(seen.min(before)),
+            pauses: &[],
+            claimed: &[],
+        };
+        assert_eq!(plan(&j, starts, &fresh).run, vec![at("10:00")]);
+        // A pause over its start, not its instant, pauses it.
+        let pauses = [Pause {
+            since: before,
+            end: Some(starts.checked_add(SignedDuration::from_secs(60)).unwrap()),
+        }];
+        let paused = Known {
+            pauses: &pauses,
+            ..k.clone()
+        };
+        let p = plan(&j, starts, &paused);
+        assert!(p.run.is_empty(), "{p:?}");
+        assert_eq!(p.missed[0].reason, MissReason::Paused);
+        assert_eq!(p.missed[0].first, at("10:00"));
+    }
 
     #[test]
     fn nothing_new_is_nothing_to_do() {

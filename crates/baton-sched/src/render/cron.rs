@@ -81,7 +81,7 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
                 .next()
                 .is_some()
         });
-    let entries = super::per_job(c, Target::Cron, |job| {
+    let entries = super::per_job(c, Target::Cron, opts.now, |job| {
         let refuse = |why| Refusal {
             job: job.name.clone(),
             target: Target::Cron,

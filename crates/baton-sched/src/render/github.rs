@@ -73,7 +73,7 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
         });
     }
     let config = format!("\"${{{{ github.workspace }}}}\"/{}", sh_word(&rel));
-    let entries = super::per_job(c, Target::Github, |job| {
+    let entries = super::per_job(c, Target::Github, opts.now, |job| {
         schedule(&job.when.value, &job.timezone.value, opts.now).map_err(|why| Refusal {
             job: job.name.clone(),
             target: Target::Github,

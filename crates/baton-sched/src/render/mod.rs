@@ -39,6 +39,7 @@ pub mod cron;
 mod dst;
 pub mod env;
 pub mod github;
+pub mod jitter;
 pub mod systemd;
 pub mod translate;
 mod utc;
@@ -272,10 +273,13 @@ pub(crate) fn disabled_jobs(c: &Config) -> impl Iterator<Item = &Job> {
 /// A job whose zone is not written in the configuration (this machine's
 /// zone, or a variable of this shell) is refused: a per-job entry fires at
 /// instants computed in that zone, while the tick it starts on the target
-/// decides in the target's own, and the two may differ.
+/// decides in the target's own, and the two may differ. A job with jitter
+/// is given to `entry` with its schedule moved to its occurrences' starts,
+/// or refused ([`jitter::entry_job`]); `now` is where that proof starts.
 pub(crate) fn per_job<T>(
     c: &Config,
     target: Target,
+    now: jiff::Timestamp,
     mut entry: impl FnMut(&Job) -> Result<T, Refusal>,
 ) -> Result<Vec<(String, T)>, RenderError> {
     let mut out = Vec::new();
@@ -294,7 +298,19 @@ pub(crate) fn per_job<T>(
             });
             continue;
         }
-        match entry(job) {
+        // A job with jitter fires at its occurrences' starts.
+        let job = match jitter::entry_job(job, now) {
+            Ok(job) => job,
+            Err(why) => {
+                refused.push(Refusal {
+                    job: job.name.clone(),
+                    target,
+                    why,
+                });
+                continue;
+            }
+        };
+        match entry(&job) {
             Ok(t) => out.push((job.name.clone(), t)),
             Err(r) => refused.push(r),
         }

@@ -127,7 +127,7 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
     if !opts.per_job {
         return Ok(vec![daemon(c, opts, &bin, &config, &state_path)]);
     }
-    let entries = super::per_job(c, Target::Systemd, |job| {
+    let entries = super::per_job(c, Target::Systemd, opts.now, |job| {
         on_calendar(&job.when.value, &job.timezone.value, opts).map_err(|why| Refusal {
             job: job.name.clone(),
             target: Target::Systemd,
@@ -163,9 +163,19 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
         } else {
             String::new()
         };
+        let offset = job.start_offset();
+        let jitter = if offset.is_zero() {
+            String::new()
+        } else {
+            format!(
+                "# With jitter {}: each occurrence starts {} after it, and so does the timer.\n",
+                crate::units::show_duration(job.policy.jitter.value.unwrap_or_default()),
+                crate::jitter::show(offset)
+            )
+        };
         let mut timer = format!(
             "# Rendered by `baton render systemd --per-job`: {} in {zone}.\n\
-             {in_utc}\
+             {in_utc}{jitter}\
              [Unit]\n\
              Description=baton: the schedule of job {name} of {shown_config}\n\
              \n\

@@ -183,6 +183,32 @@ pub struct Calendar {
     from: Timestamp,
     occurrences: Vec<Occurrence>,
     exhausted: bool,
+    jitter: Option<Jitter>,
+    /// How many were asked for.
+    count: usize,
+}
+
+/// A job's jitter, as a calendar lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Jitter {
+    /// `jitter`: the window.
+    pub window: Duration,
+    /// Where in it the job starts, after each occurrence.
+    pub offset: Duration,
+}
+
+/// The first `count` occurrences of `schedule` strictly after `from` in
+/// `tz`, each with its note.
+fn list(schedule: &Schedule, tz: &TimeZone, from: Timestamp, count: usize) -> Vec<Occurrence> {
+    let mut occurrences: Vec<Occurrence> = Vec::with_capacity(count.min(1024));
+    let mut previous = from;
+    for at in schedule.iter_after(from, tz).take(count) {
+        let local = at.to_zoned_datetime(tz.clone());
+        let note = note(schedule, tz, previous, &local);
+        occurrences.push(Occurrence { at, local, note });
+        previous = at;
+    }
+    occurrences
 }
 
 impl Calendar {
@@ -196,17 +222,12 @@ impl Calendar {
         from: Timestamp,
         count: usize,
     ) -> Calendar {
-        let mut occurrences: Vec<Occurrence> = Vec::with_capacity(count.min(1024));
-        let mut previous = from;
-        for at in schedule.iter_after(from, &zone.tz).take(count) {
-            let local = at.to_zoned_datetime(zone.tz.clone());
-            let note = note(&schedule, &zone.tz, previous, &local);
-            occurrences.push(Occurrence { at, local, note });
-            previous = at;
-        }
+        let occurrences = list(&schedule, &zone.tz, from, count);
         Calendar {
             expression: expression.trim().to_owned(),
             job: None,
+            jitter: None,
+            count,
             exhausted: occurrences.len() < count,
             schedule,
             zone,
@@ -219,6 +240,35 @@ impl Calendar {
     pub fn for_job(mut self, name: &str) -> Calendar {
         self.job = Some(name.to_owned());
         self
+    }
+
+    /// The same calendar for a job with `jitter` = `window`, which starts
+    /// each occurrence `offset` after it ([`crate::jitter`]): the first
+    /// occurrences that *start* after the instant it lists from, as many
+    /// as it listed. No change when the window is zero.
+    pub fn jittered(mut self, window: Duration, offset: Duration) -> Calendar {
+        if window.is_zero() {
+            return self;
+        }
+        let asked = self.count;
+        let back = SignedDuration::try_from(offset).unwrap_or(SignedDuration::ZERO);
+        let from = self.from.checked_sub(back).unwrap_or(self.from);
+        self.occurrences = list(&self.schedule, &self.zone.tz, from, asked);
+        self.exhausted = self.occurrences.len() < asked;
+        self.jitter = Some(Jitter { window, offset });
+        self
+    }
+
+    /// The jitter, for a job that has one.
+    pub fn jitter(&self) -> Option<&Jitter> {
+        self.jitter.as_ref()
+    }
+
+    /// When the occurrence at `at` starts: it, moved on by the jitter.
+    pub fn starts(&self, at: Timestamp) -> Timestamp {
+        let offset = self.jitter.as_ref().map_or(Duration::ZERO, |j| j.offset);
+        let on = SignedDuration::try_from(offset).unwrap_or(SignedDuration::ZERO);
+        at.checked_add(on).unwrap_or(at)
     }
 
     /// The occurrences, in increasing order.
@@ -537,6 +587,16 @@ pub fn render(c: &Calendar) -> String {
     }
     field("Kind", &kind_words(c.schedule.kind()));
     field("Zone", &c.zone.name);
+    if let Some(j) = &c.jitter {
+        field(
+            "Jitter",
+            &format!(
+                "{}: starts {} after each occurrence",
+                units::show_duration(j.window),
+                crate::jitter::show(j.offset)
+            ),
+        );
+    }
     let start = c.from.to_zoned_datetime(c.zone.tz.clone());
     field("From", &format!("{} ({})", wall(&start), utc(c.from)));
     out.push('\n');
@@ -546,8 +606,13 @@ pub fn render(c: &Calendar) -> String {
     let wall_width = walls.iter().map(|w| w.chars().count()).max().unwrap_or(0);
     for (i, (o, w)) in c.occurrences.iter().zip(&walls).enumerate() {
         let mut line = format!("{:>number_width$}  {w:<wall_width$}  {}", i + 1, utc(o.at));
+        let starts = c.starts(o.at);
+        if c.jitter.is_some() {
+            let local = starts.to_zoned_datetime(c.zone.tz.clone());
+            line.push_str(&format!("  starts {}", strf(&local, "%H:%M:%S")));
+        }
         if i == 0 {
-            line.push_str(&format!("  in {}", ahead(c.from, o.at)));
+            line.push_str(&format!("  in {}", ahead(c.from, starts)));
         }
         out.push_str(&line);
         out.push('\n');
@@ -593,6 +658,9 @@ pub struct CalendarJson {
     pub exhausted: bool,
     /// The occurrences, in increasing order.
     pub occurrences: Vec<OccurrenceJson>,
+    /// For `--job` with `jitter`: how long after each occurrence the job
+    /// starts, in seconds; else null.
+    pub jitter_offset_seconds: Option<u64>,
 }
 
 /// One occurrence in `--json`.
@@ -617,6 +685,9 @@ pub struct OccurrenceJson {
     pub dst: Option<&'static str>,
     /// The same in words, as the human form shows it, or null.
     pub note: Option<String>,
+    /// When it starts, in UTC: the occurrence itself, or for a job with
+    /// `jitter`, the occurrence moved on by its offset.
+    pub starts: String,
 }
 
 /// The `--json` form.
@@ -639,8 +710,10 @@ pub fn to_json(c: &Calendar) -> CalendarJson {
                 abbreviation: strf(&o.local, "%Z"),
                 dst: o.note.as_ref().map(|n| n.dst.as_str()),
                 note: o.note.as_ref().map(|n| n.text.clone()),
+                starts: utc(c.starts(o.at)),
             })
             .collect(),
+        jitter_offset_seconds: c.jitter.map(|j| j.offset.as_secs()),
     }
 }
 

@@ -95,8 +95,8 @@ pub(crate) fn latest_due(
         .when
         .value
         .schedule
-        .latest_at_or_before(edge, &job.timezone.value.tz)?;
-    (at >= first_seen?).then_some(at)
+        .latest_at_or_before(job.due_clock(edge), &job.timezone.value.tz)?;
+    (job.starts_at(at) >= first_seen?).then_some(at)
 }
 
 /// The overdue occurrence (Unix seconds), if the module's test holds:

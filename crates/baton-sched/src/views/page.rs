@@ -446,7 +446,19 @@ fn job_card(
     out.push_str("<dt>next run</dt>");
     match &j.next_run {
         Some(n) => {
-            let _ = writeln!(out, "<dd class=\"next-run\">{}</dd>", when(tz, now, n));
+            let jitter = match (&j.next_occurrence, j.jitter_offset_seconds) {
+                (Some(o), Some(secs)) => format!(
+                    " <span class=\"jitter\">for occurrence {}, jitter offset {}</span>",
+                    instant(tz, o),
+                    escape(&crate::jitter::show(Duration::from_secs(secs)))
+                ),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "<dd class=\"next-run\">{}{jitter}</dd>",
+                when(tz, now, n)
+            );
         }
         None => out.push_str("<dd class=\"next-run none\">none</dd>\n"),
     }

@@ -80,13 +80,23 @@ pub struct JobStatus {
     pub timezone: String,
     /// Its lock's name.
     pub lock: String,
-    /// The next occurrence that may run, in the job's zone (RFC 3339 with
+    /// When the next occurrence that may run starts (its instant, moved on
+    /// by the job's jitter), in the job's zone (RFC 3339 with
     /// offset): for a paused job, the first at or after the pause's end
     /// (none while the pause has no end); none while the job or the
     /// scheduler is disabled.
     pub next_run: Option<String>,
     /// Seconds until then.
     pub next_run_in_seconds: Option<i64>,
+    /// With `jitter`: the occurrence the next run is for (RFC 3339 UTC),
+    /// which it starts [`Self::jitter_offset_seconds`] after. Left out
+    /// without jitter, where it is the next run itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_occurrence: Option<String>,
+    /// With `jitter`: how long after each occurrence the job starts
+    /// ([`crate::jitter`]). Left out without jitter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jitter_offset_seconds: Option<u64>,
     /// The newest run.
     pub last_run: Option<RunSummary>,
     /// When its newest run started.
@@ -536,10 +546,15 @@ fn job_status(
         // The first occurrence the pause does not cover: at or after its end.
         Some(until) => until.and_then(|u| {
             let before = u.checked_sub(jiff::SignedDuration::from_nanos(1)).ok()?;
-            schedule.next_after(before, tz)
+            schedule.next_after(job.due_clock(before), tz)
         }),
-        None => schedule.next_after(now, tz),
+        None => schedule.next_after(job.due_clock(now), tz),
     };
+    // The occurrence keeps its instant; the run starts after it by the
+    // job's jitter.
+    let next_occurrence = next;
+    let next = next.map(|t| job.starts_at(t));
+    let offset = job.start_offset();
     let holder = verdict.and_then(|verdict| {
         let h = match &verdict {
             baton_lease::Verdict::Live { holder, .. }
@@ -574,6 +589,10 @@ fn job_status(
                 .to_string()
         }),
         next_run_in_seconds: next.map(|t| t.duration_since(now).as_secs()),
+        next_occurrence: next_occurrence
+            .filter(|_| !offset.is_zero())
+            .map(|t| crate::engine::run::occurrence_text(Some(t.as_second()))),
+        jitter_offset_seconds: (!offset.is_zero()).then_some(offset.as_secs()),
         last_run: last.map(|r| RunSummary {
             occurrence: crate::engine::run::occurrence_text(r.occurrence),
             started: stamp(r.started),
@@ -683,6 +702,19 @@ pub(crate) fn relative(now: Timestamp, t: &str) -> String {
     }
 }
 
+/// For a job with jitter, what the next run's instant is made of:
+/// " for occurrence OCC, jitter offset 2m17s"; else nothing.
+fn jittered(j: &JobStatus, local: &dyn Fn(&str) -> String) -> String {
+    match (&j.next_occurrence, j.jitter_offset_seconds) {
+        (Some(o), Some(secs)) => format!(
+            ", for occurrence {} (jitter offset {})",
+            local(o),
+            crate::jitter::show(Duration::from_secs(secs))
+        ),
+        _ => String::new(),
+    }
+}
+
 /// The human form.
 pub fn render(s: &Status) -> String {
     let now: Timestamp = s.now.parse().unwrap_or(Timestamp::UNIX_EPOCH);
@@ -757,7 +789,7 @@ pub fn render(s: &Status) -> String {
                     local(u),
                     relative(now, u),
                     next.as_ref()
-                        .map(|n| format!(", then {}", local(n)))
+                        .map(|n| format!(", then {}{}", local(n), jittered(j, &local)))
                         .unwrap_or_default()
                 )),
                 None => out.push_str(&format!(
@@ -766,9 +798,10 @@ pub fn render(s: &Status) -> String {
                 )),
             },
             (None, Some(n)) => out.push_str(&format!(
-                "  next run      {} ({})\n",
+                "  next run      {} ({}){}\n",
                 local(n),
-                relative(now, n)
+                relative(now, n),
+                jittered(j, &local),
             )),
             (None, None) if j.state == JobState::Disabled => {
                 out.push_str("  next run      none while disabled\n")

@@ -469,7 +469,9 @@ fn the_json_form() {
                 "dst": "first-of-two",
                 "note": "first of two 01:30s on 2026-11-01 (the clocks go back from 02:00 to \
                          01:00); the second does not run",
+                "starts": "2026-11-01T05:30:00Z",
             }],
+            "jitter_offset_seconds": null,
         })
     );
     let wildcard = json(&["*/5 * * * *", "--from", "2026-01-01T00:00:00Z"]);

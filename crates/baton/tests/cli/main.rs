@@ -23,6 +23,7 @@ mod friction;
 mod hardening;
 mod hosts;
 mod http;
+mod jitter;
 mod lock_tools;
 mod metrics;
 mod overlap;

@@ -526,6 +526,7 @@ fn the_json_form() {
                     "dst": "gap",
                     "note": "02:00 and 02:30 do not exist on 2026-03-08 (the clocks jump from \
                              02:00 to 03:00); they run once, when the clocks jump",
+                    "starts": "2026-03-08T07:00:00Z",
                 },
                 {
                     "local": "2026-03-09T02:00:00-04:00",
@@ -534,12 +535,43 @@ fn the_json_form() {
                     "abbreviation": "EDT",
                     "dst": null,
                     "note": null,
+                    "starts": "2026-03-09T06:00:00Z",
                 },
             ],
+            "jitter_offset_seconds": null,
         })
     );
     let every = to_json(&cal("UTC", "every:15m", "2026-03-08T00:00:00.25Z", 1).for_job("j"));
     assert_eq!(every.kind, "every");
     assert_eq!(every.job.as_deref(), Some("j"));
     assert_eq!(every.from, "2026-03-08T00:00:00.25+00:00");
+}
+
+#[test]
+fn a_job_with_jitter_lists_what_starts_after_the_instant_with_its_start() {
+    // Every 15 minutes, starting 7m after each: from 00:10, the 00:00
+    // occurrence (starting 00:07) has started and the 00:15 one (starting
+    // 00:22) is the first listed; and the first "in" is to its start.
+    let c = cal("UTC", "*/15 * * * *", "2026-03-08T00:10:00Z", 2)
+        .for_job("j")
+        .jittered(Duration::from_secs(900), Duration::from_secs(420));
+    let text = render(&c);
+    assert!(
+        text.contains("    Jitter: 15m: starts 7m after each occurrence\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "1  Sun 2026-03-08 00:15:00 UTC +00:00  2026-03-08T00:15:00Z  starts 00:22:00  in 12m\n"
+        ),
+        "{text}"
+    );
+    let json = to_json(&c);
+    assert_eq!(json.jitter_offset_seconds, Some(420));
+    assert_eq!(json.occurrences[0].utc, "2026-03-08T00:15:00Z");
+    assert_eq!(json.occurrences[0].starts, "2026-03-08T00:22:00Z");
+    // From 00:05, before the 00:00 occurrence starts, it is listed first.
+    let early = cal("UTC", "*/15 * * * *", "2026-03-08T00:05:00Z", 1)
+        .jittered(Duration::from_secs(900), Duration::from_secs(420));
+    assert_eq!(to_json(&early).occurrences[0].utc, "2026-03-08T00:00:00Z");
 }

@@ -22,6 +22,8 @@ fn job(name: &str) -> JobStatus {
         lock: name.into(),
         next_run: Some("2025-06-01T12:05:00+00:00".into()),
         next_run_in_seconds: Some(300),
+        next_occurrence: None,
+        jitter_offset_seconds: None,
         last_run: Some(RunSummary {
             run_id: format!("{name}-1"),
             occurrence: "2025-06-01T11:55:00Z".into(),
