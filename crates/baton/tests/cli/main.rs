@@ -43,3 +43,4 @@ mod trust;
 mod unfinished;
 mod upgrade;
 mod versions;
+mod webhook;
