@@ -104,7 +104,7 @@ pub(crate) async fn tick(
         Ok::<_, Unprepared>(due)
     })
     .await;
-    let due = match due {
+    let mut due = match due {
         Ok(Ok(due)) => {
             d.offset_us.store(
                 i64::try_from(due.offset.as_micros()).unwrap_or(0),
@@ -121,6 +121,7 @@ pub(crate) async fn tick(
             return Some(Ok(out));
         }
     };
+    let held = std::mem::take(&mut due.webhooks);
     for (job, m) in due.missed {
         out.missed.push(Missed {
             job,
@@ -160,6 +161,14 @@ pub(crate) async fn tick(
         let h =
             tokio::spawn(async move { crate::worker::start(&d2, &l2, &j2, start, permit).await });
         pending.push((job, occurrence, h));
+    }
+    if !held.is_empty() {
+        // Every start is on its way: the decision's alerts are posted
+        // beside the runs, and no tick waits for a receiver.
+        let (l, clock) = (Arc::clone(&loaded), Arc::clone(&d.clock));
+        tokio::task::spawn_blocking(move || {
+            baton_sched::ops::tick::post_held(&l.config, &clock, held);
+        });
     }
     for (job, occurrence, h) in pending {
         let told = match h.await {

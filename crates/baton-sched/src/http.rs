@@ -261,7 +261,9 @@ fn token(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(tchar)
 }
 
-fn check_url(url: &str) -> Result<(), InvalidHttp> {
+/// Checks that `url` is an absolute `http://` or `https://` URL with a
+/// host, and no control character or space.
+pub(crate) fn check_url(url: &str) -> Result<(), InvalidHttp> {
     let bad = || InvalidHttp::Url(url.to_owned());
     let lower = url.to_ascii_lowercase();
     let rest = lower

@@ -18,7 +18,8 @@ use super::value::Value;
 use Table::{Check, Daemon, Job, Scheduler, Step, Store};
 use Type::{
     Bool, CatchUp, Command, Count, Cwd, Duration, Env, ExitCodes, File, Group, Limit, Listen, Lock,
-    Overlap, Positive, RootCert, Rule, SecretFile, Size, Socket, SslMode, StateDir, StoreUrl,
+    Overlap, Positive, RootCert, Rule, SecretFile, SigningSecret, Size, Socket, SslMode, StateDir,
+    StoreUrl, Webhook,
 };
 
 /// A table a key may be written in.
@@ -100,6 +101,12 @@ pub(crate) enum Type {
     /// The path of a file holding a secret (what it holds), relative to
     /// the configuration file.
     SecretFile(&'static str),
+    /// The path of a file holding a signing secret, relative to the
+    /// configuration file; the file is read and checked when the
+    /// configuration is loaded ([`super::secret`]).
+    SigningSecret,
+    /// An `http://` or `https://` URL alerts are posted to.
+    Webhook,
     /// Where the daemon listens.
     Listen,
     /// The daemon's Unix socket, relative to the configuration file.
@@ -322,6 +329,26 @@ pub static KEYS: &[Key] = &[
         .of(&[Scheduler])
         .variable()
         .doc("the command every alert runs"),
+    Key::new("alert_webhook", Webhook, Unset("none"))
+        .of(&[Scheduler, Job])
+        .inherited()
+        .variable()
+        .doc(
+            "an http:// or https:// URL each alert is posted to as JSON, with a Slack-style \
+             `text` ([Alert webhooks](#alert-webhooks))",
+        ),
+    Key::new(
+        "alert_webhook_secret_file",
+        SigningSecret,
+        Unset("none: unsigned"),
+    )
+    .of(&[Scheduler, Job])
+    .inherited()
+    .variable()
+    .doc(
+        "a file (mode 0600) holding the secret each post's `Baton-Signature` (HMAC-SHA256) \
+             is made with, relative to the configuration file",
+    ),
     Key::new("history_keep", Count(1, 1_000_000), Toml("1000"))
         .of(&[Scheduler])
         .variable()

@@ -31,9 +31,11 @@ pub mod keys;
 mod listen;
 mod model;
 mod read;
+pub mod secret;
 mod snapshot;
 mod store_url;
 mod value;
+mod webhook_url;
 
 use std::path::{Path, PathBuf};
 
@@ -49,6 +51,7 @@ pub use snapshot::{Dropin, Snapshot};
 pub use store_url::{BadUrl, StoreUrl};
 pub use value::valid_name;
 pub(crate) use value::{Value, Values};
+pub use webhook_url::WebhookUrl;
 
 /// Where the configuration file is: `flag`, else `$BATON_CONFIG`, else
 /// `./baton.toml`, made absolute, with symbolic links resolved when it

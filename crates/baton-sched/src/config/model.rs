@@ -306,6 +306,8 @@ keyed! {
         timezone: Zone,
         enabled: bool,
         alert_command: Option<Command>,
+        alert_webhook: Option<super::WebhookUrl>,
+        alert_webhook_secret_file: Option<PathBuf>,
         history_keep: u32,
         log_keep: Duration,
         max_parallel: u32,
@@ -351,6 +353,8 @@ keyed! {
         timezone: Zone,
         enabled: bool,
         lock: String,
+        alert_webhook: Option<super::WebhookUrl>,
+        alert_webhook_secret_file: Option<PathBuf>,
         + /// Its run policy.
         policy: RunPolicy,
         = /// Its name: `[A-Za-z0-9_.-]{1,64}`.

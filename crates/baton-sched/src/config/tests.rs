@@ -991,3 +991,66 @@ fn a_variable_overrides_a_sections_key_and_no_other() {
         assert!(top.iter().any(|t| k.is_in(*t)), "{}", k.name);
     }
 }
+
+#[test]
+fn config_alert_webhook_is_inherited_overridden_and_shown_masked() {
+    let c = load_text(
+        "[scheduler]\nalert_webhook = \"https://hooks.example/services/T/B/s3cret\"\n\
+         [jobs.a]\nevery = \"1h\"\nrun = \"true\"\n\
+         [jobs.b]\nevery = \"1h\"\nrun = \"true\"\nalert_webhook = \"http://127.0.0.1:9/b\"\n",
+    )
+    .unwrap();
+    let a = &c.jobs["a"].alert_webhook;
+    assert_eq!(
+        a.value.as_ref().unwrap().secret(),
+        "https://hooks.example/services/T/B/s3cret"
+    );
+    assert_eq!(a.provenance(), "[scheduler] /etc/baton.toml:2");
+    let b = &c.jobs["b"].alert_webhook;
+    assert_eq!(b.value.as_ref().unwrap().secret(), "http://127.0.0.1:9/b");
+    assert_eq!(b.provenance(), "/etc/baton.toml:9");
+    let shown = crate::views::show::render(&c);
+    assert!(shown.contains("https://hooks.example/…"), "{shown}");
+    assert!(!shown.contains("s3cret"), "{shown}");
+}
+
+#[test]
+fn config_alert_webhook_refuses_what_is_no_http_url() {
+    for bad in ["ftp://hooks.example/x", "hooks.example/x", "http://", ""] {
+        let msg = error(&format!("[scheduler]\nalert_webhook = {bad:?}\n"));
+        assert_names(
+            &msg,
+            &["/etc/baton.toml:2", "alert_webhook", "http:// or https://"],
+        );
+    }
+    let msg = error("[jobs.a]\nevery = \"1h\"\nrun = \"true\"\nalert_webhook = 3\n");
+    assert_names(
+        &msg,
+        &["/etc/baton.toml:4", "jobs.a.alert_webhook", "integer"],
+    );
+}
+
+#[test]
+fn config_alert_webhook_secret_file_must_be_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let secret = d.path().join("hook.key");
+    std::fs::write(&secret, "s3cret\n").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let text = "[scheduler]\nalert_webhook = \"http://127.0.0.1:9/\"\n\
+                alert_webhook_secret_file = \"hook.key\"\n";
+    let file = d.path().join("baton.toml");
+    let msg = parse(text, &file, &Overrides::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains(":3: scheduler.alert_webhook_secret_file: ") && msg.contains("chmod 600"),
+        "{msg}"
+    );
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let c = parse(text, &file, &Overrides::default()).unwrap();
+    assert_eq!(
+        c.settings.alert_webhook_secret_file.value.as_deref(),
+        Some(secret.as_path())
+    );
+}

@@ -17,6 +17,7 @@ use super::keys::{Default, Key, Type};
 use super::listen::{LISTEN_FORMS, Listen};
 use super::model::{CatchUp, Command, Overlap, Source, Sourced, Zone};
 use super::store_url::StoreUrl;
+use super::webhook_url::WebhookUrl;
 use crate::units;
 
 /// Where a value was written: a file line, or an environment variable.
@@ -97,6 +98,7 @@ pub(crate) enum Value {
     Env(Vec<(String, String)>),
     Listen(Listen),
     Url(StoreUrl),
+    Webhook(WebhookUrl),
     SslMode(baton_pg::SslMode),
 }
 
@@ -152,6 +154,7 @@ typed! {
     Vec<(String, String)> => Env,
     Listen => Listen,
     StoreUrl => Url,
+    WebhookUrl => Webhook,
     baton_pg::SslMode => SslMode,
 }
 
@@ -223,6 +226,15 @@ impl Type {
             Type::Cwd => Value::Path(dir.join(directory(raw, at, key)?)),
             Type::SecretFile(holding) | Type::File(holding) => {
                 Value::Path(file(dir, raw, at, key, holding)?)
+            }
+            Type::SigningSecret => {
+                let path = file(dir, raw, at, key, "the webhook's signing secret")?;
+                super::secret::read(&path).map_err(|e| invalid(at, key, e.to_string()))?;
+                Value::Path(path)
+            }
+            Type::Webhook => {
+                let s = string(raw, at, key, "an http:// or https:// URL")?;
+                Value::Webhook(WebhookUrl::parse(&s).map_err(|e| invalid(at, key, e.to_string()))?)
             }
             Type::RootCert => {
                 match string(raw, at, key, "the path of a PEM file, or \"system\"")? {

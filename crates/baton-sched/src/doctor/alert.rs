@@ -1,8 +1,7 @@
 //! The alert command, tried: run once as an alert would be delivered, with
 //! a test alert (kind `test`) on its stdin and `BATON_ALERT_TEST=1` in its
 //! environment, bounded by the alert timeout; its exit status is the
-//! finding. There is no webhook check: baton has no webhook setting, and a
-//! finding says only what was checked.
+//! finding. The webhooks are tried apart (`super::webhook`).
 
 use baton_runner::HookOutcome;
 use baton_store::words::AlertKind;

@@ -4,8 +4,8 @@
 //! [`Finding`]s (a status, what was found, and for a problem the fix):
 //! `configuration` (every problem of `baton.toml` and its drop-ins), the state directory and its filesystem (`state`), the jobs'
 //! locks (`locks`), the ledger (`ledger`), time sync and the zone database
-//! (`time`), the store (`store`), what drives baton (`driver`), and the
-//! alert command (`alert`). [`examine`] runs them in that order; [`render`]
+//! (`time`), the store (`store`), what drives baton (`driver`), the
+//! alert command (`alert`) and the alert webhooks (`webhook`). [`examine`] runs them in that order; [`render`]
 //! turns the [`Report`] into text, and `--json` serialises it.
 //!
 //! The doctor changes nothing it checks: it reads the configuration, opens
@@ -13,7 +13,8 @@
 //! inspects the locks as `baton lock show` does,
 //! connects to the store without writing, and creates no state directory.
 //! The one thing it runs is the alert command, once, with a test alert
-//! (through the runner, which starts every process). Checks that need a
+//! (through the runner, which starts every process); the one thing it
+//! sends is a test alert to each alert webhook. Checks that need a
 //! valid configuration are left out while it has problems that keep its
 //! sections from being read.
 
@@ -27,6 +28,7 @@ mod render;
 mod state;
 mod store;
 mod time;
+mod webhook;
 
 use std::path::Path;
 
@@ -89,6 +91,7 @@ pub fn examine(path: &Path, over: &Overrides, host: &Host, clock: &dyn Clock) ->
     found.push(driver::check(host, path));
     if let Some(c) = config {
         found.push(alert::check(c, clock.wall()));
+        found.extend(webhook::check(c, clock));
     }
     Report::of(found)
 }

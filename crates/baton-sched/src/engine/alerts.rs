@@ -1,7 +1,9 @@
-//! The scheduler's alerts, and the five surfaces each one reaches: standard
-//! error, the envelope log, `alerts.log`, the ledger, and `alert_command`
-//! (one JSON object on its standard input, ending in a newline; bounded in
-//! time, in a process group of its own; its failure is logged, never fatal).
+//! The scheduler's alerts, and the surfaces each one reaches: standard
+//! error, the envelope log, `alerts.log`, the ledger, `alert_command` (one
+//! JSON object on its standard input, ending in a newline; bounded in
+//! time, in a process group of its own; its failure is logged, never
+//! fatal), and `alert_webhook` (the same object and a `text`, posted:
+//! [`super::webhook`]; bounded and never fatal alike).
 //!
 //! The JSON object has `baton exec`'s fields (`kind`, `lock`, `name`,
 //! `holder`, `run_id`, `fence`, `time`, `message`, `status`) plus `job`,
@@ -11,16 +13,20 @@
 //! instants in RFC 3339 UTC, on every surface that keeps it; stderr shows
 //! them on the job's wall clock ([`crate::times::human_in`]).
 
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+use baton_lease::Clock;
 
 use baton_store::words::{AlertKind, MissReason};
 use serde::Serialize;
 
 use crate::config::Command;
 
-/// How long an alert command may run before its group is stopped: the
-/// scheduler's and `baton exec`'s alike.
+/// How long an alert command may run before its group is stopped (the
+/// scheduler's and `baton exec`'s alike), and the longest one webhook
+/// delivery may take, its retries included.
 pub const ALERT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The holder named in an alert.
@@ -141,7 +147,8 @@ impl MissedInfo {
     }
 }
 
-/// Alert commands started and not yet waited for.
+/// Alert commands and webhook deliveries started and not yet waited for.
+/// Each runs on a thread of its own and ends within [`ALERT_TIMEOUT`].
 #[derive(Debug, Default)]
 pub struct Pending(Vec<JoinHandle<Option<String>>>);
 
@@ -161,7 +168,23 @@ impl Pending {
         }));
     }
 
-    /// Waits for every alert command; what went wrong with them.
+    /// Posts `delivery` on a thread of its own (see
+    /// [`super::webhook::deliver`]), sleeping and timing through `clock`.
+    pub fn post(&mut self, delivery: super::webhook::Delivery, clock: Arc<dyn Clock>) {
+        self.0.push(std::thread::spawn(move || {
+            super::webhook::deliver(&delivery, clock.as_ref())
+                .err()
+                .map(|e| format!("the alert webhook {} failed: {e}", delivery.webhook.url))
+        }));
+    }
+
+    /// Whether nothing was started.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Waits for every alert command and delivery; what went wrong with
+    /// them.
     pub fn finish(&mut self) -> Vec<String> {
         self.0
             .drain(..)

@@ -1,7 +1,7 @@
 //! The engine: what is due ([`plan`], [`decide`]), one run under its lease
 //! ([`request`], [`run`]), its steps and checks with their retries
 //! ([`steps`], `retry`), its records, and where what happened is said
-//! ([`surfaces`], [`alerts`]). Every operation (`ops`) drives it; nothing
+//! ([`surfaces`], [`alerts`], [`webhook`]). Every operation (`ops`) drives it; nothing
 //! here parses arguments, picks an exit code or reads a view.
 
 pub mod alerts;
@@ -13,3 +13,4 @@ pub mod run;
 mod run_record;
 pub mod steps;
 pub mod surfaces;
+pub mod webhook;

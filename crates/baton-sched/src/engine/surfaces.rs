@@ -1,5 +1,5 @@
 //! Where a run's story goes: the ledger, the dated logs, and the alerts'
-//! five surfaces. One value per process, shared by the run and the
+//! surfaces. One value per process, shared by the run and the
 //! runner's event reports (on one thread, through `Rc<RefCell<…>>`).
 //!
 //! Nothing here may stop a run under way: a log that cannot be written, or
@@ -22,6 +22,7 @@ use jiff::tz::TimeZone;
 
 use crate::config::{Command, Config};
 use crate::engine::alerts::{Alert, Pending};
+use crate::engine::webhook::{Delivery, Webhook};
 use crate::state::logs::Logs;
 
 /// The ledger, the logs and the alert command of one process.
@@ -33,6 +34,13 @@ pub struct Surfaces {
     /// Alerts raised while a step runs, for the ledger once it may block.
     deferred: Vec<baton_store::ledger::NewAlert>,
     alert_command: Option<Command>,
+    /// `[scheduler]`'s webhook: for an alert of no job's, or of a job not
+    /// in the configuration.
+    webhook: Option<Webhook>,
+    /// Each job's webhook (its own, or the one it inherits).
+    job_webhooks: BTreeMap<String, Option<Webhook>>,
+    /// Deliveries held rather than posted ([`Surfaces::open_holding`]).
+    held: Option<Vec<Delivery>>,
     pending: Pending,
     clock: Arc<dyn Clock>,
     log_failed: bool,
@@ -84,6 +92,34 @@ impl Surfaces {
         clock: Arc<dyn Clock>,
         ledger: Option<Box<dyn Records>>,
     ) -> Self {
+        Self::opened(config, clock, ledger, false)
+    }
+
+    /// As [`Surfaces::open_with`], but every webhook delivery is held, not
+    /// posted, until [`Surfaces::take_held`] hands it over: for a decision
+    /// whose runs must start (be forked from a single-threaded process)
+    /// before any webhook is posted, so that a receiver that stalls never
+    /// delays a run's start. Alert commands run as ever.
+    pub fn open_holding(
+        config: &Config,
+        clock: Arc<dyn Clock>,
+        ledger: Option<Box<dyn Records>>,
+    ) -> Self {
+        Self::opened(config, clock, ledger, true)
+    }
+
+    /// The webhook deliveries held so far ([`Surfaces::open_holding`]), to
+    /// be posted by the caller ([`crate::ops::tick::post_held`]).
+    pub fn take_held(&mut self) -> Vec<Delivery> {
+        self.held.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    fn opened(
+        config: &Config,
+        clock: Arc<dyn Clock>,
+        ledger: Option<Box<dyn Records>>,
+        hold: bool,
+    ) -> Self {
         let state = &config.settings.state_dir.value;
         let logs = Logs::new(state, config.settings.timezone.value.tz.clone());
         let mut s = Self {
@@ -92,6 +128,13 @@ impl Surfaces {
             ledger_failed: false,
             deferred: Vec::new(),
             alert_command: config.settings.alert_command.value.clone(),
+            webhook: Webhook::of_scheduler(&config.settings),
+            job_webhooks: config
+                .jobs
+                .iter()
+                .map(|(name, job)| (name.clone(), Webhook::of_job(job)))
+                .collect(),
+            held: hold.then(Vec::new),
             pending: Pending::default(),
             clock,
             log_failed: false,
@@ -322,7 +365,7 @@ impl Surfaces {
         crate::say::warn(format_args!("{}", crate::times::human_in(line, tz)));
     }
 
-    /// Raises an alert on the five surfaces.
+    /// Raises an alert on every surface.
     pub fn alert(&mut self, alert: &Alert) {
         let row = self.alert_unrecorded(alert);
         let _ = self.ledger(|l| l.record_alert(&row));
@@ -389,6 +432,17 @@ impl Surfaces {
             bytes.push(b'\n');
             self.pending.start(cmd, bytes);
         }
+        let webhook = match self.job_webhooks.get(&alert.job) {
+            Some(of_job) => of_job.as_ref(),
+            None => self.webhook.as_ref(),
+        };
+        if let Some(w) = webhook {
+            let delivery = Delivery::of(w.clone(), alert);
+            match self.held.as_mut() {
+                Some(held) => held.push(delivery),
+                None => self.pending.post(delivery, Arc::clone(&self.clock)),
+            }
+        }
         row
     }
 
@@ -414,7 +468,8 @@ impl Surfaces {
         }
     }
 
-    /// Waits for the alert commands; reports their failures.
+    /// Waits for the alert commands and the webhook deliveries; reports
+    /// their failures.
     pub fn finish(&mut self) {
         self.flush_deferred();
         for problem in self.pending.finish() {

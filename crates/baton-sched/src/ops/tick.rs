@@ -21,6 +21,7 @@ use std::sync::Arc;
 use baton_lease::Clock;
 
 use crate::config::{Config, Job};
+use crate::engine::alerts::Pending;
 use crate::engine::run::{self, Start};
 use crate::engine::surfaces::Surfaces;
 use crate::outcome::Outcome;
@@ -150,9 +151,11 @@ pub fn tick_report(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> T
     } else {
         None
     };
-    let due = decide_due_with(config, only, &clock, ledger).0;
+    let mut due = decide_due_with(config, only, &clock, ledger).0;
+    let held = std::mem::take(&mut due.webhooks);
     if due.ledger_newer || due.ledger_unavailable {
         // Said once, by the decision: nothing was decided, nothing runs.
+        post_held(config, &clock, held);
         report.outcome = Outcome::Unable;
         return report;
     }
@@ -168,9 +171,10 @@ pub fn tick_report(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> T
         Outcome::Done
     };
     let outcome = if due_jobs.is_empty() {
+        post_held(config, &clock, held);
         decided
     } else {
-        let (outcome, ended) = run_all(config, &due_jobs, &clock);
+        let (outcome, ended) = run_all(config, &due_jobs, &clock, held);
         report.ended = ended;
         checkpoint(config, &clock);
         outcome.max(decided)
@@ -207,6 +211,10 @@ pub struct Due {
     /// or read (said on stderr): nothing was decided, and nothing may
     /// start.
     pub ledger_unavailable: bool,
+    /// The webhook deliveries of the alerts the decision raised, held so
+    /// that no receiver delays a start: the caller posts them once the
+    /// runs are started ([`post_held`]).
+    pub webhooks: Vec<crate::engine::webhook::Delivery>,
 }
 
 /// Decides every job of `config` (or those in `only`) at the clock's now,
@@ -225,12 +233,13 @@ pub fn decide_due_with(
     ledger: Option<Box<dyn baton_store::ledger::Records>>,
 ) -> (Due, Option<Box<dyn baton_store::ledger::Records>>) {
     let mut due = Due::default();
-    let mut s = Surfaces::open_with(config, Arc::clone(clock), ledger);
+    let mut s = Surfaces::open_holding(config, Arc::clone(clock), ledger);
     if crate::store::shared(config) && s.refuses_runs() {
         // Said when it was opened: without the shared ledger (or its
         // clock), nothing is decided.
         due.ledger_unavailable = true;
         due.ledger_newer = s.ledger_is_newer();
+        due.webhooks = s.take_held();
         s.finish();
         return (due, None);
     }
@@ -248,6 +257,7 @@ pub fn decide_due_with(
         // the daemon's kept connection did): whatever the jobs looked like
         // without it would be a guess.
         due.ledger_newer = true;
+        due.webhooks = s.take_held();
         s.finish();
         return (due, None);
     }
@@ -289,7 +299,9 @@ pub fn decide_due_with(
         }
     }
     // Alert commands finish here: no thread may outlive this call, or the
-    // runs could not be forked.
+    // runs could not be forked. Webhook deliveries, which may take longer,
+    // are held for the caller to post once the runs are started.
+    due.webhooks = s.take_held();
     let ledger = s.into_ledger();
     (due, ledger)
 }
@@ -302,13 +314,51 @@ pub fn checkpoint(config: &Config, clock: &Arc<dyn Clock>) {
     s.finish();
 }
 
+/// Posts `held` (a decision's webhook deliveries, [`Due::webhooks`]), each
+/// on a thread of its own, and waits for them (each ends within
+/// [`crate::engine::alerts::ALERT_TIMEOUT`]); a failure is said on stderr
+/// and in the envelope log, never fatal.
+pub fn post_held(
+    config: &Config,
+    clock: &Arc<dyn Clock>,
+    held: Vec<crate::engine::webhook::Delivery>,
+) {
+    let mut posting = Pending::default();
+    for d in held {
+        posting.post(d, Arc::clone(clock));
+    }
+    said(config, clock, posting.finish());
+}
+
+/// `problems` of webhook deliveries, on stderr and in the envelope log, as
+/// [`Surfaces::warn`] says them (without opening the ledger).
+fn said(config: &Config, clock: &Arc<dyn Clock>, problems: Vec<String>) {
+    if problems.is_empty() {
+        return;
+    }
+    let logs = crate::state::logs::Logs::new(
+        &config.settings.state_dir.value,
+        config.settings.timezone.value.tz.clone(),
+    );
+    for p in problems {
+        crate::say::warn(format_args!("{p}"));
+        if let Err(e) = logs.envelope(clock.wall(), &format!("WARNING {p}")) {
+            crate::say::warn(format_args!("the envelope log is not written: {e}"));
+        }
+    }
+}
+
 /// Runs each due job in a worker process of its own; the worst outcome, and
-/// how each ended.
+/// how each ended. The decision's webhook deliveries (`held`) are posted
+/// once every run is forked (the tick must be single-threaded until then),
+/// while the runs go on, and waited for after them.
 fn run_all(
     config: &Config,
     due_jobs: &[(&Job, Start)],
     clock: &Arc<dyn Clock>,
+    held: Vec<crate::engine::webhook::Delivery>,
 ) -> (Outcome, Vec<(String, RunEnd)>) {
+    let mut posting = Pending::default();
     let one = |job: &Job, start: Start| -> Outcome {
         let s = Rc::new(RefCell::new(Surfaces::open(config, Arc::clone(clock))));
         let req = run::Request {
@@ -327,7 +377,11 @@ fn run_all(
     let mut pool = match baton_runner::Pool::new(max) {
         Ok(p) => p,
         Err(_) => {
-            // Not forkable here (another thread exists): one after another.
+            // Not forkable here (another thread exists): one after another,
+            // the deliveries beside them.
+            for d in held {
+                posting.post(d, Arc::clone(clock));
+            }
             let ends: Vec<(String, RunEnd)> = due_jobs
                 .iter()
                 .map(|(job, at)| (job.name.clone(), RunEnd::Exited(one(job, *at))))
@@ -340,6 +394,7 @@ fn run_all(
                 })
                 .max()
                 .unwrap_or(Outcome::Done);
+            said(config, clock, posting.finish());
             return (worst, ends);
         }
     };
@@ -363,7 +418,12 @@ fn run_all(
             worst = worst.max(Outcome::Failed);
         }
     }
+    // Every run is forked: threads may start now.
+    for d in held {
+        posting.post(d, Arc::clone(clock));
+    }
     let (ended, stopped) = pool.finish();
+    said(config, clock, posting.finish());
     let mut cut_short = 0usize;
     for (name, end) in ended {
         ends.push((

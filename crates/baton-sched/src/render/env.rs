@@ -236,6 +236,8 @@ pub fn render(c: &Config, opts: &Options) -> Artefact {
                 // A store key nothing sets, or no store at all.
                 Some(s) if store && s.source == "default" => "unset".to_owned(),
                 None => "unset".to_owned(),
+                // A secret nothing sets (a signing secret's file).
+                Some(s) if is_secret(&name) && s.source == "default" => "unset".to_owned(),
                 Some(s) if is_secret(&name) => format!("set, not shown (from {})", host(&s.source)),
                 Some(s) => {
                     let value = match key.name {

@@ -68,7 +68,7 @@ fn opts(per_job: bool) -> Options {
         now: NOW.parse().unwrap(),
         environment: [
             ("PATH".to_owned(), "/usr/bin:/bin".to_owned()),
-            ("BATON_TOKEN".to_owned(), "secret".to_owned()),
+            ("BATON_TOKEN".to_owned(), "tok-hunter3".to_owned()),
         ]
         .into_iter()
         .collect(),
@@ -142,7 +142,7 @@ fn render_env_lists_every_scheduler_variable_and_hides_secrets() {
     for name in super::env::names() {
         assert!(text.contains(&format!("# {name}: ")), "{name} missing");
     }
-    lacks(&text, "secret");
+    lacks(&text, "tok-hunter3");
     let text = &render(Target::Env, &config(MIXED), &opts(false)).unwrap()[0].text;
     assert!(text.lines().all(|l| l.is_empty() || l.starts_with('#')));
 }
@@ -959,7 +959,7 @@ fn render_env_hides_every_secret() {
     );
     let text = &render(Target::Env, &config(MIXED), &o).unwrap()[0].text;
     lacks(text, "hunter2");
-    lacks(text, "secret");
+    lacks(text, "tok-hunter3");
     has(text, "# BATON_HTTP_REQUEST: ");
     for name in [
         "BATON_TOKEN",

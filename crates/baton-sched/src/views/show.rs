@@ -68,6 +68,7 @@ pub(crate) fn shown(key: &Key, value: &Value) -> (String, Json) {
         }
         Value::Listen(l) => quoted(l.to_string()),
         Value::Url(u) => quoted(u.masked()),
+        Value::Webhook(u) => quoted(u.shown()),
         Value::SslMode(m) => quoted(m.as_str()),
     }
 }

@@ -132,8 +132,8 @@ fn doctor_passes_a_healthy_set_up_and_tries_its_alert_command() {
     ] {
         assert_eq!(one(&v, check)["status"], "ok", "{check}: {v:#}");
     }
-    // baton has no webhook setting: nothing to check, so no line says ok.
-    assert!(of(&v, "webhook").is_empty(), "{v:#}");
+    // No webhook is configured: nothing to check, so no line says ok.
+    assert!(of(&v, "alert-webhook").is_empty(), "{v:#}");
     // The host's own clock discipline is not the test's to choose: it may
     // warn, never fail.
     assert_ne!(one(&v, "time-sync")["status"], "fail", "{v:#}");
@@ -675,4 +675,48 @@ fn doctor_checks_a_postgresql_store_reachable_migrated_and_on_time() {
     let (rc, v) = json(&s);
     assert_eq!(rc, 1);
     assert_eq!(one(&v, "store")["status"], "fail", "{v:#}");
+}
+
+#[test]
+fn doctor_posts_a_marked_test_alert_to_each_webhook() {
+    use baton_testkit::http::{Answer, TestServer};
+    let up = TestServer::start(&[Answer::Status(204)]);
+    let down = TestServer::start(&[Answer::Status(404)]);
+    let s = Sched::new(&format!(
+        "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\nalert_webhook = \"{}\"\n\
+         alert_webhook_secret_file = \"hook.key\"\n{JOB}\
+         [jobs.other]\nevery = \"1h\"\nrun = \"true\"\nalert_webhook = \"{}\"\n",
+        up.url("/up"),
+        down.url("/down")
+    ));
+    let key = s.env.path("hook.key");
+    std::fs::write(&key, "doctor-secret\n").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let (rc, v) = json(&s);
+    assert_eq!(rc, 1, "{v:#}");
+    let found = of(&v, "alert-webhook");
+    assert_eq!(found.len(), 2, "{v:#}");
+    assert_eq!(found[0]["status"], "ok", "{v:#}");
+    assert!(
+        found[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("a signed test alert"),
+        "{v:#}"
+    );
+    assert_eq!(found[1]["status"], "fail", "{v:#}");
+    let message = found[1]["message"].as_str().unwrap();
+    assert!(
+        message.contains("(jobs other)") && message.contains("answered 404"),
+        "{message}"
+    );
+    // Each got one post, marked as a test, of kind test.
+    for server in [&up, &down] {
+        let seen = server.requests();
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert_eq!(seen[0].header("Baton-Alert-Test"), Some("1"));
+        let body: Value = serde_json::from_str(&seen[0].body).unwrap();
+        assert_eq!(body["kind"], "test", "{body:#}");
+    }
+    assert!(up.requests()[0].header("Baton-Signature").is_some());
 }

@@ -44,3 +44,4 @@ mod trust;
 mod unfinished;
 mod upgrade;
 mod versions;
+mod webhook;
