@@ -55,7 +55,7 @@ pub(super) fn chart(out: &mut String, runs: &[RunView], tz: &jiff::tz::TimeZone,
     let py = |ms: u64| HEIGHT - PAD - (HEIGHT - 2.0 * PAD) * (ms as f64 / longest as f64);
     let _ = writeln!(
         out,
-        "<div class=\"axis\"><span>top line: {}</span><span>middle line: {}</span></div>",
+        "<div class=\"axis\"><span>top line: {}, middle line: {}</span></div>",
         escape(&show_duration(Duration::from_millis(longest))),
         escape(&show_duration(Duration::from_millis(longest / 2)))
     );
@@ -94,7 +94,7 @@ pub(super) fn chart(out: &mut String, runs: &[RunView], tz: &jiff::tz::TimeZone,
     out.push_str("</svg>\n");
     let _ = writeln!(
         out,
-        "<div class=\"axis\"><span>{}</span><span>{}</span></div>",
+        "<div class=\"axis\"><span>from {}</span><span>to {}</span></div>",
         instant(tz, &first.to_string()),
         instant(tz, &last.to_string())
     );

@@ -186,11 +186,11 @@ fn runs_table(out: &mut String, runs: &[RunView], tz: &jiff::tz::TimeZone, now: 
         let _ = writeln!(
             out,
             "<tr id=\"run-{id}\" data-run=\"{id}\" data-kind=\"{k}\" title=\"run {id}\">\
-             <td data-label=\"occurrence\">{occ}</td><td data-label=\"started\">{started}</td>\
-             <td data-label=\"duration\">{took}</td><td data-label=\"verdict\"><span>\
+             <td data-label=\"occurrence\"><span>{occ}</span></td><td data-label=\"started\"><span>{started}</span></td>\
+             <td data-label=\"duration\"><span>{took}</span></td><td data-label=\"verdict\"><span>\
              <span class=\"swatch k-{k}\"></span>{verdict}{also}</span></td>\
-             <td data-label=\"attempts\">{attempts}</td><td data-label=\"fence\">{fence}</td>\
-             <td data-label=\"host\">{host}</td></tr>",
+             <td data-label=\"attempts\"><span>{attempts}</span></td><td data-label=\"fence\"><span>{fence}</span></td>\
+             <td data-label=\"host\"><span>{host}</span></td></tr>",
             id = escape(&r.run_id),
             k = kind.word(),
             occ = if r.manual {
@@ -266,9 +266,9 @@ fn misses_table(out: &mut String, misses: &[MissedRow], tz: &jiff::tz::TimeZone)
         let _ = writeln!(
             out,
             "<tr id=\"missed-{id}\" data-reason=\"{reason}\" title=\"{title}\"><td \
-             data-label=\"occurrences\">{span}</td><td data-label=\"count\">{at_least}{count}</td>\
-             <td data-label=\"reason\"><span class=\"swatch k-missed\"></span>{reason}{detail}</td>\
-             <td data-label=\"recorded\">{recorded}</td></tr>",
+             data-label=\"occurrences\"><span>{span}</span></td><td data-label=\"count\"><span>{at_least}{count}</span></td>\
+             <td data-label=\"reason\"><span><span class=\"swatch k-missed\"></span>{reason}{detail}</span></td>\
+             <td data-label=\"recorded\"><span>{recorded}</span></td></tr>",
             id = m.id,
             reason = escape(&m.reason.to_string()),
             title = escape(&miss_title(m, tz)),

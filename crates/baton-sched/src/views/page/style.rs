@@ -77,7 +77,7 @@ white-space:nowrap;vertical-align:bottom}
 nav.back{margin:0 0 .5rem;font-size:.9rem}
 .panel{background:#fff;border:1px solid #d8dee4;border-radius:8px;padding:.8rem 1rem;margin:1rem 0 0;min-width:0}
 .panel h2{margin:0 0 .5rem}
-.chart{display:block;width:100%;height:auto;max-height:16rem;background:#f6f8fa;border-radius:4px}
+.chart{display:block;width:100%;height:auto;background:#f6f8fa;border-radius:4px}
 .chart line{stroke:#d0d7de;stroke-width:1}
 .chart polyline{fill:none;stroke:#8c959f;stroke-width:1.5}
 .axis{display:flex;justify-content:space-between;gap:.5rem;flex-wrap:wrap;font-size:.75rem;color:#58636e}

@@ -650,7 +650,10 @@ fn the_timeline_draws_each_run_of_the_last_day_where_it_ran_and_its_wait() {
     );
     runs.by_job.insert(
         "b".into(),
-        vec![timed("b1", None, "2025-06-01T11:30:00Z", 0)],
+        vec![
+            timed("b2", Some("ok"), "2025-06-01T11:59:58Z", 1000),
+            timed("b1", None, "2025-06-01T11:30:00Z", 0),
+        ],
     );
     let html = render(&status(vec![job("a"), job("b")]), &runs, now(), 5);
     let timeline = html.split("id=\"timeline\"").nth(1).unwrap();
@@ -661,10 +664,15 @@ fn the_timeline_draws_each_run_of_the_last_day_where_it_ran_and_its_wait() {
          <rect class=\"wait\" x=\"710.0\" y=\"7\" width=\"10.0\" height=\"2\"/>\
          <rect class=\"k-ok\" x=\"720.0\" y=\"2\" width=\"60.0\" height=\"12\"/></a>",
     );
-    // A run of a second is still drawn, at its least width.
+    // A run of a second is still drawn, at its least width, and one that
+    // just ended still ends by now.
     has(
         timeline,
-        "<rect class=\"k-failed\" x=\"1380.0\" y=\"2\" width=\"3.0\" height=\"12\"/>",
+        "<rect class=\"k-ok\" x=\"1432.0\" y=\"2\" width=\"8.0\" height=\"12\"/>",
+    );
+    has(
+        timeline,
+        "<rect class=\"k-failed\" x=\"1380.0\" y=\"2\" width=\"8.0\" height=\"12\"/>",
     );
     // A run older than the day is not; a running one reaches now.
     lacks(timeline, "data-run=\"old\"");
@@ -680,6 +688,7 @@ fn the_timeline_draws_each_run_of_the_last_day_where_it_ran_and_its_wait() {
         "its oldest run is older than the day"
     );
     runs.by_job.get_mut("a").unwrap().pop();
+    runs.by_job.get_mut("b").unwrap().pop();
     runs.limit = 2;
     let html = render(&status(vec![job("a"), job("b")]), &runs, now(), 5);
     has(

@@ -27,8 +27,9 @@ pub const LATE: SignedDuration = SignedDuration::from_secs(60);
 
 /// The timeline's width in its own units: one per minute.
 const WIDTH: f64 = 1440.0;
-/// The narrowest bar, in minutes, so that a run of seconds still shows.
-const THINNEST: f64 = 3.0;
+/// The narrowest bar, in minutes, so that a run of seconds still shows on
+/// a phone (a pixel or two there).
+const THINNEST: f64 = 8.0;
 
 /// One job's row: its name, its newest runs (newest first) and whether
 /// older runs than these were left unread.
@@ -120,8 +121,9 @@ fn bar(out: &mut String, page: &str, r: &RunView, tz: &jiff::tz::TimeZone, now: 
         return;
     }
     let kind = Kind::of_run(r);
-    let x0 = x(started, now);
-    let w = (x(ended, now) - x0).max(THINNEST);
+    let w = (x(ended, now) - x(started, now)).max(THINNEST);
+    // A bar made wider than its run still ends by now.
+    let x0 = x(started, now).min(WIDTH - w);
     let occurrence = at(&r.occurrence);
     let late = occurrence
         .map(|occ| started.duration_since(occ))

@@ -80,18 +80,15 @@ fn a_jobs_page_has_its_card_chart_runs_misses_and_log() {
         &html,
         "<details><summary>1</summary><ul><li>step main attempt 1: timeout (signal 15, 1s)</li></ul></details>",
     );
-    has(&html, "<td data-label=\"duration\">2m</td>");
+    has(&html, "<td data-label=\"duration\"><span>2m</span></td>");
     // The chart: a point per run, each linked to its row.
     assert_eq!(html.matches("<a class=\"point\"").count(), 3);
-    has(
-        &html,
-        "<span>top line: 2m</span><span>middle line: 1m</span>",
-    );
+    has(&html, "<span>top line: 2m, middle line: 1m</span>");
     // The misses, with their reasons.
     has(&html, "<tr id=\"missed-4\" data-reason=\"paused\"");
     has(
         &html,
-        "<span class=\"swatch k-missed\"></span>paused: the lock was held</td>",
+        "<span class=\"swatch k-missed\"></span>paused: the lock was held</span></td>",
     );
     // The log, whole.
     has(
