@@ -5,6 +5,7 @@ use crate::views::job_state::JobState;
 use crate::views::status::{
     AlertSummary, HolderStatus, JobStatus, MissedStatus, Overdue, PauseStatus, RunSummary, Status,
 };
+use baton_store::ledger::MissedRow;
 
 const NOW: &str = "2025-06-01T12:00:00Z";
 
