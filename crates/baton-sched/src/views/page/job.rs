@@ -167,10 +167,14 @@ pub fn not_found(job: &str) -> String {
 
 /// The runs as a table, one row each (`#run-ID`), newest first.
 fn runs_table(out: &mut String, runs: &[RunView], tz: &jiff::tz::TimeZone, now: Timestamp) {
+    let count = if runs.len() >= JOB_RUNS as usize {
+        format!("the newest {}", runs.len())
+    } else {
+        runs.len().to_string()
+    };
     let _ = writeln!(
         out,
-        "<div class=\"panel\">\n<h2>Runs <span class=\"none\">(the newest {})</span></h2>",
-        runs.len()
+        "<div class=\"panel\">\n<h2>Runs <span class=\"none\">({count})</span></h2>"
     );
     if runs.is_empty() {
         out.push_str("<p class=\"runs none\">none</p>\n</div>\n");

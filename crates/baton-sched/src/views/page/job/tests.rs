@@ -64,6 +64,7 @@ fn a_jobs_page_has_its_card_chart_runs_misses_and_log() {
     // The strip links to rows of this page; the card lists no runs in words.
     has(&html, "href=\"#run-r3\"><title>ok, started");
     lacks(&html, "<ol class=\"runs\">");
+    has(&html, "<h2>Runs <span class=\"none\">(3)</span></h2>");
     // One row per run, newest first, each the target of its marks' links.
     let rows: Vec<&str> = html
         .split("<tr id=\"run-")
