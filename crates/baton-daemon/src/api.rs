@@ -32,6 +32,7 @@ pub(crate) fn app(d: Arc<Daemon>) -> Router {
         .route("/healthz", get(healthz))
         .route("/v1/jobs", get(jobs))
         .route("/", get(page))
+        .route("/jobs/{job}", get(job_page))
         .route("/login", get(crate::login::show).post(crate::login::login))
         .route("/logout", post(crate::login::logout))
         .route("/metrics", get(metrics))
@@ -200,6 +201,38 @@ async fn page(
     })
     .await?;
     Ok(axum::response::Html(html).into_response())
+}
+
+/// `GET /jobs/{job}`: the job's own page, as the status page is served
+/// (the same authentication); an HTML `404` page for a job the
+/// configuration does not have (or a name no job can have).
+async fn job_page(
+    State(d): Shared,
+    Path(name): Path<String>,
+    logged_in: Option<axum::Extension<crate::guard::LoggedIn>>,
+) -> Result<Response, ApiError> {
+    let loaded = d.current();
+    let clock = Arc::clone(&d.clock);
+    let viewer = if logged_in.is_some() {
+        baton_sched::views::page::Viewer::LoggedIn
+    } else {
+        baton_sched::views::page::Viewer::Anyone
+    };
+    let html = blocking(move || {
+        baton_sched::views::page::job::read(
+            &loaded.config,
+            clock.as_ref(),
+            &name,
+            baton_sched::views::page::DEFAULT_REFRESH_SECS,
+            viewer,
+        )
+        .ok_or_else(|| baton_sched::views::page::job::not_found(&name))
+    })
+    .await?;
+    Ok(match html {
+        Ok(html) => axum::response::Html(html).into_response(),
+        Err(missing) => (StatusCode::NOT_FOUND, axum::response::Html(missing)).into_response(),
+    })
 }
 
 /// `GET /metrics`: Prometheus's text format 0.0.4, or OpenMetrics when the

@@ -8,8 +8,8 @@
 //!   by every local user.
 //! - With a token, every endpoint but `/healthz` and the login's
 //!   (`/login`, `/logout`) needs authentication; a browser that asks for
-//!   the page (`GET /`, `Accept: text/html`) without it is sent to
-//!   `/login`. Without a token, an unauthenticated caller may only read
+//!   a page (`GET /` or `GET /jobs/JOB`, `Accept: text/html`) without it
+//!   is sent to `/login`. Without a token, an unauthenticated caller may only read
 //!   (`GET`, `HEAD`): anything else is refused, `403 read_only` over TCP,
 //!   `403 foreign_peer` over the socket, before any handler sees it.
 //! - A browser's session cookie ([`crate::session`], opened by `POST
@@ -201,7 +201,7 @@ pub(crate) async fn check(State(d): State<Arc<Daemon>>, req: Request, next: Next
         && crate::session::cookie(h).is_some_and(|c| d.sessions.valid(c, d.clock.boot()));
     let authenticated = trusted_peer || bearer || (cookie && reads);
     if settings.token.is_some() && !authenticated && path != "/healthz" && !login {
-        if reads && path == "/" && wants_html(h) {
+        if reads && (path == "/" || path.starts_with("/jobs/")) && wants_html(h) {
             return (
                 StatusCode::SEE_OTHER,
                 [(header::LOCATION, header::HeaderValue::from_static("/login"))],

@@ -250,6 +250,29 @@ impl Browser {
             .unwrap_or_else(|e| panic!("failed to write {}: {e}", path.display()));
     }
 
+    /// Clicks at (`x`, `y`), CSS pixels from the viewport's top left, as a
+    /// person's pointer does: pressed and released there, so whatever is
+    /// under it (a link inside an SVG picture too) gets a real click.
+    pub fn click(&mut self, x: f64, y: f64) {
+        for kind in ["mousePressed", "mouseReleased"] {
+            self.call(
+                "Input.dispatchMouseEvent",
+                json!({"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1}),
+            );
+        }
+    }
+
+    /// [`Browser::click`], then waits for the page the click opens to load.
+    ///
+    /// # Panics
+    ///
+    /// When no page loads in time.
+    pub fn click_to_load(&mut self, x: f64, y: f64) {
+        self.events.clear();
+        self.click(x, y);
+        self.wait_event("Page.loadEventFired");
+    }
+
     /// Chromium's profile directory (its log is `chromium.log` there).
     pub fn profile(&self) -> &Path {
         self.profile.path()

@@ -327,6 +327,9 @@ pub struct PageArgs {
     /// Seconds between the page's reloads (0: never).
     #[arg(long, value_name = "SECS", default_value_t = baton_sched::views::page::DEFAULT_REFRESH_SECS)]
     pub refresh: u32,
+    /// Print this job's page (`GET /jobs/JOB`) instead.
+    #[arg(long, value_name = "JOB", add = crate::completion::jobs())]
+    pub job: Option<String>,
 }
 
 /// `baton __metrics`.

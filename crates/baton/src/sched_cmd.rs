@@ -127,17 +127,32 @@ pub fn status(state: Option<&Path>, a: &StatusArgs) -> Exit {
     if s.healthy { Exit::Ok } else { Exit::Refused }
 }
 
-/// `baton __page`: the status page the daemon serves, on stdout.
+/// `baton __page`: the status page the daemon serves, on stdout; with
+/// `--job`, that job's page (exit 2 when there is no such job).
 pub fn page(state: Option<&Path>, a: &crate::cli::PageArgs) -> Exit {
-    match load(state, &a.file) {
-        Ok(c) => {
-            out!(
-                "{}",
-                baton_sched::views::page::read(&c, &SystemClock, a.refresh)
-            );
+    let c = match load(state, &a.file) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    let Some(job) = &a.job else {
+        out!(
+            "{}",
+            baton_sched::views::page::read(&c, &SystemClock, a.refresh)
+        );
+        return Exit::Ok;
+    };
+    match baton_sched::views::page::job::read(
+        &c,
+        &SystemClock,
+        job,
+        a.refresh,
+        baton_sched::views::page::Viewer::Anyone,
+    ) {
+        Some(html) => {
+            out!("{html}");
             Exit::Ok
         }
-        Err(e) => e,
+        None => no_such_job(&c, "__page", job),
     }
 }
 

@@ -268,6 +268,73 @@ impl Logs {
     }
 }
 
+/// The end of a job's output log, as a view shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tail {
+    /// The log it was read from.
+    pub path: PathBuf,
+    /// Its last lines, oldest first (invalid UTF-8 replaced), without their
+    /// line breaks.
+    pub lines: Vec<String>,
+    /// Whether the run's output holds more than `lines` (or began before
+    /// the part of the log that was read).
+    pub cut: bool,
+}
+
+/// How much of the end of a log [`Logs::tail`] reads.
+const TAIL_BYTES: u64 = 256 * 1024;
+
+impl Logs {
+    /// The last `max` lines of run `run_id`'s output in `job`'s log of the
+    /// day `at` falls on (`at`: when the run's last attempt started, since
+    /// each attempt writes to the log of the day it started): from the
+    /// run's first header line (`=== … run=ID …`) on, when it is in the
+    /// log's last 256 KiB; the log's last lines otherwise. `None` when
+    /// there is no such log. Reading changes nothing, and the file is
+    /// opened as every log is ([`state_file::read_tail`]).
+    ///
+    /// # Errors
+    ///
+    /// The log is not a file baton writes (a link, a pipe, another user's),
+    /// or cannot be read.
+    pub fn tail(
+        &self,
+        job: &str,
+        at: Timestamp,
+        run_id: &str,
+        max: usize,
+    ) -> Result<Option<Tail>, LogError> {
+        let path = self.dated(job, at);
+        let Some((bytes, whole)) = state_file::read_tail(&path, TAIL_BYTES)? else {
+            return Ok(None);
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let mut lines: Vec<&str> = text.lines().collect();
+        // A read that began inside the file began inside a line, too.
+        let mut cut = !whole;
+        if cut && !lines.is_empty() {
+            lines.remove(0);
+        }
+        let mark = format!(" run={run_id} ");
+        if let Some(first) = lines
+            .iter()
+            .position(|l| l.starts_with("=== ") && l.contains(&mark))
+        {
+            lines.drain(..first);
+            cut = false;
+        }
+        if lines.len() > max {
+            lines.drain(..lines.len() - max);
+            cut = true;
+        }
+        Ok(Some(Tail {
+            path,
+            lines: lines.into_iter().map(str::to_owned).collect(),
+            cut,
+        }))
+    }
+}
+
 /// [`state_file::check`], passing a special file: the first write sets it
 /// aside.
 fn check(path: &Path) -> Result<(), StateFileError> {
@@ -328,6 +395,64 @@ mod tests {
         l.envelope(t, "hello\nworld").unwrap();
         let text = std::fs::read_to_string(l.dated("baton", t)).unwrap();
         assert_eq!(text, "2026-11-30T01:30:00.000+05:30 hello world\n");
+    }
+
+    #[test]
+    fn a_runs_tail_starts_at_its_first_header_and_keeps_the_last_lines() {
+        let tmp = tempfile::tempdir().unwrap();
+        let l = logs(tmp.path());
+        let t: Timestamp = "2026-11-29T10:00:00Z".parse().unwrap();
+        assert_eq!(l.tail("job", t, "r2", 5).unwrap(), None, "no log yet");
+        std::fs::create_dir_all(l.dir()).unwrap();
+        let mut text = String::new();
+        for run in ["r1", "r2"] {
+            text.push_str(&format!(
+                "=== stamp job run={run} step=main attempt=1 start\n"
+            ));
+            for i in 0..3 {
+                text.push_str(&format!("{run} line {i}\n"));
+            }
+            text.push_str(&format!(
+                "=== stamp job run={run} step=main attempt=1 exit 0\n"
+            ));
+        }
+        l.job_lines("job", t, text.as_bytes()).unwrap();
+        let tail = l.tail("job", t, "r2", 50).unwrap().unwrap();
+        assert_eq!(tail.path, l.dated("job", t));
+        assert_eq!(tail.lines.len(), 5, "{tail:?}");
+        assert!(tail.lines[0].contains("run=r2 step=main"), "{tail:?}");
+        assert!(!tail.cut);
+        let tail = l.tail("job", t, "r2", 2).unwrap().unwrap();
+        assert_eq!(
+            tail.lines,
+            [
+                "r2 line 2",
+                "=== stamp job run=r2 step=main attempt=1 exit 0"
+            ]
+        );
+        assert!(tail.cut);
+        // A run the log does not name: the log's last lines.
+        let tail = l.tail("job", t, "r9", 3).unwrap().unwrap();
+        assert_eq!(tail.lines[0], "r2 line 1");
+        assert!(tail.cut);
+    }
+
+    #[test]
+    fn a_tail_is_never_read_through_a_pipe_or_a_link() {
+        let tmp = tempfile::tempdir().unwrap();
+        let l = logs(tmp.path());
+        let t: Timestamp = "2026-11-29T10:00:00Z".parse().unwrap();
+        std::fs::create_dir_all(l.dir()).unwrap();
+        // A pipe nobody writes would block a read that opened it plainly.
+        fifo(&l.dated("piped", t));
+        let e = l.tail("piped", t, "r1", 5).unwrap_err().to_string();
+        assert!(e.contains("piped_2026_11_29.log"), "{e}");
+        let secret = tmp.path().join("secret");
+        std::fs::write(&secret, "secret\n").unwrap();
+        std::os::unix::fs::symlink(&secret, l.dated("linked", t)).unwrap();
+        let e = l.tail("linked", t, "r1", 5).unwrap_err().to_string();
+        assert!(e.contains("linked_2026_11_29.log"), "{e}");
+        assert!(!e.contains("secret\n"), "{e}");
     }
 
     /// Makes a named pipe at `p`.

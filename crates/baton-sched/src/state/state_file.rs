@@ -1,7 +1,8 @@
 //! The one way baton opens a file it writes in its state directory, other
 //! than a lock file (`baton-lease` opens those) and the ledger (SQLite opens
 //! it, once `baton-ledger` has checked it): the dated logs, `alerts.log`,
-//! the prune marker, `breaks.log`, a run's end slot (`crate::state::end_slot`).
+//! the prune marker, `breaks.log`, a run's end slot (`crate::state::end_slot`);
+//! and the one way a view reads the end of such a file back ([`read_tail`]).
 //!
 //! Every open is `O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC`, creating a missing
 //! file owner-only (`0600`); then what was opened is judged from its `fstat`
@@ -182,6 +183,33 @@ pub fn read_marker(path: &Path) -> Result<Option<String>, StateFileError> {
         .read_to_string(&mut text)
         .map_err(|e| io("read", path, e))?;
     Ok(Some(text))
+}
+
+/// Reads the last `max` bytes of the file at `path` (all of it when it is
+/// shorter), and whether that is the whole file: `None` when it is
+/// missing. Opened as every file here is, so a
+/// link is never followed and a named pipe never blocks the read; a file
+/// that is not one baton writes is refused, unread.
+///
+/// # Errors
+///
+/// As [`append`], or the seek or the read fails.
+pub fn read_tail(path: &Path, max: u64) -> Result<Option<(Vec<u8>, bool)>, StateFileError> {
+    use std::io::Seek as _;
+    let mut f = match open(path, How::Read) {
+        Ok(f) => f,
+        Err(e) if e.is_missing() => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let len = f.metadata().map_err(|e| io("inspect", path, e))?.len();
+    let from = len.saturating_sub(max);
+    f.seek(std::io::SeekFrom::Start(from))
+        .map_err(|e| io("seek in", path, e))?;
+    let mut bytes = Vec::new();
+    f.take(max)
+        .read_to_end(&mut bytes)
+        .map_err(|e| io("read", path, e))?;
+    Ok(Some((bytes, from == 0)))
 }
 
 /// How many names [`set_aside`] tries beside a file before it gives up.

@@ -24,8 +24,14 @@
 //! included; long texts (alert messages, a pause's
 //! reason) are clamped to a few lines with the whole text in their
 //! `title`, and fences are cut with an ellipsis, whole in theirs.
+//!
+//! The pictures are inline SVG drawn here, never a script: each job's
+//! strip of its newest runs and misses ([`strip`]), a timeline of the last
+//! 24 hours across every job ([`timeline`]), and on a job's own page
+//! ([`job`], `/jobs/JOB`) its durations over time ([`chart`]). Every mark
+//! is coloured by its [`marks::Kind`], named in the one legend, says what
+//! it is in its `<title>` and links to its run's row on the job's page.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -38,7 +44,18 @@ use crate::units::show_duration;
 use crate::views::history::RunView;
 use crate::views::status::{JobStatus, Status, relative};
 
+pub mod chart;
+pub mod job;
 pub mod login;
+pub mod marks;
+mod recent;
+pub mod strip;
+mod style;
+pub mod timeline;
+
+pub use recent::{RUNS_READ, RecentRuns};
+
+use style::STYLE;
 
 /// Who the page is shown to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -69,61 +86,10 @@ fn in_page_order(status: &Status) -> Vec<&JobStatus> {
     jobs
 }
 
-/// Each job's newest runs, newest first, as the page lists them.
-#[derive(Debug, Clone, Default)]
-pub struct RecentRuns {
-    /// Runs per job name. A job missing here has no runs listed.
-    pub by_job: BTreeMap<String, Vec<RunView>>,
-    /// Why the runs could not be read, when they could not; the page says
-    /// so instead of listing none.
-    pub error: Option<String>,
-}
-
-impl RecentRuns {
-    /// Reads the newest `limit` runs of each of `config`'s jobs from the
-    /// ledger. A ledger that does not exist yet reads as no runs and is not
-    /// created.
-    ///
-    /// # Errors
-    ///
-    /// None returned: a ledger that cannot be opened or read is recorded in
-    /// [`RecentRuns::error`], and the jobs read before it keep their runs.
-    pub fn read(config: &Config, now: Timestamp, limit: u32) -> Self {
-        let mut out = Self::default();
-        let mut ledger = match crate::store::existing_records(config, now) {
-            None => return out,
-            Some(Ok(l)) => l,
-            Some(Err(e)) => {
-                out.error = Some(e.to_string());
-                return out;
-            }
-        };
-        let store = crate::store::open(config).ok();
-        for name in config.jobs.keys() {
-            match ledger.history(name, limit) {
-                Ok(rows) => {
-                    let mut views: Vec<RunView> = rows.into_iter().map(Into::into).collect();
-                    crate::views::history::judge_unfinished(
-                        config,
-                        name,
-                        &mut views,
-                        store.as_deref(),
-                    );
-                    out.by_job.insert(name.clone(), views);
-                }
-                Err(e) => {
-                    out.error = Some(e.to_string());
-                    break;
-                }
-            }
-        }
-        out
-    }
-}
-
-/// Reads `config`'s status and each job's last [`RUNS_SHOWN`] runs at the
-/// clock's wall time and renders the page, reloading itself every
-/// `refresh_secs` seconds (0: never; [`DEFAULT_REFRESH_SECS`] is the usual).
+/// Reads `config`'s status and each job's last [`RUNS_READ`] runs and
+/// missed ranges at the clock's wall time and renders the page, reloading
+/// itself every `refresh_secs` seconds (0: never; [`DEFAULT_REFRESH_SECS`]
+/// is the usual).
 ///
 /// Nothing is written: a state directory that does not exist yet reads as
 /// "never run".
@@ -141,7 +107,7 @@ pub fn read(config: &Config, clock: &dyn Clock, refresh_secs: u32) -> String {
 pub fn read_for(config: &Config, clock: &dyn Clock, refresh_secs: u32, viewer: Viewer) -> String {
     let now = clock.wall();
     let status = crate::views::status::read(config, None, now);
-    let runs = RecentRuns::read(config, now, RUNS_SHOWN);
+    let runs = RecentRuns::read(config, now, RUNS_READ);
     render_for(&status, &runs, now, refresh_secs, viewer)
 }
 
@@ -168,56 +134,6 @@ pub fn escape(s: &str) -> String {
     out
 }
 
-const STYLE: &str = "\
-*,*::before,*::after{box-sizing:border-box}
-html{-webkit-text-size-adjust:100%}
-body{margin:0;padding:1rem;font:15px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;\
-color:#1d232a;background:#f3f5f7;overflow-wrap:anywhere}
-header,main{max-width:72rem;margin:0 auto}
-h1{font-size:1.35rem;margin:0 0 .25rem}
-h2{font-size:1.1rem;margin:0;display:flex;flex-wrap:wrap;gap:.5rem;align-items:center}
-h3{font-size:.8rem;text-transform:uppercase;letter-spacing:.04em;color:#58636e;margin:.9rem 0 .3rem}
-.meta{color:#58636e;margin:0 0 1rem;font-size:.85rem}
-.banner{background:#fde8e8;border:1px solid #e0a3a3;border-radius:6px;padding:.5rem .75rem;margin:0 0 1rem}
-.jobs{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,24rem),1fr));gap:1rem}
-.job{min-width:0;background:#fff;border:1px solid #d8dee4;border-left:6px solid #8c959f;border-radius:8px;padding:.8rem 1rem}
-.job[data-state=disabled]{border-left-color:#57606a}
-.job[data-state=paused]{border-left-color:#8c959f}
-.job[data-state=running]{border-left-color:#1f6feb}
-.job[data-state=hung]{border-left-color:#bc4c00}
-.job[data-state=overdue]{border-left-color:#bf8700}
-.job[data-state=failing]{border-left-color:#cf222e}
-.job[data-state=crashed]{border-left-color:#82071e}
-.job[data-state=new]{border-left-color:#8250df}
-.job[data-state=ok]{border-left-color:#2da44e}
-.badge{font-size:.75rem;font-weight:600;text-transform:uppercase;padding:.1rem .45rem;border-radius:999px;background:#eaeef2}
-.job[data-state=disabled] .badge{background:#d0d7de;color:#24292f}
-.job[data-state=paused] .badge{background:#eaeef2;color:#424a53}
-.job[data-state=running] .badge{background:#ddf4ff;color:#0550ae}
-.job[data-state=hung] .badge{background:#fff1e5;color:#953800}
-.job[data-state=overdue] .badge{background:#fff8c5;color:#7d4e00}
-.job[data-state=failing] .badge{background:#ffebe9;color:#a40e26}
-.job[data-state=crashed] .badge{background:#82071e;color:#ffffff}
-.job[data-state=new] .badge{background:#fbefff;color:#6639ba}
-.job[data-state=ok] .badge{background:#dafbe1;color:#116329}
-dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.15rem .75rem;margin:.6rem 0 0}
-dt{color:#58636e}
-dd{margin:0;min-width:0}
-ol,ul{margin:0;padding-left:1.2rem}
-li{margin:.1rem 0}
-code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.85em}
-time,.age{white-space:nowrap}
-.fence{display:inline-block;max-width:12ch;overflow:hidden;text-overflow:ellipsis;\
-white-space:nowrap;vertical-align:bottom}
-.clamp{display:-webkit-box;-webkit-box-orient:vertical;-webkit-line-clamp:3;line-clamp:3;overflow:hidden}
-.logout{margin:0 0 1rem}
-.logout button{font:inherit;font-size:.85rem;padding:.15rem .6rem;border:1px solid #8c959f;border-radius:6px;background:#fff;cursor:pointer}
-.ok{color:#116329}
-.bad{color:#a40e26}
-.none{color:#58636e}
-@media (max-width:30rem){body{padding:.6rem}dl{grid-template-columns:minmax(0,1fr)}dt{margin-top:.3rem}}
-";
-
 /// The page for `status`, with `runs`' newest runs of each job, ages counted
 /// from `now`, reloading itself every `refresh_secs` seconds (0: never).
 ///
@@ -243,22 +159,18 @@ pub fn render_for(
     viewer: Viewer,
 ) -> String {
     let mut out = String::with_capacity(4096 + 2048 * status.jobs.len());
-    let zone = jiff::tz::TimeZone::get(&status.timezone).unwrap_or(jiff::tz::TimeZone::UTC);
-    out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
-    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
-    if refresh_secs > 0 {
-        let _ = writeln!(
-            out,
-            "<meta http-equiv=\"refresh\" content=\"{refresh_secs}\">"
-        );
-    }
+    let zone = page_zone(status);
+    head(
+        &mut out,
+        &format!("baton: {}", health_words(status)),
+        refresh_secs,
+    );
     let enabled = if status.enabled {
         "enabled"
     } else {
         "disabled"
     };
-    let _ = writeln!(out, "<title>baton: {}</title>", health_words(status));
-    let _ = writeln!(out, "<style>\n{STYLE}</style>\n</head>\n<body>\n<header>");
+    out.push_str("<header>\n");
     let _ = writeln!(
         out,
         "<h1 data-enabled=\"{}\">baton: <span class=\"{}\">{enabled}</span>, {}</h1>",
@@ -284,13 +196,77 @@ pub fn render_for(
         escape(&status.timezone),
         escape(&status.config),
     );
+    logout(&mut out, viewer);
+    out.push_str("</header>\n<main>\n");
+    ledger_error(&mut out, runs);
+    if status.jobs.is_empty() {
+        out.push_str("<p class=\"none\">No jobs are configured.</p>\n");
+    } else {
+        out.push_str(&marks::legend());
+    }
+    out.push_str("<div class=\"jobs\">\n");
+    let ordered = in_page_order(status);
+    for job in &ordered {
+        let page = format!("jobs/{}", marks::url_part(&job.job));
+        job_card(&mut out, job, runs, &page, true, &zone, now);
+    }
+    out.push_str("</div>\n");
+    if !status.jobs.is_empty() {
+        let rows: Vec<timeline::Row<'_>> = ordered
+            .iter()
+            .map(|j| {
+                let read = runs.runs(&j.job);
+                timeline::Row {
+                    job: &j.job,
+                    runs: read,
+                    partial: runs.limit > 0 && read.len() >= runs.limit as usize,
+                }
+            })
+            .collect();
+        timeline::timeline(&mut out, &rows, &zone, now);
+    }
+    out.push_str("</main>\n</body>\n</html>\n");
+    out
+}
+
+/// The zone every time on a page of `status` is shown in: the
+/// scheduler's.
+fn page_zone(status: &Status) -> jiff::tz::TimeZone {
+    jiff::tz::TimeZone::get(&status.timezone).unwrap_or(jiff::tz::TimeZone::UTC)
+}
+
+/// A page's start, through `<body>`: its `title` (escaped here), the
+/// viewport for phones, its reload every `refresh_secs` seconds (0: none)
+/// and the style sheet.
+fn head(out: &mut String, title: &str, refresh_secs: u32) {
+    out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    if refresh_secs > 0 {
+        let _ = writeln!(
+            out,
+            "<meta http-equiv=\"refresh\" content=\"{refresh_secs}\">"
+        );
+    }
+    let _ = writeln!(out, "<title>{}</title>", escape(title));
+    let _ = writeln!(
+        out,
+        "<style>\n{STYLE}{}</style>\n</head>\n<body>",
+        marks::style()
+    );
+}
+
+/// The logout button, for a browser that logged in.
+fn logout(out: &mut String, viewer: Viewer) {
     if viewer == Viewer::LoggedIn {
         out.push_str(
             "<form class=\"logout\" method=\"post\" action=\"/logout\"><button \
              type=\"submit\">Log out</button></form>\n",
         );
     }
-    out.push_str("</header>\n<main>\n");
+}
+
+/// The banner that says the ledger could not be read, when it could not.
+fn ledger_error(out: &mut String, runs: &RecentRuns) {
     if let Some(e) = &runs.error {
         let _ = writeln!(
             out,
@@ -298,16 +274,6 @@ pub fn render_for(
             escape(e)
         );
     }
-    if status.jobs.is_empty() {
-        out.push_str("<p class=\"none\">No jobs are configured.</p>\n");
-    }
-    out.push_str("<div class=\"jobs\">\n");
-    for job in in_page_order(status) {
-        let recent = runs.by_job.get(&job.job).map_or(&[][..], Vec::as_slice);
-        job_card(&mut out, job, recent, &zone, now);
-    }
-    out.push_str("</div>\n</main>\n</body>\n</html>\n");
-    out
 }
 
 fn health_words(status: &Status) -> String {
@@ -396,13 +362,19 @@ fn verdict_class(v: Option<&str>) -> &'static str {
     }
 }
 
+/// Job `j`'s card: its facts, its strip of `runs`' newest runs and misses
+/// (linking to its page at `page`), its recent runs as a list when
+/// `list_runs`, and its recent alerts.
 fn job_card(
     out: &mut String,
     j: &JobStatus,
-    recent: &[RunView],
+    runs: &RecentRuns,
+    page: &str,
+    list_runs: bool,
     tz: &jiff::tz::TimeZone,
     now: Timestamp,
 ) {
+    let recent = runs.runs(&j.job);
     let state = j.state;
     let name = escape(&j.job);
     let _ = writeln!(
@@ -410,9 +382,14 @@ fn job_card(
         "<section class=\"job\" data-job=\"{name}\" data-state=\"{}\">",
         state.word()
     );
+    let title = if page.is_empty() {
+        name.clone()
+    } else {
+        format!("<a href=\"{}\">{name}</a>", escape(page))
+    };
     let _ = writeln!(
         out,
-        "<h2><span class=\"name\">{name}</span> <span class=\"badge\">{}</span></h2>",
+        "<h2><span class=\"name\">{title}</span> <span class=\"badge\">{}</span></h2>",
         state.word()
     );
     out.push_str("<dl>\n");
@@ -510,32 +487,10 @@ fn job_card(
         );
     }
     out.push_str("</dl>\n");
-    out.push_str("<h3>Recent runs</h3>\n");
-    if recent.is_empty() {
-        out.push_str("<p class=\"runs none\">none</p>\n");
-    } else {
-        out.push_str("<ol class=\"runs\">\n");
-        for r in recent.iter().take(RUNS_SHOWN as usize) {
-            let verdict = r.verdict.as_deref();
-            let _ = writeln!(
-                out,
-                "<li data-run=\"{}\"><span class=\"{}\">{}</span>{}, {}, {}, fence {}</li>",
-                escape(&r.run_id),
-                verdict_class(verdict),
-                escape(verdict.unwrap_or("running")),
-                r.duration_ms
-                    .map(|d| format!(" in {}", escape(&ms(d))))
-                    .unwrap_or_default(),
-                if r.manual {
-                    "manual".to_owned()
-                } else {
-                    format!("occurrence {}", instant(tz, &r.occurrence))
-                },
-                when(tz, now, &r.started),
-                fence(r.fence),
-            );
-        }
-        out.push_str("</ol>\n");
+    let _ = writeln!(out, "<h3>Last {} runs and misses</h3>", strip::STRIP_MARKS);
+    strip::strip(out, &j.job, page, recent, runs.misses(&j.job), tz, now);
+    if list_runs {
+        recent_runs(out, recent, tz, now);
     }
     out.push_str("<h3>Recent alerts</h3>\n");
     if j.recent_alerts.is_empty() {
@@ -554,6 +509,37 @@ fn job_card(
         out.push_str("</ul>\n");
     }
     out.push_str("</section>\n");
+}
+
+/// The newest [`RUNS_SHOWN`] of `recent` as a list, in words.
+fn recent_runs(out: &mut String, recent: &[RunView], tz: &jiff::tz::TimeZone, now: Timestamp) {
+    out.push_str("<h3>Recent runs</h3>\n");
+    if recent.is_empty() {
+        out.push_str("<p class=\"runs none\">none</p>\n");
+        return;
+    }
+    out.push_str("<ol class=\"runs\">\n");
+    for r in recent.iter().take(RUNS_SHOWN as usize) {
+        let verdict = r.verdict.as_deref();
+        let _ = writeln!(
+            out,
+            "<li data-run=\"{}\"><span class=\"{}\">{}</span>{}, {}, {}, fence {}</li>",
+            escape(&r.run_id),
+            verdict_class(verdict),
+            escape(verdict.unwrap_or("running")),
+            r.duration_ms
+                .map(|d| format!(" in {}", escape(&ms(d))))
+                .unwrap_or_default(),
+            if r.manual {
+                "manual".to_owned()
+            } else {
+                format!("occurrence {}", instant(tz, &r.occurrence))
+            },
+            when(tz, now, &r.started),
+            fence(r.fence),
+        );
+    }
+    out.push_str("</ol>\n");
 }
 
 #[cfg(test)]

@@ -398,6 +398,12 @@ fn daemon_login_opens_the_page_to_a_browser_and_never_a_change() {
     // told what it lacks.
     let r = d.tcp("GET", "/", &[HTML], "");
     assert_eq!((r.status, r.header("location")), (303, Some("/login")));
+    // A job's page too, and it tells an API client nothing of the job.
+    let r = d.tcp("GET", "/jobs/main", &[HTML], "");
+    assert_eq!((r.status, r.header("location")), (303, Some("/login")));
+    let r = d.tcp("GET", "/jobs/main", &[], "");
+    assert_eq!((r.status, code(&r)), (401, "unauthorized".into()));
+    assert!(!r.body.contains("data-job"), "{}", r.body);
     let r = d.tcp("GET", "/", &[], "");
     assert_eq!((r.status, code(&r)), (401, "unauthorized".into()));
     assert!(r.body.contains("/login"), "{}", r.body);
@@ -456,6 +462,14 @@ fn daemon_login_opens_the_page_to_a_browser_and_never_a_change() {
     let r = d.tcp("GET", "/", &[HTML, with], "");
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(r.body.contains("data-job=\"main\""), "{}", r.body);
+    assert!(r.body.contains("action=\"/logout\""), "{}", r.body);
+    let r = d.tcp("GET", "/jobs/main", &[HTML, with], "");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        r.body.contains("<section class=\"job\" data-job=\"main\""),
+        "{}",
+        r.body
+    );
     assert!(r.body.contains("action=\"/logout\""), "{}", r.body);
     assert_eq!(d.tcp("GET", "/v1/jobs", &[with], "").status, 200);
     assert_eq!(d.tcp("GET", "/metrics", &[with], "").status, 200);

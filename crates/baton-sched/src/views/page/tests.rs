@@ -5,14 +5,15 @@ use crate::views::job_state::JobState;
 use crate::views::status::{
     AlertSummary, HolderStatus, JobStatus, MissedStatus, Overdue, PauseStatus, RunSummary, Status,
 };
+use baton_store::ledger::MissedRow;
 
 const NOW: &str = "2025-06-01T12:00:00Z";
 
-fn now() -> Timestamp {
+pub(super) fn now() -> Timestamp {
     NOW.parse().unwrap()
 }
 
-fn job(name: &str) -> JobStatus {
+pub(super) fn job(name: &str) -> JobStatus {
     JobStatus {
         job: name.into(),
         enabled: true,
@@ -52,7 +53,7 @@ fn job(name: &str) -> JobStatus {
     }
 }
 
-fn status(jobs: Vec<JobStatus>) -> Status {
+pub(super) fn status(jobs: Vec<JobStatus>) -> Status {
     Status {
         config: "/etc/baton.toml".into(),
         enabled: true,
@@ -226,8 +227,8 @@ fn every_string_is_escaped() {
     s.config = evil.into();
     s.timezone = evil.into();
     let mut runs = RecentRuns {
-        by_job: BTreeMap::new(),
         error: Some(evil.into()),
+        ..RecentRuns::default()
     };
     runs.by_job.insert(evil.into(), vec![run(evil, Some(evil))]);
     let html = render(&s, &runs, now(), 5);
@@ -240,7 +241,7 @@ fn every_string_is_escaped() {
     has(&html, &format!("data-job=\"{escaped}\""));
 }
 
-fn run(id: &str, verdict: Option<&str>) -> RunView {
+pub(super) fn run(id: &str, verdict: Option<&str>) -> RunView {
     RunView {
         run_id: id.into(),
         job: "a".into(),
@@ -435,4 +436,295 @@ fn only_a_logged_in_browser_is_offered_a_logout() {
     let html = render_for(&s, &runs, now(), 5, Viewer::LoggedIn);
     assert_eq!(html.matches(logout).count(), 1, "{html}");
     lacks(&html, "<script");
+}
+
+pub(super) fn timed(id: &str, verdict: Option<&str>, started: &str, ms: u64) -> RunView {
+    let start: Timestamp = started.parse().unwrap();
+    RunView {
+        started: start.to_string(),
+        occurrence: start.to_string(),
+        finished: verdict
+            .map(|_| (start + jiff::SignedDuration::from_millis(ms as i64)).to_string()),
+        duration_ms: verdict.map(|_| ms),
+        ..run(id, verdict)
+    }
+}
+
+pub(super) fn attempt(outcome: &str) -> crate::views::history::AttemptView {
+    crate::views::history::AttemptView {
+        step: "main".into(),
+        kind: "step".into(),
+        attempt: 1,
+        started: "2025-06-01T11:50:00Z".into(),
+        duration_ms: 1000,
+        exit_code: None,
+        signal: Some(15),
+        outcome: outcome.into(),
+    }
+}
+
+pub(super) fn miss(id: i64, reason: baton_store::words::MissReason, last: &str) -> MissedRow {
+    let last: Timestamp = last.parse().unwrap();
+    MissedRow {
+        id,
+        job: "a".into(),
+        reason,
+        first: last.as_second() - 600,
+        last: last.as_second(),
+        count: 3,
+        at_least: false,
+        decided: last,
+        updated: last,
+        detail: Some("the lock was held".into()),
+    }
+}
+
+/// The `data-kind` of every strip mark of `job`, in order.
+fn strip_kinds(html: &str, job: &str) -> Vec<String> {
+    let card = html
+        .split(&format!("data-job=\"{job}\""))
+        .nth(1)
+        .unwrap()
+        .split("</section>")
+        .next()
+        .unwrap();
+    let strip = card.split("<svg class=\"strip\"").nth(1).unwrap_or("");
+    strip
+        .split("<a class=\"mark\" data-kind=\"")
+        .skip(1)
+        .map(|rest| rest.split('"').next().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_run_is_marked_by_its_verdict_and_a_timeout_by_its_last_attempt() {
+    use marks::Kind;
+    let kind = |v: Option<&str>, outcomes: &[&str]| {
+        let mut r = run("r", v);
+        r.attempts = outcomes.iter().map(|o| attempt(o)).collect();
+        Kind::of_run(&r)
+    };
+    assert_eq!(kind(Some("ok"), &["ok"]), Kind::Ok);
+    assert_eq!(kind(Some("failed"), &["failed"]), Kind::Failed);
+    assert_eq!(kind(Some("failed"), &["failed", "timeout"]), Kind::Timeout);
+    assert_eq!(kind(Some("failed"), &["timeout", "failed"]), Kind::Failed);
+    assert_eq!(
+        kind(Some("check-failed"), &["ok", "failed"]),
+        Kind::CheckFailed
+    );
+    assert_eq!(kind(Some("lease-lost"), &[]), Kind::LeaseLost);
+    assert_eq!(kind(Some("interrupted"), &[]), Kind::Interrupted);
+    assert_eq!(kind(Some("abandoned"), &[]), Kind::Abandoned);
+    assert_eq!(kind(None, &[]), Kind::Running);
+    // A verdict from a newer baton is no success.
+    assert_eq!(kind(Some("replaced"), &[]), Kind::Failed);
+    // Every kind has its colour rule and its place in the legend.
+    let html = page(vec![job("a")]);
+    for k in Kind::ALL {
+        let w = k.word();
+        assert_eq!(
+            html.matches(&format!("<span class=\"swatch k-{w}\"></span>"))
+                .count(),
+            1,
+            "{w} in the legend"
+        );
+        assert!(html.contains(&format!(".k-{w}{{")), "no colour for {w}");
+    }
+}
+
+#[test]
+fn a_strip_shows_the_newest_fifty_runs_and_misses_oldest_first_each_linked_and_titled() {
+    let mut runs = RecentRuns::default();
+    // 60 runs a minute apart, newest first as the ledger gives them.
+    let rs: Vec<RunView> = (0..60)
+        .rev()
+        .map(|i| {
+            let t = now() - jiff::SignedDuration::from_mins(120 - i);
+            timed(
+                &format!("r{i}"),
+                Some("ok"),
+                &t.to_string(),
+                1000 * (i as u64 + 1),
+            )
+        })
+        .collect();
+    runs.by_job.insert("a".into(), rs);
+    runs.missed.insert(
+        "a".into(),
+        vec![miss(
+            7,
+            baton_store::words::MissReason::Busy,
+            "2025-06-01T11:59:00Z",
+        )],
+    );
+    let html = render(&status(vec![job("a")]), &runs, now(), 5);
+    let kinds = strip_kinds(&html, "a");
+    assert_eq!(kinds.len(), strip::STRIP_MARKS, "{html}");
+    // The miss is the newest mark: the right-most.
+    assert_eq!(kinds.last().map(String::as_str), Some("missed"));
+    assert!(kinds[..49].iter().all(|k| k == "ok"));
+    // The oldest 11 runs are left out, the newest kept, oldest first.
+    let card = html.split("id=\"timeline\"").next().unwrap();
+    lacks(card, "data-run=\"r10\" href");
+    let first = card.find("data-run=\"r11\" href").unwrap();
+    let last = card.find("data-run=\"r59\" href").unwrap();
+    assert!(first < last);
+    has(
+        &html,
+        "href=\"jobs/a#run-r59\"><title>ok, started 2025-06-01 12:59:00 +02:00, took 1m, run r59</title>",
+    );
+    has(
+        &html,
+        "href=\"jobs/a#missed-7\"><title>missed: 3 occurrence(s), 2025-06-01 13:49:00 +02:00 to \
+         2025-06-01 13:59:00 +02:00: busy (the lock was held)</title>",
+    );
+    has(&html, "data-kind=\"missed\" data-reason=\"busy\"");
+    // The longest run reaches the top; a shorter one is lower, above the floor.
+    has(
+        &html,
+        "class=\"bar k-ok\" x=\"481\" y=\"0.0\" width=\"8\" height=\"48.0\"",
+    );
+}
+
+#[test]
+fn a_strip_colours_every_verdict_and_a_running_run() {
+    let mut runs = RecentRuns::default();
+    let mut timeout = timed("t", Some("failed"), "2025-06-01T11:00:00Z", 5000);
+    timeout.attempts = vec![attempt("timeout")];
+    runs.by_job.insert(
+        "a".into(),
+        vec![
+            timed("run", None, "2025-06-01T11:59:00Z", 0),
+            timed("int", Some("interrupted"), "2025-06-01T11:50:00Z", 1000),
+            timed("lost", Some("lease-lost"), "2025-06-01T11:40:00Z", 1000),
+            timeout,
+            timed("bad", Some("failed"), "2025-06-01T10:00:00Z", 1000),
+            timed("good", Some("ok"), "2025-06-01T09:00:00Z", 1000),
+        ],
+    );
+    let html = render(&status(vec![job("a")]), &runs, now(), 5);
+    assert_eq!(
+        strip_kinds(&html, "a"),
+        [
+            "ok",
+            "failed",
+            "timeout",
+            "lease-lost",
+            "interrupted",
+            "running"
+        ]
+    );
+    has(
+        &html,
+        "<title>running, started 2025-06-01 13:59:00 +02:00, 1m so far, run run</title>",
+    );
+    has(&html, "<title>timeout (verdict failed), started");
+}
+
+#[test]
+fn a_job_without_runs_has_an_empty_strip_and_an_empty_row_in_the_timeline() {
+    let html = page(vec![job("a"), job("b")]);
+    assert_eq!(
+        html.matches("<p class=\"strip-none none\">no runs yet</p>")
+            .count(),
+        2
+    );
+    assert_eq!(html.matches("<div class=\"tl-row\"").count(), 2);
+    has(&html, "data-timeline-job=\"a\"");
+    has(&html, "data-timeline-job=\"b\"");
+}
+
+#[test]
+fn the_timeline_draws_each_run_of_the_last_day_where_it_ran_and_its_wait() {
+    let mut runs = RecentRuns {
+        limit: 3,
+        ..RecentRuns::default()
+    };
+    // Twelve hours ago for an hour: minute 720 of 1440, 60 wide.
+    let mut late = timed("late", Some("ok"), "2025-06-01T00:00:00Z", 3_600_000);
+    late.occurrence = "2025-05-31T23:50:00Z".into();
+    runs.by_job.insert(
+        "a".into(),
+        vec![
+            timed("short", Some("failed"), "2025-06-01T11:00:00Z", 1000),
+            late,
+            timed("old", Some("ok"), "2025-05-30T00:00:00Z", 1000),
+        ],
+    );
+    runs.by_job.insert(
+        "b".into(),
+        vec![
+            timed("b2", Some("ok"), "2025-06-01T11:59:58Z", 1000),
+            timed("b1", None, "2025-06-01T11:30:00Z", 0),
+        ],
+    );
+    let html = render(&status(vec![job("a"), job("b")]), &runs, now(), 5);
+    let timeline = html.split("id=\"timeline\"").nth(1).unwrap();
+    has(
+        timeline,
+        "data-run=\"late\" href=\"jobs/a#run-late\"><title>ok, started 2025-06-01 02:00:00 +02:00, \
+         took 1h, run late, started 10m after its occurrence</title>\
+         <rect class=\"wait\" x=\"710.0\" y=\"7\" width=\"10.0\" height=\"2\"/>\
+         <rect class=\"k-ok\" x=\"720.0\" y=\"2\" width=\"60.0\" height=\"12\"/></a>",
+    );
+    // A run of a second is still drawn, at its least width, and one that
+    // just ended still ends by now.
+    has(
+        timeline,
+        "<rect class=\"k-ok\" x=\"1432.0\" y=\"2\" width=\"8.0\" height=\"12\"/>",
+    );
+    has(
+        timeline,
+        "<rect class=\"k-failed\" x=\"1380.0\" y=\"2\" width=\"8.0\" height=\"12\"/>",
+    );
+    // A run older than the day is not; a running one reaches now.
+    lacks(timeline, "data-run=\"old\"");
+    has(
+        timeline,
+        "<rect class=\"k-running\" x=\"1410.0\" y=\"2\" width=\"30.0\" height=\"12\"/>",
+    );
+    // Job a's read reached its limit: the part before its oldest run read
+    // is shaded, not shown as empty; b's was whole.
+    assert_eq!(
+        timeline.matches("class=\"unread\"").count(),
+        0,
+        "its oldest run is older than the day"
+    );
+    runs.by_job.get_mut("a").unwrap().pop();
+    runs.by_job.get_mut("b").unwrap().pop();
+    runs.limit = 2;
+    let html = render(&status(vec![job("a"), job("b")]), &runs, now(), 5);
+    has(
+        &html,
+        "<rect class=\"unread\" x=\"0\" y=\"0\" width=\"720.0\" height=\"16\"><title>runs before \
+         2025-06-01 02:00:00 +02:00 not read: the page reads the newest 2 of each job</title></rect>",
+    );
+    assert_eq!(html.matches("class=\"unread\"").count(), 1);
+}
+
+#[test]
+fn a_job_named_like_markup_injects_nothing_into_the_pictures() {
+    let evil = "<script>alert('x')</script>";
+    let mut runs = RecentRuns::default();
+    let mut r = timed(evil, Some(evil), "2025-06-01T11:00:00Z", 1000);
+    r.attempts = vec![attempt(evil)];
+    r.host = Some(evil.into());
+    runs.by_job.insert(evil.into(), vec![r]);
+    let mut m = miss(
+        1,
+        baton_store::words::MissReason::Paused,
+        "2025-06-01T11:30:00Z",
+    );
+    m.detail = Some(evil.into());
+    runs.missed.insert(evil.into(), vec![m]);
+    let html = render(&status(vec![job(evil)]), &runs, now(), 5);
+    lacks(&html, "<script");
+    has(
+        &html,
+        "href=\"jobs/%3Cscript%3Ealert%28%27x%27%29%3C%2Fscript%3E#run-%3Cscript",
+    );
+    has(
+        &html,
+        "data-timeline-job=\"&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;\"",
+    );
 }
