@@ -67,7 +67,7 @@ const GAP_WALK: usize = 20_000;
 
 /// The shortest time between two consecutive occurrences of `schedule` in
 /// `tz`, among the first occurrences after `from` (a year of them, at most
-/// [`GAP_WALK`]); `None` for a schedule with fewer than two.
+/// 20,000); `None` for a schedule with fewer than two.
 pub fn shortest_gap(
     schedule: &baton_cron::Schedule,
     tz: &jiff::tz::TimeZone,
