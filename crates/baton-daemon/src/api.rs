@@ -186,11 +186,7 @@ async fn page(
 ) -> Result<Response, ApiError> {
     let loaded = d.current();
     let clock = Arc::clone(&d.clock);
-    let viewer = if logged_in.is_some() {
-        baton_sched::views::page::Viewer::LoggedIn
-    } else {
-        baton_sched::views::page::Viewer::Anyone
-    };
+    let viewer = viewer(logged_in.as_ref());
     let html = blocking(move || {
         baton_sched::views::page::read_for(
             &loaded.config,
@@ -203,6 +199,18 @@ async fn page(
     Ok(axum::response::Html(html).into_response())
 }
 
+/// Who a page is shown to: a browser logged in through `/login` is offered
+/// to log out.
+fn viewer(
+    logged_in: Option<&axum::Extension<crate::guard::LoggedIn>>,
+) -> baton_sched::views::page::Viewer {
+    if logged_in.is_some() {
+        baton_sched::views::page::Viewer::LoggedIn
+    } else {
+        baton_sched::views::page::Viewer::Anyone
+    }
+}
+
 /// `GET /jobs/{job}`: the job's own page, as the status page is served
 /// (the same authentication); an HTML `404` page for a job the
 /// configuration does not have (or a name no job can have).
@@ -213,11 +221,7 @@ async fn job_page(
 ) -> Result<Response, ApiError> {
     let loaded = d.current();
     let clock = Arc::clone(&d.clock);
-    let viewer = if logged_in.is_some() {
-        baton_sched::views::page::Viewer::LoggedIn
-    } else {
-        baton_sched::views::page::Viewer::Anyone
-    };
+    let viewer = viewer(logged_in.as_ref());
     let html = blocking(move || {
         baton_sched::views::page::job::read(
             &loaded.config,
