@@ -208,3 +208,43 @@ pub(crate) async fn run(d: Arc<Daemon>) {
         (wall, boot) = (d.clock.wall(), d.clock.boot());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(jobs: &str) -> Config {
+        let text = format!("[scheduler]\nstate_dir = \"/nonexistent\"\ntimezone = \"UTC\"\n{jobs}");
+        baton_sched::config::parse(
+            &text,
+            std::path::Path::new("/etc/baton.toml"),
+            &baton_sched::config::Overrides::default(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_timer_wakes_at_an_occurrences_start_not_its_instant() {
+        let c =
+            config("[jobs.report]\nschedule = \"0 * * * *\"\njitter = \"1h\"\nrun = \"true\"\n");
+        let job = &c.jobs["report"];
+        let off = jiff::SignedDuration::try_from(job.start_offset()).unwrap();
+        assert!(!off.is_zero(), "this name's offset in an hour is not 0");
+        let ten: Timestamp = "2026-12-03T10:00:00Z".parse().unwrap();
+        let start = ten.checked_add(off).unwrap();
+        // Just after 10:00, the 10:00 occurrence has not started: its start
+        // is next, not 11:00.
+        let after = ten.checked_add(jiff::SignedDuration::from_secs(1)).unwrap();
+        let after = after.min(
+            start
+                .checked_sub(jiff::SignedDuration::from_secs(1))
+                .unwrap(),
+        );
+        assert_eq!(next_due(&c, after), Some(start));
+        // At its start, the next is 11:00's.
+        let eleven = start
+            .checked_add(jiff::SignedDuration::from_hours(1))
+            .unwrap();
+        assert_eq!(next_due(&c, start), Some(eleven));
+    }
+}

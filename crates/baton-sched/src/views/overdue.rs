@@ -168,6 +168,26 @@ mod tests {
     }
 
     #[test]
+    fn with_jitter_an_occurrence_is_judged_only_past_its_start_and_its_grace() {
+        let j = job("schedule = \"0 3 * * *\"\njitter = \"1h\"");
+        let off = jiff::SignedDuration::try_from(j.start_offset()).unwrap();
+        assert!(!off.is_zero(), "this name's offset in an hour is not 0");
+        let three = t("2026-03-02T03:00:00Z");
+        let grace = jiff::SignedDuration::try_from(GRACE).unwrap();
+        let edge = three.checked_add(off).unwrap().checked_add(grace).unwrap();
+        let seen = Some(t("2026-03-01T12:00:00Z"));
+        // Past the occurrence's grace but not its start's: not yet late.
+        let before = edge
+            .checked_sub(jiff::SignedDuration::from_secs(1))
+            .unwrap();
+        assert_eq!(latest_due(&j, before, seen), None);
+        assert_eq!(latest_due(&j, edge, seen), Some(three));
+        // Seen after the occurrence but before its start: it is judged.
+        let between = three.checked_add(off / 2).unwrap();
+        assert_eq!(latest_due(&j, edge, Some(between)), Some(three));
+    }
+
+    #[test]
     fn a_job_no_tick_saw_counts_as_seen_when_its_file_changed_never_later_than_now() {
         let now = t("2026-03-05T12:00:00Z");
         let (ledger, file) = (t("2026-03-04T00:00:00Z"), t("2026-03-03T00:00:00Z"));
