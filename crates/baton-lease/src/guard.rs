@@ -355,22 +355,42 @@ impl Lock {
         let Some(named) = named else {
             return Ok(Guarded::Clear);
         };
-        if named.lock == self.file_name()? {
+        let here = self.file_name()?;
+        if named.lock == here {
             // This lock's own lease excludes its other runs, and its own
             // claims refuse an occurrence started under it, by themselves
             // (and tell a contender that the holder runs that occurrence
             // now, before it is recorded anywhere else: the guard cannot).
             return Ok(Guarded::Clear);
         }
+        if !crate::slot::same_lock(&named.lock, &here)
+            && let Some(elsewhere) = self.held_elsewhere(named)?
+        {
+            return Ok(elsewhere);
+        }
+        // Another slot of this lock (`max_concurrent`): its runs beside
+        // this one are what the slots are for, but what it claimed is the
+        // key's, and the guard is the one record every slot's run passes.
+        self.claimed_in_guard(named, occurrence)
+    }
+
+    /// The lock `named` names, when its lease is still held under the
+    /// guard's fence by a holder that may still run.
+    fn held_elsewhere(&self, named: &Named) -> Result<Option<Guarded>, Error> {
         let other = self.beside(&named.lock);
         let seen = other.inspect()?;
         let held_there = matches!(&seen.body, Some(Body::Held(h)) if h.fence == named.fence);
         if held_there && !seen.verdict.claimable() {
-            return Ok(Guarded::Elsewhere {
+            return Ok(Some(Guarded::Elsewhere {
                 lock: seen.path,
                 verdict: seen.verdict,
-            });
+            }));
         }
+        Ok(None)
+    }
+
+    /// Whether the guard's claim covers `occurrence`.
+    fn claimed_in_guard(&self, named: &Named, occurrence: Option<i64>) -> Result<Guarded, Error> {
         // That run is over, or its holder provably gone: what it claimed
         // started, under the other lock.
         // As a lock's claims refuse (`Claims::refuses`): a claim far in the

@@ -46,6 +46,7 @@ mod lock;
 pub mod mutex;
 mod outcome;
 pub mod record;
+pub mod slot;
 mod stop;
 mod sys;
 pub mod timesync;

@@ -30,7 +30,9 @@ impl Files {
 
 /// A lock's file in `state_dir`, with its TTL and grace.
 pub fn lock_file(state_dir: &Path, lock: &LockRef<'_>) -> baton_lease::Lock {
-    let path = state_dir.join("locks").join(format!("{}.lock", lock.lock));
+    let path = state_dir
+        .join("locks")
+        .join(format!("{}.lock", lock.name()));
     baton_lease::Lock::new(path).with_options(baton_lease::Options {
         ttl: lock.ttl,
         mutex_wait: mutex_wait_for(lock.ttl),

@@ -258,11 +258,11 @@ impl Store for Postgres {
     }
 
     fn lock_label(&self, lock: &LockRef<'_>) -> String {
-        format!("lock {} in {}", lock.lock, self.target.describe())
+        format!("lock {} in {}", lock.name(), self.target.describe())
     }
 
     fn try_acquire(&self, lock: &LockRef<'_>, claim: &Claim) -> Result<Taken, Error> {
-        let name = lock.lock.to_owned();
+        let name = lock.name().into_owned();
         let ttl = lock.ttl;
         let mut facts = HolderFacts::here();
         facts.run.clone_from(&claim.run);
@@ -300,7 +300,7 @@ impl Store for Postgres {
     }
 
     fn runs_elsewhere(&self, lock: &LockRef<'_>, _occurrence: Option<i64>) -> Result<Guard, Error> {
-        let (name, at) = (lock.job.to_owned(), lock.lock.to_owned());
+        let (name, at) = (lock.job.to_owned(), lock.name().into_owned());
         let found = self.with_leases(lock, async move |leases: Leases| {
             leases
                 .guard_of(&name, &at)
@@ -316,7 +316,7 @@ impl Store for Postgres {
         fence: u64,
         _occurrence: Option<i64>,
     ) -> Result<(Guard, Option<GuardClaim>), Error> {
-        let (name, at) = (lock.job.to_owned(), lock.lock.to_owned());
+        let (name, at) = (lock.job.to_owned(), lock.name().into_owned());
         let found = self.with_leases(lock, async move |leases: Leases| {
             leases
                 .take_guard(&name, &at, fence)
@@ -341,7 +341,7 @@ impl Store for Postgres {
     }
 
     fn inspect(&self, lock: &LockRef<'_>) -> Result<Option<Verdict>, Error> {
-        let name = lock.lock.to_owned();
+        let name = lock.name().into_owned();
         self.with_leases(lock, async move |leases: Leases| {
             leases
                 .inspect(&name)
@@ -353,7 +353,7 @@ impl Store for Postgres {
     fn inspect_all(&self, locks: &[LockRef<'_>]) -> Vec<Option<Verdict>> {
         let asks: Vec<(String, baton_lease::Policy)> = locks
             .iter()
-            .map(|l| (l.lock.to_owned(), policy_of(l)))
+            .map(|l| (l.name().into_owned(), policy_of(l)))
             .collect();
         let n = asks.len();
         self.kept
@@ -373,7 +373,7 @@ impl Store for Postgres {
         token: &str,
         action: &mut dyn FnMut(u64, Option<&str>),
     ) -> Result<Vouch, Error> {
-        let name = lock.lock.to_owned();
+        let name = lock.name().into_owned();
         let token = token.to_owned();
         let held = self.with_leases(lock, async move |leases: Leases| {
             leases

@@ -214,3 +214,48 @@ fn threads_taking_one_key_under_two_locks_never_hold_both() {
     assert_eq!(most.into_inner(), 1);
     assert!(ran.into_inner() > 0);
 }
+
+#[test]
+fn slots_of_one_lock_run_side_by_side_and_share_the_key_s_claim() {
+    let dir = Dir::new();
+    let guard = dir.path("job.job");
+    let slot = |k| Lock::new(dir.path(&format!("{}.lock", baton_lease::slot::slot_name("db", k))));
+    let (one, two, other) = (slot(1), slot(2), Lock::new(dir.path("dbx@2.lock")));
+    let Outcome::Acquired(first) = one.try_acquire().unwrap() else {
+        panic!("slot 1 was not free")
+    };
+    assert_eq!(
+        one.take_guard(&guard, first.fence(), Some(100)).unwrap(),
+        Guarded::Clear
+    );
+    // Slot 2, while slot 1's run holds its lease: not refused as another
+    // lock would be, but the occurrence slot 1 claimed is the key's.
+    let Outcome::Acquired(second) = two.try_acquire().unwrap() else {
+        panic!("slot 2 was not free")
+    };
+    assert_eq!(
+        two.take_guard(&guard, second.fence(), Some(100)).unwrap(),
+        Guarded::Claimed { at: 100 }
+    );
+    assert_eq!(
+        two.take_guard(&guard, second.fence(), Some(200)).unwrap(),
+        Guarded::Clear
+    );
+    // And back: slot 1 may not claim what slot 2 claimed.
+    assert_eq!(
+        one.guard_of(&guard, Some(200)).unwrap(),
+        Guarded::Claimed { at: 200 }
+    );
+    // A lock whose name only looks alike is another lock: refused while
+    // slot 2's run holds its lease.
+    let Outcome::Acquired(third) = other.try_acquire().unwrap() else {
+        panic!("dbx@2 was not free")
+    };
+    assert!(matches!(
+        other.take_guard(&guard, third.fence(), Some(300)).unwrap(),
+        Guarded::Elsewhere { .. }
+    ));
+    for l in [first, second, third] {
+        l.release().unwrap();
+    }
+}

@@ -254,6 +254,7 @@ keyed! {
         catch_up: CatchUp,
         catch_up_max: u32,
         overlap: Overlap,
+        max_concurrent: u32,
         contain: bool,
     }
 }

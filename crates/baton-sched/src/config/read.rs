@@ -380,6 +380,7 @@ pub(super) fn checked(root: &Node, file: &Path, over: &Overrides, dropins: &[Fou
     } = jobs;
     if !r.pg {
         problems.extend(claims_fit(&jobs));
+        problems.extend(slots_alone(&jobs));
     }
     let config = match (store, daemon) {
         (Some(store), Some(daemon)) if !scheduler_defaulted => Some(Config {
@@ -507,6 +508,46 @@ fn claims_fit(jobs: &BTreeMap<String, Job>) -> Vec<ConfigError> {
         });
     }
     full
+}
+
+/// Refuses `max_concurrent` above 1 on a lock other jobs share: a shared
+/// lock is there to keep its jobs apart, and slots would run them
+/// together. One problem per such job.
+fn slots_alone(jobs: &BTreeMap<String, Job>) -> Vec<ConfigError> {
+    let mut problems = Vec::new();
+    for j in jobs.values().filter(|j| j.slots() > 1) {
+        let mates: Vec<&str> = jobs
+            .values()
+            .filter(|m| m.name != j.name && m.lock.value == j.lock.value)
+            .map(|m| m.name.as_str())
+            .collect();
+        if mates.is_empty() {
+            continue;
+        }
+        let n = &j.policy.max_concurrent;
+        problems.push(ConfigError::Invalid {
+            at: n.source.to_string(),
+            key: join(
+                if n.inherited {
+                    "scheduler".to_owned()
+                } else {
+                    join("jobs", &j.name)
+                }
+                .as_str(),
+                "max_concurrent",
+            ),
+            message: format!(
+                "= {}: {} shares the lock {:?} with {}, which keeps them apart; give {} a lock \
+                 of its own, or max_concurrent = 1",
+                n.value,
+                j.name,
+                j.lock.value,
+                mates.join(", "),
+                j.name
+            ),
+        });
+    }
+    problems
 }
 
 fn source_line(s: &Source) -> u32 {

@@ -26,7 +26,6 @@
 
 use std::collections::BTreeMap;
 
-use baton_lease::Verdict;
 use baton_store::ledger::{JobState, Miss, Missed, Queued, Withdrawn};
 use baton_store::words::{AlertKind, MissReason};
 use jiff::Timestamp;
@@ -407,16 +406,7 @@ fn claimed_unrecorded(
     if store.shared() {
         return None;
     }
-    let verdict = store.inspect(&job.lock_ref()).ok()??;
-    let claim = match &verdict {
-        Verdict::Free(f) => f.claims.get(&job.name),
-        Verdict::Live { holder, .. }
-        | Verdict::Hung { holder, .. }
-        | Verdict::Orphaned { holder, .. }
-        | Verdict::Dead { holder, .. }
-        | Verdict::Expired { holder, .. } => holder.claim(&job.name),
-        _ => None,
-    }?;
+    let claim = crate::store::claim_of_job(store.as_ref(), job).ok()??;
     (last_decided.is_none_or(|d| claim > d) && claim <= newest.as_second()).then_some(claim)
 }
 

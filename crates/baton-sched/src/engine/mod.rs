@@ -11,6 +11,7 @@ pub mod request;
 mod retry;
 pub mod run;
 mod run_record;
+pub mod slots;
 pub mod steps;
 pub mod surfaces;
 pub mod webhook;

@@ -173,6 +173,8 @@ pub(crate) struct Context {
     pub(crate) lock: String,
     pub(crate) name: String,
     pub(crate) fence: Option<u64>,
+    /// The slot of the lock the run holds (1-based; `max_concurrent`).
+    pub(crate) slot: u32,
     /// What the run's take of the job's guard claimed, to take back should
     /// the run not start after all.
     pub(crate) guard: Option<crate::store::GuardClaim>,

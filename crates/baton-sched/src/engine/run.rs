@@ -155,6 +155,7 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> Outcome {
         lock: store.lock_label(&job.lock_ref()),
         name: job.lock.value.clone(),
         fence: None,
+        slot: 1,
         guard: None,
     };
     let claim = baton_lease::Claim {
@@ -181,8 +182,8 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> Outcome {
             Err(e) => return cannot(req, &format!("{}: not run: {e}", job.name), surfaces),
         }
     }
-    let outcome = match store.try_acquire(&job.lock_ref(), &claim) {
-        Ok(o) => o,
+    let (outcome, slot) = match crate::engine::slots::try_acquire(store.as_ref(), job, &claim) {
+        Ok(t) => (t.taken, t.slot),
         Err(e) => {
             surfaces
                 .borrow_mut()
@@ -198,10 +199,12 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> Outcome {
     };
     match outcome {
         Taken::Acquired(lease) => {
+            ctx.slot = slot;
+            ctx.lock = store.lock_label(&job.slot_ref(slot));
             if req.start != Start::Queue {
                 // Under the lease, before anything runs: the job's guard
                 // decides between two runs of it under two locks at once.
-                match store.take_guard(&job.lock_ref(), lease.fence(), occurrence) {
+                match store.take_guard(&job.slot_ref(slot), lease.fence(), occurrence) {
                     Ok((Guard::Clear, claim)) => ctx.guard = claim,
                     Ok((Guard::Elsewhere(refused), _)) => {
                         let_go_unused(lease, &job.name, occurrence);
@@ -230,7 +233,7 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> Outcome {
                 start: req.start,
                 restate: false,
             });
-            hold(req, lease, first.into_iter().collect(), surfaces)
+            hold(req, (lease, slot), first.into_iter().collect(), surfaces)
         }
         Taken::Claimed { at } => match occurrence {
             Some(occ) if store.shared() => {
@@ -521,11 +524,12 @@ pub(crate) struct First {
     pub(crate) restate: bool,
 }
 
-/// Holds `lease` for `firsts`, in order, and then for what waits in the
-/// queue of the jobs sharing the lock; releases; looks once more.
+/// Holds `lease` (of the lock's slot it names) for `firsts`, in order, and
+/// then for what waits in the queue of the jobs sharing the lock; releases;
+/// looks once more.
 pub(crate) fn hold(
     req: &Request<'_>,
-    lease: Box<dyn Held>,
+    lease: (Box<dyn Held>, u32),
     firsts: Vec<First>,
     surfaces: &Rc<RefCell<Surfaces>>,
 ) -> Outcome {
@@ -548,15 +552,16 @@ pub(crate) fn hold(
         let Ok(store) = crate::store::open(req.config) else {
             break;
         };
-        match store.try_acquire(
-            &req.job.lock_ref(),
-            &baton_lease::Claim {
-                budget: req.job.policy.max_runtime.value,
-                mates: owned_mates(req.config, req.job),
-                ..baton_lease::Claim::default()
-            },
-        ) {
-            Ok(Taken::Acquired(l)) => lease = Some(l),
+        let claim = baton_lease::Claim {
+            budget: req.job.policy.max_runtime.value,
+            mates: owned_mates(req.config, req.job),
+            ..baton_lease::Claim::default()
+        };
+        match crate::engine::slots::try_acquire(store.as_ref(), req.job, &claim) {
+            Ok(crate::engine::slots::Tried {
+                taken: Taken::Acquired(l),
+                slot,
+            }) => lease = Some((l, slot)),
             _ => break, // Someone else holds it: they will look too.
         }
     }
@@ -567,7 +572,7 @@ pub(crate) fn hold(
 /// the worst outcome and whether to stop (a signal or a lost lease).
 fn hold_once(
     req: &Request<'_>,
-    lease: Box<dyn Held>,
+    (lease, slot): (Box<dyn Held>, u32),
     firsts: Vec<First>,
     surfaces: &Rc<RefCell<Surfaces>>,
 ) -> (Outcome, bool) {
@@ -580,11 +585,13 @@ fn hold_once(
         lock: lease.describe(),
         name: job.lock.value.clone(),
         fence: Some(fence),
+        slot,
         guard: None,
     };
     let ctx = Rc::new(RefCell::new(firsts.first().map_or(placeholder, |f| {
         let mut c = f.ctx.clone();
         c.fence = Some(fence);
+        c.slot = slot;
         c
     })));
     let current = Rc::new(RefCell::new(None));
@@ -624,6 +631,7 @@ fn hold_once(
         }
         *ctx.borrow_mut() = Context {
             fence: Some(fence),
+            slot,
             guard: None,
             ..f.ctx
         };
@@ -669,7 +677,7 @@ fn hold_once(
         // its former lock: its queue waits for a later holder.
         let guarded = match &store {
             Ok(s) => s
-                .take_guard(&mate.lock_ref(), fence, Some(at))
+                .take_guard(&mate.slot_ref(slot), fence, Some(at))
                 .map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
         };
@@ -724,6 +732,7 @@ fn hold_once(
             lock,
             name: mate.lock.value.clone(),
             fence: Some(fence),
+            slot,
             guard,
         };
         let sub = Request {

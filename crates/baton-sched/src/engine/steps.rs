@@ -140,6 +140,7 @@ fn environment(req: &Request<'_>, c: &Context, lease: &Holding) -> Vec<(String, 
         ("BATON_OCCURRENCE".into(), c.occurrence.clone()),
         ("BATON_RUN_ID".into(), c.run_id.clone()),
         ("BATON_FENCE".into(), lease.fence().to_string()),
+        ("BATON_SLOT".into(), c.slot.max(1).to_string()),
         ("BATON_TOKEN".into(), lease.token()),
         ("BATON_LOCK".into(), lease.describe()),
         ("BATON_CONFIG".into(), req.config.path.display().to_string()),
@@ -800,6 +801,13 @@ fn abandon_the_dead(
 ) {
     let mates = crate::engine::request::lock_mates(req.config, req.job);
     let store = crate::store::open(req.config);
+    // With slots, a lower fence is another slot's, and says nothing: a run
+    // is superseded when no slot's record names it any more.
+    let slotted = req.job.slots() > 1;
+    let named = match &store {
+        Ok(store) if slotted => named_by_slots(store.as_ref(), req.job),
+        _ => None,
+    };
     let mut s = surfaces.borrow_mut();
     let now = s.now();
     for mate in mates {
@@ -810,8 +818,12 @@ fn abandon_the_dead(
             let gone = run
                 .pid
                 .is_none_or(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists());
-            let mut superseded = run.fence.is_some_and(|f| f < fence);
-            if superseded && !(here && gone) {
+            let mut superseded = if slotted {
+                named.as_ref().is_some_and(|n| !n.contains(&run.run_id))
+            } else {
+                run.fence.is_some_and(|f| f < fence)
+            };
+            if superseded && !slotted && !(here && gone) {
                 // Asked once per job, and only when it decides: a guard that
                 // cannot be read leaves the run alone.
                 superseded =
@@ -830,6 +842,33 @@ fn abandon_the_dead(
             end_abandoned(req, mate, &run, &why, now, &mut s);
         }
     }
+}
+
+/// The runs the slots of `job`'s lock name now, whatever their holders'
+/// state (a dead holder's run is named until its slot is taken over):
+/// `None` when a slot cannot be read, so that nothing is decided from it.
+fn named_by_slots(
+    store: &dyn crate::store::Store,
+    job: &crate::config::Job,
+) -> Option<std::collections::BTreeSet<String>> {
+    use baton_lease::Verdict;
+    let mut named = std::collections::BTreeSet::new();
+    for lock in job.slot_refs() {
+        match store.inspect(&lock).ok()? {
+            None | Some(Verdict::Absent | Verdict::Free(_)) => {}
+            Some(
+                Verdict::Live { holder, .. }
+                | Verdict::Hung { holder, .. }
+                | Verdict::Orphaned { holder, .. }
+                | Verdict::Dead { holder, .. }
+                | Verdict::Expired { holder, .. },
+            ) => {
+                named.insert(holder.run()?.to_owned());
+            }
+            Some(_) => return None,
+        }
+    }
+    Some(named)
 }
 
 /// Why the run `run` is `abandoned`: its lease passed to this run's

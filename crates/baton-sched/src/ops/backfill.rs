@@ -228,10 +228,8 @@ pub fn dry_run(
     now: Timestamp,
     force: bool,
 ) -> Result<Vec<Planned>, Unplanned> {
-    let claim = crate::store::open(config)
-        .map_err(Unplanned::Unusable)?
-        .claim_of(&job.lock_ref())
-        .map_err(Unplanned::Store)?;
+    let store = crate::store::open(config).map_err(Unplanned::Unusable)?;
+    let claim = crate::store::claim_of_job(store.as_ref(), job).map_err(Unplanned::Store)?;
     let known = match crate::store::existing_records(config, now) {
         None => known(Ledger::Absent, job, occ, claim),
         Some(Ok(mut l)) => known(Ledger::Open(l.as_mut()), job, occ, claim),
@@ -354,6 +352,7 @@ fn run_with(
                 lock: lock.clone(),
                 name: job.lock.value.clone(),
                 fence: None,
+                slot: 1,
                 guard: None,
             },
             start: Start::Scheduled(at),
@@ -387,8 +386,12 @@ fn run_with(
     let clock = surfaces.borrow().clock();
     let deadline = clock.boot().saturating_add(QUEUE_WAIT);
     let mut said = false;
+    let mut slot = 1;
     let outcome = loop {
-        let o = store.try_acquire(&job.lock_ref(), &claim);
+        let o = crate::engine::slots::try_acquire(&*store, job, &claim).map(|t| {
+            slot = t.slot;
+            t.taken
+        });
         let waits = job.policy.overlap.value == Overlap::Queue
             && matches!(&o, Ok(Taken::Refused(r)) if r.reason == MissReason::Busy && r.holder.is_some())
             && clock.boot() < deadline;
@@ -432,7 +435,7 @@ fn run_with(
         }
     };
     // No occurrence is claimed in the guard here: nothing to take back.
-    match store.take_guard(&job.lock_ref(), lease.fence(), None) {
+    match store.take_guard(&job.slot_ref(slot), lease.fence(), None) {
         Ok((Guard::Clear | Guard::Claimed { .. }, _)) => {}
         Ok((Guard::Elsewhere(refused), _)) => {
             let _ = lease.release();
@@ -447,6 +450,11 @@ fn run_with(
     }
     // Under the lease, no other run of the lock's jobs can start, and only
     // a holder moves the claim: what the records say now stays true.
+    let label = store.lock_label(&job.slot_ref(slot));
+    for f in &mut firsts {
+        f.ctx.slot = slot;
+        f.ctx.lock.clone_from(&label);
+    }
     let (firsts, refused) = match runnable(&*store, job, firsts, force, surfaces) {
         Ok(kept) => kept,
         Err(e) => {
@@ -472,7 +480,12 @@ fn run_with(
         teller: None,
         stop_on_signal: false,
     };
-    worst.max(crate::engine::run::hold(&req, lease, firsts, surfaces))
+    worst.max(crate::engine::run::hold(
+        &req,
+        (lease, slot),
+        firsts,
+        surfaces,
+    ))
 }
 
 /// The occurrences of `firsts` to run, after what the records say of each:
@@ -486,7 +499,7 @@ fn runnable(
     force: bool,
     surfaces: &Rc<RefCell<Surfaces>>,
 ) -> Result<(Vec<First>, bool), crate::store::Error> {
-    let claim = store.claim_of(&job.lock_ref())?;
+    let claim = crate::store::claim_of_job(store, job)?;
     let tz = &job.timezone.value.tz;
     let occ: Vec<i64> = firsts.iter().filter_map(|f| f.start.occurrence()).collect();
     let known = surfaces

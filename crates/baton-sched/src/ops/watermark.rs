@@ -107,10 +107,25 @@ pub fn settle(
         }
     };
     let mut settled = None;
-    let vouched = store.while_held(&j.lock_ref(), &token.to_string(), &mut |fence, run| {
-        fail::fail_point!("watermark");
-        settled = Some(ledger.settle(job, value, run, Some(fence), clock.wall()));
-    });
+    // The slot the run holds (`max_concurrent`) is the one whose lease
+    // vouches for its token; with one slot, the job's lock.
+    let mut vouched = None;
+    for lock in j.slot_refs() {
+        let v = store.while_held(&lock, &token.to_string(), &mut |fence, run| {
+            fail::fail_point!("watermark");
+            settled = Some(ledger.settle(job, value, run, Some(fence), clock.wall()));
+        });
+        let holder = matches!(v, Ok(Vouch::Holder { .. }));
+        if holder || vouched.is_none() {
+            vouched = Some(v);
+        }
+        if holder {
+            break;
+        }
+    }
+    let Some(vouched) = vouched else {
+        return Outcome::Unable;
+    };
     match (vouched, settled) {
         (Ok(Vouch::Holder { .. }), Some(Ok(_))) => Outcome::Done,
         (Ok(Vouch::Holder { .. }), Some(Err(e))) => {

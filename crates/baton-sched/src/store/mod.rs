@@ -23,13 +23,46 @@ use crate::config::{Config, Job, Source, StoreSettings};
 impl Job {
     /// What the store needs to know of this job's lock.
     pub fn lock_ref(&self) -> LockRef<'_> {
+        self.slot_ref(1)
+    }
+
+    /// What the store needs to know of slot `slot` (1-based) of this job's
+    /// lock; slot 1 is [`Job::lock_ref`].
+    pub fn slot_ref(&self, slot: u32) -> LockRef<'_> {
         LockRef {
             job: &self.name,
             lock: &self.lock.value,
+            slot,
             ttl: self.policy.ttl.value,
             takeover_grace: self.policy.takeover_grace.value,
         }
     }
+
+    /// How many runs of the job may be in flight at once (`max_concurrent`):
+    /// its lock's slots.
+    pub fn slots(&self) -> u32 {
+        self.policy.max_concurrent.value.max(1)
+    }
+
+    /// Every slot of this job's lock, slot 1 first.
+    pub fn slot_refs(&self) -> Vec<LockRef<'_>> {
+        (1..=self.slots()).map(|k| self.slot_ref(k)).collect()
+    }
+}
+
+/// The newest occurrence `job` claimed in any slot of its lock
+/// ([`Store::claim_of`] of each): every scheduled occurrence at or before
+/// it may have started.
+///
+/// # Errors
+///
+/// As [`Store::claim_of`], for any slot: then what was claimed is unknown.
+pub fn claim_of_job(store: &dyn Store, job: &Job) -> Result<Option<i64>, Error> {
+    let mut newest = None;
+    for lock in job.slot_refs() {
+        newest = newest.max(store.claim_of(&lock)?);
+    }
+    Ok(newest)
 }
 
 /// `job`'s lock file in `state_dir` (the embedded store's).

@@ -261,13 +261,17 @@ pub(crate) fn judge_unfinished(
     if views.iter().all(|v| v.verdict.is_some()) {
         return;
     }
-    let lock = config
-        .jobs
-        .get(job)
-        .and_then(|j| store.and_then(|s| s.inspect(&j.lock_ref()).ok().flatten()));
+    let slots = crate::views::slots::Slots(match (config.jobs.get(job), store) {
+        (Some(j), Some(s)) => j
+            .slot_refs()
+            .iter()
+            .map(|l| s.inspect(l).ok().flatten())
+            .collect(),
+        _ => Vec::new(),
+    });
     for v in views.iter_mut().filter(|v| v.verdict.is_none()) {
-        v.verdict =
-            unfinished(&v.run_id, v.host.as_deref(), v.pid, lock.as_ref()).map(|v| v.to_string());
+        let lock = slots.of_run(&v.run_id);
+        v.verdict = unfinished(&v.run_id, v.host.as_deref(), v.pid, lock).map(|v| v.to_string());
     }
 }
 

@@ -11,4 +11,5 @@ pub mod metrics;
 pub mod overdue;
 pub mod page;
 pub mod show;
+pub mod slots;
 pub mod status;

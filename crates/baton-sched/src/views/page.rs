@@ -439,11 +439,31 @@ fn job_card(
         }
         None => out.push_str("<dd class=\"next-run none\">none</dd>\n"),
     }
-    if let Some(h) = &j.holder {
+    // With slots (`max_concurrent`), one line per held slot.
+    let slotted = j.max_concurrent > 1;
+    if slotted {
         let _ = writeln!(
             out,
-            "<dt>holder</dt><dd class=\"holder\" data-verdict=\"{}\">{}: pid {} on {}, fence \
-             {}{}</dd>",
+            "<dt>slots</dt><dd class=\"slots\">{} of {} held</dd>",
+            j.holders.len(),
+            j.max_concurrent
+        );
+    }
+    let shown: Vec<&crate::views::status::HolderStatus> = if slotted {
+        j.holders.iter().collect()
+    } else {
+        j.holder.iter().collect()
+    };
+    for h in shown {
+        let slot = if slotted {
+            format!("slot {}, ", h.slot)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "<dt>holder</dt><dd class=\"holder\" data-verdict=\"{}\">{slot}{}: pid {} on {}, \
+             fence {}{}</dd>",
             escape(h.verdict),
             escape(h.verdict),
             h.pid.map_or("?".into(), |p| p.to_string()),

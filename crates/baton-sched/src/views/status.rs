@@ -109,8 +109,14 @@ pub struct JobStatus {
     pub consecutive_failures: u64,
     /// Each step and check.
     pub steps: Vec<StepStatus>,
-    /// Who holds the lock now, if anyone.
+    /// Who holds the lock now, if anyone (with `max_concurrent`, the
+    /// first live slot's holder).
     pub holder: Option<HolderStatus>,
+    /// How many runs of it may be in flight at once (`max_concurrent`).
+    pub max_concurrent: u32,
+    /// Every slot's holder (`max_concurrent`), slot 1 first; with one
+    /// slot, the holder's.
+    pub holders: Vec<HolderStatus>,
     /// It has never run.
     pub never_run: bool,
     /// The occurrence that should have started and did not, when the
@@ -186,6 +192,8 @@ pub struct HolderStatus {
     pub since: Option<String>,
     /// The verdict on it now (`live`, `hung`, `orphaned`, …).
     pub verdict: &'static str,
+    /// The slot of the lock it holds (1-based; `max_concurrent`).
+    pub slot: u32,
 }
 
 /// An overdue occurrence.
@@ -290,10 +298,7 @@ fn read_from(
         .values()
         .filter(|j| only.is_none_or(|o| o == j.name))
         .collect();
-    let verdicts = match crate::store::open(config) {
-        Ok(s) => s.inspect_all(&shown.iter().map(|j| j.lock_ref()).collect::<Vec<_>>()),
-        Err(_) => vec![None; shown.len()],
-    };
+    let verdicts = crate::views::slots::judge(config, &shown);
     let mut error = error;
     let asks: Vec<baton_store::ledger::JobAsk> = shown
         .iter()
@@ -470,14 +475,36 @@ impl Recorded {
     }
 }
 
+/// What a slot's verdict says of its holder, when it names one.
+fn holder_status(slot: u32, verdict: &baton_lease::Verdict) -> Option<HolderStatus> {
+    let h = match verdict {
+        baton_lease::Verdict::Live { holder, .. }
+        | baton_lease::Verdict::Hung { holder, .. }
+        | baton_lease::Verdict::Orphaned { holder, .. }
+        | baton_lease::Verdict::Dead { holder, .. }
+        | baton_lease::Verdict::Expired { holder, .. } => holder,
+        _ => return None,
+    };
+    Some(HolderStatus {
+        pid: h.pid(),
+        host: h.host().map(str::to_owned),
+        fence: h.fence().map(|f| f.get()),
+        run_id: h.run().map(str::to_owned),
+        since: h.acquired().map(stamp),
+        verdict: verdict.word(),
+        slot,
+    })
+}
+
 fn job_status(
     config: &Config,
     job: &Job,
     recorded: Recorded,
-    verdict: Option<baton_lease::Verdict>,
+    slots: crate::views::slots::Slots,
     logs: &crate::state::logs::Logs,
     now: Timestamp,
 ) -> JobStatus {
+    let verdict = slots.main().cloned();
     let tz = &job.timezone.value.tz;
     let schedule = &job.when.value.schedule;
     let Recorded {
@@ -522,7 +549,12 @@ fn job_status(
     // `abandoned` once nothing of it can still run.
     let last_verdict = last.as_ref().and_then(|r| {
         r.verdict.or_else(|| {
-            crate::views::history::unfinished(&r.run_id, r.host.as_deref(), r.pid, verdict.as_ref())
+            crate::views::history::unfinished(
+                &r.run_id,
+                r.host.as_deref(),
+                r.pid,
+                slots.of_run(&r.run_id),
+            )
         })
     });
     let last_finished = last.as_ref().is_some_and(|r| r.finished.is_some());
@@ -555,24 +587,15 @@ fn job_status(
     let next_occurrence = next;
     let next = next.map(|t| job.starts_at(t));
     let offset = job.start_offset();
-    let holder = verdict.and_then(|verdict| {
-        let h = match &verdict {
-            baton_lease::Verdict::Live { holder, .. }
-            | baton_lease::Verdict::Hung { holder, .. }
-            | baton_lease::Verdict::Orphaned { holder, .. }
-            | baton_lease::Verdict::Dead { holder, .. }
-            | baton_lease::Verdict::Expired { holder, .. } => holder,
-            _ => return None,
-        };
-        Some(HolderStatus {
-            pid: h.pid(),
-            host: h.host().map(str::to_owned),
-            fence: h.fence().map(|f| f.get()),
-            run_id: h.run().map(str::to_owned),
-            since: h.acquired().map(stamp),
-            verdict: verdict.word(),
-        })
-    });
+    let holders: Vec<HolderStatus> = slots
+        .held()
+        .filter_map(|(slot, verdict)| holder_status(slot, verdict))
+        .collect();
+    let holder = holders
+        .iter()
+        .find(|h| h.verdict == "live")
+        .or_else(|| holders.first())
+        .cloned();
     JobStatus {
         job: job.name.clone(),
         enabled: job.enabled.value,
@@ -623,6 +646,8 @@ fn job_status(
             })
             .collect(),
         holder,
+        max_concurrent: job.slots(),
+        holders,
         never_run,
         overdue: overdue.map(|at| Overdue {
             occurrence: crate::engine::run::occurrence_text(Some(at)),
@@ -808,9 +833,26 @@ pub fn render(s: &Status) -> String {
             }
             (None, None) => out.push_str("  next run      none\n"),
         }
-        if let Some(h) = &j.holder {
+        if j.max_concurrent > 1 {
             out.push_str(&format!(
-                "  holder        {} pid {} on {}, fence {}, since {}\n",
+                "  slots         {} of {} held (max_concurrent)\n",
+                j.holders.len(),
+                j.max_concurrent
+            ));
+        }
+        let shown: Vec<&HolderStatus> = if j.max_concurrent > 1 {
+            j.holders.iter().collect()
+        } else {
+            j.holder.iter().collect()
+        };
+        for h in shown {
+            let slot = if j.max_concurrent > 1 {
+                format!("slot {}: ", h.slot)
+            } else {
+                String::new()
+            };
+            out.push_str(&format!(
+                "  holder        {slot}{} pid {} on {}, fence {}, since {}\n",
                 h.verdict,
                 h.pid.map_or("?".into(), |p| p.to_string()),
                 h.host.as_deref().unwrap_or("?"),

@@ -39,11 +39,21 @@ pub struct LockRef<'a> {
     pub job: &'a str,
     /// The lock's name (a file `NAME.lock`, or a lease row).
     pub lock: &'a str,
+    /// Which of the lock's slots (1-based; `max_concurrent`): slot 1 is
+    /// the lock itself, slot K the lease `NAME@K` ([`baton_lease::slot`]).
+    pub slot: u32,
     /// The lease's TTL.
     pub ttl: Duration,
     /// How long after its expiry a lease whose holder cannot be checked
     /// may be taken over.
     pub takeover_grace: Duration,
+}
+
+impl LockRef<'_> {
+    /// The lease's name: the lock's for slot 1, `NAME@K` for slot K.
+    pub fn name(&self) -> std::borrow::Cow<'_, str> {
+        baton_lease::slot::slot_name(self.lock, self.slot)
+    }
 }
 
 /// The scheduler's shared state: leases, claims, guards and the ledger.

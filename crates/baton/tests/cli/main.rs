@@ -37,6 +37,7 @@ mod records;
 mod renamed;
 mod render;
 mod sched;
+mod slots;
 mod standby_stall;
 mod states;
 mod store;

@@ -143,10 +143,7 @@ pub fn read(config: &Config, clock: &dyn Clock, format: Format) -> Result<String
     let jobs: Vec<&crate::config::Job> = config.jobs.values().collect();
     // Every lock judged over one store connection; one that cannot be read
     // says nothing is known to run.
-    let verdicts = match crate::store::open(config) {
-        Ok(s) => s.inspect_all(&jobs.iter().map(|j| j.lock_ref()).collect::<Vec<_>>()),
-        Err(_) => vec![None; jobs.len()],
-    };
+    let verdicts = crate::views::slots::judge(config, &jobs);
     let mut figures = Vec::with_capacity(jobs.len());
     for (job, verdict) in jobs.into_iter().zip(verdicts) {
         let mut f = JobFigures {
@@ -156,7 +153,7 @@ pub fn read(config: &Config, clock: &dyn Clock, format: Format) -> Result<String
                 .find(|t| t.job == job.name)
                 .cloned()
                 .unwrap_or_default(),
-            running: running(config, job, verdict.as_ref(), ledger.as_deref_mut())?,
+            running: running(config, job, verdict.main(), ledger.as_deref_mut())?,
             enabled: job.enabled.value && config.enabled(),
             ..JobFigures::default()
         };

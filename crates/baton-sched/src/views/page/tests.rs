@@ -40,6 +40,8 @@ pub(super) fn job(name: &str) -> JobStatus {
         consecutive_failures: 0,
         steps: Vec::new(),
         holder: None,
+        max_concurrent: 1,
+        holders: Vec::new(),
         never_run: false,
         overdue: None,
         failing: false,
@@ -91,6 +93,7 @@ fn holder(verdict: &'static str) -> HolderStatus {
         run_id: Some("r-17".into()),
         since: Some("2025-06-01T11:59:00Z".into()),
         verdict,
+        slot: 1,
     }
 }
 

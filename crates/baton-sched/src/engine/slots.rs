@@ -1,0 +1,91 @@
+//! Which slot of its lock a run takes: with `max_concurrent = N`, a job's
+//! lock has N slots (`baton_lease::slot`), each a lease like any other, and
+//! a run takes the first one free, slot 1 first.
+//!
+//! The order is the guarantee's: every contender tries the slots in the
+//! same order, and one that finds a slot's holder running its occurrence
+//! (or a later one) stops there, so two contenders for one occurrence meet
+//! in the same slot before either can reach the next (the lease's claim
+//! decides between them, as it does for one slot). Across slots, an
+//! occurrence is still claimed once: by the job's guard with lock files,
+//! by the claims table in a store ([`crate::store::Store::take_guard`]). At most N
+//! runs are in flight because each holds one of N leases. This module
+//! never runs anything and never waits: it asks each slot once.
+
+use baton_lease::Claim;
+
+use baton_store::words::MissReason;
+
+use crate::config::Job;
+use crate::store::{Error, Refused, Store, Taken};
+
+/// What trying the slots of a job's lock came to, and which slot it is
+/// (1-based): the one taken, the one whose claim or holder ended the
+/// search, or, when every slot is held, the first.
+pub struct Tried {
+    /// As [`Store::try_acquire`] answers; every slot held reads as one
+    /// refusal naming them all.
+    pub taken: Taken,
+    /// The slot.
+    pub slot: u32,
+}
+
+/// Tries each slot of `job`'s lock once, in order, for `claim`.
+///
+/// # Errors
+///
+/// When the store cannot decide for a slot: the run must not start, as it
+/// would not with one slot.
+pub fn try_acquire(store: &dyn Store, job: &Job, claim: &Claim) -> Result<Tried, Error> {
+    let at = claim.once.as_ref().map(|o| o.at);
+    let mut refusals: Vec<(u32, Refused)> = Vec::new();
+    for slot in 1..=job.slots() {
+        match store.try_acquire(&job.slot_ref(slot), claim)? {
+            Taken::Refused(r) if !runs_it(&r, &job.name, at) => refusals.push((slot, r)),
+            taken => return Ok(Tried { taken, slot }),
+        }
+    }
+    Ok(Tried {
+        taken: Taken::Refused(every_slot_held(refusals, job.slots())),
+        slot: 1,
+    })
+}
+
+/// Whether the holder `r` names runs `job`'s occurrence `at`, or a later
+/// one: a contender for `at` stops there.
+fn runs_it(r: &Refused, job: &str, at: Option<i64>) -> bool {
+    match (at, r.holder.as_ref()) {
+        (Some(at), Some(h)) => h.claim(job).is_some_and(|c| c >= at),
+        _ => false,
+    }
+}
+
+/// One refusal for every slot held: with one slot, its own; with more,
+/// `busy` with its holder when any slot's holder is live (a slot frees when
+/// its run ends), else the first slot's, and `why` names each slot's.
+fn every_slot_held(mut refusals: Vec<(u32, Refused)>, n: u32) -> Refused {
+    if refusals.len() <= 1 {
+        return refusals.pop().map(|(_, r)| r).unwrap_or_else(|| Refused {
+            reason: MissReason::Busy,
+            holder: None,
+            why: "the lock is held (try again)".into(),
+        });
+    }
+    let each: Vec<String> = refusals
+        .iter()
+        .map(|(slot, r)| format!("slot {slot}: {}", r.why))
+        .collect();
+    let live = refusals
+        .iter()
+        .position(|(_, r)| r.reason == MissReason::Busy)
+        .unwrap_or(0);
+    let (_, named) = refusals.swap_remove(live);
+    Refused {
+        reason: named.reason,
+        holder: named.holder,
+        why: format!(
+            "all {n} slots are held (max_concurrent = {n}): {}",
+            each.join("; ")
+        ),
+    }
+}

@@ -1,0 +1,73 @@
+//! A job's lock judged slot by slot (`max_concurrent`), for the views:
+//! every slot's verdict, read over one store call for all jobs, and which
+//! of them speaks for the job where a view shows one holder.
+//!
+//! It judges and never takes, claims or writes anything; a slot that
+//! cannot be read is `None`, as one lock that cannot be read is.
+
+use baton_lease::Verdict;
+
+use crate::config::{Config, Job};
+
+/// Each slot's verdict on one job's lock, slot 1 first.
+#[derive(Debug, Clone, Default)]
+pub struct Slots(pub Vec<Option<Verdict>>);
+
+/// Every slot of each of `jobs`, judged over one store call; when the
+/// store cannot be used, nothing is known of any.
+pub fn judge(config: &Config, jobs: &[&Job]) -> Vec<Slots> {
+    let refs: Vec<_> = jobs.iter().flat_map(|j| j.slot_refs()).collect();
+    let mut all = match crate::store::open(config) {
+        Ok(s) => s.inspect_all(&refs),
+        Err(_) => vec![None; refs.len()],
+    }
+    .into_iter();
+    jobs.iter()
+        .map(|j| Slots((0..j.slots()).map(|_| all.next().flatten()).collect()))
+        .collect()
+}
+
+/// The holder a verdict names, whatever its state.
+fn holder_of(v: &Verdict) -> Option<&baton_lease::Holder> {
+    match v {
+        Verdict::Live { holder, .. }
+        | Verdict::Hung { holder, .. }
+        | Verdict::Orphaned { holder, .. }
+        | Verdict::Dead { holder, .. }
+        | Verdict::Expired { holder, .. } => Some(holder),
+        _ => None,
+    }
+}
+
+impl Slots {
+    /// The slot that speaks for the job where one holder is shown: the
+    /// first whose holder is live, else the first with a holder, else
+    /// slot 1's. With one slot, its verdict.
+    pub fn main(&self) -> Option<&Verdict> {
+        let known = || self.0.iter().flatten();
+        known()
+            .find(|v| matches!(v, Verdict::Live { .. }))
+            .or_else(|| known().find(|v| holder_of(v).is_some()))
+            .or_else(|| self.0.first().and_then(Option::as_ref))
+    }
+
+    /// The verdict on the slot whose holder is the run `run_id`, else
+    /// [`Slots::main`]: what says whether that run may still be going.
+    pub fn of_run(&self, run_id: &str) -> Option<&Verdict> {
+        self.0
+            .iter()
+            .flatten()
+            .find(|v| holder_of(v).and_then(|h| h.run()) == Some(run_id))
+            .or_else(|| self.main())
+    }
+
+    /// Each slot with a holder (live, hung, orphaned, dead or expired):
+    /// its number (1-based) and verdict.
+    pub fn held(&self) -> impl Iterator<Item = (u32, &Verdict)> {
+        (1u32..).zip(&self.0).filter_map(|(k, v)| {
+            v.as_ref()
+                .filter(|v| holder_of(v).is_some())
+                .map(|v| (k, v))
+        })
+    }
+}

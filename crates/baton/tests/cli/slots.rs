@@ -1,0 +1,288 @@
+//! `max_concurrent = N`: up to N runs of a job at once, each under a slot
+//! of its lock (`BATON_SLOT`) with its own fence, never N + 1, and each
+//! occurrence still once. Through the real binary: the daemon, runs by
+//! hand, a kill -9 of a slot's holder, `status`, and two state
+//! directories sharing a PostgreSQL store.
+//!
+//! Every run blocks on a gate file, so the slots fill and stay full for as
+//! long as the test looks: nothing depends on how fast the machine is. The
+//! job counts its own concurrent runs under `flock`, and records the most
+//! it ever saw.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use baton_testkit::{eventually, pg::PgServer};
+
+use crate::daemon::Daemon;
+use crate::sched::Sched;
+use crate::support::{baton_on, code, pause, stderr, stdout};
+
+/// A job's command: counts itself in under `DIR/count.lock`, records
+/// `OCCURRENCE SLOT FENCE PID` in `DIR/starts`, waits for `DIR/go`, counts
+/// itself out.
+fn gated(dir: &Path) -> String {
+    let d = dir.display();
+    format!(
+        "flock {d}/count.lock sh -c 'n=$(( $(cat {d}/count 2>/dev/null || echo 0) + 1 )); \
+         echo $n > {d}/count; m=$(cat {d}/max 2>/dev/null || echo 0); \
+         if [ $n -gt $m ]; then echo $n > {d}/max; fi; \
+         echo \"$BATON_OCCURRENCE $BATON_SLOT $BATON_FENCE $$\" >> {d}/starts'; \
+         while [ ! -e {d}/go ]; do sleep 0.1; done; \
+         flock {d}/count.lock sh -c 'echo $(( $(cat {d}/count) - 1 )) > {d}/count'"
+    )
+}
+
+/// Each line of `DIR/starts`: occurrence, slot, fence.
+fn starts(dir: &Path) -> Vec<(String, u32, u64)> {
+    std::fs::read_to_string(dir.join("starts"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            (
+                w[0].to_owned(),
+                w[1].parse().unwrap(),
+                w[2].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn number(dir: &Path, name: &str) -> i64 {
+    std::fs::read_to_string(dir.join(name))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Scheduled occurrences ran at most once each.
+fn each_once(runs: &[(String, u32, u64)]) {
+    let mut seen = BTreeSet::new();
+    for (occ, _, _) in runs.iter().filter(|(o, _, _)| o != "manual") {
+        assert!(seen.insert(occ.clone()), "{occ} ran twice: {runs:?}");
+    }
+}
+
+#[test]
+fn the_daemon_runs_up_to_n_at_once_each_in_its_own_slot() {
+    let s = Sched::new("");
+    let dir = s.env.path("job");
+    std::fs::create_dir_all(&dir).unwrap();
+    s.write(&format!(
+        "[jobs.crunch]\nschedule = \"* * * * * *\"\nmax_concurrent = 3\nrun = \"{}\"\n",
+        gated(&dir).replace('\\', "\\\\").replace('"', "\\\"")
+    ));
+    let o = s.run(&["config", "--json"]);
+    assert!(stdout(&o).contains("max_concurrent"), "{}", stdout(&o));
+    let d = Daemon::start(&s, &[]);
+    eventually("three runs in flight", || starts(&dir).len() >= 3);
+    // The slots are full: later occurrences are missed `busy`.
+    eventually("two occurrences missed while the slots are full", || {
+        let v = s.json(&["status", "crunch", "--json"]);
+        v["jobs"][0]["missed"]["by_reason"]["busy"]
+            .as_u64()
+            .unwrap_or(0)
+            >= 2
+    });
+    let v = s.json(&["status", "crunch", "--json"]);
+    let job = &v["jobs"][0];
+    assert_eq!(job["max_concurrent"], 3, "{v}");
+    let holders = job["holders"].as_array().unwrap();
+    let slots: BTreeSet<u64> = holders
+        .iter()
+        .map(|h| h["slot"].as_u64().unwrap())
+        .collect();
+    assert_eq!(slots, BTreeSet::from([1, 2, 3]), "{v}");
+    assert!(holders.iter().all(|h| h["verdict"] == "live"), "{v}");
+    let text = stdout(&s.run(&["status", "crunch"]));
+    assert!(text.contains("3 of 3 held"), "{text}");
+    assert!(text.contains("slot 3: live"), "{text}");
+    let runs = starts(&dir);
+    assert_eq!(runs.len(), 3, "a fourth run started: {runs:?}");
+    let used: BTreeSet<u32> = runs.iter().map(|r| r.1).collect();
+    assert_eq!(used, BTreeSet::from([1, 2, 3]), "{runs:?}");
+    std::fs::write(dir.join("go"), "").unwrap();
+    eventually("the runs to end", || {
+        let v = s.json(&["status", "crunch", "--json"]);
+        v["jobs"][0]["last_run"]["verdict"] == "ok"
+    });
+    pause(2_500);
+    drop(d);
+    each_once(&starts(&dir));
+    assert_eq!(number(&dir, "max"), 3, "never more than 3, and 3 reached");
+}
+
+#[test]
+fn a_full_set_of_slots_refuses_and_a_killed_holder_s_slot_is_taken_over() {
+    let s = Sched::new("");
+    let dir = s.env.path("job");
+    std::fs::create_dir_all(&dir).unwrap();
+    s.write(&format!(
+        "[jobs.crunch]\nschedule = \"0 3 * * *\"\nmax_concurrent = 2\nrun = \"{}\"\n",
+        gated(&dir).replace('\\', "\\\\").replace('"', "\\\"")
+    ));
+    let spawn = || {
+        let mut c = s.cmd(&["run", "crunch"]);
+        c.stdout(Stdio::null()).stderr(Stdio::null());
+        // Its own process group, so that the whole tree can be killed.
+        std::os::unix::process::CommandExt::process_group(&mut c, 0);
+        c.spawn().unwrap()
+    };
+    let mut first = spawn();
+    eventually("the first run", || starts(&dir).len() == 1);
+    let mut second = spawn();
+    eventually("the second run", || starts(&dir).len() == 2);
+    let third = s.run(&["run", "crunch"]);
+    assert_ne!(code(&third), 0, "a third run started beside two");
+    assert!(
+        stderr(&third).contains("all 2 slots are held"),
+        "{}",
+        stderr(&third)
+    );
+    assert_eq!(starts(&dir).len(), 2);
+    // kill -9 the first run's whole tree: its slot's holder is provably
+    // dead, and the next run takes that slot over.
+    let slot_of_first = starts(&dir)[0].1;
+    let pgid = i32::try_from(first.id()).unwrap();
+    let _ = Command::new("kill")
+        .args(["-9", "--", &format!("-{pgid}")])
+        .status();
+    let _ = first.wait();
+    flock_reset(&dir);
+    let mut fourth = spawn();
+    eventually("a run in the freed slot", || starts(&dir).len() == 3);
+    let runs = starts(&dir);
+    assert_eq!(runs[2].1, slot_of_first, "{runs:?}");
+    assert!(runs[2].2 > runs[0].2, "the slot's fence grows: {runs:?}");
+    let v = s.json(&["status", "crunch", "--json"]);
+    assert_eq!(v["jobs"][0]["holders"].as_array().unwrap().len(), 2, "{v}");
+    std::fs::write(dir.join("go"), "").unwrap();
+    assert!(second.wait().unwrap().success());
+    assert!(fourth.wait().unwrap().success());
+    let h = s.json(&["history", "crunch", "--json"]);
+    let verdicts: Vec<&str> = h
+        .as_array()
+        .unwrap_or_else(|| panic!("{h}"))
+        .iter()
+        .map(|r| r["verdict"].as_str().unwrap_or("running"))
+        .collect();
+    assert_eq!(
+        verdicts.iter().filter(|v| **v == "ok").count(),
+        2,
+        "{verdicts:?}"
+    );
+    assert!(verdicts.contains(&"abandoned"), "{verdicts:?}");
+    assert!(number(&dir, "max") <= 2);
+}
+
+/// The killed run never counted itself out: the count is what the live
+/// runs are.
+fn flock_reset(dir: &Path) {
+    std::fs::write(dir.join("count"), "1\n").unwrap();
+}
+
+#[test]
+fn a_job_sharing_its_lock_may_not_have_slots() {
+    let s = Sched::new(
+        "[jobs.a]\nschedule = \"0 3 * * *\"\nlock = \"db\"\nmax_concurrent = 2\nrun = \"true\"\n\
+         [jobs.b]\nschedule = \"0 4 * * *\"\nlock = \"db\"\nrun = \"true\"\n",
+    );
+    let o = s.run(&["config"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("max_concurrent"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("shares the lock"), "{}", stderr(&o));
+    s.write("[jobs.a]\nschedule = \"0 3 * * *\"\nmax_concurrent = 0\nrun = \"true\"\n");
+    let o = s.run(&["config"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("max_concurrent"), "{}", stderr(&o));
+}
+
+#[test]
+fn two_hosts_on_one_store_share_the_slots() {
+    let pg = PgServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let job_dir = dir.path().join("job");
+    std::fs::create_dir_all(&job_dir).unwrap();
+    let job = format!(
+        "[jobs.crunch]\nschedule = \"* * * * * *\"\nmax_concurrent = 2\nrun = \"{}\"\n",
+        gated(&job_dir).replace('\\', "\\\\").replace('"', "\\\"")
+    );
+    let configs: Vec<_> = ["a", "b"]
+        .iter()
+        .map(|host| {
+            let file = dir.path().join(format!("{host}.toml"));
+            let state = dir.path().join(format!("state-{host}"));
+            std::fs::write(
+                &file,
+                format!(
+                    "[scheduler]\nstate_dir = {:?}\ntimezone = \"UTC\"\n[store]\nurl = {:?}\n{job}",
+                    state.display(),
+                    pg.url()
+                ),
+            )
+            .unwrap();
+            file
+        })
+        .collect();
+    let o = baton_on(&configs[0], &["store", "migrate"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    // Both hosts tick every half second; a tick waits for the runs it
+    // started, so each is started and left to end by itself.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let tickers: Vec<_> = configs
+        .iter()
+        .map(|config| {
+            let (config, stop) = (config.clone(), std::sync::Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut ticks = Vec::new();
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    if let Ok(c) = baton_on(&config, &["tick"])
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null())
+                        .spawn()
+                    {
+                        ticks.push(c);
+                    }
+                    pause(500);
+                }
+                for mut t in ticks {
+                    let _ = t.wait();
+                }
+            })
+        })
+        .collect();
+    eventually("two runs in flight", || starts(&job_dir).len() >= 2);
+    eventually("occurrences missed while both slots are held", || {
+        let o = baton_on(&configs[1], &["status", "crunch", "--json"])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+        v["jobs"][0]["missed"]["by_reason"]["busy"]
+            .as_u64()
+            .unwrap_or(0)
+            >= 3
+    });
+    assert_eq!(starts(&job_dir).len(), 2, "{:?}", starts(&job_dir));
+    let o = baton_on(&configs[1], &["status", "crunch", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["jobs"][0]["holders"].as_array().unwrap().len(), 2, "{v}");
+    std::fs::write(job_dir.join("go"), "").unwrap();
+    pause(3_000);
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    for t in tickers {
+        t.join().unwrap();
+    }
+    eventually("every run to end", || number(&job_dir, "count") == 0);
+    each_once(&starts(&job_dir));
+    assert_eq!(
+        number(&job_dir, "max"),
+        2,
+        "never more than 2, and 2 reached"
+    );
+}
