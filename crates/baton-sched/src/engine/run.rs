@@ -176,6 +176,9 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> Outcome {
             Ok(Guard::Elsewhere(refused)) => {
                 return refused_lock(req, &ctx, &refused, true, surfaces);
             }
+            Ok(Guard::Claimed { .. }) if another_slot_held(req.config, job, 0) => {
+                return left_to_another_slot(req, surfaces);
+            }
             Ok(Guard::Claimed { at }) => {
                 return claimed_already(req, at, "the job's guard", surfaces);
             }
@@ -212,6 +215,9 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> Outcome {
                     }
                     Ok((Guard::Claimed { at }, _)) => {
                         let_go_unused(lease, &job.name, occurrence);
+                        if another_slot_held(req.config, job, slot) {
+                            return left_to_another_slot(req, surfaces);
+                        }
                         return claimed_already(req, at, "the job's guard", surfaces);
                     }
                     Err(e) => {
@@ -234,6 +240,9 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> Outcome {
                 restate: false,
             });
             hold(req, (lease, slot), first.into_iter().collect(), surfaces)
+        }
+        Taken::Claimed { .. } if another_slot_held(req.config, job, slot) => {
+            left_to_another_slot(req, surfaces)
         }
         Taken::Claimed { at } => match occurrence {
             Some(occ) if store.shared() => {
@@ -323,6 +332,21 @@ fn claimed_unstarted(
     ));
     s.alert(&alert);
     Outcome::Failed
+}
+
+/// With slots, an occurrence claimed already while another slot is held:
+/// that slot's holder runs it (or ran it), or, having claimed it, is about
+/// to record its start; nothing is recorded here ([`another_slot_held`]).
+fn left_to_another_slot(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> Outcome {
+    tell(req, Told::Claimed);
+    if let Some(occ) = req.start.occurrence() {
+        surfaces.borrow_mut().note(&format!(
+            "{} occurrence={} not run: claimed by the run in another slot",
+            req.job.name,
+            occurrence_text(Some(occ))
+        ));
+    }
+    Outcome::Done
 }
 
 /// `record` (the lock's claim, or the job's guard) says this occurrence
@@ -513,6 +537,30 @@ fn queue_behind(
     )
 }
 
+/// With slots (`max_concurrent`), whether a queued occurrence that `job`'s
+/// guard or claims say was claimed may be another slot's, taken from the
+/// queue by its holder and not started yet: so while any other slot (not
+/// `mine`) is held live, it is left alone, and that holder runs it or, when
+/// it ends, finds it here as this one does. Recording it claimed now would
+/// tell the ledger it started, and the holder about to start it would then
+/// find it decided and never run it. Once no other slot is held, nothing
+/// can be about to start it, and it is recorded as the claim says. A slot
+/// that cannot be read counts as held.
+fn another_slot_held(config: &Config, job: &Job, mine: u32) -> bool {
+    if job.slots() <= 1 {
+        return false;
+    }
+    let Ok(store) = crate::store::open(config) else {
+        return true;
+    };
+    (1..=job.slots())
+        .filter(|k| *k != mine)
+        .any(|k| match store.inspect(&job.slot_ref(k)) {
+            Ok(Some(baton_lease::Verdict::Live { .. })) | Err(_) => true,
+            Ok(_) => false,
+        })
+}
+
 /// A run to make under a fresh lease before the queue is drained.
 pub(crate) struct First {
     /// Its context (job, occurrence text, run id).
@@ -683,6 +731,9 @@ fn hold_once(
         };
         let guard = match guarded {
             Ok((Guard::Clear, claim)) => claim,
+            Ok((Guard::Claimed { .. }, _)) if another_slot_held(req.config, mate, slot) => {
+                break;
+            }
             Ok((Guard::Claimed { .. }, _)) => {
                 learn_claimed(surfaces, &name, at, "the job's guard");
                 continue;
@@ -718,6 +769,9 @@ fn hold_once(
         fail::fail_point!("queue");
         match session.restate(Some(run_id.clone()), Some(occurrence.clone()), Some(&once)) {
             Ok(Restated::Done) => {}
+            Ok(Restated::Claimed { .. }) if another_slot_held(req.config, mate, slot) => {
+                break;
+            }
             Ok(Restated::Claimed { .. }) => {
                 learn_claimed(surfaces, &name, at, "the lock's claim");
                 continue;

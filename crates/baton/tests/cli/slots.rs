@@ -286,3 +286,30 @@ fn two_hosts_on_one_store_share_the_slots() {
         "never more than 2, and 2 reached"
     );
 }
+
+#[test]
+fn with_every_slot_held_an_occurrence_queues_and_runs_once_a_slot_frees() {
+    let s = Sched::new("");
+    let dir = s.env.path("job");
+    std::fs::create_dir_all(&dir).unwrap();
+    s.write(&format!(
+        "[jobs.crunch]\nschedule = \"* * * * * *\"\nmax_concurrent = 2\n\
+         overlap = \"queue\"\nrun = \"{}\"\n",
+        gated(&dir).replace('\\', "\\\\").replace('"', "\\\"")
+    ));
+    let d = Daemon::start(&s, &[]);
+    eventually("two runs in flight", || starts(&dir).len() >= 2);
+    eventually("an occurrence waiting", || {
+        let v = s.json(&["status", "crunch", "--json"]);
+        !v["jobs"][0]["queued"].as_array().unwrap().is_empty()
+    });
+    assert_eq!(starts(&dir).len(), 2, "{:?}", starts(&dir));
+    std::fs::write(dir.join("go"), "").unwrap();
+    eventually("the queued occurrence to run", || starts(&dir).len() >= 3);
+    pause(2_500);
+    drop(d);
+    each_once(&starts(&dir));
+    assert_eq!(number(&dir, "max"), 2, "never more than 2, and 2 reached");
+    let v = s.json(&["status", "crunch", "--json"]);
+    assert_eq!(v["jobs"][0]["missed"]["total"], 0, "{v}");
+}

@@ -294,6 +294,29 @@ fn a_card_shows_last_run_next_run_holder_runs_and_alerts() {
 }
 
 #[test]
+fn a_card_of_a_job_with_slots_shows_each_slot_s_holder() {
+    let mut j = job("a");
+    j.max_concurrent = 3;
+    j.holders = vec![
+        HolderStatus {
+            slot: 1,
+            ..holder("live")
+        },
+        HolderStatus {
+            slot: 3,
+            pid: Some(77),
+            ..holder("hung")
+        },
+    ];
+    j.holder = j.holders.first().cloned();
+    let html = render(&status(vec![j]), &RecentRuns::default(), now(), 5);
+    has(&html, "<dd class=\"slots\">2 of 3 held</dd>");
+    has(&html, "slot 1, live: pid 4242 on db-1");
+    has(&html, "slot 3, hung: pid 77 on db-1");
+    assert_eq!(html.matches("<dt>holder</dt>").count(), 2, "{html}");
+}
+
+#[test]
 fn a_job_without_runs_says_so() {
     let mut j = job("fresh");
     j.last_run = None;
