@@ -63,9 +63,12 @@ pub(super) fn check(c: &Config, store: &dyn Store, unread: &BTreeSet<String>) ->
     };
     let mut found = Vec::new();
     let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
-    for (name, job) in &by_lock {
-        let label = store.lock_label(&job.lock_ref());
-        match store.inspect(&job.lock_ref()) {
+    // Every slot of a job's lock (`max_concurrent`), slot 1 first.
+    let slots: Vec<_> = by_lock.values().flat_map(|job| job.slot_refs()).collect();
+    for lock in &slots {
+        let name: &str = &lock.name();
+        let label = store.lock_label(lock);
+        match store.inspect(lock) {
             Err(e) => found.push(Finding::fail(
                 CHECK,
                 format!("lock {name} ({label}) cannot be read: {e}"),
@@ -77,7 +80,7 @@ pub(super) fn check(c: &Config, store: &dyn Store, unread: &BTreeSet<String>) ->
                     CHECK,
                     format!(
                         "lock {name} ({label}) is held by a hung holder, alive but not \
-                         renewing: {holder}"
+                             renewing: {holder}"
                     ),
                     stop(name, "it and its job"),
                 )),
@@ -85,7 +88,7 @@ pub(super) fn check(c: &Config, store: &dyn Store, unread: &BTreeSet<String>) ->
                     CHECK,
                     format!(
                         "lock {name} ({label}): its holder is gone but its job's group {pgid} \
-                         still runs: {holder}"
+                             still runs: {holder}"
                     ),
                     stop(name, "the group"),
                 )),
@@ -106,8 +109,8 @@ pub(super) fn check(c: &Config, store: &dyn Store, unread: &BTreeSet<String>) ->
                         } else {
                             format!(
                                 "`baton lock show --config {config} {name}` describes it; once \
-                                 nothing runs under it, `baton lock break --force --config \
-                                 {config} {name}`"
+                                     nothing runs under it, `baton lock break --force --config \
+                                     {config} {name}`"
                             )
                         },
                     ));
@@ -119,7 +122,7 @@ pub(super) fn check(c: &Config, store: &dyn Store, unread: &BTreeSet<String>) ->
         }
     }
     if found.is_empty() {
-        let n = by_lock.len();
+        let n = slots.len();
         let tally: Vec<String> = counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
         let kind = store.locks_are();
         let message = format!(

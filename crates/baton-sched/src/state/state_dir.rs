@@ -209,9 +209,14 @@ fn create(p: &Path) -> Result<(), StateError> {
 
 /// Checks a lock name.
 pub fn check_name(name: &str) -> Result<(), StateError> {
+    // A slot of a lock (`NAME@K`, `max_concurrent`) is named by its lock.
+    let base = match baton_lease::slot::slot_of(name) {
+        (base, k) if k > 1 => base,
+        _ => name,
+    };
     let ok = (1..=128).contains(&name.len())
         && !name.starts_with('.')
-        && name
+        && base
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
     if ok {

@@ -99,6 +99,17 @@ fn the_daemon_runs_up_to_n_at_once_each_in_its_own_slot() {
     let text = stdout(&s.run(&["status", "crunch"]));
     assert!(text.contains("3 of 3 held"), "{text}");
     assert!(text.contains("slot 3: live"), "{text}");
+    // Each slot is a lock `baton lock` shows by its name.
+    let config = s.config();
+    let o = s.run(&[
+        "lock",
+        "show",
+        "--config",
+        config.to_str().unwrap(),
+        "crunch@3",
+    ]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("crunch@3"), "{}", stdout(&o));
     let runs = starts(&dir);
     assert_eq!(runs.len(), 3, "a fourth run started: {runs:?}");
     let used: BTreeSet<u32> = runs.iter().map(|r| r.1).collect();
