@@ -36,6 +36,7 @@ mod quiet;
 mod records;
 mod renamed;
 mod render;
+mod replace;
 mod sched;
 mod standby_stall;
 mod states;
