@@ -103,8 +103,10 @@ pub(crate) struct Watch {
 /// For a run of a job whose policy is `replace`: a thread that looks in the
 /// ledger, every [`POLL`] (or a third of the job's TTL, when shorter), for a
 /// request that run `run_id` stop, and sets the returned [`StopAsk`] when
-/// it finds one. `None` for any other policy, and when the ledger cannot be
-/// opened or the thread started (said): the run is then not replaced.
+/// it finds one. The thread opens a ledger connection of its own, so the
+/// supervising thread never waits on the store for it. `None` for any other
+/// policy, and when the thread cannot be started (said): the run is then
+/// not replaced, and an occurrence that asks waits as with `queue`.
 pub(crate) fn watch(
     config: &Config,
     job: &Job,
@@ -115,35 +117,37 @@ pub(crate) fn watch(
         return None;
     }
     let now = surfaces.borrow().now();
-    let opened = crate::store::open(config)
-        .map_err(|e| e.to_string())
-        .and_then(|store| store.records(now).map_err(|e| e.to_string()));
-    let mut records = match opened {
-        Ok(r) => r,
-        Err(e) => {
-            surfaces.borrow_mut().warn_of(
-                &job.name,
-                &format!(
-                    "{}: run {run_id} cannot be replaced: failed to open the ledger to \
-                     watch for a request: {e}",
-                    job.name
-                ),
-            );
-            return None;
-        }
-    };
     let every = POLL.min(job.policy.ttl.value / 3);
     let (stop, stopped) = mpsc::channel::<()>();
     let ask = StopAsk::new();
     let asked = ask.clone();
-    let (run, name) = (run_id.to_owned(), job.name.clone());
+    let (run, name, config) = (run_id.to_owned(), job.name.clone(), config.clone());
     let spawned = std::thread::Builder::new()
         .name("baton-replace".into())
         .spawn(move || {
+            let mut records = None;
+            let mut said = false;
             loop {
-                // A failed read is tried again at the next look: until one
-                // answers, the run goes on, as it would unasked.
-                if let Ok(Some(r)) = records.replacement(&run, &name) {
+                // A ledger that cannot be opened or read is tried again at
+                // the next look: until one answers, the run goes on, as it
+                // would unasked.
+                if records.is_none() {
+                    match crate::store::open(&config)
+                        .map_err(|e| e.to_string())
+                        .and_then(|store| store.records(now).map_err(|e| e.to_string()))
+                    {
+                        Ok(r) => records = Some(r),
+                        Err(e) if !said => {
+                            said = true;
+                            crate::say::warn(format_args!(
+                                "{name}: run {run} cannot be told to stop for a later run \
+                                 until the ledger opens: {e}"
+                            ));
+                        }
+                        Err(_) => {}
+                    }
+                }
+                if let Some(Ok(Some(r))) = records.as_mut().map(|l| l.replacement(&run, &name)) {
                     asked.ask(why(&r));
                     return;
                 }

@@ -755,8 +755,14 @@ impl Running<'_, '_> {
             shown,
         } = tried;
         let mut s = self.surfaces.borrow_mut();
+        // A run replaced by a later one was stopped; it did not fail.
+        let ended = if stop == Some(RunVerdict::Replaced) {
+            "stopped"
+        } else {
+            "failed"
+        };
         s.note(&format!(
-            "{} {shown} ({}): {what} failed{why}",
+            "{} {shown} ({}): {what} {ended}{why}",
             self.label(step, attempt),
             show_duration(result.duration)
         ));
