@@ -705,13 +705,15 @@ mod tests {
         use crate::words::{AttemptOutcome as O, RunVerdict as V};
         assert_eq!(Effect::of(O::Ok), Effect::Success);
         assert_eq!(Effect::of(O::Interrupted), Effect::Neutral);
+        assert_eq!(Effect::of(O::Replaced), Effect::Neutral);
         for &o in O::ALL {
-            if !matches!(o, O::Ok | O::Interrupted) {
+            if !matches!(o, O::Ok | O::Interrupted | O::Replaced) {
                 assert_eq!(Effect::of(o), Effect::Failure, "{o}");
             }
         }
         assert_eq!(Effect::of_run(V::Ok, true), Effect::Success);
         assert_eq!(Effect::of_run(V::Interrupted, false), Effect::Neutral);
+        assert_eq!(Effect::of_run(V::Replaced, false), Effect::Neutral);
         assert_eq!(Effect::of_run(V::Ok, false), Effect::Failure);
         assert_eq!(Effect::of_run(V::Abandoned, false), Effect::Failure);
     }
