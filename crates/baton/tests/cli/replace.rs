@@ -192,6 +192,11 @@ fn each_tick_replaces_the_run_in_flight_once_its_whole_tree_is_gone() {
         "{}",
         s.envelope()
     );
+    // history and the status page say it.
+    let history = stdout(&s.run(&["history", "r"]));
+    assert!(history.contains("  replaced  "), "{history}");
+    let page = stdout(&s.run(&["__page"]));
+    assert!(page.contains("data-kind=\"replaced\""), "{page}");
 }
 
 #[test]

@@ -133,8 +133,8 @@ fn a_ledger_a_newer_baton_wrote_stops_every_command_with_exit_2_and_is_left_as_i
         "count",
         &[
             db.to_str().unwrap(),
-            "schema version is 4",
-            "up to 3",
+            "schema version is 5",
+            "up to 4",
             "upgrade baton",
         ],
     );
@@ -379,7 +379,7 @@ fn a_store_a_newer_baton_made_stops_every_command_with_exit_2() {
     );
     assert_eq!(
         pg.sql_in("newer", "SELECT max(version) FROM baton.migrations"),
-        "5"
+        "6"
     );
 }
 
