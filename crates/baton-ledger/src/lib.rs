@@ -50,7 +50,7 @@
 //! [`Records::time_is`](baton_store::ledger::Records::time_is), so a file found corrupt by a read is named by when
 //! it was found).
 //!
-//! # Schema (version 3, in `PRAGMA user_version`)
+//! # Schema (version 4, in `PRAGMA user_version`)
 //!
 //! - `jobs (job PRIMARY KEY, …)`: one row per job with the high-water marks
 //!   the scheduler reads before it decides (`last_decided`, `last_started`:
@@ -103,6 +103,11 @@
 //!   (runs by verdict, missed and skipped occurrences by reason, lease
 //!   losses; the run-duration histogram), each raised in the transaction
 //!   that records what it counts ([`Records::tallies`](baton_store::ledger::Records::tallies)).
+//! - `replacements (run_id, job) PRIMARY KEY`: requests that a run in
+//!   flight stop for a later run of its job (`overlap = "replace"`), read
+//!   by that run's supervisor; keyed by job too, so a request never names a
+//!   run of another job sharing the lock. A run's requests go when it ends,
+//!   a job's others a day after they were asked.
 //!
 //! Version 1 had no `missed`, `pauses` nor `watermarks`, and kept occurrences
 //! that did not run in `occurrences`, one row each, as `skipped` or
@@ -110,7 +115,7 @@
 //! of one (its reason, or its decision word when it had none) and leaves
 //! `jobs.last_decided` as it was. Migrating to version 3 creates the
 //! tallies and fills them from the rows still held (a floor: pruning removed
-//! older ones).
+//! older ones). Migrating to version 4 creates `replacements`, empty.
 //!
 //! Counters change only through SQL expressions evaluated inside the write
 //! transaction (`consecutive_failures + 1`, `MAX(…)`, `coalesced + n`, the

@@ -26,11 +26,11 @@ use rusqlite::{Connection, Transaction, TransactionBehavior};
 use crate::backup;
 
 /// The newest schema version this build writes and reads.
-pub(crate) const VERSION: i64 = 3;
+pub(crate) const VERSION: i64 = 4;
 
 /// The migrations: `MIGRATIONS[n]` takes a database from version `n` to
 /// `n + 1`.
-const MIGRATIONS: [&str; VERSION as usize] = [V1, V2, V3];
+const MIGRATIONS: [&str; VERSION as usize] = [V1, V2, V3, V4];
 
 /// Version 1. Why each table and key exists is told in the crate's
 /// documentation.
@@ -215,6 +215,21 @@ INSERT INTO durations (job, bound, count, sum_us)
     GROUP BY job, b;
 ";
 
+/// Version 4: requests that a run in flight stop for a later run of its
+/// job (`overlap = "replace"`). A request names the run and the job it is
+/// for, so that a run of another job sharing the lock never reads it; the
+/// occurrence that replaces the run (`NULL` for a run by hand or a
+/// backfill) and when it was asked. A run's requests go when it ends.
+const V4: &str = "
+CREATE TABLE replacements (
+    run_id        TEXT NOT NULL,
+    job           TEXT NOT NULL,
+    by_occurrence INTEGER,
+    asked         INTEGER NOT NULL,
+    PRIMARY KEY (run_id, job)
+);
+";
+
 /// The tables of the current version, each with the version that created
 /// it and the queries that read its first row through every b-tree it has
 /// (the table and each index).
@@ -223,7 +238,7 @@ INSERT INTO durations (job, bound, count, sum_us)
 /// current one, so a table is required only from its version on: a sound
 /// version 1 file has no `missed` table yet, and must not be taken for a
 /// damaged one.
-const PROBES: [(&str, i64, &[&str]); 11] = [
+const PROBES: [(&str, i64, &[&str]); 12] = [
     (
         "jobs",
         1,
@@ -313,6 +328,14 @@ const PROBES: [(&str, i64, &[&str]); 11] = [
         &[
             "SELECT * FROM durations LIMIT 1",
             "SELECT job, bound FROM durations ORDER BY job, bound LIMIT 1",
+        ],
+    ),
+    (
+        "replacements",
+        4,
+        &[
+            "SELECT * FROM replacements LIMIT 1",
+            "SELECT run_id, job FROM replacements ORDER BY run_id, job LIMIT 1",
         ],
     ),
 ];

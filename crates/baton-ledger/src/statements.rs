@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use baton_store::ledger::{
     AlertRow, Attempt, AttemptRow, BOUNDS_US, DecisionRow, Effect, Finished, JobState, JobTallies,
-    Miss, MissedRow, NewAlert, NewDecision, NewRun, PauseRow, RunRow, Statements, StepState,
-    WatermarkRow, bucket,
+    Miss, MissedRow, NewAlert, NewDecision, NewRun, PauseRow, Replacement, RunRow, Statements,
+    StepState, WatermarkRow, bucket,
 };
 use baton_store::words::{MissReason, RunVerdict, SkipReason};
 use jiff::Timestamp;
@@ -457,6 +457,39 @@ impl Statements for Sql<'_> {
             ),
             [job],
             rows::run,
+        )
+    }
+
+    // The `replacements` table: requests that a run in flight stop for a
+    // later run of its job (`overlap = "replace"`), keyed by `(run_id,
+    // job)`, so that a request meant for one job never names another's run.
+    async fn insert_replacement(&self, r: &Replacement) -> R<bool> {
+        self.changed(
+            "INSERT INTO replacements (run_id, job, by_occurrence, asked)
+             VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (run_id, job) DO NOTHING",
+            params![r.run_id, r.job, r.by, rows::micros(r.asked)],
+        )
+    }
+    async fn replacement(&self, run_id: &str, job: &str) -> R<Option<Replacement>> {
+        self.opt(
+            "SELECT run_id, job, by_occurrence, asked FROM replacements
+             WHERE run_id = ?1 AND job = ?2",
+            [run_id, job],
+            |r| {
+                Ok(Replacement {
+                    run_id: r.get(0)?,
+                    job: r.get(1)?,
+                    by: r.get(2)?,
+                    asked: rows::time(r, 3)?,
+                })
+            },
+        )
+    }
+    async fn prune_replacements(&self, run_id: &str, job: &str, before: Timestamp) -> R<()> {
+        self.run(
+            "DELETE FROM replacements WHERE run_id = ?1 OR (job = ?2 AND asked < ?3)",
+            params![run_id, job, rows::micros(before)],
         )
     }
 

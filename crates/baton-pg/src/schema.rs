@@ -89,7 +89,25 @@ CREATE TABLE baton.job_guards (
         name: "the server granted on",
         sql: SERVER,
     },
+    Migration {
+        version: 5,
+        name: "replacements",
+        sql: REPLACEMENTS,
+    },
 ];
+
+/// Version 5: requests that a run in flight stop for a later run of its
+/// job (`overlap = "replace"`), the SQLite ledger's `replacements` (schema
+/// version 4) column for column.
+const REPLACEMENTS: &str = r#"
+CREATE TABLE baton.replacements (
+    run_id        text COLLATE "C" NOT NULL,
+    job           text COLLATE "C" NOT NULL,
+    by_occurrence bigint,
+    asked         bigint NOT NULL,
+    PRIMARY KEY (run_id, job)
+);
+"#;
 
 /// Version 4: the server the store last granted on, so that a new one (a
 /// promoted standby, a restore) is recognised, and `baton.switched()`, which
@@ -289,7 +307,7 @@ CREATE TABLE baton.durations (
 "#;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 4;
+pub const SCHEMA_VERSION: i32 = 5;
 
 /// Creates the `baton` schema or brings it up to [`SCHEMA_VERSION`]; returns
 /// the versions this call applied (none when another host got there first).

@@ -17,7 +17,9 @@
 //!   every process that left it (the runner is their subreaper), stopped so
 //!   that nothing can escape (`tree`); the lease is never released while
 //!   anything a step started still runs;
-//! - signals sent to the runner reach the running step's group.
+//! - signals sent to the runner reach the running step's group;
+//! - a run asked to stop for a later one ([`StopAsk`]) has its running
+//!   step's tree stopped as a lost lease's is, and keeps the lease.
 //!
 //! One process supervises one run at a time: the subreaper attribute and the
 //! signal handlers are the process's own. Schedulers that run several jobs at
@@ -28,6 +30,7 @@
 //! goes, is the caller's business. Short helper commands (alert commands)
 //! run through [`hook`], bounded in time and in a process group of their own.
 
+mod ask;
 pub mod capture;
 mod cgroup;
 pub mod console;
@@ -46,6 +49,7 @@ mod terminal;
 mod tree;
 pub mod workers;
 
+pub use ask::StopAsk;
 pub use capture::{Output, Sink};
 pub use contain::own_proc;
 pub use hook::{HookCommand, HookOutcome};
@@ -54,7 +58,7 @@ pub use renewer::Holding;
 pub use report::{Event, Report};
 pub use session::{Finish, Paused, Session, SessionConfig};
 pub use status::{
-    Ending, LEASE_LOST, SpawnFailure, SpawnKind, TIMED_OUT, exit_code_of, signal_name,
+    Ending, LEASE_LOST, REPLACED, SpawnFailure, SpawnKind, TIMED_OUT, exit_code_of, signal_name,
     signal_number,
 };
 pub use step::{Stdin, StepResult, StepSpec};

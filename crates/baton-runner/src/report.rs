@@ -24,6 +24,13 @@ pub enum Event {
         /// Why, in words.
         why: String,
     },
+    /// The run was asked to stop for a later run of its job
+    /// ([`crate::StopAsk`]); the running step, if any, is being stopped and
+    /// no later step starts. Raised once per request.
+    Replaced {
+        /// Why, in words.
+        why: String,
+    },
     /// A renewal did not get through; the step is stopped if this lasts.
     RenewTrouble {
         /// Why, in words.

@@ -16,6 +16,14 @@
 //! still its own); only a command still running then, which the session
 //! stops, ends [`Ending::LeaseLost`].
 //!
+//! A run asked to stop for a later one ([`StopAsk`], given for each run
+//! with [`Session::listen`]) is stopped by the same path: the running
+//! step's tree is signalled and killed as for a lost lease, a command still
+//! running then ends [`Ending::Replaced`], and no later step of that run
+//! starts. The lease is kept, renewed throughout, and released only once
+//! the tree is gone; the next run of the session listens to a request of
+//! its own.
+//!
 //! Every wait is bounded by the nearest deadline (renewal, TTL, timeout,
 //! kill grace, budget) and by [`crate::TICK`], and a deadline whose action
 //! was taken is no longer waited for: the supervisor sleeps between events
@@ -28,6 +36,7 @@ use std::time::Duration;
 
 use baton_lease::{Clock, SystemClock};
 
+use crate::ask::StopAsk;
 use crate::capture::{self, Output};
 use crate::cgroup::Cgroup;
 use crate::gate::{self, Started};
@@ -83,6 +92,8 @@ pub enum Paused {
     Interrupted(i32),
     /// The lease was lost.
     LeaseLost,
+    /// The run was asked to stop for a later one ([`StopAsk`]).
+    Replaced,
 }
 
 /// What the release came to.
@@ -105,6 +116,7 @@ enum Stop {
     Interrupted,
     Leftovers,
     Timeout,
+    Replaced,
     LeaseLost,
 }
 
@@ -127,6 +139,10 @@ pub struct Session<'r> {
     /// has been signalled.
     unreported: Option<String>,
     interrupted: Option<i32>,
+    /// Where a request that the current run stop for a later one arrives.
+    ask: Option<StopAsk>,
+    /// Why the run was asked to stop for a later one, once it was noticed.
+    replaced: Option<String>,
     steps: u32,
     /// Whether the run was told that a step could not be contained.
     uncontained_reported: bool,
@@ -188,6 +204,8 @@ impl<'r> Session<'r> {
             lost: None,
             unreported: None,
             interrupted: None,
+            ask: None,
+            replaced: None,
             steps: 0,
             uncontained_reported: false,
         })
@@ -231,6 +249,31 @@ impl<'r> Session<'r> {
         self.interrupted
     }
 
+    /// Why the run was asked to stop for a later one, once that was
+    /// noticed ([`Session::listen`]).
+    pub fn replaced(&self) -> Option<&str> {
+        self.replaced.as_deref()
+    }
+
+    /// Where a request that the run about to start stop for a later one
+    /// arrives (`None`: nothing may ask it). Forgets the request of the run
+    /// before, noticed or not: called before each run of one lease.
+    pub fn listen(&mut self, ask: Option<StopAsk>) {
+        self.ask = ask;
+        self.replaced = None;
+    }
+
+    /// Takes note of a request to stop that arrived; reports it once.
+    fn notice_ask(&mut self) {
+        if self.replaced.is_some() {
+            return;
+        }
+        if let Some(why) = self.ask.as_ref().and_then(StopAsk::asked) {
+            self.replaced = Some(why.clone());
+            self.report.event(Event::Replaced { why });
+        }
+    }
+
     /// Runs one step to its end: until the command has exited and its whole
     /// tree is gone. Never returns while a process of the step runs.
     pub fn run(&mut self, spec: StepSpec) -> StepResult {
@@ -251,6 +294,10 @@ impl<'r> Session<'r> {
         if let Some(sig) = self.interrupted.or_else(|| self.signals.pending()) {
             self.interrupted = Some(sig);
             return not_run(self, Ending::Signaled(sig));
+        }
+        self.notice_ask();
+        if self.replaced.is_some() {
+            return not_run(self, Ending::Replaced);
         }
         self.steps += 1;
         let program = spec.program.clone();
@@ -424,6 +471,8 @@ impl<'r> Session<'r> {
             // its own ending.
             (Some(Stop::LeaseLost), _, _) if cut => Ending::LeaseLost,
             (Some(Stop::LeaseLost), None, None) => Ending::LeaseLost,
+            (Some(Stop::Replaced), _, _) if cut => Ending::Replaced,
+            (Some(Stop::Replaced), None, None) => Ending::Replaced,
             (Some(Stop::Timeout), _, _) => Ending::TimedOut,
             (_, Some(c), _) => Ending::Exited(c),
             (_, None, Some(s)) => Ending::Signaled(s),
@@ -441,7 +490,8 @@ impl<'r> Session<'r> {
 
     /// Supervises a started step until its command has exited and its tree
     /// is gone. Returns the command's status, why the tree was stopped, if it
-    /// was, and whether the lease was lost while the command still ran.
+    /// was, and whether the lease was lost (or the run asked to stop for a
+    /// later one) while the command still ran.
     fn supervise(
         &mut self,
         child: &mut gate::Child,
@@ -496,6 +546,17 @@ impl<'r> Session<'r> {
             }
             // Only now that the tree is signalled: the report may block.
             self.report_lost();
+            self.notice_ask();
+            if self.replaced.is_some() && stop.is_none() {
+                // The same stop as a lost lease's, the lease kept: whether
+                // the command still runs is asked right before the signal.
+                if !waited && let Ok(Some(s)) = child.try_wait() {
+                    status = Some(s);
+                    waited = true;
+                }
+                cut = !waited;
+                begin(Stop::Replaced, &mut stop, &mut term_at);
+            }
             if let Some(at) = timeout_at
                 && stop.is_none()
                 && !waited
@@ -598,11 +659,19 @@ impl<'r> Session<'r> {
             if let Some(s) = self.interrupted {
                 return Paused::Interrupted(s);
             }
+            self.notice_ask();
+            if self.replaced.is_some() {
+                return Paused::Replaced;
+            }
             let now = self.clock.boot();
             if now >= end {
                 return Paused::Elapsed;
             }
-            let wait = end.min(self.session_deadline()).saturating_sub(now);
+            let mut wait = end.min(self.session_deadline()).saturating_sub(now);
+            if self.ask.is_some() {
+                // A request to stop is looked for as often as during a step.
+                wait = wait.min(TICK);
+            }
             if let Wake::Signal(s) = self.signals.wait(wait, None) {
                 self.interrupted = Some(s);
             }

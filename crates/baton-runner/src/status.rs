@@ -9,6 +9,10 @@ use std::path::Path;
 
 /// The exit code of a run whose lease was lost while it ran.
 pub const LEASE_LOST: u8 = 76;
+/// The exit code of a step stopped for a later run of its job, when its
+/// command has no status of its own: 128 + SIGTERM, the first signal such
+/// a stop sends.
+pub const REPLACED: u8 = 143;
 /// The exit code of a step stopped by its timeout.
 pub const TIMED_OUT: u8 = 124;
 
@@ -23,6 +27,10 @@ pub enum Ending {
     TimedOut,
     /// The lease was lost; the step's tree was stopped (or it never started).
     LeaseLost,
+    /// The run was asked to stop for a later run of its job
+    /// ([`crate::StopAsk`]); the step's tree was stopped (or it never
+    /// started). The lease is still held.
+    Replaced,
     /// The command could not be started.
     NotStarted(SpawnFailure),
 }
@@ -40,6 +48,7 @@ impl Ending {
             Self::Signaled(s) => exit_code_of(None, Some(*s)),
             Self::TimedOut => TIMED_OUT,
             Self::LeaseLost => LEASE_LOST,
+            Self::Replaced => REPLACED,
             Self::NotStarted(f) => f.exit_code(),
         }
     }
@@ -51,6 +60,7 @@ impl Ending {
             Self::Signaled(s) => format!("died of signal {s} ({})", signal_name(*s)),
             Self::TimedOut => "timed out and was stopped".into(),
             Self::LeaseLost => "was stopped because the lease was lost".into(),
+            Self::Replaced => "was stopped for a later run of its job (replaced)".into(),
             Self::NotStarted(f) => format!("could not be started: {}", f.message),
         }
     }

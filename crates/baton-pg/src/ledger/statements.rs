@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use baton_store::ledger::{
     AlertRow, Attempt, AttemptRow, BOUNDS_US, DecisionRow, Effect, Finished, JobState, JobTallies,
-    Miss, MissedRow, NewAlert, NewDecision, NewRun, PauseRow, RunRow, Statements, StepState,
-    WatermarkRow, bucket,
+    Miss, MissedRow, NewAlert, NewDecision, NewRun, PauseRow, Replacement, RunRow, Statements,
+    StepState, WatermarkRow, bucket,
 };
 use baton_store::words::{MissReason, RunVerdict, SkipReason};
 use jiff::Timestamp;
@@ -530,6 +530,42 @@ impl Statements for Pg<'_> {
             ),
             &[&job],
             rows::run,
+        )
+        .await
+    }
+
+    // The `baton.replacements` table: requests that a run in flight stop
+    // for a later run of its job, keyed by `(run_id, job)` as SQLite's.
+    async fn insert_replacement(&self, r: &Replacement) -> R<bool> {
+        self.changed(
+            "INSERT INTO baton.replacements (run_id, job, by_occurrence, asked)
+             VALUES ($1::text, $2::text, $3::bigint, $4::bigint)
+             ON CONFLICT (run_id, job) DO NOTHING",
+            &[&r.run_id, &r.job, &r.by, &rows::micros(r.asked)],
+        )
+        .await
+    }
+    async fn replacement(&self, run_id: &str, job: &str) -> R<Option<Replacement>> {
+        self.opt(
+            "SELECT run_id, job, by_occurrence, asked FROM baton.replacements
+             WHERE run_id = $1::text AND job = $2::text",
+            &[&run_id, &job],
+            |r| {
+                Ok(Replacement {
+                    run_id: rows::get(r, 0)?,
+                    job: rows::get(r, 1)?,
+                    by: rows::get(r, 2)?,
+                    asked: rows::time(r, 3)?,
+                })
+            },
+        )
+        .await
+    }
+    async fn prune_replacements(&self, run_id: &str, job: &str, before: Timestamp) -> R<()> {
+        self.run(
+            "DELETE FROM baton.replacements
+             WHERE run_id = $1::text OR (job = $2::text AND asked < $3::bigint)",
+            &[&run_id, &job, &rows::micros(before)],
         )
         .await
     }

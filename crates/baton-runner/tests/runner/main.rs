@@ -27,6 +27,7 @@ mod hooks;
 mod lease;
 mod limits;
 mod renewal;
+mod replace;
 mod signals;
 mod tree;
 
@@ -41,6 +42,7 @@ fn main() {
         lease::TESTS,
         limits::TESTS,
         renewal::TESTS,
+        replace::TESTS,
         signals::TESTS,
         tree::TESTS,
     ]

@@ -476,7 +476,10 @@ pub static KEYS: &[Key] = &[
         .of(&[Scheduler, Job])
         .inherited()
         .variable()
-        .doc("what an occurrence does when the job's run is in flight: skip or queue"),
+        .doc(
+            "what an occurrence does when the job's run is in flight: skip, queue, or replace \
+             (stop that run, then start)",
+        ),
     Key::new("max_concurrent", Count(1, 64), Toml("1"))
         .of(&[Scheduler, Job])
         .inherited()

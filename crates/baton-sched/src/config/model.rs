@@ -288,14 +288,27 @@ pub enum Overlap {
     Skip,
     /// It waits, and starts when the run ends; at most one waits.
     Queue,
+    /// It waits as with `Queue`, and asks the run in flight, when that is a
+    /// run of the same job, to stop: the run's tree is stopped as a lost
+    /// lease stops it (recorded `replaced`), and the waiting occurrence
+    /// starts under the same lease once nothing of it runs. A run of
+    /// another job sharing the lock is never stopped.
+    Replace,
 }
 
 impl Overlap {
+    /// Whether an occurrence that finds the job's run in flight waits for
+    /// the lock (`queue`, and `replace`, which also asks the run to stop).
+    pub fn waits(self) -> bool {
+        matches!(self, Overlap::Queue | Overlap::Replace)
+    }
+
     /// The word in `baton.toml`.
     pub fn as_str(self) -> &'static str {
         match self {
             Overlap::Skip => "skip",
             Overlap::Queue => "queue",
+            Overlap::Replace => "replace",
         }
     }
 }

@@ -510,12 +510,36 @@ fn claims_fit(jobs: &BTreeMap<String, Job>) -> Vec<ConfigError> {
     full
 }
 
-/// Refuses `max_concurrent` above 1 on a lock other jobs share: a shared
+/// Refuses `max_concurrent` above 1 on a lock other jobs share (a shared
 /// lock is there to keep its jobs apart, and slots would run them
-/// together. One problem per such job.
+/// together) or with `overlap = "replace"` (which run it would stop is
+/// no one's to guess). One problem per such job.
 fn slots_alone(jobs: &BTreeMap<String, Job>) -> Vec<ConfigError> {
     let mut problems = Vec::new();
     for j in jobs.values().filter(|j| j.slots() > 1) {
+        let n = &j.policy.max_concurrent;
+        let key = join(
+            if n.inherited {
+                "scheduler".to_owned()
+            } else {
+                join("jobs", &j.name)
+            }
+            .as_str(),
+            "max_concurrent",
+        );
+        if j.policy.overlap.value == super::Overlap::Replace {
+            problems.push(ConfigError::Invalid {
+                at: n.source.to_string(),
+                key: key.clone(),
+                message: format!(
+                    "= {}: {} has overlap = \"replace\", which stops the job's run in flight; \
+                     with several in flight, which one is no one's to guess: give it \
+                     max_concurrent = 1, or overlap = \"skip\" or \"queue\"",
+                    n.value, j.name
+                ),
+            });
+            continue;
+        }
         let mates: Vec<&str> = jobs
             .values()
             .filter(|m| m.name != j.name && m.lock.value == j.lock.value)
@@ -524,18 +548,9 @@ fn slots_alone(jobs: &BTreeMap<String, Job>) -> Vec<ConfigError> {
         if mates.is_empty() {
             continue;
         }
-        let n = &j.policy.max_concurrent;
         problems.push(ConfigError::Invalid {
             at: n.source.to_string(),
-            key: join(
-                if n.inherited {
-                    "scheduler".to_owned()
-                } else {
-                    join("jobs", &j.name)
-                }
-                .as_str(),
-                "max_concurrent",
-            ),
+            key,
             message: format!(
                 "= {}: {} shares the lock {:?} with {}, which keeps them apart; give {} a lock \
                  of its own, or max_concurrent = 1",

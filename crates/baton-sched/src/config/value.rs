@@ -403,10 +403,11 @@ fn catch_up(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<CatchUp, ConfigErro
 }
 
 fn overlap(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<Overlap, ConfigError> {
-    let what = "\"skip\" or \"queue\"";
+    let what = "\"skip\", \"queue\" or \"replace\"";
     match string(raw, at, key, what)?.as_str() {
         "skip" => Ok(Overlap::Skip),
         "queue" => Ok(Overlap::Queue),
+        "replace" => Ok(Overlap::Replace),
         other => Err(invalid(at, key, format!("= {other:?}: expected {what}"))),
     }
 }

@@ -7,10 +7,11 @@
 //! 1. take the job's lease, claiming a scheduled occurrence in the same
 //!    critical section (`baton_lease::Once`): an occurrence already claimed,
 //!    or one a live holder is running now, ends here quietly; a lock held by
-//!    another run waits in the queue (`overlap = "queue"`) or is missed
-//!    (`busy`); a hung, orphaned or foreign holder is missed, decided once in
-//!    the ledger (the process that records the decision alerts; the others
-//!    stay quiet);
+//!    another run waits in the queue (`overlap = "queue"`; with `"replace"`
+//!    it also asks that run, when it is the job's own, to stop:
+//!    [`crate::engine::replace`]) or is missed (`busy`); a hung, orphaned
+//!    or foreign holder is missed, decided once in the ledger (the process
+//!    that records the decision alerts; the others stay quiet);
 //!    Before the lease, and again under it, the job's guard is read and
 //!    then taken ([`crate::store::Store::take_guard`]): a job whose run
 //!    under another lock (its former one) is in flight is refused as that
@@ -18,7 +19,10 @@
 //!    there ends quietly;
 //! 2. record `started` in the ledger while holding the lease, before the
 //!    first step; an occurrence the ledger already decided ends there;
-//! 3. run the steps and checks ([`crate::engine::steps`]) and record the verdict;
+//! 3. run the steps and checks ([`crate::engine::steps`]) and record the
+//!    verdict; a run of a job with `overlap = "replace"` listens for a
+//!    request that it stop, and is then stopped as a lost lease stops it,
+//!    keeping the lease for the queue;
 //! 4. before releasing, run what waits in the queue of every job sharing the
 //!    lock, oldest first, each restating the lease's claim; after
 //!    releasing, look once more, because an occurrence may have been queued
@@ -36,7 +40,7 @@ use baton_runner::{Finish, Session, SessionConfig};
 use baton_store::words::{AlertKind, MissReason};
 use baton_store::{Held, Restated};
 
-use crate::config::{Config, Job, Overlap};
+use crate::config::{Config, Job};
 use crate::engine::alerts::HolderInfo;
 use crate::engine::steps::{self, Events};
 use crate::engine::surfaces::Surfaces;
@@ -185,8 +189,23 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> Outcome {
             Err(e) => return cannot(req, &format!("{}: not run: {e}", job.name), surfaces),
         }
     }
-    let (outcome, slot) = match crate::engine::slots::try_acquire(store.as_ref(), job, &claim) {
-        Ok(t) => (t.taken, t.slot),
+    // The slot the last try ended at ([`crate::engine::slots`]).
+    let mut slot = 1;
+    let mut acquire = || {
+        crate::engine::slots::try_acquire(store.as_ref(), job, &claim).map(|t| {
+            slot = t.slot;
+            t.taken
+        })
+    };
+    let first = acquire();
+    let taken = if req.start == Start::Manual {
+        // A run by hand replaces the job's run in flight, and waits for it.
+        crate::engine::replace::wait_replacing(req.config, job, first, &mut acquire, surfaces)
+    } else {
+        first
+    };
+    let outcome = match taken {
+        Ok(o) => o,
         Err(e) => {
             surfaces
                 .borrow_mut()
@@ -438,9 +457,9 @@ fn refused_lock(
         if may_queue
             && reason == MissReason::Busy
             && holder.is_some()
-            && job.policy.overlap.value == Overlap::Queue
+            && job.policy.overlap.value.waits()
         {
-            return queue_behind(req, ctx, at, surfaces);
+            return queue_behind(req, ctx, at, holder.and_then(|h| h.run()), surfaces);
         }
         let mut s = surfaces.borrow_mut();
         let now = s.now();
@@ -486,11 +505,14 @@ fn refused_lock(
 
 /// `overlap = "queue"`: the occurrence waits for the run in flight (or
 /// joins the one already waiting), then the lock is tried once more, in case
-/// the holder released it in between.
+/// the holder released it in between. With `"replace"`, once it waits, the
+/// run in flight (`holder_run`, when it is the job's own) is asked to stop
+/// first.
 fn queue_behind(
     req: &Request<'_>,
     ctx: &Context,
     at: i64,
+    holder_run: Option<&str>,
     surfaces: &Rc<RefCell<Surfaces>>,
 ) -> Outcome {
     let job = req.job;
@@ -525,6 +547,13 @@ fn queue_behind(
         }
         q
     };
+    if let (
+        Some(baton_store::ledger::Queued::Queued | baton_store::ledger::Queued::Coalesced { .. }),
+        Some(run),
+    ) = (&queued, holder_run)
+    {
+        crate::engine::replace::ask(req.config, job, run, Some(at), surfaces);
+    }
     if !matches!(queued, Some(baton_store::ledger::Queued::Queued)) {
         return Outcome::Done;
     }
@@ -687,7 +716,15 @@ fn hold_once(
             start: f.start,
             ..*req
         };
-        worst = worst.max(steps::one(&sub, &ctx, &mut session, &current, surfaces));
+        let run_id = ctx.borrow().run_id.clone();
+        worst = worst.max(one_listening(
+            &sub,
+            &run_id,
+            &ctx,
+            &mut session,
+            &current,
+            surfaces,
+        ));
     }
     // A run whose start the shared ledger would not record (Outcome::Unable) leaves
     // the queue to a later holder: the ledger is not answering. Nor is the
@@ -794,7 +831,15 @@ fn hold_once(
             start: Start::Scheduled(at),
             ..*req
         };
-        worst = worst.max(steps::one(&sub, &ctx, &mut session, &current, surfaces));
+        let run_id = ctx.borrow().run_id.clone();
+        worst = worst.max(one_listening(
+            &sub,
+            &run_id,
+            &ctx,
+            &mut session,
+            &current,
+            surfaces,
+        ));
     }
     let stop =
         worst == Outcome::Unable || session.lost().is_some() || session.interrupted().is_some();
@@ -808,4 +853,23 @@ fn hold_once(
         Finish::Unconfirmed(why) => s.warn(&format!("{}: {why}", c.job)),
     }
     (worst, stop)
+}
+
+/// One run ([`steps::one`]) that listens, for a job whose policy is
+/// `replace`, for a request that it stop ([`crate::engine::replace::watch`]);
+/// the next run of the lease listens to its own.
+fn one_listening(
+    req: &Request<'_>,
+    run_id: &str,
+    ctx: &Rc<RefCell<Context>>,
+    session: &mut Session<'_>,
+    current: &Rc<RefCell<Option<String>>>,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) -> Outcome {
+    let watching = crate::engine::replace::watch(req.config, req.job, run_id, surfaces);
+    session.listen(watching.as_ref().map(|(_, ask)| ask.clone()));
+    let outcome = steps::one(req, ctx, session, current, surfaces);
+    session.listen(None);
+    drop(watching);
+    outcome
 }

@@ -7,7 +7,10 @@
 //! it. An HTTP step runs as `baton __http` (the current executable; see
 //! [`crate::http`]), through the runner like any other; its exit 22, a 4xx
 //! answer, is never retried. The checks run once each whatever the steps
-//! did (not after a lost lease or a signal: then nothing more may run).
+//! did (not after a lost lease, a signal or a request that the run stop
+//! for a later one: then nothing more of it may run). A run replaced by a
+//! later one (`overlap = "replace"`) is recorded `replaced`, stops its
+//! retries, and is neither a failure nor an alert: the job asked for it.
 //! This module never takes, restates or releases the lease: [`crate::engine::run`]
 //! does, around one run or several in a row.
 
@@ -177,7 +180,8 @@ fn finish(
         c.run_id,
         show_duration(elapsed)
     ));
-    if success {
+    if success || verdict == RunVerdict::Replaced {
+        // A replaced run is what the job's policy asked for.
         Outcome::Done
     } else {
         Outcome::Failed
@@ -190,7 +194,7 @@ fn finish(
 fn run_code(failed: &(String, StepKind, Ending, Option<i32>)) -> i32 {
     let (_, _, ending, code) = failed;
     match (ending, code) {
-        (Ending::LeaseLost, Some(c)) => *c,
+        (Ending::LeaseLost | Ending::Replaced, Some(c)) => *c,
         _ => i32::from(ending.exit_code()),
     }
 }
@@ -253,6 +257,10 @@ fn said(e: Event, ctx: &Context, step: Option<&str>) -> Said {
             AlertKind::LeaseLost,
             format!("{job}: {why}; the run is stopped and nothing more of it runs"),
         ),
+        Event::Replaced { why } => Said::Note(format!(
+            "{job} run={} replaced: {why}; its tree is stopped and nothing more of it runs",
+            ctx.run_id
+        )),
         Event::RenewTrouble { why } => Said::Warn(format!("{job}: {why}")),
         Event::Leftovers { count } => Said::Note(format!(
             "{job} run={} step={step} left {count} process(es) running; stopping them",
@@ -582,6 +590,11 @@ impl Running<'_, '_> {
                             .tally
                             .cut_short(RunVerdict::LeaseLost, step, tried.result);
                     }
+                    Paused::Replaced => {
+                        return self
+                            .tally
+                            .cut_short(RunVerdict::Replaced, step, tried.result);
+                    }
                 }
             }
             let why = why_last(code, attempt, schedule.attempts(), refusal);
@@ -599,6 +612,8 @@ impl Running<'_, '_> {
         match &result.ending {
             Ending::LeaseLost => Some(RunVerdict::LeaseLost),
             _ if self.session.lost().is_some() && retried => Some(RunVerdict::LeaseLost),
+            Ending::Replaced => Some(RunVerdict::Replaced),
+            _ if self.session.replaced().is_some() && retried => Some(RunVerdict::Replaced),
             _ if result.interrupted.is_some() || self.session.interrupted().is_some() => {
                 Some(RunVerdict::Interrupted)
             }
@@ -702,6 +717,7 @@ impl Running<'_, '_> {
             e if e.success() => AttemptOutcome::Ok,
             Ending::TimedOut => AttemptOutcome::Timeout,
             Ending::LeaseLost => AttemptOutcome::LeaseLost,
+            Ending::Replaced => AttemptOutcome::Replaced,
             Ending::NotStarted(_) => AttemptOutcome::NotStarted,
             _ if result.interrupted.is_some() => AttemptOutcome::Interrupted,
             _ => AttemptOutcome::Failed,
@@ -740,8 +756,14 @@ impl Running<'_, '_> {
             shown,
         } = tried;
         let mut s = self.surfaces.borrow_mut();
+        // A run replaced by a later one was stopped; it did not fail.
+        let ended = if stop == Some(RunVerdict::Replaced) {
+            "stopped"
+        } else {
+            "failed"
+        };
         s.note(&format!(
-            "{} {shown} ({}): {what} failed{why}",
+            "{} {shown} ({}): {what} {ended}{why}",
             self.label(step, attempt),
             show_duration(result.duration)
         ));

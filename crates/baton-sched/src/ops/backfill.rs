@@ -30,7 +30,7 @@ use baton_lease::Clock;
 use baton_store::words::MissReason;
 use jiff::Timestamp;
 
-use crate::config::{Config, Job, Overlap};
+use crate::config::{Config, Job};
 use crate::engine::run::{Context, First, Request, Start, occurrence_text};
 use crate::engine::surfaces::Surfaces;
 use crate::outcome::Outcome;
@@ -392,18 +392,27 @@ fn run_with(
             slot = t.slot;
             t.taken
         });
-        let waits = job.policy.overlap.value == Overlap::Queue
+        let waits = job.policy.overlap.value.waits()
             && matches!(&o, Ok(Taken::Refused(r)) if r.reason == MissReason::Busy && r.holder.is_some())
             && clock.boot() < deadline;
         if !waits {
             break o;
         }
+        if let Ok(Taken::Refused(refused)) = &o
+            && let Some(run) = refused.holder.as_ref().and_then(|h| h.run())
+        {
+            // `replace`: the job's run in flight is asked to stop (each
+            // run found holding the lock, once); a mate's is waited for.
+            crate::engine::replace::ask(config, job, run, None, surfaces);
+        }
         if !said {
             said = true;
             if let Ok(Taken::Refused(refused)) = &o {
                 crate::say::line(format_args!(
-                    "backfill: {}: {}; waiting for it to end (overlap = \"queue\")",
-                    job.name, refused.why
+                    "backfill: {}: {}; waiting for it to end (overlap = \"{}\")",
+                    job.name,
+                    refused.why,
+                    job.policy.overlap.value.as_str()
                 ));
             }
         }

@@ -560,7 +560,11 @@ fn job_status(
     let last_finished = last.as_ref().is_some_and(|r| r.finished.is_some());
     let crashed = !last_finished && last_verdict == Some(RunVerdict::Abandoned);
     let failing = state.as_ref().is_some_and(|s| s.consecutive_failures > 0)
-        && !(last_finished && last_verdict == Some(RunVerdict::Interrupted));
+        && !(last_finished
+            && matches!(
+                last_verdict,
+                Some(RunVerdict::Interrupted | RunVerdict::Replaced)
+            ));
     let never_run = last.is_none();
     let facts = Facts {
         enabled,

@@ -37,6 +37,7 @@ pub use records::Records;
 pub use rows::{
     AlertRow, Attempt, AttemptRow, BOUNDS, BOUNDS_US, Begun, DecisionRow, Durations, Effect,
     Finished, JobAsk, JobRecord, JobState, JobTallies, Miss, Missed, MissedRow, NewAlert, NewRun,
-    Overview, PauseRow, Queued, Recovered, RunRow, StepState, WatermarkRow, Withdrawn, bucket,
+    Overview, PauseRow, Queued, Recovered, Replacement, RunRow, StepState, WatermarkRow, Withdrawn,
+    bucket,
 };
 pub use statements::{Backend, Fail, Mode, NewDecision, Statements};

@@ -26,8 +26,8 @@ use jiff::Timestamp;
 use super::error::Error;
 use super::rows::{
     AlertRow, Attempt, Begun, DecisionRow, Finished, JobAsk, JobRecord, JobState, JobTallies, Miss,
-    Missed, MissedRow, NewAlert, NewRun, Overview, PauseRow, Queued, Recovered, RunRow, StepState,
-    WatermarkRow, Withdrawn,
+    Missed, MissedRow, NewAlert, NewRun, Overview, PauseRow, Queued, Recovered, Replacement,
+    RunRow, StepState, WatermarkRow, Withdrawn,
 };
 use crate::words::MissReason;
 
@@ -249,6 +249,24 @@ pub trait Records: Send {
     ///
     /// As every call (see the module).
     fn running(&mut self, job: &str) -> Result<Option<RunRow>, Error>;
+    /// Asks the run `r.run_id`, if it is a run of `r.job`, to stop for a
+    /// later run of that job (`overlap = "replace"`); returns whether this
+    /// call recorded the request (`false`: it was asked already). The
+    /// request is only a record: the run's own supervisor reads it
+    /// ([`Records::replacement`]) and stops its tree; a run of another job,
+    /// or one that has ended, never reads it. Requests are forgotten when
+    /// their run ends, and a job's others a day after they were asked.
+    ///
+    /// # Errors
+    ///
+    /// As every call (see the module).
+    fn ask_replace(&mut self, r: &Replacement) -> Result<bool, Error>;
+    /// The request that run `run_id` of `job` stop, if one was made.
+    ///
+    /// # Errors
+    ///
+    /// As every call (see the module).
+    fn replacement(&mut self, run_id: &str, job: &str) -> Result<Option<Replacement>, Error>;
     /// Every run of a job that has started and not finished, oldest first
     /// (without their attempts).
     ///

@@ -247,6 +247,25 @@ pub struct Finished {
     pub success: bool,
 }
 
+/// A request that a run in flight stop for a later run of its job
+/// (`overlap = "replace"`): [`crate::ledger::Records::ask_replace`] records
+/// it, and the run's own supervisor reads it
+/// ([`crate::ledger::Records::replacement`]) and stops its steps' tree.
+/// A request names the job it is for: a run of another job (one sharing
+/// its lock) never reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replacement {
+    /// The run asked to stop.
+    pub run_id: String,
+    /// The job it must be a run of.
+    pub job: String,
+    /// The occurrence that replaces it (Unix seconds); `None` for a run by
+    /// hand or a backfill.
+    pub by: Option<i64>,
+    /// When it was asked.
+    pub asked: Timestamp,
+}
+
 /// A run as read back, with its attempts in order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunRow {
@@ -514,15 +533,17 @@ pub struct Recovered {
 /// assert_eq!(Effect::of(AttemptOutcome::Timeout), Effect::Failure);
 /// assert_eq!(Effect::of(AttemptOutcome::NotStarted), Effect::Failure);
 /// assert_eq!(Effect::of(AttemptOutcome::Interrupted), Effect::Neutral);
+/// assert_eq!(Effect::of(AttemptOutcome::Replaced), Effect::Neutral);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Effect {
     /// `ok`: last success, failures reset.
     Success,
     /// `interrupted`: stopped by a graceful shutdown (SIGTERM or SIGINT to
-    /// the daemon or to the tick or run supervising it). It is an attempt
-    /// (a step's last attempt moves) but neither a success nor a failure:
-    /// no other counter moves.
+    /// the daemon or to the tick or run supervising it), or `replaced`:
+    /// stopped for a later run of its job (`overlap = "replace"`), which is
+    /// what the job asked for. It is an attempt (a step's last attempt
+    /// moves) but neither a success nor a failure: no other counter moves.
     Neutral,
     /// Any other outcome, `not-started` (the command could not be started)
     /// included: last failure, failures + 1.
@@ -534,17 +555,18 @@ impl Effect {
     pub fn of(outcome: AttemptOutcome) -> Self {
         match outcome {
             AttemptOutcome::Ok => Self::Success,
-            AttemptOutcome::Interrupted => Self::Neutral,
+            AttemptOutcome::Interrupted | AttemptOutcome::Replaced => Self::Neutral,
             _ => Self::Failure,
         }
     }
 
     /// The effect of a run's end: a success when the run says so; else
-    /// nothing for an `interrupted` run, and a failure for any other.
+    /// nothing for an `interrupted` or `replaced` run, and a failure for
+    /// any other.
     pub fn of_run(verdict: RunVerdict, success: bool) -> Self {
         match (success, verdict) {
             (true, _) => Self::Success,
-            (false, RunVerdict::Interrupted) => Self::Neutral,
+            (false, RunVerdict::Interrupted | RunVerdict::Replaced) => Self::Neutral,
             (false, _) => Self::Failure,
         }
     }
@@ -683,13 +705,15 @@ mod tests {
         use crate::words::{AttemptOutcome as O, RunVerdict as V};
         assert_eq!(Effect::of(O::Ok), Effect::Success);
         assert_eq!(Effect::of(O::Interrupted), Effect::Neutral);
+        assert_eq!(Effect::of(O::Replaced), Effect::Neutral);
         for &o in O::ALL {
-            if !matches!(o, O::Ok | O::Interrupted) {
+            if !matches!(o, O::Ok | O::Interrupted | O::Replaced) {
                 assert_eq!(Effect::of(o), Effect::Failure, "{o}");
             }
         }
         assert_eq!(Effect::of_run(V::Ok, true), Effect::Success);
         assert_eq!(Effect::of_run(V::Interrupted, false), Effect::Neutral);
+        assert_eq!(Effect::of_run(V::Replaced, false), Effect::Neutral);
         assert_eq!(Effect::of_run(V::Ok, false), Effect::Failure);
         assert_eq!(Effect::of_run(V::Abandoned, false), Effect::Failure);
     }

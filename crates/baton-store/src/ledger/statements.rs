@@ -23,7 +23,7 @@ use jiff::Timestamp;
 use super::error::Error;
 use super::rows::{
     AlertRow, Attempt, DecisionRow, Finished, JobState, JobTallies, Miss, MissedRow, NewAlert,
-    NewRun, PauseRow, Recovered, RunRow, StepState, WatermarkRow, Withdrawn,
+    NewRun, PauseRow, Recovered, Replacement, RunRow, StepState, WatermarkRow, Withdrawn,
 };
 use crate::words::{Decision, MissReason, SkipReason};
 
@@ -167,6 +167,28 @@ pub trait Statements {
     ) -> impl Future<Output = Result<Vec<RunRow>, Self::Error>>;
     fn running(&self, job: &str) -> impl Future<Output = Result<Option<RunRow>, Self::Error>>;
     fn unfinished(&self, job: &str) -> impl Future<Output = Result<Vec<RunRow>, Self::Error>>;
+
+    // replacements
+    /// Records a request that a run stop for a later one, unless one for
+    /// the same run and job is recorded; whether it did.
+    fn insert_replacement(
+        &self,
+        r: &Replacement,
+    ) -> impl Future<Output = Result<bool, Self::Error>>;
+    /// The request for this run and job, if one was made.
+    fn replacement(
+        &self,
+        run_id: &str,
+        job: &str,
+    ) -> impl Future<Output = Result<Option<Replacement>, Self::Error>>;
+    /// Forgets the requests for this run, and the job's requests asked
+    /// before `before` (for runs that had ended, or of another job).
+    fn prune_replacements(
+        &self,
+        run_id: &str,
+        job: &str,
+        before: Timestamp,
+    ) -> impl Future<Output = Result<(), Self::Error>>;
 
     // steps
     /// Counts an attempt against its step.

@@ -16,8 +16,8 @@ use super::error::Error;
 use super::records::Records;
 use super::rows::{
     AlertRow, Attempt, Begun, DecisionRow, Finished, JobAsk, JobRecord, JobState, JobTallies, Miss,
-    Missed, MissedRow, NewAlert, NewRun, Overview, PauseRow, Queued, Recovered, RunRow, StepState,
-    WatermarkRow, Withdrawn,
+    Missed, MissedRow, NewAlert, NewRun, Overview, PauseRow, Queued, Recovered, Replacement,
+    RunRow, StepState, WatermarkRow, Withdrawn,
 };
 use super::statements::{Backend, Fail, Mode, NewDecision, Statements};
 use crate::words::{Decision, MissReason, SkipReason};
@@ -228,6 +228,30 @@ impl<B: Backend> Records for B {
             Mode::Read,
             &|| format!("read the running run of job {job}"),
             async move |tx| Ok(tx.running(&name).await?),
+        )
+    }
+
+    fn ask_replace(&mut self, r: &Replacement) -> Result<bool, Error> {
+        self.saw(r.asked);
+        let owned = r.clone();
+        self.transact(
+            Mode::Write,
+            &|| {
+                format!(
+                    "ask run {} of job {} to stop for a later run",
+                    r.run_id, r.job
+                )
+            },
+            async move |tx| Ok(tx.insert_replacement(&owned).await?),
+        )
+    }
+
+    fn replacement(&mut self, run_id: &str, job: &str) -> Result<Option<Replacement>, Error> {
+        let (run, name) = (run_id.to_owned(), job.to_owned());
+        self.transact(
+            Mode::Read,
+            &|| format!("read whether run {run_id} of job {job} is asked to stop"),
+            async move |tx| Ok(tx.replacement(&run, &name).await?),
         )
     }
 
@@ -609,6 +633,9 @@ async fn finish_run<S: Statements>(
     tx.prune_missed(&f.job).await?;
     tx.prune_pauses(&f.job, f.finished).await?;
     tx.prune_watermarks(&f.job).await?;
+    let day = jiff::SignedDuration::from_hours(24);
+    let before = f.finished.checked_sub(day).unwrap_or(f.finished);
+    tx.prune_replacements(&f.run_id, &f.job, before).await?;
     Ok(())
 }
 

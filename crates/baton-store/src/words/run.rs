@@ -22,6 +22,11 @@ words! {
         /// Its process was gone before it recorded an end, and a later run
         /// under its lock recorded it so.
         Abandoned = "abandoned",
+        /// A later occurrence (or a run by hand) of its job, with
+        /// `overlap = "replace"`, asked it to stop, and it was stopped as a
+        /// lost lease stops a run; the lease was kept for the one that
+        /// replaced it.
+        Replaced = "replaced",
     }
 }
 
@@ -40,6 +45,8 @@ words! {
         NotStarted = "not-started",
         /// A graceful shutdown stopped it.
         Interrupted = "interrupted",
+        /// A run that replaces its run (`overlap = "replace"`) stopped it.
+        Replaced = "replaced",
     }
 }
 

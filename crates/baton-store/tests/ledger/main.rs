@@ -46,6 +46,7 @@ mod prune;
 mod queue;
 mod races;
 mod reads;
+mod replacements;
 mod runs;
 mod tallies;
 

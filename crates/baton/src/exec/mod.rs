@@ -102,6 +102,8 @@ impl baton_runner::Report for Events<'_> {
                 format!("{label}: {why}; stopping the command"),
             ),
             Event::RenewTrouble { why } => return self.alerts.note(format_args!("{why}")),
+            // `baton exec` listens to no request to stop ([`baton_runner::StopAsk`]).
+            Event::Replaced { why } => return self.alerts.note(format_args!("{why}")),
             Event::Leftovers { count } => {
                 return self.alerts.note(format_args!(
                     "the command exited and left {count} process{} running (in its group or \

@@ -406,7 +406,7 @@ fn doctor_fails_a_ledger_a_newer_baton_wrote_and_says_to_upgrade() {
     let s = Sched::new(JOB);
     let db = plant_ledger(&s, 2);
     let c = rusqlite::Connection::open(&db).unwrap();
-    c.execute_batch("PRAGMA user_version = 4").unwrap();
+    c.execute_batch("PRAGMA user_version = 5").unwrap();
     drop(c);
     let before = std::fs::read(&db).unwrap();
     let (rc, v) = json(&s);
@@ -417,7 +417,7 @@ fn doctor_fails_a_ledger_a_newer_baton_wrote_and_says_to_upgrade() {
         f["message"]
             .as_str()
             .unwrap()
-            .contains("schema version 4, newer than this baton's 3"),
+            .contains("schema version 5, newer than this baton's 4"),
         "{f}"
     );
     assert!(f["fix"].as_str().unwrap().contains("upgrade baton"), "{f}");

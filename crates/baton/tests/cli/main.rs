@@ -36,6 +36,7 @@ mod quiet;
 mod records;
 mod renamed;
 mod render;
+mod replace;
 mod sched;
 mod slots;
 mod standby_stall;

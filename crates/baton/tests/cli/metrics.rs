@@ -279,13 +279,14 @@ fn metrics_count_runs_failures_and_missed_occurrences() {
 /// The words every job shows at 0 before anything happened to it: a
 /// series that appears only at its first event hides that event from
 /// `increase()`.
-const VERDICTS: [&str; 6] = [
+const VERDICTS: [&str; 7] = [
     "ok",
     "failed",
     "check-failed",
     "lease-lost",
     "interrupted",
     "abandoned",
+    "replaced",
 ];
 const MISS_REASONS: [&str; 11] = [
     "outside-window",

@@ -204,6 +204,13 @@ fn a_job_sharing_its_lock_may_not_have_slots() {
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(stderr(&o).contains("max_concurrent"), "{}", stderr(&o));
     assert!(stderr(&o).contains("shares the lock"), "{}", stderr(&o));
+    s.write(
+        "[jobs.a]\nschedule = \"0 3 * * *\"\nmax_concurrent = 2\noverlap = \"replace\"\n\
+         run = \"true\"\n",
+    );
+    let o = s.run(&["config"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("replace"), "{}", stderr(&o));
     s.write("[jobs.a]\nschedule = \"0 3 * * *\"\nmax_concurrent = 0\nrun = \"true\"\n");
     let o = s.run(&["config"]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));

@@ -196,7 +196,7 @@ pub(crate) fn families(jobs: &[JobFigures]) -> Vec<Family> {
         ),
         per_job(
             "baton_job_failing",
-            "1 when the newest finished run failed (not interrupted), whatever the job's state.",
+            "1 when the newest finished run failed (not interrupted or replaced), whatever the job's state.",
             None,
             jobs,
             |j| Some(flag(j.failing)),

@@ -51,7 +51,7 @@
 //! - `baton_job_overdue{baton_job}`: 1 when `status` finds an occurrence
 //!   that should have started and did not, else 0.
 //! - `baton_job_failing{baton_job}`: 1 when the job's newest finished run
-//!   failed (any verdict but `ok` and `interrupted`), the fact `status`
+//!   failed (any verdict but `ok`, `interrupted` and `replaced`), the fact `status`
 //!   gives as `failing` and ranks as the state `failing`, else 0. Unlike
 //!   `baton_job_state{state="failing"}` it stays 1 while the job is in a
 //!   state that ranks higher (`running` again, `paused`, `overdue`), so an

@@ -35,6 +35,8 @@ pub enum Kind {
     Interrupted,
     /// Its process died before it recorded an end.
     Abandoned,
+    /// A later run of its job replaced it (`overlap = "replace"`).
+    Replaced,
     /// It has no end yet.
     Running,
     /// Occurrences that did not run (a missed range).
@@ -43,7 +45,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every kind, in the legend's order.
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 10] = [
         Kind::Ok,
         Kind::Failed,
         Kind::CheckFailed,
@@ -51,6 +53,7 @@ impl Kind {
         Kind::LeaseLost,
         Kind::Interrupted,
         Kind::Abandoned,
+        Kind::Replaced,
         Kind::Running,
         Kind::Missed,
     ];
@@ -65,6 +68,7 @@ impl Kind {
             Kind::LeaseLost => "lease-lost",
             Kind::Interrupted => "interrupted",
             Kind::Abandoned => "abandoned",
+            Kind::Replaced => "replaced",
             Kind::Running => "running",
             Kind::Missed => "missed",
         }
@@ -81,6 +85,7 @@ impl Kind {
             Kind::LeaseLost => Some("#8250df"),
             Kind::Interrupted => Some("#6e7781"),
             Kind::Abandoned => Some("#1b1f24"),
+            Kind::Replaced => Some("#bf3989"),
             Kind::Running => Some("#1f6feb"),
             Kind::Missed => None,
         }
@@ -103,6 +108,7 @@ impl Kind {
             Ok(RunVerdict::LeaseLost) => Kind::LeaseLost,
             Ok(RunVerdict::Interrupted) => Kind::Interrupted,
             Ok(RunVerdict::Abandoned) => Kind::Abandoned,
+            Ok(RunVerdict::Replaced) => Kind::Replaced,
         }
     }
 }

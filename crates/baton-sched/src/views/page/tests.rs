@@ -541,9 +541,10 @@ fn a_run_is_marked_by_its_verdict_and_a_timeout_by_its_last_attempt() {
     assert_eq!(kind(Some("lease-lost"), &[]), Kind::LeaseLost);
     assert_eq!(kind(Some("interrupted"), &[]), Kind::Interrupted);
     assert_eq!(kind(Some("abandoned"), &[]), Kind::Abandoned);
+    assert_eq!(kind(Some("replaced"), &["replaced"]), Kind::Replaced);
     assert_eq!(kind(None, &[]), Kind::Running);
     // A verdict from a newer baton is no success.
-    assert_eq!(kind(Some("replaced"), &[]), Kind::Failed);
+    assert_eq!(kind(Some("vanished"), &[]), Kind::Failed);
     // Every kind has its colour rule and its place in the legend.
     let html = page(vec![job("a")]);
     for k in Kind::ALL {
