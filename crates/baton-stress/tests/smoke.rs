@@ -289,3 +289,41 @@ fn a_usage_error_exits_2_and_help_documents_the_exit_codes() {
         assert!(help.contains(flag), "{help}");
     }
 }
+
+#[test]
+fn a_counter_whose_slots_were_never_given_back_is_reported_wedged() {
+    // Two holders were killed while they held both slots: the count stays 2.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("job.count"), "2\n").unwrap();
+    let out = Command::new(BIN)
+        .args(["contend", "--impl", "counter", "--role", "churn"])
+        .args(["--slots", "2", "--rounds", "3", "--start-at-ms", "0"])
+        .args(["--give-up-ms", "300"])
+        .arg("--dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let wedged: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "defect" && e["kind"] == "wedged")
+        .collect();
+    assert_eq!(wedged.len(), 1, "{events:?}");
+    assert!(
+        wedged[0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("the count reads 2 of 2"),
+        "{events:?}"
+    );
+    let done = events.iter().find(|e| e["event"] == "done").unwrap();
+    assert_eq!(
+        done["gave_up"], false,
+        "a wedge is the finding, not the instrument"
+    );
+    assert!(!events.iter().any(|e| e["event"] == "win"), "{events:?}");
+}
