@@ -15,7 +15,9 @@
 //!   until its stdin closes (the parent closes it once every contender has
 //!   decided), then lets go.
 //! - `churn`: R rounds of acquire (retrying with a jittered backoff), claim,
-//!   yield, drop the claim, release.
+//!   yield, drop the claim, release. A round that finds no way in for its
+//!   whole give-up period gives up (an instrument failure), except with an
+//!   implementation known to wedge (the counter), which reports the defect.
 //! - `poll`: tries every poll interval until the long holder's window ends;
 //!   stops after its first win.
 //! - `holder`: the long holder: acquires, claims the witness, renews (where
