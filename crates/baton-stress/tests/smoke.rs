@@ -99,7 +99,17 @@ fn with_n_slots_baton_holds_n_never_more_and_the_counter_is_caught() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("slots.json");
     let out = Command::new(BIN)
-        .args(["--slots", "3", "--sizes", "24", "--rounds", "10", "--quiet"])
+        .args([
+            "--slots",
+            "3",
+            "--sizes",
+            "24",
+            "--rounds",
+            "10",
+            "--hold-ms",
+            "400",
+            "--quiet",
+        ])
         .args(["--impls", "baton,counter"])
         .arg("--dir")
         .arg(dir.path())
