@@ -19,6 +19,12 @@ const AFTER: &str = "\
 Scenarios: free, stale, churn, stale-churn, threads, slow-holder, kill9-churn, sigstop.
 Implementations: baton (under test); exhibits v2, v1, seed000, seed001.
 
+With --slots N (N > 1), every lock admits N holders: each implementation's lock is N locks named
+as the scheduler names a job's slots (job, job@2, ...), tried in order, and the exhibit counter (a
+count of holders in a file, no mutex) joins them; the witness has N names, and an overlap is an
+(N + 1)th holder. The scenarios are free, churn, slow-holder (N slow holders), kill9-churn and
+sigstop (N stopped holders); there is no latency table.
+
 With --store URL, baton contends through its PostgreSQL lease and the exhibit is shedlock (a
 ShedLock-style TTL row); the scenarios are churn, slow-holder and kill9-churn, the contenders are
 spread over --hosts \"hosts\", and there is no latency table (see `cargo bench -p baton-pg`).
@@ -92,6 +98,11 @@ pub(crate) struct Args {
     /// is this machine; the others have their own host name and boot id).
     #[arg(long, default_value_t = 3)]
     pub(crate) hosts: usize,
+
+    /// How many holders every lock admits at once: N slots, each
+    /// implementation's lock tried over N names in order (1: one holder).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub(crate) slots: u32,
 
     #[command(flatten)]
     pub(crate) timing: TimingArgs,
@@ -194,6 +205,9 @@ pub(crate) struct ContendArgs {
     /// The host this contender stands on (with --store).
     #[arg(long, default_value_t = 0)]
     pub(crate) host: usize,
+    /// How many holders the lock admits.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) slots: u32,
     #[command(flatten)]
     pub(crate) timing: TimingArgs,
 }
@@ -223,6 +237,7 @@ impl ContendArgs {
             timing: self.timing.timing()?,
             store: self.store.clone(),
             host: self.host,
+            slots: self.slots.max(1),
         })
     }
 }
@@ -247,9 +262,21 @@ impl Args {
         if self.trial_timeout_s == 0 {
             return Err("--trial-timeout-s must be at least 1".into());
         }
+        if self.slots == 0 || self.slots > MAX_SLOTS {
+            return Err(format!("--slots must be between 1 and {MAX_SLOTS}"));
+        }
+        let slotted = self.slots > 1;
         let store = self.store.is_some();
+        if store && slotted {
+            return Err(
+                "--slots with --store: the N-slot scenarios contend in lock files; \
+                 drop one of the two"
+                    .into(),
+            );
+        }
         let wanted = match (self.impls.is_empty(), store) {
             (false, _) => &self.impls[..],
+            (true, false) if slotted => &Impl::SLOTS[..],
             (true, false) => &Impl::FILE[..],
             (true, true) => &Impl::STORE[..],
         };
@@ -264,15 +291,29 @@ impl Args {
             if !store && i == Impl::Shedlock {
                 return Err("--impls shedlock contends in PostgreSQL: give --store URL".into());
             }
+            if !slotted && i.slots_only() {
+                return Err(format!(
+                    "--impls {}: it bounds N holders at once; give --slots N (2 or more)",
+                    i.name()
+                ));
+            }
             if !impls.contains(&i) {
                 impls.push(i);
             }
         }
         let wanted = match (self.scenarios.is_empty(), store) {
             (false, _) => &self.scenarios[..],
+            (true, false) if slotted => &Scenario::SLOTS[..],
             (true, false) => &Scenario::ALL[..],
             (true, true) => &Scenario::STORE[..],
         };
+        if slotted && let Some(s) = wanted.iter().find(|s| !Scenario::SLOTS.contains(s)) {
+            return Err(format!(
+                "--scenarios {}: with --slots the scenarios are free, churn, slow-holder, \
+                 kill9-churn and sigstop (the stale starts and threads have no N-slot form)",
+                s.label()
+            ));
+        }
         if store && let Some(s) = wanted.iter().find(|s| !Scenario::STORE.contains(s)) {
             return Err(format!(
                 "--scenarios {}: with --store the scenarios are churn, slow-holder and \
@@ -298,16 +339,23 @@ impl Args {
             json: self.json.clone(),
             // The latency table measures the file locks; the store's cycle
             // is measured by `cargo bench -p baton-pg`.
-            latency: (!self.skip_latency && !store).then_some(self.latency_iterations.max(1)),
+            // With slots, the cycle measured would be the first slot's: the
+            // same as without.
+            latency: (!self.skip_latency && !store && !slotted)
+                .then_some(self.latency_iterations.max(1)),
             dir,
             timing: self.timing.timing()?,
             trial_timeout: Duration::from_secs(self.trial_timeout_s),
             progress: !self.quiet,
             store: self.store.clone(),
             hosts: self.hosts,
+            slots: self.slots,
         })
     }
 }
+
+/// The most slots `--slots` takes.
+const MAX_SLOTS: u32 = 64;
 
 #[cfg(test)]
 mod tests {
@@ -356,5 +404,32 @@ mod tests {
         assert!(zero.config("/tmp/x".into()).is_err());
         let slow = Args::try_parse_from(["baton-stress", "--renew-ms", "150"]).unwrap();
         assert!(slow.config("/tmp/x".into()).is_err());
+    }
+
+    #[test]
+    fn slots_bring_the_counter_and_refuse_what_has_no_n_slot_form() {
+        let c = Args::try_parse_from(["baton-stress"])
+            .unwrap()
+            .config("/tmp/x".into())
+            .unwrap();
+        assert_eq!(c.slots, 1);
+        let a = Args::try_parse_from(["baton-stress", "--slots", "3"]).unwrap();
+        let c = a.config("/tmp/x".into()).unwrap();
+        assert_eq!(c.slots, 3);
+        assert_eq!(c.impls, Impl::SLOTS);
+        assert_eq!(c.scenarios, Scenario::SLOTS);
+        assert_eq!(c.latency, None);
+        for bad in [
+            &["--slots", "0"][..],
+            &["--slots", "65"][..],
+            &["--impls", "counter"][..],
+            &["--slots", "2", "--scenarios", "threads"][..],
+            &["--slots", "2", "--store", "postgres://x@y/z"][..],
+        ] {
+            let a =
+                Args::try_parse_from(std::iter::once("baton-stress").chain(bad.iter().copied()))
+                    .unwrap();
+            assert!(a.config("/tmp/x".into()).is_err(), "{bad:?}");
+        }
     }
 }

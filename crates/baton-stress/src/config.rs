@@ -35,6 +35,9 @@ pub(crate) enum Impl {
     Seed001,
     /// A ShedLock-style TTL row in PostgreSQL (exhibit; `--store` only).
     Shedlock,
+    /// A count of holders in a file, read, checked and rewritten with no
+    /// mutex (exhibit; `--slots N` only).
+    Counter,
 }
 
 impl Impl {
@@ -51,6 +54,18 @@ impl Impl {
     /// with `--store`).
     pub(crate) const STORE: [Impl; 2] = [Self::Baton, Self::Shedlock];
 
+    /// The implementations of an N-slot campaign, in report order (the
+    /// default with `--slots N`, N > 1): the file store's, each tried over N
+    /// locks, and the exhibit that is N-slot by nature.
+    pub(crate) const SLOTS: [Impl; 6] = [
+        Self::Baton,
+        Self::V2,
+        Self::V1,
+        Self::Seed000,
+        Self::Seed001,
+        Self::Counter,
+    ];
+
     /// Whether this implementation contends in PostgreSQL with `--store`.
     pub(crate) fn in_store(self) -> bool {
         Self::STORE.contains(&self)
@@ -65,6 +80,7 @@ impl Impl {
             Self::Seed000 => "seed000",
             Self::Seed001 => "seed001",
             Self::Shedlock => "shedlock",
+            Self::Counter => "counter",
         }
     }
 
@@ -79,6 +95,9 @@ impl Impl {
                 "seed 001 (exhibit: mutex, but TTL reclaim with no renewal or liveness)"
             }
             Self::Shedlock => "shedlock (exhibit: lock_until row, conditional UPDATE, no renewal)",
+            Self::Counter => {
+                "counter (exhibit: a count of holders in a file, read → check → rewrite, no mutex)"
+            }
         }
     }
 
@@ -101,7 +120,21 @@ impl Impl {
             Self::Seed000 => "nothing serialises load → check → save",
             Self::Seed001 => "a slow live run's lock is reclaimed on TTL expiry",
             Self::Shedlock => "a run longer than lockAtMostFor is reclaimed while it runs",
+            Self::Counter => "nothing serialises read → check → rewrite of the count",
         }
+    }
+
+    /// Whether this implementation is a bound of N holders by itself, and so
+    /// runs only with `--slots N`.
+    pub(crate) fn slots_only(self) -> bool {
+        self == Self::Counter
+    }
+
+    /// Whether this implementation is known to wedge, never to free a slot
+    /// again, once a holder dies without giving its slot back: a churner that
+    /// waits in vain reports the defect instead of giving up.
+    pub(crate) fn wedges(self) -> bool {
+        self == Self::Counter
     }
 
     /// Whether this is the implementation under test.
@@ -182,6 +215,17 @@ impl Scenario {
     /// The scenarios `--store` runs, in report order (its default).
     pub(crate) const STORE: [Scenario; 3] = [Self::Churn, Self::SlowHolder, Self::Kill9Churn];
 
+    /// The scenarios `--slots N` (N > 1) runs, in report order (its
+    /// default): the stale starts and the threads scenario have no N-slot
+    /// form.
+    pub(crate) const SLOTS: [Scenario; 5] = [
+        Self::Free,
+        Self::Churn,
+        Self::SlowHolder,
+        Self::Kill9Churn,
+        Self::Sigstop,
+    ];
+
     /// Whether the trial starts from a dead holder's lease.
     pub(crate) fn starts_stale(self) -> bool {
         matches!(self, Self::Stale | Self::StaleChurn)
@@ -261,6 +305,17 @@ pub(crate) struct Config {
     pub(crate) store: Option<String>,
     /// In the store: how many hosts the contenders are spread over.
     pub(crate) hosts: usize,
+    /// How many holders the lock admits at once: 1, or N slots, each
+    /// implementation's lock tried over N names in order. Recorded only
+    /// when more than 1.
+    #[serde(skip_serializing_if = "one")]
+    pub(crate) slots: u32,
+}
+
+/// Whether a slot count is 1 (the records of a one-slot campaign are as
+/// they were before slots).
+pub(crate) fn one(n: &u32) -> bool {
+    *n == 1
 }
 
 fn redacted<S: serde::Serializer>(url: &Option<String>, s: S) -> Result<S::Ok, S::Error> {

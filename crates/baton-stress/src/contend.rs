@@ -15,7 +15,9 @@
 //!   until its stdin closes (the parent closes it once every contender has
 //!   decided), then lets go.
 //! - `churn`: R rounds of acquire (retrying with a jittered backoff), claim,
-//!   yield, drop the claim, release.
+//!   yield, drop the claim, release. A round that finds no way in for its
+//!   whole give-up period gives up (an instrument failure), except with an
+//!   implementation known to wedge (the counter), which reports the defect.
 //! - `poll`: tries every poll interval until the long holder's window ends;
 //!   stops after its first win.
 //! - `holder`: the long holder: acquires, claims the witness, renews (where
@@ -27,7 +29,7 @@
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
@@ -96,6 +98,8 @@ pub(crate) struct Orders {
     pub(crate) store: Option<String>,
     /// The host this contender stands on in the store (see [`crate::store`]).
     pub(crate) host: usize,
+    /// How many holders the lock admits (see [`crate::algo::build`]).
+    pub(crate) slots: u32,
 }
 
 /// Runs a contender; returns its exit code (0 unless the protocol itself
@@ -113,9 +117,9 @@ pub(crate) fn run(o: &Orders) -> u8 {
 fn play(o: &Orders) -> Result<(), String> {
     let algo = match &o.store {
         Some(url) => algo::connect(o.imp, url, &o.dir, &Host::nth(o.host), &o.timing)?,
-        None => algo::build(o.imp, &o.dir, &o.timing),
+        None => algo::build(o.imp, &o.dir, &o.timing, o.slots),
     };
-    let witness = Witness::new(&o.dir.join("witness")).map_err(|e| e.to_string())?;
+    let witness = Witness::new(&o.dir.join("witness"), o.slots).map_err(|e| e.to_string())?;
     say(&Event::Ready);
     let mut stdin = std::io::stdin().lock();
     let start = match o.start_at {
@@ -198,11 +202,18 @@ pub(crate) fn wait_until(t: Duration) -> Duration {
     }
 }
 
-/// Claims the witness, reporting an overlap at once. Returns whether the
+/// Claims the witness, reporting an overlap at once, and a new most of
+/// holders seen at once when there are several slots. Returns whether the
 /// claim is ours to drop.
 fn witness_claim(w: &Witness) -> bool {
     match w.claim() {
-        Ok(Claim::Ours) => true,
+        Ok(Claim::Ours { holders }) => {
+            static MOST: AtomicU32 = AtomicU32::new(0);
+            if w.slots() > 1 && holders > MOST.fetch_max(holders, Ordering::SeqCst) {
+                say(&Event::Held { holders });
+            }
+            true
+        }
         Ok(Claim::Overlap(other)) => {
             say(&Event::Overlap { other: other.pid });
             false
@@ -298,7 +309,11 @@ fn churn(algo: &dyn Algorithm, w: &Witness, o: &Orders, c: &mut Counter) {
                 }
             }
             if SystemClock.boot() - since > o.give_up {
-                c.gave_up = true;
+                if o.imp.wedges() {
+                    say_wedged(SystemClock.boot().saturating_sub(since), o);
+                } else {
+                    c.gave_up = true;
+                }
                 break 'rounds;
             }
             backoff.wait();
@@ -308,6 +323,23 @@ fn churn(algo: &dyn Algorithm, w: &Witness, o: &Orders, c: &mut Counter) {
         std::thread::yield_now();
         let_go(w, ours, h);
     }
+}
+
+/// An implementation known to wedge (the counter) admitted nobody for a
+/// whole give-up period: the defect, reported with what the count said.
+fn say_wedged(waited: Duration, o: &Orders) {
+    let path = algo::lock_path(o.imp, &o.dir, 1);
+    let count = crate::exhibits::counter::Counter::new(&path, o.slots)
+        .read()
+        .map_or_else(|e| e.to_string(), |n| n.to_string());
+    say(&Event::Defect {
+        kind: crate::event::DefectKind::Wedged,
+        detail: format!(
+            "no slot came free in {} ms; the count reads {count} of {}",
+            waited.as_millis(),
+            o.slots
+        ),
+    });
 }
 
 fn poll(algo: &dyn Algorithm, w: &Witness, o: &Orders, start: Duration, c: &mut Counter) {
@@ -427,8 +459,8 @@ fn threads(o: &Orders, c: &mut Counter) -> Result<(), String> {
             let (start, decided, witness_path) = (&start, &decided, &witness_path);
             s.spawn(move || {
                 // Each thread has its own lock object (its own descriptors).
-                let algo = algo::build(o.imp, dir, &o.timing);
-                let w = Witness::new(witness_path);
+                let algo = algo::build(o.imp, dir, &o.timing, o.slots);
+                let w = Witness::new(witness_path, o.slots);
                 start.wait();
                 let got = algo.try_acquire(hook);
                 let held = match got {

@@ -29,6 +29,13 @@ pub(crate) enum Event {
     /// A holder found, at renewal or release, that the lease had passed to
     /// someone else while it believed it held it.
     Displaced,
+    /// With N slots: the most holders this contender has seen at once so
+    /// far, counted at one instant right after its claim (sent only when it
+    /// grows).
+    Held {
+        /// Holders at that instant, this one included.
+        holders: u32,
+    },
     /// The exhibit failed in the way its seed describes (not the instrument).
     Defect {
         /// Which defect.
@@ -62,6 +69,10 @@ pub(crate) enum DefectKind {
     /// Seed 000: two unserialised writes into the one temporary file left a
     /// record that no longer parses; every later tick fails the same way.
     CorruptRecord,
+    /// The counter: every slot counted taken and none given back (a holder
+    /// killed while it held one never decremented, or two releases left
+    /// one decrement); nothing can acquire again.
+    Wedged,
 }
 
 impl DefectKind {
@@ -72,6 +83,7 @@ impl DefectKind {
                 "temp-path collision (the fixed <id>.json.tmp renamed twice)"
             }
             Self::CorruptRecord => "corrupt record (two writers in one temp file)",
+            Self::Wedged => "wedged (every slot counted taken, none given back)",
         }
     }
 }

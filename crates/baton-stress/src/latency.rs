@@ -45,8 +45,8 @@ pub(crate) fn measure(
         let d = dir.join(imp.name());
         std::fs::create_dir_all(&d)
             .map_err(|e| format!("failed to create {}: {e}", d.display()))?;
-        algo::prepare_free(imp, &d, timing)?;
-        let a = algo::build(imp, &d, timing);
+        algo::prepare_free(imp, &d, timing, 1)?;
+        let a = algo::build(imp, &d, timing, 1);
         let mut samples = Vec::with_capacity(n as usize);
         for i in 0..WARMUP + n {
             let t0 = SystemClock.boot();

@@ -52,6 +52,19 @@ pub(crate) struct TrialRecord {
     pub(crate) never_finished: u64,
     /// Churners that gave up waiting for the lock.
     pub(crate) gave_up: u64,
+    /// How many holders the lock admits (recorded only when more than 1).
+    #[serde(skip_serializing_if = "crate::config::one")]
+    pub(crate) slots: u32,
+    /// With N slots: the most holders seen at one instant (an overlap
+    /// counts N + 1).
+    #[serde(skip_serializing_if = "one_slot_max")]
+    pub(crate) max_holders: u32,
+}
+
+/// A most-holders figure means nothing with one slot, where it is not
+/// measured (0).
+fn one_slot_max(n: &u32) -> bool {
+    *n == 0
 }
 
 impl TrialRecord {
@@ -82,6 +95,8 @@ impl TrialRecord {
             error_samples: Vec::new(),
             never_finished: 0,
             gave_up: 0,
+            slots: 1,
+            max_holders: 0,
         }
     }
 
@@ -160,6 +175,12 @@ pub(crate) struct Row {
     pub(crate) never_finished: u64,
     /// Churners that gave up.
     pub(crate) gave_up: u64,
+    /// How many holders the lock admits (recorded only when more than 1).
+    #[serde(skip_serializing_if = "crate::config::one")]
+    pub(crate) slots: u32,
+    /// With N slots: the most holders seen at one instant in any trial.
+    #[serde(skip_serializing_if = "one_slot_max")]
+    pub(crate) max_holders: u32,
     /// The verdict words.
     pub(crate) verdict: String,
 }
@@ -203,7 +224,9 @@ pub(crate) fn rows(cfg: &Config, trials: &[TrialRecord]) -> Vec<Row> {
                     child_errors: ts.iter().map(|t| t.child_errors).sum(),
                     never_finished: ts.iter().map(|t| t.never_finished).sum(),
                     gave_up: ts.iter().map(|t| t.gave_up).sum(),
-                    verdict: verdict(imp, concurrent),
+                    slots: cfg.slots,
+                    max_holders: ts.iter().map(|t| t.max_holders).max().unwrap_or(0),
+                    verdict: verdict(imp, concurrent, cfg.slots),
                 });
             }
         }
@@ -211,10 +234,15 @@ pub(crate) fn rows(cfg: &Config, trials: &[TrialRecord]) -> Vec<Row> {
     out
 }
 
-/// The verdict words (seed 003 §9.5).
-pub(crate) fn verdict(imp: Impl, concurrent: u64) -> String {
-    if concurrent > 0 {
+/// The verdict words (seed 003 §9.5); with N slots a race is a holder
+/// beyond N.
+pub(crate) fn verdict(imp: Impl, concurrent: u64, slots: u32) -> String {
+    if concurrent > 0 && slots > 1 {
+        format!("RACE — {concurrent} holder(s) beyond {slots}")
+    } else if concurrent > 0 {
         format!("RACE — {concurrent} concurrent holder(s)")
+    } else if imp.is_baton() && slots > 1 {
+        format!("PASS — never more than {slots} holders")
     } else if imp.is_baton() {
         "PASS — one owner throughout".into()
     } else {
@@ -330,6 +358,9 @@ pub(crate) struct Summary {
     pub(crate) never_finished: u64,
     /// Gave up.
     pub(crate) gave_up: u64,
+    /// With N slots: the most holders seen at one instant.
+    #[serde(skip_serializing_if = "one_slot_max")]
+    pub(crate) max_holders: u32,
 }
 
 impl Summary {
@@ -363,6 +394,7 @@ pub(crate) fn summaries(cfg: &Config, rows: &[Row]) -> Vec<Summary> {
                 child_errors: rs.iter().map(|r| r.child_errors).sum(),
                 never_finished: rs.iter().map(|r| r.never_finished).sum(),
                 gave_up: rs.iter().map(|r| r.gave_up).sum(),
+                max_holders: rs.iter().map(|r| r.max_holders).max().unwrap_or(0),
             }
         })
         .collect()

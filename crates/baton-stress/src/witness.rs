@@ -23,9 +23,17 @@
 //!
 //! Threads in one process share a pid; any `EEXIST` among them names a live
 //! owner and is an overlap, which is what the threads scenario wants.
+//!
+//! A lock with N slots admits N holders at once; its witness is N names
+//! ([`slots`]), and the overlap is the claim that finds all N held by live
+//! owners at one instant. With one slot, the witness is the one name above,
+//! exactly.
+
+mod slots;
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use baton_lease::{Clock, SystemClock};
@@ -41,14 +49,23 @@ const DEAD_OWNER_PATIENCE: Duration = Duration::from_secs(20);
 pub(crate) struct Witness {
     path: PathBuf,
     private: PathBuf,
+    me: Owner,
+    slots: u32,
+    /// The name this process's current claim holds.
+    held: Mutex<Option<PathBuf>>,
 }
 
 /// What a claim found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Claim {
-    /// The name is ours; drop it before releasing the lock.
-    Ours,
-    /// A live process held the name: two holders at once.
+    /// A name is ours; drop it before releasing the lock. `holders`: how
+    /// many held the witness at one instant right after the claim, this one
+    /// included (1 with one slot, by construction).
+    Ours {
+        /// Holders at that instant.
+        holders: u32,
+    },
+    /// Live processes held every name: one holder more than the lock admits.
     Overlap(Owner),
 }
 
@@ -76,13 +93,14 @@ pub(crate) enum WitnessError {
 }
 
 impl Witness {
-    /// The witness at `path` for this process. Writes this process's private
-    /// file (`path.PID.own`) once; it is linked at every claim.
+    /// The witness at `path` for this process, for a lock of `slots` slots.
+    /// Writes this process's private file (`path.PID.own`) once; with one
+    /// slot it is linked at every claim.
     ///
     /// # Errors
     ///
     /// When the private file cannot be written or `/proc/self` read.
-    pub(crate) fn new(path: &Path) -> Result<Self, WitnessError> {
+    pub(crate) fn new(path: &Path, slots: u32) -> Result<Self, WitnessError> {
         let me = Owner::me().map_err(|source| WitnessError::Io {
             what: "read own identity for",
             path: path.to_owned(),
@@ -106,7 +124,15 @@ impl Witness {
         Ok(Self {
             path: path.to_owned(),
             private,
+            me,
+            slots: slots.max(1),
+            held: Mutex::new(None),
         })
+    }
+
+    /// How many holders the lock admits.
+    pub(crate) fn slots(&self) -> u32 {
+        self.slots
     }
 
     /// Claims the name (see the module doc).
@@ -115,10 +141,17 @@ impl Witness {
     ///
     /// I/O failures other than `EEXIST`, and a dead owner's name that stays.
     pub(crate) fn claim(&self) -> Result<Claim, WitnessError> {
+        if self.slots > 1 {
+            let (claim, name) = slots::claim(&self.path, &self.me, self.slots)?;
+            if let Some(n) = name {
+                *self.held.lock().unwrap_or_else(|p| p.into_inner()) = Some(n);
+            }
+            return Ok(claim);
+        }
         let deadline = SystemClock.boot() + DEAD_OWNER_PATIENCE;
         loop {
             match std::fs::hard_link(&self.private, &self.path) {
-                Ok(()) => return Ok(Claim::Ours),
+                Ok(()) => return Ok(Claim::Ours { holders: 1 }),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                 Err(source) => {
                     return Err(WitnessError::Io {
@@ -150,21 +183,31 @@ impl Witness {
     ///
     /// When the name cannot be removed.
     pub(crate) fn drop_claim(&self) -> Result<(), WitnessError> {
-        std::fs::remove_file(&self.path).map_err(|source| WitnessError::Io {
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let path = held.unwrap_or_else(|| self.path.clone());
+        std::fs::remove_file(&path).map_err(|source| WitnessError::Io {
             what: "remove",
-            path: self.path.clone(),
+            path,
             source,
         })
     }
 }
 
 /// The parent's half: after killing and reaping `pid`, removes the witness
-/// if `pid` owned it. Returns whether it did.
+/// name `pid` owned, of the `slots` names at `path`. Returns whether there
+/// was one.
 ///
 /// # Errors
 ///
 /// I/O failures other than "not there".
-pub(crate) fn remove_dead_owners(path: &Path, pid: u32) -> Result<bool, WitnessError> {
+pub(crate) fn remove_dead_owners(path: &Path, slots: u32, pid: u32) -> Result<bool, WitnessError> {
+    if slots > 1 {
+        return slots::remove_dead_owner(path, slots, pid);
+    }
+    remove_dead_owner_at(path, pid)
+}
+
+fn remove_dead_owner_at(path: &Path, pid: u32) -> Result<bool, WitnessError> {
     match read_owner(path)? {
         Some(o) if o.pid == pid => match std::fs::remove_file(path) {
             Ok(()) => Ok(true),
@@ -180,10 +223,14 @@ pub(crate) fn remove_dead_owners(path: &Path, pid: u32) -> Result<bool, WitnessE
 }
 
 fn read_owner(path: &Path) -> Result<Option<Owner>, WitnessError> {
+    // A name is always whole (it is a link to a finished file); anything
+    // unparsable is treated as a live owner, towards reporting.
+    Ok(read_text(path)?.map(|t| Owner::parse(&t).unwrap_or(Owner { pid: 0, start: 0 })))
+}
+
+fn read_text(path: &Path) -> Result<Option<String>, WitnessError> {
     match std::fs::read_to_string(path) {
-        // A name is always whole (it is a link to a finished file); anything
-        // unparsable is treated as a live owner, towards reporting.
-        Ok(t) => Ok(Some(Owner::parse(&t).unwrap_or(Owner { pid: 0, start: 0 }))),
+        Ok(t) => Ok(Some(t)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(WitnessError::Io {
             what: "read",
@@ -206,11 +253,12 @@ mod tests {
     #[test]
     fn a_second_claim_by_a_live_owner_is_an_overlap() {
         let dir = tempfile::tempdir().unwrap();
-        let w = Witness::new(&dir.path().join("witness")).unwrap();
-        assert_eq!(w.claim().unwrap(), Claim::Ours);
+        let w = Witness::new(&dir.path().join("witness"), 1).unwrap();
+        let ours = Claim::Ours { holders: 1 };
+        assert_eq!(w.claim().unwrap(), ours);
         assert_eq!(w.claim().unwrap(), Claim::Overlap(Owner::me().unwrap()));
         w.drop_claim().unwrap();
-        assert_eq!(w.claim().unwrap(), Claim::Ours);
+        assert_eq!(w.claim().unwrap(), ours);
     }
 
     #[test]
@@ -221,13 +269,13 @@ mod tests {
         let dead = c.id();
         c.wait().unwrap();
         std::fs::write(&path, format!("{dead} 1\n")).unwrap();
-        assert!(!remove_dead_owners(&path, dead + 1).unwrap());
-        let w = Witness::new(&path).unwrap();
+        assert!(!remove_dead_owners(&path, 1, dead + 1).unwrap());
+        let w = Witness::new(&path, 1).unwrap();
         std::thread::scope(|s| {
             let h = s.spawn(|| w.claim().unwrap());
             SystemClock.sleep(Duration::from_millis(20));
-            assert!(remove_dead_owners(&path, dead).unwrap());
-            assert_eq!(h.join().unwrap(), Claim::Ours);
+            assert!(remove_dead_owners(&path, 1, dead).unwrap());
+            assert_eq!(h.join().unwrap(), Claim::Ours { holders: 1 });
         });
     }
 }

@@ -10,6 +10,7 @@ use jiff::{SignedDuration, Timestamp};
 use super::{Algorithm, Failure, Holding, Kept, Let};
 use crate::config::{Impl, Timing};
 use crate::event::DefectKind;
+use crate::exhibits::counter::Counter;
 use crate::exhibits::schedule::{Reason, Released, StoreError};
 use crate::exhibits::seed000::{AfterLoad, Seed000};
 use crate::exhibits::seed001::Seed001;
@@ -30,7 +31,13 @@ pub(super) fn build(imp: Impl, path: &Path, t: &Timing) -> Box<dyn Algorithm> {
         // programming error that every test would catch at once.
         Impl::Baton => unreachable!("baton is not an exhibit"),
         Impl::Shedlock => unreachable!("shedlock contends only in a store"),
+        Impl::Counter => unreachable!("the counter is built with its bound"),
     }
+}
+
+/// The counter exhibit at `path`, admitting `bound` holders.
+pub(super) fn counter(path: &Path, bound: u32) -> Box<dyn Algorithm> {
+    Box::new(Counter::new(path, bound))
 }
 
 pub(super) fn prepare_free(imp: Impl, path: &Path, t: &Timing) -> Result<(), String> {
@@ -43,6 +50,8 @@ pub(super) fn prepare_free(imp: Impl, path: &Path, t: &Timing) -> Result<(), Str
             .store()
             .create(t.seed_ttl)
             .map_err(|e| e.to_string()),
+        // The bound does not matter to an empty count.
+        Impl::Counter => Counter::new(path, 1).create().map_err(|e| e.to_string()),
         _ => Ok(()),
     }
 }
@@ -72,6 +81,7 @@ pub(super) fn forge_stale(
             .map_err(|e| e.to_string()),
         Impl::Baton => Err("a baton lease is never forged: crash a real holder".into()),
         Impl::Shedlock => Err("the store's scenarios start from a free lock".into()),
+        Impl::Counter => Err("the counter's scenarios start from a free lock".into()),
     }
 }
 
@@ -157,6 +167,33 @@ impl Holding for V2Held {
             Ok(v2::Released::Removed) => Ok(Let::Released),
             Ok(v2::Released::LeftAlone) => Ok(Let::Displaced),
             Err(e) => Err(instrument(e)),
+        }
+    }
+}
+
+// counter
+
+impl Algorithm for Counter {
+    fn try_acquire(&self, _hook: &dyn AfterLoad) -> Result<Option<Box<dyn Holding>>, Failure> {
+        match self.acquire() {
+            Ok(true) => Ok(Some(Box::new(CounterHeld(Some(self.clone()))))),
+            Ok(false) => Ok(None),
+            Err(e) => Err(instrument(e)),
+        }
+    }
+}
+
+struct CounterHeld(Option<Counter>);
+
+impl Holding for CounterHeld {
+    fn renew(&mut self) -> Result<Kept, Failure> {
+        Ok(Kept::NoRenewal)
+    }
+    fn release(mut self: Box<Self>) -> Result<Let, Failure> {
+        // The counter cannot tell whether it was displaced: it decrements.
+        match self.0.take() {
+            Some(c) => c.release().map(|()| Let::Released).map_err(instrument),
+            None => Ok(Let::Released),
         }
     }
 }

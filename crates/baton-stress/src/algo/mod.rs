@@ -12,6 +12,7 @@
 mod baton;
 mod exhibit;
 mod pg;
+mod slots;
 
 use std::path::{Path, PathBuf};
 
@@ -98,21 +99,33 @@ impl std::fmt::Display for Failure {
     }
 }
 
-/// The lock file (or record) of `imp` in a trial directory.
-pub(crate) fn lock_path(imp: Impl, dir: &Path) -> PathBuf {
+/// The lock file (or record) of slot `slot` (1-based) of `imp`'s lock in a
+/// trial directory, named as the scheduler names a lock's slots: `job.lock`
+/// for slot 1, `job@K.lock` for slot K.
+pub(crate) fn lock_path(imp: Impl, dir: &Path, slot: u32) -> PathBuf {
+    let name = baton_lease::slot::slot_name("job", slot);
     match imp {
-        Impl::Seed000 | Impl::Seed001 => dir.join("job.json"),
-        _ => dir.join("job.lock"),
+        Impl::Seed000 | Impl::Seed001 => dir.join(format!("{name}.json")),
+        Impl::Counter => dir.join("job.count"),
+        _ => dir.join(format!("{name}.lock")),
     }
 }
 
-/// `imp` at its path in `dir`.
-pub(crate) fn build(imp: Impl, dir: &Path, timing: &Timing) -> Box<dyn Algorithm> {
-    let path = lock_path(imp, dir);
-    match imp {
-        Impl::Baton => Box::new(baton::Baton::new(&path, timing)),
-        other => exhibit::build(other, &path, timing),
+/// `imp` at its path in `dir`, admitting `slots` holders: with more than
+/// one, N locks tried in order (see [`slots`]), or the counter's own bound.
+pub(crate) fn build(imp: Impl, dir: &Path, timing: &Timing, slots: u32) -> Box<dyn Algorithm> {
+    let one = |slot: u32| -> Box<dyn Algorithm> {
+        let path = lock_path(imp, dir, slot);
+        match imp {
+            Impl::Baton => Box::new(baton::Baton::new(&path, timing)),
+            Impl::Counter => exhibit::counter(&path, slots),
+            other => exhibit::build(other, &path, timing),
+        }
+    };
+    if slots <= 1 || imp == Impl::Counter {
+        return one(1);
     }
+    Box::new(slots::FirstFree::new((1..=slots).map(one).collect()))
 }
 
 /// The lock of a trial in the store: named after its trial directory, which
@@ -146,8 +159,16 @@ pub(crate) fn connect(
 /// # Errors
 ///
 /// I/O failures, as text for the report.
-pub(crate) fn prepare_free(imp: Impl, dir: &Path, timing: &Timing) -> Result<(), String> {
-    exhibit::prepare_free(imp, &lock_path(imp, dir), timing)
+pub(crate) fn prepare_free(
+    imp: Impl,
+    dir: &Path,
+    timing: &Timing,
+    slots: u32,
+) -> Result<(), String> {
+    for slot in 1..=slots.max(1) {
+        exhibit::prepare_free(imp, &lock_path(imp, dir, slot), timing)?;
+    }
+    Ok(())
 }
 
 /// Writes the lease a holder that crashed 24 hours ago left behind (seed
@@ -165,5 +186,5 @@ pub(crate) fn forge_stale(
     dead_pid: u32,
     now: Timestamp,
 ) -> Result<(), String> {
-    exhibit::forge_stale(imp, &lock_path(imp, dir), timing, dead_pid, now)
+    exhibit::forge_stale(imp, &lock_path(imp, dir, 1), timing, dead_pid, now)
 }

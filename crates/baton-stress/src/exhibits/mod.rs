@@ -24,6 +24,7 @@
 //!   `flock`; the one exhibit that lives in PostgreSQL ([`shedlock`]) is
 //!   driven through [`crate::store`], the one door to the server.
 
+pub(crate) mod counter;
 pub(crate) mod schedule;
 pub(crate) mod seed000;
 pub(crate) mod seed001;

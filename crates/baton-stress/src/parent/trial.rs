@@ -21,6 +21,12 @@
 //! - slow live holder, SIGSTOPped holder: the long holder claims the witness
 //!   for its whole run (stopped or not, it is alive), so every contender
 //!   that wins meanwhile is a duplicate acquisition and an overlap.
+//!
+//! With N slots (`--slots N`) the lock admits N holders and the witness has
+//! N names: a single decision's duplicates are the winners beyond N, the
+//! long holders are N (all stopped in the SIGSTOP scenario), and an overlap
+//! is a claim that finds N live holders. Contenders report the most holders
+//! they saw at once ([`Event::Held`]); an overlap counts as N + 1.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -54,6 +60,7 @@ pub(crate) fn run(
 ) -> TrialRecord {
     let rounds = if scenario.churns() { cfg.rounds } else { 1 };
     let mut rec = TrialRecord::new(imp, scenario, procs, rounds, index);
+    rec.slots = cfg.slots;
     let dir = cfg.dir.join(format!(
         "{}-{}-{procs}-{index}",
         imp.name(),
@@ -122,7 +129,7 @@ struct Trial<'a> {
 
 impl Trial<'_> {
     fn play(&mut self) -> Result<(), String> {
-        algo::prepare_free(self.imp, &self.dir, &self.cfg.timing)?;
+        algo::prepare_free(self.imp, &self.dir, &self.cfg.timing, self.cfg.slots)?;
         if self.scenario.starts_stale() {
             self.seed_stale()?;
         }
@@ -151,7 +158,7 @@ impl Trial<'_> {
             .filter(|&&i| self.kids[i].decided == Some(true))
             .count() as u64;
         self.rec.winners = winners;
-        self.rec.duplicates = winners.saturating_sub(1);
+        self.rec.duplicates = winners.saturating_sub(u64::from(self.cfg.slots));
         Ok(())
     }
 
@@ -186,6 +193,41 @@ impl Trial<'_> {
     }
 
     fn long_holder(&mut self) -> Result<(), String> {
+        // One long holder per slot, one after the other, each on a free slot.
+        let mut holders = Vec::new();
+        for _ in 0..self.cfg.slots {
+            holders.push(self.take_one_slot()?);
+        }
+        let stop = self.scenario == Scenario::Sigstop;
+        if stop {
+            for &h in &holders {
+                self.pool.signal(h, Signal::STOP)?;
+            }
+        }
+        let polls = self.spawn_n(Role::Poll, self.procs)?;
+        self.start_all(&polls)?;
+        let deadline = self.deadline();
+        self.pump(deadline, |t| polls.iter().all(|&i| t.kids[i].eof));
+        if stop {
+            for &h in &holders {
+                self.pool.signal(h, Signal::CONT)?;
+            }
+            // Let them renew (or learn they lost) before they are told to let go.
+            SystemClock.sleep(self.cfg.timing.baton_renew * 3 + Duration::from_millis(20));
+        }
+        for &h in &holders {
+            self.pool.close(h);
+        }
+        self.pump(deadline, |t| holders.iter().all(|&h| t.kids[h].eof));
+        let wins: u64 = polls.iter().map(|&i| self.kids[i].wins).sum();
+        self.rec.winners = holders.len() as u64 + wins;
+        self.rec.duplicates = wins;
+        Ok(())
+    }
+
+    /// Starts a long holder and waits until it holds a slot of a lock that
+    /// has one free.
+    fn take_one_slot(&mut self) -> Result<usize, String> {
         let h = self.spawn(Role::Holder)?;
         self.kids[h].timed = false;
         let ready_by = SystemClock.boot() + READY_PATIENCE;
@@ -196,25 +238,7 @@ impl Trial<'_> {
         if self.kids[h].decided != Some(true) {
             return Err("the long holder did not acquire a free lock".into());
         }
-        let stop = self.scenario == Scenario::Sigstop;
-        if stop {
-            self.pool.signal(h, Signal::STOP)?;
-        }
-        let polls = self.spawn_n(Role::Poll, self.procs)?;
-        self.start_all(&polls)?;
-        let deadline = self.deadline();
-        self.pump(deadline, |t| polls.iter().all(|&i| t.kids[i].eof));
-        if stop {
-            self.pool.signal(h, Signal::CONT)?;
-            // Let it renew (or learn it lost) before it is told to let go.
-            SystemClock.sleep(self.cfg.timing.baton_renew * 3 + Duration::from_millis(20));
-        }
-        self.pool.close(h);
-        self.pump(deadline, |t| t.kids[h].eof);
-        let wins: u64 = polls.iter().map(|&i| self.kids[i].wins).sum();
-        self.rec.winners = 1 + wins;
-        self.rec.duplicates = wins;
-        Ok(())
+        Ok(h)
     }
 
     /// A dead holder's lease: a real baton holder killed with `kill -9`, or
@@ -266,7 +290,12 @@ impl Trial<'_> {
     fn args_on(&self, role: Role, host: usize) -> Vec<OsString> {
         let t = &self.cfg.timing;
         let ms = |d: Duration| d.as_millis().to_string();
-        let give_up = self.cfg.trial_timeout.min(Duration::from_secs(120));
+        let mut give_up = self.cfg.trial_timeout.min(Duration::from_secs(120));
+        if self.imp.wedges() {
+            // A churn round holds for microseconds: waiting two long-holder
+            // windows for a slot is being wedged, reported as the defect.
+            give_up = give_up.min(t.hold_for * 2);
+        }
         let mut a: Vec<OsString> = Vec::new();
         let mut push = |k: &str, v: String| {
             a.push(k.into());
@@ -285,6 +314,9 @@ impl Trial<'_> {
         push("--hold-ms", ms(t.hold_for));
         push("--poll-ms", ms(t.poll));
         push("--grace-ms", ms(t.takeover_grace));
+        if self.cfg.slots > 1 {
+            push("--slots", self.cfg.slots.to_string());
+        }
         if let Some(url) = &self.cfg.store {
             push("--store", url.clone());
             push("--host", host.to_string());
@@ -381,7 +413,13 @@ impl Trial<'_> {
                 self.kids[i].wins += 1;
                 self.maybe_kill(i);
             }
-            Event::Overlap { .. } => self.rec.overlaps += 1,
+            Event::Overlap { .. } => {
+                self.rec.overlaps += 1;
+                if self.cfg.slots > 1 {
+                    self.rec.max_holders = self.rec.max_holders.max(self.cfg.slots + 1);
+                }
+            }
+            Event::Held { holders } => self.rec.max_holders = self.rec.max_holders.max(holders),
             Event::Displaced => self.rec.displaced += 1,
             Event::Defect { kind, .. } => *self.rec.defects.entry(kind).or_insert(0) += 1,
             Event::Error { detail } => self.rec.error(detail),
@@ -417,7 +455,7 @@ impl Trial<'_> {
             return self.rec.error(e);
         }
         self.rec.killed += 1;
-        match witness::remove_dead_owners(&self.dir.join("witness"), pid) {
+        match witness::remove_dead_owners(&self.dir.join("witness"), self.cfg.slots, pid) {
             Ok(true) => self.rec.killed_holding += 1,
             Ok(false) => {}
             Err(e) => self.rec.error(e.to_string()),

@@ -17,7 +17,7 @@ pub(crate) fn campaign(c: &Campaign) -> String {
             } else {
                 imp.title()
             };
-            s.push_str(&impl_table(title, &rows));
+            s.push_str(&impl_table(title, &rows, c.config.slots));
             s.push('\n');
         }
     }
@@ -29,11 +29,14 @@ pub(crate) fn campaign(c: &Campaign) -> String {
         s.push_str(&latency(l));
         s.push('\n');
     }
-    s.push_str(&summary(&c.summary, c.secs));
+    s.push_str(&summary(&c.summary, c.secs, c.config.slots));
     s
 }
 
-fn impl_table(title: &str, rows: &[&Row]) -> String {
+fn impl_table(title: &str, rows: &[&Row], slots: u32) -> String {
+    if slots > 1 {
+        return slotted_table(title, rows, slots);
+    }
     let mut s = format!("── {title}\n");
     let _ = writeln!(
         s,
@@ -56,6 +59,54 @@ fn impl_table(title: &str, rows: &[&Row]) -> String {
             r.verdict
         );
     }
+    s.push_str(&notes(rows));
+    s
+}
+
+/// With N slots: the bound and the most holders seen at once beside the
+/// counts; `overlaps` are holders beyond N.
+fn slotted_table(title: &str, rows: &[&Row], slots: u32) -> String {
+    let mut s = format!("── {title}, {slots} slots\n");
+    let _ = writeln!(
+        s,
+        "{:<18} {:>5} {:>6} {:>6} {:>7} {:>3} {:>9} {:>4} {:>8} {:>6} {:>8}  verdict",
+        "scenario",
+        "procs",
+        "rounds",
+        "trials",
+        "winners",
+        "N",
+        "most held",
+        "dup",
+        "overlaps",
+        "killed",
+        "secs"
+    );
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "{:<18} {:>5} {:>6} {:>6} {:>7} {:>3} {:>9} {:>4} {:>8} {:>6} {:>8.2}  {}",
+            r.scenario.label(),
+            r.procs,
+            r.rounds,
+            r.trials,
+            r.winners,
+            r.slots,
+            r.max_holders,
+            r.duplicates,
+            r.overlaps,
+            r.killed,
+            r.secs,
+            r.verdict
+        );
+    }
+    s.push_str(&notes(rows));
+    s
+}
+
+/// What is listed under a table: defects, displaced holders, the instrument.
+fn notes(rows: &[&Row]) -> String {
+    let mut s = String::new();
     let mut notes = Vec::new();
     for r in rows {
         for (k, v) in &r.defects {
@@ -140,7 +191,7 @@ fn latency(l: &[Latency]) -> String {
     s
 }
 
-fn summary(sums: &[Summary], secs: f64) -> String {
+fn summary(sums: &[Summary], secs: f64, slots: u32) -> String {
     let mut s = String::from("════ summary ════\n");
     for m in sums {
         let races = format!(
@@ -154,7 +205,16 @@ fn summary(sums: &[Summary], secs: f64) -> String {
             m.displaced
         );
         s.push_str(&races);
-        if m.imp.is_baton() {
+        if slots > 1 {
+            let _ = write!(s, " (most holders at once: {} of {slots})", m.max_holders);
+        }
+        if m.imp.is_baton() && slots > 1 {
+            s.push_str(if m.concurrent == 0 {
+                " — PASS: never more than N holders"
+            } else {
+                " — FAIL: baton raced"
+            });
+        } else if m.imp.is_baton() {
             s.push_str(if m.concurrent == 0 {
                 " — PASS: one owner throughout"
             } else {
@@ -214,6 +274,7 @@ mod tests {
             progress: false,
             store: None,
             hosts: 3,
+            slots: 1,
         }
     }
 
