@@ -1,12 +1,13 @@
 //! The engine: what is due ([`plan`], [`decide`]), one run under its lease
 //! ([`request`], [`run`]), its steps and checks with their retries
 //! ([`steps`], `retry`), its records, and where what happened is said
-//! ([`surfaces`], [`alerts`], [`webhook`]). Every operation (`ops`) drives it; nothing
+//! ([`surfaces`], [`alerts`], [`webhook`], over [`post`]). Every operation (`ops`) drives it; nothing
 //! here parses arguments, picks an exit code or reads a view.
 
 pub mod alerts;
 pub mod decide;
 pub mod plan;
+pub mod post;
 pub mod request;
 mod retry;
 pub mod run;
