@@ -1,7 +1,8 @@
 //! The engine: what is due ([`plan`], [`decide`]), one run under its lease
 //! ([`request`], [`run`]), its steps and checks with their retries
 //! ([`steps`], `retry`), its records, and where what happened is said
-//! ([`surfaces`], [`alerts`], [`webhook`], over [`post`]). Every operation (`ops`) drives it; nothing
+//! ([`surfaces`], [`alerts`], [`webhook`], over [`post`]) and its trace
+//! ([`trace`]). Every operation (`ops`) drives it; nothing
 //! here parses arguments, picks an exit code or reads a view.
 
 pub mod alerts;
@@ -14,4 +15,5 @@ pub mod run;
 mod run_record;
 pub mod steps;
 pub mod surfaces;
+pub mod trace;
 pub mod webhook;

@@ -10,6 +10,10 @@
 //! did (not after a lost lease or a signal: then nothing more may run).
 //! This module never takes, restates or releases the lease: [`crate::engine::run`]
 //! does, around one run or several in a row.
+//!
+//! When runs are traced ([`crate::engine::trace`]), each attempt's span id
+//! is drawn before it starts and given to its command as `TRACEPARENT`;
+//! the run's spans are sent once its verdict is recorded.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -24,6 +28,7 @@ use crate::engine::request::{Context, Request};
 use crate::engine::retry::{NoRetry, Schedule};
 use crate::engine::run_record::{Begin, RunRecord};
 use crate::engine::surfaces::Surfaces;
+use crate::engine::trace::{self, RunTrace, TraceParent};
 use crate::http;
 use crate::outcome::Outcome;
 use crate::state::output::OutputSink;
@@ -45,7 +50,8 @@ pub(crate) fn one(
     };
     let started = surfaces.borrow().now();
     let env = environment(req, &c, session.lease());
-    let tally = {
+    let trace = surfaces.borrow_mut().trace_run(&c.job, started);
+    let (tally, trace) = {
         let mut run = Running {
             req,
             ctx: &c,
@@ -59,12 +65,13 @@ pub(crate) fn one(
                 seq: 0,
                 record,
             },
+            trace,
         };
         run.steps_and_checks();
-        run.tally
+        (run.tally, run.trace)
     };
     *current.borrow_mut() = None;
-    finish(req, &c, tally, started, session, surfaces)
+    finish(req, &c, (tally, trace), started, session, surfaces)
 }
 
 /// Records the run's start in the ledger, ends the runs of the lock's jobs
@@ -146,12 +153,12 @@ fn environment(req: &Request<'_>, c: &Context, lease: &Holding) -> Vec<(String, 
     ]
 }
 
-/// Records the run's end (its verdict from `tally`) and says it; the run's
-/// outcome.
+/// Records the run's end (its verdict from `tally`) and says it, then
+/// sends its `trace`; the run's outcome.
 fn finish(
     req: &Request<'_>,
     c: &Context,
-    tally: Tally,
+    (tally, trace): (Tally, Option<RunTrace>),
     started: Timestamp,
     session: &mut Session<'_>,
     surfaces: &Rc<RefCell<Surfaces>>,
@@ -169,7 +176,29 @@ fn finish(
     };
     let keep = req.config.settings.history_keep.value;
     fail::fail_point!("end-record");
+    let attempts = tally.seq;
     tally.record.finish(&row, keep, session, surfaces);
+    if let Some(t) = trace {
+        let host = session.lease().host().to_owned();
+        let facts = trace::attrs::RunFacts {
+            job: &req.job.name,
+            run_id: &c.run_id,
+            occurrence: &c.occurrence,
+            fence: c.fence,
+            host: &host,
+            verdict,
+            exit_code: code,
+            attempts,
+        };
+        let error = (!success).then(|| format!("verdict {verdict} (exit code {code})"));
+        let spans = t.finish(
+            trace::attrs::run_name(&req.job.name),
+            now,
+            trace::attrs::run(&facts),
+            error,
+        );
+        surfaces.borrow_mut().trace_ended(&host, spans);
+    }
     surfaces.borrow_mut().note(&format!(
         "{} run={} verdict={verdict} ({})",
         req.job.name,
@@ -502,6 +531,8 @@ struct Running<'a, 's> {
     current: &'a Rc<RefCell<Option<String>>>,
     surfaces: &'a Rc<RefCell<Surfaces>>,
     tally: Tally,
+    /// Its spans, when runs are traced.
+    trace: Option<RunTrace>,
 }
 
 /// One attempt that ran (or could not start).
@@ -628,7 +659,8 @@ impl Running<'_, '_> {
         self.surfaces.borrow_mut().note(&format!("{label} start"));
         let limit = step.output_limit.value;
         let (sink, captured) = OutputSink::new(logs.clone(), &job.name, at, limit, self.req.tee);
-        let spec = self.spec(step, attempt, sink);
+        let span = self.trace.as_ref().and_then(|t| t.child().ok());
+        let spec = self.spec(step, attempt, sink, span);
         fail::fail_point!("attempt-start");
         let result = self.session.run(spec);
         fail::fail_point!("attempt-end");
@@ -649,6 +681,13 @@ impl Running<'_, '_> {
         );
         let _ = logs.job_lines(&job.name, at, footer.as_bytes());
         let row = self.row(step, attempt, (at, finished), &result);
+        if let (Some(t), Some(span)) = (self.trace.as_mut(), span) {
+            let attrs =
+                trace::attrs::attempt((step.kind, &step.name), attempt, row.outcome, row.exit_code);
+            let error = (row.outcome != AttemptOutcome::Ok).then(|| shown.clone());
+            let name = trace::attrs::attempt_name(step.kind, &step.name);
+            t.ended(span, name, (at, finished), attrs, error);
+        }
         let mut s = self.surfaces.borrow_mut();
         self.tally.record.attempt(row, &mut s);
         if let Some(problem) = cut.failed {
@@ -662,9 +701,16 @@ impl Running<'_, '_> {
     }
 
     /// What the runner starts for attempt `attempt` of `step`: its program;
-    /// the run's environment, then `BATON_STEP` and `BATON_ATTEMPT`, then
-    /// the step's own, then an HTTP step's request; where and how it runs.
-    fn spec(&self, step: &Step, attempt: u32, sink: OutputSink) -> StepSpec {
+    /// the run's environment, then `BATON_STEP`, `BATON_ATTEMPT` and, when
+    /// traced, `TRACEPARENT` naming the attempt's `span`, then the step's
+    /// own, then an HTTP step's request; where and how it runs.
+    fn spec(
+        &self,
+        step: &Step,
+        attempt: u32,
+        sink: OutputSink,
+        span: Option<TraceParent>,
+    ) -> StepSpec {
         let (argv, request) = program(&step.action.value);
         let mut spec = StepSpec::new(argv[0].clone(), argv[1..].iter().map(Into::into).collect());
         spec.env = self
@@ -675,6 +721,7 @@ impl Running<'_, '_> {
                 ("BATON_STEP".to_owned(), step.name.clone()),
                 ("BATON_ATTEMPT".to_owned(), attempt.to_string()),
             ])
+            .chain(span.map(|p| (trace::context::VARIABLE.to_owned(), p.to_string())))
             .chain(step.env.iter().cloned())
             .chain(request)
             .map(|(k, v)| (k.into(), v.into()))
