@@ -488,3 +488,56 @@ fn a_bad_endpoint_is_refused_at_load_and_a_good_one_is_shown_with_its_source() {
         serde_json::json!({"value": "https://otel.example", "source": "BATON_OTLP_ENDPOINT"})
     );
 }
+
+#[test]
+fn baton_exec_is_traced_with_its_variable_and_refuses_a_bad_one() {
+    let c = Collector::start("ok");
+    let env = crate::support::Env::new();
+    let tp = env.path("tp");
+    let script = format!("echo \"$TRACEPARENT\" > {}; exit 4", tp.display());
+    let o = env
+        .cmd(&["exec", "--name", "nightly", "--", "sh", "-c", &script])
+        .env("BATON_OTLP_ENDPOINT", c.endpoint())
+        .env(
+            "TRACEPARENT",
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        )
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 4, "the command's own code: {}", stderr(&o));
+    let spans = one_export(&c);
+    assert_eq!(spans.len(), 2, "{spans:#?}");
+    let (run, command) = (&spans[0], &spans[1]);
+    assert_eq!(run["name"], "run nightly");
+    assert_eq!(run["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
+    assert_eq!(run["parent_span_id"], "00f067aa0ba902b7");
+    assert_eq!(attr(run, "baton.lock"), "nightly");
+    assert_eq!(attr(run, "baton.verdict"), "failed");
+    assert_eq!(attr(run, "baton.exit_code"), 4);
+    assert!(
+        attr(run, "baton.fence").as_i64().is_some_and(|f| f > 0),
+        "{run:#}"
+    );
+    assert_eq!(run["status"]["code"], 2);
+    assert_eq!(command["parent_span_id"], run["span_id"]);
+    assert_eq!(attr(command, "process.exit.code"), 4);
+    assert_eq!(
+        std::fs::read_to_string(&tp).unwrap().trim(),
+        format!(
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-{}-01",
+            command["span_id"].as_str().unwrap()
+        )
+    );
+    // A variable that is no endpoint is a bad option: nothing runs.
+    let o = env
+        .cmd(&["exec", "--name", "nightly", "--", "touch", "ran"])
+        .env("BATON_OTLP_ENDPOINT", "collector:4318")
+        .current_dir(env.tmp.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 125, "{}", stderr(&o));
+    assert!(stderr(&o).contains("BATON_OTLP_ENDPOINT"), "{}", stderr(&o));
+    assert!(!env.path("ran").exists());
+}
