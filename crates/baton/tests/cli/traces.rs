@@ -541,3 +541,47 @@ fn baton_exec_is_traced_with_its_variable_and_refuses_a_bad_one() {
     assert!(stderr(&o).contains("BATON_OTLP_ENDPOINT"), "{}", stderr(&o));
     assert!(!env.path("ran").exists());
 }
+
+#[test]
+fn doctor_tries_the_collector_with_an_empty_export() {
+    let c = Collector::start("ok");
+    let job = "[jobs.a]\nevery = \"1h\"\nrun = \"true\"\n";
+    let s = Sched::new(&format!(
+        "[telemetry]\notlp_endpoint = \"{}\"\n{job}",
+        c.endpoint()
+    ));
+    let finding = |s: &Sched| -> Value {
+        let o = s.run(&["doctor", "--json"]);
+        let v: Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(&o), stderr(&o)));
+        let found: Vec<&Value> = v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["check"] == "otlp-endpoint")
+            .collect();
+        assert_eq!(found.len(), 1, "{v:#}");
+        found[0].clone()
+    };
+    let f = finding(&s);
+    assert_eq!(f["status"], "ok", "{f:#}");
+    let got = c.exports();
+    assert_eq!(got.len(), 1, "{got:#?}");
+    assert_eq!(got[0]["spans"], serde_json::json!([]), "{got:#?}");
+    let s = Sched::new(&format!(
+        "[telemetry]\notlp_endpoint = \"http://127.0.0.1:{}\"\n{job}",
+        refused_port()
+    ));
+    let f = finding(&s);
+    assert_eq!(f["status"], "fail", "{f:#}");
+    assert!(
+        f["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no run's spans would reach it")),
+        "{f:#}"
+    );
+    // Without an endpoint, nothing is said.
+    let s = Sched::new(job);
+    let o = s.run(&["doctor", "--json"]);
+    assert!(!stdout(&o).contains("otlp-endpoint"), "{}", stdout(&o));
+}
