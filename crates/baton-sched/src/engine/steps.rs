@@ -744,14 +744,7 @@ impl Running<'_, '_> {
         (started, finished): (Timestamp, Timestamp),
         result: &StepResult,
     ) -> baton_store::ledger::Attempt {
-        let outcome = match &result.ending {
-            e if e.success() => AttemptOutcome::Ok,
-            Ending::TimedOut => AttemptOutcome::Timeout,
-            Ending::LeaseLost => AttemptOutcome::LeaseLost,
-            Ending::NotStarted(_) => AttemptOutcome::NotStarted,
-            _ if result.interrupted.is_some() => AttemptOutcome::Interrupted,
-            _ => AttemptOutcome::Failed,
-        };
+        let outcome = outcome_of(result);
         self.tally.seq += 1;
         baton_store::ledger::Attempt {
             run_id: self.ctx.run_id.clone(),
@@ -809,6 +802,19 @@ impl Running<'_, '_> {
         }
         drop(s);
         self.tally.fail(step, stop, result);
+    }
+}
+
+/// What an attempt that ended with `result` came to, as the ledger (and
+/// its span) records it.
+pub fn outcome_of(result: &StepResult) -> AttemptOutcome {
+    match &result.ending {
+        e if e.success() => AttemptOutcome::Ok,
+        Ending::TimedOut => AttemptOutcome::Timeout,
+        Ending::LeaseLost => AttemptOutcome::LeaseLost,
+        Ending::NotStarted(_) => AttemptOutcome::NotStarted,
+        _ if result.interrupted.is_some() => AttemptOutcome::Interrupted,
+        _ => AttemptOutcome::Failed,
     }
 }
 

@@ -8,9 +8,9 @@
 use std::ffi::OsString;
 
 use baton_lease::{Clock, SystemClock};
-use baton_runner::{Ending, StepResult};
+use baton_runner::StepResult;
 use baton_sched::engine::trace::{Attr, Export, RunTrace, TraceParent, attrs, context};
-use baton_store::words::{AttemptOutcome, RunVerdict, StepKind};
+use baton_store::words::{RunVerdict, StepKind};
 
 use super::config::ExecConfig;
 use crate::exit::Exit;
@@ -55,14 +55,7 @@ impl ExecTrace {
             return;
         };
         let Self { mut run, command } = self;
-        let outcome = match &result.ending {
-            e if e.success() => AttemptOutcome::Ok,
-            Ending::TimedOut => AttemptOutcome::Timeout,
-            Ending::LeaseLost => AttemptOutcome::LeaseLost,
-            Ending::NotStarted(_) => AttemptOutcome::NotStarted,
-            _ if result.interrupted.is_some() => AttemptOutcome::Interrupted,
-            _ => AttemptOutcome::Failed,
-        };
+        let outcome = baton_sched::engine::steps::outcome_of(result);
         let end = result
             .started
             .checked_add(result.duration)
