@@ -585,3 +585,37 @@ fn doctor_tries_the_collector_with_an_empty_export() {
     let o = s.run(&["doctor", "--json"]);
     assert!(!stdout(&o).contains("otlp-endpoint"), "{}", stdout(&o));
 }
+
+#[test]
+fn an_http_steps_request_carries_its_attempts_traceparent() {
+    use baton_testkit::http::{Answer, TestServer};
+    let c = Collector::start("ok");
+    let server = TestServer::start(&[Answer::Status(204), Answer::Status(204)]);
+    let s = Sched::new(&format!(
+        "[telemetry]\notlp_endpoint = \"{}\"\n\
+         [jobs.ping]\nevery = \"1h\"\nhttp = {{ url = \"{}\" }}\n\
+         [jobs.own]\nevery = \"1h\"\n\
+         http = {{ url = \"{}\", headers = {{ traceparent = \"mine\" }} }}\n",
+        c.endpoint(),
+        server.url("/ping"),
+        server.url("/own")
+    ));
+    let o = s.run(&["run", "ping"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let spans = one_export(&c);
+    let attempt = &spans[1];
+    let seen = server.requests();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(
+        seen[0].header("traceparent").map(str::to_owned),
+        Some(format!(
+            "00-{}-{}-01",
+            attempt["trace_id"].as_str().unwrap(),
+            attempt["span_id"].as_str().unwrap()
+        ))
+    );
+    // A request that sets its own keeps it.
+    let o = s.run(&["run", "own"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(server.requests()[1].header("traceparent"), Some("mine"));
+}
