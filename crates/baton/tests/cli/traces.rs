@@ -619,3 +619,37 @@ fn an_http_steps_request_carries_its_attempts_traceparent() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(server.requests()[1].header("traceparent"), Some("mine"));
 }
+
+#[test]
+fn a_backfills_runs_are_a_trace_each_and_only_the_first_joins_its_caller() {
+    let c = Collector::start("ok");
+    let s = Sched::new(&format!(
+        "[telemetry]\notlp_endpoint = \"{}\"\n[jobs.h]\nevery = \"1h\"\nrun = \"true\"\n",
+        c.endpoint()
+    ));
+    crate::sched::known_since(&s, &["h"], crate::sched::before_new_year());
+    let now = baton_lease::Clock::wall(&baton_lease::SystemClock).as_second();
+    let hour = now - now.rem_euclid(3600);
+    let at = |s: i64| jiff::Timestamp::from_second(s).unwrap().to_string();
+    let (from, to) = (at(hour - 5 * 3600), at(hour - 3 * 3600));
+    let caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let o = s
+        .cmd(&["backfill", "h", "--from", &from, "--to", &to])
+        .env("TRACEPARENT", caller)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let got = c.exports();
+    assert_eq!(got.len(), 3, "one request per run: {got:#?}");
+    let runs: Vec<&Value> = got.iter().map(|e| &e["spans"][0]).collect();
+    assert_eq!(runs[0]["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
+    assert_eq!(runs[0]["parent_span_id"], "00f067aa0ba902b7");
+    for run in &runs[1..] {
+        assert_eq!(run["parent_span_id"], "", "{run:#}");
+        assert_ne!(run["trace_id"], runs[0]["trace_id"], "{run:#}");
+    }
+    assert_ne!(runs[1]["trace_id"], runs[2]["trace_id"]);
+    let occurrences: Vec<&Value> = runs.iter().map(|r| attr(r, "baton.occurrence")).collect();
+    assert_eq!(occurrences.len(), 3);
+    assert_ne!(occurrences[0], occurrences[1]);
+}
