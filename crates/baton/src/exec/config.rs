@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use baton_sched::config::OtlpEndpoint;
+use baton_sched::config::{InvalidEndpoint, OtlpEndpoint};
 use baton_sched::engine::trace::TraceParent;
 use baton_sched::state::state_dir;
 use baton_store::words::AlertKind;
@@ -83,19 +83,17 @@ fn shell() -> OsString {
         .unwrap_or_else(|| "/bin/sh".into())
 }
 
-/// `BATON_OTLP_ENDPOINT`, checked: `baton exec` reads no configuration
-/// file, so the key's variable is its only setting.
-fn otlp_endpoint() -> Result<Option<OtlpEndpoint>, String> {
-    let var = baton_sched::config::env_name("otlp_endpoint");
-    match std::env::var_os(&var) {
-        None => Ok(None),
-        Some(v) if v.is_empty() => Ok(None),
-        Some(v) => {
-            let text = v.to_string_lossy();
-            OtlpEndpoint::parse(&text)
-                .map(Some)
-                .map_err(|e| format!("{var} {e}"))
-        }
+/// The variable `baton exec` reads its trace collector from: it reads no
+/// configuration file, so the key's variable is its only setting.
+fn otlp_variable() -> String {
+    baton_sched::config::env_name("otlp_endpoint")
+}
+
+/// [`otlp_variable`]'s endpoint, checked; `None` when it is unset or empty.
+fn otlp_endpoint() -> Result<Option<OtlpEndpoint>, InvalidEndpoint> {
+    match std::env::var_os(otlp_variable()) {
+        Some(v) if !v.is_empty() => OtlpEndpoint::parse(&v.to_string_lossy()).map(Some),
+        _ => Ok(None),
     }
 }
 
@@ -154,7 +152,7 @@ impl ExecConfig {
                 .map_err(|e| format!("failed to read random bytes for a run id: {e}"))?
                 .to_string(),
         };
-        let otlp = otlp_endpoint()?;
+        let otlp = otlp_endpoint().map_err(|e| format!("{} {e}", otlp_variable()))?;
         let trace_parent = otlp.as_ref().and_then(|_| TraceParent::from_env());
         let (name, lock) = match (args.name, args.lock) {
             (Some(name), None) => {
