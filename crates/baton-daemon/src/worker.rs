@@ -88,6 +88,9 @@ pub(crate) async fn start(
         Start::Queue => cmd.arg("--queue"),
         Start::Manual => cmd.arg("--manual"),
     };
+    // A run's trace is its own: not one the daemon was started in, which
+    // would gather every run of its life in one trace.
+    cmd.env_remove(baton_sched::engine::trace::context::VARIABLE);
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

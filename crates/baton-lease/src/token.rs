@@ -34,6 +34,12 @@ impl Token {
     pub const fn from_bytes(bytes: [u8; 8]) -> Self {
         Self(bytes)
     }
+
+    /// Its bytes: random ones, for a caller that needs fresh ids of its
+    /// own (a trace's span ids).
+    pub const fn to_bytes(self) -> [u8; 8] {
+        self.0
+    }
 }
 
 impl fmt::Display for Token {

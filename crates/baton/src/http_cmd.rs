@@ -20,6 +20,7 @@
 
 use std::io::Read;
 
+use baton_sched::engine::trace::TraceParent;
 use baton_sched::http::{self, HttpRequest};
 use ureq::http as h;
 
@@ -54,10 +55,22 @@ pub fn run() -> Exit {
             return Exit::Http(HttpExit::Invalid);
         }
     };
-    let run_headers: Vec<(&str, String)> = http::RUN_HEADERS
+    let mut run_headers: Vec<(&str, String)> = http::RUN_HEADERS
         .iter()
         .filter_map(|(header, var)| Some((*header, std::env::var(var).ok()?)))
         .collect();
+    // A traced attempt's context goes on as W3C's header, so that the
+    // server's spans join the run's trace; a request that sets its own
+    // keeps it.
+    let own = request
+        .headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("traceparent"));
+    if let Some(p) = TraceParent::from_env()
+        && !own
+    {
+        run_headers.push(("traceparent", p.to_string()));
+    }
     match send(&request, &run_headers) {
         Ok((status, body)) => {
             let reason = status.canonical_reason().unwrap_or("");

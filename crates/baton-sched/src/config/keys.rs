@@ -15,11 +15,11 @@ use std::path::PathBuf;
 use self::Default::{Host, Toml, Unset};
 use super::model::Zone;
 use super::value::Value;
-use Table::{Check, Daemon, Job, Scheduler, Step, Store};
+use Table::{Check, Daemon, Job, Scheduler, Step, Store, Telemetry};
 use Type::{
     Bool, CatchUp, Command, Count, Cwd, Duration, Env, ExitCodes, File, Group, Limit, Listen, Lock,
-    Overlap, Positive, RootCert, Rule, SecretFile, SigningSecret, Size, Socket, SslMode, StateDir,
-    StoreUrl, Webhook,
+    OtlpEndpoint, Overlap, Positive, RootCert, Rule, SecretFile, SigningSecret, Size, Socket,
+    SslMode, StateDir, StoreUrl, Webhook,
 };
 
 /// A table a key may be written in.
@@ -35,6 +35,8 @@ pub enum Table {
     Check,
     /// `[daemon]`.
     Daemon,
+    /// `[telemetry]`.
+    Telemetry,
     /// `[store]`.
     Store,
 }
@@ -48,6 +50,7 @@ impl Table {
             Table::Step => "step",
             Table::Check => "check",
             Table::Daemon => "daemon",
+            Table::Telemetry => "telemetry",
             Table::Store => "store",
         }
     }
@@ -55,7 +58,9 @@ impl Table {
     /// The table as the README names it: `[scheduler]`, or `job`.
     fn shown(self) -> String {
         match self {
-            Table::Scheduler | Table::Daemon | Table::Store => format!("`[{}]`", self.name()),
+            Table::Scheduler | Table::Daemon | Table::Telemetry | Table::Store => {
+                format!("`[{}]`", self.name())
+            }
             _ => self.name().to_owned(),
         }
     }
@@ -107,6 +112,8 @@ pub(crate) enum Type {
     SigningSecret,
     /// An `http://` or `https://` URL alerts are posted to.
     Webhook,
+    /// An OTLP/HTTP collector's `http://` or `https://` base URL.
+    OtlpEndpoint,
     /// Where the daemon listens.
     Listen,
     /// The daemon's Unix socket, relative to the configuration file.
@@ -250,7 +257,12 @@ pub fn markdown(tables: &[Table]) -> String {
     for k in KEYS.iter().filter(|k| tables.iter().any(|t| k.is_in(*t))) {
         let mut levels: Vec<String> = Vec::new();
         for group in [
-            &[Table::Scheduler, Table::Daemon, Table::Store][..],
+            &[
+                Table::Scheduler,
+                Table::Daemon,
+                Table::Telemetry,
+                Table::Store,
+            ][..],
             &[Table::Job],
             &[Table::Step, Table::Check],
         ] {
@@ -520,6 +532,13 @@ pub static KEYS: &[Key] = &[
     Key::new("shutdown_grace", Duration, Toml("\"1m\""))
         .of(&[Daemon])
         .doc("how long a stopping daemon waits for its runs before it stops them"),
+    Key::new("otlp_endpoint", OtlpEndpoint, Unset("none: no traces"))
+        .of(&[Telemetry])
+        .variable()
+        .doc(
+            "an OTLP/HTTP collector's http:// or https:// base URL: each run's spans are posted \
+             to it, with `/v1/traces` added ([Traces](#traces))",
+        ),
     Key::new("url", StoreUrl, Unset("none: no store"))
         .of(&[Store])
         .variable()

@@ -30,6 +30,7 @@ mod error;
 pub mod keys;
 mod listen;
 mod model;
+mod otlp_endpoint;
 mod read;
 pub mod secret;
 mod snapshot;
@@ -44,8 +45,9 @@ pub use keys::{env_keys, env_name};
 pub use listen::{BadListen, LISTEN_FORMS, Listen};
 pub use model::{
     Action, CatchUp, Command, Config, DaemonSettings, Job, Overlap, RunPolicy, Settings, Source,
-    Sourced, Step, StepKind, StoreSettings, When, Zone,
+    Sourced, Step, StepKind, StoreSettings, TelemetrySettings, When, Zone,
 };
+pub use otlp_endpoint::{InvalidEndpoint, OtlpEndpoint};
 pub use read::{Checked, Overrides};
 pub use snapshot::{Dropin, Snapshot};
 pub use store_url::{BadUrl, StoreUrl};

@@ -405,6 +405,14 @@ keyed! {
 }
 
 keyed! {
+    /// `[telemetry]`: where runs' traces are sent (see
+    /// `crate::engine::trace`).
+    pub struct TelemetrySettings {
+        otlp_endpoint: Option<super::OtlpEndpoint>,
+    }
+}
+
+keyed! {
     /// `[store]`: the PostgreSQL store for schedulers on several hosts: every
     /// run's lease, claims and records are kept there (see `crate::store`).
     /// The URL is shown masked ([`super::StoreUrl`]).
@@ -427,6 +435,8 @@ pub struct Config {
     pub settings: Settings,
     /// `[daemon]`.
     pub daemon: DaemonSettings,
+    /// `[telemetry]`.
+    pub telemetry: TelemetrySettings,
     /// `[store]` (`None`: no store; runs use local files and SQLite).
     pub store: Option<StoreSettings>,
     /// The jobs, by name: those of the file, then those of `jobs.d/`

@@ -33,14 +33,14 @@ use super::error::ConfigError;
 use super::keys::{self, Key, Table, Type};
 use super::model::{
     Action, Config, DaemonSettings, Job, RunPolicy, Settings, Source, Sourced, Step, StepKind,
-    StoreSettings, When,
+    StoreSettings, TelemetrySettings, When,
 };
 use super::store_url::StoreUrl;
 use super::value::{At, Raw, Value, Values, command, invalid, positive, string, valid_name};
 use crate::units;
 
 /// The sections of `baton.toml`.
-pub(super) const SECTIONS: &[&str] = &["scheduler", "daemon", "store", "jobs"];
+pub(super) const SECTIONS: &[&str] = &["scheduler", "daemon", "telemetry", "store", "jobs"];
 
 /// What the environment and the command line add: `BATON_<KEY>` values and
 /// `--state-dir`.
@@ -362,6 +362,7 @@ pub(super) fn checked(root: &Node, file: &Path, over: &Overrides, dropins: &[Fou
     let scheduler = scheduler(&r, get(top, "scheduler"), &mut problems);
     let scheduler_defaulted = problems.len() > before;
     let daemon = kept(daemon(&r, get(top, "daemon")), &mut problems);
+    let telemetry = kept(telemetry(&r, get(top, "telemetry")), &mut problems);
     let mut jobs = Jobs {
         problems,
         ..Jobs::default()
@@ -382,11 +383,12 @@ pub(super) fn checked(root: &Node, file: &Path, over: &Overrides, dropins: &[Fou
         problems.extend(claims_fit(&jobs));
         problems.extend(slots_alone(&jobs));
     }
-    let config = match (store, daemon) {
-        (Some(store), Some(daemon)) if !scheduler_defaulted => Some(Config {
+    let config = match (store, daemon, telemetry) {
+        (Some(store), Some(daemon), Some(telemetry)) if !scheduler_defaulted => Some(Config {
             path: file.to_owned(),
             settings: Settings::from_values(&scheduler),
             daemon,
+            telemetry,
             store,
             jobs,
         }),
@@ -649,6 +651,14 @@ fn daemon(r: &Reader<'_>, e: Option<&Entry>) -> Result<DaemonSettings, ConfigErr
     let values = r.section(Table::Daemon, e, &mut p);
     first(p)?;
     Ok(DaemonSettings::from_values(&values))
+}
+
+/// `[telemetry]`: where runs' traces are sent; or its first problem.
+fn telemetry(r: &Reader<'_>, e: Option<&Entry>) -> Result<TelemetrySettings, ConfigError> {
+    let mut p = Vec::new();
+    let values = r.section(Table::Telemetry, e, &mut p);
+    first(p)?;
+    Ok(TelemetrySettings::from_values(&values))
 }
 
 /// `[store]`: the PostgreSQL URL and where its password is; or its first

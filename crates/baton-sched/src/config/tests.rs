@@ -955,6 +955,7 @@ fn baton_config_shows_every_key_a_table_holds() {
     for (table, shown) in [
         (keys::Table::Scheduler, crate::views::show::scheduler(&c)),
         (keys::Table::Daemon, crate::views::show::daemon(&c)),
+        (keys::Table::Telemetry, crate::views::show::telemetry(&c)),
         (keys::Table::Store, crate::views::show::store(&c)),
         (keys::Table::Job, crate::views::show::job(j)),
         (keys::Table::Step, crate::views::show::step(&j.steps[0])),
@@ -986,10 +987,53 @@ fn a_variable_overrides_a_sections_key_and_no_other() {
     assert!(names.contains(&"BATON_RETRIES".to_owned()), "{names:?}");
     assert!(names.contains(&"BATON_STORE_URL".to_owned()), "{names:?}");
     assert!(!names.contains(&"BATON_LOCK".to_owned()), "{names:?}");
-    let top = [keys::Table::Scheduler, keys::Table::Store];
+    assert!(
+        names.contains(&"BATON_OTLP_ENDPOINT".to_owned()),
+        "{names:?}"
+    );
+    let top = [
+        keys::Table::Scheduler,
+        keys::Table::Telemetry,
+        keys::Table::Store,
+    ];
     for k in keys::KEYS.iter().filter(|k| k.env) {
         assert!(top.iter().any(|t| k.is_in(*t)), "{}", k.name);
     }
+}
+
+#[test]
+fn otlp_endpoint_is_read_checked_overridden_and_shown() {
+    let c = load_text("[telemetry]\notlp_endpoint = \"http://127.0.0.1:4318\"\n").unwrap();
+    let e = c.telemetry.otlp_endpoint.value.as_ref().unwrap();
+    assert_eq!(e.traces_url(), "http://127.0.0.1:4318/v1/traces");
+    assert!(matches!(
+        c.telemetry.otlp_endpoint.source,
+        Source::File { .. }
+    ));
+    let shown = crate::views::show::telemetry(&c);
+    assert_eq!(shown[0].value, "\"http://127.0.0.1:4318\"");
+    let none = load_text("").unwrap();
+    assert_eq!(none.telemetry.otlp_endpoint.value, None);
+    let e = load_text("[telemetry]\notlp_endpoint = \"grpc://collector:4317\"\n").unwrap_err();
+    let said = e.to_string();
+    assert!(said.contains("telemetry.otlp_endpoint"), "{said}");
+    assert!(said.contains("http:// or https:// base URL"), "{said}");
+    let e = load_text("[telemetry]\notlp_endpoint = \"http://c:4318/?x\"\n").unwrap_err();
+    assert!(e.to_string().contains("takes no query"), "{e}");
+    let e = load_text("[telemetry]\nendpoint = \"http://c:4318\"\n").unwrap_err();
+    assert!(e.to_string().contains("allowed here: otlp_endpoint"), "{e}");
+    let mut over = Overrides::default();
+    over.env
+        .insert("otlp_endpoint".into(), "https://otel.example:4318".into());
+    let c = super::parse(
+        "[telemetry]\notlp_endpoint = \"http://127.0.0.1:4318\"\n",
+        std::path::Path::new("/etc/baton/baton.toml"),
+        &over,
+    )
+    .unwrap();
+    let e = c.telemetry.otlp_endpoint.value.as_ref().unwrap();
+    assert_eq!(e.traces_url(), "https://otel.example:4318/v1/traces");
+    assert!(matches!(c.telemetry.otlp_endpoint.source, Source::Env(_)));
 }
 
 #[test]

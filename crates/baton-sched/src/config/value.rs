@@ -16,6 +16,7 @@ use super::error::ConfigError;
 use super::keys::{Default, Key, Type};
 use super::listen::{LISTEN_FORMS, Listen};
 use super::model::{CatchUp, Command, Overlap, Source, Sourced, Zone};
+use super::otlp_endpoint::OtlpEndpoint;
 use super::store_url::StoreUrl;
 use super::webhook_url::WebhookUrl;
 use crate::units;
@@ -99,6 +100,7 @@ pub(crate) enum Value {
     Listen(Listen),
     Url(StoreUrl),
     Webhook(WebhookUrl),
+    Otlp(OtlpEndpoint),
     SslMode(baton_pg::SslMode),
 }
 
@@ -155,6 +157,7 @@ typed! {
     Listen => Listen,
     StoreUrl => Url,
     WebhookUrl => Webhook,
+    OtlpEndpoint => Otlp,
     baton_pg::SslMode => SslMode,
 }
 
@@ -235,6 +238,10 @@ impl Type {
             Type::Webhook => {
                 let s = string(raw, at, key, "an http:// or https:// URL")?;
                 Value::Webhook(WebhookUrl::parse(&s).map_err(|e| invalid(at, key, e.to_string()))?)
+            }
+            Type::OtlpEndpoint => {
+                let s = string(raw, at, key, "the collector's http:// or https:// base URL")?;
+                Value::Otlp(OtlpEndpoint::parse(&s).map_err(|e| invalid(at, key, e.to_string()))?)
             }
             Type::RootCert => {
                 match string(raw, at, key, "the path of a PEM file, or \"system\"")? {

@@ -5,7 +5,8 @@
 //! `configuration` (every problem of `baton.toml` and its drop-ins), the state directory and its filesystem (`state`), the jobs'
 //! locks (`locks`), the ledger (`ledger`), time sync and the zone database
 //! (`time`), the store (`store`), what drives baton (`driver`), the
-//! alert command (`alert`) and the alert webhooks (`webhook`). [`examine`] runs them in that order; [`render`]
+//! alert command (`alert`), the alert webhooks (`webhook`) and the trace
+//! collector (`telemetry`). [`examine`] runs them in that order; [`render`]
 //! turns the [`Report`] into text, and `--json` serialises it.
 //!
 //! The doctor changes nothing it checks: it reads the configuration, opens
@@ -14,7 +15,8 @@
 //! connects to the store without writing, and creates no state directory.
 //! The one thing it runs is the alert command, once, with a test alert
 //! (through the runner, which starts every process); the one thing it
-//! sends is a test alert to each alert webhook. Checks that need a
+//! sends is a test alert to each alert webhook, and an export with no span
+//! to the trace collector. Checks that need a
 //! valid configuration are left out while it has problems that keep its
 //! sections from being read.
 
@@ -27,6 +29,7 @@ mod locks;
 mod render;
 mod state;
 mod store;
+mod telemetry;
 mod time;
 mod webhook;
 
@@ -92,6 +95,7 @@ pub fn examine(path: &Path, over: &Overrides, host: &Host, clock: &dyn Clock) ->
     if let Some(c) = config {
         found.push(alert::check(c, clock.wall()));
         found.extend(webhook::check(c, clock));
+        found.extend(telemetry::check(c, clock));
     }
     Report::of(found)
 }

@@ -10,6 +10,7 @@ use baton_store::words::AlertKind;
 use super::finding::Finding;
 use crate::config::Config;
 use crate::engine::alerts::Alert;
+use crate::engine::post::PostError;
 use crate::engine::webhook::{self, Delivery, Webhook, WebhookError};
 
 const CHECK: &str = "alert-webhook";
@@ -55,7 +56,7 @@ pub(super) fn check(c: &Config, clock: &dyn Clock) -> Vec<Finding> {
                             "make alert_webhook_secret_file a private regular file (chmod 600) \
                              holding the secret"
                         }
-                        WebhookError::Refused { .. } => {
+                        WebhookError::Post(PostError::Refused { .. }) => {
                             "check the URL and what the receiver expects; a 4xx means it \
                              refuses the request"
                         }

@@ -147,8 +147,9 @@ impl MissedInfo {
     }
 }
 
-/// Alert commands and webhook deliveries started and not yet waited for.
-/// Each runs on a thread of its own and ends within [`ALERT_TIMEOUT`].
+/// Alert commands, webhook deliveries and trace exports started and not
+/// yet waited for. Each runs on a thread of its own and ends within
+/// [`ALERT_TIMEOUT`] (an export within [`super::trace::EXPORT_TIMEOUT`]).
 #[derive(Debug, Default)]
 pub struct Pending(Vec<JoinHandle<Option<String>>>);
 
@@ -175,6 +176,20 @@ impl Pending {
             super::webhook::deliver(&delivery, clock.as_ref())
                 .err()
                 .map(|e| format!("the alert webhook {} failed: {e}", delivery.webhook.url))
+        }));
+    }
+
+    /// Sends `export` (one run's spans) on a thread of its own (see
+    /// [`super::trace::Export::send`]), sleeping and timing through
+    /// `clock`.
+    pub fn export(&mut self, export: super::trace::Export, clock: Arc<dyn Clock>) {
+        self.0.push(std::thread::spawn(move || {
+            export.send(clock.as_ref()).err().map(|e| {
+                format!(
+                    "the traces were not sent to the collector {}: {e}; the run is not affected",
+                    export.endpoint
+                )
+            })
         }));
     }
 

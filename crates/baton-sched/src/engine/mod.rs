@@ -1,12 +1,15 @@
 //! The engine: what is due ([`plan`], [`decide`]), one run under its lease
 //! ([`request`], [`run`]), its steps and checks with their retries
-//! ([`steps`], `retry`), a run replaced by a later one (`replace`), its records, and where what happened is said
-//! ([`surfaces`], [`alerts`], [`webhook`]). Every operation (`ops`) drives it; nothing
+//! ([`steps`], `retry`), a run replaced by a later one (`replace`), its
+//! records, and where what happened is said ([`surfaces`], [`alerts`],
+//! [`webhook`], over [`post`]) and its trace ([`trace`]). Every operation
+//! (`ops`) drives it; nothing
 //! here parses arguments, picks an exit code or reads a view.
 
 pub mod alerts;
 pub mod decide;
 pub mod plan;
+pub mod post;
 pub(crate) mod replace;
 pub mod request;
 mod retry;
@@ -15,4 +18,5 @@ mod run_record;
 pub mod slots;
 pub mod steps;
 pub mod surfaces;
+pub mod trace;
 pub mod webhook;

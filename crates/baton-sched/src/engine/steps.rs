@@ -13,6 +13,10 @@
 //! retries, and is neither a failure nor an alert: the job asked for it.
 //! This module never takes, restates or releases the lease: [`crate::engine::run`]
 //! does, around one run or several in a row.
+//!
+//! When runs are traced ([`crate::engine::trace`]), each attempt's span id
+//! is drawn before it starts and given to its command as `TRACEPARENT`;
+//! the run's spans are sent once its verdict is recorded.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -27,6 +31,7 @@ use crate::engine::request::{Context, Request};
 use crate::engine::retry::{NoRetry, Schedule};
 use crate::engine::run_record::{Begin, RunRecord};
 use crate::engine::surfaces::Surfaces;
+use crate::engine::trace::{self, RunTrace, TraceParent};
 use crate::http;
 use crate::outcome::Outcome;
 use crate::state::output::OutputSink;
@@ -48,7 +53,8 @@ pub(crate) fn one(
     };
     let started = surfaces.borrow().now();
     let env = environment(req, &c, session.lease());
-    let tally = {
+    let trace = surfaces.borrow_mut().trace_run(&c.job, started);
+    let (tally, trace) = {
         let mut run = Running {
             req,
             ctx: &c,
@@ -62,12 +68,13 @@ pub(crate) fn one(
                 seq: 0,
                 record,
             },
+            trace,
         };
         run.steps_and_checks();
-        run.tally
+        (run.tally, run.trace)
     };
     *current.borrow_mut() = None;
-    finish(req, &c, tally, started, session, surfaces)
+    finish(req, &c, (tally, trace), started, session, surfaces)
 }
 
 /// Records the run's start in the ledger, ends the runs of the lock's jobs
@@ -150,12 +157,12 @@ fn environment(req: &Request<'_>, c: &Context, lease: &Holding) -> Vec<(String, 
     ]
 }
 
-/// Records the run's end (its verdict from `tally`) and says it; the run's
-/// outcome.
+/// Records the run's end (its verdict from `tally`) and says it, then
+/// sends its `trace`; the run's outcome.
 fn finish(
     req: &Request<'_>,
     c: &Context,
-    tally: Tally,
+    (tally, trace): (Tally, Option<RunTrace>),
     started: Timestamp,
     session: &mut Session<'_>,
     surfaces: &Rc<RefCell<Surfaces>>,
@@ -173,7 +180,30 @@ fn finish(
     };
     let keep = req.config.settings.history_keep.value;
     fail::fail_point!("end-record");
+    let attempts = tally.seq;
     tally.record.finish(&row, keep, session, surfaces);
+    if let Some(t) = trace {
+        let host = session.lease().host().to_owned();
+        let facts = trace::attrs::RunFacts {
+            job: &req.job.name,
+            run_id: &c.run_id,
+            occurrence: &c.occurrence,
+            fence: c.fence,
+            slot: c.slot.max(1),
+            host: &host,
+            verdict,
+            exit_code: code,
+            attempts,
+        };
+        let error = (!success).then(|| format!("verdict {verdict} (exit code {code})"));
+        let spans = t.finish(
+            trace::attrs::run_name(&req.job.name),
+            now,
+            trace::attrs::run(&facts),
+            error,
+        );
+        surfaces.borrow_mut().trace_ended(&host, spans);
+    }
     surfaces.borrow_mut().note(&format!(
         "{} run={} verdict={verdict} ({})",
         req.job.name,
@@ -511,6 +541,8 @@ struct Running<'a, 's> {
     current: &'a Rc<RefCell<Option<String>>>,
     surfaces: &'a Rc<RefCell<Surfaces>>,
     tally: Tally,
+    /// Its spans, when runs are traced.
+    trace: Option<RunTrace>,
 }
 
 /// One attempt that ran (or could not start).
@@ -644,7 +676,8 @@ impl Running<'_, '_> {
         self.surfaces.borrow_mut().note(&format!("{label} start"));
         let limit = step.output_limit.value;
         let (sink, captured) = OutputSink::new(logs.clone(), &job.name, at, limit, self.req.tee);
-        let spec = self.spec(step, attempt, sink);
+        let span = self.trace.as_ref().and_then(|t| t.child().ok());
+        let spec = self.spec(step, attempt, sink, span);
         fail::fail_point!("attempt-start");
         let result = self.session.run(spec);
         fail::fail_point!("attempt-end");
@@ -665,6 +698,13 @@ impl Running<'_, '_> {
         );
         let _ = logs.job_lines(&job.name, at, footer.as_bytes());
         let row = self.row(step, attempt, (at, finished), &result);
+        if let (Some(t), Some(span)) = (self.trace.as_mut(), span) {
+            let attrs =
+                trace::attrs::attempt((step.kind, &step.name), attempt, row.outcome, row.exit_code);
+            let error = (row.outcome != AttemptOutcome::Ok).then(|| shown.clone());
+            let name = trace::attrs::attempt_name(step.kind, &step.name);
+            t.ended(span, name, (at, finished), attrs, error);
+        }
         let mut s = self.surfaces.borrow_mut();
         self.tally.record.attempt(row, &mut s);
         if let Some(problem) = cut.failed {
@@ -678,9 +718,16 @@ impl Running<'_, '_> {
     }
 
     /// What the runner starts for attempt `attempt` of `step`: its program;
-    /// the run's environment, then `BATON_STEP` and `BATON_ATTEMPT`, then
-    /// the step's own, then an HTTP step's request; where and how it runs.
-    fn spec(&self, step: &Step, attempt: u32, sink: OutputSink) -> StepSpec {
+    /// the run's environment, then `BATON_STEP`, `BATON_ATTEMPT` and, when
+    /// traced, `TRACEPARENT` naming the attempt's `span`, then the step's
+    /// own, then an HTTP step's request; where and how it runs.
+    fn spec(
+        &self,
+        step: &Step,
+        attempt: u32,
+        sink: OutputSink,
+        span: Option<TraceParent>,
+    ) -> StepSpec {
         let (argv, request) = program(&step.action.value);
         let mut spec = StepSpec::new(argv[0].clone(), argv[1..].iter().map(Into::into).collect());
         spec.env = self
@@ -691,6 +738,7 @@ impl Running<'_, '_> {
                 ("BATON_STEP".to_owned(), step.name.clone()),
                 ("BATON_ATTEMPT".to_owned(), attempt.to_string()),
             ])
+            .chain(span.map(|p| (trace::context::VARIABLE.to_owned(), p.to_string())))
             .chain(step.env.iter().cloned())
             .chain(request)
             .map(|(k, v)| (k.into(), v.into()))
@@ -713,15 +761,7 @@ impl Running<'_, '_> {
         (started, finished): (Timestamp, Timestamp),
         result: &StepResult,
     ) -> baton_store::ledger::Attempt {
-        let outcome = match &result.ending {
-            e if e.success() => AttemptOutcome::Ok,
-            Ending::TimedOut => AttemptOutcome::Timeout,
-            Ending::LeaseLost => AttemptOutcome::LeaseLost,
-            Ending::Replaced => AttemptOutcome::Replaced,
-            Ending::NotStarted(_) => AttemptOutcome::NotStarted,
-            _ if result.interrupted.is_some() => AttemptOutcome::Interrupted,
-            _ => AttemptOutcome::Failed,
-        };
+        let outcome = outcome_of(result);
         self.tally.seq += 1;
         baton_store::ledger::Attempt {
             run_id: self.ctx.run_id.clone(),
@@ -785,6 +825,20 @@ impl Running<'_, '_> {
         }
         drop(s);
         self.tally.fail(step, stop, result);
+    }
+}
+
+/// What an attempt that ended with `result` came to, as the ledger (and
+/// its span) records it.
+pub fn outcome_of(result: &StepResult) -> AttemptOutcome {
+    match &result.ending {
+        e if e.success() => AttemptOutcome::Ok,
+        Ending::TimedOut => AttemptOutcome::Timeout,
+        Ending::LeaseLost => AttemptOutcome::LeaseLost,
+        Ending::Replaced => AttemptOutcome::Replaced,
+        Ending::NotStarted(_) => AttemptOutcome::NotStarted,
+        _ if result.interrupted.is_some() => AttemptOutcome::Interrupted,
+        _ => AttemptOutcome::Failed,
     }
 }
 

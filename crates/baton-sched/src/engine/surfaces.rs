@@ -20,8 +20,10 @@ use baton_store::words::AlertKind;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
+use crate::config::OtlpEndpoint;
 use crate::config::{Command, Config};
 use crate::engine::alerts::{Alert, Pending};
+use crate::engine::trace::{Export, RunTrace, Span, TraceParent};
 use crate::engine::webhook::{Delivery, Webhook};
 use crate::state::logs::Logs;
 
@@ -58,6 +60,12 @@ pub struct Surfaces {
     zones: BTreeMap<String, TimeZone>,
     /// The scheduler's zone, for a line of no job's.
     zone: TimeZone,
+    /// Where runs' spans are sent (`[telemetry] otlp_endpoint`); none: no
+    /// run is traced.
+    otlp: Option<OtlpEndpoint>,
+    /// The trace context this process was started with (`TRACEPARENT`),
+    /// until the first run takes it ([`Surfaces::trace_run`]).
+    trace_parent: Option<TraceParent>,
 }
 
 /// What [`Surfaces::on_start`] calls.
@@ -149,6 +157,13 @@ impl Surfaces {
                 .map(|(name, job)| (name.clone(), job.timezone.value.tz.clone()))
                 .collect(),
             zone: config.settings.timezone.value.tz.clone(),
+            otlp: config.telemetry.otlp_endpoint.value.clone(),
+            trace_parent: config
+                .telemetry
+                .otlp_endpoint
+                .value
+                .as_ref()
+                .and_then(|_| TraceParent::from_env()),
         };
         match ledger {
             Some(l) => s.ledger = Some(l),
@@ -468,8 +483,41 @@ impl Surfaces {
         }
     }
 
-    /// Waits for the alert commands and the webhook deliveries; reports
-    /// their failures.
+    /// The trace of a run that starts at `started`, when runs are traced:
+    /// the first run of this process joins the trace context it was
+    /// started with, every later one (a queue drained after it, a
+    /// backfill's next occurrence) starts a trace of its own. A random
+    /// source that cannot be read is said, and the run goes untraced.
+    pub(crate) fn trace_run(&mut self, job: &str, started: Timestamp) -> Option<RunTrace> {
+        self.otlp.as_ref()?;
+        match RunTrace::start(self.trace_parent.take(), started) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                self.warn_of(
+                    job,
+                    &format!("{job}: failed to read random bytes for a trace: {e}; not traced"),
+                );
+                None
+            }
+        }
+    }
+
+    /// Sends a run's `spans`, run on `host`, on a thread of their own;
+    /// [`Surfaces::finish`] waits for them.
+    pub(crate) fn trace_ended(&mut self, host: &str, spans: Vec<Span>) {
+        let Some(endpoint) = self.otlp.clone() else {
+            return;
+        };
+        let export = Export {
+            endpoint,
+            host: host.to_owned(),
+            spans,
+        };
+        self.pending.export(export, Arc::clone(&self.clock));
+    }
+
+    /// Waits for the alert commands, the webhook deliveries and the trace
+    /// exports; reports their failures.
     pub fn finish(&mut self) {
         self.flush_deferred();
         for problem in self.pending.finish() {

@@ -17,14 +17,12 @@
 //! and has kind `test`.
 //!
 //! A delivery never takes longer than [`ALERT_TIMEOUT`] in all: at most
-//! [`ATTEMPTS`] attempts, each cut at [`ATTEMPT_TIMEOUT`] (or what is left
-//! of the bound), retried after a backoff that starts at
-//! [`FIRST_BACKOFF`] and doubles, on no answer (refused, reset, timed out)
-//! and on 5xx and 429; any other status that is not 2xx is the receiver
-//! saying the request is wrong, and is not retried. Redirects are not
-//! followed. A delivery that fails is an [`WebhookError`], said by the
-//! caller; it is never fatal and never keeps the alert from another
-//! surface. Time is read and slept through a [`Clock`].
+//! [`ATTEMPTS`] attempts, each cut at [`ATTEMPT_TIMEOUT`], retried after a
+//! backoff that starts at [`FIRST_BACKOFF`] and doubles, as
+//! [`super::post`] says (which statuses are retried, no redirects). A
+//! delivery that fails is an [`WebhookError`], said by the caller; it is
+//! never fatal and never keeps the alert from another surface. Time is
+//! read and slept through a [`Clock`].
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -33,6 +31,7 @@ use baton_lease::Clock;
 use hmac::{KeyInit, Mac};
 
 use super::alerts::{ALERT_TIMEOUT, Alert};
+use super::post::{self, Patience, PostError};
 use crate::config::WebhookUrl;
 use crate::config::secret::{self, SecretError};
 
@@ -42,8 +41,6 @@ pub const ATTEMPTS: u32 = 4;
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(4);
 /// The wait before the first retry; it doubles for each one after.
 pub const FIRST_BACKOFF: Duration = Duration::from_millis(250);
-/// Less than this left of the bound: no attempt is started.
-const LEAST_ATTEMPT: Duration = Duration::from_millis(200);
 
 /// The header that marks a test post.
 pub const TEST_HEADER: &str = "Baton-Alert-Test";
@@ -113,26 +110,9 @@ pub enum WebhookError {
     /// The signing secret cannot be read: nothing is sent unsigned.
     #[error("its signing secret cannot be used, so nothing was sent: {0}")]
     Secret(#[from] SecretError),
-    /// A status that says the request itself is wrong.
-    #[error("the receiver answered {status}, which is not retried (only 5xx and 429 are)")]
-    Refused {
-        /// The status.
-        status: u16,
-    },
-    /// The request could not be made at all.
-    #[error("the request cannot be made: {0}")]
-    Unsendable(String),
-    /// No 2xx within the attempts and the bound.
-    #[error(
-        "no 2xx answer after {attempts} attempt(s) within {}s; the last: {last}",
-        ALERT_TIMEOUT.as_secs()
-    )]
-    GaveUp {
-        /// The attempts made.
-        attempts: u32,
-        /// What the last one got.
-        last: String,
-    },
+    /// The post failed.
+    #[error(transparent)]
+    Post(#[from] PostError),
 }
 
 /// The body posted for `alert`: its JSON object and `text`.
@@ -181,13 +161,15 @@ pub fn signature(secret: &[u8], timestamp: i64, body: &[u8]) -> String {
     format!("sha256={hex}")
 }
 
-/// What one attempt got.
-enum Attempt {
-    Delivered,
-    Refused(u16),
-    Unsendable(String),
-    Retry(String),
-}
+/// The patience of one delivery: [`ALERT_TIMEOUT`] in all, [`ATTEMPTS`]
+/// attempts of at most [`ATTEMPT_TIMEOUT`], backing off from
+/// [`FIRST_BACKOFF`].
+const PATIENCE: Patience = Patience {
+    bound: ALERT_TIMEOUT,
+    attempts: ATTEMPTS,
+    attempt: ATTEMPT_TIMEOUT,
+    backoff: FIRST_BACKOFF,
+};
 
 /// Posts `d`, retrying as the module says, within [`ALERT_TIMEOUT`]; the
 /// attempts it took.
@@ -197,7 +179,6 @@ enum Attempt {
 /// [`WebhookError`]: a secret that cannot be used, a status that is not
 /// retried, or no 2xx within the attempts and the bound.
 pub fn deliver(d: &Delivery, clock: &dyn Clock) -> Result<u32, WebhookError> {
-    let began = clock.boot();
     let timestamp = clock.wall().as_second();
     let mut headers = vec![
         ("Content-Type", "application/json".to_owned()),
@@ -210,63 +191,13 @@ pub fn deliver(d: &Delivery, clock: &dyn Clock) -> Result<u32, WebhookError> {
     if d.test {
         headers.push((TEST_HEADER, "1".to_owned()));
     }
-    let left = || ALERT_TIMEOUT.saturating_sub(clock.boot().saturating_sub(began));
-    let mut backoff = FIRST_BACKOFF;
-    let mut last = String::new();
-    let mut made = 0;
-    while made < ATTEMPTS && left() >= LEAST_ATTEMPT {
-        made += 1;
-        let timeout = left().min(ATTEMPT_TIMEOUT);
-        match attempt(d, &headers, timeout) {
-            Attempt::Delivered => return Ok(made),
-            Attempt::Refused(status) => return Err(WebhookError::Refused { status }),
-            Attempt::Unsendable(why) => return Err(WebhookError::Unsendable(why)),
-            Attempt::Retry(why) => last = why,
-        }
-        if made == ATTEMPTS || backoff + LEAST_ATTEMPT > left() {
-            break;
-        }
-        clock.sleep(backoff);
-        backoff *= 2;
-    }
-    Err(WebhookError::GaveUp {
-        attempts: made,
-        last,
-    })
-}
-
-/// One post of `d` with `headers`, cut at `timeout`.
-fn attempt(d: &Delivery, headers: &[(&str, String)], timeout: Duration) -> Attempt {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .max_redirects(0)
-        .timeout_global(Some(timeout))
-        .user_agent(format!("baton/{}", env!("CARGO_PKG_VERSION")))
-        .build()
-        .into();
-    let mut request = agent.post(d.webhook.url.secret());
-    for (name, value) in headers {
-        request = request.header(*name, value);
-    }
-    match request.send(&d.body[..]) {
-        Ok(answer) => {
-            let status = answer.status();
-            if status.is_success() {
-                Attempt::Delivered
-            } else if status.is_server_error() || status.as_u16() == 429 {
-                Attempt::Retry(format!("the receiver answered {}", status.as_u16()))
-            } else {
-                Attempt::Refused(status.as_u16())
-            }
-        }
-        Err(ureq::Error::Timeout(_)) => {
-            Attempt::Retry(format!("no answer within {}ms", timeout.as_millis()))
-        }
-        Err(e @ (ureq::Error::BadUri(_) | ureq::Error::Http(_))) => {
-            Attempt::Unsendable(e.to_string())
-        }
-        Err(e) => Attempt::Retry(e.to_string()),
-    }
+    Ok(post::post(
+        d.webhook.url.secret(),
+        &headers,
+        &d.body,
+        PATIENCE,
+        clock,
+    )?)
 }
 
 #[cfg(test)]

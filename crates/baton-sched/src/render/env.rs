@@ -224,6 +224,7 @@ pub fn render(c: &Config, opts: &Options) -> Artefact {
     );
     for (table, shown) in [
         (Table::Scheduler, crate::views::show::scheduler(c)),
+        (Table::Telemetry, crate::views::show::telemetry(c)),
         (Table::Store, crate::views::show::store(c)),
     ] {
         for key in keys::of(table) {

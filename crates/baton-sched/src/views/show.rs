@@ -69,6 +69,7 @@ pub(crate) fn shown(key: &Key, value: &Value) -> (String, Json) {
         Value::Listen(l) => quoted(l.to_string()),
         Value::Url(u) => quoted(u.masked()),
         Value::Webhook(u) => quoted(u.shown()),
+        Value::Otlp(u) => quoted(u.shown()),
         Value::SslMode(m) => quoted(m.as_str()),
     }
 }
@@ -133,6 +134,11 @@ pub fn daemon(c: &Config) -> Vec<Shown> {
     })
 }
 
+/// The `[telemetry]` values, the endpoint shown as a webhook's URL is.
+pub fn telemetry(c: &Config) -> Vec<Shown> {
+    of(Table::Telemetry, |v| c.telemetry.values(v))
+}
+
 /// The `[store]` values, the URL's password masked (empty without a
 /// store).
 pub fn store(c: &Config) -> Vec<Shown> {
@@ -180,6 +186,8 @@ pub fn render(c: &Config) -> String {
     lines(&mut out, &scheduler(c));
     out.push_str("\n[daemon]\n");
     lines(&mut out, &daemon(c));
+    out.push_str("\n[telemetry]\n");
+    lines(&mut out, &telemetry(c));
     if c.store.is_some() {
         out.push_str("\n[store]\n");
         lines(&mut out, &store(c));
@@ -218,7 +226,8 @@ fn object(items: &[Shown]) -> Json {
 }
 
 /// The `--json` form: `{"path", "scheduler": {KEY: {value, source}},
-/// "daemon": {KEY: {value, source}}, "store": {KEY: {value, source}} or
+/// "daemon": {KEY: {value, source}}, "telemetry": {KEY: {value, source}},
+/// "store": {KEY: {value, source}} or
 /// null, "jobs": {NAME: {KEY: {value, source}, "steps": [...], "checks": [...]}}}`.
 pub fn to_json(c: &Config) -> Json {
     let mut jobs = serde_json::Map::new();
@@ -254,6 +263,7 @@ pub fn to_json(c: &Config) -> Json {
         "path": c.path,
         "scheduler": object(&scheduler(c)),
         "daemon": object(&daemon(c)),
+        "telemetry": object(&telemetry(c)),
         "store": if c.store.is_some() { object(&store(c)) } else { Json::Null },
         "jobs": Json::Object(jobs),
     })

@@ -7,6 +7,8 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use baton_sched::config::{InvalidEndpoint, OtlpEndpoint};
+use baton_sched::engine::trace::TraceParent;
 use baton_sched::state::state_dir;
 use baton_store::words::AlertKind;
 
@@ -53,6 +55,11 @@ pub struct ExecConfig {
     pub run_id: String,
     /// Run the command in a PID namespace of its own.
     pub contain: bool,
+    /// Where the run's spans are posted (`BATON_OTLP_ENDPOINT`), if
+    /// anywhere.
+    pub otlp: Option<OtlpEndpoint>,
+    /// The trace context it was started in (`TRACEPARENT`), when valid.
+    pub trace_parent: Option<TraceParent>,
     /// The command.
     pub command: Vec<OsString>,
 }
@@ -74,6 +81,20 @@ fn shell() -> OsString {
     std::env::var_os("SHELL")
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "/bin/sh".into())
+}
+
+/// The variable `baton exec` reads its trace collector from: it reads no
+/// configuration file, so the key's variable is its only setting.
+fn otlp_variable() -> String {
+    baton_sched::config::env_name("otlp_endpoint")
+}
+
+/// [`otlp_variable`]'s endpoint, checked; `None` when it is unset or empty.
+fn otlp_endpoint() -> Result<Option<OtlpEndpoint>, InvalidEndpoint> {
+    match std::env::var_os(otlp_variable()) {
+        Some(v) if !v.is_empty() => OtlpEndpoint::parse(&v.to_string_lossy()).map(Some),
+        _ => Ok(None),
+    }
 }
 
 impl ExecConfig {
@@ -131,6 +152,8 @@ impl ExecConfig {
                 .map_err(|e| format!("failed to read random bytes for a run id: {e}"))?
                 .to_string(),
         };
+        let otlp = otlp_endpoint().map_err(|e| format!("{} {e}", otlp_variable()))?;
+        let trace_parent = otlp.as_ref().and_then(|_| TraceParent::from_env());
         let (name, lock) = match (args.name, args.lock) {
             (Some(name), None) => {
                 state_dir::check_name(&name).map_err(|e| e.to_string())?;
@@ -166,6 +189,8 @@ impl ExecConfig {
             run_id,
             contain: !args.no_contain,
             command,
+            otlp,
+            trace_parent,
         })
     }
 

@@ -9,6 +9,7 @@
 //! the busy code.
 
 pub mod config;
+mod trace;
 
 use std::time::Duration;
 
@@ -146,6 +147,9 @@ fn start(cfg: &ExecConfig, lease: Lease, alerts: &mut Alerts) -> Exit {
         ("BATON_FENCE".into(), fence.to_string().into()),
         ("BATON_RUN_ID".into(), cfg.run_id.clone().into()),
     ];
+    let trace = trace::ExecTrace::start(cfg);
+    spec.env
+        .extend(trace.as_ref().map(trace::ExecTrace::variable));
     spec.timeout = cfg.timeout;
     spec.kill_grace = cfg.kill_grace;
     spec.first_signal = cfg.signal;
@@ -169,6 +173,7 @@ fn start(cfg: &ExecConfig, lease: Lease, alerts: &mut Alerts) -> Exit {
         }
     };
     let result = session.run(spec);
+    let host = session.lease().host().to_owned();
     let finish = session.finish();
     let mut exit = Exit::of(&result.ending);
     match &result.ending {
@@ -201,6 +206,9 @@ fn start(cfg: &ExecConfig, lease: Lease, alerts: &mut Alerts) -> Exit {
             exit = Exit::LeaseLost;
         }
         Finish::Unconfirmed(why) => say!("baton: {why}"),
+    }
+    if let Some(t) = trace {
+        t.send(cfg, (fence, &host), &result, exit);
     }
     exit
 }

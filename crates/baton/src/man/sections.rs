@@ -141,6 +141,15 @@ fn exec() -> Sections {
         "Set for the command: its lock file, its lease's token, its fence (larger than every \
          earlier run's on this lock) and its run id.",
     ));
+    environment.push(item(
+        "BATON_OTLP_ENDPOINT",
+        "An OTLP/HTTP collector's base URL: the run and its command are sent there as \
+         OpenTelemetry spans, and the command gets TRACEPARENT naming its span.",
+    ));
+    environment.push(item(
+        "TRACEPARENT",
+        "With BATON_OTLP_ENDPOINT: a W3C trace context the run's span joins as a child.",
+    ));
     Sections {
         exit: vec![
             item("N", "The command's own exit status."),
@@ -282,6 +291,14 @@ fn env_sched() -> Vec<(String, String)> {
             "PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD, PGPASSFILE",
             "With [store]: what the URL leaves out, and the password when neither the URL nor \
              password_file gives one.",
+        ),
+        item(
+            "BATON_OTLP_ENDPOINT",
+            "Overrides [telemetry] otlp_endpoint: where runs' traces are sent.",
+        ),
+        item(
+            "TRACEPARENT",
+            "With an endpoint: a W3C trace context the first run's span joins as a child.",
         ),
         item(
             "TZ",

@@ -43,6 +43,7 @@ mod standby_stall;
 mod states;
 mod store;
 mod store_tls;
+mod traces;
 mod trust;
 mod unfinished;
 mod upgrade;

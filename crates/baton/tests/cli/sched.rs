@@ -54,6 +54,30 @@ impl Sched {
         self.cmd(args).output().unwrap()
     }
 
+    /// Runs `args` and waits for it, killing it and failing the test past
+    /// `bound`: a process that never ends is a failure, not a hang.
+    pub(crate) fn run_within(&self, args: &[&str], bound: std::time::Duration) -> Output {
+        let mut child = self
+            .cmd(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        for _ in 0..bound.as_millis() / 100 {
+            if child.try_wait().unwrap().is_some() {
+                return child.wait_with_output().unwrap();
+            }
+            pause(100);
+        }
+        let _ = child.kill();
+        let o = child.wait_with_output().unwrap();
+        panic!(
+            "baton {args:?} still ran after {bound:?}: {}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+    }
+
     pub(crate) fn json(&self, args: &[&str]) -> serde_json::Value {
         let o = self.run(args);
         serde_json::from_slice(&o.stdout)

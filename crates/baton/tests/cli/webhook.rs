@@ -6,7 +6,6 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use baton_testkit::http::{Answer, Seen, TestServer};
@@ -62,31 +61,6 @@ fn lines_of(path: &Path) -> Vec<serde_json::Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
-}
-
-/// Runs `args` and waits for it, killing it and failing the test past
-/// `bound`: a process that never ends is a failure, not a hang.
-fn run_within(s: &Sched, args: &[&str], bound: Duration) -> Output {
-    let mut child = s
-        .cmd(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let steps = bound.as_millis() / 100;
-    for _ in 0..steps {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        crate::support::pause(100);
-    }
-    let _ = child.kill();
-    let o = child.wait_with_output().unwrap();
-    panic!(
-        "baton {args:?} still ran after {bound:?}: {}{}",
-        stdout(&o),
-        stderr(&o)
-    );
 }
 
 /// Well past the 10 s a delivery may take, so a slow machine never fails
@@ -174,7 +148,7 @@ fn a_4xx_is_not_retried_and_is_said() {
 fn a_stalled_receiver_delays_nothing_and_loses_no_alert() {
     let server = TestServer::start(&[Answer::Silent]);
     let s = failing(&server.url("/stall"), "");
-    let o = run_within(&s, &["run", "nightly"], BOUND);
+    let o = s.run_within(&["run", "nightly"], BOUND);
     assert_ne!(code(&o), 0, "{}", stderr(&o));
     // The run started and ended.
     let h = s.json(&["history", "nightly", "--json"]);
@@ -211,7 +185,7 @@ fn a_tick_starts_its_runs_before_it_posts_what_its_decision_raised() {
     let now = baton_testkit::wall_seconds();
     let seen = jiff::Timestamp::from_second(now - now % 3600 - 5 * 3600 + 60).unwrap();
     crate::sched::known_since(&s, &["hourly"], seen);
-    let o = run_within(&s, &["tick"], BOUND);
+    let o = s.run_within(&["tick"], BOUND);
     assert_ne!(code(&o), 2, "{}", stderr(&o));
     let logged = lines_of(&s.env.state().join("logs").join("alerts.log"));
     assert!(

@@ -85,6 +85,7 @@ fn the_readmes_key_tables_are_the_configurations_own() {
     let tables = [
         &[Table::Scheduler, Table::Job, Table::Step, Table::Check][..],
         &[Table::Daemon],
+        &[Table::Telemetry],
         &[Table::Store],
     ];
     assert_eq!(found.len(), tables.len(), "the README's key tables");
