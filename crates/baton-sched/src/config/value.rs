@@ -236,8 +236,15 @@ impl Type {
                 Value::Path(path)
             }
             Type::Webhook => {
-                let s = string(raw, at, key, "an http:// or https:// URL")?;
-                Value::Webhook(WebhookUrl::parse(&s).map_err(|e| invalid(at, key, e.to_string()))?)
+                let s = string(raw, at, key, "an http:// or https:// URL, or \"\" for none")?;
+                if s.is_empty() {
+                    // A job that turns off the webhook `[scheduler]` names.
+                    Value::Unset
+                } else {
+                    Value::Webhook(
+                        WebhookUrl::parse(&s).map_err(|e| invalid(at, key, e.to_string()))?,
+                    )
+                }
             }
             Type::OtlpEndpoint => {
                 let s = string(raw, at, key, "the collector's http:// or https:// base URL")?;

@@ -221,12 +221,17 @@ fn a_jobs_own_webhook_replaces_the_schedulers() {
     let s = Sched::new(&format!(
         "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\nalert_webhook = \"{}\"\n\
          [jobs.mine]\nevery = \"1h\"\nrun = \"exit 4\"\nalert_webhook = \"{}\"\n\
-         [jobs.theirs]\nevery = \"1h\"\nrun = \"exit 5\"\n",
+         [jobs.theirs]\nevery = \"1h\"\nrun = \"exit 5\"\n\
+         [jobs.quiet]\nevery = \"1h\"\nrun = \"exit 6\"\nalert_webhook = \"\"\n",
         scheduler.url("/all"),
         own.url("/mine")
     ));
     assert_ne!(code(&s.run(&["run", "mine"])), 0);
     assert_ne!(code(&s.run(&["run", "theirs"])), 0);
+    // `alert_webhook = ""` turns the scheduler's off for one job.
+    let quiet = s.run(&["run", "quiet"]);
+    assert_ne!(code(&quiet), 0);
+    assert!(stderr(&quiet).contains("quiet"), "{}", stderr(&quiet));
     let jobs = |server: &TestServer| -> Vec<String> {
         server
             .requests()
@@ -247,6 +252,11 @@ fn a_jobs_own_webhook_replaces_the_schedulers() {
     let out = stdout(&o);
     assert!(out.contains("alert_webhook"), "{out}");
     assert!(out.contains(&own.url("/…")), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("alert_webhook = none") && l.contains("baton.toml")),
+        "{out}"
+    );
 }
 
 #[test]
@@ -346,4 +356,67 @@ fn the_daemon_posts_its_decisions_and_its_runs_alerts_and_waits_for_neither() {
     let body: serde_json::Value = serde_json::from_str(&up.requests()[0].body).unwrap();
     assert_eq!(body["job"], "broken");
     assert!(body["text"].as_str().unwrap().starts_with("baton broken: "));
+}
+
+#[test]
+fn two_hosts_on_one_store_post_each_runs_alert_once() {
+    let pg = baton_testkit::pg::PgServer::start();
+    let receiver = TestServer::start(&[Answer::Status(200)]);
+    let dir = tempfile::tempdir().unwrap();
+    let configs: Vec<_> = ["a", "b"]
+        .iter()
+        .map(|host| {
+            let file = dir.path().join(format!("{host}.toml"));
+            let state = dir.path().join(format!("state-{host}"));
+            std::fs::write(
+                &file,
+                format!(
+                    "[scheduler]\nstate_dir = {:?}\ntimezone = \"UTC\"\nalert_webhook = \"{}\"\n\
+                     [store]\nurl = {:?}\n\
+                     [jobs.flaky]\nschedule = \"*/2 * * * * *\"\nrun = \"exit 3\"\n",
+                    state.display(),
+                    receiver.url("/hook"),
+                    pg.url()
+                ),
+            )
+            .unwrap();
+            file
+        })
+        .collect();
+    let o = crate::support::baton_on(&configs[0], &["store", "migrate"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let tickers: Vec<_> = configs
+        .iter()
+        .map(|config| {
+            let config = config.clone();
+            std::thread::spawn(move || {
+                for _ in 0..16 {
+                    let _ = crate::support::baton_on(&config, &["tick"])
+                        .stdout(std::process::Stdio::null())
+                        .stderr(std::process::Stdio::null())
+                        .status();
+                    crate::support::pause(500);
+                }
+            })
+        })
+        .collect();
+    for t in tickers {
+        t.join().unwrap();
+    }
+    let failed: Vec<String> = receiver
+        .requests()
+        .iter()
+        .map(|r| serde_json::from_str::<serde_json::Value>(&r.body).unwrap())
+        .filter(|v| v["job"] == "flaky" && v["kind"] == "step-failed")
+        .map(|v| v["occurrence"].to_string())
+        .collect();
+    let once: std::collections::BTreeSet<&String> = failed.iter().collect();
+    assert!(once.len() >= 2, "too few runs alerted: {failed:?}");
+    assert_eq!(
+        once.len(),
+        failed.len(),
+        "an alert posted twice: {failed:?}"
+    );
 }
