@@ -381,7 +381,7 @@ fn doctor_says_an_older_ledger_is_migrated_by_the_next_run_and_leaves_it_unmigra
         assert_eq!(f["status"], "warn", "v{version}: {v:#}");
         assert!(
             f["message"].as_str().unwrap().contains(&format!(
-                "schema version {version}, older than this baton's 3"
+                "schema version {version}, older than this baton's 4"
             )),
             "{f}"
         );
