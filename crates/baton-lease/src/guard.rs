@@ -17,7 +17,10 @@
 //! at or before the one the guard keeps is refused ([`Guarded::Claimed`]),
 //! as the lock's own claims refuse it: the lock's claims are per lock, and
 //! the guard's follows the key. [`Lock::guard_of`] asks the same questions
-//! without writing, to refuse before a lease is taken.
+//! without writing, to refuse before a lease is taken. A guard that names
+//! another slot of the same lock ([`crate::slot`], `max_concurrent`) is not
+//! another lock: its run goes on beside this one by design, and only the
+//! guard's claim is asked.
 //!
 //! Two runs of one key under two locks cannot both pass: the guard's mutex
 //! orders their takes, and the second finds the first's lock held under the

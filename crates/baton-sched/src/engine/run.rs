@@ -9,7 +9,7 @@
 //!    or one a live holder is running now, ends here quietly; a lock held by
 //!    another run waits in the queue (`overlap = "queue"`; with `"replace"`
 //!    it also asks that run, when it is the job's own, to stop:
-//!    [`crate::engine::replace`]) or is missed (`busy`); a hung, orphaned
+//!    `engine::replace`) or is missed (`busy`); a hung, orphaned
 //!    or foreign holder is missed, decided once in the ledger (the process
 //!    that records the decision alerts; the others stay quiet);
 //!    Before the lease, and again under it, the job's guard is read and
