@@ -233,6 +233,42 @@ fn baton_run_replaces_the_run_in_flight_and_waits_for_its_tree() {
 }
 
 #[test]
+fn a_run_asked_of_the_daemon_replaces_the_run_in_flight() {
+    let s = Sched::new("");
+    let tree = Tree::new(&s.env);
+    s.write(&format!(
+        "[jobs.r]\nschedule = \"0 0 1 1 *\"\noverlap = \"replace\"\nkill_grace = \"1s\"\nrun = \"{}\"\n",
+        tree.run(25)
+    ));
+    let d = Daemon::start(&s, &[]);
+    let first = d.post("/v1/jobs/r/run", "");
+    assert_eq!(first.status, 202, "{}", first.body);
+    let first_fence = first.json()["fence"].as_u64().unwrap();
+    eventually("the first run to start", || {
+        std::fs::read_to_string(&tree.out).is_ok_and(|t| t.contains("gc "))
+    });
+    // The job's policy holds for a run asked by hand: no 409 busy, the run
+    // in flight is stopped and the new one started under a later fence.
+    let second = d.post("/v1/jobs/r/run", "");
+    assert_eq!(second.status, 202, "{}", second.body);
+    let second_fence = second.json()["fence"].as_u64().unwrap();
+    assert!(second_fence > first_fence, "{first_fence} {second_fence}");
+    eventually("the second run to end", || {
+        s.json(&["history", "r", "--json"])
+            .as_array()
+            .is_some_and(|h| {
+                h.len() == 2
+                    && h.iter()
+                        .all(|r| r["verdict"].as_str().is_some_and(|v| v != "running"))
+            })
+    });
+    assert_eq!(d.terminate(), Some(0));
+    let order = tree.runs_one_at_a_time();
+    assert_eq!(order.len(), 2, "{order:?}");
+    every_run_but_the_last_replaced(&order, &s.json(&["history", "r", "--json"]));
+}
+
+#[test]
 fn a_job_sharing_the_lock_is_never_stopped_its_mate_waits_for_it() {
     let s = Sched::new("");
     let long = s.env.path("long.txt");
