@@ -234,27 +234,7 @@ fn two_hosts_on_one_store_run_each_occurrence_once_at_its_offset() {
         "[jobs.station]\nschedule = \"*/10 * * * * *\"\njitter = \"10s\"\nrun = \"{}\"\n",
         recording(&out)
     );
-    let configs: Vec<_> = ["a", "b"]
-        .iter()
-        .map(|host| {
-            let file = dir.path().join(format!("{host}.toml"));
-            let state = dir.path().join(format!("state-{host}"));
-            std::fs::write(
-                &file,
-                format!(
-                    "[scheduler]\nstate_dir = {:?}\ntimezone = \"UTC\"\n[store]\nurl = {:?}\n{job}",
-                    state.display(),
-                    pg.url()
-                ),
-            )
-            .unwrap();
-            file
-        })
-        .collect();
-    let o = baton_on(&configs[0], &["store", "migrate"])
-        .output()
-        .unwrap();
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let configs = crate::sched::two_hosts_on(dir.path(), &pg, "", &job);
     let o = baton_on(&configs[0], &["calendar", "--job", "station", "--json"])
         .output()
         .unwrap();

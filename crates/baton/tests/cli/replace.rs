@@ -337,27 +337,7 @@ fn two_hosts_on_one_store_replace_each_others_runs_and_never_run_two_at_once() {
     let env = Env::new();
     let tree = Tree::new(&env);
     let job = format!("[jobs.r]\n{JOB}\nrun = \"{}\"\n", tree.run(25));
-    let configs: Vec<_> = ["a", "b"]
-        .iter()
-        .map(|host| {
-            let file = env.path(&format!("{host}.toml"));
-            let state = env.path(&format!("state-{host}"));
-            std::fs::write(
-                &file,
-                format!(
-                    "[scheduler]\nstate_dir = {:?}\ntimezone = \"UTC\"\n[store]\nurl = {:?}\n{job}",
-                    state.display(),
-                    pg.url()
-                ),
-            )
-            .unwrap();
-            file
-        })
-        .collect();
-    let o = baton_on(&configs[0], &["store", "migrate"])
-        .output()
-        .unwrap();
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let configs = crate::sched::two_hosts_on(&env.path(""), &pg, "", &job);
     crate::sched::pg_known_since(
         &pg,
         &["r"],

@@ -928,3 +928,38 @@ fn output_limit_keeps_the_start_and_the_end_and_says_what_was_cut() {
         "{cut} of {total}: {note}"
     );
 }
+
+/// Two hosts' configurations (`a.toml`, `b.toml` in `dir`, each with its own
+/// state directory) on the one PostgreSQL store of `pg`, migrated: the
+/// `[scheduler]` table has `scheduler` added (lines ending in `\n`, or
+/// empty), and `jobs` follows the `[store]` table.
+pub(crate) fn two_hosts_on(
+    dir: &Path,
+    pg: &baton_testkit::pg::PgServer,
+    scheduler: &str,
+    jobs: &str,
+) -> Vec<PathBuf> {
+    let configs: Vec<PathBuf> = ["a", "b"]
+        .iter()
+        .map(|host| {
+            let file = dir.join(format!("{host}.toml"));
+            let state = dir.join(format!("state-{host}"));
+            std::fs::write(
+                &file,
+                format!(
+                    "[scheduler]\nstate_dir = {:?}\ntimezone = \"UTC\"\n{scheduler}\
+                     [store]\nurl = {:?}\n{jobs}",
+                    state.display(),
+                    pg.url()
+                ),
+            )
+            .unwrap();
+            file
+        })
+        .collect();
+    let o = crate::support::baton_on(&configs[0], &["store", "migrate"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    configs
+}

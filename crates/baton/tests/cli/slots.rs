@@ -227,27 +227,7 @@ fn two_hosts_on_one_store_share_the_slots() {
         "[jobs.crunch]\nschedule = \"* * * * * *\"\nmax_concurrent = 2\nrun = \"{}\"\n",
         gated(&job_dir).replace('\\', "\\\\").replace('"', "\\\"")
     );
-    let configs: Vec<_> = ["a", "b"]
-        .iter()
-        .map(|host| {
-            let file = dir.path().join(format!("{host}.toml"));
-            let state = dir.path().join(format!("state-{host}"));
-            std::fs::write(
-                &file,
-                format!(
-                    "[scheduler]\nstate_dir = {:?}\ntimezone = \"UTC\"\n[store]\nurl = {:?}\n{job}",
-                    state.display(),
-                    pg.url()
-                ),
-            )
-            .unwrap();
-            file
-        })
-        .collect();
-    let o = baton_on(&configs[0], &["store", "migrate"])
-        .output()
-        .unwrap();
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let configs = crate::sched::two_hosts_on(dir.path(), &pg, "", &job);
     // Both hosts tick every half second; a tick waits for the runs it
     // started, so each is started and left to end by itself.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

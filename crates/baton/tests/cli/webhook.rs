@@ -363,30 +363,12 @@ fn two_hosts_on_one_store_post_each_runs_alert_once() {
     let pg = baton_testkit::pg::PgServer::start();
     let receiver = TestServer::start(&[Answer::Status(200)]);
     let dir = tempfile::tempdir().unwrap();
-    let configs: Vec<_> = ["a", "b"]
-        .iter()
-        .map(|host| {
-            let file = dir.path().join(format!("{host}.toml"));
-            let state = dir.path().join(format!("state-{host}"));
-            std::fs::write(
-                &file,
-                format!(
-                    "[scheduler]\nstate_dir = {:?}\ntimezone = \"UTC\"\nalert_webhook = \"{}\"\n\
-                     [store]\nurl = {:?}\n\
-                     [jobs.flaky]\nschedule = \"*/2 * * * * *\"\nrun = \"exit 3\"\n",
-                    state.display(),
-                    receiver.url("/hook"),
-                    pg.url()
-                ),
-            )
-            .unwrap();
-            file
-        })
-        .collect();
-    let o = crate::support::baton_on(&configs[0], &["store", "migrate"])
-        .output()
-        .unwrap();
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let configs = crate::sched::two_hosts_on(
+        dir.path(),
+        &pg,
+        &format!("alert_webhook = \"{}\"\n", receiver.url("/hook")),
+        "[jobs.flaky]\nschedule = \"*/2 * * * * *\"\nrun = \"exit 3\"\n",
+    );
     let tickers: Vec<_> = configs
         .iter()
         .map(|config| {
