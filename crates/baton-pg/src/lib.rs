@@ -39,6 +39,7 @@
 //! answering. The deadline is the only timer here: it bounds a wait, it
 //! never judges a lease.
 
+mod by_host;
 mod error;
 pub mod examine;
 mod form;
@@ -52,6 +53,7 @@ mod leases;
 mod ledger;
 mod options;
 mod outcome;
+mod passfile;
 mod pool;
 pub mod schema;
 mod settings;
