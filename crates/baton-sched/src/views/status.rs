@@ -55,7 +55,8 @@ pub struct Status {
     pub error: Option<String>,
     /// The PostgreSQL store's connection, when there is a store and
     /// [`read_with_connection`] examined it: encrypted or not, the server
-    /// verified or not (absent with local files).
+    /// verified or not, and until when it holds grants back after its
+    /// server changed (absent with local files).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub store: Option<crate::store::examine::Connection>,
     /// The ledger was written by a newer baton ([`Self::error`] says so):
@@ -272,18 +273,19 @@ fn stamp(t: Timestamp) -> String {
 /// Reads the status of `config`'s jobs (`only` names one, when given).
 pub fn read(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
     let opened = crate::store::existing_records(config, now);
-    read_from(config, only, now, opened).0
+    read_from(config, only, now, opened, false).0
 }
 
-/// [`read`], from the ledger `opened` (none yet: `None`); also whether the
-/// store holds grants back after its server changed, read with the locks
-/// ([`crate::views::slots::survey`]; `None` when the store cannot be
-/// used).
+/// [`read`], from the ledger `opened` (none yet: `None`); with `hold`,
+/// also whether the store holds grants back after its server changed,
+/// read with the locks ([`crate::views::slots::survey`]; `None` when it
+/// was not asked or the store cannot be used).
 fn read_from(
     config: &Config,
     only: Option<&str>,
     now: Timestamp,
     opened: Option<Result<Box<dyn baton_store::ledger::Records>, baton_store::ledger::Error>>,
+    hold: bool,
 ) -> (Status, Hold) {
     let state = &config.settings.state_dir.value;
     let (mut ledger, error, ledger_newer) = match opened {
@@ -297,8 +299,12 @@ fn read_from(
         .values()
         .filter(|j| only.is_none_or(|o| o == j.name))
         .collect();
-    let store = crate::store::open(config).ok();
-    let (verdicts, hold) = crate::views::slots::survey(store.as_deref(), &shown);
+    let (verdicts, hold) = if hold {
+        let store = crate::store::open(config).ok();
+        crate::views::slots::survey(store.as_deref(), &shown)
+    } else {
+        (crate::views::slots::judge(config, &shown), None)
+    };
     let mut error = error;
     let asks: Vec<baton_store::ledger::JobAsk> = shown
         .iter()
@@ -386,7 +392,7 @@ pub fn read_with_connection(
         now = crate::store::decision_clock(ledger.as_mut(), local)?.wall();
         encrypted = ledger.encrypted();
     }
-    let (mut s, hold) = read_from(config, only, now, opened);
+    let (mut s, hold) = read_from(config, only, now, opened, true);
     if s.error.is_none() {
         // Said of the ledger's connection when it made one, rather than of
         // one made only to say it.

@@ -604,7 +604,8 @@ const TICK_ROUND_TRIPS: u64 = 4;
 /// this was written (two connections of two round trips of start-up each:
 /// the ledger's, whose check, clock and reads of every job take two round
 /// trips, and which says whether it is encrypted; the store's, whose check
-/// and reads of the ten leases take two), 10 with a third connection made
+/// and reads of the ten leases, with whether a new primary holds leases
+/// back, take two), 10 with a third connection made
 /// only to say whether it was encrypted, 103 when each job's ledger reads
 /// went one after another, about ten of one round trip each, 194 to 199
 /// when a read waited for its `COMMIT`, 204 to 211 when each lease was read
