@@ -2,8 +2,13 @@
 //! every slot's verdict, read over one store call for all jobs, and which
 //! of them speaks for the job where a view shows one holder.
 //!
-//! It judges and never takes, claims or writes anything; a slot that
-//! cannot be read is `None`, as one lock that cannot be read is.
+//! With them, for `status`, whether the store holds grants back after its
+//! server changed ([`survey`]).
+//!
+//! It judges and never takes, claims or writes anything (but the store's
+//! record of a new server, when asking for the hold is the first look at
+//! it, as a grant's would be); a slot that cannot be read is `None`, as
+//! one lock that cannot be read is.
 
 use baton_lease::Verdict;
 use baton_store::store::HeldBack;
