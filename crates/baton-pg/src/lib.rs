@@ -23,14 +23,16 @@
 //! into `decide`'s input; `statements` holds every lease statement; `ledger`
 //! the ledger's; `pool` opens every connection; [`Options`] the timeouts;
 //! [`Target`] where the store is and its password (the URL completed from
-//! the libpq variables, with the [`Settings`] given beside it); `typed`
+//! the libpq variables, with the [`Settings`] given beside it; `passfile`
+//! the file `PGPASSFILE` names, `by_host` each host's own password); `typed`
 //! how a statement is sent (unnamed, with its parameters' types, so the
 //! store works behind a pooler in transaction mode); `keepalive` how soon a
 //! connection notices a vanished server; [`PgHeld`] a lease held by a run, driven
 //! synchronously through a connection of its own for `baton_runner`'s
 //! session; [`examine`] an operator's look at the store that changes
 //! nothing (`baton doctor`); `switch` the hold after a new server (a
-//! promoted standby, a restore) is first seen ([`Switch`]).
+//! promoted standby, a restore) is first seen ([`Switch`]), and
+//! `survey` the leases and the hold read together for `status`.
 //!
 //! The lease API is asynchronous and runs on a tokio runtime with its I/O
 //! and time drivers enabled; the ledger is synchronous, on a thread and a
@@ -39,6 +41,7 @@
 //! answering. The deadline is the only timer here: it bounds a wait, it
 //! never judges a lease.
 
+mod by_host;
 mod error;
 pub mod examine;
 mod form;
@@ -52,6 +55,7 @@ mod leases;
 mod ledger;
 mod options;
 mod outcome;
+mod passfile;
 mod pool;
 pub mod schema;
 mod settings;

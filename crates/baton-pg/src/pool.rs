@@ -298,18 +298,26 @@ async fn connect(target: &Target) -> Result<(Client, Connection<Socket, Stream>)
     connect_with(target, connector(target)?).await
 }
 
+/// Tries each of the target's configurations in turn ([`Target::configs`]:
+/// one, or one per host when their passwords differ) until one connects;
+/// the last failure when none does, as the driver says it of its hosts.
 async fn connect_with(
     target: &Target,
     connector: Connector,
 ) -> Result<(Client, Connection<Socket, Stream>), Error> {
-    target
-        .config
-        .connect(connector)
-        .await
-        .map_err(|source| Error::Connect {
-            target: target.describe(),
-            source,
-        })
+    let mut failed = None;
+    for config in target.configs() {
+        match config.connect(connector.clone()).await {
+            Ok(made) => return Ok(made),
+            Err(source) => failed = Some(source),
+        }
+    }
+    // OK because a target has at least one configuration.
+    let source = failed.expect("a configuration to connect with");
+    Err(Error::Connect {
+        target: target.describe(),
+        source,
+    })
 }
 
 /// The TLS side of a connection to `target`, its certificate files read

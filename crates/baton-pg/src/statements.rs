@@ -172,6 +172,22 @@ WHERE name = $1 AND state = 'held' AND token = $2";
 const VOUCH: &str = "
 SELECT fence, run FROM baton.leases WHERE name = $1 AND state = 'held' AND token = $2";
 
+/// Whether grants are held back now, as [`GRANT`] decides it: `$1` the
+/// longest TTL plus takeover grace asked about, in milliseconds. One row:
+/// the switch's stamp and the hold's end while it lasts, else NULLs (a
+/// store that never changed server holds `-infinity`). Calls
+/// `baton.switched()`, so the first look at a new server starts the hold,
+/// as a grant's would.
+const HELD_BACK: &str = "
+WITH clock AS (SELECT clock_timestamp() AS t),
+hold AS MATERIALIZED (
+    SELECT s.at AS switched, s.at + $1::bigint * interval '1 millisecond' AS until
+    FROM (SELECT baton.switched() AS at) s
+)
+SELECT CASE WHEN hold.until > clock.t THEN baton.micros(hold.switched) END,
+       CASE WHEN hold.until > clock.t THEN baton.micros(hold.until) END
+FROM hold CROSS JOIN clock";
+
 /// The lease's statements.
 pub(crate) struct Statements {
     pub(crate) select: &'static str,
@@ -186,6 +202,7 @@ pub(crate) struct Statements {
     pub(crate) inspect: String,
     pub(crate) vouch: &'static str,
     pub(crate) confirm: &'static str,
+    pub(crate) held_back: &'static str,
 }
 
 /// Every lease statement, made once per process.
@@ -202,4 +219,5 @@ pub(crate) static ST: LazyLock<Statements> = LazyLock::new(|| Statements {
     inspect: SELECT.replace(" FOR UPDATE", ""),
     vouch: VOUCH,
     confirm: CONFIRM,
+    held_back: HELD_BACK,
 });

@@ -24,7 +24,7 @@ use std::time::Duration;
 use baton_lease::{Claim, Verdict};
 use baton_store::Store;
 use baton_store::ledger::{Error as LedgerError, Records};
-use baton_store::store::{Error, Guard, GuardClaim, LockRef, Refused, Taken, Vouch};
+use baton_store::store::{Error, Guard, GuardClaim, HeldBack, LockRef, Refused, Taken, Vouch};
 use jiff::Timestamp;
 
 use crate::kept::Kept;
@@ -205,6 +205,41 @@ impl Postgres {
     }
 }
 
+impl Postgres {
+    /// Each of `locks` judged, and with `hold` whether grants are held back
+    /// for that long after a switch of servers, read together on the kept
+    /// connection ([`Leases::survey`]). When no connection could be had,
+    /// nothing is known of any lock, and the hold's answer is the error.
+    fn surveyed(
+        &self,
+        locks: &[LockRef<'_>],
+        hold: Option<Duration>,
+    ) -> (Vec<Option<Verdict>>, Result<Option<HeldBack>, Error>) {
+        let asks: Vec<(String, baton_lease::Policy)> = locks
+            .iter()
+            .map(|l| (l.name().into_owned(), policy_of(l)))
+            .collect();
+        let n = asks.len();
+        let got = self.kept.block_on(async move |kept: &Leases| {
+            let asks: Vec<(&str, baton_lease::Policy)> =
+                asks.iter().map(|(n, p)| (n.as_str(), *p)).collect();
+            kept.survey(&asks, hold)
+                .await
+                .map_err(|e| Error::failed(None, e))
+        });
+        match got {
+            Ok((verdicts, held)) => (verdicts, held.map_err(|e| Error::failed(None, e))),
+            Err(e) => (vec![None; n], Err(e)),
+        }
+    }
+}
+
+/// The longest TTL plus takeover grace of `locks`: how long after a switch
+/// of servers the last of them may be granted.
+fn longest_hold(locks: &[LockRef<'_>]) -> Option<Duration> {
+    locks.iter().map(|l| l.ttl + l.takeover_grace).max()
+}
+
 /// A grant or a guard held back after a switch of servers: refused as a
 /// busy lock is (try again), saying why and until when.
 fn held_back(switch: &Switch) -> Refused {
@@ -351,20 +386,24 @@ impl Store for Postgres {
     }
 
     fn inspect_all(&self, locks: &[LockRef<'_>]) -> Vec<Option<Verdict>> {
-        let asks: Vec<(String, baton_lease::Policy)> = locks
-            .iter()
-            .map(|l| (l.name().into_owned(), policy_of(l)))
-            .collect();
-        let n = asks.len();
-        self.kept
-            .block_on(async move |kept: &Leases| {
-                let asks: Vec<(&str, baton_lease::Policy)> =
-                    asks.iter().map(|(n, p)| (n.as_str(), *p)).collect();
-                kept.inspect_each(&asks)
-                    .await
-                    .map_err(|e| Error::failed(None, e))
-            })
-            .unwrap_or_else(|_| vec![None; n])
+        self.surveyed(locks, None).0
+    }
+
+    /// Read on the kept connection, for the longest TTL plus takeover
+    /// grace of `locks` (a grant's hold is its own lock's).
+    fn held_back(&self, locks: &[LockRef<'_>]) -> Result<Option<HeldBack>, Error> {
+        match longest_hold(locks) {
+            Some(hold) => self.surveyed(&[], Some(hold)).1,
+            None => Ok(None),
+        }
+    }
+
+    /// The locks' reads and the hold's sent together: one round trip.
+    fn survey(
+        &self,
+        locks: &[LockRef<'_>],
+    ) -> (Vec<Option<Verdict>>, Result<Option<HeldBack>, Error>) {
+        self.surveyed(locks, longest_hold(locks))
     }
 
     fn while_held(

@@ -3,12 +3,17 @@
 //! them sent together on one pooled connection, so that ten locks take one
 //! round trip rather than ten.
 //!
-//! What it never does: lock or change a row, or let one lock's failure
-//! hide another's verdict.
+//! With them, in the same round trip, whether grants are held back after
+//! a switch of servers ([`Leases::survey`], `crate::switch`).
+//!
+//! What it never does: lock or change a row (the hold's read may record a
+//! new server, as a grant would), or let one lock's failure hide another's
+//! verdict.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use baton_lease::{Policy, Verdict};
 
@@ -17,6 +22,7 @@ use crate::judge;
 use crate::leases::Leases;
 use crate::pool::Conn;
 use crate::statements::ST;
+use crate::switch::{self, Switch};
 
 impl Leases {
     /// Judges each of `locks` (its name, and the policy it is judged by) as
@@ -30,21 +36,46 @@ impl Leases {
         &self,
         locks: &[(&str, Policy)],
     ) -> Result<Vec<Option<Verdict>>, Error> {
-        let rows: Vec<Result<Option<tokio_postgres::Row>, tokio_postgres::Error>> = self
+        Ok(self.survey(locks, None).await?.0)
+    }
+
+    /// As [`Leases::inspect_each`], and whether grants are held back after
+    /// a switch of servers for a hold of `hold` ([`Leases::held_back`]),
+    /// read in the same round trip; no hold is read without `hold`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Leases::inspect_each`]; the hold's own failure is the second
+    /// value's.
+    pub async fn survey(
+        &self,
+        locks: &[(&str, Policy)],
+        hold: Option<Duration>,
+    ) -> Result<(Vec<Option<Verdict>>, Result<Option<Switch>, Error>), Error> {
+        let hold_ms = hold.map(switch::millis);
+        let mut rows: Vec<Result<Option<tokio_postgres::Row>, tokio_postgres::Error>> = self
             .pool
             .with("read leases", async |c: &mut Conn| {
                 let c = &*c;
-                let reads = locks
+                let mut reads: Vec<Pin<Box<dyn Future<Output = _> + '_>>> = locks
                     .iter()
                     .map(|(name, _)| {
                         Box::pin(async move { c.alone(&ST.inspect, &[name]).await })
                             as Pin<Box<dyn Future<Output = _> + '_>>
                     })
                     .collect();
+                if let Some(ms) = &hold_ms {
+                    reads.push(Box::pin(async move { c.alone(ST.held_back, &[ms]).await }));
+                }
                 Ok(InOrder::new(reads).await)
             })
             .await?;
-        Ok(locks
+        let held_back = match hold_ms {
+            // OK because the hold's read was pushed last.
+            Some(_) => switch::hold_of(rows.pop().expect("the hold's row")),
+            None => Ok(None),
+        };
+        let verdicts = locks
             .iter()
             .zip(rows)
             .map(|((name, policy), row)| {
@@ -52,7 +83,8 @@ impl Leases {
                 let record = judge::read(name, &row).ok()?;
                 Some(self.clone().with_policy(*policy).judge().verdict(&record))
             })
-            .collect())
+            .collect();
+        Ok((verdicts, held_back))
     }
 }
 

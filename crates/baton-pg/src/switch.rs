@@ -12,44 +12,66 @@
 //! (`switched`, the new server's clock), and no lease nor job guard is
 //! granted before `switched` plus the asker's TTL plus takeover grace.
 //!
-//! This module owns the answer's shape and its wording; the SQL lives in
-//! `schema` (the function) and `statements` (the grant's check). What it
-//! does not do: hold back renewals (a holder whose row survived renews as
-//! before), or see a standby promoted while the old primary still takes
-//! writes (split brain): each server then grants on its own, and only
-//! fencing the old primary off can prevent it.
+//! This module reads the hold for those who ask (`status`,
+//! [`Leases::held_back`]); the answer's shape and wording are the store
+//! boundary's ([`Switch`], `baton_store::store::HeldBack`), the SQL lives
+//! in `schema` (the function) and `statements` (the grant's check and the
+//! read). What it does not do: hold back renewals (a holder whose row
+//! survived renews as before), or see a standby promoted while the old
+//! primary still takes writes (split brain): each server then grants on
+//! its own, and only fencing the old primary off can prevent it.
 
-use jiff::Timestamp;
+use std::time::Duration;
+
+use tokio_postgres::Row;
+
+use crate::error::Error;
+use crate::leases::Leases;
 
 /// A grant held back because the store's server changed (a failover or a
 /// restore) too recently for every holder the former server granted to
-/// have stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Switch {
-    /// When the store first saw this server (its clock).
-    pub switched: Timestamp,
-    /// When grants resume: `switched` plus the asker's TTL and takeover
-    /// grace.
-    pub until: Timestamp,
+/// have stopped: the store boundary's [`baton_store::store::HeldBack`].
+pub type Switch = baton_store::store::HeldBack;
+
+impl Leases {
+    /// Whether grants are held back now after a switch of servers, for a
+    /// lock whose TTL plus takeover grace is `hold` (the longest of those
+    /// asked about): when the switch was seen and when grants resume, or
+    /// `None`. Like a grant, the first look at a new server records it
+    /// (see the module); nothing else is changed.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot answer, or its stamps cannot be read.
+    pub async fn held_back(&self, hold: Duration) -> Result<Option<Switch>, Error> {
+        self.survey(&[], Some(hold)).await?.1
+    }
 }
 
-impl Switch {
-    /// Why nothing was granted, for people.
-    ///
-    /// ```
-    /// # use baton_pg::Switch;
-    /// let s = Switch {
-    ///     switched: "2026-01-01T00:00:00Z".parse().unwrap(),
-    ///     until: "2026-01-01T00:00:20Z".parse().unwrap(),
-    /// };
-    /// assert!(s.describe().contains("until 2026-01-01T00:00:20Z"));
-    /// ```
-    pub fn describe(&self) -> String {
-        format!(
-            "the store's server changed at {} (a failover or a restore, which may have lost \
-             the last grants); no lock is granted on it until {}, when every holder the \
-             former server may have granted has stopped (try again)",
-            self.switched, self.until
-        )
+const WHAT: &str = "read whether grants are held back";
+
+/// `hold` in milliseconds, as the hold's read takes it.
+pub(crate) fn millis(hold: Duration) -> i64 {
+    i64::try_from(hold.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// What the hold's read (`statements`' `HELD_BACK`) answered: the switch
+/// and the hold's end while it lasts, else `None`.
+pub(crate) fn hold_of(
+    answered: Result<Option<Row>, tokio_postgres::Error>,
+) -> Result<Option<Switch>, Error> {
+    let row = answered.map_err(|source| Error::Query { what: WHAT, source })?;
+    let at = |us: i64| {
+        jiff::Timestamp::from_microsecond(us).map_err(|e| Error::Corrupt {
+            name: "baton.server".to_owned(),
+            why: e.to_string(),
+        })
+    };
+    match row.map(|r| (r.get::<_, Option<i64>>(0), r.get::<_, Option<i64>>(1))) {
+        Some((Some(switched), Some(until))) => Ok(Some(Switch {
+            switched: at(switched)?,
+            until: at(until)?,
+        })),
+        _ => Ok(None),
     }
 }

@@ -5,10 +5,12 @@
 //! What the URL leaves out comes from `PGHOST` (else `localhost`), `PGPORT`
 //! (else 5432), `PGUSER` (else `USER`), `PGDATABASE` (else the server's
 //! default, the user's name). The password is the URL's; else the
-//! configured password file's first line; else `PGPASSWORD`; else the first
-//! matching line of the file `PGPASSFILE` names (`host:port:database:user:
-//! password`, `*` matching anything, `\:` and `\\` escaped; `~/.pgpass` is
-//! not read unless `PGPASSFILE` names it). The environment is passed in as
+//! configured password file's first line; else `PGPASSWORD`; else, for
+//! each host the URL names, the first line matching it of the file
+//! `PGPASSFILE` names (`crate::passfile`; `~/.pgpass` is not read unless
+//! `PGPASSFILE` names it). The first three give every host the same
+//! password; hosts whose lines differ are each tried with their own
+//! (`crate::by_host`). The environment is passed in as
 //! a function, so this module never reads the process's own.
 //!
 //! The URL's TLS parameters (`sslmode`, `sslrootcert`, `sslcert`,
@@ -16,8 +18,9 @@
 //! each mode does), or given beside the URL ([`Settings`]), never both;
 //! `PGSSLMODE` and the other libpq TLS variables are not read.
 //!
-//! A password file its group or others may read is used, and said as a
-//! [`Warning`] the caller shows ([`Target::warnings`]).
+//! A password file (the configured one, or `PGPASSFILE`'s) its group or
+//! others may read is used, and said as a [`Warning`] the caller shows
+//! ([`Target::warnings`]).
 //!
 //! A [`Target`] never shows its password: its `Debug` and
 //! [`Target::describe`] name host, port, database and user only.
@@ -27,7 +30,9 @@ use std::path::Path;
 use tokio_postgres::Config;
 use tokio_postgres::config::Host;
 
+use crate::by_host::{self, ByHost};
 use crate::error::Error;
+use crate::passfile::PassFile;
 use crate::settings::{Settings, url_params};
 use crate::tls::{self, ParamError, Tls, Verification};
 use crate::warning::{self, Warning};
@@ -39,6 +44,10 @@ pub struct Target {
     pub(crate) config: Config,
     pub(crate) tls: Tls,
     warnings: Vec<Warning>,
+    /// Each host's password, when they differ (a line of `PGPASSFILE`
+    /// each); `None` when the driver's configuration holds the one every
+    /// host takes.
+    by_host: Option<ByHost>,
 }
 
 impl std::fmt::Debug for Target {
@@ -134,6 +143,7 @@ impl Target {
             mut config,
             tls,
             mut warnings,
+            ..
         } = Self::from_url_with(&url, given)?;
         if config.get_hosts().is_empty() {
             let hosts = var("PGHOST").unwrap_or_else(|| "localhost".to_owned());
@@ -150,6 +160,7 @@ impl Target {
         if let (None, Some(d)) = (config.get_dbname(), var("PGDATABASE")) {
             config.dbname(d);
         }
+        let mut by_host = None;
         if config.get_password().is_none() {
             if let Some(path) = password_file {
                 let text = std::fs::read_to_string(path).map_err(|cause| Error::PasswordFile {
@@ -161,19 +172,19 @@ impl Target {
             } else if let Some(pw) = var("PGPASSWORD") {
                 config.password(pw);
             } else if let Some(file) = var("PGPASSFILE") {
-                let path = Path::new(&file);
-                let text = std::fs::read_to_string(path).map_err(|cause| Error::PasswordFile {
-                    path: path.to_owned(),
-                    cause,
-                })?;
-                let t = Self {
-                    config: config.clone(),
-                    tls: tls.clone(),
-                    warnings: Vec::new(),
-                };
-                let (host, port, db, user) = t.parts();
-                if let Some(pw) = passfile_lookup(&text, &host, &port.to_string(), &db, &user) {
-                    config.password(pw);
+                let (file, warned) = PassFile::read(Path::new(&file))?;
+                warnings.extend(warned);
+                let (db, user) = db_and_user(&config);
+                let each = by_host::hosts(&config)
+                    .into_iter()
+                    .map(|(host, port)| file.lookup(&host, port, &db, &user))
+                    .collect();
+                match ByHost::of(each) {
+                    Ok(differ) => by_host = Some(differ),
+                    Err(Some(pw)) => {
+                        config.password(pw);
+                    }
+                    Err(None) => {}
                 }
             }
         }
@@ -181,7 +192,19 @@ impl Target {
             config,
             tls,
             warnings,
+            by_host,
         })
+    }
+
+    /// The driver's configurations a connection tries, in turn: the
+    /// target's own, whose hosts the driver tries one after another; or,
+    /// when its hosts' passwords differ, one per host with its password
+    /// ([`crate::by_host`]).
+    pub(crate) fn configs(&self) -> Vec<Config> {
+        match &self.by_host {
+            None => vec![self.config.clone()],
+            Some(by_host) => by_host.configs(&self.config),
+        }
     }
 
     /// `url` as it is, completed from nothing: its TLS parameters read,
@@ -202,6 +225,7 @@ impl Target {
             config,
             tls,
             warnings: Vec::new(),
+            by_host: None,
         })
     }
 
@@ -251,13 +275,19 @@ impl Target {
             None => "localhost".to_owned(),
         };
         let port = self.config.get_ports().first().copied().unwrap_or(5432);
-        let user = self.config.get_user().unwrap_or("-").to_owned();
-        let db = self
-            .config
-            .get_dbname()
-            .map_or_else(|| user.clone(), str::to_owned);
+        let (db, user) = db_and_user(&self.config);
         (host, port, db, user)
     }
+}
+
+/// The database and user `config` names: the user's name for a database
+/// it leaves out, and `-` for a user it leaves out.
+fn db_and_user(config: &Config) -> (String, String) {
+    let user = config.get_user().unwrap_or("-").to_owned();
+    let db = config
+        .get_dbname()
+        .map_or_else(|| user.clone(), str::to_owned);
+    (db, user)
 }
 
 /// `url` with `:port` added to each host of its host list that names no
@@ -297,48 +327,6 @@ fn with_default_port(url: &str, port: u16) -> String {
         with.join(","),
         &rest[hosts_at + hosts_len..]
     )
-}
-
-/// The password of the first line of a pgpass file that matches.
-fn passfile_lookup(text: &str, host: &str, port: &str, db: &str, user: &str) -> Option<String> {
-    for line in text.lines() {
-        if line.trim_start().starts_with('#') || line.trim().is_empty() {
-            continue;
-        }
-        let fields = split_passfile(line);
-        let [h, p, d, u, pw] = fields.as_slice() else {
-            continue;
-        };
-        let hit = |pattern: &str, value: &str| pattern == "*" || pattern == value;
-        // libpq matches a unix socket's directory, or the word localhost.
-        let host_hit = hit(h, host) || (h == "localhost" && host.starts_with('/'));
-        if host_hit && hit(p, port) && hit(d, db) && hit(u, user) {
-            return Some(pw.clone());
-        }
-    }
-    None
-}
-
-/// The five fields of a pgpass line, `\:` and `\\` unescaped.
-fn split_passfile(line: &str) -> Vec<String> {
-    let mut fields = vec![String::new()];
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => {
-                if let (Some(next), Some(f)) = (chars.next(), fields.last_mut()) {
-                    f.push(next);
-                }
-            }
-            ':' if fields.len() < 5 => fields.push(String::new()),
-            c => {
-                if let Some(f) = fields.last_mut() {
-                    f.push(c);
-                }
-            }
-        }
-    }
-    fields
 }
 
 #[cfg(test)]
@@ -408,6 +396,61 @@ mod tests {
         assert_eq!(password(&t).as_deref(), Some("first:half"));
         let t = Target::resolve("postgres://x@h/d", None, &env(&vars)).unwrap();
         assert_eq!(password(&t).as_deref(), Some("any"));
+    }
+
+    #[test]
+    fn pgpassfile_gives_each_host_its_own_line() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pgpass");
+        std::fs::write(
+            &file,
+            "db1:5433:d:u:one\\:x\ndb2:5434:*:*:two\n*:*:*:*:other\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let vars = [("PGPASSFILE", file.to_str().unwrap())];
+        let url = "postgres://u@db1:5433,db2:5434,db3:5435/d?target_session_attrs=read-write";
+        let t = Target::resolve(url, None, &env(&vars)).unwrap();
+        assert!(t.warnings().is_empty(), "{:?}", t.warnings());
+        let each: Vec<(String, Option<String>)> = t
+            .configs()
+            .iter()
+            .map(|c| {
+                let [Host::Tcp(h)] = c.get_hosts() else {
+                    panic!("{:?}", c.get_hosts())
+                };
+                let pw = c
+                    .get_password()
+                    .map(|p| String::from_utf8_lossy(p).into_owned());
+                (h.clone(), pw)
+            })
+            .collect();
+        let want = |h: &str, p: &str| (h.to_owned(), Some(p.to_owned()));
+        assert_eq!(
+            each,
+            [
+                want("db1", "one:x"),
+                want("db2", "two"),
+                want("db3", "other")
+            ]
+        );
+        assert!(!format!("{t:?}").contains("two"));
+        // The same line for every host: one configuration, as the driver's.
+        let t = Target::resolve("postgres://x@a,b/d", None, &env(&vars)).unwrap();
+        let [one] = t.configs().try_into().unwrap();
+        assert_eq!(
+            (one.get_hosts().len(), password(&t).as_deref()),
+            (2, Some("other"))
+        );
+        // A file others may read is used, and said.
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let t = Target::resolve(url, None, &env(&vars)).unwrap();
+        let [w] = t.warnings() else {
+            panic!("{:?}", t.warnings())
+        };
+        assert!(w.to_string().contains("mode 644"), "{w}");
+        assert_eq!(t.configs().len(), 3);
     }
 
     #[test]

@@ -845,10 +845,12 @@ The store is PostgreSQL, for schedulers on several hosts: [store] url =
 its own named baton. What the URL leaves out comes from PGHOST, PGPORT,
 PGUSER and PGDATABASE; the password from the URL, else [store]
 password_file (BATON_STORE_PASSWORD_FILE), else PGPASSWORD, else the file
-PGPASSFILE names. The password is never printed. TLS is libpq's: the URL's
+PGPASSFILE names (each host of the URL its own line, as libpq). The
+password is never printed. TLS is libpq's: the URL's
 sslmode, sslrootcert, sslcert and sslkey, or [store] keys of the same names
 (never both); `store status` says whether the connection is encrypted and
-whether the server was verified.
+whether the server was verified, and until when leases are held back after
+a new primary (a failover, a restore).
 
 With [store] url, every run takes its lease, claims its occurrence and
 records itself in the store, on every host; nothing falls back to local

@@ -2,7 +2,9 @@
 //! daemon` runs at start: thin adapters from `[store]` to `baton_pg`.
 //!
 //! `store status` also says whether its connection was encrypted and what
-//! of the server was verified.
+//! of the server was verified, and whether the store holds grants back
+//! after its server changed (read through the scheduler's store, as
+//! `baton status` reads it).
 //!
 //! The store's password never reaches the output: messages name the target
 //! by [`baton_pg::Target::describe`] (host, port, database, user) and the
@@ -129,6 +131,13 @@ struct SchemaStatus {
     /// What of the server was verified: `none`, `ca` (its certificate's
     /// authority) or `ca-and-host` (and the host name).
     verified: Verified,
+    /// While the store grants nothing after its server changed (a
+    /// failover, a restore): when it grants again (RFC 3339); null when it
+    /// grants as usual (or its schema is not this build's).
+    held_back_until: Option<String>,
+    /// Why whether grants are held back could not be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    held_back_error: Option<String>,
 }
 
 /// `baton store status`.
@@ -166,6 +175,19 @@ pub fn status(state: Option<&Path>, a: &StoreStatusArgs) -> Exit {
             return Exit::Refused;
         }
     };
+    // The hold is read as the scheduler reads it, through the store, once
+    // the schema is this build's (older ones have no record of the server).
+    let connection = if found == SCHEMA_VERSION {
+        let hold = baton_sched::store::open(&c)
+            .map_err(|e| e.to_string())
+            .and_then(|store| {
+                baton_sched::store::examine::held_back(&c, store.as_ref())
+                    .map_err(|e| e.to_string())
+            });
+        connection.with_hold(hold)
+    } else {
+        connection
+    };
     let (verdict, words) = match found {
         SCHEMA_VERSION => ("current", "current".to_owned()),
         0 => ("missing", "no schema: run `baton store migrate`".to_owned()),
@@ -190,11 +212,17 @@ pub fn status(state: Option<&Path>, a: &StoreStatusArgs) -> Exit {
                 sslmode: connection.sslmode,
                 encrypted: connection.encrypted.unwrap_or(false),
                 verified: connection.verified.unwrap_or(Verified::None),
+                held_back_until: connection.held_back_until.clone(),
+                held_back_error: connection.held_back_error.clone(),
             },
         )
     } else {
         outln!("store {}: schema version {found}, {words}", t.describe());
         outln!("connection: {}", connection.words());
+        if let Some(hold) = connection.hold_words() {
+            let tz = &c.settings.timezone.value.tz;
+            outln!("{}", baton_sched::times::human_in(&hold, tz));
+        }
         Exit::Ok
     };
     match shown {

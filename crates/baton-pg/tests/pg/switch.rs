@@ -251,3 +251,69 @@ async fn stores_on(url: &str, n: usize) -> Vec<Leases> {
     }
     out
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_look_at_a_restored_store_says_the_hold_every_grant_then_meets() {
+    let scene = Scene::new().await;
+    let old = scene.leases().await;
+    let hold = TTL + GRACE;
+    assert_eq!(old.held_back(hold).await.unwrap(), None, "no switch yet");
+    granted(&old, "nightly", &remote("h1"), TTL).await;
+    let backup = scene.server.dump("postgres", "baton");
+
+    // Another cluster, the backup restored: the first to look is a reader.
+    let other = PgServer::start();
+    other.restore("postgres", &backup);
+    let url = other.url();
+    let reader = store(&url).await;
+    let seen = reader
+        .held_back(hold)
+        .await
+        .unwrap()
+        .expect("a new server is held back");
+    assert_eq!(
+        micros(seen.until) - micros(seen.switched),
+        hold.as_micros() as i128,
+        "{seen:?}"
+    );
+    // Read with the locks, in one call: the same hold, and the restored
+    // holder's lease as it stands.
+    let (verdicts, again) = reader
+        .survey(
+            &[("nightly", Policy::default()), ("never", Policy::default())],
+            Some(hold),
+        )
+        .await
+        .unwrap();
+    assert_eq!(again.unwrap(), Some(seen));
+    assert!(
+        verdicts[0].is_some() && verdicts[1].is_none(),
+        "{verdicts:?}"
+    );
+    // A grant meets the hold the look started, to the microsecond.
+    let asker = store(&url).await;
+    match asker
+        .acquire("other", &remote("h2"), TTL, None)
+        .await
+        .unwrap()
+    {
+        Acquire::Switched(s) => assert_eq!(s, seen),
+        got => panic!("a grant on a restored store was not held back: {got:?}"),
+    }
+    // Once it is over, nothing is held back and the lock is granted.
+    loop {
+        match reader.held_back(hold).await.unwrap() {
+            None => break,
+            Some(s) => assert_eq!(s, seen),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    match asker
+        .acquire("other", &remote("h2"), TTL, None)
+        .await
+        .unwrap()
+    {
+        Acquire::Acquired(l) => assert!(micros(l.acquired()) >= micros(seen.until)),
+        got => panic!("not granted after the hold: {got:?}"),
+    }
+}

@@ -5,13 +5,15 @@
 //! host's). The lock files and lease rows are read through [`Store::inspect`],
 //! as `baton status` reads them. [`connection`] is what `baton status`
 //! and `baton store status` say of the connection: encrypted or not, and
-//! the server verified or not.
+//! the server verified or not; [`held_back`] whether the store grants
+//! nothing for now after its server changed.
 //!
 //! [`Store::inspect`]: super::Store::inspect
 
 use std::path::PathBuf;
 
 use baton_lease::Clock;
+use baton_store::store::HeldBack;
 
 use crate::config::Config;
 
@@ -87,6 +89,16 @@ pub struct Connection {
     /// Why no connection could be made.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// While the store grants nothing after its server changed (a
+    /// failover, a restore): when it grants again (RFC 3339), for the
+    /// longest TTL plus takeover grace of the jobs asked about (`baton
+    /// status`: those shown; `baton store status`: every job,
+    /// [`held_back`]); `None` when it grants as usual, or it could not be
+    /// read ([`Self::held_back_error`]).
+    pub held_back_until: Option<String>,
+    /// Why whether the store holds grants back could not be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_back_error: Option<String>,
 }
 
 /// What of the server a connection verified, as `--json` spells it.
@@ -131,7 +143,37 @@ impl Connection {
             encrypted,
             verified,
             error,
+            held_back_until: None,
+            held_back_error: None,
         }
+    }
+
+    /// This connection's store, said to hold grants back as `hold` found
+    /// ([`held_back`]), or why that could not be read.
+    pub fn with_hold(mut self, hold: Result<Option<HeldBack>, String>) -> Self {
+        match hold {
+            Ok(h) => self.held_back_until = h.map(|h| h.until.to_string()),
+            Err(why) => self.held_back_error = Some(why),
+        }
+        self
+    }
+
+    /// The hold in words, when there is one or it is unknown: `held back
+    /// until 2026-… (new primary: leases granted after every old holder's
+    /// TTL and grace)`.
+    pub fn hold_words(&self) -> Option<String> {
+        if let Some(why) = &self.held_back_error {
+            return Some(format!(
+                "held back: unknown (whether grants are held back after a new primary could \
+                 not be read: {why})"
+            ));
+        }
+        self.held_back_until.as_ref().map(|until| {
+            format!(
+                "held back until {until} (new primary: leases granted after every old \
+                 holder's TTL and grace)"
+            )
+        })
     }
 
     /// The connection in words: `sslmode=verify-full, encrypted, the server
@@ -151,6 +193,23 @@ impl Connection {
         };
         format!("sslmode={}, {how}", self.sslmode)
     }
+}
+
+/// Whether `store` grants nothing now because its server changed (a
+/// failover, a restore), for the longest TTL plus takeover grace of
+/// `config`'s jobs ([`super::Store::held_back`]): when, and until when;
+/// `None` when it grants as usual (always with local files, or without
+/// jobs).
+///
+/// # Errors
+///
+/// When the store cannot be read.
+pub fn held_back(
+    config: &Config,
+    store: &dyn super::Store,
+) -> Result<Option<HeldBack>, super::Error> {
+    let locks: Vec<_> = config.jobs.values().map(|j| j.lock_ref()).collect();
+    store.held_back(&locks)
 }
 
 /// The connection to `config`'s PostgreSQL store, made once now and
@@ -250,5 +309,42 @@ mod tests {
             let json = serde_json::to_value(&c).unwrap();
             assert_eq!(json["verified"].to_string(), verified, "{json}");
         }
+    }
+
+    #[test]
+    fn a_hold_is_said_until_when_and_null_when_there_is_none() {
+        let made = || {
+            Connection::new(
+                "db".into(),
+                &link("prefer"),
+                Ok((false, Verification::Nothing)),
+            )
+        };
+        let none = made().with_hold(Ok(None));
+        assert_eq!(none.hold_words(), None);
+        let json = serde_json::to_value(&none).unwrap();
+        assert!(json["held_back_until"].is_null(), "{json}");
+        assert!(json.get("held_back_error").is_none(), "{json}");
+
+        let hold = HeldBack {
+            switched: "2026-01-01T00:00:00Z".parse().unwrap(),
+            until: "2026-01-01T00:00:08.5Z".parse().unwrap(),
+        };
+        let held = made().with_hold(Ok(Some(hold)));
+        assert_eq!(
+            held.hold_words().as_deref(),
+            Some(
+                "held back until 2026-01-01T00:00:08.5Z (new primary: leases granted after \
+                 every old holder's TTL and grace)"
+            )
+        );
+        let json = serde_json::to_value(&held).unwrap();
+        assert_eq!(json["held_back_until"], "2026-01-01T00:00:08.5Z", "{json}");
+
+        let unknown = made().with_hold(Err("timed out".into()));
+        assert!(unknown.hold_words().unwrap().contains("unknown"));
+        let json = serde_json::to_value(&unknown).unwrap();
+        assert!(json["held_back_until"].is_null(), "{json}");
+        assert_eq!(json["held_back_error"], "timed out", "{json}");
     }
 }

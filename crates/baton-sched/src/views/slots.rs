@@ -2,10 +2,16 @@
 //! every slot's verdict, read over one store call for all jobs, and which
 //! of them speaks for the job where a view shows one holder.
 //!
-//! It judges and never takes, claims or writes anything; a slot that
-//! cannot be read is `None`, as one lock that cannot be read is.
+//! With them, for `status`, whether the store holds grants back after its
+//! server changed ([`survey`]).
+//!
+//! It judges and never takes, claims or writes anything (but the store's
+//! record of a new server, when asking for the hold is the first look at
+//! it, as a grant's would be); a slot that cannot be read is `None`, as
+//! one lock that cannot be read is.
 
 use baton_lease::Verdict;
+use baton_store::store::HeldBack;
 
 use crate::config::{Config, Job};
 
@@ -17,11 +23,38 @@ pub struct Slots(pub Vec<Option<Verdict>>);
 /// store cannot be used, nothing is known of any.
 pub fn judge(config: &Config, jobs: &[&Job]) -> Vec<Slots> {
     let refs: Vec<_> = jobs.iter().flat_map(|j| j.slot_refs()).collect();
-    let mut all = match crate::store::open(config) {
+    let all = match crate::store::open(config) {
         Ok(s) => s.inspect_all(&refs),
         Err(_) => vec![None; refs.len()],
+    };
+    by_job(jobs, all)
+}
+
+/// As [`judge`], through `store`, and whether it holds grants back after
+/// its server changed, for the longest TTL plus takeover grace of `jobs`
+/// ([`crate::store::Store::survey`]: one round trip for both in
+/// PostgreSQL). Without a store (it cannot be used) nothing is known of
+/// any lock, and the hold is not asked.
+pub fn survey(
+    store: Option<&dyn crate::store::Store>,
+    jobs: &[&Job],
+) -> (
+    Vec<Slots>,
+    Option<Result<Option<HeldBack>, crate::store::Error>>,
+) {
+    let refs: Vec<_> = jobs.iter().flat_map(|j| j.slot_refs()).collect();
+    match store {
+        Some(s) => {
+            let (all, hold) = s.survey(&refs);
+            (by_job(jobs, all), Some(hold))
+        }
+        None => (by_job(jobs, vec![None; refs.len()]), None),
     }
-    .into_iter();
+}
+
+/// `all`, each slot of each of `jobs` in order, cut into each job's.
+fn by_job(jobs: &[&Job], all: Vec<Option<Verdict>>) -> Vec<Slots> {
+    let mut all = all.into_iter();
     jobs.iter()
         .map(|j| Slots((0..j.slots()).map(|_| all.next().flatten()).collect()))
         .collect()

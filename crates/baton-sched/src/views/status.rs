@@ -13,8 +13,8 @@
 //! started and no tick came: [`crate::views::overdue`]). The shape of `--json`
 //! is [`Status`]. With a PostgreSQL store, [`read_with_connection`] also
 //! says whether a connection to it is encrypted and what of the server it
-//! verified ([`Status::store`]); with local files nothing of a store is
-//! shown.
+//! verified, and whether it holds grants back after its server changed
+//! ([`Status::store`]); with local files nothing of a store is shown.
 
 use std::time::Duration;
 
@@ -55,7 +55,8 @@ pub struct Status {
     pub error: Option<String>,
     /// The PostgreSQL store's connection, when there is a store and
     /// [`read_with_connection`] examined it: encrypted or not, the server
-    /// verified or not (absent with local files).
+    /// verified or not, and until when it holds grants back after its
+    /// server changed (absent with local files).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub store: Option<crate::store::examine::Connection>,
     /// The ledger was written by a newer baton ([`Self::error`] says so):
@@ -271,21 +272,21 @@ fn stamp(t: Timestamp) -> String {
 
 /// Reads the status of `config`'s jobs (`only` names one, when given).
 pub fn read(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
-    read_from(
-        config,
-        only,
-        now,
-        crate::store::existing_records(config, now),
-    )
+    let opened = crate::store::existing_records(config, now);
+    read_from(config, only, now, opened, false).0
 }
 
-/// [`read`], from the ledger `opened` (none yet: `None`).
+/// [`read`], from the ledger `opened` (none yet: `None`); with `hold`,
+/// also whether the store holds grants back after its server changed,
+/// read with the locks ([`crate::views::slots::survey`]; `None` when it
+/// was not asked or the store cannot be used).
 fn read_from(
     config: &Config,
     only: Option<&str>,
     now: Timestamp,
     opened: Option<Result<Box<dyn baton_store::ledger::Records>, baton_store::ledger::Error>>,
-) -> Status {
+    hold: bool,
+) -> (Status, Hold) {
     let state = &config.settings.state_dir.value;
     let (mut ledger, error, ledger_newer) = match opened {
         None => (None, None, false),
@@ -298,7 +299,12 @@ fn read_from(
         .values()
         .filter(|j| only.is_none_or(|o| o == j.name))
         .collect();
-    let verdicts = crate::views::slots::judge(config, &shown);
+    let (verdicts, hold) = if hold {
+        let store = crate::store::open(config).ok();
+        crate::views::slots::survey(store.as_deref(), &shown)
+    } else {
+        (crate::views::slots::judge(config, &shown), None)
+    };
     let mut error = error;
     let asks: Vec<baton_store::ledger::JobAsk> = shown
         .iter()
@@ -332,7 +338,7 @@ fn read_from(
         jobs.push(job_status(config, j, recorded, v, &logs, now));
     }
     let healthy = error.is_none() && jobs.iter().all(|j| j.state.healthy());
-    Status {
+    let status = Status {
         config: config.path.display().to_string(),
         enabled: config.enabled(),
         enabled_source: config.settings.enabled.provenance(),
@@ -345,8 +351,13 @@ fn read_from(
         store: None,
         error,
         ledger_newer,
-    }
+    };
+    (status, hold)
 }
+
+/// Whether the store holds grants back, as read with the locks: `None`
+/// when it was not asked.
+type Hold = Option<Result<Option<baton_store::store::HeldBack>, crate::store::Error>>;
 
 /// [`read`] at the time of the clock decisions are made by
 /// ([`crate::store::decision_clock`]: a shared store's, measured on the
@@ -381,7 +392,7 @@ pub fn read_with_connection(
         now = crate::store::decision_clock(ledger.as_mut(), local)?.wall();
         encrypted = ledger.encrypted();
     }
-    let mut s = read_from(config, only, now, opened);
+    let (mut s, hold) = read_from(config, only, now, opened, true);
     if s.error.is_none() {
         // Said of the ledger's connection when it made one, rather than of
         // one made only to say it.
@@ -389,7 +400,11 @@ pub fn read_with_connection(
             Some(e) => crate::store::examine::connection_made(config, e),
             None => crate::store::examine::connection(config),
         }
-        .and_then(Result::ok);
+        .and_then(Result::ok)
+        .map(|c| match hold {
+            Some(hold) => c.with_hold(hold.map_err(|e| e.to_string())),
+            None => c,
+        });
     }
     Ok(s)
 }
@@ -765,6 +780,10 @@ pub fn render(s: &Status) -> String {
             c.store,
             c.words()
         ));
+        if let Some(hold) = c.hold_words() {
+            let tz = jiff::tz::TimeZone::get(&s.timezone).unwrap_or(jiff::tz::TimeZone::UTC);
+            out.push_str(&format!("  {}\n", crate::times::human_in(&hold, &tz)));
+        }
     }
     for j in &s.jobs {
         let tz = jiff::tz::TimeZone::get(&j.timezone).unwrap_or(jiff::tz::TimeZone::UTC);

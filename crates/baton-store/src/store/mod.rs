@@ -17,6 +17,7 @@
 //! start. Nothing here falls back from one store to another.
 
 mod error;
+mod held_back;
 mod taken;
 mod vouch;
 
@@ -28,6 +29,7 @@ use jiff::Timestamp;
 use crate::ledger::{Error as LedgerError, Records};
 
 pub use error::Error;
+pub use held_back::HeldBack;
 pub use taken::{Guard, GuardClaim, Refused, Taken};
 pub use vouch::Vouch;
 
@@ -178,6 +180,30 @@ pub trait Store {
             .iter()
             .map(|l| self.inspect(l).ok().flatten())
             .collect()
+    }
+    /// Whether the store grants nothing now because its server changed
+    /// (a failover, a restore), and until when for the longest TTL plus
+    /// takeover grace of `locks` ([`HeldBack`]); `None` when it grants as
+    /// usual. A store whose server never changes never holds back (the
+    /// default). Reading it may start the hold when this is the first
+    /// look at a new server, as a grant would: a hold counted from later
+    /// than the switch is never too short.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be read: whether it holds back is unknown.
+    fn held_back(&self, locks: &[LockRef<'_>]) -> Result<Option<HeldBack>, Error> {
+        let _ = locks;
+        Ok(None)
+    }
+    /// [`Store::inspect_all`] of `locks` and [`Store::held_back`] for them,
+    /// together: one round trip for both in PostgreSQL (what `status`
+    /// reads).
+    fn survey(
+        &self,
+        locks: &[LockRef<'_>],
+    ) -> (Vec<Option<Verdict>>, Result<Option<HeldBack>, Error>) {
+        (self.inspect_all(locks), self.held_back(locks))
     }
     /// Runs `action` (with the lease's fence and run id) if `token` holds
     /// the lease now. With files it runs inside the lock file's critical

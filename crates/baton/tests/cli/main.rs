@@ -21,6 +21,7 @@ mod failover;
 mod first_seen;
 mod friction;
 mod hardening;
+mod held_back;
 mod history_page;
 mod hosts;
 mod http;

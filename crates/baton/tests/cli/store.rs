@@ -183,6 +183,78 @@ fn store_pgpassword_and_password_file_are_used() {
     assert_eq!(code(&o), 0, "{}", both(&o));
 }
 
+/// Two servers with passwords of their own behind one URL (as libpq, each
+/// host is tried with its own line of `PGPASSFILE`): the first host listed
+/// is read-only, or down, and only the second takes writes.
+#[test]
+fn store_pgpassfile_gives_each_host_of_the_url_its_own_password() {
+    use std::os::unix::fs::PermissionsExt;
+    const OTHER: &str = "other-pw-5d1e";
+    let read_only = PgServer::start_with_password(OTHER);
+    read_only.sql("ALTER SYSTEM SET default_transaction_read_only = on");
+    read_only.sql("SELECT pg_reload_conf()");
+    let pg = PgServer::start_with_password(PASSWORD);
+    // A port nothing listens on: bound, then released.
+    let down = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    for first in [read_only.port(), down] {
+        let url = format!(
+            "postgres://baton@127.0.0.1:{first},127.0.0.1:{}/postgres?target_session_attrs=read-write",
+            pg.port()
+        );
+        let s = sched(
+            &url,
+            "\n[jobs.nightly]\nschedule = \"0 3 * * *\"\nrun = \"true\"\n",
+        );
+        let pass = s.env.path("pgpass");
+        // The first host's line comes first and matches it only; the second
+        // host's names its port, database and user.
+        std::fs::write(
+            &pass,
+            format!(
+                "# one line per server\n127.0.0.1:{first}:*:*:{OTHER}\n\
+                 127.0.0.1:{}:postgres:baton:{PASSWORD}\n",
+                pg.port()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&pass, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let with = |args: &[&str]| {
+            let o = cmd(&s, args).env("PGPASSFILE", &pass).output().unwrap();
+            assert!(!both(&o).contains(PASSWORD), "{}", both(&o));
+            assert!(!both(&o).contains(OTHER), "{}", both(&o));
+            o
+        };
+        for args in [
+            &["store", "migrate"][..],
+            &["run", "nightly"],
+            &["store", "status"],
+        ] {
+            let o = with(args);
+            assert_eq!(code(&o), 0, "first host {first}, {args:?}: {}", both(&o));
+            assert!(
+                !stderr(&o).contains("can be read by others"),
+                "{}",
+                both(&o)
+            );
+        }
+        // A password file others may read is still used, and said.
+        std::fs::set_permissions(&pass, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let o = with(&["store", "status"]);
+        assert_eq!(code(&o), 0, "{}", both(&o));
+        assert!(stderr(&o).contains("chmod 600"), "{}", both(&o));
+    }
+    // Both runs were recorded by the server that takes writes.
+    assert_eq!(pg.sql("SELECT count(*) FROM baton.runs"), "2");
+    assert_eq!(
+        read_only.sql("SELECT count(*) FROM pg_namespace WHERE nspname = 'baton'"),
+        "0"
+    );
+}
+
 #[test]
 fn store_pg_variables_fill_what_the_url_leaves_out() {
     let pg = PgServer::start();
@@ -532,7 +604,8 @@ const TICK_ROUND_TRIPS: u64 = 4;
 /// this was written (two connections of two round trips of start-up each:
 /// the ledger's, whose check, clock and reads of every job take two round
 /// trips, and which says whether it is encrypted; the store's, whose check
-/// and reads of the ten leases take two), 10 with a third connection made
+/// and reads of the ten leases, with whether a new primary holds leases
+/// back, take two), 10 with a third connection made
 /// only to say whether it was encrypted, 103 when each job's ledger reads
 /// went one after another, about ten of one round trip each, 194 to 199
 /// when a read waited for its `COMMIT`, 204 to 211 when each lease was read
