@@ -1,0 +1,160 @@
+//! Self-fencing: when the lease is lost (broken as `baton lock break
+//! --force` breaks it) the run's cancellation fires at the next renewal,
+//! a run that ignores it is dropped after its grace, and the ledger says
+//! `lease-lost`. The manual clock makes each step exact.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_embed::{Cancel, Job, ManualClock, RunContext, Scheduler, Store};
+use baton_lease::BreakMode;
+use baton_store::Store as _;
+use baton_store::store::LockRef;
+use jiff::Timestamp;
+use tokio::sync::mpsc;
+
+/// What the job tells the test.
+#[derive(Debug, PartialEq)]
+enum Said {
+    Started(u64),
+    Cancelled(Cancel),
+    Dropped,
+}
+
+/// Says `Dropped` when its future is dropped.
+struct OnDrop(mpsc::UnboundedSender<Said>);
+
+impl Drop for OnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.send(Said::Dropped);
+    }
+}
+
+async fn next(rx: &mut mpsc::UnboundedReceiver<Said>) -> Said {
+    tokio::time::timeout(baton_testkit::PATIENCE, rx.recv())
+        .await
+        .expect("word from the job within the patience")
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_lease_cancels_the_run_and_drops_it_after_the_grace() {
+    let dir = tempfile::tempdir().unwrap();
+    let start: Timestamp = "2026-06-01T00:00:30Z".parse().unwrap();
+    let clock = Arc::new(ManualClock::new(start, Duration::from_secs(1_000)));
+    let (ttl, grace) = (Duration::from_secs(3), Duration::from_millis(500));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let job = Job::cron("fenced", "* * * * *")
+        .lease(ttl, ttl)
+        .grace(grace)
+        .run(move |ctx: RunContext| {
+            let tx = tx.clone();
+            async move {
+                let _guard = OnDrop(tx.clone());
+                tx.send(Said::Started(ctx.fence())).unwrap();
+                let why = ctx.cancelled().await;
+                tx.send(Said::Cancelled(why)).unwrap();
+                // Ignores the cancellation: only dropping it stops it.
+                std::future::pending::<()>().await;
+                Ok(())
+            }
+        });
+    let handle = Scheduler::builder()
+        .store(Store::sqlite(dir.path()))
+        .clock(clock.clone())
+        .job(job)
+        .build()
+        .unwrap()
+        .start();
+    clock.advance(Duration::from_secs(30));
+    let Said::Started(fence) = next(&mut rx).await else {
+        panic!("the run starts first")
+    };
+    // An operator breaks the lock under the running job.
+    let lock = LockRef {
+        job: "fenced",
+        lock: "fenced",
+        slot: 1,
+        ttl,
+        takeover_grace: ttl,
+    };
+    let broken = baton_ledger::lock_file(dir.path(), &lock)
+        .break_lease(BreakMode::Force)
+        .unwrap();
+    assert!(
+        matches!(broken, baton_lease::Broken::Freed { .. }),
+        "{broken:?}"
+    );
+    // Nothing is known until the next renewal, a third of the TTL on.
+    tokio::task::yield_now().await;
+    assert!(rx.try_recv().is_err());
+    clock.advance(ttl / 3);
+    assert_eq!(next(&mut rx).await, Said::Cancelled(Cancel::LeaseLost));
+    // It ignores the cancellation; within the grace it is still running.
+    clock.advance(grace / 2);
+    tokio::task::yield_now().await;
+    assert!(rx.try_recv().is_err(), "not dropped before its grace");
+    clock.advance(grace / 2);
+    assert_eq!(next(&mut rx).await, Said::Dropped);
+    handle.shutdown(Duration::from_secs(1)).await;
+    let mut ledger = baton_ledger::Files::new(dir.path().to_owned())
+        .records(start)
+        .unwrap();
+    let runs = ledger.history("fenced", 10).unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let run = &runs[0];
+    assert_eq!(run.fence, Some(fence));
+    assert_eq!(run.verdict.map(|v| v.as_str()), Some("lease-lost"));
+    assert_eq!(run.exit_code, Some(76));
+    assert_eq!(run.attempts.len(), 1);
+    assert_eq!(run.attempts[0].outcome.as_str(), "lease-lost");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_cancels_a_run_and_records_it_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let start: Timestamp = "2026-06-01T00:00:30Z".parse().unwrap();
+    let clock = Arc::new(ManualClock::new(start, Duration::from_secs(1_000)));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let job = Job::cron("stopping", "* * * * *").run(move |ctx: RunContext| {
+        let tx = tx.clone();
+        async move {
+            tx.send(Said::Started(ctx.fence())).unwrap();
+            let why = ctx.cancelled().await;
+            tx.send(Said::Cancelled(why)).unwrap();
+            Ok(())
+        }
+    });
+    let handle = Scheduler::builder()
+        .store(Store::sqlite(dir.path()))
+        .clock(clock.clone())
+        .job(job)
+        .build()
+        .unwrap()
+        .start();
+    clock.advance(Duration::from_secs(30));
+    assert!(matches!(next(&mut rx).await, Said::Started(_)));
+    handle.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(next(&mut rx).await, Said::Cancelled(Cancel::Shutdown));
+    let mut ledger = baton_ledger::Files::new(dir.path().to_owned())
+        .records(start)
+        .unwrap();
+    let runs = ledger.history("stopping", 10).unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].verdict.map(|v| v.as_str()), Some("interrupted"));
+    // Released: the lock is free again.
+    let lock = LockRef {
+        job: "stopping",
+        lock: "stopping",
+        slot: 1,
+        ttl: Duration::from_secs(30),
+        takeover_grace: Duration::from_secs(30),
+    };
+    let verdict = baton_ledger::Files::new(dir.path().to_owned())
+        .inspect(&lock)
+        .unwrap();
+    assert!(
+        matches!(verdict, Some(baton_lease::Verdict::Free(_))),
+        "{verdict:?}"
+    );
+}

@@ -1,0 +1,152 @@
+//! Shared fixtures: the fence-checking sink's reader and checks, the
+//! replica processes (`examples/replica.rs`), and a job that reports to
+//! the test through a channel.
+
+#![allow(clippy::disallowed_methods)] // Test fixtures wait for real.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One run as the sink saw it.
+#[derive(Debug, Clone)]
+pub struct SinkRun {
+    pub job: String,
+    pub occurrence: i64,
+    pub fence: u64,
+    pub run_id: String,
+    pub start: i64,
+    pub end: Option<i64>,
+    pub pid: u32,
+}
+
+/// Reads the sink: every run that started, with its end when it wrote one.
+pub fn read_sink(sink: &Path) -> Vec<SinkRun> {
+    let text = std::fs::read_to_string(sink).unwrap_or_default();
+    let mut runs: BTreeMap<String, SinkRun> = BTreeMap::new();
+    for line in text.lines() {
+        let w: Vec<&str> = line.split(' ').collect();
+        assert_eq!(w.len(), 7, "a sink line: {line:?}");
+        let (what, run_id, t) = (w[0], w[4].to_owned(), w[5].parse().unwrap());
+        if what == "start" {
+            let before = runs.insert(
+                run_id.clone(),
+                SinkRun {
+                    job: w[1].into(),
+                    occurrence: w[2].parse().unwrap(),
+                    fence: w[3].parse().unwrap(),
+                    run_id,
+                    start: t,
+                    end: None,
+                    pid: w[6].parse().unwrap(),
+                },
+            );
+            assert!(before.is_none(), "a run started twice: {line}");
+        } else {
+            let run = runs.get_mut(&run_id).expect("an end after its start");
+            run.end = Some(t);
+        }
+    }
+    let mut runs: Vec<SinkRun> = runs.into_values().collect();
+    runs.sort_by_key(|r| r.start);
+    runs
+}
+
+/// Checks the guarantee on what the sink saw: each occurrence ran once,
+/// no two runs overlapped, and fences only grew in the order runs started.
+/// A run with no end (its replica was killed) overlaps nothing that
+/// started after a higher fence took over.
+pub fn check_sink(runs: &[SinkRun]) {
+    let mut seen = BTreeMap::new();
+    for r in runs {
+        if let Some(other) = seen.insert((r.job.clone(), r.occurrence), r) {
+            panic!("occurrence {} ran twice: {other:?} and {r:?}", r.occurrence);
+        }
+    }
+    for pair in runs.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        assert!(
+            b.fence > a.fence,
+            "fences must grow in start order: {a:?} then {b:?}"
+        );
+        if let Some(end) = a.end {
+            assert!(end <= b.start, "two runs at once: {a:?} and {b:?}");
+        }
+    }
+}
+
+/// The replica example's binary, built beside this test.
+pub fn replica_bin() -> PathBuf {
+    let mut dir = std::env::current_exe().unwrap();
+    dir.pop();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    let bin = dir.join("examples").join("replica");
+    assert!(bin.exists(), "{} is built by cargo test", bin.display());
+    bin
+}
+
+/// A replica process; killed when dropped.
+pub struct Replica(pub Child);
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts a replica on `store` (`sqlite:DIR` or `postgres:URL`).
+pub fn replica(store: &str, sink: &Path, hold_ms: u64, life_ms: u64, ttl_ms: u64) -> Replica {
+    let child = Command::new(replica_bin())
+        .env("REPLICA_STORE", store)
+        .env("REPLICA_SINK", sink)
+        .env("REPLICA_HOLD_MS", hold_ms.to_string())
+        .env("REPLICA_LIFE_MS", life_ms.to_string())
+        .env("REPLICA_TTL_MS", ttl_ms.to_string())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start a replica");
+    Replica(child)
+}
+
+/// Waits for every replica to exit on its own, each successfully.
+pub fn wait_all(replicas: &mut [Replica]) {
+    for r in replicas {
+        let status = baton_testkit::wait_for_exit(&mut r.0, "a replica");
+        assert!(status.success(), "a replica failed: {status}");
+    }
+}
+
+/// Polls `f` every 10 ms until it returns something, for at most the
+/// testkit's patience.
+pub fn poll<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let end = Instant::now() + baton_testkit::PATIENCE;
+    loop {
+        if let Some(t) = f() {
+            return t;
+        }
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The runs the ledger holds of `job`, by run id: (occurrence, verdict).
+pub fn ledger_runs(
+    records: &mut dyn baton_store::ledger::Records,
+    job: &str,
+) -> BTreeMap<String, (Option<i64>, Option<String>)> {
+    records
+        .history(job, 10_000)
+        .unwrap()
+        .into_iter()
+        .map(|r| {
+            (
+                r.run_id.clone(),
+                (r.occurrence, r.verdict.map(|v| v.to_string())),
+            )
+        })
+        .collect()
+}
