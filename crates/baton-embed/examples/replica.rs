@@ -30,7 +30,7 @@ fn store() -> Store {
     let spec = std::env::var("REPLICA_STORE").unwrap_or_default();
     #[cfg(feature = "postgres")]
     if let Some(url) = spec.strip_prefix("postgres:") {
-        return Store::postgres(url);
+        return Store::postgres(url).migrate();
     }
     Store::sqlite(spec.strip_prefix("sqlite:").unwrap_or(&spec))
 }

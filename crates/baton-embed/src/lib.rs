@@ -76,7 +76,11 @@
 //! whole TTL (plus the store's renewal wait for one under way), the run's
 //! [`RunContext::cancelled`] fires at once. A function that has not
 //! returned within the job's [`Job::grace`] is **dropped** (at its next
-//! `.await`) and the run is recorded `lease-lost`. [`Builder::build`]
+//! `.await`) and the run is recorded `lease-lost` (`interrupted` for a
+//! shutdown). A function that returns within the grace keeps its own word
+//! when it says `Ok` (it finished; what it wrote after the loss is the
+//! fence's to judge), and an error it returns then is recorded as the
+//! cancellation; no retry follows either way. [`Builder::build`]
 //! refuses a grace that, with the renewal's wait and the allowances, could
 //! outlast the takeover grace, so the function is gone before another
 //! replica may take the lease (the runner's rule: `grace + renew_wait +

@@ -466,8 +466,11 @@ impl Attempts<'_> {
             let started = self.env.clock.wall();
             let ended = self.supervise((self.plan.run)(ctx), &cancel_tx).await;
             let (outcome, verdict, never) = match &ended {
-                Ended::Returned(Ok(()), None) => (AttemptOutcome::Ok, Some(RunVerdict::Ok), false),
-                Ended::Returned(_, Some(c)) | Ended::Dropped(c) => {
+                // Its own word stands: it finished, even after being asked
+                // to stop (its writes are the fence's to judge).
+                Ended::Returned(Ok(()), _) => (AttemptOutcome::Ok, Some(RunVerdict::Ok), false),
+                // An error after the cancellation is the cancellation's.
+                Ended::Returned(Err(_), Some(c)) | Ended::Dropped(c) => {
                     let (o, v) = stopped(*c);
                     (o, Some(v), true)
                 }
@@ -505,6 +508,8 @@ impl Attempts<'_> {
         let mut shutdown = self.env.shutdown.clone();
         let mut lost = self.lost.clone();
         let (why, grace) = tokio::select! {
+            // A function that is done when asked to stop ended on its own.
+            biased;
             r = &mut fut => return Ended::Returned(r, None),
             _ = lost.wait_for(Option::is_some) => (Cancel::LeaseLost, self.plan.grace),
             g = shutdown.wait_for(Option::is_some) => {
@@ -517,6 +522,7 @@ impl Attempts<'_> {
         let mut deadline = clock.boot() + grace;
         loop {
             tokio::select! {
+                biased;
                 r = &mut fut => return Ended::Returned(r, Some(why)),
                 () = timer::until_boot(&*clock, deadline) => return Ended::Dropped(why),
                 _ = lost.wait_for(Option::is_some), if why != Cancel::LeaseLost => {

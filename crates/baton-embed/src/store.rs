@@ -31,7 +31,10 @@ pub struct Store {
 enum Kind {
     Files(PathBuf),
     #[cfg(feature = "postgres")]
-    Postgres(String),
+    Postgres {
+        url: String,
+        migrate: bool,
+    },
 }
 
 /// A store opened for a scheduler: every replica's leases and its ledger.
@@ -57,11 +60,35 @@ impl Store {
     /// let store = baton_embed::Store::postgres("postgres://baton@db.internal/baton");
     /// # let _ = store;
     /// ```
+    ///
+    /// Its schema must be at this build's version, as `baton store
+    /// migrate` leaves it; [`Store::migrate`] asks the build to migrate it.
     #[cfg(feature = "postgres")]
     pub fn postgres(url: impl Into<String>) -> Self {
         Self {
-            kind: Kind::Postgres(url.into()),
+            kind: Kind::Postgres {
+                url: url.into(),
+                migrate: false,
+            },
         }
+    }
+
+    /// The same PostgreSQL store, its schema migrated to this build's
+    /// version when the scheduler is built (`baton store migrate`: safe
+    /// when several replicas do it at once). Does nothing to a SQLite
+    /// store, whose ledger migrates itself.
+    ///
+    /// ```no_run
+    /// let store = baton_embed::Store::postgres("postgres://baton@db.internal/baton").migrate();
+    /// # let _ = store;
+    /// ```
+    #[cfg(feature = "postgres")]
+    #[must_use]
+    pub fn migrate(mut self) -> Self {
+        if let Kind::Postgres { migrate, .. } = &mut self.kind {
+            *migrate = true;
+        }
+        self
     }
 
     /// Opens the store, its locks judged by `clock` (files; PostgreSQL's
@@ -75,7 +102,7 @@ impl Store {
                 ))
             }
             #[cfg(feature = "postgres")]
-            Kind::Postgres(url) => {
+            Kind::Postgres { url, migrate } => {
                 let env = |name: &str| std::env::var(name).ok();
                 let target =
                     baton_pg::Target::resolve_with(url, &baton_pg::Settings::default(), &env)
@@ -83,6 +110,9 @@ impl Store {
                             location: "the PostgreSQL url".into(),
                             why: e.to_string(),
                         })?;
+                if *migrate {
+                    migrate_schema(&target)?;
+                }
                 Ok(Arc::new(baton_pg::Postgres::new(target)))
             }
         }
@@ -109,4 +139,30 @@ fn state_dir(dir: &Path) -> Result<PathBuf, BuildError> {
         .map_err(|e| unusable(format!("failed to create {}: {e}", locks.display())))?;
     baton_lease::trust::check_dir_path(&locks, 2).map_err(|e| unusable(e.to_string()))?;
     Ok(dir)
+}
+
+/// Migrates the PostgreSQL schema, on a runtime of its own on a thread of
+/// its own (the caller may be inside a runtime already).
+#[cfg(feature = "postgres")]
+fn migrate_schema(target: &baton_pg::Target) -> Result<(), BuildError> {
+    let failed = |why: String| BuildError::Store {
+        location: target.describe(),
+        why: format!("failed to migrate its schema: {why}"),
+    };
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| failed(e.to_string()))?;
+            rt.block_on(baton_pg::migrate_target(
+                target,
+                baton_pg::Options::default(),
+            ))
+            .map(drop)
+            .map_err(|e| failed(e.to_string()))
+        })
+        .join()
+        .unwrap_or_else(|_| Err(failed("its thread failed".into())))
+    })
 }

@@ -3,10 +3,11 @@
 //! a run that ignores it is dropped after its grace, and the ledger says
 //! `lease-lost`. The manual clock makes each step exact.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use baton_embed::{Cancel, Job, ManualClock, RunContext, Scheduler, Store};
+use baton_embed::{Cancel, Job, RunContext};
+
+use crate::support::on_manual_clock;
 use baton_lease::BreakMode;
 use baton_store::Store as _;
 use baton_store::store::LockRef;
@@ -30,6 +31,17 @@ impl Drop for OnDrop {
     }
 }
 
+/// The lock of the embedded job `job`: named after it.
+fn lock_of(job: &str, ttl: Duration) -> LockRef<'_> {
+    LockRef {
+        job,
+        lock: job,
+        slot: 1,
+        ttl,
+        takeover_grace: ttl,
+    }
+}
+
 async fn next(rx: &mut mpsc::UnboundedReceiver<Said>) -> Said {
     tokio::time::timeout(baton_testkit::PATIENCE, rx.recv())
         .await
@@ -41,7 +53,6 @@ async fn next(rx: &mut mpsc::UnboundedReceiver<Said>) -> Said {
 async fn a_broken_lease_cancels_the_run_and_drops_it_after_the_grace() {
     let dir = tempfile::tempdir().unwrap();
     let start: Timestamp = "2026-06-01T00:00:30Z".parse().unwrap();
-    let clock = Arc::new(ManualClock::new(start, Duration::from_secs(1_000)));
     let (ttl, grace) = (Duration::from_secs(3), Duration::from_millis(500));
     let (tx, mut rx) = mpsc::unbounded_channel();
     let job = Job::cron("fenced", "* * * * *")
@@ -59,26 +70,13 @@ async fn a_broken_lease_cancels_the_run_and_drops_it_after_the_grace() {
                 Ok(())
             }
         });
-    let handle = Scheduler::builder()
-        .store(Store::sqlite(dir.path()))
-        .clock(clock.clone())
-        .job(job)
-        .build()
-        .unwrap()
-        .start();
+    let (clock, handle) = on_manual_clock(dir.path(), start, job);
     clock.advance(Duration::from_secs(30));
     let Said::Started(fence) = next(&mut rx).await else {
         panic!("the run starts first")
     };
     // An operator breaks the lock under the running job.
-    let lock = LockRef {
-        job: "fenced",
-        lock: "fenced",
-        slot: 1,
-        ttl,
-        takeover_grace: ttl,
-    };
-    let broken = baton_ledger::lock_file(dir.path(), &lock)
+    let broken = baton_ledger::lock_file(dir.path(), &lock_of("fenced", ttl))
         .break_lease(BreakMode::Force)
         .unwrap();
     assert!(
@@ -114,7 +112,6 @@ async fn a_broken_lease_cancels_the_run_and_drops_it_after_the_grace() {
 async fn shutdown_cancels_a_run_and_records_it_interrupted() {
     let dir = tempfile::tempdir().unwrap();
     let start: Timestamp = "2026-06-01T00:00:30Z".parse().unwrap();
-    let clock = Arc::new(ManualClock::new(start, Duration::from_secs(1_000)));
     let (tx, mut rx) = mpsc::unbounded_channel();
     let job = Job::cron("stopping", "* * * * *").run(move |ctx: RunContext| {
         let tx = tx.clone();
@@ -122,16 +119,12 @@ async fn shutdown_cancels_a_run_and_records_it_interrupted() {
             tx.send(Said::Started(ctx.fence())).unwrap();
             let why = ctx.cancelled().await;
             tx.send(Said::Cancelled(why)).unwrap();
-            Ok(())
+            Err(baton_embed::JobError::msg(
+                "stopped before its work was done",
+            ))
         }
     });
-    let handle = Scheduler::builder()
-        .store(Store::sqlite(dir.path()))
-        .clock(clock.clone())
-        .job(job)
-        .build()
-        .unwrap()
-        .start();
+    let (clock, handle) = on_manual_clock(dir.path(), start, job);
     clock.advance(Duration::from_secs(30));
     assert!(matches!(next(&mut rx).await, Said::Started(_)));
     handle.shutdown(Duration::from_secs(5)).await;
@@ -143,15 +136,8 @@ async fn shutdown_cancels_a_run_and_records_it_interrupted() {
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0].verdict.map(|v| v.as_str()), Some("interrupted"));
     // Released: the lock is free again.
-    let lock = LockRef {
-        job: "stopping",
-        lock: "stopping",
-        slot: 1,
-        ttl: Duration::from_secs(30),
-        takeover_grace: Duration::from_secs(30),
-    };
     let verdict = baton_ledger::Files::new(dir.path().to_owned())
-        .inspect(&lock)
+        .inspect(&lock_of("stopping", Duration::from_secs(30)))
         .unwrap();
     assert!(
         matches!(verdict, Some(baton_lease::Verdict::Free(_))),

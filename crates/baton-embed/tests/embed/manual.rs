@@ -3,10 +3,11 @@
 //! saving change in Europe/Berlin; a jump over several occurrences runs the
 //! newest and records the others missed.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use baton_embed::{Job, ManualClock, RunContext, Scheduler, Store};
+use baton_embed::{Job, ManualClock, RunContext};
+
+use crate::support::on_manual_clock;
 use baton_store::Store as _;
 use jiff::Timestamp;
 use tokio::sync::mpsc;
@@ -45,18 +46,12 @@ fn move_to(clock: &ManualClock, to: Timestamp) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_manual_clock_steps_through_a_fixed_schedule_across_both_dst_changes() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(ManualClock::new(
-        at("2026-03-27T12:00:00Z"),
-        Duration::from_secs(1_000),
-    ));
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let handle = Scheduler::builder()
-        .store(Store::sqlite(dir.path()))
-        .clock(clock.clone())
-        .job(reporting("nightly", "30 2 * * *", tx))
-        .build()
-        .unwrap()
-        .start();
+    let (clock, handle) = on_manual_clock(
+        dir.path(),
+        at("2026-03-27T12:00:00Z"),
+        reporting("nightly", "30 2 * * *", tx),
+    );
     // 02:30 in Berlin: CET the day before the change; on 2026-03-29 02:30
     // never happens, and it fires when the clocks jump (03:00 CEST); then
     // 02:30 CEST. On 2026-10-25 02:30 happens twice and fires the first
@@ -129,18 +124,12 @@ async fn a_manual_clock_steps_through_a_fixed_schedule_across_both_dst_changes()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_jump_over_several_occurrences_runs_the_newest_and_records_the_rest_missed() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(ManualClock::new(
-        at("2026-06-01T00:00:00Z"),
-        Duration::from_secs(1_000),
-    ));
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let handle = Scheduler::builder()
-        .store(Store::sqlite(dir.path()))
-        .clock(clock.clone())
-        .job(reporting("quarterly", "*/15 * * * *", tx))
-        .build()
-        .unwrap()
-        .start();
+    let (clock, handle) = on_manual_clock(
+        dir.path(),
+        at("2026-06-01T00:00:00Z"),
+        reporting("quarterly", "*/15 * * * *", tx),
+    );
     move_to(&clock, at("2026-06-01T01:05:00Z"));
     assert_eq!(next(&mut rx).await, at("2026-06-01T01:00:00Z"));
     handle.shutdown(Duration::from_secs(1)).await;

@@ -76,16 +76,35 @@ pub fn check_sink(runs: &[SinkRun]) {
     }
 }
 
-/// The replica example's binary, built beside this test.
+/// The replica example's binary, built beside this test once per test
+/// run, with this test's features: `cargo test --test embed` builds no
+/// example by itself, and a stale one would test old code.
 pub fn replica_bin() -> PathBuf {
-    let mut dir = std::env::current_exe().unwrap();
-    dir.pop();
-    if dir.ends_with("deps") {
-        dir.pop();
-    }
-    let bin = dir.join("examples").join("replica");
-    assert!(bin.exists(), "{} is built by cargo test", bin.display());
-    bin
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let mut build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+            build.args([
+                "build",
+                "--quiet",
+                "-p",
+                "baton-embed",
+                "--example",
+                "replica",
+            ]);
+            if cfg!(feature = "postgres") {
+                build.args(["--features", "postgres"]);
+            }
+            let status = build.status().expect("run cargo build");
+            assert!(status.success(), "failed to build the replica example");
+            let mut dir = std::env::current_exe().unwrap();
+            dir.pop();
+            if dir.ends_with("deps") {
+                dir.pop();
+            }
+            dir.join("examples").join("replica")
+        })
+        .clone()
 }
 
 /// A replica process; killed when dropped.
@@ -149,4 +168,28 @@ pub fn ledger_runs(
             )
         })
         .collect()
+}
+
+/// A scheduler of one job on a SQLite store in `dir`, driven by a manual
+/// clock that starts at `start` (the boot clock at 1,000 s), started.
+pub fn on_manual_clock(
+    dir: &Path,
+    start: jiff::Timestamp,
+    job: baton_embed::Job,
+) -> (
+    std::sync::Arc<baton_embed::ManualClock>,
+    baton_embed::Handle,
+) {
+    let clock = std::sync::Arc::new(baton_embed::ManualClock::new(
+        start,
+        Duration::from_secs(1_000),
+    ));
+    let handle = baton_embed::Scheduler::builder()
+        .store(baton_embed::Store::sqlite(dir))
+        .clock(clock.clone())
+        .job(job)
+        .build()
+        .unwrap()
+        .start();
+    (clock, handle)
 }
