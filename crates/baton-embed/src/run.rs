@@ -465,6 +465,8 @@ impl Attempts<'_> {
             };
             let started = self.env.clock.wall();
             let ended = self.supervise((self.plan.run)(ctx), &cancel_tx).await;
+            // A retry's backoff counts from here, before anything is recorded.
+            let ended_at = self.env.clock.boot();
             let (outcome, verdict, never) = match &ended {
                 // Its own word stands: it finished, even after being asked
                 // to stop (its writes are the fence's to judge).
@@ -490,7 +492,7 @@ impl Attempts<'_> {
             let Some(delay) = self.plan.retry.next(attempt, never) else {
                 return RunVerdict::Failed;
             };
-            if let Some(c) = self.wait(delay).await {
+            if let Some(c) = self.wait(ended_at + delay).await {
                 return stopped(c).1;
             }
         }
@@ -535,11 +537,10 @@ impl Attempts<'_> {
         }
     }
 
-    /// Waits `delay` before a retry; the reason when the run is asked to
-    /// stop meanwhile (no retry then).
-    async fn wait(&mut self, delay: Duration) -> Option<Cancel> {
+    /// Waits until `at` (boot clock) before a retry; the reason when the
+    /// run is asked to stop meanwhile (no retry then).
+    async fn wait(&mut self, at: Duration) -> Option<Cancel> {
         let clock = Arc::clone(&self.env.clock);
-        let at = clock.boot() + delay;
         let mut shutdown = self.env.shutdown.clone();
         let mut lost = self.lost.clone();
         tokio::select! {

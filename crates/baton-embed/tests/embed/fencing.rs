@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use baton_embed::{Cancel, Job, RunContext};
 
-use crate::support::on_manual_clock;
+use crate::support::{next, on_manual_clock};
 use baton_lease::BreakMode;
 use baton_store::Store as _;
 use baton_store::store::LockRef;
@@ -40,13 +40,6 @@ fn lock_of(job: &str, ttl: Duration) -> LockRef<'_> {
         ttl,
         takeover_grace: ttl,
     }
-}
-
-async fn next(rx: &mut mpsc::UnboundedReceiver<Said>) -> Said {
-    tokio::time::timeout(baton_testkit::PATIENCE, rx.recv())
-        .await
-        .expect("word from the job within the patience")
-        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

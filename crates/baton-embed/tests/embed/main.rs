@@ -8,5 +8,6 @@ mod fencing;
 mod manual;
 #[cfg(feature = "postgres")]
 mod pg;
+mod policies;
 mod replicas;
 mod support;

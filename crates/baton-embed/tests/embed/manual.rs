@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use baton_embed::{Job, ManualClock, RunContext};
 
-use crate::support::on_manual_clock;
+use crate::support::{next, on_manual_clock};
 use baton_store::Store as _;
 use jiff::Timestamp;
 use tokio::sync::mpsc;
@@ -27,13 +27,6 @@ fn reporting(name: &str, cron: &str, tx: mpsc::UnboundedSender<Timestamp>) -> Jo
                 Ok(())
             }
         })
-}
-
-async fn next(rx: &mut mpsc::UnboundedReceiver<Timestamp>) -> Timestamp {
-    tokio::time::timeout(baton_testkit::PATIENCE, rx.recv())
-        .await
-        .expect("a run within the patience")
-        .unwrap()
 }
 
 /// Moves `clock` to `to` (forward only).

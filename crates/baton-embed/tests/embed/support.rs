@@ -193,3 +193,11 @@ pub fn on_manual_clock(
         .start();
     (clock, handle)
 }
+
+/// The next word a job sent, waiting at most the testkit's patience.
+pub async fn next<T>(rx: &mut tokio::sync::mpsc::UnboundedReceiver<T>) -> T {
+    tokio::time::timeout(baton_testkit::PATIENCE, rx.recv())
+        .await
+        .expect("word from the job within the patience")
+        .expect("the job's sender is alive")
+}
