@@ -134,12 +134,29 @@
 //!
 //! # Seeing it from the command line
 //!
-//! The ledger is the command line's own, so `baton history JOB` and `baton
-//! status` against the same store show the service's runs. The command
-//! line reads a job only when its `baton.toml` names it: give it a
-//! configuration with the same `state_dir` (or `[store] url`) that names
-//! each embedded job with `enabled = false`, so that `baton tick` never
-//! runs it itself.
+//! The ledger is the command line's own (the same tables, the same
+//! `STATE_DIR/baton.db` or schema), so `baton history JOB` and `baton
+//! status` against the same store show the service's runs, verdicts and
+//! missed occurrences. The command line, though, answers only for a job its
+//! `baton.toml` names (`baton history x` refuses a job it does not know,
+//! exit 2). So this version leaves the command line as it is, and an
+//! operator reads the service's jobs with a configuration of their own that
+//! points at the same store (`state_dir`, or `[store] url`) and names each
+//! embedded job with its schedule:
+//!
+//! ```toml
+//! [scheduler]
+//! state_dir = "/var/lib/my-service/baton"
+//!
+//! [jobs.report]
+//! schedule = "*/5 * * * *"
+//! run = "true"        # never run by the command line: see below
+//! enabled = false
+//! ```
+//!
+//! That configuration is for reading (`status`, `history`): `baton tick`
+//! or the daemon must not run with it, since they would record the
+//! disabled job's occurrences missed `disabled` beside the service's runs.
 //!
 //! # Not yet
 //!
