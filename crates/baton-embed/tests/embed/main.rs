@@ -10,4 +10,6 @@ mod manual;
 mod pg;
 mod policies;
 mod replicas;
+#[cfg(feature = "postgres")]
+mod service;
 mod support;

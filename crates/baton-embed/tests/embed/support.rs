@@ -64,47 +64,47 @@ pub fn check_sink(runs: &[SinkRun]) {
             panic!("occurrence {} ran twice: {other:?} and {r:?}", r.occurrence);
         }
     }
-    for pair in runs.windows(2) {
-        let (a, b) = (&pair[0], &pair[1]);
-        assert!(
-            b.fence > a.fence,
-            "fences must grow in start order: {a:?} then {b:?}"
-        );
-        if let Some(end) = a.end {
-            assert!(end <= b.start, "two runs at once: {a:?} and {b:?}");
+    let jobs: std::collections::BTreeSet<&str> = runs.iter().map(|r| r.job.as_str()).collect();
+    for job in jobs {
+        let mut of_job: Vec<&SinkRun> = runs.iter().filter(|r| r.job == job).collect();
+        of_job.sort_by_key(|r| r.start);
+        for pair in of_job.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            assert!(
+                b.fence > a.fence,
+                "fences must grow in start order: {a:?} then {b:?}"
+            );
+            if let Some(end) = a.end {
+                assert!(end <= b.start, "two runs at once: {a:?} and {b:?}");
+            }
         }
     }
 }
 
 /// The replica example's binary, built beside this test once per test
-/// run, with this test's features: `cargo test --test embed` builds no
-/// example by itself, and a stale one would test old code.
+/// run ([`example`]).
 pub fn replica_bin() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let mut build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-            build.args([
-                "build",
-                "--quiet",
-                "-p",
-                "baton-embed",
-                "--example",
-                "replica",
-            ]);
-            if cfg!(feature = "postgres") {
-                build.args(["--features", "postgres"]);
-            }
-            let status = build.status().expect("run cargo build");
-            assert!(status.success(), "failed to build the replica example");
-            let mut dir = std::env::current_exe().unwrap();
-            dir.pop();
-            if dir.ends_with("deps") {
-                dir.pop();
-            }
-            dir.join("examples").join("replica")
-        })
-        .clone()
+    BUILT.get_or_init(|| example("replica")).clone()
+}
+
+/// Builds the example `name` with this test's features and returns its
+/// path: `cargo test --test embed` builds no example by itself, and a
+/// stale one would test old code.
+pub fn example(name: &str) -> PathBuf {
+    let mut build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    build.args(["build", "--quiet", "-p", "baton-embed", "--example", name]);
+    if cfg!(feature = "postgres") {
+        build.args(["--features", "postgres"]);
+    }
+    let status = build.status().expect("run cargo build");
+    assert!(status.success(), "failed to build the example {name}");
+    let mut dir = std::env::current_exe().unwrap();
+    dir.pop();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    dir.join("examples").join(name)
 }
 
 /// A replica process; killed when dropped.
