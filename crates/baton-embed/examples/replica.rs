@@ -9,6 +9,8 @@
 //! the replica serves before it shuts down) and `REPLICA_TTL_MS` (the
 //! lease's TTL and takeover grace).
 
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,15 +18,7 @@ use std::time::Duration;
 
 use baton_embed::{Clock, Job, JobError, RunContext, Scheduler, Store, SystemClock};
 use baton_lease::{FileMutex, Sharing};
-
-fn env_ms(name: &str, default: u64) -> Duration {
-    Duration::from_millis(
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default),
-    )
-}
+use common::env_ms;
 
 fn store() -> Store {
     let spec = std::env::var("REPLICA_STORE").unwrap_or_default();

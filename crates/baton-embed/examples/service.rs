@@ -19,22 +19,16 @@
 //!
 //! Run it with `cargo run --example service --features postgres`.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use axum::routing::get;
 use baton_embed::{Clock, Job, JobError, RunContext, Scheduler, Store, SystemClock};
+use common::env_ms;
 use tokio_postgres::{Client, NoTls};
-
-fn env_ms(name: &str, default: u64) -> Duration {
-    Duration::from_millis(
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default),
-    )
-}
 
 /// Writes one fenced row: accepted only if the job's fence in the table
 /// is not higher than this run's.
