@@ -74,10 +74,11 @@
 //!
 //! When a renewal finds the lease gone, or no renewal has succeeded for a
 //! whole TTL (plus the store's renewal wait for one under way), the run's
-//! [`RunContext::cancelled`] fires at once. A function that has not
-//! returned within the job's [`Job::grace`] is **dropped** (at its next
-//! `.await`) and the run is recorded `lease-lost` (`interrupted` for a
-//! shutdown). A function that returns within the grace keeps its own word
+//! [`RunContext::cancelled`] fires at once. Each attempt runs as a tokio
+//! task of its own; one that has not returned within the job's
+//! [`Job::grace`] is **aborted** (its future dropped at its next `.await`,
+//! and awaited until it is gone) and the run is recorded `lease-lost`
+//! (`interrupted` for a shutdown). A function that returns within the grace keeps its own word
 //! when it says `Ok` (it finished; what it wrote after the loss is the
 //! fence's to judge), and an error it returns then is recorded as the
 //! cancellation; no retry follows either way. [`Builder::build`]
@@ -97,6 +98,11 @@
 //! Those are what the fence is for. Keep blocking work short, or check
 //! [`RunContext::is_cancelled`] between its pieces.
 //!
+//! A function that panics fails its attempt (and is retried like any
+//! failure) when the service unwinds on panic; built with `panic =
+//! "abort"`, the process ends, and its lease is left to be judged as a
+//! crashed holder's.
+//!
 //! # Testing with the manual clock
 //!
 //! Every timer, lease stamp and ledger time of the scheduler reads its
@@ -104,6 +110,10 @@
 //! runs what became due, at once, without real waiting, so a test steps
 //! through a night, a daylight saving change or a slow run in
 //! milliseconds. [`Handle::idle`] waits until the runs started are over.
+//! One thing still moves a manual clock by itself: a lock file's mutex
+//! that another thread holds (a renewal meeting the next occurrence's
+//! attempt on the same lock) is waited for through the clock's `sleep`,
+//! which advances it by the microseconds waited.
 //!
 //! ```
 //! use std::{sync::Arc, time::Duration};

@@ -135,7 +135,8 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
     let host = held.host().to_owned();
     let kept = Kept::start(held, sent, Arc::clone(&env.clock));
     let Some(mut ledger) = Ledger::open(&env).await else {
-        let_go(kept, &name, at, false).await;
+        // It never started: its claim must not say it did.
+        let_go(kept, &name, at, true).await;
         return;
     };
     let row = NewRun {
@@ -167,7 +168,7 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
             return;
         }
     }
-    abandon_the_dead(&mut ledger, &env, &name, &run_id, &host, fence).await;
+    abandon_the_dead(&mut ledger, &env, &plan, &run_id, &host, fence).await;
     tracing::info!("{name} run={run_id} occurrence={occ} start fence={fence} host={host}");
     let verdict = Attempts {
         env: &env,
@@ -342,12 +343,13 @@ pub(crate) async fn missed_range(
 async fn abandon_the_dead(
     ledger: &mut Ledger,
     env: &Env,
-    job: &str,
+    plan: &Plan,
     current: &str,
     host: &str,
     fence: u64,
 ) {
-    let (job, current, host) = (job.to_owned(), current.to_owned(), host.to_owned());
+    let (job, current, host) = (plan.name.clone(), current.to_owned(), host.to_owned());
+    let keep = plan.history_keep;
     let now = env.clock.wall();
     let ended = ledger
         .call(move |l| {
@@ -369,7 +371,7 @@ async fn abandon_the_dead(
                     exit_code: 125,
                     success: false,
                 };
-                l.finish_run(&finished, u32::MAX)?;
+                l.finish_run(&finished, keep)?;
                 ended.push(run.run_id);
             }
             Ok::<_, baton_store::ledger::Error>(ended)
@@ -498,21 +500,24 @@ impl Attempts<'_> {
         }
     }
 
-    /// Runs one attempt's future: to its end, or, once the run is asked to
-    /// stop, for at most the grace before it is dropped.
+    /// Runs one attempt's future as a task of its own: to its end, or,
+    /// once the run is asked to stop, for at most the grace before the task
+    /// is aborted (and awaited: nothing of it runs once this returns, but a
+    /// blocking section delays that; see the crate's "Self-fencing"). A
+    /// panic fails the attempt.
     async fn supervise(
         &mut self,
         fut: crate::job::RunFuture,
         cancel: &watch::Sender<Option<Cancel>>,
     ) -> Ended {
         let clock = Arc::clone(&self.env.clock);
-        let mut fut = fut;
+        let mut task = Task(tokio::spawn(fut));
         let mut shutdown = self.env.shutdown.clone();
         let mut lost = self.lost.clone();
         let (why, grace) = tokio::select! {
             // A function that is done when asked to stop ended on its own.
             biased;
-            r = &mut fut => return Ended::Returned(r, None),
+            r = &mut task.0 => return Ended::Returned(joined(r), None),
             _ = lost.wait_for(Option::is_some) => (Cancel::LeaseLost, self.plan.grace),
             g = shutdown.wait_for(Option::is_some) => {
                 let g = g.ok().and_then(|g| *g).unwrap_or_default();
@@ -522,11 +527,11 @@ impl Attempts<'_> {
         let _ = cancel.send(Some(why));
         let mut why = why;
         let mut deadline = clock.boot() + grace;
-        loop {
+        let why = loop {
             tokio::select! {
                 biased;
-                r = &mut fut => return Ended::Returned(r, Some(why)),
-                () = timer::until_boot(&*clock, deadline) => return Ended::Dropped(why),
+                r = &mut task.0 => return Ended::Returned(joined(r), Some(why)),
+                () = timer::until_boot(&*clock, deadline) => break why,
                 _ = lost.wait_for(Option::is_some), if why != Cancel::LeaseLost => {
                     // Lost during a shutdown's grace: the lease's grace bounds it now.
                     why = Cancel::LeaseLost;
@@ -534,7 +539,10 @@ impl Attempts<'_> {
                     let _ = cancel.send(Some(why));
                 }
             }
-        }
+        };
+        task.0.abort();
+        let _ = (&mut task.0).await;
+        Ended::Dropped(why)
     }
 
     /// Waits until `at` (boot clock) before a retry; the reason when the
@@ -568,6 +576,36 @@ impl Attempts<'_> {
         if let Some(Err(e)) = self.ledger.call(move |l| l.record_attempt(&a)).await {
             tracing::warn!("{}: an attempt was not recorded: {e}", self.plan.name);
         }
+    }
+}
+
+/// An attempt's task, aborted if it is dropped before it ended (the run
+/// itself was dropped, with its runtime).
+struct Task(tokio::task::JoinHandle<Result<(), JobError>>);
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// What an attempt's task came to: its function's result, or a failure
+/// for a panic.
+fn joined(r: Result<Result<(), JobError>, tokio::task::JoinError>) -> Result<(), JobError> {
+    match r {
+        Ok(r) => r,
+        Err(e) if e.is_panic() => {
+            let payload = e.into_panic();
+            let text = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            Err(JobError::msg(format!(
+                "the job's function panicked: {text}"
+            )))
+        }
+        Err(_) => Err(JobError::msg("the job's task was cancelled")),
     }
 }
 

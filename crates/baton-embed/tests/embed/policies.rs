@@ -140,3 +140,30 @@ async fn an_error_marked_never_retry_fails_the_run_at_once() {
     assert_eq!(runs[0].attempts.len(), 1, "no retry: {runs:?}");
     assert_eq!(runs[0].verdict.map(|v| v.as_str()), Some("failed"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_attempt_fails_and_is_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let start: Timestamp = "2026-06-01T00:00:30Z".parse().unwrap();
+    let job = Job::cron("brittle", "* * * * *")
+        .retries(1)
+        .backoff(Duration::from_secs(1), Duration::from_secs(1))
+        .run(|ctx: RunContext| async move {
+            assert!(ctx.attempt() > 1, "the first attempt panics");
+            Ok(())
+        });
+    let (clock, handle) = on_manual_clock(dir.path(), start, job);
+    clock.advance(Duration::from_secs(30));
+    recorded_attempts(dir.path(), "brittle", 1).await;
+    clock.advance(Duration::from_secs(1));
+    recorded_attempts(dir.path(), "brittle", 2).await;
+    handle.shutdown(Duration::from_secs(1)).await;
+    let runs = ledger(dir.path()).history("brittle", 10).unwrap();
+    let outcomes: Vec<&str> = runs[0]
+        .attempts
+        .iter()
+        .map(|a| a.outcome.as_str())
+        .collect();
+    assert_eq!(outcomes, ["failed", "ok"]);
+    assert_eq!(runs[0].verdict.map(|v| v.as_str()), Some("ok"));
+}
