@@ -40,6 +40,10 @@ use crate::plan::Plan;
 use crate::store::Opened;
 use crate::timer;
 
+/// The exit code an interrupted run is recorded with: 128 + SIGTERM, as a
+/// run the command line's graceful shutdown stopped.
+const INTERRUPTED: i32 = 143;
+
 /// The step name the ledger records each attempt under.
 pub(crate) const STEP: &str = "run";
 
@@ -184,7 +188,7 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
     let (verdict, exit_code, success) = match verdict {
         RunVerdict::Ok => (verdict, 0, true),
         RunVerdict::LeaseLost => (verdict, i32::from(baton_runner::LEASE_LOST), false),
-        RunVerdict::Interrupted => (verdict, i32::from(baton_runner::REPLACED), false),
+        RunVerdict::Interrupted => (verdict, INTERRUPTED, false),
         _ => (verdict, 1, false),
     };
     let finished = Finished {
