@@ -122,3 +122,141 @@ async fn keep(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_lease::{ManualClock, Once};
+    use baton_store::{HeldError, Release, Restated};
+    use jiff::Timestamp;
+
+    /// A lease whose renewals say what the test set: renewed, unconfirmed,
+    /// or blocked until released.
+    #[derive(Debug)]
+    struct Scripted {
+        answer: Renewal,
+        blocked: Option<std::sync::mpsc::Receiver<()>>,
+    }
+
+    impl Held for Scripted {
+        fn ttl(&self) -> Duration {
+            Duration::from_secs(3)
+        }
+        fn renew_wait(&self) -> Duration {
+            Duration::from_millis(300)
+        }
+        fn fence(&self) -> u64 {
+            1
+        }
+        fn token(&self) -> String {
+            "t".into()
+        }
+        fn host(&self) -> &str {
+            "here"
+        }
+        fn describe(&self) -> String {
+            "a scripted lease".into()
+        }
+        fn set_job_group(&mut self, _: u32) -> Result<Renewal, HeldError> {
+            self.renew()
+        }
+        fn renew(&mut self) -> Result<Renewal, HeldError> {
+            if let Some(rx) = &self.blocked {
+                let _ = rx.recv();
+            }
+            Ok(self.answer.clone())
+        }
+        fn restate(
+            &mut self,
+            _: Option<String>,
+            _: Option<String>,
+            _: Option<&Once>,
+        ) -> Result<Restated, HeldError> {
+            Ok(Restated::Done)
+        }
+        fn withdraw(&mut self, _: &Once) -> Result<Option<Renewal>, HeldError> {
+            Ok(None)
+        }
+        fn release(self: Box<Self>) -> Result<Release, HeldError> {
+            Ok(Release::Released)
+        }
+    }
+
+    fn clock() -> Arc<ManualClock> {
+        Arc::new(ManualClock::new(
+            Timestamp::UNIX_EPOCH,
+            Duration::from_secs(100),
+        ))
+    }
+
+    /// Lets the keeper's task and its blocking renewal run.
+    async fn settle() {
+        for _ in 0..20 {
+            tokio::task::yield_now().await;
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn unconfirmed_renewals_lose_the_lease_once_its_ttl_has_passed() {
+        let clock = clock();
+        let held = Scripted {
+            answer: Renewal::Unconfirmed("the store did not answer".into()),
+            blocked: None,
+        };
+        let kept = Kept::start(Box::new(held), clock.boot(), clock.clone());
+        for _ in 0..2 {
+            clock.advance(Duration::from_secs(1));
+            settle().await;
+            assert!(kept.lost.borrow().is_none(), "not lost within the TTL");
+        }
+        clock.advance(Duration::from_secs(1));
+        settle().await;
+        assert!(kept.lost.borrow().is_some(), "lost once the TTL has passed");
+        assert!(kept.stop().await.is_some(), "the lease is handed back");
+    }
+
+    #[tokio::test]
+    async fn a_renewal_that_never_answers_loses_the_lease_after_its_wait() {
+        let clock = clock();
+        let (unblock, blocked) = std::sync::mpsc::channel();
+        let held = Scripted {
+            answer: Renewal::Renewed,
+            blocked: Some(blocked),
+        };
+        let kept = Kept::start(Box::new(held), clock.boot(), clock.clone());
+        clock.advance(Duration::from_secs(1)); // The renewal starts, and blocks.
+        settle().await;
+        clock.advance(Duration::from_secs(2)); // The TTL has passed…
+        settle().await;
+        assert!(
+            kept.lost.borrow().is_none(),
+            "…but the renewal has its wait"
+        );
+        clock.advance(Duration::from_millis(300));
+        settle().await;
+        assert!(
+            kept.lost.borrow().is_some(),
+            "lost after the renewal's wait"
+        );
+        // The blocked call keeps the lease: nothing to release.
+        assert!(kept.stop().await.is_none());
+        drop(unblock);
+    }
+
+    #[tokio::test]
+    async fn renewed_leases_are_kept_past_their_ttl() {
+        let clock = clock();
+        let held = Scripted {
+            answer: Renewal::Renewed,
+            blocked: None,
+        };
+        let kept = Kept::start(Box::new(held), clock.boot(), clock.clone());
+        for _ in 0..9 {
+            clock.advance(Duration::from_secs(1));
+            settle().await;
+        }
+        assert!(kept.lost.borrow().is_none());
+        assert!(kept.stop().await.is_some());
+    }
+}
