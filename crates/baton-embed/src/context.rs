@@ -23,16 +23,19 @@ pub enum Cancel {
 /// One attempt of one occurrence of a job, as its function sees it.
 ///
 /// ```
-/// async fn report(ctx: baton_embed::RunContext) -> Result<(), baton_embed::JobError> {
-///     // Every write carries the fence: a store that keeps the highest fence
-///     // it saw refuses a replica whose lease has moved on.
-///     let fence = ctx.fence();
-///     let due = ctx.occurrence();
-///     tokio::select! {
-///         _ = ctx.cancelled() => return Err(baton_embed::JobError::msg("stopped")),
-///         _ = std::future::ready(()) => {}
+/// use baton_embed::{JobError, RunContext};
+///
+/// # async fn write_rows(_fence: u64, _day: jiff::Timestamp, _part: u32) -> Result<(), std::io::Error> { Ok(()) }
+/// async fn report(ctx: RunContext) -> Result<(), JobError> {
+///     for part in 0..10 {
+///         // Stop between parts once asked (lease lost, or shutdown).
+///         if ctx.is_cancelled() {
+///             return Err(JobError::msg("stopped between parts"));
+///         }
+///         // Every write carries the fence: a store that keeps the highest
+///         // fence it saw refuses a replica whose lease has moved on.
+///         write_rows(ctx.fence(), ctx.occurrence(), part).await?;
 ///     }
-///     let _ = (fence, due);
 ///     Ok(())
 /// }
 /// # let _ = report;

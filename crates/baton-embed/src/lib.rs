@@ -164,6 +164,11 @@
 //! enabled = false
 //! ```
 //!
+//! `baton status` then shows the job `DISABLED` (no next run of its own),
+//! with the service's last run, success, failure and its one step, named
+//! after the job; `baton history report` lists the service's runs with
+//! their fences and attempts.
+//!
 //! That configuration is for reading (`status`, `history`): `baton tick`
 //! or the daemon must not run with it, since they would record the
 //! disabled job's occurrences missed `disabled` beside the service's runs.

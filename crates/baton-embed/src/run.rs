@@ -44,9 +44,6 @@ use crate::timer;
 /// run the command line's graceful shutdown stopped.
 const INTERRUPTED: i32 = 143;
 
-/// The step name the ledger records each attempt under.
-pub(crate) const STEP: &str = "run";
-
 /// What a run shares with its scheduler.
 #[derive(Clone)]
 pub(crate) struct Env {
@@ -568,7 +565,9 @@ impl Attempts<'_> {
             run_id: self.run_id.to_owned(),
             job: self.plan.name.clone(),
             seq: attempt,
-            step: STEP.into(),
+            // One step, named after its job, as the command line names the
+            // step of a job with a single `run`: `baton status` shows it.
+            step: self.plan.name.clone(),
             kind: StepKind::Step,
             attempt,
             started,

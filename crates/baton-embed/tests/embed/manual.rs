@@ -93,6 +93,10 @@ async fn a_manual_clock_steps_through_a_fixed_schedule_across_both_dst_changes()
             .all(|r| r.verdict.map(|v| v.as_str()) == Some("ok"))
     );
     for r in &runs {
+        // One step per run, named after the job, as `baton status` reads
+        // the step of a job with a single `run`.
+        let steps: Vec<&str> = r.attempts.iter().map(|a| a.step.as_str()).collect();
+        assert_eq!(steps, ["nightly"]);
         // The ledger's times are the manual clock's.
         let occ = r.occurrence.unwrap();
         let started = if occ == at("2026-10-24T00:30:00Z").as_second() {
