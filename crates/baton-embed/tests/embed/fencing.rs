@@ -7,29 +7,12 @@ use std::time::Duration;
 
 use baton_embed::{Cancel, Job, RunContext};
 
-use crate::support::{next, on_manual_clock};
+use crate::support::{Said, next, on_manual_clock, stubborn};
 use baton_lease::BreakMode;
 use baton_store::Store as _;
 use baton_store::store::LockRef;
 use jiff::Timestamp;
 use tokio::sync::mpsc;
-
-/// What the job tells the test.
-#[derive(Debug, PartialEq)]
-enum Said {
-    Started(u64),
-    Cancelled(Cancel),
-    Dropped,
-}
-
-/// Says `Dropped` when its future is dropped.
-struct OnDrop(mpsc::UnboundedSender<Said>);
-
-impl Drop for OnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.send(Said::Dropped);
-    }
-}
 
 /// The lock of the embedded job `job`: named after it.
 fn lock_of(job: &str, ttl: Duration) -> LockRef<'_> {
@@ -50,19 +33,8 @@ async fn a_broken_lease_cancels_the_run_and_drops_it_after_the_grace() {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let job = Job::cron("fenced", "* * * * *")
         .lease(ttl, ttl)
-        .grace(grace)
-        .run(move |ctx: RunContext| {
-            let tx = tx.clone();
-            async move {
-                let _guard = OnDrop(tx.clone());
-                tx.send(Said::Started(ctx.fence())).unwrap();
-                let why = ctx.cancelled().await;
-                tx.send(Said::Cancelled(why)).unwrap();
-                // Ignores the cancellation: only dropping it stops it.
-                std::future::pending::<()>().await;
-                Ok(())
-            }
-        });
+        .grace(grace);
+    let job = stubborn(job, tx);
     let (clock, handle) = on_manual_clock(dir.path(), start, job);
     clock.advance(Duration::from_secs(30));
     let Said::Started(fence) = next(&mut rx).await else {

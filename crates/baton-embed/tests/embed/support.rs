@@ -201,3 +201,42 @@ pub async fn next<T>(rx: &mut tokio::sync::mpsc::UnboundedReceiver<T>) -> T {
         .expect("word from the job within the patience")
         .expect("the job's sender is alive")
 }
+
+/// What the job tells the test.
+#[derive(Debug, PartialEq)]
+pub enum Said {
+    /// The run started, under this fence.
+    Started(u64),
+    /// The run was asked to stop.
+    Cancelled(baton_embed::Cancel),
+    /// The run's future was dropped.
+    Dropped,
+}
+
+/// Says `Dropped` when its future is dropped.
+pub struct OnDrop(pub tokio::sync::mpsc::UnboundedSender<Said>);
+
+impl Drop for OnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.send(Said::Dropped);
+    }
+}
+
+/// `job` running a function that reports its start and its cancellation
+/// on `tx`, and ignores the cancellation: only dropping it stops it.
+pub fn stubborn(
+    job: baton_embed::Job,
+    tx: tokio::sync::mpsc::UnboundedSender<Said>,
+) -> baton_embed::Job {
+    job.run(move |ctx: baton_embed::RunContext| {
+        let tx = tx.clone();
+        async move {
+            let _guard = OnDrop(tx.clone());
+            tx.send(Said::Started(ctx.fence())).unwrap();
+            let why = ctx.cancelled().await;
+            tx.send(Said::Cancelled(why)).unwrap();
+            std::future::pending::<()>().await;
+            Ok(())
+        }
+    })
+}
