@@ -95,6 +95,10 @@
 //!   or spawned as a separate task: dropping the run does not stop them;
 //! - anything already sent (a request in flight, a message queued).
 //!
+//! An aborted attempt that has not stopped within another grace is in a
+//! blocking section: the scheduler says so (a `tracing` error naming the
+//! run) and waits for it before it records the run.
+//!
 //! Those are what the fence is for. Keep blocking work short, or check
 //! [`RunContext::is_cancelled`] between its pieces.
 //!

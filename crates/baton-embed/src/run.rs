@@ -542,7 +542,23 @@ impl Attempts<'_> {
             }
         };
         task.0.abort();
-        let _ = (&mut task.0).await;
+        // An aborted task stops at its next `.await`; one that does not
+        // within another grace is in a blocking section, which nothing here
+        // can stop: said, and still waited for.
+        let again = clock.boot() + self.plan.grace;
+        let gone = tokio::select! {
+            _ = &mut task.0 => true,
+            () = timer::until_boot(&*clock, again) => false,
+        };
+        if !gone {
+            tracing::error!(
+                "{} run={}: its function was aborted but has not stopped: it runs a blocking \
+                 section, unfenced but for the fence its writes carry; waiting for it",
+                self.plan.name,
+                self.run_id
+            );
+            let _ = (&mut task.0).await;
+        }
         Ended::Dropped(why)
     }
 

@@ -109,3 +109,58 @@ async fn shutdown_cancels_a_run_and_records_it_interrupted() {
         "{verdict:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn a_run_blocked_in_a_blocking_section_is_waited_for_before_it_is_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let start: Timestamp = "2026-06-01T00:00:30Z".parse().unwrap();
+    let (ttl, grace) = (Duration::from_secs(3), Duration::from_millis(500));
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (unblock, blocked) = std::sync::mpsc::channel::<()>();
+    let blocked = std::sync::Arc::new(std::sync::Mutex::new(blocked));
+    let job = Job::cron("blocking", "* * * * *")
+        .lease(ttl, ttl)
+        .grace(grace)
+        .run(move |ctx: RunContext| {
+            let (tx, blocked) = (tx.clone(), std::sync::Arc::clone(&blocked));
+            async move {
+                tx.send(ctx.fence()).unwrap();
+                // A blocking call on the async thread: no abort reaches it.
+                let _ = blocked.lock().unwrap().recv();
+                tx.send(u64::from(ctx.is_cancelled())).unwrap();
+                Ok(())
+            }
+        });
+    let (clock, handle) = on_manual_clock(dir.path(), start, job);
+    clock.advance(Duration::from_secs(30));
+    let fence = next(&mut rx).await;
+    baton_ledger::lock_file(dir.path(), &lock_of("blocking", ttl))
+        .break_lease(BreakMode::Force)
+        .unwrap();
+    // The loss, the grace and the second grace pass while it is blocked.
+    for step in [ttl / 3, grace, grace, grace] {
+        clock.advance(step);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let unfinished = baton_ledger::Files::new(dir.path().to_owned())
+        .records(start)
+        .unwrap()
+        .history("blocking", 10)
+        .unwrap();
+    assert_eq!(unfinished.len(), 1);
+    assert_eq!(
+        unfinished[0].verdict, None,
+        "nothing is recorded while it runs"
+    );
+    unblock.send(()).unwrap();
+    assert_eq!(next(&mut rx).await, 1, "it was cancelled meanwhile");
+    handle.idle().await;
+    handle.shutdown(Duration::from_secs(1)).await;
+    let runs = baton_ledger::Files::new(dir.path().to_owned())
+        .records(start)
+        .unwrap()
+        .history("blocking", 10)
+        .unwrap();
+    assert_eq!(runs[0].fence, Some(fence));
+    assert_eq!(runs[0].verdict.map(|v| v.as_str()), Some("lease-lost"));
+}
