@@ -114,6 +114,15 @@ impl JobError {
         }
     }
 
+    /// An error already boxed (which `?` cannot convert: a box is not an
+    /// error itself).
+    pub fn boxed(source: Box<dyn std::error::Error + Send + Sync + 'static>) -> Self {
+        Self {
+            source,
+            never_retry: false,
+        }
+    }
+
     /// The same error, marked as one no retry can fix: the run fails now.
     #[must_use]
     pub fn never_retry(mut self) -> Self {
