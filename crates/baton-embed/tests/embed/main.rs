@@ -4,6 +4,7 @@
 //! occurrences and daylight saving, self-fencing, and a replica killed
 //! mid-run.
 
+mod build;
 mod fencing;
 mod manual;
 #[cfg(feature = "postgres")]
