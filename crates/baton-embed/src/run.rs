@@ -297,15 +297,16 @@ async fn miss(
     reason: MissReason,
     detail: String,
 ) {
-    missed_range(env, ledger, &plan.name, (at, at, 1), reason, detail).await;
+    missed_range(env, ledger, &plan.name, (at, at, 1, false), reason, detail).await;
 }
 
-/// Records the range `(first, last, count)` of `job`'s occurrences missed.
+/// Records the range `(first, last, count, at_least)` of `job`'s
+/// occurrences missed (`at_least`: the count is a lower bound).
 pub(crate) async fn missed_range(
     env: &Env,
     ledger: &mut Ledger,
     job: &str,
-    (first, last, count): (i64, i64, u64),
+    (first, last, count, at_least): (i64, i64, u64, bool),
     reason: MissReason,
     detail: String,
 ) {
@@ -319,7 +320,7 @@ pub(crate) async fn missed_range(
                 first,
                 last,
                 count,
-                at_least: false,
+                at_least,
                 detail: Some(&detail),
                 streak: false,
             };

@@ -246,6 +246,8 @@ async fn job_loop(env: Env, plan: Arc<Plan>, from: Timestamp) {
             .latest_at_or_before(now, &plan.zone)
             .map_or(next, |n| n.max(next));
         if newest > next {
+            // Recorded before the newest starts: once an occurrence after
+            // them is decided, the ledger takes no miss before it.
             superseded(&env, &plan, next, newest).await;
         }
         after = newest;
@@ -264,14 +266,17 @@ async fn job_loop(env: Env, plan: Arc<Plan>, from: Timestamp) {
 /// over at once: recorded missed, `superseded` by `newest`.
 async fn superseded(env: &Env, plan: &Plan, first: Timestamp, newest: Timestamp) {
     const COUNT_AT_MOST: u64 = 100_000;
-    let mut last = first;
-    let mut count = 1;
+    let (mut last, mut count, mut at_least) = (first, 1, false);
     for t in plan.schedule.iter_after(first, &plan.zone) {
-        if t >= newest || count >= COUNT_AT_MOST {
+        if t >= newest {
             break;
         }
+        if count >= COUNT_AT_MOST {
+            at_least = true; // The count stops here; the range goes on.
+        } else {
+            count += 1;
+        }
         last = t;
-        count += 1;
     }
     let Some(mut ledger) = Ledger::open(env).await else {
         return;
@@ -280,7 +285,7 @@ async fn superseded(env: &Env, plan: &Plan, first: Timestamp, newest: Timestamp)
         env,
         &mut ledger,
         &plan.name,
-        (first.as_second(), last.as_second(), count),
+        (first.as_second(), last.as_second(), count, at_least),
         MissReason::Superseded,
         format!("a later occurrence ({newest}) runs in their place"),
     )
