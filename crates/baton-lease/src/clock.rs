@@ -16,6 +16,7 @@
 //! rule deterministically.
 
 use std::sync::Mutex;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -30,6 +31,78 @@ pub trait Clock: Send + Sync {
     fn boot(&self) -> Duration;
     /// Waits for `d`. A test clock advances itself instead.
     fn sleep(&self, d: Duration);
+    /// For a clock that moves only when told ([`ManualClock`]), how a
+    /// waiter learns that it was moved: an async timer then waits for a
+    /// move, never for real time. `None` (the default) for a clock that
+    /// moves by itself, which a waiter waits on for real.
+    fn moves(&self) -> Option<&Moves> {
+        None
+    }
+}
+
+/// The moves of a clock that moves only when told: a count of them, and
+/// the wakers of the futures waiting for the next ([`Moves::since`]). It
+/// owns no time; its clock bumps it on each move.
+#[derive(Debug, Default)]
+pub struct Moves {
+    state: Mutex<(u64, Vec<Waker>)>,
+}
+
+impl Moves {
+    /// How many moves there have been so far: read it before reading the
+    /// clock, then wait with [`Moves::since`], and no move in between is
+    /// missed.
+    pub fn seen(&self) -> u64 {
+        self.lock().0
+    }
+
+    /// A future ready once the clock has moved after `seen` moves.
+    pub fn since(&self, seen: u64) -> MovedSince<'_> {
+        MovedSince { moves: self, seen }
+    }
+
+    /// Counts a move and wakes every waiter.
+    fn moved(&self) {
+        let wakers = {
+            let mut s = self.lock();
+            s.0 += 1;
+            std::mem::take(&mut s.1)
+        };
+        for w in wakers {
+            w.wake();
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (u64, Vec<Waker>)> {
+        // A poisoned count only means a waiter's thread panicked; the count
+        // and the wakers are still whole.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The future of [`Moves::since`].
+#[derive(Debug)]
+#[must_use = "a future does nothing unless awaited"]
+pub struct MovedSince<'a> {
+    moves: &'a Moves,
+    seen: u64,
+}
+
+impl std::future::Future for MovedSince<'_> {
+    type Output = ();
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut s = self.moves.lock();
+        if s.0 != self.seen {
+            return Poll::Ready(());
+        }
+        if !s.1.iter().any(|w| w.will_wake(cx.waker())) {
+            s.1.push(cx.waker().clone());
+        }
+        Poll::Pending
+    }
 }
 
 /// The machine's clocks.
@@ -117,15 +190,22 @@ impl Clock for ShiftedClock {
     fn sleep(&self, d: Duration) {
         self.inner.sleep(d);
     }
+
+    fn moves(&self) -> Option<&Moves> {
+        self.inner.moves()
+    }
 }
 
 /// A clock that moves only when told to, for deterministic tests.
 ///
 /// `sleep` advances both clocks by the requested amount and yields the thread,
 /// so a loop that waits on a `ManualClock` terminates without real waiting.
+/// Every move (`advance`, `step_wall`, `sleep`) is counted in its
+/// [`Moves`], which wakes the async timers waiting on it.
 #[derive(Debug)]
 pub struct ManualClock {
     now: Mutex<(Timestamp, Duration)>,
+    moves: Moves,
 }
 
 impl ManualClock {
@@ -133,22 +213,29 @@ impl ManualClock {
     pub fn new(wall: Timestamp, boot: Duration) -> Self {
         Self {
             now: Mutex::new((wall, boot)),
+            moves: Moves::default(),
         }
     }
 
     /// Moves both clocks forward by `d`.
     pub fn advance(&self, d: Duration) {
-        let mut now = self.lock();
-        now.0 += d;
-        now.1 += d;
+        {
+            let mut now = self.lock();
+            now.0 += d;
+            now.1 += d;
+        }
+        self.moves.moved();
     }
 
     /// Steps the wall clock alone by `secs` (negative steps backwards), as an
     /// NTP correction or an operator's `date -s` would. The boot clock is
     /// untouched.
     pub fn step_wall(&self, secs: i64) {
-        let mut now = self.lock();
-        now.0 += jiff::SignedDuration::from_secs(secs);
+        {
+            let mut now = self.lock();
+            now.0 += jiff::SignedDuration::from_secs(secs);
+        }
+        self.moves.moved();
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, (Timestamp, Duration)> {
@@ -172,6 +259,10 @@ impl Clock for ManualClock {
     fn sleep(&self, d: Duration) {
         self.advance(d);
         std::thread::yield_now();
+    }
+
+    fn moves(&self) -> Option<&Moves> {
+        Some(&self.moves)
     }
 }
 
@@ -211,6 +302,29 @@ mod tests {
         local.step_wall(3600);
         assert_eq!(c.wall(), Timestamp::from_second(4610).unwrap());
         assert_eq!(c.boot(), Duration::from_secs(60));
+    }
+
+    #[test]
+    fn a_waiter_on_a_manual_clock_is_woken_by_its_next_move() {
+        use std::future::Future;
+        struct Count(std::sync::atomic::AtomicUsize);
+        impl std::task::Wake for Count {
+            fn wake(self: std::sync::Arc<Self>) {
+                self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let c = ManualClock::new(Timestamp::UNIX_EPOCH, Duration::ZERO);
+        let moves = c.moves().expect("a manual clock counts its moves");
+        let woken = std::sync::Arc::new(Count(std::sync::atomic::AtomicUsize::new(0)));
+        let waker = Waker::from(woken.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut wait = std::pin::pin!(moves.since(moves.seen()));
+        assert!(wait.as_mut().poll(&mut cx).is_pending());
+        assert!(wait.as_mut().poll(&mut cx).is_pending());
+        c.step_wall(1);
+        assert_eq!(woken.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert!(wait.as_mut().poll(&mut cx).is_ready());
+        assert!(SystemClock.moves().is_none());
     }
 
     #[test]

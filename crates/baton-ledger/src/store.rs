@@ -5,9 +5,10 @@
 //! shared: one host's processes meet in its files.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
-use baton_lease::{Claim, Fence, Guarded, Outcome, Token, Verdict, Vouched, mutex_wait_for};
+use baton_lease::{Claim, Clock, Fence, Guarded, Outcome, Token, Verdict, Vouched, mutex_wait_for};
 use baton_store::Store;
 use baton_store::ledger::{Error as LedgerError, Records};
 use baton_store::store::{Error, Guard, GuardClaim, LockRef, Refused, Taken, Vouch};
@@ -16,15 +17,45 @@ use jiff::Timestamp;
 use crate::Ledger;
 
 /// Files in one state directory.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Files {
     state_dir: PathBuf,
+    /// The clock its locks are judged and stamped by: the system's unless
+    /// [`Files::with_clock`] names another.
+    clock: Option<Arc<dyn Clock>>,
+}
+
+impl std::fmt::Debug for Files {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Files")
+            .field("state_dir", &self.state_dir)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Files {
     /// The store in `state_dir`.
     pub fn new(state_dir: PathBuf) -> Self {
-        Self { state_dir }
+        Self {
+            state_dir,
+            clock: None,
+        }
+    }
+
+    /// The same store, its locks judged and stamped by `clock` (a test's
+    /// manual clock, or a scheduler's own) instead of the system's.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// A lock's file, judged by this store's clock.
+    fn lock(&self, lock: &LockRef<'_>) -> baton_lease::Lock {
+        let file = lock_file(&self.state_dir, lock);
+        match &self.clock {
+            Some(c) => file.with_clock(Arc::clone(c)),
+            None => file,
+        }
     }
 }
 
@@ -96,24 +127,19 @@ impl Store for Files {
     }
 
     fn lock_label(&self, lock: &LockRef<'_>) -> String {
-        lock_file(&self.state_dir, lock)
-            .path()
-            .display()
-            .to_string()
+        self.lock(lock).path().display().to_string()
     }
 
     fn try_acquire(&self, lock: &LockRef<'_>, claim: &Claim) -> Result<Taken, Error> {
-        Ok(
-            match lock_file(&self.state_dir, lock).try_acquire_as(claim)? {
-                Outcome::Acquired(lease) => Taken::Acquired(Box::new(lease)),
-                Outcome::Claimed { at, .. } => Taken::Claimed { at },
-                refused => Taken::Refused(Refused::of_outcome(&refused)),
-            },
-        )
+        Ok(match self.lock(lock).try_acquire_as(claim)? {
+            Outcome::Acquired(lease) => Taken::Acquired(Box::new(lease)),
+            Outcome::Claimed { at, .. } => Taken::Claimed { at },
+            refused => Taken::Refused(Refused::of_outcome(&refused)),
+        })
     }
 
     fn runs_elsewhere(&self, lock: &LockRef<'_>, occurrence: Option<i64>) -> Result<Guard, Error> {
-        let file = lock_file(&self.state_dir, lock);
+        let file = self.lock(lock);
         guarded(
             lock,
             file.guard_of(&guard_file(&self.state_dir, lock), occurrence),
@@ -126,7 +152,7 @@ impl Store for Files {
         fence: u64,
         occurrence: Option<i64>,
     ) -> Result<(Guard, Option<GuardClaim>), Error> {
-        let file = lock_file(&self.state_dir, lock);
+        let file = self.lock(lock);
         let guard = guard_file(&self.state_dir, lock);
         let (found, taken) = file.take_guard_undoably(&guard, Fence::new(fence), occurrence)?;
         let claim = taken.map(|t| GuardClaim {
@@ -143,12 +169,13 @@ impl Store for Files {
             before: claim.before,
             claim: claim.claim,
         };
-        Ok(lock_file(&self.state_dir, lock)
+        Ok(self
+            .lock(lock)
             .withdraw_guard(&guard_file(&self.state_dir, lock), &taken)?)
     }
 
     fn inspect(&self, lock: &LockRef<'_>) -> Result<Option<Verdict>, Error> {
-        Ok(Some(lock_file(&self.state_dir, lock).inspect()?.verdict))
+        Ok(Some(self.lock(lock).inspect()?.verdict))
     }
 
     fn while_held(
@@ -157,7 +184,7 @@ impl Store for Files {
         token: &str,
         action: &mut dyn FnMut(u64, Option<&str>),
     ) -> Result<Vouch, Error> {
-        let lock = lock_file(&self.state_dir, lock);
+        let lock = self.lock(lock);
         let token: Token = token
             .parse()
             .map_err(|_| Error::NotAToken(token.to_owned()))?;

@@ -1,0 +1,89 @@
+//! One replica of a service that embeds baton: a job every second whose
+//! runs write to a fence-checking sink, for the tests that start several
+//! of these as processes on one store and kill some of them.
+//!
+//! Configured by its environment: `REPLICA_STORE` (`sqlite:DIR`, or
+//! `postgres:URL` with the `postgres` feature), `REPLICA_SINK` (the file
+//! each run appends `start` and `end` lines to, under an flock),
+//! `REPLICA_HOLD_MS` (how long a run takes), `REPLICA_LIFE_MS` (how long
+//! the replica serves before it shuts down) and `REPLICA_TTL_MS` (the
+//! lease's TTL and takeover grace).
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_embed::{Clock, Job, JobError, RunContext, Scheduler, Store, SystemClock};
+use baton_lease::{FileMutex, Sharing};
+use common::env_ms;
+
+fn store() -> Store {
+    let spec = std::env::var("REPLICA_STORE").unwrap_or_default();
+    #[cfg(feature = "postgres")]
+    if let Some(url) = spec.strip_prefix("postgres:") {
+        return Store::postgres(url).migrate();
+    }
+    Store::sqlite(spec.strip_prefix("sqlite:").unwrap_or(&spec))
+}
+
+/// Appends one line to `sink` under the flock of `sink.lock`, so that
+/// lines of several processes never interleave.
+fn append(sink: &Path, line: &str) -> std::io::Result<()> {
+    let guard = FileMutex::lock(
+        &sink.with_extension("lock"),
+        Sharing::Exclusive,
+        Duration::from_secs(10),
+    )
+    .map_err(std::io::Error::other)?;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(sink)?;
+    f.write_all(line.as_bytes())?;
+    f.sync_data()?;
+    drop(guard);
+    Ok(())
+}
+
+fn line(what: &str, ctx: &RunContext) -> String {
+    format!(
+        "{what} {} {} {} {} {} {}\n",
+        ctx.job(),
+        ctx.occurrence().as_second(),
+        ctx.fence(),
+        ctx.run_id(),
+        SystemClock.wall().as_microsecond(),
+        std::process::id()
+    )
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let sink: Arc<PathBuf> = Arc::new(std::env::var("REPLICA_SINK")?.into());
+    let hold = env_ms("REPLICA_HOLD_MS", 300);
+    let ttl = env_ms("REPLICA_TTL_MS", 2_000);
+    let job = Job::cron("tick", "* * * * * *")
+        .lease(ttl, ttl)
+        .grace(Duration::from_millis(300))
+        .run(move |ctx: RunContext| {
+            let sink = Arc::clone(&sink);
+            async move {
+                append(&sink, &line("start", &ctx))?;
+                tokio::select! {
+                    () = tokio::time::sleep(hold) => {}
+                    _ = ctx.cancelled() => return Err(JobError::msg("cancelled")),
+                }
+                append(&sink, &line("end", &ctx))?;
+                Ok(())
+            }
+        });
+    let scheduler = Scheduler::builder().store(store()).job(job).build()?;
+    let handle = scheduler.start();
+    println!("ready {}", std::process::id());
+    tokio::time::sleep(env_ms("REPLICA_LIFE_MS", 5_000)).await;
+    handle.shutdown(Duration::from_secs(2)).await;
+    Ok(())
+}

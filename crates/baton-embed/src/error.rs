@@ -1,0 +1,166 @@
+//! What can go wrong, typed: a scheduler that cannot be built
+//! ([`BuildError`]), and a job's own failure ([`JobError`]), which says
+//! whether a retry could help. A busy lock, an occurrence another replica
+//! ran, a lost lease are outcomes recorded in the ledger, never errors.
+
+use std::time::Duration;
+
+/// Why [`crate::Builder::build`] refused: nothing was started.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// No store was given ([`crate::Builder::store`]).
+    #[error("no store: call .store(baton::Store::sqlite(dir)) before .build()")]
+    NoStore,
+    /// Two jobs have one name.
+    #[error("two jobs are named {0:?}: a job's name is its key in the ledger and its lock")]
+    DuplicateJob(String),
+    /// A job's name cannot name a lock and a ledger key.
+    #[error("job name {name:?} is refused: {why}")]
+    BadName {
+        /// The name.
+        name: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// A job was given no function to run ([`crate::Job::run`]).
+    #[error("job {0:?} has nothing to run: call .run(|ctx| async move {{ … }})")]
+    NothingToRun(String),
+    /// A job's cron expression was refused.
+    #[error("job {job:?}: bad cron expression {expr:?}: {source}")]
+    Cron {
+        /// The job.
+        job: String,
+        /// The expression.
+        expr: String,
+        /// Why it was refused.
+        source: Box<baton_cron::ParseError>,
+    },
+    /// A job's time zone is not one the time zone database knows.
+    #[error("job {job:?}: unknown time zone {zone:?}: {source}")]
+    TimeZone {
+        /// The job.
+        job: String,
+        /// The zone asked for.
+        zone: String,
+        /// Why it was refused.
+        source: jiff::Error,
+    },
+    /// A job's timing cannot keep the self-fencing rule: its run might
+    /// still be going when another replica may take its lease.
+    #[error("job {job:?}: {source}")]
+    Unfenced {
+        /// The job.
+        job: String,
+        /// The rule it breaks, with the values.
+        source: Box<baton_runner::Unfenced>,
+    },
+    /// The store's location cannot be used.
+    #[error("failed to use the store {location}: {why}")]
+    Store {
+        /// The store, its password masked.
+        location: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The store's ledger cannot be opened: nothing could be recorded, so
+    /// nothing may run.
+    #[error("failed to open the ledger of {location}: {source}")]
+    Ledger {
+        /// The store.
+        location: String,
+        /// The ledger's error.
+        source: Box<baton_store::ledger::Error>,
+    },
+    /// The backoff of a job is longer than its cap.
+    #[error("job {job:?}: backoff {backoff:?} is longer than backoff_max {max:?}")]
+    Backoff {
+        /// The job.
+        job: String,
+        /// Its backoff.
+        backoff: Duration,
+        /// Its cap.
+        max: Duration,
+    },
+}
+
+/// A job's failure, as its function returns it.
+///
+/// Any error converts into it with `?`; [`JobError::never_retry`] marks one
+/// that a retry cannot fix (bad input, a refused request), so the run
+/// fails at once whatever retries are left.
+///
+/// ```
+/// use baton_embed::JobError;
+///
+/// fn parse(input: &str) -> Result<u32, JobError> {
+///     // A malformed input fails the same way every time: no retry.
+///     input.parse::<u32>().map_err(|e| JobError::from(e).never_retry())
+/// }
+/// assert!(parse("x").unwrap_err().is_never_retry());
+/// assert!(!JobError::msg("the server timed out").is_never_retry());
+/// ```
+pub struct JobError {
+    source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    never_retry: bool,
+}
+
+impl JobError {
+    /// An error with only a message.
+    pub fn msg(message: impl Into<String>) -> Self {
+        Self {
+            source: message.into().into(),
+            never_retry: false,
+        }
+    }
+
+    /// An error already boxed (which `?` cannot convert: a box is not an
+    /// error itself).
+    pub fn boxed(source: Box<dyn std::error::Error + Send + Sync + 'static>) -> Self {
+        Self {
+            source,
+            never_retry: false,
+        }
+    }
+
+    /// The same error, marked as one no retry can fix: the run fails now.
+    #[must_use]
+    pub fn never_retry(mut self) -> Self {
+        self.never_retry = true;
+        self
+    }
+
+    /// Whether it was marked [`JobError::never_retry`].
+    pub fn is_never_retry(&self) -> bool {
+        self.never_retry
+    }
+
+    /// The error the job returned.
+    pub fn source_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.source
+    }
+}
+
+impl<E: std::error::Error + Send + Sync + 'static> From<E> for JobError {
+    fn from(e: E) -> Self {
+        Self {
+            source: Box::new(e),
+            never_retry: false,
+        }
+    }
+}
+
+impl std::fmt::Debug for JobError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobError")
+            .field("source", &self.source)
+            .field("never_retry", &self.never_retry)
+            .finish()
+    }
+}
+
+impl std::fmt::Display for JobError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.source.fmt(f)
+    }
+}

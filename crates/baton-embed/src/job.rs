@@ -1,0 +1,149 @@
+//! A job as a service declares it: its name, schedule and zone, retries,
+//! lease timing and the async function that runs it. Declaring checks
+//! nothing; [`crate::Builder::build`] refuses a bad schedule, zone or
+//! timing before anything runs.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::context::RunContext;
+use crate::error::JobError;
+
+/// What a job's function returns, boxed.
+pub(crate) type RunFuture = Pin<Box<dyn Future<Output = Result<(), JobError>> + Send>>;
+/// A job's function.
+pub(crate) type RunFn = Arc<dyn Fn(RunContext) -> RunFuture + Send + Sync>;
+
+/// A scheduled job, declared with [`Job::cron`] and given to
+/// [`crate::Builder::job`].
+///
+/// Defaults are the command line's: zone UTC, no retries, a backoff of
+/// 30 s doubling up to 15 min, a 30 s lease TTL and takeover grace, and a
+/// 10 s grace for a cancelled run to return.
+///
+/// ```
+/// use std::time::Duration;
+/// use baton_embed::{Job, RunContext};
+///
+/// let job = Job::cron("report", "*/5 * * * *")
+///     .timezone("Europe/Berlin")
+///     .retries(2)
+///     .backoff(Duration::from_secs(10), Duration::from_secs(60))
+///     .run(|ctx: RunContext| async move {
+///         println!("report for {} under fence {}", ctx.occurrence(), ctx.fence());
+///         Ok(())
+///     });
+/// # let _ = job;
+/// ```
+#[derive(Clone)]
+pub struct Job {
+    pub(crate) name: String,
+    pub(crate) cron: String,
+    pub(crate) zone: String,
+    pub(crate) retries: u32,
+    pub(crate) backoff: Duration,
+    pub(crate) backoff_max: Duration,
+    pub(crate) ttl: Duration,
+    pub(crate) takeover_grace: Duration,
+    pub(crate) grace: Duration,
+    pub(crate) history_keep: u32,
+    pub(crate) run: Option<RunFn>,
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Job")
+            .field("name", &self.name)
+            .field("cron", &self.cron)
+            .field("zone", &self.zone)
+            .field("retries", &self.retries)
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Job {
+    /// A job named `name` (its key in the ledger, and its lock's name) at
+    /// the occurrences of a cron expression: five fields, six with seconds
+    /// first, or a macro such as `@daily`, read as `baton.toml`'s
+    /// `schedule` is.
+    pub fn cron(name: impl Into<String>, expr: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            cron: expr.into(),
+            zone: "UTC".into(),
+            retries: 0,
+            backoff: Duration::from_secs(30),
+            backoff_max: Duration::from_secs(15 * 60),
+            ttl: Duration::from_secs(30),
+            takeover_grace: Duration::from_secs(30),
+            grace: Duration::from_secs(10),
+            history_keep: 100,
+            run: None,
+        }
+    }
+
+    /// The IANA time zone the expression is read in (UTC by default),
+    /// daylight saving included (`baton_cron`'s rules: a wildcard schedule
+    /// follows elapsed time, a fixed one fires once per wall-clock time).
+    #[must_use]
+    pub fn timezone(mut self, zone: impl Into<String>) -> Self {
+        self.zone = zone.into();
+        self
+    }
+
+    /// How many times a failed attempt is tried again (0 by default).
+    #[must_use]
+    pub fn retries(mut self, n: u32) -> Self {
+        self.retries = n;
+        self
+    }
+
+    /// The delay before the first retry, doubled for each one after, at
+    /// most `max`.
+    #[must_use]
+    pub fn backoff(mut self, first: Duration, max: Duration) -> Self {
+        self.backoff = first;
+        self.backoff_max = max;
+        self
+    }
+
+    /// The lease's TTL (renewed every third of it) and the takeover grace a
+    /// replica that cannot check the holder waits after it expires.
+    #[must_use]
+    pub fn lease(mut self, ttl: Duration, takeover_grace: Duration) -> Self {
+        self.ttl = ttl;
+        self.takeover_grace = takeover_grace;
+        self
+    }
+
+    /// How long a cancelled run has to return before its future is
+    /// dropped. With a lost lease it must end before the lease can move:
+    /// [`crate::Builder::build`] refuses a grace that, with the renewal's
+    /// wait and the allowances, exceeds the takeover grace.
+    #[must_use]
+    pub fn grace(mut self, grace: Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+
+    /// How many of the job's runs the ledger keeps (100 by default).
+    #[must_use]
+    pub fn history_keep(mut self, n: u32) -> Self {
+        self.history_keep = n;
+        self
+    }
+
+    /// The function each attempt runs.
+    #[must_use]
+    pub fn run<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(RunContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), JobError>> + Send + 'static,
+    {
+        self.run = Some(Arc::new(move |ctx| Box::pin(f(ctx)) as RunFuture));
+        self
+    }
+}

@@ -1,0 +1,217 @@
+//! baton's scheduler as a library: cron jobs inside a tokio service, each
+//! occurrence run **once** across every replica that shares a store, never
+//! two runs of a job at once, every run fenced and recorded in the ledger
+//! the `baton` command line reads.
+//!
+//! The package is `baton-embed`; a service names it `baton` and writes
+//! `baton::Scheduler`:
+//!
+//! ```toml
+//! [dependencies]
+//! baton = { package = "baton-embed", version = "0.1" }
+//! # With the PostgreSQL store, for replicas on several hosts:
+//! # baton = { package = "baton-embed", version = "0.1", features = ["postgres"] }
+//! ```
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! # use baton_embed as baton;
+//!
+//! # async fn service() -> Result<(), Box<dyn std::error::Error>> {
+//! let scheduler = baton::Scheduler::builder()
+//!     .store(baton::Store::sqlite("/var/lib/my-service/baton"))
+//!     .job(
+//!         baton::Job::cron("report", "*/5 * * * *")
+//!             .timezone("Europe/Berlin")
+//!             .retries(2)
+//!             .run(|ctx: baton::RunContext| async move {
+//!                 // Pass ctx.fence() with every write (see "The fence").
+//!                 println!("report {} under fence {}", ctx.occurrence(), ctx.fence());
+//!                 Ok(())
+//!             }),
+//!     )
+//!     .build()?; // A bad expression, zone or store is refused here.
+//! let handle = scheduler.start(); // On the caller's tokio runtime.
+//! // … serve …
+//! handle.shutdown(Duration::from_secs(30)).await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # The guarantee
+//!
+//! Each occurrence of a job is run by at most one replica, and only while
+//! that replica holds the job's lease. The order is the command line's:
+//!
+//! 1. the job's lease is taken with the occurrence **claimed in the same
+//!    critical section** (a `flock`ed lock file in the SQLite store, a row
+//!    in PostgreSQL). A replica that finds the occurrence claimed ends
+//!    quietly; one that finds the lock held by a run of another occurrence
+//!    (the job's previous run, still going) records the occurrence missed
+//!    `busy`, once, whichever replicas try;
+//! 2. `started` is recorded in the ledger under the lease, before the job's
+//!    function is called: a start that cannot be recorded does not run;
+//! 3. the function runs while the lease is renewed every third of its TTL;
+//!    each attempt and the verdict are recorded, then the lease is released.
+//!
+//! A replica killed mid-run (`kill -9`, a crash, a lost host) never wedges
+//! the schedule: on the same host its lease is free once its process is
+//! gone; in PostgreSQL once its TTL and takeover grace have passed. The
+//! next run under the lock records the dead run `abandoned`, as the
+//! command line does.
+//!
+//! # The fence
+//!
+//! [`RunContext::fence`] is the lease's fencing token: it strictly grows
+//! with every acquisition of the job's lock. A replica that was paused
+//! (SIGSTOP, a stalled VM, a long GC) can wake after its lease moved to
+//! another replica and still be running its job: no lock can stop that.
+//! What stops its writes is the fence, checked by whatever the job writes
+//! to: keep the highest fence seen and refuse a write with a lower one
+//! (`UPDATE … WHERE fence <= $1`, a conditional put).
+//!
+//! # Self-fencing, and what it cannot stop
+//!
+//! When a renewal finds the lease gone, or no renewal has succeeded for a
+//! whole TTL (plus the store's renewal wait for one under way), the run's
+//! [`RunContext::cancelled`] fires at once. Each attempt runs as a tokio
+//! task of its own; one that has not returned within the job's
+//! [`Job::grace`] is **aborted** (its future dropped at its next `.await`,
+//! and awaited until it is gone) and the run is recorded `lease-lost`
+//! (`interrupted` for a shutdown). A function that returns within the grace keeps its own word
+//! when it says `Ok` (it finished; what it wrote after the loss is the
+//! fence's to judge), and an error it returns then is recorded as the
+//! cancellation; no retry follows either way. [`Builder::build`]
+//! refuses a grace that, with the renewal's wait and the allowances, could
+//! outlast the takeover grace, so the function is gone before another
+//! replica may take the lease (the runner's rule: `grace + renew_wait +
+//! 100 ms + 1 s ≤ takeover_grace`).
+//!
+//! Dropping a future stops it only at an `.await`. It cannot stop:
+//!
+//! - a blocking section inside the future (a synchronous loop, a blocking
+//!   call on the async thread): it runs on until it yields;
+//! - work handed to `tokio::task::spawn_blocking` or `std::thread::spawn`,
+//!   or spawned as a separate task: dropping the run does not stop them;
+//! - anything already sent (a request in flight, a message queued).
+//!
+//! An aborted attempt that has not stopped within another grace is in a
+//! blocking section: the scheduler says so (a `tracing` error naming the
+//! run) and waits for it before it records the run.
+//!
+//! Those are what the fence is for. Keep blocking work short, or check
+//! [`RunContext::is_cancelled`] between its pieces.
+//!
+//! A function that panics fails its attempt (and is retried like any
+//! failure) when the service unwinds on panic; built with `panic =
+//! "abort"`, the process ends, and its lease is left to be judged as a
+//! crashed holder's.
+//!
+//! # Testing with the manual clock
+//!
+//! Every timer, lease stamp and ledger time of the scheduler reads its
+//! [`Clock`]. Give it a [`ManualClock`] and move that clock: the scheduler
+//! runs what became due, at once, without real waiting, so a test steps
+//! through a night, a daylight saving change or a slow run in
+//! milliseconds. [`Handle::idle`] waits until the runs started are over.
+//! One thing still moves a manual clock by itself: a lock file's mutex
+//! that another thread holds (a renewal meeting the next occurrence's
+//! attempt on the same lock) is waited for through the clock's `sleep`,
+//! which advances it by the microseconds waited.
+//!
+//! ```
+//! use std::{sync::Arc, time::Duration};
+//! use baton_embed::{Job, ManualClock, Scheduler, Store};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let clock = Arc::new(ManualClock::new("2026-03-28T12:00:00Z".parse()?, Duration::ZERO));
+//! let (tx, mut ran) = tokio::sync::mpsc::unbounded_channel();
+//! let handle = Scheduler::builder()
+//!     .store(Store::sqlite(dir.path()))
+//!     .clock(clock.clone())
+//!     .job(Job::cron("nightly", "30 2 * * *").timezone("Europe/Berlin").run(move |ctx| {
+//!         let tx = tx.clone();
+//!         async move { tx.send(ctx.occurrence()).map_err(baton_embed::JobError::from) }
+//!     }))
+//!     .build()?
+//!     .start();
+//! // 2026-03-29 has no 02:30 in Berlin: the run comes when the clocks
+//! // jump, 03:00 CEST (01:00 UTC).
+//! clock.advance(Duration::from_secs(13 * 3600));
+//! assert_eq!(ran.recv().await, Some("2026-03-29T01:00:00Z".parse()?));
+//! handle.shutdown(Duration::from_secs(1)).await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Seeing it from the command line
+//!
+//! The ledger is the command line's own (the same tables, the same
+//! `STATE_DIR/baton.db` or schema), so `baton history JOB` and `baton
+//! status` against the same store show the service's runs, verdicts and
+//! missed occurrences. The command line, though, answers only for a job its
+//! `baton.toml` names (`baton history x` refuses a job it does not know,
+//! exit 2). So this version leaves the command line as it is, and an
+//! operator reads the service's jobs with a configuration of their own that
+//! points at the same store (`state_dir`, or `[store] url`) and names each
+//! embedded job with its schedule:
+//!
+//! ```toml
+//! [scheduler]
+//! state_dir = "/var/lib/my-service/baton"
+//!
+//! [jobs.report]
+//! schedule = "*/5 * * * *"
+//! run = "true"        # never run by the command line: see below
+//! enabled = false
+//! ```
+//!
+//! `baton status` then shows the job `DISABLED` (no next run of its own),
+//! with the service's last run, success, failure and its one step, named
+//! after the job; `baton history report` lists the service's runs with
+//! their fences and attempts.
+//!
+//! That configuration is for reading (`status`, `history`): `baton tick`
+//! or the daemon must not run with it, since they would record the
+//! disabled job's occurrences missed `disabled` beside the service's runs.
+//!
+//! # Not yet
+//!
+//! This slice runs cron jobs with skip-on-overlap, retries and
+//! self-fencing. It does not yet have, and refuses nothing silently in
+//! their place:
+//!
+//! - `overlap = "queue"` or `"replace"`: an occurrence meeting a run in
+//!   flight is missed `busy`;
+//! - catch-up and backfill: occurrences before [`Scheduler::start`] are not
+//!   run; several passed over at once (a suspended host) run the newest
+//!   and record the rest missed `superseded`;
+//! - pauses set with `baton pause` (the embedded scheduler does not read
+//!   them), checks, watermarks, timeouts and run budgets, alerts and
+//!   webhooks;
+//! - locks shared between jobs, `max_concurrent` slots (each job's lock is
+//!   its name);
+//! - running a job as a child process under the runner, the daemon's API
+//!   and page in the service's router, Prometheus metrics.
+
+#![deny(missing_docs)]
+
+mod context;
+mod error;
+mod job;
+mod keeper;
+mod plan;
+mod retry;
+mod run;
+mod scheduler;
+mod store;
+mod timer;
+
+pub use baton_lease::{Clock, ManualClock, SystemClock};
+pub use context::{Cancel, RunContext};
+pub use error::{BuildError, JobError};
+pub use job::Job;
+pub use scheduler::{Builder, Handle, Scheduler};
+pub use store::Store;

@@ -1,0 +1,108 @@
+//! A job as the scheduler runs it: its declaration ([`crate::Job`])
+//! checked once, at build: the schedule parsed, the zone found, the
+//! self-fencing rule kept. Nothing here runs or waits.
+
+use std::time::Duration;
+
+use baton_cron::Schedule;
+use jiff::tz::TimeZone;
+
+use crate::error::BuildError;
+use crate::job::{Job, RunFn};
+use crate::retry::Retry;
+
+/// A checked job.
+pub(crate) struct Plan {
+    pub(crate) name: String,
+    pub(crate) schedule: Schedule,
+    pub(crate) zone: TimeZone,
+    pub(crate) retry: Retry,
+    pub(crate) ttl: Duration,
+    pub(crate) takeover_grace: Duration,
+    pub(crate) grace: Duration,
+    pub(crate) history_keep: u32,
+    pub(crate) run: RunFn,
+}
+
+impl Plan {
+    /// Checks `job` for a store whose renewals block at most
+    /// `renew_wait(ttl)`.
+    pub(crate) fn of(
+        job: Job,
+        renew_wait: impl Fn(Duration) -> Duration,
+    ) -> Result<Self, BuildError> {
+        check_name(&job.name)?;
+        let schedule = Schedule::parse(&job.cron).map_err(|source| BuildError::Cron {
+            job: job.name.clone(),
+            expr: job.cron.clone(),
+            source: Box::new(source),
+        })?;
+        let zone = TimeZone::get(&job.zone).map_err(|source| BuildError::TimeZone {
+            job: job.name.clone(),
+            zone: job.zone.clone(),
+            source,
+        })?;
+        if job.backoff > job.backoff_max {
+            return Err(BuildError::Backoff {
+                job: job.name,
+                backoff: job.backoff,
+                max: job.backoff_max,
+            });
+        }
+        baton_runner::check_self_fencing(
+            job.ttl,
+            renew_wait(job.ttl),
+            job.grace,
+            job.takeover_grace,
+            ("the lease's ttl", "the grace", "the takeover grace"),
+        )
+        .map_err(|source| BuildError::Unfenced {
+            job: job.name.clone(),
+            source: Box::new(source),
+        })?;
+        let Some(run) = job.run else {
+            return Err(BuildError::NothingToRun(job.name));
+        };
+        Ok(Self {
+            name: job.name,
+            schedule,
+            zone,
+            retry: Retry {
+                attempts: job.retries.saturating_add(1),
+                backoff: job.backoff,
+                backoff_max: job.backoff_max,
+            },
+            ttl: job.ttl,
+            takeover_grace: job.takeover_grace,
+            grace: job.grace,
+            history_keep: job.history_keep,
+            run,
+        })
+    }
+}
+
+/// A job's name names its lock file and its ledger key: a word of
+/// letters, digits, `-`, `_` and `.`, not starting with `.`.
+fn check_name(name: &str) -> Result<(), BuildError> {
+    let why = if name.is_empty() {
+        Some("it is empty")
+    } else if name.len() > baton_lease::MAX_KEY_BYTES {
+        Some("it is longer than 128 bytes")
+    } else if name.starts_with('.') {
+        Some("it starts with '.'")
+    } else if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        Some("only letters, digits, '-', '_' and '.' may name a job")
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(BuildError::BadName {
+            name: name.to_owned(),
+            why,
+        }),
+        None => Ok(()),
+    }
+}

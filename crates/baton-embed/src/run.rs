@@ -1,0 +1,638 @@
+//! One occurrence of a job, under its lease. The order is the engine's
+//! (`baton_sched`'s `engine/run.rs`), and it is the guarantee:
+//!
+//! 1. take the job's lease with the occurrence claimed in the same
+//!    critical section ([`baton_store::Store::try_acquire`] with a
+//!    [`baton_lease::Once`]): an occurrence already claimed, or one a live
+//!    holder runs now, ends here quietly; a lock held by another run (the
+//!    job's previous occurrence, overrunning) is missed `busy`, a hung or
+//!    orphaned holder `hung` or `orphaned`, each decided once in the
+//!    ledger whichever replicas try;
+//! 2. record `started` in the ledger under the lease, before the job's
+//!    function is called; an occurrence the ledger already decided ends
+//!    there, and a start that cannot be recorded does not run (its claim is
+//!    taken back where the store can);
+//! 3. record `abandoned` the job's runs that can no longer end on their
+//!    own (a lower fence: their replica's lease moved on; or their process
+//!    on this host is gone), as the command line does;
+//! 4. run the attempts while the lease is renewed (`keeper.rs`); a lost
+//!    lease or a shutdown fires the run's cancellation, and a function that
+//!    has not returned within the grace is dropped;
+//! 5. record each attempt and the verdict, then release.
+//!
+//! Nothing here waits but through the scheduler's clock, and every call
+//! into the store or the ledger runs on a blocking thread.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_lease::{Claim, Clock, Once};
+use baton_store::ledger::{Attempt, Begun, Finished, Miss, Missed, NewRun, Records};
+use baton_store::store::{LockRef, Refused, Taken};
+use baton_store::words::{AttemptOutcome, MissReason, RunVerdict, StepKind};
+use jiff::Timestamp;
+use tokio::sync::watch;
+
+use crate::context::{Cancel, RunContext};
+use crate::error::JobError;
+use crate::keeper::Kept;
+use crate::plan::Plan;
+use crate::store::Opened;
+use crate::timer;
+
+/// The exit code an interrupted run is recorded with: 128 + SIGTERM, as a
+/// run the command line's graceful shutdown stopped.
+const INTERRUPTED: i32 = 143;
+
+/// What a run shares with its scheduler.
+#[derive(Clone)]
+pub(crate) struct Env {
+    pub(crate) store: Opened,
+    pub(crate) clock: Arc<dyn Clock>,
+    /// The shutdown's grace, once the scheduler is shutting down.
+    pub(crate) shutdown: watch::Receiver<Option<Duration>>,
+    /// How many runs are in flight.
+    pub(crate) in_flight: Arc<watch::Sender<usize>>,
+}
+
+/// One run counted in flight until it is dropped (its task ended, or was
+/// dropped with its runtime).
+pub(crate) struct InFlight(Arc<watch::Sender<usize>>);
+
+impl InFlight {
+    /// Counts one more run in flight.
+    pub(crate) fn count(counter: &Arc<watch::Sender<usize>>) -> Self {
+        counter.send_modify(|n| *n += 1);
+        Self(Arc::clone(counter))
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+/// Runs `f` with the store on a blocking thread.
+async fn blocking<T: Send + 'static>(
+    env: &Env,
+    f: impl FnOnce(&dyn baton_store::Store) -> T + Send + 'static,
+) -> Option<T> {
+    let store = Arc::clone(&env.store);
+    tokio::task::spawn_blocking(move || f(&*store)).await.ok()
+}
+
+/// The job's lock, as the store knows it: a lock named after the job.
+fn lock_ref(plan: &Plan) -> LockRef<'_> {
+    LockRef {
+        job: &plan.name,
+        lock: &plan.name,
+        slot: 1,
+        ttl: plan.ttl,
+        takeover_grace: plan.takeover_grace,
+    }
+}
+
+/// Runs occurrence `at` (Unix seconds) of `plan` to its end.
+pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
+    let name = plan.name.clone();
+    let run_id = match baton_lease::Token::fresh() {
+        Ok(t) => t.to_string(),
+        Err(e) => {
+            tracing::warn!("{name}: not run: failed to read random bytes for a run id: {e}");
+            return;
+        }
+    };
+    let occ = Timestamp::from_second(at).unwrap_or(Timestamp::UNIX_EPOCH);
+    let claim = Claim {
+        run: Some(run_id.clone()),
+        occ: Some(occ.to_string()),
+        budget: None,
+        once: Some(Once {
+            key: name.clone(),
+            at,
+        }),
+        mates: vec![name.clone()],
+    };
+    let sent = env.clock.boot();
+    let p = Arc::clone(&plan);
+    let taken = blocking(&env, move |s| s.try_acquire(&lock_ref(&p), &claim)).await;
+    let held = match taken {
+        Some(Ok(Taken::Acquired(held))) => held,
+        Some(Ok(Taken::Claimed { at: claimed })) => {
+            return claimed_already(&env, &plan, at, claimed).await;
+        }
+        Some(Ok(Taken::Refused(refused))) => return refused_lock(&env, &plan, at, refused).await,
+        Some(Err(e)) => {
+            tracing::warn!("{name} occurrence={occ}: not run: {e}");
+            return;
+        }
+        None => {
+            tracing::warn!("{name} occurrence={occ}: not run: the store's thread failed");
+            return;
+        }
+    };
+    let fence = held.fence();
+    let host = held.host().to_owned();
+    let kept = Kept::start(held, sent, Arc::clone(&env.clock));
+    let Some(mut ledger) = Ledger::open(&env).await else {
+        // It never started: its claim must not say it did.
+        let_go(kept, &name, at, true).await;
+        return;
+    };
+    let row = NewRun {
+        run_id: run_id.clone(),
+        job: name.clone(),
+        occurrence: Some(at),
+        fence: Some(fence),
+        host: host.clone(),
+        pid: std::process::id(),
+        started: env.clock.wall(),
+    };
+    match ledger.call(move |l| l.begin_run(&row)).await {
+        Some(Ok(Begun::Started)) => {}
+        Some(Ok(Begun::AlreadyDecided(d))) => {
+            tracing::debug!(
+                "{name} occurrence={occ} already {} (the ledger says so); not run again",
+                d.decision.as_str()
+            );
+            let_go(kept, &name, at, false).await;
+            return;
+        }
+        Some(Err(e)) => {
+            tracing::warn!("{name} occurrence={occ}: not run: its start was not recorded: {e}");
+            let_go(kept, &name, at, true).await;
+            return;
+        }
+        None => {
+            let_go(kept, &name, at, true).await;
+            return;
+        }
+    }
+    abandon_the_dead(&mut ledger, &env, &plan, &run_id, &host, fence).await;
+    tracing::info!("{name} run={run_id} occurrence={occ} start fence={fence} host={host}");
+    let verdict = Attempts {
+        env: &env,
+        plan: &plan,
+        ledger: &mut ledger,
+        run_id: &run_id,
+        fence,
+        occ,
+        lost: kept.lost.clone(),
+    }
+    .run()
+    .await;
+    let (verdict, exit_code, success) = match verdict {
+        RunVerdict::Ok => (verdict, 0, true),
+        RunVerdict::LeaseLost => (verdict, i32::from(baton_runner::LEASE_LOST), false),
+        RunVerdict::Interrupted => (verdict, INTERRUPTED, false),
+        _ => (verdict, 1, false),
+    };
+    let finished = Finished {
+        run_id: run_id.clone(),
+        job: name.clone(),
+        finished: env.clock.wall(),
+        verdict,
+        exit_code,
+        success,
+    };
+    let keep = plan.history_keep;
+    if let Some(Err(e)) = ledger.call(move |l| l.finish_run(&finished, keep)).await {
+        tracing::warn!("{name} run={run_id}: its end was not recorded: {e}");
+    }
+    tracing::info!("{name} run={run_id} verdict={verdict}");
+    release(kept, &name).await;
+}
+
+/// Releases a lease whose run is over.
+async fn release(kept: Kept, name: &str) {
+    let Some(held) = kept.stop().await else {
+        return;
+    };
+    let answer = tokio::task::spawn_blocking(move || held.release()).await;
+    match answer {
+        Ok(Ok(baton_store::Release::Released)) => {}
+        Ok(Ok(other)) => tracing::info!("{name}: the lease was not released: {other:?}"),
+        Ok(Err(e)) => tracing::warn!("{name}: failed to release the lease: {e}"),
+        Err(_) => tracing::warn!("{name}: failed to release the lease: its thread failed"),
+    }
+}
+
+/// Lets go of a lease no run used; its claim of `at` is taken back first
+/// when `withdraw` (the run never started, and nothing says it did).
+async fn let_go(kept: Kept, name: &str, at: i64, withdraw: bool) {
+    if withdraw {
+        let Some(mut held) = kept.stop().await else {
+            return;
+        };
+        let once = Once {
+            key: name.to_owned(),
+            at,
+        };
+        let _ = tokio::task::spawn_blocking(move || {
+            let _ = held.withdraw(&once);
+            held.release()
+        })
+        .await;
+    } else {
+        release(kept, name).await;
+    }
+}
+
+/// The lock was free, but the job had claimed `at` or a later occurrence
+/// (`claimed`): another replica ran it. In a shared store, a claim whose
+/// start the ledger never recorded did not run: it is recorded missed
+/// (`ledger-unavailable`), once.
+async fn claimed_already(env: &Env, plan: &Plan, at: i64, claimed: i64) {
+    if !env.store.shared() {
+        return;
+    }
+    let Some(mut ledger) = Ledger::open(env).await else {
+        return;
+    };
+    let name = plan.name.clone();
+    let undecided = ledger.call(move |l| l.decision(&name, at)).await;
+    if !matches!(undecided, Some(Ok(None))) {
+        return;
+    }
+    let detail = if claimed == at {
+        "claimed by a run whose start the ledger never recorded; it did not run".to_owned()
+    } else {
+        format!("a later occurrence ({claimed}) was claimed before it; it did not run")
+    };
+    miss(
+        env,
+        &mut ledger,
+        plan,
+        at,
+        MissReason::LedgerUnavailable,
+        detail,
+    )
+    .await;
+}
+
+/// Someone holds the lock: quiet when the holder runs this occurrence (or a
+/// later one), else the occurrence is missed for the holder's state.
+async fn refused_lock(env: &Env, plan: &Plan, at: i64, refused: Refused) {
+    if refused
+        .holder
+        .as_ref()
+        .and_then(|h| h.claim(&plan.name))
+        .is_some_and(|c| c >= at)
+    {
+        return; // Another replica runs it now.
+    }
+    let Some(mut ledger) = Ledger::open(env).await else {
+        return;
+    };
+    miss(env, &mut ledger, plan, at, refused.reason, refused.why).await;
+}
+
+/// Records occurrence `at` missed for `reason`, once across replicas.
+async fn miss(
+    env: &Env,
+    ledger: &mut Ledger,
+    plan: &Plan,
+    at: i64,
+    reason: MissReason,
+    detail: String,
+) {
+    missed_range(env, ledger, &plan.name, (at, at, 1, false), reason, detail).await;
+}
+
+/// Records the range `(first, last, count, at_least)` of `job`'s
+/// occurrences missed (`at_least`: the count is a lower bound).
+pub(crate) async fn missed_range(
+    env: &Env,
+    ledger: &mut Ledger,
+    job: &str,
+    (first, last, count, at_least): (i64, i64, u64, bool),
+    reason: MissReason,
+    detail: String,
+) {
+    let now = env.clock.wall();
+    let name = job.to_owned();
+    let recorded = ledger
+        .call(move |l| {
+            let m = Miss {
+                job: &name,
+                reason,
+                first,
+                last,
+                count,
+                at_least,
+                detail: Some(&detail),
+                streak: false,
+            };
+            l.miss(&m, now).map(|r| (r, detail))
+        })
+        .await;
+    match recorded {
+        Some(Ok((Missed::Recorded, detail))) => {
+            tracing::warn!("{job}: occurrence {first} missed ({reason}): {detail}");
+        }
+        Some(Ok(_)) => {} // Decided by another replica.
+        Some(Err(e)) => tracing::warn!("{job}: a missed occurrence was not recorded: {e}"),
+        None => {}
+    }
+}
+
+/// The job's runs the ledger calls running that can no longer end on
+/// their own: under a lower fence (this run holds the lock now, so their
+/// lease moved on and their replica self-fenced or died), or of a process
+/// on this host that is gone. They are recorded `abandoned`, as the command
+/// line records them.
+async fn abandon_the_dead(
+    ledger: &mut Ledger,
+    env: &Env,
+    plan: &Plan,
+    current: &str,
+    host: &str,
+    fence: u64,
+) {
+    let (job, current, host) = (plan.name.clone(), current.to_owned(), host.to_owned());
+    let keep = plan.history_keep;
+    let now = env.clock.wall();
+    let ended = ledger
+        .call(move |l| {
+            let mut ended = Vec::new();
+            for run in l.unfinished(&job)? {
+                let here = run.host.as_deref().is_none_or(|h| h == host);
+                let gone = run
+                    .pid
+                    .is_none_or(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists());
+                let superseded = run.fence.is_some_and(|f| f < fence);
+                if run.run_id == current || !(superseded || (here && gone)) {
+                    continue;
+                }
+                let finished = Finished {
+                    run_id: run.run_id.clone(),
+                    job: job.clone(),
+                    finished: now,
+                    verdict: RunVerdict::Abandoned,
+                    exit_code: 125,
+                    success: false,
+                };
+                l.finish_run(&finished, keep)?;
+                ended.push(run.run_id);
+            }
+            Ok::<_, baton_store::ledger::Error>(ended)
+        })
+        .await;
+    match ended {
+        Some(Ok(ended)) => {
+            for run in ended {
+                tracing::info!("run={run} abandoned: its lease moved on or its process is gone");
+            }
+        }
+        Some(Err(e)) => tracing::warn!("failed to record abandoned runs: {e}"),
+        None => {}
+    }
+}
+
+/// The ledger, opened once for a run, each call on a blocking thread.
+pub(crate) struct Ledger {
+    records: Option<Box<dyn Records>>,
+}
+
+impl Ledger {
+    /// Opens the store's ledger.
+    pub(crate) async fn open(env: &Env) -> Option<Self> {
+        let now = env.clock.wall();
+        match blocking(env, move |s| s.records(now)).await {
+            Some(Ok(records)) => Some(Self {
+                records: Some(records),
+            }),
+            Some(Err(e)) => {
+                tracing::warn!("failed to open the ledger: {e}");
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Runs `f` on the ledger on a blocking thread; `None` when that thread
+    /// failed (the ledger is gone with it).
+    pub(crate) async fn call<T: Send + 'static>(
+        &mut self,
+        f: impl FnOnce(&mut dyn Records) -> T + Send + 'static,
+    ) -> Option<T> {
+        let mut records = self.records.take()?;
+        let (records, out) = tokio::task::spawn_blocking(move || {
+            let out = f(&mut *records);
+            (records, out)
+        })
+        .await
+        .ok()?;
+        self.records = Some(records);
+        Some(out)
+    }
+}
+
+/// The attempts of one run.
+struct Attempts<'a> {
+    env: &'a Env,
+    plan: &'a Plan,
+    ledger: &'a mut Ledger,
+    run_id: &'a str,
+    fence: u64,
+    occ: Timestamp,
+    lost: watch::Receiver<Option<String>>,
+}
+
+/// How one attempt ended.
+enum Ended {
+    /// The function returned; `cancelled` when it was asked to stop first.
+    Returned(Result<(), JobError>, Option<Cancel>),
+    /// It did not return within the grace after being asked to stop: its
+    /// future was dropped.
+    Dropped(Cancel),
+}
+
+impl Attempts<'_> {
+    /// Runs the attempts; the run's verdict.
+    async fn run(mut self) -> RunVerdict {
+        let (cancel_tx, cancel_rx) = watch::channel(None);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            if self.lost.borrow().is_some() {
+                return RunVerdict::LeaseLost; // Nothing more of it may run.
+            }
+            let ctx = RunContext {
+                job: self.plan.name.clone(),
+                run_id: self.run_id.to_owned(),
+                fence: self.fence,
+                occurrence: self.occ,
+                attempt,
+                cancel: cancel_rx.clone(),
+            };
+            let started = self.env.clock.wall();
+            let ended = self.supervise((self.plan.run)(ctx), &cancel_tx).await;
+            // A retry's backoff counts from here, before anything is recorded.
+            let ended_at = self.env.clock.boot();
+            let (outcome, verdict, never) = match &ended {
+                // Its own word stands: it finished, even after being asked
+                // to stop (its writes are the fence's to judge).
+                Ended::Returned(Ok(()), _) => (AttemptOutcome::Ok, Some(RunVerdict::Ok), false),
+                // An error after the cancellation is the cancellation's.
+                Ended::Returned(Err(_), Some(c)) | Ended::Dropped(c) => {
+                    let (o, v) = stopped(*c);
+                    (o, Some(v), true)
+                }
+                Ended::Returned(Err(e), None) => {
+                    tracing::warn!(
+                        "{} run={} attempt {attempt} failed: {e}",
+                        self.plan.name,
+                        self.run_id
+                    );
+                    (AttemptOutcome::Failed, None, e.is_never_retry())
+                }
+            };
+            self.record(attempt, started, outcome).await;
+            if let Some(v) = verdict {
+                return v;
+            }
+            let Some(delay) = self.plan.retry.next(attempt, never) else {
+                return RunVerdict::Failed;
+            };
+            if let Some(c) = self.wait(ended_at + delay).await {
+                return stopped(c).1;
+            }
+        }
+    }
+
+    /// Runs one attempt's future as a task of its own: to its end, or,
+    /// once the run is asked to stop, for at most the grace before the task
+    /// is aborted (and awaited: nothing of it runs once this returns, but a
+    /// blocking section delays that; see the crate's "Self-fencing"). A
+    /// panic fails the attempt.
+    async fn supervise(
+        &mut self,
+        fut: crate::job::RunFuture,
+        cancel: &watch::Sender<Option<Cancel>>,
+    ) -> Ended {
+        let clock = Arc::clone(&self.env.clock);
+        let mut task = Task(tokio::spawn(fut));
+        let mut shutdown = self.env.shutdown.clone();
+        let mut lost = self.lost.clone();
+        let (why, grace) = tokio::select! {
+            // A function that is done when asked to stop ended on its own.
+            biased;
+            r = &mut task.0 => return Ended::Returned(joined(r), None),
+            _ = lost.wait_for(Option::is_some) => (Cancel::LeaseLost, self.plan.grace),
+            g = shutdown.wait_for(Option::is_some) => {
+                let g = g.ok().and_then(|g| *g).unwrap_or_default();
+                (Cancel::Shutdown, g)
+            }
+        };
+        let _ = cancel.send(Some(why));
+        let mut why = why;
+        let mut deadline = clock.boot() + grace;
+        let why = loop {
+            tokio::select! {
+                biased;
+                r = &mut task.0 => return Ended::Returned(joined(r), Some(why)),
+                () = timer::until_boot(&*clock, deadline) => break why,
+                _ = lost.wait_for(Option::is_some), if why != Cancel::LeaseLost => {
+                    // Lost during a shutdown's grace: the lease's grace bounds it now.
+                    why = Cancel::LeaseLost;
+                    deadline = deadline.min(clock.boot() + self.plan.grace);
+                    let _ = cancel.send(Some(why));
+                }
+            }
+        };
+        task.0.abort();
+        // An aborted task stops at its next `.await`; one that does not
+        // within another grace is in a blocking section, which nothing here
+        // can stop: said, and still waited for.
+        let again = clock.boot() + self.plan.grace;
+        let gone = tokio::select! {
+            _ = &mut task.0 => true,
+            () = timer::until_boot(&*clock, again) => false,
+        };
+        if !gone {
+            tracing::error!(
+                "{} run={}: its function was aborted but has not stopped: it runs a blocking \
+                 section, unfenced but for the fence its writes carry; waiting for it",
+                self.plan.name,
+                self.run_id
+            );
+            let _ = (&mut task.0).await;
+        }
+        Ended::Dropped(why)
+    }
+
+    /// Waits until `at` (boot clock) before a retry; the reason when the
+    /// run is asked to stop meanwhile (no retry then).
+    async fn wait(&mut self, at: Duration) -> Option<Cancel> {
+        let clock = Arc::clone(&self.env.clock);
+        let mut shutdown = self.env.shutdown.clone();
+        let mut lost = self.lost.clone();
+        tokio::select! {
+            () = timer::until_boot(&*clock, at) => None,
+            _ = lost.wait_for(Option::is_some) => Some(Cancel::LeaseLost),
+            _ = shutdown.wait_for(Option::is_some) => Some(Cancel::Shutdown),
+        }
+    }
+
+    /// Records one attempt.
+    async fn record(&mut self, attempt: u32, started: Timestamp, outcome: AttemptOutcome) {
+        let a = Attempt {
+            run_id: self.run_id.to_owned(),
+            job: self.plan.name.clone(),
+            seq: attempt,
+            // One step, named after its job, as the command line names the
+            // step of a job with a single `run`: `baton status` shows it.
+            step: self.plan.name.clone(),
+            kind: StepKind::Step,
+            attempt,
+            started,
+            finished: self.env.clock.wall(),
+            exit_code: Some(i32::from(outcome != AttemptOutcome::Ok)),
+            signal: None,
+            outcome,
+        };
+        if let Some(Err(e)) = self.ledger.call(move |l| l.record_attempt(&a)).await {
+            tracing::warn!("{}: an attempt was not recorded: {e}", self.plan.name);
+        }
+    }
+}
+
+/// An attempt's task, aborted if it is dropped before it ended (the run
+/// itself was dropped, with its runtime).
+struct Task(tokio::task::JoinHandle<Result<(), JobError>>);
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// What an attempt's task came to: its function's result, or a failure
+/// for a panic.
+fn joined(r: Result<Result<(), JobError>, tokio::task::JoinError>) -> Result<(), JobError> {
+    match r {
+        Ok(r) => r,
+        Err(e) if e.is_panic() => {
+            let payload = e.into_panic();
+            let text = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            Err(JobError::msg(format!(
+                "the job's function panicked: {text}"
+            )))
+        }
+        Err(_) => Err(JobError::msg("the job's task was cancelled")),
+    }
+}
+
+/// What a run stopped for `c` is recorded as: its attempt, its verdict.
+fn stopped(c: Cancel) -> (AttemptOutcome, RunVerdict) {
+    match c {
+        Cancel::LeaseLost => (AttemptOutcome::LeaseLost, RunVerdict::LeaseLost),
+        Cancel::Shutdown => (AttemptOutcome::Interrupted, RunVerdict::Interrupted),
+    }
+}

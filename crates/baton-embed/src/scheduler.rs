@@ -1,0 +1,293 @@
+//! The scheduler: built once from its store, clock and jobs
+//! ([`Builder`]), started on the caller's tokio runtime ([`Scheduler::start`]),
+//! stopped with a grace ([`Handle::shutdown`]).
+//!
+//! Each job has one task that waits, through the clock, for its next
+//! occurrence and then starts that occurrence's run (`run.rs`) as a task
+//! of its own, so a run that overruns its schedule meets the next
+//! occurrence at the lock (missed `busy`) rather than delaying it. When the
+//! clock is found past several occurrences at once (a suspended host, a
+//! test's clock moved by hours), the newest runs and the ones before it are
+//! recorded missed (`superseded`), once. Occurrences before the start are
+//! not caught up (see the crate's "Not yet").
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_lease::{Clock, SystemClock};
+use baton_store::words::MissReason;
+use jiff::Timestamp;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::error::BuildError;
+use crate::job::Job;
+use crate::plan::Plan;
+use crate::run::{self, Env, Ledger};
+use crate::store::Store;
+use crate::timer;
+
+/// Builds a [`Scheduler`]: [`Scheduler::builder`].
+#[derive(Default)]
+#[must_use = "a builder does nothing until .build()"]
+pub struct Builder {
+    store: Option<Store>,
+    clock: Option<Arc<dyn Clock>>,
+    jobs: Vec<Job>,
+}
+
+impl std::fmt::Debug for Builder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Builder")
+            .field("store", &self.store)
+            .field("jobs", &self.jobs)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Builder {
+    /// The store the replicas share (required).
+    pub fn store(mut self, store: Store) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// The clock every timer, lease and ledger timestamp reads: the
+    /// system's by default, a [`baton_lease::ManualClock`] in tests.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Adds a job.
+    pub fn job(mut self, job: Job) -> Self {
+        self.jobs.push(job);
+        self
+    }
+
+    /// Checks every job and opens the store's ledger, recording the jobs
+    /// there (so `baton status` lists them once its configuration names
+    /// them). Nothing runs yet.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError`]: no store, a bad name, schedule, zone or timing, two
+    /// jobs of one name, a store or ledger that cannot be opened.
+    pub fn build(self) -> Result<Scheduler, BuildError> {
+        let store = self.store.ok_or(BuildError::NoStore)?;
+        let clock = self.clock.unwrap_or_else(|| Arc::new(SystemClock));
+        let opened = store.open(&clock)?;
+        let mut plans: Vec<Arc<Plan>> = Vec::new();
+        for job in self.jobs {
+            if plans.iter().any(|p| p.name == job.name) {
+                return Err(BuildError::DuplicateJob(job.name));
+            }
+            plans.push(Arc::new(Plan::of(job, |ttl| opened.renew_wait(ttl))?));
+        }
+        let now = clock.wall();
+        let names: Vec<&str> = plans.iter().map(|p| p.name.as_str()).collect();
+        opened
+            .records(now)
+            .and_then(|mut l| l.see_jobs(&names, now))
+            .map_err(|source| BuildError::Ledger {
+                location: opened.location(),
+                source: Box::new(source),
+            })?;
+        Ok(Scheduler {
+            store: opened,
+            clock,
+            plans,
+        })
+    }
+}
+
+/// Jobs ready to run on a store: [`Scheduler::builder`] builds one,
+/// [`Scheduler::start`] runs it.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use baton_embed::{Job, Scheduler, Store};
+///
+/// # async fn service() -> Result<(), Box<dyn std::error::Error>> {
+/// let scheduler = Scheduler::builder()
+///     .store(Store::sqlite("/var/lib/my-service/baton"))
+///     .job(Job::cron("report", "*/5 * * * *").run(|ctx| async move {
+///         println!("occurrence {} under fence {}", ctx.occurrence(), ctx.fence());
+///         Ok(())
+///     }))
+///     .build()?;
+/// let handle = scheduler.start();
+/// // … serve until asked to stop …
+/// handle.shutdown(Duration::from_secs(30)).await;
+/// # Ok(())
+/// # }
+/// ```
+pub struct Scheduler {
+    store: crate::store::Opened,
+    clock: Arc<dyn Clock>,
+    plans: Vec<Arc<Plan>>,
+}
+
+impl std::fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let jobs: Vec<&str> = self.plans.iter().map(|p| p.name.as_str()).collect();
+        f.debug_struct("Scheduler")
+            .field("store", &self.store.location())
+            .field("jobs", &jobs)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Scheduler {
+    /// A builder with no store, the system clock and no jobs.
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// Starts every job's timer on the current tokio runtime: occurrences
+    /// after this instant run. Runs are tasks of that runtime; the store's
+    /// calls run on its blocking threads.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime, as `tokio::spawn` does.
+    pub fn start(self) -> Handle {
+        let (tx, rx) = watch::channel(None);
+        let (in_flight, in_flight_rx) = watch::channel(0);
+        let env = Env {
+            store: self.store,
+            clock: self.clock,
+            shutdown: rx,
+            in_flight: Arc::new(in_flight),
+        };
+        let mut tasks = JoinSet::new();
+        let from = env.clock.wall();
+        for plan in self.plans {
+            tasks.spawn(job_loop(env.clone(), plan, from));
+        }
+        Handle {
+            shutdown: tx,
+            tasks,
+            in_flight: in_flight_rx,
+        }
+    }
+}
+
+/// A started scheduler. Dropping it leaves the scheduler running on the
+/// runtime until the runtime stops; [`Handle::shutdown`] stops it.
+#[derive(Debug)]
+pub struct Handle {
+    shutdown: watch::Sender<Option<Duration>>,
+    tasks: JoinSet<()>,
+    in_flight: watch::Receiver<usize>,
+}
+
+impl Handle {
+    /// How many runs are in flight now: started, and not yet recorded and
+    /// released.
+    pub fn in_flight(&self) -> usize {
+        *self.in_flight.borrow()
+    }
+
+    /// Completes once no run is in flight: each one started has recorded
+    /// its verdict and released its lease. A test that steps a manual
+    /// clock waits for this before the next step, so that a run's end and
+    /// the next occurrence never race.
+    ///
+    /// ```
+    /// # use std::{sync::Arc, time::Duration};
+    /// # use baton_embed::{Job, ManualClock, Scheduler, Store};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = tempfile::tempdir()?;
+    /// let clock = Arc::new(ManualClock::new("2026-06-01T00:00:00Z".parse()?, Duration::ZERO));
+    /// let handle = Scheduler::builder()
+    ///     .store(Store::sqlite(dir.path()))
+    ///     .clock(clock.clone())
+    ///     .job(Job::cron("hourly", "0 * * * *").run(|_| async { Ok(()) }))
+    ///     .build()?
+    ///     .start();
+    /// clock.advance(Duration::from_secs(3600)); // 01:00: the run starts…
+    /// tokio::task::yield_now().await;
+    /// handle.idle().await; // …and is over, recorded and released.
+    /// handle.shutdown(Duration::from_secs(1)).await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn idle(&self) {
+        let mut rx = self.in_flight.clone();
+        let _ = rx.wait_for(|n| *n == 0).await;
+    }
+
+    /// Stops taking occurrences, fires every running run's cancellation
+    /// ([`crate::Cancel::Shutdown`]) and waits for the runs to return: one
+    /// that has not returned within `grace` (on the scheduler's clock) is
+    /// dropped. Each run is recorded (`interrupted` when it was stopped)
+    /// and its lease released before this returns.
+    pub async fn shutdown(mut self, grace: Duration) {
+        let _ = self.shutdown.send(Some(grace));
+        while self.tasks.join_next().await.is_some() {}
+    }
+}
+
+/// One job's timer: each occurrence after `from` starts a run.
+async fn job_loop(env: Env, plan: Arc<Plan>, from: Timestamp) {
+    let mut runs = JoinSet::new();
+    let mut shutdown = env.shutdown.clone();
+    let mut after = from;
+    while let Some(next) = plan.schedule.next_after(after, &plan.zone) {
+        tokio::select! {
+            () = timer::until_wall(&*env.clock, next) => {}
+            _ = shutdown.wait_for(Option::is_some) => break,
+        }
+        let now = env.clock.wall();
+        let newest = plan
+            .schedule
+            .latest_at_or_before(now, &plan.zone)
+            .map_or(next, |n| n.max(next));
+        if newest > next {
+            // Recorded before the newest starts: once an occurrence after
+            // them is decided, the ledger takes no miss before it.
+            superseded(&env, &plan, next, newest).await;
+        }
+        after = newest;
+        let counted = run::InFlight::count(&env.in_flight);
+        let occurrence = run::occurrence(env.clone(), Arc::clone(&plan), newest.as_second());
+        runs.spawn(async move {
+            occurrence.await;
+            drop(counted);
+        });
+        while runs.try_join_next().is_some() {}
+    }
+    while runs.join_next().await.is_some() {}
+}
+
+/// The occurrences from `first` up to (not including) `newest`, passed
+/// over at once: recorded missed, `superseded` by `newest`.
+async fn superseded(env: &Env, plan: &Plan, first: Timestamp, newest: Timestamp) {
+    const COUNT_AT_MOST: u64 = 100_000;
+    let (mut last, mut count, mut at_least) = (first, 1, false);
+    for t in plan.schedule.iter_after(first, &plan.zone) {
+        if t >= newest {
+            break;
+        }
+        if count >= COUNT_AT_MOST {
+            at_least = true; // The count stops here; the range goes on.
+        } else {
+            count += 1;
+        }
+        last = t;
+    }
+    let Some(mut ledger) = Ledger::open(env).await else {
+        return;
+    };
+    run::missed_range(
+        env,
+        &mut ledger,
+        &plan.name,
+        (first.as_second(), last.as_second(), count, at_least),
+        MissReason::Superseded,
+        format!("a later occurrence ({newest}) runs in their place"),
+    )
+    .await;
+}

@@ -1,0 +1,16 @@
+#![allow(clippy::unwrap_used)] // Tests state their expectations with unwrap.
+//! baton-embed's tests: replicas as processes on one store (SQLite, and
+//! PostgreSQL with the `postgres` feature), a manual clock stepping through
+//! occurrences and daylight saving, self-fencing, and a replica killed
+//! mid-run.
+
+mod build;
+mod fencing;
+mod manual;
+#[cfg(feature = "postgres")]
+mod pg;
+mod policies;
+mod replicas;
+#[cfg(feature = "postgres")]
+mod service;
+mod support;

@@ -1,0 +1,81 @@
+//! The replicas' tests on PostgreSQL: a throwaway server, three replica
+//! processes sharing it, and one killed mid-run.
+
+use baton_store::Store as _;
+use baton_testkit::pg::PgServer;
+
+use crate::replicas::{killed_mid_run, three_replicas};
+use crate::support::{Said, stubborn};
+
+fn ledger(url: &str) -> Box<dyn baton_store::ledger::Records> {
+    let env = |_: &str| None;
+    let target = baton_pg::Target::resolve(url, None, &env).unwrap();
+    let now = jiff::Timestamp::from_second(baton_testkit::wall_seconds()).unwrap();
+    baton_pg::Postgres::new(target).records(now).unwrap()
+}
+
+#[test]
+fn three_replicas_on_postgres_run_each_occurrence_once() {
+    let server = PgServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let url = server.url();
+    three_replicas(&format!("postgres:{url}"), dir.path(), &|| ledger(&url));
+}
+
+#[test]
+fn a_replica_on_postgres_killed_mid_run_leaves_later_occurrences_to_another() {
+    let server = PgServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let url = server.url();
+    killed_mid_run(&format!("postgres:{url}"), dir.path(), &|| ledger(&url));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_from_postgres_cancels_the_run_drops_it_and_records_it_lease_lost() {
+    use std::time::Duration;
+    let server = PgServer::start();
+    let proxy =
+        baton_testkit::proxy::Proxy::start(format!("127.0.0.1:{}", server.port()).parse().unwrap());
+    let url = format!(
+        "postgres://{}@127.0.0.1:{}/postgres",
+        baton_testkit::pg::USER,
+        proxy.port()
+    );
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let ttl = Duration::from_secs(2);
+    let job = baton_embed::Job::cron("partitioned", "* * * * * *")
+        .lease(ttl, ttl)
+        .grace(Duration::from_millis(300));
+    let job = stubborn(job, tx);
+    let handle = baton_embed::Scheduler::builder()
+        .store(baton_embed::Store::postgres(&url).migrate())
+        .job(job)
+        .build()
+        .unwrap()
+        .start();
+    let Said::Started(fence) = crate::support::next(&mut rx).await else {
+        panic!("the run starts first")
+    };
+    // The network between this replica and the store goes quiet: no
+    // renewal is confirmed, and within its TTL (and the renewal's wait)
+    // the run is told, then dropped after its grace.
+    proxy.cut();
+    assert_eq!(
+        crate::support::next(&mut rx).await,
+        Said::Cancelled(baton_embed::Cancel::LeaseLost)
+    );
+    assert_eq!(crate::support::next(&mut rx).await, Said::Dropped);
+    proxy.heal();
+    proxy.sever();
+    handle.shutdown(Duration::from_secs(2)).await;
+    let run = crate::support::poll("the run's end recorded", || {
+        let runs = ledger(&server.url()).history("partitioned", 100).unwrap();
+        runs.into_iter()
+            .find(|r| r.fence == Some(fence) && r.verdict.is_some())
+    });
+    assert_eq!(
+        run.verdict.map(|v| v.as_str()),
+        Some("lease-lost"),
+        "{run:?}"
+    );
+}

@@ -1,0 +1,169 @@
+//! A job's policies on a manual clock: an occurrence that meets the job's
+//! previous run still going is missed `busy`, once; a failed attempt is
+//! retried after its backoff, and an error marked never-retry is not.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use baton_embed::{Job, JobError, RunContext};
+use baton_store::Store as _;
+use jiff::Timestamp;
+use tokio::sync::{Notify, mpsc};
+
+use crate::support::{next, on_manual_clock};
+
+fn ledger(dir: &std::path::Path) -> Box<dyn baton_store::ledger::Records> {
+    baton_ledger::Files::new(dir.to_owned())
+        .records(Timestamp::UNIX_EPOCH)
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_occurrence_meeting_the_previous_run_is_missed_busy() {
+    let dir = tempfile::tempdir().unwrap();
+    let start: Timestamp = "2026-06-01T00:00:30Z".parse().unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let release = Arc::new(Notify::new());
+    let held = Arc::clone(&release);
+    // A TTL longer than the step, so the first run's lease stays fresh.
+    let ttl = Duration::from_secs(300);
+    let job = Job::cron("slow", "* * * * *")
+        .lease(ttl, ttl)
+        .run(move |ctx: RunContext| {
+            let (tx, held) = (tx.clone(), Arc::clone(&held));
+            async move {
+                tx.send(ctx.occurrence()).unwrap();
+                held.notified().await;
+                Ok(())
+            }
+        });
+    let (clock, handle) = on_manual_clock(dir.path(), start, job);
+    clock.advance(Duration::from_secs(30));
+    let first = next(&mut rx).await;
+    // The next occurrence comes while the first run holds the lease.
+    clock.advance(Duration::from_secs(60));
+    let busy = poll_missed(dir.path(), "slow").await;
+    assert_eq!(busy.reason.as_str(), "busy");
+    assert_eq!(busy.first, first.as_second() + 60);
+    release.notify_one();
+    handle.idle().await;
+    handle.shutdown(Duration::from_secs(1)).await;
+    let runs = ledger(dir.path()).history("slow", 10).unwrap();
+    assert_eq!(runs.len(), 1, "the busy occurrence did not run: {runs:?}");
+    assert_eq!(runs[0].verdict.map(|v| v.as_str()), Some("ok"));
+    assert_eq!(ledger(dir.path()).missed("slow", 10).unwrap().len(), 1);
+}
+
+/// Waits for the job's first missed range.
+async fn poll_missed(dir: &std::path::Path, job: &str) -> baton_store::ledger::MissedRow {
+    for _ in 0..6_000 {
+        if let Some(m) = ledger(dir).missed(job, 10).unwrap().pop() {
+            return m;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no missed occurrence recorded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_attempts_are_retried_after_their_backoff_until_one_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let start: Timestamp = "2026-06-01T00:00:30Z".parse().unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let tries = Arc::new(AtomicU32::new(0));
+    let job = Job::cron("flaky", "* * * * *")
+        .retries(3)
+        .backoff(Duration::from_secs(10), Duration::from_secs(15))
+        .run(move |ctx: RunContext| {
+            let (tx, tries) = (tx.clone(), Arc::clone(&tries));
+            async move {
+                tx.send(ctx.attempt()).unwrap();
+                if tries.fetch_add(1, Ordering::SeqCst) < 2 {
+                    return Err(JobError::msg("the server timed out"));
+                }
+                Ok(())
+            }
+        });
+    let (clock, handle) = on_manual_clock(dir.path(), start, job);
+    clock.advance(Duration::from_secs(30));
+    assert_eq!(next(&mut rx).await, 1);
+    // The first retry waits 10 s from the failure, the second 15 s (20 s
+    // capped); each step of the clock waits for the failure's record.
+    recorded_attempts(dir.path(), "flaky", 1).await;
+    clock.advance(Duration::from_secs(9));
+    tokio::task::yield_now().await;
+    assert!(rx.try_recv().is_err(), "not retried before its backoff");
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(next(&mut rx).await, 2);
+    recorded_attempts(dir.path(), "flaky", 2).await;
+    clock.advance(Duration::from_secs(15));
+    assert_eq!(next(&mut rx).await, 3);
+    handle.idle().await;
+    handle.shutdown(Duration::from_secs(1)).await;
+    let runs = ledger(dir.path()).history("flaky", 10).unwrap();
+    assert_eq!(runs.len(), 1);
+    let outcomes: Vec<&str> = runs[0]
+        .attempts
+        .iter()
+        .map(|a| a.outcome.as_str())
+        .collect();
+    assert_eq!(outcomes, ["failed", "failed", "ok"]);
+    assert_eq!(runs[0].verdict.map(|v| v.as_str()), Some("ok"));
+}
+
+/// Waits until the ledger has `n` attempts of `job`'s run.
+async fn recorded_attempts(dir: &std::path::Path, job: &str, n: usize) {
+    for _ in 0..6_000 {
+        let runs = ledger(dir).history(job, 1).unwrap();
+        if runs.first().is_some_and(|r| r.attempts.len() >= n) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{job}'s attempt {n} was never recorded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_marked_never_retry_fails_the_run_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let start: Timestamp = "2026-06-01T00:00:30Z".parse().unwrap();
+    let job = Job::cron("strict", "* * * * *")
+        .retries(5)
+        .run(|_| async { Err(JobError::msg("malformed input").never_retry()) });
+    let (clock, handle) = on_manual_clock(dir.path(), start, job);
+    clock.advance(Duration::from_secs(30));
+    recorded_attempts(dir.path(), "strict", 1).await;
+    handle.shutdown(Duration::from_secs(1)).await;
+    let runs = ledger(dir.path()).history("strict", 10).unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].attempts.len(), 1, "no retry: {runs:?}");
+    assert_eq!(runs[0].verdict.map(|v| v.as_str()), Some("failed"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_attempt_fails_and_is_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let start: Timestamp = "2026-06-01T00:00:30Z".parse().unwrap();
+    let job = Job::cron("brittle", "* * * * *")
+        .retries(1)
+        .backoff(Duration::from_secs(1), Duration::from_secs(1))
+        .run(|ctx: RunContext| async move {
+            assert!(ctx.attempt() > 1, "the first attempt panics");
+            Ok(())
+        });
+    let (clock, handle) = on_manual_clock(dir.path(), start, job);
+    clock.advance(Duration::from_secs(30));
+    recorded_attempts(dir.path(), "brittle", 1).await;
+    clock.advance(Duration::from_secs(1));
+    recorded_attempts(dir.path(), "brittle", 2).await;
+    handle.shutdown(Duration::from_secs(1)).await;
+    let runs = ledger(dir.path()).history("brittle", 10).unwrap();
+    let outcomes: Vec<&str> = runs[0]
+        .attempts
+        .iter()
+        .map(|a| a.outcome.as_str())
+        .collect();
+    assert_eq!(outcomes, ["failed", "ok"]);
+    assert_eq!(runs[0].verdict.map(|v| v.as_str()), Some("ok"));
+}
