@@ -298,6 +298,7 @@ fn finish(t: &mut Trial<'_>, f: &Fleet, probe: bool) {
     }
     let mut recorded = Vec::new();
     for j in &f.jobs {
+        t.facts.know(j);
         let c = t.baton(
             &f.outside,
             &["history", &j.name, "--json", "--limit", "10000"],
