@@ -43,19 +43,20 @@ pub(crate) fn scenarios() -> Vec<Scenario> {
 
 /// A job of `n` slots, due every second, whose runs last `beats` tenths of
 /// a second and more.
-fn slotted(n: u32, beats: u32) -> JobDef {
+pub(crate) fn slotted(n: u32, beats: u32) -> JobDef {
     let mut j = JobDef::every_second("j", beats);
     j.slots = Some(n);
     j
 }
 
 /// Ticks in the background (a tick runs its job to the end), one every
-/// 200–500 ms, while `until` says no, at most `span`: they start runs side
-/// by side, each in a slot. Whether `until` said yes.
-fn swarm(
+/// 200–500 ms, each started by `tick` (given its number), while `until`
+/// says no, at most `span`: they start runs side by side, each in a slot.
+/// Whether `until` said yes.
+pub(crate) fn swarm(
     t: &mut Trial<'_>,
-    l: &Local,
     span: Duration,
+    tick: &mut dyn FnMut(&mut Trial<'_>, u64),
     mut until: impl FnMut(&Trial<'_>) -> bool,
 ) -> bool {
     let deadline = std::time::Instant::now() + span;
@@ -63,12 +64,19 @@ fn swarm(
         if until(t) {
             return true;
         }
-        let c = t.baton(&l.config, &["tick"]);
-        let name = format!("tick-{}", t.rng.range(0, u64::MAX - 1));
-        let _ = t.spawn(c, &name);
+        let n = t.rng.range(0, u64::MAX - 1);
+        tick(t, n);
         pause_ms(t.rng.range(200, 500));
     }
     until(t)
+}
+
+/// A `tick` of `l` in the background, for [`swarm`].
+fn local_tick(l: &Local) -> impl FnMut(&mut Trial<'_>, u64) + '_ {
+    |t, n| {
+        let c = t.baton(&l.config, &["tick"]);
+        let _ = t.spawn(c, &format!("tick-{n}"));
+    }
 }
 
 /// The runs of the trial that have started and not said they ended.
@@ -79,12 +87,17 @@ fn in_flight(t: &Trial<'_>) -> Vec<Seen> {
         .collect()
 }
 
-/// Ticks until `n` runs are in flight at once (every slot held), at most
-/// 20 s: those runs, each with its supervisor.
-fn fill(t: &mut Trial<'_>, l: &Local, n: u32) -> Result<Vec<(Seen, u32)>, String> {
+/// Ticks (by `tick`) until `n` runs are in flight at once (every slot
+/// held), at most 30 s: those runs, each with its supervisor (its pid as
+/// seen from here).
+pub(crate) fn fill(
+    t: &mut Trial<'_>,
+    n: u32,
+    tick: &mut dyn FnMut(&mut Trial<'_>, u64),
+) -> Result<Vec<(Seen, u32)>, String> {
     let baton = t.shared.baton.clone();
     let mut held = Vec::new();
-    swarm(t, l, secs(20), |t| {
+    swarm(t, secs(30), tick, |t| {
         held = in_flight(t)
             .into_iter()
             .filter_map(|s| {
@@ -101,12 +114,19 @@ fn fill(t: &mut Trial<'_>, l: &Local, n: u32) -> Result<Vec<(Seen, u32)>, String
     }
 }
 
+/// Whether a run started in `slot` after line `mark` of the event log.
+pub(crate) fn taken_after(t: &Trial<'_>, mark: usize, slot: u32) -> bool {
+    evidence::runs(&t.events())
+        .iter()
+        .any(|s| s.first >= mark && s.slot == slot)
+}
+
 fn kill9_holder(t: &mut Trial<'_>) -> Result<(), String> {
     let n = t.rng.range(2, 3) as u32;
     let beats = t.rng.range(25, 40) as u32;
     let l = Local::new(t, None, "", vec![slotted(n, beats)]);
     common::sighted(t, &l.config)?;
-    let held = fill(t, &l, n)?;
+    let held = fill(t, n, &mut local_tick(&l))?;
     let (victim, sup) = held[t.rng.range(0, held.len() as u64 - 1) as usize].clone();
     pause_ms(t.rng.range(0, 500));
     let mark = evidence::mark(&t.events());
@@ -115,14 +135,11 @@ fn kill9_holder(t: &mut Trial<'_>) -> Result<(), String> {
     t.facts.killed.insert((hostname(), sup));
     // The dead slot is free on evidence: once every lower slot is held
     // again, the next run takes it.
-    let taken = |t: &Trial<'_>| {
-        evidence::runs(&t.events())
-            .iter()
-            .any(|s| s.first >= mark && s.slot == victim.slot)
-    };
     let span = Duration::from_millis(t.rng.range(3000, 5000));
-    swarm(t, &l, span, |_| false);
-    if !swarm(t, &l, secs(15), taken) {
+    swarm(t, span, &mut local_tick(&l), |_| false);
+    if !swarm(t, secs(15), &mut local_tick(&l), |t| {
+        taken_after(t, mark, victim.slot)
+    }) {
         t.v.wedge(format!(
             "slot {} of j was never taken again after its holder (pid {sup}, run {}) was killed",
             victim.slot, victim.run_id
@@ -138,7 +155,7 @@ fn sigstop_holder(t: &mut Trial<'_>) -> Result<(), String> {
     // supervisor is let go again.
     let l = Local::new(t, None, "", vec![slotted(n, 80)]);
     common::sighted(t, &l.config)?;
-    let held = fill(t, &l, n)?;
+    let held = fill(t, n, &mut local_tick(&l))?;
     // The youngest run: the most of it is left.
     let Some((victim, sup)) = held.iter().max_by_key(|(s, _)| s.first).cloned() else {
         return Err("no run of j was in flight".into());
@@ -149,7 +166,9 @@ fn sigstop_holder(t: &mut Trial<'_>) -> Result<(), String> {
     t.injected += 1;
     // Stopped longer than its TTL (2 s, `LOCAL_POLICY`): it renews nothing.
     t.facts.stopped.insert((hostname(), sup));
-    swarm(t, &l, Duration::from_millis(stop), |_| false);
+    swarm(t, Duration::from_millis(stop), &mut local_tick(&l), |_| {
+        false
+    });
     let to = evidence::mark(&t.events());
     procs::signal(sup as i32, rustix::process::Signal::CONT);
     for s in evidence::runs(&t.events()) {
@@ -162,7 +181,7 @@ fn sigstop_holder(t: &mut Trial<'_>) -> Result<(), String> {
         }
     }
     let after = Duration::from_millis(t.rng.range(1500, 3000));
-    swarm(t, &l, after, |_| false);
+    swarm(t, after, &mut local_tick(&l), |_| false);
     common::finish(t, &l);
     Ok(())
 }
