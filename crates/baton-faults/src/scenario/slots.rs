@@ -10,6 +10,10 @@
 //! dead: its lease is broken on evidence), and a stopped holder's must not
 //! be while it is stopped (it is alive: *hung*, never broken on its own
 //! host).
+//!
+//! Its ticks in the background, the filling of every slot and the check
+//! that a slot was taken again also serve the same fault on several hosts
+//! (`slots-pg-kill9-holder`, in [`crate::scenario::fleet`]).
 
 use std::time::Duration;
 
