@@ -3,17 +3,23 @@
 //!
 //! - **overlaps**: two runs of one job, or of one lock, at once: a run
 //!   wrote a line after another run of its job or lock had started, or a
-//!   job's process outlived the trial (it ran beside whatever came next);
+//!   job's process outlived the trial (it ran beside whatever came next).
+//!   A job with `max_concurrent = N` may have N runs at once, each in a
+//!   slot of its own: a run that starts while N of its job write on, or
+//!   while another run of its slot does, is the overlap;
 //! - **duplicates**: an occurrence started by more than one run;
 //! - **lost**: a run that happened (its job wrote `start`) that no history
 //!   shows;
 //! - **wrong**: a record that is not the truth: a verdict the job did not
 //!   earn (`ok` for a run that never ended, anything but `ok` for one that
-//!   ended 0 whose supervisor was not killed, `abandoned` included), `ok`
+//!   ended 0 whose supervisor was not killed, `abandoned` included;
+//!   `replaced` for a run of a job whose `overlap` is not `replace`, or for
+//!   one that exited on its own with the code it said), `ok`
 //!   for a run that never started, a run still shown running once nothing
 //!   of it is left, or an occurrence that ran and was counted missed;
 //! - **fence**: a sink refused a write, or a lease's fence was not larger
-//!   than every earlier lease's on that lock;
+//!   than every earlier lease's on that lock (each slot of a lock is a
+//!   lease of its own, with a sink of its own);
 //! - **wedged**: a schedule that ran nothing more once the fault was over
 //!   (judged by the scenario's probe, see [`crate::trial`]);
 //! - **breaches**: a change that must be refused was made (judged by the
@@ -22,6 +28,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::evidence::{Missed, Recorded, Seen, Write};
+use crate::job::JobDef;
 
 /// What a trial found, by invariant, with a line per finding.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -104,6 +111,10 @@ pub(crate) struct Facts {
     /// Supervisors the trial killed, as `(host, pid)` in the pid namespace
     /// history names them in: their runs may rightly be `abandoned`.
     pub(crate) killed: BTreeSet<(String, u32)>,
+    /// Supervisors the trial stopped (SIGSTOP) for longer than their TTL,
+    /// as `(host, pid)`: they renewed nothing meanwhile, so their runs may
+    /// rightly be `lease-lost` (never `abandoned`: they were alive).
+    pub(crate) stopped: BTreeSet<(String, u32)>,
     /// Whether a run that ended 0 may be recorded `abandoned` or
     /// `lease-lost` because the store was out of reach for longer than its
     /// TTL (no one could record it in time).
@@ -117,6 +128,12 @@ pub(crate) struct Facts {
     /// take them in, and one still due when the store comes back may run
     /// again; two runs at once are still an overlap.
     pub(crate) erased: Option<(String, String)>,
+    /// The `max_concurrent` of each job that has one above 1: that many of
+    /// its runs may be in flight at once.
+    pub(crate) slots: BTreeMap<String, u32>,
+    /// The jobs whose `overlap` is `replace`: a run of theirs may rightly
+    /// be recorded `replaced`.
+    pub(crate) replacing: BTreeSet<String>,
 }
 
 impl Facts {
@@ -126,6 +143,22 @@ impl Facts {
         self.erased
             .as_ref()
             .is_some_and(|(from, to)| from.as_str() <= o && o <= to.as_str())
+    }
+
+    /// Takes in what `job`'s configuration allows: its slots, and whether
+    /// its runs may be replaced.
+    pub(crate) fn know(&mut self, job: &JobDef) {
+        if let Some(n) = job.slots.filter(|&n| n > 1) {
+            self.slots.insert(job.name.clone(), n);
+        }
+        if job.overlap == Some("replace") {
+            self.replacing.insert(job.name.clone());
+        }
+    }
+
+    /// How many runs of `job` may be in flight at once.
+    fn slots_of(&self, job: &str) -> u32 {
+        self.slots.get(job).copied().unwrap_or(1).max(1)
     }
 }
 
@@ -139,7 +172,7 @@ pub(crate) fn judge(
     facts: &Facts,
     v: &mut Violations,
 ) {
-    overlaps(seen, v);
+    overlaps(seen, facts, v);
     duplicates(seen, facts, v);
     records(seen, recorded, facts, v);
     missed_but_ran(seen, missed, facts, v);
@@ -148,23 +181,46 @@ pub(crate) fn judge(
     }
 }
 
-fn overlaps(seen: &[Seen], v: &mut Violations) {
-    for (i, a) in seen.iter().enumerate() {
-        for b in &seen[i + 1..] {
-            // `seen` is in order of first lines: b started after a.
-            if a.last > b.first {
-                let what = if a.job == b.job {
-                    format!("job {}", a.job)
-                } else if a.lock == b.lock {
-                    format!("lock {} ({} and {})", a.lock, a.job, b.job)
-                } else {
+fn overlaps(seen: &[Seen], facts: &Facts, v: &mut Violations) {
+    for (i, b) in seen.iter().enumerate() {
+        // `seen` is in order of first lines: each of `seen[..i]` started
+        // before b, and is still in flight when it writes after b started.
+        let alive: Vec<&Seen> = seen[..i].iter().filter(|a| a.last > b.first).collect();
+        let n = facts.slots_of(&b.job);
+        for a in &alive {
+            let what = if a.job != b.job {
+                if a.lock != b.lock {
                     continue;
-                };
-                v.overlap(format!(
-                    "{what}: run {} (fence {}, {}) wrote on after run {} (fence {}, {}) started",
-                    a.run_id, a.fence, a.host, b.run_id, b.fence, b.host
-                ));
-            }
+                }
+                format!("lock {} ({} and {})", a.lock, a.job, b.job)
+            } else if n == 1 {
+                format!("job {}", a.job)
+            } else if a.lock == b.lock && a.slot == b.slot {
+                format!("job {}, slot {} of lock {}", a.job, a.slot, a.lock)
+            } else {
+                continue;
+            };
+            v.overlap(format!(
+                "{what}: run {} (fence {}, {}) wrote on after run {} (fence {}, {}) started",
+                a.run_id, a.fence, a.host, b.run_id, b.fence, b.host
+            ));
+        }
+        let mine: Vec<&&Seen> = alive.iter().filter(|a| a.job == b.job).collect();
+        if n > 1 && mine.len() >= n as usize {
+            v.overlap(format!(
+                "job {} (max_concurrent = {n}): run {} (slot {}, fence {}, {}) started while {} \
+                 of its runs wrote on: {}",
+                b.job,
+                b.run_id,
+                b.slot,
+                b.fence,
+                b.host,
+                mine.len(),
+                mine.iter()
+                    .map(|a| format!("{} (slot {})", a.run_id, a.slot))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
         }
     }
 }
@@ -204,20 +260,29 @@ fn records(seen: &[Seen], recorded: &[Recorded], facts: &Facts, v: &mut Violatio
             }
             continue;
         };
-        let killed = match (&r.host, r.pid) {
-            (Some(h), Some(p)) => facts.killed.contains(&(h.clone(), p)),
-            _ => false,
+        let (killed, stopped) = match (&r.host, r.pid) {
+            (Some(h), Some(p)) => (
+                facts.killed.contains(&(h.clone(), p)),
+                facts.stopped.contains(&(h.clone(), p)),
+            ),
+            _ => (false, false),
         };
         let verdict = r.verdict.as_deref();
+        let replacing = facts.replacing.contains(&s.job);
         let fine = match (s.end, verdict) {
             (_, None) => false,
+            (_, Some("replaced")) if !replacing => false,
+            // Stopped after its last line, before its exit: the code it
+            // said is not the one it ended with. One that exited on its own
+            // keeps its ending.
+            (Some(c), Some("replaced")) => r.exit_code != Some(c),
             (Some(0), Some("ok")) => true,
             (Some(0), Some("abandoned")) => killed || facts.outage_over_ttl,
-            (Some(0), Some("lease-lost")) => facts.outage_over_ttl,
+            (Some(0), Some("lease-lost")) => facts.outage_over_ttl || stopped,
             (Some(0), _) => false,
             (Some(_), Some("failed")) => true,
             (Some(_), Some("abandoned")) => killed || facts.outage_over_ttl,
-            (Some(_), Some("lease-lost")) => facts.outage_over_ttl,
+            (Some(_), Some("lease-lost")) => facts.outage_over_ttl || stopped,
             (Some(_), _) => false,
             // It never said it ended: killed, stopped, or its supervisor died.
             (None, Some(v)) => v != "ok",
@@ -326,6 +391,7 @@ mod tests {
             fence: 1,
             host: "h".into(),
             lock: "j".into(),
+            slot: 1,
             first,
             last,
             attempts: 1,
@@ -443,5 +509,63 @@ mod tests {
         ];
         missed_but_ran(&ran, &m, &restored, &mut v);
         assert_eq!(v.wrong, 1, "{v:?}");
+    }
+
+    #[test]
+    fn n_slots_allow_n_runs_at_once_and_never_two_in_one_slot() {
+        let in_slot = |run: &str, occ: &str, first, last, slot| Seen {
+            slot,
+            ..seen(run, occ, first, last, Some(0))
+        };
+        let three = Facts {
+            slots: [("j".to_owned(), 3)].into(),
+            ..Facts::default()
+        };
+        // Three at once, in slots 1, 2 and 3; then a fourth once one ended.
+        let fine = [
+            in_slot("a", "o1", 0, 10, 1),
+            in_slot("b", "o2", 1, 11, 2),
+            in_slot("c", "o3", 2, 12, 3),
+            in_slot("d", "o4", 11, 13, 2),
+        ];
+        assert_eq!(judge_all(&fine, &[], &three).overlaps, 0);
+        // The same history is four overlaps for a job of one slot.
+        assert_eq!(judge_all(&fine, &[], &Facts::default()).overlaps, 4);
+        // A fourth while three write on: one more than N.
+        let four = [
+            in_slot("a", "o1", 0, 10, 1),
+            in_slot("b", "o2", 1, 11, 2),
+            in_slot("c", "o3", 2, 12, 3),
+            in_slot("d", "o4", 3, 13, 1),
+        ];
+        let v = judge_all(&four, &[], &three);
+        // d beside all three, and in a's slot.
+        assert_eq!(v.overlaps, 2, "{v:?}");
+        // Two in one slot, with only two at once.
+        let slot = [in_slot("a", "o1", 0, 10, 2), in_slot("b", "o2", 1, 11, 2)];
+        assert_eq!(judge_all(&slot, &[], &three).overlaps, 1);
+    }
+
+    #[test]
+    fn replaced_is_a_verdict_of_a_replacing_job_stopped_before_its_exit() {
+        let replacing = Facts {
+            replacing: ["j".to_owned()].into(),
+            ..Facts::default()
+        };
+        let stopped = [seen("a", "o1", 0, 3, None)];
+        let r = [rec("a", Some("replaced"))];
+        assert_eq!(judge_all(&stopped, &r, &replacing).total(), 0);
+        // Not for a job whose overlap is not replace.
+        assert_eq!(judge_all(&stopped, &r, &Facts::default()).wrong, 1);
+        // Stopped between its last line and its exit: another exit code.
+        let ended = [seen("a", "o1", 0, 3, Some(0))];
+        let mut cut = rec("a", Some("replaced"));
+        cut.exit_code = Some(143);
+        assert_eq!(judge_all(&ended, &[cut.clone()], &replacing).total(), 0);
+        // Exited on its own with the code it said: it keeps its ending.
+        cut.exit_code = Some(0);
+        assert_eq!(judge_all(&ended, &[cut], &replacing).wrong, 1);
+        // A run left running is still wrong.
+        assert_eq!(judge_all(&stopped, &[rec("a", None)], &replacing).wrong, 1);
     }
 }

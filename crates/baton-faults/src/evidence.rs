@@ -17,6 +17,9 @@ pub(crate) struct Seen {
     pub(crate) host: String,
     /// Its `lock` (the job's `FAULTS_LOCK`).
     pub(crate) lock: String,
+    /// The slot of its lock it ran under (`BATON_SLOT`; 1 without
+    /// `max_concurrent`).
+    pub(crate) slot: u32,
     /// Line numbers in the event log of its first and last line.
     pub(crate) first: usize,
     pub(crate) last: usize,
@@ -33,7 +36,7 @@ pub(crate) fn runs(path: &Path) -> Vec<Seen> {
     for (n, line) in text.lines().enumerate() {
         let f: Vec<&str> = line.split_whitespace().collect();
         match f.as_slice() {
-            ["start", job, occ, run, fence, host, lock, ..] => {
+            ["start", job, occ, run, fence, host, lock, slot, ..] => {
                 let e = by_id.entry((*run).to_owned()).or_insert_with(|| Seen {
                     job: (*job).to_owned(),
                     occurrence: (*occ).to_owned(),
@@ -41,6 +44,7 @@ pub(crate) fn runs(path: &Path) -> Vec<Seen> {
                     fence: fence.parse().unwrap_or(0),
                     host: (*host).to_owned(),
                     lock: (*lock).to_owned(),
+                    slot: slot.parse().unwrap_or(1),
                     first: n,
                     last: n,
                     attempts: 0,
@@ -216,9 +220,9 @@ mod tests {
         let p = dir.path().join("events");
         std::fs::write(
             &p,
-            "start j 2026-01-01T00:00:01Z r1 10 h j 1.0\nbeat r1 1.1\n\
-             start j 2026-01-01T00:00:02Z r2 11 h j 1.2\nbeat r1 1.3\nend r2 0 1.4\n\
-             garbage\nstart j manual r3 12 h j 2\nend r3 1 2.1\n",
+            "start j 2026-01-01T00:00:01Z r1 10 h j 1 1.0\nbeat r1 1.1\n\
+             start j 2026-01-01T00:00:02Z r2 11 h j 2 1.2\nbeat r1 1.3\nend r2 0 1.4\n\
+             garbage\nstart j manual r3 12 h j 1 2\nend r3 1 2.1\n",
         )
         .unwrap();
         let r = runs(&p);
@@ -227,7 +231,10 @@ mod tests {
             (r[0].run_id.as_str(), r[0].first, r[0].last, r[0].end),
             ("r1", 0, 3, None)
         );
-        assert_eq!((r[1].run_id.as_str(), r[1].end), ("r2", Some(0)));
+        assert_eq!(
+            (r[1].run_id.as_str(), r[1].end, r[1].slot),
+            ("r2", Some(0), 2)
+        );
         assert_eq!((r[2].occurrence.as_str(), r[2].end), ("manual", Some(1)));
         assert_eq!(mark(&p), 8);
         let s = dir.path().join("sink");

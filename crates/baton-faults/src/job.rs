@@ -2,8 +2,9 @@
 //! trial writes into its directory, whose output is the evidence the
 //! checker trusts.
 //!
-//! The job appends `start JOB OCCURRENCE RUN FENCE HOST LOCK UPTIME` when
-//! an attempt starts, a `beat RUN UPTIME` after each write through the
+//! The job appends `start JOB OCCURRENCE RUN FENCE HOST LOCK SLOT UPTIME`
+//! when an attempt starts (`SLOT` is `BATON_SLOT`, 1 without
+//! `max_concurrent`), a `beat RUN UPTIME` after each write through the
 //! sink (every 100 ms), and `end RUN CODE UPTIME` just before it exits
 //! with CODE. Appends are single short `write(2)`s to a file opened
 //! `O_APPEND` (`>>`), so the log's order is the order in which they
@@ -15,7 +16,8 @@
 //! The sink is a resource that refuses a writer older than one it has
 //! seen: under `flock(1)` it compares the fence with the highest so far,
 //! appends `FENCE TOKEN RUN HOST`, or `REJECTED FENCE TOKEN RUN HOST` and
-//! exits 1. One sink per lock (fences are per lock).
+//! exits 1. One sink per lease, as fences are per lease: `sink-LOCK` for a
+//! lock (its slot 1), `sink-LOCK@K` for its slot K, as baton names them.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -35,10 +37,13 @@ beats=${{1:-5}}; rc=${{2:-0}}
 up() {{ read -r u _ < /proc/uptime; echo "$u"; }}
 read -r h < /proc/sys/kernel/hostname
 lock=${{FAULTS_LOCK:-$BATON_JOB}}
-echo "start $BATON_JOB $BATON_OCCURRENCE $BATON_RUN_ID $BATON_FENCE $h $lock $(up)" >> "$ev"
+slot=${{BATON_SLOT:-1}}
+lease=$lock
+[ "$slot" = 1 ] || lease="$lock@$slot"
+echo "start $BATON_JOB $BATON_OCCURRENCE $BATON_RUN_ID $BATON_FENCE $h $lock $slot $(up)" >> "$ev"
 i=0
 while [ "$i" -lt "$beats" ]; do
-  '{sink}' '{sinks}'/"sink-$lock" "$BATON_FENCE" "$BATON_TOKEN" "$BATON_RUN_ID" "$h"
+  '{sink}' '{sinks}'/"sink-$lease" "$BATON_FENCE" "$BATON_TOKEN" "$BATON_RUN_ID" "$h"
   echo "beat $BATON_RUN_ID $(up)" >> "$ev"
   i=$((i+1))
   sleep 0.1
@@ -93,6 +98,8 @@ pub(crate) struct JobDef {
     pub(crate) lock: Option<String>,
     /// Its `overlap`, when not the default.
     pub(crate) overlap: Option<&'static str>,
+    /// Its `max_concurrent`, when not the default (1).
+    pub(crate) slots: Option<u32>,
     /// Whether it settles its watermark.
     pub(crate) settle: bool,
     /// Whether it detaches from its group and session first.
@@ -111,6 +118,7 @@ impl JobDef {
             exit: 0,
             lock: None,
             overlap: None,
+            slots: None,
             settle: false,
             detach: false,
             extra: String::new(),
@@ -144,6 +152,9 @@ impl JobDef {
         }
         if let Some(o) = self.overlap {
             s.push_str(&format!("overlap = {o:?}\n"));
+        }
+        if let Some(n) = self.slots {
+            s.push_str(&format!("max_concurrent = {n}\n"));
         }
         s.push_str(&self.extra);
         s.push('\n');

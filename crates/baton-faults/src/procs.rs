@@ -3,6 +3,8 @@
 //! on to its workers and jobs), wherever they went: another session, a
 //! host's pid namespace, re-parented to init.
 
+use std::path::{Path, PathBuf};
+
 /// The name of the mark.
 pub(crate) const MARK: &str = "BATON_FAULTS_TRIAL";
 
@@ -97,4 +99,48 @@ pub(crate) fn child_of(pid: u32) -> Option<u32> {
         .next()?
         .parse()
         .ok()
+}
+
+/// The parent of `pid`, from `/proc/PID/stat` (read after the last `)`:
+/// a command's name may hold spaces and parentheses).
+pub(crate) fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The value of `key` in `pid`'s environment.
+pub(crate) fn env_of(pid: i32, key: &str) -> Option<String> {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let prefix = format!("{key}=");
+    env.split(|b| *b == 0).find_map(|kv| {
+        kv.strip_prefix(prefix.as_bytes())
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+    })
+}
+
+/// The supervisor of run `run_id` of the trial `mark`: the nearest
+/// ancestor of one of the run's job processes (those whose environment
+/// says `BATON_RUN_ID=run_id`) that executes one of `exes` outside the job's
+/// own PID namespace (inside it, the step's init is a fork of the runner,
+/// and killing it kills the job, not its supervisor), as seen from here.
+pub(crate) fn supervisor_of(mark: &str, run_id: &str, exes: &[&Path]) -> Option<u32> {
+    let exes: Vec<PathBuf> = exes.iter().filter_map(|e| e.canonicalize().ok()).collect();
+    let runs =
+        |pid: u32| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|e| exes.contains(&e));
+    let ns = |pid: u32| std::fs::read_link(format!("/proc/{pid}/ns/pid")).ok();
+    marked(mark)
+        .into_iter()
+        .filter(|p| env_of(p.pid, "BATON_RUN_ID").as_deref() == Some(run_id))
+        .find_map(|p| {
+            let mut pid = u32::try_from(p.pid).ok()?;
+            let job_ns = ns(pid)?;
+            for _ in 0..16 {
+                if runs(pid) && ns(pid).is_some_and(|n| n != job_ns) {
+                    return Some(pid);
+                }
+                pid = parent_of(pid).filter(|&p| p > 1)?;
+            }
+            None
+        })
 }

@@ -548,6 +548,7 @@ impl<'r> Session<'r> {
             self.report_lost();
             self.notice_ask();
             if self.replaced.is_some() && stop.is_none() {
+                fail::fail_point!("replace-stop");
                 // The same stop as a lost lease's, the lease kept: whether
                 // the command still runs is asked right before the signal.
                 if !waited && let Ok(Some(s)) = child.try_wait() {

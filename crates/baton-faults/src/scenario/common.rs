@@ -90,9 +90,15 @@ pub(crate) fn sighted(t: &mut Trial<'_>, config: &Path) -> Result<(), String> {
     if r.code != Some(0) {
         return Err(format!("the tick that sees the jobs failed: {}", r.said()));
     }
+    next_second();
+    Ok(())
+}
+
+/// Waits for the next whole second (and 20 ms): an occurrence of a job due
+/// every second is due then that was not before.
+pub(crate) fn next_second() {
     let into = jiff::Timestamp::now().subsec_nanosecond() / 1_000_000;
     pause_ms(u64::try_from(1_020 - into).unwrap_or(1_020));
-    Ok(())
 }
 
 /// Honest ticks every 200–500 ms for `span`, racing whatever else runs.
@@ -131,6 +137,7 @@ pub(crate) fn judge_all(t: &mut Trial<'_>, ls: &[&Local]) {
     let mut recorded = Vec::new();
     for l in ls {
         for j in &l.jobs {
+            t.facts.know(j);
             let cmd = t.baton(
                 &l.config,
                 &["history", &j.name, "--json", "--limit", "10000"],

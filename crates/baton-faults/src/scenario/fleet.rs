@@ -1,6 +1,7 @@
 //! Several hosts (namespaces: a host name, pid namespace, machine id and
 //! boot id of their own, with a pid 1 that stays up while anything of the
-//! host runs) sharing one PostgreSQL store: a supervisor killed, the
+//! host runs) sharing one PostgreSQL store: a supervisor killed (of a run,
+//! or of one slot of a job with `max_concurrent`), the
 //! connection frozen, cut or muted, backends terminated, the server
 //! restarted or restored from a backup, a blocked stderr while the store is
 //! out of reach, one host's clock off, a cloned machine.
@@ -22,6 +23,7 @@ use crate::evidence;
 use crate::job::JobDef;
 use crate::procs;
 use crate::scenario::common::faked;
+use crate::scenario::slots;
 use crate::scenario::{Need, Scenario};
 use crate::trial::{PG_POLICY, Trial, pause_ms, secs};
 
@@ -50,6 +52,13 @@ pub(crate) fn scenarios() -> Vec<Scenario> {
             needs: NEEDS,
             cost: 3,
             run: killed_worker,
+        },
+        Scenario {
+            name: "slots-pg-kill9-holder",
+            what: "max_concurrent = 2 or 3 on three hosts: kill -9 of one slot's supervisor (its host's pid 1 stays up) while the other slots are held: never N + 1 runs at once, each occurrence once, the dead slot taken again, the killed run abandoned",
+            needs: NEEDS,
+            cost: 3,
+            run: slots_killed,
         },
         Scenario {
             name: "blocked-stderr",
@@ -298,6 +307,7 @@ fn finish(t: &mut Trial<'_>, f: &Fleet, probe: bool) {
     }
     let mut recorded = Vec::new();
     for j in &f.jobs {
+        t.facts.know(j);
         let c = t.baton(
             &f.outside,
             &["history", &j.name, "--json", "--limit", "10000"],
@@ -408,6 +418,44 @@ fn killed_worker(t: &mut Trial<'_>) -> Result<(), String> {
     t.injected += 1;
     let span = Duration::from_millis(t.rng.range(5000, 8000));
     race(t, &f, 1, span);
+    finish(t, &f, true);
+    Ok(())
+}
+
+fn slots_killed(t: &mut Trial<'_>) -> Result<(), String> {
+    let n = t.rng.range(2, 3) as u32;
+    let beats = t.rng.range(25, 40) as u32;
+    let f = Fleet::new(
+        t,
+        &["alpha", "beta", "gamma"],
+        vec![slots::slotted(n, beats)],
+        false,
+        false,
+    )?;
+    let hosts = f.hosts.len() as u64;
+    let mut on_any = |t: &mut Trial<'_>, k: u64| {
+        let _ = spawn_on(t, &f, (k % hosts) as usize, &["tick"], &format!("tick-{k}"));
+    };
+    let held = slots::fill(t, n, &mut on_any)?;
+    let (victim, sup) = held[t.rng.range(0, held.len() as u64 - 1) as usize].clone();
+    pause_ms(t.rng.range(0, 500));
+    let mark = evidence::mark(&t.events());
+    if let Some(inner) = procs::inner_pid(sup as i32) {
+        t.facts.killed.insert((victim.host.clone(), inner));
+    }
+    procs::kill(sup as i32);
+    t.injected += 1;
+    // Its own host takes the dead slot at once, another after TTL + grace.
+    let span = Duration::from_millis(t.rng.range(5000, 8000));
+    slots::swarm(t, span, &mut on_any, |_| false);
+    if !slots::swarm(t, secs(20), &mut on_any, |t| {
+        slots::taken_after(t, mark, victim.slot)
+    }) {
+        t.v.wedge(format!(
+            "slot {} of j was never taken again after its holder on {} (run {}) was killed",
+            victim.slot, victim.host, victim.run_id
+        ));
+    }
     finish(t, &f, true);
     Ok(())
 }

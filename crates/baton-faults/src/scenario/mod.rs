@@ -9,6 +9,8 @@
 //!   a disk that fills at that point), on one host;
 //! - [`local`]: one host's faults: clocks, planted files, FIFOs, locks
 //!   renamed or shared, a lost or locked ledger, `baton exec`;
+//! - [`slots`]: `max_concurrent = N`, one slot's holder killed or stopped;
+//! - [`replace`]: `overlap = "replace"`, a supervisor killed at a request;
 //! - [`daemon`]: the daemon's write API and its files;
 //! - [`fleet`]: several hosts (namespaces) on one PostgreSQL: killed
 //!   supervisors, frozen and cut connections, terminated backends, a
@@ -19,6 +21,8 @@ pub(crate) mod common;
 pub(crate) mod daemon;
 pub(crate) mod fleet;
 pub(crate) mod local;
+pub(crate) mod replace;
+pub(crate) mod slots;
 pub(crate) mod sweep;
 
 use crate::campaign::Plan;
@@ -61,6 +65,8 @@ pub(crate) fn all() -> Vec<Scenario> {
     let mut v = Vec::new();
     v.extend(sweep::scenarios());
     v.extend(local::scenarios());
+    v.extend(slots::scenarios());
+    v.extend(replace::scenarios());
     v.extend(daemon::scenarios());
     v.extend(fleet::scenarios());
     v

@@ -1,6 +1,7 @@
 //! The failpoint sweep: every write and wait of a run (the claim, the
 //! start record, an attempt's start and end, the end record, the
-//! watermark, the queue, a renewal, the release) × every fault there: the
+//! watermark, the queue, a renewal, the release, a request that the run in
+//! flight be replaced and its stop) × every fault there: the
 //! process at the point killed with `kill -9` (a tick's worker, the
 //! supervisor of the run), its parent tick killed, the job's tree killed, a
 //! stall, and the disk filling at that point (the state directory on a
@@ -72,6 +73,25 @@ const SWEEP: &[(&str, &str, &str)] = &[
     ("failpoint-release-kill-tick", "release", "kill-parent"),
     ("failpoint-release-stall", "release", "stall"),
     ("failpoint-release-enospc", "release", "enospc"),
+    ("failpoint-replace-ask-kill", "replace-ask", "kill"),
+    (
+        "failpoint-replace-ask-kill-tick",
+        "replace-ask",
+        "kill-parent",
+    ),
+    ("failpoint-replace-ask-stall", "replace-ask", "stall"),
+    ("failpoint-replace-stop-kill", "replace-stop", "kill"),
+    (
+        "failpoint-replace-stop-kill-tick",
+        "replace-stop",
+        "kill-parent",
+    ),
+    (
+        "failpoint-replace-stop-kill-job",
+        "replace-stop",
+        "kill-job",
+    ),
+    ("failpoint-replace-stop-stall", "replace-stop", "stall"),
 ];
 
 macro_rules! sweep_fns {
@@ -80,9 +100,9 @@ macro_rules! sweep_fns {
     };
 }
 
-const RUNS: [Run; 34] = sweep_fns!(
+const RUNS: [Run; 41] = sweep_fns!(
     0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25,
-    26, 27, 28, 29, 30, 31, 32, 33
+    26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40
 );
 
 /// The sweep's scenarios.
@@ -116,6 +136,12 @@ fn run(t: &mut Trial<'_>, point: &str, action: &str) -> Result<(), String> {
     if point == "renewal" {
         job.beats = t.rng.range(15, 25) as u32;
     }
+    if point.starts_with("replace-") {
+        // Runs of 2 s and more, due every second: each occurrence asks the
+        // run in flight to stop.
+        job.overlap = Some("replace");
+        job.beats = t.rng.range(20, 30) as u32;
+    }
     let l = Local::new(t, Some(t.path("state")), "", vec![job]);
     let stall = t.rng.range(1500, 3500);
     let fault = match action {
@@ -126,6 +152,19 @@ fn run(t: &mut Trial<'_>, point: &str, action: &str) -> Result<(), String> {
     // The faulty tick is not the first to see the job: it has a run to
     // reach its point in.
     common::sighted(t, &l.config)?;
+    // The asking side of a request: an honest tick holds a run first, and
+    // the faulty one comes for the next second's occurrence.
+    if point == "replace-ask" {
+        let c = t.baton(&l.config, &["tick"]);
+        if t.spawn(c, "holder-tick").is_none() {
+            return Err("the holder's tick did not start".into());
+        }
+        let events = t.events();
+        if !t.until(secs(15), |_| crate::evidence::mark(&events) > 0) {
+            return Err("the holder's run never started".into());
+        }
+        common::next_second();
+    }
     // The point in a run that has a queue to drain, or renews, comes later.
     let faulty = t.faulty(&l.config, &["tick"], &fault);
     let Some(pid) = t.spawn(faulty, "faulty-tick") else {
@@ -136,8 +175,9 @@ fn run(t: &mut Trial<'_>, point: &str, action: &str) -> Result<(), String> {
     // that reaches the point.
     let events = t.events();
     let hits = t.hits_log();
+    let before = crate::evidence::mark(&events);
     t.until(secs(15), |t| {
-        crate::evidence::mark(&events) > 0 || hits.exists() || t.ended(pid)
+        crate::evidence::mark(&events) > before || hits.exists() || t.ended(pid)
     });
     // With `enospc`, the disk fills the moment the point is reached, which
     // may be while the honest ticks race (a queued occurrence is taken only

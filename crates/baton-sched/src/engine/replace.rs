@@ -84,6 +84,7 @@ pub(crate) fn ask(
     let Some(first) = s.ledger(|l| l.ask_replace(&asked)) else {
         return false;
     };
+    fail::fail_point!("replace-ask");
     if first {
         s.note(&format!(
             "{} occurrence={} asked run {holder_run} to stop for it (overlap = \"replace\")",
