@@ -10,14 +10,13 @@
 //! lease's TTL and takeover grace).
 
 mod common;
+mod sink;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton_embed::{Clock, Job, JobError, RunContext, Scheduler, Store, SystemClock};
-use baton_lease::{FileMutex, Sharing};
+use baton_embed::{Job, JobError, RunContext, Scheduler, Store};
 use common::env_ms;
 
 fn store() -> Store {
@@ -29,35 +28,15 @@ fn store() -> Store {
     Store::sqlite(spec.strip_prefix("sqlite:").unwrap_or(&spec))
 }
 
-/// Appends one line to `sink` under the flock of `sink.lock`, so that
-/// lines of several processes never interleave.
-fn append(sink: &Path, line: &str) -> std::io::Result<()> {
-    let guard = FileMutex::lock(
-        &sink.with_extension("lock"),
-        Sharing::Exclusive,
-        Duration::from_secs(10),
-    )
-    .map_err(std::io::Error::other)?;
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(sink)?;
-    f.write_all(line.as_bytes())?;
-    f.sync_data()?;
-    drop(guard);
-    Ok(())
-}
-
-fn line(what: &str, ctx: &RunContext) -> String {
-    format!(
-        "{what} {} {} {} {} {} {}\n",
-        ctx.job(),
-        ctx.occurrence().as_second(),
-        ctx.fence(),
-        ctx.run_id(),
-        SystemClock.wall().as_microsecond(),
-        std::process::id()
-    )
+/// Appends `what` of the run `ctx` to the sink.
+fn append(sink: &Path, what: &str, ctx: &RunContext) -> std::io::Result<()> {
+    let run = sink::Run {
+        job: ctx.job(),
+        occurrence: ctx.occurrence().as_second(),
+        fence: ctx.fence(),
+        run_id: ctx.run_id(),
+    };
+    sink::append(sink, what, &run)
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -71,12 +50,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .run(move |ctx: RunContext| {
             let sink = Arc::clone(&sink);
             async move {
-                append(&sink, &line("start", &ctx))?;
+                append(&sink, "start", &ctx)?;
                 tokio::select! {
                     () = tokio::time::sleep(hold) => {}
                     _ = ctx.cancelled() => return Err(JobError::msg("cancelled")),
                 }
-                append(&sink, &line("end", &ctx))?;
+                append(&sink, "end", &ctx)?;
                 Ok(())
             }
         });

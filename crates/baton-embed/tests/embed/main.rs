@@ -5,6 +5,7 @@
 //! mid-run.
 
 mod build;
+mod exhibit;
 mod fencing;
 mod manual;
 #[cfg(feature = "postgres")]
