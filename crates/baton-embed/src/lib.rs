@@ -173,9 +173,17 @@
 //! after the job; `baton history report` lists the service's runs with
 //! their fences and attempts.
 //!
-//! That configuration is for reading (`status`, `history`): `baton tick`
-//! or the daemon must not run with it, since they would record the
-//! disabled job's occurrences missed `disabled` beside the service's runs.
+//! With the same configuration, `baton pause report` (and `baton resume
+//! report`) pause the service's job: the pause is a row of the shared
+//! ledger, and every replica reads it under the job's lease before an
+//! occurrence starts, recording each occurrence it covers missed `paused`
+//! (no run, no alert). Pauses that cannot be read keep the occurrence from
+//! running.
+//!
+//! That configuration is for reading and pausing (`status`, `history`,
+//! `pause`, `resume`): `baton tick` or the daemon must not run with it,
+//! since they would record the disabled job's occurrences missed
+//! `disabled` beside the service's runs.
 //!
 //! # Not yet
 //!
@@ -188,9 +196,7 @@
 //! - catch-up and backfill: occurrences before [`Scheduler::start`] are not
 //!   run; several passed over at once (a suspended host) run the newest
 //!   and record the rest missed `superseded`;
-//! - pauses set with `baton pause` (the embedded scheduler does not read
-//!   them), checks, watermarks, timeouts and run budgets, alerts and
-//!   webhooks;
+//! - checks, watermarks, timeouts and run budgets, alerts and webhooks;
 //! - locks shared between jobs, `max_concurrent` slots (each job's lock is
 //!   its name);
 //! - running a job as a child process under the runner, the daemon's API

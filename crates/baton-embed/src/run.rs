@@ -8,17 +8,20 @@
 //!    job's previous occurrence, overrunning) is missed `busy`, a hung or
 //!    orphaned holder `hung` or `orphaned`, each decided once in the
 //!    ledger whichever replicas try;
-//! 2. record `started` in the ledger under the lease, before the job's
+//! 2. read the job's pauses under the lease: an occurrence a pause covers
+//!    (`baton pause JOB`) is missed `paused`, decided once in the ledger;
+//!    pauses that cannot be read keep it from running;
+//! 3. record `started` in the ledger under the lease, before the job's
 //!    function is called; an occurrence the ledger already decided ends
 //!    there, and a start that cannot be recorded does not run (its claim is
 //!    taken back where the store can);
-//! 3. record `abandoned` the job's runs that can no longer end on their
+//! 4. record `abandoned` the job's runs that can no longer end on their
 //!    own (a lower fence: their replica's lease moved on; or their process
 //!    on this host is gone), as the command line does;
-//! 4. run the attempts while the lease is renewed (`keeper.rs`); a lost
+//! 5. run the attempts while the lease is renewed (`keeper.rs`); a lost
 //!    lease or a shutdown fires the run's cancellation, and a function that
 //!    has not returned within the grace is dropped;
-//! 5. record each attempt and the verdict, then release.
+//! 6. record each attempt and the verdict, then release.
 //!
 //! Nothing here waits but through the scheduler's clock, and every call
 //! into the store or the ledger runs on a blocking thread.
@@ -140,6 +143,13 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
         let_go(kept, &name, at, true).await;
         return;
     };
+    match paused(&env, &mut ledger, &plan, at, occ).await {
+        Some(false) => {}
+        // Recorded missed: the ledger decided it.
+        Some(true) => return let_go(kept, &name, at, false).await,
+        // Unknown: it never started, and its claim must not say it did.
+        None => return let_go(kept, &name, at, true).await,
+    }
     let row = NewRun {
         run_id: run_id.clone(),
         job: name.clone(),
@@ -239,6 +249,50 @@ async fn let_go(kept: Kept, name: &str, at: i64, withdraw: bool) {
     }
 }
 
+/// Whether a pause set with `baton pause` (or through the ledger's
+/// [`Records::pause`]) covers occurrence `at`; if so, it is recorded missed
+/// `paused`, once across replicas. Read with the lease held, so a pause set
+/// before any replica took the lease for `at` keeps `at` from running.
+/// `None` when the pauses cannot be read: the occurrence does not run (it
+/// cannot be known not to be paused) and nothing is recorded.
+async fn paused(
+    env: &Env,
+    ledger: &mut Ledger,
+    plan: &Plan,
+    at: i64,
+    occ: Timestamp,
+) -> Option<bool> {
+    let name = plan.name.clone();
+    // A newer pause ends the one before it, so the newest few hold any
+    // that covers an occurrence due moments ago.
+    let pauses = match ledger.call(move |l| l.pauses(&name, 3)).await {
+        Some(Ok(p)) => p,
+        Some(Err(e)) => {
+            tracing::warn!(
+                "{} occurrence={occ}: not run: its pauses could not be read: {e}",
+                plan.name
+            );
+            return None;
+        }
+        None => return None,
+    };
+    let Some(pause) = pauses.into_iter().find(|p| p.covers(occ)) else {
+        return Some(false);
+    };
+    let detail = format!(
+        "paused by {} since {}{}",
+        pause.who,
+        pause.since,
+        pause
+            .reason
+            .as_deref()
+            .map(|r| format!(": {r}"))
+            .unwrap_or_default()
+    );
+    miss(env, ledger, plan, at, MissReason::Paused, detail).await;
+    Some(true)
+}
+
 /// The lock was free, but the job had claimed `at` or a later occurrence
 /// (`claimed`): another replica ran it. In a shared store, a claim whose
 /// start the ledger never recorded did not run: it is recorded missed
@@ -322,12 +376,16 @@ pub(crate) async fn missed_range(
                 count,
                 at_least,
                 detail: Some(&detail),
-                streak: false,
+                // A pause's misses extend one range, as the command line's.
+                streak: reason.is_deliberate(),
             };
             l.miss(&m, now).map(|r| (r, detail))
         })
         .await;
     match recorded {
+        Some(Ok((Missed::Recorded, detail))) if reason.is_deliberate() => {
+            tracing::info!("{job}: occurrence {first} not run ({reason}): {detail}");
+        }
         Some(Ok((Missed::Recorded, detail))) => {
             tracing::warn!("{job}: occurrence {first} missed ({reason}): {detail}");
         }

@@ -8,6 +8,7 @@ mod build;
 mod exhibit;
 mod fencing;
 mod manual;
+mod pause;
 #[cfg(feature = "postgres")]
 mod pg;
 mod policies;
