@@ -18,6 +18,10 @@ pub enum Cancel {
     LeaseLost,
     /// The scheduler is shutting down ([`crate::Handle::shutdown`]).
     Shutdown,
+    /// The attempt ran past its job's timeout ([`crate::Job::timeout`]).
+    /// The lease is still held: the attempt is recorded `timeout`, and
+    /// retried when the job has retries left.
+    Timeout,
 }
 
 /// One attempt of one occurrence of a job, as its function sees it.

@@ -20,8 +20,8 @@ pub(crate) type RunFn = Arc<dyn Fn(RunContext) -> RunFuture + Send + Sync>;
 /// [`crate::Builder::job`].
 ///
 /// Defaults are the command line's: zone UTC, no retries, a backoff of
-/// 30 s doubling up to 15 min, a 30 s lease TTL and takeover grace, and a
-/// 10 s grace for a cancelled run to return.
+/// 30 s doubling up to 15 min, an attempt's timeout of 1 h, a 30 s lease
+/// TTL and takeover grace, and a 10 s grace for a cancelled run to return.
 ///
 /// ```
 /// use std::time::Duration;
@@ -45,6 +45,7 @@ pub struct Job {
     pub(crate) retries: u32,
     pub(crate) backoff: Duration,
     pub(crate) backoff_max: Duration,
+    pub(crate) timeout: Duration,
     pub(crate) ttl: Duration,
     pub(crate) takeover_grace: Duration,
     pub(crate) grace: Duration,
@@ -77,6 +78,7 @@ impl Job {
             retries: 0,
             backoff: Duration::from_secs(30),
             backoff_max: Duration::from_secs(15 * 60),
+            timeout: Duration::from_secs(60 * 60),
             ttl: Duration::from_secs(30),
             takeover_grace: Duration::from_secs(30),
             grace: Duration::from_secs(10),
@@ -107,6 +109,33 @@ impl Job {
     pub fn backoff(mut self, first: Duration, max: Duration) -> Self {
         self.backoff = first;
         self.backoff_max = max;
+        self
+    }
+
+    /// Each attempt's limit (1 h by default; [`Duration::ZERO`] for none),
+    /// on the scheduler's boot clock. An attempt past it is asked to stop
+    /// ([`crate::Cancel::Timeout`]) and, if it has not returned within the
+    /// grace ([`Job::grace`]), its future is dropped. Unless it returned
+    /// `Ok`, the attempt is recorded `timeout` and retried like a failed
+    /// one, as the command line's `timeout` key does.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use baton_embed::{Job, RunContext};
+    ///
+    /// let job = Job::cron("export", "0 3 * * *")
+    ///     .timeout(Duration::from_secs(20 * 60))
+    ///     .retries(1)
+    ///     .run(|ctx: RunContext| async move {
+    ///         // Stops at its next await once the 20 minutes are up.
+    ///         ctx.cancelled().await;
+    ///         Ok(())
+    ///     });
+    /// # let _ = job;
+    /// ```
+    #[must_use]
+    pub fn timeout(mut self, limit: Duration) -> Self {
+        self.timeout = limit;
         self
     }
 

@@ -187,16 +187,17 @@
 //!
 //! # Not yet
 //!
-//! This slice runs cron jobs with skip-on-overlap, retries and
-//! self-fencing. It does not yet have, and refuses nothing silently in
-//! their place:
+//! This slice runs cron jobs with skip-on-overlap, retries, timeouts,
+//! pauses and self-fencing. It does not yet have, and refuses nothing
+//! silently in their place:
 //!
 //! - `overlap = "queue"` or `"replace"`: an occurrence meeting a run in
 //!   flight is missed `busy`;
 //! - catch-up and backfill: occurrences before [`Scheduler::start`] are not
 //!   run; several passed over at once (a suspended host) run the newest
 //!   and record the rest missed `superseded`;
-//! - checks, watermarks, timeouts and run budgets, alerts and webhooks;
+//! - checks, watermarks, run budgets and the soft overrun alert, alerts
+//!   and webhooks;
 //! - locks shared between jobs, `max_concurrent` slots (each job's lock is
 //!   its name);
 //! - running a job as a child process under the runner, the daemon's API

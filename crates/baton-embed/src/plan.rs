@@ -17,6 +17,8 @@ pub(crate) struct Plan {
     pub(crate) schedule: Schedule,
     pub(crate) zone: TimeZone,
     pub(crate) retry: Retry,
+    /// Each attempt's limit; `None` for none.
+    pub(crate) timeout: Option<Duration>,
     pub(crate) ttl: Duration,
     pub(crate) takeover_grace: Duration,
     pub(crate) grace: Duration,
@@ -72,6 +74,7 @@ impl Plan {
                 backoff: job.backoff,
                 backoff_max: job.backoff_max,
             },
+            timeout: Some(job.timeout).filter(|t| !t.is_zero()),
             ttl: job.ttl,
             takeover_grace: job.takeover_grace,
             grace: job.grace,

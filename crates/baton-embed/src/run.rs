@@ -526,6 +526,8 @@ impl Attempts<'_> {
                 cancel: cancel_rx.clone(),
             };
             let started = self.env.clock.wall();
+            // A timeout asked the previous attempt to stop, not this one.
+            cancel_tx.send_replace(None);
             let ended = self.supervise((self.plan.run)(ctx), &cancel_tx).await;
             // A retry's backoff counts from here, before anything is recorded.
             let ended_at = self.env.clock.boot();
@@ -533,6 +535,24 @@ impl Attempts<'_> {
                 // Its own word stands: it finished, even after being asked
                 // to stop (its writes are the fence's to judge).
                 Ended::Returned(Ok(()), _) => (AttemptOutcome::Ok, Some(RunVerdict::Ok), false),
+                // Past its limit, with the lease still held: a failed
+                // attempt, retried as one.
+                Ended::Returned(Err(e), Some(Cancel::Timeout)) => {
+                    tracing::warn!(
+                        "{} run={} attempt {attempt} timed out: {e}",
+                        self.plan.name,
+                        self.run_id
+                    );
+                    (AttemptOutcome::Timeout, None, e.is_never_retry())
+                }
+                Ended::Dropped(Cancel::Timeout) => {
+                    tracing::warn!(
+                        "{} run={} attempt {attempt} timed out and was dropped",
+                        self.plan.name,
+                        self.run_id
+                    );
+                    (AttemptOutcome::Timeout, None, false)
+                }
                 // An error after the cancellation is the cancellation's.
                 Ended::Returned(Err(_), Some(c)) | Ended::Dropped(c) => {
                     let (o, v) = stopped(*c);
@@ -571,6 +591,8 @@ impl Attempts<'_> {
         cancel: &watch::Sender<Option<Cancel>>,
     ) -> Ended {
         let clock = Arc::clone(&self.env.clock);
+        // The limit counts from before the function is first polled.
+        let limit = self.plan.timeout.map(|t| clock.boot() + t);
         let mut task = Task(tokio::spawn(fut));
         let mut shutdown = self.env.shutdown.clone();
         let mut lost = self.lost.clone();
@@ -583,10 +605,15 @@ impl Attempts<'_> {
                 let g = g.ok().and_then(|g| *g).unwrap_or_default();
                 (Cancel::Shutdown, g)
             }
+            () = timer::until_boot(&*clock, limit.unwrap_or_default()), if limit.is_some() => {
+                (Cancel::Timeout, self.plan.grace)
+            }
         };
+        // The grace counts from before the request, which the function
+        // may act on at once.
+        let mut deadline = clock.boot() + grace;
         let _ = cancel.send(Some(why));
         let mut why = why;
-        let mut deadline = clock.boot() + grace;
         let why = loop {
             tokio::select! {
                 biased;
@@ -647,7 +674,12 @@ impl Attempts<'_> {
             attempt,
             started,
             finished: self.env.clock.wall(),
-            exit_code: Some(i32::from(outcome != AttemptOutcome::Ok)),
+            // The command line's codes: 124 for a timeout, as timeout(1).
+            exit_code: Some(match outcome {
+                AttemptOutcome::Ok => 0,
+                AttemptOutcome::Timeout => 124,
+                _ => 1,
+            }),
             signal: None,
             outcome,
         };
@@ -692,5 +724,7 @@ fn stopped(c: Cancel) -> (AttemptOutcome, RunVerdict) {
     match c {
         Cancel::LeaseLost => (AttemptOutcome::LeaseLost, RunVerdict::LeaseLost),
         Cancel::Shutdown => (AttemptOutcome::Interrupted, RunVerdict::Interrupted),
+        // Not reached: a timeout is the attempt's, not the run's.
+        Cancel::Timeout => (AttemptOutcome::Timeout, RunVerdict::Failed),
     }
 }

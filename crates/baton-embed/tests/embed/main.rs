@@ -16,3 +16,4 @@ mod replicas;
 #[cfg(feature = "postgres")]
 mod service;
 mod support;
+mod timeout;
