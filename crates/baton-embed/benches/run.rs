@@ -66,12 +66,13 @@ struct Floor {
     job: String,
 }
 
+/// Half a second past a whole second: no occurrence is due at the start
+/// (none to catch up), and each step of a second makes one due.
 fn manual_clock() -> Arc<ManualClock> {
     let now = SystemClock.wall();
-    Arc::new(ManualClock::new(
-        jiff::Timestamp::from_second(now.as_second()).unwrap(),
-        Duration::from_secs(1_000),
-    ))
+    let start = jiff::Timestamp::from_second(now.as_second()).unwrap()
+        + jiff::SignedDuration::from_millis(500);
+    Arc::new(ManualClock::new(start, Duration::from_secs(1_000)))
 }
 
 fn start(rt: &Runtime, store: baton_embed::Store) -> Baton {

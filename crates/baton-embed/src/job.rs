@@ -20,7 +20,8 @@ pub(crate) type RunFn = Arc<dyn Fn(RunContext) -> RunFuture + Send + Sync>;
 /// [`crate::Builder::job`].
 ///
 /// Defaults are the command line's: zone UTC, no retries, a backoff of
-/// 30 s doubling up to 15 min, an attempt's timeout of 1 h, a 30 s lease
+/// 30 s doubling up to 15 min, an attempt's timeout of 1 h, a catch-up
+/// window of 1 h, a 30 s lease
 /// TTL and takeover grace, and a 10 s grace for a cancelled run to return.
 ///
 /// ```
@@ -46,6 +47,7 @@ pub struct Job {
     pub(crate) backoff: Duration,
     pub(crate) backoff_max: Duration,
     pub(crate) timeout: Duration,
+    pub(crate) catch_up_window: Duration,
     pub(crate) ttl: Duration,
     pub(crate) takeover_grace: Duration,
     pub(crate) grace: Duration,
@@ -79,6 +81,7 @@ impl Job {
             backoff: Duration::from_secs(30),
             backoff_max: Duration::from_secs(15 * 60),
             timeout: Duration::from_secs(60 * 60),
+            catch_up_window: Duration::from_secs(60 * 60),
             ttl: Duration::from_secs(30),
             takeover_grace: Duration::from_secs(30),
             grace: Duration::from_secs(10),
@@ -136,6 +139,19 @@ impl Job {
     #[must_use]
     pub fn timeout(mut self, limit: Duration) -> Self {
         self.timeout = limit;
+        self
+    }
+
+    /// How late an occurrence that passed while no replica of the service
+    /// ran may still start when the scheduler starts (1 h by default, the
+    /// command line's `catch_up_window`; [`Duration::ZERO`] for none). The
+    /// newest occurrence since the job's last decided one (and not before
+    /// the ledger first saw the job) runs at the start if it is within the
+    /// window; the ones before it are recorded missed `superseded`, or, when
+    /// it is older than the window, all of them `outside-window`.
+    #[must_use]
+    pub fn catch_up_window(mut self, window: Duration) -> Self {
+        self.catch_up_window = window;
         self
     }
 

@@ -187,15 +187,17 @@
 //!
 //! # Not yet
 //!
-//! This slice runs cron jobs with skip-on-overlap, retries, timeouts,
-//! pauses and self-fencing. It does not yet have, and refuses nothing
+//! This slice runs cron jobs with skip-on-overlap, catch-up at the start
+//! (`catch_up = "latest"` within a window), retries, timeouts, pauses and
+//! self-fencing. It does not yet have, and refuses nothing
 //! silently in their place:
 //!
 //! - `overlap = "queue"` or `"replace"`: an occurrence meeting a run in
 //!   flight is missed `busy`;
-//! - catch-up and backfill: occurrences before [`Scheduler::start`] are not
-//!   run; several passed over at once (a suspended host) run the newest
-//!   and record the rest missed `superseded`;
+//! - `catch_up = "all"` or `"none"`, and `baton backfill`: only the newest
+//!   passed occurrence within the window runs, at the start as when
+//!   several pass at once (a suspended host), the rest missed
+//!   `superseded`;
 //! - checks, watermarks, run budgets and the soft overrun alert, alerts
 //!   and webhooks;
 //! - locks shared between jobs, `max_concurrent` slots (each job's lock is
@@ -205,6 +207,7 @@
 
 #![deny(missing_docs)]
 
+mod catch_up;
 mod context;
 mod error;
 mod job;

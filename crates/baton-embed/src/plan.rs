@@ -19,6 +19,9 @@ pub(crate) struct Plan {
     pub(crate) retry: Retry,
     /// Each attempt's limit; `None` for none.
     pub(crate) timeout: Option<Duration>,
+    /// How old an occurrence passed while no replica ran may be and still
+    /// run at the start (`catch_up.rs`); zero for none.
+    pub(crate) catch_up_window: Duration,
     pub(crate) ttl: Duration,
     pub(crate) takeover_grace: Duration,
     pub(crate) grace: Duration,
@@ -75,6 +78,7 @@ impl Plan {
                 backoff_max: job.backoff_max,
             },
             timeout: Some(job.timeout).filter(|t| !t.is_zero()),
+            catch_up_window: job.catch_up_window,
             ttl: job.ttl,
             takeover_grace: job.takeover_grace,
             grace: job.grace,

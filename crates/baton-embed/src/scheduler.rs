@@ -8,8 +8,8 @@
 //! occurrence at the lock (missed `busy`) rather than delaying it. When the
 //! clock is found past several occurrences at once (a suspended host, a
 //! test's clock moved by hours), the newest runs and the ones before it are
-//! recorded missed (`superseded`), once. Occurrences before the start are
-//! not caught up (see the crate's "Not yet").
+//! recorded missed (`superseded`), once. Before its timer, each job
+//! catches up what passed while no replica ran it (`catch_up.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +20,7 @@ use jiff::Timestamp;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use crate::catch_up;
 use crate::error::BuildError;
 use crate::job::Job;
 use crate::plan::Plan;
@@ -234,6 +235,9 @@ impl Handle {
 async fn job_loop(env: Env, plan: Arc<Plan>, from: Timestamp) {
     let mut runs = JoinSet::new();
     let mut shutdown = env.shutdown.clone();
+    if let Some(at) = catch_up::decide(&env, &plan, from).await {
+        start_run(&env, &plan, at, &mut runs);
+    }
     let mut after = from;
     while let Some(next) = plan.schedule.next_after(after, &plan.zone) {
         tokio::select! {
@@ -248,27 +252,46 @@ async fn job_loop(env: Env, plan: Arc<Plan>, from: Timestamp) {
         if newest > next {
             // Recorded before the newest starts: once an occurrence after
             // them is decided, the ledger takes no miss before it.
-            superseded(&env, &plan, next, newest).await;
+            passed_over(
+                &env,
+                &plan,
+                (next, newest),
+                MissReason::Superseded,
+                format!("a later occurrence ({newest}) runs in their place"),
+            )
+            .await;
         }
         after = newest;
-        let counted = run::InFlight::count(&env.in_flight);
-        let occurrence = run::occurrence(env.clone(), Arc::clone(&plan), newest.as_second());
-        runs.spawn(async move {
-            occurrence.await;
-            drop(counted);
-        });
+        start_run(&env, &plan, newest, &mut runs);
         while runs.try_join_next().is_some() {}
     }
     while runs.join_next().await.is_some() {}
 }
 
-/// The occurrences from `first` up to (not including) `newest`, passed
-/// over at once: recorded missed, `superseded` by `newest`.
-async fn superseded(env: &Env, plan: &Plan, first: Timestamp, newest: Timestamp) {
+/// Starts the run of occurrence `at` as a task of `runs`, counted in flight
+/// until it is recorded and released.
+fn start_run(env: &Env, plan: &Arc<Plan>, at: Timestamp, runs: &mut JoinSet<()>) {
+    let counted = run::InFlight::count(&env.in_flight);
+    let occurrence = run::occurrence(env.clone(), Arc::clone(plan), at.as_second());
+    runs.spawn(async move {
+        occurrence.await;
+        drop(counted);
+    });
+}
+
+/// The occurrences from `first` up to (not including) `before`: recorded
+/// missed for `reason`, once across replicas.
+pub(crate) async fn passed_over(
+    env: &Env,
+    plan: &Plan,
+    (first, before): (Timestamp, Timestamp),
+    reason: MissReason,
+    detail: String,
+) {
     const COUNT_AT_MOST: u64 = 100_000;
     let (mut last, mut count, mut at_least) = (first, 1, false);
     for t in plan.schedule.iter_after(first, &plan.zone) {
-        if t >= newest {
+        if t >= before {
             break;
         }
         if count >= COUNT_AT_MOST {
@@ -286,8 +309,8 @@ async fn superseded(env: &Env, plan: &Plan, first: Timestamp, newest: Timestamp)
         &mut ledger,
         &plan.name,
         (first.as_second(), last.as_second(), count, at_least),
-        MissReason::Superseded,
-        format!("a later occurrence ({newest}) runs in their place"),
+        reason,
+        detail,
     )
     .await;
 }

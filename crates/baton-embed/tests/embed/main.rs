@@ -5,6 +5,7 @@
 //! mid-run.
 
 mod build;
+mod catch_up;
 mod exhibit;
 mod fencing;
 mod manual;

@@ -124,7 +124,7 @@ async fn a_jump_over_several_occurrences_runs_the_newest_and_records_the_rest_mi
     let (tx, mut rx) = mpsc::unbounded_channel();
     let (clock, handle) = on_manual_clock(
         dir.path(),
-        at("2026-06-01T00:00:00Z"),
+        at("2026-06-01T00:00:30Z"),
         reporting("quarterly", "*/15 * * * *", tx),
     );
     move_to(&clock, at("2026-06-01T01:05:00Z"));

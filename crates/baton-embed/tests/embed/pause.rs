@@ -30,7 +30,7 @@ async fn a_paused_job_misses_its_occurrences_as_paused_and_runs_again_once_resum
             Ok(())
         }
     });
-    let (clock, handle) = on_manual_clock(dir.path(), at("2026-06-01T00:00:00Z"), job);
+    let (clock, handle) = on_manual_clock(dir.path(), at("2026-06-01T00:00:30Z"), job);
     let files = baton_ledger::Files::new(dir.path().to_owned());
     let pause = files
         .records(clock.wall())

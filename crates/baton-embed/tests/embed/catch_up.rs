@@ -1,0 +1,138 @@
+//! What a scheduler catches up when it starts: the newest occurrence that
+//! passed while no replica ran the job runs at once if it is within the
+//! catch-up window, the ones before it are recorded `superseded`; older
+//! than the window, all are recorded `outside-window`; and a job the
+//! ledger never saw catches up nothing.
+
+use std::time::Duration;
+
+use baton_embed::{Job, RunContext};
+use baton_store::Store as _;
+use jiff::Timestamp;
+use tokio::sync::mpsc;
+
+use crate::support::{next, on_manual_clock};
+
+fn at(s: &str) -> Timestamp {
+    s.parse().unwrap()
+}
+
+fn hourly(tx: mpsc::UnboundedSender<Timestamp>) -> Job {
+    Job::cron("hourly", "0 * * * *").run(move |ctx: RunContext| {
+        let tx = tx.clone();
+        async move {
+            tx.send(ctx.occurrence()).unwrap();
+            Ok(())
+        }
+    })
+}
+
+fn ledger(dir: &std::path::Path) -> Box<dyn baton_store::ledger::Records> {
+    baton_ledger::Files::new(dir.to_owned())
+        .records(at("2026-06-01T00:00:00Z"))
+        .unwrap()
+}
+
+/// The job's missed ranges, oldest first: (reason, first, last, count).
+fn missed(dir: &std::path::Path) -> Vec<(String, i64, i64, u64)> {
+    let mut m: Vec<_> = ledger(dir)
+        .missed("hourly", 10)
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.reason.as_str().to_owned(), m.first, m.last, m.count))
+        .collect();
+    m.reverse();
+    m
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_newest_passed_occurrence_within_the_window_runs_at_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    // The service knew the job since midnight, and was down until 02:10.
+    ledger(dir.path())
+        .see_jobs(&["hourly"], at("2026-06-01T00:00:00Z"))
+        .unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (_clock, handle) = on_manual_clock(dir.path(), at("2026-06-01T02:10:00Z"), hourly(tx));
+    assert_eq!(next(&mut rx).await, at("2026-06-01T02:00:00Z"));
+    handle.idle().await;
+    handle.shutdown(Duration::from_secs(1)).await;
+    assert!(rx.try_recv().is_err(), "only the newest ran");
+    assert_eq!(
+        missed(dir.path()),
+        [(
+            "superseded".to_owned(),
+            at("2026-06-01T00:00:00Z").as_second(),
+            at("2026-06-01T01:00:00Z").as_second(),
+            2
+        )]
+    );
+    let runs = ledger(dir.path()).history("hourly", 10).unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].started, at("2026-06-01T02:10:00Z"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn occurrences_older_than_the_window_are_recorded_missed_and_none_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    // Seen the day before: the first start runs 00:00 (the mark then),
+    // and the service is down from then until 02:40.
+    ledger(dir.path())
+        .see_jobs(&["hourly"], at("2026-05-31T00:00:00Z"))
+        .unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (clock, handle) =
+        on_manual_clock(dir.path(), at("2026-06-01T00:00:30Z"), hourly(tx.clone()));
+    // Caught up at the start: 2026-06-01T00:00, newest within the hour.
+    assert_eq!(next(&mut rx).await, at("2026-06-01T00:00:00Z"));
+    handle.idle().await;
+    handle.shutdown(Duration::from_secs(1)).await;
+    drop(clock);
+    let before = missed(dir.path());
+    let job = hourly(tx).catch_up_window(Duration::from_secs(30 * 60));
+    let (_clock, handle) = on_manual_clock(dir.path(), at("2026-06-01T02:40:00Z"), job);
+    handle.idle().await;
+    // The timer waits for 03:00; what the start decided is recorded.
+    let want = (
+        "outside-window".to_owned(),
+        at("2026-06-01T01:00:00Z").as_second(),
+        at("2026-06-01T02:00:00Z").as_second(),
+        2,
+    );
+    let mut after = Vec::new();
+    for _ in 0..6_000 {
+        after = missed(dir.path());
+        if after.last() == Some(&want) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(after.last(), Some(&want), "{after:?}");
+    assert_eq!(after.len(), before.len() + 1, "{after:?}");
+    handle.shutdown(Duration::from_secs(1)).await;
+    assert!(rx.try_recv().is_err(), "nothing older than the window ran");
+    assert_eq!(ledger(dir.path()).history("hourly", 10).unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_the_ledger_never_saw_catches_up_nothing_and_is_seen_from_now() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let start = at("2026-06-01T02:10:00Z");
+    let (clock, handle) = on_manual_clock(dir.path(), start, hourly(tx));
+    let mut seen = None;
+    for _ in 0..6_000 {
+        seen = ledger(dir.path()).job("hourly").unwrap();
+        if seen.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(seen.expect("the job seen at the start").first_seen, start);
+    clock.advance(Duration::from_secs(50 * 60));
+    // 03:00 is the first to run.
+    assert_eq!(next(&mut rx).await, at("2026-06-01T03:00:00Z"));
+    handle.idle().await;
+    handle.shutdown(Duration::from_secs(1)).await;
+    assert!(missed(dir.path()).is_empty());
+}
