@@ -23,6 +23,16 @@ pub enum BuildError {
         /// What is wrong with it.
         why: &'static str,
     },
+    /// A job's lock name ([`crate::Job::lock`]) cannot name a lock.
+    #[error("job {job:?}: lock name {lock:?} is refused: {why}")]
+    BadLock {
+        /// The job.
+        job: String,
+        /// The lock's name.
+        lock: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
     /// A job was given no function to run ([`crate::Job::run`]).
     #[error("job {0:?} has nothing to run: call .run(|ctx| async move {{ … }})")]
     NothingToRun(String),

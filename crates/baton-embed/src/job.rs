@@ -48,6 +48,7 @@ pub struct Job {
     pub(crate) backoff_max: Duration,
     pub(crate) timeout: Duration,
     pub(crate) catch_up_window: Duration,
+    pub(crate) lock: Option<String>,
     pub(crate) ttl: Duration,
     pub(crate) takeover_grace: Duration,
     pub(crate) grace: Duration,
@@ -82,6 +83,7 @@ impl Job {
             backoff_max: Duration::from_secs(15 * 60),
             timeout: Duration::from_secs(60 * 60),
             catch_up_window: Duration::from_secs(60 * 60),
+            lock: None,
             ttl: Duration::from_secs(30),
             takeover_grace: Duration::from_secs(30),
             grace: Duration::from_secs(10),
@@ -152,6 +154,27 @@ impl Job {
     #[must_use]
     pub fn catch_up_window(mut self, window: Duration) -> Self {
         self.catch_up_window = window;
+        self
+    }
+
+    /// The lock the job's runs hold (its own name by default), as the
+    /// command line's `lock` key: jobs that name the same lock never run at
+    /// once, whichever replica or scheduler runs them, and on the same
+    /// store a job of a `baton.toml` with `lock = "…"` the same shares it
+    /// too. An occurrence that meets another job's run on the lock is
+    /// missed `busy`, as one that meets its own job's previous run.
+    ///
+    /// ```
+    /// use baton_embed::{Job, RunContext};
+    ///
+    /// // The export and the vacuum never touch the database at once.
+    /// let export = Job::cron("export", "0 * * * *").lock("db").run(|_ctx: RunContext| async { Ok(()) });
+    /// let vacuum = Job::cron("vacuum", "30 * * * *").lock("db").run(|_ctx: RunContext| async { Ok(()) });
+    /// # let _ = (export, vacuum);
+    /// ```
+    #[must_use]
+    pub fn lock(mut self, name: impl Into<String>) -> Self {
+        self.lock = Some(name.into());
         self
     }
 

@@ -188,8 +188,8 @@
 //! # Not yet
 //!
 //! This slice runs cron jobs with skip-on-overlap, catch-up at the start
-//! (`catch_up = "latest"` within a window), retries, timeouts, pauses and
-//! self-fencing. It does not yet have, and refuses nothing
+//! (`catch_up = "latest"` within a window), retries, timeouts, pauses,
+//! locks shared between jobs and self-fencing. It does not yet have, and refuses nothing
 //! silently in their place:
 //!
 //! - `overlap = "queue"` or `"replace"`: an occurrence meeting a run in
@@ -200,8 +200,8 @@
 //!   `superseded`;
 //! - checks, watermarks, run budgets and the soft overrun alert, alerts
 //!   and webhooks;
-//! - locks shared between jobs, `max_concurrent` slots (each job's lock is
-//!   its name);
+//! - `max_concurrent` slots (a job's runs hold one lock: its name, or the
+//!   one it shares with other jobs, [`Job::lock`]);
 //! - running a job as a child process under the runner, the daemon's API
 //!   and page in the service's router, Prometheus metrics.
 

@@ -14,6 +14,11 @@ use crate::retry::Retry;
 /// A checked job.
 pub(crate) struct Plan {
     pub(crate) name: String,
+    /// The lock its runs hold: its own name unless it names one.
+    pub(crate) lock: String,
+    /// The scheduler's jobs that hold the same lock, this one among them:
+    /// their claims are kept in the lock's record (set at build).
+    pub(crate) mates: Vec<String>,
     pub(crate) schedule: Schedule,
     pub(crate) zone: TimeZone,
     pub(crate) retry: Retry,
@@ -37,6 +42,14 @@ impl Plan {
         renew_wait: impl Fn(Duration) -> Duration,
     ) -> Result<Self, BuildError> {
         check_name(&job.name)?;
+        let lock = job.lock.clone().unwrap_or_else(|| job.name.clone());
+        if let Some(why) = bad_name(&lock) {
+            return Err(BuildError::BadLock {
+                job: job.name,
+                lock,
+                why,
+            });
+        }
         let schedule = Schedule::parse(&job.cron).map_err(|source| BuildError::Cron {
             job: job.name.clone(),
             expr: job.cron.clone(),
@@ -69,7 +82,9 @@ impl Plan {
             return Err(BuildError::NothingToRun(job.name));
         };
         Ok(Self {
+            mates: vec![job.name.clone()],
             name: job.name,
+            lock,
             schedule,
             zone,
             retry: Retry {
@@ -91,7 +106,18 @@ impl Plan {
 /// A job's name names its lock file and its ledger key: a word of
 /// letters, digits, `-`, `_` and `.`, not starting with `.`.
 fn check_name(name: &str) -> Result<(), BuildError> {
-    let why = if name.is_empty() {
+    match bad_name(name) {
+        Some(why) => Err(BuildError::BadName {
+            name: name.to_owned(),
+            why,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// What is wrong with `name` as a lock's or a job's name, if anything.
+fn bad_name(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
         Some("it is empty")
     } else if name.len() > baton_lease::MAX_KEY_BYTES {
         Some("it is longer than 128 bytes")
@@ -101,15 +127,8 @@ fn check_name(name: &str) -> Result<(), BuildError> {
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
     {
-        Some("only letters, digits, '-', '_' and '.' may name a job")
+        Some("only letters, digits, '-', '_' and '.' may name a job or a lock")
     } else {
         None
-    };
-    match why {
-        Some(why) => Err(BuildError::BadName {
-            name: name.to_owned(),
-            why,
-        }),
-        None => Ok(()),
     }
 }

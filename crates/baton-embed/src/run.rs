@@ -89,7 +89,7 @@ async fn blocking<T: Send + 'static>(
 fn lock_ref(plan: &Plan) -> LockRef<'_> {
     LockRef {
         job: &plan.name,
-        lock: &plan.name,
+        lock: &plan.lock,
         slot: 1,
         ttl: plan.ttl,
         takeover_grace: plan.takeover_grace,
@@ -115,7 +115,7 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
             key: name.clone(),
             at,
         }),
-        mates: vec![name.clone()],
+        mates: plan.mates.clone(),
     };
     let sent = env.clock.boot();
     let p = Arc::clone(&plan);

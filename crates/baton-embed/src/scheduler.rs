@@ -78,13 +78,26 @@ impl Builder {
         let store = self.store.ok_or(BuildError::NoStore)?;
         let clock = self.clock.unwrap_or_else(|| Arc::new(SystemClock));
         let opened = store.open(&clock)?;
-        let mut plans: Vec<Arc<Plan>> = Vec::new();
+        let mut plans: Vec<Plan> = Vec::new();
         for job in self.jobs {
             if plans.iter().any(|p| p.name == job.name) {
                 return Err(BuildError::DuplicateJob(job.name));
             }
-            plans.push(Arc::new(Plan::of(job, |ttl| opened.renew_wait(ttl))?));
+            plans.push(Plan::of(job, |ttl| opened.renew_wait(ttl))?);
         }
+        // Each job's mates: the jobs holding the same lock.
+        let locks: Vec<(String, String)> = plans
+            .iter()
+            .map(|p| (p.lock.clone(), p.name.clone()))
+            .collect();
+        for p in &mut plans {
+            p.mates = locks
+                .iter()
+                .filter(|(lock, _)| *lock == p.lock)
+                .map(|(_, name)| name.clone())
+                .collect();
+        }
+        let plans: Vec<Arc<Plan>> = plans.into_iter().map(Arc::new).collect();
         let now = clock.wall();
         let names: Vec<&str> = plans.iter().map(|p| p.name.as_str()).collect();
         opened

@@ -44,6 +44,11 @@ fn build_refuses_what_cannot_run_with_a_typed_error() {
         refused(store(), vec![job("../etc", "* * * * *")]),
         BuildError::BadName { .. }
     ));
+    let e = refused(store(), vec![job("a", "* * * * *").lock("../db")]);
+    assert!(
+        matches!(&e, BuildError::BadLock { job, lock, .. } if job == "a" && lock == "../db"),
+        "{e}"
+    );
     assert!(matches!(
         refused(store(), vec![Job::cron("a", "* * * * *")]),
         BuildError::NothingToRun(_)

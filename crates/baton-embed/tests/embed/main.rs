@@ -16,5 +16,6 @@ mod policies;
 mod replicas;
 #[cfg(feature = "postgres")]
 mod service;
+mod shared_lock;
 mod support;
 mod timeout;
