@@ -84,21 +84,25 @@ pub fn check_sink(runs: &[SinkRun]) {
 /// The replica example's binary, built beside this test once per test
 /// run ([`example`]).
 pub fn replica_bin() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT.get_or_init(|| example("replica")).clone()
+    example("replica")
 }
 
-/// Builds the example `name` with this test's features and returns its
-/// path: `cargo test --test embed` builds no example by itself, and a
-/// stale one would test old code.
+/// The example `name`'s path, every example built first with this test's
+/// features: `cargo test --test embed` builds no example by itself, and a
+/// stale one would test old code. They are built together, once per test
+/// run, by the first test that needs one (the others wait for it), so that
+/// no build loads the machine while another test's replicas are timed.
 pub fn example(name: &str) -> PathBuf {
-    let mut build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    build.args(["build", "--quiet", "-p", "baton-embed", "--example", name]);
-    if cfg!(feature = "postgres") {
-        build.args(["--features", "postgres"]);
-    }
-    let status = build.status().expect("run cargo build");
-    assert!(status.success(), "failed to build the example {name}");
+    static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        let mut build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        build.args(["build", "--quiet", "-p", "baton-embed", "--examples"]);
+        if cfg!(feature = "postgres") {
+            build.args(["--features", "postgres"]);
+        }
+        let status = build.status().expect("run cargo build");
+        assert!(status.success(), "failed to build the examples");
+    });
     let mut dir = std::env::current_exe().unwrap();
     dir.pop();
     if dir.ends_with("deps") {
