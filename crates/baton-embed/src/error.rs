@@ -33,6 +33,16 @@ pub enum BuildError {
         /// What is wrong with it.
         why: &'static str,
     },
+    /// A check's name ([`crate::Job::check`]) is empty, or the job's own.
+    #[error("job {job:?}: check {check:?} is refused: {why}")]
+    BadCheck {
+        /// The job.
+        job: String,
+        /// The check's name.
+        check: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
     /// A job was given no function to run ([`crate::Job::run`]).
     #[error("job {0:?} has nothing to run: call .run(|ctx| async move {{ … }})")]
     NothingToRun(String),

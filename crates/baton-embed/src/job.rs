@@ -16,6 +16,13 @@ pub(crate) type RunFuture = Pin<Box<dyn Future<Output = Result<(), JobError>> + 
 /// A job's function.
 pub(crate) type RunFn = Arc<dyn Fn(RunContext) -> RunFuture + Send + Sync>;
 
+/// A check of a job ([`Job::check`]): its name and its function.
+#[derive(Clone)]
+pub(crate) struct Check {
+    pub(crate) name: String,
+    pub(crate) run: RunFn,
+}
+
 /// A scheduled job, declared with [`Job::cron`] and given to
 /// [`crate::Builder::job`].
 ///
@@ -49,6 +56,7 @@ pub struct Job {
     pub(crate) timeout: Duration,
     pub(crate) catch_up_window: Duration,
     pub(crate) lock: Option<String>,
+    pub(crate) checks: Vec<Check>,
     pub(crate) ttl: Duration,
     pub(crate) takeover_grace: Duration,
     pub(crate) grace: Duration,
@@ -84,6 +92,7 @@ impl Job {
             timeout: Duration::from_secs(60 * 60),
             catch_up_window: Duration::from_secs(60 * 60),
             lock: None,
+            checks: Vec::new(),
             ttl: Duration::from_secs(30),
             takeover_grace: Duration::from_secs(30),
             grace: Duration::from_secs(10),
@@ -201,6 +210,41 @@ impl Job {
     #[must_use]
     pub fn history_keep(mut self, n: u32) -> Self {
         self.history_keep = n;
+        self
+    }
+
+    /// Adds a check, run once after the job's function is done, whatever
+    /// it came to (its last attempt failed too), never retried, in the
+    /// order added, under the same lease and fence, with the same timeout
+    /// and cancellation: the command line's `[[jobs.NAME.checks]]`. A
+    /// check that fails makes a run that succeeded `check-failed`; a run
+    /// stopped (lease lost, shutdown) runs no check. Each is recorded as an
+    /// attempt of kind `check`, named `name`.
+    ///
+    /// ```
+    /// use baton_embed::{Job, JobError, RunContext};
+    ///
+    /// # async fn rows_written(_day: jiff::Timestamp) -> Result<u64, std::io::Error> { Ok(1) }
+    /// let job = Job::cron("report", "0 6 * * *")
+    ///     .run(|_ctx: RunContext| async { Ok(()) })
+    ///     .check("rows", |ctx: RunContext| async move {
+    ///         match rows_written(ctx.occurrence()).await? {
+    ///             0 => Err(JobError::msg("the report wrote no rows")),
+    ///             _ => Ok(()),
+    ///         }
+    ///     });
+    /// # let _ = job;
+    /// ```
+    #[must_use]
+    pub fn check<F, Fut>(mut self, name: impl Into<String>, f: F) -> Self
+    where
+        F: Fn(RunContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), JobError>> + Send + 'static,
+    {
+        self.checks.push(Check {
+            name: name.into(),
+            run: Arc::new(move |ctx| Box::pin(f(ctx)) as RunFuture),
+        });
         self
     }
 

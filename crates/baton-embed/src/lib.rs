@@ -188,8 +188,8 @@
 //! # Not yet
 //!
 //! This slice runs cron jobs with skip-on-overlap, catch-up at the start
-//! (`catch_up = "latest"` within a window), retries, timeouts, pauses,
-//! locks shared between jobs and self-fencing. It does not yet have, and refuses nothing
+//! (`catch_up = "latest"` within a window), retries, timeouts, checks,
+//! pauses, locks shared between jobs and self-fencing. It does not yet have, and refuses nothing
 //! silently in their place:
 //!
 //! - `overlap = "queue"` or `"replace"`: an occurrence meeting a run in
@@ -198,8 +198,8 @@
 //!   passed occurrence within the window runs, at the start as when
 //!   several pass at once (a suspended host), the rest missed
 //!   `superseded`;
-//! - checks, watermarks, run budgets and the soft overrun alert, alerts
-//!   and webhooks;
+//! - watermarks, run budgets and the soft overrun alert, alerts and
+//!   webhooks;
 //! - `max_concurrent` slots (a job's runs hold one lock: its name, or the
 //!   one it shares with other jobs, [`Job::lock`]);
 //! - running a job as a child process under the runner, the daemon's API

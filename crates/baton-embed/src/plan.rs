@@ -8,7 +8,7 @@ use baton_cron::Schedule;
 use jiff::tz::TimeZone;
 
 use crate::error::BuildError;
-use crate::job::{Job, RunFn};
+use crate::job::{Check, Job, RunFn};
 use crate::retry::Retry;
 
 /// A checked job.
@@ -32,6 +32,8 @@ pub(crate) struct Plan {
     pub(crate) grace: Duration,
     pub(crate) history_keep: u32,
     pub(crate) run: RunFn,
+    /// Run once each after the function, in order ([`crate::Job::check`]).
+    pub(crate) checks: Vec<Check>,
 }
 
 impl Plan {
@@ -81,6 +83,22 @@ impl Plan {
         let Some(run) = job.run else {
             return Err(BuildError::NothingToRun(job.name));
         };
+        if let Some(c) = job
+            .checks
+            .iter()
+            .find(|c| c.name.trim().is_empty() || c.name == job.name)
+        {
+            let why = if c.name == job.name {
+                "a check may not be named as its job (the job's step is)"
+            } else {
+                "a check needs a name"
+            };
+            return Err(BuildError::BadCheck {
+                check: c.name.clone(),
+                job: job.name,
+                why,
+            });
+        }
         Ok(Self {
             mates: vec![job.name.clone()],
             name: job.name,
@@ -99,6 +117,7 @@ impl Plan {
             grace: job.grace,
             history_keep: job.history_keep,
             run,
+            checks: job.checks,
         })
     }
 }

@@ -189,6 +189,7 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
         fence,
         occ,
         lost: kept.lost.clone(),
+        seq: 0,
     }
     .run()
     .await;
@@ -496,6 +497,8 @@ struct Attempts<'a> {
     fence: u64,
     occ: Timestamp,
     lost: watch::Receiver<Option<String>>,
+    /// Attempts recorded so far, the checks' included.
+    seq: u32,
 }
 
 /// How one attempt ended.
@@ -508,8 +511,72 @@ enum Ended {
 }
 
 impl Attempts<'_> {
-    /// Runs the attempts; the run's verdict.
+    /// Runs the attempts, then the checks; the run's verdict.
     async fn run(mut self) -> RunVerdict {
+        let verdict = self.steps().await;
+        if !matches!(verdict, RunVerdict::Ok | RunVerdict::Failed) {
+            return verdict; // Stopped: nothing more of it may run.
+        }
+        let mut check_failed = false;
+        for check in &self.plan.checks {
+            match self.check(check).await {
+                Ok(ok) => check_failed |= !ok,
+                Err(stopped) => return stopped,
+            }
+        }
+        // A step's failure is kept over a check's.
+        match verdict {
+            RunVerdict::Ok if check_failed => RunVerdict::CheckFailed,
+            v => v,
+        }
+    }
+
+    /// Runs one check once, never retried: whether it passed, or the
+    /// verdict of a run stopped meanwhile.
+    async fn check(&mut self, check: &crate::job::Check) -> Result<bool, RunVerdict> {
+        if self.lost.borrow().is_some() {
+            return Err(RunVerdict::LeaseLost);
+        }
+        let (cancel_tx, cancel_rx) = watch::channel(None);
+        let ctx = RunContext {
+            job: self.plan.name.clone(),
+            run_id: self.run_id.to_owned(),
+            fence: self.fence,
+            occurrence: self.occ,
+            attempt: 1,
+            cancel: cancel_rx,
+        };
+        let started = self.env.clock.wall();
+        let ended = self.supervise((check.run)(ctx), &cancel_tx).await;
+        let outcome = match &ended {
+            Ended::Returned(Ok(()), _) => AttemptOutcome::Ok,
+            Ended::Returned(_, Some(Cancel::Timeout)) | Ended::Dropped(Cancel::Timeout) => {
+                AttemptOutcome::Timeout
+            }
+            Ended::Returned(Err(_), Some(c)) | Ended::Dropped(c) => {
+                let (o, v) = stopped(*c);
+                self.record(&check.name, StepKind::Check, 1, started, o)
+                    .await;
+                return Err(v);
+            }
+            Ended::Returned(Err(e), None) => {
+                tracing::warn!(
+                    "{} run={} check {} failed: {e}",
+                    self.plan.name,
+                    self.run_id,
+                    check.name
+                );
+                AttemptOutcome::Failed
+            }
+        };
+        self.record(&check.name, StepKind::Check, 1, started, outcome)
+            .await;
+        Ok(outcome == AttemptOutcome::Ok)
+    }
+
+    /// Runs the job's function, retried as its rule says; its verdict
+    /// (`Ok` or `Failed` when it ran to an end).
+    async fn steps(&mut self) -> RunVerdict {
         let (cancel_tx, cancel_rx) = watch::channel(None);
         let mut attempt = 0;
         loop {
@@ -567,7 +634,9 @@ impl Attempts<'_> {
                     (AttemptOutcome::Failed, None, e.is_never_retry())
                 }
             };
-            self.record(attempt, started, outcome).await;
+            let step = self.plan.name.clone();
+            self.record(&step, StepKind::Step, attempt, started, outcome)
+                .await;
             if let Some(v) = verdict {
                 return v;
             }
@@ -661,16 +730,24 @@ impl Attempts<'_> {
         }
     }
 
-    /// Records one attempt.
-    async fn record(&mut self, attempt: u32, started: Timestamp, outcome: AttemptOutcome) {
+    /// Records one attempt of `step` (the job's one step, named after the
+    /// job as the command line names the step of a job with a single `run`,
+    /// so `baton status` shows it; or a check, named as declared).
+    async fn record(
+        &mut self,
+        step: &str,
+        kind: StepKind,
+        attempt: u32,
+        started: Timestamp,
+        outcome: AttemptOutcome,
+    ) {
+        self.seq += 1;
         let a = Attempt {
             run_id: self.run_id.to_owned(),
             job: self.plan.name.clone(),
-            seq: attempt,
-            // One step, named after its job, as the command line names the
-            // step of a job with a single `run`: `baton status` shows it.
-            step: self.plan.name.clone(),
-            kind: StepKind::Step,
+            seq: self.seq,
+            step: step.to_owned(),
+            kind,
             attempt,
             started,
             finished: self.env.clock.wall(),

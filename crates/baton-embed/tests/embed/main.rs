@@ -6,6 +6,7 @@
 
 mod build;
 mod catch_up;
+mod checks;
 mod exhibit;
 mod fencing;
 mod manual;
