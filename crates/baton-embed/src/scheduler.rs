@@ -302,18 +302,23 @@ pub(crate) async fn passed_over(
     detail: String,
 ) {
     const COUNT_AT_MOST: u64 = 100_000;
-    let (mut last, mut count, mut at_least) = (first, 1, false);
+    let (mut count, mut at_least) = (1, false);
     for t in plan.schedule.iter_after(first, &plan.zone) {
         if t >= before {
             break;
         }
         if count >= COUNT_AT_MOST {
-            at_least = true; // The count stops here; the range goes on.
-        } else {
-            count += 1;
+            // The count stops here; the range goes on, to its last
+            // occurrence found without walking a year of seconds.
+            at_least = true;
+            break;
         }
-        last = t;
+        count += 1;
     }
+    let last = plan
+        .schedule
+        .latest_at_or_before(before - jiff::SignedDuration::from_nanos(1), &plan.zone)
+        .map_or(first, |l| l.max(first));
     let Some(mut ledger) = Ledger::open(env).await else {
         return;
     };

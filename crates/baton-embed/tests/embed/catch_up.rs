@@ -136,3 +136,37 @@ async fn a_job_the_ledger_never_saw_catches_up_nothing_and_is_seen_from_now() {
     handle.shutdown(Duration::from_secs(1)).await;
     assert!(missed(dir.path()).is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_downtime_is_one_range_whose_count_is_a_lower_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    // Every second, seen two days before the start: 172,800 passed.
+    let start = at("2026-06-03T00:00:00.5Z");
+    ledger(dir.path())
+        .see_jobs(&["each-second"], at("2026-06-01T00:00:00Z"))
+        .unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let job = Job::cron("each-second", "* * * * * *").run(move |ctx: RunContext| {
+        let tx = tx.clone();
+        async move {
+            tx.send(ctx.occurrence()).unwrap();
+            Ok(())
+        }
+    });
+    let (_clock, handle) = on_manual_clock(dir.path(), start, job);
+    assert_eq!(next(&mut rx).await, at("2026-06-03T00:00:00Z"));
+    handle.idle().await;
+    handle.shutdown(Duration::from_secs(1)).await;
+    let m = ledger(dir.path()).missed("each-second", 10).unwrap();
+    assert_eq!(m.len(), 1, "{m:?}");
+    assert_eq!(m[0].reason.as_str(), "superseded");
+    assert_eq!(
+        (m[0].first, m[0].last, m[0].count, m[0].at_least),
+        (
+            at("2026-06-01T00:00:00Z").as_second(),
+            at("2026-06-02T23:59:59Z").as_second(),
+            100_000,
+            true
+        )
+    );
+}

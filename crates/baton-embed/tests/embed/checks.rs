@@ -12,7 +12,7 @@ use baton_store::Store as _;
 use jiff::Timestamp;
 use tokio::sync::mpsc;
 
-use crate::support::{next, on_manual_clock};
+use crate::support::{next, on_manual_clock, recorded_attempts};
 
 fn ledger(dir: &std::path::Path) -> Box<dyn baton_store::ledger::Records> {
     baton_ledger::Files::new(dir.to_owned())
@@ -122,17 +122,7 @@ async fn checks_run_once_after_the_last_failed_attempt_and_the_failure_stands() 
     let (clock, handle) = on_manual_clock(dir.path(), "2026-06-01T00:00:30Z".parse().unwrap(), job);
     clock.advance(Duration::from_secs(30));
     assert_eq!(next(&mut rx).await, 1);
-    for _ in 0..6_000 {
-        if ledger(dir.path())
-            .history("sync", 1)
-            .unwrap()
-            .first()
-            .is_some_and(|r| !r.attempts.is_empty())
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    recorded_attempts(dir.path(), "sync", 1).await;
     assert_eq!(
         checked.load(Ordering::SeqCst),
         0,

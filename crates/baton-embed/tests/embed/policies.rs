@@ -11,7 +11,7 @@ use baton_store::Store as _;
 use jiff::Timestamp;
 use tokio::sync::{Notify, mpsc};
 
-use crate::support::{next, on_manual_clock};
+use crate::support::{next, on_manual_clock, recorded_attempts};
 
 fn ledger(dir: &std::path::Path) -> Box<dyn baton_store::ledger::Records> {
     baton_ledger::Files::new(dir.to_owned())
@@ -110,18 +110,6 @@ async fn failed_attempts_are_retried_after_their_backoff_until_one_succeeds() {
         .collect();
     assert_eq!(outcomes, ["failed", "failed", "ok"]);
     assert_eq!(runs[0].verdict.map(|v| v.as_str()), Some("ok"));
-}
-
-/// Waits until the ledger has `n` attempts of `job`'s run.
-async fn recorded_attempts(dir: &std::path::Path, job: &str, n: usize) {
-    for _ in 0..6_000 {
-        let runs = ledger(dir).history(job, 1).unwrap();
-        if runs.first().is_some_and(|r| r.attempts.len() >= n) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("{job}'s attempt {n} was never recorded");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

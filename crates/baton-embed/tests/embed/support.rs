@@ -244,3 +244,21 @@ pub fn stubborn(
         }
     })
 }
+
+/// Waits until the SQLite ledger in `dir` has `n` attempts of `job`'s
+/// newest run.
+pub async fn recorded_attempts(dir: &Path, job: &str, n: usize) {
+    use baton_store::Store as _;
+    for _ in 0..6_000 {
+        let runs = baton_ledger::Files::new(dir.to_owned())
+            .records(jiff::Timestamp::UNIX_EPOCH)
+            .unwrap()
+            .history(job, 1)
+            .unwrap();
+        if runs.first().is_some_and(|r| r.attempts.len() >= n) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{job}'s attempt {n} was never recorded");
+}

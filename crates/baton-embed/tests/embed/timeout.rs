@@ -12,24 +12,12 @@ use baton_store::Store as _;
 use jiff::Timestamp;
 use tokio::sync::mpsc;
 
-use crate::support::{next, on_manual_clock};
+use crate::support::{next, on_manual_clock, recorded_attempts as attempts};
 
 fn ledger(dir: &std::path::Path) -> Box<dyn baton_store::ledger::Records> {
     baton_ledger::Files::new(dir.to_owned())
         .records(Timestamp::UNIX_EPOCH)
         .unwrap()
-}
-
-/// Waits until the ledger has `n` attempts of `job`'s run.
-async fn attempts(dir: &std::path::Path, job: &str, n: usize) {
-    for _ in 0..6_000 {
-        let runs = ledger(dir).history(job, 1).unwrap();
-        if runs.first().is_some_and(|r| r.attempts.len() >= n) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("{job}: fewer than {n} attempts recorded");
 }
 
 /// The run's attempts as (outcome, exit code), and its verdict.
