@@ -196,6 +196,17 @@ pub fn render_for(
         escape(&status.timezone),
         escape(&status.config),
     );
+    if let Some(hold) = status.store.as_ref().and_then(|c| {
+        c.hold_words()
+            .map(|words| (words, c.held_back_until.clone().unwrap_or_default()))
+    }) {
+        let _ = writeln!(
+            out,
+            "<p class=\"bad hold\" data-held-back-until=\"{}\">Store {}</p>",
+            escape(&hold.1),
+            escape(&crate::times::human_in(&hold.0, &zone)),
+        );
+    }
     logout(&mut out, viewer);
     out.push_str("</header>\n<main>\n");
     ledger_error(&mut out, runs);

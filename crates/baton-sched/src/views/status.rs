@@ -270,10 +270,29 @@ fn stamp(t: Timestamp) -> String {
     t.to_string()
 }
 
-/// Reads the status of `config`'s jobs (`only` names one, when given).
+/// Reads the status of `config`'s jobs (`only` names one, when given):
+/// what the daemon's API and page show. For a shared store, as `baton
+/// status` does, the holders are surveyed with whether the store holds
+/// grants back after its server changed, and [`Status::store`] says so,
+/// with what the ledger's own connection is (no connection is made only
+/// to say it).
 pub fn read(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
     let opened = crate::store::existing_records(config, now);
-    read_from(config, only, now, opened, false).0
+    let shared = crate::store::shared(config);
+    let encrypted = match &opened {
+        Some(Ok(ledger)) if shared => ledger.encrypted(),
+        _ => None,
+    };
+    let (mut s, hold) = read_from(config, only, now, opened, shared);
+    if let (None, Some(encrypted)) = (&s.error, encrypted) {
+        s.store = crate::store::examine::connection_made(config, encrypted)
+            .and_then(Result::ok)
+            .map(|c| match hold {
+                Some(hold) => c.with_hold(hold.map_err(|e| e.to_string())),
+                None => c,
+            });
+    }
+    s
 }
 
 /// [`read`], from the ledger `opened` (none yet: `None`); with `hold`,

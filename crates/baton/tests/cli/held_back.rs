@@ -1,12 +1,12 @@
-//! `baton status` and `baton store status` after a failover: a real
-//! asynchronous standby promoted once the primary is killed, reached
-//! through a URL naming both servers.
+//! `baton status`, `baton store status`, the daemon's API and the status
+//! page after a failover: a real asynchronous standby promoted once the
+//! primary is killed, reached through a URL naming both servers.
 //!
-//! What must hold: before the failover neither says anything is held
-//! back (`held_back_until` null); after it, both say grants are held back
-//! until the same instant (text and `--json`), the very one a `baton run`
-//! refused in the meantime names; once that instant has passed, both say
-//! nothing again and the run is granted.
+//! What must hold: before the failover none says anything is held back
+//! (`held_back_until` null); after it, each says grants are held back
+//! until the same instant (text, `--json`, `GET /v1/jobs`, the page), the
+//! very one a `baton run` refused in the meantime names; once that instant
+//! has passed, none says anything of it and the run is granted.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -16,11 +16,13 @@ use baton_testkit::replica::{Mode, Replicated};
 use jiff::tz::TimeZone;
 use jiff::{SignedDuration, Timestamp};
 
+use crate::daemon::Daemon;
 use crate::support::{code, eventually, stderr, stdout};
 
-/// TTL plus takeover grace: 8 s, the hold after the switch.
-const POLICY: &str = "ttl = \"4s\"\nkill_grace = \"1s\"\ntakeover_grace = \"4s\"\n";
-const HOLD: SignedDuration = SignedDuration::from_secs(8);
+/// TTL plus takeover grace: 12 s, the hold after the switch (long enough
+/// for every surface to be asked within it on a loaded machine).
+const POLICY: &str = "ttl = \"6s\"\nkill_grace = \"1s\"\ntakeover_grace = \"6s\"\n";
+const HOLD: SignedDuration = SignedDuration::from_secs(12);
 
 fn config(dir: &Path, url: &str) -> PathBuf {
     let file = dir.join("baton.toml");
@@ -76,6 +78,29 @@ fn holds(config: &Path) -> (Option<String>, Option<String>, String, String) {
     (status, store, text, store_text)
 }
 
+/// `store.held_back_until` of the daemon's `GET /v1/jobs`, and the page's
+/// hold line (its `data-held-back-until`, and its words), if any.
+fn daemon_and_page(config: &Path, daemon: &Daemon) -> (Option<String>, Option<(String, String)>) {
+    let a = daemon.get("/v1/jobs");
+    assert_eq!(a.status, 200, "{}", a.body);
+    let v: serde_json::Value = serde_json::from_str(&a.body).unwrap();
+    let api = v["store"]["held_back_until"].as_str().map(str::to_owned);
+    let page = stdout(&baton(config, &["__page", "--refresh", "0"]));
+    let line = page
+        .lines()
+        .find(|l| l.contains("data-held-back-until"))
+        .map(|l| {
+            let until = l
+                .split("data-held-back-until=\"")
+                .nth(1)
+                .and_then(|r| r.split('"').next())
+                .unwrap_or_default()
+                .to_owned();
+            (until, l.to_owned())
+        });
+    (api, line)
+}
+
 #[test]
 fn status_says_until_when_a_new_primary_holds_leases_back() {
     let pair = Replicated::start(Mode::Asynchronous);
@@ -90,6 +115,14 @@ fn status_says_until_when_a_new_primary_holds_leases_back() {
     assert_eq!((status, store), (None, None), "{text}\n{store_text}");
     assert!(!text.contains("held back"), "{text}");
     assert!(!store_text.contains("held back"), "{store_text}");
+    let daemon = Daemon::start_cmd(crate::support::baton_on(
+        &config,
+        &["daemon", "--listen", "127.0.0.1:0"],
+    ))
+    .unwrap_or_else(|(code, log)| panic!("the daemon did not start (exit {code:?}):\n{log}"));
+    let (api, page) = daemon_and_page(&config, &daemon);
+    assert_eq!(api, None, "GET /v1/jobs says nothing is held back");
+    assert_eq!(page, None, "the page says nothing is held back");
 
     // The primary crashes; the standby is promoted and found by the URL.
     pair.caught_up();
@@ -133,6 +166,17 @@ fn status_says_until_when_a_new_primary_holds_leases_back() {
     assert!(text.contains(&line), "{text}");
     assert!(store_text.contains(&line), "{store_text}");
     assert_eq!(code(&baton(&config, &["store", "status"])), 0);
+    // The daemon's API and its page say the same, while it lasts.
+    let (api, page) = daemon_and_page(&config, &daemon);
+    if baton_lease::SystemClock.wall() < at {
+        assert_eq!(api.as_deref(), Some(until.as_str()), "GET /v1/jobs");
+        let (page_until, page_line) = page.expect("the page's hold line");
+        assert_eq!(page_until, until, "{page_line}");
+        assert!(
+            page_line.contains(&format!("held back until {shown}")),
+            "{page_line}"
+        );
+    }
 
     // Once the hold is over nothing is said of it, and the run is granted.
     eventually("the hold to end", || {
@@ -141,6 +185,7 @@ fn status_says_until_when_a_new_primary_holds_leases_back() {
     let (status, store, text, store_text) = holds(&config);
     assert_eq!((status, store), (None, None), "{text}\n{store_text}");
     assert!(!text.contains("held back"), "{text}");
+    assert_eq!(daemon_and_page(&config, &daemon), (None, None));
     let o = baton(&config, &["run", "nightly"]);
     assert_eq!(code(&o), 0, "{}", both(&o));
 }
