@@ -22,6 +22,8 @@
 
 #![allow(clippy::unwrap_used)] // A benchmark states its setup with unwrap.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -31,13 +33,7 @@ use jiff::Timestamp;
 use tokio::runtime::Runtime;
 use tokio::sync::mpsc;
 
-fn runtime() -> Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
+use common::runtime;
 
 /// Milliseconds from `due` to now.
 fn late_ms(due: Timestamp) -> f64 {

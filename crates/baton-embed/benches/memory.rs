@@ -14,6 +14,8 @@
 
 #![allow(clippy::unwrap_used)] // A benchmark states its setup with unwrap.
 
+mod common;
+
 use std::time::Duration;
 
 use baton_embed::{Job, Scheduler, Store};
@@ -85,11 +87,7 @@ fn measured(who: &str, n: usize) -> u64 {
 fn child(spec: &str) {
     let (who, n) = spec.split_once(':').unwrap();
     let n: usize = n.parse().unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = common::runtime();
     let rss = match who {
         "baton" => {
             let dir = tempfile::tempdir().unwrap();

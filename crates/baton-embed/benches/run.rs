@@ -25,6 +25,8 @@
 #![allow(clippy::unwrap_used)] // A benchmark states its setup with unwrap.
 #![allow(missing_docs)] // criterion's macros generate undocumented items.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,6 +38,8 @@ use baton_store::words::{AttemptOutcome, RunVerdict, StepKind};
 use criterion::Criterion;
 use tokio::runtime::Runtime;
 use tokio::sync::mpsc;
+
+use common::runtime;
 
 /// The lease's timing and history of the job, the builder's defaults.
 const TTL: Duration = Duration::from_secs(30);
@@ -175,14 +179,6 @@ impl Floor {
         ledger.finish_run(&finished, HISTORY_KEEP).unwrap();
         held.release().unwrap();
     }
-}
-
-fn runtime() -> Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 fn sqlite(dir: &std::path::Path) -> Bench {

@@ -17,7 +17,7 @@ use std::time::Duration;
 use baton_lease::{Clock, SystemClock};
 use baton_store::words::MissReason;
 use jiff::Timestamp;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinSet;
 
 use crate::catch_up;
@@ -176,9 +176,15 @@ impl Scheduler {
         };
         let mut tasks = JoinSet::new();
         let from = env.clock.wall();
+        // What each job catches up is decided by one task on one ledger
+        // (not a connection per job); each job's loop waits for its answer.
+        let mut answers = Vec::new();
         for plan in self.plans {
-            tasks.spawn(job_loop(env.clone(), plan, from));
+            let (answer, wait) = oneshot::channel();
+            answers.push((Arc::clone(&plan), answer));
+            tasks.spawn(job_loop(env.clone(), plan, from, wait));
         }
+        tasks.spawn(catch_up::decide_all(env.clone(), answers, from));
         Handle {
             shutdown: tx,
             tasks,
@@ -244,12 +250,23 @@ impl Handle {
     }
 }
 
-/// One job's timer: each occurrence after `from` starts a run.
-async fn job_loop(env: Env, plan: Arc<Plan>, from: Timestamp) {
+/// One job's timer: the occurrence it catches up (`caught_up`'s answer,
+/// when there is one), then each occurrence after `from` starts a run.
+async fn job_loop(
+    env: Env,
+    plan: Arc<Plan>,
+    from: Timestamp,
+    caught_up: oneshot::Receiver<Option<Timestamp>>,
+) {
     let mut runs = JoinSet::new();
     let mut shutdown = env.shutdown.clone();
-    if let Some(at) = catch_up::decide(&env, &plan, from).await {
-        start_run(&env, &plan, at, &mut runs);
+    tokio::select! {
+        answer = caught_up => {
+            if let Ok(Some(at)) = answer {
+                start_run(&env, &plan, at, &mut runs);
+            }
+        }
+        _ = shutdown.wait_for(Option::is_some) => return,
     }
     let mut after = from;
     while let Some(next) = plan.schedule.next_after(after, &plan.zone) {
@@ -294,8 +311,23 @@ fn start_run(env: &Env, plan: &Arc<Plan>, at: Timestamp, runs: &mut JoinSet<()>)
 
 /// The occurrences from `first` up to (not including) `before`: recorded
 /// missed for `reason`, once across replicas.
-pub(crate) async fn passed_over(
+async fn passed_over(
     env: &Env,
+    plan: &Plan,
+    range: (Timestamp, Timestamp),
+    reason: MissReason,
+    detail: String,
+) {
+    let Some(mut ledger) = Ledger::open(env).await else {
+        return;
+    };
+    passed_over_in(env, &mut ledger, plan, range, reason, detail).await;
+}
+
+/// [`passed_over`], on `ledger`.
+pub(crate) async fn passed_over_in(
+    env: &Env,
+    ledger: &mut Ledger,
     plan: &Plan,
     (first, before): (Timestamp, Timestamp),
     reason: MissReason,
@@ -319,12 +351,9 @@ pub(crate) async fn passed_over(
         .schedule
         .latest_at_or_before(before - jiff::SignedDuration::from_nanos(1), &plan.zone)
         .map_or(first, |l| l.max(first));
-    let Some(mut ledger) = Ledger::open(env).await else {
-        return;
-    };
     run::missed_range(
         env,
-        &mut ledger,
+        ledger,
         &plan.name,
         (first.as_second(), last.as_second(), count, at_least),
         reason,
