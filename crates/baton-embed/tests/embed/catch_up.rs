@@ -170,3 +170,44 @@ async fn a_long_downtime_is_one_range_whose_count_is_a_lower_bound() {
         )
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_starting_together_catch_up_one_occurrence_once() {
+    let dir = tempfile::tempdir().unwrap();
+    ledger(dir.path())
+        .see_jobs(&["hourly"], at("2026-06-01T00:00:00Z"))
+        .unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    // Three replicas of the service start at the same instant on one store,
+    // each on a clock of its own.
+    let start = at("2026-06-01T02:10:00Z");
+    let replicas: Vec<_> = (0..3)
+        .map(|_| on_manual_clock(dir.path(), start, hourly(tx.clone())))
+        .collect();
+    drop(tx);
+    assert_eq!(next(&mut rx).await, at("2026-06-01T02:00:00Z"));
+    for (_clock, handle) in replicas {
+        handle.idle().await;
+        handle.shutdown(Duration::from_secs(1)).await;
+    }
+    // Every replica is down: its job's sender is gone, and no second run
+    // of the occurrence may be waiting.
+    let more = tokio::time::timeout(baton_testkit::PATIENCE, rx.recv())
+        .await
+        .expect("the replicas' jobs outlived their shutdown");
+    assert_eq!(
+        more, None,
+        "the caught-up occurrence ran on more than one replica"
+    );
+    assert_eq!(
+        missed(dir.path()),
+        [(
+            "superseded".to_owned(),
+            at("2026-06-01T00:00:00Z").as_second(),
+            at("2026-06-01T01:00:00Z").as_second(),
+            2
+        )],
+        "the range passed over recorded once"
+    );
+    assert_eq!(ledger(dir.path()).history("hourly", 10).unwrap().len(), 1);
+}
