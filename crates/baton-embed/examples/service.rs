@@ -15,9 +15,10 @@
 //! run_id, what, at_us, accepted)`), `SERVICE_NAME` (this replica's name in
 //! the sink), `SERVICE_HOLD_MS` (how long a run takes), `SERVICE_TTL_MS`
 //! (the lease's TTL and takeover grace) and `SERVICE_LIFE_MS` (how long it
-//! serves). It prints `listening PORT` once its server is up.
+//! serves). It prints `listening PORT` once its server is up. With the
+//! `http` feature it serves the jobs' status API and page under `/baton`.
 //!
-//! Run it with `cargo run --example service --features postgres`.
+//! Run it with `cargo run --example service --features postgres,prometheus`.
 
 mod common;
 
@@ -92,10 +93,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .job(job("report", &db, &who, hold, ttl))
         .job(job("cleanup", &db, &who, hold, ttl))
         .build()?;
+    let app = Router::new().route("/health", get(|| async { "ok" }));
+    // The jobs' status, history and page beside the service's own routes:
+    // GET /baton/v1/jobs, /baton/v1/jobs/report/runs, /baton/ (and
+    // /baton/metrics with the `prometheus` feature).
+    #[cfg(feature = "http")]
+    let app = app.merge(scheduler.router_at("/baton")?);
     let handle = scheduler.start();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     println!("listening {}", listener.local_addr()?.port());
-    let app = Router::new().route("/health", get(|| async { "ok" }));
     axum::serve(listener, app)
         .with_graceful_shutdown(tokio::time::sleep(env_ms("SERVICE_LIFE_MS", 60_000)))
         .await?;

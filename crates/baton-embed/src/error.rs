@@ -75,6 +75,14 @@ pub enum BuildError {
         /// The rule it breaks, with the values.
         source: Box<baton_runner::Unfenced>,
     },
+    /// The status API's view of the store cannot be made
+    /// ([`crate::Scheduler::router`]).
+    #[cfg(feature = "http")]
+    #[error("failed to serve the status API of the store: {why}")]
+    Http {
+        /// Why.
+        why: String,
+    },
     /// The store's location cannot be used.
     #[error("failed to use the store {location}: {why}")]
     Store {

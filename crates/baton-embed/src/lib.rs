@@ -13,6 +13,10 @@
 //! # baton = { package = "baton-embed", version = "0.1", features = ["postgres"] }
 //! ```
 //!
+//! Features, none on by default: `postgres` (the PostgreSQL store),
+//! `http` (`Scheduler::router_at`: the status API and page as an axum
+//! router), `prometheus` (`GET /metrics` on that router; implies `http`).
+//!
 //! ```no_run
 //! use std::time::Duration;
 //! # use baton_embed as baton;
@@ -149,67 +153,83 @@
 //! # Seeing it from the command line
 //!
 //! The ledger is the command line's own (the same tables, the same
-//! `STATE_DIR/baton.db` or schema), so `baton history JOB` and `baton
-//! status` against the same store show the service's runs, verdicts and
-//! missed occurrences. The command line, though, answers only for a job its
-//! `baton.toml` names (`baton history x` refuses a job it does not know,
-//! exit 2). So this version leaves the command line as it is, and an
-//! operator reads the service's jobs with a configuration of their own that
-//! points at the same store (`state_dir`, or `[store] url`) and names each
-//! embedded job with its schedule:
+//! `STATE_DIR/baton.db` or schema), and [`Builder::build`] **declares**
+//! each job there: its schedule, zone and settings in the command line's
+//! words, and who runs it (`program on host (pid N)`). So `baton` on the
+//! same store shows and controls the service's jobs with no `baton.toml`
+//! of its own: give the store (`--state-dir DIR`, `BATON_STATE_DIR`, or
+//! `BATON_STORE_URL` for PostgreSQL) where no `./baton.toml` is found:
 //!
-//! ```toml
-//! [scheduler]
-//! state_dir = "/var/lib/my-service/baton"
-//!
-//! [jobs.report]
-//! schedule = "*/5 * * * *"
-//! run = "true"        # never run by the command line: see below
-//! enabled = false
+//! ```text
+//! $ baton status --state-dir /var/lib/my-service/baton
+//! report  OK  */5 * * * * (Europe/Berlin), lock report
+//!   run by        my-service on host-a (pid 4121) (declared in the ledger)
+//!   last run      …
+//! $ baton history report --state-dir /var/lib/my-service/baton
+//! $ baton pause report --for 2h --reason "migration" --state-dir /var/lib/my-service/baton
+//! $ baton resume report --state-dir /var/lib/my-service/baton
 //! ```
 //!
-//! `baton status` then shows the job `DISABLED` (no next run of its own),
-//! with the service's last run, success, failure and its one step, named
-//! after the job; `baton history report` lists the service's runs with
-//! their fences and attempts.
+//! - `baton status` (and `--json`, where such a job has `declared_by`)
+//!   lists the service's jobs beside any of a `baton.toml`, with their next
+//!   run, last run, steps, missed occurrences, holder and state, judged as
+//!   the command line's own jobs are;
+//! - `baton history JOB` lists the service's runs with their fences and
+//!   attempts;
+//! - `baton pause JOB` (and `baton resume JOB`) pause the service's job:
+//!   the pause is a row of the shared ledger, and every replica reads it
+//!   under the job's lease before an occurrence starts, recording each
+//!   occurrence it covers missed `paused` (no run, no alert). Pauses that
+//!   cannot be read keep the occurrence from running;
+//! - `baton run JOB`, `baton backfill JOB` and `baton tick JOB` refuse a
+//!   job a service declared (exit 2), saying which service runs it: the
+//!   command line has no function to run, and never runs it in the
+//!   service's place. `baton tick` and the daemon never see such a job.
 //!
-//! With the same configuration, `baton pause report` (and `baton resume
-//! report`) pause the service's job: the pause is a row of the shared
-//! ledger, and every replica reads it under the job's lease before an
-//! occurrence starts, recording each occurrence it covers missed `paused`
-//! (no run, no alert). Pauses that cannot be read keep the occurrence from
-//! running.
+//! A job both a `baton.toml` and a service name is the file's to the
+//! command line. A declaration stays until its job is declared again: a
+//! job a service no longer runs is still listed, with the last run it
+//! made.
 //!
-//! That configuration is for reading and pausing (`status`, `history`,
-//! `pause`, `resume`): `baton tick` or the daemon must not run with it,
-//! since they would record the disabled job's occurrences missed
-//! `disabled` beside the service's runs.
+//! # The status API and page in the service's router
+//!
+//! With the `http` feature, `Scheduler::router_at` returns an axum
+//! router to merge into the service's own: `GET /v1/jobs` is what `baton
+//! status --json` prints, `GET /v1/jobs/{job}/runs` what `baton history
+//! --json` prints, `GET /` the daemon's status page and `GET /jobs/{job}`
+//! a job's page; with `prometheus`, `GET /metrics` its metrics. It reads
+//! the ledger, so every replica's runs are there, whichever replica
+//! answers.
 //!
 //! # Not yet
 //!
-//! This slice runs cron jobs with skip-on-overlap, catch-up at the start
+//! This version runs cron jobs with skip-on-overlap, catch-up at the start
 //! (`catch_up = "latest"` within a window), retries, timeouts, checks,
 //! pauses, locks shared between jobs and self-fencing. It does not yet have, and refuses nothing
 //! silently in their place:
 //!
 //! - `overlap = "queue"` or `"replace"`: an occurrence meeting a run in
 //!   flight is missed `busy`;
-//! - `catch_up = "all"` or `"none"`, and `baton backfill`: only the newest
-//!   passed occurrence within the window runs, at the start as when
-//!   several pass at once (a suspended host), the rest missed
-//!   `superseded`;
+//! - `catch_up = "all"` or `"none"`, and `baton backfill` of an embedded
+//!   job (refused, exit 2): only the newest passed occurrence within the
+//!   window runs, at the start as when several pass at once (a suspended
+//!   host), the rest missed `superseded`;
 //! - watermarks, run budgets and the soft overrun alert, alerts and
 //!   webhooks;
 //! - `max_concurrent` slots (a job's runs hold one lock: its name, or the
 //!   one it shares with other jobs, [`Job::lock`]);
-//! - running a job as a child process under the runner, the daemon's API
-//!   and page in the service's router, Prometheus metrics.
+//! - running a job as a child process under the runner;
+//! - pausing, resuming or running a job through the HTTP API: the router
+//!   (`Scheduler::router_at`) only reads; `baton pause` controls.
 
 #![deny(missing_docs)]
 
 mod catch_up;
 mod context;
+mod declare;
 mod error;
+#[cfg(feature = "http")]
+mod http;
 mod job;
 mod keeper;
 mod plan;

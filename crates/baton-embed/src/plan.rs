@@ -20,7 +20,11 @@ pub(crate) struct Plan {
     /// their claims are kept in the lock's record (set at build).
     pub(crate) mates: Vec<String>,
     pub(crate) schedule: Schedule,
+    /// The schedule as given, for the ledger's declaration.
+    pub(crate) cron: String,
     pub(crate) zone: TimeZone,
+    /// The zone's name as given, for the ledger's declaration.
+    pub(crate) zone_name: String,
     pub(crate) retry: Retry,
     /// Each attempt's limit; `None` for none.
     pub(crate) timeout: Option<Duration>,
@@ -104,7 +108,9 @@ impl Plan {
             name: job.name,
             lock,
             schedule,
+            cron: job.cron,
             zone,
+            zone_name: job.zone,
             retry: Retry {
                 attempts: job.retries.saturating_add(1),
                 backoff: job.backoff,

@@ -66,9 +66,10 @@ impl Builder {
         self
     }
 
-    /// Checks every job and opens the store's ledger, recording the jobs
-    /// there (so `baton status` lists them once its configuration names
-    /// them). Nothing runs yet.
+    /// Checks every job and opens the store's ledger, declaring the jobs
+    /// there: each job's schedule and settings, and who runs it, so that
+    /// `baton status`, `history`, `pause` and `resume` on the same store
+    /// show and control them without a `baton.toml`. Nothing runs yet.
     ///
     /// # Errors
     ///
@@ -99,16 +100,22 @@ impl Builder {
         }
         let plans: Vec<Arc<Plan>> = plans.into_iter().map(Arc::new).collect();
         let now = clock.wall();
-        let names: Vec<&str> = plans.iter().map(|p| p.name.as_str()).collect();
+        let by = crate::declare::by();
+        let declared: Vec<_> = plans
+            .iter()
+            .map(|p| crate::declare::declaration(p, &by, now))
+            .collect();
         opened
             .records(now)
-            .and_then(|mut l| l.see_jobs(&names, now))
+            .and_then(|mut l| l.declare(&declared))
             .map_err(|source| BuildError::Ledger {
                 location: opened.location(),
                 source: Box::new(source),
             })?;
         Ok(Scheduler {
             store: opened,
+            #[cfg(feature = "http")]
+            spec: store,
             clock,
             plans,
         })
@@ -138,6 +145,9 @@ impl Builder {
 /// ```
 pub struct Scheduler {
     store: crate::store::Opened,
+    /// The store as given, for the status API's view of it.
+    #[cfg(feature = "http")]
+    spec: crate::Store,
     clock: Arc<dyn Clock>,
     plans: Vec<Arc<Plan>>,
 }
@@ -156,6 +166,72 @@ impl Scheduler {
     /// A builder with no store, the system clock and no jobs.
     pub fn builder() -> Builder {
         Builder::default()
+    }
+
+    /// The status API and pages of the jobs on this scheduler's store, as
+    /// `baton status --json`, `baton history JOB --json`, the daemon's page
+    /// and (with feature `prometheus`) its metrics show them, for the
+    /// service to merge into its own router (feature `http`), each route
+    /// under `prefix` (`""`, or a path such as `"/baton"`). It reads the
+    /// ledger, so it shows every job declared on the store (this
+    /// scheduler's, and other services'), with their runs on every replica;
+    /// the times are this scheduler's clock's.
+    ///
+    /// | route | answers |
+    /// | --- | --- |
+    /// | `GET PREFIX/v1/jobs` | what `baton status --json` prints |
+    /// | `GET PREFIX/v1/jobs/{job}` | what `baton status JOB --json` prints; `404` for an unknown job |
+    /// | `GET PREFIX/v1/jobs/{job}/runs?limit=N` | what `baton history JOB --json --limit N` prints (20 by default) |
+    /// | `GET PREFIX/` | the status page (HTML, no script, nothing loaded from elsewhere); `PREFIX` redirects there |
+    /// | `GET PREFIX/jobs/{job}` | the job's page: its runs, misses and last log |
+    /// | `GET PREFIX/metrics` | Prometheus's text format, or OpenMetrics when asked (feature `prometheus`) |
+    ///
+    /// Errors are JSON: `{"error": CODE, "message": TEXT}`. The router reads
+    /// only: it authenticates no one and changes nothing, so put it behind
+    /// the service's own authentication. It has no fallback, so merging it
+    /// leaves the service's own.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use baton_embed::{Job, Scheduler, Store};
+    ///
+    /// # async fn service() -> Result<(), Box<dyn std::error::Error>> {
+    /// let scheduler = Scheduler::builder()
+    ///     .store(Store::sqlite("/var/lib/my-service/baton"))
+    ///     .job(Job::cron("report", "*/5 * * * *").run(|_ctx| async { Ok(()) }))
+    ///     .build()?;
+    /// let app = axum::Router::new()
+    ///     .route("/hello", axum::routing::get(|| async { "hello" }))
+    ///     .merge(scheduler.router_at("/baton")?);
+    /// let handle = scheduler.start();
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+    /// axum::serve(listener, app).await?;
+    /// handle.shutdown(Duration::from_secs(30)).await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError::Http`] for a prefix that is not a path, or when the
+    /// command line cannot read the store as given (a path or URL it does
+    /// not take).
+    #[cfg(feature = "http")]
+    pub fn router_at(&self, prefix: &str) -> Result<axum::Router, BuildError> {
+        crate::http::check_prefix(prefix)?;
+        let config = crate::http::config_of(&self.spec)?;
+        Ok(crate::http::router(config, Arc::clone(&self.clock), prefix))
+    }
+
+    /// [`Scheduler::router_at`] at the root: `GET /` is the status page,
+    /// `GET /v1/jobs` the status, and so on.
+    ///
+    /// # Errors
+    ///
+    /// As [`Scheduler::router_at`].
+    #[cfg(feature = "http")]
+    pub fn router(&self) -> Result<axum::Router, BuildError> {
+        self.router_at("")
     }
 
     /// Starts every job's timer on the current tokio runtime: occurrences

@@ -119,6 +119,29 @@ impl Store {
     }
 }
 
+#[cfg(feature = "http")]
+impl Store {
+    /// What `baton` reads this store as with no `baton.toml` of its own:
+    /// the configuration's text, and the directory it is read from.
+    pub(crate) fn as_configuration(&self) -> (String, PathBuf) {
+        match &self.kind {
+            Kind::Files(dir) => {
+                let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
+                let text = format!(
+                    "[scheduler]\nstate_dir = {}\n",
+                    crate::declare::text(&dir.to_string_lossy())
+                );
+                (text, dir)
+            }
+            #[cfg(feature = "postgres")]
+            Kind::Postgres { url, .. } => (
+                format!("[store]\nurl = {}\n", crate::declare::text(url)),
+                PathBuf::from("/"),
+            ),
+        }
+    }
+}
+
 /// Makes `dir` absolute, creates it and its `locks/` owner-only when
 /// missing, and checks them as the command line does: nobody but this user
 /// or root may change them or a directory above them (where another user

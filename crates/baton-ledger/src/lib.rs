@@ -108,6 +108,12 @@
 //!   by that run's supervisor; keyed by job too, so a request never names a
 //!   run of another job sharing the lock. A run's requests go when it ends,
 //!   a job's others a day after they were asked.
+//! - `declarations (job) PRIMARY KEY`: the jobs a service embedding baton's
+//!   scheduler runs, each with its settings in the command line's words (a
+//!   `[jobs.NAME]` table as TOML), who declared it and when, so that
+//!   `baton status`, `history`, `pause` and `resume` show and control them
+//!   without a `baton.toml`. A declaration is replaced when its job is
+//!   declared again, never pruned.
 //!
 //! Version 1 had no `missed`, `pauses` nor `watermarks`, and kept occurrences
 //! that did not run in `occurrences`, one row each, as `skipped` or
@@ -115,7 +121,8 @@
 //! of one (its reason, or its decision word when it had none) and leaves
 //! `jobs.last_decided` as it was. Migrating to version 3 creates the
 //! tallies and fills them from the rows still held (a floor: pruning removed
-//! older ones). Migrating to version 4 creates `replacements`, empty.
+//! older ones). Migrating to version 4 creates `replacements`, empty;
+//! to version 5, `declarations`, empty.
 //!
 //! Counters change only through SQL expressions evaluated inside the write
 //! transaction (`consecutive_failures + 1`, `MAX(…)`, `coalesced + n`, the

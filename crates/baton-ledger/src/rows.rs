@@ -5,8 +5,8 @@
 use std::str::FromStr;
 
 use baton_store::ledger::{
-    AlertRow, DecisionRow, JobState, MissedRow, PauseRow, RunRow, StepKind, StepState, UnknownWord,
-    WatermarkRow,
+    AlertRow, DecisionRow, Declaration, JobState, MissedRow, PauseRow, RunRow, StepKind, StepState,
+    UnknownWord, WatermarkRow,
 };
 use jiff::Timestamp;
 use rusqlite::Row;
@@ -178,6 +178,15 @@ pub(crate) fn missed(r: &Row<'_>) -> rusqlite::Result<MissedRow> {
 pub(crate) const PAUSE_COLUMNS: &str = "id, job, since, until, reason, who, ended";
 
 /// A row of `pauses` selected with [`PAUSE_COLUMNS`].
+pub(crate) fn declaration(r: &Row<'_>) -> rusqlite::Result<Declaration> {
+    Ok(Declaration {
+        job: r.get(0)?,
+        config: r.get(1)?,
+        by: r.get(2)?,
+        declared: time(r, 3)?,
+    })
+}
+
 pub(crate) fn pause(r: &Row<'_>) -> rusqlite::Result<PauseRow> {
     Ok(PauseRow {
         id: r.get(0)?,

@@ -26,11 +26,11 @@ use rusqlite::{Connection, Transaction, TransactionBehavior};
 use crate::backup;
 
 /// The newest schema version this build writes and reads.
-pub(crate) const VERSION: i64 = 4;
+pub(crate) const VERSION: i64 = 5;
 
 /// The migrations: `MIGRATIONS[n]` takes a database from version `n` to
 /// `n + 1`.
-const MIGRATIONS: [&str; VERSION as usize] = [V1, V2, V3, V4];
+const MIGRATIONS: [&str; VERSION as usize] = [V1, V2, V3, V4, V5];
 
 /// Version 1. Why each table and key exists is told in the crate's
 /// documentation.
@@ -230,6 +230,19 @@ CREATE TABLE replacements (
 );
 ";
 
+/// Version 5: the jobs a service embedding baton's scheduler declared, so
+/// that the command line shows and controls them without a `baton.toml`:
+/// the job's settings in the command line's own words (a `[jobs.NAME]`
+/// table's keys, as TOML), who declared it and when, last.
+const V5: &str = "
+CREATE TABLE declarations (
+    job      TEXT PRIMARY KEY,
+    config   TEXT NOT NULL,
+    by       TEXT NOT NULL,
+    declared INTEGER NOT NULL
+);
+";
+
 /// The tables of the current version, each with the version that created
 /// it and the queries that read its first row through every b-tree it has
 /// (the table and each index).
@@ -238,7 +251,7 @@ CREATE TABLE replacements (
 /// current one, so a table is required only from its version on: a sound
 /// version 1 file has no `missed` table yet, and must not be taken for a
 /// damaged one.
-const PROBES: [(&str, i64, &[&str]); 12] = [
+const PROBES: [(&str, i64, &[&str]); 13] = [
     (
         "jobs",
         1,
@@ -336,6 +349,14 @@ const PROBES: [(&str, i64, &[&str]); 12] = [
         &[
             "SELECT * FROM replacements LIMIT 1",
             "SELECT run_id, job FROM replacements ORDER BY run_id, job LIMIT 1",
+        ],
+    ),
+    (
+        "declarations",
+        5,
+        &[
+            "SELECT * FROM declarations LIMIT 1",
+            "SELECT job FROM declarations ORDER BY job LIMIT 1",
         ],
     ),
 ];

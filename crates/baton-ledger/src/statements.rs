@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use baton_store::ledger::{
-    AlertRow, Attempt, AttemptRow, BOUNDS_US, DecisionRow, Effect, Finished, JobState, JobTallies,
-    Miss, MissedRow, NewAlert, NewDecision, NewRun, PauseRow, Replacement, RunRow, Statements,
-    StepState, WatermarkRow, bucket,
+    AlertRow, Attempt, AttemptRow, BOUNDS_US, DecisionRow, Declaration, Effect, Finished, JobState,
+    JobTallies, Miss, MissedRow, NewAlert, NewDecision, NewRun, PauseRow, Replacement, RunRow,
+    Statements, StepState, WatermarkRow, bucket,
 };
 use baton_store::words::{MissReason, RunVerdict, SkipReason};
 use jiff::Timestamp;
@@ -712,6 +712,21 @@ impl Statements for Sql<'_> {
             &format!("SELECT {PAUSE_COLUMNS} FROM pauses WHERE job = ?1 ORDER BY id DESC LIMIT ?2"),
             params![job, limit],
             rows::pause,
+        )
+    }
+    async fn declare(&self, d: &Declaration) -> R<()> {
+        self.run(
+            "INSERT INTO declarations (job, config, by, declared) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (job) DO UPDATE SET
+               config = excluded.config, by = excluded.by, declared = excluded.declared",
+            params![d.job, d.config, d.by, rows::micros(d.declared)],
+        )
+    }
+    async fn declarations(&self) -> R<Vec<Declaration>> {
+        self.rows(
+            "SELECT job, config, by, declared FROM declarations ORDER BY job",
+            params![],
+            rows::declaration,
         )
     }
     /// Deletes the job's pauses that are over at `now` (ended, or lapsed),

@@ -94,7 +94,23 @@ CREATE TABLE baton.job_guards (
         name: "replacements",
         sql: REPLACEMENTS,
     },
+    Migration {
+        version: 6,
+        name: "declarations",
+        sql: DECLARATIONS,
+    },
 ];
+
+/// Version 6: the jobs a service embedding baton's scheduler declared, the
+/// SQLite ledger's `declarations` (schema version 5) column for column.
+const DECLARATIONS: &str = r#"
+CREATE TABLE baton.declarations (
+    job      text COLLATE "C" PRIMARY KEY,
+    config   text NOT NULL,
+    by       text NOT NULL,
+    declared bigint NOT NULL
+);
+"#;
 
 /// Version 5: requests that a run in flight stop for a later run of its
 /// job (`overlap = "replace"`), the SQLite ledger's `replacements` (schema
@@ -307,7 +323,7 @@ CREATE TABLE baton.durations (
 "#;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 5;
+pub const SCHEMA_VERSION: i32 = 6;
 
 /// Creates the `baton` schema or brings it up to [`SCHEMA_VERSION`]; returns
 /// the versions this call applied (none when another host got there first).

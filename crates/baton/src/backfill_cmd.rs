@@ -25,7 +25,7 @@ use serde::Serialize;
 
 use crate::cli::BackfillArgs;
 use crate::exit::Exit;
-use crate::sched_cmd::{decision_clock, json_out, known_job, load};
+use crate::sched_cmd::{decision_clock, json_out, known_job, load_reading};
 
 /// One occurrence of the range, as `--json` prints it.
 #[derive(Debug, Serialize)]
@@ -78,7 +78,7 @@ struct Summary {
 
 /// `baton backfill`.
 pub fn run(state: Option<&Path>, a: &BackfillArgs) -> Exit {
-    let c = match load(state, &a.file) {
+    let c = match load_reading(state, &a.file) {
         Ok(c) => c,
         Err(e) => return e,
     };

@@ -16,7 +16,13 @@ use crate::exit::Exit;
 pub(crate) fn load(state: Option<&Path>, file: &ConfigFile) -> Result<Config, Exit> {
     let path = config::locate(file.config.as_deref());
     let over = Overrides::from_env(state.map(Path::to_owned));
-    let c = config::load(&path, &over).map_err(|e| {
+    said(config::load(&path, &over))
+}
+
+/// The configuration `read`, or the exit after saying why not; what its
+/// store's settings call to fix is said on stderr.
+fn said(read: Result<Config, config::ConfigError>) -> Result<Config, Exit> {
+    let c = read.map_err(|e| {
         say!("baton: {e}");
         Exit::Usage
     })?;
@@ -24,6 +30,36 @@ pub(crate) fn load(state: Option<&Path>, file: &ConfigFile) -> Result<Config, Ex
         say!("baton: warning: {w}");
     }
     Ok(c)
+}
+
+/// The configuration a command that shows or pauses jobs uses: the file's,
+/// as [`load`]; or, when no file is named (no `--config`, no
+/// `BATON_CONFIG`), there is no `./baton.toml` and a store is given
+/// (`--state-dir`, `BATON_STATE_DIR` or `BATON_STORE_URL`), none of its own
+/// on that store, so that the jobs a service declared there are shown and
+/// controlled without a file.
+pub(crate) fn load_reading(state: Option<&Path>, file: &ConfigFile) -> Result<Config, Exit> {
+    let path = config::locate(file.config.as_deref());
+    let over = Overrides::from_env(state.map(Path::to_owned));
+    let named =
+        file.config.is_some() || std::env::var_os("BATON_CONFIG").is_some_and(|v| !v.is_empty());
+    let store_given = over.state_dir.is_some()
+        || over.env.contains_key("state_dir")
+        || over.env.contains_key("store_url");
+    if named || !store_given || path.exists() {
+        return load(state, file);
+    }
+    said(config::parse("", &path, &over))
+}
+
+/// `c` with the jobs services declared in its ledger, when `job` is not
+/// one of its own (`None`: every job is wanted); `c` as it is when the
+/// ledger cannot be read (the command's own read then says why).
+pub(crate) fn with_declared(c: Config, job: Option<&str>) -> Config {
+    if job.is_some_and(|j| c.jobs.contains_key(j)) {
+        return c;
+    }
+    baton_sched::views::declared::with_declared(&c, SystemClock.wall()).unwrap_or(c)
 }
 
 fn clock() -> Arc<dyn Clock> {
@@ -63,7 +99,9 @@ pub fn tick(state: Option<&Path>, a: &TickArgs) -> Exit {
 
 /// `baton run`.
 pub fn run(state: Option<&Path>, a: &RunArgs) -> Exit {
-    let c = match load(state, &a.file) {
+    // Without a file, a store given: the job named is a service's at best,
+    // which `run` refuses, saying so.
+    let c = match load_reading(state, &a.file) {
         Ok(c) => c,
         Err(e) => return e,
     };
@@ -88,15 +126,12 @@ pub fn run(state: Option<&Path>, a: &RunArgs) -> Exit {
 
 /// `baton status`.
 pub fn status(state: Option<&Path>, a: &StatusArgs) -> Exit {
-    let c = match load(state, &a.file) {
+    let c = match load_reading(state, &a.file) {
         Ok(c) => c,
         Err(e) => return e,
     };
-    if let Some(j) = &a.job
-        && !c.jobs.contains_key(j)
-    {
-        return no_such_job(&c, "status", j);
-    }
+    // The jobs services declared are read with the ledger's first read:
+    // a job of neither is known once it has been read.
     let s = match baton_sched::views::status::read_with_connection(&c, a.job.as_deref(), clock()) {
         Ok(s) => s,
         Err(e) => {
@@ -104,6 +139,17 @@ pub fn status(state: Option<&Path>, a: &StatusArgs) -> Exit {
             return Exit::Usage;
         }
     };
+    if let Some(j) = &a.job
+        && s.jobs.is_empty()
+    {
+        return no_such_job(&c, "status", j);
+    }
+    let mut s = s;
+    if !c.path.exists() {
+        // Read without a file (`load_reading`): every job shown is a
+        // service's.
+        s.config = "none".into();
+    }
     if let Some(e) = &s.error {
         say!("baton status: {e}");
         if c.store.is_some() || s.ledger_newer {
@@ -203,8 +249,8 @@ pub fn config(state: Option<&Path>, a: &ConfigArgs) -> Exit {
 
 /// `baton history`.
 pub fn history(state: Option<&Path>, a: &HistoryArgs) -> Exit {
-    let c = match load(state, &a.file) {
-        Ok(c) => c,
+    let c = match load_reading(state, &a.file) {
+        Ok(c) => with_declared(c, a.job.as_deref()),
         Err(e) => return e,
     };
     if let Some(job) = &a.job
@@ -251,14 +297,47 @@ pub(crate) fn known_job<'c>(
     c.jobs.get(name).ok_or_else(|| no_such_job(c, verb, name))
 }
 
-/// Says that `c` has no job `name`, and which jobs it has; exit 2.
+/// Says that `c` has no job `name`, and which jobs it and its ledger's
+/// declarations have; exit 2. A job a service declared is said to be run
+/// by that service: `verb` does not take it.
 pub(crate) fn no_such_job(c: &Config, verb: &str, name: &str) -> Exit {
-    let known: Vec<&str> = c.jobs.keys().map(String::as_str).collect();
-    let jobs = if known.is_empty() {
+    let with = baton_sched::views::declared::with_declared(c, SystemClock.wall());
+    if let Ok(with) = &with
+        && let Some(job) = with.jobs.get(name)
+    {
+        say!(
+            "baton {verb}: job {name:?} is not in {}: it is declared by {}, which runs it; `baton \
+             {verb}` takes only the jobs of the configuration, while status, history, pause and \
+             resume show and control this one",
+            c.path.display(),
+            match &job.source {
+                config::Source::Declared(by) => by.as_str(),
+                _ => "a service",
+            }
+        );
+        return Exit::Usage;
+    }
+    let of_file: Vec<&str> = c.jobs.keys().map(String::as_str).collect();
+    let declared: Vec<&str> = with.as_ref().map_or(Vec::new(), |w| {
+        w.jobs
+            .keys()
+            .filter(|j| !c.jobs.contains_key(*j))
+            .map(String::as_str)
+            .collect()
+    });
+    let mut jobs = if !c.path.exists() {
+        "it does not exist".to_owned()
+    } else if of_file.is_empty() {
         "it has no jobs".to_owned()
     } else {
-        format!("its jobs: {}", known.join(", "))
+        format!("its jobs: {}", of_file.join(", "))
     };
+    if !declared.is_empty() {
+        jobs.push_str(&format!(
+            "; jobs declared by services: {}",
+            declared.join(", ")
+        ));
+    }
     say!(
         "baton {verb}: no job named {name:?} in {} ({jobs})",
         c.path.display()
@@ -277,8 +356,8 @@ fn who() -> String {
 
 /// `baton pause`.
 pub fn pause(state: Option<&Path>, a: &crate::cli::PauseArgs) -> Exit {
-    let c = match load(state, &a.file) {
-        Ok(c) => c,
+    let c = match load_reading(state, &a.file) {
+        Ok(c) => with_declared(c, Some(&a.job)),
         Err(e) => return e,
     };
     let job = match known_job(&c, "pause", &a.job) {
@@ -333,8 +412,8 @@ pub fn pause(state: Option<&Path>, a: &crate::cli::PauseArgs) -> Exit {
 
 /// `baton resume`.
 pub fn resume(state: Option<&Path>, a: &crate::cli::ResumeArgs) -> Exit {
-    let c = match load(state, &a.file) {
-        Ok(c) => c,
+    let c = match load_reading(state, &a.file) {
+        Ok(c) => with_declared(c, Some(&a.job)),
         Err(e) => return e,
     };
     if let Err(e) = known_job(&c, "resume", &a.job) {

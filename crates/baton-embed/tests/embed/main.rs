@@ -7,8 +7,11 @@
 mod build;
 mod catch_up;
 mod checks;
+mod command_line;
 mod exhibit;
 mod fencing;
+#[cfg(feature = "http")]
+mod http;
 mod manual;
 mod pause;
 #[cfg(feature = "postgres")]

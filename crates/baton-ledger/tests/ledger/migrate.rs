@@ -152,7 +152,7 @@ fn skipped_and_missed_occurrences_become_missed_ranges() {
         ledger.take_recovered().is_empty(),
         "a version 1 file is sound"
     );
-    assert_eq!(user_version(&scene), 4);
+    assert_eq!(user_version(&scene), 5);
 
     let s = |secs: i64| at(secs).as_second();
     let one = |id: i64, job: &str, reason: &str, occ: i64, detail: Option<&str>| MissedRow {
@@ -230,7 +230,7 @@ fn skipped_and_missed_occurrences_become_missed_ranges() {
     // Opened again, it is not migrated again.
     let mut again = scene.open();
     assert_eq!(again.missed_counts("j").unwrap().len(), 3);
-    assert_eq!(user_version(&scene), 4);
+    assert_eq!(user_version(&scene), 5);
 }
 
 /// Several processes' ledgers (threads here, each with its own connection)
@@ -257,7 +257,7 @@ fn openers_racing_on_a_version_1_file_migrate_it_once() {
         assert_eq!(opener.join().unwrap(), 3);
     }
     assert!(scene.corrupt_files().is_empty());
-    assert_eq!(user_version(&scene), 4);
+    assert_eq!(user_version(&scene), 5);
 }
 
 /// A version 2 ledger (today's schema less the tables version 3 added) is
@@ -291,6 +291,7 @@ fn a_version_2_ledger_keeps_its_data_and_its_tallies_start_from_its_rows() {
     let raw = rusqlite::Connection::open(scene.db()).unwrap();
     raw.execute_batch(
         "DROP TABLE tallies; DROP TABLE durations; DROP TABLE replacements;
+         DROP TABLE declarations;
          PRAGMA user_version = 2;",
     )
     .unwrap();
@@ -301,7 +302,7 @@ fn a_version_2_ledger_keeps_its_data_and_its_tallies_start_from_its_rows() {
         ledger.take_recovered().is_empty(),
         "a version 2 file is sound"
     );
-    assert_eq!(user_version(&scene), 4);
+    assert_eq!(user_version(&scene), 5);
     assert_eq!(ledger.history("j", 10).unwrap().len(), 3);
     assert_eq!(ledger.missed("j", 10).unwrap().len(), 1);
     assert_eq!(ledger.queued("k").unwrap().len(), 1);

@@ -42,7 +42,7 @@ fn migrated(scene: &Scene, version: i64) -> (Ledger, PathBuf, Vec<String>) {
         ledger.take_recovered().is_empty(),
         "a version {version} file is sound"
     );
-    assert_eq!(user_version(&scene.db()), 4);
+    assert_eq!(user_version(&scene.db()), 5);
     assert_copy_is(&backup(scene, version), &original);
     (ledger, original, jobs)
 }
@@ -497,7 +497,7 @@ fn a_migration_that_fails_midway_leaves_the_ledger_as_it_was() {
 
     scene.tamper("DROP TABLE durations");
     let mut ledger = scene.open();
-    assert_eq!(user_version(&scene.db()), 4);
+    assert_eq!(user_version(&scene.db()), 5);
     assert!(!ledger.missed("busy", 10).unwrap().is_empty());
 }
 
@@ -523,7 +523,7 @@ fn a_ledger_whose_copy_cannot_be_written_is_not_migrated() {
 
     std::fs::remove_dir_all(&partial).unwrap();
     scene.open();
-    assert_eq!(user_version(&scene.db()), 4);
+    assert_eq!(user_version(&scene.db()), 5);
     assert_copy_is(&backup(&scene, 2), &before);
 }
 
@@ -551,7 +551,7 @@ fn migrating_the_same_version_again_keeps_one_copy_the_newest() {
     let before = scene.keep("before.db");
 
     let mut ledger = scene.open();
-    assert_eq!(user_version(&scene.db()), 4);
+    assert_eq!(user_version(&scene.db()), 5);
     let copies: Vec<String> = files(&scene)
         .into_iter()
         .filter(|f| f.starts_with("baton.db.bak-"))
@@ -573,22 +573,22 @@ fn migrating_the_same_version_again_keeps_one_copy_the_newest() {
 fn a_ledger_of_a_newer_schema_is_refused_untouched() {
     let scene = Scene::new();
     install(&scene, "ledger-v2.db");
-    scene.tamper("PRAGMA user_version = 5");
+    scene.tamper("PRAGMA user_version = 6");
     let bytes = std::fs::read(scene.db()).unwrap();
     let err = Ledger::open(scene.dir(), at(0)).expect_err("a newer ledger was opened");
     assert!(err.is_newer_schema(), "{err}");
     let msg = err.to_string();
     for needle in [
         scene.db().to_str().unwrap(),
-        "schema version is 5",
-        "up to 4",
+        "schema version is 6",
+        "up to 5",
         "upgrade baton",
         "nothing was read or changed",
     ] {
         assert!(msg.contains(needle), "{msg:?} lacks {needle:?}");
     }
     assert_eq!(std::fs::read(scene.db()).unwrap(), bytes);
-    assert!(!backup(&scene, 5).exists() && !backup(&scene, 4).exists());
+    assert!(!backup(&scene, 6).exists() && !backup(&scene, 5).exists());
     assert!(scene.corrupt_files().is_empty());
 }
 
@@ -600,10 +600,10 @@ fn a_ledger_open_when_a_newer_baton_migrates_the_file_refuses_its_next_call() {
     let scene = Scene::new();
     let mut ledger = scene.open();
     ledger.see_jobs(&["j"], at(0)).unwrap();
-    scene.tamper("PRAGMA user_version = 5");
+    scene.tamper("PRAGMA user_version = 6");
     let err = ledger.jobs().unwrap_err();
     assert!(err.is_newer_schema(), "{err}");
-    assert!(err.to_string().contains("schema version is 5"), "{err}");
+    assert!(err.to_string().contains("schema version is 6"), "{err}");
     let err = ledger.see_jobs(&["k"], at(1)).unwrap_err();
     assert!(err.is_newer_schema(), "{err}");
     let names = raw(&scene.db(), "SELECT job FROM jobs");

@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use baton_store::ledger::{
-    AlertRow, Attempt, AttemptRow, BOUNDS_US, DecisionRow, Effect, Finished, JobState, JobTallies,
-    Miss, MissedRow, NewAlert, NewDecision, NewRun, PauseRow, Replacement, RunRow, Statements,
-    StepState, WatermarkRow, bucket,
+    AlertRow, Attempt, AttemptRow, BOUNDS_US, DecisionRow, Declaration, Effect, Finished, JobState,
+    JobTallies, Miss, MissedRow, NewAlert, NewDecision, NewRun, PauseRow, Replacement, RunRow,
+    Statements, StepState, WatermarkRow, bucket,
 };
 use baton_store::words::{MissReason, RunVerdict, SkipReason};
 use jiff::Timestamp;
@@ -807,6 +807,31 @@ impl Statements for Pg<'_> {
             ),
             &[&job, &i64::from(limit)],
             rows::pause,
+        )
+        .await
+    }
+    async fn declare(&self, d: &Declaration) -> R<()> {
+        self.run(
+            "INSERT INTO baton.declarations (job, config, by, declared)
+             VALUES ($1::text, $2::text, $3::text, $4::bigint)
+             ON CONFLICT (job) DO UPDATE SET
+               config = excluded.config, by = excluded.by, declared = excluded.declared",
+            &[&d.job, &d.config, &d.by, &rows::micros(d.declared)],
+        )
+        .await
+    }
+    async fn declarations(&self) -> R<Vec<Declaration>> {
+        self.rows(
+            "SELECT job, config, by, declared FROM baton.declarations ORDER BY job",
+            &[],
+            |r| {
+                Ok(Declaration {
+                    job: rows::get(r, 0)?,
+                    config: rows::get(r, 1)?,
+                    by: rows::get(r, 2)?,
+                    declared: rows::time(r, 3)?,
+                })
+            },
         )
         .await
     }

@@ -24,6 +24,7 @@
 //! one writer into the configuration's directory is [`dropin`]'s `write`
 //! and `delete`, for the daemon's jobs API; no other code writes there.
 
+pub mod declared;
 mod doc;
 pub mod dropin;
 mod error;

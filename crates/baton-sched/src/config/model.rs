@@ -82,6 +82,9 @@ pub enum Source {
     Env(String),
     /// A command-line option (`--state-dir`).
     Flag(String),
+    /// A service that embeds baton's scheduler declared it in the ledger
+    /// (a job only: see `config::declared`); who declared it, for people.
+    Declared(String),
 }
 
 impl std::fmt::Display for Source {
@@ -90,6 +93,7 @@ impl std::fmt::Display for Source {
             Source::Default => f.write_str("default"),
             Source::File { path, line } => write!(f, "{}:{line}", path.display()),
             Source::Env(name) | Source::Flag(name) => f.write_str(name),
+            Source::Declared(by) => write!(f, "the ledger (declared by {by})"),
         }
     }
 }

@@ -81,6 +81,12 @@ pub struct JobStatus {
     pub timezone: String,
     /// Its lock's name.
     pub lock: String,
+    /// Who runs it, for a job a service embedding baton's scheduler
+    /// declared in the ledger rather than `baton.toml` naming it (the
+    /// service, host and process that declared it last). Left out for the
+    /// configuration's jobs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declared_by: Option<String>,
     /// When the next occurrence that may run starts (its instant, moved on
     /// by the job's jitter), in the job's zone (RFC 3339 with
     /// offset): for a paused job, the first at or after the pause's end
@@ -405,12 +411,29 @@ pub fn read_with_connection(
     };
     let mut now = local.wall();
     let mut encrypted = None;
+    let mut declared = Vec::new();
     if crate::store::shared(config)
         && let Some(Ok(ledger)) = opened.as_mut()
     {
-        now = crate::store::decision_clock(ledger.as_mut(), local)?.wall();
+        // The jobs services declared come with the store's clock, in its
+        // round trip.
+        let (clock, d) = crate::store::decision_clock_with(ledger.as_mut(), local, |l| {
+            l.clock_and_declarations()
+        })?;
+        now = clock.wall();
+        declared = d;
         encrypted = ledger.encrypted();
+    } else if let Some(Ok(ledger)) = opened.as_mut() {
+        match ledger.declarations() {
+            Ok(d) => declared = d,
+            Err(e) => opened = Some(Err(e)),
+        }
     }
+    let (config, problems) = crate::config::declared::merged(config, &declared);
+    for p in problems {
+        crate::say::warn(format_args!("{p}"));
+    }
+    let config = &config;
     let (mut s, hold) = read_from(config, only, now, opened, true);
     if s.error.is_none() {
         // Said of the ledger's connection when it made one, rather than of
@@ -636,6 +659,10 @@ fn job_status(
         .cloned();
     JobStatus {
         job: job.name.clone(),
+        declared_by: match &job.source {
+            crate::config::Source::Declared(by) => Some(by.clone()),
+            _ => None,
+        },
         enabled: job.enabled.value,
         state: crate::views::job_state::decide(&facts),
         schedule: match job.when.value.key {
@@ -820,6 +847,9 @@ pub fn render(s: &Status) -> String {
             j.timezone,
             j.lock
         ));
+        if let Some(by) = &j.declared_by {
+            out.push_str(&format!("  run by        {by} (declared in the ledger)\n"));
+        }
         match &j.last_run {
             None => out.push_str("  last run      never run\n"),
             Some(r) => out.push_str(&format!(

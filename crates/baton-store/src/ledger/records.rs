@@ -25,9 +25,9 @@ use jiff::Timestamp;
 
 use super::error::Error;
 use super::rows::{
-    AlertRow, Attempt, Begun, DecisionRow, Finished, JobAsk, JobRecord, JobState, JobTallies, Miss,
-    Missed, MissedRow, NewAlert, NewRun, Overview, PauseRow, Queued, Recovered, Replacement,
-    RunRow, StepState, WatermarkRow, Withdrawn,
+    AlertRow, Attempt, Begun, DecisionRow, Declaration, Finished, JobAsk, JobRecord, JobState,
+    JobTallies, Miss, Missed, MissedRow, NewAlert, NewRun, Overview, PauseRow, Queued, Recovered,
+    Replacement, RunRow, StepState, WatermarkRow, Withdrawn,
 };
 use crate::words::MissReason;
 
@@ -503,6 +503,50 @@ pub trait Records: Send {
     ///
     /// As every call (see the module).
     fn pauses(&mut self, job: &str, limit: u32) -> Result<Vec<PauseRow>, Error>;
+    /// Records the jobs a service runs, in one write transaction: each
+    /// declaration replaces its job's earlier one, and each job not yet
+    /// known is first seen at its declaration's time. A declaration of a
+    /// job nobody declares any more stays until it is declared again or
+    /// the ledger is cleared: the command line shows it with its last
+    /// declaration's time.
+    ///
+    /// # Errors
+    ///
+    /// As every call (see the module).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # use baton_ledger::Ledger;
+    /// use baton_store::ledger::{Declaration, Records};
+    /// let now: jiff::Timestamp = "2026-11-29T03:15:00Z".parse()?;
+    /// let mut ledger = Ledger::open(dir.path(), now)?;
+    /// let report = Declaration {
+    ///     job: "report".into(),
+    ///     config: "schedule = \"*/5 * * * *\"\n".into(),
+    ///     by: "billing on host-a (pid 4121)".into(),
+    ///     declared: now,
+    /// };
+    /// ledger.declare(std::slice::from_ref(&report))?;
+    /// assert_eq!(ledger.declarations()?, vec![report]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn declare(&mut self, declarations: &[Declaration]) -> Result<(), Error>;
+    /// Every job a service declared, by name.
+    ///
+    /// # Errors
+    ///
+    /// As every call (see the module).
+    fn declarations(&mut self) -> Result<Vec<Declaration>, Error>;
+    /// The store's clock ([`Records::store_clock`]) and every declaration
+    /// ([`Records::declarations`]), from one snapshot and in one round trip
+    /// to a server.
+    ///
+    /// # Errors
+    ///
+    /// As every call (see the module).
+    fn clock_and_declarations(&mut self) -> Result<(Option<Timestamp>, Vec<Declaration>), Error>;
     /// Puts occurrences of a job in its queue, in one write transaction:
     ///
     /// 1. the job's row is created when missing (first seen at `now`);

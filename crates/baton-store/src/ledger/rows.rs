@@ -31,6 +31,25 @@ pub struct Overview {
     pub queued: Vec<String>,
 }
 
+/// A job a service declared ([`super::Records::declare`]): a job that a
+/// program embedding baton's scheduler runs, kept in the ledger so that the
+/// command line can show and control it without a `baton.toml` naming it.
+///
+/// The ledger keeps the declaration as given and decides nothing from it:
+/// what `config` means is the command line's to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Declaration {
+    /// The job.
+    pub job: String,
+    /// The job's settings as the command line writes them: the keys of a
+    /// `[jobs.NAME]` table in TOML (`schedule`, `timezone`, `retries`, …).
+    pub config: String,
+    /// Who declared it, for people: the service, host and process.
+    pub by: String,
+    /// When it was last declared.
+    pub declared: Timestamp,
+}
+
 /// One job asked of [`super::Records::job_records`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobAsk {

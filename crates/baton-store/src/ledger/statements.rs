@@ -22,8 +22,8 @@ use jiff::Timestamp;
 
 use super::error::Error;
 use super::rows::{
-    AlertRow, Attempt, DecisionRow, Finished, JobState, JobTallies, Miss, MissedRow, NewAlert,
-    NewRun, PauseRow, Recovered, Replacement, RunRow, StepState, WatermarkRow, Withdrawn,
+    AlertRow, Attempt, DecisionRow, Declaration, Finished, JobState, JobTallies, Miss, MissedRow,
+    NewAlert, NewRun, PauseRow, Recovered, Replacement, RunRow, StepState, WatermarkRow, Withdrawn,
 };
 use crate::words::{Decision, MissReason, SkipReason};
 
@@ -257,6 +257,12 @@ pub trait Statements {
         job: &str,
         now: Timestamp,
     ) -> impl Future<Output = Result<(), Self::Error>>;
+
+    // declarations
+    /// Writes the declaration, replacing the job's earlier one.
+    fn declare(&self, d: &Declaration) -> impl Future<Output = Result<(), Self::Error>>;
+    /// Every declaration, by job.
+    fn declarations(&self) -> impl Future<Output = Result<Vec<Declaration>, Self::Error>>;
 
     // the queue
     fn newest_queued(&self, job: &str) -> impl Future<Output = Result<Option<i64>, Self::Error>>;

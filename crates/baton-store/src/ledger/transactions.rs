@@ -15,9 +15,9 @@ use super::checks;
 use super::error::Error;
 use super::records::Records;
 use super::rows::{
-    AlertRow, Attempt, Begun, DecisionRow, Finished, JobAsk, JobRecord, JobState, JobTallies, Miss,
-    Missed, MissedRow, NewAlert, NewRun, Overview, PauseRow, Queued, Recovered, Replacement,
-    RunRow, StepState, WatermarkRow, Withdrawn,
+    AlertRow, Attempt, Begun, DecisionRow, Declaration, Finished, JobAsk, JobRecord, JobState,
+    JobTallies, Miss, Missed, MissedRow, NewAlert, NewRun, Overview, PauseRow, Queued, Recovered,
+    Replacement, RunRow, StepState, WatermarkRow, Withdrawn,
 };
 use super::statements::{Backend, Fail, Mode, NewDecision, Statements};
 use crate::words::{Decision, MissReason, SkipReason};
@@ -387,6 +387,47 @@ impl<B: Backend> Records for B {
             Mode::Read,
             &|| format!("read the pauses of job {job}"),
             async move |tx| Ok(tx.pauses(&name, limit).await?),
+        )
+    }
+
+    fn declare(&mut self, declarations: &[Declaration]) -> Result<(), Error> {
+        if let Some(latest) = declarations.iter().map(|d| d.declared).max() {
+            self.saw(latest);
+        }
+        let all = declarations.to_vec();
+        self.transact(
+            Mode::Write,
+            &|| "record the jobs the service declares".into(),
+            async move |tx| {
+                for d in &all {
+                    tx.see_jobs(&[d.job.as_str()], d.declared).await?;
+                    tx.declare(d).await?;
+                }
+                Ok(())
+            },
+        )
+    }
+
+    fn declarations(&mut self) -> Result<Vec<Declaration>, Error> {
+        self.transact(
+            Mode::Read,
+            &|| "read the jobs services declared".into(),
+            async |tx| Ok(tx.declarations().await?),
+        )
+    }
+
+    fn clock_and_declarations(&mut self) -> Result<(Option<Timestamp>, Vec<Declaration>), Error> {
+        self.transact(
+            Mode::Read,
+            &|| "read the store's clock and the jobs services declared".into(),
+            async |tx| {
+                // Sent together: one round trip to a server.
+                let tx = &*tx;
+                Ok(futures_util::try_join!(
+                    tx.server_clock(),
+                    tx.declarations()
+                )?)
+            },
         )
     }
 

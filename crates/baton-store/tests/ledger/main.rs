@@ -39,6 +39,7 @@ mod support;
 
 mod alerts;
 mod decisions;
+mod declarations;
 mod missed;
 mod pauses;
 mod pg_only;

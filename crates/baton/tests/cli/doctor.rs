@@ -381,7 +381,7 @@ fn doctor_says_an_older_ledger_is_migrated_by_the_next_run_and_leaves_it_unmigra
         assert_eq!(f["status"], "warn", "v{version}: {v:#}");
         assert!(
             f["message"].as_str().unwrap().contains(&format!(
-                "schema version {version}, older than this baton's 4"
+                "schema version {version}, older than this baton's 5"
             )),
             "{f}"
         );
@@ -406,7 +406,7 @@ fn doctor_fails_a_ledger_a_newer_baton_wrote_and_says_to_upgrade() {
     let s = Sched::new(JOB);
     let db = plant_ledger(&s, 2);
     let c = rusqlite::Connection::open(&db).unwrap();
-    c.execute_batch("PRAGMA user_version = 5").unwrap();
+    c.execute_batch("PRAGMA user_version = 6").unwrap();
     drop(c);
     let before = std::fs::read(&db).unwrap();
     let (rc, v) = json(&s);
@@ -417,7 +417,7 @@ fn doctor_fails_a_ledger_a_newer_baton_wrote_and_says_to_upgrade() {
         f["message"]
             .as_str()
             .unwrap()
-            .contains("schema version 5, newer than this baton's 4"),
+            .contains("schema version 6, newer than this baton's 5"),
         "{f}"
     );
     assert!(f["fix"].as_str().unwrap().contains("upgrade baton"), "{f}");

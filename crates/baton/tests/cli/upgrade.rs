@@ -122,7 +122,7 @@ fn a_ledger_a_newer_baton_wrote_stops_every_command_with_exit_2_and_is_left_as_i
     // version one past this build's.
     let db = s.env.state().join("baton.db");
     let c = rusqlite::Connection::open(&db).unwrap();
-    c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA user_version = 5;")
+    c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA user_version = 6;")
         .unwrap();
     drop(c);
     let bytes = std::fs::read(&db).unwrap();
@@ -133,8 +133,8 @@ fn a_ledger_a_newer_baton_wrote_stops_every_command_with_exit_2_and_is_left_as_i
         "count",
         &[
             db.to_str().unwrap(),
-            "schema version is 5",
-            "up to 4",
+            "schema version is 6",
+            "up to 5",
             "upgrade baton",
         ],
     );
@@ -290,7 +290,7 @@ fn a_store_the_last_schema_2_build_made_is_migrated_by_store_migrate_and_reads_w
     let o = s.run(&["store", "migrate"]);
     assert_eq!(code(&o), 0, "{}", both(&o));
     assert!(
-        stdout(&o).contains("applied schema version 3, 4, 5 (now at version 5)"),
+        stdout(&o).contains("applied schema version 3, 4, 5, 6 (now at version 6)"),
         "{}",
         both(&o)
     );
@@ -356,7 +356,7 @@ fn a_store_a_newer_baton_made_stops_every_command_with_exit_2() {
     assert_eq!(code(&o), 0, "{}", both(&o));
     pg.sql_in(
         "newer",
-        "INSERT INTO baton.migrations (version, name) VALUES (6, 'from a later build')",
+        "INSERT INTO baton.migrations (version, name) VALUES (7, 'from a later build')",
     );
     let before = pg.sql_in("newer", "SELECT count(*) FROM baton.runs");
 
@@ -365,8 +365,8 @@ fn a_store_a_newer_baton_made_stops_every_command_with_exit_2() {
         &ran,
         "steps",
         &[
-            "schema is at version 6",
-            "newer than this build's 5",
+            "schema is at version 7",
+            "newer than this build's 6",
             "upgrade baton",
         ],
     );
@@ -379,7 +379,7 @@ fn a_store_a_newer_baton_made_stops_every_command_with_exit_2() {
     );
     assert_eq!(
         pg.sql_in("newer", "SELECT max(version) FROM baton.migrations"),
-        "6"
+        "7"
     );
 }
 
@@ -642,12 +642,12 @@ fn a_daemon_whose_ledger_a_newer_baton_migrates_under_it_writes_nothing_more_to_
     // A newer baton (a run it started after a binary swap) migrates the
     // ledger while the daemon keeps its connection.
     let c = rusqlite::Connection::open(&db).unwrap();
-    c.execute_batch("PRAGMA user_version = 5").unwrap();
+    c.execute_batch("PRAGMA user_version = 6").unwrap();
     drop(c);
     s.write(&format!("{}{}", job("a"), job("b")));
     assert_eq!(d.post("/v1/reload", "").status, 200, "{}", d.log());
     crate::support::eventually("the daemon to say the ledger is newer", || {
-        d.log().contains("schema version is 5")
+        d.log().contains("schema version is 6")
     });
     assert_eq!(
         ledger_jobs(&db).unwrap(),

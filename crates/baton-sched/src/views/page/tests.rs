@@ -15,6 +15,7 @@ pub(super) fn now() -> Timestamp {
 
 pub(super) fn job(name: &str) -> JobStatus {
     JobStatus {
+        declared_by: None,
         job: name.into(),
         enabled: true,
         state: JobState::Ok,
@@ -128,6 +129,7 @@ fn every_job_has_one_element_with_its_states_word_and_each_word_a_colour() {
     let jobs: Vec<JobStatus> = JobState::ALL
         .iter()
         .map(|&st| JobStatus {
+            declared_by: None,
             state: st,
             ..job(&format!("{}-one", st.word()))
         })

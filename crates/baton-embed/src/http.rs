@@ -1,0 +1,235 @@
+//! The command line's status API and pages for the service's jobs, as an
+//! axum [`Router`] the service mounts in its own (feature `http`; `GET
+//! /metrics` with feature `prometheus`). Every answer is what `baton
+//! status --json`, `baton history JOB --json`, the daemon's page and its
+//! metrics give on the same store: the same views (`baton-sched`), read
+//! from the ledger, with the jobs the services declared there.
+//!
+//! This module only reads: it never starts, pauses or changes a job, and it
+//! authenticates no one. It is the service's to put it behind its own
+//! authentication, as it does its other routes; `baton pause` on the store
+//! controls the jobs.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use baton_lease::Clock;
+use baton_sched::config::Config;
+
+use crate::error::BuildError;
+
+/// What every request reads from: the command line's configuration of the
+/// store (no jobs of its own), and the scheduler's clock.
+#[derive(Clone)]
+struct Views {
+    config: Arc<Config>,
+    clock: Arc<dyn Clock>,
+}
+
+/// The configuration `baton` would use on `store` with no `baton.toml`:
+/// its state directory, or its `[store] url`.
+pub(crate) fn config_of(store: &crate::Store) -> Result<Config, BuildError> {
+    let (text, dir) = store.as_configuration();
+    let path = dir.join("baton.toml");
+    baton_sched::config::parse(&text, &path, &baton_sched::config::Overrides::default())
+        .map_err(|e| BuildError::Http { why: e.to_string() })
+}
+
+/// The router of the status API and pages under `prefix` (empty, or
+/// `/name`…, never ending in `/`); see [`crate::Scheduler::router_at`].
+pub(crate) fn router(config: Config, clock: Arc<dyn Clock>, prefix: &str) -> Router {
+    let views = Views {
+        config: Arc::new(config),
+        clock,
+    };
+    let at = |path: &str| format!("{prefix}{path}");
+    let mut router = Router::new()
+        .route(&at("/"), get(page))
+        .route(&at("/jobs/{job}"), get(job_page))
+        .route(&at("/v1/jobs"), get(jobs))
+        .route(&at("/v1/jobs/{job}"), get(job))
+        .route(&at("/v1/jobs/{job}/runs"), get(runs));
+    if !prefix.is_empty() {
+        // The page's links are relative: it is shown at `prefix/`.
+        let to = at("/");
+        router = router.route(
+            prefix,
+            get(move || async move { axum::response::Redirect::permanent(&to) }),
+        );
+    }
+    #[cfg(feature = "prometheus")]
+    let router = router.route(&at("/metrics"), get(metrics));
+    router.with_state(views)
+}
+
+/// Whether `prefix` may be given to [`router`]: empty, or `/` then path
+/// segments of letters, digits, `-`, `_` and `.` (neither `.` nor `..`),
+/// not ending in `/`.
+pub(crate) fn check_prefix(prefix: &str) -> Result<(), BuildError> {
+    let fine = prefix.is_empty()
+        || (prefix.starts_with('/')
+            && prefix[1..].split('/').all(|seg| {
+                !seg.is_empty()
+                    && seg != "."
+                    && seg != ".."
+                    && seg
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            }));
+    if fine {
+        Ok(())
+    } else {
+        Err(BuildError::Http {
+            why: format!(
+                "the prefix {prefix:?} is not a path: give \"\" or \"/name\" (segments of \
+                 letters, digits, '-', '_' and '.', none of them . or .., no '/' at the end)"
+            ),
+        })
+    }
+}
+
+/// A JSON error: `{"error": CODE, "message": TEXT}`, as the daemon's.
+struct Failure {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        let body = serde_json::json!({ "error": self.code, "message": self.message });
+        (self.status, axum::Json(body)).into_response()
+    }
+}
+
+fn error(status: StatusCode, code: &'static str, message: impl Into<String>) -> Failure {
+    Failure {
+        status,
+        code,
+        message: message.into(),
+    }
+}
+
+/// Runs `read` on the configuration with the declared jobs, on a blocking
+/// thread (the stores' calls block).
+async fn with_jobs<T: Send + 'static>(
+    v: &Views,
+    read: impl FnOnce(&Config, &dyn Clock) -> T + Send + 'static,
+) -> Result<T, Failure> {
+    let v = v.clone();
+    tokio::task::spawn_blocking(move || {
+        let now = v.clock.wall();
+        let config = baton_sched::views::declared::with_declared(&v.config, now)
+            .map_err(|e| error(StatusCode::SERVICE_UNAVAILABLE, "ledger", e.to_string()))?;
+        Ok(read(&config, v.clock.as_ref()))
+    })
+    .await
+    .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?
+}
+
+fn not_found(job: &str) -> Failure {
+    error(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        format!("no job named {job:?}"),
+    )
+}
+
+async fn jobs(State(v): State<Views>) -> Result<Response, Failure> {
+    let s = with_jobs(&v, |c, clock| {
+        baton_sched::views::status::read(c, None, clock.wall())
+    });
+    Ok(axum::Json(s.await?).into_response())
+}
+
+async fn job(State(v): State<Views>, Path(name): Path<String>) -> Result<Response, Failure> {
+    let read = with_jobs(&v, move |c, clock| {
+        c.jobs
+            .contains_key(&name)
+            .then(|| baton_sched::views::status::read(c, Some(&name), clock.wall()))
+            .ok_or(name)
+    });
+    match read.await? {
+        Ok(s) => Ok(axum::Json(s).into_response()),
+        Err(name) => Err(not_found(&name)),
+    }
+}
+
+/// `?limit=N` of `GET /v1/jobs/{job}/runs`.
+#[derive(serde::Deserialize)]
+struct Limit {
+    limit: Option<u32>,
+}
+
+async fn runs(
+    State(v): State<Views>,
+    Path(name): Path<String>,
+    Query(q): Query<Limit>,
+) -> Result<Response, Failure> {
+    let limit = q.limit.unwrap_or(20).min(10_000);
+    let read = with_jobs(&v, move |c, clock| {
+        if !c.jobs.contains_key(&name) {
+            return Err(not_found(&name));
+        }
+        baton_sched::views::history::read(c, &name, limit, clock.wall())
+            .map_err(|e| error(StatusCode::SERVICE_UNAVAILABLE, "ledger", e.to_string()))
+    });
+    Ok(axum::Json(read.await??).into_response())
+}
+
+async fn page(State(v): State<Views>) -> Result<Response, Failure> {
+    let read = with_jobs(&v, |c, clock| {
+        baton_sched::views::page::read(c, clock, baton_sched::views::page::DEFAULT_REFRESH_SECS)
+    });
+    Ok(Html(read.await?).into_response())
+}
+
+async fn job_page(State(v): State<Views>, Path(name): Path<String>) -> Result<Response, Failure> {
+    let read = with_jobs(&v, move |c, clock| {
+        baton_sched::views::page::job::read(
+            c,
+            clock,
+            &name,
+            baton_sched::views::page::DEFAULT_REFRESH_SECS,
+            baton_sched::views::page::Viewer::Anyone,
+        )
+        .ok_or_else(|| baton_sched::views::page::job::not_found(&name))
+    });
+    Ok(match read.await? {
+        Ok(html) => Html(html).into_response(),
+        Err(missing) => (StatusCode::NOT_FOUND, Html(missing)).into_response(),
+    })
+}
+
+/// `GET /metrics`: Prometheus's text format, or OpenMetrics when the
+/// `Accept` header prefers it, as the daemon's.
+#[cfg(feature = "prometheus")]
+async fn metrics(
+    State(v): State<Views>,
+    headers: axum::http::HeaderMap,
+) -> Result<Response, Failure> {
+    let accept: Vec<&str> = headers
+        .get_all(axum::http::header::ACCEPT)
+        .iter()
+        .filter_map(|h| h.to_str().ok())
+        .collect();
+    let accept = accept.join(",");
+    let format = baton_sched::views::metrics::Format::negotiate(
+        Some(accept.as_str()).filter(|a| !a.is_empty()),
+    );
+    let read = with_jobs(&v, move |c, clock| {
+        baton_sched::views::metrics::read(c, clock, format)
+    });
+    let text = read
+        .await?
+        .map_err(|e| error(StatusCode::SERVICE_UNAVAILABLE, "metrics", e.to_string()))?;
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, format.content_type())],
+        text,
+    )
+        .into_response())
+}

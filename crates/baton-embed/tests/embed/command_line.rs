@@ -1,0 +1,230 @@
+//! The command line on a service's store, with no `baton.toml`: `baton
+//! status`, `history`, `pause` and `resume` show and control the jobs a
+//! replica declared, and `run` and `backfill` refuse them, saying the
+//! service runs them.
+
+#![allow(clippy::disallowed_methods)] // The test waits for real runs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use crate::support::{poll, read_sink, replica};
+
+/// The `baton` binary, built once per test run.
+fn baton_bin() -> PathBuf {
+    static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["build", "--quiet", "-p", "baton", "--bin", "baton"])
+            .status()
+            .expect("run cargo build");
+        assert!(status.success(), "failed to build baton");
+    });
+    let mut dir = std::env::current_exe().unwrap();
+    dir.pop();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    dir.join("baton")
+}
+
+/// `baton ARGS` in `cwd`, which has no `baton.toml`, with `env` set and
+/// none of the caller's `BATON_*` variables.
+fn baton(cwd: &Path, env: &[(&str, &str)], args: &[&str]) -> Output {
+    let mut cmd = Command::new(baton_bin());
+    cmd.current_dir(cwd).args(args);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("BATON_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.envs(env.iter().copied());
+    cmd.output().expect("run baton")
+}
+
+fn said(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", said(o)))
+}
+
+#[test]
+fn the_command_line_shows_pauses_and_resumes_a_services_job_without_a_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let cwd = dir.path().join("elsewhere");
+    std::fs::create_dir(&cwd).unwrap();
+    let sink = dir.path().join("sink");
+    let state_arg = state.to_str().unwrap();
+    let with_state = ["--state-dir", state_arg];
+    let args =
+        |verb: &[&'static str]| -> Vec<&str> { verb.iter().copied().chain(with_state).collect() };
+    let service = replica(
+        &format!("sqlite:{}", state.display()),
+        &sink,
+        100,
+        60_000,
+        2_000,
+    );
+    poll("two runs of the service", || {
+        (read_sink(&sink).iter().filter(|r| r.end.is_some()).count() >= 2).then_some(())
+    });
+
+    // Seen: the job, who runs it, its last run.
+    let o = baton(&cwd, &[], &args(&["status", "--json"]));
+    assert_eq!(o.status.code(), Some(0), "{}", said(&o));
+    assert!(
+        o.stderr.is_empty(),
+        "every key of the declaration is read: {}",
+        said(&o)
+    );
+    let s = json(&o);
+    assert_eq!(s["config"], "none", "{s}");
+    let job = &s["jobs"][0];
+    assert_eq!(job["job"], "tick", "{s}");
+    assert_eq!(job["schedule"], "* * * * * *", "{s}");
+    assert!(
+        job["declared_by"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("pid {}", service.0.id())),
+        "{s}"
+    );
+    assert_eq!(job["last_run"]["verdict"], "ok", "{s}");
+    let o = baton(&cwd, &[], &args(&["status"]));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("run by"),
+        "{}",
+        said(&o)
+    );
+
+    // Paused from the command line: the service starts nothing more.
+    let o = baton(
+        &cwd,
+        &[],
+        &args(&["pause", "tick", "--reason", "maintenance"]),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", said(&o));
+    std::thread::sleep(Duration::from_millis(300)); // a run started before the pause ends
+    let before = read_sink(&sink).len();
+    std::thread::sleep(Duration::from_millis(2_500));
+    assert_eq!(read_sink(&sink).len(), before, "no run starts while paused");
+    let s = json(&baton(&cwd, &[], &args(&["status", "tick", "--json"])));
+    assert_eq!(s["jobs"][0]["state"], "paused", "{s}");
+    assert!(
+        s["jobs"][0]["missed"]["by_reason"]["paused"]
+            .as_u64()
+            .unwrap()
+            >= 2,
+        "the service records the occurrences the pause covers: {s}"
+    );
+
+    // Resumed: it runs again.
+    let o = baton(&cwd, &[], &args(&["resume", "tick"]));
+    assert_eq!(o.status.code(), Some(0), "{}", said(&o));
+    poll("a run after the resume", || {
+        (read_sink(&sink).len() > before).then_some(())
+    });
+    drop(service); // killed, and waited for
+
+    // Every run the service made is in the history the command line reads.
+    let sunk = read_sink(&sink);
+    let h = json(&baton(
+        &cwd,
+        &[],
+        &args(&["history", "tick", "--json", "--limit", "1000"]),
+    ));
+    let listed = h.as_array().unwrap();
+    for r in &sunk {
+        assert!(
+            listed.iter().any(|l| l["run_id"] == r.run_id.as_str()),
+            "run {} of the sink is in the history: {h}",
+            r.run_id
+        );
+    }
+
+    // `run` and `backfill` leave the service's job to the service.
+    for verb in [
+        &["run", "tick"][..],
+        &[
+            "backfill",
+            "tick",
+            "--from",
+            "2026-01-01T00:00:00Z",
+            "--to",
+            "2026-01-01T00:00:01Z",
+        ],
+    ] {
+        let o = baton(&cwd, &[], &args(verb));
+        assert_eq!(o.status.code(), Some(2), "{}", said(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("declared by"),
+            "{}",
+            said(&o)
+        );
+    }
+    // An unknown job is refused, the declared ones listed.
+    let o = baton(&cwd, &[], &args(&["status", "nope"]));
+    assert_eq!(o.status.code(), Some(2), "{}", said(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("declared by services: tick"),
+        "{}",
+        said(&o)
+    );
+    // With neither a file nor a store, nothing is guessed.
+    let o = baton(&cwd, &[], &["status"]);
+    assert_eq!(o.status.code(), Some(2), "{}", said(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no configuration"),
+        "{}",
+        said(&o)
+    );
+    // The state directory may come from the environment too.
+    // (Exit 1 when the kill left a run unfinished: the job is then crashed.)
+    let o = baton(&cwd, &[("BATON_STATE_DIR", state_arg)], &["status", "tick"]);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", said(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("run by"),
+        "{}",
+        said(&o)
+    );
+}
+
+#[cfg(feature = "postgres")]
+#[test]
+fn the_command_line_shows_and_pauses_a_services_job_on_postgres_from_the_url_alone() {
+    let server = baton_testkit::pg::PgServer::start();
+    let url = server.url();
+    let dir = tempfile::tempdir().unwrap();
+    let sink = dir.path().join("sink");
+    let env = [("BATON_STORE_URL", url.as_str())];
+    let service = replica(&format!("postgres:{url}"), &sink, 100, 60_000, 2_000);
+    poll("a run of the service", || {
+        (read_sink(&sink).iter().any(|r| r.end.is_some())).then_some(())
+    });
+    let o = baton(dir.path(), &env, &["status", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", said(&o));
+    let s = json(&o);
+    assert_eq!(s["jobs"][0]["job"], "tick", "{s}");
+    assert!(s["jobs"][0]["declared_by"].is_string(), "{s}");
+    assert!(s["jobs"][0]["last_run"]["run_id"].is_string(), "{s}");
+
+    let o = baton(dir.path(), &env, &["pause", "tick"]);
+    assert_eq!(o.status.code(), Some(0), "{}", said(&o));
+    std::thread::sleep(Duration::from_millis(300));
+    let before = read_sink(&sink).len();
+    std::thread::sleep(Duration::from_millis(2_500));
+    assert_eq!(read_sink(&sink).len(), before, "no run starts while paused");
+    let o = baton(dir.path(), &env, &["history", "tick", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", said(&o));
+    assert!(!json(&o).as_array().unwrap().is_empty());
+    drop(service); // killed, and waited for
+}

@@ -1,0 +1,119 @@
+//! The status API and pages mounted in a service's own router
+//! (`Scheduler::router`, feature `http`): what `baton status --json` and
+//! `baton history --json` print, the daemon's pages, and with feature
+//! `prometheus` its metrics, for the service's jobs, beside the service's
+//! own routes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_embed::{Job, JobError, ManualClock, Scheduler, Store};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::support::next;
+
+/// `GET path` on `addr`: the status code and the body.
+async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let ask = format!("GET {path} HTTP/1.1\r\nHost: service\r\nConnection: close\r\n\r\n");
+    s.write_all(ask.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    s.read_to_end(&mut answer).await.unwrap();
+    let answer = String::from_utf8(answer).unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+    let code = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (code, body.to_owned())
+}
+
+fn json(body: &str) -> serde_json::Value {
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_api_and_pages_mounted_in_a_services_router_show_its_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(
+        "2026-03-28T12:00:00Z".parse().unwrap(),
+        Duration::from_secs(1_000),
+    ));
+    let (tx, mut ran) = tokio::sync::mpsc::unbounded_channel();
+    let scheduler = Scheduler::builder()
+        .store(Store::sqlite(dir.path()))
+        .clock(clock.clone())
+        .job(
+            Job::cron("report", "*/5 * * * *")
+                .timezone("Europe/Berlin")
+                .run(move |ctx| {
+                    let tx = tx.clone();
+                    async move { tx.send(ctx.run_id().to_owned()).map_err(JobError::from) }
+                }),
+        )
+        .build()
+        .unwrap();
+    let app = axum::Router::new()
+        .route("/hello", axum::routing::get(|| async { "hello" }))
+        .merge(scheduler.router_at("/baton").unwrap());
+    for bad in ["baton", "/baton/", "/a b", "/../x"] {
+        assert!(scheduler.router_at(bad).is_err(), "{bad:?} is refused");
+    }
+    let handle = scheduler.start();
+    clock.advance(Duration::from_secs(300));
+    let run_id = next(&mut ran).await;
+    handle.idle().await;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+
+    assert_eq!(get(addr, "/hello").await, (200, "hello".to_owned()));
+
+    let (code, body) = get(addr, "/baton/v1/jobs").await;
+    assert_eq!(code, 200, "{body}");
+    let s = json(&body);
+    let job = &s["jobs"][0];
+    assert_eq!(job["job"], "report", "{s}");
+    assert_eq!(job["timezone"], "Europe/Berlin", "{s}");
+    assert!(job["declared_by"].is_string(), "{s}");
+    assert_eq!(job["last_run"]["run_id"], run_id.as_str(), "{s}");
+    assert_eq!(job["last_run"]["verdict"], "ok", "{s}");
+    assert_eq!(
+        s["now"], "2026-03-28T12:05:00Z",
+        "the scheduler's clock: {s}"
+    );
+
+    let (code, body) = get(addr, "/baton/v1/jobs/report").await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(json(&body)["jobs"].as_array().unwrap().len(), 1);
+    let (code, body) = get(addr, "/baton/v1/jobs/report/runs?limit=5").await;
+    assert_eq!(code, 200, "{body}");
+    let runs = json(&body);
+    assert_eq!(runs[0]["run_id"], run_id.as_str(), "{runs}");
+    for path in ["/baton/v1/jobs/nope", "/baton/v1/jobs/nope/runs"] {
+        let (code, body) = get(addr, path).await;
+        assert_eq!(code, 404, "{path}: {body}");
+        assert_eq!(json(&body)["error"], "not_found", "{body}");
+    }
+
+    let (code, _) = get(addr, "/baton").await;
+    assert_eq!(code, 308, "the page's links are relative: shown at /baton/");
+    assert_eq!(get(addr, "/baton/nothing").await.0, 404);
+    let (code, page) = get(addr, "/baton/").await;
+    assert_eq!(code, 200, "{page}");
+    assert!(page.contains("report") && page.contains("<html"), "{page}");
+    let (code, page) = get(addr, "/baton/jobs/report").await;
+    assert_eq!(code, 200, "{page}");
+    assert!(
+        page.contains(&run_id),
+        "the job's page lists its run: {page}"
+    );
+    assert_eq!(get(addr, "/baton/jobs/nope").await.0, 404);
+
+    #[cfg(feature = "prometheus")]
+    {
+        let (code, text) = get(addr, "/baton/metrics").await;
+        assert_eq!(code, 200, "{text}");
+        assert!(text.contains("job=\"report\""), "{text}");
+    }
+    server.abort();
+    handle.shutdown(Duration::from_secs(1)).await;
+}
