@@ -6,8 +6,9 @@
 //! `postgres:URL` with the `postgres` feature), `REPLICA_SINK` (the file
 //! each run appends `start` and `end` lines to, under an flock),
 //! `REPLICA_HOLD_MS` (how long a run takes), `REPLICA_LIFE_MS` (how long
-//! the replica serves before it shuts down) and `REPLICA_TTL_MS` (the
-//! lease's TTL and takeover grace).
+//! the replica serves before it shuts down), `REPLICA_TTL_MS` (the
+//! lease's TTL and takeover grace) and `REPLICA_OVERLAP` (`queue`, or
+//! skip by default).
 
 mod common;
 mod sink;
@@ -16,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton_embed::{Job, JobError, RunContext, Scheduler, Store};
+use baton_embed::{Job, JobError, Overlap, RunContext, Scheduler, Store};
 use common::env_ms;
 
 fn store() -> Store {
@@ -44,8 +45,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sink: Arc<PathBuf> = Arc::new(std::env::var("REPLICA_SINK")?.into());
     let hold = env_ms("REPLICA_HOLD_MS", 300);
     let ttl = env_ms("REPLICA_TTL_MS", 2_000);
+    let overlap = match std::env::var("REPLICA_OVERLAP").as_deref() {
+        Ok("queue") => Overlap::Queue,
+        _ => Overlap::Skip,
+    };
     let job = Job::cron("tick", "* * * * * *")
         .lease(ttl, ttl)
+        .overlap(overlap)
         .grace(Duration::from_millis(300))
         .run(move |ctx: RunContext| {
             let sink = Arc::clone(&sink);

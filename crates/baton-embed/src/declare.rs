@@ -37,7 +37,7 @@ pub(crate) fn declaration(plan: &Plan, by: &str, now: Timestamp) -> Declaration 
         key("catch_up", text("latest"));
         key("catch_up_window", duration(plan.catch_up_window));
     }
-    key("overlap", text("skip"));
+    key("overlap", text(plan.overlap.word()));
     key("ttl", duration(plan.ttl));
     key("takeover_grace", duration(plan.takeover_grace));
     key("kill_grace", duration(plan.grace));

@@ -56,6 +56,7 @@ pub struct Job {
     pub(crate) timeout: Duration,
     pub(crate) catch_up_window: Duration,
     pub(crate) lock: Option<String>,
+    pub(crate) overlap: Overlap,
     pub(crate) checks: Vec<Check>,
     pub(crate) ttl: Duration,
     pub(crate) takeover_grace: Duration,
@@ -92,6 +93,7 @@ impl Job {
             timeout: Duration::from_secs(60 * 60),
             catch_up_window: Duration::from_secs(60 * 60),
             lock: None,
+            overlap: Overlap::Skip,
             checks: Vec::new(),
             ttl: Duration::from_secs(30),
             takeover_grace: Duration::from_secs(30),
@@ -163,6 +165,26 @@ impl Job {
     #[must_use]
     pub fn catch_up_window(mut self, window: Duration) -> Self {
         self.catch_up_window = window;
+        self
+    }
+
+    /// What an occurrence does when it comes due while a run holds the
+    /// job's lock (its previous run, overrunning, or another job's on a
+    /// shared lock): [`Overlap::Skip`] by default, as the command line's
+    /// `overlap` key.
+    ///
+    /// ```
+    /// use baton_embed::{Job, Overlap};
+    ///
+    /// // A slow run never loses the occurrence behind it: it runs next.
+    /// let job = Job::cron("sync", "*/1 * * * *")
+    ///     .overlap(Overlap::Queue)
+    ///     .run(|_ctx| async { Ok(()) });
+    /// # let _ = job;
+    /// ```
+    #[must_use]
+    pub fn overlap(mut self, overlap: Overlap) -> Self {
+        self.overlap = overlap;
         self
     }
 
@@ -257,5 +279,32 @@ impl Job {
     {
         self.run = Some(Arc::new(move |ctx| Box::pin(f(ctx)) as RunFuture));
         self
+    }
+}
+
+/// What an occurrence does when it comes due while a run holds its job's
+/// lock ([`Job::overlap`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Overlap {
+    /// It is recorded missed `busy`, once across every replica, and does
+    /// not run (`overlap = "skip"`).
+    #[default]
+    Skip,
+    /// It waits in the ledger's queue and runs as soon as the run in
+    /// flight ends, under the same lease, by whichever replica holds it
+    /// (`overlap = "queue"`). At most one occurrence waits: the ones that
+    /// come due while it waits join it (recorded `coalesced`), so a run
+    /// that overruns by hours is followed by one run, not a backlog.
+    Queue,
+}
+
+impl Overlap {
+    /// The command line's word for it.
+    pub(crate) fn word(self) -> &'static str {
+        match self {
+            Overlap::Skip => "skip",
+            Overlap::Queue => "queue",
+        }
     }
 }

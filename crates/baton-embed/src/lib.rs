@@ -203,13 +203,13 @@
 //!
 //! # Not yet
 //!
-//! This version runs cron jobs with skip-on-overlap, catch-up at the start
-//! (`catch_up = "latest"` within a window), retries, timeouts, checks,
-//! pauses, locks shared between jobs and self-fencing. It does not yet have, and refuses nothing
-//! silently in their place:
+//! This version runs cron jobs with overlap skipped or queued
+//! ([`Overlap`]), catch-up at the start (`catch_up = "latest"` within a
+//! window), retries, timeouts, checks, pauses, locks shared between jobs
+//! and self-fencing. It does not yet have, and refuses nothing silently in
+//! their place:
 //!
-//! - `overlap = "queue"` or `"replace"`: an occurrence meeting a run in
-//!   flight is missed `busy`;
+//! - `overlap = "replace"`;
 //! - `catch_up = "all"` or `"none"`, and `baton backfill` of an embedded
 //!   job (refused, exit 2): only the newest passed occurrence within the
 //!   window runs, at the start as when several pass at once (a suspended
@@ -242,6 +242,6 @@ mod timer;
 pub use baton_lease::{Clock, ManualClock, SystemClock};
 pub use context::{Cancel, RunContext};
 pub use error::{BuildError, JobError};
-pub use job::Job;
+pub use job::{Job, Overlap};
 pub use scheduler::{Builder, Handle, Scheduler};
 pub use store::Store;

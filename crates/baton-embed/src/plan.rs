@@ -16,6 +16,8 @@ pub(crate) struct Plan {
     pub(crate) name: String,
     /// The lock its runs hold: its own name unless it names one.
     pub(crate) lock: String,
+    /// What an occurrence does that meets a run on the lock.
+    pub(crate) overlap: crate::Overlap,
     /// The scheduler's jobs that hold the same lock, this one among them:
     /// their claims are kept in the lock's record (set at build).
     pub(crate) mates: Vec<String>,
@@ -107,6 +109,7 @@ impl Plan {
             mates: vec![job.name.clone()],
             name: job.name,
             lock,
+            overlap: job.overlap,
             schedule,
             cron: job.cron,
             zone,

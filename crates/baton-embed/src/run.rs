@@ -5,9 +5,11 @@
 //!    critical section ([`baton_store::Store::try_acquire`] with a
 //!    [`baton_lease::Once`]): an occurrence already claimed, or one a live
 //!    holder runs now, ends here quietly; a lock held by another run (the
-//!    job's previous occurrence, overrunning) is missed `busy`, a hung or
-//!    orphaned holder `hung` or `orphaned`, each decided once in the
-//!    ledger whichever replicas try;
+//!    job's previous occurrence, overrunning) is missed `busy`, or with
+//!    [`crate::Overlap::Queue`] waits in the ledger's queue (or joins the
+//!    occurrence waiting there); a hung or orphaned holder is missed
+//!    `hung` or `orphaned`; each decided once in the ledger whichever
+//!    replicas try;
 //! 2. read the job's pauses under the lease: an occurrence a pause covers
 //!    (`baton pause JOB`) is missed `paused`, decided once in the ledger;
 //!    pauses that cannot be read keep it from running;
@@ -21,7 +23,12 @@
 //! 5. run the attempts while the lease is renewed (`keeper.rs`); a lost
 //!    lease or a shutdown fires the run's cancellation, and a function that
 //!    has not returned within the grace is dropped;
-//! 6. record each attempt and the verdict, then release.
+//! 6. record each attempt and the verdict;
+//! 7. before releasing, run what waits in the queue of the scheduler's
+//!    jobs sharing the lock, oldest first, each under the same lease
+//!    restated to claim it (the fence stays: the runs are one after
+//!    another); after releasing, look once more, since an occurrence may
+//!    have been queued between the last look and the release.
 //!
 //! Nothing here waits but through the scheduler's clock, and every call
 //! into the store or the ledger runs on a blocking thread.
@@ -30,7 +37,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use baton_lease::{Claim, Clock, Once};
-use baton_store::ledger::{Attempt, Begun, Finished, Miss, Missed, NewRun, Records};
+use baton_store::Restated;
+use baton_store::ledger::{Attempt, Begun, Finished, Miss, Missed, NewRun, Queued, Records};
 use baton_store::store::{LockRef, Refused, Taken};
 use baton_store::words::{AttemptOutcome, MissReason, RunVerdict, StepKind};
 use jiff::Timestamp;
@@ -56,6 +64,8 @@ pub(crate) struct Env {
     pub(crate) shutdown: watch::Receiver<Option<Duration>>,
     /// How many runs are in flight.
     pub(crate) in_flight: Arc<watch::Sender<usize>>,
+    /// The scheduler's jobs, by name: what a holder runs from the queue.
+    pub(crate) jobs: Arc<std::collections::HashMap<String, Arc<Plan>>>,
 }
 
 /// One run counted in flight until it is dropped (its task ended, or was
@@ -96,15 +106,23 @@ fn lock_ref(plan: &Plan) -> LockRef<'_> {
     }
 }
 
-/// Runs occurrence `at` (Unix seconds) of `plan` to its end.
-pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
-    let name = plan.name.clone();
-    let run_id = match baton_lease::Token::fresh() {
-        Ok(t) => t.to_string(),
+/// A fresh run id, or `None` (said) when no random bytes could be read.
+fn fresh_run_id(name: &str) -> Option<String> {
+    match baton_lease::Token::fresh() {
+        Ok(t) => Some(t.to_string()),
         Err(e) => {
             tracing::warn!("{name}: not run: failed to read random bytes for a run id: {e}");
-            return;
+            None
         }
+    }
+}
+
+/// Runs occurrence `at` (Unix seconds) of `plan` to its end, then what
+/// waits in the queue of the jobs sharing its lock, under the same lease.
+pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
+    let name = plan.name.clone();
+    let Some(run_id) = fresh_run_id(&name) else {
+        return;
     };
     let occ = Timestamp::from_second(at).unwrap_or(Timestamp::UNIX_EPOCH);
     let claim = Claim {
@@ -135,23 +153,67 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
             return;
         }
     };
-    let fence = held.fence();
-    let host = held.host().to_owned();
+    let tenure = Tenure {
+        fence: held.fence(),
+        host: held.host().to_owned(),
+    };
     let kept = Kept::start(held, sent, Arc::clone(&env.clock));
     let Some(mut ledger) = Ledger::open(&env).await else {
         // It never started: its claim must not say it did.
         let_go(kept, &name, at, true).await;
         return;
     };
-    match paused(&env, &mut ledger, &plan, at, occ).await {
+    let Some(kept) = under_lease(&env, &mut ledger, &plan, at, &run_id, kept, &tenure).await else {
+        return;
+    };
+    let Some(kept) = drain(&env, &mut ledger, &plan, kept, &tenure).await else {
+        return;
+    };
+    release(kept, &name).await;
+    // An occurrence queued between the last look and the release waits
+    // for the next holder: look once more.
+    drain_fresh(&env, &plan).await;
+}
+
+/// What one tenure of a lease runs under: its fence and the host holding it.
+struct Tenure {
+    fence: u64,
+    host: String,
+}
+
+/// Runs occurrence `at` of `plan` as `run_id` under the lease `kept`
+/// already claims it in: its pauses read, its start recorded, the dead
+/// runs of the job recorded `abandoned`, its attempts and checks run, its
+/// verdict recorded. Returns the lease for its release (or the queue);
+/// `None` when it was let go already (the occurrence did not run).
+async fn under_lease(
+    env: &Env,
+    ledger: &mut Ledger,
+    plan: &Plan,
+    at: i64,
+    run_id: &str,
+    kept: Kept,
+    tenure: &Tenure,
+) -> Option<Kept> {
+    let name = plan.name.clone();
+    let occ = Timestamp::from_second(at).unwrap_or(Timestamp::UNIX_EPOCH);
+    let Tenure { fence, host } = tenure;
+    let fence = *fence;
+    match paused(env, ledger, plan, at, occ).await {
         Some(false) => {}
         // Recorded missed: the ledger decided it.
-        Some(true) => return let_go(kept, &name, at, false).await,
+        Some(true) => {
+            let_go(kept, &name, at, false).await;
+            return None;
+        }
         // Unknown: it never started, and its claim must not say it did.
-        None => return let_go(kept, &name, at, true).await,
+        None => {
+            let_go(kept, &name, at, true).await;
+            return None;
+        }
     }
     let row = NewRun {
-        run_id: run_id.clone(),
+        run_id: run_id.to_owned(),
         job: name.clone(),
         occurrence: Some(at),
         fence: Some(fence),
@@ -167,25 +229,25 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
                 d.decision.as_str()
             );
             let_go(kept, &name, at, false).await;
-            return;
+            return None;
         }
         Some(Err(e)) => {
             tracing::warn!("{name} occurrence={occ}: not run: its start was not recorded: {e}");
             let_go(kept, &name, at, true).await;
-            return;
+            return None;
         }
         None => {
             let_go(kept, &name, at, true).await;
-            return;
+            return None;
         }
     }
-    abandon_the_dead(&mut ledger, &env, &plan, &run_id, &host, fence).await;
+    abandon_the_dead(ledger, env, plan, run_id, host, fence).await;
     tracing::info!("{name} run={run_id} occurrence={occ} start fence={fence} host={host}");
     let verdict = Attempts {
-        env: &env,
-        plan: &plan,
-        ledger: &mut ledger,
-        run_id: &run_id,
+        env,
+        plan,
+        ledger,
+        run_id,
         fence,
         occ,
         lost: kept.lost.clone(),
@@ -200,7 +262,7 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
         _ => (verdict, 1, false),
     };
     let finished = Finished {
-        run_id: run_id.clone(),
+        run_id: run_id.to_owned(),
         job: name.clone(),
         finished: env.clock.wall(),
         verdict,
@@ -212,7 +274,145 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
         tracing::warn!("{name} run={run_id}: its end was not recorded: {e}");
     }
     tracing::info!("{name} run={run_id} verdict={verdict}");
-    release(kept, &name).await;
+    Some(kept)
+}
+
+/// The oldest occurrence queued for one of the scheduler's jobs sharing
+/// `plan`'s lock that no pause holds now, if any (`None` too when the
+/// ledger cannot say: the queue then waits for a later holder).
+async fn next_waiting(env: &Env, ledger: &mut Ledger, plan: &Plan) -> Option<(String, i64)> {
+    let mates: Vec<String> = plan
+        .mates
+        .iter()
+        .filter(|m| env.jobs.contains_key(*m))
+        .cloned()
+        .collect();
+    let now = env.clock.wall();
+    let next = ledger
+        .call(move |l| {
+            let mates: Vec<&str> = mates.iter().map(String::as_str).collect();
+            l.next_unpaused(&mates, now)
+        })
+        .await;
+    match next {
+        Some(Ok(next)) => next,
+        Some(Err(e)) => {
+            tracing::warn!("{}: the queue could not be read: {e}", plan.lock);
+            None
+        }
+        None => None,
+    }
+}
+
+/// Runs what waits in the queue of the scheduler's jobs sharing `plan`'s
+/// lock, oldest first, each under the same lease restated to claim it
+/// (`overlap = "queue"`), while the lease holds and the scheduler is not
+/// shutting down. Returns the lease for its release; `None` when it is
+/// gone (lost, or let go).
+async fn drain(
+    env: &Env,
+    ledger: &mut Ledger,
+    plan: &Plan,
+    kept: Kept,
+    tenure: &Tenure,
+) -> Option<Kept> {
+    let mut kept = kept;
+    let mut last: Option<(String, i64)> = None;
+    loop {
+        if kept.lost.borrow().is_some() || env.shutdown.borrow().is_some() {
+            return Some(kept);
+        }
+        let Some((job, at)) = next_waiting(env, ledger, plan).await else {
+            return Some(kept);
+        };
+        if last.as_ref() == Some(&(job.clone(), at)) {
+            // The ledger did not let go of it: stop rather than spin.
+            tracing::warn!(
+                "{job}: queued occurrence {at} could not be taken from the queue; left for a \
+                 later holder"
+            );
+            return Some(kept);
+        }
+        last = Some((job.clone(), at));
+        let (Some(mate), Some(run_id)) = (env.jobs.get(&job).cloned(), fresh_run_id(&job)) else {
+            return Some(kept);
+        };
+        let occ = Timestamp::from_second(at).unwrap_or(Timestamp::UNIX_EPOCH);
+        let once = Once {
+            key: job.clone(),
+            at,
+        };
+        let sent = env.clock.boot();
+        let mut held = kept.stop().await?;
+        let restating = (run_id.clone(), occ.to_string());
+        let answer = tokio::task::spawn_blocking(move || {
+            let r = held.restate(Some(restating.0), Some(restating.1), Some(&once));
+            (held, r)
+        })
+        .await;
+        let Ok((held, restated)) = answer else {
+            tracing::warn!("{job}: the queue was left: the store's thread failed");
+            return None;
+        };
+        match restated {
+            Ok(Restated::Done) => {
+                kept = Kept::start(held, sent, Arc::clone(&env.clock));
+                tracing::info!("{job} occurrence={occ}: run from the queue");
+                kept = under_lease(env, ledger, &mate, at, &run_id, kept, tenure).await?;
+            }
+            Ok(Restated::Claimed { .. }) => {
+                // Claimed before it waited: it ran, or was taken. The
+                // ledger learns it, and the queue moves on.
+                kept = Kept::start(held, sent, Arc::clone(&env.clock));
+                let now = env.clock.wall();
+                let detail = "the lock's claim says it started already".to_owned();
+                let name = job.clone();
+                let _ = ledger
+                    .call(move |l| l.claimed(&name, at, &detail, now))
+                    .await;
+            }
+            Ok(Restated::Lost(why) | Restated::Unconfirmed(why)) => {
+                tracing::warn!("{job}: the queue was left: the lease was not restated: {why}");
+                let _ = tokio::task::spawn_blocking(move || held.release()).await;
+                return None;
+            }
+            Err(e) => {
+                tracing::warn!("{job}: the queue was left: the lease was not restated: {e}");
+                let _ = tokio::task::spawn_blocking(move || held.release()).await;
+                return None;
+            }
+        }
+    }
+}
+
+/// Takes `plan`'s lock, claiming no occurrence, to run what waits in the
+/// queue, when something does; a lock held by another run is left alone
+/// (its holder looks at the queue before and after its release).
+async fn drain_fresh(env: &Env, plan: &Arc<Plan>) {
+    let Some(mut ledger) = Ledger::open(env).await else {
+        return;
+    };
+    if env.shutdown.borrow().is_some() || next_waiting(env, &mut ledger, plan).await.is_none() {
+        return;
+    }
+    let claim = Claim {
+        mates: plan.mates.clone(),
+        ..Claim::default()
+    };
+    let sent = env.clock.boot();
+    let p = Arc::clone(plan);
+    let taken = blocking(env, move |s| s.try_acquire(&lock_ref(&p), &claim)).await;
+    let Some(Ok(Taken::Acquired(held))) = taken else {
+        return;
+    };
+    let tenure = Tenure {
+        fence: held.fence(),
+        host: held.host().to_owned(),
+    };
+    let kept = Kept::start(held, sent, Arc::clone(&env.clock));
+    if let Some(kept) = drain(env, &mut ledger, plan, kept, &tenure).await {
+        release(kept, &plan.name).await;
+    }
 }
 
 /// Releases a lease whose run is over.
@@ -328,7 +528,7 @@ async fn claimed_already(env: &Env, plan: &Plan, at: i64, claimed: i64) {
 
 /// Someone holds the lock: quiet when the holder runs this occurrence (or a
 /// later one), else the occurrence is missed for the holder's state.
-async fn refused_lock(env: &Env, plan: &Plan, at: i64, refused: Refused) {
+async fn refused_lock(env: &Env, plan: &Arc<Plan>, at: i64, refused: Refused) {
     if refused
         .holder
         .as_ref()
@@ -340,7 +540,49 @@ async fn refused_lock(env: &Env, plan: &Plan, at: i64, refused: Refused) {
     let Some(mut ledger) = Ledger::open(env).await else {
         return;
     };
+    if plan.overlap == crate::Overlap::Queue && refused.reason == MissReason::Busy {
+        return queue_behind(env, &mut ledger, plan, at).await;
+    }
     miss(env, &mut ledger, plan, at, refused.reason, refused.why).await;
+}
+
+/// `overlap = "queue"`: occurrence `at` waits in the ledger's queue for the
+/// run in flight (or joins the one already waiting), decided once across
+/// replicas; then the lock is tried once more, in case the holder let it go
+/// before it could see the queue.
+async fn queue_behind(env: &Env, ledger: &mut Ledger, plan: &Arc<Plan>, at: i64) {
+    let name = plan.name.clone();
+    let now = env.clock.wall();
+    let occ = Timestamp::from_second(at).unwrap_or(Timestamp::UNIX_EPOCH);
+    match ledger
+        .call(move |l| l.enqueue(&name, &[at], true, now))
+        .await
+    {
+        Some(Ok(Queued::Queued)) => {
+            tracing::info!(
+                "{} occurrence={occ} queued: the job's run is in flight",
+                plan.name
+            );
+        }
+        Some(Ok(Queued::Coalesced { into })) => {
+            tracing::info!(
+                "{} occurrence={occ} coalesced into the waiting occurrence {into}",
+                plan.name
+            );
+            return;
+        }
+        // Decided by another replica already.
+        Some(Ok(Queued::Moved)) => return,
+        Some(Err(e)) => {
+            tracing::warn!(
+                "{} occurrence={occ}: not run: it could not be queued: {e}",
+                plan.name
+            );
+            return;
+        }
+        None => return,
+    }
+    drain_fresh(env, plan).await;
 }
 
 /// Records occurrence `at` missed for `reason`, once across replicas.

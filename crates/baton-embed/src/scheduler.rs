@@ -244,11 +244,17 @@ impl Scheduler {
     pub fn start(self) -> Handle {
         let (tx, rx) = watch::channel(None);
         let (in_flight, in_flight_rx) = watch::channel(0);
+        let jobs = self
+            .plans
+            .iter()
+            .map(|p| (p.name.clone(), Arc::clone(p)))
+            .collect();
         let env = Env {
             store: self.store,
             clock: self.clock,
             shutdown: rx,
             in_flight: Arc::new(in_flight),
+            jobs: Arc::new(jobs),
         };
         let mut tasks = JoinSet::new();
         let from = env.clock.wall();

@@ -155,3 +155,87 @@ async fn a_panicking_attempt_fails_and_is_retried() {
     assert_eq!(outcomes, ["failed", "ok"]);
     assert_eq!(runs[0].verdict.map(|v| v.as_str()), Some("ok"));
 }
+
+/// `Overlap::Queue`: the occurrence that meets the run in flight waits in
+/// the ledger's queue, the next one joins it, and the holder runs it as
+/// soon as its run ends, under the same lease (the same fence).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_occurrence_meeting_the_previous_run_waits_and_runs_after_it_under_the_same_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let start: Timestamp = "2026-06-01T00:00:30Z".parse().unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let go = Arc::new(tokio::sync::Semaphore::new(0));
+    let gate = Arc::clone(&go);
+    let ttl = Duration::from_secs(300);
+    let job = Job::cron("slow", "* * * * *")
+        .lease(ttl, ttl)
+        .overlap(baton_embed::Overlap::Queue)
+        .run(move |ctx: RunContext| {
+            let (tx, gate) = (tx.clone(), Arc::clone(&gate));
+            async move {
+                tx.send((ctx.occurrence(), ctx.fence())).unwrap();
+                gate.acquire().await.unwrap().forget();
+                Ok(())
+            }
+        });
+    let (clock, handle) = on_manual_clock(dir.path(), start, job);
+    clock.advance(Duration::from_secs(30));
+    let (first, fence) = next(&mut rx).await;
+    // 00:02 comes while 00:01 runs: it waits; 00:03 joins it.
+    clock.advance(Duration::from_secs(60));
+    poll_queued(dir.path(), "slow", 0).await;
+    clock.advance(Duration::from_secs(60));
+    let waiting = poll_queued(dir.path(), "slow", 1).await;
+    assert_eq!(waiting.occurrence, first.as_second() + 60);
+    go.add_permits(1);
+    let (second, same) = next(&mut rx).await;
+    assert_eq!(
+        second.as_second(),
+        first.as_second() + 60,
+        "the waiting one runs next"
+    );
+    assert_eq!(same, fence, "under the same lease");
+    go.add_permits(1);
+    handle.idle().await;
+    handle.shutdown(Duration::from_secs(1)).await;
+    let mut l = ledger(dir.path());
+    let runs = l.history("slow", 10).unwrap();
+    let ran: Vec<(Option<i64>, Option<&str>)> = runs
+        .iter()
+        .map(|r| (r.occurrence, r.verdict.map(|v| v.as_str())))
+        .collect();
+    assert_eq!(
+        ran,
+        [
+            (Some(first.as_second() + 60), Some("ok")),
+            (Some(first.as_second()), Some("ok"))
+        ]
+    );
+    assert!(l.queued("slow").unwrap().is_empty(), "the queue is drained");
+    assert!(
+        l.missed("slow", 10).unwrap().is_empty(),
+        "nothing was missed"
+    );
+    assert!(
+        rx.try_recv().is_err(),
+        "the coalesced occurrence did not run apart"
+    );
+}
+
+/// Waits until the job's queue holds one occurrence that `coalesced`
+/// others joined.
+async fn poll_queued(
+    dir: &std::path::Path,
+    job: &str,
+    coalesced: u64,
+) -> baton_store::ledger::DecisionRow {
+    for _ in 0..6_000 {
+        if let Some(d) = ledger(dir).queued(job).unwrap().pop()
+            && d.coalesced == coalesced
+        {
+            return d;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no occurrence queued with {coalesced} coalesced");
+}

@@ -6,7 +6,7 @@
 
 use baton_store::Store as _;
 
-use crate::support::{check_sink, ledger_runs, poll, read_sink, replica, wait_all};
+use crate::support::{check_sink, ledger_runs, poll, read_sink, replica, replica_with, wait_all};
 
 /// The ledger of a store, as a test reads it.
 pub type OpenLedger<'a> = &'a dyn Fn() -> Box<dyn baton_store::ledger::Records>;
@@ -25,6 +25,56 @@ fn three_replicas_run_each_occurrence_once_and_record_every_run() {
     let state = dir.path().join("state");
     let store = format!("sqlite:{}", state.display());
     three_replicas(&store, dir.path(), &|| ledger(&state));
+}
+
+/// Three replicas whose runs (1.5 s) overrun the schedule (every second),
+/// with `Overlap::Queue`: the occurrence that meets a run waits and runs
+/// right after it, under the same lease, whichever replica holds it; the
+/// ones that come while it waits join it. None is missed `busy`, none runs
+/// twice, and no two run at once.
+#[test]
+fn three_replicas_queue_what_meets_an_overrunning_run_and_miss_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let store = format!("sqlite:{}", state.display());
+    let sink = dir.path().join("sink");
+    let mut replicas: Vec<_> = (0..3)
+        .map(|_| {
+            replica_with(
+                &store,
+                &sink,
+                1_500,
+                6_000,
+                2_000,
+                &[("REPLICA_OVERLAP", "queue")],
+            )
+        })
+        .collect();
+    wait_all(&mut replicas);
+    let runs = read_sink(&sink);
+    check_sink(&runs);
+    assert!(runs.len() >= 2, "too few runs to judge: {runs:?}");
+    let from_queue = runs.windows(2).filter(|w| w[0].fence == w[1].fence).count();
+    assert!(
+        from_queue >= 1,
+        "a queued occurrence ran under its holder's lease: {runs:?}"
+    );
+    let mut l = ledger(&state);
+    let busy: Vec<_> = l
+        .missed("tick", 100)
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.reason.as_str() == "busy")
+        .collect();
+    assert!(busy.is_empty(), "nothing meeting a run is missed: {busy:?}");
+    let recorded = ledger_runs(&mut *l, "tick");
+    for r in &runs {
+        assert!(
+            recorded.contains_key(&r.run_id),
+            "run {} is in the ledger",
+            r.run_id
+        );
+    }
 }
 
 #[test]
