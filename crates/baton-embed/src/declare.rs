@@ -34,7 +34,7 @@ pub(crate) fn declaration(plan: &Plan, by: &str, now: Timestamp) -> Declaration 
     if plan.catch_up_window.is_zero() {
         key("catch_up", text("none"));
     } else {
-        key("catch_up", text("latest"));
+        key("catch_up", text(plan.catch_up.word()));
         key("catch_up_window", duration(plan.catch_up_window));
     }
     key("overlap", text(plan.overlap.word()));

@@ -55,6 +55,7 @@ pub struct Job {
     pub(crate) backoff_max: Duration,
     pub(crate) timeout: Duration,
     pub(crate) catch_up_window: Duration,
+    pub(crate) catch_up: CatchUp,
     pub(crate) lock: Option<String>,
     pub(crate) overlap: Overlap,
     pub(crate) checks: Vec<Check>,
@@ -92,6 +93,7 @@ impl Job {
             backoff_max: Duration::from_secs(15 * 60),
             timeout: Duration::from_secs(60 * 60),
             catch_up_window: Duration::from_secs(60 * 60),
+            catch_up: CatchUp::Latest,
             lock: None,
             overlap: Overlap::Skip,
             checks: Vec::new(),
@@ -185,6 +187,29 @@ impl Job {
     #[must_use]
     pub fn overlap(mut self, overlap: Overlap) -> Self {
         self.overlap = overlap;
+        self
+    }
+
+    /// What runs of the occurrences that passed while no replica ran the
+    /// job (the service was down, its host suspended), as the command
+    /// line's `catch_up` key: [`CatchUp::Latest`] by default. Only those
+    /// within [`Job::catch_up_window`] are caught up; older ones are missed
+    /// `outside-window`.
+    ///
+    /// ```
+    /// use baton_embed::{CatchUp, Job};
+    ///
+    /// // Every hour's invoice runs, however long the service was down
+    /// // (up to a day, the newest 100 at most), oldest first.
+    /// let job = Job::cron("invoices", "0 * * * *")
+    ///     .catch_up(CatchUp::All)
+    ///     .catch_up_window(std::time::Duration::from_secs(24 * 3600))
+    ///     .run(|_ctx| async { Ok(()) });
+    /// # let _ = job;
+    /// ```
+    #[must_use]
+    pub fn catch_up(mut self, catch_up: CatchUp) -> Self {
+        self.catch_up = catch_up;
         self
     }
 
@@ -305,6 +330,39 @@ impl Overlap {
         match self {
             Overlap::Skip => "skip",
             Overlap::Queue => "queue",
+        }
+    }
+}
+
+/// What runs of a job's occurrences that passed while no replica ran it
+/// ([`Job::catch_up`]), each decided once across replicas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum CatchUp {
+    /// The newest runs; the ones before it are missed `superseded`
+    /// (`catch_up = "latest"`).
+    #[default]
+    Latest,
+    /// Each runs, oldest first, one after another under one lease (they
+    /// wait in the ledger's queue): the newest [`CATCH_UP_MAX`] of them,
+    /// the older ones missed `catch-up-max` (`catch_up = "all"`).
+    All,
+    /// Only an occurrence due now runs: the newest, when it is at most a
+    /// minute old; every other is missed `late` (`catch_up = "none"`).
+    None,
+}
+
+/// How many passed occurrences [`CatchUp::All`] runs at most, the newest:
+/// the command line's `catch_up_max` default.
+pub const CATCH_UP_MAX: usize = 100;
+
+impl CatchUp {
+    /// The command line's word for it.
+    pub(crate) fn word(self) -> &'static str {
+        match self {
+            CatchUp::Latest => "latest",
+            CatchUp::All => "all",
+            CatchUp::None => "none",
         }
     }
 }

@@ -204,16 +204,13 @@
 //! # Not yet
 //!
 //! This version runs cron jobs with overlap skipped or queued
-//! ([`Overlap`]), catch-up at the start (`catch_up = "latest"` within a
-//! window), retries, timeouts, checks, pauses, locks shared between jobs
-//! and self-fencing. It does not yet have, and refuses nothing silently in
-//! their place:
+//! ([`Overlap`]), catch-up of what passed while no replica ran ([`CatchUp`]:
+//! latest, all or none, within a window), retries, timeouts, checks,
+//! pauses, locks shared between jobs and self-fencing. It does not yet
+//! have, and refuses nothing silently in their place:
 //!
 //! - `overlap = "replace"`;
-//! - `catch_up = "all"` or `"none"`, and `baton backfill` of an embedded
-//!   job (refused, exit 2): only the newest passed occurrence within the
-//!   window runs, at the start as when several pass at once (a suspended
-//!   host), the rest missed `superseded`;
+//! - `baton backfill` of an embedded job (refused, exit 2);
 //! - watermarks, run budgets and the soft overrun alert, alerts and
 //!   webhooks;
 //! - `max_concurrent` slots (a job's runs hold one lock: its name, or the
@@ -242,6 +239,6 @@ mod timer;
 pub use baton_lease::{Clock, ManualClock, SystemClock};
 pub use context::{Cancel, RunContext};
 pub use error::{BuildError, JobError};
-pub use job::{Job, Overlap};
+pub use job::{CATCH_UP_MAX, CatchUp, Job, Overlap};
 pub use scheduler::{Builder, Handle, Scheduler};
 pub use store::Store;

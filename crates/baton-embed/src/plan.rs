@@ -33,6 +33,8 @@ pub(crate) struct Plan {
     /// How old an occurrence passed while no replica ran may be and still
     /// run at the start (`catch_up.rs`); zero for none.
     pub(crate) catch_up_window: Duration,
+    /// What of them runs.
+    pub(crate) catch_up: crate::CatchUp,
     pub(crate) ttl: Duration,
     pub(crate) takeover_grace: Duration,
     pub(crate) grace: Duration,
@@ -121,6 +123,7 @@ impl Plan {
             },
             timeout: Some(job.timeout).filter(|t| !t.is_zero()),
             catch_up_window: job.catch_up_window,
+            catch_up: job.catch_up,
             ttl: job.ttl,
             takeover_grace: job.takeover_grace,
             grace: job.grace,

@@ -388,7 +388,7 @@ async fn drain(
 /// Takes `plan`'s lock, claiming no occurrence, to run what waits in the
 /// queue, when something does; a lock held by another run is left alone
 /// (its holder looks at the queue before and after its release).
-async fn drain_fresh(env: &Env, plan: &Arc<Plan>) {
+pub(crate) async fn drain_fresh(env: &Env, plan: &Arc<Plan>) {
     let Some(mut ledger) = Ledger::open(env).await else {
         return;
     };

@@ -338,14 +338,14 @@ async fn job_loop(
     env: Env,
     plan: Arc<Plan>,
     from: Timestamp,
-    caught_up: oneshot::Receiver<Option<Timestamp>>,
+    caught_up: oneshot::Receiver<catch_up::Start>,
 ) {
     let mut runs = JoinSet::new();
     let mut shutdown = env.shutdown.clone();
     tokio::select! {
         answer = caught_up => {
-            if let Ok(Some(at)) = answer {
-                start_run(&env, &plan, at, &mut runs);
+            if let Ok(start) = answer {
+                start_caught_up(&env, &plan, start, &mut runs);
             }
         }
         _ = shutdown.wait_for(Option::is_some) => return,
@@ -361,23 +361,42 @@ async fn job_loop(
             .schedule
             .latest_at_or_before(now, &plan.zone)
             .map_or(next, |n| n.max(next));
-        if newest > next {
-            // Recorded before the newest starts: once an occurrence after
-            // them is decided, the ledger takes no miss before it.
-            passed_over(
-                &env,
-                &plan,
-                (next, newest),
-                MissReason::Superseded,
-                format!("a later occurrence ({newest}) runs in their place"),
-            )
-            .await;
-        }
         after = newest;
-        start_run(&env, &plan, newest, &mut runs);
+        if newest > next {
+            // Several passed at once (the host slept, the clock jumped):
+            // decided by the job's catch-up policy, what is missed
+            // recorded before anything starts (once an occurrence after
+            // them is decided, the ledger takes no miss before it).
+            let start = match Ledger::open(&env).await {
+                Some(mut ledger) => {
+                    catch_up::passed(&env, &mut ledger, &plan, (next, newest), now, "at once").await
+                }
+                None => catch_up::Start::Nothing,
+            };
+            start_caught_up(&env, &plan, start, &mut runs);
+        } else {
+            start_run(&env, &plan, newest, &mut runs);
+        }
         while runs.try_join_next().is_some() {}
     }
     while runs.join_next().await.is_some() {}
+}
+
+/// Starts what catching up decided, as a task of `runs`: a run, or the
+/// drain of the queue the passed occurrences wait in.
+fn start_caught_up(env: &Env, plan: &Arc<Plan>, start: catch_up::Start, runs: &mut JoinSet<()>) {
+    match start {
+        catch_up::Start::Nothing => {}
+        catch_up::Start::Run(at) => start_run(env, plan, at, runs),
+        catch_up::Start::Queue => {
+            let counted = run::InFlight::count(&env.in_flight);
+            let (env, plan) = (env.clone(), Arc::clone(plan));
+            runs.spawn(async move {
+                run::drain_fresh(&env, &plan).await;
+                drop(counted);
+            });
+        }
+    }
 }
 
 /// Starts the run of occurrence `at` as a task of `runs`, counted in flight
@@ -392,21 +411,7 @@ fn start_run(env: &Env, plan: &Arc<Plan>, at: Timestamp, runs: &mut JoinSet<()>)
 }
 
 /// The occurrences from `first` up to (not including) `before`: recorded
-/// missed for `reason`, once across replicas.
-async fn passed_over(
-    env: &Env,
-    plan: &Plan,
-    range: (Timestamp, Timestamp),
-    reason: MissReason,
-    detail: String,
-) {
-    let Some(mut ledger) = Ledger::open(env).await else {
-        return;
-    };
-    passed_over_in(env, &mut ledger, plan, range, reason, detail).await;
-}
-
-/// [`passed_over`], on `ledger`.
+/// missed for `reason` on `ledger`, once across replicas.
 pub(crate) async fn passed_over_in(
     env: &Env,
     ledger: &mut Ledger,

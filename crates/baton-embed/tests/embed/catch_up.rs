@@ -17,14 +17,17 @@ fn at(s: &str) -> Timestamp {
     s.parse().unwrap()
 }
 
+/// An hourly job, caught up within three hours.
 fn hourly(tx: mpsc::UnboundedSender<Timestamp>) -> Job {
-    Job::cron("hourly", "0 * * * *").run(move |ctx: RunContext| {
-        let tx = tx.clone();
-        async move {
-            tx.send(ctx.occurrence()).unwrap();
-            Ok(())
-        }
-    })
+    Job::cron("hourly", "0 * * * *")
+        .catch_up_window(Duration::from_secs(3 * 3600))
+        .run(move |ctx: RunContext| {
+            let tx = tx.clone();
+            async move {
+                tx.send(ctx.occurrence()).unwrap();
+                Ok(())
+            }
+        })
 }
 
 fn ledger(dir: &std::path::Path) -> Box<dyn baton_store::ledger::Records> {
@@ -157,17 +160,33 @@ async fn a_long_downtime_is_one_range_whose_count_is_a_lower_bound() {
     assert_eq!(next(&mut rx).await, at("2026-06-03T00:00:00Z"));
     handle.idle().await;
     handle.shutdown(Duration::from_secs(1)).await;
-    let m = ledger(dir.path()).missed("each-second", 10).unwrap();
-    assert_eq!(m.len(), 1, "{m:?}");
-    assert_eq!(m[0].reason.as_str(), "superseded");
+    // Older than the hour's window: one range, counted to 100,000; the
+    // hour before the start gives way to its newest second.
+    let mut m = ledger(dir.path()).missed("each-second", 10).unwrap();
+    m.reverse();
+    assert_eq!(m.len(), 2, "{m:?}");
+    let got: Vec<_> = m
+        .iter()
+        .map(|m| (m.reason.as_str(), m.first, m.last, m.count, m.at_least))
+        .collect();
     assert_eq!(
-        (m[0].first, m[0].last, m[0].count, m[0].at_least),
-        (
-            at("2026-06-01T00:00:00Z").as_second(),
-            at("2026-06-02T23:59:59Z").as_second(),
-            100_000,
-            true
-        )
+        got,
+        [
+            (
+                "outside-window",
+                at("2026-06-01T00:00:00Z").as_second(),
+                at("2026-06-02T23:00:00Z").as_second(),
+                100_000,
+                true
+            ),
+            (
+                "superseded",
+                at("2026-06-02T23:00:01Z").as_second(),
+                at("2026-06-02T23:59:59Z").as_second(),
+                3_599,
+                false
+            )
+        ]
     );
 }
 
@@ -210,4 +229,147 @@ async fn replicas_starting_together_catch_up_one_occurrence_once() {
         "the range passed over recorded once"
     );
     assert_eq!(ledger(dir.path()).history("hourly", 10).unwrap().len(), 1);
+}
+
+/// A job of `policy` sending each run's occurrence and fence.
+fn sending(
+    name: &str,
+    cron: &str,
+    policy: baton_embed::CatchUp,
+    tx: mpsc::UnboundedSender<(Timestamp, u64)>,
+) -> Job {
+    Job::cron(name, cron)
+        .catch_up(policy)
+        .catch_up_window(Duration::from_secs(3 * 3600))
+        .run(move |ctx: RunContext| {
+            let tx = tx.clone();
+            async move {
+                tx.send((ctx.occurrence(), ctx.fence())).unwrap();
+                Ok(())
+            }
+        })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn catch_up_all_runs_every_passed_occurrence_oldest_first_under_one_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    ledger(dir.path())
+        .see_jobs(&["hourly"], at("2026-06-01T00:00:00Z"))
+        .unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let job = sending("hourly", "0 * * * *", baton_embed::CatchUp::All, tx);
+    let (_clock, handle) = on_manual_clock(dir.path(), at("2026-06-01T02:10:00Z"), job);
+    let mut ran = Vec::new();
+    for _ in 0..3 {
+        ran.push(next(&mut rx).await);
+    }
+    handle.idle().await;
+    handle.shutdown(Duration::from_secs(1)).await;
+    let occurrences: Vec<Timestamp> = ran.iter().map(|r| r.0).collect();
+    assert_eq!(
+        occurrences,
+        [
+            at("2026-06-01T00:00:00Z"),
+            at("2026-06-01T01:00:00Z"),
+            at("2026-06-01T02:00:00Z")
+        ]
+    );
+    assert!(ran.iter().all(|r| r.1 == ran[0].1), "one lease: {ran:?}");
+    assert!(rx.try_recv().is_err());
+    assert!(missed(dir.path()).is_empty());
+    let mut l = ledger(dir.path());
+    assert_eq!(l.history("hourly", 10).unwrap().len(), 3);
+    assert!(l.queued("hourly").unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn catch_up_all_runs_the_newest_hundred_and_misses_the_rest_once() {
+    let dir = tempfile::tempdir().unwrap();
+    ledger(dir.path())
+        .see_jobs(&["each-second"], at("2026-06-01T00:00:00Z"))
+        .unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let job = sending("each-second", "* * * * * *", baton_embed::CatchUp::All, tx)
+        .catch_up_window(Duration::from_secs(3600));
+    let (_clock, handle) = on_manual_clock(dir.path(), at("2026-06-03T00:00:00.5Z"), job);
+    let first = next(&mut rx).await.0;
+    assert_eq!(
+        first,
+        at("2026-06-02T23:58:21Z"),
+        "the oldest of the newest 100"
+    );
+    for _ in 1..baton_embed::CATCH_UP_MAX {
+        next(&mut rx).await;
+    }
+    handle.idle().await;
+    handle.shutdown(Duration::from_secs(1)).await;
+    let mut m = ledger(dir.path()).missed("each-second", 10).unwrap();
+    m.reverse();
+    let got: Vec<_> = m
+        .iter()
+        .map(|m| (m.reason.as_str(), m.first, m.last, m.count))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "outside-window",
+                at("2026-06-01T00:00:00Z").as_second(),
+                at("2026-06-02T23:00:00Z").as_second(),
+                100_000
+            ),
+            (
+                "catch-up-max",
+                at("2026-06-02T23:00:01Z").as_second(),
+                at("2026-06-02T23:58:20Z").as_second(),
+                3_500
+            )
+        ]
+    );
+    assert_eq!(
+        ledger(dir.path())
+            .history("each-second", 1000)
+            .unwrap()
+            .len(),
+        100
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn catch_up_none_runs_only_what_is_due_now() {
+    for (start, runs, late_through) in [
+        // 02:00 is 30 s old: it runs; the ones before are late.
+        ("2026-06-01T02:00:30Z", true, "2026-06-01T01:00:00Z"),
+        // 02:00 is ten minutes old: late too, and nothing runs.
+        ("2026-06-01T02:10:00Z", false, "2026-06-01T02:00:00Z"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        ledger(dir.path())
+            .see_jobs(&["hourly"], at("2026-06-01T00:00:00Z"))
+            .unwrap();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let job = sending("hourly", "0 * * * *", baton_embed::CatchUp::None, tx);
+        let (_clock, handle) = on_manual_clock(dir.path(), at(start), job);
+        if runs {
+            assert_eq!(next(&mut rx).await.0, at("2026-06-01T02:00:00Z"));
+        }
+        handle.idle().await;
+        // The catch-up is decided before any run: with nothing to run,
+        // the misses are there once the ledger says so.
+        let want = (
+            "late".to_owned(),
+            at("2026-06-01T00:00:00Z").as_second(),
+            at(late_through).as_second(),
+            if runs { 2 } else { 3 },
+        );
+        for _ in 0..600 {
+            if missed(dir.path()) == [want.clone()] {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        handle.shutdown(Duration::from_secs(1)).await;
+        assert_eq!(missed(dir.path()), [want], "{start}");
+        assert!(rx.try_recv().is_err(), "{start}: nothing else ran");
+    }
 }
