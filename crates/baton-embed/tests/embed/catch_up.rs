@@ -36,13 +36,31 @@ fn ledger(dir: &std::path::Path) -> Box<dyn baton_store::ledger::Records> {
         .unwrap()
 }
 
-/// The job's missed ranges, oldest first: (reason, first, last, count).
+/// The hourly job's missed ranges, oldest first: (reason, first, last,
+/// count).
 fn missed(dir: &std::path::Path) -> Vec<(String, i64, i64, u64)> {
+    ranges(dir, "hourly")
+        .into_iter()
+        .map(|(reason, first, last, count, _)| (reason, first, last, count))
+        .collect()
+}
+
+/// `job`'s missed ranges, oldest first: (reason, first, last, count,
+/// whether the count is a lower bound).
+fn ranges(dir: &std::path::Path, job: &str) -> Vec<(String, i64, i64, u64, bool)> {
     let mut m: Vec<_> = ledger(dir)
-        .missed("hourly", 10)
+        .missed(job, 10)
         .unwrap()
         .into_iter()
-        .map(|m| (m.reason.as_str().to_owned(), m.first, m.last, m.count))
+        .map(|m| {
+            (
+                m.reason.as_str().to_owned(),
+                m.first,
+                m.last,
+                m.count,
+                m.at_least,
+            )
+        })
         .collect();
     m.reverse();
     m
@@ -162,25 +180,18 @@ async fn a_long_downtime_is_one_range_whose_count_is_a_lower_bound() {
     handle.shutdown(Duration::from_secs(1)).await;
     // Older than the hour's window: one range, counted to 100,000; the
     // hour before the start gives way to its newest second.
-    let mut m = ledger(dir.path()).missed("each-second", 10).unwrap();
-    m.reverse();
-    assert_eq!(m.len(), 2, "{m:?}");
-    let got: Vec<_> = m
-        .iter()
-        .map(|m| (m.reason.as_str(), m.first, m.last, m.count, m.at_least))
-        .collect();
     assert_eq!(
-        got,
+        ranges(dir.path(), "each-second"),
         [
             (
-                "outside-window",
+                "outside-window".to_owned(),
                 at("2026-06-01T00:00:00Z").as_second(),
                 at("2026-06-02T23:00:00Z").as_second(),
                 100_000,
                 true
             ),
             (
-                "superseded",
+                "superseded".to_owned(),
                 at("2026-06-02T23:00:01Z").as_second(),
                 at("2026-06-02T23:59:59Z").as_second(),
                 3_599,
@@ -303,26 +314,22 @@ async fn catch_up_all_runs_the_newest_hundred_and_misses_the_rest_once() {
     }
     handle.idle().await;
     handle.shutdown(Duration::from_secs(1)).await;
-    let mut m = ledger(dir.path()).missed("each-second", 10).unwrap();
-    m.reverse();
-    let got: Vec<_> = m
-        .iter()
-        .map(|m| (m.reason.as_str(), m.first, m.last, m.count))
-        .collect();
     assert_eq!(
-        got,
+        ranges(dir.path(), "each-second"),
         [
             (
-                "outside-window",
+                "outside-window".to_owned(),
                 at("2026-06-01T00:00:00Z").as_second(),
                 at("2026-06-02T23:00:00Z").as_second(),
-                100_000
+                100_000,
+                true
             ),
             (
-                "catch-up-max",
+                "catch-up-max".to_owned(),
                 at("2026-06-02T23:00:01Z").as_second(),
                 at("2026-06-02T23:58:20Z").as_second(),
-                3_500
+                3_500,
+                false
             )
         ]
     );
