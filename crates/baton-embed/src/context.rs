@@ -5,8 +5,15 @@
 //! release one. The run that owns the lease (`run.rs`) fires the
 //! cancellation, and drops the job's future if it does not return in time.
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_lease::Clock;
+use baton_store::store::{LockRef, Vouch};
 use jiff::Timestamp;
 use tokio::sync::watch;
+
+use crate::error::JobError;
 
 /// Why a run was asked to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +59,26 @@ pub struct RunContext {
     pub(crate) occurrence: Timestamp,
     pub(crate) attempt: u32,
     pub(crate) cancel: watch::Receiver<Option<Cancel>>,
+    pub(crate) lease: Arc<Lease>,
+}
+
+/// The lease a run holds, as its watermark's settling asks the store to
+/// vouch for it: the store, the lock and the token.
+pub(crate) struct Lease {
+    pub(crate) store: crate::store::Opened,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) token: String,
+    pub(crate) lock: String,
+    pub(crate) ttl: Duration,
+    pub(crate) takeover_grace: Duration,
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease")
+            .field("lock", &self.lock)
+            .finish_non_exhaustive()
+    }
 }
 
 impl RunContext {
@@ -105,5 +132,106 @@ impl RunContext {
             Err(_) => Some(Cancel::LeaseLost),
         };
         why.unwrap_or(Cancel::LeaseLost)
+    }
+
+    /// The job's watermark: the newest value a run of it settled
+    /// ([`RunContext::settle_watermark`], or `baton watermark settle` from
+    /// a step of the command line's job of the name); `None` before the
+    /// first. What an incremental job reads to know where to start.
+    ///
+    /// # Errors
+    ///
+    /// When the ledger cannot be read.
+    pub async fn watermark(&self) -> Result<Option<String>, JobError> {
+        let (lease, job) = (Arc::clone(&self.lease), self.job.clone());
+        let read = tokio::task::spawn_blocking(move || {
+            let mut ledger = lease.store.records(lease.clock.wall())?;
+            ledger.watermark(&job)
+        })
+        .await
+        .map_err(|e| JobError::msg(format!("the watermark could not be read: {e}")))?;
+        match read {
+            Ok(w) => Ok(w.map(|w| w.value)),
+            Err(e) => Err(JobError::msg(format!(
+                "the watermark could not be read: {e}"
+            ))),
+        }
+    }
+
+    /// Settles the job's watermark at `value` (at most 4096 bytes, no
+    /// NUL), recorded with this run and its fence, as `baton watermark
+    /// settle` does: only while this run holds the job's lease, checked by
+    /// the store under the lock (the lock file's critical section, or the
+    /// lease row read holding this run's token), so a replica whose lease
+    /// moved on can never move the watermark. A run that fails before it
+    /// settles leaves the old value: its retry, or the next run, reads the
+    /// same window again.
+    ///
+    /// ```
+    /// use baton_embed::{JobError, RunContext};
+    ///
+    /// # async fn export_since(_from: Option<&str>, _fence: u64) -> Result<String, std::io::Error> { Ok("2026-12-01".into()) }
+    /// async fn incremental(ctx: RunContext) -> Result<(), JobError> {
+    ///     let from = ctx.watermark().await?;
+    ///     let reached = export_since(from.as_deref(), ctx.fence()).await?;
+    ///     ctx.settle_watermark(reached).await
+    /// }
+    /// # let _ = incremental;
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// A refusal, never retried: the run no longer holds the lease (it was
+    /// lost, or broken), or the value is too long or holds a NUL. A store
+    /// or ledger that cannot be reached fails the attempt like any error.
+    pub async fn settle_watermark(&self, value: impl Into<String>) -> Result<(), JobError> {
+        let (lease, job, value) = (Arc::clone(&self.lease), self.job.clone(), value.into());
+        let done = tokio::task::spawn_blocking(move || {
+            let mut ledger = lease
+                .store
+                .records(lease.clock.wall())
+                .map_err(|e| JobError::msg(format!("the watermark was not settled: {e}")))?;
+            let lock = LockRef {
+                job: &job,
+                lock: &lease.lock,
+                slot: 1,
+                ttl: lease.ttl,
+                takeover_grace: lease.takeover_grace,
+            };
+            let mut settled = None;
+            let vouched = lease
+                .store
+                .while_held(&lock, &lease.token, &mut |fence, run| {
+                    settled =
+                        Some(ledger.settle(&job, &value, run, Some(fence), lease.clock.wall()));
+                });
+            match (vouched, settled) {
+                (Ok(Vouch::Holder { .. }), Some(Ok(_))) => Ok(()),
+                (
+                    Ok(Vouch::Holder { .. }),
+                    Some(Err(e @ baton_store::ledger::Error::Invalid { .. })),
+                ) => {
+                    Err(JobError::msg(format!("the watermark was not settled: {e}")).never_retry())
+                }
+                (Ok(Vouch::Holder { .. }), Some(Err(e))) => {
+                    Err(JobError::msg(format!("the watermark was not settled: {e}")))
+                }
+                (Ok(Vouch::Holder { .. }), None) => {
+                    Err(JobError::msg("the watermark was not settled"))
+                }
+                (Ok(Vouch::NotHolder(now) | Vouch::Missing(now)), _) => {
+                    Err(JobError::msg(format!(
+                        "the watermark was not settled: this run no longer holds {job}'s lease \
+                         ({now}); it stays as it was"
+                    ))
+                    .never_retry())
+                }
+                (Err(e), _) => Err(JobError::msg(format!(
+                    "the watermark was not settled: the lease could not be checked: {e}"
+                ))),
+            }
+        })
+        .await;
+        done.map_err(|e| JobError::msg(format!("the watermark was not settled: {e}")))?
     }
 }

@@ -206,13 +206,13 @@
 //! This version runs cron jobs with overlap skipped or queued
 //! ([`Overlap`]), catch-up of what passed while no replica ran ([`CatchUp`]:
 //! latest, all or none, within a window), retries, timeouts, checks,
-//! pauses, locks shared between jobs and self-fencing. It does not yet
+//! pauses, watermarks ([`RunContext::settle_watermark`]), locks shared
+//! between jobs and self-fencing. It does not yet
 //! have, and refuses nothing silently in their place:
 //!
 //! - `overlap = "replace"`;
 //! - `baton backfill` of an embedded job (refused, exit 2);
-//! - watermarks, run budgets and the soft overrun alert, alerts and
-//!   webhooks;
+//! - run budgets and the soft overrun alert, alerts and webhooks;
 //! - `max_concurrent` slots (a job's runs hold one lock: its name, or the
 //!   one it shares with other jobs, [`Job::lock`]);
 //! - running a job as a child process under the runner;

@@ -156,6 +156,7 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
     let tenure = Tenure {
         fence: held.fence(),
         host: held.host().to_owned(),
+        token: held.token(),
     };
     let kept = Kept::start(held, sent, Arc::clone(&env.clock));
     let Some(mut ledger) = Ledger::open(&env).await else {
@@ -179,6 +180,9 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
 struct Tenure {
     fence: u64,
     host: String,
+    /// The lease's token: what the store vouches for when a run settles
+    /// its watermark.
+    token: String,
 }
 
 /// Runs occurrence `at` of `plan` as `run_id` under the lease `kept`
@@ -197,7 +201,7 @@ async fn under_lease(
 ) -> Option<Kept> {
     let name = plan.name.clone();
     let occ = Timestamp::from_second(at).unwrap_or(Timestamp::UNIX_EPOCH);
-    let Tenure { fence, host } = tenure;
+    let Tenure { fence, host, .. } = tenure;
     let fence = *fence;
     match paused(env, ledger, plan, at, occ).await {
         Some(false) => {}
@@ -243,12 +247,21 @@ async fn under_lease(
     }
     abandon_the_dead(ledger, env, plan, run_id, host, fence).await;
     tracing::info!("{name} run={run_id} occurrence={occ} start fence={fence} host={host}");
+    let lease = Arc::new(crate::context::Lease {
+        store: Arc::clone(&env.store),
+        clock: Arc::clone(&env.clock),
+        token: tenure.token.clone(),
+        lock: plan.lock.clone(),
+        ttl: plan.ttl,
+        takeover_grace: plan.takeover_grace,
+    });
     let verdict = Attempts {
         env,
         plan,
         ledger,
         run_id,
         fence,
+        lease,
         occ,
         lost: kept.lost.clone(),
         seq: 0,
@@ -408,6 +421,7 @@ pub(crate) async fn drain_fresh(env: &Env, plan: &Arc<Plan>) {
     let tenure = Tenure {
         fence: held.fence(),
         host: held.host().to_owned(),
+        token: held.token(),
     };
     let kept = Kept::start(held, sent, Arc::clone(&env.clock));
     if let Some(kept) = drain(env, &mut ledger, plan, kept, &tenure).await {
@@ -737,6 +751,8 @@ struct Attempts<'a> {
     ledger: &'a mut Ledger,
     run_id: &'a str,
     fence: u64,
+    /// The lease, for the contexts' watermark.
+    lease: Arc<crate::context::Lease>,
     occ: Timestamp,
     lost: watch::Receiver<Option<String>>,
     /// Attempts recorded so far, the checks' included.
@@ -787,6 +803,7 @@ impl Attempts<'_> {
             occurrence: self.occ,
             attempt: 1,
             cancel: cancel_rx,
+            lease: Arc::clone(&self.lease),
         };
         let started = self.env.clock.wall();
         let ended = self.supervise((check.run)(ctx), &cancel_tx).await;
@@ -833,6 +850,7 @@ impl Attempts<'_> {
                 occurrence: self.occ,
                 attempt,
                 cancel: cancel_rx.clone(),
+                lease: Arc::clone(&self.lease),
             };
             let started = self.env.clock.wall();
             // A timeout asked the previous attempt to stop, not this one.

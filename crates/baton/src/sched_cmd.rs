@@ -307,8 +307,8 @@ pub(crate) fn no_such_job(c: &Config, verb: &str, name: &str) -> Exit {
     {
         say!(
             "baton {verb}: job {name:?} is not in {}: it is declared by {}, which runs it; `baton \
-             {verb}` takes only the jobs of the configuration, while status, history, pause and \
-             resume show and control this one",
+             {verb}` takes only the jobs of the configuration, while status, history, pause, \
+             resume and watermark get show and control this one",
             c.path.display(),
             match &job.source {
                 config::Source::Declared(by) => by.as_str(),
@@ -446,8 +446,8 @@ pub(crate) fn json_out(verb: &str, value: &impl serde::Serialize) -> Exit {
 
 /// `baton watermark get`.
 pub fn watermark_get(state: Option<&Path>, a: &crate::cli::WatermarkGetArgs) -> Exit {
-    let c = match load(state, &a.file) {
-        Ok(c) => c,
+    let c = match load_reading(state, &a.file) {
+        Ok(c) => with_declared(c, Some(&a.job)),
         Err(e) => return e,
     };
     if let Err(e) = known_job(&c, "watermark get", &a.job) {

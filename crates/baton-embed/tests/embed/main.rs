@@ -23,3 +23,4 @@ mod service;
 mod shared_lock;
 mod support;
 mod timeout;
+mod watermark;
