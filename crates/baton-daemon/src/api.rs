@@ -401,65 +401,26 @@ async fn run_now(
     }
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PauseBody {
-    /// An instant (RFC 3339, or a local time in the job's zone).
-    until: Option<String>,
-    /// A duration (`90m`).
-    #[serde(rename = "for")]
-    for_: Option<String>,
-    reason: Option<String>,
-}
-
 async fn pause(State(d): Shared, Path(name): Path<String>, b: Bytes) -> Result<Response, ApiError> {
     let loaded = known(&d, &name)?;
-    let p: PauseBody = body(
+    let p: baton_sched::ops::pause::Request = body(
         &b,
         "empty or a JSON object with \"until\" (a time), \"for\" (a duration) and \"reason\", \
          each optional",
     )?;
-    let bad = |m: String| ApiError::new(StatusCode::BAD_REQUEST, "bad_body", m);
     let job_tz = loaded
         .config
         .jobs
         .get(&name)
         .map_or(jiff::tz::TimeZone::UTC, |j| j.timezone.value.tz.clone());
-    let now = d.decision_now();
-    let until = match (&p.until, &p.for_) {
-        (Some(_), Some(_)) => return Err(bad("give \"until\" or \"for\", not both".into())),
-        (Some(u), None) => baton_sched::ops::pause::Until::At(
-            baton_sched::units::parse_instant(u, &job_tz)
-                .map_err(|e| bad(format!("until: {e}")))?,
-        ),
-        (None, Some(f)) => {
-            let dur =
-                baton_sched::units::parse_duration(f).map_err(|e| bad(format!("for: {e}")))?;
-            let span = jiff::SignedDuration::try_from(dur).map_err(|e| bad(format!("for: {e}")))?;
-            baton_sched::ops::pause::Until::At(
-                now.checked_add(span)
-                    .map_err(|e| bad(format!("for: {e}")))?,
-            )
+    let until = p.until(&job_tz, d.decision_now()).map_err(|e| match e {
+        baton_sched::ops::pause::Refused::Bad(m) => {
+            ApiError::new(StatusCode::BAD_REQUEST, "bad_body", m)
         }
-        (None, None) => baton_sched::ops::pause::Until::Resumed,
-    };
-    if p.reason
-        .as_deref()
-        .is_some_and(|r| r.chars().any(char::is_control))
-    {
-        return Err(bad(
-            "reason: control characters (line breaks, escapes) are not allowed in a reason".into(),
-        ));
-    }
-    if let baton_sched::ops::pause::Until::At(t) = until
-        && t <= now
-    {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "refused",
-            format!("the pause would end at {t}, which is not in the future (now is {now})"),
-        ));
-    }
+        baton_sched::ops::pause::Refused::Past(m) => {
+            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "refused", m)
+        }
+    })?;
     let clock = Arc::clone(&d.clock);
     let (outcome, text) = blocking(move || {
         let mut out = String::new();

@@ -5,10 +5,10 @@
 //! metrics give on the same store: the same views (`baton-sched`), read
 //! from the ledger, with the jobs the services declared there.
 //!
-//! This module only reads: it never starts, pauses or changes a job, and it
-//! authenticates no one. It is the service's to put it behind its own
-//! authentication, as it does its other routes; `baton pause` on the store
-//! controls the jobs.
+//! This module reads, and with the control routes asked for pauses and
+//! resumes a job as `baton pause` does; it never starts or changes one, and
+//! it authenticates no one. It is the service's to put it behind its own
+//! authentication, as it does its other routes.
 
 use std::sync::Arc;
 
@@ -16,7 +16,7 @@ use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use baton_lease::Clock;
 use baton_sched::config::Config;
 
@@ -41,7 +41,7 @@ pub(crate) fn config_of(store: &crate::Store) -> Result<Config, BuildError> {
 
 /// The router of the status API and pages under `prefix` (empty, or
 /// `/name`…, never ending in `/`); see [`crate::Scheduler::router_at`].
-pub(crate) fn router(config: Config, clock: Arc<dyn Clock>, prefix: &str) -> Router {
+pub(crate) fn router(config: Config, clock: Arc<dyn Clock>, prefix: &str, control: bool) -> Router {
     let views = Views {
         config: Arc::new(config),
         clock,
@@ -60,6 +60,11 @@ pub(crate) fn router(config: Config, clock: Arc<dyn Clock>, prefix: &str) -> Rou
             prefix,
             get(move || async move { axum::response::Redirect::permanent(&to) }),
         );
+    }
+    if control {
+        router = router
+            .route(&at("/v1/jobs/{job}/pause"), post(pause))
+            .route(&at("/v1/jobs/{job}/resume"), post(resume));
     }
     #[cfg(feature = "prometheus")]
     let router = router.route(&at("/metrics"), get(metrics));
@@ -232,4 +237,113 @@ async fn metrics(
         text,
     )
         .into_response())
+}
+
+/// Runs `act` on the configuration with the declared jobs, for job `name`
+/// (a `404` when there is none), on a blocking thread; answers as the
+/// daemon does: `{"ok": true, "message": …}`, or `422` `refused`.
+async fn control(
+    v: &Views,
+    name: String,
+    act: impl FnOnce(
+        &Config,
+        &str,
+        Arc<dyn Clock>,
+        &mut String,
+    ) -> Result<baton_sched::outcome::Outcome, Failure>
+    + Send
+    + 'static,
+) -> Result<Response, Failure> {
+    let clock = Arc::clone(&v.clock);
+    let done = with_jobs(v, move |c, _| {
+        if !c.jobs.contains_key(&name) {
+            return Err(not_found(&name));
+        }
+        let mut out = String::new();
+        let outcome = act(c, &name, clock, &mut out)?;
+        Ok((outcome, out))
+    });
+    let (outcome, text) = done.await??;
+    match outcome {
+        baton_sched::outcome::Outcome::Done => Ok(axum::Json(
+            serde_json::json!({ "ok": true, "message": text.trim_end() }),
+        )
+        .into_response()),
+        _ => Err(error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "refused",
+            if text.is_empty() {
+                "refused (the service's log says why)".to_owned()
+            } else {
+                text.trim_end().to_owned()
+            },
+        )),
+    }
+}
+
+/// `POST /v1/jobs/{job}/pause`, as the daemon's: empty, or a JSON object
+/// with `until`, `for` and `reason`, each optional.
+async fn pause(
+    State(v): State<Views>,
+    Path(name): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Response, Failure> {
+    let asked: baton_sched::ops::pause::Request = if body.iter().all(u8::is_ascii_whitespace) {
+        baton_sched::ops::pause::Request::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| {
+            error(
+                StatusCode::BAD_REQUEST,
+                "bad_body",
+                format!(
+                    "the body must be empty or a JSON object with \"until\" (a time), \"for\" \
+                     (a duration) and \"reason\", each optional: {e}"
+                ),
+            )
+        })?
+    };
+    let now = v.clock.wall();
+    control(&v, name, move |c, job, clock, out| {
+        let tz = c
+            .jobs
+            .get(job)
+            .map_or(jiff::tz::TimeZone::UTC, |j| j.timezone.value.tz.clone());
+        let until = asked.until(&tz, now).map_err(|e| match e {
+            baton_sched::ops::pause::Refused::Bad(m) => {
+                error(StatusCode::BAD_REQUEST, "bad_body", m)
+            }
+            baton_sched::ops::pause::Refused::Past(m) => {
+                error(StatusCode::UNPROCESSABLE_ENTITY, "refused", m)
+            }
+        })?;
+        Ok(baton_sched::ops::pause::pause(
+            c,
+            job,
+            until,
+            asked.reason.as_deref(),
+            "http",
+            clock,
+            out,
+        ))
+    })
+    .await
+}
+
+/// `POST /v1/jobs/{job}/resume`, as the daemon's.
+async fn resume(
+    State(v): State<Views>,
+    Path(name): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Response, Failure> {
+    if !body.iter().all(u8::is_ascii_whitespace) && body.as_ref() != b"{}" {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            "bad_body",
+            "the body must be empty or {}",
+        ));
+    }
+    control(&v, name, |c, job, clock, out| {
+        Ok(baton_sched::ops::pause::resume(c, job, clock, out))
+    })
+    .await
 }

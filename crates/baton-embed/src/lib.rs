@@ -199,7 +199,9 @@
 //! --json` prints, `GET /` the daemon's status page and `GET /jobs/{job}`
 //! a job's page; with `prometheus`, `GET /metrics` its metrics. It reads
 //! the ledger, so every replica's runs are there, whichever replica
-//! answers.
+//! answers. `Scheduler::control_router_at` adds the daemon's `POST
+//! /v1/jobs/{job}/pause` and `/resume`, for a service that puts them behind
+//! its own authentication.
 //!
 //! # Not yet
 //!
@@ -216,8 +218,8 @@
 //! - `max_concurrent` slots (a job's runs hold one lock: its name, or the
 //!   one it shares with other jobs, [`Job::lock`]);
 //! - running a job as a child process under the runner;
-//! - pausing, resuming or running a job through the HTTP API: the router
-//!   (`Scheduler::router_at`) only reads; `baton pause` controls.
+//! - running a job now through the HTTP API (the daemon's `POST
+//!   /v1/jobs/{job}/run`).
 
 #![deny(missing_docs)]
 

@@ -187,8 +187,9 @@ impl Scheduler {
     /// | `GET PREFIX/metrics` | Prometheus's text format, or OpenMetrics when asked (feature `prometheus`) |
     ///
     /// Errors are JSON: `{"error": CODE, "message": TEXT}`. The router reads
-    /// only: it authenticates no one and changes nothing, so put it behind
-    /// the service's own authentication. It has no fallback, so merging it
+    /// only ([`Scheduler::control_router_at`] adds pause and resume): it
+    /// authenticates no one, so put it behind the service's own
+    /// authentication. It has no fallback, so merging it
     /// leaves the service's own.
     ///
     /// ```no_run
@@ -218,9 +219,38 @@ impl Scheduler {
     /// not take).
     #[cfg(feature = "http")]
     pub fn router_at(&self, prefix: &str) -> Result<axum::Router, BuildError> {
+        self.routes(prefix, false)
+    }
+
+    /// [`Scheduler::router_at`] with the daemon's control routes too:
+    /// `POST PREFIX/v1/jobs/{job}/pause` (empty, or a JSON object with
+    /// `until`, `for` and `reason`, each optional) and `POST
+    /// PREFIX/v1/jobs/{job}/resume`, which pause and resume a job on the
+    /// store as `baton pause` and `baton resume` do (recorded as by
+    /// `http`): `200` with `{"ok": true, "message": …}`, `400` for a body
+    /// that cannot be read, `404` for an unknown job, `422` for a pause
+    /// refused (one that would end at once). Every replica reads the pause
+    /// before an occurrence starts. Mount it only behind the service's
+    /// authentication: whoever reaches it can stop the jobs.
+    ///
+    /// # Errors
+    ///
+    /// As [`Scheduler::router_at`].
+    #[cfg(feature = "http")]
+    pub fn control_router_at(&self, prefix: &str) -> Result<axum::Router, BuildError> {
+        self.routes(prefix, true)
+    }
+
+    #[cfg(feature = "http")]
+    fn routes(&self, prefix: &str, control: bool) -> Result<axum::Router, BuildError> {
         crate::http::check_prefix(prefix)?;
         let config = crate::http::config_of(&self.spec)?;
-        Ok(crate::http::router(config, Arc::clone(&self.clock), prefix))
+        Ok(crate::http::router(
+            config,
+            Arc::clone(&self.clock),
+            prefix,
+            control,
+        ))
     }
 
     /// [`Scheduler::router_at`] at the root: `GET /` is the status page,

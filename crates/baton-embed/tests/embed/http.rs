@@ -14,8 +14,22 @@ use crate::support::next;
 
 /// `GET path` on `addr`: the status code and the body.
 async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    request(addr, "GET", path, "").await
+}
+
+/// `METHOD path` with `body` on `addr`: the status code and the body.
+async fn request(
+    addr: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    body: &str,
+) -> (u16, String) {
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let ask = format!("GET {path} HTTP/1.1\r\nHost: service\r\nConnection: close\r\n\r\n");
+    let ask = format!(
+        "{method} {path} HTTP/1.1\r\nHost: service\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
     s.write_all(ask.as_bytes()).await.unwrap();
     let mut answer = Vec::new();
     s.read_to_end(&mut answer).await.unwrap();
@@ -25,6 +39,22 @@ async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
     (code, body.to_owned())
 }
 
+/// A scheduler of `job` on a SQLite store in `dir`, on a manual clock at
+/// 12:00:30, between occurrences (none runs at the start).
+fn scheduler_of(dir: &std::path::Path, job: Job) -> (Arc<ManualClock>, Scheduler) {
+    let clock = Arc::new(ManualClock::new(
+        "2026-03-28T12:00:30Z".parse().unwrap(),
+        Duration::from_secs(1_000),
+    ));
+    let scheduler = Scheduler::builder()
+        .store(Store::sqlite(dir))
+        .clock(clock.clone())
+        .job(job)
+        .build()
+        .unwrap();
+    (clock, scheduler)
+}
+
 fn json(body: &str) -> serde_json::Value {
     serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
 }
@@ -32,24 +62,16 @@ fn json(body: &str) -> serde_json::Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_status_api_and_pages_mounted_in_a_services_router_show_its_jobs() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(ManualClock::new(
-        "2026-03-28T12:00:00Z".parse().unwrap(),
-        Duration::from_secs(1_000),
-    ));
     let (tx, mut ran) = tokio::sync::mpsc::unbounded_channel();
-    let scheduler = Scheduler::builder()
-        .store(Store::sqlite(dir.path()))
-        .clock(clock.clone())
-        .job(
-            Job::cron("report", "*/5 * * * *")
-                .timezone("Europe/Berlin")
-                .run(move |ctx| {
-                    let tx = tx.clone();
-                    async move { tx.send(ctx.run_id().to_owned()).map_err(JobError::from) }
-                }),
-        )
-        .build()
-        .unwrap();
+    let (clock, scheduler) = scheduler_of(
+        dir.path(),
+        Job::cron("report", "*/5 * * * *")
+            .timezone("Europe/Berlin")
+            .run(move |ctx| {
+                let tx = tx.clone();
+                async move { tx.send(ctx.run_id().to_owned()).map_err(JobError::from) }
+            }),
+    );
     let app = axum::Router::new()
         .route("/hello", axum::routing::get(|| async { "hello" }))
         .merge(scheduler.router_at("/baton").unwrap());
@@ -57,7 +79,7 @@ async fn the_status_api_and_pages_mounted_in_a_services_router_show_its_jobs() {
         assert!(scheduler.router_at(bad).is_err(), "{bad:?} is refused");
     }
     let handle = scheduler.start();
-    clock.advance(Duration::from_secs(300));
+    clock.advance(Duration::from_secs(270));
     let run_id = next(&mut ran).await;
     handle.idle().await;
 
@@ -108,12 +130,88 @@ async fn the_status_api_and_pages_mounted_in_a_services_router_show_its_jobs() {
     );
     assert_eq!(get(addr, "/baton/jobs/nope").await.0, 404);
 
+    // The read-only router takes no pause.
+    let (code, _) = request(addr, "POST", "/baton/v1/jobs/report/pause", "").await;
+    assert!(code == 404 || code == 405, "{code}");
+
     #[cfg(feature = "prometheus")]
     {
         let (code, text) = get(addr, "/baton/metrics").await;
         assert_eq!(code, 200, "{text}");
         assert!(text.contains("job=\"report\""), "{text}");
     }
+    server.abort();
+    handle.shutdown(Duration::from_secs(1)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_control_routes_pause_and_resume_a_job_as_baton_pause_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tx, mut ran) = tokio::sync::mpsc::unbounded_channel();
+    let (clock, scheduler) = scheduler_of(
+        dir.path(),
+        Job::cron("report", "*/5 * * * *").run(move |ctx| {
+            let tx = tx.clone();
+            async move { tx.send(ctx.occurrence()).map_err(JobError::from) }
+        }),
+    );
+    let app = scheduler.control_router_at("").unwrap();
+    let handle = scheduler.start();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let pause = "/v1/jobs/report/pause";
+    let (code, body) = request(
+        addr,
+        "POST",
+        pause,
+        "{\"for\": \"1h\", \"reason\": \"db move\"}",
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(json(&body)["ok"], true, "{body}");
+    let s = json(&get(addr, "/v1/jobs/report").await.1);
+    assert_eq!(s["jobs"][0]["state"], "paused", "{s}");
+    assert_eq!(s["jobs"][0]["paused"]["reason"], "db move", "{s}");
+    // 12:05 comes while paused: it does not run.
+    clock.advance(Duration::from_secs(270));
+    handle.idle().await;
+    let mut s = serde_json::Value::Null;
+    for _ in 0..300 {
+        s = json(&get(addr, "/v1/jobs/report").await.1);
+        if s["jobs"][0]["missed"]["by_reason"]["paused"] == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(s["jobs"][0]["missed"]["by_reason"]["paused"], 1, "{s}");
+    assert!(ran.try_recv().is_err(), "nothing runs while paused");
+
+    for (body, want) in [
+        ("{\"for\": \"soon\"}", 400),
+        ("[1]", 400),
+        ("{\"until\": \"2026-03-28T12:00:00Z\"}", 422),
+        (
+            "{\"for\": \"1h\", \"until\": \"2026-03-29T00:00:00Z\"}",
+            400,
+        ),
+    ] {
+        let (code, answer) = request(addr, "POST", pause, body).await;
+        assert_eq!(code, want, "{body}: {answer}");
+    }
+    assert_eq!(
+        request(addr, "POST", "/v1/jobs/nope/pause", "").await.0,
+        404
+    );
+
+    let (code, body) = request(addr, "POST", "/v1/jobs/report/resume", "").await;
+    assert_eq!(code, 200, "{body}");
+    clock.advance(Duration::from_secs(300));
+    assert_eq!(
+        next(&mut ran).await,
+        "2026-03-28T12:10:00Z".parse::<jiff::Timestamp>().unwrap()
+    );
     server.abort();
     handle.shutdown(Duration::from_secs(1)).await;
 }

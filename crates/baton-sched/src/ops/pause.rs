@@ -14,6 +14,83 @@ use crate::config::Config;
 use crate::engine::surfaces::Surfaces;
 use crate::outcome::Outcome;
 
+/// A pause asked over HTTP (the daemon's `POST /v1/jobs/JOB/pause`, and a
+/// service's router): a JSON object with `until` (an instant: RFC 3339, or
+/// a local time in the job's zone), `for` (a duration: `90m`) and
+/// `reason`, each optional; none of them means until resumed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Request {
+    /// An instant.
+    pub until: Option<String>,
+    /// A duration.
+    #[serde(rename = "for")]
+    pub for_: Option<String>,
+    /// Why, for people.
+    pub reason: Option<String>,
+}
+
+/// Why a [`Request`] cannot be honoured.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    /// It says something that cannot be read (HTTP 400).
+    #[error("{0}")]
+    Bad(String),
+    /// It can be read, and would end at once (HTTP 422).
+    #[error("{0}")]
+    Past(String),
+}
+
+impl Request {
+    /// How long the pause lasts, read in `tz` (the job's zone) at `now`.
+    ///
+    /// # Errors
+    ///
+    /// [`Refused::Bad`] for both `until` and `for`, a time or duration that
+    /// cannot be read, or a reason with control characters;
+    /// [`Refused::Past`] for an end not after `now`.
+    pub fn until(&self, tz: &jiff::tz::TimeZone, now: Timestamp) -> Result<Until, Refused> {
+        let until = match (&self.until, &self.for_) {
+            (Some(_), Some(_)) => {
+                return Err(Refused::Bad("give \"until\" or \"for\", not both".into()));
+            }
+            (Some(u), None) => Until::At(
+                crate::units::parse_instant(u, tz)
+                    .map_err(|e| Refused::Bad(format!("until: {e}")))?,
+            ),
+            (None, Some(f)) => {
+                let dur = crate::units::parse_duration(f)
+                    .map_err(|e| Refused::Bad(format!("for: {e}")))?;
+                let span = jiff::SignedDuration::try_from(dur)
+                    .map_err(|e| Refused::Bad(format!("for: {e}")))?;
+                Until::At(
+                    now.checked_add(span)
+                        .map_err(|e| Refused::Bad(format!("for: {e}")))?,
+                )
+            }
+            (None, None) => Until::Resumed,
+        };
+        if self
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.chars().any(char::is_control))
+        {
+            return Err(Refused::Bad(
+                "reason: control characters (line breaks, escapes) are not allowed in a reason"
+                    .into(),
+            ));
+        }
+        if let Until::At(t) = until
+            && t <= now
+        {
+            return Err(Refused::Past(format!(
+                "the pause would end at {t}, which is not in the future (now is {now})"
+            )));
+        }
+        Ok(until)
+    }
+}
+
 /// How long a pause lasts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Until {
