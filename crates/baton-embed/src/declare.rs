@@ -31,6 +31,10 @@ pub(crate) fn declaration(plan: &Plan, by: &str, now: Timestamp) -> Declaration 
     key("backoff", duration(plan.retry.backoff));
     key("backoff_max", duration(plan.retry.backoff_max));
     key("timeout", duration(plan.timeout.unwrap_or(Duration::ZERO)));
+    key(
+        "max_runtime",
+        duration(plan.max_runtime.unwrap_or(Duration::ZERO)),
+    );
     if plan.catch_up_window.is_zero() {
         key("catch_up", text("none"));
     } else {

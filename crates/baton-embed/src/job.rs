@@ -54,6 +54,7 @@ pub struct Job {
     pub(crate) backoff: Duration,
     pub(crate) backoff_max: Duration,
     pub(crate) timeout: Duration,
+    pub(crate) max_runtime: Duration,
     pub(crate) catch_up_window: Duration,
     pub(crate) catch_up: CatchUp,
     pub(crate) lock: Option<String>,
@@ -92,6 +93,7 @@ impl Job {
             backoff: Duration::from_secs(30),
             backoff_max: Duration::from_secs(15 * 60),
             timeout: Duration::from_secs(60 * 60),
+            max_runtime: Duration::from_secs(2 * 60 * 60),
             catch_up_window: Duration::from_secs(60 * 60),
             catch_up: CatchUp::Latest,
             lock: None,
@@ -154,6 +156,17 @@ impl Job {
     #[must_use]
     pub fn timeout(mut self, limit: Duration) -> Self {
         self.timeout = limit;
+        self
+    }
+
+    /// The run's budget (2 h by default, the command line's
+    /// `max_runtime`; [`Duration::ZERO`] for none): a run still going
+    /// after it raises one `overrunning` alert ([`crate::Builder::on_alert`],
+    /// and the ledger's alerts that `baton status` shows) and goes on:
+    /// nothing is stopped ([`Job::timeout`] stops an attempt).
+    #[must_use]
+    pub fn max_runtime(mut self, budget: Duration) -> Self {
+        self.max_runtime = budget;
         self
     }
 

@@ -208,13 +208,15 @@
 //! This version runs cron jobs with overlap skipped or queued
 //! ([`Overlap`]), catch-up of what passed while no replica ran ([`CatchUp`]:
 //! latest, all or none, within a window), retries, timeouts, checks,
-//! pauses, watermarks ([`RunContext::settle_watermark`]), locks shared
-//! between jobs and self-fencing. It does not yet
+//! pauses, watermarks ([`RunContext::settle_watermark`]), alerts
+//! ([`Builder::on_alert`], with a run budget: [`Job::max_runtime`]), locks
+//! shared between jobs and self-fencing. It does not yet
 //! have, and refuses nothing silently in their place:
 //!
 //! - `overlap = "replace"`;
 //! - `baton backfill` of an embedded job (refused, exit 2);
-//! - run budgets and the soft overrun alert, alerts and webhooks;
+//! - the command line's alert command and webhook: alerts go to the
+//!   service's hook ([`Builder::on_alert`]) and the ledger;
 //! - `max_concurrent` slots (a job's runs hold one lock: its name, or the
 //!   one it shares with other jobs, [`Job::lock`]);
 //! - running a job as a child process under the runner;
@@ -223,6 +225,7 @@
 
 #![deny(missing_docs)]
 
+mod alert;
 mod catch_up;
 mod context;
 mod declare;
@@ -238,7 +241,9 @@ mod scheduler;
 mod store;
 mod timer;
 
+pub use alert::Alert;
 pub use baton_lease::{Clock, ManualClock, SystemClock};
+pub use baton_store::words::AlertKind;
 pub use context::{Cancel, RunContext};
 pub use error::{BuildError, JobError};
 pub use job::{CATCH_UP_MAX, CatchUp, Job, Overlap};

@@ -30,6 +30,9 @@ pub(crate) struct Plan {
     pub(crate) retry: Retry,
     /// Each attempt's limit; `None` for none.
     pub(crate) timeout: Option<Duration>,
+    /// The run's budget, past which it is alerted `overrunning`; `None` for
+    /// none.
+    pub(crate) max_runtime: Option<Duration>,
     /// How old an occurrence passed while no replica ran may be and still
     /// run at the start (`catch_up.rs`); zero for none.
     pub(crate) catch_up_window: Duration,
@@ -122,6 +125,7 @@ impl Plan {
                 backoff_max: job.backoff_max,
             },
             timeout: Some(job.timeout).filter(|t| !t.is_zero()),
+            max_runtime: Some(job.max_runtime).filter(|t| !t.is_zero()),
             catch_up_window: job.catch_up_window,
             catch_up: job.catch_up,
             ttl: job.ttl,

@@ -40,7 +40,7 @@ use baton_lease::{Claim, Clock, Once};
 use baton_store::Restated;
 use baton_store::ledger::{Attempt, Begun, Finished, Miss, Missed, NewRun, Queued, Records};
 use baton_store::store::{LockRef, Refused, Taken};
-use baton_store::words::{AttemptOutcome, MissReason, RunVerdict, StepKind};
+use baton_store::words::{AlertKind, AttemptOutcome, MissReason, RunVerdict, StepKind};
 use jiff::Timestamp;
 use tokio::sync::watch;
 
@@ -66,6 +66,8 @@ pub(crate) struct Env {
     pub(crate) in_flight: Arc<watch::Sender<usize>>,
     /// The scheduler's jobs, by name: what a holder runs from the queue.
     pub(crate) jobs: Arc<std::collections::HashMap<String, Arc<Plan>>>,
+    /// The service's hook for alerts ([`crate::Builder::on_alert`]).
+    pub(crate) on_alert: Option<crate::alert::Hook>,
 }
 
 /// One run counted in flight until it is dropped (its task ended, or was
@@ -255,6 +257,15 @@ async fn under_lease(
         ttl: plan.ttl,
         takeover_grace: plan.takeover_grace,
     });
+    let overrun = plan.max_runtime.map(|budget| {
+        tokio::spawn(overrunning(
+            env.clone(),
+            plan.name.clone(),
+            run_id.to_owned(),
+            occ,
+            budget,
+        ))
+    });
     let verdict = Attempts {
         env,
         plan,
@@ -268,6 +279,9 @@ async fn under_lease(
     }
     .run()
     .await;
+    if let Some(watch) = overrun {
+        watch.abort();
+    }
     let (verdict, exit_code, success) = match verdict {
         RunVerdict::Ok => (verdict, 0, true),
         RunVerdict::LeaseLost => (verdict, i32::from(baton_runner::LEASE_LOST), false),
@@ -287,7 +301,44 @@ async fn under_lease(
         tracing::warn!("{name} run={run_id}: its end was not recorded: {e}");
     }
     tracing::info!("{name} run={run_id} verdict={verdict}");
+    let kind = match verdict {
+        RunVerdict::Failed => Some(AlertKind::StepFailed),
+        RunVerdict::CheckFailed => Some(AlertKind::CheckFailed),
+        RunVerdict::LeaseLost => Some(AlertKind::LeaseLost),
+        _ => None,
+    };
+    if let Some(kind) = kind {
+        let alert = crate::Alert {
+            job: name.clone(),
+            kind,
+            run_id: Some(run_id.to_owned()),
+            occurrence: Some(occ),
+            message: format!("run {run_id} of occurrence {occ} ended {verdict}"),
+            time: env.clock.wall(),
+        };
+        crate::alert::raise(env, ledger, alert).await;
+    }
     Some(kept)
+}
+
+/// Waits out run `run_id`'s budget, then raises one `overrunning` alert;
+/// aborted when the run ends first. Nothing is stopped.
+async fn overrunning(env: Env, job: String, run_id: String, occ: Timestamp, budget: Duration) {
+    timer::until_boot(&*env.clock, env.clock.boot() + budget).await;
+    let Some(mut ledger) = Ledger::open(&env).await else {
+        return;
+    };
+    let alert = crate::Alert {
+        job,
+        kind: AlertKind::Overrunning,
+        message: format!(
+            "run {run_id} of occurrence {occ} has run past its budget ({budget:?}); it goes on"
+        ),
+        run_id: Some(run_id),
+        occurrence: Some(occ),
+        time: env.clock.wall(),
+    };
+    crate::alert::raise(&env, &mut ledger, alert).await;
 }
 
 /// The oldest occurrence queued for one of the scheduler's jobs sharing
@@ -644,7 +695,21 @@ pub(crate) async fn missed_range(
             tracing::info!("{job}: occurrence {first} not run ({reason}): {detail}");
         }
         Some(Ok((Missed::Recorded, detail))) => {
-            tracing::warn!("{job}: occurrence {first} missed ({reason}): {detail}");
+            let occurrence = Timestamp::from_second(first).ok();
+            let from = occurrence.map_or_else(|| first.to_string(), |t| t.to_string());
+            let alert = crate::Alert {
+                job: job.to_owned(),
+                kind: reason.alert_kind(),
+                run_id: None,
+                occurrence,
+                message: format!(
+                    "{}{count} occurrence{} from {from} missed ({reason}): {detail}",
+                    if at_least { "at least " } else { "" },
+                    if count == 1 { "" } else { "s" }
+                ),
+                time: now,
+            };
+            crate::alert::raise(env, ledger, alert).await;
         }
         Some(Ok(_)) => {} // Decided by another replica.
         Some(Err(e)) => tracing::warn!("{job}: a missed occurrence was not recorded: {e}"),

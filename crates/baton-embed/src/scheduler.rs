@@ -35,6 +35,7 @@ pub struct Builder {
     store: Option<Store>,
     clock: Option<Arc<dyn Clock>>,
     jobs: Vec<Job>,
+    on_alert: Option<crate::alert::Hook>,
 }
 
 impl std::fmt::Debug for Builder {
@@ -63,6 +64,27 @@ impl Builder {
     /// Adds a job.
     pub fn job(mut self, job: Job) -> Self {
         self.jobs.push(job);
+        self
+    }
+
+    /// Calls `hook` with every alert this scheduler raises: a run that
+    /// failed, failed a check or lost its lease, a run past its budget
+    /// ([`Job::max_runtime`]), occurrences missed for a fault (a busy lock,
+    /// a catch-up that passed them over; never a pause). Each alert is also
+    /// recorded in the ledger, where `baton status` and the status page
+    /// show it, and is raised once across replicas, by the one that
+    /// recorded what it is about. The hook is called on the scheduler's
+    /// task: keep it quick (send the alert to a channel, or spawn).
+    ///
+    /// ```
+    /// let (tx, _alerts) = tokio::sync::mpsc::unbounded_channel();
+    /// let builder = baton_embed::Scheduler::builder().on_alert(move |a: &baton_embed::Alert| {
+    ///     let _ = tx.send(format!("{}: {}: {}", a.job, a.kind, a.message));
+    /// });
+    /// # let _ = builder;
+    /// ```
+    pub fn on_alert(mut self, hook: impl Fn(&crate::Alert) + Send + Sync + 'static) -> Self {
+        self.on_alert = Some(Arc::new(hook));
         self
     }
 
@@ -118,6 +140,7 @@ impl Builder {
             spec: store,
             clock,
             plans,
+            on_alert: self.on_alert,
         })
     }
 }
@@ -150,6 +173,7 @@ pub struct Scheduler {
     spec: crate::Store,
     clock: Arc<dyn Clock>,
     plans: Vec<Arc<Plan>>,
+    on_alert: Option<crate::alert::Hook>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -285,6 +309,7 @@ impl Scheduler {
             shutdown: rx,
             in_flight: Arc::new(in_flight),
             jobs: Arc::new(jobs),
+            on_alert: self.on_alert,
         };
         let mut tasks = JoinSet::new();
         let from = env.clock.wall();

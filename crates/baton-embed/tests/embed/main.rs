@@ -4,6 +4,7 @@
 //! occurrences and daylight saving, self-fencing, and a replica killed
 //! mid-run.
 
+mod alerts;
 mod build;
 mod catch_up;
 mod checks;

@@ -1,0 +1,114 @@
+//! Alerts: what the scheduler raises when a run fails, is stopped by a lost
+//! lease, overruns its budget, or when occurrences are missed for a fault
+//! (not a pause). Each is recorded in the shared ledger, where `baton
+//! status`, the status page and the metrics show it as the command line's
+//! own, and handed to the service's hook ([`crate::Builder::on_alert`]),
+//! once across replicas: by the replica that recorded what it is about.
+//!
+//! This module raises; it decides nothing about a run, and a failure to
+//! record an alert never changes what runs (it is said, and the run goes
+//! on).
+
+use std::sync::Arc;
+
+use baton_store::ledger::NewAlert;
+use baton_store::words::AlertKind;
+use jiff::Timestamp;
+
+use crate::run::{Env, Ledger};
+
+/// An alert, as the hook given to [`crate::Builder::on_alert`] receives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Alert {
+    /// The job it concerns.
+    pub job: String,
+    /// What it is about, in the command line's words (`step-failed`,
+    /// `lease-lost`, `overrunning`, `busy`, `missed`, …).
+    pub kind: AlertKind,
+    /// The run it concerns, if one.
+    pub run_id: Option<String>,
+    /// The occurrence it concerns (the first of a missed range), if one.
+    pub occurrence: Option<Timestamp>,
+    /// One line for people.
+    pub message: String,
+    /// When it was raised, by the scheduler's clock.
+    pub time: Timestamp,
+}
+
+/// The service's hook.
+pub(crate) type Hook = Arc<dyn Fn(&Alert) + Send + Sync>;
+
+/// Records `alert` in the ledger and hands it to the hook, if there is one.
+pub(crate) async fn raise(env: &Env, ledger: &mut Ledger, alert: Alert) {
+    tracing::warn!("{}: {}: {}", alert.job, alert.kind, alert.message);
+    let row = NewAlert {
+        time: alert.time,
+        job: Some(alert.job.clone()),
+        kind: alert.kind,
+        run_id: alert.run_id.clone(),
+        occurrence: alert.occurrence.map(Timestamp::as_second),
+        message: alert.message.clone(),
+        json: json(&alert),
+    };
+    if let Some(Err(e)) = ledger.call(move |l| l.record_alert(&row)).await {
+        tracing::warn!("{}: the alert was not recorded: {e}", alert.job);
+    }
+    if let Some(hook) = &env.on_alert {
+        hook(&alert);
+    }
+}
+
+/// The alert as one JSON object, as the ledger keeps it.
+fn json(a: &Alert) -> String {
+    let opt = |v: Option<String>| v.map_or_else(|| "null".to_owned(), |s| text(&s));
+    format!(
+        "{{\"time\":{},\"job\":{},\"kind\":{},\"run_id\":{},\"occurrence\":{},\"message\":{}}}",
+        text(&a.time.to_string()),
+        text(&a.job),
+        text(a.kind.as_str()),
+        opt(a.run_id.clone()),
+        opt(a.occurrence.map(|t| t.to_string())),
+        text(&a.message),
+    )
+}
+
+/// `s` as a JSON string.
+fn text(s: &str) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if u32::from(c) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_json_escapes_what_json_asks() {
+        let a = Alert {
+            job: "report".into(),
+            kind: AlertKind::StepFailed,
+            run_id: None,
+            occurrence: None,
+            message: "said \"no\"\n\\".into(),
+            time: "2026-12-01T00:00:00Z".parse().unwrap(),
+        };
+        assert_eq!(
+            json(&a),
+            "{\"time\":\"2026-12-01T00:00:00Z\",\"job\":\"report\",\"kind\":\"step-failed\",\
+             \"run_id\":null,\"occurrence\":null,\"message\":\"said \\\"no\\\"\\u000a\\\\\"}"
+        );
+    }
+}
