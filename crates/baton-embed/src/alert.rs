@@ -15,6 +15,7 @@ use baton_store::ledger::NewAlert;
 use baton_store::words::AlertKind;
 use jiff::Timestamp;
 
+use crate::quote::quoted as text;
 use crate::run::{Env, Ledger};
 
 /// An alert, as the hook given to [`crate::Builder::on_alert`] receives it.
@@ -71,24 +72,6 @@ fn json(a: &Alert) -> String {
         opt(a.occurrence.map(|t| t.to_string())),
         text(&a.message),
     )
-}
-
-/// `s` as a JSON string.
-fn text(s: &str) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if u32::from(c) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]

@@ -11,6 +11,8 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use crate::quote::quoted as text;
+
 use baton_store::ledger::Declaration;
 use jiff::Timestamp;
 
@@ -71,32 +73,4 @@ pub(crate) fn by() -> String {
 /// `d` as the command line writes a duration: whole milliseconds.
 fn duration(d: Duration) -> String {
     text(&format!("{}ms", d.as_millis()))
-}
-
-/// `s` as a TOML basic string.
-pub(crate) fn text(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{:04X}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::text;
-
-    #[test]
-    fn strings_are_escaped_as_toml_asks() {
-        assert_eq!(text("*/5 * * * *"), "\"*/5 * * * *\"");
-        assert_eq!(text("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000A\"");
-    }
 }

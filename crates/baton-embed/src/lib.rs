@@ -235,6 +235,7 @@ mod http;
 mod job;
 mod keeper;
 mod plan;
+mod quote;
 mod retry;
 mod run;
 mod scheduler;

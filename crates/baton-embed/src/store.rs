@@ -129,13 +129,13 @@ impl Store {
                 let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
                 let text = format!(
                     "[scheduler]\nstate_dir = {}\n",
-                    crate::declare::text(&dir.to_string_lossy())
+                    crate::quote::quoted(&dir.to_string_lossy())
                 );
                 (text, dir)
             }
             #[cfg(feature = "postgres")]
             Kind::Postgres { url, .. } => (
-                format!("[store]\nurl = {}\n", crate::declare::text(url)),
+                format!("[store]\nurl = {}\n", crate::quote::quoted(url)),
                 PathBuf::from("/"),
             ),
         }
