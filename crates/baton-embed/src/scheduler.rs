@@ -422,12 +422,18 @@ async fn job_loop(
             // decided by the job's catch-up policy, what is missed
             // recorded before anything starts (once an occurrence after
             // them is decided, the ledger takes no miss before it).
-            let start = match Ledger::open(&env).await {
-                Some(mut ledger) => {
-                    catch_up::passed(&env, &mut ledger, &plan, (next, newest), now, "at once").await
+            // Boxed: every job's loop is a task that waits, and this rare
+            // path's state would otherwise make each of them larger.
+            let start = Box::pin(async {
+                match Ledger::open(&env).await {
+                    Some(mut ledger) => {
+                        catch_up::passed(&env, &mut ledger, &plan, (next, newest), now, "at once")
+                            .await
+                    }
+                    None => catch_up::Start::Nothing,
                 }
-                None => catch_up::Start::Nothing,
-            };
+            })
+            .await;
             start_caught_up(&env, &plan, start, &mut runs);
         } else {
             start_run(&env, &plan, newest, &mut runs);
