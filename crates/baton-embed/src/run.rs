@@ -155,11 +155,7 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
             return;
         }
     };
-    let tenure = Tenure {
-        fence: held.fence(),
-        host: held.host().to_owned(),
-        token: held.token(),
-    };
+    let tenure = Tenure::of(held.as_ref());
     let kept = Kept::start(held, sent, Arc::clone(&env.clock));
     let Some(mut ledger) = Ledger::open(&env).await else {
         // It never started: its claim must not say it did.
@@ -185,6 +181,17 @@ struct Tenure {
     /// The lease's token: what the store vouches for when a run settles
     /// its watermark.
     token: String,
+}
+
+impl Tenure {
+    /// The tenure `held` begins.
+    fn of(held: &dyn baton_store::Held) -> Self {
+        Self {
+            fence: held.fence(),
+            host: held.host().to_owned(),
+            token: held.token(),
+        }
+    }
 }
 
 /// Runs occurrence `at` of `plan` as `run_id` under the lease `kept`
@@ -469,11 +476,7 @@ pub(crate) async fn drain_fresh(env: &Env, plan: &Arc<Plan>) {
     let Some(Ok(Taken::Acquired(held))) = taken else {
         return;
     };
-    let tenure = Tenure {
-        fence: held.fence(),
-        host: held.host().to_owned(),
-        token: held.token(),
-    };
+    let tenure = Tenure::of(held.as_ref());
     let kept = Kept::start(held, sent, Arc::clone(&env.clock));
     if let Some(kept) = drain(env, &mut ledger, plan, kept, &tenure).await {
         release(kept, &plan.name).await;

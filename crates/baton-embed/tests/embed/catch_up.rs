@@ -45,6 +45,18 @@ fn missed(dir: &std::path::Path) -> Vec<(String, i64, i64, u64)> {
         .collect()
 }
 
+/// The range an every-second job seen on 2026-06-01 passes over when it
+/// starts on 2026-06-03 with a window of an hour: counted to 100,000.
+fn two_days_outside_the_window() -> (String, i64, i64, u64, bool) {
+    (
+        "outside-window".to_owned(),
+        at("2026-06-01T00:00:00Z").as_second(),
+        at("2026-06-02T23:00:00Z").as_second(),
+        100_000,
+        true,
+    )
+}
+
 /// `job`'s missed ranges, oldest first: (reason, first, last, count,
 /// whether the count is a lower bound).
 fn ranges(dir: &std::path::Path, job: &str) -> Vec<(String, i64, i64, u64, bool)> {
@@ -183,13 +195,7 @@ async fn a_long_downtime_is_one_range_whose_count_is_a_lower_bound() {
     assert_eq!(
         ranges(dir.path(), "each-second"),
         [
-            (
-                "outside-window".to_owned(),
-                at("2026-06-01T00:00:00Z").as_second(),
-                at("2026-06-02T23:00:00Z").as_second(),
-                100_000,
-                true
-            ),
+            two_days_outside_the_window(),
             (
                 "superseded".to_owned(),
                 at("2026-06-02T23:00:01Z").as_second(),
@@ -317,13 +323,7 @@ async fn catch_up_all_runs_the_newest_hundred_and_misses_the_rest_once() {
     assert_eq!(
         ranges(dir.path(), "each-second"),
         [
-            (
-                "outside-window".to_owned(),
-                at("2026-06-01T00:00:00Z").as_second(),
-                at("2026-06-02T23:00:00Z").as_second(),
-                100_000,
-                true
-            ),
+            two_days_outside_the_window(),
             (
                 "catch-up-max".to_owned(),
                 at("2026-06-02T23:00:01Z").as_second(),
