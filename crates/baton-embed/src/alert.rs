@@ -56,7 +56,12 @@ pub(crate) async fn raise(env: &Env, ledger: &mut Ledger, alert: Alert) {
         tracing::warn!("{}: the alert was not recorded: {e}", alert.job);
     }
     if let Some(hook) = &env.on_alert {
-        hook(&alert);
+        // A hook that panics must not take the run with it: the run still
+        // records its end and releases its lease.
+        let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(&alert)));
+        if called.is_err() {
+            tracing::error!("{}: the service's alert hook panicked", alert.job);
+        }
     }
 }
 

@@ -264,13 +264,15 @@ async fn under_lease(
         ttl: plan.ttl,
         takeover_grace: plan.takeover_grace,
     });
+    // The budget is counted from now, not from the watcher's first poll.
     let overrun = plan.max_runtime.map(|budget| {
+        let due = env.clock.boot() + budget;
         tokio::spawn(overrunning(
             env.clone(),
             plan.name.clone(),
             run_id.to_owned(),
             occ,
-            budget,
+            (budget, due),
         ))
     });
     let verdict = Attempts {
@@ -328,10 +330,17 @@ async fn under_lease(
     Some(kept)
 }
 
-/// Waits out run `run_id`'s budget, then raises one `overrunning` alert;
-/// aborted when the run ends first. Nothing is stopped.
-async fn overrunning(env: Env, job: String, run_id: String, occ: Timestamp, budget: Duration) {
-    timer::until_boot(&*env.clock, env.clock.boot() + budget).await;
+/// Waits until `due` (boot clock: the run's start plus its `budget`), then
+/// raises one `overrunning` alert; aborted when the run ends first.
+/// Nothing is stopped.
+async fn overrunning(
+    env: Env,
+    job: String,
+    run_id: String,
+    occ: Timestamp,
+    (budget, due): (Duration, Duration),
+) {
+    timer::until_boot(&*env.clock, due).await;
     let Some(mut ledger) = Ledger::open(&env).await else {
         return;
     };

@@ -53,13 +53,24 @@ pub(crate) fn load_reading(state: Option<&Path>, file: &ConfigFile) -> Result<Co
 }
 
 /// `c` with the jobs services declared in its ledger, when `job` is not
-/// one of its own (`None`: every job is wanted); `c` as it is when the
-/// ledger cannot be read (the command's own read then says why).
-pub(crate) fn with_declared(c: Config, job: Option<&str>) -> Config {
+/// one of its own (`None`: every job is wanted). When the ledger cannot be
+/// read: `c` as it is for every job (the command's own read of the ledger
+/// then says why), or, for a job `c` does not name, the exit after saying
+/// why (rather than calling a job of the ledger unknown).
+pub(crate) fn with_declared(c: Config, job: Option<&str>) -> Result<Config, Exit> {
     if job.is_some_and(|j| c.jobs.contains_key(j)) {
-        return c;
+        return Ok(c);
     }
-    baton_sched::views::declared::with_declared(&c, SystemClock.wall()).unwrap_or(c)
+    match baton_sched::views::declared::with_declared(&c, SystemClock.wall()) {
+        Ok(with) => Ok(with),
+        Err(_) if job.is_none() => Ok(c),
+        Err(e) => {
+            say!("baton: {e}");
+            Err(Exit::of_outcome(baton_sched::engine::run::ledger_failed(
+                &c, &e,
+            )))
+        }
+    }
 }
 
 fn clock() -> Arc<dyn Clock> {
@@ -139,6 +150,15 @@ pub fn status(state: Option<&Path>, a: &StatusArgs) -> Exit {
             return Exit::Usage;
         }
     };
+    if let Some(e) = &s.error {
+        say!("baton status: {e}");
+        if c.store.is_some() || s.ledger_newer {
+            // Without the shared ledger, or with one a newer baton wrote,
+            // every job would read "never run": say nothing rather than
+            // something false.
+            return Exit::Usage;
+        }
+    }
     if let Some(j) = &a.job
         && s.jobs.is_empty()
     {
@@ -149,15 +169,6 @@ pub fn status(state: Option<&Path>, a: &StatusArgs) -> Exit {
         // Read without a file (`load_reading`): every job shown is a
         // service's.
         s.config = "none".into();
-    }
-    if let Some(e) = &s.error {
-        say!("baton status: {e}");
-        if c.store.is_some() || s.ledger_newer {
-            // Without the shared ledger, or with one a newer baton wrote,
-            // every job would read "never run": say nothing rather than
-            // something false.
-            return Exit::Usage;
-        }
     }
     if a.json {
         match serde_json::to_string_pretty(&s) {
@@ -250,7 +261,10 @@ pub fn config(state: Option<&Path>, a: &ConfigArgs) -> Exit {
 /// `baton history`.
 pub fn history(state: Option<&Path>, a: &HistoryArgs) -> Exit {
     let c = match load_reading(state, &a.file) {
-        Ok(c) => with_declared(c, a.job.as_deref()),
+        Ok(c) => match with_declared(c, a.job.as_deref()) {
+            Ok(c) => c,
+            Err(e) => return e,
+        },
         Err(e) => return e,
     };
     if let Some(job) = &a.job
@@ -357,7 +371,10 @@ fn who() -> String {
 /// `baton pause`.
 pub fn pause(state: Option<&Path>, a: &crate::cli::PauseArgs) -> Exit {
     let c = match load_reading(state, &a.file) {
-        Ok(c) => with_declared(c, Some(&a.job)),
+        Ok(c) => match with_declared(c, Some(&a.job)) {
+            Ok(c) => c,
+            Err(e) => return e,
+        },
         Err(e) => return e,
     };
     let job = match known_job(&c, "pause", &a.job) {
@@ -413,7 +430,10 @@ pub fn pause(state: Option<&Path>, a: &crate::cli::PauseArgs) -> Exit {
 /// `baton resume`.
 pub fn resume(state: Option<&Path>, a: &crate::cli::ResumeArgs) -> Exit {
     let c = match load_reading(state, &a.file) {
-        Ok(c) => with_declared(c, Some(&a.job)),
+        Ok(c) => match with_declared(c, Some(&a.job)) {
+            Ok(c) => c,
+            Err(e) => return e,
+        },
         Err(e) => return e,
     };
     if let Err(e) = known_job(&c, "resume", &a.job) {
@@ -447,7 +467,10 @@ pub(crate) fn json_out(verb: &str, value: &impl serde::Serialize) -> Exit {
 /// `baton watermark get`.
 pub fn watermark_get(state: Option<&Path>, a: &crate::cli::WatermarkGetArgs) -> Exit {
     let c = match load_reading(state, &a.file) {
-        Ok(c) => with_declared(c, Some(&a.job)),
+        Ok(c) => match with_declared(c, Some(&a.job)) {
+            Ok(c) => c,
+            Err(e) => return e,
+        },
         Err(e) => return e,
     };
     if let Err(e) = known_job(&c, "watermark get", &a.job) {

@@ -369,7 +369,7 @@ async fn catch_up_none_runs_only_what_is_due_now() {
             at(late_through).as_second(),
             if runs { 2 } else { 3 },
         );
-        for _ in 0..600 {
+        for _ in 0..6_000 {
             if missed(dir.path()) == [want.clone()] {
                 break;
             }

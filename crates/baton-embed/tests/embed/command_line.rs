@@ -52,6 +52,17 @@ fn said(o: &Output) -> String {
     )
 }
 
+/// No run in the sink is of an occurrence after `paused_at` (Unix
+/// seconds, read after the pause was recorded): every later one was
+/// covered by the pause.
+fn assert_no_run_after(sink: &Path, paused_at: i64) {
+    let late: Vec<_> = read_sink(sink)
+        .into_iter()
+        .filter(|r| r.occurrence > paused_at)
+        .collect();
+    assert!(late.is_empty(), "no run starts while paused: {late:?}");
+}
+
 fn json(o: &Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", said(o)))
 }
@@ -106,26 +117,27 @@ fn the_command_line_shows_pauses_and_resumes_a_services_job_without_a_configurat
         said(&o)
     );
 
-    // Paused from the command line: the service starts nothing more.
+    // Paused from the command line: the service starts nothing more. (A
+    // run of an occurrence from before the pause may still write.)
     let o = baton(
         &cwd,
         &[],
         &args(&["pause", "tick", "--reason", "maintenance"]),
     );
     assert_eq!(o.status.code(), Some(0), "{}", said(&o));
-    std::thread::sleep(Duration::from_millis(300)); // a run started before the pause ends
-    let before = read_sink(&sink).len();
-    std::thread::sleep(Duration::from_millis(2_500));
-    assert_eq!(read_sink(&sink).len(), before, "no run starts while paused");
+    let paused_at = baton_testkit::wall_seconds();
+    std::thread::sleep(Duration::from_millis(3_000));
+    assert_no_run_after(&sink, paused_at);
     let s = json(&baton(&cwd, &[], &args(&["status", "tick", "--json"])));
     assert_eq!(s["jobs"][0]["state"], "paused", "{s}");
     assert!(
         s["jobs"][0]["missed"]["by_reason"]["paused"]
             .as_u64()
             .unwrap()
-            >= 2,
+            >= 1,
         "the service records the occurrences the pause covers: {s}"
     );
+    let before = read_sink(&sink).len();
 
     // Resumed: it runs again.
     let o = baton(&cwd, &[], &args(&["resume", "tick"]));
@@ -219,10 +231,9 @@ fn the_command_line_shows_and_pauses_a_services_job_on_postgres_from_the_url_alo
 
     let o = baton(dir.path(), &env, &["pause", "tick"]);
     assert_eq!(o.status.code(), Some(0), "{}", said(&o));
-    std::thread::sleep(Duration::from_millis(300));
-    let before = read_sink(&sink).len();
-    std::thread::sleep(Duration::from_millis(2_500));
-    assert_eq!(read_sink(&sink).len(), before, "no run starts while paused");
+    let paused_at = baton_testkit::wall_seconds();
+    std::thread::sleep(Duration::from_millis(3_000));
+    assert_no_run_after(&sink, paused_at);
     let o = baton(dir.path(), &env, &["history", "tick", "--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", said(&o));
     assert!(!json(&o).as_array().unwrap().is_empty());

@@ -178,7 +178,7 @@ async fn the_control_routes_pause_and_resume_a_job_as_baton_pause_does() {
     clock.advance(Duration::from_secs(270));
     handle.idle().await;
     let mut s = serde_json::Value::Null;
-    for _ in 0..300 {
+    for _ in 0..6_000 {
         s = json(&get(addr, "/v1/jobs/report").await.1);
         if s["jobs"][0]["missed"]["by_reason"]["paused"] == 1 {
             break;
