@@ -136,26 +136,11 @@ pub(crate) async fn passed(
     when: &str,
 ) -> Start {
     let window = SignedDuration::try_from(plan.catch_up_window).unwrap_or(SignedDuration::MAX);
-    let too_old = |t: Timestamp| plan.catch_up_window.is_zero() || now.duration_since(t) > window;
-    if too_old(newest) {
-        let detail = format!(
-            "passed {when}, more than its catch-up window ({:?}) ago",
-            plan.catch_up_window
-        );
-        let after = newest + SignedDuration::from_secs(1);
-        passed_over_in(
-            env,
-            ledger,
-            plan,
-            (first, after),
-            MissReason::OutsideWindow,
-            detail,
-        )
-        .await;
-        return Start::Nothing;
-    }
-    // The oldest within the window; the ones before it are outside.
+    let all_outside = plan.catch_up_window.is_zero() || now.duration_since(newest) > window;
+    // The oldest within the window; the ones before it are outside (all of
+    // them, the newest included, when even the newest is).
     let in_window = match now.checked_sub(window) {
+        _ if all_outside => newest + SignedDuration::from_secs(1),
         Ok(edge) if edge > first => plan
             .schedule
             .next_after(edge - SignedDuration::from_nanos(1), &plan.zone)
@@ -176,6 +161,9 @@ pub(crate) async fn passed(
             detail,
         )
         .await;
+    }
+    if all_outside {
+        return Start::Nothing;
     }
     match plan.catch_up {
         CatchUp::Latest => {

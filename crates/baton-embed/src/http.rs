@@ -335,7 +335,10 @@ async fn resume(
     Path(name): Path<String>,
     body: axum::body::Bytes,
 ) -> Result<Response, Failure> {
-    if !body.iter().all(u8::is_ascii_whitespace) && body.as_ref() != b"{}" {
+    let empty = body.iter().all(u8::is_ascii_whitespace)
+        || serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&body)
+            .is_ok_and(|m| m.is_empty());
+    if !empty {
         return Err(error(
             StatusCode::BAD_REQUEST,
             "bad_body",

@@ -205,7 +205,9 @@ async fn the_control_routes_pause_and_resume_a_job_as_baton_pause_does() {
         404
     );
 
-    let (code, body) = request(addr, "POST", "/v1/jobs/report/resume", "").await;
+    let (code, _) = request(addr, "POST", "/v1/jobs/report/resume", "{\"x\": 1}").await;
+    assert_eq!(code, 400, "a resume takes no settings");
+    let (code, body) = request(addr, "POST", "/v1/jobs/report/resume", " { }\n").await;
     assert_eq!(code, 200, "{body}");
     clock.advance(Duration::from_secs(300));
     assert_eq!(
