@@ -181,10 +181,19 @@
 //!   under the job's lease before an occurrence starts, recording each
 //!   occurrence it covers missed `paused` (no run, no alert). Pauses that
 //!   cannot be read keep the occurrence from running;
-//! - `baton run JOB`, `baton backfill JOB` and `baton tick JOB` refuse a
-//!   job a service declared (exit 2), saying which service runs it: the
-//!   command line has no function to run, and never runs it in the
-//!   service's place. `baton tick` and the daemon never see such a job.
+//! - `baton backfill JOB --from T --to T` asks the service to run the past
+//!   occurrences the plan would run (a pause's misses, say): they are
+//!   queued in the ledger, marked as a backfill's, and the first replica
+//!   whose scheduler looks at the queue (every 2 s, and before each
+//!   release) runs them oldest first under the job's lock, each once
+//!   whichever replicas look. The command waits for their runs and
+//!   reports them as for a file's job (`--dry-run`, `--json`, `--force`
+//!   as there); interrupted, it leaves them queued. If no replica takes
+//!   one for 60 s, it says so and exits 1, the occurrences still queued;
+//! - `baton run JOB` and `baton tick JOB` refuse a job a service declared
+//!   (exit 2), saying which service runs it: the command line has no
+//!   function to run, and never runs it in the service's place. `baton
+//!   tick` and the daemon never see such a job.
 //!
 //! A job both a `baton.toml` and a service name is the file's to the
 //! command line. A declaration stays until its job is declared again: a
@@ -214,7 +223,6 @@
 //! have, and refuses nothing silently in their place:
 //!
 //! - `overlap = "replace"`;
-//! - `baton backfill` of an embedded job (refused, exit 2);
 //! - the command line's alert command and webhook: alerts go to the
 //!   service's hook ([`Builder::on_alert`]) and the ledger;
 //! - `max_concurrent` slots (a job's runs hold one lock: its name, or the
@@ -235,6 +243,7 @@ mod http;
 mod job;
 mod keeper;
 mod plan;
+mod queue_watch;
 mod quote;
 mod retry;
 mod run;

@@ -162,7 +162,12 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
         let_go(kept, &name, at, true).await;
         return;
     };
-    let Some(kept) = under_lease(&env, &mut ledger, &plan, at, &run_id, kept, &tenure).await else {
+    let this = Occurrence {
+        at,
+        backfill: false,
+    };
+    let Some(kept) = under_lease(&env, &mut ledger, &plan, this, &run_id, kept, &tenure).await
+    else {
         return;
     };
     let Some(kept) = drain(&env, &mut ledger, &plan, kept, &tenure).await else {
@@ -194,8 +199,20 @@ impl Tenure {
     }
 }
 
+/// One occurrence to run under a lease.
+#[derive(Clone, Copy)]
+struct Occurrence {
+    /// When (Unix seconds).
+    at: i64,
+    /// An operator asked for it (`baton backfill`): a pause that covered
+    /// it when it was due does not keep it from running now (the queue
+    /// waits for a pause in force; see [`next_waiting`]).
+    backfill: bool,
+}
+
 /// Runs occurrence `at` of `plan` as `run_id` under the lease `kept`
-/// already claims it in: its pauses read, its start recorded, the dead
+/// already claims it in (or, for a backfill, holds without a claim): its
+/// pauses read, its start recorded, the dead
 /// runs of the job recorded `abandoned`, its attempts and checks run, its
 /// verdict recorded. Returns the lease for its release (or the queue);
 /// `None` when it was let go already (the occurrence did not run).
@@ -203,16 +220,24 @@ async fn under_lease(
     env: &Env,
     ledger: &mut Ledger,
     plan: &Plan,
-    at: i64,
+    this: Occurrence,
     run_id: &str,
     kept: Kept,
     tenure: &Tenure,
 ) -> Option<Kept> {
     let name = plan.name.clone();
+    let at = this.at;
     let occ = Timestamp::from_second(at).unwrap_or(Timestamp::UNIX_EPOCH);
     let Tenure { fence, host, .. } = tenure;
     let fence = *fence;
-    match paused(env, ledger, plan, at, occ).await {
+    // A backfill claimed nothing: there is no claim of its to take back.
+    let claimed = !this.backfill;
+    let covered = if this.backfill {
+        Some(false)
+    } else {
+        paused(env, ledger, plan, at, occ).await
+    };
+    match covered {
         Some(false) => {}
         // Recorded missed: the ledger decided it.
         Some(true) => {
@@ -221,7 +246,7 @@ async fn under_lease(
         }
         // Unknown: it never started, and its claim must not say it did.
         None => {
-            let_go(kept, &name, at, true).await;
+            let_go(kept, &name, at, claimed).await;
             return None;
         }
     }
@@ -246,11 +271,11 @@ async fn under_lease(
         }
         Some(Err(e)) => {
             tracing::warn!("{name} occurrence={occ}: not run: its start was not recorded: {e}");
-            let_go(kept, &name, at, true).await;
+            let_go(kept, &name, at, claimed).await;
             return None;
         }
         None => {
-            let_go(kept, &name, at, true).await;
+            let_go(kept, &name, at, claimed).await;
             return None;
         }
     }
@@ -418,27 +443,33 @@ async fn drain(
             return Some(kept);
         };
         let occ = Timestamp::from_second(at).unwrap_or(Timestamp::UNIX_EPOCH);
+        let backfill = {
+            let (job, at) = (job.clone(), at);
+            matches!(ledger.call(move |l| l.decision(&job, at)).await, Some(Ok(Some(d))) if d.backfill())
+        };
         let once = Once {
             key: job.clone(),
             at,
         };
         let sent = env.clock.boot();
-        let mut held = kept.stop().await?;
-        let restating = (run_id.clone(), occ.to_string());
-        let answer = tokio::task::spawn_blocking(move || {
-            let r = held.restate(Some(restating.0), Some(restating.1), Some(&once));
-            (held, r)
-        })
-        .await;
-        let Ok((held, restated)) = answer else {
-            tracing::warn!("{job}: the queue was left: the store's thread failed");
-            return None;
-        };
+        let held = kept.stop().await?;
+        let label = (run_id.clone(), occ.to_string());
+        let (mut held, mut restated) = restate(held, &label, Some(once)).await?;
+        if backfill && matches!(restated, Ok(Restated::Claimed { .. })) {
+            // Behind the claim on purpose: the ledger's row, turned
+            // `started` under this lease, is its record (as the command
+            // line's backfill claims nothing).
+            (held, restated) = restate(held, &label, None).await?;
+        }
         match restated {
             Ok(Restated::Done) => {
                 kept = Kept::start(held, sent, Arc::clone(&env.clock));
-                tracing::info!("{job} occurrence={occ}: run from the queue");
-                kept = under_lease(env, ledger, &mate, at, &run_id, kept, tenure).await?;
+                tracing::info!(
+                    "{job} occurrence={occ}: run from the queue{}",
+                    if backfill { " (a backfill)" } else { "" }
+                );
+                let this = Occurrence { at, backfill };
+                kept = under_lease(env, ledger, &mate, this, &run_id, kept, tenure).await?;
             }
             Ok(Restated::Claimed { .. }) => {
                 // Claimed before it waited: it ran, or was taken. The
@@ -463,6 +494,31 @@ async fn drain(
             }
         }
     }
+}
+
+/// Restates `held` to run `label` (run id, occurrence) and claim `once`;
+/// `None` when the store's thread failed (the lease is gone with it).
+async fn restate(
+    mut held: Box<dyn baton_store::Held>,
+    label: &(String, String),
+    once: Option<Once>,
+) -> Option<(
+    Box<dyn baton_store::Held>,
+    Result<Restated, baton_store::HeldError>,
+)> {
+    let (run, occ) = label.clone();
+    let answer = tokio::task::spawn_blocking(move || {
+        let r = held.restate(Some(run), Some(occ), once.as_ref());
+        (held, r)
+    })
+    .await;
+    if answer.is_err() {
+        tracing::warn!(
+            "the queue was left at occurrence {}: the store's thread failed",
+            label.1
+        );
+    }
+    answer.ok()
 }
 
 /// Takes `plan`'s lock, claiming no occurrence, to run what waits in the

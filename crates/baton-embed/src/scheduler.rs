@@ -322,6 +322,7 @@ impl Scheduler {
             tasks.spawn(job_loop(env.clone(), plan, from, wait));
         }
         tasks.spawn(catch_up::decide_all(env.clone(), answers, from));
+        tasks.spawn(crate::queue_watch::watch(env.clone()));
         Handle {
             shutdown: tx,
             tasks,

@@ -25,7 +25,7 @@ use serde::Serialize;
 
 use crate::cli::BackfillArgs;
 use crate::exit::Exit;
-use crate::sched_cmd::{decision_clock, json_out, known_job, load_reading};
+use crate::sched_cmd::{decision_clock, json_out, known_job, load_reading, with_declared};
 
 /// One occurrence of the range, as `--json` prints it.
 #[derive(Debug, Serialize)]
@@ -59,7 +59,7 @@ struct Occurrence {
 
 /// What `backfill --json` prints after a real run.
 #[derive(Debug, Serialize)]
-struct Summary {
+pub(crate) struct Summary {
     job: String,
     /// The zone `--from`, `--to` and `local` are in.
     zone: String,
@@ -67,18 +67,20 @@ struct Summary {
     to: String,
     occurrences: Vec<Occurrence>,
     /// How many this backfill ran, and of those how many ended `ok`.
-    ran: usize,
-    ok: usize,
+    pub(crate) ran: usize,
+    pub(crate) ok: usize,
     /// How many had run already.
     already: usize,
     /// How many were not run (`unknown` or `not-run`).
-    not_run: usize,
-    exit: u8,
+    pub(crate) not_run: usize,
+    pub(crate) exit: u8,
 }
 
 /// `baton backfill`.
 pub fn run(state: Option<&Path>, a: &BackfillArgs) -> Exit {
-    let c = match load_reading(state, &a.file) {
+    // A job a service declared is backfilled by that service, asked
+    // through the ledger (`backfill_service`).
+    let c = match load_reading(state, &a.file).and_then(|c| with_declared(c, Some(&a.job))) {
         Ok(c) => c,
         Err(e) => return e,
     };
@@ -141,6 +143,12 @@ pub fn run(state: Option<&Path>, a: &BackfillArgs) -> Exit {
     // run. Without it (the store cannot be read), the backfill refuses as
     // it would have.
     let before = plan.unwrap_or_default();
+    if crate::backfill_service::service(job).is_some() {
+        let range = (from, to);
+        return crate::backfill_service::queue_and_wait(
+            &c, job, range, &occ, before, &*clock, a.json,
+        );
+    }
     let starts: Rc<RefCell<Vec<RunStart>>> = Rc::default();
     let on_start = {
         let starts = Rc::clone(&starts);
@@ -189,7 +197,7 @@ fn forms(at: i64, tz: &jiff::tz::TimeZone) -> (String, String) {
     }
 }
 
-fn human_at(at: i64, tz: &jiff::tz::TimeZone) -> String {
+pub(crate) fn human_at(at: i64, tz: &jiff::tz::TimeZone) -> String {
     Timestamp::from_second(at).map_or_else(|_| at.to_string(), |t| times::human(t, tz))
 }
 
@@ -244,7 +252,7 @@ fn dry_run(job: &Job, occ: &[i64], plan: &[Planned], json: bool) -> Exit {
 
 /// What became of each occurrence: run by this backfill (its run read
 /// from the ledger), run before (as `before` planned it), or not run.
-fn summary(
+pub(crate) fn summary(
     c: &Config,
     job: &Job,
     (from, to): (Timestamp, Timestamp),
@@ -310,7 +318,7 @@ fn summary(
 }
 
 /// The summary for people, after the runs' own lines.
-fn render_summary(s: &Summary, tz: &jiff::tz::TimeZone) -> String {
+pub(crate) fn render_summary(s: &Summary, tz: &jiff::tz::TimeZone) -> String {
     let total = s.occurrences.len();
     let failed = s.ran - s.ok;
     let mut out = format!(

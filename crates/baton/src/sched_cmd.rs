@@ -322,7 +322,7 @@ pub(crate) fn no_such_job(c: &Config, verb: &str, name: &str) -> Exit {
         say!(
             "baton {verb}: job {name:?} is not in {}: it is declared by {}, which runs it; `baton \
              {verb}` takes only the jobs of the configuration, while status, history, pause, \
-             resume and watermark get show and control this one",
+             resume, backfill and watermark get show and control this one",
             c.path.display(),
             match &job.source {
                 config::Source::Declared(by) => by.as_str(),
@@ -360,7 +360,7 @@ pub(crate) fn no_such_job(c: &Config, verb: &str, name: &str) -> Exit {
 }
 
 /// Who is acting, for the ledger: `user@host`.
-fn who() -> String {
+pub(crate) fn who() -> String {
     let user = std::env::var("USER")
         .or_else(|_| std::env::var("LOGNAME"))
         .unwrap_or_else(|_| format!("uid {}", rustix::process::getuid().as_raw()));

@@ -1,12 +1,13 @@
 //! The command line on a service's store, with no `baton.toml`: `baton
 //! status`, `history`, `pause` and `resume` show and control the jobs a
-//! replica declared, and `run` and `backfill` refuse them, saying the
-//! service runs them.
+//! replica declared, `backfill` asks the replica to run what a pause
+//! missed, and `run` refuses them, saying the service runs them.
 
 #![allow(clippy::disallowed_methods)] // The test waits for real runs.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::str::FromStr;
 use std::time::Duration;
 
 use crate::support::{poll, read_sink, replica};
@@ -163,26 +164,14 @@ fn the_command_line_shows_pauses_and_resumes_a_services_job_without_a_configurat
         );
     }
 
-    // `run` and `backfill` leave the service's job to the service.
-    for verb in [
-        &["run", "tick"][..],
-        &[
-            "backfill",
-            "tick",
-            "--from",
-            "2026-01-01T00:00:00Z",
-            "--to",
-            "2026-01-01T00:00:01Z",
-        ],
-    ] {
-        let o = baton(&cwd, &[], &args(verb));
-        assert_eq!(o.status.code(), Some(2), "{}", said(&o));
-        assert!(
-            String::from_utf8_lossy(&o.stderr).contains("declared by"),
-            "{}",
-            said(&o)
-        );
-    }
+    // `run` leaves the service's job to the service.
+    let o = baton(&cwd, &[], &args(&["run", "tick"]));
+    assert_eq!(o.status.code(), Some(2), "{}", said(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("declared by"),
+        "{}",
+        said(&o)
+    );
     // An unknown job is refused, the declared ones listed.
     let o = baton(&cwd, &[], &args(&["status", "nope"]));
     assert_eq!(o.status.code(), Some(2), "{}", said(&o));
@@ -238,4 +227,119 @@ fn the_command_line_shows_and_pauses_a_services_job_on_postgres_from_the_url_alo
     assert_eq!(o.status.code(), Some(0), "{}", said(&o));
     assert!(!json(&o).as_array().unwrap().is_empty());
     drop(service); // killed, and waited for
+}
+
+/// Every occurrence of `sink`'s runs, and that none ran twice.
+fn occurrences_once(sink: &Path) -> std::collections::BTreeSet<i64> {
+    let runs = read_sink(sink);
+    let mut seen = std::collections::BTreeSet::new();
+    for r in &runs {
+        assert!(
+            seen.insert(r.occurrence),
+            "occurrence {} ran twice: {runs:?}",
+            r.occurrence
+        );
+    }
+    seen
+}
+
+#[test]
+fn backfill_asks_the_service_to_run_what_a_pause_missed_and_nothing_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let sink = dir.path().join("sink");
+    let state_arg = state.to_str().unwrap();
+    let args = |verb: &[&str]| -> Vec<String> {
+        verb.iter()
+            .chain(&["--state-dir", state_arg])
+            .map(|s| (*s).to_owned())
+            .collect()
+    };
+    let run = |verb: &[&str]| {
+        let a = args(verb);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        baton(dir.path(), &[], &a)
+    };
+    let _service = replica(
+        &format!("sqlite:{}", state.display()),
+        &sink,
+        100,
+        120_000,
+        2_000,
+    );
+    poll("a run of the service", || {
+        (read_sink(&sink).iter().any(|r| r.end.is_some())).then_some(())
+    });
+    let o = run(&["pause", "tick"]);
+    assert_eq!(o.status.code(), Some(0), "{}", said(&o));
+    let from = baton_testkit::wall_seconds() + 1;
+    std::thread::sleep(Duration::from_millis(3_000));
+    let to = baton_testkit::wall_seconds() - 1;
+    let o = run(&["resume", "tick"]);
+    assert_eq!(o.status.code(), Some(0), "{}", said(&o));
+    let (from_s, to_s) = (
+        jiff::Timestamp::from_second(from).unwrap().to_string(),
+        jiff::Timestamp::from_second(to).unwrap().to_string(),
+    );
+    let range = ["backfill", "tick", "--from", &from_s, "--to", &to_s];
+    let missed: Vec<i64> = (from..=to)
+        .filter(|at| !occurrences_once(&sink).contains(at))
+        .collect();
+    assert!(!missed.is_empty(), "the pause covered occurrences");
+
+    // The plan: the paused ones would run.
+    let mut dry: Vec<&str> = range.to_vec();
+    dry.extend(["--dry-run", "--json"]);
+    let o = run(&dry);
+    assert_eq!(o.status.code(), Some(0), "{}", said(&o));
+    let plan = json(&o);
+    let would: Vec<i64> = plan
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["action"] == "run")
+        .map(|p| {
+            jiff::Timestamp::from_str(p["occurrence"].as_str().unwrap())
+                .unwrap()
+                .as_second()
+        })
+        .collect();
+    assert_eq!(would, missed, "{plan}");
+
+    // Run: queued for the service, which runs each once; the command
+    // waits for them and reports them.
+    let mut real: Vec<&str> = range.to_vec();
+    real.push("--json");
+    let o = run(&real);
+    assert_eq!(o.status.code(), Some(0), "{}", said(&o));
+    let s = json(&o);
+    assert_eq!(s["ran"].as_u64(), Some(missed.len() as u64), "{s}");
+    assert_eq!(s["ok"], s["ran"], "{s}");
+    let ran = occurrences_once(&sink);
+    for at in &missed {
+        assert!(ran.contains(at), "backfilled occurrence {at} ran: {s}");
+    }
+    let h = json(&run(&["history", "tick", "--json", "--limit", "1000"]));
+    for o in s["occurrences"].as_array().unwrap() {
+        if o["action"] == "ran" {
+            assert_eq!(o["verdict"], "ok", "{s}");
+            assert!(
+                h.as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|r| r["run_id"] == o["run_id"]),
+                "{h}"
+            );
+        }
+    }
+
+    // Again: every one ran already; nothing is queued, nothing runs twice.
+    let o = run(&range);
+    assert_eq!(o.status.code(), Some(0), "{}", said(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("nothing to queue"),
+        "{}",
+        said(&o)
+    );
+    occurrences_once(&sink);
 }

@@ -35,9 +35,9 @@ pub use checks::MAX_WATERMARK;
 pub use error::{Error, Failure, Kind, Unusable};
 pub use records::Records;
 pub use rows::{
-    AlertRow, Attempt, AttemptRow, BOUNDS, BOUNDS_US, Begun, DecisionRow, Declaration, Durations,
-    Effect, Finished, JobAsk, JobRecord, JobState, JobTallies, Miss, Missed, MissedRow, NewAlert,
-    NewRun, Overview, PauseRow, Queued, Recovered, Replacement, RunRow, StepState, WatermarkRow,
-    Withdrawn, bucket,
+    AlertRow, Attempt, AttemptRow, BACKFILL_DETAIL, BOUNDS, BOUNDS_US, Begun, DecisionRow,
+    Declaration, Durations, Effect, Finished, JobAsk, JobRecord, JobState, JobTallies, Miss,
+    Missed, MissedRow, NewAlert, NewRun, Overview, PauseRow, Queued, Recovered, Replacement,
+    Requested, RunRow, StepState, WatermarkRow, Withdrawn, bucket,
 };
 pub use statements::{Backend, Fail, Mode, NewDecision, Statements};

@@ -27,7 +27,7 @@ use super::error::Error;
 use super::rows::{
     AlertRow, Attempt, Begun, DecisionRow, Declaration, Finished, JobAsk, JobRecord, JobState,
     JobTallies, Miss, Missed, MissedRow, NewAlert, NewRun, Overview, PauseRow, Queued, Recovered,
-    Replacement, RunRow, StepState, WatermarkRow, Withdrawn,
+    Replacement, Requested, RunRow, StepState, WatermarkRow, Withdrawn,
 };
 use crate::words::MissReason;
 
@@ -638,6 +638,45 @@ pub trait Records: Send {
     ///
     /// As every call (see the module).
     fn queued_jobs(&mut self) -> Result<Vec<String>, Error>;
+    /// Queues past occurrences of `job` that an operator asked to run
+    /// (`baton backfill` of a job a service runs): each one the ledger has
+    /// no decision of is recorded `queued`, its detail saying so and by
+    /// whom ([`super::BACKFILL_DETAIL`]), for the job's scheduler to run
+    /// from its queue. The decision's key is the guard: an occurrence that
+    /// ran, waits or was decided otherwise is left as it is and answered
+    /// with its decision. The decided mark is not consulted: these are
+    /// behind it on purpose. Whether an occurrence may run at all (the
+    /// lock's claim, a lost ledger) is the caller's to have decided.
+    ///
+    /// # Errors
+    ///
+    /// As every call (see the module); none given, or out of order, is
+    /// refused before anything is written.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use baton_ledger::Ledger;
+    /// use baton_store::ledger::{Records, Requested};
+    ///
+    /// let now = jiff::Timestamp::now();
+    /// let mut ledger = Ledger::open(dir.path(), now)?;
+    /// let first = now.as_second() - 7200;
+    /// let asked = ledger.request_backfill("nightly", &[first, first + 3600], "ops", now)?;
+    /// assert_eq!(asked, [Requested::Queued, Requested::Queued]);
+    /// let again = ledger.request_backfill("nightly", &[first], "ops", now)?;
+    /// assert!(matches!(&again[0], Requested::Decided(d) if d.backfill()));
+    /// assert_eq!(ledger.next_queued(&["nightly"])?, Some(("nightly".into(), first)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn request_backfill(
+        &mut self,
+        job: &str,
+        occurrences: &[i64],
+        by: &str,
+        now: Timestamp,
+    ) -> Result<Vec<Requested>, Error>;
     /// A job's queued occurrences, oldest first.
     ///
     /// # Errors

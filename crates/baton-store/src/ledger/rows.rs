@@ -174,7 +174,21 @@ pub struct DecisionRow {
     pub joined: Option<i64>,
 }
 
+/// How a backfill's `queued` row begins its `detail`
+/// ([`Records::request_backfill`](super::Records::request_backfill)): the
+/// words that tell the scheduler running the job that the occurrence is
+/// behind the lock's claim on purpose, by an operator's request.
+pub const BACKFILL_DETAIL: &str = "backfill requested by ";
+
 impl DecisionRow {
+    /// Whether this is an occurrence a backfill asked for
+    /// ([`BACKFILL_DETAIL`]), still waiting or started since.
+    pub fn backfill(&self) -> bool {
+        self.detail
+            .as_deref()
+            .is_some_and(|d| d.starts_with(BACKFILL_DETAIL))
+    }
+
     /// What a start of `run` that found this decision already recorded
     /// comes to: [`Begun::Started`] when the decision is `run`'s own start
     /// (recorded by an earlier call whose answer was lost), else
@@ -493,6 +507,17 @@ pub enum Queued {
     /// one: another process (or an earlier call) decided them already.
     /// Nothing was written; the caller plans again from the mark.
     Moved,
+}
+
+/// What a backfill's request came to for one occurrence
+/// ([`Records::request_backfill`](super::Records::request_backfill)).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Requested {
+    /// It waits in the queue as `queued`, for the job's scheduler.
+    Queued,
+    /// The ledger decided it already (it ran, or waits, or was claimed):
+    /// nothing was written for it.
+    Decided(DecisionRow),
 }
 
 /// A value a job's run settled, as read back.

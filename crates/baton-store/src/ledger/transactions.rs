@@ -17,7 +17,7 @@ use super::records::Records;
 use super::rows::{
     AlertRow, Attempt, Begun, DecisionRow, Declaration, Finished, JobAsk, JobRecord, JobState,
     JobTallies, Miss, Missed, MissedRow, NewAlert, NewRun, Overview, PauseRow, Queued, Recovered,
-    Replacement, RunRow, StepState, WatermarkRow, Withdrawn,
+    Replacement, Requested, RunRow, StepState, WatermarkRow, Withdrawn,
 };
 use super::statements::{Backend, Fail, Mode, NewDecision, Statements};
 use crate::words::{Decision, MissReason, SkipReason};
@@ -476,6 +476,48 @@ impl<B: Backend> Records for B {
             &|| "read which jobs have a queue".into(),
             async |tx| Ok(tx.queued_jobs().await?),
         )
+    }
+
+    fn request_backfill(
+        &mut self,
+        job: &str,
+        occurrences: &[i64],
+        by: &str,
+        now: Timestamp,
+    ) -> Result<Vec<Requested>, Error> {
+        self.saw(now);
+        let action = || format!("queue occurrences {occurrences:?} of job {job} for a backfill");
+        checks::queue(occurrences).map_err(|problem| invalid(self, action(), problem))?;
+        let (name, occurrences) = (job.to_owned(), occurrences.to_vec());
+        let detail = format!("{}{by}", super::rows::BACKFILL_DETAIL);
+        self.transact(Mode::Write, &action, async move |tx| {
+            tx.see_jobs(&[&name], now).await?;
+            let mut answers = Vec::with_capacity(occurrences.len());
+            for &occurrence in &occurrences {
+                let d = NewDecision {
+                    job: &name,
+                    occurrence,
+                    decision: Decision::Queued,
+                    detail: Some(&detail),
+                    joined: None,
+                    decided: now,
+                };
+                if tx.insert_decision(&d).await? {
+                    answers.push(Requested::Queued);
+                    continue;
+                }
+                // OK because the insert was refused by this very row, in
+                // this transaction, and rows are only deleted under the
+                // write lock it holds.
+                let existing = tx.decision(&name, occurrence).await?.ok_or_else(|| {
+                    Fail::Invalid(format!(
+                        "occurrence {occurrence} of job {name} was decided and is gone"
+                    ))
+                })?;
+                answers.push(Requested::Decided(existing));
+            }
+            Ok(answers)
+        })
     }
 
     fn queued(&mut self, job: &str) -> Result<Vec<DecisionRow>, Error> {

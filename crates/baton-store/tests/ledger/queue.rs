@@ -1,7 +1,7 @@
 //! The queue: occurrences wait in order, start once, coalesce into the one
 //! waiting, and leave as claimed when the lock file says they started.
 
-use baton_store::ledger::{Begun, Decision, NewRun, Queued};
+use baton_store::ledger::{Begun, Decision, NewRun, Queued, Requested};
 use baton_store::words::SkipReason;
 
 use crate::support::{Log, Store, at, occ, refused, scheduled};
@@ -13,6 +13,7 @@ both! {
     occurrences_out_of_order_are_refused_and_write_nothing
     a_queued_occurrence_claimed_leaves_the_queue
     a_coalesced_occurrence_never_runs_and_the_next_arrival_waits
+    a_backfill_queues_what_is_undecided_behind_the_mark_and_nothing_twice
 }
 
 fn queued_occurrences_wait_in_order_and_start_once(l: &mut Store, log: &mut Log) {
@@ -231,4 +232,69 @@ fn a_coalesced_occurrence_never_runs_and_the_next_arrival_waits(l: &mut Store, l
         Queued::Queued
     );
     assert_eq!(l.history("j", 10).unwrap().len(), 2);
+}
+
+fn a_backfill_queues_what_is_undecided_behind_the_mark_and_nothing_twice(
+    l: &mut Store,
+    log: &mut Log,
+) {
+    // 0 ran, 60 and 120 were missed, and the mark is at 180.
+    l.begin_run(&scheduled("j", "00000000000000b1", 0)).unwrap();
+    l.miss(
+        &crate::support::range("j", baton_store::words::MissReason::Paused, 60, 120),
+        at(150),
+    )
+    .unwrap();
+    l.enqueue("j", &[occ(180)], false, at(181)).unwrap();
+    let asked = l
+        .request_backfill("j", &[occ(0), occ(60), occ(120), occ(180)], "ops", at(300))
+        .unwrap();
+    log.note("asked", &asked);
+    assert!(
+        matches!(&asked[0], Requested::Decided(d) if d.decision == Decision::Started && !d.backfill()),
+        "{asked:?}"
+    );
+    assert_eq!(asked[1..3], [Requested::Queued, Requested::Queued]);
+    assert!(
+        matches!(&asked[3], Requested::Decided(d) if d.decision == Decision::Queued && !d.backfill()),
+        "{asked:?}"
+    );
+    let queued = l.queued("j").unwrap();
+    let marked: Vec<_> = queued
+        .iter()
+        .map(|d| (d.occurrence, d.backfill()))
+        .collect();
+    assert_eq!(
+        marked,
+        [(occ(60), true), (occ(120), true), (occ(180), false)]
+    );
+    assert_eq!(
+        queued[0].detail.as_deref(),
+        Some("backfill requested by ops")
+    );
+    // Asked again: each is decided, the queue is unchanged.
+    let again = l.request_backfill("j", &[occ(60)], "ops", at(301)).unwrap();
+    assert!(
+        matches!(&again[0], Requested::Decided(d) if d.backfill()),
+        "{again:?}"
+    );
+    assert_eq!(l.queued("j").unwrap().len(), 3);
+    // The oldest runs first, once; a second start of it is refused.
+    assert_eq!(l.next_queued(&["j"]).unwrap(), Some(("j".into(), occ(60))));
+    assert_eq!(
+        l.begin_run(&scheduled("j", "00000000000000b2", 60))
+            .unwrap(),
+        Begun::Started
+    );
+    assert!(matches!(
+        l.begin_run(&scheduled("j", "00000000000000b3", 60))
+            .unwrap(),
+        Begun::AlreadyDecided(_)
+    ));
+    // Out of order or empty: refused, nothing written.
+    for bad in [&[occ(240), occ(230)][..], &[]] {
+        let e = l.request_backfill("j", bad, "ops", at(302)).unwrap_err();
+        log.note("refused", &refused(e));
+    }
+    assert_eq!(l.queued("j").unwrap().len(), 2);
 }
