@@ -8,7 +8,9 @@
 //! `REPLICA_HOLD_MS` (how long a run takes), `REPLICA_LIFE_MS` (how long
 //! the replica serves before it shuts down), `REPLICA_TTL_MS` (the
 //! lease's TTL and takeover grace) and `REPLICA_OVERLAP` (`queue`, or
-//! skip by default).
+//! skip by default). With `REPLICA_COMMAND` (a shell line) and
+//! `REPLICA_RUNNER` (the `baton` binary), the job runs that command as a
+//! child process instead (`Job::command`), and the sink is not written.
 
 mod common;
 mod sink;
@@ -65,7 +67,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 Ok(())
             }
         });
-    let scheduler = Scheduler::builder().store(store()).job(job).build()?;
+    let mut builder = Scheduler::builder().store(store());
+    let job = match (
+        std::env::var("REPLICA_COMMAND"),
+        std::env::var("REPLICA_RUNNER"),
+    ) {
+        (Ok(line), Ok(runner)) => {
+            builder = builder.runner(runner);
+            job.command(["sh", "-c", line.as_str()])
+        }
+        _ => job,
+    };
+    let scheduler = builder.job(job).build()?;
     let handle = scheduler.start();
     println!("ready {}", std::process::id());
     tokio::time::sleep(env_ms("REPLICA_LIFE_MS", 5_000)).await;

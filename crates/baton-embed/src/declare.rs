@@ -47,6 +47,10 @@ pub(crate) fn declaration(plan: &Plan, by: &str, now: Timestamp) -> Declaration 
     key("ttl", duration(plan.ttl));
     key("takeover_grace", duration(plan.takeover_grace));
     key("kill_grace", duration(plan.grace));
+    if let crate::plan::Work::Command(argv) = &plan.work {
+        let argv: Vec<String> = argv.iter().map(|a| text(a)).collect();
+        key("run", format!("[{}]", argv.join(", ")));
+    }
     Declaration {
         job: plan.name.clone(),
         config,

@@ -43,9 +43,32 @@ pub enum BuildError {
         /// What is wrong with it.
         why: &'static str,
     },
-    /// A job was given no function to run ([`crate::Job::run`]).
-    #[error("job {0:?} has nothing to run: call .run(|ctx| async move {{ … }})")]
+    /// A job was given no function to run ([`crate::Job::run`]) and no
+    /// command ([`crate::Job::command`]).
+    #[error(
+        "job {0:?} has nothing to run: call .run(|ctx| async move {{ … }}) or .command([\"program\", …])"
+    )]
     NothingToRun(String),
+    /// A job's command ([`crate::Job::command`]) cannot be run.
+    #[error("job {job:?}: bad command: {why}")]
+    BadCommand {
+        /// The job.
+        job: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// A command job ([`crate::Job::command`]) needs the `baton` binary,
+    /// and it was not found.
+    #[error(
+        "job {job:?} runs a command, which needs the `baton` binary: {why}; install baton, or \
+         name it with .runner(path)"
+    )]
+    NoRunner {
+        /// The first command job.
+        job: String,
+        /// Why it was not found.
+        why: String,
+    },
     /// A job's cron expression was refused.
     #[error("job {job:?}: bad cron expression {expr:?}: {source}")]
     Cron {

@@ -65,6 +65,8 @@ pub struct Job {
     pub(crate) grace: Duration,
     pub(crate) history_keep: u32,
     pub(crate) run: Option<RunFn>,
+    /// A command run as a child process instead ([`Job::command`]).
+    pub(crate) command: Option<Vec<String>>,
 }
 
 impl std::fmt::Debug for Job {
@@ -104,6 +106,7 @@ impl Job {
             grace: Duration::from_secs(10),
             history_keep: 100,
             run: None,
+            command: None,
         }
     }
 
@@ -308,7 +311,8 @@ impl Job {
         self
     }
 
-    /// The function each attempt runs.
+    /// The function each attempt runs (in place of a
+    /// [`Job::command`] given before).
     #[must_use]
     pub fn run<F, Fut>(mut self, f: F) -> Self
     where
@@ -316,6 +320,47 @@ impl Job {
         Fut: Future<Output = Result<(), JobError>> + Send + 'static,
     {
         self.run = Some(Arc::new(move |ctx| Box::pin(f(ctx)) as RunFuture));
+        self.command = None;
+        self
+    }
+
+    /// Runs each occurrence as a child process under the command line's
+    /// runner instead of a function (in place of a [`Job::run`] given
+    /// before): `argv` is the program and its arguments, run directly (no
+    /// shell), in the service's working directory.
+    ///
+    /// For what an `async` function cannot promise: a run that must be
+    /// stopped whole when its lease is lost (the runner stops the
+    /// command's whole process tree, TERM then KILL after
+    /// [`Job::grace`]), code that blocks, or a run that must outlive a
+    /// crash of the service (the runner holds and renews the lease itself,
+    /// and records the run, if the service is killed). Each occurrence is a
+    /// `baton __run` process of the `baton` binary
+    /// ([`crate::Builder::runner`]), the same code the command line's
+    /// `tick` and daemon run: claimed once across replicas, fenced
+    /// (`BATON_FENCE` in the command's environment), retried, timed out
+    /// and recorded as the command line's own jobs are.
+    ///
+    /// A command job has no checks ([`Job::check`] is refused at build),
+    /// and its alerts are recorded in the ledger and written to standard
+    /// error by its runner, not given to [`crate::Builder::on_alert`].
+    ///
+    /// ```
+    /// use baton_embed::Job;
+    ///
+    /// let job = Job::cron("vacuum", "0 3 * * *")
+    ///     .timezone("Europe/Berlin")
+    ///     .command(["psql", "-c", "vacuum analyze"]);
+    /// # let _ = job;
+    /// ```
+    #[must_use]
+    pub fn command<I, S>(mut self, argv: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.command = Some(argv.into_iter().map(Into::into).collect());
+        self.run = None;
         self
     }
 }

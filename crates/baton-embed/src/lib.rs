@@ -104,7 +104,30 @@
 //! run) and waits for it before it records the run.
 //!
 //! Those are what the fence is for. Keep blocking work short, or check
-//! [`RunContext::is_cancelled`] between its pieces.
+//! [`RunContext::is_cancelled`] between its pieces, or run the job as a
+//! child process instead.
+//!
+//! # A job as a child process
+//!
+//! [`Job::command`] runs each occurrence as a `baton __run` process of the
+//! `baton` binary ([`Builder::runner`]; by default the first on `PATH`),
+//! the code the command line's `tick` and daemon run: the runner takes the
+//! lease and the claim, records the run in the same ledger, runs the
+//! command (directly, no shell, in the service's working directory, with
+//! `BATON_FENCE`, `BATON_OCCURRENCE` and `BATON_RUN_ID` in its
+//! environment) and stops its **whole process tree**, TERM then KILL after
+//! [`Job::grace`], when the lease is lost. That stops what a dropped future
+//! cannot: blocking code, threads, grandchildren. The runner holds and
+//! renews the lease itself, so a run outlives a service killed with
+//! `kill -9`, still fenced, and is recorded when it ends;
+//! [`Handle::shutdown`] asks each running one to stop (its run recorded
+//! `interrupted`). The runner's environment holds none of the service's
+//! `BATON_*` variables: the store is the scheduler's, named in the
+//! configuration it is given. With the PostgreSQL store, the runs' logs
+//! are written to the command line's default state directory. A command
+//! job has no checks, and its alerts go to the ledger and the runner's
+//! standard error, not to [`Builder::on_alert`]. It runs on the system
+//! clock, whatever [`Builder::clock`] says.
 //!
 //! A function that panics fails its attempt (and is retried like any
 //! failure) when the service unwinds on panic; built with `panic =
@@ -219,15 +242,15 @@
 //! latest, all or none, within a window), retries, timeouts, checks,
 //! pauses, watermarks ([`RunContext::settle_watermark`]), alerts
 //! ([`Builder::on_alert`], with a run budget: [`Job::max_runtime`]), locks
-//! shared between jobs and self-fencing. It does not yet
-//! have, and refuses nothing silently in their place:
+//! shared between jobs, self-fencing, and jobs run as child processes
+//! ([`Job::command`]). It does not yet have, and refuses nothing silently
+//! in their place:
 //!
 //! - `overlap = "replace"`;
 //! - the command line's alert command and webhook: alerts go to the
 //!   service's hook ([`Builder::on_alert`]) and the ledger;
 //! - `max_concurrent` slots (a job's runs hold one lock: its name, or the
 //!   one it shares with other jobs, [`Job::lock`]);
-//! - running a job as a child process under the runner;
 //! - running a job now through the HTTP API (the daemon's `POST
 //!   /v1/jobs/{job}/run`).
 
@@ -235,6 +258,7 @@
 
 mod alert;
 mod catch_up;
+mod child;
 mod context;
 mod declare;
 mod error;

@@ -9,7 +9,23 @@ use jiff::tz::TimeZone;
 
 use crate::error::BuildError;
 use crate::job::{Check, Job, RunFn};
+
+impl Plan {
+    /// Whether its attempts run in process (not a [`Work::Command`]).
+    pub(crate) fn in_process(&self) -> bool {
+        matches!(self.work, Work::Function(_))
+    }
+}
 use crate::retry::Retry;
+
+/// What a job's attempts run.
+pub(crate) enum Work {
+    /// Its function, in process.
+    Function(RunFn),
+    /// A command, each occurrence a child process under the command
+    /// line's runner (`child.rs`): the program and its arguments.
+    Command(Vec<String>),
+}
 
 /// A checked job.
 pub(crate) struct Plan {
@@ -42,7 +58,8 @@ pub(crate) struct Plan {
     pub(crate) takeover_grace: Duration,
     pub(crate) grace: Duration,
     pub(crate) history_keep: u32,
-    pub(crate) run: RunFn,
+    /// What an attempt runs.
+    pub(crate) work: Work,
     /// Run once each after the function, in order ([`crate::Job::check`]).
     pub(crate) checks: Vec<Check>,
 }
@@ -91,8 +108,31 @@ impl Plan {
             job: job.name.clone(),
             source: Box::new(source),
         })?;
-        let Some(run) = job.run else {
-            return Err(BuildError::NothingToRun(job.name));
+        let work = match (job.run, job.command) {
+            (Some(run), _) => Work::Function(run),
+            (None, Some(argv)) => {
+                if argv.first().is_none_or(|p| p.is_empty()) {
+                    return Err(BuildError::BadCommand {
+                        job: job.name,
+                        why: "it names no program",
+                    });
+                }
+                if argv.iter().any(|a| a.contains('\0')) {
+                    return Err(BuildError::BadCommand {
+                        job: job.name,
+                        why: "an argument holds a NUL byte",
+                    });
+                }
+                if let Some(c) = job.checks.first() {
+                    return Err(BuildError::BadCheck {
+                        check: c.name.clone(),
+                        job: job.name,
+                        why: "a command job has no checks (its runner runs its command alone)",
+                    });
+                }
+                Work::Command(argv)
+            }
+            (None, None) => return Err(BuildError::NothingToRun(job.name)),
         };
         if let Some(c) = job
             .checks
@@ -132,7 +172,7 @@ impl Plan {
             takeover_grace: job.takeover_grace,
             grace: job.grace,
             history_keep: job.history_keep,
-            run,
+            work,
             checks: job.checks,
         })
     }

@@ -65,7 +65,7 @@ pub(crate) async fn watch(env: Env) {
             let counted = run::InFlight::count(&env.in_flight);
             let (e, p) = (env.clone(), Arc::clone(plan));
             let drain = tokio::spawn(async move {
-                run::drain_fresh(&e, &p).await;
+                crate::scheduler::drain(&e, &p).await;
                 drop(counted);
             });
             drains.insert(plan.lock.clone(), drain);

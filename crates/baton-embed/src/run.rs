@@ -68,6 +68,8 @@ pub(crate) struct Env {
     pub(crate) jobs: Arc<std::collections::HashMap<String, Arc<Plan>>>,
     /// The service's hook for alerts ([`crate::Builder::on_alert`]).
     pub(crate) on_alert: Option<crate::alert::Hook>,
+    /// What runs the command jobs' occurrences, when there are any.
+    pub(crate) runner: Option<Arc<crate::child::Runner>>,
 }
 
 /// One run counted in flight until it is dropped (its task ended, or was
@@ -389,7 +391,8 @@ async fn next_waiting(env: &Env, ledger: &mut Ledger, plan: &Plan) -> Option<(St
     let mates: Vec<String> = plan
         .mates
         .iter()
-        .filter(|m| env.jobs.contains_key(*m))
+        // A command job's queue is drained by its own runner.
+        .filter(|m| env.jobs.get(*m).is_some_and(|p| p.in_process()))
         .cloned()
         .collect();
     let now = env.clock.wall();
@@ -988,7 +991,11 @@ impl Attempts<'_> {
             let started = self.env.clock.wall();
             // A timeout asked the previous attempt to stop, not this one.
             cancel_tx.send_replace(None);
-            let ended = self.supervise((self.plan.run)(ctx), &cancel_tx).await;
+            let crate::plan::Work::Function(run) = &self.plan.work else {
+                // A command job's runs are its runner's (`child.rs`).
+                return RunVerdict::Failed;
+            };
+            let ended = self.supervise(run(ctx), &cancel_tx).await;
             // A retry's backoff counts from here, before anything is recorded.
             let ended_at = self.env.clock.boot();
             let (outcome, verdict, never) = match &ended {

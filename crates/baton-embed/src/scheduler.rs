@@ -36,6 +36,7 @@ pub struct Builder {
     clock: Option<Arc<dyn Clock>>,
     jobs: Vec<Job>,
     on_alert: Option<crate::alert::Hook>,
+    runner: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for Builder {
@@ -88,6 +89,19 @@ impl Builder {
         self
     }
 
+    /// The `baton` binary that runs the command jobs ([`Job::command`]):
+    /// by default the first `baton` on `PATH`, looked for at
+    /// [`Builder::build`] when a job runs a command.
+    ///
+    /// ```
+    /// let builder = baton_embed::Scheduler::builder().runner("/usr/bin/baton");
+    /// # let _ = builder;
+    /// ```
+    pub fn runner(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.runner = Some(path.into());
+        self
+    }
+
     /// Checks every job and opens the store's ledger, declaring the jobs
     /// there: each job's schedule and settings, and who runs it, so that
     /// `baton status`, `history`, `pause` and `resume` on the same store
@@ -120,6 +134,25 @@ impl Builder {
                 .map(|(_, name)| name.clone())
                 .collect();
         }
+        let runner = match plans.iter().find(|p| !p.in_process()) {
+            None => None,
+            Some(first) => {
+                let no_runner = |why: String| BuildError::NoRunner {
+                    job: first.name.clone(),
+                    why,
+                };
+                let exe = crate::child::find(self.runner).map_err(no_runner)?;
+                let cwd = std::env::current_dir()
+                    .map_err(|e| no_runner(format!("the working directory cannot be read: {e}")))?;
+                let (store_text, _) = store.as_configuration();
+                Some(Arc::new(crate::child::Runner::new(
+                    exe,
+                    &store_text,
+                    &cwd,
+                    &plans,
+                )))
+            }
+        };
         let plans: Vec<Arc<Plan>> = plans.into_iter().map(Arc::new).collect();
         let now = clock.wall();
         let by = crate::declare::by();
@@ -141,6 +174,7 @@ impl Builder {
             clock,
             plans,
             on_alert: self.on_alert,
+            runner,
         })
     }
 }
@@ -174,6 +208,7 @@ pub struct Scheduler {
     clock: Arc<dyn Clock>,
     plans: Vec<Arc<Plan>>,
     on_alert: Option<crate::alert::Hook>,
+    runner: Option<Arc<crate::child::Runner>>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -310,6 +345,7 @@ impl Scheduler {
             in_flight: Arc::new(in_flight),
             jobs: Arc::new(jobs),
             on_alert: self.on_alert,
+            runner: self.runner,
         };
         let mut tasks = JoinSet::new();
         let from = env.clock.wall();
@@ -454,7 +490,7 @@ fn start_caught_up(env: &Env, plan: &Arc<Plan>, start: catch_up::Start, runs: &m
             let counted = run::InFlight::count(&env.in_flight);
             let (env, plan) = (env.clone(), Arc::clone(plan));
             runs.spawn(async move {
-                run::drain_fresh(&env, &plan).await;
+                drain(&env, &plan).await;
                 drop(counted);
             });
         }
@@ -465,11 +501,29 @@ fn start_caught_up(env: &Env, plan: &Arc<Plan>, start: catch_up::Start, runs: &m
 /// until it is recorded and released.
 fn start_run(env: &Env, plan: &Arc<Plan>, at: Timestamp, runs: &mut JoinSet<()>) {
     let counted = run::InFlight::count(&env.in_flight);
-    let occurrence = run::occurrence(env.clone(), Arc::clone(plan), at.as_second());
-    runs.spawn(async move {
-        occurrence.await;
-        drop(counted);
-    });
+    let (env, plan) = (env.clone(), Arc::clone(plan));
+    let at = at.as_second();
+    if plan.in_process() {
+        runs.spawn(async move {
+            run::occurrence(env, plan, at).await;
+            drop(counted);
+        });
+    } else {
+        runs.spawn(async move {
+            crate::child::run(&env, &plan, crate::child::Start::At(at)).await;
+            drop(counted);
+        });
+    }
+}
+
+/// Runs what waits in `plan`'s queue: in process, or by its runner for a
+/// command job.
+pub(crate) async fn drain(env: &Env, plan: &Arc<Plan>) {
+    if plan.in_process() {
+        run::drain_fresh(env, plan).await;
+    } else {
+        crate::child::run(env, plan, crate::child::Start::Queue).await;
+    }
 }
 
 /// The occurrences from `first` up to (not including) `before`: recorded

@@ -119,7 +119,6 @@ impl Store {
     }
 }
 
-#[cfg(feature = "http")]
 impl Store {
     /// What `baton` reads this store as with no `baton.toml` of its own:
     /// the configuration's text, and the directory it is read from.

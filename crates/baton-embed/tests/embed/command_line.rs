@@ -5,30 +5,12 @@
 
 #![allow(clippy::disallowed_methods)] // The test waits for real runs.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::support::{poll, read_sink, replica};
-
-/// The `baton` binary, built once per test run.
-fn baton_bin() -> PathBuf {
-    static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
-    BUILT.get_or_init(|| {
-        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args(["build", "--quiet", "-p", "baton", "--bin", "baton"])
-            .status()
-            .expect("run cargo build");
-        assert!(status.success(), "failed to build baton");
-    });
-    let mut dir = std::env::current_exe().unwrap();
-    dir.pop();
-    if dir.ends_with("deps") {
-        dir.pop();
-    }
-    dir.join("baton")
-}
+use crate::support::{baton_bin, poll, read_sink, replica};
 
 /// `baton ARGS` in `cwd`, which has no `baton.toml`, with `env` set and
 /// none of the caller's `BATON_*` variables.

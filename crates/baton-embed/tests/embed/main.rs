@@ -8,6 +8,7 @@ mod alerts;
 mod build;
 mod catch_up;
 mod checks;
+mod command;
 mod command_line;
 mod exhibit;
 mod fencing;

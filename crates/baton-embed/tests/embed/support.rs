@@ -279,3 +279,21 @@ pub async fn recorded_attempts(dir: &Path, job: &str, n: usize) {
     }
     panic!("{job}'s attempt {n} was never recorded");
 }
+
+/// The `baton` binary, built once per test run.
+pub fn baton_bin() -> PathBuf {
+    static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["build", "--quiet", "-p", "baton", "--bin", "baton"])
+            .status()
+            .expect("run cargo build");
+        assert!(status.success(), "failed to build baton");
+    });
+    let mut dir = std::env::current_exe().unwrap();
+    dir.pop();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    dir.join("baton")
+}

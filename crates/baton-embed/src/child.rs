@@ -1,0 +1,168 @@
+//! A command job's occurrence ([`crate::Job::command`]): a `baton __run`
+//! process of the `baton` binary, the code the command line's `tick` and
+//! daemon run, given the job as a configuration on its standard input.
+//! That process takes the job's lease and claims the occurrence, records
+//! the run in the ledger, runs the command under the runner (its whole
+//! process tree stopped when the lease is lost) and releases the lease;
+//! this module starts it, counts it in flight, and asks it to stop at the
+//! scheduler's shutdown.
+//!
+//! It never takes a lease, writes a record or starts the command itself:
+//! what the runner does for the command line's jobs it does here too,
+//! whether or not the service lives on. The runner's environment holds
+//! none of the service's `BATON_*` variables (a `BATON_STATE_DIR` there
+//! would point the run at another store's locks): the store is named in
+//! the configuration alone.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use tokio::io::AsyncWriteExt;
+
+use crate::plan::Plan;
+use crate::run::Env;
+
+/// What a run is for, as `baton __run` takes it.
+pub(crate) enum Start {
+    /// A scheduled occurrence (Unix seconds).
+    At(i64),
+    /// Only what waits in the job's queue.
+    Queue,
+}
+
+/// The configuration a command job's runs read: the store, as the
+/// command line reads it with no `baton.toml` of its own, and the job's
+/// table (its declaration's keys, its command, its working directory).
+pub(crate) struct Runner {
+    /// The `baton` binary.
+    pub(crate) exe: PathBuf,
+    /// The configuration, as `baton __run` reads it on stdin (a snapshot,
+    /// as JSON) for each job, by name.
+    snapshots: std::collections::HashMap<String, String>,
+}
+
+impl Runner {
+    /// The runner `exe` for `plans`' command jobs on the store configured by
+    /// `store_text` (`[scheduler] state_dir` or `[store] url`), their
+    /// commands run in `cwd`.
+    pub(crate) fn new(exe: PathBuf, store_text: &str, cwd: &Path, plans: &[Plan]) -> Self {
+        let quoted = |s: &str| crate::quote::quoted(s);
+        let path = cwd.join("baton-embed.toml");
+        let snapshots = plans
+            .iter()
+            .filter(|p| !p.in_process())
+            .map(|p| {
+                let declared = crate::declare::declaration(p, "", jiff::Timestamp::UNIX_EPOCH);
+                // The declaration holds the command (`run`) already.
+                let text = format!(
+                    "{store_text}\n[jobs.{}]\n{}cwd = {}\n",
+                    quoted(&p.name),
+                    declared.config,
+                    quoted(&cwd.to_string_lossy())
+                );
+                let json = format!(
+                    "{{\"path\": {}, \"text\": {}, \"dropins\": []}}",
+                    quoted(&path.to_string_lossy()),
+                    quoted(&text)
+                );
+                (p.name.clone(), json)
+            })
+            .collect();
+        Self { exe, snapshots }
+    }
+}
+
+/// Runs `start` of the command job `plan` as a `baton __run` process, and
+/// waits for it to end; at the scheduler's shutdown, asks it to stop
+/// (SIGTERM: its command's tree is stopped, the run recorded
+/// `interrupted`, the lease released) and waits for that.
+pub(crate) async fn run(env: &Env, plan: &Plan, start: Start) {
+    let Some(runner) = env.runner.as_ref() else {
+        return; // Checked at build: a command job has a runner.
+    };
+    let Some(snapshot) = runner.snapshots.get(&plan.name) else {
+        return;
+    };
+    if env.shutdown.borrow().is_some() {
+        return;
+    }
+    let mut cmd = tokio::process::Command::new(&runner.exe);
+    cmd.arg("__run").arg("--job").arg(&plan.name);
+    match start {
+        Start::At(at) => cmd.arg("--at").arg(at.to_string()),
+        Start::Queue => cmd.arg("--queue"),
+    };
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("BATON_") || k == "TRACEPARENT" {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .process_group(0)
+        .kill_on_drop(false);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(
+                "{}: not run: failed to start {} __run: {e}",
+                plan.name,
+                runner.exe.display()
+            );
+            return;
+        }
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        // A runner that died before reading says so by its exit.
+        let _ = stdin.write_all(snapshot.as_bytes()).await;
+        let _ = stdin.shutdown().await;
+    }
+    let mut shutdown = env.shutdown.clone();
+    let ended = tokio::select! {
+        s = child.wait() => Some(s),
+        _ = shutdown.wait_for(Option::is_some) => None,
+    };
+    let status = match ended {
+        Some(s) => s,
+        None => {
+            let pid = child
+                .id()
+                .and_then(|p| rustix::process::Pid::from_raw(p.cast_signed()));
+            if let Some(pid) = pid {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            }
+            child.wait().await
+        }
+    };
+    match status {
+        Ok(s) if s.success() => {}
+        Ok(s) => tracing::info!("{}: its runner ended {s}", plan.name),
+        Err(e) => tracing::warn!("{}: its runner could not be waited for: {e}", plan.name),
+    }
+}
+
+/// The `baton` binary: `given`, or the first `baton` on `PATH`.
+///
+/// # Errors
+///
+/// Why none was found, for people.
+pub(crate) fn find(given: Option<PathBuf>) -> Result<PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let runs = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if let Some(p) = given {
+        return if runs(&p) {
+            Ok(p)
+        } else {
+            Err(format!("{} is not an executable file", p.display()))
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join("baton"))
+        .find(|p| runs(p))
+        .ok_or_else(|| "no `baton` on PATH".to_owned())
+}
