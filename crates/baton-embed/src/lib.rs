@@ -266,12 +266,14 @@ mod error;
 mod http;
 mod job;
 mod keeper;
+mod ledgers;
 mod plan;
 mod queue_watch;
 mod quote;
 mod retry;
 mod run;
 mod scheduler;
+mod starts;
 mod store;
 mod timer;
 

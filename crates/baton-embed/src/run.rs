@@ -38,7 +38,7 @@ use std::time::Duration;
 
 use baton_lease::{Claim, Clock, Once};
 use baton_store::Restated;
-use baton_store::ledger::{Attempt, Begun, Finished, Miss, Missed, NewRun, Queued, Records};
+use baton_store::ledger::{Attempt, Begun, Finished, Miss, Missed, NewRun, Queued};
 use baton_store::store::{LockRef, Refused, Taken};
 use baton_store::words::{AlertKind, AttemptOutcome, MissReason, RunVerdict, StepKind};
 use jiff::Timestamp;
@@ -50,6 +50,8 @@ use crate::keeper::Kept;
 use crate::plan::Plan;
 use crate::store::Opened;
 use crate::timer;
+
+pub(crate) use crate::ledgers::Ledger;
 
 /// The exit code an interrupted run is recorded with: 128 + SIGTERM, as a
 /// run the command line's graceful shutdown stopped.
@@ -70,6 +72,11 @@ pub(crate) struct Env {
     pub(crate) on_alert: Option<crate::alert::Hook>,
     /// What runs the command jobs' occurrences, when there are any.
     pub(crate) runner: Option<Arc<crate::child::Runner>>,
+    /// Where runs record their starts, committed together
+    /// (`starts.rs`).
+    pub(crate) starts: crate::starts::Starts,
+    /// The ledgers opened and idle, for the next run (`ledgers.rs`).
+    pub(crate) ledgers: Arc<crate::ledgers::Idle>,
 }
 
 /// One run counted in flight until it is dropped (its task ended, or was
@@ -91,7 +98,7 @@ impl Drop for InFlight {
 }
 
 /// Runs `f` with the store on a blocking thread.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     env: &Env,
     f: impl FnOnce(&dyn baton_store::Store) -> T + Send + 'static,
 ) -> Option<T> {
@@ -261,7 +268,7 @@ async fn under_lease(
         pid: std::process::id(),
         started: env.clock.wall(),
     };
-    match ledger.call(move |l| l.begin_run(&row)).await {
+    match env.starts.begin(row).await {
         Some(Ok(Begun::Started)) => {}
         Some(Ok(Begun::AlreadyDecided(d))) => {
             tracing::debug!(
@@ -838,45 +845,6 @@ async fn abandon_the_dead(
         }
         Some(Err(e)) => tracing::warn!("failed to record abandoned runs: {e}"),
         None => {}
-    }
-}
-
-/// The ledger, opened once for a run, each call on a blocking thread.
-pub(crate) struct Ledger {
-    records: Option<Box<dyn Records>>,
-}
-
-impl Ledger {
-    /// Opens the store's ledger.
-    pub(crate) async fn open(env: &Env) -> Option<Self> {
-        let now = env.clock.wall();
-        match blocking(env, move |s| s.records(now)).await {
-            Some(Ok(records)) => Some(Self {
-                records: Some(records),
-            }),
-            Some(Err(e)) => {
-                tracing::warn!("failed to open the ledger: {e}");
-                None
-            }
-            None => None,
-        }
-    }
-
-    /// Runs `f` on the ledger on a blocking thread; `None` when that thread
-    /// failed (the ledger is gone with it).
-    pub(crate) async fn call<T: Send + 'static>(
-        &mut self,
-        f: impl FnOnce(&mut dyn Records) -> T + Send + 'static,
-    ) -> Option<T> {
-        let mut records = self.records.take()?;
-        let (records, out) = tokio::task::spawn_blocking(move || {
-            let out = f(&mut *records);
-            (records, out)
-        })
-        .await
-        .ok()?;
-        self.records = Some(records);
-        Some(out)
     }
 }
 

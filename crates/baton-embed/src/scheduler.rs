@@ -338,7 +338,10 @@ impl Scheduler {
             .iter()
             .map(|p| (p.name.clone(), Arc::clone(p)))
             .collect();
+        let starts = crate::starts::Starts::spawn(Arc::clone(&self.store), Arc::clone(&self.clock));
         let env = Env {
+            starts,
+            ledgers: Arc::default(),
             store: self.store,
             clock: self.clock,
             shutdown: rx,

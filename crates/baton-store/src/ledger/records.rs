@@ -129,6 +129,45 @@ pub trait Records: Send {
     /// a fence beyond `i64::MAX` is [`Error::Invalid`]. Nothing is written
     /// then.
     fn begin_run(&mut self, run: &NewRun) -> Result<Begun, Error>;
+    /// Starts several runs in one transaction, each exactly as
+    /// [`Records::begin_run`] starts it, in order, with one answer each:
+    /// one commit (one `fsync`, one round trip to a server) for runs due
+    /// at the same instant. Runs of one job and occurrence are decided in
+    /// order: the first starts, the next finds it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Records::begin_run`] for any of them: then nothing is written
+    /// for any (the caller may start each on its own to learn which).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// use baton_ledger::Ledger;
+    /// use baton_store::ledger::{Begun, NewRun, Records};
+    ///
+    /// let now = jiff::Timestamp::now();
+    /// let mut ledger = Ledger::open(dir.path(), now)?;
+    /// let run = |job: &str, id: &str| NewRun {
+    ///     run_id: id.into(),
+    ///     job: job.into(),
+    ///     occurrence: Some(now.as_second()),
+    ///     fence: Some(7),
+    ///     host: "ci-1".into(),
+    ///     pid: 4242,
+    ///     started: now,
+    /// };
+    /// let begun = ledger.begin_runs(&[
+    ///     run("a", "00000000000000a1"),
+    ///     run("b", "00000000000000b1"),
+    ///     run("a", "00000000000000a2"),
+    /// ])?;
+    /// assert_eq!(begun[..2], [Begun::Started, Begun::Started]);
+    /// assert!(matches!(&begun[2], Begun::AlreadyDecided(d) if d.run_id.as_deref() == Some("00000000000000a1")));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn begin_runs(&mut self, runs: &[NewRun]) -> Result<Vec<Begun>, Error>;
     /// Records one finished attempt and counts it against its step: the
     /// step's last attempt; its last success or last failure; its failure
     /// count reset to 0 by a success or raised by 1 by a failure. What each

@@ -31,6 +31,19 @@ fn invalid(store: &impl Backend, action: String, problem: checks::Refusal) -> Er
     }
 }
 
+/// `run`'s fence as the ledger stores it, its start seen as the time;
+/// refused when it cannot be stored.
+fn start_fence(store: &mut impl Backend, run: &NewRun) -> Result<Option<i64>, Error> {
+    store.saw(run.started);
+    checks::fence(run.fence).map_err(|problem| {
+        invalid(
+            store,
+            format!("record the start of run {}", run.run_id),
+            problem,
+        )
+    })
+}
+
 impl<B: Backend> Records for B {
     fn location(&self) -> String {
         Backend::location(self)
@@ -114,19 +127,30 @@ impl<B: Backend> Records for B {
     }
 
     fn begin_run(&mut self, run: &NewRun) -> Result<Begun, Error> {
-        self.saw(run.started);
-        let fence = checks::fence(run.fence).map_err(|problem| {
-            invalid(
-                self,
-                format!("record the start of run {}", run.run_id),
-                problem,
-            )
-        })?;
+        let fence = start_fence(self, run)?;
         let owned = run.clone();
         self.transact(
             Mode::Write,
             &|| format!("record the start of run {} of job {}", run.run_id, run.job),
             async move |tx| begin_run(tx, &owned, fence).await,
+        )
+    }
+
+    fn begin_runs(&mut self, runs: &[NewRun]) -> Result<Vec<Begun>, Error> {
+        let mut fenced = Vec::with_capacity(runs.len());
+        for run in runs {
+            fenced.push((run.clone(), start_fence(self, run)?));
+        }
+        self.transact(
+            Mode::Write,
+            &|| format!("record the start of {} runs", runs.len()),
+            async move |tx| {
+                let mut begun = Vec::with_capacity(fenced.len());
+                for (run, fence) in &fenced {
+                    begun.push(begin_run(tx, run, *fence).await?);
+                }
+                Ok(begun)
+            },
         )
     }
 

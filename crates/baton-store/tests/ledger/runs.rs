@@ -17,6 +17,7 @@ both! {
     pruning_keeps_the_newest_runs_their_attempts_and_the_newest_decision
     pruning_never_removes_the_newest_decision
     pruning_keeps_queued_occurrences
+    starts_recorded_together_are_each_as_recorded_alone
 }
 
 fn a_run_round_trips_with_its_attempts_steps_and_job_counters(l: &mut Store, log: &mut Log) {
@@ -482,4 +483,45 @@ fn pruning_keeps_queued_occurrences(l: &mut Store, log: &mut Log) {
         ]
     );
     log.note("queued", &queued);
+}
+
+fn starts_recorded_together_are_each_as_recorded_alone(l: &mut Store, log: &mut Log) {
+    l.enqueue("q", &[occ(60)], false, at(1)).unwrap();
+    let together = [
+        scheduled("a", "00000000000000c1", 0),
+        scheduled("q", "00000000000000c2", 60),
+        scheduled("b", "00000000000000c3", 0),
+        // The same occurrence again, by another run: decided by the first.
+        scheduled("a", "00000000000000c4", 0),
+        // The same start again, by its own run: its start, once.
+        scheduled("b", "00000000000000c3", 0),
+    ];
+    let begun = l.begin_runs(&together).unwrap();
+    log.note("begun", &begun);
+    assert_eq!(begun[..3], [Begun::Started, Begun::Started, Begun::Started]);
+    assert!(
+        matches!(&begun[3], Begun::AlreadyDecided(d) if d.run_id.as_deref() == Some("00000000000000c1")),
+        "{begun:?}"
+    );
+    assert_eq!(begun[4], Begun::Started);
+    // Each as a start alone leaves it: its decision, its run, its job.
+    assert_eq!(l.queued("q").unwrap(), []);
+    let d = l.decision("q", occ(60)).unwrap().unwrap();
+    assert_eq!(
+        (d.decision, d.run_id.as_deref()),
+        (Decision::Started, Some("00000000000000c2"))
+    );
+    for (job, id) in [("a", "00000000000000c1"), ("b", "00000000000000c3")] {
+        let last = l.last_run(job).unwrap().unwrap();
+        assert_eq!(last.run_id, id);
+        assert_eq!(l.job(job).unwrap().unwrap().last_started, Some(occ(0)));
+    }
+    // One refused (a run id another job holds): nothing of the batch.
+    let bad = [
+        scheduled("d", "00000000000000c5", 120),
+        scheduled("e", "00000000000000c1", 120),
+    ];
+    assert!(l.begin_runs(&bad).is_err());
+    assert_eq!(l.last_run("d").unwrap(), None, "nothing of a failed batch");
+    assert_eq!(l.decision("d", occ(120)).unwrap(), None);
 }
