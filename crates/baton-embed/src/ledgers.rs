@@ -5,9 +5,9 @@
 //! schema checked) costs milliseconds, and a run due now would pay it
 //! before its function is called. So a ledger of the local store is kept
 //! when its user is done with it, and the next one takes it, while it is
-//! younger than [`KEEP`]: a ledger moved aside (after corruption) or
-//! replaced is let go of within that time, as a run's own connection is
-//! at its end. A shared store's (PostgreSQL) connections are never kept:
+//! younger than [`KEEP`] (a ledger follows its file when it is moved
+//! aside, at each call; the bound only keeps idle connections from piling
+//! up). A shared store's (PostgreSQL) connections are never kept:
 //! one that the server dropped meanwhile would fail the next run's first
 //! write, and a run whose start cannot be recorded does not run.
 //!

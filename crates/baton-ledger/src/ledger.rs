@@ -221,6 +221,10 @@ impl Ledger {
             Mode::Read => TransactionBehavior::Deferred,
             Mode::Write => TransactionBehavior::Immediate,
         };
+        // This process's other writers to the file go first, each woken
+        // as the one before commits (`gate.rs`).
+        let gate = (mode == Mode::Write).then(|| crate::gate::of(&self.path));
+        let _turn = gate.as_deref().map(crate::gate::enter);
         let tx = db.conn().transaction_with_behavior(behavior)?;
         // A newer baton may have migrated the file since this connection
         // opened it (a long-lived process outliving an upgrade): its rows

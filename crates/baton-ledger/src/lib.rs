@@ -265,6 +265,7 @@ mod db;
 mod error;
 mod examine;
 mod file;
+mod gate;
 mod ledger;
 mod recover;
 mod rows;
