@@ -241,10 +241,22 @@ async fn under_lease(
     let fence = *fence;
     // A backfill claimed nothing: there is no claim of its to take back.
     let claimed = !this.backfill;
-    let covered = if this.backfill {
-        Some(false)
-    } else {
-        paused(env, ledger, plan, at, occ).await
+    // What the start needs read, in one call: the job's pauses (not for a
+    // backfill) and its runs the ledger calls running.
+    let (job, read_pauses) = (name.clone(), !this.backfill);
+    let read = ledger
+        .call(move |l| {
+            let pauses = read_pauses.then(|| l.pauses(&job, 3));
+            (pauses, l.unfinished(&job))
+        })
+        .await;
+    let Some((pauses, unfinished)) = read else {
+        let_go(kept, &name, at, claimed).await;
+        return None;
+    };
+    let covered = match pauses {
+        None => Some(false),
+        Some(pauses) => paused(env, ledger, plan, at, occ, pauses).await,
     };
     match covered {
         Some(false) => {}
@@ -288,7 +300,7 @@ async fn under_lease(
             return None;
         }
     }
-    abandon_the_dead(ledger, env, plan, run_id, host, fence).await;
+    abandon_the_dead(ledger, env, plan, (host, fence), unfinished).await;
     tracing::info!("{name} run={run_id} occurrence={occ} start fence={fence} host={host}");
     let lease = Arc::new(crate::context::Lease {
         store: Arc::clone(&env.store),
@@ -605,20 +617,19 @@ async fn paused(
     plan: &Plan,
     at: i64,
     occ: Timestamp,
+    pauses: Result<Vec<baton_store::ledger::PauseRow>, baton_store::ledger::Error>,
 ) -> Option<bool> {
-    let name = plan.name.clone();
-    // A newer pause ends the one before it, so the newest few hold any
-    // that covers an occurrence due moments ago.
-    let pauses = match ledger.call(move |l| l.pauses(&name, 3)).await {
-        Some(Ok(p)) => p,
-        Some(Err(e)) => {
+    // A newer pause ends the one before it, so the newest few (the caller
+    // reads 3) hold any that covers an occurrence due moments ago.
+    let pauses = match pauses {
+        Ok(p) => p,
+        Err(e) => {
             tracing::warn!(
                 "{} occurrence={occ}: not run: its pauses could not be read: {e}",
                 plan.name
             );
             return None;
         }
-        None => return None,
     };
     let Some(pause) = pauses.into_iter().find(|p| p.covers(occ)) else {
         return Some(false);
@@ -804,27 +815,39 @@ async fn abandon_the_dead(
     ledger: &mut Ledger,
     env: &Env,
     plan: &Plan,
-    current: &str,
-    host: &str,
-    fence: u64,
+    (host, fence): (&str, u64),
+    unfinished: Result<Vec<baton_store::ledger::RunRow>, baton_store::ledger::Error>,
 ) {
-    let (job, current, host) = (plan.name.clone(), current.to_owned(), host.to_owned());
+    let unfinished = match unfinished {
+        Ok(runs) => runs,
+        Err(e) => {
+            tracing::warn!("failed to record abandoned runs: {e}");
+            return;
+        }
+    };
+    let dead: Vec<String> = unfinished
+        .into_iter()
+        .filter(|run| {
+            let here = run.host.as_deref().is_none_or(|h| h == host);
+            let gone = run
+                .pid
+                .is_none_or(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists());
+            let superseded = run.fence.is_some_and(|f| f < fence);
+            superseded || (here && gone)
+        })
+        .map(|run| run.run_id)
+        .collect();
+    if dead.is_empty() {
+        return;
+    }
+    let job = plan.name.clone();
     let keep = plan.history_keep;
     let now = env.clock.wall();
     let ended = ledger
         .call(move |l| {
-            let mut ended = Vec::new();
-            for run in l.unfinished(&job)? {
-                let here = run.host.as_deref().is_none_or(|h| h == host);
-                let gone = run
-                    .pid
-                    .is_none_or(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists());
-                let superseded = run.fence.is_some_and(|f| f < fence);
-                if run.run_id == current || !(superseded || (here && gone)) {
-                    continue;
-                }
+            for run_id in &dead {
                 let finished = Finished {
-                    run_id: run.run_id.clone(),
+                    run_id: run_id.clone(),
                     job: job.clone(),
                     finished: now,
                     verdict: RunVerdict::Abandoned,
@@ -832,9 +855,8 @@ async fn abandon_the_dead(
                     success: false,
                 };
                 l.finish_run(&finished, keep)?;
-                ended.push(run.run_id);
             }
-            Ok::<_, baton_store::ledger::Error>(ended)
+            Ok::<_, baton_store::ledger::Error>(dead)
         })
         .await;
     match ended {
