@@ -24,14 +24,22 @@ use crate::timer;
 /// round trip to a server, or a read of the local ledger).
 pub(crate) const LOOK: Duration = Duration::from_secs(2);
 
-/// Looks at the queue every [`LOOK`] until the scheduler shuts down, then
-/// waits for the drains it started.
-pub(crate) async fn watch(env: Env) {
+/// Looks at the queue every [`LOOK`] from `from` (the boot clock when the
+/// scheduler started) until the scheduler shuts down, then waits for the
+/// drains it started. The looks are counted from `from`, not from each
+/// other, so a clock moved before this task first ran is not lost.
+pub(crate) async fn watch(env: Env, from: std::time::Duration) {
     let mut shutdown = env.shutdown.clone();
     let mut ledger: Option<Ledger> = None;
     let mut drains: HashMap<String, JoinHandle<()>> = HashMap::new();
+    let mut due = from;
     loop {
-        let due = env.clock.boot() + LOOK;
+        due += LOOK;
+        let now = env.clock.boot();
+        if due < now {
+            // Looks the clock passed at once are one look.
+            due = now;
+        }
         tokio::select! {
             () = timer::until_boot(&*env.clock, due) => {}
             _ = shutdown.wait_for(Option::is_some) => break,

@@ -74,7 +74,7 @@ pub(crate) struct Env {
     pub(crate) runner: Option<Arc<crate::child::Runner>>,
     /// Where runs record their starts, committed together
     /// (`starts.rs`).
-    pub(crate) starts: crate::starts::Starts,
+    pub(crate) starts: Option<crate::starts::Starts>,
     /// The ledgers opened and idle, for the next run (`ledgers.rs`).
     pub(crate) ledgers: Arc<crate::ledgers::Idle>,
 }
@@ -280,7 +280,14 @@ async fn under_lease(
         pid: std::process::id(),
         started: env.clock.wall(),
     };
-    match env.starts.begin(row).await {
+    // A local store's starts are committed together (`starts.rs`); a
+    // shared store's on the run's own connection, which a separate
+    // committer's would only add to.
+    let begun = match &env.starts {
+        Some(starts) => starts.begin(row).await,
+        None => ledger.call(move |l| l.begin_run(&row)).await,
+    };
+    match begun {
         Some(Ok(Begun::Started)) => {}
         Some(Ok(Begun::AlreadyDecided(d))) => {
             tracing::debug!(
@@ -465,10 +472,17 @@ async fn drain(
             return Some(kept);
         };
         let occ = Timestamp::from_second(at).unwrap_or(Timestamp::UNIX_EPOCH);
-        let backfill = {
+        let row = {
             let (job, at) = (job.clone(), at);
-            matches!(ledger.call(move |l| l.decision(&job, at)).await, Some(Ok(Some(d))) if d.backfill())
+            match ledger.call(move |l| l.decision(&job, at)).await {
+                Some(Ok(row)) => row,
+                _ => None,
+            }
         };
+        let backfill = row.as_ref().is_some_and(|d| d.backfill());
+        // Still waiting in the ledger: no run of it has started, since a
+        // run starts only once its start turned this row `started`.
+        let waiting = row.is_some_and(|d| d.decision == baton_store::ledger::Decision::Queued);
         let once = Once {
             key: job.clone(),
             at,
@@ -477,10 +491,12 @@ async fn drain(
         let held = kept.stop().await?;
         let label = (run_id.clone(), occ.to_string());
         let (mut held, mut restated) = restate(held, &label, Some(once)).await?;
-        if backfill && matches!(restated, Ok(Restated::Claimed { .. })) {
-            // Behind the claim on purpose: the ledger's row, turned
-            // `started` under this lease, is its record (as the command
-            // line's backfill claims nothing).
+        if waiting && matches!(restated, Ok(Restated::Claimed { .. })) {
+            // Behind the claim: a backfill's on purpose, or one a later
+            // occurrence overtook (it took the lock first, claiming past
+            // it). The ledger's row, turned `started` under this lease
+            // only if it still waits, is its record, as the command line's
+            // backfill claims nothing.
             (held, restated) = restate(held, &label, None).await?;
         }
         match restated {
@@ -494,8 +510,9 @@ async fn drain(
                 kept = under_lease(env, ledger, &mate, this, &run_id, kept, tenure).await?;
             }
             Ok(Restated::Claimed { .. }) => {
-                // Claimed before it waited: it ran, or was taken. The
-                // ledger learns it, and the queue moves on.
+                // Claimed, and the ledger's row no longer waits (or could
+                // not be read): it may have run. The ledger learns it, and
+                // the queue moves on.
                 kept = Kept::start(held, sent, Arc::clone(&env.clock));
                 let now = env.clock.wall();
                 let detail = "the lock's claim says it started already".to_owned();

@@ -338,7 +338,9 @@ impl Scheduler {
             .iter()
             .map(|p| (p.name.clone(), Arc::clone(p)))
             .collect();
-        let starts = crate::starts::Starts::spawn(Arc::clone(&self.store), Arc::clone(&self.clock));
+        let starts = (!self.store.shared()).then(|| {
+            crate::starts::Starts::spawn(Arc::clone(&self.store), Arc::clone(&self.clock))
+        });
         let env = Env {
             starts,
             ledgers: Arc::default(),
@@ -361,7 +363,7 @@ impl Scheduler {
             tasks.spawn(job_loop(env.clone(), plan, from, wait));
         }
         tasks.spawn(catch_up::decide_all(env.clone(), answers, from));
-        tasks.spawn(crate::queue_watch::watch(env.clone()));
+        tasks.spawn(crate::queue_watch::watch(env.clone(), env.clock.boot()));
         Handle {
             shutdown: tx,
             tasks,

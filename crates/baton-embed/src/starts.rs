@@ -4,6 +4,9 @@
 //! instant share one commit (one `fsync`, one round trip to a server)
 //! instead of waiting for each other's, one after the other.
 //!
+//! The local store's alone: its writers contend for one file, while a
+//! shared store's runs each write on their own connection.
+//!
 //! Nothing is delayed to gather a batch: a start that finds no commit
 //! under way is written at once. A batch the ledger refuses is written
 //! again one start at a time, so each run gets its own answer (one bad
@@ -52,8 +55,8 @@ async fn commit(
     clock: Arc<dyn baton_lease::Clock>,
     mut rx: mpsc::UnboundedReceiver<Ask>,
 ) {
-    // The local store's ledger is kept between batches while young (as
-    // `ledgers.rs` keeps the runs'); a shared store's is opened for each.
+    // The ledger is kept between batches while young (as `ledgers.rs`
+    // keeps the runs').
     let mut ledger: Option<(Box<dyn Records>, std::time::Duration)> = None;
     while let Some(first) = rx.recv().await {
         let mut batch = vec![first];
@@ -65,7 +68,6 @@ async fn commit(
         let open = ledger
             .take()
             .filter(|(_, opened)| boot.saturating_sub(*opened) < crate::ledgers::KEEP);
-        let keep = !store.shared();
         let done = tokio::task::spawn_blocking(move || {
             let (mut l, opened) = match open {
                 Some(l) => l,
@@ -90,7 +92,7 @@ async fn commit(
                 Err(e) => (vec![Err(e)], true),
             };
             // A ledger that failed is opened afresh next time.
-            ((keep && !failed).then_some((l, opened)), begun)
+            ((!failed).then_some((l, opened)), begun)
         })
         .await;
         let Ok((open, begun)) = done else {

@@ -92,7 +92,10 @@ fn the_command_line_shows_pauses_and_resumes_a_services_job_without_a_configurat
             .contains(&format!("pid {}", service.0.id())),
         "{s}"
     );
-    assert_eq!(job["last_run"]["verdict"], "ok", "{s}");
+    // The newest run ended ok, or is the one in flight (a run each second).
+    let verdict = &job["last_run"]["verdict"];
+    assert!(verdict == "ok" || verdict.is_null(), "{s}");
+    assert!(job["last_run"]["run_id"].is_string(), "{s}");
     let o = baton(&cwd, &[], &args(&["status"]));
     assert!(
         String::from_utf8_lossy(&o.stdout).contains("run by"),

@@ -239,3 +239,66 @@ async fn poll_queued(
     }
     panic!("no occurrence queued with {coalesced} coalesced");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_occurrence_a_later_one_overtook_still_runs_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let start: Timestamp = "2026-06-01T00:00:30Z".parse().unwrap();
+    let (x, y) = (start.as_second() - 30, start.as_second());
+    // A later occurrence (y) took the lock first and claimed it, while x
+    // waited in the queue: as a replica whose timer fired late would.
+    std::fs::create_dir_all(dir.path().join("locks")).unwrap();
+    let at_start = Arc::new(baton_embed::ManualClock::new(
+        start,
+        Duration::from_secs(1_000),
+    ));
+    let files = baton_ledger::Files::new(dir.path().to_owned()).with_clock(at_start);
+    let ttl = Duration::from_secs(30);
+    let lock = baton_store::store::LockRef {
+        job: "j",
+        lock: "j",
+        slot: 1,
+        ttl,
+        takeover_grace: ttl,
+    };
+    let claim = baton_lease::Claim {
+        once: Some(baton_lease::Once {
+            key: "j".into(),
+            at: y,
+        }),
+        mates: vec!["j".into()],
+        ..baton_lease::Claim::default()
+    };
+    match files.try_acquire(&lock, &claim).unwrap() {
+        baton_store::store::Taken::Acquired(held) => drop(held.release()),
+        _ => panic!("the lock is free"),
+    }
+    assert_eq!(
+        ledger(dir.path()).enqueue("j", &[x], false, start).unwrap(),
+        baton_store::ledger::Queued::Queued
+    );
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    // Due once a year: nothing of its schedule runs in the test.
+    let job = Job::cron("j", "0 0 1 1 *")
+        .overlap(baton_embed::Overlap::Queue)
+        .run(move |ctx: RunContext| {
+            let tx = tx.clone();
+            async move {
+                tx.send(ctx.occurrence().as_second()).unwrap();
+                Ok(())
+            }
+        });
+    let (clock, handle) = on_manual_clock(dir.path(), start, job);
+    // The scheduler's look at its queue finds x.
+    clock.advance(Duration::from_secs(3));
+    assert_eq!(next(&mut rx).await, x, "the overtaken occurrence runs");
+    handle.idle().await;
+    let d = ledger(dir.path()).decision("j", x).unwrap().unwrap();
+    assert_eq!(d.decision, baton_store::ledger::Decision::Started, "{d:?}");
+    // Once: a later look finds nothing.
+    clock.advance(Duration::from_secs(3));
+    tokio::task::yield_now().await;
+    handle.idle().await;
+    assert!(rx.try_recv().is_err());
+    handle.shutdown(Duration::from_secs(1)).await;
+}
