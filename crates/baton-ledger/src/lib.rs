@@ -168,6 +168,11 @@
 //!   per write, several per run.
 //! - **`foreign_keys = ON`**: SQLite's default is off, per connection; the
 //!   attempts' cascade relies on it.
+//! - **One writer at a time per file within a process** (`gate.rs`): a
+//!   write transaction first waits for this process's other writers to the
+//!   same path on a mutex, woken the moment the last commits, so that
+//!   SQLite's sleeping busy handler (below) is met only by writers of other
+//!   processes.
 //! - **A busy timeout of 10 s**: a writer that finds the write lock taken
 //!   waits (SQLite's busy handler retries with short sleeps) instead of
 //!   failing. Transactions last milliseconds, so 10 s is only reached when
