@@ -5,8 +5,10 @@
 //! metrics give on the same store: the same views (`baton-sched`), read
 //! from the ledger, with the jobs the services declared there.
 //!
-//! This module reads, and with the control routes asked for pauses and
-//! resumes a job as `baton pause` does; it never starts or changes one, and
+//! This module reads, and with the control routes asks for a run now, a
+//! pause or a resume: the run is queued in the ledger for the job's
+//! scheduler (whichever replica looks at its queue first runs it), the
+//! pause and resume are `baton pause`'s. It never runs a job itself, and
 //! it authenticates no one. It is the service's to put it behind its own
 //! authentication, as it does its other routes.
 
@@ -63,6 +65,7 @@ pub(crate) fn router(config: Config, clock: Arc<dyn Clock>, prefix: &str, contro
     }
     if control {
         router = router
+            .route(&at("/v1/jobs/{job}/run"), post(run_now))
             .route(&at("/v1/jobs/{job}/pause"), post(pause))
             .route(&at("/v1/jobs/{job}/resume"), post(resume));
     }
@@ -349,4 +352,64 @@ async fn resume(
         Ok(baton_sched::ops::pause::resume(c, job, clock, out))
     })
     .await
+}
+
+/// `POST /v1/jobs/{job}/run`: a run of the job now, asked through the
+/// ledger. The body is empty. The run is queued as an occurrence at this
+/// second, marked as asked for ([`baton_store::ledger::RUN_DETAIL`]); the
+/// job's scheduler, on whichever replica looks at its queue first (every
+/// 2 s, and before each release), runs it once under the job's lock, a
+/// paused job once resumed. `202` with `{"job", "occurrence", "queued":
+/// true}`; `409` `decided` when that second of the job is decided already
+/// (its scheduled occurrence, or another request), with its decision.
+async fn run_now(
+    State(v): State<Views>,
+    Path(name): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Response, Failure> {
+    if !body.iter().all(u8::is_ascii_whitespace) {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            "bad_body",
+            "the body must be empty",
+        ));
+    }
+    let asked = with_jobs(&v, move |c, clock| {
+        if !c.jobs.contains_key(&name) {
+            return Err(not_found(&name));
+        }
+        let now = clock.wall();
+        let unreadable = |e: &dyn std::fmt::Display| {
+            error(StatusCode::SERVICE_UNAVAILABLE, "ledger", e.to_string())
+        };
+        let mut ledger = match baton_sched::store::existing_records(c, now) {
+            Some(Ok(l)) => l,
+            Some(Err(e)) => return Err(unreadable(&e)),
+            None => return Err(unreadable(&"the store has no ledger")),
+        };
+        let at = now.as_second();
+        match ledger.request_run(&name, at, "http", now) {
+            Ok(baton_store::ledger::Requested::Queued) => Ok((name, at)),
+            Ok(baton_store::ledger::Requested::Decided(d)) => Err(error(
+                StatusCode::CONFLICT,
+                "decided",
+                format!(
+                    "not queued: {name} at {} is {} already{}",
+                    jiff::Timestamp::from_second(at).unwrap_or(now),
+                    d.decision.as_str(),
+                    d.run_id.map(|r| format!(" (run {r})")).unwrap_or_default()
+                ),
+            )),
+            Err(e) => Err(unreadable(&e)),
+        }
+    });
+    let (name, at) = asked.await??;
+    let occurrence = jiff::Timestamp::from_second(at)
+        .map(|t| t.to_string())
+        .unwrap_or_default();
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(serde_json::json!({ "job": name, "occurrence": occurrence, "queued": true })),
+    )
+        .into_response())
 }

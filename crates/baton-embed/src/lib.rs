@@ -232,8 +232,12 @@
 //! a job's page; with `prometheus`, `GET /metrics` its metrics. It reads
 //! the ledger, so every replica's runs are there, whichever replica
 //! answers. `Scheduler::control_router_at` adds the daemon's `POST
-//! /v1/jobs/{job}/pause` and `/resume`, for a service that puts them behind
-//! its own authentication.
+//! /v1/jobs/{job}/run`, `/pause` and `/resume`, for a service that puts
+//! them behind its own authentication. A run asked for is queued in the
+//! ledger as an occurrence at that second (`202`, with `occurrence`; `409`
+//! `decided` when that second is decided already), and the first replica
+//! whose scheduler looks at its queue (every 2 s) runs it once, under the
+//! job's lock; a paused job's waits for the resume.
 //!
 //! # Not yet
 //!
@@ -250,9 +254,7 @@
 //! - the command line's alert command and webhook: alerts go to the
 //!   service's hook ([`Builder::on_alert`]) and the ledger;
 //! - `max_concurrent` slots (a job's runs hold one lock: its name, or the
-//!   one it shares with other jobs, [`Job::lock`]);
-//! - running a job now through the HTTP API (the daemon's `POST
-//!   /v1/jobs/{job}/run`).
+//!   one it shares with other jobs, [`Job::lock`]).
 
 #![deny(missing_docs)]
 

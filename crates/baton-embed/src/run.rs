@@ -213,9 +213,10 @@ impl Tenure {
 struct Occurrence {
     /// When (Unix seconds).
     at: i64,
-    /// An operator asked for it (`baton backfill`): a pause that covered
-    /// it when it was due does not keep it from running now (the queue
-    /// waits for a pause in force; see [`next_waiting`]).
+    /// An operator asked for it (`baton backfill`, or a run asked for now
+    /// through the router): a pause that covered it when it was due does
+    /// not keep it from running now (the queue waits for a pause in force;
+    /// see [`next_waiting`]).
     backfill: bool,
 }
 
@@ -479,7 +480,8 @@ async fn drain(
                 _ => None,
             }
         };
-        let backfill = row.as_ref().is_some_and(|d| d.backfill());
+        // Asked for (a backfill, or a run asked for now), not scheduled.
+        let backfill = row.as_ref().is_some_and(|d| d.requested());
         // Still waiting in the ledger: no run of it has started, since a
         // run starts only once its start turned this row `started`.
         let waiting = row.is_some_and(|d| d.decision == baton_store::ledger::Decision::Queued);

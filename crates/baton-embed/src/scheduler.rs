@@ -246,7 +246,7 @@ impl Scheduler {
     /// | `GET PREFIX/metrics` | Prometheus's text format, or OpenMetrics when asked (feature `prometheus`) |
     ///
     /// Errors are JSON: `{"error": CODE, "message": TEXT}`. The router reads
-    /// only ([`Scheduler::control_router_at`] adds pause and resume): it
+    /// only ([`Scheduler::control_router_at`] adds run, pause and resume): it
     /// authenticates no one, so put it behind the service's own
     /// authentication. It has no fallback, so merging it
     /// leaves the service's own.
@@ -289,8 +289,14 @@ impl Scheduler {
     /// `http`): `200` with `{"ok": true, "message": …}`, `400` for a body
     /// that cannot be read, `404` for an unknown job, `422` for a pause
     /// refused (one that would end at once). Every replica reads the pause
-    /// before an occurrence starts. Mount it only behind the service's
-    /// authentication: whoever reaches it can stop the jobs.
+    /// before an occurrence starts. And `POST PREFIX/v1/jobs/{job}/run`
+    /// (empty body): a run of the job now, queued in the ledger as an
+    /// occurrence at this second for the job's scheduler on any replica
+    /// (each looks at its queue every 2 s), run once under the job's lock,
+    /// a paused job's once resumed: `202` with `{"job", "occurrence",
+    /// "queued": true}`, `409` `decided` when that second of the job is
+    /// decided already. Mount it only behind the service's authentication:
+    /// whoever reaches it can run and stop the jobs.
     ///
     /// # Errors
     ///

@@ -217,3 +217,64 @@ async fn the_control_routes_pause_and_resume_a_job_as_baton_pause_does() {
     server.abort();
     handle.shutdown(Duration::from_secs(1)).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_asked_for_through_the_control_routes_runs_once_from_the_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tx, mut ran) = tokio::sync::mpsc::unbounded_channel();
+    let (clock, scheduler) = scheduler_of(
+        dir.path(),
+        Job::cron("report", "0 0 1 1 *").run(move |ctx| {
+            let tx = tx.clone();
+            async move { tx.send(ctx.occurrence()).map_err(JobError::from) }
+        }),
+    );
+    let app = scheduler.control_router_at("").unwrap();
+    let read_only = scheduler.router_at("").unwrap();
+    let handle = scheduler.start();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let (code, body) = request(addr, "POST", "/v1/jobs/report/run", "").await;
+    assert_eq!(code, 202, "{body}");
+    let asked = json(&body);
+    assert_eq!(asked["queued"], true, "{asked}");
+    let at: jiff::Timestamp = asked["occurrence"].as_str().unwrap().parse().unwrap();
+    assert_eq!(at, "2026-03-28T12:00:30Z".parse().unwrap(), "{asked}");
+    // The same second again: decided already, not run twice.
+    let (code, body) = request(addr, "POST", "/v1/jobs/report/run", "").await;
+    assert_eq!(code, 409, "{body}");
+    assert_eq!(json(&body)["error"], "decided", "{body}");
+    // The scheduler's next look at its queue runs it.
+    clock.advance(Duration::from_secs(3));
+    assert_eq!(next(&mut ran).await, at);
+    handle.idle().await;
+    let runs = json(&get(addr, "/v1/jobs/report/runs").await.1);
+    assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
+    assert_eq!(runs[0]["verdict"], "ok", "{runs}");
+    clock.advance(Duration::from_secs(3));
+    tokio::task::yield_now().await;
+    handle.idle().await;
+    assert!(ran.try_recv().is_err(), "it ran once");
+
+    for (path, body, want) in [
+        ("/v1/jobs/report/run", "{}", 400),
+        ("/v1/jobs/nope/run", "", 404),
+    ] {
+        assert_eq!(
+            request(addr, "POST", path, body).await.0,
+            want,
+            "{path} {body}"
+        );
+    }
+    // The read-only router takes no run.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let ro = listener.local_addr().unwrap();
+    let ro_server = tokio::spawn(async move { axum::serve(listener, read_only).await });
+    let code = request(ro, "POST", "/v1/jobs/report/run", "").await.0;
+    assert!(code == 404 || code == 405, "{code}");
+    ro_server.abort();
+    server.abort();
+    handle.shutdown(Duration::from_secs(1)).await;
+}

@@ -716,6 +716,24 @@ pub trait Records: Send {
         by: &str,
         now: Timestamp,
     ) -> Result<Vec<Requested>, Error>;
+    /// Queues a run of `job` asked for now, as occurrence `at` (Unix
+    /// seconds, the time it was asked), for the job's scheduler to run
+    /// from its queue as it runs a backfill's
+    /// ([`Records::request_backfill`]); its detail begins
+    /// [`super::RUN_DETAIL`]. A decision already recorded for `at` (the
+    /// schedule's occurrence of that second, or another request) is left as
+    /// it is and answered.
+    ///
+    /// # Errors
+    ///
+    /// As every call (see the module).
+    fn request_run(
+        &mut self,
+        job: &str,
+        at: i64,
+        by: &str,
+        now: Timestamp,
+    ) -> Result<Requested, Error>;
     /// A job's queued occurrences, oldest first.
     ///
     /// # Errors

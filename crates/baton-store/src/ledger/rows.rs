@@ -180,6 +180,11 @@ pub struct DecisionRow {
 /// behind the lock's claim on purpose, by an operator's request.
 pub const BACKFILL_DETAIL: &str = "backfill requested by ";
 
+/// How a run asked for now ([`Records::request_run`](super::Records::request_run),
+/// `POST /v1/jobs/{job}/run` of a service's router) begins its `queued`
+/// row's `detail`.
+pub const RUN_DETAIL: &str = "run requested by ";
+
 impl DecisionRow {
     /// Whether this is an occurrence a backfill asked for
     /// ([`BACKFILL_DETAIL`]), still waiting or started since.
@@ -187,6 +192,16 @@ impl DecisionRow {
         self.detail
             .as_deref()
             .is_some_and(|d| d.starts_with(BACKFILL_DETAIL))
+    }
+
+    /// Whether someone asked for this occurrence rather than the schedule:
+    /// a backfill's, or a run asked for now ([`RUN_DETAIL`]).
+    pub fn requested(&self) -> bool {
+        self.backfill()
+            || self
+                .detail
+                .as_deref()
+                .is_some_and(|d| d.starts_with(RUN_DETAIL))
     }
 
     /// What a start of `run` that found this decision already recorded

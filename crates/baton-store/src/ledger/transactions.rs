@@ -515,32 +515,28 @@ impl<B: Backend> Records for B {
         let (name, occurrences) = (job.to_owned(), occurrences.to_vec());
         let detail = format!("{}{by}", super::rows::BACKFILL_DETAIL);
         self.transact(Mode::Write, &action, async move |tx| {
-            tx.see_jobs(&[&name], now).await?;
-            let mut answers = Vec::with_capacity(occurrences.len());
-            for &occurrence in &occurrences {
-                let d = NewDecision {
-                    job: &name,
-                    occurrence,
-                    decision: Decision::Queued,
-                    detail: Some(&detail),
-                    joined: None,
-                    decided: now,
-                };
-                if tx.insert_decision(&d).await? {
-                    answers.push(Requested::Queued);
-                    continue;
-                }
-                // OK because the insert was refused by this very row, in
-                // this transaction, and rows are only deleted under the
-                // write lock it holds.
-                let existing = tx.decision(&name, occurrence).await?.ok_or_else(|| {
-                    Fail::Invalid(format!(
-                        "occurrence {occurrence} of job {name} was decided and is gone"
-                    ))
-                })?;
-                answers.push(Requested::Decided(existing));
-            }
-            Ok(answers)
+            request(tx, &name, &occurrences, &detail, now).await
+        })
+    }
+
+    fn request_run(
+        &mut self,
+        job: &str,
+        at: i64,
+        by: &str,
+        now: Timestamp,
+    ) -> Result<Requested, Error> {
+        self.saw(now);
+        let action = || format!("queue a run of job {job} asked for now");
+        let name = job.to_owned();
+        let detail = format!("{}{by}", super::rows::RUN_DETAIL);
+        let mut answers = self.transact(Mode::Write, &action, async move |tx| {
+            request(tx, &name, &[at], &detail, now).await
+        })?;
+        answers.pop().ok_or_else(|| Error::Invalid {
+            action: action(),
+            store: Backend::location(self),
+            problem: "the ledger answered nothing".into(),
         })
     }
 
@@ -813,6 +809,43 @@ async fn enqueue<S: Statements>(
     };
     tx.decided(job, last, now).await?;
     Ok(outcome)
+}
+
+/// Each of `occurrences` of `job` the ledger has no decision of, recorded
+/// `queued` with `detail`; the others answered with their decision.
+async fn request<S: Statements>(
+    tx: &mut S,
+    job: &str,
+    occurrences: &[i64],
+    detail: &str,
+    now: Timestamp,
+) -> Result<Vec<Requested>, Fail<S::Error>> {
+    tx.see_jobs(&[job], now).await?;
+    let mut answers = Vec::with_capacity(occurrences.len());
+    for &occurrence in occurrences {
+        let d = NewDecision {
+            job,
+            occurrence,
+            decision: Decision::Queued,
+            detail: Some(detail),
+            joined: None,
+            decided: now,
+        };
+        if tx.insert_decision(&d).await? {
+            answers.push(Requested::Queued);
+            continue;
+        }
+        // OK because the insert was refused by this very row, in this
+        // transaction, and rows are only deleted under the write lock it
+        // holds.
+        let existing = tx.decision(job, occurrence).await?.ok_or_else(|| {
+            Fail::Invalid(format!(
+                "occurrence {occurrence} of job {job} was decided and is gone"
+            ))
+        })?;
+        answers.push(Requested::Decided(existing));
+    }
+    Ok(answers)
 }
 
 async fn settle<S: Statements>(

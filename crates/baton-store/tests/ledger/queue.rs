@@ -14,6 +14,7 @@ both! {
     a_queued_occurrence_claimed_leaves_the_queue
     a_coalesced_occurrence_never_runs_and_the_next_arrival_waits
     a_backfill_queues_what_is_undecided_behind_the_mark_and_nothing_twice
+    a_run_asked_for_now_is_queued_once_and_marked_as_asked
 }
 
 fn queued_occurrences_wait_in_order_and_start_once(l: &mut Store, log: &mut Log) {
@@ -297,4 +298,28 @@ fn a_backfill_queues_what_is_undecided_behind_the_mark_and_nothing_twice(
         log.note("refused", &refused(e));
     }
     assert_eq!(l.queued("j").unwrap().len(), 2);
+}
+
+fn a_run_asked_for_now_is_queued_once_and_marked_as_asked(l: &mut Store, log: &mut Log) {
+    assert_eq!(
+        l.request_run("j", occ(30), "http", at(30)).unwrap(),
+        Requested::Queued
+    );
+    let again = l.request_run("j", occ(30), "http", at(30)).unwrap();
+    log.note("again", &again);
+    assert!(
+        matches!(&again, Requested::Decided(d) if d.requested() && !d.backfill()),
+        "{again:?}"
+    );
+    let queued = l.queued("j").unwrap();
+    assert_eq!(queued.len(), 1);
+    assert_eq!(queued[0].detail.as_deref(), Some("run requested by http"));
+    // The schedule's own occurrence of a second already started: decided.
+    l.begin_run(&scheduled("j", "00000000000000d1", 60))
+        .unwrap();
+    let taken = l.request_run("j", occ(60), "http", at(61)).unwrap();
+    assert!(
+        matches!(&taken, Requested::Decided(d) if d.decision == Decision::Started),
+        "{taken:?}"
+    );
 }
