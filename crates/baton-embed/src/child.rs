@@ -53,6 +53,13 @@ impl Runner {
             .filter(|p| !p.in_process())
             .map(|p| {
                 let declared = crate::declare::declaration(p, "", jiff::Timestamp::UNIX_EPOCH);
+                // The runs the job keeps is a `[scheduler]` key to the
+                // command line; each job's configuration is its own.
+                let keep = format!("history_keep = {}\n", p.history_keep);
+                let store_text = match store_text.strip_prefix("[scheduler]\n") {
+                    Some(rest) => format!("[scheduler]\n{keep}{rest}"),
+                    None => format!("[scheduler]\n{keep}\n{store_text}"),
+                };
                 // The declaration holds the command (`run`) already.
                 let text = format!(
                     "{store_text}\n[jobs.{}]\n{}cwd = {}\n",
@@ -105,11 +112,12 @@ pub(crate) async fn run(env: &Env, plan: &Plan, start: Start) {
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
-            tracing::warn!(
+            let message = format!(
                 "{}: not run: failed to start {} __run: {e}",
-                plan.name,
+                describe(&start),
                 runner.exe.display()
             );
+            not_run(env, plan, &start, message).await;
             return;
         }
     };
@@ -137,8 +145,50 @@ pub(crate) async fn run(env: &Env, plan: &Plan, start: Start) {
     };
     match status {
         Ok(s) if s.success() => {}
+        // It could not run at all (exit 2: its configuration refused, the
+        // store unusable): nothing of it may be in the ledger.
+        Ok(s) if s.code() == Some(2) => {
+            let message = format!(
+                "{}: its runner ended {s} without running it; its standard error says why",
+                describe(&start)
+            );
+            not_run(env, plan, &start, message).await;
+        }
+        // The run's own failures are recorded and alerted by the runner.
         Ok(s) => tracing::info!("{}: its runner ended {s}", plan.name),
         Err(e) => tracing::warn!("{}: its runner could not be waited for: {e}", plan.name),
+    }
+}
+
+/// What `start` is, for people.
+fn describe(start: &Start) -> String {
+    match start {
+        Start::At(at) => format!("occurrence {}", occurrence(*at)),
+        Start::Queue => "its queue".to_owned(),
+    }
+}
+
+fn occurrence(at: i64) -> jiff::Timestamp {
+    jiff::Timestamp::from_second(at).unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+}
+
+/// Raises a `missed` alert for `start` of `plan`, which its runner could
+/// not run: to the service's hook and the ledger, as every alert.
+async fn not_run(env: &Env, plan: &Plan, start: &Start, message: String) {
+    let alert = crate::Alert {
+        job: plan.name.clone(),
+        kind: baton_store::words::AlertKind::Missed,
+        run_id: None,
+        occurrence: match start {
+            Start::At(at) => Some(occurrence(*at)),
+            Start::Queue => None,
+        },
+        message,
+        time: env.clock.wall(),
+    };
+    match crate::run::Ledger::open(env).await {
+        Some(mut ledger) => crate::alert::raise(env, &mut ledger, alert).await,
+        None => tracing::warn!("{}: {}", alert.job, alert.message),
     }
 }
 

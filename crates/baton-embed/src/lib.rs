@@ -120,8 +120,11 @@
 //! cannot: blocking code, threads, grandchildren. The runner holds and
 //! renews the lease itself, so a run outlives a service killed with
 //! `kill -9`, still fenced, and is recorded when it ends;
-//! [`Handle::shutdown`] asks each running one to stop (its run recorded
-//! `interrupted`). The runner's environment holds none of the service's
+//! [`Handle::shutdown`] asks each running one to stop (SIGTERM: its run
+//! recorded `interrupted`) and waits for its runner, which stops the
+//! command's tree within [`Job::grace`] whatever the shutdown's grace. An
+//! occurrence whose runner cannot be started, or refuses to run it (exit
+//! 2), raises a `missed` alert to the hook and the ledger. The runner's environment holds none of the service's
 //! `BATON_*` variables: the store is the scheduler's, named in the
 //! configuration it is given. With the PostgreSQL store, the runs' logs
 //! are written to the command line's default state directory. A command

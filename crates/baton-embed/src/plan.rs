@@ -9,13 +9,6 @@ use jiff::tz::TimeZone;
 
 use crate::error::BuildError;
 use crate::job::{Check, Job, RunFn};
-
-impl Plan {
-    /// Whether its attempts run in process (not a [`Work::Command`]).
-    pub(crate) fn in_process(&self) -> bool {
-        matches!(self.work, Work::Function(_))
-    }
-}
 use crate::retry::Retry;
 
 /// What a job's attempts run.
@@ -65,6 +58,11 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
+    /// Whether its attempts run in process (not a [`Work::Command`]).
+    pub(crate) fn in_process(&self) -> bool {
+        matches!(self.work, Work::Function(_))
+    }
+
     /// Checks `job` for a store whose renewals block at most
     /// `renew_wait(ttl)`.
     pub(crate) fn of(

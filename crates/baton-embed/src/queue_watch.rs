@@ -70,6 +70,17 @@ pub(crate) async fn watch(env: Env, from: std::time::Duration) {
             if drains.contains_key(&plan.lock) || env.shutdown.borrow().is_some() {
                 continue;
             }
+            if !plan.in_process() {
+                // A command job's runner is a process: started only when
+                // its queue holds what may run now (no pause holds it).
+                let (name, now) = (job.clone(), env.clock.wall());
+                let runnable = open
+                    .call(move |l| l.next_unpaused(&[name.as_str()], now))
+                    .await;
+                if !matches!(runnable, Some(Ok(Some(_)))) {
+                    continue;
+                }
+            }
             let counted = run::InFlight::count(&env.in_flight);
             let (e, p) = (env.clone(), Arc::clone(plan));
             let drain = tokio::spawn(async move {

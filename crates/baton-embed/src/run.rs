@@ -174,6 +174,7 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
     let this = Occurrence {
         at,
         backfill: false,
+        claimed: true,
     };
     let Some(kept) = under_lease(&env, &mut ledger, &plan, this, &run_id, kept, &tenure).await
     else {
@@ -218,6 +219,9 @@ struct Occurrence {
     /// not keep it from running now (the queue waits for a pause in force;
     /// see [`next_waiting`]).
     backfill: bool,
+    /// The lease claims it (else a start that fails has no claim to take
+    /// back).
+    claimed: bool,
 }
 
 /// Runs occurrence `at` of `plan` as `run_id` under the lease `kept`
@@ -240,8 +244,8 @@ async fn under_lease(
     let occ = Timestamp::from_second(at).unwrap_or(Timestamp::UNIX_EPOCH);
     let Tenure { fence, host, .. } = tenure;
     let fence = *fence;
-    // A backfill claimed nothing: there is no claim of its to take back.
-    let claimed = !this.backfill;
+    // An occurrence run without a claim has no claim to take back.
+    let claimed = this.claimed;
     // What the start needs read, in one call: the job's pauses (not for a
     // backfill) and its runs the ledger calls running.
     let (job, read_pauses) = (name.clone(), !this.backfill);
@@ -474,13 +478,22 @@ async fn drain(
         };
         let occ = Timestamp::from_second(at).unwrap_or(Timestamp::UNIX_EPOCH);
         let row = {
-            let (job, at) = (job.clone(), at);
-            match ledger.call(move |l| l.decision(&job, at)).await {
+            let (name, at) = (job.clone(), at);
+            match ledger.call(move |l| l.decision(&name, at)).await {
                 Some(Ok(row)) => row,
-                _ => None,
+                _ => {
+                    // Whether it still waits is not known: it waits for a
+                    // later holder, untouched.
+                    tracing::warn!(
+                        "{job}: the queue was left at occurrence {occ}: its record could not be read"
+                    );
+                    return Some(kept);
+                }
             }
         };
-        // Asked for (a backfill, or a run asked for now), not scheduled.
+        // Asked for (a backfill, or a run asked for now), not scheduled:
+        // behind the claims on purpose, it claims nothing, as the command
+        // line's backfill claims nothing.
         let backfill = row.as_ref().is_some_and(|d| d.requested());
         // Still waiting in the ledger: no run of it has started, since a
         // run starts only once its start turned this row `started`.
@@ -492,14 +505,14 @@ async fn drain(
         let sent = env.clock.boot();
         let held = kept.stop().await?;
         let label = (run_id.clone(), occ.to_string());
-        let (mut held, mut restated) = restate(held, &label, Some(once)).await?;
+        let (mut held, mut restated) = restate(held, &label, (!backfill).then_some(once)).await?;
+        let mut claimed = !backfill;
         if waiting && matches!(restated, Ok(Restated::Claimed { .. })) {
-            // Behind the claim: a backfill's on purpose, or one a later
-            // occurrence overtook (it took the lock first, claiming past
-            // it). The ledger's row, turned `started` under this lease
-            // only if it still waits, is its record, as the command line's
-            // backfill claims nothing.
+            // Overtaken: a later occurrence took the lock first, claiming
+            // past it. The ledger's row, turned `started` under this lease
+            // only if it still waits, is its record.
             (held, restated) = restate(held, &label, None).await?;
+            claimed = false;
         }
         match restated {
             Ok(Restated::Done) => {
@@ -508,13 +521,17 @@ async fn drain(
                     "{job} occurrence={occ}: run from the queue{}",
                     if backfill { " (a backfill)" } else { "" }
                 );
-                let this = Occurrence { at, backfill };
+                let this = Occurrence {
+                    at,
+                    backfill,
+                    claimed,
+                };
                 kept = under_lease(env, ledger, &mate, this, &run_id, kept, tenure).await?;
             }
             Ok(Restated::Claimed { .. }) => {
-                // Claimed, and the ledger's row no longer waits (or could
-                // not be read): it may have run. The ledger learns it, and
-                // the queue moves on.
+                // Claimed, and the ledger's row no longer waits: it ran,
+                // or was decided. The ledger learns it, and the queue
+                // moves on.
                 kept = Kept::start(held, sent, Arc::clone(&env.clock));
                 let now = env.clock.wall();
                 let detail = "the lock's claim says it started already".to_owned();

@@ -145,6 +145,14 @@ impl Builder {
                 let cwd = std::env::current_dir()
                     .map_err(|e| no_runner(format!("the working directory cannot be read: {e}")))?;
                 let (store_text, _) = store.as_configuration();
+                // Read lossily, a path that is not UTF-8 would name another.
+                if cwd.to_str().is_none() || store_text.contains('\u{fffd}') {
+                    return Err(no_runner(
+                        "the working directory or the store's directory is not UTF-8, which the \
+                         runner's configuration cannot name"
+                            .to_owned(),
+                    ));
+                }
                 Some(Arc::new(crate::child::Runner::new(
                     exe,
                     &store_text,

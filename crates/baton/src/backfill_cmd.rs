@@ -142,13 +142,22 @@ pub fn run(state: Option<&Path>, a: &BackfillArgs) -> Exit {
     // What had run before: the summary's word for what this one did not
     // run. Without it (the store cannot be read), the backfill refuses as
     // it would have.
-    let before = plan.unwrap_or_default();
     if crate::backfill_service::service(job).is_some() {
+        // The plan is all a service's backfill goes by: without it, nothing
+        // is queued.
+        let plan = match plan {
+            Ok(p) => p,
+            Err(e) => {
+                say!("baton backfill: {}: {e}; nothing was queued", a.job);
+                return Exit::of_outcome(Outcome::Unable);
+            }
+        };
         let range = (from, to);
         return crate::backfill_service::queue_and_wait(
-            &c, job, range, &occ, before, &*clock, a.json,
+            &c, job, range, &occ, plan, &*clock, a.json,
         );
     }
+    let before = plan.unwrap_or_default();
     let starts: Rc<RefCell<Vec<RunStart>>> = Rc::default();
     let on_start = {
         let starts = Rc::clone(&starts);

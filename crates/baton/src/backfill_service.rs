@@ -72,6 +72,18 @@ pub(crate) fn queue_and_wait(
         .filter(|(_, p)| p.action == "run")
         .map(|(&at, _)| at)
         .collect();
+    // Waiting in the queue already (an earlier backfill interrupted, or the
+    // schedule's queue): waited for too, not counted as run.
+    let mut queued: Vec<i64> = occ
+        .iter()
+        .zip(&before)
+        .filter(|(_, p)| p.action == "queued")
+        .map(|(&at, _)| at)
+        .collect();
+    for p in before.iter_mut().filter(|p| p.action == "queued") {
+        // Reported as this backfill's: ran, or not run.
+        p.action = "run".to_owned();
+    }
     let mut ledger = match baton_sched::store::existing_records(c, clock.wall()) {
         Some(Ok(l)) => l,
         Some(Err(e)) => {
@@ -83,7 +95,7 @@ pub(crate) fn queue_and_wait(
             return Exit::of_outcome(Outcome::Unable);
         }
     };
-    let mut queued = Vec::new();
+    let waiting_before = queued.len();
     if !wanted.is_empty() {
         let asked = ledger.request_backfill(name, &wanted, &crate::sched_cmd::who(), clock.wall());
         let asked = match asked {
@@ -96,6 +108,7 @@ pub(crate) fn queue_and_wait(
         for (&at, answer) in wanted.iter().zip(asked) {
             match answer {
                 Requested::Queued => queued.push(at),
+                Requested::Decided(d) if d.decision == Decision::Queued => queued.push(at),
                 // Decided since the plan was read: reported as the ledger
                 // says, as if planned so.
                 Requested::Decided(d) => {
@@ -111,14 +124,20 @@ pub(crate) fn queue_and_wait(
             }
         }
     }
+    queued.sort_unstable();
     if !json {
+        let fresh = queued.len() - waiting_before;
         if queued.is_empty() {
             outln!("{name}: nothing to queue for {by}");
         } else {
             outln!(
-                "{name}: {} occurrence(s) queued for {by}, which runs the job; waiting for them \
-                 (interrupted, they stay queued for it)",
-                queued.len()
+                "{name}: {fresh} occurrence(s) queued for {by}, which runs the job{}; waiting for \
+                 them (interrupted, they stay queued for it)",
+                if waiting_before > 0 {
+                    format!(", and {waiting_before} queued before")
+                } else {
+                    String::new()
+                }
             );
         }
     }
@@ -244,13 +263,15 @@ fn look(ledger: &mut dyn Records, job: &str, at: i64) -> Look {
     match (d.decision, d.run_id) {
         (Decision::Queued, _) => Look::Waiting,
         (Decision::Started, Some(run_id)) => {
-            let row = ledger
-                .history(job, 100)
-                .ok()
-                .and_then(|h| h.into_iter().find(|r| r.run_id == run_id));
+            // Ended once the ledger no longer calls it running (however
+            // many runs came after it, and even once pruned).
+            let Ok(running) = ledger.unfinished(job) else {
+                return Look::Waiting;
+            };
+            let row = running.into_iter().find(|r| r.run_id == run_id);
             Look::Started {
                 fence: row.as_ref().and_then(|r| r.fence).unwrap_or(0),
-                ended: row.is_some_and(|r| r.finished.is_some()),
+                ended: row.is_none(),
                 run_id,
             }
         }

@@ -199,3 +199,56 @@ fn a_command_jobs_run_outlives_its_service_killed_with_kill_9_and_is_recorded() 
         (runs.get(&first).map(|r| r.1.as_deref()) == Some(Some("ok"))).then_some(())
     });
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_jobs_backfill_behind_its_claim_runs_under_its_runner_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let sink = dir.path().join("sink");
+    std::fs::create_dir_all(state.join("locks")).unwrap();
+    let now = baton_testkit::wall_seconds();
+    let (past, claimed) = (now - 120, now - 60);
+    // The job claimed a later occurrence already (its last run).
+    let files = baton_ledger::Files::new(state.clone());
+    let ttl = Duration::from_secs(30);
+    let lock = baton_store::store::LockRef {
+        job: "cmd",
+        lock: "cmd",
+        slot: 1,
+        ttl,
+        takeover_grace: ttl,
+    };
+    let claim = baton_lease::Claim {
+        once: Some(baton_lease::Once {
+            key: "cmd".into(),
+            at: claimed,
+        }),
+        mates: vec!["cmd".into()],
+        ..baton_lease::Claim::default()
+    };
+    match files.try_acquire(&lock, &claim).unwrap() {
+        baton_store::store::Taken::Acquired(held) => drop(held.release()),
+        _ => panic!("the lock is free"),
+    }
+    let when = jiff::Timestamp::from_second(now).unwrap();
+    let asked = ledger(&state)
+        .request_backfill("cmd", &[past], "ops", when)
+        .unwrap();
+    assert_eq!(asked, [baton_store::ledger::Requested::Queued]);
+    let line = format!("echo \"$BATON_OCCURRENCE\" >> {}", sink.display());
+    let handle = Scheduler::builder()
+        .store(Store::sqlite(&state))
+        .runner(baton_bin())
+        .job(Job::cron("cmd", "0 0 1 1 *").command(["sh", "-c", line.as_str()]))
+        .build()
+        .unwrap()
+        .start();
+    let read = || std::fs::read_to_string(&sink).unwrap_or_default();
+    until("the backfilled occurrence's run", || !read().is_empty()).await;
+    let d = ledger(&state).decision("cmd", past).unwrap().unwrap();
+    assert_eq!(d.decision, baton_store::ledger::Decision::Started, "{d:?}");
+    // Later looks find nothing more to run.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    handle.shutdown(Duration::from_secs(5)).await;
+    assert_eq!(read().lines().count(), 1, "{}", read());
+}

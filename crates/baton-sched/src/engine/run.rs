@@ -758,11 +758,22 @@ fn hold_once(
         let Some(mate) = req.config.jobs.get(&name) else {
             break;
         };
+        // An occurrence someone asked for (a backfill of a job a service
+        // runs, a run asked for through its router) is behind the claims
+        // on purpose: it claims nothing, as `baton backfill` claims
+        // nothing, and its ledger row, turned `started` under this lease
+        // only while it still waits, is its record.
+        let asked = surfaces
+            .borrow_mut()
+            .ledger(|l| l.decision(&name, at))
+            .flatten()
+            .is_some_and(|d| d.decision == baton_store::ledger::Decision::Queued && d.requested());
+        let claimed = (!asked).then_some(at);
         // A mate whose lock was changed while it ran may still run under
         // its former lock: its queue waits for a later holder.
         let guarded = match &store {
             Ok(s) => s
-                .take_guard(&mate.slot_ref(slot), fence, Some(at))
+                .take_guard(&mate.slot_ref(slot), fence, claimed)
                 .map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
         };
@@ -804,7 +815,8 @@ fn hold_once(
             at,
         };
         fail::fail_point!("queue");
-        match session.restate(Some(run_id.clone()), Some(occurrence.clone()), Some(&once)) {
+        let once = (!asked).then_some(&once);
+        match session.restate(Some(run_id.clone()), Some(occurrence.clone()), once) {
             Ok(Restated::Done) => {}
             Ok(Restated::Claimed { .. }) if another_slot_held(req.config, mate, slot) => {
                 break;

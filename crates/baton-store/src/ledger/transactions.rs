@@ -780,6 +780,13 @@ async fn enqueue<S: Statements>(
     } else {
         None
     };
+    // An occurrence someone asked for (a backfill's, a run asked for now)
+    // serves no scheduled one: joined to it, a due occurrence would run as
+    // a past one, and its own period's work would be lost.
+    let into = match into {
+        Some(at) if tx.decision(job, at).await?.is_some_and(|d| d.requested()) => None,
+        other => other,
+    };
     let entry = |occurrence, decision, joined| NewDecision {
         job,
         occurrence,

@@ -15,6 +15,7 @@ both! {
     a_coalesced_occurrence_never_runs_and_the_next_arrival_waits
     a_backfill_queues_what_is_undecided_behind_the_mark_and_nothing_twice
     a_run_asked_for_now_is_queued_once_and_marked_as_asked
+    a_due_occurrence_never_coalesces_into_one_asked_for
 }
 
 fn queued_occurrences_wait_in_order_and_start_once(l: &mut Store, log: &mut Log) {
@@ -321,5 +322,25 @@ fn a_run_asked_for_now_is_queued_once_and_marked_as_asked(l: &mut Store, log: &m
     assert!(
         matches!(&taken, Requested::Decided(d) if d.decision == Decision::Started),
         "{taken:?}"
+    );
+}
+
+fn a_due_occurrence_never_coalesces_into_one_asked_for(l: &mut Store, log: &mut Log) {
+    l.request_backfill("j", &[occ(0)], "ops", at(1)).unwrap();
+    // Due while the backfill's waits: queued as itself, not joined to it.
+    let q = l.enqueue("j", &[occ(60)], true, at(61)).unwrap();
+    log.note("queued", &q);
+    assert_eq!(q, Queued::Queued);
+    let queued: Vec<_> = l
+        .queued("j")
+        .unwrap()
+        .iter()
+        .map(|d| (d.occurrence, d.requested()))
+        .collect();
+    assert_eq!(queued, [(occ(0), true), (occ(60), false)]);
+    // The next due one joins the scheduled one waiting, as before.
+    assert_eq!(
+        l.enqueue("j", &[occ(120)], true, at(121)).unwrap(),
+        Queued::Coalesced { into: occ(60) }
     );
 }
