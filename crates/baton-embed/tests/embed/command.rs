@@ -205,31 +205,15 @@ async fn a_command_jobs_backfill_behind_its_claim_runs_under_its_runner_once() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let sink = dir.path().join("sink");
-    std::fs::create_dir_all(state.join("locks")).unwrap();
     let now = baton_testkit::wall_seconds();
     let (past, claimed) = (now - 120, now - 60);
     // The job claimed a later occurrence already (its last run).
-    let files = baton_ledger::Files::new(state.clone());
-    let ttl = Duration::from_secs(30);
-    let lock = baton_store::store::LockRef {
-        job: "cmd",
-        lock: "cmd",
-        slot: 1,
-        ttl,
-        takeover_grace: ttl,
-    };
-    let claim = baton_lease::Claim {
-        once: Some(baton_lease::Once {
-            key: "cmd".into(),
-            at: claimed,
-        }),
-        mates: vec!["cmd".into()],
-        ..baton_lease::Claim::default()
-    };
-    match files.try_acquire(&lock, &claim).unwrap() {
-        baton_store::store::Taken::Acquired(held) => drop(held.release()),
-        _ => panic!("the lock is free"),
-    }
+    crate::support::claim_ahead(
+        &state,
+        baton_ledger::Files::new(state.clone()),
+        "cmd",
+        claimed,
+    );
     let when = jiff::Timestamp::from_second(now).unwrap();
     let asked = ledger(&state)
         .request_backfill("cmd", &[past], "ops", when)

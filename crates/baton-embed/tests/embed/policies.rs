@@ -247,32 +247,16 @@ async fn a_queued_occurrence_a_later_one_overtook_still_runs_once() {
     let (x, y) = (start.as_second() - 30, start.as_second());
     // A later occurrence (y) took the lock first and claimed it, while x
     // waited in the queue: as a replica whose timer fired late would.
-    std::fs::create_dir_all(dir.path().join("locks")).unwrap();
     let at_start = Arc::new(baton_embed::ManualClock::new(
         start,
         Duration::from_secs(1_000),
     ));
-    let files = baton_ledger::Files::new(dir.path().to_owned()).with_clock(at_start);
-    let ttl = Duration::from_secs(30);
-    let lock = baton_store::store::LockRef {
-        job: "j",
-        lock: "j",
-        slot: 1,
-        ttl,
-        takeover_grace: ttl,
-    };
-    let claim = baton_lease::Claim {
-        once: Some(baton_lease::Once {
-            key: "j".into(),
-            at: y,
-        }),
-        mates: vec!["j".into()],
-        ..baton_lease::Claim::default()
-    };
-    match files.try_acquire(&lock, &claim).unwrap() {
-        baton_store::store::Taken::Acquired(held) => drop(held.release()),
-        _ => panic!("the lock is free"),
-    }
+    crate::support::claim_ahead(
+        dir.path(),
+        baton_ledger::Files::new(dir.path().to_owned()).with_clock(at_start),
+        "j",
+        y,
+    );
     assert_eq!(
         ledger(dir.path()).enqueue("j", &[x], false, start).unwrap(),
         baton_store::ledger::Queued::Queued

@@ -297,3 +297,31 @@ pub fn baton_bin() -> PathBuf {
     }
     dir.join("baton")
 }
+
+/// Takes and releases the lock of `job` (named after it) on the file store
+/// `files` in `state`, claiming occurrence `at`: as a run of `at` leaves the
+/// lock.
+pub fn claim_ahead(state: &Path, files: baton_ledger::Files, job: &str, at: i64) {
+    use baton_store::Store as _;
+    std::fs::create_dir_all(state.join("locks")).unwrap();
+    let ttl = Duration::from_secs(30);
+    let lock = baton_store::store::LockRef {
+        job,
+        lock: job,
+        slot: 1,
+        ttl,
+        takeover_grace: ttl,
+    };
+    let claim = baton_lease::Claim {
+        once: Some(baton_lease::Once {
+            key: job.into(),
+            at,
+        }),
+        mates: vec![job.into()],
+        ..baton_lease::Claim::default()
+    };
+    match files.try_acquire(&lock, &claim).unwrap() {
+        baton_store::store::Taken::Acquired(held) => drop(held.release()),
+        _ => panic!("the lock of {job} is free"),
+    }
+}
