@@ -37,7 +37,7 @@ pub use records::Records;
 pub use rows::{
     AlertRow, Attempt, AttemptRow, BACKFILL_DETAIL, BOUNDS, BOUNDS_US, Begun, DecisionRow,
     Declaration, Durations, Effect, Finished, JobAsk, JobRecord, JobState, JobTallies, Miss,
-    Missed, MissedRow, NewAlert, NewRun, Overview, PauseRow, Queued, Recovered, Replacement,
-    Requested, RunRow, StepState, WatermarkRow, Withdrawn, bucket,
+    Missed, MissedRow, NewAlert, NewRun, Overview, PauseRow, Queued, RUN_DETAIL, Recovered,
+    Replacement, Requested, RunRow, StepState, WatermarkRow, Withdrawn, bucket,
 };
 pub use statements::{Backend, Fail, Mode, NewDecision, Statements};
