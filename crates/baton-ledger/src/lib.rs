@@ -50,7 +50,7 @@
 //! [`Records::time_is`](baton_store::ledger::Records::time_is), so a file found corrupt by a read is named by when
 //! it was found).
 //!
-//! # Schema (version 4, in `PRAGMA user_version`)
+//! # Schema (version 5, in `PRAGMA user_version`)
 //!
 //! - `jobs (job PRIMARY KEY, …)`: one row per job with the high-water marks
 //!   the scheduler reads before it decides (`last_decided`, `last_started`:

@@ -56,6 +56,12 @@ impl Judge<'_> {
 
 /// Reads a row returned by the select statement.
 pub(crate) fn read(name: &str, row: &Row) -> Result<Seen, Error> {
+    read_at(name, row, 0)
+}
+
+/// Reads the select statement's columns from `row`, where they start at
+/// column `base` (a statement that returns them after columns of its own).
+pub(crate) fn read_at(name: &str, row: &Row, base: usize) -> Result<Seen, Error> {
     let corrupt = |why: String| Error::Corrupt {
         name: name.to_owned(),
         why,
@@ -65,35 +71,47 @@ pub(crate) fn read(name: &str, row: &Row) -> Result<Seen, Error> {
             .map(|us| Timestamp::from_microsecond(us).map_err(|e| corrupt(e.to_string())))
             .transpose()
     };
-    let now = stamp(col::NOW)?.ok_or_else(|| corrupt("no server time".to_owned()))?;
-    let fence = u64::try_from(row.get::<_, i64>(col::FENCE))
+    let now = stamp(base + col::NOW)?.ok_or_else(|| corrupt("no server time".to_owned()))?;
+    let fence = u64::try_from(row.get::<_, i64>(base + col::FENCE))
         .map(Fence::new)
         .map_err(|_| corrupt("a negative fence".to_owned()))?;
-    let state: &str = row.get(col::STATE);
+    let state: &str = row.get(base + col::STATE);
     let body = match state {
         "free" => Body::Free(Free {
             version: baton_lease::record::VERSION,
             fence: Some(fence),
-            released: stamp(col::RELEASED)?,
+            released: stamp(base + col::RELEASED)?,
             occ: None,
-            claims: claims(row.get(col::CLAIMS)),
+            claims: claims(row.get(base + col::CLAIMS)),
         }),
-        "held" => held(row, fence, stamp(col::ACQUIRED)?, stamp(col::RENEWED)?),
+        "held" => held(
+            row,
+            base,
+            fence,
+            stamp(base + col::ACQUIRED)?,
+            stamp(base + col::RENEWED)?,
+        ),
         other => Body::Unreadable(format!("state {other:?}")),
     };
     Ok(Seen { body, now })
 }
 
-fn held(row: &Row, fence: Fence, acquired: Option<Timestamp>, renewed: Option<Timestamp>) -> Body {
+fn held(
+    row: &Row,
+    base: usize,
+    fence: Fence,
+    acquired: Option<Timestamp>,
+    renewed: Option<Timestamp>,
+) -> Body {
     let token = row
-        .get::<_, Option<&str>>(col::TOKEN)
+        .get::<_, Option<&str>>(base + col::TOKEN)
         .and_then(|t| t.parse::<Token>().ok());
     let ttl = row
-        .get::<_, Option<i64>>(col::TTL_MS)
+        .get::<_, Option<i64>>(base + col::TTL_MS)
         .and_then(|ms| u64::try_from(ms).ok())
         .map(Duration::from_millis);
     let pid = row
-        .get::<_, Option<i32>>(col::PID)
+        .get::<_, Option<i32>>(base + col::PID)
         .and_then(|p| u32::try_from(p).ok());
     let (Some(token), Some(ttl), Some(renewed), Some(pid)) = (token, ttl, renewed, pid) else {
         return Body::Unreadable("a held lease without a token, TTL, renewal or pid".to_owned());
@@ -107,25 +125,27 @@ fn held(row: &Row, fence: Fence, acquired: Option<Timestamp>, renewed: Option<Ti
         fence,
         token,
         pid,
-        host: row.get::<_, Option<String>>(col::HOST).unwrap_or_default(),
+        host: row
+            .get::<_, Option<String>>(base + col::HOST)
+            .unwrap_or_default(),
         acquired: acquired.unwrap_or(renewed),
         renewed,
         ttl,
-        run: row.get(col::RUN),
-        machine: row.get(col::MACHINE),
-        boot: row.get(col::BOOT),
-        pidns: unsigned(col::PIDNS),
-        pstart: unsigned(col::PSTART),
-        renewed_boot: ms(col::RENEWED_BOOT_MS),
+        run: row.get(base + col::RUN),
+        machine: row.get(base + col::MACHINE),
+        boot: row.get(base + col::BOOT),
+        pidns: unsigned(base + col::PIDNS),
+        pstart: unsigned(base + col::PSTART),
+        renewed_boot: ms(base + col::RENEWED_BOOT_MS),
         pgid: row
-            .get::<_, Option<i32>>(col::PGID)
+            .get::<_, Option<i32>>(base + col::PGID)
             .and_then(|p| u32::try_from(p).ok()),
-        jstart: unsigned(col::JSTART),
-        grace: ms(col::GRACE_MS),
+        jstart: unsigned(base + col::JSTART),
+        grace: ms(base + col::GRACE_MS),
         occ: None,
         exe: None,
         budget: None,
-        claims: claims(row.get(col::CLAIMS)),
+        claims: claims(row.get(base + col::CLAIMS)),
     })
 }
 

@@ -20,6 +20,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use baton_lease::record::Body;
 use baton_lease::{
     Clock, Liveness, Observer, Once, OsLiveness, Policy, SystemClock, Token, Verdict,
 };
@@ -34,12 +35,16 @@ use crate::judge::{self, Judge};
 use crate::options::Options;
 use crate::outcome::{Acquire, PgLease, Release, Renewal, Restated};
 use crate::pool::{Conn, Pool};
-use crate::statements::{ST, Statements};
+use crate::statements::{GRANT_IF_FREE_SEEN, ST, Statements};
 use crate::switch::Switch;
 use crate::target::Target;
 use crate::typed::Param;
 
 const ACQUIRE: &str = "acquire a lease";
+
+/// How many times the conditional form tries its grant on a row that it
+/// finds free after a refusal, before it judges the row under its lock.
+const FREE_TRIES: usize = 2;
 
 /// Leases in a PostgreSQL database whose `baton` schema is migrated.
 ///
@@ -203,34 +208,49 @@ impl Leases {
             .with(ACQUIRE, async |c: &mut Conn| {
                 if form == Form::Conditional {
                     let params = grant.params();
-                    match c.alone(&ST.grant_if_free, &params).await {
-                        Ok(Some(row)) => match grant.answer(&row)? {
-                            // Held back after a switch of servers: a live
-                            // holder is still told as busy (judged below);
-                            // only a lock that may be taken is refused for
-                            // the switch, by the locking form.
-                            Some(Acquire::Switched(_)) | None => {}
-                            Some(out) => return Ok(out),
-                        },
-                        Ok(None) => {}
-                        Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
-                            return Ok(grant.claimed());
+                    for tries_left in (0..FREE_TRIES).rev() {
+                        // The grant when the row is free; else the row as the
+                        // statement read it, without its lock.
+                        let row = match c.alone(ST.grant_if_free, &params).await {
+                            Ok(Some(row)) => row,
+                            // No row at all: the statement returns one.
+                            Ok(None) => break,
+                            Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+                                return Ok(grant.claimed());
+                            }
+                            Err(source) => return Err(query(source)),
+                        };
+                        if let Some(out) = grant.answer(&row)? {
+                            return Ok(out);
                         }
-                        Err(source) => return Err(query(source)),
-                    }
-                    // Held (or absent): judge the row as read, without its
-                    // lock. A holder that may not be taken is refused here,
-                    // so contenders for a live lease never queue on its row
-                    // lock; only one that may be taken is judged again under
-                    // the lock before anything is written.
-                    if let Some(row) = c.alone(&ST.inspect, &[&grant.name]).await.map_err(query)? {
-                        let seen = judge::read(grant.name, &row)?;
+                        // First use of the lock (no row yet): the locking
+                        // form makes it.
+                        if row.get::<_, Option<&str>>(GRANT_IF_FREE_SEEN).is_none() {
+                            break;
+                        }
+                        // Held: judge the row as read. A holder that may not
+                        // be taken is refused here, so contenders for a live
+                        // lease never queue on its row lock; only one that
+                        // may be taken is judged again under the lock before
+                        // anything is written.
+                        let seen = judge::read_at(grant.name, &row, GRANT_IF_FREE_SEEN)?;
                         let verdict = judge.verdict(&seen);
                         if !verdict.claimable() {
                             return Ok(Acquire::Busy {
                                 verdict,
                                 at: seen.now,
                             });
+                        }
+                        // Seen free (its holder let go while the grant waited
+                        // for the row, or the grant was held back after a
+                        // switch of servers): the conditional grant again,
+                        // which holds the row's lock for one statement, rather
+                        // than the locking form, which holds it across a round
+                        // trip while every other contender (and the next
+                        // holder's release) queues behind it. The locking
+                        // form has the last word.
+                        if tries_left == 0 || !grant.may_take_free(&seen.body) {
+                            break;
                         }
                     }
                 }
@@ -492,7 +512,7 @@ async fn locking(c: &mut Conn, grant: &Grant<'_>, judge: &Judge<'_>) -> Result<A
         });
     }
     let params = grant.params();
-    let (granted, committed) = tokio::join!(c.opt(&ST.grant, &params), c.commit());
+    let (granted, committed) = tokio::join!(c.opt(ST.grant, &params), c.commit());
     match granted {
         // A unique violation aborted the transaction; the COMMIT rolled it back.
         Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => Ok(grant.claimed()),
@@ -619,6 +639,19 @@ impl<'a> Grant<'a> {
             token: self.token,
             acquired: stamp(self.name, row.get(1))?,
         }))
+    }
+
+    /// Whether `body`, a row read without its lock, is free with this
+    /// acquisition's claim still open under it: what the conditional grant
+    /// would take.
+    fn may_take_free(&self, body: &Body) -> bool {
+        let Body::Free(free) = body else {
+            return false;
+        };
+        match (self.job, self.occurrence) {
+            (Some(job), Some(at)) => free.claims.get(job).is_none_or(|latest| latest < at),
+            _ => true,
+        }
     }
 
     fn claimed(&self) -> Acquire {

@@ -99,7 +99,77 @@ CREATE TABLE baton.job_guards (
         name: "declarations",
         sql: DECLARATIONS,
     },
+    Migration {
+        version: 7,
+        name: "the conditional grant as a function",
+        sql: GRANT_IF_FREE,
+    },
 ];
+
+/// Version 7: the conditional form's grant, `baton.grant_if_free`, as a
+/// function, so that the server parses and plans its statement once per
+/// connection (PL/pgSQL keeps a function's plans for the session) instead
+/// of on every attempt: under contention, parsing and planning the grant
+/// was most of the server's work (BENCHMARKS §4.1). Nothing is kept that a
+/// pooler in transaction mode would break: the cache belongs to whichever
+/// server connection runs the call. `$1`–`$17` are the grant's parameters
+/// (`crate::statements`); the statement is the grant's, word for word,
+/// and the columns it returns are the grant's four, then the row as
+/// `SELECT` reads it when nothing was granted.
+///
+/// The switch (`baton.switched()`) is read only once the row is found free
+/// with its claim open: the condition comes last and is a sub-select the
+/// server runs when first needed. A contender for a held lease pays for one
+/// indexed look at the row; every statement that can grant still reads the
+/// switch before it does.
+const GRANT_IF_FREE: &str = r#"
+CREATE FUNCTION baton.grant_if_free(
+    text, text, text, text, text, bigint, integer, bigint, integer, bigint, text,
+    bigint, bigint, bigint, text, bigint, bigint)
+RETURNS TABLE (
+    granted_fence bigint, granted_at bigint, switched bigint, held_until bigint,
+    seen_state text, seen_fence bigint, seen_token text, seen_host text,
+    seen_machine text, seen_boot text, seen_pidns bigint, seen_pid integer,
+    seen_pstart bigint, seen_pgid integer, seen_jstart bigint, seen_run text,
+    seen_ttl_ms bigint, seen_grace_ms bigint, seen_renewed_boot_ms bigint,
+    seen_acquired bigint, seen_renewed bigint, seen_released bigint, seen_now bigint,
+    seen_claims text)
+LANGUAGE plpgsql VOLATILE
+AS $fn$
+BEGIN
+RETURN QUERY
+WITH clock AS (SELECT clock_timestamp() AS t),
+g AS (
+    UPDATE baton.leases l
+    SET state = 'held', fence = greatest(l.fence + 1, baton.micros(clock.t)), token = $2,
+        host = $3, machine = $4, boot = $5, pidns = $6, pid = $7, pstart = $8,
+        pgid = $9, jstart = $10, run = $11, ttl_ms = $12, grace_ms = $13,
+        renewed_boot_ms = $14, acquired = clock.t, renewed = clock.t, released = NULL,
+        claims = CASE WHEN $15 IS NULL THEN l.claims
+                      ELSE l.claims || jsonb_build_object($15, $16) END
+    FROM clock
+    WHERE l.name = $1 AND l.state = 'free'
+      AND ($15 IS NULL OR coalesce((l.claims ->> $15)::bigint < $16, true))
+      AND (SELECT baton.switched()) + $17 * interval '1 millisecond' <= clock.t
+    RETURNING l.fence, l.acquired
+),
+c AS (
+    INSERT INTO baton.claims (job, occurrence, lock_name, fence, claimed)
+    SELECT $15, $16, $1, g.fence, g.acquired FROM g WHERE $15 IS NOT NULL
+)
+SELECT g.fence, baton.micros(g.acquired), NULL::bigint, NULL::bigint, seen.*
+FROM clock LEFT JOIN g ON true
+LEFT JOIN LATERAL (
+    SELECT r.state, r.fence, r.token, r.host, r.machine, r.boot, r.pidns, r.pid, r.pstart,
+           r.pgid, r.jstart, r.run, r.ttl_ms, r.grace_ms, r.renewed_boot_ms,
+           baton.micros(r.acquired), baton.micros(r.renewed), baton.micros(r.released),
+           baton.micros(clock_timestamp()),
+           (SELECT string_agg(e.key || '@' || e.value, ',') FROM jsonb_each_text(r.claims) e)
+    FROM baton.leases r WHERE r.name = $1
+) seen ON g.fence IS NULL;
+END
+$fn$;
+"#;
 
 /// Version 6: the jobs a service embedding baton's scheduler declared, the
 /// SQLite ledger's `declarations` (schema version 5) column for column.
@@ -323,7 +393,7 @@ CREATE TABLE baton.durations (
 "#;
 
 /// The schema version this build reads and writes.
-pub const SCHEMA_VERSION: i32 = 6;
+pub const SCHEMA_VERSION: i32 = 7;
 
 /// Creates the `baton` schema or brings it up to [`SCHEMA_VERSION`]; returns
 /// the versions this call applied (none when another host got there first).

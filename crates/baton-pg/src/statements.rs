@@ -1,6 +1,8 @@
 //! Every statement the lease runs (acquire, renew, restate, naming the job's
 //! group, release): the only SQL that reads or writes `baton.leases` and
-//! `baton.claims`. Each is sent unnamed with its parameters' types
+//! `baton.claims`, besides the conditional grant's body, which schema
+//! version 7 keeps as a function (`crate::schema`) so that the server plans
+//! it once per connection. Each is sent unnamed with its parameters' types
 //! ([`crate::typed`]), never prepared by name, so none outlives its
 //! transaction (a pooler may hand the next one another server connection).
 //!
@@ -53,7 +55,7 @@ SELECT state, fence, token, host, machine, boot, pidns, pid, pstart, pgid, jstar
        ttl_ms, grace_ms, renewed_boot_ms,
        baton.micros(acquired), baton.micros(renewed), baton.micros(released),
        baton.micros(clock_timestamp()),
-       (SELECT string_agg(c.key || '@' || c.value, ',') FROM jsonb_each_text(claims) c)
+       (SELECT string_agg(e.key || '@' || e.value, ',') FROM jsonb_each_text(claims) e)
 FROM baton.leases WHERE name = $1 FOR UPDATE";
 
 const ENSURE: &str = "
@@ -81,8 +83,6 @@ ON CONFLICT (name) DO NOTHING";
 /// after the server was first seen. The statement always returns one row:
 /// the fence and stamp when granted (else NULL), and the switch's stamp and
 /// the hold's end when held back (else NULL).
-///
-/// `{only_free}` is the conditional form's extra condition.
 const GRANT: &str = "
 WITH clock AS (SELECT clock_timestamp() AS t),
 hold AS MATERIALIZED (
@@ -98,7 +98,7 @@ g AS (
         claims = CASE WHEN $15::text IS NULL THEN l.claims
                       ELSE l.claims || jsonb_build_object($15::text, $16::bigint) END
     FROM clock, hold
-    WHERE l.name = $1 {only_free} AND hold.until <= clock.t
+    WHERE l.name = $1 AND hold.until <= clock.t
       AND ($15::text IS NULL OR coalesce((l.claims ->> $15::text)::bigint < $16::bigint, true))
     RETURNING l.fence, l.acquired
 ),
@@ -188,12 +188,28 @@ SELECT CASE WHEN hold.until > clock.t THEN baton.micros(hold.switched) END,
        CASE WHEN hold.until > clock.t THEN baton.micros(hold.until) END
 FROM hold CROSS JOIN clock";
 
+/// The conditional form's grant: [`GRANT`] on a free row only, with the
+/// same parameters and the same first four columns, except that it never
+/// says why it did not grant (the third and fourth are always NULL). When
+/// it did not grant, the row as [`SELECT`] reads it (without its lock, from
+/// the statement's snapshot) follows, from column [`GRANT_IF_FREE_SEEN`]
+/// on, so that a contender for a held lease judges it in the same round
+/// trip; NULLs when it granted or the row does not exist. The statement is
+/// the function `baton.grant_if_free` of schema version 7
+/// (`crate::schema`), planned once per server connection.
+const GRANT_IF_FREE: &str = "
+SELECT * FROM baton.grant_if_free($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
+                                  $15, $16, $17)";
+
+/// Where [`GRANT_IF_FREE`]'s copy of the row begins.
+pub(crate) const GRANT_IF_FREE_SEEN: usize = 4;
+
 /// The lease's statements.
 pub(crate) struct Statements {
     pub(crate) select: &'static str,
     pub(crate) ensure: &'static str,
-    pub(crate) grant: String,
-    pub(crate) grant_if_free: String,
+    pub(crate) grant: &'static str,
+    pub(crate) grant_if_free: &'static str,
     pub(crate) renew: &'static str,
     pub(crate) release: &'static str,
     pub(crate) set_job_group: &'static str,
@@ -209,8 +225,8 @@ pub(crate) struct Statements {
 pub(crate) static ST: LazyLock<Statements> = LazyLock::new(|| Statements {
     select: SELECT,
     ensure: ENSURE,
-    grant: GRANT.replace("{only_free}", ""),
-    grant_if_free: GRANT.replace("{only_free}", "AND l.state = 'free'"),
+    grant: GRANT,
+    grant_if_free: GRANT_IF_FREE,
     renew: RENEW,
     release: RELEASE,
     set_job_group: SET_JOB_GROUP,
