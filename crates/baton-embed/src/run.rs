@@ -286,7 +286,7 @@ async fn under_lease(
         started: env.clock.wall(),
     };
     // A local store's starts are committed together (`starts.rs`); a
-    // shared store's on the run's own connection, which a separate
+    // shared store's in the run's own transaction, which a separate
     // committer's would only add to.
     let begun = match &env.starts {
         Some(starts) => starts.begin(row).await,

@@ -5,7 +5,8 @@
 //! instead of waiting for each other's, one after the other.
 //!
 //! The local store's alone: its writers contend for one file, while a
-//! shared store's runs each write on their own connection.
+//! shared store's runs write on the store's pooled connections, each
+//! transaction on one of its own.
 //!
 //! Nothing is delayed to gather a batch: a start that finds no commit
 //! under way is written at once. A batch the ledger refuses is written

@@ -2,9 +2,10 @@
 //! `baton_runner::Session` supervises when a job's lock lives in the store.
 //!
 //! This module owns the holder's connection. A [`PgHeld`] renews, names the
-//! job's group, restates and releases through a store of its own (one
-//! connection, never a shared pool another caller may keep busy), run by a
-//! current-thread runtime on a thread of its own; a call goes over a channel
+//! job's group, restates and releases through a store of its own, run by a
+//! current-thread runtime on a thread of its own: on a connection of the
+//! store it was acquired through when one is idle at that instant (never
+//! waiting for it), else on one connection of its own, made once and kept; a call goes over a channel
 //! and the caller waits for the answer for at most [`Options::deadline`], so
 //! it can be made from any thread, inside another runtime or not, and never
 //! hangs on a stuck server or a dropped network.
@@ -29,6 +30,7 @@
 //! Dropping it does not release the lease (the row lapses after its TTL and
 //! the takeover grace, or when a judge on this host finds the holder dead).
 
+use std::sync::Arc;
 use std::sync::mpsc::{RecvTimeoutError, SyncSender};
 use std::time::Duration;
 
@@ -41,6 +43,7 @@ use crate::holder::HolderFacts;
 use crate::leases::Leases;
 use crate::options::Options;
 use crate::outcome::{PgLease, Release, Renewal, Restated};
+use crate::pool::Pool;
 use crate::target::Target;
 
 /// The first wait, within a call, after a failed attempt before the store
@@ -141,6 +144,7 @@ impl PgHeld {
             options,
             lease: lease.clone(),
             store: None,
+            lender: Arc::clone(&store.pool),
             clock: SystemClock,
         };
         std::thread::Builder::new()
@@ -332,6 +336,9 @@ struct Worker {
     options: Options,
     lease: PgLease,
     store: Option<Leases>,
+    /// The pool of the store the lease was acquired through, whose idle
+    /// connection a call uses rather than make one of its own.
+    lender: Arc<Pool>,
     clock: SystemClock,
 }
 
@@ -405,7 +412,8 @@ impl Worker {
         let store = match &self.store {
             Some(store) => store,
             None => {
-                let opened = Leases::open_target(&self.target, self.options)
+                let lender = Arc::clone(&self.lender);
+                let opened = Leases::open_borrowing(&self.target, self.options, lender)
                     .await
                     .map_err(|e| (e, false))?;
                 self.store.insert(opened)

@@ -1,8 +1,10 @@
-//! What one [`crate::Postgres`] keeps across its calls within a process: a
-//! runtime of one worker thread, which drives its connections between
-//! calls, and one [`Leases`] (one pool), opened at the first call and used
-//! by every acquisition, guard, inspection and vouching after it. A run
-//! then connects once for all of them rather than once per call.
+//! What one [`crate::Postgres`] keeps across its calls within a process: the
+//! runtime that drives its connections ([`Driver`]), the one pool they are
+//! kept in, and the [`Leases`] on that pool, made at the first call and
+//! used by every acquisition, guard, inspection and vouching after it. The
+//! ledger it opens takes its connection from the same pool for each
+//! transaction, and a lease a run holds borrows an idle one from it: a run
+//! then connects once for all of them rather than once per caller.
 //!
 //! Every call still runs on a short-lived thread of its own that blocks on
 //! the kept runtime ([`Kept::block_on`]), so it works from any thread,
@@ -10,69 +12,68 @@
 //! (the pool's, per operation). A kept connection that the server or the
 //! network closed is noticed by the pool and made again.
 //!
-//! What it must never keep: the connection of a lease a run holds
-//! ([`crate::PgHeld`]) or the ledger's ([`crate::PgLedger`]). Those have
-//! their own, so a renewal never waits behind an acquisition's or a
-//! ledger's transaction.
+//! What it must never do: make a held lease's renewal wait for a
+//! connection. A held lease borrows only a connection that is idle at that
+//! instant, and otherwise uses one of its own (`crate::pool`).
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use baton_store::store::Error;
-use tokio::runtime::Runtime;
-use tokio::sync::OnceCell;
 
+use crate::driver::Driver;
+use crate::pool::Pool;
 use crate::{Leases, Options, Target};
 
-/// The runtime and the leases one store value keeps (see the module).
+/// The runtime, pool and leases one store value keeps (see the module).
 pub(crate) struct Kept {
     target: Target,
     options: Options,
-    runtime: OnceLock<Runtime>,
-    leases: OnceCell<Leases>,
+    driver: OnceLock<Arc<Driver>>,
+    leases: OnceLock<Leases>,
 }
 
 impl Kept {
-    /// Keeps nothing yet: the runtime is built and the store connected at
-    /// the first call.
+    /// Keeps nothing yet: the runtime is started at the first call, and
+    /// the store connected by the first statement.
     pub(crate) fn new(target: Target, options: Options) -> Self {
         Self {
             target,
             options,
-            runtime: OnceLock::new(),
-            leases: OnceCell::new(),
+            driver: OnceLock::new(),
+            leases: OnceLock::new(),
         }
     }
 
-    /// The kept runtime, built at the first call.
-    fn runtime(&self) -> Result<&Runtime, Error> {
-        if let Some(rt) = self.runtime.get() {
-            return Ok(rt);
+    /// The kept runtime, started at the first call.
+    fn driver(&self) -> Result<&Arc<Driver>, Error> {
+        if let Some(d) = self.driver.get() {
+            return Ok(d);
         }
-        let built = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("baton-pg-store")
-            .enable_all()
-            .build()
-            .map_err(Error::Runtime)?;
-        if let Err(spare) = self.runtime.set(built) {
-            // Another call built one first.
-            spare.shutdown_background();
-        }
+        let started = Driver::start().map_err(Error::Runtime)?;
+        // Another call may have started one first; the spare stops when
+        // dropped.
+        let _ = self.driver.set(started);
         // OK because it was set just above, by this call or another.
-        Ok(self.runtime.get().expect("a runtime just set"))
+        Ok(self.driver.get().expect("a driver just set"))
     }
 
-    /// The kept leases, connected (and the schema checked) at the first
-    /// call; a call whose connection failed leaves nothing kept, and the
-    /// next one connects again.
-    async fn leases(&self) -> Result<&Leases, Error> {
-        self.leases
-            .get_or_try_init(async || {
-                Leases::open_target(&self.target, self.options)
-                    .await
-                    .map_err(|e| Error::failed(None, e))
-            })
-            .await
+    /// The kept leases, on the kept pool; nothing is connected until their
+    /// first statement.
+    fn leases(&self) -> Result<&Leases, Error> {
+        if let Some(l) = self.leases.get() {
+            return Ok(l);
+        }
+        let pool = Pool::new(&self.target, self.options).driven_by(Arc::clone(self.driver()?));
+        let _ = self
+            .leases
+            .set(Leases::on_pool(Arc::new(pool), &self.target));
+        // OK because it was set just above, by this call or another.
+        Ok(self.leases.get().expect("leases just set"))
+    }
+
+    /// The kept pool, for the ledger this store value opens.
+    pub(crate) fn pool(&self) -> Result<Arc<Pool>, Error> {
+        Ok(Arc::clone(&self.leases()?.pool))
     }
 
     /// Runs `f` with the kept leases to its end on a thread of its own that
@@ -83,26 +84,12 @@ impl Kept {
     ) -> Result<T, Error> {
         std::thread::scope(|s| {
             s.spawn(|| {
-                let rt = self.runtime()?;
-                rt.block_on(async {
-                    let leases = self.leases().await?;
-                    f(leases).await
-                })
+                let leases = self.leases()?;
+                let driver = self.driver()?;
+                driver.block_on(f(leases))
             })
             .join()
             .unwrap_or(Err(Error::Thread("the store's thread failed")))
         })
-    }
-}
-
-impl Drop for Kept {
-    /// Closes the kept connections and stops the runtime without waiting
-    /// for work it cannot cancel (a lookup of the store's host name still
-    /// under way); safe inside another runtime.
-    fn drop(&mut self) {
-        drop(self.leases.take());
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_background();
-        }
     }
 }

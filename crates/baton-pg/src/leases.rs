@@ -109,7 +109,29 @@ impl Leases {
         // Connecting checks the schema's version.
         pool.with("open the baton schema", async |_: &mut Conn| Ok(()))
             .await?;
-        Ok(Self {
+        Ok(Self::on_pool(pool, target))
+    }
+
+    /// As [`Leases::open_target`], its calls run on an idle connection of
+    /// `lender`'s while it has none of its own ([`Pool::borrowing_from`]):
+    /// connects now only when none is idle.
+    pub(crate) async fn open_borrowing(
+        target: &Target,
+        options: Options,
+        lender: Arc<Pool>,
+    ) -> Result<Self, Error> {
+        let pool = Arc::new(Pool::new(target, options).borrowing_from(lender));
+        if !pool.would_borrow() {
+            pool.with("open the baton schema", async |_: &mut Conn| Ok(()))
+                .await?;
+        }
+        Ok(Self::on_pool(pool, target))
+    }
+
+    /// Leases on `pool`, nothing connected yet: its first call connects
+    /// (or takes a connection another caller made) and checks the schema.
+    pub(crate) fn on_pool(pool: Arc<Pool>, target: &Target) -> Self {
+        Self {
             pool,
             target: target.clone(),
             clock: Arc::new(SystemClock),
@@ -117,7 +139,7 @@ impl Leases {
             policy: Policy::default(),
             liveness: Arc::new(OsLiveness),
             form: Form::default(),
-        })
+        }
     }
 
     /// Reads the boot clock (for same-host freshness) from `clock`. The wall

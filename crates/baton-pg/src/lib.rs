@@ -28,8 +28,9 @@
 //! how a statement is sent (unnamed, with its parameters' types, so the
 //! store works behind a pooler in transaction mode); `keepalive` how soon a
 //! connection notices a vanished server; [`PgHeld`] a lease held by a run, driven
-//! synchronously through a connection of its own for `baton_runner`'s
-//! session; [`examine`] an operator's look at the store that changes
+//! synchronously for `baton_runner`'s session, on an idle connection of the
+//! store it was acquired through or one of its own (`kept` and `pool`: one
+//! store value's callers share one pool, so a run opens one connection); [`examine`] an operator's look at the store that changes
 //! nothing (`baton doctor`); `switch` the hold after a new server (a
 //! promoted standby, a restore) is first seen ([`Switch`]), and
 //! `survey` the leases and the hold read together for `status`.
@@ -42,6 +43,7 @@
 //! never judges a lease.
 
 mod by_host;
+mod driver;
 mod error;
 pub mod examine;
 mod form;
@@ -78,7 +80,7 @@ pub use ledger::{LedgerError, PgLedger};
 pub use options::Options;
 pub use outcome::{Acquire, PgLease, Release, Renewal, Restated};
 pub use settings::{Settings, url_params};
-pub use store::{Postgres, deadline_for};
+pub use store::{Postgres, WeakPostgres, deadline_for};
 pub use switch::Switch;
 pub use target::Target;
 pub use tls::{ParamError, SslMode, TlsError, Verification};

@@ -21,15 +21,25 @@
 //! server roll that back), and the next operation that needs the slot
 //! connects again. Reconnection does not back off here: the caller decides
 //! when to try again.
+//!
+//! One store value's callers share one pool ([`crate::Postgres`]), its
+//! connections driven by a runtime of their own ([`crate::driver`]): the
+//! lease calls, the ledger (which takes a slot for each of its
+//! transactions, `ledger/session.rs`) and the leases it holds, which
+//! borrow an idle connection and never wait for one
+//! ([`Pool::borrowing_from`]). A run then opens one connection, not one
+//! per caller; a connection is checked once, by whoever uses it first.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{Mutex, MutexGuard};
 use tokio::task::JoinHandle;
 use tokio_postgres::{Client, Connection, Row, Socket};
 
+use crate::driver::Driver;
 use crate::error::Error;
 use crate::keepalive::Keepalive;
 use crate::options::Options;
@@ -37,14 +47,31 @@ use crate::target::Target;
 use crate::tls::{Connector, Stream};
 use crate::typed::{Param, typed};
 
-/// One open connection, and the `BEGIN` its transactions start with.
+/// One open connection, the task that drives its socket, and the `BEGIN`
+/// its transactions start with (the bounds of the pool that lent it last).
 pub(crate) struct Conn {
     pub(crate) client: Client,
-    /// `BEGIN` and the `SET LOCAL`s of the pool's bounds ([`bounds_sql`]).
+    task: JoinHandle<()>,
+    /// `BEGIN` and the `SET LOCAL`s of the bounds ([`bounds_sql`]) of the
+    /// pool it was last lent by.
     begin: String,
+    /// Whether the schema's version and the server's writability were
+    /// checked on it ([`crate::schema::check`]).
+    pub(crate) checked: AtomicBool,
+    /// Whether it is encrypted (TLS).
+    pub(crate) encrypted: bool,
 }
 
 impl Conn {
+    /// Closes the socket now: aborts the connection's task and waits until
+    /// it is gone. The server then rolls back whatever was open.
+    pub(crate) async fn close(self) {
+        let Conn { client, task, .. } = self;
+        drop(client);
+        task.abort();
+        let _ = task.await;
+    }
+
     /// Begins a transaction with the pool's server-side bounds. Its answer
     /// may be awaited together with the transaction's first statement
     /// (`tokio::join!`): both are then sent in one round trip.
@@ -111,6 +138,12 @@ pub(crate) struct Pool {
     begin: String,
     slots: Vec<Mutex<Option<Conn>>>,
     next: AtomicUsize,
+    /// Where new connections' tasks run: a runtime kept for them when
+    /// others may use them, else the caller's.
+    driver: Option<Arc<Driver>>,
+    /// A pool whose idle connection this one uses, without ever waiting
+    /// for it, while it has none of its own.
+    lender: Option<Arc<Pool>>,
 }
 
 impl Pool {
@@ -125,7 +158,25 @@ impl Pool {
             options,
             slots,
             next: AtomicUsize::new(0),
+            driver: None,
+            lender: None,
         }
+    }
+
+    /// Its connections driven by `driver`, so that callers on other
+    /// runtimes may use them (one store value's lease calls, ledger and
+    /// held leases: [`crate::Postgres`]).
+    pub(crate) fn driven_by(mut self, driver: Arc<Driver>) -> Self {
+        self.driver = Some(driver);
+        self
+    }
+
+    /// While it has no connection of its own, it uses an idle one of
+    /// `lender`'s when there is one, never waiting for it (a held lease's
+    /// renewal never waits behind another caller's transaction).
+    pub(crate) fn borrowing_from(mut self, lender: Arc<Pool>) -> Self {
+        self.lender = Some(lender);
+        self
     }
 
     pub(crate) fn options(&self) -> &Options {
@@ -139,41 +190,101 @@ impl Pool {
 
     /// Runs `f` on a connection, within the deadline (plus, when every
     /// connection is in use, up to one more deadline waiting for one). On a
-    /// timeout or a closed connection the connection is dropped.
+    /// timeout, a closed connection or a failed check of the schema, the
+    /// connection is closed; so it is when the call is dropped before its
+    /// end. A connection made elsewhere is checked before its first use
+    /// here.
     pub(crate) async fn with<T>(
         &self,
         what: &'static str,
         f: impl AsyncFnOnce(&mut Conn) -> Result<T, Error>,
     ) -> Result<T, Error> {
+        if let Some(lent) = self.borrow() {
+            return self.run_on(lent, what, f).await;
+        }
         let deadline = self.options.deadline;
         // Waiting for a connection that others use has a deadline of its own:
         // a call returns within twice the deadline whatever the others do.
-        let mut slot = tokio::time::timeout(deadline, self.slot())
+        let slot = tokio::time::timeout(deadline, self.slot())
             .await
             .map_err(|_| Error::Timeout { what, deadline })?;
+        self.run_on(slot, what, f).await
+    }
+
+    /// Whether a call now would run on a connection borrowed from the
+    /// lender.
+    pub(crate) fn would_borrow(&self) -> bool {
+        self.borrow().is_some()
+    }
+
+    /// The lender's idle, open connection, when this pool has none of its
+    /// own (every slot empty and free) and one of the lender's slots is
+    /// free and holds one; never waits.
+    fn borrow(&self) -> Option<MutexGuard<'_, Option<Conn>>> {
+        let lender = self.lender.as_ref()?;
+        let own = self
+            .slots
+            .iter()
+            .any(|s| s.try_lock().map_or(true, |g| g.is_some()));
+        if own {
+            return None;
+        }
+        lender.slots.iter().find_map(|s| {
+            s.try_lock()
+                .ok()
+                .filter(|g| g.as_ref().is_some_and(|c| !c.client.is_closed()))
+        })
+    }
+
+    /// Runs `f` on the connection in `slot` (made when there is none, or
+    /// the one there has closed) with this pool's bounds and deadline.
+    async fn run_on<T>(
+        &self,
+        slot: MutexGuard<'_, Option<Conn>>,
+        what: &'static str,
+        f: impl AsyncFnOnce(&mut Conn) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let deadline = self.options.deadline;
+        let mut lent = Lent { slot, done: false };
         let run = async {
-            if slot.as_ref().is_none_or(|c| c.client.is_closed()) {
-                *slot = None;
-                *slot = Some(self.connect().await?);
+            if lent.slot.as_ref().is_none_or(|c| c.client.is_closed()) {
+                if let Some(gone) = lent.slot.take() {
+                    gone.close().await;
+                }
+                *lent.slot = Some(self.connect().await?);
             }
             // OK because the slot was filled just above.
-            let conn = slot.as_mut().expect("a connection in the slot");
+            let conn = lent.slot.as_mut().expect("a connection in the slot");
+            conn.begin.clone_from(&self.begin);
+            if !conn.checked.load(Ordering::Relaxed) {
+                // Its statements name the tables of this build's version,
+                // and nothing else is used.
+                if let Err(e) = crate::schema::check(&conn.client, &self.target()).await {
+                    if let Some(unusable) = lent.slot.take() {
+                        unusable.close().await;
+                    }
+                    return Err(e);
+                }
+                conn.checked.store(true, Ordering::Relaxed);
+            }
             f(conn).await
         };
         let out = match tokio::time::timeout(deadline, run).await {
             Ok(r) => r,
             Err(_) => Err(Error::Timeout { what, deadline }),
         };
-        if matches!(out, Err(Error::Timeout { .. }))
-            || slot.as_ref().is_some_and(|c| c.client.is_closed())
+        if (matches!(out, Err(Error::Timeout { .. }))
+            || lent.slot.as_ref().is_some_and(|c| c.client.is_closed()))
+            && let Some(gone) = lent.slot.take()
         {
-            *slot = None;
+            gone.close().await;
         }
+        lent.done = true;
         out
     }
 
     /// A free slot if there is one, else the next one in turn.
-    async fn slot(&self) -> MutexGuard<'_, Option<Conn>> {
+    pub(crate) async fn slot(&self) -> MutexGuard<'_, Option<Conn>> {
         for s in &self.slots {
             if let Ok(g) = s.try_lock() {
                 return g;
@@ -183,18 +294,78 @@ impl Pool {
         self.slots[i].lock().await
     }
 
-    async fn connect(&self) -> Result<Conn, Error> {
-        let (client, connection) = connect(&self.target).await?;
-        // The connection task ends when the client is dropped or the socket
-        // closes; its error then reaches the client as a closed connection.
-        tokio::spawn(connection);
-        // Every new connection checks the schema first: its statements name
-        // the tables of this build's version, and nothing else is used.
-        crate::schema::check(&client, &self.target()).await?;
+    /// A new connection with this pool's settings, nothing checked yet. With
+    /// a driver, it is made on the driver's runtime, which its socket is
+    /// then registered with and its task runs on; else on the caller's.
+    pub(crate) async fn connect(&self) -> Result<Conn, Error> {
+        let connector = connector(&self.target)?;
+        let encrypted = connector.encrypted();
+        let deadline = self.options.deadline;
+        let (client, task) = match &self.driver {
+            Some(driver) => {
+                let (made, client) = tokio::sync::oneshot::channel();
+                let target = self.target.clone();
+                let task = driver.spawn(async move {
+                    match connect_with(&target, connector).await {
+                        Ok((client, connection)) => {
+                            // A caller that stopped waiting drops the client,
+                            // which ends the connection.
+                            let _ = made.send(Ok(client));
+                            let _ = connection.await;
+                        }
+                        Err(e) => {
+                            let _ = made.send(Err(e));
+                        }
+                    }
+                });
+                let client = within(deadline, async {
+                    client.await.unwrap_or(Err(Error::Stopped {
+                        what: "connect to the store",
+                    }))
+                })
+                .await;
+                match client {
+                    Ok(client) => (client, task),
+                    Err(e) => {
+                        task.abort();
+                        return Err(e);
+                    }
+                }
+            }
+            None => {
+                let (client, connection) =
+                    within(deadline, connect_with(&self.target, connector)).await?;
+                // Its error reaches the client as a closed connection.
+                let task = tokio::spawn(async move {
+                    let _ = connection.await;
+                });
+                (client, task)
+            }
+        };
         Ok(Conn {
             client,
+            task,
             begin: self.begin.clone(),
+            checked: AtomicBool::new(false),
+            encrypted: encrypted.load(Ordering::Relaxed),
         })
+    }
+}
+
+/// A slot lent to one call: when the call is dropped before its end, its
+/// connection may be in the middle of anything, so it is closed.
+struct Lent<'a> {
+    slot: MutexGuard<'a, Option<Conn>>,
+    done: bool,
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        if !self.done
+            && let Some(cut) = self.slot.take()
+        {
+            cut.task.abort();
+        }
     }
 }
 
@@ -239,30 +410,6 @@ fn settings(target: &Target, options: &Options) -> Target {
     target
 }
 
-/// Opens the one connection of a PostgreSQL ledger ([`crate::PgLedger`]),
-/// with the pool's settings, without checking anything yet: the ledger
-/// checks the schema's version and that the server takes writes
-/// ([`crate::schema::check`]) in its first round trip, sent with the first
-/// call's statements (`ledger/session.rs`). The ledger's transactions set
-/// their own bounds (a shorter idle-in-transaction timeout,
-/// [`LEDGER_IDLE_IN_TRANSACTION`]). The connection's task runs on the
-/// caller's runtime; aborting it closes the socket at once. Also says
-/// whether the connection is encrypted.
-pub(crate) async fn connect_ledger(
-    target: &Target,
-    options: &Options,
-) -> Result<(Client, JoinHandle<()>, bool), Error> {
-    let target = settings(target, options);
-    let connector = connector(&target)?;
-    let encrypted = connector.encrypted();
-    let (client, connection) = within(options.deadline, connect_with(&target, connector)).await?;
-    // Its error reaches the client as a closed connection.
-    let task = tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    Ok((client, task, encrypted.load(Ordering::Relaxed)))
-}
-
 /// Opens one connection with the pool's settings (for migrations and an
 /// examination); says whether it is encrypted.
 pub(crate) async fn connect_once(
@@ -290,12 +437,6 @@ async fn within<T>(
             what: "connect to the store",
             deadline,
         })?
-}
-
-/// Connects to `target`, TLS as its URL says: the only call that opens a
-/// connection.
-async fn connect(target: &Target) -> Result<(Client, Connection<Socket, Stream>), Error> {
-    connect_with(target, connector(target)?).await
 }
 
 /// Tries each of the target's configurations in turn ([`Target::configs`]:

@@ -7,9 +7,11 @@
 //! here runs on a short-lived thread ([`blocking`], or [`Kept::block_on`]
 //! for the calls on leases), so it works from any thread, inside the
 //! daemon's runtime or not. Acquisitions, guards, inspections and vouching
-//! share the connections one value keeps ([`Kept`]), across its clones;
-//! the lease a run holds ([`PgHeld`]) and the ledger ([`PgLedger`]) each
-//! keep a connection of their own.
+//! share the connections one value keeps ([`Kept`]), across its clones and
+//! the values made from them ([`WeakPostgres`]); the ledger it opens
+//! ([`PgLedger`]) takes its connection from the same pool for each
+//! transaction, and the lease a run holds ([`PgHeld`]) borrows an idle one,
+//! making its own only when none is idle. A run opens one connection.
 //!
 //! Timeouts follow the lease: every call on behalf of a job answers within
 //! [`deadline_for`] its TTL, and the configuration refuses a job whose
@@ -131,6 +133,31 @@ impl Postgres {
         }
     }
 
+    /// The ledger on the kept pool's connection (its schema checked now,
+    /// with `check`, else with the first call's statements); on one of its
+    /// own when the kept runtime could not be started.
+    fn open_ledger(&self, check: bool) -> Result<PgLedger, crate::Error> {
+        match self.kept.pool() {
+            Ok(pool) => {
+                let keep = Arc::clone(&self.kept);
+                PgLedger::open_shared(&self.target, general(), check, pool, keep)
+            }
+            Err(_) if check => PgLedger::open(&self.target, general()),
+            Err(_) => PgLedger::open_deferred(&self.target, general()),
+        }
+    }
+
+    /// A handle that keeps nothing alive: [`WeakPostgres::upgrade`] gives
+    /// back a value sharing this one's connections while any such value
+    /// lives, so that the parts of one command share one connection
+    /// without a process keeping it (or its runtime's thread) any longer.
+    pub fn downgrade(&self) -> WeakPostgres {
+        WeakPostgres {
+            target: self.target.clone(),
+            kept: Arc::downgrade(&self.kept),
+        }
+    }
+
     /// Where the store is (host, port, database, user; never the password)
     /// and how a connection to it is made.
     pub fn link(&self) -> (String, crate::examine::Link) {
@@ -187,6 +214,24 @@ impl Postgres {
         let policy = policy_of(lock);
         self.kept
             .block_on(async move |kept: &Leases| f(kept.clone().with_policy(policy)).await)
+    }
+}
+
+/// A [`Postgres`] that keeps nothing alive ([`Postgres::downgrade`]).
+#[derive(Clone)]
+pub struct WeakPostgres {
+    target: Target,
+    kept: std::sync::Weak<Kept>,
+}
+
+impl WeakPostgres {
+    /// The store, sharing the connections of the values it was made from,
+    /// while any of them lives.
+    pub fn upgrade(&self) -> Option<Postgres> {
+        Some(Postgres {
+            target: self.target.clone(),
+            kept: self.kept.upgrade()?,
+        })
     }
 }
 
@@ -280,12 +325,12 @@ impl Store for Postgres {
     }
 
     fn records(&self, _now: Timestamp) -> Result<Box<dyn Records>, LedgerError> {
-        self.ledger(PgLedger::open(&self.target, general()))
+        self.ledger(self.open_ledger(true))
     }
 
     /// The schema is checked with the first call's statements.
     fn records_pipelined(&self, _now: Timestamp) -> Result<Box<dyn Records>, LedgerError> {
-        self.ledger(PgLedger::open_deferred(&self.target, general()))
+        self.ledger(self.open_ledger(false))
     }
 
     fn existing_records(&self, now: Timestamp) -> Option<Result<Box<dyn Records>, LedgerError>> {

@@ -17,7 +17,9 @@ use super::session::{self, Session, Task};
 use super::statements::Pg;
 use super::tx::Tx;
 use crate::error::Error;
+use crate::kept::Kept;
 use crate::options::Options;
+use crate::pool::Pool;
 use crate::target::Target;
 
 /// How much longer than the deadline the caller waits for the thread's
@@ -72,6 +74,9 @@ pub struct PgLedger {
     deadline: Duration,
     /// Whether the thread's last connection was encrypted.
     link: Arc<AtomicU8>,
+    /// The store value whose pool the thread's connection is taken from
+    /// ([`PgLedger::open_shared`]); dropped after the thread has ended.
+    kept: Option<Arc<Kept>>,
 }
 
 impl std::fmt::Debug for PgLedger {
@@ -93,7 +98,7 @@ impl PgLedger {
     /// [`Error::Query`], [`Error::Timeout`] (no answer within the
     /// deadline), or [`Error::Thread`] when the thread cannot start.
     pub fn open(target: &Target, options: Options) -> Result<PgLedger, Error> {
-        Self::start(target, options, true)
+        Self::start(target, options, true, None)
     }
 
     /// As [`PgLedger::open`], but the schema's version and the server's
@@ -108,12 +113,35 @@ impl PgLedger {
     /// [`Error::Connect`], [`Error::Timeout`] (no connection within the
     /// deadline), or [`Error::Thread`] when the thread cannot start.
     pub fn open_deferred(target: &Target, options: Options) -> Result<PgLedger, Error> {
-        Self::start(target, options, false)
+        Self::start(target, options, false, None)
+    }
+
+    /// As [`PgLedger::open`] (with `check`) or [`PgLedger::open_deferred`],
+    /// its connection taken from `pool` for each call rather than kept
+    /// apart: a store value's ([`crate::Postgres`]), whose lease calls and
+    /// held leases use the same connection between the ledger's calls.
+    /// The store value's connections are kept while the ledger lives, so
+    /// a store value made later for the same store may share them.
+    pub(crate) fn open_shared(
+        target: &Target,
+        options: Options,
+        check: bool,
+        pool: Arc<Pool>,
+        keep: Arc<Kept>,
+    ) -> Result<PgLedger, Error> {
+        let mut ledger = Self::start(target, options, check, Some(pool))?;
+        ledger.kept = Some(keep);
+        Ok(ledger)
     }
 
     /// Starts the ledger's thread and connects, checking the schema now or
     /// at the first call.
-    fn start(target: &Target, options: Options, check: bool) -> Result<PgLedger, Error> {
+    fn start(
+        target: &Target,
+        options: Options,
+        check: bool,
+        shared: Option<Arc<Pool>>,
+    ) -> Result<PgLedger, Error> {
         let session_target = target.clone();
         let link = Arc::new(AtomicU8::new(session::Link::None as u8));
         let session_link = Arc::clone(&link);
@@ -122,7 +150,8 @@ impl PgLedger {
         let thread = std::thread::Builder::new()
             .name("baton-pg-ledger".into())
             .spawn(move || {
-                let mut session = match Session::new(session_target, options, session_link) {
+                let mut session = match Session::new(session_target, options, session_link, shared)
+                {
                     Ok(s) => s,
                     Err(e) => {
                         let _ = ready.send(Err(Error::Thread(e)));
@@ -141,6 +170,7 @@ impl PgLedger {
         let deadline = options.deadline;
         match opened.recv_timeout(deadline + MARGIN) {
             Ok(Ok(())) => Ok(PgLedger {
+                kept: None,
                 tasks: Some(tasks),
                 thread: Some(thread),
                 store: target.describe(),

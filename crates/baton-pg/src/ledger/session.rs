@@ -1,11 +1,14 @@
-//! The ledger's thread: a current-thread tokio runtime, one connection, and
-//! the transaction every call runs in. The only place the ledger's
+//! The ledger's thread: a current-thread tokio runtime, the pool its one
+//! connection is kept in, and the transaction every call runs in. The only place the ledger's
 //! transactions begin and end, and the only place the write lock is taken.
 //!
 //! A call is a task sent by the caller's side ([`super::pg_ledger`]); the
-//! thread runs the tasks one after another, so the connection is never
-//! shared. Each call is bounded by [`Options::deadline`], connecting
-//! included: on a timeout, or when the connection closed, the connection is
+//! thread runs the tasks one after another, each holding its pool's slot
+//! from its `BEGIN` to its end, so a transaction never shares its
+//! connection. The pool is the ledger's own, or that of the store value
+//! that opened it, whose lease calls use the same connection between the
+//! ledger's. Each call is bounded by [`Options::deadline`], waiting for the
+//! slot and connecting included: on a timeout, or when the connection closed, the connection is
 //! closed at once (the server rolls back a transaction left open, and with
 //! it releases the write lock) and the next call connects again. A new
 //! connection's schema version and writability ([`crate::schema::check`])
@@ -13,26 +16,23 @@
 //! with them, and are thrown away when the check fails; a write's wait for
 //! the check's answer.
 //!
-//! The runtime only runs while a call does: between calls nothing reads or
-//! writes the socket. So nothing is left for later: a transaction that
+//! Nothing is left for later: a transaction that
 //! fails is rolled back before the call returns (never by a `Drop` that
 //! would only queue the `ROLLBACK`, leaving the write lock held until the
 //! next call), and a connection given up is closed by aborting its task and
 //! waiting for it, not merely dropped.
 
-use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc::Receiver;
 
-use tokio::task::JoinHandle;
 use tokio_postgres::Client;
 use tokio_postgres::types::Type;
 
 use super::fail::Fail;
 use super::tx::{NotCommitted, Tx};
 use crate::options::Options;
-use crate::pool;
+use crate::pool::{self, Conn, Pool};
 use crate::target::Target;
 
 /// The key of the transaction-scoped advisory lock every write transaction
@@ -53,35 +53,14 @@ pub(crate) enum Mode {
 /// A call, as the thread runs it.
 pub(crate) type Task = Box<dyn FnOnce(&mut Session) + Send>;
 
-/// An open connection and the task that drives its socket.
-struct Live {
-    client: Client,
-    task: JoinHandle<()>,
-    /// Whether the schema's version and the server's writability were
-    /// checked on it.
-    checked: Cell<bool>,
-    /// Whether it is encrypted (TLS).
-    encrypted: bool,
-}
-
-impl Live {
-    /// Closes the socket now: aborts the connection's task and waits until
-    /// it is gone. The server then rolls back whatever was open.
-    async fn close(self) {
-        drop(self.client);
-        self.task.abort();
-        let _ = self.task.await;
-    }
-}
-
-/// The thread's state: its runtime, where the store is, and the connection
-/// when there is one.
+/// The thread's state: its runtime, where the store is, and the pool its
+/// connection is kept in (its own, or the one a store value shares).
 pub(crate) struct Session {
     /// `None` only while dropping.
     rt: Option<tokio::runtime::Runtime>,
     target: Target,
     options: Options,
-    live: Option<Live>,
+    pool: Arc<Pool>,
     /// Whether the last connection made was encrypted, for the caller's
     /// side ([`Link`]).
     link: Arc<AtomicU8>,
@@ -120,19 +99,33 @@ impl Link {
 impl Session {
     /// A session with no connection yet; `link` says, once one is made,
     /// whether the last one was encrypted.
+    ///
+    /// With `shared`, its connection is taken from that pool for each call
+    /// (a store value's, whose lease calls use it between the ledger's);
+    /// else it keeps one of its own, driven only while a call runs.
     pub(crate) fn new(
         target: Target,
         options: Options,
         link: Arc<AtomicU8>,
+        shared: Option<Arc<Pool>>,
     ) -> std::io::Result<Self> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
+        let pool = shared.unwrap_or_else(|| {
+            Arc::new(Pool::new(
+                &target,
+                Options {
+                    pool_size: 1,
+                    ..options
+                },
+            ))
+        });
         Ok(Self {
             rt: Some(rt),
             target,
             options,
-            live: None,
+            pool,
             link,
         })
     }
@@ -146,30 +139,37 @@ impl Session {
         let Some(rt) = &self.rt else {
             return Err(crate::Error::Stopped { what: WHAT });
         };
-        let target = &self.target;
+        let (target, pool) = (&self.target, &self.pool);
         let connecting = async {
-            let (client, task, encrypted) = pool::connect_ledger(target, &self.options).await?;
-            let live = Live {
-                client,
-                task,
-                checked: Cell::new(check),
-                encrypted,
-            };
-            if check && let Err(e) = crate::schema::check(&live.client, &target.describe()).await {
-                live.close().await;
-                return Err(e);
+            let mut slot = pool.slot().await;
+            if slot.as_ref().is_none_or(|c| c.client.is_closed()) {
+                if let Some(gone) = slot.take() {
+                    gone.close().await;
+                }
+                *slot = Some(pool.connect().await?);
             }
-            Ok(live)
+            // OK because the slot was filled just above.
+            let live = slot.as_ref().expect("a connection in the slot");
+            let encrypted = live.encrypted;
+            if check && !live.checked.load(Ordering::Relaxed) {
+                if let Err(e) = crate::schema::check(&live.client, &target.describe()).await {
+                    if let Some(unusable) = slot.take() {
+                        unusable.close().await;
+                    }
+                    return Err(e);
+                }
+                live.checked.store(true, Ordering::Relaxed);
+            }
+            Ok(encrypted)
         };
-        let live = rt
+        let encrypted = rt
             .block_on(async { tokio::time::timeout(deadline, connecting).await })
             .map_err(|_| crate::Error::Timeout {
                 what: WHAT,
                 deadline,
             })??;
         self.link
-            .store(Link::of(live.encrypted) as u8, Ordering::Relaxed);
-        self.live = Some(live);
+            .store(Link::of(encrypted) as u8, Ordering::Relaxed);
         Ok(())
     }
 
@@ -192,7 +192,7 @@ impl Session {
             rt,
             target,
             options,
-            live,
+            pool,
             link,
         } = self;
         let deadline = options.deadline;
@@ -200,29 +200,38 @@ impl Session {
             return Err(Fail::Stopped);
         };
         rt.block_on(async {
+            // The wait for the connection counts against the deadline.
+            let began = tokio::time::Instant::now();
+            let Ok(mut slot) = tokio::time::timeout(deadline, pool.slot()).await else {
+                return Err(Fail::Timeout(deadline));
+            };
+            let live: &mut Option<Conn> = &mut slot;
+            let deadline_left = deadline.saturating_sub(began.elapsed());
             // A read is first sent whole, its `COMMIT` with the statements
             // its body sends at once; one that wants more is run again,
             // waiting for its `COMMIT` (it only read).
             let once = mode == Mode::Read;
             let call = async {
-                let first = match attempt(live, target, options, mode, &op, once).await {
+                let first = match attempt(live, pool, target, options, mode, &op, once).await {
                     Err(Attempt::Stale(_)) => {
                         if let Some(stale) = live.take() {
                             stale.close().await;
                         }
-                        attempt(live, target, options, mode, &op, once).await
+                        attempt(live, pool, target, options, mode, &op, once).await
                     }
                     done => done,
                 };
                 match first {
-                    Err(Attempt::Again) => attempt(live, target, options, mode, &op, false).await,
+                    Err(Attempt::Again) => {
+                        attempt(live, pool, target, options, mode, &op, false).await
+                    }
                     done => done,
                 }
             };
             // A connection that timed out may be in the middle of anything;
             // one that closed, or could not end its transaction, is of no
             // more use.
-            let (out, broken) = match tokio::time::timeout(deadline, call).await {
+            let (out, broken) = match tokio::time::timeout(deadline_left, call).await {
                 Ok(Ok(value)) => (Ok(value), false),
                 Ok(Err(Attempt::Stale(fail) | Attempt::Failed(fail))) => (Err(fail), false),
                 Ok(Err(Attempt::Broken(fail))) => (Err(fail), true),
@@ -283,7 +292,8 @@ fn unusable(e: crate::Error, fresh: bool, client: &Client) -> Attempt {
 /// outside its transaction (and its write lock), nor on a schema that is
 /// not this build's.
 async fn attempt<T, F>(
-    live: &mut Option<Live>,
+    live: &mut Option<Conn>,
+    pool: &Pool,
     target: &Target,
     options: &Options,
     mode: Mode,
@@ -298,17 +308,13 @@ where
         if let Some(gone) = live.take() {
             gone.close().await;
         }
-        let (client, task, encrypted) = pool::connect_ledger(target, options)
+        let made = pool
+            .connect()
             .await
             .map_err(|e| Attempt::Failed(Fail::Connect(e)))?;
-        *live = Some(Live {
-            client,
-            task,
-            checked: Cell::new(false),
-            encrypted,
-        });
+        *live = Some(made);
     }
-    let Some(Live {
+    let Some(Conn {
         client, checked, ..
     }) = live.as_ref()
     else {
@@ -318,7 +324,7 @@ where
     };
     let describe = target.describe();
     let check = async {
-        if checked.get() {
+        if checked.load(Ordering::Relaxed) {
             Ok(())
         } else {
             crate::schema::check(client, &describe).await
@@ -339,7 +345,7 @@ where
             if let Err(e) = passed {
                 return Err(unusable(e, fresh, client));
             }
-            checked.set(true);
+            checked.store(true, Ordering::Relaxed);
             match begun {
                 Ok(()) => {}
                 Err(e) if !fresh => return Err(Attempt::Stale(Fail::Pg(e))),
@@ -381,7 +387,7 @@ where
     if let Err(e) = passed {
         return Err(unusable(e, fresh, client));
     }
-    checked.set(true);
+    checked.store(true, Ordering::Relaxed);
     if mode == Mode::Read
         && !fresh
         && let Err(e) = bounded
@@ -432,7 +438,6 @@ impl Drop for Session {
     /// way), so a ledger is dropped within its deadline whatever the
     /// network does.
     fn drop(&mut self) {
-        drop(self.live.take());
         if let Some(rt) = self.rt.take() {
             rt.shutdown_background();
         }

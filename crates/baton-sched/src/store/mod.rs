@@ -15,6 +15,8 @@ pub mod examine;
 pub use baton_store::Store;
 pub use baton_store::store::{Error, Guard, GuardClaim, LockRef, Refused, Taken, Vouch};
 
+use std::sync::Mutex;
+
 use baton_store::ledger::{Error as LedgerError, Records};
 use jiff::Timestamp;
 
@@ -114,8 +116,41 @@ pub fn target(s: &StoreSettings) -> Result<baton_pg::Target, Unusable> {
 /// # Errors
 ///
 /// As [`target`].
+/// While a value it returned lives, the store another call returns for the
+/// same settings shares its connections: a run's ledger, its lease calls
+/// and the lease it holds then use one connection, whichever part of the
+/// command opened the store. Nothing is kept once every value is dropped
+/// (a process about to fork its workers keeps no thread).
 pub fn postgres(s: &StoreSettings) -> Result<baton_pg::Postgres, Unusable> {
-    target(s).map(baton_pg::Postgres::new)
+    static LIVE: Mutex<Vec<(String, baton_pg::WeakPostgres)>> = Mutex::new(Vec::new());
+    let key = format!(
+        "{:?} {:?} {:?} {:?} {:?} {:?}",
+        s.url.value.secret(),
+        s.password_file.value,
+        (s.sslmode.source != Source::Default).then_some(s.sslmode.value),
+        s.sslrootcert.value,
+        s.sslcert.value,
+        s.sslkey.value,
+    );
+    let mut live = LIVE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut found = None;
+    live.retain(|(k, weak)| match weak.upgrade() {
+        Some(store) => {
+            if *k == key {
+                found = Some(store);
+            }
+            true
+        }
+        None => false,
+    });
+    if let Some(store) = found {
+        return Ok(store);
+    }
+    let store = baton_pg::Postgres::new(target(s)?);
+    live.push((key, store.downgrade()));
+    Ok(store)
 }
 
 /// What the store's settings call for an operator to fix (a password file
