@@ -173,7 +173,8 @@ impl Pool {
 
     /// While it has no connection of its own, it uses an idle one of
     /// `lender`'s when there is one, never waiting for it (a held lease's
-    /// renewal never waits behind another caller's transaction).
+    /// renewal never waits behind another caller's transaction), and only
+    /// when `lender` has a driver ([`Pool::driven_by`]).
     pub(crate) fn borrowing_from(mut self, lender: Arc<Pool>) -> Self {
         self.lender = Some(lender);
         self
@@ -219,9 +220,10 @@ impl Pool {
 
     /// The lender's idle, open connection, when this pool has none of its
     /// own (every slot empty and free) and one of the lender's slots is
-    /// free and holds one; never waits.
+    /// free and holds one; never waits. Only a lender with a driver lends:
+    /// another's connections run only while their caller's runtime does.
     fn borrow(&self) -> Option<MutexGuard<'_, Option<Conn>>> {
-        let lender = self.lender.as_ref()?;
+        let lender = self.lender.as_ref().filter(|l| l.driver.is_some())?;
         let own = self
             .slots
             .iter()

@@ -15,10 +15,11 @@
 //! after the server had last spoken (or first). Pipelined requests sent
 //! together count once. It is exact for one client whose requests are
 //! written before their answers arrive, which is what it is used for.
+//! [`Proxy::connections`] counts the connections it accepted.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A cuttable TCP proxy.
@@ -30,6 +31,7 @@ pub struct Proxy {
     stopped: Arc<AtomicBool>,
     turns: Arc<Turns>,
     streams: Arc<Mutex<Vec<TcpStream>>>,
+    accepted: Arc<AtomicU64>,
 }
 
 impl Proxy {
@@ -48,12 +50,15 @@ impl Proxy {
         let turns = Arc::new(Turns::default());
         let (c, s, st, t) = (cut.clone(), stopped.clone(), streams.clone(), turns.clone());
         let m = muted.clone();
+        let accepted = Arc::new(AtomicU64::new(0));
+        let a = accepted.clone();
         std::thread::spawn(move || {
             for client in listener.incoming() {
                 if s.load(Ordering::SeqCst) {
                     break;
                 }
                 let Ok(client) = client else { continue };
+                a.fetch_add(1, Ordering::SeqCst);
                 let Ok(server) = TcpStream::connect(upstream) else {
                     continue;
                 };
@@ -83,7 +88,13 @@ impl Proxy {
             stopped,
             turns,
             streams,
+            accepted,
         }
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> u64 {
+        self.accepted.load(Ordering::SeqCst)
     }
 
     /// The port clients connect to.

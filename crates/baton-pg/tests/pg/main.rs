@@ -17,6 +17,7 @@ mod lost_reply;
 mod replica;
 mod round_trips;
 mod schema;
+mod shared;
 mod switch;
 mod takeover;
 mod timeouts;

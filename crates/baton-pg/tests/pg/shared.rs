@@ -1,0 +1,125 @@
+//! One connection per run: the store value's lease calls, its ledger and
+//! the lease a run holds share one pool (`kept.rs`, `pool.rs`), counted by
+//! a proxy; and a held lease never waits for that connection when another
+//! caller is using it.
+
+use std::time::Duration;
+
+use baton_lease::Claim;
+use baton_pg::{Postgres, Target};
+use baton_store::ledger::NewRun;
+use baton_store::store::{LockRef, Taken};
+use baton_store::{Renewal, Store};
+
+use crate::support::{Scene, scalar};
+
+fn lock(name: &str) -> LockRef<'_> {
+    LockRef {
+        job: name,
+        lock: name,
+        slot: 1,
+        ttl: Duration::from_secs(30),
+        takeover_grace: Duration::from_secs(5),
+    }
+}
+
+/// Runs `f` on a thread of its own (the store's calls block, and must not
+/// run inside the test's runtime).
+fn off<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|s| s.spawn(f).join().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_acquires_records_renews_and_releases_on_one_connection() {
+    let scene = Scene::new().await;
+    let (proxy, url) = scene.proxied();
+    off(|| {
+        let store = Postgres::new(Target::resolve(&url, None, &|_| None).unwrap());
+        let now = jiff::Timestamp::now();
+        let mut ledger = store.records(now).unwrap();
+        let Taken::Acquired(mut held) = store.try_acquire(&lock("one"), &Claim::default()).unwrap()
+        else {
+            panic!("a free lock was not acquired");
+        };
+        let run = NewRun {
+            run_id: "0123456789abcdef".into(),
+            job: "one".into(),
+            occurrence: None,
+            fence: Some(held.fence()),
+            host: "here".into(),
+            pid: std::process::id(),
+            started: now,
+        };
+        ledger.begin_run(&run).unwrap();
+        assert_eq!(
+            held.set_job_group(std::process::id()).unwrap(),
+            Renewal::Renewed
+        );
+        assert_eq!(held.renew().unwrap(), Renewal::Renewed);
+        assert!(matches!(
+            held.release().unwrap(),
+            baton_store::Release::Released
+        ));
+    });
+    assert_eq!(proxy.connections(), 1, "connections of one run");
+    let raw = scene.raw().await;
+    let state: String = scalar(&raw, "SELECT state FROM baton.leases WHERE name = 'one'").await;
+    assert_eq!(state, "free");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_never_waits_for_a_connection_another_call_is_using() {
+    let scene = Scene::new().await;
+    let raw = scene.raw().await;
+    let url = scene.server.url();
+    // Every ledger write takes this lock first; held here, a write waits
+    // for it inside its transaction, on the store value's connection.
+    let write_lock: i64 = 0x6261_746f_6e2d_6c67;
+    raw.execute("SELECT pg_advisory_lock($1)", &[&write_lock])
+        .await
+        .unwrap();
+    let blocked = off(|| {
+        let store = Postgres::new(Target::resolve(&url, None, &|_| None).unwrap());
+        let now = jiff::Timestamp::now();
+        let Taken::Acquired(mut held) =
+            store.try_acquire(&lock("busy"), &Claim::default()).unwrap()
+        else {
+            panic!("a free lock was not acquired");
+        };
+        std::thread::scope(|s| {
+            let writer = s.spawn(|| {
+                let mut ledger = store.records(now).unwrap();
+                let t0 = std::time::Instant::now();
+                let wrote = ledger.begin_run(&NewRun {
+                    run_id: "fedcba9876543210".into(),
+                    job: "busy".into(),
+                    occurrence: None,
+                    fence: None,
+                    host: "here".into(),
+                    pid: std::process::id(),
+                    started: now,
+                });
+                (wrote.is_err(), t0.elapsed())
+            });
+            // The writer holds the connection now, waiting for the lock.
+            std::thread::sleep(Duration::from_millis(500));
+            let t0 = std::time::Instant::now();
+            assert_eq!(held.renew().unwrap(), Renewal::Renewed);
+            let renewed = t0.elapsed();
+            let (failed, waited) = writer.join().unwrap();
+            assert!(failed, "a write went through the lock held by another");
+            held.release().unwrap();
+            (renewed, waited)
+        })
+    });
+    let (renewed, waited) = blocked;
+    // The writer waits for its deadline (6 s); the renewal for nothing.
+    assert!(
+        waited >= Duration::from_secs(3),
+        "the writer gave up at once: {waited:?}"
+    );
+    assert!(
+        renewed < Duration::from_secs(2),
+        "the renewal took {renewed:?}, as if it waited for the writer's connection"
+    );
+}
