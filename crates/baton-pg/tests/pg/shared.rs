@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use baton_lease::Claim;
+use baton_lease::{Claim, Clock, SystemClock};
 use baton_pg::{Postgres, Target};
 use baton_store::ledger::NewRun;
 use baton_store::store::{LockRef, Taken};
@@ -35,7 +35,7 @@ async fn a_run_acquires_records_renews_and_releases_on_one_connection() {
     let (proxy, url) = scene.proxied();
     off(|| {
         let store = Postgres::new(Target::resolve(&url, None, &|_| None).unwrap());
-        let now = jiff::Timestamp::now();
+        let now = SystemClock.wall();
         let mut ledger = store.records(now).unwrap();
         let Taken::Acquired(mut held) = store.try_acquire(&lock("one"), &Claim::default()).unwrap()
         else {
@@ -80,7 +80,7 @@ async fn a_renewal_never_waits_for_a_connection_another_call_is_using() {
         .unwrap();
     let blocked = off(|| {
         let store = Postgres::new(Target::resolve(&url, None, &|_| None).unwrap());
-        let now = jiff::Timestamp::now();
+        let now = SystemClock.wall();
         let Taken::Acquired(mut held) =
             store.try_acquire(&lock("busy"), &Claim::default()).unwrap()
         else {
@@ -89,7 +89,7 @@ async fn a_renewal_never_waits_for_a_connection_another_call_is_using() {
         std::thread::scope(|s| {
             let writer = s.spawn(|| {
                 let mut ledger = store.records(now).unwrap();
-                let t0 = std::time::Instant::now();
+                let t0 = SystemClock.boot();
                 let wrote = ledger.begin_run(&NewRun {
                     run_id: "fedcba9876543210".into(),
                     job: "busy".into(),
@@ -99,13 +99,13 @@ async fn a_renewal_never_waits_for_a_connection_another_call_is_using() {
                     pid: std::process::id(),
                     started: now,
                 });
-                (wrote.is_err(), t0.elapsed())
+                (wrote.is_err(), SystemClock.boot() - t0)
             });
             // The writer holds the connection now, waiting for the lock.
             std::thread::sleep(Duration::from_millis(500));
-            let t0 = std::time::Instant::now();
+            let t0 = SystemClock.boot();
             assert_eq!(held.renew().unwrap(), Renewal::Renewed);
-            let renewed = t0.elapsed();
+            let renewed = SystemClock.boot() - t0;
             let (failed, waited) = writer.join().unwrap();
             assert!(failed, "a write went through the lock held by another");
             held.release().unwrap();
