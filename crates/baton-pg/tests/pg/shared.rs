@@ -102,7 +102,7 @@ async fn a_renewal_never_waits_for_a_connection_another_call_is_using() {
                 (wrote.is_err(), SystemClock.boot() - t0)
             });
             // The writer holds the connection now, waiting for the lock.
-            std::thread::sleep(Duration::from_millis(500));
+            SystemClock.sleep(Duration::from_millis(500));
             let t0 = SystemClock.boot();
             assert_eq!(held.renew().unwrap(), Renewal::Renewed);
             let renewed = SystemClock.boot() - t0;
