@@ -1080,9 +1080,12 @@ mod tests {
         // The command exits 0 at once and leaves a process that ignores
         // SIGTERM: the step lasts the kill grace, and the first renewal,
         // 100 ms in, finds the lease lost. The grace is long, so that the
-        // renewal lands inside it however loaded the machine.
+        // renewal lands inside it however loaded the machine; and the
+        // command exits only once the process ignores SIGTERM (it says so
+        // through the pipe), so a loaded machine cannot end the step first.
         let mut s = session_of(fake(), &mut report);
-        let mut lingering = step("(trap '' TERM; exec sleep 10) & exit 0");
+        let mut lingering =
+            step("{ (trap '' TERM; echo up; exec sleep 10 >/dev/null) & } | read up; exit 0");
         lingering.kill_grace = Duration::from_secs(2);
         let r = s.run(lingering);
         assert!(s.lost().is_some());
