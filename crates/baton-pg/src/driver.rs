@@ -6,12 +6,14 @@
 //!
 //! It owns nothing but the runtime, and it is shared by counting: the last
 //! of its holders to go stops it, without waiting for work it cannot
-//! cancel (a lookup of the store's host still under way), which is safe
-//! inside another runtime too. It never decides which connection is used
+//! cancel (a lookup of the store's host still under way) beyond a moment
+//! for its thread to end, and without waiting at all inside another
+//! runtime. It never decides which connection is used
 //! by whom: that is the pool's ([`crate::pool`]).
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
@@ -56,10 +58,22 @@ impl Driver {
     }
 }
 
+/// How long dropping the last holder outside a runtime waits for the
+/// worker thread to end.
+const THREAD_END: Duration = Duration::from_millis(500);
+
 impl Drop for Driver {
+    /// Outside a runtime, waits (at most [`THREAD_END`]) for the worker
+    /// thread to end, so that a process that goes on single-threaded (a
+    /// `tick` about to fork its workers) is; inside one, where waiting is
+    /// not allowed, lets it end in the background.
     fn drop(&mut self) {
         if let Some(rt) = self.rt.take() {
-            rt.shutdown_background();
+            if tokio::runtime::Handle::try_current().is_ok() {
+                rt.shutdown_background();
+            } else {
+                rt.shutdown_timeout(THREAD_END);
+            }
         }
     }
 }

@@ -950,3 +950,43 @@ fn store_a_run_cut_off_from_the_store_ends_on_its_own_while_the_store_stays_sile
         );
     }
 }
+
+/// A tick on the PostgreSQL store forks its due jobs' workers, as on local
+/// files: the store's connections and the thread that drives them are gone
+/// once it has decided, so the process is single-threaded again (else it
+/// runs them one after another). Each job here ends well only if the other
+/// runs at the same time.
+#[test]
+fn store_a_tick_runs_its_due_jobs_at_the_same_time() {
+    let pg = PgServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mark = |j: &str| dir.path().join(j).display().to_string();
+    let job = |me: &str, other: &str| {
+        format!(
+            "[jobs.{me}]\nschedule = \"0 * * * *\"\nrun = \"touch {}; for i in $(seq 200); do \
+             [ -e {} ] && exit 0; sleep 0.05; done; exit 1\"\n",
+            mark(me),
+            mark(other)
+        )
+    };
+    let s = sched(&pg.url(), "");
+    let o = run(&s, &["store", "migrate"]);
+    assert_eq!(code(&o), 0, "{}", both(&o));
+    // Known since just before this hour: its start is theirs to run.
+    let hour = baton_testkit::wall_seconds() / 3600 * 3600;
+    let seen = jiff::Timestamp::from_second(hour - 1).unwrap();
+    crate::sched::pg_known_since(&pg, &["a", "b"], seen);
+    s.write(&format!(
+        "[scheduler]\nstate_dir = {:?}\ntimezone = \"UTC\"\nmax_parallel = 2\n[store]\nurl = {:?}\n{}{}",
+        s.env.state().to_str().unwrap(),
+        pg.url(),
+        job("a", "b"),
+        job("b", "a")
+    ));
+    let o = run(&s, &["tick"]);
+    assert_eq!(code(&o), 0, "{}", both(&o));
+    let h = s.json(&["history", "--json"]);
+    let runs = h.as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{h}");
+    assert!(runs.iter().all(|r| r["verdict"] == "ok"), "{h}");
+}
