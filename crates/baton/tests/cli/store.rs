@@ -645,26 +645,28 @@ fn round_trips_of(jobs: &str, args: &[&str]) -> Vec<u64> {
     trips
 }
 
-/// Measures `baton ARGS` with `jobs` three times over ([`round_trips_of`]),
-/// until its second and third runs are within `bound`: a loaded machine
-/// splits batches into more turns of the proxy's count (see
-/// [`RUN_ROUND_TRIPS`]), so the bound must hold in one of three
-/// measurements.
-fn within_in_one_of_three(jobs: &str, args: &[&str], bound: u64) {
+/// Measures `baton ARGS` with `jobs` up to five times over
+/// ([`round_trips_of`]) until one of its later runs (the first also creates
+/// rows) is within `bound`. The proxy's count only ever overstates: a
+/// loaded machine splits a batch sent together into more turns (see
+/// [`RUN_ROUND_TRIPS`]), and nothing merges two waits into one, so the
+/// least count seen is the closest to the true one, and a command whose
+/// true count is over `bound` fails every measurement.
+fn within_in_one_of_five(jobs: &str, args: &[&str], bound: u64) {
     let mut seen = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..5 {
         let trips = round_trips_of(jobs, args);
-        if trips[1..].iter().all(|&t| t <= bound) {
+        if trips[1..].iter().any(|&t| t <= bound) {
             return;
         }
         seen.push(trips);
     }
-    panic!("over {bound} round trips in every measurement: {seen:?}");
+    panic!("over {bound} round trips in every later measurement: {seen:?}");
 }
 
 #[test]
 fn store_one_run_of_true_takes_a_bounded_number_of_round_trips() {
-    within_in_one_of_three(
+    within_in_one_of_five(
         "[jobs.j]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n",
         &["run", "j"],
         RUN_ROUND_TRIPS,
@@ -673,7 +675,7 @@ fn store_one_run_of_true_takes_a_bounded_number_of_round_trips() {
 
 #[test]
 fn store_a_tick_with_nothing_due_takes_a_bounded_number_of_round_trips() {
-    within_in_one_of_three(
+    within_in_one_of_five(
         "[jobs.j]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n",
         &["tick"],
         TICK_ROUND_TRIPS,
@@ -685,7 +687,7 @@ fn store_status_of_ten_jobs_takes_a_bounded_number_of_round_trips() {
     let jobs: String = (0..10)
         .map(|i| format!("[jobs.j{i}]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n"))
         .collect();
-    within_in_one_of_three(&jobs, &["status"], STATUS_ROUND_TRIPS);
+    within_in_one_of_five(&jobs, &["status"], STATUS_ROUND_TRIPS);
 }
 
 /// A job whose run writes `started`, then waits for `go` and exits with
