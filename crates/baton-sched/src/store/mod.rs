@@ -95,14 +95,7 @@ pub struct Unusable {
 /// names the setting and its source.
 pub fn target(s: &StoreSettings) -> Result<baton_pg::Target, Unusable> {
     let env = |name: &str| std::env::var(name).ok();
-    let settings = baton_pg::Settings {
-        password_file: s.password_file.value.clone(),
-        sslmode: (s.sslmode.source != Source::Default).then_some(s.sslmode.value),
-        sslrootcert: s.sslrootcert.value.clone(),
-        sslcert: s.sslcert.value.clone(),
-        sslkey: s.sslkey.value.clone(),
-    };
-    baton_pg::Target::resolve_with(s.url.value.secret(), &settings, &env).map_err(|source| {
+    baton_pg::Target::resolve_with(s.url.value.secret(), &pg_settings(s), &env).map_err(|source| {
         Unusable {
             url: s.url.value.to_string(),
             provenance: s.url.provenance(),
@@ -111,27 +104,32 @@ pub fn target(s: &StoreSettings) -> Result<baton_pg::Target, Unusable> {
     })
 }
 
+/// The settings beside the URL that [`target`] resolves, and that
+/// [`postgres`] keys its shared stores by: one list of them.
+fn pg_settings(s: &StoreSettings) -> baton_pg::Settings {
+    baton_pg::Settings {
+        password_file: s.password_file.value.clone(),
+        sslmode: (s.sslmode.source != Source::Default).then_some(s.sslmode.value),
+        sslrootcert: s.sslrootcert.value.clone(),
+        sslcert: s.sslcert.value.clone(),
+        sslkey: s.sslkey.value.clone(),
+    }
+}
+
 /// The PostgreSQL store `[store]` names ([`target`]).
 ///
-/// # Errors
-///
-/// As [`target`].
 /// While a value it returned lives, the store another call returns for the
 /// same settings shares its connections: a run's ledger, its lease calls
 /// and the lease it holds then use one connection, whichever part of the
 /// command opened the store. Nothing is kept once every value is dropped
 /// (a process about to fork its workers keeps no thread).
+///
+/// # Errors
+///
+/// As [`target`].
 pub fn postgres(s: &StoreSettings) -> Result<baton_pg::Postgres, Unusable> {
     static LIVE: Mutex<Vec<(String, baton_pg::WeakPostgres)>> = Mutex::new(Vec::new());
-    let key = format!(
-        "{:?} {:?} {:?} {:?} {:?} {:?}",
-        s.url.value.secret(),
-        s.password_file.value,
-        (s.sslmode.source != Source::Default).then_some(s.sslmode.value),
-        s.sslrootcert.value,
-        s.sslcert.value,
-        s.sslkey.value,
-    );
+    let key = format!("{:?} {:?}", s.url.value.secret(), pg_settings(s));
     let mut live = LIVE
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
