@@ -769,10 +769,15 @@ fn a_run_stopped_by_a_signal_to_its_run_or_tick_is_interrupted_not_a_failure() {
     let slow = env.path("slow");
     let started = env.path("started");
     let s = Sched { env };
-    // Slow only once `slow` exists.
+    // Slow only once `slow` exists. The mark is the shell's own (no child
+    // process) and the shell then becomes the sleep: a signal passed to the
+    // job once the mark exists reaches either the shell with nothing in the
+    // foreground, or the sleep. (A shell that gets SIGINT while a child of
+    // its own, a `touch`, ends normally goes on, as shells do; the run would
+    // then rightly wait for the rest of its job.)
     s.write(&format!(
         "[jobs.count]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\n\
-         run = \"if [ -e {sl} ]; then touch {st}; sleep 60; fi\"\n",
+         run = \"if [ -e {sl} ]; then : > {st}; exec sleep 60; fi\"\n",
         sl = slow.display(),
         st = started.display()
     ));
