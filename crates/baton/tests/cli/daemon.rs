@@ -139,6 +139,12 @@ impl Drop for Daemon {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if std::thread::panicking() {
+            // A test that failed with a daemon running says what the daemon
+            // said: a wait that timed out on a loaded machine is otherwise
+            // a failure nobody can read.
+            eprintln!("the daemon's log:\n{}", self.log());
+        }
     }
 }
 
