@@ -816,6 +816,56 @@ fn a_run_stopped_by_a_signal_to_its_run_or_tick_is_interrupted_not_a_failure() {
     );
 }
 
+/// A step that catches the signal and ends normally has succeeded, and
+/// nothing starts after it: the next step is not run and the run is
+/// `interrupted`; a job whose only step so ended is `ok`.
+#[test]
+fn a_signal_a_step_catches_lets_it_end_and_starts_nothing_after_it() {
+    let env = Env::new();
+    let started = env.path("started");
+    let got = env.path("got");
+    let second = env.path("second");
+    let s = Sched { env };
+    // The trap is set before the mark, and the step ends only once the
+    // signal passed on has reached it (whatever the machine's load, the
+    // next step could only start after the signal).
+    let catching = format!(
+        "trap ': > {g}' INT TERM; : > {st}; while [ ! -e {g} ]; do sleep 0.05; done; true",
+        g = got.display(),
+        st = started.display()
+    );
+    s.write(&format!(
+        "[jobs.two]\nevery = \"1h\"\n[[jobs.two.steps]]\nname = \"first\"\nrun = \"{catching}\"\n\
+         [[jobs.two.steps]]\nname = \"second\"\nrun = \": > {}\"\n\
+         [jobs.one]\nevery = \"1h\"\nrun = \"{catching}\"\n",
+        second.display()
+    ));
+    for (job, verdict) in [("two", "interrupted"), ("one", "ok")] {
+        let _ = std::fs::remove_file(&started);
+        let _ = std::fs::remove_file(&got);
+        let mut child = s
+            .cmd(&["run", job])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        crate::support::eventually("the step to start", || started.exists());
+        crate::support::signal(
+            i32::try_from(child.id()).unwrap(),
+            rustix::process::Signal::TERM,
+        );
+        let status = baton_testkit::wait_for_exit(&mut child, "the signalled run");
+        assert_eq!(status.success(), verdict == "ok", "{job}: {status:?}");
+        let h = s.json(&["history", job, "--json"]);
+        assert_eq!(h[0]["verdict"], verdict, "{job}: {h}");
+        assert_eq!(h[0]["attempts"][0]["outcome"], "ok", "{job}: {h}");
+    }
+    assert!(!second.exists(), "a step started after the signal");
+    let h = s.json(&["history", "two", "--json"]);
+    assert_eq!(h[0]["attempts"][1]["step"], "second", "{h}");
+    assert_eq!(h[0]["attempts"][1]["outcome"], "interrupted", "{h}");
+}
+
 #[test]
 fn a_step_that_cannot_start_is_a_failed_attempt_in_its_own_line() {
     let s = Sched::new(
