@@ -818,7 +818,8 @@ fn a_run_stopped_by_a_signal_to_its_run_or_tick_is_interrupted_not_a_failure() {
 
 /// A step that catches the signal and ends normally has succeeded, and
 /// nothing starts after it: the next step is not run and the run is
-/// `interrupted`; a job whose only step so ended is `ok`.
+/// `interrupted`; a job whose only step so ended is `ok`; one whose step
+/// then failed is not retried.
 #[test]
 fn a_signal_a_step_catches_lets_it_end_and_starts_nothing_after_it() {
     let env = Env::new();
@@ -837,10 +838,16 @@ fn a_signal_a_step_catches_lets_it_end_and_starts_nothing_after_it() {
     s.write(&format!(
         "[jobs.two]\nevery = \"1h\"\n[[jobs.two.steps]]\nname = \"first\"\nrun = \"{catching}\"\n\
          [[jobs.two.steps]]\nname = \"second\"\nrun = \": > {}\"\n\
-         [jobs.one]\nevery = \"1h\"\nrun = \"{catching}\"\n",
+         [jobs.one]\nevery = \"1h\"\nrun = \"{catching}\"\n\
+         [jobs.retried]\nevery = \"1h\"\nretries = 2\nbackoff = \"1s\"\n\
+         run = \"{catching}; exit 3\"\n",
         second.display()
     ));
-    for (job, verdict) in [("two", "interrupted"), ("one", "ok")] {
+    for (job, verdict, first) in [
+        ("two", "interrupted", "ok"),
+        ("one", "ok", "ok"),
+        ("retried", "interrupted", "interrupted"),
+    ] {
         let _ = std::fs::remove_file(&started);
         let _ = std::fs::remove_file(&got);
         let mut child = s
@@ -858,12 +865,18 @@ fn a_signal_a_step_catches_lets_it_end_and_starts_nothing_after_it() {
         assert_eq!(status.success(), verdict == "ok", "{job}: {status:?}");
         let h = s.json(&["history", job, "--json"]);
         assert_eq!(h[0]["verdict"], verdict, "{job}: {h}");
-        assert_eq!(h[0]["attempts"][0]["outcome"], "ok", "{job}: {h}");
+        assert_eq!(h[0]["attempts"][0]["outcome"], first, "{job}: {h}");
     }
     assert!(!second.exists(), "a step started after the signal");
     let h = s.json(&["history", "two", "--json"]);
     assert_eq!(h[0]["attempts"][1]["step"], "second", "{h}");
     assert_eq!(h[0]["attempts"][1]["outcome"], "interrupted", "{h}");
+    let h = s.json(&["history", "retried", "--json"]);
+    assert_eq!(
+        h[0]["attempts"].as_array().map(Vec::len),
+        Some(1),
+        "a retry started after the signal: {h}"
+    );
 }
 
 #[test]
