@@ -263,20 +263,34 @@ fn the_kill_switch_touches_nothing_and_the_first_tick_after_it_records_what_was_
     assert!(m[0]["missed"]["count"].as_u64().unwrap() >= 18);
 }
 
-#[test]
-fn queue_runs_an_occurrence_that_arrived_during_the_run_right_after_it_never_beside_it() {
+/// Job `q`, due every second with `overlap = "queue"`, whose runs record
+/// themselves in `file` and wait for `go` (ticks meanwhile queue), and the
+/// tick that started its first run, once that run has started. With
+/// `catch_stop`, a run's step catches SIGINT and SIGTERM by writing `go`.
+struct Gated {
+    s: Sched,
+    file: std::path::PathBuf,
+    go: std::path::PathBuf,
+    first: std::process::Child,
+}
+
+fn gated_queue(catch_stop: bool) -> Gated {
     let env = crate::support::Env::new();
     let file = env.path("ran");
     let started = env.path("started");
     let go = env.path("go");
     let s = Sched { env };
-    // Every second; each run waits for `go`: ticks meanwhile queue.
+    let catch = if catch_stop {
+        format!("trap ': > {}' INT TERM; ", go.display())
+    } else {
+        String::new()
+    };
     s.write(&recording_job(
         "q",
         &file,
         "every = \"1s\"\noverlap = \"queue\"",
         &format!(
-            "touch {}; while [ ! -e {g} ]; do sleep 0.05; done;",
+            "{catch}touch {}; while [ ! -e {g} ]; do sleep 0.05; done;",
             started.display(),
             g = go.display()
         ),
@@ -284,6 +298,12 @@ fn queue_runs_an_occurrence_that_arrived_during_the_run_right_after_it_never_bes
     known_this_second(&s, &["q"]);
     let first = s.cmd(&["tick"]).stderr(Stdio::piped()).spawn().unwrap();
     eventually("the first run to start", || started.exists());
+    Gated { s, file, go, first }
+}
+
+#[test]
+fn queue_runs_an_occurrence_that_arrived_during_the_run_right_after_it_never_beside_it() {
+    let Gated { s, file, go, first } = gated_queue(false);
     // Three more ticks while it runs: the first queues, the rest coalesce.
     // (A tick that finds two new occurrences runs the newest and misses the
     // other as superseded: exit 1 then.)
@@ -312,6 +332,40 @@ fn queue_runs_an_occurrence_that_arrived_during_the_run_right_after_it_never_bes
             .len(),
         2
     );
+}
+
+/// A stop signal to the holder's tick ends its tenure with the run in
+/// flight: the occurrence queued behind it is not started after the signal
+/// (its step caught the signal and ended normally, so only the signal can
+/// keep the holder from running the queue), and the next tick runs it.
+#[test]
+fn a_signal_to_the_holders_tick_leaves_the_queue_to_the_next_tick() {
+    let Gated {
+        s,
+        file,
+        go: got,
+        mut first,
+    } = gated_queue(true);
+    pause(1100);
+    let o = s.run(&["tick"]);
+    assert!(code(&o) <= 1, "{}", stderr(&o));
+    assert_eq!(status_job(&s, "q")["queued"].as_array().unwrap().len(), 1);
+    crate::support::signal(
+        i32::try_from(first.id()).unwrap(),
+        rustix::process::Signal::TERM,
+    );
+    baton_testkit::wait_for_exit(&mut first, "the signalled tick");
+    assert!(got.exists(), "the signal never reached the step");
+    let ran = read_lines(&file);
+    assert_eq!(ran.len(), 1, "a run started after the signal: {ran:?}");
+    assert_eq!(status_job(&s, "q")["queued"].as_array().unwrap().len(), 1);
+    // The next tick runs what waits (its step finds `got` and ends at once).
+    let o = s.run(&["tick"]);
+    assert!(code(&o) <= 1, "{}", stderr(&o));
+    let ran = read_lines(&file);
+    assert!(ran.len() >= 2, "{ran:?}");
+    assert!(!ran.iter().any(|l| l == "OVERLAP"), "{ran:?}");
+    assert!(status_job(&s, "q")["queued"].as_array().unwrap().is_empty());
 }
 
 #[test]
