@@ -376,13 +376,15 @@ impl Statements for Sql<'_> {
             |r| rows::time(r, 0),
         )
     }
-    /// Inserts an attempt unless its `(run_id, seq)` is recorded already.
-    /// Returns whether this call recorded it.
+    /// Inserts an attempt unless its `(run_id, seq)` is recorded already,
+    /// or its run is not a run of its job. Returns whether this call
+    /// recorded it.
     async fn insert_attempt(&self, a: &Attempt) -> R<bool> {
         self.changed(
             "INSERT INTO attempts
                (run_id, seq, step, kind, attempt, started, finished, exit_code, signal, outcome)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10
+             WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = ?1 AND job = ?11)
              ON CONFLICT (run_id, seq) DO NOTHING",
             params![
                 a.run_id,
@@ -394,21 +396,23 @@ impl Statements for Sql<'_> {
                 rows::micros(a.finished),
                 a.exit_code,
                 a.signal,
-                a.outcome.as_str()
+                a.outcome.as_str(),
+                a.job
             ],
         )
     }
-    /// Marks a run finished unless it is already. Returns whether this call
-    /// finished it.
+    /// Marks a run of its job finished unless it is already. Returns
+    /// whether this call finished it.
     async fn finish_run(&self, f: &Finished) -> R<bool> {
         self.changed(
             "UPDATE runs SET finished = ?2, verdict = ?3, exit_code = ?4
-             WHERE run_id = ?1 AND finished IS NULL",
+             WHERE run_id = ?1 AND job = ?5 AND finished IS NULL",
             params![
                 f.run_id,
                 rows::micros(f.finished),
                 f.verdict.as_str(),
-                f.exit_code
+                f.exit_code,
+                f.job
             ],
         )
     }

@@ -4,12 +4,14 @@
 //! (the file lock's `baton_lease::Guarded`, with the same rule).
 //!
 //! A run that holds a lease takes its job's guard in one transaction: the
-//! guard's row is locked (`FOR UPDATE`: takes of one job serialise across
-//! hosts, and each statement after the lock reads every commit before it),
-//! and the lease row it names is judged by `baton_lease::decide` as any
-//! contender would judge it; when that row is still held under the guard's
-//! fence by a holder not provably gone, the job runs there and nothing
-//! changes, else the guard names this lock and fence. While the store's
+//! guard's row is locked (`FOR UPDATE`, or the upsert's own lock: takes of
+//! one job serialise across hosts, and each statement after the lock reads
+//! every commit before it). A guard that already names this lock takes the
+//! new fence at once; one naming another lock has that lock's row judged by
+//! `baton_lease::decide` as any contender would judge it; when that row is
+//! still held under the guard's fence by a holder not provably gone, the
+//! job runs there and nothing changes, else the guard names this lock and
+//! fence. While the store's
 //! server is held back after a switch (`crate::switch`), no guard is taken:
 //! a grant the old server made and the new one kept must not take a guard
 //! the old server had given another lock and lost. This module is the
@@ -72,10 +74,16 @@ WHERE l.name = $1 AND l.fence = $2 AND l.state = 'held'
   AND hold.at + (l.ttl_ms + coalesce(l.grace_ms, 0)) * interval '1 millisecond'
       > clock_timestamp()";
 
+/// Makes the job's guard name lock `$2` and fence `$3` when it has none, or
+/// when it names `$2` already (this lock's own lease excludes its other
+/// runs by itself); a row when it did. A guard naming another lock is left
+/// alone, to be judged ([`Leases::elsewhere`]). The conflict path locks the
+/// row as `FOR UPDATE` would, and reads its newest commit.
 const INSERT: &str = "
-INSERT INTO baton.job_guards (job, lock_name, fence, taken)
+INSERT INTO baton.job_guards AS g (job, lock_name, fence, taken)
 VALUES ($1, $2, $3, clock_timestamp())
-ON CONFLICT (job) DO NOTHING
+ON CONFLICT (job) DO UPDATE SET fence = EXCLUDED.fence, taken = EXCLUDED.taken
+WHERE g.lock_name = EXCLUDED.lock_name
 RETURNING job";
 
 const SELECT: &str = "SELECT lock_name, fence FROM baton.job_guards WHERE job = $1";
@@ -137,9 +145,11 @@ impl Leases {
                 let params: [&dyn Param; 3] = [&job, &lock, &fence];
                 let mine: [&dyn Param; 2] = [&lock, &fence];
                 let out = async {
-                    // Whether the server is held back, and the guard's row,
-                    // new or locked, in the first round trip. A held-back
-                    // take rolls back: its guard row must not be made.
+                    // Whether the server is held back, and the guard made or
+                    // kept on this lock, in the first round trip: a run
+                    // under the same lock as its job's last one takes its
+                    // guard there. A held-back take rolls back: its guard
+                    // row must not be made or moved.
                     let (begun, held, inserted) =
                         tokio::join!(c.begin(), c.opt(HELD_BACK, &mine), c.opt(INSERT, &params));
                     begun.map_err(q)?;

@@ -455,14 +455,16 @@ impl Statements for Pg<'_> {
         )
         .await
     }
-    /// Inserts an attempt unless its `(run_id, seq)` is recorded already.
-    /// Returns whether this call recorded it.
+    /// Inserts an attempt unless its `(run_id, seq)` is recorded already,
+    /// or its run is not a run of its job. Returns whether this call
+    /// recorded it.
     async fn insert_attempt(&self, a: &Attempt) -> R<bool> {
         self.changed(
             "INSERT INTO baton.attempts
                (run_id, seq, step, kind, attempt, started, finished, exit_code, signal, outcome)
-             VALUES ($1::text, $2::bigint, $3::text, $4::text, $5::bigint, $6::bigint,
-                     $7::bigint, $8::bigint, $9::bigint, $10::text)
+             SELECT $1::text, $2::bigint, $3::text, $4::text, $5::bigint, $6::bigint,
+                    $7::bigint, $8::bigint, $9::bigint, $10::text
+             WHERE EXISTS (SELECT 1 FROM baton.runs WHERE run_id = $1::text AND job = $11::text)
              ON CONFLICT (run_id, seq) DO NOTHING",
             &[
                 &a.run_id,
@@ -475,22 +477,24 @@ impl Statements for Pg<'_> {
                 &a.exit_code.map(i64::from),
                 &a.signal.map(i64::from),
                 &a.outcome.as_str(),
+                &a.job,
             ],
         )
         .await
     }
-    /// Marks a run finished unless it is already. Returns whether this call
-    /// finished it.
+    /// Marks a run of its job finished unless it is already. Returns
+    /// whether this call finished it.
     async fn finish_run(&self, f: &Finished) -> R<bool> {
         self.changed(
             "UPDATE baton.runs SET finished = $2::bigint, verdict = $3::text,
                                    exit_code = $4::bigint
-             WHERE run_id = $1::text AND finished IS NULL",
+             WHERE run_id = $1::text AND job = $5::text AND finished IS NULL",
             &[
                 &f.run_id,
                 &rows::micros(f.finished),
                 &f.verdict.as_str(),
                 &i64::from(f.exit_code),
+                &f.job,
             ],
         )
         .await

@@ -154,9 +154,11 @@ pub trait Statements {
         &self,
         run_id: &str,
     ) -> impl Future<Output = Result<Option<Timestamp>, Self::Error>>;
-    /// Records an attempt unless its `(run_id, seq)` is; whether it did.
+    /// Records an attempt unless its `(run_id, seq)` is, or its run is not
+    /// recorded as a run of its job; whether it did.
     fn insert_attempt(&self, a: &Attempt) -> impl Future<Output = Result<bool, Self::Error>>;
-    /// Records a run's end unless it has one; whether it did.
+    /// Records a run's end unless it has one, or is not recorded as a run
+    /// of its job; whether it did.
     fn finish_run(&self, f: &Finished) -> impl Future<Output = Result<bool, Self::Error>>;
     /// Keeps the job's newest `keep` runs (their attempts with them).
     fn prune_runs(&self, job: &str, keep: u32) -> impl Future<Output = Result<(), Self::Error>>;

@@ -622,11 +622,7 @@ async fn begin_run<S: Statements>(
 
 /// The run a step's attempt or a run's end names, when the ledger has it:
 /// an error when it belongs to another job than `job`.
-async fn run_of<S: Statements>(
-    tx: &mut S,
-    run_id: &str,
-    job: &str,
-) -> Result<bool, Fail<S::Error>> {
+async fn run_of<S: Statements>(tx: &S, run_id: &str, job: &str) -> Result<bool, Fail<S::Error>> {
     match tx.run_job(run_id).await? {
         Some(owner) if owner != job => Err(Fail::Invalid(format!(
             "run {run_id} belongs to job {owner}, not {job}"
@@ -711,8 +707,13 @@ async fn next_queued<S: Statements>(
 }
 
 async fn record_attempt<S: Statements>(tx: &mut S, a: &Attempt) -> Result<(), Fail<S::Error>> {
-    let recorded = run_of(tx, &a.run_id, &a.job).await?;
-    if recorded && !tx.insert_attempt(a).await? {
+    // The insert goes with the look at the run, at once: it records only
+    // under a run of this job, and a run of another job fails the body.
+    let tx = &*tx;
+    let (recorded, inserted) = futures_util::try_join!(run_of(tx, &a.run_id, &a.job), async {
+        Ok(tx.insert_attempt(a).await?)
+    })?;
+    if recorded && !inserted {
         return Ok(()); // Recorded already: counted already.
     }
     tx.step_attempted(a).await?;
@@ -724,9 +725,17 @@ async fn finish_run<S: Statements>(
     f: &Finished,
     keep: u32,
 ) -> Result<(), Fail<S::Error>> {
-    let recorded = run_of(tx, &f.run_id, &f.job).await?;
-    let started = tx.run_started(&f.run_id).await?;
-    if recorded && !tx.finish_run(f).await? {
+    // The end goes with the looks at the run, at once: it marks only a run
+    // of this job, and a run of another job fails the body.
+    let (recorded, started, ended) = {
+        let tx = &*tx;
+        futures_util::try_join!(
+            run_of(tx, &f.run_id, &f.job),
+            async { Ok(tx.run_started(&f.run_id).await?) },
+            async { Ok(tx.finish_run(f).await?) },
+        )?
+    };
+    if recorded && !ended {
         return Ok(()); // Finished already: counted already.
     }
     tx.job_finished(f).await?;
