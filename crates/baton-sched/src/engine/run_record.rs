@@ -22,7 +22,10 @@
 //!   ([`crate::state::end_slot`]); no slot, no run.
 //! - **Attempts and the end** are written again before the lease is let
 //!   go, so a run that ended well is never left `running` to be recorded
-//!   `abandoned` later; an end still not taken is kept in the run's end
+//!   `abandoned` later. An attempt is recorded before anything starts or
+//!   waits after it (the next attempt, a retry's wait, a failure's
+//!   alert); the last one of a run that goes straight to its end lands
+//!   with the end, in one transaction; an end still not taken is kept in the run's end
 //!   slot, which the next run under the lock records. Once the lease is lost (a host cut off from its
 //!   store) or a signal asks the run to stop, nothing is tried again: the
 //!   process ends, and the next run under the lock records it.
@@ -66,7 +69,11 @@ pub(crate) enum Begin {
 pub(crate) struct RunRecord {
     start: NewRun,
     start_recorded: bool,
+    /// Attempts not recorded yet, in order.
     attempts: Vec<Attempt>,
+    /// Set once the ledger did not take an attempt: the rest wait for the
+    /// run's end.
+    held_back: bool,
     patience: Duration,
     /// Where the end goes when the ledger does not take it.
     slot: Option<EndSlot>,
@@ -86,6 +93,7 @@ impl RunRecord {
             start,
             start_recorded: false,
             attempts: Vec::new(),
+            held_back: false,
             patience,
             slot: None,
         };
@@ -120,16 +128,27 @@ impl RunRecord {
         (record, begin)
     }
 
-    /// Records one attempt now, or, when the ledger does not take it (or
-    /// does not yet have the run), at the run's end.
-    pub(crate) fn attempt(&mut self, a: Attempt, surfaces: &mut Surfaces) {
-        if self.start_recorded
-            && self.attempts.is_empty()
-            && surfaces.ledger(|l| l.record_attempt(&a)).is_some()
-        {
+    /// Keeps an attempt that ended, to be recorded by the next
+    /// [`RunRecord::flush`] (before anything else starts or waits), or with
+    /// the run's end, in its transaction.
+    pub(crate) fn attempt(&mut self, a: Attempt) {
+        self.attempts.push(a);
+    }
+
+    /// Records the attempts kept so far, now, in order. Once the ledger did
+    /// not take one (or while it does not have the run), they all wait for
+    /// the run's end, which tries them again.
+    pub(crate) fn flush(&mut self, surfaces: &mut Surfaces) {
+        if !self.start_recorded || self.held_back {
             return;
         }
-        self.attempts.push(a);
+        while let Some(a) = self.attempts.first() {
+            if surfaces.ledger(|l| l.record_attempt(a)).is_none() {
+                self.held_back = true;
+                return;
+            }
+            self.attempts.remove(0);
+        }
     }
 
     /// Records the run's end (and first whatever the ledger did not take
@@ -158,16 +177,13 @@ impl RunRecord {
                 None => return self.gave_up(surfaces, end),
             }
         }
-        for a in std::mem::take(&mut self.attempts) {
-            if retry
-                .insist(session, &mut |l| l.record_attempt(&a))
-                .is_none()
-            {
-                return self.gave_up(surfaces, end);
-            }
-        }
+        // The attempts not recorded yet (the last one, usually) land with
+        // the end, in one transaction.
+        let attempts = std::mem::take(&mut self.attempts);
         if retry
-            .insist(session, &mut |l| l.finish_run(end, history_keep))
+            .insist(session, &mut |l| {
+                l.finish_run_after(&attempts, end, history_keep)
+            })
             .is_none()
         {
             return self.gave_up(surfaces, end);

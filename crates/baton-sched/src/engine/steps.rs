@@ -610,6 +610,8 @@ impl Running<'_, '_> {
                     schedule.attempts() - 1,
                     show_duration(delay)
                 ));
+                // Recorded before the wait, as the retry's note says.
+                self.tally.record.flush(&mut self.surfaces.borrow_mut());
                 match self.session.pause(delay) {
                     Paused::Elapsed => continue,
                     Paused::Interrupted(_) => {
@@ -667,6 +669,8 @@ impl Running<'_, '_> {
     /// Attempt `attempt` of `step`: framed in the job's log, run, and
     /// recorded.
     fn attempt(&mut self, step: &Step, attempt: u32) -> Tried {
+        // The attempts before this one are recorded before it starts.
+        self.tally.record.flush(&mut self.surfaces.borrow_mut());
         let job = self.req.job;
         let label = self.label(step, attempt);
         let logs = self.surfaces.borrow().logs.clone();
@@ -706,7 +710,7 @@ impl Running<'_, '_> {
             t.ended(span, name, (at, finished), attrs, error);
         }
         let mut s = self.surfaces.borrow_mut();
-        self.tally.record.attempt(row, &mut s);
+        self.tally.record.attempt(row);
         if let Some(problem) = cut.failed {
             s.warn(&format!("{}: {problem}", job.name));
         }
@@ -796,6 +800,8 @@ impl Running<'_, '_> {
             shown,
         } = tried;
         let mut s = self.surfaces.borrow_mut();
+        // Recorded before its alert goes out.
+        self.tally.record.flush(&mut s);
         // A run replaced by a later one was stopped; it did not fail.
         let ended = if stop == Some(RunVerdict::Replaced) {
             "stopped"

@@ -207,6 +207,21 @@ pub trait Records: Send {
     /// As every call (see the module); [`Error::Invalid`] when the run belongs to
     /// another job than `f.job` (nothing is written).
     fn finish_run(&mut self, f: &Finished, history_keep: u32) -> Result<(), Error>;
+    /// Records `attempts`, in order, each as [`Records::record_attempt`]
+    /// does, and then finishes the run as [`Records::finish_run`] does, all
+    /// in one transaction: the attempts and the end land together or not
+    /// at all. With no attempts, it is [`Records::finish_run`].
+    ///
+    /// # Errors
+    ///
+    /// As those two; when one attempt or the end is refused, nothing is
+    /// written.
+    fn finish_run_after(
+        &mut self,
+        attempts: &[Attempt],
+        f: &Finished,
+        history_keep: u32,
+    ) -> Result<(), Error>;
     /// Records that the lock file says this occurrence started, under a
     /// ledger that was lost since (it was recovered from corruption): the
     /// decision `claimed`, with a `detail` for a human (an empty one is

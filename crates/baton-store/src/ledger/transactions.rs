@@ -174,6 +174,37 @@ impl<B: Backend> Records for B {
         )
     }
 
+    fn finish_run_after(
+        &mut self,
+        attempts: &[Attempt],
+        f: &Finished,
+        history_keep: u32,
+    ) -> Result<(), Error> {
+        if attempts.is_empty() {
+            return self.finish_run(f, history_keep);
+        }
+        for a in attempts {
+            self.saw(a.finished);
+        }
+        self.saw(f.finished);
+        let (tried, owned) = (attempts.to_vec(), f.clone());
+        self.transact(
+            Mode::Write,
+            &|| {
+                format!(
+                    "record the end of run {} of job {} with its last attempts",
+                    f.run_id, f.job
+                )
+            },
+            async move |tx| {
+                for a in &tried {
+                    record_attempt(tx, a).await?;
+                }
+                finish_run(tx, &owned, history_keep.max(1)).await
+            },
+        )
+    }
+
     fn claimed(
         &mut self,
         job: &str,

@@ -18,6 +18,7 @@ both! {
     pruning_never_removes_the_newest_decision
     pruning_keeps_queued_occurrences
     starts_recorded_together_are_each_as_recorded_alone
+    an_end_recorded_with_its_last_attempts_is_as_each_recorded_alone
 }
 
 fn a_run_round_trips_with_its_attempts_steps_and_job_counters(l: &mut Store, log: &mut Log) {
@@ -524,4 +525,82 @@ fn starts_recorded_together_are_each_as_recorded_alone(l: &mut Store, log: &mut 
     assert!(l.begin_runs(&bad).is_err());
     assert_eq!(l.last_run("d").unwrap(), None, "nothing of a failed batch");
     assert_eq!(l.decision("d", occ(120)).unwrap(), None);
+}
+
+/// What the ledger says of `job`'s last run, steps, counters and tallies,
+/// with the names that differ from job to job left out.
+fn seen_of(l: &mut Store, job: &str) -> String {
+    let mut run = l.last_run(job).unwrap().unwrap();
+    run.run_id.clear();
+    run.job.clear();
+    let mut steps = l.steps(job).unwrap();
+    for s in &mut steps {
+        s.job.clear();
+    }
+    let mut state = l.job(job).unwrap().unwrap();
+    state.job.clear();
+    state.last_run_id = None;
+    let mut tallies = l.tallies().unwrap();
+    tallies.retain(|t| t.job == job);
+    for t in &mut tallies {
+        t.job.clear();
+    }
+    format!("{run:?}\n{steps:?}\n{state:?}\n{tallies:?}")
+}
+
+fn an_end_recorded_with_its_last_attempts_is_as_each_recorded_alone(l: &mut Store, log: &mut Log) {
+    let alone = scheduled("alone", "00000000000000c1", 60);
+    let together = scheduled("together", "00000000000000c2", 60);
+    let tries = |run: &NewRun| {
+        [
+            attempt(run, 1, "build", AttemptOutcome::Failed, at(61)),
+            attempt(run, 2, "build", AttemptOutcome::Ok, at(70)),
+            attempt(run, 3, "ship", AttemptOutcome::Ok, at(80)),
+        ]
+    };
+    l.begin_run(&alone).unwrap();
+    for a in tries(&alone) {
+        l.record_attempt(&a).unwrap();
+    }
+    l.finish_run(&finished(&alone, 100, true), 10).unwrap();
+    // The first attempt alone (a run records it before its retry waits),
+    // the other two with the end.
+    l.begin_run(&together).unwrap();
+    let t = tries(&together);
+    l.record_attempt(&t[0]).unwrap();
+    l.finish_run_after(&t[1..], &finished(&together, 100, true), 10)
+        .unwrap();
+    // Recorded again (its writer never heard the commit): nothing more is
+    // counted, and the end stays the first.
+    l.finish_run_after(&t[1..], &finished(&together, 500, false), 10)
+        .unwrap();
+    let seen = seen_of(l, "together");
+    assert_eq!(seen_of(l, "alone"), seen);
+    assert_eq!(l.last_run("together").unwrap().unwrap().attempts.len(), 3);
+    log.note("together", &seen);
+
+    // One attempt of the call names another job: none of it is written.
+    let third = scheduled("together", "00000000000000c3", 200);
+    l.begin_run(&third).unwrap();
+    let mut wrong = attempt(&third, 2, "ship", AttemptOutcome::Ok, at(202));
+    wrong.job = "other".into();
+    let right = attempt(&third, 1, "build", AttemptOutcome::Ok, at(201));
+    let problem = refused(
+        l.finish_run_after(&[right, wrong], &finished(&third, 10, true), 10)
+            .unwrap_err(),
+    );
+    assert_eq!(
+        problem,
+        "run 00000000000000c3 belongs to job together, not other"
+    );
+    let last = l.last_run("together").unwrap().unwrap();
+    assert_eq!(last.run_id, third.run_id);
+    assert!(last.finished.is_none(), "{last:?}");
+    assert!(last.attempts.is_empty(), "{last:?}");
+    assert!(l.steps("other").unwrap().is_empty());
+    log.note("refused", &problem);
+    // With no attempts, it is the end alone.
+    l.finish_run_after(&[], &finished(&third, 10, true), 10)
+        .unwrap();
+    assert!(l.running("together").unwrap().is_none());
 }

@@ -576,9 +576,10 @@ fn store_behind_pgbouncer_runs_in_transaction_mode_and_refuses_statement_mode() 
 /// take to the store, counted by a proxy between baton and the server: its
 /// connections' start-up and checks, the ledger's records and the lease's
 /// steps, the second time the job runs (the first also creates its rows).
-/// 24 when this was written (a guard already naming the run's lock moved by
-/// its upsert, an attempt's insert and a run's end sent with the look at
-/// their run), 29 before that (one connection, which the store's calls,
+/// 21 when this was written (the last attempt recorded with the run's
+/// end, in one transaction), 24 before that (a guard already naming the
+/// run's lock moved by its upsert, an attempt's insert and a run's end sent
+/// with the look at their run), 29 before that (one connection, which the store's calls,
 /// the ledger's and the held lease's share), 34 to 35 with three connections
 /// (the store's, kept across
 /// the run's calls; the ledger's, whose schema check goes with its first
@@ -594,7 +595,7 @@ fn store_behind_pgbouncer_runs_in_transaction_mode_and_refuses_statement_mode() 
 /// connections speaking at once count as one, and a pipelined batch the
 /// server starts answering before its last part arrives (a loaded machine)
 /// counts as two.
-const RUN_ROUND_TRIPS: u64 = 29;
+const RUN_ROUND_TRIPS: u64 = 26;
 
 /// The most round trips one `baton tick` with nothing due may take, for
 /// one job, the second time (the first also records that the job is seen):
