@@ -610,7 +610,8 @@ impl Running<'_, '_> {
                     schedule.attempts() - 1,
                     show_duration(delay)
                 ));
-                // Recorded before the wait, as the retry's note says.
+                // Recorded before the wait: the ledger shows the failed
+                // attempt while its retry waits.
                 self.tally.record.flush(&mut self.surfaces.borrow_mut());
                 match self.session.pause(delay) {
                     Paused::Elapsed => continue,

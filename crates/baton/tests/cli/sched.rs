@@ -256,6 +256,26 @@ fn retries_grow_their_delay_and_stop_on_success() {
     assert_eq!(h[0]["verdict"], "ok");
 }
 
+/// A failed attempt is in the ledger while its retry waits (the last
+/// attempt of a run may wait for the run's end; this one must not).
+#[test]
+fn a_failed_attempt_is_recorded_before_its_retry_waits() {
+    let env = Env::new();
+    let s = Sched { env };
+    s.write("[jobs.wait]\nevery = \"1h\"\nretries = 1\nbackoff = \"60s\"\nrun = \"exit 3\"\n");
+    let mut child = s.cmd(&["run", "wait"]).spawn().unwrap();
+    crate::support::eventually("the failed attempt in the ledger during the wait", || {
+        let o = s.run(&["history", "wait", "--json"]);
+        let h: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+        h[0]["attempts"].as_array().is_some_and(|a| a.len() == 1)
+    });
+    let h = s.json(&["history", "wait", "--json"]);
+    assert!(h[0]["finished"].is_null(), "the run still waits: {h}");
+    assert_eq!(h[0]["attempts"][0]["exit_code"], 3, "{h}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 #[test]
 fn exit_2_is_never_retried() {
     let env = Env::new();
