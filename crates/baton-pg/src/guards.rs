@@ -3,15 +3,16 @@
 //! two locks at once, whatever lock it is given from one run to the next
 //! (the file lock's `baton_lease::Guarded`, with the same rule).
 //!
-//! A run that holds a lease takes its job's guard in one transaction: the
-//! guard's row is locked (`FOR UPDATE`, or the upsert's own lock: takes of
-//! one job serialise across hosts, and each statement after the lock reads
-//! every commit before it). A guard that already names this lock takes the
-//! new fence at once; one naming another lock has that lock's row judged by
-//! `baton_lease::decide` as any contender would judge it; when that row is
-//! still held under the guard's fence by a holder not provably gone, the
-//! job runs there and nothing changes, else the guard names this lock and
-//! fence. While the store's
+//! A run that holds a lease takes its job's guard under the guard row's lock
+//! (`FOR UPDATE`, or the upsert's own lock: takes of one job serialise
+//! across hosts, and each statement after the lock reads every commit
+//! before it). A guard that already names this lock (or none) takes the new
+//! fence at once, in one transaction sent whole with its `COMMIT`; one
+//! naming another lock is left alone there, and judged in a second
+//! transaction: that lock's row is judged by `baton_lease::decide` as any
+//! contender would judge it; when that row is still held under the guard's
+//! fence by a holder not provably gone, the job runs there and nothing
+//! changes, else the guard names this lock and fence. While the store's
 //! server is held back after a switch (`crate::switch`), no guard is taken:
 //! a grant the old server made and the new one kept must not take a guard
 //! the old server had given another lock and lost. This module is the
@@ -76,12 +77,20 @@ WHERE l.name = $1 AND l.fence = $2 AND l.state = 'held'
 
 /// Makes the job's guard name lock `$2` and fence `$3` when it has none, or
 /// when it names `$2` already (this lock's own lease excludes its other
-/// runs by itself); a row when it did. A guard naming another lock is left
-/// alone, to be judged ([`Leases::elsewhere`]). The conflict path locks the
-/// row as `FOR UPDATE` would, and reads its newest commit.
+/// runs by itself), unless the holder of `$2` under `$3` is held back after
+/// a switch ([`HELD_BACK`]'s condition); a row when it did. A guard naming
+/// another lock is left alone, to be judged ([`Leases::elsewhere`]). The
+/// conflict path locks the row as `FOR UPDATE` would, and reads its newest
+/// commit.
 const INSERT: &str = "
 INSERT INTO baton.job_guards AS g (job, lock_name, fence, taken)
-VALUES ($1, $2, $3, clock_timestamp())
+SELECT $1, $2, $3, clock_timestamp()
+WHERE NOT EXISTS (
+    SELECT 1 FROM baton.leases l
+    WHERE l.name = $2 AND l.fence = $3 AND l.state = 'held'
+      AND (SELECT baton.switched())
+          + (l.ttl_ms + coalesce(l.grace_ms, 0)) * interval '1 millisecond'
+          > clock_timestamp())
 ON CONFLICT (job) DO UPDATE SET fence = EXCLUDED.fence, taken = EXCLUDED.taken
 WHERE g.lock_name = EXCLUDED.lock_name
 RETURNING job";
@@ -91,6 +100,20 @@ const SELECT: &str = "SELECT lock_name, fence FROM baton.job_guards WHERE job = 
 const SET: &str = "
 UPDATE baton.job_guards SET lock_name = $2, fence = $3, taken = clock_timestamp()
 WHERE job = $1";
+
+/// The switch a [`HELD_BACK`] row names, for lock `lock`.
+fn switch_of(r: &tokio_postgres::Row, lock: &str) -> Result<Switch, Error> {
+    let at = |i: usize| {
+        Timestamp::from_microsecond(r.get(i)).map_err(|e| Error::Corrupt {
+            name: lock.to_owned(),
+            why: e.to_string(),
+        })
+    };
+    Ok(Switch {
+        switched: at(0)?,
+        until: at(1)?,
+    })
+}
 
 impl Leases {
     /// Whether `job` runs now under a lock other than `lock`: that lock's
@@ -144,36 +167,41 @@ impl Leases {
                 let q = |source| Error::Query { what: WHAT, source };
                 let params: [&dyn Param; 3] = [&job, &lock, &fence];
                 let mine: [&dyn Param; 2] = [&lock, &fence];
+                // Whether the server is held back, and the guard made or
+                // kept on this lock unless it is, with the `COMMIT`, in one
+                // round trip: a run under the same lock as its job's last
+                // one takes its guard there. A failed statement aborts the
+                // transaction, and the `COMMIT` then rolls it back.
+                let (begun, held, inserted, committed) = tokio::join!(
+                    c.begin(),
+                    c.opt(HELD_BACK, &mine),
+                    c.opt(INSERT, &params),
+                    c.commit()
+                );
+                begun.map_err(q)?;
+                let held = held.map_err(q)?;
+                let inserted = inserted.map_err(q)?;
+                committed.map_err(q)?;
+                if let Some(r) = held {
+                    return Ok(TakeGuard::Switched(switch_of(&r, lock)?));
+                }
+                if inserted.is_some() {
+                    return Ok(TakeGuard::Taken);
+                }
+                // The guard names another lock: judged under its row's lock,
+                // in a transaction of its own.
                 let out = async {
-                    // Whether the server is held back, and the guard made or
-                    // kept on this lock, in the first round trip: a run
-                    // under the same lock as its job's last one takes its
-                    // guard there. A held-back take rolls back: its guard
-                    // row must not be made or moved.
-                    let (begun, held, inserted) =
-                        tokio::join!(c.begin(), c.opt(HELD_BACK, &mine), c.opt(INSERT, &params));
+                    let locked = format!("{SELECT} FOR UPDATE");
+                    let by_job: [&dyn Param; 1] = [&job];
+                    let (begun, held, row) =
+                        tokio::join!(c.begin(), c.opt(HELD_BACK, &mine), c.opt(&locked, &by_job));
                     begun.map_err(q)?;
                     if let Some(r) = held.map_err(q)? {
-                        let at = |i: usize| {
-                            Timestamp::from_microsecond(r.get(i)).map_err(|e| Error::Corrupt {
-                                name: lock.to_owned(),
-                                why: e.to_string(),
-                            })
-                        };
-                        return Err(Held(Switch {
-                            switched: at(0)?,
-                            until: at(1)?,
-                        }));
+                        return Err(Held(switch_of(&r, lock)?));
                     }
-                    if inserted.map_err(q)?.is_some() {
-                        return Ok(TakeGuard::Taken);
-                    }
-                    let locked = format!("{SELECT} FOR UPDATE");
-                    let r = c.opt(&locked, &[&job]).await.map_err(q)?.ok_or_else(|| {
-                        Error::Corrupt {
-                            name: lock.to_owned(),
-                            why: format!("job {job}'s guard is gone while it was taken"),
-                        }
+                    let r = row.map_err(q)?.ok_or_else(|| Error::Corrupt {
+                        name: lock.to_owned(),
+                        why: format!("job {job}'s guard is gone while it was taken"),
                     })?;
                     let found = self
                         .elsewhere(c, true, lock, r.get(0), r.get(1), WHAT)
@@ -193,10 +221,9 @@ impl Leases {
                         Ok(found)
                     }
                     Err(Held(switch)) => {
-                        // The guard row the first round trip may have made
-                        // must not stay. The switch's record, if this was
-                        // the first to see it, goes with it: the next look
-                        // records it later, the safe side.
+                        // The switch's record, if this was the first to see
+                        // it, goes with the rollback: the next look records
+                        // it later, the safe side.
                         let _ = c.rollback().await;
                         Ok(TakeGuard::Switched(switch))
                     }
