@@ -369,18 +369,24 @@ impl Statements for Sql<'_> {
             r.get(0)
         })
     }
-    async fn run_started(&self, run_id: &str) -> R<Option<Timestamp>> {
+    async fn run_end(&self, run_id: &str) -> R<Option<(String, Timestamp, bool)>> {
         self.opt(
-            "SELECT started FROM runs WHERE run_id = ?1",
+            "SELECT job, started, finished IS NOT NULL FROM runs WHERE run_id = ?1",
             [run_id],
-            |r| rows::time(r, 0),
+            |r| Ok((r.get(0)?, rows::time(r, 1)?, r.get(2)?)),
+        )
+    }
+    async fn attempt_seqs(&self, run_id: &str) -> R<Vec<u32>> {
+        self.rows(
+            "SELECT seq FROM attempts WHERE run_id = ?1 ORDER BY seq",
+            [run_id],
+            |r| r.get(0),
         )
     }
     /// Inserts an attempt unless its `(run_id, seq)` is recorded already,
-    /// or its run is not a run of its job. Returns whether this call
-    /// recorded it.
-    async fn insert_attempt(&self, a: &Attempt) -> R<bool> {
-        self.changed(
+    /// or its run is not a run of its job.
+    async fn insert_attempt(&self, a: &Attempt) -> R<()> {
+        self.run(
             "INSERT INTO attempts
                (run_id, seq, step, kind, attempt, started, finished, exit_code, signal, outcome)
              SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10
@@ -401,10 +407,9 @@ impl Statements for Sql<'_> {
             ],
         )
     }
-    /// Marks a run of its job finished unless it is already. Returns
-    /// whether this call finished it.
-    async fn finish_run(&self, f: &Finished) -> R<bool> {
-        self.changed(
+    /// Marks a run of its job finished unless it is already.
+    async fn finish_run(&self, f: &Finished) -> R<()> {
+        self.run(
             "UPDATE runs SET finished = ?2, verdict = ?3, exit_code = ?4
              WHERE run_id = ?1 AND job = ?5 AND finished IS NULL",
             params![

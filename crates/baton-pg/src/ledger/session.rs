@@ -13,8 +13,8 @@
 //! it releases the write lock) and the next call connects again. A new
 //! connection's schema version and writability ([`crate::schema::check`])
 //! are read in its first call's first round trip: a read's statements go
-//! with them, and are thrown away when the check fails; a write's wait for
-//! the check's answer.
+//! with them, and are thrown away when the check fails; a write's reads go
+//! with them too, and its other statements wait for the check's answer.
 //!
 //! Nothing is left for later: a transaction that
 //! fails is rolled back before the call returns (never by a `Drop` that
@@ -283,14 +283,14 @@ fn unusable(e: crate::Error, fresh: bool, client: &Client) -> Attempt {
 /// takes the write lock for a write, runs `op` and commits; on a failure after
 /// `BEGIN`, rolls back before it returns.
 ///
-/// A read begins in the same round trip as its bounds and the statements
-/// its body sends at once (and, on a connection not yet checked, the
-/// check): the server runs them in the order sent, and when the begin or
-/// the check failed, what was read is thrown away (nothing was written). A
-/// write waits for its `BEGIN` (and the check) to be answered before
-/// anything else is sent, so that no statement of a write can ever run
-/// outside its transaction (and its write lock), nor on a schema that is
-/// not this build's.
+/// A transaction begins in the same round trip as its bounds, its write
+/// lock and the statements its body sends at once (and, on a connection not
+/// yet checked, the check): the server runs them in the order sent. When
+/// the begin or the check failed, what was read is thrown away; nothing was
+/// written, because a write's statements other than plain reads wait at
+/// its gate for the begin's and the check's answers ([`Tx`]), so that no
+/// statement that writes ever runs outside its transaction (and its write
+/// lock), nor on a schema that is not this build's.
 async fn attempt<T, F>(
     live: &mut Option<Conn>,
     pool: &Pool,
@@ -338,27 +338,17 @@ where
         .statement_timeout
         .min(pool::LEDGER_IDLE_IN_TRANSACTION);
     let bounds = pool::bounds_sql(options, idle);
-    let (begin, check) = match mode {
-        Mode::Read => (format!("{READ_BEGIN}; {bounds}"), Some(check)),
-        Mode::Write => {
-            let (passed, begun) = tokio::join!(biased; check, client.batch_execute(WRITE_BEGIN));
-            if let Err(e) = passed {
-                return Err(unusable(e, fresh, client));
-            }
-            checked.store(true, Ordering::Relaxed);
-            match begun {
-                Ok(()) => {}
-                Err(e) if !fresh => return Err(Attempt::Stale(Fail::Pg(e))),
-                Err(e) => return Err(Attempt::Failed(Fail::Pg(e))),
-            }
-            (bounds, None)
-        }
+    let begin = match mode {
+        Mode::Read => format!("{READ_BEGIN}; {bounds}"),
+        Mode::Write => format!("{WRITE_BEGIN}; {bounds}"),
     };
-    let checking = async {
-        match check {
-            Some(check) => check.await,
-            None => Ok(()),
-        }
+    let tx = Tx::new(client, once && mode == Mode::Read, mode == Mode::Write);
+    // The gate of a write's statements opens once the check and the begin
+    // have answered (`Tx::open`).
+    let opening = async {
+        let (passed, bounded) = tokio::join!(biased; check, client.batch_execute(&begin));
+        tx.open(passed.is_ok() && bounded.is_ok());
+        (passed, bounded)
     };
     let locked = async {
         match mode {
@@ -372,14 +362,12 @@ where
             Mode::Read => Ok(()),
         }
     };
-    let tx = Tx::new(client, once && mode == Mode::Read);
     // Polled first in the order written, so sent in that order: the check,
     // the begin and its bounds, the write lock, the body's statements, and
     // a read's `COMMIT` (`Tx::end_read`).
-    let (passed, bounded, locked, done, ended) = tokio::join!(
+    let ((passed, bounded), locked, done, ended) = tokio::join!(
         biased;
-        checking,
-        client.batch_execute(&begin),
+        opening,
         locked,
         op(&tx),
         tx.end_read()
@@ -388,12 +376,10 @@ where
         return Err(unusable(e, fresh, client));
     }
     checked.store(true, Ordering::Relaxed);
-    if mode == Mode::Read
-        && !fresh
-        && let Err(e) = bounded
-    {
-        // A kept connection that could not begin: nothing was written, and
-        // the caller closes it and tries a new one.
+    if !fresh && let Err(e) = bounded {
+        // A kept connection that could not begin: nothing was written (a
+        // write's statements wait for the begin's answer), and the caller
+        // closes it and tries a new one.
         return Err(Attempt::Stale(Fail::Pg(e)));
     }
     if tx.overran() {

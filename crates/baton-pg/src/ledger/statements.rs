@@ -80,7 +80,7 @@ impl Pg<'_> {
         let params = typed(params);
         let client = self.tx.client();
         self.tx
-            .answer(client.query_typed(sql, &params))
+            .ask(sql, client.query_typed(sql, &params))
             .await?
             .iter()
             .map(map)
@@ -97,7 +97,7 @@ impl Pg<'_> {
         let params = typed(params);
         let client = self.tx.client();
         self.tx
-            .answer(client.query_typed_opt(sql, &params))
+            .ask(sql, client.query_typed_opt(sql, &params))
             .await?
             .as_ref()
             .map(map)
@@ -108,7 +108,10 @@ impl Pg<'_> {
     async fn one<T>(&self, sql: &str, params: &Params<'_>, map: impl Fn(&Row) -> R<T>) -> R<T> {
         let params = typed(params);
         let client = self.tx.client();
-        map(&self.tx.answer(client.query_typed_one(sql, &params)).await?)
+        map(&self
+            .tx
+            .ask(sql, client.query_typed_one(sql, &params))
+            .await?)
     }
 
     /// The attempts of the runs `runs` selects (a query of `run_id`s, with
@@ -447,19 +450,26 @@ impl Statements for Pg<'_> {
         )
         .await
     }
-    async fn run_started(&self, run_id: &str) -> R<Option<Timestamp>> {
+    async fn run_end(&self, run_id: &str) -> R<Option<(String, Timestamp, bool)>> {
         self.opt(
-            "SELECT started FROM baton.runs WHERE run_id = $1::text",
+            "SELECT job, started, finished IS NOT NULL FROM baton.runs WHERE run_id = $1::text",
             &[&run_id],
-            |r| rows::time(r, 0),
+            |r| Ok((rows::get(r, 0)?, rows::time(r, 1)?, rows::get(r, 2)?)),
+        )
+        .await
+    }
+    async fn attempt_seqs(&self, run_id: &str) -> R<Vec<u32>> {
+        self.rows(
+            "SELECT seq FROM baton.attempts WHERE run_id = $1::text ORDER BY seq",
+            &[&run_id],
+            |r| rows::int(r, 0),
         )
         .await
     }
     /// Inserts an attempt unless its `(run_id, seq)` is recorded already,
-    /// or its run is not a run of its job. Returns whether this call
-    /// recorded it.
-    async fn insert_attempt(&self, a: &Attempt) -> R<bool> {
-        self.changed(
+    /// or its run is not a run of its job.
+    async fn insert_attempt(&self, a: &Attempt) -> R<()> {
+        self.run(
             "INSERT INTO baton.attempts
                (run_id, seq, step, kind, attempt, started, finished, exit_code, signal, outcome)
              SELECT $1::text, $2::bigint, $3::text, $4::text, $5::bigint, $6::bigint,
@@ -482,10 +492,9 @@ impl Statements for Pg<'_> {
         )
         .await
     }
-    /// Marks a run of its job finished unless it is already. Returns
-    /// whether this call finished it.
-    async fn finish_run(&self, f: &Finished) -> R<bool> {
-        self.changed(
+    /// Marks a run of its job finished unless it is already.
+    async fn finish_run(&self, f: &Finished) -> R<()> {
+        self.run(
             "UPDATE baton.runs SET finished = $2::bigint, verdict = $3::text,
                                    exit_code = $4::bigint
              WHERE run_id = $1::text AND job = $5::text AND finished IS NULL",

@@ -18,6 +18,16 @@
 //! once: its failure is what the next answer returns, and the commit
 //! returns it instead of committing.
 //!
+//! A write's `BEGIN` goes out with its first statements, in one round trip,
+//! behind a gate ([`Tx::open`]): until the `BEGIN` (and a new connection's
+//! check) has answered, only a statement that reads ([`Tx::ask`] of a
+//! plain `SELECT`) may go, and only while nothing waits before it. Every
+//! other statement, and every one held back, waits for that answer, and is
+//! never sent when it failed: a write never runs outside its transaction
+//! (a `BEGIN` refused leaves a read run alone, in its own implicit
+//! transaction, which writes nothing), nor on a schema that is not this
+//! build's.
+//!
 //! What it must never do: commit a transaction one of whose statements
 //! failed, or send a write's `COMMIT` before every statement before it has
 //! answered (a writer cut off mid-transaction must leave nothing behind:
@@ -29,7 +39,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 
 use tokio_postgres::Client;
@@ -83,15 +93,57 @@ pub(crate) struct Tx<'c> {
     /// Set when such a read asked for a second statement, which was not
     /// sent: its caller must run it again as an ordinary transaction.
     overran: AtomicBool,
+    /// Whether the transaction's `BEGIN` has answered (see the module).
+    gate: Gate,
+}
+
+/// A write's gate: shut until its `BEGIN` has answered, then open, or
+/// failed for good.
+struct Gate {
+    state: AtomicU8,
+    changed: tokio::sync::Notify,
+    /// Statements waiting at the gate: a read made after one waits too, so
+    /// that nothing overtakes a statement made before it.
+    waiting: AtomicUsize,
+}
+
+const SHUT: u8 = 0;
+const OPEN: u8 = 1;
+const FAILED: u8 = 2;
+
+impl Gate {
+    /// Waits until the gate is open; an error once it failed.
+    async fn pass(&self) -> Result<(), Fail> {
+        struct Waiting<'a>(&'a AtomicUsize);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let _waiting = Waiting(&self.waiting);
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            match self.state.load(Ordering::SeqCst) {
+                OPEN => return Ok(()),
+                FAILED => return Err(Fail::Aborted),
+                _ => changed.await,
+            }
+        }
+    }
 }
 
 impl<'c> Tx<'c> {
-    /// The transaction open on `client` (its `BEGIN` already sent). With
-    /// `read_once`, a read whose `COMMIT` goes out with its first
+    /// The transaction open on `client` (its `BEGIN` sent, or on its way).
+    /// With `read_once`, a read whose `COMMIT` goes out with its first
     /// statements ([`Tx::end_read`]), in the same round trip; a statement
     /// asked for once that `COMMIT` went out is refused ([`Fail::Again`],
-    /// [`Tx::overran`]), and the read must be run again whole.
-    pub(crate) fn new(client: &'c Client, read_once: bool) -> Self {
+    /// [`Tx::overran`]), and the read must be run again whole. With
+    /// `gated`, a write whose statements wait for [`Tx::open`] (see the
+    /// module).
+    pub(crate) fn new(client: &'c Client, read_once: bool, gated: bool) -> Self {
         Self {
             client,
             held: Mutex::new(Vec::new()),
@@ -99,6 +151,38 @@ impl<'c> Tx<'c> {
             read_once,
             committed: AtomicBool::new(false),
             overran: AtomicBool::new(false),
+            gate: Gate {
+                state: AtomicU8::new(if gated { SHUT } else { OPEN }),
+                changed: tokio::sync::Notify::new(),
+                waiting: AtomicUsize::new(0),
+            },
+        }
+    }
+
+    /// Opens the gate once the `BEGIN` (and the check) answered, `begun`
+    /// saying whether they succeeded: the statements waiting at it are then
+    /// sent, or, when they did not, fail unsent.
+    pub(crate) fn open(&self, begun: bool) {
+        let state = if begun { OPEN } else { FAILED };
+        self.gate.state.store(state, Ordering::SeqCst);
+        self.gate.changed.notify_waiters();
+    }
+
+    /// [`Tx::answer`] for a statement of `sql`: a plain `SELECT`, which
+    /// writes nothing, goes at once, before a write's `BEGIN` has answered,
+    /// when no statement waits before it; any other waits for that answer.
+    pub(crate) async fn ask<T>(
+        &self,
+        sql: &str,
+        statement: impl Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, Fail> {
+        let first = self.gate.state.load(Ordering::SeqCst) == SHUT
+            && self.gate.waiting.load(Ordering::SeqCst) == 0
+            && self.lock().is_empty();
+        if first && only_reads(sql) {
+            self.send(statement).await
+        } else {
+            self.answer(statement).await
         }
     }
 
@@ -118,12 +202,27 @@ impl<'c> Tx<'c> {
         });
     }
 
-    /// Sends the statements held back, then `statement` (made on this
-    /// transaction's client), in one round trip, and returns its answer;
-    /// when a statement held back failed, its failure instead. In a read
+    /// Once a write's gate is open, sends the statements held back, then
+    /// `statement` (made on this transaction's client), in one round trip,
+    /// and returns its answer; when a statement held back failed, its
+    /// failure instead, and when the gate failed, [`Fail::Aborted`] with
+    /// nothing sent. In a read
     /// sent whole, a statement asked for once its `COMMIT` went out is
     /// never sent ([`Fail::Again`]).
     pub(crate) async fn answer<T>(
+        &self,
+        statement: impl Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, Fail> {
+        if let Err(e) = self.gate.pass().await {
+            self.failed.store(true, Ordering::SeqCst);
+            return Err(e);
+        }
+        self.send(statement).await
+    }
+
+    /// Sends the statements held back, then `statement`, not waiting at the
+    /// gate (the caller passed it, or may go before it).
+    async fn send<T>(
         &self,
         statement: impl Future<Output = Result<T, tokio_postgres::Error>>,
     ) -> Result<T, Fail> {
@@ -176,6 +275,9 @@ impl<'c> Tx<'c> {
             // A read sent whole, committed with its statements.
             return Ok(());
         }
+        if self.gate.pass().await.is_err() {
+            return Err(NotCommitted::RolledBack(None));
+        }
         let held = self.take();
         let mut sending = Sending::new(&held, self.client);
         (&mut sending).await;
@@ -197,6 +299,15 @@ impl<'c> Tx<'c> {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+}
+
+/// Whether `sql` only reads: a plain `SELECT` (the ledger's statements
+/// call no function that writes, and a `SELECT … FOR UPDATE` outside a
+/// transaction locks nothing beyond itself).
+fn only_reads(sql: &str) -> bool {
+    sql.split_whitespace()
+        .next()
+        .is_some_and(|w| w.eq_ignore_ascii_case("SELECT"))
 }
 
 /// Statements held back, polled in the order they were made until every
@@ -244,5 +355,100 @@ impl Future for Sending<'_> {
         } else {
             Poll::Ready(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // Tests state their expectations with unwrap.
+
+    use super::*;
+
+    const COUNT: &str = "SELECT count(*) FROM t";
+    const INSERT: &str = "INSERT INTO t VALUES (1)";
+
+    /// Runs `test` on a connection to the shared test server that has an
+    /// empty table `t` of its own (a temporary one).
+    fn on_a_connection(test: impl AsyncFnOnce(&Client)) {
+        let server = baton_testkit::pg::PgServer::shared();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let (client, conn) = tokio_postgres::connect(&server.url(), tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(conn);
+            client
+                .batch_execute("CREATE TEMP TABLE t (x int)")
+                .await
+                .unwrap();
+            test(&client).await;
+        });
+    }
+
+    async fn count(client: &Client) -> i64 {
+        client.query_one(COUNT, &[]).await.unwrap().get(0)
+    }
+
+    /// The gate of a write opened once `begin` has answered.
+    async fn opening(tx: &Tx<'_>, client: &Client, begin: &str) {
+        let begun = client.batch_execute(begin).await;
+        tx.open(begun.is_ok());
+    }
+
+    #[test]
+    fn a_write_whose_begin_failed_sends_its_first_reads_and_no_write() {
+        on_a_connection(async |client: &Client| {
+            let tx = Tx::new(client, false, true);
+            let read = tx.ask(COUNT, client.query_typed_one(COUNT, &[]));
+            let write = tx.ask(INSERT, client.execute_typed(INSERT, &[]));
+            // A refused begin, as the server would answer one.
+            let ((), read, write) =
+                tokio::join!(biased; opening(&tx, client, "SELECT 1/0"), read, write);
+            assert_eq!(read.unwrap().get::<_, i64>(0), 0, "the read went");
+            assert!(matches!(write, Err(Fail::Aborted)), "{write:?}");
+            assert!(matches!(
+                tx.commit().await,
+                Err(NotCommitted::RolledBack(None))
+            ));
+            assert_eq!(count(client).await, 0, "no write ran outside a transaction");
+        });
+    }
+
+    #[test]
+    fn a_read_after_a_held_write_waits_for_the_begin_with_it() {
+        on_a_connection(async |client: &Client| {
+            let tx = Tx::new(client, false, true);
+            tx.hold(INSERT, &[]);
+            let read = tx.ask(COUNT, client.query_typed_one(COUNT, &[]));
+            let ((), read) = tokio::join!(biased; opening(&tx, client, "SELECT 1/0"), read);
+            assert!(matches!(read, Err(Fail::Aborted)), "{read:?}");
+            assert_eq!(count(client).await, 0, "the held write was never sent");
+
+            // With the begin answered, the held write goes first.
+            let tx = Tx::new(client, false, true);
+            tx.hold(INSERT, &[]);
+            let read = tx.ask(COUNT, client.query_typed_one(COUNT, &[]));
+            let ((), read) = tokio::join!(biased; opening(&tx, client, "START TRANSACTION"), read);
+            assert_eq!(read.unwrap().get::<_, i64>(0), 1);
+            assert!(tx.commit().await.is_ok());
+            assert_eq!(count(client).await, 1);
+        });
+    }
+
+    #[test]
+    fn a_read_made_after_a_waiting_write_never_overtakes_it() {
+        on_a_connection(async |client: &Client| {
+            let tx = Tx::new(client, false, true);
+            let write = tx.ask(INSERT, client.execute_typed(INSERT, &[]));
+            let read = tx.ask(COUNT, client.query_typed_one(COUNT, &[]));
+            let ((), write, read) =
+                tokio::join!(biased; opening(&tx, client, "START TRANSACTION"), write, read);
+            assert_eq!(write.unwrap(), 1);
+            assert_eq!(read.unwrap().get::<_, i64>(0), 1, "the read saw the write");
+            assert!(tx.commit().await.is_ok());
+        });
     }
 }

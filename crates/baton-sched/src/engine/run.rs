@@ -77,7 +77,7 @@ fn tell(req: &Request<'_>, t: Told) {
 
 /// The jobs sharing `job`'s lock whose queue may run: the enabled ones.
 /// Of these, the ledger skips the paused ([`next_queued`]).
-fn drainable<'c>(config: &'c Config, job: &Job) -> Vec<&'c str> {
+pub(crate) fn drainable<'c>(config: &'c Config, job: &Job) -> Vec<&'c str> {
     lock_mates(config, job)
         .into_iter()
         .filter(|name| config.jobs.get(*name).is_some_and(|j| j.enabled.value))
@@ -616,6 +616,8 @@ pub(crate) fn hold(
     for _ in 0..=RETAKES {
         let Some(held) = lease.take() else { break };
         let (outcome, stop) = hold_once(req, held, std::mem::take(&mut firsts), surfaces);
+        // Read before the release: never an answer after it.
+        surfaces.borrow_mut().forget_queue_at_end();
         worst = worst.max(outcome);
         if stop {
             break;
@@ -740,7 +742,10 @@ fn hold_once(
     let store = crate::store::open(req.config);
     let mut last_taken: Option<(String, i64)> = None;
     while worst != Outcome::Unable && session.lost().is_none() && session.interrupted().is_none() {
-        let next = next_queued(&mates, surfaces);
+        // The queue as the last run recorded its end, when it was read
+        // then, else read now.
+        let kept = surfaces.borrow_mut().queue_at_end(&mates);
+        let next = kept.unwrap_or_else(|| next_queued(&mates, surfaces));
         let Some((name, at)) = next else { break };
         if last_taken == Some((name.clone(), at)) {
             // The ledger did not let go of it: stop rather than spin.

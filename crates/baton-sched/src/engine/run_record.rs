@@ -41,7 +41,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use baton_runner::{Paused, Session};
-use baton_store::ledger::{Attempt, Begun, DecisionRow, Finished, NewRun, Records};
+use baton_store::ledger::{Attempt, Begun, DecisionRow, Finished, NewRun, Records, RunRow};
 
 use crate::engine::surfaces::Surfaces;
 use crate::state::end_slot::EndSlot;
@@ -77,13 +77,18 @@ pub(crate) struct RunRecord {
     patience: Duration,
     /// Where the end goes when the ledger does not take it.
     slot: Option<EndSlot>,
+    /// The unfinished runs of each job asked for, read with the start, until
+    /// taken ([`RunRecord::take_unfinished`]).
+    unfinished: Option<Vec<(String, Vec<RunRow>)>>,
 }
 
 impl RunRecord {
     /// Records `start`, trying again for up to `patience` while the
-    /// session holds the lease.
+    /// session holds the lease; reads the unfinished runs of each of
+    /// `mates` in the same transaction ([`RunRecord::take_unfinished`]).
     pub(crate) fn begin(
         start: NewRun,
+        mates: &[&str],
         patience: Duration,
         state: &std::path::Path,
         session: &mut Session<'_>,
@@ -96,6 +101,7 @@ impl RunRecord {
             held_back: false,
             patience,
             slot: None,
+            unfinished: None,
         };
         // Room for the end first: a run that starts can always keep its
         // true end, whatever the ledger does later.
@@ -108,13 +114,15 @@ impl RunRecord {
         }
         let row = record.start.clone();
         let mut retry = record.retry(surfaces, "its start");
-        let first = retry.insist(session, &mut |l| l.begin_run(&row));
+        let first = retry.insist(session, &mut |l| l.begin_run_then_unfinished(&row, mates));
         let begin = match first {
-            Some(Begun::Started) => {
+            Some((Begun::Started, runs)) => {
                 record.start_recorded = true;
+                let named = mates.iter().map(|&m| m.to_owned());
+                record.unfinished = Some(named.zip(runs).collect());
                 Begin::Started
             }
-            Some(Begun::AlreadyDecided(d)) => Begin::Decided(Box::new(d)),
+            Some((Begun::AlreadyDecided(d), _)) => Begin::Decided(Box::new(d)),
             None => Begin::NotRecorded(format!(
                 "the ledger did not record its start within {}",
                 show_duration(patience)
@@ -126,6 +134,14 @@ impl RunRecord {
             slot.remove();
         }
         (record, begin)
+    }
+
+    /// The unfinished runs of `job` read with the start, once; `None` when
+    /// they were not, or were taken already.
+    pub(crate) fn take_unfinished(&mut self, job: &str) -> Option<Vec<RunRow>> {
+        let runs = self.unfinished.as_mut()?;
+        let at = runs.iter().position(|(name, _)| name == job)?;
+        Some(runs.swap_remove(at).1)
     }
 
     /// Keeps an attempt that ended, to be recorded by the next
@@ -154,10 +170,15 @@ impl RunRecord {
     /// Records the run's end (and first whatever the ledger did not take
     /// yet: its start, its attempts), trying again for up to the patience
     /// while the lease is held; returns whether it is all recorded.
+    ///
+    /// With `queue`, the jobs whose queue the holder drains next, that
+    /// queue is read in the end's transaction and kept for the holder's
+    /// next look ([`Surfaces::queue_at_end`]).
     pub(crate) fn finish(
         mut self,
         end: &Finished,
         history_keep: u32,
+        queue: Option<&[&str]>,
         session: &mut Session<'_>,
         surfaces: &Rc<RefCell<Surfaces>>,
     ) -> bool {
@@ -180,12 +201,22 @@ impl RunRecord {
         // The attempts not recorded yet (the last one, usually) land with
         // the end, in one transaction.
         let attempts = std::mem::take(&mut self.attempts);
-        if retry
-            .insist(session, &mut |l| {
+        let recorded = match queue {
+            Some(jobs) => {
+                let clock = surfaces.borrow().clock();
+                let next = retry.insist(session, &mut |l| {
+                    l.finish_run_then_next(&attempts, end, history_keep, jobs, clock.wall())
+                });
+                next.map(|next| {
+                    let named = jobs.iter().map(|&j| j.to_owned()).collect();
+                    surfaces.borrow_mut().keep_queue_at_end(named, next);
+                })
+            }
+            None => retry.insist(session, &mut |l| {
                 l.finish_run_after(&attempts, end, history_keep)
-            })
-            .is_none()
-        {
+            }),
+        };
+        if recorded.is_none() {
             return self.gave_up(surfaces, end);
         }
         if retry.retried {

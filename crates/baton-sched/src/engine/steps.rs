@@ -102,7 +102,8 @@ fn begin(
     };
     let patience = job.policy.ttl.value;
     let state = &req.config.settings.state_dir.value;
-    let (record, began) = RunRecord::begin(row, patience, state, session, surfaces);
+    let mates = crate::engine::request::lock_mates(req.config, job);
+    let (mut record, began) = RunRecord::begin(row, &mates, patience, state, session, surfaces);
     match began {
         Begin::Started => {}
         Begin::Decided(d) => {
@@ -122,7 +123,7 @@ fn begin(
         }
     }
     let lease = session.lease();
-    abandon_the_dead(req, &c.run_id, &host, lease.fence(), surfaces);
+    abandon_the_dead(req, &c.run_id, &host, lease.fence(), &mut record, surfaces);
     let start = crate::engine::surfaces::RunStart {
         job: job.name.clone(),
         run_id: c.run_id.clone(),
@@ -181,7 +182,12 @@ fn finish(
     let keep = req.config.settings.history_keep.value;
     fail::fail_point!("end-record");
     let attempts = tally.seq;
-    tally.record.finish(&row, keep, session, surfaces);
+    // The holder drains the queue next unless the run lost its lease or
+    // was interrupted (`engine::run`): its first look is read with the end.
+    let drains = session.lost().is_none() && session.interrupted().is_none();
+    let mates = crate::engine::run::drainable(req.config, req.job);
+    let queue = drains.then_some(&mates[..]);
+    tally.record.finish(&row, keep, queue, session, surfaces);
     if let Some(t) = trace {
         let host = session.lease().host().to_owned();
         let facts = trace::attrs::RunFacts {
@@ -874,12 +880,14 @@ fn why_last(code: u8, attempt: u32, attempts: u32, refusal: Option<NoRetry>) -> 
 /// `abandoned`. A run of this host whose process still lives, under no
 /// fence or this one, is left alone, and so is every run of a job whose
 /// guard says it runs under another lock now (its lock was changed while it
-/// ran: a lower fence of another lock says nothing about it).
+/// ran: a lower fence of another lock says nothing about it). The runs are
+/// those `record` read with the start, or read now.
 fn abandon_the_dead(
     req: &Request<'_>,
     current: &str,
     host: &str,
     fence: u64,
+    record: &mut RunRecord,
     surfaces: &Rc<RefCell<Surfaces>>,
 ) {
     let mates = crate::engine::request::lock_mates(req.config, req.job);
@@ -894,7 +902,10 @@ fn abandon_the_dead(
     let mut s = surfaces.borrow_mut();
     let now = s.now();
     for mate in mates {
-        let runs = s.ledger(|l| l.unfinished(mate)).unwrap_or_default();
+        let runs = match record.take_unfinished(mate) {
+            Some(runs) => runs,
+            None => s.ledger(|l| l.unfinished(mate)).unwrap_or_default(),
+        };
         let mut elsewhere = None;
         for run in runs {
             let here = run.host.as_deref().is_none_or(|h| h == host);

@@ -129,6 +129,20 @@ pub trait Records: Send {
     /// a fence beyond `i64::MAX` is [`Error::Invalid`]. Nothing is written
     /// then.
     fn begin_run(&mut self, run: &NewRun) -> Result<Begun, Error>;
+    /// [`Records::begin_run`], and then, in the same transaction,
+    /// [`Records::unfinished`] of each of `jobs`, in their order: the runs a
+    /// new holder looks at once its start is recorded (a server is asked
+    /// once, not once per job more).
+    ///
+    /// # Errors
+    ///
+    /// As [`Records::begin_run`]; when a read fails, nothing is written
+    /// either.
+    fn begin_run_then_unfinished(
+        &mut self,
+        run: &NewRun,
+        jobs: &[&str],
+    ) -> Result<(Begun, Vec<Vec<RunRow>>), Error>;
     /// Starts several runs in one transaction, each exactly as
     /// [`Records::begin_run`] starts it, in order, with one answer each:
     /// one commit (one `fsync`, one round trip to a server) for runs due
@@ -222,6 +236,23 @@ pub trait Records: Send {
         f: &Finished,
         history_keep: u32,
     ) -> Result<(), Error>;
+    /// [`Records::finish_run_after`], and then, in the same transaction,
+    /// [`Records::next_unpaused`] of `jobs` at `now`: what the run's holder
+    /// runs next from the queue, read as the end is written (a server is
+    /// asked once, not twice).
+    ///
+    /// # Errors
+    ///
+    /// As [`Records::finish_run_after`]; when the queue cannot be read,
+    /// nothing is written either.
+    fn finish_run_then_next(
+        &mut self,
+        attempts: &[Attempt],
+        f: &Finished,
+        history_keep: u32,
+        jobs: &[&str],
+        now: Timestamp,
+    ) -> Result<Option<(String, i64)>, Error>;
     /// Records that the lock file says this occurrence started, under a
     /// ledger that was lost since (it was recovered from corruption): the
     /// decision `claimed`, with a `detail` for a human (an empty one is

@@ -149,17 +149,20 @@ pub trait Statements {
     fn run_recorded(&self, run: &NewRun) -> impl Future<Output = Result<bool, Self::Error>>;
     /// The job a run belongs to.
     fn run_job(&self, run_id: &str) -> impl Future<Output = Result<Option<String>, Self::Error>>;
-    /// When a run started.
-    fn run_started(
+    /// A run's job, when it started, and whether its end is recorded.
+    fn run_end(
         &self,
         run_id: &str,
-    ) -> impl Future<Output = Result<Option<Timestamp>, Self::Error>>;
+    ) -> impl Future<Output = Result<Option<(String, Timestamp, bool)>, Self::Error>>;
+    /// The positions (`seq`) of a run's attempts recorded so far.
+    fn attempt_seqs(&self, run_id: &str) -> impl Future<Output = Result<Vec<u32>, Self::Error>>;
     /// Records an attempt unless its `(run_id, seq)` is, or its run is not
-    /// recorded as a run of its job; whether it did.
-    fn insert_attempt(&self, a: &Attempt) -> impl Future<Output = Result<bool, Self::Error>>;
+    /// recorded as a run of its job (whether it will is read first, from
+    /// [`Statements::run_job`] and [`Statements::attempt_seqs`]).
+    fn insert_attempt(&self, a: &Attempt) -> impl Future<Output = Result<(), Self::Error>>;
     /// Records a run's end unless it has one, or is not recorded as a run
-    /// of its job; whether it did.
-    fn finish_run(&self, f: &Finished) -> impl Future<Output = Result<bool, Self::Error>>;
+    /// of its job (whether it will is read first, [`Statements::run_end`]).
+    fn finish_run(&self, f: &Finished) -> impl Future<Output = Result<(), Self::Error>>;
     /// Keeps the job's newest `keep` runs (their attempts with them).
     fn prune_runs(&self, job: &str, keep: u32) -> impl Future<Output = Result<(), Self::Error>>;
     fn history(

@@ -136,6 +136,32 @@ impl<B: Backend> Records for B {
         )
     }
 
+    fn begin_run_then_unfinished(
+        &mut self,
+        run: &NewRun,
+        jobs: &[&str],
+    ) -> Result<(Begun, Vec<Vec<RunRow>>), Error> {
+        let fence = start_fence(self, run)?;
+        let owned = run.clone();
+        let names: Vec<String> = jobs.iter().map(|&j| j.to_owned()).collect();
+        self.transact(
+            Mode::Write,
+            &|| {
+                format!(
+                    "record the start of run {} of job {} and read the runs of jobs {jobs:?}",
+                    run.run_id, run.job
+                )
+            },
+            async move |tx| {
+                let begun = begin_run(tx, &owned, fence).await?;
+                let tx = &*tx;
+                let reads = names.iter().map(|job| tx.unfinished(job));
+                let unfinished = futures_util::future::try_join_all(reads).await?;
+                Ok((begun, unfinished))
+            },
+        )
+    }
+
     fn begin_runs(&mut self, runs: &[NewRun]) -> Result<Vec<Begun>, Error> {
         let mut fenced = Vec::with_capacity(runs.len());
         for run in runs {
@@ -170,7 +196,7 @@ impl<B: Backend> Records for B {
         self.transact(
             Mode::Write,
             &|| format!("record the end of run {} of job {}", f.run_id, f.job),
-            async move |tx| finish_run(tx, &owned, history_keep.max(1)).await,
+            async move |tx| finish_run(tx, &[], &owned, history_keep.max(1)).await,
         )
     }
 
@@ -196,11 +222,36 @@ impl<B: Backend> Records for B {
                     f.run_id, f.job
                 )
             },
+            async move |tx| finish_run(tx, &tried, &owned, history_keep.max(1)).await,
+        )
+    }
+
+    fn finish_run_then_next(
+        &mut self,
+        attempts: &[Attempt],
+        f: &Finished,
+        history_keep: u32,
+        jobs: &[&str],
+        now: Timestamp,
+    ) -> Result<Option<(String, i64)>, Error> {
+        for a in attempts {
+            self.saw(a.finished);
+        }
+        self.saw(f.finished);
+        self.saw(now);
+        let (tried, owned) = (attempts.to_vec(), f.clone());
+        let names: Vec<String> = jobs.iter().map(|&j| j.to_owned()).collect();
+        self.transact(
+            Mode::Write,
+            &|| {
+                format!(
+                    "record the end of run {} of job {} and read the queue of jobs {jobs:?}",
+                    f.run_id, f.job
+                )
+            },
             async move |tx| {
-                for a in &tried {
-                    record_attempt(tx, a).await?;
-                }
-                finish_run(tx, &owned, history_keep.max(1)).await
+                finish_run(tx, &tried, &owned, history_keep.max(1)).await?;
+                next_queued(tx, &names, Some(now)).await
             },
         )
     }
@@ -654,7 +705,13 @@ async fn begin_run<S: Statements>(
 /// The run a step's attempt or a run's end names, when the ledger has it:
 /// an error when it belongs to another job than `job`.
 async fn run_of<S: Statements>(tx: &S, run_id: &str, job: &str) -> Result<bool, Fail<S::Error>> {
-    match tx.run_job(run_id).await? {
+    owned_by(tx.run_job(run_id).await?.as_deref(), run_id, job)
+}
+
+/// Whether run `run_id`, of job `owner` when recorded, is recorded: an
+/// error when it belongs to another job than `job`.
+fn owned_by<E>(owner: Option<&str>, run_id: &str, job: &str) -> Result<bool, Fail<E>> {
+    match owner {
         Some(owner) if owner != job => Err(Fail::Invalid(format!(
             "run {run_id} belongs to job {owner}, not {job}"
         ))),
@@ -737,38 +794,71 @@ async fn next_queued<S: Statements>(
         .map(|(occurrence, job)| (job.to_owned(), occurrence)))
 }
 
+/// Records attempt `a`: the looks at its run and at the attempts it has go
+/// first (with the transaction's `BEGIN`), and decide; the writes follow,
+/// held back to go with the `COMMIT`'s round trip. A run of another job
+/// fails the body; an attempt recorded already is not counted again.
 async fn record_attempt<S: Statements>(tx: &mut S, a: &Attempt) -> Result<(), Fail<S::Error>> {
-    // The insert goes with the look at the run, at once: it records only
-    // under a run of this job, and a run of another job fails the body.
     let tx = &*tx;
-    let (recorded, inserted) = futures_util::try_join!(run_of(tx, &a.run_id, &a.job), async {
-        Ok(tx.insert_attempt(a).await?)
+    let (recorded, seqs) = futures_util::try_join!(run_of(tx, &a.run_id, &a.job), async {
+        Ok(tx.attempt_seqs(&a.run_id).await?)
     })?;
-    if recorded && !inserted {
-        return Ok(()); // Recorded already: counted already.
+    tx.insert_attempt(a).await?;
+    if !recorded || !seqs.contains(&a.seq) {
+        tx.step_attempted(a).await?;
     }
-    tx.step_attempted(a).await?;
     Ok(())
 }
 
+/// Records the end of a run, after `tried`, its attempts not recorded yet.
+///
+/// The looks at the run and at the attempts it has go first (with the
+/// transaction's `BEGIN`) and decide; then every write, held back to go
+/// together: each writes only under a run of its own job, and a run of
+/// another job fails the body. What is counted of an attempt or the end
+/// recorded already is not counted again. Attempts of another run are
+/// recorded first, one by one, as [`record_attempt`] does.
 async fn finish_run<S: Statements>(
     tx: &mut S,
+    tried: &[Attempt],
     f: &Finished,
     keep: u32,
 ) -> Result<(), Fail<S::Error>> {
-    // The end goes with the looks at the run, at once: it marks only a run
-    // of this job, and a run of another job fails the body.
-    let (recorded, started, ended) = {
-        let tx = &*tx;
-        futures_util::try_join!(
-            run_of(tx, &f.run_id, &f.job),
-            async { Ok(tx.run_started(&f.run_id).await?) },
-            async { Ok(tx.finish_run(f).await?) },
-        )?
+    let ours = tried.iter().all(|a| a.run_id == f.run_id && a.job == f.job);
+    let (alone, tried) = if ours {
+        (&[][..], tried)
+    } else {
+        (tried, &[][..])
     };
-    if recorded && !ended {
+    for a in alone {
+        record_attempt(tx, a).await?;
+    }
+    let tx = &*tx;
+    let seqs = async {
+        match tried {
+            [] => Ok(Vec::new()),
+            _ => tx.attempt_seqs(&f.run_id).await,
+        }
+    };
+    let (run, seqs) = futures_util::try_join!(tx.run_end(&f.run_id), seqs)?;
+    let owner = run.as_ref().map(|(job, _, _)| job.as_str());
+    let recorded = owned_by(owner, &f.run_id, &f.job)?;
+    let (started, over) = match run {
+        Some((_, started, over)) => (Some(started), over),
+        None => (None, false),
+    };
+    let mut have: std::collections::BTreeSet<u32> = seqs.into_iter().collect();
+    for a in tried {
+        let new = have.insert(a.seq);
+        tx.insert_attempt(a).await?;
+        if new || !recorded {
+            tx.step_attempted(a).await?;
+        }
+    }
+    if recorded && over {
         return Ok(()); // Finished already: counted already.
     }
+    tx.finish_run(f).await?;
     tx.job_finished(f).await?;
     tx.tally_finished(f, started).await?;
     tx.prune_runs(&f.job, keep).await?;

@@ -19,6 +19,7 @@ both! {
     pruning_keeps_queued_occurrences
     starts_recorded_together_are_each_as_recorded_alone
     an_end_recorded_with_its_last_attempts_is_as_each_recorded_alone
+    what_a_start_or_an_end_reads_in_its_transaction_is_what_a_read_after_it_sees
 }
 
 fn a_run_round_trips_with_its_attempts_steps_and_job_counters(l: &mut Store, log: &mut Log) {
@@ -530,13 +531,7 @@ fn starts_recorded_together_are_each_as_recorded_alone(l: &mut Store, log: &mut 
 /// What the ledger says of `job`'s last run, steps, counters and tallies,
 /// with the names that differ from job to job left out.
 fn seen_of(l: &mut Store, job: &str) -> String {
-    let mut run = l.last_run(job).unwrap().unwrap();
-    run.run_id.clear();
-    run.job.clear();
-    let mut steps = l.steps(job).unwrap();
-    for s in &mut steps {
-        s.job.clear();
-    }
+    let run_and_steps = run_and_steps(l, job);
     let mut state = l.job(job).unwrap().unwrap();
     state.job.clear();
     state.last_run_id = None;
@@ -545,7 +540,7 @@ fn seen_of(l: &mut Store, job: &str) -> String {
     for t in &mut tallies {
         t.job.clear();
     }
-    format!("{run:?}\n{steps:?}\n{state:?}\n{tallies:?}")
+    format!("{run_and_steps}\n{state:?}\n{tallies:?}")
 }
 
 fn an_end_recorded_with_its_last_attempts_is_as_each_recorded_alone(l: &mut Store, log: &mut Log) {
@@ -603,4 +598,121 @@ fn an_end_recorded_with_its_last_attempts_is_as_each_recorded_alone(l: &mut Stor
     l.finish_run_after(&[], &finished(&third, 10, true), 10)
         .unwrap();
     assert!(l.running("together").unwrap().is_none());
+}
+
+fn what_a_start_or_an_end_reads_in_its_transaction_is_what_a_read_after_it_sees(
+    l: &mut Store,
+    log: &mut Log,
+) {
+    // An earlier run of a mate, never finished, and a finished one.
+    let stale = scheduled("mate", "00000000000000d1", 0);
+    l.begin_run(&stale).unwrap();
+    let done = scheduled("job", "00000000000000d2", 0);
+    l.begin_run(&done).unwrap();
+    l.finish_run(&finished(&done, 10, true), 10).unwrap();
+
+    // The start, then the unfinished runs of each job named, in its order.
+    let run = scheduled("job", "00000000000000d3", 60);
+    let (begun, read) = l
+        .begin_run_then_unfinished(&run, &["mate", "job", "idle"])
+        .unwrap();
+    assert_eq!(begun, Begun::Started);
+    let after: Vec<_> = ["mate", "job", "idle"]
+        .iter()
+        .map(|j| l.unfinished(j).unwrap())
+        .collect();
+    assert_eq!(read, after);
+    let ids: Vec<Vec<&str>> = read
+        .iter()
+        .map(|runs| runs.iter().map(|r| r.run_id.as_str()).collect())
+        .collect();
+    assert_eq!(
+        ids,
+        [vec!["00000000000000d1"], vec!["00000000000000d3"], vec![]],
+        "the run just started is among them"
+    );
+    log.note("unfinished", &read);
+    // Recorded again: the start once, the same runs.
+    let (again, reread) = l
+        .begin_run_then_unfinished(&run, &["mate", "job", "idle"])
+        .unwrap();
+    assert_eq!((again, &reread), (Begun::Started, &read));
+
+    // The end, then the queue: the oldest occurrence of a job no pause
+    // holds at `now`.
+    l.enqueue("mate", &[occ(120)], false, at(61)).unwrap();
+    l.enqueue("job", &[occ(180)], false, at(61)).unwrap();
+    l.pause("mate", None, None, "ops", at(62)).unwrap();
+    let tries = [
+        attempt(&run, 1, "build", AttemptOutcome::Failed, at(63)),
+        attempt(&run, 2, "build", AttemptOutcome::Ok, at(70)),
+    ];
+    l.record_attempt(&tries[0]).unwrap();
+    let next = l
+        .finish_run_then_next(
+            &tries[1..],
+            &finished(&run, 80, true),
+            10,
+            &["mate", "job"],
+            at(90),
+        )
+        .unwrap();
+    assert_eq!(next, Some(("job".into(), occ(180))), "mate is paused");
+    assert_eq!(l.next_unpaused(&["mate", "job"], at(90)).unwrap(), next);
+    log.note("next", &next);
+    // As the same end recorded with finish_run_after.
+    let alone = scheduled("alone", "00000000000000d4", 60);
+    l.begin_run(&alone).unwrap();
+    l.record_attempt(&attempt(&alone, 1, "build", AttemptOutcome::Failed, at(63)))
+        .unwrap();
+    l.finish_run_after(
+        &[attempt(&alone, 2, "build", AttemptOutcome::Ok, at(70))],
+        &finished(&alone, 80, true),
+        10,
+    )
+    .unwrap();
+    let ended = run_and_steps(l, "job");
+    assert_eq!(ended, run_and_steps(l, "alone"));
+    let counted = l.tallies().unwrap();
+    // Recorded again: nothing more is counted, the queue read the same.
+    let twice = l
+        .finish_run_then_next(
+            &tries[1..],
+            &finished(&run, 500, false),
+            10,
+            &["mate", "job"],
+            at(90),
+        )
+        .unwrap();
+    assert_eq!(twice, next);
+    assert_eq!(run_and_steps(l, "job"), ended);
+    assert_eq!(l.tallies().unwrap(), counted);
+
+    // An end that names another job's run: nothing written, nothing read.
+    let other = scheduled("job", "00000000000000d5", 240);
+    l.begin_run(&other).unwrap();
+    let mut wrong = finished(&other, 250, true);
+    wrong.job = "mate".into();
+    let problem = refused(
+        l.finish_run_then_next(&[], &wrong, 10, &["job"], at(260))
+            .unwrap_err(),
+    );
+    assert_eq!(problem, "run 00000000000000d5 belongs to job job, not mate");
+    assert_eq!(
+        l.running("job").unwrap().map(|r| r.run_id),
+        Some(other.run_id.clone())
+    );
+    log.note("refused", &problem);
+}
+
+/// The last run of `job` and its steps, without the names.
+fn run_and_steps(l: &mut Store, job: &str) -> String {
+    let mut run = l.last_run(job).unwrap().unwrap();
+    run.run_id.clear();
+    run.job.clear();
+    let mut steps = l.steps(job).unwrap();
+    for s in &mut steps {
+        s.job.clear();
+    }
+    format!("{run:?}\n{steps:?}")
 }

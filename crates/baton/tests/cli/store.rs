@@ -576,8 +576,11 @@ fn store_behind_pgbouncer_runs_in_transaction_mode_and_refuses_statement_mode() 
 /// take to the store, counted by a proxy between baton and the server: its
 /// connections' start-up and checks, the ledger's records and the lease's
 /// steps, the second time the job runs (the first also creates its rows).
-/// 21 when this was written (the last attempt recorded with the run's
-/// end, in one transaction), 24 before that (a guard already naming the
+/// 15 when this was written (a write's `BEGIN` sent with its first looks;
+/// a run's end decided from its looks, its writes sent together with the
+/// queue's read; the unfinished runs read with the start; a guard's take
+/// sent with its `COMMIT`), 21 before that (the last attempt recorded with
+/// the run's end, in one transaction), 24 before that (a guard already naming the
 /// run's lock moved by its upsert, an attempt's insert and a run's end sent
 /// with the look at their run), 29 before that (one connection, which the store's calls,
 /// the ledger's and the held lease's share), 34 to 35 with three connections
@@ -595,7 +598,7 @@ fn store_behind_pgbouncer_runs_in_transaction_mode_and_refuses_statement_mode() 
 /// connections speaking at once count as one, and a pipelined batch the
 /// server starts answering before its last part arrives (a loaded machine)
 /// counts as two.
-const RUN_ROUND_TRIPS: u64 = 26;
+const RUN_ROUND_TRIPS: u64 = 20;
 
 /// The most round trips one `baton tick` with nothing due may take, for
 /// one job, the second time (the first also records that the job is seen):
