@@ -271,14 +271,14 @@ impl Statements for Sql<'_> {
     /// Records the occurrence of a scheduled run as `started` by it: a new row
     /// when the occurrence has none, or its `queued` row turned into `started`
     /// (keeping its count of coalesced occurrences). Any other decision is left
-    /// as it is. Returns whether this call started it.
+    /// as it is (the transaction reads which first).
     ///
     /// One statement: the update's `WHERE` is evaluated on the row as it is
     /// under this transaction's write lock, so of many processes starting the
     /// same queued occurrence, the first changes it and the others find it
     /// `started` and change nothing.
-    async fn start_decision(&self, run: &NewRun, occurrence: i64) -> R<bool> {
-        self.changed(
+    async fn start_decision(&self, run: &NewRun, occurrence: i64) -> R<()> {
+        self.run(
             "INSERT INTO occurrences (job, occurrence, decision, run_id, decided)
              VALUES (?1, ?2, 'started', ?3, ?4)
              ON CONFLICT (job, occurrence) DO UPDATE SET

@@ -182,11 +182,13 @@ impl Leases {
                 let held = held.map_err(q)?;
                 let inserted = inserted.map_err(q)?;
                 committed.map_err(q)?;
-                if let Some(r) = held {
-                    return Ok(TakeGuard::Switched(switch_of(&r, lock)?));
-                }
+                // The upsert's own look at the hold decides: the hold may
+                // have ended between the two statements.
                 if inserted.is_some() {
                     return Ok(TakeGuard::Taken);
+                }
+                if let Some(r) = held {
+                    return Ok(TakeGuard::Switched(switch_of(&r, lock)?));
                 }
                 // The guard names another lock: judged under its row's lock,
                 // in a transaction of its own.

@@ -341,9 +341,9 @@ impl Statements for Pg<'_> {
     /// Records the occurrence of a scheduled run as `started` by it: a new row
     /// when the occurrence has none, or its `queued` row turned into `started`
     /// (keeping its count of coalesced occurrences). Any other decision is left
-    /// as it is. Returns whether this call started it.
-    async fn start_decision(&self, run: &NewRun, occurrence: i64) -> R<bool> {
-        self.changed(
+    /// as it is (the transaction reads which first).
+    async fn start_decision(&self, run: &NewRun, occurrence: i64) -> R<()> {
+        self.run(
             "INSERT INTO baton.occurrences AS o (job, occurrence, decision, run_id, decided)
              VALUES ($1::text, $2::bigint, 'started', $3::text, $4::bigint)
              ON CONFLICT (job, occurrence) DO UPDATE SET

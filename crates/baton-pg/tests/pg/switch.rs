@@ -128,6 +128,13 @@ fn a_grant_lost_by_an_asynchronous_failover_is_given_to_nobody_before_ttl_and_gr
         TakeGuard::Switched(s) => assert_eq!(s.switched, first.switched),
         other => panic!("a guard was taken while the server is held back: {other:?}"),
     }
+    assert_eq!(
+        pair.standby()
+            .sql("SELECT count(*) FROM baton.job_guards WHERE job = 'nightly'")
+            .trim(),
+        "0",
+        "a take refused while the server is held back wrote no guard"
+    );
 
     // Ask until granted: never while the lost holder's job runs, never
     // before the hold ends, and then with a higher fence.

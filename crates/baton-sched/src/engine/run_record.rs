@@ -112,14 +112,28 @@ impl RunRecord {
                 return (record, Begin::NotRecorded(why));
             }
         }
+        // What the queue held at an earlier run's end is no answer for
+        // this one's.
+        surfaces.borrow_mut().forget_queue_at_end();
         let row = record.start.clone();
         let mut retry = record.retry(surfaces, "its start");
-        let first = retry.insist(session, &mut |l| l.begin_run_then_unfinished(&row, mates));
+        // The runs to look at go with the first try only: a read that only
+        // informs never keeps a start from being recorded.
+        let mut tries = 0;
+        let first = retry.insist(session, &mut |l| {
+            tries += 1;
+            if tries == 1 {
+                l.begin_run_then_unfinished(&row, mates)
+                    .map(|(begun, runs)| (begun, Some(runs)))
+            } else {
+                l.begin_run(&row).map(|begun| (begun, None))
+            }
+        });
         let begin = match first {
             Some((Begun::Started, runs)) => {
                 record.start_recorded = true;
                 let named = mates.iter().map(|&m| m.to_owned());
-                record.unfinished = Some(named.zip(runs).collect());
+                record.unfinished = runs.map(|runs| named.zip(runs).collect());
                 Begin::Started
             }
             Some((Begun::AlreadyDecided(d), _)) => Begin::Decided(Box::new(d)),
@@ -201,23 +215,27 @@ impl RunRecord {
         // The attempts not recorded yet (the last one, usually) land with
         // the end, in one transaction.
         let attempts = std::mem::take(&mut self.attempts);
-        let recorded = match queue {
-            Some(jobs) => {
-                let clock = surfaces.borrow().clock();
-                let next = retry.insist(session, &mut |l| {
-                    l.finish_run_then_next(&attempts, end, history_keep, jobs, clock.wall())
-                });
-                next.map(|next| {
-                    let named = jobs.iter().map(|&j| j.to_owned()).collect();
-                    surfaces.borrow_mut().keep_queue_at_end(named, next);
-                })
+        // The queue is read with the first try only: a read that only
+        // informs never keeps an end from being recorded.
+        let clock = surfaces.borrow().clock();
+        let mut tries = 0;
+        let recorded = retry.insist(session, &mut |l| {
+            tries += 1;
+            match queue {
+                Some(jobs) if tries == 1 => l
+                    .finish_run_then_next(&attempts, end, history_keep, jobs, clock.wall())
+                    .map(|next| Some((jobs, next))),
+                _ => l
+                    .finish_run_after(&attempts, end, history_keep)
+                    .map(|()| None),
             }
-            None => retry.insist(session, &mut |l| {
-                l.finish_run_after(&attempts, end, history_keep)
-            }),
-        };
-        if recorded.is_none() {
+        });
+        let Some(read) = recorded else {
             return self.gave_up(surfaces, end);
+        };
+        if let Some((jobs, next)) = read {
+            let named = jobs.iter().map(|&j| j.to_owned()).collect();
+            surfaces.borrow_mut().keep_queue_at_end(named, next);
         }
         if retry.retried {
             surfaces.borrow_mut().note(&format!(

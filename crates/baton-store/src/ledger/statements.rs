@@ -122,12 +122,13 @@ pub trait Statements {
         d: &NewDecision<'_>,
     ) -> impl Future<Output = Result<bool, Self::Error>>;
     /// Records the occurrence `started` by `run`: a new row, or its
-    /// `queued` row turned `started`; whether it did.
+    /// `queued` row turned `started`; any other row is left as it is
+    /// (whether it will be is read first, [`Statements::decision`]).
     fn start_decision(
         &self,
         run: &NewRun,
         occurrence: i64,
-    ) -> impl Future<Output = Result<bool, Self::Error>>;
+    ) -> impl Future<Output = Result<(), Self::Error>>;
     /// Turns a `queued` occurrence into `d`; whether it did.
     fn claim_queued(&self, d: &NewDecision<'_>) -> impl Future<Output = Result<bool, Self::Error>>;
     fn decision(

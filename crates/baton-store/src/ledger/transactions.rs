@@ -674,27 +674,33 @@ impl<B: Backend> Records for B {
     }
 }
 
+/// Records the start of `run`. The looks at its occurrence's decision and
+/// at the run go first (with the transaction's `BEGIN`), and decide; the
+/// writes follow, held back to go with the `COMMIT`'s round trip.
 async fn begin_run<S: Statements>(
     tx: &mut S,
     run: &NewRun,
     fence: Option<i64>,
 ) -> Result<Begun, Fail<S::Error>> {
-    if let Some(occurrence) = run.occurrence
-        && !tx.start_decision(run, occurrence).await?
-    {
-        let existing = tx.decision(&run.job, occurrence).await?;
-        // OK because the insert was refused by this very row, inside this
-        // transaction, and rows are only deleted under the write lock this
-        // transaction holds.
-        let existing = existing.ok_or_else(|| {
-            Fail::Invalid(format!(
-                "occurrence {occurrence} of job {} was decided and is gone",
-                run.job
-            ))
-        })?;
-        return Ok(existing.begun_by(run));
+    let tx = &*tx;
+    let decided = async {
+        match run.occurrence {
+            Some(occurrence) => tx.decision(&run.job, occurrence).await,
+            None => Ok(None),
+        }
+    };
+    let (decided, recorded) = futures_util::try_join!(decided, tx.run_recorded(run))?;
+    if let Some(occurrence) = run.occurrence {
+        match decided {
+            // Decided otherwise, or started already (by this very run when
+            // its first call's answer was lost).
+            Some(existing) if existing.decision != Decision::Queued => {
+                return Ok(existing.begun_by(run));
+            }
+            _ => tx.start_decision(run, occurrence).await?,
+        }
     }
-    if tx.run_recorded(run).await? {
+    if recorded {
         return Ok(Begun::Started); // Recorded already, with its job's row.
     }
     tx.insert_run(run, fence).await?;
