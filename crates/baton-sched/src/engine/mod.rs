@@ -8,6 +8,7 @@
 
 pub mod alerts;
 pub mod decide;
+mod kept_queue;
 pub mod plan;
 pub mod post;
 pub(crate) mod replace;

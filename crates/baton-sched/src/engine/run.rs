@@ -617,7 +617,7 @@ pub(crate) fn hold(
         let Some(held) = lease.take() else { break };
         let (outcome, stop) = hold_once(req, held, std::mem::take(&mut firsts), surfaces);
         // Read before the release: never an answer after it.
-        surfaces.borrow_mut().forget_queue_at_end();
+        surfaces.borrow_mut().kept_queue().forget();
         worst = worst.max(outcome);
         if stop {
             break;
@@ -744,7 +744,7 @@ fn hold_once(
     while worst != Outcome::Unable && session.lost().is_none() && session.interrupted().is_none() {
         // The queue as the last run recorded its end, when it was read
         // then, else read now.
-        let kept = surfaces.borrow_mut().queue_at_end(&mates);
+        let kept = surfaces.borrow_mut().kept_queue().take(&mates);
         let next = kept.unwrap_or_else(|| next_queued(&mates, surfaces));
         let Some((name, at)) = next else { break };
         if last_taken == Some((name.clone(), at)) {

@@ -114,7 +114,7 @@ impl RunRecord {
         }
         // What the queue held at an earlier run's end is no answer for
         // this one's.
-        surfaces.borrow_mut().forget_queue_at_end();
+        surfaces.borrow_mut().kept_queue().forget();
         let row = record.start.clone();
         let mut retry = record.retry(surfaces, "its start");
         // The runs to look at go with the first try only: a read that only
@@ -187,7 +187,7 @@ impl RunRecord {
     ///
     /// With `queue`, the jobs whose queue the holder drains next, that
     /// queue is read in the end's transaction and kept for the holder's
-    /// next look ([`Surfaces::queue_at_end`]).
+    /// next look (`engine::kept_queue`).
     pub(crate) fn finish(
         mut self,
         end: &Finished,
@@ -234,8 +234,7 @@ impl RunRecord {
             return self.gave_up(surfaces, end);
         };
         if let Some((jobs, next)) = read {
-            let named = jobs.iter().map(|&j| j.to_owned()).collect();
-            surfaces.borrow_mut().keep_queue_at_end(named, next);
+            surfaces.borrow_mut().kept_queue().keep(jobs, next);
         }
         if retry.retried {
             surfaces.borrow_mut().note(&format!(

@@ -123,7 +123,14 @@ fn begin(
         }
     }
     let lease = session.lease();
-    abandon_the_dead(req, &c.run_id, &host, lease.fence(), &mut record, surfaces);
+    abandon_the_dead(
+        req,
+        &c.run_id,
+        &host,
+        lease.fence(),
+        (&mates, &mut record),
+        surfaces,
+    );
     let start = crate::engine::surfaces::RunStart {
         job: job.name.clone(),
         run_id: c.run_id.clone(),
@@ -881,16 +888,16 @@ fn why_last(code: u8, attempt: u32, attempts: u32, refusal: Option<NoRetry>) -> 
 /// fence or this one, is left alone, and so is every run of a job whose
 /// guard says it runs under another lock now (its lock was changed while it
 /// ran: a lower fence of another lock says nothing about it). The runs are
-/// those `record` read with the start, or read now.
+/// those of `mates` (the jobs sharing the lock) that `record` read with the
+/// start, or read now.
 fn abandon_the_dead(
     req: &Request<'_>,
     current: &str,
     host: &str,
     fence: u64,
-    record: &mut RunRecord,
+    (mates, record): (&[&str], &mut RunRecord),
     surfaces: &Rc<RefCell<Surfaces>>,
 ) {
-    let mates = crate::engine::request::lock_mates(req.config, req.job);
     let store = crate::store::open(req.config);
     // With slots, a lower fence is another slot's, and says nothing: a run
     // is superseded when no slot's record names it any more.
@@ -901,7 +908,7 @@ fn abandon_the_dead(
     };
     let mut s = surfaces.borrow_mut();
     let now = s.now();
-    for mate in mates {
+    for &mate in mates {
         let runs = match record.take_unfinished(mate) {
             Some(runs) => runs,
             None => s.ledger(|l| l.unfinished(mate)).unwrap_or_default(),

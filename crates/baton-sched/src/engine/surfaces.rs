@@ -23,6 +23,7 @@ use jiff::tz::TimeZone;
 use crate::config::OtlpEndpoint;
 use crate::config::{Command, Config};
 use crate::engine::alerts::{Alert, Pending};
+use crate::engine::kept_queue::KeptQueue;
 use crate::engine::trace::{Export, RunTrace, Span, TraceParent};
 use crate::engine::webhook::{Delivery, Webhook};
 use crate::state::logs::Logs;
@@ -56,10 +57,9 @@ pub struct Surfaces {
     ledger_newer: bool,
     /// What was read with the store's clock, until a tick takes it.
     overview: Option<baton_store::ledger::Overview>,
-    /// The queue of a lock's jobs (named first) as the last run under it
-    /// recorded its end, read in that transaction, until the next look
-    /// before the release takes it ([`Surfaces::queue_at_end`]).
-    queue_at_end: Option<QueueAtEnd>,
+    /// The queue of a lock's jobs as the last run under it recorded its
+    /// end, until the next look before the release takes it.
+    queue_at_end: KeptQueue,
     /// Each job's zone, for the instants a line on stderr names.
     zones: BTreeMap<String, TimeZone>,
     /// The scheduler's zone, for a line of no job's.
@@ -71,9 +71,6 @@ pub struct Surfaces {
     /// until the first run takes it ([`Surfaces::trace_run`]).
     trace_parent: Option<TraceParent>,
 }
-
-/// The jobs whose queue was read, and the oldest occurrence it held.
-type QueueAtEnd = (Vec<String>, Option<(String, i64)>);
 
 /// What [`Surfaces::on_start`] calls.
 pub type OnStart = Box<dyn FnMut(&RunStart)>;
@@ -158,7 +155,7 @@ impl Surfaces {
             on_start: None,
             ledger_newer: false,
             overview: None,
-            queue_at_end: None,
+            queue_at_end: KeptQueue::default(),
             zones: config
                 .jobs
                 .iter()
@@ -231,27 +228,10 @@ impl Surfaces {
         self.overview.take()
     }
 
-    /// Keeps what the queue of `jobs` held as a run recorded its end.
-    pub(crate) fn keep_queue_at_end(&mut self, jobs: Vec<String>, next: Option<(String, i64)>) {
-        self.queue_at_end = Some((jobs, next));
-    }
-
-    /// What the queue of `jobs` held as the last run recorded its end, when
-    /// it was read for these very jobs and not taken yet; forgotten either
-    /// way, so that it answers one look at most.
-    pub(crate) fn queue_at_end(&mut self, jobs: &[&str]) -> Option<Option<(String, i64)>> {
-        let (named, next) = self.queue_at_end.take()?;
-        named
-            .iter()
-            .map(String::as_str)
-            .eq(jobs.iter().copied())
-            .then_some(next)
-    }
-
-    /// Forgets what the queue held as the last run recorded its end: once
-    /// the lease is let go, only a look made then may decide.
-    pub(crate) fn forget_queue_at_end(&mut self) {
-        self.queue_at_end = None;
+    /// The queue as the last run's end read it, for the holder's next look
+    /// before the release.
+    pub(crate) fn kept_queue(&mut self) -> &mut KeptQueue {
+        &mut self.queue_at_end
     }
 
     /// Whether the ledger is open.
