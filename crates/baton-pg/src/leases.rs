@@ -263,9 +263,9 @@ impl Leases {
                                 at: seen.now,
                             });
                         }
-                        // Seen free (its holder let go while the grant waited
-                        // for the row, or the grant was held back after a
-                        // switch of servers): the conditional grant again,
+                        // Seen free (its holder let go between the grant and
+                        // the read of the row, or the grant was held back
+                        // after a switch of servers): the conditional grant again,
                         // which holds the row's lock for one statement, rather
                         // than the locking form, which holds it across a round
                         // trip while every other contender (and the next

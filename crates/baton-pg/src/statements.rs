@@ -1,8 +1,8 @@
 //! Every statement the lease runs (acquire, renew, restate, naming the job's
 //! group, release): the only SQL that reads or writes `baton.leases` and
-//! `baton.claims`, besides the conditional grant's body, which schema
-//! version 7 keeps as a function (`crate::schema`) so that the server plans
-//! it once per connection. Each is sent unnamed with its parameters' types
+//! `baton.claims`, besides the conditional grant's body, which the schema
+//! keeps as a function (versions 7 and 8, `crate::schema`) so that the
+//! server plans it once per connection. Each is sent unnamed with its parameters' types
 //! ([`crate::typed`]), never prepared by name, so none outlives its
 //! transaction (a pooler may hand the next one another server connection).
 //!
@@ -191,12 +191,12 @@ FROM hold CROSS JOIN clock";
 /// The conditional form's grant: [`GRANT`] on a free row only, with the
 /// same parameters and the same first four columns, except that it never
 /// says why it did not grant (the third and fourth are always NULL). When
-/// it did not grant, the row as [`SELECT`] reads it (without its lock, from
-/// the statement's snapshot) follows, from column [`GRANT_IF_FREE_SEEN`]
-/// on, so that a contender for a held lease judges it in the same round
-/// trip; NULLs when it granted or the row does not exist. The statement is
-/// the function `baton.grant_if_free` of schema version 7
-/// (`crate::schema`), planned once per server connection.
+/// it did not grant, the row as [`SELECT`] reads it (without its lock, in a
+/// snapshot taken after the grant's condition failed) follows, from column
+/// [`GRANT_IF_FREE_SEEN`] on, so that a contender for a held lease judges
+/// it in the same round trip; NULLs when it granted or the row does not
+/// exist. The statement is the function `baton.grant_if_free` of schema
+/// version 8 (`crate::schema`), planned once per server connection.
 const GRANT_IF_FREE: &str = "
 SELECT * FROM baton.grant_if_free($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
                                   $15, $16, $17)";

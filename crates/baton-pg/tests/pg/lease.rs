@@ -5,7 +5,7 @@ use std::time::Duration;
 use baton_lease::Verdict;
 use baton_pg::{Acquire, Form, HolderFacts, Release, Renewal};
 
-use crate::support::{Scene, granted, lapse, remote, scalar};
+use crate::support::{Scene, granted, lapse, remote, scalar, used};
 
 const LONG: Duration = Duration::from_secs(60);
 
@@ -143,4 +143,108 @@ async fn fences_only_grow_after_the_lease_row_is_restored_from_an_older_copy() {
             next.fence()
         );
     }
+}
+
+/// The conditional grant's arguments for lock `name`, token `token`, held
+/// by `host-x` for a minute, no claim, nothing held back after a switch.
+fn grant_args(name: &str, token: &str) -> String {
+    format!(
+        "'{name}', '{token}', 'host-x', 'm', 'b', 1, 2, 3, NULL, NULL, NULL, 60000, 1000, 5, NULL, NULL, 0"
+    )
+}
+
+/// A contender whose conditional grant waited for the row while another's
+/// grant committed is shown that grant (a live holder, busy at once), not
+/// the row as it was before its wait (free), which sent it round again and
+/// then to the locking form, queueing every other contender behind it.
+#[tokio::test]
+async fn a_refused_conditional_grant_shows_the_grant_it_waited_for() {
+    let scene = Scene::new().await;
+    let store = scene.leases_with(Form::Conditional, None).await;
+    used(&store, "waited").await;
+
+    let first = scene.raw().await;
+    first
+        .batch_execute(&format!(
+            "BEGIN; SELECT * FROM baton.grant_if_free({})",
+            grant_args("waited", "token-a")
+        ))
+        .await
+        .unwrap();
+    let second = scene.raw().await;
+    let sql = format!(
+        "SELECT granted_fence, seen_state, seen_token FROM baton.grant_if_free({})",
+        grant_args("waited", "token-b")
+    );
+    let waiting = tokio::spawn(async move { second.query_one(&sql, &[]).await.unwrap() });
+    let watcher = scene.raw().await;
+    let deadline = tokio::time::Instant::now() + baton_testkit::PATIENCE;
+    while scalar::<i64>(
+        &watcher,
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
+    )
+    .await
+        == 0
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the second grant never waited"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    first.batch_execute("COMMIT").await.unwrap();
+    let row = waiting.await.unwrap();
+    assert_eq!(row.get::<_, Option<i64>>(0), None, "granted twice");
+    assert_eq!(row.get::<_, Option<&str>>(1), Some("held"));
+    assert_eq!(row.get::<_, Option<&str>>(2), Some("token-a"));
+
+    // A lock never taken: no row, and nothing seen.
+    let row = watcher
+        .query_one(
+            &format!(
+                "SELECT * FROM baton.grant_if_free({})",
+                grant_args("never", "token-c")
+            ),
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, Option<i64>>(0), None);
+    assert_eq!(row.get::<_, Option<&str>>(4), None, "a state seen");
+    assert_eq!(row.get::<_, Option<i64>>(22), None, "a clock seen");
+}
+
+/// `baton.micros` is inlined by the planner (a call of a SQL function
+/// that is not is parsed and planned again in every statement that makes
+/// it), and answers what its first version did, to the microsecond.
+#[tokio::test]
+async fn micros_is_inlined_and_exact() {
+    let scene = Scene::new().await;
+    let raw = scene.raw().await;
+    let plan: Vec<String> = raw
+        .query(
+            "EXPLAIN (VERBOSE) SELECT baton.micros(clock_timestamp())",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(
+        !plan.iter().any(|l| l.contains("micros")),
+        "not inlined: {plan:?}"
+    );
+    let differ: i64 = scalar(
+        &raw,
+        "SELECT count(*) FROM (VALUES (timestamptz '1970-01-01 00:00:00+00'),
+             ('1969-12-31 23:59:59.999999+00'), ('2026-12-04 23:59:59.123456+00'),
+             ('1900-03-01 12:00:00.5+00'), ('2262-04-11 23:47:16.854775+00'),
+             (clock_timestamp())) v(t)
+         WHERE baton.micros(t) IS DISTINCT FROM floor(extract(epoch FROM t) * 1000000)::bigint",
+    )
+    .await;
+    assert_eq!(differ, 0);
+    let null: Option<i64> = scalar(&raw, "SELECT baton.micros(NULL)").await;
+    assert_eq!(null, None);
 }
