@@ -59,6 +59,7 @@ mod options;
 mod outcome;
 mod passfile;
 mod pool;
+mod prepared;
 pub mod schema;
 mod settings;
 mod statements;
@@ -66,6 +67,8 @@ mod store;
 mod survey;
 mod switch;
 mod target;
+#[cfg(test)]
+mod test_server;
 mod tls;
 mod typed;
 mod warning;

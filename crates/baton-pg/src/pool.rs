@@ -7,7 +7,8 @@
 //! so the store works behind a pooler in transaction mode (PgBouncer's
 //! `pool_mode = transaction`), where each transaction may run on another
 //! server connection: no startup `options`, no `SET`, no named statement
-//! ([`crate::typed`]). The statement timeout and the idle-in-transaction
+//! ([`crate::typed`]) unless the store's settings say its connections are
+//! its own ([`crate::prepared`]). The statement timeout and the idle-in-transaction
 //! timeout are set with `SET LOCAL` by every transaction's `BEGIN`
 //! ([`Conn::begin`]), sent in the same round trip as its first statement,
 //! and a statement that runs alone is wrapped in such a transaction
@@ -43,6 +44,7 @@ use crate::driver::Driver;
 use crate::error::Error;
 use crate::keepalive::Keepalive;
 use crate::options::Options;
+use crate::prepared::Prepared;
 use crate::target::Target;
 use crate::tls::{Connector, Stream};
 use crate::typed::{Param, typed};
@@ -58,6 +60,8 @@ pub(crate) struct Conn {
     /// Whether the schema's version and the server's writability were
     /// checked on it ([`crate::schema::check`]).
     pub(crate) checked: AtomicBool,
+    /// The statements prepared on it, when its store prepares them.
+    prepared: Prepared,
     /// Whether it is encrypted (TLS).
     pub(crate) encrypted: bool,
 }
@@ -96,7 +100,7 @@ impl Conn {
         sql: &str,
         params: &[&dyn Param],
     ) -> Result<Option<Row>, tokio_postgres::Error> {
-        self.client.query_typed_opt(sql, &typed(params)).await
+        self.prepared.opt(&self.client, sql, params).await
     }
 
     /// Runs `sql` (no rows) in the transaction open on this connection;
@@ -118,10 +122,9 @@ impl Conn {
         sql: &str,
         params: &[&dyn Param],
     ) -> Result<Option<Row>, tokio_postgres::Error> {
-        let params = typed(params);
         let (begun, row, committed) = tokio::join!(
             self.begin(),
-            self.client.query_typed_opt(sql, &params),
+            self.prepared.opt(&self.client, sql, params),
             self.commit()
         );
         begun?;
@@ -349,6 +352,7 @@ impl Pool {
             task,
             begin: self.begin.clone(),
             checked: AtomicBool::new(false),
+            prepared: Prepared::new(self.target.prepares()),
             encrypted: encrypted.load(Ordering::Relaxed),
         })
     }

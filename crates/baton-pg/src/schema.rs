@@ -112,7 +112,7 @@ CREATE TABLE baton.job_guards (
 ];
 
 /// Version 8: the same functions, with the same signatures and answers,
-/// made cheaper and the conditional grant's refusal truer (BENCHMARKS §4.4).
+/// made cheaper and the conditional grant's refusal truer (BENCHMARKS §4.1).
 ///
 /// - `baton.micros` is written so that the planner inlines it. Version 1's
 ///   body reads `extract(epoch FROM t)`, which PostgreSQL marks stable (the

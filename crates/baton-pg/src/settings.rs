@@ -1,6 +1,8 @@
 //! What a caller gives beside the URL (baton's `[store]` keys): the
 //! password file, and the TLS settings libpq otherwise reads from the URL
-//! (`sslmode`, `sslrootcert`, `sslcert`, `sslkey`).
+//! (`sslmode`, `sslrootcert`, `sslcert`, `sslkey`); and whether the
+//! lease's statements are prepared once per connection (`prepare`, which
+//! libpq has no parameter for, so it is never read from the URL).
 //!
 //! A setting is given in one place only: one given both here and in the
 //! URL is refused by [`crate::Target::resolve_with`], never chosen between,
@@ -29,6 +31,11 @@ pub struct Settings {
     pub sslcert: Option<PathBuf>,
     /// The client certificate's key (PEM).
     pub sslkey: Option<PathBuf>,
+    /// Whether the lease's statements are prepared by name once per
+    /// connection and reused ([`crate::Target::prepares`]); only for a
+    /// server reached directly, or through a pooler that keeps prepared
+    /// statements. `false` (the default) sends each unnamed.
+    pub prepare: bool,
 }
 
 impl Settings {

@@ -48,6 +48,9 @@ pub struct Target {
     /// each); `None` when the driver's configuration holds the one every
     /// host takes.
     by_host: Option<ByHost>,
+    /// Whether the lease's statements are prepared once per connection
+    /// ([`Settings::prepare`]).
+    prepare: bool,
 }
 
 impl std::fmt::Debug for Target {
@@ -193,7 +196,20 @@ impl Target {
             tls,
             warnings,
             by_host,
+            prepare: settings.prepare,
         })
+    }
+
+    /// Whether the lease's statements (acquire, renew, release …) are
+    /// prepared by name the first time a connection sends each, and reused
+    /// from then on, instead of being sent unnamed and parsed and planned
+    /// every time ([`Settings::prepare`]). A prepared statement lives on
+    /// one server connection: behind a pooler in transaction mode that
+    /// does not carry it from one server connection to the next (PgBouncer
+    /// before 1.21, or without `max_prepared_statements`), the next
+    /// transaction may find another client's statement under its name.
+    pub fn prepares(&self) -> bool {
+        self.prepare
     }
 
     /// The driver's configurations a connection tries, in turn: the
@@ -226,6 +242,7 @@ impl Target {
             tls,
             warnings: Vec::new(),
             by_host: None,
+            prepare: false,
         })
     }
 

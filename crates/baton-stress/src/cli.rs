@@ -91,6 +91,8 @@ pub(crate) struct Args {
     pub(crate) quiet: bool,
 
     /// Contend in the PostgreSQL database at URL instead of lock files.
+    /// baton's contenders prepare their statements once per connection when
+    /// BATON_STORE_PREPARE is `true` (as `[store] prepare = true` does).
     #[arg(long, value_name = "URL")]
     pub(crate) store: Option<String>,
 

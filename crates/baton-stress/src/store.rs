@@ -123,12 +123,20 @@ impl Store {
             pool_size: 1,
             ..baton_pg::Options::default()
         };
-        self.block_on(baton_pg::Leases::open(&self.url, options))
-            .map_err(|source| StoreError::Pg {
-                what: "open baton's leases at",
-                target: self.target(),
-                source,
-            })
+        let settings = baton_pg::Settings {
+            prepare: prepares(),
+            ..baton_pg::Settings::default()
+        };
+        // As `Leases::open` reads the URL: nothing from the environment.
+        let env = |_: &str| None;
+        let pg = |source| StoreError::Pg {
+            what: "open baton's leases at",
+            target: self.target(),
+            source,
+        };
+        let target = baton_pg::Target::resolve_with(&self.url, &settings, &env).map_err(pg)?;
+        self.block_on(baton_pg::Leases::open_target(&target, options))
+            .map_err(pg)
     }
 
     /// A plain connection (for the exhibit), driven by this runtime.
@@ -199,6 +207,13 @@ pub(crate) fn redact(url: &str) -> String {
 
 /// How long a judge off the holder's host waits past the TTL, by default.
 pub(crate) const DEFAULT_GRACE: Duration = Duration::from_millis(1000);
+
+/// Whether baton's contenders prepare their statements once per connection,
+/// as baton does with `[store] prepare = true`: when `BATON_STORE_PREPARE`
+/// (the variable of that key, inherited by every contender) is `true`.
+fn prepares() -> bool {
+    std::env::var("BATON_STORE_PREPARE").is_ok_and(|v| v.trim() == "true")
+}
 
 #[cfg(test)]
 mod tests {

@@ -370,21 +370,12 @@ mod tests {
     /// Runs `test` on a connection to the shared test server that has an
     /// empty table `t` of its own (a temporary one).
     fn on_a_connection(test: impl AsyncFnOnce(&Client)) {
-        let server = baton_testkit::pg::PgServer::shared();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let (client, conn) = tokio_postgres::connect(&server.url(), tokio_postgres::NoTls)
-                .await
-                .unwrap();
-            tokio::spawn(conn);
+        crate::test_server::on_a_connection(async |client| {
             client
                 .batch_execute("CREATE TEMP TABLE t (x int)")
                 .await
                 .unwrap();
-            test(&client).await;
+            test(client).await;
         });
     }
 

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use baton_lease::Verdict;
-use baton_pg::{Acquire, Form, HolderFacts, Release, Renewal};
+use baton_pg::{Acquire, Form, HolderFacts, Leases, PgLease, Release, Renewal};
 
 use crate::support::{Scene, granted, lapse, remote, scalar, used};
 
@@ -19,17 +19,7 @@ async fn acquire_busy_renew_release_in_both_forms() {
         let lease = granted(&a, &name, &HolderFacts::here(), LONG).await;
 
         // This process is alive and renewing: live, whoever asks.
-        match b
-            .acquire(&name, &HolderFacts::here(), LONG, None)
-            .await
-            .unwrap()
-        {
-            Acquire::Busy {
-                verdict: Verdict::Live { holder, .. },
-                ..
-            } => assert_eq!(holder.fence(), Some(lease.fence())),
-            other => panic!("{form:?}: expected busy, got {other:?}"),
-        }
+        refused_for(&b, &name, &lease, form).await;
 
         assert!(
             matches!(a.renew(&lease).await.unwrap(), Renewal::Renewed(at) if at >= lease.acquired())
@@ -45,6 +35,21 @@ async fn acquire_busy_renew_release_in_both_forms() {
         let next = granted(&b, &name, &HolderFacts::here(), LONG).await;
         assert!(next.fence() > lease.fence());
         assert_ne!(next.token(), lease.token());
+    }
+}
+
+/// `store` is refused lock `name`, which `lease` holds: live.
+async fn refused_for(store: &Leases, name: &str, lease: &PgLease, form: Form) {
+    match store
+        .acquire(name, &HolderFacts::here(), LONG, None)
+        .await
+        .unwrap()
+    {
+        Acquire::Busy {
+            verdict: Verdict::Live { holder, .. },
+            ..
+        } => assert_eq!(holder.fence(), Some(lease.fence())),
+        other => panic!("{form:?}: expected busy, got {other:?}"),
     }
 }
 
@@ -247,4 +252,48 @@ async fn micros_is_inlined_and_exact() {
     assert_eq!(differ, 0);
     let null: Option<i64> = scalar(&raw, "SELECT baton.micros(NULL)").await;
     assert_eq!(null, None);
+}
+
+/// A store that prepares its statements (`[store] prepare = true`) takes,
+/// refuses, renews and releases as one that does not, in both forms, over
+/// many calls on its kept connection.
+#[tokio::test]
+async fn a_store_that_prepares_its_statements_keeps_every_rule() {
+    let scene = Scene::new().await;
+    let settings = baton_pg::Settings {
+        prepare: true,
+        ..baton_pg::Settings::default()
+    };
+    let target = baton_pg::Target::resolve_with(&scene.server.url(), &settings, &|_| None).unwrap();
+    assert!(target.prepares());
+    for form in [Form::Conditional, Form::Locking] {
+        let open = || async {
+            baton_pg::Leases::open_target(&target, baton_pg::Options::default())
+                .await
+                .unwrap()
+                .with_form(form)
+        };
+        let (a, b) = (open().await, open().await);
+        let name = format!("prepared-{form:?}");
+        let mut last = None;
+        for _ in 0..20 {
+            let lease = granted(&a, &name, &HolderFacts::here(), LONG).await;
+            assert!(
+                last.is_none_or(|f| lease.fence() > f),
+                "{form:?}: fences grow"
+            );
+            last = Some(lease.fence());
+            refused_for(&b, &name, &lease, form).await;
+            assert!(matches!(
+                a.renew(&lease).await.unwrap(),
+                Renewal::Renewed(_)
+            ));
+            assert!(matches!(
+                a.release(&lease).await.unwrap(),
+                Release::Released(_)
+            ));
+            assert_eq!(a.release(&lease).await.unwrap(), Release::Lost);
+            assert_eq!(a.renew(&lease).await.unwrap(), Renewal::Lost);
+        }
+    }
 }

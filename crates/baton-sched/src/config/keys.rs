@@ -577,4 +577,12 @@ pub static KEYS: &[Key] = &[
     .of(&[Store])
     .variable()
     .doc("the client certificate's key (PEM), relative to the configuration file"),
+    Key::new("prepare", Bool, Toml("false"))
+        .of(&[Store])
+        .variable()
+        .doc(
+            "prepare the lease's statements once per connection and reuse them: only for a \
+             server reached directly or through a pooler that keeps prepared statements \
+             (not PgBouncer's transaction mode before 1.21)",
+        ),
 ];

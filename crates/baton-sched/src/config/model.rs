@@ -427,6 +427,7 @@ keyed! {
         sslrootcert: Option<PathBuf>,
         sslcert: Option<PathBuf>,
         sslkey: Option<PathBuf>,
+        prepare: bool,
     }
 }
 

@@ -113,6 +113,7 @@ fn pg_settings(s: &StoreSettings) -> baton_pg::Settings {
         sslrootcert: s.sslrootcert.value.clone(),
         sslcert: s.sslcert.value.clone(),
         sslkey: s.sslkey.value.clone(),
+        prepare: s.prepare.value,
     }
 }
 
