@@ -265,10 +265,10 @@ impl Leases {
                         }
                         // Seen free (its holder let go between the grant and
                         // the read of the row, or the grant was held back
-                        // after a switch of servers): the conditional grant again,
-                        // which holds the row's lock for one statement, rather
-                        // than the locking form, which holds it across a round
-                        // trip while every other contender (and the next
+                        // after a switch of servers): the conditional grant
+                        // again, which holds the row's lock for one statement,
+                        // rather than the locking form, which holds it across a
+                        // round trip while every other contender (and the next
                         // holder's release) queues behind it. The locking
                         // form has the last word.
                         if tries_left == 0 || !grant.may_take_free(&seen.body) {

@@ -8,8 +8,9 @@
 //! `pool_mode = transaction`), where each transaction may run on another
 //! server connection: no startup `options`, no `SET`, no named statement
 //! ([`crate::typed`]) unless the store's settings say its connections are
-//! its own ([`crate::prepared`]). The statement timeout and the idle-in-transaction
-//! timeout are set with `SET LOCAL` by every transaction's `BEGIN`
+//! its own ([`crate::prepared`]). The statement timeout and the
+//! idle-in-transaction timeout are set with `SET LOCAL` by every
+//! transaction's `BEGIN`
 //! ([`Conn::begin`]), sent in the same round trip as its first statement,
 //! and a statement that runs alone is wrapped in such a transaction
 //! ([`Conn::alone`]), also in one round trip. Every connection asks the

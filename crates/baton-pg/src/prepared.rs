@@ -26,7 +26,6 @@ use crate::typed::{Param, typed};
 
 /// One connection's prepared statements, by their text; empty and unused
 /// unless the store prepares.
-#[derive(Default)]
 pub(crate) struct Prepared {
     on: bool,
     kept: Mutex<HashMap<String, Statement>>,

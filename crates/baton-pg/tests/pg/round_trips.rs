@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use baton_pg::{Form, HolderFacts, Leases, Options};
+use baton_pg::{Form, HolderFacts, Leases, Options, Settings, Target};
 
 use crate::support::{Scene, granted, used};
 
@@ -12,13 +12,29 @@ use crate::support::{Scene, granted, used};
 async fn each_step_takes_the_round_trips_it_is_designed_for() {
     let scene = Scene::new().await;
     let (proxy, url) = scene.proxied();
-    for (form, acquire_trips) in [(Form::Conditional, 1), (Form::Locking, 2)] {
+    // Prepared or not: a statement's first use on a connection (the first
+    // renewal below, which `used` never sends) prepares it in the same
+    // round trip that runs it.
+    for (form, acquire_trips, prepare) in [
+        (Form::Conditional, 1, false),
+        (Form::Locking, 2, false),
+        (Form::Conditional, 1, true),
+        (Form::Locking, 2, true),
+    ] {
         let options = Options {
             pool_size: 1,
             ..Options::default()
         };
-        let store = Leases::open(&url, options).await.unwrap().with_form(form);
-        let name = format!("trips-{form:?}");
+        let settings = Settings {
+            prepare,
+            ..Settings::default()
+        };
+        let target = Target::resolve_with(&url, &settings, &|_| None).unwrap();
+        let store = Leases::open_target(&target, options)
+            .await
+            .unwrap()
+            .with_form(form);
+        let name = format!("trips-{form:?}-{prepare}");
         let me = HolderFacts::here();
         let ttl = Duration::from_secs(60);
         // The first use creates the row; count from the second.
@@ -34,7 +50,7 @@ async fn each_step_takes_the_round_trips_it_is_designed_for() {
             assert_eq!(
                 (t1 - t0, t2 - t1, t3 - t2),
                 (acquire_trips, 1, 1),
-                "{form:?}: acquire, renew, release"
+                "{form:?}, prepared {prepare}: acquire, renew, release"
             );
         }
     }
