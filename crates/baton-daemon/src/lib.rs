@@ -105,11 +105,14 @@ pub fn serve(opts: Options, clock: Arc<dyn Clock>) -> Ending {
         tracing::error!("{e}");
         return Ending::Unservable;
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    // The daemon's own runtime, on its main thread, where its signals are
+    // handled; the threads of its blocking pool never take them.
+    let built = tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        .on_thread_start(baton_store::held::quiet_thread)
         .max_blocking_threads(8)
-        .build()
-    {
+        .build();
+    let runtime = match built {
         Ok(r) => r,
         Err(e) => {
             tracing::error!("failed to start the runtime: {e}");

@@ -173,8 +173,7 @@ fn migrate_schema(target: &baton_pg::Target) -> Result<(), BuildError> {
     };
     std::thread::scope(|s| {
         s.spawn(|| {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
+            let rt = baton_pg::runtime::current_thread()
                 .build()
                 .map_err(|e| failed(e.to_string()))?;
             rt.block_on(baton_pg::migrate_target(

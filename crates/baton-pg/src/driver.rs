@@ -27,11 +27,7 @@ pub(crate) struct Driver {
 impl Driver {
     /// A runtime of one worker thread, started now.
     pub(crate) fn start() -> std::io::Result<Arc<Self>> {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("baton-pg-store")
-            .enable_all()
-            .build()?;
+        let rt = crate::runtime::workers(1, "baton-pg-store").build()?;
         Ok(Arc::new(Self { rt: Some(rt) }))
     }
 

@@ -134,8 +134,7 @@ impl PgHeld {
         };
         let target = store.target().clone();
         let describe = format!("lock {} in {}", lease.name(), target.describe());
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
+        let runtime = crate::runtime::current_thread()
             .build()
             .map_err(|_| Error::Stopped { what: WHAT })?;
         let (calls, rx) = tokio::sync::mpsc::unbounded_channel();

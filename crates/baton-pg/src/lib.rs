@@ -33,7 +33,9 @@
 //! store value's callers share one pool, so a run opens one connection); [`examine`] an operator's look at the store that changes
 //! nothing (`baton doctor`); `switch` the hold after a new server (a
 //! promoted standby, a restore) is first seen ([`Switch`]), and
-//! `survey` the leases and the hold read together for `status`.
+//! `survey` the leases and the hold read together for `status`; [`runtime`]
+//! builds every runtime of the crate (and of the crates above it), whose
+//! threads never take a signal meant for a run.
 //!
 //! The lease API is asynchronous and runs on a tokio runtime with its I/O
 //! and time drivers enabled; the ledger is synchronous, on a thread and a
@@ -60,6 +62,7 @@ mod outcome;
 mod passfile;
 mod pool;
 mod prepared;
+pub mod runtime;
 pub mod schema;
 mod settings;
 mod statements;

@@ -61,8 +61,8 @@ fn general() -> Options {
 fn blocking<T: Send>(f: impl AsyncFnOnce() -> Result<T, Error> + Send) -> Result<T, Error> {
     std::thread::scope(|s| {
         s.spawn(|| {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
+            baton_store::held::quiet_thread();
+            let rt = crate::runtime::current_thread()
                 .build()
                 .map_err(Error::Runtime)?;
             let out = rt.block_on(f());

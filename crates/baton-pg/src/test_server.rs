@@ -7,10 +7,7 @@ use tokio_postgres::Client;
 /// runtime of its own.
 pub(crate) fn on_a_connection(test: impl AsyncFnOnce(&Client)) {
     let server = baton_testkit::pg::PgServer::shared();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime");
+    let rt = crate::runtime::current_thread().build().expect("a runtime");
     rt.block_on(async {
         let (client, conn) = tokio_postgres::connect(&server.url(), tokio_postgres::NoTls)
             .await

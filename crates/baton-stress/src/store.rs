@@ -71,8 +71,7 @@ impl Store {
     ///
     /// When no runtime can be built.
     pub(crate) fn new(url: &str) -> Result<Self, StoreError> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
+        let rt = baton_pg::runtime::current_thread()
             .build()
             .map_err(StoreError::Runtime)?;
         Ok(Self {

@@ -45,9 +45,7 @@ fn target(cmd: &str, c: &Config) -> Result<Target, Exit> {
 }
 
 fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
+    baton_pg::runtime::current_thread().build()
 }
 
 /// Migrates the schema; what is printed goes to stdout for `store migrate`

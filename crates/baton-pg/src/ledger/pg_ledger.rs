@@ -150,6 +150,9 @@ impl PgLedger {
         let thread = std::thread::Builder::new()
             .name("baton-pg-ledger".into())
             .spawn(move || {
+                // A run's supervisor reads the stop signals and SIGCHLD
+                // from its own thread; this one must never take them.
+                baton_store::held::quiet_thread();
                 let mut session = match Session::new(session_target, options, session_link, shared)
                 {
                     Ok(s) => s,

@@ -109,9 +109,7 @@ impl Session {
         link: Arc<AtomicU8>,
         shared: Option<Arc<Pool>>,
     ) -> std::io::Result<Self> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
+        let rt = crate::runtime::current_thread().build()?;
         let pool = shared.unwrap_or_else(|| {
             Arc::new(Pool::new(
                 &target,

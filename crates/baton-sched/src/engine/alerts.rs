@@ -173,6 +173,7 @@ impl Pending {
     /// [`super::webhook::deliver`]), sleeping and timing through `clock`.
     pub fn post(&mut self, delivery: super::webhook::Delivery, clock: Arc<dyn Clock>) {
         self.0.push(std::thread::spawn(move || {
+            baton_runner::signals::block_in_this_thread();
             super::webhook::deliver(&delivery, clock.as_ref())
                 .err()
                 .map(|e| format!("the alert webhook {} failed: {e}", delivery.webhook.url))
@@ -184,6 +185,7 @@ impl Pending {
     /// `clock`.
     pub fn export(&mut self, export: super::trace::Export, clock: Arc<dyn Clock>) {
         self.0.push(std::thread::spawn(move || {
+            baton_runner::signals::block_in_this_thread();
             export.send(clock.as_ref()).err().map(|e| {
                 format!(
                     "the traces were not sent to the collector {}: {e}; the run is not affected",

@@ -126,6 +126,7 @@ pub(crate) fn watch(
     let spawned = std::thread::Builder::new()
         .name("baton-replace".into())
         .spawn(move || {
+            baton_runner::signals::block_in_this_thread();
             let mut records = None;
             let mut said = false;
             loop {

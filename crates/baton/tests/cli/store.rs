@@ -3,6 +3,7 @@
 //! it may come from and never printed, refusals with their exit codes, and
 //! the daemon migrating at start.
 
+use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Output};
 
 use baton_testkit::pg::PgServer;
@@ -767,6 +768,92 @@ fn store_a_run_that_ends_while_the_server_restarts_records_its_verdict_and_frees
             runs[0]["attempts"].as_array().map(Vec::len),
             Some(1),
             "{runs}"
+        );
+    }
+}
+
+/// The signals a run's supervisor reads for itself, as bits of a
+/// `/proc/PID/task/TID/status` `SigBlk` mask (signal N is bit N - 1):
+/// SIGHUP (1), SIGINT (2), SIGTERM (15), SIGCHLD (17).
+const SUPERVISED: u64 = 1 << 0 | 1 << 1 | 1 << 14 | 1 << 16;
+
+/// Each thread of process `pid` with the signals it leaves unblocked of
+/// [`SUPERVISED`], by its name.
+fn unquiet_threads(pid: u32) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let dir = task.unwrap().path();
+        let (Ok(comm), Ok(status)) = (
+            std::fs::read_to_string(dir.join("comm")),
+            std::fs::read_to_string(dir.join("status")),
+        ) else {
+            continue; // a thread that ended meanwhile
+        };
+        let blocked = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigBlk:"))
+            .map(|m| u64::from_str_radix(m.trim(), 16).unwrap())
+            .unwrap();
+        if blocked & SUPERVISED != SUPERVISED {
+            out.push((comm.trim().to_owned(), SUPERVISED & !blocked));
+        }
+    }
+    out
+}
+
+/// SIGTERM, SIGHUP and SIGINT sent to a `baton run` whose job's
+/// lock is in PostgreSQL reach the job, as with the file store: the run is
+/// recorded `interrupted` by its own supervisor and its lock freed at once.
+/// No thread of the store's (its driver, the ledger's, the held lease's)
+/// leaves those signals or SIGCHLD unblocked while a run is supervised:
+/// one that did took them instead of the supervisor's `signalfd`, so
+/// SIGTERM ended baton by its default action (the run left to be recorded
+/// `abandoned` by the next one) and a SIGCHLD was lost (the step's end
+/// noticed a tick late).
+#[test]
+fn store_signals_to_a_run_reach_its_job_and_its_supervisor_records_it_interrupted() {
+    use rustix::process::Signal;
+    let pg = PgServer::start();
+    let s = sched(&pg.url(), "");
+    s.write(&format!(
+        "[store]\nurl = {:?}\n{}",
+        pg.url(),
+        gated_job(&s, "slow", 0)
+    ));
+    let o = run(&s, &["store", "migrate"]);
+    assert_eq!(code(&o), 0, "{}", both(&o));
+    let started = s.env.path("slow.started");
+    for (args, sig) in [
+        (&["run", "slow"][..], Signal::TERM),
+        (&["run", "slow"][..], Signal::HUP),
+        (&["run", "slow"][..], Signal::INT),
+    ] {
+        let _ = std::fs::remove_file(&started);
+        let mut child = cmd(&s, args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        baton_testkit::eventually("the job to start", || started.exists());
+        assert_eq!(unquiet_threads(child.id()), [], "{args:?}");
+        crate::support::signal(i32::try_from(child.id()).unwrap(), sig);
+        let status = baton_testkit::wait_for_exit(&mut child, "the stopped run");
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(status.signal(), None, "{args:?} {sig:?}: {}", both(&o));
+        let h = run(&s, &["history", "slow", "--json"]);
+        let runs: serde_json::Value = serde_json::from_slice(&h.stdout)
+            .unwrap_or_else(|e| panic!("history --json: {e}: {}", both(&h)));
+        assert_eq!(
+            runs[0]["verdict"],
+            "interrupted",
+            "{args:?} {sig:?}: {runs}\n{}",
+            both(&o)
+        );
+        assert_eq!(
+            pg.sql("SELECT state FROM baton.leases WHERE name = 'slow'"),
+            "free",
+            "{args:?} {sig:?}: {}",
+            both(&o)
         );
     }
 }
