@@ -12,7 +12,8 @@
 //!   shows;
 //! - **wrong**: a record that is not the truth: a verdict the job did not
 //!   earn (`ok` for a run that never ended, anything but `ok` for one that
-//!   ended 0 whose supervisor was not killed, `abandoned` included;
+//!   ended 0 whose supervisor was not killed, `abandoned` included, and
+//!   `abandoned` for a run whose supervisor was only signalled;
 //!   `replaced` for a run of a job whose `overlap` is not `replace`, or for
 //!   one that exited on its own with the code it said), `ok`
 //!   for a run that never started, a run still shown running once nothing
@@ -115,6 +116,10 @@ pub(crate) struct Facts {
     /// as `(host, pid)`: they renewed nothing meanwhile, so their runs may
     /// rightly be `lease-lost` (never `abandoned`: they were alive).
     pub(crate) stopped: BTreeSet<(String, u32)>,
+    /// Supervisors the trial sent SIGTERM, SIGINT or SIGHUP, as `(host,
+    /// pid)`: alive, they record their own runs (`interrupted`, or the
+    /// verdict the job earned), never leave them to be found `abandoned`.
+    pub(crate) signalled: BTreeSet<(String, u32)>,
     /// Whether a run that ended 0 may be recorded `abandoned` or
     /// `lease-lost` because the store was out of reach for longer than its
     /// TTL (no one could record it in time).
@@ -267,10 +272,15 @@ fn records(seen: &[Seen], recorded: &[Recorded], facts: &Facts, v: &mut Violatio
             ),
             _ => (false, false),
         };
+        let signalled = match (&r.host, r.pid) {
+            (Some(h), Some(p)) => facts.signalled.contains(&(h.clone(), p)),
+            _ => false,
+        };
         let verdict = r.verdict.as_deref();
         let replacing = facts.replacing.contains(&s.job);
         let fine = match (s.end, verdict) {
             (_, None) => false,
+            (_, Some("abandoned")) if signalled => false,
             (_, Some("replaced")) if !replacing => false,
             // Stopped after its last line, before its exit: the code it
             // said is not the one it ended with. One that exited on its own
@@ -302,6 +312,8 @@ fn records(seen: &[Seen], recorded: &[Recorded], facts: &Facts, v: &mut Violatio
                 r.exit_code,
                 if killed {
                     ", its supervisor killed"
+                } else if signalled {
+                    ", its supervisor signalled"
                 } else {
                     ""
                 }
@@ -455,6 +467,20 @@ mod tests {
             0,
             "a killed supervisor's run may be abandoned: {v:?}"
         );
+    }
+
+    #[test]
+    fn a_signalled_supervisor_records_its_own_run() {
+        let s = [seen("a", "o1", 0, 5, None)];
+        let mut facts = Facts::default();
+        facts.signalled.insert(("h".into(), 7));
+        for (verdict, wrong) in [("interrupted", 0), ("failed", 0), ("abandoned", 1)] {
+            let v = judge_all(&s, &[rec("a", Some(verdict))], &facts);
+            assert_eq!(v.wrong, wrong, "{verdict}: {v:?}");
+        }
+        // Unsignalled, a run that never said it ended may be abandoned.
+        let v = judge_all(&s, &[rec("a", Some("abandoned"))], &Facts::default());
+        assert_eq!(v.total(), 0, "{v:?}");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Several hosts (namespaces: a host name, pid namespace, machine id and
 //! boot id of their own, with a pid 1 that stays up while anything of the
-//! host runs) sharing one PostgreSQL store: a supervisor killed (of a run,
-//! or of one slot of a job with `max_concurrent`), the
+//! host runs) sharing one PostgreSQL store: a supervisor signalled to
+//! stop, a supervisor killed (of a run, or of one slot of a job with
+//! `max_concurrent`), the
 //! connection frozen, cut or muted, backends terminated, the server
 //! restarted or restored from a backup, a blocked stderr while the store is
 //! out of reach, one host's clock off, a cloned machine.
@@ -52,6 +53,13 @@ pub(crate) fn scenarios() -> Vec<Scenario> {
             needs: NEEDS,
             cost: 3,
             run: killed_worker,
+        },
+        Scenario {
+            name: "pg-signalled-supervisor",
+            what: "SIGTERM, SIGINT or SIGHUP to a tick or its worker on one host mid-run while other hosts tick: the run is stopped and recorded by its own supervisor (interrupted, never abandoned), one run at a time, each occurrence once",
+            needs: NEEDS,
+            cost: 3,
+            run: signalled_worker,
         },
         Scenario {
             name: "slots-pg-kill9-holder",
@@ -415,6 +423,53 @@ fn killed_worker(t: &mut Trial<'_>) -> Result<(), String> {
         t.facts.killed.insert((f.name(0), inner));
     }
     procs::kill(victim as i32);
+    t.injected += 1;
+    let span = Duration::from_millis(t.rng.range(5000, 8000));
+    race(t, &f, 1, span);
+    finish(t, &f, true);
+    Ok(())
+}
+
+/// A stop signal, as people and service managers send it, to a tick or to
+/// the worker it runs the job in. The run's supervisor reads it (and
+/// SIGCHLD) from a `signalfd`, which every thread of the process must
+/// block: a thread of the store's that did not took SIGTERM instead and
+/// ended the process by its default action, unrecorded.
+fn signalled_worker(t: &mut Trial<'_>) -> Result<(), String> {
+    use rustix::process::Signal;
+    let f = Fleet::new(
+        t,
+        &["alpha", "beta", "gamma"],
+        vec![JobDef::every_second("j", 40)],
+        false,
+        false,
+    )?;
+    let Some(outer) = spawn_on(t, &f, 0, &["tick"], "alpha-tick") else {
+        return Err("alpha's tick did not start".into());
+    };
+    if !started(t) {
+        return Err("alpha's job never started".into());
+    }
+    let Some(tick) = command_of(t, outer) else {
+        return Err("alpha's tick was not found".into());
+    };
+    pause_ms(t.rng.range(0, 1500));
+    let victim = if t.rng.range(0, 1) == 0 {
+        procs::child_of(tick).unwrap_or(tick)
+    } else {
+        tick
+    };
+    // Whichever of the two supervises the run, neither may leave it.
+    for p in [Some(victim), procs::child_of(victim)]
+        .into_iter()
+        .flatten()
+    {
+        if let Some(inner) = procs::inner_pid(p as i32) {
+            t.facts.signalled.insert((f.name(0), inner));
+        }
+    }
+    let sig = *t.rng.pick(&[Signal::TERM, Signal::INT, Signal::HUP]);
+    procs::signal(victim as i32, sig);
     t.injected += 1;
     let span = Duration::from_millis(t.rng.range(5000, 8000));
     race(t, &f, 1, span);
