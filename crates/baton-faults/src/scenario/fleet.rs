@@ -396,7 +396,10 @@ fn killed_detached(t: &mut Trial<'_>) -> Result<(), String> {
     Ok(())
 }
 
-fn killed_worker(t: &mut Trial<'_>) -> Result<(), String> {
+/// Three hosts and a job due every second; alpha's tick started, its run
+/// under way, and after up to 1.5 s the victim chosen: that tick, or the
+/// worker it runs the job in.
+fn alpha_mid_run(t: &mut Trial<'_>) -> Result<(Fleet, u32), String> {
     let f = Fleet::new(
         t,
         &["alpha", "beta", "gamma"],
@@ -419,6 +422,11 @@ fn killed_worker(t: &mut Trial<'_>) -> Result<(), String> {
     } else {
         tick
     };
+    Ok((f, victim))
+}
+
+fn killed_worker(t: &mut Trial<'_>) -> Result<(), String> {
+    let (f, victim) = alpha_mid_run(t)?;
     if let Some(inner) = procs::inner_pid(victim as i32) {
         t.facts.killed.insert((f.name(0), inner));
     }
@@ -437,28 +445,7 @@ fn killed_worker(t: &mut Trial<'_>) -> Result<(), String> {
 /// ended the process by its default action, unrecorded.
 fn signalled_worker(t: &mut Trial<'_>) -> Result<(), String> {
     use rustix::process::Signal;
-    let f = Fleet::new(
-        t,
-        &["alpha", "beta", "gamma"],
-        vec![JobDef::every_second("j", 40)],
-        false,
-        false,
-    )?;
-    let Some(outer) = spawn_on(t, &f, 0, &["tick"], "alpha-tick") else {
-        return Err("alpha's tick did not start".into());
-    };
-    if !started(t) {
-        return Err("alpha's job never started".into());
-    }
-    let Some(tick) = command_of(t, outer) else {
-        return Err("alpha's tick was not found".into());
-    };
-    pause_ms(t.rng.range(0, 1500));
-    let victim = if t.rng.range(0, 1) == 0 {
-        procs::child_of(tick).unwrap_or(tick)
-    } else {
-        tick
-    };
+    let (f, victim) = alpha_mid_run(t)?;
     // Whichever of the two supervises the run, neither may leave it.
     for p in [Some(victim), procs::child_of(victim)]
         .into_iter()
