@@ -708,18 +708,34 @@ fn gated_job(s: &Sched, name: &str, code: i32) -> String {
     )
 }
 
+/// A scheduler on `pg`'s store, migrated, with the jobs `jobs` writes for
+/// it.
+fn migrated(pg: &PgServer, jobs: impl FnOnce(&Sched) -> String) -> Sched {
+    let s = sched(&pg.url(), "");
+    s.write(&format!("[store]\nurl = {:?}\n{}", pg.url(), jobs(&s)));
+    let o = run(&s, &["store", "migrate"]);
+    assert_eq!(code(&o), 0, "{}", both(&o));
+    s
+}
+
+/// `baton ARGS` spawned (its stderr kept), once its job has made the file
+/// `started`.
+fn spawned_until(s: &Sched, args: &[&str], started: &std::path::Path) -> std::process::Child {
+    let child = cmd(s, args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    baton_testkit::eventually("the job to start", || started.exists());
+    child
+}
+
 #[test]
 fn store_a_run_that_ends_while_the_server_restarts_records_its_verdict_and_frees_the_lock() {
     let pg = PgServer::start();
-    let s = sched(&pg.url(), "");
-    s.write(&format!(
-        "[store]\nurl = {:?}\n{}{}",
-        pg.url(),
-        gated_job(&s, "fine", 0),
-        gated_job(&s, "broken", 3)
-    ));
-    let o = run(&s, &["store", "migrate"]);
-    assert_eq!(code(&o), 0, "{}", both(&o));
+    let s = migrated(&pg, |s| {
+        gated_job(s, "fine", 0) + &gated_job(s, "broken", 3)
+    });
     for (job, want_code, want_verdict) in [("fine", 0, "ok"), ("broken", 1, "failed")] {
         let mut child = cmd(&s, &["run", job])
             .stdout(std::process::Stdio::null())
@@ -814,14 +830,7 @@ fn unquiet_threads(pid: u32) -> Vec<(String, u64)> {
 fn store_signals_to_a_run_reach_its_job_and_its_supervisor_records_it_interrupted() {
     use rustix::process::Signal;
     let pg = PgServer::start();
-    let s = sched(&pg.url(), "");
-    s.write(&format!(
-        "[store]\nurl = {:?}\n{}",
-        pg.url(),
-        gated_job(&s, "slow", 0)
-    ));
-    let o = run(&s, &["store", "migrate"]);
-    assert_eq!(code(&o), 0, "{}", both(&o));
+    let s = migrated(&pg, |s| gated_job(s, "slow", 0));
     let started = s.env.path("slow.started");
     for (args, sig) in [
         (&["run", "slow"][..], Signal::TERM),
@@ -829,12 +838,7 @@ fn store_signals_to_a_run_reach_its_job_and_its_supervisor_records_it_interrupte
         (&["run", "slow"][..], Signal::INT),
     ] {
         let _ = std::fs::remove_file(&started);
-        let mut child = cmd(&s, args)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        baton_testkit::eventually("the job to start", || started.exists());
+        let mut child = spawned_until(&s, args, &started);
         assert_eq!(unquiet_threads(child.id()), [], "{args:?}");
         crate::support::signal(i32::try_from(child.id()).unwrap(), sig);
         let status = baton_testkit::wait_for_exit(&mut child, "the stopped run");
@@ -1026,12 +1030,7 @@ fn store_a_run_cut_off_from_the_store_ends_on_its_own_while_the_store_stays_sile
     for args in [&["run", "j"][..], &["tick"]] {
         let _ = std::fs::remove_file(&started);
         proxy.heal();
-        let mut child = cmd(&s, args)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        baton_testkit::eventually("the job to start", || started.exists());
+        let mut child = spawned_until(&s, args, &started);
         // Every byte to and from the store is dropped from now on, and the
         // store never answers again while the process runs.
         proxy.cut();
