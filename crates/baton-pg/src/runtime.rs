@@ -14,10 +14,12 @@
 //! reach the process through its main thread.
 //!
 //! This module owns only that: what the runtime drives, and on which
-//! thread, is its callers'. Every runtime of the crate, and of the
-//! binaries' code that opens the store, comes from here. (Not a
-//! `disallowed-methods` entry: `#[tokio::test]` and `#[tokio::main]` build
-//! tokio's runtimes in every suite, where no run is supervised.)
+//! thread, is its callers'. Every runtime of the crate comes from here, and
+//! so do those `baton store`, `baton-stress` and `baton-embed` build to
+//! drive it; the daemon's own runtime quiets its threads the same way. It
+//! is not a `disallowed-methods` entry: `#[tokio::test]` and
+//! `#[tokio::main]` build tokio's runtimes in every suite, where no run is
+//! supervised.
 
 use tokio::runtime::Builder;
 

@@ -398,8 +398,8 @@ fn killed_detached(t: &mut Trial<'_>) -> Result<(), String> {
 
 /// Three hosts and a job due every second; alpha's tick started, its run
 /// under way, and after up to 1.5 s the victim chosen: that tick, or the
-/// worker it runs the job in.
-fn alpha_mid_run(t: &mut Trial<'_>) -> Result<(Fleet, u32), String> {
+/// worker it runs the job in. Returns the fleet, the tick and the victim.
+fn alpha_mid_run(t: &mut Trial<'_>) -> Result<(Fleet, u32, u32), String> {
     let f = Fleet::new(
         t,
         &["alpha", "beta", "gamma"],
@@ -422,11 +422,11 @@ fn alpha_mid_run(t: &mut Trial<'_>) -> Result<(Fleet, u32), String> {
     } else {
         tick
     };
-    Ok((f, victim))
+    Ok((f, tick, victim))
 }
 
 fn killed_worker(t: &mut Trial<'_>) -> Result<(), String> {
-    let (f, victim) = alpha_mid_run(t)?;
+    let (f, _, victim) = alpha_mid_run(t)?;
     if let Some(inner) = procs::inner_pid(victim as i32) {
         t.facts.killed.insert((f.name(0), inner));
     }
@@ -445,12 +445,10 @@ fn killed_worker(t: &mut Trial<'_>) -> Result<(), String> {
 /// ended the process by its default action, unrecorded.
 fn signalled_worker(t: &mut Trial<'_>) -> Result<(), String> {
     use rustix::process::Signal;
-    let (f, victim) = alpha_mid_run(t)?;
-    // Whichever of the two supervises the run, neither may leave it.
-    for p in [Some(victim), procs::child_of(victim)]
-        .into_iter()
-        .flatten()
-    {
+    let (f, tick, victim) = alpha_mid_run(t)?;
+    // The tick, or the worker it runs the job in, supervises the run;
+    // neither may leave it, whichever of them was signalled.
+    for p in [Some(tick), procs::child_of(tick)].into_iter().flatten() {
         if let Some(inner) = procs::inner_pid(p as i32) {
             t.facts.signalled.insert((f.name(0), inner));
         }
