@@ -249,7 +249,7 @@ impl Held for PgHeld {
             Answer::Restated(Restated::Claimed { occurrence, .. }) => {
                 Ok(baton_store::Restated::Claimed { at: occurrence })
             }
-            Answer::Restated(Restated::Lost) | Answer::Renewal(_) | Answer::Release(_) => {
+            Answer::Restated(Restated::Lost) | Answer::Renewal(_) | Answer::Release(..) => {
                 Ok(baton_store::Restated::Lost(self.lost()))
             }
         }
@@ -263,12 +263,21 @@ impl Held for PgHeld {
     }
 
     fn release(self: Box<Self>) -> Result<baton_store::Release, HeldError> {
-        Ok(match self.call(Op::Release) {
-            Ok(Answer::Release(Release::Released(_))) => baton_store::Release::Released,
-            Ok(_) => baton_store::Release::Lost(self.lost()),
+        self.release_peeking(&[]).map(|(released, _)| released)
+    }
+
+    fn release_peeking(
+        self: Box<Self>,
+        jobs: &[String],
+    ) -> Result<(baton_store::Release, Option<bool>), HeldError> {
+        Ok(match self.call(Op::Release(jobs.to_vec())) {
+            Ok(Answer::Release(Release::Released(_), queued)) => {
+                (baton_store::Release::Released, queued)
+            }
+            Ok(_) => (baton_store::Release::Lost(self.lost()), None),
             // The row lapses by itself: after its TTL and the takeover grace,
             // or as soon as a judge on this host finds this process gone.
-            Err(e) => baton_store::Release::Unconfirmed(e.to_string()),
+            Err(e) => (baton_store::Release::Unconfirmed(e.to_string()), None),
         })
     }
 }
@@ -277,7 +286,7 @@ impl PgHeld {
     fn renewal(&self, answer: Answer) -> baton_store::Renewal {
         match answer {
             Answer::Renewal(Renewal::Renewed(_)) => baton_store::Renewal::Renewed,
-            Answer::Renewal(Renewal::Lost) | Answer::Restated(_) | Answer::Release(_) => {
+            Answer::Renewal(Renewal::Lost) | Answer::Restated(_) | Answer::Release(..) => {
                 baton_store::Renewal::Lost(self.lost())
             }
         }
@@ -292,7 +301,9 @@ enum Op {
         run: Option<String>,
         once: Option<Once>,
     },
-    Release,
+    /// Release, then say whether any of these jobs has an occurrence
+    /// queued ([`Leases::release_peeking`]).
+    Release(Vec<String>),
 }
 
 impl Op {
@@ -308,7 +319,7 @@ impl Op {
             Op::JobGroup(_) => "record the job's process group",
             Op::Renew => "renew a lease",
             Op::Restate { .. } => "restate a lease",
-            Op::Release => "release a lease",
+            Op::Release(_) => "release a lease",
         }
     }
 }
@@ -317,7 +328,7 @@ impl Op {
 enum Answer {
     Renewal(Renewal),
     Restated(Restated),
-    Release(Release),
+    Release(Release, Option<bool>),
 }
 
 /// One call: the operation, when its caller stops waiting (boot clock), and
@@ -426,7 +437,10 @@ impl Worker {
                 .restate(lease, run.as_deref(), once.as_ref())
                 .await
                 .map(Answer::Restated),
-            Op::Release => store.release(lease).await.map(Answer::Release),
+            Op::Release(jobs) => store
+                .release_peeking(lease, jobs)
+                .await
+                .map(|(released, queued)| Answer::Release(released, queued)),
         };
         // A connection that could not be made again sent nothing.
         answer.map_err(|e| {

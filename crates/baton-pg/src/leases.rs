@@ -336,6 +336,52 @@ impl Leases {
         }
     }
 
+    /// Releases `lease` as [`Leases::release`] does and then, sent in the
+    /// same round trip and read in a snapshot taken after the release
+    /// committed, whether any of `jobs` has an occurrence waiting in the
+    /// ledger's queue: `Some(false)` when none had, so that a holder's look
+    /// at the queue after its release ([`baton_store::Held::release_peeking`])
+    /// needs no round trip of its own. `None` when `jobs` is empty or the
+    /// read failed: whoever asked then looks itself.
+    ///
+    /// # Errors
+    ///
+    /// As [`Leases::release`].
+    pub async fn release_peeking(
+        &self,
+        lease: &PgLease,
+        jobs: &[String],
+    ) -> Result<(Release, Option<bool>), Error> {
+        const WHAT: &str = "release a lease";
+        if jobs.is_empty() {
+            return Ok((self.release(lease).await?, None));
+        }
+        let token = lease.token.to_string();
+        let names: Vec<&str> = jobs.iter().map(String::as_str).collect();
+        let names: &[&str] = &names;
+        self.pool
+            .with(WHAT, async |c: &mut Conn| {
+                let params: [&dyn Param; 2] = [&lease.name, &token];
+                let look: [&dyn Param; 3] = [&names, &lease.name, &token];
+                // Sent in this order on one connection, so the look's
+                // transaction begins once the release's has ended; it
+                // answers only once the row is no longer this lease's.
+                let (released, queued) =
+                    tokio::join!(c.alone(ST.release, &params), c.alone(ST.queued, &look));
+                let released =
+                    match released.map_err(|source| Error::Query { what: WHAT, source })? {
+                        Some(r) => Release::Released(stamp(&lease.name, r.get(1))?),
+                        None => Release::Lost,
+                    };
+                let queued = queued
+                    .ok()
+                    .flatten()
+                    .and_then(|r| r.try_get::<_, Option<bool>>(0).ok().flatten());
+                Ok((released, queued))
+            })
+            .await
+    }
+
     /// Names the process group `pgid` of the job `lease`'s holder runs (and
     /// its leader's start time, read here), so that a judge on this host
     /// that finds the holder dead also asks whether the job still runs; also

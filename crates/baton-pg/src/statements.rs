@@ -121,6 +121,19 @@ UPDATE baton.leases SET state = 'free', token = NULL, released = clock_timestamp
 WHERE name = $1 AND state = 'held' AND token = $2
 RETURNING fence, baton.micros(released)";
 
+/// Whether any of the jobs `$1` has an occurrence waiting in the ledger's
+/// queue (`baton.occurrences`, decision `queued`), paused or not, once
+/// lock `$2` no longer carries token `$3`: the one read of a table besides
+/// the lease's, sent right after a release
+/// ([`crate::Leases::release_peeking`]). NULL while the snapshot still
+/// shows the row held with that token: only a look taken after the
+/// release committed may tell the holder that nothing was queued while it
+/// held the lock.
+const QUEUED: &str = "
+SELECT CASE WHEN EXISTS (SELECT 1 FROM baton.leases WHERE name = $2 AND token = $3) THEN NULL
+            ELSE EXISTS (SELECT 1 FROM baton.occurrences
+                         WHERE job = ANY($1::text[]) AND decision = 'queued') END";
+
 /// Names the job's process group (and its leader's start time) on the
 /// holder's row, and renews it: `$1` name, `$2` token, `$3` pgid, `$4`
 /// jstart, `$5` the holder's boot clock.
@@ -212,6 +225,7 @@ pub(crate) struct Statements {
     pub(crate) grant_if_free: &'static str,
     pub(crate) renew: &'static str,
     pub(crate) release: &'static str,
+    pub(crate) queued: &'static str,
     pub(crate) set_job_group: &'static str,
     pub(crate) restate: &'static str,
     pub(crate) restate_refused: &'static str,
@@ -229,6 +243,7 @@ pub(crate) static ST: LazyLock<Statements> = LazyLock::new(|| Statements {
     grant_if_free: GRANT_IF_FREE,
     renew: RENEW,
     release: RELEASE,
+    queued: QUEUED,
     set_job_group: SET_JOB_GROUP,
     restate: RESTATE,
     restate_refused: RESTATE_REFUSED,
@@ -237,3 +252,45 @@ pub(crate) static ST: LazyLock<Statements> = LazyLock::new(|| Statements {
     confirm: CONFIRM,
     held_back: HELD_BACK,
 });
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // Tests state their expectations with unwrap.
+
+    use super::*;
+    use crate::test_server::on_a_connection;
+
+    /// [`QUEUED`] answers only from a snapshot in which the releasing
+    /// holder's token is gone from the row; then it says whether one of the
+    /// jobs named has an occurrence queued.
+    #[test]
+    fn the_look_after_a_release_answers_only_once_the_row_is_released() {
+        on_a_connection(async |c| {
+            c.batch_execute(
+                "BEGIN; CREATE SCHEMA baton; \
+                 CREATE TABLE baton.leases (name text, token text); \
+                 CREATE TABLE baton.occurrences (job text, decision text); \
+                 INSERT INTO baton.leases VALUES ('l', 't'); \
+                 INSERT INTO baton.occurrences VALUES ('j', 'queued'), ('k', 'started')",
+            )
+            .await
+            .unwrap();
+            let look = async |jobs: &[&str], token: &str| -> Option<bool> {
+                let jobs: Vec<&str> = jobs.to_vec();
+                c.query_one(QUEUED, &[&jobs, &"l", &token])
+                    .await
+                    .unwrap()
+                    .get(0)
+            };
+            assert_eq!(look(&["j"], "t").await, None, "still held: no answer");
+            assert_eq!(look(&["j"], "other").await, Some(true));
+            c.batch_execute("UPDATE baton.leases SET token = NULL")
+                .await
+                .unwrap();
+            assert_eq!(look(&["j", "x"], "t").await, Some(true));
+            assert_eq!(look(&["k", "x"], "t").await, Some(false), "not queued");
+            assert_eq!(look(&[], "t").await, Some(false));
+            c.batch_execute("ROLLBACK").await.unwrap();
+        });
+    }
+}

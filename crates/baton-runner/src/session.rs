@@ -752,7 +752,15 @@ impl<'r> Session<'r> {
 
     /// Releases the lease (only if it is still ours). Every step's tree is
     /// gone by now: [`Session::run`] never returns before.
-    pub fn finish(mut self) -> Finish {
+    pub fn finish(self) -> Finish {
+        self.finish_peeking(&[]).0
+    }
+
+    /// As [`Session::finish`], and whether any of `jobs` has an occurrence
+    /// waiting in the queue once the lease is free, when the store says so
+    /// in the release's call ([`Held::release_peeking`]): `Some(false)` only
+    /// for a lease released with none waiting.
+    pub fn finish_peeking(mut self, jobs: &[String]) -> (Finish, Option<bool>) {
         let settled = self.settle();
         self.report_lost();
         if let Some(why) = self.lost.take() {
@@ -764,29 +772,41 @@ impl<'r> Session<'r> {
             {
                 let _ = lease.release();
             }
-            return Finish::Lost(why);
+            return (Finish::Lost(why), None);
         }
         let path = self.lease.holding().describe();
         if let Err(busy) = settled {
-            return Finish::Unconfirmed(format!(
-                "could not release {path} ({busy}); it frees itself once this process has exited"
-            ));
+            return (
+                Finish::Unconfirmed(format!(
+                    "could not release {path} ({busy}); it frees itself once this process has \
+                     exited"
+                )),
+                None,
+            );
         }
         let Some(lease) = self.lease.take() else {
-            return Finish::Lost("the lease was already released".into());
+            return (Finish::Lost("the lease was already released".into()), None);
         };
         fail::fail_point!("release");
-        match lease.release() {
-            Ok(Release::Released) => Finish::Released,
-            Ok(Release::Lost(lost)) => {
-                Finish::Lost(format!("{lost}; this run's release changed nothing"))
-            }
-            Ok(Release::Unconfirmed(b)) => Finish::Unconfirmed(format!(
-                "could not release {path} ({b}); it frees itself once this process has exited"
-            )),
-            Err(e) => Finish::Unconfirmed(format!(
-                "{e}; the lease frees itself once this process has exited"
-            )),
+        match lease.release_peeking(jobs) {
+            Ok((Release::Released, queued)) => (Finish::Released, queued),
+            Ok((Release::Lost(lost), _)) => (
+                Finish::Lost(format!("{lost}; this run's release changed nothing")),
+                None,
+            ),
+            Ok((Release::Unconfirmed(b), _)) => (
+                Finish::Unconfirmed(format!(
+                    "could not release {path} ({b}); it frees itself once this process has \
+                     exited"
+                )),
+                None,
+            ),
+            Err(e) => (
+                Finish::Unconfirmed(format!(
+                    "{e}; the lease frees itself once this process has exited"
+                )),
+                None,
+            ),
         }
     }
 

@@ -116,6 +116,26 @@ pub trait Held: std::fmt::Debug + Send {
     /// As [`Held::set_job_group`]; the lease then frees itself (the lock
     /// file once this process has exited, a store's row after its TTL).
     fn release(self: Box<Self>) -> Result<Release, HeldError>;
+
+    /// Frees the lease as [`Held::release`] does and says, as the store
+    /// stands once it is free, whether any of `jobs` has an occurrence
+    /// waiting in the ledger's queue: `Some(false)` only when none has, so
+    /// that the holder's look after its release, which catches what was
+    /// queued while it held the lock, may be skipped. `None` when the store
+    /// does not say in the same call (the caller then looks itself): a
+    /// store whose look costs a round trip of its own says; the default
+    /// does not.
+    ///
+    /// # Errors
+    ///
+    /// As [`Held::release`].
+    fn release_peeking(
+        self: Box<Self>,
+        jobs: &[String],
+    ) -> Result<(Release, Option<bool>), HeldError> {
+        let _ = jobs;
+        self.release().map(|released| (released, None))
+    }
 }
 
 /// What a renewal (or another rewrite of one's own record) came to.

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use baton_pg::{Form, HolderFacts, Leases, Options, Settings, Target};
+use baton_pg::{Form, HolderFacts, Leases, Options, Release, Settings, Target};
 
 use crate::support::{Scene, granted, used};
 
@@ -54,4 +54,69 @@ async fn each_step_takes_the_round_trips_it_is_designed_for() {
             );
         }
     }
+}
+
+/// A release that also says whether the lock's jobs have an occurrence
+/// queued takes the release's one round trip, and reads the queue as the
+/// release left it: any of the jobs named, queued, paused or not; no other
+/// job, no other decision.
+#[tokio::test(flavor = "current_thread")]
+async fn a_release_says_in_its_own_round_trip_whether_the_queue_waits() {
+    let scene = Scene::new().await;
+    let (proxy, url) = scene.proxied();
+    let options = Options {
+        pool_size: 1,
+        ..Options::default()
+    };
+    let store = Leases::open(&url, options).await.unwrap();
+    let raw = scene.raw().await;
+    let name = "trips-peek";
+    let me = HolderFacts::here();
+    let ttl = Duration::from_secs(60);
+    used(&store, name).await;
+    let mates = ["peek-a".to_owned(), "peek-b".to_owned()];
+    let occurrence = |job: &str, at: i64, decision: &str| {
+        format!(
+            "INSERT INTO baton.occurrences (job, occurrence, decision, decided) \
+             VALUES ('{job}', {at}, '{decision}', 0)"
+        )
+    };
+    // Decided but not queued, or queued for a job not named: nothing waits.
+    raw.batch_execute(&occurrence("peek-a", 1, "started"))
+        .await
+        .unwrap();
+    raw.batch_execute(&occurrence("peek-c", 1, "queued"))
+        .await
+        .unwrap();
+    let lease = granted(&store, name, &me, ttl).await;
+    let t0 = proxy.turns();
+    let (released, queued) = store.release_peeking(&lease, &mates).await.unwrap();
+    assert_eq!(
+        proxy.turns() - t0,
+        1,
+        "the release and the look, one round trip"
+    );
+    assert!(matches!(released, Release::Released(_)), "{released:?}");
+    assert_eq!(queued, Some(false));
+    // Queued for one of the jobs named.
+    raw.batch_execute(&occurrence("peek-b", 2, "queued"))
+        .await
+        .unwrap();
+    let lease = granted(&store, name, &me, ttl).await;
+    let (released, queued) = store.release_peeking(&lease, &mates).await.unwrap();
+    assert!(matches!(released, Release::Released(_)), "{released:?}");
+    assert_eq!(queued, Some(true));
+    // A lease that is no longer ours is not released, and says nothing.
+    let (again, queued) = store.release_peeking(&lease, &mates).await.unwrap();
+    assert!(matches!(again, Release::Lost), "{again:?}");
+    assert_eq!(
+        queued,
+        Some(true),
+        "the look still answers after a lost release"
+    );
+    // No jobs named: a plain release, nothing read.
+    let lease = granted(&store, name, &me, ttl).await;
+    let (released, queued) = store.release_peeking(&lease, &[]).await.unwrap();
+    assert!(matches!(released, Release::Released(_)), "{released:?}");
+    assert_eq!(queued, None);
 }

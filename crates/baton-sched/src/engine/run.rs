@@ -26,7 +26,9 @@
 //! 4. before releasing, run what waits in the queue of every job sharing the
 //!    lock, oldest first, each restating the lease's claim; after
 //!    releasing, look once more, because an occurrence may have been queued
-//!    between the last look and the release (`DESIGN.md`, "The queue").
+//!    between the last look and the release (`DESIGN.md`, "The queue"),
+//!    unless the store's release itself said that nothing waits
+//!    ([`baton_store::Held::release_peeking`]).
 //!
 //! Outcomes ([`Outcome`]): done for success or nothing to do, failed for a
 //! failure or a missed occurrence (an alert was raised), unable when the
@@ -615,11 +617,15 @@ pub(crate) fn hold(
     let mut firsts = firsts;
     for _ in 0..=RETAKES {
         let Some(held) = lease.take() else { break };
-        let (outcome, stop) = hold_once(req, held, std::mem::take(&mut firsts), surfaces);
+        let (outcome, stop, queued) = hold_once(req, held, std::mem::take(&mut firsts), surfaces);
         // Read before the release: never an answer after it.
         surfaces.borrow_mut().kept_queue().forget();
         worst = worst.max(outcome);
-        if stop {
+        if stop || queued == Some(false) {
+            // Stopped, or the store said in the release's own round trip
+            // that nothing waits: read after the lease was free, so what
+            // is queued from now on finds the lock free, or its new
+            // holder looks.
             break;
         }
         // Queued between the last look and the release?
@@ -648,13 +654,15 @@ pub(crate) fn hold(
 }
 
 /// One tenure of the lease: the first run, the queue, the release. Returns
-/// the worst outcome and whether to stop (a signal or a lost lease).
+/// the worst outcome, whether to stop (a signal or a lost lease) and, when
+/// the store said in its release, whether anything waits in the queue of
+/// the jobs sharing the lock now that it is free.
 fn hold_once(
     req: &Request<'_>,
     (lease, slot): (Box<dyn Held>, u32),
     firsts: Vec<First>,
     surfaces: &Rc<RefCell<Surfaces>>,
-) -> (Outcome, bool) {
+) -> (Outcome, bool, Option<bool>) {
     let job = req.job;
     let fence = lease.fence();
     let placeholder = Context {
@@ -693,7 +701,7 @@ fn hold_once(
             surfaces
                 .borrow_mut()
                 .warn(&format!("{}: cannot supervise the run: {e}", job.name));
-            return (Outcome::Unable, true);
+            return (Outcome::Unable, true, None);
         }
     };
     let mut worst = Outcome::Done;
@@ -860,7 +868,15 @@ fn hold_once(
     }
     let stop =
         worst == Outcome::Unable || session.lost().is_some() || session.interrupted().is_some();
-    let finish = session.finish();
+    let peek: Vec<String> = if stop {
+        Vec::new()
+    } else {
+        drainable(req.config, job)
+            .into_iter()
+            .map(str::to_owned)
+            .collect()
+    };
+    let (finish, queued) = session.finish_peeking(&peek);
     drop(events);
     let c = ctx.borrow().clone();
     let mut s = surfaces.borrow_mut();
@@ -869,7 +885,7 @@ fn hold_once(
         Finish::Lost(why) => s.note(&format!("{} run={}: {why}", c.job, c.run_id)),
         Finish::Unconfirmed(why) => s.warn(&format!("{}: {why}", c.job)),
     }
-    (worst, stop)
+    (worst, stop, queued)
 }
 
 /// One run ([`steps::one`]) that listens, for a job whose policy is

@@ -577,7 +577,8 @@ fn store_behind_pgbouncer_runs_in_transaction_mode_and_refuses_statement_mode() 
 /// take to the store, counted by a proxy between baton and the server: its
 /// connections' start-up and checks, the ledger's records and the lease's
 /// steps, the second time the job runs (the first also creates its rows).
-/// 15 when this was written (a write's `BEGIN` sent with its first looks;
+/// 14 when this was written (the look at the queue after the release sent
+/// in the release's round trip), 15 before that (a write's `BEGIN` sent with its first looks;
 /// a run's end decided from its looks, its writes sent together with the
 /// queue's read; the unfinished runs read with the start; a guard's take
 /// sent with its `COMMIT`), 21 before that (the last attempt recorded with
@@ -599,7 +600,7 @@ fn store_behind_pgbouncer_runs_in_transaction_mode_and_refuses_statement_mode() 
 /// connections speaking at once count as one, and a pipelined batch the
 /// server starts answering before its last part arrives (a loaded machine)
 /// counts as two.
-const RUN_ROUND_TRIPS: u64 = 20;
+const RUN_ROUND_TRIPS: u64 = 19;
 
 /// The most round trips one `baton tick` with nothing due may take, for
 /// one job, the second time (the first also records that the job is seen):
@@ -1083,4 +1084,73 @@ fn store_a_tick_runs_its_due_jobs_at_the_same_time() {
     let runs = h.as_array().unwrap();
     assert_eq!(runs.len(), 2, "{h}");
     assert!(runs.iter().all(|r| r["verdict"] == "ok"), "{h}");
+}
+
+/// An occurrence queued after the holder's run recorded its end (and read
+/// the queue), while its release waits for the lock's row, is refused the
+/// lock and left to the holder; the holder, once released, looks at the
+/// queue (in the release's own round trip) and runs it right away, not at
+/// the next tick.
+#[test]
+fn store_an_occurrence_queued_while_the_release_waits_runs_right_after_it() {
+    let pg = PgServer::start();
+    let s = migrated(&pg, |s| {
+        format!(
+            "[jobs.q]\nevery = \"1s\"\noverlap = \"queue\"\nrun = \"echo $BATON_OCCURRENCE >> \
+             {f}; touch {started}; while [ ! -e {go} ]; do sleep 0.05; done\"\n",
+            f = s.env.path("ran").display(),
+            started = s.env.path("q.started").display(),
+            go = s.env.path("q.go").display(),
+        )
+    });
+    // The job is seen, then its next occurrence runs and waits.
+    let o = run(&s, &["tick"]);
+    assert!(code(&o) <= 1, "{}", both(&o));
+    baton_testkit::pause(1100);
+    let holder = spawned_until(&s, &["tick"], &s.env.path("q.started"));
+    // Hold the lock's row, so that the holder's release waits for it.
+    let mut row = pg.session();
+    row.send("BEGIN; SELECT 1 FROM baton.leases WHERE name = 'q' FOR UPDATE;");
+    baton_testkit::eventually("the row to be held", || {
+        pg.sql("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.locktype = 'transactionid' AND a.state = 'idle in transaction'") != "0"
+    });
+    std::fs::write(s.env.path("q.go"), "").unwrap();
+    baton_testkit::eventually("the release to wait for the row", || {
+        pg.sql(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+             AND query LIKE '%SET state = ''free''%'",
+        ) != "0"
+    });
+    // A later occurrence (the next second's): refused by the live holder,
+    // queued behind it. The release waits meanwhile, well within its
+    // statement's timeout.
+    baton_testkit::pause(1100);
+    let o = run(&s, &["tick"]);
+    assert!(code(&o) <= 1, "{}", both(&o));
+    let queued =
+        pg.sql("SELECT count(*) FROM baton.occurrences WHERE job = 'q' AND decision = 'queued'");
+    assert_eq!(
+        queued,
+        "1",
+        "exit {}: {}\n{}",
+        code(&o),
+        both(&o),
+        pg.sql("SELECT job, occurrence, decision, reason, detail FROM baton.occurrences")
+    );
+    drop(row);
+    let mut holder = holder;
+    let status = baton_testkit::wait_for_exit(&mut holder, "the holder to end");
+    let out = holder.wait_with_output().unwrap();
+    assert_eq!(status.code(), Some(0), "{}", both(&out));
+    let ran = std::fs::read_to_string(s.env.path("ran")).unwrap();
+    let ran: Vec<&str> = ran.lines().collect();
+    assert_eq!(
+        ran.len(),
+        2,
+        "the queued occurrence ran after the first: {ran:?}"
+    );
+    assert!(ran[0] < ran[1], "{ran:?}");
+    let left =
+        pg.sql("SELECT count(*) FROM baton.occurrences WHERE job = 'q' AND decision = 'queued'");
+    assert_eq!(left, "0");
 }
