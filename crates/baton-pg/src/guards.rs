@@ -95,6 +95,24 @@ ON CONFLICT (job) DO UPDATE SET fence = EXCLUDED.fence, taken = EXCLUDED.taken
 WHERE g.lock_name = EXCLUDED.lock_name
 RETURNING job";
 
+/// [`INSERT`] for the lease lock `$2` holds with token `$3`, at its fence,
+/// sent behind its conditional grant ([`Leases::acquire_guarding`]): job
+/// `$1`'s guard is made, or moved to that fence when it names `$2`
+/// already, only while the row carries the token and its holder is not
+/// held back after a switch, as [`INSERT`] decides for that fence; a row
+/// when it was. Nothing when the grant was refused.
+pub(crate) const TAKE_WITH_GRANT: &str = "
+INSERT INTO baton.job_guards AS g (job, lock_name, fence, taken)
+SELECT $1, $2, l.fence, clock_timestamp()
+FROM baton.leases l
+WHERE l.name = $2 AND l.state = 'held' AND l.token = $3
+  AND (SELECT baton.switched())
+      + (l.ttl_ms + coalesce(l.grace_ms, 0)) * interval '1 millisecond'
+      <= clock_timestamp()
+ON CONFLICT (job) DO UPDATE SET fence = EXCLUDED.fence, taken = EXCLUDED.taken
+WHERE g.lock_name = EXCLUDED.lock_name
+RETURNING job";
+
 const SELECT: &str = "SELECT lock_name, fence FROM baton.job_guards WHERE job = $1";
 
 const SET: &str = "

@@ -16,7 +16,7 @@
 //! connection. A held lease borrows only a connection that is idle at that
 //! instant, and otherwise uses one of its own (`crate::pool`).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use baton_store::store::Error;
 
@@ -30,6 +30,9 @@ pub(crate) struct Kept {
     options: Options,
     driver: OnceLock<Arc<Driver>>,
     leases: OnceLock<Leases>,
+    /// The job, lock and fence of the last guard taken behind its lease's
+    /// grant ([`Leases::acquire_guarding`]), for the take that follows it.
+    guarded: Mutex<Option<(String, String, u64)>>,
 }
 
 impl Kept {
@@ -41,7 +44,23 @@ impl Kept {
             options,
             driver: OnceLock::new(),
             leases: OnceLock::new(),
+            guarded: Mutex::new(None),
         }
+    }
+
+    /// Keeps that `job`'s guard names `lock` and `fence`, taken with the
+    /// lease's grant, for [`Kept::take_guarded`].
+    pub(crate) fn keep_guarded(&self, job: &str, lock: &str, fence: u64) {
+        let mut g = self.guarded.lock().unwrap_or_else(PoisonError::into_inner);
+        *g = Some((job.to_owned(), lock.to_owned(), fence));
+    }
+
+    /// Whether `job`'s guard was taken for `lock` and `fence` with the
+    /// lease's grant; forgotten either way, so it answers one take.
+    pub(crate) fn take_guarded(&self, job: &str, lock: &str, fence: u64) -> bool {
+        let mut g = self.guarded.lock().unwrap_or_else(PoisonError::into_inner);
+        g.take()
+            .is_some_and(|(j, l, f)| j == job && l == lock && f == fence)
     }
 
     /// The kept runtime, started at the first call.

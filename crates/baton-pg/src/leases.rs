@@ -220,6 +220,34 @@ impl Leases {
         ttl: Duration,
         claim: Option<&Once>,
     ) -> Result<Acquire, Error> {
+        Ok(self
+            .acquire_guarding(name, holder, ttl, claim, None)
+            .await?
+            .0)
+    }
+
+    /// As [`Leases::acquire`], for a caller that takes `guard`'s (a job's)
+    /// guard on this lock next ([`Leases::take_guard`]): behind the first
+    /// conditional grant, on the same connection, the guard is taken as
+    /// that call's first transaction would take it, for the row only while
+    /// it carries this acquisition's token (so nothing when the grant was
+    /// refused). `true` with the lease when the guard now names this lock
+    /// and the lease's fence: the caller's take may then be skipped.
+    /// `false` whenever that is not known (a guard naming another lock, a
+    /// server held back, a grant made another way or whose answer was
+    /// lost): the caller takes the guard itself.
+    ///
+    /// # Errors
+    ///
+    /// As [`Leases::acquire`].
+    pub async fn acquire_guarding(
+        &self,
+        name: &str,
+        holder: &HolderFacts,
+        ttl: Duration,
+        claim: Option<&Once>,
+        guard: Option<&str>,
+    ) -> Result<(Acquire, bool), Error> {
         let token = Token::fresh().map_err(Error::Random)?;
         let grant = Grant::new(name, token, holder, ttl, claim, self.clock.boot())
             .held_back_for(self.policy.takeover_grace);
@@ -232,18 +260,32 @@ impl Leases {
                     let params = grant.params();
                     for tries_left in (0..FREE_TRIES).rev() {
                         // The grant when the row is free; else the row as the
-                        // statement read it, without its lock.
-                        let row = match c.alone(ST.grant_if_free, &params).await {
+                        // statement read it, without its lock. The first
+                        // try carries the guard's take behind it.
+                        let first = tries_left + 1 == FREE_TRIES;
+                        let (granted, guarded) = match guard.filter(|_| first) {
+                            Some(job) => {
+                                let mine: [&dyn Param; 3] = [&job, &grant.name, &grant.token_text];
+                                let (granted, guarded) = tokio::join!(
+                                    c.alone(ST.grant_if_free, &params),
+                                    c.alone(crate::guards::TAKE_WITH_GRANT, &mine)
+                                );
+                                (granted, guarded.ok().flatten().is_some())
+                            }
+                            None => (c.alone(ST.grant_if_free, &params).await, false),
+                        };
+                        let row = match granted {
                             Ok(Some(row)) => row,
                             // No row at all: the statement returns one.
                             Ok(None) => break,
                             Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
-                                return Ok(grant.claimed());
+                                return Ok((grant.claimed(), false));
                             }
                             Err(source) => return Err(query(source)),
                         };
                         if let Some(out) = grant.answer(&row)? {
-                            return Ok(out);
+                            let guarded = guarded && matches!(out, Acquire::Acquired(_));
+                            return Ok((out, guarded));
                         }
                         // First use of the lock (no row yet): the locking
                         // form makes it.
@@ -258,10 +300,11 @@ impl Leases {
                         let seen = judge::read_at(grant.name, &row, GRANT_IF_FREE_SEEN)?;
                         let verdict = judge.verdict(&seen);
                         if !verdict.claimable() {
-                            return Ok(Acquire::Busy {
+                            let busy = Acquire::Busy {
                                 verdict,
                                 at: seen.now,
-                            });
+                            };
+                            return Ok((busy, false));
                         }
                         // Seen free (its holder let go between the grant and
                         // the read of the row, or the grant was held back
@@ -282,11 +325,11 @@ impl Leases {
                     // reused. A connection that cannot answer is dropped.
                     let _ = c.rollback().await;
                 }
-                out
+                out.map(|out| (out, false))
             })
             .await;
         match out {
-            Err(e) if e.fate_unknown() => self.confirm(&grant, e).await,
+            Err(e) if e.fate_unknown() => Ok((self.confirm(&grant, e).await?, false)),
             out => out,
         }
     }

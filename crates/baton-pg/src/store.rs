@@ -236,6 +236,52 @@ impl WeakPostgres {
 }
 
 impl Postgres {
+    /// [`Store::try_acquire`], taking `lock`'s job's guard with the grant
+    /// when `guarding`.
+    fn acquired(&self, lock: &LockRef<'_>, claim: &Claim, guarding: bool) -> Result<Taken, Error> {
+        let name = lock.name().into_owned();
+        let ttl = lock.ttl;
+        let mut facts = HolderFacts::here();
+        facts.run.clone_from(&claim.run);
+        facts.grace = Some(lock.takeover_grace);
+        let once = claim.once.clone();
+        let describe = self.lock_label(lock);
+        let job = lock.job.to_owned();
+        let kept = Arc::clone(&self.kept);
+        let got = self.with_leases(lock, async move |leases: Leases| {
+            let guard = guarding.then_some(job.as_str());
+            let (got, guarded) = leases
+                .acquire_guarding(&name, &facts, ttl, once.as_ref(), guard)
+                .await
+                .map_err(|e| Error::failed(Some(describe.clone()), e))?;
+            match got {
+                Acquire::Acquired(lease) => {
+                    if guarded {
+                        kept.keep_guarded(&job, &name, lease.fence().get());
+                    }
+                    let held =
+                        PgHeld::start_with(&leases, lease.clone(), &facts, ttl, options_for(ttl));
+                    match held {
+                        Ok(held) => Ok(Got::Held(held)),
+                        Err(e) => {
+                            let _ = leases.release(&lease).await;
+                            Err(Error::failed(Some(describe), e))
+                        }
+                    }
+                }
+                Acquire::Claimed { occurrence, .. } => Ok(Got::Claimed(occurrence)),
+                Acquire::Busy { verdict, .. } => Ok(Got::Busy(verdict)),
+                Acquire::Switched(switch) => Ok(Got::Switched(switch)),
+            }
+        })?;
+        Ok(match got {
+            Got::Held(held) => Taken::Acquired(Box::new(held)),
+            Got::Claimed(at) => Taken::Claimed { at },
+            Got::Busy(verdict) => Taken::Refused(Refused::of_verdict(&verdict)),
+            Got::Switched(switch) => Taken::Refused(held_back(&switch)),
+        })
+    }
+
     /// A guard's answer as the store's. (An occurrence claimed through
     /// another lock is refused by the claims table itself, whose key is the
     /// job and the occurrence, when the lease is granted.)
@@ -342,41 +388,14 @@ impl Store for Postgres {
     }
 
     fn try_acquire(&self, lock: &LockRef<'_>, claim: &Claim) -> Result<Taken, Error> {
-        let name = lock.name().into_owned();
-        let ttl = lock.ttl;
-        let mut facts = HolderFacts::here();
-        facts.run.clone_from(&claim.run);
-        facts.grace = Some(lock.takeover_grace);
-        let once = claim.once.clone();
-        let describe = self.lock_label(lock);
-        let got = self.with_leases(lock, async move |leases: Leases| {
-            let got = leases
-                .acquire(&name, &facts, ttl, once.as_ref())
-                .await
-                .map_err(|e| Error::failed(Some(describe.clone()), e))?;
-            match got {
-                Acquire::Acquired(lease) => {
-                    let held =
-                        PgHeld::start_with(&leases, lease.clone(), &facts, ttl, options_for(ttl));
-                    match held {
-                        Ok(held) => Ok(Got::Held(held)),
-                        Err(e) => {
-                            let _ = leases.release(&lease).await;
-                            Err(Error::failed(Some(describe), e))
-                        }
-                    }
-                }
-                Acquire::Claimed { occurrence, .. } => Ok(Got::Claimed(occurrence)),
-                Acquire::Busy { verdict, .. } => Ok(Got::Busy(verdict)),
-                Acquire::Switched(switch) => Ok(Got::Switched(switch)),
-            }
-        })?;
-        Ok(match got {
-            Got::Held(held) => Taken::Acquired(Box::new(held)),
-            Got::Claimed(at) => Taken::Claimed { at },
-            Got::Busy(verdict) => Taken::Refused(Refused::of_verdict(&verdict)),
-            Got::Switched(switch) => Taken::Refused(held_back(&switch)),
-        })
+        self.acquired(lock, claim, false)
+    }
+
+    /// The job's guard is taken behind the first conditional grant, in its
+    /// round trip; [`Store::take_guard`] of that lock and fence then
+    /// answers without one.
+    fn try_acquire_guarding(&self, lock: &LockRef<'_>, claim: &Claim) -> Result<Taken, Error> {
+        self.acquired(lock, claim, true)
     }
 
     fn runs_elsewhere(&self, lock: &LockRef<'_>, _occurrence: Option<i64>) -> Result<Guard, Error> {
@@ -397,6 +416,10 @@ impl Store for Postgres {
         _occurrence: Option<i64>,
     ) -> Result<(Guard, Option<GuardClaim>), Error> {
         let (name, at) = (lock.job.to_owned(), lock.name().into_owned());
+        if self.kept.take_guarded(&name, &at, fence) {
+            // Taken with the grant of this very lease.
+            return Ok((Guard::Clear, None));
+        }
         let found = self.with_leases(lock, async move |leases: Leases| {
             leases
                 .take_guard(&name, &at, fence)

@@ -100,3 +100,97 @@ async fn sixteen_runs_of_one_job_under_two_locks_are_never_in_flight_together() 
     assert_eq!(most.load(Ordering::SeqCst), 1);
     assert!(ran.load(Ordering::SeqCst) > 0);
 }
+
+/// The guard taken behind the grant (`acquire_guarding`) is the take's
+/// first transaction: made, or moved to the new fence, when it names this
+/// lock or none, in the grant's round trip; left alone when it names
+/// another lock (the caller then takes it, and is refused), and never
+/// written for a grant that was refused.
+#[tokio::test(flavor = "current_thread")]
+async fn a_guard_taken_with_its_grant_is_the_take_made_in_the_same_round_trip() {
+    let scene = Scene::new().await;
+    let (proxy, url) = scene.proxied();
+    let options = baton_pg::Options {
+        pool_size: 1,
+        ..baton_pg::Options::default()
+    };
+    let store = baton_pg::Leases::open(&url, options).await.unwrap();
+    let raw = scene.raw().await;
+    let guard = async |job: &str| -> Option<(String, u64)> {
+        raw.query_opt(
+            "SELECT lock_name, fence FROM baton.job_guards WHERE job = $1",
+            &[&job],
+        )
+        .await
+        .unwrap()
+        .map(|r| (r.get(0), u64::try_from(r.get::<_, i64>(1)).unwrap()))
+    };
+    let ttl = Duration::from_secs(60);
+    let me = remote("h1");
+    // The first use makes the lock's row; count from the second.
+    let first = granted(&store, "g", &me, ttl).await;
+    store.release(&first).await.unwrap();
+    // No guard yet: made with the grant, in its one round trip.
+    let t0 = proxy.turns();
+    let (got, guarded) = store
+        .acquire_guarding("g", &me, ttl, None, Some("job"))
+        .await
+        .unwrap();
+    assert_eq!(
+        proxy.turns() - t0,
+        1,
+        "the grant and the guard, one round trip"
+    );
+    let Acquire::Acquired(lease) = got else {
+        panic!("{got:?}")
+    };
+    assert!(guarded);
+    assert_eq!(guard("job").await, Some(("g".into(), lease.fence().get())));
+    // Refused (held): nothing written for another job.
+    let (busy, guarded) = store
+        .acquire_guarding("g", &remote("h2"), ttl, None, Some("other"))
+        .await
+        .unwrap();
+    assert!(matches!(busy, Acquire::Busy { .. }), "{busy:?}");
+    assert!(!guarded);
+    assert_eq!(guard("other").await, None);
+    store.release(&lease).await.unwrap();
+    // Naming this lock: moved to the new fence.
+    let (got, guarded) = store
+        .acquire_guarding("g", &me, ttl, None, Some("job"))
+        .await
+        .unwrap();
+    let Acquire::Acquired(again) = got else {
+        panic!("{got:?}")
+    };
+    assert!(guarded);
+    assert_eq!(guard("job").await, Some(("g".into(), again.fence().get())));
+    store.release(&again).await.unwrap();
+    // Naming another lock: left alone, for the caller's take to judge.
+    let elsewhere = granted(&store, "h", &me, ttl).await;
+    let (got, guarded) = store
+        .acquire_guarding("h", &me, ttl, None, Some("job"))
+        .await
+        .unwrap();
+    assert!(matches!(got, Acquire::Busy { .. }), "{got:?}");
+    assert!(!guarded);
+    store.release(&elsewhere).await.unwrap();
+    let (got, guarded) = store
+        .acquire_guarding("h", &me, ttl, None, Some("job"))
+        .await
+        .unwrap();
+    let Acquire::Acquired(h) = got else {
+        panic!("{got:?}")
+    };
+    assert!(
+        !guarded,
+        "a guard naming another lock is the caller's to judge"
+    );
+    assert_eq!(guard("job").await, Some(("g".into(), again.fence().get())));
+    assert_eq!(
+        store.take_guard("job", "h", h.fence().get()).await.unwrap(),
+        TakeGuard::Taken,
+        "g is free: the caller's take moves the guard"
+    );
+    assert_eq!(guard("job").await, Some(("h".into(), h.fence().get())));
+}

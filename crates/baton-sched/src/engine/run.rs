@@ -193,8 +193,11 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> Outcome {
     }
     // The slot the last try ended at ([`crate::engine::slots`]).
     let mut slot = 1;
+    // A run of its own takes the job's guard once it holds the lease; a
+    // start from the queue does not.
+    let guarding = req.start != Start::Queue;
     let mut acquire = || {
-        crate::engine::slots::try_acquire(store.as_ref(), job, &claim).map(|t| {
+        crate::engine::slots::try_acquire(store.as_ref(), job, &claim, guarding).map(|t| {
             slot = t.slot;
             t.taken
         })
@@ -642,7 +645,7 @@ pub(crate) fn hold(
             mates: owned_mates(req.config, req.job),
             ..baton_lease::Claim::default()
         };
-        match crate::engine::slots::try_acquire(store.as_ref(), req.job, &claim) {
+        match crate::engine::slots::try_acquire(store.as_ref(), req.job, &claim, false) {
             Ok(crate::engine::slots::Tried {
                 taken: Taken::Acquired(l),
                 slot,

@@ -30,17 +30,30 @@ pub struct Tried {
     pub slot: u32,
 }
 
-/// Tries each slot of `job`'s lock once, in order, for `claim`.
+/// Tries each slot of `job`'s lock once, in order, for `claim`; `guarding`
+/// when the caller takes the job's guard on the slot it gets
+/// ([`Store::try_acquire_guarding`]).
 ///
 /// # Errors
 ///
 /// When the store cannot decide for a slot: the run must not start, as it
 /// would not with one slot.
-pub fn try_acquire(store: &dyn Store, job: &Job, claim: &Claim) -> Result<Tried, Error> {
+pub fn try_acquire(
+    store: &dyn Store,
+    job: &Job,
+    claim: &Claim,
+    guarding: bool,
+) -> Result<Tried, Error> {
     let at = claim.once.as_ref().map(|o| o.at);
     let mut refusals: Vec<(u32, Refused)> = Vec::new();
     for slot in 1..=job.slots() {
-        match store.try_acquire(&job.slot_ref(slot), claim)? {
+        let lock = job.slot_ref(slot);
+        let taken = if guarding {
+            store.try_acquire_guarding(&lock, claim)?
+        } else {
+            store.try_acquire(&lock, claim)?
+        };
+        match taken {
             Taken::Refused(r) if !runs_it(&r, &job.name, at) => refusals.push((slot, r)),
             taken => return Ok(Tried { taken, slot }),
         }

@@ -388,7 +388,7 @@ fn run_with(
     let mut said = false;
     let mut slot = 1;
     let outcome = loop {
-        let o = crate::engine::slots::try_acquire(&*store, job, &claim).map(|t| {
+        let o = crate::engine::slots::try_acquire(&*store, job, &claim, true).map(|t| {
             slot = t.slot;
             t.taken
         });

@@ -110,6 +110,19 @@ pub trait Store {
     /// When the store cannot decide (unreachable, unreadable, refused): the
     /// run must not start.
     fn try_acquire(&self, lock: &LockRef<'_>, claim: &Claim) -> Result<Taken, Error>;
+    /// As [`Store::try_acquire`], for a caller that, once it holds the
+    /// lease, takes its job's guard next ([`Store::take_guard`] of the same
+    /// lock and the lease's fence): a store may take the guard in the
+    /// acquisition's own round trip, exactly as that call would, and then
+    /// answer that call without one. Only for such a caller: the guard says
+    /// the job's run is under way here.
+    ///
+    /// # Errors
+    ///
+    /// As [`Store::try_acquire`].
+    fn try_acquire_guarding(&self, lock: &LockRef<'_>, claim: &Claim) -> Result<Taken, Error> {
+        self.try_acquire(lock, claim)
+    }
     /// Judges a lock without changing it: `None` when it was never taken.
     ///
     /// # Errors

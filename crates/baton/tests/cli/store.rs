@@ -577,8 +577,9 @@ fn store_behind_pgbouncer_runs_in_transaction_mode_and_refuses_statement_mode() 
 /// take to the store, counted by a proxy between baton and the server: its
 /// connections' start-up and checks, the ledger's records and the lease's
 /// steps, the second time the job runs (the first also creates its rows).
-/// 14 when this was written (the look at the queue after the release sent
-/// in the release's round trip), 15 before that (a write's `BEGIN` sent with its first looks;
+/// 13 when this was written (the job's guard taken behind the lease's
+/// grant, in its round trip), 14 before that (the look at the queue after
+/// the release sent in the release's round trip), 15 before that (a write's `BEGIN` sent with its first looks;
 /// a run's end decided from its looks, its writes sent together with the
 /// queue's read; the unfinished runs read with the start; a guard's take
 /// sent with its `COMMIT`), 21 before that (the last attempt recorded with
@@ -600,7 +601,7 @@ fn store_behind_pgbouncer_runs_in_transaction_mode_and_refuses_statement_mode() 
 /// connections speaking at once count as one, and a pipelined batch the
 /// server starts answering before its last part arrives (a loaded machine)
 /// counts as two.
-const RUN_ROUND_TRIPS: u64 = 19;
+const RUN_ROUND_TRIPS: u64 = 18;
 
 /// The most round trips one `baton tick` with nothing due may take, for
 /// one job, the second time (the first also records that the job is seen):
