@@ -18,6 +18,7 @@
 //! starts; `notify` speaks to systemd.
 
 mod api;
+mod capped;
 mod clock;
 mod error;
 #[cfg(feature = "fuzzing")]
@@ -187,8 +188,13 @@ async fn run(
     let clock_task = tokio::spawn(clock::run(Arc::clone(&d)));
     let watchdog = tokio::spawn(notify::watchdog());
     notify::send("READY=1");
-    let tcp_servers: Vec<_> = listeners.into_iter().map(|l| serve_on(l, &d)).collect();
-    let unix_server = serve_on(unix, &d);
+    let tcp_open = Arc::new(tokio::sync::Semaphore::new(capped::TCP_CONNECTIONS));
+    let tcp_servers: Vec<_> = listeners
+        .into_iter()
+        .map(|l| serve_on(capped::Capped::new(l, Arc::clone(&tcp_open)), &d))
+        .collect();
+    let socket_open = Arc::new(tokio::sync::Semaphore::new(capped::SOCKET_CONNECTIONS));
+    let unix_server = serve_on(capped::Capped::new(unix, socket_open), &d);
     // Signals: SIGHUP reloads; SIGTERM or SIGINT stops.
     loop {
         tokio::select! {

@@ -19,6 +19,8 @@ use axum::extract::connect_info::Connected;
 use axum::serve::IncomingStream;
 use tokio::net::{TcpListener, UnixListener};
 
+use crate::capped::Capped;
+
 /// The caller of a connection.
 #[derive(Debug, Clone)]
 pub(crate) enum Peer {
@@ -40,15 +42,15 @@ pub(crate) struct Cred {
     pub(crate) groups: Vec<u32>,
 }
 
-impl Connected<IncomingStream<'_, TcpListener>> for Peer {
-    fn connect_info(_: IncomingStream<'_, TcpListener>) -> Self {
+impl Connected<IncomingStream<'_, Capped<TcpListener>>> for Peer {
+    fn connect_info(_: IncomingStream<'_, Capped<TcpListener>>) -> Self {
         Self::Tcp
     }
 }
 
-impl Connected<IncomingStream<'_, UnixListener>> for Peer {
-    fn connect_info(stream: IncomingStream<'_, UnixListener>) -> Self {
-        let io = stream.io();
+impl Connected<IncomingStream<'_, Capped<UnixListener>>> for Peer {
+    fn connect_info(stream: IncomingStream<'_, Capped<UnixListener>>) -> Self {
+        let io = &stream.io().io;
         Self::Socket(io.peer_cred().ok().map(|c| Cred {
             uid: c.uid(),
             gid: c.gid(),

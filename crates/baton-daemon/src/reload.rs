@@ -50,6 +50,7 @@ impl Daemon {
         // The `[daemon]` settings are validated with the rest: a token file
         // that cannot be read refuses the whole reload (fail closed).
         let read = read.and_then(|loaded| {
+            self.same_state_dir(&loaded.config)?;
             let settings = self.settings_for(&loaded.config)?;
             Ok((loaded, settings))
         });
@@ -141,6 +142,32 @@ impl Daemon {
             )));
         }
         Ok(settings)
+    }
+
+    /// Refuses a configuration whose `state_dir` is not the one in force:
+    /// the locks, the ledger and the logs of the runs in flight are there,
+    /// and a run started under the new one would not see them (the same
+    /// job would run twice at once).
+    fn same_state_dir(
+        &self,
+        config: &baton_sched::config::Config,
+    ) -> Result<(), baton_sched::config::ConfigError> {
+        let now = self.current().config.settings.state_dir.value.clone();
+        let new = &config.settings.state_dir.value;
+        if *new == now {
+            return Ok(());
+        }
+        Err(baton_sched::config::ConfigError::Invalid {
+            at: self.opts.config_path.display().to_string(),
+            key: "scheduler.state_dir".into(),
+            message: format!(
+                "state_dir {} is not {}, the one in force: the locks and records of the runs in \
+                 flight are there, and a run under another would not see them; restart the \
+                 daemon to move it (once no run is in flight)",
+                new.display(),
+                now.display()
+            ),
+        })
     }
 
     /// Raises the `reload-refused` alert on the configuration in force.

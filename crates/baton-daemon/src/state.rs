@@ -48,22 +48,14 @@ pub enum SettingsError {
          secret), or listen on loopback (127.0.0.1)"
     )]
     Exposed(SocketAddr),
-    /// The token file cannot be read.
-    #[error("failed to read token_file {}: {source}", path.display())]
-    ReadToken {
-        /// The token file.
-        path: PathBuf,
-        /// What the system said.
-        source: std::io::Error,
-    },
-    /// The token file holds no token.
-    #[error(
-        "token_file {} is empty: put a secret in it (for example `head -c 32 /dev/urandom | \
-         base64 > {}`)",
-        path.display(),
-        path.display()
-    )]
-    EmptyToken {
+    /// The token file cannot be used: unreadable, not a regular file,
+    /// another user's or open to others, empty, or too long
+    /// ([`baton_sched::config::secret`]).
+    #[error("token_file: {0}")]
+    Token(#[from] baton_sched::config::secret::SecretError),
+    /// The token is not text.
+    #[error("token_file {}: the token is not UTF-8 text", path.display())]
+    TokenNotText {
         /// The token file.
         path: PathBuf,
     },
@@ -78,8 +70,7 @@ impl Settings {
     /// # Errors
     ///
     /// [`SettingsError`]: a non-loopback address without a token, a token
-    /// file that cannot be read or is empty, or a `socket_group` that names
-    /// no group.
+    /// file that cannot be used, or a `socket_group` that names no group.
     pub fn of(config: &Config, listen: Option<Listen>) -> Result<Self, SettingsError> {
         let d = &config.daemon;
         let listen = listen.unwrap_or_else(|| d.listen.value.clone());
@@ -115,27 +106,16 @@ pub(crate) fn exposed(addr: SocketAddr, token: Option<&str>) -> bool {
     !addr.ip().is_loopback() && token.is_none()
 }
 
+/// The token in `path`, read as every secret file is (never through a
+/// link, a pipe or a device; only a file of this user's or root's that
+/// nobody else may read or write, in directories nobody else may
+/// rearrange): a token another user can read, write or swap lets them run
+/// any command as this daemon's user.
 fn read_token(path: &std::path::Path) -> Result<String, SettingsError> {
-    use std::os::unix::fs::PermissionsExt;
-    let text = std::fs::read_to_string(path).map_err(|source| SettingsError::ReadToken {
+    let bytes = baton_sched::config::secret::read(path)?;
+    let token = String::from_utf8(bytes).map_err(|_| SettingsError::TokenNotText {
         path: path.to_owned(),
-        source,
     })?;
-    if let Ok(m) = std::fs::metadata(path)
-        && m.permissions().mode() & 0o077 != 0
-    {
-        tracing::warn!(
-            "warning: token_file {} can be read by others (mode {:o}): `chmod 600` it",
-            path.display(),
-            m.permissions().mode() & 0o777
-        );
-    }
-    let token = text.trim().to_owned();
-    if token.is_empty() {
-        return Err(SettingsError::EmptyToken {
-            path: path.to_owned(),
-        });
-    }
     if token.len() < 16 {
         tracing::warn!(
             "warning: the token in {} is short ({} characters): use 16 or more random ones",

@@ -4,12 +4,18 @@
 //! every command before anything runs) and again by each delivery (so that
 //! a secret changed on disk is used from the next alert on).
 //!
+//! The daemon's bearer token (`token_file`) is read here too.
+//!
 //! The file is opened `O_NOFOLLOW | O_NONBLOCK` and judged by what was
 //! opened: it must be a regular file (never a symbolic link, a named pipe
-//! or a device), that neither its group nor others may read or write (mode
-//! `0600` or `0400`), and hold a secret: its bytes, with surrounding
-//! whitespace (a trailing newline) taken off, not empty, at most
-//! [`MAX_SECRET`] bytes. The secret is never shown anywhere, only its path.
+//! or a device), owned by this user or root, that neither its group nor
+//! others may read or write (mode `0600` or `0400`), in directories that
+//! only this user or root can rearrange (as the configuration file's), and
+//! hold a secret: its bytes, with surrounding whitespace (a trailing
+//! newline) taken off, not empty, at most [`MAX_SECRET`] bytes. A secret
+//! another user could read, write or swap is one they know: for the token,
+//! a way to run any command as the daemon's user. The secret is never
+//! shown anywhere, only its path.
 
 use std::io::Read;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -55,6 +61,10 @@ pub enum SecretError {
         /// Its permission bits.
         mode: u32,
     },
+    /// Another user owns it, or could replace it (a directory on its path
+    /// they own or may write).
+    #[error(transparent)]
+    Untrusted(#[from] baton_lease::trust::Untrusted),
     /// Nothing but whitespace in it.
     #[error(
         "{} is empty: put a secret in it (for example `head -c 32 /dev/urandom | base64 > {}`)",
@@ -113,12 +123,18 @@ pub fn read(path: &Path) -> Result<Vec<u8>, SecretError> {
             what,
         });
     }
+    use baton_lease::trust;
+    trust::check_owned(path, meta.uid(), meta.mode() & 0o700, trust::Role::Config)?;
     let mode = meta.mode() & 0o777;
     if mode & 0o077 != 0 {
         return Err(SecretError::TooOpen {
             path: path.to_owned(),
             mode,
         });
+    }
+    let real = std::fs::canonicalize(path).map_err(|e| io("inspect", e))?;
+    if let Some(dir) = real.parent() {
+        trust::check_dir_path(dir, 0)?;
     }
     let mut bytes = Vec::new();
     (&mut file)

@@ -443,6 +443,33 @@ fn daemon_reload_with_a_bad_file_keeps_the_old_jobs_and_alerts() {
     assert_eq!(d.get("/v1/jobs/keep").status, 404);
 }
 
+/// A reload that would move `state_dir` is refused: the locks and records
+/// of the runs in flight are where they are, and a run under another
+/// directory would not see them (the same job would run twice at once).
+#[test]
+fn daemon_reload_refuses_to_move_the_state_dir() {
+    let s = Sched::new("");
+    let jobs = "[jobs.keep]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n";
+    s.write(&format!(
+        "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\n{jobs}"
+    ));
+    let d = Daemon::start(&s, &[]);
+    let elsewhere = s.env.path("elsewhere");
+    s.write(&format!(
+        "[scheduler]\nstate_dir = {:?}\ntimezone = \"UTC\"\n{jobs}",
+        elsewhere.display().to_string()
+    ));
+    let r = d.post("/v1/reload", "");
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert_eq!(r.json()["error"]["code"], "invalid_config");
+    assert!(r.body.contains("state_dir"), "{}", r.body);
+    assert_eq!(d.get("/v1/jobs/keep").status, 200);
+    assert!(
+        !elsewhere.exists(),
+        "nothing was made under the new state_dir"
+    );
+}
+
 #[test]
 fn daemon_put_and_delete_jobs_as_dropins_that_survive_a_restart() {
     let s = Sched::new("[jobs.main]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n");
@@ -695,6 +722,7 @@ fn daemon_off_loopback_needs_a_token_and_then_every_endpoint_but_health_does() {
     assert!(log.contains("token_file"), "{log}");
     let token = s.env.path("token");
     std::fs::write(&token, "s3cret-token\n").unwrap();
+    std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     s.write(&format!(
         "[daemon]\ntoken_file = {:?}\n[jobs.a]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n",
         token.display().to_string()
@@ -726,6 +754,7 @@ fn daemon_refuses_a_forged_cross_site_post() {
     let runs = s.env.path("runs.txt");
     let token = s.env.path("token");
     std::fs::write(&token, "s3cret-token-of-16\n").unwrap();
+    std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     s.write(&format!(
         "[daemon]\ntoken_file = {:?}\n[jobs.a]\nschedule = \"0 0 1 1 *\"\nrun = \"echo ran >> {}\"\n",
         token.display().to_string(),
@@ -1213,4 +1242,59 @@ fn daemon_starts_beyond_max_parallel_wait_for_a_slot() {
             d.get(&format!("/v1/jobs/{job}/runs")).json()[0]["verdict"] == "ok"
         });
     }
+}
+
+/// Idle TCP connections past the daemon's cap are closed as soon as they
+/// are accepted, so a local user holding hundreds of them (before any
+/// token is asked for) cannot take the descriptors the runs need: with 320
+/// descriptors and 400 connections held, an every-second job keeps
+/// running and the socket keeps answering.
+#[test]
+fn daemon_a_flood_of_idle_connections_never_stops_the_schedule() {
+    use std::io::Read;
+    let s = Sched::new("");
+    let counter = s.env.path("counter");
+    s.write(&format!(
+        "[jobs.count]\nevery = \"1s\"\nrun = \"echo ran >> {}\"\n",
+        counter.display()
+    ));
+    let inner = s.cmd(&["daemon", "--listen", "127.0.0.1:0"]);
+    let mut cmd = std::process::Command::new("prlimit");
+    cmd.arg("--nofile=320:320")
+        .arg("--")
+        .arg(inner.get_program())
+        .args(inner.get_args());
+    for (k, v) in inner.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    if let Some(dir) = inner.get_current_dir() {
+        cmd.current_dir(dir);
+    }
+    let d = Daemon::start_cmd(cmd).unwrap_or_else(|(code, log)| panic!("exit {code:?}: {log}"));
+    eventually("the job to run", || crate::sched::lines(&counter) >= 1);
+    let mut held = Vec::new();
+    for _ in 0..400 {
+        held.push(std::net::TcpStream::connect(d.addr).unwrap());
+    }
+    // Those past the cap are closed unread: a read ends at once.
+    let mut closed = 0;
+    for c in &mut held {
+        c.set_read_timeout(Some(std::time::Duration::from_millis(20)))
+            .unwrap();
+        if matches!(c.read(&mut [0u8; 1]), Ok(0)) {
+            closed += 1;
+        }
+    }
+    assert!(closed >= 400 - 256, "{closed} of 400 closed");
+    let before = crate::sched::lines(&counter);
+    eventually("the job to run twice more", || {
+        crate::sched::lines(&counter) >= before + 2
+    });
+    // The socket's callers are served beside the full TCP port.
+    assert_eq!(d.request("GET", "/v1/jobs", &[], "").status, 200);
+    assert!(!d.log().contains("Too many open files"), "{}", d.log());
+    drop(held);
 }

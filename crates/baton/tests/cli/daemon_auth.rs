@@ -562,3 +562,75 @@ fn daemon_without_a_token_needs_no_login() {
     }
     assert_eq!(d.tcp("GET", "/", &[HTML], "").status, 200);
 }
+
+/// A token file another user could know (one open to others, or theirs)
+/// or that is no regular file (a named pipe, a device) is refused at the
+/// start, exit 2, naming it, without blocking on it; a reload that finds
+/// one is refused and keeps the token in force.
+#[test]
+fn daemon_refuses_a_token_file_another_user_could_know_or_that_is_no_file() {
+    assert!(
+        root(),
+        "this test hands a token file to another user: run it as root"
+    );
+    let s = Sched::new("");
+    let token = s.env.path("token");
+    let configure = |path: &Path| {
+        s.write(&format!(
+            "[daemon]\ntoken_file = {:?}\n[jobs.a]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n",
+            path.display().to_string()
+        ));
+    };
+    let refused = |want: &str| {
+        let (status, log) = Daemon::start_with(&s, &["daemon", "--listen", "127.0.0.1:0"])
+            .map(|_| ())
+            .err()
+            .unwrap_or_else(|| panic!("started with a token file that is {want}"));
+        assert_eq!(status, Some(2), "{log}");
+        assert!(
+            log.contains("token_file") && log.contains(want),
+            "{want}: {log}"
+        );
+    };
+    std::fs::write(&token, "a-token-long-enough-to-pass\n").unwrap();
+    configure(&token);
+    chmod(&token, 0o644);
+    refused("chmod 600");
+    chmod(&token, 0o600);
+    std::os::unix::fs::chown(&token, Some(User::nobody().uid), None).unwrap();
+    refused("owned by");
+    std::os::unix::fs::chown(&token, Some(0), None).unwrap();
+    let fifo = s.env.path("token.fifo");
+    mkfifo(&fifo);
+    configure(&fifo);
+    refused("a named pipe");
+    configure(Path::new("/dev/zero"));
+    refused("a device");
+    // In force, then swapped for a named pipe: the reload is refused, the
+    // token in force still answers.
+    configure(&token);
+    let d = Daemon::start(&s, &[]);
+    let auth = ("Authorization", "Bearer a-token-long-enough-to-pass");
+    std::fs::remove_file(&token).unwrap();
+    mkfifo(&token);
+    let r = d.post("/v1/reload", "");
+    assert_eq!(r.status, 422, "{}", r.body);
+    assert!(r.body.contains("a named pipe"), "{}", r.body);
+    assert_eq!(d.tcp("GET", "/v1/jobs", &[auth], "").status, 200);
+    assert_eq!(
+        d.post("/v1/tick", "").status,
+        200,
+        "the daemon still serves"
+    );
+}
+
+fn mkfifo(p: &Path) {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        p,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+}
