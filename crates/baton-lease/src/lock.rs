@@ -605,6 +605,11 @@ impl Lock {
             }
             let meta = file::meta(&f).map_err(|e| Error::io("inspect", &self.path, e))?;
             self.check_file(&meta)?;
+            // A lock file others may read (one `flock -n` left, made with a
+            // umask of 022) is made private: any reader could hold its mutex.
+            // OK to ignore a failure (a read-only file system): the file is
+            // judged as it is, and nothing else depends on its mode.
+            let _ = file::keep_private(&f, &meta);
             let dir = self.dir();
             let dir_meta =
                 std::fs::symlink_metadata(&dir).map_err(|e| Error::io("inspect", &dir, e))?;

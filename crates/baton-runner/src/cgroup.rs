@@ -14,6 +14,38 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+/// Refuses a delegated directory that another user owns or may write:
+/// whoever can write its `cgroup.freeze` or `cgroup.kill` stops or kills
+/// every step below it.
+fn trusted(parent: &Path) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(parent)?;
+    let me = baton_lease::trust::me();
+    if meta.uid() != 0 && meta.uid() != me {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} is owned by uid {}, not by this user or root: its owner could freeze or kill \
+                 the step; delegate a directory of this user's",
+                parent.display(),
+                meta.uid()
+            ),
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} may be written by its group or others (mode {:04o}): they could freeze or \
+                 kill the step; `chmod go-w` it",
+                parent.display(),
+                meta.mode() & 0o7777
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// A step's cgroup.
 #[derive(Debug)]
 pub(crate) struct Cgroup {
@@ -31,6 +63,7 @@ impl Cgroup {
                 format!("{} is not a cgroup v2 directory", parent.display()),
             ));
         }
+        trusted(parent)?;
         let dir = parent.join(name);
         std::fs::create_dir(&dir)?;
         let cg = Self { dir };

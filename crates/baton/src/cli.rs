@@ -611,7 +611,8 @@ pub struct ExecArgs {
     pub verbose: bool,
     /// A cgroup v2 directory delegated to baton: the command runs in a cgroup
     /// of its own below it, and is stopped with cgroup.freeze and
-    /// cgroup.kill.
+    /// cgroup.kill. One that cannot be used (not a cgroup, another user's,
+    /// writable by others) is said, and the command runs as without it.
     #[arg(long, value_name = "DIR")]
     pub cgroup: Option<PathBuf>,
     /// A run id to record and export (default: random).

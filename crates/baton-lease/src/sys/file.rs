@@ -86,6 +86,18 @@ pub(crate) struct Meta {
     pub(crate) mode: u32,
 }
 
+/// Takes the group's and others' bits off a lock file this process owns
+/// (mode `0600`): whoever can open a lock file can hold its `flock` mutex,
+/// and so keep every run of its lock out. A file another user owns is left
+/// as it is (the trust check judges it).
+pub(crate) fn keep_private(file: &File, meta: &Meta) -> io::Result<()> {
+    if meta.mode & 0o077 == 0 || meta.uid != rustix::process::geteuid().as_raw() {
+        return Ok(());
+    }
+    rustix::fs::fchmod(file, rustix::fs::Mode::from_raw_mode(meta.mode & 0o7700))
+        .map_err(io::Error::from)
+}
+
 /// The inode an open descriptor names, its kind, length and mtime.
 pub(crate) fn meta(file: &File) -> io::Result<Meta> {
     Ok(meta_of(&file.metadata()?))

@@ -751,6 +751,64 @@ fn with_a_delegated_cgroup_the_tree_is_frozen_and_killed_through_it() {
     assert_eq!(verdict(&env, "job"), "free");
 }
 
+/// A lock file others may read (what `flock -n` leaves with a umask of
+/// 022) is made private by the first run that opens it: any reader could
+/// hold its `flock` mutex and keep every run out.
+#[test]
+fn a_lock_file_others_may_read_is_made_private() {
+    let env = Env::new();
+    let lock = env.path("left.lock");
+    std::fs::write(&lock, "").unwrap();
+    std::fs::set_permissions(&lock, std::fs::Permissions::from_mode(0o644)).unwrap();
+    // Left an hour ago: an empty file that young would be one being written.
+    let touched = std::process::Command::new("touch")
+        .args(["-d", "1 hour ago"])
+        .arg(&lock)
+        .status()
+        .unwrap();
+    assert!(touched.success());
+    let o = env.run(&["exec", "--lock", lock.to_str().unwrap(), "--", "true"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let mode = std::fs::metadata(&lock).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "{mode:o}");
+}
+
+/// A delegated cgroup directory another user owns (or may write) is not
+/// used: its owner could freeze or kill the step through its
+/// `cgroup.freeze` and `cgroup.kill`. The command runs contained as
+/// without `--cgroup`, and the reason is said.
+#[test]
+fn a_cgroup_directory_another_user_owns_is_not_used() {
+    let Some(parent) = cgroup_parent() else {
+        return; // No delegated cgroup here: nothing to refuse.
+    };
+    let env = Env::new();
+    let nobody = baton_testkit::user::User::nobody().uid;
+    std::os::unix::fs::chown(&parent, Some(nobody), None).unwrap();
+    let o = env.run(&[
+        "exec",
+        "--name",
+        "job",
+        "--cgroup",
+        parent.to_str().unwrap(),
+        "--",
+        "true",
+    ]);
+    let subdirs = std::fs::read_dir(&parent)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().is_dir())
+        .count();
+    let _ = std::fs::remove_dir(&parent);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("owned by uid {nobody}")),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(subdirs, 0, "a cgroup was made in another user's directory");
+}
+
 #[test]
 fn lock_names_the_lock_commands_refuse_are_refused_by_the_configuration_too() {
     for (lock, job) in [(".", "a"), ("..", "a"), (".hidden", "a"), ("", ".x")] {
