@@ -207,8 +207,8 @@ pub struct Due {
     /// The ledger was written by a newer baton (said on stderr): nothing
     /// was decided, and nothing may start until baton is upgraded.
     pub ledger_newer: bool,
-    /// Several hosts share the store, and its ledger could not be opened
-    /// or read (said on stderr): nothing was decided, and nothing may
+    /// The ledger could not be opened (or, in a store several hosts
+    /// share, read): said on stderr; nothing was decided, and nothing may
     /// start.
     pub ledger_unavailable: bool,
     /// The webhook deliveries of the alerts the decision raised, held so
@@ -234,9 +234,10 @@ pub fn decide_due_with(
 ) -> (Due, Option<Box<dyn baton_store::ledger::Records>>) {
     let mut due = Due::default();
     let mut s = Surfaces::open_holding(config, Arc::clone(clock), ledger);
-    if crate::store::shared(config) && s.refuses_runs() {
-        // Said when it was opened: without the shared ledger (or its
-        // clock), nothing is decided.
+    if s.refuses_runs() {
+        // Said when it was opened: without the ledger (or a shared store's
+        // clock), nothing is decided, and the tick says it could not run
+        // anything rather than that nothing was due.
         due.ledger_unavailable = true;
         due.ledger_newer = s.ledger_is_newer();
         due.webhooks = s.take_held();

@@ -375,6 +375,20 @@ fn an_untrusted_ledger_is_refused_and_nothing_runs_until_it_is_fixed() {
     }
 }
 
+/// A ledger that cannot be opened (here its repair mutex is a link to
+/// another file) refuses the tick as it refuses a run: exit 2, not the 0
+/// of "nothing was due".
+#[test]
+fn a_tick_whose_ledger_cannot_be_opened_exits_2() {
+    let (s, counter) = after_one_run();
+    let mutex = s.env.state().join(".baton.db.repair");
+    let _ = std::fs::remove_file(&mutex);
+    std::os::unix::fs::symlink(victim(&s), &mutex).unwrap();
+    refused(&s, &counter, ".baton.db.repair");
+    std::fs::remove_file(&mutex).unwrap();
+    recovers(&s, &counter);
+}
+
 #[test]
 fn a_named_pipe_at_the_ledger_is_refused_without_blocking() {
     let (s, counter) = after_one_run();
