@@ -184,7 +184,7 @@ fn cron(host: &Host, out: &mut Vec<Driver>) {
     ];
     let mut read = false;
     for p in &spool {
-        if let Ok(text) = std::fs::read_to_string(p) {
+        if let Some(text) = read_regular(p) {
             parse_crontab(&text, &p.display().to_string(), out);
             read = true;
         }
@@ -198,9 +198,33 @@ fn cron(host: &Host, out: &mut Vec<Driver>) {
 }
 
 fn read_crontab(path: &Path, out: &mut Vec<Driver>) {
-    if let Ok(text) = std::fs::read_to_string(path) {
+    if let Some(text) = read_regular(path) {
         parse_crontab(&text, &path.display().to_string(), out);
     }
+}
+
+/// The longest crontab or unit file read.
+const MAX_READ: u64 = 1 << 20;
+
+/// The text of the regular file at `path` (a link is followed), at most
+/// [`MAX_READ`] bytes of it; `None` for anything else. Opened without
+/// blocking and judged by what was opened: a named pipe planted in
+/// `/etc/cron.d` or a unit directory never hangs the doctor, and a device
+/// is never read without end.
+fn read_regular(path: &Path) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    file.take(MAX_READ).read_to_string(&mut text).ok()?;
+    Some(text)
 }
 
 /// The lines of a crontab that run baton's drivers. The user field of a
@@ -294,7 +318,7 @@ fn units(host: &Host, out: &mut Vec<Driver>) {
             if !name.ends_with(".service") || !seen.insert(name.clone()) {
                 continue;
             }
-            let Ok(text) = std::fs::read_to_string(&f) else {
+            let Some(text) = read_regular(&f) else {
                 continue;
             };
             if let Some((command, config)) = unit_driver(&text) {

@@ -720,3 +720,35 @@ fn doctor_posts_a_marked_test_alert_to_each_webhook() {
     }
     assert!(up.requests()[0].header("Baton-Signature").is_some());
 }
+
+/// Named pipes planted where the doctor reads crontabs and units (in
+/// `/etc/cron.d`, as `/etc/crontab`, in a unit directory) are passed over,
+/// never waited on; the crontab beside them is still found.
+#[test]
+fn doctor_passes_over_named_pipes_among_crontabs_and_units() {
+    let s = Sched::new(&format!(
+        "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\n{JOB}"
+    ));
+    driven(&s);
+    let units = s.env.path("root/etc/systemd/system");
+    std::fs::create_dir_all(&units).unwrap();
+    for p in [
+        s.env.path("root/etc/cron.d/planted"),
+        s.env.path("root/etc/crontab"),
+        units.join("planted.service"),
+    ] {
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &p,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+    }
+    let o = doctor_under(&s, &["timeout", "20"], &["--json"]);
+    assert_ne!(code(&o), 124, "the doctor blocked on a pipe");
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let driver = one(&v, "driver");
+    assert_eq!(driver["status"], "ok", "{v:#}");
+}
