@@ -122,6 +122,18 @@ pub(crate) async fn tick(
         }
     };
     let held = std::mem::take(&mut due.webhooks);
+    if due.ledger_unavailable || due.ledger_newer {
+        // Nothing was decided (said when the ledger was tried): a tick
+        // asked for over the API says so (`unusable_state`), as `baton
+        // tick` exits 2. The decision's alerts still go out.
+        if !held.is_empty() {
+            let (l, clock) = (Arc::clone(&loaded), Arc::clone(&d.clock));
+            tokio::task::spawn_blocking(move || {
+                baton_sched::ops::tick::post_held(&l.config, &clock, held);
+            });
+        }
+        return Some(Err(Unprepared::LedgerUnavailable));
+    }
     for (job, m) in due.missed {
         out.missed.push(Missed {
             job,

@@ -48,6 +48,11 @@ pub enum Unprepared {
     /// The embedded ledger's files cannot be used.
     #[error(transparent)]
     Ledger(#[from] baton_ledger::Error),
+    /// The ledger could not be opened or read, or a newer baton wrote it
+    /// (said when it was tried, [`Due::ledger_unavailable`]): nothing was
+    /// decided.
+    #[error("the ledger is unavailable (said above)")]
+    LedgerUnavailable,
 }
 
 /// Creates (or checks) the state directory and its `locks/` and `logs/`.

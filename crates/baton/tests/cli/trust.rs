@@ -579,3 +579,26 @@ fn a_named_pipe_at_the_configuration_never_hangs_a_command() {
         );
     }
 }
+
+/// A daemon whose ledger cannot be opened answers a tick asked for over the
+/// API with `500 unusable_state` (nothing was decided), not with the `200`
+/// of a tick that found nothing due.
+#[test]
+fn daemon_a_tick_whose_ledger_cannot_be_opened_is_unusable_state() {
+    let (s, _counter) = after_one_run();
+    let mutex = s.env.state().join(".baton.db.repair");
+    let _ = std::fs::remove_file(&mutex);
+    std::os::unix::fs::symlink(victim(&s), &mutex).unwrap();
+    let (d, auth) = daemon(
+        &s,
+        "[jobs.count]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n",
+    );
+    let headers = [
+        ("Authorization", auth.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+    let r = d.request("POST", "/v1/tick", &headers, "");
+    assert_eq!(r.status, 500, "{}", r.body);
+    assert_eq!(r.json()["error"]["code"], "unusable_state", "{}", r.body);
+    assert!(r.body.contains("ledger"), "{}", r.body);
+}
