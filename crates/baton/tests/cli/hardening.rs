@@ -659,9 +659,9 @@ fn completions_and_the_manual_are_generated() {
     assert!(stdout(&o).contains(".TH"), "{}", stdout(&o));
 }
 
-/// A cgroup v2 directory this test may create cgroups in, if there is one
-/// (root, on a host whose cgroup2 mount is writable).
-fn cgroup_parent() -> Option<std::path::PathBuf> {
+/// A cgroup v2 directory the test `name` may create cgroups in, if there
+/// is one (root, on a host whose cgroup2 mount is writable).
+fn cgroup_parent(name: &str) -> Option<std::path::PathBuf> {
     if !root() {
         return None;
     }
@@ -676,7 +676,7 @@ fn cgroup_parent() -> Option<std::path::PathBuf> {
     let rel = own.lines().find_map(|l| l.strip_prefix("0::"))?;
     let parent = mount
         .join(rel.trim_start_matches('/'))
-        .join(format!("baton-test-{}", std::process::id()));
+        .join(format!("baton-test-{name}-{}", std::process::id()));
     std::fs::create_dir(&parent).ok()?;
     Some(parent)
 }
@@ -695,7 +695,7 @@ fn with_a_delegated_cgroup_the_tree_is_frozen_and_killed_through_it() {
          sleep 30\n",
     );
     let run = format!("cgroup-{}", std::process::id());
-    let Some(parent) = cgroup_parent() else {
+    let Some(parent) = cgroup_parent("frozen") else {
         // No delegated cgroup here: --cgroup falls back to /proc, says so,
         // and still stops everything.
         let o = env.run(&[
@@ -779,7 +779,7 @@ fn a_lock_file_others_may_read_is_made_private() {
 /// without `--cgroup`, and the reason is said.
 #[test]
 fn a_cgroup_directory_another_user_owns_is_not_used() {
-    let Some(parent) = cgroup_parent() else {
+    let Some(parent) = cgroup_parent("foreign") else {
         return; // No delegated cgroup here: nothing to refuse.
     };
     let env = Env::new();
