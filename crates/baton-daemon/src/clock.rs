@@ -45,6 +45,27 @@ pub(crate) fn next_due(config: &Config, after: Timestamp) -> Option<Timestamp> {
         .min()
 }
 
+/// How many times in a row the same instant is tried again when the
+/// clock the ticks decide by had not reached it ([`early_by`]).
+const EARLY_RETRIES: u32 = 5;
+
+/// How long to wait before deciding the instant `next` again, when the
+/// tick its timer woke decided at `decided_at`, before it: a shared store's
+/// clock, which the timer is armed for through an offset measured a round
+/// trip at a time, may not have reached the instant when this host's did,
+/// and then nothing was due yet. Without another try the occurrence would
+/// wait for the next one and be missed as superseded. `None` when the
+/// decision was made at or after the instant (or none was made). Waits
+/// past the shortfall by a millisecond, and never longer than a second.
+pub(crate) fn early_by(next: Timestamp, decided_at: Option<Timestamp>) -> Option<Duration> {
+    let at = decided_at?;
+    if at >= next {
+        return None;
+    }
+    let short = Duration::try_from(next.duration_since(at)).unwrap_or(Duration::ZERO);
+    Some((short + Duration::from_millis(1)).min(Duration::from_secs(1)))
+}
+
 /// Why the timer woke.
 enum Woke {
     /// The instant came.
@@ -148,6 +169,7 @@ pub(crate) async fn run(d: Arc<Daemon>) {
     let _ = crate::tick::tick(&d, "clock").await;
     let mut from = d.decision_now();
     let (mut wall, mut boot) = (from, d.clock.boot());
+    let mut early = 0;
     loop {
         if d.stopping.load(Ordering::SeqCst) {
             return;
@@ -190,7 +212,22 @@ pub(crate) async fn run(d: Arc<Daemon>) {
         }
         match woke {
             Ok(Woke::Due) => {
-                let _ = crate::tick::tick(&d, "clock").await;
+                let ticked = crate::tick::tick(&d, "clock").await;
+                let decided_at = match &ticked {
+                    Some(Ok(t)) => t.decided_at,
+                    _ => None,
+                };
+                if let Some(wait) = next.and_then(|n| early_by(n, decided_at))
+                    && early < EARLY_RETRIES
+                {
+                    // Decided before the instant by the clock that
+                    // decides: the same instant again once it has come.
+                    early += 1;
+                    tokio::time::sleep(wait).await;
+                    (wall, boot) = (d.clock.wall(), d.clock.boot());
+                    continue;
+                }
+                early = 0;
                 // The next instant after the one that came (or after now,
                 // if the clock jumped past several).
                 from = next.map_or_else(|| d.decision_now(), |n| n.max(from));
@@ -212,6 +249,26 @@ pub(crate) async fn run(d: Arc<Daemon>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_instant_decided_before_it_came_is_decided_again_once_it_has() {
+        let next: Timestamp = "2026-12-05T06:11:50Z".parse().unwrap();
+        let ms = |n: i64| jiff::SignedDuration::from_millis(n);
+        // The store's clock 2 ms short of it: again 3 ms later.
+        assert_eq!(
+            early_by(next, Some(next - ms(2))),
+            Some(Duration::from_millis(3))
+        );
+        // At it or past it, or nothing decided: go on to the next.
+        assert_eq!(early_by(next, Some(next)), None);
+        assert_eq!(early_by(next, Some(next + ms(5))), None);
+        assert_eq!(early_by(next, None), None);
+        // Far short of it (a clock that jumped back): a second at most.
+        assert_eq!(
+            early_by(next, Some(next - ms(90_000))),
+            Some(Duration::from_secs(1))
+        );
+    }
 
     fn config(jobs: &str) -> Config {
         let text = format!("[scheduler]\nstate_dir = \"/nonexistent\"\ntimezone = \"UTC\"\n{jobs}");

@@ -63,6 +63,10 @@ pub(crate) struct Missed {
 pub(crate) struct Ticked {
     pub(crate) source: &'static str,
     pub(crate) now: String,
+    /// The instant the decision was made at, on the clock it decides by (a
+    /// shared store's): the clock's own business, not the API's.
+    #[serde(skip)]
+    pub(crate) decided_at: Option<jiff::Timestamp>,
     pub(crate) enabled: bool,
     pub(crate) started: Vec<Started>,
     pub(crate) skipped: Vec<Skipped>,
@@ -85,6 +89,7 @@ pub(crate) async fn tick(
     let mut out = Ticked {
         source,
         now: now.to_string(),
+        decided_at: None,
         enabled: loaded.config.enabled(),
         started: Vec::new(),
         skipped: Vec::new(),
@@ -121,6 +126,7 @@ pub(crate) async fn tick(
             return Some(Ok(out));
         }
     };
+    out.decided_at = due.decided_at;
     let held = std::mem::take(&mut due.webhooks);
     if due.ledger_unavailable || due.ledger_newer {
         // Nothing was decided (said when the ledger was tried): a tick

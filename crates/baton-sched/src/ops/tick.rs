@@ -209,6 +209,9 @@ pub struct Due {
     /// How far the clock it was decided by (a shared store's) was ahead of
     /// the one it was given: zero with files.
     pub offset: jiff::SignedDuration,
+    /// The instant it was decided at, on that clock: what was due then is
+    /// what it decided. `None` when nothing was decided.
+    pub decided_at: Option<jiff::Timestamp>,
     /// The ledger was written by a newer baton (said on stderr): nothing
     /// was decided, and nothing may start until baton is upgraded.
     pub ledger_newer: bool,
@@ -252,6 +255,7 @@ pub fn decide_due_with(
     // The store's clock, when several hosts share it.
     let now = s.now();
     due.offset = now.duration_since(clock.wall());
+    due.decided_at = Some(now);
     // Read with the store's clock when the surfaces opened, when it was.
     let overview = s.take_overview();
     let (mut states, queued) = match overview {

@@ -1142,7 +1142,13 @@ fn store_an_occurrence_queued_while_the_release_waits_runs_right_after_it() {
     let mut holder = holder;
     let status = baton_testkit::wait_for_exit(&mut holder, "the holder to end");
     let out = holder.wait_with_output().unwrap();
-    assert_eq!(status.code(), Some(0), "{}", both(&out));
+    // 1 when its tick found two occurrences due and missed the older as
+    // superseded (a loaded machine's second).
+    assert!(
+        status.code().is_some_and(|c| c <= 1),
+        "{status:?}: {}",
+        both(&out)
+    );
     let ran = std::fs::read_to_string(s.env.path("ran")).unwrap();
     let ran: Vec<&str> = ran.lines().collect();
     assert_eq!(
