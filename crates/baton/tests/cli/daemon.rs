@@ -1259,20 +1259,7 @@ fn daemon_a_flood_of_idle_connections_never_stops_the_schedule() {
         counter.display()
     ));
     let inner = s.cmd(&["daemon", "--listen", "127.0.0.1:0"]);
-    let mut cmd = std::process::Command::new("prlimit");
-    cmd.arg("--nofile=320:320")
-        .arg("--")
-        .arg(inner.get_program())
-        .args(inner.get_args());
-    for (k, v) in inner.get_envs() {
-        match v {
-            Some(v) => cmd.env(k, v),
-            None => cmd.env_remove(k),
-        };
-    }
-    if let Some(dir) = inner.get_current_dir() {
-        cmd.current_dir(dir);
-    }
+    let cmd = crate::support::wrapped(&inner, &["prlimit", "--nofile=320:320", "--"]);
     let d = Daemon::start_cmd(cmd).unwrap_or_else(|(code, log)| panic!("exit {code:?}: {log}"));
     eventually("the job to run", || crate::sched::lines(&counter) >= 1);
     let mut held = Vec::new();

@@ -9,7 +9,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use baton_testkit::pg::PgServer;
 use serde_json::Value;
@@ -42,23 +42,13 @@ fn doctor_under(s: &Sched, wrapper: &[&str], args: &[&str]) -> Output {
     ] {
         c.env_remove(v);
     }
-    let Some((program, before)) = wrapper.split_first() else {
+    if wrapper.is_empty() {
         return c.output().unwrap();
-    };
-    let mut w = Command::new(program);
-    w.args(before).arg(c.get_program()).args(c.get_args());
-    for (k, v) in c.get_envs() {
-        match v {
-            Some(v) => w.env(k, v),
-            None => w.env_remove(k),
-        };
     }
-    if let Some(dir) = c.get_current_dir() {
-        w.current_dir(dir);
-    }
-    w.stdin(Stdio::null())
+    crate::support::wrapped(&c, wrapper)
+        .stdin(Stdio::null())
         .output()
-        .unwrap_or_else(|e| panic!("{program}: {e}"))
+        .unwrap_or_else(|e| panic!("{}: {e}", wrapper[0]))
 }
 
 fn json(s: &Sched) -> (i32, Value) {

@@ -221,3 +221,22 @@ pub fn baton_on(config: &Path, args: &[&str]) -> Command {
     only_config(&mut c, config);
     c
 }
+
+/// `c` run by `wrapper` (a program and its arguments, with `c`'s command
+/// line after them): `c`'s environment and directory, the wrapper's
+/// program. `wrapper` must name a program.
+pub fn wrapped(c: &Command, wrapper: &[&str]) -> Command {
+    let (program, before) = wrapper.split_first().expect("a wrapper program");
+    let mut w = Command::new(program);
+    w.args(before).arg(c.get_program()).args(c.get_args());
+    for (k, v) in c.get_envs() {
+        match v {
+            Some(v) => w.env(k, v),
+            None => w.env_remove(k),
+        };
+    }
+    if let Some(dir) = c.get_current_dir() {
+        w.current_dir(dir);
+    }
+    w
+}
