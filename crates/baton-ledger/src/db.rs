@@ -68,9 +68,7 @@ pub(crate) fn connect(path: &Path) -> Result<Db, Failure> {
     };
     db.configure()?;
     let version = schema::probe(&db.conn).map_err(|u| unsound(path, u))?;
-    let mode: String = db
-        .conn
-        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+    let mode = into_wal(&db.conn)
         .map_err(|source| sqlite_failure(path, "set WAL mode on the ledger", source))?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(Failure::Error(Error::Invalid {
@@ -83,6 +81,28 @@ pub(crate) fn connect(path: &Path) -> Result<Db, Failure> {
         schema::migrate(&mut db.conn, path).map_err(|u| unsound(path, u))?;
     }
     Ok(db)
+}
+
+/// Puts the file in WAL mode (a no-op once it is), and says the mode it
+/// is in. Turning a rollback-journal file (a ledger of the first schema)
+/// into WAL needs the file's exclusive lock, and SQLite answers `BUSY` at
+/// once, without its busy handler, when another connection reads the file
+/// at that instant (another process opening it): the switch is tried again
+/// every 10 ms for up to [`BUSY_TIMEOUT`], as any other wait for the file.
+fn into_wal(conn: &Connection) -> rusqlite::Result<String> {
+    use baton_lease::Clock as _;
+    let clock = baton_lease::SystemClock;
+    let until = clock.boot() + BUSY_TIMEOUT;
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)) {
+            Err(rusqlite::Error::SqliteFailure(f, _))
+                if f.code == rusqlite::ErrorCode::DatabaseBusy && clock.boot() < until =>
+            {
+                clock.sleep(Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
 }
 
 impl Db {
