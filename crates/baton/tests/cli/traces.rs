@@ -642,7 +642,10 @@ fn a_backfills_runs_are_a_trace_each_and_only_the_first_joins_its_caller() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let got = c.exports();
     assert_eq!(got.len(), 3, "one request per run: {got:#?}");
-    let runs: Vec<&Value> = got.iter().map(|e| &e["spans"][0]).collect();
+    // Each run exports on its own once it has ended: they may arrive in any
+    // order, so they are put in the occurrences' order.
+    let mut runs: Vec<&Value> = got.iter().map(|e| &e["spans"][0]).collect();
+    runs.sort_by_key(|r| attr(r, "baton.occurrence").to_string());
     assert_eq!(runs[0]["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
     assert_eq!(runs[0]["parent_span_id"], "00f067aa0ba902b7");
     for run in &runs[1..] {
