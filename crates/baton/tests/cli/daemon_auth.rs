@@ -16,7 +16,7 @@ use rustix::process::Signal;
 
 use crate::daemon::Daemon;
 use crate::sched::Sched;
-use crate::support::{eventually, pause, root, signal};
+use crate::support::{eventually, mkfifo, pause, root, signal};
 
 const JSON: (&str, &str) = ("Content-Type", "application/json");
 
@@ -622,15 +622,4 @@ fn daemon_refuses_a_token_file_another_user_could_know_or_that_is_no_file() {
         200,
         "the daemon still serves"
     );
-}
-
-fn mkfifo(p: &Path) {
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        p,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
 }

@@ -727,14 +727,7 @@ fn doctor_passes_over_named_pipes_among_crontabs_and_units() {
         s.env.path("root/etc/crontab"),
         units.join("planted.service"),
     ] {
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &p,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o644),
-            0,
-        )
-        .unwrap();
+        crate::support::mkfifo(&p);
     }
     let o = doctor_under(&s, &["timeout", "20"], &["--json"]);
     assert_ne!(code(&o), 124, "the doctor blocked on a pipe");

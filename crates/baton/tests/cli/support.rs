@@ -240,3 +240,17 @@ pub fn wrapped(c: &Command, wrapper: &[&str]) -> Command {
     }
     w
 }
+
+/// A named pipe at `p` (whatever was there removed first), mode 0600: what
+/// a hostile or careless user plants where baton expects a file.
+pub fn mkfifo(p: &Path) {
+    let _ = std::fs::remove_file(p);
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        p,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+}

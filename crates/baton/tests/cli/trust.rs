@@ -15,7 +15,7 @@ use baton_lease::Clock;
 
 use crate::daemon::Daemon;
 use crate::sched::{Sched, before_new_year, known_since, lines};
-use crate::support::{code, root, stderr, verdict};
+use crate::support::{code, mkfifo, root, stderr, verdict};
 
 /// Runs `cmd` to its end, in a process group of its own, within the test
 /// kit's patience: a command that hangs (and whatever it forked) is killed
@@ -107,18 +107,6 @@ fn dated(s: &Sched, prefix: &str) -> [PathBuf; 2] {
         logs(s).join(day(now)),
         logs(s).join(day(now + jiff::SignedDuration::from_hours(24))),
     ]
-}
-
-fn mkfifo(p: &Path) {
-    let _ = std::fs::remove_file(p);
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        p,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
 }
 
 /// A file of root's (or of the user running the tests), mode 0600, outside
