@@ -11,9 +11,10 @@
 //! URL only masked. These commands create, migrate and check the schema;
 //! the runs themselves reach the store through `baton_sched::store`.
 //!
-//! Exit codes: 0 done (for `status`: the schema is current); 1 the store
-//! could not be reached, refused the connection or a statement, or (for
-//! `status`) its schema is not this build's version; 2 no `[store] url` is
+//! Exit codes: 0 done (for `status`: the schema is current and the server
+//! takes writes); 1 the store could not be reached, refused the connection
+//! or a statement, or (for `status`) its schema is not this build's version
+//! or its server takes no writes; 2 no `[store] url` is
 //! configured, the configuration is invalid, or (for `migrate`) a newer
 //! baton made the schema.
 
@@ -136,6 +137,10 @@ struct SchemaStatus {
     /// Why whether grants are held back could not be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     held_back_error: Option<String>,
+    /// Why the server takes no writes (a standby in recovery, or
+    /// `default_transaction_read_only`): no run starts on it, and the exit
+    /// code is 1. Null when it takes writes.
+    read_only: Option<&'static str>,
 }
 
 /// `baton store status`.
@@ -160,9 +165,10 @@ pub fn status(state: Option<&Path>, a: &StoreStatusArgs) -> Exit {
         Options::default(),
         &baton_lease::SystemClock,
     ));
-    let (found, connection) = match examined {
+    let (found, read_only, connection) = match examined {
         Ok(e) => (
             e.version,
+            e.read_only,
             Connection::new(t.describe(), &t.link(), Ok((e.encrypted, e.verified))),
         ),
         Err(e) => {
@@ -174,8 +180,10 @@ pub fn status(state: Option<&Path>, a: &StoreStatusArgs) -> Exit {
         }
     };
     // The hold is read as the scheduler reads it, through the store, once
-    // the schema is this build's (older ones have no record of the server).
-    let connection = if found == SCHEMA_VERSION {
+    // the schema is this build's (older ones have no record of the server)
+    // and the server takes writes (the store refuses to open on one that
+    // takes none).
+    let connection = if found == SCHEMA_VERSION && read_only.is_none() {
         let hold = baton_sched::store::open(&c)
             .map_err(|e| e.to_string())
             .and_then(|store| {
@@ -212,6 +220,7 @@ pub fn status(state: Option<&Path>, a: &StoreStatusArgs) -> Exit {
                 verified: connection.verified.unwrap_or(Verified::None),
                 held_back_until: connection.held_back_until.clone(),
                 held_back_error: connection.held_back_error.clone(),
+                read_only,
             },
         )
     } else {
@@ -221,10 +230,17 @@ pub fn status(state: Option<&Path>, a: &StoreStatusArgs) -> Exit {
             let tz = &c.settings.timezone.value.tz;
             outln!("{}", baton_sched::times::human_in(&hold, tz));
         }
+        if let Some(why) = read_only {
+            outln!(
+                "read-only: the server takes no writes ({why}); no run starts on it: point \
+                 the store url at the primary, or turn default_transaction_read_only off \
+                 for baton's database or user"
+            );
+        }
         Exit::Ok
     };
     match shown {
-        Exit::Ok if found == SCHEMA_VERSION => Exit::Ok,
+        Exit::Ok if found == SCHEMA_VERSION && read_only.is_none() => Exit::Ok,
         Exit::Ok => Exit::Refused,
         other => other,
     }

@@ -546,6 +546,26 @@ fn store_a_read_only_server_is_refused_before_anything_runs() {
         );
         assert!(!marker.exists(), "{args:?} ran the job: {}", both(&o));
     }
+    // `store status` says so and exits 1, as for any store no run can use.
+    let o = run(&s, &["store", "status"]);
+    assert_eq!(code(&o), 1, "{}", both(&o));
+    assert!(
+        stdout(&o).contains(
+            "read-only: the server takes no writes (default_transaction_read_only is on)"
+        ),
+        "{}",
+        both(&o)
+    );
+    let o = run(&s, &["store", "status", "--json"]);
+    assert_eq!(code(&o), 1, "{}", both(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert_eq!(v["read_only"], "default_transaction_read_only is on", "{v}");
+    assert_eq!(v["verdict"], "current", "{v}");
+    pg.sql("BEGIN READ WRITE; ALTER DATABASE postgres RESET default_transaction_read_only; COMMIT");
+    let o = run(&s, &["store", "status", "--json"]);
+    assert_eq!(code(&o), 0, "{}", both(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert!(v["read_only"].is_null(), "{v}");
 }
 
 #[test]
