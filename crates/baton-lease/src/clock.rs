@@ -105,6 +105,54 @@ impl std::future::Future for MovedSince<'_> {
     }
 }
 
+/// The first instant the wall clock may not read: 9999-01-01T00:00:00Z.
+/// Past it, a time a year or a lease ahead (a schedule's next instant, a
+/// lease's expiry) could not be written as a date at all.
+pub const LAST_WALL_SECOND: i64 = 253_370_764_800;
+
+/// The wall clock read past the years baton counts with (up to 9998):
+/// nothing that compares a time with it can be trusted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WallOutOfRange {
+    /// What the clock read, as seconds since 1970-01-01 (negative before).
+    pub seconds: i128,
+}
+
+impl std::fmt::Display for WallOutOfRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the system clock reads {} s since 1970-01-01, past the years baton counts with \
+             (up to 9998-12-31 UTC): set the clock right (timedatectl, NTP); nothing was run",
+            self.seconds
+        )
+    }
+}
+
+impl std::error::Error for WallOutOfRange {}
+
+/// Whether the machine's wall clock reads a time baton can count with; a
+/// command checks it once, before it decides or runs anything.
+///
+/// # Errors
+///
+/// [`WallOutOfRange`] with what the clock read.
+#[allow(clippy::disallowed_methods)] // This is the clock's chokepoint.
+pub fn check_system_wall() -> Result<(), WallOutOfRange> {
+    let seconds = match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => i128::from(d.as_secs()),
+        Err(e) => -i128::from(e.duration().as_secs()) - 1,
+    };
+    // As far before 1970 as the bound is after it: well inside what a
+    // timestamp holds.
+    let first = -i128::from(LAST_WALL_SECOND);
+    if (first..i128::from(LAST_WALL_SECOND)).contains(&seconds) {
+        Ok(())
+    } else {
+        Err(WallOutOfRange { seconds })
+    }
+}
+
 /// The machine's clocks.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;
@@ -112,7 +160,15 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     #[allow(clippy::disallowed_methods)] // This is the clock's chokepoint.
     fn wall(&self) -> Timestamp {
-        Timestamp::now()
+        // A clock stepped past what a timestamp holds reads as its bound,
+        // never a panic; every command refuses such a clock at its start
+        // ([`check_system_wall`]).
+        Timestamp::try_from(std::time::SystemTime::now()).unwrap_or_else(|_| {
+            match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+                Ok(_) => Timestamp::MAX,
+                Err(_) => Timestamp::MIN,
+            }
+        })
     }
 
     #[allow(clippy::disallowed_methods)] // This is the clock's chokepoint.

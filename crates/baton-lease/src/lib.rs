@@ -55,7 +55,10 @@ pub mod trust;
 mod vouch;
 
 pub use claims::{Claims, FUTURE_TOLERANCE as FUTURE_CLAIM_TOLERANCE, MAX_KEY_BYTES, Once};
-pub use clock::{Clock, ManualClock, MovedSince, Moves, ShiftedClock, SystemClock};
+pub use clock::{
+    Clock, ManualClock, MovedSince, Moves, ShiftedClock, SystemClock, WallOutOfRange,
+    check_system_wall,
+};
 pub use decide::{Death, Foreign, Holder, Now, Observer, Policy, Verdict};
 pub use error::Error;
 pub use guard::{GuardTaken, Guarded};

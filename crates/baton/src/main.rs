@@ -77,7 +77,10 @@ fn main() -> ExitCode {
             return code.into();
         }
     };
-    let code = run(cli);
+    let code = match clock_refused(&cli.command) {
+        Some(refused) => refused,
+        None => run(cli),
+    };
     baton_runner::console::flush(baton_runner::console::EXIT_FLUSH);
     code.into()
 }
@@ -95,6 +98,22 @@ fn subcommand(args: &[std::ffi::OsString]) -> Option<&std::ffi::OsStr> {
         }
     }
     None
+}
+
+/// A wall clock past the years baton counts with is refused before any
+/// command decides or runs anything: 125 for `exec`, `lock` and the daemon
+/// (baton's own failure), 2 for the scheduler's commands (nothing ran).
+/// Commands that read no time (completions, manual pages) go on.
+fn clock_refused(command: &Cmd) -> Option<Exit> {
+    if matches!(command, Cmd::Completions(_) | Cmd::Man(_)) {
+        return None;
+    }
+    let e = baton_lease::check_system_wall().err()?;
+    say!("baton: {e}");
+    Some(match command {
+        Cmd::Exec(_) | Cmd::Lock(_) | Cmd::Daemon(_) => Exit::Failure,
+        _ => Exit::Usage,
+    })
 }
 
 fn run(cli: Cli) -> Exit {

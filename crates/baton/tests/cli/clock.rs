@@ -78,6 +78,51 @@ fn last_decided(s: &Sched) -> Option<i64> {
 }
 
 #[test]
+fn a_clock_past_the_years_baton_counts_with_is_refused_and_nothing_runs() {
+    // A clock stepped past 9998 (as far as faketime goes, or a bad RTC)
+    // used to panic in the clock's read. Every command now refuses it
+    // before it decides or runs anything, with its documented code.
+    let s = Sched::new("");
+    let out = s.env.path("ran");
+    s.write(&minutely(&out));
+    let lock = s.env.path("x.lock");
+    let exec = ["exec", "--lock", lock.to_str().unwrap(), "--", "touch"];
+    // faketime's offsets from now: to 9999-06-01 and 10000-01-02 (UTC).
+    let to = |second: i64| format!("+{}", second - now_secs());
+    for at in [to(253_383_811_200), to(253_402_387_200)] {
+        let at = at.as_str();
+        let touched = s.env.path("touched");
+        let mut exec = exec.to_vec();
+        exec.push(touched.to_str().unwrap());
+        for (args, want) in [
+            (&["tick"][..], 2),
+            (&["run", "x"], 2),
+            (&["status"], 2),
+            (&["history", "x"], 2),
+            (&exec, 125),
+            (&["lock", "show", lock.to_str().unwrap()], 125),
+        ] {
+            let o = shifted(&s, at, args);
+            assert_eq!(code(&o), want, "{at} {args:?}: {}", stderr(&o));
+            let err = stderr(&o);
+            assert!(
+                err.contains("the system clock reads")
+                    && err.contains("set the clock right")
+                    && !err.contains("panicked"),
+                "{at} {args:?}: {err}"
+            );
+        }
+        assert!(ran(&out).is_empty(), "{at}: ran {:?}", ran(&out));
+        assert!(!touched.exists(), "{at}: exec ran its command");
+        assert!(!lock.exists(), "{at}: exec made its lock");
+    }
+    // The last year it counts with works as ever.
+    let o = shifted(&s, &to(253_352_275_200), &["run", "x"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(ran(&out).len(), 1, "{:?}", ran(&out));
+}
+
+#[test]
 fn on_one_host_a_tick_an_hour_ahead_does_not_silence_the_schedule() {
     let s = Sched::new("");
     let out = s.env.path("ran");
