@@ -260,7 +260,19 @@ pub fn decide_due_with(
     let overview = s.take_overview();
     let (mut states, queued) = match overview {
         Some(o) => (o.jobs, Some(o.queued)),
-        None => (s.ledger(|l| l.jobs()).unwrap_or_default(), None),
+        None => match s.ledger(|l| l.jobs()) {
+            Some(jobs) => (jobs, None),
+            None => {
+                // Said once by the ledger's surface. Without the jobs'
+                // marks and sightings every job would look new and nothing
+                // would ever be due: the tick says it could not decide,
+                // rather than that nothing was due.
+                due.ledger_unavailable = true;
+                due.webhooks = s.take_held();
+                s.finish();
+                return (due, None);
+            }
+        },
     };
     if s.ledger_is_newer() {
         // A newer baton wrote it (before this process opened it, or since

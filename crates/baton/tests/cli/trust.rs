@@ -378,6 +378,28 @@ fn a_tick_whose_ledger_cannot_be_opened_exits_2() {
 }
 
 #[test]
+fn a_tick_whose_ledger_rows_cannot_be_read_exits_2() {
+    // A ledger that opens but whose jobs' rows cannot be read (a value no
+    // timestamp holds): every job would look new and nothing would ever be
+    // due. The tick used to exit 0 so, every time; it says it could not
+    // decide.
+    let (s, counter) = after_one_run();
+    let c = rusqlite::Connection::open(s.env.state().join("baton.db")).unwrap();
+    c.execute("UPDATE jobs SET last_success = 253402207200000001", [])
+        .unwrap();
+    drop(c);
+    let before = lines(&counter);
+    let o = sched(&s, &["tick"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("failed to read the jobs"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(lines(&counter), before, "{}", stderr(&o));
+}
+
+#[test]
 fn a_named_pipe_at_the_ledger_is_refused_without_blocking() {
     let (s, counter) = after_one_run();
     let shm = s.env.state().join("baton.db-shm");
