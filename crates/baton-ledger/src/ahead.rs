@@ -14,10 +14,10 @@
 //! remaining decisions reach. What ran stays: an occurrence's `started`
 //! row is never withdrawn, so it never runs again, and a planner reads it
 //! back with [`baton_store::ledger::Records::decided_after`] so that it is never called missed.
-//! A job's first sighting that such a clock recorded is brought back to the
-//! honest now ([`baton_store::ledger::Records::see_again_ahead`]): nothing before a sighting runs,
-//! so a sighting in the future would keep a new job from running until it
-//! came. This module never reads a clock: the caller says what now is.
+//! A job's first sighting stays as it was recorded, even when it is ahead
+//! of the caller's clock: that clock may be the one behind (the scheduler
+//! decides by the sighting it can reach instead). This module never reads a
+//! clock: the caller says what now is.
 
 use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -43,8 +43,8 @@ use crate::statements::MISSED;
 ///    remaining decisions reach: the last of its remaining missed
 ///    ranges, or an occurrence with a decision that is not after `now`,
 ///    whichever is later (none when nothing
-///    remains). The job's first-seen time stays, unless it too is
-///    ahead ([`baton_store::ledger::Records::see_again_ahead`]).
+///    remains). The job's first-seen time stays, even when it too is
+///    ahead.
 ///
 /// An occurrence that started keeps its decision, whenever it was made:
 /// it never runs again. Returns `None` (nothing written) when the mark
@@ -73,40 +73,6 @@ pub(crate) fn withdraw_ahead(
                 now.as_second(),
                 rows::micros(now),
             )?)
-        },
-    )
-}
-
-/// Brings the first sighting of `job` back to `now` when it is more than
-/// `tolerance` seconds after `now` (a process whose clock was ahead saw
-/// the job first), in one write transaction; whether it did. Nothing
-/// before a job's first sighting runs or is missed, so a sighting in the
-/// future would silence a new job until it came; a clock set back
-/// cannot be told from one ahead, and the present is not kept waiting
-/// for either. `false` (nothing written) when the sighting is not ahead
-/// or the job is unknown.
-///
-/// # Errors
-///
-/// As every call of the ledger.
-pub(crate) fn see_again_ahead(
-    ledger: &mut Ledger,
-    job: &str,
-    now: Timestamp,
-    tolerance: i64,
-) -> Result<bool, Error> {
-    ledger.saw(now);
-    let trigger = rows::micros(now).saturating_add(tolerance.saturating_mul(1_000_000));
-    ledger.transact(
-        Mode::Write,
-        || format!("bring the first sighting of job {job} back to now"),
-        |tx| {
-            let n = tx
-                .prepare_cached(
-                    "UPDATE jobs SET first_seen = ?2 WHERE job = ?1 AND first_seen > ?3",
-                )?
-                .execute(params![job, rows::micros(now), trigger])?;
-            Ok(n > 0)
         },
     )
 }

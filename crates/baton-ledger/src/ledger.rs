@@ -343,15 +343,6 @@ impl Backend for Ledger {
         Ok(crate::ahead::withdraw_ahead(self, job, now, tolerance)?)
     }
 
-    fn see_again_ahead(
-        &mut self,
-        job: &str,
-        now: Timestamp,
-        tolerance: i64,
-    ) -> Result<bool, baton_store::ledger::Error> {
-        Ok(crate::ahead::see_again_ahead(self, job, now, tolerance)?)
-    }
-
     fn decided_after(
         &mut self,
         job: &str,

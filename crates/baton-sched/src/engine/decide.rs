@@ -14,8 +14,10 @@
 //! started, but the ledger never heard of (its run could not record
 //! itself), is never recorded missed.
 //!
-//! A first sighting more than `FUTURE_TOLERANCE` ahead of now is brought
-//! back to now ([`baton_store::ledger::Records::see_again_ahead`]). A mark more than
+//! A first sighting more than `FUTURE_TOLERANCE` ahead of now is left as
+//! it is (the clock that wrote it may be the honest one), and the tick
+//! decides as if the job were seen just before its latest occurrence. A
+//! mark more than
 //! `FUTURE_TOLERANCE` ahead of now was raised by a process whose clock was
 //! ahead: its decisions are taken back
 //! ([`baton_store::ledger::Records::withdraw_ahead`], said by a `missed-withdrawn`
@@ -93,21 +95,17 @@ pub fn job(
             missed: Vec::new(),
         };
     };
+    let latest = job.starts_at(newest).min(now);
     let mut state = state.cloned();
-    if let Some(seen) = state
-        .as_ref()
-        .map(|st| st.first_seen)
-        .filter(|t| t.as_second() > now.as_second() + FUTURE_TOLERANCE)
-        && s.ledger(|l| l.see_again_ahead(&job.name, now, FUTURE_TOLERANCE)) == Some(true)
-    {
-        // A clock ahead saw the job first: it is seen now instead, or it
-        // would wait for that clock's time to run at all.
+    if let Some(st) = state.as_ref().filter(|st| ahead_seen(st, now)) {
         s.note(&format!(
-            "{}: first seen at {seen} by a clock ahead of this one ({now}); seen now instead",
-            job.name
+            "{}: first seen at {} by a clock ahead of this one ({now}); deciding as if seen \
+             just before its latest occurrence",
+            job.name, st.first_seen
         ));
-        state = s.ledger(|l| l.job(&job.name)).flatten().or(state);
     }
+    let sighted = |state: Option<JobState>| sighted(state, now, latest);
+    state = sighted(state);
     let done = |start: Option<Start>, alerted: bool, missed: &mut Vec<MissedRange>| Decided {
         start,
         alerted,
@@ -130,7 +128,7 @@ pub fn job(
             };
             match fresh {
                 Some(fresh) if ahead_of(fresh.as_ref(), now).is_none() => {
-                    state = fresh;
+                    state = sighted(fresh);
                     continue;
                 }
                 _ => {
@@ -220,7 +218,7 @@ pub fn job(
         }
         all_recorded.extend(recorded);
         if moved {
-            state = s.ledger(|l| l.job(&job.name)).flatten();
+            state = sighted(s.ledger(|l| l.job(&job.name)).flatten());
             continue;
         }
         return match p.run.as_slice() {
@@ -231,7 +229,7 @@ pub fn job(
                     done(Some(Start::Queue), alerted, &mut all_recorded)
                 }
                 Some(Queued::Moved) => {
-                    state = s.ledger(|l| l.job(&job.name)).flatten();
+                    state = sighted(s.ledger(|l| l.job(&job.name)).flatten());
                     continue;
                 }
                 // The ledger cannot hold the batch: run the newest.
@@ -413,6 +411,29 @@ fn claimed_unrecorded(
 /// Whether the newest occurrence, which `starts` then, can run or be
 /// missed: only one starting at or after the job was first seen can. When it cannot, no older one can
 /// either, and the plan is skipped without reading the ledger.
+/// Whether the job's first sighting is more than `FUTURE_TOLERANCE` ahead
+/// of `now`.
+fn ahead_seen(st: &JobState, now: Timestamp) -> bool {
+    st.first_seen.as_second() > now.as_second() + FUTURE_TOLERANCE
+}
+
+/// The job's state as this tick decides by it. A sighting ahead of this
+/// clock means a clock ahead saw the job first, or this one is behind, and
+/// nothing here can tell which. Waiting for the sighting would silence the
+/// job until then; writing this clock's now over it would, when this clock
+/// is the one behind, hand the honest clock an hour the job never had, to
+/// count as missed. So the ledger keeps it, and this tick decides as if
+/// the job were seen at `latest` (its latest occurrence's start, or now):
+/// that occurrence runs, nothing earlier is missed.
+fn sighted(state: Option<JobState>, now: Timestamp, latest: Timestamp) -> Option<JobState> {
+    state.map(|mut st| {
+        if ahead_seen(&st, now) {
+            st.first_seen = latest;
+        }
+        st
+    })
+}
+
 fn anything_to_decide(now: Timestamp, starts: Timestamp, state: Option<&JobState>) -> bool {
     starts >= state.map_or(now, |st| st.first_seen)
 }

@@ -434,8 +434,8 @@ pub trait Records: Send {
     ///    remaining decisions reach: the last of its remaining missed
     ///    ranges, or an occurrence with a decision that is not after `now`,
     ///    whichever is later (none when nothing
-    ///    remains). The job's first-seen time stays, unless it too is
-    ///    ahead ([`Records::see_again_ahead`]).
+    ///    remains). The job's first-seen time stays, even when it too is
+    ///    ahead: the clock that wrote it may be the honest one.
     ///
     /// An occurrence that started keeps its decision, whenever it was made:
     /// it never runs again. Returns `None` (nothing written) when the mark
@@ -480,36 +480,6 @@ pub trait Records: Send {
         now: Timestamp,
         tolerance: i64,
     ) -> Result<Option<Withdrawn>, Error>;
-    /// Brings the first sighting of `job` back to `now` when it is more than
-    /// `tolerance` seconds after `now` (a process whose clock was ahead saw
-    /// the job first), in one write transaction; whether it did. Nothing
-    /// before a job's first sighting runs or is missed, so a sighting in the
-    /// future would silence a new job until it came; a clock set back
-    /// cannot be told from one ahead, and the present is not kept waiting
-    /// for either. `false` (nothing written) when the sighting is not ahead
-    /// or the job is unknown.
-    ///
-    /// # Errors
-    ///
-    /// As every call (see the module).
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// use baton_ledger::Ledger;
-    /// use baton_store::ledger::Records;
-    /// let honest: jiff::Timestamp = "2026-11-29T03:15:00Z".parse()?;
-    /// let ahead: jiff::Timestamp = "2026-11-29T04:15:00Z".parse()?;
-    /// let mut ledger = Ledger::open(dir.path(), honest)?;
-    /// ledger.see_jobs(&["j"], ahead)?; // A clock an hour ahead.
-    /// assert!(ledger.see_again_ahead("j", honest, 60)?);
-    /// assert_eq!(ledger.job("j")?.unwrap().first_seen, honest);
-    /// assert!(!ledger.see_again_ahead("j", honest, 60)?);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    fn see_again_ahead(&mut self, job: &str, now: Timestamp, tolerance: i64)
-    -> Result<bool, Error>;
     /// The occurrences of `job` after `after` and at or before `through`
     /// that have a decision (they started, are queued, or were claimed),
     /// oldest first: above the job's mark, only what a clock ahead decided.

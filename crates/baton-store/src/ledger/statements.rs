@@ -409,21 +409,6 @@ pub trait Backend: Send {
         Ok(None)
     }
 
-    /// See [`super::Records::see_again_ahead`].
-    ///
-    /// # Errors
-    ///
-    /// When the store fails.
-    fn see_again_ahead(
-        &mut self,
-        job: &str,
-        now: Timestamp,
-        tolerance: i64,
-    ) -> Result<bool, Error> {
-        let _ = (job, now, tolerance);
-        Ok(false)
-    }
-
     /// See [`super::Records::decided_after`].
     ///
     /// # Errors

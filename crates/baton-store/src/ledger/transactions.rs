@@ -417,16 +417,6 @@ impl<B: Backend> Records for B {
         Backend::withdraw_ahead(self, job, now, tolerance)
     }
 
-    fn see_again_ahead(
-        &mut self,
-        job: &str,
-        now: Timestamp,
-        tolerance: i64,
-    ) -> Result<bool, Error> {
-        self.saw(now);
-        Backend::see_again_ahead(self, job, now, tolerance)
-    }
-
     fn decided_after(
         &mut self,
         job: &str,

@@ -123,6 +123,67 @@ fn a_clock_past_the_years_baton_counts_with_is_refused_and_nothing_runs() {
 }
 
 #[test]
+fn on_one_host_a_tick_an_hour_behind_hands_the_honest_clock_no_misses() {
+    // An honest tick sees a new job; one an hour behind ticks; the honest
+    // one again. The hour between the two clocks is not a time the job
+    // existed: it used to be counted missed (59 superseded, an alert, exit
+    // 1), because the tick behind wrote its own now over the sighting.
+    let s = Sched::new("");
+    let out = s.env.path("ran");
+    s.write(&minutely(&out));
+    for (offset, what) in [("", "honest"), ("-1h", "behind"), ("", "honest again")] {
+        let o = if offset.is_empty() {
+            s.run(&["tick"])
+        } else {
+            shifted(&s, offset, &["tick"])
+        };
+        assert_eq!(code(&o), 0, "{what}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("missed"), "{what}: {}", stderr(&o));
+    }
+    let st = s.json(&["status", "--json"]);
+    assert_eq!(st["jobs"][0]["missed"]["total"], 0, "{st}");
+    assert!(missed_ranges(&s).is_empty(), "{:?}", missed_ranges(&s));
+    let alerts =
+        std::fs::read_to_string(s.env.state().join("logs").join("alerts.log")).unwrap_or_default();
+    assert!(!alerts.contains("\"missed\""), "{alerts}");
+    // What ran, ran once.
+    let all = ran(&out);
+    let mut unique = all.clone();
+    unique.dedup();
+    assert_eq!(unique, all, "{all:?}");
+}
+
+#[test]
+fn on_one_host_a_job_a_clock_ahead_saw_first_runs_at_the_honest_clocks_present() {
+    // A tick an hour ahead sees a new job first. The honest clock neither
+    // waits an hour for that sighting nor counts anything before it missed:
+    // the present occurrence runs at its first tick.
+    let s = Sched::new("");
+    let out = s.env.path("ran");
+    s.write(&minutely(&out));
+    let o = shifted(&s, "+1h", &["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(ran(&out).is_empty(), "{:?}", ran(&out));
+    let o = s.run(&["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let now = now_secs();
+    let present = ran(&out);
+    assert_eq!(present.len(), 1, "{present:?}: {}", stderr(&o));
+    let at = second_of(&present[0]);
+    assert!(now - 120 <= at && at <= now, "{present:?} at {now}");
+    let st = s.json(&["status", "--json"]);
+    assert_eq!(st["jobs"][0]["missed"]["total"], 0, "{st}");
+    // It does not run again at the next honest tick of the same minute.
+    let o = s.run(&["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let again = ran(&out);
+    assert!(
+        again.iter().filter(|o| **o == present[0]).count() == 1,
+        "{again:?}"
+    );
+}
+
+#[test]
 fn on_one_host_a_tick_an_hour_ahead_does_not_silence_the_schedule() {
     let s = Sched::new("");
     let out = s.env.path("ran");
