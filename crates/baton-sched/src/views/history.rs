@@ -75,6 +75,9 @@ fn ms(d: jiff::SignedDuration) -> u64 {
 
 impl From<baton_store::ledger::RunRow> for RunView {
     fn from(r: baton_store::ledger::RunRow) -> Self {
+        // An abandoned run's end is unknown: `finished` is when the next
+        // run found it so, which says nothing of how long it ran or how.
+        let known = r.verdict != Some(RunVerdict::Abandoned);
         Self {
             occurrence: crate::engine::run::occurrence_text(r.occurrence),
             manual: r.manual,
@@ -82,10 +85,13 @@ impl From<baton_store::ledger::RunRow> for RunView {
             host: r.host,
             pid: r.pid,
             started: r.started.to_string(),
-            duration_ms: r.finished.map(|f| ms(f.duration_since(r.started))),
+            duration_ms: r
+                .finished
+                .filter(|_| known)
+                .map(|f| ms(f.duration_since(r.started))),
             finished: r.finished.map(|f| f.to_string()),
             verdict: r.verdict.map(|v| v.to_string()),
-            exit_code: r.exit_code,
+            exit_code: r.exit_code.filter(|_| known),
             attempts: r
                 .attempts
                 .into_iter()

@@ -681,16 +681,22 @@ fn job_status(
             .filter(|_| !offset.is_zero())
             .map(|t| crate::engine::run::occurrence_text(Some(t.as_second()))),
         jitter_offset_seconds: (!offset.is_zero()).then_some(offset.as_secs()),
-        last_run: last.map(|r| RunSummary {
-            occurrence: crate::engine::run::occurrence_text(r.occurrence),
-            started: stamp(r.started),
-            duration_ms: r
-                .finished
-                .and_then(|f| u64::try_from(f.duration_since(r.started).as_millis()).ok()),
-            finished: r.finished.map(stamp),
-            verdict: last_verdict.map(|v| v.to_string()),
-            exit_code: r.exit_code,
-            run_id: r.run_id,
+        last_run: last.map(|r| {
+            // An abandoned run's end is unknown: it is recorded when the
+            // next run found it so, which says nothing of how long it ran.
+            let known = last_verdict != Some(RunVerdict::Abandoned);
+            RunSummary {
+                occurrence: crate::engine::run::occurrence_text(r.occurrence),
+                started: stamp(r.started),
+                duration_ms: r
+                    .finished
+                    .filter(|_| known)
+                    .and_then(|f| u64::try_from(f.duration_since(r.started).as_millis()).ok()),
+                finished: r.finished.map(stamp),
+                verdict: last_verdict.map(|v| v.to_string()),
+                exit_code: r.exit_code.filter(|_| known),
+                run_id: r.run_id,
+            }
         }),
         last_attempt: state.as_ref().and_then(|s| s.last_attempt).map(stamp),
         last_success: state.as_ref().and_then(|s| s.last_success).map(stamp),

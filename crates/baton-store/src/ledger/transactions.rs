@@ -20,7 +20,7 @@ use super::rows::{
     Replacement, Requested, RunRow, StepState, WatermarkRow, Withdrawn,
 };
 use super::statements::{Backend, Fail, Mode, NewDecision, Statements};
-use crate::words::{Decision, MissReason, SkipReason};
+use crate::words::{Decision, MissReason, RunVerdict, SkipReason};
 
 /// A refusal of the arguments before any transaction: nothing was written.
 fn invalid(store: &impl Backend, action: String, problem: checks::Refusal) -> Error {
@@ -856,6 +856,9 @@ async fn finish_run<S: Statements>(
     }
     tx.finish_run(f).await?;
     tx.job_finished(f).await?;
+    // An abandoned run's end is when the next run found it so: its
+    // duration is unknown, and no histogram counts it.
+    let started = started.filter(|_| f.verdict != RunVerdict::Abandoned);
     tx.tally_finished(f, started).await?;
     tx.prune_runs(&f.job, keep).await?;
     tx.prune_decisions(&f.job).await?;

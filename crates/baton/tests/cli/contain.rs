@@ -109,6 +109,19 @@ fn killing_baton_run_stops_the_job_before_the_next_run_starts() {
     let h = s.json(&["history", "x", "--json"]);
     assert_eq!(h[0]["verdict"], "ok", "{h}");
     assert_eq!(h[1]["verdict"], "abandoned", "{h}");
+    // Its end is unknown: `finished` is when the next run found it so, and
+    // neither a duration (the time until then) nor an exit code is made up
+    // for it, nor counted in the durations' histogram.
+    assert!(h[1]["finished"].is_string(), "{h}");
+    assert!(h[1]["duration_ms"].is_null(), "{h}");
+    assert!(h[1]["exit_code"].is_null(), "{h}");
+    let m = s.run(&["__metrics"]);
+    assert_eq!(code(&m), 0, "{}", stderr(&m));
+    assert!(
+        stdout(&m).contains("baton_job_run_duration_seconds_count{baton_job=\"x\"} 1\n"),
+        "{}",
+        stdout(&m)
+    );
 }
 
 #[test]

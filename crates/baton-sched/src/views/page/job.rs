@@ -203,9 +203,12 @@ fn runs_table(out: &mut String, runs: &[RunView], tz: &jiff::tz::TimeZone, now: 
                 instant(tz, &r.occurrence)
             },
             started = when(tz, now, &r.started),
-            took = r
-                .duration_ms
-                .map_or_else(|| "running".to_owned(), |d| escape(&ms(d))),
+            took = match (r.duration_ms, &r.verdict) {
+                (Some(d), _) => escape(&ms(d)),
+                // Ended, how long after its start unknown (`abandoned`).
+                (None, Some(_)) => "unknown".to_owned(),
+                (None, None) => "running".to_owned(),
+            },
             verdict = escape(verdict),
             also = if kind.word() == verdict {
                 String::new()

@@ -153,11 +153,13 @@ pub(super) fn at(t: &str) -> Option<Timestamp> {
 }
 
 /// How long `r` ran, in milliseconds: until it finished, or until `now`
-/// while it has no end.
+/// while it has no end. A run whose duration is unknown (`abandoned`) is
+/// drawn until it was found so.
 pub(super) fn run_ms(r: &RunView, now: Timestamp) -> u64 {
     r.duration_ms.unwrap_or_else(|| {
+        let end = r.finished.as_deref().and_then(at).unwrap_or(now);
         at(&r.started).map_or(0, |s| {
-            u64::try_from(now.duration_since(s).as_millis()).unwrap_or(0)
+            u64::try_from(end.duration_since(s).as_millis()).unwrap_or(0)
         })
     })
 }
