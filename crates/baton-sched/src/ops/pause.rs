@@ -205,6 +205,15 @@ pub fn pause_job(
         ));
         return Err(Outcome::Unable);
     }
+    if reason.is_some_and(|r| r.chars().any(char::is_control)) {
+        // Shown as it is by `status` and `pause`: a line break or an escape
+        // there could fake a line or recolour a terminal.
+        crate::say::line(format_args!(
+            "pause: --reason: control characters (line breaks, escapes) are not allowed in a \
+             reason; nothing was paused"
+        ));
+        return Err(Outcome::Unable);
+    }
     let Some(mut s) = open(config, "pause", clock) else {
         return Err(Outcome::Unable);
     };

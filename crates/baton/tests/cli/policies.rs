@@ -538,11 +538,17 @@ fn a_pause_with_an_end_lapses_on_its_own_and_bad_pauses_are_refused() {
             "2099-01-01T00:00:00Z",
         ],
         vec!["resume", "nope"],
+        // A reason is one line of text: a line break or an escape would
+        // fake a line or recolour the terminal of whoever reads `status`.
+        vec!["pause", "p", "--reason", "line1\nline2"],
+        vec!["pause", "p", "--reason", "\u{1b}[31mred"],
     ] {
         let o = s.run(&bad);
         assert_eq!(code(&o), 2, "{bad:?}: {}", stderr(&o));
         assert!(!stderr(&o).is_empty());
     }
+    let st = s.json(&["status", "--json"]);
+    assert!(st["jobs"][0]["paused"].is_null(), "{st}");
 }
 
 #[test]
