@@ -187,7 +187,7 @@ pub struct Facts {
     /// It has a run in the ledger, or the ledger says it started one.
     pub ran: bool,
     /// An occurrence at or after its first sighting has come due (its
-    /// grace has passed).
+    /// grace has passed, or it was recorded missed already).
     pub came_due: bool,
 }
 

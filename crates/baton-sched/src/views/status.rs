@@ -631,7 +631,9 @@ fn job_status(
         failing,
         crashed,
         ran: !never_run || state.as_ref().is_some_and(|s| s.last_attempt.is_some()),
-        came_due: due.is_some(),
+        // Or one was decided already: a missed occurrence came due too,
+        // before its grace passed.
+        came_due: due.is_some() || missed.total > 0,
     };
     let next = match pause_ends {
         // Nothing runs while the job or the scheduler is disabled.

@@ -333,6 +333,22 @@ fn a_lock_mates_run_does_not_make_the_other_job_running() {
         (serde_json::json!("new"), "new".into())
     );
     d.terminate();
+    // Once one of b's occurrences has come due and was missed (busy: a
+    // holds the lock), b is no longer new, though it never ran, and its
+    // grace has not passed.
+    s.write(&format!(
+        "[jobs.a]\nschedule = \"0 0 1 1 *\"\nlock = \"shared\"\nrun = \"touch {}; exec sleep 60\"\n\
+         [jobs.b]\nevery = \"1s\"\nlock = \"shared\"\nrun = \"true\"\n",
+        marker.display()
+    ));
+    s.run(&["tick"]);
+    eventually("an occurrence of b to be missed", || {
+        s.run(&["tick"]);
+        seen(&s, "b").json["missed"]["total"].as_u64() > Some(0)
+    });
+    let b = seen(&s, "b");
+    assert_eq!(b.json["state"], "ok", "{}", b.json);
+    assert_eq!(b.page, "ok", "{}", b.json);
     signal(i32::try_from(a.id()).unwrap(), Signal::TERM);
     let _ = baton_testkit::wait_for_exit(&mut a, "a's run to stop");
 }
