@@ -368,8 +368,9 @@ fn ms(d: u64) -> String {
 fn verdict_class(v: Option<&str>) -> &'static str {
     match v.map(str::parse) {
         Some(Ok(RunVerdict::Ok)) => "ok",
+        // Stopped on purpose (a shutdown, a replacement): no failure.
+        Some(Ok(RunVerdict::Interrupted | RunVerdict::Replaced)) | None => "none",
         Some(_) => "bad",
-        None => "none",
     }
 }
 
@@ -421,12 +422,19 @@ fn job_card(
             let verdict = r.verdict.as_deref();
             let _ = writeln!(
                 out,
-                "<dd class=\"last-run\"><span class=\"{}\">{}</span>{}, {}</dd>",
+                "<dd class=\"last-run\"><span class=\"{}\">{}</span>{}, {} {}</dd>",
                 verdict_class(verdict),
                 escape(verdict.unwrap_or("running")),
                 r.duration_ms
                     .map(|d| format!(" in {}", escape(&ms(d))))
                     .unwrap_or_default(),
+                // Which end of the run the time is, as `status` names its
+                // start.
+                if r.finished.is_some() {
+                    "ended"
+                } else {
+                    "started"
+                },
                 when(tz, now, r.finished.as_deref().unwrap_or(&r.started)),
             );
         }

@@ -281,10 +281,8 @@ fn misses_table(out: &mut String, misses: &[MissedRow], tz: &jiff::tz::TimeZone)
             title = escape(&miss_title(m, tz)),
             at_least = if m.at_least { "at least " } else { "" },
             count = m.count,
-            detail = m
-                .detail
-                .as_deref()
-                .map(|d| format!(": {}", escape(d)))
+            detail = super::marks::miss_detail(m, tz)
+                .map(|d| format!(": {}", escape(&d)))
                 .unwrap_or_default(),
             recorded = instant(tz, &m.decided.to_string()),
         );

@@ -209,10 +209,23 @@ pub(super) fn miss_title(m: &MissedRow, tz: &jiff::tz::TimeZone) -> String {
         format!("{} to {}", show(m.first), show(m.last))
     };
     let mut t = format!("missed: {count} occurrence(s), {span}: {}", m.reason);
-    if let Some(d) = &m.detail {
+    if let Some(d) = miss_detail(m, tz) {
         let _ = write!(t, " ({d})");
     }
     t
+}
+
+/// What missed range `m` says of why, for people: without the reason it
+/// may begin with (shown beside it already), its instants in `tz`. Not
+/// escaped.
+pub(super) fn miss_detail(m: &MissedRow, tz: &jiff::tz::TimeZone) -> Option<String> {
+    let d = m.detail.as_deref()?;
+    let reason = m.reason.to_string();
+    let d = d
+        .strip_prefix(reason.as_str())
+        .and_then(|rest| rest.strip_prefix(": "))
+        .unwrap_or(d);
+    Some(crate::times::human_in(d, tz))
 }
 
 /// When missed range `m` is placed in time: its last occurrence.

@@ -277,7 +277,7 @@ fn a_card_shows_last_run_next_run_holder_runs_and_alerts() {
     let html = render(&status(vec![j]), &runs, now(), 5);
     has(
         &html,
-        "<dd class=\"last-run\"><span class=\"ok\">ok</span> in 2m, <time \
+        "<dd class=\"last-run\"><span class=\"ok\">ok</span> in 2m, ended <time \
              datetime=\"2025-06-01T11:57:00Z\">2025-06-01 13:57:00 +02:00</time> <span \
              class=\"age\">(3m ago)</span></dd>",
     );
@@ -756,4 +756,40 @@ fn a_job_named_like_markup_injects_nothing_into_the_pictures() {
         &html,
         "data-timeline-job=\"&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;\"",
     );
+}
+
+#[test]
+fn a_missed_ranges_detail_drops_its_reason_and_shows_its_instants_in_the_pages_zone() {
+    let mut m = miss(
+        1,
+        baton_store::words::MissReason::Busy,
+        "2026-12-05T08:50:00Z",
+    );
+    m.detail = Some(
+        "busy: held by pid 7 on h, run r, fence 3, since 2026-12-05T08:47:40.457455Z, renewed \
+         2026-12-05T08:49:59Z"
+            .into(),
+    );
+    let tz = jiff::tz::TimeZone::get("Asia/Kolkata").unwrap();
+    let d = super::marks::miss_detail(&m, &tz).unwrap();
+    assert!(d.starts_with("held by pid 7"), "{d}");
+    has(
+        &d,
+        "since 2026-12-05 14:17:40 +05:30, renewed 2026-12-05 14:19:59 +05:30",
+    );
+    lacks(&d, "08:47");
+    let title = super::marks::miss_title(&m, &tz);
+    lacks(&title, "busy: busy");
+    lacks(&title, "T08:47");
+}
+
+#[test]
+fn runs_stopped_on_purpose_are_not_coloured_as_failures() {
+    assert_eq!(verdict_class(Some("ok")), "ok");
+    for v in ["failed", "check-failed", "lease-lost", "abandoned"] {
+        assert_eq!(verdict_class(Some(v)), "bad", "{v}");
+    }
+    for v in [Some("interrupted"), Some("replaced"), None] {
+        assert_eq!(verdict_class(v), "none", "{v:?}");
+    }
 }
