@@ -244,6 +244,15 @@ pub fn config(state: Option<&Path>, a: &ConfigArgs) -> Exit {
         Ok(c) => c,
         Err(e) => return e,
     };
+    // The store's URL is the driver's to read: resolved here as every
+    // command that connects resolves it, so a URL they would refuse (an
+    // unknown sslmode, a port out of range) is refused here too.
+    if let Some(store) = &c.store
+        && let Err(e) = baton_sched::store::target(store)
+    {
+        say!("baton config: {e}");
+        return Exit::Usage;
+    }
     if a.json {
         match serde_json::to_string_pretty(&baton_sched::views::show::to_json(&c)) {
             Ok(j) => outln!("{j}"),

@@ -366,6 +366,23 @@ fn store_invalid_or_missing_url_exits_2() {
         );
         assert!(!both(&o).contains(WRONG), "{}", both(&o));
     }
+    // A PostgreSQL URL the driver cannot read is refused by `config` as
+    // by every command that connects, the password never shown.
+    for (url, says) in [
+        (
+            format!("postgres://baton:{WRONG}@db/x?sslmode=bogus"),
+            "sslmode",
+        ),
+        (format!("postgres://baton:{WRONG}@db:99999/x"), "store url"),
+    ] {
+        let s = sched(&url, "");
+        for args in [&["config"][..], &["tick"]] {
+            let o = run(&s, args);
+            assert_eq!(code(&o), 2, "{url} {args:?}: {}", both(&o));
+            assert!(stderr(&o).contains(says), "{url} {args:?}: {}", both(&o));
+            assert!(!both(&o).contains(WRONG), "{}", both(&o));
+        }
+    }
     let s = sched("", "");
     let o = run(&s, &["store", "migrate"]);
     assert_eq!(code(&o), 2, "{}", both(&o));
