@@ -300,7 +300,10 @@ const EXEC_STATE_DIR: Default = Host(
 );
 
 /// The system's zone.
-const SYSTEM_ZONE: Default = Host("the system's zone (TZ, else /etc/localtime)", system_zone);
+const SYSTEM_ZONE: Default = Host(
+    "the system's zone (TZ, else /etc/localtime; a TZ that names no zone is refused)",
+    system_zone,
+);
 
 fn default_state_dir() -> Value {
     Value::Path(

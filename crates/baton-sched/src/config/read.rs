@@ -771,8 +771,37 @@ fn scheduler(r: &Reader<'_>, e: Option<&Entry>, p: &mut Vec<ConfigError>) -> Val
         let policy = RunPolicy::from_values(&values);
         let at = r.at(e.map_or(1, |e| e.line));
         kept(r.fencing(&at, "scheduler", &policy, None), p);
+        if values
+            .sourced("timezone")
+            .is_some_and(|z| z.source == Source::Default)
+        {
+            kept(system_zone_named(), p);
+        }
     }
     values
+}
+
+/// The system's zone, when the configuration names none, is read from
+/// `TZ`, else `/etc/localtime`; a machine without either is on UTC, as
+/// libc has it. A `TZ` that names a zone nothing can read is refused: its
+/// jobs would run on UTC, at hours nobody asked for.
+fn system_zone_named() -> Result<(), ConfigError> {
+    let Some(tz) = std::env::var_os("TZ").filter(|v| !v.is_empty()) else {
+        return Ok(());
+    };
+    match jiff::tz::TimeZone::try_system() {
+        Ok(_) => Ok(()),
+        Err(e) => Err(ConfigError::Invalid {
+            at: "TZ".into(),
+            key: "timezone".into(),
+            message: format!(
+                "= {:?} is not a zone baton can read ({e}), and the configuration names \
+                 none: set [scheduler] timezone or BATON_TIMEZONE, or TZ, to an IANA name such \
+                 as \"Europe/Berlin\"",
+                tz.to_string_lossy()
+            ),
+        }),
+    }
 }
 
 impl Reader<'_> {

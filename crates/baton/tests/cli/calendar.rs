@@ -709,3 +709,43 @@ fn garbage_exits_2_and_names_the_part() {
         assert!(stdout(&o).is_empty(), "{args:?}: {}", stdout(&o));
     }
 }
+
+#[test]
+fn a_tz_that_names_no_zone_is_refused_when_the_configuration_names_none() {
+    // With no `timezone`, the system's zone is read from TZ; one nothing
+    // can read used to put every job on UTC without a word.
+    let s = crate::sched::Sched::new("");
+    let state = s.env.state();
+    let without = format!(
+        "[scheduler]\nstate_dir = {:?}\n[jobs.a]\nschedule = \"0 3 * * *\"\nrun = \"true\"\n",
+        state.to_str().unwrap()
+    );
+    std::fs::write(s.config(), &without).unwrap();
+    for args in [&["tick"][..], &["status"], &["config"]] {
+        let o = s.cmd(args).env("TZ", "America/New_Yrok").output().unwrap();
+        assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("\"America/New_Yrok\" is not a zone baton can read"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    // A zone that can be read, or one the configuration names, is used.
+    let o = s
+        .cmd(&["tick"])
+        .env("TZ", "America/New_York")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    std::fs::write(
+        s.config(),
+        without.replace("[jobs.a]", "timezone = \"UTC\"\n[jobs.a]"),
+    )
+    .unwrap();
+    let o = s
+        .cmd(&["tick"])
+        .env("TZ", "America/New_Yrok")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
