@@ -72,6 +72,64 @@ fn holder_of(v: &Verdict) -> Option<&baton_lease::Holder> {
     }
 }
 
+/// `slots`, or, when none of them holds the job's run `in_flight` (its
+/// newest run without an end) and the job's guard says that run holds the
+/// job's former lock (its `lock` was changed while it ran), that lock's
+/// holder in slot 1's place: judged as [`crate::store::Store::runs_elsewhere`]
+/// judges it, so that a run under a former lock, live or hung, is seen as
+/// the scheduler refuses by it. One more look at the store, only then.
+pub fn with_former_lock(
+    config: &Config,
+    job: &Job,
+    slots: Slots,
+    in_flight: Option<&str>,
+    now: jiff::Timestamp,
+) -> Slots {
+    let Some(run) = in_flight else {
+        return slots;
+    };
+    if slots.0.iter().flatten().any(|v| holder_of(v).is_some()) {
+        return slots;
+    }
+    let Ok(store) = crate::store::open(config) else {
+        return slots;
+    };
+    let Ok(baton_store::store::Guard::Elsewhere(r)) = store.runs_elsewhere(&job.lock_ref(), None)
+    else {
+        return slots;
+    };
+    let Some(holder) = r.holder.filter(|h| h.run() == Some(run)) else {
+        return slots;
+    };
+    let verdict = match r.reason {
+        baton_store::words::MissReason::Busy => Verdict::Live { holder, skew: None },
+        baton_store::words::MissReason::Hung => {
+            let renewed = match &holder {
+                baton_lease::Holder::V3(h) => h.renewed,
+                baton_lease::Holder::V2(_) => now,
+            };
+            Verdict::Hung {
+                lapsed: now.duration_since(renewed).unsigned_abs(),
+                holder,
+            }
+        }
+        baton_store::words::MissReason::Orphaned => Verdict::Orphaned {
+            pgid: match &holder {
+                baton_lease::Holder::V3(h) => h.pgid.unwrap_or(0),
+                baton_lease::Holder::V2(_) => 0,
+            },
+            holder,
+        },
+        _ => return slots,
+    };
+    let mut slots = slots;
+    match slots.0.first_mut() {
+        Some(first) => *first = Some(verdict),
+        None => slots.0.push(Some(verdict)),
+    }
+    slots
+}
+
 impl Slots {
     /// The slot that speaks for the job where one holder is shown: the
     /// first whose holder is live, else the first with a holder, else

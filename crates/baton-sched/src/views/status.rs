@@ -360,6 +360,8 @@ fn read_from(
             .next()
             .map(|r| Recorded::of(r, j, now))
             .unwrap_or_default();
+        let v =
+            crate::views::slots::with_former_lock(config, j, v, recorded.in_flight.as_deref(), now);
         jobs.push(job_status(config, j, recorded, v, &logs, now));
     }
     let healthy = error.is_none() && jobs.iter().all(|j| j.state.healthy());

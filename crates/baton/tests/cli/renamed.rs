@@ -125,6 +125,17 @@ fn renamed_while_running(s: &Sched, m: &Marks, extra: &str) {
         );
     }
     assert_eq!(read_lines(&m.ran).len(), 1, "{:?}", read_lines(&m.ran));
+    // Every surface sees the run under the former lock as the job's run
+    // in flight, as the refusals did: not a job at rest.
+    let st = s.json(&["status", "--json"]);
+    assert_eq!(st["jobs"][0]["state"], "running", "{st}");
+    assert_eq!(st["jobs"][0]["holder"]["verdict"], "live", "{st}");
+    let p = s.run(&["__page", "--refresh", "0"]);
+    assert!(
+        crate::support::stdout(&p).contains("data-state=\"running\""),
+        "{}",
+        stderr(&p)
+    );
     std::fs::write(&m.go, "").unwrap();
     assert!(first.wait().unwrap().success());
     // The live run was never taken for abandoned: it ended, and says so.
