@@ -36,6 +36,17 @@
 //! A caller may ask for the third way outright (no namespace at all), for a
 //! job that must see its pids as the host numbers them.
 //!
+//! **The watchdog.** The runner renews the lease and, with each renewal,
+//! sends init the deadline by which the tree must be gone unless the lease
+//! is renewed again (the boot clock's time: the last renewal plus the TTL,
+//! the renewal wait and the kill grace, the latest the runner's own stop
+//! may end). A runner that cannot renew cannot stop the job either when it
+//! does not run at all (stopped with `SIGSTOP`, starved, swapped out), and
+//! a judge on another host takes the lease once it has expired. So init,
+//! which runs on, kills every process of the namespace itself at that
+//! deadline: the tree is gone before the lease can be taken, whatever
+//! became of the runner. An uncontained step has no such init.
+//!
 //! Everything here runs between `clone` and `exec` (or instead of `exec`),
 //! in a copy of a multi-threaded process: only raw system calls, no
 //! allocation, no lock.
@@ -244,6 +255,11 @@ pub(crate) struct InitPlan {
     pub(crate) status: RawFd,
     /// The read end of the status pipe, which init closes.
     pub(crate) status_read: RawFd,
+    /// Where the runner sends the step's deadline (the read end, non-
+    /// blocking): 8 bytes, native order, the boot clock's nanoseconds by
+    /// which the lease is lost unless renewed and the job's tree must be
+    /// gone (the module's watchdog); 0 for none.
+    pub(crate) deadline: RawFd,
 }
 
 /// Asks the kernel for `SIGKILL` when the thread that created this process
@@ -264,7 +280,8 @@ pub(crate) unsafe fn die_with_parent() {
 /// Init's side, once the gate opened: starts the command (`start`, which
 /// execs or exits) as its child, closes everything else, reaps whatever the
 /// namespace hands it, sends the command's status, and exits when nothing
-/// is left. Never returns.
+/// is left. Past the deadline the runner last sent, it kills every process
+/// of the namespace (the module's watchdog). Never returns.
 ///
 /// # Safety
 ///
@@ -295,25 +312,95 @@ pub(crate) unsafe fn init(plan: &InitPlan, err: RawFd, start: impl FnOnce()) -> 
             libc::write(err, bytes.as_ptr().cast(), bytes.len());
             libc::_exit(127);
         }
-        close_all_but(plan.status);
+        close_all_but(plan.status, plan.deadline);
+        // SIGCHLD is read from a descriptor, so that one wait covers the
+        // namespace's deaths and the runner's deadlines. Blocked only now,
+        // once the command was started with the clean mask: a child that
+        // died before is reaped by the first look below.
+        let mut chld: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut chld);
+        libc::sigaddset(&mut chld, libc::SIGCHLD);
+        libc::sigprocmask(libc::SIG_BLOCK, &chld, std::ptr::null_mut());
+        let sfd = libc::signalfd(-1, &chld, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC);
+        let mut deadline: u64 = 0;
+        let mut reading = plan.deadline >= 0;
+        let mut fired = false;
         let mut sent = false;
         loop {
-            let mut status: libc::c_int = 0;
-            let r = libc::waitpid(-1, &raw mut status, libc::__WALL);
-            if r < 0 {
+            loop {
+                let mut status: libc::c_int = 0;
+                let r = libc::waitpid(-1, &raw mut status, libc::WNOHANG | libc::__WALL);
+                if r > 0 {
+                    if libc::c_long::from(r) == job && !sent {
+                        sent = true;
+                        let bytes = status.to_ne_bytes();
+                        libc::write(plan.status, bytes.as_ptr().cast(), bytes.len());
+                    }
+                    continue;
+                }
+                if r == 0 {
+                    break;
+                }
                 if *libc::__errno_location() == libc::EINTR {
                     continue;
                 }
                 // ECHILD: nothing is left in the namespace.
                 libc::_exit(0);
             }
-            if libc::c_long::from(r) == job && !sent {
-                sent = true;
-                let bytes = status.to_ne_bytes();
-                libc::write(plan.status, bytes.as_ptr().cast(), bytes.len());
+            if sfd >= 0 {
+                let mut info = [0u8; 128];
+                while libc::read(sfd, info.as_mut_ptr().cast(), info.len()) > 0 {}
             }
+            while reading {
+                let mut next = [0u8; 8];
+                let n = libc::read(plan.deadline, next.as_mut_ptr().cast(), next.len());
+                if n == 8 {
+                    deadline = u64::from_ne_bytes(next);
+                } else {
+                    // Nothing more now, or the runner closed its end (it
+                    // is gone, or the step's supervision is over): the
+                    // last deadline stands.
+                    reading = n < 0 && *libc::__errno_location() == libc::EAGAIN;
+                    break;
+                }
+            }
+            let now = boot_nanos();
+            if deadline != 0 && !fired && now >= deadline {
+                fired = true;
+                // Every process of the namespace but init.
+                libc::kill(-1, libc::SIGKILL);
+                continue;
+            }
+            let timeout = if sfd < 0 {
+                // No descriptor for SIGCHLD: looked for often instead.
+                10
+            } else if deadline != 0 && !fired {
+                i32::try_from((deadline - now) / 1_000_000 + 1).unwrap_or(i32::MAX)
+            } else {
+                -1
+            };
+            let mut fds = [
+                libc::pollfd {
+                    fd: sfd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: if reading { plan.deadline } else { -1 },
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            libc::poll(fds.as_mut_ptr(), 2, timeout);
         }
     }
+}
+
+/// The boot clock in nanoseconds, as the runner's deadlines count it
+/// (`CLOCK_BOOTTIME`, through the one clock baton reads).
+fn boot_nanos() -> u64 {
+    let d = baton_lease::Clock::boot(&baton_lease::SystemClock);
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Gives this process a `/proc` of its own pid namespace when the one it
@@ -358,14 +445,16 @@ pub fn own_proc() -> bool {
     mounted && baton_lease::job::proc_is_ours()
 }
 
-/// Closes every descriptor but `keep`.
+/// Closes every descriptor but `keep` and `also` (-1 for none).
 ///
 /// # Safety
 ///
 /// Only in a child of `fork` that needs no other descriptor.
-unsafe fn close_all_but(keep: RawFd) {
-    let keep = libc::c_uint::try_from(keep).unwrap_or(0);
+unsafe fn close_all_but(keep: RawFd, also: RawFd) {
     let close = |first: libc::c_uint, last: libc::c_uint| {
+        if first > last {
+            return;
+        }
         // Safety: close_range on this process's own table; a loop of close
         // where the kernel lacks it.
         unsafe {
@@ -384,8 +473,14 @@ unsafe fn close_all_but(keep: RawFd) {
             }
         }
     };
-    if keep > 0 {
-        close(0, keep - 1);
+    let mut kept = [keep, also].map(|fd| libc::c_uint::try_from(fd).ok());
+    kept.sort_unstable();
+    let mut from: libc::c_uint = 0;
+    for fd in kept.into_iter().flatten() {
+        if fd > from {
+            close(from, fd - 1);
+        }
+        from = fd.saturating_add(1);
     }
-    close(keep + 1, libc::c_uint::MAX);
+    close(from, libc::c_uint::MAX);
 }

@@ -119,7 +119,41 @@ pub(crate) struct Gated {
     /// The status pipe's read end, when the step runs under an init of its
     /// own ([`crate::contain`]).
     status: Option<OwnedFd>,
+    /// The deadline pipe's write end, to that init ([`Deadline`]).
+    deadline: Deadline,
     method: Method,
+}
+
+/// Where the runner sends its init the step's deadline (`crate::contain`'s
+/// watchdog): nothing when the step runs uncontained.
+#[derive(Debug, Default)]
+pub(crate) struct Deadline {
+    to: Option<std::fs::File>,
+    /// The last deadline sent, by the boot clock.
+    sent: Option<std::time::Duration>,
+}
+
+impl Deadline {
+    /// Sends `at` (the boot clock's time by which the tree must be gone)
+    /// unless it was the last one sent. Never blocks: an init that reads
+    /// nothing (stopped itself) keeps the deadlines it has.
+    pub(crate) fn send(&mut self, at: std::time::Duration) {
+        if self.sent == Some(at) {
+            return;
+        }
+        if let Some(to) = self.to.as_mut() {
+            let nanos = u64::try_from(at.as_nanos()).unwrap_or(u64::MAX).max(1);
+            if io::Write::write(to, &nanos.to_ne_bytes()).is_ok_and(|n| n == 8) {
+                self.sent = Some(at);
+            }
+        }
+    }
+
+    /// Whether a deadline was sent and `now` is past it: init has killed
+    /// the tree, or is about to.
+    pub(crate) fn passed(&self, now: std::time::Duration) -> bool {
+        self.sent.is_some_and(|at| now >= at)
+    }
 }
 
 /// What the gate decided.
@@ -190,6 +224,16 @@ fn spawn_as(
     } else {
         None
     };
+    // Neither end blocks: init drains what is there, the runner never
+    // waits on init.
+    let deadline = if method.contained() {
+        let (r, w) = pipe()?;
+        rustix::fs::fcntl_setfl(&r, rustix::fs::OFlags::NONBLOCK)?;
+        rustix::fs::fcntl_setfl(&w, rustix::fs::OFlags::NONBLOCK)?;
+        Some((r, w))
+    } else {
+        None
+    };
     let mut argv: Vec<*const libc::c_char> = cmd.argv.iter().map(|a| a.as_ptr()).collect();
     argv.push(std::ptr::null());
     let mut envp: Vec<*const libc::c_char> = cmd.envp.iter().map(|e| e.as_ptr()).collect();
@@ -208,6 +252,7 @@ fn spawn_as(
         init: status.as_ref().map(|(r, w)| InitPlan {
             status: w.as_raw_fd(),
             status_read: r.as_raw_fd(),
+            deadline: deadline.as_ref().map_or(-1, |(r, _)| r.as_raw_fd()),
         }),
     };
     // Safety: after the fork the child runs only `child`, which makes raw
@@ -227,6 +272,10 @@ fn spawn_as(
     }
     drop(gate_r);
     drop(err_w);
+    let deadline = Deadline {
+        to: deadline.map(|(_r, w)| std::fs::File::from(w)),
+        sent: None,
+    };
     if method.contained() {
         // Init asks for its death with this thread before anything may
         // open its gate ([`contain::ARMED`]).
@@ -245,6 +294,7 @@ fn spawn_as(
                 pid: pid.unsigned_abs(),
                 done: false,
                 status: None,
+                deadline: Deadline::default(),
             };
             let _ = c.wait();
             return Err(io::Error::other(
@@ -257,6 +307,7 @@ fn spawn_as(
         gate: Some(gate_w),
         errors: err_r,
         status: status.map(|(r, _w)| r),
+        deadline,
         method,
     })
 }
@@ -402,6 +453,11 @@ impl Gated {
         self.method
     }
 
+    /// Where the step's deadline goes, before and after the gate opens.
+    pub(crate) fn deadline(&mut self) -> &mut Deadline {
+        &mut self.deadline
+    }
+
     /// Lets the command run; says whether `exec` worked.
     pub(crate) fn open(mut self) -> Started {
         let Some(gate) = self.gate.take() else {
@@ -411,6 +467,7 @@ impl Gated {
             pid: self.pid,
             done: false,
             status: self.status.take().map(std::fs::File::from),
+            deadline: std::mem::take(&mut self.deadline),
         };
         let mut f = std::fs::File::from(gate);
         if let Err(e) = io::Write::write_all(&mut f, b"1") {
@@ -450,6 +507,7 @@ impl Gated {
             pid: self.pid,
             done: false,
             status: None,
+            deadline: Deadline::default(),
         };
         let _ = c.wait();
     }
@@ -463,12 +521,18 @@ pub(crate) struct Child {
     pid: u32,
     done: bool,
     status: Option<std::fs::File>,
+    deadline: Deadline,
 }
 
 impl Child {
     /// Its pid (init's, when contained): the step's process group.
     pub(crate) fn id(&self) -> u32 {
         self.pid
+    }
+
+    /// Where the step's deadline goes (`crate::contain`'s watchdog).
+    pub(crate) fn deadline(&mut self) -> &mut Deadline {
+        &mut self.deadline
     }
 
     /// The command's status if it has exited, without waiting (reaping it,

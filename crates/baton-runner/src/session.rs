@@ -438,6 +438,10 @@ impl<'r> Session<'r> {
         } else {
             None
         };
+        // Init has its deadline before the command may run.
+        let mut gated = gated;
+        let fenced = self.fence_deadline(limits.kill_grace);
+        gated.deadline().send(self.on_boot_clock(fenced));
         let mut child = match gated.open() {
             Started::Running(c) => c,
             Started::Failed(e) => {
@@ -456,7 +460,23 @@ impl<'r> Session<'r> {
         };
         let tree = Tree::new(pid, cgroup, contained);
         let mut reader = reader;
-        let (status, stop, cut) = self.supervise(&mut child, &tree, &limits, t0, reader.as_mut());
+        let (status, stop, cut) =
+            self.supervise(&mut child, &tree, &limits, t0, fenced, reader.as_mut());
+        // Killed by its init at the deadline (the runner did not run to
+        // renew, nor to stop it): the lease is lost, as the runner would
+        // have found had it run.
+        let watchdog = status.is_some_and(|s| s.signal() == Some(libc::SIGKILL))
+            && child
+                .deadline()
+                .passed(baton_lease::Clock::boot(&baton_lease::SystemClock));
+        if watchdog {
+            self.lose(format!(
+                "the supervisor could not renew the lease on {} in time (it did not run: stopped, \
+                 or starved); the step's init killed the job at its deadline",
+                self.lease.holding().describe()
+            ));
+            self.report_lost();
+        }
         if let Some(fg) = foreground {
             fg.restore();
         }
@@ -471,6 +491,7 @@ impl<'r> Session<'r> {
             // its own ending.
             (Some(Stop::LeaseLost), _, _) if cut => Ending::LeaseLost,
             (Some(Stop::LeaseLost), None, None) => Ending::LeaseLost,
+            _ if watchdog => Ending::LeaseLost,
             (Some(Stop::Replaced), _, _) if cut => Ending::Replaced,
             (Some(Stop::Replaced), None, None) => Ending::Replaced,
             (Some(Stop::Timeout), _, _) => Ending::TimedOut,
@@ -498,9 +519,11 @@ impl<'r> Session<'r> {
         tree: &Tree,
         limits: &Limits,
         t0: Duration,
+        fenced: Duration,
         mut output: Option<&mut capture::Reader>,
     ) -> (Option<ExitStatus>, Option<Stop>, bool) {
         let pid = child.id();
+        let mut fenced = fenced;
         let timeout_at = limits.timeout.map(|t| t0 + t);
         let mut status: Option<ExitStatus> = None;
         let mut waited = false;
@@ -523,6 +546,13 @@ impl<'r> Session<'r> {
                 }
             }
             self.keep_lease();
+            // Each renewal moves init's deadline on; a lost lease never
+            // does (its stop is under way).
+            let next = self.fence_deadline(limits.kill_grace);
+            if self.lost.is_none() && next != fenced {
+                fenced = next;
+                child.deadline().send(self.on_boot_clock(fenced));
+            }
             let now = self.clock.boot();
             let begin = |why: Stop, stop: &mut Option<Stop>, term_at: &mut Option<Duration>| {
                 if *stop != Some(Stop::LeaseLost) {
@@ -866,6 +896,22 @@ impl<'r> Session<'r> {
             Some(started) => at.max(started) + self.lease.holding().renew_wait(),
             None => at,
         }
+    }
+
+    /// By when (this session's clock) a step stopped for a lease lost now
+    /// would be gone at the latest: the self-fencing deadline, a renewal's
+    /// wait and the step's `kill_grace` after the last renewal. A step's
+    /// init kills its tree then, should the runner not have
+    /// (`crate::contain`'s watchdog).
+    fn fence_deadline(&self, kill_grace: Duration) -> Duration {
+        self.last_renewed + self.ttl + self.lease.holding().renew_wait() + kill_grace
+    }
+
+    /// `at` on this session's clock, as the boot clock init reads: the
+    /// same instant from now.
+    fn on_boot_clock(&self, at: Duration) -> Duration {
+        let left = at.saturating_sub(self.clock.boot());
+        baton_lease::Clock::boot(&baton_lease::SystemClock).saturating_add(left)
     }
 
     /// Takes a renewal's answer into account.

@@ -71,6 +71,44 @@ fn a_stopped_baton_is_hung_and_resumes_to_finish_and_release() {
 }
 
 #[test]
+fn a_stopped_baton_cannot_keep_its_job_past_its_lease_its_init_kills_it() {
+    // A runner stopped (SIGSTOP) renews nothing and stops nothing, while
+    // its job runs on; a judge on another host takes the lease once it has
+    // expired. The job's init, which runs on, kills the job by the
+    // deadline the runner sent with its last renewal (TTL, renewal wait
+    // and kill grace after it), before that lease may be taken.
+    let env = Env::new();
+    let pidfile = env.path("pid");
+    let b = env.spawn_sh(
+        "job",
+        &[
+            "--ttl",
+            "1s",
+            "--kill-grace",
+            "200ms",
+            "--takeover-grace",
+            "2s",
+        ],
+        &format!("{}; exec sleep 60", write_pid(&pidfile)),
+    );
+    let job: i32 = wait_for_file(&pidfile).parse().unwrap();
+    signal(b.id() as i32, Signal::STOP);
+    eventually("the job to be killed while its runner is stopped", || {
+        !alive(job)
+    });
+    signal(b.id() as i32, Signal::CONT);
+    let o = b.wait_with_output().unwrap();
+    // The lease is lost, as the runner finds on waking: exit 76.
+    assert_eq!(code(&o), 76, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("init killed the job at its deadline"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(verdict(&env, "job"), "free");
+}
+
+#[test]
 fn a_forced_break_under_a_running_exec_stops_its_job_and_exits_76() {
     let env = Env::new();
     let pidfile = env.path("pid");
