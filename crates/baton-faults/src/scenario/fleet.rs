@@ -62,6 +62,13 @@ pub(crate) fn scenarios() -> Vec<Scenario> {
             run: signalled_worker,
         },
         Scenario {
+            name: "pg-stopped-supervisor",
+            what: "SIGSTOP of the process supervising a run on one host (its job running on) past TTL and grace while other hosts tick, then SIGCONT: its job is killed by its init at its deadline, never beside another host's run; each occurrence once",
+            needs: NEEDS,
+            cost: 3,
+            run: stopped_worker,
+        },
+        Scenario {
             name: "slots-pg-kill9-holder",
             what: "max_concurrent = 2 or 3 on three hosts: kill -9 of one slot's supervisor (its host's pid 1 stays up) while the other slots are held: never N + 1 runs at once, each occurrence once, the dead slot taken again, the killed run abandoned",
             needs: NEEDS,
@@ -457,6 +464,30 @@ fn signalled_worker(t: &mut Trial<'_>) -> Result<(), String> {
     procs::signal(victim as i32, sig);
     t.injected += 1;
     let span = Duration::from_millis(t.rng.range(5000, 8000));
+    race(t, &f, 1, span);
+    finish(t, &f, true);
+    Ok(())
+}
+
+/// SIGSTOP of the process that supervises the run (the tick's worker,
+/// else the tick): it renews nothing and stops nothing while its job runs
+/// on, and the other hosts take the lease once it has expired and its
+/// grace passed. The step's init kills the job at the deadline its runner
+/// sent with its last renewal, before that.
+fn stopped_worker(t: &mut Trial<'_>) -> Result<(), String> {
+    use rustix::process::Signal;
+    let (f, tick, _) = alpha_mid_run(t)?;
+    let victim = procs::child_of(tick).unwrap_or(tick);
+    if let Some(inner) = procs::inner_pid(victim as i32) {
+        t.facts.stopped.insert((f.name(0), inner));
+    }
+    procs::signal(victim as i32, Signal::STOP);
+    t.injected += 1;
+    // Past TTL and grace (2 s and 2.5 s): other hosts may take the lease.
+    let span = Duration::from_millis(t.rng.range(6000, 9000));
+    race(t, &f, 1, span);
+    procs::signal(victim as i32, Signal::CONT);
+    let span = Duration::from_millis(t.rng.range(2000, 4000));
     race(t, &f, 1, span);
     finish(t, &f, true);
     Ok(())
