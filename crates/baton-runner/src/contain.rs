@@ -356,6 +356,8 @@ pub(crate) unsafe fn init(plan: &InitPlan, err: RawFd, start: impl FnOnce()) -> 
                 let n = libc::read(plan.deadline, next.as_mut_ptr().cast(), next.len());
                 if n == 8 {
                     deadline = u64::from_ne_bytes(next);
+                } else if n < 0 && *libc::__errno_location() == libc::EINTR {
+                    continue;
                 } else {
                     // Nothing more now, or the runner closed its end (it
                     // is gone, or the step's supervision is over): the

@@ -134,13 +134,10 @@ pub(crate) struct Deadline {
 }
 
 impl Deadline {
-    /// Sends `at` (the boot clock's time by which the tree must be gone)
-    /// unless it was the last one sent. Never blocks: an init that reads
-    /// nothing (stopped itself) keeps the deadlines it has.
+    /// Sends `at` (the boot clock's time by which the tree must be gone).
+    /// Never blocks: an init that reads nothing (stopped itself) keeps the
+    /// deadlines it has.
     pub(crate) fn send(&mut self, at: std::time::Duration) {
-        if self.sent == Some(at) {
-            return;
-        }
         if let Some(to) = self.to.as_mut() {
             let nanos = u64::try_from(at.as_nanos()).unwrap_or(u64::MAX).max(1);
             if io::Write::write(to, &nanos.to_ne_bytes()).is_ok_and(|n| n == 8) {

@@ -336,7 +336,7 @@ impl<'r> Session<'r> {
             stdin_null: spec.stdin == Stdin::Null,
             output,
         };
-        let gated = match gate::spawn_gated(&cmd, stdio, spec.contain) {
+        let mut gated = match gate::spawn_gated(&cmd, stdio, spec.contain) {
             Ok(g) => g,
             Err(e) => {
                 finish_reader(reader);
@@ -439,7 +439,6 @@ impl<'r> Session<'r> {
             None
         };
         // Init has its deadline before the command may run.
-        let mut gated = gated;
         let fenced = self.fence_deadline(limits.kill_grace);
         gated.deadline().send(self.on_boot_clock(fenced));
         let mut child = match gated.open() {

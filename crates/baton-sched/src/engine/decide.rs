@@ -408,9 +408,6 @@ fn claimed_unrecorded(
     (last_decided.is_none_or(|d| claim > d) && claim <= newest.as_second()).then_some(claim)
 }
 
-/// Whether the newest occurrence, which `starts` then, can run or be
-/// missed: only one starting at or after the job was first seen can. When it cannot, no older one can
-/// either, and the plan is skipped without reading the ledger.
 /// Whether the job's first sighting is more than `FUTURE_TOLERANCE` ahead
 /// of `now`.
 fn ahead_seen(st: &JobState, now: Timestamp) -> bool {
@@ -434,6 +431,9 @@ fn sighted(state: Option<JobState>, now: Timestamp, latest: Timestamp) -> Option
     })
 }
 
+/// Whether the newest occurrence, which `starts` then, can run or be
+/// missed: only one starting at or after the job was first seen can. When it cannot, no older one can
+/// either, and the plan is skipped without reading the ledger.
 fn anything_to_decide(now: Timestamp, starts: Timestamp, state: Option<&JobState>) -> bool {
     starts >= state.map_or(now, |st| st.first_seen)
 }
