@@ -148,6 +148,7 @@ impl Floor {
                 host: held.host().to_owned(),
                 pid: std::process::id(),
                 started: self.clock.wall(),
+                backfill: false,
             })
             .unwrap();
         assert!(matches!(begun, Begun::Started));

@@ -284,6 +284,7 @@ async fn under_lease(
         host: host.clone(),
         pid: std::process::id(),
         started: env.clock.wall(),
+        backfill: false,
     };
     // A local store's starts are committed together (`starts.rs`); a
     // shared store's in the run's own transaction, which a separate
@@ -298,6 +299,14 @@ async fn under_lease(
             tracing::debug!(
                 "{name} occurrence={occ} already {} (the ledger says so); not run again",
                 d.decision.as_str()
+            );
+            let_go(kept, &name, at, false).await;
+            return None;
+        }
+        Some(Ok(Begun::Missed(m))) => {
+            tracing::debug!(
+                "{name} occurrence={occ} already recorded missed ({}); not run",
+                m.reason.as_str()
             );
             let_go(kept, &name, at, false).await;
             return None;

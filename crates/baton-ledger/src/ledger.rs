@@ -59,6 +59,7 @@ use crate::statements::Sql;
 ///     host: "ci-1".into(),
 ///     pid: 4242,
 ///     started: now,
+///     backfill: false,
 /// };
 /// assert_eq!(ledger.begin_run(&run)?, Begun::Started);
 /// let finished = Finished {

@@ -657,6 +657,16 @@ impl Statements for Sql<'_> {
             rows::missed,
         )
     }
+    async fn missed_at(&self, job: &str, occurrence: i64) -> R<Option<MissedRow>> {
+        self.opt(
+            &format!(
+                "SELECT {MISSED_COLUMNS} FROM missed
+                 WHERE job = ?1 AND first <= ?2 AND last >= ?2 ORDER BY id DESC LIMIT 1"
+            ),
+            params![job, occurrence],
+            rows::missed,
+        )
+    }
     async fn missed_counts(&self, job: &str) -> R<Vec<(MissReason, u64, bool)>> {
         self.rows(
             "SELECT reason, SUM(count), MAX(at_least) FROM missed

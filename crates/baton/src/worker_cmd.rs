@@ -73,6 +73,7 @@ pub fn run(state: Option<&Path>, a: &WorkerArgs) -> Exit {
             tee: false,
             teller: Some(&teller),
             stop_on_signal: true,
+            backfill: false,
         },
         &surfaces,
     );

@@ -97,6 +97,7 @@ pub fn scheduled(job: &str, run_id: &str, occ: i64) -> NewRun {
         host: "ci-1".into(),
         pid: 4242,
         started: at(occ),
+        backfill: false,
     }
 }
 

@@ -60,6 +60,7 @@ const MARGIN: Duration = Duration::from_millis(500);
 ///     host: "ci-1".into(),
 ///     pid: 4242,
 ///     started: now,
+///     backfill: false,
 /// };
 /// if ledger.begin_run(&run)? == Begun::Started {
 ///     // This host decided the occurrence: run it.

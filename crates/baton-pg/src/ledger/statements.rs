@@ -751,6 +751,18 @@ impl Statements for Pg<'_> {
         )
         .await
     }
+    async fn missed_at(&self, job: &str, occurrence: i64) -> R<Option<MissedRow>> {
+        self.opt(
+            &format!(
+                "SELECT {MISSED_COLUMNS} FROM baton.missed
+                 WHERE job = $1::text AND first <= $2::bigint AND last >= $2::bigint
+                 ORDER BY id DESC LIMIT 1"
+            ),
+            &[&job, &occurrence],
+            rows::missed,
+        )
+        .await
+    }
     async fn missed_counts(&self, job: &str) -> R<Vec<(MissReason, u64, bool)>> {
         self.rows(
             "SELECT reason, SUM(count)::bigint, bool_or(at_least) FROM baton.missed

@@ -49,6 +49,7 @@ async fn a_run_acquires_records_renews_and_releases_on_one_connection() {
             host: "here".into(),
             pid: std::process::id(),
             started: now,
+            backfill: false,
         };
         ledger.begin_run(&run).unwrap();
         assert_eq!(
@@ -98,6 +99,7 @@ async fn a_renewal_never_waits_for_a_connection_another_call_is_using() {
                     host: "here".into(),
                     pid: std::process::id(),
                     started: now,
+                    backfill: false,
                 });
                 (wrote.is_err(), SystemClock.boot() - t0)
             });

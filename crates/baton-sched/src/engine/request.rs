@@ -120,6 +120,9 @@ pub struct Request<'a> {
     /// tree (the daemon's runs at shutdown) instead of being passed to it
     /// (see `baton_runner::SessionConfig::stop_on_signal`).
     pub stop_on_signal: bool,
+    /// A backfill's runs: the only ones that may run an occurrence the
+    /// ledger records missed ([`baton_store::ledger::NewRun::backfill`]).
+    pub backfill: bool,
 }
 
 /// An occurrence as the ledger, the logs and the job see it: RFC 3339 in

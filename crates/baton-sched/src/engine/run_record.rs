@@ -41,7 +41,9 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use baton_runner::{Paused, Session};
-use baton_store::ledger::{Attempt, Begun, DecisionRow, Finished, NewRun, Records, RunRow};
+use baton_store::ledger::{
+    Attempt, Begun, DecisionRow, Finished, MissedRow, NewRun, Records, RunRow,
+};
 
 use crate::engine::surfaces::Surfaces;
 use crate::state::end_slot::EndSlot;
@@ -60,6 +62,9 @@ pub(crate) enum Begin {
     Started,
     /// The ledger had decided the occurrence already: the run must not start.
     Decided(Box<DecisionRow>),
+    /// The ledger records the occurrence missed (decided before this start
+    /// was recorded), and this is no backfill: the run must not start.
+    Missed(Box<MissedRow>),
     /// Not recorded within the TTL: the run must not start. Says why.
     NotRecorded(String),
 }
@@ -137,6 +142,7 @@ impl RunRecord {
                 Begin::Started
             }
             Some((Begun::AlreadyDecided(d), _)) => Begin::Decided(Box::new(d)),
+            Some((Begun::Missed(m), _)) => Begin::Missed(Box::new(m)),
             None => Begin::NotRecorded(format!(
                 "the ledger did not record its start within {}",
                 show_duration(patience)
@@ -208,6 +214,13 @@ impl RunRecord {
                     self.start.run_id,
                     crate::engine::request::occurrence_text(Some(d.occurrence)),
                     d.decision.as_str()
+                )),
+                Some(Begun::Missed(m)) => surfaces.borrow_mut().note(&format!(
+                    "{} run={}: its start was not recorded: the ledger had recorded its \
+                     occurrence missed ({}) meanwhile",
+                    self.start.job,
+                    self.start.run_id,
+                    m.reason.as_str()
                 )),
                 None => return self.gave_up(surfaces, end),
             }

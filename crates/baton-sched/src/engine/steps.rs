@@ -99,6 +99,7 @@ fn begin(
         host: host.clone(),
         pid,
         started: surfaces.borrow().now(),
+        backfill: req.backfill,
     };
     let patience = job.policy.ttl.value;
     let state = &req.config.settings.state_dir.value;
@@ -106,12 +107,15 @@ fn begin(
     let (mut record, began) = RunRecord::begin(row, &mates, patience, state, session, surfaces);
     match began {
         Begin::Started => {}
-        Begin::Decided(d) => {
+        Begin::Decided(_) | Begin::Missed(_) => {
+            let what = match &began {
+                Begin::Decided(d) => d.decision.as_str().to_owned(),
+                Begin::Missed(m) => format!("missed ({})", m.reason.as_str()),
+                _ => String::new(),
+            };
             surfaces.borrow_mut().note(&format!(
-                "{} occurrence={} already {} (the ledger says so); not run again",
-                job.name,
-                c.occurrence,
-                d.decision.as_str()
+                "{} occurrence={} already {what} (the ledger says so); not run again",
+                job.name, c.occurrence,
             ));
             return Err(Outcome::Done);
         }

@@ -488,6 +488,7 @@ fn run_with(
         tee,
         teller: None,
         stop_on_signal: false,
+        backfill: true,
     };
     worst.max(crate::engine::run::hold(
         &req,

@@ -390,6 +390,7 @@ fn run_all(
             tee: false,
             teller: None,
             stop_on_signal: false,
+            backfill: false,
         };
         let outcome = run::run(&req, &s);
         s.borrow_mut().finish();
@@ -550,6 +551,7 @@ pub fn run_now_with(
             tee,
             teller,
             stop_on_signal: false,
+            backfill: false,
         },
         &s,
     );

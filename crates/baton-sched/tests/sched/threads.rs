@@ -56,6 +56,7 @@ fn two_threads_ticking_one_occurrence_run_it_once() {
                             tee: false,
                             teller: None,
                             stop_on_signal: false,
+                            backfill: false,
                         };
                         let outcome = run::run(&req, &surfaces);
                         surfaces.borrow_mut().finish();

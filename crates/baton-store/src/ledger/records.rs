@@ -114,8 +114,10 @@ pub trait Records: Send {
     /// `claimed`: by another process, or an earlier call), nothing is written
     /// and the existing decision is returned: the run must not start. Of any
     /// number of processes starting the same occurrence at once, queued or
-    /// not, exactly one gets [`Begun::Started`]. A missed range does not stop
-    /// a run: a backfill may start an occurrence that was missed.
+    /// not, exactly one gets [`Begun::Started`]. An occurrence with no
+    /// decision that lies in a missed range is [`Begun::Missed`], nothing
+    /// written, unless the start is a backfill's ([`NewRun::backfill`]),
+    /// which may start an occurrence that was missed, once.
     ///
     /// Recording the same start again (the same run id, job and occurrence,
     /// as a caller does when it could not learn whether its first call
@@ -171,6 +173,7 @@ pub trait Records: Send {
     ///     host: "ci-1".into(),
     ///     pid: 4242,
     ///     started: now,
+    ///     backfill: false,
     /// };
     /// let begun = ledger.begin_runs(&[
     ///     run("a", "00000000000000a1"),
@@ -649,6 +652,7 @@ pub trait Records: Send {
     ///     host: "ci-1".into(),
     ///     pid: 4242,
     ///     started: now,
+    ///     backfill: false,
     /// };
     /// assert_eq!(ledger.begin_run(&run)?, Begun::Started);
     /// assert_eq!(ledger.next_queued(&["nightly"])?, None);

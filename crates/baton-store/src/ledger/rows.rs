@@ -135,6 +135,11 @@ pub struct NewRun {
     pub pid: u32,
     /// When it started.
     pub started: Timestamp,
+    /// Whether it is a backfill's run of a past occurrence
+    /// (`baton backfill`): only such a start may run an occurrence the
+    /// ledger records missed. Every other start of one is refused
+    /// ([`Begun::Missed`]): the miss was decided first.
+    pub backfill: bool,
 }
 
 /// What [`crate::ledger::Records::begin_run`] did.
@@ -146,6 +151,10 @@ pub enum Begun {
     /// The occurrence was already decided, by this process or another one.
     /// Nothing was written; the run must not start.
     AlreadyDecided(DecisionRow),
+    /// The occurrence lies in a range the ledger records missed (another
+    /// process found the lock busy, say, and decided first), and the start
+    /// is not a backfill's. Nothing was written; the run must not start.
+    Missed(MissedRow),
 }
 
 /// The decision recorded for one occurrence of a job.

@@ -230,6 +230,12 @@ pub trait Statements {
         job: &str,
         limit: u32,
     ) -> impl Future<Output = Result<Vec<MissedRow>, Self::Error>>;
+    /// The job's newest missed range that holds `occurrence`, if any.
+    fn missed_at(
+        &self,
+        job: &str,
+        occurrence: i64,
+    ) -> impl Future<Output = Result<Option<MissedRow>, Self::Error>>;
     fn missed_counts(
         &self,
         job: &str,

@@ -679,7 +679,15 @@ async fn begin_run<S: Statements>(
             None => Ok(None),
         }
     };
-    let (decided, recorded) = futures_util::try_join!(decided, tx.run_recorded(run))?;
+    // A range recorded missed holds the occurrence: only a backfill runs it.
+    let missed = async {
+        match run.occurrence {
+            Some(occurrence) if !run.backfill => tx.missed_at(&run.job, occurrence).await,
+            _ => Ok(None),
+        }
+    };
+    let (decided, recorded, missed) =
+        futures_util::try_join!(decided, tx.run_recorded(run), missed)?;
     if let Some(occurrence) = run.occurrence {
         match decided {
             // Decided otherwise, or started already (by this very run when
@@ -687,6 +695,10 @@ async fn begin_run<S: Statements>(
             Some(existing) if existing.decision != Decision::Queued => {
                 return Ok(existing.begun_by(run));
             }
+            // Missed, decided before this start was recorded (a tick that
+            // found the lock still held by the run before): the record
+            // stands, and the occurrence does not also run.
+            None if !recorded && let Some(m) = missed => return Ok(Begun::Missed(m)),
             _ => tx.start_decision(run, occurrence).await?,
         }
     }

@@ -77,10 +77,32 @@ fn a_missed_occurrence_is_decided_once(l: &mut Store, log: &mut Log) {
         Queued::Moved
     );
     assert!(l.queued("j").unwrap().is_empty());
-    // A missed range is no decision of the occurrence itself: a backfill may
-    // still start it, once.
+    // A missed range is no decision of the occurrence itself, but it is
+    // decided: a scheduled start (another process that looked before the
+    // miss was recorded) is refused, and writes nothing.
     assert_eq!(l.decision("j", occ(120)).unwrap(), None);
-    let backfill = scheduled("j", "00000000000000b1", 120);
+    let late = scheduled("j", "00000000000000c1", 120);
+    let Begun::Missed(m) = l.begin_run(&late).unwrap() else {
+        panic!("an occurrence recorded missed started too");
+    };
+    assert_eq!(
+        (m.reason, m.first, m.last),
+        (MissReason::Busy, occ(120), occ(120))
+    );
+    log.note("late start", &m);
+    assert!(l.history("j", 10).unwrap().is_empty());
+    assert_eq!(l.decision("j", occ(120)).unwrap(), None);
+    // The miss holds only its own occurrences.
+    assert_eq!(
+        l.begin_run(&scheduled("j", "00000000000000c2", 180))
+            .unwrap(),
+        Begun::Started
+    );
+    // A backfill may still start it, once.
+    let backfill = NewRun {
+        backfill: true,
+        ..scheduled("j", "00000000000000b1", 120)
+    };
     assert_eq!(l.begin_run(&backfill).unwrap(), Begun::Started);
     log.note("decision", &l.decision("j", occ(120)).unwrap());
     let again = NewRun {

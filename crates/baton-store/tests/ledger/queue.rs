@@ -65,7 +65,7 @@ fn queued_occurrences_wait_in_order_and_start_once(l: &mut Store, log: &mut Log)
     };
     match l.begin_run(&again).unwrap() {
         Begun::AlreadyDecided(d) => assert_eq!(d.run_id.as_deref(), Some("00000000000000a1")),
-        Begun::Started => panic!("a queued occurrence started twice"),
+        other => panic!("a queued occurrence started twice, or was missed: {other:?}"),
     }
     assert_eq!(l.next_queued(&["j"]).unwrap(), Some(("j".into(), occ(60))));
     assert_eq!(l.queued("j").unwrap().len(), 2);
@@ -225,7 +225,7 @@ fn a_coalesced_occurrence_never_runs_and_the_next_arrival_waits(l: &mut Store, l
         .unwrap()
     {
         Begun::AlreadyDecided(d) => assert_eq!(d.decision, Decision::Coalesced),
-        Begun::Started => panic!("a coalesced occurrence ran"),
+        other => panic!("a coalesced occurrence ran, or was missed: {other:?}"),
     }
     assert_eq!(l.next_queued(&["j"]).unwrap(), None);
     // Nothing waits any more: the next arrival waits itself.

@@ -51,6 +51,7 @@ pub fn scheduled(job: &str, run_id: &str, secs: i64) -> NewRun {
         host: "ci-1".into(),
         pid: 4242,
         started: at(secs),
+        backfill: false,
     }
 }
 

@@ -67,6 +67,7 @@ fn seed(state: &Path, now: Timestamp) -> Vec<(String, RunVerdict)> {
             host: "db-1".into(),
             pid: 4000 + u32::try_from(n).unwrap(),
             started,
+            backfill: false,
         })
         .unwrap();
         l.finish_run(

@@ -302,3 +302,77 @@ fn store_files_a_run_whose_end_a_full_disk_refused_is_recorded_with_its_true_ver
     );
     drop(disk);
 }
+
+#[test]
+fn store_files_an_occurrence_a_tick_recorded_missed_is_not_also_run_by_a_start_that_looked_before()
+{
+    // One tick finds the lock still held by the run before and records the
+    // occurrence missed (`busy`); another process, which had decided the
+    // occurrence due before that miss was recorded, takes the lock once it
+    // is free. Its start is refused: the occurrence is missed, not also run.
+    // (The daemon's worker, `baton __run --at`, is that second process,
+    // made to start late on purpose.)
+    let s = Sched::new("");
+    let ran = s.env.path("ran");
+    let busy = s.env.path("busy");
+    crate::sched::known_since(&s, &["j"], crate::sched::before_new_year());
+    let occurrence = crate::sched::before_new_year().as_second() + 24 * 3600;
+    // The run before: by hand, holding the lock a while.
+    s.write(&format!(
+        "{}\n",
+        yearly(&ran).replace(
+            "run = \"echo $BATON_OCCURRENCE >> ",
+            &format!(
+                "run = \"touch {}; sleep 2; echo $BATON_OCCURRENCE >> ",
+                busy.display()
+            )
+        )
+    ));
+    let before = s.cmd(&["run", "j"]).stdout(Stdio::null()).spawn().unwrap();
+    eventually("the run before to hold the lock", || busy.exists());
+    let o = s.run(&["tick"]);
+    assert!(stderr(&o).contains("busy"), "{}{}", stdout(&o), stderr(&o));
+    let out = before.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(lines(&ran), vec!["manual".to_owned()]);
+    // The late start of the occurrence the tick recorded missed.
+    let snapshot = serde_json::json!({
+        "path": s.config(),
+        "text": std::fs::read_to_string(s.config()).unwrap(),
+        "dropins": [],
+    });
+    let mut worker = s
+        .cmd(&["__run", "--job", "j", "--at", &occurrence.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = worker.stdin.take().unwrap();
+        stdin.write_all(snapshot.to_string().as_bytes()).unwrap();
+    }
+    let o = worker.wait_with_output().unwrap();
+    assert_eq!(
+        lines(&ran),
+        vec!["manual".to_owned()],
+        "the missed occurrence ran too: {}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    // The ledger: the miss, and no run of the occurrence.
+    let missed = ledger_value(
+        &db(&s),
+        &format!("SELECT reason FROM missed WHERE job = 'j' AND first = {occurrence}"),
+    );
+    assert_eq!(missed, "busy");
+    let runs = ledger_value(
+        &db(&s),
+        &format!("SELECT COUNT(*) FROM runs WHERE job = 'j' AND occurrence = {occurrence}"),
+    );
+    assert_eq!(runs, "0");
+    let history = s.json(&["history", "j", "--json"]);
+    assert_eq!(history.as_array().unwrap().len(), 1, "{history}");
+    assert_eq!(history[0]["occurrence"], "manual", "{history}");
+}
