@@ -37,3 +37,19 @@ impl Default for Options {
         }
     }
 }
+
+impl Options {
+    /// These settings with their deadline no longer than `bound`, when
+    /// given: the statement timeout then four fifths of it, as a lease's
+    /// calls have theirs (`crate::store`).
+    pub(crate) fn within(self, bound: Option<Duration>) -> Options {
+        match bound {
+            Some(b) if b < self.deadline => Options {
+                deadline: b,
+                statement_timeout: self.statement_timeout.min(b.mul_f64(0.8)),
+                ..self
+            },
+            _ => self,
+        }
+    }
+}

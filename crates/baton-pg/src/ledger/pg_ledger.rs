@@ -73,6 +73,9 @@ pub struct PgLedger {
     thread: Option<JoinHandle<()>>,
     store: String,
     deadline: Duration,
+    /// The bound set on each call from now on
+    /// ([`baton_store::ledger::Records::bound_calls`]).
+    bound: Option<Duration>,
     /// Whether the thread's last connection was encrypted.
     link: Arc<AtomicU8>,
     /// The store value whose pool the thread's connection is taken from
@@ -179,6 +182,7 @@ impl PgLedger {
                 thread: Some(thread),
                 store: target.describe(),
                 deadline,
+                bound: None,
                 link,
             }),
             Ok(Err(e)) => {
@@ -214,22 +218,24 @@ impl PgLedger {
         // caller was told that its fate is unknown.
         let abandoned = Arc::new(AtomicBool::new(false));
         let gone = abandoned.clone();
+        let bound = self.bound;
+        let deadline = bound.map_or(self.deadline, |b| b.min(self.deadline));
         let task: Task = Box::new(move |s: &mut Session| {
             if gone.load(Ordering::SeqCst) {
                 return;
             }
             // The caller may have stopped waiting meanwhile: nobody is told.
-            let _ = reply.send(s.run(mode, op));
+            let _ = reply.send(s.run(mode, bound, op));
         });
         let sent = self.tasks.as_ref().map(|t| t.send(task));
         if !matches!(sent, Some(Ok(()))) {
             return Err(Fail::Stopped.into_error(action, &self.store));
         }
-        let out = match answer.recv_timeout(self.deadline + MARGIN) {
+        let out = match answer.recv_timeout(deadline + MARGIN) {
             Ok(out) => out,
             Err(RecvTimeoutError::Timeout) => {
                 abandoned.store(true, Ordering::SeqCst);
-                Err(Fail::Timeout(self.deadline))
+                Err(Fail::Timeout(deadline))
             }
             Err(RecvTimeoutError::Disconnected) => Err(Fail::Stopped),
         };
@@ -275,6 +281,10 @@ impl Backend for PgLedger {
                 Err(baton_store::ledger::Fail::Invalid(problem)) => Err(Fail::Invalid(problem)),
             }
         })
+    }
+
+    fn bound_calls(&mut self, within: Option<Duration>) {
+        self.bound = within;
     }
 
     /// Whether the last connection made was encrypted; `None` before one

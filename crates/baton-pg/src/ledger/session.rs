@@ -181,9 +181,13 @@ impl Session {
     /// fails, nothing was written, so the call is tried once more on a new
     /// connection. A read's `BEGIN` goes out with its statements, so `op`
     /// may have run once already then: it is run again (it only read).
+    ///
+    /// With `bound`, the call's deadline (and its statements' timeout) is
+    /// no longer than that ([`Options::within`]).
     pub(crate) fn run<T>(
         &mut self,
         mode: Mode,
+        bound: Option<std::time::Duration>,
         op: impl for<'t> AsyncFn(&'t Tx<'t>) -> Result<T, Fail>,
     ) -> Result<T, Fail> {
         let Self {
@@ -193,6 +197,8 @@ impl Session {
             pool,
             link,
         } = self;
+        let narrowed = options.within(bound);
+        let options = &narrowed;
         let deadline = options.deadline;
         let Some(rt) = rt else {
             return Err(Fail::Stopped);

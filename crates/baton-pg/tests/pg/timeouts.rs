@@ -113,3 +113,75 @@ async fn every_connection_has_keepalives_from_the_deadline() {
     assert!(timers.iter().all(|&s| s <= 2.0), "{timers:?}: {text}");
     drop(store);
 }
+
+/// A ledger call bounded by its caller (a run's supervisor, by its lease's
+/// renewal wait) gives up within that bound, not the store's own deadline:
+/// a statement that waits is cancelled by the server at four fifths of it,
+/// and a reply that never comes fails the call at the bound. The bound
+/// lifted, calls work as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bounded_ledger_call_gives_up_within_its_bound_not_the_stores_deadline() {
+    use baton_store::ledger::Records;
+    let scene = Scene::new().await;
+    let (proxy, through) = scene.proxied();
+    let target = baton_pg::Target::resolve(&through, None, &|_| None).unwrap();
+    let raw = scene.raw().await;
+    let mut l = tokio::task::spawn_blocking(move || {
+        let mut l = baton_pg::PgLedger::open(&target, Options::default()).unwrap();
+        let now = jiff::Timestamp::from_second(1_800_000_000).unwrap();
+        l.see_jobs(&["j"], now).unwrap();
+        l
+    })
+    .await
+    .unwrap();
+    let bound = Duration::from_millis(400);
+    // Another writer holds the ledger's write lock: the server cancels the
+    // waiting statement by the bounded statement timeout.
+    raw.batch_execute("BEGIN; SELECT pg_advisory_xact_lock(7089075310396533863)")
+        .await
+        .unwrap();
+    let call = tokio::task::spawn_blocking(move || {
+        l.bound_calls(Some(bound));
+        let now = jiff::Timestamp::from_second(1_800_000_060).unwrap();
+        let got = l.see_jobs(&["k"], now);
+        (l, got)
+    });
+    // The writer lets go well past the bound (an unbounded call would then
+    // succeed).
+    tokio::time::sleep(bound * 4).await;
+    raw.batch_execute("ROLLBACK").await.unwrap();
+    let (back, got) = call.await.unwrap();
+    let said = got
+        .expect_err("the bounded call waited past its bound")
+        .to_string();
+    assert!(
+        said.contains("statement timeout") || said.contains("canceling statement"),
+        "{said}"
+    );
+    l = back;
+    // No reply at all: the call fails at the bound, which it names.
+    proxy.mute();
+    let (back, e) = tokio::task::spawn_blocking(move || {
+        let e = l.job("j").unwrap_err();
+        (l, e)
+    })
+    .await
+    .unwrap();
+    let said = e.to_string();
+    assert!(said.contains(&format!("within {bound:?}")), "{said}");
+    proxy.unmute();
+    proxy.sever();
+    l = back;
+    // Unbounded again: the call waits for a writer longer than the bound.
+    raw.batch_execute("BEGIN; SELECT pg_advisory_xact_lock(7089075310396533863)")
+        .await
+        .unwrap();
+    let writing = tokio::task::spawn_blocking(move || {
+        l.bound_calls(None);
+        let now = jiff::Timestamp::from_second(1_800_000_120).unwrap();
+        l.see_jobs(&["k"], now)
+    });
+    tokio::time::sleep(bound * 2).await;
+    raw.batch_execute("COMMIT").await.unwrap();
+    writing.await.unwrap().unwrap();
+}

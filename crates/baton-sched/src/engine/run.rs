@@ -656,6 +656,24 @@ pub(crate) fn hold(
     worst
 }
 
+/// The ledger's calls bounded while it lives ([`Surfaces::bound_ledger`]).
+struct LedgerBound<'a>(&'a Rc<RefCell<Surfaces>>);
+
+impl<'a> LedgerBound<'a> {
+    fn set(surfaces: &'a Rc<RefCell<Surfaces>>, within: std::time::Duration) -> Self {
+        surfaces.borrow_mut().bound_ledger(Some(within));
+        Self(surfaces)
+    }
+}
+
+impl Drop for LedgerBound<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut s) = self.0.try_borrow_mut() {
+            s.bound_ledger(None);
+        }
+    }
+}
+
 /// One tenure of the lease: the first run, the queue, the release. Returns
 /// the worst outcome, whether to stop (a signal or a lost lease) and, when
 /// the store said in its release, whether anything waits in the queue of
@@ -707,6 +725,10 @@ fn hold_once(
             return (Outcome::Unable, true, None);
         }
     };
+    // No ledger call outlasts the lease's renewal wait while it is held: the
+    // supervisor renews between calls, and a lost reply must not keep it
+    // from renewing past its TTL.
+    let _bounded = LedgerBound::set(surfaces, session.lease().renew_wait());
     let mut worst = Outcome::Done;
     for f in firsts {
         if session.lost().is_some() || session.interrupted().is_some() {

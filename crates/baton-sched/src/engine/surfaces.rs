@@ -282,6 +282,15 @@ impl Surfaces {
         Arc::clone(&self.clock)
     }
 
+    /// Bounds each ledger call from now on by `within`, or gives the
+    /// store's own deadline back with `None` ([`Records::bound_calls`]):
+    /// a run's supervisor renews its lease only between calls.
+    pub fn bound_ledger(&mut self, within: Option<std::time::Duration>) {
+        if let Some(l) = self.ledger.as_mut() {
+            l.bound_calls(within);
+        }
+    }
+
     /// Runs `f` on the ledger; a failure is said once and yields `None`.
     pub fn ledger<T>(
         &mut self,

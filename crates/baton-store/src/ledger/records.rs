@@ -49,6 +49,14 @@ pub trait Records: Send {
     /// name says when the corruption was found. Times only move forward here:
     /// an older time changes nothing.
     fn time_is(&mut self, now: Timestamp);
+    /// Bounds each call from now on to `within` (the wait for its answer,
+    /// and the server's timeout of its statements in proportion), or, with
+    /// `None`, gives the store's own deadline back. A run's supervisor
+    /// renews its lease only between calls, so it bounds them by its
+    /// lease's renewal wait: a lost reply then never keeps it from renewing
+    /// for longer than its TTL allows. A store whose calls never wait on
+    /// a network ignores it.
+    fn bound_calls(&mut self, within: Option<std::time::Duration>);
     /// Records that these jobs exist, in one transaction: each one not yet
     /// known is first seen at `now`; known ones are left as they are.
     ///

@@ -371,6 +371,12 @@ pub trait Backend: Send {
         None
     }
 
+    /// See [`super::Records::bound_calls`]. A store whose calls answer at
+    /// once, or that bounds them itself, ignores it.
+    fn bound_calls(&mut self, within: Option<std::time::Duration>) {
+        let _ = within;
+    }
+
     /// Notes a time a caller gave (see [`super::Records::time_is`]).
     fn saw(&mut self, now: Timestamp) {
         let _ = now;

@@ -61,6 +61,10 @@ impl<B: Backend> Records for B {
         self.saw(now);
     }
 
+    fn bound_calls(&mut self, within: Option<std::time::Duration>) {
+        Backend::bound_calls(self, within);
+    }
+
     fn see_jobs(&mut self, jobs: &[&str], now: Timestamp) -> Result<(), Error> {
         self.saw(now);
         let names: Vec<String> = jobs.iter().map(|&j| j.to_owned()).collect();

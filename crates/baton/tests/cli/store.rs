@@ -4,7 +4,7 @@
 //! the daemon migrating at start.
 
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 use baton_testkit::pg::PgServer;
 
@@ -1197,4 +1197,47 @@ fn store_an_occurrence_queued_while_the_release_waits_runs_right_after_it() {
     let left =
         pg.sql("SELECT count(*) FROM baton.occurrences WHERE job = 'q' AND decision = 'queued'");
     assert_eq!(left, "0");
+}
+
+#[test]
+fn store_a_ledger_write_kept_waiting_past_the_ttl_never_costs_a_live_run_its_lease() {
+    // A 3 s TTL, and another writer holding the ledger's write lock for 5 s
+    // just as the first step's attempt is written. The supervisor renews
+    // its lease only between ledger calls: a call that waited for the
+    // store's own deadline (6 s) cost the run its lease with nothing wrong
+    // but a slow ledger. Bounded by the lease's renewal wait, the call gives
+    // up, the run renews and goes on, and its records land once the writer
+    // is done.
+    let pg = PgServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("first");
+    let second = dir.path().join("second");
+    let s = Sched::new(&format!(
+        "[store]\nurl = {:?}\n[jobs.j]\nevery = \"1h\"\nttl = \"3s\"\n\
+         [[jobs.j.steps]]\nname = \"first\"\nrun = \"touch {}; sleep 1\"\n\
+         [[jobs.j.steps]]\nname = \"second\"\nrun = \"sleep 5; touch {}\"\n",
+        pg.url(),
+        first.display(),
+        second.display()
+    ));
+    let o = run(&s, &["store", "migrate"]);
+    assert_eq!(code(&o), 0, "{}", both(&o));
+    let running = cmd(&s, &["run", "j"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    crate::support::eventually("the first step", || first.exists());
+    let mut writer = pg.session();
+    writer.send(
+        "BEGIN; SELECT pg_advisory_xact_lock(7089075310396533863); SELECT pg_sleep(5); COMMIT;",
+    );
+    let o = running.wait_with_output().unwrap();
+    drop(writer);
+    assert_eq!(code(&o), 0, "{}", both(&o));
+    assert!(second.exists(), "the second step never ran: {}", both(&o));
+    let runs = s.json(&["history", "j", "--json"]);
+    assert_eq!(runs[0]["verdict"], "ok", "{runs}");
+    // Both steps' attempts, each once.
+    assert_eq!(runs[0]["attempts"].as_array().unwrap().len(), 2, "{runs}");
 }
