@@ -192,12 +192,23 @@ async fn not_run(env: &Env, plan: &Plan, start: &Start, message: String) {
     }
 }
 
+/// Why no `baton` binary was found ([`find`]).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NoBaton {
+    /// The path given is not an executable file.
+    #[error("{} is not an executable file", .0.display())]
+    NotExecutable(PathBuf),
+    /// None given, and none on `PATH`.
+    #[error("no `baton` on PATH")]
+    NotOnPath,
+}
+
 /// The `baton` binary: `given`, or the first `baton` on `PATH`.
 ///
 /// # Errors
 ///
-/// Why none was found, for people.
-pub(crate) fn find(given: Option<PathBuf>) -> Result<PathBuf, String> {
+/// Why none was found.
+pub(crate) fn find(given: Option<PathBuf>) -> Result<PathBuf, NoBaton> {
     use std::os::unix::fs::PermissionsExt;
     let runs = |p: &Path| {
         std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -206,7 +217,7 @@ pub(crate) fn find(given: Option<PathBuf>) -> Result<PathBuf, String> {
         return if runs(&p) {
             Ok(p)
         } else {
-            Err(format!("{} is not an executable file", p.display()))
+            Err(NoBaton::NotExecutable(p))
         };
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
@@ -214,5 +225,5 @@ pub(crate) fn find(given: Option<PathBuf>) -> Result<PathBuf, String> {
         .filter(|d| d.is_absolute())
         .map(|d| d.join("baton"))
         .find(|p| runs(p))
-        .ok_or_else(|| "no `baton` on PATH".to_owned())
+        .ok_or(NoBaton::NotOnPath)
 }

@@ -141,7 +141,7 @@ impl Builder {
                     job: first.name.clone(),
                     why,
                 };
-                let exe = crate::child::find(self.runner).map_err(no_runner)?;
+                let exe = crate::child::find(self.runner).map_err(|e| no_runner(e.to_string()))?;
                 let cwd = std::env::current_dir()
                     .map_err(|e| no_runner(format!("the working directory cannot be read: {e}")))?;
                 let (store_text, _) = store.as_configuration();

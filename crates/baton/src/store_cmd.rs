@@ -169,7 +169,11 @@ pub fn status(state: Option<&Path>, a: &StoreStatusArgs) -> Exit {
         Ok(e) => (
             e.version,
             e.read_only,
-            Connection::new(t.describe(), &t.link(), Ok((e.encrypted, e.verified))),
+            Connection::new(
+                t.describe(),
+                &t.link(),
+                Ok::<_, std::convert::Infallible>((e.encrypted, e.verified)),
+            ),
         ),
         Err(e) => {
             say!(

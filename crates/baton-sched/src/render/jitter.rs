@@ -24,32 +24,85 @@ use crate::config::{Job, When};
 /// How many occurrences, at most, the proof compares.
 const PROOF_WALK: usize = 5_000;
 
+/// Why no calendar line fires at a jittered job's starts.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("its jitter starts each occurrence {} after it, and {why}", crate::jitter::show(*.offset))]
+pub struct Unmovable {
+    /// The job's offset.
+    pub offset: std::time::Duration,
+    /// What stops the schedule from moving by it.
+    pub why: Stuck,
+}
+
+/// What stops a schedule from moving by a job's offset ([`Unmovable`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Stuck {
+    /// `every = …`.
+    #[error("an interval cannot be moved as a calendar line: write it as a cron schedule")]
+    Interval,
+    /// Not a cron schedule.
+    #[error("the schedule is not cron")]
+    NotCron,
+    /// It fires at seconds other than 0 already.
+    #[error("the schedule already fires at seconds other than 0")]
+    Seconds,
+    /// Its minutes would carry into different hours.
+    #[error("its minutes would move into different hours")]
+    Minutes,
+    /// Its hours would carry into different days.
+    #[error("its hours would move into different days")]
+    Hours,
+    /// It would cross midnight under restricted days.
+    #[error("it would cross midnight, and the schedule's days cannot move with it")]
+    Midnight,
+    /// The schedule's text has no five or six fields.
+    #[error("`{0}` has no fields to move")]
+    NoFields(String),
+    /// The moved text did not parse.
+    #[error("the moved schedule `{text}` does not read: {error}")]
+    Unreadable {
+        /// The moved schedule.
+        text: String,
+        /// The parser's words.
+        error: String,
+    },
+    /// The moved schedule misses a start (a clock change).
+    #[error(
+        "the moved schedule `{text}` would not fire at its start at {at} (a clock change), so no \
+         entry fires at the starts"
+    )]
+    Misses {
+        /// The moved schedule.
+        text: String,
+        /// The first start it would not fire at.
+        at: Timestamp,
+    },
+}
+
 /// `job` as its entry must fire: itself without jitter, else a copy whose
 /// schedule fires at each occurrence's start.
 ///
 /// # Errors
 ///
 /// Why no cron expression fires at the starts, for a refusal.
-pub fn entry_job(job: &Job, now: Timestamp) -> Result<Cow<'_, Job>, String> {
+pub fn entry_job(job: &Job, now: Timestamp) -> Result<Cow<'_, Job>, Unmovable> {
     let offset = job.start_offset();
     if offset.is_zero() {
         return Ok(Cow::Borrowed(job));
     }
-    let when = &job.when.value;
-    let why = |what: String| {
-        format!(
-            "its jitter starts each occurrence {} after it, and {what}",
-            crate::jitter::show(offset)
-        )
-    };
-    let text = moved(when, offset.as_secs()).map_err(why)?;
-    let schedule = baton_cron::Schedule::parse(&text)
-        .map_err(|e| why(format!("the moved schedule `{text}` does not read: {e}")))?;
+    let why = |why: Stuck| Unmovable { offset, why };
+    let text = moved(&job.when.value, offset.as_secs()).map_err(why)?;
+    let schedule = baton_cron::Schedule::parse(&text).map_err(|e| {
+        why(Stuck::Unreadable {
+            text: text.clone(),
+            error: e.to_string(),
+        })
+    })?;
     prove(job, &schedule, now).map_err(|at| {
-        why(format!(
-            "the moved schedule `{text}` would not fire at its start at {at} (a clock change), \
-             so no entry fires at the starts"
-        ))
+        why(Stuck::Misses {
+            text: text.clone(),
+            at,
+        })
     })?;
     let mut moved = job.clone();
     moved.when.value = When {
@@ -64,18 +117,16 @@ pub fn entry_job(job: &Job, now: Timestamp) -> Result<Cow<'_, Job>, String> {
 /// field that does not move is kept as written (so `*/5` or `*` keep
 /// the schedule's kind: [`baton_cron::Kind`]), and an hour field that moves
 /// to every hour is written `*`.
-fn moved(when: &When, secs: u64) -> Result<String, String> {
+fn moved(when: &When, secs: u64) -> Result<String, Stuck> {
     let s = &when.schedule;
     if let baton_cron::Kind::Every(_) = s.kind() {
-        return Err(
-            "an interval cannot be moved as a calendar line: write it as a cron schedule".into(),
-        );
+        return Err(Stuck::Interval);
     }
     let Some(f) = s.fields() else {
-        return Err("the schedule is not cron".into());
+        return Err(Stuck::NotCron);
     };
     if f.second().is_some_and(|sec| sec.values().any(|v| v != 0)) {
-        return Err("the schedule already fires at seconds other than 0".into());
+        return Err(Stuck::Seconds);
     }
     let [minute_text, hour_text, dom, month, dow] = written(s)?;
     let (second, minutes) = (secs % 60, secs / 60);
@@ -84,7 +135,7 @@ fn moved(when: &When, secs: u64) -> Result<String, String> {
     } else {
         carried(f.minute().values(), minutes % 60, 60)
             .map(|(m, c)| (m, c + minutes / 60))
-            .ok_or("its minutes would move into different hours")?
+            .ok_or(Stuck::Minutes)?
     };
     let (hour, day_carry) = if hour_carry == 0 {
         (hour_text, 0)
@@ -97,13 +148,13 @@ fn moved(when: &When, secs: u64) -> Result<String, String> {
                     (h, c)
                 }
             })
-            .ok_or("its hours would move into different days")?
+            .ok_or(Stuck::Hours)?
     };
     let full = |set: &baton_cron::FieldSet, lo: u8, hi: u8| super::translate::is_full(set, lo, hi);
     if day_carry != 0
         && !(full(f.day_of_month(), 1, 31) && full(f.month(), 1, 12) && full(f.day_of_week(), 0, 6))
     {
-        return Err("it would cross midnight, and the schedule's days cannot move with it".into());
+        return Err(Stuck::Midnight);
     }
     Ok(format!("{second} {minute} {hour} {dom} {month} {dow}"))
 }
@@ -130,7 +181,7 @@ fn carried(values: impl Iterator<Item = u8>, by: u64, modulus: u64) -> Option<(S
 
 /// The minute, hour, day-of-month, month and day-of-week fields as written
 /// (a macro's as it stands for).
-fn written(schedule: &baton_cron::Schedule) -> Result<[String; 5], String> {
+fn written(schedule: &baton_cron::Schedule) -> Result<[String; 5], Stuck> {
     let text = schedule.to_string();
     let macro_fields = match text.as_str() {
         "@yearly" | "@annually" => Some("0 0 1 1 *"),
@@ -144,10 +195,9 @@ fn written(schedule: &baton_cron::Schedule) -> Result<[String; 5], String> {
     let five: Vec<String> = match all.len() {
         5 => all.iter().map(|f| (*f).to_owned()).collect(),
         6 => all[1..].iter().map(|f| (*f).to_owned()).collect(),
-        _ => return Err(format!("`{text}` has no fields to move")),
+        _ => return Err(Stuck::NoFields(text)),
     };
-    five.try_into()
-        .map_err(|_| format!("`{text}` has no fields to move"))
+    five.try_into().map_err(|_| Stuck::NoFields(text))
 }
 
 /// Whether `moved` fires, from `now` for a year of `job`'s occurrences,
@@ -236,10 +286,10 @@ mod tests {
     #[test]
     fn what_no_calendar_line_can_fire_at_is_refused_with_the_reason() {
         let iv = job("UTC", "every = \"15m\"", "15m");
-        assert!(entry_job(&iv, now()).unwrap_err().contains("interval"));
+        assert!(entry_job(&iv, now()).unwrap_err().why == Stuck::Interval);
         let late = job("UTC", "schedule = \"50 23 * * 1\"", "1h");
         if late.start_offset().as_secs() >= 600 {
-            assert!(entry_job(&late, now()).unwrap_err().contains("midnight"));
+            assert!(entry_job(&late, now()).unwrap_err().why == Stuck::Midnight);
         }
         let none = job("UTC", "schedule = \"*/5 * * * *\"", "0");
         assert!(matches!(entry_job(&none, now()), Ok(Cow::Borrowed(_))));

@@ -305,7 +305,7 @@ pub(crate) fn per_job<T>(
                 refused.push(Refusal {
                     job: job.name.clone(),
                     target,
-                    why,
+                    why: why.to_string(),
                 });
                 continue;
             }

@@ -131,11 +131,11 @@ impl Connection {
     pub fn new(
         store: String,
         link: &baton_pg::examine::Link,
-        made: Result<(bool, baton_pg::Verification), String>,
+        made: Result<(bool, baton_pg::Verification), impl std::fmt::Display>,
     ) -> Self {
         let (encrypted, verified, error) = match made {
             Ok((e, v)) => (Some(e), Some(v.into()), None),
-            Err(why) => (None, None, Some(why)),
+            Err(why) => (None, None, Some(why.to_string())),
         };
         Self {
             store,
@@ -150,10 +150,10 @@ impl Connection {
 
     /// This connection's store, said to hold grants back as `hold` found
     /// ([`held_back`]), or why that could not be read.
-    pub fn with_hold(mut self, hold: Result<Option<HeldBack>, String>) -> Self {
+    pub fn with_hold(mut self, hold: Result<Option<HeldBack>, impl std::fmt::Display>) -> Self {
         match hold {
             Ok(h) => self.held_back_until = h.map(|h| h.until.to_string()),
-            Err(why) => self.held_back_error = Some(why),
+            Err(why) => self.held_back_error = Some(why.to_string()),
         }
         self
     }
@@ -223,10 +223,7 @@ pub fn connection(config: &Config) -> Option<Result<Connection, super::Unusable>
     let s = config.store.as_ref()?;
     Some(super::postgres(s).map(|pg| {
         let (target, link) = pg.link();
-        let made = pg
-            .secured()
-            .map(|m| (m.encrypted, m.verified))
-            .map_err(|e| e.to_string());
+        let made = pg.secured().map(|m| (m.encrypted, m.verified));
         Connection::new(target, &link, made)
     }))
 }
@@ -251,7 +248,11 @@ pub fn connection_made(
         } else {
             baton_pg::Verification::Nothing
         };
-        Connection::new(target, &link, Ok((encrypted, verified)))
+        Connection::new(
+            target,
+            &link,
+            Ok::<_, std::convert::Infallible>((encrypted, verified)),
+        )
     }))
 }
 
@@ -317,10 +318,10 @@ mod tests {
             Connection::new(
                 "db".into(),
                 &link("prefer"),
-                Ok((false, Verification::Nothing)),
+                Ok::<_, String>((false, Verification::Nothing)),
             )
         };
-        let none = made().with_hold(Ok(None));
+        let none = made().with_hold(Ok::<_, String>(None));
         assert_eq!(none.hold_words(), None);
         let json = serde_json::to_value(&none).unwrap();
         assert!(json["held_back_until"].is_null(), "{json}");
@@ -330,7 +331,7 @@ mod tests {
             switched: "2026-01-01T00:00:00Z".parse().unwrap(),
             until: "2026-01-01T00:00:08.5Z".parse().unwrap(),
         };
-        let held = made().with_hold(Ok(Some(hold)));
+        let held = made().with_hold(Ok::<_, String>(Some(hold)));
         assert_eq!(
             held.hold_words().as_deref(),
             Some(
@@ -341,7 +342,7 @@ mod tests {
         let json = serde_json::to_value(&held).unwrap();
         assert_eq!(json["held_back_until"], "2026-01-01T00:00:08.5Z", "{json}");
 
-        let unknown = made().with_hold(Err("timed out".into()));
+        let unknown = made().with_hold(Err("timed out"));
         assert!(unknown.hold_words().unwrap().contains("unknown"));
         let json = serde_json::to_value(&unknown).unwrap();
         assert!(json["held_back_until"].is_null(), "{json}");

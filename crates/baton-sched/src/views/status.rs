@@ -294,7 +294,7 @@ pub fn read(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
         s.store = crate::store::examine::connection_made(config, encrypted)
             .and_then(Result::ok)
             .map(|c| match hold {
-                Some(hold) => c.with_hold(hold.map_err(|e| e.to_string())),
+                Some(hold) => c.with_hold(hold),
                 None => c,
             });
     }
@@ -446,7 +446,7 @@ pub fn read_with_connection(
         }
         .and_then(Result::ok)
         .map(|c| match hold {
-            Some(hold) => c.with_hold(hold.map_err(|e| e.to_string())),
+            Some(hold) => c.with_hold(hold),
             None => c,
         });
     }
