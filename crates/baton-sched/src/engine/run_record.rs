@@ -33,8 +33,9 @@
 //! Writing the same row again is safe: a start recorded already under the
 //! run's own id is its start, an attempt is keyed by run and sequence, an
 //! end lands once. This module never takes or releases the lease, and
-//! tries a run's start, and then its end, for at most the TTL each (plus
-//! one call's own deadline).
+//! tries a run's start for at most the TTL, and its end for at most the
+//! TTL or, on a shared store, [`crate::engine::steps`]' longer patience
+//! (plus one call's own deadline each), while the lease renews.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -80,6 +81,8 @@ pub(crate) struct RunRecord {
     /// run's end.
     held_back: bool,
     patience: Duration,
+    /// How long its end is tried ([`RunRecord::end_patience`]).
+    end_patience: Duration,
     /// Where the end goes when the ledger does not take it.
     slot: Option<EndSlot>,
     /// The unfinished runs of each job asked for, read with the start, until
@@ -105,6 +108,7 @@ impl RunRecord {
             attempts: Vec::new(),
             held_back: false,
             patience,
+            end_patience: patience,
             slot: None,
             unfinished: None,
         };
@@ -156,6 +160,16 @@ impl RunRecord {
         (record, begin)
     }
 
+    /// Tries the run's end for up to `patience` rather than the start's
+    /// (never less): on a shared store, a lease that renews while the
+    /// ledger does not answer (another writer holding its write lock) is a
+    /// slow ledger, and a holder that let go then would leave its true end
+    /// in a slot only this host reads, for another host to record the run
+    /// `abandoned`.
+    pub(crate) fn end_patience(&mut self, patience: Duration) {
+        self.end_patience = self.patience.max(patience);
+    }
+
     /// The unfinished runs of `job` read with the start, once; `None` when
     /// they were not, or were taken already.
     pub(crate) fn take_unfinished(&mut self, job: &str) -> Option<Vec<RunRow>> {
@@ -202,7 +216,7 @@ impl RunRecord {
         session: &mut Session<'_>,
         surfaces: &Rc<RefCell<Surfaces>>,
     ) -> bool {
-        let mut retry = self.retry(surfaces, "its end");
+        let mut retry = self.retry_for(surfaces, "its end", self.end_patience);
         if !self.start_recorded {
             let row = self.start.clone();
             match retry.insist(session, &mut |l| l.begin_run(&row)) {
@@ -263,15 +277,25 @@ impl RunRecord {
 
     /// Attempts at `what` of this run, for up to the patience from now.
     fn retry<'s>(&self, surfaces: &'s Rc<RefCell<Surfaces>>, what: &str) -> Retry<'s> {
+        self.retry_for(surfaces, what, self.patience)
+    }
+
+    /// Attempts at `what` of this run, for up to `patience` from now.
+    fn retry_for<'s>(
+        &self,
+        surfaces: &'s Rc<RefCell<Surfaces>>,
+        what: &str,
+        patience: Duration,
+    ) -> Retry<'s> {
         Retry {
             surfaces,
-            until: surfaces.borrow().clock().boot() + self.patience,
+            until: surfaces.borrow().clock().boot() + patience,
             retried: false,
             said: format!(
                 "{} run={}: the ledger did not record {what}; trying again for up to {}",
                 self.start.job,
                 self.start.run_id,
-                show_duration(self.patience)
+                show_duration(patience)
             ),
         }
     }
@@ -292,7 +316,7 @@ impl RunRecord {
             self.start.run_id,
             end.verdict,
             end.exit_code,
-            show_duration(self.patience)
+            show_duration(self.end_patience)
         ));
         false
     }

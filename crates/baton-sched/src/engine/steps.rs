@@ -37,6 +37,11 @@ use crate::outcome::Outcome;
 use crate::state::output::OutputSink;
 use crate::units::show_duration;
 
+/// How long, at least, a run on a shared store tries to record its end
+/// while its lease renews, before it keeps the end in its slot and lets
+/// go ([`RunRecord::end_patience`]).
+const END_PATIENCE: Duration = Duration::from_secs(30);
+
 /// Runs one occurrence (or a manual run) to its verdict under `session`'s
 /// lease, whose claim already names it. Returns the run's outcome.
 pub(crate) fn one(
@@ -105,6 +110,9 @@ fn begin(
     let state = &req.config.settings.state_dir.value;
     let mates = crate::engine::request::lock_mates(req.config, job);
     let (mut record, began) = RunRecord::begin(row, &mates, patience, state, session, surfaces);
+    if crate::store::shared(req.config) {
+        record.end_patience(END_PATIENCE);
+    }
     match began {
         Begin::Started => {}
         Begin::Decided(_) | Begin::Missed(_) => {

@@ -4,6 +4,7 @@
 //! the daemon migrating at start.
 
 use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use baton_testkit::pg::PgServer;
@@ -1199,6 +1200,35 @@ fn store_an_occurrence_queued_while_the_release_waits_runs_right_after_it() {
     assert_eq!(left, "0");
 }
 
+/// `baton run j` of `job` (a `[jobs.j]` table's keys, `MARK` standing for
+/// a file its first step touches) on a fresh PostgreSQL store, with another
+/// writer holding the ledger's write lock for 5 s from the moment `MARK`
+/// appears; the store (kept alive), the scheduler and the run's output.
+fn run_while_the_ledger_is_locked(job: &str, dir: &Path) -> (PgServer, Sched, Output) {
+    let pg = PgServer::start();
+    let mark = dir.join("mark");
+    let s = Sched::new(&format!(
+        "[store]\nurl = {:?}\n[jobs.j]\nevery = \"1h\"\n{}",
+        pg.url(),
+        job.replace("MARK", &mark.display().to_string())
+    ));
+    let o = run(&s, &["store", "migrate"]);
+    assert_eq!(code(&o), 0, "{}", both(&o));
+    let running = cmd(&s, &["run", "j"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    crate::support::eventually("the first step", || mark.exists());
+    let mut writer = pg.session();
+    writer.send(
+        "BEGIN; SELECT pg_advisory_xact_lock(7089075310396533863); SELECT pg_sleep(5); COMMIT;",
+    );
+    let o = running.wait_with_output().unwrap();
+    drop(writer);
+    (pg, s, o)
+}
+
 #[test]
 fn store_a_ledger_write_kept_waiting_past_the_ttl_never_costs_a_live_run_its_lease() {
     // A 3 s TTL, and another writer holding the ledger's write lock for 5 s
@@ -1208,36 +1238,40 @@ fn store_a_ledger_write_kept_waiting_past_the_ttl_never_costs_a_live_run_its_lea
     // but a slow ledger. Bounded by the lease's renewal wait, the call gives
     // up, the run renews and goes on, and its records land once the writer
     // is done.
-    let pg = PgServer::start();
     let dir = tempfile::tempdir().unwrap();
-    let first = dir.path().join("first");
     let second = dir.path().join("second");
-    let s = Sched::new(&format!(
-        "[store]\nurl = {:?}\n[jobs.j]\nevery = \"1h\"\nttl = \"3s\"\n\
-         [[jobs.j.steps]]\nname = \"first\"\nrun = \"touch {}; sleep 1\"\n\
-         [[jobs.j.steps]]\nname = \"second\"\nrun = \"sleep 5; touch {}\"\n",
-        pg.url(),
-        first.display(),
-        second.display()
-    ));
-    let o = run(&s, &["store", "migrate"]);
-    assert_eq!(code(&o), 0, "{}", both(&o));
-    let running = cmd(&s, &["run", "j"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    crate::support::eventually("the first step", || first.exists());
-    let mut writer = pg.session();
-    writer.send(
-        "BEGIN; SELECT pg_advisory_xact_lock(7089075310396533863); SELECT pg_sleep(5); COMMIT;",
+    let (_pg, s, o) = run_while_the_ledger_is_locked(
+        &format!(
+            "ttl = \"3s\"\n\
+             [[jobs.j.steps]]\nname = \"first\"\nrun = \"touch MARK; sleep 1\"\n\
+             [[jobs.j.steps]]\nname = \"second\"\nrun = \"sleep 5; touch {}\"\n",
+            second.display()
+        ),
+        dir.path(),
     );
-    let o = running.wait_with_output().unwrap();
-    drop(writer);
     assert_eq!(code(&o), 0, "{}", both(&o));
     assert!(second.exists(), "the second step never ran: {}", both(&o));
     let runs = s.json(&["history", "j", "--json"]);
     assert_eq!(runs[0]["verdict"], "ok", "{runs}");
     // Both steps' attempts, each once.
     assert_eq!(runs[0]["attempts"].as_array().unwrap().len(), 2, "{runs}");
+}
+
+#[test]
+fn store_a_run_whose_end_the_ledger_keeps_waiting_holds_its_lease_and_records_its_true_end() {
+    // A 2 s TTL, and another writer holding the ledger's write lock for
+    // 5 s as the job ends. A holder that let go after a TTL of trying kept
+    // its end in a slot only its own host reads, and the next run under the
+    // lock on another host recorded the run `abandoned` (exit 125) although
+    // it ended 0. It now keeps renewing its lease and trying, and records
+    // its true end once the writer is done.
+    let dir = tempfile::tempdir().unwrap();
+    let (_pg, s, o) =
+        run_while_the_ledger_is_locked("ttl = \"2s\"\nrun = \"touch MARK; sleep 1\"\n", dir.path());
+    assert_eq!(code(&o), 0, "{}", both(&o));
+    assert!(!both(&o).contains("end slot"), "{}", both(&o));
+    let runs = s.json(&["history", "j", "--json"]);
+    assert_eq!(runs[0]["verdict"], "ok", "{runs}");
+    assert_eq!(runs[0]["exit_code"], 0, "{runs}");
+    assert_eq!(runs[0]["attempts"].as_array().unwrap().len(), 1, "{runs}");
 }
