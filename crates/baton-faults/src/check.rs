@@ -17,7 +17,8 @@
 //!   `replaced` for a run of a job whose `overlap` is not `replace`, or for
 //!   one that exited on its own with the code it said), `ok`
 //!   for a run that never started, a run still shown running once nothing
-//!   of it is left, or an occurrence that ran and was counted missed;
+//!   of it is left, or an occurrence that ran and was counted missed (by a
+//!   `missed` alert, or, on a shared store, by a range in the ledger);
 //! - **fence**: a sink refused a write, or a lease's fence was not larger
 //!   than every earlier lease's on that lock (each slot of a lock is a
 //!   lease of its own, with a sink of its own);
@@ -338,7 +339,7 @@ fn records(seen: &[Seen], recorded: &[Recorded], facts: &Facts, v: &mut Violatio
     }
 }
 
-fn missed_but_ran(seen: &[Seen], missed: &[Missed], facts: &Facts, v: &mut Violations) {
+pub(crate) fn missed_but_ran(seen: &[Seen], missed: &[Missed], facts: &Facts, v: &mut Violations) {
     for s in seen
         .iter()
         .filter(|s| s.occurrence != "manual" && !facts.erased(&s.occurrence))

@@ -471,6 +471,15 @@ impl<'s> Trial<'s> {
         self.v = v;
     }
 
+    /// Judges `missed`, ranges read from the ledger itself, against what
+    /// ran: an occurrence that ran and lies in one is a wrong record.
+    pub(crate) fn judge_missed(&mut self, missed: &[evidence::Missed]) {
+        let seen = evidence::runs(&self.events());
+        let mut v = std::mem::take(&mut self.v);
+        crate::check::missed_but_ran(&seen, missed, &self.facts, &mut v);
+        self.v = v;
+    }
+
     /// Ends the trial: every background process stopped and reaped, every
     /// process of the trial gone.
     pub(crate) fn close(&mut self) {
