@@ -775,7 +775,9 @@ pause, resume, backfill, watermark):
      raised); status: a job is HUNG, OVERDUE, FAILING or CRASHED, or the
      ledger could not be read; watermark settle: refused (not the run that
      holds the job's lease)
-  2  the configuration or the arguments could not be honoured (nothing ran)
+  2  the configuration or the arguments could not be honoured, or the ledger
+     would not record a run's start or could not be read by a tick (nothing
+     ran)
 
 Configuration: --config FILE, else $BATON_CONFIG, else ./baton.toml.
 BATON_<KEY> overrides each [scheduler] key; BATON_ENABLED=false is the kill

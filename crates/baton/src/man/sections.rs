@@ -324,8 +324,9 @@ fn scheduler(cmd: &str) -> Sections {
         ),
         item(
             n(Exit::of_outcome(Outcome::Unable)),
-            "The configuration or the arguments could not be honoured (nothing ran), or the \
-             job is unknown.",
+            "The configuration or the arguments could not be honoured, the ledger would not \
+             record a run's start or could not be read by a tick (nothing ran), or the job is \
+             unknown.",
         ),
     ];
     let mut environment = env_sched();
