@@ -115,15 +115,27 @@ fn begin(
     }
     match began {
         Begin::Started => {}
-        Begin::Decided(_) | Begin::Missed(_) => {
-            let what = match &began {
-                Begin::Decided(d) => d.decision.as_str().to_owned(),
-                Begin::Missed(m) => format!("missed ({})", m.reason.as_str()),
-                _ => String::new(),
-            };
+        Begin::Missed(m) => {
+            // It does not start: its claim must not say it did (with the
+            // ledger lost later, only the claim would be left, and the
+            // occurrence would never run).
+            if let Some(at) = occurrence {
+                let _ = withdraw_claim(req, c, at, session, surfaces);
+            }
             surfaces.borrow_mut().note(&format!(
-                "{} occurrence={} already {what} (the ledger says so); not run again",
-                job.name, c.occurrence,
+                "{} occurrence={} already missed ({}) (the ledger says so); not run",
+                job.name,
+                c.occurrence,
+                m.reason.as_str()
+            ));
+            return Err(Outcome::Done);
+        }
+        Begin::Decided(d) => {
+            surfaces.borrow_mut().note(&format!(
+                "{} occurrence={} already {} (the ledger says so); not run again",
+                job.name,
+                c.occurrence,
+                d.decision.as_str()
             ));
             return Err(Outcome::Done);
         }
@@ -461,13 +473,8 @@ fn take_back_claim(
     session: &mut Session<'_>,
     surfaces: &Rc<RefCell<Surfaces>>,
 ) -> bool {
-    let once = baton_lease::Once {
-        key: c.job.clone(),
-        at,
-    };
-    match session.withdraw(&once) {
+    match withdraw_claim(req, c, at, session, surfaces) {
         Ok(true) => {
-            take_back_guard(req, c, surfaces);
             surfaces.borrow_mut().warn_of(
                 &c.job,
                 &format!(
@@ -490,6 +497,27 @@ fn take_back_claim(
             false
         }
     }
+}
+
+/// Takes back the lock file's claim on occurrence `at` of a run that did
+/// not start, and then what its take of the job's guard claimed; whether
+/// the claim was taken back (the shared store keeps its claim).
+fn withdraw_claim(
+    req: &Request<'_>,
+    c: &Context,
+    at: i64,
+    session: &mut Session<'_>,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) -> Result<bool, baton_store::held::HeldError> {
+    let once = baton_lease::Once {
+        key: c.job.clone(),
+        at,
+    };
+    let taken = session.withdraw(&once)?;
+    if taken {
+        take_back_guard(req, c, surfaces);
+    }
+    Ok(taken)
 }
 
 /// Takes back what the run's take of the job's guard claimed, once the

@@ -375,4 +375,8 @@ fn store_files_an_occurrence_a_tick_recorded_missed_is_not_also_run_by_a_start_t
     let history = s.json(&["history", "j", "--json"]);
     assert_eq!(history.as_array().unwrap().len(), 1, "{history}");
     assert_eq!(history[0]["occurrence"], "manual", "{history}");
+    // Nor does the lock's claim say it started: with the ledger lost, the
+    // claim alone would keep the occurrence from ever running.
+    let record = std::fs::read_to_string(s.env.state().join("locks/j.lock")).unwrap();
+    assert!(!record.contains("j@"), "{record}");
 }
