@@ -308,7 +308,8 @@ async fn under_lease(
                 "{name} occurrence={occ} already recorded missed ({}); not run",
                 m.reason.as_str()
             );
-            let_go(kept, &name, at, false).await;
+            // It never started: its claim must not say it did.
+            let_go(kept, &name, at, claimed).await;
             return None;
         }
         Some(Err(e)) => {
