@@ -148,7 +148,7 @@ async fn a_bounded_ledger_call_gives_up_within_its_bound_not_the_stores_deadline
     });
     // The writer lets go well past the bound (an unbounded call would then
     // succeed).
-    tokio::time::sleep(bound * 4).await;
+    tokio::time::sleep(bound * 10).await;
     raw.batch_execute("ROLLBACK").await.unwrap();
     let (back, got) = call.await.unwrap();
     let said = got

@@ -123,7 +123,7 @@ fn begin(
                 let _ = withdraw_claim(req, c, at, session, surfaces);
             }
             surfaces.borrow_mut().note(&format!(
-                "{} occurrence={} already missed ({}) (the ledger says so); not run",
+                "{} occurrence={} already recorded missed ({}) by another process; not run",
                 job.name,
                 c.occurrence,
                 m.reason.as_str()
