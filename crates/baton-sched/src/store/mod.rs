@@ -235,15 +235,32 @@ pub fn existing_records(
     }
 }
 
-/// How far this host's clock may be from a shared store's before it is
-/// said on stderr (decisions use the store's either way).
+/// How far this host's clock may be from a shared store's, beyond what the
+/// measurement itself cannot tell apart, before it is said on stderr
+/// (decisions use the store's either way).
 const SKEW_SAID: jiff::SignedDuration = jiff::SignedDuration::from_secs(2);
 
+/// A measurement of the store's clock whose round trip took longer than
+/// this is taken once more, on the connection it opened: the first one's
+/// round trip carries the connection's own (and any wait of the server's),
+/// which the middle of the round trip misplaces by up to half.
+const MEASURE_AGAIN: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// One reading of the store's clock: what it said, and when (this host's
+/// boot and wall clocks) the call that read it began and how long it took.
+struct Reading {
+    store: Timestamp,
+    boot0: std::time::Duration,
+    wall0: Timestamp,
+    took: std::time::Duration,
+}
+
 /// The clock decisions are made by: for a store several hosts share, its
-/// own, measured through `ledger` once (the store's time against the middle
-/// of the round trip, by this host's boot clock), so that what is due, what
-/// is missed and every stamp are the same whichever host's clock is off;
-/// `local` otherwise.
+/// own, measured through `ledger` (the store's time against the middle of
+/// the round trip, by this host's boot clock; measured again once when the
+/// first round trip was slow), so that what is due, what is missed and
+/// every stamp are the same whichever host's clock is off; `local`
+/// otherwise.
 ///
 /// # Errors
 ///
@@ -267,19 +284,40 @@ pub fn decision_clock_with<T>(
     local: std::sync::Arc<dyn baton_lease::Clock>,
     read: impl FnOnce(&mut dyn Records) -> Result<(Option<Timestamp>, T), LedgerError>,
 ) -> Result<(std::sync::Arc<dyn baton_lease::Clock>, T), LedgerError> {
-    let boot0 = local.boot();
-    let wall0 = local.wall();
+    let (boot0, wall0) = (local.boot(), local.wall());
     let (store, read) = read(ledger)?;
     let Some(store) = store else {
         return Ok((local, read));
     };
-    let half = local.boot().saturating_sub(boot0) / 2;
-    let mid = wall0
-        .checked_add(jiff::SignedDuration::try_from(half).unwrap_or_default())
-        .unwrap_or(wall0);
-    let offset = store.duration_since(mid);
-    let at_boot = boot0 + half;
-    if offset.abs() > SKEW_SAID {
+    let mut r = Reading {
+        store,
+        boot0,
+        wall0,
+        took: local.boot().saturating_sub(boot0),
+    };
+    if r.took > MEASURE_AGAIN {
+        let (boot0, wall0) = (local.boot(), local.wall());
+        // A second reading that fails changes nothing: the first stands.
+        if let Ok(Some(store)) = ledger.store_clock() {
+            let took = local.boot().saturating_sub(boot0);
+            if took < r.took {
+                r = Reading {
+                    store,
+                    boot0,
+                    wall0,
+                    took,
+                };
+            }
+        }
+    }
+    let half = r.took / 2;
+    let half_signed = jiff::SignedDuration::try_from(half).unwrap_or(jiff::SignedDuration::MAX);
+    let mid = r.wall0.checked_add(half_signed).unwrap_or(r.wall0);
+    let offset = r.store.duration_since(mid);
+    let at_boot = r.boot0 + half;
+    // The store read its clock somewhere in the round trip, not surely in
+    // its middle: only an offset beyond that half is this host's clock.
+    if offset.abs() > SKEW_SAID.saturating_add(half_signed) {
         let (how, by) = if offset.is_negative() {
             ("ahead of", offset.abs())
         } else {
@@ -294,7 +332,7 @@ pub fn decision_clock_with<T>(
     }
     Ok((
         std::sync::Arc::new(baton_lease::ShiftedClock::new(
-            local, store, at_boot, offset,
+            local, r.store, at_boot, offset,
         )),
         read,
     ))

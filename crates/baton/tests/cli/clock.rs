@@ -268,6 +268,11 @@ fn a_claim_from_the_future_still_leaves_the_present_claimed_when_the_ledger_is_l
 
 /// A scheduler on a fresh throwaway server, migrated.
 fn on_store(pg: &PgServer, out: &std::path::Path) -> Sched {
+    on_url(&pg.url(), &minutely(out))
+}
+
+/// A scheduler of `jobs` on the store at `url`, migrated.
+fn on_url(url: &str, jobs: &str) -> Sched {
     let s = Sched::new("");
     let state = s.env.state();
     std::fs::write(
@@ -275,8 +280,8 @@ fn on_store(pg: &PgServer, out: &std::path::Path) -> Sched {
         format!(
             "[scheduler]\nstate_dir = {:?}\ntimezone = \"UTC\"\n[store]\nurl = {:?}\n{}",
             state.display(),
-            pg.url(),
-            minutely(out)
+            url,
+            jobs
         ),
     )
     .unwrap();
@@ -318,6 +323,50 @@ fn with_a_shared_store_a_host_an_hour_ahead_decides_by_the_stores_clock() {
     let mut unique = all.clone();
     unique.dedup();
     assert_eq!(unique, all, "{all:?}");
+}
+
+/// A slow reply is not a skewed clock. Another session holds the ledger's
+/// jobs table locked for 4.8 s, so a tick's first read (the store's clock,
+/// then the jobs) is answered seconds after the clock was read: measured
+/// against the middle of that round trip, an honest host looked 2.4 s
+/// ahead, and said so.
+/// Nothing is said of a skew the measurement cannot tell from its own
+/// delay, and the clock is measured again on the open connection; a clock
+/// an hour off still is said, through the same slow reply.
+#[test]
+fn with_a_shared_store_a_slow_reply_is_not_taken_for_a_skewed_clock() {
+    let pg = PgServer::start();
+    let s = on_url(
+        &pg.url(),
+        "[jobs.x]\nschedule = \"0 0 1 1 *\"\nrun = [\"true\"]\n",
+    );
+    let o = s.run(&["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    for (offset, said) in [(None, false), (Some("+1h"), true)] {
+        let mut locker = pg.session();
+        locker.send("BEGIN; LOCK TABLE baton.jobs IN ACCESS EXCLUSIVE MODE;");
+        crate::support::eventually("the jobs table locked", || {
+            pg.sql(
+                "SELECT count(*) FROM pg_locks WHERE relation = 'baton.jobs'::regclass \
+                 AND mode = 'AccessExclusiveLock' AND granted",
+            )
+            .trim()
+                == "1"
+        });
+        locker.send("SELECT pg_sleep(4.8); COMMIT;");
+        let o = match offset {
+            None => s.run(&["tick"]),
+            Some(offset) => shifted(&s, offset, &["tick"]),
+        };
+        drop(locker);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        assert_eq!(
+            stderr(&o).contains("the store's ("),
+            said,
+            "{offset:?}: {}",
+            stderr(&o)
+        );
+    }
 }
 
 #[test]
