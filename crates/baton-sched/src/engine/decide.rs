@@ -223,6 +223,23 @@ pub fn job(
         }
         return match p.run.as_slice() {
             [] => done(waiting, alerted, &mut all_recorded),
+            // Occurrences already wait (behind a run that may since have
+            // died): the new one takes its place behind them, as it would
+            // behind a run in flight, so the queue runs oldest first. Run
+            // ahead of them, its claim would pass theirs, and the holder
+            // that drains them would find them claimed.
+            [at] if queued && job.policy.overlap.value.waits() => {
+                match s.ledger(|l| l.enqueue(&job.name, &[*at], true, now)) {
+                    Some(Queued::Queued | Queued::Coalesced { .. }) => {
+                        done(Some(Start::Queue), alerted, &mut all_recorded)
+                    }
+                    Some(Queued::Moved) => {
+                        state = sighted(s.ledger(|l| l.job(&job.name)).flatten());
+                        continue;
+                    }
+                    None => done(Some(Start::Scheduled(*at)), alerted, &mut all_recorded),
+                }
+            }
             [at] => done(Some(Start::Scheduled(*at)), alerted, &mut all_recorded),
             batch => match s.ledger(|l| l.enqueue(&job.name, batch, false, now)) {
                 Some(Queued::Queued | Queued::Coalesced { .. }) => {
