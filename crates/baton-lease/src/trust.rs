@@ -314,8 +314,8 @@ pub fn check_dir_meta(
 }
 
 /// Checks `dir` and every directory above it, after resolving symbolic
-/// links: each must be owned by this user or root and writable by nobody
-/// else. The first `strict` of them (`dir`, then its parent, …) may not be
+/// links ([`check_links`] first): each must be owned by this user or root
+/// and writable by nobody else. The first `strict` of them (`dir`, then its parent, …) may not be
 /// shared at all; those above may be sticky and shared (as `/tmp` is), since
 /// nobody can then move what is below them away.
 ///
@@ -324,6 +324,7 @@ pub fn check_dir_meta(
 /// The first directory on the path that fails, or an I/O error (reported as
 /// untrusted: what cannot be checked is not trusted).
 pub fn check_dir_path(dir: &Path, strict: usize) -> Result<(), Untrusted> {
+    check_links(dir)?;
     let real = std::fs::canonicalize(dir).map_err(|e| Untrusted {
         path: dir.to_owned(),
         why: format!("not a directory that can be checked ({e})"),
@@ -348,6 +349,93 @@ pub fn check_dir_path(dir: &Path, strict: usize) -> Result<(), Untrusted> {
             Sticky::Allowed
         };
         check_dir_meta(p, &meta, sticky)?;
+    }
+    Ok(())
+}
+
+/// How many symbolic links [`check_links`] follows in one path, as the
+/// kernel's own limit (`ELOOP`).
+const MAX_LINKS: usize = 40;
+
+/// Checks every symbolic link met on the way to `path`, followed as the
+/// kernel follows them: each must be owned by this user or root, and the
+/// directory it sits in writable by nobody else unless it is sticky. A
+/// link another user owns (in `/tmp`, say) could be pointed elsewhere at
+/// any moment, between two runs or during one, and with it every lock and
+/// record below it; the directories the path finally resolves to are
+/// checked by [`check_dir_path`], but a link is not among them.
+///
+/// # Errors
+///
+/// The first link that fails, or one that cannot be read (what cannot be
+/// checked is not trusted).
+pub fn check_links(path: &Path) -> Result<(), Untrusted> {
+    use std::path::Component;
+    let unreadable = |p: &Path, e: std::io::Error| Untrusted {
+        path: p.to_owned(),
+        why: format!("not a path that can be checked ({e})"),
+        remedy: "create it, or choose another directory".into(),
+    };
+    let mut todo: Vec<std::ffi::OsString> = Vec::new();
+    let push_all = |todo: &mut Vec<std::ffi::OsString>, p: &Path| {
+        for c in p.components().rev() {
+            todo.push(c.as_os_str().to_owned());
+        }
+    };
+    push_all(&mut todo, path);
+    let mut at = PathBuf::new();
+    let mut links = 0;
+    while let Some(part) = todo.pop() {
+        match Path::new(&part).components().next() {
+            Some(Component::RootDir) => {
+                at = PathBuf::from("/");
+                continue;
+            }
+            Some(Component::CurDir) | None => continue,
+            Some(Component::ParentDir) => {
+                at.pop();
+                continue;
+            }
+            Some(Component::Prefix(_) | Component::Normal(_)) => {}
+        }
+        let next = at.join(&part);
+        let meta = match std::fs::symlink_metadata(&next) {
+            Ok(m) => m,
+            // Nothing there yet: whatever is created there is checked once
+            // it exists.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(unreadable(&next, e)),
+        };
+        if !meta.file_type().is_symlink() {
+            at = next;
+            continue;
+        }
+        links += 1;
+        if links > MAX_LINKS {
+            return Err(Untrusted {
+                path: path.to_owned(),
+                why: format!("a path through more than {MAX_LINKS} symbolic links"),
+                remedy: "give the directory's own path".into(),
+            });
+        }
+        if !owner_ok(meta.uid()) {
+            return Err(Untrusted {
+                path: next,
+                why: format!(
+                    "a symbolic link owned by {}, not by {}",
+                    owner_name(meta.uid()),
+                    trusted_owners()
+                ),
+                remedy: "its owner could point it elsewhere at any moment, and every lock and \
+                         record below it with it; give the directory's own path, or replace \
+                         the link with one you own"
+                    .into(),
+            });
+        }
+        let dir_meta = std::fs::metadata(&at).map_err(|e| unreadable(&at, e))?;
+        check_dir_meta(&at, &dir_meta, Sticky::Allowed)?;
+        let target = std::fs::read_link(&next).map_err(|e| unreadable(&next, e))?;
+        push_all(&mut todo, &target);
     }
     Ok(())
 }
@@ -432,6 +520,39 @@ mod tests {
             Role::Log,
         );
         assert_eq!(e.unwrap_err().why, "a directory, not a regular file");
+    }
+
+    #[test]
+    fn links_are_followed_as_the_kernel_follows_them_and_a_loop_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path();
+        std::fs::create_dir_all(base.join("a/b")).unwrap();
+        // A relative link with `..`, and a link to a link.
+        std::os::unix::fs::symlink("../a/b", base.join("a/up")).unwrap();
+        std::os::unix::fs::symlink(base.join("a/up"), base.join("l")).unwrap();
+        check_links(&base.join("l/c/d")).unwrap();
+        assert_eq!(
+            std::fs::canonicalize(base.join("l")).unwrap(),
+            std::fs::canonicalize(base.join("a/b")).unwrap()
+        );
+        std::os::unix::fs::symlink(base.join("loop2"), base.join("loop1")).unwrap();
+        std::os::unix::fs::symlink(base.join("loop1"), base.join("loop2")).unwrap();
+        let e = check_links(&base.join("loop1/x")).unwrap_err();
+        assert!(e.why.contains("symbolic links"), "{e}");
+    }
+
+    #[test]
+    fn a_link_in_a_directory_others_may_write_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let open = tmp.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        std::os::unix::fs::symlink(tmp.path(), open.join("l")).unwrap();
+        let e = check_links(&open.join("l/x")).unwrap_err();
+        assert!(e.why.contains("writable by its group or by others"), "{e}");
+        // Sticky, as /tmp: only the link's owner may replace it.
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        check_links(&open.join("l/x")).unwrap();
     }
 
     #[test]

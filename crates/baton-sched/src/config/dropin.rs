@@ -133,13 +133,9 @@ pub(super) fn scan_checked(config_path: &Path) -> (Vec<Found>, Vec<ConfigError>)
         Err(e) => return (Vec::new(), vec![unreadable(&dir, &e.to_string())]),
     };
     // What another user could add to or replace in jobs.d/ would run as
-    // whoever runs baton.
-    let trusted = std::fs::metadata(&dir)
-        .map_err(|e| unreadable(&dir, &e.to_string()))
-        .and_then(|meta| {
-            baton_lease::trust::check_dir_meta(&dir, &meta, baton_lease::trust::Sticky::Refused)
-                .map_err(ConfigError::from)
-        });
+    // whoever runs baton: it, every directory above it and every symbolic
+    // link on the way to it are checked as a state directory is.
+    let trusted = baton_lease::trust::check_dir_path(&dir, 1).map_err(ConfigError::from);
     if let Err(e) = trusted {
         return (Vec::new(), vec![e]);
     }

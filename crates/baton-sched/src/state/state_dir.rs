@@ -178,6 +178,8 @@ pub fn check_existing(dir: &Path) -> Result<bool, StateError> {
 }
 
 fn create(p: &Path) -> Result<(), StateError> {
+    // Nothing is made through a link another user could repoint.
+    trust::check_links(p)?;
     match std::fs::metadata(p) {
         Ok(m) if m.is_dir() => return Ok(()),
         Ok(_) => {

@@ -51,7 +51,7 @@ fn state_dir_item() -> (String, String) {
         "The state directory: --state-dir, else $BATON_STATE_DIR, else /var/lib/baton for \
          root, else $XDG_STATE_HOME/baton, else ~/.local/state/baton; with baton.toml, its \
          [scheduler] state_dir. An absolute path that no other user owns or can write, nor any \
-         directory above it.",
+         directory above it, reached through no symbolic link another user owns.",
     )
 }
 

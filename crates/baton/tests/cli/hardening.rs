@@ -360,6 +360,84 @@ fn a_state_directory_or_lock_file_another_user_owns_is_refused() {
     assert!(stderr(&o).contains("owned by uid 65534"), "{}", stderr(&o));
 }
 
+/// A state directory named through a symbolic link another user owns (in a
+/// sticky directory such as `/tmp`, where anyone may make one): its owner
+/// could point it at another directory of root's during a run, and a
+/// second run would find the lock free there. The link is refused, though
+/// the directories it leads to are root's; a link root owns is followed.
+/// So is a `jobs.d/` reached through such a link.
+#[test]
+fn a_state_directory_or_jobs_d_through_another_users_link_is_refused() {
+    if !root() {
+        return; // Making a link another user's needs root.
+    }
+    let env = Env::new();
+    let shared = env.path("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let real = env.path("real");
+    std::fs::create_dir(&real).unwrap();
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let theirs = shared.join("theirs");
+    std::os::unix::fs::symlink(&real, &theirs).unwrap();
+    std::os::unix::fs::lchown(&theirs, Some(65534), None).unwrap();
+    let exec = |dir: &std::path::Path| {
+        env.run(&[
+            "exec",
+            "--state-dir",
+            dir.to_str().unwrap(),
+            "--name",
+            "job",
+            "--",
+            "true",
+        ])
+    };
+    let o = exec(&theirs.join("state"));
+    assert_eq!(code(&o), 125, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("a symbolic link owned by uid 65534"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        !real.join("state").exists(),
+        "something was made through the link"
+    );
+    let mine = shared.join("mine");
+    std::os::unix::fs::symlink(&real, &mine).unwrap();
+    let o = exec(&mine.join("state"));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    // A configuration's jobs.d/ through another user's link.
+    let conf = env.path("conf");
+    std::fs::create_dir(&conf).unwrap();
+    std::fs::set_permissions(&conf, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let dropins = env.path("dropins");
+    std::fs::create_dir(&dropins).unwrap();
+    std::fs::set_permissions(&dropins, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::write(dropins.join("x.toml"), "every = \"1h\"\nrun = [\"true\"]\n").unwrap();
+    std::os::unix::fs::symlink(&dropins, conf.join("jobs.d")).unwrap();
+    std::os::unix::fs::lchown(conf.join("jobs.d"), Some(65534), None).unwrap();
+    std::fs::write(
+        conf.join("baton.toml"),
+        format!(
+            "[scheduler]\nstate_dir = {:?}\n",
+            env.path("sched").display()
+        ),
+    )
+    .unwrap();
+    let o = env.run(&[
+        "config",
+        "--config",
+        conf.join("baton.toml").to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("a symbolic link owned by uid 65534"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn a_lock_path_in_a_shared_directory_needs_the_sticky_bit() {
     let env = Env::new();
