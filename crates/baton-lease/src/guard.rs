@@ -20,7 +20,9 @@
 //! without writing, to refuse before a lease is taken. A guard that names
 //! another slot of the same lock ([`crate::slot`], `max_concurrent`) is not
 //! another lock: its run goes on beside this one by design, and only the
-//! guard's claim is asked.
+//! guard's claim is asked. A guard that names another lock is judged with
+//! every slot of that lock, since the key's runs in its other slots took
+//! the guard before the one it names.
 //!
 //! Two runs of one key under two locks cannot both pass: the guard's mutex
 //! orders their takes, and the second finds the first's lock held under the
@@ -366,10 +368,13 @@ impl Lock {
             // now, before it is recorded anywhere else: the guard cannot).
             return Ok(Guarded::Clear);
         }
-        if !crate::slot::same_lock(&named.lock, &here)
-            && let Some(elsewhere) = self.held_elsewhere(named)?
-        {
-            return Ok(elsewhere);
+        if !crate::slot::same_lock(&named.lock, &here) {
+            if let Some(elsewhere) = self.held_elsewhere(named)? {
+                return Ok(elsewhere);
+            }
+            if let Some(elsewhere) = self.other_slot_held(&named.lock)? {
+                return Ok(elsewhere);
+            }
         }
         // Another slot of this lock (`max_concurrent`): its runs beside
         // this one are what the slots are for, but what it claimed is the
@@ -388,6 +393,33 @@ impl Lock {
                 lock: seen.path,
                 verdict: seen.verdict,
             }));
+        }
+        Ok(None)
+    }
+
+    /// Another slot of the lock `named` (the guard's, not this one) held
+    /// by a holder that may still run. The guard names only the slot whose
+    /// run took it last; the key's runs in its other slots
+    /// (`max_concurrent`) took it before and may run on, under fences it no
+    /// longer names. Slots 2 and up belong to the key alone (a lock with
+    /// slots is never shared), but slot 1 may be another key's now, and a
+    /// holder's record does not say whose run it is: any holder not
+    /// provably gone is taken for the key's, so the key waits for that
+    /// lock to be let go rather than run beside itself.
+    fn other_slot_held(&self, named: &str) -> Result<Option<Guarded>, Error> {
+        let (base, named_slot) = crate::slot::slot_of(named);
+        for k in (1..=crate::slot::MOST).filter(|&k| k != named_slot) {
+            let other = self.beside(&format!("{}.lock", crate::slot::slot_name(base, k)));
+            if !other.path().exists() {
+                continue;
+            }
+            let seen = other.inspect()?;
+            if matches!(&seen.body, Some(Body::Held(_))) && !seen.verdict.claimable() {
+                return Ok(Some(Guarded::Elsewhere {
+                    lock: seen.path,
+                    verdict: seen.verdict,
+                }));
+            }
         }
         Ok(None)
     }

@@ -16,6 +16,9 @@ use std::borrow::Cow;
 /// What separates a lock's name from its slot number.
 const SEPARATOR: char = '@';
 
+/// The most slots a lock has (`max_concurrent` is at most this).
+pub const MOST: u32 = 64;
+
 /// The name of slot `slot` (1-based) of the lock `base`: `base` itself for
 /// slot 1 (or 0), `base@K` otherwise.
 pub fn slot_name(base: &str, slot: u32) -> Cow<'_, str> {

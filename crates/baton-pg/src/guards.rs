@@ -288,6 +288,52 @@ impl Leases {
         let held_there =
             matches!(&seen.body, Body::Held(h) if i64::try_from(h.fence.get()) == Ok(fence));
         let verdict = self.judge().verdict(&seen);
-        Ok((held_there && !verdict.claimable()).then_some((named, verdict)))
+        if held_there && !verdict.claimable() {
+            return Ok(Some((named, verdict)));
+        }
+        self.other_slot_held(c, in_transaction, &named, what).await
+    }
+
+    /// Another slot of the lock `named` (the guard's, not the caller's)
+    /// held by a holder that may still run, as the file store's guard
+    /// judges it (`baton_lease::guard`): the guard names only the slot
+    /// whose run took it last, and the job's runs in its other slots may
+    /// run on under fences it no longer names. Slot 1 may be another job's
+    /// now, and a row does not say whose run it holds: any holder not
+    /// provably gone is taken for the job's, so the job waits for that lock
+    /// rather than run beside itself. Held rows are read one at a time
+    /// (rarely more than one: only while a guard names a former lock).
+    async fn other_slot_held(
+        &self,
+        c: &mut Conn,
+        in_transaction: bool,
+        named: &str,
+        what: &'static str,
+    ) -> Result<Option<(String, Verdict)>, Error> {
+        let (base, named_slot) = baton_lease::slot::slot_of(named);
+        let names: Vec<String> = (1..=baton_lease::slot::MOST)
+            .filter(|&k| k != named_slot)
+            .map(|k| baton_lease::slot::slot_name(base, k).into_owned())
+            .collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let mut after = String::new();
+        loop {
+            let params: [&dyn Param; 2] = [&names.as_slice(), &after];
+            let row = if in_transaction {
+                c.opt(&ST.held_among, &params).await
+            } else {
+                c.alone(&ST.held_among, &params).await
+            };
+            let Some(row) = row.map_err(|source| Error::Query { what, source })? else {
+                return Ok(None);
+            };
+            let name: String = row.get(20);
+            let seen = judge::read(&name, &row)?;
+            let verdict = self.judge().verdict(&seen);
+            if matches!(&seen.body, Body::Held(_)) && !verdict.claimable() {
+                return Ok(Some((name, verdict)));
+            }
+            after = name;
+        }
     }
 }

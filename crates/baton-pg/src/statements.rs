@@ -230,6 +230,9 @@ pub(crate) struct Statements {
     pub(crate) restate: &'static str,
     pub(crate) restate_refused: &'static str,
     pub(crate) inspect: String,
+    /// As `inspect`, for the first held row after `$2` among the names
+    /// `$1`, with its name last.
+    pub(crate) held_among: String,
     pub(crate) vouch: &'static str,
     pub(crate) confirm: &'static str,
     pub(crate) held_back: &'static str,
@@ -248,6 +251,11 @@ pub(crate) static ST: LazyLock<Statements> = LazyLock::new(|| Statements {
     restate: RESTATE,
     restate_refused: RESTATE_REFUSED,
     inspect: SELECT.replace(" FOR UPDATE", ""),
+    held_among: SELECT.replace(
+        "\nFROM baton.leases WHERE name = $1 FOR UPDATE",
+        ",\n       name\nFROM baton.leases WHERE name = ANY($1::text[]) AND state = 'held' \
+             AND name > $2\nORDER BY name LIMIT 1",
+    ),
     vouch: VOUCH,
     confirm: CONFIRM,
     held_back: HELD_BACK,
@@ -259,6 +267,21 @@ mod tests {
 
     use super::*;
     use crate::test_server::on_a_connection;
+
+    /// The look at a lock's other slots reads what `inspect` reads, with
+    /// the row's name after it, among the names given.
+    #[test]
+    fn the_look_at_other_slots_reads_the_columns_of_inspect_and_the_name() {
+        assert!(
+            ST.held_among
+                .contains("WHERE name = ANY($1::text[]) AND state = 'held'")
+        );
+        assert!(!ST.held_among.contains("FOR UPDATE"));
+        let columns = |sql: &str| sql.split("FROM baton.leases").next().unwrap().to_owned();
+        let head = columns(&ST.inspect);
+        assert!(columns(&ST.held_among).starts_with(head.trim_end()));
+        assert!(columns(&ST.held_among).trim_end().ends_with("name"));
+    }
 
     /// [`QUEUED`] answers only from a snapshot in which the releasing
     /// holder's token is gone from the row; then it says whether one of the

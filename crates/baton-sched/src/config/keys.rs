@@ -495,14 +495,18 @@ pub static KEYS: &[Key] = &[
             "what an occurrence does when the job's run is in flight: skip, queue, or replace \
              (stop that run, then start)",
         ),
-    Key::new("max_concurrent", Count(1, 64), Toml("1"))
-        .of(&[Scheduler, Job])
-        .inherited()
-        .variable()
-        .doc(
-            "how many runs of the job may be in flight at once, each under a slot of its lock \
+    Key::new(
+        "max_concurrent",
+        Count(1, baton_lease::slot::MOST),
+        Toml("1"),
+    )
+    .of(&[Scheduler, Job])
+    .inherited()
+    .variable()
+    .doc(
+        "how many runs of the job may be in flight at once, each under a slot of its lock \
              (`BATON_SLOT`)",
-        ),
+    ),
     Key::new("contain", Bool, Toml("true"))
         .of(&[Scheduler, Job])
         .inherited()

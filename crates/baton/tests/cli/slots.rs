@@ -200,6 +200,74 @@ fn a_full_set_of_slots_refuses_and_a_killed_holder_s_slot_is_taken_over() {
     assert!(number(&dir, "max") <= 2);
 }
 
+/// A job with two slots whose lock is renamed while a run holds the old
+/// lock's first slot and a later run (which took the job's guard last) has
+/// ended in its second: the guard names that free slot only, yet the job
+/// must not run under the new lock beside the run still in flight.
+#[test]
+fn a_lock_renamed_while_an_earlier_slot_runs_waits_for_it() {
+    renamed_while_an_earlier_slot_runs("");
+}
+
+/// As above, on a PostgreSQL store.
+#[test]
+fn on_a_store_a_lock_renamed_while_an_earlier_slot_runs_waits_for_it() {
+    let pg = PgServer::start();
+    renamed_while_an_earlier_slot_runs(&format!("[store]\nurl = {:?}\n", pg.url()));
+}
+
+fn renamed_while_an_earlier_slot_runs(store: &str) {
+    let s = Sched::new("");
+    let dir = s.env.path("job");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = |lock: &str, run: &str| {
+        format!(
+            "{store}[jobs.crunch]\nschedule = \"0 3 * * *\"\nlock = \"{lock}\"\nmax_concurrent = 2\n\
+             run = \"{}\"\n",
+            run.replace('\\', "\\\\").replace('"', "\\\"")
+        )
+    };
+    s.write(&config("a", &gated(&dir)));
+    if !store.is_empty() {
+        let o = s.run(&["store", "migrate"]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+    }
+    let mut first = s
+        .cmd(&["run", "crunch"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually("the first run", || starts(&dir).len() == 1);
+    // A quick run in the second slot: it takes the guard, and ends.
+    s.write(&config("a", "true"));
+    let o = s.run(&["run", "crunch"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    s.write(&config("b", &gated(&dir)));
+    let mut renamed = s
+        .cmd(&["run", "crunch"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually("the run under the new lock to end or start", || {
+        renamed.try_wait().unwrap().is_some() || starts(&dir).len() > 1
+    });
+    assert_eq!(
+        starts(&dir).len(),
+        1,
+        "a run under the new lock started beside the old one: {:?}",
+        starts(&dir)
+    );
+    assert!(!renamed.wait().unwrap().success());
+    std::fs::write(dir.join("go"), "").unwrap();
+    assert!(first.wait().unwrap().success());
+    let o = s.run(&["run", "crunch"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(starts(&dir).len(), 2, "{:?}", starts(&dir));
+    assert!(number(&dir, "max") <= 1);
+}
+
 /// The killed run never counted itself out: the count is what the live
 /// runs are.
 fn flock_reset(dir: &Path) {
