@@ -236,7 +236,10 @@ impl RunRecord {
                     self.start.run_id,
                     m.reason.as_str()
                 )),
-                None => return self.gave_up(surfaces, end),
+                None => {
+                    let attempts = std::mem::take(&mut self.attempts);
+                    return self.gave_up(surfaces, end, &attempts);
+                }
             }
         }
         // The attempts not recorded yet (the last one, usually) land with
@@ -258,7 +261,7 @@ impl RunRecord {
             }
         });
         let Some(read) = recorded else {
-            return self.gave_up(surfaces, end);
+            return self.gave_up(surfaces, end, &attempts);
         };
         if let Some((jobs, next)) = read {
             surfaces.borrow_mut().kept_queue().keep(jobs, next);
@@ -300,9 +303,14 @@ impl RunRecord {
         }
     }
 
-    fn gave_up(&self, surfaces: &Rc<RefCell<Surfaces>>, end: &Finished) -> bool {
+    fn gave_up(
+        &self,
+        surfaces: &Rc<RefCell<Surfaces>>,
+        end: &Finished,
+        attempts: &[baton_store::ledger::Attempt],
+    ) -> bool {
         let kept = match &self.slot {
-            Some(slot) => match slot.keep(end) {
+            Some(slot) => match slot.keep(end, attempts) {
                 Ok(()) => "; its end is kept in its end slot, for the next run under the lock \
                            to record"
                     .to_owned(),

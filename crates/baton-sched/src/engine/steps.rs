@@ -1030,6 +1030,37 @@ fn why_abandoned(run: &baton_store::ledger::RunRow, superseded: bool, fence: u64
     }
 }
 
+/// Records the ends this host kept in its end slots, because the ledger
+/// would not take them when their runs ended (a full disk, a ledger locked
+/// for longer than the run could wait), for every run the ledger still has
+/// unfinished; a slot whose run the ledger has finished (or never knew) is
+/// removed. Each tick does this, so a run that ended is not shown
+/// `abandoned` (nor its job crashed) until the job's next run under its
+/// lock would record it; recording an end needs no lease, the run being
+/// over. A ledger that fails says so once and leaves the rest for the next
+/// tick.
+pub(crate) fn record_kept_ends(config: &crate::config::Config, s: &mut Surfaces) {
+    let state = &config.settings.state_dir.value;
+    let keep = config.settings.history_keep.value;
+    for crate::state::end_slot::Kept { end, attempts } in crate::state::end_slot::all_kept(state) {
+        let Some(unfinished) = s.ledger(|l| l.unfinished(&end.job)) else {
+            return;
+        };
+        if unfinished.iter().any(|r| r.run_id == end.run_id) {
+            if s.ledger(|l| l.finish_run_after(&attempts, &end, keep))
+                .is_none()
+            {
+                return;
+            }
+            s.note(&format!(
+                "{} run={} verdict={} (exit {}): recorded from its end slot",
+                end.job, end.run_id, end.verdict, end.exit_code
+            ));
+        }
+        crate::state::end_slot::forget(state, &end.run_id);
+    }
+}
+
 /// Records the end of `mate`'s run `run`, which can no longer end on its
 /// own: the end it kept in its slot when the ledger would not take it, else
 /// `abandoned` (`why`) at `now`.
@@ -1045,10 +1076,13 @@ fn end_abandoned(
     let keep = req.config.settings.history_keep.value;
     // A run that ended while the ledger would not take its end kept it in
     // its slot: that is its record, not `abandoned`.
-    if let Some(end) = crate::state::end_slot::kept(state, &run.run_id)
+    if let Some(crate::state::end_slot::Kept { end, attempts }) =
+        crate::state::end_slot::kept(state, &run.run_id)
         && end.job == mate
     {
-        if s.ledger(|l| l.finish_run(&end, keep)).is_some() {
+        if s.ledger(|l| l.finish_run_after(&attempts, &end, keep))
+            .is_some()
+        {
             crate::state::end_slot::forget(state, &run.run_id);
             s.note(&format!(
                 "{mate} run={} verdict={} (exit {}): recorded from its end slot",

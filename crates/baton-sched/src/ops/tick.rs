@@ -283,6 +283,8 @@ pub fn decide_due_with(
         s.finish();
         return (due, None);
     }
+    // Ends this host kept while the ledger would not take them.
+    crate::engine::steps::record_kept_ends(config, &mut s);
     // The ledger learns of new jobs (a write only when there are some),
     // seen first now: their occurrences before now are neither run nor
     // missed. Read back, so that this tick plans from the sighting the

@@ -13,15 +13,17 @@
 
 use std::path::{Path, PathBuf};
 
-use baton_store::ledger::Finished;
-use baton_store::words::RunVerdict;
+use baton_store::ledger::{Attempt, Finished};
+use baton_store::words::{AttemptOutcome, RunVerdict, StepKind};
 use jiff::Timestamp;
 
 use crate::state::state_file::{self, StateFileError};
 
 /// The room reserved for one end: a run id, a job name of up to 128
-/// bytes, a verdict, an exit code and a time fit many times over.
-const ROOM: usize = 1024;
+/// bytes, a verdict, an exit code and a time fit many times over, with
+/// about a dozen of the run's last attempts (the older ones are left out
+/// when they do not fit).
+const ROOM: usize = 4096;
 
 /// One run's slot.
 #[derive(Debug)]
@@ -39,6 +41,35 @@ struct Stored {
     verdict: RunVerdict,
     exit_code: i32,
     success: bool,
+    /// The attempts the ledger did not take either, oldest first.
+    #[serde(default)]
+    attempts: Vec<StoredAttempt>,
+}
+
+/// One attempt in a slot (its run and job are the slot's).
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct StoredAttempt {
+    seq: u32,
+    step: String,
+    kind: StepKind,
+    attempt: u32,
+    /// RFC 3339.
+    started: String,
+    /// RFC 3339.
+    finished: String,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    outcome: AttemptOutcome,
+}
+
+/// What a slot kept: a run's end, and the attempts that were to be
+/// recorded with it.
+#[derive(Debug)]
+pub(crate) struct Kept {
+    /// The end.
+    pub(crate) end: Finished,
+    /// Its attempts not recorded yet, oldest first.
+    pub(crate) attempts: Vec<Attempt>,
 }
 
 /// Why a slot was not reserved.
@@ -65,21 +96,42 @@ impl EndSlot {
         Ok(Self { path })
     }
 
-    /// Keeps `end` in the slot, for a later run to record.
-    pub(crate) fn keep(&self, end: &Finished) -> Result<(), StateFileError> {
-        let stored = Stored {
+    /// Keeps `end` in the slot, with as many of the newest of `attempts`
+    /// (those to be recorded with it) as fit, for a later run or tick to
+    /// record.
+    pub(crate) fn keep(&self, end: &Finished, attempts: &[Attempt]) -> Result<(), StateFileError> {
+        let mut stored = Stored {
             run_id: end.run_id.clone(),
             job: end.job.clone(),
             finished: end.finished.to_string(),
             verdict: end.verdict,
             exit_code: end.exit_code,
             success: end.success,
+            attempts: attempts
+                .iter()
+                .map(|a| StoredAttempt {
+                    seq: a.seq,
+                    step: a.step.clone(),
+                    kind: a.kind,
+                    attempt: a.attempt,
+                    started: a.started.to_string(),
+                    finished: a.finished.to_string(),
+                    exit_code: a.exit_code,
+                    signal: a.signal,
+                    outcome: a.outcome,
+                })
+                .collect(),
         };
-        // OK because a struct of strings and numbers always serializes.
-        let mut line = serde_json::to_vec(&stored).expect("an end serializes");
-        line.push(b'\n');
-        line.truncate(ROOM);
-        state_file::overwrite(&self.path, &line)
+        loop {
+            // OK because a struct of strings and numbers always serializes.
+            let mut line = serde_json::to_vec(&stored).expect("an end serializes");
+            line.push(b'\n');
+            if line.len() <= ROOM || stored.attempts.is_empty() {
+                line.truncate(ROOM);
+                return state_file::overwrite(&self.path, &line);
+            }
+            stored.attempts.remove(0);
+        }
     }
 
     /// Removes the slot: the ledger has the run's end.
@@ -92,19 +144,61 @@ fn remove(path: &Path) {
     let _ = std::fs::remove_file(path);
 }
 
-/// The end kept in `run_id`'s slot in `state`, if one was.
-pub(crate) fn kept(state: &Path, run_id: &str) -> Option<Finished> {
+/// The end kept in `run_id`'s slot in `state`, if one was, with its
+/// attempts (an attempt that cannot be read back is left out).
+pub(crate) fn kept(state: &Path, run_id: &str) -> Option<Kept> {
     let text = state_file::read_marker(&path_of(state, run_id)).ok()??;
     let s: Stored = serde_json::from_str(text.trim()).ok()?;
     let finished: Timestamp = s.finished.parse().ok()?;
-    (s.run_id == run_id).then_some(Finished {
-        run_id: s.run_id,
-        job: s.job,
-        finished,
-        verdict: s.verdict,
-        exit_code: s.exit_code,
-        success: s.success,
+    if s.run_id != run_id {
+        return None;
+    }
+    let attempts = s
+        .attempts
+        .into_iter()
+        .filter_map(|a| {
+            Some(Attempt {
+                run_id: s.run_id.clone(),
+                job: s.job.clone(),
+                seq: a.seq,
+                step: a.step,
+                kind: a.kind,
+                attempt: a.attempt,
+                started: a.started.parse().ok()?,
+                finished: a.finished.parse().ok()?,
+                exit_code: a.exit_code,
+                signal: a.signal,
+                outcome: a.outcome,
+            })
+        })
+        .collect();
+    Some(Kept {
+        end: Finished {
+            run_id: s.run_id,
+            job: s.job,
+            finished,
+            verdict: s.verdict,
+            exit_code: s.exit_code,
+            success: s.success,
+        },
+        attempts,
     })
+}
+
+/// Every end kept in a slot in `state` (slots only reserved, of runs in
+/// flight or that died, are not ends). Nothing is created: no `ends/`,
+/// no end.
+pub(crate) fn all_kept(state: &Path) -> Vec<Kept> {
+    let Ok(dir) = std::fs::read_dir(state.join("ends")) else {
+        return Vec::new();
+    };
+    dir.filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e.file_name();
+            let run_id = name.to_str()?.strip_suffix(".end")?.to_owned();
+            kept(state, &run_id)
+        })
+        .collect()
 }
 
 /// Removes `run_id`'s slot in `state` once the ledger has its end.
@@ -129,8 +223,8 @@ mod tests {
             exit_code: 0,
             success: true,
         };
-        slot.keep(&end).unwrap();
-        let back = kept(d.path(), "r1").unwrap();
+        slot.keep(&end, &[]).unwrap();
+        let back = kept(d.path(), "r1").unwrap().end;
         assert_eq!(
             (back.verdict.as_str(), back.exit_code, back.finished),
             ("ok", 0, end.finished)
@@ -139,5 +233,45 @@ mod tests {
         assert!(EndSlot::reserve(d.path(), "r1").is_err(), "reserved twice");
         forget(d.path(), "r1");
         assert!(!d.path().join("ends/r1.end").exists());
+    }
+
+    #[test]
+    fn a_slot_keeps_the_newest_attempts_that_fit_beside_the_end() {
+        let d = tempfile::tempdir().unwrap();
+        let slot = EndSlot::reserve(d.path(), "r1").unwrap();
+        let at = |s: i64| Timestamp::from_second(1_800_000_000 + s).unwrap();
+        let end = Finished {
+            run_id: "r1".into(),
+            job: "j".into(),
+            finished: at(100),
+            verdict: RunVerdict::Failed,
+            exit_code: 1,
+            success: false,
+        };
+        let attempts: Vec<Attempt> = (1..=60)
+            .map(|n| Attempt {
+                run_id: "r1".into(),
+                job: "j".into(),
+                seq: n,
+                step: "a-step-with-a-long-name".into(),
+                kind: StepKind::Step,
+                attempt: n,
+                started: at(i64::from(n)),
+                finished: at(i64::from(n) + 1),
+                exit_code: Some(1),
+                signal: None,
+                outcome: AttemptOutcome::Failed,
+            })
+            .collect();
+        slot.keep(&end, &attempts).unwrap();
+        let back = kept(d.path(), "r1").unwrap();
+        assert_eq!(back.end.exit_code, 1);
+        let seqs: Vec<u32> = back.attempts.iter().map(|a| a.seq).collect();
+        assert!(!seqs.is_empty() && seqs.len() < 60, "{seqs:?}");
+        assert_eq!(seqs.last(), Some(&60), "the newest is kept: {seqs:?}");
+        assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{seqs:?}");
+        assert_eq!(back.attempts[0].started, at(i64::from(seqs[0])));
+        assert_eq!(back.attempts[0].job, "j");
+        assert_eq!(all_kept(d.path()).len(), 1);
     }
 }

@@ -252,11 +252,13 @@ fn store_files_an_occurrence_whose_start_a_full_disk_refused_is_left_to_a_later_
     assert_ne!(superseded, "0", "nothing was superseded: {}", stderr(&o));
 }
 
-#[test]
-fn store_files_a_run_whose_end_a_full_disk_refused_is_recorded_with_its_true_verdict() {
+/// A yearly job `j` whose scheduled run filled the state directory's disk
+/// and ended 0, its end kept in its end slot; the disk freed again. None
+/// without root (mounting a tmpfs needs it).
+fn ended_on_a_full_disk() -> Option<(Sched, Tmpfs)> {
     if !crate::support::root() {
         eprintln!("skipped: mounting a tmpfs needs root");
-        return;
+        return None;
     }
     let s = Sched::new("");
     let disk = Tmpfs::mount(&s.env.state(), "4m");
@@ -280,10 +282,43 @@ fn store_files_a_run_whose_end_a_full_disk_refused_is_recorded_with_its_true_ver
         stderr(&o)
     );
     std::fs::remove_file(&filler).unwrap();
+    Some((s, disk))
+}
+
+#[test]
+fn store_files_a_run_whose_end_a_full_disk_refused_is_recorded_with_its_true_verdict() {
+    let Some((s, disk)) = ended_on_a_full_disk() else {
+        return;
+    };
     // The next run under the lock records it from its end slot: ok, exit 0,
     // not abandoned.
     let o = s.run(&["run", "j"]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    recorded_ok_from_its_slot(&s);
+    drop(disk);
+}
+
+/// No run of the job needs to come: the next tick, with nothing due,
+/// records the end its slot kept, and no surface shows the run abandoned
+/// or the job crashed meanwhile.
+#[test]
+fn store_files_a_run_whose_end_a_full_disk_refused_is_recorded_by_the_next_tick() {
+    let Some((s, disk)) = ended_on_a_full_disk() else {
+        return;
+    };
+    let o = s.run(&["tick"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    recorded_ok_from_its_slot(&s);
+    let st = s.json(&["status", "j", "--json"]);
+    assert_ne!(st["jobs"][0]["state"], "crashed", "{st}");
+    let o = s.run(&["status", "j"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    drop(disk);
+}
+
+/// The scheduled run of `j` is recorded ok, exit 0, and no end slot is
+/// left.
+fn recorded_ok_from_its_slot(s: &Sched) {
     let runs = s.json(&["history", "j", "--json"]);
     let scheduled: Vec<&serde_json::Value> = runs
         .as_array()
@@ -294,13 +329,16 @@ fn store_files_a_run_whose_end_a_full_disk_refused_is_recorded_with_its_true_ver
     assert_eq!(scheduled.len(), 1, "{runs}");
     assert_eq!(scheduled[0]["verdict"], "ok", "{runs}");
     assert_eq!(scheduled[0]["exit_code"], 0, "{runs}");
+    // Its step's attempt, which the ledger did not take either, with it.
+    let attempts = scheduled[0]["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1, "{runs}");
+    assert_eq!(attempts[0]["outcome"], "ok", "{runs}");
     let ends = s.env.state().join("ends");
     assert_eq!(
         std::fs::read_dir(&ends).map(|d| d.count()).unwrap_or(0),
         0,
         "an end slot was left behind"
     );
-    drop(disk);
 }
 
 #[test]
