@@ -70,15 +70,8 @@ impl Request {
             }
             (None, None) => Until::Resumed,
         };
-        if self
-            .reason
-            .as_deref()
-            .is_some_and(|r| r.chars().any(char::is_control))
-        {
-            return Err(Refused::Bad(
-                "reason: control characters (line breaks, escapes) are not allowed in a reason"
-                    .into(),
-            ));
+        if self.reason.as_deref().is_some_and(unshowable) {
+            return Err(Refused::Bad(format!("reason: {UNSHOWABLE}")));
         }
         if let Until::At(t) = until
             && t <= now
@@ -205,12 +198,9 @@ pub fn pause_job(
         ));
         return Err(Outcome::Unable);
     }
-    if reason.is_some_and(|r| r.chars().any(char::is_control)) {
-        // Shown as it is by `status` and `pause`: a line break or an escape
-        // there could fake a line or recolour a terminal.
+    if reason.is_some_and(unshowable) {
         crate::say::line(format_args!(
-            "pause: --reason: control characters (line breaks, escapes) are not allowed in a \
-             reason; nothing was paused"
+            "pause: --reason: {UNSHOWABLE}; nothing was paused"
         ));
         return Err(Outcome::Unable);
     }
@@ -307,4 +297,25 @@ pub fn render_resumed(config: &Config, r: &Resumed) -> String {
                 .unwrap_or_default()
         ),
     }
+}
+
+/// Why a reason is refused ([`unshowable`]).
+const UNSHOWABLE: &str = "control characters (line breaks, escapes) and the Unicode line \
+                          separators and direction overrides are not allowed in a reason";
+
+/// Whether a pause's reason holds a character that would not show as
+/// itself where `status` and `pause` print it as it is: a control
+/// character (a line break could fake a line, an escape recolour a
+/// terminal), a Unicode line or paragraph separator (another line), or a
+/// direction mark, embedding, override or isolate (text shown in another
+/// order than written).
+fn unshowable(reason: &str) -> bool {
+    reason.chars().any(|c| {
+        c.is_control()
+            || matches!(
+                c,
+                '\u{2028}' | '\u{2029}' | '\u{200E}' | '\u{200F}' | '\u{061C}'
+                    | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+            )
+    })
 }

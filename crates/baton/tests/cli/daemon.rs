@@ -266,6 +266,11 @@ fn daemon_manual_run_when_busy_is_409_with_the_holder() {
         (r.status, r.json()["error"]["code"].clone()),
         (400, "bad_body".into())
     );
+    let r = d.post("/v1/jobs/slow/pause", r#"{"reason": "a\u2028b"}"#);
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (400, "bad_body".into())
+    );
     // A body that is not a JSON object is refused.
     let r = d.post("/v1/jobs/slow/run", "garbage{");
     assert_eq!(

@@ -573,6 +573,10 @@ fn a_pause_with_an_end_lapses_on_its_own_and_bad_pauses_are_refused() {
         // fake a line or recolour the terminal of whoever reads `status`.
         vec!["pause", "p", "--reason", "line1\nline2"],
         vec!["pause", "p", "--reason", "\u{1b}[31mred"],
+        // Nor a Unicode line separator, nor a direction override, which
+        // shows text in another order than it was written.
+        vec!["pause", "p", "--reason", "one\u{2028}two"],
+        vec!["pause", "p", "--reason", "ok \u{202e}gnp.exe"],
     ] {
         let o = s.run(&bad);
         assert_eq!(code(&o), 2, "{bad:?}: {}", stderr(&o));
