@@ -150,6 +150,21 @@ impl Named {
     }
 }
 
+/// The error of a guard that could not be opened: what stands at its path
+/// when it is no file (a symbolic link, never followed; a directory), else
+/// the I/O error.
+fn refused(guard: &Path, action: &'static str, e: std::io::Error) -> Error {
+    let what = match e.raw_os_error().map(rustix::io::Errno::from_raw_os_error) {
+        Some(rustix::io::Errno::LOOP) => "it is a symbolic link, which baton never follows",
+        Some(rustix::io::Errno::ISDIR) => "it is a directory",
+        _ => return Error::io(action, guard, e),
+    };
+    Error::UnreadableGuard {
+        path: guard.to_owned(),
+        why: what.into(),
+    }
+}
+
 /// A lock file's name as a guard may name it: one path component.
 fn valid_name(name: &str) -> bool {
     !name.is_empty()
@@ -314,10 +329,10 @@ impl Lock {
                     match file::create_new(guard) {
                         Ok(f) => f,
                         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                        Err(e) => return Err(Error::io("create", guard, e)),
+                        Err(e) => return Err(refused(guard, "create", e)),
                     }
                 }
-                Err(e) => return Err(Error::io("open", guard, e)),
+                Err(e) => return Err(refused(guard, "open", e)),
             };
             if let Some(waited) = self.take_mutex(&f, mode)? {
                 return Err(Error::MutexTimeout {

@@ -50,11 +50,11 @@ impl FileMutex {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => match file::create_new(path) {
                 Ok(f) => f,
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    file::open(path, false).map_err(|e| Error::io("open", path, e))?
+                    file::open(path, false).map_err(|e| refused(path, "open", e))?
                 }
-                Err(e) => return Err(Error::io("create", path, e)),
+                Err(e) => return Err(refused(path, "create", e)),
             },
-            Err(e) => return Err(Error::io("open", path, e)),
+            Err(e) => return Err(refused(path, "open", e)),
         };
         let meta = file::meta(&f).map_err(|e| Error::io("inspect", path, e))?;
         crate::trust::check_file(path, meta.uid, meta.mode)?;
@@ -102,6 +102,20 @@ impl Drop for FileMutex {
         // the mutex too.
         let _ = file::unlock(&self.file);
     }
+}
+
+/// The error of a mutex file that could not be opened: a symbolic link at
+/// its path (never followed) is said as one, anything else is the I/O
+/// error.
+fn refused(path: &Path, action: &'static str, e: std::io::Error) -> Error {
+    if e.raw_os_error().map(rustix::io::Errno::from_raw_os_error) == Some(rustix::io::Errno::LOOP) {
+        return Error::Untrusted(crate::trust::Untrusted {
+            path: path.to_owned(),
+            why: "a symbolic link, which baton never follows".into(),
+            remedy: "nothing was opened: remove it (baton creates the file afresh)".into(),
+        });
+    }
+    Error::io(action, path, e)
 }
 
 #[cfg(test)]

@@ -438,6 +438,30 @@ fn a_state_directory_or_jobs_d_through_another_users_link_is_refused() {
     );
 }
 
+/// A symbolic link planted at a job's guard or at the ledger's repair
+/// mutex is refused by name, never followed, and the run does not start.
+#[test]
+fn a_link_at_a_guard_or_the_repair_mutex_is_said_as_one() {
+    for planted in ["locks/j.job", ".baton.db.repair"] {
+        let s = crate::sched::Sched::new("[jobs.j]\nschedule = \"0 0 1 1 *\"\nrun = [\"true\"]\n");
+        let target = s.env.path("elsewhere");
+        let at = s.env.state().join(planted);
+        std::fs::create_dir_all(s.env.state().join("locks")).unwrap();
+        for d in [s.env.state(), s.env.state().join("locks")] {
+            std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        }
+        std::os::unix::fs::symlink(&target, &at).unwrap();
+        let o = s.run(&["run", "j"]);
+        assert_eq!(code(&o), 2, "{planted}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("a symbolic link, which baton never follows"),
+            "{planted}: {}",
+            stderr(&o)
+        );
+        assert!(!target.exists(), "{planted}: written through the link");
+    }
+}
+
 #[test]
 fn a_lock_path_in_a_shared_directory_needs_the_sticky_bit() {
     let env = Env::new();
