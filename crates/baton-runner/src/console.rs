@@ -25,7 +25,8 @@
 //! What cannot be written at once waits in a bounded buffer and goes out at
 //! the next write or at [`flush`], which the process calls before it exits
 //! and which waits a bounded time. Past the bound, new text is dropped whole
-//! and counted; once the reader catches up, one line says how much was lost.
+//! and counted; once the reader catches up, one line says how much was lost
+//! (on standard error, for what standard output lost).
 //! A reader that is gone (`EPIPE`) ends the stream quietly: nothing here may
 //! stop a run.
 //!
@@ -223,6 +224,13 @@ impl Stream {
                     self.dropped, self.name
                 );
                 self.dropped = 0;
+                if self.fd == 1 {
+                    // Standard output may be data (a job's, piped on): the
+                    // note goes to standard error, never into it. (The
+                    // lock order is always OUT, then ERR.)
+                    lock(&ERR).write(note.as_bytes());
+                    return;
+                }
                 self.pending.extend(note.as_bytes());
             }
             let (front, _) = self.pending.as_slices();

@@ -20,9 +20,10 @@ use baton_testkit::process::full_pipe;
 listed!(TESTS:
     writing_to_a_stderr_nobody_reads_never_blocks,
     writing_to_a_stderr_whose_reader_is_gone_ends_quietly,
+    what_stdout_lost_is_said_on_stderr_never_in_stdout,
 );
 
-listed!(ROLES: flood_stderr);
+listed!(ROLES: flood_stderr, flood_stdout);
 
 /// What a writer writes: `LINES` lines of `LINE` bytes.
 const LINE: usize = 1024;
@@ -76,6 +77,74 @@ fn flood_stderr() {
     console::flush(PATIENCE);
     console::stderr(b"end\n");
     console::flush(PATIENCE);
+}
+
+/// As [`flood_stderr`], to standard output.
+fn flood_stdout() {
+    let dir = PathBuf::from(std::env::args().nth(1).unwrap());
+    let mut line = vec![b'y'; LINE - 1];
+    line.push(b'\n');
+    for _ in 0..LINES {
+        console::stdout(&line);
+    }
+    std::fs::write(dir.join("written"), "1\n").unwrap();
+    eventually("the test to read", || dir.join("go").exists());
+    console::flush(PATIENCE);
+    console::stdout(b"end\n");
+    console::flush(PATIENCE);
+}
+
+/// Standard output may be data piped on: the line that says how much of
+/// it was lost goes to standard error, and standard output holds only what
+/// was written to it.
+fn what_stdout_lost_is_said_on_stderr_never_in_stdout() {
+    let dir = Dir::new();
+    let (r, w) = full_pipe();
+    let (er, ew) = rustix::pipe::pipe().unwrap();
+    let child = role("console::flood_stdout")
+        .arg(dir.path(""))
+        .stdout(w)
+        .stderr(ew)
+        .spawn()
+        .unwrap();
+    let writer = Writer(child);
+    eventually("the writer to be done writing", || {
+        written(&dir.path("written"))
+    });
+    let read_all = |fd: OwnedFd| {
+        std::thread::spawn(move || {
+            let mut all = Vec::new();
+            std::fs::File::from(fd).read_to_end(&mut all).unwrap();
+            String::from_utf8(all).unwrap()
+        })
+    };
+    let (out, err) = (read_all(r), read_all(er));
+    writer.finish(&dir);
+    let out = out.join().unwrap();
+    let err = err.join().unwrap();
+    let lines: Vec<&str> = out.trim_start_matches('x').lines().collect();
+    assert_eq!(lines.last(), Some(&"end"));
+    assert!(!out.contains("baton: "), "the note went into the data");
+    let kept = lines
+        .iter()
+        .filter(|l| l.len() == LINE - 1 && l.bytes().all(|b| b == b'y'))
+        .count();
+    let dropped: usize = err
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("baton: ")?
+                .split_once(" bytes were not written to standard output")
+        })
+        .unwrap_or_else(|| panic!("no note on stderr: {err:?}"))
+        .0
+        .parse()
+        .unwrap();
+    assert!(dropped > 0, "nothing was dropped: was the pipe read?");
+    assert_eq!(
+        kept * LINE + dropped,
+        LINES * LINE,
+        "bytes were lost uncounted"
+    );
 }
 
 fn writing_to_a_stderr_nobody_reads_never_blocks() {
