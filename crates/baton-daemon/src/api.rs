@@ -287,7 +287,28 @@ async fn job(State(d): Shared, Path(name): Path<String>) -> Result<Response, Api
 
 #[derive(Debug, Deserialize)]
 struct Limit {
-    limit: Option<u32>,
+    /// Read as text: a number past any integer type is still a number,
+    /// and lists the most (`MOST_RUNS`).
+    limit: Option<String>,
+}
+
+/// The most runs `GET /v1/jobs/JOB/runs` lists.
+const MOST_RUNS: u32 = 10_000;
+
+/// The `limit` of a runs request: 20 when none, a number capped at
+/// [`MOST_RUNS`], anything else refused.
+fn limit_of(given: Option<&str>) -> Result<u32, ApiError> {
+    match given {
+        None => Ok(20),
+        Some(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
+            Ok(s.parse::<u32>().map_or(MOST_RUNS, |n| n.min(MOST_RUNS)))
+        }
+        Some(s) => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            format!("limit={s:?}: give a whole number (at most {MOST_RUNS} runs are listed)"),
+        )),
+    }
 }
 
 async fn runs(
@@ -296,7 +317,7 @@ async fn runs(
     Query(q): Query<Limit>,
 ) -> Result<Response, ApiError> {
     let loaded = known(&d, &name)?;
-    let limit = q.limit.unwrap_or(20).min(10_000);
+    let limit = limit_of(q.limit.as_deref())?;
     let now = d.decision_now();
     let runs =
         blocking(move || baton_sched::views::history::read(&loaded.config, &name, limit, now))

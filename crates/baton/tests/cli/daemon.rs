@@ -234,6 +234,12 @@ fn daemon_serves_health_jobs_runs_and_refuses_unknown_jobs() {
         (r.status, r.json()["error"]["code"].clone()),
         (400, "bad_request".into())
     );
+    // A number past any integer type lists the most, as any larger N does.
+    let r = d.get("/v1/jobs/a/runs?limit=99999999999999999999");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()[0]["run_id"], run_id.as_str());
+    let r = d.get("/v1/jobs/a/runs?limit=-1");
+    assert_eq!(r.status, 400, "{}", r.body);
     assert_eq!(d.terminate(), Some(0));
 }
 
