@@ -66,7 +66,8 @@ impl Kind {
         match self {
             Kind::Str(s) => format!("{s:?}"),
             Kind::Int(n) => n.to_string(),
-            Kind::Float(f) => f.to_string(),
+            // As written: `100.0`, not `100` (a float is no whole number).
+            Kind::Float(f) => format!("{f:?}"),
             Kind::Bool(b) => b.to_string(),
             Kind::Datetime(d) => d.clone(),
             Kind::Array(a) => format!(
@@ -177,6 +178,13 @@ mod tests {
             panic!()
         };
         assert_eq!(step[0].line, 8);
+    }
+
+    #[test]
+    fn a_float_is_shown_as_one() {
+        assert_eq!(Kind::Float(100.0).shown(), "100.0");
+        assert_eq!(Kind::Float(2.5).shown(), "2.5");
+        assert_eq!(Kind::Int(100).shown(), "100");
     }
 
     #[test]
