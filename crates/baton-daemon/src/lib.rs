@@ -150,6 +150,17 @@ async fn run(
             return Ending::Failed;
         }
     };
+    if let Some((dir, mode)) = group.and_then(|gid| socket::unreachable_by_group(&socket.path, gid))
+    {
+        tracing::warn!(
+            "members of [daemon] socket_group cannot reach unix:{}: the directory {} (mode \
+             {mode:04o}) does not let them through; give it the search bit (`chmod o+x`, or the \
+             group's with `chgrp` and `chmod g+x`), or set [daemon] socket in a directory they \
+             may pass through",
+            socket.path.display(),
+            dir.display()
+        );
+    }
     let d = Arc::new(state::Daemon::new(
         opts, over, snapshot, config, settings, bound, clock,
     ));

@@ -146,6 +146,19 @@ impl Bound {
     }
 }
 
+/// The first directory on the way to the socket at `path` that members of
+/// group `gid` may not pass through (neither others' search bit, nor the
+/// group's on a directory of that group): they could never connect,
+/// whatever the socket's own mode.
+pub(crate) fn unreachable_by_group(path: &Path, gid: u32) -> Option<(PathBuf, u32)> {
+    path.ancestors().skip(1).find_map(|dir| {
+        let meta = std::fs::metadata(dir).ok()?;
+        let mode = meta.mode();
+        let through = mode & 0o001 != 0 || (meta.gid() == gid && mode & 0o010 != 0);
+        (!through).then(|| (dir.to_owned(), mode & 0o7777))
+    })
+}
+
 /// Why `[daemon] socket_group` gives no group.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -213,9 +213,20 @@ fn daemon(c: &Config, opts: &Options, bin: &str, config: &str, state: &Path) -> 
         .max()
         .unwrap_or_default();
     let stop = (grace + kill_grace + STOP_MARGIN).as_secs();
+    let socket = opts.host_path(c, &c.daemon_socket());
+    // With `socket_group` and the socket in the state directory, the
+    // group must pass through that directory to reach it (search, not
+    // read): everything else in it is its owner's alone.
+    let state_mode = if c.daemon.socket_group.value.is_some()
+        && socket.parent().is_some_and(|d| d.starts_with(state))
+    {
+        "0711"
+    } else {
+        "0700"
+    };
     let mut writable = match state.strip_prefix("/var/lib") {
         Ok(rest) if !rest.as_os_str().is_empty() => format!(
-            "StateDirectory={}\nStateDirectoryMode=0700\n",
+            "StateDirectory={}\nStateDirectoryMode={state_mode}\n",
             setting_word(&rest.display().to_string())
         ),
         _ => format!(
@@ -223,7 +234,6 @@ fn daemon(c: &Config, opts: &Options, bin: &str, config: &str, state: &Path) -> 
             setting_word(&format!("-{}", state.display()))
         ),
     };
-    let socket = opts.host_path(c, &c.daemon_socket());
     match socket.parent() {
         Some(dir) if dir.starts_with(state) => {}
         Some(dir) => match dir.strip_prefix("/run") {

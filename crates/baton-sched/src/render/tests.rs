@@ -1104,12 +1104,21 @@ fn render_systemd_daemon_runs_as_baton_and_may_write_only_what_it_writes() {
     assert_eq!(settings(&unit, "User"), ["baton"]);
     assert_eq!(settings(&unit, "Group"), ["baton"]);
     assert_eq!(settings(&unit, "StateDirectory"), ["baton"]);
+    assert_eq!(settings(&unit, "StateDirectoryMode"), ["0700"]);
     assert_eq!(settings(&unit, "ReadWritePaths"), ["-/etc/baton/jobs.d"]);
     assert_eq!(settings(&unit, "ProtectSystem"), ["strict"]);
     assert_eq!(settings(&unit, "NoNewPrivileges"), ["yes"]);
     assert_eq!(settings(&unit, "RestrictNamespaces"), ["user pid"]);
     assert!(settings(&unit, "SupplementaryGroups").is_empty(), "{unit}");
     assert!(settings(&unit, "RuntimeDirectory").is_empty(), "{unit}");
+
+    // The default socket, in the state directory, for a group: the group
+    // may pass through the directory (search only) to reach it.
+    let unit = daemon_unit(
+        "[scheduler]\nstate_dir = \"/var/lib/baton\"\n[daemon]\nsocket_group = \"adm\"\n",
+    );
+    assert_eq!(settings(&unit, "StateDirectoryMode"), ["0711"]);
+    assert_eq!(settings(&unit, "SupplementaryGroups"), ["adm"]);
 
     // A state directory elsewhere, and a socket under /run for a group.
     let unit = daemon_unit(

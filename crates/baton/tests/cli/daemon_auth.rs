@@ -123,6 +123,21 @@ fn daemon_tcp_without_a_token_is_read_only_for_every_local_user() {
     assert!(!socket.exists(), "a stopped daemon left its socket");
 }
 
+/// `socket_group` with the socket where the group cannot reach it (the
+/// default, in a state directory only its owner may pass through): the
+/// daemon starts, and says so, naming the directory.
+#[test]
+fn a_socket_group_that_cannot_reach_the_socket_is_warned_of() {
+    let s = Sched::new(&format!(
+        "[daemon]\nsocket_group = \"{GROUP}\"\n[jobs.main]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n"
+    ));
+    let d = Daemon::start(&s, &[]);
+    let log = d.log();
+    assert!(log.contains("cannot reach unix:"), "{log}");
+    assert!(log.contains("mode 0700"), "{log}");
+    assert_eq!(d.terminate(), Some(0));
+}
+
 /// `socket_group`: the socket is the group's too, and the daemon checks
 /// each caller's credentials itself, so a socket others can write (a
 /// careless `chmod`) still lets no other user change anything.
@@ -149,6 +164,7 @@ fn daemon_socket_admits_its_user_and_group_and_refuses_other_users() {
     let meta = std::fs::metadata(&socket).unwrap();
     assert_eq!((meta.uid(), meta.gid(), mode(&socket)), (0, GROUP, 0o660));
     assert!(d.log().contains(&format!("group {GROUP}")), "{}", d.log());
+    assert!(!d.log().contains("cannot reach"), "{}", d.log());
     let send = |u: User, method: &'static str, path: &'static str, body: &'static str| {
         let sock = socket.clone();
         u.run(move || http::request_unix(&sock, method, path, &[JSON], body))
