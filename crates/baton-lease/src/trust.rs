@@ -401,9 +401,17 @@ pub fn check_links(path: &Path) -> Result<(), Untrusted> {
         let next = at.join(&part);
         let meta = match std::fs::symlink_metadata(&next) {
             Ok(m) => m,
-            // Nothing there yet: whatever is created there is checked once
-            // it exists.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            // Nothing there yet (or a file on the way, which whoever
+            // creates the directory names): whatever is created there is
+            // checked once it exists.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) =>
+            {
+                return Ok(());
+            }
             Err(e) => return Err(unreadable(&next, e)),
         };
         if !meta.file_type().is_symlink() {
