@@ -385,7 +385,7 @@ fn behind_the_ledger(
         let ahead_by = jiff::SignedDuration::from_secs(ahead - now.as_second());
         let runs = due.map_or_else(
             || "nothing is due now".to_owned(),
-            |at| format!("{} runs now", occurrence_text(Some(at))),
+            |at| format!("{} is due now", occurrence_text(Some(at))),
         );
         let message = format!(
             "{}: the ledger has decided occurrences up to {}, {} ahead of this host's clock (a \
@@ -530,8 +530,8 @@ fn alert(
         .collect();
     let runs = match run {
         [] => String::new(),
-        [one] => format!("; {} runs now", occurrence_text(Some(*one))),
-        many => format!("; {} run now, oldest first", many.len()),
+        [one] => format!("; {} is due now", occurrence_text(Some(*one))),
+        many => format!("; {} are due now, oldest first", many.len()),
     };
     let total = if at_least {
         format!("at least {count}")

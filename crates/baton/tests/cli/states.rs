@@ -201,7 +201,7 @@ fn an_occurrence_after_the_first_sighting_that_did_not_run_is_overdue_whatever_t
     // superseded), and both are on schedule.
     let o = s.run(&["tick"]);
     assert!(code(&o) <= 1, "{}", stderr(&o));
-    assert!(stderr(&o).contains("runs now"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is due now"), "{}", stderr(&o));
     for job in ["nightly", "minutely"] {
         let st = seen(&s, job);
         st.all("ok", 0);
@@ -480,7 +480,7 @@ fn status_text_shows_every_time_in_one_form() {
     let said = stderr(&o);
     assert!(said.contains("occurrence(s) missed"), "{said}");
     assert!(
-        said.contains(" +05:30 to ") && said.contains(" +05:30 runs now"),
+        said.contains(" +05:30 to ") && said.contains(" +05:30 is due now"),
         "{said}"
     );
     assert!(!has_rfc3339(&said), "{said}");
@@ -530,14 +530,14 @@ fn status_text_shows_every_time_in_one_form() {
     );
     let runs = instant(&b.json["last_run"]["occurrence"]);
     assert!(
-        line.ends_with(&format!("; {} runs now", human(runs))),
+        line.ends_with(&format!("; {} is due now", human(runs))),
         "{line}"
     );
     assert!(!has_rfc3339(&st.text), "{}", st.text);
     // JSON keeps RFC 3339, in the alert's fields and in its message alike.
     let message = alert["message"].as_str().unwrap();
     assert!(
-        message.ends_with(&format!("; {runs} runs now")),
+        message.ends_with(&format!("; {runs} is due now")),
         "{message}"
     );
 }
