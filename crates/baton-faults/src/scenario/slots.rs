@@ -42,7 +42,45 @@ pub(crate) fn scenarios() -> Vec<Scenario> {
             cost: 2,
             run: sigstop_holder,
         },
+        Scenario {
+            name: "slots-lock-renamed",
+            what: "max_concurrent = 2, a long run in the first slot and a short one in the second (which takes the job's guard last, and ends first), then the job's lock renamed and ticks race: the job never runs under the new lock beside the first run, which is never recorded abandoned",
+            needs: &[],
+            cost: 2,
+            run: lock_renamed,
+        },
     ]
+}
+
+fn lock_renamed(t: &mut Trial<'_>) -> Result<(), String> {
+    let mut job = slotted(2, 60);
+    job.lock = Some("first".into());
+    let mut l = Local::new(t, None, "", vec![job.clone()]);
+    common::sighted(t, &l.config)?;
+    let c = t.baton(&l.config, &["run", "j"]);
+    let Some(pid) = t.spawn(c, "run-long") else {
+        return Err("the long run did not start".into());
+    };
+    let events = t.events();
+    if !t.until(secs(20), |_| evidence::mark(&events) >= 2) {
+        return Err("the long run never started".into());
+    }
+    // A short run beside it, in the second slot.
+    job.beats = 2;
+    l.rewrite(t, "", vec![job.clone()]);
+    let c = t.baton(&l.config, &["run", "j"]);
+    let _ = t.run(c, secs(30));
+    // Runs under the new lock that outlast a second, so that two of them
+    // beside the first run would be three at once.
+    job.lock = Some("second".into());
+    job.beats = 20;
+    l.rewrite(t, "", vec![job]);
+    t.injected += 1;
+    let span = Duration::from_millis(t.rng.range(1500, 3000));
+    common::race(t, &l.config, span);
+    let _ = t.wait_for(pid, secs(30));
+    common::finish(t, &l);
+    Ok(())
 }
 
 /// A job of `n` slots, due every second, whose runs last `beats` tenths of
