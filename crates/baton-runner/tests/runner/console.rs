@@ -66,31 +66,30 @@ impl Drop for Writer {
 /// Writes `LINES` lines to standard error through the console, says so in
 /// `DIR/written`, waits for `DIR/go`, then flushes and says `end`.
 fn flood_stderr() {
-    let dir = PathBuf::from(std::env::args().nth(1).unwrap());
-    let mut line = vec![b'y'; LINE - 1];
-    line.push(b'\n');
-    for _ in 0..LINES {
-        console::stderr(&line);
-    }
-    std::fs::write(dir.join("written"), "1\n").unwrap();
-    eventually("the test to read", || dir.join("go").exists());
-    console::flush(PATIENCE);
-    console::stderr(b"end\n");
-    console::flush(PATIENCE);
+    flood(|b| {
+        console::stderr(b);
+    });
 }
 
 /// As [`flood_stderr`], to standard output.
 fn flood_stdout() {
+    flood(|b| {
+        console::stdout(b);
+    });
+}
+
+/// What [`flood_stderr`] and [`flood_stdout`] do, through `write`.
+fn flood(write: impl Fn(&[u8])) {
     let dir = PathBuf::from(std::env::args().nth(1).unwrap());
     let mut line = vec![b'y'; LINE - 1];
     line.push(b'\n');
     for _ in 0..LINES {
-        console::stdout(&line);
+        write(&line);
     }
     std::fs::write(dir.join("written"), "1\n").unwrap();
     eventually("the test to read", || dir.join("go").exists());
     console::flush(PATIENCE);
-    console::stdout(b"end\n");
+    write(b"end\n");
     console::flush(PATIENCE);
 }
 
