@@ -29,18 +29,27 @@ listed!(ROLES: flood_stderr, flood_stdout);
 const LINE: usize = 1024;
 const LINES: usize = 1024;
 
-/// A writer ([`flood_stderr`]) whose standard error is `stderr`, killed
-/// when a failed test leaves it blocked.
+/// A writer ([`flood_stderr`], [`flood_stdout`]), killed when a failed
+/// test leaves it blocked.
 struct Writer(Child);
 
 impl Writer {
-    /// Starts it, and waits until it has written everything.
+    /// Starts [`flood_stderr`] with `stderr` as its standard error, and
+    /// waits until it has written everything.
     fn start(dir: &Dir, stderr: OwnedFd) -> Self {
-        let child = role("console::flood_stderr")
-            .arg(dir.path(""))
-            .stderr(stderr)
-            .spawn()
-            .unwrap();
+        Self::start_with(dir, "console::flood_stderr", |c| c.stderr(stderr))
+    }
+
+    /// Starts the writer `name`, its standard streams set by `streams`,
+    /// and waits until it has written everything.
+    fn start_with(
+        dir: &Dir,
+        name: &str,
+        streams: impl FnOnce(&mut std::process::Command) -> &mut std::process::Command,
+    ) -> Self {
+        let mut c = role(name);
+        c.arg(dir.path(""));
+        let child = streams(&mut c).spawn().unwrap();
         let writer = Self(child);
         eventually("the writer to be done writing", || {
             written(&dir.path("written"))
@@ -93,6 +102,15 @@ fn flood(write: impl Fn(&[u8])) {
     console::flush(PATIENCE);
 }
 
+/// Everything read from `fd` until its writers are gone, on a thread.
+fn read_all(fd: OwnedFd) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut all = Vec::new();
+        std::fs::File::from(fd).read_to_end(&mut all).unwrap();
+        String::from_utf8(all).unwrap()
+    })
+}
+
 /// Standard output may be data piped on: the line that says how much of
 /// it was lost goes to standard error, and standard output holds only what
 /// was written to it.
@@ -100,23 +118,7 @@ fn what_stdout_lost_is_said_on_stderr_never_in_stdout() {
     let dir = Dir::new();
     let (r, w) = full_pipe();
     let (er, ew) = rustix::pipe::pipe().unwrap();
-    let child = role("console::flood_stdout")
-        .arg(dir.path(""))
-        .stdout(w)
-        .stderr(ew)
-        .spawn()
-        .unwrap();
-    let writer = Writer(child);
-    eventually("the writer to be done writing", || {
-        written(&dir.path("written"))
-    });
-    let read_all = |fd: OwnedFd| {
-        std::thread::spawn(move || {
-            let mut all = Vec::new();
-            std::fs::File::from(fd).read_to_end(&mut all).unwrap();
-            String::from_utf8(all).unwrap()
-        })
-    };
+    let writer = Writer::start_with(&dir, "console::flood_stdout", |c| c.stdout(w).stderr(ew));
     let (out, err) = (read_all(r), read_all(er));
     writer.finish(&dir);
     let out = out.join().unwrap();
@@ -151,11 +153,7 @@ fn writing_to_a_stderr_nobody_reads_never_blocks() {
     let (r, w) = full_pipe();
     // Every line is handed over while nobody reads.
     let writer = Writer::start(&dir, w);
-    let reader = std::thread::spawn(move || {
-        let mut all = Vec::new();
-        std::fs::File::from(r).read_to_end(&mut all).unwrap();
-        String::from_utf8(all).unwrap()
-    });
+    let reader = read_all(r);
     writer.finish(&dir);
     let text = reader.join().unwrap();
     let text = text.trim_start_matches('x');
