@@ -115,8 +115,15 @@ pub(crate) struct Facts {
     pub(crate) killed: BTreeSet<(String, u32)>,
     /// Supervisors the trial stopped (SIGSTOP) for longer than their TTL,
     /// as `(host, pid)`: they renewed nothing meanwhile, so their runs may
-    /// rightly be `lease-lost` (never `abandoned`: they were alive).
+    /// rightly be `lease-lost` (never `abandoned` while nothing could take
+    /// their lease: they were alive).
     pub(crate) stopped: BTreeSet<(String, u32)>,
+    /// Of [`Facts::stopped`], those stopped past TTL and takeover grace on
+    /// a shared store: the host that takes the lease over cannot tell them
+    /// from dead ones, so their runs may rightly be `abandoned` too, even
+    /// one whose job ended meanwhile (its end comes after the verdict, and a
+    /// verdict is never amended).
+    pub(crate) stopped_past_grace: BTreeSet<(String, u32)>,
     /// Supervisors the trial sent SIGTERM, SIGINT or SIGHUP, as `(host,
     /// pid)`: alive, they record their own runs (`interrupted`, or the
     /// verdict the job earned), never leave them to be found `abandoned`.
@@ -266,12 +273,13 @@ fn records(seen: &[Seen], recorded: &[Recorded], facts: &Facts, v: &mut Violatio
             }
             continue;
         };
-        let (killed, stopped) = match (&r.host, r.pid) {
+        let (killed, stopped, taken) = match (&r.host, r.pid) {
             (Some(h), Some(p)) => (
                 facts.killed.contains(&(h.clone(), p)),
                 facts.stopped.contains(&(h.clone(), p)),
+                facts.stopped_past_grace.contains(&(h.clone(), p)),
             ),
-            _ => (false, false),
+            _ => (false, false, false),
         };
         let signalled = match (&r.host, r.pid) {
             (Some(h), Some(p)) => facts.signalled.contains(&(h.clone(), p)),
@@ -288,11 +296,11 @@ fn records(seen: &[Seen], recorded: &[Recorded], facts: &Facts, v: &mut Violatio
             // keeps its ending.
             (Some(c), Some("replaced")) => r.exit_code != Some(c),
             (Some(0), Some("ok")) => true,
-            (Some(0), Some("abandoned")) => killed || facts.outage_over_ttl,
+            (Some(0), Some("abandoned")) => killed || taken || facts.outage_over_ttl,
             (Some(0), Some("lease-lost")) => facts.outage_over_ttl || stopped,
             (Some(0), _) => false,
             (Some(_), Some("failed")) => true,
-            (Some(_), Some("abandoned")) => killed || facts.outage_over_ttl,
+            (Some(_), Some("abandoned")) => killed || taken || facts.outage_over_ttl,
             (Some(_), Some("lease-lost")) => facts.outage_over_ttl || stopped,
             (Some(_), _) => false,
             // It never said it ended: killed, stopped, or its supervisor died.
@@ -482,6 +490,19 @@ mod tests {
         // Unsignalled, a run that never said it ended may be abandoned.
         let v = judge_all(&s, &[rec("a", Some("abandoned"))], &Facts::default());
         assert_eq!(v.total(), 0, "{v:?}");
+    }
+
+    #[test]
+    fn a_stopped_supervisors_run_is_abandoned_only_once_its_lease_could_pass() {
+        let s = [seen("a", "o1", 0, 5, Some(0))];
+        let r = [rec("a", Some("abandoned"))];
+        let mut facts = Facts::default();
+        facts.stopped.insert(("h".into(), 7));
+        assert_eq!(judge_all(&s, &r, &facts).wrong, 1, "alive, its lock held");
+        let lost = [rec("a", Some("lease-lost"))];
+        assert_eq!(judge_all(&s, &lost, &facts).total(), 0);
+        facts.stopped_past_grace.insert(("h".into(), 7));
+        assert_eq!(judge_all(&s, &r, &facts).total(), 0, "taken over");
     }
 
     #[test]

@@ -708,6 +708,30 @@ impl<'r> Session<'r> {
         }
     }
 
+    /// Waits `d` once the lease is lost, with nothing left to run (a run's
+    /// end still to be recorded): renews nothing. Returns early when a
+    /// signal asks the process to stop; with the lease still held it is
+    /// [`Session::pause`].
+    pub fn linger(&mut self, d: Duration) -> Paused {
+        if self.lost.is_none() {
+            return self.pause(d);
+        }
+        let end = self.clock.boot().saturating_add(d);
+        loop {
+            self.report_lost();
+            if let Some(s) = self.interrupted {
+                return Paused::Interrupted(s);
+            }
+            let now = self.clock.boot();
+            if now >= end {
+                return Paused::Elapsed;
+            }
+            if let Wake::Signal(s) = self.signals.wait(end - now, None) {
+                self.interrupted = Some(s);
+            }
+        }
+    }
+
     /// Between runs of one session (a scheduler running one occurrence after
     /// another under one lease): restates the run id, occurrence and claim
     /// on the lease ([`Held::restate`]) and starts the soft budget over for

@@ -603,6 +603,7 @@ fn stopped_worker(t: &mut Trial<'_>) -> Result<(), String> {
     let victim = procs::child_of(tick).unwrap_or(tick);
     if let Some(inner) = procs::inner_pid(victim as i32) {
         t.facts.stopped.insert((f.name(0), inner));
+        t.facts.stopped_past_grace.insert((f.name(0), inner));
     }
     procs::signal(victim as i32, Signal::STOP);
     t.injected += 1;

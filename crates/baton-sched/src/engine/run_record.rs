@@ -26,8 +26,12 @@
 //!   waits after it (the next attempt, a retry's wait, a failure's
 //!   alert); the last one of a run that goes straight to its end lands
 //!   with the end, in one transaction; an end still not taken is kept in the run's end
-//!   slot, which the next run under the lock records. Once the lease is lost (a host cut off from its
-//!   store) or a signal asks the run to stop, nothing is tried again: the
+//!   slot, which the next run under the lock records. Once the lease is
+//!   lost (a host cut off from its store) only the end is tried again: the
+//!   run is over, its end starts nothing and lands once, and no other host
+//!   can read this host's end slot; the host that takes the lease over
+//!   records the run `abandoned` only if its end has not landed by then.
+//!   Once a signal asks the run to stop, nothing is tried again: the
 //!   process ends, and the next run under the lock records it.
 //!
 //! Writing the same row again is safe: a start recorded already under the
@@ -249,6 +253,10 @@ impl RunRecord {
         // informs never keeps an end from being recorded.
         let clock = surfaces.borrow().clock();
         let mut tries = 0;
+        // The run is over: its end starts nothing, lands once, and no other
+        // host can read the slot it would be kept in, so it is tried for
+        // the whole patience even once the lease is lost.
+        retry.unleased = true;
         let recorded = retry.insist(session, &mut |l| {
             tries += 1;
             match queue {
@@ -294,6 +302,7 @@ impl RunRecord {
             surfaces,
             until: surfaces.borrow().clock().boot() + patience,
             retried: false,
+            unleased: false,
             said: format!(
                 "{} run={}: the ledger did not record {what}; trying again for up to {}",
                 self.start.job,
@@ -338,12 +347,16 @@ struct Retry<'s> {
     until: Duration,
     /// Whether any write had to be tried again (said once, in the envelope).
     retried: bool,
+    /// Whether the write goes on being tried once the lease is lost (a
+    /// run's end, after the run).
+    unleased: bool,
     said: String,
 }
 
 impl Retry<'_> {
-    /// Writes with `f` until the ledger takes it or the time is up. A lost
-    /// lease or a stop signal ends the attempts.
+    /// Writes with `f` until the ledger takes it or the time is up. A stop
+    /// signal ends the attempts, and so does a lost lease unless the write
+    /// is [`Retry::unleased`].
     fn insist<T>(
         &mut self,
         session: &mut Session<'_>,
@@ -360,7 +373,7 @@ impl Retry<'_> {
             let gone = !self.surfaces.borrow().has_ledger();
             if gone
                 || now >= self.until
-                || session.lost().is_some()
+                || (session.lost().is_some() && !self.unleased)
                 || session.interrupted().is_some()
             {
                 return None;
@@ -368,8 +381,11 @@ impl Retry<'_> {
             if !std::mem::replace(&mut self.retried, true) {
                 self.surfaces.borrow_mut().note(&self.said);
             }
-            if session.pause(delay.min(self.until - now)) != Paused::Elapsed {
-                return None;
+            let wait = delay.min(self.until - now);
+            match session.linger(wait) {
+                Paused::Elapsed => {}
+                Paused::LeaseLost if self.unleased => {}
+                _ => return None,
             }
             delay = (delay * 2).min(LAST_DELAY);
         }

@@ -497,6 +497,49 @@ fn a_host_cut_off_from_the_store_stops_its_job_before_another_can_take_the_lease
 }
 
 #[test]
+fn a_run_that_ended_while_its_host_was_cut_off_past_its_ttl_records_its_end_once_back() {
+    let c = Cluster::new();
+    let pg = store(&c);
+    let proxy = Proxy::start(format!("127.0.0.1:{}", pg.port()).parse().unwrap());
+    let (a, b) = (Host::new("alpha"), Host::new("beta"));
+    let started = c.path("started");
+    let job = format!(
+        "[jobs.short]\nschedule = \"0 0 1 1 *\"\nrun = \"touch {}; sleep 1\"\n",
+        started.display()
+    );
+    let through_proxy = format!("postgres://baton@127.0.0.1:{}/postgres", proxy.port());
+    let ca = c.config("alpha", &through_proxy, &job);
+    let cb = c.config("beta", &pg.url(), &job);
+    let mut holder = on(&a, &ca, &["run", "short"]);
+    holder.inner().stdout(Stdio::null()).stderr(Stdio::piped());
+    let holder = holder.spawn();
+    eventually("alpha's job started", || started.exists());
+    // The job ends 0 a second later, its end not recorded; the lease is
+    // lost within the TTL (4 s). The store answers again before another
+    // host may take the lease (TTL + takeover grace, 8 s).
+    proxy.cut();
+    pause(5500);
+    proxy.heal();
+    let o = holder.child.wait_with_output().unwrap();
+    let said = stderr(&o);
+    assert!(said.contains("lease"), "alpha lost its lease: {said}");
+    let o = on(&b, &cb, &["history", "short", "--json"]).output();
+    let runs: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("history --json: {e}: {}{}", stdout(&o), stderr(&o)));
+    let verdicts: Vec<(&str, &str)> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["host"].as_str().unwrap(), r["verdict"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        verdicts,
+        [("alpha", "ok")],
+        "the run ended 0, as its own host saw: {runs}\nalpha said: {said}"
+    );
+}
+
+#[test]
 fn a_killed_supervisor_takes_its_detached_job_along_before_another_host_takes_over() {
     let c = Cluster::new();
     let pg = store(&c);
