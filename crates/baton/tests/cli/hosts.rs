@@ -414,16 +414,29 @@ fn a_dead_host_leaves_its_lease_after_ttl_and_grace_on_the_servers_clock_not_bef
     assert!(lines(&log).iter().any(|l| l == "start beta"));
     // Alpha's run never recorded its end; beta's, under a higher fence,
     // recorded it abandoned, and every host reads the same.
-    let o = on(&a, &ca, &["history", "long", "--json"]).output();
+    let (verdicts, runs) = verdicts_on(&a, &ca, "long");
+    assert_eq!(verdicts, ["beta ok", "alpha abandoned"], "{runs}");
+}
+
+/// `HOST VERDICT` of each run of `job` in the history as `host` reads it,
+/// newest first, and the history itself.
+fn verdicts_on(host: &Host, config: &Path, job: &str) -> (Vec<String>, String) {
+    let o = on(host, config, &["history", job, "--json"]).output();
     let runs: serde_json::Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("history --json: {e}: {}{}", stdout(&o), stderr(&o)));
-    let verdicts: Vec<(&str, &str)> = runs
+    let verdicts = runs
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| (r["host"].as_str().unwrap(), r["verdict"].as_str().unwrap()))
+        .map(|r| {
+            format!(
+                "{} {}",
+                r["host"].as_str().unwrap(),
+                r["verdict"].as_str().unwrap()
+            )
+        })
         .collect();
-    assert_eq!(verdicts, [("beta", "ok"), ("alpha", "abandoned")], "{runs}");
+    (verdicts, runs.to_string())
 }
 
 /// A resource that rejects a fence lower than the highest it has seen: a
@@ -523,18 +536,10 @@ fn a_run_that_ended_while_its_host_was_cut_off_past_its_ttl_records_its_end_once
     let o = holder.child.wait_with_output().unwrap();
     let said = stderr(&o);
     assert!(said.contains("lease"), "alpha lost its lease: {said}");
-    let o = on(&b, &cb, &["history", "short", "--json"]).output();
-    let runs: serde_json::Value = serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("history --json: {e}: {}{}", stdout(&o), stderr(&o)));
-    let verdicts: Vec<(&str, &str)> = runs
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| (r["host"].as_str().unwrap(), r["verdict"].as_str().unwrap()))
-        .collect();
+    let (verdicts, runs) = verdicts_on(&b, &cb, "short");
     assert_eq!(
         verdicts,
-        [("alpha", "ok")],
+        ["alpha ok"],
         "the run ended 0, as its own host saw: {runs}\nalpha said: {said}"
     );
 }
