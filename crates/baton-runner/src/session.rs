@@ -570,7 +570,7 @@ impl<'r> Session<'r> {
                     status = Some(s);
                     waited = true;
                 }
-                cut = !waited;
+                cut = !waited && !tree.only_init_left();
                 begin(Stop::LeaseLost, &mut stop, &mut term_at);
             }
             // Only now that the tree is signalled: the report may block.
@@ -584,7 +584,7 @@ impl<'r> Session<'r> {
                     status = Some(s);
                     waited = true;
                 }
-                cut = !waited;
+                cut = !waited && !tree.only_init_left();
                 begin(Stop::Replaced, &mut stop, &mut term_at);
             }
             if let Some(at) = timeout_at

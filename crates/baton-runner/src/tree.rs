@@ -70,6 +70,15 @@ impl Tree {
         }
     }
 
+    /// Whether a contained step's command has exited, and everything it
+    /// started with it, while its init has not yet followed: what is left
+    /// can no longer run any of the step's code. Always `false` for a step
+    /// that is not contained (its command is the runner's own child, whose
+    /// exit the runner sees directly).
+    pub(crate) fn only_init_left(&self) -> bool {
+        self.contained && job::process_runs(self.pgid) && self.leftovers() == 0
+    }
+
     /// Every process of the tree that still runs code.
     pub(crate) fn members(&self) -> Vec<Member> {
         let mut found = job::descendants(self.me, &crate::hook::groups()).unwrap_or_default();

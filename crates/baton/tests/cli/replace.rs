@@ -207,12 +207,7 @@ fn baton_run_replaces_the_run_in_flight_and_waits_for_its_tree() {
         "[jobs.r]\nschedule = \"0 0 1 1 *\"\noverlap = \"replace\"\nkill_grace = \"1s\"\nrun = \"{}\"\n",
         tree.run(15)
     ));
-    let first = s
-        .cmd(&["run", "r"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let first = start_run(&s, "r");
     eventually("the first run to start", || {
         std::fs::read_to_string(&tree.out).is_ok_and(|t| t.contains("gc "))
     });
@@ -230,6 +225,65 @@ fn baton_run_replaces_the_run_in_flight_and_waits_for_its_tree() {
     every_run_but_the_last_replaced(&order, &s.json(&["history", "r", "--json"]));
     let history = stdout(&s.run(&["history", "r"]));
     assert!(history.contains("replaced"), "{history}");
+}
+
+/// `baton run JOB` started, its output piped.
+fn start_run(s: &Sched, job: &str) -> Child {
+    s.cmd(&["run", job])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The pid of the process named `name` whose parent is `parent`.
+fn child_named(parent: u32, name: &str) -> Option<i32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+        let (head, rest) = stat.rsplit_once(") ")?;
+        let ppid: u32 = rest.split_whitespace().nth(1)?.parse().ok()?;
+        let comm = head.split_once(" (")?.1;
+        (ppid == parent && comm == name).then(|| e.file_name().to_str()?.parse().ok())?
+    })
+}
+
+#[test]
+fn a_run_whose_command_exited_0_before_the_request_is_not_recorded_replaced() {
+    let s = Sched::new("");
+    let (started, done) = (s.env.path("started"), s.env.path("done"));
+    s.write(&format!(
+        "[jobs.r]\nschedule = \"0 0 1 1 *\"\noverlap = \"replace\"\ncontain = true\n\
+         run = \"touch {}; while [ ! -e {}.go ]; do sleep 0.05; done; touch {}\"\n",
+        started.display(),
+        done.display(),
+        done.display()
+    ));
+    let first = start_run(&s, "r");
+    eventually("the first run to start", || started.exists());
+    let mut init = None;
+    eventually("the step's init", || {
+        init = child_named(first.id(), "baton-init");
+        init.is_some()
+    });
+    let init = init.unwrap();
+    // The init stopped, the command ends 0 on its own and is left for the
+    // init to reap: the supervisor has no status yet when the request comes.
+    crate::support::signal(init, rustix::process::Signal::STOP);
+    std::fs::write(format!("{}.go", done.display()), "").unwrap();
+    eventually("the command to end", || done.exists());
+    pause(300);
+    let second = s.run(&["run", "r"]);
+    assert_eq!(code(&second), 0, "{}", stderr(&second));
+    let first = first.wait_with_output().unwrap();
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    let history = s.json(&["history", "r", "--json"]);
+    let mut said: Vec<String> = verdicts(&history).into_values().map(|(_, v)| v).collect();
+    said.sort();
+    assert_eq!(
+        said,
+        ["ok", "ok"],
+        "the first run ended 0 before it was asked to stop: {history}"
+    );
 }
 
 #[test]
@@ -282,12 +336,7 @@ fn a_job_sharing_the_lock_is_never_stopped_its_mate_waits_for_it() {
         q = quick.display()
     ));
     known_this_second(&s, &["quick"]);
-    let holder = s
-        .cmd(&["run", "long"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let holder = start_run(&s, "long");
     eventually("the long run to start", || long.exists());
     // A run of `quick` by hand finds the lock held by `long`'s run: busy,
     // nothing asked of it.
@@ -411,12 +460,7 @@ fn a_backfill_replaces_the_run_in_flight_then_runs_its_range() {
     ));
     let now = baton_lease::Clock::wall(&baton_lease::SystemClock);
     let from = (now - jiff::SignedDuration::from_hours(2)).to_string();
-    let by_hand = s
-        .cmd(&["run", "r"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let by_hand = start_run(&s, "r");
     eventually("the run by hand to start", || {
         std::fs::read_to_string(&tree.out).is_ok_and(|t| t.contains("gc "))
     });
