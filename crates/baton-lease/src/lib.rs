@@ -32,6 +32,7 @@
 //! path's filesystem excludes every process that shares it, and whether
 //! the kernel's clock is kept synchronised.
 
+mod acl;
 mod claims;
 pub mod clock;
 pub mod decide;

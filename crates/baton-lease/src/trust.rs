@@ -12,7 +12,9 @@
 //! owner can remove or rename an entry. The same rules hold for every other
 //! file baton writes ([`Role`]): it must be a regular file (never a symbolic
 //! link, a named pipe, a socket, a device or a directory), owned by the
-//! invoking user or root, and writable by nobody else.
+//! invoking user or root, and writable by nobody else. Group-write bits are
+//! the owner's own only when no ACL entry lets another user or group write
+//! ([`crate::acl`]): with an ACL, those bits are its mask.
 //!
 //! This module decides from metadata and never opens, creates or changes
 //! anything. [`crate::Lock`] checks the lock file and its directory on every
@@ -254,6 +256,42 @@ fn others_may_write(uid: u32, gid: u32, mode: u32) -> bool {
     mode & 0o002 != 0 || (mode & 0o020 != 0 && !private_group(uid, gid))
 }
 
+/// Refuses `path` when its ACL lets a user other than its owner, or a group
+/// that is not the owner's own, write it (`risk` says what they could then
+/// do). The group bits of a mode with an ACL are the ACL's mask: only when
+/// they allow writing can a named entry write.
+fn acl_refusal(path: &Path, meta: &std::fs::Metadata, risk: &str) -> Result<(), Untrusted> {
+    if meta.mode() & 0o020 == 0 {
+        return Ok(());
+    }
+    let uid = meta.uid();
+    let who = match crate::acl::writers(path) {
+        Ok(w) => w
+            .users
+            .iter()
+            .find(|&&u| u != uid)
+            .map(|&u| owner_name(u))
+            .or_else(|| {
+                w.groups
+                    .iter()
+                    .find(|&&g| !private_group(uid, g))
+                    .map(|g| format!("gid {g}"))
+            }),
+        Err(e) => Some(format!("whoever its ACL names (it cannot be read: {e})")),
+    };
+    match who {
+        None => Ok(()),
+        Some(who) => Err(Untrusted {
+            path: path.to_owned(),
+            why: format!(
+                "writable by {who} through its ACL (mode {:04o}, with an ACL)",
+                meta.mode() & 0o7777
+            ),
+            remedy: format!("{risk}; remove the entry (`setfacl -b {}`)", path.display()),
+        }),
+    }
+}
+
 /// Checks a configuration file (`baton.toml`, a drop-in), from its
 /// `fstat`: a regular file, owned by this user or root, that nobody else
 /// may write (its group may, when it is the owner's own group).
@@ -262,6 +300,13 @@ fn others_may_write(uid: u32, gid: u32, mode: u32) -> bool {
 ///
 /// As [`check_meta`].
 pub fn check_config(path: &Path, meta: &std::fs::Metadata) -> Result<(), Untrusted> {
+    if meta.is_file() {
+        acl_refusal(
+            path,
+            meta,
+            "another user could make baton run any command as whoever runs it",
+        )?;
+    }
     if meta.is_file() && !others_may_write(meta.uid(), meta.gid(), meta.mode()) {
         // Owner still checked; the group's bit is the owner's own.
         return check_owned(path, meta.uid(), meta.mode() & !0o020, Role::Config);
@@ -294,6 +339,11 @@ pub fn check_dir_meta(
                 .into(),
         });
     }
+    acl_refusal(
+        path,
+        meta,
+        "another user could delete or replace the files baton keeps in it",
+    )?;
     let shared = others_may_write(meta.uid(), meta.gid(), mode);
     let sticky_ok = sticky == Sticky::Allowed && mode & 0o1000 != 0;
     if shared && !sticky_ok {

@@ -334,6 +334,31 @@ fn a_state_directory_others_can_write_is_refused() {
     }
 }
 
+/// A state directory of root's, mode 0700, then given to uid 4242 through
+/// an ACL entry (`setfacl -m u:4242:rwx`): its mode reads 0770, the group
+/// root's own, yet that user could rename its lock files away during a run.
+#[test]
+fn a_state_directory_another_user_may_write_through_an_acl_is_refused() {
+    let env = Env::new();
+    let state = env.state();
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+    crate::support::grant_through_acl(&state);
+    let marker = env.path("ran");
+    let o = env.exec_sh("job", &[], &format!("touch {}", marker.display()));
+    assert_eq!(code(&o), 125, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("writable by uid 4242 through its ACL"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!marker.exists());
+    crate::support::drop_acl(&state, 0o700);
+    let o = env.exec_sh("job", &[], &format!("touch {}", marker.display()));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(marker.exists());
+}
+
 #[test]
 fn a_state_directory_or_lock_file_another_user_owns_is_refused() {
     if !root() {

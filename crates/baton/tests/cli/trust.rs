@@ -15,7 +15,7 @@ use baton_lease::Clock;
 
 use crate::daemon::Daemon;
 use crate::sched::{Sched, before_new_year, known_since, lines};
-use crate::support::{code, mkfifo, root, stderr, verdict};
+use crate::support::{code, drop_acl, grant_through_acl, mkfifo, root, stderr, verdict};
 
 /// Runs `cmd` to its end, in a process group of its own, within the test
 /// kit's patience: a command that hangs (and whatever it forked) is killed
@@ -550,6 +550,23 @@ fn a_configuration_another_user_could_write_runs_nothing() {
             "a directory writable by its group or by others",
             Box::new(|| std::fs::set_permissions(&dir, PermissionsExt::from_mode(0o777)).unwrap()),
             Box::new(|| std::fs::set_permissions(&dir, PermissionsExt::from_mode(0o755)).unwrap()),
+        ),
+        // An ACL entry for another user: the mode shows only the group
+        // (`root`, root's own) as writing.
+        (
+            "writable by uid 4242 through its ACL",
+            Box::new(|| grant_through_acl(&config)),
+            Box::new(|| drop_acl(&config, 0o644)),
+        ),
+        (
+            "writable by uid 4242 through its ACL",
+            Box::new(|| grant_through_acl(&file)),
+            Box::new(|| drop_acl(&file, 0o600)),
+        ),
+        (
+            "writable by uid 4242 through its ACL",
+            Box::new(|| grant_through_acl(&dir)),
+            Box::new(|| drop_acl(&dir, 0o755)),
         ),
     ];
     assert!(root(), "these cases need root (chown)");
