@@ -19,7 +19,7 @@
 //! | `running` | a run of this job holds its lock, live | yes |
 //! | `hung` | a run of this job holds its lock and does not renew it (hung, or orphaned: its supervisor is gone, its processes are not) | no |
 //! | `overdue` | an occurrence at or after the job was first seen should have started [`crate::views::overdue::GRACE`] ago and did not | no |
-//! | `failing` | its newest finished run failed (any verdict but `ok` and `interrupted`) | no |
+//! | `failing` | its newest finished run that was not `interrupted` or `replaced` failed | no |
 //! | `crashed` | its newest run started, never recorded an end, and nothing of it runs now | no |
 //! | `new` | it never ran, and no occurrence since it was first seen has come due | yes |
 //! | `ok` | otherwise | yes |
@@ -179,7 +179,8 @@ pub struct Facts {
     pub holding: Holding,
     /// The overdue test holds (`crate::views::overdue::judge`).
     pub overdue: bool,
-    /// Its newest finished run failed, and was not `interrupted`.
+    /// Its newest finished run that was not `interrupted` or `replaced`
+    /// failed (no success since its last failure).
     pub failing: bool,
     /// Its newest run started, never recorded an end, and nothing of it
     /// runs now (`abandoned`: killed, or its host lost).

@@ -618,12 +618,9 @@ fn job_status(
     });
     let last_finished = last.as_ref().is_some_and(|r| r.finished.is_some());
     let crashed = !last_finished && last_verdict == Some(RunVerdict::Abandoned);
-    let failing = state.as_ref().is_some_and(|s| s.consecutive_failures > 0)
-        && !(last_finished
-            && matches!(
-                last_verdict,
-                Some(RunVerdict::Interrupted | RunVerdict::Replaced)
-            ));
+    // A run `interrupted` or `replaced` is neither success nor failure: it
+    // leaves the count as it was, and so the job failing or not.
+    let failing = state.as_ref().is_some_and(|s| s.consecutive_failures > 0);
     let never_run = last.is_none();
     let facts = Facts {
         enabled,

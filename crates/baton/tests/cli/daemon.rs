@@ -915,6 +915,45 @@ fn daemon_sigterm_interrupts_a_run_without_failing_the_job() {
     assert!(!alerts.contains("failed\""), "{alerts}");
 }
 
+/// A run stopped by a signal is no success: a job that failed before it is
+/// failing still, on `status` and in the metrics.
+#[test]
+fn an_interrupted_run_leaves_a_failing_job_failing() {
+    let s = Sched::new("");
+    let (slow, started) = (s.env.path("slow"), s.env.path("started"));
+    s.write(&format!(
+        "[jobs.f]\nschedule = \"0 0 1 1 *\"\n\
+         run = \"if [ -e {sl} ]; then touch {st}; sleep 60; else exit 3; fi\"\n",
+        sl = slow.display(),
+        st = started.display()
+    ));
+    assert_eq!(s.run(&["run", "f"]).status.code(), Some(1), "a failed run");
+    std::fs::write(&slow, "").unwrap();
+    let run = s
+        .cmd(&["run", "f"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    eventually("the slow run to start", || started.exists());
+    signal(i32::try_from(run.id()).unwrap(), Signal::TERM);
+    let o = run.wait_with_output().unwrap();
+    assert_ne!(o.status.code(), Some(0), "{}", stderr(&o));
+    let h = s.json(&["history", "f", "--json"]);
+    assert_eq!(h[0]["verdict"], "interrupted", "{h}");
+    let st = s.run(&["status", "f", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    let j = &v["jobs"][0];
+    assert_eq!(j["failing"], true, "{j}");
+    assert_eq!(j["state"], "failing", "{j}");
+    assert_eq!(st.status.code(), Some(1), "{v}");
+    let metrics = String::from_utf8_lossy(&s.run(&["__metrics"]).stdout).into_owned();
+    assert!(
+        metrics.contains("baton_job_failing{baton_job=\"f\"} 1"),
+        "{metrics}"
+    );
+}
+
 #[test]
 fn daemon_kill9_mid_run_never_doubles_it_and_a_restart_carries_on() {
     let s = Sched::new("");
