@@ -73,6 +73,37 @@ fn ms(d: jiff::SignedDuration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(0)
 }
 
+impl From<baton_store::ledger::Attempt> for AttemptView {
+    fn from(a: baton_store::ledger::Attempt) -> Self {
+        Self::from(baton_store::ledger::AttemptRow {
+            seq: a.seq,
+            step: a.step,
+            kind: a.kind,
+            attempt: a.attempt,
+            started: a.started,
+            finished: a.finished,
+            exit_code: a.exit_code,
+            signal: a.signal,
+            outcome: a.outcome,
+        })
+    }
+}
+
+impl From<baton_store::ledger::AttemptRow> for AttemptView {
+    fn from(a: baton_store::ledger::AttemptRow) -> Self {
+        Self {
+            step: a.step,
+            kind: a.kind.as_str().to_owned(),
+            attempt: a.attempt,
+            started: a.started.to_string(),
+            duration_ms: ms(a.finished.duration_since(a.started)),
+            exit_code: a.exit_code,
+            signal: a.signal,
+            outcome: a.outcome.to_string(),
+        }
+    }
+}
+
 impl From<baton_store::ledger::RunRow> for RunView {
     fn from(r: baton_store::ledger::RunRow) -> Self {
         // An abandoned run's end is unknown: `finished` is when the next
@@ -92,20 +123,7 @@ impl From<baton_store::ledger::RunRow> for RunView {
             finished: r.finished.map(|f| f.to_string()),
             verdict: r.verdict.map(|v| v.to_string()),
             exit_code: r.exit_code.filter(|_| known),
-            attempts: r
-                .attempts
-                .into_iter()
-                .map(|a| AttemptView {
-                    step: a.step,
-                    kind: a.kind.as_str().to_owned(),
-                    attempt: a.attempt,
-                    started: a.started.to_string(),
-                    duration_ms: ms(a.finished.duration_since(a.started)),
-                    exit_code: a.exit_code,
-                    signal: a.signal,
-                    outcome: a.outcome.to_string(),
-                })
-                .collect(),
+            attempts: r.attempts.into_iter().map(AttemptView::from).collect(),
             run_id: r.run_id,
             job: r.job,
         }
@@ -275,15 +293,35 @@ pub(crate) fn judge_unfinished(
             .collect(),
         _ => Vec::new(),
     });
+    let state = &config.settings.state_dir.value;
     for v in views.iter_mut().filter(|v| v.verdict.is_none()) {
+        // An end the ledger did not take, kept in the run's slot here: what
+        // the run came to, until a tick records it.
+        if let Some(crate::state::end_slot::Kept { end, attempts }) =
+            crate::state::end_slot::kept(state, &v.run_id)
+        {
+            v.verdict = Some(end.verdict.to_string());
+            v.exit_code = Some(end.exit_code);
+            v.finished = Some(end.finished.to_string());
+            v.duration_ms = v
+                .started
+                .parse::<jiff::Timestamp>()
+                .ok()
+                .map(|started| ms(end.finished.duration_since(started)));
+            v.attempts
+                .extend(attempts.into_iter().map(AttemptView::from));
+            continue;
+        }
         let lock = slots.of_run(&v.run_id);
-        v.verdict = unfinished(&v.run_id, v.host.as_deref(), v.pid, lock).map(|v| v.to_string());
+        v.verdict =
+            unfinished(state, &v.run_id, v.host.as_deref(), v.pid, lock).map(|v| v.to_string());
     }
 }
 
-/// What a run the ledger has no end for is now: `abandoned` when nothing
-/// of it can still run, `None` while it may (or when that cannot be
-/// told).
+/// What a run the ledger has no end for is now: the end it kept in its
+/// slot in `state` when the ledger would not take it (recorded by the next
+/// tick), `abandoned` when nothing of it can still run, `None` while it may
+/// (or when that cannot be told).
 ///
 /// `lock` is the job's lock judged now (`None` when it cannot be read). A
 /// holder that is this run, live, hung or orphaned, says it may still run.
@@ -295,6 +333,7 @@ pub(crate) fn judge_unfinished(
 /// provably dead holder or one past its TTL and grace (whose self-fencing
 /// has stopped it by then).
 pub(crate) fn unfinished(
+    state: &std::path::Path,
     run_id: &str,
     host: Option<&str>,
     pid: Option<u32>,
@@ -302,6 +341,9 @@ pub(crate) fn unfinished(
 ) -> Option<RunVerdict> {
     use baton_lease::Verdict as V;
     const OVER: Option<RunVerdict> = Some(RunVerdict::Abandoned);
+    if let Some(kept) = crate::state::end_slot::kept(state, run_id) {
+        return Some(kept.end.verdict);
+    }
     if let Some(V::Live { holder, .. } | V::Hung { holder, .. } | V::Orphaned { holder, .. }) = lock
         && holder.run() == Some(run_id)
     {

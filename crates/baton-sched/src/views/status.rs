@@ -609,6 +609,7 @@ fn job_status(
     let last_verdict = last.as_ref().and_then(|r| {
         r.verdict.or_else(|| {
             crate::views::history::unfinished(
+                &config.settings.state_dir.value,
                 &r.run_id,
                 r.host.as_deref(),
                 r.pid,

@@ -316,6 +316,35 @@ fn store_files_a_run_whose_end_a_full_disk_refused_is_recorded_by_the_next_tick(
     drop(disk);
 }
 
+/// Before any tick records it, every surface shows the run as its kept end
+/// says, never `abandoned`, and the job not crashed.
+#[test]
+fn store_shows_a_run_whose_end_a_full_disk_refused_as_it_ended_before_a_tick() {
+    let Some((s, disk)) = ended_on_a_full_disk() else {
+        return;
+    };
+    let runs = s.json(&["history", "j", "--json"]);
+    let scheduled = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["occurrence"] != "manual")
+        .unwrap_or_else(|| panic!("no scheduled run: {runs}"));
+    assert_eq!(scheduled["verdict"], "ok", "{runs}");
+    assert_eq!(scheduled["exit_code"], 0, "{runs}");
+    let st = s.json(&["status", "j", "--json"]);
+    assert_eq!(st["jobs"][0]["state"], "ok", "{st}");
+    assert_eq!(st["jobs"][0]["last_run"]["verdict"], "ok", "{st}");
+    let o = s.run(&["status", "j"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let metrics = stdout(&s.run(&["__metrics"]));
+    assert!(
+        metrics.contains("baton_job_state{baton_job=\"j\",state=\"ok\"} 1"),
+        "{metrics}"
+    );
+    drop(disk);
+}
+
 /// The scheduled run of `j` is recorded ok, exit 0, and no end slot is
 /// left.
 fn recorded_ok_from_its_slot(s: &Sched) {
