@@ -59,13 +59,18 @@ pub enum Error {
         source: rusqlite::Error,
     },
     /// Another writer held the database's lock for longer than the busy
-    /// timeout (10 s). The database is not damaged; nothing was written.
+    /// timeout (10 s, or less while a run's supervisor bounds its calls to
+    /// renew its lease between them). The database is not damaged; nothing
+    /// was written.
     #[error(
-        "failed to {action} in {}: another process held the database lock for more than 10 s; \
+        "failed to {action} in {}: another process held the database lock for more than {}; \
          nothing was written",
-        path.display()
+        path.display(),
+        seconds(*waited_ms)
     )]
     Busy {
+        /// How long this call waited for the lock, in milliseconds.
+        waited_ms: u32,
         /// What was being done.
         action: String,
         /// The database.
@@ -208,4 +213,18 @@ impl From<Error> for baton_store::ledger::Error {
             }
         }
     }
+}
+
+/// A wait in milliseconds, as messages say it: `10 s`, `0.6 s`.
+fn seconds(ms: u32) -> String {
+    if ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{:.1} s", f64::from(ms) / 1000.0)
+    }
+}
+
+/// A wait as [`Error::Busy`] keeps it.
+pub(crate) fn millis(d: std::time::Duration) -> u32 {
+    u32::try_from(d.as_millis()).unwrap_or(u32::MAX)
 }

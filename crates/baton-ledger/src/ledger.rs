@@ -19,6 +19,7 @@
 //! ([`crate::recover`]) and is tried once more, on the fresh ledger.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use baton_store::ledger::{Backend, Mode, Recovered, Withdrawn};
 use jiff::Timestamp;
@@ -83,6 +84,9 @@ pub struct Ledger {
     /// The newest time a caller has given: stamps a file moved aside during
     /// a call that carries no time of its own (a read).
     latest: Timestamp,
+    /// How long a call waits for another process's lock on the file
+    /// ([`Backend::bound_calls`]).
+    busy: Duration,
 }
 
 impl std::fmt::Debug for Ledger {
@@ -136,6 +140,7 @@ impl Ledger {
             db: None,
             recovered: Vec::new(),
             latest: now,
+            busy: crate::db::BUSY_TIMEOUT,
         };
         ledger.reconnect(None)?;
         Ok(ledger)
@@ -226,6 +231,7 @@ impl Ledger {
         // as the one before commits (`gate.rs`).
         let gate = (mode == Mode::Write).then(|| crate::gate::of(&self.path));
         let _turn = gate.as_deref().map(crate::gate::enter);
+        db.conn().busy_timeout(self.busy)?;
         let tx = db.conn().transaction_with_behavior(behavior)?;
         // A newer baton may have migrated the file since this connection
         // opened it (a long-lived process outliving an upgrade): its rows
@@ -263,7 +269,20 @@ impl Ledger {
     fn error(&self, action: String, fail: Fail) -> Error {
         let path = self.path.clone();
         match fail {
-            Fail::Sql(e) => recover::sqlite_error(&self.path, action, e),
+            Fail::Sql(e) => match recover::sqlite_error(&self.path, action, e) {
+                Error::Busy {
+                    action,
+                    path,
+                    source,
+                    ..
+                } => Error::Busy {
+                    waited_ms: crate::error::millis(self.busy),
+                    action,
+                    path,
+                    source,
+                },
+                e => e,
+            },
             Fail::Invalid(problem) => Error::Invalid {
                 action,
                 path,
@@ -311,6 +330,14 @@ impl Backend for Ledger {
             }
         })
         .map_err(Into::into)
+    }
+
+    /// A run's supervisor renews its lease only between calls: while it
+    /// bounds them, a call waits for another process's lock on the file
+    /// that long at most (never longer than the usual 10 s), and is tried
+    /// again by the run after a renewal.
+    fn bound_calls(&mut self, within: Option<Duration>) {
+        self.busy = within.map_or(crate::db::BUSY_TIMEOUT, |w| w.min(crate::db::BUSY_TIMEOUT));
     }
 
     fn saw(&mut self, now: Timestamp) {

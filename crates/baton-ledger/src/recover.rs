@@ -75,6 +75,7 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 pub(crate) fn sqlite_error(path: &Path, action: String, source: rusqlite::Error) -> Error {
     if is_busy(&source) {
         return Error::Busy {
+            waited_ms: crate::error::millis(crate::db::BUSY_TIMEOUT),
             action,
             path: path.to_owned(),
             source,

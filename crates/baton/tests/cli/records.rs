@@ -48,6 +48,46 @@ impl Drop for WriteLock {
     }
 }
 
+/// A ledger locked by another process for longer than the TTL while a
+/// run goes on: the supervisor's calls wait for it only as long as its
+/// renewals can, so the lease is renewed, the run is never stopped as
+/// `lease-lost`, its later step runs, and it is recorded `ok` once the
+/// ledger is free.
+#[test]
+fn a_ledger_locked_longer_than_the_ttl_stops_no_healthy_run() {
+    let s = Sched::new("");
+    let (started, second) = (s.env.path("started"), s.env.path("second"));
+    s.write(&format!(
+        "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\nttl = \"6s\"\nkill_grace = \"1s\"\ntakeover_grace = \"5s\"\n\
+         [jobs.j]\nschedule = \"0 0 1 1 *\"\n\
+         [[jobs.j.steps]]\nname = \"one\"\nrun = \"touch {}; sleep 1\"\n\
+         [[jobs.j.steps]]\nname = \"two\"\nrun = \"sleep 8; touch {}\"\n",
+        started.display(),
+        second.display()
+    ));
+    // The ledger exists before the lock is taken on it.
+    let o = s.run(&["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(db(&s).exists());
+    let run = s
+        .cmd(&["run", "j"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    eventually("the first step to start", || started.exists());
+    let lock = WriteLock::hold(&db(&s));
+    // Longer than the TTL (6 s); the second step ends after it.
+    crate::support::pause(9000);
+    drop(lock);
+    let o = run.wait_with_output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(second.exists(), "the second step never ran: {}", stderr(&o));
+    assert!(!stderr(&o).contains("lease"), "{}", stderr(&o));
+    let runs = s.json(&["history", "j", "--json"]);
+    assert_eq!(runs[0]["verdict"], "ok", "{runs}");
+}
+
 /// A job due now whatever the minute (one occurrence a year, caught up
 /// for 400 days) that appends its occurrence to `ran`.
 fn yearly(ran: &Path) -> String {
