@@ -14,7 +14,8 @@
 //! link, a named pipe, a socket, a device or a directory), owned by the
 //! invoking user or root, and writable by nobody else. Group-write bits are
 //! the owner's own only when no ACL entry lets another user or group write
-//! ([`crate::acl`]): with an ACL, those bits are its mask.
+//! (the crate's `acl` module reads them): with an ACL, those bits are its
+//! mask.
 //!
 //! This module decides from metadata and never opens, creates or changes
 //! anything. [`crate::Lock`] checks the lock file and its directory on every
