@@ -37,7 +37,9 @@
 //! another user owns it or can write it. A guard that cannot be read is an
 //! error ([`Error::UnreadableGuard`]): what it named is unknown, so nothing
 //! runs until an operator removes it. What it does not cover: a guard
-//! deleted while its key runs, like a lock file deleted under its holder.
+//! deleted while its key runs, like a lock file deleted under its holder
+//! (the scheduler asks its ledger for a live run of the key before it
+//! starts one; `baton exec` has nothing else to ask).
 
 use std::path::{Path, PathBuf};
 

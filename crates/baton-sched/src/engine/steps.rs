@@ -109,6 +109,23 @@ fn begin(
     let patience = job.policy.ttl.value;
     let state = &req.config.settings.state_dir.value;
     let mates = crate::engine::request::lock_mates(req.config, job);
+    if let Some(live) = live_beside(req, &mates, &host, session.lease().fence(), surfaces) {
+        // Its lock file was removed or replaced under it: this lease is
+        // not the only one. Nothing starts; the occurrence stays due.
+        if let Some(at) = occurrence {
+            let _ = withdraw_claim(req, c, at, session, surfaces);
+        }
+        surfaces.borrow_mut().warn(&format!(
+            "{}: not run: run {} of job {} still runs on this host (pid {}), though the lock \
+             file it holds was removed or replaced while it ran; never remove a lock file \
+             while its run lives (`baton lock show` says who holds it)",
+            job.name,
+            live.run_id,
+            live.job,
+            live.pid.unwrap_or_default()
+        ));
+        return Err(Outcome::Failed);
+    }
     let (mut record, began) = RunRecord::begin(row, &mates, patience, state, session, surfaces);
     if crate::store::shared(req.config) {
         record.end_patience(END_PATIENCE);
@@ -916,6 +933,78 @@ fn why_last(code: u8, attempt: u32, attempts: u32, refusal: Option<NoRetry>) -> 
         _ if attempts > 1 => format!(" after {attempt} attempts"),
         _ => String::new(),
     }
+}
+
+/// A run of the jobs sharing this lock, on a lock file store, that the
+/// ledger still calls running, whose supervisor on this host still lives
+/// (started before the run did: not a pid reused since), yet whose lease
+/// is not the lock's any more: under a lower fence than `fence`, or, with
+/// slots, named by no slot. On this host a live holder is never taken
+/// over, so its lock file was removed or replaced under it, and a run now
+/// would run beside it. On a shared store the lease is a row no file
+/// operation removes, and a run of another host is judged by its lease.
+fn live_beside(
+    req: &Request<'_>,
+    mates: &[&str],
+    host: &str,
+    fence: u64,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) -> Option<baton_store::ledger::RunRow> {
+    if crate::store::shared(req.config) {
+        return None;
+    }
+    let named = if req.job.slots() > 1 {
+        let store = crate::store::open(req.config).ok()?;
+        Some(named_by_slots(store.as_ref(), req.job)?)
+    } else {
+        None
+    };
+    let mut s = surfaces.borrow_mut();
+    let clock = s.clock();
+    let ticks = rustix::param::clock_ticks_per_second().max(1);
+    for &mate in mates {
+        let runs = s.ledger(|l| l.unfinished(mate)).unwrap_or_default();
+        for run in runs {
+            let (Some(pid), Some(run_host)) = (run.pid, run.host.as_deref()) else {
+                continue;
+            };
+            let displaced = match &named {
+                Some(named) => !named.contains(&run.run_id),
+                None => run.fence.is_some_and(|f| f < fence),
+            };
+            // A run whose end the ledger would not take kept it in its slot
+            // and let its lease go: over, though its process may not have
+            // exited yet.
+            let state = &req.config.settings.state_dir.value;
+            if run_host != host
+                || !displaced
+                || pid == std::process::id()
+                || crate::state::end_slot::kept(state, &run.run_id).is_some()
+            {
+                continue;
+            }
+            // A zombie (its parent has not reaped it yet) runs nothing.
+            let Some(start) = baton_lease::job::process_start(pid)
+                .filter(|_| baton_lease::job::process_runs(pid))
+            else {
+                continue;
+            };
+            // When the process started, on the wall clock.
+            let age = clock
+                .boot()
+                .saturating_sub(std::time::Duration::from_millis(start * 1000 / ticks));
+            let started = jiff::SignedDuration::try_from(age)
+                .ok()
+                .and_then(|age| clock.wall().checked_sub(age).ok());
+            let slack = jiff::SignedDuration::from_secs(2);
+            if started
+                .is_some_and(|at| at <= run.started.saturating_add(slack).unwrap_or(run.started))
+            {
+                return Some(run);
+            }
+        }
+    }
+    None
 }
 
 /// Runs of the jobs sharing this lock that the ledger still calls running,

@@ -93,6 +93,18 @@ fn run_or_overlap(s: &Sched, m: &Marks, first: &mut Child, args: &[&str]) -> std
     c.wait_with_output().unwrap()
 }
 
+/// `baton run x` started, once its job has.
+fn first_run(s: &Sched, m: &Marks) -> Child {
+    let first = s
+        .cmd(&["run", "x"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    eventually("the first run to start", || m.started.exists());
+    first
+}
+
 /// The verdicts of the job's runs, newest first.
 fn verdicts(s: &Sched) -> Vec<String> {
     let h = s.json(&["history", "x", "--json"]);
@@ -103,15 +115,47 @@ fn verdicts(s: &Sched) -> Vec<String> {
         .collect()
 }
 
+/// A lock file removed, or renamed away, while its run goes on (by root,
+/// or by its directory's owner): the lock path is free, yet the job's run
+/// lives on this host. A tick or a run by hand then finds that run in the
+/// ledger, alive, under a lease the lock no longer names, and refuses
+/// rather than start beside it; the occurrence stays due.
+#[test]
+fn a_lock_file_removed_or_renamed_under_a_live_run_starts_nothing_beside_it() {
+    for how in ["remove", "rename"] {
+        let s = Sched::new("");
+        let m = Marks::new(&s);
+        crate::sched::known_since(&s, &["x"], crate::sched::before_new_year());
+        s.write(&yearly(&m, "a", ""));
+        let mut first = first_run(&s, &m);
+        let lock = s.env.state().join("locks/a.lock");
+        match how {
+            "remove" => std::fs::remove_file(&lock).unwrap(),
+            _ => std::fs::rename(&lock, s.env.state().join("locks/a.lock.old")).unwrap(),
+        }
+        for args in [&["run", "x"][..], &["tick"]] {
+            let o = run_or_overlap(&s, &m, &mut first, args);
+            assert_eq!(code(&o), 1, "{how}: {args:?}: {}", stderr(&o));
+            assert!(
+                stderr(&o).contains("was removed or replaced while it ran"),
+                "{how}: {args:?}: {}",
+                stderr(&o)
+            );
+        }
+        assert_eq!(read_lines(&m.ran).len(), 1, "{:?}", read_lines(&m.ran));
+        std::fs::write(&m.go, "").unwrap();
+        let _ = first.wait().unwrap();
+        // The first run said its own end, whatever it was: never abandoned.
+        let said = verdicts(&s);
+        assert_eq!(said.len(), 1, "{how}: {said:?}");
+        assert_ne!(said[0], "abandoned", "{how}: {said:?}");
+        assert!(!m.overlapped());
+    }
+}
+
 fn renamed_while_running(s: &Sched, m: &Marks, extra: &str) {
     s.write(&yearly(m, "a", extra));
-    let mut first = s
-        .cmd(&["run", "x"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    eventually("the first run to start", || m.started.exists());
+    let mut first = first_run(s, m);
     s.write(&yearly(m, "b", extra));
     // Its scheduled occurrence, and a run by hand: both under lock b while
     // the run under lock a goes on. Neither starts; each says why.
