@@ -195,11 +195,28 @@ pub fn names() -> Vec<String> {
     v
 }
 
+/// `s` on one comment line: a line break or another control character
+/// (from the environment, or a path) is written escaped (`\n`), never as
+/// itself, so nothing it carries becomes a line a shell would run.
+fn one_line(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
+}
+
 /// The reference for `c`.
 pub fn render(c: &Config, opts: &Options) -> Artefact {
     let shown_config = opts.config.display().to_string();
     let real_config = c.path.display().to_string();
     let host = |s: &str| s.replace(&real_config, &shown_config);
+    let shown_config = one_line(&shown_config);
     let mut t = format!(
         "# The environment variables baton reads, for {shown_config}.\n\
          # Rendered by `baton render env`: what each does, its default, and its\n\
@@ -207,6 +224,7 @@ pub fn render(c: &Config, opts: &Options) -> Artefact {
          # nothing.\n"
     );
     let mut entry = |name: &str, what: &str, default: &str, current: &str| {
+        let current = one_line(current);
         t.push_str(&format!(
             "\n# {name}: {what}.\n#   default: {default}\n#   current: {current}\n"
         ));

@@ -123,7 +123,15 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
     }
     let bin = exec_name(&bin);
     let state_path = opts.state_dir(c);
-    path_text(Target::Systemd, "the state directory", &state_path)?;
+    if path_text(Target::Systemd, "the state directory", &state_path)?.contains('"') {
+        return Err(RenderError::Path {
+            target: Target::Systemd,
+            what: "the state directory",
+            path: state_path,
+            why: "systemd drops a StateDirectory= or ReadWritePaths= whose path holds a double \
+                  quote, and the daemon would have no directory it may write",
+        });
+    }
     if !opts.per_job {
         return Ok(vec![daemon(c, opts, &bin, &config, &state_path)]);
     }

@@ -1013,6 +1013,45 @@ fn render_env_hides_the_store_url_and_the_pg_password() {
 }
 
 #[test]
+fn render_systemd_refuses_a_state_directory_with_a_double_quote() {
+    for dir in ["/var/lib/baton \"prod\"", "/srv/a\"b"] {
+        let c = config(&format!("[scheduler]\nstate_dir = {dir:?}\n"));
+        let got = render(Target::Systemd, &c, &opts(false));
+        let Err(RenderError::Path { what, why, .. }) = got else {
+            panic!("{dir}: not refused: {got:?}");
+        };
+        assert_eq!(what, "the state directory");
+        assert!(why.contains("double quote"), "{why}");
+    }
+    // A quote of the other kind, a space, `%`: written, quoted.
+    let c = config("[scheduler]\nstate_dir = \"/var/lib/it's 100%\"\n");
+    let unit = &render(Target::Systemd, &c, &opts(false)).unwrap()[0].text;
+    has(unit, "StateDirectory=\"it's 100%%\"");
+}
+
+#[test]
+fn render_env_is_all_comments_whatever_the_environment_holds() {
+    let c = config("");
+    let mut o = opts(false);
+    o.environment
+        .insert("PGHOST".into(), "db\nBATON_ENABLED=false\r\u{1b}[2J".into());
+    o.environment
+        .insert("TZ".into(), "UTC\nrm -rf /tmp/x".into());
+    o.config = "/etc/baton\nBATON_X=1/baton.toml".into();
+    let text = &render(Target::Env, &c, &o).unwrap()[0].text;
+    for line in text.lines() {
+        assert!(
+            line.is_empty() || line.starts_with('#'),
+            "{line:?} in:\n{text}"
+        );
+    }
+    has(
+        text,
+        "db\\nBATON_ENABLED=false\\r\\u{1b}[2J (from the environment)",
+    );
+}
+
+#[test]
 fn render_per_job_refuses_a_zone_the_configuration_does_not_write() {
     // No `timezone` anywhere: the job's zone is this machine's, and the
     // machine running the entry may be in another.
