@@ -123,13 +123,14 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
     }
     let bin = exec_name(&bin);
     let state_path = opts.state_dir(c);
-    if path_text(Target::Systemd, "the state directory", &state_path)?.contains('"') {
+    let state_text = path_text(Target::Systemd, "the state directory", &state_path)?;
+    if !opts.per_job && state_text.starts_with("/var/lib/") && state_text.contains('"') {
         return Err(RenderError::Path {
             target: Target::Systemd,
             what: "the state directory",
             path: state_path,
-            why: "systemd drops a StateDirectory= or ReadWritePaths= whose path holds a double \
-                  quote, and the daemon would have no directory it may write",
+            why: "systemd drops a StateDirectory= whose path holds a double quote, and the \
+                  daemon would have no directory it may write",
         });
     }
     if !opts.per_job {

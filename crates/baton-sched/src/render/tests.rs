@@ -1014,7 +1014,7 @@ fn render_env_hides_the_store_url_and_the_pg_password() {
 
 #[test]
 fn render_systemd_refuses_a_state_directory_with_a_double_quote() {
-    for dir in ["/var/lib/baton \"prod\"", "/srv/a\"b"] {
+    for dir in ["/var/lib/baton \"prod\"", "/var/lib/a\"b"] {
         let c = config(&format!("[scheduler]\nstate_dir = {dir:?}\n"));
         let got = render(Target::Systemd, &c, &opts(false));
         let Err(RenderError::Path { what, why, .. }) = got else {
@@ -1023,10 +1023,14 @@ fn render_systemd_refuses_a_state_directory_with_a_double_quote() {
         assert_eq!(what, "the state directory");
         assert!(why.contains("double quote"), "{why}");
     }
-    // A quote of the other kind, a space, `%`: written, quoted.
+    // A quote of the other kind, a space, `%`: written, quoted; and a
+    // double quote outside /var/lib, where ReadWritePaths= takes it escaped.
     let c = config("[scheduler]\nstate_dir = \"/var/lib/it's 100%\"\n");
     let unit = &render(Target::Systemd, &c, &opts(false)).unwrap()[0].text;
     has(unit, "StateDirectory=\"it's 100%%\"");
+    let c = config("[scheduler]\nstate_dir = \"/srv/a\\\"b\"\n");
+    let unit = &render(Target::Systemd, &c, &opts(false)).unwrap()[0].text;
+    has(unit, "ReadWritePaths=\"-/srv/a\\\"b\"");
 }
 
 #[test]
