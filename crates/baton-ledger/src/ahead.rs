@@ -27,7 +27,7 @@ use baton_store::ledger::{Mode, Withdrawn};
 use crate::error::Error;
 use crate::ledger::Ledger;
 use crate::rows::{self, MISSED_COLUMNS};
-use crate::statements::MISSED;
+use crate::statements::WITHDRAWN;
 
 /// Takes back what a clock ahead decided about `job`, when the job's
 /// last decided occurrence is more than `tolerance` seconds after `now`,
@@ -128,13 +128,15 @@ fn withdraw(
         ))?
         .query_map(params![job, now_us], rows::missed)?
         .collect::<rusqlite::Result<Vec<_>>>()?;
-    // The tallies take back what the ranges counted, never below zero.
-    let mut unmiss = tx.prepare_cached(
-        "UPDATE tallies SET count = MAX(0, count - ?4) WHERE job = ?1 AND kind = ?2 AND word = ?3",
+    // A counter never falls: what the ranges counted stays counted as
+    // missed, and is counted as withdrawn too.
+    let mut withdrawn = tx.prepare_cached(
+        "INSERT INTO tallies (job, kind, word, count) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (job, kind, word) DO UPDATE SET count = count + excluded.count",
     )?;
     for r in &ranges {
         let count = i64::try_from(r.count).unwrap_or(i64::MAX);
-        unmiss.execute(params![job, MISSED, r.reason.as_str(), count])?;
+        withdrawn.execute(params![job, WITHDRAWN, r.reason.as_str(), count])?;
     }
     tx.prepare_cached("DELETE FROM missed WHERE job = ?1 AND decided > ?2")?
         .execute(params![job, now_us])?;

@@ -36,6 +36,8 @@ const IN_FORCE: &str =
 /// The kinds of counts in the `tallies` table.
 const VERDICT: &str = "verdict";
 pub(crate) const MISSED: &str = "missed";
+/// The tally of missed occurrences taken back (`missed-withdrawn`).
+pub(crate) const WITHDRAWN: &str = "withdrawn";
 const SKIPPED: &str = "skipped";
 const LEASE_LOST: &str = "lease-lost";
 
@@ -894,6 +896,7 @@ impl Statements for Sql<'_> {
             match kind.as_str() {
                 VERDICT => *t.runs.entry(rows::word(r, 2)?).or_default() += n,
                 MISSED => *t.missed.entry(rows::word(r, 2)?).or_default() += n,
+                WITHDRAWN => *t.withdrawn.entry(rows::word(r, 2)?).or_default() += n,
                 SKIPPED => *t.skipped.entry(rows::word(r, 2)?).or_default() += n,
                 LEASE_LOST => t.lease_losses += n,
                 _ => {} // A kind a later version counts: not this build's to show.

@@ -39,6 +39,9 @@ const IN_FORCE: &str = "since <= $2::bigint AND (until IS NULL OR $2::bigint < u
 /// The kinds of counts in the `baton.tallies` table.
 const VERDICT: &str = "verdict";
 const MISSED: &str = "missed";
+/// Missed occurrences taken back (`missed-withdrawn`); only a store that
+/// decides by its hosts' clocks counts them, but every store reads them.
+const WITHDRAWN: &str = "withdrawn";
 const SKIPPED: &str = "skipped";
 const LEASE_LOST: &str = "lease-lost";
 
@@ -992,6 +995,7 @@ impl Statements for Pg<'_> {
             match kind.as_str() {
                 VERDICT => *t.runs.entry(rows::word(&r, 2)?).or_default() += n,
                 MISSED => *t.missed.entry(rows::word(&r, 2)?).or_default() += n,
+                WITHDRAWN => *t.withdrawn.entry(rows::word(&r, 2)?).or_default() += n,
                 SKIPPED => *t.skipped.entry(rows::word(&r, 2)?).or_default() += n,
                 LEASE_LOST => t.lease_losses += n,
                 _ => {} // A kind a later version counts: not this build's to show.

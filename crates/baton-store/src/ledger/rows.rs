@@ -676,9 +676,10 @@ pub const BOUNDS_US: [i64; 11] = [
 
 /// A job's cumulative tallies, as [`crate::ledger::Records::tallies`] reads them.
 ///
-/// The counts only rise, but for a missed range withdrawn because a clock
-/// ahead recorded it (a ledger recovered from corruption starts again
-/// from zero, as a restarted process's counters do). A ledger migrated
+/// The counts only rise (a ledger recovered from corruption starts again
+/// from zero, as a restarted process's counters do): a missed range
+/// withdrawn because a clock ahead recorded it stays counted in `missed`,
+/// and is counted again in `withdrawn`. A ledger migrated
 /// from version 2 started them from the rows it still held then.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct JobTallies {
@@ -688,6 +689,9 @@ pub struct JobTallies {
     pub runs: BTreeMap<RunVerdict, u64>,
     /// Occurrences that will not run, by reason.
     pub missed: BTreeMap<MissReason, u64>,
+    /// Of `missed`, those a clock ahead recorded and an honest one took
+    /// back (`missed-withdrawn`), by the reason they were counted under.
+    pub withdrawn: BTreeMap<MissReason, u64>,
     /// Occurrences that never ran themselves yet were served or had run.
     pub skipped: BTreeMap<SkipReason, u64>,
     /// Runs that lost their lease.

@@ -403,6 +403,15 @@ fn missed_ranges(s: &Sched) -> Vec<(i64, i64)> {
         .collect()
 }
 
+/// The sum of every sample of `family` in `baton __metrics`.
+fn metric_sum(s: &Sched, family: &str) -> f64 {
+    stdout(&s.run(&["__metrics"]))
+        .lines()
+        .filter(|l| l.starts_with(&format!("{family}{{")))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .sum()
+}
+
 #[test]
 fn on_one_host_what_a_clock_a_day_ahead_called_missed_is_taken_back() {
     let s = Sched::new("");
@@ -417,10 +426,19 @@ fn on_one_host_what_a_clock_a_day_ahead_called_missed_is_taken_back() {
         !missed_ranges(&s).is_empty(),
         "the day was not called missed"
     );
+    let missed_before = metric_sum(&s, "baton_job_missed_occurrences_total");
+    assert!(missed_before > 0.0);
     // The honest tick takes that back: the present is decided by it, and
     // no missed range holds an occurrence that ran.
     let o = s.run(&["tick"]);
     assert!(code(&o) <= 1, "{}", stderr(&o));
+    // A counter never falls: what was taken back is counted as withdrawn.
+    assert!(metric_sum(&s, "baton_job_missed_occurrences_total") >= missed_before);
+    assert!(
+        metric_sum(&s, "baton_job_missed_withdrawn_total") >= missed_before - 2.0,
+        "{}",
+        stdout(&s.run(&["__metrics"]))
+    );
     assert!(
         stderr(&o).contains("are not missed after all"),
         "{}",

@@ -133,6 +133,18 @@ pub(crate) fn families(jobs: &[JobFigures]) -> Vec<Family> {
         ),
         by_word(
             Family::new(
+                "baton_job_missed_withdrawn",
+                "Of the occurrences counted missed, those a clock that was ahead recorded and \
+                 an honest one took back (missed-withdrawn), by reason.",
+                Kind::Counter,
+            ),
+            "reason",
+            jobs,
+            MissReason::ALL,
+            |t| &t.withdrawn,
+        ),
+        by_word(
+            Family::new(
                 "baton_job_skipped_occurrences",
                 "Occurrences that did not run themselves but were served (coalesced) or had run \
                  (claimed), by reason.",

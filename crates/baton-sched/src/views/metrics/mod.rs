@@ -24,6 +24,7 @@
 //!
 //! - `baton_job_runs_total{baton_job,verdict}`,
 //!   `baton_job_missed_occurrences_total{baton_job,reason}`,
+//!   `baton_job_missed_withdrawn_total{baton_job,reason}`,
 //!   `baton_job_skipped_occurrences_total{baton_job,reason}`,
 //!   `baton_job_lease_losses_total{baton_job}`: the ledger's tallies, which
 //!   pruning never lowers (see `baton_store::ledger::JobTallies`). *Skipped*
