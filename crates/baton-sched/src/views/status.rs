@@ -70,8 +70,13 @@ pub struct Status {
 pub struct JobStatus {
     /// The job.
     pub job: String,
-    /// Whether it runs at all.
+    /// Whether it runs at all: the job, and the scheduler's kill switch.
     pub enabled: bool,
+    /// Whether a run of it is in flight (its lock's holder, or its former
+    /// lock's while that run goes on, is live): what `running` means on
+    /// every surface. Not in the JSON: `state` and `holder` say it there.
+    #[serde(skip)]
+    pub in_flight: bool,
     /// Its state: `disabled`, `paused`, `running`, `hung`, `overdue`,
     /// `failing`, `crashed`, `new` or `ok` ([`crate::views::job_state`]).
     pub state: JobState,
@@ -665,7 +670,8 @@ fn job_status(
             crate::config::Source::Declared(by) => Some(by.clone()),
             _ => None,
         },
-        enabled: job.enabled.value,
+        enabled,
+        in_flight: holding == crate::views::job_state::Holding::Live,
         state: crate::views::job_state::decide(&facts),
         schedule: match job.when.value.key {
             "every" => format!("every {}", job.when.value.text),

@@ -180,6 +180,13 @@ fn renamed_while_running(s: &Sched, m: &Marks, extra: &str) {
         "{}",
         stderr(&p)
     );
+    let metrics = crate::support::stdout(&s.run(&["__metrics"]));
+    for sample in [
+        "baton_job_running{baton_job=\"x\"} 1",
+        "baton_job_state{baton_job=\"x\",state=\"running\"} 1",
+    ] {
+        assert!(metrics.contains(sample), "{sample}: {metrics}");
+    }
     std::fs::write(&m.go, "").unwrap();
     assert!(first.wait().unwrap().success());
     // The live run was never taken for abandoned: it ended, and says so.

@@ -385,6 +385,15 @@ fn the_kill_switch_touches_nothing() {
     ));
     assert_eq!(code(&s.run(&["tick"])), 0);
     assert!(!s.env.state().exists());
+    // Every surface says the job does not run: `enabled` too.
+    let st = s.json(&["status", "--json"]);
+    assert_eq!(st["jobs"][0]["state"], "disabled", "{st}");
+    assert_eq!(st["jobs"][0]["enabled"], false, "{st}");
+    let metrics = stdout(&s.run(&["__metrics"]));
+    assert!(
+        metrics.contains("baton_job_enabled{baton_job=\"count\"} 0"),
+        "{metrics}"
+    );
 }
 
 #[test]

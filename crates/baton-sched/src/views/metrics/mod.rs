@@ -167,11 +167,13 @@ pub fn read(config: &Config, clock: &dyn Clock, format: Format) -> Result<String
     Ok(render(&figures, Some(&process), format))
 }
 
-/// What the metrics take from a job's status: its state, whether it is
-/// overdue, failing and paused, and its next run. The one place here that
+/// What the metrics take from a job's status: its state, whether a run of
+/// it is in flight, whether it is overdue, failing and paused, and its next
+/// run. The one place here that
 /// reads a [`JobStatus`], so that the metrics say what `status` says.
 fn from_status(f: &mut JobFigures, s: &JobStatus) {
     f.state = s.state;
+    f.running = s.in_flight;
     f.overdue = s.overdue.is_some();
     f.failing = s.failing;
     f.paused = s.paused.is_some();

@@ -18,6 +18,7 @@ pub(super) fn job(name: &str) -> JobStatus {
         declared_by: None,
         job: name.into(),
         enabled: true,
+        in_flight: false,
         state: JobState::Ok,
         schedule: "*/5 * * * *".into(),
         timezone: "UTC".into(),
