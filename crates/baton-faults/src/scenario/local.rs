@@ -100,6 +100,13 @@ pub(crate) fn scenarios() -> Vec<Scenario> {
             run: ledger_locked,
         },
         Scenario {
+            name: "lock-file-removed",
+            what: "the lock file of a live run removed or renamed away (by root) while ticks and runs by hand race: nothing starts beside the live run, which ends with the verdict it earned (lease-lost once it finds its lock gone), never abandoned; the schedule goes on",
+            needs: &[],
+            cost: 2,
+            run: lock_file_removed,
+        },
+        Scenario {
             name: "killed-run-shown-running",
             what: "kill -9 of a yearly job's supervisor: once nothing of it is left, history and status do not show it running",
             needs: &[],
@@ -388,6 +395,42 @@ fn lock_renamed(t: &mut Trial<'_>) -> Result<(), String> {
     let span = Duration::from_millis(t.rng.range(1500, 3000));
     race(t, &l.config, span);
     let _ = t.wait_for(pid, secs(30));
+    common::finish(t, &l);
+    Ok(())
+}
+
+fn lock_file_removed(t: &mut Trial<'_>) -> Result<(), String> {
+    let job = JobDef::every_second("j", 40);
+    let l = Local::new(t, None, "", vec![job]);
+    common::sighted(t, &l.config)?;
+    let c = t.baton(&l.config, &["tick"]);
+    let Some(pid) = t.spawn(c, "tick-1") else {
+        return Err("the first tick did not start".into());
+    };
+    let events = t.events();
+    if !t.until(secs(20), |_| crate::evidence::mark(&events) >= 2) {
+        return Err("the first run never started".into());
+    }
+    pause_ms(t.rng.range(0, 1000));
+    let locks = l.state.join("locks");
+    let lock = locks.join("j.lock");
+    let gone = match t.rng.range(0, 2) {
+        0 => std::fs::remove_file(&lock),
+        1 => std::fs::rename(&lock, locks.join("j.lock.moved")),
+        _ => std::fs::rename(&locks, l.state.join("locks.moved")),
+    };
+    gone.map_err(|e| format!("failed to take {} away: {e}", lock.display()))?;
+    t.injected += 1;
+    // Ticks and runs by hand race while the live run has no lock file.
+    let span = Duration::from_millis(t.rng.range(1500, 4000));
+    let until = std::time::Instant::now() + span;
+    while std::time::Instant::now() < until {
+        let _ = tick(t, &l.config);
+        let c = t.baton(&l.config, &["run", "j"]);
+        let _ = t.run(c, secs(30));
+        pause_ms(t.rng.range(100, 400));
+    }
+    let _ = t.wait_for(pid, secs(60));
     common::finish(t, &l);
     Ok(())
 }
