@@ -560,6 +560,42 @@ fn holder_status(slot: u32, verdict: &baton_lease::Verdict) -> Option<HolderStat
     })
 }
 
+/// The job's row and newest run as they will read once a tick records the
+/// end that run kept in its slot (the ledger would not take it): the run
+/// finished with its verdict and exit code, and the job's last success or
+/// failure and its failures in a row moved as that end moves them.
+fn with_kept_end(
+    config: &Config,
+    mut state: Option<baton_store::ledger::JobState>,
+    mut last: Option<baton_store::ledger::RunRow>,
+) -> (
+    Option<baton_store::ledger::JobState>,
+    Option<baton_store::ledger::RunRow>,
+) {
+    let Some(run) = last.as_mut().filter(|r| r.finished.is_none()) else {
+        return (state, last);
+    };
+    let Some(crate::state::end_slot::Kept { end, .. }) =
+        crate::state::end_slot::kept(&config.settings.state_dir.value, &run.run_id)
+    else {
+        return (state, last);
+    };
+    run.finished = Some(end.finished);
+    run.verdict = Some(end.verdict);
+    run.exit_code = Some(end.exit_code);
+    if let Some(s) = state.as_mut() {
+        let effect = baton_store::ledger::Effect::of_run(end.verdict, end.success);
+        if effect.success() {
+            s.last_success = s.last_success.max(Some(end.finished));
+            s.consecutive_failures = 0;
+        } else if effect.failure() {
+            s.last_failure = s.last_failure.max(Some(end.finished));
+            s.consecutive_failures += 1;
+        }
+    }
+    (state, last)
+}
+
 fn job_status(
     config: &Config,
     job: &Job,
@@ -583,6 +619,7 @@ fn job_status(
         in_flight,
         fates,
     } = recorded;
+    let (state, last) = with_kept_end(config, state, last);
     let pause_ends = pause.as_ref().map(|p| p.until);
     let paused = pause.map(|p| PauseStatus {
         since: stamp(p.since),

@@ -375,6 +375,9 @@ fn store_shows_a_run_whose_end_a_full_disk_refused_as_it_ended_before_a_tick() {
     let st = s.json(&["status", "j", "--json"]);
     assert_eq!(st["jobs"][0]["state"], "ok", "{st}");
     assert_eq!(st["jobs"][0]["last_run"]["verdict"], "ok", "{st}");
+    assert_eq!(st["jobs"][0]["last_run"]["exit_code"], 0, "{st}");
+    assert!(st["jobs"][0]["last_run"]["finished"].is_string(), "{st}");
+    assert!(st["jobs"][0]["last_success"].is_string(), "{st}");
     let o = s.run(&["status", "j"]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     let metrics = stdout(&s.run(&["__metrics"]));
@@ -383,6 +386,50 @@ fn store_shows_a_run_whose_end_a_full_disk_refused_as_it_ended_before_a_tick() {
         "{metrics}"
     );
     drop(disk);
+}
+
+/// A run that failed while another process held the ledger's write lock
+/// past its patience kept its end in its slot: before any tick, the job is
+/// failing on `status` (exit 1) and in the metrics, as it will be once the
+/// end is recorded.
+#[test]
+fn a_failed_run_whose_end_is_kept_in_its_slot_shows_its_job_failing() {
+    let s = Sched::new("");
+    s.write(
+        "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\nttl = \"2s\"\n\
+         kill_grace = \"500ms\"\ntakeover_grace = \"2500ms\"\n\
+         [jobs.f]\nschedule = \"0 0 1 1 *\"\nrun = \"sleep 2; exit 4\"\n",
+    );
+    let o = s.run(&["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let run = s
+        .cmd(&["run", "f"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    crate::support::pause(500);
+    let lock = WriteLock::hold(&db(&s));
+    let o = run.wait_with_output().unwrap();
+    assert!(
+        stderr(&o).contains("its end is kept in its end slot"),
+        "{}",
+        stderr(&o)
+    );
+    drop(lock);
+    let st = s.json(&["status", "f", "--json"]);
+    let j = &st["jobs"][0];
+    assert_eq!(j["state"], "failing", "{st}");
+    assert_eq!(j["failing"], true, "{st}");
+    assert_eq!(j["last_run"]["verdict"], "failed", "{st}");
+    assert_eq!(j["last_run"]["exit_code"], 4, "{st}");
+    assert_eq!(j["consecutive_failures"], 1, "{st}");
+    assert_eq!(code(&s.run(&["status", "f"])), 1);
+    let metrics = stdout(&s.run(&["__metrics"]));
+    assert!(
+        metrics.contains("baton_job_failing{baton_job=\"f\"} 1"),
+        "{metrics}"
+    );
 }
 
 /// The scheduled run of `j` is recorded ok, exit 0, and no end slot is
