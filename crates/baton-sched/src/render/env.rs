@@ -196,12 +196,14 @@ pub fn names() -> Vec<String> {
 }
 
 /// `s` on one comment line: a line break or another control character
-/// (from the environment, or a path) is written escaped (`\n`), never as
-/// itself, so nothing it carries becomes a line a shell would run.
+/// (from the environment, or a path), and the Unicode line and paragraph
+/// separators, are written escaped (`\n`, `\u{2028}`), never as
+/// themselves, so nothing they carry becomes a line a shell (or a reader
+/// that splits Unicode lines) would take for one.
 fn one_line(s: &str) -> String {
     s.chars()
         .flat_map(|c| {
-            let escaped: Vec<char> = if c.is_control() {
+            let escaped: Vec<char> = if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') {
                 c.escape_default().collect()
             } else {
                 vec![c]

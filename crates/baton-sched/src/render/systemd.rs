@@ -124,6 +124,19 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
     let bin = exec_name(&bin);
     let state_path = opts.state_dir(c);
     let state_text = path_text(Target::Systemd, "the state directory", &state_path)?;
+    if state_path
+        .components()
+        .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        return Err(RenderError::Path {
+            target: Target::Systemd,
+            what: "the state directory",
+            path: state_path,
+            why: "systemd ignores a StateDirectory= or ReadWritePaths= that is not normalized \
+                  (`..`), and the daemon would have no directory it may write; write \
+                  state_dir without `..`",
+        });
+    }
     if !opts.per_job && state_text.starts_with("/var/lib/") && state_text.contains('"') {
         return Err(RenderError::Path {
             target: Target::Systemd,

@@ -1023,6 +1023,15 @@ fn render_systemd_refuses_a_state_directory_with_a_double_quote() {
         assert_eq!(what, "the state directory");
         assert!(why.contains("double quote"), "{why}");
     }
+    // A path with `..`, which systemd ignores as not normalized.
+    for dir in ["/var/lib/../lib/baton", "/srv/x/../state"] {
+        let c = config(&format!("[scheduler]\nstate_dir = {dir:?}\n"));
+        let got = render(Target::Systemd, &c, &opts(false));
+        let Err(RenderError::Path { why, .. }) = got else {
+            panic!("{dir}: not refused: {got:?}");
+        };
+        assert!(why.contains("not normalized"), "{why}");
+    }
     // A quote of the other kind, a space, `%`: written, quoted; and a
     // double quote outside /var/lib, where ReadWritePaths= takes it escaped.
     let c = config("[scheduler]\nstate_dir = \"/var/lib/it's 100%\"\n");
@@ -1041,9 +1050,11 @@ fn render_env_is_all_comments_whatever_the_environment_holds() {
         .insert("PGHOST".into(), "db\nBATON_ENABLED=false\r\u{1b}[2J".into());
     o.environment
         .insert("TZ".into(), "UTC\nrm -rf /tmp/x".into());
+    o.environment
+        .insert("HOME".into(), "/root\u{2028}INJ=1\u{2029}X=2".into());
     o.config = "/etc/baton\nBATON_X=1/baton.toml".into();
     let text = &render(Target::Env, &c, &o).unwrap()[0].text;
-    for line in text.lines() {
+    for line in text.split(['\n', '\r', '\u{2028}', '\u{2029}', '\u{85}']) {
         assert!(
             line.is_empty() || line.starts_with('#'),
             "{line:?} in:\n{text}"
