@@ -74,9 +74,13 @@ impl Tree {
     /// started with it, while its init has not yet followed: what is left
     /// can no longer run any of the step's code. Always `false` for a step
     /// that is not contained (its command is the runner's own child, whose
-    /// exit the runner sees directly).
+    /// exit the runner sees directly). A scan of `/proc` that fails says
+    /// no: the step is taken to run.
     pub(crate) fn only_init_left(&self) -> bool {
-        self.contained && job::process_runs(self.pgid) && self.leftovers() == 0
+        self.contained
+            && job::process_runs(self.pgid)
+            && job::descendants(self.me, &crate::hook::groups())
+                .is_ok_and(|found| found.iter().all(|m| m.pid == self.pgid))
     }
 
     /// Every process of the tree that still runs code.

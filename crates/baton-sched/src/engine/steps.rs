@@ -937,7 +937,9 @@ fn why_last(code: u8, attempt: u32, attempts: u32, refusal: Option<NoRetry>) -> 
 
 /// A run of the jobs sharing this lock, on a lock file store, that the
 /// ledger still calls running, whose supervisor on this host still lives
-/// (started before the run did: not a pid reused since), yet whose lease
+/// (a process of this program, started before the run did: not a pid
+/// reused since, which a long-lived process of another program would keep
+/// for good), yet whose lease
 /// is not the lock's any more: under a lower fence than `fence`, or, with
 /// slots, named by no slot. On this host a live holder is never taken
 /// over, so its lock file was removed or replaced under it, and a run now
@@ -962,6 +964,8 @@ fn live_beside(
     let mut s = surfaces.borrow_mut();
     let clock = s.clock();
     let ticks = rustix::param::clock_ticks_per_second().max(1);
+    let program = |pid: &str| std::fs::read_to_string(format!("/proc/{pid}/comm")).ok();
+    let this_program = program("self");
     for &mate in mates {
         let runs = s.ledger(|l| l.unfinished(mate)).unwrap_or_default();
         for run in runs {
@@ -983,9 +987,11 @@ fn live_beside(
             {
                 continue;
             }
-            // A zombie (its parent has not reaped it yet) runs nothing.
+            // A zombie (its parent has not reaped it yet) runs nothing; a
+            // process of another program is not the run's supervisor.
             let Some(start) = baton_lease::job::process_start(pid)
                 .filter(|_| baton_lease::job::process_runs(pid))
+                .filter(|_| this_program.is_some() && program(&pid.to_string()) == this_program)
             else {
                 continue;
             };
