@@ -375,10 +375,9 @@ fn schema_version(db: &std::path::Path, set: Option<i64>) -> Result<i64, String>
         })
 }
 
-fn lock_renamed(t: &mut Trial<'_>) -> Result<(), String> {
-    let mut job = JobDef::every_second("j", 30);
-    job.lock = Some("first".into());
-    let mut l = Local::new(t, None, "", vec![job.clone()]);
+/// The job's occurrence seen, then a tick started whose run has begun;
+/// the tick's pid.
+fn first_tick_run(t: &mut Trial<'_>, l: &Local) -> Result<u32, String> {
     common::sighted(t, &l.config)?;
     let c = t.baton(&l.config, &["tick"]);
     let Some(pid) = t.spawn(c, "tick-1") else {
@@ -388,6 +387,14 @@ fn lock_renamed(t: &mut Trial<'_>) -> Result<(), String> {
     if !t.until(secs(20), |_| crate::evidence::mark(&events) >= 2) {
         return Err("the first run never started".into());
     }
+    Ok(pid)
+}
+
+fn lock_renamed(t: &mut Trial<'_>) -> Result<(), String> {
+    let mut job = JobDef::every_second("j", 30);
+    job.lock = Some("first".into());
+    let mut l = Local::new(t, None, "", vec![job.clone()]);
+    let pid = first_tick_run(t, &l)?;
     job.lock = Some("second".into());
     job.beats = 5;
     l.rewrite(t, "", vec![job]);
@@ -402,15 +409,7 @@ fn lock_renamed(t: &mut Trial<'_>) -> Result<(), String> {
 fn lock_file_removed(t: &mut Trial<'_>) -> Result<(), String> {
     let job = JobDef::every_second("j", 40);
     let l = Local::new(t, None, "", vec![job]);
-    common::sighted(t, &l.config)?;
-    let c = t.baton(&l.config, &["tick"]);
-    let Some(pid) = t.spawn(c, "tick-1") else {
-        return Err("the first tick did not start".into());
-    };
-    let events = t.events();
-    if !t.until(secs(20), |_| crate::evidence::mark(&events) >= 2) {
-        return Err("the first run never started".into());
-    }
+    let pid = first_tick_run(t, &l)?;
     pause_ms(t.rng.range(0, 1000));
     let locks = l.state.join("locks");
     let lock = locks.join("j.lock");
