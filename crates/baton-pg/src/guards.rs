@@ -113,7 +113,8 @@ ON CONFLICT (job) DO UPDATE SET fence = EXCLUDED.fence, taken = EXCLUDED.taken
 WHERE g.lock_name = EXCLUDED.lock_name
 RETURNING job";
 
-const SELECT: &str = "SELECT lock_name, fence FROM baton.job_guards WHERE job = $1";
+/// The lock and fence `$1`'s guard names; no row when it has none.
+pub(crate) const SELECT: &str = "SELECT lock_name, fence FROM baton.job_guards WHERE job = $1";
 
 const SET: &str = "
 UPDATE baton.job_guards SET lock_name = $2, fence = $3, taken = clock_timestamp()

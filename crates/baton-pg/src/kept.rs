@@ -33,7 +33,15 @@ pub(crate) struct Kept {
     /// The job, lock and fence of the last guard taken behind its lease's
     /// grant ([`Leases::acquire_guarding`]), for the take that follows it.
     guarded: Mutex<Option<(String, String, u64)>>,
+    /// A job's guard, read behind the ledger's next read transaction
+    /// ([`Kept::foresee_guard`]), for the store's first look at it.
+    foreseen: Mutex<Option<(String, Answer)>>,
 }
+
+/// Where the answer of a read riding behind a ledger transaction arrives
+/// (`crate::pool::Rider`).
+type Answer =
+    tokio::sync::oneshot::Receiver<Result<Option<tokio_postgres::Row>, tokio_postgres::Error>>;
 
 impl Kept {
     /// Keeps nothing yet: the runtime is started at the first call, and
@@ -45,6 +53,7 @@ impl Kept {
             driver: OnceLock::new(),
             leases: OnceLock::new(),
             guarded: Mutex::new(None),
+            foreseen: Mutex::new(None),
         }
     }
 
@@ -61,6 +70,44 @@ impl Kept {
         let mut g = self.guarded.lock().unwrap_or_else(PoisonError::into_inner);
         g.take()
             .is_some_and(|(j, l, f)| j == job && l == lock && f == fence)
+    }
+
+    /// Has `job`'s guard read behind the ledger's next read transaction
+    /// on the kept pool, in its round trip, for [`Kept::foreseen_guard`].
+    /// Nothing when the pool cannot be made (the read is then made when
+    /// asked for).
+    pub(crate) fn foresee_guard(&self, job: &str) {
+        let Ok(pool) = self.pool() else {
+            return;
+        };
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        pool.ride(crate::pool::Rider {
+            sql: crate::guards::SELECT,
+            param: job.to_owned(),
+            reply,
+        });
+        let mut f = self.foreseen.lock().unwrap_or_else(PoisonError::into_inner);
+        *f = Some((job.to_owned(), answer));
+    }
+
+    /// What the foreseen read of `job`'s guard found: `Some(None)` when the
+    /// job has no guard, `Some(Some((lock, fence)))` when it names one;
+    /// `None` when it was not foreseen, has not been read, or failed (the
+    /// caller reads it itself). Forgotten either way, so it answers once.
+    pub(crate) fn foreseen_guard(&self, job: &str) -> Option<Option<(String, i64)>> {
+        let mut f = self.foreseen.lock().unwrap_or_else(PoisonError::into_inner);
+        let (j, mut answer) = f.take()?;
+        if j != job {
+            return None;
+        }
+        match answer.try_recv() {
+            Ok(Ok(None)) => Some(None),
+            Ok(Ok(Some(row))) => match (row.try_get(0), row.try_get(1)) {
+                (Ok(lock), Ok(fence)) => Some(Some((lock, fence))),
+                _ => None,
+            },
+            Ok(Err(_)) | Err(_) => None,
+        }
     }
 
     /// The kept runtime, started at the first call.

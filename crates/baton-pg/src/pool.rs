@@ -148,6 +148,24 @@ pub(crate) struct Pool {
     /// A pool whose idle connection this one uses, without ever waiting
     /// for it, while it has none of its own.
     lender: Option<Arc<Pool>>,
+    /// A read to send behind the ledger's next read transaction ([`Rider`]).
+    rider: std::sync::Mutex<Option<Rider>>,
+}
+
+/// A read of one row, foreseen by the store value that owns the pool (a
+/// job's guard, read before its run asks for the lease: `crate::store`),
+/// sent on the connection of the ledger's next read transaction right
+/// behind that transaction's statements, in their round trip
+/// (`ledger/session.rs`). It is a plain read with no transaction of its
+/// own: it runs in that transaction's snapshot or just after it, either of
+/// which is as good as a read of its own a moment later. Its answer, or its
+/// error, goes to `reply`; one that never rides is dropped with the pool,
+/// and whoever foresaw it reads for itself.
+pub(crate) struct Rider {
+    /// The statement, of one text parameter.
+    pub(crate) sql: &'static str,
+    pub(crate) param: String,
+    pub(crate) reply: tokio::sync::oneshot::Sender<Result<Option<Row>, tokio_postgres::Error>>,
 }
 
 impl Pool {
@@ -164,7 +182,25 @@ impl Pool {
             next: AtomicUsize::new(0),
             driver: None,
             lender: None,
+            rider: std::sync::Mutex::new(None),
         }
+    }
+
+    /// Sends `rider` behind the ledger's next read transaction on this
+    /// pool, in place of one that has not ridden yet.
+    pub(crate) fn ride(&self, rider: Rider) {
+        *self
+            .rider
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(rider);
+    }
+
+    /// The read waiting to ride, taken by the transaction it rides behind.
+    pub(crate) fn take_rider(&self) -> Option<Rider> {
+        self.rider
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
     }
 
     /// Its connections driven by `driver`, so that callers on other

@@ -398,7 +398,23 @@ impl Store for Postgres {
         self.acquired(lock, claim, true)
     }
 
+    /// The guard is read behind the ledger's next read, in its round trip.
+    fn foresee_guard(&self, lock: &LockRef<'_>) {
+        self.kept.foresee_guard(lock.job);
+    }
+
     fn runs_elsewhere(&self, lock: &LockRef<'_>, _occurrence: Option<i64>) -> Result<Guard, Error> {
+        match self.kept.foreseen_guard(lock.job) {
+            // No guard, or one naming this lock, whose own lease excludes
+            // the job's other runs: as `Leases::guard_of` decides, with
+            // nothing more to read.
+            Some(None) => return Ok(Guard::Clear),
+            Some(Some((named, _))) if baton_lease::slot::same_lock(&named, &lock.name()) => {
+                return Ok(Guard::Clear);
+            }
+            // Another lock: judged from a read of its own, as always.
+            Some(Some(_)) | None => {}
+        }
         let (name, at) = (lock.job.to_owned(), lock.name().into_owned());
         let found = self.with_leases(lock, async move |leases: Leases| {
             leases

@@ -15,6 +15,10 @@
 //! after the server had last spoken (or first). Pipelined requests sent
 //! together count once. It is exact for one client whose requests are
 //! written before their answers arrive, which is what it is used for.
+//! [`Proxy::delay`] holds each round trip's first bytes back for a while and
+//! sends them with whatever else the client wrote meanwhile, as a network
+//! with that latency would see them: a batch the client writes in several
+//! parts then counts once, however fast the server answers.
 //! [`Proxy::connections`] counts the connections it accepted.
 
 use std::io::{Read, Write};
@@ -131,6 +135,14 @@ impl Proxy {
         }
     }
 
+    /// Holds each round trip's request back `d` (zero: none), and sends
+    /// what the client wrote meanwhile with it (see the module's
+    /// description).
+    pub fn delay(&self, d: std::time::Duration) {
+        let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        self.turns.delay_ms.store(ms, Ordering::SeqCst);
+    }
+
     /// Round trips so far (see the module's description).
     pub fn turns(&self) -> u64 {
         self.turns.count.load(Ordering::SeqCst)
@@ -164,6 +176,23 @@ impl Drop for Proxy {
 struct Turns {
     client_spoke_last: AtomicBool,
     count: std::sync::atomic::AtomicU64,
+    /// [`Proxy::delay`], in milliseconds.
+    delay_ms: AtomicU64,
+}
+
+/// What `from` has ready now, without waiting, appended to `into`.
+fn drain_ready(from: &mut TcpStream, into: &mut Vec<u8>) {
+    if from.set_nonblocking(true).is_err() {
+        return;
+    }
+    let mut buf = [0u8; 16 * 1024];
+    while let Ok(n) = from.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        into.extend_from_slice(&buf[..n]);
+    }
+    let _ = from.set_nonblocking(false);
 }
 
 fn pump(
@@ -184,10 +213,16 @@ fn pump(
             continue;
         }
         let was_client = turns.client_spoke_last.swap(client, Ordering::SeqCst);
+        let mut out = buf[..n].to_vec();
         if client && !was_client {
             turns.count.fetch_add(1, Ordering::SeqCst);
+            let delay = turns.delay_ms.load(Ordering::SeqCst);
+            if delay > 0 {
+                crate::pause(delay);
+                drain_ready(&mut from, &mut out);
+            }
         }
-        if to.write_all(&buf[..n]).is_err() {
+        if to.write_all(&out).is_err() {
             break;
         }
     }

@@ -318,14 +318,14 @@ where
             .map_err(|e| Attempt::Failed(Fail::Connect(e)))?;
         *live = Some(made);
     }
-    let Some(Conn {
-        client, checked, ..
-    }) = live.as_ref()
-    else {
+    let Some(conn) = live.as_ref() else {
         // OK because the connection was set just above; this only names
         // the impossible case.
         return Err(Attempt::Failed(Fail::Stopped));
     };
+    let Conn {
+        client, checked, ..
+    } = conn;
     let describe = target.describe();
     let check = async {
         if checked.load(Ordering::Relaxed) {
@@ -366,15 +366,27 @@ where
             Mode::Read => Ok(()),
         }
     };
+    // A read another part of the command foresaw rides behind a read's
+    // statements (`pool::Rider`); what it finds is its reader's, and never
+    // fails this call.
+    let rider = (mode == Mode::Read).then(|| pool.take_rider()).flatten();
+    let riding = async {
+        if let Some(r) = rider {
+            let param: &str = &r.param;
+            let got = conn.opt(r.sql, &[&param]).await;
+            let _ = r.reply.send(got);
+        }
+    };
     // Polled first in the order written, so sent in that order: the check,
-    // the begin and its bounds, the write lock, the body's statements, and
-    // a read's `COMMIT` (`Tx::end_read`).
-    let ((passed, bounded), locked, done, ended) = tokio::join!(
+    // the begin and its bounds, the write lock, the body's statements, a
+    // read's `COMMIT` (`Tx::end_read`) and the read riding behind it.
+    let ((passed, bounded), locked, done, ended, ()) = tokio::join!(
         biased;
         opening,
         locked,
         op(&tx),
-        tx.end_read()
+        tx.end_read(),
+        riding
     );
     if let Err(e) = passed {
         return Err(unusable(e, fresh, client));

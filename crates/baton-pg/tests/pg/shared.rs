@@ -8,7 +8,7 @@ use std::time::Duration;
 use baton_lease::{Claim, Clock, SystemClock};
 use baton_pg::{Postgres, Target};
 use baton_store::ledger::NewRun;
-use baton_store::store::{LockRef, Taken};
+use baton_store::store::{Guard, LockRef, Taken};
 use baton_store::{Renewal, Store};
 
 use crate::support::{Scene, scalar};
@@ -124,4 +124,75 @@ async fn a_renewal_never_waits_for_a_connection_another_call_is_using() {
         renewed < Duration::from_secs(2),
         "the renewal took {renewed:?}, as if it waited for the writer's connection"
     );
+}
+
+/// A job's guard foreseen before the ledger's first read
+/// (`Store::foresee_guard`) is read behind that read, in its round trip:
+/// the question that follows (`Store::runs_elsewhere`) then takes none when
+/// the answer settles it (no guard, or one naming the job's own lock), and
+/// still reads and judges the other lock when the guard names one, whose
+/// live holder refuses the run as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreseen_guard_is_read_in_the_round_trip_of_the_ledgers_first_look() {
+    let scene = Scene::new().await;
+    let (proxy, url) = scene.proxied();
+    // A round trip as a network's: a batch written in parts counts once.
+    proxy.delay(Duration::from_millis(20));
+    off(|| {
+        let store = Postgres::new(Target::resolve(&url, None, &|_| None).unwrap());
+        let now = SystemClock.wall();
+        let mut ledger = store.records(now).unwrap();
+        let clear = |g: Guard| matches!(g, Guard::Clear);
+        // Made and checked; no guard yet.
+        ledger.overview().unwrap();
+        // Asked without foreseeing: a round trip of its own (after the
+        // store's first call, which also asks who its server is).
+        assert!(clear(store.runs_elsewhere(&lock("fore"), None).unwrap()));
+        let t0 = proxy.turns();
+        assert!(clear(store.runs_elsewhere(&lock("fore"), None).unwrap()));
+        assert_eq!(proxy.turns() - t0, 1, "the guard read alone");
+        // Foreseen: the read takes its one round trip, the question none.
+        for _ in 0..2 {
+            store.foresee_guard(&lock("fore"));
+            let t1 = proxy.turns();
+            ledger.overview().unwrap();
+            let t2 = proxy.turns();
+            assert!(clear(store.runs_elsewhere(&lock("fore"), None).unwrap()));
+            assert_eq!(
+                (t2 - t1, proxy.turns() - t2),
+                (1, 0),
+                "the first look with the guard behind it, then nothing"
+            );
+            // The guard now names the job's own lock: still settled.
+            let Taken::Acquired(held) =
+                store.try_acquire(&lock("fore"), &Claim::default()).unwrap()
+            else {
+                panic!("a free lock was not acquired");
+            };
+            let (g, _) = store.take_guard(&lock("fore"), held.fence(), None).unwrap();
+            assert!(clear(g));
+            held.release().unwrap();
+        }
+        // The job's run in flight under another lock: foreseen or not, the
+        // run under its own lock is refused.
+        let moved = LockRef {
+            lock: "fore-moved",
+            ..lock("fore")
+        };
+        let Taken::Acquired(there) = store.try_acquire(&moved, &Claim::default()).unwrap() else {
+            panic!("a free lock was not acquired");
+        };
+        let (g, _) = store.take_guard(&moved, there.fence(), None).unwrap();
+        assert!(clear(g), "the guard moves to the other lock");
+        store.foresee_guard(&lock("fore"));
+        ledger.overview().unwrap();
+        let g = store.runs_elsewhere(&lock("fore"), None).unwrap();
+        assert!(matches!(g, Guard::Elsewhere(_)), "{g:?}");
+        // A guard foreseen for another job answers nothing for this one.
+        store.foresee_guard(&lock("another"));
+        ledger.overview().unwrap();
+        let g = store.runs_elsewhere(&lock("fore"), None).unwrap();
+        assert!(matches!(g, Guard::Elsewhere(_)), "{g:?}");
+        there.release().unwrap();
+    });
 }

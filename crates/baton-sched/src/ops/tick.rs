@@ -544,6 +544,13 @@ pub fn run_now_with(
         crate::say::line(format_args!("run: {name}: not run: {e}"));
         return Outcome::Unable;
     }
+    // The run asks its job's guard first ([`run::run`]); a store that can
+    // reads it with the ledger's first look, in its round trip. The value
+    // lives through the run, so the run's store shares its connection.
+    let store = crate::store::open(config).ok();
+    if let Some(store) = &store {
+        store.foresee_guard(&job.lock_ref());
+    }
     let s = Rc::new(RefCell::new(Surfaces::open(config, clock)));
     let outcome = run::run(
         &run::Request {
@@ -559,5 +566,6 @@ pub fn run_now_with(
     );
     let _ = s.borrow_mut().ledger(|l| l.checkpoint());
     s.borrow_mut().finish();
+    drop(store);
     outcome
 }

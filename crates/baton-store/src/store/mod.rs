@@ -140,6 +140,13 @@ pub trait Store {
     /// When the store or the job's guard cannot be read: the run must not
     /// start.
     fn runs_elsewhere(&self, lock: &LockRef<'_>, occurrence: Option<i64>) -> Result<Guard, Error>;
+    /// Says that [`Store::runs_elsewhere`] of `lock` will be asked after
+    /// the ledger's next read: a store that can read the job's guard in
+    /// that read's round trip does, and the question is then answered from
+    /// what it found when that settles it. Only a hint: nothing is decided
+    /// from it that the question itself would not decide, and a store may
+    /// ignore it (the default).
+    fn foresee_guard(&self, _lock: &LockRef<'_>) {}
     /// Takes the job's guard for the lease held on its lock under `fence`,
     /// claiming `occurrence`: [`Guard::Elsewhere`] when the job's run under
     /// another lock is in flight, [`Guard::Claimed`] when it claimed that
