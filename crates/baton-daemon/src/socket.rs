@@ -29,7 +29,36 @@ use std::path::{Path, PathBuf};
 #[derive(Debug)]
 pub(crate) struct Bound {
     pub(crate) path: PathBuf,
-    id: (u64, u64),
+    id: Identity,
+}
+
+/// What tells the socket this daemon bound from one bound at the same path
+/// after it: its device and inode, and its last change (the `chmod` that
+/// made it, to the nanosecond). The inode alone does not: a daemon started
+/// while this one stops removes this one's socket, which no longer answers,
+/// and the socket it binds in its place often gets the inode just freed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Identity {
+    dev: u64,
+    ino: u64,
+    changed: (i64, i64),
+}
+
+impl Identity {
+    fn of(meta: &std::fs::Metadata) -> Identity {
+        Identity {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            changed: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+
+    /// Whether `path` still names this socket, looked at without following
+    /// a link.
+    fn at(self, path: &Path) -> bool {
+        std::fs::symlink_metadata(path)
+            .is_ok_and(|m| m.file_type().is_socket() && Identity::of(&m) == self)
+    }
 }
 
 /// Why the socket cannot be bound, in words that say what to do.
@@ -62,10 +91,7 @@ pub(crate) fn bind(
     clear_stale(path)?;
     let listener = tokio::net::UnixListener::bind(path).map_err(|e| refused(path, e))?;
     let meta = std::fs::symlink_metadata(path).map_err(|e| refused(path, e))?;
-    let bound = Bound {
-        path: path.to_owned(),
-        id: (meta.dev(), meta.ino()),
-    };
+    let (dev, ino) = (meta.dev(), meta.ino());
     let mode = if group.is_some() { 0o660 } else { 0o600 };
     let made = (|| {
         if let Some(gid) = group {
@@ -73,13 +99,29 @@ pub(crate) fn bind(
                 .map_err(|e| format!("failed to give it to group {gid}: {e}"))?;
         }
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-            .map_err(|e| format!("failed to make it mode {mode:04o}: {e}"))
+            .map_err(|e| format!("failed to make it mode {mode:04o}: {e}"))?;
+        std::fs::symlink_metadata(path).map_err(|e| format!("failed to look at it: {e}"))
     })();
-    if let Err(why) = made {
-        bound.remove();
-        return Err(refused(path, why));
+    match made {
+        Ok(meta) if (meta.dev(), meta.ino()) == (dev, ino) => Ok((
+            listener,
+            Bound {
+                path: path.to_owned(),
+                id: Identity::of(&meta),
+            },
+        )),
+        Ok(_) => Err(refused(path, "it was replaced as it was made")),
+        Err(why) => {
+            // Just bound, and this daemon's: removed unless it was replaced
+            // meanwhile.
+            let just_bound = std::fs::symlink_metadata(path)
+                .is_ok_and(|m| m.file_type().is_socket() && (m.dev(), m.ino()) == (dev, ino));
+            if just_bound {
+                let _ = std::fs::remove_file(path);
+            }
+            Err(refused(path, why))
+        }
     }
-    Ok((listener, bound))
 }
 
 /// Removes a dead socket of this user at `path`; refuses anything else.
@@ -136,9 +178,7 @@ fn clear_stale(path: &Path) -> Result<(), Refused> {
 impl Bound {
     /// Removes the socket, if its path still names the one bound.
     pub(crate) fn remove(&self) {
-        let ours = std::fs::symlink_metadata(&self.path)
-            .is_ok_and(|m| m.file_type().is_socket() && (m.dev(), m.ino()) == self.id);
-        if ours {
+        if self.id.at(&self.path) {
             // OK to ignore: a socket left behind is replaced at the next
             // start, as after a SIGKILL.
             let _ = std::fs::remove_file(&self.path);
@@ -208,6 +248,42 @@ fn gid_in(text: &str, name: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A daemon stopping after another bound the path removes nothing of
+    /// the other's, even when the other's socket got the inode its own
+    /// had: only the socket it made is its own to remove.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_stop_removes_only_the_socket_this_daemon_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let path = dir.path().join("daemon.sock");
+        let (first, bound) = bind(&path, None).unwrap();
+        // The first stops listening; a second start finds its socket dead,
+        // removes it and binds its own.
+        drop(first);
+        let (_second, theirs) = bind(&path, None).unwrap();
+        // As if the second socket had the first's inode: its change time
+        // still tells them apart.
+        let reused = Bound {
+            path: path.clone(),
+            id: Identity {
+                changed: bound.id.changed,
+                ..theirs.id
+            },
+        };
+        assert_ne!(bound.id, theirs.id);
+        reused.remove();
+        bound.remove();
+        assert!(
+            theirs.id.at(&path),
+            "the second daemon's socket was removed"
+        );
+        theirs.remove();
+        assert!(
+            std::fs::symlink_metadata(&path).is_err(),
+            "its own is removed"
+        );
+    }
 
     #[test]
     fn groups_are_found_by_name_or_number() {
