@@ -212,16 +212,25 @@ fn viewer(
 }
 
 /// `GET /jobs/{job}`: the job's own page, as the status page is served
-/// (the same authentication); an HTML `404` page for a job the
+/// (the same authentication; the end of its last log only for an
+/// authenticated caller); an HTML `404` page for a job the
 /// configuration does not have (or a name no job can have).
 async fn job_page(
     State(d): Shared,
     Path(name): Path<String>,
     logged_in: Option<axum::Extension<crate::guard::LoggedIn>>,
+    anonymous: Option<axum::Extension<crate::guard::Anonymous>>,
 ) -> Result<Response, ApiError> {
     let loaded = d.current();
     let clock = Arc::clone(&d.clock);
     let viewer = viewer(logged_in.as_ref());
+    // A job's output is its user's: its logs are 0600, and a TCP caller
+    // without the token may be any local user.
+    let log = if anonymous.is_some() {
+        baton_sched::views::page::job::Log::Withheld
+    } else {
+        baton_sched::views::page::job::Log::Shown
+    };
     let html = blocking(move || {
         baton_sched::views::page::job::read(
             &loaded.config,
@@ -229,6 +238,7 @@ async fn job_page(
             &name,
             baton_sched::views::page::DEFAULT_REFRESH_SECS,
             viewer,
+            log,
         )
         .ok_or_else(|| baton_sched::views::page::job::not_found(&name))
     })

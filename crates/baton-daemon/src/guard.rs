@@ -12,6 +12,9 @@
 //!   is sent to `/login`. Without a token, an unauthenticated caller may only read
 //!   (`GET`, `HEAD`): anything else is refused, `403 read_only` over TCP,
 //!   `403 foreign_peer` over the socket, before any handler sees it.
+//! - An unauthenticated read is answered without what only the job's own
+//!   user may read: a job's page withholds the end of its last log (the
+//!   logs are 0600), marked by [`Anonymous`].
 //! - A browser's session cookie ([`crate::session`], opened by `POST
 //!   /login` with the token) authenticates reads only: the page, `/metrics`
 //!   and the API's `GET`s. A change with the cookie and no bearer token is
@@ -155,6 +158,12 @@ fn wants_html(h: &HeaderMap) -> bool {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LoggedIn;
 
+/// A caller who is not authenticated (a read over TCP without the token,
+/// or over the socket by a user the daemon does not trust): what only the
+/// job's own user may read (its output) is withheld from it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Anonymous;
+
 fn refuse(status: StatusCode, code: &'static str, message: &str) -> Response {
     ApiError::new(status, code, message).into_response()
 }
@@ -290,6 +299,9 @@ pub(crate) async fn check(State(d): State<Arc<Daemon>>, req: Request, next: Next
     let mut req = req;
     if cookie && authenticated && !trusted_peer {
         req.extensions_mut().insert(LoggedIn);
+    }
+    if !authenticated {
+        req.extensions_mut().insert(Anonymous);
     }
     next.run(req).await
 }

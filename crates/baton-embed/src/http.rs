@@ -204,6 +204,7 @@ async fn job_page(State(v): State<Views>, Path(name): Path<String>) -> Result<Re
             &name,
             baton_sched::views::page::DEFAULT_REFRESH_SECS,
             baton_sched::views::page::Viewer::Anyone,
+            baton_sched::views::page::job::Log::Shown,
         )
         .ok_or_else(|| baton_sched::views::page::job::not_found(&name))
     });

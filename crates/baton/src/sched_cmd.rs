@@ -204,6 +204,7 @@ pub fn page(state: Option<&Path>, a: &crate::cli::PageArgs) -> Exit {
         job,
         a.refresh,
         baton_sched::views::page::Viewer::Anyone,
+        baton_sched::views::page::job::Log::Shown,
     ) {
         Some(html) => {
             out!("{html}");

@@ -639,3 +639,43 @@ fn daemon_refuses_a_token_file_another_user_could_know_or_that_is_no_file() {
         "the daemon still serves"
     );
 }
+
+/// A job's output is its user's (its logs are 0600): the job's page shows
+/// the end of its last log to a caller the daemon trusts (its socket)
+/// and withholds it, saying why, from a TCP caller without the token,
+/// who may be any local user.
+#[test]
+fn a_jobs_output_is_shown_only_to_a_trusted_caller() {
+    let s = Sched::new("");
+    s.write(
+        "[jobs.main]\nschedule = \"0 0 1 1 *\"\nrun = \"echo DB_PASSWORD=hunter2-in-the-log\"\n",
+    );
+    let d = Daemon::start(&s, &[]);
+    let r = d.post("/v1/jobs/main/run", "");
+    assert_eq!(r.status, 202, "{}", r.body);
+    eventually("the run's end", || {
+        d.get("/v1/jobs/main/runs").json()[0]["verdict"] == "ok"
+    });
+    let trusted = d.request("GET", "/jobs/main", &[], "");
+    assert_eq!(trusted.status, 200, "{}", trusted.body);
+    assert!(
+        trusted.body.contains("DB_PASSWORD=hunter2-in-the-log"),
+        "{}",
+        trusted.body
+    );
+    let anyone = d.tcp("GET", "/jobs/main", &[], "");
+    assert_eq!(anyone.status, 200, "{}", anyone.body);
+    assert!(
+        !anyone.body.contains("hunter2"),
+        "a TCP caller without the token read the job's output: {}",
+        anyone.body
+    );
+    assert!(
+        anyone
+            .body
+            .contains("shown only to a caller the daemon trusts"),
+        "{}",
+        anyone.body
+    );
+    assert_eq!(d.terminate(), Some(0));
+}

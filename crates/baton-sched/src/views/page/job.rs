@@ -50,6 +50,20 @@ pub enum LastLog {
     },
     /// Why it could not be read.
     Failed(String),
+    /// Not shown to this caller: a job's output may hold what its logs'
+    /// mode (0600) keeps from other users, and the caller was not
+    /// authenticated (a daemon's TCP caller without its token may be any
+    /// local user).
+    Withheld,
+}
+
+/// Whether a job's page shows the end of its last log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Log {
+    /// Shown: the caller may read the job's logs.
+    Shown,
+    /// Withheld ([`LastLog::Withheld`]).
+    Withheld,
 }
 
 /// Reads job `job` of `config` at the clock's wall time and renders its
@@ -64,6 +78,7 @@ pub fn read(
     job: &str,
     refresh_secs: u32,
     viewer: Viewer,
+    shown: Log,
 ) -> Option<String> {
     if !config.jobs.contains_key(job) {
         return None;
@@ -71,7 +86,10 @@ pub fn read(
     let now = clock.wall();
     let status = crate::views::status::read(config, Some(job), now);
     let runs = RecentRuns::read_of(config, now, JOB_RUNS, Some(job));
-    let log = last_log(config, job, runs.runs(job));
+    let log = match shown {
+        Log::Shown => last_log(config, job, runs.runs(job)),
+        Log::Withheld => LastLog::Withheld,
+    };
     Some(render(&status, job, &runs, &log, now, refresh_secs, viewer))
 }
 
@@ -295,6 +313,10 @@ fn last_log_panel(out: &mut String, log: &LastLog) {
     out.push_str("<div class=\"panel log\">\n<h2>Last log</h2>\n");
     match log {
         LastLog::None => out.push_str("<p class=\"none\">no log of a run</p>\n"),
+        LastLog::Withheld => out.push_str(
+            "<p class=\"none\">A job's output is shown only to a caller the daemon trusts: \
+             over its socket, or with its token ([daemon] token_file).</p>\n",
+        ),
         LastLog::Failed(e) => {
             let _ = writeln!(
                 out,
