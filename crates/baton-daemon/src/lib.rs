@@ -29,6 +29,7 @@ mod listen;
 mod login;
 mod notify;
 mod peer;
+mod preflight;
 mod reload;
 mod session;
 mod socket;
@@ -45,6 +46,7 @@ use std::time::Duration;
 use baton_lease::Clock;
 use baton_sched::config::{Overrides, Snapshot};
 
+pub use preflight::{Preflight, preflight};
 pub use socket::BadGroup;
 pub use state::{Settings, SettingsError};
 

@@ -124,11 +124,34 @@ pub(crate) fn bind(
     }
 }
 
-/// Removes a dead socket of this user at `path`; refuses anything else.
-fn clear_stale(path: &Path) -> Result<(), Refused> {
+/// What a start would find at `path`, changing nothing: `Ok` when it may
+/// bind there (nothing there, or a socket of this user's), else why not
+/// (an untrusted directory, something else at the path). A socket another
+/// daemon answers on is found only when binding.
+///
+/// # Errors
+///
+/// As [`bind`] would refuse.
+pub(crate) fn vet(path: &Path) -> Result<(), Refused> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .ok_or_else(|| refused(path, "it names no directory"))?;
+    match baton_lease::trust::check_dir_path(dir, 1) {
+        Ok(()) => {}
+        // A state directory not made yet is made at the first start.
+        Err(_) if !dir.exists() => return Ok(()),
+        Err(e) => return Err(refused(path, e)),
+    }
+    own_socket_or_nothing(path).map(drop)
+}
+
+/// What is at `path`: `None` when nothing is, the socket's metadata when
+/// it is a socket of this user's; anything else is refused.
+fn own_socket_or_nothing(path: &Path) -> Result<Option<std::fs::Metadata>, Refused> {
     let meta = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(refused(path, e)),
     };
     let kind = meta.file_type();
@@ -156,6 +179,14 @@ fn clear_stale(path: &Path) -> Result<(), Refused> {
                 meta.uid()
             ),
         ));
+    }
+    Ok(Some(meta))
+}
+
+/// Removes a dead socket of this user at `path`; refuses anything else.
+fn clear_stale(path: &Path) -> Result<(), Refused> {
+    if own_socket_or_nothing(path)?.is_none() {
+        return Ok(());
     }
     match std::os::unix::net::UnixStream::connect(path) {
         Ok(_) => Err(refused(

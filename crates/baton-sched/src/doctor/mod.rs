@@ -47,6 +47,20 @@ use crate::store::examine::Examination;
 /// Checks this host for the configuration at `path` (with `over`'s
 /// overrides), looking for its drivers on `host`; `clock` is this host's.
 pub fn examine(path: &Path, over: &Overrides, host: &Host, clock: &dyn Clock) -> Report {
+    examine_with(path, over, host, clock, &|_| Vec::new())
+}
+
+/// As [`examine`], with the findings `daemon` gives for a configuration
+/// that loaded after the driver's: the checks of what a layer above this
+/// library starts (the daemon's `[daemon]` settings, judged by the daemon's
+/// own code, which this library cannot call).
+pub fn examine_with(
+    path: &Path,
+    over: &Overrides,
+    host: &Host,
+    clock: &dyn Clock,
+    daemon: &dyn Fn(&crate::config::Config) -> Vec<Finding>,
+) -> Report {
     let (mut found, checked) = configuration::check(path, over);
     let config = checked.config.as_ref();
     if let Some(c) = config {
@@ -93,6 +107,7 @@ pub fn examine(path: &Path, over: &Overrides, host: &Host, clock: &dyn Clock) ->
     found.extend(time::zones(config));
     found.push(driver::check(host, path));
     if let Some(c) = config {
+        found.extend(daemon(c));
         found.push(alert::check(c, clock.wall()));
         found.extend(webhook::check(c, clock));
         found.extend(telemetry::check(c, clock));

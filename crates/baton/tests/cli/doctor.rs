@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Output, Stdio};
 
 use baton_testkit::pg::PgServer;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::sched::Sched;
 use crate::support::{code, stderr, stdout};
@@ -734,4 +734,56 @@ fn doctor_passes_over_named_pipes_among_crontabs_and_units() {
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     let driver = one(&v, "driver");
     assert_eq!(driver["status"], "ok", "{v:#}");
+}
+
+/// The `daemon` check says what `baton daemon` would refuse at its start
+/// (a token file others may read, a group that does not exist, an address
+/// off loopback without a token, a socket in a directory others may
+/// change), fails for it, and passes settings a start takes, warning of a
+/// token sent to a port any local user may bind while the daemon is down.
+#[test]
+fn doctor_fails_daemon_settings_a_start_would_refuse() {
+    for (daemon, says) in [
+        ("token_file = \"tok\"", "can be read or written by others"),
+        ("socket_group = \"no-such-group-here\"", "no such group"),
+        ("listen = \"0.0.0.0:18777\"", "without a token"),
+        (
+            "socket = \"/tmp/baton-doctor-test.sock\"",
+            "writable by its group or by others",
+        ),
+    ] {
+        let s = Sched::new(&format!(
+            "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\n[daemon]\n{daemon}\n{JOB}"
+        ));
+        let tok = s.env.path("tok");
+        std::fs::write(&tok, "0123456789abcdef0123").unwrap();
+        std::fs::set_permissions(&tok, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let (rc, v) = json(&s);
+        let f = one(&v, "daemon");
+        assert_eq!((rc, &f["status"]), (1, &json!("fail")), "{daemon}: {v:#}");
+        let message = f["message"].as_str().unwrap();
+        assert!(
+            message.contains("would refuse to start"),
+            "{daemon}: {message}"
+        );
+        assert!(message.contains(says), "{daemon}: {message}");
+    }
+    let s = Sched::new(&format!(
+        "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\n[daemon]\ntoken_file = \"tok\"\n{JOB}"
+    ));
+    let tok = s.env.path("tok");
+    std::fs::write(&tok, "0123456789abcdef0123").unwrap();
+    std::fs::set_permissions(&tok, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let (_, v) = json(&s);
+    let found = of(&v, "daemon");
+    assert_eq!(found.len(), 2, "{v:#}");
+    assert_eq!(found[0]["status"], "ok", "{v:#}");
+    assert_eq!(found[1]["status"], "warn", "{v:#}");
+    assert!(
+        found[1]["message"]
+            .as_str()
+            .unwrap()
+            .contains("any local user may bind"),
+        "{v:#}"
+    );
 }
