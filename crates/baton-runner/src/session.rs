@@ -80,6 +80,11 @@ pub struct SessionConfig {
     /// `baton exec` and `baton tick` do); `true` stops the step's whole tree
     /// as a lost lease does: the first signal to every member, then SIGKILL
     /// rounds after the kill grace (what the daemon's runs do at shutdown).
+    /// With `true`, SIGHUP is caught and dropped, neither passed on nor a
+    /// stop: the daemon stops its runs with SIGTERM and never sends SIGHUP,
+    /// and the kernel sends it (with SIGCONT) to a run whose daemon died
+    /// while the run's process was stopped (its process group orphaned),
+    /// a run that must go on.
     pub stop_on_signal: bool,
 }
 
@@ -172,7 +177,7 @@ impl<'r> Session<'r> {
             );
             return Err(Box::new((lease, e)));
         }
-        let signals = match Signals::install() {
+        let signals = match Signals::install(!cfg.stop_on_signal) {
             Ok(s) => s,
             Err(e) => {
                 let e = std::io::Error::new(

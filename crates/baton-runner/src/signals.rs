@@ -3,7 +3,9 @@
 //!
 //! SIGCHLD wakes the supervisor when a child changes state. SIGINT, SIGTERM
 //! and SIGHUP are what people and service managers send to stop a run; the
-//! supervisor passes them to the running step's group. All four are blocked
+//! supervisor passes them to the running step's group. A daemon's run
+//! drops SIGHUP instead (`SessionConfig::stop_on_signal`): the kernel sends
+//! it to a run whose daemon died while the run was stopped. All four are blocked
 //! in the supervising thread while the session lasts (threads the session
 //! starts inherit the mask; helper threads block them themselves, see
 //! [`block_in_this_thread`]), so they are never delivered the usual way and
@@ -93,11 +95,15 @@ pub fn block_in_this_thread() {
 pub(crate) struct Signals {
     fd: OwnedFd,
     old_mask: libc::sigset_t,
+    /// Whether a SIGHUP read is one to pass on; else it is dropped (still
+    /// caught, so it never ends the process).
+    hangup: bool,
 }
 
 impl Signals {
-    /// Blocks the caught signals in this thread and opens the `signalfd`.
-    pub(crate) fn install() -> std::io::Result<Self> {
+    /// Blocks the caught signals in this thread and opens the `signalfd`;
+    /// a SIGHUP read is passed on only with `hangup`.
+    pub(crate) fn install(hangup: bool) -> std::io::Result<Self> {
         // Safety: reading and, when ignored, resetting SIGCHLD's disposition;
         // blocking in this thread; creating a signalfd for a valid set.
         unsafe {
@@ -118,6 +124,7 @@ impl Signals {
             Ok(Self {
                 fd: OwnedFd::from_raw_fd(fd),
                 old_mask: old,
+                hangup,
             })
         }
     }
@@ -169,6 +176,9 @@ impl Signals {
     fn drain(&self) -> Option<Wake> {
         let mut wake = None;
         while let Some(s) = self.read() {
+            if s == SIGHUP && !self.hangup {
+                continue;
+            }
             wake = match (s, wake) {
                 (SIGCHLD, Some(Wake::Signal(k))) => Some(Wake::Signal(k)),
                 (SIGCHLD, _) => Some(Wake::Child),

@@ -21,6 +21,7 @@ listed!(TESTS:
     a_signal_during_a_pause_ends_it,
     a_signal_before_the_gate_opens_keeps_the_command_from_starting,
     a_run_that_stops_on_signals_stops_the_steps_whole_tree,
+    a_run_that_stops_on_signals_goes_on_through_a_hangup,
 );
 
 /// Sends `signal` to this process once `ready` is written.
@@ -167,4 +168,39 @@ fn a_run_that_stops_on_signals_stops_the_steps_whole_tree() {
         sleepers.assert_gone("the stop");
         assert_eq!(s.finish(), Finish::Released);
     }
+}
+
+/// A daemon's run (one that stops on signals) drops SIGHUP: the daemon
+/// never sends it, and the kernel sends it to a run whose daemon died while
+/// the run was stopped (its process group orphaned). The step goes on to
+/// its own end, and the run is not interrupted.
+fn a_run_that_stops_on_signals_goes_on_through_a_hangup() {
+    if baton_lease::job::signal_ignored(Signal::HUP.as_raw()) {
+        println!("SIGHUP is ignored here; not sent");
+        return;
+    }
+    let dir = Dir::new();
+    let (ready, finished) = (dir.path("ready"), dir.path("finished"));
+    let (store, _) = Store::new(Duration::from_secs(30));
+    let mut events = Events::default();
+    let cfg = SessionConfig {
+        stop_on_signal: true,
+        ..SessionConfig::default()
+    };
+    let mut s = start(Box::new(store), cfg, &mut events);
+    let sender = send_when(&ready, Signal::HUP);
+    let r = s.run(sh(
+        &format!(
+            "echo up > {}; sleep 1; echo done > {}",
+            ready.display(),
+            finished.display()
+        ),
+        true,
+    ));
+    sender.join().unwrap();
+    assert_eq!(r.ending, Ending::Exited(0), "the hangup stopped the step");
+    assert_eq!(r.interrupted, None);
+    assert!(written(&finished), "the step did not go on to its end");
+    assert_eq!(s.interrupted(), None);
+    assert_eq!(s.finish(), Finish::Released);
 }

@@ -984,6 +984,44 @@ fn daemon_kill9_mid_run_never_doubles_it_and_a_restart_carries_on() {
     eventually("the second run to end", || lines_of(&runs).len() == 4);
 }
 
+/// A daemon killed while one of its runs is stopped (SIGSTOP): the kernel
+/// sends the run's orphaned process group SIGHUP and SIGCONT, and the run
+/// goes on to its own end and records it, as every run of a killed daemon
+/// does, rather than stopping as interrupted.
+#[test]
+fn daemon_kill9_while_its_run_is_stopped_leaves_the_run_to_its_end() {
+    let s = Sched::new("");
+    let runs = s.env.path("runs.txt");
+    let go = s.env.path("go");
+    s.write(&format!(
+        "[jobs.a]\nschedule = \"0 0 1 1 *\"\nrun = \"echo start >> {r}; while [ ! -e {g} ]; do \
+         sleep 0.05; done; echo end >> {r}\"\n",
+        r = runs.display(),
+        g = go.display()
+    ));
+    let d = Daemon::start(&s, &[]);
+    assert_eq!(d.post("/v1/jobs/a/run", "").status, 202);
+    eventually("the run to start", || !lines_of(&runs).is_empty());
+    let status = s.run(&["status", "a", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let worker = i32::try_from(v["jobs"][0]["holder"]["pid"].as_i64().unwrap()).unwrap();
+    signal(worker, Signal::STOP);
+    signal(d.pid(), Signal::KILL);
+    drop(d);
+    signal(worker, Signal::CONT);
+    std::fs::write(&go, "").unwrap();
+    eventually("the run to end", || lines_of(&runs).len() == 2);
+    assert_eq!(lines_of(&runs), ["start", "end"]);
+    eventually("the run's end to be recorded", || {
+        let h = s.run(&["history", "a", "--json"]);
+        let v: serde_json::Value = serde_json::from_slice(&h.stdout).unwrap_or_default();
+        v[0]["verdict"].as_str().is_some_and(|w| w != "running")
+    });
+    let h = s.run(&["history", "a", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&h.stdout).unwrap();
+    assert_eq!(v[0]["verdict"], "ok", "{v:#}");
+}
+
 /// `--log-format json`: every line on the daemon's stderr, its own and
 /// those of the runs it starts, is one JSON object with a timestamp, a
 /// level, a message and a target; a failed run's alert is a warning.
