@@ -111,6 +111,9 @@ pub enum InvalidHttp {
     /// The URL is not an absolute `http://` or `https://` URL with a host.
     #[error("= {0:?}: expected an http:// or https:// URL with a host")]
     Url(String),
+    /// A port that is not a number from 1 to 65535.
+    #[error("= {0:?}: the port must be a number from 1 to 65535")]
+    Port(String),
     /// The method is not an HTTP token.
     #[error("= {0:?}: expected an HTTP method such as \"POST\", \"PUT\" or \"GET\"")]
     Method(String),
@@ -283,7 +286,26 @@ pub(crate) fn check_url(url: &str) -> Result<(), InvalidHttp> {
     if url.bytes().any(|b| b.is_ascii_control() || b == b' ') {
         return Err(bad());
     }
+    if !port_ok(url) {
+        return Err(InvalidHttp::Port(url.to_owned()));
+    }
     Ok(())
+}
+
+/// Whether the port of `url` (an `http://` or `https://` URL with a
+/// host), if it names one, is a number from 1 to 65535: one past it names
+/// no port any server listens on, and `0` none a client can reach.
+pub(crate) fn port_ok(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    let host = authority.rsplit('@').next().unwrap_or(authority);
+    let port = match host.rsplit_once(']') {
+        Some((_, after)) => after.strip_prefix(':'),
+        None => host.split_once(':').map(|(_, p)| p),
+    };
+    port.is_none_or(|p| {
+        p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u16>().is_ok_and(|n| n > 0)
+    })
 }
 
 fn check_method(method: &str) -> Result<String, InvalidHttp> {
@@ -370,6 +392,21 @@ mod tests {
                 "{bad}"
             );
         }
+        for bad in [
+            "http://127.0.0.1:99999/hook",
+            "http://127.0.0.1:0/",
+            "https://h:65536",
+            "http://h:port/",
+            "http://user:pw@[::1]:x/",
+        ] {
+            assert_eq!(
+                req(bad, "POST", &[]),
+                Err(InvalidHttp::Port(bad.into())),
+                "{bad}"
+            );
+        }
+        assert!(req("http://h:65535/", "POST", &[]).is_ok());
+        assert!(req("http://user:p:w@h/", "POST", &[]).is_ok());
     }
 
     #[test]

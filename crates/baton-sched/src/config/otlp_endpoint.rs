@@ -48,22 +48,12 @@ impl OtlpEndpoint {
     /// assert!(OtlpEndpoint::parse("http://127.0.0.1:4318/?x=1").is_err());
     /// ```
     pub fn parse(text: &str) -> Result<Self, InvalidEndpoint> {
-        let url = WebhookUrl::parse(text).map_err(|_| InvalidEndpoint::Url(text.to_owned()))?;
+        let url = WebhookUrl::parse(text).map_err(|e| match e {
+            crate::http::InvalidHttp::Port(_) => InvalidEndpoint::Port(text.to_owned()),
+            _ => InvalidEndpoint::Url(text.to_owned()),
+        })?;
         if text.contains(['?', '#']) {
             return Err(InvalidEndpoint::Query(text.to_owned()));
-        }
-        let rest = text.split_once("://").map_or(text, |(_, r)| r);
-        let authority = rest.split('/').next().unwrap_or(rest);
-        let host = authority.rsplit('@').next().unwrap_or(authority);
-        let port = match host.rsplit_once(']') {
-            Some((_, after)) => after.strip_prefix(':'),
-            None => host.split_once(':').map(|(_, p)| p),
-        };
-        if let Some(port) = port
-            && !(port.bytes().all(|b| b.is_ascii_digit())
-                && port.parse::<u16>().is_ok_and(|p| p > 0))
-        {
-            return Err(InvalidEndpoint::Port(text.to_owned()));
         }
         Ok(Self(url))
     }

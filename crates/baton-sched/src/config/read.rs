@@ -1266,7 +1266,7 @@ fn http(r: &Reader<'_>, e: &Entry, key: &str) -> Result<crate::http::HttpRequest
     };
     HttpRequest::new(&url, &method, body.map(|(_, b)| b), headers).map_err(|err| {
         let (at, part) = match &err {
-            InvalidHttp::Url(_) => (url_at, "url".to_owned()),
+            InvalidHttp::Url(_) | InvalidHttp::Port(_) => (url_at, "url".to_owned()),
             InvalidHttp::Method(_) | InvalidHttp::Connect | InvalidHttp::BodyWithHead => {
                 (method_at, "method".to_owned())
             }

@@ -196,6 +196,10 @@ fn config_refuses_a_bad_http_step() {
             "baton.toml:6: jobs.j.http.url: = \"ftp://h/x\": expected an http:// or https:// URL",
         ),
         (
+            "[jobs.j]\nevery = \"1h\"\nhttp = { url = \"http://h:70000/x\" }\n",
+            "baton.toml:6: jobs.j.http.url: = \"http://h:70000/x\": the port must be a number from 1 to 65535",
+        ),
+        (
             "[jobs.j]\nevery = \"1h\"\nhttp = { url = \"http://h/\", method = \"PO ST\" }\n",
             "baton.toml:6: jobs.j.http.method: = \"PO ST\": expected an HTTP method",
         ),

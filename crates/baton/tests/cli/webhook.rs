@@ -276,6 +276,13 @@ fn a_bad_webhook_url_or_an_untrusted_secret_file_is_refused_before_anything_runs
     refused(&s, &["alert_webhook", "http:// or https://"]);
     let s = failing("https://", "");
     refused(&s, &["alert_webhook", "with a host"]);
+    for port in ["0", "65536", "99999"] {
+        let s = failing(&format!("http://127.0.0.1:{port}/hook"), "");
+        refused(
+            &s,
+            &["alert_webhook", "the port must be a number from 1 to 65535"],
+        );
+    }
     let s = failing("http://127.0.0.1:9/hook", "");
     let key = s.env.path("hook.key");
     std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
