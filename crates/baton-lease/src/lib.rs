@@ -33,6 +33,7 @@
 //! the kernel's clock is kept synchronised.
 
 mod acl;
+mod budget;
 mod claims;
 pub mod clock;
 pub mod decide;
@@ -55,6 +56,7 @@ mod token;
 pub mod trust;
 mod vouch;
 
+pub use budget::overran;
 pub use claims::{Claims, FUTURE_TOLERANCE as FUTURE_CLAIM_TOLERANCE, MAX_KEY_BYTES, Once};
 pub use clock::{
     Clock, ManualClock, MovedSince, Moves, ShiftedClock, SystemClock, WallOutOfRange,

@@ -890,7 +890,7 @@ impl<'r> Session<'r> {
         self.check_deadline();
         let now = self.clock.boot();
         if let (Some(m), false) = (self.cfg.max_runtime, self.overran)
-            && now >= self.started + m
+            && baton_lease::overran(now.saturating_sub(self.started), m)
         {
             self.overran = true;
             self.report.event(Event::Overrunning { budget: m });

@@ -77,6 +77,19 @@ pub struct JobStatus {
     /// every surface. Not in the JSON: `state` and `holder` say it there.
     #[serde(skip)]
     pub in_flight: bool,
+    /// When the run in flight started (with `max_concurrent`, the oldest
+    /// of them): the ledger's start of the run its lock's holder names,
+    /// else, for a run the ledger has no row of, when that holder took the
+    /// lease. `None` when nothing of the job runs. Not in the JSON:
+    /// `last_run` and `holder` say it there.
+    #[serde(skip)]
+    pub run_started: Option<Timestamp>,
+    /// A run in flight has used the whole budget its holder declared
+    /// (`max_runtime`), by the one rule of [`baton_lease::overran`]: what
+    /// the run's own `overrunning` alert and a refused contender's say.
+    /// Not in the JSON.
+    #[serde(skip)]
+    pub overrunning: bool,
     /// Its state: `disabled`, `paused`, `running`, `hung`, `overdue`,
     /// `failing`, `crashed`, `new` or `ok` ([`crate::views::job_state`]).
     pub state: JobState,
@@ -473,6 +486,8 @@ struct Recorded {
     watermark: Option<WatermarkStatus>,
     alerts: Vec<baton_store::ledger::AlertRow>,
     in_flight: Option<String>,
+    /// When that run started, as the ledger says.
+    in_flight_started: Option<Timestamp>,
     /// What became of `job`'s latest due occurrence, by when it was due.
     fates: std::collections::BTreeMap<i64, Fate>,
 }
@@ -532,6 +547,7 @@ impl Recorded {
                 fence: w.fence,
             }),
             alerts,
+            in_flight_started: running.as_ref().map(|r| r.started),
             in_flight: running.map(|r| r.run_id),
             state,
             fates,
@@ -617,6 +633,7 @@ fn job_status(
         watermark,
         alerts,
         in_flight,
+        in_flight_started,
         fates,
     } = recorded;
     let (state, last) = with_kept_end(config, state, last);
@@ -633,6 +650,15 @@ fn job_status(
         .values()
         .any(|other| other.name != job.name && other.lock.value == job.lock.value);
     let holding = crate::views::job_state::holding(verdict.as_ref(), shared, in_flight.as_deref());
+    let (run_started, overrunning) = match holding {
+        crate::views::job_state::Holding::Live => in_flight_runs(
+            &slots,
+            shared,
+            in_flight.as_deref().zip(in_flight_started),
+            now,
+        ),
+        _ => (None, false),
+    };
     let seen = crate::views::overdue::first_sighting(
         state.as_ref().map(|s| s.first_seen),
         defined_at(job),
@@ -709,6 +735,8 @@ fn job_status(
         },
         enabled,
         in_flight: holding == crate::views::job_state::Holding::Live,
+        run_started,
+        overrunning,
         state: crate::views::job_state::decide(&facts),
         schedule: match job.when.value.key {
             "every" => format!("every {}", job.when.value.text),
@@ -785,6 +813,42 @@ fn job_status(
             .collect(),
         log: logs.dated(&job.name, now).display().to_string(),
     }
+}
+
+/// The runs of a job in flight, from its lock's `slots`: when the oldest
+/// started, and whether any is past its budget. A slot counts when its
+/// holder is live and is the job's run ([`crate::views::job_state::holding`]);
+/// its run started when the ledger's newest unfinished run (`recorded`: its
+/// id and start) says, when the holder names that run, else when the
+/// holder took the lease (a run the ledger has no row of, or an older one
+/// of several slots).
+fn in_flight_runs(
+    slots: &crate::views::slots::Slots,
+    shared: bool,
+    recorded: Option<(&str, Timestamp)>,
+    now: Timestamp,
+) -> (Option<Timestamp>, bool) {
+    let mut oldest: Option<Timestamp> = None;
+    let mut overrunning = false;
+    for (_, verdict) in slots.held() {
+        let baton_lease::Verdict::Live { holder, .. } = verdict else {
+            continue;
+        };
+        let mine = crate::views::job_state::holding(Some(verdict), shared, recorded.map(|r| r.0));
+        if mine != crate::views::job_state::Holding::Live {
+            continue;
+        }
+        let started = match recorded {
+            Some((run, started)) if holder.run() == Some(run) => Some(started),
+            _ => holder.acquired(),
+        };
+        let Some(started) = started else {
+            continue;
+        };
+        oldest = Some(oldest.map_or(started, |o| o.min(started)));
+        overrunning |= holder.overrunning(started, now);
+    }
+    (oldest, overrunning)
 }
 
 /// When the file that defines `job` last changed: the earlier of its
@@ -1071,4 +1135,95 @@ pub fn render(s: &Status) -> String {
     }
     out.push_str(&format!("\nlogs: {}\n", s.logs));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use baton_lease::Verdict;
+    use jiff::{SignedDuration, Timestamp};
+
+    use super::in_flight_runs;
+    use crate::views::slots::Slots;
+
+    fn at(minutes: i64) -> Timestamp {
+        "2026-11-29T03:00:00Z".parse::<Timestamp>().unwrap() + SignedDuration::from_mins(minutes)
+    }
+
+    /// A live holder of run `run`, which took the lease at minute `taken`
+    /// with a budget of `budget` minutes.
+    fn live(run: &str, taken: i64, budget: Option<u64>) -> Option<Verdict> {
+        Some(Verdict::Live {
+            holder: baton_lease::Holder::V3(baton_lease::record::Held {
+                fence: baton_lease::Fence::new(1),
+                token: "0123456789abcdef".parse().unwrap(),
+                pid: 42,
+                host: "h1".into(),
+                acquired: at(taken),
+                renewed: at(taken),
+                ttl: Duration::from_secs(30),
+                run: Some(run.to_owned()),
+                machine: None,
+                boot: None,
+                pidns: None,
+                pstart: None,
+                renewed_boot: None,
+                pgid: None,
+                jstart: None,
+                grace: None,
+                occ: None,
+                exe: None,
+                budget: budget.map(|m| Duration::from_secs(m * 60)),
+                claims: baton_lease::Claims::default(),
+            }),
+            skew: None,
+        })
+    }
+
+    #[test]
+    fn a_run_in_flight_started_when_the_ledger_says_and_overruns_by_its_holders_budget() {
+        // The lease was taken at minute 0 for a queue; the ledger says the
+        // run it now names started at minute 50, with a budget of an hour.
+        let slots = Slots(vec![live("r2", 0, Some(60))]);
+        let ledger = Some(("r2", at(50)));
+        assert_eq!(
+            in_flight_runs(&slots, false, ledger, at(109)),
+            (Some(at(50)), false)
+        );
+        assert_eq!(
+            in_flight_runs(&slots, false, ledger, at(110)),
+            (Some(at(50)), true)
+        );
+        // A run the ledger has no row of started when its lease was taken.
+        assert_eq!(
+            in_flight_runs(&slots, false, None, at(60)),
+            (Some(at(0)), true)
+        );
+        // No budget: never overrunning.
+        let unbounded = Slots(vec![live("r2", 0, None)]);
+        assert_eq!(
+            in_flight_runs(&unbounded, false, None, at(10_000)),
+            (Some(at(0)), false)
+        );
+    }
+
+    #[test]
+    fn of_several_slots_the_oldest_run_counts_and_a_lock_mates_not_at_all() {
+        let slots = Slots(vec![
+            live("r3", 30, Some(60)),
+            None,
+            live("r1", 10, Some(60)),
+        ]);
+        assert_eq!(
+            in_flight_runs(&slots, false, Some(("r3", at(30))), at(75)),
+            (Some(at(10)), true)
+        );
+        // Shared with another job: only the job's own newest run is its.
+        let mate = Slots(vec![live("theirs", 0, Some(1))]);
+        assert_eq!(
+            in_flight_runs(&mate, true, Some(("mine", at(5))), at(100)),
+            (None, false)
+        );
+    }
 }

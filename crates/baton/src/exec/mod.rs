@@ -260,15 +260,13 @@ fn refusal_alert(cfg: &ExecConfig, refused: &Outcome) -> Alert {
     }
 }
 
-/// Whether a live holder has held its lease past the budget it declared.
+/// Whether a live holder has held its lease past the budget it declared
+/// ([`baton_lease::overran`]): `baton exec` runs one command per lease, so
+/// the lease's age is its run's.
 fn holder_over_budget(holder: &baton_lease::Holder, now: jiff::Timestamp) -> bool {
-    let baton_lease::Holder::V3(h) = holder else {
-        return false;
-    };
-    let Some(budget) = h.budget else {
-        return false;
-    };
-    Duration::try_from(now.duration_since(h.acquired)).is_ok_and(|held| held > budget)
+    holder
+        .acquired()
+        .is_some_and(|acquired| holder.overrunning(acquired, now))
 }
 
 fn run_alert(cfg: &ExecConfig, fence: u64, kind: AlertKind, message: String) -> Alert {

@@ -545,6 +545,129 @@ fn a_failed_job_is_failing_while_it_runs_again_and_while_it_is_paused() {
     assert_eq!(m.value("baton_job_failing", &flaky), 0.0);
 }
 
+/// A job's entry in `baton status --json`.
+fn status_of(s: &Sched, job: &str) -> serde_json::Value {
+    let v = s.json(&["status", "--json"]);
+    v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["job"] == job)
+        .unwrap_or_else(|| panic!("no {job} in {v}"))
+        .clone()
+}
+
+/// A run in flight shows when it started (the ledger's start, as `status`
+/// gives it), the job's budget, and whether it is past it: once the run
+/// has raised its own `overrunning` alert, `baton_job_overrunning` says 1,
+/// and a run within its budget says 0. A job with nothing in flight and no
+/// budget has every one at 0, and so does a job whose run has ended (its
+/// budget stays).
+#[test]
+fn a_run_in_flight_shows_its_start_its_budget_and_whether_it_overruns() {
+    let s = Sched::new("");
+    let go = s.env.path("go");
+    let marker = |job: &str| s.env.path(&format!("{job}.started"));
+    let wait = |job: &str| {
+        format!(
+            "run = \"touch {m}; while [ ! -e {g} ]; do sleep 0.05; done\"\n",
+            m = marker(job).display(),
+            g = go.display()
+        )
+    };
+    s.write(&format!(
+        "[jobs.stuck]\nschedule = \"0 3 * * *\"\nmax_runtime = \"1s\"\n{}\
+         [jobs.long]\nschedule = \"0 3 * * *\"\nmax_runtime = \"24h\"\n{}\
+         [jobs.idle]\nschedule = \"0 3 * * *\"\nmax_runtime = \"0\"\nrun = \"true\"\n",
+        wait("stuck"),
+        wait("long")
+    ));
+    // idle has a finished run, nothing in flight and no budget (the
+    // default is 2h).
+    assert_eq!(code(&s.run(&["run", "idle"])), 0);
+    let before = baton_lease::SystemClock.wall();
+    let runs: Vec<_> = ["stuck", "long"]
+        .map(|job| {
+            s.cmd(&["run", job])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .into();
+    eventually("both runs to start", || {
+        marker("stuck").exists() && marker("long").exists()
+    });
+    // The run judges its budget from its command's start, after the
+    // ledger's start of it that the metrics judge from: once it has raised
+    // its alert (alerts.log has it at once, the ledger after the step),
+    // they say it overruns too.
+    let alerts = s.env.state().join("logs").join("alerts.log");
+    eventually("stuck's overrunning alert", || {
+        std::fs::read_to_string(&alerts).is_ok_and(|a| {
+            a.lines()
+                .any(|l| l.contains("\"overrunning\"") && l.contains("\"stuck\""))
+        })
+    });
+    let text = metrics(&s, &[]);
+    let after = baton_lease::SystemClock.wall();
+    let m = Exposition::parse(&text);
+    let v = |name: &str, job: &str| m.value(name, &[("baton_job", job)]);
+
+    for (job, running, over, budget) in [
+        ("stuck", 1.0, 1.0, 1.0),
+        ("long", 1.0, 0.0, 86_400.0),
+        ("idle", 0.0, 0.0, 0.0),
+    ] {
+        assert_eq!(v("baton_job_running", job), running, "{job}");
+        assert_eq!(v("baton_job_overrunning", job), over, "{job}");
+        assert_eq!(v("baton_job_max_runtime_seconds", job), budget, "{job}");
+    }
+    assert_eq!(v("baton_job_run_started_timestamp_seconds", "idle"), 0.0);
+    for job in ["stuck", "long"] {
+        let shown = v("baton_job_run_started_timestamp_seconds", job);
+        let st = status_of(&s, job);
+        assert!(st["last_run"]["finished"].is_null(), "{st}");
+        let ledger: Timestamp = st["last_run"]["started"].as_str().unwrap().parse().unwrap();
+        assert!(
+            (shown - ledger.as_duration().as_secs_f64()).abs() < 1e-3,
+            "{job}: {shown} vs the ledger's {ledger}"
+        );
+        assert!(
+            (before.as_second() as f64..=after.as_second() as f64 + 1.0).contains(&shown),
+            "{job}: {shown} not between {before} and {after}"
+        );
+    }
+    if promtool().is_some() {
+        let o = run_promtool(&["check", "metrics"], &text);
+        assert!(
+            o.status.success() && o.stdout.is_empty() && o.stderr.is_empty(),
+            "promtool: {}{}\n{text}",
+            stdout(&o),
+            stderr(&o)
+        );
+    }
+
+    // The runs end: nothing in flight, nothing overrunning; the budgets stay.
+    std::fs::write(&go, "").unwrap();
+    for run in runs {
+        let out = run.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+    }
+    let m = Exposition::parse(&metrics(&s, &[]));
+    let v = |name: &str, job: &str| m.value(name, &[("baton_job", job)]);
+    for (job, budget) in [("stuck", 1.0), ("long", 86_400.0), ("idle", 0.0)] {
+        assert_eq!(v("baton_job_running", job), 0.0, "{job}");
+        assert_eq!(
+            v("baton_job_run_started_timestamp_seconds", job),
+            0.0,
+            "{job}"
+        );
+        assert_eq!(v("baton_job_overrunning", job), 0.0, "{job}");
+        assert_eq!(v("baton_job_max_runtime_seconds", job), budget, "{job}");
+    }
+}
+
 /// `promtool`, when it is installed (Debian's `prometheus` package has it).
 pub(crate) fn promtool() -> Option<&'static str> {
     let found = Command::new("promtool")

@@ -8,7 +8,9 @@
 //! any other word some job has counted (a reason only a version 1 ledger
 //! recorded): a series never appears out of nowhere, so `increase()` sees
 //! its first event. The timestamps of a success, a failure and the next
-//! run are absent, not 0, when there is none.
+//! run are absent, not 0, when there is none; the start of a run in flight
+//! and the budget are 0 when there is none, so that they exist from the
+//! start as the flags do.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Display;
@@ -48,6 +50,13 @@ pub(crate) struct JobFigures {
     pub(crate) failing: bool,
     /// Its next occurrence, if it has one.
     pub(crate) next_run: Option<Timestamp>,
+    /// When its run in flight started, as `status` says it (the oldest,
+    /// with `max_concurrent`); `None` when nothing of it runs.
+    pub(crate) run_started: Option<Timestamp>,
+    /// A run of it in flight is past its budget, as `status` says it.
+    pub(crate) overrunning: bool,
+    /// Its configured soft budget per run (`max_runtime`), if any.
+    pub(crate) max_runtime: Option<std::time::Duration>,
 }
 
 fn job(j: &JobFigures) -> Vec<(&'static str, String)> {
@@ -234,6 +243,27 @@ pub(crate) fn families(jobs: &[JobFigures]) -> Vec<Family> {
             None,
             jobs,
             |j| Some(flag(j.running)),
+        ),
+        per_job(
+            "baton_job_run_started_timestamp_seconds",
+            "When the run in flight started, in Unix seconds; 0 when none runs.",
+            Some("seconds"),
+            jobs,
+            |j| Some(j.run_started.map_or(0.0, seconds)),
+        ),
+        per_job(
+            "baton_job_overrunning",
+            "1 while a run in flight is past its max_runtime (the run's overrunning alert), else 0.",
+            None,
+            jobs,
+            |j| Some(flag(j.overrunning)),
+        ),
+        per_job(
+            "baton_job_max_runtime_seconds",
+            "The job's max_runtime, the soft budget of a run, in seconds; 0 when it has none.",
+            Some("seconds"),
+            jobs,
+            |j| Some(j.max_runtime.map_or(0.0, |d| d.as_secs_f64())),
         ),
         per_job(
             "baton_job_paused",

@@ -74,6 +74,26 @@
 //!   when no other job of the configuration shares the lock, a live holder
 //!   is enough (its ledger row may be missing when the ledger was
 //!   unavailable and the run went on unrecorded).
+//! - `baton_job_run_started_timestamp_seconds{baton_job}`: when the run in
+//!   flight started, in Unix seconds (with `max_concurrent`, the oldest of
+//!   them), as `status` says it: the ledger's start of the run the lock's
+//!   holder names, else when that holder took the lease. **0** while
+//!   nothing of the job runs (exactly when `baton_job_running` is 0), so
+//!   that the series exists from the start; a rule on the run's age keeps
+//!   to `> 0`. With the duration histogram it says when a run has gone on
+//!   far longer than the job's runs take (`BatonJobRunLong`), whether or
+//!   not the job has a budget.
+//! - `baton_job_overrunning{baton_job}`: 1 while a run in flight has used
+//!   the whole budget (`max_runtime`) its holder declared, by
+//!   `baton_lease::overran`, the rule by which the run itself raises its
+//!   one `overrunning` alert and a refused contender says `overrunning`
+//!   rather than `busy`; else 0. It stays 1 until the run ends (the alert
+//!   is raised once; nothing is stopped).
+//! - `baton_job_max_runtime_seconds{baton_job}`: the job's configured
+//!   `max_runtime`, in seconds; **0** when it has none, as the
+//!   configuration writes "none" (`max_runtime = "0"`). A run started
+//!   before the configuration changed keeps the budget it started with,
+//!   which `baton_job_overrunning` follows.
 //! - `baton_job_paused{baton_job}`: 1 while a pause is in force;
 //!   `baton_job_enabled{baton_job}`: 1 when the job and the scheduler's
 //!   kill switch both let it run.
@@ -156,6 +176,7 @@ pub fn read(config: &Config, clock: &dyn Clock, format: Format) -> Result<String
                 .unwrap_or_default(),
             running: running(config, job, verdict.main(), ledger.as_deref_mut())?,
             enabled: job.enabled.value && config.enabled(),
+            max_runtime: job.policy.max_runtime.value,
             ..JobFigures::default()
         };
         if let Some(s) = status.jobs.iter().find(|s| s.job == job.name) {
@@ -168,8 +189,8 @@ pub fn read(config: &Config, clock: &dyn Clock, format: Format) -> Result<String
 }
 
 /// What the metrics take from a job's status: its state, whether a run of
-/// it is in flight, whether it is overdue, failing and paused, and its next
-/// run. The one place here that
+/// it is in flight, when it started and whether it is overrunning, whether
+/// the job is overdue, failing and paused, and its next run. The one place here that
 /// reads a [`JobStatus`], so that the metrics say what `status` says.
 fn from_status(f: &mut JobFigures, s: &JobStatus) {
     f.state = s.state;
@@ -178,6 +199,8 @@ fn from_status(f: &mut JobFigures, s: &JobStatus) {
     f.failing = s.failing;
     f.paused = s.paused.is_some();
     f.next_run = s.next_run.as_deref().and_then(|t| t.parse().ok());
+    f.run_started = s.run_started;
+    f.overrunning = s.overrunning;
 }
 
 /// Whether a run of `job` is in flight (see the module's documentation).

@@ -31,6 +31,10 @@ fn figures() -> Vec<JobFigures> {
         enabled: true,
         state: crate::views::job_state::JobState::Running,
         next_run: Some("2026-11-30T03:00:00Z".parse().unwrap()),
+        // Started a day ago with a budget of two hours: overrunning.
+        run_started: Some("2026-11-29T03:00:00Z".parse().unwrap()),
+        overrunning: true,
+        max_runtime: Some(Duration::from_secs(2 * 3600)),
         ..JobFigures::default()
     };
     let quiet = JobFigures {

@@ -19,6 +19,8 @@ pub(super) fn job(name: &str) -> JobStatus {
         job: name.into(),
         enabled: true,
         in_flight: false,
+        run_started: None,
+        overrunning: false,
         state: JobState::Ok,
         schedule: "*/5 * * * *".into(),
         timezone: "UTC".into(),
