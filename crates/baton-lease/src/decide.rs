@@ -302,6 +302,19 @@ impl Verdict {
         )
     }
 
+    /// The holder it names, whatever its state (live, hung, orphaned, dead
+    /// or expired).
+    pub fn holder(&self) -> Option<&Holder> {
+        match self {
+            Self::Live { holder, .. }
+            | Self::Hung { holder, .. }
+            | Self::Orphaned { holder, .. }
+            | Self::Dead { holder, .. }
+            | Self::Expired { holder, .. } => Some(holder),
+            _ => None,
+        }
+    }
+
     /// The word `lock show` prints for it.
     pub fn word(&self) -> &'static str {
         match self {

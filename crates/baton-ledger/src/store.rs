@@ -174,6 +174,24 @@ impl Store for Files {
             .withdraw_guard(&guard_file(&self.state_dir, lock), &taken)?)
     }
 
+    /// The lock files `NAME@K.lock` in `locks/` with K above `n`.
+    fn slots_above(&self, lock: &LockRef<'_>, n: u32) -> Vec<u32> {
+        let Ok(entries) = std::fs::read_dir(self.state_dir.join("locks")) else {
+            return Vec::new();
+        };
+        let mut above: Vec<u32> = entries
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name();
+                let name = name.to_str()?.strip_suffix(".lock")?.to_owned();
+                let (base, k) = baton_lease::slot::slot_of(&name);
+                (base == lock.lock && k > n && k <= baton_lease::slot::MOST).then_some(k)
+            })
+            .collect();
+        above.sort_unstable();
+        above
+    }
+
     fn inspect(&self, lock: &LockRef<'_>) -> Result<Option<Verdict>, Error> {
         Ok(Some(self.lock(lock).inspect()?.verdict))
     }

@@ -45,6 +45,12 @@ pub fn try_acquire(
     guarding: bool,
 ) -> Result<Tried, Error> {
     let at = claim.once.as_ref().map(|o| o.at);
+    if let Some(refused) = over_the_limit(store, job)? {
+        return Ok(Tried {
+            taken: Taken::Refused(refused),
+            slot: 1,
+        });
+    }
     let mut refusals: Vec<(u32, Refused)> = Vec::new();
     for slot in 1..=job.slots() {
         let lock = job.slot_ref(slot);
@@ -62,6 +68,63 @@ pub fn try_acquire(
         taken: Taken::Refused(every_slot_held(refusals, job.slots())),
         slot: 1,
     })
+}
+
+/// A refusal when runs left in slots above `max_concurrent` (from when it
+/// was higher, [`crate::store::Store::slots_above`]) still run, and they
+/// and the holders of the job's own slots are `max_concurrent` or more:
+/// lowering it leaves those runs alone until they end, and no run starts
+/// beside them past the new limit. Nothing to refuse (the common case: no
+/// slot above) costs one look at the store's slots, none at a lock.
+///
+/// # Errors
+///
+/// When a slot cannot be judged: the run must not start.
+fn over_the_limit(store: &dyn Store, job: &Job) -> Result<Option<Refused>, Error> {
+    let n = job.slots();
+    let mut left = Vec::new();
+    for k in store.slots_above(&job.lock_ref(), n) {
+        if let Some(v) = store.inspect(&job.slot_ref(k))?
+            && holds(&v)
+        {
+            left.push((k, v));
+        }
+    }
+    let Some((k, first)) = left.first() else {
+        return Ok(None);
+    };
+    let mut running = left.len();
+    for slot in 1..=n {
+        if store
+            .inspect(&job.slot_ref(slot))?
+            .is_some_and(|v| holds(&v))
+        {
+            running += 1;
+        }
+    }
+    if running < n as usize {
+        return Ok(None);
+    }
+    let holder = first.holder().cloned();
+    let run = holder
+        .as_ref()
+        .and_then(|h| h.run())
+        .map_or_else(String::new, |r| format!("run {r} "));
+    Ok(Some(Refused {
+        reason: MissReason::Busy,
+        holder,
+        why: format!(
+            "{run}still holds slot {k} of the lock, above max_concurrent = {n} (lowered while it \
+             ran), and {running} run(s) hold its slots: at most {n} run at once; the next run \
+             starts once one ends"
+        ),
+    }))
+}
+
+/// Whether a slot's holder may still be running (live, hung or orphaned):
+/// one that counts against `max_concurrent`.
+fn holds(v: &baton_lease::Verdict) -> bool {
+    !v.claimable() && v.holder().is_some()
 }
 
 /// Whether the holder `r` names runs `job`'s occurrence `at`, or a later

@@ -955,8 +955,10 @@ fn live_beside(
     if crate::store::shared(req.config) {
         return None;
     }
-    let named = if req.job.slots() > 1 {
-        let store = crate::store::open(req.config).ok()?;
+    // With slots (the job's own, or ones left above them from when
+    // `max_concurrent` was higher), a run is displaced when no slot names it.
+    let store = crate::store::open(req.config).ok()?;
+    let named = if slotted(store.as_ref(), req.job) {
         Some(named_by_slots(store.as_ref(), req.job)?)
     } else {
         None
@@ -1036,7 +1038,9 @@ fn abandon_the_dead(
     let store = crate::store::open(req.config);
     // With slots, a lower fence is another slot's, and says nothing: a run
     // is superseded when no slot's record names it any more.
-    let slotted = req.job.slots() > 1;
+    let slotted = store
+        .as_ref()
+        .is_ok_and(|store| slotted(store.as_ref(), req.job));
     let named = match &store {
         Ok(store) if slotted => named_by_slots(store.as_ref(), req.job),
         _ => None,
@@ -1080,6 +1084,14 @@ fn abandon_the_dead(
     }
 }
 
+/// Whether `job`'s lock has slots: its own (`max_concurrent` above 1), or
+/// ones above them that runs from when it was higher left
+/// ([`crate::store::Store::slots_above`]). Then a lower fence is another
+/// slot's, and a run is judged by whether a slot names it.
+fn slotted(store: &dyn crate::store::Store, job: &crate::config::Job) -> bool {
+    job.slots() > 1 || !store.slots_above(&job.lock_ref(), job.slots()).is_empty()
+}
+
 /// The runs the slots of `job`'s lock name now, whatever their holders'
 /// state (a dead holder's run is named until its slot is taken over):
 /// `None` when a slot cannot be read, so that nothing is decided from it.
@@ -1089,7 +1101,7 @@ fn named_by_slots(
 ) -> Option<std::collections::BTreeSet<String>> {
     use baton_lease::Verdict;
     let mut named = std::collections::BTreeSet::new();
-    for lock in job.slot_refs() {
+    for (_, lock) in job.slot_refs_in(store) {
         match store.inspect(&lock).ok()? {
             None | Some(Verdict::Absent | Verdict::Free(_)) => {}
             Some(

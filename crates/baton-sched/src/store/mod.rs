@@ -50,6 +50,18 @@ impl Job {
     pub fn slot_refs(&self) -> Vec<LockRef<'_>> {
         (1..=self.slots()).map(|k| self.slot_ref(k)).collect()
     }
+
+    /// Every slot of this job's lock, and after them the slots above them
+    /// that `store` still records ([`Store::slots_above`]: left by runs
+    /// from when `max_concurrent` was higher, which may still be in
+    /// flight); each with its number.
+    pub fn slot_refs_in(&self, store: &dyn Store) -> Vec<(u32, LockRef<'_>)> {
+        let n = self.slots();
+        (1..=n)
+            .chain(store.slots_above(&self.lock_ref(), n))
+            .map(|k| (k, self.slot_ref(k)))
+            .collect()
+    }
 }
 
 /// The newest occurrence `job` claimed in any slot of its lock

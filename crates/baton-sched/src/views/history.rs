@@ -285,11 +285,12 @@ pub(crate) fn judge_unfinished(
     if views.iter().all(|v| v.verdict.is_some()) {
         return;
     }
+    // Only `of_run` is asked of them: the slots' order is enough.
     let slots = crate::views::slots::Slots(match (config.jobs.get(job), store) {
         (Some(j), Some(s)) => j
-            .slot_refs()
+            .slot_refs_in(s)
             .iter()
-            .map(|l| s.inspect(l).ok().flatten())
+            .map(|(_, l)| s.inspect(l).ok().flatten())
             .collect(),
         _ => Vec::new(),
     });

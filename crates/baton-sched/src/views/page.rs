@@ -459,7 +459,7 @@ fn job_card(
         None => out.push_str("<dd class=\"next-run none\">none</dd>\n"),
     }
     // With slots (`max_concurrent`), one line per held slot.
-    let slotted = j.max_concurrent > 1;
+    let slotted = j.max_concurrent > 1 || j.holders.iter().any(|h| h.slot > j.max_concurrent);
     if slotted {
         let _ = writeln!(
             out,

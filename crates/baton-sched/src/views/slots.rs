@@ -19,15 +19,28 @@ use crate::config::{Config, Job};
 #[derive(Debug, Clone, Default)]
 pub struct Slots(pub Vec<Option<Verdict>>);
 
-/// Every slot of each of `jobs`, judged over one store call; when the
-/// store cannot be used, nothing is known of any.
+/// Every slot of each of `jobs` (and the slots above them a run from when
+/// `max_concurrent` was higher left: [`Job::slot_refs_in`]), judged over
+/// one store call; when the store cannot be used, nothing is known of any.
 pub fn judge(config: &Config, jobs: &[&Job]) -> Vec<Slots> {
-    let refs: Vec<_> = jobs.iter().flat_map(|j| j.slot_refs()).collect();
-    let all = match crate::store::open(config) {
-        Ok(s) => s.inspect_all(&refs),
-        Err(_) => vec![None; refs.len()],
+    let Ok(store) = crate::store::open(config) else {
+        return jobs
+            .iter()
+            .map(|j| Slots(vec![None; j.slots() as usize]))
+            .collect();
     };
-    by_job(jobs, all)
+    let numbered = numbered(store.as_ref(), jobs);
+    let refs: Vec<_> = numbered.iter().flatten().map(|(_, r)| *r).collect();
+    let all = store.inspect_all(&refs);
+    by_job(&numbered, all)
+}
+
+/// Each job's slots with their numbers ([`Job::slot_refs_in`]).
+fn numbered<'j>(
+    store: &dyn crate::store::Store,
+    jobs: &[&'j Job],
+) -> Vec<Vec<(u32, crate::store::LockRef<'j>)>> {
+    jobs.iter().map(|j| j.slot_refs_in(store)).collect()
 }
 
 /// As [`judge`], through `store`, and whether it holds grants back after
@@ -42,34 +55,44 @@ pub fn survey(
     Vec<Slots>,
     Option<Result<Option<HeldBack>, crate::store::Error>>,
 ) {
-    let refs: Vec<_> = jobs.iter().flat_map(|j| j.slot_refs()).collect();
     match store {
         Some(s) => {
+            let numbered = numbered(s, jobs);
+            let refs: Vec<_> = numbered.iter().flatten().map(|(_, r)| *r).collect();
             let (all, hold) = s.survey(&refs);
-            (by_job(jobs, all), Some(hold))
+            (by_job(&numbered, all), Some(hold))
         }
-        None => (by_job(jobs, vec![None; refs.len()]), None),
+        None => (
+            jobs.iter()
+                .map(|j| Slots(vec![None; j.slots() as usize]))
+                .collect(),
+            None,
+        ),
     }
 }
 
-/// `all`, each slot of each of `jobs` in order, cut into each job's.
-fn by_job(jobs: &[&Job], all: Vec<Option<Verdict>>) -> Vec<Slots> {
+/// `all`, each numbered slot of each job in order, cut into each job's:
+/// slot K at index K - 1, a slot above the job's own that nothing records
+/// `None`.
+fn by_job(
+    numbered: &[Vec<(u32, crate::store::LockRef<'_>)>],
+    all: Vec<Option<Verdict>>,
+) -> Vec<Slots> {
     let mut all = all.into_iter();
-    jobs.iter()
-        .map(|j| Slots((0..j.slots()).map(|_| all.next().flatten()).collect()))
+    numbered
+        .iter()
+        .map(|slots| {
+            let mut each = Vec::new();
+            for &(k, _) in slots {
+                let at = k.saturating_sub(1) as usize;
+                if each.len() <= at {
+                    each.resize(at + 1, None);
+                }
+                each[at] = all.next().flatten();
+            }
+            Slots(each)
+        })
         .collect()
-}
-
-/// The holder a verdict names, whatever its state.
-fn holder_of(v: &Verdict) -> Option<&baton_lease::Holder> {
-    match v {
-        Verdict::Live { holder, .. }
-        | Verdict::Hung { holder, .. }
-        | Verdict::Orphaned { holder, .. }
-        | Verdict::Dead { holder, .. }
-        | Verdict::Expired { holder, .. } => Some(holder),
-        _ => None,
-    }
 }
 
 /// `slots`, or, when none of them holds the job's run `in_flight` (its
@@ -88,7 +111,7 @@ pub fn with_former_lock(
     let Some(run) = in_flight else {
         return slots;
     };
-    if slots.0.iter().flatten().any(|v| holder_of(v).is_some()) {
+    if slots.0.iter().flatten().any(|v| v.holder().is_some()) {
         return slots;
     }
     let Ok(store) = crate::store::open(config) else {
@@ -138,7 +161,7 @@ impl Slots {
         let known = || self.0.iter().flatten();
         known()
             .find(|v| matches!(v, Verdict::Live { .. }))
-            .or_else(|| known().find(|v| holder_of(v).is_some()))
+            .or_else(|| known().find(|v| v.holder().is_some()))
             .or_else(|| self.0.first().and_then(Option::as_ref))
     }
 
@@ -148,17 +171,15 @@ impl Slots {
         self.0
             .iter()
             .flatten()
-            .find(|v| holder_of(v).and_then(|h| h.run()) == Some(run_id))
+            .find(|v| v.holder().and_then(|h| h.run()) == Some(run_id))
             .or_else(|| self.main())
     }
 
     /// Each slot with a holder (live, hung, orphaned, dead or expired):
     /// its number (1-based) and verdict.
     pub fn held(&self) -> impl Iterator<Item = (u32, &Verdict)> {
-        (1u32..).zip(&self.0).filter_map(|(k, v)| {
-            v.as_ref()
-                .filter(|v| holder_of(v).is_some())
-                .map(|v| (k, v))
-        })
+        (1u32..)
+            .zip(&self.0)
+            .filter_map(|(k, v)| v.as_ref().filter(|v| v.holder().is_some()).map(|v| (k, v)))
     }
 }

@@ -1020,20 +1020,23 @@ pub fn render(s: &Status) -> String {
             }
             (None, None) => out.push_str("  next run      none\n"),
         }
-        if j.max_concurrent > 1 {
+        // Slots above max_concurrent still held: left by runs from when it
+        // was higher, shown with their numbers.
+        let slotted = j.max_concurrent > 1 || j.holders.iter().any(|h| h.slot > j.max_concurrent);
+        if slotted {
             out.push_str(&format!(
                 "  slots         {} of {} held (max_concurrent)\n",
                 j.holders.len(),
                 j.max_concurrent
             ));
         }
-        let shown: Vec<&HolderStatus> = if j.max_concurrent > 1 {
+        let shown: Vec<&HolderStatus> = if slotted {
             j.holders.iter().collect()
         } else {
             j.holder.iter().collect()
         };
         for h in shown {
-            let slot = if j.max_concurrent > 1 {
+            let slot = if slotted {
                 format!("slot {}: ", h.slot)
             } else {
                 String::new()

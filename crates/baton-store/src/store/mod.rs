@@ -123,6 +123,13 @@ pub trait Store {
     fn try_acquire_guarding(&self, lock: &LockRef<'_>, claim: &Claim) -> Result<Taken, Error> {
         self.try_acquire(lock, claim)
     }
+    /// The slots of `lock`'s lock above `n` (1-based, ascending) that have
+    /// a lease record: left by runs from when the job's `max_concurrent`
+    /// was higher, which may still be in flight. A store that cannot say
+    /// answers none (the default).
+    fn slots_above(&self, _lock: &LockRef<'_>, _n: u32) -> Vec<u32> {
+        Vec::new()
+    }
     /// Judges a lock without changing it: `None` when it was never taken.
     ///
     /// # Errors

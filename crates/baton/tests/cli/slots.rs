@@ -391,3 +391,70 @@ fn with_every_slot_held_an_occurrence_queues_and_runs_once_a_slot_frees() {
     let v = s.json(&["status", "crunch", "--json"]);
     assert_eq!(v["jobs"][0]["missed"]["total"], 0, "{v}");
 }
+
+/// `max_concurrent` lowered while runs hold slots above the new limit:
+/// those runs go on to their ends, `status` shows them running in their
+/// slots, and no run starts beside them past the limit (refused as busy,
+/// saying so, with nothing started or recorded); once they end, runs start
+/// again in the job's own slots.
+#[test]
+fn a_lowered_max_concurrent_counts_the_runs_left_above_it() {
+    let s = Sched::new("");
+    let dir = s.env.path("job");
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = |n: u32| {
+        format!(
+            "[jobs.low]\nschedule = \"0 3 * * *\"\nmax_concurrent = {n}\nrun = \"echo $BATON_SLOT \
+             >> {d}/starts; while [ ! -e {d}/go$BATON_SLOT ]; do sleep 0.1; done\"\n",
+            d = dir.display()
+        )
+    };
+    let lines = || {
+        std::fs::read_to_string(dir.join("starts"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    s.write(&job(2));
+    let spawn = || {
+        let mut c = s.cmd(&["run", "low"]);
+        c.stdout(Stdio::null()).stderr(Stdio::null());
+        c.spawn().unwrap()
+    };
+    let mut first = spawn();
+    eventually("the run in slot 1", || lines() == ["1"]);
+    let mut second = spawn();
+    eventually("the run in slot 2", || lines() == ["1", "2"]);
+    std::fs::write(dir.join("go1"), "").unwrap();
+    assert!(first.wait().unwrap().success());
+    s.write(&job(1));
+    let refused = s.run(&["run", "low"]);
+    assert_ne!(code(&refused), 0, "a run started beside slot 2's");
+    let err = stderr(&refused);
+    assert!(err.contains("still holds slot 2"), "{err}");
+    assert!(err.contains("max_concurrent = 1"), "{err}");
+    assert!(!err.contains("removed or replaced"), "{err}");
+    assert_eq!(lines(), ["1", "2"], "a run started past the limit");
+    let v = s.json(&["status", "low", "--json"]);
+    let job = &v["jobs"][0];
+    assert_eq!(job["state"], "running", "{v}");
+    let holders = job["holders"].as_array().unwrap();
+    assert_eq!(holders.len(), 1, "{v}");
+    assert_eq!(holders[0]["slot"], 2, "{v}");
+    let text = stdout(&s.run(&["status", "low"]));
+    assert!(text.contains("slot 2"), "{text}");
+    std::fs::write(dir.join("go2"), "").unwrap();
+    assert!(second.wait().unwrap().success());
+    let again = s.run(&["run", "low"]);
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    assert_eq!(lines(), ["1", "2", "1"]);
+    let h = s.json(&["history", "low", "--json"]);
+    let verdicts: Vec<&str> = h
+        .as_array()
+        .unwrap_or_else(|| panic!("{h}"))
+        .iter()
+        .map(|r| r["verdict"].as_str().unwrap_or("running"))
+        .collect();
+    assert_eq!(verdicts, ["ok", "ok", "ok"], "{h}");
+}
