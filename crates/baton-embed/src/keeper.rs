@@ -157,7 +157,7 @@ mod tests {
         fn describe(&self) -> String {
             "a scripted lease".into()
         }
-        fn set_job_group(&mut self, _: u32) -> Result<Renewal, HeldError> {
+        fn set_job_group(&mut self, _: u32, _: baton_lease::Leader) -> Result<Renewal, HeldError> {
             self.renew()
         }
         fn renew(&mut self) -> Result<Renewal, HeldError> {

@@ -15,6 +15,9 @@
 //!    the boot clock, *hung* once it has lapsed (refused either way); holder
 //!    gone (no pid, a zombie, or a pid reused by a later process) → *orphaned*
 //!    while its job's process group has members, else *dead*: broken at once.
+//!    A group led by the init of the step's own pid namespace (`jinit=1`)
+//!    whose recorded leader is gone holds nothing of the job, whoever runs
+//!    in it now: dead (see `decide/group.rs`).
 //! 3. A v3 lease from this host (same host name and machine id) but another
 //!    boot id, last renewed before this boot began: *dead* (the machine
 //!    rebooted). One renewed since was renewed by another machine with a
@@ -38,9 +41,13 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 
-use crate::liveness::{GroupState, Liveness, ProcessState};
+use crate::liveness::{Liveness, ProcessState};
 use crate::record::{Body, ForeignVersion, Free, Held, V2Lease};
 use crate::token::Fence;
+
+mod group;
+
+pub use group::{Owner, Strangers};
 
 /// The thresholds a judge applies. The defaults suit a lock on local disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -195,7 +202,8 @@ impl std::fmt::Display for Holder {
 /// Why a holder is known to be dead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Death {
-    /// No process has the holder's pid, and its job's group is empty.
+    /// No process has the holder's pid, and nothing of its job runs: its
+    /// group is empty, or the step's init that led it is gone.
     ProcessGone,
     /// The holder exited and awaits its parent.
     Zombie,
@@ -208,7 +216,7 @@ pub enum Death {
 impl std::fmt::Display for Death {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Self::ProcessGone => "its process is gone and its job's group is empty",
+            Self::ProcessGone => "its process is gone and nothing of its job runs",
             Self::Zombie => "its process has exited (a zombie)",
             Self::PidReused => "its pid now belongs to a later process",
             Self::Rebooted => "its machine has rebooted since",
@@ -258,6 +266,9 @@ pub enum Verdict {
         holder: Holder,
         /// The group that still has members.
         pgid: u32,
+        /// Set when the group's leader is gone and every member is another
+        /// user's: likely not the job. Reported; still refused.
+        strangers: Option<Strangers>,
     },
     /// The holder is provably dead: broken at once.
     Dead {
@@ -430,11 +441,12 @@ fn judge_held(
         ProcessState::Reused => Death::PidReused,
     };
     if let Some(pgid) = h.pgid
-        && live.group(pgid, h.jstart) != GroupState::Empty
+        && let group::Group::Runs { strangers } = group::judge(h, pgid, live)
     {
         return Verdict::Orphaned {
             holder: holder(),
             pgid,
+            strangers,
         };
     }
     Verdict::Dead {

@@ -15,7 +15,7 @@ use crate::decide::Verdict;
 use crate::error::Error;
 use crate::lock::{Lock, Opened, Opening, micros, millis};
 use crate::outcome::{Lost, Release, Renewal, Restated};
-use crate::record::{self, Body, Free, Held};
+use crate::record::{self, Body, Free, Held, Leader};
 use crate::token::{Fence, Token};
 
 /// A lease this process holds. Dropping it releases it.
@@ -105,14 +105,16 @@ impl Lease {
         self.rewrite(|_| {})
     }
 
-    /// Names the process group of the job this holder runs, so that a judge
-    /// finding the holder dead also asks whether the job still runs. Also
-    /// renews.
+    /// Names the process group of the job this holder runs, and what leads
+    /// it, so that a judge finding the holder dead also asks whether the job
+    /// still runs. [`Leader::NamespaceInit`] only for a group led by the init
+    /// of a pid namespace holding the whole step: a judge then takes that
+    /// init's end for the step's. Also renews.
     ///
     /// # Errors
     ///
     /// As [`Lease::renew`].
-    pub fn set_job_group(&mut self, pgid: u32) -> Result<Renewal, Error> {
+    pub fn set_job_group(&mut self, pgid: u32, leader: Leader) -> Result<Renewal, Error> {
         let leader_start = crate::sys::process::stat(pgid)
             .ok()
             .flatten()
@@ -120,6 +122,7 @@ impl Lease {
         self.rewrite(|h| {
             h.pgid = Some(pgid).filter(|&p| p > 0);
             h.jstart = leader_start;
+            h.leader = leader;
         })
     }
 

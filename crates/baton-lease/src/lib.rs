@@ -73,6 +73,7 @@ pub use outcome::{
     Broken, Busy, Conflict, Inspection, Lost, Outcome, Release, Renewal, Restated, human,
     human_signed,
 };
+pub use record::Leader;
 pub use stop::Stopped;
 pub use token::{BadToken, Fence, Token};
 pub use vouch::Vouched;

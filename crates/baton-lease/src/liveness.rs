@@ -6,7 +6,8 @@
 //! reuse it. [`OsLiveness`] answers from `/proc` and `kill(-PGID, 0)`. When the
 //! kernel's answer is unclear (a permission error, an unreadable `/proc`), the
 //! answer is `Unknown`, and `Unknown` is always treated as alive: evidence of
-//! death must be positive.
+//! death must be positive. Who owns a group's members, and their names, are
+//! asked only for a report to people, never for a verdict.
 
 use crate::sys::process;
 
@@ -46,6 +47,17 @@ pub trait Liveness: Send + Sync {
     /// alive with another start time means the id now names an unrelated
     /// group: `Empty`.
     fn group(&self, pgid: u32, leader_start: Option<u64>) -> GroupState;
+    /// The users whose processes run in group `pgid`, each once; `None`
+    /// when they cannot all be known. Only ever reported, never judged on.
+    fn group_owners(&self, pgid: u32) -> Option<Vec<u32>> {
+        let _ = pgid;
+        None
+    }
+    /// The name of user `uid`, when it has one. Only ever reported.
+    fn user_name(&self, uid: u32) -> Option<String> {
+        let _ = uid;
+        None
+    }
 }
 
 /// Answers from this machine's kernel.
@@ -83,5 +95,13 @@ impl Liveness for OsLiveness {
             Ok(false) => GroupState::Empty,
             Err(_) => GroupState::Unknown,
         }
+    }
+
+    fn group_owners(&self, pgid: u32) -> Option<Vec<u32>> {
+        process::group_member_uids(pgid).ok().flatten()
+    }
+
+    fn user_name(&self, uid: u32) -> Option<String> {
+        process::user_name(uid)
     }
 }

@@ -478,7 +478,15 @@ impl Lock {
             Verdict::Live { holder, skew } => Outcome::Busy(Busy::Held { holder, skew }),
             Verdict::Writing { age } => Outcome::Busy(Busy::Writing { age }),
             Verdict::Hung { holder, lapsed } => Outcome::Hung { holder, lapsed },
-            Verdict::Orphaned { holder, pgid } => Outcome::Orphaned { holder, pgid },
+            Verdict::Orphaned {
+                holder,
+                pgid,
+                strangers,
+            } => Outcome::Orphaned {
+                holder,
+                pgid,
+                strangers,
+            },
             Verdict::Refused(found) => {
                 Outcome::VersionConflict(outcome::conflict(&self.path, found, bytes))
             }
@@ -517,6 +525,8 @@ impl Lock {
             renewed_boot: Some(millis(now.boot)),
             pgid: None,
             jstart: None,
+            leader: crate::record::Leader::Command,
+            uid: Some(facts.uid),
             grace: Some(self.opts.policy.takeover_grace),
             occ: claim.occ.clone(),
             exe: facts.exe.clone(),

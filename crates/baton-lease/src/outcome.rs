@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 
-use crate::decide::{Foreign, Holder, Verdict};
+use crate::decide::{Foreign, Holder, Strangers, Verdict};
 use crate::lease::Lease;
 use crate::record::Body;
 
@@ -34,6 +34,9 @@ pub enum Outcome {
         holder: Holder,
         /// The group with members.
         pgid: u32,
+        /// Set when the group's leader is gone and every member is another
+        /// user's: likely a reused group id, not the job (still refused).
+        strangers: Option<Strangers>,
     },
     /// The file holds a lease of a version this build does not judge, or
     /// bytes that are no record. Left untouched.
@@ -67,9 +70,21 @@ impl Outcome {
                 "hung: the holder is alive but has not renewed for {}: {holder}",
                 human(*lapsed)
             ),
-            Self::Orphaned { holder, pgid } => format!(
+            Self::Orphaned {
+                holder,
+                pgid,
+                strangers: None,
+            } => format!(
                 "orphaned: the holder is gone but its job's process group {pgid} still has members: \
                  {holder}"
+            ),
+            Self::Orphaned {
+                holder,
+                pgid,
+                strangers: Some(s),
+            } => format!(
+                "orphaned: the holder is gone and its job's process group {pgid} still has members, \
+                 but {s}: {holder}"
             ),
             Self::VersionConflict(c) => c.to_string(),
             Self::Claimed { key, at } => {

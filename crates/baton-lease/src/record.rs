@@ -79,6 +79,13 @@ pub struct Held {
     /// The start time of the job group's leader, so a group id reused by an
     /// unrelated group is not taken for the job.
     pub jstart: Option<u64>,
+    /// What leads the job's group (`jinit=1`: the init of the step's own
+    /// pid namespace). Records without the field name a command-led group.
+    pub leader: Leader,
+    /// The holder's real user id, so a judge can say when a group it finds
+    /// is made only of other users' processes. Display only: it never
+    /// decides a verdict.
+    pub uid: Option<u32>,
     /// The takeover grace the holder's self-fencing needs: a judge that
     /// cannot check the holder waits at least this long past the TTL.
     pub grace: Option<Duration>,
@@ -92,6 +99,21 @@ pub struct Held {
     pub budget: Option<Duration>,
     /// The occurrences each job last started under this lock.
     pub claims: Claims,
+}
+
+/// What leads a job's process group, as its holder started it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Leader {
+    /// The job's command (or a process it started) leads the group: the
+    /// group may outlive its leader, so members are evidence on their own.
+    #[default]
+    Command,
+    /// The init of a pid namespace that holds every process of the step
+    /// (`baton-runner`'s `contain`). The kernel kills every process of the
+    /// namespace when its init exits, and init becomes a zombie only once
+    /// they are all gone: when this leader (verified by `jstart=`) is gone
+    /// or a zombie, nothing of the step runs, whatever the group id names.
+    NamespaceInit,
 }
 
 /// A released lock: the file stays so its fence and occurrence survive.
@@ -233,7 +255,7 @@ fn not_a_lock(line: &str) -> Option<String> {
 }
 
 /// How many keys this build reads.
-const KNOWN_KEYS: usize = 22;
+const KNOWN_KEYS: usize = 24;
 
 /// The slot of a key this build reads; `None` for any other key.
 fn slot(key: &str) -> Option<usize> {
@@ -260,6 +282,8 @@ fn slot(key: &str) -> Option<usize> {
         "exe" => 19,
         "budget_ms" => 20,
         "claims" => 21,
+        "jinit" => 22,
+        "uid" => 23,
         _ => return None,
     })
 }
@@ -413,6 +437,10 @@ impl<'a> Fields<'a> {
             renewed_boot: self.opt("bt_ms", |v| v.parse().ok().map(Duration::from_millis))?,
             pgid: self.opt("pgid", |v| v.parse().ok().filter(|&n| n > 0))?,
             jstart: self.opt("jstart", |v| v.parse().ok())?,
+            leader: self
+                .opt("jinit", |v| (v == "1").then_some(Leader::NamespaceInit))?
+                .unwrap_or_default(),
+            uid: self.opt("uid", |v| v.parse().ok())?,
             grace: self.opt("grace_ms", |v| v.parse().ok().map(Duration::from_millis))?,
             occ: self.get("occ").map(str::to_owned),
             exe: self.get("exe").map(str::to_owned),
@@ -549,6 +577,12 @@ impl Held {
         if let Some(v) = self.jstart {
             let _ = write!(s, " jstart={v}");
         }
+        if self.leader == Leader::NamespaceInit {
+            s.push_str(" jinit=1");
+        }
+        if let Some(v) = self.uid {
+            let _ = write!(s, " uid={v}");
+        }
         if let Some(v) = self.grace {
             let _ = write!(s, " grace_ms={}", v.as_millis());
         }
@@ -630,6 +664,8 @@ mod tests {
             renewed_boot: Some(Duration::from_millis(9_876_543)),
             pgid: Some(48214),
             jstart: Some(123_999),
+            leader: Leader::NamespaceInit,
+            uid: Some(1000),
             grace: Some(Duration::from_secs(30)),
             occ: Some("2026-11-29T16:00:00Z".into()),
             exe: Some("/usr/local/bin/baton".into()),
@@ -658,6 +694,23 @@ mod tests {
             Body::parse(format!("{}\n", words.join(" ")).as_bytes()),
             Body::Held(sample())
         );
+    }
+
+    #[test]
+    fn a_record_without_jinit_or_uid_reads_as_before_and_a_bad_jinit_is_unreadable() {
+        let line = sample().render();
+        let old: Vec<&str> = line
+            .split_whitespace()
+            .filter(|w| !w.starts_with("jinit=") && !w.starts_with("uid="))
+            .collect();
+        let Body::Held(h) = Body::parse(format!("{}\n", old.join(" ")).as_bytes()) else {
+            panic!("an older record must still parse");
+        };
+        assert_eq!((h.leader, h.uid), (Leader::Command, None));
+        assert!(matches!(
+            Body::parse(format!("{} jinit=yes\n", old.join(" ")).as_bytes()),
+            Body::Unreadable(_)
+        ));
     }
 
     #[test]

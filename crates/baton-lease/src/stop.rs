@@ -19,7 +19,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
-use crate::decide::Observer;
+use crate::decide::{Observer, Strangers, Verdict};
 use crate::error::Error;
 use crate::liveness::{GroupState, ProcessState};
 use crate::lock::Lock;
@@ -44,6 +44,11 @@ pub enum Stopped {
     Unverified {
         /// What could not be verified, in words.
         why: String,
+        /// Set when the job's group is likely not the job's at all: its
+        /// leader is gone and every member is another user's (the lease's
+        /// verdict says so too). Nothing is signalled; an operator who has
+        /// checked breaks the lease without `--kill`'s stop.
+        strangers: Option<Strangers>,
     },
     /// Signals were sent; `killed` says whether `SIGKILL` was needed, and
     /// `remaining` whether anything still ran when the wait ended.
@@ -93,7 +98,11 @@ impl Lock {
             .uid();
         let (targets, unverified) = verify(&h, owner);
         if let Some(why) = unverified {
-            return Ok(Stopped::Unverified { why });
+            let strangers = match inspection.verdict {
+                Verdict::Orphaned { strangers, .. } => strangers,
+                _ => None,
+            };
+            return Ok(Stopped::Unverified { why, strangers });
         }
         if targets == Targets::default() {
             return Ok(Stopped::AlreadyGone);

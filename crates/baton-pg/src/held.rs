@@ -223,7 +223,14 @@ impl Held for PgHeld {
         self.describe.clone()
     }
 
-    fn set_job_group(&mut self, pgid: u32) -> Result<baton_store::Renewal, HeldError> {
+    /// The row has no column for what leads the group, so `leader` is not
+    /// kept: a judge of this store counts the group's members whatever leads
+    /// it (fail closed), as it did before the lock file's `jinit=`.
+    fn set_job_group(
+        &mut self,
+        pgid: u32,
+        _leader: baton_lease::Leader,
+    ) -> Result<baton_store::Renewal, HeldError> {
         let answer = self.call(Op::JobGroup(pgid)).map_err(HeldError::new)?;
         Ok(self.renewal(answer))
     }

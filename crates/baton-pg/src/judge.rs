@@ -141,6 +141,10 @@ fn held(
             .get::<_, Option<i32>>(base + col::PGID)
             .and_then(|p| u32::try_from(p).ok()),
         jstart: unsigned(base + col::JSTART),
+        // No column keeps either (a schema change would): a contained
+        // step's group is judged as any other's, by its members.
+        leader: baton_lease::Leader::Command,
+        uid: None,
         grace: ms(base + col::GRACE_MS),
         occ: None,
         exe: None,

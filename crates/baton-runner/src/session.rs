@@ -390,6 +390,13 @@ impl<'r> Session<'r> {
         });
         // The group goes on the record before the command may run, once
         // the renewal under way (from the pause before) has answered.
+        // Init leads a contained step's group, and the whole step dies with
+        // it: a judge may take its end for the step's (`jinit=`).
+        let leader = if contained {
+            baton_lease::Leader::NamespaceInit
+        } else {
+            baton_lease::Leader::Command
+        };
         let recorded = match self.settle() {
             Err(busy) => Ok(Renewal::Unconfirmed(busy.to_string())),
             Ok(()) if self.lost.is_some() => {
@@ -399,7 +406,7 @@ impl<'r> Session<'r> {
                 let attempt = self.clock.boot();
                 let r = self
                     .lease
-                    .with(|l| l.set_job_group(pid))
+                    .with(|l| l.set_job_group(pid, leader))
                     .unwrap_or_else(|| Ok(Renewal::Lost("the lease was released".into())));
                 if r.as_ref().is_ok_and(|r| *r == Renewal::Renewed) {
                     self.renewed(attempt);
@@ -1092,7 +1099,11 @@ mod tests {
         fn describe(&self) -> String {
             "the fake store".into()
         }
-        fn set_job_group(&mut self, _pgid: u32) -> Result<Renewal, HeldError> {
+        fn set_job_group(
+            &mut self,
+            _pgid: u32,
+            _: baton_lease::Leader,
+        ) -> Result<Renewal, HeldError> {
             Ok(Renewal::Renewed)
         }
         fn renew(&mut self) -> Result<Renewal, HeldError> {

@@ -14,7 +14,7 @@
 
 use std::time::Duration;
 
-use baton_lease::Once;
+use baton_lease::{Leader, Once};
 
 /// Blocks, in the calling thread, the signals a supervising session reads
 /// for itself (SIGINT, SIGTERM, SIGHUP, SIGCHLD, from a `signalfd`): a
@@ -65,15 +65,17 @@ pub trait Held: std::fmt::Debug + Send {
     /// NAME in HOST:PORT (database DB, user USER)`.
     fn describe(&self) -> String;
 
-    /// Puts the step's process group on the lease record, so that a judge
-    /// finding this holder dead also asks whether the job still runs; also
-    /// renews. The session starts a step's command only once this said
-    /// [`Renewal::Renewed`].
+    /// Puts the step's process group on the lease record, and what leads it
+    /// (the init of the step's own pid namespace, or the command), so that a
+    /// judge finding this holder dead also asks whether the job still runs;
+    /// also renews. The session starts a step's command only once this said
+    /// [`Renewal::Renewed`]. A store that cannot keep `leader` drops it: its
+    /// judge then counts the group's members whatever leads it (fail closed).
     ///
     /// # Errors
     ///
     /// When the store could not be reached or answered with a failure.
-    fn set_job_group(&mut self, pgid: u32) -> Result<Renewal, HeldError>;
+    fn set_job_group(&mut self, pgid: u32, leader: Leader) -> Result<Renewal, HeldError>;
 
     /// Renews the lease.
     ///

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use baton_lease::{Lease, Once};
+use baton_lease::{Leader, Lease, Once};
 
 use crate::held::{Held, HeldError, Release, Renewal, Restated};
 
@@ -34,8 +34,8 @@ impl Held for Lease {
         self.lock().path().display().to_string()
     }
 
-    fn set_job_group(&mut self, pgid: u32) -> Result<Renewal, HeldError> {
-        Lease::set_job_group(self, pgid)
+    fn set_job_group(&mut self, pgid: u32, leader: Leader) -> Result<Renewal, HeldError> {
+        Lease::set_job_group(self, pgid, leader)
             .map(renewal)
             .map_err(HeldError::new)
     }

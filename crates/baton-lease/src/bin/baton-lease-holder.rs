@@ -150,7 +150,10 @@ fn hold(lock: &Lock, a: &Args) -> Result<u8, String> {
             .process_group(0)
             .spawn()
             .map_err(|e| format!("failed to spawn sleep: {e}"))?;
-        match lease.set_job_group(c.id()).map_err(|e| e.to_string())? {
+        match lease
+            .set_job_group(c.id(), baton_lease::Leader::Command)
+            .map_err(|e| e.to_string())?
+        {
             Renewal::Renewed => say(&format!("child {}", c.id())),
             other => return Err(format!("could not name the job group: {other:?}")),
         }

@@ -1,12 +1,18 @@
 //! Every rule of the judgement, with a scripted liveness and fixed clocks.
 
 use super::*;
+use crate::liveness::GroupState;
 use crate::record::Free;
 use std::sync::Mutex;
 
 struct Script {
     process: ProcessState,
     group: GroupState,
+    /// The job group's leader (pid 43), when it answers otherwise than
+    /// the holder.
+    leader: Option<ProcessState>,
+    /// Who the group's members run as.
+    owners: Option<Vec<u32>>,
     asked: Mutex<Vec<String>>,
 }
 
@@ -15,8 +21,20 @@ impl Script {
         Self {
             process,
             group,
+            leader: None,
+            owners: None,
             asked: Mutex::new(Vec::new()),
         }
+    }
+
+    fn leader(mut self, state: ProcessState) -> Self {
+        self.leader = Some(state);
+        self
+    }
+
+    fn owners(mut self, uids: &[u32]) -> Self {
+        self.owners = Some(uids.to_vec());
+        self
     }
 }
 
@@ -26,11 +44,20 @@ impl Liveness for Script {
             .lock()
             .unwrap()
             .push(format!("process {pid} {start}"));
-        self.process
+        match self.leader {
+            Some(state) if pid == 43 => state,
+            _ => self.process,
+        }
     }
     fn group(&self, pgid: u32, _leader_start: Option<u64>) -> GroupState {
         self.asked.lock().unwrap().push(format!("group {pgid}"));
         self.group
+    }
+    fn group_owners(&self, _pgid: u32) -> Option<Vec<u32>> {
+        self.owners.clone()
+    }
+    fn user_name(&self, uid: u32) -> Option<String> {
+        (uid == 1001).then(|| "mallory".to_owned())
     }
 }
 
@@ -70,6 +97,8 @@ fn held() -> Held {
         renewed_boot: Some(Duration::from_secs(1000)),
         pgid: None,
         jstart: None,
+        leader: crate::record::Leader::Command,
+        uid: None,
         grace: None,
         occ: None,
         exe: None,
@@ -172,7 +201,8 @@ fn a_dead_holder_whose_job_group_lives_is_orphaned() {
             v,
             Verdict::Orphaned {
                 holder: Holder::V3(h.clone()),
-                pgid: 43
+                pgid: 43,
+                strangers: None,
             }
         );
         assert!(!v.claimable());
@@ -181,6 +211,115 @@ fn a_dead_holder_whose_job_group_lives_is_orphaned() {
     assert!(matches!(
         judge(&Body::Held(h), 1, &live),
         Verdict::Dead { .. }
+    ));
+}
+
+#[test]
+fn a_contained_jobs_group_whose_init_is_gone_holds_nothing_of_the_job() {
+    use crate::record::Leader;
+    let mut h = held();
+    h.pgid = Some(43);
+    h.jstart = Some(777);
+    h.leader = Leader::NamespaceInit;
+    // The init the record names is gone (or a zombie, or its pid another
+    // process's): whatever now runs in group 43 is not the step. Dead.
+    for init in [
+        ProcessState::Gone,
+        ProcessState::Zombie,
+        ProcessState::Reused,
+    ] {
+        for group in [GroupState::Members, GroupState::Unknown] {
+            let live = Script::new(ProcessState::Gone, group).leader(init);
+            let v = judge(&Body::Held(h.clone()), 1, &live);
+            assert!(
+                matches!(
+                    v,
+                    Verdict::Dead {
+                        evidence: Death::ProcessGone,
+                        ..
+                    }
+                ),
+                "{init:?} {group:?}: {v:?}"
+            );
+        }
+    }
+    // Init alive (the command exited, init reaps what is left), or not
+    // readable: the step may run. Orphaned, never dead.
+    for init in [ProcessState::Alive, ProcessState::Unknown] {
+        let live = Script::new(ProcessState::Gone, GroupState::Members).leader(init);
+        let v = judge(&Body::Held(h.clone()), 1, &live);
+        assert!(matches!(v, Verdict::Orphaned { pgid: 43, .. }), "{v:?}");
+    }
+    // A live holder is never asked about its group.
+    let live = Script::new(ProcessState::Alive, GroupState::Members).leader(ProcessState::Gone);
+    assert!(matches!(
+        judge(&Body::Held(h.clone()), 1, &live),
+        Verdict::Live { .. }
+    ));
+    // Without the leader's start time nothing verifies it: the group counts.
+    h.jstart = None;
+    let live = Script::new(ProcessState::Gone, GroupState::Members).leader(ProcessState::Gone);
+    assert!(matches!(
+        judge(&Body::Held(h), 1, &live),
+        Verdict::Orphaned { .. }
+    ));
+}
+
+#[test]
+fn an_uncontained_group_of_other_users_stays_orphaned_and_says_so() {
+    let mut h = held();
+    h.pgid = Some(43);
+    h.jstart = Some(777);
+    h.uid = Some(0);
+    let live = Script::new(ProcessState::Gone, GroupState::Members)
+        .leader(ProcessState::Gone)
+        .owners(&[1001]);
+    let v = judge(&Body::Held(h.clone()), 1, &live);
+    let Verdict::Orphaned {
+        strangers: Some(s), ..
+    } = &v
+    else {
+        panic!("{v:?}");
+    };
+    assert!(!v.claimable());
+    let text = s.to_string();
+    assert!(text.contains("uid 1001 (mallory)"), "{text}");
+    assert!(text.contains("holder's uid 0"), "{text}");
+    assert!(text.contains("reusing the group id"), "{text}");
+    // One member of the holder's own, a live leader, an unknown owner, or
+    // a record without the holder's uid: no such report.
+    let cases = [
+        Script::new(ProcessState::Gone, GroupState::Members)
+            .leader(ProcessState::Gone)
+            .owners(&[0, 1001]),
+        Script::new(ProcessState::Gone, GroupState::Members)
+            .leader(ProcessState::Alive)
+            .owners(&[1001]),
+        Script::new(ProcessState::Gone, GroupState::Members).leader(ProcessState::Gone),
+    ];
+    for live in cases {
+        let v = judge(&Body::Held(h.clone()), 1, &live);
+        assert!(
+            matches!(
+                v,
+                Verdict::Orphaned {
+                    strangers: None,
+                    ..
+                }
+            ),
+            "{v:?}"
+        );
+    }
+    h.uid = None;
+    let live = Script::new(ProcessState::Gone, GroupState::Members)
+        .leader(ProcessState::Gone)
+        .owners(&[1001]);
+    assert!(matches!(
+        judge(&Body::Held(h), 1, &live),
+        Verdict::Orphaned {
+            strangers: None,
+            ..
+        }
     ));
 }
 

@@ -189,6 +189,54 @@ pub(crate) fn group_has_members(pgid: u32) -> io::Result<bool> {
     Ok(!seen)
 }
 
+/// The real user ids of the members of group `pgid` that still run code,
+/// from a scan of `/proc`, without repeats. `Ok(None)` when they cannot all
+/// be known: a process that could be a member cannot be read, or the kernel
+/// says the group has members that `/proc` does not show (`hidepid`).
+pub(crate) fn group_member_uids(pgid: u32) -> io::Result<Option<Vec<u32>>> {
+    let mut uids = Vec::new();
+    for entry in std::fs::read_dir("/proc")? {
+        let name = entry?.file_name();
+        let Some(member) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        match stat(member) {
+            Ok(Some(s)) if s.pgrp == pgid => {
+                if !runs(member, s.state).unwrap_or(true) {
+                    continue;
+                }
+                match uid(member) {
+                    Ok(Some(u)) => uids.push(u),
+                    // It ended meanwhile.
+                    Ok(None) => {}
+                    Err(_) => return Ok(None),
+                }
+            }
+            Ok(_) => {}
+            Err(_) => return Ok(None),
+        }
+    }
+    if uids.is_empty() {
+        // Nothing seen: an empty group, or one /proc hides; either way no
+        // owner is known.
+        return Ok(None);
+    }
+    uids.sort_unstable();
+    uids.dedup();
+    Ok(Some(uids))
+}
+
+/// The name of user `uid` in `/etc/passwd`, when it has one there.
+pub(crate) fn user_name(uid: u32) -> Option<String> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|l| {
+        let mut f = l.split(':');
+        let name = f.next()?;
+        let id: u32 = f.nth(1)?.parse().ok()?;
+        (id == uid && !name.is_empty()).then(|| sanitize(name))
+    })
+}
+
 /// Sends `signal` to every process in group `pgid`. `Ok(false)` when the group
 /// is already empty. Groups 0 and 1 and this process's own group are refused
 /// (`EINVAL`): `kill(-1, …)` would reach every process the caller may signal,
@@ -245,6 +293,7 @@ pub(crate) struct SelfFacts {
     pub(crate) pidns: Option<u64>,
     pub(crate) start: Option<u64>,
     pub(crate) exe: Option<String>,
+    pub(crate) uid: u32,
 }
 
 /// Whether `/proc` is this pid namespace's own: mounted from another one,
@@ -294,6 +343,7 @@ pub(crate) fn self_facts() -> SelfFacts {
         pidns,
         start,
         exe,
+        uid: rustix::process::getuid().as_raw(),
     }
 }
 
@@ -380,6 +430,15 @@ mod tests {
         // Linux's pid_max is at most 2^22.
         assert_eq!(stat(4_194_304 + 17).unwrap(), None);
         assert!(!group_has_members(4_194_304 + 17).unwrap());
+    }
+
+    #[test]
+    fn this_processs_group_is_owned_by_this_user() {
+        let me = rustix::process::getuid().as_raw();
+        let uids = group_member_uids(current_group()).unwrap().unwrap();
+        assert!(uids.contains(&me), "{uids:?}");
+        assert_eq!(group_member_uids(4_194_304 + 17).unwrap(), None);
+        assert_eq!(user_name(0).as_deref(), Some("root"));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use baton_lease::record::{Body, Free, Held, is_valid_value};
+use baton_lease::record::{Body, Free, Held, Leader, is_valid_value};
 use baton_lease::{Fence, Token};
 use proptest::prelude::*;
 
@@ -41,11 +41,13 @@ fn held() -> impl Strategy<Value = Held> {
             proptest::option::of(value()),
             proptest::option::of(1u64..u32::MAX as u64),
         ),
+        (any::<bool>(), proptest::option::of(any::<u32>())),
     )
         .prop_map(
             |(
                 (fence, token, pid, host, acquired, renewed, ttl),
                 (run, machine, boot, pidns, pstart, bt, pgid, occ, jstart, grace, exe, budget),
+                (init, uid),
             )| Held {
                 fence: Fence::new(fence),
                 token: Token::from_bytes(token),
@@ -63,6 +65,12 @@ fn held() -> impl Strategy<Value = Held> {
                 pgid,
                 occ,
                 jstart,
+                leader: if init {
+                    Leader::NamespaceInit
+                } else {
+                    Leader::Command
+                },
+                uid,
                 grace: grace.map(Duration::from_millis),
                 exe,
                 budget: budget.map(Duration::from_millis),

@@ -406,7 +406,10 @@ fn a_server_that_never_answers_fails_every_call_within_the_deadline() {
     // Called from inside another runtime, too: the call only blocks.
     let first = rt.block_on(async { timed(&mut || held.renew().is_err()) });
     assert!(first >= QUICK.deadline - Duration::from_millis(50));
-    timed(&mut || held.set_job_group(std::process::id()).is_err());
+    timed(&mut || {
+        held.set_job_group(std::process::id(), baton_lease::Leader::Command)
+            .is_err()
+    });
     let once = Once {
         key: "j".into(),
         at: 1,
@@ -520,7 +523,10 @@ fn restates_claim_each_occurrence_once_across_locks() {
         Restated::Lost(_)
     ));
     assert!(matches!(a.renew().unwrap(), Renewal::Lost(_)));
-    assert!(matches!(a.set_job_group(1).unwrap(), Renewal::Lost(_)));
+    assert!(matches!(
+        a.set_job_group(1, baton_lease::Leader::Command).unwrap(),
+        Renewal::Lost(_)
+    ));
     let n: i64 = rt
         .block_on(raw.query_one(
             "SELECT count(*) FROM baton.claims WHERE occurrence = 200",

@@ -53,7 +53,8 @@ async fn a_run_acquires_records_renews_and_releases_on_one_connection() {
         };
         ledger.begin_run(&run).unwrap();
         assert_eq!(
-            held.set_job_group(std::process::id()).unwrap(),
+            held.set_job_group(std::process::id(), baton_lease::Leader::Command)
+                .unwrap(),
             Renewal::Renewed
         );
         assert_eq!(held.renew().unwrap(), Renewal::Renewed);

@@ -401,7 +401,7 @@ impl Held for Store {
     fn describe(&self) -> String {
         "the test's store".into()
     }
-    fn set_job_group(&mut self, pgid: u32) -> Result<Renewal, HeldError> {
+    fn set_job_group(&mut self, pgid: u32, _: baton_lease::Leader) -> Result<Renewal, HeldError> {
         self.logged(What::Record(pgid), |s| (s.record)(pgid))
     }
     fn renew(&mut self) -> Result<Renewal, HeldError> {

@@ -84,7 +84,27 @@ pub(super) fn check(c: &Config, store: &dyn Store, unread: &BTreeSet<String>) ->
                     ),
                     stop(name, "it and its job"),
                 )),
-                Verdict::Orphaned { holder, pgid } => found.push(Finding::warn(
+                Verdict::Orphaned {
+                    holder,
+                    pgid,
+                    strangers: Some(s),
+                } => found.push(Finding::warn(
+                    CHECK,
+                    format!(
+                        "lock {name} ({label}): its holder is gone and its job's group {pgid} \
+                             still has members, but {s}: {holder}"
+                    ),
+                    format!(
+                        "check them (`ps -o pid,user,args -g {pgid}`); once sure nothing of the \
+                         job runs, `baton lock break --force --config {config} {name}` breaks the \
+                         lease"
+                    ),
+                )),
+                Verdict::Orphaned {
+                    holder,
+                    pgid,
+                    strangers: None,
+                } => found.push(Finding::warn(
                     CHECK,
                     format!(
                         "lock {name} ({label}): its holder is gone but its job's group {pgid} \

@@ -318,6 +318,8 @@ mod tests {
             renewed_boot: None,
             pgid: None,
             jstart: None,
+            leader: baton_lease::Leader::Command,
+            uid: None,
             grace: None,
             occ: None,
             exe: None,
@@ -340,6 +342,7 @@ mod tests {
         let orphaned = |run| V::Orphaned {
             holder: held(run),
             pgid: 7,
+            strangers: None,
         };
         let dead = V::Dead {
             holder: held(Some("r1")),

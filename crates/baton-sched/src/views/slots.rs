@@ -142,6 +142,7 @@ pub fn with_former_lock(
                 baton_lease::Holder::V2(_) => 0,
             },
             holder,
+            strangers: None,
         },
         _ => return slots,
     };

@@ -95,7 +95,15 @@ fn describe(v: &Verdict) -> String {
     let as_outcome = match v.clone() {
         Verdict::Live { holder, skew } => Outcome::Busy(Busy::Held { holder, skew }),
         Verdict::Hung { holder, lapsed } => Outcome::Hung { holder, lapsed },
-        Verdict::Orphaned { holder, pgid } => Outcome::Orphaned { holder, pgid },
+        Verdict::Orphaned {
+            holder,
+            pgid,
+            strangers,
+        } => Outcome::Orphaned {
+            holder,
+            pgid,
+            strangers,
+        },
         Verdict::Refused(Foreign::Version(v)) => {
             return format!("the lock's record is of another version ({v}); it is never taken");
         }

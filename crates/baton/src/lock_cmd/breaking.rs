@@ -89,8 +89,23 @@ pub fn run(r: &Request<'_>) -> Exit {
                 );
                 return Exit::Refused;
             }
-            Ok(Stopped::Unverified { why }) => {
+            Ok(Stopped::Unverified {
+                why,
+                strangers: None,
+            }) => {
                 say!("baton: {}: nothing was signalled or broken: {why}", r.label);
+                return Exit::Refused;
+            }
+            Ok(Stopped::Unverified {
+                why,
+                strangers: Some(s),
+            }) => {
+                say!(
+                    "baton: {}: nothing was signalled or broken: {why}; {s}; once sure nothing of \
+                     the job runs, `baton lock break --force` breaks the lease without signalling \
+                     anything",
+                    r.label
+                );
                 return Exit::Refused;
             }
             Ok(Stopped::Signalled {

@@ -133,7 +133,21 @@ pub fn shown(label: &str, i: &Inspection, now: Timestamp) -> Shown {
              stops it and its job, then breaks the lease",
             show(*lapsed)
         ),
-        Verdict::Orphaned { holder, pgid } => format!(
+        Verdict::Orphaned {
+            holder,
+            pgid,
+            strangers: Some(s),
+        } => format!(
+            "the holder is gone and its job's group {pgid} still has members, but {s}: {holder}; \
+             nothing is signalled or broken on its own (a job's processes may change user): check \
+             them (`ps -o pid,user,args -g {pgid}`), and once sure nothing of the job runs, \
+             `baton lock break --force {a}` breaks the lease"
+        ),
+        Verdict::Orphaned {
+            holder,
+            pgid,
+            strangers: None,
+        } => format!(
             "the holder is gone but its job's group {pgid} still runs: {holder}; the lease frees \
              itself once the group is empty, or `baton lock break --kill {a}` stops the group"
         ),

@@ -38,6 +38,7 @@ mod records;
 mod renamed;
 mod render;
 mod replace;
+mod reused_group;
 mod sched;
 mod slots;
 mod standby_stall;
