@@ -76,6 +76,8 @@ mod tests {
             renewed_boot: None,
             pgid: None,
             jstart: None,
+            leader: crate::Leader::Command,
+            uid: None,
             grace: None,
             occ: None,
             exe: None,

@@ -1174,6 +1174,8 @@ mod tests {
                 renewed_boot: None,
                 pgid: None,
                 jstart: None,
+                leader: baton_lease::Leader::Command,
+                uid: None,
                 grace: None,
                 occ: None,
                 exe: None,
