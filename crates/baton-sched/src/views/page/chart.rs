@@ -1,7 +1,8 @@
 //! A job's durations over time, for its page: one point per run at its
 //! start (left to right, oldest to newest) and its duration (from zero at
 //! the bottom to the longest shown at the top), coloured by its
-//! [`Kind`], joined by a line so that a trend shows.
+//! [`Kind`], joined by a line so that a trend shows. A run whose length is
+//! unknown (abandoned) has none.
 //!
 //! The picture keeps its proportions and holds no text: its scale (the
 //! top and middle lines' durations, the first and last start) is written
@@ -14,7 +15,7 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::marks::{Kind, at, run_ms, run_title, url_part};
+use super::marks::{Kind, at, run_ms, run_title, unknown_length, url_part};
 use super::{escape, instant};
 use crate::units::show_duration;
 use crate::views::history::RunView;
@@ -27,8 +28,11 @@ const PAD: f64 = 8.0;
 /// Writes the chart of `runs` (newest first, as the ledger gives them),
 /// times in `tz`, a running run's duration counted to `now`.
 pub(super) fn chart(out: &mut String, runs: &[RunView], tz: &jiff::tz::TimeZone, now: Timestamp) {
+    // A run whose length is unknown (abandoned) has no point: the time
+    // until it was found so is not how long it ran.
     let mut points: Vec<(Timestamp, u64, &RunView)> = runs
         .iter()
+        .filter(|r| !unknown_length(r))
         .filter_map(|r| Some((at(&r.started)?, run_ms(r, now), r)))
         .collect();
     if points.is_empty() {

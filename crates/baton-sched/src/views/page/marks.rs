@@ -164,6 +164,12 @@ pub(super) fn run_ms(r: &RunView, now: Timestamp) -> u64 {
     })
 }
 
+/// Whether `r` ended without a known length (`abandoned`: its `duration_ms`
+/// is null, as how long it ran is unknown).
+pub(super) fn unknown_length(r: &RunView) -> bool {
+    r.duration_ms.is_none() && r.verdict.is_some()
+}
+
 /// The title of run `r`: its kind (and its verdict's own word when that
 /// differs), when it started in `tz`, how long it ran and its id. Not
 /// escaped.
@@ -180,6 +186,14 @@ pub(super) fn run_title(r: &RunView, tz: &jiff::tz::TimeZone, now: Timestamp) ->
     match kind {
         Kind::Running => {
             let _ = write!(t, ", started {started}, {took} so far");
+        }
+        // Abandoned: how long it ran is unknown; what is known is when it
+        // was found so.
+        _ if unknown_length(r) => {
+            let _ = write!(
+                t,
+                ", started {started}, how long it ran unknown (found so {took} after its start)"
+            );
         }
         _ => {
             let _ = write!(t, ", started {started}, took {took}");

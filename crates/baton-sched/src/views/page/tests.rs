@@ -796,3 +796,26 @@ fn runs_stopped_on_purpose_are_not_coloured_as_failures() {
         assert_eq!(verdict_class(v), "none", "{v:?}");
     }
 }
+
+/// An abandoned run's length is unknown (its `duration_ms` is null): its
+/// title says so, with when it was found, never "took", and the durations
+/// chart leaves it out rather than plotting the time until it was found.
+#[test]
+fn an_abandoned_runs_length_is_unknown_on_the_page() {
+    let tz = jiff::tz::TimeZone::UTC;
+    let mut lost = run("lost", Some("abandoned"));
+    lost.finished = Some("2025-06-01T11:50:20Z".into());
+    lost.duration_ms = None;
+    lost.exit_code = None;
+    let title = marks::run_title(&lost, &tz, now());
+    assert!(title.contains("how long it ran unknown"), "{title}");
+    assert!(title.contains("found so 20s after its start"), "{title}");
+    assert!(!title.contains("took"), "{title}");
+    let mut ok = run("ok", Some("ok"));
+    ok.started = "2025-06-01T11:40:00Z".into();
+    let mut out = String::new();
+    chart::chart(&mut out, &[lost, ok], &tz, now());
+    assert!(out.contains("top line: 3s"), "{out}");
+    assert!(out.contains("the duration of each of 1 runs"), "{out}");
+    assert!(!out.contains("run lost"), "{out}");
+}
