@@ -329,7 +329,7 @@ impl Lock {
                 mtime: None,
                 verdict: Verdict::Absent,
             }),
-            Opened::Busy(Busy::MutexHeld { waited }) => Err(Error::MutexTimeout {
+            Opened::Busy(Busy::MutexHeld { waited, .. }) => Err(Error::MutexTimeout {
                 path: self.path.clone(),
                 waited,
             }),
@@ -363,7 +363,7 @@ impl Lock {
                     verdict: Verdict::Absent,
                 });
             }
-            Opened::Busy(Busy::MutexHeld { waited }) => {
+            Opened::Busy(Busy::MutexHeld { waited, .. }) => {
                 return Err(Error::MutexTimeout {
                     path: self.path.clone(),
                     waited,
@@ -608,18 +608,27 @@ impl Lock {
                 }
                 Err(e) => return Err(self.open_error(e)),
             };
+            // A lock file others may open (one `flock -n` left, made with a
+            // umask of 022) is made private before its mutex is asked for:
+            // any reader could hold the mutex, and one that does must not
+            // keep it open to the next. OK to ignore a failure (a read-only
+            // file system): the file is judged as it is below, and nothing
+            // else depends on its mode.
+            let exposed = file::meta(&f).ok().and_then(|m| {
+                // Only a regular file: anything else is refused below.
+                if !m.regular {
+                    return None;
+                }
+                let _ = file::keep_private(&f, &m);
+                (m.mode & 0o077 != 0).then_some(m.mode & 0o7777)
+            });
             // The mutex first: the length and the content read below must be
             // the ones no writer can change until this section ends.
             if let Some(waited) = self.take_mutex(&f, mode)? {
-                return Ok(Opened::Busy(Busy::MutexHeld { waited }));
+                return Ok(Opened::Busy(Busy::MutexHeld { waited, exposed }));
             }
             let meta = file::meta(&f).map_err(|e| Error::io("inspect", &self.path, e))?;
             self.check_file(&meta)?;
-            // A lock file others may read (one `flock -n` left, made with a
-            // umask of 022) is made private: any reader could hold its mutex.
-            // OK to ignore a failure (a read-only file system): the file is
-            // judged as it is, and nothing else depends on its mode.
-            let _ = file::keep_private(&f, &meta);
             let dir = self.dir();
             let dir_meta =
                 std::fs::symlink_metadata(&dir).map_err(|e| Error::io("inspect", &dir, e))?;
@@ -657,7 +666,10 @@ impl Lock {
             return self.open_locked(Mode::Exclusive, true);
         };
         if let Some(waited) = self.take_mutex(&held.file, Mode::Exclusive)? {
-            return Ok(Opened::Busy(Busy::MutexHeld { waited }));
+            return Ok(Opened::Busy(Busy::MutexHeld {
+                waited,
+                exposed: None,
+            }));
         }
         // `None`: the path names another inode, or nothing.
         let read = match file::meta_at(&self.path) {

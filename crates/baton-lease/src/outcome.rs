@@ -128,6 +128,11 @@ pub enum Busy {
     MutexHeld {
         /// How long this process waited.
         waited: Duration,
+        /// The file's mode when others could open it (`flock -n` made it
+        /// with a umask of 022): any local user could then be the one
+        /// holding its mutex. It was made `0600` before the wait, but a
+        /// process that opened it earlier keeps its descriptor.
+        exposed: Option<u32>,
     },
     /// The file was replaced under every one of the bounded attempts to lock it.
     Unstable {
@@ -157,10 +162,24 @@ impl std::fmt::Display for Busy {
                     human_signed(*age)
                 )
             }
-            Self::MutexHeld { waited } => write!(
+            Self::MutexHeld {
+                waited,
+                exposed: None,
+            } => write!(
                 f,
                 "busy: another process (flock(1), or a writer that is stuck) held the lock file's \
                  mutex for more than {}",
+                human(*waited)
+            ),
+            Self::MutexHeld {
+                waited,
+                exposed: Some(mode),
+            } => write!(
+                f,
+                "busy: another process held the lock file's mutex for more than {}, and the file \
+                 was open to other users (mode {mode:04o}), so the holder may be any local user \
+                 (`fuser -v` on the lock file names it); it is 0600 now, which keeps out whoever \
+                 opens it from now on",
                 human(*waited)
             ),
             Self::Unstable { attempts } => {

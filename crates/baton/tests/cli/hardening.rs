@@ -900,6 +900,67 @@ fn a_lock_file_others_may_read_is_made_private() {
     assert_eq!(mode, 0o600, "{mode:o}");
 }
 
+/// A lock file left open to other users (`flock -n` with a umask of 022)
+/// whose mutex another user holds: the run is refused busy, and the
+/// refusal says the holder may be any local user, naming the mode and how
+/// to find the holder; the file is made `0600` even so, keeping out
+/// whoever opens it next.
+#[test]
+fn a_lock_file_another_user_holds_open_says_so_and_is_made_private() {
+    if !root() {
+        return; // The holder must be another user.
+    }
+    let env = Env::new();
+    let shared = env.path("shared");
+    std::fs::create_dir(&shared).unwrap();
+    for d in [env.path(""), shared.clone()] {
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let lock = shared.join("g.lock");
+    std::fs::write(&lock, "").unwrap();
+    std::fs::set_permissions(&lock, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let script = format!(
+        "import fcntl, time\nf = open({:?}, 'rb')\nfcntl.flock(f, fcntl.LOCK_EX)\n\
+         print('held', flush=True)\ntime.sleep(600)\n",
+        lock.display().to_string()
+    );
+    let mut holder = std::process::Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "/usr/bin/python3",
+            "-c",
+        ])
+        .arg(script)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "held");
+    let o = env.run(&[
+        "exec",
+        "--verbose",
+        "--lock",
+        lock.to_str().unwrap(),
+        "--",
+        "true",
+    ]);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert_eq!(code(&o), 75, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("open to other users (mode 0644)"), "{err}");
+    assert!(err.contains("any local user"), "{err}");
+    let mode = std::fs::metadata(&lock).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "{mode:o}");
+}
+
 /// A delegated cgroup directory another user owns (or may write) is not
 /// used: its owner could freeze or kill the step through its
 /// `cgroup.freeze` and `cgroup.kill`. The command runs contained as
