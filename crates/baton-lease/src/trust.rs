@@ -335,8 +335,9 @@ pub fn check_dir_meta(
                 owner_name(meta.uid()),
                 trusted_owners()
             ),
-            remedy: "another user could delete or replace the files baton keeps in it; use a \
-                     directory you own (set --state-dir or BATON_STATE_DIR), or `chown` it"
+            remedy: "another user could delete or replace the files baton keeps in it; `chown` \
+                     it, or use a directory you own (for the state directory, --state-dir or \
+                     BATON_STATE_DIR; for the configuration, move it)"
                 .into(),
         });
     }
