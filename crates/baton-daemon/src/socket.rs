@@ -137,11 +137,14 @@ pub(crate) fn vet(path: &Path) -> Result<(), Refused> {
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .ok_or_else(|| refused(path, "it names no directory"))?;
-    match baton_lease::trust::check_dir_path(dir, 1) {
-        Ok(()) => {}
-        // A state directory not made yet is made at the first start.
-        Err(_) if !dir.exists() => return Ok(()),
-        Err(e) => return Err(refused(path, e)),
+    // A state directory not made yet is made at the first start, in the
+    // nearest directory that exists, which must be trusted as it is.
+    let Some(existing) = dir.ancestors().find(|d| d.exists()) else {
+        return Ok(());
+    };
+    baton_lease::trust::check_dir_path(existing, 1).map_err(|e| refused(path, e))?;
+    if existing != dir {
+        return Ok(());
     }
     own_socket_or_nothing(path).map(drop)
 }

@@ -615,8 +615,11 @@ impl Lock {
             // file system): the file is judged as it is below, and nothing
             // else depends on its mode.
             let exposed = file::meta(&f).ok().and_then(|m| {
-                // Only a regular file: anything else is refused below.
-                if !m.regular {
+                // Only a regular file nobody else may write: anything else
+                // is refused below, before it is judged (a writer's open
+                // descriptor would survive any `chmod`, and with it the
+                // power to rewrite the record).
+                if !m.regular || m.mode & 0o022 != 0 {
                     return None;
                 }
                 let _ = file::keep_private(&f, &m);

@@ -154,13 +154,13 @@ pub(crate) struct Pool {
 
 /// A read of one row, foreseen by the store value that owns the pool (a
 /// job's guard, read before its run asks for the lease: `crate::store`),
-/// sent on the connection of the ledger's next read transaction right
-/// behind that transaction's statements, in their round trip
-/// (`ledger/session.rs`). It is a plain read with no transaction of its
-/// own: it runs in that transaction's snapshot or just after it, either of
-/// which is as good as a read of its own a moment later. Its answer, or its
-/// error, goes to `reply`; one that never rides is dropped with the pool,
-/// and whoever foresaw it reads for itself.
+/// sent on the connection of the ledger's next read sent whole, right
+/// behind that read's `COMMIT`, in its round trip (`ledger/session.rs`),
+/// in a transaction of its own with the pool's bounds ([`Conn::alone`]):
+/// as good as a read of its own a moment later, and never inside the
+/// ledger's transaction. Its answer, or its error, goes to `reply`; one
+/// that never rides is dropped with the pool, and whoever foresaw it reads
+/// for itself.
 pub(crate) struct Rider {
     /// The statement, of one text parameter.
     pub(crate) sql: &'static str,

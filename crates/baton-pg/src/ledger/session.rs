@@ -366,14 +366,17 @@ where
             Mode::Read => Ok(()),
         }
     };
-    // A read another part of the command foresaw rides behind a read's
-    // statements (`pool::Rider`); what it finds is its reader's, and never
-    // fails this call.
-    let rider = (mode == Mode::Read).then(|| pool.take_rider()).flatten();
+    // A read another part of the command foresaw rides behind a read sent
+    // whole (`pool::Rider`), after its `COMMIT`, in a transaction of its own
+    // with the pool's bounds: what it finds is its reader's, and its error
+    // never reaches this call.
+    let rider = (mode == Mode::Read && once)
+        .then(|| pool.take_rider())
+        .flatten();
     let riding = async {
         if let Some(r) = rider {
             let param: &str = &r.param;
-            let got = conn.opt(r.sql, &[&param]).await;
+            let got = conn.alone(r.sql, &[&param]).await;
             let _ = r.reply.send(got);
         }
     };

@@ -121,10 +121,11 @@ fn over_the_limit(store: &dyn Store, job: &Job) -> Result<Option<Refused>, Error
     }))
 }
 
-/// Whether a slot's holder may still be running (live, hung or orphaned):
-/// one that counts against `max_concurrent`.
+/// Whether a slot may still hold a run (live, hung or orphaned, or a
+/// record being written or that this build will not judge): one that
+/// counts against `max_concurrent`. Unsure counts as running.
 fn holds(v: &baton_lease::Verdict) -> bool {
-    !v.claimable() && v.holder().is_some()
+    !v.claimable()
 }
 
 /// Whether the holder `r` names runs `job`'s occurrence `at`, or a later

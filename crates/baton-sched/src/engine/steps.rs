@@ -1063,9 +1063,10 @@ fn abandon_the_dead(
             } else {
                 run.fence.is_some_and(|f| f < fence)
             };
-            if superseded && !slotted && !(here && gone) {
+            if superseded && !(here && gone) {
                 // Asked once per job, and only when it decides: a guard that
-                // cannot be read leaves the run alone.
+                // cannot be read leaves the run alone. With slots too: a run
+                // no slot names may be one under the job's former lock.
                 superseded =
                     !*elsewhere.get_or_insert_with(|| match (&store, req.config.jobs.get(mate)) {
                         (Ok(store), Some(job)) => !matches!(
@@ -1085,11 +1086,22 @@ fn abandon_the_dead(
 }
 
 /// Whether `job`'s lock has slots: its own (`max_concurrent` above 1), or
-/// ones above them that runs from when it was higher left
-/// ([`crate::store::Store::slots_above`]). Then a lower fence is another
-/// slot's, and a run is judged by whether a slot names it.
+/// ones above them whose record still names a holder, left by runs from
+/// when it was higher ([`crate::store::Store::slots_above`]; a slot file
+/// stays once freed, and a free one names no run). Then a lower fence is
+/// another slot's, and a run is judged by whether a slot names it.
 fn slotted(store: &dyn crate::store::Store, job: &crate::config::Job) -> bool {
-    job.slots() > 1 || !store.slots_above(&job.lock_ref(), job.slots()).is_empty()
+    job.slots() > 1
+        || store
+            .slots_above(&job.lock_ref(), job.slots())
+            .into_iter()
+            .any(|k| {
+                // Unreadable: as if it named one (judged by slots, which
+                // decides nothing from a slot it cannot read).
+                store.inspect(&job.slot_ref(k)).map_or(true, |v| {
+                    v.is_some_and(|v| v.holder().is_some() || !v.claimable())
+                })
+            })
 }
 
 /// The runs the slots of `job`'s lock name now, whatever their holders'

@@ -900,6 +900,43 @@ fn a_lock_file_others_may_read_is_made_private() {
     assert_eq!(mode, 0o600, "{mode:o}");
 }
 
+/// A lock file other users may write is refused and left as it is, never
+/// quietly made private: a writer's open descriptor survives any `chmod`,
+/// and with it the power to rewrite the record.
+#[test]
+fn a_lock_file_others_may_write_is_refused_not_made_private() {
+    for mode in [0o666, 0o664] {
+        let env = Env::new();
+        let lock = env.path("shared.lock");
+        std::fs::write(&lock, "").unwrap();
+        std::fs::set_permissions(&lock, std::fs::Permissions::from_mode(mode)).unwrap();
+        let touched = std::process::Command::new("touch")
+            .args(["-d", "1 hour ago"])
+            .arg(&lock)
+            .status()
+            .unwrap();
+        assert!(touched.success());
+        let ran = env.path("ran");
+        let o = env.run(&[
+            "exec",
+            "--lock",
+            lock.to_str().unwrap(),
+            "--",
+            "touch",
+            ran.to_str().unwrap(),
+        ]);
+        assert_eq!(code(&o), 125, "{mode:o}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("writable by its group or by others"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(!ran.exists(), "{mode:o}: the command ran");
+        let now = std::fs::metadata(&lock).unwrap().permissions().mode() & 0o777;
+        assert_eq!(now, mode, "{mode:o} became {now:o}");
+    }
+}
+
 /// A lock file left open to other users (`flock -n` with a umask of 022)
 /// whose mutex another user holds: the run is refused busy, and the
 /// refusal says the holder may be any local user, naming the mode and how
