@@ -753,7 +753,22 @@ fn render_cron_per_job_fires_as_baton_does_on_daylight_saving_days_or_is_refused
                 for l in &s.lines {
                     got.extend(cronie_fires(&l.to_string(), &s.zone, from, to));
                 }
-                assert_eq!(got, want, "{text} in {z} around {day}: {s:?}");
+                // Every instant baton runs, and besides them only a
+                // repeated wall time fired a second time (a cron that
+                // matches the zone's clock each minute does), whose
+                // `baton tick -- JOB` finds the occurrence decided.
+                assert!(
+                    want.is_subset(&got),
+                    "{text} in {z} around {day}: {s:?}: {got:?} misses {want:?}"
+                );
+                for extra in got.difference(&want) {
+                    let wall = tz.to_datetime(*extra);
+                    assert!(
+                        want.iter().any(|w| w < extra && tz.to_datetime(*w) == wall),
+                        "{text} in {z} around {day}: {s:?} fires at {extra}, where baton \
+                         runs nothing: {got:?} against {want:?}"
+                    );
+                }
             }
         }
     }
@@ -766,7 +781,6 @@ fn render_cron_per_job_refuses_times_the_zone_skips_or_repeats_in_any_zone() {
     for (text, z, date) in [
         ("30 2 * * *", "America/New_York", "2026-03-08"),
         ("30 2 * * 0", "America/New_York", "2026-03-08"),
-        ("30 1 * * *", "America/New_York", "2026-11-01"),
         ("30 2 * * *", "Europe/Berlin", "2026-03-29"),
         ("15 2 * * *", "Australia/Lord_Howe", "2026-10-04"),
         // Only the day of the change: 2027-03-14 is its first Sunday the 14th.
@@ -778,9 +792,13 @@ fn render_cron_per_job_refuses_times_the_zone_skips_or_repeats_in_any_zone() {
         has(&why, &format!("on {date} the clocks go"));
         has(&why, z);
     }
-    // Times no change meets on a day the schedule fires, and wildcard
-    // schedules, which cron fires by the clock as baton does.
+    // Times no change meets on a day the schedule fires, wildcard
+    // schedules, which cron fires by the clock as baton does, and a fixed
+    // time the clocks repeat: a cron that fires it twice runs `baton tick
+    // -- JOB` twice, and the second finds the occurrence decided.
     for (text, z) in [
+        ("30 1 * * *", "America/New_York"),
+        ("30 2 25 10 *", "Europe/Berlin"),
         ("30 2 * * 2", "America/New_York"),
         ("30 2 * * 1-6", "America/New_York"),
         ("30 1 * 1-6 *", "America/New_York"),

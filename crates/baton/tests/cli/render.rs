@@ -735,9 +735,51 @@ fn render_per_job_cron_refuses_a_daylight_saving_gap_in_the_hosts_zone() {
         assert_eq!(stdout(&o), "");
         let e = stderr(&o);
         assert!(e.contains("job \"gap\"") && e.contains("02:30"), "{e}");
-        assert!(e.contains("job \"fold\"") && e.contains("01:30"), "{e}");
+        // A repeated time fired twice runs once: the second `baton tick --
+        // fold` finds the occurrence decided.
+        assert!(!e.contains("\"fold\""), "{e}");
         assert!(!e.contains("\"fine\""), "{e}");
     }
+}
+
+/// A fixed time the clocks repeat, rendered per job for cron, runs once
+/// however many times cron fires it: the line runs `baton tick -- JOB`, and
+/// a tick at the second 01:30 finds the first's occurrence decided.
+#[test]
+fn render_per_job_cron_keeps_a_repeated_time_and_a_second_tick_runs_nothing() {
+    let s = Sched::new("");
+    let ran = s.env.path("ran.txt");
+    s.write(&format!(
+        "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"America/New_York\"\n\
+         [jobs.fold]\nschedule = \"30 1 * * *\"\nrun = \"echo ran >> {}\"\n",
+        ran.display()
+    ));
+    let config = s.config();
+    let o = render(&[
+        "cron",
+        "--per-job",
+        "--config",
+        config.to_str().unwrap(),
+        "--host-tz",
+        "America/New_York",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains(" -- fold"), "{}", stdout(&o));
+    // First sighting the evening before, then cron's two 01:30s of
+    // 2027-11-07 (EDT, then EST).
+    for at in [
+        "2027-11-06 22:00:00",
+        "2027-11-07 05:30:00",
+        "2027-11-07 06:30:00",
+    ] {
+        let o = crate::first_seen::at(&s, at, &["tick", "--", "fold"]);
+        assert_eq!(code(&o), 0, "{at}: {}", stderr(&o));
+    }
+    let ran = std::fs::read_to_string(&ran).unwrap_or_default();
+    assert_eq!(ran.lines().count(), 1, "{ran}");
+    let h = s.json(&["history", "fold", "--json"]);
+    assert_eq!(h.as_array().map(Vec::len), Some(1), "{h}");
+    assert_eq!(h[0]["occurrence"], "2027-11-07T05:30:00Z", "{h}");
 }
 
 #[test]
