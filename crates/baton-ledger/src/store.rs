@@ -174,22 +174,19 @@ impl Store for Files {
             .withdraw_guard(&guard_file(&self.state_dir, lock), &taken)?)
     }
 
-    /// The lock files `NAME@K.lock` in `locks/` with K above `n`.
+    /// The lock files `NAME@K.lock` in `locks/` with K above `n`, looked
+    /// for one after another until one is missing: slot K's file is made
+    /// only by a run that found slots 1 to K - 1 held, so they exist from 1
+    /// up (one `stat` when there is none, the common case, rather than a
+    /// listing of every lock file on each run).
     fn slots_above(&self, lock: &LockRef<'_>, n: u32) -> Vec<u32> {
-        let Ok(entries) = std::fs::read_dir(self.state_dir.join("locks")) else {
-            return Vec::new();
-        };
-        let mut above: Vec<u32> = entries
-            .flatten()
-            .filter_map(|e| {
-                let name = e.file_name();
-                let name = name.to_str()?.strip_suffix(".lock")?.to_owned();
-                let (base, k) = baton_lease::slot::slot_of(&name);
-                (base == lock.lock && k > n && k <= baton_lease::slot::MOST).then_some(k)
+        let locks = self.state_dir.join("locks");
+        (n.saturating_add(1)..=baton_lease::slot::MOST)
+            .take_while(|&k| {
+                let name = baton_lease::slot::slot_name(lock.lock, k);
+                std::fs::symlink_metadata(locks.join(format!("{name}.lock"))).is_ok()
             })
-            .collect();
-        above.sort_unstable();
-        above
+            .collect()
     }
 
     fn inspect(&self, lock: &LockRef<'_>) -> Result<Option<Verdict>, Error> {

@@ -954,13 +954,13 @@ fn an_interrupted_run_leaves_a_failing_job_failing() {
     );
 }
 
-#[test]
-fn daemon_kill9_mid_run_never_doubles_it_and_a_restart_carries_on() {
+/// A daemon whose job `a`'s run, started over its socket, has written
+/// `start` to `runs.txt` and lasts until the test creates `go`, when it
+/// writes `end`: the scheduler, the daemon, and the two paths.
+fn daemon_running_a_gated_run() -> (Sched, Daemon, PathBuf, PathBuf) {
     let s = Sched::new("");
     let runs = s.env.path("runs.txt");
     let go = s.env.path("go");
-    // Each run lasts until the test creates `go`: the first is still in
-    // flight when the second daemon is asked, however slow its start.
     s.write(&format!(
         "[jobs.a]\nschedule = \"0 0 1 1 *\"\nrun = \"echo start >> {r}; while [ ! -e {g} ]; do \
          sleep 0.05; done; echo end >> {r}\"\n",
@@ -970,6 +970,14 @@ fn daemon_kill9_mid_run_never_doubles_it_and_a_restart_carries_on() {
     let d = Daemon::start(&s, &[]);
     assert_eq!(d.post("/v1/jobs/a/run", "").status, 202);
     eventually("the run to start", || !lines_of(&runs).is_empty());
+    (s, d, runs, go)
+}
+
+#[test]
+fn daemon_kill9_mid_run_never_doubles_it_and_a_restart_carries_on() {
+    // The first run is still in flight when the second daemon is asked,
+    // however slow its start.
+    let (s, d, runs, go) = daemon_running_a_gated_run();
     signal(d.pid(), Signal::KILL);
     drop(d);
     let d = Daemon::start(&s, &[]);
@@ -990,18 +998,7 @@ fn daemon_kill9_mid_run_never_doubles_it_and_a_restart_carries_on() {
 /// does, rather than stopping as interrupted.
 #[test]
 fn daemon_kill9_while_its_run_is_stopped_leaves_the_run_to_its_end() {
-    let s = Sched::new("");
-    let runs = s.env.path("runs.txt");
-    let go = s.env.path("go");
-    s.write(&format!(
-        "[jobs.a]\nschedule = \"0 0 1 1 *\"\nrun = \"echo start >> {r}; while [ ! -e {g} ]; do \
-         sleep 0.05; done; echo end >> {r}\"\n",
-        r = runs.display(),
-        g = go.display()
-    ));
-    let d = Daemon::start(&s, &[]);
-    assert_eq!(d.post("/v1/jobs/a/run", "").status, 202);
-    eventually("the run to start", || !lines_of(&runs).is_empty());
+    let (s, d, runs, go) = daemon_running_a_gated_run();
     let status = s.run(&["status", "a", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     let worker = i32::try_from(v["jobs"][0]["holder"]["pid"].as_i64().unwrap()).unwrap();

@@ -10,6 +10,17 @@ use crate::support::{
     state_of, stderr, stdout, verdict, wait_for_file,
 };
 
+/// Dates `path` an hour back: an empty lock file that young would be one
+/// whose record is still being written.
+fn left_an_hour_ago(path: &std::path::Path) {
+    let touched = std::process::Command::new("touch")
+        .args(["-d", "1 hour ago"])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(touched.success());
+}
+
 /// A program whose main thread exits while another thread works on: its
 /// `/proc/PID/stat` shows `Z`, yet it runs. It writes its pid (the host's
 /// number: `/proc` is the host's) to `pidfile`,
@@ -888,12 +899,7 @@ fn a_lock_file_others_may_read_is_made_private() {
     std::fs::write(&lock, "").unwrap();
     std::fs::set_permissions(&lock, std::fs::Permissions::from_mode(0o644)).unwrap();
     // Left an hour ago: an empty file that young would be one being written.
-    let touched = std::process::Command::new("touch")
-        .args(["-d", "1 hour ago"])
-        .arg(&lock)
-        .status()
-        .unwrap();
-    assert!(touched.success());
+    left_an_hour_ago(&lock);
     let o = env.run(&["exec", "--lock", lock.to_str().unwrap(), "--", "true"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let mode = std::fs::metadata(&lock).unwrap().permissions().mode() & 0o777;
@@ -910,12 +916,7 @@ fn a_lock_file_others_may_write_is_refused_not_made_private() {
         let lock = env.path("shared.lock");
         std::fs::write(&lock, "").unwrap();
         std::fs::set_permissions(&lock, std::fs::Permissions::from_mode(mode)).unwrap();
-        let touched = std::process::Command::new("touch")
-            .args(["-d", "1 hour ago"])
-            .arg(&lock)
-            .status()
-            .unwrap();
-        assert!(touched.success());
+        left_an_hour_ago(&lock);
         let ran = env.path("ran");
         let o = env.run(&[
             "exec",
