@@ -31,7 +31,7 @@
 //! the takeover grace, or when a judge on this host finds the holder dead).
 
 use std::sync::Arc;
-use std::sync::mpsc::{RecvTimeoutError, SyncSender};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::time::Duration;
 
 use baton_lease::{Clock, Once, SystemClock};
@@ -44,6 +44,8 @@ use crate::leases::Leases;
 use crate::options::Options;
 use crate::outcome::{PgLease, Release, Renewal, Restated};
 use crate::pool::Pool;
+use crate::ride::{Behind, Got, Statement};
+use crate::statements::ST;
 use crate::target::Target;
 
 /// The first wait, within a call, after a failed attempt before the store
@@ -66,6 +68,33 @@ pub struct PgHeld {
     describe: String,
     calls: UnboundedSender<Call>,
     clock: SystemClock,
+    /// The pool of the store the lease was acquired through, where the
+    /// ledger's writes carry this holder's riders (`crate::ride`).
+    lender: Arc<Pool>,
+    /// The release foreseen behind the run's end ([`Held::foresee_release`]).
+    release_foreseen: Option<Foreseen<(Got, Option<Got>)>>,
+}
+
+/// A rider's answer channel, and its answer once read.
+struct Foreseen<T> {
+    answer: Receiver<T>,
+    got: Option<T>,
+}
+
+impl<T> Foreseen<T> {
+    fn new(answer: Receiver<T>) -> Self {
+        Self { answer, got: None }
+    }
+
+    /// The answer, waiting at most `wait` for it; `None` when the rider
+    /// was never sent (taken back, or dropped with a write that did not
+    /// commit) or did not answer in time.
+    fn read(&mut self, wait: Duration) -> Option<&T> {
+        if self.got.is_none() {
+            self.got = self.answer.recv_timeout(wait).ok();
+        }
+        self.got.as_ref()
+    }
 }
 
 impl std::fmt::Debug for PgHeld {
@@ -165,6 +194,8 @@ impl PgHeld {
             describe,
             calls,
             clock: SystemClock,
+            lender: Arc::clone(&store.pool),
+            release_foreseen: None,
         })
     }
 
@@ -237,6 +268,12 @@ impl Held for PgHeld {
 
     fn renew(&mut self) -> Result<baton_store::Renewal, HeldError> {
         let answer = self.call(Op::Renew).map_err(HeldError::new)?;
+        if matches!(answer, Answer::Renewal(Renewal::Lost)) && self.freed_behind_the_end() {
+            // The row lost its token to this holder's own release, behind
+            // the run's recorded end: nothing runs under it any more, and
+            // the session's release answers from it.
+            return Ok(baton_store::Renewal::Renewed);
+        }
         Ok(self.renewal(answer))
     }
 
@@ -273,10 +310,33 @@ impl Held for PgHeld {
         self.release_peeking(&[]).map(|(released, _)| released)
     }
 
+    fn foresee_release(&mut self, run: &str, jobs: &[String]) {
+        let token = self.lease.token().to_string();
+        let names: Vec<&str> = jobs.iter().map(String::as_str).collect();
+        let names: &[&str] = &names;
+        let name: &str = &self.lease.name;
+        let first = Statement::new(ST.release_if_ended, &[&name, &token, &run, &names]);
+        let then = (!jobs.is_empty()).then(|| Statement::new(ST.queued, &[&names, &name, &token]));
+        let (reply, answer) = std::sync::mpsc::sync_channel(1);
+        self.lender.seats.seat_behind(Behind { first, then, reply });
+        self.release_foreseen = Some(Foreseen::new(answer));
+    }
+
     fn release_peeking(
-        self: Box<Self>,
+        mut self: Box<Self>,
         jobs: &[String],
     ) -> Result<(baton_store::Release, Option<bool>), HeldError> {
+        if self.freed_behind_the_end() {
+            let queued = self
+                .release_foreseen
+                .as_mut()
+                .and_then(|f| f.got.as_ref())
+                .and_then(|(_, then)| then.as_ref())
+                .and_then(|then| then.as_ref().ok())
+                .and_then(|row| row.as_ref())
+                .and_then(|row| row.try_get::<_, Option<bool>>(0).ok().flatten());
+            return Ok((baton_store::Release::Released, queued));
+        }
         Ok(match self.call(Op::Release(jobs.to_vec())) {
             Ok(Answer::Release(Release::Released(_), queued)) => {
                 (baton_store::Release::Released, queued)
@@ -290,6 +350,21 @@ impl Held for PgHeld {
 }
 
 impl PgHeld {
+    /// Whether the release foreseen behind the run's end freed the lease
+    /// (`crate::ride`). A rider not sent yet is taken back first, so that
+    /// it is never sent after this holder stopped counting on it.
+    fn freed_behind_the_end(&mut self) -> bool {
+        let Some(foreseen) = self.release_foreseen.as_mut() else {
+            return false;
+        };
+        if foreseen.got.is_none() {
+            self.lender.seats.unseat_behind();
+        }
+        // A rider taken by a write answers before that write returns; one
+        // taken back answers at once (its channel is gone).
+        matches!(foreseen.read(self.deadline), Some((Ok(Some(_)), _)))
+    }
+
     fn renewal(&self, answer: Answer) -> baton_store::Renewal {
         match answer {
             Answer::Renewal(Renewal::Renewed(_)) => baton_store::Renewal::Renewed,

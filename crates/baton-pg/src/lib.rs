@@ -62,6 +62,7 @@ mod outcome;
 mod passfile;
 mod pool;
 mod prepared;
+mod ride;
 pub mod runtime;
 pub mod schema;
 mod settings;

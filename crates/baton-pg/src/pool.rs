@@ -46,6 +46,7 @@ use crate::error::Error;
 use crate::keepalive::Keepalive;
 use crate::options::Options;
 use crate::prepared::Prepared;
+use crate::ride::{Got, Seats, Statement};
 use crate::target::Target;
 use crate::tls::{Connector, Stream};
 use crate::typed::{Param, typed};
@@ -114,6 +115,17 @@ impl Conn {
         self.client.execute_typed(sql, &typed(params)).await
     }
 
+    /// As [`Conn::alone`], for a statement whose parameters were copied
+    /// (a rider's: `crate::ride`).
+    pub(crate) async fn alone_statement(&self, statement: &Statement) -> Got {
+        let (begun, row, committed) =
+            tokio::join!(self.begin(), statement.opt(&self.client), self.commit());
+        begun?;
+        let row = row?;
+        committed?;
+        Ok(row)
+    }
+
     /// Runs `sql` (at most one row) in a transaction of its own with the
     /// pool's bounds: `BEGIN`, the statement and `COMMIT`, sent together,
     /// one round trip. When the statement fails, the `COMMIT` rolls back,
@@ -150,6 +162,9 @@ pub(crate) struct Pool {
     lender: Option<Arc<Pool>>,
     /// A read to send behind the ledger's next read transaction ([`Rider`]).
     rider: std::sync::Mutex<Option<Rider>>,
+    /// Statements a held lease foresees for the ledger's next write
+    /// transaction (`crate::ride`).
+    pub(crate) seats: Seats,
 }
 
 /// A read of one row, foreseen by the store value that owns the pool (a
@@ -183,6 +198,7 @@ impl Pool {
             driver: None,
             lender: None,
             rider: std::sync::Mutex::new(None),
+            seats: Seats::default(),
         }
     }
 

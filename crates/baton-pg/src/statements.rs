@@ -121,6 +121,20 @@ UPDATE baton.leases SET state = 'free', token = NULL, released = clock_timestamp
 WHERE name = $1 AND state = 'held' AND token = $2
 RETURNING fence, baton.micros(released)";
 
+/// [`RELEASE`] sent behind the `COMMIT` of a run's end (`crate::ride`),
+/// so only once the end is recorded: `$3` the run, whose row must be
+/// finished, and `$4` the jobs whose queue the holder drains, none of which
+/// may have an occurrence waiting (the holder runs it under the lease
+/// first). Carried by any other write, or with anything queued, it changes
+/// nothing, and the holder releases as it would have without it.
+const RELEASE_IF_ENDED: &str = "
+UPDATE baton.leases SET state = 'free', token = NULL, released = clock_timestamp()
+WHERE name = $1 AND state = 'held' AND token = $2
+  AND EXISTS (SELECT 1 FROM baton.runs WHERE run_id = $3 AND finished IS NOT NULL)
+  AND NOT EXISTS (SELECT 1 FROM baton.occurrences
+                  WHERE job = ANY($4::text[]) AND decision = 'queued')
+RETURNING fence, baton.micros(released)";
+
 /// Whether any of the jobs `$1` has an occurrence waiting in the ledger's
 /// queue (`baton.occurrences`, decision `queued`), paused or not, once
 /// lock `$2` no longer carries token `$3`: the one read of a table besides
@@ -225,6 +239,7 @@ pub(crate) struct Statements {
     pub(crate) grant_if_free: &'static str,
     pub(crate) renew: &'static str,
     pub(crate) release: &'static str,
+    pub(crate) release_if_ended: &'static str,
     pub(crate) queued: &'static str,
     pub(crate) set_job_group: &'static str,
     pub(crate) restate: &'static str,
@@ -246,6 +261,7 @@ pub(crate) static ST: LazyLock<Statements> = LazyLock::new(|| Statements {
     grant_if_free: GRANT_IF_FREE,
     renew: RENEW,
     release: RELEASE,
+    release_if_ended: RELEASE_IF_ENDED,
     queued: QUEUED,
     set_job_group: SET_JOB_GROUP,
     restate: RESTATE,

@@ -815,6 +815,19 @@ impl<'r> Session<'r> {
         }
     }
 
+    /// Says that the run `run` records its end next, after which the lease
+    /// is released unless one of `jobs` has an occurrence queued: a store
+    /// may then release it in the round trip of that record
+    /// ([`Held::foresee_release`]), and [`Session::finish_peeking`] answers
+    /// from it. Nothing when the lease is lost, or a renewal is under way.
+    pub fn foresee_release(&mut self, run: &str, jobs: &[String]) {
+        self.keep_lease();
+        if self.lost.is_some() || self.lease.busy() {
+            return;
+        }
+        self.lease.with(|l| l.foresee_release(run, jobs));
+    }
+
     /// Releases the lease (only if it is still ours). Every step's tree is
     /// gone by now: [`Session::run`] never returns before.
     pub fn finish(self) -> Finish {

@@ -111,6 +111,18 @@ pub trait Held: std::fmt::Debug + Send {
     /// As [`Held::set_job_group`]; nothing is known to have changed.
     fn withdraw(&mut self, once: &Once) -> Result<Option<Renewal>, HeldError>;
 
+    /// Says that the run `run` is about to record its end, after which,
+    /// unless one of `jobs` (those whose queue the holder drains) has an
+    /// occurrence waiting, the lease is released. A store may then free
+    /// the lease in the round trip of that end's record, only once the end
+    /// is recorded and nothing of `jobs` is queued; [`Held::release_peeking`]
+    /// answers from it. Nothing else changes: a lease still held then is
+    /// held as before, and its release is made as without this. The
+    /// default does nothing.
+    fn foresee_release(&mut self, run: &str, jobs: &[String]) {
+        let _ = (run, jobs);
+    }
+
     /// Frees the lease, only if it is still ours.
     ///
     /// # Errors

@@ -407,8 +407,19 @@ where
         return Err(Attempt::Again);
     }
     let done = bounded.and(locked).and(ended).map_err(Fail::Pg).and(done);
+    // A held lease's rider goes behind a write's `COMMIT` (`crate::ride`),
+    // only once its body succeeded.
+    let behind = match (&done, mode) {
+        (Ok(_), Mode::Write) => pool.seats.take(),
+        _ => None,
+    };
+    let behind = async {
+        if let Some(b) = behind {
+            b.ride(conn).await;
+        }
+    };
     let done = match done {
-        Ok(value) => match tx.commit().await {
+        Ok(value) => match tx.commit_riding(behind).await {
             Ok(()) => return Ok(value),
             Err(NotCommitted::Unknown(e)) => return Err(Attempt::Broken(Fail::Pg(e))),
             Err(NotCommitted::RolledBack(e)) => Err(e.map_or(Fail::Aborted, Fail::Pg)),

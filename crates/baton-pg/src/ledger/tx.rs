@@ -267,7 +267,19 @@ impl<'c> Tx<'c> {
     /// one has answered, the `COMMIT`. The `COMMIT` never goes out with
     /// them: a transaction whose connection is cut off before they answer
     /// is then never committed (the server ends it once it sits idle).
+    #[cfg(test)]
     pub(crate) async fn commit(&self) -> Result<(), NotCommitted> {
+        self.commit_riding(async {}).await
+    }
+
+    /// As [`Tx::commit`], with `behind` (a held lease's rider:
+    /// `crate::ride`) polled right after the `COMMIT` was sent, so that
+    /// what it sends follows the `COMMIT` in its round trip; it is never
+    /// run when the `COMMIT` was not sent.
+    pub(crate) async fn commit_riding(
+        &self,
+        behind: impl Future<Output = ()>,
+    ) -> Result<(), NotCommitted> {
         if self.failed.load(Ordering::SeqCst) {
             return Err(NotCommitted::RolledBack(None));
         }
@@ -284,10 +296,8 @@ impl<'c> Tx<'c> {
         if let Some(e) = sending.failure.take() {
             return Err(NotCommitted::RolledBack(Some(e)));
         }
-        self.client
-            .batch_execute("COMMIT")
-            .await
-            .map_err(NotCommitted::Unknown)
+        let (committed, ()) = tokio::join!(biased; self.client.batch_execute("COMMIT"), behind);
+        committed.map_err(NotCommitted::Unknown)
     }
 
     fn take(&self) -> Vec<Held> {

@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use baton_lease::{Claim, Clock, SystemClock};
 use baton_pg::{Postgres, Target};
-use baton_store::ledger::NewRun;
+use baton_store::ledger::{Finished, NewRun};
 use baton_store::store::{Guard, LockRef, Taken};
-use baton_store::{Renewal, Store};
+use baton_store::words::RunVerdict;
+use baton_store::{Renewal, Restated, Store};
 
 use crate::support::{Scene, scalar};
 
@@ -196,4 +197,118 @@ async fn a_foreseen_guard_is_read_in_the_round_trip_of_the_ledgers_first_look() 
         assert!(matches!(g, Guard::Elsewhere(_)), "{g:?}");
         there.release().unwrap();
     });
+}
+
+/// A release foreseen behind a run's end (`Held::foresee_release`) frees
+/// the lease in the round trip of the end's `COMMIT`, and the release then
+/// answers from it without a round trip of its own. It frees nothing when
+/// the write that carries it is not the run's recorded end, nor while one
+/// of the drained jobs has an occurrence queued: the holder then releases
+/// as it would have without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreseen_release_frees_the_lease_behind_the_runs_recorded_end_only() {
+    let scene = Scene::new().await;
+    let (proxy, url) = scene.proxied();
+    proxy.delay(Duration::from_millis(20));
+    let raw = scene.raw().await;
+    let state = async |raw: &tokio_postgres::Client| -> String {
+        scalar(raw, "SELECT state FROM baton.leases WHERE name = 'rel'").await
+    };
+    let (answers, held_mid) = off(|| {
+        let store = Postgres::new(Target::resolve(&url, None, &|_| None).unwrap());
+        let now = SystemClock.wall();
+        let mut ledger = store.records(now).unwrap();
+        let jobs = vec!["rel".to_owned()];
+        let run = |id: &str, fence: u64| NewRun {
+            run_id: id.into(),
+            job: "rel".into(),
+            occurrence: None,
+            fence: Some(fence),
+            host: "here".into(),
+            pid: std::process::id(),
+            started: now,
+            backfill: false,
+        };
+        let end = |id: &str| Finished {
+            run_id: id.into(),
+            job: "rel".into(),
+            finished: now,
+            verdict: RunVerdict::Ok,
+            exit_code: 0,
+            success: true,
+        };
+        let mut answers = Vec::new();
+        let Taken::Acquired(mut held) = store.try_acquire(&lock("rel"), &Claim::default()).unwrap()
+        else {
+            panic!("a free lock was not acquired");
+        };
+        ledger
+            .begin_run(&run("00000000000000a1", held.fence()))
+            .unwrap();
+        // Carried by a write that is not the run's end: nothing freed.
+        held.foresee_release("00000000000000a1", &jobs);
+        ledger
+            .begin_run(&run("00000000000000a2", held.fence()))
+            .unwrap();
+        // (A restate checks the token and, unlike a renewal, never answers
+        // from the holder's own release.)
+        let restated = held.restate(None, None, None).unwrap();
+        assert_eq!(restated, Restated::Done, "still held");
+        // With an occurrence queued: the end is recorded, the lease kept.
+        ledger.enqueue("rel", &[1_700_000_000], false, now).unwrap();
+        held.foresee_release("00000000000000a1", &jobs);
+        ledger.finish_run(&end("00000000000000a1"), 10).unwrap();
+        let restated = held.restate(None, None, None).unwrap();
+        assert_eq!(restated, Restated::Done, "kept for the queue");
+        let t0 = proxy.turns();
+        answers.push((held.release_peeking(&jobs).unwrap(), proxy.turns() - t0));
+        // Nothing queued: freed behind the end's COMMIT.
+        let Taken::Acquired(mut held) = store.try_acquire(&lock("rel"), &Claim::default()).unwrap()
+        else {
+            panic!("the released lock was not acquired again");
+        };
+        ledger
+            .begin_run(&run("00000000000000a3", held.fence()))
+            .unwrap();
+        let queued = ledger.next_queued(&["rel"]).unwrap().unwrap();
+        ledger
+            .begin_run(&NewRun {
+                occurrence: Some(queued.1),
+                ..run("00000000000000a4", held.fence())
+            })
+            .unwrap();
+        ledger.finish_run(&end("00000000000000a4"), 10).unwrap();
+        held.foresee_release("00000000000000a3", &jobs);
+        let t0 = proxy.turns();
+        ledger.finish_run(&end("00000000000000a3"), 10).unwrap();
+        let ended = proxy.turns() - t0;
+        // The row lost its token to this holder's own release: a renewal
+        // still says held, nothing runs under it any more.
+        assert_eq!(held.renew().unwrap(), Renewal::Renewed);
+        let t0 = proxy.turns();
+        let released = held.release_peeking(&jobs).unwrap();
+        answers.push((released, proxy.turns() - t0));
+        (answers, ended)
+    });
+    assert!(
+        matches!(
+            answers[0],
+            ((baton_store::Release::Released, Some(true)), 1)
+        ),
+        "kept for the queue, then released with a round trip: {:?}",
+        answers[0]
+    );
+    assert!(
+        matches!(
+            answers[1],
+            ((baton_store::Release::Released, Some(false)), 0)
+        ),
+        "released behind the end, no round trip of its own: {:?}",
+        answers[1]
+    );
+    assert_eq!(
+        held_mid, 3,
+        "the end's three round trips, the release in the last"
+    );
+    assert_eq!(state(&raw).await, "free");
 }

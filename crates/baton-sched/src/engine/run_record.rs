@@ -257,6 +257,12 @@ impl RunRecord {
         // host can read the slot it would be kept in, so it is tried for
         // the whole patience even once the lease is lost.
         retry.unleased = true;
+        let drained: Vec<String> = queue
+            .unwrap_or_default()
+            .iter()
+            .map(|&j| j.to_owned())
+            .collect();
+        session.foresee_release(&self.start.run_id, &drained);
         let recorded = retry.insist(session, &mut |l| {
             tries += 1;
             match queue {
