@@ -179,14 +179,14 @@ impl Store for Files {
     /// only by a run that found slots 1 to K - 1 held, so they exist from 1
     /// up (one `stat` when there is none, the common case, rather than a
     /// listing of every lock file on each run).
-    fn slots_above(&self, lock: &LockRef<'_>, n: u32) -> Vec<u32> {
+    fn slots_above(&self, lock: &LockRef<'_>, n: u32) -> Result<Vec<u32>, Error> {
         let locks = self.state_dir.join("locks");
-        (n.saturating_add(1)..=baton_lease::slot::MOST)
+        Ok((n.saturating_add(1)..=baton_lease::slot::MOST)
             .take_while(|&k| {
                 let name = baton_lease::slot::slot_name(lock.lock, k);
                 std::fs::symlink_metadata(locks.join(format!("{name}.lock"))).is_ok()
             })
-            .collect()
+            .collect())
     }
 
     fn inspect(&self, lock: &LockRef<'_>) -> Result<Option<Verdict>, Error> {

@@ -17,11 +17,15 @@
 //! instant, and otherwise uses one of its own (`crate::pool`).
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use baton_lease::{Clock, SystemClock};
 
 use baton_store::store::Error;
 
 use crate::driver::Driver;
 use crate::pool::Pool;
+use crate::statements::SLOT_NAMES;
 use crate::{Leases, Options, Target};
 
 /// The runtime, pool and leases one store value keeps (see the module).
@@ -36,7 +40,35 @@ pub(crate) struct Kept {
     /// A job's guard, read behind the ledger's next read transaction
     /// ([`Kept::foresee_guard`]), for the store's first look at it.
     foreseen: Mutex<Option<(String, Answer)>>,
+    /// The names of the locks' slots above their first
+    /// ([`Kept::foresee_slots`]).
+    slots: Mutex<Slots>,
 }
+
+/// What is known of the names of the locks' slots above their first.
+enum Slots {
+    Unknown,
+    /// A read of them rides behind the ledger's next read, seated at
+    /// `since` (boot clock).
+    Riding {
+        since: Duration,
+        answer: Answer,
+    },
+    /// Read at `at` (boot clock, or when the read that found them was
+    /// seated).
+    Read {
+        at: Duration,
+        names: Vec<String>,
+    },
+}
+
+/// How long the names of the slots, once read, answer for: a command's
+/// whole run, and no longer than a second in a process that lives on (the
+/// daemon), whose views and runs then read them again. A slot above a
+/// lowered `max_concurrent` is made only by a process still configured
+/// with the higher one; one made within this second is missed as it
+/// would be by a read made just before it.
+const SLOTS_FRESH: Duration = Duration::from_secs(1);
 
 /// Where the answer of a read riding behind a ledger transaction arrives
 /// (`crate::pool::Rider`).
@@ -54,6 +86,7 @@ impl Kept {
             leases: OnceLock::new(),
             guarded: Mutex::new(None),
             foreseen: Mutex::new(None),
+            slots: Mutex::new(Slots::Unknown),
         }
     }
 
@@ -83,7 +116,7 @@ impl Kept {
         let (reply, answer) = tokio::sync::oneshot::channel();
         pool.ride(crate::pool::Rider {
             sql: crate::guards::SELECT,
-            param: job.to_owned(),
+            params: vec![job.to_owned()],
             reply,
         });
         let mut f = self.foreseen.lock().unwrap_or_else(PoisonError::into_inner);
@@ -108,6 +141,65 @@ impl Kept {
             },
             Ok(Err(_)) | Err(_) => None,
         }
+    }
+
+    /// Has the names of the locks' slots above their first read behind
+    /// the ledger's next read transaction on the kept pool, in its round
+    /// trip, for [`Kept::slot_names`]; nothing when they were read less
+    /// than [`SLOTS_FRESH`] ago or such a read is seated already.
+    pub(crate) fn foresee_slots(&self) {
+        let now = SystemClock.boot();
+        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        match &*slots {
+            Slots::Read { at, .. } if now.saturating_sub(*at) < SLOTS_FRESH => return,
+            Slots::Riding { since, .. } if now.saturating_sub(*since) < SLOTS_FRESH => return,
+            _ => {}
+        }
+        let Ok(pool) = self.pool() else {
+            return;
+        };
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        pool.ride(crate::pool::Rider {
+            sql: SLOT_NAMES,
+            params: Vec::new(),
+            reply,
+        });
+        *slots = Slots::Riding { since: now, answer };
+    }
+
+    /// The names of the locks' slots above their first, when read less
+    /// than [`SLOTS_FRESH`] ago (by a read riding behind the ledger's, or
+    /// one kept with [`Kept::keep_slot_names`]); `None` when the caller
+    /// must read them.
+    pub(crate) fn slot_names(&self) -> Option<Vec<String>> {
+        let now = SystemClock.boot();
+        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Slots::Riding { since, answer } = &mut *slots {
+            match answer.try_recv() {
+                Ok(Ok(Some(row))) => match row.try_get::<_, Vec<String>>(0) {
+                    Ok(names) => {
+                        *slots = Slots::Read { at: *since, names };
+                    }
+                    Err(_) => *slots = Slots::Unknown,
+                },
+                // Not ridden yet: it may still, and answer a later call.
+                Err(tokio::sync::oneshot::error::TryRecvError::Empty) => return None,
+                Ok(_) | Err(_) => *slots = Slots::Unknown,
+            }
+        }
+        match &*slots {
+            Slots::Read { at, names } if now.saturating_sub(*at) < SLOTS_FRESH => {
+                Some(names.clone())
+            }
+            _ => None,
+        }
+    }
+
+    /// Keeps the names of the locks' slots the caller read, sent at
+    /// `sent` (boot clock), for [`Kept::slot_names`].
+    pub(crate) fn keep_slot_names(&self, sent: Duration, names: Vec<String>) {
+        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        *slots = Slots::Read { at: sent, names };
     }
 
     /// The kept runtime, started at the first call.

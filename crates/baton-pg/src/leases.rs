@@ -35,7 +35,7 @@ use crate::judge::{self, Judge};
 use crate::options::Options;
 use crate::outcome::{Acquire, PgLease, Release, Renewal, Restated};
 use crate::pool::{Conn, Pool};
-use crate::statements::{GRANT_IF_FREE_SEEN, ST, Statements};
+use crate::statements::{GRANT_IF_FREE_SEEN, SLOT_NAMES, ST, Statements};
 use crate::switch::Switch;
 use crate::target::Target;
 use crate::typed::Param;
@@ -423,6 +423,18 @@ impl Leases {
                 Ok((released, queued))
             })
             .await
+    }
+
+    /// The names of every lease row that is a slot above a lock's first
+    /// (`NAME@K`), in order.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot answer.
+    pub async fn slot_names(&self) -> Result<Vec<String>, Error> {
+        const WHAT: &str = "read the slots of the locks";
+        let row = self.row(WHAT, |_| SLOT_NAMES, &[]).await?;
+        Ok(row.map(|r| r.get(0)).unwrap_or_default())
     }
 
     /// Names the process group `pgid` of the job `lease`'s holder runs (and

@@ -160,8 +160,8 @@ pub(crate) struct Pool {
     /// A pool whose idle connection this one uses, without ever waiting
     /// for it, while it has none of its own.
     lender: Option<Arc<Pool>>,
-    /// A read to send behind the ledger's next read transaction ([`Rider`]).
-    rider: std::sync::Mutex<Option<Rider>>,
+    /// Reads to send behind the ledger's next read transaction ([`Rider`]).
+    riders: std::sync::Mutex<Vec<Rider>>,
     /// Statements a held lease foresees for the ledger's next write
     /// transaction (`crate::ride`).
     pub(crate) seats: Seats,
@@ -177,10 +177,26 @@ pub(crate) struct Pool {
 /// that never rides is dropped with the pool, and whoever foresaw it reads
 /// for itself.
 pub(crate) struct Rider {
-    /// The statement, of one text parameter.
+    /// The statement, of text parameters only.
     pub(crate) sql: &'static str,
-    pub(crate) param: String,
+    pub(crate) params: Vec<String>,
     pub(crate) reply: tokio::sync::oneshot::Sender<Result<Option<Row>, tokio_postgres::Error>>,
+}
+
+impl Rider {
+    /// Sends it on `conn` (at the first poll) and answers with what it
+    /// returned.
+    pub(crate) async fn ride(self, conn: &Conn) {
+        let params: Vec<&dyn crate::typed::Param> = self
+            .params
+            .iter()
+            .map(|p| p as &dyn crate::typed::Param)
+            .collect();
+        let got = conn.alone(self.sql, &params).await;
+        // OK to ignore: whoever foresaw it stopped waiting, and reads for
+        // itself.
+        let _ = self.reply.send(got);
+    }
 }
 
 impl Pool {
@@ -197,26 +213,31 @@ impl Pool {
             next: AtomicUsize::new(0),
             driver: None,
             lender: None,
-            rider: std::sync::Mutex::new(None),
+            riders: std::sync::Mutex::new(Vec::new()),
             seats: Seats::default(),
         }
     }
 
     /// Sends `rider` behind the ledger's next read transaction on this
-    /// pool, in place of one that has not ridden yet.
+    /// pool, in place of one of the same statement that has not ridden yet.
     pub(crate) fn ride(&self, rider: Rider) {
-        *self
-            .rider
+        let mut riders = self
+            .riders
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(rider);
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        riders.retain(|r| r.sql != rider.sql);
+        riders.push(rider);
     }
 
-    /// The read waiting to ride, taken by the transaction it rides behind.
-    pub(crate) fn take_rider(&self) -> Option<Rider> {
-        self.rider
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
+    /// The reads waiting to ride, taken by the transaction they ride
+    /// behind.
+    pub(crate) fn take_riders(&self) -> Vec<Rider> {
+        std::mem::take(
+            &mut *self
+                .riders
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     /// Its connections driven by `driver`, so that callers on other

@@ -135,6 +135,13 @@ WHERE name = $1 AND state = 'held' AND token = $2
                   WHERE job = ANY($4::text[]) AND decision = 'queued')
 RETURNING fence, baton.micros(released)";
 
+/// The names of every lease row that is a lock's slot above its first
+/// (`NAME@K`, `baton_lease::slot`): what a lock's slots above a lowered
+/// `max_concurrent` are read from. Takes no parameter: a run's first look
+/// carries it behind its `COMMIT` (`crate::pool::Rider`).
+pub(crate) const SLOT_NAMES: &str =
+    "SELECT ARRAY(SELECT name FROM baton.leases WHERE strpos(name, '@') > 0 ORDER BY name)";
+
 /// Whether any of the jobs `$1` has an occurrence waiting in the ledger's
 /// queue (`baton.occurrences`, decision `queued`), paused or not, once
 /// lock `$2` no longer carries token `$3`: the one read of a table besides

@@ -139,6 +139,9 @@ impl Postgres {
     fn open_ledger(&self, check: bool) -> Result<PgLedger, crate::Error> {
         match self.kept.pool() {
             Ok(pool) => {
+                // Whatever the command, its first read carries the names
+                // of the locks' slots, for `slots_above`.
+                self.kept.foresee_slots();
                 let keep = Arc::clone(&self.kept);
                 PgLedger::open_shared(&self.target, general(), check, pool, keep)
             }
@@ -396,6 +399,36 @@ impl Store for Postgres {
     /// answers without one.
     fn try_acquire_guarding(&self, lock: &LockRef<'_>, claim: &Claim) -> Result<Taken, Error> {
         self.acquired(lock, claim, true)
+    }
+
+    /// Read from the names of every lock's slots above its first, which
+    /// the ledger's first read of a command carries behind it
+    /// ([`Kept::foresee_slots`]), else in a round trip of their own; kept
+    /// for a second.
+    fn slots_above(&self, lock: &LockRef<'_>, n: u32) -> Result<Vec<u32>, Error> {
+        let names = match self.kept.slot_names() {
+            Some(names) => names,
+            None => {
+                let sent = baton_lease::Clock::boot(&baton_lease::SystemClock);
+                let names = self.with_leases(lock, async |leases: Leases| {
+                    leases
+                        .slot_names()
+                        .await
+                        .map_err(|e| Error::failed(None, e))
+                })?;
+                self.kept.keep_slot_names(sent, names.clone());
+                names
+            }
+        };
+        let mut above: Vec<u32> = names
+            .iter()
+            .map(|name| baton_lease::slot::slot_of(name))
+            .filter(|&(base, k)| base == lock.lock && k > n && k <= baton_lease::slot::MOST)
+            .map(|(_, k)| k)
+            .collect();
+        above.sort_unstable();
+        above.dedup();
+        Ok(above)
     }
 
     /// The guard is read behind the ledger's next read, in its round trip.

@@ -370,14 +370,24 @@ where
     // whole (`pool::Rider`), after its `COMMIT`, in a transaction of its own
     // with the pool's bounds: what it finds is its reader's, and its error
     // never reaches this call.
-    let rider = (mode == Mode::Read && once)
-        .then(|| pool.take_rider())
-        .flatten();
+    let riders = if mode == Mode::Read && once {
+        pool.take_riders()
+    } else {
+        Vec::new()
+    };
     let riding = async {
-        if let Some(r) = rider {
-            let param: &str = &r.param;
-            let got = conn.alone(r.sql, &[&param]).await;
-            let _ = r.reply.send(got);
+        // Polled in order, so sent in order, in one round trip (there are
+        // at most a few: one of each statement).
+        let mut riders = riders.into_iter();
+        let (first, second) = (riders.next(), riders.next());
+        let ride = async |r: Option<crate::pool::Rider>| {
+            if let Some(r) = r {
+                r.ride(conn).await;
+            }
+        };
+        tokio::join!(biased; ride(first), ride(second));
+        for r in riders {
+            r.ride(conn).await;
         }
     };
     // Polled first in the order written, so sent in that order: the check,

@@ -83,7 +83,7 @@ pub fn try_acquire(
 fn over_the_limit(store: &dyn Store, job: &Job) -> Result<Option<Refused>, Error> {
     let n = job.slots();
     let mut left = Vec::new();
-    for k in store.slots_above(&job.lock_ref(), n) {
+    for k in store.slots_above(&job.lock_ref(), n)? {
         if let Some(v) = store.inspect(&job.slot_ref(k))?
             && holds(&v)
         {

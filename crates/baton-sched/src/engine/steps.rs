@@ -1092,16 +1092,16 @@ fn abandon_the_dead(
 /// another slot's, and a run is judged by whether a slot names it.
 fn slotted(store: &dyn crate::store::Store, job: &crate::config::Job) -> bool {
     job.slots() > 1
+        // Unreadable: as if a slot above named one.
         || store
             .slots_above(&job.lock_ref(), job.slots())
-            .into_iter()
-            .any(|k| {
+            .map_or(true, |above| above.into_iter().any(|k| {
                 // Unreadable: as if it named one (judged by slots, which
                 // decides nothing from a slot it cannot read).
                 store.inspect(&job.slot_ref(k)).map_or(true, |v| {
                     v.is_some_and(|v| v.holder().is_some() || !v.claimable())
                 })
-            })
+            }))
 }
 
 /// The runs the slots of `job`'s lock name now, whatever their holders'

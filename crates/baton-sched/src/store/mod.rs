@@ -54,11 +54,12 @@ impl Job {
     /// Every slot of this job's lock, and after them the slots above them
     /// that `store` still records ([`Store::slots_above`]: left by runs
     /// from when `max_concurrent` was higher, which may still be in
-    /// flight); each with its number.
+    /// flight); each with its number. A store that cannot say which are
+    /// left shows the job's own.
     pub fn slot_refs_in(&self, store: &dyn Store) -> Vec<(u32, LockRef<'_>)> {
         let n = self.slots();
         (1..=n)
-            .chain(store.slots_above(&self.lock_ref(), n))
+            .chain(store.slots_above(&self.lock_ref(), n).unwrap_or_default())
             .map(|k| (k, self.slot_ref(k)))
             .collect()
     }

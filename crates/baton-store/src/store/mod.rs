@@ -127,8 +127,13 @@ pub trait Store {
     /// a lease record: left by runs from when the job's `max_concurrent`
     /// was higher, which may still be in flight. A store that cannot say
     /// answers none (the default).
-    fn slots_above(&self, _lock: &LockRef<'_>, _n: u32) -> Vec<u32> {
-        Vec::new()
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot be read: which slots are left is then
+    /// unknown, and no run may start beside them.
+    fn slots_above(&self, _lock: &LockRef<'_>, _n: u32) -> Result<Vec<u32>, Error> {
+        Ok(Vec::new())
     }
     /// Judges a lock without changing it: `None` when it was never taken.
     ///

@@ -399,13 +399,18 @@ fn with_every_slot_held_an_occurrence_queues_and_runs_once_a_slot_frees() {
 /// again in the job's own slots.
 #[test]
 fn a_lowered_max_concurrent_counts_the_runs_left_above_it() {
-    let s = Sched::new("");
+    lowered_max_concurrent(&Sched::new(""), "");
+}
+
+/// [`a_lowered_max_concurrent_counts_the_runs_left_above_it`] on the store
+/// `header` configures (a `[store]` section, or nothing for the files).
+pub(crate) fn lowered_max_concurrent(s: &Sched, header: &str) {
     let dir = s.env.path("job");
     std::fs::create_dir_all(&dir).unwrap();
     let job = |n: u32| {
         format!(
-            "[jobs.low]\nschedule = \"0 3 * * *\"\nmax_concurrent = {n}\nrun = \"echo $BATON_SLOT \
-             >> {d}/starts; while [ ! -e {d}/go$BATON_SLOT ]; do sleep 0.1; done\"\n",
+            "{header}[jobs.low]\nschedule = \"0 3 * * *\"\nmax_concurrent = {n}\nrun = \"echo \
+             $BATON_SLOT >> {d}/starts; while [ ! -e {d}/go$BATON_SLOT ]; do sleep 0.1; done\"\n",
             d = dir.display()
         )
     };

@@ -1283,3 +1283,13 @@ fn store_a_run_whose_end_the_ledger_keeps_waiting_holds_its_lease_and_records_it
     assert_eq!(runs[0]["exit_code"], 0, "{runs}");
     assert_eq!(runs[0]["attempts"].as_array().unwrap().len(), 1, "{runs}");
 }
+
+/// A lowered `max_concurrent` on the shared store: the run left in slot 2
+/// still counts, and no run starts beside it past the new limit
+/// (`slots::lowered_max_concurrent`).
+#[test]
+fn store_a_lowered_max_concurrent_counts_the_runs_left_above_it() {
+    let pg = PgServer::start();
+    let s = migrated(&pg, |_| String::new());
+    crate::slots::lowered_max_concurrent(&s, &format!("[store]\nurl = {:?}\n", pg.url()));
+}
