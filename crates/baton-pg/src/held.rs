@@ -44,9 +44,10 @@ use crate::leases::Leases;
 use crate::options::Options;
 use crate::outcome::{PgLease, Release, Renewal, Restated};
 use crate::pool::Pool;
-use crate::ride::{Behind, Got, Statement};
+use crate::ride::{Behind, Got, Inside, Statement};
 use crate::statements::ST;
 use crate::target::Target;
+use crate::typed::Param;
 
 /// The first wait, within a call, after a failed attempt before the store
 /// is tried again; it doubles after each failure of the same call.
@@ -73,6 +74,9 @@ pub struct PgHeld {
     lender: Arc<Pool>,
     /// The release foreseen behind the run's end ([`Held::foresee_release`]).
     release_foreseen: Option<Foreseen<(Got, Option<Got>)>>,
+    /// The job's group foreseen inside the next write
+    /// ([`Held::foresee_group`]), and its process group.
+    group_foreseen: Option<(u32, Foreseen<Option<Got>>)>,
 }
 
 /// A rider's answer channel, and its answer once read.
@@ -196,6 +200,7 @@ impl PgHeld {
             clock: SystemClock,
             lender: Arc::clone(&store.pool),
             release_foreseen: None,
+            group_foreseen: None,
         })
     }
 
@@ -257,11 +262,38 @@ impl Held for PgHeld {
     /// The row has no column for what leads the group, so `leader` is not
     /// kept: a judge of this store counts the group's members whatever leads
     /// it (fail closed), as it did before the lock file's `jinit=`.
+    fn foresee_group(&mut self, pgid: u32, _leader: baton_lease::Leader) {
+        let token = self.lease.token().to_string();
+        let name: &str = &self.lease.name;
+        let (pgid_col, jstart) = crate::leases::job_group(pgid);
+        let boot = crate::leases::millis(self.clock.boot());
+        let params: [&dyn Param; 5] = [&name, &token, &pgid_col, &jstart, &boot];
+        let statement = Statement::new(ST.set_job_group, &params);
+        let (reply, answer) = std::sync::mpsc::sync_channel(1);
+        self.lender.seats.seat_inside(Inside { statement, reply });
+        self.group_foreseen = Some((pgid, Foreseen::new(answer)));
+    }
+
     fn set_job_group(
         &mut self,
         pgid: u32,
         _leader: baton_lease::Leader,
     ) -> Result<baton_store::Renewal, HeldError> {
+        if let Some((foreseen, mut answer)) = self.group_foreseen.take()
+            && foreseen == pgid
+        {
+            // Taken back when no write carried it; answered before that
+            // write returned when one did.
+            self.lender.seats.unseat_inside();
+            match answer.read(self.deadline) {
+                Some(Some(Ok(Some(_)))) => return Ok(baton_store::Renewal::Renewed),
+                // Committed, and no row carried this holder's token.
+                Some(Some(Ok(None))) => return Ok(baton_store::Renewal::Lost(self.lost())),
+                // Not sent, rolled back, or its fate unknown: recorded
+                // now, as without it.
+                _ => {}
+            }
+        }
         let answer = self.call(Op::JobGroup(pgid)).map_err(HeldError::new)?;
         Ok(self.renewal(answer))
     }

@@ -449,10 +449,7 @@ impl Leases {
     /// unknown, and the job must not start.
     pub async fn set_job_group(&self, lease: &PgLease, pgid: u32) -> Result<Renewal, Error> {
         let token = lease.token.to_string();
-        let pgid_col = i32::try_from(pgid).ok().filter(|&p| p > 0);
-        let jstart = pgid_col
-            .and_then(|_| baton_lease::job::process_start(pgid))
-            .and_then(|s| i64::try_from(s).ok());
+        let (pgid_col, jstart) = job_group(pgid);
         let boot = millis(self.clock.boot());
         let params: [&dyn Param; 5] = [&lease.name, &token, &pgid_col, &jstart, &boot];
         let what = "record the job's process group";
@@ -808,6 +805,16 @@ fn stamp(name: &str, us: i64) -> Result<Timestamp, Error> {
     })
 }
 
-fn millis(d: Duration) -> i64 {
+/// The columns naming the job's process group `pgid` (none for an id the
+/// column cannot hold) and its leader's start time, read now.
+pub(crate) fn job_group(pgid: u32) -> (Option<i32>, Option<i64>) {
+    let pgid_col = i32::try_from(pgid).ok().filter(|&p| p > 0);
+    let jstart = pgid_col
+        .and_then(|_| baton_lease::job::process_start(pgid))
+        .and_then(|s| i64::try_from(s).ok());
+    (pgid_col, jstart)
+}
+
+pub(crate) fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }

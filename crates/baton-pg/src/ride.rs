@@ -1,16 +1,19 @@
 //! Statements a held lease foresees for the ledger's next write
 //! transaction on the same pool, so that they cost no round trip of their
-//! own: they go right behind that write's `COMMIT`, in its round trip,
-//! each in a transaction of its own with the pool's bounds
-//! (`crate::pool::Conn`), and only once the `COMMIT` was sent.
+//! own: a statement seated *inside* goes with that write's last
+//! statements, before its `COMMIT`, and commits or rolls back with it; one
+//! seated *behind* goes right behind the `COMMIT`, in its round trip, in a
+//! transaction of its own with the pool's bounds (`crate::pool::Conn`),
+//! and only once the `COMMIT` was sent.
 //!
 //! The lease's holder seats them (`crate::held`), the ledger's session
 //! sends them (`ledger/session.rs`, `ledger/tx.rs`), and the answer goes
 //! back over a channel. What a rider never does: decide anything by
 //! itself. Each statement is written to be right whichever write carries
-//! it (a release is conditional on the run's end being recorded, and on
-//! nothing being queued), and a holder whose rider was not answered does
-//! what it would have done without one.
+//! it (naming a job's group, held at its gate, is right at any time before
+//! its command runs; a release is conditional on the run's end being
+//! recorded, and on nothing being queued), and a holder whose rider was
+//! not answered does what it would have done without one.
 
 use std::sync::Mutex;
 use std::sync::mpsc::SyncSender;
@@ -50,6 +53,15 @@ impl Statement {
 /// A statement's answer, as a rider reports it.
 pub(crate) type Got = Result<Option<Row>, tokio_postgres::Error>;
 
+/// A statement sent inside the next write, with its last statements,
+/// before its `COMMIT`; its failure fails that write as theirs would. Its
+/// answer is `Some` only once that `COMMIT` succeeded; `None` when the
+/// transaction rolled back or its fate is unknown.
+pub(crate) struct Inside {
+    pub(crate) statement: Statement,
+    pub(crate) reply: SyncSender<Option<Got>>,
+}
+
 /// A statement sent right behind the next write's `COMMIT`, and maybe a
 /// second behind it, each in a transaction of its own, in that order;
 /// their answers.
@@ -75,26 +87,41 @@ impl Behind {
     }
 }
 
-/// Where a rider waits for the next write (one at a time: a newer one
-/// takes the seat of an older one, whose holder then reads no answer and
-/// does without).
+/// Where riders wait for the next write (one of each kind at a time: a
+/// newer one takes the seat of an older one, whose holder then reads no
+/// answer and does without).
 #[derive(Default)]
 pub(crate) struct Seats {
+    inside: Mutex<Option<Inside>>,
     behind: Mutex<Option<Behind>>,
 }
 
 impl Seats {
+    pub(crate) fn seat_inside(&self, rider: Inside) {
+        *lock(&self.inside) = Some(rider);
+    }
+
     pub(crate) fn seat_behind(&self, rider: Behind) {
         *lock(&self.behind) = Some(rider);
     }
 
-    /// The rider waiting, taken by the write that carries it.
-    pub(crate) fn take(&self) -> Option<Behind> {
+    /// The rider waiting inside, taken by the write that carries it.
+    pub(crate) fn take_inside(&self) -> Option<Inside> {
+        lock(&self.inside).take()
+    }
+
+    /// The rider waiting behind, taken by the write that carries it.
+    pub(crate) fn take_behind(&self) -> Option<Behind> {
         lock(&self.behind).take()
     }
 
-    /// Takes back the rider seated behind, if it was not sent: its
+    /// Takes back the rider seated inside, if it was not sent: its
     /// holder's answer channel then reports it gone at once.
+    pub(crate) fn unseat_inside(&self) {
+        drop(lock(&self.inside).take());
+    }
+
+    /// As [`Seats::unseat_inside`], for the rider seated behind.
     pub(crate) fn unseat_behind(&self) {
         drop(lock(&self.behind).take());
     }

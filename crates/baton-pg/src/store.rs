@@ -314,15 +314,24 @@ impl Postgres {
             .map(|l| (l.name().into_owned(), policy_of(l)))
             .collect();
         let n = asks.len();
+        // The names of the locks' slots go with the reads, for the
+        // `slots_above` that follows (`views::slots`), unless known.
+        let slots = !locks.is_empty() && self.kept.slot_names().is_none();
+        let sent = baton_lease::Clock::boot(&baton_lease::SystemClock);
         let got = self.kept.block_on(async move |kept: &Leases| {
             let asks: Vec<(&str, baton_lease::Policy)> =
                 asks.iter().map(|(n, p)| (n.as_str(), *p)).collect();
-            kept.survey(&asks, hold)
+            kept.survey_with_slots(&asks, hold, slots)
                 .await
                 .map_err(|e| Error::failed(None, e))
         });
         match got {
-            Ok((verdicts, held)) => (verdicts, held.map_err(|e| Error::failed(None, e))),
+            Ok((verdicts, held, names)) => {
+                if let Some(names) = names {
+                    self.kept.keep_slot_names(sent, names);
+                }
+                (verdicts, held.map_err(|e| Error::failed(None, e)))
+            }
             Err(e) => (vec![None; n], Err(e)),
         }
     }

@@ -21,7 +21,7 @@ use crate::error::Error;
 use crate::judge;
 use crate::leases::Leases;
 use crate::pool::Conn;
-use crate::statements::ST;
+use crate::statements::{SLOT_NAMES, ST};
 use crate::switch::{self, Switch};
 
 impl Leases {
@@ -52,6 +52,23 @@ impl Leases {
         locks: &[(&str, Policy)],
         hold: Option<Duration>,
     ) -> Result<(Vec<Option<Verdict>>, Result<Option<Switch>, Error>), Error> {
+        let (verdicts, held_back, _) = self.survey_with_slots(locks, hold, false).await?;
+        Ok((verdicts, held_back))
+    }
+
+    /// As [`Leases::survey`], and, with `slots`, the names of every lock's
+    /// slots above its first ([`Leases::slot_names`]), read in the same
+    /// round trip (`None` without `slots`, or when that read failed).
+    ///
+    /// # Errors
+    ///
+    /// As [`Leases::survey`].
+    pub(crate) async fn survey_with_slots(
+        &self,
+        locks: &[(&str, Policy)],
+        hold: Option<Duration>,
+        slots: bool,
+    ) -> Result<Surveyed, Error> {
         let hold_ms = hold.map(switch::millis);
         let mut rows: Vec<Result<Option<tokio_postgres::Row>, tokio_postgres::Error>> = self
             .pool
@@ -67,9 +84,17 @@ impl Leases {
                 if let Some(ms) = &hold_ms {
                     reads.push(Box::pin(async move { c.alone(ST.held_back, &[ms]).await }));
                 }
+                if slots {
+                    reads.push(Box::pin(async move { c.alone(SLOT_NAMES, &[]).await }));
+                }
                 Ok(InOrder::new(reads).await)
             })
             .await?;
+        // OK because the names' read was pushed last.
+        let names = slots
+            .then(|| rows.pop().expect("the slots' row").ok().flatten())
+            .flatten()
+            .and_then(|row| row.try_get::<_, Vec<String>>(0).ok());
         let held_back = match hold_ms {
             // OK because the hold's read was pushed last.
             Some(_) => switch::hold_of(rows.pop().expect("the hold's row")),
@@ -84,9 +109,17 @@ impl Leases {
                 Some(self.clone().with_policy(*policy).judge().verdict(&record))
             })
             .collect();
-        Ok((verdicts, held_back))
+        Ok((verdicts, held_back, names))
     }
 }
+
+/// What [`Leases::survey_with_slots`] read: each lock's verdict, the hold,
+/// and the names of the locks' slots above their first.
+pub(crate) type Surveyed = (
+    Vec<Option<Verdict>>,
+    Result<Option<Switch>, Error>,
+    Option<Vec<String>>,
+);
 
 /// Futures polled in the order given (so statements are sent in that
 /// order) until every one is over; their outputs, in that order.

@@ -56,7 +56,7 @@ pub use hook::{HookCommand, HookOutcome};
 pub use limits::{MIN_TTL, SKEW_ALLOWANCE, TICK, Unfenced, check_self_fencing, mutex_wait_for};
 pub use renewer::Holding;
 pub use report::{Event, Report};
-pub use session::{Finish, Paused, Session, SessionConfig};
+pub use session::{Finish, Paused, Prepared, Session, SessionConfig};
 pub use status::{
     Ending, LEASE_LOST, REPLACED, SpawnFailure, SpawnKind, TIMED_OUT, exit_code_of, signal_name,
     signal_number,

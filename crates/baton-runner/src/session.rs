@@ -282,27 +282,45 @@ impl<'r> Session<'r> {
     /// Runs one step to its end: until the command has exited and its whole
     /// tree is gone. Never returns while a process of the step runs.
     pub fn run(&mut self, spec: StepSpec) -> StepResult {
-        let started_wall = self.clock.wall();
-        let t0 = self.clock.boot();
-        let not_run = |this: &Self, ending: Ending| StepResult {
-            ending,
-            code: None,
-            signal: None,
-            started: started_wall,
-            duration: this.clock.boot().saturating_sub(t0),
-            interrupted: this.interrupted,
+        match self.prepare(spec) {
+            Ok(prepared) => self.run_prepared(prepared),
+            Err(not_run) => *not_run,
+        }
+    }
+
+    /// Spawns a step and holds it at its gate, its command not yet run,
+    /// and says its process group to the lease ([`Held::foresee_group`]),
+    /// so that a store may name it with the caller's next record (the
+    /// run's start) in that record's round trip; [`Session::run_prepared`]
+    /// then runs it. The step's result when it cannot be spawned (or the
+    /// lease is lost, or a signal or a later run asked to stop). Dropping
+    /// the [`Prepared`] kills the held step unrun.
+    ///
+    /// # Errors
+    ///
+    /// The step's result, when it does not run.
+    pub fn prepare(&mut self, spec: StepSpec) -> Result<Prepared, Box<StepResult>> {
+        let not_run = |this: &Self, ending: Ending| {
+            Box::new(StepResult {
+                ending,
+                code: None,
+                signal: None,
+                started: this.clock.wall(),
+                duration: Duration::ZERO,
+                interrupted: this.interrupted,
+            })
         };
         self.report_lost();
         if self.lost.is_some() {
-            return not_run(self, Ending::LeaseLost);
+            return Err(not_run(self, Ending::LeaseLost));
         }
         if let Some(sig) = self.interrupted.or_else(|| self.signals.pending()) {
             self.interrupted = Some(sig);
-            return not_run(self, Ending::Signaled(sig));
+            return Err(not_run(self, Ending::Signaled(sig)));
         }
         self.notice_ask();
         if self.replaced.is_some() {
-            return not_run(self, Ending::Replaced);
+            return Err(not_run(self, Ending::Replaced));
         }
         self.steps += 1;
         let program = spec.program.clone();
@@ -311,10 +329,10 @@ impl<'r> Session<'r> {
         {
             Ok(c) => c,
             Err(e) => {
-                return not_run(
+                return Err(not_run(
                     self,
                     Ending::NotStarted(SpawnFailure::classify(&program, &e)),
-                );
+                ));
             }
         };
         let (output, reader) = match spec.output {
@@ -322,33 +340,27 @@ impl<'r> Session<'r> {
             Output::Capture(sink) => match capture::start(sink) {
                 Ok((w, reader)) => (Some(w), Some(reader)),
                 Err(e) => {
-                    return not_run(
+                    return Err(not_run(
                         self,
                         Ending::NotStarted(other(format!(
                             "failed to set up the step's output: {e}"
                         ))),
-                    );
+                    ));
                 }
             },
-        };
-        let clock = self.clock;
-        let finish_reader = |r: Option<capture::Reader>| {
-            if let Some(r) = r {
-                r.finish(Duration::from_secs(2), &clock);
-            }
         };
         let stdio = gate::Stdio {
             stdin_null: spec.stdin == Stdin::Null,
             output,
         };
-        let mut gated = match gate::spawn_gated(&cmd, stdio, spec.contain) {
+        let gated = match gate::spawn_gated(&cmd, stdio, spec.contain) {
             Ok(g) => g,
             Err(e) => {
-                finish_reader(reader);
-                return not_run(
+                finish_reader(reader, &self.clock);
+                return Err(not_run(
                     self,
                     Ending::NotStarted(SpawnFailure::classify(&program, &e)),
-                );
+                ));
             }
         };
         let pid = gated.pid();
@@ -388,8 +400,6 @@ impl<'r> Session<'r> {
                 }
             }
         });
-        // The group goes on the record before the command may run, once
-        // the renewal under way (from the pause before) has answered.
         // Init leads a contained step's group, and the whole step dies with
         // it: a judge may take its end for the step's (`jinit=`).
         let leader = if contained {
@@ -397,16 +407,68 @@ impl<'r> Session<'r> {
         } else {
             baton_lease::Leader::Command
         };
+        // Said before the caller's next record, when no renewal is under
+        // way; the renewal it may come to counts from now, before it was
+        // sent.
+        self.keep_lease();
+        let foreseen = (self.lost.is_none() && !self.lease.busy()).then(|| {
+            let at = self.clock.boot();
+            self.lease.with(|l| l.foresee_group(pid, leader));
+            at
+        });
+        Ok(Prepared {
+            gated: Some(gated),
+            pid,
+            contained,
+            leader,
+            cgroup,
+            reader,
+            program,
+            limits,
+            foreground: spec.foreground,
+            foreseen,
+        })
+    }
+
+    /// Runs a step [`Session::prepare`] held at its gate, to its end:
+    /// names its process group on the lease (answered by the store from
+    /// the record that carried it, when one did), then lets its command
+    /// run. Never returns while a process of the step runs.
+    pub fn run_prepared(&mut self, mut prepared: Prepared) -> StepResult {
+        let started_wall = self.clock.wall();
+        let t0 = self.clock.boot();
+        let not_run = |this: &Self, ending: Ending| StepResult {
+            ending,
+            code: None,
+            signal: None,
+            started: started_wall,
+            duration: this.clock.boot().saturating_sub(t0),
+            interrupted: this.interrupted,
+        };
+        let Some(mut gated) = prepared.gated.take() else {
+            return not_run(
+                self,
+                Ending::NotStarted(other("the step was run already".into())),
+            );
+        };
+        let pid = prepared.pid;
+        let contained = prepared.contained;
+        let limits = prepared.limits;
+        let cgroup = prepared.cgroup.take();
+        let reader = prepared.reader.take();
+        let program = std::mem::take(&mut prepared.program);
+        // The group goes on the record before the command may run, once
+        // the renewal under way (from the pause before) has answered.
         let recorded = match self.settle() {
             Err(busy) => Ok(Renewal::Unconfirmed(busy.to_string())),
             Ok(()) if self.lost.is_some() => {
                 Ok(Renewal::Lost(self.lost.clone().unwrap_or_default()))
             }
             Ok(()) => {
-                let attempt = self.clock.boot();
+                let attempt = prepared.foreseen.unwrap_or_else(|| self.clock.boot());
                 let r = self
                     .lease
-                    .with(|l| l.set_job_group(pid, leader))
+                    .with(|l| l.set_job_group(pid, prepared.leader))
                     .unwrap_or_else(|| Ok(Renewal::Lost("the lease was released".into())));
                 if r.as_ref().is_ok_and(|r| *r == Renewal::Renewed) {
                     self.renewed(attempt);
@@ -442,10 +504,10 @@ impl<'r> Session<'r> {
             if let Some(cg) = &cgroup {
                 cg.remove();
             }
-            finish_reader(reader);
+            finish_reader(reader, &self.clock);
             return not_run(self, ending);
         }
-        let foreground = if spec.foreground {
+        let foreground = if prepared.foreground {
             crate::terminal::hand_to(pid)
         } else {
             None
@@ -462,7 +524,7 @@ impl<'r> Session<'r> {
                 if let Some(cg) = &cgroup {
                     cg.remove();
                 }
-                finish_reader(reader);
+                finish_reader(reader, &self.clock);
                 return not_run(
                     self,
                     Ending::NotStarted(SpawnFailure::classify(&program, &e)),
@@ -492,7 +554,7 @@ impl<'r> Session<'r> {
             fg.restore();
         }
         tree.dispose();
-        finish_reader(reader);
+        finish_reader(reader, &self.clock);
         let (code, signal) = match status {
             Some(s) => (s.code(), s.signal()),
             None => (None, None),
@@ -1045,10 +1107,56 @@ impl<'r> Session<'r> {
 
 /// The limits of one step, kept apart from its spec (whose output the step
 /// consumes).
+#[derive(Clone, Copy)]
 struct Limits {
     timeout: Option<Duration>,
     kill_grace: Duration,
     first_signal: i32,
+}
+
+/// A step spawned and held at its gate ([`Session::prepare`]), for
+/// [`Session::run_prepared`]. Dropped unrun, it kills the held step (which
+/// never ran its command), removes its cgroup and ends its output.
+pub struct Prepared {
+    gated: Option<gate::Gated>,
+    pid: u32,
+    contained: bool,
+    leader: baton_lease::Leader,
+    cgroup: Option<Cgroup>,
+    reader: Option<capture::Reader>,
+    program: std::ffi::OsString,
+    limits: Limits,
+    foreground: bool,
+    /// When its group was said to the lease (boot clock), if it was.
+    foreseen: Option<Duration>,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("pid", &self.pid)
+            .field("program", &self.program)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        if let Some(gated) = self.gated.take() {
+            gated.close();
+            if let Some(cg) = &self.cgroup {
+                cg.remove();
+            }
+            finish_reader(self.reader.take(), &SystemClock);
+        }
+    }
+}
+
+/// Lets a step's output reader drain what is left, within a bound.
+fn finish_reader(reader: Option<capture::Reader>, clock: &SystemClock) {
+    if let Some(r) = reader {
+        r.finish(Duration::from_secs(2), clock);
+    }
 }
 
 fn spec_limits(spec: &StepSpec) -> Limits {

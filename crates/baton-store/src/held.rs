@@ -77,6 +77,15 @@ pub trait Held: std::fmt::Debug + Send {
     /// When the store could not be reached or answered with a failure.
     fn set_job_group(&mut self, pgid: u32, leader: Leader) -> Result<Renewal, HeldError>;
 
+    /// Says that the step whose process group is `pgid`, spawned and held
+    /// at its gate, is about to be named with [`Held::set_job_group`]: a
+    /// store may then name it with its next record (the run's start), in
+    /// that record's round trip, and [`Held::set_job_group`] answers from
+    /// it. The default does nothing.
+    fn foresee_group(&mut self, pgid: u32, leader: Leader) {
+        let _ = (pgid, leader);
+    }
+
     /// Renews the lease.
     ///
     /// # Errors

@@ -347,6 +347,10 @@ where
         Mode::Write => format!("{WRITE_BEGIN}; {bounds}"),
     };
     let tx = Tx::new(client, once && mode == Mode::Read, mode == Mode::Write);
+    // A held lease's rider inside a write (`crate::ride`).
+    if mode == Mode::Write {
+        tx.carry(pool.seats.take_inside());
+    }
     // The gate of a write's statements opens once the check and the begin
     // have answered (`Tx::open`).
     let opening = async {
@@ -417,10 +421,10 @@ where
         return Err(Attempt::Again);
     }
     let done = bounded.and(locked).and(ended).map_err(Fail::Pg).and(done);
-    // A held lease's rider goes behind a write's `COMMIT` (`crate::ride`),
-    // only once its body succeeded.
+    // A held lease's rider behind a write's `COMMIT` (`crate::ride`), only
+    // once its body succeeded.
     let behind = match (&done, mode) {
-        (Ok(_), Mode::Write) => pool.seats.take(),
+        (Ok(_), Mode::Write) => pool.seats.take_behind(),
         _ => None,
     };
     let behind = async {

@@ -46,6 +46,7 @@ use tokio_postgres::Client;
 use tokio_postgres::types::{ToSql, Type};
 
 use super::fail::Fail;
+use crate::ride::{Got, Inside};
 use crate::typed::{Owned, Param};
 
 /// A statement held back, with copies of its parameters.
@@ -95,6 +96,15 @@ pub(crate) struct Tx<'c> {
     overran: AtomicBool,
     /// Whether the transaction's `BEGIN` has answered (see the module).
     gate: Gate,
+    /// A held lease's statement carried inside this write
+    /// ([`Tx::carry`]), and its answer once sent.
+    inside: Mutex<Option<Carried>>,
+}
+
+/// A rider carried inside a write, and what it returned once sent.
+struct Carried {
+    rider: Inside,
+    rode: Option<Got>,
 }
 
 /// A write's gate: shut until its `BEGIN` has answered, then open, or
@@ -147,6 +157,7 @@ impl<'c> Tx<'c> {
         Self {
             client,
             held: Mutex::new(Vec::new()),
+            inside: Mutex::new(None),
             failed: AtomicBool::new(false),
             read_once,
             committed: AtomicBool::new(false),
@@ -157,6 +168,45 @@ impl<'c> Tx<'c> {
                 waiting: AtomicUsize::new(0),
             },
         }
+    }
+
+    /// Carries `rider` (a held lease's statement: `crate::ride`) inside
+    /// this write: it is sent with the first statements that go once the
+    /// gate is open (or with those held back for the commit), in their
+    /// round trip, and fails the transaction as they do; it is answered
+    /// once the `COMMIT`'s fate is known ([`Tx::commit_riding`]).
+    pub(crate) fn carry(&self, rider: Option<Inside>) {
+        *lock(&self.inside) = rider.map(|rider| Carried { rider, rode: None });
+    }
+
+    /// The carried rider, when it has not been sent yet; put back with
+    /// [`Tx::rode`].
+    fn unsent(&self) -> Option<Carried> {
+        let mut inside = lock(&self.inside);
+        if inside.as_ref().is_some_and(|c| c.rode.is_none()) {
+            inside.take()
+        } else {
+            None
+        }
+    }
+
+    /// Puts back the rider `carried`, sent, with what it returned: its
+    /// error, when it failed (the transaction is then aborted).
+    fn rode(&self, mut carried: Carried, got: Got) -> Result<(), tokio_postgres::Error> {
+        let out = match got {
+            Ok(row) => {
+                carried.rode = Some(Ok(row));
+                Ok(())
+            }
+            Err(e) => Err(e),
+        };
+        if out.is_ok() {
+            *lock(&self.inside) = Some(carried);
+        } else {
+            // OK to ignore: a holder that stopped waiting does without.
+            let _ = carried.rider.reply.send(None);
+        }
+        out
     }
 
     /// Opens the gate once the `BEGIN` (and the check) answered, `begun`
@@ -231,11 +281,28 @@ impl<'c> Tx<'c> {
             return Err(Fail::Again);
         }
         let held = self.take();
+        // A carried rider goes with the first statements sent once the
+        // gate is open, after those held back.
+        let carried = if self.gate.state.load(Ordering::SeqCst) == OPEN {
+            self.unsent()
+        } else {
+            None
+        };
         let mut held = Sending::new(&held, self.client);
-        let ((), answer) = tokio::join!(biased; &mut held, statement);
-        let out = match held.failure.take() {
-            Some(e) => Err(e),
-            None => answer,
+        let riding = async {
+            match &carried {
+                Some(c) => Some(c.rider.statement.opt(self.client).await),
+                None => None,
+            }
+        };
+        let ((), rode, answer) = tokio::join!(biased; &mut held, riding, statement);
+        let rode = match (carried, rode) {
+            (Some(c), Some(got)) => self.rode(c, got),
+            _ => Ok(()),
+        };
+        let out = match (held.failure.take(), rode) {
+            (Some(e), _) | (None, Err(e)) => Err(e),
+            (None, Ok(())) => answer,
         };
         if out.is_err() {
             self.failed.store(true, Ordering::SeqCst);
@@ -272,32 +339,69 @@ impl<'c> Tx<'c> {
         self.commit_riding(async {}).await
     }
 
-    /// As [`Tx::commit`], with `behind` (a held lease's rider:
-    /// `crate::ride`) polled right after the `COMMIT` was sent, so that
-    /// what it sends follows the `COMMIT` in its round trip; it is never
-    /// run when the `COMMIT` was not sent.
+    /// As [`Tx::commit`], answering the rider carried inside it
+    /// ([`Tx::carry`]; sent now with the statements held back when nothing
+    /// went after the gate opened) once the `COMMIT`'s fate is known
+    /// (`None` unless it committed), and with `behind` (a held lease's
+    /// rider: `crate::ride`) polled right after the `COMMIT` was sent, so
+    /// that what it sends follows the `COMMIT` in its round trip; `behind`
+    /// is never run when the `COMMIT` was not sent.
     pub(crate) async fn commit_riding(
         &self,
         behind: impl Future<Output = ()>,
     ) -> Result<(), NotCommitted> {
+        let answer = |committed: bool| {
+            if let Some(c) = lock(&self.inside).take() {
+                // OK to ignore: a holder that stopped waiting does without.
+                let _ = c.rider.reply.send(c.rode.filter(|_| committed));
+            }
+        };
         if self.failed.load(Ordering::SeqCst) {
+            answer(false);
             return Err(NotCommitted::RolledBack(None));
         }
         if self.committed.load(Ordering::SeqCst) {
             // A read sent whole, committed with its statements.
+            answer(false);
             return Ok(());
         }
         if self.gate.pass().await.is_err() {
+            answer(false);
             return Err(NotCommitted::RolledBack(None));
         }
         let held = self.take();
+        let carried = self.unsent();
         let mut sending = Sending::new(&held, self.client);
-        (&mut sending).await;
+        let riding = async {
+            match &carried {
+                Some(c) => Some(c.rider.statement.opt(self.client).await),
+                None => None,
+            }
+        };
+        let ((), rode) = tokio::join!(biased; &mut sending, riding);
+        let rode = match (carried, rode) {
+            (Some(c), Some(got)) => self.rode(c, got),
+            _ => Ok(()),
+        };
         if let Some(e) = sending.failure.take() {
+            answer(false);
+            return Err(NotCommitted::RolledBack(Some(e)));
+        }
+        if let Err(e) = rode {
+            answer(false);
             return Err(NotCommitted::RolledBack(Some(e)));
         }
         let (committed, ()) = tokio::join!(biased; self.client.batch_execute("COMMIT"), behind);
-        committed.map_err(NotCommitted::Unknown)
+        match committed {
+            Ok(()) => {
+                answer(true);
+                Ok(())
+            }
+            Err(e) => {
+                answer(false);
+                Err(NotCommitted::Unknown(e))
+            }
+        }
     }
 
     fn take(&self) -> Vec<Held> {
@@ -366,6 +470,10 @@ impl Future for Sending<'_> {
             Poll::Ready(())
         }
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -312,3 +312,61 @@ async fn a_foreseen_release_frees_the_lease_behind_the_runs_recorded_end_only() 
     );
     assert_eq!(state(&raw).await, "free");
 }
+
+/// A step's group foreseen before the run's start (`Held::foresee_group`)
+/// is named inside the start's transaction, in the round trip of its
+/// statements, and `set_job_group` then answers from it without a round
+/// trip of its own; foreseen and not carried by any write, it is named by
+/// a call of its own, as without it. Either way the row names the group.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreseen_group_is_named_inside_the_runs_start() {
+    let scene = Scene::new().await;
+    let (proxy, url) = scene.proxied();
+    proxy.delay(Duration::from_millis(20));
+    let raw = scene.raw().await;
+    let pgid = std::process::id();
+    let (turns, plain) = off(|| {
+        let store = Postgres::new(Target::resolve(&url, None, &|_| None).unwrap());
+        let now = SystemClock.wall();
+        let mut ledger = store.records(now).unwrap();
+        let Taken::Acquired(mut held) = store.try_acquire(&lock("grp"), &Claim::default()).unwrap()
+        else {
+            panic!("a free lock was not acquired");
+        };
+        let run = |id: &str| NewRun {
+            run_id: id.into(),
+            job: "grp".into(),
+            occurrence: None,
+            fence: Some(held.fence()),
+            host: "here".into(),
+            pid: pgid,
+            started: now,
+            backfill: false,
+        };
+        let (first, second) = (run("00000000000000b1"), run("00000000000000b2"));
+        // Unsent: a call of its own.
+        held.foresee_group(pgid, baton_lease::Leader::Command);
+        let t0 = proxy.turns();
+        let named = held.set_job_group(pgid, baton_lease::Leader::Command);
+        let plain = (named.unwrap(), proxy.turns() - t0);
+        // Carried by the start, whose round trips it adds none to.
+        let t0 = proxy.turns();
+        ledger.begin_run(&first).unwrap();
+        let alone = proxy.turns() - t0;
+        held.foresee_group(pgid, baton_lease::Leader::Command);
+        let t0 = proxy.turns();
+        ledger.begin_run(&second).unwrap();
+        let carried = proxy.turns() - t0;
+        let t0 = proxy.turns();
+        let named = held.set_job_group(pgid, baton_lease::Leader::Command);
+        let answered = (named.unwrap(), proxy.turns() - t0);
+        held.release().unwrap();
+        ((alone, carried, answered), plain)
+    });
+    assert_eq!(plain, (Renewal::Renewed, 1), "unsent: a call of its own");
+    let (alone, carried, answered) = turns;
+    assert_eq!(carried, alone, "the start's round trips, no more");
+    assert_eq!(answered, (Renewal::Renewed, 0), "answered from the start");
+    let named: i32 = scalar(&raw, "SELECT pgid FROM baton.leases WHERE name = 'grp'").await;
+    assert_eq!(named, i32::try_from(pgid).unwrap());
+}

@@ -1,6 +1,6 @@
 //! The engine: what is due ([`plan`], [`decide`]), one run under its lease
 //! ([`request`], [`run`]), its steps and checks with their retries
-//! ([`steps`], `retry`), a run replaced by a later one (`replace`), its
+//! ([`steps`], `retry`, its first attempt made early: `early`), a run replaced by a later one (`replace`), its
 //! records, and where what happened is said ([`surfaces`], [`alerts`],
 //! [`webhook`], over [`post`]) and its trace ([`trace`]). Every operation
 //! (`ops`) drives it; nothing
@@ -8,6 +8,7 @@
 
 pub mod alerts;
 pub mod decide;
+mod early;
 mod kept_queue;
 pub mod plan;
 pub mod post;

@@ -27,6 +27,7 @@ use baton_store::words::{AlertKind, AttemptOutcome, MissReason, RunVerdict};
 use jiff::Timestamp;
 
 use crate::config::{Action, Step, StepKind};
+use crate::engine::early::Early;
 use crate::engine::request::{Context, Request};
 use crate::engine::retry::{NoRetry, Schedule};
 use crate::engine::run_record::{Begin, RunRecord};
@@ -52,13 +53,22 @@ pub(crate) fn one(
     surfaces: &Rc<RefCell<Surfaces>>,
 ) -> Outcome {
     let c = ctx.borrow().clone();
+    let env = environment(req, &c, session.lease());
+    let at = surfaces.borrow().now();
+    let trace = surfaces.borrow_mut().trace_run(&c.job, at);
+    // The first attempt is spawned and held at its gate before the start
+    // is recorded, so that a store names its process group with that
+    // record (`Session::prepare`); a run that does not start kills it.
+    let early = req
+        .job
+        .steps
+        .first()
+        .map(|step| Early::prepare(req, &env, step, trace.as_ref(), session, surfaces));
     let record = match begin(req, &c, session, surfaces) {
         Ok(record) => record,
         Err(outcome) => return outcome,
     };
     let started = surfaces.borrow().now();
-    let env = environment(req, &c, session.lease());
-    let trace = surfaces.borrow_mut().trace_run(&c.job, started);
     let (tally, trace) = {
         let mut run = Running {
             req,
@@ -74,6 +84,7 @@ pub(crate) fn one(
                 record,
             },
             trace,
+            early,
         };
         run.steps_and_checks();
         (run.tally, run.trace)
@@ -599,6 +610,41 @@ fn working_dir(config: &crate::config::Config, step: &Step) -> Option<std::path:
     })
 }
 
+/// What the runner starts for attempt `attempt` of `step`: its program;
+/// the run's environment `env`, then `BATON_STEP`, `BATON_ATTEMPT` and,
+/// when traced, `TRACEPARENT` naming the attempt's `span`, then the step's
+/// own, then an HTTP step's request; where and how it runs.
+pub(crate) fn step_spec(
+    req: &Request<'_>,
+    env: &[(String, String)],
+    step: &Step,
+    attempt: u32,
+    sink: OutputSink,
+    span: Option<TraceParent>,
+) -> StepSpec {
+    let (argv, request) = program(&step.action.value);
+    let mut spec = StepSpec::new(argv[0].clone(), argv[1..].iter().map(Into::into).collect());
+    spec.env = env
+        .iter()
+        .cloned()
+        .chain([
+            ("BATON_STEP".to_owned(), step.name.clone()),
+            ("BATON_ATTEMPT".to_owned(), attempt.to_string()),
+        ])
+        .chain(span.map(|p| (trace::context::VARIABLE.to_owned(), p.to_string())))
+        .chain(step.env.iter().cloned())
+        .chain(request)
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
+    spec.cwd = working_dir(req.config, step);
+    spec.timeout = step.timeout.value;
+    spec.kill_grace = step.kill_grace.value;
+    spec.contain = req.job.policy.contain.value;
+    spec.stdin = Stdin::Null;
+    spec.output = baton_runner::Output::Capture(Box::new(sink));
+    spec
+}
+
 /// A run under way: what each attempt of its steps needs, and what they
 /// have come to.
 struct Running<'a, 's> {
@@ -613,6 +659,8 @@ struct Running<'a, 's> {
     tally: Tally,
     /// Its spans, when runs are traced.
     trace: Option<RunTrace>,
+    /// Its first attempt, spawned before its start was recorded.
+    early: Option<Early>,
 }
 
 /// One attempt that ran (or could not start).
@@ -745,16 +793,29 @@ impl Running<'_, '_> {
         let job = self.req.job;
         let label = self.label(step, attempt);
         let logs = self.surfaces.borrow().logs.clone();
-        let at = self.surfaces.borrow().now();
+        let early = self.early.take_if(|e| attempt == 1 && e.step == step.name);
+        let at = early
+            .as_ref()
+            .map_or_else(|| self.surfaces.borrow().now(), |e| e.at);
         let header = format!("=== {} {label} start\n", logs.stamp(at));
         let _ = logs.job_lines(&job.name, at, header.as_bytes());
         self.surfaces.borrow_mut().note(&format!("{label} start"));
-        let limit = step.output_limit.value;
-        let (sink, captured) = OutputSink::new(logs.clone(), &job.name, at, limit, self.req.tee);
-        let span = self.trace.as_ref().and_then(|t| t.child().ok());
-        let spec = self.spec(step, attempt, sink, span);
+        let (prepared, captured, span) = match early {
+            Some(e) => (e.prepared, e.captured, e.span),
+            None => {
+                let limit = step.output_limit.value;
+                let (sink, captured) =
+                    OutputSink::new(logs.clone(), &job.name, at, limit, self.req.tee);
+                let span = self.trace.as_ref().and_then(|t| t.child().ok());
+                let spec = step_spec(self.req, self.env, step, attempt, sink, span);
+                (self.session.prepare(spec), captured, span)
+            }
+        };
         fail::fail_point!("attempt-start");
-        let result = self.session.run(spec);
+        let result = match prepared {
+            Ok(p) => self.session.run_prepared(p),
+            Err(not_run) => *not_run,
+        };
         fail::fail_point!("attempt-end");
         let finished = self.surfaces.borrow().now();
         let shown = match &result.ending {
@@ -790,41 +851,6 @@ impl Running<'_, '_> {
             result,
             shown,
         }
-    }
-
-    /// What the runner starts for attempt `attempt` of `step`: its program;
-    /// the run's environment, then `BATON_STEP`, `BATON_ATTEMPT` and, when
-    /// traced, `TRACEPARENT` naming the attempt's `span`, then the step's
-    /// own, then an HTTP step's request; where and how it runs.
-    fn spec(
-        &self,
-        step: &Step,
-        attempt: u32,
-        sink: OutputSink,
-        span: Option<TraceParent>,
-    ) -> StepSpec {
-        let (argv, request) = program(&step.action.value);
-        let mut spec = StepSpec::new(argv[0].clone(), argv[1..].iter().map(Into::into).collect());
-        spec.env = self
-            .env
-            .iter()
-            .cloned()
-            .chain([
-                ("BATON_STEP".to_owned(), step.name.clone()),
-                ("BATON_ATTEMPT".to_owned(), attempt.to_string()),
-            ])
-            .chain(span.map(|p| (trace::context::VARIABLE.to_owned(), p.to_string())))
-            .chain(step.env.iter().cloned())
-            .chain(request)
-            .map(|(k, v)| (k.into(), v.into()))
-            .collect();
-        spec.cwd = working_dir(self.req.config, step);
-        spec.timeout = step.timeout.value;
-        spec.kill_grace = step.kill_grace.value;
-        spec.contain = self.req.job.policy.contain.value;
-        spec.stdin = Stdin::Null;
-        spec.output = baton_runner::Output::Capture(Box::new(sink));
-        spec
     }
 
     /// The ledger's row of attempt `attempt` of `step`, run from `started`

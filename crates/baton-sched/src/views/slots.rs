@@ -20,8 +20,9 @@ use crate::config::{Config, Job};
 pub struct Slots(pub Vec<Option<Verdict>>);
 
 /// Every slot of each of `jobs` (and the slots above them a run from when
-/// `max_concurrent` was higher left: [`Job::slot_refs_in`]), judged over
-/// one store call; when the store cannot be used, nothing is known of any.
+/// `max_concurrent` was higher left: [`crate::store::Store::slots_above`]),
+/// judged over one store call (and one more only when such slots are
+/// left); when the store cannot be used, nothing is known of any.
 pub fn judge(config: &Config, jobs: &[&Job]) -> Vec<Slots> {
     let Ok(store) = crate::store::open(config) else {
         return jobs
@@ -29,18 +30,7 @@ pub fn judge(config: &Config, jobs: &[&Job]) -> Vec<Slots> {
             .map(|j| Slots(vec![None; j.slots() as usize]))
             .collect();
     };
-    let numbered = numbered(store.as_ref(), jobs);
-    let refs: Vec<_> = numbered.iter().flatten().map(|(_, r)| *r).collect();
-    let all = store.inspect_all(&refs);
-    by_job(&numbered, all)
-}
-
-/// Each job's slots with their numbers ([`Job::slot_refs_in`]).
-fn numbered<'j>(
-    store: &dyn crate::store::Store,
-    jobs: &[&'j Job],
-) -> Vec<Vec<(u32, crate::store::LockRef<'j>)>> {
-    jobs.iter().map(|j| j.slot_refs_in(store)).collect()
+    read(store.as_ref(), jobs, false).0
 }
 
 /// As [`judge`], through `store`, and whether it holds grants back after
@@ -56,12 +46,7 @@ pub fn survey(
     Option<Result<Option<HeldBack>, crate::store::Error>>,
 ) {
     match store {
-        Some(s) => {
-            let numbered = numbered(s, jobs);
-            let refs: Vec<_> = numbered.iter().flatten().map(|(_, r)| *r).collect();
-            let (all, hold) = s.survey(&refs);
-            (by_job(&numbered, all), Some(hold))
-        }
+        Some(s) => read(s, jobs, true),
         None => (
             jobs.iter()
                 .map(|j| Slots(vec![None; j.slots() as usize]))
@@ -69,6 +54,52 @@ pub fn survey(
             None,
         ),
     }
+}
+
+/// Each job's own slots read over one store call (with the hold, when
+/// `hold`), then the slots above them that the store records, read over one
+/// more call only when there are any. They are asked for after the own
+/// slots were read: a store may learn which exist in that read's round
+/// trip (the PostgreSQL store does).
+fn read(
+    store: &dyn crate::store::Store,
+    jobs: &[&Job],
+    hold: bool,
+) -> (
+    Vec<Slots>,
+    Option<Result<Option<HeldBack>, crate::store::Error>>,
+) {
+    let own: Vec<Vec<(u32, crate::store::LockRef<'_>)>> = jobs
+        .iter()
+        .map(|j| (1..=j.slots()).map(|k| (k, j.slot_ref(k))).collect())
+        .collect();
+    let refs: Vec<_> = own.iter().flatten().map(|(_, r)| *r).collect();
+    let (all, held) = if hold {
+        let (all, held) = store.survey(&refs);
+        (all, Some(held))
+    } else {
+        (store.inspect_all(&refs), None)
+    };
+    let mut slots = by_job(&own, all);
+    let above: Vec<Vec<(u32, crate::store::LockRef<'_>)>> = jobs
+        .iter()
+        .map(|j| {
+            // Unreadable: the job's own slots are shown.
+            let left = store
+                .slots_above(&j.lock_ref(), j.slots())
+                .unwrap_or_default();
+            left.into_iter().map(|k| (k, j.slot_ref(k))).collect()
+        })
+        .collect();
+    if above.iter().any(|a| !a.is_empty()) {
+        let refs: Vec<_> = above.iter().flatten().map(|(_, r)| *r).collect();
+        let extra = by_job(&above, store.inspect_all(&refs));
+        for (mine, extra) in slots.iter_mut().zip(extra) {
+            let n = mine.0.len();
+            mine.0.extend(extra.0.into_iter().skip(n));
+        }
+    }
+    (slots, held)
 }
 
 /// `all`, each numbered slot of each job in order, cut into each job's:

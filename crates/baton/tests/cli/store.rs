@@ -615,9 +615,11 @@ fn store_behind_pgbouncer_runs_in_transaction_mode_and_refuses_statement_mode() 
 /// take to the store, counted by a proxy between baton and the server: its
 /// connections' start-up and checks, the ledger's records and the lease's
 /// steps, the second time the job runs (the first also creates its rows).
-/// 11 when this was written (the release sent behind the `COMMIT` of the
-/// run's end, conditional on that end being recorded and nothing queued),
-/// 12 before that (the job's guard read behind the ledger's
+/// 10 when this was written (the job's group named inside the start's
+/// transaction: the first attempt spawned and held at its gate before the
+/// start is recorded), 11 before that (the release sent behind the `COMMIT`
+/// of the run's end, conditional on that end being recorded and nothing
+/// queued), 12 before that (the job's guard read behind the ledger's
 /// first look, in its round trip), 13 before that (the job's guard taken
 /// behind the lease's grant, in its round trip), 14 before that (the look at the queue after
 /// the release sent in the release's round trip), 15 before that (a write's `BEGIN` sent with its first looks;
@@ -644,7 +646,7 @@ fn store_behind_pgbouncer_runs_in_transaction_mode_and_refuses_statement_mode() 
 /// a batch written in parts counts once. A loaded machine may still split
 /// one now and then; the least count of several measurements is taken
 /// ([`within_in_one_of_five`]), so no margin is added.
-const RUN_ROUND_TRIPS: u64 = 11;
+const RUN_ROUND_TRIPS: u64 = 10;
 
 /// The most round trips one `baton tick` with nothing due may take, for
 /// one job, the second time (the first also records that the job is seen):
