@@ -425,9 +425,9 @@ impl Statements for Sql<'_> {
     }
     async fn prune_runs(&self, job: &str, keep: u32) -> R<()> {
         self.run(
-            "DELETE FROM runs WHERE job = ?1 AND run_id NOT IN (
-               SELECT run_id FROM runs WHERE job = ?1
-               ORDER BY started DESC, run_id DESC LIMIT ?2)",
+            "DELETE FROM runs WHERE job = ?1 AND finished IS NOT NULL AND run_id NOT IN (
+               SELECT run_id FROM runs WHERE job = ?1 AND finished IS NOT NULL
+               ORDER BY finished DESC, run_id DESC LIMIT ?2)",
             params![job, keep],
         )
     }

@@ -513,9 +513,10 @@ impl Statements for Pg<'_> {
     }
     async fn prune_runs(&self, job: &str, keep: u32) -> R<()> {
         self.run(
-            "DELETE FROM baton.runs WHERE job = $1::text AND run_id NOT IN (
-               SELECT run_id FROM baton.runs WHERE job = $1::text
-               ORDER BY started DESC, run_id DESC LIMIT $2::bigint)",
+            "DELETE FROM baton.runs WHERE job = $1::text AND finished IS NOT NULL
+               AND run_id NOT IN (
+               SELECT run_id FROM baton.runs WHERE job = $1::text AND finished IS NOT NULL
+               ORDER BY finished DESC, run_id DESC LIMIT $2::bigint)",
             &[&job, &i64::from(keep)],
         )
         .await

@@ -367,7 +367,7 @@ pub static KEYS: &[Key] = &[
     Key::new("history_keep", Count(1, 1_000_000), Toml("1000"))
         .of(&[Scheduler])
         .variable()
-        .doc("runs kept per job in the ledger"),
+        .doc("runs that ended kept per job in the ledger (a run in flight is never pruned)"),
     Key::new("log_keep", Positive, Toml("\"30d\""))
         .of(&[Scheduler])
         .variable()

@@ -164,7 +164,10 @@ pub trait Statements {
     /// Records a run's end unless it has one, or is not recorded as a run
     /// of its job (whether it will is read first, [`Statements::run_end`]).
     fn finish_run(&self, f: &Finished) -> impl Future<Output = Result<(), Self::Error>>;
-    /// Keeps the job's newest `keep` runs (their attempts with them).
+    /// Keeps the job's `keep` runs that ended last (their attempts with
+    /// them), and every run that has not ended, however old: a run in
+    /// flight keeps its row until its end is recorded, and a run's own end
+    /// never prunes it.
     fn prune_runs(&self, job: &str, keep: u32) -> impl Future<Output = Result<(), Self::Error>>;
     fn history(
         &self,

@@ -15,6 +15,7 @@ both! {
     a_run_id_held_already_is_an_error_and_writes_nothing
     a_start_recorded_again_by_its_own_run_is_its_start_once
     pruning_keeps_the_newest_runs_their_attempts_and_the_newest_decision
+    pruning_keeps_a_run_in_flight_however_old
     pruning_never_removes_the_newest_decision
     pruning_keeps_queued_occurrences
     starts_recorded_together_are_each_as_recorded_alone
@@ -715,4 +716,40 @@ fn run_and_steps(l: &mut Store, job: &str) -> String {
         s.job.clear();
     }
     format!("{run:?}\n{steps:?}")
+}
+
+/// A run in flight keeps its row, however many newer runs end past
+/// `history_keep` (a job with slots, or a lowered `history_keep`): only
+/// runs that ended are pruned.
+fn pruning_keeps_a_run_in_flight_however_old(l: &mut Store, log: &mut Log) {
+    let long = scheduled("j", "00000000000000a0", 0);
+    l.begin_run(&long).unwrap();
+    for i in 1..4 {
+        let run = scheduled("j", &format!("{:016x}", 0xa0 + i), 60 * i);
+        l.begin_run(&run).unwrap();
+        l.finish_run(&finished(&run, 1, true), 1).unwrap();
+    }
+    let left: Vec<_> = l
+        .history("j", 10)
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.run_id, r.finished.is_some()))
+        .collect();
+    assert_eq!(
+        left,
+        [
+            ("00000000000000a3".to_string(), true),
+            ("00000000000000a0".to_string(), false),
+        ],
+        "the newest run that ended, and the run in flight"
+    );
+    // Its end is the last: it is the run kept.
+    l.finish_run(&finished(&long, 600, true), 1).unwrap();
+    let ended = l.history("j", 10).unwrap();
+    let kept: Vec<_> = ended
+        .iter()
+        .map(|r| (r.run_id.as_str(), r.finished.is_some()))
+        .collect();
+    assert_eq!(kept, [("00000000000000a0", true)], "its end is recorded");
+    log.note("history", &ended);
 }
