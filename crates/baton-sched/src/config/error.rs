@@ -17,6 +17,18 @@ pub enum ConfigError {
         /// Where it was looked for.
         path: PathBuf,
     },
+    /// The file says nothing: empty, or blank lines and comments only.
+    /// Never read as every default: a file being rewritten in place is
+    /// empty for a moment, and its defaults (another state directory)
+    /// would let a job run beside its own run.
+    #[error(
+        "the configuration {} is empty: a file being rewritten? nothing runs on it; write it          whole (to a new file, then rename it over), or, for every default, put `[scheduler]`          in it",
+        path.display()
+    )]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
     /// The file could not be read.
     #[error("failed to read the configuration {}: {cause}", path.display())]
     Unreadable {

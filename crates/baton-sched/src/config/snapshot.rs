@@ -81,6 +81,9 @@ impl Snapshot {
 /// A missing, unreadable or untrusted file.
 pub(super) fn read_main_text(path: &Path) -> Result<String, ConfigError> {
     match read_trusted(path) {
+        Ok(text) if says_nothing(&text) => Err(ConfigError::Empty {
+            path: path.to_owned(),
+        }),
         Ok(text) => Ok(text),
         Err(Read::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Err(ConfigError::Missing {
             path: path.to_owned(),
@@ -91,6 +94,14 @@ pub(super) fn read_main_text(path: &Path) -> Result<String, ConfigError> {
         }),
         Err(Read::Refused(e)) => Err(e),
     }
+}
+
+/// Whether a TOML text holds no table and no key: empty, or blank lines
+/// and comments only.
+fn says_nothing(text: &str) -> bool {
+    text.lines()
+        .map(str::trim)
+        .all(|l| l.is_empty() || l.starts_with('#'))
 }
 
 /// Why the configuration file was not read.

@@ -59,6 +59,10 @@ fn fix(e: &ConfigError, path: &Path) -> String {
              BATON_CONFIG",
             path.display()
         ),
+        ConfigError::Empty { path: p } => format!(
+            "write {} whole (to a new file, then rename it over); for every default, put              `[scheduler]` in it",
+            p.display()
+        ),
         ConfigError::Unreadable { path: p, .. } => {
             format!("make {} a regular file this user can read", p.display())
         }

@@ -144,3 +144,31 @@ fn dropin_daemon_settings_show_with_their_source_and_bad_ones_exit_2() {
     assert!(err.contains("baton.toml:5: daemon.listen"), "{err}");
     assert!(err.contains("IP:PORT"), "{err}");
 }
+
+/// A `baton.toml` that says nothing (as while it is rewritten in place)
+/// is refused, exit 2, by every command: read as every default it would
+/// name another state directory, and a drop-in's job would run beside its
+/// own run there. Nothing runs.
+#[test]
+fn an_empty_main_file_is_refused_and_nothing_runs() {
+    let s = Sched::new("");
+    let counter = s.env.path("counter");
+    dropin(
+        &s,
+        "count.toml",
+        &format!(
+            "schedule = \"0 0 1 1 *\"\nrun = \"echo ran >> {}\"\n",
+            counter.display()
+        ),
+    );
+    for text in ["", "\n  \n# being rewritten\n"] {
+        std::fs::write(s.config(), text).unwrap();
+        for args in [&["run", "count"][..], &["tick"], &["config"], &["status"]] {
+            let o = s.run(args);
+            assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+            let err = stderr(&o);
+            assert!(err.contains("is empty"), "{args:?}: {err}");
+        }
+    }
+    assert!(!counter.exists(), "a job ran on an empty configuration");
+}
