@@ -7,6 +7,7 @@
 //! here parses arguments, picks an exit code or reads a view.
 
 pub mod alerts;
+mod current;
 pub mod decide;
 mod early;
 mod kept_queue;

@@ -637,6 +637,15 @@ pub(crate) fn hold(
         if waiting.is_none() {
             break;
         }
+        if let Some(why) =
+            crate::engine::current::forbids(req.config, &req.job.name, req.job.slots())
+        {
+            surfaces.borrow_mut().note(&format!(
+                "{}: what was queued meanwhile is left in the queue: {why}",
+                req.job.name
+            ));
+            break;
+        }
         let Ok(store) = crate::store::open(req.config) else {
             break;
         };
@@ -735,6 +744,13 @@ fn hold_once(
             break;
         }
         if f.restate {
+            if let Some(why) = crate::engine::current::forbids(req.config, &job.name, slot) {
+                surfaces.borrow_mut().note(&format!(
+                    "{}: occurrence {} not run now: {why}; left for a later tick",
+                    job.name, f.ctx.occurrence
+                ));
+                break;
+            }
             let occ = Some(f.ctx.occurrence.clone());
             match session.restate(Some(f.ctx.run_id.clone()), occ, None) {
                 Ok(Restated::Done) => {}
@@ -796,6 +812,13 @@ fn hold_once(
         let Some(mate) = req.config.jobs.get(&name) else {
             break;
         };
+        if let Some(why) = crate::engine::current::forbids(req.config, &name, slot) {
+            surfaces.borrow_mut().note(&format!(
+                "{name}: queued occurrence {} left in the queue: {why}",
+                occurrence_text(Some(at))
+            ));
+            break;
+        }
         // An occurrence someone asked for (a backfill of a job a service
         // runs, a run asked for through its router) is behind the claims
         // on purpose: it claims nothing, as `baton backfill` claims

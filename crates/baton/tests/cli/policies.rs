@@ -334,6 +334,42 @@ fn queue_runs_an_occurrence_that_arrived_during_the_run_right_after_it_never_bes
     );
 }
 
+/// The configuration as it is when the holder reaches its queue decides
+/// whether it runs what waits there: a job disabled while its run was in
+/// flight leaves its queued occurrence in the queue (the holder read its
+/// configuration when it started, and reads it again before each further
+/// run under its lease); the job runs it once enabled again.
+#[test]
+fn a_job_disabled_while_it_runs_leaves_its_queue_to_a_later_tick() {
+    let Gated { s, file, go, first } = gated_queue(false);
+    pause(1100);
+    let o = s.run(&["tick"]);
+    assert!(code(&o) <= 1, "{}", stderr(&o));
+    let queued = status_job(&s, "q")["queued"].as_array().unwrap().len();
+    assert_eq!(queued, 1, "an occurrence queued behind the run");
+    let enabled = std::fs::read_to_string(s.config()).unwrap();
+    let disabled = enabled.replace(
+        "overlap = \"queue\"",
+        "overlap = \"queue\"\nenabled = false",
+    );
+    assert_ne!(enabled, disabled);
+    std::fs::write(s.config(), &disabled).unwrap();
+    std::fs::write(&go, "").unwrap();
+    let o = first.wait_with_output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(read_lines(&file).len(), 1, "the queued occurrence ran");
+    let j = status_job(&s, "q");
+    assert_eq!(j["queued"].as_array().unwrap().len(), 1, "{j}");
+    // Enabled again, a tick runs it.
+    std::fs::write(s.config(), &enabled).unwrap();
+    let o = s.run(&["tick"]);
+    assert!(code(&o) <= 1, "{}", stderr(&o));
+    assert!(
+        read_lines(&file).len() >= 2,
+        "the queued occurrence never ran"
+    );
+}
+
 /// A stop signal to the holder's tick ends its tenure with the run in
 /// flight: the occurrence queued behind it is not started after the signal
 /// (its step caught the signal and ended normally, so only the signal can
