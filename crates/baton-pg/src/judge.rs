@@ -6,9 +6,10 @@
 //! row's stamps (all the server's) as the holder's: a judge on the holder's
 //! kernel and pid namespace decides by evidence (process alive, job group
 //! empty, machine rebooted), and any other judge by the renewal's age plus
-//! the takeover grace, both read on the server's clock. The client's wall
-//! clock takes no part. A row this build cannot read is refused, never
-//! broken.
+//! the takeover grace, both read on the server's clock, or on the judge's
+//! own wall clock when that is behind the server's (so a server's clock
+//! stepped forward never lapses a live lease: [`Judge::verdict`]). A row
+//! this build cannot read is refused, never broken.
 
 use std::time::Duration;
 
@@ -39,8 +40,14 @@ pub(crate) struct Judge<'a> {
 
 impl Judge<'_> {
     pub(crate) fn verdict(&self, seen: &Seen) -> Verdict {
+        // The server's clock judges, but never ahead of this host's: a
+        // server whose clock stepped forward (an NTP step, a resumed
+        // machine) would otherwise make every live lease look lapsed at
+        // once, before its holders' next renewals. Behind the server, this
+        // host waits longer before it takes over a lapsed lease (by as
+        // much as it is behind); it never takes one over sooner.
         let now = Now {
-            wall: seen.now,
+            wall: seen.now.min(self.clock.wall()),
             boot: self.clock.boot(),
         };
         decide(

@@ -103,22 +103,30 @@ async fn a_silent_remote_holder_is_taken_over_after_ttl_plus_grace_not_before() 
     }
 }
 
+/// A holder's wall clock an hour off, either way, changes nothing: the
+/// stamps are the server's. A judge's clock ahead of the server's changes
+/// nothing either; one behind it judges on its own, so it takes over a
+/// lapsed lease later by as much, never sooner: exactly what a judge sees
+/// when the server's clock steps forward, which must never lapse a live
+/// lease (the judge being an hour behind the server is the server an hour
+/// ahead of it).
 #[tokio::test]
-async fn a_client_wall_clock_an_hour_off_changes_no_verdict() {
+async fn a_wall_clock_an_hour_off_never_takes_a_lease_over_sooner() {
     let scene = Scene::new().await;
     let real = SystemClock;
-    for (holder_skew, judge_skew) in [(-3600, 3600), (3600, -3600)] {
-        let skewed = |secs: i64| -> Arc<dyn Clock> {
-            let c = ManualClock::new(real.wall(), real.boot());
-            c.step_wall(secs);
-            Arc::new(c)
-        };
+    // A manual clock stands still: one an hour ahead stays ahead of the
+    // server's for the whole test.
+    let skewed = |secs: i64| -> Arc<ManualClock> {
+        let c = ManualClock::new(real.wall(), real.boot());
+        c.step_wall(secs);
+        Arc::new(c)
+    };
+    for (holder_skew, judge_skew) in [(-3600, Some(3600)), (3600, Some(3600)), (3600, None)] {
         let a = scene
             .leases_with(Form::default(), Some(skewed(holder_skew)))
             .await;
-        let b = scene
-            .leases_with(Form::default(), Some(skewed(judge_skew)))
-            .await;
+        let judge = judge_skew.map(|s| skewed(s) as Arc<dyn Clock>);
+        let b = scene.leases_with(Form::default(), judge).await;
         let story = silent_holder(&a, &b, 0).await;
         check(&story, 0);
         // The stamps are the server's: the lease was granted within moments
@@ -126,5 +134,41 @@ async fn a_client_wall_clock_an_hour_off_changes_no_verdict() {
         let off = story.taker.acquired().duration_since(real.wall()).abs();
         assert!(off < SignedDuration::from_mins(10), "{off}");
         a.release(&story.taker).await.unwrap();
+    }
+    // A judge an hour behind the server (the server an hour ahead) keeps a
+    // silent holder well past TTL plus grace, until its own clock says it
+    // lapsed.
+    for form in [Form::Conditional, Form::Locking] {
+        let a = scene.leases_with(form, None).await;
+        let behind = skewed(-3600);
+        let b = scene.leases_with(form, Some(behind.clone())).await;
+        let holder = granted(&a, "report", &remote("host-a"), TTL).await;
+        tokio::time::sleep(TTL + GRACE + Duration::from_secs(1)).await;
+        let kept = b
+            .acquire("report", &remote("host-b"), TTL, None)
+            .await
+            .unwrap();
+        assert!(
+            matches!(
+                kept,
+                Acquire::Busy {
+                    verdict: Verdict::Live { .. },
+                    ..
+                }
+            ),
+            "a lease taken over on a clock the judge's is behind: {kept:?}"
+        );
+        // Ahead of the server's again (it stands still): the server's
+        // clock judges, and the lease lapsed.
+        behind.step_wall(3600 + 600);
+        let Acquire::Acquired(taker) = b
+            .acquire("report", &remote("host-b"), TTL, None)
+            .await
+            .unwrap()
+        else {
+            panic!("a lapsed lease was not taken over once the clocks agree");
+        };
+        assert!(taker.fence() > holder.fence());
+        a.release(&taker).await.unwrap();
     }
 }
