@@ -412,7 +412,7 @@ impl Store for Postgres {
 
     /// Read from the names of every lock's slots above its first, which
     /// the ledger's first read of a command carries behind it
-    /// ([`Kept::foresee_slots`]), else in a round trip of their own; kept
+    /// (`Kept::foresee_slots`), else in a round trip of their own; kept
     /// for a second.
     fn slots_above(&self, lock: &LockRef<'_>, n: u32) -> Result<Vec<u32>, Error> {
         let names = match self.kept.slot_names() {
