@@ -6,8 +6,10 @@
 //! reads the file again, and stops when the job is gone or disabled, the
 //! scheduler's kill switch is set, the job's lock is another, or the slot
 //! it holds is above the job's `max_concurrent`; a file that does not load
-//! stops it too. What it leaves stays queued, or due, for a later tick
-//! under the file as it is then.
+//! stops it too (one that is not there at all was never read: a
+//! configuration handed over whole, as a service's command jobs are). What
+//! it leaves stays queued, or due, for a later tick under the file as it is
+//! then.
 //!
 //! This module reads and compares; it never runs, takes or releases
 //! anything.
@@ -24,6 +26,10 @@ pub(crate) fn forbids(config: &Config, job: &str, slot: u32) -> Option<String> {
     let over = Overrides::from_env(Some(config.settings.state_dir.value.clone()));
     let now = match crate::config::load(&config.path, &over) {
         Ok(now) => now,
+        // No file there: a configuration handed over whole (a service's
+        // command jobs, `baton __run` on its standard input) has no file to
+        // read again.
+        Err(crate::config::ConfigError::Missing { .. }) => return None,
         Err(e) => return Some(format!("the configuration does not load now: {e}")),
     };
     if !now.enabled() {
