@@ -111,7 +111,7 @@ fn killing_baton_run_stops_the_job_before_the_next_run_starts() {
             break;
         }
         assert!(stderr(&o).contains("orphaned"), "{}", stderr(&o));
-        std::thread::sleep(std::time::Duration::from_millis(100));
+        baton_testkit::pause(100);
         o = s.run(&["run", "x"]);
     }
     assert_eq!(code(&o), 0, "{}", stderr(&o));
