@@ -288,15 +288,21 @@ impl Logs {
     /// The last `max` lines of run `run_id`'s output in `job`'s log of the
     /// day `at` falls on (`at`: when the run's last attempt started, since
     /// each attempt writes to the log of the day it started): from the
-    /// run's first header line (`=== … run=ID …`) on, when it is in the
-    /// log's last 256 KiB; the log's last lines otherwise. `None` when
-    /// there is no such log. Reading changes nothing, and the file is
+    /// run's first header line (`=== … run=ID … start`) to its last frame
+    /// line (to the log's end while an attempt has no footer yet). The day
+    /// is taken in the scheduler's zone and, when that log does not name the
+    /// run (the zone was changed since it ran), in each offset a zone can
+    /// have. `None` when no log names the run: another run's lines are never
+    /// shown as its. When the run's first header is before the log's last
+    /// 256 KiB, its lines are taken from the frame line before its first one
+    /// in that part, and said cut. Reading changes nothing, and the file is
     /// opened as every log is ([`state_file::read_tail`]).
     ///
     /// # Errors
     ///
-    /// The log is not a file baton writes (a link, a pipe, another user's),
-    /// or cannot be read.
+    /// The log of the day in the scheduler's zone is not a file baton
+    /// writes (a link, a pipe, another user's), or cannot be read. The other
+    /// days' logs are only looked in: one that cannot be read is passed.
     pub fn tail(
         &self,
         job: &str,
@@ -304,35 +310,80 @@ impl Logs {
         run_id: &str,
         max: usize,
     ) -> Result<Option<Tail>, LogError> {
-        let path = self.dated(job, at);
-        let Some((bytes, whole)) = state_file::read_tail(&path, TAIL_BYTES)? else {
-            return Ok(None);
-        };
-        let text = String::from_utf8_lossy(&bytes);
-        let mut lines: Vec<&str> = text.lines().collect();
-        // A read that began inside the file began inside a line, too.
-        let mut cut = !whole;
-        if cut && !lines.is_empty() {
-            lines.remove(0);
-        }
         let mark = format!(" run={run_id} ");
-        if let Some(first) = lines
-            .iter()
-            .position(|l| l.starts_with("=== ") && l.contains(&mark))
-        {
-            lines.drain(..first);
-            cut = false;
+        for (i, path) in self.days_of(job, at).into_iter().enumerate() {
+            let read = match state_file::read_tail(&path, TAIL_BYTES) {
+                Ok(Some(read)) => read,
+                Ok(None) => continue,
+                Err(e) if i == 0 => return Err(e.into()),
+                Err(_) => continue,
+            };
+            let (bytes, whole) = read;
+            if let Some((lines, cut)) =
+                run_lines(&String::from_utf8_lossy(&bytes), whole, &mark, max)
+            {
+                return Ok(Some(Tail { path, lines, cut }));
+            }
         }
-        if lines.len() > max {
-            lines.drain(..lines.len() - max);
-            cut = true;
-        }
-        Ok(Some(Tail {
-            path,
-            lines: lines.into_iter().map(str::to_owned).collect(),
-            cut,
-        }))
+        Ok(None)
     }
+
+    /// The logs of `job` a run whose attempt started at `at` may have
+    /// written: the one of its day in the scheduler's zone first, then those
+    /// of its day at every whole-hour offset a zone can have (at most four
+    /// files in all).
+    fn days_of(&self, job: &str, at: Timestamp) -> Vec<PathBuf> {
+        let mut days = vec![self.dated(job, at)];
+        for hours in -25..=25 {
+            let Ok(offset) = jiff::tz::Offset::from_hours(hours) else {
+                continue;
+            };
+            let day = at
+                .to_zoned_datetime(TimeZone::fixed(offset))
+                .strftime("%Y_%m_%d")
+                .to_string();
+            let path = self.dir.join(format!("{job}_{day}.log"));
+            if !days.contains(&path) {
+                days.push(path);
+            }
+        }
+        days
+    }
+}
+
+/// The last `max` of the lines of `text` (the end of a job's log, `whole`
+/// when it is all of it) that belong to the run whose frame lines hold
+/// `mark`, and whether more of them were left out; `None` when no frame line
+/// holds it.
+fn run_lines(text: &str, whole: bool, mark: &str, max: usize) -> Option<(Vec<String>, bool)> {
+    let mut lines: Vec<&str> = text.lines().collect();
+    // A read that began inside the file began inside a line, too.
+    if !whole && !lines.is_empty() {
+        lines.remove(0);
+    }
+    let frame = |l: &&str| l.starts_with("=== ");
+    let ours = |l: &&str| frame(l) && l.contains(mark);
+    let first = lines.iter().position(ours)?;
+    let last = lines.iter().rposition(ours)?;
+    let end = if lines[last].ends_with(" start") {
+        lines.len()
+    } else {
+        last + 1
+    };
+    let (start, mut cut) = if lines[first].ends_with(" start") {
+        (first, false)
+    } else {
+        // Its header is before what was read: its output runs back to the
+        // frame line before, another run's, or to the start of the read.
+        let from = lines[..first].iter().rposition(frame).map_or(0, |i| i + 1);
+        (from, true)
+    };
+    let mut kept = &lines[start..end];
+    if kept.len() > max {
+        kept = &kept[kept.len() - max..];
+        cut = true;
+    }
+    Some((kept.iter().map(|l| (*l).to_owned()).collect(), cut))
 }
 
 /// [`state_file::check`], passing a special file: the first write sets it
@@ -431,10 +482,70 @@ mod tests {
             ]
         );
         assert!(tail.cut);
-        // A run the log does not name: the log's last lines.
-        let tail = l.tail("job", t, "r9", 3).unwrap().unwrap();
-        assert_eq!(tail.lines[0], "r2 line 1");
-        assert!(tail.cut);
+        // A run the log does not name: none of another run's lines.
+        assert_eq!(l.tail("job", t, "r9", 3).unwrap(), None);
+        // An earlier run ends at its own footer, before the later run's lines.
+        let tail = l.tail("job", t, "r1", 50).unwrap().unwrap();
+        assert_eq!(tail.lines.len(), 5, "{tail:?}");
+        assert_eq!(
+            tail.lines[4],
+            "=== stamp job run=r1 step=main attempt=1 exit 0"
+        );
+        assert!(!tail.cut);
+        // An attempt with no footer yet runs to the log's end.
+        l.job_lines(
+            "job",
+            t,
+            b"=== stamp job run=r3 step=main attempt=2 start\nr3 out\n",
+        )
+        .unwrap();
+        let tail = l.tail("job", t, "r3", 50).unwrap().unwrap();
+        assert_eq!(
+            tail.lines,
+            ["=== stamp job run=r3 step=main attempt=2 start", "r3 out"]
+        );
+    }
+
+    #[test]
+    fn a_run_written_under_another_zone_is_found_in_the_log_of_its_day_there() {
+        let tmp = tempfile::tempdir().unwrap();
+        // 20:00 UTC on the 29th was the 30th in Kolkata, where the run wrote.
+        let t: Timestamp = "2026-11-29T20:00:00Z".parse().unwrap();
+        let then = logs(tmp.path());
+        then.job_lines(
+            "job",
+            t,
+            b"=== stamp job run=r1 step=main attempt=1 start\nr1 out\n=== stamp job run=r1 step=main attempt=1 exit 0\n",
+        )
+        .unwrap();
+        // Now in UTC, whose log of the 29th holds another run.
+        let now = Logs::new(tmp.path(), TimeZone::UTC);
+        now.job_lines(
+            "job",
+            t,
+            b"=== stamp job run=r0 step=main attempt=1 start\nr0 out\n=== stamp job run=r0 step=main attempt=1 exit 0\n",
+        )
+        .unwrap();
+        let tail = now.tail("job", t, "r1", 50).unwrap().unwrap();
+        assert_eq!(tail.path, then.dated("job", t));
+        assert_eq!(tail.lines[1], "r1 out");
+        assert_eq!(
+            now.tail("job", t, "r0", 50).unwrap().unwrap().path,
+            now.dated("job", t)
+        );
+        assert_eq!(now.tail("job", t, "r2", 50).unwrap(), None);
+    }
+
+    #[test]
+    fn a_run_whose_header_is_before_the_part_read_starts_after_the_frame_before_it() {
+        let text = "cut line\n=== x run=r0 step=main attempt=1 exit 0\nr1 a\nr1 b\n=== x run=r1 step=main attempt=1 exit 0\n=== x run=r2 step=main attempt=1 start\nr2 a\n";
+        let (lines, cut) = run_lines(text, false, " run=r1 ", 50).unwrap();
+        assert_eq!(
+            lines,
+            ["r1 a", "r1 b", "=== x run=r1 step=main attempt=1 exit 0"]
+        );
+        assert!(cut);
+        assert_eq!(run_lines(text, false, " run=r9 ", 50), None);
     }
 
     #[test]

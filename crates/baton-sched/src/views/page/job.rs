@@ -39,8 +39,11 @@ pub const LOG_LINES: usize = 50;
 /// The end of the job's last log, as its page shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LastLog {
-    /// The job has no run, or its run's log is gone (pruned).
+    /// The job has no run.
     None,
+    /// No log names run `0`: it is gone (pruned), or the run started no
+    /// step.
+    NotFound(String),
     /// What was read, for run `run`.
     Read {
         /// The run whose output it is.
@@ -115,7 +118,7 @@ fn last_log(config: &Config, job: &str, runs: &[RunView]) -> LastLog {
             run: last.run_id.clone(),
             tail,
         },
-        Ok(None) => LastLog::None,
+        Ok(None) => LastLog::NotFound(last.run_id.clone()),
         Err(e) => LastLog::Failed(e.to_string()),
     }
 }
@@ -313,6 +316,14 @@ fn last_log_panel(out: &mut String, log: &LastLog) {
     out.push_str("<div class=\"panel log\">\n<h2>Last log</h2>\n");
     match log {
         LastLog::None => out.push_str("<p class=\"none\">no log of a run</p>\n"),
+        LastLog::NotFound(run) => {
+            let _ = writeln!(
+                out,
+                "<p class=\"none\">no output of run <code>{}</code> in the job's logs \
+                 (they were pruned, or the run started no step)</p>",
+                escape(run)
+            );
+        }
         LastLog::Withheld => out.push_str(
             "<p class=\"none\">A job's output is shown only to a caller the daemon trusts: \
              over its socket, or with its token ([daemon] token_file).</p>\n",

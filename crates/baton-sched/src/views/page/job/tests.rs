@@ -140,6 +140,10 @@ fn a_log_is_escaped_and_its_control_characters_replaced() {
         &page_of(&RecentRuns::default(), &LastLog::None),
         "no log of a run",
     );
+    has(
+        &page_of(&runs(), &LastLog::NotFound("r<1>".into())),
+        "no output of run <code>r&lt;1&gt;</code> in the job's logs",
+    );
 }
 
 #[test]
