@@ -126,10 +126,17 @@ fn begin(
         if let Some(at) = occurrence {
             let _ = withdraw_claim(req, c, at, session, surfaces);
         }
+        let why = match former_lock(req, &live) {
+            Some(former) => format!(
+                "under the lock its job had before the configuration changed ({former}); a \
+                 job put on another lock waits there for its runs under the old one to end"
+            ),
+            None => "though the lock file it holds was removed or replaced while it ran; never \
+                     remove a lock file while its run lives (`baton lock show` says who holds it)"
+                .to_owned(),
+        };
         surfaces.borrow_mut().warn(&format!(
-            "{}: not run: run {} of job {} still runs on this host (pid {}), though the lock \
-             file it holds was removed or replaced while it ran; never remove a lock file \
-             while its run lives (`baton lock show` says who holds it)",
+            "{}: not run: run {} of job {} still runs on this host (pid {}), {why}",
             job.name,
             live.run_id,
             live.job,
@@ -958,6 +965,23 @@ fn why_last(code: u8, attempt: u32, attempts: u32, refusal: Option<NoRetry>) -> 
         }
         _ if attempts > 1 => format!(" after {attempt} attempts"),
         _ => String::new(),
+    }
+}
+
+/// What the guard of `live`'s job says when that run holds the lock its
+/// job had before its `lock` was changed (so it holds no lease on this one,
+/// and no lock file was removed): the guard's account of that lock and its
+/// holder. `None` when the guard names no such lock held by that run.
+fn former_lock(req: &Request<'_>, live: &baton_store::ledger::RunRow) -> Option<String> {
+    let job = req.config.jobs.get(&live.job)?;
+    let store = crate::store::open(req.config).ok()?;
+    match store.runs_elsewhere(&job.lock_ref(), None) {
+        Ok(baton_store::store::Guard::Elsewhere(r))
+            if r.holder.as_ref().and_then(|h| h.run()) == Some(live.run_id.as_str()) =>
+        {
+            Some(r.why)
+        }
+        _ => None,
     }
 }
 

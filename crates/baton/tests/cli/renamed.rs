@@ -338,3 +338,38 @@ fn ticks_of_two_configurations_naming_two_locks_run_the_occurrence_once() {
         "the ticks said:\n{said}\nalerts:\n{alerts}\n{records}"
     );
 }
+
+/// Job `x` runs under lock `a`; the configuration then puts it and job `y`
+/// on a new lock `s`. `y` is refused while `x`'s run goes on under `a`, and
+/// the refusal names that lock: no lock file was removed, and it says none
+/// was. Once `x`'s run has ended, `y` runs.
+#[test]
+fn a_run_refused_beside_a_mate_moved_to_its_lock_names_the_mates_former_lock() {
+    let s = Sched::new("");
+    let m = Marks::new(&s);
+    crate::sched::known_since(&s, &["x", "y"], crate::sched::before_new_year());
+    s.write(&yearly(&m, "a", ""));
+    let mut first = first_run(&s, &m);
+    let y_ran = s.env.path("y_ran");
+    let y = format!(
+        "[jobs.y]\nschedule = \"0 0 1 1 *\"\nlock = \"s\"\nrun = \"touch {}\"\n",
+        y_ran.display()
+    );
+    s.write(&format!("{}{y}", yearly(&m, "s", "")));
+    let o = run_or_overlap(&s, &m, &mut first, &["run", "y"]);
+    let said = stderr(&o);
+    assert_eq!(code(&o), 1, "{said}");
+    assert!(
+        said.contains("under the lock its job had before the configuration changed")
+            && said.contains("a.lock"),
+        "{said}"
+    );
+    assert!(!said.contains("removed or replaced"), "{said}");
+    assert!(!y_ran.exists(), "y ran beside x: {said}");
+    std::fs::write(&m.go, "").unwrap();
+    assert!(first.wait().unwrap().success());
+    let o = s.run(&["run", "y"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(y_ran.exists());
+    assert_eq!(verdicts(&s), ["ok"]);
+}
