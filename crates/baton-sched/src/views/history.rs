@@ -232,7 +232,7 @@ pub fn read(
     let rows = l.history(job, limit)?;
     let mut views: Vec<RunView> = rows.into_iter().map(Into::into).collect();
     let store = crate::store::open(config).ok();
-    judge_unfinished(config, job, &mut views, store.as_deref());
+    judge_unfinished(config, job, &mut views, store.as_deref(), now);
     Ok(views)
 }
 
@@ -269,31 +269,45 @@ pub fn find(
         .map(Into::into)
         .collect();
     let store = crate::store::open(config).ok();
-    judge_unfinished(config, job, &mut views, store.as_deref());
+    judge_unfinished(config, job, &mut views, store.as_deref(), now);
     Ok(views.pop())
 }
 
 /// Gives each run of `job` in `views` that the ledger has no end for the
-/// verdict [`unfinished`] finds now (asking `store` for the job's lock
-/// only when there is such a run).
+/// verdict [`unfinished`] finds at `now` (asking `store` for the job's lock
+/// only when there is such a run). The newest such run, when no slot of the
+/// job's lock holds it, is judged by the job's former lock when its guard
+/// says it runs there ([`crate::views::slots::with_former_lock`]: its
+/// `lock` was changed while it ran, or another host's configuration names
+/// another lock), as `status` judges it: never `abandoned` while it holds
+/// that lock.
 pub(crate) fn judge_unfinished(
     config: &crate::config::Config,
     job: &str,
     views: &mut [RunView],
     store: Option<&dyn crate::store::Store>,
+    now: jiff::Timestamp,
 ) {
-    if views.iter().all(|v| v.verdict.is_some()) {
+    let Some(in_flight) = views.iter().find(|v| v.verdict.is_none()) else {
         return;
-    }
+    };
+    let in_flight = in_flight.run_id.clone();
     // Only `of_run` is asked of them: the slots' order is enough.
-    let slots = crate::views::slots::Slots(match (config.jobs.get(job), store) {
-        (Some(j), Some(s)) => j
-            .slot_refs_in(s)
-            .iter()
-            .map(|(_, l)| s.inspect(l).ok().flatten())
-            .collect(),
-        _ => Vec::new(),
-    });
+    let slots = match (config.jobs.get(job), store) {
+        (Some(j), Some(s)) => crate::views::slots::with_former_lock(
+            config,
+            j,
+            crate::views::slots::Slots(
+                j.slot_refs_in(s)
+                    .iter()
+                    .map(|(_, l)| s.inspect(l).ok().flatten())
+                    .collect(),
+            ),
+            Some(&in_flight),
+            now,
+        ),
+        _ => crate::views::slots::Slots(Vec::new()),
+    };
     let state = &config.settings.state_dir.value;
     for v in views.iter_mut().filter(|v| v.verdict.is_none()) {
         // An end the ledger did not take, kept in the run's slot here: what

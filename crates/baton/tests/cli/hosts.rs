@@ -639,3 +639,61 @@ fn two_daemons_on_two_hosts_run_one_occurrence_once_and_show_each_others_runs() 
         assert_eq!(runs[0]["host"].as_str(), Some(ran.as_str()), "{runs}");
     }
 }
+
+/// Two hosts whose configurations disagree on a job's lock (a rename that
+/// reached one host first): alpha runs it under lock `b`; beta, whose file
+/// still says `a`, shows alpha's live run in `history` and `status` as in
+/// flight, never `abandoned`, and starts nothing beside it. Once the run
+/// has ended, both say how it ended.
+#[test]
+fn a_run_under_a_lock_another_hosts_file_does_not_name_is_never_called_abandoned_there() {
+    let c = Cluster::new();
+    let pg = store(&c);
+    let (a, b) = (Host::new("alpha"), Host::new("beta"));
+    let (log, go) = (c.path("log"), c.path("go"));
+    let job = |lock: &str| {
+        format!(
+            "[jobs.slow]\nschedule = \"0 0 1 1 *\"\nlock = \"{lock}\"\nrun = \"echo start \
+             $(hostname) >> {0}; while [ ! -e {1} ]; do sleep 0.1; done; echo end $(hostname) \
+             >> {0}\"\n",
+            log.display(),
+            go.display()
+        )
+    };
+    let (ca, cb) = (
+        c.config("alpha", &pg.url(), &job("a")),
+        c.config("beta", &pg.url(), &job("a")),
+    );
+    // A run under lock `a` first, so that its lease row is there, free.
+    std::fs::write(&go, "").unwrap();
+    let o = on(&a, &ca, &["run", "slow"]).output();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    std::fs::remove_file(&go).unwrap();
+    std::fs::remove_file(&log).unwrap();
+    let ca = c.config("alpha", &pg.url(), &job("b"));
+    let mut first = on(&a, &ca, &["run", "slow"]);
+    first.inner().stdout(Stdio::null()).stderr(Stdio::piped());
+    let first = first.spawn();
+    eventually("the run on alpha", || !lines(&log).is_empty());
+    let o = on(&b, &cb, &["history", "slow", "--json"]).output();
+    let runs: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("history --json: {e}: {}{}", stdout(&o), stderr(&o)));
+    assert_eq!(runs[0]["host"], "alpha", "{runs}");
+    assert!(runs[0]["verdict"].is_null(), "beta's history: {runs}");
+    let o = on(&b, &cb, &["status", "slow", "--json"]).output();
+    let status: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("status --json: {e}: {}{}", stdout(&o), stderr(&o)));
+    assert_eq!(status["jobs"][0]["state"], "running", "{status}");
+    let o = on(&b, &cb, &["run", "slow"]).output();
+    assert_ne!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    std::fs::write(&go, "").unwrap();
+    let o = first.child.wait_with_output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(lines(&log), ["start alpha", "end alpha"]);
+    for (host, config) in [(&a, &ca), (&b, &cb)] {
+        assert_eq!(
+            verdicts_on(host, config, "slow").0,
+            ["alpha ok", "alpha ok"]
+        );
+    }
+}

@@ -70,6 +70,7 @@ impl RecentRuns {
                         name,
                         &mut views,
                         store.as_deref(),
+                        now,
                     );
                     out.by_job.insert(name.clone(), views);
                     out.missed.insert(name.clone(), missed);
