@@ -278,32 +278,25 @@ impl Tls {
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
             .map_err(TlsError::Config)?;
-        let builder = match self.verification() {
-            Verification::Nothing => {
-                builder
-                    .dangerous()
-                    .with_custom_certificate_verifier(Arc::new(Lenient {
-                        provider,
-                        chain: None,
-                    }))
-            }
-            checked => {
-                let roots = Arc::new(self.roots()?);
-                let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
-                    .build()
-                    .map_err(TlsError::Verifier)?;
-                if checked == Verification::ChainAndHost {
-                    builder.with_webpki_verifier(webpki)
-                } else {
-                    builder
-                        .dangerous()
-                        .with_custom_certificate_verifier(Arc::new(Lenient {
-                            provider,
-                            chain: Some(webpki),
-                        }))
-                }
+        let (chain, pinned) = match self.verification() {
+            Verification::Nothing => (None, Vec::new()),
+            _ => {
+                let (roots, pinned) = self.roots()?;
+                let webpki =
+                    WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+                        .build()
+                        .map_err(TlsError::Verifier)?;
+                (Some(webpki), pinned)
             }
         };
+        let builder = builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(Checker {
+                provider,
+                chain,
+                name: self.verification() == Verification::ChainAndHost,
+                pinned,
+            }));
         // `disable` reads no file: the driver never asks for TLS.
         let client = self
             .client
@@ -330,16 +323,19 @@ impl Tls {
     }
 
     /// The trusted authorities: the `sslrootcert` file's, else the
-    /// system's.
-    fn roots(&self) -> Result<RootCertStore, TlsError> {
+    /// system's; and the file's certificates as they were read (none for
+    /// the system's), which a server may present as they are.
+    fn roots(&self) -> Result<(RootCertStore, Vec<CertificateDer<'static>>), TlsError> {
         let mut store = RootCertStore::empty();
+        let mut pinned = Vec::new();
         match &self.roots {
             Some(Roots::File(path)) => {
                 for cert in read_certs("sslrootcert", path)? {
-                    store.add(cert).map_err(|cause| TlsError::Root {
+                    store.add(cert.clone()).map_err(|cause| TlsError::Root {
                         path: path.clone(),
                         cause,
                     })?;
+                    pinned.push(cert);
                 }
             }
             Some(Roots::System) | None => {
@@ -355,7 +351,7 @@ impl Tls {
                 }
             }
         }
-        Ok(store)
+        Ok((store, pinned))
     }
 }
 
@@ -459,23 +455,57 @@ fn explained(e: std::io::Error) -> std::io::Error {
         Some(rustls::Error::InvalidCertificate(
             CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
         )) => "sslmode=verify-full checks that the certificate names the host the URL gives",
+        Some(rustls::Error::InvalidCertificate(CertificateError::Other(other)))
+            if matches!(
+                other.0.downcast_ref::<webpki::Error>(),
+                Some(webpki::Error::CaUsedAsEndEntity)
+            ) =>
+        {
+            "the server's certificate says it is an authority's (CA:TRUE): it is trusted only \
+             when sslrootcert holds that very certificate"
+        }
         _ => return e,
     };
     std::io::Error::new(e.kind(), Refused { hint, cause: e })
 }
 
-/// The verifier short of `verify-full` (which is rustls's own): with no
-/// chain to check, any certificate (`prefer` and `require` without
-/// `sslrootcert`, as libpq); with one, its chain but not its name
-/// (`verify-ca`). Either way the server must prove it holds the
+/// What a connection checks of the server's certificate. With no chain
+/// to check, nothing (`prefer` and `require` without `sslrootcert`, as
+/// libpq); with one, rustls's check of the chain (`verify-ca`), and of the
+/// name too with `name` (`verify-full`). A certificate that is itself one
+/// of `sslrootcert`'s (a self-signed server certificate trusted as it is,
+/// which OpenSSL's `req -x509` marks an authority, as libpq accepts it)
+/// passes the chain when rustls refused it only for being an authority's:
+/// its dates were checked before that, and its name is then checked as
+/// rustls would. Either way the server must prove it holds the
 /// certificate's key.
 #[derive(Debug)]
-struct Lenient {
+struct Checker {
     provider: Arc<CryptoProvider>,
     chain: Option<Arc<WebPkiServerVerifier>>,
+    name: bool,
+    pinned: Vec<CertificateDer<'static>>,
 }
 
-impl ServerCertVerifier for Lenient {
+impl Checker {
+    /// Whether `end_entity` is one of `sslrootcert`'s certificates, refused
+    /// by rustls only for being an authority's (its dates held: they are
+    /// checked before its basic constraints).
+    fn trusted_as_it_is(&self, refused: &rustls::Error, end_entity: &CertificateDer<'_>) -> bool {
+        let rustls::Error::InvalidCertificate(CertificateError::Other(other)) = refused else {
+            return false;
+        };
+        matches!(
+            other.0.downcast_ref::<webpki::Error>(),
+            Some(webpki::Error::CaUsedAsEndEntity)
+        ) && self
+            .pinned
+            .iter()
+            .any(|p| p.as_ref() == end_entity.as_ref())
+    }
+}
+
+impl ServerCertVerifier for Checker {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -492,7 +522,14 @@ impl ServerCertVerifier for Lenient {
         match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) => Ok(ServerCertVerified::assertion()),
+            )) if !self.name => Ok(ServerCertVerified::assertion()),
+            Err(e) if self.trusted_as_it_is(&e, end_entity) => {
+                if self.name {
+                    let cert = rustls::server::ParsedCertificate::try_from(end_entity)?;
+                    rustls::client::verify_server_name(&cert, server_name)?;
+                }
+                Ok(ServerCertVerified::assertion())
+            }
             other => other,
         }
     }

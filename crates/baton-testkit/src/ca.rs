@@ -96,3 +96,31 @@ impl TestCa {
         }
     }
 }
+
+/// A server certificate for `names` that signs itself and says it is an
+/// authority (`basicConstraints CA:TRUE`), as `openssl req -new -x509`
+/// makes one by default (the recipe of PostgreSQL's manual): a client
+/// trusts it as it is, with the certificate itself as `sslrootcert`.
+///
+/// # Panics
+///
+/// When a name cannot go into a certificate, or signing fails.
+pub fn self_signed_authority(names: &[&str]) -> Issued {
+    let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+    let first = names
+        .first()
+        .cloned()
+        .unwrap_or_else(|| "server".to_owned());
+    let mut params =
+        CertificateParams::new(names).expect("failed to put the names in a certificate");
+    params.distinguished_name.push(DnType::CommonName, first);
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let key = KeyPair::generate().expect("failed to make a key for a test certificate");
+    let cert = params
+        .self_signed(&key)
+        .expect("failed to sign a test certificate");
+    Issued {
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+    }
+}

@@ -29,6 +29,8 @@ const NAME: &str = "db.test";
 struct Server {
     pg: PgServer,
     ca: TestCa,
+    /// The server's own certificate, when it signs itself.
+    own: Option<String>,
 }
 
 impl Server {
@@ -49,12 +51,27 @@ impl Server {
             let migrator = Sched::new(&format!("[store]\nurl = {:?}\n", pg.socket_url()));
             let o = run(&migrator, &["store", "migrate"]);
             assert_eq!(code(&o), 0, "{}", both(&o));
-            return Server { pg, ca };
+            return Server { pg, ca, own: None };
         }
+        Self::migrated(pg, ca, None)
+    }
+
+    /// With a certificate for [`NAME`] that signs itself and says it is an
+    /// authority ([`baton_testkit::ca::self_signed_authority`]).
+    fn start_self_signed() -> Server {
+        let own = baton_testkit::ca::self_signed_authority(&[NAME]);
+        let pg = PgServer::start_with_tls(&ServerTls {
+            server: own.clone(),
+            client_ca_pem: None,
+        });
+        Self::migrated(pg, TestCa::new("baton test authority"), Some(own.cert_pem))
+    }
+
+    fn migrated(pg: PgServer, ca: TestCa, own: Option<String>) -> Server {
         let migrator = Sched::new(&format!("[store]\nurl = {:?}\n", pg.url()));
         let o = run(&migrator, &["store", "migrate"]);
         assert_eq!(code(&o), 0, "{}", both(&o));
-        Server { pg, ca }
+        Server { pg, ca, own }
     }
 
     /// The server's URL with host `host` and the query `query` after
@@ -69,12 +86,16 @@ impl Server {
     /// A scheduler whose `[store]` is `store` (its text after `[store]`,
     /// `DIR` replaced by the configuration's directory), with the
     /// authority's certificate in `ca.pem` and a stranger's in
-    /// `stranger.pem` beside `baton.toml`, and a job `j` that touches the
-    /// file `ran`.
+    /// `stranger.pem` (and the server's own, when it signs itself, in
+    /// `self.pem`) beside `baton.toml`, and a job `j` that touches the file
+    /// `ran`.
     fn sched(&self, store: impl Fn(&Path) -> String) -> Sched {
         let s = Sched::new("");
         let dir = s.config().parent().unwrap().to_owned();
         std::fs::write(dir.join("ca.pem"), self.ca.cert_pem()).unwrap();
+        if let Some(own) = &self.own {
+            std::fs::write(dir.join("self.pem"), own).unwrap();
+        }
         let stranger = TestCa::new("an authority nobody trusts");
         std::fs::write(dir.join("stranger.pem"), stranger.cert_pem()).unwrap();
         s.write(&format!(
@@ -150,6 +171,41 @@ fn store_tls_verify_full_through_the_store_keys() {
         WRONG_NAME,
     );
     refused(&srv.sched(keys(NAME, "stranger.pem")), NAME, UNKNOWN_CA);
+}
+
+/// A server certificate that signs itself and says it is an authority
+/// (PostgreSQL's manual makes one with `openssl req -new -x509`), trusted
+/// as it is: `verify-full` and `verify-ca` let a run in, as libpq does. A
+/// wrong host name under `verify-full`, and an authority that did not sign
+/// it, are still refused.
+#[test]
+fn store_tls_a_self_signed_server_certificate_is_trusted_as_it_is() {
+    let server = Server::start_self_signed();
+    let srv = &server;
+    let keys = |host: &'static str, mode: &'static str, roots: &'static str| {
+        move |_: &Path| {
+            format!(
+                "url = {:?}\nsslmode = {mode:?}\nsslrootcert = {roots:?}\n",
+                srv.url(host, "")
+            )
+        }
+    };
+    runs(&srv.sched(keys(NAME, "verify-full", "self.pem")));
+    // The store already records the run above: this one is the second.
+    let s = srv.sched(keys("other.test", "verify-ca", "self.pem"));
+    let o = run(&s, &["run", "j"]);
+    assert_eq!(code(&o), 0, "{}", both(&o));
+    assert!(ran(&s), "the job did not run: {}", both(&o));
+    refused(
+        &srv.sched(keys("other.test", "verify-full", "self.pem")),
+        "other.test",
+        WRONG_NAME,
+    );
+    refused(
+        &srv.sched(keys(NAME, "verify-full", "ca.pem")),
+        NAME,
+        "it is trusted only when sslrootcert holds that very certificate",
+    );
 }
 
 #[test]
