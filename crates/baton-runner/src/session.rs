@@ -1327,4 +1327,45 @@ mod tests {
         assert_eq!(r.code, None);
         let _ = s.finish();
     }
+
+    #[test]
+    fn a_prepared_step_runs_its_command_only_when_run_and_never_once_dropped() {
+        let _one = ONE
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // A TTL long enough that no renewal comes during the test.
+        let (_keep, rx) = mpsc::channel();
+        let fake = Fake {
+            ttl: Duration::from_secs(600),
+            then: Then::Stall(rx, Arc::new(AtomicBool::new(false))),
+        };
+        let mut report = |_: Event| {};
+        let mut s = session_of(fake, &mut report);
+        let dir = tempfile::tempdir().unwrap();
+        let ran = dir.path().join("ran");
+        let script = format!("touch {}", ran.display());
+        let prepared = s
+            .prepare(step(&script))
+            .unwrap_or_else(|e| panic!("not prepared: {:?}", e.ending));
+        let pid = prepared.pid;
+        assert!(
+            std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "the step is not held at its gate"
+        );
+        drop(prepared);
+        // Dropped: its process left at the gate and was reaped, and the
+        // command never ran.
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "the held step outlived its drop"
+        );
+        assert!(!ran.exists(), "a dropped step ran its command");
+        let prepared = s
+            .prepare(step(&script))
+            .unwrap_or_else(|e| panic!("not prepared: {:?}", e.ending));
+        let r = s.run_prepared(prepared);
+        assert_eq!(r.ending, Ending::Exited(0));
+        assert!(ran.exists(), "a prepared step run did not run its command");
+        let _ = s.finish();
+    }
 }

@@ -637,6 +637,8 @@ pub(crate) fn hold(
         if waiting.is_none() {
             break;
         }
+        // The lease is taken again in any of the job's slots as it was
+        // read: its highest must still be allowed, or nothing is taken.
         if let Some(why) =
             crate::engine::current::forbids(req.config, &req.job.name, req.job.slots())
         {
