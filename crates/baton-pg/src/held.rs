@@ -259,9 +259,9 @@ impl Held for PgHeld {
         self.describe.clone()
     }
 
-    /// The row has no column for what leads the group, so `leader` is not
-    /// kept: a judge of this store counts the group's members whatever leads
-    /// it (fail closed), as it did before the lock file's `jinit=`.
+    /// The group is named by the statement that [`Held::set_job_group`]
+    /// sends, seated inside the next write (the run's start), so that it is
+    /// named in that write's round trip.
     fn foresee_group(&mut self, pgid: u32, _leader: baton_lease::Leader) {
         let token = self.lease.token().to_string();
         let name: &str = &self.lease.name;
@@ -274,6 +274,9 @@ impl Held for PgHeld {
         self.group_foreseen = Some((pgid, Foreseen::new(answer)));
     }
 
+    /// The row has no column for what leads the group, so `leader` is not
+    /// kept: a judge of this store counts the group's members whatever leads
+    /// it (fail closed), as it did before the lock file's `jinit=`.
     fn set_job_group(
         &mut self,
         pgid: u32,

@@ -339,7 +339,8 @@ impl<'c> Tx<'c> {
         self.commit_riding(async {}).await
     }
 
-    /// As [`Tx::commit`], answering the rider carried inside it
+    /// Sends the statements held back and then the `COMMIT`, as `commit`
+    /// (the tests') does, answering the rider carried inside it
     /// ([`Tx::carry`]; sent now with the statements held back when nothing
     /// went after the gate opened) once the `COMMIT`'s fate is known
     /// (`None` unless it committed), and with `behind` (a held lease's
