@@ -328,17 +328,24 @@ impl Held for PgHeld {
             Answer::Restated(Restated::Claimed { occurrence, .. }) => {
                 Ok(baton_store::Restated::Claimed { at: occurrence })
             }
-            Answer::Restated(Restated::Lost) | Answer::Renewal(_) | Answer::Release(..) => {
-                Ok(baton_store::Restated::Lost(self.lost()))
-            }
+            Answer::Restated(Restated::Lost)
+            | Answer::Renewal(_)
+            | Answer::Release(..)
+            | Answer::Withdrawn(_) => Ok(baton_store::Restated::Lost(self.lost())),
         }
     }
 
-    fn withdraw(&mut self, _once: &Once) -> Result<Option<baton_store::Renewal>, HeldError> {
-        // The row's claim stays: every host decides by the ledger, and the
-        // next process that meets a claim without a recorded start records
-        // its occurrence missed (`ledger-unavailable`).
-        Ok(None)
+    fn withdraw(&mut self, once: &Once) -> Result<Option<baton_store::Renewal>, HeldError> {
+        // A claim the store could not take back stays: the next process that
+        // meets it without a recorded start records its occurrence missed
+        // (`ledger-unavailable`).
+        match self
+            .call(Op::Withdraw(once.clone()))
+            .map_err(HeldError::new)?
+        {
+            Answer::Withdrawn(taken) => Ok(taken.map(|_| baton_store::Renewal::Renewed)),
+            answer => Ok(Some(self.renewal(answer))),
+        }
     }
 
     fn release(self: Box<Self>) -> Result<baton_store::Release, HeldError> {
@@ -403,9 +410,10 @@ impl PgHeld {
     fn renewal(&self, answer: Answer) -> baton_store::Renewal {
         match answer {
             Answer::Renewal(Renewal::Renewed(_)) => baton_store::Renewal::Renewed,
-            Answer::Renewal(Renewal::Lost) | Answer::Restated(_) | Answer::Release(..) => {
-                baton_store::Renewal::Lost(self.lost())
-            }
+            Answer::Renewal(Renewal::Lost)
+            | Answer::Restated(_)
+            | Answer::Release(..)
+            | Answer::Withdrawn(_) => baton_store::Renewal::Lost(self.lost()),
         }
     }
 }
@@ -421,14 +429,17 @@ enum Op {
     /// Release, then say whether any of these jobs has an occurrence
     /// queued ([`Leases::release_peeking`]).
     Release(Vec<String>),
+    /// Take back a claim of a run that never started ([`Leases::withdraw`]).
+    Withdraw(Once),
 }
 
 impl Op {
     /// Whether doing it twice comes to the same as doing it once: a
     /// renewal, or naming the job's group, whose answer was lost may be
-    /// sent again; a restate (its claim) or a release may not.
+    /// sent again; a restate (its claim) or a release may not. Taking a
+    /// claim back twice comes to once: the second finds it gone.
     fn repeatable(&self) -> bool {
-        matches!(self, Op::JobGroup(_) | Op::Renew)
+        matches!(self, Op::JobGroup(_) | Op::Renew | Op::Withdraw(_))
     }
 
     fn what(&self) -> &'static str {
@@ -437,6 +448,7 @@ impl Op {
             Op::Renew => "renew a lease",
             Op::Restate { .. } => "restate a lease",
             Op::Release(_) => "release a lease",
+            Op::Withdraw(_) => "take back a claim",
         }
     }
 }
@@ -446,6 +458,8 @@ enum Answer {
     Renewal(Renewal),
     Restated(Restated),
     Release(Release, Option<bool>),
+    /// Whether the claim was taken back ([`Leases::withdraw`]).
+    Withdrawn(Option<Renewal>),
 }
 
 /// One call: the operation, when its caller stops waiting (boot clock), and
@@ -558,6 +572,7 @@ impl Worker {
                 .release_peeking(lease, jobs)
                 .await
                 .map(|(released, queued)| Answer::Release(released, queued)),
+            Op::Withdraw(once) => store.withdraw(lease, once).await.map(Answer::Withdrawn),
         };
         // A connection that could not be made again sent nothing.
         answer.map_err(|e| {

@@ -519,6 +519,51 @@ impl Leases {
             .await
     }
 
+    /// Takes back `lease`'s claim of `once` for a run that never started
+    /// (a job's guard refused it, its start was not recorded, or it was
+    /// decided elsewhere meanwhile), so that a later process may run that
+    /// occurrence or record it missed, as the file lease's
+    /// [`baton_lease::Lease::withdraw`] does: the row's claim for the job
+    /// goes back to the one before, and the occurrence's row in
+    /// `baton.claims` goes. Also renews. In one transaction that first takes
+    /// the ledger's write lock, so that a start being recorded meanwhile is
+    /// seen: a claim whose occurrence the ledger records started stays.
+    ///
+    /// `Some(Renewal::Renewed)` when taken back; `None`, changing nothing,
+    /// when the row no longer carries the token, `once` is not the job's
+    /// latest claim under it, or its start is recorded.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot answer (the ledger's write lock held past the
+    /// statement timeout, too); nothing is known to have changed.
+    pub async fn withdraw(&self, lease: &PgLease, once: &Once) -> Result<Option<Renewal>, Error> {
+        const WHAT: &str = "take back a claim";
+        let token = lease.token.to_string();
+        let boot = millis(self.clock.boot());
+        let lock: [&dyn Param; 1] = [&crate::ledger::WRITE_LOCK];
+        let params: [&dyn Param; 5] = [&lease.name, &token, &once.key, &once.at, &boot];
+        self.pool
+            .with(WHAT, async |c: &mut Conn| {
+                let q = |source| Error::Query { what: WHAT, source };
+                // One round trip: the statements are sent together, and a
+                // failure rolls the whole back at the `COMMIT`.
+                let (begun, locked, row, committed) = tokio::join!(
+                    c.begin(),
+                    c.opt("SELECT pg_advisory_xact_lock($1)", &lock),
+                    c.opt(ST.withdraw, &params),
+                    c.commit()
+                );
+                begun.map_err(q)?;
+                locked.map_err(q)?;
+                let row = row.map_err(q)?;
+                committed.map_err(q)?;
+                row.map(|r| stamp(&lease.name, r.get(0)).map(Renewal::Renewed))
+                    .transpose()
+            })
+            .await
+    }
+
     /// Judges lock `name` as [`Leases::acquire`] would, without locking or
     /// changing its row (what `status` shows): `None` when the lock was
     /// never taken.

@@ -188,6 +188,43 @@ c AS (
 )
 SELECT baton.micros(r.renewed) FROM r";
 
+/// Takes back the claim of occurrence `$4` of job `$3` that lock `$1`'s
+/// holder (token `$2`) made, for a run that never started: the job's claim
+/// in the row goes back to its claim before (its latest other claim under
+/// this lock in `baton.claims`, or none), and the occurrence's row in
+/// `baton.claims` goes, so another lock or host may claim it again. Also
+/// renews (`$5` the holder's boot clock). No row comes back, and nothing
+/// changes, when the row no longer carries the token, `$4` is not the job's
+/// latest claim under it, or the ledger records the occurrence started.
+/// Sent after the ledger's write lock is taken in the same transaction
+/// ([`crate::Leases::withdraw`]), so a start recorded at the same moment is
+/// either seen here or waits for this to commit.
+const WITHDRAW: &str = "
+WITH l AS (
+    SELECT name FROM baton.leases
+    WHERE name = $1 AND state = 'held' AND token = $2
+      AND (claims ->> $3::text)::bigint = $4::bigint
+      AND NOT EXISTS (SELECT 1 FROM baton.occurrences o
+                      WHERE o.job = $3::text AND o.occurrence = $4::bigint
+                        AND o.decision = 'started')
+    FOR UPDATE
+),
+gone AS (
+    DELETE FROM baton.claims c USING l
+    WHERE c.job = $3::text AND c.occurrence = $4::bigint AND c.lock_name = l.name
+),
+before AS (
+    SELECT max(c.occurrence) AS at FROM baton.claims c
+    WHERE c.job = $3::text AND c.lock_name = $1 AND c.occurrence < $4::bigint
+)
+UPDATE baton.leases t
+SET claims = CASE WHEN before.at IS NULL THEN t.claims - $3::text
+                  ELSE t.claims || jsonb_build_object($3::text, before.at) END,
+    renewed = clock_timestamp(), renewed_boot_ms = $5
+FROM l, before
+WHERE t.name = l.name
+RETURNING baton.micros(t.renewed)";
+
 /// Why [`RESTATE`] returned no row: whether the row is still the caller's
 /// (`$2` token), and the job's (`$3`) latest claim under this lock.
 const RESTATE_REFUSED: &str = "
@@ -251,6 +288,7 @@ pub(crate) struct Statements {
     pub(crate) set_job_group: &'static str,
     pub(crate) restate: &'static str,
     pub(crate) restate_refused: &'static str,
+    pub(crate) withdraw: &'static str,
     pub(crate) inspect: String,
     /// As `inspect`, for the first held row after `$2` among the names
     /// `$1`, with its name last.
@@ -273,6 +311,7 @@ pub(crate) static ST: LazyLock<Statements> = LazyLock::new(|| Statements {
     set_job_group: SET_JOB_GROUP,
     restate: RESTATE,
     restate_refused: RESTATE_REFUSED,
+    withdraw: WITHDRAW,
     inspect: SELECT.replace(" FOR UPDATE", ""),
     held_among: SELECT.replace(
         "\nFROM baton.leases WHERE name = $1 FOR UPDATE",

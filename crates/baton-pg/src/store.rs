@@ -292,7 +292,8 @@ impl Postgres {
         match found {
             None => Guard::Clear,
             Some((at, verdict)) => {
-                let label = format!("lock {at} in {}", self.target.describe());
+                // "its former lock NAME in …": the refusal says "lock".
+                let label = format!("{at} in {}", self.target.describe());
                 Guard::Elsewhere(Refused::elsewhere(lock.job, &label, &verdict))
             }
         }

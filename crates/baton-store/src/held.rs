@@ -110,10 +110,10 @@ pub trait Held: std::fmt::Debug + Send {
     /// Takes back the lease's latest claim, `once`, for an occurrence that
     /// did not start after all (its start could not be recorded), so that
     /// no claim stands for a run that never happened. Also renews.
-    /// `Ok(None)` when the store keeps the claim (it is not the lease's
-    /// latest, or the store does not take claims back: the PostgreSQL
-    /// store's next process that meets the claim records the occurrence
-    /// missed instead).
+    /// `Ok(None)` when the store keeps the claim: it is not the lease's
+    /// latest, or (a store whose ledger is beside its leases) the ledger
+    /// records the occurrence started. A claim that stays without a
+    /// recorded start is recorded missed by the next process that meets it.
     ///
     /// # Errors
     ///

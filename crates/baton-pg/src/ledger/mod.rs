@@ -49,6 +49,8 @@ mod fail;
 mod pg_ledger;
 mod rows;
 mod session;
+
+pub(crate) use session::WRITE_LOCK;
 mod statements;
 mod tx;
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use baton_lease::Once;
-use baton_pg::{Acquire, Form, HolderFacts, Leases, Release};
+use baton_pg::{Acquire, Form, HolderFacts, Leases, Release, Renewal};
 use tokio::sync::Barrier;
 
 use crate::support::{Scene, scalar, used};
@@ -222,4 +222,77 @@ async fn a_later_claim_committed_while_an_acquirer_waits_refuses_its_earlier_one
             "{form:?}"
         );
     }
+}
+
+/// A claim taken back, for a run that never started (its job's guard
+/// refused it, or its start was never recorded), frees its occurrence: it
+/// may be claimed again, through its lock or another, and the row's claim
+/// for the job is the one before. Only the lease's latest claim is taken
+/// back, by its holder, and never one whose start the ledger records.
+#[tokio::test]
+async fn a_claim_taken_back_frees_its_occurrence_and_one_recorded_started_stays() {
+    let scene = Scene::new().await;
+    let store = scene.leases().await;
+    let raw = scene.raw().await;
+    let at = |o| Once {
+        key: "backup".to_owned(),
+        at: o,
+    };
+    let take = async |lock: &str, o: i64| {
+        store
+            .acquire(
+                lock,
+                &HolderFacts::here(),
+                Duration::from_secs(60),
+                Some(&at(o)),
+            )
+            .await
+            .unwrap()
+    };
+    let first = take("backup", 100).await.acquired().unwrap();
+    store.release(&first).await.unwrap();
+    let lease = take("backup", 200).await.acquired().unwrap();
+    // Not the lease's latest claim: nothing changes.
+    assert_eq!(store.withdraw(&lease, &at(100)).await.unwrap(), None);
+    assert!(matches!(
+        store.withdraw(&lease, &at(200)).await.unwrap(),
+        Some(Renewal::Renewed(_))
+    ));
+    // Twice comes to once.
+    assert_eq!(store.withdraw(&lease, &at(200)).await.unwrap(), None);
+    let claims = "SELECT claims ->> 'backup' FROM baton.leases WHERE name = 'backup'";
+    assert_eq!(scalar::<String>(&raw, claims).await, "100");
+    store.release(&lease).await.unwrap();
+    // The occurrence is free again, through another lock too.
+    let other = take("backup-elsewhere", 200).await.acquired().unwrap();
+    store.release(&other).await.unwrap();
+    // An earlier claim stays refused.
+    assert_eq!(
+        take("backup", 100).await,
+        Acquire::Claimed {
+            job: "backup".to_owned(),
+            occurrence: 100
+        }
+    );
+    // A claim whose occurrence the ledger records started stays.
+    let lease = take("backup", 300).await.acquired().unwrap();
+    raw.execute(
+        "INSERT INTO baton.occurrences (job, occurrence, decision, run_id, decided) \
+         VALUES ('backup', 300, 'started', 'r300', 0)",
+        &[],
+    )
+    .await
+    .unwrap();
+    assert_eq!(store.withdraw(&lease, &at(300)).await.unwrap(), None);
+    assert_eq!(scalar::<String>(&raw, claims).await, "300");
+    store.release(&lease).await.unwrap();
+    assert!(matches!(
+        take("backup-elsewhere", 300).await,
+        Acquire::Claimed { .. }
+    ));
+    // Nor does anyone but the holder take a claim back.
+    let lease = take("backup", 400).await.acquired().unwrap();
+    store.release(&lease).await.unwrap();
+    assert_eq!(store.withdraw(&lease, &at(400)).await.unwrap(), None);
+    assert_eq!(scalar::<String>(&raw, claims).await, "400");
 }

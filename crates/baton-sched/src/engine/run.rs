@@ -283,8 +283,8 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> Outcome {
 /// `occurrence` is taken back first, since the run never started. A claim
 /// left in the lock's record would tell every later tick that the
 /// occurrence started, and it would be neither run nor recorded missed.
-/// (A store whose lease cannot take a claim back keeps it, and the ledger
-/// decides there.)
+/// (A claim its store cannot take back, not answering, stays, and the
+/// ledger decides there.)
 fn let_go_unused(mut lease: Box<dyn Held>, job: &str, occurrence: Option<i64>) {
     if let Some(at) = occurrence {
         let once = Once {

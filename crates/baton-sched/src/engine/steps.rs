@@ -439,8 +439,9 @@ impl Tally {
 /// occurrence is recorded missed (`ledger-unavailable`) with an alert, by
 /// whoever records it. When the ledger takes no miss either, the lock
 /// file's claim is taken back, so that the occurrence is left to a later
-/// tick (which runs it, or records it missed once the ledger answers);
-/// the shared store keeps its claim, and says the miss on every surface but
+/// tick (which runs it, or records it missed once the ledger answers). A
+/// claim that cannot be taken back either (the shared store's, whose
+/// ledger does not answer) stays, and the miss is said on every surface but
 /// the ledger: the next process that meets the claim records it then.
 fn not_recorded(
     req: &Request<'_>,
@@ -499,7 +500,7 @@ fn not_recorded(
 
 /// Takes back the lock file's claim on occurrence `at`, which the ledger
 /// records neither started nor missed (`why`); whether it was taken back
-/// (then said). The shared store keeps its claim.
+/// (then said). A claim the store cannot take back stays.
 fn take_back_claim(
     req: &Request<'_>,
     c: &Context,
@@ -536,7 +537,7 @@ fn take_back_claim(
 
 /// Takes back the lock file's claim on occurrence `at` of a run that did
 /// not start, and then what its take of the job's guard claimed; whether
-/// the claim was taken back (the shared store keeps its claim).
+/// the claim was taken back.
 fn withdraw_claim(
     req: &Request<'_>,
     c: &Context,

@@ -686,6 +686,12 @@ fn a_run_under_a_lock_another_hosts_file_does_not_name_is_never_called_abandoned
     assert_eq!(status["jobs"][0]["state"], "running", "{status}");
     let o = on(&b, &cb, &["run", "slow"]).output();
     assert_ne!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    // Naming the lock the run is under, once.
+    assert!(
+        stderr(&o).contains("slow runs under its former lock b in "),
+        "{}",
+        stderr(&o)
+    );
     std::fs::write(&go, "").unwrap();
     let o = first.child.wait_with_output().unwrap();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
