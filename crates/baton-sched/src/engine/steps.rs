@@ -120,7 +120,23 @@ fn begin(
     let patience = job.policy.ttl.value;
     let state = &req.config.settings.state_dir.value;
     let mates = crate::engine::request::lock_mates(req.config, job);
-    if let Some(live) = live_beside(req, &mates, &host, session.lease().fence(), surfaces) {
+    let beside = live_beside(req, &mates, &host, session.lease().fence(), surfaces);
+    let beside = match beside {
+        Ok(beside) => beside,
+        Err(why) => {
+            // Fail closed: a run of the lock whose file was replaced may
+            // live beside; nothing starts, and the occurrence stays due.
+            if let Some(at) = occurrence {
+                let _ = withdraw_claim(req, c, at, session, surfaces);
+            }
+            surfaces.borrow_mut().warn(&format!(
+                "{}: not run: cannot tell whether a run of its lock still runs on this host                  ({why}); a later tick tries again",
+                job.name
+            ));
+            return Err(Outcome::Unable);
+        }
+    };
+    if let Some(live) = beside {
         // Its lock file was removed or replaced under it: this lease is
         // not the only one. Nothing starts; the occurrence stays due.
         if let Some(at) = occurrence {
@@ -996,21 +1012,24 @@ fn former_lock(req: &Request<'_>, live: &baton_store::ledger::RunRow) -> Option<
 /// over, so its lock file was removed or replaced under it, and a run now
 /// would run beside it. On a shared store the lease is a row no file
 /// operation removes, and a run of another host is judged by its lease.
+/// Why it cannot be told (the store, a slot or the ledger unreadable): then
+/// nothing may start.
 fn live_beside(
     req: &Request<'_>,
     mates: &[&str],
     host: &str,
     fence: u64,
     surfaces: &Rc<RefCell<Surfaces>>,
-) -> Option<baton_store::ledger::RunRow> {
+) -> Result<Option<baton_store::ledger::RunRow>, String> {
     if crate::store::shared(req.config) {
-        return None;
+        return Ok(None);
     }
     // With slots (the job's own, or ones left above them from when
     // `max_concurrent` was higher), a run is displaced when no slot names it.
-    let store = crate::store::open(req.config).ok()?;
+    let store = crate::store::open(req.config).map_err(|e| e.to_string())?;
     let named = if slotted(store.as_ref(), req.job) {
-        Some(named_by_slots(store.as_ref(), req.job)?)
+        let named = named_by_slots(store.as_ref(), req.job);
+        Some(named.ok_or("a slot of its lock cannot be read")?)
     } else {
         None
     };
@@ -1020,7 +1039,9 @@ fn live_beside(
     let program = |pid: &str| std::fs::read_to_string(format!("/proc/{pid}/comm")).ok();
     let this_program = program("self");
     for &mate in mates {
-        let runs = s.ledger(|l| l.unfinished(mate)).unwrap_or_default();
+        let runs = s
+            .ledger(|l| l.unfinished(mate))
+            .ok_or_else(|| format!("the ledger cannot list the unfinished runs of job {mate}"))?;
         for run in runs {
             let (Some(pid), Some(run_host)) = (run.pid, run.host.as_deref()) else {
                 continue;
@@ -1059,11 +1080,11 @@ fn live_beside(
             if started
                 .is_some_and(|at| at <= run.started.saturating_add(slack).unwrap_or(run.started))
             {
-                return Some(run);
+                return Ok(Some(run));
             }
         }
     }
-    None
+    Ok(None)
 }
 
 /// Runs of the jobs sharing this lock that the ledger still calls running,
@@ -1174,7 +1195,10 @@ fn named_by_slots(
                 | Verdict::Dead { holder, .. }
                 | Verdict::Expired { holder, .. },
             ) => {
-                named.insert(holder.run()?.to_owned());
+                // A holder of no run (`baton lock`, `baton exec`) names none.
+                if let Some(run) = holder.run() {
+                    named.insert(run.to_owned());
+                }
             }
             Some(_) => return None,
         }
