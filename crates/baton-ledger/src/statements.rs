@@ -471,6 +471,18 @@ impl Statements for Sql<'_> {
         )
     }
 
+    async fn unfinished_of_others(&self, known: &[String]) -> R<Vec<RunRow>> {
+        let marks = vec!["?"; known.len()].join(", ");
+        self.rows(
+            &format!(
+                "SELECT {RUN_COLUMNS} FROM runs WHERE finished IS NULL AND job NOT IN ({marks})
+                 ORDER BY started, run_id"
+            ),
+            rusqlite::params_from_iter(known),
+            rows::run,
+        )
+    }
+
     // The `replacements` table: requests that a run in flight stop for a
     // later run of its job (`overlap = "replace"`), keyed by `(run_id,
     // job)`, so that a request meant for one job never names another's run.

@@ -551,6 +551,21 @@ impl Statements for Pg<'_> {
         .await
     }
 
+    async fn unfinished_of_others(&self, known: &[String]) -> R<Vec<RunRow>> {
+        let known: Vec<&str> = known.iter().map(String::as_str).collect();
+        let known: &[&str] = &known;
+        self.rows(
+            &format!(
+                "SELECT {RUN_COLUMNS} FROM baton.runs
+                 WHERE finished IS NULL AND job <> ALL($1::text[])
+                 ORDER BY started, run_id"
+            ),
+            &[&known],
+            rows::run,
+        )
+        .await
+    }
+
     // The `baton.replacements` table: requests that a run in flight stop
     // for a later run of its job, keyed by `(run_id, job)` as SQLite's.
     async fn insert_replacement(&self, r: &Replacement) -> R<bool> {

@@ -1035,9 +1035,6 @@ fn live_beside(
     };
     let mut s = surfaces.borrow_mut();
     let clock = s.clock();
-    let ticks = rustix::param::clock_ticks_per_second().max(1);
-    let program = |pid: &str| std::fs::read_to_string(format!("/proc/{pid}/comm")).ok();
-    let this_program = program("self");
     for &mate in mates {
         let runs = s
             .ledger(|l| l.unfinished(mate))
@@ -1061,30 +1058,42 @@ fn live_beside(
             {
                 continue;
             }
-            // A zombie (its parent has not reaped it yet) runs nothing; a
-            // process of another program is not the run's supervisor.
-            let Some(start) = baton_lease::job::process_start(pid)
-                .filter(|_| baton_lease::job::process_runs(pid))
-                .filter(|_| this_program.is_some() && program(&pid.to_string()) == this_program)
-            else {
-                continue;
-            };
-            // When the process started, on the wall clock.
-            let age = clock
-                .boot()
-                .saturating_sub(std::time::Duration::from_millis(start * 1000 / ticks));
-            let started = jiff::SignedDuration::try_from(age)
-                .ok()
-                .and_then(|age| clock.wall().checked_sub(age).ok());
-            let slack = jiff::SignedDuration::from_secs(2);
-            if started
-                .is_some_and(|at| at <= run.started.saturating_add(slack).unwrap_or(run.started))
-            {
+            if supervisor_lives(pid, run.started, clock.as_ref()) {
                 return Ok(Some(run));
             }
         }
     }
     Ok(None)
+}
+
+/// Whether process `pid` of this host is the live supervisor of a run that
+/// started at `started`: it runs (a zombie, not yet reaped, runs nothing),
+/// it is a process of this program, and it started before the run did
+/// (not a pid reused since, which a long-lived process of another program
+/// would keep for good).
+pub(crate) fn supervisor_lives(
+    pid: u32,
+    started: Timestamp,
+    clock: &dyn baton_lease::Clock,
+) -> bool {
+    let program = |pid: &str| std::fs::read_to_string(format!("/proc/{pid}/comm")).ok();
+    let this_program = program("self");
+    let Some(start) = baton_lease::job::process_start(pid)
+        .filter(|_| baton_lease::job::process_runs(pid))
+        .filter(|_| this_program.is_some() && program(&pid.to_string()) == this_program)
+    else {
+        return false;
+    };
+    // When the process started, on the wall clock.
+    let ticks = rustix::param::clock_ticks_per_second().max(1);
+    let age = clock
+        .boot()
+        .saturating_sub(std::time::Duration::from_millis(start * 1000 / ticks));
+    let since = jiff::SignedDuration::try_from(age)
+        .ok()
+        .and_then(|age| clock.wall().checked_sub(age).ok());
+    let slack = jiff::SignedDuration::from_secs(2);
+    since.is_some_and(|at| at <= started.saturating_add(slack).unwrap_or(started))
 }
 
 /// Runs of the jobs sharing this lock that the ledger still calls running,

@@ -49,6 +49,11 @@ pub struct Status {
     pub healthy: bool,
     /// The jobs, by name.
     pub jobs: Vec<JobStatus>,
+    /// Runs in flight on this host of jobs the configuration no longer
+    /// names (renamed or removed while they ran): a run of the job under
+    /// its new name would run beside them. Read for a whole status only.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unconfigured_runs: Vec<UnconfiguredRun>,
     /// Why the ledger could not be read, when it could not: the jobs then
     /// show only what the configuration and the logs say.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -63,6 +68,20 @@ pub struct Status {
     /// none of it was read, so the jobs' states are not to be shown.
     #[serde(skip)]
     pub ledger_newer: bool,
+}
+
+/// A run in flight of a job the configuration no longer names, whose
+/// supervisor on this host still lives.
+#[derive(Debug, Clone, Serialize)]
+pub struct UnconfiguredRun {
+    /// The job's name when the run started.
+    pub job: String,
+    /// The run.
+    pub run_id: String,
+    /// Its supervisor's pid on this host.
+    pub pid: u32,
+    /// When it started (RFC 3339).
+    pub started: String,
 }
 
 /// One job.
@@ -362,16 +381,23 @@ fn read_from(
         })
         .collect();
     // Every job's records at once, or none: a ledger that fails is said,
-    // and no job is shown from a half-read one.
-    let mut records = match ledger.as_deref_mut().map(|l| l.job_records(&asks)) {
+    // and no job is shown from a half-read one. A whole status also reads
+    // the runs of jobs the configuration no longer names.
+    let known: Vec<String> = config.jobs.keys().cloned().collect();
+    let read = ledger.as_deref_mut().map(|l| match only {
+        Some(_) => l.job_records(&asks).map(|r| (r, Vec::new())),
+        None => l.job_records_and_others(&asks, &known),
+    });
+    let (records, others) = match read {
         Some(Ok(r)) => r,
         Some(Err(e)) => {
             error = Some(e.to_string());
-            Vec::new()
+            (Vec::new(), Vec::new())
         }
-        None => Vec::new(),
-    }
-    .into_iter();
+        None => (Vec::new(), Vec::new()),
+    };
+    let mut records = records.into_iter();
+    let unconfigured_runs = unconfigured(others);
     let mut jobs = Vec::with_capacity(shown.len());
     for (j, v) in shown.into_iter().zip(verdicts) {
         let recorded = records
@@ -393,11 +419,38 @@ fn read_from(
         now: stamp(now),
         healthy,
         jobs,
+        unconfigured_runs,
         store: None,
         error,
         ledger_newer,
     };
     (status, hold)
+}
+
+/// Of the unfinished runs of jobs the configuration does not name, those
+/// whose supervisor on this host still lives
+/// ([`crate::engine::steps::supervisor_lives`]); the others ended without
+/// a record, or run on another host.
+fn unconfigured(runs: Vec<baton_store::ledger::RunRow>) -> Vec<UnconfiguredRun> {
+    if runs.is_empty() {
+        return Vec::new();
+    }
+    let host = baton_lease::Observer::here().host;
+    let clock = baton_lease::SystemClock;
+    runs.into_iter()
+        .filter(|r| r.host.as_deref() == Some(host.as_str()))
+        .filter_map(|r| {
+            let pid = r.pid?;
+            crate::engine::steps::supervisor_lives(pid, r.started, &clock).then(|| {
+                UnconfiguredRun {
+                    job: r.job,
+                    run_id: r.run_id,
+                    pid,
+                    started: stamp(r.started),
+                }
+            })
+        })
+        .collect()
 }
 
 /// Whether the store holds grants back, as read with the locks: `None`
@@ -1135,6 +1188,23 @@ pub fn render(s: &Status) -> String {
             }
         }
         out.push_str(&format!("  log           {}\n", j.log));
+    }
+    if !s.unconfigured_runs.is_empty() {
+        out.push_str(
+            "\nin flight, of jobs the configuration no longer names (a job renamed or removed \
+             while it ran; a run under its new name would run beside it):\n",
+        );
+        let tz = jiff::tz::TimeZone::get(&s.timezone).unwrap_or(jiff::tz::TimeZone::UTC);
+        let local = |t: &str| crate::times::human_in(t, &tz);
+        for r in &s.unconfigured_runs {
+            out.push_str(&format!(
+                "  {}  run {}, pid {}, since {}\n",
+                r.job,
+                r.run_id,
+                r.pid,
+                local(&r.started)
+            ));
+        }
     }
     out.push_str(&format!("\nlogs: {}\n", s.logs));
     out

@@ -100,6 +100,19 @@ pub trait Records: Send {
     ///
     /// As every call (see the module).
     fn job_records(&mut self, asks: &[JobAsk]) -> Result<Vec<JobRecord>, Error>;
+    /// As [`Records::job_records`], and, in the same snapshot and round
+    /// trip, the unfinished runs of every job `known` does not name (a job
+    /// renamed or removed from the configuration while it ran), oldest
+    /// first.
+    ///
+    /// # Errors
+    ///
+    /// As every call (see the module).
+    fn job_records_and_others(
+        &mut self,
+        asks: &[JobAsk],
+        known: &[String],
+    ) -> Result<(Vec<JobRecord>, Vec<RunRow>), Error>;
     /// Every job's row, by name.
     ///
     /// # Errors

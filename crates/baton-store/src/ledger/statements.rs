@@ -176,6 +176,12 @@ pub trait Statements {
     ) -> impl Future<Output = Result<Vec<RunRow>, Self::Error>>;
     fn running(&self, job: &str) -> impl Future<Output = Result<Option<RunRow>, Self::Error>>;
     fn unfinished(&self, job: &str) -> impl Future<Output = Result<Vec<RunRow>, Self::Error>>;
+    /// The unfinished runs of every job not named in `known` (a job renamed
+    /// or removed from the configuration while it ran), oldest first.
+    fn unfinished_of_others(
+        &self,
+        known: &[String],
+    ) -> impl Future<Output = Result<Vec<RunRow>, Self::Error>>;
 
     // replacements
     /// Records a request that a run stop for a later one, unless one for

@@ -117,6 +117,28 @@ impl<B: Backend> Records for B {
         )
     }
 
+    fn job_records_and_others(
+        &mut self,
+        asks: &[JobAsk],
+        known: &[String],
+    ) -> Result<(Vec<JobRecord>, Vec<RunRow>), Error> {
+        let (asks, known) = (asks.to_vec(), known.to_vec());
+        self.transact(
+            Mode::Read,
+            &|| "read the jobs' records and the runs of other jobs".into(),
+            async move |tx| {
+                let tx = &*tx;
+                let reads = asks.iter().map(|a| job_record(tx, a));
+                let (records, others) = futures_util::future::try_join(
+                    futures_util::future::try_join_all(reads),
+                    tx.unfinished_of_others(&known),
+                )
+                .await?;
+                Ok((records, others))
+            },
+        )
+    }
+
     fn jobs(&mut self) -> Result<Vec<JobState>, Error> {
         self.transact(Mode::Read, &|| "read the jobs".into(), async |tx| {
             Ok(tx.jobs().await?)

@@ -129,6 +129,19 @@ fn a_job_record_holds_what_each_read_returns(l: &mut Store, log: &mut Log) {
     assert!(j.decision.is_some() && j.pause.is_some() && j.watermark.is_some());
     assert_eq!(records[1], JobRecord::default(), "a job never heard of");
     assert!(records[2].state.is_some() && records[2].decision.is_none());
+    // With the runs in flight of the jobs not named: the same records, and
+    // every unfinished run of another job, oldest first.
+    let gone = scheduled("gone", "00000000000000b1", 30);
+    l.begin_run(&gone).unwrap();
+    let known: Vec<String> = asks.iter().map(|a| a.job.clone()).collect();
+    let (again, others) = l.job_records_and_others(&asks, &known).unwrap();
+    assert_eq!(again, records);
+    let ids: Vec<&str> = others.iter().map(|r| r.run_id.as_str()).collect();
+    assert_eq!(ids, ["00000000000000b1"]);
+    let (_, all) = l.job_records_and_others(&[], &[]).unwrap();
+    let ids: Vec<&str> = all.iter().map(|r| r.run_id.as_str()).collect();
+    assert_eq!(ids, ["00000000000000b1", "00000000000000a2"]);
+    log.note("others", &ids);
 }
 
 fn a_paused_jobs_queue_waits_for_the_resume(l: &mut Store, log: &mut Log) {

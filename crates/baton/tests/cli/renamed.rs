@@ -373,3 +373,32 @@ fn a_run_refused_beside_a_mate_moved_to_its_lock_names_the_mates_former_lock() {
     assert!(y_ran.exists());
     assert_eq!(verdicts(&s), ["ok"]);
 }
+
+/// A job renamed while it runs is a new job (its name is its identity),
+/// but the run of its old name is not hidden: a whole `status` lists it,
+/// in the text and the JSON, until it ends; `status` of one job does not.
+#[test]
+fn a_run_of_a_job_renamed_while_it_ran_is_listed_by_status_until_it_ends() {
+    let s = Sched::new("");
+    let m = Marks::new(&s);
+    s.write(&yearly(&m, "a", ""));
+    let mut first = first_run(&s, &m);
+    s.write(&yearly(&m, "a", "").replace("[jobs.x]", "[jobs.y]"));
+    let st = s.json(&["status", "--json"]);
+    let listed = &st["unconfigured_runs"];
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{st}");
+    assert_eq!(listed[0]["job"], "x", "{st}");
+    assert_eq!(listed[0]["pid"], first.id(), "{st}");
+    let text = s.cmd(&["status"]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    assert!(
+        text.contains("of jobs the configuration no longer names") && text.contains("\n  x  run "),
+        "{text}"
+    );
+    let one = s.json(&["status", "y", "--json"]);
+    assert!(one.get("unconfigured_runs").is_none(), "{one}");
+    std::fs::write(&m.go, "").unwrap();
+    let _ = first.wait().unwrap();
+    let st = s.json(&["status", "--json"]);
+    assert!(st.get("unconfigured_runs").is_none(), "{st}");
+}

@@ -70,6 +70,7 @@ pub(super) fn status(jobs: Vec<JobStatus>) -> Status {
         now: NOW.into(),
         healthy: true,
         jobs,
+        unconfigured_runs: Vec::new(),
         store: None,
         error: None,
         ledger_newer: false,
