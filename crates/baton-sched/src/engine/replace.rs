@@ -21,7 +21,7 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::time::Duration;
 
 use baton_runner::StopAsk;
@@ -99,6 +99,22 @@ pub(crate) fn ask(
 /// next look, or once a ledger call under way returns).
 pub(crate) struct Watch {
     _stop: mpsc::Sender<()>,
+    /// The request found, once found.
+    found: Arc<Mutex<Option<Replacement>>>,
+}
+
+impl Watch {
+    /// Whether the run was asked to stop by a run by hand or a backfill (a
+    /// request naming no occurrence), which waits for the lock rather than
+    /// queue behind it. (Read from the request found: a run's end prunes
+    /// its request from the ledger.)
+    pub(crate) fn by_hand(&self) -> bool {
+        self.found
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .is_some_and(|r| r.by.is_none())
+    }
 }
 
 /// For a run of a job whose policy is `replace`: a thread that looks in the
@@ -122,6 +138,8 @@ pub(crate) fn watch(
     let (stop, stopped) = mpsc::channel::<()>();
     let ask = StopAsk::new();
     let asked = ask.clone();
+    let found = Arc::new(Mutex::new(None));
+    let found_here = Arc::clone(&found);
     let (run, name, config) = (run_id.to_owned(), job.name.clone(), config.clone());
     let spawned = std::thread::Builder::new()
         .name("baton-replace".into())
@@ -150,7 +168,9 @@ pub(crate) fn watch(
                     }
                 }
                 if let Some(Ok(Some(r))) = records.as_mut().map(|l| l.replacement(&run, &name)) {
-                    asked.ask(why(&r));
+                    let why = why(&r);
+                    *found_here.lock().unwrap_or_else(PoisonError::into_inner) = Some(r);
+                    asked.ask(why);
                     return;
                 }
                 match stopped.recv_timeout(every) {
@@ -160,7 +180,7 @@ pub(crate) fn watch(
             }
         });
     match spawned {
-        Ok(_) => Some((Watch { _stop: stop }, ask)),
+        Ok(_) => Some((Watch { _stop: stop, found }, ask)),
         Err(e) => {
             surfaces.borrow_mut().warn_of(
                 &job.name,
@@ -211,12 +231,14 @@ fn patience(job: &Job) -> Duration {
 /// reason or by another job's run, or [`patience`] has passed since the
 /// last run was asked (then the last refusal stands). Each new run of the
 /// job found holding it (one the holder drained from the queue) is asked
-/// in turn.
+/// in turn. Before it asks anything, the run's end slot is reserved in
+/// `spare`, which the caller keeps until the run reserves its own.
 pub(crate) fn wait_replacing(
     config: &Config,
     job: &Job,
     first: Result<crate::store::Taken, crate::store::Error>,
     acquire: &mut dyn FnMut() -> Result<crate::store::Taken, crate::store::Error>,
+    spare: &mut Option<crate::state::end_slot::Spare>,
     surfaces: &Rc<RefCell<Surfaces>>,
 ) -> Result<crate::store::Taken, crate::store::Error> {
     use crate::store::Taken;
@@ -237,6 +259,22 @@ pub(crate) fn wait_replacing(
         };
         let Some(run) = run else { return o };
         if asked.as_deref() != Some(run.as_str()) {
+            // A run that could not record its end would not start: it asks
+            // no live run to stop for it before its end has room.
+            if spare.is_none() {
+                let state = &config.settings.state_dir.value;
+                match crate::state::end_slot::EndSlot::spare(state) {
+                    Ok(s) => *spare = Some(s),
+                    Err(e) => {
+                        surfaces.borrow_mut().warn(&format!(
+                            "{}: run {run} is not asked to stop: this run could not reserve \
+                             room for its end: {e}",
+                            job.name
+                        ));
+                        return o;
+                    }
+                }
+            }
             if !ask(config, job, &run, None, surfaces) {
                 return o;
             }

@@ -203,9 +203,18 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> Outcome {
         })
     };
     let first = acquire();
+    // Kept until the run reserves its end slot, under the lease below.
+    let mut spare = None;
     let taken = if req.start == Start::Manual {
         // A run by hand replaces the job's run in flight, and waits for it.
-        crate::engine::replace::wait_replacing(req.config, job, first, &mut acquire, surfaces)
+        crate::engine::replace::wait_replacing(
+            req.config,
+            job,
+            first,
+            &mut acquire,
+            &mut spare,
+            surfaces,
+        )
     } else {
         first
     };
@@ -559,6 +568,18 @@ fn queue_behind(
     {
         crate::engine::replace::ask(req.config, job, run, Some(at), surfaces);
     }
+    if queued.is_none() {
+        // Neither queued nor decided: nothing ran, and nothing says so yet.
+        surfaces.borrow_mut().warn_of(
+            &job.name,
+            &format!(
+                "{}: occurrence {} not queued behind the run in flight: the ledger would not \
+                 take it; it stays due, for a later tick to queue, run or record missed",
+                job.name, ctx.occurrence
+            ),
+        );
+        return Outcome::Unable;
+    }
     if !matches!(queued, Some(baton_store::ledger::Queued::Queued)) {
         return Outcome::Done;
     }
@@ -741,6 +762,7 @@ fn hold_once(
     // from renewing past its TTL.
     let _bounded = LedgerBound::set(surfaces, session.lease().renew_wait());
     let mut worst = Outcome::Done;
+    let mut handed = false;
     for f in firsts {
         if session.lost().is_some() || session.interrupted().is_some() {
             break;
@@ -770,19 +792,20 @@ fn hold_once(
             ..*req
         };
         let run_id = ctx.borrow().run_id.clone();
-        worst = worst.max(one_listening(
-            &sub,
-            &run_id,
-            &ctx,
-            &mut session,
-            &current,
-            surfaces,
-        ));
+        let (outcome, by_hand) =
+            one_listening(&sub, &run_id, &ctx, &mut session, &current, surfaces);
+        worst = worst.max(outcome);
+        if by_hand {
+            handed = true;
+            break;
+        }
     }
     // A run whose start the shared ledger would not record (Outcome::Unable) leaves
     // the queue to a later holder: the ledger is not answering. Nor is the
-    // queue read after the lease is gone.
-    let mut mates = if worst == Outcome::Unable
+    // queue read after the lease is gone. A holder whose run a run by hand
+    // replaced leaves it to that run's holder.
+    let mut mates = if handed
+        || worst == Outcome::Unable
         || session.lost().is_some()
         || session.interrupted().is_some()
     {
@@ -907,17 +930,26 @@ fn hold_once(
             ..*req
         };
         let run_id = ctx.borrow().run_id.clone();
-        worst = worst.max(one_listening(
-            &sub,
-            &run_id,
-            &ctx,
-            &mut session,
-            &current,
-            surfaces,
+        let (outcome, by_hand) =
+            one_listening(&sub, &run_id, &ctx, &mut session, &current, surfaces);
+        worst = worst.max(outcome);
+        if by_hand {
+            handed = true;
+            break;
+        }
+    }
+    if handed {
+        surfaces.borrow_mut().note(&format!(
+            "{}: run {} was replaced by a run by hand or a backfill; the lock is handed to it, \
+             and what else this holder had to run is left for a later tick",
+            job.name,
+            ctx.borrow().run_id
         ));
     }
-    let stop =
-        worst == Outcome::Unable || session.lost().is_some() || session.interrupted().is_some();
+    let stop = handed
+        || worst == Outcome::Unable
+        || session.lost().is_some()
+        || session.interrupted().is_some();
     let peek: Vec<String> = if stop {
         Vec::new()
     } else {
@@ -940,7 +972,11 @@ fn hold_once(
 
 /// One run ([`steps::one`]) that listens, for a job whose policy is
 /// `replace`, for a request that it stop ([`crate::engine::replace::watch`]);
-/// the next run of the lease listens to its own.
+/// the next run of the lease listens to its own. Also whether a run by
+/// hand or a backfill asked it to stop: that run waits for the lock, so
+/// this holder hands it over ([`crate::engine::replace::Watch::by_hand`]) rather
+/// than start what else it holds the lease for, each of which would be
+/// asked to stop in turn.
 fn one_listening(
     req: &Request<'_>,
     run_id: &str,
@@ -948,11 +984,11 @@ fn one_listening(
     session: &mut Session<'_>,
     current: &Rc<RefCell<Option<String>>>,
     surfaces: &Rc<RefCell<Surfaces>>,
-) -> Outcome {
+) -> (Outcome, bool) {
     let watching = crate::engine::replace::watch(req.config, req.job, run_id, surfaces);
     session.listen(watching.as_ref().map(|(_, ask)| ask.clone()));
     let outcome = steps::one(req, ctx, session, current, surfaces);
     session.listen(None);
-    drop(watching);
-    outcome
+    let by_hand = watching.is_some_and(|(watch, _)| watch.by_hand());
+    (outcome, by_hand)
 }

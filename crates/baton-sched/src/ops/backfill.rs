@@ -387,6 +387,9 @@ fn run_with(
     let deadline = clock.boot().saturating_add(QUEUE_WAIT);
     let mut said = false;
     let mut slot = 1;
+    // The first run's end slot, kept from before a run is asked to stop
+    // until that run reserves it.
+    let mut spare = None;
     let outcome = loop {
         let o = crate::engine::slots::try_acquire(&*store, job, &claim, true).map(|t| {
             slot = t.slot;
@@ -403,6 +406,21 @@ fn run_with(
         {
             // `replace`: the job's run in flight is asked to stop (each
             // run found holding the lock, once); a mate's is waited for.
+            // Only once this run's end has room: one that could not start
+            // stops nothing.
+            if job.policy.overlap.value == crate::config::Overlap::Replace && spare.is_none() {
+                match crate::state::end_slot::EndSlot::spare(&config.settings.state_dir.value) {
+                    Ok(s) => spare = Some(s),
+                    Err(e) => {
+                        surfaces.borrow_mut().warn(&format!(
+                            "{}: run {run} is not asked to stop: the backfill could not \
+                             reserve room for its run's end: {e}",
+                            job.name
+                        ));
+                        break o;
+                    }
+                }
+            }
             crate::engine::replace::ask(config, job, run, None, surfaces);
         }
         if !said {

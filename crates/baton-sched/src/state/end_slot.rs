@@ -87,11 +87,34 @@ fn path_of(state: &Path, run_id: &str) -> PathBuf {
     state.join("ends").join(format!("{run_id}.end"))
 }
 
+/// This process's spare slot ([`EndSlot::spare`]): not a `.end` file, so
+/// no reader of kept ends ever takes it for one.
+fn spare_path(state: &Path) -> PathBuf {
+    state
+        .join("ends")
+        .join(format!(".spare-{}", std::process::id()))
+}
+
+/// A slot reserved ahead of its run ([`EndSlot::spare`]); removed when
+/// dropped, unless a reservation took it.
+#[derive(Debug)]
+pub(crate) struct Spare(PathBuf);
+
+impl Drop for Spare {
+    fn drop(&mut self) {
+        remove(&self.0);
+    }
+}
+
 impl EndSlot {
     /// Reserves the slot of `run_id` in `state`.
     pub(crate) fn reserve(state: &Path, run_id: &str) -> Result<Self, SlotError> {
         crate::state::state_dir::ends_dir(state)?;
         let path = path_of(state, run_id);
+        // This process's spare, when it reserved one: the room is there.
+        if !path.exists() && std::fs::rename(spare_path(state), &path).is_ok() {
+            return Ok(Self { path });
+        }
         state_file::reserve(&path, ROOM)?;
         Ok(Self { path })
     }
@@ -132,6 +155,20 @@ impl EndSlot {
             }
             stored.attempts.remove(0);
         }
+    }
+
+    /// Reserves a slot for a run of this process whose id is not known
+    /// yet, under a name no run's slot has: the next [`EndSlot::reserve`]
+    /// in `state` by this process takes it (a rename, which needs no
+    /// room), so a run that reserved it before it asked another run to
+    /// stop for it never finds the disk filled meanwhile. Removed when
+    /// dropped, unless taken.
+    pub(crate) fn spare(state: &Path) -> Result<Spare, SlotError> {
+        crate::state::state_dir::ends_dir(state)?;
+        let path = spare_path(state);
+        remove(&path);
+        state_file::reserve(&path, ROOM).inspect_err(|_| remove(&path))?;
+        Ok(Spare(path))
     }
 
     /// Removes the slot: the ledger has the run's end.

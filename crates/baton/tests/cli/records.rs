@@ -225,6 +225,27 @@ impl Tmpfs {
     }
 }
 
+/// A scheduler whose state directory is a 4 MiB tmpfs; `None` without
+/// root (mounting one needs it).
+fn on_a_small_disk() -> Option<(Sched, Tmpfs)> {
+    if !crate::support::root() {
+        eprintln!("skipped: mounting a tmpfs needs root");
+        return None;
+    }
+    let s = Sched::new("");
+    let disk = Tmpfs::mount(&s.env.state(), "4m");
+    Some((s, disk))
+}
+
+/// Empties the ledger's write-ahead log, so that a full disk refuses its
+/// next write.
+fn checkpoint(s: &Sched) {
+    rusqlite::Connection::open(db(s))
+        .unwrap()
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+}
+
 impl Drop for Tmpfs {
     fn drop(&mut self) {
         let _ = std::process::Command::new("umount")
@@ -236,12 +257,9 @@ impl Drop for Tmpfs {
 
 #[test]
 fn store_files_an_occurrence_whose_start_a_full_disk_refused_is_left_to_a_later_tick() {
-    if !crate::support::root() {
-        eprintln!("skipped: mounting a tmpfs needs root");
+    let Some((s, disk)) = on_a_small_disk() else {
         return;
-    }
-    let s = Sched::new("");
-    let disk = Tmpfs::mount(&s.env.state(), "4m");
+    };
     let ran = s.env.path("ran");
     let log = s.env.path("manual");
     s.write(&format!(
@@ -259,10 +277,7 @@ fn store_files_an_occurrence_whose_start_a_full_disk_refused_is_left_to_a_later_
     assert_eq!(lines(&log).len(), 1);
     // The write-ahead log emptied, then the disk filled: the ledger cannot
     // take another write, while the lock file is rewritten in place.
-    rusqlite::Connection::open(db(&s))
-        .unwrap()
-        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-        .unwrap();
+    checkpoint(&s);
     let filler = disk.fill();
     let o = s.run(&["tick"]);
     // Its start could not be recorded: it did not run, and nothing of it
@@ -296,12 +311,7 @@ fn store_files_an_occurrence_whose_start_a_full_disk_refused_is_left_to_a_later_
 /// and ended 0, its end kept in its end slot; the disk freed again. None
 /// without root (mounting a tmpfs needs it).
 fn ended_on_a_full_disk() -> Option<(Sched, Tmpfs)> {
-    if !crate::support::root() {
-        eprintln!("skipped: mounting a tmpfs needs root");
-        return None;
-    }
-    let s = Sched::new("");
-    let disk = Tmpfs::mount(&s.env.state(), "4m");
+    let (s, disk) = on_a_small_disk()?;
     let filler = s.env.state().join("filler");
     s.write(&format!(
         "[scheduler]\nstate_dir = {:?}\ntimezone = \"UTC\"\nttl = \"2s\"\nkill_grace = \"500ms\"\n\
@@ -533,4 +543,48 @@ fn store_files_an_occurrence_a_tick_recorded_missed_is_not_also_run_by_a_start_t
     // claim alone would keep the occurrence from ever running.
     let record = std::fs::read_to_string(s.env.state().join("locks/j.lock")).unwrap();
     assert!(!record.contains("j@"), "{record}");
+}
+
+/// `overlap = "queue"` with the job's run in flight and a full disk: the
+/// tick cannot queue the occurrence, so it does not say it did nothing
+/// wrong (exit 2, naming why); the occurrence stays due, and once the disk
+/// has room a tick runs it.
+#[test]
+fn store_files_an_occurrence_a_full_disk_would_not_queue_is_said_and_stays_due() {
+    let Some((s, disk)) = on_a_small_disk() else {
+        return;
+    };
+    let (ran, go) = (s.env.path("ran"), s.env.path("go"));
+    s.write(&format!(
+        "[scheduler]\nstate_dir = {:?}\ntimezone = \"UTC\"\n\
+         [jobs.j]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"400d\"\noverlap = \"queue\"\n\
+         run = \"echo $BATON_OCCURRENCE >> {}; [ $BATON_OCCURRENCE = manual ] || exit 0; \
+         while [ ! -e {} ]; do sleep 0.05; done\"\n",
+        s.env.state().display(),
+        ran.display(),
+        go.display()
+    ));
+    crate::sched::known_since(&s, &["j"], crate::sched::before_new_year());
+    let mut by_hand = s
+        .cmd(&["run", "j"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    crate::support::eventually("the run by hand to start", || lines(&ran).len() == 1);
+    checkpoint(&s);
+    let filler = disk.fill();
+    let o = s.run(&["tick"]);
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stderr(&o).contains("not queued behind the run in flight"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_file(filler).unwrap();
+    std::fs::write(&go, "").unwrap();
+    let _ = by_hand.wait().unwrap();
+    let o = s.run(&["tick"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(lines(&ran).len(), 2, "{:?}", lines(&ran));
 }

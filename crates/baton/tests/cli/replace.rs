@@ -69,6 +69,22 @@ impl Tree {
         )
     }
 
+    /// A script that runs the step for `manual` rounds in a run by hand,
+    /// and for `scheduled` rounds in any other.
+    fn wrapper(&self, env: &Env, manual: u32, scheduled: u32) -> PathBuf {
+        script(
+            env,
+            "wrapper.sh",
+            &format!(
+                "#!/bin/sh\nn={scheduled}\n[ \"$BATON_OCCURRENCE\" = manual ] && n={manual}\n\
+                 exec {} {} {} $n\n",
+                self.script.display(),
+                self.out.display(),
+                self.pids.display()
+            ),
+        )
+    }
+
     /// Checks the file's story and returns the run ids in the order they
     /// started: no run's tree was alive when a later run started, no run
     /// wrote after a later one started, each run started once.
@@ -443,16 +459,7 @@ fn a_backfill_replaces_the_run_in_flight_then_runs_its_range() {
     let s = Sched::new("");
     let tree = Tree::new(&s.env);
     // A run by hand lasts 8 s; each backfilled occurrence 0.6 s.
-    let wrapper = script(
-        &s.env,
-        "wrapper.sh",
-        &format!(
-            "#!/bin/sh\nn=3\n[ \"$BATON_OCCURRENCE\" = manual ] && n=40\nexec {} {} {} $n\n",
-            tree.script.display(),
-            tree.out.display(),
-            tree.pids.display()
-        ),
-    );
+    let wrapper = tree.wrapper(&s.env, 40, 3);
     s.write(&format!(
         "[jobs.r]\nschedule = \"0 * * * *\"\noverlap = \"replace\"\nkill_grace = \"1s\"\n\
          run = \"{}\"\n",
@@ -473,6 +480,51 @@ fn a_backfill_replaces_the_run_in_flight_then_runs_its_range() {
     let v = verdicts(&s.json(&["history", "r", "--json"]));
     assert_eq!(v[&order[0]], ("manual".to_owned(), "replaced".to_owned()));
     for run in &order[1..] {
+        assert_eq!(v[run].1, "ok", "{v:?}");
+    }
+}
+
+/// A run by hand during a catch-up batch replaces the run in flight only:
+/// the holder hands it the lock rather than start the batch's next
+/// occurrence (which the run by hand would ask to stop in turn, each
+/// started and killed a moment later), and the rest of the batch runs
+/// after it, each to its end.
+#[test]
+fn a_run_by_hand_during_a_catch_up_batch_replaces_only_the_run_in_flight() {
+    let s = Sched::new("");
+    let tree = Tree::new(&s.env);
+    let wrapper = tree.wrapper(&s.env, 5, 15);
+    s.write(&format!(
+        "[jobs.r]\nschedule = \"* * * * *\"\noverlap = \"replace\"\ncatch_up = \"all\"\n\
+         catch_up_window = \"1h\"\nkill_grace = \"1s\"\nrun = \"{}\"\n",
+        wrapper.display()
+    ));
+    let now = baton_lease::Clock::wall(&baton_lease::SystemClock);
+    crate::sched::known_since(&s, &["r"], now - jiff::SignedDuration::from_mins(3));
+    let tick = s
+        .cmd(&["tick"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    eventually("the batch's first run to start", || {
+        std::fs::read_to_string(&tree.out).is_ok_and(|t| t.contains("gc "))
+    });
+    let by_hand = s.run(&["run", "r"]);
+    assert_eq!(code(&by_hand), 0, "{}", stderr(&by_hand));
+    let tick = tick.wait_with_output().unwrap();
+    assert!(code(&tick) <= 1, "{}", stderr(&tick));
+    let order = tree.runs_one_at_a_time();
+    assert!(order.len() >= 3, "{order:?}");
+    let v = verdicts(&s.json(&["history", "r", "--json"]));
+    let replaced: Vec<&String> = order.iter().filter(|r| v[*r].1 == "replaced").collect();
+    assert_eq!(replaced, [&order[0]], "only the run in flight: {v:?}");
+    assert_eq!(
+        v[&order[1]],
+        ("manual".to_owned(), "ok".to_owned()),
+        "{v:?}"
+    );
+    for run in &order[2..] {
         assert_eq!(v[run].1, "ok", "{v:?}");
     }
 }
