@@ -7,8 +7,9 @@
 //! each run appends `start` and `end` lines to, under an flock),
 //! `REPLICA_HOLD_MS` (how long a run takes), `REPLICA_LIFE_MS` (how long
 //! the replica serves before it shuts down), `REPLICA_TTL_MS` (the
-//! lease's TTL and takeover grace) and `REPLICA_OVERLAP` (`queue`, or
-//! skip by default). With `REPLICA_COMMAND` (a shell line) and
+//! lease's TTL and takeover grace), `REPLICA_OVERLAP` (`queue`, or
+//! skip by default) and `REPLICA_LOCK` (the job's lock, else its name).
+//! With `REPLICA_COMMAND` (a shell line) and
 //! `REPLICA_RUNNER` (the `baton` binary), the job runs that command as a
 //! child process instead (`Job::command`), and the sink is not written.
 
@@ -51,7 +52,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Ok("queue") => Overlap::Queue,
         _ => Overlap::Skip,
     };
-    let job = Job::cron("tick", "* * * * * *")
+    let job = Job::cron("tick", "* * * * * *");
+    let job = match std::env::var("REPLICA_LOCK") {
+        Ok(lock) => job.lock(lock),
+        Err(_) => job,
+    };
+    let job = job
         .lease(ttl, ttl)
         .overlap(overlap)
         .grace(Duration::from_millis(300))

@@ -62,7 +62,23 @@
 //! the schedule: on the same host its lease is free once its process is
 //! gone; in PostgreSQL once its TTL and takeover grace have passed. The
 //! next run under the lock records the dead run `abandoned`, as the
-//! command line does.
+//! command line does. A run whose end the store does not take at once (a
+//! PostgreSQL server restarting) writes it again, with its attempts, for
+//! at least 30 s (or its TTL) while its lease is held, so it is recorded
+//! as it ended rather than found unfinished.
+//!
+//! # Replicas that disagree
+//!
+//! A rolling deploy runs old and new replicas side by side. A job's
+//! [`Job::lock`] changed on some replicas only is safe: the job's guard
+//! (the command line's, in the same store) keeps it from running under
+//! two locks at once, its occurrences meanwhile missed `busy` (or queued)
+//! naming the other lock, and a run under the other lock is never recorded
+//! `abandoned`. A job's schedule is each replica's own: replicas that
+//! disagree run the occurrences of every schedule they hold (each once),
+//! and `baton status` shows the schedule declared last. Roll a schedule
+//! change out to every replica, or pause the job (`baton pause`) for the
+//! roll.
 //!
 //! # The fence
 //!

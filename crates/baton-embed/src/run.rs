@@ -39,7 +39,7 @@ use std::time::Duration;
 use baton_lease::{Claim, Clock, Once};
 use baton_store::Restated;
 use baton_store::ledger::{Attempt, Begun, Finished, Miss, Missed, NewRun, Queued};
-use baton_store::store::{LockRef, Refused, Taken};
+use baton_store::store::{Guard, LockRef, Refused, Taken};
 use baton_store::words::{AlertKind, AttemptOutcome, MissReason, RunVerdict, StepKind};
 use jiff::Timestamp;
 use tokio::sync::watch;
@@ -166,6 +166,33 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
     };
     let tenure = Tenure::of(held.as_ref());
     let kept = Kept::start(held, sent, Arc::clone(&env.clock));
+    // Under the lease, before anything runs: the job's guard decides
+    // between two runs of it under two locks at once (replicas that
+    // disagree on its lock, as a rolling deploy that changes it does).
+    let p = Arc::clone(&plan);
+    let fence = tenure.fence;
+    let guarded = blocking(&env, move |s| s.take_guard(&lock_ref(&p), fence, Some(at))).await;
+    match guarded {
+        Some(Ok((Guard::Clear, _))) => {}
+        Some(Ok((Guard::Elsewhere(refused), _))) => {
+            let_go(kept, &name, at, true).await;
+            return refused_lock(&env, &plan, at, refused).await;
+        }
+        Some(Ok((Guard::Claimed { at: claimed }, _))) => {
+            let_go(kept, &name, at, true).await;
+            return claimed_already(&env, &plan, at, claimed).await;
+        }
+        Some(Err(e)) => {
+            tracing::warn!("{name} occurrence={occ}: not run: {e}");
+            let_go(kept, &name, at, true).await;
+            return;
+        }
+        None => {
+            tracing::warn!("{name} occurrence={occ}: not run: the store's thread failed");
+            let_go(kept, &name, at, true).await;
+            return;
+        }
+    }
     let Some(mut ledger) = Ledger::open(&env).await else {
         // It never started: its claim must not say it did.
         let_go(kept, &name, at, true).await;
@@ -343,6 +370,7 @@ async fn under_lease(
             (budget, due),
         ))
     });
+    let mut unrecorded = Vec::new();
     let verdict = Attempts {
         env,
         plan,
@@ -353,6 +381,7 @@ async fn under_lease(
         occ,
         lost: kept.lost.clone(),
         seq: 0,
+        unrecorded: &mut unrecorded,
     }
     .run()
     .await;
@@ -374,7 +403,19 @@ async fn under_lease(
         success,
     };
     let keep = plan.history_keep;
-    if let Some(Err(e)) = ledger.call(move |l| l.finish_run(&finished, keep)).await {
+    // With the attempts the ledger did not take as they ended. A shared
+    // store's ledger that does not answer (a server restarting) is tried
+    // again while the lease is held, as the command line does: else the
+    // next run would find the run unfinished and call it abandoned.
+    let within = if env.store.shared() {
+        PERSIST.max(plan.ttl)
+    } else {
+        Duration::ZERO
+    };
+    let end = move |l: &mut dyn baton_store::ledger::Records| {
+        l.finish_run_after(&unrecorded, &finished, keep)
+    };
+    if let Err(e) = persist(env, ledger, within, end).await {
         tracing::warn!("{name} run={run_id}: its end was not recorded: {e}");
     }
     tracing::info!("{name} run={run_id} verdict={verdict}");
@@ -396,6 +437,42 @@ async fn under_lease(
         crate::alert::raise(env, ledger, alert).await;
     }
     Some(kept)
+}
+
+/// How long a run's end is written again, at least, when a shared store's
+/// ledger does not answer (the job's TTL when that is longer).
+const PERSIST: Duration = Duration::from_secs(30);
+
+/// Writes with `f` until the ledger takes it, for at most `within` on the
+/// scheduler's boot clock, waiting 100 ms (doubling, at most 2 s) between
+/// tries; the last error when it never did. `f` must be safe to repeat
+/// (the ledger's end of a run is: an end recorded already is kept).
+async fn persist(
+    env: &Env,
+    ledger: &mut Ledger,
+    within: Duration,
+    f: impl Fn(&mut dyn baton_store::ledger::Records) -> Result<(), baton_store::ledger::Error>
+    + Send
+    + Sync
+    + 'static,
+) -> Result<(), String> {
+    let f = Arc::new(f);
+    let until = env.clock.boot().saturating_add(within);
+    let mut wait = Duration::from_millis(100);
+    loop {
+        let g = Arc::clone(&f);
+        let failed = match ledger.call(move |l| g(l)).await {
+            Some(Ok(())) => return Ok(()),
+            Some(Err(e)) => e.to_string(),
+            None => "the ledger's thread failed".to_owned(),
+        };
+        let now = env.clock.boot();
+        if now >= until {
+            return Err(failed);
+        }
+        timer::until_boot(&*env.clock, now.saturating_add(wait).min(until)).await;
+        wait = (wait * 2).min(Duration::from_secs(2));
+    }
 }
 
 /// Waits until `due` (boot clock: the run's start plus its `budget`), then
@@ -487,6 +564,25 @@ async fn drain(
             return Some(kept);
         };
         let occ = Timestamp::from_second(at).unwrap_or(Timestamp::UNIX_EPOCH);
+        // A mate whose run goes on under another lock (replicas that
+        // disagree on its lock): its queue waits for a later holder.
+        let (m, fence) = (Arc::clone(&mate), tenure.fence);
+        match blocking(env, move |s| s.take_guard(&lock_ref(&m), fence, None)).await {
+            Some(Ok((Guard::Clear, _))) => {}
+            Some(Ok((Guard::Elsewhere(refused), _))) => {
+                tracing::info!(
+                    "{job}: queued occurrence {occ} left in the queue: {}",
+                    refused.why
+                );
+                return Some(kept);
+            }
+            Some(Ok((Guard::Claimed { .. }, _))) | Some(Err(_)) | None => {
+                tracing::warn!(
+                    "{job}: queued occurrence {occ} left in the queue: its guard could not be taken"
+                );
+                return Some(kept);
+            }
+        }
         let row = {
             let (name, at) = (job.clone(), at);
             match ledger.call(move |l| l.decision(&name, at)).await {
@@ -929,6 +1025,9 @@ struct Attempts<'a> {
     lost: watch::Receiver<Option<String>>,
     /// Attempts recorded so far, the checks' included.
     seq: u32,
+    /// The attempts the ledger did not take as they ended, recorded with
+    /// the run's end.
+    unrecorded: &'a mut Vec<Attempt>,
 }
 
 /// How one attempt ended.
@@ -1196,8 +1295,18 @@ impl Attempts<'_> {
             signal: None,
             outcome,
         };
-        if let Some(Err(e)) = self.ledger.call(move |l| l.record_attempt(&a)).await {
-            tracing::warn!("{}: an attempt was not recorded: {e}", self.plan.name);
+        let kept = a.clone();
+        match self.ledger.call(move |l| l.record_attempt(&a)).await {
+            Some(Ok(())) => {}
+            failed => {
+                if let Some(Err(e)) = failed {
+                    tracing::warn!(
+                        "{}: an attempt was not recorded yet (it is, with the run's end): {e}",
+                        self.plan.name
+                    );
+                }
+                self.unrecorded.push(kept);
+            }
         }
     }
 }

@@ -443,6 +443,30 @@ impl Handle {
     }
 }
 
+impl Drop for Handle {
+    /// Leaves the scheduler running on its runtime, as the type's doc says:
+    /// its tasks are detached (a `JoinSet` dropped would abort them), and
+    /// the shutdown channel is kept open for as long as they run (closed,
+    /// it would read as a shutdown). After [`Handle::shutdown`] the tasks
+    /// have ended and nothing is left to keep.
+    fn drop(&mut self) {
+        if self.tasks.is_empty() {
+            return;
+        }
+        self.tasks.detach_all();
+        // The sender lives on in the runtime: a task that holds it until
+        // every receiver (the scheduler's tasks) is gone.
+        let shutdown = self.shutdown.clone();
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(async move { shutdown.closed().await });
+            }
+            // Dropped outside any runtime: kept for the process's life.
+            Err(_) => std::mem::forget(shutdown),
+        }
+    }
+}
+
 /// One job's timer: the occurrence it catches up (`caught_up`'s answer,
 /// when there is one), then each occurrence after `from` starts a run.
 async fn job_loop(

@@ -148,3 +148,28 @@ async fn a_jump_over_several_occurrences_runs_the_newest_and_records_the_rest_mi
         )
     );
 }
+
+/// A `Handle` dropped (a service that starts the scheduler and keeps no
+/// handle) leaves the scheduler running: its next occurrence still runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_handle_leaves_the_scheduler_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (clock, handle) = on_manual_clock(
+        dir.path(),
+        at("2026-06-01T00:00:30Z"),
+        reporting("hourly", "0 * * * *", tx),
+    );
+    // Once the scheduler has seen the job (its first sighting is read at
+    // the start, on the clock as it is then).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    drop(handle);
+    move_to(&clock, at("2026-06-01T00:59:59Z"));
+    tokio::task::yield_now().await;
+    assert!(rx.try_recv().is_err(), "nothing runs before 01:00");
+    move_to(&clock, at("2026-06-01T01:00:00Z"));
+    assert_eq!(next(&mut rx).await, at("2026-06-01T01:00:00Z"));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    move_to(&clock, at("2026-06-01T02:00:00Z"));
+    assert_eq!(next(&mut rx).await, at("2026-06-01T02:00:00Z"));
+}

@@ -79,3 +79,57 @@ async fn a_partition_from_postgres_cancels_the_run_drops_it_and_records_it_lease
         "{run:?}"
     );
 }
+
+/// The server restarted while a run goes on, the run ending while it is
+/// down: the run's attempt and end are written again until the server
+/// answers, so the run is recorded as it ended, never `abandoned` by the
+/// next run to start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_ends_while_postgres_restarts_is_recorded_as_it_ended() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+    let server = PgServer::start();
+    let url = server.url();
+    let (started, mut runs) = tokio::sync::mpsc::unbounded_channel();
+    let go = Arc::new(tokio::sync::Notify::new());
+    let first = Arc::new(AtomicBool::new(true));
+    let (g, f) = (Arc::clone(&go), Arc::clone(&first));
+    let ttl = Duration::from_secs(6);
+    let job = baton_embed::Job::cron("restarted", "* * * * * *")
+        .lease(ttl, ttl)
+        .grace(Duration::from_millis(300))
+        .run(move |ctx: baton_embed::RunContext| {
+            let (go, first, started) = (Arc::clone(&g), Arc::clone(&f), started.clone());
+            async move {
+                if first.swap(false, Ordering::SeqCst) {
+                    let _ = started.send(ctx.run_id().to_owned());
+                    go.notified().await;
+                }
+                Ok(())
+            }
+        });
+    let handle = baton_embed::Scheduler::builder()
+        .store(baton_embed::Store::postgres(&url).migrate())
+        .job(job)
+        .build()
+        .unwrap()
+        .start();
+    let run = crate::support::next(&mut runs).await;
+    server.stop_for_now();
+    go.notify_one();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    server.start_again();
+    // Later occurrences run once the server answers again.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    handle.shutdown(Duration::from_secs(2)).await;
+    let mut l = ledger(&url);
+    let row = l
+        .history("restarted", 100)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.run_id == run)
+        .unwrap();
+    assert_eq!(row.verdict.map(|v| v.as_str()), Some("ok"), "{row:?}");
+    assert_eq!(row.attempts.len(), 1, "{row:?}");
+}

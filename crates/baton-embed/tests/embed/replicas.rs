@@ -167,3 +167,47 @@ pub fn killed_mid_run(store: &str, dir: &std::path::Path, ledger: OpenLedger<'_>
         assert_eq!(recorded[&r.run_id].1.as_deref(), Some("ok"), "{r:?}");
     }
 }
+
+/// Two replicas that disagree on the job's lock (a rolling deploy that
+/// gives the job a `lock`, the old replica still up), with runs (1.5 s)
+/// that overrun the schedule (every second): the job's guard keeps them
+/// from running it under both locks at once, and a run in flight under
+/// the other lock is never recorded `abandoned`.
+#[test]
+fn replicas_that_disagree_on_a_jobs_lock_never_run_it_twice_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let store = format!("sqlite:{}", state.display());
+    let sink = dir.path().join("sink");
+    let mut replicas = vec![
+        replica(&store, &sink, 1_500, 7_000, 2_000),
+        replica_with(
+            &store,
+            &sink,
+            1_500,
+            7_000,
+            2_000,
+            &[("REPLICA_LOCK", "db")],
+        ),
+    ];
+    wait_all(&mut replicas);
+    let runs = read_sink(&sink);
+    assert!(runs.len() >= 2, "too few runs to judge: {runs:?}");
+    let mut by_start = runs.clone();
+    by_start.sort_by_key(|r| r.start);
+    for pair in by_start.windows(2) {
+        if let Some(end) = pair[0].end {
+            assert!(end <= pair[1].start, "two runs at once: {pair:?}");
+        }
+    }
+    let mut l = ledger(&state);
+    let recorded = ledger_runs(&mut *l, "tick");
+    for r in runs.iter().filter(|r| r.end.is_some()) {
+        assert_ne!(
+            recorded.get(&r.run_id).and_then(|v| v.1.as_deref()),
+            Some("abandoned"),
+            "run {} ended, yet was recorded abandoned",
+            r.run_id
+        );
+    }
+}
