@@ -65,7 +65,10 @@
 //! command line does. A run whose end the store does not take at once (a
 //! PostgreSQL server restarting) writes it again, with its attempts, for
 //! at least 30 s (or its TTL) while its lease is held, so it is recorded
-//! as it ended rather than found unfinished.
+//! as it ended rather than found unfinished. An occurrence that comes due
+//! while the store does not answer is not run; once it answers again, the
+//! replica records it missed (`ledger-unavailable`) before its next run,
+//! unless another replica decided it.
 //!
 //! # Replicas that disagree
 //!

@@ -55,6 +55,10 @@ pub(crate) struct Plan {
     pub(crate) work: Work,
     /// Run once each after the function, in order ([`crate::Job::check`]).
     pub(crate) checks: Vec<Check>,
+    /// Occurrences that came due while the store could not be reached:
+    /// neither run nor recorded yet (`run::settle_owed` records them
+    /// missed once the store answers).
+    pub(crate) owed: std::sync::Mutex<Vec<i64>>,
 }
 
 impl Plan {
@@ -172,6 +176,7 @@ impl Plan {
             history_keep: job.history_keep,
             work,
             checks: job.checks,
+            owed: std::sync::Mutex::default(),
         })
     }
 }

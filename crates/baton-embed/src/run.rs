@@ -146,6 +146,9 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
         }),
         mates: plan.mates.clone(),
     };
+    // What came due while the store did not answer is recorded before
+    // this occurrence is decided (the ledger takes no miss before it then).
+    settle_owed(&env, &plan).await;
     let sent = env.clock.boot();
     let p = Arc::clone(&plan);
     let taken = blocking(&env, move |s| s.try_acquire(&lock_ref(&p), &claim)).await;
@@ -157,10 +160,12 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
         Some(Ok(Taken::Refused(refused))) => return refused_lock(&env, &plan, at, refused).await,
         Some(Err(e)) => {
             tracing::warn!("{name} occurrence={occ}: not run: {e}");
+            owe(&plan, at);
             return;
         }
         None => {
             tracing::warn!("{name} occurrence={occ}: not run: the store's thread failed");
+            owe(&plan, at);
             return;
         }
     };
@@ -214,6 +219,66 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
     // An occurrence queued between the last look and the release waits
     // for the next holder: look once more.
     drain_fresh(&env, &plan).await;
+}
+
+/// The most occurrences a job keeps owed while its store does not answer;
+/// the oldest beyond it are said and forgotten.
+const OWED_MAX: usize = 1_000;
+
+/// Notes occurrence `at`, not run because the store did not answer, to be
+/// recorded missed once it does.
+fn owe(plan: &Plan, at: i64) {
+    let mut owed = plan
+        .owed
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    owed.push(at);
+    if owed.len() > OWED_MAX {
+        let gone = owed.remove(0);
+        tracing::warn!(
+            "{}: occurrence {gone} is not recorded missed: more than {OWED_MAX} came due while \
+             the store did not answer",
+            plan.name
+        );
+    }
+}
+
+/// Records missed (`ledger-unavailable`) the occurrences of `plan` that came
+/// due while the store did not answer ([`owe`]), once across replicas (one
+/// that ran such an occurrence decided it, and the miss then changes
+/// nothing); kept for a later try when the ledger does not open.
+async fn settle_owed(env: &Env, plan: &Plan) {
+    let owed = std::mem::take(
+        &mut *plan
+            .owed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    if owed.is_empty() {
+        return;
+    }
+    let Some(mut ledger) = Ledger::open(env).await else {
+        let mut kept = plan
+            .owed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let later = std::mem::take(&mut *kept);
+        *kept = owed;
+        kept.extend(later);
+        return;
+    };
+    for at in owed {
+        let detail = "the store did not answer when it was due".to_owned();
+        miss(
+            env,
+            &mut ledger,
+            plan,
+            at,
+            MissReason::LedgerUnavailable,
+            detail,
+        )
+        .await;
+    }
 }
 
 /// What one tenure of a lease runs under: its fence and the host holding it.

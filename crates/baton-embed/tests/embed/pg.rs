@@ -132,4 +132,26 @@ async fn a_run_that_ends_while_postgres_restarts_is_recorded_as_it_ended() {
         .unwrap();
     assert_eq!(row.verdict.map(|v| v.as_str()), Some("ok"), "{row:?}");
     assert_eq!(row.attempts.len(), 1, "{row:?}");
+    // Every occurrence from that run's to the last one run either ran or
+    // is recorded missed: those due while the server was down too.
+    let ran: Vec<i64> = l
+        .history("restarted", 1000)
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| r.occurrence)
+        .collect();
+    let missed = l.missed("restarted", 1000).unwrap();
+    let (first, last) = (row.occurrence.unwrap(), *ran.iter().max().unwrap());
+    assert!(
+        missed
+            .iter()
+            .any(|m| m.reason.as_str() == "ledger-unavailable"),
+        "{missed:?}"
+    );
+    for at in first..=last {
+        assert!(
+            ran.contains(&at) || missed.iter().any(|m| m.first <= at && at <= m.last),
+            "occurrence {at} neither ran nor was recorded missed: ran {ran:?}, missed {missed:?}"
+        );
+    }
 }
