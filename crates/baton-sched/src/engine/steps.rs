@@ -125,14 +125,14 @@ fn begin(
         Ok(beside) => beside,
         Err(why) => {
             // Fail closed: a run of the lock whose file was replaced may
-            // live beside; nothing starts, and the occurrence stays due.
-            if let Some(at) = occurrence {
-                let _ = withdraw_claim(req, c, at, session, surfaces);
-            }
-            surfaces.borrow_mut().warn(&format!(
-                "{}: not run: cannot tell whether a run of its lock still runs on this host                  ({why}); a later tick tries again",
-                job.name
-            ));
+            // live beside. Nothing starts, as when the start is not
+            // recorded: the occurrence is missed (`ledger-unavailable`), or
+            // left due with its claim taken back when the ledger takes no
+            // miss either.
+            let why = format!(
+                "it cannot be told whether a run of its lock still runs on this host ({why})"
+            );
+            not_recorded(req, c, occurrence, &why, session, surfaces);
             return Err(Outcome::Unable);
         }
     };
