@@ -6,14 +6,14 @@
 //! a second makes one occurrence due; the step is timed until the job's
 //! function has been called and the run is over (recorded and released,
 //! [`baton_embed::Handle::idle`]). That is the timer's wake-up, the lease
-//! taken with its claim, the ledger opened, `started`, the look for dead
-//! runs, the attempt, the verdict and the release, each store call on a
-//! blocking thread, with the renewal task started and stopped.
+//! taken with its claim, the job's guard, the ledger opened, `started`, the
+//! look for dead runs, the attempt, the verdict and the release, each store
+//! call on a blocking thread, with the renewal task started and stopped.
 //!
 //! **floor**: the same store calls, through the same `baton_store` traits
 //! on the same kind of store, made one after the other on one thread, with
-//! no runtime: `try_acquire` with the claim, `records`, `begin_run`,
-//! `unfinished`, `record_attempt`, `finish_run`, `release`. The ledger's
+//! no runtime: `try_acquire` with the claim, `take_guard`, `records`,
+//! `begin_run`, `unfinished`, `record_attempt`, `finish_run`, `release`. The ledger's
 //! durability settings are therefore the ledger's own in both.
 //!
 //! Criterion reports each; then an interleaved comparison (blocks of runs of
@@ -138,6 +138,11 @@ impl Floor {
         let Taken::Acquired(held) = self.store.try_acquire(&lock, &claim).unwrap() else {
             panic!("the floor's lock is not free")
         };
+        let (guard, _) = self
+            .store
+            .take_guard(&lock, held.fence(), Some(at))
+            .unwrap();
+        assert!(matches!(guard, baton_store::store::Guard::Clear));
         let mut ledger = self.store.records(self.clock.wall()).unwrap();
         let begun = ledger
             .begin_run(&NewRun {

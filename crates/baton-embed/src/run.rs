@@ -151,13 +151,29 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
     settle_owed(&env, &plan).await;
     let sent = env.clock.boot();
     let p = Arc::clone(&plan);
-    let taken = blocking(&env, move |s| s.try_acquire(&lock_ref(&p), &claim)).await;
-    let held = match taken {
-        Some(Ok(Taken::Acquired(held))) => held,
-        Some(Ok(Taken::Claimed { at: claimed })) => {
+    // The lease, then under it, before anything runs, the job's guard,
+    // which decides between two runs of the job under two locks at once
+    // (replicas that disagree on its lock, as a rolling deploy that
+    // changes it does). Both on one blocking thread; a store that can
+    // takes the guard in the acquisition's round trip.
+    let taken = blocking(&env, move |s| {
+        let lock = lock_ref(&p);
+        let taken = s.try_acquire_guarding(&lock, &claim)?;
+        let guarded = match &taken {
+            Taken::Acquired(held) => Some(s.take_guard(&lock, held.fence(), Some(at))),
+            _ => None,
+        };
+        Ok::<_, baton_store::store::Error>((taken, guarded))
+    })
+    .await;
+    let (held, guarded) = match taken {
+        Some(Ok((Taken::Acquired(held), guarded))) => (held, guarded),
+        Some(Ok((Taken::Claimed { at: claimed }, _))) => {
             return claimed_already(&env, &plan, at, claimed).await;
         }
-        Some(Ok(Taken::Refused(refused))) => return refused_lock(&env, &plan, at, refused).await,
+        Some(Ok((Taken::Refused(refused), _))) => {
+            return refused_lock(&env, &plan, at, refused).await;
+        }
         Some(Err(e)) => {
             tracing::warn!("{name} occurrence={occ}: not run: {e}");
             owe(&plan, at);
@@ -171,12 +187,6 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
     };
     let tenure = Tenure::of(held.as_ref());
     let kept = Kept::start(held, sent, Arc::clone(&env.clock));
-    // Under the lease, before anything runs: the job's guard decides
-    // between two runs of it under two locks at once (replicas that
-    // disagree on its lock, as a rolling deploy that changes it does).
-    let p = Arc::clone(&plan);
-    let fence = tenure.fence;
-    let guarded = blocking(&env, move |s| s.take_guard(&lock_ref(&p), fence, Some(at))).await;
     match guarded {
         Some(Ok((Guard::Clear, _))) => {}
         Some(Ok((Guard::Elsewhere(refused), _))) => {
@@ -193,7 +203,7 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
             return;
         }
         None => {
-            tracing::warn!("{name} occurrence={occ}: not run: the store's thread failed");
+            tracing::warn!("{name} occurrence={occ}: not run: the guard was not taken");
             let_go(kept, &name, at, true).await;
             return;
         }
