@@ -66,7 +66,8 @@
 //! PostgreSQL server restarting) writes it again, with its attempts, for
 //! at least 30 s (or its TTL) while its lease is held, so it is recorded
 //! as it ended rather than found unfinished. An occurrence that comes due
-//! while the store does not answer is not run; once it answers again, the
+//! while the store does not answer (or whose start, pauses or guard it
+//! cannot read or record) is not run; once the store answers again, the
 //! replica records it missed (`ledger-unavailable`) before its next run,
 //! unless another replica decided it.
 //!

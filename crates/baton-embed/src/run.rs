@@ -200,17 +200,21 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
         Some(Err(e)) => {
             tracing::warn!("{name} occurrence={occ}: not run: {e}");
             let_go(kept, &name, at, true).await;
+            owe(&plan, at);
             return;
         }
         None => {
             tracing::warn!("{name} occurrence={occ}: not run: the guard was not taken");
             let_go(kept, &name, at, true).await;
+            owe(&plan, at);
             return;
         }
     }
     let Some(mut ledger) = Ledger::open(&env).await else {
-        // It never started: its claim must not say it did.
+        // It never started: its claim must not say it did, and the miss
+        // is recorded once the ledger opens.
         let_go(kept, &name, at, true).await;
+        owe(&plan, at);
         return;
     };
     let this = Occurrence {
@@ -220,6 +224,10 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
     };
     let Some(kept) = under_lease(&env, &mut ledger, &plan, this, &run_id, kept, &tenure).await
     else {
+        // It did not start, its claim taken back: unless the ledger decided
+        // it (then the miss changes nothing), it is recorded missed before
+        // the next occurrence, as one the store did not answer for.
+        owe(&plan, at);
         return;
     };
     let Some(kept) = drain(&env, &mut ledger, &plan, kept, &tenure).await else {
@@ -278,7 +286,9 @@ async fn settle_owed(env: &Env, plan: &Plan) {
         return;
     };
     for at in owed {
-        let detail = "the store did not answer when it was due".to_owned();
+        let detail =
+            "it did not run: the store did not answer, or did not record its start, when it was due"
+                .to_owned();
         miss(
             env,
             &mut ledger,

@@ -496,9 +496,9 @@ impl Store for Postgres {
     }
 
     fn withdraw_guard(&self, _lock: &LockRef<'_>, _claim: &GuardClaim) -> Result<bool, Error> {
-        // Nothing to take back: the guard claims nothing here, and a claim
-        // row stays (every host decides by the ledger, and the next process
-        // that meets a claim without a recorded start records it missed).
+        // Nothing to take back: the guard claims nothing here. The lease's
+        // claim, in its row and in `baton.claims`, is the occurrence's
+        // record, and the lease takes it back (`Leases::withdraw`).
         Ok(false)
     }
 
