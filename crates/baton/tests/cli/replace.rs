@@ -24,20 +24,32 @@ use crate::support::{Env, baton_on, code, eventually, pause, script, stderr, std
 /// The step: `tree.sh OUT PIDS ROUNDS` runs for ROUNDS × 0.2 s.
 const TREE: &str = r#"#!/bin/sh
 out=$1; pids=$2; rounds=$3
-for p in $(cat "$pids" 2>/dev/null); do
-  if [ -r /proc/$p/stat ]; then
-    read -r _ _ st _ < /proc/$p/stat
-    [ "$st" = Z ] || echo "ALIVE $p" >> "$out"
-  fi
-done
-read -r me _ < /proc/self/stat
-echo $me >> "$pids"
+# Each line of $pids: a pid and its start time (field 22 of its stat), so
+# that a pid the kernel gave to another process since is not taken for it.
+# Both read by the shell itself from /proc/self (a contained step's $$ is
+# its own namespace's pid, while /proc is the host's).
+if [ -e "$pids" ]; then
+  while read -r p born; do
+    if [ -r /proc/$p/stat ]; then
+      set -- $(cat /proc/$p/stat 2>/dev/null)
+      st=$3; now_born=$(eval "echo \${22}")
+      [ "$st" = Z ] || [ "$now_born" != "$born" ] || echo "ALIVE $p" >> "$out"
+    fi
+  done < "$pids"
+fi
+read -r line < /proc/self/stat
+set -- $line
+me=$1; born=$(eval "echo \${22}")
+echo "$me $born" >> "$pids"
 echo "start $BATON_RUN_ID $me" >> "$out"
 sh -c 'trap "" TERM
-read -r p _ < /proc/self/stat
-echo $p >> "$1"
+pids=$1; out=$2; rounds=$3
+read -r line < /proc/self/stat
+set -- $line
+p=$1; born=$(eval "echo \${22}")
+echo "$p $born" >> "$pids"
 i=0
-while [ $i -lt "$3" ]; do echo "gc $BATON_RUN_ID $p" >> "$2"; sleep 0.2; i=$((i+1)); done' gc "$pids" "$out" "$rounds" &
+while [ $i -lt "$rounds" ]; do echo "gc $BATON_RUN_ID $p" >> "$out"; sleep 0.2; i=$((i+1)); done' gc "$pids" "$out" "$rounds" &
 i=0
 while [ $i -lt "$rounds" ]; do echo "sh $BATON_RUN_ID $me" >> "$out"; sleep 0.2; i=$((i+1)); done
 wait
