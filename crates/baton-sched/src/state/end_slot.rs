@@ -163,8 +163,11 @@ impl EndSlot {
     /// room), so a run that reserved it before it asked another run to
     /// stop for it never finds the disk filled meanwhile. Removed when
     /// dropped, unless taken.
+    /// Spares left by processes that died before they took or dropped
+    /// theirs (a kill -9 while asking) are removed first.
     pub(crate) fn spare(state: &Path) -> Result<Spare, SlotError> {
         crate::state::state_dir::ends_dir(state)?;
+        sweep_spares(state);
         let path = spare_path(state);
         remove(&path);
         state_file::reserve(&path, ROOM).inspect_err(|_| remove(&path))?;
@@ -179,6 +182,29 @@ impl EndSlot {
 
 fn remove(path: &Path) {
     let _ = std::fs::remove_file(path);
+}
+
+/// Removes the spares in `state` whose process no longer runs. A spare is
+/// only ever taken by the process named in it, so one whose process is
+/// gone is room nobody will use. A process that may still run (its pid
+/// alive, whoever has it now, or unreadable) keeps its spare.
+fn sweep_spares(state: &Path) {
+    let Ok(dir) = std::fs::read_dir(state.join("ends")) else {
+        return;
+    };
+    for entry in dir.filter_map(Result::ok) {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(".spare-"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !baton_lease::job::process_runs(pid) {
+            remove(&entry.path());
+        }
+    }
 }
 
 /// The end kept in `run_id`'s slot in `state`, if one was, with its
@@ -246,6 +272,35 @@ pub(crate) fn forget(state: &Path, run_id: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_spare_left_by_a_dead_process_is_swept_and_a_live_ones_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let ends = d.path().join("ends");
+        std::fs::create_dir_all(&ends).unwrap();
+        // A process that ran and was reaped: its pid names nobody now
+        // (unless reused within this test, which would only keep the file).
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let mut live = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        std::fs::write(ends.join(format!(".spare-{dead}")), b"x").unwrap();
+        std::fs::write(ends.join(format!(".spare-{}", live.id())), b"x").unwrap();
+        std::fs::write(ends.join("r9.end"), b"x").unwrap();
+        let spare = EndSlot::spare(d.path()).unwrap();
+        let reused = baton_lease::job::process_runs(dead);
+        assert_eq!(ends.join(format!(".spare-{dead}")).exists(), reused);
+        assert!(ends.join(format!(".spare-{}", live.id())).exists());
+        assert!(ends.join("r9.end").exists(), "a run's slot is never swept");
+        assert!(spare_path(d.path()).exists());
+        drop(spare);
+        assert!(!spare_path(d.path()).exists());
+        live.kill().unwrap();
+        live.wait().unwrap();
+    }
 
     #[test]
     fn an_end_kept_in_its_slot_reads_back_and_an_empty_slot_keeps_none() {
