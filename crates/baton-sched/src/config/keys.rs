@@ -313,8 +313,35 @@ fn default_state_dir() -> Value {
 
 fn system_zone() -> Value {
     let tz = jiff::tz::TimeZone::try_system().unwrap_or(jiff::tz::TimeZone::UTC);
-    let name = tz.iana_name().unwrap_or("UTC").to_owned();
+    let name = tz
+        .iana_name()
+        .map_or_else(nameless_system_zone, ToOwned::to_owned);
     Value::Zone(Zone { name, tz })
+}
+
+/// What the system's zone is called when it has no IANA name: the rule
+/// `TZ` gives (`EST5EDT,M3.2.0,M11.1.0`), else `localtime` (an
+/// `/etc/localtime` copied rather than linked into the zone database).
+/// Never `UTC`: its rules apply, not UTC's, and every surface says so.
+pub(crate) fn nameless_system_zone() -> String {
+    std::env::var("TZ")
+        .ok()
+        .map(|tz| tz.trim_start_matches(':').to_owned())
+        .filter(|tz| !tz.is_empty())
+        .unwrap_or_else(|| "localtime".to_owned())
+}
+
+/// The zone a surface shows times in, from the name a configuration's
+/// zone carries: an IANA name, or what the system's zone is called when
+/// it has none (then the system's zone itself); UTC when neither.
+pub fn zone_named(name: &str) -> jiff::tz::TimeZone {
+    if let Ok(tz) = jiff::tz::TimeZone::get(name) {
+        return tz;
+    }
+    match jiff::tz::TimeZone::try_system() {
+        Ok(tz) if tz.iana_name().is_none() && nameless_system_zone() == name => tz,
+        _ => jiff::tz::TimeZone::UTC,
+    }
 }
 
 /// Every key, in the order the documentation, the checks and `baton

@@ -78,7 +78,16 @@ pub(super) fn zones(c: Option<&Config>) -> Vec<Finding> {
             names.insert(j.timezone.value.name.clone());
         }
     }
-    let bad: Vec<&String> = names.iter().filter(|n| db.get(n).is_err()).collect();
+    // The system's zone without an IANA name is called by its rule or
+    // `localtime`, which no database holds: its own warning below says so.
+    let nameless = jiff::tz::TimeZone::try_system()
+        .ok()
+        .filter(|tz| tz.iana_name().is_none())
+        .map(|_| crate::config::keys::nameless_system_zone());
+    let bad: Vec<&String> = names
+        .iter()
+        .filter(|n| db.get(n).is_err() && nameless.as_ref() != Some(*n))
+        .collect();
     for n in &bad {
         found.push(Finding::fail(
             CHECK,
@@ -115,7 +124,11 @@ fn system_zone() -> Option<Finding> {
         )),
         Ok(tz) if tz.iana_name().is_none() => Some(Finding::warn(
             "zones",
-            "the system's zone has no IANA name: messages call it UTC while its rules apply",
+            format!(
+                "the system's zone has no IANA name: baton calls it {:?}, and a host or a \
+                 rendered unit elsewhere cannot name the same zone",
+                crate::config::keys::nameless_system_zone()
+            ),
             fix,
         )),
         Ok(_) => None,

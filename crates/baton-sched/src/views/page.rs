@@ -243,7 +243,7 @@ pub fn render_for(
 /// The zone every time on a page of `status` is shown in: the
 /// scheduler's.
 fn page_zone(status: &Status) -> jiff::tz::TimeZone {
-    jiff::tz::TimeZone::get(&status.timezone).unwrap_or(jiff::tz::TimeZone::UTC)
+    crate::config::keys::zone_named(&status.timezone)
 }
 
 /// A page's start, through `<body>`: its `title` (escaped here), the

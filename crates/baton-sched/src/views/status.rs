@@ -995,12 +995,12 @@ pub fn render(s: &Status) -> String {
             c.words()
         ));
         if let Some(hold) = c.hold_words() {
-            let tz = jiff::tz::TimeZone::get(&s.timezone).unwrap_or(jiff::tz::TimeZone::UTC);
+            let tz = crate::config::keys::zone_named(&s.timezone);
             out.push_str(&format!("  {}\n", crate::times::human_in(&hold, &tz)));
         }
     }
     for j in &s.jobs {
-        let tz = jiff::tz::TimeZone::get(&j.timezone).unwrap_or(jiff::tz::TimeZone::UTC);
+        let tz = crate::config::keys::zone_named(&j.timezone);
         let local = |t: &str| crate::times::human_in(t, &tz);
         let when = |t: &Option<String>| match t {
             Some(t) => format!("{} ({})", local(t), relative(now, t)),
@@ -1194,7 +1194,7 @@ pub fn render(s: &Status) -> String {
             "\nin flight, of jobs the configuration no longer names (a job renamed or removed \
              while it ran; a run under its new name would run beside it):\n",
         );
-        let tz = jiff::tz::TimeZone::get(&s.timezone).unwrap_or(jiff::tz::TimeZone::UTC);
+        let tz = crate::config::keys::zone_named(&s.timezone);
         let local = |t: &str| crate::times::human_in(t, &tz);
         for r in &s.unconfigured_runs {
             out.push_str(&format!(

@@ -749,3 +749,42 @@ fn a_tz_that_names_no_zone_is_refused_when_the_configuration_names_none() {
         .unwrap();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
 }
+
+#[test]
+fn a_tz_rule_without_a_zone_name_is_called_by_its_rule_not_utc() {
+    // A POSIX rule in TZ is a zone without an IANA name: its rules apply,
+    // and every surface used to call it UTC.
+    let s = crate::sched::Sched::new("");
+    let state = s.env.state();
+    std::fs::write(
+        s.config(),
+        format!(
+            "[scheduler]\nstate_dir = {:?}\n[jobs.a]\nschedule = \"0 9 * * *\"\nrun = \"true\"\n",
+            state.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let rule = "EST5EDT,M3.2.0,M11.1.0";
+    let o = s
+        .cmd(&["status", "--json"])
+        .env("TZ", rule)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["timezone"], rule, "{v}");
+    let job = &v["jobs"][0];
+    assert_eq!(job["timezone"], rule, "{job}");
+    let next = job["next_run"].as_str().unwrap();
+    assert!(
+        next.ends_with("T09:00:00-05:00") || next.ends_with("T09:00:00-04:00"),
+        "{next}"
+    );
+    let o = s.cmd(&["status"]).env("TZ", rule).output().unwrap();
+    assert!(
+        stdout(&o).contains("(EST5EDT,M3.2.0,M11.1.0)"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(!stdout(&o).contains("UTC"), "{}", stdout(&o));
+}
