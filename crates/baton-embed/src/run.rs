@@ -39,7 +39,7 @@ use std::time::Duration;
 use baton_lease::{Claim, Clock, Once};
 use baton_store::Restated;
 use baton_store::ledger::{Attempt, Begun, Finished, Miss, Missed, NewRun, Queued};
-use baton_store::store::{Guard, LockRef, Refused, Taken};
+use baton_store::store::{Guard, GuardClaim, LockRef, Refused, Taken};
 use baton_store::words::{AlertKind, AttemptOutcome, MissReason, RunVerdict, StepKind};
 use jiff::Timestamp;
 use tokio::sync::watch;
@@ -187,8 +187,12 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
     };
     let tenure = Tenure::of(held.as_ref());
     let kept = Kept::start(held, sent, Arc::clone(&env.clock));
-    match guarded {
-        Some(Ok((Guard::Clear, _))) => {}
+    let guard_back = match guarded {
+        Some(Ok((Guard::Clear, claim))) => claim.map(|claim| GuardBack {
+            store: Arc::clone(&env.store),
+            plan: Arc::clone(&plan),
+            claim,
+        }),
         Some(Ok((Guard::Elsewhere(refused), _))) => {
             let_go(kept, &name, at, true).await;
             return refused_lock(&env, &plan, at, refused).await;
@@ -209,11 +213,11 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
             owe(&plan, at);
             return;
         }
-    }
+    };
     let Some(mut ledger) = Ledger::open(&env).await else {
-        // It never started: its claim must not say it did, and the miss
-        // is recorded once the ledger opens.
-        let_go(kept, &name, at, true).await;
+        // It never started: its claims (the lease's and the guard's) must
+        // not say it did, and the miss is recorded once the ledger opens.
+        let_go_back(kept, &name, at, true, guard_back).await;
         owe(&plan, at);
         return;
     };
@@ -222,7 +226,16 @@ pub(crate) async fn occurrence(env: Env, plan: Arc<Plan>, at: i64) {
         backfill: false,
         claimed: true,
     };
-    let Some(kept) = under_lease(&env, &mut ledger, &plan, this, &run_id, kept, &tenure).await
+    let Some(kept) = under_lease(
+        &env,
+        &mut ledger,
+        &plan,
+        this,
+        &run_id,
+        (kept, guard_back),
+        &tenure,
+    )
+    .await
     else {
         // It did not start, its claim taken back: unless the ledger decided
         // it (then the miss changes nothing), it is recorded missed before
@@ -348,7 +361,7 @@ async fn under_lease(
     plan: &Plan,
     this: Occurrence,
     run_id: &str,
-    kept: Kept,
+    (kept, guard_back): (Kept, Option<GuardBack>),
     tenure: &Tenure,
 ) -> Option<Kept> {
     let name = plan.name.clone();
@@ -368,7 +381,7 @@ async fn under_lease(
         })
         .await;
     let Some((pauses, unfinished)) = read else {
-        let_go(kept, &name, at, claimed).await;
+        let_go_back(kept, &name, at, claimed, guard_back).await;
         return None;
     };
     let covered = match pauses {
@@ -384,7 +397,7 @@ async fn under_lease(
         }
         // Unknown: it never started, and its claim must not say it did.
         None => {
-            let_go(kept, &name, at, claimed).await;
+            let_go_back(kept, &name, at, claimed, guard_back).await;
             return None;
         }
     }
@@ -421,16 +434,16 @@ async fn under_lease(
                 m.reason.as_str()
             );
             // It never started: its claim must not say it did.
-            let_go(kept, &name, at, claimed).await;
+            let_go_back(kept, &name, at, claimed, guard_back).await;
             return None;
         }
         Some(Err(e)) => {
             tracing::warn!("{name} occurrence={occ}: not run: its start was not recorded: {e}");
-            let_go(kept, &name, at, claimed).await;
+            let_go_back(kept, &name, at, claimed, guard_back).await;
             return None;
         }
         None => {
-            let_go(kept, &name, at, claimed).await;
+            let_go_back(kept, &name, at, claimed, guard_back).await;
             return None;
         }
     }
@@ -717,7 +730,7 @@ async fn drain(
                     backfill,
                     claimed,
                 };
-                kept = under_lease(env, ledger, &mate, this, &run_id, kept, tenure).await?;
+                kept = under_lease(env, ledger, &mate, this, &run_id, (kept, None), tenure).await?;
             }
             Ok(Restated::Claimed { .. }) => {
                 // Claimed, and the ledger's row no longer waits: it ran,
@@ -808,6 +821,41 @@ async fn release(kept: Kept, name: &str) {
         Ok(Ok(other)) => tracing::info!("{name}: the lease was not released: {other:?}"),
         Ok(Err(e)) => tracing::warn!("{name}: failed to release the lease: {e}"),
         Err(_) => tracing::warn!("{name}: failed to release the lease: its thread failed"),
+    }
+}
+
+/// What a run's take of its job's guard claimed, to take back when the
+/// run does not start after all (`Store::withdraw_guard`): else a run of
+/// the job under another lock would find the occurrence claimed by the
+/// guard, and neither run it nor record it missed.
+struct GuardBack {
+    store: Opened,
+    plan: Arc<Plan>,
+    claim: GuardClaim,
+}
+
+impl GuardBack {
+    /// Takes the claim back (on a blocking thread: the store's calls may
+    /// block); a failure is said, and the guard keeps its claim.
+    fn take_back(self) {
+        if let Err(e) = self
+            .store
+            .withdraw_guard(&lock_ref(&self.plan), &self.claim)
+        {
+            tracing::warn!(
+                "{}: failed to take back the claim of its guard: {e}",
+                self.plan.name
+            );
+        }
+    }
+}
+
+/// As [`let_go`]; when `withdraw` and the run took its job's guard
+/// (`back`), the guard's claim is taken back after the lease's.
+async fn let_go_back(kept: Kept, name: &str, at: i64, withdraw: bool, back: Option<GuardBack>) {
+    let_go(kept, name, at, withdraw).await;
+    if let Some(back) = back.filter(|_| withdraw) {
+        let _ = tokio::task::spawn_blocking(move || back.take_back()).await;
     }
 }
 
