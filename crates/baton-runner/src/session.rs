@@ -138,6 +138,8 @@ pub struct Session<'r> {
     last_renewed: Duration,
     next_renewal: Duration,
     overran: bool,
+    /// The soft budget is not counting ([`Session::hold_budget`]).
+    budget_held: bool,
     lost: Option<String>,
     /// A lost lease not yet reported: the report may block (the caller may
     /// write to a store), so it is made only once the running step's tree
@@ -206,6 +208,7 @@ impl<'r> Session<'r> {
             last_renewed: now,
             next_renewal: now + renew_every,
             overran: false,
+            budget_held: false,
             lost: None,
             unreported: None,
             interrupted: None,
@@ -324,6 +327,7 @@ impl<'r> Session<'r> {
         }
         self.steps += 1;
         let program = spec.program.clone();
+        let cwd = spec.cwd.clone();
         let limits = spec_limits(&spec);
         let cmd = match gate::Command::new(&spec.program, &spec.args, &spec.env, spec.cwd.as_ref())
         {
@@ -331,7 +335,7 @@ impl<'r> Session<'r> {
             Err(e) => {
                 return Err(not_run(
                     self,
-                    Ending::NotStarted(SpawnFailure::classify(&program, &e)),
+                    Ending::NotStarted(SpawnFailure::classify_in(&program, cwd.as_deref(), &e)),
                 ));
             }
         };
@@ -359,7 +363,7 @@ impl<'r> Session<'r> {
                 finish_reader(reader, &self.clock);
                 return Err(not_run(
                     self,
-                    Ending::NotStarted(SpawnFailure::classify(&program, &e)),
+                    Ending::NotStarted(SpawnFailure::classify_in(&program, cwd.as_deref(), &e)),
                 ));
             }
         };
@@ -424,6 +428,7 @@ impl<'r> Session<'r> {
             cgroup,
             reader,
             program,
+            cwd,
             limits,
             foreground: spec.foreground,
             foreseen,
@@ -457,6 +462,7 @@ impl<'r> Session<'r> {
         let cgroup = prepared.cgroup.take();
         let reader = prepared.reader.take();
         let program = std::mem::take(&mut prepared.program);
+        let cwd = prepared.cwd.take();
         // The group goes on the record before the command may run, once
         // the renewal under way (from the pause before) has answered.
         let recorded = match self.settle() {
@@ -527,7 +533,7 @@ impl<'r> Session<'r> {
                 finish_reader(reader, &self.clock);
                 return not_run(
                     self,
-                    Ending::NotStarted(SpawnFailure::classify(&program, &e)),
+                    Ending::NotStarted(SpawnFailure::classify_in(&program, cwd.as_deref(), &e)),
                 );
             }
         };
@@ -806,6 +812,22 @@ impl<'r> Session<'r> {
         }
     }
 
+    /// Stops the soft budget ([`SessionConfig::max_runtime`]) counting
+    /// until [`Session::start_budget`]: nothing of the run runs yet (its
+    /// start waits for its record), so nothing can overrun.
+    pub fn hold_budget(&mut self) {
+        self.budget_held = true;
+    }
+
+    /// Starts the soft budget over from now: a run whose start waited (for
+    /// its record) is judged from when it started, not from when the
+    /// session began.
+    pub fn start_budget(&mut self) {
+        self.started = self.clock.boot();
+        self.overran = false;
+        self.budget_held = false;
+    }
+
     /// Between runs of one session (a scheduler running one occurrence after
     /// another under one lease): restates the run id, occurrence and claim
     /// on the lease ([`Held::restate`]) and starts the soft budget over for
@@ -837,6 +859,7 @@ impl<'r> Session<'r> {
                 self.renewed(sent);
                 self.started = self.clock.boot();
                 self.overran = false;
+                self.budget_held = false;
             }
             Restated::Lost(lost) => {
                 self.lose(lost.clone());
@@ -971,7 +994,7 @@ impl<'r> Session<'r> {
         }
         self.check_deadline();
         let now = self.clock.boot();
-        if let (Some(m), false) = (self.cfg.max_runtime, self.overran)
+        if let (Some(m), false, false) = (self.cfg.max_runtime, self.overran, self.budget_held)
             && baton_lease::overran(now.saturating_sub(self.started), m)
         {
             self.overran = true;
@@ -1098,7 +1121,7 @@ impl<'r> Session<'r> {
                 next.min(self.next_renewal)
             };
         }
-        if let (Some(m), false) = (self.cfg.max_runtime, self.overran) {
+        if let (Some(m), false, false) = (self.cfg.max_runtime, self.overran, self.budget_held) {
             next = next.min(self.started + m);
         }
         next
@@ -1125,6 +1148,8 @@ pub struct Prepared {
     cgroup: Option<Cgroup>,
     reader: Option<capture::Reader>,
     program: std::ffi::OsString,
+    /// The step's working directory, to name when the start fails.
+    cwd: Option<std::path::PathBuf>,
     limits: Limits,
     foreground: bool,
     /// When its group was said to the lease (boot clock), if it was.

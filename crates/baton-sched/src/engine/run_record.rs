@@ -128,13 +128,17 @@ impl RunRecord {
         // What the queue held at an earlier run's end is no answer for
         // this one's.
         surfaces.borrow_mut().kept_queue().forget();
-        let row = record.start.clone();
+        let mut row = record.start.clone();
+        let clock = surfaces.borrow().clock();
         let mut retry = record.retry(surfaces, "its start");
         // The runs to look at go with the first try only: a read that only
-        // informs never keeps a start from being recorded.
+        // informs never keeps a start from being recorded. Each try stamps
+        // the start afresh: nothing runs before it is recorded, so a run
+        // whose start waited for the ledger starts when it was recorded.
         let mut tries = 0;
         let first = retry.insist(session, &mut |l| {
             tries += 1;
+            row.started = clock.wall();
             if tries == 1 {
                 l.begin_run_then_unfinished(&row, mates)
                     .map(|(begun, runs)| (begun, Some(runs)))
@@ -145,6 +149,7 @@ impl RunRecord {
         let begin = match first {
             Some((Begun::Started, runs)) => {
                 record.start_recorded = true;
+                record.start.started = row.started;
                 let named = mates.iter().map(|&m| m.to_owned());
                 record.unfinished = runs.map(|runs| named.zip(runs).collect());
                 Begin::Started
@@ -385,7 +390,7 @@ impl Retry<'_> {
                 return None;
             }
             if !std::mem::replace(&mut self.retried, true) {
-                self.surfaces.borrow_mut().note(&self.said);
+                self.surfaces.borrow_mut().warn(&self.said);
             }
             let wait = delay.min(self.until - now);
             match session.linger(wait) {

@@ -64,10 +64,14 @@ pub(crate) fn one(
         .steps
         .first()
         .map(|step| Early::prepare(req, &env, step, trace.as_ref(), session, surfaces));
+    // The run's budget counts from its recorded start, not while the
+    // start waits for the ledger.
+    session.hold_budget();
     let record = match begin(req, &c, session, surfaces) {
         Ok(record) => record,
         Err(outcome) => return outcome,
     };
+    session.start_budget();
     let started = surfaces.borrow().now();
     let (tally, trace) = {
         let mut run = Running {
@@ -818,10 +822,12 @@ impl Running<'_, '_> {
         let label = self.label(step, attempt);
         let logs = self.surfaces.borrow().logs.clone();
         let early = self.early.take_if(|e| attempt == 1 && e.step == step.name);
-        let at = early
-            .as_ref()
-            .map_or_else(|| self.surfaces.borrow().now(), |e| e.at);
-        let header = format!("=== {} {label} start\n", logs.stamp(at));
+        // `at` names the log its lines go to (an early attempt's output
+        // was set up when it was made); `begun` is when its command is let
+        // run, after the run's start was recorded, however long that took.
+        let begun = self.surfaces.borrow().now();
+        let at = early.as_ref().map_or(begun, |e| e.at);
+        let header = format!("=== {} {label} start\n", logs.stamp(begun));
         let _ = logs.job_lines(&job.name, at, header.as_bytes());
         self.surfaces.borrow_mut().note(&format!("{label} start"));
         let (prepared, captured, span) = match early {
@@ -857,13 +863,13 @@ impl Running<'_, '_> {
             show_duration(result.duration)
         );
         let _ = logs.job_lines(&job.name, at, footer.as_bytes());
-        let row = self.row(step, attempt, (at, finished), &result);
+        let row = self.row(step, attempt, (begun, finished), &result);
         if let (Some(t), Some(span)) = (self.trace.as_mut(), span) {
             let attrs =
                 trace::attrs::attempt((step.kind, &step.name), attempt, row.outcome, row.exit_code);
             let error = (row.outcome != AttemptOutcome::Ok).then(|| shown.clone());
             let name = trace::attrs::attempt_name(step.kind, &step.name);
-            t.ended(span, name, (at, finished), attrs, error);
+            t.ended(span, name, (begun, finished), attrs, error);
         }
         let mut s = self.surfaces.borrow_mut();
         self.tally.record.attempt(row);

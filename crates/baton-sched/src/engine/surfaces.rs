@@ -314,7 +314,7 @@ impl Surfaces {
                 }
                 if !self.ledger_failed {
                     self.ledger_failed = true;
-                    self.warn(&format!("failed to write the ledger: {e}; the run goes on"));
+                    self.warn(&format!("failed to write the ledger: {e}"));
                 }
                 None
             }
@@ -428,7 +428,7 @@ impl Surfaces {
             if let Err(e) = l.record_alert(&row) {
                 if !self.ledger_failed {
                     self.ledger_failed = true;
-                    self.warn(&format!("failed to write the ledger: {e}; the run goes on"));
+                    self.warn(&format!("failed to write the ledger: {e}"));
                 }
                 break;
             }

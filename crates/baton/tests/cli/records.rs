@@ -588,3 +588,73 @@ fn store_files_an_occurrence_a_full_disk_would_not_queue_is_said_and_stays_due()
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     assert_eq!(lines(&ran).len(), 2, "{:?}", lines(&ran));
 }
+
+/// A run whose start waits for a ledger another process holds: nothing
+/// runs until the start is recorded, and then the run, its attempt and
+/// its budget count from then. They used to count from before the wait:
+/// a run of one second recorded as long as the wait, its attempt dated
+/// before its command ran, and an `overrunning` alert raised before it
+/// started.
+#[test]
+fn a_start_that_waited_for_the_ledger_is_dated_when_it_ran() {
+    let s = Sched::new("");
+    let (began, alerts) = (s.env.path("began"), s.env.path("alerts"));
+    s.write(&format!(
+        "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\n\
+         alert_command = \"cat >> {}\"\n\
+         [jobs.j]\nschedule = \"0 0 1 1 *\"\nmax_runtime = \"2s\"\n\
+         run = \"date +%s%N > {}; sleep 1\"\n",
+        alerts.display(),
+        began.display()
+    ));
+    let o = s.run(&["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let lock = WriteLock::hold(&db(&s));
+    let run = s
+        .cmd(&["run", "j"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Longer than the budget, shorter than the start's patience (the TTL).
+    crate::support::pause(4000);
+    assert!(
+        !began.exists(),
+        "the run started before its start was recorded"
+    );
+    drop(lock);
+    let o = run.wait_with_output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the ledger did not record its start; trying again"),
+        "{}",
+        stderr(&o)
+    );
+    let began_ns: i128 = std::fs::read_to_string(&began)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let runs = s.json(&["history", "j", "--json"]);
+    let run = &runs[0];
+    assert_eq!(run["verdict"], "ok", "{runs}");
+    let at = |v: &serde_json::Value| -> i128 {
+        v.as_str()
+            .unwrap()
+            .parse::<jiff::Timestamp>()
+            .unwrap()
+            .as_nanosecond()
+    };
+    // Within a second of the command's own first instant, not four before.
+    let started = at(&run["started"]);
+    assert!((began_ns - started).abs() < 1_000_000_000, "{run}");
+    let attempt = &run["attempts"][0];
+    assert!(
+        (began_ns - at(&attempt["started"])).abs() < 1_000_000_000,
+        "{run}"
+    );
+    assert!(run["duration_ms"].as_i64().unwrap() < 3000, "{run}");
+    assert!(attempt["duration_ms"].as_i64().unwrap() < 3000, "{run}");
+    let alerted = std::fs::read_to_string(&alerts).unwrap_or_default();
+    assert!(!alerted.contains("overrunning"), "{alerted}");
+}
