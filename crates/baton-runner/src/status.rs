@@ -129,6 +129,40 @@ impl SpawnFailure {
         }
     }
 
+    /// As [`SpawnFailure::classify`], for `program` started in `cwd`: a
+    /// working directory that is missing, not a directory or not
+    /// searchable is named as the cause (the kernel's error is the same
+    /// `ENOENT` or `EACCES` as for the program itself).
+    pub fn classify_in(program: &std::ffi::OsStr, cwd: Option<&Path>, e: &io::Error) -> Self {
+        let mut f = Self::classify(program, e);
+        let Some(dir) =
+            cwd.filter(|_| f.kind != SpawnKind::Other || e.kind() == io::ErrorKind::NotADirectory)
+        else {
+            return f;
+        };
+        let problem = match std::fs::metadata(dir) {
+            Err(m) if m.kind() == io::ErrorKind::NotFound => Some("does not exist"),
+            Err(m) if m.kind() == io::ErrorKind::PermissionDenied => {
+                Some("cannot be reached (permission denied)")
+            }
+            Ok(m) if !m.is_dir() => Some("is not a directory"),
+            _ if e.kind() == io::ErrorKind::PermissionDenied
+                && rustix::fs::access(dir, rustix::fs::Access::EXEC_OK).is_err() =>
+            {
+                Some("cannot be entered (permission denied)")
+            }
+            _ => None,
+        };
+        if let Some(problem) = problem {
+            f.message = format!(
+                "{}: its working directory {} {problem} (the step's `cwd`)",
+                Path::new(program).display(),
+                dir.display()
+            );
+        }
+        f
+    }
+
     /// Classifies the error `spawn` gave for `program`. `ENOENT` for a file
     /// that exists means its `#!` interpreter is missing, which is not the
     /// same as the command missing.
@@ -240,5 +274,35 @@ mod tests {
         let f = SpawnFailure::classify(missing.as_os_str(), &e);
         assert_eq!(f.kind, SpawnKind::NotFound);
         assert_eq!(f.exit_code(), 127);
+    }
+
+    #[test]
+    fn a_missing_working_directory_is_named_not_the_program() {
+        let dir = tempfile::tempdir().unwrap();
+        let gone = dir.path().join("gone");
+        let e = std::process::Command::new("/bin/sh")
+            .current_dir(&gone)
+            .spawn()
+            .unwrap_err();
+        let f = SpawnFailure::classify_in("/bin/sh".as_ref(), Some(&gone), &e);
+        assert!(f.message.contains("working directory"), "{}", f.message);
+        assert!(f.message.contains("does not exist"), "{}", f.message);
+        let file = dir.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        let e = std::process::Command::new("/bin/sh")
+            .current_dir(&file)
+            .spawn()
+            .unwrap_err();
+        let f = SpawnFailure::classify_in("/bin/sh".as_ref(), Some(&file), &e);
+        assert!(f.message.contains("is not a directory"), "{}", f.message);
+        // A working directory that is there leaves the program's own cause.
+        let missing = dir.path().join("missing");
+        let e = std::process::Command::new(&missing)
+            .current_dir(dir.path())
+            .spawn()
+            .unwrap_err();
+        let f = SpawnFailure::classify_in(missing.as_os_str(), Some(dir.path()), &e);
+        assert_eq!(f.kind, SpawnKind::NotFound, "{}", f.message);
+        assert!(!f.message.contains("working directory"), "{}", f.message);
     }
 }
