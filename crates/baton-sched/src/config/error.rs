@@ -22,7 +22,7 @@ pub enum ConfigError {
     /// empty for a moment, and its defaults (another state directory)
     /// would let a job run beside its own run.
     #[error(
-        "the configuration {} is empty: a file being rewritten? nothing runs on it; write it          whole (to a new file, then rename it over), or, for every default, put `[scheduler]`          in it",
+        "the configuration {} is empty: a file being rewritten? nothing runs on it; write it whole (to a new file, then rename it over), or, for every default, put `[scheduler]` in it",
         path.display()
     )]
     Empty {

@@ -748,7 +748,7 @@ fn store(r: &Reader<'_>, e: Option<&Entry>) -> Result<Option<StoreSettings>, Con
             &at,
             &format!("store.{there}"),
             format!(
-                "is set{from} but {missing} is not: a client certificate needs its key; set                  {missing} too, or leave both out"
+                "is set{from} but {missing} is not: a client certificate needs its key; set {missing} too, or leave both out"
             ),
         ));
     }

@@ -60,7 +60,7 @@ fn fix(e: &ConfigError, path: &Path) -> String {
             path.display()
         ),
         ConfigError::Empty { path: p } => format!(
-            "write {} whole (to a new file, then rename it over); for every default, put              `[scheduler]` in it",
+            "write {} whole (to a new file, then rename it over); for every default, put `[scheduler]` in it",
             p.display()
         ),
         ConfigError::Unreadable { path: p, .. } => {
