@@ -190,6 +190,11 @@ fn wrong_types_and_bad_values_are_named() {
     assert_names(&e, &["scheduler.enabled", "true or false"]);
     let e = error("[scheduler]\nno_retry_exit_codes = [2, 300]\n");
     assert_names(&e, &["no_retry_exit_codes", "0 to 255"]);
+    // An empty directory is never read as the configuration's own.
+    let e = error("[scheduler]\nstate_dir = \"\"\n");
+    assert_names(&e, &[":2", "scheduler.state_dir", "is empty"]);
+    let e = error("[jobs.a]\nschedule = \"* * * * *\"\nrun = \"true\"\ncwd = \"\"\n");
+    assert_names(&e, &[":4", "jobs.a.cwd", "is empty"]);
 }
 
 #[test]

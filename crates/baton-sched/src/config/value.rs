@@ -299,7 +299,7 @@ pub(super) fn string(
 /// The state directory: absolute; written in the file, it may be relative
 /// to the file, wherever baton runs.
 fn state_dir(dir: &Path, raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<PathBuf, ConfigError> {
-    let s = string(raw, at, key, "a directory")?;
+    let s = directory(raw, at, key)?;
     let path = PathBuf::from(&s);
     if path.is_absolute() {
         return Ok(path);
@@ -374,6 +374,15 @@ fn group(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<String, ConfigError> {
 /// one).
 fn directory(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<String, ConfigError> {
     let s = string(raw, at, key, "a directory")?;
+    if s.is_empty() {
+        // An unset variable in a template, most likely: never read as the
+        // configuration's own directory.
+        return Err(invalid(
+            at,
+            key,
+            "is empty: name a directory (\".\" for the configuration file's own)",
+        ));
+    }
     if s.contains('\0') {
         return Err(invalid(
             at,
