@@ -13,12 +13,27 @@ pub struct Cli {
     /// The state directory, an absolute path (default: $BATON_STATE_DIR,
     /// /var/lib/baton for root, else $XDG_STATE_HOME/baton or
     /// ~/.local/state/baton).
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(long, global = true, value_name = "DIR", value_parser = absolute_dir)]
     pub state_dir: Option<PathBuf>,
 
     /// What to do.
     #[command(subcommand)]
     pub command: Cmd,
+}
+
+/// `--state-dir`: an absolute path, as `BATON_STATE_DIR` must be. A
+/// relative one would name another directory, and so other locks, for each
+/// directory a run is started from: two runs of one job at once.
+fn absolute_dir(s: &str) -> Result<PathBuf, String> {
+    let p = PathBuf::from(s);
+    if p.is_absolute() {
+        Ok(p)
+    } else {
+        Err(format!(
+            "{s:?} is a relative path: a state directory must be absolute, or runs started \
+             from different directories would use different locks"
+        ))
+    }
 }
 
 /// `baton exec` alone: the same arguments as [`Cli`]'s for that one
@@ -30,7 +45,7 @@ pub struct Cli {
 #[command(name = "baton", version, propagate_version = true)]
 pub struct ExecOnly {
     /// As [`Cli::state_dir`].
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(long, global = true, value_name = "DIR", value_parser = absolute_dir)]
     pub state_dir: Option<PathBuf>,
 
     /// The one command.

@@ -141,6 +141,34 @@ fn an_unusable_state_directory_is_125() {
     );
 }
 
+/// A relative `--state-dir` names another directory, and so other locks,
+/// from each directory a run is started in: refused, as `BATON_STATE_DIR`
+/// is, by `exec` (125) and by the scheduler's commands (2).
+#[test]
+fn a_relative_state_directory_is_refused() {
+    let env = Env::new();
+    for (args, exit) in [
+        (
+            &["--state-dir", "st", "exec", "--name", "x", "--", "true"][..],
+            125,
+        ),
+        (
+            &["exec", "--state-dir", "st", "--name", "x", "--", "true"],
+            125,
+        ),
+        (&["--state-dir", "st", "status"], 2),
+        (&["run", "j", "--state-dir", "./st"], 2),
+    ] {
+        let o = env.run(args);
+        assert_eq!(code(&o), exit, "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("a state directory must be absolute"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+}
+
 #[test]
 fn a_missing_lock_directory_is_125_and_named() {
     let env = Env::new();
