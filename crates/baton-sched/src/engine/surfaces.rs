@@ -89,6 +89,30 @@ pub struct RunStart {
     pub fence: u64,
 }
 
+/// As [`crate::store::existing_records`], for a view that reads the ledger
+/// (`status`, `history`, the page, `/metrics`): a ledger its open found
+/// corrupt and moved aside is alerted (`ledger-corrupt`) on every surface,
+/// as a tick alerts it, before the view reads the fresh one. The view
+/// writes nothing else; the move itself is the ledger's, under its repair
+/// mutex, once between all processes.
+pub fn existing_records_alerting(
+    config: &Config,
+    now: Timestamp,
+) -> Option<Result<Box<dyn Records>, baton_store::ledger::Error>> {
+    let mut ledger = match crate::store::existing_records(config, now)? {
+        Ok(l) => l,
+        Err(e) => return Some(Err(e)),
+    };
+    let moved = ledger.take_recovered();
+    if moved.is_empty() {
+        return Some(Ok(ledger));
+    }
+    let clock: Arc<dyn Clock> = Arc::new(baton_lease::SystemClock);
+    let mut s = Surfaces::opened(config, clock, Some(ledger), false);
+    s.report_recovered(moved);
+    s.into_ledger().map(Ok)
+}
+
 impl Surfaces {
     /// The surfaces of `config`'s state directory; opens the ledger (a
     /// corrupt one is moved aside and reported as an alert).
@@ -487,6 +511,11 @@ impl Surfaces {
             Some(l) => l.take_recovered(),
             None => return,
         };
+        self.report_recovered(moved);
+    }
+
+    /// Alerts `moved`, ledgers found corrupt and moved aside.
+    fn report_recovered(&mut self, moved: Vec<baton_store::ledger::Recovered>) {
         for r in moved {
             let alert = Alert::scheduler(
                 AlertKind::LedgerCorrupt,

@@ -18,7 +18,7 @@ use crate::config::Config;
 ///
 /// When the ledger exists and cannot be read.
 pub fn with_declared(config: &Config, now: Timestamp) -> Result<Config, LedgerError> {
-    let declared = match crate::store::existing_records(config, now) {
+    let declared = match crate::engine::surfaces::existing_records_alerting(config, now) {
         None => Vec::new(),
         Some(opened) => opened?.declarations()?,
     };

@@ -225,7 +225,7 @@ pub fn read(
     limit: u32,
     now: jiff::Timestamp,
 ) -> Result<Vec<RunView>, baton_store::ledger::Error> {
-    let Some(l) = crate::store::existing_records(config, now) else {
+    let Some(l) = crate::engine::surfaces::existing_records_alerting(config, now) else {
         return Ok(Vec::new());
     };
     let mut l = l?;
@@ -250,7 +250,7 @@ pub fn find(
     at: Option<i64>,
     now: jiff::Timestamp,
 ) -> Result<Option<RunView>, baton_store::ledger::Error> {
-    let Some(l) = crate::store::existing_records(config, now) else {
+    let Some(l) = crate::engine::surfaces::existing_records_alerting(config, now) else {
         return Ok(None);
     };
     let mut l = l?;

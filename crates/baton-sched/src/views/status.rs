@@ -320,7 +320,7 @@ fn stamp(t: Timestamp) -> String {
 /// with what the ledger's own connection is (no connection is made only
 /// to say it).
 pub fn read(config: &Config, only: Option<&str>, now: Timestamp) -> Status {
-    let opened = crate::store::existing_records(config, now);
+    let opened = crate::engine::surfaces::existing_records_alerting(config, now);
     let shared = crate::store::shared(config);
     let encrypted = match &opened {
         Some(Ok(ledger)) if shared => ledger.encrypted(),
@@ -480,7 +480,7 @@ pub fn read_with_connection(
     let mut opened = if crate::store::shared(config) {
         Some(crate::store::records_pipelined(config, local.wall()))
     } else {
-        crate::store::existing_records(config, local.wall())
+        crate::engine::surfaces::existing_records_alerting(config, local.wall())
     };
     let mut now = local.wall();
     let mut encrypted = None;

@@ -679,6 +679,44 @@ fn a_corrupt_ledger_is_moved_aside_reported_and_the_next_tick_works() {
     }
 }
 
+/// A read (`status`, `history`) that is first to find the ledger corrupt
+/// moves it aside as a tick would, and alerts it as a tick would: it used
+/// to reset the ledger without a word, and the tick after it found a
+/// sound, empty ledger and said nothing either.
+#[test]
+fn a_corrupt_ledger_a_read_finds_first_is_alerted() {
+    for read in [
+        &["status"][..],
+        &["history", "first"],
+        &["status", "--json"],
+    ] {
+        let env = Env::new();
+        let s = Sched { env };
+        s.write("[jobs.first]\nevery = \"1h\"\nrun = \"true\"\n");
+        assert_eq!(code(&s.run(&["run", "first"])), 0);
+        let db = s.env.state().join("baton.db");
+        std::fs::write(&db, vec![0x5au8; 8192]).unwrap();
+        let _ = std::fs::remove_file(s.env.state().join("baton.db-wal"));
+        let o = s.run(read);
+        assert!(
+            stderr(&o).contains("the ledger was corrupt"),
+            "{read:?}: {}",
+            stderr(&o)
+        );
+        let alerts = std::fs::read_to_string(s.env.state().join("logs/alerts.log")).unwrap();
+        assert_eq!(
+            alerts.matches("ledger-corrupt").count(),
+            1,
+            "{read:?}: {alerts}"
+        );
+        // Once: the tick after it finds the fresh ledger sound.
+        let o = s.run(&["tick"]);
+        assert!(!stderr(&o).contains("corrupt"), "{read:?}: {}", stderr(&o));
+        let alerts = std::fs::read_to_string(s.env.state().join("logs/alerts.log")).unwrap();
+        assert_eq!(alerts.matches("ledger-corrupt").count(), 1, "{alerts}");
+    }
+}
+
 #[test]
 fn a_stopped_tick_says_so_once_and_leaves_what_it_did_not_start_to_the_next() {
     let env = Env::new();

@@ -155,7 +155,7 @@ pub enum Error {
 /// [`Error::Proc`] when this process's figures cannot be read.
 pub fn read(config: &Config, clock: &dyn Clock, format: Format) -> Result<String, Error> {
     let now = clock.wall();
-    let mut ledger = crate::store::existing_records(config, now).transpose()?;
+    let mut ledger = crate::engine::surfaces::existing_records_alerting(config, now).transpose()?;
     let tallies = match ledger.as_deref_mut() {
         Some(l) => l.tallies()?,
         None => Vec::new(),

@@ -49,7 +49,7 @@ impl RecentRuns {
             limit,
             ..Self::default()
         };
-        let mut ledger = match crate::store::existing_records(config, now) {
+        let mut ledger = match crate::engine::surfaces::existing_records_alerting(config, now) {
             None => return out,
             Some(Ok(l)) => l,
             Some(Err(e)) => {
