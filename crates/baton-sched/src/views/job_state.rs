@@ -18,6 +18,7 @@
 //! | `paused` | a pause is in force | yes |
 //! | `running` | a run of this job holds its lock, live | yes |
 //! | `hung` | a run of this job holds its lock and does not renew it (hung, or orphaned: its supervisor is gone, its processes are not) | no |
+//! | `unknown` | the ledger cannot be read: whether it is paused, ran, failed or missed an occurrence is not known (its lock still tells `running` and `hung`) | no |
 //! | `overdue` | an occurrence at or after the job was first seen should have started [`crate::views::overdue::GRACE`] ago and did not | no |
 //! | `failing` | its newest finished run that was not `interrupted` or `replaced` failed | no |
 //! | `crashed` | its newest run started, never recorded an end, and nothing of it runs now | no |
@@ -44,6 +45,8 @@ pub enum JobState {
     Running,
     /// A run of this job holds the lock and does not renew it.
     Hung,
+    /// The ledger cannot be read: nothing but its lock is known.
+    Unknown,
     /// An occurrence should have started and did not.
     Overdue,
     /// Its newest finished run failed.
@@ -59,11 +62,12 @@ pub enum JobState {
 
 impl JobState {
     /// Every state, in the order of precedence.
-    pub const ALL: [JobState; 9] = [
+    pub const ALL: [JobState; 10] = [
         Self::Disabled,
         Self::Paused,
         Self::Running,
         Self::Hung,
+        Self::Unknown,
         Self::Overdue,
         Self::Failing,
         Self::Crashed,
@@ -72,7 +76,7 @@ impl JobState {
     ];
 
     /// The word every surface shows: `disabled`, `paused`, `running`,
-    /// `hung`, `overdue`, `failing`, `crashed`, `new` or `ok`.
+    /// `hung`, `unknown`, `overdue`, `failing`, `crashed`, `new` or `ok`.
     ///
     /// # Example
     ///
@@ -86,6 +90,7 @@ impl JobState {
             Self::Paused => "paused",
             Self::Running => "running",
             Self::Hung => "hung",
+            Self::Unknown => "unknown",
             Self::Overdue => "overdue",
             Self::Failing => "failing",
             Self::Crashed => "crashed",
@@ -94,8 +99,8 @@ impl JobState {
         }
     }
 
-    /// Whether the state is fine: false for `hung`, `overdue`, `failing`
-    /// and `crashed`, which make `baton status` exit 1.
+    /// Whether the state is fine: false for `hung`, `unknown`, `overdue`,
+    /// `failing` and `crashed`, which make `baton status` exit 1.
     ///
     /// # Example
     ///
@@ -107,7 +112,7 @@ impl JobState {
     pub fn healthy(self) -> bool {
         !matches!(
             self,
-            Self::Hung | Self::Overdue | Self::Failing | Self::Crashed
+            Self::Hung | Self::Unknown | Self::Overdue | Self::Failing | Self::Crashed
         )
     }
 }
@@ -187,6 +192,9 @@ pub struct Facts {
     pub crashed: bool,
     /// It has a run in the ledger, or the ledger says it started one.
     pub ran: bool,
+    /// The ledger could not be read: every fact above but `enabled` and
+    /// `holding` is unknown.
+    pub unread: bool,
     /// An occurrence at or after its first sighting has come due (its
     /// grace has passed, or it was recorded missed already).
     pub came_due: bool,
@@ -207,6 +215,14 @@ pub struct Facts {
 pub fn decide(facts: &Facts) -> JobState {
     if !facts.enabled {
         JobState::Disabled
+    } else if facts.unread {
+        // Only the lock is known: a pause, a failure, a missed occurrence
+        // are the ledger's to say.
+        match facts.holding {
+            Holding::Live => JobState::Running,
+            Holding::Stuck => JobState::Hung,
+            Holding::Nothing | Holding::Mate => JobState::Unknown,
+        }
     } else if facts.paused {
         JobState::Paused
     } else if facts.holding == Holding::Live {
@@ -240,13 +256,13 @@ mod tests {
     }
 
     #[test]
-    fn each_state_has_its_own_word_and_only_four_are_unhealthy() {
+    fn each_state_has_its_own_word_and_only_five_are_unhealthy() {
         let words: Vec<&str> = JobState::ALL.iter().map(|s| s.word()).collect();
         assert_eq!(
             words,
             [
-                "disabled", "paused", "running", "hung", "overdue", "failing", "crashed", "new",
-                "ok"
+                "disabled", "paused", "running", "hung", "unknown", "overdue", "failing",
+                "crashed", "new", "ok"
             ]
         );
         let unhealthy: Vec<&str> = JobState::ALL
@@ -254,7 +270,10 @@ mod tests {
             .filter(|s| !s.healthy())
             .map(|s| s.word())
             .collect();
-        assert_eq!(unhealthy, ["hung", "overdue", "failing", "crashed"]);
+        assert_eq!(
+            unhealthy,
+            ["hung", "unknown", "overdue", "failing", "crashed"]
+        );
         for s in JobState::ALL {
             assert_eq!(
                 serde_json::to_value(s).unwrap(),
@@ -276,6 +295,7 @@ mod tests {
             failing: true,
             crashed: true,
             ran: false,
+            unread: false,
             came_due: false,
         };
         assert_eq!(decide(&f), JobState::Disabled);
@@ -298,6 +318,33 @@ mod tests {
         f.came_due = false;
         f.ran = true;
         assert_eq!(decide(&f), JobState::Ok);
+    }
+
+    #[test]
+    fn a_ledger_not_read_leaves_only_the_lock_to_tell() {
+        let f = Facts {
+            unread: true,
+            paused: true,
+            failing: true,
+            ..on()
+        };
+        assert_eq!(decide(&f), JobState::Unknown);
+        assert!(!JobState::Unknown.healthy());
+        let live = Facts {
+            holding: Holding::Live,
+            ..f
+        };
+        assert_eq!(decide(&live), JobState::Running);
+        let stuck = Facts {
+            holding: Holding::Stuck,
+            ..f
+        };
+        assert_eq!(decide(&stuck), JobState::Hung);
+        let off = Facts {
+            enabled: false,
+            ..f
+        };
+        assert_eq!(decide(&off), JobState::Disabled);
     }
 
     fn held(run: Option<&str>) -> baton_lease::Holder {

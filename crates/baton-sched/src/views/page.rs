@@ -75,7 +75,8 @@ pub const RUNS_SHOWN: u32 = 5;
 pub const DEFAULT_REFRESH_SECS: u32 = 5;
 
 /// The jobs of `status` in the page's order: those that need attention
-/// (an unhealthy state: `hung`, `overdue`, `failing`, `crashed`) first,
+/// (an unhealthy state: `hung`, `unknown`, `overdue`, `failing`,
+/// `crashed`) first,
 /// then the rest, each group by name.
 fn in_page_order(status: &Status) -> Vec<&JobStatus> {
     let mut jobs: Vec<&JobStatus> = status.jobs.iter().collect();

@@ -6,7 +6,7 @@
 //! Here the facts are gathered; [`crate::views::job_state::decide`] chooses the
 //! state from them and [`crate::views::overdue`] judges lateness, so the fields of
 //! a [`JobStatus`] (`state`, `overdue`, `failing`, `crashed`) never
-//! disagree. `status` exits 1 when a job it shows is hung, overdue, failing
+//! disagree. `status` exits 1 when a job it shows is hung, unknown, overdue, failing
 //! or crashed ([`JobState::healthy`]), or when the ledger could not be
 //! read; 0 otherwise (a fresh install's jobs are `new`, and 0 is right
 //! there, until an occurrence after their file last changed should have
@@ -109,8 +109,9 @@ pub struct JobStatus {
     /// Not in the JSON.
     #[serde(skip)]
     pub overrunning: bool,
-    /// Its state: `disabled`, `paused`, `running`, `hung`, `overdue`,
-    /// `failing`, `crashed`, `new` or `ok` ([`crate::views::job_state`]).
+    /// Its state: `disabled`, `paused`, `running`, `hung`, `unknown`,
+    /// `overdue`, `failing`, `crashed`, `new` or `ok`
+    /// ([`crate::views::job_state`]).
     pub state: JobState,
     /// Its schedule as written (`0 3 * * *`, or `every 15m`).
     pub schedule: String,
@@ -406,7 +407,14 @@ fn read_from(
             .unwrap_or_default();
         let v =
             crate::views::slots::with_former_lock(config, j, v, recorded.in_flight.as_deref(), now);
-        jobs.push(job_status(config, j, recorded, v, &logs, now));
+        jobs.push(job_status(
+            config,
+            j,
+            (recorded, error.is_some()),
+            v,
+            &logs,
+            now,
+        ));
     }
     let healthy = error.is_none() && jobs.iter().all(|j| j.state.healthy());
     let status = Status {
@@ -665,10 +673,12 @@ fn with_kept_end(
     (state, last)
 }
 
+/// The status of `job`, from what the ledger `recorded` of it (nothing,
+/// and `unread`, when the ledger could not be read).
 fn job_status(
     config: &Config,
     job: &Job,
-    recorded: Recorded,
+    (recorded, unread): (Recorded, bool),
     slots: crate::views::slots::Slots,
     logs: &crate::state::logs::Logs,
     now: Timestamp,
@@ -752,6 +762,7 @@ fn job_status(
         failing,
         crashed,
         ran: !never_run || state.as_ref().is_some_and(|s| s.last_attempt.is_some()),
+        unread,
         // Or one was decided already: a missed occurrence came due too,
         // before its grace passed.
         came_due: due.is_some() || missed.total > 0,
@@ -845,7 +856,8 @@ fn job_status(
         holder,
         max_concurrent: job.slots(),
         holders,
-        never_run,
+        // Not known when the ledger cannot be read.
+        never_run: never_run && !unread,
         overdue: overdue.map(|at| Overdue {
             occurrence: crate::engine::run::occurrence_text(Some(at)),
             grace_seconds: crate::views::overdue::GRACE.as_secs(),
@@ -1018,7 +1030,13 @@ pub fn render(s: &Status) -> String {
         if let Some(by) = &j.declared_by {
             out.push_str(&format!("  run by        {by} (declared in the ledger)\n"));
         }
+        // Nothing the ledger keeps is known when it cannot be read: said
+        // once, not shown as "never".
+        let unread = s.error.is_some();
         match &j.last_run {
+            None if unread => {
+                out.push_str("  last run      unknown: the ledger cannot be read\n");
+            }
             None => out.push_str("  last run      never run\n"),
             Some(r) => out.push_str(&format!(
                 "  last run      {} {}{} (occurrence {}, run {})\n",
@@ -1031,12 +1049,14 @@ pub fn render(s: &Status) -> String {
                 r.run_id
             )),
         }
-        out.push_str(&format!(
-            "  last success  {}\n  last failure  {}\n",
-            when(&j.last_success),
-            when(&j.last_failure)
-        ));
-        for st in &j.steps {
+        if !unread {
+            out.push_str(&format!(
+                "  last success  {}\n  last failure  {}\n",
+                when(&j.last_success),
+                when(&j.last_failure)
+            ));
+        }
+        for st in j.steps.iter().filter(|_| !unread) {
             out.push_str(&format!(
                 "  {} {:<9} last attempt {}, last success {}, last failure {}, {} failure(s) in a row\n",
                 st.kind,
@@ -1175,7 +1195,9 @@ pub fn render(s: &Status) -> String {
                     .unwrap_or_default()
             ));
         }
-        if j.recent_alerts.is_empty() {
+        if j.recent_alerts.is_empty() && unread {
+            out.push_str("  recent alerts unknown\n");
+        } else if j.recent_alerts.is_empty() {
             out.push_str("  recent alerts none\n");
         } else {
             for a in &j.recent_alerts {

@@ -302,8 +302,9 @@ const MISS_REASONS: [&str; 11] = [
     "ledger-unavailable",
 ];
 const SKIP_REASONS: [&str; 2] = ["coalesced", "claimed"];
-const STATES: [&str; 9] = [
-    "disabled", "paused", "running", "hung", "overdue", "failing", "crashed", "new", "ok",
+const STATES: [&str; 10] = [
+    "disabled", "paused", "running", "hung", "unknown", "overdue", "failing", "crashed", "new",
+    "ok",
 ];
 
 #[test]

@@ -15,7 +15,7 @@ use baton_lease::Clock;
 
 use crate::daemon::Daemon;
 use crate::sched::{Sched, before_new_year, known_since, lines};
-use crate::support::{code, drop_acl, grant_through_acl, mkfifo, root, stderr, verdict};
+use crate::support::{code, drop_acl, grant_through_acl, mkfifo, root, stderr, stdout, verdict};
 
 /// Runs `cmd` to its end, in a process group of its own, within the test
 /// kit's patience: a command that hangs (and whatever it forked) is killed
@@ -361,6 +361,33 @@ fn an_untrusted_ledger_is_refused_and_nothing_runs_until_it_is_fixed() {
         let o = sched(&s, &["history", "count"]);
         assert!(stderr(&o).contains("owned by uid 65534"), "{}", stderr(&o));
     }
+}
+
+/// A ledger `status` cannot read says nothing of what it keeps: each job
+/// is `unknown` (not `new`, "never run"), and `status` exits 1; once it
+/// can be read again the job's state is back.
+#[test]
+fn a_ledger_status_cannot_read_shows_every_job_unknown() {
+    let (s, _counter) = after_one_run();
+    let db = s.env.state().join("baton.db");
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let o = sched(&s, &["status", "--json"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["healthy"], false, "{v}");
+    assert!(v["error"].is_string(), "{v}");
+    let job = &v["jobs"][0];
+    assert_eq!(job["state"], "unknown", "{job}");
+    assert_eq!(job["never_run"], false, "{job}");
+    let o = sched(&s, &["status"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stdout(&o).contains("count  UNKNOWN"), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("never run"), "{}", stdout(&o));
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let v = s.json(&["status", "--json"]);
+    // Its records are read again (its yearly occurrence is due: overdue).
+    assert_eq!(v["jobs"][0]["state"], "overdue", "{v}");
+    assert_eq!(v["jobs"][0]["last_run"]["verdict"], "ok", "{v}");
 }
 
 /// A ledger that cannot be opened (here its repair mutex is a link to

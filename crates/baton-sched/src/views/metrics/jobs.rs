@@ -27,7 +27,7 @@ pub const JOB_LABEL: &str = "baton_job";
 /// Every state of `baton_job_state`, in the order of precedence in which
 /// one is decided: the words of the job state everywhere (`status`, its
 /// `--json`, the page, the API).
-pub const STATES: [crate::views::job_state::JobState; 9] = crate::views::job_state::JobState::ALL;
+pub const STATES: [crate::views::job_state::JobState; 10] = crate::views::job_state::JobState::ALL;
 
 /// What the metrics show of one job.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -21,6 +21,7 @@ h3{font-size:.8rem;text-transform:uppercase;letter-spacing:.04em;color:#58636e;m
 .job[data-state=paused]{border-left-color:#8c959f}
 .job[data-state=running]{border-left-color:#1f6feb}
 .job[data-state=hung]{border-left-color:#bc4c00}
+.job[data-state=unknown]{border-left-color:#6e7781}
 .job[data-state=overdue]{border-left-color:#bf8700}
 .job[data-state=failing]{border-left-color:#cf222e}
 .job[data-state=crashed]{border-left-color:#82071e}
@@ -31,6 +32,7 @@ h3{font-size:.8rem;text-transform:uppercase;letter-spacing:.04em;color:#58636e;m
 .job[data-state=paused] .badge{background:#eaeef2;color:#424a53}
 .job[data-state=running] .badge{background:#ddf4ff;color:#0550ae}
 .job[data-state=hung] .badge{background:#fff1e5;color:#953800}
+.job[data-state=unknown] .badge{background:#6e7781;color:#ffffff}
 .job[data-state=overdue] .badge{background:#fff8c5;color:#7d4e00}
 .job[data-state=failing] .badge{background:#ffebe9;color:#a40e26}
 .job[data-state=crashed] .badge{background:#82071e;color:#ffffff}
