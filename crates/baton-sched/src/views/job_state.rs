@@ -14,10 +14,10 @@
 //!
 //! | state | when | healthy |
 //! | --- | --- | --- |
+//! | `hung` | a run of this job holds its lock (or one of its slots) and does not renew it (hung, or orphaned: its supervisor is gone, its processes are not): it needs attention whatever else is true, a pause, a disabled job or a live run on another slot | no |
 //! | `disabled` | the job has `enabled = false`, or the kill switch is off | yes |
 //! | `paused` | a pause is in force | yes |
 //! | `running` | a run of this job holds its lock, live | yes |
-//! | `hung` | a run of this job holds its lock and does not renew it (hung, or orphaned: its supervisor is gone, its processes are not) | no |
 //! | `unknown` | the ledger cannot be read: whether it is paused, ran, failed or missed an occurrence is not known (its lock still tells `running` and `hung`) | no |
 //! | `overdue` | an occurrence at or after the job was first seen should have started [`crate::views::overdue::GRACE`] ago and did not | no |
 //! | `failing` | its newest finished run that was not `interrupted` or `replaced` failed | no |
@@ -63,10 +63,10 @@ pub enum JobState {
 impl JobState {
     /// Every state, in the order of precedence.
     pub const ALL: [JobState; 10] = [
+        Self::Hung,
         Self::Disabled,
         Self::Paused,
         Self::Running,
-        Self::Hung,
         Self::Unknown,
         Self::Overdue,
         Self::Failing,
@@ -213,22 +213,21 @@ pub struct Facts {
 /// assert_eq!(decide(&mate), JobState::New);
 /// ```
 pub fn decide(facts: &Facts) -> JobState {
-    if !facts.enabled {
+    if facts.holding == Holding::Stuck {
+        JobState::Hung
+    } else if !facts.enabled {
         JobState::Disabled
     } else if facts.unread {
         // Only the lock is known: a pause, a failure, a missed occurrence
         // are the ledger's to say.
         match facts.holding {
             Holding::Live => JobState::Running,
-            Holding::Stuck => JobState::Hung,
-            Holding::Nothing | Holding::Mate => JobState::Unknown,
+            Holding::Stuck | Holding::Nothing | Holding::Mate => JobState::Unknown,
         }
     } else if facts.paused {
         JobState::Paused
     } else if facts.holding == Holding::Live {
         JobState::Running
-    } else if facts.holding == Holding::Stuck {
-        JobState::Hung
     } else if facts.overdue {
         JobState::Overdue
     } else if facts.failing {
@@ -261,7 +260,7 @@ mod tests {
         assert_eq!(
             words,
             [
-                "disabled", "paused", "running", "hung", "unknown", "overdue", "failing",
+                "hung", "disabled", "paused", "running", "unknown", "overdue", "failing",
                 "crashed", "new", "ok"
             ]
         );
@@ -290,7 +289,7 @@ mod tests {
         let mut f = Facts {
             enabled: false,
             paused: true,
-            holding: Holding::Live,
+            holding: Holding::Stuck,
             overdue: true,
             failing: true,
             crashed: true,
@@ -298,13 +297,13 @@ mod tests {
             unread: false,
             came_due: false,
         };
+        assert_eq!(decide(&f), JobState::Hung);
+        f.holding = Holding::Live;
         assert_eq!(decide(&f), JobState::Disabled);
         f.enabled = true;
         assert_eq!(decide(&f), JobState::Paused);
         f.paused = false;
         assert_eq!(decide(&f), JobState::Running);
-        f.holding = Holding::Stuck;
-        assert_eq!(decide(&f), JobState::Hung);
         f.holding = Holding::Nothing;
         assert_eq!(decide(&f), JobState::Overdue);
         f.overdue = false;

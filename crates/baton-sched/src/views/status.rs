@@ -712,7 +712,19 @@ fn job_status(
         .jobs
         .values()
         .any(|other| other.name != job.name && other.lock.value == job.lock.value);
-    let holding = crate::views::job_state::holding(verdict.as_ref(), shared, in_flight.as_deref());
+    // A stuck run on any slot is the job's `hung`, even beside a live one
+    // on another slot ([`Slots::main`] shows the live one).
+    let holding = {
+        use crate::views::job_state::{Holding, holding};
+        let stuck = slots
+            .held()
+            .any(|(_, v)| holding(Some(v), shared, in_flight.as_deref()) == Holding::Stuck);
+        if stuck {
+            Holding::Stuck
+        } else {
+            holding(verdict.as_ref(), shared, in_flight.as_deref())
+        }
+    };
     let (run_started, overrunning) = match holding {
         crate::views::job_state::Holding::Live => in_flight_runs(
             &slots,

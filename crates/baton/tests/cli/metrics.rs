@@ -303,7 +303,7 @@ const MISS_REASONS: [&str; 11] = [
 ];
 const SKIP_REASONS: [&str; 2] = ["coalesced", "claimed"];
 const STATES: [&str; 10] = [
-    "disabled", "paused", "running", "hung", "unknown", "overdue", "failing", "crashed", "new",
+    "hung", "disabled", "paused", "running", "unknown", "overdue", "failing", "crashed", "new",
     "ok",
 ];
 

@@ -563,3 +563,55 @@ fn a_disabled_job_has_no_next_run_and_a_near_one_is_not_in_0ms() {
     assert!(!on.text.contains("in 0ms"), "{}", on.text);
     assert!(!on.text.contains("(in 0s)"), "{}", on.text);
 }
+
+/// A stuck run needs attention whatever else holds: a pause set after it
+/// stuck, or a live run on the job's other slot. Each used to hide it
+/// (`paused`, `running`, status exit 0, and `BatonJobHung` never fired).
+#[test]
+fn a_hung_run_is_hung_through_a_pause_and_beside_a_live_slot() {
+    let s = Sched::new("");
+    let pids = s.env.path("pids");
+    s.write(&format!(
+        "[scheduler]\nttl = \"2s\"\nkill_grace = \"500ms\"\ntakeover_grace = \"3s\"\n\
+         [jobs.x]\nschedule = \"0 0 1 1 *\"\nmax_concurrent = 2\n\
+         run = \"echo $$ >> {}; exec sleep 60\"\n",
+        pids.display()
+    ));
+    let spawn = || {
+        let mut c = s.cmd(&["run", "x"]);
+        c.stdout(Stdio::null()).stderr(Stdio::null());
+        c.spawn().unwrap()
+    };
+    let mut first = spawn();
+    eventually("the first run's step", || {
+        std::fs::read_to_string(&pids).is_ok_and(|p| p.lines().count() == 1)
+    });
+    // Its supervisor stopped: no renewal; its step dies by its deadline.
+    signal(i32::try_from(first.id()).unwrap(), Signal::STOP);
+    let mut second = spawn();
+    eventually("the second run's step", || {
+        std::fs::read_to_string(&pids).is_ok_and(|p| p.lines().count() == 2)
+    });
+    eventually("the first slot to read hung", || {
+        s.json(&["status", "--json"])["jobs"][0]["holders"]
+            .as_array()
+            .is_some_and(|h| h.iter().any(|h| h["verdict"] == "hung"))
+    });
+    seen(&s, "x").all("hung", 1);
+    let o = s.run(&["pause", "x", "--reason", "maintenance"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let st = seen(&s, "x");
+    st.all("hung", 1);
+    assert!(st.text.contains("PAUSED"), "{}", st.text);
+    let m = Exposition::parse(&metrics(&s, &[]));
+    let state = |word| m.value("baton_job_state", &[("baton_job", "x"), ("state", word)]);
+    assert_eq!(
+        (state("hung"), state("paused"), state("running")),
+        (1.0, 0.0, 0.0)
+    );
+    // Contained, each step dies with its supervisor.
+    for run in [&mut first, &mut second] {
+        signal(i32::try_from(run.id()).unwrap(), Signal::KILL);
+        let _ = run.wait();
+    }
+}
