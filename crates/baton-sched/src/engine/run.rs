@@ -761,6 +761,9 @@ fn hold_once(
     // supervisor renews between calls, and a lost reply must not keep it
     // from renewing past its TTL.
     let _bounded = LedgerBound::set(surfaces, session.lease().renew_wait());
+    // An alert a step raises (overrunning) reaches the ledger while the
+    // step runs, without the supervision waiting for it.
+    surfaces.borrow_mut().write_step_alerts_apart(req.config);
     let mut worst = Outcome::Done;
     let mut handed = false;
     for f in firsts {

@@ -36,6 +36,12 @@ pub struct Surfaces {
     ledger_failed: bool,
     /// Alerts raised while a step runs, for the ledger once it may block.
     deferred: Vec<baton_store::ledger::NewAlert>,
+    /// Where an alert raised while a step runs is written at once, on a
+    /// thread and a ledger connection of its own
+    /// ([`Surfaces::write_step_alerts_apart`]); `None`: deferred.
+    apart: Option<Arc<Config>>,
+    /// Those writes under way: each gives its row back when it failed.
+    writing: Vec<std::thread::JoinHandle<Option<baton_store::ledger::NewAlert>>>,
     alert_command: Option<Command>,
     /// `[scheduler]`'s webhook: for an alert of no job's, or of a job not
     /// in the configuration.
@@ -163,6 +169,8 @@ impl Surfaces {
             ledger: None,
             ledger_failed: false,
             deferred: Vec::new(),
+            apart: None,
+            writing: Vec::new(),
             alert_command: config.settings.alert_command.value.clone(),
             webhook: Webhook::of_scheduler(&config.settings),
             job_webhooks: config
@@ -436,11 +444,49 @@ impl Surfaces {
     /// next use of the ledger.
     pub fn alert_in_step(&mut self, alert: &Alert) {
         let row = self.alert_unrecorded(alert);
-        self.deferred.push(row);
+        match &self.apart {
+            Some(config) => {
+                let config = Arc::clone(config);
+                let now = self.now();
+                let kept = row.clone();
+                let write = std::thread::Builder::new()
+                    .name("baton-alert".into())
+                    .spawn(move || {
+                        let written = crate::store::records(&config, now)
+                            .and_then(|mut l| l.record_alert(&row));
+                        written.err().map(|_| row)
+                    });
+                match write {
+                    Ok(handle) => self.writing.push(handle),
+                    // No thread: the row waits for the ledger's next use.
+                    Err(_) => self.deferred.push(kept),
+                }
+            }
+            None => self.deferred.push(row),
+        }
     }
 
-    /// Writes the alerts raised during a step to the ledger.
+    /// Has every alert raised while a step runs written to the ledger at
+    /// once, on a thread and a connection of its own, rather than at the
+    /// ledger's next use after the step: an `overrunning` alert is then in
+    /// the ledger (and so in `status`, the API and the page) while the run
+    /// it reports goes on. The step's supervision never waits for it; a
+    /// write that fails leaves its row to the ledger's next use.
+    pub(crate) fn write_step_alerts_apart(&mut self, config: &Config) {
+        if self.apart.is_none() {
+            self.apart = Some(Arc::new(config.clone()));
+        }
+    }
+
+    /// Writes the alerts raised during a step to the ledger: those whose
+    /// writes apart failed, and those deferred.
     fn flush_deferred(&mut self) {
+        for handle in std::mem::take(&mut self.writing) {
+            // A write that panicked loses its row with the thread.
+            if let Ok(Some(row)) = handle.join() {
+                self.deferred.push(row);
+            }
+        }
         if self.deferred.is_empty() {
             return;
         }

@@ -615,3 +615,34 @@ fn a_hung_run_is_hung_through_a_pause_and_beside_a_live_slot() {
         let _ = run.wait();
     }
 }
+
+/// A run past its `max_runtime` has its `overrunning` alert in the ledger
+/// while it runs, so `status` shows it beside `running`; it used to reach
+/// the ledger only once the run ended, and never when its supervisor was
+/// killed first.
+#[test]
+fn an_overrunning_alert_is_in_the_ledger_while_the_run_goes_on() {
+    let s = Sched::new("");
+    s.write("[jobs.x]\nschedule = \"0 0 1 1 *\"\nmax_runtime = \"1s\"\nrun = \"sleep 30\"\n");
+    let mut run = s
+        .cmd(&["run", "x"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let overrunning = |v: &serde_json::Value| {
+        v["jobs"][0]["recent_alerts"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|a| a["kind"] == "overrunning"))
+    };
+    eventually("status to show the overrunning alert", || {
+        overrunning(&s.json(&["status", "--json"]))
+    });
+    let v = s.json(&["status", "--json"]);
+    assert_eq!(v["jobs"][0]["state"], "running", "{v}");
+    // Killed now, the run leaves its alert recorded.
+    signal(i32::try_from(run.id()).unwrap(), Signal::KILL);
+    let _ = run.wait();
+    let v = s.json(&["status", "--json"]);
+    assert!(overrunning(&v), "{v}");
+}
