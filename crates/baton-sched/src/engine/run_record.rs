@@ -98,10 +98,11 @@ impl RunRecord {
     /// Records `start`, trying again for up to `patience` while the
     /// session holds the lease; reads the unfinished runs of each of
     /// `mates` in the same transaction ([`RunRecord::take_unfinished`]).
+    /// Each try after the first waits at most `within` for the ledger
+    /// (then the bound the run's calls had is put back), when given.
     pub(crate) fn begin(
         start: NewRun,
-        mates: &[&str],
-        patience: Duration,
+        (mates, patience, within): (&[&str], Duration, Option<Duration>),
         state: &std::path::Path,
         session: &mut Session<'_>,
         surfaces: &Rc<RefCell<Surfaces>>,
@@ -138,6 +139,12 @@ impl RunRecord {
         let mut tries = 0;
         let first = retry.insist(session, &mut |l| {
             tries += 1;
+            if tries == 2 && within.is_some() {
+                // The first try waited its full bound (and was said): the
+                // next ones wait briefly each, so the start they stamp is
+                // close to when it is recorded.
+                l.bound_calls(within);
+            }
             row.started = clock.wall();
             if tries == 1 {
                 l.begin_run_then_unfinished(&row, mates)
@@ -146,6 +153,11 @@ impl RunRecord {
                 l.begin_run(&row).map(|begun| (begun, None))
             }
         });
+        if tries > 1 && within.is_some() {
+            // The run's calls are bounded as before (`engine::run`).
+            let renew_wait = session.lease().renew_wait();
+            surfaces.borrow_mut().bound_ledger(Some(renew_wait));
+        }
         let begin = match first {
             Some((Begun::Started, runs)) => {
                 record.start_recorded = true;

@@ -43,6 +43,11 @@ use crate::units::show_duration;
 /// go ([`RunRecord::end_patience`]).
 const END_PATIENCE: Duration = Duration::from_secs(30);
 
+/// How long each try of a run's start after the first waits for the local
+/// ledger's lock (another process's write) before it is tried again,
+/// stamped afresh.
+const START_TRY_WAIT: Duration = Duration::from_millis(100);
+
 /// Runs one occurrence (or a manual run) to its verdict under `session`'s
 /// lease, whose claim already names it. Returns the run's outcome.
 pub(crate) fn one(
@@ -164,7 +169,19 @@ fn begin(
         ));
         return Err(Outcome::Failed);
     }
-    let (mut record, began) = RunRecord::begin(row, &mates, patience, state, session, surfaces);
+    // On the local store each try of the start after a first that waited
+    // in vain waits a short while for the ledger's lock, so that the start
+    // it stamps when it begins is within that while of when the run really
+    // starts (a shared store's calls keep their own deadline: its round
+    // trips are the wait).
+    let started_within = (!crate::store::shared(req.config)).then_some(START_TRY_WAIT);
+    let (mut record, began) = RunRecord::begin(
+        row,
+        (&mates, patience, started_within),
+        state,
+        session,
+        surfaces,
+    );
     if crate::store::shared(req.config) {
         record.end_patience(END_PATIENCE);
     }
