@@ -134,7 +134,10 @@ fn named_zone(name: &str) -> Result<Zone, String> {
 fn system_zone() -> Zone {
     match TimeZone::try_system() {
         Ok(tz) => Zone {
-            name: tz.iana_name().unwrap_or("local").to_owned(),
+            name: tz.iana_name().map_or_else(
+                baton_sched::config::keys::nameless_system_zone,
+                ToOwned::to_owned,
+            ),
             tz,
         },
         Err(e) => {

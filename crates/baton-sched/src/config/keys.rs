@@ -323,7 +323,7 @@ fn system_zone() -> Value {
 /// `TZ` gives (`EST5EDT,M3.2.0,M11.1.0`), else `localtime` (an
 /// `/etc/localtime` copied rather than linked into the zone database).
 /// Never `UTC`: its rules apply, not UTC's, and every surface says so.
-pub(crate) fn nameless_system_zone() -> String {
+pub fn nameless_system_zone() -> String {
     std::env::var("TZ")
         .ok()
         .map(|tz| tz.trim_start_matches(':').to_owned())
