@@ -327,7 +327,7 @@ impl<B: Backend> Records for B {
         let owned = a.clone();
         self.transact(
             Mode::Write,
-            &|| format!("record a {} alert", a.kind),
+            &|| format!("record the {} alert", a.kind),
             async move |tx| Ok(tx.insert_alert(&owned).await?),
         )
     }
