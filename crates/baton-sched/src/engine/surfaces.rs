@@ -479,9 +479,19 @@ impl Surfaces {
     }
 
     /// Writes the alerts raised during a step to the ledger: those whose
-    /// writes apart failed, and those deferred.
+    /// writes apart failed, and those deferred. A write apart still under
+    /// way is left to finish (the caller may hold a lease it must renew)
+    /// unless `all`, at the process's end.
     fn flush_deferred(&mut self) {
-        for handle in std::mem::take(&mut self.writing) {
+        self.flush_deferred_waiting(false);
+    }
+
+    fn flush_deferred_waiting(&mut self, all: bool) {
+        let (done, going): (Vec<_>, Vec<_>) = std::mem::take(&mut self.writing)
+            .into_iter()
+            .partition(|h| all || h.is_finished());
+        self.writing = going;
+        for handle in done {
             // A write that panicked loses its row with the thread.
             if let Ok(Some(row)) = handle.join() {
                 self.deferred.push(row);
@@ -614,7 +624,7 @@ impl Surfaces {
     /// Waits for the alert commands, the webhook deliveries and the trace
     /// exports; reports their failures.
     pub fn finish(&mut self) {
-        self.flush_deferred();
+        self.flush_deferred_waiting(true);
         for problem in self.pending.finish() {
             self.warn(&problem);
         }
