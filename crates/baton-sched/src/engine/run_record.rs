@@ -341,8 +341,11 @@ impl RunRecord {
         end: &Finished,
         attempts: &[baton_store::ledger::Attempt],
     ) -> bool {
+        let alerts = surfaces
+            .borrow_mut()
+            .take_unwritten_alerts(&self.start.run_id);
         let kept = match &self.slot {
-            Some(slot) => match slot.keep(end, attempts) {
+            Some(slot) => match slot.keep(end, attempts, &alerts) {
                 Ok(()) => "; its end is kept in its end slot, for the next run under the lock \
                            to record"
                     .to_owned(),

@@ -1268,7 +1268,12 @@ fn why_abandoned(run: &baton_store::ledger::RunRow, superseded: bool, fence: u64
 pub(crate) fn record_kept_ends(config: &crate::config::Config, s: &mut Surfaces) {
     let state = &config.settings.state_dir.value;
     let keep = config.settings.history_keep.value;
-    for crate::state::end_slot::Kept { end, attempts } in crate::state::end_slot::all_kept(state) {
+    for crate::state::end_slot::Kept {
+        end,
+        attempts,
+        alerts,
+    } in crate::state::end_slot::all_kept(state)
+    {
         let Some(unfinished) = s.ledger(|l| l.unfinished(&end.job)) else {
             return;
         };
@@ -1278,12 +1283,24 @@ pub(crate) fn record_kept_ends(config: &crate::config::Config, s: &mut Surfaces)
             {
                 return;
             }
+            record_kept_alerts(&alerts, s);
             s.note(&format!(
                 "{} run={} verdict={} (exit {}): recorded from its end slot",
                 end.job, end.run_id, end.verdict, end.exit_code
             ));
         }
         crate::state::end_slot::forget(state, &end.run_id);
+    }
+}
+
+/// Records the alerts a run kept in its end slot with its end (the ledger
+/// took neither when they were raised), once its end is recorded; one the
+/// ledger does not take is said and left in `alerts.log` only.
+fn record_kept_alerts(alerts: &[baton_store::ledger::NewAlert], s: &mut Surfaces) {
+    for a in alerts {
+        if s.ledger(|l| l.record_alert(a)).is_none() {
+            return;
+        }
     }
 }
 
@@ -1302,13 +1319,17 @@ fn end_abandoned(
     let keep = req.config.settings.history_keep.value;
     // A run that ended while the ledger would not take its end kept it in
     // its slot: that is its record, not `abandoned`.
-    if let Some(crate::state::end_slot::Kept { end, attempts }) =
-        crate::state::end_slot::kept(state, &run.run_id)
+    if let Some(crate::state::end_slot::Kept {
+        end,
+        attempts,
+        alerts,
+    }) = crate::state::end_slot::kept(state, &run.run_id)
         && end.job == mate
     {
         if s.ledger(|l| l.finish_run_after(&attempts, &end, keep))
             .is_some()
         {
+            record_kept_alerts(&alerts, s);
             crate::state::end_slot::forget(state, &run.run_id);
             s.note(&format!(
                 "{mate} run={} verdict={} (exit {}): recorded from its end slot",

@@ -95,6 +95,10 @@ pub struct RunStart {
     pub fence: u64,
 }
 
+/// The most alerts the ledger did not take that a process keeps for its
+/// next use of the ledger; the oldest beyond it are in `alerts.log` only.
+const UNWRITTEN_MAX: usize = 100;
+
 /// As [`crate::store::existing_records`], for a view that reads the ledger
 /// (`status`, `history`, the page, `/metrics`): a ledger its open found
 /// corrupt and moved aside is alerted (`ledger-corrupt`) on every surface,
@@ -487,6 +491,31 @@ impl Surfaces {
     }
 
     fn flush_deferred_waiting(&mut self, all: bool) {
+        self.collect_writes(all);
+        if self.deferred.is_empty() {
+            return;
+        }
+        let mut rows = std::mem::take(&mut self.deferred).into_iter();
+        let Some(l) = self.ledger.as_mut() else {
+            self.keep_unwritten(rows);
+            return;
+        };
+        while let Some(row) = rows.next() {
+            if let Err(e) = l.record_alert(&row) {
+                // Kept for a later use of the ledger, or its run's end slot.
+                self.keep_unwritten(std::iter::once(row).chain(rows));
+                if !self.ledger_failed {
+                    self.ledger_failed = true;
+                    self.warn(&format!("failed to write the ledger: {e}"));
+                }
+                break;
+            }
+        }
+    }
+
+    /// Gathers the writes apart that ended (every one when `all`, waiting
+    /// for them): the rows of those that failed join the deferred ones.
+    fn collect_writes(&mut self, all: bool) {
         let (done, going): (Vec<_>, Vec<_>) = std::mem::take(&mut self.writing)
             .into_iter()
             .partition(|h| all || h.is_finished());
@@ -497,22 +526,30 @@ impl Surfaces {
                 self.deferred.push(row);
             }
         }
-        if self.deferred.is_empty() {
-            return;
-        }
-        let rows = std::mem::take(&mut self.deferred);
-        let Some(l) = self.ledger.as_mut() else {
-            return;
-        };
-        for row in rows {
-            if let Err(e) = l.record_alert(&row) {
-                if !self.ledger_failed {
-                    self.ledger_failed = true;
-                    self.warn(&format!("failed to write the ledger: {e}"));
-                }
-                break;
-            }
-        }
+    }
+
+    /// Keeps `rows`, alerts the ledger did not take, for its next use (at
+    /// most [`UNWRITTEN_MAX`], the newest).
+    fn keep_unwritten(&mut self, rows: impl Iterator<Item = baton_store::ledger::NewAlert>) {
+        self.deferred.extend(rows);
+        let over = self.deferred.len().saturating_sub(UNWRITTEN_MAX);
+        self.deferred.drain(..over);
+    }
+
+    /// The alerts of run `run_id` the ledger has not taken (their writes
+    /// failed), taken out to be kept with the run's end in its slot
+    /// ([`crate::state::end_slot::EndSlot::keep`]) when the ledger takes
+    /// that end neither. A write still under way is left to land.
+    pub(crate) fn take_unwritten_alerts(
+        &mut self,
+        run_id: &str,
+    ) -> Vec<baton_store::ledger::NewAlert> {
+        self.collect_writes(false);
+        let (of_run, others) = std::mem::take(&mut self.deferred)
+            .into_iter()
+            .partition(|a| a.run_id.as_deref() == Some(run_id));
+        self.deferred = others;
+        of_run
     }
 
     /// The alert on every surface but the ledger; its ledger row.

@@ -13,8 +13,8 @@
 
 use std::path::{Path, PathBuf};
 
-use baton_store::ledger::{Attempt, Finished};
-use baton_store::words::{AttemptOutcome, RunVerdict, StepKind};
+use baton_store::ledger::{Attempt, Finished, NewAlert};
+use baton_store::words::{AlertKind, AttemptOutcome, RunVerdict, StepKind};
 use jiff::Timestamp;
 
 use crate::state::state_file::{self, StateFileError};
@@ -44,6 +44,20 @@ struct Stored {
     /// The attempts the ledger did not take either, oldest first.
     #[serde(default)]
     attempts: Vec<StoredAttempt>,
+    /// The run's alerts the ledger did not take either, oldest first.
+    #[serde(default)]
+    alerts: Vec<StoredAlert>,
+}
+
+/// One alert in a slot (its job and run are the slot's).
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct StoredAlert {
+    /// RFC 3339.
+    time: String,
+    kind: AlertKind,
+    occurrence: Option<i64>,
+    message: String,
+    json: String,
 }
 
 /// One attempt in a slot (its run and job are the slot's).
@@ -70,6 +84,8 @@ pub(crate) struct Kept {
     pub(crate) end: Finished,
     /// Its attempts not recorded yet, oldest first.
     pub(crate) attempts: Vec<Attempt>,
+    /// Its alerts not recorded yet, oldest first.
+    pub(crate) alerts: Vec<NewAlert>,
 }
 
 /// Why a slot was not reserved.
@@ -120,9 +136,14 @@ impl EndSlot {
     }
 
     /// Keeps `end` in the slot, with as many of the newest of `attempts`
-    /// (those to be recorded with it) as fit, for a later run or tick to
-    /// record.
-    pub(crate) fn keep(&self, end: &Finished, attempts: &[Attempt]) -> Result<(), StateFileError> {
+    /// (those to be recorded with it) and then of the run's `alerts` the
+    /// ledger did not take as fit, for a later run or tick to record.
+    pub(crate) fn keep(
+        &self,
+        end: &Finished,
+        attempts: &[Attempt],
+        alerts: &[NewAlert],
+    ) -> Result<(), StateFileError> {
         let mut stored = Stored {
             run_id: end.run_id.clone(),
             job: end.job.clone(),
@@ -144,16 +165,32 @@ impl EndSlot {
                     outcome: a.outcome,
                 })
                 .collect(),
+            alerts: alerts
+                .iter()
+                .map(|a| StoredAlert {
+                    time: a.time.to_string(),
+                    kind: a.kind,
+                    occurrence: a.occurrence,
+                    message: a.message.clone(),
+                    json: a.json.clone(),
+                })
+                .collect(),
         };
         loop {
             // OK because a struct of strings and numbers always serializes.
             let mut line = serde_json::to_vec(&stored).expect("an end serializes");
             line.push(b'\n');
-            if line.len() <= ROOM || stored.attempts.is_empty() {
+            if line.len() <= ROOM || (stored.attempts.is_empty() && stored.alerts.is_empty()) {
                 line.truncate(ROOM);
                 return state_file::overwrite(&self.path, &line);
             }
-            stored.attempts.remove(0);
+            // The alerts went to every other surface already: they give
+            // way first, the oldest first, then the attempts.
+            if stored.alerts.is_empty() {
+                stored.attempts.remove(0);
+            } else {
+                stored.alerts.remove(0);
+            }
         }
     }
 
@@ -235,6 +272,21 @@ pub(crate) fn kept(state: &Path, run_id: &str) -> Option<Kept> {
             })
         })
         .collect();
+    let alerts = s
+        .alerts
+        .into_iter()
+        .filter_map(|a| {
+            Some(NewAlert {
+                time: a.time.parse().ok()?,
+                job: Some(s.job.clone()),
+                kind: a.kind,
+                run_id: Some(s.run_id.clone()),
+                occurrence: a.occurrence,
+                message: a.message,
+                json: a.json,
+            })
+        })
+        .collect();
     Some(Kept {
         end: Finished {
             run_id: s.run_id,
@@ -245,6 +297,7 @@ pub(crate) fn kept(state: &Path, run_id: &str) -> Option<Kept> {
             success: s.success,
         },
         attempts,
+        alerts,
     })
 }
 
@@ -315,7 +368,7 @@ mod tests {
             exit_code: 0,
             success: true,
         };
-        slot.keep(&end, &[]).unwrap();
+        slot.keep(&end, &[], &[]).unwrap();
         let back = kept(d.path(), "r1").unwrap().end;
         assert_eq!(
             (back.verdict.as_str(), back.exit_code, back.finished),
@@ -355,7 +408,7 @@ mod tests {
                 outcome: AttemptOutcome::Failed,
             })
             .collect();
-        slot.keep(&end, &attempts).unwrap();
+        slot.keep(&end, &attempts, &[]).unwrap();
         let back = kept(d.path(), "r1").unwrap();
         assert_eq!(back.end.exit_code, 1);
         let seqs: Vec<u32> = back.attempts.iter().map(|a| a.seq).collect();

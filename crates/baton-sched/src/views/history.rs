@@ -312,7 +312,7 @@ pub(crate) fn judge_unfinished(
     for v in views.iter_mut().filter(|v| v.verdict.is_none()) {
         // An end the ledger did not take, kept in the run's slot here: what
         // the run came to, until a tick records it.
-        if let Some(crate::state::end_slot::Kept { end, attempts }) =
+        if let Some(crate::state::end_slot::Kept { end, attempts, .. }) =
             crate::state::end_slot::kept(state, &v.run_id)
         {
             v.verdict = Some(end.verdict.to_string());

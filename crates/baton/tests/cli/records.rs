@@ -658,3 +658,45 @@ fn a_start_that_waited_for_the_ledger_is_dated_when_it_ran() {
     let alerted = std::fs::read_to_string(&alerts).unwrap_or_default();
     assert!(!alerted.contains("overrunning"), "{alerted}");
 }
+
+/// A run that overran its `max_runtime` on a full disk: the ledger took
+/// neither its `overrunning` alert nor its end, which were kept in its end
+/// slot together and recorded together once the disk was freed. The alert
+/// used to be on every surface but the ledger for good.
+#[test]
+fn an_alert_the_full_disk_refused_is_kept_with_the_runs_end() {
+    let Some((s, disk)) = on_a_small_disk() else {
+        return;
+    };
+    s.write(&format!(
+        "[scheduler]\nstate_dir = {:?}\ntimezone = \"UTC\"\nttl = \"2s\"\nkill_grace = \"500ms\"\n\
+         takeover_grace = \"2500ms\"\n\
+         [jobs.j]\nschedule = \"0 0 1 1 *\"\nmax_runtime = \"1s\"\nrun = \"sleep 2\"\n",
+        s.env.state().display()
+    ));
+    let o = s.run(&["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    checkpoint(&s);
+    let run = s
+        .cmd(&["run", "j"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    crate::support::pause(300);
+    let filler = disk.fill();
+    let o = run.wait_with_output().unwrap();
+    assert!(
+        stderr(&o).contains("kept in its end slot"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_file(filler).unwrap();
+    let o = s.run(&["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v = s.json(&["status", "--json"]);
+    let alerts = v["jobs"][0]["recent_alerts"].as_array().unwrap().clone();
+    let over = alerts.iter().filter(|a| a["kind"] == "overrunning").count();
+    assert_eq!(over, 1, "{v}");
+    assert_eq!(v["jobs"][0]["last_run"]["verdict"], "ok", "{v}");
+}
