@@ -36,6 +36,9 @@ pub struct Surfaces {
     ledger_failed: bool,
     /// Alerts raised while a step runs, for the ledger once it may block.
     deferred: Vec<baton_store::ledger::NewAlert>,
+    /// Alerts the ledger did not take, for the process's end or their
+    /// run's end slot.
+    unwritten: Vec<baton_store::ledger::NewAlert>,
     /// Where an alert raised while a step runs is written at once, on a
     /// thread and a ledger connection of its own
     /// ([`Surfaces::write_step_alerts_apart`]); `None`: deferred.
@@ -173,6 +176,7 @@ impl Surfaces {
             ledger: None,
             ledger_failed: false,
             deferred: Vec::new(),
+            unwritten: Vec::new(),
             apart: None,
             writing: Vec::new(),
             alert_command: config.settings.alert_command.value.clone(),
@@ -482,27 +486,39 @@ impl Surfaces {
         }
     }
 
-    /// Writes the alerts raised during a step to the ledger: those whose
-    /// writes apart failed, and those deferred. A write apart still under
-    /// way is left to finish (the caller may hold a lease it must renew)
-    /// unless `all`, at the process's end.
+    /// Writes the alerts raised during a step that were deferred to the
+    /// ledger's next use. One the ledger did not take (nor its write apart)
+    /// is tried again only at the process's end ([`Surfaces::finish`]), or
+    /// kept with its run's end in the end slot: never before each later
+    /// call, which would double every call's wait while a lease renews
+    /// between calls.
     fn flush_deferred(&mut self) {
-        self.flush_deferred_waiting(false);
+        self.collect_writes(false);
+        let rows = std::mem::take(&mut self.deferred);
+        self.write_alerts(rows);
     }
 
-    fn flush_deferred_waiting(&mut self, all: bool) {
-        self.collect_writes(all);
-        if self.deferred.is_empty() {
+    /// At the process's end: every write apart waited for, and every alert
+    /// not written yet tried once more.
+    fn flush_all_alerts(&mut self) {
+        self.collect_writes(true);
+        let mut rows = std::mem::take(&mut self.unwritten);
+        rows.append(&mut self.deferred);
+        self.write_alerts(rows);
+    }
+
+    /// Writes `rows` in order; those after a failure are kept as unwritten.
+    fn write_alerts(&mut self, rows: Vec<baton_store::ledger::NewAlert>) {
+        if rows.is_empty() {
             return;
         }
-        let mut rows = std::mem::take(&mut self.deferred).into_iter();
+        let mut rows = rows.into_iter();
         let Some(l) = self.ledger.as_mut() else {
             self.keep_unwritten(rows);
             return;
         };
         while let Some(row) = rows.next() {
             if let Err(e) = l.record_alert(&row) {
-                // Kept for a later use of the ledger, or its run's end slot.
                 self.keep_unwritten(std::iter::once(row).chain(rows));
                 if !self.ledger_failed {
                     self.ledger_failed = true;
@@ -514,42 +530,41 @@ impl Surfaces {
     }
 
     /// Gathers the writes apart that ended (every one when `all`, waiting
-    /// for them): the rows of those that failed join the deferred ones.
+    /// for them): the rows of those that failed are kept as unwritten.
     fn collect_writes(&mut self, all: bool) {
         let (done, going): (Vec<_>, Vec<_>) = std::mem::take(&mut self.writing)
             .into_iter()
             .partition(|h| all || h.is_finished());
         self.writing = going;
-        for handle in done {
+        let failed: Vec<_> = done
+            .into_iter()
             // A write that panicked loses its row with the thread.
-            if let Ok(Some(row)) = handle.join() {
-                self.deferred.push(row);
-            }
-        }
+            .filter_map(|h| h.join().ok().flatten())
+            .collect();
+        self.keep_unwritten(failed.into_iter());
     }
 
-    /// Keeps `rows`, alerts the ledger did not take, for its next use (at
-    /// most [`UNWRITTEN_MAX`], the newest).
+    /// Keeps `rows`, alerts the ledger did not take (at most
+    /// [`UNWRITTEN_MAX`], the newest).
     fn keep_unwritten(&mut self, rows: impl Iterator<Item = baton_store::ledger::NewAlert>) {
-        self.deferred.extend(rows);
-        let over = self.deferred.len().saturating_sub(UNWRITTEN_MAX);
-        self.deferred.drain(..over);
+        self.unwritten.extend(rows);
+        let over = self.unwritten.len().saturating_sub(UNWRITTEN_MAX);
+        self.unwritten.drain(..over);
     }
 
-    /// The alerts of run `run_id` the ledger has not taken (their writes
-    /// failed), taken out to be kept with the run's end in its slot
-    /// ([`crate::state::end_slot::EndSlot::keep`]) when the ledger takes
-    /// that end neither. A write still under way is left to land.
+    /// The alerts of run `run_id` the ledger has not taken (deferred, or
+    /// their writes failed), taken out to be kept with the run's end in its
+    /// slot ([`crate::state::end_slot::EndSlot::keep`]) when the ledger
+    /// takes that end neither. A write still under way is left to land.
     pub(crate) fn take_unwritten_alerts(
         &mut self,
         run_id: &str,
     ) -> Vec<baton_store::ledger::NewAlert> {
         self.collect_writes(false);
-        let (of_run, others) = std::mem::take(&mut self.deferred)
-            .into_iter()
-            .partition(|a| a.run_id.as_deref() == Some(run_id));
-        self.deferred = others;
-        of_run
+        let of_run = |a: &baton_store::ledger::NewAlert| a.run_id.as_deref() == Some(run_id);
+        let mut taken: Vec<_> = self.unwritten.extract_if(.., |a| of_run(a)).collect();
+        taken.extend(self.deferred.extract_if(.., |a| of_run(a)));
+        taken
     }
 
     /// The alert on every surface but the ledger; its ledger row.
@@ -661,7 +676,7 @@ impl Surfaces {
     /// Waits for the alert commands, the webhook deliveries and the trace
     /// exports; reports their failures.
     pub fn finish(&mut self) {
-        self.flush_deferred_waiting(true);
+        self.flush_all_alerts();
         for problem in self.pending.finish() {
             self.warn(&problem);
         }
