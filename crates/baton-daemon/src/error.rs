@@ -78,8 +78,8 @@ pub(crate) fn code_of(status: StatusCode) -> &'static str {
 
 /// Every error the router answers itself (a path that does not decode, a
 /// query that does not parse, a body too large) as JSON too, with a code
-/// named after its status. An HTML answer (the login form's) is left as it
-/// is.
+/// named after its status; a body too large is told the limit. An HTML
+/// answer (the login form's) is left as it is.
 pub(crate) async fn as_json(r: Response) -> Response {
     let status = r.status();
     // The login form answers a wrong token with itself, as HTML, on purpose.
@@ -96,7 +96,13 @@ pub(crate) async fn as_json(r: Response) -> Response {
         .await
         .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
         .unwrap_or_default();
-    let message = if body.is_empty() {
+    let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
+        format!(
+            "the request body is larger than {} bytes, the most the daemon reads: send a smaller \
+             one (a job's table or a pause takes a few hundred)",
+            crate::api::BODY_BYTES
+        )
+    } else if body.is_empty() {
         status
             .canonical_reason()
             .unwrap_or("error")

@@ -168,3 +168,25 @@ fn daemon_answers_well_formed_requests_kept_alive_as_before() {
         assert_eq!(c.json()["error"]["code"], "not_found");
     }
 }
+
+/// A body past what the daemon reads (2 MiB) is `413 too_large`, and the
+/// message says the limit.
+#[test]
+fn daemon_answers_a_body_past_the_limit_with_the_limit() {
+    let (_s, d) = daemon();
+    let body = " ".repeat(3 << 20);
+    let mut raw = format!(
+        "POST /v1/tick HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    raw.extend_from_slice(body.as_bytes());
+    let a = Answer::parse(&send(&d, true, &raw)).0;
+    assert_eq!(a.status, 413, "{a:?}");
+    assert_eq!(a.header("content-type"), Some("application/json"));
+    let j = a.json();
+    assert_eq!(j["error"]["code"], "too_large");
+    let message = j["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("2097152 bytes"), "{message}");
+}
