@@ -26,6 +26,10 @@ use crate::state::Daemon;
 
 type Shared = State<Arc<Daemon>>;
 
+/// The most bytes of a request body read (axum's default, named so the
+/// answer to a larger one can say it).
+pub(crate) const BODY_BYTES: usize = 2 * 1024 * 1024;
+
 /// The router.
 pub(crate) fn app(d: Arc<Daemon>) -> Router {
     Router::new()
@@ -54,6 +58,7 @@ pub(crate) fn app(d: Arc<Daemon>) -> Router {
             Arc::clone(&d),
             crate::guard::check,
         ))
+        .layer(axum::extract::DefaultBodyLimit::max(BODY_BYTES))
         .layer(middleware::map_response(crate::error::as_json))
         .with_state(d)
 }

@@ -11,7 +11,7 @@
 //! the socket's callers go on.
 //!
 //! What it never does: read from a connection, or close one it admitted
-//! (hyper does, when its caller or the server is done).
+//! (its driver does, `connection`, when its caller or the server is done).
 
 use std::pin::Pin;
 use std::sync::Arc;

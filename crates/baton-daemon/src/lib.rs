@@ -14,23 +14,31 @@
 //! tick` from cron on the same state directory arbitrates with it through
 //! the lease's claims and the ledger only (`DESIGN.md`, "The daemon").
 //!
-//! Map: [`serve`] starts everything and shuts it down; `tick` decides and
-//! starts; `notify` speaks to systemd.
+//! Map: [`serve`] starts everything and shuts it down; `server` serves
+//! the API on each listener, a connection at a time (`connection`, which
+//! answers even a request hyper cannot parse with the API's JSON:
+//! `held`, `malformed`); `tick` decides and starts; `notify` speaks to
+//! systemd.
 
 mod api;
 mod capped;
 mod clock;
+mod connection;
 mod error;
+mod exchange;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 mod guard;
+mod held;
 mod jobs_api;
 mod listen;
 mod login;
+mod malformed;
 mod notify;
 mod peer;
 mod preflight;
 mod reload;
+mod server;
 mod session;
 mod socket;
 mod state;
@@ -204,10 +212,10 @@ async fn run(
     let tcp_open = Arc::new(tokio::sync::Semaphore::new(capped::TCP_CONNECTIONS));
     let tcp_servers: Vec<_> = listeners
         .into_iter()
-        .map(|l| serve_on(capped::Capped::new(l, Arc::clone(&tcp_open)), &d))
+        .map(|l| server::spawn(capped::Capped::new(l, Arc::clone(&tcp_open)), &d))
         .collect();
     let socket_open = Arc::new(tokio::sync::Semaphore::new(capped::SOCKET_CONNECTIONS));
-    let unix_server = serve_on(capped::Capped::new(unix, socket_open), &d);
+    let unix_server = server::spawn(capped::Capped::new(unix, socket_open), &d);
     // Signals: SIGHUP reloads; SIGTERM or SIGINT stops.
     loop {
         tokio::select! {
@@ -246,22 +254,6 @@ async fn run(
     socket.remove();
     tracing::info!("stopped");
     Ending::Stopped
-}
-
-/// Serves the API on `listener` until the stop, each request knowing its
-/// connection's [`peer::Peer`].
-fn serve_on<L>(listener: L, d: &Arc<state::Daemon>) -> tokio::task::JoinHandle<std::io::Result<()>>
-where
-    L: axum::serve::Listener,
-    L::Addr: std::fmt::Debug,
-    peer::Peer: for<'a> axum::extract::connect_info::Connected<axum::serve::IncomingStream<'a, L>>,
-{
-    let app = api::app(Arc::clone(d)).into_make_service_with_connect_info::<peer::Peer>();
-    let stop = Arc::clone(d);
-    let server = axum::serve(listener, app).with_graceful_shutdown(async move {
-        stop.stop_requested.notified().await;
-    });
-    tokio::spawn(async move { server.await })
 }
 
 struct Signals {

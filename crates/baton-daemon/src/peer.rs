@@ -15,11 +15,9 @@
 
 use std::os::fd::AsFd;
 
-use axum::extract::connect_info::Connected;
-use axum::serve::IncomingStream;
-use tokio::net::{TcpListener, UnixListener};
+use tokio::net::{TcpStream, UnixStream};
 
-use crate::capped::Capped;
+use crate::capped::Admitted;
 
 /// The caller of a connection.
 #[derive(Debug, Clone)]
@@ -42,19 +40,24 @@ pub(crate) struct Cred {
     pub(crate) groups: Vec<u32>,
 }
 
-impl Connected<IncomingStream<'_, Capped<TcpListener>>> for Peer {
-    fn connect_info(_: IncomingStream<'_, Capped<TcpListener>>) -> Self {
-        Self::Tcp
+/// A connection that says who is on its other end.
+pub(crate) trait Caller {
+    /// Its caller.
+    fn peer(&self) -> Peer;
+}
+
+impl Caller for Admitted<TcpStream> {
+    fn peer(&self) -> Peer {
+        Peer::Tcp
     }
 }
 
-impl Connected<IncomingStream<'_, Capped<UnixListener>>> for Peer {
-    fn connect_info(stream: IncomingStream<'_, Capped<UnixListener>>) -> Self {
-        let io = &stream.io().io;
-        Self::Socket(io.peer_cred().ok().map(|c| Cred {
+impl Caller for Admitted<UnixStream> {
+    fn peer(&self) -> Peer {
+        Peer::Socket(self.io.peer_cred().ok().map(|c| Cred {
             uid: c.uid(),
             gid: c.gid(),
-            groups: peer_groups(io.as_fd()).unwrap_or_default(),
+            groups: peer_groups(self.io.as_fd()).unwrap_or_default(),
         }))
     }
 }

@@ -86,31 +86,97 @@ fn exchange(
     s.write_all(req.as_bytes())?;
     let mut raw = Vec::new();
     s.read_to_end(&mut raw)?;
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let chunked = headers
-        .iter()
-        .any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));
-    let body = if chunked {
-        dechunk(rest)
-    } else {
-        rest.to_owned()
-    };
-    Ok(Answer {
-        status,
-        headers,
-        body,
-    })
+    Ok(Answer::parse(&raw).0)
+}
+
+impl Answer {
+    /// The first answer in `raw` (what a connection sent back) and the bytes
+    /// after it: its body is as long as its `Content-Length` says, or
+    /// chunked, or the rest when it says neither.
+    pub fn parse(raw: &[u8]) -> (Self, &[u8]) {
+        let end = raw
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .map_or(raw.len(), |i| i + 4);
+        let head = String::from_utf8_lossy(&raw[..end]);
+        let mut lines = head.lines();
+        let status = lines
+            .next()
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+            .collect();
+        let rest = &raw[end..];
+        let chunked = headers
+            .iter()
+            .any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));
+        let length = headers
+            .iter()
+            .find(|(n, _)| n == "content-length")
+            .and_then(|(_, v)| v.parse::<usize>().ok());
+        let (body, after) = if chunked {
+            (dechunk(&String::from_utf8_lossy(rest)), &rest[rest.len()..])
+        } else if let Some(n) = length.filter(|n| *n <= rest.len()) {
+            (String::from_utf8_lossy(&rest[..n]).into_owned(), &rest[n..])
+        } else {
+            (
+                String::from_utf8_lossy(rest).into_owned(),
+                &rest[rest.len()..],
+            )
+        };
+        (
+            Self {
+                status,
+                headers,
+                body,
+            },
+            after,
+        )
+    }
+}
+
+/// Sends `raw` to `addr` as it is, however malformed, and reads until the
+/// daemon closes the connection: all it sent back. The bytes are written
+/// from another thread, so an answer sent before the daemon read them all
+/// is read, not lost to a write that blocks.
+pub fn raw(addr: SocketAddr, raw: &[u8]) -> std::io::Result<Vec<u8>> {
+    let s = TcpStream::connect_timeout(&addr, PATIENCE)?;
+    s.set_read_timeout(Some(PATIENCE))?;
+    let w = s.try_clone()?;
+    send_raw(s, w, raw)
+}
+
+/// [`raw`] over the Unix socket at `socket`.
+pub fn raw_unix(socket: &Path, raw: &[u8]) -> std::io::Result<Vec<u8>> {
+    let s = UnixStream::connect(socket)?;
+    s.set_read_timeout(Some(PATIENCE))?;
+    let w = s.try_clone()?;
+    send_raw(s, w, raw)
+}
+
+fn send_raw(
+    mut r: impl Read,
+    mut w: impl Write + Send + 'static,
+    raw: &[u8],
+) -> std::io::Result<Vec<u8>> {
+    let bytes = raw.to_vec();
+    // A write the daemon cut short (it answered and closed) is no failure:
+    // what it answered is read below.
+    let writer = std::thread::spawn(move || {
+        let _ = w.write_all(&bytes);
+    });
+    let mut out = Vec::new();
+    let read = r.read_to_end(&mut out);
+    let _ = writer.join();
+    match read {
+        Ok(_) => Ok(out),
+        // Reset after an answer: the answer is what counts.
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset && !out.is_empty() => Ok(out),
+        Err(e) => Err(e),
+    }
 }
 
 fn dechunk(mut s: &str) -> String {

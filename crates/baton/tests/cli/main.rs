@@ -12,6 +12,7 @@ mod contain;
 mod crash;
 mod daemon;
 mod daemon_auth;
+mod daemon_malformed;
 mod doctor;
 mod dropin;
 mod edges;
