@@ -59,8 +59,27 @@ pub(crate) fn app(d: Arc<Daemon>) -> Router {
             crate::guard::check,
         ))
         .layer(axum::extract::DefaultBodyLimit::max(BODY_BYTES))
+        .layer(middleware::from_fn(declared_too_large))
         .layer(middleware::map_response(crate::error::as_json))
         .with_state(d)
+}
+
+/// A request whose `Content-Length` is over [`BODY_BYTES`] is refused
+/// before a byte of its body is read (or a `100 Continue` asks for it):
+/// `413`, which [`crate::error::as_json`] tells the limit.
+async fn declared_too_large(
+    req: axum::extract::Request,
+    next: middleware::Next,
+) -> axum::response::Response {
+    let declared = req
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > BODY_BYTES as u64) {
+        return StatusCode::PAYLOAD_TOO_LARGE.into_response();
+    }
+    next.run(req).await
 }
 
 async fn method_not_allowed() -> ApiError {

@@ -12,6 +12,10 @@
 //! lose the answer before the client reads it. Any other end sends what
 //! was held as it was and closes.
 //!
+//! At the daemon's stop the exchange in hand may go on for [`STOP_WAIT`],
+//! then the connection is closed; a handler already called runs to its end
+//! on its own task ([`crate::exchange`]).
+//!
 //! What it never does: read a request past the limits below (hyper's
 //! own, named here), stand in for an answer the router made, or wait on a
 //! client after its answer longer than [`LINGER`].
@@ -36,6 +40,11 @@ pub(crate) const MAX_HEADERS: usize = 100;
 /// The longest URI hyper reads, fixed in it (`u16::MAX - 1`).
 pub(crate) const MAX_URI: usize = 65_534;
 
+/// How long, at most, an exchange in hand at the daemon's stop may go on
+/// (a request still arriving, an answer still being read) before its
+/// connection is closed.
+pub(crate) const STOP_WAIT: Duration = Duration::from_secs(1);
+
 /// How long, at most, the rest of a refused request is read after the
 /// answer, before the connection is closed.
 pub(crate) const LINGER: Duration = Duration::from_secs(2);
@@ -48,6 +57,9 @@ fn http1() -> hyper::server::conn::http1::Builder {
     // OK because HEAD_BYTES is above hyper's minimum, 8192, the only value
     // that makes this panic.
     b.max_buf_size(HEAD_BYTES).max_headers(MAX_HEADERS);
+    // A client that shuts its write side once its request is sent (`socat`,
+    // `nc -N`) still reads the answer.
+    b.half_close(true);
     b
 }
 
@@ -68,15 +80,24 @@ pub(crate) async fn serve<I>(
         http1().serve_connection(TokioIo::new(held), Routed::new(router, peer, exchanges));
     let mut stopped = std::pin::pin!(stop.wait_for(|s| *s));
     let mut stopping = false;
+    let mut cut = std::pin::pin!(tokio::time::sleep(Duration::MAX));
     let ended = std::future::poll_fn(|cx| {
-        // A stop (or a server gone) lets the exchange in hand finish.
+        // A stop (or a server gone) lets the exchange in hand finish, for
+        // STOP_WAIT at most.
         if !stopping && stopped.as_mut().poll(cx).is_ready() {
             stopping = true;
             std::pin::Pin::new(&mut conn).graceful_shutdown();
+            cut.as_mut().reset(tokio::time::Instant::now() + STOP_WAIT);
         }
-        conn.poll_without_shutdown(cx)
+        if stopping && cut.as_mut().poll(cx).is_ready() {
+            return std::task::Poll::Ready(None);
+        }
+        conn.poll_without_shutdown(cx).map(Some)
     })
     .await;
+    // Cut at the stop: a request still arriving is dropped unanswered (its
+    // handler, when one started, runs to its end on its own task).
+    let Some(ended) = ended else { return };
     let (mut io, held) = conn.into_parts().io.into_inner().into_parts();
     let answer = match &ended {
         Err(e) if e.is_parse() => crate::malformed::instead(&held, &e.to_string()),
@@ -236,6 +257,70 @@ mod tests {
             (status, &body["error"]["code"]),
             (400, &serde_json::json!("bad_request"))
         );
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_stop_cuts_a_request_still_arriving() {
+        let (mut theirs, stop, served) = connect();
+        theirs
+            .write_all(b"GET / HTTP/1.1\r\nHost: x\r\nX-Half: ")
+            .await
+            .unwrap();
+        tokio::task::yield_now().await;
+        stop.send_replace(true);
+        // Never sent whole: without the cut it would wait for ever.
+        tokio::time::timeout(Duration::from_secs(60), served)
+            .await
+            .expect("the connection ends at the stop")
+            .unwrap();
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_handler_cut_off_from_its_client_runs_to_its_end() {
+        let done = Arc::new(tokio::sync::Notify::new());
+        let began = Arc::new(tokio::sync::Notify::new());
+        let (b, d) = (Arc::clone(&began), Arc::clone(&done));
+        let router = axum::Router::new().route(
+            "/slow",
+            get(move || async move {
+                b.notify_one();
+                // Longer than the connection is let live after the stop.
+                tokio::time::sleep(STOP_WAIT * 3).await;
+                d.notify_one();
+                "done"
+            }),
+        );
+        let (ours, mut theirs) = tokio::io::duplex(1 << 16);
+        let (stop, stopped) = watch::channel(false);
+        let served = tokio::spawn(serve(ours, Peer::Tcp, router, stopped));
+        theirs
+            .write_all(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        began.notified().await;
+        stop.send_replace(true);
+        served.await.unwrap();
+        // The connection is gone, its answer never sent; the handler ends.
+        tokio::time::timeout(Duration::from_secs(60), done.notified())
+            .await
+            .expect("the handler ran to its end");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_client_that_half_closes_reads_its_answer() {
+        let (theirs, _stop, served) = connect();
+        let (mut r, mut w) = tokio::io::split(theirs);
+        w.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        w.shutdown().await.unwrap();
+        let mut out = Vec::new();
+        r.read_to_end(&mut out).await.unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.starts_with("HTTP/1.1 200 OK"), "{out}");
+        assert!(out.ends_with("\r\n\r\nhello"), "{out}");
+        drop(r.unsplit(w));
+        served.await.unwrap();
     }
 
     #[tokio::test(flavor = "current_thread")]

@@ -6,7 +6,9 @@
 //! accord (to a request it could not parse, when none is out).
 //!
 //! Each request is given its caller as `ConnectInfo` ([`Peer`]), which
-//! the guard reads. What it never does: change a request or an answer;
+//! the guard reads, and is handled on a task of its own, which runs to its
+//! end even when the client goes away before the answer. What it never
+//! does: change a request or an answer;
 //! a body is handed on frame by frame, with its size and its end as the
 //! router gave them, so hyper frames it as before.
 
@@ -19,6 +21,7 @@ use std::task::{Context, Poll};
 
 use axum::body::{Body, Bytes};
 use axum::extract::connect_info::ConnectInfo;
+use axum::response::IntoResponse;
 use hyper::body::{Frame, Incoming, SizeHint};
 use hyper::{Request, Response};
 use hyper_util::service::TowerToHyperService;
@@ -88,9 +91,21 @@ impl hyper::service::Service<Request<Incoming>> for Routed {
     fn call(&self, mut req: Request<Incoming>) -> Self::Future {
         req.extensions_mut().insert(ConnectInfo(self.peer.clone()));
         let open = self.exchanges.begin();
-        let answer = self.router.call(req);
+        // On a task of its own: hyper drops this future when its client
+        // closes or half-closes the connection, and a handler dropped
+        // between its write and its reload (a `PUT` of a job) would leave
+        // the files and the configuration in force apart. The task runs to
+        // its end whoever still waits for its answer.
+        let handled = tokio::spawn(self.router.call(req));
         Box::pin(async move {
-            let r = answer.await?;
+            let r = match handled.await {
+                Ok(r) => r?,
+                Err(e) => crate::error::ApiError::internal(format!(
+                    "the request's handler stopped before it answered ({e}); what it was asked \
+                     may or may not have been done: read it back before asking again"
+                ))
+                .into_response(),
+            };
             Ok(r.map(|body| Answer { body, _open: open }))
         })
     }

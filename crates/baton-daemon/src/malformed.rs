@@ -33,8 +33,8 @@ fn refusal(status: StatusCode, why: &str) -> ApiError {
         ),
         StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => format!(
             "the request's head is larger than the daemon reads (at most {MAX_HEADERS} header \
-             lines, and {HEAD_BYTES} bytes of request line and headers): send fewer or smaller \
-             headers"
+             lines, and about {HEAD_BYTES} bytes of request line and headers, as they arrive): \
+             send fewer or smaller headers"
         ),
         _ => format!("the daemon could not read the request ({why})"),
     };
@@ -127,7 +127,7 @@ mod tests {
             (
                 "431 Request Header Fields Too Large",
                 "headers_too_large",
-                "at most 100 header lines, and 417792 bytes",
+                "at most 100 header lines, and about 417792 bytes",
             ),
         ] {
             let answer = instead(&hypers(status), "invalid HTTP header parsed").unwrap();

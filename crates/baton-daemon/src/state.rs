@@ -53,8 +53,15 @@ pub enum SettingsError {
     /// ([`baton_sched::config::secret`]).
     #[error("token_file: {0}")]
     Token(#[from] baton_sched::config::secret::SecretError),
-    /// The token is not text.
-    #[error("token_file {}: the token is not UTF-8 text", path.display())]
+    /// The token is not one line of text: not UTF-8, or it holds a control
+    /// character (a line break, a NUL), which no `Authorization` header
+    /// can carry, so no request could ever match it.
+    #[error(
+        "token_file {}: the token is not one line of UTF-8 text (no line breaks, NULs or other \
+         control characters, which no request's header can carry): write the token alone on \
+         one line",
+        path.display()
+    )]
     TokenNotText {
         /// The token file.
         path: PathBuf,
@@ -113,9 +120,13 @@ pub(crate) fn exposed(addr: SocketAddr, token: Option<&str>) -> bool {
 /// any command as this daemon's user.
 fn read_token(path: &std::path::Path) -> Result<String, SettingsError> {
     let bytes = baton_sched::config::secret::read(path)?;
-    let token = String::from_utf8(bytes).map_err(|_| SettingsError::TokenNotText {
+    let not_text = || SettingsError::TokenNotText {
         path: path.to_owned(),
-    })?;
+    };
+    let token = String::from_utf8(bytes).map_err(|_| not_text())?;
+    if token.chars().any(char::is_control) {
+        return Err(not_text());
+    }
     if token.len() < 16 {
         tracing::warn!(
             "warning: the token in {} is short ({} characters): use 16 or more random ones",

@@ -1370,3 +1370,49 @@ fn daemon_a_flood_of_idle_connections_never_stops_the_schedule() {
     assert!(!d.log().contains("Too many open files"), "{}", d.log());
     drop(held);
 }
+
+/// A client that shuts its write side once its request is sent (`socat`,
+/// `nc -N`) still reads the answer; one that goes away before the answer
+/// still has its change made whole: the drop-in written and the daemon's
+/// configuration reloaded, never one without the other.
+#[test]
+fn daemon_changes_asked_by_a_client_that_closes_are_made_whole() {
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+    let s = Sched::new("[jobs.main]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n");
+    let d = Daemon::start(&s, &[]);
+    let socket = d.socket.clone().expect("the daemon names its socket");
+    let send = |head: &str, body: &str| {
+        let mut c = UnixStream::connect(&socket).unwrap();
+        c.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+            .unwrap();
+        write!(
+            c,
+            "{head} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        c
+    };
+    for i in 0..5 {
+        let name = format!("half{i}");
+        let body = r#"{"schedule": "0 0 1 1 *", "run": "true"}"#;
+        let mut c = send(&format!("PUT /v1/jobs/{name}"), body);
+        c.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut answer = String::new();
+        let _ = c.read_to_string(&mut answer);
+        assert!(
+            answer.starts_with("HTTP/1.1 201"),
+            "PUT {name} then a half-close: {answer:?}"
+        );
+        assert_eq!(d.get(&format!("/v1/jobs/{name}")).status, 200);
+        // Asked, and gone before the answer.
+        drop(send(&format!("DELETE /v1/jobs/{name}"), ""));
+        let file = s.env.path(&format!("jobs.d/{name}.toml"));
+        baton_testkit::eventually(
+            &format!("DELETE {name}, the client gone: the file gone and the job out of force"),
+            || !file.exists() && d.get(&format!("/v1/jobs/{name}")).status == 404,
+        );
+    }
+}

@@ -622,6 +622,16 @@ fn daemon_refuses_a_token_file_another_user_could_know_or_that_is_no_file() {
     refused("a named pipe");
     configure(Path::new("/dev/zero"));
     refused("a device");
+    // No request's header could carry these: no token would ever match.
+    for content in [
+        "first-line-of-a-token\nsecond-line\n",
+        "a-token-with\0a-nul-inside\n",
+    ] {
+        std::fs::write(&token, content).unwrap();
+        configure(&token);
+        refused("one line");
+    }
+    std::fs::write(&token, "a-token-long-enough-to-pass\n").unwrap();
     // In force, then swapped for a named pipe: the reload is refused, the
     // token in force still answers.
     configure(&token);

@@ -189,4 +189,18 @@ fn daemon_answers_a_body_past_the_limit_with_the_limit() {
     assert_eq!(j["error"]["code"], "too_large");
     let message = j["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("2097152 bytes"), "{message}");
+    // Declared over the limit: refused on its head, the body never asked
+    // for (no `100 Continue`) nor waited for.
+    let head = "POST /v1/tick HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+                Expect: 100-continue\r\nContent-Length: 3145728\r\n\r\n";
+    let answer = send(&d, false, head.as_bytes());
+    assert!(
+        answer.starts_with(b"HTTP/1.1 413 "),
+        "{:?}",
+        String::from_utf8_lossy(&answer)
+    );
+    assert_eq!(
+        Answer::parse(&answer).0.json()["error"]["code"],
+        "too_large"
+    );
 }
