@@ -48,6 +48,7 @@ mod lock;
 pub mod mutex;
 mod outcome;
 pub mod record;
+pub mod secret;
 pub mod slot;
 mod stop;
 mod sys;

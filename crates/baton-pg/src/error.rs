@@ -25,6 +25,11 @@ pub enum Error {
         #[source]
         cause: std::io::Error,
     },
+    /// `[store] password_file` cannot be used: not a regular file of this
+    /// user's or root's that nobody else may read or write, empty, or too
+    /// long (checked as the daemon's token file is).
+    #[error("[store] password_file: {0}")]
+    PasswordFileRefused(#[source] baton_lease::secret::SecretError),
     /// A libpq variable holds a value that cannot be used.
     #[error("failed to read {name}: {why}")]
     Env {

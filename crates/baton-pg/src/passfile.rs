@@ -16,6 +16,9 @@ use std::path::Path;
 use crate::error::Error;
 use crate::warning::{self, Warning};
 
+/// The most bytes of a password file read.
+const MAX_BYTES: u64 = 1 << 20;
+
 /// A password file, read whole.
 pub(crate) struct PassFile {
     text: String,
@@ -29,10 +32,34 @@ impl PassFile {
     ///
     /// [`Error::PasswordFile`] when it cannot be read.
     pub(crate) fn read(path: &Path) -> Result<(Self, Option<Warning>), Error> {
-        let text = std::fs::read_to_string(path).map_err(|cause| Error::PasswordFile {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        let failed = |cause| Error::PasswordFile {
             path: path.to_owned(),
             cause,
-        })?;
+        };
+        // Never blocked by a named pipe, nor fed without end by a device.
+        let flags = rustix::fs::OFlags::NONBLOCK.bits() as i32;
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(flags)
+            .open(path)
+            .map_err(failed)?;
+        if !file.metadata().map_err(failed)?.is_file() {
+            return Err(failed(std::io::Error::other(
+                "not a regular file (a pipe, a device or a directory): name the file itself",
+            )));
+        }
+        let mut text = String::new();
+        (&mut file)
+            .take(MAX_BYTES + 1)
+            .read_to_string(&mut text)
+            .map_err(failed)?;
+        if text.len() as u64 > MAX_BYTES {
+            return Err(failed(std::io::Error::other(format!(
+                "larger than {MAX_BYTES} bytes: a password file is a few lines"
+            ))));
+        }
         Ok((Self { text }, warning::password_file(path)))
     }
 

@@ -35,7 +35,7 @@ use crate::error::Error;
 use crate::passfile::PassFile;
 use crate::settings::{Settings, url_params};
 use crate::tls::{self, ParamError, Tls, Verification};
-use crate::warning::{self, Warning};
+use crate::warning::Warning;
 
 /// A resolved store connection: the driver's configuration, password
 /// included, and how the connection is encrypted.
@@ -166,12 +166,12 @@ impl Target {
         let mut by_host = None;
         if config.get_password().is_none() {
             if let Some(path) = password_file {
-                let text = std::fs::read_to_string(path).map_err(|cause| Error::PasswordFile {
-                    path: path.to_owned(),
-                    cause,
-                })?;
+                // Read as the daemon's token file is: never through a
+                // link, a pipe or a device, only a file nobody else may
+                // read, write or swap.
+                let secret = baton_lease::secret::read(path).map_err(Error::PasswordFileRefused)?;
+                let text = String::from_utf8_lossy(&secret);
                 config.password(text.lines().next().unwrap_or_default());
-                warnings.extend(warning::password_file(path));
             } else if let Some(pw) = var("PGPASSWORD") {
                 config.password(pw);
             } else if let Some(file) = var("PGPASSFILE") {
@@ -386,14 +386,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("pw");
         std::fs::write(&file, "from-file\nignored\n").unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
         let vars = [("PGPASSWORD", "from-env")];
         let t = Target::resolve("postgres://u@h/d", Some(&file), &env(&vars)).unwrap();
         assert_eq!(password(&t).as_deref(), Some("from-file"));
         let missing = dir.path().join("nope");
         let e = Target::resolve("postgres://u@h/d", Some(&missing), &env(&vars)).unwrap_err();
+        let e = e.to_string();
         assert!(
-            e.to_string()
-                .contains("failed to read the store password file"),
+            e.contains("[store] password_file") && e.contains("failed to open"),
             "{e}"
         );
     }
@@ -514,30 +518,55 @@ mod tests {
     }
 
     #[test]
-    fn a_password_file_others_may_read_is_a_warning() {
+    fn a_password_file_others_may_read_or_that_is_no_file_is_refused() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("pw");
         std::fs::write(&file, "pw\n").unwrap();
         let set = |mode| {
             std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
-            Target::resolve("postgres://u@h/d", Some(&file), &env(&[])).unwrap()
+            Target::resolve("postgres://u@h/d", Some(&file), &env(&[]))
         };
-        assert!(set(0o600).warnings().is_empty());
-        let t = set(0o640);
-        let [w] = t.warnings() else {
-            panic!("{:?}", t.warnings())
-        };
-        let said = w.to_string();
-        assert!(said.contains(&file.display().to_string()), "{said}");
-        assert!(
-            said.contains("mode 640") && said.contains("chmod 600"),
-            "{said}"
-        );
+        let t = set(0o600).unwrap();
+        assert!(t.warnings().is_empty());
         assert_eq!(password(&t).as_deref(), Some("pw"));
+        let said = set(0o640).unwrap_err().to_string();
+        assert!(said.contains(&file.display().to_string()), "{said}");
+        assert!(said.contains("chmod 600"), "{said}");
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let fifo = dir.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        for (path, what) in [
+            (&link, "a symbolic link"),
+            (&fifo, "a named pipe"),
+            (&std::path::PathBuf::from("/dev/zero"), "a device"),
+        ] {
+            let e = Target::resolve("postgres://u@h/d", Some(path), &env(&[]))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(what), "{}: {e}", path.display());
+        }
         // A password in the URL reads no file, so says nothing of one.
+        set(0o644).unwrap_err();
         let t = Target::resolve("postgres://u:x@h/d", Some(&file), &env(&[])).unwrap();
         assert!(t.warnings().is_empty());
+        // PGPASSFILE, as libpq reads it: a pipe or a device is refused, not
+        // waited on or read without end.
+        for path in [&fifo, &std::path::PathBuf::from("/dev/zero")] {
+            let vars = [("PGPASSFILE", path.to_str().unwrap())];
+            let e = Target::resolve("postgres://u@h/d", None, &env(&vars))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("not a regular file"), "{}: {e}", path.display());
+        }
     }
 
     #[test]

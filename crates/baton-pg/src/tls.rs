@@ -136,6 +136,18 @@ pub enum TlsError {
         #[source]
         cause: rustls::pki_types::pem::Error,
     },
+    /// The `sslkey` file is no regular file, or others may read it: refused
+    /// as libpq refuses it (mode `0600` or less, `0640` when root owns it).
+    #[error(
+        "the sslkey file {} {why}: a client key is a secret (`chmod 600` it, as libpq requires)",
+        path.display()
+    )]
+    KeyExposed {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
     /// A certificate of the `sslrootcert` file cannot be used as a root.
     #[error("failed to trust the sslrootcert file {}: {cause}", path.display())]
     Root {
@@ -306,6 +318,7 @@ impl Tls {
             None => builder.with_no_client_auth(),
             Some((cert, key)) => {
                 let certs = read_certs("sslcert", cert)?;
+                key_kept_private(key)?;
                 let key = PrivateKeyDer::from_pem_file(key).map_err(|cause| TlsError::Read {
                     param: "sslkey",
                     path: key.clone(),
@@ -613,6 +626,30 @@ fn decode(s: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Refuses a client key file that is no regular file (a pipe would block
+/// the read) or that others may read, as libpq does: mode `0600` or less
+/// for a file of this user's, `0640` or less for root's.
+fn key_kept_private(path: &std::path::Path) -> Result<(), TlsError> {
+    use std::os::unix::fs::MetadataExt;
+    let exposed = |why: String| TlsError::KeyExposed {
+        path: path.to_owned(),
+        why,
+    };
+    // A missing or unreadable file is the reader's to say.
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    if !meta.is_file() {
+        return Err(exposed("is not a regular file".to_owned()));
+    }
+    let mode = meta.mode() & 0o777;
+    let allowed = if meta.uid() == 0 { 0o037 } else { 0o077 };
+    if mode & allowed != 0 {
+        return Err(exposed(format!("can be read by others (mode {mode:o})")));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -168,6 +168,11 @@ async fn client_certificates_authenticate() {
     let mine = t.ca.client(baton_testkit::pg::USER);
     std::fs::write(t.file("client.crt"), &mine.cert_pem).unwrap();
     std::fs::write(t.file("client.key"), &mine.key_pem).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let private = std::fs::Permissions::from_mode(0o600);
+        std::fs::set_permissions(t.file("client.key"), private).unwrap();
+    }
     let ca = ca_file(&t);
     let cert = format!(
         "sslcert={}&sslkey={}",

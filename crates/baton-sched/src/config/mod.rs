@@ -33,7 +33,7 @@ mod listen;
 mod model;
 mod otlp_endpoint;
 mod read;
-pub mod secret;
+pub use baton_lease::secret;
 mod snapshot;
 mod store_url;
 mod value;

@@ -81,9 +81,15 @@ impl std::fmt::Debug for StoreUrl {
     }
 }
 
-/// `text` with its passwords masked. The user part ends at the last `@`
-/// before the query, so a password holding an unencoded `/` or `@` is
-/// masked whole rather than shown in part.
+/// `text` with its passwords masked.
+///
+/// The user part is taken to end at the last `@` of the whole text: a
+/// driver may read a password holding an unencoded `/`, `?` or `@` to its
+/// last `@`, so anything up to there may be one, and is masked from the
+/// user name's `:` on (a host's `:port` before a stray `@` in a parameter
+/// is masked too: shown less, never more). A parameter is masked when its
+/// name, percent-decoded, says `password` in any case (`password`,
+/// `sslpassword`, `pass%77ord`).
 fn mask(text: &str) -> String {
     let (prefix, rest) = match SCHEMES.iter().find(|s| text.starts_with(**s)) {
         Some(s) => text.split_at(s.len()),
@@ -92,14 +98,10 @@ fn mask(text: &str) -> String {
             None => ("", text),
         },
     };
-    let (main, query) = match rest.find('?') {
-        Some(i) => (&rest[..i], Some(&rest[i + 1..])),
-        None => (rest, None),
-    };
     let mut out = prefix.to_owned();
-    match main.rfind('@') {
+    let rest = match rest.rfind('@') {
         Some(at) => {
-            let user = &main[..at];
+            let user = &rest[..at];
             match user.find(':') {
                 Some(colon) => {
                     out.push_str(&user[..colon]);
@@ -108,22 +110,57 @@ fn mask(text: &str) -> String {
                 }
                 None => out.push_str(user),
             }
-            out.push_str(&main[at..]);
+            out.push('@');
+            &rest[at + 1..]
         }
-        None => out.push_str(main),
-    }
+        None => rest,
+    };
+    let (main, query) = match rest.find('?') {
+        Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+        None => (rest, None),
+    };
+    out.push_str(main);
     if let Some(q) = query {
         out.push('?');
         let params: Vec<String> = q
             .split('&')
             .map(|p| match p.split_once('=') {
-                Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}={MASK}"),
+                Some((k, _)) if secret_key(k) => format!("{k}={MASK}"),
                 _ => p.to_owned(),
             })
             .collect();
         out.push_str(&params.join("&"));
     }
     out
+}
+
+/// Whether a URL parameter's name, percent-decoded (as a driver decodes
+/// it), names a password.
+fn secret_key(key: &str) -> bool {
+    let bytes = key.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
+            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
+                // OK because two hex digits make at most 255.
+                decoded.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
+                i += 3;
+            }
+            (b'+', _, _) => {
+                decoded.push(b' ');
+                i += 1;
+            }
+            (b, _, _) => {
+                decoded.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&decoded)
+        .to_ascii_lowercase()
+        .contains("password")
 }
 
 #[cfg(test)]
@@ -150,6 +187,36 @@ mod tests {
         let u = StoreUrl::parse("postgres://h/db?user=u&Password=hunter2&x=1").unwrap();
         assert_eq!(u.masked(), "postgres://h/db?user=u&Password=***&x=1");
         assert!(u.has_password());
+    }
+
+    #[test]
+    fn a_password_with_a_question_mark_is_masked_whole() {
+        let u = StoreUrl::parse("postgres://qpw:ab?cd@localhost:56001/baton").unwrap();
+        assert_eq!(u.masked(), "postgres://qpw:***@localhost:56001/baton");
+        let u = StoreUrl::parse("postgres://qpw:ab?cd@h/baton&sslmode=allow").unwrap();
+        assert!(!u.masked().contains("cd"), "{}", u.masked());
+    }
+
+    #[test]
+    fn a_password_parameter_spelled_otherwise_is_masked() {
+        for (url, shown) in [
+            (
+                "postgres://h/db?pass%77ord=hunter2",
+                "postgres://h/db?pass%77ord=***",
+            ),
+            (
+                "postgres://h/db?sslpassword=hunter2&x=1",
+                "postgres://h/db?sslpassword=***&x=1",
+            ),
+            (
+                "postgres://baton@h/db?PASSWORD=hunter2",
+                "postgres://baton@h/db?PASSWORD=***",
+            ),
+        ] {
+            let u = StoreUrl::parse(url).unwrap();
+            assert_eq!(u.masked(), shown);
+            assert!(u.has_password());
+        }
     }
 
     #[test]

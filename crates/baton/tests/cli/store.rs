@@ -157,6 +157,11 @@ fn store_pgpassword_and_password_file_are_used() {
     // A relative password file is read beside baton.toml, and it comes
     // before PGPASSWORD.
     std::fs::write(s.env.path("pg.pw"), format!("{PASSWORD}\n")).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let private = std::fs::Permissions::from_mode(0o600);
+        std::fs::set_permissions(s.env.path("pg.pw"), private).unwrap();
+    }
     let s2 = Sched { env: s.env };
     s2.write(&format!(
         "[store]\nurl = {:?}\npassword_file = \"pg.pw\"\n",

@@ -245,10 +245,22 @@ fn store_tls_a_client_certificate_from_the_store_keys_is_presented() {
         let dir = s.config().parent().unwrap().to_owned();
         std::fs::write(dir.join("client.pem"), &client.cert_pem).unwrap();
         std::fs::write(dir.join("client.key"), &client.key_pem).unwrap();
+        chmod(&dir.join("client.key"), 0o600);
         s
     };
     // The files are the configuration file's neighbours.
     runs(&with("sslcert = \"client.pem\"\nsslkey = \"client.key\"\n"));
+    // A key others may read is refused, as libpq refuses it: nothing runs.
+    let s = with("sslcert = \"client.pem\"\nsslkey = \"client.key\"\n");
+    chmod(&s.config().parent().unwrap().join("client.key"), 0o644);
+    let o = run(&s, &["run", "j"]);
+    assert_eq!(code(&o), 2, "{}", both(&o));
+    assert!(
+        stderr(&o).contains("client.key") && stderr(&o).contains("chmod 600"),
+        "{}",
+        both(&o)
+    );
+    assert!(!ran(&s), "the job ran: {}", both(&o));
     // Without one, the server refuses: nothing runs.
     let s = with("");
     let o = run(&s, &["run", "j"]);
@@ -397,7 +409,7 @@ fn with_password_file(pg: &PgServer, password: &str, mode: u32) -> (Sched, Outpu
 }
 
 #[test]
-fn store_a_refused_password_is_named_by_target_never_shown_and_a_readable_file_warned_of() {
+fn store_a_refused_password_is_named_by_target_never_shown_and_a_readable_file_refused() {
     let pg = PgServer::start_with_password(PASSWORD);
     let (s, o) = with_password_file(&pg, PASSWORD, 0o600);
     let migrate = run(&s, &["store", "migrate"]);
@@ -407,10 +419,11 @@ fn store_a_refused_password_is_named_by_target_never_shown_and_a_readable_file_w
     assert_eq!(code(&o2), 0, "{}{}", both(&o), both(&o2));
     assert!(ran(&s));
     assert!(!both(&o2).contains("chmod"), "{}", both(&o2));
-    // A file others may read is used, and warned of, naming it.
+    // A file others may read is refused, as the daemon's token file is,
+    // naming it; nothing runs.
     let (s, o) = with_password_file(&pg, PASSWORD, 0o644);
-    assert_eq!(code(&o), 0, "{}", both(&o));
-    assert!(ran(&s));
+    assert_eq!(code(&o), 2, "{}", both(&o));
+    assert!(!ran(&s), "the job ran: {}", both(&o));
     let file = s.env.path("pg.pw").display().to_string();
     for needle in [file.as_str(), "mode 644", "chmod 600"] {
         assert!(stderr(&o).contains(needle), "{}", both(&o));
@@ -425,4 +438,9 @@ fn store_a_refused_password_is_named_by_target_never_shown_and_a_readable_file_w
     assert!(stderr(&o).contains("password"), "{}", both(&o));
     assert!(!both(&o).contains(WRONG), "{}", both(&o));
     assert!(!both(&o).contains(PASSWORD), "{}", both(&o));
+}
+
+fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }

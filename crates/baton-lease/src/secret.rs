@@ -1,10 +1,10 @@
-//! A signing secret kept in a file (`alert_webhook_secret_file`): read, or
-//! refused with the reason. The one reader of such a file, used when the
-//! configuration is loaded (so that a secret that cannot be used stops
-//! every command before anything runs) and again by each delivery (so that
-//! a secret changed on disk is used from the next alert on).
-//!
-//! The daemon's bearer token (`token_file`) is read here too.
+//! A secret kept in a file: read, or refused with the reason. The one
+//! reader of such a file: the alert webhooks' signing secret
+//! (`alert_webhook_secret_file`, read when the configuration is loaded, so
+//! that a secret that cannot be used stops every command before anything
+//! runs, and again by each delivery, so that a secret changed on disk is
+//! used from the next alert on), the daemon's bearer token (`token_file`)
+//! and the store's password (`[store] password_file`).
 //!
 //! The file is opened `O_NOFOLLOW | O_NONBLOCK` and judged by what was
 //! opened: it must be a regular file (never a symbolic link, a named pipe
@@ -64,7 +64,7 @@ pub enum SecretError {
     /// Another user owns it, or could replace it (a directory on its path
     /// they own or may write).
     #[error(transparent)]
-    Untrusted(#[from] baton_lease::trust::Untrusted),
+    Untrusted(#[from] crate::trust::Untrusted),
     /// Nothing but whitespace in it.
     #[error(
         "{} is empty: put a secret in it (for example `head -c 32 /dev/urandom | base64 > {}`)",
@@ -123,7 +123,7 @@ pub fn read(path: &Path) -> Result<Vec<u8>, SecretError> {
             what,
         });
     }
-    use baton_lease::trust;
+    use crate::trust;
     trust::check_owned(path, meta.uid(), meta.mode() & 0o700, trust::Role::Config)?;
     let mode = meta.mode() & 0o777;
     if mode & 0o077 != 0 {
