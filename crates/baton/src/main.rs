@@ -77,10 +77,21 @@ fn main() -> ExitCode {
             return code.into();
         }
     };
-    let code = match clock_refused(&cli.command) {
+    let own_failure = matches!(cli.command, Cmd::Exec(_) | Cmd::Lock(_));
+    let mut code = match clock_refused(&cli.command) {
         Some(refused) => refused,
         None => run(cli),
     };
+    // Output cut short (a full disk) is no success: 125 for `exec` and
+    // `lock` (an I/O error), 2 for the rest (not honoured).
+    if let (Exit::Ok, Some(why)) = (code, say::stdout_failed()) {
+        say!("baton: failed to write standard output: {why}; what it holds is incomplete");
+        code = if own_failure {
+            Exit::Failure
+        } else {
+            Exit::Usage
+        };
+    }
     baton_runner::console::flush(baton_runner::console::EXIT_FLUSH);
     code.into()
 }

@@ -19,11 +19,28 @@ pub fn to_stderr(args: std::fmt::Arguments<'_>) {
     baton_runner::console::stderr(format!("{args}\n").as_bytes());
 }
 
-/// Writes to stdout and flushes.
+/// The first failed write to stdout (a full disk), kept for the command's
+/// end: what was written is incomplete, so the command cannot end with
+/// success ([`stdout_failed`]).
+static STDOUT_FAILED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Writes to stdout and flushes. A write that fails is dropped (a holder
+/// goes on), and remembered for [`stdout_failed`]; a reader that went away
+/// (a closed pipe: `baton history | head`) is no failure.
 pub fn to_stdout(args: std::fmt::Arguments<'_>) {
     let mut o = std::io::stdout().lock();
-    let _ = o.write_fmt(args);
-    let _ = o.flush();
+    let wrote = o.write_fmt(args).and_then(|()| o.flush());
+    if let Err(e) = wrote
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        let _ = STDOUT_FAILED.set(e.to_string());
+    }
+}
+
+/// Why the command's output on stdout is incomplete, if a write of it
+/// failed.
+pub fn stdout_failed() -> Option<&'static str> {
+    STDOUT_FAILED.get().map(String::as_str)
 }
 
 /// Writes `text` to stdout and flushes, saying whether it got there: for

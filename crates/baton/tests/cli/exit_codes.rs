@@ -223,3 +223,41 @@ fn the_fence_strictly_increases_over_runs_and_a_deleted_file() {
         last = f;
     }
 }
+
+/// Output that could not be written whole (stdout on a full disk) is no
+/// success: it is said, and the exit is 2 for the scheduler's commands (125
+/// for `lock`, by hand); a reader that went away (a closed pipe) is no
+/// failure.
+#[test]
+fn output_a_full_disk_cut_short_is_said_and_no_success() {
+    let s = crate::sched::Sched::new("[jobs.j]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n");
+    assert_eq!(code(&s.run(&["run", "j"])), 0);
+    for (args, exit) in [
+        (&["history", "--json"][..], 2),
+        (&["status"], 2),
+        (&["config", "--json"], 2),
+        (&["calendar", "--job", "j"], 2),
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = s.cmd(args).stdout(full).output().unwrap();
+        assert_eq!(code(&o), exit, "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("failed to write standard output"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    // A pipe closed by its reader before a byte was read.
+    let mut child = s
+        .cmd(&["history", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
