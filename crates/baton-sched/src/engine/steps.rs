@@ -77,7 +77,7 @@ pub(crate) fn one(
         Err(outcome) => return outcome,
     };
     session.start_budget();
-    let started = surfaces.borrow().now();
+    let started = surfaces.borrow().mark();
     let (tally, trace) = {
         let mut run = Running {
             req,
@@ -267,12 +267,14 @@ fn finish(
     req: &Request<'_>,
     c: &Context,
     (tally, trace): (Tally, Option<RunTrace>),
-    started: Timestamp,
+    started: crate::engine::surfaces::Mark,
     session: &mut Session<'_>,
     surfaces: &Rc<RefCell<Surfaces>>,
 ) -> Outcome {
-    let now = surfaces.borrow().now();
-    let elapsed = Duration::try_from(now.duration_since(started)).unwrap_or_default();
+    // On the run's own timeline: a wall clock stepped during the run
+    // neither lengthens it nor ends it before it began.
+    let now = surfaces.borrow().since(started);
+    let elapsed = Duration::try_from(now.duration_since(started.wall)).unwrap_or_default();
     let (verdict, code, success) = tally.verdict();
     let row = baton_store::ledger::Finished {
         run_id: c.run_id.clone(),
@@ -842,7 +844,8 @@ impl Running<'_, '_> {
         // `at` names the log its lines go to (an early attempt's output
         // was set up when it was made); `begun` is when its command is let
         // run, after the run's start was recorded, however long that took.
-        let begun = self.surfaces.borrow().now();
+        let begun_at = self.surfaces.borrow().mark();
+        let begun = begun_at.wall;
         let at = early.as_ref().map_or(begun, |e| e.at);
         let header = format!("=== {} {label} start\n", logs.stamp(begun));
         let _ = logs.job_lines(&job.name, at, header.as_bytes());
@@ -864,7 +867,7 @@ impl Running<'_, '_> {
             Err(not_run) => *not_run,
         };
         fail::fail_point!("attempt-end");
-        let finished = self.surfaces.borrow().now();
+        let finished = self.surfaces.borrow().since(begun_at);
         let shown = match &result.ending {
             Ending::NotStarted(f) => f.message.clone(),
             e => e.describe(),

@@ -317,6 +317,27 @@ impl Surfaces {
         self.clock.wall()
     }
 
+    /// Now, on the wall clock and on the boot clock: the start of a span
+    /// whose end [`Surfaces::since`] stamps.
+    pub fn mark(&self) -> Mark {
+        Mark {
+            wall: self.clock.wall(),
+            boot: self.clock.boot(),
+        }
+    }
+
+    /// The end of a span begun at `mark`: its wall time plus the time the
+    /// boot clock counted since. A wall clock stepped meanwhile (an NTP
+    /// step, an operator's `date -s`) moves neither the span's length nor
+    /// its end before its start or an hour past it; the stamps of a run
+    /// stay on its start's timeline.
+    pub fn since(&self, mark: Mark) -> Timestamp {
+        let spent = self.clock.boot().saturating_sub(mark.boot);
+        mark.wall
+            .checked_add(spent)
+            .unwrap_or_else(|_| self.clock.wall())
+    }
+
     /// The clock.
     pub fn clock(&self) -> Arc<dyn Clock> {
         Arc::clone(&self.clock)
@@ -681,4 +702,14 @@ impl Surfaces {
             self.warn(&problem);
         }
     }
+}
+
+/// A moment on the wall clock and on the boot clock together
+/// ([`Surfaces::mark`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Mark {
+    /// The wall clock's reading.
+    pub wall: Timestamp,
+    /// The boot clock's.
+    pub boot: std::time::Duration,
 }

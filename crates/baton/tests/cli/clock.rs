@@ -471,3 +471,41 @@ fn on_one_host_what_a_clock_a_day_ahead_called_missed_is_taken_back() {
         );
     }
 }
+
+/// A wall clock stepped while a run goes on (an NTP step, `date -s`), an
+/// hour either way: the run and its attempt are recorded as long as they
+/// ran, ending after they began, never an hour long or before their start.
+#[test]
+fn a_clock_stepped_during_a_run_leaves_its_length_true() {
+    let s = Sched::new("[jobs.j]\nschedule = \"0 0 1 1 *\"\nrun = \"sleep 3\"\n");
+    for step in ["+1h", "-1h"] {
+        let o = s
+            .cmd(&["run", "j"])
+            .env(
+                "LD_PRELOAD",
+                "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+            )
+            .env("FAKETIME", step)
+            // The step comes a second into the process; the boot clock
+            // goes on as it did.
+            .env("FAKETIME_START_AFTER_SECONDS", "1")
+            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+            .env("FAKETIME_NO_CACHE", "1")
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 0, "{step}: {}", stderr(&o));
+    }
+    let o = s.run(&["history", "--json"]);
+    let runs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let at = |v: &serde_json::Value| v.as_str().unwrap().parse::<jiff::Timestamp>().unwrap();
+    for r in runs {
+        let run_ms = r["duration_ms"].as_u64().unwrap();
+        let attempt_ms = r["attempts"][0]["duration_ms"].as_u64().unwrap();
+        for ms in [run_ms, attempt_ms] {
+            assert!((2_500..60_000).contains(&ms), "{r}");
+        }
+        assert!(at(&r["finished"]) > at(&r["started"]), "{r}");
+    }
+}
