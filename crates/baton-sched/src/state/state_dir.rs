@@ -129,6 +129,27 @@ pub fn locks_dir(dir: &Path) -> Result<PathBuf, StateError> {
     own_subdir(dir, "locks")
 }
 
+/// Whether the state directory `dir` would be refused, judged as
+/// [`locks_dir`] judges it but without creating anything: `dir` when it
+/// is there, else the nearest directory above it that is (which another
+/// user may not own or write, or they could plant the state directory).
+/// For the views, which read and never create.
+///
+/// # Errors
+///
+/// [`StateError::Untrusted`], naming the directory that fails.
+pub fn judge(dir: &Path) -> Result<(), StateError> {
+    let mut at = dir;
+    while let Err(e) = std::fs::symlink_metadata(at) {
+        match (e.kind(), at.parent()) {
+            (std::io::ErrorKind::NotFound, Some(up)) => at = up,
+            _ => return Ok(()),
+        }
+    }
+    trust::check_dir_path(at, usize::from(at == dir))?;
+    Ok(())
+}
+
 /// Creates `dir/logs` (owner-only) when missing, checks it as `locks/` is
 /// checked, and returns it: in a `logs/` another user could change, a link
 /// or a named pipe could be planted where a log is written.

@@ -368,7 +368,12 @@ fn read_from(
     } else {
         (crate::views::slots::judge(config, &shown), None)
     };
-    let mut error = error;
+    // A state directory every run would refuse: no job can run, so none
+    // is shown as if it could.
+    let refused = crate::state::state_dir::judge(state)
+        .err()
+        .map(|e| e.to_string());
+    let mut error = refused.or(error);
     let asks: Vec<baton_store::ledger::JobAsk> = shown
         .iter()
         .map(|j| baton_store::ledger::JobAsk {

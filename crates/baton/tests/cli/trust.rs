@@ -656,3 +656,31 @@ fn daemon_a_tick_whose_ledger_cannot_be_opened_is_unusable_state() {
     assert_eq!(r.json()["error"]["code"], "unusable_state", "{}", r.body);
     assert!(r.body.contains("ledger"), "{}", r.body);
 }
+
+/// A state directory every run refuses (inside a directory another user
+/// owns) is said by `status` too: every job `unknown`, unhealthy, the
+/// refusal named, never `new` with a next run as if one could start.
+#[test]
+fn a_state_directory_a_tick_refuses_shows_every_job_unknown() {
+    assert!(root(), "this test hands a directory to another user");
+    let s = Sched::new("");
+    let theirs = s.env.path("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o755)).unwrap();
+    chown_nobody(&theirs);
+    s.write(&format!(
+        "[scheduler]\nstate_dir = {:?}\n[jobs.j]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n",
+        theirs.join("st").display().to_string()
+    ));
+    let tick = sched(&s, &["tick"]);
+    assert_eq!(code(&tick), 2, "{}", stderr(&tick));
+    let o = sched(&s, &["status"]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("UNKNOWN"), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("NEW"), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("refusing the state directory"),
+        "{}",
+        stderr(&o)
+    );
+}
