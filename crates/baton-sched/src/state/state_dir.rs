@@ -131,14 +131,18 @@ pub fn locks_dir(dir: &Path) -> Result<PathBuf, StateError> {
 
 /// Whether the state directory `dir` would be refused, judged as
 /// [`locks_dir`] judges it but without creating anything: `dir` when it
-/// is there, else the nearest directory above it that is (which another
-/// user may not own or write, or they could plant the state directory).
+/// is there ([`check_existing`]), else the nearest directory above it that
+/// is (which another user may not own or write, or they could plant the
+/// state directory).
 /// For the views, which read and never create.
 ///
 /// # Errors
 ///
 /// [`StateError::Untrusted`], naming the directory that fails.
 pub fn judge(dir: &Path) -> Result<(), StateError> {
+    if check_existing(dir)? {
+        return Ok(());
+    }
     let mut at = dir;
     while let Err(e) = std::fs::symlink_metadata(at) {
         match (e.kind(), at.parent()) {
@@ -146,7 +150,7 @@ pub fn judge(dir: &Path) -> Result<(), StateError> {
             _ => return Ok(()),
         }
     }
-    trust::check_dir_path(at, usize::from(at == dir))?;
+    trust::check_dir_path(at, 0)?;
     Ok(())
 }
 
