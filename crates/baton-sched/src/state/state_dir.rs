@@ -172,6 +172,11 @@ pub fn ends_dir(dir: &Path) -> Result<PathBuf, StateError> {
 }
 
 fn own_subdir(dir: &Path, name: &str) -> Result<PathBuf, StateError> {
+    // Nothing is made inside a directory another user controls: a state
+    // directory not there yet is judged by the nearest one above it first.
+    if std::fs::symlink_metadata(dir).is_err() {
+        judge(dir)?;
+    }
     create(dir)?;
     let sub = dir.join(name);
     create(&sub)?;

@@ -659,7 +659,8 @@ fn daemon_a_tick_whose_ledger_cannot_be_opened_is_unusable_state() {
 
 /// A state directory every run refuses (inside a directory another user
 /// owns) is said by `status` too: every job `unknown`, unhealthy, the
-/// refusal named, never `new` with a next run as if one could start.
+/// refusal named, never `new` with a next run as if one could start; the
+/// tick that refuses it makes nothing in that directory.
 #[test]
 fn a_state_directory_a_tick_refuses_shows_every_job_unknown() {
     assert!(root(), "this test hands a directory to another user");
@@ -674,6 +675,8 @@ fn a_state_directory_a_tick_refuses_shows_every_job_unknown() {
     ));
     let tick = sched(&s, &["tick"]);
     assert_eq!(code(&tick), 2, "{}", stderr(&tick));
+    // Refused before anything is made in the other user's directory.
+    assert!(!theirs.join("st").exists(), "made in theirs");
     let o = sched(&s, &["status"]);
     assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("UNKNOWN"), "{}", stdout(&o));
