@@ -213,14 +213,7 @@ mod tests {
             })
         ));
         let fifo = d.path().join("fifo");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        baton_testkit::mkfifo(&fifo);
         assert!(matches!(
             read(&fifo),
             Err(SecretError::NotAFile {

@@ -536,14 +536,7 @@ mod tests {
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&file, &link).unwrap();
         let fifo = dir.path().join("fifo");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        baton_testkit::mkfifo(&fifo);
         for (path, what) in [
             (&link, "a symbolic link"),
             (&fifo, "a named pipe"),

@@ -81,6 +81,20 @@ pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// A named pipe at `p` (whatever was there removed first), mode 0600: what
+/// a hostile or careless user plants where baton expects a file.
+pub fn mkfifo(p: &std::path::Path) {
+    let _ = std::fs::remove_file(p);
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        p,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap_or_else(|e| panic!("mkfifo {}: {e}", p.display()));
+}
+
 pub mod browser;
 pub mod ca;
 pub mod client;

@@ -137,28 +137,8 @@ fn mask(text: &str) -> String {
 /// Whether a URL parameter's name, percent-decoded (as a driver decodes
 /// it), names a password.
 fn secret_key(key: &str) -> bool {
-    let bytes = key.as_bytes();
-    let mut decoded = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
-            (b'%', Some(&h), Some(&l)) if hex(h).is_some() && hex(l).is_some() => {
-                // OK because two hex digits make at most 255.
-                decoded.push((hex(h).unwrap_or(0) * 16 + hex(l).unwrap_or(0)) as u8);
-                i += 3;
-            }
-            (b'+', _, _) => {
-                decoded.push(b' ');
-                i += 1;
-            }
-            (b, _, _) => {
-                decoded.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&decoded)
+    percent_encoding::percent_decode_str(key)
+        .decode_utf8_lossy()
         .to_ascii_lowercase()
         .contains("password")
 }

@@ -241,19 +241,7 @@ pub fn wrapped(c: &Command, wrapper: &[&str]) -> Command {
     w
 }
 
-/// A named pipe at `p` (whatever was there removed first), mode 0600: what
-/// a hostile or careless user plants where baton expects a file.
-pub fn mkfifo(p: &Path) {
-    let _ = std::fs::remove_file(p);
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        p,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
-}
+pub use baton_testkit::mkfifo;
 
 /// Gives uid 4242 read and write (and search, on a directory) through an
 /// access ACL, as `setfacl -m u:4242:rwX` does: the mode's group bits become
