@@ -170,11 +170,18 @@ pub(crate) async fn run(d: Arc<Daemon>) {
     let mut from = d.decision_now();
     let (mut wall, mut boot) = (from, d.clock.boot());
     let mut early = 0;
+    // Whether the heap's free memory was given back since the last
+    // configuration was planned (reading one frees most of what it built).
+    let mut settled = false;
     loop {
         if d.stopping.load(Ordering::SeqCst) {
             return;
         }
         let next = next_due(&d.current().config, from);
+        if !settled {
+            crate::trim::give_back();
+            settled = true;
+        }
         let replan = d.replan.notified();
         tokio::pin!(replan);
         replan.as_mut().enable();
@@ -193,6 +200,7 @@ pub(crate) async fn run(d: Arc<Daemon>) {
                 let _ = crate::tick::tick(&d, "clock").await;
                 from = d.decision_now();
                 (wall, boot) = (d.clock.wall(), d.clock.boot());
+                settled = false;
                 continue;
             }
         };

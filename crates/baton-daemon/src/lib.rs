@@ -43,6 +43,7 @@ mod session;
 mod socket;
 mod state;
 mod tick;
+mod trim;
 mod worker;
 
 use std::net::SocketAddr;

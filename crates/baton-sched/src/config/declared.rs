@@ -34,7 +34,7 @@ pub fn merged(config: &Config, declared: &[Declaration]) -> (Config, Vec<String>
                         d.job, d.by
                     ));
                 }
-                out.jobs.insert(d.job.clone(), job);
+                out.jobs.insert(d.job.clone(), Box::new(job));
             }
             Err(e) => problems.push(format!(
                 "job {:?} declared by {} cannot be read as a job of this baton: {e}",
@@ -81,6 +81,7 @@ fn parse(d: &Declaration, text: &str) -> Result<Job, super::ConfigError> {
     let mut c = super::parse(text, &path, &Overrides::default())?;
     c.jobs
         .remove(&d.job)
+        .map(|j| *j)
         .ok_or_else(|| super::ConfigError::Invalid {
             at: path.display().to_string(),
             key: format!("jobs.{}", d.job),

@@ -446,7 +446,7 @@ pub struct Config {
     pub store: Option<StoreSettings>,
     /// The jobs, by name: those of the file, then those of `jobs.d/`
     /// (each job's [`Job::source`] says which file).
-    pub jobs: std::collections::BTreeMap<String, Job>,
+    pub jobs: std::collections::BTreeMap<String, Box<Job>>,
 }
 
 impl Config {

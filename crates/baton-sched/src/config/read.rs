@@ -406,7 +406,7 @@ pub(super) fn checked(root: &Node, file: &Path, over: &Overrides, dropins: &[Fou
 #[derive(Default)]
 struct Jobs {
     /// The jobs read without a problem, by name.
-    read: BTreeMap<String, Job>,
+    read: BTreeMap<String, Box<Job>>,
     /// Every job defined, valid or not, and where: a drop-in that defines
     /// it again is refused either way.
     defined: BTreeMap<String, String>,
@@ -430,7 +430,7 @@ impl Jobs {
             self.defined.insert(j.key.clone(), r.at(j.line).text());
             match job(r, j, scheduler) {
                 Ok(job) => {
-                    self.read.insert(job.name.clone(), job);
+                    self.read.insert(job.name.clone(), Box::new(job));
                 }
                 Err(found) => self.failed(&j.key, found),
             }
@@ -461,7 +461,7 @@ impl Jobs {
         }
         self.defined
             .insert(job.name.clone(), job.source.to_string());
-        self.read.insert(job.name.clone(), job);
+        self.read.insert(job.name.clone(), Box::new(job));
     }
 
     /// The job `name` was defined with `problems`.
@@ -486,7 +486,7 @@ fn first(problems: Vec<ConfigError>) -> Result<(), ConfigError> {
 /// records that keep an occurrence from running twice, and none may ever be
 /// dropped to make room. (A store keeps claims in rows, without this limit.)
 /// One problem per lock that is too full.
-fn claims_fit(jobs: &BTreeMap<String, Job>) -> Vec<ConfigError> {
+fn claims_fit(jobs: &BTreeMap<String, Box<Job>>) -> Vec<ConfigError> {
     let mut by_lock: BTreeMap<&str, Vec<&Job>> = BTreeMap::new();
     for j in jobs.values() {
         by_lock.entry(j.lock.value.as_str()).or_default().push(j);
@@ -516,7 +516,7 @@ fn claims_fit(jobs: &BTreeMap<String, Job>) -> Vec<ConfigError> {
 /// lock is there to keep its jobs apart, and slots would run them
 /// together) or with `overlap = "replace"` (which run it would stop is
 /// no one's to guess). One problem per such job.
-fn slots_alone(jobs: &BTreeMap<String, Job>) -> Vec<ConfigError> {
+fn slots_alone(jobs: &BTreeMap<String, Box<Job>>) -> Vec<ConfigError> {
     let mut problems = Vec::new();
     for j in jobs.values().filter(|j| j.slots() > 1) {
         let n = &j.policy.max_concurrent;

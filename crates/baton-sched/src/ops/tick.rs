@@ -167,7 +167,7 @@ pub fn tick_report(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> T
     let due_jobs: Vec<(&Job, Start)> = due
         .starts
         .iter()
-        .filter_map(|(name, start)| config.jobs.get(name).map(|j| (j, *start)))
+        .filter_map(|(name, start)| config.jobs.get(name).map(|j| (&**j, *start)))
         .collect();
     let alerted = due.alerted;
     let decided = if alerted {

@@ -260,12 +260,12 @@ pub fn owns(target: Target, name: &str) -> bool {
 
 /// The jobs that get a per-job entry: the enabled ones, by name.
 pub(crate) fn scheduled_jobs(c: &Config) -> impl Iterator<Item = &Job> {
-    c.jobs.values().filter(|j| j.enabled.value)
+    c.jobs.values().map(Box::as_ref).filter(|j| j.enabled.value)
 }
 
 /// The disabled jobs, by name.
 pub(crate) fn disabled_jobs(c: &Config) -> impl Iterator<Item = &Job> {
-    c.jobs.values().filter(|j| !j.enabled.value)
+    c.jobs.values().map(Box::as_ref).filter(|j| !j.enabled.value)
 }
 
 /// Each job's entries, or every refusal.

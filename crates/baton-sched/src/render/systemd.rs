@@ -45,7 +45,7 @@ use baton_cron::{Fields, Kind};
 
 use super::translate::{self, Untranslatable, is_full, list_with};
 use super::{Artefact, Options, Refusal, RenderError, Target, path_text};
-use crate::config::{Config, Job, When, Zone};
+use crate::config::{Config, When, Zone};
 
 /// The daemon's unit.
 pub const SERVICE: &str = "baton.service";
@@ -229,7 +229,7 @@ fn daemon(c: &Config, opts: &Options, bin: &str, config: &str, state: &Path) -> 
     let kill_grace = c
         .jobs
         .values()
-        .flat_map(Job::all_steps)
+        .flat_map(|j| j.all_steps())
         .map(|s| s.kill_grace.value)
         .chain(std::iter::once(c.settings.policy.kill_grace.value))
         .max()

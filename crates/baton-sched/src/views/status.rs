@@ -360,6 +360,7 @@ fn read_from(
     let shown: Vec<&Job> = config
         .jobs
         .values()
+        .map(Box::as_ref)
         .filter(|j| only.is_none_or(|o| o == j.name))
         .collect();
     let (verdicts, hold) = if hold {

@@ -161,7 +161,7 @@ pub fn read(config: &Config, clock: &dyn Clock, format: Format) -> Result<String
         None => Vec::new(),
     };
     let status = crate::views::status::read(config, None, now);
-    let jobs: Vec<&crate::config::Job> = config.jobs.values().collect();
+    let jobs: Vec<&crate::config::Job> = config.jobs.values().map(Box::as_ref).collect();
     // Every lock judged over one store connection; one that cannot be read
     // says nothing is known to run.
     let verdicts = crate::views::slots::judge(config, &jobs);
