@@ -67,6 +67,28 @@ pub(crate) fn identify(path: &Path) -> Result<Option<FileId>, Error> {
     }))
 }
 
+/// Whether the file `id` is now one of the corrupt databases moved aside
+/// beside `path` (`baton.db.corrupt-STAMP`, by [`crate::recover`]): a
+/// rename keeps the file, so its device and inode say it was moved there.
+/// Anything unreadable counts as not moved: the caller then says the file
+/// was lost, which is never less than what happened.
+pub(crate) fn moved_aside_as_corrupt(path: &Path, id: FileId) -> bool {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return false;
+    };
+    let mut prefix = name.to_owned();
+    prefix.push(".corrupt-");
+    let prefix = prefix.as_encoded_bytes();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        e.file_name().as_encoded_bytes().starts_with(prefix)
+            && e.metadata()
+                .is_ok_and(|m| m.file_type().is_file() && m.dev() == id.dev && m.ino() == id.ino)
+    })
+}
+
 /// Checks the files SQLite keeps beside the database at `path` (`-wal`,
 /// `-shm`, `-journal`) as [`identify`] checks the database, before SQLite
 /// opens them by name: each is absent, or a regular file of this user's or

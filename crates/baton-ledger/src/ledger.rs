@@ -21,7 +21,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use baton_store::ledger::{Backend, Mode, Recovered, Withdrawn};
+use baton_store::ledger::{Backend, Mode, Recovered, Reset, Withdrawn};
 use jiff::Timestamp;
 use rusqlite::TransactionBehavior;
 
@@ -248,12 +248,43 @@ impl Ledger {
     /// Reconnects when `baton.db` is no longer the file this connection
     /// opened (another process moved it aside), or when there is no
     /// connection.
+    ///
+    /// The file this connection left is told to the caller
+    /// ([`Records::take_recovered`](baton_store::ledger::Records::take_recovered)):
+    /// moved aside as corrupt by another process ([`Reset::Followed`]), or
+    /// removed or replaced by someone else ([`Reset::Lost`]). Either way a
+    /// run begun before it is not in the fresh file.
     fn follow_path(&mut self) -> Result<(), Error> {
         let at_path = file::identify(&self.path)?;
-        match &self.db {
-            Some(db) if Some(db.id()) == at_path => Ok(()),
-            _ => self.reconnect(None),
+        let left = match &self.db {
+            Some(db) if Some(db.id()) == at_path => return Ok(()),
+            Some(db) => Some(db.id()),
+            None => None,
+        };
+        self.reconnect(None)?;
+        if let Some(left) = left {
+            let (how, reason) = if file::moved_aside_as_corrupt(&self.path, left) {
+                (
+                    Reset::Followed,
+                    "another process found it corrupt and moved it aside".to_owned(),
+                )
+            } else {
+                (
+                    Reset::Lost,
+                    format!(
+                        "{} was removed or replaced by another file while this process had it \
+                         open",
+                        self.path.display()
+                    ),
+                )
+            };
+            self.recovered.push(Recovered {
+                moved_to: self.path.clone(),
+                reason,
+                how,
+            });
         }
+        Ok(())
     }
 
     fn reconnect(&mut self, suspect: Option<Suspect>) -> Result<(), Error> {

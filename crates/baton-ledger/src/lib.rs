@@ -243,7 +243,14 @@
 //!    the file at `baton.db` with the one the connection opened, and the
 //!    ledger reconnects when they differ. A transaction that commits in the
 //!    microseconds between that check and another process's rename lands in
-//!    the moved file, as it would have a moment before the move.
+//!    the moved file, as it would have a moment before the move. The caller
+//!    is told of the file left ([`Reset::Followed`] when it is one of the
+//!    `baton.db.corrupt-*` beside it, [`Reset::Lost`] when someone else
+//!    removed or replaced it), so that a run begun before records itself
+//!    again in the fresh file.
+//!
+//! [`Reset::Followed`]: baton_store::ledger::Reset::Followed
+//! [`Reset::Lost`]: baton_store::ledger::Reset::Lost
 //! 6. **A database removed alone** (an operator deleting `baton.db` while
 //!    writers run) leaves a `-wal` and `-shm` still in use by the old file's
 //!    connections. A fresh database is never created beside them: they are

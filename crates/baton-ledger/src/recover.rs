@@ -37,7 +37,7 @@ use std::time::Duration;
 use baton_lease::{FileMutex, Sharing};
 use jiff::Timestamp;
 
-use baton_store::ledger::Recovered;
+use baton_store::ledger::{Recovered, Reset};
 
 use crate::db::{self, Db, Failure};
 use crate::error::Error;
@@ -238,6 +238,7 @@ fn move_aside(path: &Path, now: Timestamp, reason: String) -> Result<Recovered, 
     Ok(Recovered {
         moved_to: target,
         reason,
+        how: Reset::Corrupt,
     })
 }
 

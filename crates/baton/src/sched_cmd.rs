@@ -318,7 +318,10 @@ pub(crate) fn known_job<'c>(
     verb: &str,
     name: &str,
 ) -> Result<&'c config::Job, Exit> {
-    c.jobs.get(name).map(Box::as_ref).ok_or_else(|| no_such_job(c, verb, name))
+    c.jobs
+        .get(name)
+        .map(Box::as_ref)
+        .ok_or_else(|| no_such_job(c, verb, name))
 }
 
 /// Says that `c` has no job `name`, and which jobs it and its ledger's

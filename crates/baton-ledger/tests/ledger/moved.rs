@@ -1,6 +1,6 @@
 //! The file at `baton.db` changes under an open connection, or is not a file.
 
-use baton_store::ledger::Records;
+use baton_store::ledger::{Records, Reset};
 use std::path::Path;
 
 use baton_ledger::Error;
@@ -60,10 +60,33 @@ fn a_connection_recreates_a_removed_ledger() {
     ledger.see_jobs(&["after"], at(1)).unwrap();
     assert!(scene.db().exists());
     assert_eq!(ledger.jobs().unwrap().len(), 1);
-    assert!(
-        ledger.take_recovered().is_empty(),
-        "a moved file is not a corrupt one"
+    // A file moved away by someone else is not a corrupt one, but what it
+    // held is not in the fresh one: the caller is told it was lost.
+    let told = ledger.take_recovered();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0].how, Reset::Lost);
+    assert!(told[0].how.alerts());
+    assert_eq!(told[0].moved_to, scene.db());
+    assert!(told[0].reason.contains("removed or replaced"), "{told:?}");
+    assert!(ledger.take_recovered().is_empty(), "told once");
+}
+
+/// A file another process moved aside as corrupt (`baton.db.corrupt-…`,
+/// same inode) is followed without a second alert: the mover raised it.
+#[test]
+fn a_connection_follows_a_file_moved_aside_as_corrupt_without_alerting_it() {
+    let scene = Scene::new();
+    let mut ledger = scene.open();
+    ledger.see_jobs(&["before"], at(0)).unwrap();
+    move_aside(
+        &scene,
+        &scene.dir().join("baton.db.corrupt-20261206T120000Z"),
     );
+    ledger.see_jobs(&["after"], at(1)).unwrap();
+    let told = ledger.take_recovered();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0].how, Reset::Followed);
+    assert!(!told[0].how.alerts());
 }
 
 /// An operator removes `baton.db` alone while a connection has it open:

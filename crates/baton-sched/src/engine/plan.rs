@@ -413,7 +413,7 @@ mod tests {
             &Overrides::default(),
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        c.jobs["j"].clone()
+        (*c.jobs["j"]).clone()
     }
 
     fn t(s: &str) -> Timestamp {
@@ -732,8 +732,10 @@ mod properties {
             &Overrides::default(),
         )
         .unwrap()
-        .jobs["j"]
-            .clone()
+        .jobs
+        .remove("j")
+        .map(|j| *j)
+        .unwrap()
     }
 
     proptest! {

@@ -79,8 +79,16 @@ pub(crate) enum Begin {
 pub(crate) struct RunRecord {
     start: NewRun,
     start_recorded: bool,
+    /// The count of the ledger's resets when the start was recorded
+    /// ([`Surfaces::ledger_resets`]): once it moves, the ledger's file is a
+    /// fresh one without this run, and the start and the attempts recorded
+    /// go again with the end.
+    resets_at_start: u64,
     /// Attempts not recorded yet, in order.
     attempts: Vec<Attempt>,
+    /// Attempts recorded already, in order: recorded again with the end
+    /// should the ledger lose them.
+    recorded: Vec<Attempt>,
     /// Set once the ledger did not take an attempt: the rest wait for the
     /// run's end.
     held_back: bool,
@@ -110,7 +118,9 @@ impl RunRecord {
         let mut record = Self {
             start,
             start_recorded: false,
+            resets_at_start: 0,
             attempts: Vec::new(),
+            recorded: Vec::new(),
             held_back: false,
             patience,
             end_patience: patience,
@@ -161,6 +171,7 @@ impl RunRecord {
         let begin = match first {
             Some((Begun::Started, runs)) => {
                 record.start_recorded = true;
+                record.resets_at_start = surfaces.borrow().ledger_resets();
                 record.start.started = row.started;
                 let named = mates.iter().map(|&m| m.to_owned());
                 record.unfinished = runs.map(|runs| named.zip(runs).collect());
@@ -210,7 +221,7 @@ impl RunRecord {
     /// not take one (or while it does not have the run), they all wait for
     /// the run's end, which tries them again.
     pub(crate) fn flush(&mut self, surfaces: &mut Surfaces) {
-        if !self.start_recorded || self.held_back {
+        if !self.start_recorded || self.held_back || self.lost(surfaces) {
             return;
         }
         while let Some(a) = self.attempts.first() {
@@ -218,8 +229,26 @@ impl RunRecord {
                 self.held_back = true;
                 return;
             }
-            self.attempts.remove(0);
+            self.recorded.push(self.attempts.remove(0));
+            if self.lost(surfaces) {
+                return;
+            }
         }
+    }
+
+    /// Whether the ledger's file was left for a fresh one since the start
+    /// was recorded; if so, the start and every attempt wait for the end,
+    /// which records them again in the fresh one.
+    fn lost(&mut self, surfaces: &Surfaces) -> bool {
+        if !self.start_recorded || surfaces.ledger_resets() == self.resets_at_start {
+            return false;
+        }
+        self.start_recorded = false;
+        self.held_back = true;
+        let mut again = std::mem::take(&mut self.recorded);
+        again.append(&mut self.attempts);
+        self.attempts = again;
+        true
     }
 
     /// Records the run's end (and first whatever the ledger did not take
@@ -237,11 +266,44 @@ impl RunRecord {
         session: &mut Session<'_>,
         surfaces: &Rc<RefCell<Surfaces>>,
     ) -> bool {
+        // The end's own call may be the one that finds the file lost: then
+        // it went to a fresh file without the run, and goes again with the
+        // start.
+        for _ in 0..2 {
+            let resets = surfaces.borrow().ledger_resets();
+            let lost = self.lost(&surfaces.borrow());
+            if lost {
+                surfaces.borrow_mut().note(&format!(
+                    "{} run={}: the ledger was lost while it ran: its start and attempts are \
+                     recorded again with its end",
+                    self.start.job, self.start.run_id
+                ));
+            }
+            let done = self.finish_once(end, history_keep, queue, session, surfaces);
+            if !done || surfaces.borrow().ledger_resets() == resets {
+                return done;
+            }
+        }
+        true
+    }
+
+    /// [`RunRecord::finish`] once: whether it is all recorded.
+    fn finish_once(
+        &mut self,
+        end: &Finished,
+        history_keep: u32,
+        queue: Option<&[&str]>,
+        session: &mut Session<'_>,
+        surfaces: &Rc<RefCell<Surfaces>>,
+    ) -> bool {
         let mut retry = self.retry_for(surfaces, "its end", self.end_patience);
         if !self.start_recorded {
             let row = self.start.clone();
             match retry.insist(session, &mut |l| l.begin_run(&row)) {
-                Some(Begun::Started) => self.start_recorded = true,
+                Some(Begun::Started) => {
+                    self.start_recorded = true;
+                    self.resets_at_start = surfaces.borrow().ledger_resets();
+                }
                 Some(Begun::AlreadyDecided(d)) => surfaces.borrow_mut().note(&format!(
                     "{} run={}: its start was not recorded: the ledger had decided occurrence \
                      {} otherwise ({}) meanwhile",
@@ -306,6 +368,7 @@ impl RunRecord {
         if let Some(slot) = self.slot.take() {
             slot.remove();
         }
+        self.recorded.extend(attempts);
         true
     }
 

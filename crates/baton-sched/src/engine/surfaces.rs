@@ -34,6 +34,8 @@ pub struct Surfaces {
     pub logs: Logs,
     ledger: Option<Box<dyn Records>>,
     ledger_failed: bool,
+    /// Ledger files left for fresh ones so far (see [`Surfaces::ledger_resets`]).
+    ledger_resets: u64,
     /// Alerts raised while a step runs, for the ledger once it may block.
     deferred: Vec<baton_store::ledger::NewAlert>,
     /// Alerts the ledger did not take, for the process's end or their
@@ -175,6 +177,7 @@ impl Surfaces {
             logs,
             ledger: None,
             ledger_failed: false,
+            ledger_resets: 0,
             deferred: Vec::new(),
             unwritten: Vec::new(),
             apart: None,
@@ -643,22 +646,41 @@ impl Surfaces {
         self.report_recovered(moved);
     }
 
-    /// Alerts `moved`, ledgers found corrupt and moved aside.
+    /// Counts `moved`, ledger files left for fresh ones, and alerts those
+    /// found corrupt and moved aside by this process, or removed or
+    /// replaced under it (`ledger-corrupt` either way: the records are no
+    /// longer what they were).
     fn report_recovered(&mut self, moved: Vec<baton_store::ledger::Recovered>) {
+        use baton_store::ledger::Reset;
         for r in moved {
-            let alert = Alert::scheduler(
-                AlertKind::LedgerCorrupt,
-                self.now().to_string(),
-                format!(
+            self.ledger_resets += 1;
+            let said = match r.how {
+                Reset::Followed => continue,
+                Reset::Corrupt => format!(
                     "the ledger was corrupt ({}): it was moved aside to {} and a fresh one \
                      started; the lease's occurrence claims keep past occurrences from running \
                      again",
                     r.reason,
                     r.moved_to.display()
                 ),
-            );
+                Reset::Lost => format!(
+                    "the ledger was lost: {}; a fresh one was started, without the runs, \
+                     decisions and counts it held (runs in flight record their start again with \
+                     their end); the lease's occurrence claims keep past occurrences from \
+                     running again",
+                    r.reason
+                ),
+            };
+            let alert = Alert::scheduler(AlertKind::LedgerCorrupt, self.now().to_string(), said);
             self.alert(&alert);
         }
+    }
+
+    /// How many times this process's ledger has been left for a fresh file
+    /// ([`baton_store::ledger::Recovered`]): a run whose start was recorded
+    /// before the count moved records it again with its end.
+    pub(crate) fn ledger_resets(&self) -> u64 {
+        self.ledger_resets
     }
 
     /// The trace of a run that starts at `started`, when runs are traced:

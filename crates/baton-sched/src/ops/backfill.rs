@@ -576,7 +576,7 @@ mod tests {
         let text = "[scheduler]\nstate_dir = \"/nonexistent\"\ntimezone = \"UTC\"\n\
                     [jobs.h]\nschedule = \"0 * * * *\"\nrun = \"true\"\n";
         let c = config::parse(text, Path::new("/etc/baton.toml"), &Overrides::default()).unwrap();
-        c.jobs["h"].clone()
+        (*c.jobs["h"]).clone()
     }
 
     #[test]

@@ -240,7 +240,7 @@ mod tests {
             &Overrides::default(),
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        c.jobs["report"].clone()
+        (*c.jobs["report"]).clone()
     }
 
     fn now() -> Timestamp {

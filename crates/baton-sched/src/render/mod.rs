@@ -265,7 +265,10 @@ pub(crate) fn scheduled_jobs(c: &Config) -> impl Iterator<Item = &Job> {
 
 /// The disabled jobs, by name.
 pub(crate) fn disabled_jobs(c: &Config) -> impl Iterator<Item = &Job> {
-    c.jobs.values().map(Box::as_ref).filter(|j| !j.enabled.value)
+    c.jobs
+        .values()
+        .map(Box::as_ref)
+        .filter(|j| !j.enabled.value)
 }
 
 /// Each job's entries, or every refusal.

@@ -144,7 +144,7 @@ mod tests {
              [jobs.j]\n{when}\ncatch_up_window = \"1d\"\nrun = \"true\"\n"
         );
         let c = config::parse(&text, Path::new("/etc/baton.toml"), &Overrides::default()).unwrap();
-        c.jobs["j"].clone()
+        (*c.jobs["j"]).clone()
     }
 
     fn t(s: &str) -> Timestamp {

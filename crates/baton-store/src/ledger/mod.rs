@@ -38,6 +38,6 @@ pub use rows::{
     AlertRow, Attempt, AttemptRow, BACKFILL_DETAIL, BOUNDS, BOUNDS_US, Begun, DecisionRow,
     Declaration, Durations, Effect, Finished, JobAsk, JobRecord, JobState, JobTallies, Miss,
     Missed, MissedRow, NewAlert, NewRun, Overview, PauseRow, Queued, RUN_DETAIL, Recovered,
-    Replacement, Requested, RunRow, StepState, WatermarkRow, Withdrawn, bucket,
+    Replacement, Requested, Reset, RunRow, StepState, WatermarkRow, Withdrawn, bucket,
 };
 pub use statements::{Backend, Fail, Mode, NewDecision, Statements};

@@ -576,18 +576,47 @@ pub struct Withdrawn {
     pub unqueued: u64,
 }
 
-/// A corrupt database this ledger moved aside.
+/// A database this ledger stopped using for a fresh one: one it found
+/// corrupt and moved aside, or one that was removed or replaced under it.
 ///
 /// The moved files are kept, never deleted: an operator may want what was
-/// readable in them. The caller raises an alert for each one.
+/// readable in them. The caller raises an alert for each one it is told to
+/// ([`Reset::alerts`]); a run begun before any of them records its start
+/// again with its end, since the fresh database does not have it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Recovered {
     /// Where the database went (`STATE_DIR/baton.db.corrupt-20261129T031500Z`);
     /// its `-wal` and `-shm`, when there were any, are beside it under the
-    /// same name with their suffixes.
+    /// same name with their suffixes. For [`Reset::Lost`], the path where
+    /// the fresh one is.
     pub moved_to: PathBuf,
-    /// What SQLite said about it.
+    /// What SQLite said about it, or what happened to it.
     pub reason: String,
+    /// Why it is no longer used.
+    pub how: Reset,
+}
+
+/// Why a ledger's database was left for a fresh one ([`Recovered`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reset {
+    /// This ledger found it corrupt and moved it aside.
+    Corrupt,
+    /// Another process found it corrupt and moved it aside (and alerted
+    /// it); this ledger followed the path to the fresh one.
+    Followed,
+    /// It was removed, or replaced by another file, while this ledger had
+    /// it open (an operator's `rm`, a restore by `mv`): what it held is not
+    /// in the fresh one.
+    Lost,
+}
+
+impl Reset {
+    /// Whether the caller raises an alert for it: the process that moved
+    /// a corrupt file aside alerts it, once; a lost file is alerted by each
+    /// process that had it open.
+    pub fn alerts(self) -> bool {
+        !matches!(self, Reset::Followed)
+    }
 }
 
 /// What an attempt's outcome does to its step's counters (and a run's

@@ -700,3 +700,65 @@ fn an_alert_the_full_disk_refused_is_kept_with_the_runs_end() {
     assert_eq!(over, 1, "{v}");
     assert_eq!(v["jobs"][0]["last_run"]["verdict"], "ok", "{v}");
 }
+
+/// An operator removes the ledger (`rm baton.db*`) while a run goes on:
+/// the run's supervisor finds a fresh file at its next call, says the
+/// ledger was lost (a `ledger-corrupt` alert, in the fresh ledger and in
+/// `alerts.log`), and records its start again with its attempts and its
+/// end, so `history` and `status` show the run that ran instead of "no
+/// runs yet" beside a success.
+#[test]
+fn a_ledger_removed_while_a_run_goes_on_gets_the_run_whole_and_an_alert() {
+    let s = Sched::new("");
+    let (started, release) = (s.env.path("started"), s.env.path("release"));
+    s.write(&format!(
+        "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\n\
+         [jobs.j]\nschedule = \"0 0 1 1 *\"\n\
+         [[jobs.j.steps]]\nname = \"one\"\nrun = \"true\"\n\
+         [[jobs.j.steps]]\nname = \"two\"\nrun = \"touch {}; while [ ! -e {} ]; do sleep 0.05; done\"\n",
+        started.display(),
+        release.display()
+    ));
+    let run = s
+        .cmd(&["run", "j"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    eventually("the second step to start", || started.exists());
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db(&s).display()));
+    }
+    std::fs::write(&release, "").unwrap();
+    let o = run.wait_with_output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the ledger was lost"),
+        "the loss is said: {}",
+        stderr(&o)
+    );
+    let runs = s.json(&["history", "j", "--json"]);
+    let runs = runs.as_array().expect("a list of runs");
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["verdict"], "ok", "{runs:?}");
+    let steps: Vec<&str> = runs[0]["attempts"]
+        .as_array()
+        .expect("the run's attempts")
+        .iter()
+        .map(|a| a["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(steps, ["one", "two"], "{runs:?}");
+    assert_eq!(
+        ledger_value(
+            &db(&s),
+            "SELECT count(*) FROM alerts WHERE kind = 'ledger-corrupt' \
+             AND message LIKE '%ledger was lost%'"
+        ),
+        "1"
+    );
+    let alerts = std::fs::read_to_string(s.env.state().join("logs/alerts.log")).unwrap();
+    assert!(alerts.contains("ledger was lost"), "{alerts}");
+    assert!(envelope_says(&s, "recorded again with its end"));
+    let o = s.run(&["status"]);
+    assert!(!stdout(&o).contains("never run"), "{}", stdout(&o));
+}
