@@ -243,8 +243,18 @@ pub fn status(state: Option<&Path>, a: &StoreStatusArgs) -> Exit {
         }
         Exit::Ok
     };
+    // The hold is read through the store as a run would use it: when that
+    // fails (a pooler in statement mode refuses every transaction), no run
+    // could start either, whatever the schema says.
+    let usable = connection.held_back_error.is_none();
+    if !usable && let Some(why) = &connection.held_back_error {
+        say!(
+            "baton store status: the store at {} cannot be used as runs use it: {why}",
+            t.describe()
+        );
+    }
     match shown {
-        Exit::Ok if found == SCHEMA_VERSION && read_only.is_none() => Exit::Ok,
+        Exit::Ok if found == SCHEMA_VERSION && read_only.is_none() && usable => Exit::Ok,
         Exit::Ok => Exit::Refused,
         other => other,
     }

@@ -613,6 +613,23 @@ fn store_behind_pgbouncer_runs_in_transaction_mode_and_refuses_statement_mode() 
         if want != 0 {
             assert!(stderr(&o).contains("statement pooling"), "{}", both(&o));
         }
+        // `store status` says what a run would meet: a store no run can use
+        // is no healthy store.
+        let o = run(&s, &["store", "status"]);
+        assert_eq!(
+            code(&o),
+            if want == 0 { 0 } else { 1 },
+            "{mode}: {}",
+            both(&o)
+        );
+        if want != 0 {
+            assert!(stderr(&o).contains("statement pooling"), "{}", both(&o));
+            assert!(
+                stderr(&o).contains("cannot be used as runs use it"),
+                "{}",
+                both(&o)
+            );
+        }
     }
 }
 
