@@ -35,10 +35,12 @@ pub enum StateError {
         path: PathBuf,
     },
     /// Something other than a directory is there.
-    #[error("the state directory {} is not a directory (a file is there): remove it, or choose another with --state-dir", path.display())]
+    #[error("the state directory {} is not a directory ({what} is there): remove it, or choose another with --state-dir", path.display())]
     NotADirectory {
         /// The path.
         path: PathBuf,
+        /// What is there instead (`a named pipe`).
+        what: &'static str,
     },
     /// The directory could not be created or is not usable.
     #[error("failed to create the state directory {}: {source}: fix its permissions or choose another with --state-dir", path.display())]
@@ -194,6 +196,7 @@ pub fn check_existing(dir: &Path) -> Result<bool, StateError> {
         Err(_) => Ok(false),
         Ok(m) if !m.is_dir() && !m.file_type().is_symlink() => Err(StateError::NotADirectory {
             path: dir.to_owned(),
+            what: trust::kind(m.file_type()),
         }),
         Ok(_) => {
             let locks = dir.join("locks");
@@ -212,8 +215,11 @@ fn create(p: &Path) -> Result<(), StateError> {
     trust::check_links(p)?;
     match std::fs::metadata(p) {
         Ok(m) if m.is_dir() => return Ok(()),
-        Ok(_) => {
-            return Err(StateError::NotADirectory { path: p.to_owned() });
+        Ok(m) => {
+            return Err(StateError::NotADirectory {
+                path: p.to_owned(),
+                what: trust::kind(m.file_type()),
+            });
         }
         Err(_) => {}
     }
@@ -224,12 +230,16 @@ fn create(p: &Path) -> Result<(), StateError> {
         .and_then(|()| std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o700)));
     made.map_err(|source| {
         // A regular file on the way is not a permission problem.
-        let blocked = p
-            .ancestors()
-            .find(|a| std::fs::metadata(a).is_ok_and(|m| !m.is_dir()));
+        let blocked = p.ancestors().find_map(|a| {
+            std::fs::metadata(a)
+                .ok()
+                .filter(|m| !m.is_dir())
+                .map(|m| (a, m.file_type()))
+        });
         match blocked {
-            Some(file) => StateError::NotADirectory {
+            Some((file, t)) => StateError::NotADirectory {
                 path: file.to_owned(),
+                what: trust::kind(t),
             },
             None => StateError::Create {
                 path: p.to_owned(),
@@ -298,6 +308,30 @@ pub fn lock_file(path: &Path) -> Result<PathBuf, StateError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_named_pipe_where_a_subdirectory_goes_is_named_as_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("state");
+        std::fs::create_dir(&state).unwrap();
+        std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
+        baton_testkit::mkfifo(&state.join("ends"));
+        let e = ends_dir(&state).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                StateError::NotADirectory {
+                    what: "a named pipe",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("a named pipe is there"), "{e}");
+        std::fs::write(state.join("logs"), "x").unwrap();
+        let e = logs_dir(&state).unwrap_err();
+        assert!(e.to_string().contains("a regular file is there"), "{e}");
+    }
 
     #[test]
     fn names_are_never_paths() {
