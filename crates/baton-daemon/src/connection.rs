@@ -100,6 +100,7 @@ pub(crate) async fn serve<I>(
     let Some(ended) = ended else { return };
     let (mut io, held) = conn.into_parts().io.into_inner().into_parts();
     let answer = match &ended {
+        Err(e) if e.is_parse_version_h2() => Some(crate::malformed::http1_required()),
         Err(e) if e.is_parse() => crate::malformed::instead(&held, &e.to_string()),
         _ => None,
     };
@@ -211,6 +212,37 @@ mod tests {
         let (status, body) = json_error(&answer);
         assert_eq!(status, 400);
         assert_eq!(body["error"]["code"], "bad_request");
+    }
+
+    /// An HTTP/2 client (`curl --http2-prior-knowledge`) is told, in its
+    /// own protocol, to use HTTP/1.1: the server's SETTINGS, then a GOAWAY
+    /// with `HTTP_1_1_REQUIRED`; before, the connection closed unanswered.
+    #[tokio::test(flavor = "current_thread")]
+    async fn an_http2_client_is_told_to_use_http1_in_http2() {
+        let (theirs, _stop, served) = connect();
+        let (mut r, mut w) = tokio::io::split(theirs);
+        let writer = tokio::spawn(async move {
+            let _ = w.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").await;
+            // A client's own SETTINGS, empty.
+            let _ = w.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).await;
+            w
+        });
+        let mut out = Vec::new();
+        r.read_to_end(&mut out).await.unwrap();
+        drop(r.unsplit(writer.await.unwrap()));
+        served.await.unwrap();
+        // SETTINGS (type 4) on stream 0, empty.
+        assert_eq!(out[..9], [0, 0, 0, 4, 0, 0, 0, 0, 0], "{out:?}");
+        let goaway = &out[9..];
+        let len =
+            usize::from(goaway[0]) << 16 | usize::from(goaway[1]) << 8 | usize::from(goaway[2]);
+        assert_eq!(goaway.len(), 9 + len, "{out:?}");
+        assert_eq!(goaway[3], 7, "a GOAWAY frame");
+        assert_eq!(goaway[5..9], [0, 0, 0, 0], "on stream 0");
+        assert_eq!(goaway[9..13], [0, 0, 0, 0], "no stream was processed");
+        assert_eq!(goaway[13..17], [0, 0, 0, 0x0d], "HTTP_1_1_REQUIRED");
+        let said = std::str::from_utf8(&goaway[17..]).unwrap();
+        assert!(said.contains("HTTP/1.1"), "{said}");
     }
 
     #[tokio::test(flavor = "current_thread")]

@@ -7,7 +7,9 @@
 //! and carries what every other error of the API does: the JSON of
 //! [`ApiError`], `Content-Type: application/json`, and a message saying
 //! what was wrong and what to do; and `Connection: close`, since hyper
-//! reads nothing more from that connection.
+//! reads nothing more from that connection. A client that opens with
+//! HTTP/2's preface is answered in HTTP/2, with a GOAWAY saying HTTP/1.1 is
+//! required ([`http1_required`]).
 //!
 //! What it never does: stand in for anything but such a bodiless answer
 //! of hyper's (anything else is sent on as it was), or tell the caller
@@ -39,6 +41,32 @@ fn refusal(status: StatusCode, why: &str) -> ApiError {
         _ => format!("the daemon could not read the request ({why})"),
     };
     ApiError::new(status, code_of(status), message)
+}
+
+/// What the daemon sends a client that opened with HTTP/2's preface
+/// (`PRI * HTTP/2.0`, prior knowledge), which hyper refuses without a word:
+/// the server's preface (an empty SETTINGS frame) and a GOAWAY that
+/// processed no stream, with `HTTP_1_1_REQUIRED` (RFC 9113, 7) and a
+/// sentence of debug data. A client that knows the code (curl does) tries
+/// again over HTTP/1.1.
+pub(crate) fn http1_required() -> Vec<u8> {
+    const SETTINGS: u8 = 0x4;
+    const GOAWAY: u8 = 0x7;
+    const HTTP_1_1_REQUIRED: u32 = 0xd;
+    let said = b"the baton daemon speaks HTTP/1.1 only: send the request over HTTP/1.1";
+    let mut payload = Vec::with_capacity(8 + said.len());
+    payload.extend_from_slice(&0u32.to_be_bytes());
+    payload.extend_from_slice(&HTTP_1_1_REQUIRED.to_be_bytes());
+    payload.extend_from_slice(said);
+    let frame = |kind: u8, payload: &[u8]| {
+        let len = u32::try_from(payload.len()).unwrap_or(0).to_be_bytes();
+        let mut f = vec![len[1], len[2], len[3], kind, 0, 0, 0, 0, 0];
+        f.extend_from_slice(payload);
+        f
+    };
+    let mut out = frame(SETTINGS, &[]);
+    out.extend(frame(GOAWAY, &payload));
+    out
 }
 
 /// The bytes to send instead of `held`, hyper's own answer to a request
