@@ -41,11 +41,20 @@ impl Daemon {
 
     /// Starts `cmd` (a `baton daemon` command).
     pub(crate) fn start_cmd(mut cmd: std::process::Command) -> Result<Self, (Option<i32>, String)> {
-        let mut child = cmd
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+        // A program the test has just copied may still be open for writing
+        // in a child another test thread forked meanwhile (until that child
+        // execs): Linux refuses to run it (ETXTBSY) for that moment.
+        let mut tries = 0;
+        let mut child = loop {
+            match cmd.spawn() {
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
+                    tries += 1;
+                    crate::support::pause(20);
+                }
+                spawned => break spawned.unwrap(),
+            }
+        };
         let mut err = BufReader::new(child.stderr.take().unwrap());
         let log = Arc::new(Mutex::new(String::new()));
         let mut addr = None;
