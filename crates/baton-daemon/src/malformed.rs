@@ -47,8 +47,9 @@ fn refusal(status: StatusCode, why: &str) -> ApiError {
 /// (`PRI * HTTP/2.0`, prior knowledge), which hyper refuses without a word:
 /// the server's preface (an empty SETTINGS frame) and a GOAWAY that
 /// processed no stream, with `HTTP_1_1_REQUIRED` (RFC 9113, 7) and a
-/// sentence of debug data. A client that knows the code (curl does) tries
-/// again over HTTP/1.1.
+/// sentence of debug data: the client is told why in its own protocol
+/// (curl says `received GOAWAY, error=13`) rather than meeting a closed
+/// connection.
 pub(crate) fn http1_required() -> Vec<u8> {
     const SETTINGS: u8 = 0x4;
     const GOAWAY: u8 = 0x7;

@@ -135,6 +135,10 @@ pub(crate) struct Facts {
     /// Whether runs without any record are expected (the scenario kept the
     /// ledger unwritable and says so elsewhere); never set lightly.
     pub(crate) unrecordable: bool,
+    /// The event log's length when the trial removed the ledger: a run
+    /// whose evidence all came before may have been recorded in the lost
+    /// file only; one still going then must be in the fresh one.
+    pub(crate) ledger_lost_at: Option<usize>,
     /// Occurrences (RFC 3339, both ends in) whose records the fault itself
     /// destroyed: they ran after a backup the store was then restored from.
     /// Nothing is left that says they ran, so the outage's missed range may
@@ -265,7 +269,8 @@ fn records(seen: &[Seen], recorded: &[Recorded], facts: &Facts, v: &mut Violatio
     let seen_ids: BTreeSet<&str> = seen.iter().map(|s| s.run_id.as_str()).collect();
     for s in seen {
         let Some(r) = by_id.get(s.run_id.as_str()) else {
-            if !facts.unrecordable {
+            let lost_with_ledger = facts.ledger_lost_at.is_some_and(|at| s.last < at);
+            if !facts.unrecordable && !lost_with_ledger {
                 v.lost_record(format!(
                     "{} run {} (occurrence {}, on {}) ran and no history shows it",
                     s.job, s.run_id, s.occurrence, s.host

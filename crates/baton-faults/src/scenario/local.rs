@@ -93,6 +93,13 @@ pub(crate) fn scenarios() -> Vec<Scenario> {
             run: backfill_lost_ledger,
         },
         Scenario {
+            name: "ledger-removed-mid-run",
+            what: "baton.db (with its -wal and -shm) removed or renamed away while a run goes on and ticks race: the run in flight then is recorded whole in the fresh ledger with the verdict it earned, and no occurrence runs twice",
+            needs: &[],
+            cost: 2,
+            run: ledger_removed,
+        },
+        Scenario {
             name: "unrecorded-run-counted-missed",
             what: "the ledger write-locked by another process while runs happen: every run that happened is recorded, none counted missed",
             needs: &[],
@@ -462,6 +469,43 @@ fn backfill_lost_ledger(t: &mut Trial<'_>) -> Result<(), String> {
     t.quiesce(secs(10), &[]);
     // The ledger was lost on purpose: only what the jobs saw counts here.
     t.facts.unrecordable = true;
+    common::finish(t, &l);
+    Ok(())
+}
+
+fn ledger_removed(t: &mut Trial<'_>) -> Result<(), String> {
+    // Runs of 3 s, due every second: a run by hand is in flight when the
+    // ledger goes, and the ticks racing it find it busy.
+    let l = Local::new(t, None, "", vec![JobDef::every_second("j", 30)]);
+    let c = t.baton(&l.config, &["run", "j"]);
+    let Some(pid) = t.spawn(c, "run") else {
+        return Err("baton run did not start".into());
+    };
+    let events = t.events();
+    if !t.until(secs(20), |_| {
+        crate::evidence::runs(&events)
+            .iter()
+            .any(|s| s.end.is_none())
+    }) {
+        return Err("no run was in flight to lose the ledger under".into());
+    }
+    pause_ms(t.rng.range(0, 1500));
+    let db = l.state.join("baton.db");
+    let at = crate::evidence::mark(&events);
+    let renamed = t.rng.range(0, 1) == 1;
+    for suffix in ["-wal", "-shm", ""] {
+        let from = std::path::PathBuf::from(format!("{}{suffix}", db.display()));
+        let _ = if renamed {
+            std::fs::rename(&from, format!("{}.moved{suffix}", db.display()))
+        } else {
+            std::fs::remove_file(&from)
+        };
+    }
+    t.injected += 1;
+    t.facts.ledger_lost_at = Some(at);
+    let after = Duration::from_millis(t.rng.range(1500, 3000));
+    race(t, &l.config, after);
+    let _ = t.wait_for(pid, secs(20));
     common::finish(t, &l);
     Ok(())
 }
