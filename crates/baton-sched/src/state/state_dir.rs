@@ -179,9 +179,13 @@ fn own_subdir(dir: &Path, name: &str) -> Result<PathBuf, StateError> {
     if std::fs::symlink_metadata(dir).is_err() {
         judge(dir)?;
     }
-    create(dir)?;
     let sub = dir.join(name);
-    create(&sub)?;
+    // Made when missing (each through no link another user could repoint);
+    // when both are there, the walk below checks the links on the way too.
+    if !std::fs::metadata(&sub).is_ok_and(|m| m.is_dir()) {
+        create(dir)?;
+        create(&sub)?;
+    }
     // One walk checks both: the subdirectory and the state directory may
     // not be shared at all, the directories above them only with the
     // sticky bit.
