@@ -80,6 +80,10 @@ pub struct Ledger {
     path: PathBuf,
     /// `None` only after a reconnection failed; the next call tries again.
     db: Option<Db>,
+    /// The file a connection left for another at the path, until a
+    /// reconnection succeeds and says so ([`Ledger::follow_path`]): a
+    /// reconnection that fails does not forget it.
+    left: Option<file::FileId>,
     recovered: Vec<Recovered>,
     /// The newest time a caller has given: stamps a file moved aside during
     /// a call that carries no time of its own (a read).
@@ -138,6 +142,7 @@ impl Ledger {
             state_dir: state_dir.to_owned(),
             path,
             db: None,
+            left: None,
             recovered: Vec::new(),
             latest: now,
             busy: crate::db::BUSY_TIMEOUT,
@@ -256,13 +261,13 @@ impl Ledger {
     /// run begun before it is not in the fresh file.
     fn follow_path(&mut self) -> Result<(), Error> {
         let at_path = file::identify(&self.path)?;
-        let left = match &self.db {
+        match &self.db {
             Some(db) if Some(db.id()) == at_path => return Ok(()),
-            Some(db) => Some(db.id()),
-            None => None,
-        };
+            Some(db) => self.left = Some(db.id()),
+            None => {}
+        }
         self.reconnect(None)?;
-        if let Some(left) = left {
+        if let Some(left) = self.left.take() {
             let (how, reason) = if file::moved_aside_as_corrupt(&self.path, left) {
                 (
                     Reset::Followed,
@@ -377,6 +382,10 @@ impl Backend for Ledger {
 
     fn take_recovered(&mut self) -> Vec<Recovered> {
         std::mem::take(&mut self.recovered)
+    }
+
+    fn follow(&mut self) -> Result<(), baton_store::ledger::Error> {
+        Ok(self.follow_path()?)
     }
 
     fn checkpoint(&mut self) -> Result<(), baton_store::ledger::Error> {

@@ -226,7 +226,11 @@
 //!    recovers the same way and is tried once more, on the fresh ledger. A
 //!    run begun before the recovery can still record its attempts and its
 //!    end: the job's and step's counters are kept, the rows that needed the
-//!    lost run are not written.
+//!    lost run are not written. (The scheduler's runs do better: they look
+//!    at the file before each write, [`Records::follow`], and record their
+//!    start again in a fresh one first.)
+//!
+//! [`Records::follow`]: baton_store::ledger::Records::follow
 //! 4. **Once, between all processes.** Every move-aside happens under the
 //!    *repair mutex* (`STATE_DIR/.baton.db.repair`, a reader-writer file
 //!    mutex) held exclusive. Under it, a process that found corruption looks

@@ -501,12 +501,41 @@ fn ledger_removed(t: &mut Trial<'_>) -> Result<(), String> {
             std::fs::remove_file(&from)
         };
     }
+    if std::fs::symlink_metadata(&db).is_ok() {
+        return Err(format!("{} was neither removed nor renamed", db.display()));
+    }
     t.injected += 1;
     t.facts.ledger_lost_at = Some(at);
     let after = Duration::from_millis(t.rng.range(1500, 3000));
     race(t, &l.config, after);
     let _ = t.wait_for(pid, secs(20));
+    // The run by hand was in flight at the loss: it went on past it.
+    let seen = crate::evidence::runs(&events);
+    let Some(flight) = seen.iter().find(|s| s.first < at && s.last >= at) else {
+        return Err("no run went on past the ledger's loss".into());
+    };
+    let flight = flight.run_id.clone();
     common::finish(t, &l);
+    // Beyond the generic judge: the run in flight is there with its
+    // attempts, and the loss was alerted.
+    let cmd = t.baton(&l.config, &["history", "j", "--json", "--limit", "10000"]);
+    let r = t.run(cmd, secs(30));
+    let runs: serde_json::Value = serde_json::from_str(&r.stdout).unwrap_or_default();
+    let attempts = runs
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|run| run["run_id"] == flight.as_str())
+        .and_then(|run| run["attempts"].as_array().map(Vec::len));
+    if attempts == Some(0) {
+        t.v.wrong_record(format!(
+            "run {flight}, in flight at the loss, has no attempt"
+        ));
+    }
+    let said = std::fs::read_to_string(l.alerts()).unwrap_or_default();
+    if !said.contains("ledger was lost") {
+        t.v.wrong_record("the lost ledger was never alerted".into());
+    }
     Ok(())
 }
 

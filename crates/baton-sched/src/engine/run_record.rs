@@ -33,6 +33,15 @@
 //!   records the run `abandoned` only if its end has not landed by then.
 //!   Once a signal asks the run to stop, nothing is tried again: the
 //!   process ends, and the next run under the lock records it.
+//! - **A ledger file left for a fresh one** while the run goes on (removed
+//!   or renamed by someone, or moved aside as corrupt): before each write
+//!   the run looks at the file (`Records::follow`, one `lstat`), and once
+//!   the file its start went to is gone, it records its start and the
+//!   attempts recorded so far again in the fresh file, at once, so that
+//!   the fresh file counts the run once and a crash after it still leaves
+//!   the run to be found `abandoned`. Only a loss in the instant between
+//!   that look and the write itself lands one write in the fresh file
+//!   first; the end is then written again, whole.
 //!
 //! Writing the same row again is safe: a start recorded already under the
 //! run's own id is its start, an attempt is keyed by run and sequence, an
@@ -221,19 +230,51 @@ impl RunRecord {
     /// not take one (or while it does not have the run), they all wait for
     /// the run's end, which tries them again.
     pub(crate) fn flush(&mut self, surfaces: &mut Surfaces) {
-        if !self.start_recorded || self.held_back || self.lost(surfaces) {
+        if !self.start_recorded || self.held_back {
             return;
         }
-        while let Some(a) = self.attempts.first() {
+        loop {
+            // Never into a fresh file that lacks the run: looked at first
+            // (an `lstat`), and the start recorded there again at once.
+            if self.looked_lost(surfaces) && !self.begin_again(surfaces) {
+                return;
+            }
+            let Some(a) = self.attempts.first() else {
+                return;
+            };
             if surfaces.ledger(|l| l.record_attempt(a)).is_none() {
                 self.held_back = true;
                 return;
             }
             self.recorded.push(self.attempts.remove(0));
-            if self.lost(surfaces) {
-                return;
-            }
         }
+    }
+
+    /// Whether the ledger's file, looked at now, is no longer the one the
+    /// start was recorded in ([`RunRecord::lost`]).
+    fn looked_lost(&mut self, surfaces: &mut Surfaces) -> bool {
+        let _ = surfaces.ledger(|l| l.follow());
+        self.lost(surfaces)
+    }
+
+    /// Records the start again in a fresh ledger, once, right away (a crash
+    /// before the run's end then leaves the run to be found `abandoned`,
+    /// not unrecorded); whether it is recorded. When not, the start and the
+    /// attempts wait for the end, which tries them for its patience.
+    fn begin_again(&mut self, surfaces: &mut Surfaces) -> bool {
+        let row = self.start.clone();
+        if let Some(Begun::Started) = surfaces.ledger(|l| l.begin_run(&row)) {
+            self.start_recorded = true;
+            self.held_back = false;
+            self.resets_at_start = surfaces.ledger_resets();
+            surfaces.note(&format!(
+                "{} run={}: the ledger was lost while it ran: its start and attempts are \
+                 recorded again",
+                self.start.job, self.start.run_id
+            ));
+            return true;
+        }
+        false
     }
 
     /// Whether the ledger's file was left for a fresh one since the start
@@ -266,12 +307,14 @@ impl RunRecord {
         session: &mut Session<'_>,
         surfaces: &Rc<RefCell<Surfaces>>,
     ) -> bool {
-        // The end's own call may be the one that finds the file lost: then
-        // it went to a fresh file without the run, and goes again with the
-        // start.
+        // The file is looked at first: an end written into a fresh file
+        // that lacks the run would count it there, and count it again with
+        // the start recorded after.
         for _ in 0..2 {
-            let resets = surfaces.borrow().ledger_resets();
-            let lost = self.lost(&surfaces.borrow());
+            let lost = {
+                let mut s = surfaces.borrow_mut();
+                self.looked_lost(&mut s)
+            };
             if lost {
                 surfaces.borrow_mut().note(&format!(
                     "{} run={}: the ledger was lost while it ran: its start and attempts are \
@@ -279,12 +322,23 @@ impl RunRecord {
                     self.start.job, self.start.run_id
                 ));
             }
-            let done = self.finish_once(end, history_keep, queue, session, surfaces);
-            if !done || surfaces.borrow().ledger_resets() == resets {
-                return done;
+            let resets = surfaces.borrow().ledger_resets();
+            if !self.finish_once(end, history_keep, queue, session, surfaces) {
+                return false;
             }
+            if surfaces.borrow().ledger_resets() == resets {
+                // All of it is in the file the run began in, or in the one
+                // its start was recorded in again: the slot is done with.
+                if let Some(slot) = self.slot.take() {
+                    slot.remove();
+                }
+                return true;
+            }
+            // The file was lost in the instant between the look and the
+            // end's own call: the end went to a fresh file; again, whole.
         }
-        true
+        let attempts = std::mem::take(&mut self.recorded);
+        self.gave_up(surfaces, end, &attempts)
     }
 
     /// [`RunRecord::finish`] once: whether it is all recorded.
@@ -364,9 +418,6 @@ impl RunRecord {
                 "{} run={}: recorded in the ledger after it had failed",
                 self.start.job, self.start.run_id
             ));
-        }
-        if let Some(slot) = self.slot.take() {
-            slot.remove();
         }
         self.recorded.extend(attempts);
         true

@@ -664,9 +664,9 @@ impl Surfaces {
                     r.moved_to.display()
                 ),
                 Reset::Lost => format!(
-                    "the ledger was lost: {}; a fresh one was started, without the runs, \
-                     decisions and counts it held (runs in flight record their start again with \
-                     their end); the lease's occurrence claims keep past occurrences from \
+                    "the ledger was lost: {}; the runs, decisions and counts it held are not in \
+                     the file now at its path (runs in flight record their start and attempts \
+                     again there); the lease's occurrence claims keep past occurrences from \
                      running again",
                     r.reason
                 ),

@@ -40,6 +40,17 @@ pub trait Records: Send {
     /// What was moved aside as corrupt since the last call (SQLite only;
     /// other stores recover nothing and return none).
     fn take_recovered(&mut self) -> Vec<Recovered>;
+    /// Looks whether the ledger's file is still the one it has open, and
+    /// moves to the one at its path when not, writing nothing: what it
+    /// left is then told by [`Records::take_recovered`]. A writer that
+    /// must not write into a fresh file without knowing (a run's end,
+    /// whose start that file lacks) asks first. Stores without files do
+    /// nothing.
+    ///
+    /// # Errors
+    ///
+    /// When the file at the path is refused or cannot be opened.
+    fn follow(&mut self) -> Result<(), Error>;
     /// Whether the connection to a server the ledger made last is
     /// encrypted (TLS); `None` for the ledger of this host's files, or
     /// before a connection was made.

@@ -396,6 +396,15 @@ pub trait Backend: Send {
         Vec::new()
     }
 
+    /// See [`super::Records::follow`].
+    ///
+    /// # Errors
+    ///
+    /// When the store fails.
+    fn follow(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+
     /// See [`super::Records::checkpoint`].
     ///
     /// # Errors

@@ -53,6 +53,10 @@ impl<B: Backend> Records for B {
         Backend::take_recovered(self)
     }
 
+    fn follow(&mut self) -> Result<(), Error> {
+        Backend::follow(self)
+    }
+
     fn encrypted(&self) -> Option<bool> {
         Backend::encrypted(self)
     }

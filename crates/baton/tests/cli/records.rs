@@ -704,9 +704,9 @@ fn an_alert_the_full_disk_refused_is_kept_with_the_runs_end() {
 /// An operator removes the ledger (`rm baton.db*`) while a run goes on:
 /// the run's supervisor finds a fresh file at its next call, says the
 /// ledger was lost (a `ledger-corrupt` alert, in the fresh ledger and in
-/// `alerts.log`), and records its start again with its attempts and its
-/// end, so `history` and `status` show the run that ran instead of "no
-/// runs yet" beside a success.
+/// `alerts.log`), and records its start again with its attempts before
+/// its next write, so `history` and `status` show the run that ran
+/// instead of "no runs yet" beside a success, and count it once.
 #[test]
 fn a_ledger_removed_while_a_run_goes_on_gets_the_run_whole_and_an_alert() {
     let s = Sched::new("");
@@ -758,7 +758,18 @@ fn a_ledger_removed_while_a_run_goes_on_gets_the_run_whole_and_an_alert() {
     );
     let alerts = std::fs::read_to_string(s.env.state().join("logs/alerts.log")).unwrap();
     assert!(alerts.contains("ledger was lost"), "{alerts}");
-    assert!(envelope_says(&s, "recorded again with its end"));
+    assert!(envelope_says(
+        &s,
+        "its start and attempts are recorded again"
+    ));
     let o = s.run(&["status"]);
     assert!(!stdout(&o).contains("never run"), "{}", stdout(&o));
+    // Counted once in the fresh ledger: one run, each step once.
+    assert_eq!(
+        ledger_value(
+            &db(&s),
+            "SELECT count FROM tallies WHERE job = 'j' AND kind = 'verdict' AND word = 'ok'"
+        ),
+        "1"
+    );
 }
