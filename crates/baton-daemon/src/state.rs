@@ -206,18 +206,15 @@ pub(crate) struct Daemon {
     pub(crate) offset_us: std::sync::atomic::AtomicI64,
 }
 
-/// A ledger kept open, and where it was opened: a ledger moved aside (by
-/// any process's recovery), a new state directory or another store is
-/// opened afresh.
+/// A ledger kept open, and where it was opened: a new state directory or
+/// another store is opened afresh. A file at the same path that is no
+/// longer the one it opened (moved aside by any process's recovery,
+/// removed, replaced) is the kept ledger's own to follow: it moves to the
+/// file at the path and tells which it left, so that a lost one is alerted
+/// by the daemon too (`Records::take_recovered`).
 struct Kept {
     ledger: Box<dyn baton_store::ledger::Records>,
     location: String,
-    id: Option<(u64, u64)>,
-}
-
-fn file_id(p: &std::path::Path) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
 }
 
 impl Daemon {
@@ -288,8 +285,8 @@ impl Daemon {
         at.checked_sub(offset).unwrap_or(at)
     }
 
-    /// The ledger the last tick kept, if it is still the one `config`'s
-    /// store names (for files, the same database file).
+    /// The ledger the last tick kept, if it is still on the store
+    /// `config` names (for files, the same path).
     pub(crate) fn take_ledger(
         &self,
         config: &baton_sched::config::Config,
@@ -299,8 +296,7 @@ impl Daemon {
             Err(p) => p.into_inner().take(),
         }?;
         let location = baton_sched::store::open(config).ok()?.location();
-        (kept.location == location && file_id(std::path::Path::new(&location)) == kept.id)
-            .then_some(kept.ledger)
+        (kept.location == location).then_some(kept.ledger)
     }
 
     /// Keeps `ledger` (open on `config`'s store) for the next tick.
@@ -312,12 +308,9 @@ impl Daemon {
         let Ok(store) = baton_sched::store::open(config) else {
             return;
         };
-        let location = store.location();
-        let id = file_id(std::path::Path::new(&location));
         let k = Kept {
             ledger,
-            location,
-            id,
+            location: store.location(),
         };
         match self.kept.lock() {
             Ok(mut g) => *g = Some(k),

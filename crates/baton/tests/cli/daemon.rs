@@ -1425,3 +1425,41 @@ fn daemon_changes_asked_by_a_client_that_closes_are_made_whole() {
         );
     }
 }
+
+/// `baton.db` removed (or renamed away) under a daemon with no run in
+/// flight: the daemon's own next tick says the ledger was lost
+/// (`ledger-corrupt`), where before it opened a fresh one without a word
+/// and every job turned `NEW`, a paused one running again, `status`
+/// exiting 0.
+#[test]
+fn daemon_says_a_ledger_removed_under_it_was_lost() {
+    for how in ["rm", "mv"] {
+        let s = Sched::new("");
+        let alerts = s.env.path("alerts.txt");
+        s.write(&format!(
+            "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\nalert_command = \"cat >> {}\"\n\
+             [jobs.keep]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n",
+            alerts.display()
+        ));
+        let d = Daemon::start(&s, &[]);
+        assert_eq!(d.post("/v1/tick", "").status, 200);
+        let db = s.env.state().join("baton.db");
+        assert!(db.exists());
+        for suffix in ["-wal", "-shm", ""] {
+            let from = format!("{}{suffix}", db.display());
+            if how == "rm" {
+                let _ = std::fs::remove_file(&from);
+            } else {
+                let _ = std::fs::rename(&from, format!("{}.kept{suffix}", db.display()));
+            }
+        }
+        assert_eq!(d.post("/v1/tick", "").status, 200);
+        eventually("the daemon to alert the lost ledger", || {
+            std::fs::read_to_string(&alerts)
+                .unwrap_or_default()
+                .contains("ledger was lost")
+        });
+        let said = std::fs::read_to_string(&alerts).unwrap_or_default();
+        assert!(said.contains("ledger-corrupt"), "{how}: {said}");
+    }
+}
