@@ -124,7 +124,8 @@ fn withdraw(
     };
     let ranges = tx
         .prepare_cached(&format!(
-            "SELECT {MISSED_COLUMNS} FROM missed WHERE job = ?1 AND decided > ?2 ORDER BY first"
+            "SELECT {MISSED_COLUMNS} FROM missed
+             WHERE job = ?1 AND (decided > ?2 OR updated > ?2) ORDER BY first"
         ))?
         .query_map(params![job, now_us], rows::missed)?
         .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -138,7 +139,10 @@ fn withdraw(
         let count = i64::try_from(r.count).unwrap_or(i64::MAX);
         withdrawn.execute(params![job, WITHDRAWN, r.reason.as_str(), count])?;
     }
-    tx.prepare_cached("DELETE FROM missed WHERE job = ?1 AND decided > ?2")?
+    // A streak's range that a clock ahead extended (`updated` ahead, its
+    // start honest) goes whole: its end and count are the clock ahead's,
+    // and the present decides its occurrences again.
+    tx.prepare_cached("DELETE FROM missed WHERE job = ?1 AND (decided > ?2 OR updated > ?2)")?
         .execute(params![job, now_us])?;
     let unqueued = tx
         .prepare_cached(

@@ -90,3 +90,37 @@ fn processes_missing_the_same_ranges_at_once_record_each_once() {
         (at(0).as_second(), at(120 * RANGES - 60).as_second())
     );
 }
+
+/// A paused job's streak, recorded by an honest clock, then extended an
+/// hour into the future by one tick whose clock was an hour ahead: the
+/// honest tick after it takes the extended range back whole, and the
+/// job's mark falls back to the present. Before, the range kept its honest
+/// `decided` stamp and stayed: the job's mark an hour ahead, every honest
+/// tick said the clock was ahead and took nothing back, and a resumed job
+/// did not run for that hour.
+#[test]
+fn a_streak_a_clock_ahead_extended_is_taken_back_whole() {
+    let scene = Scene::new();
+    let mut ledger = scene.open();
+    ledger.see_jobs(&["held"], at(0)).unwrap();
+    let honest = Miss {
+        streak: true,
+        ..range("held", MissReason::Paused, 60, 120)
+    };
+    assert_eq!(ledger.miss(&honest, at(121)).unwrap(), Missed::Recorded);
+    // One tick an hour ahead goes on with the streak.
+    let ahead = Miss {
+        streak: true,
+        ..range("held", MissReason::Paused, 180, 3720)
+    };
+    assert_eq!(ledger.miss(&ahead, at(3721)).unwrap(), Missed::Extended);
+    // The honest clock, a minute later.
+    let w = ledger
+        .withdraw_ahead("held", at(181), 5)
+        .unwrap()
+        .expect("the mark was ahead: something is taken back");
+    assert_eq!(w.ranges.len(), 1, "{w:?}");
+    assert_eq!(w.now, None, "nothing decided remains: {w:?}");
+    assert!(ledger.missed("held", 10).unwrap().is_empty());
+    assert_eq!(ledger.withdraw_ahead("held", at(182), 5).unwrap(), None);
+}
