@@ -94,7 +94,7 @@ pub enum Cmd {
     #[command(after_long_help = SCHED_HELP)]
     Run(RunArgs),
     /// Show each job's state, last runs, next run and holder; exit 1 when a
-    /// job is HUNG, OVERDUE, FAILING or CRASHED.
+    /// job is HUNG, OVERDUE, FAILING, CRASHED or UNKNOWN.
     #[command(after_long_help = SCHED_HELP)]
     Status(StatusArgs),
     /// Show every effective setting and where it came from; exit 2 when the
@@ -787,8 +787,8 @@ pause, resume, backfill, watermark):
      off (status: no job is hung, overdue, failing or crashed)
   1  a step or check failed, occurrences were missed, the lock was not free,
      or its holder was hung, orphaned or of another version (an alert was
-     raised); status: a job is HUNG, OVERDUE, FAILING or CRASHED, or the
-     ledger could not be read; watermark settle: refused (not the run that
+     raised); status: a job is HUNG, OVERDUE, FAILING, CRASHED or UNKNOWN
+     (the ledger or the state directory could not be read); watermark settle: refused (not the run that
      holds the job's lease)
   2  the configuration or the arguments could not be honoured, or the ledger
      would not record a run's start or could not be read by a tick (nothing

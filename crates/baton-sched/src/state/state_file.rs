@@ -144,15 +144,25 @@ pub fn rewrite_marker(path: &Path, bytes: &[u8]) -> Result<(), StateFileError> {
 ///
 /// # Errors
 ///
-/// As [`append`]; the file exists already; the write or the sync fails.
+/// As [`append`]; the file exists already; the write or the sync fails
+/// (a full disk): the file this call made is then removed, so no empty
+/// room is left behind.
 pub fn reserve(path: &Path, len: usize) -> Result<(), StateFileError> {
     let mut f = open(path, How::Create)?;
     let mut room = vec![b' '; len];
     if let Some(last) = room.last_mut() {
         *last = b'\n';
     }
-    f.write_all(&room).map_err(|e| io("write", path, e))?;
-    f.sync_all().map_err(|e| io("sync", path, e))
+    let filled = f
+        .write_all(&room)
+        .map_err(|e| io("write", path, e))
+        .and_then(|()| f.sync_all().map_err(|e| io("sync", path, e)));
+    if filled.is_err() {
+        // Made by this call (`create_new`): nobody else's file.
+        drop(f);
+        let _ = std::fs::remove_file(path);
+    }
+    filled
 }
 
 /// Writes `bytes` over the start of the existing file at `path` (room
@@ -321,6 +331,37 @@ pub fn check(path: &Path) -> Result<(), StateFileError> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    /// Room a full disk refuses leaves no empty file behind (an end slot
+    /// per refused occurrence, never removed, before). Needs root, for a
+    /// small tmpfs of its own.
+    #[test]
+    fn room_a_full_disk_refuses_leaves_no_file() {
+        if !rustix::process::geteuid().is_root() {
+            eprintln!("skipped: mounting a tmpfs needs root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(mounted, "mount -t tmpfs failed");
+        let filler = dir.path().join("filler");
+        let mut f = std::fs::File::create(&filler).unwrap();
+        while f.write_all(&[0u8; 4096]).is_ok() {}
+        drop(f);
+        let slot = dir.path().join("run.end");
+        let refused = reserve(&slot, 8192);
+        let left = slot.exists();
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(dir.path())
+            .status();
+        assert!(refused.is_err(), "the full disk took the room");
+        assert!(!left, "an empty slot was left behind");
+    }
 
     fn fifo(p: &Path) {
         rustix::fs::mknodat(
