@@ -746,13 +746,16 @@ fn job_status(
         now,
     );
     let due = crate::views::overdue::latest_due(job, now, seen);
+    // With the ledger unread, whether an occurrence started is not known:
+    // never said that it did not.
     let overdue = crate::views::overdue::judge(
         due,
         state.as_ref().and_then(|s| s.last_started),
         !enabled || paused.is_some(),
         matches!(verdict, Some(baton_lease::Verdict::Live { .. })),
         |at| fates.get(&at).cloned().unwrap_or(Fate::Unknown),
-    );
+    )
+    .filter(|_| !unread);
     // The newest run's verdict as it is now: one without a recorded end is
     // `abandoned` once nothing of it can still run.
     let last_verdict = last.as_ref().and_then(|r| {

@@ -646,3 +646,30 @@ fn an_overrunning_alert_is_in_the_ledger_while_the_run_goes_on() {
     let v = s.json(&["status", "--json"]);
     assert!(overrunning(&v), "{v}");
 }
+
+/// A ledger that cannot be read (a named pipe at `baton.db`): the job is
+/// `unknown`, and nothing it would take the ledger to know is claimed. It
+/// used to add "OVERDUE occurrence … did not start" for occurrences that
+/// had run.
+#[test]
+fn an_unread_ledger_claims_no_occurrence_did_not_start() {
+    let s = Sched::new("");
+    s.write(
+        "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\n\
+         [jobs.j]\nschedule = \"* * * * *\"\nrun = \"true\"\n",
+    );
+    let o = s.run(&["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let db = s.env.state().join("baton.db");
+    for suffix in ["-wal", "-shm", ""] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
+    baton_testkit::mkfifo(&db);
+    let o = shifted(&s, "+300s", &["status"]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("UNKNOWN"), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("did not start"), "{}", stdout(&o));
+    let o = shifted(&s, "+300s", &["status", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert!(v["jobs"][0]["overdue"].is_null(), "{v}");
+}
