@@ -15,6 +15,7 @@ use crate::decide::Verdict;
 use crate::error::Error;
 use crate::lock::{Lock, Opened, Opening, micros, millis};
 use crate::outcome::{Lost, Release, Renewal, Restated};
+use crate::presence::{self, Presence};
 use crate::record::{self, Body, Free, Held, Leader};
 use crate::token::{Fence, Token};
 
@@ -41,6 +42,13 @@ pub struct Lease {
     /// The record as rendered into the file by the last write: a section
     /// that finds exactly it there need not parse it.
     written: String,
+    /// The lease's presence outside the filesystem ([`crate::presence`]),
+    /// from its first rewrite ([`Lease::stand`]) until the release's section
+    /// or the lease's end. A forked child's copy closes with the child, or
+    /// at its `exec`.
+    presence: Option<Presence>,
+    /// Whether the presence was tried ([`Lease::stand`]).
+    stood: bool,
 }
 
 impl Lease {
@@ -65,6 +73,8 @@ impl Lease {
             done: false,
             opening,
             written,
+            presence: None,
+            stood: false,
         }
     }
 
@@ -216,6 +226,7 @@ impl Lease {
     }
 
     fn rewrite(&mut self, change: impl FnOnce(&mut Held)) -> Result<Renewal, Error> {
+        self.stand();
         let written = Some((self.written.as_str(), &self.record));
         let section = match self.lock.reopen_locked(self.opening.as_ref(), written)? {
             Opened::Missing => return Ok(Renewal::Lost(self.lost(None))),
@@ -248,6 +259,10 @@ impl Lease {
         if !self.owns(section.body()) {
             return Ok(Release::Lost(self.lost(Some(section.body().clone()))));
         }
+        // Given up before the free marker is written, inside the mutex: a
+        // contender that takes the marker next must not find the name still
+        // held and take this lease for one elsewhere.
+        self.presence = None;
         let free = Free {
             version: record::VERSION,
             fence: Some(self.record.fence),
@@ -257,6 +272,24 @@ impl Lease {
         };
         self.lock.write(&section, &free.render())?;
         Ok(Release::Released)
+    }
+
+    /// Takes the lease's presence ([`crate::presence`]), once, before the
+    /// lease's first rewrite: before its job's group is named, so before
+    /// any job of it runs (a holder opens its job's gate only after), or at
+    /// its first renewal. The rewrite after it checks that the path still
+    /// names the lease's file: a file moved away before the presence was
+    /// taken is a lost lease, and one moved after is seen by the presence.
+    /// A lease taken and let go of without running anything (a cycle of
+    /// `acquire` and `release`) never pays for a socket.
+    fn stand(&mut self) {
+        if self.stood {
+            return;
+        }
+        self.stood = true;
+        if let Some(o) = &self.opening {
+            self.presence = presence::hold(self.lock.path(), o.dev());
+        }
     }
 
     fn owns(&self, body: &Body) -> bool {

@@ -47,6 +47,7 @@ pub mod liveness;
 mod lock;
 pub mod mutex;
 mod outcome;
+mod presence;
 pub mod record;
 pub mod secret;
 pub mod slot;

@@ -31,6 +31,7 @@ use crate::error::Error;
 use crate::lease::Lease;
 use crate::liveness::{Liveness, OsLiveness};
 use crate::outcome::{self, Broken, Busy, Inspection, Outcome};
+use crate::presence;
 use crate::record::{self, Body, Free, Held, MAX_RECORD_BYTES};
 use crate::sys::file::{self, Identity, Meta, Mode};
 use crate::token::{Fence, Token};
@@ -136,6 +137,13 @@ pub(crate) struct Opening {
     id: Identity,
 }
 
+impl Opening {
+    /// The device the opened lock file is on.
+    pub(crate) fn dev(&self) -> u64 {
+        self.id.dev()
+    }
+}
+
 pub(crate) struct Section {
     opening: Opening,
     bytes: Vec<u8>,
@@ -238,8 +246,9 @@ impl Lock {
                 Opened::Busy(b) => return Ok(Outcome::Busy(b)),
                 Opened::Section(s) => s,
                 Opened::Missing => match self.create(claim)? {
-                    Some(lease) => return Ok(Outcome::Acquired(lease)),
-                    None => continue, // The name appeared meanwhile: judge what is there.
+                    Ok(Some(lease)) => return Ok(Outcome::Acquired(lease)),
+                    Ok(None) => continue, // The name appeared meanwhile: judge what is there.
+                    Err(busy) => return Ok(Outcome::Busy(busy)),
                 },
             };
             let now = self.now();
@@ -269,6 +278,11 @@ impl Lock {
                 Some(once) => self.fit(&prior, once, &claim.mates)?,
                 None => prior,
             };
+            // A record at the path was judged claimable under the mutex: it
+            // decides, and no presence is asked about. One held elsewhere is
+            // a holder the record let go of (a lease broken by `--force`, a
+            // holder in another pid namespace judged by its renewal's age);
+            // this lease then goes without a presence of its own.
             let line = held.render();
             self.write(&section, &line)?;
             let opening = section.opening.clone();
@@ -535,8 +549,11 @@ impl Lock {
         })
     }
 
-    /// Creates the lock file whole. `None` when the name appeared meanwhile.
-    fn create(&self, claim: &Claim) -> Result<Option<Lease>, Error> {
+    /// Creates the lock file whole. `None` when the name appeared meanwhile;
+    /// a busy lock when a holder's presence stands at the path
+    /// ([`crate::presence`]): no file there, and a live holder of a lease on
+    /// it, is a lock file moved or removed under its holder.
+    fn create(&self, claim: &Claim) -> Result<Result<Option<Lease>, Busy>, Error> {
         let dir = self.dir();
         let name = self
             .path
@@ -550,12 +567,27 @@ impl Lock {
         let cleanup = TempName(&tmp);
         if !file::try_lock(&f, Mode::Exclusive).map_err(|e| self.lock_error(e))? {
             // Nobody else knows this name; a contender here is a bug elsewhere.
-            return Ok(None);
+            return Ok(Ok(None));
         }
         let now = self.now();
         let mut held = self.record(&crate::facts::local().me, None, now, claim)?;
         if let Some(once) = &claim.once {
             held.claims = crate::Claims::default().with(once);
+        }
+        let meta = file::meta(&f).map_err(|e| Error::io("read", &tmp, e))?;
+        if let Some(pid) = presence::elsewhere(&self.path, meta.id.dev())
+            .map_err(|e| Error::io("ask who holds the lease on", &self.path, e))?
+        {
+            // A holder takes its presence only once its file is linked: a
+            // file there now is a lease taken since this contender looked,
+            // to be judged as it is.
+            if file::meta_at(&self.path)
+                .map_err(|e| self.dir_error(&dir, "read", e))?
+                .is_some()
+            {
+                return Ok(Ok(None));
+            }
+            return Ok(Err(Busy::Elsewhere { pid }));
         }
         let line = held.render();
         file::write_in_place(&f, &line, 0, MAX_RECORD_BYTES)
@@ -565,7 +597,7 @@ impl Lock {
         }
         match file::link(&tmp, &self.path) {
             Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(Ok(None)),
             Err(e) => return Err(self.dir_error(&dir, "link a new lock file into", e)),
         }
         drop(cleanup);
@@ -573,11 +605,11 @@ impl Lock {
         let _ = file::unlock(&f);
         // Kept for the lease's next section when its inode is known; else
         // that section opens the path.
-        let opening = file::meta(&f).ok().map(|m| Opening {
+        let opening = Some(Opening {
             file: Arc::new(f),
-            id: m.id,
+            id: meta.id,
         });
-        Ok(Some(Lease::new(
+        Ok(Ok(Some(Lease::new(
             self.clone(),
             held,
             Verdict::Absent,
@@ -585,7 +617,7 @@ impl Lock {
             claim.once.as_ref().map(|_| crate::Claims::default()),
             opening,
             line,
-        )))
+        ))))
     }
 
     /// Opens the file and takes its mutex; the section holds it until dropped.

@@ -139,6 +139,16 @@ pub enum Busy {
         /// How many attempts were made.
         attempts: u32,
     },
+    /// A process of this user (or root) holds a lease on this lock whose file
+    /// is no longer at the path (moved or removed, with its directory or
+    /// alone): its presence outside the filesystem still stands. It ends at
+    /// that holder's next renewal, which finds its file gone and stops its
+    /// job.
+    Elsewhere {
+        /// The holder's pid, 0 when it is in no pid namespace this process
+        /// can name.
+        pid: u32,
+    },
 }
 
 impl std::fmt::Display for Busy {
@@ -188,6 +198,18 @@ impl std::fmt::Display for Busy {
                     "busy: the lock file was replaced during each of {attempts} attempts to lock it"
                 )
             }
+            Self::Elsewhere { pid: 0 } => write!(
+                f,
+                "busy: a process in another pid namespace holds a lease on this lock, and no lock \
+                 file is at the path (moved away with its directory, or removed): the holder \
+                 stops at its next renewal"
+            ),
+            Self::Elsewhere { pid } => write!(
+                f,
+                "busy: process {pid} holds a lease on this lock, and no lock file is at the path \
+                 (moved away with its directory, or removed): the holder stops at its next \
+                 renewal"
+            ),
         }
     }
 }

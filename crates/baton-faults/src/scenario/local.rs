@@ -1,7 +1,8 @@
 //! Faults on one host, lock files and the SQLite ledger: killed
 //! supervisors of detaching jobs, wrong clocks, a shared lock with an
 //! unwritable ledger, a lock renamed while its job runs, a backfill after
-//! the ledger was lost, a ledger locked by another process, a killed run
+//! the ledger was lost, a ledger locked by another process, a lock file or
+//! the whole state directory taken away under a live run, a killed run
 //! that must not be shown running, FIFOs and symbolic links planted in the
 //! state directory.
 
@@ -112,6 +113,13 @@ pub(crate) fn scenarios() -> Vec<Scenario> {
             needs: &[],
             cost: 2,
             run: lock_file_removed,
+        },
+        Scenario {
+            name: "state-dir-moved-mid-run",
+            what: "the whole state directory moved away (mv state state.moved, by its owner) while a run goes on, then ticks and runs by hand race at the fresh directory: nothing starts beside the live run, and the schedule goes on once it has ended",
+            needs: &[],
+            cost: 2,
+            run: state_dir_moved,
         },
         Scenario {
             name: "killed-run-shown-running",
@@ -428,6 +436,14 @@ fn lock_file_removed(t: &mut Trial<'_>) -> Result<(), String> {
     gone.map_err(|e| format!("failed to take {} away: {e}", lock.display()))?;
     t.injected += 1;
     // Ticks and runs by hand race while the live run has no lock file.
+    ticks_and_runs_by_hand(t, &l);
+    let _ = t.wait_for(pid, secs(60));
+    common::finish(t, &l);
+    Ok(())
+}
+
+/// Ticks and runs by hand of job `j`, one after the other, for 1.5 to 4 s.
+fn ticks_and_runs_by_hand(t: &mut Trial<'_>, l: &Local) {
     let span = Duration::from_millis(t.rng.range(1500, 4000));
     let until = std::time::Instant::now() + span;
     while std::time::Instant::now() < until {
@@ -436,6 +452,22 @@ fn lock_file_removed(t: &mut Trial<'_>) -> Result<(), String> {
         let _ = t.run(c, secs(30));
         pause_ms(t.rng.range(100, 400));
     }
+}
+
+fn state_dir_moved(t: &mut Trial<'_>) -> Result<(), String> {
+    let job = JobDef::every_second("j", 40);
+    let l = Local::new(t, None, "", vec![job]);
+    let pid = first_tick_run(t, &l)?;
+    pause_ms(t.rng.range(0, 1000));
+    let moved = l.state.with_extension("moved");
+    let at = crate::evidence::mark(&t.events());
+    std::fs::rename(&l.state, &moved)
+        .map_err(|e| format!("failed to move {} away: {e}", l.state.display()))?;
+    t.injected += 1;
+    // The lock files and the ledger went with it: the ledger at the path is
+    // a fresh one, which knows nothing of the runs before.
+    t.facts.ledger_lost_at = Some(at);
+    ticks_and_runs_by_hand(t, &l);
     let _ = t.wait_for(pid, secs(60));
     common::finish(t, &l);
     Ok(())

@@ -36,6 +36,13 @@ pub(crate) struct Identity {
     ino: u64,
 }
 
+impl Identity {
+    /// The device the inode is on.
+    pub(crate) fn dev(self) -> u64 {
+        self.dev
+    }
+}
+
 fn nofollow() -> i32 {
     rustix::fs::OFlags::NOFOLLOW.bits() as i32
 }

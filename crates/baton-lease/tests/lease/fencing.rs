@@ -52,8 +52,14 @@ fn a_guard_whose_file_was_deleted_has_lost_its_lease() {
         lease.renew().unwrap(),
         Renewal::Lost(baton_lease::Lost { found: None, .. })
     ));
-    let fresh = take(&lock);
+    // While the displaced holder lives, its presence refuses a new lease at
+    // the empty path.
+    assert!(matches!(
+        lock.try_acquire().unwrap(),
+        Outcome::Busy(baton_lease::Busy::Elsewhere { pid }) if pid == std::process::id()
+    ));
     assert!(matches!(lease.release().unwrap(), Release::Lost(_)));
+    let fresh = take(&lock);
     assert!(fresh.fence() > Fence::new(0));
 }
 
@@ -73,7 +79,9 @@ fn every_acquisition_gets_a_fresh_token() {
 fn plant_dead_holder(lock: &Lock, dead_pid: u32) {
     let l = take(lock);
     let mut h: Held = l.record().clone();
-    std::mem::forget(l);
+    // Let go of as a crash would: the kernel closes a dead holder's
+    // descriptors (its presence among them); the record is planted below.
+    assert_eq!(l.release().unwrap(), Release::Released);
     h.pid = dead_pid;
     std::fs::write(lock.path(), h.render()).unwrap();
 }
@@ -94,11 +102,13 @@ fn fences_strictly_increase_over_a_thousand_acquisitions() {
             let f = live.fence();
             assert!(f > last);
             last = f;
-            std::mem::forget(live);
             assert!(matches!(
                 lock.break_lease(BreakMode::Force).unwrap(),
                 Broken::Freed { .. }
             ));
+            // The broken holder ends: its release finds the lease gone and
+            // writes nothing, and its presence goes with it.
+            drop(live);
         }
         let l = take(&lock);
         assert!(

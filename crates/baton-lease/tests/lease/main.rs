@@ -10,6 +10,7 @@ mod contention;
 mod crash;
 mod fencing;
 mod guard;
+mod presence;
 mod record;
 mod renewal;
 mod reopen;

@@ -261,3 +261,24 @@ fn output_a_full_disk_cut_short_is_said_and_no_success() {
     let o = child.wait_with_output().unwrap();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
 }
+
+#[test]
+fn a_lock_file_removed_under_a_live_exec_makes_the_next_exec_busy_until_it_ends() {
+    // The lock file is the lease; its holder still stands at the path by its
+    // presence, so a second exec at the emptied path does not start beside
+    // it (75), and once the holder ends the lock is free again.
+    let env = Env::new();
+    let holder = env.hold("job", &[], 60);
+    std::fs::remove_file(env.lock("job")).unwrap();
+    let o = env.exec_sh("job", &["--verbose"], "true");
+    assert_eq!(code(&o), 75, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no lock file is at the path"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!env.lock("job").exists(), "the refusal left a lock file");
+    env.end(holder);
+    let o = env.exec_sh("job", &[], "true");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}

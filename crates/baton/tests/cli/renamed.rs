@@ -117,9 +117,10 @@ fn verdicts(s: &Sched) -> Vec<String> {
 
 /// A lock file removed, or renamed away, while its run goes on (by root,
 /// or by its directory's owner): the lock path is free, yet the job's run
-/// lives on this host. A tick or a run by hand then finds that run in the
-/// ledger, alive, under a lease the lock no longer names, and refuses
-/// rather than start beside it; the occurrence stays due.
+/// lives on this host. A tick or a run by hand then finds that run's
+/// presence at the path, or the run in the ledger, alive, under a lease the
+/// lock no longer names, and refuses rather than start beside it; the
+/// occurrence stays due.
 #[test]
 fn a_lock_file_removed_or_renamed_under_a_live_run_starts_nothing_beside_it() {
     for how in ["remove", "rename"] {
@@ -136,8 +137,11 @@ fn a_lock_file_removed_or_renamed_under_a_live_run_starts_nothing_beside_it() {
         for args in [&["run", "x"][..], &["tick"]] {
             let o = run_or_overlap(&s, &m, &mut first, args);
             assert_eq!(code(&o), 1, "{how}: {args:?}: {}", stderr(&o));
+            // Said by the live run's presence at the empty path, or by the
+            // ledger's unfinished run.
             assert!(
-                stderr(&o).contains("was removed or replaced while it ran"),
+                stderr(&o).contains("no lock file is at the path")
+                    || stderr(&o).contains("was removed or replaced while it ran"),
                 "{how}: {args:?}: {}",
                 stderr(&o)
             );
@@ -151,6 +155,32 @@ fn a_lock_file_removed_or_renamed_under_a_live_run_starts_nothing_beside_it() {
         assert_ne!(said[0], "abandoned", "{how}: {said:?}");
         assert!(!m.overlapped());
     }
+}
+
+/// The whole state directory moved away while a run goes on (`mv state
+/// state.old`, by its owner or root): the lock file and the ledger went with
+/// it, so the lock path is free and the fresh ledger knows no run. The live
+/// run's supervisor still holds its lease's presence, which refuses a run at
+/// the path until that supervisor ends.
+#[test]
+fn a_state_directory_moved_away_under_a_live_run_starts_nothing_beside_it() {
+    let s = Sched::new("");
+    let m = Marks::new(&s);
+    s.write(&yearly(&m, "a", ""));
+    let mut first = first_run(&s, &m);
+    let state = s.env.state();
+    std::fs::rename(&state, state.with_extension("old")).unwrap();
+    let o = run_or_overlap(&s, &m, &mut first, &["run", "x"]);
+    assert_ne!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no lock file is at the path"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(read_lines(&m.ran).len(), 1, "{:?}", read_lines(&m.ran));
+    std::fs::write(&m.go, "").unwrap();
+    let _ = first.wait().unwrap();
+    assert!(!m.overlapped());
 }
 
 fn renamed_while_running(s: &Sched, m: &Marks, extra: &str) {
