@@ -263,7 +263,8 @@ pub struct MissedStatus {
     /// Whether a count is a lower bound (a long outage is not walked whole).
     pub at_least: bool,
     /// Per reason: `outside-window`, `superseded`, `late`, `catch-up-max`,
-    /// `paused`, `disabled`, `busy`, `hung`, `orphaned`, `version-conflict`.
+    /// `paused`, `disabled`, `busy`, `hung`, `orphaned`, `version-conflict`,
+    /// `ledger-unavailable`, `start-failed`.
     pub by_reason: std::collections::BTreeMap<String, u64>,
 }
 

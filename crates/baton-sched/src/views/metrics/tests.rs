@@ -117,7 +117,7 @@ fn every_miss_reason_recorded_is_listed() {
     for r in planned
         .iter()
         .chain(&refused)
-        .chain(&[R::LedgerUnavailable])
+        .chain(&[R::LedgerUnavailable, R::StartFailed])
     {
         assert!(R::ALL.contains(r), "{r} is not listed");
     }
