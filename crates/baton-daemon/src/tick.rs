@@ -6,16 +6,22 @@
 //! Ticks run one at a time within the daemon; ticks of other processes
 //! (`baton tick` from cron) run beside them, arbitrated by the ledger and
 //! the lease's claims only.
+//!
+//! A scheduled occurrence whose worker could not be made (the system
+//! refused the process: out of file descriptors or processes) is recorded
+//! missed (`start-failed`) and alerted ([`baton_sched::ops::unstarted`]),
+//! under the tick lock; left undecided, the next tick would record it
+//! `superseded`, as if a later one had run in its place.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use baton_sched::engine::run::{Told, occurrence_text};
+use baton_sched::engine::run::{Start, Told, occurrence_text};
 use baton_sched::ops::tick::Unprepared;
 use baton_store::words::MissReason;
 use serde::Serialize;
 
-use crate::state::Daemon;
+use crate::state::{Daemon, Loaded};
 use crate::worker::Unanswered;
 
 /// A run that started.
@@ -161,7 +167,11 @@ pub(crate) async fn tick(
                 if let Ok(p) = Arc::clone(&d2.slots).acquire_owned().await
                     && !d2.stopping.load(Ordering::SeqCst)
                 {
-                    let _ = crate::worker::start(&d2, &l2, &j2, start, p).await;
+                    let told = crate::worker::start(&d2, &l2, &j2, start, p).await;
+                    if let Some(unstarted) = unstarted(&j2, start, told.as_ref()) {
+                        let _one = d2.ticking.lock().await;
+                        record_unstarted(&d2, &l2, vec![unstarted]).await;
+                    }
                 }
             });
             out.skipped.push(Skipped {
@@ -178,7 +188,7 @@ pub(crate) async fn tick(
         let (d2, l2, j2) = (Arc::clone(d), Arc::clone(&loaded), job.clone());
         let h =
             tokio::spawn(async move { crate::worker::start(&d2, &l2, &j2, start, permit).await });
-        pending.push((job, occurrence, h));
+        pending.push((job, start, occurrence, h));
     }
     if !held.is_empty() {
         // Every start is on its way: the decision's alerts are posted
@@ -188,14 +198,108 @@ pub(crate) async fn tick(
             baton_sched::ops::tick::post_held(&l.config, &clock, held);
         });
     }
-    for (job, occurrence, h) in pending {
+    let mut failed = Vec::new();
+    for (job, start, occurrence, h) in pending {
         let told = match h.await {
             Ok(t) => t,
             Err(e) => Some(Err(Unanswered::Task(e))),
         };
-        sort(&mut out, job, occurrence, told);
+        match unstarted(&job, start, told.as_ref()) {
+            Some(u) => failed.push((u, occurrence, told)),
+            None => sort(&mut out, job, occurrence, told),
+        }
+    }
+    if !failed.is_empty() {
+        let recorded =
+            record_unstarted(d, &loaded, failed.iter().map(|(u, ..)| u.clone()).collect()).await;
+        for ((u, occurrence, told), missed) in failed.into_iter().zip(recorded) {
+            if missed {
+                out.missed.push(Missed {
+                    job: u.job,
+                    reason: MissReason::StartFailed,
+                    first: occurrence.clone().unwrap_or_default(),
+                    last: occurrence.unwrap_or_default(),
+                    count: 1,
+                    at_least: false,
+                    holder: None,
+                });
+            } else {
+                sort(&mut out, u.job, occurrence, told);
+            }
+        }
     }
     Some(Ok(out))
+}
+
+/// A scheduled occurrence whose worker could not be made.
+#[derive(Debug, Clone)]
+struct Unstarted {
+    job: String,
+    at: i64,
+    /// What the system refused.
+    why: String,
+}
+
+/// The occurrence `start` of `job`, when `told` says its worker could not
+/// be made ([`Unanswered::never_started`]).
+fn unstarted(
+    job: &str,
+    start: Start,
+    told: Option<&Result<Told, Unanswered>>,
+) -> Option<Unstarted> {
+    match (start, told) {
+        (Start::Scheduled(at), Some(Err(e))) if e.never_started() => Some(Unstarted {
+            job: job.to_owned(),
+            at,
+            why: e.to_string(),
+        }),
+        _ => None,
+    }
+}
+
+/// Records each of `unstarted` missed (`start-failed`) and alerts it, on
+/// the ledger the ticks keep; for each, whether the miss is the ledger's
+/// decision now. The caller holds the tick lock ([`Daemon::ticking`]).
+async fn record_unstarted(
+    d: &Arc<Daemon>,
+    loaded: &Arc<Loaded>,
+    unstarted: Vec<Unstarted>,
+) -> Vec<bool> {
+    let count = unstarted.len();
+    let (l, clock, d2) = (Arc::clone(loaded), Arc::clone(&d.clock), Arc::clone(d));
+    let recorded = tokio::task::spawn_blocking(move || {
+        let mut kept = d2.take_ledger(&l.config);
+        let mut missed = Vec::with_capacity(unstarted.len());
+        let mut held = Vec::new();
+        for u in unstarted {
+            // Said by the alert (or, unrecorded, by the warning).
+            let (r, ledger) = baton_sched::ops::unstarted::record(
+                &l.config,
+                &clock,
+                (&u.job, u.at),
+                &u.why,
+                kept,
+            );
+            kept = ledger;
+            missed.push(r.missed);
+            held.extend(r.webhooks);
+        }
+        if let Some(ledger) = kept {
+            d2.keep_ledger(&l.config, ledger);
+        }
+        (missed, held)
+    })
+    .await;
+    let Ok((missed, held)) = recorded else {
+        return vec![false; count];
+    };
+    if !held.is_empty() {
+        let (l, clock) = (Arc::clone(loaded), Arc::clone(&d.clock));
+        tokio::task::spawn_blocking(move || {
+            baton_sched::ops::tick::post_held(&l.config, &clock, held);
+        });
+    }
+    missed
 }
 
 /// Files one worker's answer under started, skipped or missed.

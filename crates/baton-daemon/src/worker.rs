@@ -64,6 +64,14 @@ pub(crate) enum Unanswered {
     Task(#[source] tokio::task::JoinError),
 }
 
+impl Unanswered {
+    /// Whether no worker process was made at all (the system refused it):
+    /// nothing of the run was tried, so its occurrence did not run.
+    pub(crate) fn never_started(&self) -> bool {
+        matches!(self, Self::Encode(_) | Self::Spawn { .. })
+    }
+}
+
 /// Starts a run of `job` for `start` under `permit`, and returns what the
 /// lock decided; `None` when the daemon already has a worker for it.
 pub(crate) async fn start(

@@ -8,7 +8,7 @@
 use baton_sched::config::Config;
 use baton_sched::engine::run::{Start, Told, occurrence_text};
 use baton_sched::ops::tick::{RunEnd, TickReport};
-use baton_sched::views::history::{self, RunView};
+use baton_sched::views::history::{self, Recorded, RunView};
 use serde::Serialize;
 
 use crate::exit::Exit;
@@ -18,10 +18,15 @@ use crate::exit::Exit;
 pub(crate) struct Tick {
     /// False when the kill switch is off: nothing was looked at.
     pub enabled: bool,
-    /// What was started, in the configuration's order.
+    /// What was started, in the configuration's order: a scheduled
+    /// occurrence only with the run the ledger recorded for it.
     pub started: Vec<Started>,
-    /// The missed ranges this tick recorded.
+    /// The missed ranges this tick recorded, then each occurrence it was to
+    /// start that the ledger recorded missed instead (a lock found busy).
     pub missed: Vec<Missed>,
+    /// Each occurrence it was to start that started no run and was not
+    /// missed, and why.
+    pub skipped: Vec<Skipped>,
     /// Whether an alert was raised.
     pub alerted: bool,
     /// The exit code.
@@ -43,9 +48,87 @@ pub(crate) struct Started {
     /// The signal that process died of, or null.
     pub signal: Option<i32>,
     /// The run the ledger recorded for the occurrence (as `history
-    /// --json` shows it), or null (not started, started elsewhere, or a
-    /// queue).
+    /// --json` shows it); null only for a queue drained.
     pub run: Option<RunView>,
+}
+
+/// A start of a tick that started no run of its occurrence and that the
+/// ledger did not record missed.
+#[derive(Debug, Serialize)]
+pub(crate) struct Skipped {
+    /// The job.
+    pub job: String,
+    /// The occurrence (RFC 3339 UTC).
+    pub occurrence: String,
+    /// Why: the ledger's decision (`queued`, `coalesced`, `claimed`, or
+    /// `started` by a run it no longer keeps), `not-started` (nothing is
+    /// recorded: the process that was to run it was not started, or ended
+    /// before it could), or `unknown` (the ledger could not be read).
+    pub reason: &'static str,
+    /// As [`Started::exit`].
+    pub exit: Option<u8>,
+    /// As [`Started::signal`].
+    pub signal: Option<i32>,
+}
+
+/// Where one start of a tick goes in its report.
+#[derive(Debug)]
+enum Filed {
+    Started(Box<Started>),
+    Missed(Missed),
+    Skipped(Skipped),
+}
+
+/// Files the start of `job` for `start`, whose process ended `end`, by
+/// what the ledger `recorded` of its occurrence (`None`: the ledger could
+/// not be read). A scheduled occurrence is `started` only with its run:
+/// one the ledger recorded missed is `missed`, with the ledger's reason,
+/// and any other is `skipped`. A queue drained has no occurrence of its
+/// own, and no run to show.
+fn file(job: &str, start: Start, end: RunEnd, recorded: Option<Recorded>) -> Filed {
+    let exit = match end {
+        RunEnd::Exited(outcome) => Some(Exit::of_outcome(outcome).code()),
+        _ => None,
+    };
+    let signal = match end {
+        RunEnd::Signaled(sig) => Some(sig),
+        _ => None,
+    };
+    let started = |run| Started {
+        job: job.to_owned(),
+        occurrence: start.occurrence().map(|at| occurrence_text(Some(at))),
+        queue: start == Start::Queue,
+        exit,
+        signal,
+        run,
+    };
+    let Some(at) = start.occurrence() else {
+        return Filed::Started(Box::new(started(None)));
+    };
+    let occurrence = occurrence_text(Some(at));
+    let skipped = |reason| {
+        Filed::Skipped(Skipped {
+            job: job.to_owned(),
+            occurrence: occurrence.clone(),
+            reason,
+            exit,
+            signal,
+        })
+    };
+    match recorded {
+        Some(Recorded::Run(run)) => Filed::Started(Box::new(started(Some(*run)))),
+        Some(Recorded::Missed(reason)) => Filed::Missed(Missed {
+            job: job.to_owned(),
+            reason: reason.as_str(),
+            first: occurrence.clone(),
+            last: occurrence,
+            count: 1,
+            at_least: false,
+        }),
+        Some(Recorded::Decided(d)) => skipped(d.as_str()),
+        Some(Recorded::Nothing) => skipped("not-started"),
+        None => skipped("unknown"),
+    }
 }
 
 /// One missed range of a tick.
@@ -68,39 +151,7 @@ pub(crate) struct Missed {
 impl Tick {
     /// The document for `r`, each start's run read from the ledger at `now`.
     pub(crate) fn of(c: &Config, r: &TickReport, now: jiff::Timestamp) -> Tick {
-        let started = r
-            .due
-            .starts
-            .iter()
-            .map(|(job, start)| {
-                let end = r
-                    .ended
-                    .iter()
-                    .find(|(n, _)| n == job)
-                    .map_or(RunEnd::NotStarted, |(_, e)| *e);
-                let run = match (start, end) {
-                    (Start::Scheduled(at), RunEnd::Exited(_) | RunEnd::Signaled(_)) => {
-                        history::find(c, job, None, Some(*at), now).ok().flatten()
-                    }
-                    _ => None,
-                };
-                Started {
-                    job: job.clone(),
-                    occurrence: start.occurrence().map(|at| occurrence_text(Some(at))),
-                    queue: *start == Start::Queue,
-                    exit: match end {
-                        RunEnd::Exited(outcome) => Some(Exit::of_outcome(outcome).code()),
-                        _ => None,
-                    },
-                    signal: match end {
-                        RunEnd::Signaled(sig) => Some(sig),
-                        _ => None,
-                    },
-                    run,
-                }
-            })
-            .collect();
-        let missed = r
+        let mut missed: Vec<Missed> = r
             .due
             .missed
             .iter()
@@ -113,10 +164,28 @@ impl Tick {
                 at_least: m.at_least,
             })
             .collect();
+        let (mut started, mut skipped) = (Vec::new(), Vec::new());
+        for (job, start) in &r.due.starts {
+            let end = r
+                .ended
+                .iter()
+                .find(|(n, _)| n == job)
+                .map_or(RunEnd::NotStarted, |(_, e)| *e);
+            let recorded = match start.occurrence() {
+                Some(at) => history::occurrence(c, job, at, now).ok(),
+                None => Some(Recorded::Nothing),
+            };
+            match file(job, *start, end, recorded) {
+                Filed::Started(s) => started.push(*s),
+                Filed::Missed(m) => missed.push(m),
+                Filed::Skipped(s) => skipped.push(s),
+            }
+        }
         Tick {
             enabled: r.enabled,
             started,
             missed,
+            skipped,
             alerted: r.due.alerted,
             exit: Exit::of_outcome(r.outcome).code(),
         }
@@ -177,6 +246,58 @@ impl Run {
             detail,
             run,
             exit: exit.code(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use baton_sched::engine::run::Start;
+    use baton_sched::ops::tick::RunEnd;
+    use baton_sched::outcome::Outcome;
+    use baton_sched::views::history::Recorded;
+    use baton_store::words::{Decision, MissReason};
+
+    use super::{Filed, file};
+
+    const AT: i64 = 1_796_577_654;
+
+    /// A scheduled occurrence is said started only with the run the ledger
+    /// recorded for it; whatever else became of it is said as that.
+    #[test]
+    fn a_start_without_a_run_is_never_said_started() {
+        let scheduled = Start::Scheduled(AT);
+        let ended = RunEnd::Exited(Outcome::Failed);
+        match file(
+            "j",
+            scheduled,
+            ended,
+            Some(Recorded::Missed(MissReason::Busy)),
+        ) {
+            Filed::Missed(m) => {
+                assert_eq!(m.reason, "busy");
+                assert_eq!((m.first.as_str(), m.count), (m.last.as_str(), 1));
+            }
+            other => panic!("{other:?}"),
+        }
+        let cases = [
+            (ended, Some(Recorded::Nothing), "not-started"),
+            (RunEnd::NotStarted, Some(Recorded::Nothing), "not-started"),
+            (RunEnd::Signaled(9), Some(Recorded::Nothing), "not-started"),
+            (ended, Some(Recorded::Decided(Decision::Claimed)), "claimed"),
+            (ended, Some(Recorded::Decided(Decision::Queued)), "queued"),
+            (ended, None, "unknown"),
+        ];
+        for (end, recorded, reason) in cases {
+            match file("j", scheduled, end, recorded) {
+                Filed::Skipped(s) => assert_eq!(s.reason, reason),
+                other => panic!("{reason}: {other:?}"),
+            }
+        }
+        // A queue drained has no occurrence, and no run of its own.
+        match file("j", Start::Queue, ended, Some(Recorded::Nothing)) {
+            Filed::Started(s) => assert!(s.queue && s.run.is_none()),
+            other => panic!("{other:?}"),
         }
     }
 }

@@ -260,6 +260,69 @@ pub fn find(
         (None, None) => None,
     };
     let Some(id) = id else { return Ok(None) };
+    run_of(config, job, &id, l, now)
+}
+
+/// What the ledger recorded of one occurrence of a job ([`occurrence`]).
+#[derive(Debug, Clone)]
+pub enum Recorded {
+    /// A run started for it: as [`read`] shows it.
+    Run(Box<RunView>),
+    /// It was decided otherwise: queued, coalesced, claimed (or started,
+    /// by a run the ledger no longer keeps).
+    Decided(baton_store::words::Decision),
+    /// It was recorded missed, for this reason.
+    Missed(baton_store::words::MissReason),
+    /// Nothing: it is not decided yet.
+    Nothing,
+}
+
+/// How many of a job's newest missed ranges [`occurrence`] reads: an
+/// occurrence just decided is in one of them.
+const MISSED_READ: u32 = 16;
+
+/// What the ledger recorded of `job`'s occurrence `at`: the run that
+/// started it, another decision, a miss, or nothing (nor when there is no
+/// ledger yet).
+///
+/// # Errors
+///
+/// As [`read`].
+pub fn occurrence(
+    config: &crate::config::Config,
+    job: &str,
+    at: i64,
+    now: jiff::Timestamp,
+) -> Result<Recorded, baton_store::ledger::Error> {
+    let Some(l) = crate::engine::surfaces::existing_records_alerting(config, now) else {
+        return Ok(Recorded::Nothing);
+    };
+    let mut l = l?;
+    match l.decision(job, at)? {
+        Some(d) => match d.run_id {
+            Some(id) => Ok(run_of(config, job, &id, l, now)?
+                .map_or(Recorded::Decided(d.decision), |v| {
+                    Recorded::Run(Box::new(v))
+                })),
+            None => Ok(Recorded::Decided(d.decision)),
+        },
+        None => Ok(l
+            .missed(job, MISSED_READ)?
+            .into_iter()
+            .find(|m| m.first <= at && at <= m.last)
+            .map_or(Recorded::Nothing, |m| Recorded::Missed(m.reason))),
+    }
+}
+
+/// Run `id` of `job` as [`read`] shows it, read from `l` (closed before
+/// the run's lock is asked), or `None` when the ledger keeps no such run.
+fn run_of(
+    config: &crate::config::Config,
+    job: &str,
+    id: &str,
+    mut l: Box<dyn baton_store::ledger::Records>,
+    now: jiff::Timestamp,
+) -> Result<Option<RunView>, baton_store::ledger::Error> {
     let keep = config.settings.history_keep.value.max(1);
     let rows = l.history(job, keep)?;
     drop(l);

@@ -39,8 +39,8 @@
 //! Everything else is overdue: an occurrence no tick has decided (the
 //! crontab line is gone, the daemon is down), or one missed for any other
 //! reason (`hung`, `orphaned`, `version-conflict`, `outside-window`,
-//! `late`, `catch-up-max`, `ledger-unavailable`, …), until a later
-//! occurrence starts.
+//! `late`, `catch-up-max`, `ledger-unavailable`, `start-failed`, …),
+//! until a later occurrence starts.
 
 use std::time::Duration;
 
@@ -236,6 +236,7 @@ mod tests {
             MissReason::OutsideWindow,
             MissReason::Late,
             MissReason::LedgerUnavailable,
+            MissReason::StartFailed,
         ] {
             assert_eq!(late(Fate::Missed(reason), false, false), at, "{reason}");
         }

@@ -277,6 +277,10 @@ fn logout(out: &mut String, viewer: Viewer) {
     }
 }
 
+/// What a panel of a job's runs, misses or alerts says in place of "none"
+/// when the ledger could not be read.
+const UNREAD: &str = "<p class=\"unknown\">unknown: the ledger cannot be read</p>\n";
+
 /// The banner that says the ledger could not be read, when it could not.
 fn ledger_error(out: &mut String, runs: &RecentRuns) {
     if let Some(e) = &runs.error {
@@ -418,6 +422,10 @@ fn job_card(
     }
     out.push_str("<dt>last run</dt>");
     match &j.last_run {
+        // Nothing the ledger keeps is known when it cannot be read.
+        None if j.never_run.is_none() => {
+            out.push_str("<dd class=\"last-run unknown\">unknown: the ledger cannot be read</dd>\n")
+        }
         None => out.push_str("<dd class=\"last-run none\">never run</dd>\n"),
         Some(r) => {
             let verdict = r.verdict.as_deref();
@@ -519,34 +527,43 @@ fn job_card(
             escape(&show_duration(Duration::from_secs(o.grace_seconds)))
         );
     }
-    if j.failing {
+    if let (Some(true), Some(failures)) = (j.failing, j.consecutive_failures) {
         let _ = writeln!(
             out,
-            "<dt>failing</dt><dd class=\"bad\">{} run(s) in a row failed</dd>",
-            j.consecutive_failures
+            "<dt>failing</dt><dd class=\"bad\">{failures} run(s) in a row failed</dd>"
         );
     }
     out.push_str("</dl>\n");
     let _ = writeln!(out, "<h3>Last {} runs and misses</h3>", strip::STRIP_MARKS);
-    strip::strip(out, &j.job, page, recent, runs.misses(&j.job), tz, now);
-    if list_runs {
-        recent_runs(out, recent, tz, now);
+    if runs.unread(&j.job) {
+        out.push_str(UNREAD);
+        if list_runs {
+            out.push_str("<h3>Recent runs</h3>\n");
+            out.push_str(UNREAD);
+        }
+    } else {
+        strip::strip(out, &j.job, page, recent, runs.misses(&j.job), tz, now);
+        if list_runs {
+            recent_runs(out, recent, tz, now);
+        }
     }
     out.push_str("<h3>Recent alerts</h3>\n");
-    if j.recent_alerts.is_empty() {
-        out.push_str("<p class=\"alerts none\">none</p>\n");
-    } else {
-        out.push_str("<ul class=\"alerts\">\n");
-        for a in &j.recent_alerts {
-            let _ = writeln!(
-                out,
-                "<li><span class=\"bad\">{}</span> {}: {}</li>",
-                escape(&a.kind),
-                when(tz, now, &a.time),
-                message(tz, &a.message),
-            );
+    match j.recent_alerts.as_deref() {
+        None => out.push_str(UNREAD),
+        Some([]) => out.push_str("<p class=\"alerts none\">none</p>\n"),
+        Some(alerts) => {
+            out.push_str("<ul class=\"alerts\">\n");
+            for a in alerts {
+                let _ = writeln!(
+                    out,
+                    "<li><span class=\"bad\">{}</span> {}: {}</li>",
+                    escape(&a.kind),
+                    when(tz, now, &a.time),
+                    message(tz, &a.message),
+                );
+            }
+            out.push_str("</ul>\n");
         }
-        out.push_str("</ul>\n");
     }
     out.push_str("</section>\n");
 }

@@ -150,8 +150,8 @@ pub struct JobStatus {
     pub last_success: Option<String>,
     /// When its newest failed run finished.
     pub last_failure: Option<String>,
-    /// Failed runs in a row.
-    pub consecutive_failures: u64,
+    /// Failed runs in a row; `None` when the ledger cannot be read.
+    pub consecutive_failures: Option<u64>,
     /// Each step and check.
     pub steps: Vec<StepStatus>,
     /// Who holds the lock now, if anyone (with `max_concurrent`, the
@@ -162,26 +162,30 @@ pub struct JobStatus {
     /// Every slot's holder (`max_concurrent`), slot 1 first; with one
     /// slot, the holder's.
     pub holders: Vec<HolderStatus>,
-    /// It has never run.
-    pub never_run: bool,
+    /// It has never run; `None` when the ledger cannot be read.
+    pub never_run: Option<bool>,
     /// The occurrence that should have started and did not, when the
     /// overdue test holds ([`crate::views::overdue`]).
     pub overdue: Option<Overdue>,
-    /// Its newest finished run failed (and was not `interrupted`).
-    pub failing: bool,
+    /// Its newest finished run failed (and was not `interrupted`); `None`
+    /// when the ledger cannot be read.
+    pub failing: Option<bool>,
     /// Its newest run started, never recorded an end, and nothing of it
-    /// runs now.
-    pub crashed: bool,
+    /// runs now; `None` when the ledger cannot be read.
+    pub crashed: Option<bool>,
     /// The pause in force, if the job is paused.
     pub paused: Option<PauseStatus>,
-    /// Occurrences that will not run, counted per reason.
-    pub missed: MissedStatus,
-    /// Occurrences waiting to run, oldest first.
-    pub queued: Vec<QueuedStatus>,
+    /// Occurrences that will not run, counted per reason; `None` when the
+    /// ledger cannot be read.
+    pub missed: Option<MissedStatus>,
+    /// Occurrences waiting to run, oldest first; `None` when the ledger
+    /// cannot be read.
+    pub queued: Option<Vec<QueuedStatus>>,
     /// The job's watermark, once one was settled.
     pub watermark: Option<WatermarkStatus>,
-    /// Its newest alerts, newest first.
-    pub recent_alerts: Vec<AlertSummary>,
+    /// Its newest alerts, newest first; `None` when the ledger cannot be
+    /// read.
+    pub recent_alerts: Option<Vec<AlertSummary>>,
     /// Today's output log of the job.
     pub log: String,
 }
@@ -218,8 +222,8 @@ pub struct StepStatus {
     pub last_success: Option<String>,
     /// When its newest failed attempt finished.
     pub last_failure: Option<String>,
-    /// Failed attempts in a row.
-    pub consecutive_failures: u64,
+    /// Failed attempts in a row; `None` when the ledger cannot be read.
+    pub consecutive_failures: Option<u64>,
 }
 
 /// The lock's holder.
@@ -259,7 +263,8 @@ pub struct MissedStatus {
     /// Whether a count is a lower bound (a long outage is not walked whole).
     pub at_least: bool,
     /// Per reason: `outside-window`, `superseded`, `late`, `catch-up-max`,
-    /// `paused`, `disabled`, `busy`, `hung`, `orphaned`, `version-conflict`.
+    /// `paused`, `disabled`, `busy`, `hung`, `orphaned`, `version-conflict`,
+    /// `ledger-unavailable`, `start-failed`.
     pub by_reason: std::collections::BTreeMap<String, u64>,
 }
 
@@ -679,6 +684,13 @@ fn with_kept_end(
     (state, last)
 }
 
+/// `value`, a fact read from the ledger, or `None` when the ledger could
+/// not be read (`unread`): what the ledger could not tell is never shown as
+/// the default it was read as.
+fn known<T>(unread: bool, value: T) -> Option<T> {
+    (!unread).then_some(value)
+}
+
 /// The status of `job`, from what the ledger `recorded` of it (nothing,
 /// and `unread`, when the ledger could not be read).
 fn job_status(
@@ -859,7 +871,7 @@ fn job_status(
         last_attempt: state.as_ref().and_then(|s| s.last_attempt).map(stamp),
         last_success: state.as_ref().and_then(|s| s.last_success).map(stamp),
         last_failure: state.as_ref().and_then(|s| s.last_failure).map(stamp),
-        consecutive_failures: state.as_ref().map_or(0, |s| s.consecutive_failures),
+        consecutive_failures: known(unread, state.as_ref().map_or(0, |s| s.consecutive_failures)),
         steps: job
             .all_steps()
             .map(|st| {
@@ -870,33 +882,36 @@ fn job_status(
                     last_attempt: known.and_then(|k| k.last_attempt).map(stamp),
                     last_success: known.and_then(|k| k.last_success).map(stamp),
                     last_failure: known.and_then(|k| k.last_failure).map(stamp),
-                    consecutive_failures: known.map_or(0, |k| k.consecutive_failures),
+                    consecutive_failures: (!unread)
+                        .then(|| known.map_or(0, |k| k.consecutive_failures)),
                 }
             })
             .collect(),
         holder,
         max_concurrent: job.slots(),
         holders,
-        // Not known when the ledger cannot be read.
-        never_run: never_run && !unread,
+        never_run: known(unread, never_run),
         overdue: overdue.map(|at| Overdue {
             occurrence: crate::engine::run::occurrence_text(Some(at)),
             grace_seconds: crate::views::overdue::GRACE.as_secs(),
         }),
-        failing,
-        crashed,
+        failing: known(unread, failing),
+        crashed: known(unread, crashed),
         paused,
-        missed,
-        queued,
+        missed: known(unread, missed),
+        queued: known(unread, queued),
         watermark,
-        recent_alerts: alerts
-            .into_iter()
-            .map(|a| AlertSummary {
-                time: stamp(a.time),
-                kind: a.kind.to_string(),
-                message: a.message,
-            })
-            .collect(),
+        recent_alerts: known(
+            unread,
+            alerts
+                .into_iter()
+                .map(|a| AlertSummary {
+                    time: stamp(a.time),
+                    kind: a.kind.to_string(),
+                    message: a.message,
+                })
+                .collect(),
+        ),
         log: logs.dated(&job.name, now).display().to_string(),
     }
 }
@@ -1077,15 +1092,19 @@ pub fn render(s: &Status) -> String {
                 when(&j.last_failure)
             ));
         }
-        for st in j.steps.iter().filter(|_| !unread) {
+        // A step's count is unknown exactly when the ledger is unread.
+        for (st, failures) in j
+            .steps
+            .iter()
+            .filter_map(|st| st.consecutive_failures.map(|n| (st, n)))
+        {
             out.push_str(&format!(
-                "  {} {:<9} last attempt {}, last success {}, last failure {}, {} failure(s) in a row\n",
+                "  {} {:<9} last attempt {}, last success {}, last failure {}, {failures} failure(s) in a row\n",
                 st.kind,
                 st.step,
                 when(&st.last_attempt),
                 when(&st.last_success),
                 when(&st.last_failure),
-                st.consecutive_failures
             ));
         }
         match (&j.paused, &j.next_run) {
@@ -1151,7 +1170,7 @@ pub fn render(s: &Status) -> String {
                 show_duration(Duration::from_secs(o.grace_seconds))
             ));
         }
-        if j.crashed
+        if j.crashed == Some(true)
             && let Some(r) = &j.last_run
         {
             out.push_str(&format!(
@@ -1159,10 +1178,9 @@ pub fn render(s: &Status) -> String {
                 r.run_id
             ));
         }
-        if j.failing {
+        if let (Some(true), Some(failures)) = (j.failing, j.consecutive_failures) {
             out.push_str(&format!(
-                "  FAILING       {} run(s) in a row failed\n",
-                j.consecutive_failures
+                "  FAILING       {failures} run(s) in a row failed\n"
             ));
         }
         if let Some(p) = &j.paused {
@@ -1180,21 +1198,20 @@ pub fn render(s: &Status) -> String {
                     .unwrap_or_default()
             ));
         }
-        if j.missed.total > 0 {
-            let counts: Vec<String> = j
-                .missed
+        if let Some(missed) = j.missed.as_ref().filter(|m| m.total > 0) {
+            let counts: Vec<String> = missed
                 .by_reason
                 .iter()
                 .map(|(reason, n)| format!("{reason} {n}"))
                 .collect();
             out.push_str(&format!(
                 "  missed        {}{} ({})\n",
-                if j.missed.at_least { "at least " } else { "" },
-                j.missed.total,
+                if missed.at_least { "at least " } else { "" },
+                missed.total,
                 counts.join(", ")
             ));
         }
-        for q in &j.queued {
+        for q in j.queued.iter().flatten() {
             out.push_str(&format!(
                 "  queued        occurrence {}{}\n",
                 local(&q.occurrence),
@@ -1216,18 +1233,18 @@ pub fn render(s: &Status) -> String {
                     .unwrap_or_default()
             ));
         }
-        if j.recent_alerts.is_empty() && unread {
-            out.push_str("  recent alerts unknown\n");
-        } else if j.recent_alerts.is_empty() {
-            out.push_str("  recent alerts none\n");
-        } else {
-            for a in &j.recent_alerts {
-                out.push_str(&format!(
-                    "  alert         {} {}: {}\n",
-                    local(&a.time),
-                    a.kind,
-                    local(&a.message)
-                ));
+        match j.recent_alerts.as_deref() {
+            None => out.push_str("  recent alerts unknown\n"),
+            Some([]) => out.push_str("  recent alerts none\n"),
+            Some(alerts) => {
+                for a in alerts {
+                    out.push_str(&format!(
+                        "  alert         {} {}: {}\n",
+                        local(&a.time),
+                        a.kind,
+                        local(&a.message)
+                    ));
+                }
             }
         }
         out.push_str(&format!("  log           {}\n", j.log));

@@ -54,6 +54,9 @@ words! {
         VersionConflict = "version-conflict",
         /// Its start could not be recorded in the ledger.
         LedgerUnavailable = "ledger-unavailable",
+        /// The scheduler could not start the process that runs it (out of
+        /// file descriptors or processes): it was due, and did not run.
+        StartFailed = "start-failed",
     }
     former {
         /// A version 1 ledger's `missed` occurrence recorded without a

@@ -1463,3 +1463,52 @@ fn daemon_says_a_ledger_removed_under_it_was_lost() {
         assert!(said.contains("ledger-corrupt"), "{how}: {said}");
     }
 }
+
+/// A daemon out of file descriptors cannot make the worker of a due
+/// occurrence: the occurrence is recorded missed `start-failed`, with a
+/// `missed` alert that says so, and once descriptors are there again the
+/// next occurrences run. It used to leave the occurrence undecided, for the
+/// next tick to record it `superseded`, as if a later one had run instead.
+#[test]
+fn daemon_out_of_descriptors_records_what_it_could_not_start() {
+    use rustix::process::{Pid, Resource, Rlimit, getrlimit, prlimit};
+    let s = Sched::new("");
+    let counter = s.env.path("counter");
+    s.write(&format!(
+        "[jobs.count]\nevery = \"2s\"\nrun = \"echo ran >> {}\"\n",
+        counter.display()
+    ));
+    let d = Daemon::start(&s, &[]);
+    eventually("the job to run", || crate::sched::lines(&counter) >= 1);
+    let pid = Pid::from_raw(i32::try_from(d.child.id()).unwrap());
+    // Below every descriptor it has open: it keeps those, and gets no more.
+    // Its hard limit is ours (inherited), kept, so the soft one comes back.
+    let starved = Rlimit {
+        current: Some(3),
+        maximum: getrlimit(Resource::Nofile).maximum,
+    };
+    let limit = prlimit(pid, Resource::Nofile, starved).unwrap();
+    let missed = |reason: &str| {
+        s.json(&["status", "--json", "count"])["jobs"][0]["missed"]["by_reason"][reason]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    eventually("an occurrence to be recorded start-failed", || {
+        missed("start-failed") >= 1
+    });
+    prlimit(pid, Resource::Nofile, limit).unwrap();
+    let v = s.json(&["status", "--json", "count"]);
+    let alerts = v["jobs"][0]["recent_alerts"].as_array().unwrap();
+    assert!(
+        alerts.iter().any(|a| a["kind"] == "missed"
+            && a["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("start-failed") && m.contains("could not be started"))),
+        "{v}"
+    );
+    let before = crate::sched::lines(&counter);
+    eventually("the job to run again", || {
+        crate::sched::lines(&counter) > before
+    });
+    assert_eq!(missed("superseded"), 0, "{}", d.log());
+}

@@ -673,3 +673,61 @@ fn an_unread_ledger_claims_no_occurrence_did_not_start() {
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
     assert!(v["jobs"][0]["overdue"].is_null(), "{v}");
 }
+
+/// A ledger that cannot be read, of a job whose last run failed: `status
+/// --json` says `unknown` and exits as the text does, and every fact the
+/// ledger keeps is null, never the default it was read as. It used to say
+/// `"failing": false` with zero counts, as if the ledger had said the job
+/// was fine. The metrics refuse rather than export those facts as 0, and
+/// the page says the runs and alerts are unknown rather than "never run".
+#[test]
+fn an_unread_ledger_leaves_its_facts_null_in_json() {
+    let s = Sched::new("");
+    s.write(
+        "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\n\
+         [jobs.j]\nschedule = \"0 0 1 1 *\"\nrun = \"false\"\n",
+    );
+    let o = s.run(&["run", "j"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let v = s.json(&["status", "--json"]);
+    assert_eq!(v["jobs"][0]["failing"], true, "{v}");
+    let db = s.env.state().join("baton.db");
+    for suffix in ["-wal", "-shm", ""] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
+    baton_testkit::mkfifo(&db);
+    let text = s.run(&["status"]);
+    assert!(stdout(&text).contains("j  UNKNOWN"), "{}", stdout(&text));
+    let o = s.run(&["status", "--json"]);
+    assert_eq!(code(&o), code(&text), "{}", stderr(&o));
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["healthy"], false, "{v}");
+    assert!(v["error"].is_string(), "{v}");
+    let j = &v["jobs"][0];
+    assert_eq!(j["state"], "unknown", "{v}");
+    for unknown in [
+        "failing",
+        "consecutive_failures",
+        "crashed",
+        "never_run",
+        "missed",
+        "queued",
+        "recent_alerts",
+        "last_run",
+        "last_failure",
+    ] {
+        assert!(j[unknown].is_null(), "{unknown}: {v}");
+    }
+    assert!(j["steps"][0]["consecutive_failures"].is_null(), "{v}");
+    // Nothing the ledger counts is exported as 0.
+    let m = s.run(&["__metrics"]);
+    assert_ne!(code(&m), 0, "{}", stdout(&m));
+    assert!(!stdout(&m).contains("baton_job_failing"), "{}", stdout(&m));
+    let page = s.run(&["__page"]);
+    assert_eq!(code(&page), 0, "{}", stderr(&page));
+    let html = stdout(&page);
+    assert!(html.contains("data-state=\"unknown\""), "{html}");
+    assert!(!html.contains("never run"), "{html}");
+    assert!(!html.contains("no runs yet"), "{html}");
+}

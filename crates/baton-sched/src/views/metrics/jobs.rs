@@ -46,8 +46,9 @@ pub(crate) struct JobFigures {
     /// An occurrence that should have started did not.
     pub(crate) overdue: bool,
     /// Its newest finished run failed, as `status` says it (`failing`),
-    /// whatever its state.
-    pub(crate) failing: bool,
+    /// whatever its state; `None` when the ledger could not tell (the
+    /// series is then absent, never 0).
+    pub(crate) failing: Option<bool>,
     /// Its next occurrence, if it has one.
     pub(crate) next_run: Option<Timestamp>,
     /// When its run in flight started, as `status` says it (the oldest,
@@ -220,7 +221,7 @@ pub(crate) fn families(jobs: &[JobFigures]) -> Vec<Family> {
             "1 when the newest finished run failed (not interrupted or replaced), whatever the job's state.",
             None,
             jobs,
-            |j| Some(flag(j.failing)),
+            |j| j.failing.map(flag),
         ),
     ]);
     let mut state = Family::new(

@@ -57,7 +57,9 @@
 //!   `baton_job_state{state="failing"}` it stays 1 while the job is in a
 //!   state that ranks higher (`running` again, `paused`, `overdue`), so an
 //!   alert on it does not flap with each run of a job that keeps failing,
-//!   nor fall silent while a failed job is paused or late.
+//!   nor fall silent while a failed job is paused or late. [`read`]
+//!   refuses when the jobs' records cannot be read ([`Error::Unread`]);
+//!   a failing that is not known is never rendered as 0 (absent).
 //! - `baton_job_state{baton_job,state}`: one sample per word of [`STATES`],
 //!   1 for the state `status` gives the job and 0 for the others. A gauge
 //!   in both formats, not an OpenMetrics stateset, whose label would have
@@ -132,6 +134,10 @@ pub enum Error {
     /// being done to which file).
     #[error(transparent)]
     Ledger(#[from] baton_store::ledger::Error),
+    /// The ledger opened, but the jobs' records could not be read from it
+    /// (the status's error says why): no figure of theirs is known.
+    #[error("the ledger's records could not be read: {0}")]
+    Unread(String),
     /// A file of `/proc/self` could not be read or made sense of.
     #[error("failed to {action} {}: {source}", path.display())]
     Proc {
@@ -151,7 +157,8 @@ pub enum Error {
 ///
 /// # Errors
 ///
-/// [`Error::Ledger`] when the ledger exists and cannot be read;
+/// [`Error::Ledger`] when the ledger exists and cannot be read
+/// ([`Error::Unread`] when the jobs' records cannot be read from it);
 /// [`Error::Proc`] when this process's figures cannot be read.
 pub fn read(config: &Config, clock: &dyn Clock, format: Format) -> Result<String, Error> {
     let now = clock.wall();
@@ -161,6 +168,10 @@ pub fn read(config: &Config, clock: &dyn Clock, format: Format) -> Result<String
         None => Vec::new(),
     };
     let status = crate::views::status::read(config, None, now);
+    if let Some(e) = status.error {
+        // Every figure the ledger gives would read as 0: none is exported.
+        return Err(Error::Unread(e));
+    }
     let jobs: Vec<&crate::config::Job> = config.jobs.values().map(Box::as_ref).collect();
     // Every lock judged over one store connection; one that cannot be read
     // says nothing is known to run.

@@ -35,6 +35,7 @@ fn figures() -> Vec<JobFigures> {
         run_started: Some("2026-11-29T03:00:00Z".parse().unwrap()),
         overrunning: true,
         max_runtime: Some(Duration::from_secs(2 * 3600)),
+        failing: Some(false),
         ..JobFigures::default()
     };
     let quiet = JobFigures {
@@ -46,7 +47,7 @@ fn figures() -> Vec<JobFigures> {
         },
         paused: true,
         overdue: true,
-        failing: true,
+        failing: Some(true),
         state: crate::views::job_state::JobState::Paused,
         ..JobFigures::default()
     };
@@ -75,6 +76,23 @@ fn metrics_render_every_job_in_0_0_4() {
     assert_eq!(text, PROMETHEUS, "{text}");
 }
 
+/// A job whose failing is not known (its ledger could not tell) has no
+/// `baton_job_failing` sample, never a 0 that says it is fine.
+#[test]
+fn a_failing_not_known_is_absent_never_0() {
+    let mut jobs = figures();
+    jobs[0].failing = None;
+    let text = render(&jobs, None, Format::Prometheus);
+    assert!(
+        !text.contains("baton_job_failing{baton_job=\"nightly\"}"),
+        "{text}"
+    );
+    assert!(
+        text.contains("baton_job_failing{baton_job=\"quiet\"} 1"),
+        "{text}"
+    );
+}
+
 #[test]
 fn metrics_render_every_job_in_openmetrics() {
     let text = render(&figures(), Some(&process()), Format::OpenMetrics);
@@ -99,7 +117,7 @@ fn every_miss_reason_recorded_is_listed() {
     for r in planned
         .iter()
         .chain(&refused)
-        .chain(&[R::LedgerUnavailable])
+        .chain(&[R::LedgerUnavailable, R::StartFailed])
     {
         assert!(R::ALL.contains(r), "{r} is not listed");
     }

@@ -21,7 +21,7 @@ use jiff::Timestamp;
 
 use super::marks::{Kind, miss_title};
 use super::{
-    RecentRuns, Viewer, escape, fence, head, instant, job_card, ledger_error, logout, ms,
+    RecentRuns, UNREAD, Viewer, escape, fence, head, instant, job_card, ledger_error, logout, ms,
     page_zone, when,
 };
 use crate::config::Config;
@@ -161,11 +161,20 @@ pub fn render(
     out.push_str(&super::marks::legend());
     job_card(&mut out, j, runs, "", false, &zone, now);
     let shown = runs.runs(job);
-    out.push_str("<div class=\"panel durations\">\n<h2>Duration over time</h2>\n");
-    super::chart::chart(&mut out, shown, &zone, now);
-    out.push_str("</div>\n");
-    runs_table(&mut out, shown, &zone, now);
-    misses_table(&mut out, runs.misses(job), &zone);
+    if runs.unread(job) {
+        for panel in ["Duration over time", "Runs", "Missed occurrences"] {
+            let _ = write!(
+                out,
+                "<div class=\"panel\">\n<h2>{panel}</h2>\n{UNREAD}</div>\n"
+            );
+        }
+    } else {
+        out.push_str("<div class=\"panel durations\">\n<h2>Duration over time</h2>\n");
+        super::chart::chart(&mut out, shown, &zone, now);
+        out.push_str("</div>\n");
+        runs_table(&mut out, shown, &zone, now);
+        misses_table(&mut out, runs.misses(job), &zone);
+    }
     last_log_panel(&mut out, log);
     out.push_str("</main>\n</body>\n</html>\n");
     out

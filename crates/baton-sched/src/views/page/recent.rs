@@ -84,6 +84,13 @@ impl RecentRuns {
         out
     }
 
+    /// Whether `job`'s runs and misses are unknown: the ledger failed
+    /// before they were read. A job of no runs that was read is known to
+    /// have none.
+    pub(super) fn unread(&self, job: &str) -> bool {
+        self.error.is_some() && !self.by_job.contains_key(job)
+    }
+
     pub(super) fn runs(&self, job: &str) -> &[RunView] {
         self.by_job.get(job).map_or(&[][..], Vec::as_slice)
     }

@@ -41,20 +41,20 @@ pub(super) fn job(name: &str) -> JobStatus {
         last_attempt: Some("2025-06-01T11:55:00Z".into()),
         last_success: Some("2025-06-01T11:57:00Z".into()),
         last_failure: None,
-        consecutive_failures: 0,
+        consecutive_failures: Some(0),
         steps: Vec::new(),
         holder: None,
         max_concurrent: 1,
         holders: Vec::new(),
-        never_run: false,
+        never_run: Some(false),
         overdue: None,
-        failing: false,
-        crashed: false,
+        failing: Some(false),
+        crashed: Some(false),
         paused: None,
-        missed: MissedStatus::default(),
-        queued: Vec::new(),
+        missed: Some(MissedStatus::default()),
+        queued: Some(Vec::new()),
         watermark: None,
-        recent_alerts: Vec::new(),
+        recent_alerts: Some(Vec::new()),
         log: format!("/state/logs/{name}.log"),
     }
 }
@@ -228,7 +228,7 @@ fn every_string_is_escaped() {
         by: evil.into(),
         ..pause()
     });
-    j.recent_alerts = vec![alert(NOW, evil, evil)];
+    j.recent_alerts = Some(vec![alert(NOW, evil, evil)]);
     if let Some(r) = &mut j.last_run {
         r.verdict = Some(evil.into());
     }
@@ -272,7 +272,7 @@ pub(super) fn run(id: &str, verdict: Option<&str>) -> RunView {
 fn a_card_shows_last_run_next_run_holder_runs_and_alerts() {
     let mut j = job("a");
     j.holder = Some(holder("live"));
-    j.recent_alerts = vec![alert("2025-06-01T11:58:00Z", "failed", "exit 3")];
+    j.recent_alerts = Some(vec![alert("2025-06-01T11:58:00Z", "failed", "exit 3")]);
     let mut runs = RecentRuns::default();
     runs.by_job.insert(
         "a".into(),
@@ -326,13 +326,61 @@ fn a_card_of_a_job_with_slots_shows_each_slot_s_holder() {
 fn a_job_without_runs_says_so() {
     let mut j = job("fresh");
     j.last_run = None;
-    j.never_run = true;
+    j.never_run = Some(true);
     j.next_run = None;
     let html = page(vec![j]);
     has(&html, "<dd class=\"last-run none\">never run</dd>");
     has(&html, "<dd class=\"next-run none\">none</dd>");
     has(&html, "<p class=\"runs none\">none</p>");
     has(&html, "<p class=\"alerts none\">none</p>");
+}
+
+/// A ledger that cannot be read: nothing it keeps is shown as "never run"
+/// or "none"; the job's runs, misses and alerts are unknown, and so is
+/// whether it is failing.
+#[test]
+fn a_ledger_that_cannot_be_read_leaves_what_it_keeps_unknown() {
+    let mut j = job("x");
+    j.state = JobState::Unknown;
+    j.last_run = None;
+    j.never_run = None;
+    j.failing = None;
+    j.consecutive_failures = None;
+    j.crashed = None;
+    j.missed = None;
+    j.queued = None;
+    j.recent_alerts = None;
+    let mut s = status(vec![j]);
+    s.error = Some("refusing to open the ledger".into());
+    let runs = RecentRuns {
+        error: s.error.clone(),
+        ..RecentRuns::default()
+    };
+    let html = render(&s, &runs, now(), 5);
+    has(
+        &html,
+        "<dd class=\"last-run unknown\">unknown: the ledger cannot be read</dd>",
+    );
+    assert_eq!(html.matches(UNREAD).count(), 3, "{html}");
+    for none in [
+        "never run",
+        "no runs yet",
+        "class=\"runs none\"",
+        "class=\"alerts none\"",
+    ] {
+        lacks(&html, none);
+    }
+    let page = job::render(
+        &s,
+        "x",
+        &runs,
+        &job::LastLog::None,
+        now(),
+        5,
+        Viewer::Anyone,
+    );
+    assert_eq!(page.matches(UNREAD).count(), 5, "{page}");
+    lacks(&page, "no runs yet");
 }
 
 #[test]
@@ -357,7 +405,7 @@ fn an_overdue_card_names_the_occurrence_that_did_not_start() {
 #[test]
 fn jobs_that_need_attention_come_first_then_the_rest_each_by_name() {
     let mut zfail = job("z-failing");
-    zfail.failing = true;
+    zfail.failing = Some(true);
     zfail.state = JobState::Failing;
     let mut late = job("m-late");
     late.overdue = Some(overdue());
@@ -387,12 +435,12 @@ fn every_time_is_in_the_pages_zone() {
     });
     j.overdue = Some(overdue());
     // An alert's message names instants as the ledger keeps them, in UTC.
-    j.recent_alerts = vec![alert(
+    j.recent_alerts = Some(vec![alert(
         "2025-06-01T11:58:00Z",
         "missed",
         "a: 3 occurrence(s) missed: 3 superseded by a later occurrence \
                   (2025-06-01T09:00:00Z to 2025-06-01T10:00:00Z); 2025-06-01T11:00:00Z runs now",
-    )];
+    )]);
     let mut runs = RecentRuns::default();
     runs.by_job.insert("a".into(), vec![run("r1", Some("ok"))]);
     let html = render(&status(vec![j]), &runs, now(), 5);
@@ -432,7 +480,7 @@ fn every_time_is_in_the_pages_zone() {
 fn long_texts_are_clamped_with_the_whole_text_in_their_title() {
     let long = format!("exit 3: {}", "no-such-file-".repeat(40));
     let mut j = job("a");
-    j.recent_alerts = vec![alert("2025-06-01T11:58:00Z", "failed", &long)];
+    j.recent_alerts = Some(vec![alert("2025-06-01T11:58:00Z", "failed", &long)]);
     j.paused = Some(PauseStatus {
         reason: Some(long.clone()),
         ..pause()

@@ -157,6 +157,8 @@ fn tick_json_lists_what_started_and_how_it_ended() {
         assert!(is_rfc3339(m["last"].as_str().unwrap()), "{v}");
     }
 
+    assert!(v["skipped"].as_array().unwrap().is_empty(), "{v}");
+
     // The kill switch: nothing looked at, said so.
     let o = s
         .cmd(&["tick", "--json"])
@@ -167,4 +169,46 @@ fn tick_json_lists_what_started_and_how_it_ended() {
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["enabled"], false, "{v}");
     assert!(v["started"].as_array().unwrap().is_empty(), "{v}");
+}
+
+/// An occurrence a tick was to start whose lock another run held: its
+/// process found the lock busy and recorded it missed, and `tick --json`
+/// lists it under `missed` with the ledger's reason. It used to list it
+/// under `started` with `"run": null`, though no run of it started.
+#[test]
+fn tick_json_lists_an_occurrence_its_lock_refused_as_missed_not_started() {
+    use std::process::Stdio;
+    let s = Sched::new("[jobs.j]\nschedule = \"* * * * *\"\nrun = \"sleep 30\"\n");
+    let seen = baton_testkit::wall_seconds() - 180;
+    crate::sched::known_since(&s, &["j"], jiff::Timestamp::from_second(seen).unwrap());
+    let mut holder = s
+        .cmd(&["run", "j"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    crate::support::eventually("the run by hand to hold the lock", || {
+        s.json(&["status", "--json", "j"])["jobs"][0]["state"] == "running"
+    });
+    let (c, v) = only_json(&s, &["tick", "--json"]);
+    // Stopped as a stop asks: its step's tree with it.
+    crate::support::signal(
+        i32::try_from(holder.id()).unwrap(),
+        rustix::process::Signal::TERM,
+    );
+    let _ = holder.wait();
+    assert_eq!(c, 1, "{v}");
+    assert!(v["started"].as_array().unwrap().is_empty(), "{v}");
+    assert!(v["skipped"].as_array().unwrap().is_empty(), "{v}");
+    let busy: Vec<&Value> = v["missed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["reason"] == "busy")
+        .collect();
+    assert_eq!(busy.len(), 1, "{v}");
+    assert_eq!(busy[0]["job"], "j", "{v}");
+    assert_eq!(busy[0]["count"], 1, "{v}");
+    assert_eq!(busy[0]["first"], busy[0]["last"], "{v}");
+    assert!(is_rfc3339(busy[0]["first"].as_str().unwrap()), "{v}");
 }
