@@ -288,7 +288,7 @@ const VERDICTS: [&str; 7] = [
     "abandoned",
     "replaced",
 ];
-const MISS_REASONS: [&str; 11] = [
+const MISS_REASONS: [&str; 12] = [
     "outside-window",
     "superseded",
     "late",
@@ -300,6 +300,7 @@ const MISS_REASONS: [&str; 11] = [
     "orphaned",
     "version-conflict",
     "ledger-unavailable",
+    "start-failed",
 ];
 const SKIP_REASONS: [&str; 2] = ["coalesced", "claimed"];
 const STATES: [&str; 10] = [
