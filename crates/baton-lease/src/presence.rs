@@ -45,7 +45,7 @@ use crate::sys::presence;
 /// leaves its directory's device behind (a rename never changes device), so
 /// a contender at the old path computes the same name.
 fn name(path: &Path, dev: u64) -> Vec<u8> {
-    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let path = spelled(path);
     // FNV-1a, 64 bits: stable across builds and versions, unlike std's
     // hasher. Two locks of one user colliding only refuse (fail closed).
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -56,6 +56,21 @@ fn name(path: &Path, dev: u64) -> Vec<u8> {
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
     format!("baton-lease/v1/{h:016x}").into_bytes()
+}
+
+/// The one spelling of the lock's path that names it: its directory's
+/// real path (symbolic links and `..` resolved) and its file name, so two
+/// spellings of one lock (`/srv/../srv/state`, a symbolic link to the
+/// directory) make one name. A directory that cannot be resolved (moved
+/// away, and nothing made in its place) is spelled as given, made absolute.
+fn spelled(path: &Path) -> std::path::PathBuf {
+    let real = match (path.parent(), path.file_name()) {
+        (Some(dir), Some(file)) if !dir.as_os_str().is_empty() => {
+            std::fs::canonicalize(dir).ok().map(|d| d.join(file))
+        }
+        _ => None,
+    };
+    real.unwrap_or_else(|| std::path::absolute(path).unwrap_or_else(|_| path.to_owned()))
 }
 
 /// A presence held: the name is this process's until it is dropped.

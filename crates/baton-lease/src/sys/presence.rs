@@ -12,7 +12,7 @@
 //! kernel says listens on the name.
 
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 
 use rustix::io::Errno;
 use rustix::net::{AddressFamily, SocketAddrUnix, SocketFlags, SocketType};
@@ -67,13 +67,7 @@ pub(crate) fn listener(name: &[u8]) -> io::Result<Option<Peer>> {
     for _ in 0..ATTEMPTS {
         let probe = socket()?;
         match rustix::net::connect(&probe, &addr) {
-            Ok(()) => {
-                let cred = rustix::net::sockopt::socket_peercred(&probe)?;
-                return Ok(Some(Peer {
-                    pid: u32::try_from(rustix::process::Pid::as_raw(Some(cred.pid))).unwrap_or(0),
-                    uid: cred.uid.as_raw(),
-                }));
-            }
+            Ok(()) => return peer(probe.as_fd()).map(Some),
             // Nothing listens: nothing bound, or bound and not listening
             // yet (a holder between its `bind` and its `listen`).
             Err(Errno::CONNREFUSED) => std::thread::yield_now(),
@@ -83,6 +77,40 @@ pub(crate) fn listener(name: &[u8]) -> io::Result<Option<Peer>> {
         }
     }
     Ok(None)
+}
+
+/// The credentials the kernel recorded for the other end of `fd`
+/// (`SO_PEERCRED`). Read into a plain `ucred`: the kernel says pid 0 for a
+/// listener in no pid namespace this process can name (a contender in a
+/// child namespace asking about a holder outside it), which rustix's
+/// `UCred`, whose pid is never 0, cannot hold.
+#[allow(unsafe_code)] // One getsockopt(2) into a struct of this frame.
+fn peer(fd: BorrowedFd<'_>) -> io::Result<Peer> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = libc::socklen_t::try_from(std::mem::size_of::<libc::ucred>())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // Safety: `cred` and `len` live in this frame; `len` is `cred`'s size,
+    // which is what SO_PEERCRED writes at most.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&raw mut cred).cast(),
+            &raw mut len,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(Peer {
+        pid: u32::try_from(cred.pid).unwrap_or(0),
+        uid: cred.uid,
+    })
 }
 
 fn socket() -> io::Result<OwnedFd> {

@@ -137,3 +137,56 @@ fn a_record_at_the_path_decides_over_a_presence() {
     taken(&lock);
     drop(h);
 }
+
+#[test]
+fn another_spelling_of_the_path_finds_the_same_presence() {
+    // `..` and doubled slashes name one lock: the presence is named by the
+    // directory's real path (a symbolic link for the directory is refused
+    // as a lock's directory anyway).
+    let dir = Dir::new();
+    let state = dir.path("state");
+    std::fs::create_dir(&state).unwrap();
+    let h = Running::start(&state.join("job.lock"));
+    std::fs::remove_file(state.join("job.lock")).unwrap();
+    for spelled in [
+        dir.path("state/../state/job.lock"),
+        dir.path("./state//job.lock"),
+    ] {
+        refused_by(&Lock::new(&spelled), h.pid());
+    }
+    h.kill9();
+    taken(&Lock::new(dir.path("state/../state/job.lock")));
+}
+
+#[test]
+fn a_contender_in_a_child_pid_namespace_is_refused_too() {
+    // The kernel names a listener outside the contender's pid namespace
+    // pid 0; the refusal stands (a scheduled job calling `baton exec`
+    // runs in its step's own namespace).
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: unshare --pid needs root");
+        return;
+    }
+    let dir = Dir::new();
+    let state = dir.path("state");
+    std::fs::create_dir(&state).unwrap();
+    let path = state.join("job.lock");
+    let h = Running::start(&path);
+    std::fs::rename(&state, dir.path("state.old")).unwrap();
+    std::fs::create_dir(&state).unwrap();
+    let out = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--kill-child", "--"])
+        .arg(crate::support::HOLDER)
+        .arg("hold")
+        .arg(&path)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.starts_with("not-acquired busy: a process in another pid namespace holds"),
+        "{said}"
+    );
+    drop(h);
+}
