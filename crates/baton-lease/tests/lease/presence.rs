@@ -61,6 +61,18 @@ impl Drop for Running {
     }
 }
 
+/// A holder of `state/job.lock` in `dir`; then `mv state state.old`, and a
+/// fresh `state/` made in its place. Returns the lock path and the holder.
+fn holder_moved_away(dir: &Dir) -> (std::path::PathBuf, Running) {
+    let state = dir.path("state");
+    std::fs::create_dir(&state).unwrap();
+    let path = state.join("job.lock");
+    let h = Running::start(&path);
+    std::fs::rename(&state, dir.path("state.old")).unwrap();
+    std::fs::create_dir(&state).unwrap();
+    (path, h)
+}
+
 fn refused_by(lock: &Lock, pid: i32) {
     match lock.try_acquire().unwrap() {
         Outcome::Busy(Busy::Elsewhere { pid: p }) => assert_eq!(p, pid as u32),
@@ -78,17 +90,12 @@ fn taken(lock: &Lock) {
 #[test]
 fn a_directory_moved_away_under_a_live_holder_refuses_a_second_holder_at_its_path() {
     let dir = Dir::new();
-    let state = dir.path("state");
-    std::fs::create_dir(&state).unwrap();
-    let path = state.join("job.lock");
-    let h = Running::start(&path);
-    std::fs::rename(&state, dir.path("state.old")).unwrap();
-    std::fs::create_dir(&state).unwrap();
+    let (path, h) = holder_moved_away(&dir);
     let lock = Lock::new(&path);
     refused_by(&lock, h.pid());
     // Refused again: nothing was left at the path by the refusal.
     refused_by(&lock, h.pid());
-    assert_eq!(std::fs::read_dir(&state).unwrap().count(), 0);
+    assert_eq!(std::fs::read_dir(dir.path("state")).unwrap().count(), 0);
     h.kill9();
     taken(&lock);
 }
@@ -168,12 +175,7 @@ fn a_contender_in_a_child_pid_namespace_is_refused_too() {
         return;
     }
     let dir = Dir::new();
-    let state = dir.path("state");
-    std::fs::create_dir(&state).unwrap();
-    let path = state.join("job.lock");
-    let h = Running::start(&path);
-    std::fs::rename(&state, dir.path("state.old")).unwrap();
-    std::fs::create_dir(&state).unwrap();
+    let (path, h) = holder_moved_away(&dir);
     let out = std::process::Command::new("unshare")
         .args(["--pid", "--fork", "--kill-child", "--"])
         .arg(crate::support::HOLDER)
