@@ -454,11 +454,29 @@ fn instant(v: &serde_json::Value) -> Timestamp {
         .unwrap_or_else(|e| panic!("{v} is not RFC 3339: {e}"))
 }
 
-/// Whether `text` has a time in RFC 3339's form (`2026-12-01T18:00:00Z`).
+/// Whether `text` has a time in RFC 3339's form (`2026-12-01T18:00:00Z`):
+/// a day, a `T` and an hour and minute. A bare digit-`T`-digit is not
+/// enough, as a temporary directory's random name (`.tmp6T9de2`) has one.
 fn has_rfc3339(text: &str) -> bool {
-    text.as_bytes()
-        .windows(3)
-        .any(|w| w[0].is_ascii_digit() && w[1] == b'T' && w[2].is_ascii_digit())
+    let digit = |b: u8| b.is_ascii_digit();
+    text.as_bytes().windows(9).any(|w| {
+        w[0] == b'-'
+            && digit(w[1])
+            && digit(w[2])
+            && w[3] == b'T'
+            && digit(w[4])
+            && digit(w[5])
+            && w[6] == b':'
+            && digit(w[7])
+            && digit(w[8])
+    })
+}
+
+#[test]
+fn a_temporary_directory_name_is_not_taken_for_a_time() {
+    assert!(!has_rfc3339("config /tmp/.tmp6T9de2/baton.toml"));
+    assert!(has_rfc3339("alert 2026-12-01T18:00:00Z missed"));
+    assert!(has_rfc3339("2026-12-01T18:00:00+05:30"));
 }
 
 #[test]

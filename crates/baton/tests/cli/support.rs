@@ -30,6 +30,13 @@ impl Env {
         self.tmp.path().join(name)
     }
 
+    /// `text` with this test's directory taken out, for a check that a
+    /// word is absent: the directory's random name (`.tmpPT9UTC`) may
+    /// hold any short word.
+    pub fn without_dir(&self, text: &str) -> String {
+        text.replace(&self.tmp.path().display().to_string(), "TMP")
+    }
+
     /// `baton ARGS` with this state directory.
     pub fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(BATON);
