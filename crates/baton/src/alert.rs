@@ -85,7 +85,8 @@ pub struct Alert {
     pub time: String,
     /// The same line as on stderr.
     pub message: String,
-    /// The command's exit status, for `failed`.
+    /// The command's exit status, for `failed`, and for a `lease-lost`
+    /// found only at the release, after the command had ended on its own.
     pub status: Option<i32>,
 }
 

@@ -719,7 +719,9 @@ Exit codes:
   75      the lock was not free (busy, hung, orphaned, or a version conflict);
           the command did not run (--busy-exit changes it)
   76      the lease was lost while the command ran; the command's tree was
-          stopped before the lease could be taken by anyone else
+          stopped before the lease could be taken by anyone else (or the
+          command had ended on its own and its release found the lease lost:
+          the lease-lost alert says how it ended)
   124     the command ran past --timeout and its tree was stopped
   125     baton failed: bad option, unusable or untrusted state directory,
           a lock path that is no lock file, an I/O error

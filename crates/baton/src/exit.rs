@@ -25,7 +25,8 @@ pub enum Exit {
     Unjudgeable,
     /// `exec`: the lock was not free (default 75, `EX_TEMPFAIL`; `--busy-exit`).
     Busy(u8),
-    /// `exec`: the lease was lost while the command ran; the command was stopped.
+    /// `exec`: the lease was lost while the command ran; the command was
+    /// stopped, or had ended on its own before the release found it lost.
     LeaseLost,
     /// `exec`: the command ran past `--timeout` and was stopped (as `timeout(1)`).
     Timeout,

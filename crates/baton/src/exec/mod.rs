@@ -196,12 +196,21 @@ fn start(cfg: &ExecConfig, lease: Lease, alerts: &mut Alerts) -> Exit {
         Finish::Released => {}
         Finish::Lost(why) => {
             if exit != Exit::LeaseLost {
-                alerts.raise(run_alert(
+                // Found only at the release: the command had ended on its
+                // own, and the alert says how, since 76 hides its status.
+                let mut a = run_alert(
                     cfg,
                     fence,
                     AlertKind::LeaseLost,
-                    format!("{}: {why}", cfg.label()),
-                ));
+                    format!(
+                        "{}: {why}, found when the lease was released; the command had \
+                         already ended on its own ({}) and was not stopped",
+                        cfg.label(),
+                        result.ending.describe()
+                    ),
+                );
+                a.status = Some(i32::from(exit.code()));
+                alerts.raise(a);
             }
             exit = Exit::LeaseLost;
         }

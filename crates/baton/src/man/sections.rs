@@ -162,7 +162,8 @@ fn exec() -> Sections {
             item(
                 n(Exit::LeaseLost),
                 "The lease was lost while the command ran; its tree was stopped before anyone \
-                 else could take the lease.",
+                 else could take the lease. Also when the command had ended on its own and its \
+                 release found the lease lost: the lease-lost alert says how it ended.",
             ),
             item(
                 n(Exit::Timeout),

@@ -282,3 +282,19 @@ fn a_lock_file_removed_under_a_live_exec_makes_the_next_exec_busy_until_it_ends(
     let o = env.exec_sh("job", &[], "true");
     assert_eq!(code(&o), 0, "{}", stderr(&o));
 }
+
+#[test]
+fn a_lease_found_lost_only_at_the_release_exits_76_and_says_how_the_command_ended() {
+    // The command removes its own lock file and ends before any renewal:
+    // its release finds the lease lost. The command was not stopped, so
+    // the alert says how it ended, and 76 says the lease was lost.
+    let env = Env::new();
+    let o = env.exec_sh("job", &[], "rm -f \"$BATON_LOCK\"; exit 3");
+    assert_eq!(code(&o), 76, "{}", stderr(&o));
+    let said = stderr(&o);
+    assert!(
+        said.contains("found when the lease was released")
+            && said.contains("already ended on its own (exited with status 3) and was not stopped"),
+        "{said}"
+    );
+}
