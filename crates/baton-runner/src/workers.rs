@@ -90,13 +90,14 @@ impl<K> Pool<K> {
         })
     }
 
-    /// Starts `f` in a worker once a slot is free. The worker exits with the
-    /// code `f` returns; nothing it does returns to the caller.
+    /// Starts `f` in a worker once a slot is free; the worker's pid. The
+    /// worker exits with the code `f` returns; nothing it does returns to
+    /// the caller.
     ///
     /// # Errors
     ///
     /// When `fork` fails (the caller may then run `f` itself).
-    pub fn spawn(&mut self, key: K, f: impl FnOnce() -> u8) -> io::Result<()> {
+    pub fn spawn(&mut self, key: K, f: impl FnOnce() -> u8) -> io::Result<u32> {
         while self.running.len() >= self.max {
             self.wait_one();
         }
@@ -125,7 +126,7 @@ impl<K> Pool<K> {
             unsafe { libc::_exit(i32::from(code)) }
         }
         self.running.insert(pid, key);
-        Ok(())
+        Ok(pid.unsigned_abs())
     }
 
     /// The signal that asked the pool to stop, once one has: [`Pool::spawn`]

@@ -61,7 +61,8 @@ pub(crate) struct Skipped {
     /// The occurrence (RFC 3339 UTC).
     pub occurrence: String,
     /// Why: the ledger's decision (`queued`, `coalesced`, `claimed`, or
-    /// `started` by a run it no longer keeps), `not-started` (nothing is
+    /// `started` by a run it no longer keeps), `decided` (the run recorded
+    /// for it is another process's), `not-started` (nothing is
     /// recorded: the process that was to run it was not started, or ended
     /// before it could), or `unknown` (the ledger could not be read).
     pub reason: &'static str,
@@ -79,13 +80,20 @@ enum Filed {
     Skipped(Skipped),
 }
 
-/// Files the start of `job` for `start`, whose process ended `end`, by
-/// what the ledger `recorded` of its occurrence (`None`: the ledger could
-/// not be read). A scheduled occurrence is `started` only with its run:
-/// one the ledger recorded missed is `missed`, with the ledger's reason,
-/// and any other is `skipped`. A queue drained has no occurrence of its
-/// own, and no run to show.
-fn file(job: &str, start: Start, end: RunEnd, recorded: Option<Recorded>) -> Filed {
+/// Files the start of `job` for `start`, whose process `worker` (if one
+/// was started) ended `end`, by what the ledger `recorded` of its
+/// occurrence (`None`: the ledger could not be read). A scheduled
+/// occurrence is `started` only with its own run: one the ledger recorded
+/// missed is `missed`, with the ledger's reason; one whose run another
+/// process started (another scheduler's tick that decided it first) is
+/// `skipped` as `decided`; and any other is `skipped`. A queue drained has
+/// no occurrence of its own, and no run to show.
+fn file(
+    job: &str,
+    start: Start,
+    (end, worker): (RunEnd, Option<u32>),
+    recorded: Option<Recorded>,
+) -> Filed {
     let exit = match end {
         RunEnd::Exited(outcome) => Some(Exit::of_outcome(outcome).code()),
         _ => None,
@@ -116,6 +124,7 @@ fn file(job: &str, start: Start, end: RunEnd, recorded: Option<Recorded>) -> Fil
         })
     };
     match recorded {
+        Some(Recorded::Run(run)) if run.pid.is_some() && run.pid != worker => skipped("decided"),
         Some(Recorded::Run(run)) => Filed::Started(Box::new(started(Some(*run)))),
         Some(Recorded::Missed(reason)) => Filed::Missed(Missed {
             job: job.to_owned(),
@@ -171,11 +180,12 @@ impl Tick {
                 .iter()
                 .find(|(n, _)| n == job)
                 .map_or(RunEnd::NotStarted, |(_, e)| *e);
+            let worker = r.workers.iter().find(|(n, _)| n == job).map(|(_, p)| *p);
             let recorded = match start.occurrence() {
                 Some(at) => history::occurrence(c, job, at, now).ok(),
                 None => Some(Recorded::Nothing),
             };
-            match file(job, *start, end, recorded) {
+            match file(job, *start, (end, worker), recorded) {
                 Filed::Started(s) => started.push(*s),
                 Filed::Missed(m) => missed.push(m),
                 Filed::Skipped(s) => skipped.push(s),
@@ -255,7 +265,7 @@ mod tests {
     use baton_sched::engine::run::Start;
     use baton_sched::ops::tick::RunEnd;
     use baton_sched::outcome::Outcome;
-    use baton_sched::views::history::Recorded;
+    use baton_sched::views::history::{Recorded, RunView};
     use baton_store::words::{Decision, MissReason};
 
     use super::{Filed, file};
@@ -271,7 +281,7 @@ mod tests {
         match file(
             "j",
             scheduled,
-            ended,
+            (ended, Some(7)),
             Some(Recorded::Missed(MissReason::Busy)),
         ) {
             Filed::Missed(m) => {
@@ -289,15 +299,50 @@ mod tests {
             (ended, None, "unknown"),
         ];
         for (end, recorded, reason) in cases {
-            match file("j", scheduled, end, recorded) {
+            match file("j", scheduled, (end, Some(7)), recorded) {
                 Filed::Skipped(s) => assert_eq!(s.reason, reason),
                 other => panic!("{reason}: {other:?}"),
             }
         }
         // A queue drained has no occurrence, and no run of its own.
-        match file("j", Start::Queue, ended, Some(Recorded::Nothing)) {
+        match file("j", Start::Queue, (ended, Some(7)), Some(Recorded::Nothing)) {
             Filed::Started(s) => assert!(s.queue && s.run.is_none()),
             other => panic!("{other:?}"),
+        }
+    }
+
+    /// A run of the occurrence that another process started (another
+    /// tick's worker, which decided it first) is not this tick's start.
+    #[test]
+    fn another_processs_run_of_the_occurrence_is_said_decided() {
+        let run = |pid| {
+            Some(Recorded::Run(Box::new(RunView {
+                run_id: "r".into(),
+                job: "j".into(),
+                occurrence: "2026-12-01T00:00:00Z".into(),
+                manual: false,
+                fence: Some(1),
+                host: Some("h".into()),
+                pid: Some(pid),
+                started: "2026-12-01T00:00:01Z".into(),
+                finished: None,
+                duration_ms: None,
+                verdict: None,
+                exit_code: None,
+                attempts: Vec::new(),
+            })))
+        };
+        let ended = RunEnd::Exited(Outcome::Done);
+        let scheduled = Start::Scheduled(AT);
+        match file("j", scheduled, (ended, Some(7)), run(7)) {
+            Filed::Started(s) => assert_eq!(s.run.map(|r| r.pid), Some(Some(7))),
+            other => panic!("{other:?}"),
+        }
+        for worker in [Some(8), None] {
+            match file("j", scheduled, (ended, worker), run(7)) {
+                Filed::Skipped(s) => assert_eq!(s.reason, "decided"),
+                other => panic!("{worker:?}: {other:?}"),
+            }
         }
     }
 }

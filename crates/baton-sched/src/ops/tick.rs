@@ -107,6 +107,10 @@ pub struct TickReport {
     pub due: Due,
     /// How each start ended, by job name, in the order of `due.starts`.
     pub ended: Vec<(String, RunEnd)>,
+    /// The process that ran each start, by job name: its worker, or this
+    /// process when it ran it itself. A run the ledger records for the
+    /// occurrence under another pid was another scheduler's.
+    pub workers: Vec<(String, u32)>,
 }
 
 /// How the process running one start ended.
@@ -179,8 +183,9 @@ pub fn tick_report(config: &Config, only: &[String], clock: Arc<dyn Clock>) -> T
         post_held(config, &clock, held);
         decided
     } else {
-        let (outcome, ended) = run_all(config, &due_jobs, &clock, held);
+        let (outcome, ended, workers) = run_all(config, &due_jobs, &clock, held);
         report.ended = ended;
+        report.workers = workers;
         checkpoint(config, &clock);
         outcome.max(decided)
     };
@@ -372,8 +377,11 @@ fn said(config: &Config, clock: &Arc<dyn Clock>, problems: Vec<String>) {
     }
 }
 
-/// Runs each due job in a worker process of its own; the worst outcome, and
-/// how each ended. The decision's webhook deliveries (`held`) are posted
+/// The process that ran each start, by job name ([`TickReport::workers`]).
+type Workers = Vec<(String, u32)>;
+
+/// Runs each due job in a worker process of its own; the worst outcome, how
+/// each ended, and the process that ran each. The decision's webhook deliveries (`held`) are posted
 /// once every run is forked (the tick must be single-threaded until then),
 /// while the runs go on, and waited for after them.
 fn run_all(
@@ -381,7 +389,7 @@ fn run_all(
     due_jobs: &[(&Job, Start)],
     clock: &Arc<dyn Clock>,
     held: Vec<crate::engine::webhook::Delivery>,
-) -> (Outcome, Vec<(String, RunEnd)>) {
+) -> (Outcome, Vec<(String, RunEnd)>, Workers) {
     let mut posting = Pending::default();
     let one = |job: &Job, start: Start| -> Outcome {
         let s = Rc::new(RefCell::new(Surfaces::open(config, Arc::clone(clock))));
@@ -420,12 +428,17 @@ fn run_all(
                 .max()
                 .unwrap_or(Outcome::Done);
             said(config, clock, posting.finish());
-            return (worst, ends);
+            let workers = due_jobs
+                .iter()
+                .map(|(job, _)| (job.name.clone(), std::process::id()))
+                .collect();
+            return (worst, ends, workers);
         }
     };
     let mut worst = Outcome::Done;
     let mut not_started = 0usize;
     let mut ends: Vec<(String, RunEnd)> = Vec::new();
+    let mut workers: Workers = Vec::new();
     for (job, at) in due_jobs {
         if pool.stopped().is_some() {
             // Asked to stop: what has not started is left to the next tick.
@@ -433,14 +446,17 @@ fn run_all(
             ends.push((job.name.clone(), RunEnd::NotStarted));
             continue;
         }
-        if let Err(e) = pool.spawn(job.name.clone(), || one(job, *at).worker_status()) {
-            if pool.stopped().is_some() {
-                not_started += 1;
-            } else {
-                crate::say::line(format_args!("tick: {} not started: {e}", job.name));
+        match pool.spawn(job.name.clone(), || one(job, *at).worker_status()) {
+            Ok(pid) => workers.push((job.name.clone(), pid)),
+            Err(e) => {
+                if pool.stopped().is_some() {
+                    not_started += 1;
+                } else {
+                    crate::say::line(format_args!("tick: {} not started: {e}", job.name));
+                }
+                ends.push((job.name.clone(), RunEnd::NotStarted));
+                worst = worst.max(Outcome::Failed);
             }
-            ends.push((job.name.clone(), RunEnd::NotStarted));
-            worst = worst.max(Outcome::Failed);
         }
     }
     // Every run is forked: threads may start now.
@@ -499,7 +515,7 @@ fn run_all(
     }
     // In the order of the starts, as the report promises.
     ends.sort_by_key(|(name, _)| due_jobs.iter().position(|(j, _)| j.name == *name));
-    (worst, ends)
+    (worst, ends, workers)
 }
 
 /// `baton run JOB`: runs the job now, by hand, under its lock.

@@ -212,3 +212,51 @@ fn tick_json_lists_an_occurrence_its_lock_refused_as_missed_not_started() {
     assert_eq!(busy[0]["first"], busy[0]["last"], "{v}");
     assert!(is_rfc3339(busy[0]["first"].as_str().unwrap()), "{v}");
 }
+
+/// Ticks racing for one occurrence: one of them runs it, and only that one
+/// lists it under `started`. The others, which decided it too but whose
+/// workers found it taken, list it under `skipped` (`decided`, or the
+/// ledger's own decision) or `missed`. Each used to list the winner's run
+/// under its own `started`, as if it had run it.
+#[test]
+fn racing_ticks_list_the_run_under_started_only_in_the_tick_that_ran_it() {
+    use std::process::Stdio;
+    let s = Sched::new("[jobs.j]\nschedule = \"* * * * *\"\nrun = \"sleep 2\"\n");
+    let seen = baton_testkit::wall_seconds() - 180;
+    crate::sched::known_since(&s, &["j"], jiff::Timestamp::from_second(seen).unwrap());
+    let ticks: Vec<_> = (0..3)
+        .map(|_| {
+            s.cmd(&["tick", "--json"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let docs: Vec<Value> = ticks
+        .into_iter()
+        .map(|t| {
+            let o = t.wait_with_output().unwrap();
+            serde_json::from_slice(&o.stdout)
+                .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&o), stderr(&o)))
+        })
+        .collect();
+    let started: Vec<&Value> = docs
+        .iter()
+        .flat_map(|v| v["started"].as_array().unwrap())
+        .collect();
+    assert_eq!(started.len(), 1, "{docs:#?}");
+    let history = s.json(&["history", "--json", "j"]);
+    let runs = history.as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{history}");
+    assert_eq!(started[0]["run"]["run_id"], runs[0]["run_id"], "{docs:#?}");
+    for v in &docs {
+        for k in v["skipped"].as_array().unwrap() {
+            assert!(
+                ["decided", "claimed", "coalesced"].contains(&k["reason"].as_str().unwrap()),
+                "{docs:#?}"
+            );
+        }
+    }
+}
