@@ -360,7 +360,10 @@ async fn runs(
     Ok(json_of(StatusCode::OK, &runs))
 }
 
-fn stopping(d: &Daemon) -> Result<(), ApiError> {
+/// Refuses a change once the daemon's stop began (`503 stopping`): a run,
+/// a tick, a job written or removed, a reload, a pause or a resume. What
+/// was accepted before it is made whole.
+pub(crate) fn stopping(d: &Daemon) -> Result<(), ApiError> {
     if d.stopping.load(std::sync::atomic::Ordering::SeqCst) {
         Err(ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -458,6 +461,7 @@ async fn run_now(
 
 async fn pause(State(d): Shared, Path(name): Path<String>, b: Bytes) -> Result<Response, ApiError> {
     let loaded = known(&d, &name)?;
+    stopping(&d)?;
     let p: baton_sched::ops::pause::Request = body(
         &b,
         "empty or a JSON object with \"until\" (a time), \"for\" (a duration) and \"reason\", \
@@ -519,6 +523,7 @@ async fn resume(
 ) -> Result<Response, ApiError> {
     let loaded = known(&d, &name)?;
     no_body(&b)?;
+    stopping(&d)?;
     let clock = Arc::clone(&d.clock);
     let (outcome, text) = blocking(move || {
         let mut out = String::new();
@@ -531,6 +536,7 @@ async fn resume(
 
 async fn reload(State(d): Shared, b: Bytes) -> Result<Response, ApiError> {
     no_body(&b)?;
+    stopping(&d)?;
     let done = d.reload("POST /v1/reload").await?;
     Ok(json_ok(
         StatusCode::OK,

@@ -9,7 +9,8 @@
 //! [`baton_sched::config::dropin`] (a unique temporary file, fsync, rename,
 //! fsync of the directory) and the configuration reloaded. Changes and
 //! reloads run one at a time. A job defined in `baton.toml` itself cannot
-//! be replaced or deleted here.
+//! be replaced or deleted here. Once the daemon's stop began, nothing is
+//! written: a change is refused as a run is (`503 stopping`).
 
 use std::sync::Arc;
 
@@ -117,6 +118,9 @@ pub(crate) async fn put(
         )
     })?;
     let _one = d.reloading.lock().await;
+    // Checked with the change's turn in hand: one that waited for it while
+    // the stop began is refused too.
+    crate::api::stopping(&d)?;
     not_in_main(&d, &name)?;
     let existed = d.current().config.jobs.contains_key(&name);
     let (path, over, n) = (d.opts.config_path.clone(), d.over.clone(), name.clone());
@@ -168,6 +172,7 @@ pub(crate) async fn delete(
 ) -> Result<Response, ApiError> {
     valid(&name)?;
     let _one = d.reloading.lock().await;
+    crate::api::stopping(&d)?;
     not_in_main(&d, &name)?;
     let (path, over, n) = (d.opts.config_path.clone(), d.over.clone(), name.clone());
     let in_force = Arc::clone(&d);

@@ -1426,6 +1426,52 @@ fn daemon_changes_asked_by_a_client_that_closes_are_made_whole() {
     }
 }
 
+/// A change whose request is still arriving when the daemon's stop begins
+/// (SIGTERM) is refused as a run and a tick are then, `503 stopping`, and
+/// nothing is written; before, the `PUT`'s drop-in was written and
+/// reloaded by a daemon on its way out.
+#[test]
+fn daemon_refuses_a_change_that_arrives_after_its_stop_began() {
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+    let s = Sched::new("[jobs.main]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n");
+    let d = Daemon::start(&s, &[]);
+    let socket = d.socket.clone().expect("the daemon names its socket");
+    let body = r#"{"schedule": "0 0 1 1 *", "run": "true"}"#;
+    let mut c = UnixStream::connect(&socket).unwrap();
+    c.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    // The head, and a wait for `100 Continue`: the request is in hand, its
+    // handler reading the body.
+    write!(
+        c,
+        "PUT /v1/jobs/late HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         Expect: 100-continue\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    let mut go_on = [0u8; 25];
+    c.read_exact(&mut go_on).unwrap();
+    assert_eq!(&go_on, b"HTTP/1.1 100 Continue\r\n\r\n");
+    signal(d.pid(), Signal::TERM);
+    baton_testkit::eventually("the daemon to begin its stop", || {
+        d.log().contains("stopping: no more ticks or requests")
+    });
+    // The body arrives after the stop began, within the while the exchange
+    // in hand is let finish.
+    c.write_all(body.as_bytes()).unwrap();
+    let mut answer = String::new();
+    let _ = c.read_to_string(&mut answer);
+    let a = Answer::parse(answer.as_bytes()).0;
+    assert_eq!(a.status, 503, "{answer:?}\n{}", d.log());
+    assert_eq!(a.json()["error"]["code"], "stopping", "{answer:?}");
+    assert!(
+        !s.env.path("jobs.d/late.toml").exists(),
+        "written during the stop"
+    );
+    assert!(!d.log().contains("PUT /v1/jobs"), "{}", d.log());
+}
+
 /// `baton.db` removed (or renamed away) under a daemon with no run in
 /// flight: the daemon's own next tick says the ledger was lost
 /// (`ledger-corrupt`), where before it opened a fresh one without a word
