@@ -39,7 +39,7 @@ fn unknown<'a>(config: &Config, names: &'a [String]) -> Option<&'a str> {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Unprepared {
-    /// The state directory, `locks/` or `logs/` cannot be used.
+    /// The state directory, `locks/`, `logs/` or `ends/` cannot be used.
     #[error(transparent)]
     State(#[from] crate::state::state_dir::StateError),
     /// A log a run writes cannot be written.
@@ -55,7 +55,11 @@ pub enum Unprepared {
     LedgerUnavailable,
 }
 
-/// Creates (or checks) the state directory and its `locks/` and `logs/`.
+/// Creates (or checks) the state directory and its `locks/`, `logs/` and
+/// `ends/` (where each run reserves room for its end before it starts): a
+/// subdirectory that cannot be used refuses everything before a lease is
+/// taken, so no occurrence is refused halfway, under its lease, and
+/// recorded missed for a fault of the state directory's.
 ///
 /// # Errors
 ///
@@ -64,6 +68,7 @@ pub fn prepare(config: &Config) -> Result<(), Unprepared> {
     let state = &config.settings.state_dir.value;
     crate::state::state_dir::locks_dir(state)?;
     crate::state::state_dir::logs_dir(state)?;
+    crate::state::state_dir::ends_dir(state)?;
     Ok(())
 }
 

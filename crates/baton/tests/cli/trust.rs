@@ -438,6 +438,27 @@ fn a_named_pipe_at_the_ledger_is_refused_without_blocking() {
     recovers(&s, &counter);
 }
 
+/// A named pipe planted where the runs' end slots go (`state/ends`) is
+/// refused as one at `logs/` is: a tick and a run by hand exit 2 naming it,
+/// promptly, and nothing runs. Before, the tick's run found it only once it
+/// held its lease, and recorded the occurrence missed `ledger-unavailable`
+/// (the ledger was fine), so it was lost; now nothing is recorded, and the
+/// occurrence runs once the pipe is gone.
+#[test]
+fn a_named_pipe_at_the_ends_directory_is_refused_and_its_occurrence_kept() {
+    let (s, counter) = after_one_run();
+    let ends = s.env.state().join("ends");
+    let _ = std::fs::remove_dir_all(&ends);
+    mkfifo(&ends);
+    refused(&s, &counter, "a named pipe is there");
+    let o = sched(&s, &["status", "count", "--json"]);
+    assert!(!stdout(&o).contains("ledger-unavailable"), "{}", stdout(&o));
+    let o = sched(&s, &["history", "count", "--json"]);
+    assert!(!stdout(&o).contains("ledger-unavailable"), "{}", stdout(&o));
+    std::fs::remove_file(&ends).unwrap();
+    recovers(&s, &counter);
+}
+
 #[test]
 fn a_lock_file_of_another_user_is_named_without_repeating_root() {
     if !root() {
