@@ -4,8 +4,12 @@
 //! [`connect`] is the only place that opens the database; it runs under the
 //! repair mutex (see [`crate::recover`]), never on its own. What it checks,
 //! in order: the path holds a regular file reached through no symbolic link
-//! (created `0600` when missing), owned by this user or root and writable by
-//! nobody else, and so are the side files SQLite will open by name when they
+//! (put in place whole when missing and the caller may create it,
+//! [`crate::create`]), owned by this user or root and writable by nobody
+//! else, and not empty (baton never leaves an empty ledger, so an empty one
+//! was emptied or cut short by something else: it is damage, and SQLite,
+//! which takes an empty file for a new database and deletes a `-wal` it
+//! finds beside one, never opens it), and so are the side files SQLite will open by name when they
 //! are there (`-wal`, `-shm`, `-journal`), SQLite opens it with `SQLITE_OPEN_NOFOLLOW`,
 //! the connection gets its settings, the probe reads the schema and the first
 //! row of every b-tree (writing nothing, so a corrupt file is moved aside
@@ -20,6 +24,7 @@ use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::backup;
+use crate::create;
 use crate::error::Error;
 use crate::file::{self, FileId};
 use crate::recover;
@@ -43,6 +48,8 @@ pub(crate) enum Failure {
     Corrupt(String),
     /// Anything else (busy, I/O, a symbolic link, an unknown version).
     Error(Error),
+    /// Nothing is at the path, and the caller may not create it there.
+    Missing,
 }
 
 impl From<Error> for Failure {
@@ -52,9 +59,29 @@ impl From<Error> for Failure {
 }
 
 /// Opens, probes and migrates the database at `path`, creating it when
-/// missing. The caller holds the repair mutex.
-pub(crate) fn connect(path: &Path) -> Result<Db, Failure> {
-    let id = file::ensure(path)?;
+/// missing and `may_create`. The caller holds the repair mutex, exclusively
+/// when it may create.
+pub(crate) fn connect(path: &Path, may_create: bool) -> Result<Db, Failure> {
+    let id = match file::look(path)? {
+        Some(found) => judge(path, found)?,
+        None if may_create => {
+            create::create(path)?;
+            match file::look(path)? {
+                Some(found) => judge(path, found)?,
+                None => {
+                    return Err(Failure::Error(Error::Io {
+                        action: "create the ledger",
+                        path: path.to_owned(),
+                        source: std::io::Error::new(
+                            std::io::ErrorKind::NotFound,
+                            "the ledger put in place was removed at once",
+                        ),
+                    }));
+                }
+            }
+        }
+        None => return Err(Failure::Missing),
+    };
     file::check_sides(path)?;
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
@@ -81,6 +108,24 @@ pub(crate) fn connect(path: &Path) -> Result<Db, Failure> {
         schema::migrate(&mut db.conn, path).map_err(|u| unsound(path, u))?;
     }
     Ok(db)
+}
+
+/// The file found at `path`, unless it is empty: damage (see the module's
+/// documentation).
+fn judge(path: &Path, (id, len): (FileId, u64)) -> Result<FileId, Failure> {
+    if len == 0 {
+        return Err(Failure::Corrupt(empty(path)));
+    }
+    Ok(id)
+}
+
+/// Why an empty ledger is judged damaged, for the alert that says so.
+pub(crate) fn empty(path: &Path) -> String {
+    format!(
+        "{} is empty (0 bytes); baton never leaves an empty ledger, so it was emptied or cut \
+         short by something else; restore it from a backup to get its records back",
+        path.display()
+    )
 }
 
 /// Puts the file in WAL mode (a no-op once it is), and says the mode it
@@ -152,14 +197,14 @@ impl Db {
 }
 
 /// An SQLite failure while opening, sorted into corruption and the rest.
-fn sqlite_failure(path: &Path, what: &'static str, source: rusqlite::Error) -> Failure {
+pub(crate) fn sqlite_failure(path: &Path, what: &'static str, source: rusqlite::Error) -> Failure {
     if recover::is_corrupt(&source) {
         return Failure::Corrupt(format!("{what}: {source}"));
     }
     Failure::Error(recover::sqlite_error(path, what.to_owned(), source))
 }
 
-fn unsound(path: &Path, u: Unsound) -> Failure {
+pub(crate) fn unsound(path: &Path, u: Unsound) -> Failure {
     match u {
         Unsound::Sqlite { what, source } => sqlite_failure(path, what, source),
         Unsound::Missing { version, table } => Failure::Corrupt(format!(

@@ -192,9 +192,14 @@
 //!   end with one passive checkpoint ([`Records::checkpoint`](baton_store::ledger::Records::checkpoint)), so the
 //!   database file alone is current between ticks.
 //!
-//! Files are created mode `0600`: the ledger creates `baton.db` itself with
+//! Files are created mode `0600`: the ledger creates a new ledger itself with
 //! `O_CREAT | O_EXCL | O_NOFOLLOW` before SQLite opens it, and SQLite gives
-//! `-wal` and `-shm` the database's mode, so the umask is never touched.
+//! `-wal` and `-shm` the database's mode, so the umask is never touched. A
+//! new ledger is built whole under a scratch name (`.baton.db.new`: schema
+//! written, WAL mode set, synced) and only then linked to `baton.db`, so
+//! that name never holds an empty or half-made file of baton's own, even
+//! after a crash midway; a creation cut short leaves only the scratch file,
+//! which the next creation replaces.
 //! A symbolic link at `baton.db` is refused ([`Error::Symlink`]) and never
 //! followed; SQLite is opened with `SQLITE_OPEN_NOFOLLOW` as well, and opens
 //! `-wal` and `-shm` with `O_NOFOLLOW`. Before SQLite opens anything, the
@@ -207,7 +212,10 @@
 //! # Recovery
 //!
 //! What is corrupt: SQLite's `SQLITE_CORRUPT` or `SQLITE_NOTADB`, from any
-//! statement, or a schema whose version promises a table that is missing.
+//! statement, a schema whose version promises a table that is missing, or
+//! an empty `baton.db` (0 bytes: emptied or cut short by something else,
+//! since baton never leaves one; SQLite would take it for a new database,
+//! and delete the `-wal` beside it).
 //! Nothing else: busy, locked, I/O errors and a full disk are errors.
 //!
 //! 1. **On open**, the file is probed before anything is written: the
@@ -277,6 +285,7 @@
 
 mod ahead;
 mod backup;
+mod create;
 mod db;
 mod error;
 mod examine;

@@ -2,8 +2,10 @@
 //! ledger takes its place, so that a damaged file never stops the scheduler.
 //!
 //! What counts as corrupt is decided here and nowhere else: SQLite's
-//! `SQLITE_CORRUPT` and `SQLITE_NOTADB`, and a schema whose version names a
-//! table that is not there. A busy or locked database is never corrupt, and
+//! `SQLITE_CORRUPT` and `SQLITE_NOTADB`, a schema whose version names a
+//! table that is not there, and an empty `baton.db` (judged by its length
+//! before SQLite opens it, in [`crate::db`]: a new ledger is never empty,
+//! [`crate::create`]). A busy or locked database is never corrupt, and
 //! neither is an I/O error, a full disk, or a schema version this build does
 //! not know.
 //!
@@ -111,10 +113,10 @@ pub(crate) fn connect(
     if suspect.is_none() {
         let shared = hold(&repair, Sharing::Shared)?;
         if file::identify(path)?.is_some() {
-            match db::connect(path) {
+            match db::connect(path, false) {
                 Ok(db) => return Ok((db, None)),
                 Err(Failure::Error(e)) => return Err(e),
-                Err(Failure::Corrupt(_)) => {}
+                Err(Failure::Corrupt(_) | Failure::Missing) => {}
             }
         }
         drop(shared);
@@ -166,9 +168,18 @@ fn connect_held(
         None => set_aside_orphans(path, now)?,
     }
     loop {
-        match db::connect(path) {
+        match db::connect(path, true) {
             Ok(db) => return Ok((db, recovered)),
             Err(Failure::Error(e)) => return Err(e),
+            // OK because a connection that may create never says missing;
+            // this only names the impossible case.
+            Err(Failure::Missing) => {
+                return Err(Error::Invalid {
+                    action: "open the ledger".to_owned(),
+                    path: path.to_owned(),
+                    problem: "the ledger was neither found nor created".to_owned(),
+                });
+            }
             Err(Failure::Corrupt(reason)) if recovered.is_none() => {
                 recovered = Some(move_aside(path, now, reason)?);
             }

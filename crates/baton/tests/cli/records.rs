@@ -773,3 +773,47 @@ fn a_ledger_removed_while_a_run_goes_on_gets_the_run_whole_and_an_alert() {
         "1"
     );
 }
+
+/// A ledger emptied while nothing has it open (`: > baton.db`) is damage,
+/// not a first use: the next command moves it aside with its log, says so
+/// and alerts it, where it used to start a fresh ledger without a word.
+#[test]
+fn a_ledger_emptied_while_idle_is_moved_aside_and_alerted_never_taken_for_new() {
+    let s = Sched::new("");
+    s.write("[jobs.j]\nevery = \"1h\"\nrun = \"true\"\n");
+    assert_eq!(code(&s.run(&["run", "j"])), 0);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(db(&s))
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    let o = s.run(&["status"]);
+    assert!(
+        stderr(&o).contains("the ledger was corrupt") && stderr(&o).contains("is empty (0 bytes)"),
+        "the loss is said: {}",
+        stderr(&o)
+    );
+    let alerts = std::fs::read_to_string(s.env.state().join("logs/alerts.log")).unwrap();
+    assert_eq!(alerts.matches("ledger-corrupt").count(), 1, "{alerts}");
+    let moved: Vec<String> = std::fs::read_dir(s.env.state())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("baton.db.corrupt-"))
+        .collect();
+    assert!(
+        moved
+            .iter()
+            .any(|n| !n.ends_with("-wal") && !n.ends_with("-shm")),
+        "the emptied file is kept aside: {moved:?}"
+    );
+    assert!(
+        moved.iter().any(|n| n.ends_with("-wal")),
+        "its log went with it: {moved:?}"
+    );
+    // Once: the fresh ledger is no empty file.
+    let o = s.run(&["tick"]);
+    assert!(!stderr(&o).contains("corrupt"), "{}", stderr(&o));
+    let alerts = std::fs::read_to_string(s.env.state().join("logs/alerts.log")).unwrap();
+    assert_eq!(alerts.matches("ledger-corrupt").count(), 1, "{alerts}");
+}
