@@ -34,10 +34,13 @@ use crate::schema::{self, Unsound};
 /// with [`Error::Busy`].
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A set-up connection and the file it opened.
+/// A set-up connection, the file it opened and the log beside it.
 pub(crate) struct Db {
     conn: Connection,
     id: FileId,
+    /// The `-wal` this connection reads and writes, as found once the
+    /// connection had opened it (`None` when none could be seen then).
+    log: Option<FileId>,
     path: PathBuf,
 }
 
@@ -91,6 +94,7 @@ pub(crate) fn connect(path: &Path, may_create: bool) -> Result<Db, Failure> {
     let mut db = Db {
         conn,
         id,
+        log: None,
         path: path.to_owned(),
     };
     db.configure()?;
@@ -107,6 +111,9 @@ pub(crate) fn connect(path: &Path, may_create: bool) -> Result<Db, Failure> {
     if version < schema::VERSION {
         schema::migrate(&mut db.conn, path).map_err(|u| unsound(path, u))?;
     }
+    // The probe's read opened the log (SQLite creates it when missing), and
+    // SQLite keeps its descriptor for the connection's life.
+    db.log = file::identify(&file::with_suffix(path, "-wal"))?;
     Ok(db)
 }
 
@@ -185,6 +192,40 @@ impl Db {
     /// The file this connection opened.
     pub(crate) fn id(&self) -> FileId {
         self.id
+    }
+
+    /// Whether the log this connection writes to is still the `-wal` at
+    /// the path. When it is not (removed alone, or replaced), the
+    /// connection's commits go where no newcomer reads them.
+    ///
+    /// # Errors
+    ///
+    /// As [`file::identify`]: a symbolic link or anything but a regular
+    /// file at the log's path, or one that may not be trusted.
+    pub(crate) fn log_in_place(&self) -> Result<bool, Error> {
+        let at_path = file::identify(&file::with_suffix(&self.path, "-wal"))?;
+        Ok(self.log.is_none() || at_path == self.log)
+    }
+
+    /// Copies what this connection's log holds into the database file
+    /// (a full checkpoint), for a log no longer at the path: the caller
+    /// holds the repair mutex exclusively, and no other log is at the path
+    /// (none, or an empty one a newcomer made), so every connection still
+    /// at work shares this one. Says whether every frame was copied.
+    pub(crate) fn save_log(&mut self) -> Result<bool, String> {
+        let log = file::with_suffix(&self.path, "-wal");
+        match file::look(&log) {
+            Ok(None | Some((_, 0))) => {}
+            Ok(Some(_)) => return Err(format!("another log is at {}", log.display())),
+            Err(e) => return Err(e.to_string()),
+        }
+        let (busy, frames, copied): (i64, i64, i64) = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(FULL)", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(busy == 0 && frames == copied)
     }
 
     /// Closes the connection without touching the file: for a file found

@@ -263,7 +263,25 @@
 //!
 //! [`Reset::Followed`]: baton_store::ledger::Reset::Followed
 //! [`Reset::Lost`]: baton_store::ledger::Reset::Lost
-//! 6. **A database removed alone** (an operator deleting `baton.db` while
+//! 6. **A log removed alone** (`baton.db-wal` deleted, or replaced, while
+//!    connections have it open) leaves those connections writing into a log
+//!    no newcomer can read: SQLite's shared memory still counts its frames,
+//!    so a newcomer's open fails with an I/O error, and what the log held
+//!    since the last checkpoint would be gone once they close. So the same
+//!    look before every call also compares the `-wal` at the path with the
+//!    one the connection opened (a second `lstat`). The first connection to
+//!    find it changed takes the repair mutex exclusive and, while the path
+//!    still names its database, copies what the log holds into the file (a
+//!    full checkpoint through its own connection, the last way to read it;
+//!    only when no other log with anything in it is at the path, so every
+//!    connection still at work shares that one), then moves the file aside
+//!    as corrupt ([`Reset::Corrupt`]: one alert) and starts a fresh one; the
+//!    other connections follow it ([`Reset::Followed`]), and a run in
+//!    flight records itself again in the fresh file. Until that first call,
+//!    newcomers are refused (the I/O error), never given a misread ledger.
+//!
+//! [`Reset::Corrupt`]: baton_store::ledger::Reset::Corrupt
+//! 7. **A database removed alone** (an operator deleting `baton.db` while
 //!    writers run) leaves a `-wal` and `-shm` still in use by the old file's
 //!    connections. A fresh database is never created beside them: they are
 //!    set aside first, as `baton.db.orphaned-<UTC stamp>-wal` and so on.

@@ -52,8 +52,12 @@ pub(crate) const LEASE_WAIT: Duration = Duration::from_secs(10);
 pub(crate) struct Suspect {
     /// The file the connection had open.
     pub(crate) id: FileId,
-    /// What SQLite said.
+    /// What SQLite said, or what happened to the file.
     pub(crate) reason: String,
+    /// The connection, kept open when its log was removed from under it:
+    /// what that log holds is copied into the file before it is moved
+    /// aside, through this connection, the last way to read it.
+    pub(crate) lost_log: Option<Db>,
 }
 
 /// Whether SQLite says the file is damaged or is no database at all.
@@ -161,7 +165,21 @@ fn connect_held(
     let mut recovered = None;
     match file::identify(path)? {
         Some(id) if suspect.as_ref().is_some_and(|s| s.id == id) => {
-            let reason = suspect.map(|s| s.reason).unwrap_or_default();
+            let (mut reason, lost_log) =
+                suspect.map(|s| (s.reason, s.lost_log)).unwrap_or_default();
+            if let Some(mut db) = lost_log {
+                reason.push_str(&match db.save_log() {
+                    Ok(true) => "; what it held was copied into the file moved aside".to_owned(),
+                    Ok(false) => "; not all it held could be copied into the file moved aside \
+                                  (a reader held it): the transactions left in it are lost"
+                        .to_owned(),
+                    Err(why) => format!(
+                        "; what it held could not be copied into the file moved aside ({why}): \
+                         the transactions since its last checkpoint are lost"
+                    ),
+                });
+                db.abandon();
+            }
             recovered = Some(move_aside(path, now, reason)?);
         }
         Some(_) => {}
@@ -359,6 +377,7 @@ mod tests {
         let suspect = || Suspect {
             id: old,
             reason: "database disk image is malformed".into(),
+            lost_log: None,
         };
         let (db, recovered) = connect(dir.path(), &path, Some(suspect()), now).unwrap();
         let recovered = recovered.expect("moved aside");

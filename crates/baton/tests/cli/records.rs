@@ -817,3 +817,77 @@ fn a_ledger_emptied_while_idle_is_moved_aside_and_alerted_never_taken_for_new() 
     let alerts = std::fs::read_to_string(s.env.state().join("logs/alerts.log")).unwrap();
     assert_eq!(alerts.matches("ledger-corrupt").count(), 1, "{alerts}");
 }
+
+/// `baton.db-wal` removed alone while a run goes on: the run's writes went
+/// into the removed log, which nothing else could read, and nothing said
+/// so. The run's next write finds its log gone: the ledger is moved aside
+/// with what the log held, the loss is alerted, and the run is recorded
+/// whole in the fresh ledger.
+#[test]
+fn a_ledger_log_removed_while_a_run_goes_on_gets_the_run_whole_and_an_alert() {
+    let s = Sched::new("");
+    let (started, release) = (s.env.path("started"), s.env.path("release"));
+    s.write(&format!(
+        "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\n\
+         [jobs.j]\nschedule = \"0 0 1 1 *\"\n\
+         [[jobs.j.steps]]\nname = \"one\"\nrun = \"true\"\n\
+         [[jobs.j.steps]]\nname = \"two\"\nrun = \"touch {}; while [ ! -e {} ]; do sleep 0.05; done\"\n",
+        started.display(),
+        release.display()
+    ));
+    let run = s
+        .cmd(&["run", "j"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    eventually("the second step to start", || started.exists());
+    std::fs::remove_file(format!("{}-wal", db(&s).display())).unwrap();
+    std::fs::write(&release, "").unwrap();
+    let o = run.wait_with_output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the ledger was corrupt") && stderr(&o).contains("baton.db-wal"),
+        "the loss is said: {}",
+        stderr(&o)
+    );
+    let runs = s.json(&["history", "j", "--json"]);
+    let runs = runs.as_array().expect("a list of runs");
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["verdict"], "ok", "{runs:?}");
+    let steps: Vec<&str> = runs[0]["attempts"]
+        .as_array()
+        .expect("the run's attempts")
+        .iter()
+        .map(|a| a["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(steps, ["one", "two"], "{runs:?}");
+    assert_eq!(
+        ledger_value(
+            &db(&s),
+            "SELECT count(*) FROM alerts WHERE kind = 'ledger-corrupt' \
+             AND message LIKE '%baton.db-wal%'"
+        ),
+        "1"
+    );
+    assert_eq!(
+        ledger_value(
+            &db(&s),
+            "SELECT count FROM tallies WHERE job = 'j' AND kind = 'verdict' AND word = 'ok'"
+        ),
+        "1"
+    );
+    // The file moved aside has the run's start, which the removed log held.
+    let moved = std::fs::read_dir(s.env.state())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            n.starts_with("baton.db.corrupt-") && !n.ends_with("-wal") && !n.ends_with("-shm")
+        })
+        .expect("the ledger moved aside");
+    assert_eq!(
+        ledger_value(&moved, "SELECT count(*) FROM runs WHERE job = 'j'"),
+        "1"
+    );
+}
