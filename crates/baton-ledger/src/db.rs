@@ -4,8 +4,12 @@
 //! [`connect`] is the only place that opens the database; it runs under the
 //! repair mutex (see [`crate::recover`]), never on its own. What it checks,
 //! in order: the path holds a regular file reached through no symbolic link
-//! (created `0600` when missing), owned by this user or root and writable by
-//! nobody else, and so are the side files SQLite will open by name when they
+//! (put in place whole when missing and the caller may create it,
+//! [`crate::create`]), owned by this user or root and writable by nobody
+//! else, and not empty (baton never leaves an empty ledger, so an empty one
+//! was emptied or cut short by something else: it is damage, and SQLite,
+//! which takes an empty file for a new database and deletes a `-wal` it
+//! finds beside one, never opens it), and so are the side files SQLite will open by name when they
 //! are there (`-wal`, `-shm`, `-journal`), SQLite opens it with `SQLITE_OPEN_NOFOLLOW`,
 //! the connection gets its settings, the probe reads the schema and the first
 //! row of every b-tree (writing nothing, so a corrupt file is moved aside
@@ -20,6 +24,7 @@ use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::backup;
+use crate::create;
 use crate::error::Error;
 use crate::file::{self, FileId};
 use crate::recover;
@@ -29,10 +34,13 @@ use crate::schema::{self, Unsound};
 /// with [`Error::Busy`].
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A set-up connection and the file it opened.
+/// A set-up connection, the file it opened and the log beside it.
 pub(crate) struct Db {
     conn: Connection,
     id: FileId,
+    /// The `-wal` this connection reads and writes, as found once the
+    /// connection had opened it (`None` when none could be seen then).
+    log: Option<FileId>,
     path: PathBuf,
 }
 
@@ -43,6 +51,8 @@ pub(crate) enum Failure {
     Corrupt(String),
     /// Anything else (busy, I/O, a symbolic link, an unknown version).
     Error(Error),
+    /// Nothing is at the path, and the caller may not create it there.
+    Missing,
 }
 
 impl From<Error> for Failure {
@@ -52,9 +62,29 @@ impl From<Error> for Failure {
 }
 
 /// Opens, probes and migrates the database at `path`, creating it when
-/// missing. The caller holds the repair mutex.
-pub(crate) fn connect(path: &Path) -> Result<Db, Failure> {
-    let id = file::ensure(path)?;
+/// missing and `may_create`. The caller holds the repair mutex, exclusively
+/// when it may create.
+pub(crate) fn connect(path: &Path, may_create: bool) -> Result<Db, Failure> {
+    let id = match file::look(path)? {
+        Some(found) => judge(path, found)?,
+        None if may_create => {
+            create::create(path)?;
+            match file::look(path)? {
+                Some(found) => judge(path, found)?,
+                None => {
+                    return Err(Failure::Error(Error::Io {
+                        action: "create the ledger",
+                        path: path.to_owned(),
+                        source: std::io::Error::new(
+                            std::io::ErrorKind::NotFound,
+                            "the ledger put in place was removed at once",
+                        ),
+                    }));
+                }
+            }
+        }
+        None => return Err(Failure::Missing),
+    };
     file::check_sides(path)?;
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
@@ -64,6 +94,7 @@ pub(crate) fn connect(path: &Path) -> Result<Db, Failure> {
     let mut db = Db {
         conn,
         id,
+        log: None,
         path: path.to_owned(),
     };
     db.configure()?;
@@ -80,7 +111,28 @@ pub(crate) fn connect(path: &Path) -> Result<Db, Failure> {
     if version < schema::VERSION {
         schema::migrate(&mut db.conn, path).map_err(|u| unsound(path, u))?;
     }
+    // The probe's read opened the log (SQLite creates it when missing), and
+    // SQLite keeps its descriptor for the connection's life.
+    db.log = file::identify(&file::with_suffix(path, "-wal"))?;
     Ok(db)
+}
+
+/// The file found at `path`, unless it is empty: damage (see the module's
+/// documentation).
+fn judge(path: &Path, (id, len): (FileId, u64)) -> Result<FileId, Failure> {
+    if len == 0 {
+        return Err(Failure::Corrupt(empty(path)));
+    }
+    Ok(id)
+}
+
+/// Why an empty ledger is judged damaged, for the alert that says so.
+pub(crate) fn empty(path: &Path) -> String {
+    format!(
+        "{} is empty (0 bytes); baton never leaves an empty ledger, so it was emptied or cut \
+         short by something else; restore it from a backup to get its records back",
+        path.display()
+    )
 }
 
 /// Puts the file in WAL mode (a no-op once it is), and says the mode it
@@ -142,6 +194,40 @@ impl Db {
         self.id
     }
 
+    /// Whether the log this connection writes to is still the `-wal` at
+    /// the path. When it is not (removed alone, or replaced), the
+    /// connection's commits go where no newcomer reads them.
+    ///
+    /// # Errors
+    ///
+    /// As [`file::identify`]: a symbolic link or anything but a regular
+    /// file at the log's path, or one that may not be trusted.
+    pub(crate) fn log_in_place(&self) -> Result<bool, Error> {
+        let at_path = file::identify(&file::with_suffix(&self.path, "-wal"))?;
+        Ok(self.log.is_none() || at_path == self.log)
+    }
+
+    /// Copies what this connection's log holds into the database file
+    /// (a full checkpoint), for a log no longer at the path: the caller
+    /// holds the repair mutex exclusively, and no other log is at the path
+    /// (none, or an empty one a newcomer made), so every connection still
+    /// at work shares this one. Says whether every frame was copied.
+    pub(crate) fn save_log(&mut self) -> Result<bool, String> {
+        let log = file::with_suffix(&self.path, "-wal");
+        match file::look(&log) {
+            Ok(None | Some((_, 0))) => {}
+            Ok(Some(_)) => return Err(format!("another log is at {}", log.display())),
+            Err(e) => return Err(e.to_string()),
+        }
+        let (busy, frames, copied): (i64, i64, i64) = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(FULL)", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(busy == 0 && frames == copied)
+    }
+
     /// Closes the connection without touching the file: for a file found
     /// corrupt or no longer at the path. (No connection checkpoints on
     /// close: SQLite's automatic checkpoint, every 1,000 pages, run by the
@@ -152,14 +238,14 @@ impl Db {
 }
 
 /// An SQLite failure while opening, sorted into corruption and the rest.
-fn sqlite_failure(path: &Path, what: &'static str, source: rusqlite::Error) -> Failure {
+pub(crate) fn sqlite_failure(path: &Path, what: &'static str, source: rusqlite::Error) -> Failure {
     if recover::is_corrupt(&source) {
         return Failure::Corrupt(format!("{what}: {source}"));
     }
     Failure::Error(recover::sqlite_error(path, what.to_owned(), source))
 }
 
-fn unsound(path: &Path, u: Unsound) -> Failure {
+pub(crate) fn unsound(path: &Path, u: Unsound) -> Failure {
     match u {
         Unsound::Sqlite { what, source } => sqlite_failure(path, what, source),
         Unsound::Missing { version, table } => Failure::Corrupt(format!(

@@ -82,10 +82,20 @@ impl Ledger {
         file::check_sides(&path)?;
         let _shared = recover::hold_shared(&real.join(file::REPAIR_NAME))?;
         // Looked at again under the mutex: a recovery may have moved it.
-        if file::identify(&path)?.is_none() {
+        let Some((_, len)) = file::look(&path)? else {
             return Ok(None);
-        }
+        };
         file::check_sides(&path)?;
+        if len == 0 {
+            // Never opened: SQLite would take it for a new database and
+            // delete a `-wal` beside it.
+            return Ok(Some(Examined {
+                path: path.clone(),
+                version: None,
+                supported: schema::VERSION,
+                damage: vec![crate::db::empty(&path)],
+            }));
+        }
         examine_file(&path).map(Some)
     }
 }

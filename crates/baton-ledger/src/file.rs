@@ -7,9 +7,10 @@
 //! baton writes keeps), in a directory nobody else can change; and it tells
 //! whether the file at the path is still the one a connection opened.
 //!
-//! The ledger creates `baton.db` itself, mode `0600` and `O_NOFOLLOW`, before
-//! SQLite opens it, so the file never exists with looser permissions and a
-//! symbolic link planted at the path is never followed. SQLite creates the
+//! The ledger creates its files itself, mode `0600` and `O_NOFOLLOW`, before
+//! SQLite opens them (a new `baton.db` under a scratch name first,
+//! [`crate::create`]), so a file never exists with looser permissions and a
+//! symbolic link planted at a path is never followed. SQLite creates the
 //! `-wal` and `-shm` files with the database's own mode, so they are `0600`
 //! too and no umask is touched. The descriptor used for creating is closed
 //! before SQLite opens the file: closing any descriptor of a file drops every
@@ -65,6 +66,23 @@ pub(crate) fn identify(path: &Path) -> Result<Option<FileId>, Error> {
         dev: meta.dev(),
         ino: meta.ino(),
     }))
+}
+
+/// The file at `path` now and its length, as [`identify`] finds it:
+/// `None` when nothing is there.
+///
+/// # Errors
+///
+/// As [`identify`].
+pub(crate) fn look(path: &Path) -> Result<Option<(FileId, u64)>, Error> {
+    let Some(meta) = inspect(path)? else {
+        return Ok(None);
+    };
+    let id = FileId {
+        dev: meta.dev(),
+        ino: meta.ino(),
+    };
+    Ok(Some((id, meta.len())))
 }
 
 /// Whether the file `id` is now one of the corrupt databases moved aside
@@ -134,39 +152,29 @@ fn inspect(path: &Path) -> Result<Option<fs::Metadata>, Error> {
     Ok(Some(meta))
 }
 
-/// The regular file at `path`, created empty with mode `0600` when nothing
-/// is there. A file that appears meanwhile is taken as found.
+/// Creates an empty regular file at `path`, mode `0600`, failing when
+/// anything is there: a symbolic link planted at the path is refused, never
+/// followed (`O_NOFOLLOW` with `O_EXCL`). The descriptor is closed before
+/// this returns, before SQLite opens the file (see the module's
+/// documentation).
 ///
 /// # Errors
 ///
-/// As [`identify`]; a symbolic link planted between the look and the create
-/// is refused too (`O_NOFOLLOW` with `O_EXCL`).
-pub(crate) fn ensure(path: &Path) -> Result<FileId, Error> {
-    loop {
-        if let Some(id) = identify(path)? {
-            return Ok(id);
-        }
-        let created = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(nofollow())
-            .open(path);
-        match created {
-            // The descriptor is dropped here, before SQLite opens the file
-            // (see the module's documentation); the next look identifies it.
-            Ok(_) => continue,
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(source) => {
-                return Err(Error::Io {
-                    action: "create the ledger",
-                    path: path.to_owned(),
-                    source,
-                });
-            }
-        }
-    }
+/// Anything at the path, or a failed `open`, as "failed to `action` PATH".
+pub(crate) fn create_empty(path: &Path, action: &'static str) -> Result<(), Error> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(nofollow())
+        .open(path)
+        .map(drop)
+        .map_err(|source| Error::Io {
+            action,
+            path: path.to_owned(),
+            source,
+        })
 }
 
 /// `O_NOFOLLOW` (std adds `O_CLOEXEC` itself). `O_EXCL` from `create_new`

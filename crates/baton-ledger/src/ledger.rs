@@ -12,7 +12,9 @@
 //!
 //! Before each call the ledger checks, with one `lstat`, that `baton.db` is
 //! still the file its connection opened, and reconnects when another process
-//! has moved it aside; inside each transaction, before anything else, it
+//! has moved it aside; with a second, that `baton.db-wal` is still the log
+//! the connection writes to, and moves the file aside when it is not (the
+//! crate's documentation, "Recovery"); inside each transaction, before anything else, it
 //! reads the schema version again, and refuses the call
 //! ([`Error::UnknownSchema`]) when a newer baton has migrated the file
 //! since. A call that fails with corruption recovers
@@ -202,6 +204,7 @@ impl Ledger {
                     Suspect {
                         id,
                         reason: format!("{}: {e}", action()),
+                        lost_log: None,
                     }
                 });
                 self.reconnect(suspect)?;
@@ -252,21 +255,56 @@ impl Ledger {
 
     /// Reconnects when `baton.db` is no longer the file this connection
     /// opened (another process moved it aside), or when there is no
-    /// connection.
+    /// connection; moves the file aside first when its `-wal` is no longer
+    /// the log this connection writes to (removed or replaced under it).
     ///
     /// The file this connection left is told to the caller
     /// ([`Records::take_recovered`](baton_store::ledger::Records::take_recovered)):
-    /// moved aside as corrupt by another process ([`Reset::Followed`]), or
-    /// removed or replaced by someone else ([`Reset::Lost`]). Either way a
-    /// run begun before it is not in the fresh file.
+    /// moved aside by this call because its log was lost
+    /// ([`Reset::Corrupt`]), moved aside as corrupt by another process
+    /// ([`Reset::Followed`]), or removed or replaced by someone else
+    /// ([`Reset::Lost`]). Either way a run begun before it is not in the
+    /// fresh file.
     fn follow_path(&mut self) -> Result<(), Error> {
         let at_path = file::identify(&self.path)?;
-        match &self.db {
-            Some(db) if Some(db.id()) == at_path => return Ok(()),
-            Some(db) => self.left = Some(db.id()),
+        let mut suspect = None;
+        match self.db.take() {
+            Some(db) if Some(db.id()) == at_path => {
+                match db.log_in_place() {
+                    Ok(true) => {
+                        self.db = Some(db);
+                        return Ok(());
+                    }
+                    Ok(false) => {}
+                    Err(e) => {
+                        self.db = Some(db);
+                        return Err(e);
+                    }
+                }
+                // Its log was removed alone (or replaced): this connection's
+                // commits go where no newcomer reads them, and a newcomer
+                // would pair the file with another log. The file is moved
+                // aside as corrupt, once, by the first connection to see it.
+                self.left = Some(db.id());
+                suspect = Some(Suspect {
+                    id: db.id(),
+                    reason: format!(
+                        "its log {} was removed or replaced while this process had it open",
+                        file::with_suffix(&self.path, "-wal").display()
+                    ),
+                    lost_log: Some(db),
+                });
+            }
+            Some(db) => {
+                self.left = Some(db.id());
+                db.abandon();
+            }
             None => {}
         }
-        self.reconnect(None)?;
+        if self.reconnect(suspect)? {
+            // This call moved the file it left aside, and said so.
+            self.left = None;
+        }
         if let Some(left) = self.left.take() {
             let (how, reason) = if file::moved_aside_as_corrupt(&self.path, left) {
                 (
@@ -292,14 +330,17 @@ impl Ledger {
         Ok(())
     }
 
-    fn reconnect(&mut self, suspect: Option<Suspect>) -> Result<(), Error> {
+    /// Connects again, first recovering from `suspect`; says whether this
+    /// call moved a file aside.
+    fn reconnect(&mut self, suspect: Option<Suspect>) -> Result<bool, Error> {
         if let Some(db) = self.db.take() {
             db.abandon();
         }
         let (db, recovered) = recover::connect(&self.state_dir, &self.path, suspect, self.latest)?;
         self.db = Some(db);
+        let moved = recovered.is_some();
         self.recovered.extend(recovered);
-        Ok(())
+        Ok(moved)
     }
 
     fn error(&self, action: String, fail: Fail) -> Error {

@@ -192,9 +192,14 @@
 //!   end with one passive checkpoint ([`Records::checkpoint`](baton_store::ledger::Records::checkpoint)), so the
 //!   database file alone is current between ticks.
 //!
-//! Files are created mode `0600`: the ledger creates `baton.db` itself with
+//! Files are created mode `0600`: the ledger creates a new ledger itself with
 //! `O_CREAT | O_EXCL | O_NOFOLLOW` before SQLite opens it, and SQLite gives
-//! `-wal` and `-shm` the database's mode, so the umask is never touched.
+//! `-wal` and `-shm` the database's mode, so the umask is never touched. A
+//! new ledger is built whole under a scratch name (`.baton.db.new`: schema
+//! written, WAL mode set, synced) and only then linked to `baton.db`, so
+//! that name never holds an empty or half-made file of baton's own, even
+//! after a crash midway; a creation cut short leaves only the scratch file,
+//! which the next creation replaces.
 //! A symbolic link at `baton.db` is refused ([`Error::Symlink`]) and never
 //! followed; SQLite is opened with `SQLITE_OPEN_NOFOLLOW` as well, and opens
 //! `-wal` and `-shm` with `O_NOFOLLOW`. Before SQLite opens anything, the
@@ -207,7 +212,10 @@
 //! # Recovery
 //!
 //! What is corrupt: SQLite's `SQLITE_CORRUPT` or `SQLITE_NOTADB`, from any
-//! statement, or a schema whose version promises a table that is missing.
+//! statement, a schema whose version promises a table that is missing, or
+//! an empty `baton.db` (0 bytes: emptied or cut short by something else,
+//! since baton never leaves one; SQLite would take it for a new database,
+//! and delete the `-wal` beside it).
 //! Nothing else: busy, locked, I/O errors and a full disk are errors.
 //!
 //! 1. **On open**, the file is probed before anything is written: the
@@ -255,7 +263,25 @@
 //!
 //! [`Reset::Followed`]: baton_store::ledger::Reset::Followed
 //! [`Reset::Lost`]: baton_store::ledger::Reset::Lost
-//! 6. **A database removed alone** (an operator deleting `baton.db` while
+//! 6. **A log removed alone** (`baton.db-wal` deleted, or replaced, while
+//!    connections have it open) leaves those connections writing into a log
+//!    no newcomer can read: SQLite's shared memory still counts its frames,
+//!    so a newcomer's open fails with an I/O error, and what the log held
+//!    since the last checkpoint would be gone once they close. So the same
+//!    look before every call also compares the `-wal` at the path with the
+//!    one the connection opened (a second `lstat`). The first connection to
+//!    find it changed takes the repair mutex exclusive and, while the path
+//!    still names its database, copies what the log holds into the file (a
+//!    full checkpoint through its own connection, the last way to read it;
+//!    only when no other log with anything in it is at the path, so every
+//!    connection still at work shares that one), then moves the file aside
+//!    as corrupt ([`Reset::Corrupt`]: one alert) and starts a fresh one; the
+//!    other connections follow it ([`Reset::Followed`]), and a run in
+//!    flight records itself again in the fresh file. Until that first call,
+//!    newcomers are refused (the I/O error), never given a misread ledger.
+//!
+//! [`Reset::Corrupt`]: baton_store::ledger::Reset::Corrupt
+//! 7. **A database removed alone** (an operator deleting `baton.db` while
 //!    writers run) leaves a `-wal` and `-shm` still in use by the old file's
 //!    connections. A fresh database is never created beside them: they are
 //!    set aside first, as `baton.db.orphaned-<UTC stamp>-wal` and so on.
@@ -277,6 +303,7 @@
 
 mod ahead;
 mod backup;
+mod create;
 mod db;
 mod error;
 mod examine;

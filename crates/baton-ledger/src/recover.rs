@@ -2,8 +2,10 @@
 //! ledger takes its place, so that a damaged file never stops the scheduler.
 //!
 //! What counts as corrupt is decided here and nowhere else: SQLite's
-//! `SQLITE_CORRUPT` and `SQLITE_NOTADB`, and a schema whose version names a
-//! table that is not there. A busy or locked database is never corrupt, and
+//! `SQLITE_CORRUPT` and `SQLITE_NOTADB`, a schema whose version names a
+//! table that is not there, and an empty `baton.db` (judged by its length
+//! before SQLite opens it, in [`crate::db`]: a new ledger is never empty,
+//! [`crate::create`]). A busy or locked database is never corrupt, and
 //! neither is an I/O error, a full disk, or a schema version this build does
 //! not know.
 //!
@@ -50,8 +52,12 @@ pub(crate) const LEASE_WAIT: Duration = Duration::from_secs(10);
 pub(crate) struct Suspect {
     /// The file the connection had open.
     pub(crate) id: FileId,
-    /// What SQLite said.
+    /// What SQLite said, or what happened to the file.
     pub(crate) reason: String,
+    /// The connection, kept open when its log was removed from under it:
+    /// what that log holds is copied into the file before it is moved
+    /// aside, through this connection, the last way to read it.
+    pub(crate) lost_log: Option<Db>,
 }
 
 /// Whether SQLite says the file is damaged or is no database at all.
@@ -111,10 +117,10 @@ pub(crate) fn connect(
     if suspect.is_none() {
         let shared = hold(&repair, Sharing::Shared)?;
         if file::identify(path)?.is_some() {
-            match db::connect(path) {
+            match db::connect(path, false) {
                 Ok(db) => return Ok((db, None)),
                 Err(Failure::Error(e)) => return Err(e),
-                Err(Failure::Corrupt(_)) => {}
+                Err(Failure::Corrupt(_) | Failure::Missing) => {}
             }
         }
         drop(shared);
@@ -159,16 +165,39 @@ fn connect_held(
     let mut recovered = None;
     match file::identify(path)? {
         Some(id) if suspect.as_ref().is_some_and(|s| s.id == id) => {
-            let reason = suspect.map(|s| s.reason).unwrap_or_default();
+            let (mut reason, lost_log) =
+                suspect.map(|s| (s.reason, s.lost_log)).unwrap_or_default();
+            if let Some(mut db) = lost_log {
+                reason.push_str(&match db.save_log() {
+                    Ok(true) => "; what it held was copied into the file moved aside".to_owned(),
+                    Ok(false) => "; not all it held could be copied into the file moved aside \
+                                  (a reader held it): the transactions left in it are lost"
+                        .to_owned(),
+                    Err(why) => format!(
+                        "; what it held could not be copied into the file moved aside ({why}): \
+                         the transactions since its last checkpoint are lost"
+                    ),
+                });
+                db.abandon();
+            }
             recovered = Some(move_aside(path, now, reason)?);
         }
         Some(_) => {}
         None => set_aside_orphans(path, now)?,
     }
     loop {
-        match db::connect(path) {
+        match db::connect(path, true) {
             Ok(db) => return Ok((db, recovered)),
             Err(Failure::Error(e)) => return Err(e),
+            // OK because a connection that may create never says missing;
+            // this only names the impossible case.
+            Err(Failure::Missing) => {
+                return Err(Error::Invalid {
+                    action: "open the ledger".to_owned(),
+                    path: path.to_owned(),
+                    problem: "the ledger was neither found nor created".to_owned(),
+                });
+            }
             Err(Failure::Corrupt(reason)) if recovered.is_none() => {
                 recovered = Some(move_aside(path, now, reason)?);
             }
@@ -348,6 +377,7 @@ mod tests {
         let suspect = || Suspect {
             id: old,
             reason: "database disk image is malformed".into(),
+            lost_log: None,
         };
         let (db, recovered) = connect(dir.path(), &path, Some(suspect()), now).unwrap();
         let recovered = recovered.expect("moved aside");

@@ -1,7 +1,7 @@
 //! A corrupt database is moved aside, whole and once, and never stops the
 //! ledger.
 
-use baton_store::ledger::{Records, Recovered};
+use baton_store::ledger::{Records, Recovered, Reset};
 use baton_store::words::AttemptOutcome;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -227,4 +227,68 @@ fn processes_opening_a_corrupt_database_at_once_move_it_once() {
     let mut ledger = scene.open();
     assert!(ledger.take_recovered().is_empty());
     assert!(ledger.job("opened").unwrap().is_some());
+}
+
+/// A ledger emptied while no process has it open (`: > baton.db`, a disk
+/// that lost the file's blocks) is no new ledger: baton never leaves an
+/// empty one of its own, so it is moved aside with its log and said, like
+/// any other damage, never taken for a first use.
+#[test]
+fn an_emptied_ledger_is_moved_aside_and_said_never_taken_for_new() {
+    let scene = Scene::new();
+    populate(&scene);
+    let wal = std::fs::read(format!("{}-wal", scene.db().display())).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(scene.db())
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+
+    let mut ledger = Ledger::open(scene.dir(), "2026-11-29T03:15:00Z".parse().unwrap()).unwrap();
+    let recovered = recovered_once(&mut ledger, "empty");
+    assert_eq!(recovered.how, Reset::Corrupt);
+    assert!(
+        recovered.reason.contains("0 bytes"),
+        "the reason says what was found: {}",
+        recovered.reason
+    );
+    assert_eq!(
+        recovered.moved_to,
+        scene.dir().join("baton.db.corrupt-20261129T031500Z")
+    );
+    assert_eq!(std::fs::metadata(&recovered.moved_to).unwrap().len(), 0);
+    // Its log went with it, whole: what it held is still there to read.
+    assert_eq!(
+        std::fs::read(format!("{}-wal", recovered.moved_to.display())).unwrap(),
+        wal
+    );
+    assert!(ledger.history("big", 10).unwrap().is_empty());
+    assert_works(&mut ledger);
+    drop(ledger);
+    // Told once: the fresh ledger is no empty file.
+    let mut again = scene.open();
+    assert!(again.take_recovered().is_empty());
+}
+
+/// A ledger is never an empty file of baton's own, even for an instant: it
+/// is built whole beside its path and put there in one step, so an empty
+/// `baton.db` is always someone else's doing. A creation cut short by a
+/// crash leaves only its scratch file, which the next creation replaces.
+#[test]
+fn a_new_ledger_is_put_in_place_whole() {
+    let scene = Scene::new();
+    let scratch = scene.dir().join(".baton.db.new");
+    std::fs::write(&scratch, garbage(100)).unwrap();
+    std::fs::write(format!("{}-journal", scratch.display()), garbage(10)).unwrap();
+    let mut ledger = scene.open();
+    assert!(ledger.take_recovered().is_empty());
+    assert!(std::fs::metadata(scene.db()).unwrap().len() > 0);
+    assert_works(&mut ledger);
+    let left: Vec<String> = std::fs::read_dir(scene.dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".baton.db.new"))
+        .collect();
+    assert!(left.is_empty(), "no scratch file is left: {left:?}");
 }

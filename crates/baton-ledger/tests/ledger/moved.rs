@@ -253,3 +253,42 @@ fn sqlite(e: &baton_store::ledger::Error) -> &Error {
         .and_then(|s| s.downcast_ref::<Error>())
         .unwrap_or_else(|| panic!("not the SQLite ledger's error: {e:?}"))
 }
+
+/// `baton.db-wal` removed alone while connections have it open: they go on
+/// writing into the removed log, which no newcomer can read (SQLite's shared
+/// memory still counts its frames), and what it held since the last
+/// checkpoint would be gone once they close. The next call of a connection
+/// that had it finds its log gone, copies what the log holds into the
+/// database, moves the database aside as corrupt (it is no longer safe to
+/// share: newcomers would pair it with another log) and says so, once; the
+/// others follow without a second alert.
+#[test]
+fn a_log_removed_alone_is_found_kept_in_the_file_moved_aside_and_said_once() {
+    let scene = Scene::new();
+    let mut old = scene.open();
+    let mut other = scene.open();
+    old.see_jobs(&["before"], at(0)).unwrap();
+    std::fs::remove_file(format!("{}-wal", scene.db().display())).unwrap();
+    // Until then a newcomer cannot read the file (the shared memory counts
+    // frames its new, empty log does not have): refused, never misread.
+    let err = Ledger::open(scene.dir(), at(1)).unwrap_err();
+    assert!(err.to_string().contains("disk I/O error"), "{err}");
+    old.see_jobs(&["after"], at(1)).unwrap();
+    let told = old.take_recovered();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0].how, Reset::Corrupt);
+    assert!(told[0].reason.contains("baton.db-wal"), "{told:?}");
+    assert!(told[0].moved_to.exists(), "{told:?}");
+    assert_eq!(known_jobs(&mut old), ["after"]);
+    // Another connection that had the removed log follows, silently.
+    other.see_jobs(&["other"], at(2)).unwrap();
+    let followed = other.take_recovered();
+    assert_eq!(followed.len(), 1, "{followed:?}");
+    assert_eq!(followed[0].how, Reset::Followed);
+    let mut newcomer = scene.open();
+    assert!(newcomer.take_recovered().is_empty());
+    assert_eq!(known_jobs(&mut newcomer), ["after", "other"]);
+    drop((old, other, newcomer));
+    // What the removed log held is in the file moved aside.
+    assert_eq!(job_names(&told[0].moved_to), ["before"]);
+}

@@ -34,8 +34,9 @@
 //!   Once a signal asks the run to stop, nothing is tried again: the
 //!   process ends, and the next run under the lock records it.
 //! - **A ledger file left for a fresh one** while the run goes on (removed
-//!   or renamed by someone, or moved aside as corrupt): before each write
-//!   the run looks at the file (`Records::follow`, one `lstat`), and once
+//!   or renamed by someone, moved aside as corrupt, or moved aside because
+//!   its `-wal` was removed): before each write the run looks at the file
+//!   (`Records::follow`, an `lstat` of the file and one of its log), and once
 //!   the file its start went to is gone, it records its start and the
 //!   attempts recorded so far again in the fresh file, at once, so that
 //!   the fresh file counts the run once and a crash after it still leaves

@@ -773,3 +773,121 @@ fn a_ledger_removed_while_a_run_goes_on_gets_the_run_whole_and_an_alert() {
         "1"
     );
 }
+
+/// A ledger emptied while nothing has it open (`: > baton.db`) is damage,
+/// not a first use: the next command moves it aside with its log, says so
+/// and alerts it, where it used to start a fresh ledger without a word.
+#[test]
+fn a_ledger_emptied_while_idle_is_moved_aside_and_alerted_never_taken_for_new() {
+    let s = Sched::new("");
+    s.write("[jobs.j]\nevery = \"1h\"\nrun = \"true\"\n");
+    assert_eq!(code(&s.run(&["run", "j"])), 0);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(db(&s))
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    let o = s.run(&["status"]);
+    assert!(
+        stderr(&o).contains("the ledger was corrupt") && stderr(&o).contains("is empty (0 bytes)"),
+        "the loss is said: {}",
+        stderr(&o)
+    );
+    let alerts = std::fs::read_to_string(s.env.state().join("logs/alerts.log")).unwrap();
+    assert_eq!(alerts.matches("ledger-corrupt").count(), 1, "{alerts}");
+    let moved: Vec<String> = std::fs::read_dir(s.env.state())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("baton.db.corrupt-"))
+        .collect();
+    assert!(
+        moved
+            .iter()
+            .any(|n| !n.ends_with("-wal") && !n.ends_with("-shm")),
+        "the emptied file is kept aside: {moved:?}"
+    );
+    assert!(
+        moved.iter().any(|n| n.ends_with("-wal")),
+        "its log went with it: {moved:?}"
+    );
+    // Once: the fresh ledger is no empty file.
+    let o = s.run(&["tick"]);
+    assert!(!stderr(&o).contains("corrupt"), "{}", stderr(&o));
+    let alerts = std::fs::read_to_string(s.env.state().join("logs/alerts.log")).unwrap();
+    assert_eq!(alerts.matches("ledger-corrupt").count(), 1, "{alerts}");
+}
+
+/// `baton.db-wal` removed alone while a run goes on: the run's writes went
+/// into the removed log, which nothing else could read, and nothing said
+/// so. The run's next write finds its log gone: the ledger is moved aside
+/// with what the log held, the loss is alerted, and the run is recorded
+/// whole in the fresh ledger.
+#[test]
+fn a_ledger_log_removed_while_a_run_goes_on_gets_the_run_whole_and_an_alert() {
+    let s = Sched::new("");
+    let (started, release) = (s.env.path("started"), s.env.path("release"));
+    s.write(&format!(
+        "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\n\
+         [jobs.j]\nschedule = \"0 0 1 1 *\"\n\
+         [[jobs.j.steps]]\nname = \"one\"\nrun = \"true\"\n\
+         [[jobs.j.steps]]\nname = \"two\"\nrun = \"touch {}; while [ ! -e {} ]; do sleep 0.05; done\"\n",
+        started.display(),
+        release.display()
+    ));
+    let run = s
+        .cmd(&["run", "j"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    eventually("the second step to start", || started.exists());
+    std::fs::remove_file(format!("{}-wal", db(&s).display())).unwrap();
+    std::fs::write(&release, "").unwrap();
+    let o = run.wait_with_output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the ledger was corrupt") && stderr(&o).contains("baton.db-wal"),
+        "the loss is said: {}",
+        stderr(&o)
+    );
+    let runs = s.json(&["history", "j", "--json"]);
+    let runs = runs.as_array().expect("a list of runs");
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["verdict"], "ok", "{runs:?}");
+    let steps: Vec<&str> = runs[0]["attempts"]
+        .as_array()
+        .expect("the run's attempts")
+        .iter()
+        .map(|a| a["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(steps, ["one", "two"], "{runs:?}");
+    assert_eq!(
+        ledger_value(
+            &db(&s),
+            "SELECT count(*) FROM alerts WHERE kind = 'ledger-corrupt' \
+             AND message LIKE '%baton.db-wal%'"
+        ),
+        "1"
+    );
+    assert_eq!(
+        ledger_value(
+            &db(&s),
+            "SELECT count FROM tallies WHERE job = 'j' AND kind = 'verdict' AND word = 'ok'"
+        ),
+        "1"
+    );
+    // The file moved aside has the run's start, which the removed log held.
+    let moved = std::fs::read_dir(s.env.state())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            n.starts_with("baton.db.corrupt-") && !n.ends_with("-wal") && !n.ends_with("-shm")
+        })
+        .expect("the ledger moved aside");
+    assert_eq!(
+        ledger_value(&moved, "SELECT count(*) FROM runs WHERE job = 'j'"),
+        "1"
+    );
+}
