@@ -27,7 +27,7 @@ fn minutely(out: &std::path::Path) -> String {
 /// `baton ARGS` with the wall clock shifted by `offset` (faketime's
 /// `+1h`, `-1h`): for this one process, as a host whose clock is off.
 fn shifted(s: &Sched, offset: &str, args: &[&str]) -> Output {
-    let mut c = std::process::Command::new("faketime");
+    let mut c = crate::support::faketime();
     c.args(["-f", offset, crate::support::BATON])
         .args(args)
         .env("BATON_CONFIG", s.config())

@@ -7,7 +7,7 @@
 //! Times are set with faketime, one process at a time.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use crate::daemon::Daemon;
 use crate::policies::read_lines;
@@ -17,7 +17,7 @@ use crate::support::{BATON, code, eventually, pause, stderr, stdout};
 /// `baton ARGS` with the wall clock starting at `at` (UTC), as faketime's
 /// `@` sets it for this one process.
 pub(crate) fn at(s: &Sched, at: &str, args: &[&str]) -> Output {
-    let mut c = Command::new("faketime");
+    let mut c = crate::support::faketime();
     c.args(["-f", &format!("@{at}"), BATON])
         .args(args)
         .env("TZ", "UTC")
@@ -202,7 +202,7 @@ fn a_sighting_by_a_clock_ahead_does_not_keep_a_new_job_waiting() {
     let out = s.env.path("ran");
     s.write(&recording("often", "every = \"2s\"", &out));
     // A tick an hour ahead sees the job first.
-    let mut c = Command::new("faketime");
+    let mut c = crate::support::faketime();
     c.args(["-f", "+1h", BATON, "tick"])
         .env("BATON_CONFIG", s.config())
         .env_remove("BATON_STATE_DIR")

@@ -6,7 +6,7 @@
 //! a PostgreSQL store.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use baton_testkit::pg::PgServer;
 
@@ -150,7 +150,7 @@ fn a_jitter_longer_than_the_schedule_allows_is_refused() {
 
 /// `baton tick` at the instant `at` (`YYYY-MM-DD HH:MM:SS` UTC) by faketime.
 fn tick_at(s: &Sched, at: &str) {
-    let o = Command::new("faketime")
+    let o = crate::support::faketime()
         .args(["-f", &format!("@{at}"), BATON, "tick"])
         .env("BATON_CONFIG", s.config())
         .env("TZ", "UTC")

@@ -18,7 +18,7 @@ use crate::support::{alive, code, eventually, signal, stderr, stdout, wait_for_f
 /// `baton ARGS` with the wall clock moved by `offset` (faketime's `-2400s`);
 /// the boot clock is left alone.
 pub(crate) fn shifted(s: &Sched, offset: &str, args: &[&str]) -> Output {
-    let mut c = std::process::Command::new("faketime");
+    let mut c = crate::support::faketime();
     c.args([
         "-m",
         "--exclude-monotonic",

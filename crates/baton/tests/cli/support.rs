@@ -148,6 +148,30 @@ pub fn signal(pid: i32, sig: rustix::process::Signal) {
     let _ = rustix::process::kill_process(rustix::process::Pid::from_raw(pid).unwrap(), sig);
 }
 
+/// The `faketime` wrapper, once what dead wrappers left in `/dev/shm` is
+/// gone. Each wrapper makes a semaphore and a shared memory named by its
+/// pid and refuses to start when they are there already (`sem_open: File
+/// exists`); a wrapper killed before its exit leaves them behind, and with
+/// pids wrapping at 32,768 a later wrapper may be given the same pid.
+pub fn faketime() -> Command {
+    if let Ok(dir) = std::fs::read_dir("/dev/shm") {
+        for entry in dir.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let pid = name
+                .strip_prefix("faketime_shm_")
+                .or_else(|| name.strip_prefix("sem.faketime_sem_"))
+                .and_then(|p| p.parse::<i32>().ok());
+            if let Some(pid) = pid
+                && !alive(pid)
+            {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+    Command::new("faketime")
+}
+
 /// Whether process `pid` still runs code ([`baton_testkit::process::alive`]).
 pub fn alive(pid: i32) -> bool {
     baton_testkit::process::alive(pid.unsigned_abs())
@@ -234,7 +258,11 @@ pub fn baton_on(config: &Path, args: &[&str]) -> Command {
 /// program. `wrapper` must name a program.
 pub fn wrapped(c: &Command, wrapper: &[&str]) -> Command {
     let (program, before) = wrapper.split_first().expect("a wrapper program");
-    let mut w = Command::new(program);
+    let mut w = if *program == "faketime" {
+        faketime()
+    } else {
+        Command::new(program)
+    };
     w.args(before).arg(c.get_program()).args(c.get_args());
     for (k, v) in c.get_envs() {
         match v {
