@@ -701,15 +701,9 @@ fn an_alert_the_full_disk_refused_is_kept_with_the_runs_end() {
     assert_eq!(v["jobs"][0]["last_run"]["verdict"], "ok", "{v}");
 }
 
-/// An operator removes the ledger (`rm baton.db*`) while a run goes on:
-/// the run's supervisor finds a fresh file at its next call, says the
-/// ledger was lost (a `ledger-corrupt` alert, in the fresh ledger and in
-/// `alerts.log`), and records its start again with its attempts before
-/// its next write, so `history` and `status` show the run that ran
-/// instead of "no runs yet" beside a success, and count it once.
-#[test]
-fn a_ledger_removed_while_a_run_goes_on_gets_the_run_whole_and_an_alert() {
-    let s = Sched::new("");
+/// A run by hand of job `j`, started and held in its second step (the
+/// first has been recorded) until the returned file is written.
+fn run_at_its_second_step(s: &Sched) -> (std::process::Child, std::path::PathBuf) {
     let (started, release) = (s.env.path("started"), s.env.path("release"));
     s.write(&format!(
         "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\n\
@@ -726,17 +720,11 @@ fn a_ledger_removed_while_a_run_goes_on_gets_the_run_whole_and_an_alert() {
         .spawn()
         .unwrap();
     eventually("the second step to start", || started.exists());
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", db(&s).display()));
-    }
-    std::fs::write(&release, "").unwrap();
-    let o = run.wait_with_output().unwrap();
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("the ledger was lost"),
-        "the loss is said: {}",
-        stderr(&o)
-    );
+    (run, release)
+}
+
+/// `history` has exactly one run of `j`: `ok`, with both its steps.
+fn the_run_is_whole(s: &Sched) {
     let runs = s.json(&["history", "j", "--json"]);
     let runs = runs.as_array().expect("a list of runs");
     assert_eq!(runs.len(), 1, "{runs:?}");
@@ -748,6 +736,41 @@ fn a_ledger_removed_while_a_run_goes_on_gets_the_run_whole_and_an_alert() {
         .map(|a| a["step"].as_str().unwrap())
         .collect();
     assert_eq!(steps, ["one", "two"], "{runs:?}");
+}
+
+/// The ledger counts `j`'s `ok` run once.
+fn counted_once(s: &Sched) {
+    assert_eq!(
+        ledger_value(
+            &db(s),
+            "SELECT count FROM tallies WHERE job = 'j' AND kind = 'verdict' AND word = 'ok'"
+        ),
+        "1"
+    );
+}
+
+/// An operator removes the ledger (`rm baton.db*`) while a run goes on:
+/// the run's supervisor finds a fresh file at its next call, says the
+/// ledger was lost (a `ledger-corrupt` alert, in the fresh ledger and in
+/// `alerts.log`), and records its start again with its attempts before
+/// its next write, so `history` and `status` show the run that ran
+/// instead of "no runs yet" beside a success, and count it once.
+#[test]
+fn a_ledger_removed_while_a_run_goes_on_gets_the_run_whole_and_an_alert() {
+    let s = Sched::new("");
+    let (run, release) = run_at_its_second_step(&s);
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db(&s).display()));
+    }
+    std::fs::write(&release, "").unwrap();
+    let o = run.wait_with_output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the ledger was lost"),
+        "the loss is said: {}",
+        stderr(&o)
+    );
+    the_run_is_whole(&s);
     assert_eq!(
         ledger_value(
             &db(&s),
@@ -765,13 +788,7 @@ fn a_ledger_removed_while_a_run_goes_on_gets_the_run_whole_and_an_alert() {
     let o = s.run(&["status"]);
     assert!(!stdout(&o).contains("never run"), "{}", stdout(&o));
     // Counted once in the fresh ledger: one run, each step once.
-    assert_eq!(
-        ledger_value(
-            &db(&s),
-            "SELECT count FROM tallies WHERE job = 'j' AND kind = 'verdict' AND word = 'ok'"
-        ),
-        "1"
-    );
+    counted_once(&s);
 }
 
 /// A ledger emptied while nothing has it open (`: > baton.db`) is damage,
@@ -826,22 +843,7 @@ fn a_ledger_emptied_while_idle_is_moved_aside_and_alerted_never_taken_for_new() 
 #[test]
 fn a_ledger_log_removed_while_a_run_goes_on_gets_the_run_whole_and_an_alert() {
     let s = Sched::new("");
-    let (started, release) = (s.env.path("started"), s.env.path("release"));
-    s.write(&format!(
-        "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\n\
-         [jobs.j]\nschedule = \"0 0 1 1 *\"\n\
-         [[jobs.j.steps]]\nname = \"one\"\nrun = \"true\"\n\
-         [[jobs.j.steps]]\nname = \"two\"\nrun = \"touch {}; while [ ! -e {} ]; do sleep 0.05; done\"\n",
-        started.display(),
-        release.display()
-    ));
-    let run = s
-        .cmd(&["run", "j"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    eventually("the second step to start", || started.exists());
+    let (run, release) = run_at_its_second_step(&s);
     std::fs::remove_file(format!("{}-wal", db(&s).display())).unwrap();
     std::fs::write(&release, "").unwrap();
     let o = run.wait_with_output().unwrap();
@@ -851,17 +853,7 @@ fn a_ledger_log_removed_while_a_run_goes_on_gets_the_run_whole_and_an_alert() {
         "the loss is said: {}",
         stderr(&o)
     );
-    let runs = s.json(&["history", "j", "--json"]);
-    let runs = runs.as_array().expect("a list of runs");
-    assert_eq!(runs.len(), 1, "{runs:?}");
-    assert_eq!(runs[0]["verdict"], "ok", "{runs:?}");
-    let steps: Vec<&str> = runs[0]["attempts"]
-        .as_array()
-        .expect("the run's attempts")
-        .iter()
-        .map(|a| a["step"].as_str().unwrap())
-        .collect();
-    assert_eq!(steps, ["one", "two"], "{runs:?}");
+    the_run_is_whole(&s);
     assert_eq!(
         ledger_value(
             &db(&s),
@@ -870,13 +862,7 @@ fn a_ledger_log_removed_while_a_run_goes_on_gets_the_run_whole_and_an_alert() {
         ),
         "1"
     );
-    assert_eq!(
-        ledger_value(
-            &db(&s),
-            "SELECT count FROM tallies WHERE job = 'j' AND kind = 'verdict' AND word = 'ok'"
-        ),
-        "1"
-    );
+    counted_once(&s);
     // The file moved aside has the run's start, which the removed log held.
     let moved = std::fs::read_dir(s.env.state())
         .unwrap()
