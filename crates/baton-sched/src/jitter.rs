@@ -11,8 +11,10 @@
 //! instead, which is now moved back by the offset, and an instant shown as
 //! when a job starts is [`Job::starts_at`].
 //!
-//! This module owns the offset's formula and the check that a window fits
-//! the schedule ([`shortest_gap`]). It reads no clock and no file.
+//! This module owns the offset's formula. That a window fits the schedule
+//! is the configuration's rule, checked when it is read (a window longer
+//! than the schedule's shortest gap is refused). It reads no clock and no
+//! file.
 
 use std::time::Duration;
 
@@ -60,36 +62,6 @@ pub fn show(d: Duration) -> String {
         (h, m, 0) => format!("{h}h{m}m"),
         (h, m, s) => format!("{h}h{m}m{s}s"),
     }
-}
-
-/// How far the schedule's walk goes to find its shortest gap.
-const GAP_WALK: usize = 20_000;
-
-/// The shortest time between two consecutive occurrences of `schedule` in
-/// `tz`, among the first occurrences after `from` (a year of them, at most
-/// 20,000); `None` for a schedule with fewer than two.
-pub fn shortest_gap(
-    schedule: &baton_cron::Schedule,
-    tz: &jiff::tz::TimeZone,
-    from: Timestamp,
-) -> Option<Duration> {
-    let year = from
-        .checked_add(SignedDuration::from_hours(366 * 24))
-        .ok()?;
-    let mut previous: Option<Timestamp> = None;
-    let mut shortest: Option<Duration> = None;
-    for t in schedule
-        .iter_after(from, tz)
-        .take(GAP_WALK)
-        .take_while(|&t| t <= year)
-    {
-        if let Some(p) = previous {
-            let gap = Duration::try_from(t.duration_since(p)).unwrap_or_default();
-            shortest = Some(shortest.map_or(gap, |s| s.min(gap)));
-        }
-        previous = Some(t);
-    }
-    shortest
 }
 
 impl Job {
@@ -176,23 +148,5 @@ mod tests {
                 "{fifth}: {offsets:?}"
             );
         }
-    }
-
-    #[test]
-    fn the_shortest_gap_is_found_over_a_year() {
-        let tz = jiff::tz::TimeZone::UTC;
-        let from: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
-        let every5 = baton_cron::Schedule::parse("*/5 * * * *").unwrap();
-        assert_eq!(
-            shortest_gap(&every5, &tz, from),
-            Some(Duration::from_secs(300))
-        );
-        let odd = baton_cron::Schedule::parse("0 3,4 * * *").unwrap();
-        assert_eq!(
-            shortest_gap(&odd, &tz, from),
-            Some(Duration::from_secs(3600))
-        );
-        let once = baton_cron::Schedule::parse("0 0 29 2 *").unwrap();
-        assert_eq!(shortest_gap(&once, &tz, from), None);
     }
 }

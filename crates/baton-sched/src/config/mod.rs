@@ -28,6 +28,7 @@ pub mod declared;
 mod doc;
 pub mod dropin;
 mod error;
+mod gap;
 pub mod keys;
 mod listen;
 mod model;

@@ -921,7 +921,7 @@ fn jitter_fits(at: &At<'_>, path: &str, job: &Job) -> Result<(), ConfigError> {
     };
     let from = jiff::Timestamp::from_second(GAP_FROM).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
     let tz = &job.timezone.value.tz;
-    let Some(gap) = crate::jitter::shortest_gap(&job.when.value.schedule, tz, from) else {
+    let Some(gap) = super::gap::shortest_gap(&job.when.value.schedule, tz, from) else {
         return Ok(());
     };
     if window <= gap {
