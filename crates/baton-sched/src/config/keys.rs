@@ -13,8 +13,8 @@
 use std::path::PathBuf;
 
 use self::Default::{Host, Toml, Unset};
-use super::model::Zone;
 use super::value::Value;
+use super::zone::Zone;
 use Table::{Check, Daemon, Job, Scheduler, Step, Store, Telemetry};
 use Type::{
     Bool, CatchUp, Command, Count, Cwd, Duration, Env, ExitCodes, File, Group, Limit, Listen, Lock,

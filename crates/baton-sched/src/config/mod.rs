@@ -24,6 +24,8 @@
 //! one writer into the configuration's directory is [`dropin`]'s `write`
 //! and `delete`, for the daemon's jobs API; no other code writes there.
 
+mod catch_up;
+mod command;
 pub mod declared;
 mod doc;
 pub mod dropin;
@@ -33,29 +35,37 @@ pub mod keys;
 mod listen;
 mod model;
 mod otlp_endpoint;
+mod overlap;
 mod read;
 pub use baton_lease::secret;
 mod snapshot;
+mod source;
 mod store_url;
 mod value;
 mod webhook_url;
+mod zone;
 
 use std::path::{Path, PathBuf};
 
+pub use catch_up::CatchUp;
+pub use command::Command;
 pub use error::ConfigError;
 pub use keys::{env_keys, env_name};
 pub use listen::{BadListen, LISTEN_FORMS, Listen};
 pub use model::{
-    Action, CatchUp, Command, Config, DaemonSettings, Job, Overlap, RunPolicy, Settings, Source,
-    Sourced, Step, StepKind, StoreSettings, TelemetrySettings, When, Zone,
+    Action, Config, DaemonSettings, Job, RunPolicy, Settings, Step, StepKind, StoreSettings,
+    TelemetrySettings, When,
 };
 pub use otlp_endpoint::{InvalidEndpoint, OtlpEndpoint};
+pub use overlap::Overlap;
 pub use read::{Checked, Overrides};
 pub use snapshot::{Dropin, Snapshot};
+pub use source::{Source, Sourced};
 pub use store_url::{BadUrl, StoreUrl};
 pub use value::valid_name;
 pub(crate) use value::{Value, Values};
 pub use webhook_url::WebhookUrl;
+pub use zone::Zone;
 
 /// Where the configuration file is: `flag`, else `$BATON_CONFIG`, else
 /// `./baton.toml`, made absolute, with symbolic links resolved when it

@@ -10,9 +10,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use jiff::tz::TimeZone;
-
+use super::catch_up::CatchUp;
+use super::command::Command;
+use super::overlap::Overlap;
+use super::source::{Source, Sourced};
 use super::value::Values;
+use super::zone::Zone;
 
 /// A struct of keys' values, each field named after its key (and a struct
 /// of them nested in it, after `+`; a key's bare value, after `-`; a field
@@ -66,125 +69,6 @@ macro_rules! keyed {
     };
 }
 
-/// Where an effective value came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
-    /// baton's default.
-    Default,
-    /// A line of a configuration file.
-    File {
-        /// The file (shared by every value read from it).
-        path: std::sync::Arc<std::path::Path>,
-        /// The line (1-based).
-        line: u32,
-    },
-    /// An environment variable (`BATON_RETRIES`).
-    Env(String),
-    /// A command-line option (`--state-dir`).
-    Flag(String),
-    /// A service that embeds baton's scheduler declared it in the ledger
-    /// (a job only: see `config::declared`); who declared it, for people.
-    Declared(String),
-}
-
-impl std::fmt::Display for Source {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Source::Default => f.write_str("default"),
-            Source::File { path, line } => write!(f, "{}:{line}", path.display()),
-            Source::Env(name) | Source::Flag(name) => f.write_str(name),
-            Source::Declared(by) => write!(f, "the ledger (declared by {by})"),
-        }
-    }
-}
-
-/// A value and where it came from. `inherited` is set on a job's value that
-/// it took from `[scheduler]` (whose source `source` then names).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Sourced<T> {
-    /// The value.
-    pub value: T,
-    /// Where it came from.
-    pub source: Source,
-    /// Whether a job took it from `[scheduler]`.
-    pub inherited: bool,
-}
-
-impl<T> Sourced<T> {
-    /// A value from `source`, not inherited.
-    pub fn new(value: T, source: Source) -> Self {
-        Self {
-            value,
-            source,
-            inherited: false,
-        }
-    }
-
-    /// A default value.
-    pub fn default_value(value: T) -> Self {
-        Self::new(value, Source::Default)
-    }
-
-    /// The value `f` makes of this one, from the same source.
-    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Sourced<U> {
-        Sourced {
-            value: f(self.value),
-            source: self.source,
-            inherited: self.inherited,
-        }
-    }
-
-    /// The same value, as a job inherits it.
-    pub fn inherit(&self) -> Self
-    where
-        T: Clone,
-    {
-        Self {
-            value: self.value.clone(),
-            source: self.source.clone(),
-            inherited: true,
-        }
-    }
-
-    /// Where it came from, in words: `default`, `FILE:LINE`, `BATON_X`, or
-    /// `[scheduler] FILE:LINE` for an inherited value.
-    pub fn provenance(&self) -> String {
-        if self.inherited {
-            format!("[scheduler] {}", self.source)
-        } else {
-            self.source.to_string()
-        }
-    }
-}
-
-/// A command: a string for `/bin/sh -c`, or a program and its arguments.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Command {
-    /// Run by `/bin/sh -c`.
-    Shell(String),
-    /// Run directly.
-    Argv(Vec<String>),
-}
-
-impl Command {
-    /// The program and its arguments.
-    pub fn argv(&self) -> Vec<String> {
-        match self {
-            Command::Shell(s) => vec!["/bin/sh".into(), "-c".into(), s.clone()],
-            Command::Argv(a) => a.clone(),
-        }
-    }
-}
-
-impl std::fmt::Display for Command {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Command::Shell(s) => write!(f, "{s:?}"),
-            Command::Argv(a) => write!(f, "{a:?}"),
-        }
-    }
-}
-
 /// What a step does: run a command, or send an HTTP request (through
 /// `baton __http`, see [`crate::http`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,21 +95,6 @@ impl std::fmt::Display for Action {
             Action::Command(c) => c.fmt(f),
             Action::Http(h) => h.fmt(f),
         }
-    }
-}
-
-/// A time zone and the name it was given by.
-#[derive(Debug, Clone)]
-pub struct Zone {
-    /// The IANA name (`Europe/Berlin`).
-    pub name: String,
-    /// The zone.
-    pub tz: TimeZone,
-}
-
-impl PartialEq for Zone {
-    fn eq(&self, other: &Self) -> bool {
-        self.name == other.name
     }
 }
 
@@ -260,60 +129,6 @@ keyed! {
         overlap: Overlap,
         max_concurrent: u32,
         contain: bool,
-    }
-}
-
-/// What runs of the occurrences that passed while nothing ran the job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CatchUp {
-    /// The most recent one within the window.
-    Latest,
-    /// Only one whose time is now (within a minute).
-    None,
-    /// Every one within the window, oldest first, at most `catch_up_max`.
-    All,
-}
-
-impl CatchUp {
-    /// The word in `baton.toml`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CatchUp::Latest => "latest",
-            CatchUp::None => "none",
-            CatchUp::All => "all",
-        }
-    }
-}
-
-/// What an occurrence does when it finds the job's run in flight.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Overlap {
-    /// It is missed (reason `busy`), with an alert.
-    Skip,
-    /// It waits, and starts when the run ends; at most one waits.
-    Queue,
-    /// It waits as with `Queue`, and asks the run in flight, when that is a
-    /// run of the same job, to stop: the run's tree is stopped as a lost
-    /// lease stops it (recorded `replaced`), and the waiting occurrence
-    /// starts under the same lease once nothing of it runs. A run of
-    /// another job sharing the lock is never stopped.
-    Replace,
-}
-
-impl Overlap {
-    /// Whether an occurrence that finds the job's run in flight waits for
-    /// the lock (`queue`, and `replace`, which also asks the run to stop).
-    pub fn waits(self) -> bool {
-        matches!(self, Overlap::Queue | Overlap::Replace)
-    }
-
-    /// The word in `baton.toml`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Overlap::Skip => "skip",
-            Overlap::Queue => "queue",
-            Overlap::Replace => "replace",
-        }
     }
 }
 

@@ -32,9 +32,10 @@ use super::dropin::Found;
 use super::error::ConfigError;
 use super::keys::{self, Key, Table, Type};
 use super::model::{
-    Action, Config, DaemonSettings, Job, RunPolicy, Settings, Source, Sourced, Step, StepKind,
-    StoreSettings, TelemetrySettings, When,
+    Action, Config, DaemonSettings, Job, RunPolicy, Settings, Step, StepKind, StoreSettings,
+    TelemetrySettings, When,
 };
+use super::source::{Source, Sourced};
 use super::store_url::StoreUrl;
 use super::value::{At, Raw, Value, Values, command, invalid, positive, string, valid_name};
 use crate::units;

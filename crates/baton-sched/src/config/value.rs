@@ -11,14 +11,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::catch_up::CatchUp;
+use super::command::Command;
 use super::doc::{Entry, Kind};
 use super::error::ConfigError;
 use super::keys::{Default, Key, Type};
 use super::listen::{LISTEN_FORMS, Listen};
-use super::model::{CatchUp, Command, Overlap, Source, Sourced, Zone};
 use super::otlp_endpoint::OtlpEndpoint;
+use super::overlap::Overlap;
+use super::source::{Source, Sourced};
 use super::store_url::StoreUrl;
 use super::webhook_url::WebhookUrl;
+use super::zone::Zone;
 use crate::units;
 
 /// Where a value was written: a file line, or an environment variable.
