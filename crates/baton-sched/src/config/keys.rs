@@ -13,7 +13,7 @@
 use std::path::PathBuf;
 
 use self::Default::{Host, Toml, Unset};
-use super::value::Value;
+use super::typed::Value;
 use super::zone::Zone;
 use Table::{Check, Daemon, Job, Scheduler, Step, Store, Telemetry};
 use Type::{

@@ -41,6 +41,7 @@ pub use baton_lease::secret;
 mod snapshot;
 mod source;
 mod store_url;
+mod typed;
 mod value;
 mod webhook_url;
 mod zone;
@@ -62,8 +63,9 @@ pub use read::{Checked, Overrides};
 pub use snapshot::{Dropin, Snapshot};
 pub use source::{Source, Sourced};
 pub use store_url::{BadUrl, StoreUrl};
+pub(crate) use typed::Value;
+pub(crate) use value::Values;
 pub use value::valid_name;
-pub(crate) use value::{Value, Values};
 pub use webhook_url::WebhookUrl;
 pub use zone::Zone;
 

@@ -37,7 +37,8 @@ use super::model::{
 };
 use super::source::{Source, Sourced};
 use super::store_url::StoreUrl;
-use super::value::{At, Raw, Value, Values, command, invalid, positive, string, valid_name};
+use super::typed::Value;
+use super::value::{At, Raw, Values, command, invalid, positive, string, valid_name};
 use crate::units;
 
 /// The sections of `baton.toml`.

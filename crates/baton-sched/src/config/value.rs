@@ -1,10 +1,10 @@
 //! A key's value, from what is written to what the typed configuration
 //! holds: a [`Raw`] value (a TOML node, or a variable's text) is read by
 //! its key's [`Type`] into a [`Value`], or refused with a [`ConfigError`]
-//! naming where it was written, the value and what is allowed; [`Typed`]
-//! turns a `Value` into a model field and back (for `baton config`). The
-//! variant a type reads into is fixed, so a field never meets a value of
-//! another type.
+//! naming where it was written, the value and what is allowed; a table's
+//! [`Values`] give each model field its own ([`super::typed`] turns a
+//! `Value` into a field and back). The variant a type reads into is fixed,
+//! so a field never meets a value of another type.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,11 +16,12 @@ use super::command::Command;
 use super::doc::{Entry, Kind};
 use super::error::ConfigError;
 use super::keys::{Default, Key, Type};
-use super::listen::{LISTEN_FORMS, Listen};
+use super::listen::LISTEN_FORMS;
 use super::otlp_endpoint::OtlpEndpoint;
 use super::overlap::Overlap;
 use super::source::{Source, Sourced};
 use super::store_url::StoreUrl;
+use super::typed::{Typed, Value};
 use super::webhook_url::WebhookUrl;
 use super::zone::Zone;
 use crate::units;
@@ -82,87 +83,6 @@ pub(super) fn invalid(at: &At<'_>, key: &str, message: impl Into<String>) -> Con
         key: key.to_owned(),
         message: message.into(),
     }
-}
-
-/// A value as read, before it takes its place in the typed configuration.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Value {
-    /// Not set: an optional key left out, or a limit of 0 (none).
-    Unset,
-    Bool(bool),
-    Count(u32),
-    Size(u64),
-    Duration(Duration),
-    Codes(Vec<i32>),
-    CatchUp(CatchUp),
-    Overlap(Overlap),
-    Zone(Zone),
-    Path(PathBuf),
-    Name(String),
-    Command(Command),
-    Env(Vec<(String, String)>),
-    Listen(Listen),
-    Url(StoreUrl),
-    Webhook(WebhookUrl),
-    Otlp(OtlpEndpoint),
-    SslMode(baton_pg::SslMode),
-}
-
-/// A model field's type: what [`Value`] it is read from, and shown as.
-pub(crate) trait Typed: Sized {
-    /// The field's value; `None` for a value of another type.
-    fn from_value(v: Value) -> Option<Self>;
-    /// The value, to be shown.
-    fn to_value(&self) -> Value;
-}
-
-/// Each type and the variant it is read from, and `Option` of it, `None`
-/// being [`Value::Unset`].
-macro_rules! typed {
-    ($($t:ty => $v:ident),* $(,)?) => {$(
-        impl Typed for $t {
-            fn from_value(v: Value) -> Option<Self> {
-                match v {
-                    Value::$v(x) => Some(x),
-                    _ => None,
-                }
-            }
-            fn to_value(&self) -> Value {
-                Value::$v(self.clone())
-            }
-        }
-        impl Typed for Option<$t> {
-            fn from_value(v: Value) -> Option<Self> {
-                match v {
-                    Value::Unset => Some(None),
-                    v => <$t>::from_value(v).map(Some),
-                }
-            }
-            fn to_value(&self) -> Value {
-                self.as_ref().map_or(Value::Unset, Typed::to_value)
-            }
-        }
-    )*};
-}
-
-typed! {
-    bool => Bool,
-    u32 => Count,
-    u64 => Size,
-    Duration => Duration,
-    Vec<i32> => Codes,
-    CatchUp => CatchUp,
-    Overlap => Overlap,
-    Zone => Zone,
-    PathBuf => Path,
-    String => Name,
-    Command => Command,
-    Vec<(String, String)> => Env,
-    Listen => Listen,
-    StoreUrl => Url,
-    WebhookUrl => Webhook,
-    OtlpEndpoint => Otlp,
-    baton_pg::SslMode => SslMode,
 }
 
 impl Key {
