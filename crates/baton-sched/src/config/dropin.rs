@@ -41,6 +41,7 @@ use std::path::{Path, PathBuf};
 
 use super::doc::Node;
 use super::error::ConfigError;
+use super::found::Found;
 use super::model::Config;
 use super::read::{self, Overrides};
 use super::value::valid_name;
@@ -96,17 +97,6 @@ pub fn dir(config_path: &Path) -> PathBuf {
 /// `jobs.d/NAME.toml` beside the configuration file at `config_path`.
 pub fn path(config_path: &Path, name: &str) -> PathBuf {
     dir(config_path).join(format!("{name}.toml"))
-}
-
-/// A drop-in as read: its file, the job it defines, its text.
-#[derive(Debug, Clone)]
-pub(super) struct Found {
-    /// `jobs.d/NAME.toml`.
-    pub(super) path: PathBuf,
-    /// `NAME`.
-    pub(super) name: String,
-    /// What it says.
-    pub(super) text: String,
 }
 
 /// The drop-ins beside the configuration at `config_path`, by name.

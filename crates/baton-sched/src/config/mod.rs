@@ -30,6 +30,7 @@ pub mod declared;
 mod doc;
 pub mod dropin;
 mod error;
+mod found;
 mod gap;
 pub mod keys;
 mod listen;

@@ -28,8 +28,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::doc::{Entry, Kind, Node};
-use super::dropin::Found;
 use super::error::ConfigError;
+use super::found::Found;
 use super::keys::{self, Key, Table, Type};
 use super::model::{
     Action, Config, DaemonSettings, Job, RunPolicy, Settings, Step, StepKind, StoreSettings,

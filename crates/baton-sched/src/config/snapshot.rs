@@ -61,10 +61,10 @@ impl Snapshot {
     /// Anything [`super::load`] refuses.
     pub fn load(&self, over: &Overrides) -> Result<Config, ConfigError> {
         let root = super::parse_doc(&self.text, &self.path)?;
-        let found: Vec<super::dropin::Found> = self
+        let found: Vec<super::found::Found> = self
             .dropins
             .iter()
-            .map(|d| super::dropin::Found {
+            .map(|d| super::found::Found {
                 path: d.path.clone(),
                 name: d.name.clone(),
                 text: d.text.clone(),
