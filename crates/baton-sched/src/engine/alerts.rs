@@ -13,11 +13,7 @@
 //! instants in RFC 3339 UTC, on every surface that keeps it; stderr shows
 //! them on the job's wall clock ([`crate::times::human_in`]).
 
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
-
-use baton_lease::Clock;
 
 use baton_store::words::{AlertKind, MissReason};
 use serde::Serialize;
@@ -147,69 +143,6 @@ impl MissedInfo {
     }
 }
 
-/// Alert commands, webhook deliveries and trace exports started and not
-/// yet waited for. Each runs on a thread of its own and ends within
-/// [`ALERT_TIMEOUT`] (an export within [`super::trace::EXPORT_TIMEOUT`]).
-#[derive(Debug, Default)]
-pub struct Pending(Vec<JoinHandle<Option<String>>>);
-
-impl Pending {
-    /// Starts `command` with `json` on its stdin, on a thread of its own.
-    pub fn start(&mut self, command: &Command, json: Vec<u8>) {
-        let hook = match command {
-            Command::Shell(s) => baton_runner::HookCommand::Shell(s.clone()),
-            Command::Argv(a) => baton_runner::HookCommand::Argv(a.clone()),
-        };
-        self.0.push(std::thread::spawn(move || {
-            let out = baton_runner::hook::run(&hook, &json, &[], stderr_copy(), ALERT_TIMEOUT);
-            match out {
-                baton_runner::HookOutcome::Done => None,
-                other => Some(format!("the alert command {hook} {other}")),
-            }
-        }));
-    }
-
-    /// Posts `delivery` on a thread of its own (see
-    /// [`super::webhook::deliver`]), sleeping and timing through `clock`.
-    pub fn post(&mut self, delivery: super::webhook::Delivery, clock: Arc<dyn Clock>) {
-        self.0.push(std::thread::spawn(move || {
-            baton_runner::signals::block_in_this_thread();
-            super::webhook::deliver(&delivery, clock.as_ref())
-                .err()
-                .map(|e| format!("the alert webhook {} failed: {e}", delivery.webhook.url))
-        }));
-    }
-
-    /// Sends `export` (one run's spans) on a thread of its own (see
-    /// [`super::trace::Export::send`]), sleeping and timing through
-    /// `clock`.
-    pub fn export(&mut self, export: super::trace::Export, clock: Arc<dyn Clock>) {
-        self.0.push(std::thread::spawn(move || {
-            baton_runner::signals::block_in_this_thread();
-            export.send(clock.as_ref()).err().map(|e| {
-                format!(
-                    "the traces were not sent to the collector {}: {e}; the run is not affected",
-                    export.endpoint
-                )
-            })
-        }));
-    }
-
-    /// Whether nothing was started.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// Waits for every alert command and delivery; what went wrong with
-    /// them.
-    pub fn finish(&mut self) -> Vec<String> {
-        self.0
-            .drain(..)
-            .filter_map(|h| h.join().ok().flatten())
-            .collect()
-    }
-}
-
 /// The variable set in the environment of an alert command that is only
 /// being tried (`baton doctor`), so that it can tell a test from an alert.
 pub const TEST_VARIABLE: &str = "BATON_ALERT_TEST";
@@ -237,7 +170,7 @@ pub fn try_command(command: &Command, alert: &Alert) -> baton_runner::HookOutcom
 }
 
 /// A copy of stderr for an alert command's stdout.
-fn stderr_copy() -> std::process::Stdio {
+pub(super) fn stderr_copy() -> std::process::Stdio {
     use std::os::fd::AsFd;
     std::io::stderr()
         .as_fd()

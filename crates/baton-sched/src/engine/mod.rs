@@ -2,15 +2,16 @@
 //! ([`request`], [`run`]), its steps and checks with their retries
 //! ([`steps`], `retry`, its first attempt made early: `early`), a run replaced by a later one (`replace`), its
 //! records, and where what happened is said ([`surfaces`], [`alerts`],
-//! [`webhook`], over [`post`]) and its trace ([`trace`]). Every operation
-//! (`ops`) drives it; nothing
-//! here parses arguments, picks an exit code or reads a view.
+//! [`webhook`], over [`post`], on threads [`pending`] waits for) and its
+//! trace ([`trace`]). Every operation (`ops`) drives it; nothing here
+//! parses arguments, picks an exit code or reads a view.
 
 pub mod alerts;
 mod current;
 pub mod decide;
 mod early;
 mod kept_queue;
+pub mod pending;
 pub mod plan;
 pub mod post;
 pub(crate) mod replace;

@@ -22,8 +22,9 @@ use jiff::tz::TimeZone;
 
 use crate::config::OtlpEndpoint;
 use crate::config::{Command, Config};
-use crate::engine::alerts::{Alert, Pending};
+use crate::engine::alerts::Alert;
 use crate::engine::kept_queue::KeptQueue;
+use crate::engine::pending::Pending;
 use crate::engine::trace::{Export, RunTrace, Span, TraceParent};
 use crate::engine::webhook::{Delivery, Webhook};
 use crate::state::logs::Logs;

@@ -1,6 +1,6 @@
 //! The alert webhook (`alert_webhook`): one surface of an alert, posted
 //! as JSON to a URL. This module owns the body, the signature and the
-//! delivery with its retries; [`super::alerts::Pending`] runs a delivery
+//! delivery with its retries; [`super::pending::Pending`] runs a delivery
 //! on a thread of its own and [`super::surfaces`] decides when.
 //!
 //! The body is the alert's JSON object (the fields `alert_command`

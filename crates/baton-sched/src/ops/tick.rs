@@ -21,7 +21,7 @@ use std::sync::Arc;
 use baton_lease::Clock;
 
 use crate::config::{Config, Job};
-use crate::engine::alerts::Pending;
+use crate::engine::pending::Pending;
 use crate::engine::run::{self, Start};
 use crate::engine::surfaces::Surfaces;
 use crate::outcome::Outcome;

@@ -7,7 +7,7 @@
 //! attempts at most); one that fails is a [`PostError`], said once by the
 //! caller as a warning. Nothing here can fail a run or change its outcome:
 //! the run's verdict is recorded before its spans are sent, and they are
-//! sent on a thread of their own ([`crate::engine::alerts::Pending`]).
+//! sent on a thread of their own ([`crate::engine::pending::Pending`]).
 //!
 //! The resource is `service.name = "baton"`, `service.version` and
 //! `host.name`; the instrumentation scope is `baton`. Every span is of kind
