@@ -158,6 +158,16 @@ pub fn lock_mates<'c>(config: &'c Config, job: &Job) -> Vec<&'c str> {
         .collect()
 }
 
+/// The jobs sharing `job`'s lock whose queue may run: the enabled ones.
+/// Of these, the ledger skips the paused (`next_queued`, in
+/// [`crate::engine::run`]).
+pub(crate) fn drainable<'c>(config: &'c Config, job: &Job) -> Vec<&'c str> {
+    lock_mates(config, job)
+        .into_iter()
+        .filter(|name| config.jobs.get(*name).is_some_and(|j| j.enabled.value))
+        .collect()
+}
+
 /// [`lock_mates`], owned: the keys whose claims the lock keeps whatever
 /// else it drops to make room.
 pub(crate) fn owned_mates(config: &Config, job: &Job) -> Vec<String> {

@@ -49,6 +49,7 @@ use crate::engine::surfaces::Surfaces;
 use crate::outcome::Outcome;
 use crate::store::{Guard, Refused, Taken};
 
+use crate::engine::request::drainable;
 pub(crate) use crate::engine::request::{Context, owned_mates};
 pub use crate::engine::request::{
     Request, Start, Teller, Told, lock_for, lock_label, lock_mates, occurrence_text,
@@ -75,15 +76,6 @@ fn tell(req: &Request<'_>, t: Told) {
     if let Some(teller) = req.teller {
         teller.tell(&t);
     }
-}
-
-/// The jobs sharing `job`'s lock whose queue may run: the enabled ones.
-/// Of these, the ledger skips the paused ([`next_queued`]).
-pub(crate) fn drainable<'c>(config: &'c Config, job: &Job) -> Vec<&'c str> {
-    lock_mates(config, job)
-        .into_iter()
-        .filter(|name| config.jobs.get(*name).is_some_and(|j| j.enabled.value))
-        .collect()
 }
 
 /// The oldest occurrence queued for one of `mates` that no pause holds now

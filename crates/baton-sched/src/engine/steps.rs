@@ -290,7 +290,7 @@ fn finish(
     // The holder drains the queue next unless the run lost its lease or
     // was interrupted (`engine::run`): its first look is read with the end.
     let drains = session.lost().is_none() && session.interrupted().is_none();
-    let mates = crate::engine::run::drainable(req.config, req.job);
+    let mates = crate::engine::request::drainable(req.config, req.job);
     let queue = drains.then_some(&mates[..]);
     tally.record.finish(&row, keep, queue, session, surfaces);
     if let Some(t) = trace {
