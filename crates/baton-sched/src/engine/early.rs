@@ -15,7 +15,7 @@ use jiff::Timestamp;
 
 use crate::config::Step;
 use crate::engine::request::Request;
-use crate::engine::steps::step_spec;
+use crate::engine::step_spec::step_spec;
 use crate::engine::surfaces::Surfaces;
 use crate::engine::trace::{RunTrace, TraceParent};
 use crate::state::output::{Captured, OutputSink};

@@ -1,6 +1,7 @@
 //! The engine: what is due ([`plan`], [`decide`]), one run under its lease
 //! ([`request`], [`run`]), its steps and checks with their retries
-//! ([`steps`], `retry`, its first attempt made early: `early`), a run replaced by a later one (`replace`), its
+//! ([`steps`], `retry`, what an attempt starts: `step_spec`, its first
+//! attempt made early: `early`), a run replaced by a later one (`replace`), its
 //! records, and where what happened is said ([`surfaces`], [`alerts`],
 //! [`webhook`], over [`post`], on threads [`pending`] waits for) and its
 //! trace ([`trace`]). Every operation (`ops`) drives it; nothing here
@@ -20,6 +21,7 @@ mod retry;
 pub mod run;
 mod run_record;
 pub mod slots;
+mod step_spec;
 pub mod steps;
 pub mod surfaces;
 pub mod trace;

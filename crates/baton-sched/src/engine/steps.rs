@@ -22,18 +22,18 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use baton_runner::{Ending, Event, Holding, Paused, Session, Stdin, StepResult, StepSpec};
+use baton_runner::{Ending, Event, Holding, Paused, Session, StepResult};
 use baton_store::words::{AlertKind, AttemptOutcome, MissReason, RunVerdict};
 use jiff::Timestamp;
 
-use crate::config::{Action, Step, StepKind};
+use crate::config::{Step, StepKind};
 use crate::engine::early::Early;
 use crate::engine::request::{Context, Request};
 use crate::engine::retry::{NoRetry, Schedule};
 use crate::engine::run_record::{Begin, RunRecord};
+use crate::engine::step_spec::step_spec;
 use crate::engine::surfaces::Surfaces;
-use crate::engine::trace::{self, RunTrace, TraceParent};
-use crate::http;
+use crate::engine::trace::{self, RunTrace};
 use crate::outcome::Outcome;
 use crate::state::output::OutputSink;
 use crate::units::show_duration;
@@ -618,78 +618,6 @@ fn take_back_guard(req: &Request<'_>, c: &Context, surfaces: &Rc<RefCell<Surface
             ),
         );
     }
-}
-
-/// The program a step runs, and what it adds to the step's environment: a
-/// command as it is written; an HTTP request as `baton __http`, the
-/// request in [`http::REQUEST_ENV`].
-///
-/// An HTTP step runs the current executable, which is baton: only the baton
-/// binary runs schedules. Should the executable's path be unreadable, the
-/// kernel's name for it still starts the same program.
-fn program(action: &Action) -> (Vec<String>, Option<(String, String)>) {
-    match action {
-        Action::Command(c) => (c.argv(), None),
-        Action::Http(request) => {
-            let exe = std::env::current_exe().map_or_else(
-                |_| "/proc/self/exe".to_owned(),
-                |p| p.to_string_lossy().into_owned(),
-            );
-            (
-                vec![exe, http::SUBCOMMAND.to_owned()],
-                Some((http::REQUEST_ENV.to_owned(), request.encode())),
-            )
-        }
-    }
-}
-
-/// Where a step runs: its `cwd`, else the configuration file's directory
-/// (never the caller's: `baton tick` under cron, a person's terminal and
-/// the daemon run a job in the same place). The configuration's path is
-/// made absolute when it is located ([`crate::config::locate`]).
-fn working_dir(config: &crate::config::Config, step: &Step) -> Option<std::path::PathBuf> {
-    step.cwd.clone().or_else(|| {
-        config
-            .path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .map(std::path::Path::to_path_buf)
-    })
-}
-
-/// What the runner starts for attempt `attempt` of `step`: its program;
-/// the run's environment `env`, then `BATON_STEP`, `BATON_ATTEMPT` and,
-/// when traced, `TRACEPARENT` naming the attempt's `span`, then the step's
-/// own, then an HTTP step's request; where and how it runs.
-pub(crate) fn step_spec(
-    req: &Request<'_>,
-    env: &[(String, String)],
-    step: &Step,
-    attempt: u32,
-    sink: OutputSink,
-    span: Option<TraceParent>,
-) -> StepSpec {
-    let (argv, request) = program(&step.action.value);
-    let mut spec = StepSpec::new(argv[0].clone(), argv[1..].iter().map(Into::into).collect());
-    spec.env = env
-        .iter()
-        .cloned()
-        .chain([
-            ("BATON_STEP".to_owned(), step.name.clone()),
-            ("BATON_ATTEMPT".to_owned(), attempt.to_string()),
-        ])
-        .chain(span.map(|p| (trace::context::VARIABLE.to_owned(), p.to_string())))
-        .chain(step.env.iter().cloned())
-        .chain(request)
-        .map(|(k, v)| (k.into(), v.into()))
-        .collect();
-    spec.cwd = working_dir(req.config, step);
-    spec.timeout = step.timeout.value;
-    spec.kill_grace = step.kill_grace.value;
-    spec.contain = req.job.policy.contain.value;
-    spec.stdin = Stdin::Null;
-    spec.output = baton_runner::Output::Capture(Box::new(sink));
-    spec
 }
 
 /// A run under way: what each attempt of its steps needs, and what they
