@@ -41,72 +41,8 @@ use baton_cron::{Fields, Kind};
 use jiff::Timestamp;
 
 use super::changes::{self, OffsetChange, hm, matches, touched};
-use super::translate::{Untranslatable, shown};
+use super::translate::{Mismatch, Untranslatable, shown};
 use crate::config::{When, Zone};
-
-/// How a target fires a schedule at a clock change, where baton fires it
-/// otherwise: the `why` of [`Untranslatable::ClockChange`]. `jump` is the
-/// wall-clock time the change jumps to, shown as `HH:MM`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum Mismatch {
-    /// A fixed time in a gap, under cron.
-    #[error(
-        "baton runs a skipped time once, at {}, while a cron that matches the zone's clock \
-         each minute (cronie under CRON_TZ=) never runs it",
-        hm(*.jump)
-    )]
-    CronSkipped {
-        /// Where the clocks jump to.
-        jump: jiff::civil::DateTime,
-    },
-    /// A fixed time in a gap, under systemd.
-    #[error(
-        "baton runs a skipped time once, at {}, and systemd's OnCalendar= does not run it \
-         then",
-        hm(*.jump)
-    )]
-    SystemdSkipped {
-        /// Where the clocks jump to.
-        jump: jiff::civil::DateTime,
-    },
-    /// A wildcard time in a gap whose shift systemd versions differ on.
-    #[error(
-        "baton does not run the times the clocks skip, and whether systemd runs them later, \
-         shifted by the gap, differs between its versions"
-    )]
-    SystemdShifted,
-    /// A wildcard time in a fold, under systemd.
-    #[error(
-        "baton runs a wildcard schedule's repeated times twice, and systemd's OnCalendar= once"
-    )]
-    SystemdRepeated,
-    /// A time in a fold, under GitHub Actions.
-    #[error(
-        "GitHub Actions does not document how it runs a schedule at the times the clocks repeat"
-    )]
-    GithubRepeated,
-    /// A wildcard time in a gap, under GitHub Actions.
-    #[error(
-        "baton does not run the times the clocks skip, and GitHub Actions moves them to {}",
-        hm(*.jump)
-    )]
-    GithubMoved {
-        /// Where the clocks jump to.
-        jump: jiff::civil::DateTime,
-    },
-    /// Several fixed times in a gap, or one where the jump fires too, under
-    /// GitHub Actions.
-    #[error(
-        "GitHub Actions moves each skipped time to {}, and does not document whether it \
-         then runs once, as baton does, or once per time",
-        hm(*.jump)
-    )]
-    GithubMovedMany {
-        /// Where the clocks jump to.
-        jump: jiff::civil::DateTime,
-    },
-}
 
 /// Whose rules a schedule is judged by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

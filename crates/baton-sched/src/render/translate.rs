@@ -27,9 +27,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use baton_cron::{FieldSet, Fields, Kind};
 use jiff::Timestamp;
 
+use super::changes::hm;
 use crate::config::{When, Zone};
-
-pub use super::dst::Mismatch;
 
 /// Why a schedule has no faithful translation for a target: the `why` of a
 /// [`super::Refusal`]. Each names the schedule as people read it
@@ -198,6 +197,70 @@ fn difference(
     } else {
         format!("the UTC line fires at {utc} UTC ({local} in {zone}) and baton does not")
     }
+}
+
+/// How a target fires a schedule at a clock change, where baton fires it
+/// otherwise: the `why` of [`Untranslatable::ClockChange`]. `jump` is the
+/// wall-clock time the change jumps to, shown as `HH:MM`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Mismatch {
+    /// A fixed time in a gap, under cron.
+    #[error(
+        "baton runs a skipped time once, at {}, while a cron that matches the zone's clock \
+         each minute (cronie under CRON_TZ=) never runs it",
+        hm(*.jump)
+    )]
+    CronSkipped {
+        /// Where the clocks jump to.
+        jump: jiff::civil::DateTime,
+    },
+    /// A fixed time in a gap, under systemd.
+    #[error(
+        "baton runs a skipped time once, at {}, and systemd's OnCalendar= does not run it \
+         then",
+        hm(*.jump)
+    )]
+    SystemdSkipped {
+        /// Where the clocks jump to.
+        jump: jiff::civil::DateTime,
+    },
+    /// A wildcard time in a gap whose shift systemd versions differ on.
+    #[error(
+        "baton does not run the times the clocks skip, and whether systemd runs them later, \
+         shifted by the gap, differs between its versions"
+    )]
+    SystemdShifted,
+    /// A wildcard time in a fold, under systemd.
+    #[error(
+        "baton runs a wildcard schedule's repeated times twice, and systemd's OnCalendar= once"
+    )]
+    SystemdRepeated,
+    /// A time in a fold, under GitHub Actions.
+    #[error(
+        "GitHub Actions does not document how it runs a schedule at the times the clocks repeat"
+    )]
+    GithubRepeated,
+    /// A wildcard time in a gap, under GitHub Actions.
+    #[error(
+        "baton does not run the times the clocks skip, and GitHub Actions moves them to {}",
+        hm(*.jump)
+    )]
+    GithubMoved {
+        /// Where the clocks jump to.
+        jump: jiff::civil::DateTime,
+    },
+    /// Several fixed times in a gap, or one where the jump fires too, under
+    /// GitHub Actions.
+    #[error(
+        "GitHub Actions moves each skipped time to {}, and does not document whether it \
+         then runs once, as baton does, or once per time",
+        hm(*.jump)
+    )]
+    GithubMovedMany {
+        /// Where the clocks jump to.
+        jump: jiff::civil::DateTime,
+    },
 }
 
 /// What GitHub Actions does with runs closer than 5 minutes.
