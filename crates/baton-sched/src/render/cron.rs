@@ -20,9 +20,12 @@
 //! The job's name follows `--`, so a name that starts with `-` is never
 //! read as an option.
 
-use super::translate::{self, CronSchedule};
+use baton_cron::Kind;
+use jiff::Timestamp;
+
+use super::translate::{self, CronSchedule, Untranslatable, shown};
 use super::{Artefact, Options, Refusal, RenderError, Target, path_text, sh_word};
-use crate::config::Config;
+use crate::config::{Config, When, Zone};
 
 /// The crontab's file name.
 pub const FILE: &str = "baton.cron";
@@ -87,7 +90,7 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
             target: Target::Cron,
             why,
         };
-        let schedule = translate::cron_in_zone(&job.when.value, &job.timezone.value, opts.now)
+        let schedule = cron_in_zone(&job.when.value, &job.timezone.value, opts.now)
             .map_err(|why| refuse(why.to_string()))?;
         if schedule.zone != opts.host_zone && host_changes {
             return Err(refuse(format!(
@@ -141,6 +144,37 @@ pub fn render(c: &Config, opts: &Options) -> Result<Vec<Artefact>, RenderError> 
         name: FILE.into(),
         text: format!("{head}{vars}{t}"),
     }])
+}
+
+/// `when` as cron lines read in the job's `zone`, or in UTC for an
+/// interval.
+///
+/// # Errors
+///
+/// Why no cron line can express it: sub-minute, an interval that does not
+/// divide a day, or a time a clock change in the years after `now` skips
+/// or repeats on a day it fires, where cron would run it at another instant
+/// than baton (`super::dst`).
+pub fn cron_in_zone(
+    when: &When,
+    zone: &Zone,
+    now: Timestamp,
+) -> Result<CronSchedule, Untranslatable> {
+    let s = &when.schedule;
+    if s.has_seconds() {
+        return Err(translate::sub_minute(when));
+    }
+    match (s.kind(), s.fields()) {
+        (Kind::Every(p), _) => translate::every_lines(when, p.as_secs()),
+        (_, Some(f)) => {
+            super::dst::check(super::dst::Rules::Cron, when, f, zone, now)?;
+            Ok(CronSchedule {
+                zone: zone.name.clone(),
+                lines: vec![translate::same_fields(when, f)?],
+            })
+        }
+        (_, None) => Err(Untranslatable::NotCron(shown(when))),
+    }
 }
 
 /// A word of a crontab command: quoted for the shell, `%` escaped (cron

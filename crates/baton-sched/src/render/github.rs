@@ -14,7 +14,7 @@
 //!
 //! GitHub reads a schedule's cron in UTC, or in the IANA zone its entry's
 //! `timezone` names. A job's schedule is written as UTC lines where some
-//! fire at baton's instants all year ([`super::translate::cron_in_utc`]:
+//! fire at baton's instants all year ([`cron_in_utc`]:
 //! every zone without daylight saving, and schedules such as `*/15 * * * *`
 //! that a change of offset does not move); else as written, with the
 //! job's zone as `timezone`, where GitHub's documented rules fire it as
@@ -159,7 +159,7 @@ pub fn schedule(when: &When, zone: &Zone, now: Timestamp) -> Result<CronSchedule
     if let Some(why) = too_often(when, zone, now) {
         return Err(why);
     }
-    let utc_why = match translate::cron_in_utc(when, zone, now) {
+    let utc_why = match cron_in_utc(when, zone, now) {
         Ok(s) => return Ok(s),
         Err(why) => why,
     };
@@ -180,6 +180,35 @@ pub fn schedule(when: &When, zone: &Zone, now: Timestamp) -> Result<CronSchedule
         zone: zone.name.clone(),
         in_zone: Box::new(zone_why),
         utc: Box::new(utc_why),
+    })
+}
+
+/// `when` as cron lines read in UTC, GitHub Actions' default zone: lines
+/// that fire at baton's instants over the years ahead (`super::utc`).
+///
+/// # Errors
+///
+/// Why no UTC cron line can express it: sub-minute, an interval that does
+/// not divide a day, day fields that cannot move across midnight, or a
+/// zone whose offset changes so that every candidate line fires at another
+/// instant than baton on some date, which the error names.
+pub fn cron_in_utc(
+    when: &When,
+    zone: &Zone,
+    now: Timestamp,
+) -> Result<CronSchedule, Untranslatable> {
+    let s = &when.schedule;
+    if s.has_seconds() {
+        return Err(translate::sub_minute(when));
+    }
+    let f = match (s.kind(), s.fields()) {
+        (Kind::Every(p), _) => return translate::every_lines(when, p.as_secs()),
+        (_, Some(f)) => f,
+        (_, None) => return Err(Untranslatable::NotCron(shown(when))),
+    };
+    Ok(CronSchedule {
+        zone: "UTC".into(),
+        lines: super::utc::lines(when, f, zone, now)?,
     })
 }
 

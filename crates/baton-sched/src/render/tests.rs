@@ -9,7 +9,9 @@ use baton_cron::Schedule;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
-use super::translate::{self, CronSchedule};
+use super::cron::cron_in_zone;
+use super::github::cron_in_utc;
+use super::translate::CronSchedule;
 use super::{Artefact, Options, RenderError, Target, render};
 use crate::config::{self, Config, Overrides, Source, When, Zone};
 use crate::text_asserts::{has, lacks};
@@ -394,7 +396,7 @@ fn render_cron_lines_in_utc_fire_as_baton_does_for_two_years_or_are_refused() {
             "0 12 * 6-8 1",
         ] {
             let w = when("schedule", text);
-            let Ok(s) = translate::cron_in_utc(&w, &zone(z), now) else {
+            let Ok(s) = cron_in_utc(&w, &zone(z), now) else {
                 continue;
             };
             kept += 1;
@@ -594,7 +596,7 @@ fn render_cron_lines_in_the_zone_fire_as_the_schedule_does() {
     for z in ["UTC", "Asia/Kolkata", "America/New_York", "Europe/Berlin"] {
         for text in CRONS {
             let w = when("schedule", text);
-            let Ok(s) = translate::cron_in_zone(&w, &zone(z), now) else {
+            let Ok(s) = cron_in_zone(&w, &zone(z), now) else {
                 continue;
             };
             translated += 1;
@@ -620,7 +622,7 @@ fn render_cron_lines_in_utc_fire_as_the_schedule_does_or_are_refused() {
     ] {
         for text in CRONS {
             let w = when("schedule", text);
-            let Ok(s) = translate::cron_in_utc(&w, &zone(z), now) else {
+            let Ok(s) = cron_in_utc(&w, &zone(z), now) else {
                 continue;
             };
             translated += 1;
@@ -638,7 +640,7 @@ fn render_intervals_that_divide_a_day_fire_as_the_interval_does() {
     let from: Timestamp = "2026-02-20T00:00:00Z".parse().unwrap();
     for text in ["1m", "15m", "45m", "90m", "2h", "8h", "1d", "20m"] {
         let w = when("every", text);
-        let s = translate::cron_in_zone(&w, &zone("Europe/Berlin"), NOW.parse().unwrap()).unwrap();
+        let s = cron_in_zone(&w, &zone("Europe/Berlin"), NOW.parse().unwrap()).unwrap();
         assert_eq!(s.zone, "UTC");
         let want: Vec<_> = w
             .schedule
@@ -650,7 +652,7 @@ fn render_intervals_that_divide_a_day_fire_as_the_interval_does() {
     for text in ["7m", "5h", "2d", "30s"] {
         let w = when("every", text);
         assert!(
-            translate::cron_in_zone(&w, &zone("UTC"), NOW.parse().unwrap()).is_err(),
+            cron_in_zone(&w, &zone("UTC"), NOW.parse().unwrap()).is_err(),
             "every {text}"
         );
     }
@@ -729,7 +731,7 @@ fn render_cron_per_job_fires_as_baton_does_on_daylight_saving_days_or_is_refused
         days.push("2026-06-10T12:00:00Z".parse().unwrap());
         for text in crons {
             let w = when("schedule", text);
-            let Ok(s) = translate::cron_in_zone(&w, &zone(z), now) else {
+            let Ok(s) = cron_in_zone(&w, &zone(z), now) else {
                 continue;
             };
             translated += 1;
@@ -786,7 +788,7 @@ fn render_cron_per_job_refuses_times_the_zone_skips_or_repeats_in_any_zone() {
         // Only the day of the change: 2027-03-14 is its first Sunday the 14th.
         ("30 2 14 * *", "America/New_York", "2027-03-14"),
     ] {
-        let why = translate::cron_in_zone(&when("schedule", text), &zone(z), now)
+        let why = cron_in_zone(&when("schedule", text), &zone(z), now)
             .expect_err(&format!("{text} in {z}"))
             .to_string();
         has(&why, &format!("on {date} the clocks go"));
@@ -805,7 +807,7 @@ fn render_cron_per_job_refuses_times_the_zone_skips_or_repeats_in_any_zone() {
         ("*/15 * * * *", "America/New_York"),
         ("30 * * * *", "Australia/Lord_Howe"),
     ] {
-        translate::cron_in_zone(&when("schedule", text), &zone(z), now)
+        cron_in_zone(&when("schedule", text), &zone(z), now)
             .unwrap_or_else(|e| panic!("{text} in {z}: {e}"));
     }
     // The host's own zone is refused too: crons handle its changes each in
@@ -879,8 +881,7 @@ fn render_github_takes_zones_without_daylight_saving_in_utc_and_others_with_thei
         "Asia/Kolkata",
         "Asia/Tokyo",
     ] {
-        let s = translate::cron_in_utc(&w, &zone(z), now)
-            .unwrap_or_else(|e| panic!("{z} refused: {e}"));
+        let s = cron_in_utc(&w, &zone(z), now).unwrap_or_else(|e| panic!("{z} refused: {e}"));
         let tz = TimeZone::get(z).unwrap();
         let from: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
         let want: Vec<_> = w.schedule.iter_after(from, &tz).take(300).collect();
@@ -893,9 +894,7 @@ fn render_github_takes_zones_without_daylight_saving_in_utc_and_others_with_thei
         "America/Santiago",
         "Australia/Sydney",
     ] {
-        let why = translate::cron_in_utc(&w, &zone(z), now)
-            .expect_err(z)
-            .to_string();
+        let why = cron_in_utc(&w, &zone(z), now).expect_err(z).to_string();
         has(&why, "offset from UTC changes");
         has(&why, "first differs on 2026-");
         // GitHub reads it in the zone itself: 09:00 meets no change.

@@ -1,5 +1,10 @@
-//! A job's schedule in a target's terms: cron lines (in the job's zone, or
-//! converted to UTC) and systemd `OnCalendar=` expressions.
+//! What every translation of a job's schedule into a target's terms
+//! speaks: why one is refused ([`Untranslatable`]), and a schedule's cron
+//! fields as text ([`CronFields`], [`CronSchedule`]). The translations are
+//! the targets' own: cron lines in the job's zone
+//! ([`super::cron::cron_in_zone`]) or in UTC
+//! ([`super::github::cron_in_utc`]), and systemd `OnCalendar=`
+//! expressions ([`super::systemd`]).
 //!
 //! A translation either fires at exactly the instants baton's own schedule
 //! does, or it is refused with the reason; it never approximates. What can
@@ -24,8 +29,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use baton_cron::{FieldSet, Fields, Kind};
-use jiff::Timestamp;
+use baton_cron::{FieldSet, Fields};
 
 use super::changes::hm;
 use crate::config::{When, Zone};
@@ -302,66 +306,6 @@ pub struct CronSchedule {
     pub lines: Vec<CronFields>,
 }
 
-/// `when` as cron lines read in the job's `zone`, or in UTC for an
-/// interval.
-///
-/// # Errors
-///
-/// Why no cron line can express it: sub-minute, an interval that does not
-/// divide a day, or a time a clock change in the years after `now` skips
-/// or repeats on a day it fires, where cron would run it at another instant
-/// than baton (`super::dst`).
-pub fn cron_in_zone(
-    when: &When,
-    zone: &Zone,
-    now: Timestamp,
-) -> Result<CronSchedule, Untranslatable> {
-    let s = &when.schedule;
-    if s.has_seconds() {
-        return Err(sub_minute(when));
-    }
-    match (s.kind(), s.fields()) {
-        (Kind::Every(p), _) => every_lines(when, p.as_secs()),
-        (_, Some(f)) => {
-            super::dst::check(super::dst::Rules::Cron, when, f, zone, now)?;
-            Ok(CronSchedule {
-                zone: zone.name.clone(),
-                lines: vec![same_fields(when, f)?],
-            })
-        }
-        (_, None) => Err(Untranslatable::NotCron(shown(when))),
-    }
-}
-
-/// `when` as cron lines read in UTC, GitHub Actions' default zone: lines
-/// that fire at baton's instants over the years ahead (`super::utc`).
-///
-/// # Errors
-///
-/// Why no UTC cron line can express it: sub-minute, an interval that does
-/// not divide a day, day fields that cannot move across midnight, or a
-/// zone whose offset changes so that every candidate line fires at another
-/// instant than baton on some date, which the error names.
-pub fn cron_in_utc(
-    when: &When,
-    zone: &Zone,
-    now: Timestamp,
-) -> Result<CronSchedule, Untranslatable> {
-    let s = &when.schedule;
-    if s.has_seconds() {
-        return Err(sub_minute(when));
-    }
-    let f = match (s.kind(), s.fields()) {
-        (Kind::Every(p), _) => return every_lines(when, p.as_secs()),
-        (_, Some(f)) => f,
-        (_, None) => return Err(Untranslatable::NotCron(shown(when))),
-    };
-    Ok(CronSchedule {
-        zone: "UTC".into(),
-        lines: super::utc::lines(when, f, zone, now)?,
-    })
-}
-
 /// `when`'s fields as UTC cron lines, for a zone `offset_min` minutes
 /// ahead of UTC all year.
 ///
@@ -427,7 +371,7 @@ pub(crate) fn lines_at(
 }
 
 /// An interval of `secs` (whole minutes) as UTC cron lines.
-fn every_lines(when: &When, secs: u64) -> Result<CronSchedule, Untranslatable> {
+pub(crate) fn every_lines(when: &When, secs: u64) -> Result<CronSchedule, Untranslatable> {
     if 86_400 % secs != 0 {
         return Err(not_daily(when));
     }
@@ -574,7 +518,7 @@ pub(crate) fn shown(when: &When) -> String {
     }
 }
 
-fn sub_minute(when: &When) -> Untranslatable {
+pub(crate) fn sub_minute(when: &When) -> Untranslatable {
     Untranslatable::SubMinute(shown(when))
 }
 
