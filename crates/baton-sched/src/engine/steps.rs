@@ -968,22 +968,36 @@ fn former_lock(req: &Request<'_>, live: &baton_store::ledger::RunRow) -> Option<
 /// operation removes, and a run of another host is judged by its lease.
 /// Why it cannot be told (the store, a slot or the ledger unreadable): then
 /// nothing may start.
+/// Why [`live_beside`] cannot tell whether a run of the lock lives beside.
+#[derive(Debug, thiserror::Error)]
+enum Untold {
+    /// The store the configuration names cannot be opened.
+    #[error("{0}")]
+    Store(crate::store::Unusable),
+    /// A slot of the lock cannot be read.
+    #[error("a slot of its lock cannot be read")]
+    Slot,
+    /// The ledger cannot list the unfinished runs of this job.
+    #[error("the ledger cannot list the unfinished runs of job {0}")]
+    Ledger(String),
+}
+
 fn live_beside(
     req: &Request<'_>,
     mates: &[&str],
     host: &str,
     fence: u64,
     surfaces: &Rc<RefCell<Surfaces>>,
-) -> Result<Option<baton_store::ledger::RunRow>, String> {
+) -> Result<Option<baton_store::ledger::RunRow>, Untold> {
     if crate::store::shared(req.config) {
         return Ok(None);
     }
     // With slots (the job's own, or ones left above them from when
     // `max_concurrent` was higher), a run is displaced when no slot names it.
-    let store = crate::store::open(req.config).map_err(|e| e.to_string())?;
+    let store = crate::store::open(req.config).map_err(Untold::Store)?;
     let named = if slotted(store.as_ref(), req.job) {
         let named = named_by_slots(store.as_ref(), req.job);
-        Some(named.ok_or("a slot of its lock cannot be read")?)
+        Some(named.ok_or(Untold::Slot)?)
     } else {
         None
     };
@@ -992,7 +1006,7 @@ fn live_beside(
     for &mate in mates {
         let runs = s
             .ledger(|l| l.unfinished(mate))
-            .ok_or_else(|| format!("the ledger cannot list the unfinished runs of job {mate}"))?;
+            .ok_or_else(|| Untold::Ledger(mate.to_owned()))?;
         for run in runs {
             let (Some(pid), Some(run_host)) = (run.pid, run.host.as_deref()) else {
                 continue;
