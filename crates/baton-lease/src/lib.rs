@@ -56,6 +56,7 @@ mod sys;
 pub mod timesync;
 mod token;
 pub mod trust;
+mod value;
 mod vouch;
 
 pub use budget::overran;
