@@ -28,7 +28,8 @@ use jiff::Timestamp;
 use rusqlite::TransactionBehavior;
 
 use crate::db::Db;
-use crate::error::{Error, Fail};
+use crate::error::{BUSY_TIMEOUT, Error, Fail};
+use crate::failure;
 use crate::file;
 use crate::recover::{self, Suspect};
 use crate::statements::Sql;
@@ -147,7 +148,7 @@ impl Ledger {
             left: None,
             recovered: Vec::new(),
             latest: now,
-            busy: crate::db::BUSY_TIMEOUT,
+            busy: BUSY_TIMEOUT,
         };
         ledger.reconnect(None)?;
         Ok(ledger)
@@ -197,7 +198,7 @@ impl Ledger {
         self.follow_path()?;
         match self.attempt(mode, &op) {
             Ok(v) => return Ok(v),
-            Err(Fail::Sql(e)) if recover::is_corrupt(&e) => {
+            Err(Fail::Sql(e)) if failure::is_corrupt(&e) => {
                 let suspect = self.db.take().map(|db| {
                     let id = db.id();
                     db.abandon();
@@ -212,7 +213,7 @@ impl Ledger {
             Err(fail) => return Err(self.error(action(), fail)),
         }
         self.attempt(mode, &op).map_err(|fail| match fail {
-            Fail::Sql(e) if recover::is_corrupt(&e) => Error::Corrupt {
+            Fail::Sql(e) if failure::is_corrupt(&e) => Error::Corrupt {
                 action: action(),
                 path: self.path.clone(),
                 reason: e.to_string(),
@@ -346,7 +347,7 @@ impl Ledger {
     fn error(&self, action: String, fail: Fail) -> Error {
         let path = self.path.clone();
         match fail {
-            Fail::Sql(e) => match recover::sqlite_error(&self.path, action, e) {
+            Fail::Sql(e) => match failure::sqlite_error(&self.path, action, e) {
                 Error::Busy {
                     action,
                     path,
@@ -414,7 +415,7 @@ impl Backend for Ledger {
     /// that long at most (never longer than the usual 10 s), and is tried
     /// again by the run after a renewal.
     fn bound_calls(&mut self, within: Option<Duration>) {
-        self.busy = within.map_or(crate::db::BUSY_TIMEOUT, |w| w.min(crate::db::BUSY_TIMEOUT));
+        self.busy = within.map_or(BUSY_TIMEOUT, |w| w.min(BUSY_TIMEOUT));
     }
 
     fn saw(&mut self, now: Timestamp) {
