@@ -39,6 +39,21 @@ pub(crate) struct Db {
     path: PathBuf,
 }
 
+/// Why [`Db::save_log`] could not copy the log. Its message is the reason
+/// a ledger moved aside gives for the transactions its removed log lost.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LogNotSaved {
+    /// Another log, not empty, is at the log's path.
+    #[error("another log is at {}", .0.display())]
+    Replaced(PathBuf),
+    /// The log's path could not be looked at.
+    #[error(transparent)]
+    Look(Error),
+    /// SQLite's checkpoint failed.
+    #[error(transparent)]
+    Checkpoint(rusqlite::Error),
+}
+
 /// Opens, probes and migrates the database at `path`, creating it when
 /// missing and `may_create`. The caller holds the repair mutex, exclusively
 /// when it may create.
@@ -190,19 +205,24 @@ impl Db {
     /// holds the repair mutex exclusively, and no other log is at the path
     /// (none, or an empty one a newcomer made), so every connection still
     /// at work shares this one. Says whether every frame was copied.
-    pub(crate) fn save_log(&mut self) -> Result<bool, String> {
+    ///
+    /// # Errors
+    ///
+    /// [`LogNotSaved`]: another log at the path, a failed look at it, or a
+    /// failed checkpoint.
+    pub(crate) fn save_log(&mut self) -> Result<bool, LogNotSaved> {
         let log = file::with_suffix(&self.path, "-wal");
         match file::look(&log) {
             Ok(None | Some((_, 0))) => {}
-            Ok(Some(_)) => return Err(format!("another log is at {}", log.display())),
-            Err(e) => return Err(e.to_string()),
+            Ok(Some(_)) => return Err(LogNotSaved::Replaced(log)),
+            Err(e) => return Err(LogNotSaved::Look(e)),
         }
         let (busy, frames, copied): (i64, i64, i64) = self
             .conn
             .query_row("PRAGMA wal_checkpoint(FULL)", [], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?))
             })
-            .map_err(|e| e.to_string())?;
+            .map_err(LogNotSaved::Checkpoint)?;
         Ok(busy == 0 && frames == copied)
     }
 
