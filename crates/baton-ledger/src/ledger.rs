@@ -27,11 +27,13 @@ use baton_store::ledger::{Backend, Mode, Recovered, Reset, Withdrawn};
 use jiff::Timestamp;
 use rusqlite::TransactionBehavior;
 
+use crate::ahead;
 use crate::db::Db;
 use crate::error::{BUSY_TIMEOUT, Error, Fail};
 use crate::failure;
 use crate::file;
 use crate::recover::{self, Suspect};
+use crate::rows;
 use crate::statements::Sql;
 
 /// The scheduler's ledger: one connection to `STATE_DIR/baton.db`.
@@ -450,7 +452,23 @@ impl Backend for Ledger {
         now: Timestamp,
         tolerance: i64,
     ) -> Result<Option<Withdrawn>, baton_store::ledger::Error> {
-        Ok(crate::ahead::withdraw_ahead(self, job, now, tolerance)?)
+        // One write transaction; what it takes back is `ahead::withdraw`'s.
+        Ledger::saw(self, now);
+        let trigger = now.as_second().saturating_add(tolerance);
+        Ok(Ledger::transact(
+            self,
+            Mode::Write,
+            || format!("withdraw the decisions a clock ahead made for job {job}"),
+            |tx| {
+                Ok(ahead::withdraw(
+                    tx,
+                    job,
+                    trigger,
+                    now.as_second(),
+                    rows::micros(now),
+                )?)
+            },
+        )?)
     }
 
     fn decided_after(
@@ -459,7 +477,19 @@ impl Backend for Ledger {
         after: Option<i64>,
         through: i64,
     ) -> Result<Vec<i64>, baton_store::ledger::Error> {
-        Ok(crate::ahead::decided_after(self, job, after, through)?)
+        Ok(Ledger::transact(
+            self,
+            Mode::Read,
+            || format!("read the decided occurrences of job {job}"),
+            |tx| {
+                Ok(ahead::decided_between(
+                    tx,
+                    job,
+                    after.unwrap_or(i64::MIN),
+                    through,
+                )?)
+            },
+        )?)
     }
 }
 
