@@ -268,7 +268,7 @@ impl Leases {
                                 let mine: [&dyn Param; 3] = [&job, &grant.name, &grant.token_text];
                                 let (granted, guarded) = tokio::join!(
                                     c.alone(ST.grant_if_free, &params),
-                                    c.alone(crate::guards::TAKE_WITH_GRANT, &mine)
+                                    c.alone(crate::guard_statements::TAKE_WITH_GRANT, &mine)
                                 );
                                 (granted, guarded.ok().flatten().is_some())
                             }

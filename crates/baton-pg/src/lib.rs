@@ -49,6 +49,7 @@ mod driver;
 mod error;
 pub mod examine;
 mod form;
+mod guard_statements;
 mod guards;
 mod held;
 mod holder;
