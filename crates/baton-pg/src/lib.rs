@@ -77,6 +77,7 @@ mod test_server;
 mod tls;
 mod typed;
 mod warning;
+mod write_lock;
 
 pub use error::Error;
 pub use form::Form;
