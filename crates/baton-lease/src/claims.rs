@@ -19,7 +19,7 @@
 
 use std::collections::HashSet;
 
-use crate::record::{MAX_CLAIMS_BYTES, is_valid_value};
+use crate::value::{MAX_CLAIMS_BYTES, is_valid_value};
 
 /// How far ahead of the judge's clock, in seconds, a claim may be and still
 /// stand for every occurrence before it. Honest claims are never ahead of

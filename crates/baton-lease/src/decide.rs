@@ -87,13 +87,6 @@ pub struct Observer {
     pub pidns: Option<u64>,
 }
 
-impl Observer {
-    /// The process this code runs in.
-    pub fn here() -> Self {
-        crate::facts::local().observer.clone()
-    }
-}
-
 /// Both clocks, read once for one judgement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Now {

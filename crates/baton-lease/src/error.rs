@@ -75,7 +75,7 @@ pub enum Error {
          record ({max} bytes); nothing was changed: give some of the jobs sharing this lock a \
          lock of their own",
         path.display(),
-        max = crate::record::MAX_CLAIMS_BYTES
+        max = crate::value::MAX_CLAIMS_BYTES
     )]
     ClaimsFull {
         /// The lock file.

@@ -4,6 +4,10 @@
 //!
 //! The cache is keyed by pid, so a forked child never stamps its parent's
 //! identity: each use costs one `getpid`, and nothing more.
+//!
+//! [`Observer::here`], the judge's standpoint in this process, is defined
+//! here rather than beside [`Observer`]: it reads this process's facts, and
+//! [`crate::decide`] reads nothing but what it is handed.
 
 use std::sync::{Arc, Mutex};
 
@@ -39,6 +43,13 @@ pub(crate) fn local() -> Arc<Local> {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(&f));
     f
+}
+
+impl Observer {
+    /// The process this code runs in.
+    pub fn here() -> Self {
+        local().observer.clone()
+    }
 }
 
 fn cached() -> Option<Arc<Local>> {

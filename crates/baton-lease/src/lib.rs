@@ -25,14 +25,16 @@
 //! ```
 //!
 //! Map of the crate: [`record`] is the on-disk format; [`decide`] the pure
-//! judgement; [`liveness`] the evidence; [`Lock`] the critical section;
-//! [`Lease`] the guard; [`clock`] the only reader of time; `sys` the only
-//! caller of the operating system. [`filesystem`] and [`timesync`] answer
-//! two questions asked before a lock is relied on: whether `flock` on a
-//! path's filesystem excludes every process that shares it, and whether
-//! the kernel's clock is kept synchronised.
+//! judgement; [`liveness`] the evidence; [`Lock`] the critical section,
+//! `acquire` the taking of a lease in it, and [`Lease`] the guard;
+//! [`clock`] the only reader of time; `sys` the only caller of the
+//! operating system. [`filesystem`] and [`timesync`] answer two questions
+//! asked before a lock is relied on: whether `flock` on a path's
+//! filesystem excludes every process that shares it, and whether the
+//! kernel's clock is kept synchronised.
 
 mod acl;
+mod acquire;
 mod budget;
 mod claims;
 pub mod clock;
@@ -56,8 +58,10 @@ mod sys;
 pub mod timesync;
 mod token;
 pub mod trust;
+mod value;
 mod vouch;
 
+pub use acquire::Outcome;
 pub use budget::overran;
 pub use claims::{Claims, FUTURE_TOLERANCE as FUTURE_CLAIM_TOLERANCE, MAX_KEY_BYTES, Once};
 pub use clock::{
@@ -72,8 +76,7 @@ pub use liveness::{GroupState, Liveness, OsLiveness, ProcessState};
 pub use lock::{BreakMode, Claim, Lock, Options, REOPEN_ATTEMPTS, mutex_wait_for};
 pub use mutex::{FileMutex, Sharing};
 pub use outcome::{
-    Broken, Busy, Conflict, Inspection, Lost, Outcome, Release, Renewal, Restated, human,
-    human_signed,
+    Broken, Busy, Conflict, Inspection, Lost, Release, Renewal, Restated, human, human_signed,
 };
 pub use record::Leader;
 pub use stop::Stopped;

@@ -10,14 +10,15 @@
 //! across a job: the *lease* is the record, not the descriptor. A lease
 //! keeps its descriptor ([`Opening`]) for its next section, which locks it
 //! and checks with one `lstat` that the path still names that inode, else
-//! opens the path again. A lock file
-//! that does not exist yet is created whole: the record is written to a
-//! temporary file, locked, and `link`ed into place, which fails if the name
-//! appeared meanwhile. Nothing here runs caller code inside the mutex.
+//! opens the path again. The acquisition's sections, and the creation of
+//! a lock file that does not exist yet, are in `acquire`, which makes the
+//! lease ([`crate::Lease`]); the sections here know nothing of leases.
+//! Nothing here runs caller code inside the mutex.
 //!
 //! Failure modes: no `flock` on the filesystem is [`Error::NoMutex`] (fail
 //! closed: nothing judged, nothing broken); a record this build does not judge
-//! is [`Outcome::VersionConflict`] and is left byte for byte untouched.
+//! is [`Outcome::VersionConflict`](crate::Outcome::VersionConflict) and is
+//! left byte for byte untouched.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -28,13 +29,10 @@ use jiff::Timestamp;
 use crate::clock::{Clock, SystemClock};
 use crate::decide::{self, Now, Observer, Policy, Verdict};
 use crate::error::Error;
-use crate::lease::Lease;
 use crate::liveness::{Liveness, OsLiveness};
-use crate::outcome::{self, Broken, Busy, Inspection, Outcome};
-use crate::presence;
+use crate::outcome::{self, Broken, Busy, Inspection};
 use crate::record::{self, Body, Free, Held, MAX_RECORD_BYTES};
 use crate::sys::file::{self, Identity, Meta, Mode};
-use crate::token::{Fence, Token};
 use crate::trust::{self, Sticky};
 
 /// How many times the path may be replaced under a contender before it gives
@@ -87,8 +85,9 @@ pub struct Claim {
     /// overrunning rather than busy.
     pub budget: Option<Duration>,
     /// An occurrence to claim with the lease: the acquisition is refused
-    /// ([`Outcome::Claimed`]) when the claim's key already holds this
-    /// occurrence or a later one, decided inside the same critical section.
+    /// ([`Outcome::Claimed`](crate::Outcome::Claimed)) when the claim's key
+    /// already holds this occurrence or a later one, decided inside the same
+    /// critical section.
     pub once: Option<crate::Once>,
     /// The keys whose claims must never be dropped to make room in the
     /// record: the jobs sharing this lock, the claim's own key among them.
@@ -138,6 +137,14 @@ pub(crate) struct Opening {
 }
 
 impl Opening {
+    /// The lock file `file`, opened on inode `id`.
+    pub(crate) fn new(file: std::fs::File, id: Identity) -> Self {
+        Self {
+            file: Arc::new(file),
+            id,
+        }
+    }
+
     /// The device the opened lock file is on.
     pub(crate) fn dev(&self) -> u64 {
         self.id.dev()
@@ -208,118 +215,6 @@ impl Lock {
 
     pub(crate) fn clock(&self) -> &dyn Clock {
         &*self.clock
-    }
-
-    /// Tries once to take the lease, without waiting for a holder.
-    ///
-    /// # Errors
-    ///
-    /// I/O failures, a missing directory, something other than a regular file
-    /// at the path, or a filesystem without `flock`. A lock held by someone
-    /// else is an [`Outcome`], not an error.
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// use baton_lease::{Lock, Outcome, Release};
-    /// let lock = Lock::new(dir.path().join("job.lock"));
-    /// let Outcome::Acquired(lease) = lock.try_acquire()? else { panic!("fresh lock") };
-    /// assert!(matches!(lock.try_acquire()?, Outcome::Busy(_)));
-    /// assert_eq!(lease.release()?, Release::Released);
-    /// # Ok::<(), baton_lease::Error>(())
-    /// ```
-    pub fn try_acquire(&self) -> Result<Outcome, Error> {
-        self.try_acquire_as(&Claim::default())
-    }
-
-    /// [`Lock::try_acquire`], writing `claim` into the record.
-    ///
-    /// # Errors
-    ///
-    /// As [`Lock::try_acquire`], and [`Error::InvalidField`] for a claim value
-    /// that cannot be written into a record.
-    pub fn try_acquire_as(&self, claim: &Claim) -> Result<Outcome, Error> {
-        self.validate(claim)?;
-        for _ in 0..REOPEN_ATTEMPTS {
-            let section = match self.open_locked(Mode::Exclusive, true)? {
-                Opened::Busy(b) => return Ok(Outcome::Busy(b)),
-                Opened::Section(s) => s,
-                Opened::Missing => match self.create(claim)? {
-                    Ok(Some(lease)) => return Ok(Outcome::Acquired(lease)),
-                    Ok(None) => continue, // The name appeared meanwhile: judge what is there.
-                    Err(busy) => return Ok(Outcome::Busy(busy)),
-                },
-            };
-            let now = self.now();
-            let local = crate::facts::local();
-            let verdict =
-                match self.refuse(self.judge(&section, &local.observer, now), &section.bytes) {
-                    Ok(claimable) => claimable,
-                    Err(refused) => return Ok(refused),
-                };
-            let prior = decide::prior_claims(Some(&section.body));
-            if let Some(once) = &claim.once
-                && let Some(at) = prior.refuses(once, now.wall.as_second())
-            {
-                return Ok(Outcome::Claimed {
-                    key: once.key.clone(),
-                    at,
-                });
-            }
-            let mut held = self.record(
-                &local.me,
-                decide::prior_fence(Some(&section.body)),
-                now,
-                claim,
-            )?;
-            let before = claim.once.as_ref().map(|_| prior.clone());
-            held.claims = match &claim.once {
-                Some(once) => self.fit(&prior, once, &claim.mates)?,
-                None => prior,
-            };
-            // A record at the path was judged claimable under the mutex: it
-            // decides, and no presence is asked about. One held elsewhere is
-            // a holder the record let go of (a lease broken by `--force`, a
-            // holder in another pid namespace judged by its renewal's age);
-            // this lease then goes without a presence of its own.
-            let line = held.render();
-            self.write(&section, &line)?;
-            let opening = section.opening.clone();
-            return Ok(Outcome::Acquired(Lease::new(
-                self.clone(),
-                held,
-                verdict,
-                claim.mates.clone(),
-                before,
-                Some(opening),
-                line,
-            )));
-        }
-        Ok(Outcome::Busy(Busy::Unstable {
-            attempts: REOPEN_ATTEMPTS,
-        }))
-    }
-
-    /// Tries to take the lease until `wait` has passed, polling with a
-    /// jittered backoff (10 ms doubling to 500 ms). Returns the last outcome.
-    ///
-    /// # Errors
-    ///
-    /// As [`Lock::try_acquire_as`]; an error ends the wait at once.
-    pub fn acquire_wait(&self, claim: &Claim, wait: Duration) -> Result<Outcome, Error> {
-        let deadline = self.clock.boot().saturating_add(wait);
-        let mut pause = Duration::from_millis(10);
-        loop {
-            let outcome = self.try_acquire_as(claim)?;
-            let now = self.clock.boot();
-            if matches!(outcome, Outcome::Acquired(_)) || now >= deadline {
-                return Ok(outcome);
-            }
-            drop(outcome);
-            self.clock.sleep(jitter(pause).min(deadline - now));
-            pause = (pause * 2).min(Duration::from_millis(500));
-        }
     }
 
     /// Reads the record and judges it, changing nothing. A missing file or
@@ -438,34 +333,6 @@ impl Lock {
             })
     }
 
-    fn validate(&self, claim: &Claim) -> Result<(), Error> {
-        if let Some(once) = &claim.once
-            && !crate::Claims::valid_key(&once.key)
-        {
-            return Err(Error::InvalidField {
-                field: "claim key",
-                value: once.key.clone(),
-            });
-        }
-        for (field, v) in [("run id", &claim.run), ("occurrence", &claim.occ)] {
-            if let Some(v) = v
-                && (v.len() > 128 || !record::is_valid_value(v))
-            {
-                return Err(Error::InvalidField {
-                    field,
-                    value: v.clone(),
-                });
-            }
-        }
-        if self.opts.ttl < Duration::from_millis(1) {
-            return Err(Error::InvalidOption {
-                what: "ttl",
-                why: "it must be at least 1 ms".into(),
-            });
-        }
-        Ok(())
-    }
-
     pub(crate) fn now(&self) -> Now {
         Now {
             wall: self.clock.wall(),
@@ -473,7 +340,7 @@ impl Lock {
         }
     }
 
-    fn judge(&self, s: &Section, here: &Observer, now: Now) -> Verdict {
+    pub(crate) fn judge(&self, s: &Section, here: &Observer, now: Now) -> Verdict {
         decide::decide(
             Some(&s.body),
             s.mtime,
@@ -482,142 +349,6 @@ impl Lock {
             &self.opts.policy,
             &*self.live,
         )
-    }
-
-    /// Passes a claimable verdict through; turns any other into the outcome
-    /// the caller gets.
-    #[allow(clippy::result_large_err)] // Err is the outcome handed straight back.
-    fn refuse(&self, verdict: Verdict, bytes: &[u8]) -> Result<Verdict, Outcome> {
-        Err(match verdict {
-            Verdict::Live { holder, skew } => Outcome::Busy(Busy::Held { holder, skew }),
-            Verdict::Writing { age } => Outcome::Busy(Busy::Writing { age }),
-            Verdict::Hung { holder, lapsed } => Outcome::Hung { holder, lapsed },
-            Verdict::Orphaned {
-                holder,
-                pgid,
-                strangers,
-            } => Outcome::Orphaned {
-                holder,
-                pgid,
-                strangers,
-            },
-            Verdict::Refused(found) => {
-                Outcome::VersionConflict(outcome::conflict(&self.path, found, bytes))
-            }
-            claimable => return Ok(claimable),
-        })
-    }
-
-    /// A fresh record for this process.
-    pub(crate) fn record(
-        &self,
-        facts: &crate::sys::process::SelfFacts,
-        prior: Option<Fence>,
-        now: Now,
-        claim: &Claim,
-    ) -> Result<Held, Error> {
-        let token = Token::fresh()
-            .map_err(|e| Error::io("read random bytes for a token for", &self.path, e))?;
-        let wall = micros(now.wall);
-        let fence = Fence::next(prior, wall).ok_or_else(|| Error::FenceExhausted {
-            path: self.path.clone(),
-            fence: prior.map_or(0, Fence::get),
-        })?;
-        Ok(Held {
-            fence,
-            token,
-            pid: facts.pid,
-            host: facts.host.clone(),
-            acquired: wall,
-            renewed: wall,
-            ttl: self.opts.ttl,
-            run: claim.run.clone(),
-            machine: facts.machine.clone(),
-            boot: facts.boot.clone(),
-            pidns: facts.pidns,
-            pstart: facts.start,
-            renewed_boot: Some(millis(now.boot)),
-            pgid: None,
-            jstart: None,
-            leader: crate::record::Leader::Command,
-            uid: Some(facts.uid),
-            grace: Some(self.opts.policy.takeover_grace),
-            occ: claim.occ.clone(),
-            exe: facts.exe.clone(),
-            budget: claim.budget,
-            claims: crate::Claims::default(),
-        })
-    }
-
-    /// Creates the lock file whole. `None` when the name appeared meanwhile;
-    /// a busy lock when a holder's presence stands at the path
-    /// ([`crate::presence`]): no file there, and a live holder of a lease on
-    /// it, is a lock file moved or removed under its holder.
-    fn create(&self, claim: &Claim) -> Result<Result<Option<Lease>, Busy>, Error> {
-        let dir = self.dir();
-        let name = self
-            .path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tag = Token::fresh().map_err(|e| Error::io("read random bytes for", &self.path, e))?;
-        let tmp = dir.join(format!(".{name}.{}.{tag}.tmp", std::process::id()));
-        let f =
-            file::create_new(&tmp).map_err(|e| self.dir_error(&dir, "create a lock file in", e))?;
-        let cleanup = TempName(&tmp);
-        if !file::try_lock(&f, Mode::Exclusive).map_err(|e| self.lock_error(e))? {
-            // Nobody else knows this name; a contender here is a bug elsewhere.
-            return Ok(Ok(None));
-        }
-        let now = self.now();
-        let mut held = self.record(&crate::facts::local().me, None, now, claim)?;
-        if let Some(once) = &claim.once {
-            held.claims = crate::Claims::default().with(once);
-        }
-        let meta = file::meta(&f).map_err(|e| Error::io("read", &tmp, e))?;
-        if let Some(pid) = presence::elsewhere(&self.path, meta.id.dev())
-            .map_err(|e| Error::io("ask who holds the lease on", &self.path, e))?
-        {
-            // A holder takes its presence only once its file is linked: a
-            // file there now is a lease taken since this contender looked,
-            // to be judged as it is.
-            if file::meta_at(&self.path)
-                .map_err(|e| self.dir_error(&dir, "read", e))?
-                .is_some()
-            {
-                return Ok(Ok(None));
-            }
-            return Ok(Err(Busy::Elsewhere { pid }));
-        }
-        let line = held.render();
-        file::write_in_place(&f, &line, 0, MAX_RECORD_BYTES)
-            .map_err(|e| Error::io("write", &tmp, e))?;
-        if self.opts.fsync {
-            file::sync(&f).map_err(|e| Error::io("sync", &tmp, e))?;
-        }
-        match file::link(&tmp, &self.path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(Ok(None)),
-            Err(e) => return Err(self.dir_error(&dir, "link a new lock file into", e)),
-        }
-        drop(cleanup);
-        // Explicitly: a forked child that never execs would keep it otherwise.
-        let _ = file::unlock(&f);
-        // Kept for the lease's next section when its inode is known; else
-        // that section opens the path.
-        let opening = Some(Opening {
-            file: Arc::new(f),
-            id: meta.id,
-        });
-        Ok(Ok(Some(Lease::new(
-            self.clone(),
-            held,
-            Verdict::Absent,
-            claim.mates.clone(),
-            claim.once.as_ref().map(|_| crate::Claims::default()),
-            opening,
-            line,
-        ))))
     }
 
     /// Opens the file and takes its mutex; the section holds it until dropped.
@@ -805,7 +536,7 @@ impl Lock {
         Ok(())
     }
 
-    fn dir(&self) -> PathBuf {
+    pub(crate) fn dir(&self) -> PathBuf {
         match self.path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
             _ => PathBuf::from("."),
@@ -829,7 +560,7 @@ impl Lock {
         }
     }
 
-    fn dir_error(&self, dir: &Path, action: &'static str, e: std::io::Error) -> Error {
+    pub(crate) fn dir_error(&self, dir: &Path, action: &'static str, e: std::io::Error) -> Error {
         if e.kind() == std::io::ErrorKind::NotFound {
             Error::MissingDirectory {
                 dir: dir.to_owned(),
@@ -839,7 +570,7 @@ impl Lock {
         }
     }
 
-    fn lock_error(&self, e: std::io::Error) -> Error {
+    pub(crate) fn lock_error(&self, e: std::io::Error) -> Error {
         if file::means_no_mutex(&e) {
             Error::NoMutex {
                 path: self.path.clone(),
@@ -854,6 +585,11 @@ impl Lock {
 impl Section {
     pub(crate) fn body(&self) -> &Body {
         &self.body
+    }
+
+    /// The file's content, as this section read it.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.bytes
     }
 
     /// The open file this section reads and writes, to keep for the next.
@@ -879,16 +615,6 @@ fn not_a_dir(path: PathBuf) -> Error {
     }
 }
 
-struct TempName<'a>(&'a Path);
-
-impl Drop for TempName<'_> {
-    fn drop(&mut self) {
-        // OK to ignore: a leftover temporary name is harmless, and the lock
-        // file (if linked) already has its own name.
-        let _ = file::remove(self.0);
-    }
-}
-
 /// A timestamp cut to the microsecond, the precision records keep.
 pub(crate) fn micros(t: Timestamp) -> Timestamp {
     Timestamp::from_microsecond(t.as_microsecond()).unwrap_or(t)
@@ -897,11 +623,4 @@ pub(crate) fn micros(t: Timestamp) -> Timestamp {
 /// A duration cut to the millisecond, the precision records keep.
 pub(crate) fn millis(d: Duration) -> Duration {
     Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
-fn jitter(d: Duration) -> Duration {
-    let mut b = [0u8; 1];
-    // OK to ignore: without randomness the pause is simply not jittered.
-    let _ = crate::sys::random::fill(&mut b);
-    d.mul_f64(0.75 + f64::from(b[0]) / 512.0)
 }

@@ -1,111 +1,17 @@
-//! What an operation on a lock can come to when nothing failed: acquired or
-//! not (and why not), renewed or lost, released or lost, broken or refused.
-//! Contention is one of these values, never an [`crate::Error`].
+//! What an operation on a lock can come to when nothing failed: why an
+//! acquisition did not take the lease, renewed or lost, released or lost,
+//! broken or refused. Contention is one of these values, never an
+//! [`crate::Error`]. The acquisition's own result, [`crate::Outcome`], is
+//! with the acquisition (`acquire`): it carries the [`crate::Lease`], and
+//! the lease and the lock's sections answer with the values here.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 
-use crate::decide::{Foreign, Holder, Strangers, Verdict};
-use crate::lease::Lease;
+use crate::decide::{Foreign, Holder, Verdict};
 use crate::record::Body;
-
-/// The result of an attempt to acquire.
-#[derive(Debug)]
-#[must_use = "an acquired lease is released when dropped"]
-#[allow(clippy::large_enum_variant)] // Returned once per attempt; boxing buys nothing.
-pub enum Outcome {
-    /// The lease is ours.
-    Acquired(Lease),
-    /// Someone holds it (or is writing it, or holds the file's mutex).
-    Busy(Busy),
-    /// The holder process is alive but has stopped renewing. Refused; a human
-    /// decides (`baton lock break --kill`).
-    Hung {
-        /// The holder.
-        holder: Holder,
-        /// Time since its last renewal.
-        lapsed: Duration,
-    },
-    /// The holder is gone but its job's process group still has members.
-    Orphaned {
-        /// The holder.
-        holder: Holder,
-        /// The group with members.
-        pgid: u32,
-        /// Set when the group's leader is gone and every member is another
-        /// user's: likely a reused group id, not the job (still refused).
-        strangers: Option<Strangers>,
-    },
-    /// The file holds a lease of a version this build does not judge, or
-    /// bytes that are no record. Left untouched.
-    VersionConflict(Conflict),
-    /// The lock is free, but the claim's key already started this
-    /// occurrence (or a later one) under it: nothing was written.
-    Claimed {
-        /// The claim's key.
-        key: String,
-        /// The occurrence it last claimed.
-        at: i64,
-    },
-}
-
-impl Outcome {
-    /// The lease, when acquired.
-    pub fn acquired(self) -> Option<Lease> {
-        match self {
-            Self::Acquired(l) => Some(l),
-            _ => None,
-        }
-    }
-
-    /// One line for a human: why the lease was not acquired. Empty for
-    /// [`Outcome::Acquired`].
-    pub fn describe(&self) -> String {
-        match self {
-            Self::Acquired(_) => String::new(),
-            Self::Busy(b) => b.to_string(),
-            Self::Hung { holder, lapsed } => format!(
-                "hung: the holder is alive but has not renewed for {}: {holder}",
-                human(*lapsed)
-            ),
-            Self::Orphaned {
-                holder,
-                pgid,
-                strangers: None,
-            } => format!(
-                "orphaned: the holder is gone but its job's process group {pgid} still has members: \
-                 {holder}"
-            ),
-            Self::Orphaned {
-                holder,
-                pgid,
-                strangers: Some(s),
-            } => format!(
-                "orphaned: the holder is gone and its job's process group {pgid} still has members, \
-                 but {s}: {holder}"
-            ),
-            Self::VersionConflict(c) => c.to_string(),
-            Self::Claimed { key, at } => {
-                format!("{key} already started the occurrence at {at} (or a later one)")
-            }
-        }
-    }
-
-    /// A short word for the verdict: `busy`, `hung`, `orphaned`,
-    /// `version-conflict`, or `acquired`.
-    pub fn word(&self) -> &'static str {
-        match self {
-            Self::Acquired(_) => "acquired",
-            Self::Busy(_) => "busy",
-            Self::Hung { .. } => "hung",
-            Self::Orphaned { .. } => "orphaned",
-            Self::VersionConflict(_) => "version-conflict",
-            Self::Claimed { .. } => "claimed",
-        }
-    }
-}
 
 /// Why a lock is busy.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -26,6 +26,8 @@ use jiff::Timestamp;
 use crate::claims::Claims;
 use crate::token::{Fence, Token};
 
+pub use crate::value::{MAX_CLAIMS_BYTES, MAX_VALUE_BYTES, is_valid_value};
+
 /// The record format this build writes and judges.
 pub const VERSION: u32 = 3;
 /// Scheduler Lock v2's format, which this build judges by v2's own rule.
@@ -36,13 +38,6 @@ pub const V2: u32 = 2;
 /// take a longer file for no lock file at all: they refuse it, never judge
 /// or write it.)
 pub const MAX_RECORD_BYTES: usize = 65_536;
-/// The longest value a field may have, but `claims=`.
-pub const MAX_VALUE_BYTES: usize = 256;
-/// The longest value `claims=` may have: one claim per job sharing the lock.
-/// (Builds before it could grow allowed 256 bytes here, like any field: a
-/// longer one makes the record unreadable to them, which they refuse and
-/// never break on their own.)
-pub const MAX_CLAIMS_BYTES: usize = 61_440;
 
 /// A lease held by a baton (v3) holder.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -524,12 +519,6 @@ fn clip(s: &str) -> &str {
         Some((i, _)) => &s[..i],
         None => s,
     }
-}
-
-/// Whether `s` may be written as a field value: 1 to [`MAX_VALUE_BYTES`]
-/// printable ASCII characters, no space.
-pub fn is_valid_value(s: &str) -> bool {
-    !s.is_empty() && s.len() <= MAX_VALUE_BYTES && s.bytes().all(|b| b.is_ascii_graphic())
 }
 
 fn stamp(out: &mut String, key: &str, t: Timestamp) {

@@ -19,21 +19,20 @@
 //! decides by the sighting it can reach instead). This module never reads a
 //! clock: the caller says what now is.
 
-use jiff::Timestamp;
 use rusqlite::{Connection, OptionalExtension, params};
 
-use baton_store::ledger::{Mode, Withdrawn};
+use baton_store::ledger::Withdrawn;
 
-use crate::error::Error;
-use crate::ledger::Ledger;
 use crate::rows::{self, MISSED_COLUMNS};
 use crate::statements::WITHDRAWN;
 
-/// Takes back what a clock ahead decided about `job`, when the job's
-/// last decided occurrence is more than `tolerance` seconds after `now`,
-/// in one write transaction. Once a clock is known to have been ahead,
-/// nothing decided after `now` is trusted (a clock a little ahead would
-/// otherwise keep the present from running until it comes):
+/// The body of [`baton_store::ledger::Records::withdraw_ahead`], in the
+/// caller's write transaction: takes back what a clock ahead decided about
+/// `job`, when the job's last decided occurrence is after `trigger` (`now`
+/// plus the caller's tolerance, in seconds). Once a clock is known to have
+/// been ahead, nothing decided after `now` (`now_us` in microseconds) is
+/// trusted (a clock a little ahead would otherwise keep the present from
+/// running until it comes):
 ///
 /// 1. every missed range of the job recorded at a time after `now` is
 ///    deleted, and the job's missed tally for its reason falls by its
@@ -50,64 +49,7 @@ use crate::statements::WITHDRAWN;
 /// it never runs again. Returns `None` (nothing written) when the mark
 /// is not ahead, or the job is unknown: another process took the
 /// decisions back already.
-///
-/// # Errors
-///
-/// As every call of the ledger.
-pub(crate) fn withdraw_ahead(
-    ledger: &mut Ledger,
-    job: &str,
-    now: Timestamp,
-    tolerance: i64,
-) -> Result<Option<Withdrawn>, Error> {
-    ledger.saw(now);
-    let trigger = now.as_second().saturating_add(tolerance);
-    ledger.transact(
-        Mode::Write,
-        || format!("withdraw the decisions a clock ahead made for job {job}"),
-        |tx| {
-            Ok(withdraw(
-                tx,
-                job,
-                trigger,
-                now.as_second(),
-                rows::micros(now),
-            )?)
-        },
-    )
-}
-
-/// The occurrences of `job` after `after` and at or before `through`
-/// that have a decision (they started, are queued, or were claimed),
-/// oldest first: above the job's mark, only what a clock ahead decided.
-///
-/// # Errors
-///
-/// As every call of the ledger.
-pub(crate) fn decided_after(
-    ledger: &mut Ledger,
-    job: &str,
-    after: Option<i64>,
-    through: i64,
-) -> Result<Vec<i64>, Error> {
-    ledger.transact(
-        Mode::Read,
-        || format!("read the decided occurrences of job {job}"),
-        |tx| {
-            Ok(decided_between(
-                tx,
-                job,
-                after.unwrap_or(i64::MIN),
-                through,
-            )?)
-        },
-    )
-}
-
-/// The body of [`baton_store::ledger::Records::withdraw_ahead`]: nothing unless the mark is
-/// after `trigger`; then what was decided after `now_us` goes, and the mark
-/// falls to what the rest reaches up to `now`.
-fn withdraw(
+pub(crate) fn withdraw(
     tx: &Connection,
     job: &str,
     trigger: i64,
@@ -167,7 +109,11 @@ fn withdraw(
     }))
 }
 
-fn decided_between(
+/// The body of [`baton_store::ledger::Records::decided_after`]: the
+/// occurrences of `job` after `after` and at or before `through` that have
+/// a decision (they started, are queued, or were claimed), oldest first:
+/// above the job's mark, only what a clock ahead decided.
+pub(crate) fn decided_between(
     conn: &Connection,
     job: &str,
     after: i64,

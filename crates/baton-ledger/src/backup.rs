@@ -101,7 +101,7 @@ fn copy(from: &Path, to: &Path) -> rusqlite::Result<()> {
     // As every connection to the ledger: closing it deletes and
     // checkpoints nothing (see the crate's documentation).
     source.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
-    source.busy_timeout(crate::db::BUSY_TIMEOUT)?;
+    source.busy_timeout(crate::error::BUSY_TIMEOUT)?;
     let mut dest = Connection::open_with_flags(to, flags)?;
     // No journal beside the copy: until it is renamed, a copy cut short is
     // only an unfinished file, written again next time.

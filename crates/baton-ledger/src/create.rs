@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags};
 
-use crate::db::{self, Failure};
-use crate::error::Error;
+use crate::error::{BUSY_TIMEOUT, Error};
+use crate::failure::{Failure, sqlite_failure, unsound};
 use crate::file::{self, SIDE_SUFFIXES};
 use crate::schema;
 
@@ -77,12 +77,12 @@ fn build(scratch: &Path) -> Result<(), Failure> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
         | OpenFlags::SQLITE_OPEN_NOFOLLOW;
-    let sqlite = |what: &'static str| move |e| db::sqlite_failure(scratch, what, e);
+    let sqlite = |what: &'static str| move |e| sqlite_failure(scratch, what, e);
     let mut conn =
         Connection::open_with_flags(scratch, flags).map_err(sqlite("open the new ledger"))?;
-    conn.busy_timeout(db::BUSY_TIMEOUT)
+    conn.busy_timeout(BUSY_TIMEOUT)
         .map_err(sqlite("set the busy timeout of the new ledger"))?;
-    schema::migrate(&mut conn, scratch).map_err(|u| db::unsound(scratch, u))?;
+    schema::migrate(&mut conn, scratch).map_err(|u| unsound(scratch, u))?;
     let mode: String = conn
         .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
         .map_err(sqlite("set WAL mode on the new ledger"))?;

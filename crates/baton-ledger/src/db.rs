@@ -23,16 +23,11 @@ use std::time::Duration;
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
 
-use crate::backup;
 use crate::create;
-use crate::error::Error;
+use crate::error::{BUSY_TIMEOUT, Error};
+use crate::failure::{Failure, sqlite_failure, unsound};
 use crate::file::{self, FileId};
-use crate::recover;
-use crate::schema::{self, Unsound};
-
-/// How long a statement waits for another process's lock before it fails
-/// with [`Error::Busy`].
-pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+use crate::schema;
 
 /// A set-up connection, the file it opened and the log beside it.
 pub(crate) struct Db {
@@ -44,21 +39,19 @@ pub(crate) struct Db {
     path: PathBuf,
 }
 
-/// Why [`connect`] did not give a connection.
-pub(crate) enum Failure {
-    /// The file is corrupt, not a database, or its schema is damaged: the
-    /// reason, for [`crate::Recovered::reason`].
-    Corrupt(String),
-    /// Anything else (busy, I/O, a symbolic link, an unknown version).
-    Error(Error),
-    /// Nothing is at the path, and the caller may not create it there.
-    Missing,
-}
-
-impl From<Error> for Failure {
-    fn from(e: Error) -> Self {
-        Self::Error(e)
-    }
+/// Why [`Db::save_log`] could not copy the log. Its message is the reason
+/// a ledger moved aside gives for the transactions its removed log lost.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LogNotSaved {
+    /// Another log, not empty, is at the log's path.
+    #[error("another log is at {}", .0.display())]
+    Replaced(PathBuf),
+    /// The log's path could not be looked at.
+    #[error(transparent)]
+    Look(Error),
+    /// SQLite's checkpoint failed.
+    #[error(transparent)]
+    Checkpoint(rusqlite::Error),
 }
 
 /// Opens, probes and migrates the database at `path`, creating it when
@@ -212,19 +205,24 @@ impl Db {
     /// holds the repair mutex exclusively, and no other log is at the path
     /// (none, or an empty one a newcomer made), so every connection still
     /// at work shares this one. Says whether every frame was copied.
-    pub(crate) fn save_log(&mut self) -> Result<bool, String> {
+    ///
+    /// # Errors
+    ///
+    /// [`LogNotSaved`]: another log at the path, a failed look at it, or a
+    /// failed checkpoint.
+    pub(crate) fn save_log(&mut self) -> Result<bool, LogNotSaved> {
         let log = file::with_suffix(&self.path, "-wal");
         match file::look(&log) {
             Ok(None | Some((_, 0))) => {}
-            Ok(Some(_)) => return Err(format!("another log is at {}", log.display())),
-            Err(e) => return Err(e.to_string()),
+            Ok(Some(_)) => return Err(LogNotSaved::Replaced(log)),
+            Err(e) => return Err(LogNotSaved::Look(e)),
         }
         let (busy, frames, copied): (i64, i64, i64) = self
             .conn
             .query_row("PRAGMA wal_checkpoint(FULL)", [], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?))
             })
-            .map_err(|e| e.to_string())?;
+            .map_err(LogNotSaved::Checkpoint)?;
         Ok(busy == 0 && frames == copied)
     }
 
@@ -235,38 +233,4 @@ impl Db {
     /// close would make each of a tick's many short-lived processes copy the
     /// log and `fsync` the database on its way out.)
     pub(crate) fn abandon(self) {}
-}
-
-/// An SQLite failure while opening, sorted into corruption and the rest.
-pub(crate) fn sqlite_failure(path: &Path, what: &'static str, source: rusqlite::Error) -> Failure {
-    if recover::is_corrupt(&source) {
-        return Failure::Corrupt(format!("{what}: {source}"));
-    }
-    Failure::Error(recover::sqlite_error(path, what.to_owned(), source))
-}
-
-pub(crate) fn unsound(path: &Path, u: Unsound) -> Failure {
-    match u {
-        Unsound::Sqlite { what, source } => sqlite_failure(path, what, source),
-        Unsound::Missing { version, table } => Failure::Corrupt(format!(
-            "the schema of version {version} has no table {table}"
-        )),
-        Unsound::Unknown(found) => Failure::Error(Error::UnknownSchema {
-            path: path.to_owned(),
-            found,
-            supported: schema::VERSION,
-        }),
-        Unsound::Backup(backup::Failed::Sqlite(source)) => {
-            sqlite_failure(path, "copy the ledger before migrating it", source)
-        }
-        Unsound::Backup(backup::Failed::Io {
-            action,
-            path,
-            source,
-        }) => Failure::Error(Error::Io {
-            action,
-            path,
-            source,
-        }),
-    }
 }

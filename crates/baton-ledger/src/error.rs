@@ -224,6 +224,10 @@ fn seconds(ms: u32) -> String {
     }
 }
 
+/// How long a statement waits for another process's lock before it fails
+/// with [`Error::Busy`].
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// A wait as [`Error::Busy`] keeps it.
 pub(crate) fn millis(d: std::time::Duration) -> u32 {
     u32::try_from(d.as_millis()).unwrap_or(u32::MAX)

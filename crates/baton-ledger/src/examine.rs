@@ -16,11 +16,10 @@ use std::path::{Path, PathBuf};
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
 
-use crate::db::BUSY_TIMEOUT;
-use crate::error::Error;
+use crate::error::{BUSY_TIMEOUT, Error};
 use crate::ledger::Ledger;
 use crate::schema::{self, Unsound};
-use crate::{file, recover};
+use crate::{failure, file, recover};
 
 /// How many of `integrity_check`'s complaints are kept.
 const MAX_PROBLEMS: usize = 20;
@@ -110,10 +109,10 @@ fn examine_file(path: &Path) -> Result<Examined, Error> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
         | OpenFlags::SQLITE_OPEN_NOFOLLOW;
-    let sqlite = |what: &str, e: rusqlite::Error| recover::sqlite_error(path, what.to_owned(), e);
+    let sqlite = |what: &str, e: rusqlite::Error| failure::sqlite_error(path, what.to_owned(), e);
     let conn = match Connection::open_with_flags(path, flags) {
         Ok(c) => c,
-        Err(e) if recover::is_corrupt(&e) => {
+        Err(e) if failure::is_corrupt(&e) => {
             found.damage.push(e.to_string());
             return Ok(found);
         }
@@ -137,7 +136,7 @@ fn examine_file(path: &Path) -> Result<Examined, Error> {
                 "the schema of version {version} has no table {table}"
             ));
         }
-        Err(Unsound::Sqlite { what, source }) if recover::is_corrupt(&source) => {
+        Err(Unsound::Sqlite { what, source }) if failure::is_corrupt(&source) => {
             found.damage.push(format!("{what}: {source}"));
             return Ok(found);
         }
@@ -151,7 +150,7 @@ fn examine_file(path: &Path) -> Result<Examined, Error> {
     }
     match integrity(&conn) {
         Ok(lines) => found.damage.extend(lines),
-        Err(e) if recover::is_corrupt(&e) => found.damage.push(e.to_string()),
+        Err(e) if failure::is_corrupt(&e) => found.damage.push(e.to_string()),
         Err(e) => return Err(sqlite("check the integrity of the ledger", e)),
     }
     found.damage.truncate(MAX_PROBLEMS);

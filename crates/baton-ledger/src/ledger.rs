@@ -27,10 +27,13 @@ use baton_store::ledger::{Backend, Mode, Recovered, Reset, Withdrawn};
 use jiff::Timestamp;
 use rusqlite::TransactionBehavior;
 
+use crate::ahead;
 use crate::db::Db;
-use crate::error::{Error, Fail};
+use crate::error::{BUSY_TIMEOUT, Error, Fail};
+use crate::failure;
 use crate::file;
 use crate::recover::{self, Suspect};
+use crate::rows;
 use crate::statements::Sql;
 
 /// The scheduler's ledger: one connection to `STATE_DIR/baton.db`.
@@ -147,7 +150,7 @@ impl Ledger {
             left: None,
             recovered: Vec::new(),
             latest: now,
-            busy: crate::db::BUSY_TIMEOUT,
+            busy: BUSY_TIMEOUT,
         };
         ledger.reconnect(None)?;
         Ok(ledger)
@@ -197,7 +200,7 @@ impl Ledger {
         self.follow_path()?;
         match self.attempt(mode, &op) {
             Ok(v) => return Ok(v),
-            Err(Fail::Sql(e)) if recover::is_corrupt(&e) => {
+            Err(Fail::Sql(e)) if failure::is_corrupt(&e) => {
                 let suspect = self.db.take().map(|db| {
                     let id = db.id();
                     db.abandon();
@@ -212,7 +215,7 @@ impl Ledger {
             Err(fail) => return Err(self.error(action(), fail)),
         }
         self.attempt(mode, &op).map_err(|fail| match fail {
-            Fail::Sql(e) if recover::is_corrupt(&e) => Error::Corrupt {
+            Fail::Sql(e) if failure::is_corrupt(&e) => Error::Corrupt {
                 action: action(),
                 path: self.path.clone(),
                 reason: e.to_string(),
@@ -346,7 +349,7 @@ impl Ledger {
     fn error(&self, action: String, fail: Fail) -> Error {
         let path = self.path.clone();
         match fail {
-            Fail::Sql(e) => match recover::sqlite_error(&self.path, action, e) {
+            Fail::Sql(e) => match failure::sqlite_error(&self.path, action, e) {
                 Error::Busy {
                     action,
                     path,
@@ -414,7 +417,7 @@ impl Backend for Ledger {
     /// that long at most (never longer than the usual 10 s), and is tried
     /// again by the run after a renewal.
     fn bound_calls(&mut self, within: Option<Duration>) {
-        self.busy = within.map_or(crate::db::BUSY_TIMEOUT, |w| w.min(crate::db::BUSY_TIMEOUT));
+        self.busy = within.map_or(BUSY_TIMEOUT, |w| w.min(BUSY_TIMEOUT));
     }
 
     fn saw(&mut self, now: Timestamp) {
@@ -449,7 +452,23 @@ impl Backend for Ledger {
         now: Timestamp,
         tolerance: i64,
     ) -> Result<Option<Withdrawn>, baton_store::ledger::Error> {
-        Ok(crate::ahead::withdraw_ahead(self, job, now, tolerance)?)
+        // One write transaction; what it takes back is `ahead::withdraw`'s.
+        Ledger::saw(self, now);
+        let trigger = now.as_second().saturating_add(tolerance);
+        Ok(Ledger::transact(
+            self,
+            Mode::Write,
+            || format!("withdraw the decisions a clock ahead made for job {job}"),
+            |tx| {
+                Ok(ahead::withdraw(
+                    tx,
+                    job,
+                    trigger,
+                    now.as_second(),
+                    rows::micros(now),
+                )?)
+            },
+        )?)
     }
 
     fn decided_after(
@@ -458,7 +477,19 @@ impl Backend for Ledger {
         after: Option<i64>,
         through: i64,
     ) -> Result<Vec<i64>, baton_store::ledger::Error> {
-        Ok(crate::ahead::decided_after(self, job, after, through)?)
+        Ok(Ledger::transact(
+            self,
+            Mode::Read,
+            || format!("read the decided occurrences of job {job}"),
+            |tx| {
+                Ok(ahead::decided_between(
+                    tx,
+                    job,
+                    after.unwrap_or(i64::MIN),
+                    through,
+                )?)
+            },
+        )?)
     }
 }
 

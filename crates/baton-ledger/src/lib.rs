@@ -307,6 +307,7 @@ mod create;
 mod db;
 mod error;
 mod examine;
+mod failure;
 mod file;
 mod gate;
 mod ledger;

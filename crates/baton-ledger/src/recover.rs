@@ -1,13 +1,10 @@
 //! Recovery: a corrupt database is moved aside, whole and once, and a fresh
 //! ledger takes its place, so that a damaged file never stops the scheduler.
 //!
-//! What counts as corrupt is decided here and nowhere else: SQLite's
-//! `SQLITE_CORRUPT` and `SQLITE_NOTADB`, a schema whose version names a
-//! table that is not there, and an empty `baton.db` (judged by its length
-//! before SQLite opens it, in [`crate::db`]: a new ledger is never empty,
-//! [`crate::create`]). A busy or locked database is never corrupt, and
-//! neither is an I/O error, a full disk, or a schema version this build does
-//! not know.
+//! What counts as corrupt is decided in [`crate::failure`] and nowhere
+//! else: SQLite's `SQLITE_CORRUPT` and `SQLITE_NOTADB`, a damaged schema,
+//! an empty `baton.db`; never a busy or locked database, an I/O error, a
+//! full disk, or a schema version this build does not know.
 //!
 //! Every connection is made under the *repair mutex*, a reader-writer file
 //! mutex on `STATE_DIR/.baton.db.repair` (`baton_lease::FileMutex`): held
@@ -41,8 +38,9 @@ use jiff::Timestamp;
 
 use baton_store::ledger::{Recovered, Reset};
 
-use crate::db::{self, Db, Failure};
+use crate::db::{self, Db};
 use crate::error::Error;
+use crate::failure::Failure;
 use crate::file::{self, FileId, SIDE_SUFFIXES};
 
 /// How long a process waits for the repair lease before giving up.
@@ -58,40 +56,6 @@ pub(crate) struct Suspect {
     /// what that log holds is copied into the file before it is moved
     /// aside, through this connection, the last way to read it.
     pub(crate) lost_log: Option<Db>,
-}
-
-/// Whether SQLite says the file is damaged or is no database at all.
-pub(crate) fn is_corrupt(e: &rusqlite::Error) -> bool {
-    matches!(
-        e.sqlite_error_code(),
-        Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
-    )
-}
-
-/// Whether SQLite gave up waiting for another connection's lock.
-fn is_busy(e: &rusqlite::Error) -> bool {
-    matches!(
-        e.sqlite_error_code(),
-        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-    )
-}
-
-/// An SQLite failure that is not corruption, as an [`Error`]: busy is told
-/// apart, so a locked database never reads as a damaged one.
-pub(crate) fn sqlite_error(path: &Path, action: String, source: rusqlite::Error) -> Error {
-    if is_busy(&source) {
-        return Error::Busy {
-            waited_ms: crate::error::millis(crate::db::BUSY_TIMEOUT),
-            action,
-            path: path.to_owned(),
-            source,
-        };
-    }
-    Error::Sqlite {
-        action,
-        path: path.to_owned(),
-        source,
-    }
 }
 
 /// Connects to the database at `path` under the repair lease, moving it
@@ -405,22 +369,5 @@ mod tests {
         fn send_sync<T: Send + Sync + 'static>() {}
         send_sync::<Error>();
         send_sync::<Recovered>();
-    }
-
-    #[test]
-    fn busy_is_not_corrupt() {
-        let busy = rusqlite::Error::SqliteFailure(
-            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
-            None,
-        );
-        let corrupt = rusqlite::Error::SqliteFailure(
-            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT),
-            None,
-        );
-        assert!(!is_corrupt(&busy));
-        assert!(is_corrupt(&corrupt));
-        let e = sqlite_error(Path::new("/s/baton.db"), "write".into(), busy);
-        assert!(matches!(e, Error::Busy { .. }), "{e:?}");
-        assert!(!e.to_string().contains("corrupt"), "{e}");
     }
 }

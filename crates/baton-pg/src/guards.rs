@@ -15,15 +15,16 @@
 //! changes, else the guard names this lock and fence. While the store's
 //! server is held back after a switch (`crate::switch`), no guard is taken:
 //! a grant the old server made and the new one kept must not take a guard
-//! the old server had given another lock and lost. This module is the
-//! only SQL that reads or writes `baton.job_guards`; it never locks a lease
-//! row.
+//! the old server had given another lock and lost. The only SQL that reads
+//! or writes `baton.job_guards` is in `crate::guard_statements`; this
+//! module never locks a lease row.
 
 use baton_lease::Verdict;
 use baton_lease::record::Body;
 use jiff::Timestamp;
 
 use crate::error::Error;
+use crate::guard_statements::{HELD_BACK, INSERT, SELECT, SET};
 use crate::judge;
 use crate::leases::Leases;
 use crate::pool::Conn;
@@ -62,63 +63,6 @@ impl From<Error> for Stop {
         Failed(e)
     }
 }
-
-/// Whether the holder of lock `$1` under fence `$2` is held back after a
-/// switch of servers: the switch's stamp and the hold's end (its TTL and
-/// grace, from its row) when it is, else no row.
-const HELD_BACK: &str = "
-WITH hold AS MATERIALIZED (SELECT baton.switched() AS at)
-SELECT baton.micros(hold.at),
-       baton.micros(hold.at + (l.ttl_ms + coalesce(l.grace_ms, 0)) * interval '1 millisecond')
-FROM baton.leases l, hold
-WHERE l.name = $1 AND l.fence = $2 AND l.state = 'held'
-  AND hold.at + (l.ttl_ms + coalesce(l.grace_ms, 0)) * interval '1 millisecond'
-      > clock_timestamp()";
-
-/// Makes the job's guard name lock `$2` and fence `$3` when it has none, or
-/// when it names `$2` already (this lock's own lease excludes its other
-/// runs by itself), unless the holder of `$2` under `$3` is held back after
-/// a switch ([`HELD_BACK`]'s condition); a row when it did. A guard naming
-/// another lock is left alone, to be judged ([`Leases::elsewhere`]). The
-/// conflict path locks the row as `FOR UPDATE` would, and reads its newest
-/// commit.
-const INSERT: &str = "
-INSERT INTO baton.job_guards AS g (job, lock_name, fence, taken)
-SELECT $1, $2, $3, clock_timestamp()
-WHERE NOT EXISTS (
-    SELECT 1 FROM baton.leases l
-    WHERE l.name = $2 AND l.fence = $3 AND l.state = 'held'
-      AND (SELECT baton.switched())
-          + (l.ttl_ms + coalesce(l.grace_ms, 0)) * interval '1 millisecond'
-          > clock_timestamp())
-ON CONFLICT (job) DO UPDATE SET fence = EXCLUDED.fence, taken = EXCLUDED.taken
-WHERE g.lock_name = EXCLUDED.lock_name
-RETURNING job";
-
-/// [`INSERT`] for the lease lock `$2` holds with token `$3`, at its fence,
-/// sent behind its conditional grant ([`Leases::acquire_guarding`]): job
-/// `$1`'s guard is made, or moved to that fence when it names `$2`
-/// already, only while the row carries the token and its holder is not
-/// held back after a switch, as [`INSERT`] decides for that fence; a row
-/// when it was. Nothing when the grant was refused.
-pub(crate) const TAKE_WITH_GRANT: &str = "
-INSERT INTO baton.job_guards AS g (job, lock_name, fence, taken)
-SELECT $1, $2, l.fence, clock_timestamp()
-FROM baton.leases l
-WHERE l.name = $2 AND l.state = 'held' AND l.token = $3
-  AND (SELECT baton.switched())
-      + (l.ttl_ms + coalesce(l.grace_ms, 0)) * interval '1 millisecond'
-      <= clock_timestamp()
-ON CONFLICT (job) DO UPDATE SET fence = EXCLUDED.fence, taken = EXCLUDED.taken
-WHERE g.lock_name = EXCLUDED.lock_name
-RETURNING job";
-
-/// The lock and fence `$1`'s guard names; no row when it has none.
-pub(crate) const SELECT: &str = "SELECT lock_name, fence FROM baton.job_guards WHERE job = $1";
-
-const SET: &str = "
-UPDATE baton.job_guards SET lock_name = $2, fence = $3, taken = clock_timestamp()
-WHERE job = $1";
 
 /// The switch a [`HELD_BACK`] row names, for lock `lock`.
 fn switch_of(r: &tokio_postgres::Row, lock: &str) -> Result<Switch, Error> {

@@ -115,7 +115,7 @@ impl Kept {
         };
         let (reply, answer) = tokio::sync::oneshot::channel();
         pool.ride(crate::pool::Rider {
-            sql: crate::guards::SELECT,
+            sql: crate::guard_statements::SELECT,
             params: vec![job.to_owned()],
             reply,
         });

@@ -268,7 +268,7 @@ impl Leases {
                                 let mine: [&dyn Param; 3] = [&job, &grant.name, &grant.token_text];
                                 let (granted, guarded) = tokio::join!(
                                     c.alone(ST.grant_if_free, &params),
-                                    c.alone(crate::guards::TAKE_WITH_GRANT, &mine)
+                                    c.alone(crate::guard_statements::TAKE_WITH_GRANT, &mine)
                                 );
                                 (granted, guarded.ok().flatten().is_some())
                             }
@@ -541,7 +541,7 @@ impl Leases {
         const WHAT: &str = "take back a claim";
         let token = lease.token.to_string();
         let boot = millis(self.clock.boot());
-        let lock: [&dyn Param; 1] = [&crate::ledger::WRITE_LOCK];
+        let lock: [&dyn Param; 1] = [&crate::write_lock::WRITE_LOCK];
         let params: [&dyn Param; 5] = [&lease.name, &token, &once.key, &once.at, &boot];
         self.pool
             .with(WHAT, async |c: &mut Conn| {

@@ -49,6 +49,7 @@ mod driver;
 mod error;
 pub mod examine;
 mod form;
+mod guard_statements;
 mod guards;
 mod held;
 mod holder;
@@ -76,6 +77,7 @@ mod test_server;
 mod tls;
 mod typed;
 mod warning;
+mod write_lock;
 
 pub use error::Error;
 pub use form::Form;

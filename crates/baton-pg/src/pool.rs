@@ -46,7 +46,7 @@ use crate::error::Error;
 use crate::keepalive::Keepalive;
 use crate::options::Options;
 use crate::prepared::Prepared;
-use crate::ride::{Got, Seats, Statement};
+use crate::ride::{Behind, Got, Seats, Statement};
 use crate::target::Target;
 use crate::tls::{Connector, Stream};
 use crate::typed::{Param, typed};
@@ -196,6 +196,22 @@ impl Rider {
         // OK to ignore: whoever foresaw it stopped waiting, and reads for
         // itself.
         let _ = self.reply.send(got);
+    }
+}
+
+impl Behind {
+    /// Sends its statements on `conn` (at the first poll, in one round
+    /// trip) and answers with what they returned.
+    pub(crate) async fn ride(self, conn: &Conn) {
+        let then = async {
+            match &self.then {
+                Some(s) => Some(conn.alone_statement(s).await),
+                None => None,
+            }
+        };
+        let (first, then) = tokio::join!(biased; conn.alone_statement(&self.first), then);
+        // OK to ignore: a holder that stopped waiting does without.
+        let _ = self.reply.send((first, then));
     }
 }
 

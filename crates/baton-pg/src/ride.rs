@@ -6,9 +6,11 @@
 //! transaction of its own with the pool's bounds (`crate::pool::Conn`),
 //! and only once the `COMMIT` was sent.
 //!
-//! The lease's holder seats them (`crate::held`), the ledger's session
-//! sends them (`ledger/session.rs`, `ledger/tx.rs`), and the answer goes
-//! back over a channel. What a rider never does: decide anything by
+//! The lease's holder seats them (`crate::held`), the pool keeps the seats,
+//! the ledger's session sends them (`ledger/session.rs`, `ledger/tx.rs`;
+//! one behind through [`Behind::ride`], which is the pool's, beside its own
+//! riders, so that this module never names a connection), and the answer
+//! goes back over a channel. What a rider never does: decide anything by
 //! itself. Each statement is written to be right whichever write carries
 //! it (naming a job's group, held at its gate, is right at any time before
 //! its command runs; a release is conditional on the run's end being
@@ -21,7 +23,6 @@ use std::sync::mpsc::SyncSender;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Row};
 
-use crate::pool::Conn;
 use crate::typed::{Owned, Param};
 
 /// One statement of at most one row, with copies of its parameters.
@@ -69,22 +70,6 @@ pub(crate) struct Behind {
     pub(crate) first: Statement,
     pub(crate) then: Option<Statement>,
     pub(crate) reply: SyncSender<(Got, Option<Got>)>,
-}
-
-impl Behind {
-    /// Sends its statements on `conn` (at the first poll, in one round
-    /// trip) and answers with what they returned.
-    pub(crate) async fn ride(self, conn: &Conn) {
-        let then = async {
-            match &self.then {
-                Some(s) => Some(conn.alone_statement(s).await),
-                None => None,
-            }
-        };
-        let (first, then) = tokio::join!(biased; conn.alone_statement(&self.first), then);
-        // OK to ignore: a holder that stopped waiting does without.
-        let _ = self.reply.send((first, then));
-    }
 }
 
 /// Where riders wait for the next write (one of each kind at a time: a

@@ -4,7 +4,8 @@
 //! round trip rather than ten.
 //!
 //! With them, in the same round trip, whether grants are held back after
-//! a switch of servers ([`Leases::survey`], `crate::switch`).
+//! a switch of servers ([`Leases::survey`], `crate::switch`), or that
+//! alone ([`Leases::held_back`]).
 //!
 //! What it never does: lock or change a row (the hold's read may record a
 //! new server, as a grant would), or let one lock's failure hide another's
@@ -54,6 +55,19 @@ impl Leases {
     ) -> Result<(Vec<Option<Verdict>>, Result<Option<Switch>, Error>), Error> {
         let (verdicts, held_back, _) = self.survey_with_slots(locks, hold, false).await?;
         Ok((verdicts, held_back))
+    }
+
+    /// Whether grants are held back now after a switch of servers, for a
+    /// lock whose TTL plus takeover grace is `hold` (the longest of those
+    /// asked about): when the switch was seen and when grants resume, or
+    /// `None`. Like a grant, the first look at a new server records it
+    /// (see `crate::switch`); nothing else is changed.
+    ///
+    /// # Errors
+    ///
+    /// When the store cannot answer, or its stamps cannot be read.
+    pub async fn held_back(&self, hold: Duration) -> Result<Option<Switch>, Error> {
+        self.survey(&[], Some(hold)).await?.1
     }
 
     /// As [`Leases::survey`], and, with `slots`, the names of every lock's

@@ -12,41 +12,26 @@
 //! (`switched`, the new server's clock), and no lease nor job guard is
 //! granted before `switched` plus the asker's TTL plus takeover grace.
 //!
-//! This module reads the hold for those who ask (`status`,
-//! [`Leases::held_back`]); the answer's shape and wording are the store
-//! boundary's ([`Switch`], `baton_store::store::HeldBack`), the SQL lives
-//! in `schema` (the function) and `statements` (the grant's check and the
-//! read). What it does not do: hold back renewals (a holder whose row
-//! survived renews as before), or see a standby promoted while the old
-//! primary still takes writes (split brain): each server then grants on
-//! its own, and only fencing the old primary off can prevent it.
+//! This module reads the hold's answer for those who ask (`status`,
+//! [`crate::Leases::held_back`], which `survey` sends with its reads); the
+//! answer's shape and wording are the store boundary's ([`Switch`],
+//! `baton_store::store::HeldBack`), the SQL lives in `schema` (the
+//! function) and `statements` (the grant's check and the read). What it
+//! does not do: hold back renewals (a holder whose row survived renews as
+//! before), or see a standby promoted while the old primary still takes
+//! writes (split brain): each server then grants on its own, and only
+//! fencing the old primary off can prevent it.
 
 use std::time::Duration;
 
 use tokio_postgres::Row;
 
 use crate::error::Error;
-use crate::leases::Leases;
 
 /// A grant held back because the store's server changed (a failover or a
 /// restore) too recently for every holder the former server granted to
 /// have stopped: the store boundary's [`baton_store::store::HeldBack`].
 pub type Switch = baton_store::store::HeldBack;
-
-impl Leases {
-    /// Whether grants are held back now after a switch of servers, for a
-    /// lock whose TTL plus takeover grace is `hold` (the longest of those
-    /// asked about): when the switch was seen and when grants resume, or
-    /// `None`. Like a grant, the first look at a new server records it
-    /// (see the module); nothing else is changed.
-    ///
-    /// # Errors
-    ///
-    /// When the store cannot answer, or its stamps cannot be read.
-    pub async fn held_back(&self, hold: Duration) -> Result<Option<Switch>, Error> {
-        self.survey(&[], Some(hold)).await?.1
-    }
-}
 
 const WHAT: &str = "read whether grants are held back";
 

@@ -4,11 +4,13 @@
 //!
 //! This module owns every statement on the ledger's tables (created by the
 //! schema's version 2, the SQLite ledger's tables in the `baton` schema)
-//! and the one write lock they are written under. Its guarantees are the
-//! SQLite ledger's, statement for statement: an occurrence is decided once
-//! across every host and process; a decision never goes back behind a job's
-//! `last_decided`; no update is lost between writers; every time is the
-//! caller's, never a clock read here nor the server's.
+//! and the one write lock they are written under (its key is in
+//! `crate::write_lock`, which a lease's withdrawal of a claim takes too).
+//! Its guarantees are the SQLite ledger's, statement for statement: an
+//! occurrence is decided once across every host and process; a decision
+//! never goes back behind a job's `last_decided`; no update is lost between
+//! writers; every time is the caller's, never a clock read here nor the
+//! server's.
 //!
 //! # Writers are serialised, as SQLite serialises them
 //!
@@ -16,11 +18,12 @@
 //! condition read in a write transaction (is the mark still below this
 //! range? is an occurrence already waiting?) holds until that transaction
 //! commits. Here every write transaction first takes one transaction-scoped
-//! advisory lock ([`session::WRITE_LOCK`]), then runs the statements the
-//! SQLite transaction runs, in READ COMMITTED: each statement after the
-//! lock sees every write committed before it, and no other writer commits
-//! until this one ends. Reads take no lock: each is one REPEATABLE READ
-//! READ ONLY transaction, so a run and its attempts come from one snapshot.
+//! advisory lock ([`crate::write_lock::WRITE_LOCK`]), then runs the
+//! statements the SQLite transaction runs, in READ COMMITTED: each
+//! statement after the lock sees every write committed before it, and no
+//! other writer commits until this one ends. Reads take no lock: each is
+//! one REPEATABLE READ READ ONLY transaction, so a run and its attempts
+//! come from one snapshot.
 //!
 //! # Synchronous, on a thread of its own
 //!
@@ -49,8 +52,6 @@ mod fail;
 mod pg_ledger;
 mod rows;
 mod session;
-
-pub(crate) use session::WRITE_LOCK;
 mod statements;
 mod tx;
 

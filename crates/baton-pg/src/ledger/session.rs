@@ -34,12 +34,7 @@ use super::tx::{NotCommitted, Tx};
 use crate::options::Options;
 use crate::pool::{self, Conn, Pool};
 use crate::target::Target;
-
-/// The key of the transaction-scoped advisory lock every write transaction
-/// of the ledger takes first (`baton-lg` in ASCII; the migrations take
-/// `baton-mg`). Holding it is what SQLite's write lock is to the SQLite
-/// ledger: one writer at a time, across every host.
-pub(crate) const WRITE_LOCK: i64 = 0x6261_746f_6e2d_6c67;
+use crate::write_lock::WRITE_LOCK;
 
 /// Whether a call writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
