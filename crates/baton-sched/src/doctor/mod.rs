@@ -6,7 +6,7 @@
 //! locks (`locks`), the ledger (`ledger`), time sync and the zone database
 //! (`time`), the store (`store`), what drives baton (`driver`), the
 //! alert command (`alert`), the alert webhooks (`webhook`) and the trace
-//! collector (`telemetry`). [`examine`] runs them in that order; [`render`]
+//! collector (`telemetry`). [`examine`] runs them in that order; [`render()`]
 //! turns the [`Report`] into text, and `--json` serialises it.
 //!
 //! The doctor changes nothing it checks: it reads the configuration, opens

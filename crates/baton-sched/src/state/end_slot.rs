@@ -9,7 +9,7 @@
 //! it lands on a disk that filled meanwhile. A slot without an end is a run
 //! in flight or one that died: the run that records it `abandoned` removes
 //! the slot. This module decides nothing about what a run may do: a slot
-//! that cannot be reserved is the caller's refusal ([`crate::engine::run_record`]).
+//! that cannot be reserved is the caller's refusal (`crate::engine::run_record`).
 
 use std::path::{Path, PathBuf};
 
