@@ -22,13 +22,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
+use crate::limits::BODY_BYTES;
 use crate::state::Daemon;
 
 type Shared = State<Arc<Daemon>>;
-
-/// The most bytes of a request body read (axum's default, named so the
-/// answer to a larger one can say it).
-pub(crate) const BODY_BYTES: usize = 2 * 1024 * 1024;
 
 /// The router.
 pub(crate) fn app(d: Arc<Daemon>) -> Router {

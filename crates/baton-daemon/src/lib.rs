@@ -31,6 +31,7 @@ pub mod fuzzing;
 mod guard;
 mod held;
 mod jobs_api;
+mod limits;
 mod listen;
 mod login;
 mod malformed;
