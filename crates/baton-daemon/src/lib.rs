@@ -59,7 +59,7 @@ use std::time::Duration;
 use baton_lease::Clock;
 use baton_sched::config::{Overrides, Snapshot};
 
-pub use preflight::{Preflight, preflight};
+pub use preflight::{Preflight, PreflightError, preflight};
 pub use socket::BadGroup;
 pub use state::{Settings, SettingsError};
 
