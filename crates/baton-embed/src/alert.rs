@@ -15,8 +15,9 @@ use baton_store::ledger::NewAlert;
 use baton_store::words::AlertKind;
 use jiff::Timestamp;
 
+use crate::env::Env;
+use crate::ledgers::Ledger;
 use crate::quote::quoted as text;
-use crate::run::{Env, Ledger};
 
 /// An alert, as the hook given to [`crate::Builder::on_alert`] receives it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -34,9 +34,10 @@ use baton_store::words::MissReason;
 use jiff::{SignedDuration, Timestamp};
 use tokio::sync::oneshot;
 
+use crate::env::Env;
 use crate::job::{CATCH_UP_MAX, CatchUp};
+use crate::ledgers::Ledger;
 use crate::plan::Plan;
-use crate::run::{Env, Ledger};
 use crate::scheduler::passed_over_in;
 
 /// What a job's loop starts for the occurrences it caught up.

@@ -19,8 +19,8 @@ use std::process::Stdio;
 
 use tokio::io::AsyncWriteExt;
 
+use crate::env::Env;
 use crate::plan::Plan;
-use crate::run::Env;
 
 /// What a run is for, as `baton __run` takes it.
 pub(crate) enum Start {
@@ -186,7 +186,7 @@ async fn not_run(env: &Env, plan: &Plan, start: &Start, message: String) {
         message,
         time: env.clock.wall(),
     };
-    match crate::run::Ledger::open(env).await {
+    match crate::ledgers::Ledger::open(env).await {
         Some(mut ledger) => crate::alert::raise(env, &mut ledger, alert).await,
         None => tracing::warn!("{}: {}", alert.job, alert.message),
     }

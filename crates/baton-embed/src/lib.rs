@@ -286,9 +286,11 @@ mod catch_up;
 mod child;
 mod context;
 mod declare;
+mod env;
 mod error;
 #[cfg(feature = "http")]
 mod http;
+mod idle_ledgers;
 mod job;
 mod keeper;
 mod ledgers;

@@ -17,7 +17,9 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
-use crate::run::{self, Env, Ledger};
+use crate::env::Env;
+use crate::ledgers::Ledger;
+use crate::run;
 use crate::timer;
 
 /// How often the queue is looked at: one read of the ledger each time (a

@@ -21,10 +21,12 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::JoinSet;
 
 use crate::catch_up;
+use crate::env::Env;
 use crate::error::BuildError;
 use crate::job::Job;
+use crate::ledgers::Ledger;
 use crate::plan::Plan;
-use crate::run::{self, Env, Ledger};
+use crate::run;
 use crate::store::Store;
 use crate::timer;
 
