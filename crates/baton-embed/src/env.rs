@@ -27,7 +27,7 @@ pub(crate) struct Env {
     /// The scheduler's jobs, by name: what a holder runs from the queue.
     pub(crate) jobs: Arc<std::collections::HashMap<String, Arc<Plan>>>,
     /// The service's hook for alerts ([`crate::Builder::on_alert`]).
-    pub(crate) on_alert: Option<crate::alert::Hook>,
+    pub(crate) on_alert: Option<crate::hook::Hook>,
     /// What runs the command jobs' occurrences, when there are any.
     pub(crate) runner: Option<Arc<crate::child::Runner>>,
     /// Where runs record their starts, committed together

@@ -288,6 +288,7 @@ mod context;
 mod declare;
 mod env;
 mod error;
+mod hook;
 #[cfg(feature = "http")]
 mod http;
 mod idle_ledgers;
@@ -304,11 +305,11 @@ mod starts;
 mod store;
 mod timer;
 
-pub use alert::Alert;
 pub use baton_lease::{Clock, ManualClock, SystemClock};
 pub use baton_store::words::AlertKind;
 pub use context::{Cancel, RunContext};
 pub use error::{BuildError, JobError};
+pub use hook::Alert;
 pub use job::{CATCH_UP_MAX, CatchUp, Job, Overlap};
 pub use scheduler::{Builder, Handle, Scheduler};
 pub use store::Store;

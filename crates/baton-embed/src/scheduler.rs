@@ -37,7 +37,7 @@ pub struct Builder {
     store: Option<Store>,
     clock: Option<Arc<dyn Clock>>,
     jobs: Vec<Job>,
-    on_alert: Option<crate::alert::Hook>,
+    on_alert: Option<crate::hook::Hook>,
     runner: Option<std::path::PathBuf>,
 }
 
@@ -217,7 +217,7 @@ pub struct Scheduler {
     spec: crate::Store,
     clock: Arc<dyn Clock>,
     plans: Vec<Arc<Plan>>,
-    on_alert: Option<crate::alert::Hook>,
+    on_alert: Option<crate::hook::Hook>,
     runner: Option<Arc<crate::child::Runner>>,
 }
 
