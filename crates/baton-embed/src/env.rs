@@ -29,7 +29,7 @@ pub(crate) struct Env {
     /// The service's hook for alerts ([`crate::Builder::on_alert`]).
     pub(crate) on_alert: Option<crate::hook::Hook>,
     /// What runs the command jobs' occurrences, when there are any.
-    pub(crate) runner: Option<Arc<crate::child::Runner>>,
+    pub(crate) runner: Option<Arc<crate::runner::Runner>>,
     /// Where runs record their starts, committed together
     /// (`starts.rs`).
     pub(crate) starts: Option<crate::starts::Starts>,

@@ -300,6 +300,7 @@ mod queue_watch;
 mod quote;
 mod retry;
 mod run;
+mod runner;
 mod scheduler;
 mod starts;
 mod store;

@@ -143,7 +143,7 @@ impl Builder {
                     job: first.name.clone(),
                     why,
                 };
-                let exe = crate::child::find(self.runner).map_err(|e| no_runner(e.to_string()))?;
+                let exe = crate::runner::find(self.runner).map_err(|e| no_runner(e.to_string()))?;
                 let cwd = std::env::current_dir()
                     .map_err(|e| no_runner(format!("the working directory cannot be read: {e}")))?;
                 let (store_text, _) = store.as_configuration();
@@ -155,7 +155,7 @@ impl Builder {
                             .to_owned(),
                     ));
                 }
-                Some(Arc::new(crate::child::Runner::new(
+                Some(Arc::new(crate::runner::Runner::new(
                     exe,
                     &store_text,
                     &cwd,
@@ -218,7 +218,7 @@ pub struct Scheduler {
     clock: Arc<dyn Clock>,
     plans: Vec<Arc<Plan>>,
     on_alert: Option<crate::hook::Hook>,
-    runner: Option<Arc<crate::child::Runner>>,
+    runner: Option<Arc<crate::runner::Runner>>,
 }
 
 impl std::fmt::Debug for Scheduler {
