@@ -294,6 +294,7 @@ mod http;
 mod idle_ledgers;
 mod job;
 mod keeper;
+mod launch;
 mod ledgers;
 mod plan;
 mod queue_watch;
