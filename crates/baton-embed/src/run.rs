@@ -510,6 +510,18 @@ async fn under_lease(
 /// ledger does not answer (the job's TTL when that is longer).
 const PERSIST: Duration = Duration::from_secs(30);
 
+/// Why the ledger never took a write [`persist`] made: the last try's
+/// answer.
+#[derive(Debug, thiserror::Error)]
+enum Unpersisted {
+    /// The ledger refused it.
+    #[error(transparent)]
+    Ledger(baton_store::ledger::Error),
+    /// The ledger's blocking thread failed (the ledger is gone with it).
+    #[error("the ledger's thread failed")]
+    Thread,
+}
+
 /// Writes with `f` until the ledger takes it, for at most `within` on the
 /// scheduler's boot clock, waiting 100 ms (doubling, at most 2 s) between
 /// tries; the last error when it never did. `f` must be safe to repeat
@@ -522,7 +534,7 @@ async fn persist(
     + Send
     + Sync
     + 'static,
-) -> Result<(), String> {
+) -> Result<(), Unpersisted> {
     let f = Arc::new(f);
     let until = env.clock.boot().saturating_add(within);
     let mut wait = Duration::from_millis(100);
@@ -530,8 +542,8 @@ async fn persist(
         let g = Arc::clone(&f);
         let failed = match ledger.call(move |l| g(l)).await {
             Some(Ok(())) => return Ok(()),
-            Some(Err(e)) => e.to_string(),
-            None => "the ledger's thread failed".to_owned(),
+            Some(Err(e)) => Unpersisted::Ledger(e),
+            None => Unpersisted::Thread,
         };
         let now = env.clock.boot();
         if now >= until {
