@@ -309,7 +309,7 @@ pub struct TickArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// Only these jobs (default: every job).
-    #[arg(value_name = "JOB", add = crate::completion::jobs())]
+    #[arg(value_name = "JOB", add = crate::job_completer::jobs())]
     pub jobs: Vec<String>,
     /// One JSON object on stdout: enabled, started (job, occurrence, queue,
     /// exit, signal, run), missed (job, reason, first, last, count,
@@ -324,7 +324,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job.
-    #[arg(value_name = "JOB", add = crate::completion::jobs())]
+    #[arg(value_name = "JOB", add = crate::job_completer::jobs())]
     pub job: String,
     /// One JSON object on stdout (job, outcome, run, exit) instead of the
     /// steps' output, which stays in the job's log.
@@ -338,7 +338,7 @@ pub struct StatusArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// Only this job.
-    #[arg(value_name = "JOB", add = crate::completion::jobs())]
+    #[arg(value_name = "JOB", add = crate::job_completer::jobs())]
     pub job: Option<String>,
     /// One JSON object on stdout.
     #[arg(long)]
@@ -354,7 +354,7 @@ pub struct PageArgs {
     #[arg(long, value_name = "SECS", default_value_t = baton_sched::views::page::DEFAULT_REFRESH_SECS)]
     pub refresh: u32,
     /// Print this job's page (`GET /jobs/JOB`) instead.
-    #[arg(long, value_name = "JOB", add = crate::completion::jobs())]
+    #[arg(long, value_name = "JOB", add = crate::job_completer::jobs())]
     pub job: Option<String>,
 }
 
@@ -385,7 +385,7 @@ pub struct HistoryArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job (default: every job, their runs merged, newest first).
-    #[arg(value_name = "JOB", add = crate::completion::jobs())]
+    #[arg(value_name = "JOB", add = crate::job_completer::jobs())]
     pub job: Option<String>,
     /// How many runs (without JOB: in all), 1 or more.
     #[arg(
@@ -407,7 +407,7 @@ pub struct PauseArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job.
-    #[arg(value_name = "JOB", add = crate::completion::jobs())]
+    #[arg(value_name = "JOB", add = crate::job_completer::jobs())]
     pub job: String,
     /// End the pause after DUR (15m, 2h, 1d).
     #[arg(long = "for", value_name = "DUR")]
@@ -430,7 +430,7 @@ pub struct ResumeArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job.
-    #[arg(value_name = "JOB", add = crate::completion::jobs())]
+    #[arg(value_name = "JOB", add = crate::job_completer::jobs())]
     pub job: String,
     /// One JSON object on stdout: job, resumed (false when it was not
     /// paused) and the pause that ended (or null).
@@ -444,7 +444,7 @@ pub struct BackfillArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job.
-    #[arg(value_name = "JOB", add = crate::completion::jobs())]
+    #[arg(value_name = "JOB", add = crate::job_completer::jobs())]
     pub job: String,
     /// The first instant of the range: RFC 3339, or a date and time in the
     /// job's zone.
@@ -478,7 +478,7 @@ pub struct CalendarArgs {
     #[arg(value_name = "EXPR", num_args = 1..)]
     pub expr: Vec<String>,
     /// A job of baton.toml instead of EXPR: its schedule, in its own zone.
-    #[arg(long, value_name = "NAME", add = crate::completion::jobs())]
+    #[arg(long, value_name = "NAME", add = crate::job_completer::jobs())]
     pub job: Option<String>,
     /// The configuration file, with --job (default: $BATON_CONFIG, else
     /// ./baton.toml).
@@ -522,7 +522,7 @@ pub struct WatermarkGetArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job.
-    #[arg(value_name = "JOB", add = crate::completion::jobs())]
+    #[arg(value_name = "JOB", add = crate::job_completer::jobs())]
     pub job: String,
     /// What to print when no watermark was settled yet.
     #[arg(long, value_name = "VALUE")]
@@ -538,7 +538,7 @@ pub struct WatermarkSettleArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job.
-    #[arg(value_name = "JOB", add = crate::completion::jobs())]
+    #[arg(value_name = "JOB", add = crate::job_completer::jobs())]
     pub job: String,
     /// The new value (up to 4096 bytes).
     #[arg(value_name = "VALUE")]

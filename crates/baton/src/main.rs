@@ -18,6 +18,7 @@ mod exit;
 #[cfg(feature = "failpoints")]
 mod failpoints;
 mod http_cmd;
+mod job_completer;
 mod lock_cmd;
 mod log;
 mod man;
