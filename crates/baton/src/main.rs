@@ -7,6 +7,7 @@
 mod say;
 mod alert;
 mod backfill_cmd;
+mod backfill_report;
 mod backfill_service;
 mod calendar_cmd;
 mod cli;
