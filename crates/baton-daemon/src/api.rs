@@ -22,13 +22,13 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
+use crate::holder::holder_json;
+use crate::limits::BODY_BYTES;
+use crate::offload::blocking;
 use crate::state::Daemon;
+use crate::stopping::stopping;
 
 type Shared = State<Arc<Daemon>>;
-
-/// The most bytes of a request body read (axum's default, named so the
-/// answer to a larger one can say it).
-pub(crate) const BODY_BYTES: usize = 2 * 1024 * 1024;
 
 /// The router.
 pub(crate) fn app(d: Arc<Daemon>) -> Router {
@@ -94,15 +94,6 @@ async fn not_found() -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
 }
 
-/// Runs `f` off the async thread.
-pub(crate) async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ApiError::internal(format!("the request failed: {e}")))
-}
-
 /// A job's name from the path: valid, and a job of the configuration.
 fn known(d: &Daemon, name: &str) -> Result<Arc<crate::state::Loaded>, ApiError> {
     if !baton_sched::config::valid_name(name) {
@@ -163,34 +154,6 @@ fn json_of<T: serde::Serialize>(status: StatusCode, v: &T) -> Response {
             .into_response(),
         Err(e) => ApiError::internal(e.to_string()).into_response(),
     }
-}
-
-/// A lock's holder as `status --json` shows it (the same keys, in the same
-/// order, and `renewed` besides).
-#[derive(serde::Serialize)]
-struct HolderOut<'h> {
-    pid: Option<u32>,
-    host: Option<&'h str>,
-    fence: Option<u64>,
-    run_id: Option<&'h str>,
-    since: Option<&'h str>,
-    verdict: &'h str,
-    renewed: Option<&'h str>,
-}
-
-/// A lock's holder as `status --json` shows it; `verdict` is what the lock
-/// decided of it (`live`, `hung`, `orphaned`).
-pub(crate) fn holder_json(h: &baton_sched::engine::alerts::HolderInfo, verdict: &str) -> Value {
-    serde_json::to_value(HolderOut {
-        pid: h.pid,
-        host: h.host.as_deref(),
-        fence: h.fence,
-        run_id: h.run.as_deref(),
-        since: h.acquired.as_deref(),
-        verdict,
-        renewed: h.renewed.as_deref(),
-    })
-    .unwrap_or(Value::Null)
 }
 
 async fn healthz(State(d): Shared) -> Response {
@@ -358,21 +321,6 @@ async fn runs(
             .await?
             .map_err(|e| ApiError::internal(e.to_string()))?;
     Ok(json_of(StatusCode::OK, &runs))
-}
-
-/// Refuses a change once the daemon's stop began (`503 stopping`): a run,
-/// a tick, a job written or removed, a reload, a pause or a resume. What
-/// was accepted before it is made whole.
-pub(crate) fn stopping(d: &Daemon) -> Result<(), ApiError> {
-    if d.stopping.load(std::sync::atomic::Ordering::SeqCst) {
-        Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "stopping",
-            "the daemon is shutting down",
-        ))
-    } else {
-        Ok(())
-    }
 }
 
 async fn tick(State(d): Shared, b: Bytes) -> Result<Response, ApiError> {

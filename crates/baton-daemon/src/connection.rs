@@ -16,9 +16,10 @@
 //! then the connection is closed; a handler already called runs to its end
 //! on its own task ([`crate::exchange`]).
 //!
-//! What it never does: read a request past the limits below (hyper's
-//! own, named here), stand in for an answer the router made, or wait on a
-//! client after its answer longer than [`LINGER`].
+//! What it never does: read a request past the limits of
+//! [`crate::limits`] (hyper's own, named there), stand in for an answer the
+//! router made, or wait on a client after its answer longer than
+//! [`LINGER`].
 
 use std::future::Future;
 use std::sync::Arc;
@@ -30,15 +31,8 @@ use tokio::sync::watch;
 
 use crate::exchange::{Exchanges, Routed};
 use crate::held::Held;
+use crate::limits::{HEAD_BYTES, MAX_HEADERS};
 use crate::peer::Peer;
-
-/// The most bytes of a request's head (its request line and headers)
-/// read: hyper's default, named so the answer can say it.
-pub(crate) const HEAD_BYTES: usize = 8192 + 4096 * 100;
-/// The most header lines a request may have: hyper's default.
-pub(crate) const MAX_HEADERS: usize = 100;
-/// The longest URI hyper reads, fixed in it (`u16::MAX - 1`).
-pub(crate) const MAX_URI: usize = 65_534;
 
 /// How long, at most, an exchange in hand at the daemon's stop may go on
 /// (a request still arriving, an answer still being read) before its

@@ -100,7 +100,7 @@ pub(crate) async fn as_json(r: Response) -> Response {
         format!(
             "the request body is larger than {} bytes, the most the daemon reads: send a smaller \
              one (a job's table or a pause takes a few hundred)",
-            crate::api::BODY_BYTES
+            crate::limits::BODY_BYTES
         )
     } else if body.is_empty() {
         status

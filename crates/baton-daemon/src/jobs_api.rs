@@ -21,8 +21,8 @@ use axum::response::{IntoResponse, Response};
 use baton_sched::config::{ConfigError, Source, dropin};
 use serde_json::{Value, json};
 
-use crate::api::blocking;
 use crate::error::ApiError;
+use crate::offload::blocking;
 use crate::state::Daemon;
 
 fn valid(name: &str) -> Result<(), ApiError> {
@@ -120,7 +120,7 @@ pub(crate) async fn put(
     let _one = d.reloading.lock().await;
     // Checked with the change's turn in hand: one that waited for it while
     // the stop began is refused too.
-    crate::api::stopping(&d)?;
+    crate::stopping::stopping(&d)?;
     not_in_main(&d, &name)?;
     let existed = d.current().config.jobs.contains_key(&name);
     let (path, over, n) = (d.opts.config_path.clone(), d.over.clone(), name.clone());
@@ -172,7 +172,7 @@ pub(crate) async fn delete(
 ) -> Result<Response, ApiError> {
     valid(&name)?;
     let _one = d.reloading.lock().await;
-    crate::api::stopping(&d)?;
+    crate::stopping::stopping(&d)?;
     not_in_main(&d, &name)?;
     let (path, over, n) = (d.opts.config_path.clone(), d.over.clone(), name.clone());
     let in_force = Arc::clone(&d);

@@ -17,8 +17,8 @@
 
 use axum::http::StatusCode;
 
-use crate::connection::{HEAD_BYTES, MAX_HEADERS, MAX_URI};
 use crate::error::{ApiError, code_of};
+use crate::limits::{HEAD_BYTES, MAX_HEADERS, MAX_URI};
 
 /// What the API answers to a request hyper refused with `status`; `why`
 /// is hyper's word for what it could not parse.

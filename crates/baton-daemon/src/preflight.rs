@@ -9,7 +9,7 @@
 
 use baton_sched::config::{Config, Listen};
 
-use crate::state::Settings;
+use crate::state::{Settings, SettingsError};
 
 /// The `[daemon]` settings of a configuration, as a start would take them.
 #[derive(Debug, Clone)]
@@ -20,14 +20,28 @@ pub struct Preflight {
     pub warnings: Vec<String>,
 }
 
+/// Why a start would refuse a configuration's `[daemon]` settings, said as
+/// the start would say it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PreflightError {
+    /// The settings themselves ([`Settings::of`]).
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    /// The socket's path: the start's refusal to listen there, as it
+    /// says it.
+    #[error("{0}")]
+    Socket(String),
+}
+
 /// Whether `baton daemon` would serve with `config`'s `[daemon]` settings.
 ///
 /// # Errors
 ///
-/// Why a start would refuse them, as it would say it.
-pub fn preflight(config: &Config) -> Result<Preflight, String> {
-    let settings = Settings::of(config, None).map_err(|e| e.to_string())?;
-    crate::socket::vet(&settings.socket)?;
+/// [`PreflightError`]: why a start would refuse them, as it would say it.
+pub fn preflight(config: &Config) -> Result<Preflight, PreflightError> {
+    let settings = Settings::of(config, None)?;
+    crate::socket::vet(&settings.socket).map_err(PreflightError::Socket)?;
     let mut warnings = Vec::new();
     let port = match &settings.listen {
         Listen::Addr(a) => a.port(),

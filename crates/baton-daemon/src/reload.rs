@@ -41,7 +41,7 @@ impl Daemon {
         why: &'static str,
     ) -> Result<Reloaded, ApiError> {
         let (path, over) = (self.opts.config_path.clone(), self.over.clone());
-        let read = crate::api::blocking(move || {
+        let read = crate::offload::blocking(move || {
             let snapshot = Snapshot::read(&path)?;
             let config = snapshot.load(&over)?;
             Ok::<_, baton_sched::config::ConfigError>(Loaded { snapshot, config })
@@ -175,7 +175,7 @@ impl Daemon {
         let loaded = self.current();
         let clock = Arc::clone(&self.clock);
         let message = message.to_owned();
-        let _ = crate::api::blocking(move || {
+        let _ = crate::offload::blocking(move || {
             let mut s =
                 baton_sched::engine::surfaces::Surfaces::open(&loaded.config, Arc::clone(&clock));
             let now = s.now();

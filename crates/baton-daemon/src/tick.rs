@@ -329,7 +329,9 @@ pub(crate) fn sort(
             Told::Claimed => out.skipped.push(skip("claimed", None, None)),
             Told::Running { holder } => out.skipped.push(skip(
                 "running",
-                holder.as_ref().map(|h| crate::api::holder_json(h, "live")),
+                holder
+                    .as_ref()
+                    .map(|h| crate::holder::holder_json(h, "live")),
                 None,
             )),
             Told::Queued => out.skipped.push(skip("queued", None, None)),
@@ -348,7 +350,7 @@ pub(crate) fn sort(
                         MissReason::Busy => "live",
                         other => other.as_str(),
                     };
-                    crate::api::holder_json(h, verdict)
+                    crate::holder::holder_json(h, verdict)
                 }),
             }),
         },

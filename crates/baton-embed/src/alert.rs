@@ -9,36 +9,13 @@
 //! record an alert never changes what runs (it is said, and the run goes
 //! on).
 
-use std::sync::Arc;
-
 use baton_store::ledger::NewAlert;
-use baton_store::words::AlertKind;
 use jiff::Timestamp;
 
+use crate::env::Env;
+use crate::hook::Alert;
+use crate::ledgers::Ledger;
 use crate::quote::quoted as text;
-use crate::run::{Env, Ledger};
-
-/// An alert, as the hook given to [`crate::Builder::on_alert`] receives it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Alert {
-    /// The job it concerns.
-    pub job: String,
-    /// What it is about, in the command line's words (`step-failed`,
-    /// `lease-lost`, `overrunning`, `busy`, `missed`, …).
-    pub kind: AlertKind,
-    /// The run it concerns, if one.
-    pub run_id: Option<String>,
-    /// The occurrence it concerns (the first of a missed range), if one.
-    pub occurrence: Option<Timestamp>,
-    /// One line for people.
-    pub message: String,
-    /// When it was raised, by the scheduler's clock.
-    pub time: Timestamp,
-}
-
-/// The service's hook.
-pub(crate) type Hook = Arc<dyn Fn(&Alert) + Send + Sync>;
 
 /// Records `alert` in the ledger and hands it to the hook, if there is one.
 pub(crate) async fn raise(env: &Env, ledger: &mut Ledger, alert: Alert) {
@@ -81,6 +58,8 @@ fn json(a: &Alert) -> String {
 
 #[cfg(test)]
 mod tests {
+    use baton_store::words::AlertKind;
+
     use super::*;
 
     #[test]

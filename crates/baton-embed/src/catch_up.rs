@@ -34,10 +34,11 @@ use baton_store::words::MissReason;
 use jiff::{SignedDuration, Timestamp};
 use tokio::sync::oneshot;
 
+use crate::env::Env;
 use crate::job::{CATCH_UP_MAX, CatchUp};
+use crate::ledgers::Ledger;
 use crate::plan::Plan;
-use crate::run::{Env, Ledger};
-use crate::scheduler::passed_over_in;
+use crate::run;
 
 /// What a job's loop starts for the occurrences it caught up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -276,4 +277,43 @@ async fn queue_all(
         }
         None => Start::Nothing,
     }
+}
+
+/// The occurrences from `first` up to (not including) `before`: recorded
+/// missed for `reason` on `ledger`, once across replicas.
+async fn passed_over_in(
+    env: &Env,
+    ledger: &mut Ledger,
+    plan: &Plan,
+    (first, before): (Timestamp, Timestamp),
+    reason: MissReason,
+    detail: String,
+) {
+    const COUNT_AT_MOST: u64 = 100_000;
+    let (mut count, mut at_least) = (1, false);
+    for t in plan.schedule.iter_after(first, &plan.zone) {
+        if t >= before {
+            break;
+        }
+        if count >= COUNT_AT_MOST {
+            // The count stops here; the range goes on, to its last
+            // occurrence found without walking a year of seconds.
+            at_least = true;
+            break;
+        }
+        count += 1;
+    }
+    let last = plan
+        .schedule
+        .latest_at_or_before(before - jiff::SignedDuration::from_nanos(1), &plan.zone)
+        .map_or(first, |l| l.max(first));
+    run::missed_range(
+        env,
+        ledger,
+        &plan.name,
+        (first.as_second(), last.as_second(), count, at_least),
+        reason,
+        detail,
+    )
+    .await;
 }

@@ -14,13 +14,12 @@
 //! would point the run at another store's locks): the store is named in
 //! the configuration alone.
 
-use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use tokio::io::AsyncWriteExt;
 
+use crate::env::Env;
 use crate::plan::Plan;
-use crate::run::Env;
 
 /// What a run is for, as `baton __run` takes it.
 pub(crate) enum Start {
@@ -28,55 +27,6 @@ pub(crate) enum Start {
     At(i64),
     /// Only what waits in the job's queue.
     Queue,
-}
-
-/// The configuration a command job's runs read: the store, as the
-/// command line reads it with no `baton.toml` of its own, and the job's
-/// table (its declaration's keys, its command, its working directory).
-pub(crate) struct Runner {
-    /// The `baton` binary.
-    pub(crate) exe: PathBuf,
-    /// The configuration, as `baton __run` reads it on stdin (a snapshot,
-    /// as JSON) for each job, by name.
-    snapshots: std::collections::HashMap<String, String>,
-}
-
-impl Runner {
-    /// The runner `exe` for `plans`' command jobs on the store configured by
-    /// `store_text` (`[scheduler] state_dir` or `[store] url`), their
-    /// commands run in `cwd`.
-    pub(crate) fn new(exe: PathBuf, store_text: &str, cwd: &Path, plans: &[Plan]) -> Self {
-        let quoted = |s: &str| crate::quote::quoted(s);
-        let path = cwd.join("baton-embed.toml");
-        let snapshots = plans
-            .iter()
-            .filter(|p| !p.in_process())
-            .map(|p| {
-                let declared = crate::declare::declaration(p, "", jiff::Timestamp::UNIX_EPOCH);
-                // The runs the job keeps is a `[scheduler]` key to the
-                // command line; each job's configuration is its own.
-                let keep = format!("history_keep = {}\n", p.history_keep);
-                let store_text = match store_text.strip_prefix("[scheduler]\n") {
-                    Some(rest) => format!("[scheduler]\n{keep}{rest}"),
-                    None => format!("[scheduler]\n{keep}\n{store_text}"),
-                };
-                // The declaration holds the command (`run`) already.
-                let text = format!(
-                    "{store_text}\n[jobs.{}]\n{}cwd = {}\n",
-                    quoted(&p.name),
-                    declared.config,
-                    quoted(&cwd.to_string_lossy())
-                );
-                let json = format!(
-                    "{{\"path\": {}, \"text\": {}, \"dropins\": []}}",
-                    quoted(&path.to_string_lossy()),
-                    quoted(&text)
-                );
-                (p.name.clone(), json)
-            })
-            .collect();
-        Self { exe, snapshots }
-    }
 }
 
 /// Runs `start` of the command job `plan` as a `baton __run` process, and
@@ -186,44 +136,8 @@ async fn not_run(env: &Env, plan: &Plan, start: &Start, message: String) {
         message,
         time: env.clock.wall(),
     };
-    match crate::run::Ledger::open(env).await {
+    match crate::ledgers::Ledger::open(env).await {
         Some(mut ledger) => crate::alert::raise(env, &mut ledger, alert).await,
         None => tracing::warn!("{}: {}", alert.job, alert.message),
     }
-}
-
-/// Why no `baton` binary was found ([`find`]).
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum NoBaton {
-    /// The path given is not an executable file.
-    #[error("{} is not an executable file", .0.display())]
-    NotExecutable(PathBuf),
-    /// None given, and none on `PATH`.
-    #[error("no `baton` on PATH")]
-    NotOnPath,
-}
-
-/// The `baton` binary: `given`, or the first `baton` on `PATH`.
-///
-/// # Errors
-///
-/// Why none was found.
-pub(crate) fn find(given: Option<PathBuf>) -> Result<PathBuf, NoBaton> {
-    use std::os::unix::fs::PermissionsExt;
-    let runs = |p: &Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if let Some(p) = given {
-        return if runs(&p) {
-            Ok(p)
-        } else {
-            Err(NoBaton::NotExecutable(p))
-        };
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .filter(|d| d.is_absolute())
-        .map(|d| d.join("baton"))
-        .find(|p| runs(p))
-        .ok_or(NoBaton::NotOnPath)
 }

@@ -1,61 +1,23 @@
 //! The ledger a run (or the scheduler's other tasks) reads and writes,
-//! each call on a blocking thread; and the ledgers idle between runs.
+//! each call on a blocking thread.
 //!
-//! Opening the local ledger (a SQLite connection: the file opened, its
-//! schema checked) costs milliseconds, and a run due now would pay it
-//! before its function is called. So a ledger of the local store is kept
-//! when its user is done with it, and the next one takes it, while it is
-//! younger than [`KEEP`] (a ledger follows its file when it is moved
-//! aside, at each call; the bound only keeps idle connections from piling
-//! up). A shared store's (PostgreSQL) connections are never kept:
-//! one that the server dropped meanwhile would fail the next run's first
-//! write, and a run whose start cannot be recorded does not run.
+//! A ledger of the local store is taken from the ledgers idle since their
+//! last user, and given back to them when dropped
+//! ([`crate::idle_ledgers`]). A shared store's (PostgreSQL) connections are
+//! never kept: one that the server dropped meanwhile would fail the next
+//! run's first write, and a run whose start cannot be recorded does not
+//! run.
 //!
 //! It never decides what a call means: it only hands ledgers out and
 //! takes them back.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use baton_store::ledger::Records;
 
-use crate::run::{Env, blocking};
-
-/// How long a ledger is kept for the next user after it was opened.
-pub(crate) const KEEP: Duration = Duration::from_secs(10);
-
-/// How many idle ledgers are kept at most.
-const MOST: usize = 16;
-
-/// A ledger opened, and when (boot clock).
-type Kept = (Box<dyn Records>, Duration);
-
-/// The ledgers idle between users.
-#[derive(Default)]
-pub(crate) struct Idle {
-    kept: Mutex<Vec<Kept>>,
-}
-
-impl Idle {
-    /// A ledger younger than [`KEEP`] at `now` (boot clock), if one waits.
-    fn take(&self, now: Duration) -> Option<Kept> {
-        let mut kept = self.kept.lock().ok()?;
-        kept.retain(|(_, opened)| now.saturating_sub(*opened) < KEEP);
-        kept.pop()
-    }
-
-    /// Keeps `ledger` for the next user, when it is young enough.
-    fn give(&self, ledger: Kept, now: Duration) {
-        if now.saturating_sub(ledger.1) >= KEEP {
-            return;
-        }
-        if let Ok(mut kept) = self.kept.lock()
-            && kept.len() < MOST
-        {
-            kept.push(ledger);
-        }
-    }
-}
+use crate::env::{Env, blocking};
+use crate::idle_ledgers::Idle;
 
 /// The ledger, opened once for a run, each call on a blocking thread.
 pub(crate) struct Ledger {

@@ -17,7 +17,9 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
-use crate::run::{self, Env, Ledger};
+use crate::env::Env;
+use crate::ledgers::Ledger;
+use crate::run;
 use crate::timer;
 
 /// How often the queue is looked at: one read of the ledger each time (a
@@ -84,7 +86,7 @@ pub(crate) async fn watch(env: Env, from: std::time::Duration) {
             let counted = run::InFlight::count(&env.in_flight);
             let (e, p) = (env.clone(), Arc::clone(plan));
             let drain = tokio::spawn(async move {
-                crate::scheduler::drain(&e, &p).await;
+                crate::launch::drain(&e, &p).await;
                 drop(counted);
             });
             drains.insert(plan.lock.clone(), drain);

@@ -36,7 +36,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton_lease::{Claim, Clock, Once};
+use baton_lease::{Claim, Once};
 use baton_store::Restated;
 use baton_store::ledger::{Attempt, Begun, Finished, Miss, Missed, NewRun, Queued};
 use baton_store::store::{Guard, GuardClaim, LockRef, Refused, Taken};
@@ -45,39 +45,17 @@ use jiff::Timestamp;
 use tokio::sync::watch;
 
 use crate::context::{Cancel, RunContext};
+use crate::env::{Env, blocking};
 use crate::error::JobError;
 use crate::keeper::Kept;
+use crate::ledgers::Ledger;
 use crate::plan::Plan;
 use crate::store::Opened;
 use crate::timer;
 
-pub(crate) use crate::ledgers::Ledger;
-
 /// The exit code an interrupted run is recorded with: 128 + SIGTERM, as a
 /// run the command line's graceful shutdown stopped.
 const INTERRUPTED: i32 = 143;
-
-/// What a run shares with its scheduler.
-#[derive(Clone)]
-pub(crate) struct Env {
-    pub(crate) store: Opened,
-    pub(crate) clock: Arc<dyn Clock>,
-    /// The shutdown's grace, once the scheduler is shutting down.
-    pub(crate) shutdown: watch::Receiver<Option<Duration>>,
-    /// How many runs are in flight.
-    pub(crate) in_flight: Arc<watch::Sender<usize>>,
-    /// The scheduler's jobs, by name: what a holder runs from the queue.
-    pub(crate) jobs: Arc<std::collections::HashMap<String, Arc<Plan>>>,
-    /// The service's hook for alerts ([`crate::Builder::on_alert`]).
-    pub(crate) on_alert: Option<crate::alert::Hook>,
-    /// What runs the command jobs' occurrences, when there are any.
-    pub(crate) runner: Option<Arc<crate::child::Runner>>,
-    /// Where runs record their starts, committed together
-    /// (`starts.rs`).
-    pub(crate) starts: Option<crate::starts::Starts>,
-    /// The ledgers opened and idle, for the next run (`ledgers.rs`).
-    pub(crate) ledgers: Arc<crate::ledgers::Idle>,
-}
 
 /// One run counted in flight until it is dropped (its task ended, or was
 /// dropped with its runtime).
@@ -95,15 +73,6 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         self.0.send_modify(|n| *n = n.saturating_sub(1));
     }
-}
-
-/// Runs `f` with the store on a blocking thread.
-pub(crate) async fn blocking<T: Send + 'static>(
-    env: &Env,
-    f: impl FnOnce(&dyn baton_store::Store) -> T + Send + 'static,
-) -> Option<T> {
-    let store = Arc::clone(&env.store);
-    tokio::task::spawn_blocking(move || f(&*store)).await.ok()
 }
 
 /// The job's lock, as the store knows it: a lock named after the job.
@@ -541,6 +510,18 @@ async fn under_lease(
 /// ledger does not answer (the job's TTL when that is longer).
 const PERSIST: Duration = Duration::from_secs(30);
 
+/// Why the ledger never took a write [`persist`] made: the last try's
+/// answer.
+#[derive(Debug, thiserror::Error)]
+enum Unpersisted {
+    /// The ledger refused it.
+    #[error(transparent)]
+    Ledger(baton_store::ledger::Error),
+    /// The ledger's blocking thread failed (the ledger is gone with it).
+    #[error("the ledger's thread failed")]
+    Thread,
+}
+
 /// Writes with `f` until the ledger takes it, for at most `within` on the
 /// scheduler's boot clock, waiting 100 ms (doubling, at most 2 s) between
 /// tries; the last error when it never did. `f` must be safe to repeat
@@ -553,7 +534,7 @@ async fn persist(
     + Send
     + Sync
     + 'static,
-) -> Result<(), String> {
+) -> Result<(), Unpersisted> {
     let f = Arc::new(f);
     let until = env.clock.boot().saturating_add(within);
     let mut wait = Duration::from_millis(100);
@@ -561,8 +542,8 @@ async fn persist(
         let g = Arc::clone(&f);
         let failed = match ledger.call(move |l| g(l)).await {
             Some(Ok(())) => return Ok(()),
-            Some(Err(e)) => e.to_string(),
-            None => "the ledger's thread failed".to_owned(),
+            Some(Err(e)) => Unpersisted::Ledger(e),
+            None => Unpersisted::Thread,
         };
         let now = env.clock.boot();
         if now >= until {

@@ -15,16 +15,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use baton_lease::{Clock, SystemClock};
-use baton_store::words::MissReason;
 use jiff::Timestamp;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinSet;
 
 use crate::catch_up;
+use crate::env::Env;
 use crate::error::BuildError;
 use crate::job::Job;
+use crate::launch::{drain, start_run};
+use crate::ledgers::Ledger;
 use crate::plan::Plan;
-use crate::run::{self, Env, Ledger};
+use crate::run;
 use crate::store::Store;
 use crate::timer;
 
@@ -35,7 +37,7 @@ pub struct Builder {
     store: Option<Store>,
     clock: Option<Arc<dyn Clock>>,
     jobs: Vec<Job>,
-    on_alert: Option<crate::alert::Hook>,
+    on_alert: Option<crate::hook::Hook>,
     runner: Option<std::path::PathBuf>,
 }
 
@@ -141,7 +143,7 @@ impl Builder {
                     job: first.name.clone(),
                     why,
                 };
-                let exe = crate::child::find(self.runner).map_err(|e| no_runner(e.to_string()))?;
+                let exe = crate::runner::find(self.runner).map_err(|e| no_runner(e.to_string()))?;
                 let cwd = std::env::current_dir()
                     .map_err(|e| no_runner(format!("the working directory cannot be read: {e}")))?;
                 let (store_text, _) = store.as_configuration();
@@ -153,7 +155,7 @@ impl Builder {
                             .to_owned(),
                     ));
                 }
-                Some(Arc::new(crate::child::Runner::new(
+                Some(Arc::new(crate::runner::Runner::new(
                     exe,
                     &store_text,
                     &cwd,
@@ -215,8 +217,8 @@ pub struct Scheduler {
     spec: crate::Store,
     clock: Arc<dyn Clock>,
     plans: Vec<Arc<Plan>>,
-    on_alert: Option<crate::alert::Hook>,
-    runner: Option<Arc<crate::child::Runner>>,
+    on_alert: Option<crate::hook::Hook>,
+    runner: Option<Arc<crate::runner::Runner>>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -538,72 +540,4 @@ fn start_caught_up(env: &Env, plan: &Arc<Plan>, start: catch_up::Start, runs: &m
             });
         }
     }
-}
-
-/// Starts the run of occurrence `at` as a task of `runs`, counted in flight
-/// until it is recorded and released.
-fn start_run(env: &Env, plan: &Arc<Plan>, at: Timestamp, runs: &mut JoinSet<()>) {
-    let counted = run::InFlight::count(&env.in_flight);
-    let (env, plan) = (env.clone(), Arc::clone(plan));
-    let at = at.as_second();
-    if plan.in_process() {
-        runs.spawn(async move {
-            run::occurrence(env, plan, at).await;
-            drop(counted);
-        });
-    } else {
-        runs.spawn(async move {
-            crate::child::run(&env, &plan, crate::child::Start::At(at)).await;
-            drop(counted);
-        });
-    }
-}
-
-/// Runs what waits in `plan`'s queue: in process, or by its runner for a
-/// command job.
-pub(crate) async fn drain(env: &Env, plan: &Arc<Plan>) {
-    if plan.in_process() {
-        run::drain_fresh(env, plan).await;
-    } else {
-        crate::child::run(env, plan, crate::child::Start::Queue).await;
-    }
-}
-
-/// The occurrences from `first` up to (not including) `before`: recorded
-/// missed for `reason` on `ledger`, once across replicas.
-pub(crate) async fn passed_over_in(
-    env: &Env,
-    ledger: &mut Ledger,
-    plan: &Plan,
-    (first, before): (Timestamp, Timestamp),
-    reason: MissReason,
-    detail: String,
-) {
-    const COUNT_AT_MOST: u64 = 100_000;
-    let (mut count, mut at_least) = (1, false);
-    for t in plan.schedule.iter_after(first, &plan.zone) {
-        if t >= before {
-            break;
-        }
-        if count >= COUNT_AT_MOST {
-            // The count stops here; the range goes on, to its last
-            // occurrence found without walking a year of seconds.
-            at_least = true;
-            break;
-        }
-        count += 1;
-    }
-    let last = plan
-        .schedule
-        .latest_at_or_before(before - jiff::SignedDuration::from_nanos(1), &plan.zone)
-        .map_or(first, |l| l.max(first));
-    run::missed_range(
-        env,
-        ledger,
-        &plan.name,
-        (first.as_second(), last.as_second(), count, at_least),
-        reason,
-        detail,
-    )
-    .await;
 }

@@ -56,8 +56,8 @@ async fn commit(
     clock: Arc<dyn baton_lease::Clock>,
     mut rx: mpsc::UnboundedReceiver<Ask>,
 ) {
-    // The ledger is kept between batches while young (as `ledgers.rs`
-    // keeps the runs').
+    // The ledger is kept between batches while young (as
+    // `idle_ledgers.rs` keeps the runs').
     let mut ledger: Option<(Box<dyn Records>, std::time::Duration)> = None;
     while let Some(first) = rx.recv().await {
         let mut batch = vec![first];
@@ -68,7 +68,7 @@ async fn commit(
         let (store, now, boot) = (Arc::clone(&store), clock.wall(), clock.boot());
         let open = ledger
             .take()
-            .filter(|(_, opened)| boot.saturating_sub(*opened) < crate::ledgers::KEEP);
+            .filter(|(_, opened)| boot.saturating_sub(*opened) < crate::idle_ledgers::KEEP);
         let done = tokio::task::spawn_blocking(move || {
             let (mut l, opened) = match open {
                 Some(l) => l,

@@ -4,30 +4,15 @@
 //! the failpoint build) stops the campaign before anything runs, naming
 //! what is missing: nothing is skipped silently.
 
-use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Instant;
 
 use crate::exit::Exit;
+use crate::plan::Plan;
 use crate::results::{Campaign, TrialRecord};
 use crate::scenario::{self, Need};
 use crate::trial::{Shared, Trial};
 use crate::{out, render};
-
-/// A validated campaign.
-#[derive(Debug, Clone)]
-pub(crate) struct Plan {
-    /// Scenarios and how many trials of each.
-    pub(crate) scenarios: Vec<(&'static str, u32)>,
-    pub(crate) seed: u64,
-    pub(crate) baton: PathBuf,
-    pub(crate) failpoints: Option<PathBuf>,
-    pub(crate) parallel: usize,
-    pub(crate) dir: PathBuf,
-    pub(crate) json: Option<PathBuf>,
-    pub(crate) keep: bool,
-    pub(crate) progress: bool,
-}
 
 /// Runs `plan`; the exit code.
 pub(crate) fn run(plan: &Plan) -> Exit {

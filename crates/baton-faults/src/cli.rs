@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
-use crate::campaign::Plan;
+use crate::plan::Plan;
 use crate::scenario;
 
 const ABOUT: &str = "The fault campaign: the real baton binary under the faults a fleet sees \

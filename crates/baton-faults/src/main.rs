@@ -18,7 +18,7 @@
 //! PostgreSQL and a failpoint build of baton; nothing of it belongs in the
 //! product, which it only ever executes.
 //!
-//! Map: [`cli`] (the command line, to a validated [`campaign::Plan`]),
+//! Map: [`cli`] (the command line, to a validated [`plan::Plan`]),
 //! [`campaign`] (trials, in parallel), [`scenario`] (what each fault is:
 //! setup, injection, the evidence to check), [`trial`] (one trial's
 //! directory, processes and baton commands), [`job`] (the job and sink
@@ -35,6 +35,7 @@ mod evidence;
 mod exit;
 mod job;
 mod out;
+mod plan;
 mod procs;
 mod render;
 mod results;

@@ -22,7 +22,7 @@ use baton_sched::outcome::Outcome;
 use baton_store::ledger::{Decision, Records, Requested};
 use jiff::Timestamp;
 
-use crate::backfill_cmd::{Summary, human_at, render_summary, summary};
+use crate::backfill_report::{Summary, human_at, render_summary, summary};
 use crate::exit::Exit;
 
 /// How long the wait goes on while nothing the backfill queued has

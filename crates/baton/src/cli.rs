@@ -145,8 +145,8 @@ pub enum Cmd {
     Render(RenderArgs),
     /// Check this host and say what is wrong and how to fix it; exit 1 when
     /// a check fails.
-    #[command(after_long_help = crate::doctor_cmd::HELP)]
-    Doctor(crate::doctor_cmd::DoctorArgs),
+    #[command(after_long_help = DOCTOR_HELP)]
+    Doctor(DoctorArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell):
     /// commands, options and the configuration's job names.
     Completions(CompletionsArgs),
@@ -186,6 +186,17 @@ pub struct DaemonArgs {
     /// way.
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t)]
     pub log_format: crate::log::LogFormat,
+}
+
+/// `baton doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub file: ConfigFile,
+    /// One JSON object on stdout: `healthy`, and `checks`, each with
+    /// `check`, `status` (ok, warn, fail), `message` and `fix`.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `baton store`.
@@ -298,7 +309,7 @@ pub struct TickArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// Only these jobs (default: every job).
-    #[arg(value_name = "JOB", add = crate::completion::jobs())]
+    #[arg(value_name = "JOB", add = crate::job_completer::jobs())]
     pub jobs: Vec<String>,
     /// One JSON object on stdout: enabled, started (job, occurrence, queue,
     /// exit, signal, run), missed (job, reason, first, last, count,
@@ -313,7 +324,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job.
-    #[arg(value_name = "JOB", add = crate::completion::jobs())]
+    #[arg(value_name = "JOB", add = crate::job_completer::jobs())]
     pub job: String,
     /// One JSON object on stdout (job, outcome, run, exit) instead of the
     /// steps' output, which stays in the job's log.
@@ -327,7 +338,7 @@ pub struct StatusArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// Only this job.
-    #[arg(value_name = "JOB", add = crate::completion::jobs())]
+    #[arg(value_name = "JOB", add = crate::job_completer::jobs())]
     pub job: Option<String>,
     /// One JSON object on stdout.
     #[arg(long)]
@@ -343,7 +354,7 @@ pub struct PageArgs {
     #[arg(long, value_name = "SECS", default_value_t = baton_sched::views::page::DEFAULT_REFRESH_SECS)]
     pub refresh: u32,
     /// Print this job's page (`GET /jobs/JOB`) instead.
-    #[arg(long, value_name = "JOB", add = crate::completion::jobs())]
+    #[arg(long, value_name = "JOB", add = crate::job_completer::jobs())]
     pub job: Option<String>,
 }
 
@@ -374,7 +385,7 @@ pub struct HistoryArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job (default: every job, their runs merged, newest first).
-    #[arg(value_name = "JOB", add = crate::completion::jobs())]
+    #[arg(value_name = "JOB", add = crate::job_completer::jobs())]
     pub job: Option<String>,
     /// How many runs (without JOB: in all), 1 or more.
     #[arg(
@@ -396,7 +407,7 @@ pub struct PauseArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job.
-    #[arg(value_name = "JOB", add = crate::completion::jobs())]
+    #[arg(value_name = "JOB", add = crate::job_completer::jobs())]
     pub job: String,
     /// End the pause after DUR (15m, 2h, 1d).
     #[arg(long = "for", value_name = "DUR")]
@@ -419,7 +430,7 @@ pub struct ResumeArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job.
-    #[arg(value_name = "JOB", add = crate::completion::jobs())]
+    #[arg(value_name = "JOB", add = crate::job_completer::jobs())]
     pub job: String,
     /// One JSON object on stdout: job, resumed (false when it was not
     /// paused) and the pause that ended (or null).
@@ -433,7 +444,7 @@ pub struct BackfillArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job.
-    #[arg(value_name = "JOB", add = crate::completion::jobs())]
+    #[arg(value_name = "JOB", add = crate::job_completer::jobs())]
     pub job: String,
     /// The first instant of the range: RFC 3339, or a date and time in the
     /// job's zone.
@@ -467,7 +478,7 @@ pub struct CalendarArgs {
     #[arg(value_name = "EXPR", num_args = 1..)]
     pub expr: Vec<String>,
     /// A job of baton.toml instead of EXPR: its schedule, in its own zone.
-    #[arg(long, value_name = "NAME", add = crate::completion::jobs())]
+    #[arg(long, value_name = "NAME", add = crate::job_completer::jobs())]
     pub job: Option<String>,
     /// The configuration file, with --job (default: $BATON_CONFIG, else
     /// ./baton.toml).
@@ -511,7 +522,7 @@ pub struct WatermarkGetArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job.
-    #[arg(value_name = "JOB", add = crate::completion::jobs())]
+    #[arg(value_name = "JOB", add = crate::job_completer::jobs())]
     pub job: String,
     /// What to print when no watermark was settled yet.
     #[arg(long, value_name = "VALUE")]
@@ -527,7 +538,7 @@ pub struct WatermarkSettleArgs {
     #[command(flatten)]
     pub file: ConfigFile,
     /// The job.
-    #[arg(value_name = "JOB", add = crate::completion::jobs())]
+    #[arg(value_name = "JOB", add = crate::job_completer::jobs())]
     pub job: String,
     /// The new value (up to 4096 bytes).
     #[arg(value_name = "VALUE")]
@@ -925,3 +936,32 @@ non-loopback address without token_file), 125 when the address cannot be
 resolved or bound, or the socket cannot be bound (another daemon on it, a link or a file in its
 place).
 ";
+
+const DOCTOR_HELP: &str = "\
+Checks, in order: config (every problem of baton.toml and jobs.d/, not only
+the first), state-dir (owner, mode, and that nobody but this user or root
+can change it), filesystem (a network filesystem, where flock is not
+trusted, fails with the reason), locks (each job's lock readable and a
+record this build judges), ledger (SQLite's integrity check, the schema
+version), store (files; or PostgreSQL: store, store-tls, store-writable,
+store-schema, store-clock: reachable, TLS as configured, writable,
+migrated, the server's clock within 1s of this host's, failing past 5s),
+time-sync (the kernel's NTP state, by adjtimex), zones (the zone database
+and every configured zone), driver (a cron line or systemd unit running
+`baton tick` or `baton daemon`), daemon (whether `baton daemon` would start
+with the [daemon] settings: the token file, socket_group, the socket's
+path, an address off loopback without a token; a warning for a token sent
+to a TCP port any user may bind) and alert-command (run once with a test
+alert: kind \"test\", BATON_ALERT_TEST=1; baton has no webhook setting, so
+there is no webhook check). Each prints ok, WARN or FAIL, and a fix: line
+for a problem.
+
+The doctor changes nothing it checks: the ledger is opened read-only (SQLite
+may create its empty -wal and -shm beside it), nothing is migrated, moved
+or repaired, no state directory is created; the alert command is the one
+thing it runs.
+
+Exit codes:
+  0  no check failed (warnings allowed)
+  1  a check failed
+  2  bad arguments";

@@ -7,17 +7,19 @@
 mod say;
 mod alert;
 mod backfill_cmd;
+mod backfill_report;
 mod backfill_service;
 mod calendar_cmd;
 mod cli;
 mod completion;
-
+mod daemon_cmd;
 mod doctor_cmd;
 mod exec;
 mod exit;
 #[cfg(feature = "failpoints")]
 mod failpoints;
 mod http_cmd;
+mod job_completer;
 mod lock_cmd;
 mod log;
 mod man;
@@ -165,7 +167,7 @@ fn run(cli: Cli) -> Exit {
         Cmd::Watermark(WatermarkCmd::Get(a)) => sched_cmd::watermark_get(state, &a),
         Cmd::Watermark(WatermarkCmd::Settle(a)) => sched_cmd::watermark_settle(state, &a),
         Cmd::Calendar(a) => calendar_cmd::run(state, &a),
-        Cmd::Daemon(a) => sched_cmd::daemon(state, &a),
+        Cmd::Daemon(a) => daemon_cmd::run(state, &a),
         Cmd::Store(StoreCmd::Migrate(a)) => store_cmd::migrate(state, &a),
         Cmd::Store(StoreCmd::Status(a)) => store_cmd::status(state, &a),
         Cmd::Worker(a) => worker_cmd::run(state, &a),

@@ -73,7 +73,7 @@ pub(crate) fn with_declared(c: Config, job: Option<&str>) -> Result<Config, Exit
     }
 }
 
-fn clock() -> Arc<dyn Clock> {
+pub(crate) fn clock() -> Arc<dyn Clock> {
     Arc::new(SystemClock)
 }
 
@@ -557,34 +557,4 @@ pub fn state_of(
         return Err(Exit::Usage);
     }
     Ok(Some(c.settings.state_dir.value))
-}
-
-/// `baton daemon`.
-pub fn daemon(state: Option<&Path>, a: &crate::cli::DaemonArgs) -> Exit {
-    // The store's schema is migrated once, before serving; a reload does
-    // not migrate again.
-    let c = match load(state, &a.file) {
-        Ok(c) => c,
-        Err(e) => return e,
-    };
-    if let Err(e) = crate::store_cmd::before_daemon(&c) {
-        return e;
-    }
-    // The daemon reads and keeps its own copy; this one goes now.
-    drop(c);
-    let exe = match std::env::current_exe() {
-        Ok(p) => p,
-        Err(e) => {
-            say!("baton daemon: failed to find the baton binary to run jobs with: {e}");
-            return Exit::Failure;
-        }
-    };
-    let opts = baton_daemon::Options {
-        config_path: config::locate(a.file.config.as_deref()),
-        state_dir: state.map(Path::to_owned),
-        listen: a.listen.clone(),
-        exe,
-        log_format_json: a.log_format == crate::log::LogFormat::Json,
-    };
-    Exit::of_daemon(baton_daemon::serve(opts, clock()))
 }

@@ -25,7 +25,7 @@ pub(crate) mod replace;
 pub(crate) mod slots;
 pub(crate) mod sweep;
 
-use crate::campaign::Plan;
+use crate::plan::Plan;
 use crate::trial::Trial;
 
 /// What a scenario needs of the machine.
