@@ -862,7 +862,7 @@ async fn let_go(kept: Kept, name: &str, at: i64, withdraw: bool) {
 }
 
 /// Whether a pause set with `baton pause` (or through the ledger's
-/// [`Records::pause`]) covers occurrence `at`; if so, it is recorded missed
+/// [`Records::pause`](baton_store::ledger::Records::pause)) covers occurrence `at`; if so, it is recorded missed
 /// `paused`, once across replicas. Read with the lease held, so a pause set
 /// before any replica took the lease for `at` keeps `at` from running.
 /// `None` when the pauses cannot be read: the occurrence does not run (it
