@@ -41,7 +41,7 @@ pub enum PreflightError {
 /// [`PreflightError`]: why a start would refuse them, as it would say it.
 pub fn preflight(config: &Config) -> Result<Preflight, PreflightError> {
     let settings = Settings::of(config, None)?;
-    crate::socket::vet(&settings.socket).map_err(PreflightError::Socket)?;
+    crate::socket::vet(&settings.socket).map_err(|e| PreflightError::Socket(e.to_string()))?;
     let mut warnings = Vec::new();
     let port = match &settings.listen {
         Listen::Addr(a) => a.port(),

@@ -62,13 +62,18 @@ impl Identity {
 }
 
 /// Why the socket cannot be bound, in words that say what to do.
-pub(crate) type Refused = String;
+#[derive(Debug, thiserror::Error)]
+#[error("failed to listen on unix:{}: {why} (choose another path with [daemon] socket)", path.display())]
+pub(crate) struct Refused {
+    path: std::path::PathBuf,
+    why: String,
+}
 
 fn refused(path: &Path, why: impl std::fmt::Display) -> Refused {
-    format!(
-        "failed to listen on unix:{}: {why} (choose another path with [daemon] socket)",
-        path.display()
-    )
+    Refused {
+        path: path.to_owned(),
+        why: why.to_string(),
+    }
 }
 
 /// Binds the socket at `path`, made 0600 (0660 with `group`, and that

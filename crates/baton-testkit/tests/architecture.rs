@@ -480,8 +480,26 @@ fn components(graph: &BTreeMap<String, BTreeMap<String, PathBuf>>) -> Vec<BTreeS
     walk.out
 }
 
-/// Each `Result<…, String>` in `text`: its line.
-fn string_errors(text: &str) -> Vec<usize> {
+/// The names `text` gives `String` (`type Refused = String;`).
+fn string_aliases(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        let Some(at) = line.find("type ") else {
+            continue;
+        };
+        if let Some((name, ty)) = line[at + "type ".len()..].split_once('=')
+            && matches!(ty.trim(), "String;" | "std::string::String;")
+        {
+            names.push(name.trim().to_owned());
+        }
+    }
+    names
+}
+
+/// Each `Result<…, String>` in `text` (or `Result<…, A>` for an alias `A`
+/// of `String` among `aliases`): its line.
+fn string_errors(text: &str, aliases: &[String]) -> Vec<usize> {
     let mut lines = Vec::new();
     let mut from = 0;
     while let Some(at) = text[from..].find("Result<") {
@@ -509,7 +527,8 @@ fn string_errors(text: &str) -> Vec<usize> {
         }
         if let Some(end) = end
             && last_arg > from
-            && matches!(text[last_arg..end].trim(), "String" | "std::string::String")
+            && (matches!(text[last_arg..end].trim(), "String" | "std::string::String")
+                || aliases.iter().any(|a| a == text[last_arg..end].trim()))
         {
             lines.push(text[..start].matches('\n').count() + 1);
         }
@@ -545,8 +564,13 @@ fn no_library_returns_a_string_for_an_error() {
         if !krate.join("src/lib.rs").is_file() {
             continue; // a binary: the place that turns errors into text
         }
-        for s in sources(&krate) {
-            for line in string_errors(&s.text) {
+        let sources = sources(&krate);
+        let aliases: Vec<String> = sources
+            .iter()
+            .flat_map(|s| string_aliases(&s.text))
+            .collect();
+        for s in &sources {
+            for line in string_errors(&s.text, &aliases) {
                 found.push(format!("{}:{line}", s.file.display()));
             }
         }
@@ -595,7 +619,10 @@ fn the_scan_finds_a_cycle_a_string_error_and_skips_test_code() {
 
     let text = without_tests(
         "fn a() -> Result<Vec<u8>, String> {}\nfn b() -> io::Result<()> {}\n\
-         fn c() -> Result<(), Error> {}\n#[cfg(test)]\nfn d() -> Result<(), String> {}",
+         fn c() -> Result<(), Error> {}\n#[cfg(test)]\nfn d() -> Result<(), String> {}\n\
+         pub(crate) type Refused = String;\nfn e() -> Result<(), Refused> {}",
     );
-    assert_eq!(string_errors(&text), vec![1]);
+    let aliases = string_aliases(&text);
+    assert_eq!(aliases, vec!["Refused".to_owned()]);
+    assert_eq!(string_errors(&text, &aliases), vec![1, 6]);
 }

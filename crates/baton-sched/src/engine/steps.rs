@@ -956,18 +956,6 @@ fn former_lock(req: &Request<'_>, live: &baton_store::ledger::RunRow) -> Option<
     }
 }
 
-/// A run of the jobs sharing this lock, on a lock file store, that the
-/// ledger still calls running, whose supervisor on this host still lives
-/// (a process of this program, started before the run did: not a pid
-/// reused since, which a long-lived process of another program would keep
-/// for good), yet whose lease
-/// is not the lock's any more: under a lower fence than `fence`, or, with
-/// slots, named by no slot. On this host a live holder is never taken
-/// over, so its lock file was removed or replaced under it, and a run now
-/// would run beside it. On a shared store the lease is a row no file
-/// operation removes, and a run of another host is judged by its lease.
-/// Why it cannot be told (the store, a slot or the ledger unreadable): then
-/// nothing may start.
 /// Why [`live_beside`] cannot tell whether a run of the lock lives beside.
 #[derive(Debug, thiserror::Error)]
 enum Untold {
@@ -982,6 +970,18 @@ enum Untold {
     Ledger(String),
 }
 
+/// A run of the jobs sharing this lock, on a lock file store, that the
+/// ledger still calls running, whose supervisor on this host still lives
+/// (a process of this program, started before the run did: not a pid
+/// reused since, which a long-lived process of another program would keep
+/// for good), yet whose lease
+/// is not the lock's any more: under a lower fence than `fence`, or, with
+/// slots, named by no slot. On this host a live holder is never taken
+/// over, so its lock file was removed or replaced under it, and a run now
+/// would run beside it. On a shared store the lease is a row no file
+/// operation removes, and a run of another host is judged by its lease.
+/// Why it cannot be told (the store, a slot or the ledger unreadable): then
+/// nothing may start.
 fn live_beside(
     req: &Request<'_>,
     mates: &[&str],
