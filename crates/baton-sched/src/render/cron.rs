@@ -20,10 +20,9 @@
 //! The job's name follows `--`, so a name that starts with `-` is never
 //! read as an option.
 
-use baton_cron::Kind;
 use jiff::Timestamp;
 
-use super::translate::{self, CronSchedule, Untranslatable, shown};
+use super::translate::{self, CronSchedule, CronShape, Untranslatable};
 use super::{Artefact, Options, Refusal, RenderError, Target, path_text, sh_word};
 use crate::config::{Config, When, Zone};
 
@@ -160,21 +159,15 @@ pub fn cron_in_zone(
     zone: &Zone,
     now: Timestamp,
 ) -> Result<CronSchedule, Untranslatable> {
-    let s = &when.schedule;
-    if s.has_seconds() {
-        return Err(translate::sub_minute(when));
-    }
-    match (s.kind(), s.fields()) {
-        (Kind::Every(p), _) => translate::every_lines(when, p.as_secs()),
-        (_, Some(f)) => {
-            super::dst::check(super::dst::Rules::Cron, when, f, zone, now)?;
-            Ok(CronSchedule {
-                zone: zone.name.clone(),
-                lines: vec![translate::same_fields(when, f)?],
-            })
-        }
-        (_, None) => Err(Untranslatable::NotCron(shown(when))),
-    }
+    let f = match translate::cron_shape(when)? {
+        CronShape::Lines(lines) => return Ok(lines),
+        CronShape::Fields(f) => f,
+    };
+    super::dst::check(super::dst::Rules::Cron, when, f, zone, now)?;
+    Ok(CronSchedule {
+        zone: zone.name.clone(),
+        lines: vec![translate::same_fields(when, f)?],
+    })
 }
 
 /// A word of a crontab command: quoted for the shell, `%` escaped (cron

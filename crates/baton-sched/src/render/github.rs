@@ -47,7 +47,7 @@ use std::collections::BTreeSet;
 use baton_cron::Kind;
 use jiff::{SignedDuration, Timestamp};
 
-use super::translate::{self, CronSchedule, Untranslatable, shown};
+use super::translate::{self, CronSchedule, CronShape, Untranslatable, shown};
 use super::{Artefact, Options, Refusal, RenderError, Target, path_text, sh_word};
 use crate::config::{Config, When, Zone};
 
@@ -197,14 +197,9 @@ pub fn cron_in_utc(
     zone: &Zone,
     now: Timestamp,
 ) -> Result<CronSchedule, Untranslatable> {
-    let s = &when.schedule;
-    if s.has_seconds() {
-        return Err(translate::sub_minute(when));
-    }
-    let f = match (s.kind(), s.fields()) {
-        (Kind::Every(p), _) => return translate::every_lines(when, p.as_secs()),
-        (_, Some(f)) => f,
-        (_, None) => return Err(Untranslatable::NotCron(shown(when))),
+    let f = match translate::cron_shape(when)? {
+        CronShape::Lines(lines) => return Ok(lines),
+        CronShape::Fields(f) => f,
     };
     Ok(CronSchedule {
         zone: "UTC".into(),

@@ -370,8 +370,38 @@ pub(crate) fn lines_at(
         .collect())
 }
 
+/// What a schedule is to a target that writes cron lines, before the
+/// target's own rule for cron fields: an interval, already its lines, or
+/// the fields the target translates its own way.
+pub(crate) enum CronShape<'w> {
+    /// An interval that divides a day, as UTC cron lines.
+    Lines(CronSchedule),
+    /// Cron fields, at whole minutes.
+    Fields(&'w Fields),
+}
+
+/// `when` as a cron-line target first sees it: seconds are refused (a cron
+/// line has none), an interval becomes its lines, and cron fields are
+/// handed back.
+///
+/// # Errors
+///
+/// A schedule with seconds, an interval that does not divide a day, or one
+/// that is neither an interval nor cron fields.
+pub(crate) fn cron_shape(when: &When) -> Result<CronShape<'_>, Untranslatable> {
+    let s = &when.schedule;
+    if s.has_seconds() {
+        return Err(sub_minute(when));
+    }
+    match (s.kind(), s.fields()) {
+        (baton_cron::Kind::Every(p), _) => every_lines(when, p.as_secs()).map(CronShape::Lines),
+        (_, Some(f)) => Ok(CronShape::Fields(f)),
+        (_, None) => Err(Untranslatable::NotCron(shown(when))),
+    }
+}
+
 /// An interval of `secs` (whole minutes) as UTC cron lines.
-pub(crate) fn every_lines(when: &When, secs: u64) -> Result<CronSchedule, Untranslatable> {
+fn every_lines(when: &When, secs: u64) -> Result<CronSchedule, Untranslatable> {
     if 86_400 % secs != 0 {
         return Err(not_daily(when));
     }
@@ -518,7 +548,7 @@ pub(crate) fn shown(when: &When) -> String {
     }
 }
 
-pub(crate) fn sub_minute(when: &When) -> Untranslatable {
+fn sub_minute(when: &When) -> Untranslatable {
     Untranslatable::SubMinute(shown(when))
 }
 
