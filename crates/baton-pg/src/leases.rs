@@ -250,29 +250,34 @@ impl Leases {
     ) -> Result<(Acquire, bool), Error> {
         let token = Token::fresh().map_err(Error::Random)?;
         let grant = Grant::new(name, token, holder, ttl, claim, self.clock.boot())
-            .held_back_for(self.policy.takeover_grace);
+            .held_back_for(self.policy.takeover_grace)
+            .waiting_at_most(self.pool.options().statement_timeout);
         let judge = self.judge();
         let form = self.form;
         let out = self
             .pool
             .with(ACQUIRE, async |c: &mut Conn| {
                 if form == Form::Conditional {
-                    let params = grant.params();
+                    let params = grant.if_free_params();
                     for tries_left in (0..FREE_TRIES).rev() {
                         // The grant when the row is free; else the row as the
                         // statement read it, without its lock. The first
-                        // try carries the guard's take behind it.
+                        // try carries the guard's take behind it. The grant
+                        // is one statement in a transaction of its own,
+                        // without the pool's `BEGIN`: it bounds its own
+                        // waits for locks (schema version 9), and waits for
+                        // nothing else.
                         let first = tries_left + 1 == FREE_TRIES;
                         let (granted, guarded) = match guard.filter(|_| first) {
                             Some(job) => {
                                 let mine: [&dyn Param; 3] = [&job, &grant.name, &grant.token_text];
                                 let (granted, guarded) = tokio::join!(
-                                    c.alone(ST.grant_if_free, &params),
+                                    c.opt(ST.grant_if_free, &params),
                                     c.alone(crate::guard_statements::TAKE_WITH_GRANT, &mine)
                                 );
                                 (granted, guarded.ok().flatten().is_some())
                             }
-                            None => (c.alone(ST.grant_if_free, &params).await, false),
+                            None => (c.opt(ST.grant_if_free, &params).await, false),
                         };
                         let row = match granted {
                             Ok(Some(row)) => row,
@@ -708,6 +713,9 @@ struct Grant<'a> {
     /// How long after a switch of servers nothing is granted: the TTL plus
     /// the larger of the holder's and the judge's takeover grace.
     hold_ms: i64,
+    /// How long the conditional grant may wait for a lock, in milliseconds
+    /// (at least 1: PostgreSQL reads 0 as no bound).
+    lock_ms: i64,
     boot_ms: i64,
     job: Option<&'a str>,
     occurrence: Option<i64>,
@@ -741,7 +749,15 @@ impl<'a> Grant<'a> {
             boot_ms: millis(boot),
             job: claim.map(|c| c.key.as_str()),
             occurrence: claim.map(|c| c.at),
+            lock_ms: 1,
         }
+    }
+
+    /// Lets the conditional grant wait for a lock for up to `bound` (the
+    /// store's statement timeout, which bounds every other statement).
+    fn waiting_at_most(mut self, bound: Duration) -> Self {
+        self.lock_ms = millis(bound).max(1);
+        self
     }
 
     /// Holds the grant back after a switch of servers for at least the TTL
@@ -751,6 +767,32 @@ impl<'a> Grant<'a> {
         let ttl_ms = self.ttl_ms;
         self.hold_ms = self.hold_ms.max(ttl_ms.saturating_add(millis(grace)));
         self
+    }
+
+    /// The conditional grant's parameters ([`ST`]`.grant_if_free`): the
+    /// grant's, then how long it may wait for a lock.
+    fn if_free_params(&self) -> [&dyn Param; 18] {
+        let [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q] = self.params();
+        [
+            a,
+            b,
+            c,
+            d,
+            e,
+            f,
+            g,
+            h,
+            i,
+            j,
+            k,
+            l,
+            m,
+            n,
+            o,
+            p,
+            q,
+            &self.lock_ms,
+        ]
     }
 
     fn params(&self) -> [&dyn Param; 17] {

@@ -266,11 +266,13 @@ FROM hold CROSS JOIN clock";
 /// snapshot taken after the grant's condition failed) follows, from column
 /// [`GRANT_IF_FREE_SEEN`] on, so that a contender for a held lease judges
 /// it in the same round trip; NULLs when it granted or the row does not
-/// exist. The statement is the function `baton.grant_if_free` of schema
-/// version 8 (`crate::schema`), planned once per server connection.
+/// exist. `$18` is how long, in milliseconds, the call may wait for a lock:
+/// it is sent alone, outside the pool's transactions and their statement
+/// timeout. The statement is the function `baton.grant_if_free` of schema
+/// version 9 (`crate::schema`), planned once per server connection.
 const GRANT_IF_FREE: &str = "
 SELECT * FROM baton.grant_if_free($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
-                                  $15, $16, $17)";
+                                  $15, $16, $17, $18)";
 
 /// Where [`GRANT_IF_FREE`]'s copy of the row begins.
 pub(crate) const GRANT_IF_FREE_SEEN: usize = 4;

@@ -151,10 +151,11 @@ async fn fences_only_grow_after_the_lease_row_is_restored_from_an_older_copy() {
 }
 
 /// The conditional grant's arguments for lock `name`, token `token`, held
-/// by `host-x` for a minute, no claim, nothing held back after a switch.
+/// by `host-x` for a minute, no claim, nothing held back after a switch,
+/// waiting up to a minute for a lock.
 fn grant_args(name: &str, token: &str) -> String {
     format!(
-        "'{name}', '{token}', 'host-x', 'm', 'b', 1, 2, 3, NULL, NULL, NULL, 60000, 1000, 5, NULL, NULL, 0"
+        "'{name}', '{token}', 'host-x', 'm', 'b', 1, 2, 3, NULL, NULL, NULL, 60000, 1000, 5, NULL, NULL, 0, 60000"
     )
 }
 
@@ -217,6 +218,59 @@ async fn a_refused_conditional_grant_shows_the_grant_it_waited_for() {
     assert_eq!(row.get::<_, Option<i64>>(0), None);
     assert_eq!(row.get::<_, Option<&str>>(4), None, "a state seen");
     assert_eq!(row.get::<_, Option<i64>>(22), None, "a clock seen");
+}
+
+/// The conditional grant bounds its waits for a lock itself, for its own
+/// transaction only: sent alone (as the store sends it), it gives up at its
+/// bound on a row another transaction holds, and the session it ran on
+/// (behind a pooler, another client's next) keeps no bound of its.
+#[tokio::test]
+async fn the_conditional_grant_bounds_its_lock_waits_for_itself_only() {
+    let scene = Scene::new().await;
+    let store = scene.leases_with(Form::Conditional, None).await;
+    used(&store, "bounded").await;
+    let raw = scene.raw().await;
+    let before: String = raw
+        .query_one("SHOW lock_timeout", &[])
+        .await
+        .unwrap()
+        .get(0);
+
+    let stuck = scene.raw().await;
+    stuck
+        .batch_execute("BEGIN; SELECT * FROM baton.leases WHERE name = 'bounded' FOR UPDATE")
+        .await
+        .unwrap();
+    let args = grant_args("bounded", "token-a").replace(", 0, 60000", ", 0, 200");
+    let started = tokio::time::Instant::now();
+    let refused = raw
+        .query_one(&format!("SELECT * FROM baton.grant_if_free({args})"), &[])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused.code(),
+        Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE),
+        "{refused}"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(200),
+        "gave up before its bound: {:?}",
+        started.elapsed()
+    );
+    stuck.batch_execute("COMMIT").await.unwrap();
+
+    // Granted alone, then the session's own setting is back.
+    let row = raw
+        .query_one(&format!("SELECT * FROM baton.grant_if_free({args})"), &[])
+        .await
+        .unwrap();
+    assert!(row.get::<_, Option<i64>>(0).is_some(), "not granted");
+    let after: String = raw
+        .query_one("SHOW lock_timeout", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(after, before);
 }
 
 /// `baton.micros` is inlined by the planner (a call of a SQL function

@@ -63,21 +63,22 @@ fn store_migrate_twice_says_up_to_date_the_second_time() {
     let first = run(&s, &["store", "migrate"]);
     assert_eq!(code(&first), 0, "{}", both(&first));
     assert!(
-        stdout(&first).contains("applied schema version 1, 2, 3, 4, 5, 6, 7, 8 (now at version 8)"),
+        stdout(&first)
+            .contains("applied schema version 1, 2, 3, 4, 5, 6, 7, 8, 9 (now at version 9)"),
         "{}",
         both(&first)
     );
     let second = run(&s, &["store", "migrate"]);
     assert_eq!(code(&second), 0, "{}", both(&second));
     assert!(
-        stdout(&second).contains("schema up to date at version 8"),
+        stdout(&second).contains("schema up to date at version 9"),
         "{}",
         both(&second)
     );
     let status = run(&s, &["store", "status"]);
     assert_eq!(code(&status), 0, "{}", both(&status));
     assert!(
-        stdout(&status).contains("schema version 8, current"),
+        stdout(&status).contains("schema version 9, current"),
         "{}",
         both(&status)
     );
@@ -110,7 +111,7 @@ fn store_migrate_from_two_processes_at_once_applies_each_version_once() {
         .count();
     let up_to_date = [&a, &b]
         .iter()
-        .filter(|o| stdout(o).contains("up to date at version 8"))
+        .filter(|o| stdout(o).contains("up to date at version 9"))
         .count();
     assert_eq!((applied, up_to_date), (1, 1), "{}\n{}", both(&a), both(&b));
 }

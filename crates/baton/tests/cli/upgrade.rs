@@ -290,7 +290,7 @@ fn a_store_the_last_schema_2_build_made_is_migrated_by_store_migrate_and_reads_w
     let o = s.run(&["store", "migrate"]);
     assert_eq!(code(&o), 0, "{}", both(&o));
     assert!(
-        stdout(&o).contains("applied schema version 3, 4, 5, 6, 7, 8 (now at version 8)"),
+        stdout(&o).contains("applied schema version 3, 4, 5, 6, 7, 8, 9 (now at version 9)"),
         "{}",
         both(&o)
     );
@@ -356,7 +356,7 @@ fn a_store_a_newer_baton_made_stops_every_command_with_exit_2() {
     assert_eq!(code(&o), 0, "{}", both(&o));
     pg.sql_in(
         "newer",
-        "INSERT INTO baton.migrations (version, name) VALUES (9, 'from a later build')",
+        "INSERT INTO baton.migrations (version, name) VALUES (10, 'from a later build')",
     );
     let before = pg.sql_in("newer", "SELECT count(*) FROM baton.runs");
 
@@ -365,8 +365,8 @@ fn a_store_a_newer_baton_made_stops_every_command_with_exit_2() {
         &ran,
         "steps",
         &[
-            "schema is at version 9",
-            "newer than this build's 8",
+            "schema is at version 10",
+            "newer than this build's 9",
             "upgrade baton",
         ],
     );
@@ -379,7 +379,7 @@ fn a_store_a_newer_baton_made_stops_every_command_with_exit_2() {
     );
     assert_eq!(
         pg.sql_in("newer", "SELECT max(version) FROM baton.migrations"),
-        "9"
+        "10"
     );
 }
 
