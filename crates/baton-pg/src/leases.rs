@@ -250,15 +250,18 @@ impl Leases {
     ) -> Result<(Acquire, bool), Error> {
         let token = Token::fresh().map_err(Error::Random)?;
         let grant = Grant::new(name, token, holder, ttl, claim, self.clock.boot())
-            .held_back_for(self.policy.takeover_grace)
-            .waiting_at_most(self.pool.options().statement_timeout);
+            .held_back_for(self.policy.takeover_grace);
+        // How long the conditional grant may wait for a lock: the store's
+        // statement timeout, which bounds every other statement (at least
+        // 1 ms: PostgreSQL reads 0 as no bound).
+        let lock_ms = millis(self.pool.options().statement_timeout).max(1);
         let judge = self.judge();
         let form = self.form;
         let out = self
             .pool
             .with(ACQUIRE, async |c: &mut Conn| {
                 if form == Form::Conditional {
-                    let params = grant.if_free_params();
+                    let params = grant.if_free_params(&lock_ms);
                     for tries_left in (0..FREE_TRIES).rev() {
                         // The grant when the row is free; else the row as the
                         // statement read it, without its lock. The first
@@ -713,9 +716,6 @@ struct Grant<'a> {
     /// How long after a switch of servers nothing is granted: the TTL plus
     /// the larger of the holder's and the judge's takeover grace.
     hold_ms: i64,
-    /// How long the conditional grant may wait for a lock, in milliseconds
-    /// (at least 1: PostgreSQL reads 0 as no bound).
-    lock_ms: i64,
     boot_ms: i64,
     job: Option<&'a str>,
     occurrence: Option<i64>,
@@ -749,15 +749,7 @@ impl<'a> Grant<'a> {
             boot_ms: millis(boot),
             job: claim.map(|c| c.key.as_str()),
             occurrence: claim.map(|c| c.at),
-            lock_ms: 1,
         }
-    }
-
-    /// Lets the conditional grant wait for a lock for up to `bound` (the
-    /// store's statement timeout, which bounds every other statement).
-    fn waiting_at_most(mut self, bound: Duration) -> Self {
-        self.lock_ms = millis(bound).max(1);
-        self
     }
 
     /// Holds the grant back after a switch of servers for at least the TTL
@@ -770,29 +762,10 @@ impl<'a> Grant<'a> {
     }
 
     /// The conditional grant's parameters ([`ST`]`.grant_if_free`): the
-    /// grant's, then how long it may wait for a lock.
-    fn if_free_params(&self) -> [&dyn Param; 18] {
+    /// grant's, then how long it may wait for a lock, in milliseconds.
+    fn if_free_params<'s>(&'s self, lock_ms: &'s i64) -> [&'s dyn Param; 18] {
         let [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q] = self.params();
-        [
-            a,
-            b,
-            c,
-            d,
-            e,
-            f,
-            g,
-            h,
-            i,
-            j,
-            k,
-            l,
-            m,
-            n,
-            o,
-            p,
-            q,
-            &self.lock_ms,
-        ]
+        [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, lock_ms]
     }
 
     fn params(&self) -> [&dyn Param; 17] {
