@@ -192,10 +192,9 @@ impl Leases {
                         let _ = c.rollback().await;
                         Ok(TakeGuard::Switched(switch))
                     }
-                    Err(Failed(e)) => {
-                        let _ = c.rollback().await;
-                        Err(e)
-                    }
+                    // The pool drops a failed call's connection, and the
+                    // server rolls its transaction back.
+                    Err(Failed(e)) => Err(e),
                 }
             })
             .await

@@ -327,13 +327,9 @@ impl Leases {
                         }
                     }
                 }
-                let out = locking(c, &grant, &judge).await;
-                if out.is_err() {
-                    // The transaction may be open; end it before the slot is
-                    // reused. A connection that cannot answer is dropped.
-                    let _ = c.rollback().await;
-                }
-                out.map(|out| (out, false))
+                // A failure may leave its transaction open: the pool then
+                // drops the connection, so the server rolls it back.
+                locking(c, &grant, &judge).await.map(|out| (out, false))
             })
             .await;
         match out {

@@ -18,10 +18,11 @@
 //! ([`Keepalive`]), not after its default two hours.
 //!
 //! A slot is lent to one operation at a time, so a transaction never shares
-//! its connection. A connection that timed out or closed is dropped, never
-//! reused (a transaction may still be open on it; dropping it makes the
-//! server roll that back), and the next operation that needs the slot
-//! connects again. Reconnection does not back off here: the caller decides
+//! its connection. A connection whose operation failed (timed out, closed,
+//! or any other error) is dropped, never reused (a transaction may still be
+//! open on it; dropping it makes the server roll that back), and the next
+//! operation that needs the slot connects again: an operation always
+//! starts outside any transaction. Reconnection does not back off here: the caller decides
 //! when to try again.
 //!
 //! One store value's callers share one pool ([`crate::Postgres`]), its
@@ -368,8 +369,13 @@ impl Pool {
             Ok(r) => r,
             Err(_) => Err(Error::Timeout { what, deadline }),
         };
-        if (matches!(out, Err(Error::Timeout { .. }))
-            || lent.slot.as_ref().is_some_and(|c| c.client.is_closed()))
+        // A call that failed may have left a transaction open on its
+        // connection (a statement that failed inside it, a path that gave
+        // up early); the next call may send a statement alone (the
+        // conditional grant), which must never run inside it. So a failed
+        // call's connection is closed, whatever failed: the server rolls
+        // back what was open, and the next call connects afresh.
+        if (out.is_err() || lent.slot.as_ref().is_some_and(|c| c.client.is_closed()))
             && let Some(gone) = lent.slot.take()
         {
             gone.close().await;
@@ -564,4 +570,61 @@ fn connector(target: &Target) -> Result<Connector, Error> {
         target: target.describe(),
         source: Box::new(source),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call that failed with its transaction open leaves nothing open for
+    /// the next call on the same slot, which then starts outside any
+    /// transaction (it does not see the failed transaction's setting).
+    #[test]
+    fn a_failed_call_leaves_no_transaction_open_for_the_next() {
+        // A database of its own: other unit tests make a `baton` schema of
+        // their own in the shared server's `postgres` database.
+        let server = baton_testkit::pg::PgServer::shared();
+        server.sql("DROP DATABASE IF EXISTS pool_failed_call");
+        server.sql("CREATE DATABASE pool_failed_call");
+        let url = server.url().replace("/postgres", "/pool_failed_call");
+        let rt = crate::runtime::current_thread().build().expect("a runtime");
+        rt.block_on(async {
+            crate::migrate(&url, Options::default())
+                .await
+                .expect("the schema");
+            let target = Target::from_url(&url).expect("the test server's URL");
+            let pool = Pool::new(&target, Options::default());
+            let failed: Result<(), Error> = pool
+                .with("fail inside a transaction", async |c: &mut Conn| {
+                    c.begin().await.expect("BEGIN");
+                    c.client
+                        .batch_execute("SET LOCAL application_name = 'inside'")
+                        .await
+                        .expect("SET LOCAL");
+                    Err(Error::Corrupt {
+                        name: "test".into(),
+                        why: "given up inside its transaction".into(),
+                    })
+                })
+                .await;
+            assert!(failed.is_err());
+            let alone: bool = pool
+                .with("look", async |c: &mut Conn| {
+                    let row = c
+                        .opt(
+                            "SELECT current_setting('application_name') <> 'inside'",
+                            &[],
+                        )
+                        .await
+                        .expect("the look");
+                    Ok(row.expect("a row").get(0))
+                })
+                .await
+                .expect("the next call");
+            assert!(
+                alone,
+                "the next call ran inside the failed call's transaction"
+            );
+        });
+    }
 }

@@ -243,10 +243,13 @@ async fn the_conditional_grant_bounds_its_lock_waits_for_itself_only() {
         .unwrap();
     let args = grant_args("bounded", "token-a").replace(", 0, 60000", ", 0, 200");
     let started = tokio::time::Instant::now();
-    let refused = raw
-        .query_one(&format!("SELECT * FROM baton.grant_if_free({args})"), &[])
-        .await
-        .unwrap_err();
+    let refused = tokio::time::timeout(
+        baton_testkit::PATIENCE,
+        raw.query_one(&format!("SELECT * FROM baton.grant_if_free({args})"), &[]),
+    )
+    .await
+    .expect("the grant never gave up: its bound was not set")
+    .unwrap_err();
     assert_eq!(
         refused.code(),
         Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE),
