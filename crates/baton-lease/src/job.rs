@@ -10,7 +10,7 @@
 
 use std::io;
 
-use crate::sys::process;
+use crate::sys::{descriptors, process};
 
 /// A signal, by its number (`SIGTERM` is 15). Unknown numbers are refused.
 fn signal(number: i32) -> io::Result<rustix::process::Signal> {
@@ -43,7 +43,7 @@ pub fn signal_group(pgid: u32, number: i32) -> io::Result<bool> {
 /// Whether group `pgid` has a member that still runs code (a zombie leader
 /// with a live thread counts). An unreadable answer counts as yes.
 pub fn group_alive(pgid: u32) -> bool {
-    process::group_has_members(pgid).unwrap_or(true)
+    descriptors::regaining(|| process::group_has_members(pgid)).unwrap_or(true)
 }
 
 /// The start time of process `pid` in clock ticks after boot; `None` when no
@@ -72,6 +72,15 @@ pub fn become_subreaper() -> io::Result<()> {
     ))?)
 }
 
+/// Remembers this process's open-file limit as it is now (the first call
+/// only), so that a look at the job's processes refused for want of a
+/// descriptor (the limit lowered under the process with `prlimit`) raises
+/// it back to this and looks again, where the kernel allows: the hard limit
+/// rises only with `CAP_SYS_RESOURCE`. Called when a supervisor starts.
+pub fn keep_descriptor_limit() {
+    descriptors::remember();
+}
+
 /// One process of a job's tree, as a scan of `/proc` saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Member {
@@ -95,16 +104,7 @@ pub struct Member {
 ///
 /// When `/proc` cannot be listed.
 pub fn descendants(root: u32, except_groups: &[u32]) -> io::Result<Vec<Member>> {
-    let mut table = Vec::new();
-    for entry in std::fs::read_dir("/proc")? {
-        let name = entry?.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
-        if let Ok(Some(s)) = process::stat(pid) {
-            table.push((pid, s));
-        }
-    }
+    let table = descriptors::regaining(process_table)?;
     let mut found = Vec::new();
     let mut frontier = vec![root];
     while let Some(p) = frontier.pop() {
@@ -123,6 +123,25 @@ pub fn descendants(root: u32, except_groups: &[u32]) -> io::Result<Vec<Member>> 
         }
     }
     Ok(found)
+}
+
+/// Every process `/proc` lists, with what its `stat` says. A process that
+/// ended meanwhile is left out; one whose `stat` could not be opened for
+/// want of a descriptor fails the whole table, which would otherwise miss it.
+fn process_table() -> io::Result<Vec<(u32, process::Stat)>> {
+    let mut table = Vec::new();
+    for entry in std::fs::read_dir("/proc")? {
+        let name = entry?.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        match process::stat(pid) {
+            Ok(Some(s)) => table.push((pid, s)),
+            Err(e) if descriptors::exhausted(&e) => return Err(e),
+            Ok(None) | Err(_) => {}
+        }
+    }
+    Ok(table)
 }
 
 /// Whether process `pid` still runs code: it exists, and it is not a zombie,
@@ -192,6 +211,11 @@ pub fn zombie_children(parent: u32) -> Vec<u32> {
 ///
 /// When `/proc/self/task` cannot be read.
 pub fn children() -> io::Result<Vec<u32>> {
+    descriptors::regaining(read_children)
+}
+
+/// [`children`], once.
+fn read_children() -> io::Result<Vec<u32>> {
     let mut out = Vec::new();
     for task in std::fs::read_dir("/proc/self/task")? {
         let path = task?.path().join("children");
@@ -220,6 +244,28 @@ pub fn has_children() -> bool {
         rustix::process::waitid(WaitId::All, opts),
         Err(rustix::io::Errno::CHILD)
     )
+}
+
+/// Reaps every child of this process that has exited, without reading
+/// `/proc` and so without a descriptor (`waitid(P_ALL, WEXITED | WNOHANG)`
+/// until none is left). Every exited child is taken: only for a caller that
+/// knows nothing else in the process is waiting for a child of its own.
+pub fn reap_exited_children() {
+    use rustix::process::{WaitId, WaitIdOptions};
+    let opts = WaitIdOptions::NOHANG | WaitIdOptions::EXITED;
+    while let Ok(Some(_)) = rustix::process::waitid(WaitId::All, opts) {}
+}
+
+/// Makes a write past this process's file-size limit (`RLIMIT_FSIZE`, `ulimit
+/// -f`) fail with `EFBIG`, an I/O error its caller reports, instead of
+/// killing the process with `SIGXFSZ`. Programs this process executes get
+/// the signal's default action back. Called once, first thing, by a binary.
+///
+/// # Errors
+///
+/// When the kernel refuses the handler (it does not for this signal).
+pub fn catch_file_size_signal() -> io::Result<()> {
+    process::catch_file_size_signal()
 }
 
 /// Whether signal `n` is ignored (`SIG_IGN`) in this process now.

@@ -48,7 +48,7 @@ pub enum Error {
     #[error("refusing to use the ledger: {0}")]
     Untrusted(#[from] baton_lease::trust::Untrusted),
     /// SQLite failed (a constraint, an I/O error, a full disk, …).
-    #[error("failed to {action} in {}: {source}", path.display())]
+    #[error("failed to {action} in {}: {source}{}", path.display(), io_hint(source))]
     Sqlite {
         /// What was being done.
         action: String,
@@ -167,6 +167,19 @@ impl Error {
     }
 }
 
+/// What to look at when SQLite reports a failed read or write of its files
+/// (`SQLITE_IOERR`), which it names no better than "disk I/O error": the
+/// system refused the operation, and these are the refusals an operator can
+/// do something about. Empty for every other failure.
+fn io_hint(e: &rusqlite::Error) -> &'static str {
+    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::SystemIoFailure) {
+        " (the system refused to read or write the ledger's files: look for a failing disk, \
+         a file-size limit on this process (`ulimit -f`), or files replaced under it)"
+    } else {
+        ""
+    }
+}
+
 /// How an operation inside a transaction fails, before the ledger adds the
 /// action and the path: SQLite's error (which may be corruption, and lead to
 /// recovery), a refusal of the caller's arguments, or a schema a newer baton
@@ -231,4 +244,29 @@ pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// A wait as [`Error::Busy`] keeps it.
 pub(crate) fn millis(d: std::time::Duration) -> u32 {
     u32::try_from(d.as_millis()).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(code: std::ffi::c_int) -> String {
+        Error::Sqlite {
+            action: "record the end of run r".into(),
+            path: "/state/baton.db".into(),
+            source: rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None),
+        }
+        .to_string()
+    }
+
+    #[test]
+    fn a_refused_read_or_write_says_what_to_look_at_and_nothing_else_does() {
+        let io = failed(rusqlite::ffi::SQLITE_IOERR_WRITE);
+        assert!(
+            io.contains("disk I/O error") && io.contains("ulimit -f"),
+            "{io}"
+        );
+        let full = failed(rusqlite::ffi::SQLITE_FULL);
+        assert!(!full.contains("ulimit"), "{full}");
+    }
 }

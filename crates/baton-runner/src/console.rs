@@ -80,6 +80,9 @@ struct Stream {
     way: Way,
     pending: VecDeque<u8>,
     dropped: u64,
+    /// Every byte dropped since the process started (a fork's too), said
+    /// or not.
+    lost: u64,
 }
 
 static OUT: Mutex<Stream> = Mutex::new(Stream::new(1, "standard output"));
@@ -122,9 +125,19 @@ pub fn stdout(bytes: &[u8]) -> usize {
     lock(&OUT).write(bytes)
 }
 
+/// How many bytes meant for standard output were dropped because its
+/// reader was too far behind, in all: what a process that exits counts as
+/// output not written whole. A reader that is gone (`| head`) loses
+/// nothing here.
+pub fn stdout_lost() -> u64 {
+    lock(&OUT).lost
+}
+
 /// Writes what is buffered, waiting at most `limit` in all for slow
 /// readers (both streams at once: a stuck one does not starve the other);
-/// what is still buffered then is dropped.
+/// what standard output still holds then is dropped, counted
+/// ([`stdout_lost`]) and said on standard error, as far as that stream
+/// takes it; what standard error still holds is dropped.
 pub fn flush(limit: Duration) {
     let clock = SystemClock;
     let end = clock.boot().saturating_add(limit);
@@ -145,9 +158,15 @@ pub fn flush(limit: Duration) {
         }
         poll_any_out(&waiting, left.min(Duration::from_millis(100)));
     }
-    for m in [&OUT, &ERR] {
-        lock(m).pending.clear();
-    }
+    let mut out = lock(&OUT);
+    let left = out.pending.len() as u64;
+    out.pending.clear();
+    out.dropped += left;
+    out.lost += left;
+    // Once the buffer is empty, the loss is said (on standard error).
+    out.push();
+    drop(out);
+    lock(&ERR).pending.clear();
 }
 
 /// Waits at most `limit` for any of `fds` to have room for a write.
@@ -175,6 +194,7 @@ pub fn forget_pending() {
         let mut s = lock(m);
         s.pending.clear();
         s.dropped = 0;
+        s.lost = 0;
     }
 }
 
@@ -186,6 +206,7 @@ impl Stream {
             way: Way::Unknown,
             pending: VecDeque::new(),
             dropped: 0,
+            lost: 0,
         }
     }
 
@@ -203,6 +224,7 @@ impl Stream {
         }
         if self.pending.len() + bytes.len() > LIMIT {
             self.dropped += bytes.len() as u64;
+            self.lost += bytes.len() as u64;
             self.push();
             return bytes.len();
         }

@@ -75,6 +75,15 @@ pub(crate) fn pids() -> Vec<u32> {
     groups()
 }
 
+/// Runs `f` while no hook runs, none able to start meanwhile (the registry
+/// is held across it); `None`, without running it, while one runs.
+pub(crate) fn while_none_runs<T>(f: impl FnOnce() -> T) -> Option<T> {
+    let running = RUNNING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    running.is_empty().then(f)
+}
+
 /// Runs `cmd` with `input` on its standard input and `env` added to its
 /// environment; its standard output goes to `stdout`. Waits for it, at most
 /// `limit`.

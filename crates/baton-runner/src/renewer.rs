@@ -5,9 +5,13 @@
 //! lock file's mutex on a hung filesystem, a PostgreSQL connection whose
 //! bytes are dropped, a thread stalled by the kernel. The supervisor must
 //! stop its job on time whatever a renewal does (`DESIGN.md`,
-//! "Self-fencing"), so a renewal never runs on the supervising thread: it is
-//! started here on a thread of its own, and its answer is collected without
-//! waiting. At most one renewal is under way at a time.
+//! "Self-fencing"), so a renewal never runs on the supervising thread: it
+//! runs on the session's renewal thread, started once with the session
+//! (before any step), and its answer is collected without waiting. At most
+//! one renewal is under way at a time. A renewal needs no thread, nor any
+//! other resource, made while the job runs: a job that takes every task
+//! its user or cgroup may have (`RLIMIT_NPROC`, `pids.max`) cannot make
+//! its own lease look lost.
 //!
 //! Each answer carries the renewal's send time: the boot clock read on the
 //! renewal's thread right before the store is called, so the record's
@@ -19,7 +23,7 @@
 //! it does not answer. Nothing here decides that the lease is lost or stops
 //! anything: that is the session's.
 
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -74,17 +78,28 @@ impl Holding {
 /// A renewal's answer: when it was sent, and what the store said.
 pub(crate) type Answer = (Duration, Result<Renewal, HeldError>);
 
-/// The lease, and the renewal under way, if any.
+/// The lease, the renewal thread, and the renewal under way, if any.
 pub(crate) struct Renewer {
     lease: Arc<Mutex<Option<Box<dyn Held>>>>,
     holding: Holding,
-    /// The renewal under way: its answer, and when it was started.
-    under_way: Option<(Receiver<Answer>, Duration)>,
+    /// Asks the renewal thread for one renewal. Dropped with the session,
+    /// which ends the thread once it is idle.
+    asks: SyncSender<()>,
+    /// The renewal thread's answers, one per ask.
+    answers: Receiver<Answer>,
+    /// When the renewal under way was asked for, if one is.
+    under_way: Option<Duration>,
     clock: SystemClock,
 }
 
 impl Renewer {
-    pub(crate) fn new(lease: Box<dyn Held>) -> Self {
+    /// The lease, with its renewal thread started.
+    ///
+    /// # Errors
+    ///
+    /// When the thread cannot be started (the process or its user is out of
+    /// tasks or memory): the lease, given back, and why.
+    pub(crate) fn new(lease: Box<dyn Held>) -> Result<Self, (Box<dyn Held>, std::io::Error)> {
         let holding = Holding {
             fence: lease.fence(),
             token: lease.token(),
@@ -93,12 +108,41 @@ impl Renewer {
             ttl: lease.ttl(),
             renew_wait: lease.renew_wait(),
         };
-        Self {
-            lease: Arc::new(Mutex::new(Some(lease))),
-            holding,
-            under_way: None,
-            clock: SystemClock,
+        let lease = Arc::new(Mutex::new(Some(lease)));
+        let (asks, asked) = mpsc::sync_channel::<()>(1);
+        let (answer, answers) = mpsc::sync_channel(1);
+        let clock = SystemClock;
+        let spawned = std::thread::Builder::new()
+            .name("baton-renewal".into())
+            .spawn({
+                let lease = Arc::clone(&lease);
+                move || {
+                    // Until the session drops its end: one renewal per ask.
+                    while asked.recv().is_ok() {
+                        if answer.send(renew(&lease, clock)).is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            let lease = lock(&lease).take().expect("the lease was just put in");
+            return Err((
+                lease,
+                std::io::Error::new(
+                    e.kind(),
+                    format!("failed to start the thread that renews the lease: {e}"),
+                ),
+            ));
         }
+        Ok(Self {
+            lease,
+            holding,
+            asks,
+            answers,
+            under_way: None,
+            clock,
+        })
     }
 
     pub(crate) fn holding(&self) -> &Holding {
@@ -112,50 +156,29 @@ impl Renewer {
 
     /// When the renewal under way was started (boot clock), if one is.
     pub(crate) fn started(&self) -> Option<Duration> {
-        self.under_way.as_ref().map(|(_, at)| *at)
+        self.under_way
     }
 
-    /// Starts a renewal on a thread of its own, unless one is under way.
+    /// Starts a renewal on the renewal thread, unless one is under way.
     ///
     /// # Errors
     ///
-    /// When the thread cannot be started; nothing was sent.
+    /// When the renewal thread is gone (it cannot be: it ends only with the
+    /// session); nothing was sent.
     pub(crate) fn start(&mut self) -> Result<(), HeldError> {
         if self.under_way.is_some() {
             return Ok(());
         }
-        let (tx, rx) = mpsc::sync_channel(1);
-        let lease = Arc::clone(&self.lease);
-        let clock = self.clock;
-        let started = clock.boot();
-        std::thread::Builder::new()
-            .name("baton-renewal".into())
-            .spawn(move || {
-                // The fault campaign's renewal stall stalls this thread, as
-                // a store that does not answer would.
-                fail::fail_point!("renewal");
-                let mut guard = lock(&lease);
-                let sent = clock.boot();
-                let answer = match guard.as_mut() {
-                    Some(l) => l.renew(),
-                    None => Ok(Renewal::Unconfirmed(
-                        "the lease was already released".into(),
-                    )),
-                };
-                drop(guard);
-                // OK to ignore: a session that stopped waiting no longer
-                // needs the answer.
-                let _ = tx.send((sent, answer));
-            })
-            .map_err(HeldError::new)?;
-        self.under_way = Some((rx, started));
+        let started = self.clock.boot();
+        self.asks.try_send(()).map_err(|_| vanished())?;
+        self.under_way = Some(started);
         Ok(())
     }
 
     /// The answer of the renewal under way, if it has come; never waits.
     pub(crate) fn collect(&mut self) -> Option<Answer> {
-        let (rx, _) = self.under_way.as_ref()?;
-        let answer = match rx.try_recv() {
+        self.under_way?;
+        let answer = match self.answers.try_recv() {
             Ok(a) => a,
             Err(TryRecvError::Empty) => return None,
             Err(TryRecvError::Disconnected) => (self.clock.boot(), Err(vanished())),
@@ -168,10 +191,10 @@ impl Renewer {
     /// its answer (`None` when none was under way); `Err(())` when it is
     /// still under way.
     pub(crate) fn settle(&mut self, limit: Duration) -> Result<Option<Answer>, ()> {
-        let Some((rx, _)) = self.under_way.as_ref() else {
+        if self.under_way.is_none() {
             return Ok(None);
-        };
-        let answer = match rx.recv_timeout(limit) {
+        }
+        let answer = match self.answers.recv_timeout(limit) {
             Ok(a) => a,
             Err(RecvTimeoutError::Timeout) => return Err(()),
             Err(RecvTimeoutError::Disconnected) => (self.clock.boot(), Err(vanished())),
@@ -194,6 +217,23 @@ impl Renewer {
         debug_assert!(self.under_way.is_none(), "a renewal is under way");
         lock(&self.lease).take()
     }
+}
+
+/// One renewal, on the renewal thread: when it was sent (read right before
+/// the store is called), and what the store said.
+fn renew(lease: &Mutex<Option<Box<dyn Held>>>, clock: SystemClock) -> Answer {
+    // The fault campaign's renewal stall stalls this thread, as a store
+    // that does not answer would.
+    fail::fail_point!("renewal");
+    let mut guard = lock(lease);
+    let sent = clock.boot();
+    let answer = match guard.as_mut() {
+        Some(l) => l.renew(),
+        None => Ok(Renewal::Unconfirmed(
+            "the lease was already released".into(),
+        )),
+    };
+    (sent, answer)
 }
 
 fn lock(m: &Mutex<Option<Box<dyn Held>>>) -> MutexGuard<'_, Option<Box<dyn Held>>> {

@@ -51,6 +51,20 @@ pub enum Event {
         /// How long the stop has lasted.
         after: Duration,
     },
+    /// A step's command has ended, and whether anything it started still
+    /// runs cannot be seen: the kernel refuses the runner a descriptor to
+    /// read `/proc` with (its open-file limit lowered under it, below what
+    /// it already holds, and not given back). The lease is kept until the
+    /// tree can be seen, or is provably gone. Raised once per step.
+    Unseen {
+        /// What the kernel said, in words.
+        why: String,
+        /// Whether what may be left is being stopped: a contained step's
+        /// whole namespace, through its init, which needs no descriptor.
+        /// Otherwise nothing can be found to stop, and the lease is kept
+        /// until what is left ends.
+        stopping: bool,
+    },
     /// A signal sent to the runner was passed on to the step's group.
     Forwarded {
         /// The signal's number.

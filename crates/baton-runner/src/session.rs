@@ -43,7 +43,7 @@ use crate::gate::{self, Started};
 use crate::limits::{TICK, show};
 use crate::renewer::{Answer, Holding, Renewer};
 use crate::report::{Event, Report};
-use crate::signals::{Signals, Wake};
+use crate::signals::{SIGCONT, Signals, Wake};
 use crate::status::{Ending, SpawnFailure, SpawnKind};
 use crate::step::{Stdin, StepResult, StepSpec};
 use crate::tree::{KILL_ROUND_PAUSE, Tree};
@@ -192,12 +192,18 @@ impl<'r> Session<'r> {
         // OK to ignore: on a kernel without it (before 3.4) only the group
         // is tracked, which `DESIGN.md` states as a limit.
         let _ = baton_lease::job::become_subreaper();
+        baton_lease::job::keep_descriptor_limit();
+        // Before any step: a renewal must need nothing the job may take.
+        let lease = match Renewer::new(lease) {
+            Ok(r) => r,
+            Err((lease, e)) => return Err(Box::new((lease, e))),
+        };
         let clock = SystemClock;
         let now = clock.boot();
-        let ttl = lease.ttl();
+        let ttl = lease.holding().ttl();
         let renew_every = ttl / 3;
         Ok(Self {
-            lease: Renewer::new(lease),
+            lease,
             cfg,
             report,
             signals,
@@ -610,6 +616,7 @@ impl<'r> Session<'r> {
         let mut term_at: Option<Duration> = None;
         let mut killing = false;
         let mut stuck_reported = false;
+        let mut unseen_reported = false;
         let mut cut = false;
         loop {
             if !waited {
@@ -681,7 +688,21 @@ impl<'r> Session<'r> {
                 if !tree.alive(None) {
                     return (status, stop, cut);
                 }
-                if term_at.is_none() {
+                if let Some(why) = tree.unseen() {
+                    // Nothing can be counted. A contained step's namespace
+                    // is stopped whole through its init, which needs no
+                    // descriptor; otherwise nothing can be found to stop.
+                    // Either way the lease is kept, and the tree looked at
+                    // again until it can be seen or is gone.
+                    let stopping = tree.contained();
+                    if !unseen_reported {
+                        unseen_reported = true;
+                        self.report.event(Event::Unseen { why, stopping });
+                    }
+                    if stopping && term_at.is_none() {
+                        begin(Stop::Leftovers, &mut stop, &mut term_at);
+                    }
+                } else if term_at.is_none() {
                     // A contained step's init outlives its command for the
                     // instant it takes to see the namespace empty.
                     let count = tree.leftovers();
@@ -748,6 +769,11 @@ impl<'r> Session<'r> {
                         }
                     } else {
                         let _ = baton_lease::job::signal_group(pid, s);
+                        // A command stopped by job control (Ctrl-Z, a read
+                        // or write at a terminal not its own) acts on the
+                        // signal only once continued: it is, or the run
+                        // would wait for it for ever.
+                        tree.signal(SIGCONT);
                     }
                     self.report.event(Event::Forwarded { signal: s });
                 }

@@ -25,6 +25,7 @@
 //! This module sends signals only to the step's group and to the runner's
 //! own descendants, through `baton_lease::job`.
 
+use std::cell::RefCell;
 use std::time::Duration;
 
 use baton_lease::job::{self, Member};
@@ -45,6 +46,9 @@ pub(crate) struct Tree {
     /// ([`crate::contain`]): killing it kills every process of the step at
     /// once, and it lives exactly as long as any of them.
     contained: bool,
+    /// Why the runner's last look at its children's lists failed, while it
+    /// fails (no descriptor to read them with).
+    unseen: RefCell<Option<String>>,
 }
 
 impl Tree {
@@ -56,6 +60,7 @@ impl Tree {
             me: std::process::id(),
             cgroup,
             contained,
+            unseen: RefCell::new(None),
         }
     }
 
@@ -107,9 +112,25 @@ impl Tree {
     /// lists (exact, unlike a scan of `/proc`).
     fn children(&self) -> Option<Vec<u32>> {
         let hooks = crate::hook::pids();
-        job::children()
-            .ok()
+        let read = job::children();
+        *self.unseen.borrow_mut() = read
+            .as_ref()
+            .err()
+            .map(|e| format!("the runner's children cannot be read from /proc/self/task: {e}"));
+        read.ok()
             .map(|c| c.into_iter().filter(|p| !hooks.contains(p)).collect())
+    }
+
+    /// Whether the step is led by the init of its PID namespace.
+    pub(crate) fn contained(&self) -> bool {
+        self.contained
+    }
+
+    /// Why the tree cannot be seen, when the last look at the runner's
+    /// children failed: [`Tree::alive`] then answers without the lists, and
+    /// says yes whenever it cannot prove the tree gone.
+    pub(crate) fn unseen(&self) -> Option<String> {
+        self.unseen.borrow().clone()
     }
 
     /// Whether anything of the tree still runs (zombies the runner inherited
@@ -134,8 +155,28 @@ impl Tree {
         self.reap(except_child);
         match self.children() {
             Some(c) => !c.is_empty() || job::group_alive(self.pgid),
-            None => true,
+            None => self.alive_unseen(except_child),
         }
+    }
+
+    /// [`Tree::alive`] when the kernel's lists of the runner's children
+    /// cannot be read (no descriptor to read them with: the open-file limit
+    /// lowered under the runner, and not given back). Every exited child is
+    /// reaped without a list; the tree is then over when the runner has no
+    /// child left (it is the subreaper: a live process of the tree would be
+    /// one, or descend from one) and no process is in the step's group.
+    /// While a helper command runs, its own thread waits for it, so nothing
+    /// is reaped and the tree counts as alive; so it does while the step's
+    /// command is not yet reaped by its handle (`except_child`).
+    fn alive_unseen(&self, except_child: Option<u32>) -> bool {
+        if except_child.is_some() {
+            return true;
+        }
+        let children_left = crate::hook::while_none_runs(|| {
+            job::reap_exited_children();
+            job::has_children()
+        });
+        children_left.unwrap_or(true) || job::group_alive(self.pgid)
     }
 
     /// Sends `signal` to the group and to every member outside it, and

@@ -43,6 +43,10 @@ fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         baton_runner::console::stderr_from_panic(format!("baton: {info}\n").as_bytes());
     }));
+    // A write past the file-size limit fails with an error baton reports,
+    // instead of killing it (and a contained job with it) without a word.
+    // OK to ignore: the kernel does not refuse a handler for this signal.
+    let _ = baton_lease::job::catch_file_size_signal();
     // Started by a completion script: answer it, and run nothing else.
     completion::answer();
     // Started by a contained job (or in a pid namespace without its own
@@ -95,6 +99,15 @@ fn main() -> ExitCode {
         };
     }
     baton_runner::console::flush(baton_runner::console::EXIT_FLUSH);
+    // Output its reader was too slow for was dropped (and said on standard
+    // error, as far as that stream takes it): cut short too.
+    if code == Exit::Ok && baton_runner::console::stdout_lost() > 0 {
+        code = if own_failure {
+            Exit::Failure
+        } else {
+            Exit::Usage
+        };
+    }
     code.into()
 }
 

@@ -358,6 +358,31 @@ pub(crate) fn ignored(n: i32) -> bool {
     }
 }
 
+/// A handler that does nothing: what a write past `RLIMIT_FSIZE` raises is
+/// caught here, so that the write fails with `EFBIG` instead.
+extern "C" fn nothing(_: libc::c_int) {}
+
+/// Catches `SIGXFSZ` with a handler that does nothing. A write past the
+/// file-size limit then fails with `EFBIG`, an I/O error like a full disk's,
+/// where the signal's default action would kill the process without a word
+/// (a supervisor killed mid-run, its contained job with it). A handler, not
+/// `SIG_IGN`: a caught signal is reset to its default in every program this
+/// process executes, so jobs keep the disposition they would have had.
+#[allow(unsafe_code)] // One sigaction(2), installing an empty handler.
+pub(crate) fn catch_file_size_signal() -> io::Result<()> {
+    // Safety: the handler is an empty `extern "C"` function, which is
+    // async-signal-safe; the struct is zeroed (an empty mask) on our stack.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = nothing as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        action.sa_flags = libc::SA_RESTART;
+        if libc::sigaction(libc::SIGXFSZ, &action, std::ptr::null_mut()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// This process's process group, as this pid namespace numbers it: 0 when
 /// the group's leader lives in an ancestor namespace (a process started by
 /// `unshare --pid --fork`, or by a container's runtime, without a session

@@ -20,6 +20,7 @@ mod support;
 
 mod console;
 mod contain;
+mod descriptors;
 mod endings;
 mod fencing;
 mod gate;
@@ -35,6 +36,7 @@ fn main() {
     let tests = [
         console::TESTS,
         contain::TESTS,
+        descriptors::TESTS,
         endings::TESTS,
         fencing::TESTS,
         gate::TESTS,
@@ -47,6 +49,12 @@ fn main() {
         tree::TESTS,
     ]
     .concat();
-    let roles = [console::ROLES, contain::ROLES, gate::ROLES].concat();
+    let roles = [
+        console::ROLES,
+        contain::ROLES,
+        descriptors::ROLES,
+        gate::ROLES,
+    ]
+    .concat();
     harness::main(&tests, &roles);
 }

@@ -13,11 +13,13 @@ use baton_store::Renewal;
 use rustix::process::Signal;
 
 use crate::support::{
-    Calls, Dir, Events, PATIENCE, Sleepers, Store, alive, eventually, kill, sh, start, written,
+    Calls, Dir, Events, PATIENCE, Sleepers, Store, alive, eventually, kill, read_pid, sh, start,
+    write_pid, written,
 };
 
 listed!(TESTS:
     a_signal_to_the_runner_reaches_the_step_and_the_run_is_interrupted,
+    a_signal_passed_on_reaches_a_step_stopped_by_job_control,
     a_signal_during_a_pause_ends_it,
     a_signal_before_the_gate_opens_keeps_the_command_from_starting,
     a_run_that_stops_on_signals_stops_the_steps_whole_tree,
@@ -88,6 +90,52 @@ fn a_signal_to_the_runner_reaches_the_step_and_the_run_is_interrupted() {
                 events.0
             );
         }
+    }
+}
+
+/// Whether process `pid` is stopped (`T` in `/proc/PID/stat`).
+fn stopped(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('T')
+    })
+}
+
+fn a_signal_passed_on_reaches_a_step_stopped_by_job_control() {
+    // The step stops itself, as Ctrl-Z or a read at a terminal not its own
+    // would stop it; SIGTERM comes to the runner only once it is stopped.
+    // Passed on alone, the signal waits for a SIGCONT that never comes,
+    // and the run with it (until its timeout: then it ends timed out).
+    for contain in [true, false] {
+        let dir = Dir::new();
+        let (pid_file, got) = (dir.path("pid"), dir.path("got"));
+        let (store, _) = Store::new(Duration::from_secs(30));
+        let mut events = Events::default();
+        let mut s = start(Box::new(store), SessionConfig::default(), &mut events);
+        let sender = std::thread::spawn({
+            let pid_file = pid_file.clone();
+            move || {
+                let pid = read_pid(&pid_file);
+                eventually("the step to stop", || stopped(pid));
+                kill(std::process::id(), Signal::TERM);
+            }
+        });
+        let r = s.run(sh(
+            &format!(
+                "trap 'echo TERM > {got}; exit 7' TERM; {}; kill -STOP $$; while :; do sleep \
+                 0.05; done",
+                write_pid(&pid_file),
+                got = got.display()
+            ),
+            contain,
+        ));
+        sender.join().unwrap();
+        assert_eq!(r.ending, Ending::Exited(7), "contain: {contain}");
+        assert_eq!(std::fs::read_to_string(&got).unwrap(), "TERM\n");
+        assert_eq!(s.finish(), Finish::Released);
     }
 }
 

@@ -416,6 +416,18 @@ fn said(e: Event, ctx: &Context, step: Option<&str>) -> Said {
             ctx.run_id
         )),
         Event::NoCgroup { why } => Said::Note(format!("{job}: {why}")),
+        Event::Unseen { why, stopping } => Said::Warn(format!(
+            "{job} run={} step={step} ended, and whether processes it started still run \
+             cannot be seen ({why}); {}; the lease is kept until they are gone (raise the \
+             supervisor's open-file limit: prlimit --pid {} --nofile=…)",
+            ctx.run_id,
+            if stopping {
+                "stopping the step's whole PID namespace"
+            } else {
+                "nothing can be found to stop"
+            },
+            std::process::id()
+        )),
         Event::Uncontained { why } => Said::Alert(
             AlertKind::Uncontained,
             format!(

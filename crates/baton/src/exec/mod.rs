@@ -124,6 +124,22 @@ impl baton_runner::Report for Events<'_> {
             }
             Event::Forwarded { .. } => return,
             Event::NoCgroup { why } => return self.alerts.note(format_args!("{why}")),
+            Event::Unseen { why, stopping } => {
+                // Not an alert kind of its own, as `Stuck`: the lease stays
+                // held, and a later run reports it as busy.
+                say!(
+                    "baton: {label}: the command exited, and whether processes it started still \
+                     run cannot be seen ({why}); {}; baton keeps the lease until they are gone \
+                     (raise its open-file limit: prlimit --pid {} --nofile=…)",
+                    if stopping {
+                        "stopping its whole PID namespace"
+                    } else {
+                        "nothing can be found to stop"
+                    },
+                    std::process::id()
+                );
+                return;
+            }
             Event::Uncontained { why } => (
                 AlertKind::Uncontained,
                 format!(

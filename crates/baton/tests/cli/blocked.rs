@@ -211,3 +211,33 @@ fn run_whose_stdout_nobody_reads_still_stops_its_job_and_logs_its_output() {
     assert!(log.contains("line-of-output"), "{log}");
     assert!(log.contains("not copied to standard output"), "{log}");
 }
+
+#[test]
+fn run_whose_stdout_reader_is_too_slow_says_what_was_lost_and_exits_2() {
+    // The job's 700 kB are copied to `baton run`'s stdout, a pipe whose
+    // reader reads nothing until baton has exited: more than the pipe and
+    // baton's buffer hold. The run itself is whole (recorded `ok`), but its
+    // output was not written whole: said on stderr, exit 2, as for a full
+    // disk. A reader that is gone (`| head`) is no failure; this one is
+    // there and slow.
+    let s = Sched::new(
+        "[jobs.x]\nschedule = \"0 0 1 1 *\"\nrun = \"head -c 700000 /dev/zero | tr '\\\\0' a\"\n",
+    );
+    let (reader, full) = full_pipe();
+    let b = s
+        .cmd(&["run", "x"])
+        .stdout(Stdio::from(full))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = b.wait_with_output().unwrap();
+    drop(reader);
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("bytes were not written to standard output"),
+        "{said}"
+    );
+    let h = s.json(&["history", "x", "--json"]);
+    assert_eq!(h[0]["verdict"], "ok", "{h}");
+}

@@ -298,3 +298,29 @@ fn a_lease_found_lost_only_at_the_release_exits_76_and_says_how_the_command_ende
         "{said}"
     );
 }
+
+#[test]
+fn an_exec_whose_open_file_limit_is_taken_away_still_ends_and_frees_its_lock() {
+    // The command lowers its supervisor's open-file limit below what the
+    // supervisor holds (`$PPID` is the supervisor when uncontained) and
+    // leaves a detached `sleep 1`. The supervisor cannot read /proc any
+    // more; it says so, keeps the lease while the sleep runs, and lets go
+    // once it is gone: the command's status, and the lock free for the next.
+    let env = Env::new();
+    let o = env.exec_sh(
+        "job",
+        &["--no-contain", "--verbose"],
+        "prlimit --pid $PPID --nofile=3:3 || exit 9; setsid sleep 1 & exit 0",
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let said = stderr(&o);
+    // With CAP_SYS_RESOURCE the supervisor gives itself its limit back and
+    // sees the tree: then it stops the sleep as any leftover, and says so.
+    assert!(
+        said.contains("cannot be seen") && said.contains("baton keeps the lease")
+            || said.contains("left 1 process running"),
+        "{said}"
+    );
+    let o = env.exec_sh("job", &[], "true");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}

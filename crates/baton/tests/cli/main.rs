@@ -40,6 +40,7 @@ mod renamed;
 mod render;
 mod replace;
 mod reused_group;
+mod rlimits;
 mod sched;
 mod slots;
 mod standby_stall;
