@@ -3,11 +3,14 @@
 //! unwritable ledger, a lock renamed while its job runs, a backfill after
 //! the ledger was lost, a ledger locked by another process, a lock file or
 //! the whole state directory taken away under a live run, a killed run
-//! that must not be shown running, FIFOs and symbolic links planted in the
-//! state directory.
+//! that must not be shown running, a supervisor whose open-file limit is
+//! lowered under it, FIFOs and symbolic links planted in the state
+//! directory.
 
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
+
+use rustix::process::{Resource, Rlimit};
 
 use crate::job::JobDef;
 use crate::procs;
@@ -136,6 +139,13 @@ pub(crate) fn scenarios() -> Vec<Scenario> {
             run: killed_shown_running,
         },
         Scenario {
+            name: "supervisor-descriptors-taken",
+            what: "the open-file limit of a run's supervisor lowered under it while its job runs (prlimit --nofile=3:3, or the soft limit only; a job that detaches or not): the run ends, recorded as it ended, its lease let go, and the schedule goes on",
+            needs: &[],
+            cost: 2,
+            run: descriptors_taken,
+        },
+        Scenario {
             name: "fifo-in-logs",
             what: "a FIFO planted at the job's log, the envelope or alerts.log: no tick hangs, the schedule goes on",
             needs: &[],
@@ -204,14 +214,7 @@ fn run_detached(t: &mut Trial<'_>) -> Result<(), String> {
     job.schedule = "0 0 1 1 *".into();
     job.detach = true;
     let l = Local::new(t, None, "", vec![job]);
-    let first = t.baton(&l.config, &["run", "j"]);
-    let Some(pid) = t.spawn(first, "run-1") else {
-        return Err("baton run did not start".into());
-    };
-    let events = t.events();
-    if !t.until(secs(20), |_| crate::evidence::mark(&events) >= 2) {
-        return Err("the first run's job never started".into());
-    }
+    let pid = run_started(t, &l, "j", "run-1")?;
     pause_ms(t.rng.range(0, 800));
     procs::kill(pid as i32);
     t.injected += 1;
@@ -399,6 +402,20 @@ fn schema_version(db: &std::path::Path, set: Option<i64>) -> Result<i64, String>
 
 /// The job's occurrence seen, then a tick started whose run has begun;
 /// the tick's pid.
+/// Starts `baton run JOB` in the background (as `name`) and returns its pid
+/// once its job has started.
+fn run_started(t: &mut Trial<'_>, l: &Local, job: &str, name: &str) -> Result<u32, String> {
+    let c = t.baton(&l.config, &["run", job]);
+    let Some(pid) = t.spawn(c, name) else {
+        return Err("baton run did not start".into());
+    };
+    let events = t.events();
+    if !t.until(secs(20), |_| crate::evidence::mark(&events) >= 2) {
+        return Err(format!("the job of baton run {job} never started"));
+    }
+    Ok(pid)
+}
+
 fn first_tick_run(t: &mut Trial<'_>, l: &Local) -> Result<u32, String> {
     common::sighted(t, &l.config)?;
     let c = t.baton(&l.config, &["tick"]);
@@ -630,14 +647,7 @@ fn killed_shown_running(t: &mut Trial<'_>) -> Result<(), String> {
     let mut job = JobDef::every_second("yearly", 100);
     job.schedule = "0 0 1 1 *".into();
     let l = Local::new(t, None, "", vec![job]);
-    let c = t.baton(&l.config, &["run", "yearly"]);
-    let Some(pid) = t.spawn(c, "run") else {
-        return Err("baton run did not start".into());
-    };
-    let events = t.events();
-    if !t.until(secs(20), |_| crate::evidence::mark(&events) >= 2) {
-        return Err("the run never started".into());
-    }
+    let pid = run_started(t, &l, "yearly", "run")?;
     pause_ms(t.rng.range(0, 1000));
     procs::kill(pid as i32);
     t.injected += 1;
@@ -651,6 +661,36 @@ fn killed_shown_running(t: &mut Trial<'_>) -> Result<(), String> {
     if v["jobs"][0]["state"] == "running" {
         t.v.wrong_record("status shows the killed run running".into());
     }
+    Ok(())
+}
+
+fn descriptors_taken(t: &mut Trial<'_>) -> Result<(), String> {
+    let mut job = JobDef::every_second("j", 15);
+    job.detach = t.rng.range(0, 1) == 1;
+    let l = Local::new(t, None, "", vec![job]);
+    let pid = run_started(t, &l, "j", "run")?;
+    pause_ms(t.rng.range(0, 1000));
+    // Below the descriptors the supervisor holds: both limits, or the soft
+    // one only (which it may raise again by itself).
+    let hard = if t.rng.range(0, 2) > 0 { Some(3) } else { None };
+    let lowered = Rlimit {
+        current: Some(3),
+        maximum: hard.or(rustix::process::getrlimit(Resource::Nofile).maximum),
+    };
+    let p = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+        .ok_or_else(|| format!("no such pid {pid}"))?;
+    rustix::process::prlimit(Some(p), Resource::Nofile, lowered)
+        .map_err(|e| format!("failed to lower the open-file limit of {pid}: {e}"))?;
+    t.injected += 1;
+    if t.wait_for(pid, secs(60)).is_none() {
+        t.v.wedge(format!(
+            "baton run (pid {pid}) did not end 60 s after its open-file limit was lowered to 3 \
+             (hard limit {hard:?}): it keeps its lease"
+        ));
+    }
+    common::finish(t, &l);
     Ok(())
 }
 
