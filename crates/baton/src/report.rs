@@ -5,9 +5,13 @@
 //! Instants are RFC 3339 in UTC, as the ledger and `history --json` write
 //! them.
 
+use std::time::Duration;
+
+use baton_lease::{Clock, SystemClock};
 use baton_sched::config::Config;
 use baton_sched::engine::run::{Start, Told, occurrence_text};
 use baton_sched::ops::tick::{RunEnd, TickReport};
+use baton_sched::outcome::Outcome;
 use baton_sched::views::history::{self, Recorded, RunView};
 use serde::Serialize;
 
@@ -182,7 +186,7 @@ impl Tick {
                 .map_or(RunEnd::NotStarted, |(_, e)| *e);
             let worker = r.workers.iter().find(|(n, _)| n == job).map(|(_, p)| *p);
             let recorded = match start.occurrence() {
-                Some(at) => history::occurrence(c, job, at, now).ok(),
+                Some(at) => settled(c, job, at, end, now),
                 None => Some(Recorded::Nothing),
             };
             match file(job, *start, (end, worker), recorded) {
@@ -199,6 +203,29 @@ impl Tick {
             alerted: r.due.alerted,
             exit: Exit::of_outcome(r.outcome).code(),
         }
+    }
+}
+
+/// How long a start that another process claimed first is waited for.
+const SETTLE: Duration = Duration::from_secs(3);
+
+/// What the ledger recorded of `job`'s occurrence `at`, whose worker ended
+/// `end` (`None`: the ledger could not be read). A worker that ended well
+/// with nothing recorded found the occurrence claimed by another process
+/// (another tick's worker) whose start record may not be committed yet:
+/// that record is waited for, a bounded moment, so that the occurrence is
+/// said decided elsewhere, not "not started".
+fn settled(c: &Config, job: &str, at: i64, end: RunEnd, now: jiff::Timestamp) -> Option<Recorded> {
+    let clock = SystemClock;
+    let until = clock.boot() + SETTLE;
+    loop {
+        let recorded = history::occurrence(c, job, at, now).ok();
+        let pending =
+            end == RunEnd::Exited(Outcome::Done) && matches!(recorded, Some(Recorded::Nothing));
+        if !pending || clock.boot() >= until {
+            return recorded;
+        }
+        clock.sleep(Duration::from_millis(50));
     }
 }
 
