@@ -1,7 +1,8 @@
 //! The crate's one way to build a tokio runtime, so that none of its
 //! threads ever takes a signal meant for a run.
 //!
-//! A run's supervisor reads SIGINT, SIGTERM, SIGHUP and SIGCHLD from a
+//! A run's supervisor reads SIGINT, SIGTERM, SIGHUP and SIGCHLD (and the
+//! signals it passes on to its job, SIGUSR1, SIGUSR2 and SIGALRM) from a
 //! `signalfd`, which sees only signals every thread of the process blocks:
 //! one that a thread leaves unblocked is delivered to that thread instead,
 //! where SIGCHLD is dropped (the supervisor then notices its command's end a

@@ -777,6 +777,16 @@ impl<'r> Session<'r> {
                     }
                     self.report.event(Event::Forwarded { signal: s });
                 }
+                Wake::Pass(passed) => {
+                    // Meant for the job (reopen a log, say how far it got):
+                    // passed on as they came, and nothing stops. A command
+                    // stopped by job control gets them once continued, as
+                    // the kernel keeps them pending.
+                    for s in passed {
+                        let _ = baton_lease::job::signal_group(pid, s);
+                        self.report.event(Event::Forwarded { signal: s });
+                    }
+                }
                 Wake::Child | Wake::Timeout => {}
             }
         }

@@ -5,7 +5,12 @@
 //! and SIGHUP are what people and service managers send to stop a run; the
 //! supervisor passes them to the running step's group. A daemon's run
 //! drops SIGHUP instead (`SessionConfig::stop_on_signal`): the kernel sends
-//! it to a run whose daemon died while the run was stopped. All four are blocked
+//! it to a run whose daemon died while the run was stopped. SIGUSR1,
+//! SIGUSR2 and SIGALRM ([`PASSED`]) mean something only to the job (reopen
+//! a log, print progress): they are passed to the running step's group as
+//! they come, stop nothing, and are dropped between steps, where there is
+//! nobody to pass them to; before, their default action ended the
+//! supervisor and left its run to be recorded as abandoned. All seven are blocked
 //! in the supervising thread while the session lasts (threads the session
 //! starts inherit the mask; helper threads block them themselves, see
 //! [`block_in_this_thread`]), so they are never delivered the usual way and
@@ -30,12 +35,21 @@ pub(crate) const SIGCONT: i32 = libc::SIGCONT;
 pub(crate) const SIGSTOP: i32 = libc::SIGSTOP;
 const SIGCHLD: i32 = libc::SIGCHLD;
 
+/// The signals passed on to a running step as they are, neither a stop
+/// nor remembered: what a job may be sent to act on while it runs. The
+/// set every quiet thread blocks ([`baton_store::held::quiet_thread`])
+/// holds them too.
+pub const PASSED: [i32; 3] = [libc::SIGUSR1, libc::SIGUSR2, libc::SIGALRM];
+
 /// What woke the supervisor.
 pub(crate) enum Wake {
     /// SIGCHLD: a child changed state.
     Child,
-    /// A signal to pass on.
+    /// A signal to pass on, which stops the run.
     Signal(i32),
+    /// Signals of [`PASSED`] to pass on to the running step, in the order
+    /// they were read; nothing stops.
+    Pass(Vec<i32>),
     /// The wait ran out.
     Timeout,
 }
@@ -53,11 +67,12 @@ fn set(signals: &[i32]) -> libc::sigset_t {
     }
 }
 
-/// The signals to catch: SIGCHLD, and SIGINT, SIGTERM, SIGHUP unless the
-/// process inherited them as ignored.
+/// The signals to catch: SIGCHLD, and SIGINT, SIGTERM, SIGHUP and those of
+/// [`PASSED`] unless the process inherited them as ignored.
 fn caught() -> Vec<i32> {
     [SIGINT, SIGTERM, SIGHUP]
         .into_iter()
+        .chain(PASSED)
         .filter(|&s| !baton_lease::job::signal_ignored(s))
         .chain([SIGCHLD])
         .collect()
@@ -80,6 +95,24 @@ pub(crate) fn poll_one(fd: RawFd, d: Duration) {
     // Safety: one valid pollfd on our stack.
     unsafe {
         libc::poll(&mut p, 1, millis(d));
+    }
+}
+
+/// Takes every signal of [`PASSED`] pending for this thread or process, so
+/// that unblocking them, once there is no step left to pass them to, does
+/// not end the process by their default action.
+pub(crate) fn drop_pending_passed() {
+    let passed = set(&PASSED);
+    let zero = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // Safety: sigtimedwait with a valid set of blocked signals, a zeroed
+    // siginfo on our stack and a zero timeout takes one pending signal of
+    // the set or fails at once.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        while libc::sigtimedwait(&passed, &mut info, &zero) > 0 {}
     }
 }
 
@@ -172,11 +205,18 @@ impl Signals {
         self.drain().unwrap_or(Wake::Timeout)
     }
 
-    /// Everything pending, folded: the last signal to pass on, else SIGCHLD.
+    /// Everything pending, folded: the last signal that stops the run, else
+    /// the signals of [`PASSED`] read, else SIGCHLD. (A SIGCHLD folded
+    /// away loses nothing: every wake looks at the step again.)
     fn drain(&self) -> Option<Wake> {
         let mut wake = None;
+        let mut passed = Vec::new();
         while let Some(s) = self.read() {
             if s == SIGHUP && !self.hangup {
+                continue;
+            }
+            if PASSED.contains(&s) {
+                passed.push(s);
                 continue;
             }
             wake = match (s, wake) {
@@ -185,7 +225,11 @@ impl Signals {
                 (s, _) => Some(Wake::Signal(s)),
             };
         }
-        wake
+        match wake {
+            Some(Wake::Signal(s)) => Some(Wake::Signal(s)),
+            _ if !passed.is_empty() => Some(Wake::Pass(passed)),
+            other => other,
+        }
     }
 
     /// A signal to pass on that arrived and has not been handled, if any.
@@ -199,6 +243,8 @@ impl Signals {
 
 impl Drop for Signals {
     fn drop(&mut self) {
+        // Those that stop a run are left pending, as they came.
+        drop_pending_passed();
         // Safety: restores the mask saved in `install`.
         unsafe {
             libc::pthread_sigmask(libc::SIG_SETMASK, &self.old_mask, std::ptr::null_mut());

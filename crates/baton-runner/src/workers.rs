@@ -8,7 +8,10 @@
 //! after another in its own process. The parent blocks SIGCHLD, SIGINT,
 //! SIGTERM and SIGHUP and waits for them with `sigtimedwait`: it sleeps
 //! until a worker ends or a signal comes, passes SIGINT, SIGTERM and SIGHUP
-//! on to every worker, and never polls. A worker starts with the parent's
+//! on to every worker, and never polls. It blocks and drops the signals a
+//! run passes to its job ([`crate::signals::PASSED`]): they are the job's,
+//! sent to each worker by whoever means them, and their default action
+//! would end the parent and lose its report. A worker starts with the parent's
 //! signal mask restored, runs its closure, and exits with the code the
 //! closure returns.
 
@@ -45,7 +48,10 @@ fn caught() -> libc::sigset_t {
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        for s in [libc::SIGCHLD, libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        for s in [libc::SIGCHLD, libc::SIGINT, libc::SIGTERM, libc::SIGHUP]
+            .into_iter()
+            .chain(crate::signals::PASSED)
+        {
             libc::sigaddset(&mut set, s);
         }
         set
@@ -196,6 +202,7 @@ impl<K> Pool<K> {
 
 impl<K> Drop for Pool<K> {
     fn drop(&mut self) {
+        crate::signals::drop_pending_passed();
         // Safety: restores the mask saved in `new`.
         unsafe {
             libc::sigprocmask(libc::SIG_SETMASK, &self.old_mask, std::ptr::null_mut());

@@ -17,7 +17,8 @@ use std::time::Duration;
 use baton_lease::{Leader, Once};
 
 /// Blocks, in the calling thread, the signals a supervising session reads
-/// for itself (SIGINT, SIGTERM, SIGHUP, SIGCHLD, from a `signalfd`): a
+/// for itself (SIGINT, SIGTERM, SIGHUP, SIGCHLD, and SIGUSR1, SIGUSR2 and
+/// SIGALRM, which it passes on to the job, from a `signalfd`): a
 /// thread that a [`Held`] implementation (or any helper of the session)
 /// starts calls it first, so that a signal meant for the run is never
 /// taken, and lost, by that thread.
@@ -28,7 +29,15 @@ pub fn quiet_thread() {
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGCHLD] {
+        for s in [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGCHLD,
+            libc::SIGUSR1,
+            libc::SIGUSR2,
+            libc::SIGALRM,
+        ] {
             libc::sigaddset(&mut set, s);
         }
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());

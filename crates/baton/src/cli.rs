@@ -760,7 +760,8 @@ tree and exits 76. baton refuses options that break kill-grace + min(ttl/10,
 stop its job before anyone may take its lease over.
 
 Signals: SIGINT, SIGTERM and SIGHUP sent to baton go to the command's group;
-baton waits for the tree, then releases.
+baton waits for the tree, then releases. SIGUSR1, SIGUSR2 and SIGALRM go to
+the command's group and stop nothing.
 
 Quiet skips: a skip because a healthy holder runs prints nothing and raises
 no alert, as flock -n; --verbose prints it, --alert-on busy alerts it. A skip

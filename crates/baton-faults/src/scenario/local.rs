@@ -146,6 +146,13 @@ pub(crate) fn scenarios() -> Vec<Scenario> {
             run: descriptors_taken,
         },
         Scenario {
+            name: "job-signals-to-supervisor",
+            what: "SIGUSR1, SIGUSR2 or SIGALRM (a job's signals: reopen a log, report progress) sent to a run's supervisor, or to a tick and its worker, mid-run: none ends baton; the run ends as its job does, recorded by its own supervisor (never abandoned), its lease let go, and the schedule goes on",
+            needs: &[],
+            cost: 2,
+            run: job_signals,
+        },
+        Scenario {
             name: "fifo-in-logs",
             what: "a FIFO planted at the job's log, the envelope or alerts.log: no tick hangs, the schedule goes on",
             needs: &[],
@@ -689,6 +696,50 @@ fn descriptors_taken(t: &mut Trial<'_>) -> Result<(), String> {
             "baton run (pid {pid}) did not end 60 s after its open-file limit was lowered to 3 \
              (hard limit {hard:?}): it keeps its lease"
         ));
+    }
+    common::finish(t, &l);
+    Ok(())
+}
+
+/// Signals meant for the job, sent to whatever supervises it. Their
+/// default action ended the supervisor: its job went on unsupervised, and
+/// its run was left to be recorded `abandoned`.
+fn job_signals(t: &mut Trial<'_>) -> Result<(), String> {
+    use std::os::unix::process::ExitStatusExt;
+
+    use rustix::process::Signal;
+    let l = Local::new(t, None, "", vec![JobDef::every_second("j", 6)]);
+    let by_tick = t.rng.range(0, 1) == 1;
+    let pid = if by_tick {
+        first_tick_run(t, &l)?
+    } else {
+        run_started(t, &l, "j", "run")?
+    };
+    // A tick runs its job in a worker of its own: either may be sent them.
+    let mut targets = vec![pid];
+    targets.extend(by_tick.then(|| procs::child_of(pid)).flatten());
+    for &p in &targets {
+        t.facts.signalled.insert((hostname(), p));
+    }
+    for _ in 0..t.rng.range(1, 3) {
+        pause_ms(t.rng.range(0, 800));
+        let sig = *t.rng.pick(&[Signal::USR1, Signal::USR2, Signal::ALARM]);
+        let p = *t.rng.pick(&targets);
+        procs::signal(p as i32, sig);
+        t.injected += 1;
+    }
+    match t.wait_for(pid, secs(60)) {
+        None => t.v.wedge(format!(
+            "baton (pid {pid}) did not end 60 s after signals meant for its job"
+        )),
+        Some(status) => {
+            if let Some(sig) = status.signal() {
+                t.v.wrong_record(format!(
+                    "baton (pid {pid}) was ended by signal {sig}, meant for its job: its run is \
+                     left unrecorded"
+                ));
+            }
+        }
     }
     common::finish(t, &l);
     Ok(())

@@ -1,6 +1,8 @@
 //! Signals sent to the runner (SIGTERM, SIGINT, SIGHUP) reach the running
 //! step's group, the run reports itself interrupted, and nothing more
-//! starts; a run that stops on signals stops the step's whole tree.
+//! starts; a run that stops on signals stops the step's whole tree. Those
+//! meant for the job (SIGUSR1, SIGUSR2, SIGALRM) reach the running step and
+//! stop nothing.
 //!
 //! The signals are sent with `kill(2)` to this process, as a service
 //! manager would, from a thread started once the session blocked them (a
@@ -20,6 +22,8 @@ use crate::support::{
 listed!(TESTS:
     a_signal_to_the_runner_reaches_the_step_and_the_run_is_interrupted,
     a_signal_passed_on_reaches_a_step_stopped_by_job_control,
+    a_signal_meant_for_the_job_reaches_the_step_and_stops_nothing,
+    a_signal_meant_for_the_job_between_steps_is_dropped_and_never_ends_the_runner,
     a_signal_during_a_pause_ends_it,
     a_signal_before_the_gate_opens_keeps_the_command_from_starting,
     a_run_that_stops_on_signals_stops_the_steps_whole_tree,
@@ -136,6 +140,105 @@ fn a_signal_passed_on_reaches_a_step_stopped_by_job_control() {
         assert_eq!(r.ending, Ending::Exited(7), "contain: {contain}");
         assert_eq!(std::fs::read_to_string(&got).unwrap(), "TERM\n");
         assert_eq!(s.finish(), Finish::Released);
+    }
+}
+
+/// The signals a job may be sent to act on while it runs.
+const MEANT_FOR_THE_JOB: [(Signal, &str); 3] = [
+    (Signal::USR1, "USR1"),
+    (Signal::USR2, "USR2"),
+    (Signal::ALARM, "ALRM"),
+];
+
+fn a_signal_meant_for_the_job_reaches_the_step_and_stops_nothing() {
+    // Their default action ended the runner: the step went on unsupervised
+    // and the run was left to be recorded abandoned.
+    for (stop_on_signal, contain) in [(false, true), (false, false), (true, true)] {
+        for (signal, name) in MEANT_FOR_THE_JOB {
+            let number = signal.as_raw();
+            if baton_lease::job::signal_ignored(number) {
+                println!("SIG{name} is ignored here; not sent");
+                continue;
+            }
+            let dir = Dir::new();
+            let (ready, got, later) = (dir.path("ready"), dir.path("got"), dir.path("later"));
+            let (store, _) = Store::new(Duration::from_secs(30));
+            let mut events = Events::default();
+            let cfg = SessionConfig {
+                stop_on_signal,
+                ..SessionConfig::default()
+            };
+            let mut s = start(Box::new(store), cfg, &mut events);
+            let sender = send_when(&ready, signal);
+            let r = s.run(sh(
+                &format!(
+                    "trap 'echo {name} > {got}' {name}; echo up > {ready}; while [ ! -s {got} ]; \
+                     do sleep 0.05; done; exit 3",
+                    got = got.display(),
+                    ready = ready.display()
+                ),
+                contain,
+            ));
+            sender.join().unwrap();
+            let what = format!("SIG{name} (contain: {contain}, stop_on_signal: {stop_on_signal})");
+            assert_eq!(r.ending, Ending::Exited(3), "{what}");
+            assert_eq!(std::fs::read_to_string(&got).unwrap(), format!("{name}\n"));
+            assert_eq!(r.interrupted, None, "{what}");
+            assert_eq!(s.interrupted(), None, "{what}");
+            // The run goes on: its next step runs.
+            let r = s.run(sh(&format!("echo ran > {}", later.display()), contain));
+            assert_eq!(r.ending, Ending::Exited(0), "{what}");
+            assert!(written(&later), "{what}");
+            assert_eq!(s.finish(), Finish::Released, "{what}");
+            assert_eq!(
+                events.count(|e| *e == Event::Forwarded { signal: number }),
+                1,
+                "{what}: {:?}",
+                events.0
+            );
+        }
+    }
+}
+
+fn a_signal_meant_for_the_job_between_steps_is_dropped_and_never_ends_the_runner() {
+    for (signal, name) in MEANT_FOR_THE_JOB {
+        if baton_lease::job::signal_ignored(signal.as_raw()) {
+            println!("SIG{name} is ignored here; not sent");
+            continue;
+        }
+        let dir = Dir::new();
+        let (ready, got) = (dir.path("ready"), dir.path("got"));
+        let (store, _) = Store::new(Duration::from_secs(30));
+        let mut events = Events::default();
+        let mut s = start(Box::new(store), SessionConfig::default(), &mut events);
+        // Sent during no step: a pause goes on through it, and the next
+        // step never gets it late.
+        kill(std::process::id(), signal);
+        assert_eq!(
+            s.pause(Duration::from_millis(200)),
+            Paused::Elapsed,
+            "SIG{name}"
+        );
+        kill(std::process::id(), signal);
+        let r = s.run(sh(
+            &format!(
+                "trap 'echo {name} > {got}' {name}; echo up > {ready}; sleep 0.3; sleep 0.3",
+                got = got.display(),
+                ready = ready.display()
+            ),
+            false,
+        ));
+        assert_eq!(r.ending, Ending::Exited(0), "SIG{name}");
+        assert!(written(&ready), "SIG{name}");
+        assert!(
+            !got.exists(),
+            "SIG{name} sent between steps reached a later step"
+        );
+        // Pending when the session ends: dropped with it, or unblocking it
+        // would end this process by its default action.
+        kill(std::process::id(), signal);
+        assert_eq!(s.finish(), Finish::Released, "SIG{name}");
+        assert_eq!(events.count(|e| matches!(e, Event::Forwarded { .. })), 0);
     }
 }
 

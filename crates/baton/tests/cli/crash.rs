@@ -212,6 +212,44 @@ fn signals_to_baton_reach_the_job_and_the_lease_is_released() {
     assert_eq!(verdict(&env, "job"), "free");
 }
 
+/// SIGUSR1, SIGUSR2 and SIGALRM are the job's: passed on, they stop
+/// nothing; baton exits as its command does, and frees the lock. (Their
+/// default action ended baton and left the command unsupervised.)
+#[test]
+fn signals_meant_for_the_job_reach_it_and_stop_nothing() {
+    for (sig, name) in [
+        (Signal::USR1, "USR1"),
+        (Signal::USR2, "USR2"),
+        (Signal::ALARM, "ALRM"),
+    ] {
+        let env = Env::new();
+        let started = env.path("started");
+        let got = env.path("got");
+        let b = env.spawn_sh(
+            "job",
+            &[],
+            &format!(
+                "trap 'echo {name} > {g}' {name}; echo up > {s}; while [ ! -s {g} ]; do sleep \
+                 0.05; done; exit 5",
+                g = got.display(),
+                s = started.display()
+            ),
+        );
+        wait_for_file(&started);
+        signal(b.id() as i32, sig);
+        let out = b.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(5),
+            "SIG{name}: {:?} {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(wait_for_file(&got), name);
+        assert_eq!(verdict(&env, "job"), "free");
+    }
+}
+
 #[test]
 fn a_holder_that_cannot_renew_for_a_ttl_stops_its_job_and_exits_76() {
     let env = Env::new();

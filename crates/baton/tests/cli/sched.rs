@@ -883,6 +883,91 @@ fn a_run_stopped_by_a_signal_to_its_run_or_tick_is_interrupted_not_a_failure() {
     );
 }
 
+/// SIGUSR1, SIGUSR2 and SIGALRM are the job's (reopen a log, say how far it
+/// got). Sent to `baton run`, each reaches the running step and stops
+/// nothing: the run ends as its command does, recorded `ok`. Sent to a
+/// tick, whose workers run the jobs, it ends neither the tick nor its run.
+/// Their default action ended baton, and the run was left unsupervised and
+/// recorded `abandoned` by the next one.
+#[test]
+fn signals_meant_for_the_job_stop_neither_its_run_nor_its_tick() {
+    let env = Env::new();
+    let (got, started, go) = (env.path("got"), env.path("started"), env.path("go"));
+    let s = Sched { env };
+    // The signal goes to the step's group, as at a terminal: the `sleep`
+    // of the moment dies of it, and the shell's trap runs.
+    for (sig, name) in [
+        (rustix::process::Signal::USR1, "USR1"),
+        (rustix::process::Signal::USR2, "USR2"),
+        (rustix::process::Signal::ALARM, "ALRM"),
+    ] {
+        let _ = std::fs::remove_file(&got);
+        let _ = std::fs::remove_file(&started);
+        s.write(&format!(
+            "[jobs.j]\nschedule = \"0 0 1 1 *\"\n\
+             run = \"trap 'echo {name} > {g}' {name}; : > {st}; while [ ! -s {g} ]; do sleep 0.05; \
+             done; true\"\n",
+            g = got.display(),
+            st = started.display()
+        ));
+        let mut child = s
+            .cmd(&["run", "j"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        crate::support::eventually("the run to start", || started.exists());
+        crate::support::signal(i32::try_from(child.id()).unwrap(), sig);
+        let status = baton_testkit::wait_for_exit(&mut child, "the run");
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(
+            status.code(),
+            Some(0),
+            "SIG{name}: {status:?} {}",
+            stderr(&o)
+        );
+        assert_eq!(std::fs::read_to_string(&got).unwrap(), format!("{name}\n"));
+        let h = s.json(&["history", "j", "--json"]);
+        assert_eq!(h[0]["verdict"], "ok", "SIG{name}: {h}");
+    }
+    // A tick: its worker runs the job; the signal goes to the tick itself.
+    s.write(&format!(
+        "[jobs.t]\nschedule = \"* * * * *\"\n\
+         run = \": > {st}; while [ ! -e {go} ]; do sleep 0.05; done\"\n",
+        st = started.display(),
+        go = go.display()
+    ));
+    let seen = baton_testkit::wall_seconds() - 180;
+    known_since(&s, &["t"], jiff::Timestamp::from_second(seen).unwrap());
+    let _ = std::fs::remove_file(&started);
+    let mut tick = s
+        .cmd(&["tick"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    crate::support::eventually("the run to start", || started.exists());
+    let pid = i32::try_from(tick.id()).unwrap();
+    crate::support::signal(pid, rustix::process::Signal::USR1);
+    crate::support::signal(pid, rustix::process::Signal::USR2);
+    crate::support::signal(pid, rustix::process::Signal::ALARM);
+    pause(300);
+    std::fs::write(&go, "").unwrap();
+    let status = baton_testkit::wait_for_exit(&mut tick, "the tick");
+    let o = tick.wait_with_output().unwrap();
+    // Its own exit code (1 for the minutes it says were missed since), not
+    // death by the signal.
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        None,
+        "{status:?} {}",
+        stderr(&o)
+    );
+    assert!(!stderr(&o).contains("abandoned"), "{}", stderr(&o));
+    let h = s.json(&["history", "t", "--json"]);
+    assert_eq!(h[0]["verdict"], "ok", "{h}");
+}
+
 /// A step that catches the signal and ends normally has succeeded, and
 /// nothing starts after it: the next step is not run and the run is
 /// `interrupted`; a job whose only step so ended is `ok`; one whose step
