@@ -148,11 +148,13 @@ pub enum Cmd {
     #[command(after_long_help = DOCTOR_HELP)]
     Doctor(DoctorArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell):
-    /// commands, options and the configuration's job names.
+    /// commands, options and the configuration's job names. Exit 2 when it
+    /// cannot be written whole (a full disk).
     Completions(CompletionsArgs),
     /// Print a manual page (roff), for `man -l -`: baton(1), or COMMAND's
     /// (`baton man exec` is baton-exec(1)); or write every page into a
-    /// directory with --dir.
+    /// directory with --dir. Exit 2 when a page cannot be written whole (a
+    /// full disk).
     Man(ManArgs),
     /// Print the status page (HTML), the one the daemon serves at `GET /`.
     /// Hidden: it is for tests and for looking at the page without a daemon.
@@ -965,4 +967,5 @@ thing it runs.
 Exit codes:
   0  no check failed (warnings allowed)
   1  a check failed
-  2  bad arguments";
+  2  bad arguments, or the report could not be written to standard output
+     (a full disk: said on stderr)";

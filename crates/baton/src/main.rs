@@ -89,14 +89,17 @@ fn main() -> ExitCode {
         None => run(cli),
     };
     // Output cut short (a full disk) is no success: 125 for `exec` and
-    // `lock` (an I/O error), 2 for the rest (not honoured).
-    if let (Exit::Ok, Some(why)) = (code, say::stdout_failed()) {
+    // `lock` (an I/O error), 2 for the rest (not honoured). It is said
+    // whatever the code, so a failure's report lost is never silent.
+    if let Some(why) = say::stdout_failed() {
         say!("baton: failed to write standard output: {why}; what it holds is incomplete");
-        code = if own_failure {
-            Exit::Failure
-        } else {
-            Exit::Usage
-        };
+        if code == Exit::Ok {
+            code = if own_failure {
+                Exit::Failure
+            } else {
+                Exit::Usage
+            };
+        }
     }
     baton_runner::console::flush(baton_runner::console::EXIT_FLUSH);
     // Output its reader was too slow for was dropped (and said on standard

@@ -225,8 +225,9 @@ fn the_fence_strictly_increases_over_runs_and_a_deleted_file() {
 }
 
 /// Output that could not be written whole (stdout on a full disk) is no
-/// success: it is said, and the exit is 2 for the scheduler's commands (125
-/// for `lock`, by hand); a reader that went away (a closed pipe) is no
+/// success: it is said, and the exit is 2 for the scheduler's commands and
+/// the printing ones (125 for `lock`, by hand; a doctor that found a check
+/// failing keeps its 1); a reader that went away (a closed pipe) is no
 /// failure.
 #[test]
 fn output_a_full_disk_cut_short_is_said_and_no_success() {
@@ -237,6 +238,8 @@ fn output_a_full_disk_cut_short_is_said_and_no_success() {
         (&["status"], 2),
         (&["config", "--json"], 2),
         (&["calendar", "--job", "j"], 2),
+        (&["completions", "bash"], 2),
+        (&["man", "exec"], 2),
     ] {
         let full = std::fs::OpenOptions::new()
             .write(true)
@@ -250,6 +253,20 @@ fn output_a_full_disk_cut_short_is_said_and_no_success() {
             stderr(&o)
         );
     }
+    // A doctor whose check fails keeps its 1, and its lost report is said
+    // all the same.
+    let broken = crate::sched::Sched::new("[jobs.j]\nschedule = \"never\"\nrun = \"true\"\n");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let o = broken.cmd(&["doctor"]).stdout(full).output().unwrap();
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("failed to write standard output"),
+        "{}",
+        stderr(&o)
+    );
     // A pipe closed by its reader before a byte was read.
     let mut child = s
         .cmd(&["history", "--json"])
