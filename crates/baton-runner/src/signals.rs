@@ -36,10 +36,9 @@ pub(crate) const SIGSTOP: i32 = libc::SIGSTOP;
 const SIGCHLD: i32 = libc::SIGCHLD;
 
 /// The signals passed on to a running step as they are, neither a stop
-/// nor remembered: what a job may be sent to act on while it runs. The
-/// set every quiet thread blocks ([`baton_store::held::quiet_thread`])
-/// holds them too.
-pub const PASSED: [i32; 3] = [libc::SIGUSR1, libc::SIGUSR2, libc::SIGALRM];
+/// nor remembered ([`baton_store::held::PASSED_ON`], which every quiet
+/// thread blocks too).
+pub const PASSED: [i32; 3] = baton_store::held::PASSED_ON;
 
 /// What woke the supervisor.
 pub(crate) enum Wake {

@@ -16,6 +16,12 @@ use std::time::Duration;
 
 use baton_lease::{Leader, Once};
 
+/// The signals a supervising session passes on to its running step as
+/// they come, stopping nothing: what a job may be sent to act on while it
+/// runs (reopen a log, report progress). The one list of them: the
+/// session's `signalfd` reads them and [`quiet_thread`] blocks them.
+pub const PASSED_ON: [i32; 3] = [libc::SIGUSR1, libc::SIGUSR2, libc::SIGALRM];
+
 /// Blocks, in the calling thread, the signals a supervising session reads
 /// for itself (SIGINT, SIGTERM, SIGHUP, SIGCHLD, and SIGUSR1, SIGUSR2 and
 /// SIGALRM, which it passes on to the job, from a `signalfd`): a
@@ -29,15 +35,10 @@ pub fn quiet_thread() {
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        for s in [
-            libc::SIGINT,
-            libc::SIGTERM,
-            libc::SIGHUP,
-            libc::SIGCHLD,
-            libc::SIGUSR1,
-            libc::SIGUSR2,
-            libc::SIGALRM,
-        ] {
+        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGCHLD]
+            .into_iter()
+            .chain(PASSED_ON)
+        {
             libc::sigaddset(&mut set, s);
         }
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());

@@ -83,33 +83,30 @@ fn main() -> ExitCode {
             return code.into();
         }
     };
-    let own_failure = matches!(cli.command, Cmd::Exec(_) | Cmd::Lock(_));
+    // Output cut short: 125 for `exec` and `lock` (an I/O error), 2 for the
+    // rest (not honoured).
+    let cut_short = if matches!(cli.command, Cmd::Exec(_) | Cmd::Lock(_)) {
+        Exit::Failure
+    } else {
+        Exit::Usage
+    };
     let mut code = match clock_refused(&cli.command) {
         Some(refused) => refused,
         None => run(cli),
     };
-    // Output cut short (a full disk) is no success: 125 for `exec` and
-    // `lock` (an I/O error), 2 for the rest (not honoured). It is said
-    // whatever the code, so a failure's report lost is never silent.
+    // Output cut short by a full disk is no success. It is said whatever
+    // the code, so a failure's report lost is never silent.
     if let Some(why) = say::stdout_failed() {
         say!("baton: failed to write standard output: {why}; what it holds is incomplete");
         if code == Exit::Ok {
-            code = if own_failure {
-                Exit::Failure
-            } else {
-                Exit::Usage
-            };
+            code = cut_short;
         }
     }
     baton_runner::console::flush(baton_runner::console::EXIT_FLUSH);
     // Output its reader was too slow for was dropped (and said on standard
     // error, as far as that stream takes it): cut short too.
     if code == Exit::Ok && baton_runner::console::stdout_lost() > 0 {
-        code = if own_failure {
-            Exit::Failure
-        } else {
-            Exit::Usage
-        };
+        code = cut_short;
     }
     code.into()
 }
