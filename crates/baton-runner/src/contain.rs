@@ -329,7 +329,29 @@ pub(crate) unsafe fn init(plan: &InitPlan, err: RawFd, start: impl FnOnce()) -> 
         loop {
             loop {
                 let mut status: libc::c_int = 0;
-                let r = libc::waitpid(-1, &raw mut status, libc::WNOHANG | libc::__WALL);
+                let r = libc::waitpid(
+                    -1,
+                    &raw mut status,
+                    libc::WNOHANG | libc::WUNTRACED | libc::__WALL,
+                );
+                if r > 0 && libc::WIFSTOPPED(status) {
+                    // The command stopped (Ctrl-Z at the terminal it was
+                    // handed): told to the runner, which stops with it. At
+                    // most one report waits in the pipe, so a job that stops
+                    // and continues itself over and over while the runner
+                    // reads nothing never fills it: the status below always
+                    // has room, and init never blocks on a write.
+                    let mut queued: libc::c_int = 0;
+                    if libc::c_long::from(r) == job
+                        && !sent
+                        && libc::ioctl(plan.status, libc::FIONREAD, &raw mut queued) == 0
+                        && queued == 0
+                    {
+                        let bytes = status.to_ne_bytes();
+                        libc::write(plan.status, bytes.as_ptr().cast(), bytes.len());
+                    }
+                    continue;
+                }
                 if r > 0 {
                     if libc::c_long::from(r) == job && !sent {
                         sent = true;

@@ -131,6 +131,10 @@ pub(crate) struct Deadline {
     to: Option<std::fs::File>,
     /// The last deadline sent, by the boot clock.
     sent: Option<std::time::Duration>,
+    /// Whether a deadline had passed when a later one was sent: init may
+    /// have killed the tree then (a runner stopped past it, renewing once
+    /// continued).
+    lapsed: bool,
 }
 
 impl Deadline {
@@ -138,6 +142,10 @@ impl Deadline {
     /// Never blocks: an init that reads nothing (stopped itself) keeps the
     /// deadlines it has.
     pub(crate) fn send(&mut self, at: std::time::Duration) {
+        let now = baton_lease::Clock::boot(&baton_lease::SystemClock);
+        if self.passed(now) {
+            self.lapsed = true;
+        }
         if let Some(to) = self.to.as_mut() {
             let nanos = u64::try_from(at.as_nanos()).unwrap_or(u64::MAX).max(1);
             if io::Write::write(to, &nanos.to_ne_bytes()).is_ok_and(|n| n == 8) {
@@ -146,10 +154,10 @@ impl Deadline {
         }
     }
 
-    /// Whether a deadline was sent and `now` is past it: init has killed
-    /// the tree, or is about to.
+    /// Whether a deadline was sent and `now` is past it, or one had passed
+    /// before the next was sent: init has killed the tree, or is about to.
     pub(crate) fn passed(&self, now: std::time::Duration) -> bool {
-        self.sent.is_some_and(|at| now >= at)
+        self.lapsed || self.sent.is_some_and(|at| now >= at)
     }
 }
 
@@ -272,6 +280,7 @@ fn spawn_as(
     let deadline = Deadline {
         to: deadline.map(|(_r, w)| std::fs::File::from(w)),
         sent: None,
+        lapsed: false,
     };
     if method.contained() {
         // Init asks for its death with this thread before anything may
@@ -292,6 +301,7 @@ fn spawn_as(
                 done: false,
                 status: None,
                 deadline: Deadline::default(),
+                stopped: None,
             };
             let _ = c.wait();
             return Err(io::Error::other(
@@ -465,6 +475,7 @@ impl Gated {
             done: false,
             status: self.status.take().map(std::fs::File::from),
             deadline: std::mem::take(&mut self.deadline),
+            stopped: None,
         };
         let mut f = std::fs::File::from(gate);
         if let Err(e) = io::Write::write_all(&mut f, b"1") {
@@ -505,6 +516,7 @@ impl Gated {
             done: false,
             status: None,
             deadline: Deadline::default(),
+            stopped: None,
         };
         let _ = c.wait();
     }
@@ -519,6 +531,9 @@ pub(crate) struct Child {
     done: bool,
     status: Option<std::fs::File>,
     deadline: Deadline,
+    /// The signal that last stopped the command (job control), not yet
+    /// taken by [`Child::take_stop`].
+    stopped: Option<i32>,
 }
 
 impl Child {
@@ -549,7 +564,14 @@ impl Child {
         Ok(self.sent().or(own))
     }
 
-    /// The status init sent, once.
+    /// The signal that stopped the command since this was last asked, if
+    /// it was stopped (Ctrl-Z at a terminal, `kill -STOP`); read with the
+    /// command's status by [`Child::try_wait`].
+    pub(crate) fn take_stop(&mut self) -> Option<i32> {
+        self.stopped.take()
+    }
+
+    /// The status init sent, once; the stops it sent before are noted.
     fn sent(&mut self) -> Option<ExitStatus> {
         use std::os::unix::process::ExitStatusExt;
         let pipe = self.status.as_mut()?;
@@ -557,8 +579,13 @@ impl Child {
         loop {
             match io::Read::read(pipe, &mut buf) {
                 Ok(4) => {
+                    let raw = i32::from_ne_bytes(buf);
+                    if libc::WIFSTOPPED(raw) {
+                        self.stopped = Some(libc::WSTOPSIG(raw));
+                        continue;
+                    }
                     self.status = None;
-                    return Some(ExitStatus::from_raw(i32::from_ne_bytes(buf)));
+                    return Some(ExitStatus::from_raw(raw));
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 // Nothing yet (would block), or init died without sending
@@ -578,7 +605,13 @@ impl Child {
         loop {
             let mut status = 0;
             // Safety: waitpid on our own child.
-            let r = unsafe { libc::waitpid(pid, &mut status, flags) };
+            let r = unsafe { libc::waitpid(pid, &mut status, flags | libc::WUNTRACED) };
+            if r == pid && libc::WIFSTOPPED(status) {
+                // The command itself (uncontained) was stopped: noted, and
+                // waited for on.
+                self.stopped = Some(libc::WSTOPSIG(status));
+                continue;
+            }
             if r == pid {
                 self.done = true;
                 return Ok(Some(ExitStatus::from_raw(status)));

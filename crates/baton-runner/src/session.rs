@@ -519,7 +519,7 @@ impl<'r> Session<'r> {
             finish_reader(reader, &self.clock);
             return not_run(self, ending);
         }
-        let foreground = if prepared.foreground {
+        let mut foreground = if prepared.foreground {
             crate::terminal::hand_to(pid)
         } else {
             None
@@ -545,8 +545,14 @@ impl<'r> Session<'r> {
         };
         let tree = Tree::new(pid, cgroup, contained);
         let mut reader = reader;
-        let (status, stop, cut) =
-            self.supervise(&mut child, &tree, &limits, t0, fenced, reader.as_mut());
+        let (status, stop, cut) = self.supervise(
+            &mut child,
+            &tree,
+            &limits,
+            (t0, fenced),
+            reader.as_mut(),
+            foreground.as_mut(),
+        );
         // Killed by its init at the deadline (the runner did not run to
         // renew, nor to stop it): the lease is lost, as the runner would
         // have found had it run.
@@ -603,9 +609,9 @@ impl<'r> Session<'r> {
         child: &mut gate::Child,
         tree: &Tree,
         limits: &Limits,
-        t0: Duration,
-        fenced: Duration,
+        (t0, fenced): (Duration, Duration),
         mut output: Option<&mut capture::Reader>,
+        mut foreground: Option<&mut crate::terminal::Foreground>,
     ) -> (Option<ExitStatus>, Option<Stop>, bool) {
         let pid = child.id();
         let mut fenced = fenced;
@@ -618,6 +624,10 @@ impl<'r> Session<'r> {
         let mut stuck_reported = false;
         let mut unseen_reported = false;
         let mut cut = false;
+        // The step is stopped from the terminal and the runner with it
+        // ([`Session::stop_with_step`]): it is continued once the lease is
+        // known to be held.
+        let mut held = false;
         loop {
             if !waited {
                 match child.try_wait() {
@@ -631,7 +641,29 @@ impl<'r> Session<'r> {
                     Err(_) => waited = true,
                 }
             }
+            if let Some(signal) = child.take_stop()
+                && !waited
+                && stop.is_none()
+                && let Some(fg) = foreground.as_deref_mut()
+                && self.stop_with_step(signal, fg)
+            {
+                held = true;
+            }
             self.keep_lease();
+            if held && (waited || stop.is_some() || self.lost.is_some()) {
+                // Ended, or being stopped (which continues it to act on
+                // its signal): nothing to hand back.
+                held = false;
+            } else if held && self.clock.boot() < self.last_renewed + self.ttl {
+                // Continued, and the lease renewed within its TTL (at
+                // once after a short stop; after a longer one, once a
+                // renewal begun since has landed): the step may run again.
+                held = false;
+                if let Some(fg) = foreground.as_deref_mut() {
+                    fg.give();
+                }
+                tree.signal(SIGCONT);
+            }
             // Each renewal moves init's deadline on; a lost lease never
             // does (its stop is under way).
             let next = self.fence_deadline(limits.kill_grace);
@@ -790,6 +822,26 @@ impl<'r> Session<'r> {
                 Wake::Child | Wake::Timeout => {}
             }
         }
+    }
+
+    /// Job control, for a step in the terminal's foreground: the step was
+    /// stopped by `signal`; when that came from the terminal (Ctrl-Z, or a
+    /// read or write it may not make), the runner takes the foreground back
+    /// and stops its own group with the same signal, so the shell sees its
+    /// job stopped, and says `true` once continued: the step is then to be
+    /// continued as soon as the lease is known to be held (a stop longer
+    /// than the TTL renewed nothing: a renewal must land first, or the
+    /// lease is lost and the step stopped for good, as init's watchdog has
+    /// done if the stop outlasted its deadline). A stop by anything else
+    /// (`kill -STOP`) is left as it is, for whoever stopped the step to
+    /// continue it.
+    fn stop_with_step(&mut self, signal: i32, fg: &mut crate::terminal::Foreground) -> bool {
+        if ![libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU].contains(&signal) || self.lost.is_some() {
+            return false;
+        }
+        fg.take_back();
+        crate::terminal::stop_own_group(signal);
+        true
     }
 
     /// Waits `d` between steps, renewing the lease meanwhile. Returns early

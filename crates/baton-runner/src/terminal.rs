@@ -5,10 +5,19 @@
 //! this, the step runs in a background group and the kernel stops it with
 //! SIGTTIN the moment it reads the terminal, while its lease stays "live".
 //!
+//! Job control goes through the runner as through a shell: a step stopped
+//! from the terminal (Ctrl-Z) has the foreground taken back, and the
+//! runner's own group is stopped with the same signal ([`stop_own_group`]),
+//! so the shell that started it sees its job stopped and gets its prompt
+//! back; continued (`fg`), the runner hands the foreground on again
+//! ([`Foreground::give`]) before it continues the step.
+//!
 //! Nothing happens when standard input is not a terminal, or when the runner
 //! itself is not in the foreground (then the terminal is not its to give).
+//! It never takes the terminal from anyone but its own step: a runner
+//! continued in the background (`bg`) leaves the foreground where it is.
 
-#![allow(unsafe_code)] // Blocking SIGTTOU around taking the terminal back.
+#![allow(unsafe_code)] // Blocking SIGTTOU around taking the terminal back; killpg.
 
 use std::os::fd::AsFd;
 
@@ -17,6 +26,9 @@ use std::os::fd::AsFd;
 #[derive(Debug)]
 pub(crate) struct Foreground {
     owner: rustix::process::Pid,
+    step: rustix::process::Pid,
+    /// Whether the step holds the foreground from the runner's hand now.
+    given: bool,
 }
 
 /// Hands the terminal on standard input to group `pgid`, if the runner holds
@@ -37,28 +49,77 @@ pub(crate) fn hand_to(pgid: u32) -> Option<Foreground> {
     }
     let target = rustix::process::Pid::from_raw(i32::try_from(pgid).ok()?)?;
     rustix::termios::tcsetpgrp(fd, target).ok()?;
-    Some(Foreground { owner: own })
+    Some(Foreground {
+        owner: own,
+        step: target,
+        given: true,
+    })
+}
+
+/// Stops the runner's own process group with `signal` (a stop signal), as
+/// the terminal would have had the step been in it: the runner, and
+/// whatever shares its group (a pipeline's other commands, a script that
+/// ran it), stop together, and the shell sees its job stopped. Returns once
+/// continued; at once when the kernel discards the stop (a group no shell
+/// controls, an orphaned one).
+pub(crate) fn stop_own_group(signal: i32) {
+    // Safety: killpg with our own group (0) and a signal number; nothing is
+    // shared with the call.
+    unsafe {
+        libc::killpg(0, signal);
+    }
+}
+
+/// The foreground group of the terminal on standard input.
+fn foreground_now() -> Option<rustix::process::Pid> {
+    rustix::termios::tcgetpgrp(std::io::stdin().as_fd()).ok()
 }
 
 impl Foreground {
-    /// Gives the foreground back to the runner's group. The runner is in the
-    /// background when it asks, so SIGTTOU is blocked for the call (the
-    /// kernel would otherwise stop the runner instead).
-    pub(crate) fn restore(self) {
-        let stdin = std::io::stdin();
-        // Safety: `set` is a properly initialised signal set on this stack
-        // frame; pthread_sigmask changes only this thread's mask, and the
-        // previous mask is restored right after the one call in between.
-        unsafe {
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            let mut old: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            libc::sigaddset(&mut set, libc::SIGTTOU);
-            libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
-            // OK to ignore: a terminal that went away has no foreground to
-            // restore.
-            let _ = rustix::termios::tcsetpgrp(stdin.as_fd(), self.owner);
-            libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+    /// Takes the foreground back from the step that holds it (stopped from
+    /// the terminal), for the shell to take once the runner is stopped.
+    pub(crate) fn take_back(&mut self) {
+        if self.given && foreground_now() == Some(self.step) {
+            set_foreground(self.owner);
         }
+        self.given = false;
+    }
+
+    /// Hands the foreground on to the step again, when the runner holds it
+    /// (continued with `fg`); a runner continued in the background leaves
+    /// it to whoever holds it.
+    pub(crate) fn give(&mut self) {
+        if !self.given && foreground_now() == Some(self.owner) {
+            self.given = rustix::termios::tcsetpgrp(std::io::stdin().as_fd(), self.step).is_ok();
+        }
+    }
+
+    /// Gives the foreground back to the runner's group, when the step still
+    /// holds it from the runner's hand.
+    pub(crate) fn restore(self) {
+        if self.given {
+            set_foreground(self.owner);
+        }
+    }
+}
+
+/// Makes `group` the terminal's foreground. The runner is in the background
+/// when it asks, so SIGTTOU is blocked for the call (the kernel would
+/// otherwise stop the runner instead).
+fn set_foreground(group: rustix::process::Pid) {
+    let stdin = std::io::stdin();
+    // Safety: `set` is a properly initialised signal set on this stack
+    // frame; pthread_sigmask changes only this thread's mask, and the
+    // previous mask is restored right after the one call in between.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTTOU);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+        // OK to ignore: a terminal that went away has no foreground to
+        // restore.
+        let _ = rustix::termios::tcsetpgrp(stdin.as_fd(), group);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
     }
 }

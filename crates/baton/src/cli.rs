@@ -746,7 +746,11 @@ BATON_FENCE and BATON_RUN_ID in its environment. BATON_FENCE only grows: each
 run's fence is larger than every earlier one's for this lock (it is not a
 count). The command starts only once its group is written into the lease, so
 a crash of baton can never leave it running unrecorded. When standard input
-is a terminal, the command gets the terminal's foreground while it runs.
+is a terminal, the command gets the terminal's foreground while it runs, and
+job control works as for any command: Ctrl-Z stops baton with it (the shell
+gets its prompt back), `fg` continues both. A stop longer than the TTL
+renews the lease before the command runs again; one past the TTL, the
+renewal wait and the kill grace ends the run as a lost lease (exit 76).
 
 Orphans: when the command exits, whatever it left running, in its process
 group or detached from it (setsid, a double fork), is stopped too: the first

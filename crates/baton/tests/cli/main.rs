@@ -27,6 +27,7 @@ mod history_page;
 mod hosts;
 mod http;
 mod jitter;
+mod job_control;
 mod lock_tools;
 mod metrics;
 mod overlap;
