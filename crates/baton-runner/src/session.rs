@@ -642,6 +642,7 @@ impl<'r> Session<'r> {
                 }
             }
             if let Some(signal) = child.take_stop()
+                && !held
                 && !waited
                 && stop.is_none()
                 && let Some(fg) = foreground.as_deref_mut()
@@ -819,6 +820,19 @@ impl<'r> Session<'r> {
                         self.report.event(Event::Forwarded { signal: s });
                     }
                 }
+                Wake::Suspend => {
+                    // SIGTSTP to the runner: its step stops with it (the
+                    // terminal's foreground taken back if it had it), and is
+                    // continued as after a stop from the terminal.
+                    if !waited && stop.is_none() && self.lost.is_none() {
+                        if let Some(fg) = foreground.as_deref_mut() {
+                            fg.take_back();
+                        }
+                        tree.pause();
+                        held = true;
+                    }
+                    crate::terminal::stop_self(libc::SIGTSTP);
+                }
                 Wake::Child | Wake::Timeout => {}
             }
         }
@@ -870,8 +884,10 @@ impl<'r> Session<'r> {
                 // A request to stop is looked for as often as during a step.
                 wait = wait.min(TICK);
             }
-            if let Wake::Signal(s) = self.signals.wait(wait, None) {
-                self.interrupted = Some(s);
+            match self.signals.wait(wait, None) {
+                Wake::Signal(s) => self.interrupted = Some(s),
+                Wake::Suspend => crate::terminal::stop_self(libc::SIGTSTP),
+                _ => {}
             }
         }
     }
@@ -894,8 +910,10 @@ impl<'r> Session<'r> {
             if now >= end {
                 return Paused::Elapsed;
             }
-            if let Wake::Signal(s) = self.signals.wait(end - now, None) {
-                self.interrupted = Some(s);
+            match self.signals.wait(end - now, None) {
+                Wake::Signal(s) => self.interrupted = Some(s),
+                Wake::Suspend => crate::terminal::stop_self(libc::SIGTSTP),
+                _ => {}
             }
         }
     }

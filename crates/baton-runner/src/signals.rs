@@ -10,7 +10,10 @@
 //! a log, print progress): they are passed to the running step's group as
 //! they come, stop nothing, and are dropped between steps, where there is
 //! nobody to pass them to; before, their default action ended the
-//! supervisor and left its run to be recorded as abandoned. All seven are blocked
+//! supervisor and left its run to be recorded as abandoned. SIGTSTP (Ctrl-Z
+//! at a terminal whose foreground is the runner's, `kill -TSTP`) stops the
+//! running step with the runner, which its default action would not do:
+//! the step ran on unsupervised. All eight are blocked
 //! in the supervising thread while the session lasts (threads the session
 //! starts inherit the mask; helper threads block them themselves, see
 //! [`block_in_this_thread`]), so they are never delivered the usual way and
@@ -33,6 +36,7 @@ pub(crate) const SIGHUP: i32 = libc::SIGHUP;
 pub(crate) const SIGKILL: i32 = libc::SIGKILL;
 pub(crate) const SIGCONT: i32 = libc::SIGCONT;
 pub(crate) const SIGSTOP: i32 = libc::SIGSTOP;
+pub(crate) const SIGTSTP: i32 = libc::SIGTSTP;
 const SIGCHLD: i32 = libc::SIGCHLD;
 
 /// The signals passed on to a running step as they are, neither a stop
@@ -49,6 +53,8 @@ pub(crate) enum Wake {
     /// Signals of [`PASSED`] to pass on to the running step, in the order
     /// they were read; nothing stops.
     Pass(Vec<i32>),
+    /// SIGTSTP: the step and the runner are to stop, as at a terminal.
+    Suspend,
     /// The wait ran out.
     Timeout,
 }
@@ -66,10 +72,10 @@ fn set(signals: &[i32]) -> libc::sigset_t {
     }
 }
 
-/// The signals to catch: SIGCHLD, and SIGINT, SIGTERM, SIGHUP and those of
-/// [`PASSED`] unless the process inherited them as ignored.
+/// The signals to catch: SIGCHLD, and SIGINT, SIGTERM, SIGHUP, SIGTSTP and
+/// those of [`PASSED`] unless the process inherited them as ignored.
 fn caught() -> Vec<i32> {
-    [SIGINT, SIGTERM, SIGHUP]
+    [SIGINT, SIGTERM, SIGHUP, SIGTSTP]
         .into_iter()
         .chain(PASSED)
         .filter(|&s| !baton_lease::job::signal_ignored(s))
@@ -130,6 +136,8 @@ pub(crate) struct Signals {
     /// Whether a SIGHUP read is one to pass on; else it is dropped (still
     /// caught, so it never ends the process).
     hangup: bool,
+    /// A SIGTSTP read and not yet acted on.
+    suspend: std::cell::Cell<bool>,
 }
 
 impl Signals {
@@ -157,6 +165,7 @@ impl Signals {
                 fd: OwnedFd::from_raw_fd(fd),
                 old_mask: old,
                 hangup,
+                suspend: std::cell::Cell::new(false),
             })
         }
     }
@@ -205,13 +214,18 @@ impl Signals {
     }
 
     /// Everything pending, folded: the last signal that stops the run, else
-    /// the signals of [`PASSED`] read, else SIGCHLD. (A SIGCHLD folded
-    /// away loses nothing: every wake looks at the step again.)
+    /// the signals of [`PASSED`] read, else a SIGTSTP, else SIGCHLD. (A
+    /// SIGCHLD folded away loses nothing: every wake looks at the step
+    /// again; a SIGTSTP waits for the next wake that has nothing before it.)
     fn drain(&self) -> Option<Wake> {
         let mut wake = None;
         let mut passed = Vec::new();
         while let Some(s) = self.read() {
             if s == SIGHUP && !self.hangup {
+                continue;
+            }
+            if s == SIGTSTP {
+                self.suspend.set(true);
                 continue;
             }
             if PASSED.contains(&s) {
@@ -227,6 +241,7 @@ impl Signals {
         match wake {
             Some(Wake::Signal(s)) => Some(Wake::Signal(s)),
             _ if !passed.is_empty() => Some(Wake::Pass(passed)),
+            _ if self.suspend.replace(false) => Some(Wake::Suspend),
             other => other,
         }
     }
@@ -235,6 +250,11 @@ impl Signals {
     pub(crate) fn pending(&self) -> Option<i32> {
         match self.drain() {
             Some(Wake::Signal(s)) => Some(s),
+            // Not this call's to act on: kept for the next wait.
+            Some(Wake::Suspend) => {
+                self.suspend.set(true);
+                None
+            }
             _ => None,
         }
     }

@@ -10,7 +10,9 @@
 //! runner's own group is stopped with the same signal ([`stop_own_group`]),
 //! so the shell that started it sees its job stopped and gets its prompt
 //! back; continued (`fg`), the runner hands the foreground on again
-//! ([`Foreground::give`]) before it continues the step.
+//! ([`Foreground::give`]) before it continues the step. A SIGTSTP sent to
+//! the runner itself (Ctrl-Z when the step has no terminal, `kill -TSTP`)
+//! stops the step with it, and the runner alone ([`stop_self`]).
 //!
 //! Nothing happens when standard input is not a terminal, or when the runner
 //! itself is not in the foreground (then the terminal is not its to give).
@@ -63,10 +65,36 @@ pub(crate) fn hand_to(pgid: u32) -> Option<Foreground> {
 /// continued; at once when the kernel discards the stop (a group no shell
 /// controls, an orphaned one).
 pub(crate) fn stop_own_group(signal: i32) {
-    // Safety: killpg with our own group (0) and a signal number; nothing is
-    // shared with the call.
-    unsafe {
+    // Safety: killpg with our own group (0) and a signal number.
+    stopping(signal, || unsafe {
         libc::killpg(0, signal);
+    });
+}
+
+/// Stops the runner alone with `signal` (a stop signal it caught and took
+/// from its `signalfd`), as the signal's default action would have; returns
+/// once continued, or at once when the kernel discards the stop.
+pub(crate) fn stop_self(signal: i32) {
+    // Safety: raise sends a signal number to the calling thread.
+    stopping(signal, || unsafe {
+        libc::raise(signal);
+    });
+}
+
+/// Runs `send` with `signal` unblocked in this thread, so the stop it sends
+/// this process is delivered here, by its default action, before `send`
+/// returns (a session blocks SIGTSTP in every thread, to read it).
+fn stopping(signal: i32, send: impl FnOnce()) {
+    // Safety: a signal set on this stack; pthread_sigmask changes only this
+    // thread's mask, restored right after.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, signal);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, &mut old);
+        send();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
     }
 }
 

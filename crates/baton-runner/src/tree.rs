@@ -179,6 +179,19 @@ impl Tree {
         children_left.unwrap_or(true) || job::group_alive(self.pgid)
     }
 
+    /// Stops every member with SIGSTOP, as job control would, but a
+    /// contained step's init, whose watchdog must run on while the runner
+    /// is stopped; [`Tree::signal`] with SIGCONT continues them. A member
+    /// that forks meanwhile may leave a child running: pausing is no fence
+    /// (the watchdog and the lease are).
+    pub(crate) fn pause(&self) {
+        for m in self.members() {
+            if !(self.contained && m.pid == self.pgid) {
+                let _ = job::signal_process(m.pid, SIGSTOP);
+            }
+        }
+    }
+
     /// Sends `signal` to the group and to every member outside it, and
     /// SIGCONT after it so that a stopped process can act on it.
     pub(crate) fn signal(&self, signal: i32) {

@@ -23,8 +23,8 @@ use baton_lease::{Leader, Once};
 pub const PASSED_ON: [i32; 3] = [libc::SIGUSR1, libc::SIGUSR2, libc::SIGALRM];
 
 /// Blocks, in the calling thread, the signals a supervising session reads
-/// for itself (SIGINT, SIGTERM, SIGHUP, SIGCHLD, and SIGUSR1, SIGUSR2 and
-/// SIGALRM, which it passes on to the job, from a `signalfd`): a
+/// for itself (SIGINT, SIGTERM, SIGHUP, SIGTSTP, SIGCHLD, and SIGUSR1,
+/// SIGUSR2 and SIGALRM, which it passes on to the job, from a `signalfd`): a
 /// thread that a [`Held`] implementation (or any helper of the session)
 /// starts calls it first, so that a signal meant for the run is never
 /// taken, and lost, by that thread.
@@ -35,9 +35,15 @@ pub fn quiet_thread() {
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGCHLD]
-            .into_iter()
-            .chain(PASSED_ON)
+        for s in [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGTSTP,
+            libc::SIGCHLD,
+        ]
+        .into_iter()
+        .chain(PASSED_ON)
         {
             libc::sigaddset(&mut set, s);
         }

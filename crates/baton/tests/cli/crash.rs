@@ -1,11 +1,13 @@
 //! Crashes and stops: kill -9 of baton with and without its job, SIGSTOP of
 //! baton, a forced break under a running exec, orphans left by the job.
 
+use std::os::unix::process::CommandExt;
+
 use rustix::process::Signal;
 
 use crate::support::{
-    Env, alive, background, code, eventually, pause, signal, stderr, verdict, wait_for_file,
-    wait_pid_file, write_pid,
+    Env, alive, background, code, eventually, pause, signal, state_of, stderr, verdict,
+    wait_for_file, wait_pid_file, write_pid,
 };
 
 #[test]
@@ -248,6 +250,51 @@ fn signals_meant_for_the_job_reach_it_and_stop_nothing() {
         assert_eq!(wait_for_file(&got), name);
         assert_eq!(verdict(&env, "job"), "free");
     }
+}
+
+/// SIGTSTP to baton (Ctrl-Z at a terminal whose foreground is baton's, as
+/// when the command's input is not the terminal; `kill -TSTP`) stops its
+/// command with it, as job control stops a whole job; SIGCONT continues
+/// both, and the run ends as its command does. (By its default action it
+/// stopped baton alone, and the command ran on unsupervised.)
+#[test]
+fn sigtstp_stops_baton_with_its_command_and_sigcont_continues_both() {
+    let env = Env::new();
+    let pidfile = env.path("pid");
+    let done = env.path("done");
+    // A group of its own whose parent (this test) is in another group of
+    // the same session: one a stop may stop, as a shell's job is.
+    let mut b = env
+        .cmd(&[
+            "exec",
+            "--name",
+            "job",
+            "--",
+            "sh",
+            "-c",
+            &format!(
+                "{}; sleep 1; echo done > {}",
+                write_pid(&pidfile),
+                done.display()
+            ),
+        ])
+        .stdin(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let job: i32 = wait_for_file(&pidfile).parse().unwrap();
+    signal(b.id() as i32, Signal::TSTP);
+    eventually("baton and its command to be stopped", || {
+        state_of(b.id() as i32) == Some('T') && state_of(job) == Some('T')
+    });
+    pause(1500);
+    assert!(!done.exists(), "the command ran on while baton was stopped");
+    assert_eq!(verdict(&env, "job"), "live");
+    signal(b.id() as i32, Signal::CONT);
+    let status = baton_testkit::wait_for_exit(&mut b, "baton, continued, to finish");
+    assert!(status.success(), "{status:?}");
+    assert_eq!(wait_for_file(&done), "done");
+    assert_eq!(verdict(&env, "job"), "free");
 }
 
 #[test]

@@ -197,3 +197,42 @@ fn a_stop_past_the_deadline_ends_the_run_as_lost_and_the_command_never_runs_agai
     assert_eq!(verdict(&env, "tty"), "free");
     term.close();
 }
+
+#[test]
+fn ctrl_z_stops_a_command_that_has_no_terminal_with_baton() {
+    // The command's input is not the terminal: baton keeps the foreground,
+    // and ^Z reaches baton, which stops its command with it (by SIGTSTP's
+    // default action it stopped alone, its command running on).
+    let env = Env::new();
+    let mut term = Terminal::open(&env);
+    let up = env.path("up");
+    let ticks = env.path("ticks");
+    term.type_in(&format!(
+        "{BATON} exec --name tty -- sh -c 'echo up > {}; for i in $(seq 30); do echo $i >> {}; \
+         sleep 0.1; done' < /dev/null\n",
+        up.display(),
+        ticks.display()
+    ));
+    wait_for_file(&up);
+    let baton = baton_of(&env);
+    ctrl_z(&env, &mut term, baton);
+    let count = || {
+        std::fs::read_to_string(&ticks)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let before = count();
+    baton_testkit::pause(1_000);
+    assert_eq!(
+        count(),
+        before,
+        "the command ran on while baton was stopped"
+    );
+    assert!(before < 30, "{before}");
+    term.type_in("fg\n");
+    assert_eq!(term.status(&env, "done"), "0");
+    assert_eq!(count(), 30);
+    assert_eq!(verdict(&env, "tty"), "free");
+    term.close();
+}

@@ -863,9 +863,9 @@ fn store_a_run_that_ends_while_the_server_restarts_records_its_verdict_and_frees
 
 /// The signals a run's supervisor reads for itself, as bits of a
 /// `/proc/PID/task/TID/status` `SigBlk` mask (signal N is bit N - 1):
-/// SIGHUP (1), SIGINT (2), SIGTERM (15), SIGCHLD (17), and those it passes
-/// on to the job: SIGUSR1 (10), SIGUSR2 (12), SIGALRM (14).
-const SUPERVISED: u64 = 1 << 0 | 1 << 1 | 1 << 14 | 1 << 16 | 1 << 9 | 1 << 11 | 1 << 13;
+/// SIGHUP (1), SIGINT (2), SIGTERM (15), SIGCHLD (17), SIGTSTP (20), and
+/// those it passes on to the job: SIGUSR1 (10), SIGUSR2 (12), SIGALRM (14).
+const SUPERVISED: u64 = 1 << 0 | 1 << 1 | 1 << 14 | 1 << 16 | 1 << 19 | 1 << 9 | 1 << 11 | 1 << 13;
 
 /// Each thread of process `pid` with the signals it leaves unblocked of
 /// [`SUPERVISED`], by its name.
