@@ -805,8 +805,11 @@ impl<'r> Session<'r> {
                         // A command stopped by job control (Ctrl-Z, a read
                         // or write at a terminal not its own) acts on the
                         // signal only once continued: it is, or the run
-                        // would wait for it for ever.
-                        tree.signal(SIGCONT);
+                        // would wait for it for ever; one the runner holds
+                        // stopped until its lease is known held, then.
+                        if !held {
+                            tree.signal(SIGCONT);
+                        }
                     }
                     self.report.event(Event::Forwarded { signal: s });
                 }
