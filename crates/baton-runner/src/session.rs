@@ -852,9 +852,16 @@ impl<'r> Session<'r> {
     /// done if the stop outlasted its deadline). A stop by anything else
     /// (`kill -STOP`) is left as it is, for whoever stopped the step to
     /// continue it.
+    ///
+    /// A runner whose group no shell controls (orphaned: nobody could
+    /// continue it) ignores a Ctrl-Z, continuing the step at once, and
+    /// leaves a step stopped by a read or write at the terminal as it is.
     fn stop_with_step(&mut self, signal: i32, fg: &mut crate::terminal::Foreground) -> bool {
         if ![libc::SIGTSTP, libc::SIGTTIN, libc::SIGTTOU].contains(&signal) || self.lost.is_some() {
             return false;
+        }
+        if !crate::terminal::group_controlled() {
+            return signal == libc::SIGTSTP;
         }
         fg.take_back();
         crate::terminal::stop_own_group(signal);

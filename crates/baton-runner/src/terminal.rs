@@ -14,17 +14,23 @@
 //! the runner itself (Ctrl-Z when the step has no terminal, `kill -TSTP`)
 //! stops the step with it, and the runner alone ([`stop_self`]).
 //!
-//! Nothing happens when standard input is not a terminal, or when the runner
-//! itself is not in the foreground (then the terminal is not its to give).
-//! It never takes the terminal from anyone but its own step: a runner
-//! continued in the background (`bg`) leaves the foreground where it is.
+//! Nothing is handed when standard input is not a terminal, or when the
+//! runner itself is not in the foreground (then the terminal is not its to
+//! give; a step of a runner started in the background that reads the
+//! terminal stops the runner's job as it would any job, and `fg` hands the
+//! step the foreground then). It never takes the terminal from anyone but
+//! its own step: a runner continued in the background (`bg`) leaves the
+//! foreground where it is. A runner whose group no shell controls (an
+//! orphaned one) cannot be stopped: Ctrl-Z is then ignored, as the kernel
+//! ignores it for such a group.
 
 #![allow(unsafe_code)] // Blocking SIGTTOU around taking the terminal back; killpg.
 
 use std::os::fd::AsFd;
 
-/// A terminal foreground handed to a step; [`Foreground::restore`] takes it
-/// back.
+/// The terminal of an interactive step: its foreground handed to the step
+/// when the runner held it, and the step's job control passed through the
+/// runner either way; [`Foreground::restore`] takes the foreground back.
 #[derive(Debug)]
 pub(crate) struct Foreground {
     owner: rustix::process::Pid,
@@ -33,8 +39,9 @@ pub(crate) struct Foreground {
     given: bool,
 }
 
-/// Hands the terminal on standard input to group `pgid`, if the runner holds
-/// its foreground.
+/// Hands the terminal on standard input (the runner's controlling
+/// terminal) to group `pgid`, if the runner holds its foreground; `None`
+/// when standard input is no terminal of the runner's.
 pub(crate) fn hand_to(pgid: u32) -> Option<Foreground> {
     let stdin = std::io::stdin();
     let fd = stdin.as_fd();
@@ -46,16 +53,41 @@ pub(crate) fn hand_to(pgid: u32) -> Option<Foreground> {
     let own = i32::try_from(baton_lease::job::own_group())
         .ok()
         .and_then(rustix::process::Pid::from_raw)?;
-    if rustix::termios::tcgetpgrp(fd).ok()? != own {
-        return None;
-    }
+    let now = rustix::termios::tcgetpgrp(fd).ok()?;
     let target = rustix::process::Pid::from_raw(i32::try_from(pgid).ok()?)?;
-    rustix::termios::tcsetpgrp(fd, target).ok()?;
+    let given = now == own && rustix::termios::tcsetpgrp(fd, target).is_ok();
     Some(Foreground {
         owner: own,
         step: target,
-        given: true,
+        given,
     })
+}
+
+/// Whether the runner's process group is a shell's job: some ancestor of
+/// the runner in its session is in another group. The kernel never stops
+/// an *orphaned* group (one without) for job control, and nobody could
+/// continue it.
+pub(crate) fn group_controlled() -> bool {
+    /// A process's parent, group and session, from `/proc/PID/stat`.
+    fn stat(pid: u32) -> Option<(u32, u32, u32)> {
+        let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let mut f = s.rsplit_once(')')?.1.split_whitespace().skip(1);
+        let mut next = || f.next()?.parse::<u32>().ok();
+        Some((next()?, next()?, next()?))
+    }
+    let Some((mut parent, group, session)) = stat(std::process::id()) else {
+        return false;
+    };
+    // The chain of parents is short; a bound keeps a pathological one from
+    // costing more than a glance.
+    for _ in 0..64 {
+        match stat(parent) {
+            Some((_, g, s)) if s == session && g != group => return true,
+            Some((pp, g, s)) if s == session && g == group && pp != 0 => parent = pp,
+            _ => return false,
+        }
+    }
+    false
 }
 
 /// Stops the runner's own process group with `signal` (a stop signal), as

@@ -67,11 +67,17 @@ impl Drop for Terminal {
 /// Types the `baton exec` of a command that says it is up, then reads a
 /// line from the terminal and writes what it got; returns baton's pid once
 /// the command is up.
-fn start(env: &Env, term: &mut Terminal, extra: &str) -> i32 {
+fn start(env: &Env, term: &mut Terminal, options: &str) -> i32 {
+    start_then(env, term, options, "")
+}
+
+/// [`start`], with `end` at the end of the command line (`&`).
+fn start_then(env: &Env, term: &mut Terminal, options: &str, end: &str) -> i32 {
     let up = env.path("up");
     let got = env.path("got");
     term.type_in(&format!(
-        "{BATON} exec --name tty {extra} -- sh -c 'echo up > {}; read a; echo \"got:$a\" > {}'\n",
+        "{BATON} exec --name tty {options} -- sh -c 'echo up > {}; read a; echo \"got:$a\" > {}' \
+         {end}\n",
         up.display(),
         got.display()
     ));
@@ -234,5 +240,21 @@ fn ctrl_z_stops_a_command_that_has_no_terminal_with_baton() {
     assert_eq!(term.status(&env, "done"), "0");
     assert_eq!(count(), 30);
     assert_eq!(verdict(&env, "tty"), "free");
+    term.close();
+}
+
+#[test]
+fn a_command_of_a_baton_started_in_the_background_waits_for_fg_to_read_the_terminal() {
+    // `baton exec … &`: the terminal is the shell's, so the command is
+    // stopped by its read of it (SIGTTIN), and baton's job with it, as any
+    // background job that reads the terminal; `fg` gives it the terminal.
+    // (The command stayed stopped for ever, baton running and renewing.)
+    let env = Env::new();
+    let mut term = Terminal::open(&env);
+    let baton = start_then(&env, &mut term, "", "&");
+    eventually("baton to be stopped with its command", || {
+        state_of(baton) == Some('T')
+    });
+    fg_and_answer(&env, &mut term, baton, "foreground");
     term.close();
 }
