@@ -337,15 +337,18 @@ pub(crate) unsafe fn init(plan: &InitPlan, err: RawFd, start: impl FnOnce()) -> 
                 if r > 0 && libc::WIFSTOPPED(status) {
                     // The command stopped (Ctrl-Z at the terminal it was
                     // handed): told to the runner, which stops with it. At
-                    // most one report waits in the pipe, so a job that stops
-                    // and continues itself over and over while the runner
-                    // reads nothing never fills it: the status below always
-                    // has room, and init never blocks on a write.
+                    // most STOPS_QUEUED reports wait in the pipe, so a job
+                    // that stops and continues itself over and over while
+                    // the runner reads nothing never fills it: the status
+                    // below always has room, and init never blocks on a
+                    // write. (The runner reads them every tick and acts
+                    // on the last; only a storm of stops in one tick can
+                    // have one dropped.)
                     let mut queued: libc::c_int = 0;
                     if libc::c_long::from(r) == job
                         && !sent
                         && libc::ioctl(plan.status, libc::FIONREAD, &raw mut queued) == 0
-                        && queued == 0
+                        && queued < STOPS_QUEUED * 4
                     {
                         let bytes = status.to_ne_bytes();
                         libc::write(plan.status, bytes.as_ptr().cast(), bytes.len());
@@ -419,6 +422,10 @@ pub(crate) unsafe fn init(plan: &InitPlan, err: RawFd, start: impl FnOnce()) -> 
         }
     }
 }
+
+/// How many reports of the command's stops may wait in the status pipe
+/// (four bytes each, far below the pipe's room).
+const STOPS_QUEUED: libc::c_int = 16;
 
 /// The boot clock in nanoseconds, as the runner's deadlines count it
 /// (`CLOCK_BOOTTIME`, through the one clock baton reads).

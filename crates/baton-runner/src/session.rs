@@ -43,7 +43,7 @@ use crate::gate::{self, Started};
 use crate::limits::{TICK, show};
 use crate::renewer::{Answer, Holding, Renewer};
 use crate::report::{Event, Report};
-use crate::signals::{SIGCONT, Signals, Wake};
+use crate::signals::{SIGCONT, SIGHUP, Signals, Wake};
 use crate::status::{Ending, SpawnFailure, SpawnKind};
 use crate::step::{Stdin, StepResult, StepSpec};
 use crate::tree::{KILL_ROUND_PAUSE, Tree};
@@ -665,6 +665,19 @@ impl<'r> Session<'r> {
                 }
                 tree.signal(SIGCONT);
             }
+            if !waited
+                && let Some(fg) = foreground.as_deref_mut()
+                && fg.orphaned_now(self.clock.boot())
+                && tree.members().iter().any(|m| m.stopped)
+            {
+                // The shell whose job this was is gone while part of the
+                // step is stopped (a stop the runner never saw: not its
+                // command's own): as the kernel does for an orphaned group
+                // with a stopped member, SIGHUP and then SIGCONT, or that
+                // part waits for ever and the lease with it.
+                tree.signal(SIGHUP);
+                self.report.event(Event::Forwarded { signal: SIGHUP });
+            }
             // Each renewal moves init's deadline on; a lost lease never
             // does (its stop is under way).
             let next = self.fence_deadline(limits.kill_grace);
@@ -823,6 +836,10 @@ impl<'r> Session<'r> {
                         self.report.event(Event::Forwarded { signal: s });
                     }
                 }
+                // In a group no shell controls (an orphaned one: cron,
+                // systemd, `setsid`) SIGTSTP is ignored, as the kernel
+                // ignores it for any process there.
+                Wake::Suspend if !crate::terminal::group_controlled() => {}
                 Wake::Suspend => {
                     // SIGTSTP to the runner: its step stops with it (the
                     // terminal's foreground taken back if it had it), and is

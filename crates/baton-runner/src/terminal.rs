@@ -37,6 +37,10 @@ pub(crate) struct Foreground {
     step: rustix::process::Pid,
     /// Whether the step holds the foreground from the runner's hand now.
     given: bool,
+    /// Whether the runner's group was a shell's job when last looked at
+    /// ([`Foreground::orphaned_now`]), and when that was.
+    controlled: bool,
+    looked: std::time::Duration,
 }
 
 /// Hands the terminal on standard input (the runner's controlling
@@ -60,6 +64,8 @@ pub(crate) fn hand_to(pgid: u32) -> Option<Foreground> {
         owner: own,
         step: target,
         given,
+        controlled: group_controlled(),
+        looked: std::time::Duration::ZERO,
     })
 }
 
@@ -136,6 +142,20 @@ fn foreground_now() -> Option<rustix::process::Pid> {
 }
 
 impl Foreground {
+    /// Whether the runner's group has just become orphaned (the shell
+    /// whose job it was is gone: killed, its terminal closed), looked at
+    /// most once a tick (`now`, the boot clock). The kernel sends such a
+    /// group SIGHUP and SIGCONT when it has a stopped member; the step's
+    /// group, the rest of that job, must be sent them by the runner.
+    pub(crate) fn orphaned_now(&mut self, now: std::time::Duration) -> bool {
+        if !self.controlled || now < self.looked + crate::limits::TICK {
+            return false;
+        }
+        self.looked = now;
+        self.controlled = group_controlled();
+        !self.controlled
+    }
+
     /// Takes the foreground back from the step that holds it (stopped from
     /// the terminal), for the shell to take once the runner is stopped.
     pub(crate) fn take_back(&mut self) {

@@ -749,7 +749,7 @@ a crash of baton can never leave it running unrecorded. When standard input
 is a terminal, the command gets the terminal's foreground while it runs, and
 job control works as for any command: Ctrl-Z stops baton with it (the shell
 gets its prompt back), `fg` continues both; SIGTSTP sent to baton stops its
-command too. A stop longer than the TTL
+command too, where a shell controls baton's process group. A stop longer than the TTL
 renews the lease before the command runs again; one past the TTL, the
 renewal wait and the kill grace ends the run as a lost lease (exit 76).
 

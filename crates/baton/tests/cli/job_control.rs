@@ -12,7 +12,9 @@
 use std::io::Write;
 use std::process::{Child, ChildStdin, Command, Stdio};
 
-use crate::support::{BATON, Env, alive, eventually, state_of, verdict, wait_for_file};
+use rustix::process::Signal;
+
+use crate::support::{BATON, Env, alive, eventually, signal, state_of, verdict, wait_for_file};
 
 /// An interactive shell on a terminal of its own.
 struct Terminal {
@@ -257,4 +259,68 @@ fn a_command_of_a_baton_started_in_the_background_waits_for_fg_to_read_the_termi
     });
     fg_and_answer(&env, &mut term, baton, "foreground");
     term.close();
+}
+
+/// The pid of the process whose whole command line is `args`.
+fn pid_running(args: &[&str]) -> Option<i32> {
+    let want: Vec<u8> = args
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
+        let pid = e.file_name().to_string_lossy().parse::<i32>().ok()?;
+        (std::fs::read(e.path().join("cmdline")).ok()? == want).then_some(pid)
+    })
+}
+
+#[test]
+fn a_shell_gone_while_part_of_the_command_is_stopped_hangs_it_up_and_frees_the_lock() {
+    // The command ignores SIGTSTP and SIGHUP, its child does not (`env
+    // --default-signal`): ^Z stops the child alone, which baton cannot see
+    // (only its command's own stops reach it), so the shell waits. Then
+    // the shell dies: the kernel sends the terminal's foreground group,
+    // the command's, SIGHUP, which the stopped child keeps pending and the
+    // command ignores. Without baton the kernel would also send the
+    // orphaned job SIGHUP and SIGCONT; the command's group, whose parent
+    // baton lives on, is no orphan, so baton must.
+    // (Before, the stopped child, its command and baton stayed for ever,
+    // the lock `live`.)
+    let env = Env::new();
+    let mut term = Terminal::open(&env);
+    let up = env.path("up");
+    term.type_in(&format!(
+        "{BATON} exec --name tty -- sh -c 'trap \"\" TSTP HUP; echo up > {}; env \
+         --default-signal=TSTP,HUP sleep 61.25'\n",
+        up.display(),
+    ));
+    wait_for_file(&up);
+    let baton = baton_of(&env);
+    let mut child = None;
+    eventually("the command's child to start", || {
+        child = pid_running(&["sleep", "61.25"]);
+        child.is_some()
+    });
+    let child = child.unwrap();
+    term.type_in("\x1a");
+    eventually("the child to be stopped", || state_of(child) == Some('T'));
+    assert_ne!(
+        state_of(baton),
+        Some('T'),
+        "baton saw no stop of its command"
+    );
+    // The interactive shell is killed (a terminal emulator that crashed).
+    let stat = std::fs::read_to_string(format!("/proc/{baton}/stat")).unwrap();
+    let shell: i32 = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    signal(shell, Signal::KILL);
+    eventually("baton to end once the shell is gone", || !alive(baton));
+    assert!(!alive(child));
+    assert_eq!(verdict(&env, "tty"), "free");
 }
