@@ -886,7 +886,9 @@ impl<'r> Session<'r> {
     }
 
     /// Waits `d` between steps, renewing the lease meanwhile. Returns early
-    /// when a signal asks the run to stop or the lease is lost.
+    /// when a signal asks the run to stop or the lease is lost; returns
+    /// [`Paused::Elapsed`] only on a lease renewed within its TTL (a pause
+    /// the process spent stopped past it waits for a renewal to answer).
     pub fn pause(&mut self, d: Duration) -> Paused {
         let end = self.clock.boot().saturating_add(d);
         loop {
@@ -904,6 +906,15 @@ impl<'r> Session<'r> {
             }
             let now = self.clock.boot();
             if now >= end {
+                if self.lost.is_none() && now >= self.last_renewed + self.ttl {
+                    // The pause outlasted the TTL of the last renewal (the
+                    // process was stopped): what follows it starts on a
+                    // lease known held, so the renewal under way answers
+                    // first. One that finds the lease lost ends the pause
+                    // as lost, before the next step is begun and recorded.
+                    let _ = self.settle();
+                    continue;
+                }
                 return Paused::Elapsed;
             }
             let mut wait = end.min(self.session_deadline()).saturating_sub(now);

@@ -23,6 +23,7 @@ listed!(TESTS:
     a_command_that_exited_before_the_loss_keeps_its_own_ending,
     a_forced_break_is_seen_and_the_new_holder_is_left_alone,
     a_lock_file_whose_mutex_is_kept_elsewhere_self_fences,
+    a_pause_stopped_past_the_ttl_ends_lost_once_the_renewal_on_waking_finds_it_taken,
 );
 
 /// The shortest takeover grace the project accepts for this session and
@@ -287,4 +288,55 @@ fn a_lock_file_whose_mutex_is_kept_elsewhere_self_fences() {
         "{:?}",
         events.0
     );
+}
+
+/// A runner stopped (SIGSTOP, Ctrl-Z, a debugger) through a retry's wait,
+/// past its lease's TTL, while a judge elsewhere took the lease over: the
+/// wait ends as lost once the renewal made on waking answers, never as
+/// elapsed, so no next step is begun (and recorded as an attempt) under a
+/// lease that is gone.
+fn a_pause_stopped_past_the_ttl_ends_lost_once_the_renewal_on_waking_finds_it_taken() {
+    let ttl = Duration::from_millis(600);
+    let dir = Dir::new();
+    let woken = dir.path("woken");
+    let me = std::process::id();
+    // The first renewal has this process stopped 100 ms later (its answer
+    // taken in by then) for 3 s: five TTLs, and past the pause's end. The
+    // stopper writes `woken` just before it continues it; every renewal
+    // from then on finds the lease taken.
+    let (store, calls) = Store::new(ttl);
+    let store = store.on_renew({
+        let woken = woken.clone();
+        move |n| {
+            if n == 1 {
+                let stopper = format!(
+                    "sleep 0.1; kill -STOP {me}; sleep 3; echo > {}; kill -CONT {me}",
+                    woken.display()
+                );
+                // Waited for on a thread of its own (or reaped by the
+                // session, the subreaper: then the wait fails, unread).
+                std::thread::spawn(move || {
+                    let _ = std::process::Command::new("sh")
+                        .args(["-c", &stopper])
+                        .status();
+                });
+            }
+            if written(&woken) {
+                Ok(Renewal::Lost("the record names another holder".into()))
+            } else {
+                Ok(Renewal::Renewed)
+            }
+        }
+    });
+    let mut events = Events::default();
+    let mut s = start(Box::new(store), SessionConfig::default(), &mut events);
+    let paused = s.pause(Duration::from_millis(1500));
+    assert!(written(&woken), "the process was not stopped in its pause");
+    assert_eq!(paused, Paused::LeaseLost, "{:?}", calls.all());
+    // Found taken, or not renewed within a renewal's wait of waking (the
+    // store's 10 ms): lost either way.
+    assert!(s.lost().is_some());
+    nothing_more_runs(&mut s, &calls, &dir);
+    let _ = s.finish();
+    assert_eq!(events.count(|e| matches!(e, Event::LeaseLost { .. })), 1);
 }
