@@ -153,8 +153,8 @@ pub enum Cmd {
     Completions(CompletionsArgs),
     /// Print a manual page (roff), for `man -l -`: baton(1), or COMMAND's
     /// (`baton man exec` is baton-exec(1)); or write every page into a
-    /// directory with --dir. Exit 2 when a page cannot be written whole (a
-    /// full disk).
+    /// directory with --dir. Exit 2 when a page cannot be printed whole (a
+    /// full disk); 125 when --dir cannot be written, or is another user's.
     Man(ManArgs),
     /// Print the status page (HTML), the one the daemon serves at `GET /`.
     /// Hidden: it is for tests and for looking at the page without a daemon.
@@ -554,8 +554,9 @@ pub struct ManArgs {
     /// baton(1).
     #[arg(value_name = "COMMAND", conflicts_with = "dir")]
     pub command: Vec<String>,
-    /// Write every page into DIR (created when missing) as baton.1 and
-    /// baton-COMMAND.1, and print each path written: `baton man --dir
+    /// Write every page into DIR (created when missing; refused when
+    /// another user owns or can write it) as baton.1 and baton-COMMAND.1,
+    /// and print each path written: `baton man --dir
     /// /usr/local/share/man/man1`.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
@@ -874,8 +875,9 @@ other files are left alone.
 Exit codes:
   0    rendered
   2    bad arguments or configuration, or a job the target cannot express
-  125  an artefact could not be written under --out, or standard output
-       could not be written
+  125  an artefact could not be written under --out (a directory, or a link
+       on the way to it, that another user owns or can write is refused),
+       or standard output could not be written
 ";
 
 const STORE_HELP: &str = "\

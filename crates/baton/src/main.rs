@@ -23,6 +23,7 @@ mod job_completer;
 mod lock_cmd;
 mod log;
 mod man;
+mod out_dir;
 mod render_cmd;
 mod report;
 mod sched_cmd;

@@ -296,10 +296,10 @@ fn remove_stale(dir: &Path, target: Target, artefacts: &[Artefact]) -> Result<()
 }
 
 /// Writes each artefact as `dir/NAME`: a temporary file beside it, written,
-/// flushed to disk and renamed over the name.
+/// flushed to disk and renamed over the name; `dir` first made or checked
+/// ([`crate::out_dir`]: not another user's).
 fn write_all(dir: &Path, artefacts: &[Artefact]) -> Result<(), String> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| format!("failed to create the directory {}: {e}", dir.display()))?;
+    crate::out_dir::prepare(dir)?;
     for a in artefacts {
         baton_sched::state::atomic::replace(dir, &a.name, a.text.as_bytes())
             .map_err(|e| e.to_string())?;

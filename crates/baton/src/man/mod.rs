@@ -114,15 +114,15 @@ pub(crate) fn all() -> Result<Vec<Page>, ManError> {
     all.iter().map(|p| page(p)).collect()
 }
 
-/// Writes every page into `dir` (created when missing); the paths written.
+/// Writes every page into `dir` (created when missing, refused when
+/// another user's: [`crate::out_dir`]); the paths written.
 ///
 /// # Errors
 ///
 /// A page that cannot be rendered or written, naming the file.
 pub(crate) fn write_all(dir: &Path) -> Result<Vec<PathBuf>, ManError> {
     let pages = all()?;
-    std::fs::create_dir_all(dir)
-        .map_err(|e| ManError::Write(format!("failed to create {}: {e}", dir.display())))?;
+    crate::out_dir::prepare(dir).map_err(ManError::Write)?;
     pages
         .iter()
         .map(|p| {

@@ -1275,3 +1275,55 @@ fn render_env_says_a_store_password_file_nothing_sets_is_unset() {
         .unwrap();
     assert!(url.contains("set, not shown (from "), "{url}");
 }
+
+/// `--out` (and `baton man --dir`) into a directory another user prepared:
+/// one they own, one anybody may write, or a link of theirs in a shared
+/// sticky directory (as `/tmp`) that points at root's units: each refused
+/// with exit 125, before anything is written there or an earlier render's
+/// unit is removed through the link. Root's own directory is written.
+#[test]
+fn render_out_and_man_dir_refuse_a_directory_another_user_prepared() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let env = Env::new();
+    let config = example_config();
+    let config = config.to_str().unwrap();
+    let nobody = Some(65534);
+    let units = env.path("units");
+    std::fs::create_dir(&units).unwrap();
+    std::fs::write(units.join("baton-gone.timer"), "[Timer]\n").unwrap();
+    let shared = env.path("tmp");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let link = shared.join("units");
+    std::os::unix::fs::symlink(&units, &link).unwrap();
+    std::os::unix::fs::lchown(&link, nobody, None).unwrap();
+    let theirs = shared.join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    std::os::unix::fs::chown(&theirs, nobody, None).unwrap();
+    let open = shared.join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    for dir in [&link, &theirs, &open] {
+        let out = dir.to_str().unwrap();
+        let o = render(&["systemd", "--config", config, "--per-job", "--out", out]);
+        assert_eq!(code(&o), 125, "{out}: {}", stderr(&o));
+        assert!(stderr(&o).contains(out), "{out}: {}", stderr(&o));
+        let o = Command::new(BATON)
+            .args(["man", "--dir", out])
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 125, "man --dir {out}: {}", stderr(&o));
+        assert_eq!(stdout(&o), "", "man --dir {out}");
+    }
+    assert_eq!(
+        files(&units),
+        [(PathBuf::from("baton-gone.timer"), "[Timer]\n".to_owned())],
+        "written or removed through another user's link"
+    );
+    assert!(files(&theirs).is_empty() && files(&open).is_empty());
+    let out = units.to_str().unwrap();
+    let o = render(&["systemd", "--config", config, "--per-job", "--out", out]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(!units.join("baton-gone.timer").exists());
+    assert!(units.join("baton-daily.timer").exists());
+}
