@@ -102,8 +102,8 @@ pub use warning::Warning;
 /// # Errors
 ///
 /// [`Error::Url`], [`Error::UrlParam`], [`Error::Connect`], [`Error::Tls`],
-/// [`Error::SchemaTooNew`], or
-/// [`Error::Query`] (nothing is changed then).
+/// [`Error::ReadOnly`] (a standby, or writes off by default),
+/// [`Error::SchemaTooNew`], or [`Error::Query`] (nothing is changed then).
 pub async fn migrate(url: &str, options: Options) -> Result<Vec<i32>, Error> {
     migrate_target(&Target::from_url(url)?, options).await
 }
@@ -119,7 +119,7 @@ pub async fn migrate_target(target: &Target, options: Options) -> Result<Vec<i32
     let bounds = pool::bounds_sql(&options, options.statement_timeout);
     tokio::time::timeout(
         deadline,
-        schema::migrate_bounded(&mut client, Some(&bounds)),
+        schema::migrate_bounded(&mut client, Some(&bounds), &target.describe()),
     )
     .await
     .unwrap_or(Err(Error::Timeout {

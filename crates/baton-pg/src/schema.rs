@@ -587,17 +587,25 @@ pub const SCHEMA_VERSION: i32 = 9;
 ///
 /// # Errors
 ///
+/// [`Error::ReadOnly`] when the server takes no writes (nothing is tried);
 /// [`Error::SchemaTooNew`] when the database is ahead of this build;
 /// [`Error::Query`] when a statement fails (the transaction is rolled back,
 /// leaving the schema as it was).
 pub async fn migrate(client: &mut Client) -> Result<Vec<i32>, Error> {
-    migrate_bounded(client, None).await
+    migrate_bounded(client, None, "this connection's server").await
 }
 
-/// [`migrate`], with `bounds` (`SET LOCAL`s) set in its transaction first.
+/// Whether the server refuses writes, read in the migration's own
+/// transaction: a standby in recovery, or a transaction read-only by default.
+const READ_ONLY: &str =
+    "SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'";
+
+/// [`migrate`], with `bounds` (`SET LOCAL`s) set in its transaction first;
+/// `target` names the server in a refusal.
 pub(crate) async fn migrate_bounded(
     client: &mut Client,
     bounds: Option<&str>,
+    target: &str,
 ) -> Result<Vec<i32>, Error> {
     const WHAT: &str = "migrate the baton schema";
     let q = |source| Error::Query { what: WHAT, source };
@@ -608,15 +616,25 @@ pub(crate) async fn migrate_bounded(
             None => Ok(()),
         }
     };
-    let (bounded, locked) = tokio::join!(
+    // Read with the lock, in its round trip: a read-only server is refused
+    // as every connection refuses it, not by the first write's error.
+    let (bounded, locked, facts) = tokio::join!(
         bounded,
         tx.execute_typed(
             "SELECT pg_advisory_xact_lock($1)",
             &[(&MIGRATION_LOCK, Type::INT8)]
-        )
+        ),
+        tx.query_typed_one(READ_ONLY, &[])
     );
     bounded.map_err(q)?;
     locked.map_err(q)?;
+    let facts = facts.map_err(q)?;
+    if let Some(why) = read_only(facts.get(0), facts.get(1)) {
+        return Err(Error::ReadOnly {
+            target: target.to_owned(),
+            why,
+        });
+    }
     tx.batch_execute(
         "CREATE SCHEMA IF NOT EXISTS baton;
          CREATE TABLE IF NOT EXISTS baton.migrations (
@@ -680,14 +698,22 @@ pub(crate) async fn probe(client: &Client, what: &'static str) -> Result<Probe, 
     } else {
         0
     };
-    let read_only = if facts.get::<_, bool>(1) {
+    Ok(Probe {
+        version,
+        read_only: read_only(facts.get(1), facts.get(2)),
+    })
+}
+
+/// Why a server takes no writes, from `pg_is_in_recovery()` and the
+/// transaction's `transaction_read_only`; `None` when it takes them.
+fn read_only(in_recovery: bool, read_only: bool) -> Option<&'static str> {
+    if in_recovery {
         Some("it is a standby in recovery")
-    } else if facts.get::<_, bool>(2) {
+    } else if read_only {
         Some("default_transaction_read_only is on")
     } else {
         None
-    };
-    Ok(Probe { version, read_only })
+    }
 }
 
 /// The schema version in the database (0 when there is none).

@@ -16,7 +16,8 @@
 //! or a statement, or (for `status`) its schema is not this build's version
 //! or its server takes no writes; 2 no `[store] url` is
 //! configured, the configuration is invalid, or (for `migrate`) a newer
-//! baton made the schema.
+//! baton made the schema. The daemon's migration exits as `migrate`, but 2
+//! for a read-only server too, as `run` and `tick` do.
 
 use std::path::Path;
 
@@ -50,8 +51,8 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 }
 
 /// Migrates the schema; what is printed goes to stdout for `store migrate`
-/// and to stderr for the daemon.
-fn migrate_at(cmd: &str, target: &Target, to_stdout: bool) -> Exit {
+/// and to stderr for the daemon (`daemon`).
+fn migrate_at(cmd: &str, target: &Target, daemon: bool) -> Exit {
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => {
@@ -74,10 +75,10 @@ fn migrate_at(cmd: &str, target: &Target, to_stdout: bool) -> Exit {
                     list.join(", ")
                 )
             };
-            if to_stdout {
-                outln!("{line}");
-            } else {
+            if daemon {
                 say!("baton {cmd}: {line}");
+            } else {
+                outln!("{line}");
             }
             Exit::Ok
         }
@@ -87,11 +88,13 @@ fn migrate_at(cmd: &str, target: &Target, to_stdout: bool) -> Exit {
                 target.describe()
             );
             // A schema a newer baton made is not this build's to use:
-            // exit 2, as every command that finds one.
-            if matches!(e, baton_pg::Error::SchemaTooNew { .. }) {
-                Exit::Usage
-            } else {
-                Exit::Refused
+            // exit 2, as every command that finds one; so is a read-only
+            // server for the daemon, as for `run` and `tick`, which refuse
+            // it when they connect (`store migrate` says 1: refused).
+            match e {
+                baton_pg::Error::SchemaTooNew { .. } => Exit::Usage,
+                baton_pg::Error::ReadOnly { .. } if daemon => Exit::Usage,
+                _ => Exit::Refused,
             }
         }
     }
@@ -104,7 +107,7 @@ pub fn migrate(state: Option<&Path>, a: &StoreArgs) -> Exit {
         Err(e) => return e,
     };
     match target("store migrate", &c) {
-        Ok(t) => migrate_at("store migrate", &t, true),
+        Ok(t) => migrate_at("store migrate", &t, false),
         Err(e) => e,
     }
 }
@@ -262,7 +265,8 @@ pub fn status(state: Option<&Path>, a: &StoreStatusArgs) -> Exit {
 
 /// What `baton daemon` does before it serves: with a `[store] url`,
 /// migrate the schema (a note on stderr), and refuse to start when that
-/// fails (exit 2 for a schema a newer baton made). Without one, open the
+/// fails (exit 2 for a schema a newer baton made or a read-only server,
+/// else 1). Without one, open the
 /// ledger once, which migrates an older one, and refuse to start (exit 2)
 /// when a newer baton wrote it: no tick could decide anything.
 pub fn before_daemon(c: &Config) -> Result<(), Exit> {
@@ -279,7 +283,7 @@ pub fn before_daemon(c: &Config) -> Result<(), Exit> {
         };
     }
     let t = target("daemon", c)?;
-    match migrate_at("daemon", &t, false) {
+    match migrate_at("daemon", &t, true) {
         Exit::Ok => {
             say!(
                 "baton daemon: note: the store's schema is ready; leases, claims and the \

@@ -570,6 +570,25 @@ fn store_a_read_only_server_is_refused_before_anything_runs() {
         );
         assert!(!marker.exists(), "{args:?} ran the job: {}", both(&o));
     }
+    // The daemon, whose migration is its first act, refuses to start as
+    // `run` and `tick` refuse (exit 2), and `store migrate` says why it
+    // cannot (exit 1): the server, not its first write's SQL error.
+    for (args, exit) in [
+        (&["daemon", "--listen", "127.0.0.1:0"][..], 2),
+        (&["store", "migrate"], 1),
+    ] {
+        let o = run(&s, args);
+        assert_eq!(code(&o), exit, "{args:?}: {}", both(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("the server is read-only (default_transaction_read_only is on)")
+                && err.contains(&format!("127.0.0.1:{}", pg.port()))
+                && !err.contains("CREATE SCHEMA"),
+            "{args:?}: {}",
+            both(&o)
+        );
+    }
+    assert!(!marker.exists(), "the daemon ran the job");
     // `store status` says so and exits 1, as for any store no run can use.
     let o = run(&s, &["store", "status"]);
     assert_eq!(code(&o), 1, "{}", both(&o));
