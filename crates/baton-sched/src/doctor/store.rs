@@ -82,8 +82,10 @@ fn tls(target: &str, link: &Link, found: Option<&Examined>) -> Finding {
                     "{target}: sslmode={mode} is configured, and no such connection could be made \
                      over {how}"
                 ),
-                "turn TLS on in the server (ssl = on, with its certificate) or correct sslmode \
-                 and sslrootcert; `baton store status` says why the connection failed",
+                "the store finding says why: a server without TLS needs it turned on (ssl = on, \
+                 with its certificate); a certificate refused needs sslrootcert naming its \
+                 authority, or url naming the server as its certificate does (verify-full); or \
+                 correct sslmode",
             );
         }
         return Finding::warn(
