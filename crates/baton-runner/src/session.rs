@@ -906,12 +906,15 @@ impl<'r> Session<'r> {
             }
             let now = self.clock.boot();
             if now >= end {
-                if self.lost.is_none() && now >= self.last_renewed + self.ttl {
+                if now >= self.last_renewed + self.ttl {
                     // The pause outlasted the TTL of the last renewal (the
-                    // process was stopped): what follows it starts on a
-                    // lease known held, so the renewal under way answers
-                    // first. One that finds the lease lost ends the pause
-                    // as lost, before the next step is begun and recorded.
+                    // process was stopped, or a renewal is slow): what
+                    // follows starts on a lease known held, so the renewal
+                    // under way answers first. One that finds the lease
+                    // lost ends the pause as lost, before the next step is
+                    // begun and recorded. An unanswered one is no error
+                    // here: settling checks the deadline, which then finds
+                    // the lease lost, and the loop says so.
                     let _ = self.settle();
                     continue;
                 }

@@ -942,7 +942,8 @@ store migrate`) and refuses to start when it cannot.
 
 Exit codes: 0 after a clean shutdown, 1 when [store]'s schema cannot be
 migrated, 2 for a configuration that cannot be served (invalid, or a
-non-loopback address without token_file), 125 when the address cannot be
+non-loopback address without token_file), a store whose schema a newer
+baton made, or a read-only store (a standby), 125 when the address cannot be
 resolved or bound, or the socket cannot be bound (another daemon on it, a link or a file in its
 place).
 ";

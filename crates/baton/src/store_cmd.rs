@@ -51,7 +51,9 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 }
 
 /// Migrates the schema; what is printed goes to stdout for `store migrate`
-/// and to stderr for the daemon (`daemon`).
+/// and to stderr for the daemon (`daemon`), which exits 2 for a read-only
+/// server as `run` and `tick` do when they connect (`store migrate`: 1,
+/// refused).
 fn migrate_at(cmd: &str, target: &Target, daemon: bool) -> Exit {
     let rt = match runtime() {
         Ok(rt) => rt,
@@ -82,19 +84,22 @@ fn migrate_at(cmd: &str, target: &Target, daemon: bool) -> Exit {
             }
             Exit::Ok
         }
+        Err(e @ baton_pg::Error::ReadOnly { .. }) => {
+            // It names the server and says why: nothing to add.
+            say!("baton {cmd}: {e}");
+            if daemon { Exit::Usage } else { Exit::Refused }
+        }
         Err(e) => {
             say!(
                 "baton {cmd}: failed to migrate the store at {}: {e}",
                 target.describe()
             );
             // A schema a newer baton made is not this build's to use:
-            // exit 2, as every command that finds one; so is a read-only
-            // server for the daemon, as for `run` and `tick`, which refuse
-            // it when they connect (`store migrate` says 1: refused).
-            match e {
-                baton_pg::Error::SchemaTooNew { .. } => Exit::Usage,
-                baton_pg::Error::ReadOnly { .. } if daemon => Exit::Usage,
-                _ => Exit::Refused,
+            // exit 2, as every command that finds one.
+            if matches!(e, baton_pg::Error::SchemaTooNew { .. }) {
+                Exit::Usage
+            } else {
+                Exit::Refused
             }
         }
     }

@@ -577,7 +577,11 @@ fn store_a_read_only_server_is_refused_before_anything_runs() {
         (&["daemon", "--listen", "127.0.0.1:0"][..], 2),
         (&["store", "migrate"], 1),
     ] {
-        let o = run(&s, args);
+        // Bounded: a daemon that started after all fails the test (killed,
+        // exit 137), not the suite's patience.
+        let o = crate::support::wrapped(&cmd(&s, args), &["timeout", "-s", "KILL", "60"])
+            .output()
+            .unwrap();
         assert_eq!(code(&o), exit, "{args:?}: {}", both(&o));
         let err = stderr(&o);
         assert!(
