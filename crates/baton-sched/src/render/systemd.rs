@@ -14,7 +14,9 @@
 //!
 //! No unit sets `BATON_STATE_DIR`: an environment value beats the
 //! configuration's `state_dir`, so a pinned one would split the ledger in
-//! two at the next edit of the file. The daemon's unit reloads with
+//! two at the next edit of the file; for a file without one, the daemon's
+//! unit moves its user's default to the renderer's (`XDG_STATE_HOME`),
+//! which a later `state_dir` still beats. The daemon's unit reloads with
 //! `SIGHUP` (`ExecReload=`).
 //!
 //! The daemon's unit runs as the system user `baton` ([`USER`]) in a
@@ -280,6 +282,7 @@ fn daemon(c: &Config, opts: &Options, bin: &str, config: &str, state: &Path) -> 
             ))
         ));
     }
+    let default_dir = default_dir_line(c, state);
     let groups = match &c.daemon.socket_group.value {
         Some(g) => format!(
             "# [daemon] socket_group: the daemon gives its socket to this group.\n\
@@ -317,6 +320,7 @@ fn daemon(c: &Config, opts: &Options, bin: &str, config: &str, state: &Path) -> 
              User={USER}\n\
              Group={USER}\n\
              {groups}\
+             {default_dir}\
              {writable}\
              # The sandbox: jobs may read the file system, write the state directory\n\
              # and a private /tmp, use the network and start processes; nothing more.\n\
@@ -329,6 +333,35 @@ fn daemon(c: &Config, opts: &Options, bin: &str, config: &str, state: &Path) -> 
             grace.as_secs(),
             kill_grace.as_secs(),
         ),
+    }
+}
+
+/// The `Environment=` line that gives the unit's user the state directory
+/// `state` as its default, when the configuration names none: a default is
+/// each user's (root's `/var/lib/baton`, another's in its home), and the
+/// daemon runs as [`USER`], so without it the daemon would keep a second
+/// ledger and lock directory beside the one root's commands use on the
+/// same file. `XDG_STATE_HOME` moves only the default, so a `state_dir`
+/// written in the file later still decides for the daemon as for every
+/// command (a pinned `BATON_STATE_DIR` would beat it). Nothing when the
+/// file names the directory.
+fn default_dir_line(c: &Config, state: &Path) -> String {
+    if matches!(
+        c.settings.state_dir.source,
+        crate::config::Source::File { .. }
+    ) {
+        return String::new();
+    }
+    match (state.file_name(), state.parent()) {
+        (Some(name), Some(home)) if name == "baton" && home.parent().is_some() => format!(
+            "# The configuration names no state_dir, and each user's default differs:\n\
+             # XDG_STATE_HOME gives the daemon, as {USER}, the one this was rendered\n\
+             # with ({}). It moves only the default: a state_dir set in the file wins.\n\
+             Environment={}\n",
+            specifiers(&state.display().to_string()),
+            setting_word(&format!("XDG_STATE_HOME={}", home.display()))
+        ),
+        _ => String::new(),
     }
 }
 

@@ -1327,3 +1327,82 @@ fn render_out_and_man_dir_refuse_a_directory_another_user_prepared() {
     assert!(!units.join("baton-gone.timer").exists());
     assert!(units.join("baton-daily.timer").exists());
 }
+
+#[test]
+fn render_systemd_gives_the_daemon_the_state_directory_of_roots_commands_when_the_file_names_none()
+{
+    // The daemon's unit runs as `baton`, whose default state directory is
+    // in its home; root's commands on the same file default to
+    // /var/lib/baton. With no state_dir in the file, the unit must give the
+    // daemon root's, or root's cron ticks and the daemon keep two ledgers
+    // and two lock directories, and run one occurrence twice.
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    std::fs::set_permissions(env.path(""), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let job = "[jobs.j]\nschedule = \"0 9 * * *\"\nrun = \"true\"\n";
+    let bare = env.path("bare.toml");
+    std::fs::write(&bare, format!("[scheduler]\ntimezone = \"UTC\"\n{job}")).unwrap();
+    let pinned = env.path("pinned.toml");
+    std::fs::write(
+        &pinned,
+        format!("[scheduler]\nstate_dir = \"/srv/baton-pinned\"\ntimezone = \"UTC\"\n{job}"),
+    )
+    .unwrap();
+    // `baton config`'s state directory for `config`, as root or as
+    // another user with the unit's `Environment=` assignments.
+    let state_of = |config: &Path, user: Option<&[(String, String)]>| -> String {
+        let mut c = match user {
+            Some(_) => {
+                let mut c = Command::new("setpriv");
+                c.args(["--reuid=65534", "--regid=65534", "--clear-groups", BATON]);
+                c
+            }
+            None => Command::new(BATON),
+        };
+        c.args(["config", "--config"]).arg(config).env_clear();
+        c.env("PATH", "/usr/bin:/bin")
+            .env("HOME", "/home/baton-unit");
+        for (k, v) in user.unwrap_or_default() {
+            c.env(k, v);
+        }
+        let o = c.output().unwrap();
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let out = stdout(&o);
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("state_dir"))
+            .unwrap_or_else(|| panic!("no state_dir in {out}"));
+        line.split('"').nth(1).unwrap().to_owned()
+    };
+    let unit_env = |config: &Path| -> Vec<(String, String)> {
+        let o = render(&["systemd", "--config", config.to_str().unwrap()]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let unit = stdout(&o);
+        assert!(unit.contains("\nUser=baton\n"), "{unit}");
+        unit.lines()
+            .filter_map(|l| l.strip_prefix("Environment="))
+            .map(|kv| {
+                let (k, v) = kv.split_once('=').unwrap();
+                (k.to_owned(), v.to_owned())
+            })
+            .collect()
+    };
+    let roots = state_of(&bare, None);
+    assert_eq!(roots, "/var/lib/baton");
+    // The premise: another user's default is in its home.
+    assert_eq!(
+        state_of(&bare, Some(&[])),
+        "/home/baton-unit/.local/state/baton"
+    );
+    let assigned = unit_env(&bare);
+    assert_eq!(
+        assigned,
+        [("XDG_STATE_HOME".to_owned(), "/var/lib".to_owned())]
+    );
+    assert_eq!(state_of(&bare, Some(&assigned)), roots);
+    // A state_dir in the file decides for every user: nothing is assigned,
+    // and it wins over the assignment a render without it made.
+    assert_eq!(unit_env(&pinned), []);
+    assert_eq!(state_of(&pinned, Some(&[])), "/srv/baton-pinned");
+    assert_eq!(state_of(&pinned, Some(&assigned)), "/srv/baton-pinned");
+}
