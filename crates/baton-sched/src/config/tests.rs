@@ -141,6 +141,23 @@ fn the_environment_overrides_scheduler_keys_and_says_so() {
 }
 
 #[test]
+fn a_variables_exit_codes_are_read_bare_or_as_the_file_writes_them() {
+    let codes = |text: &str| {
+        let mut over = Overrides::default();
+        over.env.insert("no_retry_exit_codes".into(), text.into());
+        parse("", Path::new("/b.toml"), &over).map(|c| c.settings.policy.no_retry_exit_codes.value)
+    };
+    assert_eq!(codes("3,4").unwrap(), vec![3, 4]);
+    assert_eq!(codes("[2]").unwrap(), vec![2]);
+    assert_eq!(codes(" [3, 4] ").unwrap(), vec![3, 4]);
+    assert_eq!(codes("[]").unwrap(), Vec::<i32>::new());
+    for bad in ["[3,4", "[300]", "[[2]]", "two"] {
+        let e = codes(bad).unwrap_err().to_string();
+        assert_names(&e, &["BATON_NO_RETRY_EXIT_CODES", "0 to 255"]);
+    }
+}
+
+#[test]
 fn unknown_keys_are_named_with_a_suggestion() {
     let e = error("[jobs.a]\nevery = \"1m\"\nrun = \"true\"\nretires = 3\n");
     assert_names(

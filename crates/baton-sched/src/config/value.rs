@@ -449,12 +449,19 @@ fn exit_codes(raw: &Raw<'_>, at: &At<'_>, key: &str) -> Result<Vec<i32>, ConfigE
                 _ => None,
             })
             .collect(),
-        Raw::Text(t) => t
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(|s| s.parse().ok())
-            .collect(),
+        // A variable's list: `2,3`, or as the file writes it, `[2, 3]`
+        // (`[]`: none).
+        Raw::Text(t) => {
+            let t = t.trim();
+            t.strip_prefix('[')
+                .and_then(|inner| inner.strip_suffix(']'))
+                .unwrap_or(t)
+        }
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().ok())
+        .collect(),
         Raw::Node(n) => {
             return Err(invalid(
                 at,
