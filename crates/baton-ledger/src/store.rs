@@ -120,10 +120,13 @@ impl Store for Files {
     }
 
     fn existing_records(&self, now: Timestamp) -> Option<Result<Box<dyn Records>, LedgerError>> {
-        self.state_dir
-            .join("baton.db")
-            .exists()
-            .then(|| self.records(now))
+        // Only "nothing there" is no ledger: a state directory that is a
+        // file, one that cannot be searched, or a link at the ledger's path
+        // is the open's error to say, never "no runs yet".
+        match std::fs::symlink_metadata(self.state_dir.join("baton.db")) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            _ => Some(self.records(now)),
+        }
     }
 
     fn lock_label(&self, lock: &LockRef<'_>) -> String {

@@ -1,7 +1,8 @@
 //! Edges a black-box campaign found in the scheduler: a configuration or a
 //! state directory reached through a symbolic link, a run whose process was
 //! killed, a lock mate settling another job's watermark, a timed-out
-//! attempt's exit code, a backfill starting inside a daylight-saving gap.
+//! attempt's exit code, a backfill starting inside a daylight-saving gap,
+//! a history of a state directory that cannot hold a ledger.
 
 use std::process::Stdio;
 
@@ -180,4 +181,35 @@ fn a_backfill_from_inside_a_gap_includes_the_moved_occurrence() {
         "{}",
         stdout(&o)
     );
+}
+
+#[test]
+fn history_of_a_state_directory_that_cannot_hold_a_ledger_fails_and_says_why() {
+    // Only "nothing there" is "no runs yet": a state directory that is a
+    // file, or a link planted at the ledger's path, is said and fails as
+    // `status` does, never shown as a job that never ran.
+    let s = Sched::new("[jobs.j]\nschedule = \"0 9 * * *\"\nrun = \"true\"\n");
+    for args in [&["history"][..], &["history", "--json"], &["history", "j"]] {
+        let o = s.run(args);
+        assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));
+    }
+    assert!(stdout(&s.run(&["history"])).contains("no runs yet"));
+    assert!(
+        !s.env.state().exists(),
+        "history created the state directory"
+    );
+    std::fs::write(s.env.state(), "not a directory\n").unwrap();
+    for args in [&["history"][..], &["history", "--json"], &["history", "j"]] {
+        let o = s.run(args);
+        assert_eq!(code(&o), 1, "{args:?}: {}", stdout(&o));
+        assert!(stderr(&o).contains("not a directory"), "{}", stderr(&o));
+        assert_eq!(stdout(&o), "", "{args:?}");
+    }
+    assert_eq!(code(&s.run(&["status"])), 1);
+    std::fs::remove_file(s.env.state()).unwrap();
+    std::fs::create_dir(s.env.state()).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", s.env.state().join("baton.db")).unwrap();
+    let o = s.run(&["history"]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    assert!(stderr(&o).contains("symbolic link"), "{}", stderr(&o));
 }
