@@ -742,17 +742,18 @@ Exit codes:
   126     the command cannot be executed (or its #! interpreter is missing)
   127     the command was not found
 
-The command runs in a process group of its own, with BATON_LOCK, BATON_TOKEN,
-BATON_FENCE and BATON_RUN_ID in its environment. BATON_FENCE only grows: each
-run's fence is larger than every earlier one's for this lock (it is not a
-count). The command starts only once its group is written into the lease, so
-a crash of baton can never leave it running unrecorded. When standard input
-is a terminal, the command gets the terminal's foreground while it runs, and
-job control works as for any command: Ctrl-Z stops baton with it (the shell
-gets its prompt back), `fg` continues both; SIGTSTP sent to baton stops its
-command too, where a shell controls baton's process group. A stop longer than the TTL
-renews the lease before the command runs again; one past the TTL, the
-renewal wait and the kill grace ends the run as a lost lease (exit 76).
+The command runs in a process group of its own, with BATON_LOCK,
+BATON_TOKEN, BATON_FENCE and BATON_RUN_ID in its environment. BATON_FENCE
+only grows: each run's fence is larger than every earlier one's for this
+lock (it is not a count). The command starts only once its group is written
+into the lease, so a crash of baton can never leave it running unrecorded.
+When standard input is a terminal, the command gets the terminal's
+foreground while it runs, and job control works as for any command: Ctrl-Z
+stops baton with it (the shell gets its prompt back), `fg` continues both;
+SIGTSTP sent to baton stops its command too, where a shell controls baton's
+process group. A stop longer than the TTL renews the lease before the
+command runs again; one past the TTL, the renewal wait and the kill grace
+ends the run as a lost lease (exit 76).
 
 Orphans: when the command exits, whatever it left running, in its process
 group or detached from it (setsid, a double fork), is stopped too: the first
@@ -810,8 +811,8 @@ pause, resume, backfill, watermark):
   1  a step or check failed, occurrences were missed, the lock was not free,
      or its holder was hung, orphaned or of another version (an alert was
      raised); status: a job is HUNG, OVERDUE, FAILING, CRASHED or UNKNOWN
-     (the ledger or the state directory could not be read); watermark settle: refused (not the run that
-     holds the job's lease)
+     (the ledger or the state directory could not be read); watermark
+     settle: refused (not the run that holds the job's lease)
   2  the configuration or the arguments could not be honoured, or the ledger
      would not record a run's start or could not be read by a tick (nothing
      ran)
@@ -943,9 +944,9 @@ store migrate`) and refuses to start when it cannot.
 Exit codes: 0 after a clean shutdown, 1 when [store]'s schema cannot be
 migrated, 2 for a configuration that cannot be served (invalid, or a
 non-loopback address without token_file), a store whose schema a newer
-baton made, or a read-only store (a standby), 125 when the address cannot be
-resolved or bound, or the socket cannot be bound (another daemon on it, a link or a file in its
-place).
+baton made, or a read-only store (a standby), 125 when the address cannot
+be resolved or bound, or the socket cannot be bound (another daemon on it,
+a link or a file in its place).
 ";
 
 const DOCTOR_HELP: &str = "\
