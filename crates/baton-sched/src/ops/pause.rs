@@ -216,6 +216,8 @@ pub fn pause_job(
         Until::Resumed => None,
         Until::At(t) => Some(t),
     };
+    // An empty reason (`--reason ''`, `"reason": ""`) is no reason.
+    let reason = reason.filter(|r| !r.trim().is_empty());
     let done = s.ledger(|l| l.pause(job, until_at, reason, who, now));
     s.finish();
     let row = done.ok_or(Outcome::Unable)?;

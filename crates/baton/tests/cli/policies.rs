@@ -575,6 +575,11 @@ fn a_paused_job_misses_as_paused_shows_paused_and_runs_again_after_resume() {
     let o = s.run(&["resume", "p"]);
     assert_eq!(code(&o), 0);
     assert!(stdout(&o).contains("not paused"));
+    // An empty reason is no reason: shown as none, not as an empty one.
+    let o = s.run(&["pause", "p", "--reason", " "]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(!stdout(&o).contains(": ;"), "{}", stdout(&o));
+    assert!(status_job(&s, "p")["paused"]["reason"].is_null());
 }
 
 #[test]
