@@ -465,6 +465,14 @@ fn job_card(
                 when(tz, now, n)
             );
         }
+        // As `status` says it: a pause with no end has no next run.
+        None if j.paused.as_ref().is_some_and(|p| p.until.is_none()) => {
+            let _ = writeln!(
+                out,
+                "<dd class=\"next-run none\">paused, with no end (baton resume {} ends it)</dd>",
+                escape(&j.job)
+            );
+        }
         None => out.push_str("<dd class=\"next-run none\">none</dd>\n"),
     }
     // With slots (`max_concurrent`), one line per held slot.

@@ -868,3 +868,20 @@ fn an_abandoned_runs_length_is_unknown_on_the_page() {
     assert!(out.contains("the duration of each of 1 runs"), "{out}");
     assert!(!out.contains("run lost"), "{out}");
 }
+
+#[test]
+fn a_pause_with_no_end_is_the_next_run_as_status_says_it() {
+    let mut j = job("a");
+    j.next_run = None;
+    j.paused = Some(pause());
+    j.state = JobState::Paused;
+    let html = render(&status(vec![j]), &RecentRuns::default(), now(), 5);
+    has(
+        &html,
+        "<dd class=\"next-run none\">paused, with no end (baton resume a ends it)</dd>",
+    );
+    let mut j = job("b");
+    j.next_run = None;
+    let html = render(&status(vec![j]), &RecentRuns::default(), now(), 5);
+    has(&html, "<dd class=\"next-run none\">none</dd>");
+}
