@@ -368,8 +368,9 @@ fn run_with(
     };
     let refuse = |why: &dyn std::fmt::Display| {
         crate::say::line(format_args!(
-            "backfill: {} not run: {why}; nothing was run",
-            job.name
+            "backfill: {} not run: {}; nothing was run",
+            job.name,
+            crate::times::human_in(&why.to_string(), &job.timezone.value.tz)
         ));
     };
     match store.runs_elsewhere(&job.lock_ref(), None) {
@@ -429,7 +430,7 @@ fn run_with(
                 crate::say::line(format_args!(
                     "backfill: {}: {}; waiting for it to end (overlap = \"{}\")",
                     job.name,
-                    refused.why,
+                    crate::times::human_in(&refused.why, &job.timezone.value.tz),
                     job.policy.overlap.value.as_str()
                 ));
             }
@@ -443,7 +444,7 @@ fn run_with(
             crate::say::line(format_args!(
                 "backfill: {} not run: {} (overlap = \"{}\"); nothing was run",
                 job.name,
-                refused.why,
+                crate::times::human_in(&refused.why, &job.timezone.value.tz),
                 job.policy.overlap.value.as_str()
             ));
             return Outcome::Failed;

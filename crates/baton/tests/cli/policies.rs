@@ -690,6 +690,12 @@ fn backfill_refuses_a_busy_lock_with_skip() {
         .to_string();
     let o = s.run(&["backfill", "b", "--from", &from, "--to", &from]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
+    // Said for people: the holder's times in the one human form, as `run`
+    // says them (the job's zone is UTC here).
+    let said = stderr(&o);
+    assert!(said.contains("not run: busy: held by pid"), "{said}");
+    assert!(said.contains(" +00:00, renewed "), "{said}");
+    assert!(!said.contains("Z, renewed"), "{said}");
     run.wait_with_output().unwrap();
     assert_eq!(
         read_lines(&file).len(),
