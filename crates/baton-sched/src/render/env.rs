@@ -62,6 +62,13 @@ const OTHERS: &[(&str, &str, bool, &str)] = &[
         "`baton __http`: sent as Baton-Fence (baton sets it for every step)",
     ),
     (
+        "TRACEPARENT",
+        "unset",
+        false,
+        "with [telemetry] otlp_endpoint: a W3C trace context the run's span (run, tick, \
+         backfill, exec) joins as a child; baton sets it for each step, naming the step's span",
+    ),
+    (
         "NOTIFY_SOCKET",
         "unset",
         false,
