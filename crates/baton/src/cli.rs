@@ -807,7 +807,7 @@ const SCHED_HELP: &str = "\
 Exit codes of the scheduler's commands (tick, run, status, config, history,
 pause, resume, backfill, watermark):
   0  every step and check succeeded, nothing was due, or the kill switch is
-     off (status: no job is hung, overdue, failing or crashed)
+     off (status: no job is hung, overdue, failing, crashed or unknown)
   1  a step or check failed, occurrences were missed, the lock was not free,
      or its holder was hung, orphaned or of another version (an alert was
      raised); status: a job is HUNG, OVERDUE, FAILING, CRASHED or UNKNOWN

@@ -321,7 +321,8 @@ fn scheduler(cmd: &str) -> Sections {
             n(Exit::of_outcome(Outcome::Failed)),
             "A step or check failed, occurrences were missed, the lock was not free, or its \
              holder was hung, orphaned or of another version (an alert was raised); status: a \
-             job is hung, overdue, failing or crashed; watermark settle: refused.",
+             job is hung, overdue, failing, crashed or unknown (its ledger or state \
+             directory could not be read); watermark settle: refused.",
         ),
         item(
             n(Exit::of_outcome(Outcome::Unable)),
