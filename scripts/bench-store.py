@@ -131,12 +131,19 @@ try:
                    stdout=subprocess.DEVNULL)
     out = os.path.join(work, "runs.json")
     psql = os.path.join(pgbin, "psql")
-    subprocess.run(["hyperfine", "-N", "--warmup", "3", "--runs", str(a.runs),
-                    "--export-json", out,
-                    "-n", "files", f"{baton} run j --config {configs['files']}",
-                    "-n", "postgres", f"{baton} run j --config {configs['postgres']}",
-                    "-n", "psql SELECT 1", f"{psql} -X -q -d {url} -c 'SELECT 1'"],
-                   check=True, stdout=subprocess.DEVNULL)
+    # `psql` as PATH finds it: on Debian, postgresql-common's pg_wrapper (a
+    # Perl script that picks the cluster's version, then runs the binary
+    # above), which is what `psql -c 'SELECT 1'` typed at a shell costs.
+    on_path = shutil.which("psql")
+    wrapped = on_path and os.path.realpath(on_path) != os.path.realpath(psql)
+    hyper = ["hyperfine", "-N", "--warmup", "3", "--runs", str(a.runs),
+             "--export-json", out,
+             "-n", "files", f"{baton} run j --config {configs['files']}",
+             "-n", "postgres", f"{baton} run j --config {configs['postgres']}",
+             "-n", "psql SELECT 1", f"{psql} -X -q -d {url} -c 'SELECT 1'"]
+    if wrapped:
+        hyper += ["-n", "psql on PATH", f"{on_path} -X -q -d {url} -c 'SELECT 1'"]
+    subprocess.run(hyper, check=True, stdout=subprocess.DEVNULL)
     r = {x["command"]: x for x in json.load(open(out))["results"]}
     files, pgr, floor = (r[k]["median"] * 1000 for k in ("files", "postgres", "psql SELECT 1"))
 
@@ -153,7 +160,15 @@ try:
                            "psql SELECT 1", floor)]:
         mean, p90 = spread(k)
         print(f"| {label} | {med:.1f} ms | {mean:.1f} ms | {p90:.1f} ms |")
+    if wrapped:
+        shell = r["psql on PATH"]["median"] * 1000
+        mean, p90 = spread("psql on PATH")
+        print(f"| `psql -c 'SELECT 1'` as PATH finds it ({on_path}: "
+              f"{os.path.basename(os.path.realpath(on_path))}) | {shell:.1f} ms | {mean:.1f} ms "
+              f"| {p90:.1f} ms |")
     print(f"\nPostgreSQL / files = {pgr / files:.2f}x; PostgreSQL / psql floor = {pgr / floor:.2f}x")
+    if wrapped:
+        print(f"PostgreSQL / psql as PATH finds it = {pgr / shell:.2f}x")
 
     proxy = Proxy(port)
     purl = f"postgres://baton@127.0.0.1:{proxy.port}/postgres"
