@@ -16,6 +16,24 @@ use tokio::sync::watch;
 use crate::error::JobError;
 
 /// Why a run was asked to stop.
+///
+/// ```
+/// use baton_embed::{Cancel, Job, JobError};
+///
+/// # async fn export_rows(_fence: u64) -> Result<(), std::io::Error> { Ok(()) }
+/// let job = Job::cron("export", "0 3 * * *").retries(1).run(|ctx| async move {
+///     tokio::select! {
+///         done = export_rows(ctx.fence()) => Ok(done?),
+///         why = ctx.cancelled() => match why {
+///             // Past its timeout, the lease still held: the retry may get through.
+///             Cancel::Timeout => Err(JobError::msg("the export took too long")),
+///             // The lease lost, or the service stopping: stop writing now.
+///             _ => Err(JobError::msg(format!("the export was stopped: {why:?}"))),
+///         },
+///     }
+/// });
+/// # let _ = job;
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Cancel {
@@ -83,11 +101,36 @@ impl std::fmt::Debug for Lease {
 
 impl RunContext {
     /// The job's name.
+    ///
+    /// ```
+    /// use baton_embed::{Job, JobError, RunContext};
+    ///
+    /// # async fn export(_table: &str, _fence: u64) -> Result<(), std::io::Error> { Ok(()) }
+    /// // One function for two jobs: each run knows which job it is.
+    /// async fn export_table(ctx: RunContext) -> Result<(), JobError> {
+    ///     let table = ctx.job().trim_start_matches("export-");
+    ///     Ok(export(table, ctx.fence()).await?)
+    /// }
+    /// let users = Job::cron("export-users", "0 * * * *").run(export_table);
+    /// let orders = Job::cron("export-orders", "30 * * * *").run(export_table);
+    /// # let _ = (users, orders);
+    /// ```
     pub fn job(&self) -> &str {
         &self.job
     }
 
     /// The run's id, as the ledger and `baton history` show it.
+    ///
+    /// ```
+    /// use baton_embed::{JobError, RunContext};
+    ///
+    /// async fn report(ctx: RunContext) -> Result<(), JobError> {
+    ///     // The service's log names the run as `baton history report` does.
+    ///     eprintln!("report: run {} attempt {} started", ctx.run_id(), ctx.attempt());
+    ///     Ok(())
+    /// }
+    /// # let _ = report;
+    /// ```
     pub fn run_id(&self) -> &str {
         &self.run_id
     }
@@ -97,26 +140,111 @@ impl RunContext {
     /// to a system that can keep the highest fence seen and refuse lower
     /// ones: that, and only that, stops a replica that was paused past its
     /// lease from writing after the next holder.
+    ///
+    /// ```
+    /// use baton_embed::{JobError, RunContext};
+    ///
+    /// # struct Db;
+    /// # impl Db {
+    /// #     async fn execute(&self, _sql: &str, _fence: u64) -> std::io::Result<u64> { Ok(1) }
+    /// # }
+    /// async fn publish(ctx: RunContext, db: &Db) -> Result<(), JobError> {
+    ///     // The row keeps the highest fence that wrote it: a replica that
+    ///     // lost the lease (a lower fence) changes nothing.
+    ///     let sql = "UPDATE report SET body = 'new', fence = $1 WHERE fence <= $1";
+    ///     match db.execute(sql, ctx.fence()).await? {
+    ///         0 => Err(JobError::msg("a newer run wrote the report").never_retry()),
+    ///         _ => Ok(()),
+    ///     }
+    /// }
+    /// # let _ = publish;
+    /// ```
     pub fn fence(&self) -> u64 {
         self.fence
     }
 
     /// The scheduled instant this run is for.
+    ///
+    /// ```
+    /// use baton_embed::{JobError, RunContext};
+    ///
+    /// # async fn write_report(_day: jiff::civil::Date) -> Result<(), std::io::Error> { Ok(()) }
+    /// async fn daily(ctx: RunContext) -> Result<(), JobError> {
+    ///     // The day the run is for, not the day it happens to run on (a
+    ///     // catch-up after a night down, a retry past midnight).
+    ///     let day = ctx.occurrence().in_tz("Europe/Berlin")?.date();
+    ///     Ok(write_report(day).await?)
+    /// }
+    /// # let _ = daily;
+    /// ```
     pub fn occurrence(&self) -> Timestamp {
         self.occurrence
     }
 
     /// Which attempt this is: 1 for the first, then one more per retry.
+    ///
+    /// ```
+    /// use baton_embed::{Job, JobError, RunContext};
+    ///
+    /// # async fn download(_url: &str) -> Result<(), std::io::Error> { Ok(()) }
+    /// async fn fetch(ctx: RunContext) -> Result<(), JobError> {
+    ///     // The first attempt asks the mirror, the retries the origin.
+    ///     let url = match ctx.attempt() {
+    ///         1 => "https://mirror.example/feed",
+    ///         _ => "https://origin.example/feed",
+    ///     };
+    ///     Ok(download(url).await?)
+    /// }
+    /// let job = Job::cron("fetch", "0 * * * *").retries(2).run(fetch);
+    /// # let _ = job;
+    /// ```
     pub fn attempt(&self) -> u32 {
         self.attempt
     }
 
     /// Why the run was asked to stop, once it was.
+    ///
+    /// ```
+    /// use baton_embed::{JobError, RunContext};
+    ///
+    /// # async fn process(_chunk: u32, _fence: u64) -> Result<(), std::io::Error> { Ok(()) }
+    /// async fn batch(ctx: RunContext) -> Result<(), JobError> {
+    ///     for chunk in 0..100 {
+    ///         // `None` until the run is asked to stop.
+    ///         if let Some(why) = ctx.cancel_reason() {
+    ///             return Err(JobError::msg(format!("stopped before chunk {chunk}: {why:?}")));
+    ///         }
+    ///         process(chunk, ctx.fence()).await?;
+    ///     }
+    ///     Ok(())
+    /// }
+    /// # let _ = batch;
+    /// ```
     pub fn cancel_reason(&self) -> Option<Cancel> {
         *self.cancel.borrow()
     }
 
     /// Whether the run was asked to stop.
+    ///
+    /// ```
+    /// use baton_embed::{JobError, RunContext};
+    ///
+    /// # fn compact_segment(_segment: u32) {}
+    /// async fn compact(ctx: RunContext) -> Result<(), JobError> {
+    ///     // Blocking work goes on when the run's future is dropped: it asks.
+    ///     let work = tokio::task::spawn_blocking(move || {
+    ///         for segment in 0..64 {
+    ///             if ctx.is_cancelled() {
+    ///                 return Err(JobError::msg(format!("stopped before segment {segment}")));
+    ///             }
+    ///             compact_segment(segment); // synchronous, a few milliseconds
+    ///         }
+    ///         Ok(())
+    ///     });
+    ///     work.await?
+    /// }
+    /// # let _ = compact;
+    /// ```
     pub fn is_cancelled(&self) -> bool {
         self.cancel_reason().is_some()
     }
@@ -124,6 +252,27 @@ impl RunContext {
     /// Completes once the run is asked to stop (its lease is lost, or the
     /// scheduler shuts down), with the reason. A run that has not returned
     /// within its grace after that is dropped at its next `.await`.
+    ///
+    /// ```
+    /// use baton_embed::{JobError, RunContext};
+    ///
+    /// # async fn start_build(_fence: u64) -> Result<u64, std::io::Error> { Ok(7) }
+    /// # async fn build_done(_id: u64) -> Result<(), std::io::Error> { Ok(()) }
+    /// # async fn stop_build(_id: u64) -> Result<(), std::io::Error> { Ok(()) }
+    /// async fn remote_build(ctx: RunContext) -> Result<(), JobError> {
+    ///     let id = start_build(ctx.fence()).await?;
+    ///     tokio::select! {
+    ///         done = build_done(id) => Ok(done?),
+    ///         why = ctx.cancelled() => {
+    ///             // Dropping the run cannot stop what was sent: stop it,
+    ///             // within the job's grace.
+    ///             stop_build(id).await?;
+    ///             Err(JobError::msg(format!("build {id} stopped: {why:?}")))
+    ///         }
+    ///     }
+    /// }
+    /// # let _ = remote_build;
+    /// ```
     pub async fn cancelled(&self) -> Cancel {
         let mut rx = self.cancel.clone();
         let why = match rx.wait_for(Option::is_some).await {
@@ -138,6 +287,21 @@ impl RunContext {
     /// ([`RunContext::settle_watermark`], or `baton watermark settle` from
     /// a step of the command line's job of the name); `None` before the
     /// first. What an incremental job reads to know where to start.
+    ///
+    /// ```
+    /// use baton_embed::{JobError, RunContext};
+    ///
+    /// # async fn copy_rows_since(_from: &str, _fence: u64) -> std::io::Result<String> {
+    /// #     Ok("2026-12-01".into())
+    /// # }
+    /// async fn sync(ctx: RunContext) -> Result<(), JobError> {
+    ///     // `None` on the job's first run: start from the beginning.
+    ///     let from = ctx.watermark().await?.unwrap_or_else(|| "1970-01-01".to_owned());
+    ///     let reached = copy_rows_since(&from, ctx.fence()).await?;
+    ///     ctx.settle_watermark(reached).await
+    /// }
+    /// # let _ = sync;
+    /// ```
     ///
     /// # Errors
     ///

@@ -6,6 +6,23 @@
 use std::time::Duration;
 
 /// Why [`crate::Builder::build`] refused: nothing was started.
+///
+/// ```
+/// use baton_embed::{BuildError, Job, Scheduler, Store};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dir = tempfile::tempdir()?;
+/// let refused = Scheduler::builder()
+///     .store(Store::sqlite(dir.path()))
+///     .job(Job::cron("report", "0 6 * * *").timezone("Europe/Berln").run(|_| async { Ok(()) }))
+///     .build()
+///     .unwrap_err();
+/// assert!(matches!(&refused, BuildError::TimeZone { job, .. } if job == "report"));
+/// // The message names the job and what is wrong with it.
+/// assert!(refused.to_string().starts_with(r#"job "report": unknown time zone "Europe/Berln""#));
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
@@ -158,6 +175,15 @@ pub struct JobError {
 
 impl JobError {
     /// An error with only a message.
+    ///
+    /// ```
+    /// use baton_embed::JobError;
+    ///
+    /// let rejected = 3;
+    /// let e = JobError::msg(format!("{rejected} rows were rejected"));
+    /// assert_eq!(e.to_string(), "3 rows were rejected");
+    /// assert!(!e.is_never_retry()); // retried like any failure
+    /// ```
     pub fn msg(message: impl Into<String>) -> Self {
         Self {
             source: message.into().into(),
@@ -167,6 +193,18 @@ impl JobError {
 
     /// An error already boxed (which `?` cannot convert: a box is not an
     /// error itself).
+    ///
+    /// ```
+    /// use baton_embed::JobError;
+    ///
+    /// fn legacy_call() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    ///     Err("the upstream said no".into())
+    /// }
+    /// fn attempt() -> Result<(), JobError> {
+    ///     legacy_call().map_err(JobError::boxed)
+    /// }
+    /// assert_eq!(attempt().unwrap_err().to_string(), "the upstream said no");
+    /// ```
     pub fn boxed(source: Box<dyn std::error::Error + Send + Sync + 'static>) -> Self {
         Self {
             source,
@@ -175,6 +213,22 @@ impl JobError {
     }
 
     /// The same error, marked as one no retry can fix: the run fails now.
+    ///
+    /// ```
+    /// use baton_embed::{Job, JobError};
+    ///
+    /// # async fn post(_fence: u64) -> Result<u16, std::io::Error> { Ok(200) }
+    /// let job = Job::cron("push", "*/10 * * * *").retries(3).run(|ctx| async move {
+    ///     match post(ctx.fence()).await? {
+    ///         // Refused: the same request would be refused again.
+    ///         code @ 400..=499 => Err(JobError::msg(format!("refused: {code}")).never_retry()),
+    ///         // The server's fault: retried, 3 times at most.
+    ///         code @ 500.. => Err(JobError::msg(format!("server error {code}"))),
+    ///         _ => Ok(()),
+    ///     }
+    /// });
+    /// # let _ = job;
+    /// ```
     #[must_use]
     pub fn never_retry(mut self) -> Self {
         self.never_retry = true;
@@ -182,11 +236,39 @@ impl JobError {
     }
 
     /// Whether it was marked [`JobError::never_retry`].
+    ///
+    /// ```
+    /// use baton_embed::JobError;
+    ///
+    /// // Tries once more at once, unless no retry can help.
+    /// fn twice(f: impl Fn() -> Result<u32, JobError>) -> Result<u32, JobError> {
+    ///     match f() {
+    ///         Err(e) if !e.is_never_retry() => f(),
+    ///         done => done,
+    ///     }
+    /// }
+    /// let calls = std::cell::Cell::new(0);
+    /// let refused = twice(|| {
+    ///     calls.set(calls.get() + 1);
+    ///     Err(JobError::msg("no such customer").never_retry())
+    /// });
+    /// assert!(refused.is_err());
+    /// assert_eq!(calls.get(), 1);
+    /// ```
     pub fn is_never_retry(&self) -> bool {
         self.never_retry
     }
 
     /// The error the job returned.
+    ///
+    /// ```
+    /// use std::io::{Error, ErrorKind};
+    /// use baton_embed::JobError;
+    ///
+    /// let e = JobError::from(Error::new(ErrorKind::TimedOut, "the upstream timed out"));
+    /// let io = e.source_error().downcast_ref::<Error>();
+    /// assert_eq!(io.map(Error::kind), Some(ErrorKind::TimedOut));
+    /// ```
     pub fn source_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
         &*self.source
     }

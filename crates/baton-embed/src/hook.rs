@@ -10,6 +10,33 @@ use baton_store::words::AlertKind;
 use jiff::Timestamp;
 
 /// An alert, as the hook given to [`crate::Builder::on_alert`] receives it.
+///
+/// ```
+/// use std::{sync::Arc, time::Duration};
+/// use baton_embed::{Alert, AlertKind, Job, JobError, ManualClock, Scheduler, Store};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let dir = tempfile::tempdir()?;
+/// # let clock = Arc::new(ManualClock::new("2026-06-01T00:00:30Z".parse()?, Duration::ZERO));
+/// let (tx, mut alerts) = tokio::sync::mpsc::unbounded_channel();
+/// let handle = Scheduler::builder()
+///     .store(Store::sqlite(dir.path()))
+/// #   .clock(clock.clone())
+///     .on_alert(move |a: &Alert| {
+///         let _ = tx.send(a.clone());
+///     })
+///     .job(Job::cron("export", "* * * * *").run(|_| async { Err(JobError::msg("disk full")) }))
+///     .build()?
+///     .start();
+/// # clock.advance(Duration::from_secs(30));
+/// let alert = alerts.recv().await.expect("the run's alert");
+/// assert_eq!((alert.job.as_str(), alert.kind), ("export", AlertKind::StepFailed));
+/// assert_eq!(alert.occurrence, Some("2026-06-01T00:01:00Z".parse()?));
+/// # handle.shutdown(Duration::from_secs(1)).await;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Alert {

@@ -86,6 +86,15 @@ impl Job {
     /// the occurrences of a cron expression: five fields, six with seconds
     /// first, or a macro such as `@daily`, read as `baton.toml`'s
     /// `schedule` is.
+    ///
+    /// ```
+    /// use baton_embed::Job;
+    ///
+    /// let poll = Job::cron("poll", "*/5 * * * *"); // five fields: every 5 minutes
+    /// let ping = Job::cron("ping", "*/30 * * * * *"); // six, seconds first: every 30 s
+    /// let vacuum = Job::cron("vacuum", "@daily"); // a macro: at midnight
+    /// # let _ = (poll, ping, vacuum);
+    /// ```
     pub fn cron(name: impl Into<String>, expr: impl Into<String>) -> Self {
         Self {
             name: name.into(),
@@ -113,6 +122,16 @@ impl Job {
     /// The IANA time zone the expression is read in (UTC by default),
     /// daylight saving included (`baton_cron`'s rules: a wildcard schedule
     /// follows elapsed time, a fixed one fires once per wall-clock time).
+    ///
+    /// ```
+    /// use baton_embed::Job;
+    ///
+    /// // 09:00 on weekdays in New York, in summer (13:00 UTC) as in winter (14:00 UTC).
+    /// let job = Job::cron("standup", "0 9 * * 1-5")
+    ///     .timezone("America/New_York")
+    ///     .run(|_ctx| async { Ok(()) });
+    /// # let _ = job;
+    /// ```
     #[must_use]
     pub fn timezone(mut self, zone: impl Into<String>) -> Self {
         self.zone = zone.into();
@@ -120,6 +139,16 @@ impl Job {
     }
 
     /// How many times a failed attempt is tried again (0 by default).
+    ///
+    /// ```
+    /// use baton_embed::Job;
+    ///
+    /// // Up to 4 attempts in all; an error marked `never_retry` ends the run at once.
+    /// let job = Job::cron("sync", "*/15 * * * *")
+    ///     .retries(3)
+    ///     .run(|_ctx| async { Ok(()) });
+    /// # let _ = job;
+    /// ```
     #[must_use]
     pub fn retries(mut self, n: u32) -> Self {
         self.retries = n;
@@ -128,6 +157,18 @@ impl Job {
 
     /// The delay before the first retry, doubled for each one after, at
     /// most `max`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use baton_embed::Job;
+    ///
+    /// // Retried after 5 s, 10 s, 20 s, then 30 s: doubled, at most 30 s.
+    /// let job = Job::cron("sync", "*/15 * * * *")
+    ///     .retries(4)
+    ///     .backoff(Duration::from_secs(5), Duration::from_secs(30))
+    ///     .run(|_ctx| async { Ok(()) });
+    /// # let _ = job;
+    /// ```
     #[must_use]
     pub fn backoff(mut self, first: Duration, max: Duration) -> Self {
         self.backoff = first;
@@ -167,6 +208,18 @@ impl Job {
     /// after it raises one `overrunning` alert ([`crate::Builder::on_alert`],
     /// and the ledger's alerts that `baton status` shows) and goes on:
     /// nothing is stopped ([`Job::timeout`] stops an attempt).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use baton_embed::Job;
+    ///
+    /// // Usually done in 5 minutes: an alert at 15, a stop only at 1 h.
+    /// let job = Job::cron("report", "0 6 * * *")
+    ///     .max_runtime(Duration::from_secs(15 * 60))
+    ///     .timeout(Duration::from_secs(60 * 60))
+    ///     .run(|_ctx| async { Ok(()) });
+    /// # let _ = job;
+    /// ```
     #[must_use]
     pub fn max_runtime(mut self, budget: Duration) -> Self {
         self.max_runtime = budget;
@@ -180,6 +233,18 @@ impl Job {
     /// the ledger first saw the job) runs at the start if it is within the
     /// window; the ones before it are recorded missed `superseded`, or, when
     /// it is older than the window, all of them `outside-window`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use baton_embed::Job;
+    ///
+    /// // A service back before 08:00 still runs the night's 02:00 run;
+    /// // one back later records it missed `outside-window`.
+    /// let job = Job::cron("nightly", "0 2 * * *")
+    ///     .catch_up_window(Duration::from_secs(6 * 3600))
+    ///     .run(|_ctx| async { Ok(()) });
+    /// # let _ = job;
+    /// ```
     #[must_use]
     pub fn catch_up_window(mut self, window: Duration) -> Self {
         self.catch_up_window = window;
@@ -252,6 +317,18 @@ impl Job {
 
     /// The lease's TTL (renewed every third of it) and the takeover grace a
     /// replica that cannot check the holder waits after it expires.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use baton_embed::Job;
+    ///
+    /// // Renewed every 20 s; a replica that cannot check the holder (one on
+    /// // another host) may take it over 60 s after it expired.
+    /// let job = Job::cron("export", "0 * * * *")
+    ///     .lease(Duration::from_secs(60), Duration::from_secs(60))
+    ///     .run(|_ctx| async { Ok(()) });
+    /// # let _ = job;
+    /// ```
     #[must_use]
     pub fn lease(mut self, ttl: Duration, takeover_grace: Duration) -> Self {
         self.ttl = ttl;
@@ -263,6 +340,26 @@ impl Job {
     /// dropped. With a lost lease it must end before the lease can move:
     /// [`crate::Builder::build`] refuses a grace that, with the renewal's
     /// wait and the allowances, exceeds the takeover grace.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use baton_embed::{BuildError, Job, Scheduler, Store};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = tempfile::tempdir()?;
+    /// let ten = Duration::from_secs(10);
+    /// let job = |grace| Job::cron("export", "0 * * * *").lease(ten, ten).grace(grace);
+    /// let build = |job: Job| {
+    ///     let job = job.run(|_| async { Ok(()) });
+    ///     Scheduler::builder().store(Store::sqlite(dir.path())).job(job).build()
+    /// };
+    /// // 9 s, with the renewal's wait, could outlast the 10 s takeover grace.
+    /// let refused = build(job(Duration::from_secs(9)));
+    /// assert!(matches!(refused, Err(BuildError::Unfenced { .. })));
+    /// build(job(Duration::from_secs(2)))?; // ends before the lease can move
+    /// # Ok(())
+    /// # }
+    /// ```
     #[must_use]
     pub fn grace(mut self, grace: Duration) -> Self {
         self.grace = grace;
@@ -270,6 +367,16 @@ impl Job {
     }
 
     /// How many of the job's runs the ledger keeps (100 by default).
+    ///
+    /// ```
+    /// use baton_embed::Job;
+    ///
+    /// // Every 5 minutes: `baton history poll` reaches back about 3.5 days.
+    /// let job = Job::cron("poll", "*/5 * * * *")
+    ///     .history_keep(1000)
+    ///     .run(|_ctx| async { Ok(()) });
+    /// # let _ = job;
+    /// ```
     #[must_use]
     pub fn history_keep(mut self, n: u32) -> Self {
         self.history_keep = n;
@@ -313,6 +420,22 @@ impl Job {
 
     /// The function each attempt runs (in place of a
     /// [`Job::command`] given before).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use baton_embed::{Job, RunContext};
+    ///
+    /// let pool = Arc::new(String::from("db pool")); // what the runs share
+    /// let job = Job::cron("report", "0 6 * * *").run(move |ctx: RunContext| {
+    ///     // Called for every attempt: each takes its own handle.
+    ///     let pool = Arc::clone(&pool);
+    ///     async move {
+    ///         println!("{} on {pool} under fence {}", ctx.job(), ctx.fence());
+    ///         Ok(())
+    ///     }
+    /// });
+    /// # let _ = job;
+    /// ```
     #[must_use]
     pub fn run<F, Fut>(mut self, f: F) -> Self
     where
@@ -367,6 +490,16 @@ impl Job {
 
 /// What an occurrence does when it comes due while a run holds its job's
 /// lock ([`Job::overlap`]).
+///
+/// ```
+/// use baton_embed::{Job, Overlap};
+///
+/// // By default an occurrence that meets a run still going is missed `busy`.
+/// assert_eq!(Overlap::default(), Overlap::Skip);
+/// let poll = Job::cron("poll", "* * * * *").overlap(Overlap::Skip);
+/// let sync = Job::cron("sync", "* * * * *").overlap(Overlap::Queue);
+/// # let _ = (poll, sync);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Overlap {
@@ -394,6 +527,17 @@ impl Overlap {
 
 /// What runs of a job's occurrences that passed while no replica ran it
 /// ([`Job::catch_up`]), each decided once across replicas.
+///
+/// ```
+/// use baton_embed::{CatchUp, Job};
+///
+/// assert_eq!(CatchUp::default(), CatchUp::Latest);
+/// // A heartbeat late is worthless: only one due now runs.
+/// let heartbeat = Job::cron("heartbeat", "* * * * *").catch_up(CatchUp::None);
+/// // Each hour's invoices run, oldest first.
+/// let invoices = Job::cron("invoices", "0 * * * *").catch_up(CatchUp::All);
+/// # let _ = (heartbeat, invoices);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum CatchUp {
@@ -412,6 +556,18 @@ pub enum CatchUp {
 
 /// How many passed occurrences [`CatchUp::All`] runs at most, the newest:
 /// the command line's `catch_up_max` default.
+///
+/// ```
+/// use std::time::Duration;
+/// use baton_embed::{CATCH_UP_MAX, CatchUp, Job};
+///
+/// // Down for a week: 168 hourly occurrences passed; the newest 100 run,
+/// // the 68 before them are missed `catch-up-max`.
+/// let week = Duration::from_secs(7 * 24 * 3600);
+/// assert_eq!(168_usize.min(CATCH_UP_MAX), 100);
+/// let job = Job::cron("invoices", "0 * * * *").catch_up(CatchUp::All).catch_up_window(week);
+/// # let _ = job;
+/// ```
 pub const CATCH_UP_MAX: usize = 100;
 
 impl CatchUp {

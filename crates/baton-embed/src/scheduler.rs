@@ -31,6 +31,21 @@ use crate::store::Store;
 use crate::timer;
 
 /// Builds a [`Scheduler`]: [`Scheduler::builder`].
+///
+/// ```
+/// use std::{path::Path, sync::Arc};
+/// use baton_embed::{Builder, ManualClock, Scheduler, Store};
+///
+/// // The service's scheduler, on a test's clock when it is given one.
+/// fn scheduler(state: &Path, clock: Option<Arc<ManualClock>>) -> Builder {
+///     let builder = Scheduler::builder().store(Store::sqlite(state));
+///     match clock {
+///         Some(clock) => builder.clock(clock),
+///         None => builder,
+///     }
+/// }
+/// # let _ = scheduler;
+/// ```
 #[derive(Default)]
 #[must_use = "a builder does nothing until .build()"]
 pub struct Builder {
@@ -52,6 +67,22 @@ impl std::fmt::Debug for Builder {
 
 impl Builder {
     /// The store the replicas share (required).
+    ///
+    /// ```
+    /// use baton_embed::{Job, Scheduler, Store};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = tempfile::tempdir()?;
+    /// let store = Store::sqlite(dir.path());
+    /// let report = || Job::cron("report", "*/5 * * * *").run(|_| async { Ok(()) });
+    /// // Two replicas (two processes, usually) on one store: each
+    /// // occurrence of `report` runs once, on one of them.
+    /// let a = Scheduler::builder().store(store.clone()).job(report()).build()?;
+    /// let b = Scheduler::builder().store(store).job(report()).build()?;
+    /// # let _ = (a, b);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn store(mut self, store: Store) -> Self {
         self.store = Some(store);
         self
@@ -59,12 +90,38 @@ impl Builder {
 
     /// The clock every timer, lease and ledger timestamp reads: the
     /// system's by default, a [`baton_lease::ManualClock`] in tests.
+    ///
+    /// ```
+    /// use std::{sync::Arc, time::Duration};
+    /// use baton_embed::{Clock, ManualClock, Scheduler};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // A test's clock: it moves only when the test moves it.
+    /// let clock = Arc::new(ManualClock::new("2026-01-01T00:00:00Z".parse()?, Duration::ZERO));
+    /// let builder = Scheduler::builder().clock(clock.clone());
+    /// clock.advance(Duration::from_secs(90));
+    /// assert_eq!(clock.wall(), "2026-01-01T00:01:30Z".parse()?);
+    /// # let _ = builder;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = Some(clock);
         self
     }
 
     /// Adds a job.
+    ///
+    /// ```
+    /// use baton_embed::{Job, Scheduler, Store};
+    ///
+    /// let mut builder = Scheduler::builder().store(Store::sqlite("/var/lib/my-service/baton"));
+    /// for table in ["users", "orders", "invoices"] {
+    ///     let export = Job::cron(format!("export-{table}"), "0 * * * *");
+    ///     builder = builder.job(export.run(|_ctx| async { Ok(()) }));
+    /// }
+    /// # let _ = builder;
+    /// ```
     pub fn job(mut self, job: Job) -> Self {
         self.jobs.push(job);
         self
@@ -113,6 +170,20 @@ impl Builder {
     ///
     /// [`BuildError`]: no store, a bad name, schedule, zone or timing, two
     /// jobs of one name, a store or ledger that cannot be opened.
+    ///
+    /// ```
+    /// use baton_embed::{BuildError, Job, Scheduler, Store};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = tempfile::tempdir()?;
+    /// let built = Scheduler::builder()
+    ///     .store(Store::sqlite(dir.path()))
+    ///     .job(Job::cron("report", "0 25 * * *").run(|_| async { Ok(()) })) // no 25 o'clock
+    ///     .build();
+    /// assert!(matches!(built, Err(BuildError::Cron { ref job, .. }) if job == "report"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn build(self) -> Result<Scheduler, BuildError> {
         let store = self.store.ok_or(BuildError::NoStore)?;
         let clock = self.clock.unwrap_or_else(|| Arc::new(SystemClock));
@@ -233,6 +304,13 @@ impl std::fmt::Debug for Scheduler {
 
 impl Scheduler {
     /// A builder with no store, the system clock and no jobs.
+    ///
+    /// ```
+    /// use baton_embed::{BuildError, Scheduler};
+    ///
+    /// // Its store must be given before it builds.
+    /// assert!(matches!(Scheduler::builder().build(), Err(BuildError::NoStore)));
+    /// ```
     pub fn builder() -> Builder {
         Builder::default()
     }
@@ -308,6 +386,33 @@ impl Scheduler {
     /// decided already. Mount it only behind the service's authentication:
     /// whoever reaches it can run and stop the jobs.
     ///
+    /// ```no_run
+    /// use axum::middleware::{self, Next};
+    /// use axum::{extract::Request, http::StatusCode, response::Response};
+    /// # use std::time::Duration;
+    /// # use baton_embed::{Job, Scheduler, Store};
+    ///
+    /// // The service's own authentication, here a fixed token.
+    /// async fn operators(req: Request, next: Next) -> Result<Response, StatusCode> {
+    ///     match req.headers().get("authorization") {
+    ///         Some(token) if token == "Bearer s3cret" => Ok(next.run(req).await),
+    ///         _ => Err(StatusCode::UNAUTHORIZED),
+    ///     }
+    /// }
+    /// # async fn service() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let scheduler = Scheduler::builder()
+    /// #     .store(Store::sqlite("/var/lib/my-service/baton"))
+    /// #     .job(Job::cron("report", "*/5 * * * *").run(|_ctx| async { Ok(()) }))
+    /// #     .build()?;
+    /// let app = scheduler.control_router_at("/baton")?.layer(middleware::from_fn(operators));
+    /// let handle = scheduler.start();
+    /// # let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+    /// axum::serve(listener, app).await?;
+    /// # handle.shutdown(Duration::from_secs(30)).await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
     /// # Errors
     ///
     /// As [`Scheduler::router_at`].
@@ -331,6 +436,24 @@ impl Scheduler {
     /// [`Scheduler::router_at`] at the root: `GET /` is the status page,
     /// `GET /v1/jobs` the status, and so on.
     ///
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # use baton_embed::{Job, Scheduler, Store};
+    /// # async fn service() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let scheduler = Scheduler::builder()
+    /// #     .store(Store::sqlite("/var/lib/my-service/baton"))
+    /// #     .job(Job::cron("report", "*/5 * * * *").run(|_ctx| async { Ok(()) }))
+    /// #     .build()?;
+    /// // The status page alone, on a port of its own: `GET /` is the page.
+    /// let status = scheduler.router()?;
+    /// let handle = scheduler.start();
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:9090").await?;
+    /// tokio::spawn(async move { axum::serve(listener, status).await });
+    /// # handle.shutdown(Duration::from_secs(30)).await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
     /// # Errors
     ///
     /// As [`Scheduler::router_at`].
@@ -342,6 +465,29 @@ impl Scheduler {
     /// Starts every job's timer on the current tokio runtime: occurrences
     /// after this instant run. Runs are tasks of that runtime; the store's
     /// calls run on its blocking threads.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// # use std::sync::Arc;
+    /// use baton_embed::{Job, Scheduler, Store};
+    /// # use baton_embed::ManualClock;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = tempfile::tempdir()?;
+    /// # let clock = Arc::new(ManualClock::new("2026-06-01T00:00:00Z".parse()?, Duration::ZERO));
+    /// let scheduler = Scheduler::builder()
+    ///     .store(Store::sqlite(dir.path()))
+    /// #   .clock(clock)
+    ///     .job(Job::cron("report", "0 6 * * *").run(|_| async { Ok(()) }))
+    ///     .build()?;
+    /// // Inside the service's runtime: the timers are its tasks from here on.
+    /// let handle = scheduler.start();
+    /// assert_eq!(handle.in_flight(), 0); // nothing is due before 06:00
+    /// handle.shutdown(Duration::from_secs(30)).await;
+    /// # Ok(())
+    /// # }
+    /// ```
     ///
     /// # Panics
     ///
@@ -390,6 +536,22 @@ impl Scheduler {
 
 /// A started scheduler. Dropping it leaves the scheduler running on the
 /// runtime until the runtime stops; [`Handle::shutdown`] stops it.
+///
+/// ```
+/// use std::time::Duration;
+/// use baton_embed::Handle;
+///
+/// // The service keeps the handle for its life, and stops with it.
+/// struct Service {
+///     scheduler: Handle,
+/// }
+/// impl Service {
+///     async fn stop(self) {
+///         self.scheduler.shutdown(Duration::from_secs(30)).await;
+///     }
+/// }
+/// # let _ = Service::stop;
+/// ```
 #[derive(Debug)]
 pub struct Handle {
     shutdown: watch::Sender<Option<Duration>>,
@@ -399,7 +561,36 @@ pub struct Handle {
 
 impl Handle {
     /// How many runs are in flight now: started, and not yet recorded and
-    /// released.
+    /// released. A look at a job's queue that may start the runs waiting
+    /// there (a backfill from the command line) counts as one while it
+    /// lasts.
+    ///
+    /// ```
+    /// # use std::{sync::Arc, time::Duration};
+    /// # use baton_embed::{Job, ManualClock, Scheduler, Store};
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = tempfile::tempdir()?;
+    /// # let clock = Arc::new(ManualClock::new("2026-06-01T00:00:30Z".parse()?, Duration::ZERO));
+    /// let (started, mut running) = tokio::sync::mpsc::unbounded_channel();
+    /// let release = Arc::new(tokio::sync::Notify::new());
+    /// let gate = Arc::clone(&release);
+    /// let job = Job::cron("hourly", "0 * * * *").run(move |_| {
+    ///     let (started, gate) = (started.clone(), Arc::clone(&gate));
+    ///     async move { started.send(()).ok(); gate.notified().await; Ok(()) }
+    /// });
+    /// # let handle = Scheduler::builder().store(Store::sqlite(dir.path())).clock(clock.clone())
+    /// #     .job(job).build()?.start();
+    /// clock.advance(Duration::from_secs(3600)); // 01:00:30: the 01:00 run starts
+    /// running.recv().await;
+    /// assert_eq!(handle.in_flight(), 1); // started, not yet recorded
+    /// release.notify_one();
+    /// handle.idle().await;
+    /// assert_eq!(handle.in_flight(), 0);
+    /// # handle.shutdown(Duration::from_secs(1)).await;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn in_flight(&self) -> usize {
         *self.in_flight.borrow()
     }
@@ -439,6 +630,33 @@ impl Handle {
     /// that has not returned within `grace` (on the scheduler's clock) is
     /// dropped. Each run is recorded (`interrupted` when it was stopped)
     /// and its lease released before this returns.
+    ///
+    /// ```
+    /// use std::{sync::Arc, time::Duration};
+    /// use baton_embed::{Cancel, Job, ManualClock, Scheduler, Store};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = tempfile::tempdir()?;
+    /// # let clock = Arc::new(ManualClock::new("2026-06-01T00:00:30Z".parse()?, Duration::ZERO));
+    /// let (tx, mut told) = tokio::sync::mpsc::unbounded_channel();
+    /// let job = Job::cron("long", "0 * * * *").run(move |ctx| {
+    ///     let tx = tx.clone();
+    ///     async move {
+    ///         tx.send(ctx.cancel_reason()).ok(); // None: going, not asked to stop
+    ///         tx.send(Some(ctx.cancelled().await)).ok();
+    ///         Ok(())
+    ///     }
+    /// });
+    /// # let handle = Scheduler::builder().store(Store::sqlite(dir.path())).clock(clock.clone())
+    /// #     .job(job).build()?.start();
+    /// # clock.advance(Duration::from_secs(3600));
+    /// assert_eq!(told.recv().await, Some(None)); // the run is going
+    /// handle.shutdown(Duration::from_secs(30)).await; // it returns well within 30 s
+    /// assert_eq!(told.recv().await, Some(Some(Cancel::Shutdown)));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn shutdown(mut self, grace: Duration) {
         let _ = self.shutdown.send(Some(grace));
         while self.tasks.join_next().await.is_some() {}

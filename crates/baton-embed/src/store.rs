@@ -45,6 +45,19 @@ impl Store {
     /// the replicas of one host (processes sharing the directory), as
     /// `baton` with `state_dir = dir`. Nothing to install or start; the
     /// directory is created when missing.
+    ///
+    /// ```
+    /// use baton_embed::{Scheduler, Store};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = tempfile::tempdir()?;
+    /// let state = dir.path().join("baton"); // not there yet
+    /// Scheduler::builder().store(Store::sqlite(&state)).build()?;
+    /// // The ledger and the locks `baton --state-dir` reads.
+    /// assert!(state.join("baton.db").is_file() && state.join("locks").is_dir());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn sqlite(dir: impl Into<PathBuf>) -> Self {
         Self {
             kind: Kind::Files(dir.into()),
