@@ -19,6 +19,7 @@ mod pause;
 #[cfg(feature = "postgres")]
 mod pg;
 mod policies;
+mod readme;
 mod replicas;
 #[cfg(feature = "postgres")]
 mod service;
