@@ -158,6 +158,14 @@ pub enum BuildError {
 /// that a retry cannot fix (bad input, a refused request), so the run
 /// fails at once whatever retries are left.
 ///
+/// Like `anyhow::Error`, it is not itself a [`std::error::Error`]: that
+/// would make its conversion from every error overlap the conversion of
+/// a type into itself. Its cause is [`JobError::source_error`]; an
+/// `anyhow::Error` or a `Box<dyn Error + Send + Sync>` comes in through
+/// [`JobError::boxed`] (`JobError::boxed(e.into())`), and a `JobError`
+/// goes out to a caller that wants a `Box<dyn Error>` through its text
+/// (`e.to_string().into()`).
+///
 /// ```
 /// use baton_embed::JobError;
 ///
