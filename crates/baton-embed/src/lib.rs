@@ -169,6 +169,15 @@
 //! attempt on the same lock) is waited for through the clock's `sleep`,
 //! which advances it by the microseconds waited.
 //!
+//! The clock moves the leases too. While a run is in flight, move it in
+//! steps shorter than the lease's renewal period (a third of the TTL, 10 s
+//! by default) and let the runtime run between them (`tokio::task::yield_now`
+//! or a short real sleep): one step past the TTL is a renewal that could
+//! not be made in time, and the run self-fences (its [`RunContext`] is
+//! cancelled with [`Cancel::LeaseLost`]; one that has not returned within
+//! its grace is dropped and recorded `lease-lost`), as it would on a host
+//! whose process stood still that long. Between runs, any step will do.
+//!
 //! ```
 //! use std::{sync::Arc, time::Duration};
 //! use baton_embed::{Job, ManualClock, Scheduler, Store};
