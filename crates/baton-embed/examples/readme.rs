@@ -9,14 +9,16 @@ use std::time::Duration;
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let scheduler = baton::Scheduler::builder()
         .store(baton::Store::sqlite("/var/lib/my-service/baton"))
-        .job(baton::Job::cron("report", "*/5 * * * *")
-            .timezone("Europe/Berlin")
-            .retries(2)
-            .run(|ctx: baton::RunContext| async move {
-                // ctx.fence(), ctx.occurrence(), ctx.attempt(), ctx.cancelled().await
-                let _ = ctx.fence();
-                Ok(())
-            }))
+        .job(
+            baton::Job::cron("report", "*/5 * * * *")
+                .timezone("Europe/Berlin")
+                .retries(2)
+                .run(|ctx: baton::RunContext| async move {
+                    // ctx.fence(), ctx.occurrence(), ctx.attempt(), ctx.cancelled().await
+                    let _ = ctx.fence();
+                    Ok(())
+                }),
+        )
         .build()?;
     let handle = scheduler.start(); // on this runtime
     tokio::signal::ctrl_c().await?;

@@ -14,5 +14,8 @@ fn the_readmes_example_is_the_example_ci_compiles() {
     let (_, code) = example
         .split_once("use baton_embed as baton;\n\n")
         .expect("examples/readme.rs names the crate as the README's Cargo.toml does");
-    assert_eq!(block, code, "README.md's example differs from examples/readme.rs");
+    assert_eq!(
+        block, code,
+        "README.md's example differs from examples/readme.rs"
+    );
 }
