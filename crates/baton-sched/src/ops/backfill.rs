@@ -463,8 +463,11 @@ fn run_with(
         }
     };
     // No occurrence is claimed in the guard here: nothing to take back.
-    match store.take_guard(&job.slot_ref(slot), lease.fence(), None) {
-        Ok((Guard::Clear | Guard::Claimed { .. }, _)) => {}
+    // What the guard claimed before it named this lock (the job's claims
+    // under the lock it ran under before a rename) still says what may have
+    // run: the take moves the guard here, where it says nothing more.
+    let guard_claim = match store.take_guard(&job.slot_ref(slot), lease.fence(), None) {
+        Ok((Guard::Clear | Guard::Claimed { .. }, taken)) => taken.and_then(|t| t.before),
         Ok((Guard::Elsewhere(refused), _)) => {
             let _ = lease.release();
             refuse(&refused.why);
@@ -475,7 +478,7 @@ fn run_with(
             refuse(&e);
             return Outcome::Unable;
         }
-    }
+    };
     // Under the lease, no other run of the lock's jobs can start, and only
     // a holder moves the claim: what the records say now stays true.
     let label = store.lock_label(&job.slot_ref(slot));
@@ -483,7 +486,7 @@ fn run_with(
         f.ctx.slot = slot;
         f.ctx.lock.clone_from(&label);
     }
-    let (firsts, refused) = match runnable(&*store, job, firsts, force, surfaces) {
+    let (firsts, refused) = match runnable(&*store, job, (firsts, guard_claim), force, surfaces) {
         Ok(kept) => kept,
         Err(e) => {
             crate::say::line(format_args!("backfill: {}: {e}; nothing was run", job.name));
@@ -517,18 +520,20 @@ fn run_with(
     ))
 }
 
-/// The occurrences of `firsts` to run, after what the records say of each:
-/// one whose records cannot rule out that it ran is left out (said, and
-/// the second value is true) unless `force`. The first kept one restates
-/// the lease when it is not the one the acquisition named.
+/// The occurrences of `firsts` to run, after what the records say of each
+/// (the ledger, the lock's claims and `guard_claim`, what the job's guard
+/// claimed before this backfill took it): one whose records cannot rule
+/// out that it ran is left out (said, and the second value is true) unless
+/// `force`. The first kept one restates the lease when it is not the one
+/// the acquisition named.
 fn runnable(
     store: &dyn crate::store::Store,
     job: &Job,
-    firsts: Vec<First>,
+    (firsts, guard_claim): (Vec<First>, Option<i64>),
     force: bool,
     surfaces: &Rc<RefCell<Surfaces>>,
 ) -> Result<(Vec<First>, bool), crate::store::Error> {
-    let claim = crate::store::claim_of_job(store, job)?;
+    let claim = crate::store::claim_of_job(store, job)?.max(guard_claim);
     let tz = &job.timezone.value.tz;
     let occ: Vec<i64> = firsts.iter().filter_map(|f| f.start.occurrence()).collect();
     let known = surfaces

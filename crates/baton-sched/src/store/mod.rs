@@ -66,16 +66,22 @@ impl Job {
 }
 
 /// The newest occurrence `job` claimed in any slot of its lock
-/// ([`Store::claim_of`] of each): every scheduled occurrence at or before
-/// it may have started.
+/// ([`Store::claim_of`] of each), or under the lock it ran under before
+/// its lock was renamed (its guard keeps that claim:
+/// [`Store::runs_elsewhere`]): every scheduled occurrence at or before it
+/// may have started.
 ///
 /// # Errors
 ///
-/// As [`Store::claim_of`], for any slot: then what was claimed is unknown.
+/// As [`Store::claim_of`], for any slot, and [`Store::runs_elsewhere`]:
+/// then what was claimed is unknown.
 pub fn claim_of_job(store: &dyn Store, job: &Job) -> Result<Option<i64>, Error> {
     let mut newest = None;
     for lock in job.slot_refs() {
         newest = newest.max(store.claim_of(&lock)?);
+    }
+    if let Guard::Claimed { at } = store.runs_elsewhere(&job.lock_ref(), Some(i64::MIN))? {
+        newest = newest.max(Some(at));
     }
     Ok(newest)
 }

@@ -265,6 +265,36 @@ fn a_backfill_after_the_ledger_was_lost_never_runs_what_the_lock_says_may_have_r
 }
 
 #[test]
+fn a_backfill_after_the_ledger_was_lost_and_the_lock_renamed_never_runs_what_ran() {
+    // The claims are in the lock the job ran under; after a rename the
+    // job's guard still names that lock and its claim.
+    let (s, ran, newest) = hourly_after_downtime("catch_up = \"all\"\n");
+    let o = s.run(&["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let want: Vec<String> = (0..5).rev().map(|i| at(newest - i * 3600)).collect();
+    assert_eq!(read_lines(&ran), want);
+    lose_ledger(&s);
+    s.write(&format!(
+        "[jobs.h]\nevery = \"1h\"\ncatch_up_window = \"6h\"\ncatch_up = \"all\"\n\
+         lock = \"renamed\"\nrun = \"echo $BATON_OCCURRENCE >> {}\"\n",
+        ran.display()
+    ));
+    let (from, to) = (at(newest - 4 * 3600), at(newest));
+    let o = s.run(&["backfill", "h", "--from", &from, "--to", &to, "--dry-run"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o).matches("not run").count(), 5, "{}", stdout(&o));
+    let o = s.run(&["backfill", "h", "--from", &from, "--to", &to]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(read_lines(&ran), want, "a backfill ran them again");
+    assert_eq!(
+        stderr(&o).matches(" not run: ").count(),
+        5,
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn occurrences_the_ledger_records_missed_are_backfilled_behind_the_claim() {
     // catch_up = "latest": the newest runs (and is claimed); the four
     // before it are recorded missed.
