@@ -66,6 +66,28 @@ pub(crate) fn early_by(next: Timestamp, decided_at: Option<Timestamp>) -> Option
     Some((short + Duration::from_millis(1)).min(Duration::from_secs(1)))
 }
 
+/// Where the clock plans its next instant from, after the instant `next`
+/// came and its tick decided at `decided_at` on the clock the ticks decide
+/// by (`None`: nothing was decided, the store unreachable). Normally the
+/// instant that came, so that it is not decided twice. But an instant the
+/// deciding clock has not reached, after the retries [`early_by`] allows,
+/// was planned on another clock (this host's, before a shared store's was
+/// measured, or while it could not be): planning on from it would run ahead
+/// of the store by the clocks' difference, one instant per tick that could
+/// not decide, and leave the schedule asleep that long. The plan starts
+/// again from what the deciding clock says now.
+pub(crate) fn plan_from(
+    next: Option<Timestamp>,
+    from: Timestamp,
+    decided_at: Option<Timestamp>,
+) -> Option<Timestamp> {
+    match (next, decided_at) {
+        (Some(n), Some(at)) if n > at => Some(at),
+        (Some(n), _) => Some(n.max(from)),
+        (None, _) => None,
+    }
+}
+
 /// Why the timer woke.
 enum Woke {
     /// The instant came.
@@ -237,8 +259,9 @@ pub(crate) async fn run(d: Arc<Daemon>) {
                 }
                 early = 0;
                 // The next instant after the one that came (or after now,
-                // if the clock jumped past several).
-                from = next.map_or_else(|| d.decision_now(), |n| n.max(from));
+                // if the clock jumped past several), unless the deciding
+                // clock had not reached it ([`plan_from`]).
+                from = plan_from(next, from, decided_at).unwrap_or_else(|| d.decision_now());
             }
             Ok(Woke::Stepped) => {
                 tracing::info!("the wall clock was set: planning again");
@@ -276,6 +299,29 @@ mod tests {
             early_by(next, Some(next - ms(90_000))),
             Some(Duration::from_secs(1))
         );
+    }
+
+    #[test]
+    fn the_plan_goes_on_from_the_instant_that_came_unless_the_deciding_clock_had_not_reached_it() {
+        let t = |s: &str| -> Timestamp { s.parse().unwrap() };
+        let (next, from) = (t("2026-12-07T14:21:00Z"), t("2026-12-07T14:20:00Z"));
+        // Decided at or after it: on from it.
+        assert_eq!(
+            plan_from(Some(next), from, Some(t("2026-12-07T14:21:00.004Z"))),
+            Some(next)
+        );
+        // Nothing decided (the store unreachable): on from it, so that the
+        // next instant is not the same one again.
+        assert_eq!(plan_from(Some(next), from, None), Some(next));
+        // A store an hour behind the clock the instant was planned on: from
+        // the store's now, not an hour ahead of it.
+        let store_now = t("2026-12-07T13:21:00.010Z");
+        assert_eq!(
+            plan_from(Some(next), from, Some(store_now)),
+            Some(store_now)
+        );
+        // Nothing due at all: the caller plans from now.
+        assert_eq!(plan_from(None, from, Some(store_now)), None);
     }
 
     fn config(jobs: &str) -> Config {

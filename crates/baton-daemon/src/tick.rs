@@ -117,10 +117,16 @@ pub(crate) async fn tick(
     .await;
     let mut due = match due {
         Ok(Ok(due)) => {
-            d.offset_us.store(
-                i64::try_from(due.offset.as_micros()).unwrap_or(0),
-                Ordering::SeqCst,
-            );
+            // Only a decision measured the store's clock: one that could not
+            // be made (the store unreachable) keeps the last measurement, so
+            // that the clock goes on planning by the store's clock, not by
+            // this host's as if they agreed.
+            if due.decided_at.is_some() {
+                d.offset_us.store(
+                    i64::try_from(due.offset.as_micros()).unwrap_or(0),
+                    Ordering::SeqCst,
+                );
+            }
             due
         }
         Ok(Err(e)) => {
