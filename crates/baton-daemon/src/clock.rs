@@ -190,7 +190,9 @@ pub(crate) async fn run(d: Arc<Daemon>) {
     // store's), and the timer is armed for them on this host's.
     let _ = crate::tick::tick(&d, "clock").await;
     let mut from = d.decision_now();
-    let (mut wall, mut boot) = (from, d.clock.boot());
+    // This host's clocks, to tell a step or a suspend of its wall clock:
+    // never the store's, which may differ from it by any steady amount.
+    let (mut wall, mut boot) = (d.clock.wall(), d.clock.boot());
     let mut early = 0;
     // Whether the heap's free memory was given back since the last
     // configuration was planned (reading one frees most of what it built).
