@@ -51,7 +51,10 @@ pub enum Unprepared {
     /// The ledger could not be opened or read, or a newer baton wrote it
     /// (said when it was tried, [`Due::ledger_unavailable`]): nothing was
     /// decided.
-    #[error("the ledger is unavailable (said above)")]
+    #[error(
+        "the ledger (or a shared store's clock) could not be read; the daemon's log says why, \
+         and `baton doctor` checks the store"
+    )]
     LedgerUnavailable,
 }
 
