@@ -68,25 +68,30 @@ pub(crate) fn early_by(next: Timestamp, decided_at: Option<Timestamp>) -> Option
 
 /// Where the clock plans its next instant from, after the instant `next`
 /// came and its tick decided at `decided_at` on the clock the ticks decide
-/// by (`None`: nothing was decided, the store unreachable). Normally the
-/// instant that came, so that it is not decided twice. But an instant the
-/// deciding clock has not reached, after the retries [`early_by`] allows,
-/// was planned on another clock (this host's, before a shared store's was
-/// measured, or while it could not be): planning on from it would run ahead
-/// of the store by the clocks' difference, one instant per tick that could
-/// not decide, and leave the schedule asleep that long. The plan starts
-/// again from what the deciding clock says now.
+/// by (`None`: nothing was decided, the store unreachable). A tick decides
+/// everything due at or before its now, so a decision plans on from that
+/// now: past the instant that came when the deciding clock is at or past
+/// it (a store whose clock runs ahead of the one `next` was planned on
+/// would otherwise be ticked once per instant between them, back to back),
+/// and back to it when that clock had not reached it (the instant was
+/// planned on another clock: this host's, before a shared store's was
+/// measured, or a stale measurement; planning on from it would run ahead
+/// of the store by the clocks' difference and leave the schedule asleep
+/// that long). With no decision, on from the instant that came, so that it
+/// is not tried again at once.
 pub(crate) fn plan_from(
     next: Option<Timestamp>,
     from: Timestamp,
     decided_at: Option<Timestamp>,
 ) -> Option<Timestamp> {
-    match (next, decided_at) {
-        (Some(n), Some(at)) if n > at => Some(at),
-        (Some(n), _) => Some(n.max(from)),
-        (None, _) => None,
-    }
+    decided_at.or_else(|| next.map(|n| n.max(from)))
 }
+
+/// How far short of an instant a decision may be and still be tried again
+/// for it ([`early_by`]): a measurement of a shared store's clock is off by
+/// up to a round trip. Further short, the instant was planned on another
+/// clock, and is planned again from the deciding clock's now ([`plan_from`]).
+const EARLY_AT_MOST: jiff::SignedDuration = jiff::SignedDuration::from_secs(1);
 
 /// Why the timer woke.
 enum Woke {
@@ -249,7 +254,12 @@ pub(crate) async fn run(d: Arc<Daemon>) {
                     Some(Ok(t)) => t.decided_at,
                     _ => None,
                 };
+                let near = match (next, decided_at) {
+                    (Some(n), Some(at)) => n.duration_since(at) <= EARLY_AT_MOST,
+                    _ => true,
+                };
                 if let Some(wait) = next.and_then(|n| early_by(n, decided_at))
+                    && near
                     && early < EARLY_RETRIES
                 {
                     // Decided before the instant by the clock that
@@ -260,9 +270,8 @@ pub(crate) async fn run(d: Arc<Daemon>) {
                     continue;
                 }
                 early = 0;
-                // The next instant after the one that came (or after now,
-                // if the clock jumped past several), unless the deciding
-                // clock had not reached it ([`plan_from`]).
+                // From the deciding clock's now, or on from the instant that
+                // came when nothing was decided ([`plan_from`]).
                 from = plan_from(next, from, decided_at).unwrap_or_else(|| d.decision_now());
             }
             Ok(Woke::Stepped) => {
@@ -304,26 +313,24 @@ mod tests {
     }
 
     #[test]
-    fn the_plan_goes_on_from_the_instant_that_came_unless_the_deciding_clock_had_not_reached_it() {
+    fn the_plan_goes_on_from_the_deciding_clocks_now_or_from_the_instant_that_came() {
         let t = |s: &str| -> Timestamp { s.parse().unwrap() };
         let (next, from) = (t("2026-12-07T14:21:00Z"), t("2026-12-07T14:20:00Z"));
-        // Decided at or after it: on from it.
-        assert_eq!(
-            plan_from(Some(next), from, Some(t("2026-12-07T14:21:00.004Z"))),
-            Some(next)
-        );
-        // Nothing decided (the store unreachable): on from it, so that the
-        // next instant is not the same one again.
+        // Decided at or after it: on from the decision's now.
+        let at = t("2026-12-07T14:21:00.004Z");
+        assert_eq!(plan_from(Some(next), from, Some(at)), Some(at));
+        // A store an hour ahead of the clock the instant was planned on:
+        // past the hour of instants it decided, not one tick for each.
+        let ahead = t("2026-12-07T15:21:00.010Z");
+        assert_eq!(plan_from(Some(next), from, Some(ahead)), Some(ahead));
+        // An hour behind: from the store's now, not an hour ahead of it.
+        let behind = t("2026-12-07T13:21:00.010Z");
+        assert_eq!(plan_from(Some(next), from, Some(behind)), Some(behind));
+        // Nothing decided (the store unreachable): on from the instant, so
+        // that it is not the next one again.
         assert_eq!(plan_from(Some(next), from, None), Some(next));
-        // A store an hour behind the clock the instant was planned on: from
-        // the store's now, not an hour ahead of it.
-        let store_now = t("2026-12-07T13:21:00.010Z");
-        assert_eq!(
-            plan_from(Some(next), from, Some(store_now)),
-            Some(store_now)
-        );
-        // Nothing due at all: the caller plans from now.
-        assert_eq!(plan_from(None, from, Some(store_now)), None);
+        // Nothing due at all, nothing decided: the caller plans from now.
+        assert_eq!(plan_from(None, from, None), None);
     }
 
     fn config(jobs: &str) -> Config {
