@@ -421,7 +421,15 @@ fn claimed_unrecorded(
     if store.shared() {
         return None;
     }
-    let claim = crate::store::claim_of_job(store.as_ref(), job).ok()??;
+    // Each record alone: a guard that cannot be read never hides the
+    // lock's own claims.
+    let slots = crate::store::claim_of_slots(store.as_ref(), job)
+        .ok()
+        .flatten();
+    let guard = crate::store::claim_in_guard(store.as_ref(), job)
+        .ok()
+        .flatten();
+    let claim = slots.max(guard)?;
     (last_decided.is_none_or(|d| claim > d) && claim <= newest.as_second()).then_some(claim)
 }
 

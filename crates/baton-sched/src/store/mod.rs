@@ -66,24 +66,46 @@ impl Job {
 }
 
 /// The newest occurrence `job` claimed in any slot of its lock
-/// ([`Store::claim_of`] of each), or under the lock it ran under before
-/// its lock was renamed (its guard keeps that claim:
-/// [`Store::runs_elsewhere`]): every scheduled occurrence at or before it
+/// ([`claim_of_slots`]), or under the lock it ran under before its lock was
+/// renamed ([`claim_in_guard`]): every scheduled occurrence at or before it
 /// may have started.
 ///
 /// # Errors
 ///
-/// As [`Store::claim_of`], for any slot, and [`Store::runs_elsewhere`]:
-/// then what was claimed is unknown.
+/// As either: then what was claimed is unknown.
 pub fn claim_of_job(store: &dyn Store, job: &Job) -> Result<Option<i64>, Error> {
+    Ok(claim_of_slots(store, job)?.max(claim_in_guard(store, job)?))
+}
+
+/// The newest occurrence `job` claimed in any slot of its lock
+/// ([`Store::claim_of`] of each).
+///
+/// # Errors
+///
+/// As [`Store::claim_of`], for any slot.
+pub fn claim_of_slots(store: &dyn Store, job: &Job) -> Result<Option<i64>, Error> {
     let mut newest = None;
     for lock in job.slot_refs() {
         newest = newest.max(store.claim_of(&lock)?);
     }
-    if let Guard::Claimed { at } = store.runs_elsewhere(&job.lock_ref(), Some(i64::MIN))? {
-        newest = newest.max(Some(at));
-    }
     Ok(newest)
+}
+
+/// The newest occurrence the job's guard says it claimed under another
+/// lock (the one it ran under before a rename: [`Store::runs_elsewhere`]);
+/// `None` when the guard names this lock or none, or its run there is in
+/// flight (the run is refused then anyway).
+///
+/// # Errors
+///
+/// As [`Store::runs_elsewhere`].
+pub fn claim_in_guard(store: &dyn Store, job: &Job) -> Result<Option<i64>, Error> {
+    Ok(
+        match store.runs_elsewhere(&job.lock_ref(), Some(i64::MIN))? {
+            Guard::Claimed { at } => Some(at),
+            Guard::Clear | Guard::Elsewhere(_) => None,
+        },
+    )
 }
 
 /// `job`'s lock file in `state_dir` (the embedded store's).
