@@ -54,16 +54,18 @@ const EARLY_RETRIES: u32 = 5;
 /// clock, which the timer is armed for through an offset measured a round
 /// trip at a time, may not have reached the instant when this host's did,
 /// and then nothing was due yet. Without another try the occurrence would
-/// wait for the next one and be missed as superseded. `None` when the
-/// decision was made at or after the instant (or none was made). Waits
-/// past the shortfall by a millisecond, and never longer than a second.
+/// wait for the next one and be missed as superseded. Waits past the
+/// shortfall by a millisecond. `None` when the decision was made at or
+/// after the instant (or none was made), or further short of it than
+/// [`EARLY_AT_MOST`]: then the instant was planned on another clock, and is
+/// planned again from the deciding clock's now ([`plan_from`]).
 pub(crate) fn early_by(next: Timestamp, decided_at: Option<Timestamp>) -> Option<Duration> {
     let at = decided_at?;
-    if at >= next {
+    if at >= next || next.duration_since(at) > EARLY_AT_MOST {
         return None;
     }
     let short = Duration::try_from(next.duration_since(at)).unwrap_or(Duration::ZERO);
-    Some((short + Duration::from_millis(1)).min(Duration::from_secs(1)))
+    Some(short + Duration::from_millis(1))
 }
 
 /// Where the clock plans its next instant from, after the instant `next`
@@ -89,8 +91,7 @@ pub(crate) fn plan_from(
 
 /// How far short of an instant a decision may be and still be tried again
 /// for it ([`early_by`]): a measurement of a shared store's clock is off by
-/// up to a round trip. Further short, the instant was planned on another
-/// clock, and is planned again from the deciding clock's now ([`plan_from`]).
+/// up to a round trip.
 const EARLY_AT_MOST: jiff::SignedDuration = jiff::SignedDuration::from_secs(1);
 
 /// Why the timer woke.
@@ -254,12 +255,7 @@ pub(crate) async fn run(d: Arc<Daemon>) {
                     Some(Ok(t)) => t.decided_at,
                     _ => None,
                 };
-                let near = match (next, decided_at) {
-                    (Some(n), Some(at)) => n.duration_since(at) <= EARLY_AT_MOST,
-                    _ => true,
-                };
                 if let Some(wait) = next.and_then(|n| early_by(n, decided_at))
-                    && near
                     && early < EARLY_RETRIES
                 {
                     // Decided before the instant by the clock that
@@ -305,11 +301,16 @@ mod tests {
         assert_eq!(early_by(next, Some(next)), None);
         assert_eq!(early_by(next, Some(next + ms(5))), None);
         assert_eq!(early_by(next, None), None);
-        // Far short of it (a clock that jumped back): a second at most.
+        // A second short: still a measurement's error, tried again.
         assert_eq!(
-            early_by(next, Some(next - ms(90_000))),
-            Some(Duration::from_secs(1))
+            early_by(next, Some(next - ms(1_000))),
+            Some(Duration::from_millis(1_001))
         );
+        // Further (a clock that jumped back, a store whose clock runs
+        // behind the one the instant was planned on): not tried again, but
+        // planned again from that clock's now.
+        assert_eq!(early_by(next, Some(next - ms(1_001))), None);
+        assert_eq!(early_by(next, Some(next - ms(90_000))), None);
     }
 
     #[test]
