@@ -151,6 +151,29 @@ fn at(secs: i64) -> String {
     jiff::Timestamp::from_second(secs).unwrap().to_string()
 }
 
+/// The configuration of an hourly job `h` (with `extra` keys) that appends
+/// its occurrence to `ran`.
+fn hourly(ran: &Path, extra: &str) -> String {
+    format!(
+        "[jobs.h]\nevery = \"1h\"\ncatch_up_window = \"6h\"\n{extra}\
+         run = \"echo $BATON_OCCURRENCE >> {}\"\n",
+        ran.display()
+    )
+}
+
+/// [`hourly_after_downtime`] catching up on all five hours in one tick
+/// (checked), then its ledger lost: the lock's claims are the one record of
+/// what ran. The five occurrences, oldest first.
+fn five_ran_then_ledger_lost() -> (Sched, std::path::PathBuf, Vec<String>) {
+    let (s, ran, newest) = hourly_after_downtime("catch_up = \"all\"\n");
+    let o = s.run(&["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let want: Vec<String> = (0..5).rev().map(|i| at(newest - i * 3600)).collect();
+    assert_eq!(read_lines(&ran), want);
+    lose_ledger(&s);
+    (s, ran, want)
+}
+
 /// An hourly job `h` (with `extra` keys) that appends its occurrence to
 /// the returned file, down for five hours: its ledger decided up to five
 /// hours before the newest occurrence, which is returned too.
@@ -158,11 +181,7 @@ fn hourly_after_downtime(extra: &str) -> (Sched, std::path::PathBuf, i64) {
     let env = crate::support::Env::new();
     let ran = env.path("ran");
     let s = Sched { env };
-    s.write(&format!(
-        "[jobs.h]\nevery = \"1h\"\ncatch_up_window = \"6h\"\n{extra}\
-         run = \"echo $BATON_OCCURRENCE >> {}\"\n",
-        ran.display()
-    ));
+    s.write(&hourly(&ran, extra));
     let t0 = baton_lease::Clock::wall(&baton_lease::SystemClock);
     let newest = t0.as_second() / 3600 * 3600;
     crate::policies::downtime(
@@ -221,13 +240,8 @@ pub(crate) fn lose_ledger(s: &Sched) {
 fn a_backfill_after_the_ledger_was_lost_never_runs_what_the_lock_says_may_have_run() {
     // Down for five hours: the tick catches up on all of them, oldest
     // first, and the lock's claim ends at the newest.
-    let (s, ran, newest) = hourly_after_downtime("catch_up = \"all\"\n");
-    let o = s.run(&["tick"]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let want: Vec<String> = (0..5).rev().map(|i| at(newest - i * 3600)).collect();
-    assert_eq!(read_lines(&ran), want);
-    let (from, to) = (at(newest - 4 * 3600), at(newest));
-    lose_ledger(&s);
+    let (s, ran, want) = five_ran_then_ledger_lost();
+    let (from, to) = (want[0].clone(), want[4].clone());
     // The fresh ledger knows none of them; the claim says they may have run.
     let o = s.run(&["backfill", "h", "--from", &from, "--to", &to, "--dry-run"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
@@ -268,18 +282,9 @@ fn a_backfill_after_the_ledger_was_lost_never_runs_what_the_lock_says_may_have_r
 fn a_backfill_after_the_ledger_was_lost_and_the_lock_renamed_never_runs_what_ran() {
     // The claims are in the lock the job ran under; after a rename the
     // job's guard still names that lock and its claim.
-    let (s, ran, newest) = hourly_after_downtime("catch_up = \"all\"\n");
-    let o = s.run(&["tick"]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let want: Vec<String> = (0..5).rev().map(|i| at(newest - i * 3600)).collect();
-    assert_eq!(read_lines(&ran), want);
-    lose_ledger(&s);
-    s.write(&format!(
-        "[jobs.h]\nevery = \"1h\"\ncatch_up_window = \"6h\"\ncatch_up = \"all\"\n\
-         lock = \"renamed\"\nrun = \"echo $BATON_OCCURRENCE >> {}\"\n",
-        ran.display()
-    ));
-    let (from, to) = (at(newest - 4 * 3600), at(newest));
+    let (s, ran, want) = five_ran_then_ledger_lost();
+    s.write(&hourly(&ran, "catch_up = \"all\"\nlock = \"renamed\"\n"));
+    let (from, to) = (want[0].clone(), want[4].clone());
     let o = s.run(&["backfill", "h", "--from", &from, "--to", &to, "--dry-run"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(stdout(&o).matches("not run").count(), 5, "{}", stdout(&o));
