@@ -50,12 +50,12 @@ pub fn run(state: Option<&Path>, a: &RenderArgs) -> Exit {
             "--per-job has no meaning for env: the reference lists variables, not jobs".into(),
         );
     }
-    let c = match crate::sched_cmd::load(state, &a.file) {
+    let mut c = match crate::sched_cmd::load(state, &a.file) {
         Ok(c) => c,
         Err(e) => return e,
     };
     if matches!(target, Target::Cron | Target::Systemd) {
-        match state_dir_the_host_uses(&c) {
+        match state_dir_the_host_uses(&mut c) {
             Ok(None) => {}
             Ok(Some(why)) => return refuse(why),
             Err(e) => return e,
@@ -193,8 +193,10 @@ pub fn run(state: Option<&Path>, a: &RenderArgs) -> Exit {
 /// file's `state_dir` after its next edit, and split the ledger from the
 /// commands run by hand), so the file's `state_dir` decides there, and a
 /// render for another directory (a `ReadWritePaths=` naming it) would
-/// describe a host that does not exist.
-fn state_dir_the_host_uses(c: &baton_sched::config::Config) -> Result<Option<String>, Exit> {
+/// describe a host that does not exist. When the two agree, the value is
+/// rendered as the file gives it (its source too: a unit for a file that
+/// names no `state_dir` gives the daemon's user that default).
+fn state_dir_the_host_uses(c: &mut baton_sched::config::Config) -> Result<Option<String>, Exit> {
     use baton_sched::config::{self, Overrides};
     let given = &c.settings.state_dir;
     if !matches!(given.source, Source::Flag(_) | Source::Env(_)) {
@@ -208,6 +210,7 @@ fn state_dir_the_host_uses(c: &baton_sched::config::Config) -> Result<Option<Str
     })?;
     let theirs = &file.settings.state_dir;
     if theirs.value == given.value {
+        c.settings.state_dir.source = theirs.source.clone();
         return Ok(None);
     }
     let unset = match &given.source {

@@ -1345,7 +1345,7 @@ fn render_systemd_gives_the_daemon_the_state_directory_of_roots_commands_when_th
     let pinned = env.path("pinned.toml");
     std::fs::write(
         &pinned,
-        format!("[scheduler]\nstate_dir = \"/srv/baton-pinned\"\ntimezone = \"UTC\"\n{job}"),
+        format!("[scheduler]\nstate_dir = \"/srv/pinned/baton\"\ntimezone = \"UTC\"\n{job}"),
     )
     .unwrap();
     // `baton config`'s state directory for `config`, as root or as
@@ -1374,8 +1374,10 @@ fn render_systemd_gives_the_daemon_the_state_directory_of_roots_commands_when_th
             .unwrap_or_else(|| panic!("no state_dir in {out}"));
         line.split('"').nth(1).unwrap().to_owned()
     };
-    let unit_env = |config: &Path| -> Vec<(String, String)> {
-        let o = render(&["systemd", "--config", config.to_str().unwrap()]);
+    let unit_env = |config: &Path, more: &[&str]| -> Vec<(String, String)> {
+        let mut args = vec!["systemd", "--config", config.to_str().unwrap()];
+        args.extend(more);
+        let o = render(&args);
         assert_eq!(code(&o), 0, "{}", stderr(&o));
         let unit = stdout(&o);
         assert!(unit.contains("\nUser=baton\n"), "{unit}");
@@ -1394,7 +1396,7 @@ fn render_systemd_gives_the_daemon_the_state_directory_of_roots_commands_when_th
         state_of(&bare, Some(&[])),
         "/home/baton-unit/.local/state/baton"
     );
-    let assigned = unit_env(&bare);
+    let assigned = unit_env(&bare, &[]);
     assert_eq!(
         assigned,
         [("XDG_STATE_HOME".to_owned(), "/var/lib".to_owned())]
@@ -1402,7 +1404,16 @@ fn render_systemd_gives_the_daemon_the_state_directory_of_roots_commands_when_th
     assert_eq!(state_of(&bare, Some(&assigned)), roots);
     // A state_dir in the file decides for every user: nothing is assigned,
     // and it wins over the assignment a render without it made.
-    assert_eq!(unit_env(&pinned), []);
-    assert_eq!(state_of(&pinned, Some(&[])), "/srv/baton-pinned");
-    assert_eq!(state_of(&pinned, Some(&assigned)), "/srv/baton-pinned");
+    assert_eq!(unit_env(&pinned, &[]), []);
+    assert_eq!(state_of(&pinned, Some(&[])), "/srv/pinned/baton");
+    assert_eq!(state_of(&pinned, Some(&assigned)), "/srv/pinned/baton");
+    // Rendered with the same directory given on the command line, each is
+    // rendered as its file gives it.
+    for (config, dir, want) in [
+        (&pinned, "/srv/pinned/baton", &[][..]),
+        (&bare, "/var/lib/baton", &assigned[..]),
+    ] {
+        let got = unit_env(config, &["--state-dir", dir]);
+        assert_eq!(got, want, "{}", config.display());
+    }
 }
