@@ -169,6 +169,21 @@ async fn a_dropped_handle_leaves_the_scheduler_running() {
     assert!(rx.try_recv().is_err(), "nothing runs before 01:00");
     move_to(&clock, at("2026-06-01T01:00:00Z"));
     assert_eq!(next(&mut rx).await, at("2026-06-01T01:00:00Z"));
+    // With no handle to wait on: 01:00's verdict recorded, then a moment
+    // for its lease to be let go (02:00 would find it held, the holder
+    // silent for the hour the clock jumps, and be missed `hung`).
+    let state = dir.path().to_owned();
+    tokio::task::spawn_blocking(move || {
+        crate::support::poll("the 01:00 run's verdict", || {
+            let mut ledger = baton_ledger::Files::new(state.clone())
+                .records(at("2026-06-01T01:00:00Z"))
+                .ok()?;
+            let runs = ledger.history("hourly", 10).ok()?;
+            runs.iter().any(|r| r.verdict.is_some()).then_some(())
+        })
+    })
+    .await
+    .unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
     move_to(&clock, at("2026-06-01T02:00:00Z"));
     assert_eq!(next(&mut rx).await, at("2026-06-01T02:00:00Z"));
