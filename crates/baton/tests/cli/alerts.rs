@@ -1,7 +1,7 @@
 //! Alerts: the alert command gets valid JSON; a failing one does not fail the
 //! run; --max-runtime alerts once and keeps the lease.
 
-use crate::support::{Env, code, stderr, verdict};
+use crate::support::{Env, code, eventually, stderr, verdict, wait_for_file};
 
 fn alerts_in(path: &std::path::Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(path)
@@ -74,7 +74,9 @@ fn a_failing_alert_command_does_not_fail_the_run() {
 fn overrunning_alerts_once_and_keeps_the_lease() {
     let env = Env::new();
     let (cmd, file) = collector(&env);
-    let b = env.hold(
+    let (started, go) = (env.path("started"), env.path("go"));
+    // The job runs until the checks below are done.
+    let mut b = env.spawn_sh(
         "job",
         &[
             "--max-runtime",
@@ -84,15 +86,26 @@ fn overrunning_alerts_once_and_keeps_the_lease() {
             "--alert-command",
             &cmd,
         ],
-        2,
+        &format!(
+            "echo up > {}; while [ ! -e {} ]; do sleep 0.05; done",
+            started.display(),
+            go.display()
+        ),
     );
-    crate::support::pause(800);
+    wait_for_file(&started);
+    eventually("the overrunning alert", || {
+        std::fs::read_to_string(&file).is_ok_and(|a| a.ends_with('\n') && a.contains("overrunning"))
+    });
+    // More than a TTL on, for the lease to have been renewed past its
+    // budget, and for a second alert to have come if it were to.
+    crate::support::pause(1200);
     // Past its budget, still running, still holding.
     assert_eq!(verdict(&env, "job"), "live");
     let o = env.exec_sh("job", &[], "true");
     assert_eq!(code(&o), 75);
-    let out = b.wait_with_output().unwrap();
-    assert!(out.status.success());
+    std::fs::write(&go, "go\n").unwrap();
+    let status = baton_testkit::wait_for_exit(&mut b, "the overrunning job to end");
+    assert!(status.success());
     let a = alerts_in(&file);
     let over: Vec<_> = a.iter().filter(|x| x["kind"] == "overrunning").collect();
     assert_eq!(over.len(), 1, "{a:?}");

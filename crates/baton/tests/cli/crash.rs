@@ -261,9 +261,10 @@ fn signals_meant_for_the_job_reach_it_and_stop_nothing() {
 fn sigtstp_stops_baton_with_its_command_and_sigcont_continues_both() {
     let env = Env::new();
     let pidfile = env.path("pid");
-    let done = env.path("done");
+    let (go, done) = (env.path("go"), env.path("done"));
     // A group of its own whose parent (this test) is in another group of
-    // the same session: one a stop may stop, as a shell's job is.
+    // the same session: one a stop may stop, as a shell's job is. The
+    // command runs until it is told to go, so it is there to be stopped.
     let mut b = env
         .cmd(&[
             "exec",
@@ -273,8 +274,9 @@ fn sigtstp_stops_baton_with_its_command_and_sigcont_continues_both() {
             "sh",
             "-c",
             &format!(
-                "{}; sleep 1; echo done > {}",
+                "{}; while [ ! -e {} ]; do sleep 0.05; done; echo done > {}",
                 write_pid(&pidfile),
+                go.display(),
                 done.display()
             ),
         ])
@@ -287,6 +289,8 @@ fn sigtstp_stops_baton_with_its_command_and_sigcont_continues_both() {
     eventually("baton and its command to be stopped", || {
         state_of(b.id() as i32) == Some('T') && state_of(job) == Some('T')
     });
+    // Told to go while stopped: a command that ran on would finish.
+    std::fs::write(&go, "go\n").unwrap();
     pause(1500);
     assert!(!done.exists(), "the command ran on while baton was stopped");
     assert_eq!(verdict(&env, "job"), "live");
@@ -399,7 +403,9 @@ fn a_timeout_stops_descendants_that_left_the_group() {
 #[test]
 fn a_closed_stderr_never_frees_the_lease_while_the_job_runs() {
     let env = Env::new();
-    let started = env.path("started");
+    let (started, go, alerts) = (env.path("started"), env.path("go"), env.path("alerts"));
+    let collector = format!("cat >> {}", alerts.display());
+    // The job runs until the checks below are done.
     let mut b = env
         .cmd(&[
             "exec",
@@ -407,11 +413,17 @@ fn a_closed_stderr_never_frees_the_lease_while_the_job_runs() {
             "job",
             "--max-runtime",
             "100ms",
+            "--alert-command",
+            &collector,
             "--",
             "sh",
             "-c",
         ])
-        .arg(format!("echo up > {}; sleep 2", started.display()))
+        .arg(format!(
+            "echo up > {}; while [ ! -e {} ]; do sleep 0.05; done",
+            started.display(),
+            go.display()
+        ))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -419,10 +431,16 @@ fn a_closed_stderr_never_frees_the_lease_while_the_job_runs() {
         .unwrap();
     drop(b.stderr.take()); // the reader goes away: every write to stderr fails
     wait_for_file(&started);
-    pause(500); // the overrunning alert has been written (and failed) by now
+    // The alert command is started after the alert's line is written to
+    // stderr: once it has the alert, that write has failed.
+    eventually("the overrunning alert", || {
+        std::fs::read_to_string(&alerts).is_ok_and(|a| a.contains("overrunning"))
+    });
     assert_eq!(verdict(&env, "job"), "live");
     assert_eq!(code(&env.exec_sh("job", &[], "true")), 75);
-    assert!(b.wait().unwrap().success());
+    std::fs::write(&go, "go\n").unwrap();
+    let status = baton_testkit::wait_for_exit(&mut b, "the job to end");
+    assert!(status.success());
     assert_eq!(verdict(&env, "job"), "free");
 }
 

@@ -1081,12 +1081,15 @@ fn daemon_log_format_json_writes_every_line_as_a_json_object() {
 #[test]
 fn daemon_metrics_count_what_ran_in_the_format_asked_for() {
     let s = Sched::new("");
-    let marker = s.env.path("slow.started");
+    let (marker, go) = (s.env.path("slow.started"), s.env.path("slow.go"));
+    // The slow run goes on until the metrics have shown it running.
     s.write(&format!(
         "[jobs.good]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n\
          [jobs.bad]\nschedule = \"0 0 1 1 *\"\nrun = \"exit 3\"\n\
-         [jobs.slow]\nschedule = \"0 0 1 1 *\"\nrun = \"touch {}; sleep 3\"\n",
-        marker.display()
+         [jobs.slow]\nschedule = \"0 0 1 1 *\"\n\
+         run = \"touch {}; while [ ! -e {} ]; do sleep 0.05; done\"\n",
+        marker.display(),
+        go.display()
     ));
     let d = Daemon::start(&s, &[]);
     assert_eq!(d.post("/v1/jobs/good/run", "").status, 202);
@@ -1118,6 +1121,7 @@ fn daemon_metrics_count_what_ran_in_the_format_asked_for() {
         m.value("baton_job_state", &[("baton_job", job), ("state", st)])
     };
     assert_eq!(state(&m, "slow", "running"), 1.0);
+    std::fs::write(&go, "go\n").unwrap();
     assert_eq!(state(&m, "bad", "failing"), 1.0);
     assert!(
         m.value(
@@ -1155,11 +1159,14 @@ fn daemon_metrics_count_what_ran_in_the_format_asked_for() {
 #[test]
 fn daemon_status_page_follows_a_run_in_a_real_browser() {
     let s = Sched::new("");
-    let marker = s.env.path("work.started");
+    let (marker, go) = (s.env.path("work.started"), s.env.path("work.go"));
+    // The run goes on until the page has shown it running.
     s.write(&format!(
-        "[jobs.work]\nschedule = \"0 0 1 1 *\"\nrun = \"touch {}; sleep 4\"\n\
+        "[jobs.work]\nschedule = \"0 0 1 1 *\"\n\
+         run = \"touch {}; while [ ! -e {} ]; do sleep 0.05; done\"\n\
          [jobs.other]\nschedule = \"0 0 1 1 *\"\nrun = \"true\"\n",
-        marker.display()
+        marker.display(),
+        go.display()
     ));
     let d = Daemon::start(&s, &[]);
     assert_eq!(d.post("/v1/jobs/other/run", "").status, 202);
@@ -1177,6 +1184,7 @@ fn daemon_status_page_follows_a_run_in_a_real_browser() {
     assert_ne!(state(&mut b, "other"), serde_json::Value::Null);
     // A mark the page's own reload wipes out.
     b.eval("window.stillTheSameLoad = true");
+    std::fs::write(&go, "go\n").unwrap();
     let mut seen = String::new();
     for _ in 0..150 {
         pause(200);

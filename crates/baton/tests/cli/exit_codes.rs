@@ -1,6 +1,6 @@
 //! The documented exit codes, each produced for real.
 
-use crate::support::{Env, code, stderr};
+use crate::support::{Env, code, processes_of_run, signal, stderr};
 
 #[test]
 fn the_commands_status_passes_through() {
@@ -320,15 +320,21 @@ fn a_lease_found_lost_only_at_the_release_exits_76_and_says_how_the_command_ende
 fn an_exec_whose_open_file_limit_is_taken_away_still_ends_and_frees_its_lock() {
     // The command lowers its supervisor's open-file limit below what the
     // supervisor holds (`$PPID` is the supervisor when uncontained) and
-    // leaves a detached `sleep 1`. The supervisor cannot read /proc any
+    // leaves a detached `sleep 5`. The supervisor cannot read /proc any
     // more; it says so, keeps the lease while the sleep runs, and lets go
     // once it is gone: the command's status, and the lock free for the next.
+    // The sleep is long enough to be still there when the supervisor looks.
     let env = Env::new();
+    let run = format!("nofile-{}", std::process::id());
     let o = env.exec_sh(
         "job",
-        &["--no-contain", "--verbose"],
-        "prlimit --pid $PPID --nofile=3:3 || exit 9; setsid sleep 1 & exit 0",
+        &["--no-contain", "--verbose", "--run-id", &run],
+        "prlimit --pid $PPID --nofile=3:3 || exit 9; setsid sleep 5 & exit 0",
     );
+    // Nothing of the run outlives the test, whatever it found.
+    for p in processes_of_run(&run) {
+        signal(p, rustix::process::Signal::KILL);
+    }
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let said = stderr(&o);
     // With CAP_SYS_RESOURCE the supervisor gives itself its limit back and

@@ -147,7 +147,12 @@ fn a_cloned_machines_live_lease_is_not_taken_for_an_earlier_boot() {
     assert_eq!(a.machine_id(), b.machine_id());
     assert_ne!(a.boot_id(), b.boot_id());
     let lock = c.path("shared.lock");
-    let (started, done, beside) = (c.path("started"), c.path("done"), c.path("beside"));
+    let (started, go, done, beside) = (
+        c.path("started"),
+        c.path("go"),
+        c.path("done"),
+        c.path("beside"),
+    );
     let exec = |h: &Host, script: String| {
         let mut cmd = h.command(BATON);
         cmd.args(["exec", "--lock", lock.to_str().unwrap(), "--ttl", "3s"])
@@ -158,11 +163,13 @@ fn a_cloned_machines_live_lease_is_not_taken_for_an_earlier_boot() {
             .stdin(Stdio::null());
         cmd
     };
+    // The run goes on until the checks below are done.
     let mut holder = exec(
         &a,
         format!(
-            "touch {}; sleep 5; touch {}",
+            "touch {}; while [ ! -e {} ]; do sleep 0.05; done; touch {}",
             started.display(),
+            go.display(),
             done.display()
         ),
     );
@@ -181,6 +188,7 @@ fn a_cloned_machines_live_lease_is_not_taken_for_an_earlier_boot() {
         assert!(!beside.exists(), "the clone ran beside the live run");
         pause(300);
     }
+    std::fs::write(&go, "go\n").unwrap();
     let o = holder.child.wait_with_output().unwrap();
     assert_eq!(code(&o), 0, "the first machine's run: {}", stderr(&o));
     assert!(

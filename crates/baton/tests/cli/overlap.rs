@@ -70,12 +70,19 @@ fn with_wait_the_second_starts_once_the_first_ends() {
 fn a_job_running_for_many_ttls_keeps_its_lease() {
     let env = Env::new();
     let started = env.path("started");
+    let go = env.path("go");
     // TTL 1 s (shorter could make a starved holder fence itself on a loaded
-    // machine): the job runs for six of them.
+    // machine): the job runs until the checks below are done, which takes
+    // at least five of them. It waits for a file rather than a time, so it
+    // is still running whatever the checks cost.
     let mut long = env.spawn_sh(
         "job",
         &["--ttl", "1s"],
-        &format!("echo up > {}; sleep 6", started.display()),
+        &format!(
+            "echo up > {}; while [ ! -e {} ]; do sleep 0.05; done",
+            started.display(),
+            go.display()
+        ),
     );
     wait_for_file(&started);
     for _ in 0..12 {
@@ -83,7 +90,8 @@ fn a_job_running_for_many_ttls_keeps_its_lease() {
         assert_eq!(code(&o), 75, "a live job's lease was taken: {}", stderr(&o));
         pause(400);
     }
-    assert!(long.wait().unwrap().success());
+    std::fs::write(&go, "go\n").unwrap();
+    assert!(baton_testkit::wait_for_exit(&mut long, "the long job to end").success());
     assert_eq!(crate::support::verdict(&env, "job"), "free");
 }
 

@@ -405,11 +405,15 @@ fn store_shows_a_run_whose_end_a_full_disk_refused_as_it_ended_before_a_tick() {
 #[test]
 fn a_failed_run_whose_end_is_kept_in_its_slot_shows_its_job_failing() {
     let s = Sched::new("");
-    s.write(
+    let (started, go) = (s.env.path("started"), s.env.path("go"));
+    s.write(&format!(
         "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\nttl = \"2s\"\n\
          kill_grace = \"500ms\"\ntakeover_grace = \"2500ms\"\n\
-         [jobs.f]\nschedule = \"0 0 1 1 *\"\nrun = \"sleep 2; exit 4\"\n",
-    );
+         [jobs.f]\nschedule = \"0 0 1 1 *\"\n\
+         run = \"touch {}; while [ ! -e {} ]; do sleep 0.05; done; exit 4\"\n",
+        started.display(),
+        go.display()
+    ));
     let o = s.run(&["tick"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let run = s
@@ -418,8 +422,11 @@ fn a_failed_run_whose_end_is_kept_in_its_slot_shows_its_job_failing() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    crate::support::pause(500);
+    // The command runs only once its start is recorded; the ledger is
+    // locked after that, and the command fails once it is.
+    eventually("the job to start", || started.exists());
     let lock = WriteLock::hold(&db(&s));
+    std::fs::write(&go, "go\n").unwrap();
     let o = run.wait_with_output().unwrap();
     assert!(
         stderr(&o).contains("its end is kept in its end slot"),
@@ -668,11 +675,21 @@ fn an_alert_the_full_disk_refused_is_kept_with_the_runs_end() {
     let Some((s, disk)) = on_a_small_disk() else {
         return;
     };
+    // The alert command's file is outside the small disk.
+    let (started, go, alerts) = (
+        s.env.path("started"),
+        s.env.path("go"),
+        s.env.path("alerts"),
+    );
     s.write(&format!(
         "[scheduler]\nstate_dir = {:?}\ntimezone = \"UTC\"\nttl = \"2s\"\nkill_grace = \"500ms\"\n\
-         takeover_grace = \"2500ms\"\n\
-         [jobs.j]\nschedule = \"0 0 1 1 *\"\nmax_runtime = \"1s\"\nrun = \"sleep 2\"\n",
-        s.env.state().display()
+         takeover_grace = \"2500ms\"\nalert_command = \"cat >> {}\"\n\
+         [jobs.j]\nschedule = \"0 0 1 1 *\"\nmax_runtime = \"2s\"\n\
+         run = \"touch {}; while [ ! -e {} ]; do sleep 0.05; done\"\n",
+        s.env.state().display(),
+        alerts.display(),
+        started.display(),
+        go.display()
     ));
     let o = s.run(&["tick"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
@@ -683,8 +700,15 @@ fn an_alert_the_full_disk_refused_is_kept_with_the_runs_end() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    crate::support::pause(300);
+    // The command runs only once its start is recorded: the disk fills
+    // after that, well within the budget, and the run ends once its alert
+    // has been raised.
+    eventually("the job to start", || started.exists());
     let filler = disk.fill();
+    eventually("the overrunning alert", || {
+        std::fs::read_to_string(&alerts).is_ok_and(|a| a.contains("overrunning"))
+    });
+    std::fs::write(&go, "go\n").unwrap();
     let o = run.wait_with_output().unwrap();
     assert!(
         stderr(&o).contains("kept in its end slot"),
