@@ -130,12 +130,32 @@ mod tests {
     use baton_store::{HeldError, Release, Restated};
     use jiff::Timestamp;
 
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     /// A lease whose renewals say what the test set: renewed, unconfirmed,
-    /// or blocked until released.
+    /// or blocked until released; each counted as it starts.
     #[derive(Debug)]
     struct Scripted {
         answer: Renewal,
         blocked: Option<std::sync::mpsc::Receiver<()>>,
+        renewals: Arc<AtomicUsize>,
+    }
+
+    impl Scripted {
+        /// A lease answering `answer` (after `blocked` lets go, if set),
+        /// and its count of renewals begun.
+        fn new(
+            answer: Renewal,
+            blocked: Option<std::sync::mpsc::Receiver<()>>,
+        ) -> (Self, Arc<AtomicUsize>) {
+            let renewals = Arc::new(AtomicUsize::new(0));
+            let held = Self {
+                answer,
+                blocked,
+                renewals: Arc::clone(&renewals),
+            };
+            (held, renewals)
+        }
     }
 
     impl Held for Scripted {
@@ -161,6 +181,7 @@ mod tests {
             self.renew()
         }
         fn renew(&mut self) -> Result<Renewal, HeldError> {
+            self.renewals.fetch_add(1, Ordering::SeqCst);
             if let Some(rx) = &self.blocked {
                 let _ = rx.recv();
             }
@@ -189,7 +210,7 @@ mod tests {
         ))
     }
 
-    /// Lets the keeper's task and its blocking renewal run.
+    /// Lets the keeper's task take in what its blocking renewal answered.
     async fn settle() {
         for _ in 0..20 {
             tokio::task::yield_now().await;
@@ -197,22 +218,54 @@ mod tests {
         }
     }
 
+    /// Waits until `renewals` have begun, or the lease is lost, for at
+    /// most the testkit's patience.
+    async fn renewed_or_lost(renewals: &AtomicUsize, kept: &Kept, n: usize) {
+        let waiting = async {
+            while renewals.load(Ordering::SeqCst) < n && kept.lost.borrow().is_none() {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        };
+        tokio::time::timeout(baton_testkit::PATIENCE, waiting)
+            .await
+            .expect("a renewal or the loss within the patience");
+    }
+
+    /// Waits until the lease is lost, for at most the testkit's patience;
+    /// why.
+    async fn lost(kept: &mut Kept) -> String {
+        tokio::time::timeout(baton_testkit::PATIENCE, kept.lost.wait_for(Option::is_some))
+            .await
+            .expect("the loss within the patience")
+            .expect("the keeper says why")
+            .clone()
+            .unwrap_or_default()
+    }
+
     #[tokio::test]
     async fn unconfirmed_renewals_lose_the_lease_once_its_ttl_has_passed() {
         let clock = clock();
-        let held = Scripted {
-            answer: Renewal::Unconfirmed("the store did not answer".into()),
-            blocked: None,
-        };
-        let kept = Kept::start(Box::new(held), clock.boot(), clock.clone());
-        for _ in 0..2 {
-            clock.advance(Duration::from_secs(1));
-            settle().await;
-            assert!(kept.lost.borrow().is_none(), "not lost within the TTL");
-        }
+        let (held, renewals) = Scripted::new(
+            Renewal::Unconfirmed("the store did not answer".into()),
+            None,
+        );
+        let mut kept = Kept::start(Box::new(held), clock.boot(), clock.clone());
+        // The renewal a third of the TTL on, unconfirmed, is taken in
+        // (the next is due a third on from then: not waited for, since a
+        // step taken before the answer is would put it later).
+        clock.advance(Duration::from_secs(1));
+        renewed_or_lost(&renewals, &kept, 1).await;
+        settle().await;
+        assert!(kept.lost.borrow().is_none(), "not lost within the TTL");
         clock.advance(Duration::from_secs(1));
         settle().await;
-        assert!(kept.lost.borrow().is_some(), "lost once the TTL has passed");
+        assert!(kept.lost.borrow().is_none(), "not lost within the TTL");
+        clock.advance(Duration::from_secs(1));
+        let why = lost(&mut kept).await;
+        assert!(
+            why.contains("for its TTL"),
+            "lost once the TTL has passed: {why}"
+        );
         assert!(kept.stop().await.is_some(), "the lease is handed back");
     }
 
@@ -220,13 +273,10 @@ mod tests {
     async fn a_renewal_that_never_answers_loses_the_lease_after_its_wait() {
         let clock = clock();
         let (unblock, blocked) = std::sync::mpsc::channel();
-        let held = Scripted {
-            answer: Renewal::Renewed,
-            blocked: Some(blocked),
-        };
-        let kept = Kept::start(Box::new(held), clock.boot(), clock.clone());
+        let (held, renewals) = Scripted::new(Renewal::Renewed, Some(blocked));
+        let mut kept = Kept::start(Box::new(held), clock.boot(), clock.clone());
         clock.advance(Duration::from_secs(1)); // The renewal starts, and blocks.
-        settle().await;
+        renewed_or_lost(&renewals, &kept, 1).await;
         clock.advance(Duration::from_secs(2)); // The TTL has passed…
         settle().await;
         assert!(
@@ -234,10 +284,10 @@ mod tests {
             "…but the renewal has its wait"
         );
         clock.advance(Duration::from_millis(300));
-        settle().await;
+        let why = lost(&mut kept).await;
         assert!(
-            kept.lost.borrow().is_some(),
-            "lost after the renewal's wait"
+            why.contains("no answer within"),
+            "lost after the renewal's wait: {why}"
         );
         // The blocked call keeps the lease: nothing to release.
         assert!(kept.stop().await.is_none());
@@ -247,15 +297,17 @@ mod tests {
     #[tokio::test]
     async fn renewed_leases_are_kept_past_their_ttl() {
         let clock = clock();
-        let held = Scripted {
-            answer: Renewal::Renewed,
-            blocked: None,
-        };
+        let (held, renewals) = Scripted::new(Renewal::Renewed, None);
         let kept = Kept::start(Box::new(held), clock.boot(), clock.clone());
-        for _ in 0..9 {
+        // Each renewal is sent as the clock reaches it, and the next is due
+        // a third of the TTL from its sending, whenever its answer is taken
+        // in: one renewal a step.
+        for n in 1..=9 {
             clock.advance(Duration::from_secs(1));
-            settle().await;
+            renewed_or_lost(&renewals, &kept, n).await;
+            assert!(kept.lost.borrow().is_none(), "renewal {n}: lost");
         }
+        settle().await;
         assert!(kept.lost.borrow().is_none());
         assert!(kept.stop().await.is_some());
     }

@@ -161,17 +161,27 @@ async fn a_dropped_handle_leaves_the_scheduler_running() {
         reporting("hourly", "0 * * * *", tx),
     );
     // Once the scheduler has seen the job (its first sighting is read at
-    // the start, on the clock as it is then).
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // the start, on the clock as it is then, and written to the ledger).
+    let state = dir.path().to_owned();
+    tokio::task::spawn_blocking(move || {
+        crate::support::poll("the job's first sighting", || {
+            let mut ledger = baton_ledger::Files::new(state.clone())
+                .records(at("2026-06-01T00:00:30Z"))
+                .ok()?;
+            ledger.job("hourly").ok()?.map(|_| ())
+        })
+    })
+    .await
+    .unwrap();
     drop(handle);
     move_to(&clock, at("2026-06-01T00:59:59Z"));
     tokio::task::yield_now().await;
     assert!(rx.try_recv().is_err(), "nothing runs before 01:00");
     move_to(&clock, at("2026-06-01T01:00:00Z"));
     assert_eq!(next(&mut rx).await, at("2026-06-01T01:00:00Z"));
-    // With no handle to wait on: 01:00's verdict recorded, then a moment
-    // for its lease to be let go (02:00 would find it held, the holder
-    // silent for the hour the clock jumps, and be missed `hung`).
+    // With no handle to wait on: 01:00's verdict recorded, then its lease
+    // let go (02:00 would find it held, the holder silent for the hour the
+    // clock jumps, and be missed `hung`).
     let state = dir.path().to_owned();
     tokio::task::spawn_blocking(move || {
         crate::support::poll("the 01:00 run's verdict", || {
@@ -180,11 +190,23 @@ async fn a_dropped_handle_leaves_the_scheduler_running() {
                 .ok()?;
             let runs = ledger.history("hourly", 10).ok()?;
             runs.iter().any(|r| r.verdict.is_some()).then_some(())
-        })
+        });
+        crate::support::poll("the 01:00 run's lease let go", || {
+            let lock = baton_store::store::LockRef {
+                job: "hourly",
+                lock: "hourly",
+                slot: 1,
+                ttl: Duration::from_secs(30),
+                takeover_grace: Duration::from_secs(30),
+            };
+            let verdict = baton_ledger::Files::new(state.clone())
+                .inspect(&lock)
+                .ok()??;
+            matches!(verdict, baton_lease::Verdict::Free(_)).then_some(())
+        });
     })
     .await
     .unwrap();
-    tokio::time::sleep(Duration::from_millis(500)).await;
     move_to(&clock, at("2026-06-01T02:00:00Z"));
     assert_eq!(next(&mut rx).await, at("2026-06-01T02:00:00Z"));
 }

@@ -160,8 +160,14 @@ async fn a_bounded_ledger_call_gives_up_within_its_bound_not_the_stores_deadline
     let said = got
         .expect_err("the bounded call waited past its bound")
         .to_string();
+    // The server's cancellation at four fifths of the bound, or, when its
+    // word is slow to come back through the proxy, the call's own deadline
+    // at the bound: either way the call gave up at the bound, not at the
+    // store's deadline (which would name a longer wait).
     assert!(
-        said.contains("statement timeout") || said.contains("canceling statement"),
+        said.contains("statement timeout")
+            || said.contains("canceling statement")
+            || said.contains(&format!("within {bound:?}")),
         "{said}"
     );
     l = back;

@@ -11,8 +11,8 @@ use baton_runner::{Ending, Event, Finish, Paused, SKEW_ALLOWANCE, Session, Sessi
 use baton_store::{Renewal, Restated};
 
 use crate::support::{
-    Calls, Dir, Events, PATIENCE, Sleepers, Store, What, alive, eventually, forever, lock_file,
-    now, read_pid, record, sh, start, wait_file, write_pid, written,
+    Calls, Dir, Events, PATIENCE, Sleepers, Store, What, alive, eventually, forever, kill,
+    lock_file, now, read_pid, record, sh, start, wait_file, write_pid, written,
 };
 
 listed!(TESTS:
@@ -301,24 +301,33 @@ fn a_pause_stopped_past_the_ttl_ends_lost_once_the_renewal_on_waking_finds_it_ta
     let woken = dir.path("woken");
     let me = std::process::id();
     // The first renewal has this process stopped 100 ms later (its answer
-    // taken in by then) for 3 s: five TTLs, and past the pause's end. The
-    // stopper writes `woken` just before it continues it; every renewal
-    // from then on finds the lease taken.
+    // taken in by then), well within the pause, by a thread of its own.
+    // A shell started first sees it stopped, then lets it be for 4 s: past
+    // the pause's end, whenever in the pause it was stopped, and many TTLs.
+    // It writes `woken` just before it continues it; every renewal from
+    // then on finds the lease taken.
     let (store, calls) = Store::new(ttl);
     let store = store.on_renew({
         let woken = woken.clone();
         move |n| {
             if n == 1 {
-                let stopper = format!(
-                    "sleep 0.1; kill -STOP {me}; sleep 3; echo > {}; kill -CONT {me}",
+                let waker = format!(
+                    "while ! grep -q '^State:[[:space:]]*T' /proc/{me}/status; do sleep 0.01; \
+                     done; sleep 4; echo > {}; kill -CONT {me}",
                     woken.display()
                 );
-                // Waited for on a thread of its own (or reaped by the
-                // session, the subreaper: then the wait fails, unread).
                 std::thread::spawn(move || {
-                    let _ = std::process::Command::new("sh")
-                        .args(["-c", &stopper])
-                        .status();
+                    let Ok(mut waker) = std::process::Command::new("sh")
+                        .args(["-c", &waker])
+                        .spawn()
+                    else {
+                        return; // Nothing to continue it: not stopped.
+                    };
+                    crate::support::pause(100);
+                    kill(me, rustix::process::Signal::STOP);
+                    // Reaped here, or by the session, the subreaper: then
+                    // the wait fails, unread.
+                    let _ = waker.wait();
                 });
             }
             if written(&woken) {
@@ -330,7 +339,7 @@ fn a_pause_stopped_past_the_ttl_ends_lost_once_the_renewal_on_waking_finds_it_ta
     });
     let mut events = Events::default();
     let mut s = start(Box::new(store), SessionConfig::default(), &mut events);
-    let paused = s.pause(Duration::from_millis(1500));
+    let paused = s.pause(Duration::from_secs(3));
     assert!(written(&woken), "the process was not stopped in its pause");
     assert_eq!(paused, Paused::LeaseLost, "{:?}", calls.all());
     // Found taken, or not renewed within a renewal's wait of waking (the

@@ -58,7 +58,10 @@ fn a_step_deaf_to_the_first_signal_is_killed_once_the_grace_has_passed() {
             true,
         );
         spec.first_signal = signal;
-        spec.timeout = Some(Duration::from_millis(300));
+        // Long enough for the shell to have set its trap by the first
+        // signal.
+        let timeout = Duration::from_secs(2);
+        spec.timeout = Some(timeout);
         spec.kill_grace = Duration::from_secs(1);
         let r = s.run(spec);
         assert_eq!(r.ending, Ending::TimedOut, "{name}");
@@ -66,7 +69,7 @@ fn a_step_deaf_to_the_first_signal_is_killed_once_the_grace_has_passed() {
         // Killed only once the grace had passed since the first signal,
         // which it had been sent, and outlived.
         assert!(
-            r.duration >= Duration::from_millis(1300),
+            r.duration >= timeout + Duration::from_secs(1),
             "{:?}",
             r.duration
         );
