@@ -302,8 +302,9 @@ fn a_pause_stopped_past_the_ttl_ends_lost_once_the_renewal_on_waking_finds_it_ta
     let me = std::process::id();
     // The first renewal has this process stopped 100 ms later (its answer
     // taken in by then), well within the pause, by a thread of its own.
-    // A shell started first sees it stopped, then lets it be for 4 s: past
-    // the pause's end, whenever in the pause it was stopped, and many TTLs.
+    // A shell started first sees it stopped (and gives up should this
+    // process end first), then lets it be for 4 s: past the pause's end,
+    // whenever in the pause it was stopped, and many TTLs.
     // It writes `woken` just before it continues it; every renewal from
     // then on finds the lease taken.
     let (store, calls) = Store::new(ttl);
@@ -312,8 +313,8 @@ fn a_pause_stopped_past_the_ttl_ends_lost_once_the_renewal_on_waking_finds_it_ta
         move |n| {
             if n == 1 {
                 let waker = format!(
-                    "while ! grep -q '^State:[[:space:]]*T' /proc/{me}/status; do sleep 0.01; \
-                     done; sleep 4; echo > {}; kill -CONT {me}",
+                    "while [ -e /proc/{me} ] && ! grep -q '^State:[[:space:]]*T' /proc/{me}/status; \
+                     do sleep 0.01; done; sleep 4; echo > {}; kill -CONT {me}",
                     woken.display()
                 );
                 std::thread::spawn(move || {
