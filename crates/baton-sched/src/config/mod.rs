@@ -55,8 +55,8 @@ pub use error::ConfigError;
 pub use keys::{env_keys, env_name};
 pub use listen::{BadListen, LISTEN_FORMS, Listen};
 pub use model::{
-    Action, Config, DaemonSettings, Job, RunPolicy, Settings, Step, StepKind, StoreSettings,
-    TelemetrySettings, When,
+    Action, Config, DaemonSettings, Job, RunPolicy, Settings, Step, StepKind, StepSources,
+    StoreSettings, TelemetrySettings, When,
 };
 pub use otlp_endpoint::{InvalidEndpoint, OtlpEndpoint};
 pub use overlap::Overlap;

@@ -177,7 +177,23 @@ keyed! {
         action: Sourced<Action>,
         = /// The line the step's table starts on.
         line: u32,
+        = /// Where its name, working directory and variables came from.
+        sources: StepSources,
     }
+}
+
+/// Where a step's values that are not a key's own came from, for `baton
+/// config`: its `name`, its `cwd` (its own, its job's, or the default) and
+/// each variable of its `env` (its own table's, or its job's).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepSources {
+    /// The `name` key, or [`Source::Default`] for `step-N` (a job's one
+    /// step: its job's table).
+    pub name: Source,
+    /// Where `cwd` was set.
+    pub cwd: Source,
+    /// One per variable of the step's `env`, in its order.
+    pub env: Vec<Source>,
 }
 
 keyed! {

@@ -32,8 +32,8 @@ use super::error::ConfigError;
 use super::found::Found;
 use super::keys::{self, Key, Table, Type};
 use super::model::{
-    Action, Config, DaemonSettings, Job, RunPolicy, Settings, Step, StepKind, StoreSettings,
-    TelemetrySettings, When,
+    Action, Config, DaemonSettings, Job, RunPolicy, Settings, Step, StepKind, StepSources,
+    StoreSettings, TelemetrySettings, When,
 };
 use super::source::{Source, Sourced};
 use super::store_url::StoreUrl;
@@ -1010,6 +1010,7 @@ fn job_steps(
             StepKind::Step,
             action,
             line,
+            step_sources(at.source(), values, (0, source_of(values, "env"))),
         )]),
         (None, Some(st)) => Some(self::steps(r, st, (&path, StepKind::Step), values, p)),
     }
@@ -1197,7 +1198,50 @@ fn step(
     let values = r.read_keys((table, here), entries, Some(job), p);
     // A name or an action missing here kept its problem.
     let (name, (_, action)) = (name?, action?);
-    (p.len() == before).then(|| Step::from_values(&values, name, kind, action, node.line))
+    let named = get(entries, "name").map_or(Source::Default, |n| r.at(n.line).source());
+    let own_env = get(entries, "env").map_or(0, |e| {
+        let key = keys::key("env");
+        match key.and_then(|k| k.ty.read(r.dir, &e.raw(), &r.at(e.line), here).ok()) {
+            Some(Value::Env(vars)) => vars.len(),
+            _ => 0,
+        }
+    });
+    let sources = step_sources(named, &values, (own_env, source_of(job, "env")));
+    (p.len() == before).then(|| Step::from_values(&values, name, kind, action, node.line, sources))
+}
+
+/// Where `key`'s value in `values` came from ([`Source::Default`] when it
+/// has none).
+fn source_of(values: &Values, key: &str) -> Source {
+    values
+        .sourced(key)
+        .map_or(Source::Default, |s| s.source.clone())
+}
+
+/// Where a step's `name` (`named`), `cwd` and each `env` variable came
+/// from, its `values` read: of its variables, the last `own` are its own
+/// table's (a step's own follow those it inherits), written where its
+/// `env` is; the others come from `inherited` (its job's `env`).
+fn step_sources(named: Source, values: &Values, (own, inherited): (usize, Source)) -> StepSources {
+    let count = match values.sourced("env").map(|s| &s.value) {
+        Some(Value::Env(vars)) => vars.len(),
+        _ => 0,
+    };
+    let first_own = count.saturating_sub(own);
+    let own_source = source_of(values, "env");
+    StepSources {
+        name: named,
+        cwd: source_of(values, "cwd"),
+        env: (0..count)
+            .map(|i| {
+                if i >= first_own {
+                    own_source.clone()
+                } else {
+                    inherited.clone()
+                }
+            })
+            .collect(),
+    }
 }
 
 /// A step's `name` (`n`, in the step at `here`): a valid name.

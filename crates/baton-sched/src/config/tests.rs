@@ -1120,3 +1120,46 @@ fn config_alert_webhook_secret_file_must_be_private() {
         Some(secret.as_path())
     );
 }
+
+#[test]
+fn baton_config_says_where_each_steps_name_variable_and_directory_came_from() {
+    let text = "[jobs.a]\nschedule = \"* * * * *\"\ncwd = \"/srv\"\nenv = { A = \"1\", B = \"2\" }\n\
+                [[jobs.a.steps]]\nname = \"one\"\nrun = \"true\"\nenv = { B = \"3\", C = \"4\" }\n\
+                [[jobs.a.steps]]\nrun = \"true\"\ncwd = \"/var\"\n\
+                [jobs.b]\nschedule = \"* * * * *\"\nrun = \"true\"\n";
+    let c = parse(text, Path::new("/etc/baton.toml"), &Overrides::default()).unwrap();
+    let shown = crate::views::show::render(&c);
+    let said = |key: &str, value: &str, source: &str| {
+        let kv = format!("{key} = {value}");
+        let line = format!("{kv:<48} # {source}\n");
+        assert!(shown.contains(&line), "{line:?} in\n{shown}");
+    };
+    // The first step: its own name, its job's directory, its job's A, its
+    // own B (replacing the job's) and C.
+    said("name", "\"one\"", "/etc/baton.toml:6");
+    said("cwd", "\"/srv\"", "/etc/baton.toml:3");
+    said("env.A", "\"1\"", "/etc/baton.toml:4");
+    said("env.B", "\"3\"", "/etc/baton.toml:8");
+    said("env.C", "\"4\"", "/etc/baton.toml:8");
+    // The second: named by default, its own directory, its job's variables.
+    said("name", "\"step-2\"", "default");
+    said("cwd", "\"/var\"", "/etc/baton.toml:11");
+    // A job's one step: its job's name, the configuration's directory.
+    said("name", "\"b\"", "/etc/baton.toml:12");
+    said("cwd", "\"/etc\"", "default");
+    let json = crate::views::show::to_json(&c);
+    let first = &json["jobs"]["a"]["steps"][0];
+    assert_eq!(first["name"], "one", "{first}");
+    assert_eq!(first["env"]["B"], "3", "{first}");
+    assert_eq!(first["cwd"], "/srv", "{first}");
+    assert_eq!(first["sources"]["name"], "/etc/baton.toml:6", "{first}");
+    assert_eq!(first["sources"]["cwd"], "/etc/baton.toml:3", "{first}");
+    assert_eq!(first["sources"]["env"]["A"], "/etc/baton.toml:4", "{first}");
+    assert_eq!(first["sources"]["env"]["B"], "/etc/baton.toml:8", "{first}");
+    let second = &json["jobs"]["a"]["steps"][1];
+    assert_eq!(second["sources"]["name"], "default", "{second}");
+    assert_eq!(
+        second["sources"]["env"]["B"], "/etc/baton.toml:4",
+        "{second}"
+    );
+}

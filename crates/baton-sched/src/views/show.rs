@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::{Value as Json, json};
 
 use crate::config::keys::{self, Key, Table, Type};
-use crate::config::{Action, Command, Config, Job, Sourced, Step, StepKind, Value, Values};
+use crate::config::{Action, Command, Config, Job, Source, Sourced, Step, StepKind, Value, Values};
 use crate::units::{show_duration, show_size};
 
 /// One value and its source.
@@ -30,6 +30,17 @@ fn item<T>(key: &str, s: &Sourced<T>, (value, json): (String, Json)) -> Shown {
         value,
         json,
         source: s.provenance(),
+    }
+}
+
+/// A value that is not a key's own (a step's name, its working directory,
+/// one of its variables) and where it came from.
+fn from(key: &str, (value, json): (String, Json), source: &Source) -> Shown {
+    Shown {
+        key: key.to_owned(),
+        value,
+        json,
+        source: source.to_string(),
     }
 }
 
@@ -170,6 +181,35 @@ pub fn step(s: &Step) -> Vec<Shown> {
     out
 }
 
+/// The configuration file's directory: where a step without `cwd` runs.
+fn config_dir(c: &Config) -> Option<&std::path::Path> {
+    c.path.parent().filter(|d| !d.as_os_str().is_empty())
+}
+
+/// A step's `name`, with where it came from.
+fn step_name(s: &Step) -> Shown {
+    from("name", quoted(&s.name), &s.sources.name)
+}
+
+/// Where a step runs, with where that came from: its `cwd`, else `dir`,
+/// the configuration file's directory (where a run starts it then).
+fn step_cwd(s: &Step, dir: Option<&std::path::Path>) -> Shown {
+    let cwd = match s.cwd.as_deref().or(dir) {
+        Some(d) => quoted(d.display().to_string()),
+        None => ("the configuration file's directory".to_owned(), Json::Null),
+    };
+    from("cwd", cwd, &s.sources.cwd)
+}
+
+/// A step's variables, each as `env.NAME`, with where it was set.
+fn step_env(s: &Step) -> Vec<Shown> {
+    s.env
+        .iter()
+        .zip(&s.sources.env)
+        .map(|((k, v), source)| from(&format!("env.{k}"), quoted(v), source))
+        .collect()
+}
+
 fn lines(out: &mut String, items: &[Shown]) {
     for i in items {
         let kv = format!("{} = {}", i.key, i.value);
@@ -179,6 +219,7 @@ fn lines(out: &mut String, items: &[Shown]) {
 
 /// The human form: TOML with every value's source as a comment.
 pub fn render(c: &Config) -> String {
+    let dir = config_dir(c);
     let mut out = format!(
         "# effective configuration of {}\n[scheduler]\n",
         c.path.display()
@@ -201,17 +242,11 @@ pub fn render(c: &Config) -> String {
             } else {
                 "steps"
             };
-            out.push_str(&format!(
-                "[[jobs.{}.{table}]]\nname = {:?}\n",
-                j.name, s.name
-            ));
+            out.push_str(&format!("[[jobs.{}.{table}]]\n", j.name));
+            lines(&mut out, &[step_name(s)]);
             lines(&mut out, &step(s));
-            for (k, v) in &s.env {
-                out.push_str(&format!("env.{k} = {v:?}\n"));
-            }
-            if let Some(cwd) = &s.cwd {
-                out.push_str(&format!("cwd = {:?}\n", cwd.display().to_string()));
-            }
+            lines(&mut out, &step_env(s));
+            lines(&mut out, &[step_cwd(s, dir)]);
         }
     }
     out
@@ -228,8 +263,12 @@ fn object(items: &[Shown]) -> Json {
 /// The `--json` form: `{"path", "scheduler": {KEY: {value, source}},
 /// "daemon": {KEY: {value, source}}, "telemetry": {KEY: {value, source}},
 /// "store": {KEY: {value, source}} or
-/// null, "jobs": {NAME: {KEY: {value, source}, "steps": [...], "checks": [...]}}}`.
+/// null, "jobs": {NAME: {KEY: {value, source}, "steps": [...], "checks": [...]}}}`;
+/// a step's `name`, `env` (`{VAR: value}`) and `cwd` are plain values, and
+/// its `sources` says where each came from (`{"name", "cwd", "env": {VAR:
+/// source}}`).
 pub fn to_json(c: &Config) -> Json {
+    let dir = config_dir(c);
     let mut jobs = serde_json::Map::new();
     for j in c.jobs.values() {
         let mut o = object(&job(j));
@@ -247,6 +286,22 @@ pub fn to_json(c: &Config) -> Json {
                                 ),
                             );
                             m.insert("cwd".into(), json!(s.cwd));
+                            // Where those three came from, beside them (their
+                            // values keep the form they have always had).
+                            let mut sources: serde_json::Map<_, _> =
+                                [step_name(s), step_cwd(s, dir)]
+                                    .into_iter()
+                                    .map(|i| (i.key, json!(i.source)))
+                                    .collect();
+                            let env = s.env.iter().zip(&s.sources.env);
+                            sources.insert(
+                                "env".into(),
+                                Json::Object(
+                                    env.map(|((k, _), from)| (k.clone(), json!(from.to_string())))
+                                        .collect(),
+                                ),
+                            );
+                            m.insert("sources".into(), Json::Object(sources));
                         }
                         v
                     })
