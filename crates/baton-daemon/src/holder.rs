@@ -17,11 +17,13 @@ struct HolderOut<'h> {
     run_id: Option<&'h str>,
     since: Option<&'h str>,
     verdict: &'h str,
+    slot: Option<u32>,
     renewed: Option<&'h str>,
 }
 
 /// A lock's holder as `status --json` shows it; `verdict` is what the lock
-/// decided of it (`live`, `hung`, `orphaned`).
+/// decided of it (`live`, `hung`, `orphaned`); `slot` null when the holder
+/// holds another lock than the job's (its guard named it).
 pub(crate) fn holder_json(h: &baton_sched::engine::alerts::HolderInfo, verdict: &str) -> Value {
     serde_json::to_value(HolderOut {
         pid: h.pid,
@@ -30,6 +32,7 @@ pub(crate) fn holder_json(h: &baton_sched::engine::alerts::HolderInfo, verdict: 
         run_id: h.run.as_deref(),
         since: h.acquired.as_deref(),
         verdict,
+        slot: h.slot,
         renewed: h.renewed.as_deref(),
     })
     .unwrap_or(Value::Null)

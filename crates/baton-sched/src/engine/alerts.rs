@@ -40,6 +40,10 @@ pub struct HolderInfo {
     pub acquired: Option<String>,
     /// When the lease was last renewed.
     pub renewed: Option<String>,
+    /// The slot of the lock it holds (1-based; `max_concurrent`), when
+    /// known: left out when not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<u32>,
 }
 
 impl HolderInfo {
@@ -52,6 +56,15 @@ impl HolderInfo {
             fence: h.fence().map(|f| f.get()),
             acquired: h.acquired().map(|t| t.to_string()),
             renewed: h.renewed().map(|t| t.to_string()),
+            slot: None,
+        }
+    }
+
+    /// The holder of a record in `slot` of its lock.
+    pub fn in_slot(h: &baton_lease::Holder, slot: Option<u32>) -> Self {
+        Self {
+            slot,
+            ..Self::of(h)
         }
     }
 }

@@ -172,7 +172,7 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> Outcome {
         match store.runs_elsewhere(&job.lock_ref(), occurrence) {
             Ok(Guard::Clear) => {}
             Ok(Guard::Elsewhere(refused)) => {
-                return refused_lock(req, &ctx, &refused, true, surfaces);
+                return refused_lock(req, &ctx, (&refused, None), true, surfaces);
             }
             Ok(Guard::Claimed { .. }) if another_slot_held(req.config, job, 0) => {
                 return left_to_another_slot(req, surfaces);
@@ -236,7 +236,7 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> Outcome {
                     Ok((Guard::Clear, claim)) => ctx.guard = claim,
                     Ok((Guard::Elsewhere(refused), _)) => {
                         let_go_unused(lease, &job.name, occurrence);
-                        return refused_lock(req, &ctx, &refused, false, surfaces);
+                        return refused_lock(req, &ctx, (&refused, None), false, surfaces);
                     }
                     Ok((Guard::Claimed { at }, _)) => {
                         let_go_unused(lease, &job.name, occurrence);
@@ -276,7 +276,7 @@ pub fn run(req: &Request<'_>, surfaces: &Rc<RefCell<Surfaces>>) -> Outcome {
             }
             _ => claimed_already(req, at, "the lock's claim", surfaces),
         },
-        Taken::Refused(refused) => refused_lock(req, &ctx, &refused, true, surfaces),
+        Taken::Refused(refused) => refused_lock(req, &ctx, (&refused, Some(slot)), true, surfaces),
     }
 }
 
@@ -424,11 +424,12 @@ fn cannot(req: &Request<'_>, message: &str, surfaces: &Rc<RefCell<Surfaces>>) ->
 /// not once this run's lease claimed the occurrence, which a queued start
 /// would then find claimed and never run); otherwise missed, decided once
 /// in the ledger and alerted by whoever decided it (a run by hand always
-/// alerts).
+/// alerts). The holder is named with its slot (`in_slot`) when it holds
+/// one of the job's lock's.
 fn refused_lock(
     req: &Request<'_>,
     ctx: &Context,
-    refused: &Refused,
+    (refused, in_slot): (&Refused, Option<u32>),
     may_queue: bool,
     surfaces: &Rc<RefCell<Surfaces>>,
 ) -> Outcome {
@@ -440,7 +441,7 @@ fn refused_lock(
         tell(
             req,
             Told::Running {
-                holder: holder.map(HolderInfo::of),
+                holder: holder.map(|h| HolderInfo::in_slot(h, in_slot)),
             },
         );
         return Outcome::Done;
@@ -453,7 +454,7 @@ fn refused_lock(
         tell(
             req,
             Told::Running {
-                holder: Some(HolderInfo::of(h)),
+                holder: Some(HolderInfo::in_slot(h, in_slot)),
             },
         );
         return Outcome::Done;
@@ -493,7 +494,7 @@ fn refused_lock(
         None,
         format!("{}: occurrence {} not run, {why}", job.name, ctx.occurrence),
     );
-    alert.holder = holder.map(HolderInfo::of);
+    alert.holder = holder.map(|h| HolderInfo::in_slot(h, in_slot));
     alert.run_id = None;
     alert.reason = Some(reason.to_string());
     s.alert(&alert);

@@ -45,10 +45,10 @@ pub fn try_acquire(
     guarding: bool,
 ) -> Result<Tried, Error> {
     let at = claim.once.as_ref().map(|o| o.at);
-    if let Some(refused) = over_the_limit(store, job)? {
+    if let Some((slot, refused)) = over_the_limit(store, job)? {
         return Ok(Tried {
             taken: Taken::Refused(refused),
-            slot: 1,
+            slot,
         });
     }
     let mut refusals: Vec<(u32, Refused)> = Vec::new();
@@ -64,9 +64,10 @@ pub fn try_acquire(
             taken => return Ok(Tried { taken, slot }),
         }
     }
+    let (slot, refused) = every_slot_held(refusals, job.slots());
     Ok(Tried {
-        taken: Taken::Refused(every_slot_held(refusals, job.slots())),
-        slot: 1,
+        taken: Taken::Refused(refused),
+        slot,
     })
 }
 
@@ -80,7 +81,7 @@ pub fn try_acquire(
 /// # Errors
 ///
 /// When a slot cannot be judged: the run must not start.
-fn over_the_limit(store: &dyn Store, job: &Job) -> Result<Option<Refused>, Error> {
+fn over_the_limit(store: &dyn Store, job: &Job) -> Result<Option<(u32, Refused)>, Error> {
     let n = job.slots();
     let mut left = Vec::new();
     for k in store.slots_above(&job.lock_ref(), n)? {
@@ -110,15 +111,18 @@ fn over_the_limit(store: &dyn Store, job: &Job) -> Result<Option<Refused>, Error
         .as_ref()
         .and_then(|h| h.run())
         .map_or_else(String::new, |r| format!("run {r} "));
-    Ok(Some(Refused {
-        reason: MissReason::Busy,
-        holder,
-        why: format!(
-            "{run}still holds slot {k} of the lock, above max_concurrent = {n} (lowered while it \
-             ran), and {running} run(s) hold its slots: at most {n} run at once; the next run \
-             starts once one ends"
-        ),
-    }))
+    Ok(Some((
+        *k,
+        Refused {
+            reason: MissReason::Busy,
+            holder,
+            why: format!(
+                "{run}still holds slot {k} of the lock, above max_concurrent = {n} (lowered \
+                 while it ran), and {running} run(s) hold its slots: at most {n} run at once; \
+                 the next run starts once one ends"
+            ),
+        },
+    )))
 }
 
 /// Whether a slot may still hold a run (live, hung or orphaned, or a
@@ -137,15 +141,21 @@ fn runs_it(r: &Refused, job: &str, at: Option<i64>) -> bool {
     }
 }
 
-/// One refusal for every slot held: with one slot, its own; with more,
-/// `busy` with its holder when any slot's holder is live (a slot frees when
-/// its run ends), else the first slot's, and `why` names each slot's.
-fn every_slot_held(mut refusals: Vec<(u32, Refused)>, n: u32) -> Refused {
+/// One refusal for every slot held, and the slot of the holder it names:
+/// with one slot, its own; with more, `busy` with its holder when any
+/// slot's holder is live (a slot frees when its run ends), else the first
+/// slot's, and `why` names each slot's.
+fn every_slot_held(mut refusals: Vec<(u32, Refused)>, n: u32) -> (u32, Refused) {
     if refusals.len() <= 1 {
-        return refusals.pop().map(|(_, r)| r).unwrap_or_else(|| Refused {
-            reason: MissReason::Busy,
-            holder: None,
-            why: "the lock is held (try again)".into(),
+        return refusals.pop().unwrap_or_else(|| {
+            (
+                1,
+                Refused {
+                    reason: MissReason::Busy,
+                    holder: None,
+                    why: "the lock is held (try again)".into(),
+                },
+            )
         });
     }
     let each: Vec<String> = refusals
@@ -156,13 +166,16 @@ fn every_slot_held(mut refusals: Vec<(u32, Refused)>, n: u32) -> Refused {
         .iter()
         .position(|(_, r)| r.reason == MissReason::Busy)
         .unwrap_or(0);
-    let (_, named) = refusals.swap_remove(live);
-    Refused {
-        reason: named.reason,
-        holder: named.holder,
-        why: format!(
-            "all {n} slots are held (max_concurrent = {n}): {}",
-            each.join("; ")
-        ),
-    }
+    let (slot, named) = refusals.swap_remove(live);
+    (
+        slot,
+        Refused {
+            reason: named.reason,
+            holder: named.holder,
+            why: format!(
+                "all {n} slots are held (max_concurrent = {n}): {}",
+                each.join("; ")
+            ),
+        },
+    )
 }

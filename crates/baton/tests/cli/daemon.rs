@@ -272,6 +272,8 @@ fn daemon_manual_run_when_busy_is_409_with_the_holder() {
     );
     assert!(j["holder"]["since"].is_string(), "{j}");
     assert_eq!(j["holder"]["verdict"], "live", "{j}");
+    assert_eq!(st["jobs"][0]["holder"]["slot"], 1, "{st}");
+    assert_eq!(j["holder"]["slot"], 1, "{j}");
     // A reason is one line of text: no control characters.
     let r = d.post(
         "/v1/jobs/slow/pause",

@@ -153,6 +153,18 @@ fn a_full_set_of_slots_refuses_and_a_killed_holder_s_slot_is_taken_over() {
         stderr(&third)
     );
     assert_eq!(starts(&dir).len(), 2);
+    // The holder it names is named in its slot, as `status` shows it.
+    let refused = s.json(&["run", "crunch", "--json"]);
+    let named = &refused["holder"];
+    let v = s.json(&["status", "crunch", "--json"]);
+    let holders = v["jobs"][0]["holders"].as_array().unwrap();
+    let shown = holders.iter().find(|h| h["run_id"] == named["run"]);
+    assert_eq!(
+        shown.map(|h| &h["slot"]),
+        Some(&named["slot"]),
+        "{refused} {v}"
+    );
+    assert_eq!(starts(&dir).len(), 2);
     // kill -9 the first run's whole tree: its slot's holder is provably
     // dead, and the next run takes that slot over.
     let slot_of_first = starts(&dir)[0].1;
@@ -445,6 +457,8 @@ pub(crate) fn lowered_max_concurrent(s: &Sched, header: &str) {
     assert!(err.contains("still holds slot 2"), "{err}");
     assert!(err.contains("max_concurrent = 1"), "{err}");
     assert!(!err.contains("removed or replaced"), "{err}");
+    let refused = s.json(&["run", "low", "--json"]);
+    assert_eq!(refused["holder"]["slot"], 2, "{refused}");
     assert_eq!(lines(), ["1", "2"], "a run started past the limit");
     let v = s.json(&["status", "low", "--json"]);
     let job = &v["jobs"][0];
