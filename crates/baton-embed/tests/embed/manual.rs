@@ -29,6 +29,23 @@ fn reporting(name: &str, cron: &str, tx: mpsc::UnboundedSender<Timestamp>) -> Jo
         })
 }
 
+/// Polls the ledger in `state` until `f` finds what it waits for, off the
+/// scheduler's threads.
+async fn poll_ledger(
+    state: &std::path::Path,
+    what: &'static str,
+    mut f: impl FnMut(&mut dyn baton_store::ledger::Records) -> Option<()> + Send + 'static,
+) {
+    let files = baton_ledger::Files::new(state.to_owned());
+    tokio::task::spawn_blocking(move || {
+        crate::support::poll(what, || {
+            f(&mut *files.records(Timestamp::UNIX_EPOCH).ok()?)
+        })
+    })
+    .await
+    .unwrap();
+}
+
 /// Moves `clock` to `to` (forward only).
 fn move_to(clock: &ManualClock, to: Timestamp) {
     use baton_embed::Clock as _;
@@ -162,17 +179,10 @@ async fn a_dropped_handle_leaves_the_scheduler_running() {
     );
     // Once the scheduler has seen the job (its first sighting is read at
     // the start, on the clock as it is then, and written to the ledger).
-    let state = dir.path().to_owned();
-    tokio::task::spawn_blocking(move || {
-        crate::support::poll("the job's first sighting", || {
-            let mut ledger = baton_ledger::Files::new(state.clone())
-                .records(at("2026-06-01T00:00:30Z"))
-                .ok()?;
-            ledger.job("hourly").ok()?.map(|_| ())
-        })
+    poll_ledger(dir.path(), "the job's first sighting", |l| {
+        l.job("hourly").ok()?.map(|_| ())
     })
-    .await
-    .unwrap();
+    .await;
     drop(handle);
     move_to(&clock, at("2026-06-01T00:59:59Z"));
     tokio::task::yield_now().await;
@@ -182,15 +192,13 @@ async fn a_dropped_handle_leaves_the_scheduler_running() {
     // With no handle to wait on: 01:00's verdict recorded, then its lease
     // let go (02:00 would find it held, the holder silent for the hour the
     // clock jumps, and be missed `hung`).
+    poll_ledger(dir.path(), "the 01:00 run's verdict", |l| {
+        let runs = l.history("hourly", 10).ok()?;
+        runs.iter().any(|r| r.verdict.is_some()).then_some(())
+    })
+    .await;
     let state = dir.path().to_owned();
     tokio::task::spawn_blocking(move || {
-        crate::support::poll("the 01:00 run's verdict", || {
-            let mut ledger = baton_ledger::Files::new(state.clone())
-                .records(at("2026-06-01T01:00:00Z"))
-                .ok()?;
-            let runs = ledger.history("hourly", 10).ok()?;
-            runs.iter().any(|r| r.verdict.is_some()).then_some(())
-        });
         crate::support::poll("the 01:00 run's lease let go", || {
             let lock = baton_store::store::LockRef {
                 job: "hourly",

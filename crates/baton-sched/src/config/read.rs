@@ -227,7 +227,9 @@ impl<'a> Reader<'a> {
 }
 
 /// A step's own `env` added to the one it inherits (its job's): a variable
-/// of its own replaces the job's of the same name. Any other value as it is.
+/// of its own replaces the job's of the same name, and its own come after
+/// those it inherits ([`step_sources`] tells them apart so). Any other
+/// value as it is.
 fn added_env(own: Value, inherited: Option<&Sourced<Value>>) -> Value {
     match (own, inherited.map(|s| &s.value)) {
         (Value::Env(vars), Some(Value::Env(under))) => {
@@ -1199,12 +1201,10 @@ fn step(
     // A name or an action missing here kept its problem.
     let (name, (_, action)) = (name?, action?);
     let named = get(entries, "name").map_or(Source::Default, |n| r.at(n.line).source());
-    let own_env = get(entries, "env").map_or(0, |e| {
-        let key = keys::key("env");
-        match key.and_then(|k| k.ty.read(r.dir, &e.raw(), &r.at(e.line), here).ok()) {
-            Some(Value::Env(vars)) => vars.len(),
-            _ => 0,
-        }
+    // The variables its own table names (read above, with the rest).
+    let own_env = get(entries, "env").map_or(0, |e| match &e.value.kind {
+        Kind::Table(vars) => vars.len(),
+        _ => 0,
     });
     let sources = step_sources(named, &values, (own_env, source_of(job, "env")));
     (p.len() == before).then(|| Step::from_values(&values, name, kind, action, node.line, sources))

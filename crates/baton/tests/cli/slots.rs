@@ -400,13 +400,16 @@ fn with_every_slot_held_an_occurrence_queues_and_runs_once_a_slot_frees() {
     drop(d);
     each_once(&starts(&dir));
     assert_eq!(number(&dir, "max"), 2, "never more than 2, and 2 reached");
-    // No occurrence was refused for want of a slot: each waited its turn.
-    // (A daemon woken late may still record an older occurrence as
-    // superseded by the next; that is no refusal.)
+    // No occurrence was missed: each waited its turn. (A daemon woken late
+    // may record an older occurrence as superseded by the next, the one
+    // miss the machine's speed decides.)
     let v = s.json(&["status", "crunch", "--json"]);
-    let missed = &v["jobs"][0]["missed"];
-    assert!(missed["by_reason"].is_object(), "{v}");
-    assert_eq!(missed["by_reason"]["busy"].as_u64().unwrap_or(0), 0, "{v}");
+    let by_reason = v["jobs"][0]["missed"]["by_reason"]
+        .as_object()
+        .unwrap_or_else(|| panic!("{v}"));
+    for (reason, n) in by_reason {
+        assert!(reason == "superseded" || n == 0, "{v}");
+    }
 }
 
 /// `max_concurrent` lowered while runs hold slots above the new limit:
