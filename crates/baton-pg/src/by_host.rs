@@ -3,15 +3,17 @@
 //! up for each host it tries.
 //!
 //! The driver gives every host of a configuration the same password, so a
-//! target whose hosts' passwords differ keeps one per host ([`ByHost`]),
-//! and a connection tries each host as a configuration of its own
-//! ([`ByHost::configs`]): that host only, with its password and every other
-//! setting of the whole (TLS, `target_session_attrs`, timeouts,
-//! keepalives). The hosts are tried in the order the driver would try them
-//! (as listed, or shuffled with `load_balance_hosts=random`), each failure
-//! moving on to the next, as the driver moves on. When every host's password
-//! is the same, nothing here is used: the driver's own configuration tries
-//! them all.
+//! target whose hosts' passwords differ keeps one per host ([`ByHost`]).
+//! Whatever the passwords, a connection to a URL naming several hosts tries
+//! each as a configuration of its own ([`each`]): that host only, with its
+//! password and every other setting of the whole (TLS,
+//! `target_session_attrs`, timeouts, keepalives), so that each attempt can
+//! be bounded alone: the driver's own bound covers a host's TCP connection
+//! only, and a host that accepts and never answers (a frozen primary) would
+//! hold the attempt, and every host after it, for the caller's whole
+//! deadline. The hosts are tried in the order the driver would try them (as
+//! listed, or shuffled with `load_balance_hosts=random`), each failure
+//! moving on to the next, as the driver moves on.
 //!
 //! A `ByHost` never shows a password: its `Debug` says how many it holds.
 
@@ -42,19 +44,42 @@ impl ByHost {
         }
     }
 
-    /// One configuration per host of `config`, each naming that host only
-    /// with its password, in the order they are to be tried.
-    pub(crate) fn configs(&self, config: &Config) -> Vec<Config> {
-        let mut order: Vec<usize> = (0..self.passwords.len()).collect();
-        if config.get_load_balance_hosts() == LoadBalanceHosts::Random {
-            use rand::seq::SliceRandom;
-            order.shuffle(&mut rand::rng());
-        }
-        order
-            .into_iter()
-            .map(|i| only(config, i, self.passwords[i].as_deref()))
-            .collect()
+    /// One attempt per host of `config`, each naming that host only with
+    /// its password, in the order they are to be tried.
+    pub(crate) fn attempts(&self, config: &Config) -> Vec<Attempt> {
+        each(config, |i| {
+            self.passwords
+                .get(i)
+                .cloned()
+                .flatten()
+                .map(String::into_bytes)
+        })
     }
+}
+
+/// One host of a configuration to connect to: its name as messages give it
+/// (`host:port`), and the configuration naming it alone.
+pub(crate) struct Attempt {
+    pub(crate) host: String,
+    pub(crate) config: Config,
+}
+
+/// One attempt per host of `config`, host `i` with `password(i)`, in the
+/// order the driver would try them.
+pub(crate) fn each(config: &Config, password: impl Fn(usize) -> Option<Vec<u8>>) -> Vec<Attempt> {
+    let named = hosts(config);
+    let mut order: Vec<usize> = (0..named.len()).collect();
+    if config.get_load_balance_hosts() == LoadBalanceHosts::Random {
+        use rand::seq::SliceRandom;
+        order.shuffle(&mut rand::rng());
+    }
+    order
+        .into_iter()
+        .map(|i| Attempt {
+            host: format!("{}:{}", named[i].0, named[i].1),
+            config: only(config, i, password(i).as_deref()),
+        })
+        .collect()
 }
 
 /// Each host of `config` as a password file names it (a unix socket by
@@ -82,7 +107,7 @@ fn port_of(config: &Config, i: usize) -> u16 {
 }
 
 /// `config` with host `i` only, and `password`.
-fn only(config: &Config, i: usize, password: Option<&str>) -> Config {
+fn only(config: &Config, i: usize, password: Option<&[u8]>) -> Config {
     let mut c = Config::new();
     if let Some(u) = config.get_user() {
         c.user(u);
@@ -164,7 +189,12 @@ mod tests {
             [("db1".to_owned(), 5433), ("db2".to_owned(), 5434)]
         );
         let by = ByHost::of(vec![None, Some("two".into())]).unwrap();
-        let [one, two] = by.configs(&config).try_into().unwrap();
+        let [one, two] = by.attempts(&config).try_into().ok().unwrap();
+        assert_eq!(
+            (one.host.as_str(), two.host.as_str()),
+            ("db1:5433", "db2:5434")
+        );
+        let (one, two) = (one.config, two.config);
         for (c, host, port) in [(&one, "db1", 5433), (&two, "db2", 5434)] {
             assert_eq!(c.get_hosts(), [Host::Tcp(host.to_owned())]);
             assert_eq!(c.get_ports(), [port]);

@@ -9,8 +9,13 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The store URL could not be parsed.
-    #[error("failed to parse the store url: {0}")]
+    /// The store URL could not be parsed; the message names the option
+    /// the driver refused (never its value).
+    #[error(
+        "failed to parse the store url: {}; remove it or spell it as the README's connection \
+         settings list the url's parameters",
+        said(.0)
+    )]
     Url(#[source] tokio_postgres::Error),
     /// A TLS parameter of the store URL (`sslmode` …) cannot be used; the
     /// message names it.
@@ -46,6 +51,15 @@ pub enum Error {
         /// The driver's error.
         #[source]
         source: tokio_postgres::Error,
+    },
+    /// No host of a URL naming several took the connection: what each did,
+    /// in the order they were tried (never a password).
+    #[error("failed to connect to the store at {target}: no host took the connection: {tried}")]
+    NoHost {
+        /// Hosts, ports, database and user (never the password).
+        target: String,
+        /// Each host and what it did (`db1:5432: no answer within 2.9s; …`).
+        tried: String,
     },
     /// TLS could not be set up for a connection (a certificate or key file
     /// the URL names cannot be read or used); nothing was sent.
@@ -157,7 +171,7 @@ impl Error {
 /// `database "y" does not exist`), else the driver's words and their cause
 /// (`error connecting to server: Connection refused (os error 111)`). The
 /// driver's `Display` alone says only "db error".
-fn said(e: &tokio_postgres::Error) -> String {
+pub(crate) fn said(e: &tokio_postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
         return format!("{}: {}", db.severity(), db.message());
     }

@@ -576,7 +576,7 @@ impl Worker {
         };
         // A connection that could not be made again sent nothing.
         answer.map_err(|e| {
-            let sent = !matches!(e, Error::Connect { .. });
+            let sent = !matches!(e, Error::Connect { .. } | Error::NoHost { .. });
             (e, sent)
         })
     }

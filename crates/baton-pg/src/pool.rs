@@ -43,7 +43,7 @@ use tokio::task::JoinHandle;
 use tokio_postgres::{Client, Connection, Row, Socket};
 
 use crate::driver::Driver;
-use crate::error::Error;
+use crate::error::{Error, said};
 use crate::keepalive::Keepalive;
 use crate::options::Options;
 use crate::prepared::Prepared;
@@ -407,7 +407,7 @@ impl Pool {
                 let (made, client) = tokio::sync::oneshot::channel();
                 let target = self.target.clone();
                 let task = driver.spawn(async move {
-                    match connect_with(&target, connector).await {
+                    match connect_with(&target, connector, deadline).await {
                         Ok((client, connection)) => {
                             // A caller that stopped waiting drops the client,
                             // which ends the connection.
@@ -435,7 +435,7 @@ impl Pool {
             }
             None => {
                 let (client, connection) =
-                    within(deadline, connect_with(&self.target, connector)).await?;
+                    within(deadline, connect_with(&self.target, connector, deadline)).await?;
                 // Its error reaches the client as a closed connection.
                 let task = tokio::spawn(async move {
                     let _ = connection.await;
@@ -500,9 +500,12 @@ pub(crate) fn bounds_sql(options: &Options, idle: Duration) -> String {
 fn settings(target: &Target, options: &Options) -> Target {
     let mut target = target.clone();
     let k = Keepalive::within(options.deadline);
+    let tcp = target
+        .connect_timeout()
+        .map_or(options.connect_timeout, |t| t.min(options.connect_timeout));
     target
         .config
-        .connect_timeout(options.connect_timeout)
+        .connect_timeout(tcp)
         .keepalives(true)
         .keepalives_idle(k.idle)
         .keepalives_interval(k.interval)
@@ -521,7 +524,11 @@ pub(crate) async fn connect_once(
     let target = settings(target, options);
     let connector = connector(&target)?;
     let encrypted = connector.encrypted();
-    let (client, connection) = within(options.deadline, connect_with(&target, connector)).await?;
+    let (client, connection) = within(
+        options.deadline,
+        connect_with(&target, connector, options.deadline),
+    )
+    .await?;
     tokio::spawn(connection);
     Ok((client, encrypted.load(Ordering::Relaxed)))
 }
@@ -541,25 +548,50 @@ async fn within<T>(
         })?
 }
 
-/// Tries each of the target's configurations in turn ([`Target::configs`]:
-/// one, or one per host when their passwords differ) until one connects;
-/// the last failure when none does, as the driver says it of its hosts.
+/// Tries each of the target's hosts in turn ([`Target::attempts`]) until
+/// one takes the connection. One host has the whole `deadline` (the caller
+/// bounds the call by it); of several, each has the URL's `connect_timeout`
+/// when it gives one, else an even share of what is left of `deadline`, so
+/// that a host that accepts and never answers (a frozen primary) leaves
+/// time for the next. A little of `deadline` is kept back, so the caller's
+/// bound never fires before the message saying what each host did.
 async fn connect_with(
     target: &Target,
     connector: Connector,
+    deadline: Duration,
 ) -> Result<(Client, Connection<Socket, Stream>), Error> {
-    let mut failed = None;
-    for config in target.configs() {
-        match config.connect(connector.clone()).await {
-            Ok(made) => return Ok(made),
-            Err(source) => failed = Some(source),
+    let attempts = target.attempts();
+    if let [one] = attempts.as_slice() {
+        return one
+            .config
+            .connect(connector)
+            .await
+            .map_err(|source| Error::Connect {
+                target: target.describe(),
+                source,
+            });
+    }
+    let started = tokio::time::Instant::now();
+    let budget = deadline.saturating_sub(deadline / 20);
+    let mut tried = Vec::new();
+    let n = attempts.len();
+    for (k, attempt) in attempts.into_iter().enumerate() {
+        let left = budget.saturating_sub(started.elapsed());
+        let share = left / u32::try_from(n - k).unwrap_or(u32::MAX);
+        let bound = target.connect_timeout().map_or(share, |t| t.min(left));
+        match tokio::time::timeout(bound, attempt.config.connect(connector.clone())).await {
+            Ok(Ok(made)) => return Ok(made),
+            Ok(Err(source)) => tried.push(format!("{}: {}", attempt.host, said(&source))),
+            Err(_) => tried.push(format!(
+                "{}: no answer within {:.1}s",
+                attempt.host,
+                bound.as_secs_f64()
+            )),
         }
     }
-    // OK because a target has at least one configuration.
-    let source = failed.expect("a configuration to connect with");
-    Err(Error::Connect {
+    Err(Error::NoHost {
         target: target.describe(),
-        source,
+        tried: tried.join("; "),
     })
 }
 

@@ -30,7 +30,7 @@ use std::path::Path;
 use tokio_postgres::Config;
 use tokio_postgres::config::Host;
 
-use crate::by_host::{self, ByHost};
+use crate::by_host::{self, Attempt, ByHost};
 use crate::error::Error;
 use crate::passfile::PassFile;
 use crate::settings::{Settings, url_params};
@@ -51,6 +51,9 @@ pub struct Target {
     /// Whether the lease's statements are prepared once per connection
     /// ([`Settings::prepare`]).
     prepare: bool,
+    /// The URL's own `connect_timeout`: how long each of its hosts is given
+    /// to take a connection, as libpq gives it.
+    connect_timeout: Option<std::time::Duration>,
 }
 
 impl std::fmt::Debug for Target {
@@ -146,6 +149,7 @@ impl Target {
             mut config,
             tls,
             mut warnings,
+            connect_timeout,
             ..
         } = Self::from_url_with(&url, given)?;
         if config.get_hosts().is_empty() {
@@ -197,6 +201,7 @@ impl Target {
             warnings,
             by_host,
             prepare: settings.prepare,
+            connect_timeout,
         })
     }
 
@@ -212,15 +217,28 @@ impl Target {
         self.prepare
     }
 
-    /// The driver's configurations a connection tries, in turn: the
-    /// target's own, whose hosts the driver tries one after another; or,
-    /// when its hosts' passwords differ, one per host with its password
-    /// ([`crate::by_host`]).
-    pub(crate) fn configs(&self) -> Vec<Config> {
-        match &self.by_host {
-            None => vec![self.config.clone()],
-            Some(by_host) => by_host.configs(&self.config),
+    /// The hosts a connection tries, in turn: the target's own
+    /// configuration when it names one host; else one per host, each with
+    /// its password ([`crate::by_host`]).
+    pub(crate) fn attempts(&self) -> Vec<Attempt> {
+        if by_host::hosts(&self.config).len() < 2 {
+            return vec![Attempt {
+                host: self.describe(),
+                config: self.config.clone(),
+            }];
         }
+        match &self.by_host {
+            Some(by_host) => by_host.attempts(&self.config),
+            None => {
+                let password = self.config.get_password().map(<[u8]>::to_vec);
+                by_host::each(&self.config, |_| password.clone())
+            }
+        }
+    }
+
+    /// The URL's own `connect_timeout`, if it gives one.
+    pub(crate) fn connect_timeout(&self) -> Option<std::time::Duration> {
+        self.connect_timeout
     }
 
     /// `url` as it is, completed from nothing: its TLS parameters read,
@@ -237,12 +255,14 @@ impl Target {
         let mut config: Config = rest.parse().map_err(Error::Url)?;
         let tls = Tls::from_params(&params, config.get_ssl_mode()).map_err(Error::UrlParam)?;
         config.ssl_mode(tls.driver_mode());
+        let connect_timeout = config.get_connect_timeout().copied();
         Ok(Self {
             config,
             tls,
             warnings: Vec::new(),
             by_host: None,
             prepare: false,
+            connect_timeout,
         })
     }
 
@@ -435,9 +455,10 @@ mod tests {
         let t = Target::resolve(url, None, &env(&vars)).unwrap();
         assert!(t.warnings().is_empty(), "{:?}", t.warnings());
         let each: Vec<(String, Option<String>)> = t
-            .configs()
+            .attempts()
             .iter()
-            .map(|c| {
+            .map(|a| {
+                let c = &a.config;
                 let [Host::Tcp(h)] = c.get_hosts() else {
                     panic!("{:?}", c.get_hosts())
                 };
@@ -457,13 +478,16 @@ mod tests {
             ]
         );
         assert!(!format!("{t:?}").contains("two"));
-        // The same line for every host: one configuration, as the driver's.
+        // The same line for every host: each host is still tried alone,
+        // with that password.
         let t = Target::resolve("postgres://x@a,b/d", None, &env(&vars)).unwrap();
-        let [one] = t.configs().try_into().unwrap();
-        assert_eq!(
-            (one.get_hosts().len(), password(&t).as_deref()),
-            (2, Some("other"))
-        );
+        let attempts = t.attempts();
+        assert_eq!(attempts.len(), 2);
+        for a in &attempts {
+            assert_eq!(a.config.get_hosts().len(), 1);
+            assert_eq!(a.config.get_password(), Some(&b"other"[..]));
+        }
+        assert_eq!(password(&t).as_deref(), Some("other"));
         // A file others may read is used, and said.
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
         let t = Target::resolve(url, None, &env(&vars)).unwrap();
@@ -471,7 +495,7 @@ mod tests {
             panic!("{:?}", t.warnings())
         };
         assert!(w.to_string().contains("mode 644"), "{w}");
-        assert_eq!(t.configs().len(), 3);
+        assert_eq!(t.attempts().len(), 3);
     }
 
     #[test]

@@ -169,6 +169,18 @@ pub enum TlsError {
     /// No verifier could be made of the trusted authorities.
     #[error("failed to set up the server's verification: {0}")]
     Verifier(#[source] rustls::client::VerifierBuilderError),
+    /// The `sslcert` file's certificate is X.509 version 1, which rustls
+    /// does not present.
+    #[error(
+        "the sslcert file {}: its certificate is X.509 version 1 (made without extensions, as \
+         `openssl x509 -req` makes one without `-extfile`), which baton's TLS does not present; \
+         reissue it with `-extfile` (for example `extendedKeyUsage=clientAuth`)",
+        path.display()
+    )]
+    ClientVersion1 {
+        /// The file.
+        path: PathBuf,
+    },
     /// rustls refused the configuration (the client key does not match its
     /// certificate, a root store with no usable authority).
     #[error("failed to set up TLS: {0}")]
@@ -326,7 +338,10 @@ impl Tls {
                 })?;
                 builder
                     .with_client_auth_cert(certs, key)
-                    .map_err(TlsError::Config)?
+                    .map_err(|e| match version_1(&e) {
+                        true => TlsError::ClientVersion1 { path: cert.clone() },
+                        false => TlsError::Config(e),
+                    })?
             }
         };
         Ok(Connector {
@@ -468,6 +483,13 @@ fn explained(e: std::io::Error) -> std::io::Error {
         Some(rustls::Error::InvalidCertificate(
             CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
         )) => "sslmode=verify-full checks that the certificate names the host the URL gives",
+        Some(refused) if version_1(refused) => {
+            "the server's certificate is X.509 version 1 (made without extensions, as `openssl \
+             x509 -req` makes one without `-extfile`): sslrootcert, verify-ca and verify-full \
+             check version 3 certificates only; reissue it with `-extfile` naming a \
+             subjectAltName, or use sslmode=require without sslrootcert, which checks nothing \
+             of it"
+        }
         Some(rustls::Error::InvalidCertificate(CertificateError::Other(other)))
             if matches!(
                 other.0.downcast_ref::<webpki::Error>(),
@@ -554,7 +576,12 @@ impl ServerCertVerifier for Checker {
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
         let algorithms = &self.provider.signature_verification_algorithms;
-        rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms)
+        match rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms) {
+            Err(e) if self.chain.is_none() && version_1(&e) => {
+                by_key(message, cert, dss, algorithms, false)
+            }
+            other => other,
+        }
     }
 
     fn verify_tls13_signature(
@@ -564,7 +591,12 @@ impl ServerCertVerifier for Checker {
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
         let algorithms = &self.provider.signature_verification_algorithms;
-        rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms)
+        match rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms) {
+            Err(e) if self.chain.is_none() && version_1(&e) => {
+                by_key(message, cert, dss, algorithms, true)
+            }
+            other => other,
+        }
     }
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
@@ -572,6 +604,82 @@ impl ServerCertVerifier for Checker {
             .signature_verification_algorithms
             .supported_schemes()
     }
+}
+
+/// Whether rustls refused a certificate for being X.509 version 1 (made
+/// without extensions, as `openssl x509 -req` makes one without
+/// `-extfile`), which webpki does not read.
+fn version_1(refused: &rustls::Error) -> bool {
+    let rustls::Error::InvalidCertificate(CertificateError::Other(other)) = refused else {
+        return false;
+    };
+    matches!(
+        other.0.downcast_ref::<webpki::Error>(),
+        Some(webpki::Error::UnsupportedCertVersion)
+    )
+}
+
+/// The handshake's signature checked with the key of a certificate webpki
+/// does not read (X.509 version 1), for a mode that checks nothing else of
+/// the certificate (`prefer`, `require`), as libpq accepts one there: the
+/// key is read from the certificate by `x509-cert` and the signature
+/// checked by webpki as a raw key, with the algorithms rustls would try
+/// (the first only in TLS 1.3, as rustls).
+fn by_key(
+    message: &[u8],
+    cert: &CertificateDer<'_>,
+    dss: &DigitallySignedStruct,
+    algorithms: &rustls::crypto::WebPkiSupportedAlgorithms,
+    tls13: bool,
+) -> Result<HandshakeSignatureValid, rustls::Error> {
+    use rustls::SignatureScheme as S;
+    use x509_cert::der::{Decode, Encode};
+    let unreadable = |_| rustls::Error::InvalidCertificate(CertificateError::BadEncoding);
+    let parsed = x509_cert::Certificate::from_der(cert.as_ref()).map_err(unreadable)?;
+    let spki = parsed
+        .tbs_certificate
+        .subject_public_key_info
+        .to_der()
+        .map_err(unreadable)?;
+    let spki = rustls::pki_types::SubjectPublicKeyInfoDer::from(spki);
+    let key = webpki::RawPublicKeyEntity::try_from(&spki)
+        .map_err(|_| rustls::Error::InvalidCertificate(CertificateError::BadEncoding))?;
+    let unadvertised = rustls::Error::PeerMisbehaved(
+        rustls::PeerMisbehaved::SignedHandshakeWithUnadvertisedSigScheme,
+    );
+    let in_tls13 = matches!(
+        dss.scheme,
+        S::ECDSA_NISTP256_SHA256
+            | S::ECDSA_NISTP384_SHA384
+            | S::ECDSA_NISTP521_SHA512
+            | S::RSA_PSS_SHA256
+            | S::RSA_PSS_SHA384
+            | S::RSA_PSS_SHA512
+            | S::ED25519
+            | S::ED448
+    );
+    if tls13 && !in_tls13 {
+        return Err(unadvertised);
+    }
+    let candidates = algorithms
+        .mapping
+        .iter()
+        .find(|(scheme, _)| *scheme == dss.scheme)
+        .map(|(_, algs)| *algs)
+        .ok_or(unadvertised)?;
+    let candidates = if tls13 {
+        &candidates[..candidates.len().min(1)]
+    } else {
+        candidates
+    };
+    for alg in candidates {
+        if key.verify_signature(*alg, message, dss.signature()).is_ok() {
+            return Ok(HandshakeSignatureValid::assertion());
+        }
+    }
+    Err(rustls::Error::InvalidCertificate(
+        CertificateError::BadSignature,
+    ))
 }
 
 /// `url` without the TLS parameters ([`PARAMS`]), and those parameters,

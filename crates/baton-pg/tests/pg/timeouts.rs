@@ -197,3 +197,92 @@ async fn a_bounded_ledger_call_gives_up_within_its_bound_not_the_stores_deadline
     raw.batch_execute("COMMIT").await.unwrap();
     writing.await.unwrap().unwrap();
 }
+
+/// A port that takes TCP connections and never answers them, as a frozen
+/// server does (its listener keeps every connection open).
+fn silent_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in listener.incoming() {
+            held.push(c);
+        }
+    });
+    port
+}
+
+#[tokio::test]
+async fn a_first_host_that_never_answers_leaves_the_next_host_its_turn() {
+    let scene = Scene::new().await;
+    let silent = silent_port();
+    let url = format!(
+        "postgres://baton@127.0.0.1:{silent},127.0.0.1:{}/postgres?target_session_attrs=read-write",
+        scene.server.port()
+    );
+    // Each host has a share of the deadline, not the whole of it (a
+    // deadline long enough for a loaded machine to connect in half of it).
+    let long = Options {
+        deadline: Duration::from_secs(10),
+        ..SHORT
+    };
+    let store = Leases::open(&url, long).await.expect("the second host");
+    let lease = granted(
+        &store,
+        "next",
+        &HolderFacts::here(),
+        Duration::from_secs(60),
+    )
+    .await;
+    assert!(matches!(
+        store.renew(&lease).await.unwrap(),
+        Renewal::Renewed(_)
+    ));
+    // The URL's connect_timeout is each host's, as libpq's.
+    let given = format!("{url}&connect_timeout=1");
+    Leases::open(
+        &given,
+        Options {
+            deadline: Duration::from_secs(30),
+            ..SHORT
+        },
+    )
+    .await
+    .expect("the second host, with the url's connect_timeout");
+}
+
+#[tokio::test]
+async fn when_no_host_answers_the_error_says_what_each_did() {
+    let silent = silent_port();
+    let refused = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let url = format!("postgres://baton@127.0.0.1:{silent},127.0.0.1:{refused}/postgres");
+    match Leases::open(&url, SHORT).await {
+        Err(e @ Error::NoHost { .. }) => {
+            let text = e.to_string();
+            assert!(
+                text.contains(&format!("127.0.0.1:{silent}: no answer within"))
+                    && text.contains(&format!("127.0.0.1:{refused}: error connecting")),
+                "{text}"
+            );
+        }
+        other => panic!("expected every host's failure, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_url_parameter_is_refused_by_its_name() {
+    for name in ["sslcrl", "service", "sslpassword"] {
+        let url = format!("postgres://baton@127.0.0.1:1/postgres?{name}=secret-value");
+        let Err(e) = Leases::open(&url, SHORT).await else {
+            panic!("{name}: the url was taken")
+        };
+        let text = e.to_string();
+        assert!(
+            text.contains(&format!("unknown option `{name}`")) && !text.contains("secret-value"),
+            "{text}"
+        );
+    }
+}

@@ -162,6 +162,66 @@ async fn require_encrypts_without_verifying_and_disable_and_prefer_as_libpq() {
     }
 }
 
+/// A certificate and key made as the PostgreSQL manual makes a server's
+/// (`openssl x509 -req`, no `-extfile`), which OpenSSL makes X.509 version
+/// 1: no extensions, so no subjectAltName and no basic constraints.
+fn version_1_certificate(dir: &Path) -> baton_testkit::ca::Issued {
+    let openssl = |args: &[&str]| {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("openssl (Debian's openssl package)");
+        assert!(out.status.success(), "openssl {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    openssl(&[
+        "req",
+        "-new",
+        "-nodes",
+        "-subj",
+        "/CN=db.test",
+        "-keyout",
+        "v1.key",
+        "-out",
+        "v1.csr",
+    ]);
+    openssl(&[
+        "x509", "-req", "-days", "30", "-in", "v1.csr", "-signkey", "v1.key", "-out", "v1.crt",
+    ]);
+    let text = openssl(&["x509", "-in", "v1.crt", "-noout", "-text"]);
+    assert!(text.contains("Version: 1 (0x0)"), "{text}");
+    baton_testkit::ca::Issued {
+        cert_pem: std::fs::read_to_string(dir.join("v1.crt")).unwrap(),
+        key_pem: std::fs::read_to_string(dir.join("v1.key")).unwrap(),
+    }
+}
+
+#[tokio::test]
+async fn a_version_1_certificate_is_used_as_libpq_uses_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = PgServer::start_with_tls(&ServerTls {
+        server: version_1_certificate(dir.path()),
+        client_ca_pem: None,
+    });
+    let at = |query: &str| url(NAME, server.port(), query);
+    // The modes that check nothing of the certificate encrypt with it (the
+    // server still proves it holds its key).
+    for query in ["sslmode=require", "sslmode=prefer", "application_name=x"] {
+        assert_eq!(
+            made(&at(query)).await,
+            (true, Verification::Nothing),
+            "{query}"
+        );
+    }
+    // The modes that check it refuse it, saying what to do.
+    let pinned = format!("sslrootcert={}", dir.path().join("v1.crt").display());
+    for mode in ["verify-ca", "verify-full", "require"] {
+        let e = refused(&at(&format!("sslmode={mode}&{pinned}")), "version 1").await;
+        assert!(e.contains("reissue it with `-extfile`"), "{e}");
+    }
+}
+
 #[tokio::test]
 async fn client_certificates_authenticate() {
     let t = Tls::start_with(true);
