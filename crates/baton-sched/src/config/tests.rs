@@ -1094,6 +1094,26 @@ fn config_alert_webhook_refuses_what_is_no_http_url() {
         &msg,
         &["/etc/baton.toml:4", "jobs.a.alert_webhook", "integer"],
     );
+    // A refused URL is named as it may be shown: its path is the hook's
+    // credential.
+    for (bad, shown) in [
+        (
+            "https://hooks.example:4430000/services/T0/s3cret",
+            "https://hooks.example:4430000/…",
+        ),
+        (
+            "https://hooks.example/services/T0/s3 cret",
+            "https://hooks.example/…",
+        ),
+        (
+            "ftp://hooks.example/services/T0/s3cret",
+            "ftp://hooks.example/…",
+        ),
+    ] {
+        let msg = error(&format!("[scheduler]\nalert_webhook = {bad:?}\n"));
+        assert_names(&msg, &["alert_webhook", shown]);
+        assert!(!msg.contains("s3"), "{msg}");
+    }
 }
 
 #[test]

@@ -18,7 +18,8 @@ impl WebhookUrl {
     ///
     /// # Errors
     ///
-    /// [`crate::http::InvalidHttp::Url`], naming the URL as written.
+    /// [`crate::http::InvalidHttp::Url`] or [`crate::http::InvalidHttp::Port`],
+    /// naming the URL as [`WebhookUrl::shown`] shows it.
     ///
     /// # Example
     ///
@@ -29,7 +30,18 @@ impl WebhookUrl {
     /// assert!(WebhookUrl::parse("ftp://hooks.example/").is_err());
     /// ```
     pub fn parse(text: &str) -> Result<Self, crate::http::InvalidHttp> {
-        crate::http::check_url(text)?;
+        use crate::http::InvalidHttp;
+        crate::http::check_url(text).map_err(|e| {
+            // A refusal is shown wherever the configuration's errors go
+            // (stderr a cron job mails, `doctor`, a daemon's alert of a
+            // refused reload): it names the URL as it may be shown, never
+            // the path that is the hook's credential.
+            let shown = Self(text.to_owned()).shown();
+            match e {
+                InvalidHttp::Port(_) => InvalidHttp::Port(shown),
+                _ => InvalidHttp::Url(shown),
+            }
+        })?;
         Ok(Self(text.to_owned()))
     }
 
