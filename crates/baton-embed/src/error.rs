@@ -140,6 +140,22 @@ pub enum BuildError {
         /// The ledger's error.
         source: Box<baton_store::ledger::Error>,
     },
+    /// A setting of a job is beyond what the command line takes for the
+    /// same key (a duration over ten years, more retries than 1,000, more
+    /// runs kept than 1,000,000): a typo, which would also overflow the
+    /// sums of times the runner makes and write into the ledger a job
+    /// `baton status` cannot show.
+    #[error("job {job:?}: {setting} = {value} is too large: {most}")]
+    TooLarge {
+        /// The job.
+        job: String,
+        /// The setting, as the job's method names it (`timeout`).
+        setting: &'static str,
+        /// Its value, as given.
+        value: String,
+        /// The most the setting takes.
+        most: &'static str,
+    },
     /// The backoff of a job is longer than its cap.
     #[error("job {job:?}: backoff {backoff:?} is longer than backoff_max {max:?}")]
     Backoff {

@@ -92,6 +92,7 @@ impl Plan {
             zone: job.zone.clone(),
             source,
         })?;
+        too_large(&job)?;
         if job.backoff > job.backoff_max {
             return Err(BuildError::Backoff {
                 job: job.name,
@@ -139,12 +140,20 @@ impl Plan {
         if let Some(c) = job
             .checks
             .iter()
-            .find(|c| c.name.trim().is_empty() || c.name == job.name)
+            .enumerate()
+            .find(|(i, c)| {
+                c.name.trim().is_empty()
+                    || c.name == job.name
+                    || job.checks[..*i].iter().any(|o| o.name == c.name)
+            })
+            .map(|(_, c)| c)
         {
             let why = if c.name == job.name {
                 "a check may not be named as its job (the job's step is)"
-            } else {
+            } else if c.name.trim().is_empty() {
                 "a check needs a name"
+            } else {
+                "two checks have this name: history tells a job's steps apart by name"
             };
             return Err(BuildError::BadCheck {
                 check: c.name.clone(),
@@ -209,4 +218,45 @@ fn bad_name(name: &str) -> Option<&'static str> {
     } else {
         None
     }
+}
+
+/// The longest duration a job takes, as the command line's keys take it:
+/// ten years.
+const MOST: Duration = Duration::from_secs(10 * 365 * 86_400);
+
+/// Refuses a setting of `job` the command line would refuse for the same
+/// key ([`BuildError::TooLarge`]).
+fn too_large(job: &Job) -> Result<(), BuildError> {
+    let refused = |setting, value: String, most| {
+        Err(BuildError::TooLarge {
+            job: job.name.clone(),
+            setting,
+            value,
+            most,
+        })
+    };
+    let durations = [
+        ("ttl", job.ttl),
+        ("takeover_grace", job.takeover_grace),
+        ("grace", job.grace),
+        ("timeout", job.timeout),
+        ("max_runtime", job.max_runtime),
+        ("catch_up_window", job.catch_up_window),
+        ("backoff", job.backoff),
+        ("backoff_max", job.backoff_max),
+    ];
+    if let Some((setting, d)) = durations.into_iter().find(|(_, d)| *d > MOST) {
+        return refused(setting, format!("{d:?}"), "ten years at most");
+    }
+    if job.retries > 1000 {
+        return refused("retries", job.retries.to_string(), "1000 at most");
+    }
+    if job.history_keep > 1_000_000 {
+        return refused(
+            "history_keep",
+            job.history_keep.to_string(),
+            "1000000 at most",
+        );
+    }
+    Ok(())
 }

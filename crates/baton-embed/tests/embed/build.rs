@@ -66,6 +66,34 @@ fn build_refuses_what_cannot_run_with_a_typed_error() {
         refused(store(), vec![backwards]),
         BuildError::Backoff { .. }
     ));
+    // A value the command line refuses for the same key: a typo, which
+    // would overflow the runner's sums of times (a panic where the run
+    // should have been) or write a job no view can show.
+    let huge = Duration::MAX;
+    let decade = Duration::from_secs(10 * 365 * 86_400);
+    let too_large: Vec<(Job, &str)> = vec![
+        (job("a", "* * * * *").timeout(huge), "timeout"),
+        (job("a", "* * * * *").timeout(decade * 10), "timeout"),
+        (job("a", "* * * * *").grace(huge), "grace"),
+        (job("a", "* * * * *").lease(huge, huge), "ttl"),
+        (job("a", "* * * * *").backoff(huge, huge), "backoff"),
+        (job("a", "* * * * *").max_runtime(huge), "max_runtime"),
+        (job("a", "* * * * *").retries(u32::MAX), "retries"),
+        (job("a", "* * * * *").history_keep(u32::MAX), "history_keep"),
+    ];
+    for (j, key) in too_large {
+        let e = refused(store(), vec![j]);
+        assert!(
+            matches!(&e, BuildError::TooLarge { job, setting, .. } if job == "a" && *setting == key),
+            "{key}: {e}"
+        );
+    }
+    // The most the command line takes is taken.
+    build(
+        store(),
+        vec![job("a", "* * * * *").timeout(decade).retries(1000)],
+    )
+    .unwrap();
     // What is right builds, and records the jobs in the ledger.
     build(
         store(),

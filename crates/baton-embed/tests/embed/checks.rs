@@ -147,7 +147,7 @@ async fn checks_run_once_after_the_last_failed_attempt_and_the_failure_stands() 
 }
 
 #[test]
-fn a_check_without_a_name_or_named_as_its_job_is_refused() {
+fn a_check_without_a_name_named_as_its_job_or_named_twice_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     for name in ["", "report"] {
         let e = Scheduler::builder()
@@ -164,4 +164,19 @@ fn a_check_without_a_name_or_named_as_its_job_is_refused() {
             "{e}"
         );
     }
+    // Two checks of one name: history could not tell them apart.
+    let e = Scheduler::builder()
+        .store(Store::sqlite(dir.path()))
+        .job(
+            Job::cron("report", "* * * * *")
+                .run(|_| async { Ok(()) })
+                .check("disk", |_| async { Ok(()) })
+                .check("disk", |_| async { Ok(()) }),
+        )
+        .build()
+        .expect_err("refused");
+    assert!(
+        matches!(&e, BuildError::BadCheck { check, .. } if check == "disk"),
+        "{e}"
+    );
 }
