@@ -247,7 +247,15 @@ async fn run(
             baton_sched::units::show_duration(grace)
         );
         // A stopped run releases only once its tree is gone: wait for it.
-        while !d.wait_idle(Duration::from_secs(3600)).await {}
+        // A worker stopped by a signal (SIGSTOP, a debugger's attach, a
+        // terminal's SIGTSTP) acts on the SIGTERM only once continued: it is
+        // continued now, and again each second it is still in flight (it may
+        // be stopped again), as `baton exec` continues a stopped command it
+        // passes a signal on to.
+        d.signal_workers(rustix::process::Signal::CONT);
+        while !d.wait_idle(Duration::from_secs(1)).await {
+            d.signal_workers(rustix::process::Signal::CONT);
+        }
     }
     let _ = tokio::time::timeout(Duration::from_secs(5), async {
         for s in tcp_servers {

@@ -882,6 +882,57 @@ fn daemon_sigterm_past_the_grace_stops_the_whole_tree_then_releases() {
     );
 }
 
+/// The `baton __run` worker the daemon `daemon` started.
+fn worker_of(daemon: i32) -> i32 {
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // The parent's pid is the second field after the command's name.
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
+        let parent = stat[close + 2..]
+            .split(' ')
+            .nth(1)
+            .and_then(|p| p.parse::<i32>().ok());
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if parent == Some(daemon) && String::from_utf8_lossy(&cmdline).contains("__run") {
+            return pid;
+        }
+    }
+    panic!("no baton __run worker of the daemon {daemon}");
+}
+
+/// A worker stopped by a signal when the daemon is told to stop: it is
+/// continued, so it stops its run and the daemon's shutdown ends (it waited
+/// forever for a worker that could not act on its SIGTERM).
+#[test]
+fn daemon_sigterm_ends_with_a_stopped_worker() {
+    let s = Sched::new("");
+    let pidfile = s.env.path("job.pid");
+    s.write(&format!(
+        "[daemon]\nshutdown_grace = \"1s\"\n[jobs.a]\nschedule = \"0 0 1 1 *\"\nkill_grace = \"1s\"\n\
+         run = \"echo $$ > {p}; exec sleep 60\"\n",
+        p = pidfile.display()
+    ));
+    let d = Daemon::start(&s, &[]);
+    assert_eq!(d.post("/v1/jobs/a/run", "").status, 202);
+    crate::support::wait_for_file(&pidfile);
+    let worker = worker_of(d.pid());
+    signal(worker, Signal::STOP);
+    assert_eq!(d.terminate(), Some(0));
+    assert!(!alive(worker), "the worker outlived the shutdown");
+    assert_eq!(lock_state(&s, "a"), "free");
+    assert_eq!(
+        s.json(&["history", "a", "--json"])[0]["verdict"],
+        "interrupted"
+    );
+}
+
 /// A daemon stopped for an upgrade: the run its SIGTERM stops is
 /// `interrupted`, which is no failure: the job's failures, last failure and
 /// last success stay as they were, nothing alerts, and `status` stays green.
