@@ -227,9 +227,18 @@ pub fn job(
             // died): the new one takes its place behind them, as it would
             // behind a run in flight, so the queue runs oldest first. Run
             // ahead of them, its claim would pass theirs, and the holder
-            // that drains them would find them claimed.
-            [at] if queued && job.policy.overlap.value.waits() => {
-                match s.ledger(|l| l.enqueue(&job.name, &[*at], true, now)) {
+            // that drains them would find them claimed. So it is with an
+            // overlap that waits, and with slots whatever the overlap (a
+            // catch-up batch waits, and a free slot would start the new one
+            // ahead of it): the free slot drains the queue instead.
+            [at] if queued
+                && (job.policy.overlap.value.waits() || job.policy.max_concurrent.value > 1) =>
+            {
+                // It joins what waits only when its overlap waits (`queue`:
+                // one occurrence waits for all); behind a catch-up batch it
+                // waits for its own run.
+                let coalesce = job.policy.overlap.value.waits();
+                match s.ledger(|l| l.enqueue(&job.name, &[*at], coalesce, now)) {
                     Some(Queued::Queued | Queued::Coalesced { .. }) => {
                         done(Some(Start::Queue), alerted, &mut all_recorded)
                     }

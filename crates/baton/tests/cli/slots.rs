@@ -485,3 +485,64 @@ pub(crate) fn lowered_max_concurrent(s: &Sched, header: &str) {
         .collect();
     assert_eq!(verdicts, ["ok", "ok", "ok"], "{h}");
 }
+
+/// `catch_up = "all"` with slots: a tick that finds one new occurrence
+/// while a catch-up batch still waits in the queue puts it behind the
+/// batch and drains the queue in its free slot. Started ahead of the
+/// batch, its claim passed theirs, and the holder draining the batch
+/// found every older occurrence claimed: they were neither run nor missed.
+#[test]
+fn a_new_occurrence_waits_behind_a_catch_up_batch_in_another_slot() {
+    let s = Sched::new("");
+    let dir = s.env.path("job");
+    std::fs::create_dir_all(&dir).unwrap();
+    s.write(&format!(
+        "[jobs.crunch]\nevery = \"5s\"\nmax_concurrent = 3\ncatch_up = \"all\"\n\
+         catch_up_window = \"10m\"\nrun = \"{}\"\n",
+        gated(&dir).replace('\\', "\\\\").replace('"', "\\\"")
+    ));
+    let five = |t: i64| t / 5 * 5;
+    let now = || baton_lease::Clock::wall(&baton_lease::SystemClock).as_second();
+    // At the start of a period, so that the batch's tick decides this
+    // period's occurrence and no later one.
+    let before = five(now());
+    while five(now()) == before {
+        pause(50);
+    }
+    let decided = five(now());
+    // Known since half a minute ago: six occurrences to catch up.
+    let seen = jiff::Timestamp::from_second(decided - 29).unwrap();
+    crate::sched::known_since(&s, &["crunch"], seen);
+    let background = |s: &Sched| {
+        s.cmd(&["tick"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut batch = background(&s);
+    eventually("the batch's first run", || !starts(&dir).is_empty());
+    // The next occurrence, alone: due once its second comes.
+    while five(now()) == decided {
+        pause(50);
+    }
+    let mut next = background(&s);
+    eventually("the new occurrence's tick to start a run or end", || {
+        starts(&dir).len() >= 2 || next.try_wait().unwrap().is_some()
+    });
+    std::fs::write(dir.join("go"), "").unwrap();
+    baton_testkit::wait_for_exit(&mut batch, "the batch's tick");
+    baton_testkit::wait_for_exit(&mut next, "the new occurrence's tick");
+    let runs = starts(&dir);
+    each_once(&runs);
+    let ran: BTreeSet<i64> = runs
+        .iter()
+        .map(|(o, _, _)| o.parse::<jiff::Timestamp>().unwrap().as_second())
+        .collect();
+    let due: BTreeSet<i64> = (seen.as_second() + 1..=decided + 5)
+        .filter(|t| t % 5 == 0)
+        .collect();
+    assert_eq!(ran, due, "every occurrence up to the new one ran: {runs:?}");
+    let v = s.json(&["status", "crunch", "--json"]);
+    assert_eq!(v["jobs"][0]["missed"]["total"], 0, "{v}");
+}
