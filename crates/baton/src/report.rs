@@ -269,14 +269,28 @@ impl Run {
             _ if c.jobs.get(job).is_some_and(|j| !j.enabled.value) => "disabled".to_owned(),
             _ => "error".to_owned(),
         };
-        let run = match told {
+        let found = match told {
             Some(Told::Started { run_id, .. }) if !run_id.is_empty() => {
-                history::find(c, job, Some(run_id), None, now)
-                    .ok()
-                    .flatten()
+                Some(history::find(c, job, Some(run_id), None, now))
             }
             _ => None,
         };
+        let run = found
+            .as_ref()
+            .and_then(|f| f.as_ref().ok().cloned().flatten());
+        let mut outcome = outcome;
+        if exit == Exit::Usage && matches!(found, Some(Ok(None))) {
+            // The lease was taken, then the start could not be recorded (a
+            // full disk, a ledger that did not answer): nothing ran, and the
+            // ledger knows no such run. Said as the error it is, never as a
+            // start with a run id no history holds.
+            outcome = "error".to_owned();
+            detail.clear();
+            detail.insert(
+                "message".to_owned(),
+                "the run did not start: its start could not be recorded (stderr says why)".into(),
+            );
+        }
         Run {
             job: job.to_owned(),
             outcome,

@@ -307,6 +307,33 @@ fn store_files_an_occurrence_whose_start_a_full_disk_refused_is_left_to_a_later_
     assert_ne!(superseded, "0", "nothing was superseded: {}", stderr(&o));
 }
 
+/// `run --json` whose start a full disk refused (no room for its end): it
+/// says the error it is, never a start with a run id no history holds.
+#[test]
+fn run_json_on_a_full_disk_says_it_did_not_start() {
+    let Some((s, disk)) = on_a_small_disk() else {
+        return;
+    };
+    let ran = s.env.path("ran");
+    s.write(&format!(
+        "[scheduler]\nstate_dir = {:?}\ntimezone = \"UTC\"\n\
+         [jobs.j]\nschedule = \"0 0 1 1 *\"\nrun = \"echo x >> {}\"\n",
+        s.env.state().display(),
+        ran.display()
+    ));
+    let o = s.run(&["run", "j"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    checkpoint(&s);
+    let _filler = disk.fill();
+    let o = s.run(&["run", "j", "--json"]);
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(lines(&ran).len(), 1, "it ran: {}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["outcome"], "error", "{doc}");
+    assert!(doc.get("run_id").is_none(), "{doc}");
+    assert!(doc["run"].is_null(), "{doc}");
+}
+
 /// A yearly job `j` whose scheduled run filled the state directory's disk
 /// and ended 0, its end kept in its end slot; the disk freed again. None
 /// without root (mounting a tmpfs needs it).
