@@ -223,6 +223,7 @@ pub fn render_for(
         job_card(&mut out, job, runs, &page, true, &zone, now);
     }
     out.push_str("</div>\n");
+    unconfigured(&mut out, status, &zone);
     if !status.jobs.is_empty() {
         let rows: Vec<timeline::Row<'_>> = ordered
             .iter()
@@ -239,6 +240,33 @@ pub fn render_for(
     }
     out.push_str("</main>\n</body>\n</html>\n");
     out
+}
+
+/// The runs in flight of jobs the configuration no longer names, as
+/// `status` lists them: a job renamed or removed while it ran still runs.
+fn unconfigured(out: &mut String, status: &Status, zone: &jiff::tz::TimeZone) {
+    if status.unconfigured_runs.is_empty() {
+        return;
+    }
+    out.push_str(
+        "<section class=\"unconfigured\">\n<h2>In flight, of jobs the configuration no longer \
+         names</h2>\n<p class=\"meta\">A job renamed or removed while it ran: a run under its \
+         new name would run beside it.</p>\n<ul>\n",
+    );
+    for r in &status.unconfigured_runs {
+        let _ = writeln!(
+            out,
+            "<li data-job=\"{}\" data-run-id=\"{}\"><code>{}</code>: run <code>{}</code>, pid \
+             {}, since {}</li>",
+            escape(&r.job),
+            escape(&r.run_id),
+            escape(&r.job),
+            escape(&r.run_id),
+            r.pid,
+            escape(&crate::times::human_in(&r.started, zone)),
+        );
+    }
+    out.push_str("</ul>\n</section>\n");
 }
 
 /// The zone every time on a page of `status` is shown in: the

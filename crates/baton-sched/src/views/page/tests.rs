@@ -885,3 +885,26 @@ fn a_pause_with_no_end_is_the_next_run_as_status_says_it() {
     let html = render(&status(vec![j]), &RecentRuns::default(), now(), 5);
     has(&html, "<dd class=\"next-run none\">none</dd>");
 }
+
+/// A run of a job removed from the configuration while it ran is on the
+/// page, as `status` lists it.
+#[test]
+fn a_run_of_a_job_the_configuration_no_longer_names_is_on_the_page() {
+    let mut st = status(Vec::new());
+    st.unconfigured_runs = vec![crate::views::status::UnconfiguredRun {
+        job: "gone<b>".into(),
+        run_id: "r-9".into(),
+        pid: 4343,
+        started: "2025-06-01T11:59:00Z".into(),
+    }];
+    let html = render(&st, &RecentRuns::default(), now(), 5);
+    has(&html, "jobs the configuration no longer names");
+    has(&html, "data-run-id=\"r-9\"");
+    has(
+        &html,
+        "<code>gone&lt;b&gt;</code>: run <code>r-9</code>, pid 4343",
+    );
+    lacks(&html, "gone<b>");
+    // Without such a run, nothing of it.
+    lacks(&page(Vec::new()), "no longer");
+}
