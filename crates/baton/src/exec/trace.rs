@@ -75,13 +75,19 @@ impl ExecTrace {
             _ => RunVerdict::Failed,
         };
         let code = i64::from(exit.code());
+        // The run's attributes as every run's (README, "Traces"): an exec's
+        // job is its lock, its occurrence `manual` (no schedule started
+        // it), its slot 1 (an exec's lock has one holder).
         let mut facts = vec![
+            ("baton.job", Attr::from(cfg.label())),
             ("baton.lock", Attr::from(cfg.label())),
             ("baton.run_id", cfg.run_id.as_str().into()),
+            ("baton.occurrence", "manual".into()),
         ];
         if let Ok(fence) = i64::try_from(fence) {
             facts.push(("baton.fence", fence.into()));
         }
+        facts.push(("baton.slot", 1.into()));
         facts.extend([
             ("host.name", host.into()),
             ("baton.verdict", verdict.as_str().into()),

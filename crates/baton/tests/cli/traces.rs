@@ -514,6 +514,10 @@ fn baton_exec_is_traced_with_its_variable_and_refuses_a_bad_one() {
     assert_eq!(run["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
     assert_eq!(run["parent_span_id"], "00f067aa0ba902b7");
     assert_eq!(attr(run, "baton.lock"), "nightly");
+    // Every run's attributes, as the README's table lists them.
+    assert_eq!(attr(run, "baton.job"), "nightly");
+    assert_eq!(attr(run, "baton.occurrence"), "manual");
+    assert_eq!(attr(run, "baton.slot"), 1);
     assert_eq!(attr(run, "baton.verdict"), "failed");
     assert_eq!(attr(run, "baton.exit_code"), 4);
     assert!(
