@@ -509,6 +509,12 @@ impl Statements for Sql<'_> {
             },
         )
     }
+    async fn delete_replacement(&self, r: &Replacement) -> R<bool> {
+        self.changed(
+            "DELETE FROM replacements WHERE run_id = ?1 AND job = ?2 AND asked = ?3",
+            params![r.run_id, r.job, rows::micros(r.asked)],
+        )
+    }
     async fn prune_replacements(&self, run_id: &str, job: &str, before: Timestamp) -> R<()> {
         self.run(
             "DELETE FROM replacements WHERE run_id = ?1 OR (job = ?2 AND asked < ?3)",

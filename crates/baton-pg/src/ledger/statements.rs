@@ -593,6 +593,14 @@ impl Statements for Pg<'_> {
         )
         .await
     }
+    async fn delete_replacement(&self, r: &Replacement) -> R<bool> {
+        self.changed(
+            "DELETE FROM baton.replacements
+             WHERE run_id = $1::text AND job = $2::text AND asked = $3::bigint",
+            &[&r.run_id, &r.job, &rows::micros(r.asked)],
+        )
+        .await
+    }
     async fn prune_replacements(&self, run_id: &str, job: &str, before: Timestamp) -> R<()> {
         self.run(
             "DELETE FROM baton.replacements

@@ -69,10 +69,23 @@ pub(crate) fn ask(
     by: Option<i64>,
     surfaces: &Rc<RefCell<Surfaces>>,
 ) -> bool {
+    asked(config, job, holder_run, by, surfaces).is_some()
+}
+
+/// As [`ask`]: `None` when the run is not asked; else the request this
+/// call recorded (`None` inside when another had asked already), which
+/// the asker takes back should it give up ([`withdraw`]).
+fn asked(
+    config: &Config,
+    job: &Job,
+    holder_run: &str,
+    by: Option<i64>,
+    surfaces: &Rc<RefCell<Surfaces>>,
+) -> Option<Option<Replacement>> {
     if job.policy.overlap.value != Overlap::Replace
         || mate_runs(config, job, holder_run, surfaces) != Some(false)
     {
-        return false;
+        return None;
     }
     let mut s = surfaces.borrow_mut();
     let asked = Replacement {
@@ -81,9 +94,7 @@ pub(crate) fn ask(
         by,
         asked: s.now(),
     };
-    let Some(first) = s.ledger(|l| l.ask_replace(&asked)) else {
-        return false;
-    };
+    let first = s.ledger(|l| l.ask_replace(&asked))?;
     fail::fail_point!("replace-ask");
     if first {
         s.note(&format!(
@@ -92,7 +103,21 @@ pub(crate) fn ask(
             occurrence_text(by)
         ));
     }
-    true
+    Some(first.then_some(asked))
+}
+
+/// Takes back `mine`, the request a run by hand recorded and no longer
+/// waits for (it gave up, or was refused for another reason): left, the
+/// run it names would stop for nobody when its supervisor next reads it.
+fn withdraw(mine: Option<Replacement>, job: &Job, surfaces: &Rc<RefCell<Surfaces>>) {
+    let Some(r) = mine else { return };
+    let mut s = surfaces.borrow_mut();
+    if s.ledger(|l| l.withdraw_replace(&r)) == Some(true) {
+        s.note(&format!(
+            "{} run by hand no longer waits: its request that run {} stop is taken back",
+            job.name, r.run_id
+        ));
+    }
 }
 
 /// A watcher of one run's request: dropping it ends its thread (at its
@@ -249,6 +274,17 @@ pub(crate) fn wait_replacing(
     let clock = surfaces.borrow().clock();
     let mut o = first;
     let mut asked: Option<String> = None;
+    // The requests this run recorded and has not seen answered: taken back
+    // when it stops waiting without the lock.
+    let mut mine: Vec<Replacement> = Vec::new();
+    let give_up = |o: Result<Taken, crate::store::Error>, mine: Vec<Replacement>| {
+        if !matches!(o, Ok(Taken::Acquired(_))) {
+            for r in mine {
+                withdraw(Some(r), job, surfaces);
+            }
+        }
+        o
+    };
     let mut deadline = Duration::ZERO;
     loop {
         let run = match &o {
@@ -257,7 +293,9 @@ pub(crate) fn wait_replacing(
             }
             _ => None,
         };
-        let Some(run) = run else { return o };
+        let Some(run) = run else {
+            return give_up(o, mine);
+        };
         if asked.as_deref() != Some(run.as_str()) {
             // A run that could not record its end would not start: it asks
             // no live run to stop for it before its end has room.
@@ -271,12 +309,13 @@ pub(crate) fn wait_replacing(
                              room for its end: {e}",
                             job.name
                         ));
-                        return o;
+                        return give_up(o, mine);
                     }
                 }
             }
-            if !ask(config, job, &run, None, surfaces) {
-                return o;
+            match self::asked(config, job, &run, None, surfaces) {
+                None => return give_up(o, mine),
+                Some(recorded) => mine.extend(recorded),
             }
             surfaces.borrow_mut().note(&format!(
                 "{} run by hand waits for run {run} to stop (overlap = \"replace\")",
@@ -285,7 +324,7 @@ pub(crate) fn wait_replacing(
             asked = Some(run);
             deadline = clock.boot().saturating_add(patience(job));
         } else if clock.boot() >= deadline {
-            return o;
+            return give_up(o, mine);
         }
         drop(o);
         clock.sleep(Duration::from_millis(200));

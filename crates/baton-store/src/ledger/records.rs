@@ -381,6 +381,16 @@ pub trait Records: Send {
     ///
     /// As every call (see the module).
     fn ask_replace(&mut self, r: &Replacement) -> Result<bool, Error>;
+    /// Takes back the request `r` this process recorded
+    /// ([`Records::ask_replace`] said `true`), once the run that made it
+    /// gave up waiting: left, the run it names would stop for nobody when
+    /// its supervisor next reads it. A request another asker recorded
+    /// first (another `asked`) is left. Returns whether one was taken back.
+    ///
+    /// # Errors
+    ///
+    /// As every call (see the module).
+    fn withdraw_replace(&mut self, r: &Replacement) -> Result<bool, Error>;
     /// The request that run `run_id` of `job` stop, if one was made.
     ///
     /// # Errors

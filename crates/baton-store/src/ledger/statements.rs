@@ -196,6 +196,13 @@ pub trait Statements {
         run_id: &str,
         job: &str,
     ) -> impl Future<Output = Result<Option<Replacement>, Self::Error>>;
+    /// Forgets the request `r`, if it is still the one recorded for its
+    /// run and job (the same `asked`: a request another asker recorded
+    /// first is theirs); whether it was.
+    fn delete_replacement(
+        &self,
+        r: &Replacement,
+    ) -> impl Future<Output = Result<bool, Self::Error>>;
     /// Forgets the requests for this run, and the job's requests asked
     /// before `before` (for runs that had ended, or of another job).
     fn prune_replacements(

@@ -382,6 +382,20 @@ impl<B: Backend> Records for B {
         )
     }
 
+    fn withdraw_replace(&mut self, r: &Replacement) -> Result<bool, Error> {
+        let owned = r.clone();
+        self.transact(
+            Mode::Write,
+            &|| {
+                format!(
+                    "take back the request that run {} of job {} stop",
+                    r.run_id, r.job
+                )
+            },
+            async move |tx| Ok(tx.delete_replacement(&owned).await?),
+        )
+    }
+
     fn replacement(&mut self, run_id: &str, job: &str) -> Result<Option<Replacement>, Error> {
         let (run, name) = (run_id.to_owned(), job.to_owned());
         self.transact(

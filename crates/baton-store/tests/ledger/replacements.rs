@@ -11,6 +11,7 @@ use crate::support::{Log, Store, at, finished, occ, scheduled};
 both! {
     a_request_is_read_back_only_for_its_run_and_job
     a_request_goes_when_its_run_ends_and_a_stale_one_a_day_later
+    a_request_taken_back_is_gone_and_another_askers_stays
 }
 
 fn request(run: &str, job: &str, by: Option<i64>, secs: i64) -> Replacement {
@@ -80,4 +81,23 @@ fn a_request_goes_when_its_run_ends_and_a_stale_one_a_day_later(l: &mut Store, l
     let history = l.history("j", 10).unwrap();
     assert_eq!(history[1].verdict, Some(RunVerdict::Replaced));
     log.note("history", &history.len());
+}
+
+fn a_request_taken_back_is_gone_and_another_askers_stays(l: &mut Store, _log: &mut Log) {
+    let run = scheduled("j", "00000000000000a1", 0);
+    l.begin_run(&run).unwrap();
+    let mine = request(&run.run_id, "j", None, 61);
+    assert!(l.ask_replace(&mine).unwrap());
+    assert!(l.withdraw_replace(&mine).unwrap(), "taken back");
+    assert_eq!(l.replacement(&run.run_id, "j").unwrap(), None);
+    assert!(!l.withdraw_replace(&mine).unwrap(), "nothing left to take");
+    // Another asker's request, recorded first, is not this asker's to take.
+    let theirs = request(&run.run_id, "j", Some(occ(60)), 62);
+    assert!(l.ask_replace(&theirs).unwrap());
+    assert!(!l.ask_replace(&request(&run.run_id, "j", None, 63)).unwrap());
+    assert!(
+        !l.withdraw_replace(&request(&run.run_id, "j", None, 63))
+            .unwrap()
+    );
+    assert_eq!(l.replacement(&run.run_id, "j").unwrap(), Some(theirs));
 }

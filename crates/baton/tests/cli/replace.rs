@@ -314,6 +314,40 @@ fn a_run_whose_command_exited_0_before_the_request_is_not_recorded_replaced() {
     );
 }
 
+/// A run by hand that asked the run in flight to stop and then gave up
+/// without the lock (its supervisor stopped past the TTL: refused `hung`)
+/// takes its request back: the run, continued, goes on to its own end,
+/// and is never stopped for a run that is not coming.
+#[test]
+fn a_run_by_hand_that_gives_up_takes_its_request_back() {
+    let s = Sched::new("");
+    let (started, go) = (s.env.path("started"), s.env.path("go"));
+    s.write(&format!(
+        "[jobs.r]\nschedule = \"0 0 1 1 *\"\noverlap = \"replace\"\nttl = \"3s\"\n\
+         kill_grace = \"1s\"\ntakeover_grace = \"3s\"\n\
+         run = \"touch {}; while [ ! -e {} ]; do sleep 0.05; done\"\n",
+        started.display(),
+        go.display()
+    ));
+    let first = start_run(&s, "r");
+    eventually("the first run to start", || started.exists());
+    let supervisor = i32::try_from(first.id()).unwrap();
+    crate::support::signal(supervisor, rustix::process::Signal::STOP);
+    let second = s.run(&["run", "r"]);
+    assert_eq!(code(&second), 1, "{}", stderr(&second));
+    assert!(stderr(&second).contains("hung"), "{}", stderr(&second));
+    crate::support::signal(supervisor, rustix::process::Signal::CONT);
+    // Its watcher looks for a request every second: a request left behind
+    // would stop the run well within this.
+    pause(3_000);
+    std::fs::write(&go, "").unwrap();
+    let first = first.wait_with_output().unwrap();
+    assert_eq!(code(&first), 0, "{}", stderr(&first));
+    let history = s.json(&["history", "r", "--json"]);
+    let said: Vec<String> = verdicts(&history).into_values().map(|(_, v)| v).collect();
+    assert_eq!(said, ["ok"], "the run was stopped for nobody: {history}");
+}
+
 #[test]
 fn a_run_asked_of_the_daemon_replaces_the_run_in_flight() {
     let s = Sched::new("");
