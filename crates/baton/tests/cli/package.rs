@@ -400,6 +400,7 @@ fn package_installs_every_file_where_it_belongs_and_purges_to_nothing() {
         "/usr/lib/tmpfiles.d/baton.conf",
         "/etc/baton/baton.toml",
         "/usr/share/doc/baton/copyright",
+        "/usr/share/doc/baton/changelog.Debian.gz",
         "/usr/share/doc/baton/README.md.gz",
     ]
     .iter()

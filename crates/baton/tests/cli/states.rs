@@ -590,8 +590,8 @@ fn a_hung_run_is_hung_through_a_pause_and_beside_a_live_slot() {
     let s = Sched::new("");
     let pids = s.env.path("pids");
     s.write(&format!(
-        "[scheduler]\nttl = \"2s\"\nkill_grace = \"500ms\"\ntakeover_grace = \"3s\"\n\
-         [jobs.x]\nschedule = \"0 0 1 1 *\"\nmax_concurrent = 2\n\
+        "[scheduler]\nstate_dir = \"STATE\"\nttl = \"2s\"\nkill_grace = \"500ms\"\n\
+         takeover_grace = \"3s\"\n[jobs.x]\nschedule = \"0 0 1 1 *\"\nmax_concurrent = 2\n\
          run = \"echo $$ >> {}; exec sleep 60\"\n",
         pids.display()
     ));
