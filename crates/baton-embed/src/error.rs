@@ -153,8 +153,8 @@ pub enum BuildError {
         setting: &'static str,
         /// Its value, as given.
         value: String,
-        /// The most the setting takes.
-        most: &'static str,
+        /// The most the setting takes (`1000 at most`).
+        most: String,
     },
     /// The backoff of a job is longer than its cap.
     #[error("job {job:?}: backoff {backoff:?} is longer than backoff_max {max:?}")]

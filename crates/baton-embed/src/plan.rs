@@ -220,14 +220,10 @@ fn bad_name(name: &str) -> Option<&'static str> {
     }
 }
 
-/// The longest duration a job takes, as the command line's keys take it:
-/// ten years.
-const MOST: Duration = Duration::from_secs(10 * 365 * 86_400);
-
 /// Refuses a setting of `job` the command line would refuse for the same
 /// key ([`BuildError::TooLarge`]).
 fn too_large(job: &Job) -> Result<(), BuildError> {
-    let refused = |setting, value: String, most| {
+    let refused = |setting, value: String, most: String| {
         Err(BuildError::TooLarge {
             job: job.name.clone(),
             setting,
@@ -245,18 +241,18 @@ fn too_large(job: &Job) -> Result<(), BuildError> {
         ("backoff", job.backoff),
         ("backoff_max", job.backoff_max),
     ];
-    if let Some((setting, d)) = durations.into_iter().find(|(_, d)| *d > MOST) {
-        return refused(setting, format!("{d:?}"), "ten years at most");
+    let most = baton_runner::MAX_DURATION;
+    if let Some((setting, d)) = durations.into_iter().find(|(_, d)| *d > most) {
+        return refused(setting, format!("{d:?}"), "ten years at most".into());
     }
-    if job.retries > 1000 {
-        return refused("retries", job.retries.to_string(), "1000 at most");
+    if job.retries > baton_runner::MAX_RETRIES {
+        let most = format!("{} at most", baton_runner::MAX_RETRIES);
+        return refused("retries", job.retries.to_string(), most);
     }
-    if job.history_keep > 1_000_000 {
-        return refused(
-            "history_keep",
-            job.history_keep.to_string(),
-            "1000000 at most",
-        );
+    let kept = baton_store::ledger::MAX_HISTORY_KEEP;
+    if job.history_keep > kept {
+        let value = job.history_keep.to_string();
+        return refused("history_keep", value, format!("{kept} at most"));
     }
     Ok(())
 }

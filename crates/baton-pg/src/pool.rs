@@ -549,9 +549,10 @@ async fn within<T>(
 }
 
 /// Tries each of the target's hosts in turn ([`Target::attempts`]) until
-/// one takes the connection. One host has the whole `deadline` (the caller
-/// bounds the call by it); of several, each has the URL's `connect_timeout`
-/// when it gives one, else an even share of what is left of `deadline`, so
+/// one takes the connection. Each has the URL's `connect_timeout` when it
+/// gives one (as libpq's, the whole connection, not its TCP part only);
+/// else one host has the whole `deadline` (the caller bounds the call by
+/// it), and each of several an even share of what is left of it, so
 /// that a host that accepts and never answers (a frozen primary) leaves
 /// time for the next. A little of `deadline` is kept back, so the caller's
 /// bound never fires before the message saying what each host did.
@@ -562,14 +563,22 @@ async fn connect_with(
 ) -> Result<(Client, Connection<Socket, Stream>), Error> {
     let attempts = target.attempts();
     if let [one] = attempts.as_slice() {
-        return one
-            .config
-            .connect(connector)
-            .await
-            .map_err(|source| Error::Connect {
-                target: target.describe(),
-                source,
-            });
+        let connecting = one.config.connect(connector);
+        let made = match target.connect_timeout().filter(|&t| t < deadline) {
+            Some(bound) => {
+                tokio::time::timeout(bound, connecting)
+                    .await
+                    .map_err(|_| Error::Timeout {
+                        what: "connect to the store",
+                        deadline: bound,
+                    })?
+            }
+            None => connecting.await,
+        };
+        return made.map_err(|source| Error::Connect {
+            target: target.describe(),
+            source,
+        });
     }
     let started = tokio::time::Instant::now();
     let budget = deadline.saturating_sub(deadline / 20);

@@ -42,6 +42,15 @@ use tokio_postgres::Socket;
 use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+/// What an X.509 version 1 certificate is, for messages (a literal, for
+/// `concat!`).
+macro_rules! version_1_words {
+    () => {
+        "X.509 version 1 (made without extensions, as `openssl x509 -req` makes one without \
+         `-extfile`)"
+    };
+}
+
 /// The URL's `sslmode`, as libpq spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SslMode {
@@ -172,10 +181,10 @@ pub enum TlsError {
     /// The `sslcert` file's certificate is X.509 version 1, which rustls
     /// does not present.
     #[error(
-        "the sslcert file {}: its certificate is X.509 version 1 (made without extensions, as \
-         `openssl x509 -req` makes one without `-extfile`), which baton's TLS does not present; \
-         reissue it with `-extfile` (for example `extendedKeyUsage=clientAuth`)",
-        path.display()
+        "the sslcert file {}: its certificate is {}, which baton's TLS does not present; reissue \
+         it with `-extfile` (for example `extendedKeyUsage=clientAuth`)",
+        path.display(),
+        version_1_words!()
     )]
     ClientVersion1 {
         /// The file.
@@ -336,12 +345,13 @@ impl Tls {
                     path: key.clone(),
                     cause,
                 })?;
-                builder
-                    .with_client_auth_cert(certs, key)
-                    .map_err(|e| match version_1(&e) {
-                        true => TlsError::ClientVersion1 { path: cert.clone() },
-                        false => TlsError::Config(e),
-                    })?
+                builder.with_client_auth_cert(certs, key).map_err(|e| {
+                    if version_1(&e) {
+                        TlsError::ClientVersion1 { path: cert.clone() }
+                    } else {
+                        TlsError::Config(e)
+                    }
+                })?
             }
         };
         Ok(Connector {
@@ -483,13 +493,13 @@ fn explained(e: std::io::Error) -> std::io::Error {
         Some(rustls::Error::InvalidCertificate(
             CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
         )) => "sslmode=verify-full checks that the certificate names the host the URL gives",
-        Some(refused) if version_1(refused) => {
-            "the server's certificate is X.509 version 1 (made without extensions, as `openssl \
-             x509 -req` makes one without `-extfile`): sslrootcert, verify-ca and verify-full \
-             check version 3 certificates only; reissue it with `-extfile` naming a \
-             subjectAltName, or use sslmode=require without sslrootcert, which checks nothing \
-             of it"
-        }
+        Some(refused) if version_1(refused) => concat!(
+            "the server's certificate is ",
+            version_1_words!(),
+            ": sslrootcert, verify-ca and verify-full check version 3 certificates only; reissue \
+             it with `-extfile` naming a subjectAltName, or use sslmode=require without \
+             sslrootcert, which checks nothing of it"
+        ),
         Some(rustls::Error::InvalidCertificate(CertificateError::Other(other)))
             if matches!(
                 other.0.downcast_ref::<webpki::Error>(),
@@ -606,9 +616,8 @@ impl ServerCertVerifier for Checker {
     }
 }
 
-/// Whether rustls refused a certificate for being X.509 version 1 (made
-/// without extensions, as `openssl x509 -req` makes one without
-/// `-extfile`), which webpki does not read.
+/// Whether rustls refused a certificate for being X.509 version 1, which
+/// webpki does not read.
 fn version_1(refused: &rustls::Error) -> bool {
     let rustls::Error::InvalidCertificate(CertificateError::Other(other)) = refused else {
         return false;

@@ -53,7 +53,10 @@ pub use ask::StopAsk;
 pub use capture::{Output, Sink};
 pub use contain::own_proc;
 pub use hook::{HookCommand, HookOutcome};
-pub use limits::{MIN_TTL, SKEW_ALLOWANCE, TICK, Unfenced, check_self_fencing, mutex_wait_for};
+pub use limits::{
+    MAX_DURATION, MAX_RETRIES, MIN_TTL, SKEW_ALLOWANCE, TICK, Unfenced, check_self_fencing,
+    mutex_wait_for,
+};
 pub use renewer::Holding;
 pub use report::{Event, Report};
 pub use session::{Finish, Paused, Prepared, Session, SessionConfig};

@@ -14,6 +14,13 @@ pub const TICK: Duration = Duration::from_millis(100);
 pub const SKEW_ALLOWANCE: Duration = Duration::from_secs(1);
 /// The shortest TTL accepted.
 pub const MIN_TTL: Duration = Duration::from_millis(100);
+/// The longest duration a job's setting takes: ten years. Longer ones are
+/// typos, and refusing them keeps every sum of durations the runner makes
+/// far from overflow. The command line's keys and the library's jobs both
+/// refuse past it.
+pub const MAX_DURATION: Duration = Duration::from_secs(10 * 365 * 86_400);
+/// The most retries a job takes (its attempts are one more).
+pub const MAX_RETRIES: u32 = 1000;
 
 pub use baton_lease::mutex_wait_for;
 
@@ -83,7 +90,13 @@ pub fn check_self_fencing(
             ttl,
         });
     }
-    let needed = kill_grace + renew_wait + TICK + SKEW_ALLOWANCE;
+    // Saturating: a caller's grace may be anything, and a sum past the
+    // largest duration is as refused as any other too long for the takeover
+    // grace.
+    let needed = kill_grace
+        .saturating_add(renew_wait)
+        .saturating_add(TICK)
+        .saturating_add(SKEW_ALLOWANCE);
     if needed > takeover_grace {
         let wait = if renew_wait == mutex_wait_for(ttl) {
             format!("min({ttl_name}/10, 1s)")
@@ -119,6 +132,14 @@ pub(crate) fn show(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_grace_past_any_sum_is_refused_not_overflowed() {
+        let names = ("ttl", "grace", "takeover grace");
+        let (s, max) = (Duration::from_secs, Duration::MAX);
+        let e = check_self_fencing(s(30), max, max, s(3600), names);
+        assert!(matches!(e, Err(Unfenced::Overlap { .. })), "{e:?}");
+    }
 
     #[test]
     fn the_defaults_leave_room_and_a_long_grace_does_not() {

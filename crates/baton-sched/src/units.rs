@@ -7,9 +7,8 @@
 
 use std::time::Duration;
 
-/// The longest duration accepted: ten years. Longer ones are typos, and
-/// refusing them keeps every sum of durations far from overflow.
-pub const MAX_DURATION: Duration = Duration::from_secs(10 * 365 * 86_400);
+/// The longest duration accepted: ten years ([`baton_runner::MAX_DURATION`]).
+pub const MAX_DURATION: Duration = baton_runner::MAX_DURATION;
 
 /// The duration syntax, for help texts and error messages.
 pub const DURATION_SYNTAX: &str =

@@ -228,3 +228,21 @@ fn pump(
     }
     let _ = to.shutdown(Shutdown::Write);
 }
+
+/// A port on `127.0.0.1` that takes TCP connections and never answers them,
+/// as a frozen server does: its listener keeps every connection open, for
+/// the rest of the test process.
+pub fn silent_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let port = listener
+        .local_addr()
+        .expect("the listener's address")
+        .port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in listener.incoming() {
+            held.push(c);
+        }
+    });
+    port
+}

@@ -10,6 +10,8 @@ use std::time::Duration;
 use baton_pg::{Error, Form, HolderFacts, Leases, Options, Renewal};
 use tokio_postgres::error::SqlState;
 
+use baton_testkit::proxy::silent_port;
+
 use crate::support::{Scene, granted, used};
 
 const SHORT: Options = Options {
@@ -198,20 +200,6 @@ async fn a_bounded_ledger_call_gives_up_within_its_bound_not_the_stores_deadline
     writing.await.unwrap().unwrap();
 }
 
-/// A port that takes TCP connections and never answers them, as a frozen
-/// server does (its listener keeps every connection open).
-fn silent_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for c in listener.incoming() {
-            held.push(c);
-        }
-    });
-    port
-}
-
 #[tokio::test]
 async fn a_first_host_that_never_answers_leaves_the_next_host_its_turn() {
     let scene = Scene::new().await;
@@ -249,6 +237,22 @@ async fn a_first_host_that_never_answers_leaves_the_next_host_its_turn() {
     )
     .await
     .expect("the second host, with the url's connect_timeout");
+}
+
+#[tokio::test]
+async fn the_urls_connect_timeout_bounds_a_single_hosts_whole_connection() {
+    let url = format!(
+        "postgres://baton@127.0.0.1:{}/postgres?connect_timeout=1",
+        silent_port()
+    );
+    let long = Options {
+        deadline: Duration::from_secs(30),
+        ..SHORT
+    };
+    match Leases::open(&url, long).await {
+        Err(Error::Timeout { deadline, .. }) => assert_eq!(deadline, Duration::from_secs(1)),
+        other => panic!("expected the url's bound, got {:?}", other.err()),
+    }
 }
 
 #[tokio::test]

@@ -391,10 +391,14 @@ pub static KEYS: &[Key] = &[
         "a file (mode 0600) holding the secret each post's `Baton-Signature` (HMAC-SHA256) \
              is made with, relative to the configuration file",
     ),
-    Key::new("history_keep", Count(1, 1_000_000), Toml("1000"))
-        .of(&[Scheduler])
-        .variable()
-        .doc("runs that ended kept per job in the ledger (a run in flight is never pruned)"),
+    Key::new(
+        "history_keep",
+        Count(1, baton_store::ledger::MAX_HISTORY_KEEP),
+        Toml("1000"),
+    )
+    .of(&[Scheduler])
+    .variable()
+    .doc("runs that ended kept per job in the ledger (a run in flight is never pruned)"),
     Key::new("log_keep", Positive, Toml("\"30d\""))
         .of(&[Scheduler])
         .variable()
@@ -441,7 +445,7 @@ pub static KEYS: &[Key] = &[
             "where the commands run, relative to the configuration file (never their caller's \
              directory)",
         ),
-    Key::new("retries", Count(0, 1000), Toml("0"))
+    Key::new("retries", Count(0, baton_runner::MAX_RETRIES), Toml("0"))
         .of(&[Scheduler, Job, Step])
         .inherited()
         .variable()

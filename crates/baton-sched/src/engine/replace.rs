@@ -109,10 +109,9 @@ fn asked(
 /// Takes back `mine`, the request a run by hand recorded and no longer
 /// waits for (it gave up, or was refused for another reason): left, the
 /// run it names would stop for nobody when its supervisor next reads it.
-fn withdraw(mine: Option<Replacement>, job: &Job, surfaces: &Rc<RefCell<Surfaces>>) {
-    let Some(r) = mine else { return };
+fn withdraw(r: &Replacement, job: &Job, surfaces: &Rc<RefCell<Surfaces>>) {
     let mut s = surfaces.borrow_mut();
-    if s.ledger(|l| l.withdraw_replace(&r)) == Some(true) {
+    if s.ledger(|l| l.withdraw_replace(r)) == Some(true) {
         s.note(&format!(
             "{} run by hand no longer waits: its request that run {} stop is taken back",
             job.name, r.run_id
@@ -279,8 +278,8 @@ pub(crate) fn wait_replacing(
     let mut mine: Vec<Replacement> = Vec::new();
     let give_up = |o: Result<Taken, crate::store::Error>, mine: Vec<Replacement>| {
         if !matches!(o, Ok(Taken::Acquired(_))) {
-            for r in mine {
-                withdraw(Some(r), job, surfaces);
+            for r in &mine {
+                withdraw(r, job, surfaces);
             }
         }
         o

@@ -17,6 +17,10 @@ use super::rows::Miss;
 /// The largest watermark value stored, in bytes.
 pub const MAX_WATERMARK: usize = 4096;
 
+/// The most runs of a job its ledger keeps (`history_keep`), as the command
+/// line's key and the library's jobs take it.
+pub const MAX_HISTORY_KEEP: u32 = 1_000_000;
+
 /// Why a rule refuses an argument; its words are the `problem` of
 /// [`super::Error::Invalid`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

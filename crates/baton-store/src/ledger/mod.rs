@@ -31,7 +31,7 @@ mod transactions;
 
 /// The ledger's own words, where its callers have long found them.
 pub use crate::words::{Decision, StepKind, UnknownWord};
-pub use checks::MAX_WATERMARK;
+pub use checks::{MAX_HISTORY_KEEP, MAX_WATERMARK};
 pub use error::{Error, Failure, Kind, Unusable};
 pub use records::Records;
 pub use rows::{

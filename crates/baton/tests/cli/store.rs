@@ -468,14 +468,7 @@ fn store_lock_commands_refuse_a_configuration_whose_locks_are_in_postgresql() {
 
 #[test]
 fn store_a_server_that_accepts_and_never_answers_is_given_up_on() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for c in listener.incoming() {
-            held.push(c);
-        }
-    });
+    let port = baton_testkit::proxy::silent_port();
     let s = sched(&format!("postgres://baton@127.0.0.1:{port}/postgres"), "");
     for args in [
         &["store", "status"][..],
