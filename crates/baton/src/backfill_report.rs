@@ -11,8 +11,8 @@ use baton_sched::config::{Config, Job};
 use baton_sched::engine::surfaces::RunStart;
 use baton_sched::ops::backfill::Planned;
 use baton_sched::times;
-use baton_sched::views::history::{self, RunView};
-use baton_store::words::RunVerdict;
+use baton_sched::views::history::{self, Recorded, RunView};
+use baton_store::words::{Decision, RunVerdict};
 use jiff::Timestamp;
 use serde::Serialize;
 
@@ -31,11 +31,12 @@ pub(crate) struct Occurrence {
     /// backfill ran it), the ledger's word for one that had run already,
     /// `unknown` (not run: its records cannot rule out that it ran), or
     /// `not-run` (it would have run, but did not: the lock was refused or
-    /// the backfill was stopped).
+    /// the backfill was stopped). One another process ran meanwhile (a
+    /// backfill beside this one) has the ledger's word, as one run before.
     pub(crate) action: String,
     /// The run that started it, when one did.
     pub(crate) run_id: Option<String>,
-    /// Why it is not run, for `unknown`.
+    /// Why it is not run, for `unknown` and `not-run`.
     pub(crate) why: Option<String>,
     /// For `ran`: the run's verdict (`ok`, `failed`, …), null while
     /// unknown.
@@ -45,6 +46,10 @@ pub(crate) struct Occurrence {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) exit_code: Option<i32>,
 }
+
+/// Why an occurrence this backfill planned to run was not run, when the
+/// ledger records no run of it by anyone.
+const NOT_RUN: &str = "not started: its lock was refused, or the backfill stopped before it";
 
 /// What `backfill --json` prints after a real run.
 #[derive(Debug, Serialize)]
@@ -137,7 +142,24 @@ pub(crate) fn summary(
                 s.already += 1;
             }
         } else {
-            s.not_run += 1;
+            // Not run by this backfill though planned: another may have
+            // run it meanwhile (a backfill beside this one, in another
+            // slot), which the ledger now says.
+            match history::occurrence(c, &job.name, at, now) {
+                Ok(Recorded::Run(v)) => {
+                    o.action = Decision::Started.as_str().to_owned();
+                    o.run_id = Some(v.run_id);
+                    s.already += 1;
+                }
+                Ok(Recorded::Decided(d)) => {
+                    o.action = d.as_str().to_owned();
+                    s.already += 1;
+                }
+                _ => {
+                    o.why = Some(NOT_RUN.to_owned());
+                    s.not_run += 1;
+                }
+            }
         }
         s.occurrences.push(o);
     }

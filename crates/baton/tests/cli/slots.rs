@@ -550,3 +550,70 @@ fn a_new_occurrence_waits_behind_a_catch_up_batch_in_another_slot() {
     let v = s.json(&["status", "crunch", "--json"]);
     assert_eq!(v["jobs"][0]["missed"]["total"], 0, "{v}");
 }
+
+/// Three backfills of one range at once, each in a slot of its own: each
+/// occurrence runs once, and each backfill reports the ones another ran
+/// with the ledger's word and run id, not as `not-run` (each said so,
+/// with no reason, before).
+#[test]
+fn concurrent_backfills_report_what_the_others_ran() {
+    let s = Sched::new("");
+    let dir = s.env.path("job");
+    std::fs::create_dir_all(&dir).unwrap();
+    s.write(&format!(
+        "[jobs.crunch]\nevery = \"1h\"\nmax_concurrent = 3\nrun = \"{}\"\n",
+        gated(&dir).replace('\\', "\\\\").replace('"', "\\\"")
+    ));
+    let hour = baton_lease::Clock::wall(&baton_lease::SystemClock).as_second() / 3600 * 3600;
+    let at = |h: i64| {
+        jiff::Timestamp::from_second(hour - h * 3600)
+            .unwrap()
+            .to_string()
+    };
+    let (from, to) = (at(3), at(1));
+    let backfills: Vec<_> = (0..3)
+        .map(|_| {
+            s.cmd(&["backfill", "crunch", "--from", &from, "--to", &to, "--json"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    // Each backfill holds a slot with the first occurrence free when it
+    // looked: three runs, one per occurrence.
+    eventually("three runs, one in each slot", || starts(&dir).len() >= 3);
+    std::fs::write(dir.join("go"), "").unwrap();
+    let mut ran = BTreeSet::new();
+    let mut total = 0;
+    for b in backfills {
+        let o = b.wait_with_output().unwrap();
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["not_run"], 0, "{v}");
+        assert_eq!(v["occurrences"].as_array().unwrap().len(), 3, "{v}");
+        assert_eq!(
+            v["ran"].as_u64().unwrap() + v["already"].as_u64().unwrap(),
+            3,
+            "{v}"
+        );
+        total += v["ran"].as_u64().unwrap();
+        for o in v["occurrences"].as_array().unwrap() {
+            let action = o["action"].as_str().unwrap();
+            assert!(["ran", "started", "claimed"].contains(&action), "{v}");
+            if action != "claimed" {
+                assert!(o["run_id"].is_string(), "{v}");
+            }
+            if action == "ran" {
+                assert!(
+                    ran.insert(o["occurrence"].as_str().unwrap().to_owned()),
+                    "{v}"
+                );
+            }
+        }
+    }
+    assert_eq!(total, 3);
+    let runs = starts(&dir);
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    each_once(&runs);
+}
