@@ -18,7 +18,7 @@ use crate::engine::request::Request;
 use crate::engine::step_spec::step_spec;
 use crate::engine::surfaces::Surfaces;
 use crate::engine::trace::{RunTrace, TraceParent};
-use crate::state::output::{Captured, OutputSink};
+use crate::state::output::{Captured, OutputSink, slot_tag};
 
 /// A run's first attempt, spawned and held at its gate before the run's
 /// start is recorded ([`Session::prepare`]): when it was made (its log's
@@ -38,6 +38,7 @@ impl Early {
         env: &[(String, String)],
         step: &Step,
         trace: Option<&RunTrace>,
+        slot: u32,
         session: &mut Session<'_>,
         surfaces: &Rc<RefCell<Surfaces>>,
     ) -> Self {
@@ -47,6 +48,7 @@ impl Early {
         };
         let limit = step.output_limit.value;
         let (sink, captured) = OutputSink::new(logs, &req.job.name, at, limit, req.tee);
+        let sink = sink.tagged(slot_tag(req.job.policy.max_concurrent.value, slot));
         let span = trace.and_then(|t| t.child().ok());
         let spec = step_spec(req, env, step, 1, sink, span);
         Self {

@@ -35,7 +35,7 @@ use crate::engine::step_spec::step_spec;
 use crate::engine::surfaces::Surfaces;
 use crate::engine::trace::{self, RunTrace};
 use crate::outcome::Outcome;
-use crate::state::output::OutputSink;
+use crate::state::output::{OutputSink, slot_tag};
 use crate::units::show_duration;
 
 /// How long, at least, a run on a shared store tries to record its end
@@ -68,7 +68,7 @@ pub(crate) fn one(
         .job
         .steps
         .first()
-        .map(|step| Early::prepare(req, &env, step, trace.as_ref(), session, surfaces));
+        .map(|step| Early::prepare(req, &env, step, trace.as_ref(), c.slot, session, surfaces));
     // The run's budget counts from its recorded start, not while the
     // start waits for the ledger.
     session.hold_budget();
@@ -762,9 +762,14 @@ impl Running<'_, '_> {
     }
 
     /// How the logs name attempt `attempt` of `step`.
+    /// The attempt's name in its log's frames and the envelope: `job
+    /// run=ID step=NAME attempt=N`, with `slot=N` after the run's id when
+    /// its lines are tagged with their slot ([`slot_tag`]).
     fn label(&self, step: &Step, attempt: u32) -> String {
+        let slot = slot_tag(self.req.job.policy.max_concurrent.value, self.ctx.slot)
+            .map_or_else(String::new, |_| format!(" slot={}", self.ctx.slot));
         format!(
-            "{} run={} {}={} attempt={attempt}",
+            "{} run={}{slot} {}={} attempt={attempt}",
             self.req.job.name,
             self.ctx.run_id,
             step.kind.as_str(),
@@ -796,6 +801,7 @@ impl Running<'_, '_> {
                 let limit = step.output_limit.value;
                 let (sink, captured) =
                     OutputSink::new(logs.clone(), &job.name, at, limit, self.req.tee);
+                let sink = sink.tagged(slot_tag(job.policy.max_concurrent.value, self.ctx.slot));
                 let span = self.trace.as_ref().and_then(|t| t.child().ok());
                 let spec = step_spec(self.req, self.env, step, attempt, sink, span);
                 (self.session.prepare(spec), captured, span)

@@ -378,7 +378,21 @@ fn run_lines(text: &str, whole: bool, mark: &str, max: usize) -> Option<(Vec<Str
         let from = lines[..first].iter().rposition(frame).map_or(0, |i| i + 1);
         (from, true)
     };
-    let mut kept = &lines[start..end];
+    // A run in a slot tags its lines with it and names it in its frames:
+    // the runs of the other slots, side by side in the file, are left out.
+    let tag = lines[first]
+        .split(' ')
+        .find_map(|w| w.strip_prefix("slot="))
+        .map(|n| format!("[slot {n}] "));
+    let kept: Vec<&str> = lines[start..end]
+        .iter()
+        .filter(|l| match &tag {
+            None => true,
+            Some(tag) => ours(l) || l.starts_with(tag.as_str()),
+        })
+        .copied()
+        .collect();
+    let mut kept = &kept[..];
     if kept.len() > max {
         kept = &kept[kept.len() - max..];
         cut = true;
@@ -546,6 +560,39 @@ mod tests {
         );
         assert!(cut);
         assert_eq!(run_lines(text, false, " run=r9 ", 50), None);
+    }
+
+    #[test]
+    fn a_run_in_a_slot_keeps_its_own_lines_of_a_log_it_shares_with_other_slots() {
+        let text = "=== x run=r1 slot=1 step=main attempt=1 start\n\
+                    [slot 1] one a\n\
+                    === x run=r2 slot=2 step=main attempt=1 start\n\
+                    [slot 2] two a\n\
+                    [slot 1] one b\n\
+                    [slot 2] two b\n\
+                    === x run=r1 slot=1 step=main attempt=1 exit 0\n\
+                    [slot 2] two c\n";
+        let (lines, cut) = run_lines(text, true, " run=r1 ", 50).unwrap();
+        assert_eq!(
+            lines,
+            [
+                "=== x run=r1 slot=1 step=main attempt=1 start",
+                "[slot 1] one a",
+                "[slot 1] one b",
+                "=== x run=r1 slot=1 step=main attempt=1 exit 0"
+            ]
+        );
+        assert!(!cut);
+        let (lines, _) = run_lines(text, true, " run=r2 ", 50).unwrap();
+        assert_eq!(
+            lines,
+            [
+                "=== x run=r2 slot=2 step=main attempt=1 start",
+                "[slot 2] two a",
+                "[slot 2] two b",
+                "[slot 2] two c"
+            ]
+        );
     }
 
     #[test]

@@ -8,8 +8,11 @@
 //! memory, the newest half of the limit and no more, and written when the
 //! output ends, after the note: so a supervisor killed with `kill -9`
 //! leaves the start in the log and loses the end it held. The tail starts
-//! on a line of its own when a line break is in it. Nothing here may stop
-//! a run: a log write that fails is kept for the caller to say.
+//! on a line of its own when a line break is in it. A run in a slot of a
+//! job that may run several at once (`max_concurrent`) tags each line it
+//! writes with its slot ([`slot_tag`]), so that runs side by side in one
+//! dated log can be told apart. Nothing here may stop a run: a log write
+//! that fails is kept for the caller to say.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -20,6 +23,15 @@ use crate::state::logs::Logs;
 
 /// A line longer than this goes to the log as it is, unfinished.
 const LONG_LINE: usize = 64 * 1024;
+
+/// The tag each line of output of a run in slot `slot` starts with in the
+/// job's log (`[slot 2] `), for a job that may run several at once or a run
+/// left in a slot above its job's `max_concurrent`; `None` for the others,
+/// whose lines are written as they come.
+#[must_use]
+pub fn slot_tag(max_concurrent: u32, slot: u32) -> Option<String> {
+    (max_concurrent > 1 || slot > 1).then(|| format!("[slot {slot}] "))
+}
 
 /// A step attempt's output on its way to the job's log: the first half of
 /// `limit` kept as it comes, the last half kept at the end, and a note in
@@ -47,6 +59,10 @@ pub struct OutputSink {
     not_teed: u64,
     failed: Option<String>,
     done: Arc<Mutex<Option<Captured>>>,
+    /// What each line written starts with ([`slot_tag`]).
+    tag: Option<String>,
+    /// Whether the next byte written starts a line.
+    line_start: bool,
 }
 
 /// What became of an attempt's output.
@@ -89,15 +105,40 @@ impl OutputSink {
                 not_teed: 0,
                 failed: None,
                 done: Arc::clone(&done),
+                tag: None,
+                line_start: true,
             },
             done,
         )
+    }
+
+    /// Starts each line this sink writes with `tag` ([`slot_tag`]).
+    #[must_use]
+    pub fn tagged(mut self, tag: Option<String>) -> Self {
+        self.tag = tag;
+        self
     }
 
     fn write(&mut self, bytes: &[u8]) {
         if bytes.is_empty() {
             return;
         }
+        let tagged;
+        let bytes = match &self.tag {
+            None => bytes,
+            Some(tag) => {
+                let mut out = Vec::with_capacity(bytes.len() + tag.len());
+                for &b in bytes {
+                    if self.line_start {
+                        out.extend_from_slice(tag.as_bytes());
+                    }
+                    out.push(b);
+                    self.line_start = b == b'\n';
+                }
+                tagged = out;
+                &tagged
+            }
+        };
         if let Err(e) = self.logs.job_lines(&self.job, self.at, bytes)
             && self.failed.is_none()
         {
@@ -235,6 +276,28 @@ mod tests {
         let text = std::fs::read_to_string(l.dated("job", t)).unwrap();
         let c = done.lock().unwrap().clone().unwrap();
         (text, c)
+    }
+
+    #[test]
+    fn a_slots_lines_each_start_with_its_tag_however_they_come() {
+        let tmp = tempfile::tempdir().unwrap();
+        let l = Logs::new(tmp.path(), TimeZone::UTC);
+        let t: Timestamp = "2026-11-29T10:00:00Z".parse().unwrap();
+        let (s, done) = OutputSink::new(l.clone(), "job", t, 1024, false);
+        let mut s = s.tagged(slot_tag(3, 2));
+        for c in [&b"one\ntw"[..], b"o\n", b"\nthree", b" and the end"] {
+            s.chunk(c);
+        }
+        s.end();
+        let text = std::fs::read_to_string(l.dated("job", t)).unwrap();
+        assert_eq!(
+            text,
+            "[slot 2] one\n[slot 2] two\n[slot 2] \n[slot 2] three and the end\n"
+        );
+        // What was kept counts the output, not the tags.
+        assert_eq!(done.lock().unwrap().clone().unwrap().kept, 26);
+        assert_eq!(slot_tag(1, 1), None);
+        assert_eq!(slot_tag(1, 3).as_deref(), Some("[slot 3] "));
     }
 
     #[test]

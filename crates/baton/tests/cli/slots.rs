@@ -617,3 +617,59 @@ fn concurrent_backfills_report_what_the_others_ran() {
     assert_eq!(runs.len(), 3, "{runs:?}");
     each_once(&runs);
 }
+
+/// Two runs side by side in two slots write to one dated log: each line is
+/// tagged with its slot, and the job's page shows the last run's own lines
+/// only (it showed the other slot's run's lines among them before).
+#[test]
+fn the_job_page_shows_the_last_runs_own_lines_beside_another_slots() {
+    let s = Sched::new("");
+    let dir = s.env.path("job");
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.display();
+    s.write(&format!(
+        "[jobs.crunch]\nschedule = \"0 3 1 1 *\"\nmax_concurrent = 2\nrun = \"echo \
+         begin-$BATON_SLOT; touch {d}/in-$BATON_SLOT; while [ ! -e {d}/go-$BATON_SLOT ]; do \
+         sleep 0.05; done; echo end-$BATON_SLOT\"\n"
+    ));
+    let by_hand = || {
+        s.cmd(&["run", "crunch"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut first = by_hand();
+    eventually("the first run", || dir.join("in-1").exists());
+    let mut second = by_hand();
+    eventually("the second run", || dir.join("in-2").exists());
+    // The first ends while the second runs: its lines and frames land
+    // inside the second's.
+    std::fs::write(dir.join("go-1"), "").unwrap();
+    baton_testkit::wait_for_exit(&mut first, "the first run");
+    std::fs::write(dir.join("go-2"), "").unwrap();
+    baton_testkit::wait_for_exit(&mut second, "the second run");
+    let logs = s.env.state().join("logs");
+    let log = std::fs::read_dir(&logs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("crunch_")
+        })
+        .unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    for n in [1, 2] {
+        assert!(text.contains(&format!("[slot {n}] begin-{n}\n")), "{text}");
+        assert!(text.contains(&format!("[slot {n}] end-{n}\n")), "{text}");
+    }
+    let o = s.run(&["__page", "--job", "crunch"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let page = stdout(&o);
+    let log = &page[page.find("Last log").expect("the page's log panel")..];
+    assert!(log.contains("begin-2") && log.contains("end-2"), "{log}");
+    assert!(!log.contains("begin-1") && !log.contains("end-1"), "{log}");
+}
