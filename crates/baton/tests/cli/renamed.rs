@@ -10,7 +10,7 @@ use std::process::{Child, Stdio};
 use crate::daemon::Daemon;
 use crate::policies::read_lines;
 use crate::sched::Sched;
-use crate::support::{code, eventually, stderr};
+use crate::support::{code, eventually, stderr, stdout};
 
 /// The files a run of the job writes: each run appends its occurrence to
 /// `ran` (and `OVERLAP` when another run of it is in flight), touches
@@ -427,8 +427,19 @@ fn a_run_of_a_job_renamed_while_it_ran_is_listed_by_status_until_it_ends() {
     );
     let one = s.json(&["status", "y", "--json"]);
     assert!(one.get("unconfigured_runs").is_none(), "{one}");
+    // The metrics count it (no `baton_job` series follows it).
+    let metrics = stdout(&s.run(&["__metrics"]));
+    assert!(
+        metrics.contains("\nbaton_unconfigured_runs 1\n"),
+        "{metrics}"
+    );
     std::fs::write(&m.go, "").unwrap();
     let _ = first.wait().unwrap();
     let st = s.json(&["status", "--json"]);
     assert!(st.get("unconfigured_runs").is_none(), "{st}");
+    let metrics = stdout(&s.run(&["__metrics"]));
+    assert!(
+        metrics.contains("\nbaton_unconfigured_runs 0\n"),
+        "{metrics}"
+    );
 }

@@ -11,7 +11,8 @@
 //! directory or a ledger that does not exist yet is not created, and reads
 //! as no tallies. Every job of the configuration appears, with zeros when
 //! the ledger has not counted anything for it; a job the ledger knows and
-//! the configuration no longer names does not.
+//! the configuration no longer names does not (its runs still in flight are
+//! counted in `baton_unconfigured_runs`).
 //!
 //! # What each metric says
 //!
@@ -101,6 +102,11 @@
 //!   kill switch both let it run.
 //! - `baton_build_info{version}`: always 1 (a gauge in 0.0.4, which has no
 //!   info type; an info in OpenMetrics).
+//! - `baton_unconfigured_runs`: how many runs are in flight on this host of
+//!   jobs the configuration no longer names (renamed or removed while they
+//!   ran), as a whole `status` lists them (`unconfigured_runs`); 0 when
+//!   none. A run of the job under its new name would run beside them, and
+//!   no `baton_job` series follows them.
 //! - `process_*`: the process that calls [`read`] (the daemon, or
 //!   `baton __metrics`), from `/proc/self`; see [`ProcessStats`].
 //!
@@ -196,7 +202,8 @@ pub fn read(config: &Config, clock: &dyn Clock, format: Format) -> Result<String
         figures.push(f);
     }
     let process = ProcessStats::read(clock)?;
-    Ok(render(&figures, Some(&process), format))
+    let unconfigured = status.unconfigured_runs.len();
+    Ok(render(&figures, unconfigured, Some(&process), format))
 }
 
 /// What the metrics take from a job's status: its state, whether a run of
@@ -236,11 +243,12 @@ fn running(
     ) == crate::views::job_state::Holding::Live)
 }
 
-/// Renders the exposition of `jobs` in `format`: every metric of the
-/// module's documentation, and the `process_*` metrics when `process` is
-/// given.
+/// Renders the exposition of `jobs` and of the `unconfigured` runs in
+/// flight in `format`: every metric of the module's documentation, and the
+/// `process_*` metrics when `process` is given.
 pub(crate) fn render(
     jobs: &[JobFigures],
+    unconfigured: usize,
     process: Option<&ProcessStats>,
     format: Format,
 ) -> String {
@@ -248,6 +256,14 @@ pub(crate) fn render(
     let mut build = Family::new("baton_build", "This baton's version.", Kind::Info);
     build.push(vec![("version", env!("CARGO_PKG_VERSION").to_owned())], 1.0);
     families.push(build);
+    let mut orphans = Family::new(
+        "baton_unconfigured_runs",
+        "Runs in flight on this host of jobs the configuration no longer names.",
+        Kind::Gauge,
+    );
+    #[allow(clippy::cast_precision_loss)] // a count of runs
+    orphans.push(Vec::new(), unconfigured as f64);
+    families.push(orphans);
     if let Some(p) = process {
         families.extend(process::families(p));
     }

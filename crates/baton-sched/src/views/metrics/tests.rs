@@ -72,7 +72,7 @@ const OPENMETRICS: &str = include_str!("../snapshots/metrics.openmetrics.txt");
 
 #[test]
 fn metrics_render_every_job_in_0_0_4() {
-    let text = render(&figures(), Some(&process()), Format::Prometheus);
+    let text = render(&figures(), 0, Some(&process()), Format::Prometheus);
     assert_eq!(text, PROMETHEUS, "{text}");
 }
 
@@ -82,7 +82,7 @@ fn metrics_render_every_job_in_0_0_4() {
 fn a_failing_not_known_is_absent_never_0() {
     let mut jobs = figures();
     jobs[0].failing = None;
-    let text = render(&jobs, None, Format::Prometheus);
+    let text = render(&jobs, 0, None, Format::Prometheus);
     assert!(
         !text.contains("baton_job_failing{baton_job=\"nightly\"}"),
         "{text}"
@@ -95,7 +95,7 @@ fn a_failing_not_known_is_absent_never_0() {
 
 #[test]
 fn metrics_render_every_job_in_openmetrics() {
-    let text = render(&figures(), Some(&process()), Format::OpenMetrics);
+    let text = render(&figures(), 0, Some(&process()), Format::OpenMetrics);
     assert_eq!(text, OPENMETRICS, "{text}");
 }
 
