@@ -26,15 +26,20 @@ pub enum Error {
     /// created.
     #[error(
         "refusing to open the ledger {}: it is a symbolic link, and the ledger follows none; \
-         nothing was opened: replace it with the database file itself",
-        path.display()
+         nothing was opened: {}",
+        path.display(),
+        remedy(path)
     )]
     Symlink {
         /// The database path.
         path: PathBuf,
     },
     /// Something other than a regular file is at the database path.
-    #[error("refusing to open the ledger {}: it is {what}, not a regular file", path.display())]
+    #[error(
+        "refusing to open the ledger {}: it is {what}, not a regular file; nothing was opened: {}",
+        path.display(),
+        remedy(path)
+    )]
     NotAFile {
         /// The database path.
         path: PathBuf,
@@ -167,6 +172,23 @@ impl Error {
     }
 }
 
+/// What to do about something other than a regular file at `path`, a file
+/// of the ledger: the database itself is put back (or moved aside, for a new
+/// ledger); a file SQLite keeps beside it (`-wal`, `-shm`, `-journal`) is
+/// removed, and SQLite makes it again.
+fn remedy(path: &std::path::Path) -> &'static str {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if ["-wal", "-shm", "-journal"]
+        .iter()
+        .any(|s| name.ends_with(s))
+    {
+        "remove it (SQLite makes the file again beside the database) while no baton runs"
+    } else {
+        "move it aside and put the database file itself there (with no file there, \
+         a new, empty ledger is made)"
+    }
+}
+
 /// What to look at when SQLite reports a failed read or write of its files
 /// (`SQLITE_IOERR`), which it names no better than "disk I/O error": the
 /// system refused the operation, and these are the refusals an operator can
@@ -268,5 +290,39 @@ mod tests {
         );
         let full = failed(rusqlite::ffi::SQLITE_FULL);
         assert!(!full.contains("ulimit"), "{full}");
+    }
+}
+
+#[cfg(test)]
+mod remedy_tests {
+    use super::*;
+
+    #[test]
+    fn a_file_beside_the_database_is_removed_and_the_database_put_back() {
+        let side = Error::NotAFile {
+            path: "/s/baton.db-shm".into(),
+            what: "a named pipe",
+        }
+        .to_string();
+        assert!(side.contains("a named pipe, not a regular file"), "{side}");
+        assert!(
+            side.contains("remove it (SQLite makes the file again"),
+            "{side}"
+        );
+        let link = Error::Symlink {
+            path: "/s/baton.db-wal".into(),
+        }
+        .to_string();
+        assert!(link.contains("remove it"), "{link}");
+        assert!(!link.contains("database file itself"), "{link}");
+        let main = Error::NotAFile {
+            path: "/s/baton.db".into(),
+            what: "a directory",
+        }
+        .to_string();
+        assert!(
+            main.contains("put the database file itself there"),
+            "{main}"
+        );
     }
 }
