@@ -362,6 +362,17 @@ fn package_installs_every_file_where_it_belongs_and_purges_to_nothing() {
     let deb = out.join(format!("baton_{version}-1_{arch}.deb"));
     let ddeb = out.join(format!("baton-dbgsym_{version}-1_{arch}.ddeb"));
     assert!(deb.is_file() && ddeb.is_file(), "{}", stdout(&o));
+    // Debian's own checker finds no error and no warning but the one any
+    // package outside Debian's archive gets (its first upload closes no bug
+    // of Debian's tracker).
+    let o = Command::new("lintian").arg(&deb).output().unwrap();
+    let found: Vec<String> = stdout(&o)
+        .lines()
+        .filter(|l| l.starts_with("E: ") || l.starts_with("W: "))
+        .filter(|l| !l.contains("initial-upload-closes-no-bugs"))
+        .map(str::to_owned)
+        .collect();
+    assert!(found.is_empty(), "lintian: {found:?}\n{}", stderr(&o));
 
     let before = machine();
     let _purge = Purge;
