@@ -277,12 +277,20 @@ pub fn history(state: Option<&Path>, a: &HistoryArgs) -> Exit {
         },
         Err(e) => return e,
     };
+    let now = SystemClock.wall();
     if let Some(job) = &a.job
         && !c.jobs.contains_key(job)
     {
-        return no_such_job(&c, "history", job);
+        // A job renamed or removed since it ran still has its history.
+        let former = baton_sched::views::history::former_jobs(&c, now);
+        if !former.is_ok_and(|f| f.contains(job)) {
+            return no_such_job(&c, "history", job);
+        }
+        say!(
+            "baton history: job {job:?} is not in {}: these are the runs the ledger keeps of it",
+            c.path.display()
+        );
     }
-    let now = SystemClock.wall();
     let read = match &a.job {
         Some(job) => baton_sched::views::history::read(&c, job, a.limit, now),
         None => baton_sched::views::history::read_all(&c, a.limit, now),

@@ -198,19 +198,44 @@ pub fn render(
 /// # Errors
 ///
 /// As [`read`], for the first job whose runs cannot be read.
+///
+/// Every job's runs are merged: those of the configuration's jobs, and of
+/// the jobs the ledger knows that the configuration no longer names
+/// ([`former_jobs`]: renamed or removed, their runs kept until pruned).
 pub fn read_all(
     config: &crate::config::Config,
     limit: u32,
     now: jiff::Timestamp,
 ) -> Result<Vec<RunView>, baton_store::ledger::Error> {
     let mut all = Vec::new();
-    for job in config.jobs.keys() {
-        all.extend(read(config, job, limit, now)?);
+    for job in config.jobs.keys().cloned().chain(former_jobs(config, now)?) {
+        all.extend(read(config, &job, limit, now)?);
     }
     let started = |r: &RunView| r.started.parse::<jiff::Timestamp>().ok();
     all.sort_by_key(|r| std::cmp::Reverse(started(r)));
     all.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
     Ok(all)
+}
+
+/// The jobs the ledger knows that `config` does not name (renamed or
+/// removed since they ran), by name; none when there is no ledger yet.
+///
+/// # Errors
+///
+/// As [`read`].
+pub fn former_jobs(
+    config: &crate::config::Config,
+    now: jiff::Timestamp,
+) -> Result<Vec<String>, baton_store::ledger::Error> {
+    let Some(l) = crate::engine::surfaces::existing_records_alerting(config, now) else {
+        return Ok(Vec::new());
+    };
+    Ok(l?
+        .jobs()?
+        .into_iter()
+        .map(|j| j.job)
+        .filter(|j| !config.jobs.contains_key(j))
+        .collect())
 }
 
 /// The newest `limit` runs of `job`, as `history --json` prints them; none

@@ -443,3 +443,43 @@ fn a_run_of_a_job_renamed_while_it_ran_is_listed_by_status_until_it_ends() {
         "{metrics}"
     );
 }
+
+/// A job removed from the configuration while it ran, whose supervisor is
+/// then killed: its run is gone from `status` (nothing of it is in flight)
+/// and `history` still shows it, `abandoned`, with the job named and in the
+/// merged history (the job's name was refused as unknown, and the run
+/// was in no read command, before).
+#[test]
+fn a_removed_jobs_run_whose_supervisor_was_killed_stays_in_its_history() {
+    let s = Sched::new("");
+    let m = Marks::new(&s);
+    s.write(&yearly(&m, "a", ""));
+    let mut first = first_run(&s, &m);
+    s.write(&yearly(&m, "a", "").replace("[jobs.x]", "[jobs.y]"));
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(first.id() as i32).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    let _ = first.wait();
+    std::fs::write(&m.go, "").unwrap();
+    let st = s.json(&["status", "--json"]);
+    assert!(st.get("unconfigured_runs").is_none(), "{st}");
+    let o = s.run(&["history", "x", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stderr(&o).contains("not in"), "{}", stderr(&o));
+    let runs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(runs.as_array().map(Vec::len), Some(1), "{runs}");
+    assert_eq!(runs[0]["job"], "x", "{runs}");
+    assert_eq!(runs[0]["verdict"], "abandoned", "{runs}");
+    let all = s.json(&["history", "--json"]);
+    assert!(
+        all.as_array().unwrap().iter().any(|r| r["job"] == "x"),
+        "{all}"
+    );
+    let o = s.run(&["history", "x"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("abandoned"), "{}", stdout(&o));
+    // A name the ledger never heard of is still refused.
+    assert_eq!(code(&s.run(&["history", "nope"])), 2);
+}
