@@ -94,12 +94,25 @@ pub(crate) fn plan_from(
 /// up to a round trip.
 const EARLY_AT_MOST: jiff::SignedDuration = jiff::SignedDuration::from_secs(1);
 
-/// Why the timer woke.
+/// Why the clock woke.
 enum Woke {
     /// The instant came.
     Due,
     /// The wall clock was set.
     Stepped,
+    /// The configuration changed: plan again (never the timer's).
+    Replan,
+}
+
+/// How long before `at` (armed on this host's clock as `local`) this
+/// process's wall clock still is when its timer fired: the kernel's
+/// realtime clock, which the timer follows, and the one this process reads
+/// may disagree (a process shown a clock off the system's, as libfaketime
+/// does). Such a wake waits out the rest on the monotonic clock; ticking at
+/// once would find nothing due and arm the same instant again, in a loop
+/// that holds a core until the clocks agree. `None` once it has come.
+fn short_of(local: Timestamp, now: Timestamp) -> Option<Duration> {
+    (now < local).then(|| Duration::try_from(local.duration_since(now)).unwrap_or(Duration::ZERO))
 }
 
 struct Timer {
@@ -219,23 +232,29 @@ pub(crate) async fn run(d: Arc<Daemon>) {
             tracing::error!("failed to arm the clock's timer: {e}");
             return;
         }
-        let woke = tokio::select! {
+        let mut woke = tokio::select! {
             w = timer.wait() => w,
-            () = &mut replan => {
-                if d.stopping.load(Ordering::SeqCst) {
-                    return;
-                }
-                // A new configuration is decided at once, as any tick would
-                // decide it (a job added over HTTP may be due already).
-                let _ = crate::tick::tick(&d, "clock").await;
-                from = d.decision_now();
-                (wall, boot) = (d.clock.wall(), d.clock.boot());
-                settled = false;
-                continue;
-            }
+            () = &mut replan => Ok(Woke::Replan),
         };
+        if matches!(woke, Ok(Woke::Due))
+            && let Some(rest) = next.and_then(|n| short_of(d.local_instant(n), d.clock.wall()))
+        {
+            woke = tokio::select! {
+                () = tokio::time::sleep(rest) => Ok(Woke::Due),
+                () = &mut replan => Ok(Woke::Replan),
+            };
+        }
         if d.stopping.load(Ordering::SeqCst) {
             return;
+        }
+        if matches!(woke, Ok(Woke::Replan)) {
+            // A new configuration is decided at once, as any tick would
+            // decide it (a job added over HTTP may be due already).
+            let _ = crate::tick::tick(&d, "clock").await;
+            from = d.decision_now();
+            (wall, boot) = (d.clock.wall(), d.clock.boot());
+            settled = false;
+            continue;
         }
         let (now_wall, now_boot) = (d.clock.wall(), d.clock.boot());
         let walked = now_wall.duration_since(wall);
@@ -270,7 +289,7 @@ pub(crate) async fn run(d: Arc<Daemon>) {
                 // came when nothing was decided ([`plan_from`]).
                 from = plan_from(next, from, decided_at).unwrap_or_else(|| d.decision_now());
             }
-            Ok(Woke::Stepped) => {
+            Ok(Woke::Stepped | Woke::Replan) => {
                 tracing::info!("the wall clock was set: planning again");
                 let _ = crate::tick::tick(&d, "clock").await;
                 from = d.decision_now();
@@ -287,6 +306,15 @@ pub(crate) async fn run(d: Arc<Daemon>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_timer_that_fires_before_the_instant_by_this_clock_waits_the_rest() {
+        let at: Timestamp = "2026-12-05T06:11:50Z".parse().unwrap();
+        let hour = jiff::SignedDuration::from_hours(1);
+        assert_eq!(short_of(at, at - hour), Some(Duration::from_secs(3600)));
+        assert_eq!(short_of(at, at), None);
+        assert_eq!(short_of(at, at + hour), None);
+    }
 
     #[test]
     fn an_instant_decided_before_it_came_is_decided_again_once_it_has() {

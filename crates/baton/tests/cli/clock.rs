@@ -509,3 +509,53 @@ fn a_clock_stepped_during_a_run_leaves_its_length_true() {
         assert!(at(&r["finished"]) > at(&r["started"]), "{r}");
     }
 }
+
+/// A daemon shown a wall clock an hour behind the system's (libfaketime,
+/// as an attacker or a test would run it): its timer, which follows the
+/// kernel's clock, fires at once for every instant it arms. It waits out
+/// the rest on its own clock instead of ticking again and again (it held a
+/// core and wrote thousands of lines a second to the envelope log, one per
+/// tick, noting the job's sighting ahead of its clock).
+#[test]
+fn a_daemon_shown_a_clock_behind_the_systems_sleeps_until_its_instant() {
+    let s = Sched::new("[jobs.s1]\nevery = \"1m\"\nrun = \"true\"\n");
+    // First seen by an honest tick: each tick of the daemon says so.
+    let o = s.run(&["tick"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let mut cmd = s.cmd(&["daemon", "--listen", "127.0.0.1:0"]);
+    cmd.env(
+        "LD_PRELOAD",
+        "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+    )
+    .env("FAKETIME", "-1h")
+    .env("FAKETIME_NO_CACHE", "1");
+    let mut d = crate::daemon::Daemon::start_cmd(cmd)
+        .unwrap_or_else(|(code, log)| panic!("the daemon did not start ({code:?}): {log}"));
+    crate::support::pause(3000);
+    let logs = s.env.state().join("logs");
+    let noted: usize = std::fs::read_dir(&logs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("baton_")
+        })
+        .map(|p| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .matches("by a clock ahead of this one")
+                .count()
+        })
+        .sum();
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(d.child.id() as i32).unwrap(),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let _ = baton_testkit::wait_for_exit(&mut d.child, "the daemon");
+    // The tick at its start, and at most the one of the next minute.
+    assert!((1..=2).contains(&noted), "{noted} ticks in 3 s");
+}
