@@ -104,7 +104,9 @@ pub fn job(
             job.name, st.first_seen
         ));
     }
-    let sighted = |state: Option<JobState>| sighted(state, now, latest);
+    let window = jiff::SignedDuration::try_from(job.policy.catch_up_window.value)
+        .unwrap_or(jiff::SignedDuration::MAX);
+    let sighted = |state: Option<JobState>| sighted(state, now, latest, window);
     state = sighted(state);
     let done = |start: Option<Start>, alerted: bool, missed: &mut Vec<MissedRange>| Decided {
         start,
@@ -455,11 +457,22 @@ fn ahead_seen(st: &JobState, now: Timestamp) -> bool {
 /// is the one behind, hand the honest clock an hour the job never had, to
 /// count as missed. So the ledger keeps it, and this tick decides as if
 /// the job were seen at `latest` (its latest occurrence's start, or now):
-/// that occurrence runs, nothing earlier is missed.
-fn sighted(state: Option<JobState>, now: Timestamp, latest: Timestamp) -> Option<JobState> {
+/// that occurrence runs, nothing earlier is missed. One older than the
+/// catch-up `window` could not run, and is before the sighting the ledger
+/// keeps: it is neither run nor missed (the job is taken as seen now).
+fn sighted(
+    state: Option<JobState>,
+    now: Timestamp,
+    latest: Timestamp,
+    window: jiff::SignedDuration,
+) -> Option<JobState> {
     state.map(|mut st| {
         if ahead_seen(&st, now) {
-            st.first_seen = latest;
+            st.first_seen = if now.duration_since(latest) > window {
+                now
+            } else {
+                latest
+            };
         }
         st
     })

@@ -153,6 +153,34 @@ fn on_one_host_a_tick_an_hour_behind_hands_the_honest_clock_no_misses() {
     assert_eq!(unique, all, "{all:?}");
 }
 
+/// A tick an hour behind a job's sighting, whose latest occurrence is
+/// older than the catch-up window (a yearly job, seen first today): that
+/// occurrence is neither run nor missed, as the honest clock decided (it
+/// was recorded missed, older than the window, with an alert and exit 1).
+#[test]
+fn on_one_host_a_tick_behind_the_sighting_misses_no_occurrence_from_before_it() {
+    let s = Sched::new("");
+    let out = s.env.path("ran");
+    s.write(&format!(
+        "[jobs.x]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"10m\"\nrun = \"echo \
+         $BATON_OCCURRENCE >> {}\"\n",
+        out.display()
+    ));
+    for (offset, what) in [("", "honest"), ("-1h", "behind"), ("", "honest again")] {
+        let o = if offset.is_empty() {
+            s.run(&["tick"])
+        } else {
+            shifted(&s, offset, &["tick"])
+        };
+        assert_eq!(code(&o), 0, "{what}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("missed"), "{what}: {}", stderr(&o));
+    }
+    assert!(ran(&out).is_empty(), "{:?}", ran(&out));
+    let st = s.json(&["status", "--json"]);
+    assert_eq!(st["jobs"][0]["missed"]["total"], 0, "{st}");
+    assert!(missed_ranges(&s).is_empty(), "{:?}", missed_ranges(&s));
+}
+
 #[test]
 fn on_one_host_a_job_a_clock_ahead_saw_first_runs_at_the_honest_clocks_present() {
     // A tick an hour ahead sees a new job first. The honest clock neither
