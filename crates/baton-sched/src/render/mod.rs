@@ -348,7 +348,8 @@ pub(crate) fn sh_word(s: &str) -> String {
 }
 
 /// The host path `p` as text, refused when it is not valid UTF-8 or holds a
-/// line break (neither can be written into a unit, a crontab or YAML).
+/// line break (neither can be written into a unit, a crontab or YAML), or,
+/// for a workflow, GitHub's expression syntax `${{`.
 pub(crate) fn path_text(
     target: Target,
     what: &'static str,
@@ -363,6 +364,12 @@ pub(crate) fn path_text(
     let s = p.to_str().ok_or_else(|| refuse("it is not valid UTF-8"))?;
     if s.contains(['\n', '\r']) {
         return Err(refuse("it holds a line break"));
+    }
+    if target == Target::Github && s.contains("${{") {
+        return Err(refuse(
+            "it holds `${{`, which GitHub reads as an expression before the shell sees the \
+             path (a secret could land on the command line): rename the path",
+        ));
     }
     Ok(s.to_owned())
 }

@@ -1214,3 +1214,33 @@ fn render_systemd_daemon_runs_as_baton_and_may_write_only_what_it_writes() {
         ["-/srv/api", "-/etc/baton/jobs.d"]
     );
 }
+
+#[test]
+fn render_github_refuses_a_path_github_would_read_as_an_expression() {
+    let c = config(MIXED);
+    for (what, config, bin) in [
+        (
+            "the configuration",
+            "x${{ secrets.GITHUB_TOKEN }}/baton.toml",
+            "/usr/bin/baton",
+        ),
+        (
+            "the binary",
+            "deploy/baton.toml",
+            "/opt/${{ github.token }}/baton",
+        ),
+    ] {
+        let mut o = opts_for(Target::Github, true);
+        o.config = config.into();
+        o.bin = bin.into();
+        let got = render(Target::Github, &c, &o);
+        let Err(RenderError::Path {
+            what: named, why, ..
+        }) = got
+        else {
+            panic!("{config} {bin}: not refused: {got:?}");
+        };
+        assert_eq!(named, what);
+        assert!(why.contains("expression"), "{why}");
+    }
+}
