@@ -104,13 +104,15 @@ enum Woke {
     Replan,
 }
 
-/// How long before `at` (armed on this host's clock as `local`) this
-/// process's wall clock still is when its timer fired: the kernel's
-/// realtime clock, which the timer follows, and the one this process reads
-/// may disagree (a process shown a clock off the system's, as libfaketime
-/// does). Such a wake waits out the rest on the monotonic clock; ticking at
-/// once would find nothing due and arm the same instant again, in a loop
-/// that holds a core until the clocks agree. `None` once it has come.
+/// How long before `local` (an instant on this host's clock) this
+/// process's wall clock `now` is: the span the clock also sleeps on the
+/// monotonic clock beside its timer. The kernel's realtime clock, which the
+/// timer follows, and the one this process reads may disagree (a process
+/// shown a clock off the system's, as libfaketime does): a timer that fires
+/// early waits out the rest (ticking at once would find nothing due and arm
+/// the same instant again, in a loop that holds a core until the clocks
+/// agree), and one that would fire late is not waited for. `None` once it
+/// has come.
 fn short_of(local: Timestamp, now: Timestamp) -> Option<Duration> {
     (now < local).then(|| Duration::try_from(local.duration_since(now)).unwrap_or(Duration::ZERO))
 }
@@ -192,6 +194,14 @@ impl Timer {
     }
 }
 
+/// Sleeps `span` on the monotonic clock; never ends for `None`.
+async fn after(span: Option<Duration>) {
+    match span {
+        Some(span) => tokio::time::sleep(span).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Runs the clock until the daemon stops.
 pub(crate) async fn run(d: Arc<Daemon>) {
     let timer = match Timer::new() {
@@ -232,8 +242,16 @@ pub(crate) async fn run(d: Arc<Daemon>) {
             tracing::error!("failed to arm the clock's timer: {e}");
             return;
         }
+        // The instant comes by the kernel's realtime clock (the timer, which
+        // also says when that clock is set) or by this process's wall clock
+        // (the same span on the monotonic clock), whichever is first: the
+        // two disagree when this process is shown a clock off the system's
+        // (libfaketime), and the timer alone would then fire late by the
+        // whole offset, the occurrences between missed.
+        let span = next.map(|n| short_of(d.local_instant(n), d.clock.wall()).unwrap_or_default());
         let mut woke = tokio::select! {
             w = timer.wait() => w,
+            () = after(span) => Ok(Woke::Due),
             () = &mut replan => Ok(Woke::Replan),
         };
         if matches!(woke, Ok(Woke::Due))

@@ -587,3 +587,40 @@ fn a_daemon_shown_a_clock_behind_the_systems_sleeps_until_its_instant() {
     // The tick at its start, and at most the one of the next minute.
     assert!((1..=2).contains(&noted), "{noted} ticks in 3 s");
 }
+
+/// The mirror of the above: a daemon shown a clock ahead of the system's.
+/// Its timer, armed at the instant by its own clock, would fire late by
+/// the whole offset (an hour here: nothing ran, then everything between
+/// was missed); it also sleeps the span on the monotonic clock, so the
+/// job runs when it is due by the daemon's clock.
+#[test]
+fn a_daemon_shown_a_clock_ahead_of_the_systems_runs_on_time() {
+    let s = Sched::new("");
+    let out = s.env.path("ran");
+    s.write(&format!(
+        "[jobs.s]\nschedule = \"*/2 * * * * *\"\nrun = \"echo $BATON_OCCURRENCE >> {}\"\n",
+        out.display()
+    ));
+    let mut cmd = s.cmd(&["daemon", "--listen", "127.0.0.1:0"]);
+    cmd.env(
+        "LD_PRELOAD",
+        "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+    )
+    .env("FAKETIME", "+1h")
+    .env("FAKETIME_NO_CACHE", "1");
+    let mut d = crate::daemon::Daemon::start_cmd(cmd)
+        .unwrap_or_else(|(code, log)| panic!("the daemon did not start ({code:?}): {log}"));
+    let ran_some =
+        baton_testkit::within(std::time::Duration::from_secs(30), || !ran(&out).is_empty());
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(d.child.id() as i32).unwrap(),
+        rustix::process::Signal::TERM,
+    )
+    .unwrap();
+    let _ = baton_testkit::wait_for_exit(&mut d.child, "the daemon");
+    assert!(ran_some, "nothing ran in 30 s of a job due every 2 s");
+    let all = ran(&out);
+    let mut unique = all.clone();
+    unique.dedup();
+    assert_eq!(unique, all, "an occurrence ran twice: {all:?}");
+}
