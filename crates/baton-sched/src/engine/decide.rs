@@ -104,8 +104,13 @@ pub fn job(
             job.name, st.first_seen
         ));
     }
-    let window = jiff::SignedDuration::try_from(job.policy.catch_up_window.value)
+    // How old the latest occurrence may be and still run: the catch-up
+    // window, or "now" for a job that never catches up.
+    let mut window = jiff::SignedDuration::try_from(job.policy.catch_up_window.value)
         .unwrap_or(jiff::SignedDuration::MAX);
+    if job.policy.catch_up.value == crate::config::CatchUp::None {
+        window = window.min(crate::engine::plan::NOW_SLACK);
+    }
     let sighted = |state: Option<JobState>| sighted(state, now, latest, window);
     state = sighted(state);
     let done = |start: Option<Start>, alerted: bool, missed: &mut Vec<MissedRange>| Decided {
@@ -457,9 +462,10 @@ fn ahead_seen(st: &JobState, now: Timestamp) -> bool {
 /// is the one behind, hand the honest clock an hour the job never had, to
 /// count as missed. So the ledger keeps it, and this tick decides as if
 /// the job were seen at `latest` (its latest occurrence's start, or now):
-/// that occurrence runs, nothing earlier is missed. One older than the
-/// catch-up `window` could not run, and is before the sighting the ledger
-/// keeps: it is neither run nor missed (the job is taken as seen now).
+/// that occurrence runs, nothing earlier is missed. One older than
+/// `window` (the catch-up window, or a minute with `catch_up = "none"`)
+/// could not run, and is before the sighting the ledger keeps: it is
+/// neither run nor missed (the job is taken as seen now).
 fn sighted(
     state: Option<JobState>,
     now: Timestamp,

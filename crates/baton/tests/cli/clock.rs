@@ -159,14 +159,25 @@ fn on_one_host_a_tick_an_hour_behind_hands_the_honest_clock_no_misses() {
 /// was recorded missed, older than the window, with an alert and exit 1).
 #[test]
 fn on_one_host_a_tick_behind_the_sighting_misses_no_occurrence_from_before_it() {
+    // A yearly job whose window is 10 minutes; one whose window holds its
+    // latest occurrence but that never catches up (that occurrence, more
+    // than a minute old, was recorded missed `late`).
+    for policy in [
+        "catch_up_window = \"10m\"",
+        "catch_up = \"none\"\ncatch_up_window = \"400d\"",
+    ] {
+        behind_the_sighting("0 0 1 1 *", policy, "-1h");
+    }
+}
+
+fn behind_the_sighting(schedule: &str, policy: &str, behind: &str) {
     let s = Sched::new("");
     let out = s.env.path("ran");
     s.write(&format!(
-        "[jobs.x]\nschedule = \"0 0 1 1 *\"\ncatch_up_window = \"10m\"\nrun = \"echo \
-         $BATON_OCCURRENCE >> {}\"\n",
+        "[jobs.x]\nschedule = \"{schedule}\"\n{policy}\nrun = \"echo $BATON_OCCURRENCE >> {}\"\n",
         out.display()
     ));
-    for (offset, what) in [("", "honest"), ("-1h", "behind"), ("", "honest again")] {
+    for (offset, what) in [("", "honest"), (behind, "behind"), ("", "honest again")] {
         let o = if offset.is_empty() {
             s.run(&["tick"])
         } else {
