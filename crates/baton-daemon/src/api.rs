@@ -313,7 +313,19 @@ async fn runs(
     Path(name): Path<String>,
     Query(q): Query<Limit>,
 ) -> Result<Response, ApiError> {
-    let loaded = known(&d, &name)?;
+    // A job renamed or removed since it ran still has its runs, as
+    // `baton history OLD` shows them.
+    let current = d.current();
+    let former =
+        baton_sched::config::valid_name(&name) && !current.config.jobs.contains_key(&name) && {
+            let (config, job, now) = (Arc::clone(&current), name.clone(), d.decision_now());
+            blocking(move || {
+                baton_sched::views::history::former_jobs(&config.config, now)
+                    .is_ok_and(|f| f.contains(&job))
+            })
+            .await?
+        };
+    let loaded = if former { current } else { known(&d, &name)? };
     let limit = limit_of(q.limit.as_deref())?;
     let now = d.decision_now();
     let runs =

@@ -249,6 +249,18 @@ fn daemon_serves_health_jobs_runs_and_refuses_unknown_jobs() {
     assert_eq!(r.json()[0]["run_id"], run_id.as_str());
     let r = d.get("/v1/jobs/a/runs?limit=-1");
     assert_eq!(r.status, 400, "{}", r.body);
+    // A job removed since it ran keeps its runs, as `history OLD` shows
+    // them; a name no ledger row has is still unknown.
+    s.write("[jobs.b]\nschedule = \"0 0 1 1 *\"\nrun = \"exit 3\"\n");
+    signal(d.pid(), Signal::HUP);
+    eventually("the reload without job a", || {
+        d.get("/v1/jobs/a").status == 404
+    });
+    let r = d.get("/v1/jobs/a/runs");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()[0]["run_id"], run_id.as_str(), "{}", r.body);
+    let r = d.get("/v1/jobs/nope/runs");
+    assert_eq!(r.status, 404, "{}", r.body);
     assert_eq!(d.terminate(), Some(0));
 }
 
