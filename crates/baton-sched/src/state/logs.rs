@@ -282,7 +282,7 @@ pub struct Tail {
 }
 
 /// How much of the end of a log [`Logs::tail`] reads.
-const TAIL_BYTES: u64 = 256 * 1024;
+pub(crate) const TAIL_BYTES: u64 = 256 * 1024;
 
 impl Logs {
     /// The last `max` lines of run `run_id`'s output in `job`'s log of the

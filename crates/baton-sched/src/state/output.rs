@@ -11,7 +11,8 @@
 //! on a line of its own when a line break is in it. A run in a slot of a
 //! job that may run several at once (`max_concurrent`) tags each line it
 //! writes with its slot ([`slot_tag`]), so that runs side by side in one
-//! dated log can be told apart. Nothing here may stop a run: a log write
+//! dated log can be told apart (a line longer than 64 KiB is then written
+//! as lines of at most that, each tagged). Nothing here may stop a run: a log write
 //! that fails is kept for the caller to say.
 
 use std::collections::VecDeque;
@@ -134,6 +135,13 @@ impl OutputSink {
                     }
                     out.push(b);
                     self.line_start = b == b'\n';
+                }
+                // A line longer than `LONG_LINE` goes out in pieces: each
+                // ends its own line here, so that another slot's lines and
+                // frames never land inside it, and the rest is tagged anew.
+                if !self.line_start {
+                    out.push(b'\n');
+                    self.line_start = true;
                 }
                 tagged = out;
                 &tagged
@@ -297,6 +305,21 @@ mod tests {
         // What was kept counts the output, not the tags.
         assert_eq!(done.lock().unwrap().clone().unwrap().kept, 26);
         assert_eq!(slot_tag(1, 1), None);
+        // A line longer than the longest written whole: in tagged pieces.
+        let (s, _) = OutputSink::new(l.clone(), "long", t, 1 << 20, false);
+        let mut s = s.tagged(slot_tag(2, 1));
+        s.chunk(&vec![b'x'; LONG_LINE + 10]);
+        s.chunk(b"y\n");
+        s.end();
+        let text = std::fs::read_to_string(l.dated("long", t)).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{}", text.len());
+        assert!(
+            lines[0] == format!("[slot 1] {}", "x".repeat(LONG_LINE + 10)),
+            "{} bytes",
+            lines[0].len()
+        );
+        assert_eq!(lines[1], "[slot 1] y");
         assert_eq!(slot_tag(1, 3).as_deref(), Some("[slot 3] "));
     }
 

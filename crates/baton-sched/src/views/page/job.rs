@@ -328,9 +328,11 @@ fn last_log_panel(out: &mut String, log: &LastLog) {
         LastLog::NotFound(run) => {
             let _ = writeln!(
                 out,
-                "<p class=\"none\">no output of run <code>{}</code> in the job's logs \
-                 (they were pruned, or the run started no step)</p>",
-                escape(run)
+                "<p class=\"none\">no output of run <code>{}</code> in the newest {} KiB of \
+                 the job's logs (they were pruned, other runs' output came after it, or the \
+                 run started no step)</p>",
+                escape(run),
+                crate::state::logs::TAIL_BYTES / 1024
             );
         }
         LastLog::Withheld => out.push_str(

@@ -142,7 +142,7 @@ fn a_log_is_escaped_and_its_control_characters_replaced() {
     );
     has(
         &page_of(&runs(), &LastLog::NotFound("r<1>".into())),
-        "no output of run <code>r&lt;1&gt;</code> in the job's logs",
+        "no output of run <code>r&lt;1&gt;</code> in the newest 256 KiB of the job's logs",
     );
 }
 
