@@ -153,6 +153,9 @@ pub struct Session<'r> {
     steps: u32,
     /// Whether the run was told that a step could not be contained.
     uncontained_reported: bool,
+    /// More runs follow under this lease after the current one (a batch,
+    /// a backfill): its end foresees no release ([`Session::more_follow`]).
+    more_follow: bool,
 }
 
 impl<'r> Session<'r> {
@@ -222,6 +225,7 @@ impl<'r> Session<'r> {
             replaced: None,
             steps: 0,
             uncontained_reported: false,
+            more_follow: false,
         })
     }
 
@@ -1047,14 +1051,24 @@ impl<'r> Session<'r> {
         }
     }
 
+    /// Says whether more runs follow the current one under this lease (the
+    /// rest of a catch-up batch or of a backfill, which no queue in a
+    /// ledger shows): then its end foresees no release
+    /// ([`Session::foresee_release`]), which would free the lease under
+    /// them.
+    pub fn more_follow(&mut self, more: bool) {
+        self.more_follow = more;
+    }
+
     /// Says that the run `run` records its end next, after which the lease
     /// is released unless one of `jobs` has an occurrence queued: a store
     /// may then release it in the round trip of that record
     /// ([`Held::foresee_release`]), and [`Session::finish_peeking`] answers
-    /// from it. Nothing when the lease is lost, or a renewal is under way.
+    /// from it. Nothing when the lease is lost, a renewal is under way, or
+    /// more runs follow ([`Session::more_follow`]).
     pub fn foresee_release(&mut self, run: &str, jobs: &[String]) {
         self.keep_lease();
-        if self.lost.is_some() || self.lease.busy() {
+        if self.lost.is_some() || self.lease.busy() || self.more_follow {
             return;
         }
         self.lease.with(|l| l.foresee_release(run, jobs));

@@ -759,10 +759,19 @@ fn hold_once(
     surfaces.borrow_mut().write_step_alerts_apart(req.config);
     let mut worst = Outcome::Done;
     let mut handed = false;
-    for f in firsts {
+    let count = firsts.len();
+    for (i, f) in firsts.into_iter().enumerate() {
         if session.lost().is_some() || session.interrupted().is_some() {
+            // What is left is not run: a lease lost between two runs fails
+            // the whole as a lease lost in one does.
+            if session.lost().is_some() {
+                worst = worst.max(Outcome::Failed);
+            }
             break;
         }
+        // The runs after this one are this holder's to start, under this
+        // lease: its end must not let the lease go.
+        session.more_follow(i + 1 < count);
         if f.restate {
             if let Some(why) = crate::engine::current::forbids(req.config, &job.name, slot) {
                 surfaces.borrow_mut().note(&format!(

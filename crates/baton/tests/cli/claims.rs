@@ -360,3 +360,42 @@ fn a_backfill_on_postgresql_after_its_ledger_rows_were_lost_respects_the_stores_
     assert!(stderr(&o).contains("--force"), "{}", stderr(&o));
     assert_eq!(read_lines(&ran), first, "the backfill ran it again");
 }
+
+/// A backfill of three past hours on the PostgreSQL store runs all three
+/// under its one lease, oldest first, and exits 0. The first run's end
+/// used to carry the lease's release (a run's end foresees it when no
+/// queue waits, and a backfill's next occurrences are in no queue): the
+/// second found its lease lost, and the summary said 1 ran, 2 not run,
+/// exit 0.
+#[test]
+fn a_backfill_on_postgresql_runs_its_whole_range_under_one_lease() {
+    let pg = baton_testkit::pg::PgServer::start();
+    let env = crate::support::Env::new();
+    let ran = env.path("ran");
+    let s = Sched { env };
+    s.write(&format!(
+        "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\n[store]\nurl = {:?}\n\
+         [jobs.h]\nevery = \"1h\"\nrun = \"echo $BATON_OCCURRENCE >> {}\"\n",
+        pg.url(),
+        ran.display()
+    ));
+    let o = s
+        .cmd(&["store", "migrate"])
+        .env_remove("BATON_STORE_URL")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let hour = baton_testkit::wall_seconds() / 3600 * 3600;
+    let (from, to) = (at(hour - 3 * 3600), at(hour - 3600));
+    let o = s.run(&["backfill", "h", "--from", &from, "--to", &to, "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (v["ran"].as_u64(), v["not_run"].as_u64()),
+        (Some(3), Some(0)),
+        "{v}"
+    );
+    assert!(!stderr(&o).contains("lease lost"), "{}", stderr(&o));
+    let want: Vec<String> = (1..=3).rev().map(|i| at(hour - i * 3600)).collect();
+    assert_eq!(read_lines(&ran), want);
+}
