@@ -495,7 +495,7 @@ fn run_all(
             baton_runner::WorkerEnd::Signaled(sig) => {
                 crate::say::line(format_args!(
                     "tick: the process running {name} died of signal {sig}; its lease speaks \
-                     for it (`baton lock show {name}`)"
+                     for it (`baton status {name}` names its holder)"
                 ));
                 worst = worst.max(Outcome::Failed);
             }
