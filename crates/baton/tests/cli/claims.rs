@@ -323,24 +323,7 @@ fn occurrences_the_ledger_records_missed_are_backfilled_behind_the_claim() {
 #[test]
 fn a_backfill_on_postgresql_after_its_ledger_rows_were_lost_respects_the_stores_claims() {
     let pg = baton_testkit::pg::PgServer::start();
-    let env = crate::support::Env::new();
-    let ran = env.path("ran");
-    let s = Sched { env };
-    s.write(&format!(
-        "[scheduler]\nstate_dir = \"STATE\"\ntimezone = \"UTC\"\n[store]\nurl = {:?}\n\
-         [jobs.h]\nevery = \"1h\"\nrun = \"echo $BATON_OCCURRENCE >> {}\"\n",
-        pg.url(),
-        ran.display()
-    ));
-    let migrate = |s: &Sched| {
-        let o = s
-            .cmd(&["store", "migrate"])
-            .env_remove("BATON_STORE_URL")
-            .output()
-            .unwrap();
-        assert_eq!(code(&o), 0, "{}", stderr(&o));
-    };
-    migrate(&s);
+    let (s, ran) = hourly_on(&pg);
     let hour = baton_testkit::wall_seconds() / 3600 * 3600;
     crate::sched::pg_known_since(&pg, &["h"], jiff::Timestamp::from_second(hour - 1).unwrap());
     let o = s.run(&["tick"]);
@@ -370,6 +353,25 @@ fn a_backfill_on_postgresql_after_its_ledger_rows_were_lost_respects_the_stores_
 #[test]
 fn a_backfill_on_postgresql_runs_its_whole_range_under_one_lease() {
     let pg = baton_testkit::pg::PgServer::start();
+    let (s, ran) = hourly_on(&pg);
+    let hour = baton_testkit::wall_seconds() / 3600 * 3600;
+    let (from, to) = (at(hour - 3 * 3600), at(hour - 3600));
+    let o = s.run(&["backfill", "h", "--from", &from, "--to", &to, "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (v["ran"].as_u64(), v["not_run"].as_u64()),
+        (Some(3), Some(0)),
+        "{v}"
+    );
+    assert!(!stderr(&o).contains("lease lost"), "{}", stderr(&o));
+    let want: Vec<String> = (1..=3).rev().map(|i| at(hour - i * 3600)).collect();
+    assert_eq!(read_lines(&ran), want);
+}
+
+/// A scheduler of one hourly job `h` on `pg`'s store, migrated; each run
+/// appends its occurrence to the returned file.
+fn hourly_on(pg: &baton_testkit::pg::PgServer) -> (Sched, std::path::PathBuf) {
     let env = crate::support::Env::new();
     let ran = env.path("ran");
     let s = Sched { env };
@@ -385,17 +387,5 @@ fn a_backfill_on_postgresql_runs_its_whole_range_under_one_lease() {
         .output()
         .unwrap();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let hour = baton_testkit::wall_seconds() / 3600 * 3600;
-    let (from, to) = (at(hour - 3 * 3600), at(hour - 3600));
-    let o = s.run(&["backfill", "h", "--from", &from, "--to", &to, "--json"]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(
-        (v["ran"].as_u64(), v["not_run"].as_u64()),
-        (Some(3), Some(0)),
-        "{v}"
-    );
-    assert!(!stderr(&o).contains("lease lost"), "{}", stderr(&o));
-    let want: Vec<String> = (1..=3).rev().map(|i| at(hour - i * 3600)).collect();
-    assert_eq!(read_lines(&ran), want);
+    (s, ran)
 }
