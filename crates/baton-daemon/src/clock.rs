@@ -265,15 +265,6 @@ pub(crate) async fn run(d: Arc<Daemon>) {
         if d.stopping.load(Ordering::SeqCst) {
             return;
         }
-        if matches!(woke, Ok(Woke::Replan)) {
-            // A new configuration is decided at once, as any tick would
-            // decide it (a job added over HTTP may be due already).
-            let _ = crate::tick::tick(&d, "clock").await;
-            from = d.decision_now();
-            (wall, boot) = (d.clock.wall(), d.clock.boot());
-            settled = false;
-            continue;
-        }
         let (now_wall, now_boot) = (d.clock.wall(), d.clock.boot());
         let walked = now_wall.duration_since(wall);
         let slept = jiff::SignedDuration::try_from(now_boot.saturating_sub(boot))
@@ -307,10 +298,17 @@ pub(crate) async fn run(d: Arc<Daemon>) {
                 // came when nothing was decided ([`plan_from`]).
                 from = plan_from(next, from, decided_at).unwrap_or_else(|| d.decision_now());
             }
-            Ok(Woke::Stepped | Woke::Replan) => {
+            Ok(Woke::Stepped) => {
                 tracing::info!("the wall clock was set: planning again");
                 let _ = crate::tick::tick(&d, "clock").await;
                 from = d.decision_now();
+            }
+            Ok(Woke::Replan) => {
+                // A new configuration is decided at once, as any tick would
+                // decide it (a job added over HTTP may be due already).
+                let _ = crate::tick::tick(&d, "clock").await;
+                from = d.decision_now();
+                settled = false;
             }
             Err(e) => {
                 tracing::error!("the clock's timer failed: {e}");

@@ -381,11 +381,6 @@ fn hourly_on(pg: &baton_testkit::pg::PgServer) -> (Sched, std::path::PathBuf) {
         pg.url(),
         ran.display()
     ));
-    let o = s
-        .cmd(&["store", "migrate"])
-        .env_remove("BATON_STORE_URL")
-        .output()
-        .unwrap();
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    s.migrate();
     (s, ran)
 }

@@ -39,6 +39,14 @@ fn shifted(s: &Sched, offset: &str, args: &[&str]) -> Output {
     c.output().expect("faketime (apt-get install faketime)")
 }
 
+/// No occurrence in `all` ran twice, wherever the second run is.
+fn each_once(all: &[String]) {
+    let mut unique = all.to_vec();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), all.len(), "an occurrence ran twice: {all:?}");
+}
+
 fn ran(out: &std::path::Path) -> Vec<String> {
     std::fs::read_to_string(out)
         .unwrap_or_default()
@@ -136,10 +144,7 @@ fn on_one_host_a_tick_an_hour_behind_hands_the_honest_clock_no_misses() {
         std::fs::read_to_string(s.env.state().join("logs").join("alerts.log")).unwrap_or_default();
     assert!(!alerts.contains("\"missed\""), "{alerts}");
     // What ran, ran once.
-    let all = ran(&out);
-    let mut unique = all.clone();
-    unique.dedup();
-    assert_eq!(unique, all, "{all:?}");
+    each_once(&ran(&out));
 }
 
 /// A tick an hour behind a job's sighting, whose latest occurrence is
@@ -293,11 +298,8 @@ fn a_claim_from_the_future_still_leaves_the_present_claimed_when_the_ledger_is_l
         assert!(code(&o) <= 1, "{}", stderr(&o));
     }
     let all = ran(&out);
-    let present: Vec<&String> = all[1..].iter().collect();
-    let mut unique = present.clone();
-    unique.dedup();
-    assert_eq!(unique, present, "an occurrence ran twice: {all:?}");
-    assert!(!present.is_empty(), "the schedule was silenced: {all:?}");
+    assert!(all.len() > 1, "the schedule was silenced: {all:?}");
+    each_once(&all[1..]);
 }
 
 /// A scheduler on a fresh throwaway server, migrated.
@@ -353,10 +355,7 @@ fn with_a_shared_store_a_host_an_hour_ahead_decides_by_the_stores_clock() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let st = s.json(&["status", "--json"]);
     assert_eq!(st["jobs"][0]["missed"]["total"], 0, "{st}");
-    let all = ran(&out);
-    let mut unique = all.clone();
-    unique.dedup();
-    assert_eq!(unique, all, "{all:?}");
+    each_once(&ran(&out));
 }
 
 /// A slow reply is not a skewed clock. Another session holds the ledger's
@@ -492,10 +491,7 @@ fn on_one_host_what_a_clock_a_day_ahead_called_missed_is_taken_back() {
     let o = shifted(&s, "+1d", &["tick"]);
     assert!(code(&o) <= 1, "{}", stderr(&o));
     let all = ran(&out);
-    let mut unique = all.clone();
-    unique.sort();
-    unique.dedup();
-    assert_eq!(unique.len(), all.len(), "an occurrence ran twice: {all:?}");
+    each_once(&all);
     let ranges = missed_ranges(&s);
     for r in &all {
         let at = second_of(r);
@@ -654,8 +650,5 @@ fn runs_on_time_ahead(s: &Sched, out: &std::path::Path) {
         ran(out),
         d.log()
     );
-    let all = ran(out);
-    let mut unique = all.clone();
-    unique.dedup();
-    assert_eq!(unique, all, "an occurrence ran twice: {all:?}");
+    each_once(&ran(out));
 }

@@ -248,12 +248,7 @@ fn a_job_whose_lock_is_renamed_while_it_runs_on_postgresql_never_starts_beside_i
         pg.url()
     );
     s.write(&store);
-    let o = s
-        .cmd(&["store", "migrate"])
-        .env_remove("BATON_STORE_URL")
-        .output()
-        .unwrap();
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    s.migrate();
     crate::sched::pg_known_since(&pg, &["x"], crate::sched::before_new_year());
     renamed_while_running(&s, &m, &store);
 }

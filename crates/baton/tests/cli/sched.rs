@@ -54,6 +54,22 @@ impl Sched {
         self.cmd(args).output().unwrap()
     }
 
+    /// `baton store migrate` of the store its configuration names (no
+    /// `BATON_STORE_URL` from the environment), which must succeed.
+    pub(crate) fn migrate(&self) {
+        let o = self
+            .cmd(&["store", "migrate"])
+            .env_remove("BATON_STORE_URL")
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+
     /// Runs `args` and waits for it, killing it and failing the test past
     /// `bound`: a process that never ends is a failure, not a hang.
     pub(crate) fn run_within(&self, args: &[&str], bound: std::time::Duration) -> Output {
